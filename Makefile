@@ -1,0 +1,24 @@
+# The two commands of the README. Both create .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# `make run`: a regular (non-editable) install, then the main job: the multi-abstraction comparison.
+run: $(BIN)/python
+	$(BIN)/python -m pip install --quiet .
+	cd /tmp && $(CURDIR)/$(BIN)/ppverify compare
+
+# `make test`: editable install with the test extras (torch pinned to the CPU build, ray for sweeps).
+test: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test,torch,ray]"
+	$(BIN)/python -m pytest -q -n 2 -m "not slow"
+	$(BIN)/python -m pytest -q -m slow || [ $$? -eq 5 ]
+
+clean:
+	rm -rf $(VENV) build *.egg-info

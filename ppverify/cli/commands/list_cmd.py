@@ -1,0 +1,35 @@
+"""``ppverify list``: the registered schedule families, their parameters and rules."""
+
+from __future__ import annotations
+
+import argparse
+
+from tabulate import tabulate
+
+from ...schedules import families
+from .. import Command
+from ..common import print_json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Only ``--json``."""
+    parser.add_argument("--json", action="store_true", help="print the families as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print one row per family."""
+    rows = []
+    for fam in families():
+        params = ", ".join(f"--{p.name.replace('_', '-')} (default {p.default}): {p.help}" for p in fam.params)
+        rows.append({"family": fam.name, "description": fam.description, "parameters": params or "-",
+                     "rules": fam.rules, "formula": "yes" if fam.formula else "no"})
+    if args.json:
+        print_json(rows)
+    else:
+        print(tabulate([[r["family"], r["description"], r["parameters"], r["rules"]] for r in rows],
+                       headers=["family", "description", "parameters", "rules"], tablefmt="simple",
+                       maxcolwidths=[None, 40, 40, 30]))
+    return 0
+
+
+COMMAND = Command("list", "list the registered schedule families and their parameters", add_arguments, run)

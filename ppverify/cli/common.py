@@ -1,0 +1,95 @@
+"""Arguments and helpers shared by subcommands: where the schedule comes from (a family and its
+parameters, or a file), the cost model, and output (text or ``--json``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from ..costs import CostModel, parse_costs
+from ..errors import ParameterError
+from ..schedule import Schedule
+
+
+def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
+    """``SCHEDULE`` (a family name or a schedule file), ``-p``, ``-m`` and every family parameter
+    known to the registry (``--v``, ``--waves`` ...)."""
+    from ..schedules import families
+
+    parser.add_argument("schedule", metavar="FAMILY|FILE",
+                        help="a registered family (see `ppverify list`) or a schedule file (.json, .csv)")
+    parser.add_argument("-p", type=int, default=4, help="pipeline devices (default 4)")
+    parser.add_argument("-m", type=int, default=None, help="microbatches per step (default: p)")
+    seen: dict[str, Any] = {}
+    for fam in families():
+        for pr in fam.params:
+            if pr.name in seen:
+                continue
+            seen[pr.name] = pr
+            parser.add_argument(f"--{pr.name.replace('_', '-')}", dest=f"fam_{pr.name}", type=pr.type,
+                                default=None, help=f"{pr.help} ({fam.name}; default {pr.default})")
+
+
+def schedule_from_args(args: argparse.Namespace) -> Schedule:
+    """Build (family) or load (file) the schedule the arguments name.
+
+    Example:
+        >>> ns = argparse.Namespace(schedule="1f1b", p=2, m=None)
+        >>> schedule_from_args(ns).describe()
+        '1f1b p=2 m=2'
+    """
+    from ..io import load_schedule, looks_like_file
+    from ..schedules import build, get_family
+
+    if looks_like_file(args.schedule):
+        return load_schedule(args.schedule)
+    fam = get_family(args.schedule)
+    params = {pr.name: getattr(args, f"fam_{pr.name}", None) for pr in fam.params}
+    m = args.m if args.m is not None else args.p
+    return build(fam.name, args.p, m, **params)
+
+
+def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--costs F=1,B=2`` (per device share; default: unit slots) and ``--comm-delay``."""
+    parser.add_argument("--costs", default=None,
+                        help="abstract op costs per device share, e.g. F=1,B=2 or F=1,I=1,W=1 "
+                             "(default: every op one slot)")
+    parser.add_argument("--comm-delay", type=float, default=None,
+                        help="every cross-device transfer takes this fixed time (abstract units)")
+
+
+def costs_from_args(args: argparse.Namespace, schedule: Schedule) -> CostModel:
+    """The cost model named by ``--costs`` (unit slots when absent).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("gpipe", p=2, m=2)
+        >>> costs_from_args(argparse.Namespace(costs="F=1,B=2"), s).duration["B"]
+        (2.0, 2.0)
+    """
+    text = getattr(args, "costs", None)
+    if not text:
+        return CostModel.unit(schedule.placement)
+    return CostModel.abstract(schedule.placement, **parse_costs(text))
+
+
+def check_nonnegative(name: str, value: float | None) -> None:
+    """Reject negative or non-finite numeric options."""
+    if value is not None and (not math.isfinite(value) or value < 0):
+        raise ParameterError(name, value, "must be a finite number >= 0")
+
+
+def print_json(data: Any) -> None:
+    """Print ``data`` as indented JSON (numpy values converted)."""
+    def default(o: Any) -> Any:
+        if hasattr(o, "tolist"):
+            return o.tolist()
+        if hasattr(o, "item"):
+            return o.item()
+        return str(o)
+
+    json.dump(data, sys.stdout, indent=2, default=default)
+    sys.stdout.write("\n")

@@ -1,0 +1,278 @@
+"""The dependency DAG of one training step, defined once for every engine, checker and solver.
+
+Rules (DESIGN.md), for stage s of microbatch mb's pipe, ``S`` stages:
+
+* ``F(s, mb)`` after ``F(s-1, mb)``                  (activation transfer when devices differ)
+* the first backward (``B`` or ``I``) of ``(s, mb)`` after ``F(s, mb)``     (always local)
+* the first backward of ``(s, mb)`` after the first backward of ``(s+1, mb)`` (gradient transfer)
+* ``W(s, mb)`` after ``I(s, mb)``
+
+Per ``(stage, mb)`` the backward is either one ``B`` or the pair ``I`` + ``W`` (never both); which
+one is read from the schedule, so schedules may mix them (DualPipeV does).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InvalidScheduleError
+from .ops import B, F, GRAD_KINDS, I, KIND_CODE, KINDS, W, Op, Overlap, compute_ops
+from .schedule import Schedule
+
+#: edge kinds: what a dependency carries when it crosses devices
+ACT, GRAD, LOCAL = "activation", "gradient", "local"
+
+
+def split_pairs(schedule: Schedule) -> set[tuple[int, int]]:
+    """``(stage, mb)`` pairs whose backward is split into I and W in this schedule.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> sorted(split_pairs(build("1f1b-split", p=2, m=1)))
+        [(0, 0), (1, 0)]
+    """
+    return {(op.stage, op.mb) for op in schedule.ops() if op.kind in (I, W)}
+
+
+def required_ops(schedule: Schedule) -> list[Op]:
+    """Every op one step needs: F and (B, or I and W) for each stage and microbatch.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> [str(o) for o in required_ops(build("gpipe", p=2, m=1))]
+        ['0F0', '0B0', '1F0', '1B0']
+    """
+    split = split_pairs(schedule)
+    out = []
+    for mb in range(schedule.m):
+        for s in range(schedule.num_stages):
+            out.append(Op(F, s, mb))
+            if (s, mb) in split:
+                out += [Op(I, s, mb), Op(W, s, mb)]
+            else:
+                out.append(Op(B, s, mb))
+    return out
+
+
+def predecessors(op: Op, num_stages: int, split: bool | set[tuple[int, int]]) -> list[tuple[Op, str]]:
+    """Direct dependencies of ``op`` with the edge kind (ACT/GRAD before device check).
+
+    ``split`` is either a bool (the whole step split or not) or the set from :func:`split_pairs`.
+
+    Example:
+        >>> predecessors(Op("B", 1, 0), 3, False)
+        [(Op(kind='F', stage=1, mb=0), 'local'), (Op(kind='B', stage=2, mb=0), 'gradient')]
+        >>> predecessors(Op("W", 1, 0), 3, True)
+        [(Op(kind='I', stage=1, mb=0), 'local')]
+    """
+    def grad_kind(s: int) -> str:
+        is_split = split if isinstance(split, bool) else (s, op.mb) in split
+        return I if is_split else B
+
+    k, s, mb = op
+    if k == F:
+        return [(Op(F, s - 1, mb), ACT)] if s > 0 else []
+    if k in GRAD_KINDS:
+        deps = [(Op(F, s, mb), LOCAL)]
+        if s < num_stages - 1:
+            deps.append((Op(grad_kind(s + 1), s + 1, mb), GRAD))
+        return deps
+    if k == W:
+        return [(Op(I, s, mb), LOCAL)]
+    raise ValueError(f"unknown op kind {k!r}")
+
+
+def structural_problems(schedule: Schedule, limit: int | None = None) -> list[str]:
+    """Problems with which ops the programs hold: out of range, wrong device, duplicated, missing,
+    B mixed with I/W. Empty list when the op set is exactly what one step needs.
+
+    Order and timing are not checked here (that is the engines' and the verifier's job).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("gpipe", p=2, m=1)
+        >>> structural_problems(s)
+        []
+        >>> structural_problems(s.with_programs((s.programs[0], s.programs[1][:-1])))
+        ['op 1B0 is missing (should run on device 1)']
+    """
+    S, m = schedule.num_stages, schedule.m
+    problems: list[str] = []
+    seen: dict[Op, int] = {}
+    kinds_at: dict[tuple[int, int], set[str]] = {}
+    for d, prog in enumerate(schedule.programs):
+        for op in compute_ops(prog):
+            if op.kind not in KIND_CODE:
+                problems.append(f"op {op} on device {d}: unknown kind {op.kind!r}")
+                continue
+            if not (0 <= op.stage < S and 0 <= op.mb < m):
+                problems.append(f"op {op} on device {d}: stage must be in 0..{S - 1} and microbatch in 0..{m - 1}")
+                continue
+            if op in seen:
+                problems.append(f"op {op} appears twice (devices {seen[op]} and {d})")
+                continue
+            seen[op] = d
+            kinds_at.setdefault((op.stage, op.mb), set()).add(op.kind)
+            want = schedule.device_of(op)
+            if want != d:
+                problems.append(f"op {op} is on device {d} but its stage lives on device {want} for pipe {schedule.pipe_of_mb[op.mb]}")
+        if limit and len(problems) >= limit:
+            return problems[:limit]
+    for mb in range(m):
+        for s in range(S):
+            ks = kinds_at.get((s, mb), set())
+            if B in ks and ks & {I, W}:
+                problems.append(f"stage {s} mb {mb} has both a full backward B and a split I/W")
+            need = [F] + ([I, W] if ks & {I, W} else [B])
+            for k in need:
+                if k not in ks:
+                    op = Op(k, s, mb)
+                    problems.append(f"op {op} is missing (should run on device {schedule.device_of(op)})")
+            if limit and len(problems) >= limit:
+                return problems[:limit]
+    return problems
+
+
+def require_complete(schedule: Schedule) -> None:
+    """Raise :class:`InvalidScheduleError` listing (up to 10) structural problems, if any."""
+    problems = structural_problems(schedule, limit=11)
+    if problems:
+        more = " (and more)" if len(problems) > 10 else ""
+        raise InvalidScheduleError(f"{schedule.describe()}: " + "; ".join(problems[:10]) + more)
+
+
+@dataclass(frozen=True, eq=False)
+class StepDAG:
+    """Array form of the step's DAG over the ops of a (structurally complete) schedule.
+
+    Ops are numbered by position: device 0's program first, in program order, then device 1 ...
+    ``offsets[d]:offsets[d+1]`` are device d's ops. ``pred[i]`` holds up to two predecessor
+    positions (-1 for none); ``edge[i][j]`` is ACT, GRAD or LOCAL, and ``cross[i][j]`` says if it
+    crosses devices. Arrays are Python lists because engines walk them element by element.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> dag = build_dag(build("gpipe", p=2, m=1))
+        >>> [str(o) for o in dag.ops], dag.pred
+        (['0F0', '0B0', '1F0', '1B0'], [[-1, -1], [0, 3], [0, -1], [2, -1]])
+    """
+
+    schedule: Schedule
+    ops: list[Op]
+    device: list[int]
+    offsets: list[int]
+    pred: list[list[int]]
+    edge: list[list[str]]
+    cross: list[list[bool]]
+    #: fused[i]: op i+1 runs in the same overlapped slot as op i (DualPipe's F&B)
+    fused: list[bool]
+    #: idle slots (``None`` actions) in the program right before op i
+    idle_before: list[int]
+
+    @property
+    def num_ops(self) -> int:
+        """Number of compute ops."""
+        return len(self.ops)
+
+    def successors(self) -> list[list[int]]:
+        """Successor positions of each op (inverse of ``pred``)."""
+        succ: list[list[int]] = [[] for _ in self.ops]
+        for i, ps in enumerate(self.pred):
+            for j in ps:
+                if j >= 0:
+                    succ[j].append(i)
+        return succ
+
+    def topological_order(self) -> list[int]:
+        """Positions in an order compatible with the dependencies (not the programs).
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> build_dag(build("gpipe", p=2, m=1)).topological_order()
+            [0, 2, 3, 1]
+        """
+        indeg = [sum(1 for j in ps if j >= 0) for ps in self.pred]
+        succ = self.successors()
+        ready = deque(i for i, n in enumerate(indeg) if n == 0)
+        out = []
+        while ready:
+            i = ready.popleft()
+            out.append(i)
+            for k in succ[i]:
+                indeg[k] -= 1
+                if indeg[k] == 0:
+                    ready.append(k)
+        return out
+
+
+def build_dag(schedule: Schedule, check: bool = True) -> StepDAG:
+    """Build the :class:`StepDAG` of a schedule (raises if ops are missing/extra/misplaced).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> build_dag(build("1f1b", p=4, m=8)).num_ops
+        64
+    """
+    if check:
+        require_complete(schedule)
+    S, m = schedule.num_stages, schedule.m
+    ops: list[Op] = []
+    device: list[int] = []
+    offsets = [0]
+    fused: list[bool] = []
+    idle_before: list[int] = []
+    for d, prog in enumerate(schedule.programs):
+        idle = 0
+        for action in prog:
+            if action is None:
+                idle += 1
+            elif type(action) is Op:
+                ops.append(action)
+                device.append(d)
+                fused.append(False)
+                idle_before.append(idle)
+                idle = 0
+            elif type(action) is Overlap:
+                for n, op in enumerate(action.ops):
+                    ops.append(op)
+                    device.append(d)
+                    fused.append(n < len(action.ops) - 1)
+                    idle_before.append(idle if n == 0 else 0)
+                idle = 0
+        offsets.append(len(ops))
+    # dense id -> position; id = (kind * S + stage) * m + mb
+    pos = np.full(len(KINDS) * S * m, -1, dtype=np.int64)
+    kc = np.fromiter((KIND_CODE[o.kind] for o in ops), dtype=np.int64, count=len(ops))
+    st = np.fromiter((o.stage for o in ops), dtype=np.int64, count=len(ops))
+    mbs = np.fromiter((o.mb for o in ops), dtype=np.int64, count=len(ops))
+    pos[(kc * S + st) * m + mbs] = np.arange(len(ops))
+    fid = lambda s: (KIND_CODE[F] * S + s) * m + mbs  # noqa: E731
+    # the gradient-producing op of (s, mb): B if present, else I
+    def grad_pos(s: np.ndarray) -> np.ndarray:
+        b = pos[(KIND_CODE[B] * S + s) * m + mbs]
+        i = pos[(KIND_CODE[I] * S + s) * m + mbs]
+        return np.where(b >= 0, b, i)
+
+    is_f = kc == KIND_CODE[F]
+    is_g = (kc == KIND_CODE[B]) | (kc == KIND_CODE[I])
+    is_w = kc == KIND_CODE[W]
+    p0 = np.full(len(ops), -1, dtype=np.int64)
+    p1 = np.full(len(ops), -1, dtype=np.int64)
+    f_prev = is_f & (st > 0)
+    p0[f_prev] = pos[fid(np.maximum(st - 1, 0))][f_prev]
+    p0[is_g] = pos[fid(st)][is_g]
+    g_next = is_g & (st < S - 1)
+    p1[g_next] = grad_pos(np.minimum(st + 1, S - 1))[g_next]
+    p0[is_w] = pos[(KIND_CODE[I] * S + st) * m + mbs][is_w]
+    dev = np.asarray(device, dtype=np.int64)
+    c0 = (p0 >= 0) & (dev[np.maximum(p0, 0)] != dev)
+    c1 = (p1 >= 0) & (dev[np.maximum(p1, 0)] != dev)
+    e0 = np.where(is_f, ACT, LOCAL).tolist()
+    e1 = np.where(p1 >= 0, GRAD, LOCAL).tolist()
+    pred = np.stack([p0, p1], axis=1).tolist()
+    edge = [list(t) for t in zip(e0, e1)]
+    cross = np.stack([c0, c1], axis=1).tolist()
+    return StepDAG(schedule, ops, device, offsets, pred, edge, cross, fused, idle_before)

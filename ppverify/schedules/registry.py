@@ -1,0 +1,124 @@
+"""The one registry of schedule families that the CLI, sweeps and tests enumerate.
+
+A family is a pure generator ``(p, m, **params) -> Schedule`` plus its parameter specs, its
+closed-form formulas and its rules. Each family lives in its own module under
+``ppverify/schedules/`` and registers itself with :func:`register`; a new schedule is one new file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import ParameterError
+from ..schedule import Schedule
+
+
+@dataclass(frozen=True)
+class Param:
+    """A family parameter beyond ``p`` and ``m``: name, type, default and help text."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+
+
+@dataclass(frozen=True)
+class Family:
+    """A registered schedule family.
+
+    ``generator(p, m, **params)`` builds the schedule and raises :class:`ParameterError` on bad
+    parameters. ``formula(p, m, costs, **params)`` returns a :class:`ppverify.formulas.Formula`
+    (or ``None`` when no closed form is known). ``rules`` states the parameter rules in words.
+    """
+
+    name: str
+    generator: Callable[..., Schedule]
+    description: str
+    params: tuple[Param, ...] = ()
+    rules: str = "p >= 1, m >= 1"
+    formula: Callable[..., Any] | None = None
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+
+    def defaults(self) -> dict[str, Any]:
+        """Default values of the extra parameters."""
+        return {pr.name: pr.default for pr in self.params}
+
+
+_FAMILIES: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Add a family to the registry (done once, at import of its module)."""
+    for key in (family.name, *family.aliases):
+        if key in _FAMILIES and _FAMILIES[key] is not family:
+            raise RuntimeError(f"schedule family {key!r} registered twice")
+        _FAMILIES[key] = family
+    return family
+
+
+def families() -> list[Family]:
+    """All registered families, each once, in name order.
+
+    Example:
+        >>> "1f1b" in [f.name for f in families()]
+        True
+    """
+    from . import _load_all
+
+    _load_all()
+    seen = {id(f): f for f in _FAMILIES.values()}
+    return sorted(seen.values(), key=lambda f: f.name)
+
+
+def get_family(name: str) -> Family:
+    """Look a family up by name or alias; unknown names list the known ones.
+
+    Example:
+        >>> get_family("gpipe").name
+        'gpipe'
+    """
+    from . import _load_all
+
+    _load_all()
+    key = name.strip().lower()
+    if key not in _FAMILIES:
+        known = ", ".join(f.name for f in families())
+        raise ParameterError("family", name, f"unknown schedule family; known families: {known}")
+    return _FAMILIES[key]
+
+
+def build(name: str, p: int, m: int, **params: Any) -> Schedule:
+    """Build a schedule of a registered family; parameters not given take their defaults, ones
+    the family does not know are rejected (``None`` values are treated as not given).
+
+    Example:
+        >>> build("1f1b", p=2, m=2).programs[1]
+        (Op(kind='F', stage=1, mb=0), Op(kind='B', stage=1, mb=0), Op(kind='F', stage=1, mb=1), Op(kind='B', stage=1, mb=1))
+    """
+    fam = get_family(name)
+    args = fam.defaults()
+    for k, v in params.items():
+        if v is None:
+            continue
+        if k not in args:
+            known = ", ".join(args) or "none"
+            raise ParameterError(k, v, f"{fam.name} has no such parameter (its parameters: {known})")
+        args[k] = v
+    check_int("p", p, 1)
+    check_int("m", m, 1)
+    return fam.generator(p, m, **args)
+
+
+def check_int(name: str, value: Any, minimum: int) -> None:
+    """Raise :class:`ParameterError` unless ``value`` is an int >= ``minimum``.
+
+    Example:
+        >>> check_int("m", 0, 1)
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter m=0: must be an integer >= 1
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ParameterError(name, value, f"must be an integer >= {minimum}")

@@ -1,0 +1,234 @@
+"""The Timeline every engine returns, and every metric derived from it (defined here once).
+
+Metrics: makespan; per-device busy and idle time; bubble ratio (convention ``idle/total``:
+``(makespan - busy) / makespan`` per device, averaged); per-device memory over time and its peak
+(activations, plus the static weight bytes of the stages a device holds when asked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .costs import CostModel
+from .ops import B, F, I, Op
+from .schedule import Schedule
+
+#: the bubble-ratio convention ppverify uses everywhere
+BUBBLE_CONVENTION = "idle/total = (makespan - busy) / makespan per device, averaged over devices"
+
+
+@dataclass(frozen=True, eq=False)
+class Transfers:
+    """Point-to-point transfers and collectives, one entry per transfer (parallel arrays).
+
+    ``kind`` is "activation", "gradient" or a collective name ("allreduce"); ``src_op``/``dst_op``
+    are op positions in the timeline (-1 for collectives).
+    """
+
+    kind: list[str] = field(default_factory=list)
+    src_dev: list[int] = field(default_factory=list)
+    dst_dev: list[int] = field(default_factory=list)
+    src_op: list[int] = field(default_factory=list)
+    dst_op: list[int] = field(default_factory=list)
+    start: list[float] = field(default_factory=list)
+    end: list[float] = field(default_factory=list)
+    nbytes: list[float] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def add(self, kind: str, src_dev: int, dst_dev: int, src_op: int, dst_op: int,
+            start: float, end: float, nbytes: float) -> None:
+        """Append one transfer (engines build this while simulating)."""
+        self.kind.append(kind)
+        self.src_dev.append(src_dev)
+        self.dst_dev.append(dst_dev)
+        self.src_op.append(src_op)
+        self.dst_op.append(dst_op)
+        self.start.append(start)
+        self.end.append(end)
+        self.nbytes.append(nbytes)
+
+
+@dataclass(frozen=True, eq=False)
+class Timeline:
+    """Start/end of every op (and transfer) of one step under one engine's semantics.
+
+    ``ops[i]`` ran on ``device[i]`` from ``start[i]`` to ``end[i]``. ``time_unit`` is "units" for
+    abstract costs or "s". ``info`` carries engine-specific facts (tick length of a table ...).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> tl = run(build("gpipe", p=4, m=4), semantics="slot")
+        >>> tl.makespan, round(tl.bubble_ratio, 4), tl.peak_memory().tolist()
+        (14.0, 0.4286, [4.0, 4.0, 4.0, 4.0])
+    """
+
+    schedule: Schedule
+    costs: CostModel
+    semantics: str
+    ops: list[Op]
+    device: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    transfers: Transfers = field(default_factory=Transfers)
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def p(self) -> int:
+        """Number of devices."""
+        return self.schedule.p
+
+    @property
+    def time_unit(self) -> str:
+        """Unit of the times ("units" or "s")."""
+        return self.costs.time_unit
+
+    @property
+    def makespan(self) -> float:
+        """End of the last op or transfer (the step time)."""
+        last = float(self.end.max()) if len(self.end) else 0.0
+        if len(self.transfers):
+            last = max(last, max(self.transfers.end))
+        return last
+
+    def busy(self) -> np.ndarray:
+        """Per-device compute time (union of op intervals, so overlapped slots count once).
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> from ppverify.engines import run
+            >>> run(build("gpipe", p=2, m=1), semantics="slot").busy().tolist()
+            [3.0, 3.0]
+        """
+        out = np.zeros(self.p)
+        for d in range(self.p):
+            sel = self.device == d
+            if not sel.any():
+                continue
+            s, e = self.start[sel], self.end[sel]
+            order = np.argsort(s, kind="stable")
+            s, e = s[order], e[order]
+            prev_end = np.concatenate(([-np.inf], np.maximum.accumulate(e)[:-1]))
+            out[d] = np.clip(e - np.maximum(s, prev_end), 0, None).sum()
+        return out
+
+    def idle(self) -> np.ndarray:
+        """Per-device idle time: ``makespan - busy``."""
+        return self.makespan - self.busy()
+
+    @property
+    def bubble_ratio(self) -> float:
+        """Mean over devices of ``idle / makespan`` (see :data:`BUBBLE_CONVENTION`)."""
+        ms = self.makespan
+        return float((self.idle() / ms).mean()) if ms > 0 else 0.0
+
+    def memory_events(self, device: int, include_weights: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(times, memory after each time)`` for one device: F allocates at its start, backward
+        ops free at their end; at equal times frees come first.
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> from ppverify.engines import run
+            >>> t, mem = run(build("1f1b", p=2, m=2), semantics="slot").memory_events(0)
+            >>> t.tolist(), mem.tolist()
+            ([0.0, 1.0, 0.0, 0.0, 0.0, 0.0], [1.0, 2.0, 0.0, 0.0, 0.0, 0.0])
+        """
+        times: list[float] = []
+        deltas: list[float] = []
+        for i in np.flatnonzero(self.device == device):
+            op = self.ops[i]
+            alloc, free = self.costs.memory_delta(op)
+            if alloc:
+                times.append(float(self.start[i]))
+                deltas.append(alloc)
+            if free:
+                times.append(float(self.end[i]))
+                deltas.append(-free)
+        t = np.asarray(times, dtype=float)
+        dl = np.asarray(deltas, dtype=float)
+        order = np.lexsort((dl, t))  # by time, frees (negative) first
+        t, dl = t[order], dl[order]
+        mem = np.cumsum(dl)
+        base = self.static_memory()[device] if include_weights else 0.0
+        return t, mem + base
+
+    def static_memory(self) -> np.ndarray:
+        """Per-device weight/optimizer bytes: every stage replica a device holds counts (so a
+        bidirectional placement doubles them)."""
+        out = np.zeros(self.p)
+        pl = self.schedule.placement
+        for pipe in range(pl.num_pipes):
+            if pipe not in self.schedule.pipe_of_mb:
+                continue
+            for s, d in enumerate(pl.maps[pipe]):
+                out[d] += self.costs.weight_bytes[s]
+        return out
+
+    def peak_memory(self, include_weights: bool = False) -> np.ndarray:
+        """Per-device peak memory (activations; plus weights when asked)."""
+        out = np.zeros(self.p)
+        for d in range(self.p):
+            _, mem = self.memory_events(d, include_weights)
+            base = self.static_memory()[d] if include_weights else 0.0
+            out[d] = max(float(mem.max()) if len(mem) else base, base)
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every op and transfer as rows: ``type, kind, stage, mb, device, src, dst, start, end, bytes``.
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> from ppverify.engines import run
+            >>> run(build("gpipe", p=2, m=1), semantics="slot").to_frame()[["kind", "device", "start", "end"]].values.tolist()[:2]
+            [['F', 0, 0.0, 1.0], ['B', 0, 4.0, 6.0]]
+        """
+        ops = pd.DataFrame({
+            "type": "op",
+            "kind": [o.kind for o in self.ops],
+            "stage": [o.stage for o in self.ops],
+            "mb": [o.mb for o in self.ops],
+            "device": self.device.astype(int),
+            "src": -1, "dst": -1,
+            "start": self.start, "end": self.end, "bytes": 0.0,
+        })
+        tr = self.transfers
+        if len(tr):
+            stage = [self.ops[j].stage if j >= 0 else -1 for j in tr.src_op]
+            mb = [self.ops[j].mb if j >= 0 else -1 for j in tr.src_op]
+            trs = pd.DataFrame({
+                "type": "transfer", "kind": tr.kind, "stage": stage, "mb": mb,
+                "device": tr.src_dev, "src": tr.src_dev, "dst": tr.dst_dev,
+                "start": tr.start, "end": tr.end, "bytes": tr.nbytes,
+            })
+            ops = pd.concat([ops, trs], ignore_index=True)
+        return ops
+
+    def metrics(self) -> dict[str, Any]:
+        """The headline metrics as a plain dict (what ``--json`` prints).
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> from ppverify.engines import run
+            >>> m = run(build("1f1b", p=4, m=4), semantics="slot").metrics()
+            >>> m["makespan"], m["peak_activations"]
+            (14.0, [4.0, 3.0, 2.0, 1.0])
+        """
+        busy = self.busy()
+        return {
+            "schedule": self.schedule.describe(),
+            "semantics": self.semantics,
+            "time_unit": self.time_unit,
+            "makespan": self.makespan,
+            "bubble_ratio": self.bubble_ratio,
+            "bubble_convention": BUBBLE_CONVENTION,
+            "busy": busy.tolist(),
+            "idle": (self.makespan - busy).tolist(),
+            "peak_activations": self.peak_memory().tolist(),
+            "memory_unit": self.costs.memory_unit,
+        }
