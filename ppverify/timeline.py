@@ -104,7 +104,7 @@ class Timeline:
             >>> from ppverify.schedules import build
             >>> from ppverify.engines import run
             >>> run(build("gpipe", p=2, m=1), semantics="slot").busy().tolist()
-            [3.0, 3.0]
+            [2.0, 2.0]
         """
         out = np.zeros(self.p)
         for d in range(self.p):
@@ -137,7 +137,7 @@ class Timeline:
             >>> from ppverify.engines import run
             >>> t, mem = run(build("1f1b", p=2, m=2), semantics="slot").memory_events(0)
             >>> t.tolist(), mem.tolist()
-            ([0.0, 1.0, 0.0, 0.0, 0.0, 0.0], [1.0, 2.0, 0.0, 0.0, 0.0, 0.0])
+            ([0.0, 1.0, 4.0, 6.0], [1.0, 2.0, 1.0, 0.0])
         """
         times: list[float] = []
         deltas: list[float] = []
@@ -186,7 +186,7 @@ class Timeline:
             >>> from ppverify.schedules import build
             >>> from ppverify.engines import run
             >>> run(build("gpipe", p=2, m=1), semantics="slot").to_frame()[["kind", "device", "start", "end"]].values.tolist()[:2]
-            [['F', 0, 0.0, 1.0], ['B', 0, 4.0, 6.0]]
+            [['F', 0, 0.0, 1.0], ['B', 0, 3.0, 4.0]]
         """
         ops = pd.DataFrame({
             "type": "op",

@@ -64,11 +64,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ppverify`` console script; returns the exit code.
 
     Example:
-        >>> main(["show", "nosuch", "-p", "2", "-m", "2"])
+        >>> main(["list", "--no-such-option"])
         2
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed its usage message
+        return int(exc.code or 0)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
