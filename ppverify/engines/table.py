@@ -18,7 +18,7 @@ import numpy as np
 from ..comm import CommModel, NO_COMM
 from ..costs import CostModel
 from ..dag import build_dag
-from ..ops import Op
+from ..ops import Action, Op, Overlap
 from ..schedule import Schedule
 from ..timeline import Timeline
 from .core import list_schedule
@@ -107,6 +107,8 @@ def slot_timeline(
 def table_grid(timeline: Timeline) -> list[list[Op | None]]:
     """Device x tick grid of a ``slot`` timeline: the op occupying each cell, ``None`` if idle.
 
+    An overlapped slot's cells hold its first op (see :func:`table_actions` for the whole slot).
+
     Example:
         >>> from ppverify.schedules import build
         >>> from ppverify.engines import run
@@ -127,45 +129,91 @@ def table_grid(timeline: Timeline) -> list[list[Op | None]]:
     return grid
 
 
-def format_table(timeline: Timeline, style: str = "paper", max_ticks: int = MAX_RENDER_TICKS) -> str:
-    """Render a ``slot`` timeline as text.
+def table_actions(timeline: Timeline) -> list[list[Action]]:
+    """Device x tick grid of a ``slot`` timeline holding the *action* in each cell: the op, or
+    the whole :class:`~ppverify.ops.Overlap` for an overlapped slot; ``None`` if idle.
 
-    * ``paper``: one row per device, one column per tick; an op fills every cell it occupies,
+    Example:
+        >>> from ppverify.ops import Overlap
+        >>> from ppverify.placement import linear
+        >>> from ppverify.schedule import Schedule
+        >>> from ppverify.engines import run
+        >>> s = Schedule(linear(1), 2, ((Op("F", 0, 0), Overlap((Op("F", 0, 1), Op("B", 0, 0))), Op("B", 0, 1)),), (0, 0))
+        >>> [str(a) for a in table_actions(run(s, semantics="slot"))[0]]
+        ['0F0', '(0F1;0B0)OVERLAP_F_B', '(0F1;0B0)OVERLAP_F_B', '0B1']
+    """
+    grid: list[list[Action]] = [list(row) for row in table_grid(timeline)]
+    # the action each op belongs to, read from the programs (ops are unique per schedule)
+    slot_of: dict[Op, Overlap] = {}
+    for prog in timeline.schedule.programs:
+        for a in prog:
+            if type(a) is Overlap:
+                for op in a.ops:
+                    slot_of[op] = a
+    if slot_of:
+        for row in grid:
+            for t, c in enumerate(row):
+                if c is not None and c in slot_of:
+                    row[t] = slot_of[c]
+    return grid
+
+
+def _cell_width(cells: list[list[str]], floor: int) -> int:
+    return max([floor] + [len(c) for row in cells for c in row])
+
+
+def format_table(timeline: Timeline, style: str = "paper", max_ticks: int = MAX_RENDER_TICKS) -> str:
+    """Render a ``slot`` timeline as text (:mod:`ppverify.io.table_text` parses both back).
+
+    * ``paper``: one row per device, one column per tick; an action fills every cell it occupies,
       ``.`` marks idle cells.
-    * ``torch``: PyTorch's step x rank grid; an op is written at its first tick, ``~`` marks the
-      ticks it still occupies, empty cells are idle.
+    * ``torch``: PyTorch's step x rank grid, laid out like
+      ``torch.distributed.pipelining.schedules._format_pipeline_order`` (``Step NN:`` rows, ``Rank
+      r`` columns, empty cells idle); an action is written at its first tick and ``~`` marks the
+      further ticks it occupies (with unit costs there are none, as in PyTorch).
 
     Example:
         >>> from ppverify.schedules import build
         >>> from ppverify.engines import run
-        >>> print(format_table(run(build("gpipe", p=2, m=1), semantics="slot")))
-        tick     0    1    2    3
-        dev 0  0F0    .    .  0B0
-        dev 1    .  1F0  1B0    .
+        >>> tl = run(build("gpipe", p=2, m=1), semantics="slot")
+        >>> print(format_table(tl))
+        tick    0   1   2   3
+        dev 0 0F0   .   . 0B0
+        dev 1   . 1F0 1B0   .
+        >>> print(format_table(tl, "torch"))
+                Rank 0 Rank 1
+        Step 0: 0F0
+        Step 1:        1F0
+        Step 2:        1B0
+        Step 3: 0B0
     """
     T = timeline.info["ticks"]
     if T > max_ticks:
         return f"(table of {T} ticks not rendered; limit {max_ticks})"
-    grid = table_grid(timeline)
+    grid = table_actions(timeline)
     if style == "paper":
         cells = [[str(c) if c is not None else "." for c in row] for row in grid]
-        w = max([len(str(T - 1))] + [len(c) for row in cells for c in row])
-        lines = ["tick  " + " ".join(f"{t:>{w}}" for t in range(T))]
+        w = _cell_width(cells, len(str(T - 1)))
+        # label column wide enough for "dev 10" so that cells never touch the label
+        lw = max(len("tick"), len(f"dev {timeline.p - 1}")) + 1
+        lines = [f"{'tick':<{lw}}" + " ".join(f"{t:>{w}}" for t in range(T))]
         for d, row in enumerate(cells):
-            lines.append(f"dev {d:<2}" + " ".join(f"{c:>{w}}" for c in row).rjust(0))
-        return "\n".join(lines)
+            lines.append(f"{'dev ' + str(d):<{lw}}" + " ".join(f"{c:>{w}}" for c in row))
+        return "\n".join(x.rstrip() for x in lines)
     if style == "torch":
         starts = {(d, int(s)) for d, s in zip(timeline.device.tolist(), timeline.info["start_tick"])}
-        cells = []
+        rows = []
         for t in range(T):
             row = []
             for d in range(timeline.p):
                 c = grid[d][t]
                 row.append("" if c is None else (str(c) if (d, t) in starts else "~"))
-            cells.append(row)
-        w = max([6] + [len(c) for row in cells for c in row])
-        lines = [" " * 10 + " ".join(f"{'Rank ' + str(d):<{w}}" for d in range(timeline.p))]
-        for t, row in enumerate(cells):
-            lines.append(f"Step {t:02d}:  " + " ".join(f"{c:<{w}}" for c in row))
+            rows.append(row)
+        w = _cell_width(rows, len(f"Rank {timeline.p - 1}"))
+        labels = ["Step " + str(t).zfill(len(str(T - 1))) for t in range(T)]
+        lab = len(labels[0]) if labels else len("Step 0")
+        lines = [" " * (lab + 2) + " ".join(f"{'Rank ' + str(d):<{w}}" for d in range(timeline.p))]
+        for label, row in zip(labels, rows):
+            lines.append(f"{label}: " + " ".join(f"{c:<{w}}" for c in row))
         return "\n".join(x.rstrip() for x in lines)
     raise ValueError(f"unknown table style {style!r}; expected 'paper' or 'torch'")

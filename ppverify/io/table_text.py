@@ -1,0 +1,410 @@
+"""Schedule tables as text, both ways: render a schedule's idealized (``slot``) table, and parse a
+table back into a schedule whose programs carry the table's idle slots.
+
+Two text layouts (both written by :func:`ppverify.engines.table.format_table`):
+
+* **paper** — one row per device, one column per tick; an action repeats in every cell it
+  occupies and ``.`` is an idle cell::
+
+      tick    0   1   2   3
+      dev 0 0F0   .   . 0B0
+      dev 1   . 1F0 1B0   .
+
+* **torch** — PyTorch's step x rank grid (the layout of
+  ``torch.distributed.pipelining.schedules._format_pipeline_order``): an action is written at its
+  first tick, ``~`` marks further ticks it occupies, an empty cell is idle. PyTorch's own output
+  (every action one step, column widths as PyTorch computes them, an optional
+  ``<-- ERROR HERE`` marker) parses too::
+
+              Rank 0 Rank 1
+      Step 0: 0F0
+      Step 1:        1F0
+      Step 2:        1B0
+      Step 3: 0B0
+
+A table does not say where stages live, so parsing takes the placement (default: ``linear`` over
+the table's devices), and ``m`` (default: one more than the largest microbatch in the table). The
+parsed programs keep the idle cells as idle slots (``None``), counted in ticks; so running the
+parsed schedule through the slot engine *with the same costs* reproduces the table exactly, and
+its compute-op order is the original schedule's. Trailing idle cells are dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..costs import CostModel
+from ..errors import ScheduleFileError
+from ..ops import Action, ActionSyntaxError, Comm, Op, Overlap, compute_ops, format_action, parse_action
+from ..placement import Placement, linear
+from ..schedule import Schedule
+from ..timeline import Timeline
+from .json_format import TableGrid
+
+#: cell text of an idle cell in the paper layout
+IDLE = "."
+#: cell text of a tick still occupied by the action started above it (torch layout)
+CONTINUED = "~"
+STYLES = ("paper", "torch")
+
+
+def timeline_table(timeline: Timeline) -> TableGrid:
+    """The device x tick grid of a ``slot`` timeline as action text (``None`` idle).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> timeline_table(run(build("gpipe", p=2, m=1), semantics="slot")).cells
+        (('0F0', None, None, '0B0'), (None, '1F0', '1B0', None))
+    """
+    from ..engines.table import table_actions
+
+    grid = table_actions(timeline)
+    return TableGrid(float(timeline.info["tick"]),
+                     tuple(tuple(None if a is None else format_action(a) for a in row) for row in grid))
+
+
+def table_grid_of(schedule: Schedule, costs: CostModel | None = None) -> TableGrid:
+    """Run the slot engine (unit costs when ``costs`` is None) and return its grid.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.costs import CostModel
+        >>> s = build("gpipe", p=1, m=1)
+        >>> table_grid_of(s, CostModel.abstract(s.placement, F=1, B=2)).cells
+        (('0F0', '0B0', '0B0'),)
+    """
+    from ..engines import run
+
+    return timeline_table(run(schedule, costs, semantics="slot"))
+
+
+def format_schedule_table(schedule: Schedule, costs: CostModel | None = None, style: str = "paper") -> str:
+    """Render a schedule's slot table in one of :data:`STYLES`.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> print(format_schedule_table(build("1f1b", p=2, m=2), style="torch"))
+                Rank 0 Rank 1
+        Step 0: 0F0
+        Step 1: 0F1    1F0
+        Step 2:        1B0
+        Step 3: 0B0    1F1
+        Step 4:        1B1
+        Step 5: 0B1
+    """
+    from ..engines import run
+    from ..engines.table import format_table
+
+    return format_table(run(schedule, costs, semantics="slot"), style)
+
+
+# --------------------------------------------------------------------------- cells -> programs
+
+
+def programs_from_cells(
+    cells: Sequence[Sequence[str | None]],
+    path: str = "<table>",
+    location: str = "table.grid",
+    continuation: str = "repeat",
+) -> tuple[tuple[Action, ...], ...]:
+    """Programs (with idle slots) read off a device x tick grid of cell text.
+
+    ``continuation="repeat"``: an action spanning several ticks repeats its text in each (paper
+    layout, JSON tables). ``continuation="tilde"``: every cell holding text starts a new action and
+    ``~`` continues the one before (torch layout). ``None``, ``""`` and ``.`` are idle cells; each
+    idle cell before an action becomes one idle slot; trailing idle cells are dropped.
+
+    Example:
+        >>> progs = programs_from_cells([["0F0", ".", "0B0", "0B0"], [".", "1F0", "1B0", None]])
+        >>> [[format_action(a) for a in prog] for prog in progs]
+        [['0F0', '', '0B0'], ['', '1F0', '1B0']]
+        >>> programs_from_cells([["0F0", "~", "0X1"]], "t.txt", "line 3", "tilde")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: t.txt: line 3[0][2]: '0X1' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B, or empty for idle)
+    """
+    programs = []
+    for d, row in enumerate(cells):
+        prog: list[Action] = []
+        idle = 0
+        prev: str | None = None  # text of the action occupying the previous cell (None if idle)
+        for t, cell in enumerate(row):
+            text = "" if cell is None else str(cell).strip()
+            where = f"{location}[{d}][{t}]"
+            if text in ("", IDLE):
+                idle += 1
+                prev = None
+                continue
+            if continuation == "tilde" and text == CONTINUED:
+                if prev is None:
+                    raise ScheduleFileError(path, where, f"'{CONTINUED}' continues an action but the cell before it is idle")
+                continue
+            if continuation == "repeat" and text == prev:
+                continue
+            try:
+                action = parse_action(text)
+            except ActionSyntaxError as exc:
+                raise ScheduleFileError(path, where, str(exc)) from None
+            prog.extend([None] * idle)
+            prog.append(action)
+            idle = 0
+            prev = text
+        programs.append(tuple(prog))
+    return tuple(programs)
+
+
+def _mb_of(action: Action) -> list[tuple[int, int]]:
+    """``(stage, mb)`` pairs an action names (compute and communication actions)."""
+    if type(action) is Op or type(action) is Comm:
+        return [(action.stage, action.mb)]
+    if type(action) is Overlap:
+        return [(o.stage, o.mb) for o in action.ops]
+    return []
+
+
+def schedule_from_programs(
+    programs: tuple[tuple[Action, ...], ...],
+    placement: Placement | None = None,
+    m: int | None = None,
+    pipe_of_mb: Sequence[int] | None = None,
+    family: str = "table",
+    params: Mapping[str, Any] | None = None,
+    path: str = "<table>",
+) -> Schedule:
+    """Wrap parsed programs into a :class:`Schedule`, filling in what a table does not say.
+
+    Defaults: ``placement`` linear over ``len(programs)`` devices; ``m`` one more than the largest
+    microbatch named; ``pipe_of_mb`` all 0 with one pipe, else inferred per microbatch from the
+    devices its ops sit on (an error when that is ambiguous).
+
+    Example:
+        >>> from ppverify.placement import bidirectional
+        >>> progs = programs_from_cells([["0F0", "1F1"], ["1F0", "0F1"]])
+        >>> schedule_from_programs(progs, bidirectional(2)).pipe_of_mb
+        (0, 1)
+    """
+    p = len(programs)
+    if p == 0:
+        raise ScheduleFileError(path, "", "the table has no device rows")
+    placement = placement or linear(p)
+    if placement.p != p:
+        raise ScheduleFileError(path, "", f"the table has {p} device rows but the placement has p={placement.p}")
+    named = [(d, s, mb) for d, prog in enumerate(programs) for a in prog for s, mb in _mb_of(a)]
+    if m is None:
+        m = 1 + max((mb for _, _, mb in named), default=0)
+    if m < 1:
+        raise ScheduleFileError(path, "", f"m={m}: need at least one microbatch")
+    if pipe_of_mb is None:
+        pipe_of_mb = _infer_pipes(placement, m, named, path)
+    else:
+        pipe_of_mb = tuple(int(x) for x in pipe_of_mb)
+        if len(pipe_of_mb) != m or any(not 0 <= x < placement.num_pipes for x in pipe_of_mb):
+            raise ScheduleFileError(path, "", f"pipe_of_mb needs {m} entries in 0..{placement.num_pipes - 1}")
+    return Schedule(placement, m, programs, tuple(pipe_of_mb), family, dict(params or {}))
+
+
+def _infer_pipes(placement: Placement, m: int, named: list[tuple[int, int, int]], path: str) -> tuple[int, ...]:
+    if placement.num_pipes == 1:
+        return (0,) * m
+    candidates = [set(range(placement.num_pipes)) for _ in range(m)]
+    for d, s, mb in named:
+        if 0 <= mb < m and 0 <= s < placement.num_stages:
+            candidates[mb] &= {pipe for pipe in range(placement.num_pipes) if placement.maps[pipe][s] == d}
+    out = []
+    for mb, cand in enumerate(candidates):
+        if len(cand) != 1:
+            why = "no pipe places all its ops where the table has them" if not cand else "several pipes fit"
+            raise ScheduleFileError(path, f"microbatch {mb}", f"cannot tell its pipe ({why}); pass pipe_of_mb")
+        out.append(cand.pop())
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- text -> schedule
+
+
+_ROW_RE = re.compile(r"dev\s+(\d+)\s*(.*)")
+_STEP_RE = re.compile(r"Step\s+(\d+):(.*)")
+_RANK_RE = re.compile(r"Rank (\d+)")
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    return [(n, line.rstrip()) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def parse_paper_table(text: str, path: str = "<table>") -> tuple[tuple[Action, ...], ...]:
+    """Programs from the paper layout (``tick`` header, ``dev D`` rows, ``.`` idle).
+
+    Example:
+        >>> progs = parse_paper_table("tick 0 1 2\\ndev 0 0F0 0B0 0B0")
+        >>> [[str(a) for a in prog] for prog in progs]
+        [['0F0', '0B0']]
+    """
+    lines = _lines(text)
+    if not lines or not lines[0][1].lstrip().startswith("tick"):
+        raise ScheduleFileError(path, "line 1", "a paper-style table starts with a 'tick 0 1 2 ...' header")
+    n0, header = lines[0]
+    ticks = header.split()[1:]
+    if ticks != [str(t) for t in range(len(ticks))]:
+        raise ScheduleFileError(path, f"line {n0}", "tick header must number the columns 0, 1, 2, ...")
+    cells: list[list[str]] = []
+    for n, line in lines[1:]:
+        mt = _ROW_RE.fullmatch(line.strip())
+        if not mt:
+            raise ScheduleFileError(path, f"line {n}", f"expected a row 'dev {len(cells)} CELL CELL ...'")
+        if int(mt.group(1)) != len(cells):
+            raise ScheduleFileError(path, f"line {n}", f"rows must be dev 0, 1, 2 ... in order; expected dev {len(cells)}")
+        row = mt.group(2).split()
+        if len(row) != len(ticks):
+            raise ScheduleFileError(path, f"line {n}", f"dev {len(cells)} has {len(row)} cells; the header has {len(ticks)} ticks")
+        cells.append(row)
+    return _cells_to_programs(cells, path, [n for n, _ in lines[1:]], "repeat")
+
+
+def _cells_to_programs(cells: list[list[str]], path: str, line_of_row: list[int], continuation: str,
+                       transposed: bool = False) -> tuple[tuple[Action, ...], ...]:
+    # re-raise cell errors with the text line and column the user sees
+    try:
+        return programs_from_cells(cells, path, "cell", continuation)
+    except ScheduleFileError as exc:
+        mt = re.fullmatch(r"cell\[(\d+)\]\[(\d+)\]", exc.location)
+        if not mt:
+            raise
+        d, t = int(mt.group(1)), int(mt.group(2))
+        where = f"line {line_of_row[t]} (rank {d})" if transposed else f"line {line_of_row[d]} (tick {t})"
+        raise ScheduleFileError(path, where, exc.rule) from None
+
+
+def parse_torch_grid(text: str, path: str = "<table>") -> tuple[tuple[Action, ...], ...]:
+    """Programs from PyTorch's step x rank grid (``Rank r`` header, ``Step N:`` rows).
+
+    Cells are located by the header's column positions (PyTorch left-aligns each cell under its
+    ``Rank r`` label; a cell wider than its column pushes the rest of the row right, as PyTorch
+    prints it); a row holding exactly one cell per rank is read word by word.
+
+    Example:
+        >>> grid = "        Rank 0 Rank 1\\nStep 0: 0F0\\nStep 1:        1F0\\nStep 2: 0F1    1B0\\n"
+        >>> [[format_action(a) for a in prog] for prog in parse_torch_grid(grid)]
+        [['0F0', '', '0F1'], ['', '1F0', '1B0']]
+    """
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not lines or not _RANK_RE.search(lines[0][1]):
+        raise ScheduleFileError(path, "line 1", "a torch-style grid starts with a 'Rank 0 Rank 1 ...' header")
+    n0, header = lines[0]
+    ranks = list(_RANK_RE.finditer(header))
+    if [int(r.group(1)) for r in ranks] != list(range(len(ranks))):
+        raise ScheduleFileError(path, f"line {n0}", "header must name Rank 0, Rank 1, ... in order")
+    starts = [r.start() for r in ranks]
+    widths = [b - a - 1 for a, b in zip(starts, starts[1:])] + [None]
+    p = len(ranks)
+    rows: list[list[str]] = []
+    line_of_step: list[int] = []
+    for n, line in lines[1:]:
+        line = line.split(" <-- ERROR HERE")[0].rstrip()
+        mt = _STEP_RE.match(line)
+        if not mt:
+            raise ScheduleFileError(path, f"line {n}", f"expected a row 'Step {len(rows)}: CELL CELL ...'")
+        if int(mt.group(1)) != len(rows):
+            raise ScheduleFileError(path, f"line {n}", f"steps must be numbered 0, 1, 2 ... in order; expected Step {len(rows)}")
+        words = line[mt.start(2):].split()
+        rows.append(words if len(words) == p else _split_positional(line, starts, widths, path, n))
+        line_of_step.append(n)
+    cells = [[rows[t][d] for t in range(len(rows))] for d in range(p)]
+    return _cells_to_programs(cells, path, line_of_step, "tilde", transposed=True)
+
+
+def _split_positional(line: str, starts: list[int], widths: list[int | None], path: str, n: int) -> list[str]:
+    out = []
+    pos = starts[0]
+    for r, w in enumerate(widths):
+        if pos >= len(line):
+            out.append("")
+            continue
+        if line[pos] == " ":
+            span = line[pos:] if w is None else line[pos:pos + w]
+            if span.strip():
+                raise ScheduleFileError(path, f"line {n} column {pos + 1}",
+                                        f"cell of rank {r} is not aligned under its 'Rank {r}' header")
+            out.append("")
+            pos += (w or 0) + 1
+            continue
+        tok = re.match(r"\S+", line[pos:]).group(0)
+        out.append(tok)
+        pos += max(w or 0, len(tok)) + 1
+    if line[pos:].strip():
+        raise ScheduleFileError(path, f"line {n} column {pos + 1}", f"more cells than ranks ({len(widths)})")
+    return out
+
+
+def detect_style(text: str) -> str:
+    """``"paper"`` or ``"torch"`` from a table's header line.
+
+    Example:
+        >>> detect_style("tick 0 1"), detect_style("   Rank 0 Rank 1")
+        ('paper', 'torch')
+    """
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if first.lstrip().startswith("tick"):
+        return "paper"
+    if _RANK_RE.search(first):
+        return "torch"
+    raise ScheduleFileError("<table>", "line 1", "not a table: expected a 'tick 0 1 ...' or 'Rank 0 Rank 1 ...' header")
+
+
+def parse_table(
+    text: str,
+    placement: Placement | None = None,
+    m: int | None = None,
+    pipe_of_mb: Sequence[int] | None = None,
+    style: str | None = None,
+    family: str = "table",
+    params: Mapping[str, Any] | None = None,
+    path: str = "<table>",
+) -> Schedule:
+    """Parse a paper-style table or a torch-style grid (``style`` detected when None) into a
+    schedule; see :func:`schedule_from_programs` for the defaults.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=3, m=4)
+        >>> back = parse_table(format_schedule_table(s))
+        >>> [list(compute_ops(prog)) for prog in back.programs] == [list(prog) for prog in s.programs]
+        True
+        >>> format_schedule_table(back) == format_schedule_table(s)
+        True
+    """
+    style = style or detect_style(text)
+    if style == "paper":
+        programs = parse_paper_table(text, path)
+    elif style == "torch":
+        programs = parse_torch_grid(text, path)
+    else:
+        raise ScheduleFileError(path, "", f"unknown table style {style!r}; expected one of {', '.join(STYLES)}")
+    return schedule_from_programs(programs, placement, m, pipe_of_mb, family, params, path)
+
+
+def load_table(path: str | Path, **kwargs: Any) -> Schedule:
+    """Read a table from a text file (same keywords as :func:`parse_table`).
+
+    Example:
+        >>> load_table("no-such-table.txt")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: no-such-table.txt: file not found
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScheduleFileError(str(path), "", "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScheduleFileError(str(path), "", f"cannot read as text: {exc}") from None
+    return parse_table(text, path=str(path), **kwargs)
+
+
+__all__ = [
+    "CONTINUED", "IDLE", "STYLES", "TableGrid", "detect_style", "format_schedule_table",
+    "load_table", "parse_paper_table", "parse_table", "parse_torch_grid", "programs_from_cells",
+    "schedule_from_programs", "table_grid_of", "timeline_table",
+]
