@@ -1,0 +1,163 @@
+"""``ppverify compare``: the same schedules at every abstraction level, side by side.
+
+With no arguments it runs the built-in default comparison (the seed paper's seven schedules on
+five systems, two models and three microbatch counts) and prints one table per configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ...compare import (DEFAULT_M, DEFAULT_MODELS, DEFAULT_SYSTEMS, LEVELS, abstract_configs, default_configs,
+                        format_config_table, format_legend, run_comparison, select_schedules)
+from ...compare.table import unavailable_levels
+from ...compare.findings import FINDINGS_SCHEDULES, Setup, abstract_setup, evaluate_findings, format_findings
+from ...costs import parse_costs
+from ...errors import ParameterError
+from .. import Command
+from ..common import print_json
+
+
+def _csv(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    return items or None
+
+
+def _ints(name: str, text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
+    if text is None:
+        return default
+    try:
+        vals = tuple(int(t) for t in _csv(text) or ())
+    except ValueError:
+        raise ParameterError(name, text, "expected comma-separated integers, e.g. 4,8,16") from None
+    if not vals or any(v < 1 for v in vals):
+        raise ParameterError(name, text, "expected comma-separated integers >= 1")
+    return vals
+
+
+def _floats(name: str, text: str, default: tuple[float, ...]) -> tuple[float, ...]:
+    if text is None:
+        return default
+    try:
+        vals = tuple(float(t) for t in _csv(text) or ())
+    except ValueError:
+        raise ParameterError(name, text, "expected comma-separated numbers, e.g. 0,0.5,1") from None
+    if not vals or any(not v >= 0 for v in vals):
+        raise ParameterError(name, text, "expected comma-separated numbers >= 0")
+    return vals
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Selections (schedules, systems, models, p, m, levels), solver budget and outputs."""
+    parser.add_argument("--schedules", help="comma-separated schedule labels or families "
+                        "(default: gpipe,1f1b,1f1b-split,interleaved-v2,chimera,chimera-asym,hanayo-w1,hanayo-w2)")
+    parser.add_argument("--systems", help=f"comma-separated system presets (default: {','.join(DEFAULT_SYSTEMS)})")
+    parser.add_argument("--models", help=f"comma-separated model presets (default: {','.join(DEFAULT_MODELS)})")
+    parser.add_argument("-p", dest="ps", help="pipeline devices, comma-separated (default 4)")
+    parser.add_argument("-m", dest="ms", help=f"microbatches, comma-separated (default {','.join(map(str, DEFAULT_M))})")
+    parser.add_argument("--levels", "--semantics", dest="levels",
+                        help=f"abstraction levels / semantics, comma-separated (default: {','.join(LEVELS)})")
+    parser.add_argument("--costs", help="abstract mode: op costs per device share, e.g. F=1,B=2 (no presets)")
+    parser.add_argument("--comm-delay", help="abstract mode: per-hop delays, comma-separated (default 0)")
+    parser.add_argument("--time-limit", type=float, default=0.5,
+                        help="CP-SAT seconds per solver point (default 0.5); larger points get a bound only")
+    parser.add_argument("--max-opt-ops", type=int, default=96,
+                        help="solve the optimum only for schedules with at most this many ops (default 96)")
+    parser.add_argument("--out", help="write one row per (schedule, configuration, level) to .csv or .parquet")
+    parser.add_argument("--json", action="store_true", help="print the rows (and findings) as JSON")
+    parser.add_argument("--findings", action="store_true",
+                        help="check the seed paper's findings (reproduced / not, under which semantics)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the comparison (or the findings) and print tables or JSON."""
+    t0 = time.perf_counter()
+    levels = tuple(_csv(args.levels) or LEVELS)
+    for lv in levels:
+        if lv not in LEVELS:
+            raise ParameterError("levels", lv, f"unknown level; expected some of {', '.join(LEVELS)}")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise ParameterError("time-limit", args.time_limit, "must be > 0 seconds")
+    if args.out and Path(args.out).suffix.lower() not in (".csv", ".parquet"):
+        raise ParameterError("out", args.out, "expected a .csv or .parquet file")
+    if args.findings:
+        return _run_findings(args, levels, t0)
+    entries = select_schedules(_csv(args.schedules))
+    ps = _ints("p", args.ps, (4,))
+    ms = _ints("m", args.ms, DEFAULT_M)
+    if args.costs or args.comm_delay:
+        costs = parse_costs(args.costs or "F=1,B=2")
+        configs = abstract_configs(costs, _floats("comm-delay", args.comm_delay, (0.0,)), ps, ms)
+    else:
+        configs = default_configs(tuple(_csv(args.systems) or DEFAULT_SYSTEMS), tuple(_csv(args.models) or DEFAULT_MODELS), ps, ms)
+    df = run_comparison(configs, entries, levels, args.time_limit, args.max_opt_ops, progress=not args.no_progress)
+    _write(df, args.out)
+    if args.json:
+        print_json({"rows": df.astype(object).where(df.notna(), None).to_dict(orient="records")})
+        return 0
+    for cfg in dict.fromkeys(df["config"]):
+        print(format_config_table(df, cfg))
+        print()
+    print(format_legend([lv for lv in levels]))
+    for lv, why in unavailable_levels(df).items():
+        print(f"  level {lv} produced no numbers: {why}")
+    print(f"\n{len(df)} rows ({len(configs)} configurations x {len(entries)} schedules x {len(levels)} levels) "
+          f"in {time.perf_counter() - t0:.1f} s" + (f"; written to {args.out}" if args.out else ""))
+    return 0
+
+
+def _run_findings(args: argparse.Namespace, levels: tuple[str, ...], t0: float) -> int:
+    levels = tuple(lv for lv in levels if lv != "optimum") if not args.levels else levels
+    if args.costs or args.comm_delay:
+        delays = _floats("comm-delay", args.comm_delay, (0.0, 1.0))
+        if len(delays) != 2:
+            raise ParameterError("comm-delay", args.comm_delay, "--findings needs two delays: fast,slow")
+        costs = tuple((k, float(v)) for k, v in parse_costs(args.costs or "F=1,B=2").items())
+        setup, configs = abstract_setup(delays[0], delays[1], costs, _ints("p", args.ps, (4, 8)))
+    else:
+        systems = _csv(args.systems) or ["dgx-h100", "ethernet-100g"]
+        if len(systems) != 2:
+            raise ParameterError("systems", args.systems, "--findings needs two systems: fast,slow")
+        model = (_csv(args.models) or ["gpt3-1.3b"])[0]
+        setup = Setup(systems[0], systems[1], model, _ints("p", args.ps, (4, 8)))
+        configs = setup.configs()
+    df = run_comparison(configs, FINDINGS_SCHEDULES, levels, args.time_limit, args.max_opt_ops,
+                        progress=not args.no_progress)
+    _write(df, args.out)
+    found = evaluate_findings(df, setup, levels)
+    if args.json:
+        print_json({"findings": [{"key": f.key, "claim": f.claim, "summary": f.summary,
+                                  "verdicts": [{"level": v.level, "reproduced": v.reproduced, "evidence": v.evidence}
+                                               for v in f.verdicts]} for f in found]})
+        return 0
+    print(f"Seed-paper findings, fast = {setup.fast}, slow = {setup.slow}"
+          + (f", model {setup.model}" if setup.model else "") + f", p in {list(setup.ps)}, m in {{p, {setup.large_m_factor}p}}\n")
+    print(format_findings(found))
+    print(f"\n({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+def _write(df, out: str | None) -> None:
+    if not out:
+        return
+    path = Path(out)
+    if path.parent and not path.parent.exists():
+        raise ParameterError("out", out, f"directory {path.parent} does not exist")
+    if path.suffix.lower() == ".parquet":
+        df.to_parquet(path, index=False)
+    else:
+        df.to_csv(path, index=False)
+    print(f"wrote {len(df)} rows to {path}", file=sys.stderr)
+
+
+COMMAND = Command(
+    "compare", "rank schedules under every abstraction level (formula, slot, async, contention, CP-SAT)",
+    add_arguments, run,
+    description=__doc__,
+)

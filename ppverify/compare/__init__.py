@@ -1,0 +1,26 @@
+"""Multi-abstraction comparison: the same schedules evaluated by closed-form formula, slot table,
+async and contention simulation and CP-SAT optimum, side by side, with rank changes marked and the
+seed paper's findings checked over the computed results.
+
+* :mod:`.config`   schedule entries, configurations, the built-in default set
+* :mod:`.evaluate` one (schedule, configuration) point at every level
+* :mod:`.optimum`  the CP-SAT level (adapter over :mod:`ppverify.optimize`)
+* :mod:`.table`    result frame, ranks, rank changes, gap to optimal, printed tables
+* :mod:`.run`      run a whole comparison with progress
+* :mod:`.findings` the seed paper's findings as computed checks
+"""
+
+from __future__ import annotations
+
+from .config import (DEFAULT_M, DEFAULT_MODELS, DEFAULT_SCHEDULES, DEFAULT_SYSTEMS, LEVEL_SEMANTICS, LEVELS,
+                     Config, ScheduleEntry, abstract_configs, default_configs, select_schedules)
+from .evaluate import LevelResult, PointResult, evaluate_point, resolve
+from .run import run_comparison
+from .table import COLUMNS, format_config_table, format_legend, rank_changes, to_frame
+
+__all__ = [
+    "COLUMNS", "Config", "DEFAULT_M", "DEFAULT_MODELS", "DEFAULT_SCHEDULES", "DEFAULT_SYSTEMS", "LEVELS",
+    "LEVEL_SEMANTICS", "LevelResult", "PointResult", "ScheduleEntry", "abstract_configs", "default_configs",
+    "evaluate_point", "format_config_table", "format_legend", "rank_changes", "resolve", "run_comparison",
+    "select_schedules", "to_frame",
+]

@@ -1,0 +1,182 @@
+"""What ``ppverify compare`` evaluates: schedule entries, configurations, and the built-in default set.
+
+A *configuration* is one point of the system space: ``p`` devices, ``m`` microbatches, a system and
+a model (presets, resolved by :mod:`ppverify.presets`), or abstract costs (``F=1,B=2`` per device
+share) with a fixed per-hop delay. A *schedule entry* is a registered family with fixed parameters
+(``hanayo`` with ``waves=2`` ...) plus the regime it is evaluated in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..errors import ParameterError
+
+#: abstraction levels, cheapest first; each names the semantics that produced its numbers
+LEVELS: tuple[str, ...] = ("formula", "slot", "async", "contention", "optimum")
+
+LEVEL_SEMANTICS: dict[str, str] = {
+    "formula": "closed-form formula of the family (communication ignored)",
+    "slot": "slot table: synchronous columns, communication charged per column",
+    "async": "event-driven simulation: transfer = latency + bytes/bandwidth, no contention",
+    "contention": "event-driven simulation: transfers queue on shared links and NICs",
+    "optimum": "CP-SAT: best op order for the same placement, costs and transfers (async timing)",
+}
+
+
+@dataclass(frozen=True)
+class ScheduleEntry:
+    """One row of a comparison table: a family with fixed parameters.
+
+    ``only_m_eq_p`` restricts the entry to its regime ``m = p`` (Hanayo); outside it the entry is
+    reported as not applicable rather than evaluated.
+
+    Example:
+        >>> e = ScheduleEntry("hanayo-w2", "hanayo", (("waves", 2),), only_m_eq_p=True)
+        >>> e.params, e.applies(4, 8)
+        ({'waves': 2}, False)
+    """
+
+    label: str
+    family: str
+    fixed: tuple[tuple[str, Any], ...] = ()
+    only_m_eq_p: bool = False
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The fixed family parameters as a dict."""
+        return dict(self.fixed)
+
+    def applies(self, p: int, m: int) -> bool:
+        """False when the configuration lies outside the entry's regime."""
+        return not self.only_m_eq_p or m == p
+
+
+#: the seven schedules of the seed paper's comparison (Hanayo in its regime m = p, W in {1, 2})
+DEFAULT_SCHEDULES: tuple[ScheduleEntry, ...] = (
+    ScheduleEntry("gpipe", "gpipe"),
+    ScheduleEntry("1f1b", "1f1b"),
+    ScheduleEntry("1f1b-split", "1f1b-split"),
+    ScheduleEntry("interleaved-v2", "interleaved-1f1b", (("v", 2),)),
+    ScheduleEntry("chimera", "chimera"),
+    ScheduleEntry("chimera-asym", "chimera-asym"),
+    ScheduleEntry("hanayo-w1", "hanayo", (("waves", 1),), only_m_eq_p=True),
+    ScheduleEntry("hanayo-w2", "hanayo", (("waves", 2),), only_m_eq_p=True),
+)
+
+#: systems of the default comparison: fast intra-node, PCIe, InfiniBand, Ethernet, and no network
+DEFAULT_SYSTEMS: tuple[str, ...] = ("ideal", "dgx-h100", "pcie-gen4", "ib-ndr-cluster", "ethernet-100g")
+#: a small and a large model
+DEFAULT_MODELS: tuple[str, ...] = ("gpt3-1.3b", "gpt3-13b")
+DEFAULT_P: tuple[int, ...] = (4,)
+#: m = p (Chimera's and Hanayo's operating point), 2p and 4p
+DEFAULT_M: tuple[int, ...] = (4, 8, 16)
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration: ``p``, ``m`` and either presets (``system``, ``model``) or abstract
+    costs (``costs`` per device share, ``comm_delay`` per cross-device transfer).
+
+    Example:
+        >>> Config(4, 8, "dgx-h100", "gpt3-13b").label
+        'p=4 m=8 dgx-h100 gpt3-13b'
+        >>> Config(4, 4, costs=(("F", 1.0), ("B", 2.0)), comm_delay=0.5).label
+        'p=4 m=4 F=1,B=2 c=0.5'
+    """
+
+    p: int
+    m: int
+    system: str | None = None
+    model: str | None = None
+    costs: tuple[tuple[str, float], ...] | None = None
+    comm_delay: float = 0.0
+    options: tuple[tuple[str, Any], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        for name, value in (("p", self.p), ("m", self.m)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ParameterError(name, value, "must be an integer >= 1")
+        if self.costs is None and (self.system is None or self.model is None):
+            raise ParameterError("config", self.label_parts(), "give a system and a model, or abstract costs")
+
+    @property
+    def abstract(self) -> bool:
+        """True for abstract costs (units), False for presets (seconds, bytes)."""
+        return self.costs is not None
+
+    def label_parts(self) -> str:
+        if self.costs is not None:
+            c = ",".join(f"{k}={_num(v)}" for k, v in self.costs)
+            return f"{c} c={_num(self.comm_delay)}"
+        return f"{self.system} {self.model}"
+
+    @property
+    def label(self) -> str:
+        """Short human-readable name used as table title and CSV key."""
+        return f"p={self.p} m={self.m} {self.label_parts()}"
+
+    def key(self) -> dict[str, Any]:
+        """The columns that identify the configuration in result rows."""
+        return {
+            "config": self.label, "p": self.p, "m": self.m,
+            "system": self.system if not self.abstract else f"comm-delay={_num(self.comm_delay)}",
+            "model": self.model if not self.abstract else ",".join(f"{k}={_num(v)}" for k, v in self.costs or ()),
+        }
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{float(x):g}"
+
+
+def default_configs(
+    systems: tuple[str, ...] = DEFAULT_SYSTEMS,
+    models: tuple[str, ...] = DEFAULT_MODELS,
+    ps: tuple[int, ...] = DEFAULT_P,
+    ms: tuple[int, ...] = DEFAULT_M,
+) -> list[Config]:
+    """The grid of preset configurations, model-major so one model's systems print together.
+
+    Example:
+        >>> cs = default_configs(systems=("ideal",), models=("gpt3-1.3b",), ms=(4, 8))
+        >>> [c.label for c in cs]
+        ['p=4 m=4 ideal gpt3-1.3b', 'p=4 m=8 ideal gpt3-1.3b']
+    """
+    return [Config(p, m, s, md) for md in models for s in systems for p in ps for m in ms]
+
+
+def abstract_configs(
+    costs: Mapping[str, float], delays: tuple[float, ...], ps: tuple[int, ...], ms: tuple[int, ...]
+) -> list[Config]:
+    """Abstract configurations (costs per device share, a fixed delay per cross-device transfer).
+
+    Example:
+        >>> [c.label for c in abstract_configs({"F": 1, "B": 2}, (0.0, 1.0), (4,), (4,))]
+        ['p=4 m=4 F=1,B=2 c=0', 'p=4 m=4 F=1,B=2 c=1']
+    """
+    cs = tuple((k, float(v)) for k, v in costs.items())
+    return [Config(p, m, costs=cs, comm_delay=float(c)) for c in delays for p in ps for m in ms]
+
+
+def select_schedules(names: list[str] | None, entries: tuple[ScheduleEntry, ...] = DEFAULT_SCHEDULES) -> tuple[ScheduleEntry, ...]:
+    """Entries picked by label or family name (``hanayo`` selects both Hanayo entries); any other
+    registered family name becomes a new entry with default parameters.
+
+    Example:
+        >>> [e.label for e in select_schedules(["gpipe", "hanayo"])]
+        ['gpipe', 'hanayo-w1', 'hanayo-w2']
+    """
+    if not names:
+        return entries
+    from ..schedules import get_family
+
+    out: list[ScheduleEntry] = []
+    for name in names:
+        key = name.strip().lower()
+        hit = [e for e in entries if e.label == key] or [e for e in entries if e.family == key]
+        if not hit:
+            fam = get_family(key)  # raises ParameterError listing known families
+            hit = [ScheduleEntry(fam.name, fam.name)]
+        out.extend(e for e in hit if e not in out)
+    return tuple(out)

@@ -1,0 +1,269 @@
+"""One comparison point at every abstraction level: formula, slot table, async and contention
+simulation, CP-SAT optimum (or proven bound).
+
+Every level reuses the one definition of each concept: schedules come from the registry, costs and
+transfers from the presets (or abstract costs), timelines from :func:`ppverify.engines.run`, metrics
+from :class:`~ppverify.timeline.Timeline`, closed forms from the family's ``formula``, optima from
+:mod:`ppverify.optimize`. A level whose module is not available, or that does not apply, yields a
+result with a status saying so instead of a number: a comparison never silently drops a level.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..comm import CommModel, FixedDelay
+from ..costs import CostModel, complete_costs
+from ..errors import PPVerifyError
+from ..schedule import Schedule
+from .config import LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
+
+#: REFERENCE.md §3 "scale of the effect": per-hop transfer time / tF for a 1.3B model at p=8
+#: (s=2048, b=1, H100 at 40% MFU); the 13B figures follow from 2.5x the bytes over ~10.4x the
+#: compute per stage. Used only as an abstract stand-in while the presets are not installed.
+STANDIN_COMM_RATIO: dict[str, dict[str, float]] = {
+    "gpt3-1.3b": {"ideal": 0.0, "dgx-h100": 0.013, "pcie-gen4": 0.19, "ib-ndr-cluster": 0.095, "ethernet-100g": 0.37},
+    "gpt3-13b": {"ideal": 0.0, "dgx-h100": 0.0031, "pcie-gen4": 0.045, "ib-ndr-cluster": 0.023, "ethernet-100g": 0.088},
+}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Cost and communication models of one configuration for one placement.
+
+    ``share_costs`` are the F/B/I/W durations of one device share (what formulas take);
+    ``activation_share`` is the activation memory of one microbatch over one device share (formulas
+    count in those units).
+    """
+
+    costs: CostModel
+    comm: CommModel
+    share_costs: dict[str, float]
+    activation_share: float
+    note: str = ""
+
+
+def resolve(config: Config, schedule: Schedule) -> Resolved:
+    """Cost model and communication model of ``config`` for ``schedule``'s placement.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.compare.config import Config
+        >>> r = resolve(Config(4, 4, costs=(("F", 1.0), ("B", 2.0)), comm_delay=0.5), build("gpipe", p=4, m=4))
+        >>> r.share_costs["B"], r.comm.transfer_time(0, 1, 0), r.activation_share
+        (2.0, 0.5, 1.0)
+    """
+    placement = schedule.placement
+    if config.abstract:
+        given = dict(config.costs or ())
+        costs = CostModel.abstract(placement, **given)
+        return Resolved(costs, FixedDelay(config.comm_delay), complete_costs(given), 1.0)
+    try:
+        from .. import presets  # noqa: F401  (installed by the simulation issue)
+    except ImportError:
+        return _standin(config, schedule)
+    costs, comm = preset_models(config, schedule)
+    return Resolved(costs, comm, share_costs(costs, placement.p), activation_share(costs, placement.p))
+
+
+def preset_models(config: Config, schedule: Schedule) -> tuple[CostModel, CommModel]:
+    """(CostModel, CommModel) of a preset system and model for the schedule's placement."""
+    from ..presets import load_model, load_system  # type: ignore[attr-defined]
+    from ..llm import stage_costs  # type: ignore[attr-defined]
+
+    system = load_system(config.system)
+    model = load_model(config.model)
+    costs = stage_costs(model, system, schedule.placement, **dict(config.options))
+    return costs, system
+
+
+def _standin(config: Config, schedule: Schedule) -> Resolved:
+    ratios = STANDIN_COMM_RATIO.get(config.model or "", {})
+    if config.system not in ratios:
+        raise PPVerifyError(
+            f"system/model presets are not installed and no stand-in exists for {config.system} {config.model}; "
+            "use abstract costs (--costs F=1,B=2 --comm-delay C)")
+    given = {"F": 1.0, "B": 2.0}
+    costs = CostModel.abstract(schedule.placement, **given)
+    return Resolved(costs, FixedDelay(ratios[config.system]), complete_costs(given), 1.0,
+                    note="presets not installed: abstract stand-in F=1,B=2, delay = REFERENCE §3 comm/tF ratio")
+
+
+def share_costs(costs: CostModel, p: int) -> dict[str, float]:
+    """Per-device-share durations: the whole model's op time of each kind over ``p`` devices
+    (one pipe's stages cover the model once).
+
+    Example:
+        >>> from ppverify.placement import loop
+        >>> share_costs(CostModel.abstract(loop(2, 2), F=1, B=2), 2)
+        {'F': 1.0, 'B': 2.0, 'I': 1.0, 'W': 1.0}
+    """
+    return {k: float(sum(costs.duration[k])) / p for k in ("F", "B", "I", "W")}
+
+
+def activation_share(costs: CostModel, p: int) -> float:
+    """Activation memory of one microbatch over one device share.
+
+    Example:
+        >>> from ppverify.placement import wave
+        >>> activation_share(CostModel.abstract(wave(2, 1)), 2)
+        1.0
+    """
+    return float(sum(costs.activation)) / p
+
+
+@dataclass(frozen=True)
+class LevelResult:
+    """The numbers one abstraction level gives for one schedule in one configuration.
+
+    ``status`` is ``ok`` (a number), ``optimal``/``feasible`` (CP-SAT), ``unavailable`` (module
+    missing), ``not applicable`` (outside the family's rules or regime) or ``error``; ``note``
+    says why. ``lower_bound`` is CP-SAT's proven bound (optimum level only).
+    """
+
+    level: str
+    status: str
+    makespan: float | None = None
+    bubble_ratio: float | None = None
+    peak_activations: tuple[float, ...] | None = None
+    lower_bound: float | None = None
+    exact: bool | None = None
+    note: str = ""
+    seconds: float = 0.0
+
+    @property
+    def has_value(self) -> bool:
+        """True when the level produced a makespan."""
+        return self.makespan is not None
+
+
+def build_entry(entry: ScheduleEntry, p: int, m: int) -> Schedule:
+    """Build the schedule of an entry (raises ParameterError outside the family's rules)."""
+    from ..schedules import build
+
+    return build(entry.family, p, m, **entry.params)
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """Every level's result for one schedule entry in one configuration, with the units used."""
+
+    entry: ScheduleEntry
+    config: Config
+    results: tuple[LevelResult, ...]
+    time_unit: str = "units"
+    memory_unit: str = "activations"
+
+    def level(self, name: str) -> LevelResult | None:
+        """The result of one level, if it was evaluated."""
+        return next((r for r in self.results if r.level == name), None)
+
+
+def evaluate_point(
+    entry: ScheduleEntry,
+    config: Config,
+    levels: tuple[str, ...] = LEVELS,
+    time_limit: float = 1.0,
+    optimum_cache: dict | None = None,
+    max_optimum_ops: int = 160,
+) -> PointResult:
+    """Evaluate one schedule entry in one configuration at each requested level.
+
+    Example:
+        >>> from ppverify.compare.config import Config, ScheduleEntry
+        >>> cfg = Config(4, 4, costs=(("F", 1.0), ("B", 2.0)), comm_delay=0.0)
+        >>> pr = evaluate_point(ScheduleEntry("gpipe", "gpipe"), cfg, ("slot",))
+        >>> [(r.level, r.makespan) for r in pr.results], pr.time_unit
+        ([('slot', 21.0)], 'units')
+    """
+    for lv in levels:
+        if lv not in LEVELS:
+            raise PPVerifyError(f"unknown abstraction level {lv!r}; expected one of {', '.join(LEVELS)}")
+    if not entry.applies(config.p, config.m):
+        return PointResult(entry, config, tuple(
+            LevelResult(lv, "not applicable", note=f"{entry.label} is evaluated in its regime m = p only")
+            for lv in levels))
+    try:
+        schedule = build_entry(entry, config.p, config.m)
+    except PPVerifyError as exc:
+        status = "unavailable" if "unknown schedule family" in str(exc) else "not applicable"
+        return PointResult(entry, config, tuple(LevelResult(lv, status, note=str(exc)) for lv in levels))
+    res = resolve(config, schedule)
+    out = []
+    for lv in levels:
+        t0 = time.perf_counter()
+        try:
+            if lv == "formula":
+                r = _formula(entry, config, res)
+            elif lv in ("slot", "async", "contention"):
+                r = _engine(lv, schedule, res)
+            else:
+                r = _optimum(schedule, res, time_limit, optimum_cache, max_optimum_ops)
+        except ImportError as exc:
+            r = LevelResult(lv, "unavailable", note=f"module not installed ({exc})")
+        except PPVerifyError as exc:
+            r = LevelResult(lv, "error", note=str(exc))
+        except Exception as exc:  # noqa: BLE001 - a failing level is reported in its row, never dropped
+            r = LevelResult(lv, "error", note=f"{type(exc).__name__}: {exc}")
+        out.append(_timed(r, time.perf_counter() - t0, res.note))
+    return PointResult(entry, config, tuple(out), res.costs.time_unit, res.costs.memory_unit)
+
+
+def _timed(r: LevelResult, seconds: float, note: str) -> LevelResult:
+    notes = "; ".join(x for x in (r.note, note) if x)
+    return LevelResult(r.level, r.status, r.makespan, r.bubble_ratio, r.peak_activations, r.lower_bound,
+                       r.exact, notes, round(seconds, 4))
+
+
+def _formula(entry: ScheduleEntry, config: Config, res: Resolved) -> LevelResult:
+    from ..schedules import get_family
+
+    fam = get_family(entry.family)
+    if fam.formula is None:
+        return LevelResult("formula", "unavailable", note=f"{fam.name} has no closed form registered")
+    try:
+        f = fam.formula(config.p, config.m, res.share_costs, **entry.params)
+    except PPVerifyError as exc:
+        return LevelResult("formula", "not applicable", note=str(exc))
+    if f is None:
+        return LevelResult("formula", "unavailable", note=f"{fam.name} has no closed form for these parameters")
+    peaks = getattr(f, "peak_activations", None)
+    peaks = None if peaks is None else tuple(float(x) * res.activation_share for x in peaks)
+    ratio = getattr(f, "bubble_ratio", None)
+    return LevelResult("formula", "ok", float(f.makespan), None if ratio is None else float(ratio), peaks,
+                       exact=bool(getattr(f, "exact", True)), note=str(getattr(f, "conditions", "") or ""))
+
+
+def _engine(semantics: str, schedule: Schedule, res: Resolved) -> LevelResult:
+    from ..engines import run
+
+    options: dict[str, Any] = {"charge_comm": True} if semantics == "slot" else {}
+    try:
+        tl = run(schedule, res.costs, res.comm, semantics=semantics, **options)
+    except ImportError as exc:
+        return LevelResult(semantics, "unavailable", note=f"{semantics} engine not installed ({exc})")
+    except PPVerifyError as exc:
+        return LevelResult(semantics, "error", note=str(exc))
+    return LevelResult(semantics, "ok", float(tl.makespan), float(tl.bubble_ratio),
+                       tuple(float(x) for x in tl.peak_memory()), exact=True)
+
+
+def _optimum(schedule: Schedule, res: Resolved, time_limit: float, cache: dict | None, max_ops: int) -> LevelResult:
+    from .optimum import solve_placement
+
+    if schedule.num_ops > max_ops:
+        return LevelResult("optimum", "not applicable",
+                           note=f"{schedule.num_ops} ops > {max_ops}: beyond the per-point solver budget")
+    # one cache per configuration: schedules sharing placement, pipes and op kinds share the optimum
+    key = (schedule.placement.maps, schedule.pipe_of_mb, schedule.has_split_backward)
+    if cache is not None and key in cache:
+        return cache[key]
+    r = solve_placement(schedule, res.costs, res.comm, time_limit)
+    if cache is not None:
+        cache[key] = r
+    return r
+
+
+__all__ = ["LEVELS", "LEVEL_SEMANTICS", "LevelResult", "PointResult", "Resolved", "evaluate_point", "resolve"]

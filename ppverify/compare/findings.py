@@ -1,0 +1,285 @@
+"""The seed paper's findings as checks over computed comparison results.
+
+Each finding is evaluated separately under every abstraction level that produced numbers, and
+reports *reproduced*, *not reproduced* (with the numbers that contradict it) or *no data*. Nothing
+here tunes a model until a finding agrees: a finding that fails under some semantics is reported
+as such.
+
+The findings (arXiv 2605.24006, as summarised in DESIGN.md):
+
+1. ``abstraction``: rankings are not abstraction-invariant — some configuration orders the schedules
+   differently by (closed-form) bubble ratio than by simulated makespan;
+2. ``gpipe-1f1b``: GPipe and 1F1B take equal time, and 1F1B's peak activation memory is strictly lower;
+3. ``chimera``: Chimera beats 1F1B at m = p on a fast interconnect and loses that advantage at large
+   m or on a slow network;
+4. ``hanayo``: Hanayo in its regime (m = p, W in {1, 2}) beats 1F1B on a fast interconnect and falls
+   behind it on a bottlenecked network;
+5. ``chimera-asym``: the asymmetric Chimera-style placement has the same global peak memory as
+   Chimera and at most a small runtime gain (<= :data:`SMALL_GAIN`), only for shallow pipelines (p <= 4).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+import pandas as pd
+
+from .config import LEVELS, Config, ScheduleEntry
+
+#: "at most a small runtime gain": the asymmetric placement gains at most this fraction
+SMALL_GAIN = 0.05
+#: relative tolerance for "equal" makespans and memory peaks
+REL_TOL = 1e-9
+
+FINDINGS_SCHEDULES: tuple[ScheduleEntry, ...] = (
+    ScheduleEntry("gpipe", "gpipe"),
+    ScheduleEntry("1f1b", "1f1b"),
+    ScheduleEntry("interleaved-v2", "interleaved-1f1b", (("v", 2),)),
+    ScheduleEntry("chimera", "chimera"),
+    ScheduleEntry("chimera-asym", "chimera-asym"),
+    ScheduleEntry("hanayo-w1", "hanayo", (("waves", 1),), only_m_eq_p=True),
+    ScheduleEntry("hanayo-w2", "hanayo", (("waves", 2),), only_m_eq_p=True),
+)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Where the findings are checked: a fast and a slow system (``system`` column values), one
+    model, shallow and deep pipelines, and ``m = p`` against a large ``m = large_m_factor * p``."""
+
+    fast: str = "dgx-h100"
+    slow: str = "ethernet-100g"
+    model: str | None = "gpt3-1.3b"
+    ps: tuple[int, ...] = (4, 8)
+    large_m_factor: int = 4
+
+    def configs(self) -> list[Config]:
+        """Preset configurations the findings need."""
+        return [Config(p, m, sysname, self.model) for sysname in (self.fast, self.slow) for p in self.ps
+                for m in (p, self.large_m_factor * p)]
+
+
+def abstract_setup(fast_delay: float = 0.0, slow_delay: float = 1.0, costs: tuple[tuple[str, float], ...] = (("F", 1.0), ("B", 2.0)),
+                   ps: tuple[int, ...] = (4, 8), large_m_factor: int = 4) -> tuple[Setup, list[Config]]:
+    """The same checks in abstract units: ``fast``/``slow`` are fixed per-hop delays.
+
+    Example:
+        >>> setup, cfgs = abstract_setup(0.0, 1.0, ps=(4,))
+        >>> setup.fast, [c.label for c in cfgs][:2]
+        ('comm-delay=0', ['p=4 m=4 F=1,B=2 c=0', 'p=4 m=16 F=1,B=2 c=0'])
+    """
+    cfgs = [Config(p, m, costs=costs, comm_delay=d) for d in (fast_delay, slow_delay) for p in ps
+            for m in (p, large_m_factor * p)]
+    return Setup(cfgs[0].key()["system"], cfgs[-1].key()["system"], None, ps, large_m_factor), cfgs
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A finding under one level: reproduced (True/False, None = no data) and the evidence."""
+
+    level: str
+    reproduced: bool | None
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding with its verdict under every level."""
+
+    key: str
+    claim: str
+    verdicts: tuple[Verdict, ...]
+
+    def levels(self, reproduced: bool | None) -> list[str]:
+        """Levels where the verdict is ``reproduced``."""
+        return [v.level for v in self.verdicts if v.reproduced is reproduced]
+
+    def verdict(self, level: str) -> Verdict:
+        """The verdict under one level."""
+        return next(v for v in self.verdicts if v.level == level)
+
+    @property
+    def summary(self) -> str:
+        """``reproduced under slot, async; NOT reproduced under contention``."""
+        parts = []
+        if self.levels(True):
+            parts.append("reproduced under " + ", ".join(self.levels(True)))
+        if self.levels(False):
+            parts.append("NOT reproduced under " + ", ".join(self.levels(False)))
+        if self.levels(None) and not parts:
+            parts.append("no data")
+        return "; ".join(parts)
+
+
+def _val(df: pd.DataFrame, level: str, system: str, p: int, m: int, schedule: str, col: str = "makespan") -> float | None:
+    sel = df[(df["level"] == level) & (df["system"] == system) & (df["p"] == p) & (df["m"] == m)
+             & (df["schedule"] == schedule)]
+    if not len(sel) or pd.isna(sel[col].iloc[0]):
+        return None
+    return float(sel[col].iloc[0])
+
+
+def _eq(a: float, b: float) -> bool:
+    return abs(a - b) <= REL_TOL * max(abs(a), abs(b), 1.0)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:+.1f}%"
+
+
+def finding_abstraction(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
+    """A configuration where the bubble-ratio order (the formula's, or the slot table's where no
+    formula is available) and ``level``'s makespan order of two schedules are strictly opposite."""
+    if level == "formula":
+        return Verdict(level, None, "the bubble-ratio order is the formula's own; compared against the other levels")
+    seen_any = False
+    for cfg, grp in df.groupby("config", sort=False):
+        ratios = {}
+        for src in ("formula", "slot"):
+            r = grp[grp["level"] == src].set_index("schedule")["bubble_ratio"].dropna()
+            for s, v in r.items():
+                ratios.setdefault(s, (float(v), src))
+        sim = grp[grp["level"] == level].set_index("schedule")["makespan"].dropna()
+        common = [s for s in ratios if s in sim.index]
+        seen_any |= len(common) >= 2
+        for i, a in enumerate(common):
+            for b in common[i + 1:]:
+                db, dm = ratios[a][0] - ratios[b][0], sim[a] - sim[b]
+                if abs(db) > REL_TOL and abs(dm) > REL_TOL * max(sim[a], sim[b]) and (db > 0) != (dm > 0):
+                    lo, hi = (a, b) if db < 0 else (b, a)
+                    return Verdict(level, True, f"{cfg}: {lo} has the lower bubble ratio ({ratios[lo][0]:.3f} "
+                                                f"[{ratios[lo][1]}] vs {ratios[hi][0]:.3f} [{ratios[hi][1]}]) but the longer "
+                                                f"{level} makespan ({sim[lo]:.4g} vs {sim[hi]:.4g})")
+    if not seen_any:
+        return Verdict(level, None, "needs bubble ratios and makespans of two schedules in one configuration")
+    return Verdict(level, False, f"in every configuration the bubble-ratio order agrees with the {level} order")
+
+
+def _peaks(row: pd.Series) -> list[float] | None:
+    txt = row["peak_activations"]
+    return None if txt is None or (isinstance(txt, float) and pd.isna(txt)) else json.loads(txt)
+
+
+def finding_gpipe_1f1b(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
+    """GPipe and 1F1B equal makespan; 1F1B's peak activation memory no higher than GPipe's on every
+    device and strictly lower in total (at m <= p both peak at m on device 0, so the *global* peak
+    only drops once m > p: min(p, m) against m)."""
+    bad, good = [], 0
+    for cfg, grp in df[df["level"] == level].groupby("config", sort=False):
+        g = grp.set_index("schedule")
+        if "gpipe" not in g.index or "1f1b" not in g.index or pd.isna(g.at["gpipe", "makespan"]) or pd.isna(g.at["1f1b", "makespan"]):
+            continue
+        tg, t1 = g.at["gpipe", "makespan"], g.at["1f1b", "makespan"]
+        pg, p1 = _peaks(g.loc["gpipe"]), _peaks(g.loc["1f1b"])
+        if not _eq(tg, t1):
+            bad.append(f"{cfg}: GPipe {tg:.4g} vs 1F1B {t1:.4g}")
+        elif pg is None or p1 is None:
+            bad.append(f"{cfg}: equal time, no per-device peaks at this level")
+        elif not (all(a <= b * (1 + REL_TOL) for a, b in zip(p1, pg)) and sum(p1) < sum(pg) * (1 - REL_TOL)):
+            bad.append(f"{cfg}: equal time but 1F1B peaks {p1} not below GPipe {pg}")
+        else:
+            good += 1
+    if not bad and not good:
+        return Verdict(level, None, "no configuration with both GPipe and 1F1B")
+    if bad:
+        return Verdict(level, False, f"differs in {len(bad)} of {len(bad) + good} configurations, e.g. " + "; ".join(bad[:2]))
+    return Verdict(level, True, f"equal makespan, and 1F1B's per-device peaks lower, in all {good} configurations")
+
+
+def _advantage(df: pd.DataFrame, level: str, system: str, p: int, m: int, sched: str, ref: str = "1f1b") -> float | None:
+    a, b = _val(df, level, system, p, m, sched), _val(df, level, system, p, m, ref)
+    return None if a is None or b is None else 1.0 - a / b
+
+
+def finding_chimera(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
+    """At m = p on ``fast`` Chimera is faster than 1F1B; at m = large*p on ``fast``, or at m = p on
+    ``slow``, its advantage is gone (Chimera no faster than 1F1B)."""
+    ev, ok, missing = [], True, True
+    for p in setup.ps:
+        base = _advantage(df, level, setup.fast, p, p, "chimera")
+        big = _advantage(df, level, setup.fast, p, setup.large_m_factor * p, "chimera")
+        slow = _advantage(df, level, setup.slow, p, p, "chimera")
+        if base is None or (big is None and slow is None):
+            continue
+        missing = False
+        lost = [x for x in (big, slow) if x is not None and x <= REL_TOL]
+        ok &= base > 0 and bool(lost)
+        ev.append(f"p={p}: Chimera vs 1F1B {_pct(base)} at m=p on {setup.fast}, "
+                  + (f"{_pct(big)} at m={setup.large_m_factor * p}, " if big is not None else "")
+                  + (f"{_pct(slow)} on {setup.slow}" if slow is not None else ""))
+    if missing:
+        return Verdict(level, None, "needs Chimera and 1F1B on the fast and slow systems")
+    return Verdict(level, ok, "; ".join(ev) + " (+ = Chimera faster)")
+
+
+def finding_hanayo(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
+    """At m = p, Hanayo (W = 1 and W = 2) is faster than 1F1B on ``fast`` and slower on ``slow``."""
+    ev, ok, missing = [], True, True
+    for p in setup.ps:
+        for w in (1, 2):
+            fast = _advantage(df, level, setup.fast, p, p, f"hanayo-w{w}")
+            slow = _advantage(df, level, setup.slow, p, p, f"hanayo-w{w}")
+            if fast is None or slow is None:
+                continue
+            missing = False
+            ok &= fast > 0 and slow < 0
+            ev.append(f"p={p} W={w}: {_pct(fast)} on {setup.fast}, {_pct(slow)} on {setup.slow}")
+    if missing:
+        return Verdict(level, None, "needs Hanayo and 1F1B at m = p on the fast and slow systems")
+    return Verdict(level, ok, "; ".join(ev) + " (Hanayo vs 1F1B, + = Hanayo faster)")
+
+
+def finding_chimera_asym(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
+    """Asymmetric vs symmetric Chimera: equal global peak activation memory everywhere; runtime gain
+    at most SMALL_GAIN, and positive only where p <= 4."""
+    ev, ok, missing = [], True, True
+    for (cfg, p), grp in df[df["level"] == level].groupby(["config", "p"], sort=False):
+        g = grp.set_index("schedule")
+        if "chimera" not in g.index or "chimera-asym" not in g.index:
+            continue
+        ts, ta = g.at["chimera", "makespan"], g.at["chimera-asym", "makespan"]
+        ms, ma = g.at["chimera", "peak_activation"], g.at["chimera-asym", "peak_activation"]
+        if pd.isna(ts) or pd.isna(ta):
+            continue
+        missing = False
+        gain = 1.0 - ta / ts
+        mem_ok = pd.isna(ms) or pd.isna(ma) or _eq(ms, ma)
+        gain_ok = gain <= SMALL_GAIN and (gain <= REL_TOL or p <= 4)
+        if not (mem_ok and gain_ok):
+            ok = False
+            ev.append(f"{cfg}: gain {_pct(gain)}, peak {ma:.4g} vs Chimera {ms:.4g}")
+        elif gain > REL_TOL:
+            ev.append(f"{cfg}: gain {_pct(gain)}")
+    if missing:
+        return Verdict(level, None, "needs Chimera and asymmetric Chimera")
+    head = "same global peak; " if ok else "counter-examples: "
+    return Verdict(level, ok, head + ("; ".join(ev[:4]) if ev else "no runtime gain anywhere"))
+
+
+FINDINGS: tuple[tuple[str, str, Callable[[pd.DataFrame, Setup, str], Verdict]], ...] = (
+    ("abstraction", "rankings are not abstraction-invariant (bubble-ratio order != simulated order somewhere)", finding_abstraction),
+    ("gpipe-1f1b", "GPipe and 1F1B have equal runtime; 1F1B's peak activation memory is strictly lower", finding_gpipe_1f1b),
+    ("chimera", "Chimera beats 1F1B at m = p on a fast interconnect, loses that advantage at large m or on a slow network", finding_chimera),
+    ("hanayo", "Hanayo (m = p, W in {1,2}) beats 1F1B on a fast interconnect, falls behind on a bottlenecked network", finding_hanayo),
+    ("chimera-asym", f"asymmetric Chimera: same global peak memory as Chimera, runtime gain <= {SMALL_GAIN:.0%} and only for p <= 4", finding_chimera_asym),
+)
+
+
+def evaluate_findings(df: pd.DataFrame, setup: Setup, levels: tuple[str, ...] = LEVELS) -> list[Finding]:
+    """Check every finding under every level present in ``df``."""
+    present = [lv for lv in levels if lv in set(df["level"]) and df[df["level"] == lv]["makespan"].notna().any()]
+    return [Finding(key, claim, tuple(fn(df, setup, lv) for lv in present)) for key, claim, fn in FINDINGS]
+
+
+def format_findings(findings: list[Finding]) -> str:
+    """Each finding, its overall summary and the evidence under each level."""
+    out = []
+    for n, f in enumerate(findings, 1):
+        out.append(f"{n}. [{f.key}] {f.claim}")
+        out.append(f"   => {f.summary}")
+        for v in f.verdicts:
+            tag = {True: "reproduced", False: "NOT reproduced", None: "no data"}[v.reproduced]
+            out.append(f"   - {v.level:<10} {tag}: {v.evidence}")
+    return "\n".join(out)

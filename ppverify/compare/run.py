@@ -1,0 +1,53 @@
+"""Run a comparison: every schedule entry in every configuration at every level, with progress."""
+
+from __future__ import annotations
+
+import sys
+from typing import Iterable
+
+import pandas as pd
+
+from .config import LEVELS, Config, ScheduleEntry, DEFAULT_SCHEDULES
+from .evaluate import PointResult, evaluate_point
+from .table import to_frame
+
+
+def run_comparison(
+    configs: Iterable[Config],
+    entries: tuple[ScheduleEntry, ...] = DEFAULT_SCHEDULES,
+    levels: tuple[str, ...] = LEVELS,
+    time_limit: float = 1.0,
+    max_optimum_ops: int = 160,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Evaluate ``entries`` x ``configs`` at ``levels``; one row per (schedule, configuration, level).
+
+    The CP-SAT optimum is solved once per configuration and placement (schedules that share a
+    placement share it); ``time_limit`` bounds each solve.
+
+    Example:
+        >>> from ppverify.compare.config import abstract_configs
+        >>> df = run_comparison(abstract_configs({"F": 1, "B": 2}, (0.0,), (4,), (4,)),
+        ...                     (ScheduleEntry("gpipe", "gpipe"),), ("slot",))
+        >>> df[["schedule", "level", "makespan"]].values.tolist()
+        [['gpipe', 'slot', 21.0]]
+    """
+    configs = list(configs)
+    points: list[PointResult] = []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(configs) * len(entries), desc="compare", unit="point", file=sys.stderr,
+                   dynamic_ncols=True, leave=False)
+    for cfg in configs:
+        cache: dict = {}
+        for entry in entries:
+            if bar is not None:
+                bar.set_postfix_str(f"{cfg.label} {entry.label}", refresh=False)
+            points.append(evaluate_point(entry, cfg, levels, time_limit, cache, max_optimum_ops))
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    return to_frame(points)

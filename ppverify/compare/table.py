@@ -1,0 +1,207 @@
+"""Comparison results as a table: one row per (schedule, configuration, abstraction level), ranks
+under each level, rank changes between levels, gap to optimal, and the printed per-configuration
+tables.
+
+Ranks are by makespan within one configuration and one level (1 = fastest; ties share the lower
+rank). A rank change is marked when a schedule's rank under a level differs from its rank under the
+previous level that produced numbers (formula -> slot -> async -> contention -> optimum).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Iterable
+
+import pandas as pd
+from tabulate import tabulate
+
+from .config import LEVEL_SEMANTICS, LEVELS
+from .evaluate import PointResult
+
+#: columns of the result frame, in order (also the CSV/Parquet layout)
+COLUMNS: tuple[str, ...] = (
+    "config", "p", "m", "system", "model", "schedule", "family", "params", "level", "semantics",
+    "status", "makespan", "time_unit", "bubble_ratio", "peak_activation", "peak_activations",
+    "memory_unit", "lower_bound", "exact", "rank", "rank_change", "gap_to_optimal", "note", "seconds",
+)
+
+
+def to_frame(points: Iterable[PointResult]) -> pd.DataFrame:
+    """Flatten point results to the result frame, then add ranks, rank changes and gaps.
+
+    Example:
+        >>> from ppverify.compare.config import Config, ScheduleEntry
+        >>> from ppverify.compare.evaluate import evaluate_point
+        >>> cfg = Config(4, 4, costs=(("F", 1.0), ("B", 2.0)), comm_delay=0.0)
+        >>> df = to_frame([evaluate_point(ScheduleEntry(n, n), cfg, ("slot",)) for n in ("gpipe", "1f1b")])
+        >>> df[["schedule", "makespan", "peak_activation", "rank"]].values.tolist()
+        [['gpipe', 21.0, 4.0, 1], ['1f1b', 21.0, 4.0, 1]]
+    """
+    rows = []
+    for pt in points:
+        for r in pt.results:
+            peaks = list(r.peak_activations) if r.peak_activations is not None else None
+            rows.append({
+                **pt.config.key(),
+                "schedule": pt.entry.label, "family": pt.entry.family,
+                "params": json.dumps(pt.entry.params, sort_keys=True),
+                "level": r.level, "semantics": LEVEL_SEMANTICS[r.level], "status": r.status,
+                "makespan": r.makespan, "time_unit": pt.time_unit, "bubble_ratio": r.bubble_ratio,
+                "peak_activation": max(peaks) if peaks else None,
+                "peak_activations": json.dumps(peaks) if peaks is not None else None,
+                "memory_unit": pt.memory_unit, "lower_bound": r.lower_bound, "exact": r.exact,
+                "note": r.note, "seconds": r.seconds,
+            })
+    df = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")])
+    return add_ranks(df)
+
+
+def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
+    """Add ``rank`` (by makespan within config and level), ``rank_change`` (``"2->3"`` when it differs
+    from the previous level with numbers) and ``gap_to_optimal`` (async rows: makespan over the
+    placement's CP-SAT optimum, or over its proven bound, minus 1).
+    """
+    df = df.copy()
+    key = ["config", "level"]
+    ms = pd.to_numeric(df["makespan"], errors="coerce").round(9)
+    df["rank"] = ms.groupby([df[k] for k in key]).rank(method="min").astype("Int64")
+    order = {lv: n for n, lv in enumerate(LEVELS)}
+    changes = [""] * len(df)
+    gaps: list[float | None] = [None] * len(df)
+    for _, grp in df.groupby(["config", "schedule"], sort=False):
+        prev = None
+        for idx in sorted(grp.index, key=lambda i: order[df.at[i, "level"]]):
+            rk = df.at[idx, "rank"]
+            if pd.isna(rk):
+                continue
+            if prev is not None and rk != prev:
+                changes[df.index.get_loc(idx)] = f"{prev}->{rk}"
+            prev = rk
+        opt = grp[grp["level"] == "optimum"]
+        asy = grp[grp["level"] == "async"]
+        if len(opt) and len(asy) and asy["makespan"].notna().all():
+            ref = opt["makespan"].iloc[0] if opt["status"].iloc[0] == "optimal" else opt["lower_bound"].iloc[0]
+            if ref is not None and not pd.isna(ref) and ref > 0:
+                gaps[df.index.get_loc(asy.index[0])] = float(asy["makespan"].iloc[0]) / float(ref) - 1.0
+    df["rank_change"] = changes
+    df["gap_to_optimal"] = gaps
+    return df[list(COLUMNS)]
+
+
+def _fmt_time(x: float, unit: str) -> str:
+    if unit == "s":
+        return f"{x * 1e3:.4g}"
+    return f"{x:.4g}"
+
+
+def _fmt_mem(x: float, unit: str) -> str:
+    if unit in ("bytes", "B"):
+        return f"{x / 2**30:.3g}"
+    return f"{x:.3g}"
+
+
+def format_config_table(df: pd.DataFrame, config: str) -> str:
+    """One configuration's table: per schedule, the makespan and rank under each level (``*``
+    marks a rank that differs from the previous level's), bubble ratio, peak activation memory
+    and gap to optimal.
+
+    Example:
+        >>> from ppverify.compare.config import Config, ScheduleEntry
+        >>> from ppverify.compare.evaluate import evaluate_point
+        >>> cfg = Config(2, 2, costs=(("F", 1.0), ("B", 2.0)), comm_delay=0.0)
+        >>> df = to_frame([evaluate_point(ScheduleEntry(n, n), cfg, ("slot",)) for n in ("gpipe", "1f1b")])
+        >>> print(format_config_table(df, cfg.label))
+        == p=2 m=2 F=1,B=2 c=0 ==  (time in units, memory in activations)
+        schedule    slot    bubble (slot)    peak act. (slot)
+        ----------  ------  ---------------  ------------------
+        gpipe       9 (1)   0.333            2
+        1f1b        9 (1)   0.333            2
+    """
+    sub = df[df["config"] == config]
+    levels = [lv for lv in LEVELS if lv in set(sub["level"])]
+    shown = [lv for lv in levels if sub[(sub["level"] == lv)]["makespan"].notna().any()]
+    sim = next((lv for lv in ("async", "contention", "slot", "formula") if lv in shown), None)
+    tu = sub["time_unit"].iloc[0]
+    mu = sub["memory_unit"].iloc[0]
+    tu_txt = "ms" if tu == "s" else tu
+    mu_txt = "GiB" if mu in ("bytes", "B") else mu
+    headers = ["schedule"] + shown
+    if sim:
+        headers += [f"bubble ({sim})", f"peak act. ({sim})"]
+    has_gap = sub["gap_to_optimal"].notna().any()
+    if has_gap:
+        headers.append("gap to opt.")
+    rows = []
+    notes: list[str] = []
+    for sched in dict.fromkeys(sub["schedule"]):
+        srow = sub[sub["schedule"] == sched].set_index("level")
+        row = [sched]
+        for lv in shown:
+            r = srow.loc[lv]
+            if pd.isna(r["makespan"]):
+                row.append(r["status"])
+                continue
+            cell = f"{_fmt_time(r['makespan'], tu)} ({r['rank']})"
+            if r["rank_change"]:
+                cell += "*"
+            if lv == "optimum" and r["status"] != "optimal":
+                cell += f" lb {_fmt_time(r['lower_bound'], tu)}"
+            row.append(cell)
+        if sim:
+            r = srow.loc[sim]
+            row.append("-" if pd.isna(r["bubble_ratio"]) else f"{r['bubble_ratio']:.3f}")
+            row.append("-" if pd.isna(r["peak_activation"]) else _fmt_mem(r["peak_activation"], mu))
+        if has_gap:
+            g = srow.loc["async"]["gap_to_optimal"] if "async" in srow.index else None
+            row.append("-" if g is None or pd.isna(g) else f"{100 * g:.1f}%")
+        rows.append(row)
+        if not shown or all(pd.isna(srow.loc[lv]["makespan"]) for lv in shown):
+            notes.append(f"{sched}: {srow.iloc[0]['status']} ({srow.iloc[0]['note']})")
+    title = f"== {config} ==  (time in {tu_txt}, memory in {mu_txt})"
+    out = [title, tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
+    # levels missing here but present elsewhere get a note; levels missing everywhere are
+    # summarised once by :func:`unavailable_levels`
+    anywhere = set(df[df["makespan"].notna()]["level"])
+    missing = [lv for lv in levels if lv not in shown and lv in anywhere]
+    for lv in missing:
+        note = sub[sub["level"] == lv]["note"].iloc[0]
+        out.append(f"  {lv}: no numbers ({sub[sub['level'] == lv]['status'].iloc[0]}: {note})")
+    out.extend(f"  {n}" for n in notes)
+    return "\n".join(out)
+
+
+def unavailable_levels(df: pd.DataFrame) -> dict[str, str]:
+    """Levels that produced no number anywhere, with the first reason given.
+
+    Example:
+        >>> import pandas as pd
+        >>> unavailable_levels(pd.DataFrame({"level": ["slot", "async"], "makespan": [1.0, None],
+        ...                                  "status": ["ok", "unavailable"], "note": ["", "engine missing"]}))
+        {'async': 'unavailable: engine missing'}
+    """
+    out = {}
+    for lv, grp in df.groupby("level", sort=False):
+        if grp["makespan"].isna().all():
+            out[lv] = f"{grp['status'].iloc[0]}: {grp['note'].iloc[0]}"
+    return out
+
+
+def format_legend(levels: Iterable[str]) -> str:
+    """Which semantics produced each column, and what the marks mean."""
+    lines = ["Columns: makespan (rank by makespan, 1 = fastest) under each abstraction level:"]
+    lines += [f"  {lv:<10} {LEVEL_SEMANTICS[lv]}" for lv in levels]
+    lines.append("  *          rank differs from the previous level's (a rank change between abstractions)")
+    lines.append("  bubble     idle/total = (makespan - busy) / makespan per device, averaged")
+    lines.append("  gap        async makespan / CP-SAT optimum of the same placement - 1 (or / proven bound: an upper bound on the gap)")
+    return "\n".join(lines)
+
+
+def rank_changes(df: pd.DataFrame) -> list[str]:
+    """One line per rank change: ``config: schedule rank a->b (level)``."""
+    sel = df[df["rank_change"] != ""]
+    return [f"{r.config}: {r.schedule} {r.rank_change} under {r.level}" for r in sel.itertuples()]
+
+
+def _isnan(x: object) -> bool:
+    return isinstance(x, float) and math.isnan(x)

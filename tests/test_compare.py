@@ -1,0 +1,150 @@
+"""The multi-abstraction comparison: rows, ranks, rank changes, CLI options, outputs, bad input.
+
+Expected values are derived by hand: under slot semantics with a per-hop charge c, GPipe and 1F1B
+both take (m+p-1)(tF+tB+2c) (REFERENCE.md §4); GPipe holds m activations on every device, 1F1B
+min(p-d, m) on device d.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from ppverify.cli import main
+from ppverify.compare import (COLUMNS, Config, ScheduleEntry, abstract_configs, default_configs, evaluate_point,
+                              format_config_table, run_comparison, select_schedules, to_frame)
+from ppverify.compare.table import add_ranks, rank_changes
+from ppverify.errors import ParameterError
+
+GP, OF = ScheduleEntry("gpipe", "gpipe"), ScheduleEntry("1f1b", "1f1b")
+
+
+@pytest.mark.parametrize("p,m,c", [(4, 4, 0.0), (4, 4, 0.5), (4, 8, 1.0), (2, 6, 0.25)])
+def test_slot_level_gpipe_1f1b_by_hand(p, m, c):
+    cfg = Config(p, m, costs=(("F", 1.0), ("B", 2.0)), comm_delay=c)
+    df = run_comparison([cfg], (GP, OF), ("slot",))
+    expected = (m + p - 1) * (1 + 2 + 2 * c)
+    assert df["makespan"].tolist() == pytest.approx([expected, expected])
+    peaks = [json.loads(x) for x in df["peak_activations"]]
+    assert peaks[0] == [m] * p
+    assert peaks[1] == [min(p - d, m) for d in range(p)]
+    assert df["rank"].tolist() == [1, 1]  # a tie shares the rank
+
+
+def test_rows_one_per_schedule_config_level():
+    cfgs = abstract_configs({"F": 1, "B": 2}, (0.0, 1.0), (4,), (4, 8))
+    df = run_comparison(cfgs, (GP, OF), ("formula", "slot", "async"))
+    assert list(df.columns) == list(COLUMNS)
+    assert len(df) == 4 * 2 * 3
+    assert not df.duplicated(["config", "schedule", "level"]).any()
+    # every level row says which semantics produced it, and every row without a number says why
+    assert df["semantics"].str.len().min() > 10
+    assert (df[df["makespan"].isna()]["note"].str.len() > 0).all()
+
+
+def test_regime_restricted_entry_is_not_applicable_outside_m_eq_p():
+    e = ScheduleEntry("hanayo-w1", "hanayo", (("waves", 1),), only_m_eq_p=True)
+    pr = evaluate_point(e, Config(4, 8, costs=(("F", 1.0),)), ("slot",))
+    assert pr.results[0].status == "not applicable" and pr.results[0].makespan is None
+    assert "m = p" in pr.results[0].note
+
+
+def test_unknown_family_in_entry_is_reported_not_raised():
+    pr = evaluate_point(ScheduleEntry("nosuch", "no-such-family"), Config(4, 4, costs=(("F", 1.0),)), ("slot",))
+    assert pr.results[0].status == "unavailable" and "unknown schedule family" in pr.results[0].note
+
+
+def _frame(rows):
+    base = {c: None for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")}
+    return add_ranks(pd.DataFrame([{**base, **r} for r in rows]))
+
+
+def test_rank_change_marked_between_levels():
+    rows = []
+    for lv, a, b in (("formula", 10.0, 12.0), ("slot", 10.0, 12.0), ("async", 13.0, 12.5)):
+        rows += [{"config": "c", "schedule": "a", "level": lv, "makespan": a, "status": "ok"},
+                 {"config": "c", "schedule": "b", "level": lv, "makespan": b, "status": "ok"}]
+    df = _frame(rows)
+    got = {(r.schedule, r.level): (r.rank, r.rank_change) for r in df.itertuples()}
+    assert got[("a", "slot")] == (1, "") and got[("a", "async")] == (2, "1->2")
+    assert got[("b", "async")] == (1, "2->1")
+    assert rank_changes(df) == ["c: a 1->2 under async", "c: b 2->1 under async"]
+
+
+def test_gap_to_optimal_against_optimum_or_bound():
+    rows = [
+        {"config": "c", "schedule": "a", "level": "async", "makespan": 12.0, "status": "ok"},
+        {"config": "c", "schedule": "a", "level": "optimum", "makespan": 10.0, "lower_bound": 10.0, "status": "optimal"},
+        {"config": "c", "schedule": "b", "level": "async", "makespan": 12.0, "status": "ok"},
+        {"config": "c", "schedule": "b", "level": "optimum", "makespan": 11.0, "lower_bound": 8.0, "status": "feasible"},
+    ]
+    df = _frame(rows).set_index(["schedule", "level"])
+    assert df.at[("a", "async"), "gap_to_optimal"] == pytest.approx(0.2)
+    # not proven optimal: the gap is measured against the proven bound (an upper bound on the true gap)
+    assert df.at[("b", "async"), "gap_to_optimal"] == pytest.approx(0.5)
+
+
+def test_table_marks_rank_changes():
+    rows = []
+    for lv, a, b in (("slot", 10.0, 12.0), ("async", 13.0, 12.5)):
+        rows += [{"config": "c", "schedule": "a", "level": lv, "makespan": a, "status": "ok", "time_unit": "units",
+                  "memory_unit": "activations"},
+                 {"config": "c", "schedule": "b", "level": lv, "makespan": b, "status": "ok", "time_unit": "units",
+                  "memory_unit": "activations"}]
+    text = format_config_table(_frame(rows), "c")
+    assert "13 (2)*" in text and "12.5 (1)*" in text and "10 (1) " in text
+
+
+def test_default_configs_cover_the_issue():
+    cfgs = default_configs()
+    systems = {c.system for c in cfgs}
+    assert {"ideal", "dgx-h100", "pcie-gen4", "ethernet-100g"} <= systems
+    assert any("ib" in s for s in systems)
+    assert len({c.model for c in cfgs}) == 2 and len({c.m for c in cfgs}) >= 3
+    labels = [e.label for e in select_schedules(None)]
+    assert {"gpipe", "1f1b", "chimera", "chimera-asym", "1f1b-split"} <= set(labels)
+    assert any(l.startswith("hanayo") for l in labels) and any(l.startswith("interleaved") for l in labels)
+
+
+def test_select_schedules_unknown_name():
+    with pytest.raises(ParameterError, match="unknown schedule family"):
+        select_schedules(["nosuch"])
+
+
+def test_cli_csv_and_parquet(tmp_path, capsys):
+    out = tmp_path / "r.csv"
+    code = main(["compare", "--costs", "F=1,B=2", "--comm-delay", "0,0.5", "-m", "4", "--schedules", "gpipe,1f1b",
+                 "--levels", "slot", "--out", str(out), "--no-progress"])
+    assert code == 0
+    df = pd.read_csv(out)
+    assert len(df) == 2 * 2 * 1
+    assert sorted(df["makespan"].tolist()) == pytest.approx([21, 21, 28, 28])
+    text = capsys.readouterr().out
+    assert "== p=4 m=4 F=1,B=2 c=0.5 ==" in text and "slot table" in text
+    pq = tmp_path / "r.parquet"
+    assert main(["compare", "--costs", "F=1,B=2", "-m", "4", "--schedules", "gpipe", "--levels", "slot",
+                 "--out", str(pq), "--no-progress"]) == 0
+    assert pd.read_parquet(pq)["makespan"].tolist() == [21.0]
+
+
+def test_cli_json(capsys):
+    assert main(["compare", "--costs", "F=1,B=1", "-p", "2", "-m", "2", "--schedules", "gpipe", "--levels", "slot",
+                 "--json", "--no-progress"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows[0]["makespan"] == 6.0 and rows[0]["level"] == "slot"  # (m+p-1)(tF+tB) = 3*2
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--levels", "bogus"], "unknown level"),
+    (["--out", "x.txt"], ".csv or .parquet"),
+    (["--schedules", "nosuch"], "unknown schedule family"),
+    (["-m", "0"], "integers >= 1"),
+    (["--time-limit", "0"], "must be > 0"),
+    (["--costs", "F=1,X=2"], "unknown kind"),
+])
+def test_cli_bad_input_one_line_exit_2(argv, needle, capsys):
+    assert main(["compare", "--no-progress", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and len(err.splitlines()) == 1
