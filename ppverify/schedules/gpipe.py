@@ -24,4 +24,10 @@ def gpipe(p: int, m: int) -> Schedule:
     return Schedule(linear(p), m, programs, (0,) * m, "gpipe", {"p": p, "m": m})
 
 
-register(Family("gpipe", gpipe, "GPipe: all forwards, then all backwards (Huang et al. 2019)"))
+def _formula(p, m, costs=None):
+    from ..formulas import gpipe_formula
+
+    return gpipe_formula(p, m, costs)
+
+
+register(Family("gpipe", gpipe, "GPipe: all forwards, then all backwards (Huang et al. 2019)", formula=_formula))

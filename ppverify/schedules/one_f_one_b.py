@@ -29,4 +29,10 @@ def one_f_one_b(p: int, m: int) -> Schedule:
     return Schedule(linear(p), m, tuple(programs), (0,) * m, "1f1b", {"p": p, "m": m})
 
 
-register(Family("1f1b", one_f_one_b, "1F1B: warm-up forwards, one-forward-one-backward, drain (PipeDream-Flush)"))
+def _formula(p, m, costs=None):
+    from ..formulas import one_f_one_b_formula
+
+    return one_f_one_b_formula(p, m, costs)
+
+
+register(Family("1f1b", one_f_one_b, "1F1B: warm-up forwards, one-forward-one-backward, drain (PipeDream-Flush)", formula=_formula))
