@@ -2,7 +2,8 @@
 
 * ``slot``: the idealized table (integer ticks, communication charged per column when asked);
 * ``async``: event-driven, transfers take the communication model's time, no contention;
-* ``contention``: as async, transfers sharing a link or NIC queue behind each other.
+* ``contention``: as async, transfers sharing a link or NIC queue behind each other;
+* ``torch``: PyTorch pipelining's unit-step simulator (:mod:`.torch_steps`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ..errors import ParameterError
 from ..schedule import Schedule
 from ..timeline import Timeline
 
-SEMANTICS: tuple[str, ...] = ("slot", "async", "contention")
+SEMANTICS: tuple[str, ...] = ("slot", "async", "contention", "torch")
 
 
 def default_costs(schedule: Schedule) -> CostModel:
@@ -59,4 +60,8 @@ def run(
         from .contention import simulate_contention
 
         return simulate_contention(schedule, costs, comm, **options)
+    if semantics == "torch":
+        from .torch_steps import torch_timeline
+
+        return torch_timeline(schedule, costs, **options)
     raise ParameterError("semantics", semantics, f"expected one of {', '.join(SEMANTICS)}")

@@ -1,0 +1,315 @@
+"""The ``torch`` semantics: PyTorch pipelining's unit-step simulator, reproduced step for step.
+
+PyTorch 2.13 (``torch.distributed.pipelining.schedules``) times a schedule in two passes, both
+re-implemented here without importing torch:
+
+1. :func:`add_send_recv` (PyTorch's ``_add_send_recv``) lowers a compute-only schedule: ranks are
+   visited round-robin, each places at most its next action per round once its input has been
+   received; every F/I/B whose neighbour stage lives on another rank is followed by its SEND, and
+   the matching RECV is appended to the receiving rank's list at that moment.
+2. :func:`simulate_steps` (``_simulate_comms_compute``) runs the lowered lists: each step every
+   rank runs its next action if ready (a RECV once the peer has run the SEND, an F/I/B once its
+   RECV or the local upstream op ran, anything else at once) or idles; a second pass lets an idle
+   rank take an action unblocked by a later rank in the same step. Every action, SEND and RECV
+   included, takes one step, with zero latency.
+
+The step count is what PyTorch's tests assert (11, 24 and 113 for its fixtures). Known limits of
+this model, kept on purpose so that the counts match: W is never checked against its I, a backward
+is never checked against its own forward. Extensions where PyTorch raises instead: UNSHARD,
+RESHARD and REDUCE_GRAD are dropped (free in time), and an ``OVERLAP_F_B`` cell is one step that
+runs once all of its ops are ready.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..costs import CostModel
+from ..errors import DeadlockError, ParameterError
+from ..ops import B, F, I, W, Action, Comm, Marker, Op, Overlap
+from ..schedule import Schedule
+from ..timeline import Timeline, Transfers
+
+SEND_F, RECV_F, SEND_B, RECV_B = "SEND_F", "RECV_F", "SEND_B", "RECV_B"
+
+
+def _stage_rank(schedule: Schedule) -> tuple[int, ...]:
+    if schedule.placement.num_pipes != 1 or any(schedule.pipe_of_mb):
+        raise ParameterError("semantics", "torch",
+                             "PyTorch's runtime has one pipe; a two-pipe schedule (chimera, dualpipe) has no torch timing")
+    return schedule.placement.maps[0]
+
+
+def _parts(action: Action) -> tuple:
+    return action.ops if isinstance(action, Overlap) else (action,)
+
+
+def add_send_recv(schedule: Schedule) -> Schedule:
+    """Lower a compute-only schedule to PyTorch's ``compute_comms`` form, action for action as
+    PyTorch's ``_add_send_recv`` does (idle slots dropped, markers kept in place).
+
+    Raises :class:`DeadlockError` when no rank can place its next action (PyTorch raises
+    ``AssertionError: Malformed compute schedule``).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> [[str(a) for a in prog] for prog in add_send_recv(build("gpipe", p=2, m=1)).programs]
+        [['0F0', '0SEND_F0', '0RECV_B0', '0B0'], ['1RECV_F0', '1F0', '1B0', '1SEND_B0']]
+    """
+    rank_of = _stage_rank(schedule)
+    S = schedule.num_stages
+    todo = {r: list(prog) for r, prog in enumerate(schedule.programs) if prog}
+    out: dict[int, list[Action]] = {r: [] for r in range(schedule.p)}
+    prev: dict[int, set] = {r: set() for r in range(schedule.p)}
+
+    def has_comms(a: Action) -> bool:
+        if type(a) is not Op or not 0 <= a.stage < S:
+            return False
+        if a.kind == F:
+            return a.stage != S - 1 and rank_of[a.stage + 1] != rank_of[a.stage]
+        if a.kind in (I, B):
+            return a.stage != 0 and rank_of[a.stage - 1] != rank_of[a.stage]
+        return False
+
+    def ready(a: Action, seen: set) -> bool:
+        if type(a) is not Op:
+            return True
+        if a.kind == F and a.stage != 0:
+            return Comm(RECV_F, a.stage, a.mb) in seen or Op(F, a.stage - 1, a.mb) in seen
+        if a.kind in (I, B) and a.stage != S - 1:
+            return (Comm(RECV_B, a.stage, a.mb) in seen or Op(I, a.stage + 1, a.mb) in seen
+                    or Op(B, a.stage + 1, a.mb) in seen)
+        return True
+
+    while todo:
+        progress = False
+        for r in sorted(todo):
+            a = todo[r][0]
+            parts = _parts(a)
+            if not all(ready(x, prev[r]) for x in parts):
+                continue
+            if a is not None:
+                out[r].append(a)
+                for x in parts:
+                    prev[r].add(x)
+                    if has_comms(x):
+                        fwd = x.kind == F
+                        send = Comm(SEND_F if fwd else SEND_B, x.stage, x.mb)
+                        recv_stage = x.stage + 1 if fwd else x.stage - 1
+                        recv = Comm(RECV_F if fwd else RECV_B, recv_stage, x.mb)
+                        out[r].append(send)
+                        prev[r].add(send)
+                        peer = rank_of[recv_stage]
+                        out[peer].append(recv)
+                        prev[peer].add(recv)
+            todo[r].pop(0)
+            if not todo[r]:
+                del todo[r]
+            progress = True
+        if not progress:
+            raise DeadlockError([(r, str(todo[r][0]), "its input (no rank can place its next action)") for r in sorted(todo)])
+    return schedule.with_programs(tuple(tuple(out[r]) for r in range(schedule.p)))
+
+
+def merge_bw(schedule: Schedule) -> Schedule:
+    """PyTorch's ``_merge_bw`` on every program: an ``I`` directly followed (idle slots skipped)
+    by the ``W`` of the same stage and microbatch becomes one ``B``; idle slots are dropped.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> s = merge_bw(parse_rows([["0F0", "0I0", "", "0W0"]]))
+        >>> [str(a) for a in s.programs[0]]
+        ['0F0', '0B0']
+    """
+    progs = []
+    for prog in schedule.programs:
+        rest = [a for a in prog if a is not None]
+        out: list[Action] = []
+        k = 0
+        while k < len(rest):
+            a = rest[k]
+            nxt = rest[k + 1] if k + 1 < len(rest) else None
+            if (type(a) is Op and a.kind == I and type(nxt) is Op and nxt.kind == W
+                    and nxt.stage == a.stage and nxt.mb == a.mb):
+                out.append(Op(B, a.stage, a.mb))
+                k += 2
+            else:
+                out.append(a)
+                k += 1
+        progs.append(tuple(out))
+    return schedule.with_programs(tuple(progs))
+
+
+def lowered(schedule: Schedule) -> Schedule:
+    """The schedule PyTorch's simulator runs: as is when it already holds SEND/RECV actions
+    (the ``compute_comms`` flavour), else lowered by :func:`add_send_recv`.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> sum(1 for _ in lowered(build("gpipe", p=2, m=2)).programs[0])
+        8
+    """
+    has_comm = any(isinstance(a, Comm) for prog in schedule.programs for a in prog)
+    return schedule if has_comm else add_send_recv(schedule)
+
+
+def simulate_steps(schedule: Schedule) -> list[list[Action]]:
+    """Run a lowered schedule (with SEND/RECV) the way ``_simulate_comms_compute`` does and return
+    the step grid: ``grid[rank][step]`` is the action run then, ``None`` for an idle step.
+
+    Raises :class:`DeadlockError` when no rank can progress (PyTorch raises ``ValueError:
+    Schedule is not progressing``).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> grid = simulate_steps(add_send_recv(build("gpipe", p=2, m=1)))
+        >>> [[str(a) if a else "" for a in row] for row in grid]
+        [['0F0', '0SEND_F0', '', '', '0RECV_B0', '0B0'], ['', '1RECV_F0', '1F0', '1B0', '1SEND_B0']]
+    """
+    rank_of = _stage_rank(schedule)
+    S = schedule.num_stages
+    todo = {r: [a for a in prog if a is not None and not isinstance(a, Marker)]
+            for r, prog in enumerate(schedule.programs)}
+    grid: dict[int, list[Action]] = {r: [] for r in todo}
+    prev: dict[int, set] = {r: set() for r in todo}
+
+    def ready_one(a) -> bool:
+        k, s, mb = a.kind, a.stage, a.mb
+        if not 0 <= s < S:
+            return True
+        seen = prev[rank_of[s]]
+        if type(a) is Op:
+            if k == F:
+                return s == 0 or Comm(RECV_F, s, mb) in seen or Op(F, s - 1, mb) in seen
+            if k in (I, B):
+                return (s == S - 1 or Comm(RECV_B, s, mb) in seen or Op(I, s + 1, mb) in seen
+                        or Op(B, s + 1, mb) in seen)
+            return True  # W: PyTorch never checks it against its I
+        if k == SEND_F:
+            return Op(F, s, mb) in seen
+        if k == RECV_F:
+            return s > 0 and Comm(SEND_F, s - 1, mb) in prev[rank_of[s - 1]]
+        if k == SEND_B:
+            return Op(I, s, mb) in seen or Op(B, s, mb) in seen
+        return s < S - 1 and Comm(SEND_B, s + 1, mb) in prev[rank_of[s + 1]]  # RECV_B
+
+    def ready(a: Action) -> bool:
+        return all(ready_one(x) for x in _parts(a))
+
+    def record(r: int, a: Action) -> None:
+        for x in _parts(a):
+            prev[r].add(x)
+
+    while todo:
+        progress = False
+        for r in sorted(todo):
+            if not todo[r]:
+                continue
+            a = todo[r][0]
+            if ready(a):
+                grid[r].append(a)
+                record(r, a)
+                todo[r].pop(0)
+                progress = True
+            else:
+                grid[r].append(None)
+        for r in sorted(todo, reverse=True):
+            if not todo[r]:
+                del todo[r]
+        # PyTorch's second pass: an idle rank may take an action a later rank just unblocked
+        for r in sorted(todo):
+            if grid[r][-1] is not None:
+                continue
+            a = todo[r][0]
+            if ready(a):
+                grid[r][-1] = a
+                record(r, a)
+                todo[r].pop(0)
+        for r in sorted(todo, reverse=True):
+            if not todo[r]:
+                del todo[r]
+        if not progress:
+            raise DeadlockError([(r, str(todo[r][0]), "a SEND or an upstream op that never runs") for r in sorted(todo)])
+    return [grid[r] for r in range(schedule.p)]
+
+
+def torch_step_count(schedule_or_actions: Schedule | Sequence[Sequence[Action]] | dict) -> int:
+    """Number of steps PyTorch's ``_simulate_comms_compute`` takes for a schedule (lowered first
+    when it has no SEND/RECV): the longest rank's row of the step grid.
+
+    Also accepts per-rank action lists (or PyTorch's ``pipeline_order`` dict of ``_Action``),
+    whose stage -> rank map is inferred from the rows.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> torch_step_count(build("gpipe", p=2, m=1))
+        6
+    """
+    sched = _as_schedule(schedule_or_actions)
+    grid = simulate_steps(lowered(sched))
+    return max((len(row) for row in grid), default=0)
+
+
+def _as_schedule(obj) -> Schedule:
+    if isinstance(obj, Schedule):
+        return obj
+    from ..io.torch_csv import parse_rows
+
+    rows = [obj[k] for k in sorted(obj)] if isinstance(obj, dict) else list(obj)
+    cells = [["" if a is None else str(a) for a in row] for row in rows]
+    return parse_rows(cells, "<actions>")
+
+
+def torch_timeline(schedule: Schedule, costs: CostModel | None = None, **_: object) -> Timeline:
+    """Timeline of the ``torch`` semantics: every compute op occupies its simulator step
+    ``[step, step+1)``; each SEND/RECV pair is a transfer from the SEND's step to the end of the
+    RECV's step, so the makespan is the step count. ``costs`` only serve memory metrics.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> tl = torch_timeline(build("gpipe", p=2, m=1))
+        >>> tl.makespan, tl.info["steps"], [str(o) for o in tl.ops], tl.start.tolist()
+        (6.0, 6, ['0F0', '1F0', '1B0', '0B0'], [0.0, 2.0, 3.0, 5.0])
+    """
+    low = lowered(schedule)
+    grid = simulate_steps(low)
+    rank_of = low.placement.maps[0]
+    ops: list[Op] = []
+    dev: list[int] = []
+    start: list[float] = []
+    pos: dict[Op, int] = {}
+    sends: dict[Comm, int] = {}
+    recvs: list[tuple[Comm, int, int]] = []
+    T = max((len(row) for row in grid), default=0)
+    for t in range(T):
+        for r, row in enumerate(grid):
+            a = row[t] if t < len(row) else None
+            if a is None:
+                continue
+            if isinstance(a, Comm):
+                (sends.__setitem__(a, t) if a.kind.startswith("SEND") else recvs.append((a, r, t)))
+                continue
+            for op in _parts(a):
+                pos[op] = len(ops)
+                ops.append(op)
+                dev.append(r)
+                start.append(float(t))
+    tr = Transfers()
+    for c, r, t in recvs:
+        fwd = c.kind == RECV_F
+        src_stage = c.stage - 1 if fwd else c.stage + 1
+        send = Comm(SEND_F if fwd else SEND_B, src_stage, c.mb)
+        t0 = sends.get(send, t)
+        src_op = pos.get(Op(F, src_stage, c.mb), -1) if fwd else pos.get(Op(I, src_stage, c.mb), pos.get(Op(B, src_stage, c.mb), -1))
+        dst_op = pos.get(Op(F, c.stage, c.mb), -1) if fwd else pos.get(Op(I, c.stage, c.mb), pos.get(Op(B, c.stage, c.mb), -1))
+        nbytes = 0.0
+        tr.add("activation" if fwd else "gradient", rank_of[src_stage] if 0 <= src_stage < len(rank_of) else r,
+               r, src_op, dst_op, float(t0), float(t + 1), nbytes)
+    st = np.asarray(start)
+    return Timeline(
+        schedule, costs or CostModel.unit(schedule.placement), "torch", ops,
+        np.asarray(dev, dtype=np.int64), st, st + 1.0, tr,
+        info={"steps": T, "grid": grid, "lowered": low is not schedule, "step_unit": "PyTorch simulator steps"},
+    )

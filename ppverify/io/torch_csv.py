@@ -1,0 +1,271 @@
+"""PyTorch pipelining CSV (``torch.distributed.pipelining``, torchtitan), read and written losslessly.
+
+The format (REFERENCE.md §5): one row per rank, no header, one action per cell in PyTorch's text
+form (``0F1``, ``2I3``, ``0W3``, ``1B0``, ``3SEND_F1``, ``0UNSHARD``, ``(0F7;7B3)OVERLAP_F_B``); an
+empty cell is an idle slot. Two flavours:
+
+* ``compute_only``: compute actions (and idle cells); PyTorch lowers it to add SEND/RECV;
+* ``compute_comms``: the lowered form with explicit SEND/RECV actions and no idle cells.
+
+Stage indices are global. Which rank holds a stage is not written in the file: it is inferred
+from the rank whose row holds the stage's actions (so ``loop``, ``v`` and arbitrary maps all load),
+or given explicitly with ``placement=``. UNSHARD/RESHARD/REDUCE_GRAD are kept as
+:class:`~ppverify.ops.Marker` actions (free in time) so that a load/save round trip gives back the
+same cells.
+
+Unlike PyTorch, whose parser matches a prefix (it reads ``0F1xyz`` as ``0F1`` and the old ``2BW0``
+as ``2B`` with no microbatch), every cell must be exactly one action; anything else raises
+:class:`~ppverify.errors.ScheduleFileError` naming the row, the column and the text.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..errors import ParameterError, ScheduleFileError
+from ..ops import Action, ActionSyntaxError, Comm, Marker, Op, Overlap, format_action, parse_action
+from ..placement import Placement, custom, linear, loop, v_shape
+from ..schedule import Schedule
+
+COMPUTE_ONLY, COMPUTE_COMMS = "compute_only", "compute_comms"
+FLAVOURS: tuple[str, ...] = (COMPUTE_ONLY, COMPUTE_COMMS)
+
+
+def _stages_of(action: Action) -> list[int]:
+    if action is None:
+        return []
+    if isinstance(action, Overlap):
+        return [op.stage for op in action.ops]
+    return [action.stage]
+
+
+def _mbs_of(action: Action) -> list[int]:
+    if isinstance(action, Overlap):
+        return [op.mb for op in action.ops]
+    if isinstance(action, (Op, Comm)):
+        return [action.mb]
+    return []
+
+
+def infer_stage_ranks(programs: Sequence[Sequence[Action]], num_stages: int) -> dict[int, int]:
+    """Rank of each stage, read from the rows: the rank whose row holds most of the stage's
+    actions (ties to the lowest rank). A stage held by several rows is then reported by the
+    structural check as ops on the wrong device; a stage in no row is absent from the result.
+
+    A ``RECV_F``/``RECV_B`` of stage s is on the row of stage s (PyTorch names the receiving
+    stage), so comm actions vote too.
+
+    Example:
+        >>> rows = [[parse_action("0F0"), parse_action("3F0")], [parse_action("1F0"), parse_action("2F0")]]
+        >>> infer_stage_ranks(rows, 4)
+        {0: 0, 1: 1, 2: 1, 3: 0}
+    """
+    votes: dict[int, Counter] = {}
+    for rank, prog in enumerate(programs):
+        for a in prog:
+            for s in _stages_of(a):
+                votes.setdefault(s, Counter())[rank] += 1
+    out = {}
+    for s in range(num_stages):
+        if s in votes:
+            best = max(votes[s].values())
+            out[s] = min(r for r, n in votes[s].items() if n == best)
+    return out
+
+
+def placement_from_map(p: int, stage_rank: Sequence[int]) -> Placement:
+    """A placement for ``stage -> rank``, named ``linear``/``loop``/``v`` when it is one of those.
+
+    Example:
+        >>> placement_from_map(2, [0, 1, 1, 0]).name, placement_from_map(2, [0, 1, 0, 1]).name
+        ('v', 'loop')
+        >>> placement_from_map(2, [1, 0]).name
+        'custom'
+    """
+    maps = tuple(int(r) for r in stage_rank)
+    S = len(maps)
+    candidates = [linear(p)] if S == p else []
+    if S % p == 0:
+        candidates.append(loop(p, S // p))
+    if S == 2 * p:
+        candidates.append(v_shape(p))
+    for cand in candidates:
+        if cand.maps[0] == maps:
+            return cand
+    return custom(p, [list(maps)], "custom")
+
+
+def resolve_placement(spec: str | Sequence[int] | Placement | None, p: int, num_stages: int,
+                      inferred: dict[int, int], source: str) -> Placement:
+    """Placement from an explicit spec (``"loop"``, ``"v"``, ``"linear"``, a list of ranks per
+    stage, a :class:`Placement`) or, when ``spec`` is None, from the inferred ranks.
+
+    Example:
+        >>> resolve_placement("v", 2, 4, {}, "x.csv").maps
+        ((0, 1, 1, 0),)
+        >>> resolve_placement(None, 2, 3, {0: 0, 1: 1}, "x.csv")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: x.csv: stage 2: no row holds an action of stage 2, so its rank cannot be inferred; give the placement (loop, v, linear or one rank per stage)
+    """
+    if isinstance(spec, Placement):
+        pl = spec
+    elif spec is None:
+        for s in range(num_stages):
+            if s not in inferred:
+                raise ScheduleFileError(source, f"stage {s}",
+                                        f"no row holds an action of stage {s}, so its rank cannot be inferred; "
+                                        "give the placement (loop, v, linear or one rank per stage)")
+        return placement_from_map(p, [inferred[s] for s in range(num_stages)])
+    elif isinstance(spec, str):
+        name = spec.strip().lower()
+        if "," in name:
+            return resolve_placement([int(x) for x in name.split(",")], p, num_stages, inferred, source)
+        if name == "linear":
+            pl = linear(p)
+        elif name == "loop":
+            if num_stages % p:
+                raise ParameterError("placement", spec, f"loop needs the {num_stages} stages to be a multiple of p={p}")
+            pl = loop(p, num_stages // p)
+        elif name == "v":
+            pl = v_shape(p)
+        else:
+            raise ParameterError("placement", spec, "expected linear, loop, v or a comma-separated rank per stage")
+    else:
+        pl = placement_from_map(p, list(spec))
+    if pl.num_pipes != 1 or pl.num_stages != num_stages or pl.p != p:
+        raise ParameterError("placement", getattr(spec, "name", spec),
+                             f"must map the file's {num_stages} stages onto its {p} ranks in one pipe")
+    return pl
+
+
+def parse_rows(rows: Iterable[Sequence[str]], source: str = "<rows>",
+               placement: str | Sequence[int] | Placement | None = None,
+               m: int | None = None, num_stages: int | None = None) -> Schedule:
+    """Build a :class:`Schedule` from CSV rows (one per rank) of PyTorch action text.
+
+    ``m`` and ``num_stages`` default to one more than the largest microbatch and stage index in
+    the file; give them when the file might lack the last ones (missing ops are then reported by
+    the structural check instead of shrinking the step).
+
+    Example:
+        >>> s = parse_rows([["0F0", "0F1", "", "0B0", "", "0B1"], ["", "1F0", "1B0", "1F1", "1B1"]])
+        >>> s.p, s.m, s.placement.name, s.params["format"], s.programs[1][0] is None
+        (2, 2, 'linear', 'compute_only', True)
+        >>> parse_rows([["0F0", "0F1xyz"]], "s.csv")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: s.csv: row 1 (rank 0), column 2: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B, or empty for idle)
+    """
+    programs: list[tuple[Action, ...]] = []
+    for r, row in enumerate(rows):
+        prog = []
+        for c, cell in enumerate(row):
+            try:
+                prog.append(parse_action(cell))
+            except ActionSyntaxError as exc:
+                raise ScheduleFileError(source, f"row {r + 1} (rank {r}), column {c + 1}", str(exc)) from None
+        programs.append(tuple(prog))
+    if not programs:
+        raise ScheduleFileError(source, "", "no rows: a PyTorch schedule has one row per rank")
+    p = len(programs)
+    actions = [a for prog in programs for a in prog if a is not None]
+    if not any(isinstance(a, (Op, Overlap)) for a in actions):
+        raise ScheduleFileError(source, "", "no compute action (F, B, I, W) in any row")
+    max_stage = max(s for a in actions for s in _stages_of(a))
+    max_mb = max((mb for a in actions for mb in _mbs_of(a)), default=0)
+    S = num_stages if num_stages is not None else max_stage + 1
+    mm = m if m is not None else max_mb + 1
+    inferred = infer_stage_ranks(programs, S)
+    pl = resolve_placement(placement, p, S, inferred, source)
+    flavour = COMPUTE_COMMS if any(isinstance(a, Comm) for a in actions) else COMPUTE_ONLY
+    params = {"p": p, "m": mm, "format": flavour, "placement": pl.name}
+    return Schedule(pl, mm, tuple(programs), (0,) * mm, Path(source).name if source != "<rows>" else "torch-csv", params)
+
+
+def load_csv(path: str | Path, placement: str | Sequence[int] | Placement | None = None,
+             m: int | None = None, num_stages: int | None = None, **_: object) -> Schedule:
+    """Load a PyTorch pipelining CSV (either flavour, detected from its cells); see :func:`parse_rows`.
+
+    Example:
+        >>> import tempfile, os
+        >>> d = tempfile.mkdtemp(); f = os.path.join(d, "s.csv")
+        >>> _ = open(f, "w").write("0F0,0F1,,0B0,,0B1\\n,1F0,1B0,1F1,1B1\\n")
+        >>> load_csv(f).describe()
+        's.csv p=2 m=2 format=compute_only placement=linear'
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScheduleFileError(str(path), "", "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScheduleFileError(str(path), "", f"cannot read: {exc}") from None
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    return parse_rows(rows, str(path), placement=placement, m=m, num_stages=num_stages)
+
+
+def to_rows(schedule: Schedule, format: str = COMPUTE_ONLY) -> list[list[str]]:
+    """The CSV cells of a schedule in one flavour.
+
+    ``compute_only`` writes the programs as they are, minus any SEND/RECV (idle cells kept).
+    ``compute_comms`` writes them as they are when they already hold SEND/RECV, else lowers them
+    first exactly as PyTorch's ``_add_send_recv`` does (:func:`ppverify.engines.torch_steps.add_send_recv`);
+    idle cells are dropped because PyTorch's runtime rejects them in this flavour.
+    Two-pipe schedules (Chimera, DualPipe) are refused: PyTorch routes every microbatch through
+    the same stages.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> to_rows(build("gpipe", p=2, m=1), "compute_comms")
+        [['0F0', '0SEND_F0', '0RECV_B0', '0B0'], ['1RECV_F0', '1F0', '1B0', '1SEND_B0']]
+    """
+    if format not in FLAVOURS:
+        raise ParameterError("format", format, f"expected one of {', '.join(FLAVOURS)}")
+    if schedule.placement.num_pipes != 1 or any(schedule.pipe_of_mb):
+        raise ParameterError("schedule", schedule.describe(),
+                             "PyTorch's format has one pipe (stage index -> one rank); a two-pipe schedule "
+                             "(chimera, dualpipe) cannot be written; use dualpipev for PyTorch")
+    if format == COMPUTE_ONLY:
+        return [[format_action(a) for a in prog if not isinstance(a, Comm)] for prog in schedule.programs]
+    if any(isinstance(a, Comm) for prog in schedule.programs for a in prog):
+        lowered = schedule
+    else:
+        from ..engines.torch_steps import add_send_recv
+
+        lowered = add_send_recv(schedule)
+    return [[format_action(a) for a in prog if a is not None] for prog in lowered.programs]
+
+
+def save_csv(schedule: Schedule, path: str | Path, format: str = COMPUTE_ONLY) -> None:
+    """Write a schedule as a PyTorch CSV (see :func:`to_rows`); rows end in ``\\n``.
+
+    Example:
+        >>> import tempfile, os
+        >>> from ppverify.schedules import build
+        >>> f = os.path.join(tempfile.mkdtemp(), "g.csv")
+        >>> save_csv(build("gpipe", p=2, m=1), f)
+        >>> open(f).read()
+        '0F0,0B0\\n1F0,1B0\\n'
+    """
+    rows = to_rows(schedule, format)
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    Path(path).write_text(buf.getvalue(), encoding="utf-8")
+
+
+def csv_text(schedule: Schedule, format: str = COMPUTE_ONLY) -> str:
+    """The CSV text :func:`save_csv` would write.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> csv_text(build("1f1b", p=2, m=2))
+        '0F0,0F1,0B0,0B1\\n1F0,1B0,1F1,1B1\\n'
+    """
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(to_rows(schedule, format))
+    return buf.getvalue()

@@ -1,0 +1,321 @@
+"""Interoperability with PyTorch's schedule classes (``torch.distributed.pipelining``, 2.13).
+
+torch is an optional extra: it is imported lazily, inside the functions that need it, and
+:func:`torch_available` says whether it can be. What needs no torch (reading/writing the CSV,
+the ``torch`` step semantics) lives in :mod:`ppverify.io.torch_csv` and
+:mod:`ppverify.engines.torch_steps`.
+
+PyTorch's classes compute the action lists of every rank in their constructor. They need no
+process group for that: plain objects with ``num_stages``, ``group_size``, ``group_rank``,
+``stage_index`` and ``submod=None`` stand in for the stages (:func:`torch_pipeline_order`).
+
+Known defect of PyTorch 2.13 (:data:`SCHEDULE_1F1B_BUG`): ``Schedule1F1B`` gives the last rank
+no warm-up forward, so its forward counter starts at 0 and is incremented *before* the first
+steady-state forward is appended: the last rank runs ``F1 .. Fm`` instead of ``F0 .. F(m-1)``
+(each forward one microbatch late, ``F(m)`` out of range, ``F0`` missing), while its backwards
+``B0 .. B(m-1)`` are right. The runtime never notices because ``Schedule1F1B`` executes its own
+loop, not this list; the list is what ``_dump_csv`` and tools reading ``pipeline_order`` see.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Sequence
+
+from ..errors import ParameterError, PPVerifyError
+from ..ops import Comm, compute_ops, format_action
+from ..schedule import Schedule
+from .torch_csv import COMPUTE_ONLY, parse_rows, to_rows
+
+#: PyTorch's schedule classes, by the name ``get_schedule_class`` knows them
+TORCH_CLASSES: tuple[str, ...] = ("GPipe", "1F1B", "LoopedBFS", "Interleaved1F1B",
+                                  "InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV")
+#: classes taking one stage per rank (``PipelineScheduleSingle``)
+SINGLE_STAGE: frozenset[str] = frozenset({"GPipe", "1F1B"})
+#: classes that need exactly two stages per rank in the V placement
+V_CLASSES: frozenset[str] = frozenset({"ZBVZeroBubble", "DualPipeV"})
+
+SCHEDULE_1F1B_BUG = (
+    "Schedule1F1B (torch 2.13) on the last rank: no warm-up forward, so the steady-state loop "
+    "increments its forward counter from 0 before appending; the rank runs F1..Fm instead of "
+    "F0..F(m-1): F(m) is out of range and F0 is missing"
+)
+
+
+class TorchUnavailableError(PPVerifyError):
+    """torch (the optional ``torch`` extra) is not installed.
+
+    Example:
+        >>> str(TorchUnavailableError())
+        'this needs PyTorch (pip install ppverify[torch])'
+    """
+
+    def __init__(self) -> None:
+        super().__init__("this needs PyTorch (pip install ppverify[torch])")
+
+
+def torch_available() -> bool:
+    """True when ``torch.distributed.pipelining`` can be imported.
+
+    Example:
+        >>> isinstance(torch_available(), bool)
+        True
+    """
+    try:
+        import torch.distributed.pipelining.schedules  # noqa: F401
+    except Exception:  # any import failure means: no usable torch
+        return False
+    return True
+
+
+def _schedules_module():
+    try:
+        import torch.distributed.pipelining.schedules as sched
+    except Exception:
+        raise TorchUnavailableError() from None
+    return sched
+
+
+def _fake_stages(p: int, v: int, rank: int, style: str) -> list[SimpleNamespace]:
+    from torch.distributed.pipelining._utils import generate_rank_to_stage_mapping
+
+    idx = generate_rank_to_stage_mapping(p, p * v, style=style)[rank]
+    return [SimpleNamespace(num_stages=p * v, group_size=p, group_rank=rank, stage_index=s, submod=None,
+                            is_first=s == 0, is_last=s == p * v - 1) for s in idx]
+
+
+def torch_pipeline_order(name: str, p: int, m: int, v: int | None = None) -> dict[int, list[Any]]:
+    """PyTorch's own per-rank action lists (``pipeline_order``) of one schedule class, built
+    without a process group. ``v`` is the stages per rank (1 for GPipe/1F1B, default 2 otherwise;
+    ZBVZeroBubble and DualPipeV need 2). PyTorch's own parameter checks raise
+    :class:`ParameterError`. The lists are a deep copy (PyTorch helpers consume their input).
+
+    Example:
+        >>> order = torch_pipeline_order("GPipe", 2, 2)   # doctest: +SKIP
+        >>> [str(a) for a in order[1]]                     # doctest: +SKIP
+        ['1F0', '1F1', '1B0', '1B1', '1REDUCE_GRAD']
+    """
+    sched = _schedules_module()
+    if name not in TORCH_CLASSES:
+        raise ParameterError("class", name, f"expected one of {', '.join(TORCH_CLASSES)}")
+    if v is None:
+        v = 1 if name in SINGLE_STAGE else 2
+    if name in SINGLE_STAGE and v != 1:
+        raise ParameterError("v", v, f"Schedule{name} has one stage per rank")
+    if name in V_CLASSES and v != 2:
+        raise ParameterError("v", v, f"Schedule{name} needs exactly 2 stages per rank")
+    cls = sched.get_schedule_class(name)
+    style = "v" if name in V_CLASSES else "loop"
+    stages = _fake_stages(p, v, 0, style)
+    try:
+        obj = cls(stages[0], m) if name in SINGLE_STAGE else cls(stages, m)
+    except (ValueError, AssertionError, RuntimeError) as exc:
+        raise ParameterError("schedule", f"{name} p={p} m={m} v={v}", f"PyTorch refuses it: {exc}") from None
+    return {r: list(obj.pipeline_order[r]) for r in sorted(obj.pipeline_order)}
+
+
+def order_to_rows(order: dict[int, Sequence[Any]] | Sequence[Sequence[Any]],
+                  strip_reduce_grad: bool = False) -> list[list[str]]:
+    """CSV cells of a ``pipeline_order`` (``None`` -> empty cell); optionally without REDUCE_GRAD.
+
+    Example:
+        >>> order_to_rows({0: ["0F0", None, "0B0", "0REDUCE_GRAD"]}, strip_reduce_grad=True)
+        [['0F0', '', '0B0']]
+    """
+    rows = [order[k] for k in sorted(order)] if isinstance(order, dict) else list(order)
+    out = []
+    for row in rows:
+        cells = ["" if a is None else str(a) for a in row]
+        if strip_reduce_grad:
+            cells = [c for c in cells if not c.endswith("REDUCE_GRAD")]
+        out.append(cells)
+    return out
+
+
+def from_torch(order: dict[int, Sequence[Any]] | Sequence[Sequence[Any]], name: str = "torch",
+               strip_reduce_grad: bool = False, **options: Any) -> Schedule:
+    """A ppverify :class:`Schedule` from PyTorch action lists (``_Action`` objects or their text);
+    options as :func:`ppverify.io.torch_csv.parse_rows` (``placement``, ``m``, ``num_stages``).
+
+    Example:
+        >>> s = from_torch({0: ["0F0", "0B0"], 1: [None, "1F0", "1B0"]}, "mine")
+        >>> s.family, s.placement.name, s.programs[1][0] is None
+        ('mine', 'linear', True)
+    """
+    sched = parse_rows(order_to_rows(order, strip_reduce_grad), name, **options)
+    return Schedule(sched.placement, sched.m, sched.programs, sched.pipe_of_mb, name, dict(sched.params))
+
+
+def torch_schedule(name: str, p: int, m: int, v: int | None = None, strip_reduce_grad: bool = True) -> Schedule:
+    """Build a PyTorch class's action lists and import them (REDUCE_GRAD markers dropped by
+    default). For ``1F1B`` the stage count is given explicitly so that the last rank's bug shows
+    as wrong ops rather than a different step.
+
+    Example:
+        >>> torch_schedule("1F1B", 2, 2).programs[1]  # doctest: +SKIP
+        (Op(kind='F', stage=1, mb=1), Op(kind='B', stage=1, mb=0), Op(kind='F', stage=1, mb=2), Op(kind='B', stage=1, mb=1))
+    """
+    order = torch_pipeline_order(name, p, m, v)
+    vv = 1 if name in SINGLE_STAGE else (v or 2)
+    placement = "v" if name in V_CLASSES else "loop"
+    return from_torch(order, f"torch-{name}", strip_reduce_grad, placement=placement, m=m, num_stages=p * vv)
+
+
+def to_torch(schedule: Schedule) -> dict[int, list[Any]]:
+    """The schedule as PyTorch ``_Action`` lists (``None`` for idle slots), ready for PyTorch's
+    helpers (``_validate_schedule``, ``_add_send_recv``, ``_simulate_comms_compute``).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> [str(a) for a in to_torch(build("gpipe", p=2, m=1))[1]]  # doctest: +SKIP
+        ['1F0', '1B0']
+    """
+    sched = _schedules_module()
+    return {r: [sched._Action.from_str(c) if c else None for c in row]
+            for r, row in enumerate(_cells(schedule))}
+
+
+def _cells(schedule: Schedule) -> list[list[str]]:
+    if schedule.placement.num_pipes != 1 or any(schedule.pipe_of_mb):
+        return to_rows(schedule)  # raises the one-pipe error
+    return [[format_action(a) for a in prog] for prog in schedule.programs]
+
+
+def torch_validate(schedule: Schedule) -> str | None:
+    """Run PyTorch's ``_validate_schedule`` on a schedule: ``None`` when it passes, else its
+    error message (first line). It checks per-stage order (F before B/I, I before W), counts and
+    one rank per stage — nothing across stages.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> torch_validate(build("1f1b", p=2, m=2)) is None  # doctest: +SKIP
+        True
+    """
+    sched = _schedules_module()
+    actions = to_torch(schedule)
+    actions = {r: [a for a in row if a is None or a.is_compute_op] for r, row in actions.items()}
+    try:
+        sched._validate_schedule(actions, schedule.p, schedule.num_stages, schedule.m)
+    except (AssertionError, KeyError, ValueError) as exc:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return None
+
+
+def torch_lower(schedule: Schedule) -> list[list[str]]:
+    """PyTorch's own ``_add_send_recv`` lowering of a compute-only schedule, as CSV cells.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> torch_lower(build("gpipe", p=2, m=1))  # doctest: +SKIP
+        [['0F0', '0SEND_F0', '0RECV_B0', '0B0'], ['1RECV_F0', '1F0', '1B0', '1SEND_B0']]
+    """
+    sched = _schedules_module()
+    rank_of = schedule.placement.maps[0]
+    actions = {r: [a for a in row if a is None or a.is_compute_op or a.computation_type.value in
+                   ("UNSHARD", "RESHARD", "REDUCE_GRAD")] for r, row in to_torch(schedule).items()}
+    low = sched._add_send_recv(actions, lambda s: rank_of[s], schedule.num_stages)
+    return [[str(a) for a in low[r]] for r in sorted(low)]
+
+
+def torch_simulated_steps(schedule: Schedule) -> int:
+    """PyTorch's own step count: ``_simulate_comms_compute`` on its ``_add_send_recv`` lowering
+    (or on the schedule itself when it already holds SEND/RECV), markers removed first because
+    PyTorch's simulator rejects them. PyTorch's simulator also rejects ``OVERLAP_F_B`` cells and
+    stalls on deadlocks: both raise :class:`ParameterError` naming PyTorch's message.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> torch_simulated_steps(build("gpipe", p=2, m=1))  # doctest: +SKIP
+        6
+    """
+    sched = _schedules_module()
+    rank_of = schedule.placement.maps[0]
+    has_comm = any(isinstance(a, Comm) for prog in schedule.programs for a in prog)
+    rows = _cells(schedule) if has_comm else torch_lower(schedule)
+    order = {r: [sched._Action.from_str(c) for c in row if c and not c.endswith(("UNSHARD", "RESHARD", "REDUCE_GRAD"))]
+             for r, row in enumerate(rows)}
+    import contextlib
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # PyTorch prints the grid before raising
+            sim = sched._simulate_comms_compute(order, lambda s: rank_of[s], schedule.num_stages)
+    except ValueError as exc:  # OVERLAP_F_B cells, or no progress
+        raise ParameterError("schedule", schedule.describe(), f"PyTorch's simulator rejects it: {exc}") from None
+    return max(len(row) for row in sim.values())
+
+
+def torch_runtime_load(path: str | Path, p: int, m: int, num_stages: int, format: str = COMPUTE_ONLY,
+                       rank: int = 0) -> dict[int, list[str]]:
+    """Load a CSV the way a PyTorch job does: ``_PipelineScheduleRuntime._load_csv`` on fake
+    stages of ``rank`` (stage -> rank map from the file, validation, and for ``compute_only`` the
+    UNSHARD/RESHARD, REDUCE_GRAD and SEND/RECV lowering). Returns the lowered lists as text;
+    PyTorch's errors propagate (this is a conformance probe, not a parser).
+
+    Example:
+        >>> torch_runtime_load("tests/data/torch/zb1p_2rank_2stagep_compute.csv", 2, 8, 4)[0][:3]  # doctest: +SKIP
+        ['0UNSHARD', '2UNSHARD', '0F0']
+    """
+    sched = _schedules_module()
+    v = num_stages // p
+    stages = _fake_stages(p, v, rank, "loop")
+    rt = sched._PipelineScheduleRuntime(stages, m)
+    rt._load_csv(str(path), format=format)
+    return {r: [str(a) for a in rt.pipeline_order_with_comms[r]] for r in sorted(rt.pipeline_order_with_comms)}
+
+
+def torch_runtime_load_schedule(schedule: Schedule, format: str = COMPUTE_ONLY) -> dict[int, list[str]]:
+    """Write a schedule with :func:`ppverify.io.torch_csv.save_csv` and load it with
+    :func:`torch_runtime_load` (the round trip a user makes to run a ppverify schedule).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> torch_runtime_load_schedule(build("1f1b", p=2, m=2))[1][-1]  # doctest: +SKIP
+        '1SEND_B1'
+    """
+    from .torch_csv import save_csv
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "schedule.csv"
+        save_csv(schedule, path, format)
+        return torch_runtime_load(path, schedule.p, schedule.m, schedule.num_stages, format)
+
+
+def order_differences(a: Schedule, b: Schedule) -> list[tuple[int, int, str, str]]:
+    """Where two schedules' programs differ, comparing compute ops only (idle slots and markers
+    ignored): ``(device, position, op in a, op in b)``; ``"-"`` where one program is shorter.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> order_differences(build("gpipe", p=2, m=2), build("1f1b", p=2, m=2))
+        [(1, 1, '1F1', '1B0'), (1, 2, '1B0', '1F1')]
+    """
+    out = []
+    for d in range(max(a.p, b.p)):
+        pa = [str(o) for o in compute_ops(a.programs[d])] if d < a.p else []
+        pb = [str(o) for o in compute_ops(b.programs[d])] if d < b.p else []
+        for k in range(max(len(pa), len(pb))):
+            x = pa[k] if k < len(pa) else "-"
+            y = pb[k] if k < len(pb) else "-"
+            if x != y:
+                out.append((d, k, x, y))
+    return out
+
+
+def csv_rows(text: str) -> list[list[str]]:
+    """Parse CSV text into rows of cells (a helper for comparing files cell by cell).
+
+    Example:
+        >>> csv_rows("0F0,,0B0\\n")
+        [['0F0', '', '0B0']]
+    """
+    return list(csv.reader(io.StringIO(text, newline="")))
+
+
+__all__ = ["TORCH_CLASSES", "SCHEDULE_1F1B_BUG", "TorchUnavailableError", "torch_available",
+           "torch_pipeline_order", "order_to_rows", "from_torch", "torch_schedule", "to_torch",
+           "torch_validate", "torch_lower", "torch_simulated_steps", "torch_runtime_load",
+           "torch_runtime_load_schedule", "order_differences", "csv_rows"]
