@@ -325,7 +325,8 @@ def _split_positional(line: str, starts: list[int], widths: list[int | None], pa
         if line[pos] == " ":
             span = line[pos:] if w is None else line[pos:pos + w]
             if span.strip():
-                raise ScheduleFileError(path, f"line {n} column {pos + 1}",
+                col = pos + len(span) - len(span.lstrip()) + 1  # where the stray text begins
+                raise ScheduleFileError(path, f"line {n} column {col}",
                                         f"cell of rank {r} is not aligned under its 'Rank {r}' header")
             out.append("")
             pos += (w or 0) + 1
@@ -338,7 +339,7 @@ def _split_positional(line: str, starts: list[int], widths: list[int | None], pa
     return out
 
 
-def detect_style(text: str) -> str:
+def detect_style(text: str, path: str = "<table>") -> str:
     """``"paper"`` or ``"torch"`` from a table's header line.
 
     Example:
@@ -350,7 +351,7 @@ def detect_style(text: str) -> str:
         return "paper"
     if _RANK_RE.search(first):
         return "torch"
-    raise ScheduleFileError("<table>", "line 1", "not a table: expected a 'tick 0 1 ...' or 'Rank 0 Rank 1 ...' header")
+    raise ScheduleFileError(path, "line 1", "not a table: expected a 'tick 0 1 ...' or 'Rank 0 Rank 1 ...' header")
 
 
 def parse_table(
@@ -375,7 +376,7 @@ def parse_table(
         >>> format_schedule_table(back) == format_schedule_table(s)
         True
     """
-    style = style or detect_style(text)
+    style = style or detect_style(text, path)
     if style == "paper":
         programs = parse_paper_table(text, path)
     elif style == "torch":

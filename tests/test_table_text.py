@@ -1,0 +1,210 @@
+"""Text tables both ways: hand-derived tables, round trips for every family, PyTorch's own
+``_format_pipeline_order`` output, and located errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ppverify.costs import CostModel
+from ppverify.engines import run
+from ppverify.engines.table import format_table
+from ppverify.errors import ParameterError, ScheduleFileError
+from ppverify.io.table_text import (
+    format_schedule_table, load_table, parse_paper_table, parse_table, parse_torch_grid,
+    programs_from_cells, schedule_from_programs,
+)
+from ppverify.ops import Comm, Marker, Op, Overlap, compute_ops, format_action
+from ppverify.placement import bidirectional, linear
+from ppverify.schedule import Schedule
+from ppverify.schedules import build, families
+
+
+def texts(programs):
+    return [[format_action(a) for a in prog] for prog in programs]
+
+
+# 1F1B, p=2, m=2, unit slots, derived by hand: device 1 runs 1F0@1, 1B0@2, 1F1@3 (0F1 ended at 2),
+# 1B1@4; device 0 runs 0F0@0, 0F1@1, 0B0@3 (after 1B0), 0B1@5 (after 1B1).
+PAPER_1F1B = """\
+tick    0   1   2   3   4   5
+dev 0 0F0 0F1   .   0B0 .   0B1
+dev 1   . 1F0 1B0 1F1 1B1   .
+"""
+TORCH_1F1B = """\
+        Rank 0 Rank 1
+Step 0: 0F0
+Step 1: 0F1    1F0
+Step 2:        1B0
+Step 3: 0B0    1F1
+Step 4:        1B1
+Step 5: 0B1
+"""
+
+
+def test_hand_derived_tables_match_rendering():
+    s = build("1f1b", p=2, m=2)
+    assert format_schedule_table(s, style="torch") == TORCH_1F1B.rstrip("\n")
+    # the paper layout right-aligns every cell to one width
+    assert format_schedule_table(s).split() == PAPER_1F1B.split()
+
+
+def test_hand_written_tables_parse_with_idle_slots():
+    want = [["0F0", "0F1", "", "0B0", "", "0B1"], ["", "1F0", "1B0", "1F1", "1B1"]]
+    assert texts(parse_paper_table(PAPER_1F1B)) == want
+    assert texts(parse_torch_grid(TORCH_1F1B)) == want
+    s = parse_table(TORCH_1F1B)
+    assert s.m == 2 and s.placement == linear(2)
+    assert run(s, semantics="slot").makespan == 6.0
+
+
+def test_multi_tick_ops():
+    # F=1, B=2 on one device: 0F0 one tick, 0B0 two ticks
+    s = build("gpipe", p=1, m=1)
+    costs = CostModel.abstract(s.placement, F=1, B=2)
+    tl = run(s, costs, semantics="slot")
+    assert format_table(tl).splitlines()[1].split() == ["dev", "0", "0F0", "0B0", "0B0"]
+    assert format_table(tl, "torch").splitlines()[1:] == ["Step 0: 0F0", "Step 1: 0B0", "Step 2: ~"]
+    for style in ("paper", "torch"):
+        assert texts(parse_table(format_table(tl, style)).programs) == [["0F0", "0B0"]]
+
+
+def instances():
+    for fam in families():
+        for p, m in ((2, 2), (4, 4), (4, 8), (3, 3)):
+            try:
+                yield build(fam.name, p, m)
+            except ParameterError:
+                continue
+
+
+@pytest.mark.parametrize("style", ["paper", "torch"])
+@pytest.mark.parametrize("costs", [None, {"F": 1, "B": 2}, {"F": 1, "I": 1, "W": 1}])
+def test_every_family_table_round_trips(style, costs):
+    n = 0
+    for s in instances():
+        cm = CostModel.abstract(s.placement, **costs) if costs else None
+        text = format_schedule_table(s, cm, style)
+        back = parse_table(text, s.placement, s.m, s.pipe_of_mb, path="t.txt")
+        # same op order on every device ...
+        for a, b in zip(s.programs, back.programs):
+            assert list(compute_ops(a)) == list(compute_ops(b))
+        # ... the same table text, and the same timing
+        assert format_schedule_table(back, cm, style) == text
+        ta, tb = run(s, cm, semantics="slot"), run(back, cm, semantics="slot")
+        assert np.array_equal(ta.start, tb.start) and np.array_equal(ta.end, tb.end)
+        n += 1
+    assert n >= len(families())
+
+
+def test_two_pipe_tables_infer_the_pipe_of_each_microbatch():
+    s = build("chimera", p=4, m=8)
+    back = parse_table(format_schedule_table(s), bidirectional(4))
+    assert back.pipe_of_mb == s.pipe_of_mb
+
+
+def test_wide_tables_keep_device_labels_apart():
+    s = build("1f1b", p=11, m=2)
+    text = format_schedule_table(s)
+    assert text.splitlines()[11].startswith("dev 10 ")
+    back = parse_table(text)
+    assert [list(compute_ops(p)) for p in back.programs] == [list(p) for p in s.programs]
+
+
+def test_overlapped_slots_render_whole_and_round_trip():
+    s = Schedule(linear(1), 2, ((Op("F", 0, 0), Overlap((Op("F", 0, 1), Op("B", 0, 0))), Op("B", 0, 1)),), (0, 0))
+    for style in ("paper", "torch"):
+        text = format_schedule_table(s, style=style)
+        assert "(0F1;0B0)OVERLAP_F_B" in text
+        assert parse_table(text, m=2).programs == s.programs
+
+
+# --------------------------------------------------------------------------- PyTorch's formatter
+
+
+def torch_format(programs, error_step=None):
+    sched = pytest.importorskip("torch.distributed.pipelining.schedules")
+    order = {r: [None if a is None else sched._Action.from_str(format_action(a)) for a in prog]
+             for r, prog in enumerate(programs)}
+    return sched._format_pipeline_order(order, error_step)
+
+
+def strip_trailing_idle(programs):
+    out = []
+    for prog in programs:
+        prog = list(prog)
+        while prog and prog[-1] is None:
+            prog.pop()
+        out.append(tuple(prog))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("name,p,m", [("1f1b", 4, 8), ("gpipe", 3, 2), ("interleaved-1f1b", 2, 4), ("chimera", 4, 4)])
+def test_pytorchs_own_grid_parses_back(name, p, m):
+    s = build(name, p, m)
+    # PyTorch's lists are one action per step; give them the idle steps of the unit table
+    programs = parse_table(format_schedule_table(s), s.placement, m).programs
+    assert parse_torch_grid(torch_format(programs)) == strip_trailing_idle(programs)
+
+
+def test_pytorchs_grid_with_comms_markers_wide_cells_and_error_marker():
+    # a wide overlapped cell pushes its row right in PyTorch's layout (its column widths come from
+    # the step labels, not the cells); ranks of different lengths; SEND/RECV and FSDP markers
+    programs = (
+        (Marker("UNSHARD", 0), Op("F", 0, 0), Comm("SEND_F", 0, 0), None, Overlap((Op("F", 0, 1), Op("B", 3, 0))), None),
+        (None, Comm("RECV_F", 1, 0), Op("F", 1, 0), Op("B", 1, 0), None, Op("W", 1, 0), Marker("REDUCE_GRAD", 1)),
+        (None, None, None, Comm("RECV_B", 2, 0)),
+    )
+    text = torch_format(programs, error_step=4)
+    assert "<-- ERROR HERE" in text
+    assert parse_torch_grid(text) == strip_trailing_idle(programs)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("text,location,rule", [
+    ("dev 0 0F0", "line 1", "not a table: expected a 'tick 0 1 ...' or 'Rank 0 Rank 1 ...' header"),
+    ("tick 0 2\ndev 0 0F0 0B0", "line 1", "number the columns 0, 1, 2"),
+    ("tick 0 1\ndev 1 0F0 0B0", "line 2", "expected dev 0"),
+    ("tick 0 1\ndev 0 0F0", "line 2", "has 1 cells; the header has 2 ticks"),
+    ("tick 0 1\ndev 0 0F0 0Z0", "line 2 (tick 1)", "'0Z0' is not an action"),
+    ("tick 0 1\nrow 0 0F0 0B0", "line 2", "expected a row 'dev 0"),
+    ("        Rank 0\nStep 1: 0F0", "line 2", "expected Step 0"),
+    ("        Rank 0 Rank 1\nStep 0: 0F0\nStep 1:   0F1", "line 3 column 11", "cell of rank 0 is not aligned under its 'Rank 0' header"),
+    ("        Rank 0\nStep 0: 0F0\nStep 1: 0B0 0F1 1F0", "line 3 column 13", "more cells than ranks"),
+    ("        Rank 0 Rank 1\nStep 0: ~      0F0", "line 2 (rank 0)", "cell before it is idle"),
+    ("        Rank 0\nStep 0: 0F0\nStep 1: 0Q0", "line 3 (rank 0)", "'0Q0' is not an action"),
+    ("        Rank 1", "line 1", "Rank 0, Rank 1, ... in order"),
+    ("hello", "line 1", "not a table"),
+])
+def test_table_errors_are_located(text, location, rule):
+    with pytest.raises(ScheduleFileError) as err:
+        parse_table(text, path="t.txt")
+    assert err.value.path == "t.txt"
+    assert err.value.location == location
+    assert rule in err.value.rule
+
+
+def test_layout_specific_header_errors():
+    with pytest.raises(ScheduleFileError, match="starts with a 'tick 0 1 2 ...' header"):
+        parse_paper_table("dev 0 0F0")
+    with pytest.raises(ScheduleFileError, match="starts with a 'Rank 0 Rank 1 ...' header"):
+        parse_torch_grid("tick 0 1")
+
+
+def test_placement_and_pipe_errors(tmp_path):
+    progs = programs_from_cells([["0F0"], ["1F0"]])
+    with pytest.raises(ScheduleFileError, match="2 device rows but the placement has p=3"):
+        schedule_from_programs(progs, linear(3))
+    # bidirectional(2): stage 0 is on device 0 in pipe 0 and on device 1 in pipe 1; 0F0 and 1F0 both
+    # on device 0 fit no single pipe
+    bad = programs_from_cells([["0F0", "1F0"], []])
+    with pytest.raises(ScheduleFileError, match=r"microbatch 0: cannot tell its pipe \(no pipe places"):
+        schedule_from_programs(bad, bidirectional(2))
+    # a microbatch without ops fits both pipes
+    with pytest.raises(ScheduleFileError, match=r"microbatch 1: cannot tell its pipe \(several pipes fit"):
+        schedule_from_programs(programs_from_cells([["0F0"], ["1F0"]]), bidirectional(2), m=2)
+    path = tmp_path / "t.txt"
+    path.write_text(TORCH_1F1B)
+    assert load_table(path).m == 2
