@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
@@ -208,46 +209,126 @@ class StepDAG:
         return out
 
 
-def build_dag(schedule: Schedule, check: bool = True) -> StepDAG:
-    """Build the :class:`StepDAG` of a schedule (raises if ops are missing/extra/misplaced).
+@dataclass(frozen=True, eq=False)
+class DagArrays:
+    """The step's DAG as flat numpy arrays (what fast engines walk); :func:`build_dag` turns it into
+    the list-based :class:`StepDAG`. Same numbering and rules.
+
+    ``kind`` holds :data:`~ppverify.ops.KIND_CODE` codes; ``pred``/``cross`` have shape ``(n, 2)``;
+    the edge kind of ``pred[:, 0]`` is ACT for forwards and LOCAL otherwise, of ``pred[:, 1]`` GRAD.
 
     Example:
         >>> from ppverify.schedules import build
-        >>> build_dag(build("1f1b", p=4, m=8)).num_ops
-        64
+        >>> a = build_dag_arrays(build("gpipe", p=2, m=1))
+        >>> a.pred.tolist(), a.cross.tolist()
+        ([[-1, -1], [0, 3], [0, -1], [2, -1]], [[False, False], [False, True], [True, False], [False, False]])
     """
-    if check:
-        require_complete(schedule)
-    S, m = schedule.num_stages, schedule.m
+
+    schedule: Schedule
+    ops: list[Op]
+    kind: np.ndarray
+    stage: np.ndarray
+    mb: np.ndarray
+    device: np.ndarray
+    offsets: list[int]
+    pred: np.ndarray
+    cross: np.ndarray
+    fused: np.ndarray
+    idle_before: np.ndarray
+
+    @property
+    def num_ops(self) -> int:
+        """Number of compute ops."""
+        return len(self.ops)
+
+
+def _flatten_programs(schedule: Schedule) -> tuple[list[Op], np.ndarray, list[int], np.ndarray, np.ndarray]:
+    """Ops in position order, with device, offsets, fused flags and idle slots before each op."""
     ops: list[Op] = []
-    device: list[int] = []
     offsets = [0]
-    fused: list[bool] = []
-    idle_before: list[int] = []
-    for d, prog in enumerate(schedule.programs):
+    fused: list[np.ndarray] = []
+    idle_before: list[np.ndarray] = []
+    for prog in schedule.programs:
+        if not prog or set(map(type, prog)) == {Op}:
+            # the common case (plain ops, no idle slots or overlaps): extend in bulk
+            ops.extend(prog)
+            fused.append(np.zeros(len(prog), dtype=bool))
+            idle_before.append(np.zeros(len(prog), dtype=np.int64))
+            offsets.append(len(ops))
+            continue
+        fu: list[bool] = []
+        ib: list[int] = []
         idle = 0
         for action in prog:
             if action is None:
                 idle += 1
             elif type(action) is Op:
                 ops.append(action)
-                device.append(d)
-                fused.append(False)
-                idle_before.append(idle)
+                fu.append(False)
+                ib.append(idle)
                 idle = 0
             elif type(action) is Overlap:
                 for n, op in enumerate(action.ops):
                     ops.append(op)
-                    device.append(d)
-                    fused.append(n < len(action.ops) - 1)
-                    idle_before.append(idle if n == 0 else 0)
+                    fu.append(n < len(action.ops) - 1)
+                    ib.append(idle if n == 0 else 0)
                 idle = 0
+        fused.append(np.asarray(fu, dtype=bool))
+        idle_before.append(np.asarray(ib, dtype=np.int64))
         offsets.append(len(ops))
+    device = np.repeat(np.arange(len(schedule.programs), dtype=np.int64), np.diff(offsets))
+    return (ops, device, offsets, np.concatenate(fused) if fused else np.zeros(0, dtype=bool),
+            np.concatenate(idle_before) if idle_before else np.zeros(0, dtype=np.int64))
+
+
+def _op_columns(ops: list[Op]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(kind code, stage, mb)`` arrays, or ``None`` when a kind is unknown."""
+    n = len(ops)
+    try:
+        kc = np.fromiter(map(KIND_CODE.__getitem__, map(itemgetter(0), ops)), dtype=np.int64, count=n)
+    except KeyError:
+        return None
+    st = np.fromiter(map(itemgetter(1), ops), dtype=np.int64, count=n)
+    mbs = np.fromiter(map(itemgetter(2), ops), dtype=np.int64, count=n)
+    return kc, st, mbs
+
+
+def _complete_fast(schedule: Schedule, kc: np.ndarray, st: np.ndarray, mbs: np.ndarray, dev: np.ndarray) -> bool:
+    """Vectorized form of ``structural_problems(schedule) == []`` (True: nothing to report)."""
+    S, m = schedule.num_stages, schedule.m
+    if len(st) and (st.min() < 0 or st.max() >= S or mbs.min() < 0 or mbs.max() >= m):
+        return False
+    maps = np.asarray(schedule.placement.maps, dtype=np.int64)
+    pipe = np.asarray(schedule.pipe_of_mb, dtype=np.int64)
+    if len(st) and (maps[pipe[mbs], st] != dev).any():
+        return False
+    count = np.bincount((kc * S + st) * m + mbs, minlength=len(KINDS) * S * m).reshape(len(KINDS), S, m)
+    if count.max(initial=0) > 1:
+        return False
+    f, b, i, w = (count[KIND_CODE[k]] for k in KINDS)
+    split = (i + w) > 0
+    ok = (f == 1) & np.where(split, (i == 1) & (w == 1) & (b == 0), b == 1)
+    return bool(ok.all())
+
+
+def build_dag_arrays(schedule: Schedule, check: bool = True) -> DagArrays:
+    """Build the :class:`DagArrays` of a schedule (raises if ops are missing/extra/misplaced).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> build_dag_arrays(build("1f1b", p=4, m=8)).num_ops
+        64
+    """
+    S, m = schedule.num_stages, schedule.m
+    ops, dev, offsets, fused, idle_before = _flatten_programs(schedule)
+    cols = _op_columns(ops)
+    if check and (cols is None or not _complete_fast(schedule, *cols, dev)):
+        require_complete(schedule)  # names the problems
+    if cols is None:
+        raise InvalidScheduleError(f"{schedule.describe()}: unknown op kind")
+    kc, st, mbs = cols
     # dense id -> position; id = (kind * S + stage) * m + mb
     pos = np.full(len(KINDS) * S * m, -1, dtype=np.int64)
-    kc = np.fromiter((KIND_CODE[o.kind] for o in ops), dtype=np.int64, count=len(ops))
-    st = np.fromiter((o.stage for o in ops), dtype=np.int64, count=len(ops))
-    mbs = np.fromiter((o.mb for o in ops), dtype=np.int64, count=len(ops))
     pos[(kc * S + st) * m + mbs] = np.arange(len(ops))
     fid = lambda s: (KIND_CODE[F] * S + s) * m + mbs  # noqa: E731
     # the gradient-producing op of (s, mb): B if present, else I
@@ -267,12 +348,23 @@ def build_dag(schedule: Schedule, check: bool = True) -> StepDAG:
     g_next = is_g & (st < S - 1)
     p1[g_next] = grad_pos(np.minimum(st + 1, S - 1))[g_next]
     p0[is_w] = pos[(KIND_CODE[I] * S + st) * m + mbs][is_w]
-    dev = np.asarray(device, dtype=np.int64)
     c0 = (p0 >= 0) & (dev[np.maximum(p0, 0)] != dev)
     c1 = (p1 >= 0) & (dev[np.maximum(p1, 0)] != dev)
+    return DagArrays(schedule, ops, kc, st, mbs, dev, offsets, np.stack([p0, p1], axis=1),
+                     np.stack([c0, c1], axis=1), fused, idle_before)
+
+
+def build_dag(schedule: Schedule, check: bool = True) -> StepDAG:
+    """Build the :class:`StepDAG` of a schedule (raises if ops are missing/extra/misplaced).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> build_dag(build("1f1b", p=4, m=8)).num_ops
+        64
+    """
+    a = build_dag_arrays(schedule, check)
+    is_f = a.kind == KIND_CODE[F]
     e0 = np.where(is_f, ACT, LOCAL).tolist()
-    e1 = np.where(p1 >= 0, GRAD, LOCAL).tolist()
-    pred = np.stack([p0, p1], axis=1).tolist()
-    edge = [list(t) for t in zip(e0, e1)]
-    cross = np.stack([c0, c1], axis=1).tolist()
-    return StepDAG(schedule, ops, device, offsets, pred, edge, cross, fused, idle_before)
+    e1 = np.where(a.pred[:, 1] >= 0, GRAD, LOCAL).tolist()
+    return StepDAG(schedule, a.ops, a.device.tolist(), list(a.offsets), a.pred.tolist(),
+                   [list(t) for t in zip(e0, e1)], a.cross.tolist(), a.fused.tolist(), a.idle_before.tolist())

@@ -8,6 +8,7 @@ top and lives in its own module.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Sequence
 
 from ..dag import StepDAG
@@ -35,64 +36,135 @@ def list_schedule(
         >>> list_schedule(dag, [1, 2, 1, 2])
         ([0.0, 4.0, 1.0, 2.0], [1.0, 6.0, 2.0, 4.0])
     """
-    n = dag.num_ops
-    p = len(dag.offsets) - 1
-    pred, fused, idle_before, offsets = dag.pred, dag.fused, dag.idle_before, dag.offsets
+    pred = dag.pred
+    p0 = [pr[0] for pr in pred]
+    p1 = [pr[1] for pr in pred]
+    if edge_delay is None:
+        d0 = d1 = None
+    else:
+        d0 = [float(e[0]) for e in edge_delay]
+        d1 = [float(e[1]) for e in edge_delay]
+    start, end, ptr, done = list_schedule_flat(p0, p1, d0, d1, duration, dag.fused, dag.idle_before,
+                                               dag.offsets, idle_tick)
+    if ptr is not None:
+        raise DeadlockError(_waits(dag, ptr, done))
+    return [float(x) for x in start], [float(x) for x in end]
+
+
+def list_schedule_flat(
+    p0: list[int],
+    p1: list[int],
+    d0: list[float] | None,
+    d1: list[float] | None,
+    duration: Sequence[float],
+    fused: Sequence[bool],
+    idle_before: Sequence[int],
+    offsets: Sequence[int],
+    idle_tick: float = 0.0,
+) -> tuple[list[float], list[float], list[int] | None, list[bool] | None]:
+    """The engine of :func:`list_schedule` on flat lists: predecessors ``p0``/``p1`` (-1 for
+    none) with their edge delays ``d0``/``d1`` (``None``: all 0). Returns ``(start, end, None,
+    None)``, or on deadlock ``(start, end, ptr, done)`` with each device's blocked position and
+    which ops ran. Times are sums of the given numbers (pass floats to get floats).
+
+    A worklist instead of repeated sweeps: a device runs its program until an input is missing,
+    then waits on that op and is woken when it completes, so each op is visited about once.
+
+    Example:
+        >>> list_schedule_flat([-1, 0], [-1, -1], [0.0, 0.5], [0.0, 0.0], [1, 1], [False] * 2, [0] * 2, [0, 1, 2])[:2]
+        ([0.0, 1.5], [1.0, 2.5])
+    """
+    n = len(p0)
+    p = len(offsets) - 1
+    if d0 is None or d1 is None:
+        d0 = d1 = [0.0] * n
     start = [0.0] * n
-    end = [0.0] * n
-    done = [False] * n
+    # end[i] < 0 means "not run yet" (durations are never negative)
+    end = [-1.0] * n
     ptr = list(offsets[:-1])
     free = [0.0] * p
+    # the device waiting on each op: every op has at most one successor on another device, so one
+    # slot per op suffices; a second waiter (only in broken schedules) goes to ``extra``
+    waiter = [-1] * n
+    extra: dict[int, list[int]] = {}
+    queue = deque(range(p))
+    pop, push = queue.popleft, queue.append
     remaining = n
-    active = list(range(p))
-    while remaining:
-        progressed = False
-        next_active = []
-        for d in active:
-            i, stop = ptr[d], offsets[d + 1]
-            t_dev = free[d]
-            while i < stop:
-                # an overlapped slot is ops i..j (fused chain); all must be ready together
-                j = i
-                while fused[j]:
-                    j += 1
-                t = t_dev + idle_before[i] * idle_tick
-                ready = True
-                for k in range(i, j + 1):
-                    pk = pred[k]
-                    for e in (0, 1):
-                        q = pk[e]
-                        if q < 0:
-                            continue
-                        if not done[q]:
-                            if i <= q <= j:
-                                continue
-                            ready = False
-                            break
-                        tq = end[q] + (edge_delay[k][e] if edge_delay is not None else 0.0)
-                        if tq > t:
-                            t = tq
-                    if not ready:
+    while queue:
+        d = pop()
+        i, stop = ptr[d], offsets[d + 1]
+        t_dev = free[d]
+        blocked = -1
+        while i < stop:
+            if not fused[i]:
+                # a single op (the common case)
+                t = t_dev + idle_before[i] * idle_tick if idle_tick else t_dev
+                q = p0[i]
+                if q >= 0:
+                    tq = end[q]
+                    if tq < 0:
+                        blocked = q
                         break
-                if not ready:
+                    tq += d0[i]
+                    if tq > t:
+                        t = tq
+                q = p1[i]
+                if q >= 0:
+                    tq = end[q]
+                    if tq < 0:
+                        blocked = q
+                        break
+                    tq += d1[i]
+                    if tq > t:
+                        t = tq
+                start[i] = t
+                t_dev = end[i] = t + duration[i]
+                w = waiter[i]
+                if w >= 0:
+                    push(w)
+                    if extra and i in extra:
+                        queue.extend(extra.pop(i))
+                i += 1
+                continue
+            # an overlapped slot is ops i..j (fused chain); all must be ready together
+            j = i
+            while fused[j]:
+                j += 1
+            t = t_dev + idle_before[i] * idle_tick
+            for k in range(i, j + 1):
+                for q, dl in ((p0[k], d0[k]), (p1[k], d1[k])):
+                    if q < 0 or i <= q <= j:
+                        continue
+                    if end[q] < 0:
+                        blocked = q
+                        break
+                    if end[q] + dl > t:
+                        t = end[q] + dl
+                if blocked >= 0:
                     break
-                t_end = t + duration[i]
-                for k in range(i, j + 1):
-                    start[k] = t
-                    end[k] = t_end
-                    done[k] = True
-                remaining -= j + 1 - i
-                t_dev = t_end
-                i = j + 1
-                progressed = True
-            ptr[d] = i
-            free[d] = t_dev
-            if i < stop:
-                next_active.append(d)
-        active = next_active
-        if not progressed and remaining:
-            raise DeadlockError(_waits(dag, ptr, done))
-    return [float(x) for x in start], [float(x) for x in end]
+            if blocked >= 0:
+                break
+            t_end = t + duration[i]
+            for k in range(i, j + 1):
+                start[k] = t
+                end[k] = t_end
+                if waiter[k] >= 0:
+                    push(waiter[k])
+                    if extra and k in extra:
+                        queue.extend(extra.pop(k))
+            t_dev = t_end
+            i = j + 1
+        if blocked >= 0:
+            if waiter[blocked] < 0:
+                waiter[blocked] = d
+            else:
+                extra.setdefault(blocked, []).append(d)
+        remaining -= i - ptr[d]
+        ptr[d] = i
+        free[d] = t_dev
+    if remaining:
+        return start, [x if x >= 0 else 0.0 for x in end], ptr, [e >= 0 for e in end]
+    return start, end, None, None
 
 
 def _waits(dag: StepDAG, ptr: list[int], done: list[bool]) -> list[tuple[int, str, str]]:
