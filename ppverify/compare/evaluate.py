@@ -10,6 +10,7 @@ result with a status saying so instead of a number: a comparison never silently 
 
 from __future__ import annotations
 
+import argparse
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -61,22 +62,29 @@ def resolve(config: Config, schedule: Schedule) -> Resolved:
         costs = CostModel.abstract(placement, **given)
         return Resolved(costs, FixedDelay(config.comm_delay), complete_costs(given), 1.0)
     try:
-        from .. import presets  # noqa: F401  (installed by the simulation issue)
+        from ..cli.presets_args import preset_context_from_args
     except ImportError:
         return _standin(config, schedule)
-    costs, comm = preset_models(config, schedule)
-    return Resolved(costs, comm, share_costs(costs, placement.p), activation_share(costs, placement.p))
+    ctx = preset_context_from_args(preset_namespace(config), schedule)
+    return Resolved(ctx.costs, ctx.comm, share_costs(ctx.costs, placement.p), activation_share(ctx.costs, placement.p))
 
 
-def preset_models(config: Config, schedule: Schedule) -> tuple[CostModel, CommModel]:
-    """(CostModel, CommModel) of a preset system and model for the schedule's placement."""
-    from ..presets import load_model, load_system  # type: ignore[attr-defined]
-    from ..llm import stage_costs  # type: ignore[attr-defined]
+def preset_namespace(config: Config) -> argparse.Namespace:
+    """The preset arguments of a configuration, as the shared preset helper expects them
+    (``config.options`` may set ``mfu``, ``microbatch_size``, ``seq_len``, ``tp`` ...).
 
-    system = load_system(config.system)
-    model = load_model(config.model)
-    costs = stage_costs(model, system, schedule.placement, **dict(config.options))
-    return costs, system
+    Example:
+        >>> from ppverify.compare.config import Config
+        >>> ns = preset_namespace(Config(4, 4, "dgx-h100", "gpt3-13b", options=(("mfu", 0.5),)))
+        >>> ns.system, ns.model, ns.mfu, ns.costs
+        ('dgx-h100', 'gpt3-13b', 0.5, None)
+    """
+    ns = argparse.Namespace(system=config.system, model=config.model, costs=None, comm_delay=None, mfu=0.4,
+                            microbatch_size=1, seq_len=None, tp=1, recompute=False, flash_attention=False,
+                            layers_per_stage=None, ranks_per_node=None)
+    for k, v in config.options:
+        setattr(ns, k, v)
+    return ns
 
 
 def _standin(config: Config, schedule: Schedule) -> Resolved:
@@ -190,7 +198,10 @@ def evaluate_point(
     except PPVerifyError as exc:
         status = "unavailable" if "unknown schedule family" in str(exc) else "not applicable"
         return PointResult(entry, config, tuple(LevelResult(lv, status, note=str(exc)) for lv in levels))
-    res = resolve(config, schedule)
+    try:
+        res = resolve(config, schedule)
+    except PPVerifyError as exc:
+        return PointResult(entry, config, tuple(LevelResult(lv, "not applicable", note=str(exc)) for lv in levels))
     out = []
     for lv in levels:
         t0 = time.perf_counter()

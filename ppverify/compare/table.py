@@ -156,7 +156,8 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
             g = srow.loc["async"]["gap_to_optimal"] if "async" in srow.index else None
             row.append("-" if g is None or pd.isna(g) else f"{100 * g:.1f}%")
         rows.append(row)
-        if not shown or all(pd.isna(srow.loc[lv]["makespan"]) for lv in shown):
+        first = srow.iloc[0]
+        if (not shown or all(pd.isna(srow.loc[lv]["makespan"]) for lv in shown)) and first["status"] != "not applicable":
             notes.append(f"{sched}: {srow.iloc[0]['status']} ({srow.iloc[0]['note']})")
     title = f"== {config} ==  (time in {tu_txt}, memory in {mu_txt})"
     out = [title, tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]

@@ -1,0 +1,362 @@
+"""Sweeps: a YAML grid (schedules x p x m x systems x models x levels) expanded into points, run
+on a local process pool or a Ray cluster (:mod:`ppverify.sweep_exec`), with results stored
+incrementally so an interrupted sweep resumes without losing or duplicating a row.
+
+Storage is a JSON-lines file: one line per (schedule, configuration, level) row, carrying the
+content hash of its point (``point`` column: SHA-256 of the canonical JSON of schedule entry,
+configuration, level and solver budget). A line is written, flushed and fsynced as soon as its
+task returns. On resume, a torn last line (the process died mid-write) is dropped, the file is
+rewritten with the intact lines, and every point whose hash is present is skipped.
+
+Config file keys (``examples/sweep.yaml``)::
+
+    schedules: [gpipe, 1f1b, {family: hanayo, waves: 2, label: hanayo-w2, only_m_eq_p: true}]
+    p: [4, 8]
+    m: [4, 8, 16]
+    systems: [dgx-h100, ethernet-100g]      # with models: preset mode (seconds, bytes)
+    models: [gpt3-1.3b]
+    costs: {F: 1, B: 2}                     # or abstract mode (units) ...
+    comm_delays: [0, 0.5, 1]                # ... with these per-hop delays
+    levels: [formula, slot, async, contention, optimum]   # alias: semantics
+    time_limit: 0.5                         # CP-SAT seconds per solver point
+    max_opt_ops: 96
+    options: {mfu: 0.4, microbatch_size: 1} # preset options (see `ppverify simulate --help`)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import yaml
+
+from .compare.config import LEVELS, Config, ScheduleEntry
+from .errors import ScheduleFileError
+
+#: bump when the meaning of a stored row changes (old rows then no longer match new points)
+STORE_VERSION = 1
+KEYS = ("name", "schedules", "p", "m", "systems", "models", "costs", "comm_delays", "levels", "semantics",
+        "time_limit", "max_opt_ops", "options")
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A parsed sweep config: the grid and the solver budget."""
+
+    name: str
+    entries: tuple[ScheduleEntry, ...]
+    configs: tuple[Config, ...]
+    levels: tuple[str, ...]
+    time_limit: float = 0.5
+    max_opt_ops: int = 96
+
+    @property
+    def num_points(self) -> int:
+        """Rows the sweep produces: entries x configurations x levels."""
+        return len(self.entries) * len(self.configs) * len(self.levels)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of work: one schedule entry in one configuration at the levels still missing."""
+
+    entry: ScheduleEntry
+    config: Config
+    levels: tuple[str, ...]
+    hashes: tuple[str, ...]
+    time_limit: float
+    max_opt_ops: int
+
+
+def _err(path: str, key: str, rule: str) -> ScheduleFileError:
+    return ScheduleFileError(path, key, rule)
+
+
+def _int_list(path: str, key: str, value: Any) -> tuple[int, ...]:
+    vals = value if isinstance(value, list) else [value]
+    if not vals or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in vals):
+        raise _err(path, key, f"expected an integer >= 1 or a non-empty list of them, got {value!r}")
+    return tuple(vals)
+
+
+def _str_list(path: str, key: str, value: Any) -> tuple[str, ...]:
+    vals = value if isinstance(value, list) else [value]
+    if not vals or any(not isinstance(v, str) or not v.strip() for v in vals):
+        raise _err(path, key, f"expected a name or a non-empty list of names, got {value!r}")
+    return tuple(v.strip() for v in vals)
+
+
+def _entries(path: str, value: Any) -> tuple[ScheduleEntry, ...]:
+    from .schedules import get_family
+
+    if not isinstance(value, list) or not value:
+        raise _err(path, "schedules", "expected a non-empty list of family names or {family: ..., PARAM: ...} mappings")
+    out = []
+    for n, item in enumerate(value):
+        key = f"schedules[{n}]"
+        if isinstance(item, str):
+            item = {"family": item}
+        if not isinstance(item, dict) or not isinstance(item.get("family"), str):
+            raise _err(path, key, "expected a family name or a mapping with a 'family' name")
+        params = {k: v for k, v in item.items() if k not in ("family", "label", "only_m_eq_p")}
+        try:
+            fam = get_family(item["family"])
+        except Exception as exc:  # ParameterError names the known families
+            raise _err(path, f"{key}.family", str(exc)) from None
+        known = {pr.name for pr in fam.params}
+        for k, v in params.items():
+            if k not in known:
+                raise _err(path, f"{key}.{k}", f"{fam.name} has no parameter {k!r} (its parameters: {', '.join(sorted(known)) or 'none'})")
+            if isinstance(v, (list, dict)):
+                raise _err(path, f"{key}.{k}", "expected a single value")
+        label = item.get("label") or (fam.name + "".join(f"-{k}{v}" for k, v in sorted(params.items())))
+        out.append(ScheduleEntry(str(label), fam.name, tuple(sorted(params.items())), bool(item.get("only_m_eq_p", False))))
+    labels = [e.label for e in out]
+    dup = next((lb for lb in labels if labels.count(lb) > 1), None)
+    if dup:
+        raise _err(path, "schedules", f"label {dup!r} used twice; give each entry a distinct 'label'")
+    return tuple(out)
+
+
+def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
+    """Validate a loaded sweep config and expand its grid; errors name the file and the key.
+
+    Example:
+        >>> spec = parse_sweep({"schedules": ["gpipe", "1f1b"], "p": [4], "m": [4, 8],
+        ...                     "costs": {"F": 1, "B": 2}, "comm_delays": [0, 1], "levels": ["slot"]})
+        >>> spec.num_points, [c.label for c in spec.configs][:2]
+        (8, ['p=4 m=4 F=1,B=2 c=0', 'p=4 m=8 F=1,B=2 c=0'])
+        >>> parse_sweep({"schedules": ["gpipe"], "p": [0], "costs": {"F": 1}}, "s.yaml")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: s.yaml: p: expected an integer >= 1 or a non-empty list of them, got [0]
+    """
+    from .costs import complete_costs
+
+    if not isinstance(data, dict):
+        raise _err(path, "", "a sweep config must be a YAML mapping of keys (schedules, p, m, ...)")
+    for key in data:
+        if key not in KEYS:
+            raise _err(path, str(key), f"unknown key; expected some of {', '.join(KEYS)}")
+    entries = _entries(path, data.get("schedules"))
+    ps = _int_list(path, "p", data.get("p", [4]))
+    ms = _int_list(path, "m", data["m"]) if "m" in data else None
+    levels: list[str] = []
+    for key in ("levels", "semantics"):
+        if key in data:
+            for lv in _str_list(path, key, data[key]):
+                if lv not in LEVELS:
+                    raise _err(path, key, f"unknown level {lv!r}; expected some of {', '.join(LEVELS)}")
+                if lv not in levels:
+                    levels.append(lv)
+    levels = [lv for lv in LEVELS if lv in levels] or list(LEVELS)
+    tl = data.get("time_limit", 0.5)
+    if isinstance(tl, bool) or not isinstance(tl, (int, float)) or not tl > 0:
+        raise _err(path, "time_limit", f"expected seconds > 0, got {tl!r}")
+    mo = data.get("max_opt_ops", 96)
+    if isinstance(mo, bool) or not isinstance(mo, int) or mo < 0:
+        raise _err(path, "max_opt_ops", f"expected an integer >= 0, got {mo!r}")
+    options = data.get("options", {}) or {}
+    if not isinstance(options, dict):
+        raise _err(path, "options", "expected a mapping of preset options (mfu, microbatch_size, ...)")
+    abstract = "costs" in data or "comm_delays" in data
+    preset = "systems" in data or "models" in data
+    if abstract and preset:
+        raise _err(path, "costs", "give either systems+models (presets) or costs+comm_delays (abstract units), not both")
+    configs: list[Config] = []
+    if abstract:
+        costs = data.get("costs", {"F": 1, "B": 2})
+        if not isinstance(costs, dict) or not costs:
+            raise _err(path, "costs", "expected a mapping like {F: 1, B: 2}")
+        try:
+            bad = [k for k in costs if k not in ("F", "B", "I", "W")]
+            if bad:
+                raise ValueError(f"unknown kind {bad[0]!r}; expected F, B, I, W")
+            complete_costs({k: float(v) for k, v in costs.items()})
+        except (ValueError, TypeError) as exc:
+            raise _err(path, "costs", str(exc)) from None
+        delays = data.get("comm_delays", [0])
+        delays = delays if isinstance(delays, list) else [delays]
+        if not delays or any(isinstance(d, bool) or not isinstance(d, (int, float)) or d < 0 for d in delays):
+            raise _err(path, "comm_delays", f"expected numbers >= 0, got {data.get('comm_delays')!r}")
+        ct = tuple((k, float(v)) for k, v in costs.items())
+        configs = [Config(p, m, costs=ct, comm_delay=float(d)) for d in delays for p in ps for m in (ms or (p,))]
+    else:
+        from .presets import available
+
+        systems = _str_list(path, "systems", data.get("systems", ["dgx-h100"]))
+        models = _str_list(path, "models", data.get("models", ["gpt3-1.3b"]))
+        for key, names, kind in (("systems", systems, "systems"), ("models", models, "llms")):
+            known = available(kind)
+            for nm in names:
+                if nm not in known and not nm.endswith((".yaml", ".yml")):
+                    raise _err(path, key, f"unknown preset {nm!r}; available: {', '.join(known)}")
+        opts = tuple(sorted(options.items()))
+        configs = [Config(p, m, s, md, options=opts) for md in models for s in systems for p in ps for m in (ms or (p,))]
+    name = str(data.get("name") or Path(path).stem)
+    return SweepSpec(name, entries, tuple(configs), tuple(levels), float(tl), int(mo))
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep YAML file (see the module doc for the keys)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ScheduleFileError(str(p), "", "file not found")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ScheduleFileError(str(p), where, f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    return parse_sweep(data, str(p))
+
+
+def point_hash(entry: ScheduleEntry, config: Config, level: str, time_limit: float, max_opt_ops: int) -> str:
+    """Content hash of one point (what a stored row is keyed by).
+
+    Example:
+        >>> e, c = ScheduleEntry("gpipe", "gpipe"), Config(4, 4, costs=(("F", 1.0),))
+        >>> h = point_hash(e, c, "slot", 0.5, 96)
+        >>> len(h), h == point_hash(e, c, "slot", 0.5, 96), h == point_hash(e, c, "async", 0.5, 96)
+        (16, True, False)
+    """
+    budget = {"time_limit": time_limit, "max_opt_ops": max_opt_ops} if level == "optimum" else {}
+    doc = {"v": STORE_VERSION, "entry": [entry.label, entry.family, [list(x) for x in entry.fixed], entry.only_m_eq_p],
+           "config": [config.p, config.m, config.system, config.model,
+                      [list(x) for x in config.costs] if config.costs else None, config.comm_delay,
+                      [list(x) for x in config.options]],
+           "level": level, **budget}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def read_store(path: str | Path) -> list[dict]:
+    """Intact rows of a store; a torn last line is dropped and the file rewritten without it.
+
+    Example:
+        >>> import tempfile, os
+        >>> d = tempfile.mkdtemp(); f = os.path.join(d, "s.jsonl")
+        >>> _ = open(f, "w").write('{"point": "a"}\\n{"point": "b"}\\n{"poi')
+        >>> [r["point"] for r in read_store(f)], open(f).read().count("\\n")
+        (['a', 'b'], 2)
+    """
+    p = Path(path)
+    if not p.exists():
+        return []
+    rows, torn = [], False
+    with p.open() as fh:
+        for line in fh:
+            if not line.endswith("\n"):
+                torn = True
+                break
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                torn = True
+    if torn:
+        tmp = p.with_suffix(p.suffix + ".tmp")
+        with tmp.open("w") as fh:
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    seen: set[str] = set()
+    unique = []
+    for r in rows:
+        if r.get("point") not in seen:
+            seen.add(r.get("point"))
+            unique.append(r)
+    return unique
+
+
+def pending_tasks(spec: SweepSpec, done: set[str]) -> list[Task]:
+    """Tasks for every (entry, config) with levels whose point hash is not in ``done``.
+
+    Example:
+        >>> spec = parse_sweep({"schedules": ["gpipe"], "p": 2, "m": [1, 2], "costs": {"F": 1}, "levels": ["slot", "async"]})
+        >>> ts = pending_tasks(spec, set())
+        >>> len(ts), ts[0].levels
+        (2, ('slot', 'async'))
+        >>> len(pending_tasks(spec, {ts[0].hashes[0]})[0].levels)
+        1
+    """
+    out = []
+    for cfg in spec.configs:
+        for e in spec.entries:
+            lv_h = [(lv, point_hash(e, cfg, lv, spec.time_limit, spec.max_opt_ops)) for lv in spec.levels]
+            todo = [(lv, h) for lv, h in lv_h if h not in done]
+            if todo:
+                out.append(Task(e, cfg, tuple(lv for lv, _ in todo), tuple(h for _, h in todo),
+                                spec.time_limit, spec.max_opt_ops))
+    return out
+
+
+def run_task(task: Task) -> list[dict]:
+    """Evaluate one task; one raw row (no ranks yet) per level, keyed by its point hash."""
+    from .compare.evaluate import evaluate_point
+    from .compare.table import to_frame
+
+    pr = evaluate_point(task.entry, task.config, task.levels, task.time_limit, {}, task.max_opt_ops)
+    df = to_frame([pr]).drop(columns=["rank", "rank_change", "gap_to_optimal"])
+    rows = df.astype(object).where(df.notna(), None).to_dict(orient="records")
+    for r, h in zip(rows, task.hashes):
+        r["point"] = h
+    return rows
+
+
+class Store:
+    """Append-only JSON-lines store; every row is flushed and fsynced when written."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.path.open("a")
+
+    def write(self, rows: Iterable[dict]) -> None:
+        """Append rows (one line each) durably."""
+        self._fh.write("".join(json.dumps(r, default=_jsonable) + "\n" for r in rows))
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        """Close the file."""
+        self._fh.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _jsonable(o: Any) -> Any:
+    if hasattr(o, "item"):
+        return o.item()
+    return str(o)
+
+
+def results_frame(rows: list[dict], spec: SweepSpec | None = None):
+    """Rows of a store as the comparison frame (ranks, rank changes and gaps recomputed over the
+    whole sweep), restricted to the points of ``spec`` when given."""
+    import pandas as pd
+
+    from .compare.table import COLUMNS, add_ranks
+
+    if spec is not None:
+        wanted = {t for task in pending_tasks(spec, set()) for t in task.hashes}
+        rows = [r for r in rows if r.get("point") in wanted]
+    base = [c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")]
+    df = pd.DataFrame(rows, columns=base + ["point"])
+    out = add_ranks(df[base])
+    out["point"] = df["point"].values
+    return out
+
+
+def iter_chunks(items: list, size: int) -> Iterator[list]:
+    """Consecutive slices of ``items`` of at most ``size``."""
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
