@@ -190,7 +190,7 @@ def allreduce_time(comm: CommModel, ranks: Sequence[int], nbytes: float) -> floa
         return 0.0
     chunk = nbytes / n
     step = max(comm.transfer_time(ranks[k], ranks[(k + 1) % n], chunk) for k in range(n))
-    return 2 * (n - 1) * step
+    return float(2 * (n - 1) * step)
 
 
 def dp_allreduce_time(comm: CommModel, n: int, nbytes: float) -> float:
@@ -206,5 +206,5 @@ def dp_allreduce_time(comm: CommModel, n: int, nbytes: float) -> float:
     if n < 2:
         return 0.0
     if isinstance(comm, System):
-        return 2 * (n - 1) * comm.inter.time(nbytes / n)
-    return 2 * (n - 1) * comm.transfer_time(0, 1, nbytes / n)
+        return float(2 * (n - 1) * comm.inter.time(nbytes / n))
+    return float(2 * (n - 1) * comm.transfer_time(0, 1, nbytes / n))

@@ -1,0 +1,378 @@
+"""The ``async`` engine: event-driven execution with communication, no contention.
+
+Each device runs its program in order; an op starts once its device is free and its inputs have
+arrived; a transfer between devices starts when its producer ends (sends run on a communication
+stream, overlapping compute) and takes the communication model's ``transfer_time`` (latency +
+bytes / bandwidth for a :class:`~ppverify.system.System`). Timing is the shared program-order
+rule of :mod:`ppverify.engines.core` with these transfer times as edge delays, so with zero
+communication it reproduces the ``slot`` table exactly.
+
+Beyond point-to-point transfers:
+
+* stage replicas (Chimera: a stage held by two devices, one per pipe) all-reduce their weight
+  gradients (ring all-reduce, REFERENCE.md section 3). ``sync="eager"`` starts a stage's
+  all-reduce as soon as the last backward of that stage has ended on every replica (overlapping
+  the drain bubbles); ``"after-flush"`` once the replica devices have finished all their compute;
+  ``"none"`` leaves it out.
+* ``dp_allreduce=N`` (N >= 2) ends the step with a data-parallel all-reduce of each device's
+  gradients among N replicas of the whole pipeline, after its compute and replica syncs.
+
+Gradient bytes are ``weight_bytes * costs.extra["grad_fraction"]`` (set by LLM presets; 0 bytes
+for abstract costs, so an abstract all-reduce costs latency only). Every transfer and collective is
+recorded in ``Timeline.transfers``; ``Timeline.info`` holds the exposed communication per device
+and the device memory capacity (:func:`memory_report` checks it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Hashable, Sequence
+
+import numpy as np
+
+from ..comm import CommModel, NO_COMM
+from ..costs import CostModel
+from ..dag import DagArrays, build_dag_arrays
+from ..errors import DeadlockError, ParameterError
+from ..ops import B, KIND_CODE, KINDS, W
+from ..schedule import Schedule
+from ..timeline import Timeline, Transfers
+from .core import _waits, list_schedule_flat
+
+SYNC_MODES: tuple[str, ...] = ("eager", "after-flush", "none")
+ACTIVATION, GRADIENT, ALLREDUCE, DP_ALLREDUCE = "activation", "gradient", "allreduce", "dp-allreduce"
+
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """What both communication engines need: the DAG arrays, op durations, and per cross-device
+    edge its producer, consumer, bytes and (uncontended) transfer time.
+
+    Edges are listed as ``(consumer position i, slot k)`` with ``dag.pred[i, k]`` the producer.
+    """
+
+    dag: DagArrays
+    duration: list[float]
+    edge_i: np.ndarray
+    edge_k: np.ndarray
+    edge_q: np.ndarray
+    edge_bytes: np.ndarray
+    edge_time: np.ndarray
+
+
+def op_durations(dag: DagArrays, costs: CostModel) -> np.ndarray:
+    """Duration of every op position; the ops of an overlapped slot all carry the slot's length
+    ``overlap * (sum of its ops)``, as in the ``slot`` engine.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("gpipe", p=2, m=1)
+        >>> op_durations(build_dag_arrays(s), CostModel.abstract(s.placement, F=1, B=2)).tolist()
+        [1.0, 2.0, 1.0, 2.0]
+    """
+    S = dag.schedule.num_stages
+    if costs.num_stages != S:
+        raise ParameterError("costs", costs.label or "cost model",
+                             f"describes {costs.num_stages} stages but the schedule has {S}")
+    table = np.array([costs.duration[k] for k in KINDS], dtype=float).reshape(len(KINDS), S)
+    dur = table[dag.kind, dag.stage]
+    if dag.fused.any():
+        # chains of fused ops: op i+1 shares op i's slot while fused[i]
+        starts = np.flatnonzero(~np.concatenate(([False], dag.fused[:-1])))
+        sums = np.add.reduceat(dur, starts) * costs.overlap if len(dur) else dur
+        lengths = np.diff(np.append(starts, len(dur)))
+        dur = np.repeat(sums, lengths)
+    return dur
+
+
+def _edge_times(comm: CommModel, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """``comm.transfer_time`` of every edge, computed once per distinct (src, dst, bytes)."""
+    if not len(src):
+        return np.zeros(0)
+    keys = np.stack([src.astype(float), dst.astype(float), nbytes], axis=1)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    times = np.array([comm.transfer_time(int(a), int(b), float(c)) for a, b, c in uniq], dtype=float)
+    if (times < 0).any() or not np.isfinite(times).all():
+        raise ParameterError("comm", type(comm).__name__, "transfer times must be finite and >= 0")
+    return times[inv.reshape(-1)]
+
+
+def prepare(schedule: Schedule, costs: CostModel, comm: CommModel) -> Prepared:
+    """Build the DAG, durations and cross-device edges of a schedule under a cost and comm model.
+
+    A boundary's bytes are ``costs.boundary_bytes[min(stage of producer, stage of consumer)]``
+    (forward activation of stage s -> s+1 and the gradient back have the same size).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.comm import FixedDelay
+        >>> s = build("gpipe", p=2, m=1)
+        >>> pr = prepare(s, CostModel.abstract(s.placement), FixedDelay(0.5))
+        >>> pr.edge_i.tolist(), pr.edge_q.tolist(), pr.edge_time.tolist()
+        ([1, 2], [3, 0], [0.5, 0.5])
+    """
+    dag = build_dag_arrays(schedule)
+    dur = op_durations(dag, costs)
+    ii, kk = np.nonzero(dag.cross)
+    qq = dag.pred[ii, kk]
+    bb = np.asarray(costs.boundary_bytes, dtype=float)
+    lo = np.minimum(dag.stage[ii], dag.stage[qq])
+    nbytes = bb[np.minimum(lo, len(bb) - 1)] if len(bb) else np.zeros(len(ii))
+    times = _edge_times(comm, dag.device[qq], dag.device[ii], nbytes)
+    return Prepared(dag, dur.tolist(), ii, kk, qq, nbytes, times)
+
+
+def replica_groups(schedule: Schedule) -> list[tuple[int, tuple[int, ...]]]:
+    """``(stage, devices)`` for every stage held by more than one device (over the pipes that
+    carry microbatches): the groups whose weight gradients must be all-reduced.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> replica_groups(build("chimera", p=4, m=4))
+        [(0, (0, 3)), (1, (1, 2)), (2, (1, 2)), (3, (0, 3))]
+        >>> replica_groups(build("1f1b", p=4, m=4))
+        []
+    """
+    pl = schedule.placement
+    used = sorted(set(schedule.pipe_of_mb))
+    out = []
+    for s in range(pl.num_stages):
+        devs = tuple(sorted({pl.maps[pipe][s] for pipe in used}))
+        if len(devs) > 1:
+            out.append((s, devs))
+    return out
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective to run after compute: its devices, bytes, earliest start and the resources
+    it holds under contention (filled by the contention engine)."""
+
+    kind: str
+    devices: tuple[int, ...]
+    nbytes: float
+    ready: float
+    duration: float
+    stage: int = -1
+
+
+def collectives(schedule: Schedule, costs: CostModel, comm: CommModel, dag: DagArrays, end: np.ndarray,
+                sync: str = "eager", dp_allreduce: int = 0) -> list[Collective]:
+    """Replica all-reduces (per ``sync``) and data-parallel all-reduces, with their ready times
+    given the compute ``end`` times. The DP all-reduce of a device waits for that device's replica
+    syncs, so it is returned with ``ready`` = its compute end and resolved by the engines.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.comm import FixedDelay
+        >>> s = build("chimera", p=2, m=2)
+        >>> pr = prepare(s, CostModel.abstract(s.placement), FixedDelay(1))
+        >>> [(c.kind, c.devices, c.duration) for c in collectives(s, CostModel.abstract(s.placement), FixedDelay(1), pr.dag, np.ones(pr.dag.num_ops))]
+        [('allreduce', (0, 1), 2.0), ('allreduce', (0, 1), 2.0)]
+    """
+    from ..system import allreduce_time, dp_allreduce_time
+
+    if sync not in SYNC_MODES:
+        raise ParameterError("sync", sync, f"expected one of {', '.join(SYNC_MODES)}")
+    if isinstance(dp_allreduce, bool) or not isinstance(dp_allreduce, int) or dp_allreduce < 0:
+        raise ParameterError("dp-allreduce", dp_allreduce, "must be an integer >= 0 (data-parallel replicas)")
+    frac = float(costs.extra.get("grad_fraction", 0.0)) if costs.extra else 0.0
+    grad = [w * frac for w in costs.weight_bytes]
+    p = schedule.p
+    dev_end = np.zeros(p)
+    if len(end):
+        np.maximum.at(dev_end, dag.device, end)
+    out: list[Collective] = []
+    if sync != "none":
+        is_last_bwd = (dag.kind == KIND_CODE[B]) | (dag.kind == KIND_CODE[W])
+        for s, devs in replica_groups(schedule):
+            if sync == "eager":
+                sel = is_last_bwd & (dag.stage == s)
+                ready = float(end[sel].max()) if sel.any() else 0.0
+            else:
+                ready = float(max(dev_end[d] for d in devs))
+            out.append(Collective(ALLREDUCE, devs, grad[s], ready, allreduce_time(comm, list(devs), grad[s]), s))
+    if dp_allreduce >= 2:
+        held = [0.0] * p
+        pl = schedule.placement
+        for pipe in sorted(set(schedule.pipe_of_mb)):
+            for s, d in enumerate(pl.maps[pipe]):
+                held[d] += grad[s]
+        for d in range(p):
+            out.append(Collective(DP_ALLREDUCE, (d,), held[d], float(dev_end[d]),
+                                  dp_allreduce_time(comm, dp_allreduce, held[d])))
+    return out
+
+
+def exposed_comm(dag: DagArrays, start: np.ndarray, end: np.ndarray, p: int) -> np.ndarray:
+    """Per device, the time it waits for transfers still in flight: for each op, how much later
+    it starts than it could if every input arrived the moment its producer ended.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> a = build_dag_arrays(build("gpipe", p=2, m=1))
+        >>> exposed_comm(a, np.array([0, 5, 1.5, 2.5]), np.array([1, 6, 2.5, 4.5]), 2).tolist()
+        [0.5, 0.5]
+    """
+    n = dag.num_ops
+    out = np.zeros(p)
+    if not n:
+        return out
+    prev_end = np.concatenate(([0.0], end[:-1]))
+    first = np.zeros(n, dtype=bool)
+    first[np.asarray(dag.offsets[:-1])[np.diff(dag.offsets) > 0]] = True
+    prev_end[first] = 0.0
+    ready = prev_end.copy()
+    for k in (0, 1):
+        q = dag.pred[:, k]
+        has = q >= 0
+        ready[has] = np.maximum(ready[has], end[q[has]])
+    wait = np.clip(start - ready, 0.0, None)
+    np.add.at(out, dag.device, wait)
+    return out
+
+
+def finish(schedule: Schedule, costs: CostModel, comm: CommModel, prep: Prepared, semantics: str,
+           start: np.ndarray, end: np.ndarray, transfers: Transfers, tails: np.ndarray, info: dict[str, Any]) -> Timeline:
+    """Assemble the :class:`Timeline`: ops, transfers, exposed communication (op waits plus each
+    device's collective tail after its last op) and the memory capacity of a system."""
+    dag = prep.dag
+    exposed = exposed_comm(dag, start, end, schedule.p) + tails
+    capacity = getattr(comm, "memory_bytes", None)
+    info = dict(info)
+    info.update({
+        "exposed_comm": exposed.tolist(),
+        "memory_capacity": capacity,
+        "system": getattr(comm, "name", None) if capacity is not None else None,
+    })
+    return Timeline(schedule, costs, semantics, dag.ops, dag.device, start, end, transfers, info)
+
+
+def _record_p2p(prep: Prepared, start_t: np.ndarray, end_t: np.ndarray) -> Transfers:
+    dag = prep.dag
+    kinds = np.where(prep.edge_k == 0, ACTIVATION, GRADIENT)
+    return Transfers(kinds.tolist(), dag.device[prep.edge_q].tolist(), dag.device[prep.edge_i].tolist(),
+                     prep.edge_q.tolist(), prep.edge_i.tolist(), start_t.tolist(), end_t.tolist(),
+                     prep.edge_bytes.tolist())
+
+
+def simulate_async(
+    schedule: Schedule,
+    costs: CostModel,
+    comm: CommModel = NO_COMM,
+    sync: str = "eager",
+    dp_allreduce: int = 0,
+    **options: Any,
+) -> Timeline:
+    """Simulate one step with communication and no contention (see module doc).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.comm import FixedDelay
+        >>> s = build("gpipe", p=4, m=4)
+        >>> tl = simulate_async(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(0.5))
+        >>> tl.makespan, len(tl.transfers), tl.info["exposed_comm"]
+        (24.0, 24, [0.5, 1.0, 1.0, 0.5])
+    """
+    if options:
+        raise ParameterError("option", ", ".join(options), "unknown option of the async engine (known: sync, dp_allreduce)")
+    prep = prepare(schedule, costs, comm)
+    dag = prep.dag
+    n = dag.num_ops
+    d = np.zeros((n, 2))
+    d[prep.edge_i, prep.edge_k] = prep.edge_time
+    start_l, end_l, ptr, done = list_schedule_flat(
+        dag.pred[:, 0].tolist(), dag.pred[:, 1].tolist(), d[:, 0].tolist(), d[:, 1].tolist(),
+        prep.duration, dag.fused.tolist(), dag.idle_before.tolist(), dag.offsets)
+    if ptr is not None:
+        raise DeadlockError(_waits(dag, ptr, done))  # type: ignore[arg-type]
+    start, end = np.asarray(start_l, dtype=float), np.asarray(end_l, dtype=float)
+    t0 = end[prep.edge_q]
+    transfers = _record_p2p(prep, t0, t0 + prep.edge_time)
+    tails = run_collectives_uncontended(schedule, costs, comm, dag, end, sync, dp_allreduce, transfers)
+    return finish(schedule, costs, comm, prep, "async", start, end, transfers, tails,
+                  {"sync": sync, "dp_allreduce": dp_allreduce})
+
+
+def run_collectives_uncontended(schedule: Schedule, costs: CostModel, comm: CommModel, dag: DagArrays,
+                                end: np.ndarray, sync: str, dp_allreduce: int, transfers: Transfers) -> np.ndarray:
+    """Time the collectives with no contention, record them, and return each device's tail:
+    how long its last collective runs past its last op."""
+    p = schedule.p
+    dev_end = np.zeros(p)
+    if len(end):
+        np.maximum.at(dev_end, dag.device, end)
+    last = dev_end.copy()
+    colls = collectives(schedule, costs, comm, dag, end, sync, dp_allreduce)
+    for c in colls:
+        if c.kind == DP_ALLREDUCE:
+            continue
+        t1 = c.ready + c.duration
+        _record_collective(transfers, c, c.ready, t1)
+        for dv in c.devices:
+            last[dv] = max(last[dv], t1)
+    for c in colls:
+        if c.kind != DP_ALLREDUCE:
+            continue
+        dv = c.devices[0]
+        t0 = max(c.ready, last[dv])  # after the device's replica syncs
+        _record_collective(transfers, c, t0, t0 + c.duration)
+        last[dv] = t0 + c.duration
+    return last - dev_end
+
+
+def _record_collective(transfers: Transfers, c: Collective, t0: float, t1: float) -> None:
+    """One row per participating device (src -> its ring neighbour), ops -1."""
+    devs = c.devices
+    for n, dv in enumerate(devs):
+        transfers.add(c.kind, dv, devs[(n + 1) % len(devs)], -1, -1, t0, t1, c.nbytes)
+
+
+def memory_report(timeline: Timeline, capacity: float | None = None) -> dict[str, Any]:
+    """Peak memory per device (activations plus the weights of every stage replica held, so a
+    bidirectional placement counts its weights twice) against the device capacity (default: the
+    system's, from ``timeline.info``). ``oom`` lists the devices over capacity.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> r = memory_report(run(build("1f1b", p=2, m=2)), capacity=1.5)
+        >>> r["peak"], r["oom"]
+        ([2.0, 1.0], [0])
+    """
+    cap = capacity if capacity is not None else timeline.info.get("memory_capacity")
+    peak = timeline.peak_memory(include_weights=True)
+    oom = [] if cap is None else [d for d in range(timeline.p) if peak[d] > cap]
+    return {"peak": peak.tolist(), "weights": timeline.static_memory().tolist(), "capacity": cap, "oom": oom,
+            "unit": timeline.costs.memory_unit}
+
+
+def resources_of(comm: CommModel, src: int, dst: int) -> tuple[Hashable, ...]:
+    """Resources a transfer between two devices holds under contention: the system's links/NICs,
+    or for a model without topology the directed device pair (each pair one full-duplex link)."""
+    if src == dst:
+        return ()
+    res = getattr(comm, "resources", None)
+    if res is not None:
+        return tuple(res(src, dst))
+    return (("link", src, dst),)
+
+
+def dp_resources(comm: CommModel, device: int) -> tuple[Hashable, ...]:
+    """Resources a data-parallel all-reduce of one device holds: its NIC, both directions."""
+    nic = getattr(comm, "nic_of", None)
+    node = getattr(comm, "node_of", None)
+    if nic is None or node is None:
+        return (("dp", device),)
+    return (("nic-tx", node(device), nic(device)), ("nic-rx", node(device), nic(device)))
+
+
+def ring_resources(comm: CommModel, devices: Sequence[int]) -> tuple[Hashable, ...]:
+    """Resources of a ring collective: every directed hop of the ring, both directions."""
+    out: list[Hashable] = []
+    n = len(devices)
+    for k in range(n):
+        a, b = devices[k], devices[(k + 1) % n]
+        out.extend(resources_of(comm, a, b))
+        out.extend(resources_of(comm, b, a))
+    return tuple(dict.fromkeys(out))
