@@ -1,0 +1,131 @@
+"""``ppverify plot``: a Gantt chart of a schedule's timeline, or makespan-vs-network comparison plots.
+
+* ``ppverify plot FAMILY|FILE -p 4 -m 8 [--semantics async] [--system S --model M | --costs .. --comm-delay c] -o g.png``
+* ``ppverify plot --crossover latency|bandwidth [--schedules a,b] -p 4 -m 4 --system S --model M -o c.svg``
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from ...errors import ParameterError
+from .. import Command
+from ..common import add_cost_arguments, print_json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Schedule (for a Gantt chart) or --crossover, costs/presets, semantics, output file."""
+    from ...schedules import families
+    from ..presets_args import add_preset_arguments
+
+    parser.add_argument("schedule", nargs="?", metavar="FAMILY|FILE",
+                        help="a registered family or a schedule file (Gantt chart); omit with --crossover")
+    parser.add_argument("-p", type=int, default=4, help="pipeline devices (default 4)")
+    parser.add_argument("-m", type=int, default=None, help="microbatches per step (default: p)")
+    seen: set[str] = set()
+    for fam in families():
+        for pr in fam.params:
+            if pr.name not in seen:
+                seen.add(pr.name)
+                parser.add_argument(f"--{pr.name.replace('_', '-')}", dest=f"fam_{pr.name}", type=pr.type,
+                                    default=None, help=f"{pr.help} ({fam.name}; default {pr.default})")
+    add_cost_arguments(parser)
+    add_preset_arguments(parser)
+    parser.add_argument("--semantics", default=None, choices=("slot", "async", "contention"),
+                        help="timing semantics (default: async, or slot without communication)")
+    parser.add_argument("--crossover", choices=("latency", "bandwidth"),
+                        help="plot makespan of several schedules against per-hop latency or link bandwidth")
+    parser.add_argument("--schedules", help="with --crossover: comma-separated schedule labels/families (default: the comparison's seven)")
+    parser.add_argument("--range", dest="xrange", default=None, metavar="LO,HI[,N]",
+                        help="with --crossover: x range (latency in µs or abstract delay; bandwidth in GB/s), "
+                             "log-spaced; default 1,10000,13 (µs) / 1,1000,13 (GB/s) / 0,2,9 (abstract)")
+    parser.add_argument("-o", "--output", required=True, help="output file (.png, .svg or .pdf)")
+    parser.add_argument("--json", action="store_true", help="print what was drawn as JSON")
+
+
+def _range(text: str | None, default: tuple[float, float, int]) -> tuple[float, float, int]:
+    if not text:
+        return default
+    parts = text.split(",")
+    try:
+        lo, hi = float(parts[0]), float(parts[1])
+        n = int(parts[2]) if len(parts) > 2 else default[2]
+    except (ValueError, IndexError):
+        raise ParameterError("range", text, "expected LO,HI or LO,HI,N, e.g. 1,1000,13") from None
+    if not (0 <= lo < hi) or n < 2:
+        raise ParameterError("range", text, "need 0 <= LO < HI and N >= 2")
+    return lo, hi, n
+
+
+def run(args: argparse.Namespace) -> int:
+    """Draw and write the plot."""
+    from ...plots import _check_path
+
+    _check_path(args.output)
+    if args.crossover:
+        return _crossover(args)
+    if not args.schedule:
+        raise ParameterError("schedule", None, "give a FAMILY|FILE for a Gantt chart, or --crossover latency|bandwidth")
+    from ...engines import run as run_engine
+    from ...plots import gantt
+    from ..common import schedule_from_args
+    from ..presets_args import preset_context_from_args
+
+    schedule = schedule_from_args(args)
+    ctx = preset_context_from_args(args, schedule)
+    has_comm = ctx.preset_mode or bool(args.comm_delay)
+    semantics = args.semantics or ("async" if has_comm else "slot")
+    tl = run_engine(schedule, ctx.costs, ctx.comm, semantics=semantics)
+    out = gantt(tl, args.output)
+    info = {"output": str(out), "schedule": schedule.describe(), "semantics": semantics,
+            "makespan": tl.makespan, "time_unit": tl.time_unit, "transfers": len(tl.transfers)}
+    print_json(info) if args.json else print(
+        f"wrote {out}: Gantt chart of {schedule.describe()} under {semantics} "
+        f"(makespan {tl.makespan:.6g} {tl.time_unit}, {len(tl.transfers)} transfers drawn)")
+    return 0
+
+
+def _crossover(args: argparse.Namespace) -> int:
+    from ...compare import Config, select_schedules
+    from ...compare.crossover import crossings, makespan_curves
+    from ...costs import parse_costs
+    from ...plots import crossover_plot
+
+    entries = select_schedules([s for s in (args.schedules or "").split(",") if s.strip()] or None)
+    m = args.m if args.m is not None else args.p
+    if args.system or args.model:
+        if not (args.system and args.model):
+            raise ParameterError("system", args.system, "--system and --model go together")
+        opts = tuple((k, getattr(args, k)) for k in ("mfu", "microbatch_size", "seq_len", "tp", "ranks_per_node")
+                     if getattr(args, k, None) is not None)
+        cfg = Config(args.p, m, args.system, args.model, options=opts)
+        lo, hi, n = _range(args.xrange, (1.0, 1e4, 13) if args.crossover == "latency" else (1.0, 1e3, 13))
+        if lo <= 0:
+            raise ParameterError("range", args.xrange, "a log-spaced preset range needs LO > 0")
+        vals = np.logspace(np.log10(lo), np.log10(hi), n) * (1e-6 if args.crossover == "latency" else 1e9)
+    else:
+        if args.crossover != "latency":
+            raise ParameterError("crossover", args.crossover, "abstract costs only have a latency (per-hop delay) axis; "
+                                                              "give --system and --model for bandwidth")
+        costs = parse_costs(args.costs or "F=1,B=2")
+        cfg = Config(args.p, m, costs=tuple((k, float(v)) for k, v in costs.items()))
+        lo, hi, n = _range(args.xrange, (0.0, 2.0, 9))
+        vals = np.linspace(lo, hi, n)
+    semantics = args.semantics or "async"
+    curves = makespan_curves(entries, cfg, args.crossover, vals, semantics)
+    out = crossover_plot(curves, args.crossover, args.output,
+                         f"{cfg.label}: makespan vs {args.crossover} under {semantics} (x = order swaps)")
+    cross = crossings(curves)
+    if args.json:
+        print_json({"output": str(out), "config": cfg.label, "semantics": semantics,
+                    "crossings": [{"faster_before": a, "faster_after": b, "between": [x0, x1]} for a, b, x0, x1 in cross]})
+    else:
+        print(f"wrote {out}: {len(set(curves['schedule']))} schedules, {len(vals)} {args.crossover} values, "
+              f"{len(cross)} ranking crossings under {semantics}")
+    return 0
+
+
+COMMAND = Command("plot", "draw a Gantt chart of a timeline, or makespan against latency/bandwidth", add_arguments, run,
+                  description=__doc__)

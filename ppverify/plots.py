@@ -1,0 +1,190 @@
+"""Pictures: a Gantt chart of a timeline (ops per device, colored by kind, microbatch labels,
+transfers drawn between device rows, memory curve beneath) and comparison plots of makespan against
+latency or bandwidth that mark where rankings cross. Matplotlib with the Agg backend (no display);
+the file extension (``.png``/``.svg``/``.pdf``) picks the format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from .errors import ParameterError  # noqa: E402
+from .timeline import Timeline  # noqa: E402
+
+#: one color per op kind (F forward, B full backward, I input-grad, W weight-grad)
+KIND_COLORS = {"F": "#4C72B0", "B": "#55A868", "I": "#C44E52", "W": "#DD8452"}
+TRANSFER_COLORS = {"activation": "#4C72B0", "gradient": "#55A868", "allreduce": "#8172B2", "dp-allreduce": "#937860"}
+FORMATS = (".png", ".svg", ".pdf")
+#: above this many ops, labels are dropped (they would not be readable)
+MAX_LABELLED_OPS = 400
+MAX_DRAWN_TRANSFERS = 3000
+
+
+def _check_path(path: str | Path) -> Path:
+    p = Path(path)
+    if p.suffix.lower() not in FORMATS:
+        raise ParameterError("output", str(path), f"expected a file ending in {', '.join(FORMATS)}")
+    if not p.parent.exists():
+        raise ParameterError("output", str(path), f"directory {p.parent} does not exist")
+    return p
+
+
+def _time_scale(unit: str) -> tuple[float, str]:
+    return (1e3, "ms") if unit == "s" else (1.0, unit)
+
+
+def gantt(timeline: Timeline, path: str | Path, title: str | None = None, memory: bool = True) -> Path:
+    """Write a Gantt chart of ``timeline``: one row per device, one bar per op (color = kind,
+    label = microbatch, hatched = second pipe), transfers as lines from the sender's row at their
+    start to the receiver's row at their end, and per-device memory beneath.
+
+    Example:
+        >>> import tempfile, os
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> out = gantt(run(build("1f1b", p=2, m=2), semantics="slot"), os.path.join(tempfile.mkdtemp(), "g.svg"))
+        >>> out.stat().st_size > 1000
+        True
+    """
+    path = _check_path(path)
+    scale, unit = _time_scale(timeline.time_unit)
+    p = timeline.p
+    sched = timeline.schedule
+    n = len(timeline.ops)
+    fig_w = min(22.0, max(8.0, 0.12 * n / max(p, 1) + 6))
+    if memory:
+        fig, (ax, axm) = plt.subplots(2, 1, figsize=(fig_w, 1.0 + 0.55 * p + 2.4), sharex=True,
+                                      gridspec_kw={"height_ratios": [max(p, 2), 2.2]})
+    else:
+        fig, ax = plt.subplots(figsize=(fig_w, 1.0 + 0.55 * p))
+        axm = None
+    starts, ends = timeline.start * scale, timeline.end * scale
+    label = n <= MAX_LABELLED_OPS
+    for i, op in enumerate(timeline.ops):
+        d = int(timeline.device[i])
+        pipe = sched.pipe_of_mb[op.mb] if op.mb < len(sched.pipe_of_mb) else 0
+        w = ends[i] - starts[i]
+        ax.barh(d, w, left=starts[i], height=0.8, color=KIND_COLORS.get(op.kind, "#999999"),
+                edgecolor="black", linewidth=0.4, hatch="//" if pipe == 1 else None)
+        if label:
+            ax.text(starts[i] + w / 2, d, str(op.mb), ha="center", va="center", fontsize=7, color="white",
+                    clip_on=True)
+    tr = timeline.transfers
+    if 0 < len(tr) <= MAX_DRAWN_TRANSFERS:
+        for k in range(len(tr)):
+            if tr.src_dev[k] == tr.dst_dev[k]:
+                continue
+            ax.plot([tr.start[k] * scale, tr.end[k] * scale], [tr.src_dev[k], tr.dst_dev[k]],
+                    color=TRANSFER_COLORS.get(tr.kind[k], "gray"), linewidth=0.7, alpha=0.6)
+    ax.set_yticks(range(p))
+    ax.set_yticklabels([f"dev {d}" for d in range(p)])
+    ax.set_ylim(p - 0.5, -0.5)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for k, c in KIND_COLORS.items()]
+    names = [{"F": "F forward", "B": "B backward", "I": "I input-grad", "W": "W weight-grad"}[k] for k in KIND_COLORS]
+    if len(tr):
+        kinds = sorted(set(tr.kind))
+        handles += [plt.Line2D([0], [0], color=TRANSFER_COLORS.get(k, "gray")) for k in kinds]
+        names += [f"{k} transfer" for k in kinds]
+    if sched.placement.num_pipes > 1:
+        handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch="//"))
+        names.append("pipe 1")
+    ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    ms = timeline.makespan * scale
+    ax.set_title(title or f"{sched.describe()} · {timeline.semantics} · makespan {ms:.4g} {unit} · "
+                          f"bubble {timeline.bubble_ratio:.3f} (idle/total)", fontsize=10)
+    ax.set_xlim(0, ms * 1.01 if ms > 0 else 1)
+    if axm is not None:
+        mscale, munit = (1 / 2**30, "GiB") if timeline.costs.memory_unit == "bytes" else (1.0, timeline.costs.memory_unit)
+        styles = ["-", "--", ":", "-."]
+        for d in range(p):
+            t, mem = timeline.memory_events(d)
+            if len(t):
+                # several events at one instant: keep the level after the last of them
+                keep = np.append(t[1:] != t[:-1], True)
+                t, mem = t[keep], mem[keep]
+                tt = np.concatenate(([0.0], t * scale, [ms]))
+                mm = np.concatenate(([0.0], mem * mscale, [mem[-1] * mscale]))
+                axm.step(tt, mm, where="post", label=f"dev {d}", linewidth=1.6 if d < 4 else 1.0,
+                         linestyle=styles[d % 4], alpha=0.85)
+        axm.set_ylabel(f"activations\n({munit})", fontsize=9)
+        axm.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+        axm.grid(alpha=0.3)
+        axm.set_xlabel(f"time ({unit})")
+    else:
+        ax.set_xlabel(f"time ({unit})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str = "") -> Path:
+    """Makespan of each schedule against ``axis`` (``latency`` or ``bandwidth``; log x when the
+    values span decades). The background is banded by the fastest schedule at each value (its
+    name on top), and every point where two curves cross is marked with an ``x``.
+
+    Example:
+        >>> import tempfile, os
+        >>> df = pd.DataFrame({"schedule": ["a", "a", "b", "b"], "x": [1e-6, 1e-4, 1e-6, 1e-4],
+        ...                    "makespan": [1.0, 3.0, 2.0, 2.0], "time_unit": "s"})
+        >>> crossover_plot(df, "latency", os.path.join(tempfile.mkdtemp(), "c.png")).suffix
+        '.png'
+    """
+    from .compare.crossover import crossings
+
+    path = _check_path(path)
+    if not len(curves):
+        raise ParameterError("curves", "empty", "no schedule produced a makespan to plot")
+    unit = curves["time_unit"].iloc[0] if "time_unit" in curves else "units"
+    scale, tunit = _time_scale(unit)
+    xfac = 1e6 if axis == "latency" and unit == "s" else 1e-9 if axis == "bandwidth" else 1.0
+    fig, ax = plt.subplots(figsize=(9, 5.2))
+    colors = {}
+    for name, grp in curves.groupby("schedule", sort=False):
+        g = grp.sort_values("x")
+        (line,) = ax.plot(g["x"] * xfac, g["makespan"] * scale, marker="o", markersize=3, label=name, linewidth=1.5)
+        colors[name] = line.get_color()
+    xs_all = curves["x"]
+    logx = bool((xs_all > 0).all() and xs_all.max() / xs_all.min() > 20)
+    if logx:
+        ax.set_xscale("log")
+    wide = curves.pivot_table(index="x", columns="schedule", values="makespan").sort_index()
+    xs = list(wide.index)
+    winners = [wide.loc[x].idxmin() for x in xs]
+    # band edges halfway (geometrically when log x) between sample points
+    mids = [np.sqrt(a * b) if logx else (a + b) / 2 for a, b in zip(xs, xs[1:])]
+    edges = [xs[0]] + mids + [xs[-1]]
+    ytop = (curves["makespan"].max() * scale)
+    i = 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and winners[j + 1] == winners[i]:
+            j += 1
+        lo, hi = edges[i] * xfac, edges[j + 1] * xfac
+        ax.axvspan(lo, hi, color=colors[winners[i]], alpha=0.10, linewidth=0)
+        ax.text(np.sqrt(lo * hi) if logx and lo > 0 else (lo + hi) / 2, ytop, f"fastest:\n{winners[i]}",
+                ha="center", va="top", fontsize=7, color=colors[winners[i]])
+        i = j + 1
+    for a, b, x0, x1 in crossings(curves):
+        ya0, ya1 = wide.at[x0, a], wide.at[x1, a]
+        yb0, yb1 = wide.at[x0, b], wide.at[x1, b]
+        t = (yb0 - ya0) / ((ya1 - ya0) - (yb1 - yb0))
+        xc = np.exp(np.log(x0) + t * (np.log(x1) - np.log(x0))) if logx else x0 + t * (x1 - x0)
+        ax.plot([xc * xfac], [(ya0 + t * (ya1 - ya0)) * scale], marker="x", color="black", markersize=6)
+    ax.set_xlabel({"latency": "per-hop latency (µs)" if unit == "s" else "per-hop delay (units)",
+                   "bandwidth": "link bandwidth per direction (GB/s)"}[axis])
+    ax.set_ylabel(f"makespan ({tunit})")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    ax.set_title(title or f"makespan vs {axis}; x = two schedules swap order, bands = fastest schedule", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path

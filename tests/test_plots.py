@@ -1,0 +1,99 @@
+"""Plots: Gantt charts (PNG/SVG) of slot and simulated timelines, makespan-vs-network curves and
+their crossings, and the `ppverify plot` command."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from ppverify.cli import main
+from ppverify.comm import FixedDelay
+from ppverify.compare import Config, ScheduleEntry
+from ppverify.compare.crossover import crossings, makespan_curves
+from ppverify.costs import CostModel
+from ppverify.engines import run
+from ppverify.errors import ParameterError
+from ppverify.plots import crossover_plot, gantt
+from ppverify.schedules import build
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_gantt_png_and_svg(tmp_path):
+    s = build("1f1b", p=4, m=4)
+    tl = run(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(0.5), semantics="async")
+    png = gantt(tl, tmp_path / "g.png")
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    svg = gantt(tl, tmp_path / "g.svg").read_text()
+    # title carries schedule, semantics and makespan; legend names every kind and the transfers
+    assert "1f1b p=4 m=4" in svg and "async" in svg
+    for word in ("forward", "backward", "gradient transfer", "activation transfer", "activations"):
+        assert word in svg
+
+
+def test_gantt_two_pipes_and_slot(tmp_path):
+    s = build("chimera", p=4, m=4)
+    svg = gantt(run(s, semantics="slot"), tmp_path / "c.svg").read_text()
+    assert "pipe 1" in svg and "slot" in svg
+
+
+def test_bad_output_extension(tmp_path):
+    tl = run(build("gpipe", p=2, m=2), semantics="slot")
+    with pytest.raises(ParameterError, match="png"):
+        gantt(tl, tmp_path / "g.txt")
+
+
+def test_curves_match_reference_numbers():
+    # REFERENCE.md §4: p=4, tF=1, tB=2, m=4: GPipe 21/22.5/24/27, 1F1B 21/23.5/26/31 for c = 0/0.25/0.5/1
+    cfg = Config(4, 4, costs=(("F", 1.0), ("B", 2.0)))
+    df = makespan_curves([ScheduleEntry("gpipe", "gpipe"), ScheduleEntry("1f1b", "1f1b")], cfg, "latency",
+                         [0, 0.25, 0.5, 1.0], "async")
+    got = df.pivot_table(index="x", columns="schedule", values="makespan")
+    assert got["gpipe"].tolist() == pytest.approx([21, 22.5, 24, 27])
+    assert got["1f1b"].tolist() == pytest.approx([21, 23.5, 26, 31])
+    assert crossings(df) == []  # a tie at c=0 and GPipe ahead after: no strict swap
+
+
+def test_crossings_found_between_samples():
+    df = pd.DataFrame({"schedule": ["a"] * 3 + ["b"] * 3, "x": [0, 1, 2] * 2, "makespan": [1, 2, 5, 2, 3, 3]})
+    assert crossings(df) == [("a", "b", 1.0, 2.0)]
+
+
+def test_crossover_plot_bandwidth_presets(tmp_path):
+    cfg = Config(4, 4, "pcie-gen4", "gpt3-1.3b")
+    df = makespan_curves([ScheduleEntry("1f1b", "1f1b"), ScheduleEntry("hanayo-w1", "hanayo", (("waves", 1),))],
+                         cfg, "bandwidth", [1e9, 1e10, 1e11, 1e12])
+    # more bandwidth never slows a schedule down
+    for _, g in df.groupby("schedule"):
+        assert g.sort_values("x")["makespan"].is_monotonic_decreasing
+    out = crossover_plot(df, "bandwidth", tmp_path / "b.png")
+    assert out.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_cli_plot_gantt_and_crossover(tmp_path, capsys):
+    out = tmp_path / "g.png"
+    assert main(["plot", "gpipe", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--comm-delay", "0.5", "-o", str(out),
+                 "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["semantics"] == "async" and info["makespan"] == pytest.approx(3 * 3 + 2 * 0.5)  # (m+p-1)(tF+tB)+2(p-1)c
+    assert out.read_bytes()[:8] == PNG_MAGIC
+    out2 = tmp_path / "c.svg"
+    assert main(["plot", "--crossover", "latency", "-p", "4", "--costs", "F=1,B=2", "--schedules", "gpipe,1f1b",
+                 "--range", "0,1,5", "-o", str(out2), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["crossings"] == []
+    assert out2.read_text().startswith("<?xml")
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["gpipe", "-o", "x.txt"], ".png"),
+    (["-o", "x.png"], "FAMILY|FILE"),
+    (["--crossover", "bandwidth", "--costs", "F=1", "-o", "x.png"], "latency"),
+    (["--crossover", "latency", "--range", "5,1", "-o", "x.png"], "LO < HI"),
+])
+def test_cli_plot_bad_input(argv, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["plot", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and len(err.splitlines()) == 1
