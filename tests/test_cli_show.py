@@ -107,7 +107,7 @@ def test_embedded_table_that_disagrees_is_reported(capsys, tmp_path):
     assert out["embedded_table"]["matches"] is False
     assert out["embedded_table"]["first_difference"] == {"device": 0, "tick": 2, "file": "0B0", "engine": None}
     assert main(["show", str(path)]) == 0
-    assert "embedded table: DIFFERS" in capsys.readouterr().out
+    assert "table in the file: DIFFERS" in capsys.readouterr().out
 
 
 @dataclass(frozen=True)
@@ -231,3 +231,45 @@ def test_installed_command_exits_2_with_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr == f"ppverify show: error: {bad}: line 1 column 32: invalid JSON: Expecting property name enclosed in double quotes\n"
+
+
+# --------------------------------------------------------------------------- text tables as input
+
+# Chimera p=4, m=4 at unit slots as PyTorch would print it (issue 2: makespan 10, peaks 3,4,4,3)
+CHIMERA_GRID = """\
+        Rank 0 Rank 1 Rank 2 Rank 3
+Step 0: 0F0                  0F2
+Step 1: 0F1    1F0    1F2    0F3
+Step 2:        2F2    2F0
+Step 3: 3F2    1F1    1F3    3F0
+Step 4: 3B2    2F3    2F1    3B0
+Step 5: 3F3    2B2    2B0    3F1
+Step 6: 3B3    1B0    1B2    3B1
+Step 7: 0B0    2B3    2B1    0B2
+Step 8:        1B1    1B3
+Step 9: 0B1                  0B3
+"""
+
+
+def test_text_table_input(capsys, tmp_path):
+    path = tmp_path / "chimera.txt"
+    path.write_text(CHIMERA_GRID)
+    out = show_json(capsys, str(path), "--placement", "bidirectional")
+    assert out["makespan"] == 10 and out["peak_activations"] == [3, 4, 4, 3]
+    assert out["bubble_ratio"] == pytest.approx(0.2)
+    assert out["embedded_table"] == {"checked": True, "matches": True}
+    # the same grid timed with B twice as long no longer matches the file's cells
+    out = show_json(capsys, str(path), "--placement", "bidirectional", "--costs", "F=1,B=2")
+    assert out["embedded_table"]["matches"] is False
+
+
+def test_text_table_errors(capsys, tmp_path):
+    path = tmp_path / "chimera.txt"
+    path.write_text(CHIMERA_GRID)
+    # with the default linear placement, pipe-1 ops sit on the wrong devices
+    assert "op 3F2 is on device 0 but its stage lives on device 3" in error_of(capsys, str(path))
+    assert "parameter placement=ring" in error_of(capsys, str(path), "--placement", "ring")
+    assert "only a text table (.txt) takes --placement" in error_of(capsys, "gpipe", "--placement", "v")
+    path.write_text(CHIMERA_GRID.replace("3F3", "3Z3"))
+    assert f"{path}: line 7 (rank 0): '3Z3' is not an action" in error_of(capsys, str(path), "--placement", "bidirectional")
+    assert "t.txt: file not found" in error_of(capsys, str(tmp_path / "t.txt"))

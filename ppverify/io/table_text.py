@@ -242,6 +242,12 @@ def parse_paper_table(text: str, path: str = "<table>") -> tuple[tuple[Action, .
         >>> [[str(a) for a in prog] for prog in progs]
         [['0F0', '0B0']]
     """
+    cells, rows = _paper_cells(text, path)
+    return _cells_to_programs(cells, path, rows, "repeat")
+
+
+def _paper_cells(text: str, path: str) -> tuple[list[list[str]], list[int]]:
+    """Raw cell text of a paper-style table (device x tick) and the line number of each row."""
     lines = _lines(text)
     if not lines or not lines[0][1].lstrip().startswith("tick"):
         raise ScheduleFileError(path, "line 1", "a paper-style table starts with a 'tick 0 1 2 ...' header")
@@ -260,7 +266,7 @@ def parse_paper_table(text: str, path: str = "<table>") -> tuple[tuple[Action, .
         if len(row) != len(ticks):
             raise ScheduleFileError(path, f"line {n}", f"dev {len(cells)} has {len(row)} cells; the header has {len(ticks)} ticks")
         cells.append(row)
-    return _cells_to_programs(cells, path, [n for n, _ in lines[1:]], "repeat")
+    return cells, [n for n, _ in lines[1:]]
 
 
 def _cells_to_programs(cells: list[list[str]], path: str, line_of_row: list[int], continuation: str,
@@ -289,6 +295,12 @@ def parse_torch_grid(text: str, path: str = "<table>") -> tuple[tuple[Action, ..
         >>> [[format_action(a) for a in prog] for prog in parse_torch_grid(grid)]
         [['0F0', '', '0F1'], ['', '1F0', '1B0']]
     """
+    cells, steps = _torch_cells(text, path)
+    return _cells_to_programs(cells, path, steps, "tilde", transposed=True)
+
+
+def _torch_cells(text: str, path: str) -> tuple[list[list[str]], list[int]]:
+    """Raw cell text of a torch-style grid, transposed to device x tick, and each step's line."""
     lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not lines or not _RANK_RE.search(lines[0][1]):
         raise ScheduleFileError(path, "line 1", "a torch-style grid starts with a 'Rank 0 Rank 1 ...' header")
@@ -311,8 +323,7 @@ def parse_torch_grid(text: str, path: str = "<table>") -> tuple[tuple[Action, ..
         words = line[mt.start(2):].split()
         rows.append(words if len(words) == p else _split_positional(line, starts, widths, path, n))
         line_of_step.append(n)
-    cells = [[rows[t][d] for t in range(len(rows))] for d in range(p)]
-    return _cells_to_programs(cells, path, line_of_step, "tilde", transposed=True)
+    return [[rows[t][d] for t in range(len(rows))] for d in range(p)], line_of_step
 
 
 def _split_positional(line: str, starts: list[int], widths: list[int | None], path: str, n: int) -> list[str]:
@@ -337,6 +348,34 @@ def _split_positional(line: str, starts: list[int], widths: list[int | None], pa
     if line[pos:].strip():
         raise ScheduleFileError(path, f"line {n} column {pos + 1}", f"more cells than ranks ({len(widths)})")
     return out
+
+
+def read_text_table(text: str, path: str = "<table>") -> tuple[tuple[tuple[Action, ...], ...], TableGrid]:
+    """Programs and the grid itself (device x tick, ``None`` idle, an action repeated in every
+    cell it occupies) of a table in either layout; the grid's ``tick`` is 1 (a text table does not
+    say how long a tick is).
+
+    Example:
+        >>> progs, grid = read_text_table("   Rank 0\\nStep 0: 0F0\\nStep 1: 0B0\\nStep 2: ~")
+        >>> grid.cells
+        (('0F0', '0B0', '0B0'),)
+    """
+    if detect_style(text, path) == "paper":
+        cells, rows = _paper_cells(text, path)
+        programs = _cells_to_programs(cells, path, rows, "repeat")
+    else:
+        cells, steps = _torch_cells(text, path)
+        programs = _cells_to_programs(cells, path, steps, "tilde", transposed=True)
+    grid = []
+    for row in cells:
+        out: list[str | None] = []
+        for c in row:
+            c = c.strip()
+            out.append(None if c in ("", IDLE) else (out[-1] if c == CONTINUED else c))
+        while out and out[-1] is None:
+            out.pop()
+        grid.append(tuple(out))
+    return programs, TableGrid(1.0, tuple(grid))
 
 
 def detect_style(text: str, path: str = "<table>") -> str:
@@ -406,6 +445,6 @@ def load_table(path: str | Path, **kwargs: Any) -> Schedule:
 
 __all__ = [
     "CONTINUED", "IDLE", "STYLES", "TableGrid", "detect_style", "format_schedule_table",
-    "load_table", "parse_paper_table", "parse_table", "parse_torch_grid", "programs_from_cells",
+    "load_table", "parse_paper_table", "parse_table", "parse_torch_grid", "programs_from_cells", "read_text_table",
     "schedule_from_programs", "table_grid_of", "timeline_table",
 ]

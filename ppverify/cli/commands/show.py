@@ -41,16 +41,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save", metavar="OUT.json", default=None,
                         help="also write the schedule, its costs and its table as a ppverify JSON file")
     parser.add_argument("--no-table", action="store_true", help="print the metrics only")
+    parser.add_argument("--placement", default=None,
+                        help="for a text table (.txt): where its stages live: linear (default), loop "
+                             "(with --v), v, wave (with --waves), bidirectional (with --offset)")
+
+
+#: suffixes read as text tables (paper layout or PyTorch's printed grid)
+TABLE_SUFFIXES = (".txt", ".table")
+
+
+def _table_placement(args: argparse.Namespace, p: int):
+    """The placement a text table is read with (``--placement``, default linear over its rows)."""
+    from ...placement import NAMED
+
+    name = args.placement or "linear"
+    if name not in NAMED:
+        raise ParameterError("placement", name, f"expected one of {', '.join(NAMED)}")
+    extra = {"loop": ("v", 2), "wave": ("waves", 1), "bidirectional": ("offset", 0)}.get(name)
+    if extra is None:
+        return NAMED[name](p)
+    value = getattr(args, f"fam_{extra[0]}", None)
+    return NAMED[name](p, extra[1] if value is None else value)
 
 
 def _document(args: argparse.Namespace) -> ScheduleDocument:
-    """The schedule (with a file's embedded costs and table, when it is a ppverify JSON file)."""
+    """The schedule: built from a family, or read from a file (a ppverify JSON file brings its
+    costs and table along; a text table is read with ``--placement`` and ``-m``)."""
     from ...io import looks_like_file
     from ...io.json_format import read_json
+    from ...io.table_text import read_text_table, schedule_from_programs
     from ..common import schedule_from_args
 
-    if looks_like_file(args.schedule) and Path(args.schedule).suffix.lower() == ".json":
+    suffix = Path(args.schedule).suffix.lower()
+    if suffix in TABLE_SUFFIXES:
+        path = Path(args.schedule)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = "file not found" if isinstance(exc, FileNotFoundError) else f"cannot read as text: {exc}"
+            raise ScheduleFileError(str(path), "", why) from None
+        programs, cells = read_text_table(text, str(path))
+        placement = _table_placement(args, len(programs)) if programs else None
+        schedule = schedule_from_programs(programs, placement, args.m, None, "table", {"file": path.name}, str(path))
+        return ScheduleDocument(schedule, table=cells)
+    if looks_like_file(args.schedule) and suffix == ".json":
         return read_json(args.schedule)
+    if args.placement:
+        raise ParameterError("placement", args.placement, "only a text table (.txt) takes --placement; "
+                             "families and schedule files carry their own")
     return ScheduleDocument(schedule_from_args(args))
 
 
@@ -163,11 +201,13 @@ def _placement_text(schedule: Schedule) -> str:
             f"{pl.p} devices (device of each stage, {pipes})")
 
 
-def _embedded_check(doc: ScheduleDocument, table: TableGrid, same_costs: bool) -> dict[str, Any] | None:
-    """Whether a file's embedded table equals the one the slot engine computes now."""
+def _embedded_check(doc: ScheduleDocument, table: TableGrid, same_costs: bool,
+                    text_table: bool = False) -> dict[str, Any] | None:
+    """Whether a file's table equals the one the slot engine computes now. A JSON file's table is
+    compared only under the file's own costs; a text table (which has no costs) always, cells only."""
     if doc.table is None:
         return None
-    if not same_costs:
+    if not same_costs and not text_table:
         return {"checked": False, "why": "the costs differ from the file's (--costs/--comm-delay given)"}
     want, got = doc.table.cells, table.cells
     for d in range(max(len(want), len(got))):
@@ -179,7 +219,7 @@ def _embedded_check(doc: ScheduleDocument, table: TableGrid, same_costs: bool) -
             if x != y:
                 return {"checked": True, "matches": False,
                         "first_difference": {"device": d, "tick": t, "file": x, "engine": y}}
-    if not _close(doc.table.tick, table.tick):
+    if not text_table and not _close(doc.table.tick, table.tick):
         return {"checked": True, "matches": False, "first_difference": {"tick_length": [doc.table.tick, table.tick]}}
     return {"checked": True, "matches": True}
 
@@ -200,11 +240,13 @@ def run(args: argparse.Namespace) -> int:
         timeline = run_engine(schedule, costs, semantics="slot")
     grid = timeline_table(timeline)
     formula = formula_report(schedule, given, timeline)
-    embedded = _embedded_check(doc, grid, same_costs=not args.costs and not comm_delay)
+    text_table = Path(args.schedule).suffix.lower() in TABLE_SUFFIXES
+    embedded = _embedded_check(doc, grid, not args.costs and not comm_delay, text_table)
     metrics = timeline.metrics()
     if args.save:
         try:
-            save_json(schedule, args.save, costs, grid, comment=doc.comment)
+            # a table timed with communication charged is not the file's costs' table: leave it out
+            save_json(schedule, args.save, costs, None if comm_delay else grid, comment=doc.comment)
         except OSError as exc:
             raise ScheduleFileError(args.save, "", f"cannot write: {exc.strerror or exc}") from None
     if args.json:
@@ -254,11 +296,12 @@ def run(args: argparse.Namespace) -> int:
     _print_formula(formula, timeline)
     if embedded is not None:
         if not embedded["checked"]:
-            print(f"\nembedded table: not compared ({embedded['why']})")
+            print(f"\ntable in the file: not compared ({embedded['why']})")
         elif embedded["matches"]:
-            print("\nembedded table: identical to the slot engine's table")
+            print("\ntable in the file: identical to the slot engine's table")
         else:
-            print(f"\nembedded table: DIFFERS from the slot engine's table: {embedded['first_difference']}")
+            hint = " (give --costs matching the table's op lengths)" if text_table else ""
+            print(f"\ntable in the file: DIFFERS from the slot engine's table{hint}: {embedded['first_difference']}")
     if args.save:
         print(f"\nsaved         {args.save}")
     return 0

@@ -1,0 +1,105 @@
+"""Packaging: every subpackage is listed in pyproject.toml, and a regular (non-editable) wheel
+carries every module and every preset, which the unpacked wheel finds through importlib.resources."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def package_dirs() -> set[str]:
+    """Dotted names of every directory under ppverify/ that holds Python modules."""
+    out = set()
+    for py in (ROOT / "ppverify").rglob("*.py"):
+        if "__pycache__" in py.parts:
+            continue
+        out.add(".".join(py.parent.relative_to(ROOT).parts))
+    return out
+
+
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_every_package_directory_is_listed():
+    listed = set(pyproject()["tool"]["setuptools"]["packages"])
+    missing = package_dirs() - listed
+    assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {sorted(missing)}"
+
+
+def test_every_listed_package_exists_and_models_map_to_the_presets_folder():
+    tool = pyproject()["tool"]["setuptools"]
+    package_dir = tool.get("package-dir", {})
+    assert package_dir.get("ppverify.models") == "models"
+    for name in tool["packages"]:
+        if name in package_dir:
+            folder = ROOT / package_dir[name]
+        else:
+            folder = ROOT / Path(*name.split("."))
+        assert folder.is_dir(), f"{name} is listed but {folder} does not exist"
+    data = tool["package-data"]["ppverify.models"]
+    assert "systems/*.yaml" in data and "llms/*.yaml" in data
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """Build a regular wheel from a copy of the tree (so no build/ or egg-info lands in the repo)."""
+    src = tmp_path_factory.mktemp("src")
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, src / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("ppverify", "models"):
+        shutil.copytree(ROOT / name, src / name, ignore=ignore)
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    wheels = list(out.glob("ppverify-*.whl"))
+    assert len(wheels) == 1
+    return wheels[0]
+
+
+def test_wheel_contains_every_module_and_every_preset(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    modules = {str(p.relative_to(ROOT).as_posix()) for p in (ROOT / "ppverify").rglob("*.py") if "__pycache__" not in p.parts}
+    assert modules <= names, f"modules missing from the wheel: {sorted(modules - names)}"
+    yamls = sorted(p.relative_to(ROOT / "models").as_posix() for p in (ROOT / "models").rglob("*.yaml"))
+    assert yamls, "no presets in models/"
+    want = {f"ppverify/models/{y}" for y in yamls}
+    assert want <= names, f"presets missing from the wheel: {sorted(want - names)}"
+    for kind in ("systems", "llms"):
+        assert any(n.startswith(f"ppverify/models/{kind}/") and n.endswith(".yaml") for n in names), kind
+    data = {f"ppverify/data/{p.name}" for p in (ROOT / "ppverify" / "data").glob("*") if p.is_file()} \
+        if (ROOT / "ppverify" / "data").is_dir() else set()
+    assert data <= names, f"package data missing from the wheel: {sorted(data - names)}"
+
+
+def test_unpacked_wheel_finds_its_presets(wheel, tmp_path):
+    """Import from the unpacked wheel (ahead of the editable install) and list the presets."""
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = (
+        "import json, ppverify; from importlib import resources\n"
+        "root = resources.files('ppverify.models')\n"
+        "print(json.dumps({'file': ppverify.__file__, **{k: sorted(p.name for p in root.joinpath(k).iterdir()"
+        " if p.name.endswith('.yaml')) for k in ('systems', 'llms')}}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert Path(found["file"]).is_relative_to(site), "imported the source tree, not the wheel"
+    assert found["systems"] == sorted(p.name for p in (ROOT / "models" / "systems").glob("*.yaml"))
+    assert found["llms"] == sorted(p.name for p in (ROOT / "models" / "llms").glob("*.yaml"))
