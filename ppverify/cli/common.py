@@ -83,7 +83,21 @@ def check_nonnegative(name: str, value: float | None) -> None:
 
 
 def print_json(data: Any) -> None:
-    """Print ``data`` as indented JSON (numpy values converted)."""
+    """Print ``data`` as indented JSON (numpy values converted); lists of plain values stay on one
+    line so per-device arrays and table rows remain readable.
+
+    Example:
+        >>> print_json({"makespan": 14.0, "peak_activations": [4.0, 3.0], "rows": [{"a": 1}]})
+        {
+          "makespan": 14.0,
+          "peak_activations": [4.0, 3.0],
+          "rows": [
+            {
+              "a": 1
+            }
+          ]
+        }
+    """
     def default(o: Any) -> Any:
         if hasattr(o, "tolist"):
             return o.tolist()
@@ -91,5 +105,16 @@ def print_json(data: Any) -> None:
             return o.item()
         return str(o)
 
-    json.dump(data, sys.stdout, indent=2, default=default)
-    sys.stdout.write("\n")
+    plain = json.loads(json.dumps(data, default=default))  # numpy and friends -> JSON types once
+    sys.stdout.write(_compact_json(plain) + "\n")
+
+
+def _compact_json(obj: Any, indent: int = 0) -> str:
+    pad, inner = " " * indent, " " * (indent + 2)
+    if isinstance(obj, dict) and obj:
+        items = [f"{inner}{json.dumps(k)}: {_compact_json(v, indent + 2)}" for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(obj, list) and any(isinstance(v, (dict, list)) for v in obj):
+        items = [inner + _compact_json(v, indent + 2) for v in obj]
+        return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+    return json.dumps(obj)
