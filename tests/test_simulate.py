@@ -1,0 +1,288 @@
+"""The ``async`` engine: invariants against the slot table and closed forms, REFERENCE.md section 4,
+monotonicity in latency and bandwidth, collectives, memory, deadlock, and the ``simulate`` CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ppverify.cli import main
+from ppverify.comm import FixedDelay
+from ppverify.costs import CostModel
+from ppverify.dag import build_dag_arrays
+from ppverify.engines import run
+from ppverify.engines.simulate import memory_report, replica_groups, simulate_async
+from ppverify.errors import DeadlockError, ParameterError
+from ppverify.llm import Training, llm_cost_model, load_llm, stage_costs
+from ppverify.ops import Op
+from ppverify.placement import linear
+from ppverify.schedule import Schedule
+from ppverify.schedules import build, families
+from ppverify.system import GiB, LinkTier, System, load_system
+
+
+def abstract(s, **kw):
+    return CostModel.abstract(s.placement, **kw)
+
+
+def grid_schedules(ps=(2, 4, 6), ms=(1, 2, 4, 8)):
+    """Every registered family (other engineers add families: enumerate, never list) over a grid;
+    parameter combinations a family rejects are skipped."""
+    for fam in families():
+        for p in ps:
+            for m in ms:
+                try:
+                    yield fam.name, fam.generator(p, m, **fam.defaults())
+                except ParameterError:
+                    continue
+
+
+# ---- invariants -------------------------------------------------------------------------------
+
+def test_async_without_comm_equals_slot_table_for_every_family():
+    checked = set()
+    for name, s in grid_schedules():
+        has_idle = bool(build_dag_arrays(s).idle_before.any())
+        for costs in (CostModel.unit(s.placement), abstract(s, F=1, B=2)):
+            slot = run(s, costs, semantics="slot")
+            asy = run(s, costs, FixedDelay(0.0), semantics="async")
+            if has_idle:
+                # explicit idle slots are table ticks; the async engine does not wait for them
+                assert asy.makespan <= slot.makespan + 1e-9
+            else:
+                np.testing.assert_allclose(asy.start, slot.start, atol=1e-9, err_msg=f"{name} p={s.p} m={s.m}")
+                np.testing.assert_allclose(asy.end, slot.end, atol=1e-9)
+        checked.add(name)
+    # every family builds somewhere on the grid, so every family is checked
+    assert checked == {f.name for f in families()}
+
+
+@pytest.mark.parametrize("p", [2, 3, 4, 8])
+@pytest.mark.parametrize("m", [1, 3, 8])
+@pytest.mark.parametrize("c", [0.0, 0.3, 1.0, 2.5])
+def test_gpipe_async_closed_form(p, m, c):
+    # uniform stages: (m + p - 1)(tF + tB) + 2 (p - 1) c
+    tF, tB = 1.0, 2.0
+    s = build("gpipe", p=p, m=m)
+    tl = simulate_async(s, abstract(s, F=tF, B=tB), FixedDelay(c))
+    assert tl.makespan == pytest.approx((m + p - 1) * (tF + tB) + 2 * (p - 1) * c)
+
+
+@pytest.mark.parametrize("c, gpipe, ofob", [(0, 21, 21), (0.25, 22.5, 23.5), (0.5, 24, 26), (1, 27, 31)])
+def test_reference_section_4_numbers(c, gpipe, ofob):
+    # REFERENCE.md section 4: p=4, tF=1, tB=2, m=4
+    for fam, want in (("gpipe", gpipe), ("1f1b", ofob)):
+        s = build(fam, p=4, m=4)
+        assert run(s, abstract(s, F=1, B=2), FixedDelay(c), semantics="async").makespan == pytest.approx(want)
+
+
+def test_slot_charges_comm_per_column_and_ties():
+    # under slot with comm per column, GPipe and 1F1B tie at (m+p-1)(tF+tB+2c)
+    for fam in ("gpipe", "1f1b"):
+        s = build(fam, p=4, m=4)
+        assert run(s, abstract(s, F=1, B=2), FixedDelay(0.5), semantics="slot", charge_comm=True).makespan == 28
+
+
+def toy_system(latency_us: float, bandwidth_GBps: float, gpus_per_node: int = 2) -> System:
+    return System("toy", "gpu", 100e12, 80 * GiB, gpus_per_node, 1, LinkTier("fast", 1e-6, 300e9),
+                  LinkTier("net", latency_us / 1e6, bandwidth_GBps * 1e9))
+
+
+@pytest.mark.parametrize("fam", ["gpipe", "1f1b", "chimera"])
+def test_makespan_monotone_in_latency_and_bandwidth(fam):
+    s = build(fam, p=4, m=8)
+    costs = llm_cost_model("gpt3-1.3b", 100e12, s.num_stages, Training(mfu=0.5))
+    lat = [run(s, costs, toy_system(x, 25), semantics="async").makespan for x in (0, 10, 100, 1000, 10000)]
+    assert all(a <= b + 1e-12 for a, b in zip(lat, lat[1:]))
+    assert lat[-1] > lat[0]
+    bw = [run(s, costs, toy_system(10, x), semantics="async").makespan for x in (1, 5, 25, 100, 1000)]
+    assert all(a >= b - 1e-12 for a, b in zip(bw, bw[1:]))
+    assert bw[0] > bw[-1]
+
+
+def test_ideal_system_equals_compute_only_timing():
+    s = build("1f1b", p=8, m=16)
+    sysm = load_system("ideal")
+    costs = llm_cost_model("gpt3-13b", sysm.peak_flops, 8)
+    ideal = run(s, costs, sysm, semantics="async")
+    slot = run(s, costs, semantics="async")
+    assert ideal.makespan == pytest.approx(slot.makespan)
+    assert run(s, costs, load_system("dgx-h100"), semantics="async").makespan > ideal.makespan
+    assert max(ideal.info["exposed_comm"]) == 0
+
+
+def test_transfers_recorded_with_bytes():
+    s = build("1f1b", p=4, m=5)
+    sysm = load_system("dgx-h100").with_ranks_per_node(2)
+    sc = stage_costs(load_llm("gpt3-1.3b"), sysm.peak_flops, 4, Training())
+    tl = run(s, sc.cost_model(), sysm, semantics="async")
+    tr = tl.transfers
+    # (p-1) boundaries, one activation and one gradient per microbatch each
+    assert tr.kind.count("activation") == 3 * 5 and tr.kind.count("gradient") == 3 * 5
+    assert set(tr.nbytes) == {2048 * 2048 * 2.0}
+    for n in range(len(tr)):
+        want = sysm.transfer_time(tr.src_dev[n], tr.dst_dev[n], tr.nbytes[n])
+        assert tr.end[n] - tr.start[n] == pytest.approx(want)
+        assert tr.start[n] == pytest.approx(tl.end[tr.src_op[n]])  # sent when the producer ends
+        assert tl.start[tr.dst_op[n]] >= tr.end[n] - 1e-15  # consumed after arrival
+    # hop 1 -> 2 crosses nodes (2 ranks per node): InfiniBand, slower than NVLink
+    hop12 = [tr.end[n] - tr.start[n] for n in range(len(tr)) if (tr.src_dev[n], tr.dst_dev[n]) == (1, 2)]
+    hop01 = [tr.end[n] - tr.start[n] for n in range(len(tr)) if (tr.src_dev[n], tr.dst_dev[n]) == (0, 1)]
+    assert hop12[0] > 5 * hop01[0]
+    frame = tl.to_frame()
+    assert (frame["type"] == "transfer").sum() == 30 and (frame["type"] == "op").sum() == 40
+
+
+def test_exposed_comm_by_hand():
+    # GPipe p=4, F=1, B=2, c=0.5: every device waits 0.5 once per direction it receives in
+    s = build("gpipe", p=4, m=4)
+    tl = simulate_async(s, abstract(s, F=1, B=2), FixedDelay(0.5))
+    assert tl.info["exposed_comm"] == [0.5, 1.0, 1.0, 0.5]
+
+
+# ---- collectives ------------------------------------------------------------------------------
+
+def test_chimera_replica_groups_and_reference_makespan():
+    s = build("chimera", p=4, m=4)
+    assert replica_groups(s) == [(0, (0, 3)), (1, (1, 2)), (2, (1, 2)), (3, (0, 3))]
+    # REFERENCE.md section 1: Chimera p=4, m=4, tB = 2 tF -> 16 units
+    assert run(s, abstract(s, F=1, B=2), semantics="async").makespan == 16
+
+
+def test_chimera_allreduce_eager_and_after_flush_by_hand():
+    s = build("chimera", p=4, m=4)
+    c = 0.5
+    costs = abstract(s, F=1, B=2)
+    base = run(s, costs, FixedDelay(c), semantics="async", sync="none")
+    eager = run(s, costs, FixedDelay(c), semantics="async", sync="eager")
+    flush = run(s, costs, FixedDelay(c), semantics="async", sync="after-flush")
+    np.testing.assert_allclose(base.end, eager.end)  # collectives never delay compute
+    tr = eager.transfers
+    ar = [n for n in range(len(tr)) if tr.kind[n] == "allreduce"]
+    assert len(ar) == 8  # 4 stages x 2 replicas
+    for n in ar:
+        # a pair all-reduce under a fixed delay c: 2(n-1) steps of c = 2c
+        assert tr.end[n] - tr.start[n] == pytest.approx(2 * c)
+    # eager: stage s's all-reduce starts when the last backward of stage s ends on both replicas
+    for stage, devs in replica_groups(s):
+        last = max(eager.end[i] for i, op in enumerate(eager.ops) if op.stage == stage and op.kind == "B")
+        starts = {tr.start[n] for n in ar if tr.src_dev[n] in devs and abs(tr.start[n] - last) < 1e-9}
+        assert starts == {last}
+    assert eager.makespan == pytest.approx(max(base.makespan, max(tr.end[n] for n in ar)))
+    # after-flush starts once both replica devices have finished everything: never earlier
+    assert flush.makespan >= eager.makespan
+    dev_end = [max(base.end[base.device == d]) for d in range(4)]
+    assert flush.makespan == pytest.approx(max(max(dev_end[0], dev_end[3]), max(dev_end[1], dev_end[2])) + 2 * c)
+
+
+def test_chimera_allreduce_bytes_from_presets():
+    s = build("chimera", p=4, m=4)
+    sysm = load_system("dgx-h100")
+    sc = stage_costs(load_llm("gpt3-1.3b"), sysm.peak_flops, 4, Training())
+    tl = run(s, sc.cost_model(), sysm, semantics="async")
+    tr = tl.transfers
+    ar = [n for n in range(len(tr)) if tr.kind[n] == "allreduce" and tr.src_dev[n] == 0]
+    # stage 0 replicas on devices 0 and 3 (same node): 2 alpha + grad bytes / beta, grads in bf16
+    n0 = ar[0]
+    assert tr.nbytes[n0] == pytest.approx(sc.params[0] * 2.0)
+    assert tr.end[n0] - tr.start[n0] == pytest.approx(2 * 5e-6 + tr.nbytes[n0] / 450e9)
+
+
+def test_dp_allreduce_ends_the_step():
+    s = build("1f1b", p=2, m=4)
+    sysm = load_system("ib-ndr-cluster")
+    sc = stage_costs(load_llm("gpt3-1.3b"), sysm.peak_flops, 2, Training())
+    base = run(s, sc.cost_model(), sysm, semantics="async")
+    dp = run(s, sc.cost_model(), sysm, semantics="async", dp_allreduce=4)
+    ends = []
+    for d in range(2):
+        grad = sc.params[d] * 2.0
+        t = 6 * 10e-6 + 1.5 * grad / 50e9  # ring over 4: 2(n-1) alpha + 2(n-1)/n bytes / beta
+        ends.append(max(base.end[base.device == d]) + t)
+    assert dp.makespan == pytest.approx(max(ends))
+    assert dp.info["exposed_comm"][0] >= ends[0] - max(base.end[base.device == 0]) - 1e-12
+
+
+def test_bad_options():
+    s = build("1f1b", p=2, m=2)
+    with pytest.raises(ParameterError, match="sync"):
+        simulate_async(s, abstract(s), FixedDelay(0), sync="lazy")
+    with pytest.raises(ParameterError, match="dp-allreduce"):
+        simulate_async(s, abstract(s), FixedDelay(0), dp_allreduce=-1)
+    with pytest.raises(ParameterError, match="unknown option"):
+        simulate_async(s, abstract(s), FixedDelay(0), colour="red")
+    with pytest.raises(ParameterError, match="stages"):
+        simulate_async(s, llm_cost_model("gpt3-1.3b", 1e15, 3), FixedDelay(0))
+
+
+# ---- memory, deadlock -------------------------------------------------------------------------
+
+def test_memory_peak_and_oom():
+    s = build("1f1b", p=4, m=8)
+    sysm = load_system("dgx-h100")
+    sc = stage_costs(load_llm("gpt3-175b"), sysm.peak_flops, 4, Training())
+    tl = run(s, sc.cost_model(), sysm, semantics="async")
+    rep = memory_report(tl)
+    # 175B x 16 bytes over 4 stages is ~650 GiB per device: every device is out of memory
+    assert rep["oom"] == [0, 1, 2, 3] and rep["capacity"] == 80 * GiB
+    # device 1 holds min(p - d, m) = 3 in-flight microbatches of activations at its peak
+    assert rep["peak"][1] == pytest.approx(sc.weight_bytes[1] + 3 * sc.activation[1])
+    small = run(s, llm_cost_model("gpt3-1.3b", sysm.peak_flops, 4), sysm, semantics="async")
+    assert memory_report(small)["oom"] == []
+
+
+def test_replicated_weights_count_twice():
+    s = build("chimera", p=4, m=4)
+    sysm = load_system("dgx-h100")
+    sc = stage_costs(load_llm("gpt3-1.3b"), sysm.peak_flops, 4, Training())
+    tl = run(s, sc.cost_model(), sysm, semantics="async")
+    assert memory_report(tl)["weights"][0] == pytest.approx(sc.weight_bytes[0] + sc.weight_bytes[3])
+
+
+def test_deadlock_reported_with_waiting_devices():
+    s = Schedule(linear(2), 1, ((Op("F", 0, 0), Op("B", 0, 0)), (Op("B", 1, 0), Op("F", 1, 0))), (0,))
+    with pytest.raises(DeadlockError) as exc:
+        simulate_async(s, CostModel.unit(s.placement), FixedDelay(0.5))
+    assert [w[0] for w in exc.value.waits] == [0, 1]
+    assert exc.value.waits[0][1] == "0B0" and "1B0" in exc.value.waits[0][2]
+
+
+# ---- CLI --------------------------------------------------------------------------------------
+
+def test_cli_simulate_preset_text(capsys):
+    assert main(["simulate", "1f1b", "-p", "8", "-m", "16", "--system", "dgx-h100", "--model", "gpt3-13b"]) == 0
+    out = capsys.readouterr().out
+    for word in ("makespan", "bubble ratio", "exposed comm", "peak memory", "dev 7", "dgx-h100"):
+        assert word in out
+
+
+def test_cli_simulate_json_matches_engine(capsys):
+    code = main(["simulate", "gpipe", "-p", "4", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "0.5", "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["makespan"] == 24 and data["semantics"] == "async"
+    assert data["transfers"] == {"activation": 12, "gradient": 12}
+    assert data["exposed_comm"] == [0.5, 1.0, 1.0, 0.5]
+
+
+def test_cli_oom_exit_code_and_errors(capsys):
+    assert main(["simulate", "1f1b", "-p", "4", "--system", "dgx-h100", "--model", "gpt3-175b", "--no-table"]) == 1
+    assert "out of memory" in capsys.readouterr().out
+    assert main(["simulate", "1f1b", "-p", "4", "--system", "nosuch", "--model", "gpt3-13b"]) == 2
+    assert "available: " in capsys.readouterr().err
+    assert main(["simulate", "1f1b", "-p", "4", "--semantics", "slot", "--sync", "after-flush"]) == 2
+    assert main(["simulate", "chimera", "-p", "4", "--sync", "after-flush", "--dp-allreduce", "--json",
+                 "--costs", "F=1,B=2", "--comm-delay", "0.1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["transfers"]["dp-allreduce"] == 4 and data["sync"] == "after-flush"
+
+
+def test_cli_frame(tmp_path, capsys):
+    out = tmp_path / "rows.csv"
+    assert main(["simulate", "1f1b", "-p", "2", "-m", "2", "--comm-delay", "0.5", "--frame", str(out), "--no-table"]) == 0
+    import pandas as pd
+
+    df = pd.read_csv(out)
+    assert len(df) == 8 + 4 and set(df["type"]) == {"op", "transfer"}
