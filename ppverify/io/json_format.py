@@ -413,15 +413,16 @@ def document_from_dict(data: Any, path: str = "<dict>") -> ScheduleDocument:
     family = rd.str_(data.get("family", "custom"), "family")
     params = _parse_params(rd, data.get("params", {}))
     comment = rd.str_(data.get("comment", ""), "comment")
-    costs = _parse_costs(rd, data["costs"], placement.num_stages) if "costs" in data else None
-    table = _parse_table(rd, data["table"], p) if "table" in data else None
-
-    if "programs" in data:
+    programs = None
+    if "programs" in data:  # the programs are the schedule: report their errors first
         progs = rd.lst(data["programs"], "programs", p, "programs (one per device)")
         programs = tuple(
             tuple(rd.action(a, f"programs[{d}][{i}]") for i, a in enumerate(rd.lst(prog, f"programs[{d}]")))
             for d, prog in enumerate(progs)
         )
+    costs = _parse_costs(rd, data["costs"], placement.num_stages) if "costs" in data else None
+    table = _parse_table(rd, data["table"], p) if "table" in data else None
+    if programs is not None:
         if table is not None:
             from_table = programs_from_cells(table.cells, str(path), "table.grid")
             for d in range(p):
