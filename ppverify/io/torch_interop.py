@@ -150,10 +150,12 @@ def from_torch(order: dict[int, Sequence[Any]] | Sequence[Sequence[Any]], name: 
     return Schedule(sched.placement, sched.m, sched.programs, sched.pipe_of_mb, name, dict(sched.params))
 
 
-def torch_schedule(name: str, p: int, m: int, v: int | None = None, strip_reduce_grad: bool = True) -> Schedule:
+def torch_schedule(name: str, p: int, m: int, v: int | None = None, strip_reduce_grad: bool = True,
+                   strip_idle: bool = False) -> Schedule:
     """Build a PyTorch class's action lists and import them (REDUCE_GRAD markers dropped by
-    default). For ``1F1B`` the stage count is given explicitly so that the last rank's bug shows
-    as wrong ops rather than a different step.
+    default; idle slots kept unless ``strip_idle``: PyTorch's runtime skips them, the ``slot``
+    engine charges one tick each). The stage count and placement are given explicitly, so that
+    ``1F1B``'s last-rank bug shows as wrong ops rather than as a different step.
 
     Example:
         >>> torch_schedule("1F1B", 2, 2).programs[1]  # doctest: +SKIP
@@ -162,6 +164,8 @@ def torch_schedule(name: str, p: int, m: int, v: int | None = None, strip_reduce
     order = torch_pipeline_order(name, p, m, v)
     vv = 1 if name in SINGLE_STAGE else (v or 2)
     placement = "v" if name in V_CLASSES else "loop"
+    if strip_idle:
+        order = {r: [a for a in row if a is not None] for r, row in order.items()}
     return from_torch(order, f"torch-{name}", strip_reduce_grad, placement=placement, m=m, num_stages=p * vv)
 
 

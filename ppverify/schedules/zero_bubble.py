@@ -1,0 +1,168 @@
+"""Zero-bubble handcrafted schedules ZB-H1 and ZB-H2 (Qi et al., ICLR'24, arXiv 2401.10241).
+
+The backward is split into ``I`` (input gradient, on the critical path) and ``W`` (weight
+gradient, free to move); one stage per device (``linear`` placement).
+
+* ``zb-h1``: 1F1B's forwards and input-gradient order, with the ``W`` of device d delayed by d
+  microbatches (the last device, which idles longest at the end, delays most). This is the op
+  order of PyTorch's ``ScheduleInterleavedZeroBubble`` with one stage per rank (ZB1P). Peak
+  activations (freed when W ends): ``min(p, m)`` on every device, i.e. 1F1B's global peak.
+* ``zb-h2``: up to ``2p - 1`` microbatches in flight per device (the paper's ZB-H2 memory); the
+  order is the greedy one at equal op costs: whenever a device is free it runs a ready ``I``,
+  else the next ``F`` if fewer than ``2p-1`` microbatches are held, else the oldest pending ``W``.
+  The paper draws ZB-H2 by hand; this construction is ppverify's and reaches the one-step lower
+  bound ``(p-1)tF + m(tF+tI+tW)`` at equal costs for ``m >= p`` (tests check it).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..ops import F, I, W, Op
+from ..placement import linear
+from ..schedule import Schedule
+from .registry import Family, check_int, register
+
+
+def zb_h1(p: int, m: int) -> Schedule:
+    """ZB-H1: warm-up ``min(p-1-d, m)`` forwards, then ``F, I`` pairs, each followed by the
+    ``W`` of the microbatch d places earlier once ``d`` inputs-gradients are done; the rest of the
+    ``W`` at the end.
+
+    Example:
+        >>> [str(o) for o in zb_h1(2, 2).programs[0]]
+        ['0F0', '0F1', '0I0', '0W0', '0I1', '0W1']
+        >>> [str(o) for o in zb_h1(2, 2).programs[1]]
+        ['1F0', '1I0', '1F1', '1I1', '1W0', '1W1']
+    """
+    programs = []
+    for d in range(p):
+        warm = min(p - 1 - d, m)
+        prog = [Op(F, d, k) for k in range(warm)]
+        done_w = 0
+        for j in range(m):
+            if warm + j < m:
+                prog.append(Op(F, d, warm + j))
+            prog.append(Op(I, d, j))
+            if j >= d:  # W trails I by d microbatches on device d
+                prog.append(Op(W, d, done_w))
+                done_w += 1
+        prog += [Op(W, d, k) for k in range(done_w, m)]
+        programs.append(tuple(prog))
+    return Schedule(linear(p), m, tuple(programs), (0,) * m, "zb-h1", {"p": p, "m": m})
+
+
+def zb_h2(p: int, m: int) -> Schedule:
+    """ZB-H2 (greedy at equal costs, at most ``2p-1`` microbatches held per device).
+
+    Example:
+        >>> [str(o) for o in zb_h2(2, 3).programs[0]]
+        ['0F0', '0F1', '0F2', '0I0', '0W0', '0I1', '0W1', '0I2', '0W2']
+        >>> [str(o) for o in zb_h2(2, 3).programs[1]]
+        ['1F0', '1I0', '1F1', '1I1', '1F2', '1I2', '1W0', '1W1', '1W2']
+    """
+    cap = 2 * p - 1
+    f_end: dict[tuple[int, int], int] = {}
+    i_end: dict[tuple[int, int], int] = {}
+    nf, ni, nw = [0] * p, [0] * p, [0] * p
+    free = [0] * p
+    programs: list[list[Op]] = [[] for _ in range(p)]
+    never = 1 << 60
+    t = 0
+    limit = 4 * (3 * m + p)  # every device is busy each step until done; far above any real end
+    # unit-time event loop: every op lasts 1, an op finished at t may feed one starting at t
+    while any(n < m for n in nw):
+        for d in range(p):
+            if free[d] > t:
+                continue
+            j = ni[d]
+            if (j < nf[d] and f_end[(d, j)] <= t
+                    and (d == p - 1 or i_end.get((d + 1, j), never) <= t)):
+                programs[d].append(Op(I, d, j))
+                i_end[(d, j)] = t + 1
+                ni[d] += 1
+            elif nf[d] < m and nf[d] - nw[d] < cap and (d == 0 or f_end.get((d - 1, nf[d]), never) <= t):
+                programs[d].append(Op(F, d, nf[d]))
+                f_end[(d, nf[d])] = t + 1
+                nf[d] += 1
+            elif nw[d] < ni[d] and i_end[(d, nw[d])] <= t:
+                programs[d].append(Op(W, d, nw[d]))
+                nw[d] += 1
+            else:
+                continue
+            free[d] = t + 1
+        t += 1
+        if t > limit:  # cannot happen for p, m >= 1 (tests sweep them); guard against a silent hang
+            raise RuntimeError(f"zb-h2 construction did not finish for p={p}, m={m}")
+    return Schedule(linear(p), m, tuple(tuple(pr) for pr in programs), (0,) * m, "zb-h2", {"p": p, "m": m})
+
+
+def _fr(costs) -> dict[str, Fraction]:
+    from ..formulas import costs_of
+
+    return {k: Fraction(x).limit_denominator(10**6) for k, x in costs_of(costs).items()}
+
+
+def zb_h1_formula(p: int, m: int, costs=None):
+    """ZB-H1: makespan ``m(tF+tI+tW) + (p-1)(tF + tI - min(tW, tF))``; peak ``min(p, m)``.
+
+    The paper's bubble ``(p-1)(tF+tI-tW)`` assumes ``tW <= tF``: the delayed W's fill the drain
+    (each device's last gradient arrives ``tI`` apart while it has W's to run) and the warm-up
+    (the first gradient reaches device d after ``2(p-1-d)`` ops). When ``tW > tF`` a W no longer
+    fits in the gap a forward leaves and the bubble stays ``(p-1) tI``: ``min(tW, tF)`` covers
+    both (derived by hand, checked against the table for m >= p). Memory (freed when W ends):
+    device d keeps 1F1B's ``min(p-d, m)`` in flight plus its ``d`` delayed W's. For ``m < p``
+    the makespan is a lower bound.
+
+    Example:
+        >>> f = zb_h1_formula(4, 8)
+        >>> f.makespan, f.peak_activations
+        (27.0, (4.0, 4.0, 4.0, 4.0))
+    """
+    from ..formulas import EXACT, LOWER, Formula
+
+    check_int("p", p, 1)
+    check_int("m", m, 1)
+    c = _fr(costs)
+    busy = m * (c["F"] + c["I"] + c["W"])
+    makespan = busy + (p - 1) * (c["F"] + c["I"] - min(c["W"], c["F"]))
+    return Formula("zb-h1", float(makespan), float(1 - busy / makespan), (float(min(p, m)),) * p,
+                   EXACT if m >= p else LOWER, EXACT,
+                   "makespan exact for m >= p (any tF, tI, tW), a lower bound for m < p; "
+                   "the paper's (p-1)(tF+tI-tW) is the tW <= tF case",
+                   "Qi et al. ICLR'24 (ZB-H1); REFERENCE.md §1")
+
+
+def zb_h2_formula(p: int, m: int, costs=None):
+    """ZB-H2 (ppverify's greedy order): makespan >= ``(p-1)tF + m(tF+tI+tW)``, reached at equal
+    costs for ``m >= p``; peak ``min(2p-1, m)`` on every device.
+
+    The bound holds for every schedule of one step: the last device cannot start before
+    ``(p-1)tF`` and then has ``m(tF+tI+tW)`` of work. The paper's bubble ``(p-1)(tF+tI-2tW)``
+    (0 at equal costs) leaves out that fill, which its optimizer post-validation overlaps with
+    the next step; one step always pays it.
+
+    Example:
+        >>> f = zb_h2_formula(4, 8)
+        >>> f.makespan, f.makespan_kind, f.peak_activations
+        (27.0, 'exact', (7.0, 7.0, 7.0, 7.0))
+    """
+    from ..formulas import EXACT, LOWER, Formula
+
+    check_int("p", p, 1)
+    check_int("m", m, 1)
+    c = _fr(costs)
+    busy = m * (c["F"] + c["I"] + c["W"])
+    makespan = busy + (p - 1) * c["F"]
+    equal = c["F"] == c["I"] == c["W"]
+    return Formula("zb-h2", float(makespan), float(1 - busy / makespan), (float(min(2 * p - 1, m)),) * p,
+                   EXACT if (equal and m >= p) else LOWER, EXACT,
+                   "makespan exact at tF = tI = tW with m >= p, otherwise a lower bound (the order is "
+                   "built at equal costs); peaks exact",
+                   "Qi et al. ICLR'24 (ZB-H2 memory 2p-1); greedy construction and bound derived here")
+
+
+register(Family("zb-h1", zb_h1, "Zero bubble ZB-H1: 1F1B with I/W split and W delayed by d on device d (Qi et al. 2024)",
+                rules="p >= 1, m >= 1", formula=zb_h1_formula))
+register(Family("zb-h2", zb_h2, "Zero bubble ZB-H2: up to 2p-1 microbatches in flight, greedy I > F > W (Qi et al. 2024)",
+                rules="p >= 1, m >= 1", formula=zb_h2_formula))
