@@ -1,0 +1,146 @@
+"""The ``contention`` engine: a hand-computed FIFO queue, NIC sharing, contention >= async for
+every family, equality when nothing is shared, collectives, deadlock."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ppverify.comm import FixedDelay
+from ppverify.costs import CostModel
+from ppverify.engines import run
+from ppverify.engines.contention import simulate_contention
+from ppverify.errors import DeadlockError, ParameterError
+from ppverify.llm import Training, llm_cost_model
+from ppverify.ops import Op
+from ppverify.placement import linear
+from ppverify.schedule import Schedule
+from ppverify.schedules import build, families
+from ppverify.system import GiB, LinkTier, System, load_system
+
+
+def test_fifo_queue_on_one_link_by_hand():
+    # GPipe p=2, m=2, every op 1, each transfer 3 on the one directed link 0 -> 1 (and back):
+    # activations: mb0 [1,4]; mb1 requested at 2 waits for the link until 4 -> [4,7]
+    # device 1: F0 [4,5], F1 [7,8], B0 [8,9], B1 [9,10]
+    # gradients: mb0 [9,12]; mb1 requested at 10 waits until 12 -> [12,15]
+    # device 0: B0 [12,13], B1 [15,16]    (async: 12, the transfers overlap)
+    s = build("gpipe", p=2, m=2)
+    costs = CostModel.unit(s.placement)
+    tl = simulate_contention(s, costs, FixedDelay(3.0))
+    got = {str(op): (tl.start[i], tl.end[i]) for i, op in enumerate(tl.ops)}
+    assert got == {"0F0": (0, 1), "0F1": (1, 2), "0B0": (12, 13), "0B1": (15, 16),
+                   "1F0": (4, 5), "1F1": (7, 8), "1B0": (8, 9), "1B1": (9, 10)}
+    tr = tl.transfers
+    assert sorted(zip(tr.start, tr.end)) == [(1, 4), (4, 7), (9, 12), (12, 15)]
+    assert run(s, costs, FixedDelay(3.0), semantics="async").makespan == 12
+
+
+def one_nic_system(latency_us=5.0, bandwidth_GBps=1.0):
+    # one GPU and one NIC per node: a device's sends to both neighbours share its NIC's transmit side
+    return System("one-nic", "gpu", 100e12, 80 * GiB, 1, 1, None, LinkTier("slow", latency_us / 1e6, bandwidth_GBps * 1e9))
+
+
+def test_nic_shared_by_both_directions_of_a_device():
+    s = build("1f1b", p=4, m=8)
+    sysm = one_nic_system(bandwidth_GBps=0.1)  # a transfer (84 ms) outlasts a forward (29 ms)
+    costs = llm_cost_model("gpt3-1.3b", sysm.peak_flops, 4, Training(mfu=0.5))
+    asy = run(s, costs, sysm, semantics="async")
+    con = run(s, costs, sysm, semantics="contention")
+    assert con.makespan > asy.makespan
+    # no two transfers overlap on a NIC transmit side (FIFO, one at a time)
+    tr = con.transfers
+    for d in range(4):
+        spans = sorted((tr.start[n], tr.end[n]) for n in range(len(tr)) if tr.src_dev[n] == d)
+        for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+            assert b0 >= a1 - 1e-12
+
+
+def test_full_duplex_links_do_not_contend_within_a_node():
+    # inside a DGX node every directed pair is its own link: a linear pipeline never queues
+    s = build("1f1b", p=8, m=16)
+    sysm = load_system("dgx-h100")
+    costs = llm_cost_model("gpt3-13b", sysm.peak_flops, 8)
+    np.testing.assert_allclose(run(s, costs, sysm, semantics="contention").start,
+                               run(s, costs, sysm, semantics="async").start)
+
+
+def test_zero_time_network_equals_async():
+    s = build("chimera", p=4, m=8)
+    sysm = load_system("ideal")
+    costs = llm_cost_model("gpt3-1.3b", sysm.peak_flops, 4)
+    a = run(s, costs, sysm, semantics="async")
+    c = run(s, costs, sysm, semantics="contention")
+    np.testing.assert_allclose(c.start, a.start)
+    assert c.makespan == pytest.approx(a.makespan)
+
+
+@pytest.mark.parametrize("comm", [FixedDelay(0.3), FixedDelay(2.0), "one-nic", "pcie"])
+def test_contention_never_faster_than_async_for_every_family(comm):
+    checked = set()
+    for fam in families():
+        for p, m in ((2, 4), (4, 4), (4, 8)):
+            try:
+                s = fam.generator(p, m, **fam.defaults())
+            except ParameterError:
+                continue
+            if comm == "one-nic":
+                cm, costs = one_nic_system(), llm_cost_model("gpt3-1.3b", 100e12, s.num_stages,
+                                                             Training(layers_per_stage=_split(24, s.num_stages)))
+            elif comm == "pcie":
+                cm = load_system("pcie-gen4").with_ranks_per_node(2)
+                costs = llm_cost_model("gpt3-1.3b", cm.peak_flops, s.num_stages,
+                                       Training(layers_per_stage=_split(24, s.num_stages)))
+            else:
+                cm, costs = comm, CostModel.abstract(s.placement, F=1, B=2)
+            a = run(s, costs, cm, semantics="async")
+            c = run(s, costs, cm, semantics="contention")
+            assert (c.start >= a.start - 1e-9).all(), f"{fam.name} p={p} m={m}"
+            assert c.makespan >= a.makespan - 1e-9
+            checked.add(fam.name)
+    assert checked == {f.name for f in families()}
+
+
+def _split(layers, stages):
+    # allow more stages than layers (some families have many small stages)
+    base, extra = divmod(layers, stages)
+    return tuple(base + (1 if s < extra else 0) for s in range(stages))
+
+
+def test_collectives_queue_behind_p2p():
+    s = build("chimera", p=4, m=4)
+    costs = CostModel.abstract(s.placement, F=1, B=2)
+    c = run(s, costs, FixedDelay(1.0), semantics="contention", sync="eager")
+    a = run(s, costs, FixedDelay(1.0), semantics="contention", sync="none")
+    assert c.makespan >= a.makespan
+    tr = c.transfers
+    ar = [n for n in range(len(tr)) if tr.kind[n] == "allreduce"]
+    assert len(ar) == 8
+    for n in ar:
+        assert tr.end[n] - tr.start[n] == pytest.approx(2.0)
+    # collectives on the same ring links never overlap each other
+    spans = sorted({(tr.start[n], tr.end[n], frozenset((tr.src_dev[n], tr.dst_dev[n]))) for n in ar},
+                   key=lambda x: x[0])
+    by_pair = {}
+    for s0, s1, pair in spans:
+        by_pair.setdefault(pair, []).append((s0, s1))
+    for lst in by_pair.values():
+        for (a0, a1), (b0, b1) in zip(lst, lst[1:]):
+            assert b0 >= a1 - 1e-12
+    # data-parallel all-reduce at the end
+    dp = run(s, costs, FixedDelay(1.0), semantics="contention", dp_allreduce=2)
+    assert dp.transfers.kind.count("dp-allreduce") == 4
+    assert dp.makespan >= c.makespan
+
+
+def test_deadlock_reported():
+    s = Schedule(linear(2), 1, ((Op("F", 0, 0), Op("B", 0, 0)), (Op("B", 1, 0), Op("F", 1, 0))), (0,))
+    with pytest.raises(DeadlockError) as exc:
+        simulate_contention(s, CostModel.unit(s.placement), FixedDelay(0.5))
+    assert [w[0] for w in exc.value.waits] == [0, 1]
+
+
+def test_unknown_option():
+    s = build("1f1b", p=2, m=2)
+    with pytest.raises(ParameterError):
+        simulate_contention(s, CostModel.unit(s.placement), FixedDelay(0.5), colour=1)
