@@ -273,3 +273,19 @@ def test_text_table_errors(capsys, tmp_path):
     path.write_text(CHIMERA_GRID.replace("3F3", "3Z3"))
     assert f"{path}: line 7 (rank 0): '3Z3' is not an action" in error_of(capsys, str(path), "--placement", "bidirectional")
     assert "t.txt: file not found" in error_of(capsys, str(tmp_path / "t.txt"))
+
+
+@pytest.mark.parametrize("fam", [f.name for f in families()])
+def test_every_family_shows(capsys, fam):
+    """Every registered family either shows (text and JSON agree) or is refused in one line."""
+    for p, m in ((4, 8), (2, 4)):
+        try:
+            build(fam, p, m)
+        except ParameterError:
+            error_of(capsys, fam, "-p", str(p), "-m", str(m))
+            continue
+        out = show_json(capsys, fam, "-p", str(p), "-m", str(m), "--costs", "F=1,B=2")
+        assert len(out["peak_activations"]) == p and out["makespan"] > 0
+        assert main(["show", fam, "-p", str(p), "-m", str(m), "--costs", "F=1,B=2", "--style", "torch"]) == 0
+        text = capsys.readouterr().out
+        assert f"bubble ratio  {out['bubble_ratio']:.4f}" in text
