@@ -19,7 +19,7 @@ Config file keys (``examples/sweep.yaml``)::
     comm_delays: [0, 0.5, 1]                # ... with these per-hop delays
     levels: [formula, slot, async, contention, optimum]   # alias: semantics
     time_limit: 0.5                         # CP-SAT seconds per solver point
-    max_opt_ops: 96
+    max_opt_ops: 256
     options: {mfu: 0.4, microbatch_size: 1} # preset options (see `ppverify simulate --help`)
 """
 
@@ -52,7 +52,7 @@ class SweepSpec:
     configs: tuple[Config, ...]
     levels: tuple[str, ...]
     time_limit: float = 0.5
-    max_opt_ops: int = 96
+    max_opt_ops: int = 256
 
     @property
     def num_points(self) -> int:
@@ -157,7 +157,7 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
     tl = data.get("time_limit", 0.5)
     if isinstance(tl, bool) or not isinstance(tl, (int, float)) or not tl > 0:
         raise _err(path, "time_limit", f"expected seconds > 0, got {tl!r}")
-    mo = data.get("max_opt_ops", 96)
+    mo = data.get("max_opt_ops", 256)
     if isinstance(mo, bool) or not isinstance(mo, int) or mo < 0:
         raise _err(path, "max_opt_ops", f"expected an integer >= 0, got {mo!r}")
     options = data.get("options", {}) or {}

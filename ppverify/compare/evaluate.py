@@ -175,7 +175,7 @@ def evaluate_point(
     levels: tuple[str, ...] = LEVELS,
     time_limit: float = 1.0,
     optimum_cache: dict | None = None,
-    max_optimum_ops: int = 160,
+    max_optimum_ops: int = 256,
 ) -> PointResult:
     """Evaluate one schedule entry in one configuration at each requested level.
 

@@ -17,7 +17,7 @@ def run_comparison(
     entries: tuple[ScheduleEntry, ...] = DEFAULT_SCHEDULES,
     levels: tuple[str, ...] = LEVELS,
     time_limit: float = 1.0,
-    max_optimum_ops: int = 160,
+    max_optimum_ops: int = 256,
     progress: bool = False,
 ) -> pd.DataFrame:
     """Evaluate ``entries`` x ``configs`` at ``levels``; one row per (schedule, configuration, level).

@@ -64,7 +64,9 @@ def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
     """
     df = df.copy()
     key = ["config", "level"]
-    ms = pd.to_numeric(df["makespan"], errors="coerce").round(9)
+    ms = pd.to_numeric(df["makespan"], errors="coerce").round(12)
+    # a closed form that is only a bound is not a prediction: it gets no rank
+    ms[(df["level"] == "formula") & (df["exact"] == False)] = float("nan")  # noqa: E712 (object column)
     df["rank"] = ms.groupby([df[k] for k in key]).rank(method="min").astype("Int64")
     order = {lv: n for n, lv in enumerate(LEVELS)}
     changes = [""] * len(df)
@@ -142,10 +144,12 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
             if pd.isna(r["makespan"]):
                 row.append(r["status"])
                 continue
-            cell = f"{_fmt_time(r['makespan'], tu)} ({r['rank']})"
+            cell = f"{_fmt_time(r['makespan'], tu)} ({'-' if pd.isna(r['rank']) else r['rank']})"
+            if lv == "formula" and r["exact"] is False:
+                cell = "~" + cell
             if r["rank_change"]:
                 cell += "*"
-            if lv == "optimum" and r["status"] != "optimal":
+            if lv == "optimum" and r["status"] == "feasible" and not pd.isna(r["lower_bound"]):
                 cell += f" lb {_fmt_time(r['lower_bound'], tu)}"
             row.append(cell)
         if sim:
@@ -154,7 +158,13 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
             row.append("-" if pd.isna(r["peak_activation"]) else _fmt_mem(r["peak_activation"], mu))
         if has_gap:
             g = srow.loc["async"]["gap_to_optimal"] if "async" in srow.index else None
-            row.append("-" if g is None or pd.isna(g) else f"{100 * g:.1f}%")
+            opt = srow.loc["optimum"] if "optimum" in srow.index else None
+            if g is None or pd.isna(g) or opt is None:
+                row.append("-")
+            else:
+                # against a proven bound only: the true gap is at most this
+                cell = ("" if opt["status"] == "optimal" else "<=") + f"{100 * max(g, 0.0):.1f}%"
+                row.append(cell + ("+" if "two pipes" in str(opt["note"]) else ""))
         rows.append(row)
         first = srow.iloc[0]
         if (not shown or all(pd.isna(srow.loc[lv]["makespan"]) for lv in shown)) and first["status"] != "not applicable":
@@ -194,7 +204,11 @@ def format_legend(levels: Iterable[str]) -> str:
     lines += [f"  {lv:<10} {LEVEL_SEMANTICS[lv]}" for lv in levels]
     lines.append("  *          rank differs from the previous level's (a rank change between abstractions)")
     lines.append("  bubble     idle/total = (makespan - busy) / makespan per device, averaged")
-    lines.append("  gap        async makespan / CP-SAT optimum of the same placement - 1 (or / proven bound: an upper bound on the gap)")
+    lines.append("  ~ (-)      the closed form is only a bound for this family here: shown, not ranked")
+    lines.append("  gap        async makespan / CP-SAT optimum of the same placement - 1; <= when measured against the")
+    lines.append("             proven lower bound (an upper bound on the true gap); + two pipes: async includes the replica")
+    lines.append("             gradient all-reduce, which the solver leaves out")
+    lines.append("  lb         CP-SAT stopped at its time limit: best schedule found and its proven lower bound")
     return "\n".join(lines)
 
 

@@ -66,8 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--comm-delay", help="abstract mode: per-hop delays, comma-separated (default 0)")
     parser.add_argument("--time-limit", type=float, default=0.5,
                         help="CP-SAT seconds per solver point (default 0.5); larger points get a bound only")
-    parser.add_argument("--max-opt-ops", type=int, default=96,
-                        help="solve the optimum only for schedules with at most this many ops (default 96)")
+    parser.add_argument("--max-opt-ops", type=int, default=256,
+                        help="solve the optimum only for schedules with at most this many ops (default 256)")
     parser.add_argument("--out", help="write one row per (schedule, configuration, level) to .csv or .parquet")
     parser.add_argument("--json", action="store_true", help="print the rows (and findings) as JSON")
     parser.add_argument("--findings", action="store_true",
