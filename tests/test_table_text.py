@@ -208,3 +208,19 @@ def test_placement_and_pipe_errors(tmp_path):
     path = tmp_path / "t.txt"
     path.write_text(TORCH_1F1B)
     assert load_table(path).m == 2
+
+
+def test_every_pytorch_schedule_class_grid_parses_back():
+    """PyTorch's own action lists (built by its schedule classes), printed by its own formatter,
+    parse back into exactly those lists (REDUCE_GRAD markers and idle steps included)."""
+    sched = pytest.importorskip("torch.distributed.pipelining.schedules")
+    from ppverify.io.torch_interop import TORCH_CLASSES, torch_pipeline_order
+
+    for name in TORCH_CLASSES:
+        for p, m in ((2, 4), (4, 8)):
+            order = torch_pipeline_order(name, p, m)
+            want = strip_trailing_idle(
+                tuple(tuple(None if a is None else str(a) for a in order[r]) for r in sorted(order)))
+            got = tuple(tuple(None if a is None else format_action(a) for a in prog)
+                        for prog in parse_torch_grid(sched._format_pipeline_order(order)))
+            assert got == want, (name, p, m)
