@@ -224,3 +224,48 @@ def test_every_pytorch_schedule_class_grid_parses_back():
             got = tuple(tuple(None if a is None else format_action(a) for a in prog)
                         for prog in parse_torch_grid(sched._format_pipeline_order(order)))
             assert got == want, (name, p, m)
+
+
+# --------------------------------------------------------------------------- property: random valid schedules
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from ppverify.dag import build_dag  # noqa: E402
+
+
+@st.composite
+def random_valid_schedules(draw):
+    """A family's op set, placed by its placement, in a random dependency-respecting order per
+    device (so never deadlocked), with random idle slots sprinkled in."""
+    name = draw(st.sampled_from(["gpipe", "chimera", "interleaved-1f1b", "1f1b-split", "hanayo"]))
+    p = draw(st.sampled_from([2, 4]))
+    base = build(name, p, p)
+    dag = build_dag(base)
+    succ = dag.successors()
+    indeg = [sum(1 for j in ps if j >= 0) for ps in dag.pred]
+    ready = [i for i, n in enumerate(indeg) if n == 0]
+    programs = [[] for _ in range(p)]
+    while ready:
+        i = ready.pop(draw(st.integers(0, len(ready) - 1)))
+        d = dag.device[i]
+        programs[d].extend([None] * draw(st.integers(0, 1)))
+        programs[d].append(dag.ops[i])
+        for k in succ[i]:
+            indeg[k] -= 1
+            if indeg[k] == 0:
+                ready.append(k)
+    costs = {"F": draw(st.integers(1, 3)), "B": draw(st.integers(1, 4))}
+    return base.with_programs(tuple(tuple(prog) for prog in programs)), costs
+
+
+@given(random_valid_schedules(), st.sampled_from(["paper", "torch"]))
+@settings(max_examples=40, deadline=None)
+def test_random_valid_schedules_round_trip_through_tables(case, style):
+    s, costs = case
+    cm = CostModel.abstract(s.placement, **costs)
+    text = format_schedule_table(s, cm, style)
+    back = parse_table(text, s.placement, s.m, s.pipe_of_mb)
+    assert format_schedule_table(back, cm, style) == text
+    ta, tb = run(s, cm, semantics="slot"), run(back, cm, semantics="slot")
+    assert np.array_equal(ta.start, tb.start) and np.array_equal(ta.end, tb.end)
