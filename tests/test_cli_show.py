@@ -289,3 +289,22 @@ def test_every_family_shows(capsys, fam):
         assert main(["show", fam, "-p", str(p), "-m", str(m), "--costs", "F=1,B=2", "--style", "torch"]) == 0
         text = capsys.readouterr().out
         assert f"bubble ratio  {out['bubble_ratio']:.4f}" in text
+
+
+def test_costs_in_seconds_with_a_tiny_tick(capsys, tmp_path):
+    """A hand-written cost model (seconds, 6 decimals) makes the tick 1 us: the table is too wide
+    to draw, the metrics still come out, and the formula is not applied to non-uniform costs."""
+    s = build("gpipe", p=2, m=1)
+    d = schedule_to_dict(s)
+    a, b = 0.123457, 0.2
+    d["costs"] = {"time_unit": "s", "duration": {"F": [a, a], "B": [b, b], "I": [b / 2, b / 2], "W": [b / 2, b / 2]},
+                  "activation": [1.0, 1.0]}
+    path = tmp_path / "sec.json"
+    path.write_text(json.dumps(d))
+    out = show_json(capsys, str(path))
+    # GPipe p=2, m=1: F0, F1, B1, B0 back to back
+    assert out["makespan"] == pytest.approx(2 * a + 2 * b)
+    assert out["table"] is None and out["ticks"] > 20_000
+    assert out["formula"] == {"unavailable": "the costs are not uniform abstract costs per device share"}
+    assert main(["show", str(path)]) == 0
+    assert "not rendered" in capsys.readouterr().out

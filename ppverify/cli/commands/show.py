@@ -21,6 +21,7 @@ from ...comm import FixedDelay
 from ...costs import CostModel, complete_costs, parse_costs
 from ...errors import ParameterError, ScheduleFileError
 from ...io.json_format import ScheduleDocument, TableGrid, save_json
+from ...engines.table import MAX_RENDER_TICKS
 from ...io.table_text import STYLES, timeline_table
 from ...schedule import Schedule
 from ...timeline import Timeline
@@ -238,10 +239,12 @@ def run(args: argparse.Namespace) -> int:
         timeline = run_engine(schedule, costs, FixedDelay(comm_delay), "slot", charge_comm=True)
     else:
         timeline = run_engine(schedule, costs, semantics="slot")
-    grid = timeline_table(timeline)
+    ticks = int(timeline.info["ticks"])
+    # a cost model in seconds can make the tick tiny: time it, but do not build a giant grid
+    grid = timeline_table(timeline) if ticks <= MAX_RENDER_TICKS else None
     formula = formula_report(schedule, given, timeline)
     text_table = Path(args.schedule).suffix.lower() in TABLE_SUFFIXES
-    embedded = _embedded_check(doc, grid, not args.costs and not comm_delay, text_table)
+    embedded = None if grid is None else _embedded_check(doc, grid, not args.costs and not comm_delay, text_table)
     metrics = timeline.metrics()
     if args.save:
         try:
@@ -259,10 +262,10 @@ def run(args: argparse.Namespace) -> int:
             "placement": schedule.placement.to_dict(),
             "costs": costs.label or "custom",
             "comm_delay_per_column": comm_delay,
-            "tick": grid.tick,
-            "ticks": grid.ticks,
+            "tick": float(timeline.info["tick"]),
+            "ticks": ticks,
             "formula": formula,
-            "table": [list(row) for row in grid.cells],
+            "table": None if grid is None else [list(row) for row in grid.cells],
         }
         if embedded is not None:
             out["embedded_table"] = embedded
@@ -274,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
     lines = [
         f"schedule      {schedule.describe()}",
         f"placement     {_placement_text(schedule)}",
-        f"costs         {costs.label or 'custom'} ({unit}; one table tick = {_fmt(grid.tick)} {unit})"
+        f"costs         {costs.label or 'custom'} ({unit}; one table tick = {_fmt(timeline.info['tick'])} {unit})"
         + (f"; communication {_fmt(comm_delay)} charged per column" if comm_delay else ""),
     ]
     if doc.comment:
@@ -284,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(format_table(timeline, args.style))
     print()
-    print(f"makespan      {_fmt(timeline.makespan)} {unit} ({grid.ticks} ticks)")
+    print(f"makespan      {_fmt(timeline.makespan)} {unit} ({ticks} ticks)")
     print(f"bubble ratio  {timeline.bubble_ratio:.4f}  (convention {metrics['bubble_convention']})")
     busy, idle, peaks = metrics["busy"], metrics["idle"], metrics["peak_activations"]
     rows = [[d, _fmt(busy[d]), _fmt(idle[d]), f"{100 * idle[d] / timeline.makespan:.1f}" if timeline.makespan else "-",
