@@ -251,3 +251,43 @@ def test_errors_are_ppverify_errors():
 def test_table_grid_value():
     t = TableGrid(0.5, (("0F0", "0F0"), (None,)))
     assert t.ticks == 2
+
+
+# --------------------------------------------------------------------------- fuzz: never a traceback
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 10) | st.floats(-1, 10, allow_nan=False) | st.text(max_size=6)
+    | st.sampled_from(["0F0", "1B1", "(0F0;1B0)OVERLAP_F_B", "F", "B"]),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    max_leaves=8,
+)
+
+
+def paths(obj, prefix=()):
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from paths(v, prefix + (i,))
+
+
+@given(st.data())
+@settings(max_examples=150, deadline=None)
+def test_any_corruption_is_a_located_file_error_or_loads(data):
+    d = valid()
+    d["table"] = {"tick": 1.0, "grid": [list(r) for r in table_grid_of(schedule_from_dict(d)).cells]}
+    all_paths = [p for p in paths(d) if p]
+    where = data.draw(st.sampled_from(all_paths))
+    target = d
+    for k in where[:-1]:
+        target = target[k]
+    if data.draw(st.booleans()) and isinstance(target, dict):
+        del target[where[-1]]
+    else:
+        target[where[-1]] = data.draw(json_values)
+    try:
+        document_from_dict(json.loads(json.dumps(d)), "f.json")
+    except ScheduleFileError as exc:
+        assert str(exc).startswith("f.json: ")
