@@ -269,3 +269,18 @@ def test_random_valid_schedules_round_trip_through_tables(case, style):
     assert format_schedule_table(back, cm, style) == text
     ta, tb = run(s, cm, semantics="slot"), run(back, cm, semantics="slot")
     assert np.array_equal(ta.start, tb.start) and np.array_equal(ta.end, tb.end)
+
+
+@given(st.sampled_from(["paper", "torch"]), st.lists(
+    st.tuples(st.integers(0, 10_000), st.sampled_from(["", " ", ".", "~", "0", "9", "F", "B", "\n", ":", "Step 1:", "Rank 7", "dev 3"])),
+    min_size=1, max_size=4))
+@settings(max_examples=150, deadline=None)
+def test_any_corrupted_table_is_a_located_error_or_parses(style, edits):
+    text = format_schedule_table(build("1f1b", 3, 3), style=style)
+    for pos, ins in edits:
+        pos %= len(text) + 1
+        text = text[:pos] + ins + text[pos + 1:]  # replace one character (or delete it)
+    try:
+        parse_table(text, path="t.txt")
+    except ScheduleFileError as exc:
+        assert str(exc).startswith("t.txt: ")
