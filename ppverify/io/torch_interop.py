@@ -163,7 +163,7 @@ def torch_schedule(name: str, p: int, m: int, v: int | None = None, strip_reduce
     """
     order = torch_pipeline_order(name, p, m, v)
     vv = 1 if name in SINGLE_STAGE else (v or 2)
-    placement = "v" if name in V_CLASSES else "loop"
+    placement = "v" if name in V_CLASSES else ("linear" if vv == 1 else "loop")
     if strip_idle:
         order = {r: [a for a in row if a is not None] for r, row in order.items()}
     return from_torch(order, f"torch-{name}", strip_reduce_grad, placement=placement, m=m, num_stages=p * vv)

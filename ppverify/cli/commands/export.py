@@ -1,0 +1,69 @@
+"""``ppverify export FAMILY|FILE --format torch-csv|torch-csv-comms|json [-o OUT]``.
+
+Writes a schedule in a form other tools run unchanged:
+
+* ``torch-csv``: PyTorch pipelining's ``compute_only`` CSV (``_PipelineScheduleRuntime._load_csv``,
+  torchtitan's ``pipeline_parallel_schedule_csv``);
+* ``torch-csv-comms``: the ``compute_comms`` flavour, lowered with SEND/RECV exactly as PyTorch's
+  ``_add_send_recv`` would;
+* ``json``: ppverify's schedule file.
+
+The schedule is a registered family with its parameters, or any file ppverify reads (a CP-SAT
+optimum saved as JSON, a PyTorch CSV to convert). Two-pipe schedules (chimera, dualpipe) have no
+PyTorch form. Without ``-o`` the text goes to standard output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ...errors import ParameterError
+from .. import Command
+from ..common import add_schedule_arguments, schedule_from_args
+
+FORMATS = ("torch-csv", "torch-csv-comms", "json")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Schedule source, ``--format``, ``-o``."""
+    add_schedule_arguments(parser)
+    parser.add_argument("--format", choices=FORMATS, default="torch-csv", help="output format (default torch-csv)")
+    parser.add_argument("-o", "--output", default=None, metavar="OUT", help="file to write (default: standard output)")
+
+
+def export_text(schedule, fmt: str) -> str:
+    """The exported text of a schedule in one of :data:`FORMATS`.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> print(export_text(build("gpipe", p=2, m=2), "torch-csv"), end="")
+        0F0,0F1,0B0,0B1
+        1F0,1F1,1B0,1B1
+    """
+    if fmt == "json":
+        from ...io.json_format import dumps
+
+        return dumps(schedule)
+    if fmt in ("torch-csv", "torch-csv-comms"):
+        from ...io.torch_csv import COMPUTE_COMMS, COMPUTE_ONLY, csv_text
+
+        return csv_text(schedule, COMPUTE_ONLY if fmt == "torch-csv" else COMPUTE_COMMS)
+    raise ParameterError("format", fmt, f"expected one of {', '.join(FORMATS)}")
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Build or load the schedule and write it."""
+    schedule = schedule_from_args(args)
+    text = export_text(schedule, args.format)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output} ({args.format}, {schedule.describe()})", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+COMMAND = Command("export", "write a schedule as a PyTorch CSV (either flavour) or ppverify JSON", add_arguments,
+                  run_export, description=__doc__.split("\n\n", 1)[1] if __doc__ else "")
