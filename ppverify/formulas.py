@@ -190,11 +190,13 @@ def _chimera_common(family: str, p: int, m: int, costs, offset: int, down: int) 
                      "(p-2)/(2m+p-2) is the tF = tB case",
                      "Li & Hoefler SC'21 (bubble for tF = tB); general tF, tB and peaks derived for "
                      "ppverify's merge of two 1F1B pipes, REFERENCE.md §1")
-    # no closed form for the asymmetric merge: bound it
-    makespan = max(m * t, (max(n0, n1) + p - 1) * t)
+    # no closed form for the asymmetric merge: bound it (see chimera_asym_formula)
+    stages = [(d, (p - 1 + offset - d) % p) for d in range(p)]
+    makespan = max([(max(n0, n1) + p - 1) * t] + [min(s0, s1) * t + m * t for s0, s1 in stages])
     return _make(family, p, m, m * t, makespan, peaks, LOWER, UPPER,
-                 "bounds only: makespan >= max(m(tF+tB), (n+p-1)(tF+tB)) for the busier pipe's n "
-                 "microbatches; peak on each device <= the sum of both pipes' 1F1B in-flight counts",
+                 "bounds only: makespan >= the busier pipe's (n+p-1)(tF+tB) and, per device with "
+                 "stages s0 (pipe 0) and s1 (pipe 1), min(s0, s1)(tF+tB) + m(tF+tB); peak on each "
+                 "device <= the sum of both pipes' 1F1B in-flight counts",
                  "derived for ppverify's two-pipe merge (the seed paper's construction is not "
                  "recovered, REFERENCE.md §1)")
 
@@ -228,16 +230,20 @@ def chimera_asym_formula(p: int, m: int, costs: Mapping[str, float] | None = Non
     """Asymmetric Chimera-style schedule: bounds only (no closed form; the construction is ppverify's
     choice, REFERENCE.md §1).
 
-    Makespan >= ``max(m(tF+tB), (n+p-1)(tF+tB))`` where n is the busier pipe's microbatch count:
-    every device does ``m(tF+tB)`` of work, and one pipe of n microbatches on p distinct devices
-    needs ``(p-1)tF`` before its last stage starts, ``n(tF+tB)`` on that stage, and ``(p-1)tB`` for
-    the last gradient to reach stage 0. Peak on each device <= pipe 0's 1F1B in-flight count at its
-    stage plus pipe 1's (each pipe's ops keep their 1F1B order in the merge).
+    Makespan >= each of: ``(n+p-1)(tF+tB)`` for the busier pipe's n microbatches (p-1 forwards
+    before its last stage starts, n(tF+tB) there, p-1 backwards after it); and, for each device
+    holding stage s0 of pipe 0 and s1 of pipe 1, ``min(s0, s1)(tF+tB) + m(tF+tB)`` (its first op
+    waits for at least ``min(s0, s1)`` forwards upstream, it works ``m(tF+tB)``, and its last
+    backward is followed by at least ``min(s0, s1)`` backwards downstream). For Chimera's mirror at
+    tF = tB the second bound is the exact ``2m+p-2``. Peak on each device <= pipe 0's 1F1B
+    in-flight count at its stage plus pipe 1's (each pipe keeps its 1F1B order in the merge).
 
     Example:
         >>> f = chimera_asym_formula(4, 4, offset=0)
         >>> f.makespan, f.makespan_kind, f.peak_activations, f.peak_kind
         (10.0, 'lower bound', (3.0, 4.0, 4.0, 3.0), 'upper bound')
+        >>> chimera_asym_formula(4, 8).makespan   # offset 1: device 2 holds stage 2 of both pipes
+        20.0
     """
     from .schedules.chimera import _check
 
