@@ -30,7 +30,8 @@ def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
                 continue
             seen[pr.name] = pr
             parser.add_argument(f"--{pr.name.replace('_', '-')}", dest=f"fam_{pr.name}", type=pr.type,
-                                default=None, help=f"{pr.help} ({fam.name}; default {pr.default})")
+                                default=None, metavar=pr.name.upper(),
+                                help=f"{pr.help} ({fam.name}; default {pr.default})")
 
 
 def schedule_from_args(args: argparse.Namespace) -> Schedule:

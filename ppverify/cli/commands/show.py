@@ -343,5 +343,10 @@ def _print_formula(formula: dict[str, Any] | None, timeline: Timeline) -> None:
 
 COMMAND = Command(
     "show", "print a schedule's idealized table and its metrics", add_arguments, run,
-    description=__doc__.split("\n\n", 1)[1] if __doc__ else "",
+    description=(
+        "Print a schedule's idealized (slot) table and its metrics: makespan, bubble ratio (idle/total),\n"
+        "per-device busy/idle time and peak activations, and the family's closed form next to the table.\n"
+        "FAMILY|FILE: a registered family (ppverify list), a ppverify JSON file, a PyTorch CSV, or a text\n"
+        "table (.txt: the paper layout or PyTorch's printed step x rank grid; see --placement)."
+    ),
 )
