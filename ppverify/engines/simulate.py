@@ -85,16 +85,21 @@ def op_durations(dag: DagArrays, costs: CostModel) -> np.ndarray:
     return dur
 
 
-def _edge_times(comm: CommModel, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
-    """``comm.transfer_time`` of every edge, computed once per distinct (src, dst, bytes)."""
+def _edge_times(comm: CommModel, src: np.ndarray, dst: np.ndarray, boundary: np.ndarray,
+                bb: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes and ``comm.transfer_time`` of every edge (``boundary`` indexes ``bb``), the time
+    computed once per distinct (src, dst, boundary) and looked up for the rest."""
+    nbytes = bb[boundary] if len(bb) else np.zeros(len(src))
     if not len(src):
-        return np.zeros(0)
-    keys = np.stack([src.astype(float), dst.astype(float), nbytes], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    times = np.array([comm.transfer_time(int(a), int(b), float(c)) for a, b, c in uniq], dtype=float)
+        return nbytes, np.zeros(0)
+    key = (src * p + dst) * max(len(bb), 1) + boundary
+    uniq, inv = np.unique(key, return_inverse=True)
+    nb = max(len(bb), 1)
+    times = np.array([comm.transfer_time(int(k // nb // p), int(k // nb % p), float(bb[k % nb]) if len(bb) else 0.0)
+                      for k in uniq.tolist()], dtype=float)
     if (times < 0).any() or not np.isfinite(times).all():
         raise ParameterError("comm", type(comm).__name__, "transfer times must be finite and >= 0")
-    return times[inv.reshape(-1)]
+    return nbytes, times[inv.reshape(-1)]
 
 
 def prepare(schedule: Schedule, costs: CostModel, comm: CommModel) -> Prepared:
@@ -117,8 +122,8 @@ def prepare(schedule: Schedule, costs: CostModel, comm: CommModel) -> Prepared:
     qq = dag.pred[ii, kk]
     bb = np.asarray(costs.boundary_bytes, dtype=float)
     lo = np.minimum(dag.stage[ii], dag.stage[qq])
-    nbytes = bb[np.minimum(lo, len(bb) - 1)] if len(bb) else np.zeros(len(ii))
-    times = _edge_times(comm, dag.device[qq], dag.device[ii], nbytes)
+    nbytes, times = _edge_times(comm, dag.device[qq], dag.device[ii], np.minimum(lo, max(len(bb) - 1, 0)), bb,
+                                schedule.p)
     return Prepared(dag, dur.tolist(), ii, kk, qq, nbytes, times)
 
 
@@ -250,8 +255,9 @@ def finish(schedule: Schedule, costs: CostModel, comm: CommModel, prep: Prepared
 
 def _record_p2p(prep: Prepared, start_t: np.ndarray, end_t: np.ndarray) -> Transfers:
     dag = prep.dag
-    kinds = np.where(prep.edge_k == 0, ACTIVATION, GRADIENT)
-    return Transfers(kinds.tolist(), dag.device[prep.edge_q].tolist(), dag.device[prep.edge_i].tolist(),
+    # index a two-element list: reuses two str objects instead of creating one per transfer
+    kinds = list(map([ACTIVATION, GRADIENT].__getitem__, prep.edge_k.tolist()))
+    return Transfers(kinds, dag.device[prep.edge_q].tolist(), dag.device[prep.edge_i].tolist(),
                      prep.edge_q.tolist(), prep.edge_i.tolist(), start_t.tolist(), end_t.tolist(),
                      prep.edge_bytes.tolist())
 
