@@ -145,7 +145,7 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
                 row.append(r["status"])
                 continue
             cell = f"{_fmt_time(r['makespan'], tu)} ({'-' if pd.isna(r['rank']) else r['rank']})"
-            if lv == "formula" and r["exact"] is False:
+            if lv == "formula" and r["exact"] is not None and not pd.isna(r["exact"]) and not bool(r["exact"]):
                 cell = "~" + cell
             if r["rank_change"]:
                 cell += "*"
