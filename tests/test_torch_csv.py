@@ -155,3 +155,49 @@ def test_family_exports_reload_identically(family, params, tmp_path):
     assert t.placement.maps == s.placement.maps
     assert [list(p) for p in t.programs] == [list(p) for p in s.programs]
     assert run(t, semantics="slot").makespan == run(s, semantics="slot").makespan
+
+
+# --- properties --------------------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from ppverify.errors import PPVerifyError  # noqa: E402
+
+ONE_PIPE = [("gpipe", {}), ("1f1b", {}), ("zb-h1", {}), ("zbv", {}), ("looped-bfs", {"v": 2}),
+            ("interleaved-1f1b", {"v": 2}), ("dualpipev", {})]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(ONE_PIPE), st.integers(1, 4), st.integers(1, 3), st.data())
+def test_round_trip_with_idle_slots_and_markers(fam, p, k, data):
+    name, params = fam
+    m = k * p if name != "dualpipev" else 2 * p + k
+    s = build(name, p=p, m=m, **params)
+    progs = []
+    for d, prog in enumerate(s.programs):
+        out = []
+        for a in prog:
+            extra = data.draw(st.lists(st.sampled_from([None, "UNSHARD", "RESHARD"]), max_size=2))
+            for e in extra:
+                out.append(None if e is None else Marker(e, s.placement.stages_on(d)[0][1]))
+            out.append(a)
+        progs.append(tuple(out))
+    noisy = s.with_programs(tuple(progs))
+    text = csv_text(noisy)
+    back = parse_rows([row.split(",") if row else [] for row in text.splitlines()])
+    assert back.programs == noisy.programs and back.placement.maps == s.placement.maps
+    assert csv_text(back) == text
+    # idle slots and markers do not change which ops run, nor the order check
+    assert structural_problems(back) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.text(alphabet="0123456789FBIWSENDRCV_();OVERLAPUNSHAR x", max_size=12), max_size=5),
+                min_size=1, max_size=4))
+def test_any_cells_parse_or_raise_a_located_error(rows):
+    try:
+        parse_rows(rows, "f.csv")
+    except ScheduleFileError as exc:
+        assert str(exc).startswith("f.csv")
+    except PPVerifyError:
+        pass  # e.g. a placement that cannot be built from the rows: still a one-line user error

@@ -262,6 +262,13 @@ def _as_schedule(obj) -> Schedule:
     return parse_rows(cells, "<actions>")
 
 
+def _position(pos: dict, stage: int, mb: int, forward: bool) -> int:
+    """Timeline position of the op a transfer connects: F for activations, else I or B."""
+    if forward:
+        return pos.get(Op(F, stage, mb), -1)
+    return pos.get(Op(I, stage, mb), pos.get(Op(B, stage, mb), -1))
+
+
 def torch_timeline(schedule: Schedule, costs: CostModel | None = None, **_: object) -> Timeline:
     """Timeline of the ``torch`` semantics: every compute op occupies its simulator step
     ``[step, step+1)``; each SEND/RECV pair is a transfer from the SEND's step to the end of the
@@ -289,7 +296,10 @@ def torch_timeline(schedule: Schedule, costs: CostModel | None = None, **_: obje
             if a is None:
                 continue
             if isinstance(a, Comm):
-                (sends.__setitem__(a, t) if a.kind.startswith("SEND") else recvs.append((a, r, t)))
+                if a.kind in (SEND_F, SEND_B):
+                    sends[a] = t
+                else:
+                    recvs.append((a, r, t))
                 continue
             for op in _parts(a):
                 pos[op] = len(ops)
@@ -302,11 +312,11 @@ def torch_timeline(schedule: Schedule, costs: CostModel | None = None, **_: obje
         src_stage = c.stage - 1 if fwd else c.stage + 1
         send = Comm(SEND_F if fwd else SEND_B, src_stage, c.mb)
         t0 = sends.get(send, t)
-        src_op = pos.get(Op(F, src_stage, c.mb), -1) if fwd else pos.get(Op(I, src_stage, c.mb), pos.get(Op(B, src_stage, c.mb), -1))
-        dst_op = pos.get(Op(F, c.stage, c.mb), -1) if fwd else pos.get(Op(I, c.stage, c.mb), pos.get(Op(B, c.stage, c.mb), -1))
-        nbytes = 0.0
-        tr.add("activation" if fwd else "gradient", rank_of[src_stage] if 0 <= src_stage < len(rank_of) else r,
-               r, src_op, dst_op, float(t0), float(t + 1), nbytes)
+        src_op = _position(pos, src_stage, c.mb, fwd)
+        dst_op = _position(pos, c.stage, c.mb, fwd)
+        src_dev = rank_of[src_stage] if 0 <= src_stage < len(rank_of) else r
+        # the step model has no bytes: transfers only mark when each SEND/RECV pair ran
+        tr.add("activation" if fwd else "gradient", src_dev, r, src_op, dst_op, float(t0), float(t + 1), 0.0)
     st = np.asarray(start)
     return Timeline(
         schedule, costs or CostModel.unit(schedule.placement), "torch", ops,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..errors import ParameterError, ScheduleFileError
-from ..ops import Action, ActionSyntaxError, Comm, Marker, Op, Overlap, format_action, parse_action
+from ..ops import Action, ActionSyntaxError, Comm, Op, Overlap, format_action, parse_action
 from ..placement import Placement, custom, linear, loop, v_shape
 from ..schedule import Schedule
 
