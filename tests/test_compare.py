@@ -148,3 +148,25 @@ def test_cli_bad_input_one_line_exit_2(argv, needle, capsys):
     assert main(["compare", "--no-progress", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_default_compare_every_level_within_two_minutes(tmp_path, capsys):
+    import time
+
+    out = tmp_path / "all.csv"
+    t0 = time.perf_counter()
+    assert main(["compare", "--no-progress", "--out", str(out)]) == 0
+    elapsed = time.perf_counter() - t0
+    df = pd.read_csv(out)
+    assert len(df) == 30 * 8 * 5
+    for lv in ("formula", "slot", "async", "contention", "optimum"):
+        assert df[df["level"] == lv]["makespan"].notna().sum() >= 150, lv
+    assert set(df["system"]) == {"ideal", "dgx-h100", "pcie-gen4", "ib-ndr-cluster", "ethernet-100g"}
+    # Hanayo only in its regime m = p
+    h = df[df["schedule"].str.startswith("hanayo") & df["makespan"].notna()]
+    assert (h["m"] == h["p"]).all()
+    # the gap to optimal is never negative beyond the grid rounding (the optimum bounds every schedule)
+    assert (df["gap_to_optimal"].dropna() >= -1e-6).all()
+    assert elapsed < 120, f"default comparison took {elapsed:.0f} s"
+    assert "produced no numbers" not in capsys.readouterr().out  # no level unavailable
