@@ -1,0 +1,17 @@
+"""CP-SAT optimal makespans, certified lower bounds and the gap to optimal.
+
+Three steps, kept visibly apart as in OR-Tools' job-shop example: :mod:`.model` builds the model,
+:mod:`.solve` runs CP-SAT, :mod:`.result` carries what was read back. :mod:`.problem` turns a
+request into integer ticks, :mod:`.bounds` holds the analytic lower bounds, :mod:`.heuristic` the
+starting schedules and :mod:`.memory` the memory models.
+"""
+
+from .bounds import Bounds, lower_bounds
+from .memory import DEFAULT_MEMORY_MODEL, MemoryModel, parse_memory_cap, parse_memory_model, zero_bubble
+from .problem import OBJECTIVES, Problem, instance
+from .result import OptimizeResult, relative_gap
+from .solve import evaluate, optimize, problem_for
+
+__all__ = ["Bounds", "DEFAULT_MEMORY_MODEL", "MemoryModel", "OBJECTIVES", "OptimizeResult", "Problem", "evaluate",
+           "instance", "lower_bounds", "optimize", "parse_memory_cap", "parse_memory_model", "problem_for",
+           "relative_gap", "zero_bubble"]

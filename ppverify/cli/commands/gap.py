@@ -1,0 +1,80 @@
+"""``ppverify gap FAMILY|FILE``: a schedule's makespan (async engine) against the certified lower
+bound for the same ops, placement, costs, delays and memory cap, and the gap between them.
+
+The bound is CP-SAT's proven bound (with the analytic and relaxation bounds); when CP-SAT also
+proves the optimum, the gap is the family's distance to the best possible schedule. Exit code 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .. import Command
+from ..common import print_json
+from .optimize import add_problem_arguments, problem_from_args, summary_lines
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The same problem options as ``optimize`` (the family is required), plus ``--json``."""
+    add_problem_arguments(parser, family_optional=False)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def family_value(schedule: Any, costs: Any, comm: Any, objective: str) -> tuple[float, Any]:
+    """The schedule's makespan (or longest per-device span) under the async engine, and the
+    timeline. Replica all-reduces (two-pipe families) are included as the engine runs them.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.comm import FixedDelay
+        >>> s = build("gpipe", p=4, m=4)
+        >>> family_value(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(1), "makespan")[0]
+        27.0
+    """
+    from ...engines import run as run_engine
+
+    tl = run_engine(schedule, costs, comm, "async")
+    if objective == "makespan":
+        return float(tl.makespan), tl
+    spans = [float(tl.end[tl.device == d].max() - tl.start[tl.device == d].min())
+             for d in range(tl.p) if (tl.device == d).any()]
+    return max(spans), tl
+
+
+def run(args: argparse.Namespace) -> int:
+    """Time the family, optimize the same problem, print value, bound and gap."""
+    from ...optimize import optimize, relative_gap
+
+    pr, sched, info = problem_from_args(args)
+    value, tl = family_value(sched, pr.costs, pr.comm, pr.objective)
+    peak = tl.peak_memory().max() if len(tl.ops) else 0.0
+    over_cap = pr.memory_cap is not None and peak > pr.memory_cap + 1e-9
+    res = optimize(pr, args.time_limit, args.workers, args.seed)
+    bound = min(res.bound, value) if not over_cap else res.bound
+    out = dict(info, family=sched.describe(), family_value=value, family_peak_memory=float(peak),
+               family_over_cap=bool(over_cap), bound=bound, gap=relative_gap(value, bound),
+               optimum=res.objective if res.status == "OPTIMAL" else None,
+               best_found=res.objective, status=res.status, objective=res.objective_name,
+               analytic_bounds=dict(res.bounds), wall_s=round(res.wall_s, 3), time_unit=res.time_unit)
+    if args.json:
+        print_json(out)
+        return 0
+    u = "" if res.time_unit != "s" else " s"
+    gap = out["gap"]
+    print(f"family     {sched.describe()}  ({pr.objective} under the async engine: {value:g}{u}"
+          + (f"; its peak memory {peak:g} breaks the cap {pr.memory_cap:g}" if over_cap else "") + ")")
+    print(f"bound      {bound:g}{u}  certified lower bound on every schedule of these ops")
+    print(f"gap        {'-' if gap is None else f'{100 * gap:.2f}%'}  ({pr.objective} - bound) / {pr.objective}")
+    if res.status == "OPTIMAL":
+        print(f"optimum    {res.objective:g}{u}  (proven; the family is {value - res.objective:g}{u} above it)")
+    elif res.objective is not None:
+        print(f"best found {res.objective:g}{u}  (CP-SAT {res.status} within {args.time_limit:g} s)")
+    print()
+    print("\n".join(summary_lines(res, info)))
+    return 0
+
+
+COMMAND = Command("gap", "a family's makespan against the certified lower bound (CP-SAT) and the gap",
+                  add_arguments, run, description=__doc__ or "")

@@ -1,0 +1,184 @@
+"""Analytic lower bounds on the makespan and on the longest per-device span, each valid for every
+schedule of an :class:`~ppverify.optimize.problem.Instance` (all in ticks).
+
+* **critical path**: the longest dependency chain, delays included (makespan only).
+* **device work**: a device is busy for the sum of its ops; for the makespan it also cannot start
+  before its earliest op is released and its last op still has its downstream tail to run (the
+  one-machine bound ``r_min + sum p + q_min``). With full backward, uniform stages and a fixed
+  delay ``c`` this alone is ``(m+p-1)(tF+tB) + 2(p-1)c``, the GPipe/1F1B optimum.
+* **memory window** (devices holding one stage): let ``R`` be the shortest time from the start of
+  ``F(s, mb)`` to the start of its first backward (the microbatch's round trip through the later
+  stages) and ``k = floor(cap / M_F)``. Before its first backward starts a device can only run
+  forwards, and at most ``k`` of them (no memory is freed before a backward ends): at least
+  ``R - k*tF`` of that window is idle. Symmetrically, from the start of its *last* forward until
+  that microbatch's backward arrives (again ``R``) the device can only run the backward work of the
+  microbatches still open, and the memory they hold (each at most ``cap``) limits how much that is:
+  at least ``R - tF - pending`` is idle. With ``m > k`` the two windows are disjoint and both
+  idles add to the device's span.
+
+The bounds are reported on their own and added to the CP-SAT model as redundant constraints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ops import B, F, I, W
+from .problem import Instance
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Lower bounds (ticks) on the chosen objective, by argument; ``best`` is their maximum.
+
+    ``per_device`` is each device's own bound (work + unavoidable idle, plus release and tail for
+    the makespan); ``idle`` the unavoidable idle found by the memory-window argument per device.
+    """
+
+    objective: str
+    critical_path: int
+    device_work: int
+    memory_window: int
+    per_device: tuple[int, ...]
+    idle: tuple[int, ...]
+    #: the one-device relaxation's proven bound (:mod:`.relax`), 0 when not computed
+    device_relaxation: int = 0
+
+    @property
+    def best(self) -> int:
+        """The strongest of the bounds."""
+        return max(self.critical_path, self.device_work, self.memory_window, self.device_relaxation)
+
+    def as_dict(self, tick: float) -> dict[str, float]:
+        """The bounds in time units (for reports and ``--json``)."""
+        return {"critical_path": self.critical_path * tick, "device_work": self.device_work * tick,
+                "memory_window": self.memory_window * tick,
+                "device_relaxation": self.device_relaxation * tick, "best": self.best * tick}
+
+
+def heads_tails(inst: Instance) -> tuple[list[int], list[int]]:
+    """Earliest start of every op (``head``) and the least time that must follow its end
+    (``tail``), from the dependencies and delays only.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(2)
+        >>> inst = instance(Problem(pl, 1, CostModel.abstract(pl, F=1, B=2), split=False))
+        >>> heads_tails(inst)
+        ([0, 4, 1, 2], [5, 0, 4, 2])
+    """
+    dag = inst.dag
+    order = dag.topological_order()
+    head = [0] * dag.num_ops
+    for i in order:
+        for k, q in enumerate(dag.pred[i]):
+            if q >= 0:
+                head[i] = max(head[i], head[q] + inst.dur[q] + inst.delay[i][k])
+    tail = [0] * dag.num_ops
+    for i in reversed(order):
+        for k, q in enumerate(dag.pred[i]):
+            if q >= 0:
+                tail[q] = max(tail[q], inst.delay[i][k] + inst.dur[i] + tail[i])
+    return head, tail
+
+
+def _round_trip(inst: Instance, src: int, dst: int) -> int:
+    """Longest path from the start of op ``src`` to the start of op ``dst`` (same microbatch)."""
+    dag = inst.dag
+    mb = dag.ops[src].mb
+    dist: dict[int, int] = {src: 0}
+    for i in dag.topological_order():
+        if dag.ops[i].mb != mb:
+            continue
+        for k, q in enumerate(dag.pred[i]):
+            if q in dist:
+                dist[i] = max(dist.get(i, 0), dist[q] + inst.dur[q] + inst.delay[i][k])
+    return dist.get(dst, 0)
+
+
+def memory_window_idle(inst: Instance) -> list[int]:
+    """Per device, the idle time the memory-window argument forces into its span (module doc);
+    0 for devices holding several stages, where the argument is not applied.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(4)
+        >>> pr = Problem(pl, 8, CostModel.abstract(pl, F=1, I=1, W=1), split=True, memory_cap=4)
+        >>> memory_window_idle(instance(pr))  # device d: R - k*tF = (4-d) + (3-d) - 4; tail 0
+        [3, 1, 0, 0]
+    """
+    dag, pr = inst.dag, inst.problem
+    m = pr.m
+    out = []
+    for d in range(inst.p):
+        ops = list(inst.device_ops(d))
+        stages = {(dag.schedule.pipe_of_mb[dag.ops[i].mb], dag.ops[i].stage) for i in ops}
+        if len(stages) != 1 or not ops:
+            out.append(0)
+            continue
+        pos = {(dag.ops[i].kind, dag.ops[i].mb): i for i in ops}
+        mb0 = dag.ops[ops[0]].mb
+        f0 = pos[(F, mb0)]
+        g0 = pos.get((I, mb0), pos.get((B, mb0)))
+        w0 = pos.get((W, mb0))
+        lag = _round_trip(inst, f0, g0)
+        tf, tg = inst.dur[f0], inst.dur[g0]
+        tw = inst.dur[w0] if w0 is not None else 0
+        act = inst.alloc[f0]
+        held_after_g = act - inst.free[g0] if w0 is not None else 0
+        k = m if inst.cap is None else min(m, inst.cap // act)
+        if k < 1:
+            out.append(0)  # infeasible cap; reported elsewhere
+            continue
+        head_idle = max(0, lag - k * tf)
+        pending = 0
+        for a in range(0, min(k - 1, m - 1) + 1):
+            room = None if inst.cap is None else inst.cap - (1 + a) * act
+            if w0 is None or held_after_g == 0 or room is None:
+                b = m - 1 - a if w0 is not None else 0
+            else:
+                b = min(m - 1 - a, room // held_after_g)
+            pending = max(pending, a * (tg + tw) + b * tw)
+        tail_idle = max(0, lag - tf - pending)
+        out.append(head_idle + tail_idle if m > k else max(head_idle, tail_idle))
+    return out
+
+
+def lower_bounds(inst: Instance, objective: str | None = None) -> Bounds:
+    """All analytic bounds for the instance's objective (or the one given).
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(4)  # (m+p-1)(tF+tB) + 2(p-1)c = 11*3 + 6*1 = 39
+        >>> lower_bounds(instance(Problem(pl, 8, CostModel.abstract(pl, F=1, B=2), FixedDelay(1), split=False))).best
+        39
+    """
+    objective = objective or inst.problem.objective
+    head, tail = heads_tails(inst)
+    crit = max(h + d + t for h, d, t in zip(head, inst.dur, tail)) if inst.dur else 0
+    idle = memory_window_idle(inst)
+    per_device = []
+    work_only = []
+    for d in range(inst.p):
+        ops = list(inst.device_ops(d))
+        if not ops:
+            per_device.append(0)
+            work_only.append(0)
+            continue
+        work = sum(inst.dur[i] for i in ops)
+        if objective == "makespan":
+            extra = min(head[i] for i in ops) + min(tail[i] for i in ops)
+        else:
+            extra = 0
+        work_only.append(work + extra)
+        per_device.append(work + extra + idle[d])
+    if objective == "span":
+        crit = 0  # a span starts at the device's own first op; the round trip is in the window bound
+    return Bounds(objective, crit, max(work_only), max(per_device), tuple(per_device), tuple(idle))

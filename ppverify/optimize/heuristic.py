@@ -1,0 +1,362 @@
+"""Starting points for the solver: schedules of registered families whose placement matches, and a
+memory-aware greedy list scheduler; each is timed with the shared program-order engine
+(:func:`ppverify.engines.core.list_schedule`) and the best one becomes the CP-SAT hint.
+
+All times are ticks of the :class:`~ppverify.optimize.problem.Instance`; ``starts`` lists are
+indexed by the instance's op positions.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..dag import build_dag, structural_problems
+from ..engines.core import list_schedule
+from ..errors import PPVerifyError
+from ..ops import B, F, I, W, Op, Overlap, compute_ops
+from ..schedule import Schedule
+from .problem import Instance
+
+
+@dataclass(frozen=True, eq=False)
+class Candidate:
+    """A complete schedule for the instance: per-device op order, start ticks, objective (ticks)."""
+
+    source: str
+    programs: tuple[tuple[Op, ...], ...]
+    starts: list[int]
+    objective: int
+
+
+def objective_value(inst: Instance, starts: Sequence[int], objective: str | None = None) -> int:
+    """Makespan, or the longest per-device span, of start ticks (op positions of ``inst``).
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(2)
+        >>> inst = instance(Problem(pl, 1, CostModel.abstract(pl, F=1, B=2), split=False))
+        >>> objective_value(inst, [0, 4, 1, 2]), objective_value(inst, [0, 4, 1, 2], "span")
+        (6, 6)
+    """
+    objective = objective or inst.problem.objective
+    ends = [s + d for s, d in zip(starts, inst.dur)]
+    if objective == "makespan":
+        return max(ends, default=0)
+    spans = [max(ends[i] for i in inst.device_ops(d)) - min(starts[i] for i in inst.device_ops(d))
+             for d in range(inst.p) if len(inst.device_ops(d))]
+    return max(spans, default=0)
+
+
+def memory_ok(inst: Instance, programs: Sequence[Sequence[Op]]) -> bool:
+    """True when running each program in order never holds more than the cap (frees at an op's
+    end come before the next op's allocation on the same device)."""
+    if inst.cap is None:
+        return True
+    pos = position_map(inst)
+    for prog in programs:
+        level = 0
+        for op in prog:
+            i = pos[op]
+            level += inst.alloc[i]
+            if level > inst.cap:
+                return False
+            level -= inst.free[i]
+    return True
+
+
+def position_map(inst: Instance) -> dict[Op, int]:
+    """Op -> its position in the instance."""
+    return {op: i for i, op in enumerate(inst.dag.ops)}
+
+
+def time_programs(inst: Instance, programs: Sequence[Sequence[Op]], source: str = "order") -> Candidate:
+    """Time per-device op orders as soon as possible (the async engine's rule) in the instance's
+    ticks; raises :class:`~ppverify.errors.DeadlockError` if the orders cannot complete.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(2)
+        >>> inst = instance(Problem(pl, 1, CostModel.abstract(pl, F=1, B=2), split=False))
+        >>> time_programs(inst, [[Op("F", 0, 0), Op("B", 0, 0)], [Op("F", 1, 0), Op("B", 1, 0)]]).objective
+        6
+    """
+    sched = Schedule(inst.problem.placement, inst.problem.m, tuple(tuple(p) for p in programs),
+                     inst.dag.schedule.pipe_of_mb, source)
+    dag = build_dag(sched)
+    pos = position_map(inst)
+    idx = [pos[op] for op in dag.ops]
+    start, _ = list_schedule(dag, [inst.dur[i] for i in idx], [inst.delay[i] for i in idx])
+    starts = [0] * len(idx)
+    for j, i in enumerate(idx):
+        starts[i] = int(round(start[j]))
+    return Candidate(source, tuple(tuple(p) for p in programs), starts, objective_value(inst, starts))
+
+
+def adapt_schedule(schedule: Schedule, split: bool) -> tuple[tuple[Op, ...], ...]:
+    """A family's programs with the backward made to match: ``B`` becomes ``I`` then ``W`` in the
+    same place, or ``I`` becomes ``B`` and ``W`` is dropped; overlapped slots are run in sequence.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> [str(o) for o in adapt_schedule(build("gpipe", p=2, m=1), split=True)[0]]
+        ['0F0', '0I0', '0W0']
+    """
+    out = []
+    for prog in schedule.programs:
+        ops: list[Op] = []
+        for op in compute_ops(prog):
+            if split and op.kind == B:
+                ops += [Op(I, op.stage, op.mb), Op(W, op.stage, op.mb)]
+            elif not split and op.kind in (I, W):
+                if op.kind == I:
+                    ops.append(Op(B, op.stage, op.mb))
+            else:
+                ops.append(op)
+        out.append(tuple(ops))
+    return tuple(out)
+
+
+def family_candidates(inst: Instance) -> list[Candidate]:
+    """Every registered family (default parameters, plus ``v`` chunks for the loop placement) whose
+    placement and microbatch pipes match the instance, timed; those breaking the cap are left out.
+    """
+    from ..schedules import families
+    from ..schedules import build
+
+    pr = inst.problem
+    pl = pr.placement
+    out: list[Candidate] = []
+    tries: list[dict] = [{}]
+    if pl.name == "loop":
+        tries.append({"v": pl.num_stages // pl.p})
+    if pl.name == "wave":
+        tries.append({"waves": pl.num_stages // (2 * pl.p)})
+    for fam in families():
+        names = {prm.name for prm in fam.params}
+        for extra in tries:
+            if not set(extra) <= names:
+                continue
+            try:
+                sched = build(fam.name, pr.p, pr.m, **extra)
+            except (PPVerifyError, ValueError, TypeError):
+                continue
+            if sched.placement.maps != pl.maps or tuple(sched.pipe_of_mb) != tuple(inst.dag.schedule.pipe_of_mb):
+                continue
+            programs = adapt_schedule(sched, pr.split)
+            trial = sched.with_programs(programs)
+            if structural_problems(trial, limit=1) or not memory_ok(inst, programs):
+                continue
+            try:
+                out.append(time_programs(inst, programs, fam.name))
+            except PPVerifyError:
+                continue
+    return out
+
+
+def greedy(inst: Instance, priority: str = "GFW", lookahead: bool = False,
+           inflight: Sequence[int] | None = None) -> Candidate | None:
+    """Memory-aware list scheduling: whenever a device is free it runs, in ``priority`` order of
+    kinds (``G`` = the gradient op I or B, ``F``, ``W``), an op whose inputs have arrived; a
+    forward only if the cap allows it (and, with ``inflight``, only while device d holds fewer
+    than ``inflight[d]`` forwards whose gradient op has not run), forwards of a stage in
+    microbatch order. With ``lookahead`` a device leaves a gap rather than start a ``W`` that
+    would delay a gradient or forward already known to arrive before the ``W`` ends (those are on
+    the critical path; the ``W`` fills a later gap). ``None`` when the greedy choice runs into a
+    memory deadlock.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(4)
+        >>> inst = instance(Problem(pl, 8, CostModel.abstract(pl, F=1, I=1, W=1), split=True))
+        >>> greedy(inst).objective  # ZB-H2 with equal costs: (p-1)*tF + m*(tF+tI+tW)
+        27
+    """
+    dag, n = inst.dag, inst.dag.num_ops
+    succ = dag.successors()
+    npred = [sum(1 for q in ps if q >= 0) for ps in dag.pred]
+    ready = [0] * n
+    start = [-1] * n
+    free_at = [0] * inst.p
+    level = [0] * inst.p
+    open_fwd = [0] * inst.p
+    # per device: pending gradient ops and weight ops (heaps of (ready, mb, -stage, pos)); forwards
+    # per (pipe, stage) in microbatch order
+    grads: list[list] = [[] for _ in range(inst.p)]
+    weights: list[list] = [[] for _ in range(inst.p)]
+    fwd_queue: dict[tuple[int, int], list[int]] = {}
+    for i, op in enumerate(dag.ops):
+        if op.kind == F:
+            fwd_queue.setdefault((dag.device[i], op.stage), []).append(i)
+    for key in fwd_queue:
+        fwd_queue[key].sort(key=lambda i: dag.ops[i].mb, reverse=True)
+    fwd_done = [False] * n
+
+    def release(i: int) -> None:
+        op = dag.ops[i]
+        d = dag.device[i]
+        if op.kind in (I, B):
+            heapq.heappush(grads[d], (ready[i], op.mb, -op.stage, i))
+        elif op.kind == W:
+            heapq.heappush(weights[d], (ready[i], op.mb, -op.stage, i))
+        else:
+            fwd_done[i] = True  # inputs known; queue order decides
+
+    for i in range(n):
+        if npred[i] == 0:
+            release(i)
+    remaining = n
+    active = set(range(inst.p))
+    stages_of = {d: sorted({s for (dd, s) in fwd_queue if dd == d}, reverse=True) for d in range(inst.p)}
+    while remaining:
+        now = min(free_at[d] for d in active)
+        progressed = False
+        for d in sorted(active):
+            if free_at[d] != now:
+                continue
+            pick = _choose(inst, d, now, priority, grads, weights, fwd_queue, stages_of[d], fwd_done, ready, level,
+                           lookahead, None if inflight is None else inflight[d] - open_fwd[d])
+            if pick is None:
+                continue
+            i = pick
+            start[i] = now
+            end = now + inst.dur[i]
+            free_at[d] = end
+            level[d] += inst.alloc[i] - inst.free[i]
+            kind = dag.ops[i].kind
+            open_fwd[d] += 1 if kind == F else (-1 if kind in (I, B) else 0)
+            remaining -= 1
+            progressed = True
+            for j in succ[i]:
+                k = dag.pred[j].index(i)
+                ready[j] = max(ready[j], end + inst.delay[j][k])
+                npred[j] -= 1
+                if npred[j] == 0:
+                    release(j)
+            if not any(start[x] < 0 for x in inst.device_ops(d)):
+                active.discard(d)
+        if not progressed:
+            later = [t for d in active for t in _next_times(d, grads, weights, fwd_queue, fwd_done, ready) if t > now]
+            later += [free_at[d] for d in active if free_at[d] > now]
+            if not later:
+                return None  # memory deadlock under this rule
+            nxt = min(later)
+            for d in active:
+                if free_at[d] == now:
+                    free_at[d] = nxt
+    programs: list[list[Op]] = [[] for _ in range(inst.p)]
+    for i in sorted(range(n), key=lambda i: start[i]):
+        programs[dag.device[i]].append(dag.ops[i])
+    return Candidate(f"greedy-{priority}", tuple(tuple(p) for p in programs), start, objective_value(inst, start))
+
+
+def _choose(inst, d, now, priority, grads, weights, fwd_queue, stages, fwd_done, ready, level,
+            lookahead=False, room=None):
+    def fwd_allowed(i: int) -> bool:
+        return (inst.cap is None or level[d] + inst.alloc[i] <= inst.cap) and (room is None or room > 0)
+
+    for kind in priority:
+        if kind == "G" and grads[d] and grads[d][0][0] <= now:
+            return heapq.heappop(grads[d])[3]
+        if kind == "W" and weights[d] and weights[d][0][0] <= now:
+            if lookahead:
+                w_end = now + inst.dur[weights[d][0][3]]
+                soon = [t for t, *_ in grads[d][:1]]
+                soon += [ready[q[-1]] for (dd, _), q in fwd_queue.items()
+                         if dd == d and q and fwd_done[q[-1]] and fwd_allowed(q[-1])]
+                if any(now < t < w_end for t in soon) and not _memory_blocked(inst, d, fwd_queue, fwd_done, level, room):
+                    continue
+            return heapq.heappop(weights[d])[3]
+        if kind == "F":
+            for s in stages:
+                q = fwd_queue[(d, s)]
+                if q and fwd_done[q[-1]] and ready[q[-1]] <= now and fwd_allowed(q[-1]):
+                    return q.pop()
+    return None
+
+
+def _memory_blocked(inst, d, fwd_queue, fwd_done, level, room) -> bool:
+    """True when the device's next forward waits for memory that only a W can free."""
+    if inst.cap is None:
+        return False
+    return any(q and level[d] + inst.alloc[q[-1]] > inst.cap for (dd, _), q in fwd_queue.items() if dd == d)
+
+
+def _next_times(d, grads, weights, fwd_queue, fwd_done, ready):
+    if grads[d]:
+        yield grads[d][0][0]
+    if weights[d]:
+        yield weights[d][0][0]
+    for (dd, _), q in fwd_queue.items():
+        if dd == d and q and fwd_done[q[-1]]:
+            yield ready[q[-1]]
+
+
+def canonical_starts(inst: Instance, starts: Sequence[int]) -> list[int]:
+    """Relabel microbatches so that, for every kind, stage and pipe, start times increase with the
+    microbatch (the sorted k-th start goes to the k-th microbatch of the pipe). Same objective and
+    memory profile, still feasible (see :mod:`ppverify.optimize.model`): this is how any schedule
+    is made to satisfy the symmetry-breaking constraints before it is used as a hint.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(1)
+        >>> inst = instance(Problem(pl, 2, CostModel.abstract(pl, F=1, B=2), split=False))
+        >>> [str(o) for o in inst.dag.ops], canonical_starts(inst, [3, 4, 0, 1])
+        (['0F0', '0B0', '0F1', '0B1'], [0, 1, 3, 4])
+    """
+    dag = inst.dag
+    pipes = dag.schedule.pipe_of_mb
+    groups: dict[tuple[str, int, int], list[int]] = {}
+    for i, op in enumerate(dag.ops):
+        groups.setdefault((op.kind, op.stage, pipes[op.mb]), []).append(i)
+    out = list(starts)
+    for members in groups.values():
+        members.sort(key=lambda i: dag.ops[i].mb)
+        for i, t in zip(members, sorted(starts[i] for i in members)):
+            out[i] = t
+    return out
+
+
+def greedy_rules(p: int) -> list[tuple[str, bool, list[int] | None]]:
+    """The greedy variants tried, most useful first: ZB-H1-like (at most ``p - d`` open forwards
+    on device d, W deferred with lookahead), ZB-H2-like (``2(p - d) - 1`` and ``2(p - d)``), and
+    the unrestricted rules.
+
+    Example:
+        >>> greedy_rules(2)[0]
+        ('GFW', True, [2, 1])
+    """
+    h1 = [p - d for d in range(p)]
+    h2 = [max(1, 2 * (p - d) - 1) for d in range(p)]
+    h2b = [2 * (p - d) for d in range(p)]
+    return [("GFW", True, h1), ("GFW", False, h2), ("GFW", False, h2b), ("GFW", True, h2),
+            ("GFW", False, h1), ("GFW", True, None), ("GFW", False, None), ("GWF", False, None),
+            ("FGW", False, None)]
+
+
+def best_candidate(inst: Instance, use_families: bool = True, deadline: float | None = None) -> Candidate | None:
+    """The best of the family schedules and the greedy variants (``None`` if none is feasible);
+    stops trying further greedy variants once ``time.monotonic()`` passes ``deadline``."""
+    import time
+
+    cands = family_candidates(inst) if use_families else []
+    for prio, look, infl in greedy_rules(inst.p):
+        if deadline is not None and time.monotonic() > deadline and cands:
+            break
+        c = greedy(inst, prio, look, infl)
+        if c is not None:
+            tag = "" if infl is None else f"-open{infl[0]}"
+            cands.append(Candidate(c.source + ("-lookahead" if look else "") + tag, c.programs, c.starts, c.objective))
+    if not cands:
+        return None
+    return min(cands, key=lambda c: (c.objective, c.source))

@@ -1,0 +1,144 @@
+"""Memory models for the optimizer: how much of an activation the input-gradient ``I`` frees, and
+how a memory cap given on the command line (``8`` or ``64GiB``) becomes a per-device limit.
+
+The zero-bubble model (Qi et al., ICLR'24, arXiv 2401.10241; REFERENCE.md §2) counts, per
+transformer layer and per sample-token row, ``F`` allocating ``34h + 5as`` bytes, ``I`` freeing
+``2h + 5as`` and ``W`` freeing the remaining ``32h``. Only the ratio matters for a cap expressed in
+multiples of ``M_F`` (one microbatch's activations on one stage); a cap in bytes also needs the
+microbatch size ``b``, the sequence length ``s`` and the layers per stage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..costs import CostModel
+from ..errors import ParameterError
+
+#: units accepted by :func:`parse_memory_cap`
+_BYTE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+               "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+@dataclass(frozen=True)
+class MemoryModel:
+    """How activations are freed: ``I`` frees ``freed_by_I`` of them, ``W`` (or ``B``) the rest.
+
+    ``alloc_per_row``/``freed_by_I_per_row`` are the exact integer byte counts per layer and
+    sample-token row when the model has them (used for exact integer memory in the solver);
+    ``bytes_per_activation`` is ``M_F`` in bytes (``None`` when unknown).
+
+    Example:
+        >>> zb = zero_bubble(h=2304, a=24, s=1024)
+        >>> zb.alloc_per_row, zb.freed_by_I_per_row, round(float(zb.freed_by_I), 4)
+        (201216, 127488, 0.6336)
+    """
+
+    name: str
+    freed_by_I: Fraction
+    alloc_per_row: int | None = None
+    freed_by_I_per_row: int | None = None
+    bytes_per_activation: float | None = None
+
+    def apply(self, costs: CostModel) -> CostModel:
+        """The same cost model with this model's ``freed_by_I`` on every stage.
+
+        Example:
+            >>> from ppverify.placement import linear
+            >>> zero_bubble(2304, 24, 1024).apply(CostModel.abstract(linear(2))).freed_by_I[0] > 0.63
+            True
+        """
+        return dataclasses.replace(costs, freed_by_I=(float(self.freed_by_I),) * costs.num_stages)
+
+
+def zero_bubble(h: int, a: int, s: int, b: int = 1, layers: int = 1) -> MemoryModel:
+    """The zero-bubble paper's model at hidden size ``h``, heads ``a``, sequence ``s``.
+
+    ``M_F`` in bytes is ``layers * b * s * (34h + 5as)`` (Korthikanti et al. 2022, bf16, no
+    recomputation), with ``layers`` the transformer layers of one stage.
+
+    Example:
+        >>> zero_bubble(h=2304, a=24, s=1024, layers=2).bytes_per_activation
+        412090368.0
+    """
+    for name, val in (("h", h), ("a", a), ("s", s), ("b", b), ("layers", layers)):
+        if not isinstance(val, int) or val < 1:
+            raise ParameterError(f"memory-model {name}", val, "must be an integer >= 1")
+    alloc = 34 * h + 5 * a * s
+    freed_i = 2 * h + 5 * a * s
+    return MemoryModel(f"zero-bubble(h={h},a={a},s={s})", Fraction(freed_i, alloc), alloc, freed_i,
+                       float(layers * b * s * alloc))
+
+
+#: ``--memory-model`` default (issue 5): the zero-bubble model at the paper's 1.5B setting
+DEFAULT_MEMORY_MODEL = "zero-bubble:h=2304,a=24,s=1024"
+
+
+def parse_memory_model(text: str) -> MemoryModel:
+    """Parse ``--memory-model``: ``zero-bubble[:h=..,a=..,s=..,b=..,layers=..]``, ``w-frees-all``
+    (I frees nothing, W frees the whole activation) or ``i-frees=FRACTION``.
+
+    Example:
+        >>> parse_memory_model("zero-bubble:h=4096,a=32,s=2048").alloc_per_row
+        466944
+        >>> parse_memory_model("i-frees=0.5").freed_by_I
+        Fraction(1, 2)
+        >>> parse_memory_model("magic")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter memory-model=magic: expected zero-bubble[:h=H,a=A,s=S,b=B,layers=L], w-frees-all or i-frees=FRACTION
+    """
+    rule = "expected zero-bubble[:h=H,a=A,s=S,b=B,layers=L], w-frees-all or i-frees=FRACTION"
+    t = text.strip().lower()
+    if t in ("w-frees-all", "none"):
+        return MemoryModel("w-frees-all", Fraction(0))
+    if t.startswith("i-frees="):
+        try:
+            frac = Fraction(t.split("=", 1)[1]).limit_denominator(10**6)
+        except ValueError:
+            raise ParameterError("memory-model", text, rule) from None
+        if not 0 <= frac <= 1:
+            raise ParameterError("memory-model", text, "the fraction I frees must be in [0, 1]")
+        return MemoryModel(f"i-frees={float(frac):g}", frac)
+    name, _, rest = t.partition(":")
+    if name not in ("zero-bubble", "zb"):
+        raise ParameterError("memory-model", text, rule)
+    args = {"h": 2304, "a": 24, "s": 1024, "b": 1, "layers": 1}
+    for part in filter(None, (x.strip() for x in rest.split(","))):
+        key, sep, val = part.partition("=")
+        if not sep or key not in args or not val.strip().isdigit():
+            raise ParameterError("memory-model", text, f"bad setting {part!r}; {rule}")
+        args[key] = int(val)
+    return zero_bubble(**args)
+
+
+def parse_memory_cap(text: str, model: MemoryModel) -> Fraction:
+    """A cap as a multiple of ``M_F``: a plain number (``8``, ``2.5``) is already one; a size with
+    a unit (``64GiB``, ``80GB``) is divided by the model's ``M_F`` in bytes.
+
+    Example:
+        >>> parse_memory_cap("8", zero_bubble(2304, 24, 1024))
+        Fraction(8, 1)
+        >>> round(float(parse_memory_cap("1GiB", zero_bubble(2304, 24, 1024, layers=4))), 4)
+        1.3028
+    """
+    t = text.strip().replace(" ", "")
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)([A-Za-z]*)", t)
+    if not m:
+        raise ParameterError("memory-cap", text, "expected a multiple of M_F (e.g. 8) or a size (e.g. 64GiB)")
+    value = Fraction(m.group(1)).limit_denominator(10**6)
+    unit = m.group(2).upper()
+    if unit in ("", "X", "MF"):
+        cap = value
+    elif unit in _BYTE_UNITS:
+        if not model.bytes_per_activation:
+            raise ParameterError("memory-cap", text, f"memory model {model.name} has no size in bytes; give the cap as a multiple of M_F")
+        cap = Fraction(value * _BYTE_UNITS[unit]) / Fraction(model.bytes_per_activation)
+    else:
+        raise ParameterError("memory-cap", text, f"unknown unit {m.group(2)!r}; use B, KB, MB, GB, KiB, MiB, GiB or none")
+    if cap <= 0:
+        raise ParameterError("memory-cap", text, "must be > 0")
+    return cap

@@ -1,0 +1,191 @@
+"""Step 1 of 3 (build): the CP-SAT model of one training step, in the style of OR-Tools' job-shop
+example: one fixed-size interval per op, precedences with communication delays, no overlap per
+device, memory as a cumulative resource, the objective as a variable.
+
+Model strength (all documented in docs/readme/optimization.md):
+
+* **Analytic bounds** (:mod:`.bounds`) are posted as redundant constraints on the objective and on
+  each device's span, so a hint that meets them is proven optimal at once.
+* **Symmetry breaking**: for every kind, stage and pipe, microbatches start in increasing order.
+  Exchange argument: costs, memory and delays depend on the stage, never on the microbatch, and
+  every dependency links two ops of the *same* microbatch with a lag that does not depend on it.
+  Given any feasible schedule, give the k-th earliest start of each (kind, stage, pipe) group to
+  the k-th microbatch of the pipe. A dependency ``start(y, mb) >= start(x, mb) + lag`` that holds
+  for every mb holds between the sorted sequences too (order statistics are monotone); each
+  device runs the same set of intervals, so no-overlap holds; memory events keep their times and
+  amounts, so the memory profile and every objective are unchanged. Hence some optimal schedule
+  is ordered, and the constraint loses nothing. (Not used in evaluate mode, where the program
+  order is given.)
+* **Memory-implied precedences** on devices holding one stage: a forward of microbatch j needs at
+  least ``j + 1 - floor(cap / M_F)`` earlier backwards of that stage to have ended (each frees at
+  most one activation), and those are the first ones by the symmetry order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ortools.sat.python import cp_model
+
+from ..ops import B, F, I, W, Op
+from .bounds import Bounds
+from .problem import Instance
+
+
+@dataclass(frozen=True, eq=False)
+class BuiltModel:
+    """The CP-SAT model and the variables the reading step needs."""
+
+    model: cp_model.CpModel
+    start: list[cp_model.IntVar]
+    objective: cp_model.IntVar
+    horizon: int
+
+
+def build_model(
+    inst: Instance,
+    bounds: Bounds,
+    order: Sequence[Sequence[int]] | None = None,
+    hint: Sequence[int] | None = None,
+    upper: int | None = None,
+    symmetry: bool = True,
+) -> BuiltModel:
+    """Build the model. ``order`` (op positions per device) fixes each device's program order
+    (evaluate mode); ``hint`` gives start ticks to try first; ``upper`` is an objective value
+    already achieved (a cut: only better or equal schedules are searched).
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> from ppverify.optimize.bounds import lower_bounds
+        >>> pl = linear(2)
+        >>> inst = instance(Problem(pl, 2, CostModel.abstract(pl, F=1, B=2), split=False))
+        >>> built = build_model(inst, lower_bounds(inst))
+        >>> len(built.start), built.horizon
+        (8, 12)
+    """
+    dag = inst.dag
+    n = dag.num_ops
+    objective = inst.problem.objective
+    model = cp_model.CpModel()
+    # horizon: running every op one after another, every transfer included, always fits
+    horizon = sum(inst.dur) + sum(sum(row) for row in inst.delay)
+    if upper is not None and objective == "makespan":
+        horizon = min(horizon, upper)
+    from .bounds import heads_tails
+
+    head, tail = heads_tails(inst)
+    start = [
+        model.new_int_var(head[i], max(head[i], horizon - inst.dur[i] - tail[i]), f"start_{dag.ops[i]}")
+        for i in range(n)
+    ]
+    end = [start[i] + inst.dur[i] for i in range(n)]
+    interval = [model.new_fixed_size_interval_var(start[i], inst.dur[i], f"run_{dag.ops[i]}") for i in range(n)]
+
+    # dependencies: an op starts once each input has ended and crossed the link
+    for i in range(n):
+        for k, q in enumerate(dag.pred[i]):
+            if q >= 0:
+                model.add(start[i] >= end[q] + inst.delay[i][k])
+
+    # one op at a time per device
+    for d in range(inst.p):
+        model.add_no_overlap([interval[i] for i in inst.device_ops(d)])
+
+    pos = {op: i for i, op in enumerate(dag.ops)}
+    if inst.cap is not None:
+        _add_memory(model, inst, pos, start, end, horizon)
+
+    if order is not None:
+        for prog in order:
+            for a, b in zip(prog, prog[1:]):
+                model.add(start[b] >= end[a])
+    elif symmetry:
+        _add_symmetry(model, inst, pos, start, end)
+        if inst.cap is not None:
+            _add_memory_precedences(model, inst, pos, start, end)
+
+    # objective
+    lo = bounds.best
+    hi = max(lo, horizon if upper is None else min(upper, horizon))
+    obj = model.new_int_var(lo, hi, objective)
+    sinks = [i for i, op in enumerate(dag.ops) if op.kind in (W, B)]
+    if objective == "makespan":
+        for i in sinks:
+            model.add(obj >= end[i])
+    else:
+        for d in range(inst.p):
+            ops = list(inst.device_ops(d))
+            if not ops:
+                continue
+            first = model.new_int_var(0, horizon, f"first_{d}")
+            last = model.new_int_var(0, horizon, f"last_{d}")
+            for i in ops:
+                if dag.ops[i].kind == F:  # a device's first op is always a forward
+                    model.add(first <= start[i])
+                if dag.ops[i].kind in (W, B):  # ... and its last a W or B
+                    model.add(last >= end[i])
+            model.add(last - first >= bounds.per_device[d])
+            model.add(obj >= last - first)
+    model.minimize(obj)
+
+    if hint is not None:
+        for i in range(n):
+            model.add_hint(start[i], int(hint[i]))
+    return BuiltModel(model, start, obj, horizon)
+
+
+def _add_memory(model, inst: Instance, pos, start, end, horizon: int) -> None:
+    """Activations as a cumulative resource: ``(stage, mb)`` holds what I frees from the start of
+    F to the end of I, and the rest (or all, with B) from the start of F to the end of W (or B)."""
+    dag = inst.dag
+    by_device: list[tuple[list, list]] = [([], []) for _ in range(inst.p)]
+    for i, op in enumerate(dag.ops):
+        if op.kind != F:
+            continue
+        d = dag.device[i]
+        for k in (I, W, B):
+            j = pos.get(Op(k, op.stage, op.mb))
+            if j is None or inst.free[j] == 0:
+                continue
+            size = model.new_int_var(0, horizon, f"held_{op}_{k}")
+            held = model.new_interval_var(start[i], size, end[j], f"mem_{op}_{k}")
+            by_device[d][0].append(held)
+            by_device[d][1].append(inst.free[j])
+    for d, (ivs, demands) in enumerate(by_device):
+        if ivs:
+            model.add_cumulative(ivs, demands, inst.cap)
+
+
+def _add_memory_precedences(model, inst: Instance, pos, start, end) -> None:
+    """On one-stage devices, F of microbatch j (j-th in pipe order) waits for the end of the
+    backward (I or B) of microbatch j - k, k = floor(cap / M_F): see the module doc."""
+    dag = inst.dag
+    pipes = dag.schedule.pipe_of_mb
+    for d in range(inst.p):
+        ops = list(inst.device_ops(d))
+        stages = {(pipes[dag.ops[i].mb], dag.ops[i].stage) for i in ops}
+        if len(stages) != 1:
+            continue
+        (pipe, s), = stages
+        mbs = sorted({dag.ops[i].mb for i in ops})
+        fpos = [pos[Op(F, s, mb)] for mb in mbs]
+        gpos = [pos.get(Op(I, s, mb), pos.get(Op(B, s, mb))) for mb in mbs]
+        k = inst.cap // inst.alloc[fpos[0]]
+        for j in range(k, len(mbs)):
+            model.add(start[fpos[j]] >= end[gpos[j - k]])
+
+
+def _add_symmetry(model, inst: Instance, pos, start, end) -> None:
+    """Microbatches of one pipe start in increasing order per kind and stage (module doc)."""
+    dag = inst.dag
+    pipes = dag.schedule.pipe_of_mb
+    groups: dict[tuple[str, int, int], list[int]] = {}
+    for i, op in enumerate(dag.ops):
+        groups.setdefault((op.kind, op.stage, pipes[op.mb]), []).append(i)
+    for members in groups.values():
+        members.sort(key=lambda i: dag.ops[i].mb)
+        for a, b in zip(members, members[1:]):
+            model.add(start[b] >= end[a])

@@ -1,0 +1,248 @@
+"""What the optimizer is asked: the ops of one step (from a placement, ``m`` and whether the
+backward is split), their costs, the communication delay of every cross-device edge, a memory cap
+and the objective; and the same in integer ticks, ready for CP-SAT.
+
+The ops and their dependencies come from :mod:`ppverify.dag`: a *skeleton* schedule holding every
+required op (in an arbitrary order) is built and :func:`ppverify.dag.build_dag` numbers the ops
+and gives their predecessors, so the solver never re-derives the DAG.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Sequence
+
+from ..comm import NO_COMM, CommModel
+from ..costs import CostModel
+from ..dag import StepDAG, build_dag, structural_problems
+from ..errors import ParameterError
+from ..ops import B, F, I, W, Op
+from ..placement import Placement
+from ..schedule import Schedule
+
+#: what can be minimized: the global step time, or the zero-bubble paper's longest per-device span
+#: (from a device's first op start to its last op end; the paper's ILP objective, per stage)
+OBJECTIVES: tuple[str, ...] = ("makespan", "span")
+
+#: tick used for costs in seconds (presets), whose floats share no useful common divisor
+SECONDS_TICK = Fraction(1, 10**7)
+
+#: a model wider than this many ticks gets a coarser (rounded) tick; exact below it
+MAX_HORIZON_TICKS = 2**40
+
+
+def default_pipes(placement: Placement, m: int) -> tuple[int, ...]:
+    """Pipe of each microbatch when the caller gives none: all 0 with one pipe; with two pipes
+    Chimera's rule (per unit of ``p`` microbatches the first half go down, the rest up).
+
+    Example:
+        >>> from ppverify.placement import bidirectional
+        >>> default_pipes(bidirectional(4), 6)
+        (0, 0, 1, 1, 0, 0)
+    """
+    if placement.num_pipes == 1:
+        return (0,) * m
+    unit = max(placement.p, 2)
+    return tuple(0 if (mb % unit) < unit // 2 else 1 for mb in range(m))
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """One optimization request.
+
+    ``memory_cap`` is per device in the cost model's memory units (``costs.activation``; one
+    microbatch on a whole device share is 1), ``None`` for no cap. ``split`` says whether every
+    backward is ``I`` + ``W`` (else one ``B``).
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> pl = linear(2)
+        >>> pr = Problem(pl, 3, CostModel.abstract(pl, F=1, I=1, W=1), split=True)
+        >>> pr.num_ops, pr.pipes
+        (18, (0, 0, 0))
+    """
+
+    placement: Placement
+    m: int
+    costs: CostModel
+    comm: CommModel = NO_COMM
+    split: bool = True
+    memory_cap: float | None = None
+    objective: str = "makespan"
+    pipe_of_mb: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.m, bool) or not isinstance(self.m, int) or self.m < 1:
+            raise ParameterError("m", self.m, "must be an integer >= 1")
+        if self.objective not in OBJECTIVES:
+            raise ParameterError("objective", self.objective, f"expected one of {', '.join(OBJECTIVES)}")
+        if self.costs.num_stages != self.placement.num_stages:
+            raise ParameterError("costs", self.costs.num_stages, f"cost model has {self.costs.num_stages} stages, placement {self.placement.num_stages}")
+        if self.memory_cap is not None and not self.memory_cap > 0:
+            raise ParameterError("memory-cap", self.memory_cap, "must be > 0")
+        if self.pipe_of_mb is not None and len(self.pipe_of_mb) != self.m:
+            raise ParameterError("pipe_of_mb", len(self.pipe_of_mb), f"need one pipe per microbatch (m={self.m})")
+
+    @property
+    def p(self) -> int:
+        """Number of devices."""
+        return self.placement.p
+
+    @property
+    def pipes(self) -> tuple[int, ...]:
+        """Pipe of each microbatch (given, or :func:`default_pipes`)."""
+        return self.pipe_of_mb if self.pipe_of_mb is not None else default_pipes(self.placement, self.m)
+
+    @property
+    def num_ops(self) -> int:
+        """Ops of one step: per stage and microbatch F plus B, or F, I and W."""
+        return self.placement.num_stages * self.m * (3 if self.split else 2)
+
+    def skeleton(self) -> Schedule:
+        """A schedule holding every required op once, on its device, in stage-major order (an
+        order, not a plan: it only carries the op set into :func:`ppverify.dag.build_dag`).
+
+        Example:
+            >>> from ppverify.placement import linear
+            >>> pl = linear(2)
+            >>> [str(o) for o in Problem(pl, 1, CostModel.abstract(pl), split=False).skeleton().programs[1]]
+            ['1F0', '1B0']
+        """
+        pl, pipes = self.placement, self.pipes
+        kinds = (F, I, W) if self.split else (F, B)
+        programs: list[list[Op]] = [[] for _ in range(pl.p)]
+        for s in range(pl.num_stages):
+            for mb in range(self.m):
+                for k in kinds:
+                    programs[pl.device(pipes[mb], s)].append(Op(k, s, mb))
+        sched = Schedule(pl, self.m, tuple(tuple(pr) for pr in programs), pipes, "optimize",
+                         {"p": pl.p, "m": self.m})
+        problems = structural_problems(sched, limit=3)
+        if problems:  # pragma: no cover - the skeleton is complete by construction
+            raise AssertionError("; ".join(problems))
+        return sched
+
+
+def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel) -> list[list[float]]:
+    """Delay between the end of ``dag.pred[i][k]`` and the earliest start of op i: the transfer
+    time of the boundary between the two stages when the edge crosses devices, else 0.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.comm import FixedDelay
+        >>> dag = build_dag(build("gpipe", p=2, m=1))
+        >>> edge_delays(dag, CostModel.abstract(dag.schedule.placement), FixedDelay(0.5))
+        [[0.0, 0.0], [0.0, 0.5], [0.5, 0.0], [0.0, 0.0]]
+    """
+    bb = costs.boundary_bytes
+    out: list[list[float]] = []
+    for i, op in enumerate(dag.ops):
+        row = [0.0, 0.0]
+        for k in (0, 1):
+            q = dag.pred[i][k]
+            if q >= 0 and dag.cross[i][k]:
+                lo = min(op.stage, dag.ops[q].stage)
+                row[k] = float(comm.transfer_time(dag.device[q], dag.device[i], bb[lo] if lo < len(bb) else 0.0))
+        out.append(row)
+    return out
+
+
+def _frac(x: float) -> Fraction:
+    return Fraction(x).limit_denominator(10**6)
+
+
+def _gcd_frac(values: Sequence[Fraction]) -> Fraction:
+    g = Fraction(0)
+    for v in values:
+        if v:
+            g = Fraction(math.gcd(g.numerator * v.denominator, v.numerator * g.denominator),
+                         g.denominator * v.denominator) if g else v
+    return g or Fraction(1)
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """A :class:`Problem` in integers: op positions of ``dag``; ``dur[i]`` and ``delay[i][k]`` in
+    ticks of ``tick`` time units; memory in integer units of ``mem_unit`` activations
+    (``alloc[i]`` at an op's start, ``free[i]`` at its end); ``cap`` (``None`` = no cap).
+
+    ``exact`` is False when the tick had to be rounded (durations that share no small common
+    divisor); results are then exact for the rounded durations only.
+    """
+
+    problem: Problem
+    dag: StepDAG
+    dur: list[int]
+    delay: list[list[int]]
+    tick: float
+    alloc: list[int]
+    free: list[int]
+    cap: int | None
+    mem_unit: Fraction
+    exact: bool
+
+    @property
+    def p(self) -> int:
+        """Number of devices."""
+        return self.problem.p
+
+    def device_ops(self, d: int) -> range:
+        """Positions of device d's ops in ``dag``."""
+        return range(self.dag.offsets[d], self.dag.offsets[d + 1])
+
+    def to_time(self, ticks: float) -> float:
+        """Ticks to the cost model's time unit."""
+        return float(ticks) * self.tick
+
+
+def instance(problem: Problem, schedule: Schedule | None = None) -> Instance:
+    """Turn a problem (or, in evaluate mode, a schedule's own op order) into integer ticks.
+
+    The tick is the greatest common divisor of all durations and delays, so timing is exact.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.comm import FixedDelay
+        >>> pl = linear(2)
+        >>> inst = instance(Problem(pl, 1, CostModel.abstract(pl, F=1, B=2), FixedDelay(0.5), split=False))
+        >>> inst.tick, inst.dur, inst.delay[1]
+        (0.5, [2, 4, 2, 4], [0, 1])
+    """
+    dag = build_dag(schedule if schedule is not None else problem.skeleton())
+    costs = problem.costs
+    dur_f = [_frac(costs.op_duration(op)) for op in dag.ops]
+    delay_f = [[_frac(x) for x in row] for row in edge_delays(dag, costs, problem.comm)]
+    tick = _gcd_frac(dur_f + [x for row in delay_f for x in row])
+    horizon = sum(dur_f) + sum(x for row in delay_f for x in row)
+    exact = True
+    if costs.time_unit == "s" and tick < SECONDS_TICK:
+        # durations from presets are measured floats: 0.1 us resolution, reported as rounded
+        tick, exact = SECONDS_TICK, False
+    if horizon / tick > MAX_HORIZON_TICKS:
+        tick = Fraction(horizon / MAX_HORIZON_TICKS * 4).limit_denominator(10**6) or tick
+        exact = False
+    dur = [max(1, round(x / tick)) for x in dur_f]
+    delay = [[round(x / tick) for x in row] for row in delay_f]
+    # memory: allocation of F, frees of I (fraction freed_by_I) and W/B (the rest), as exact
+    # integers of one common unit, so the cumulative constraint has no rounding
+    act = [_frac(a) for a in costs.activation]
+    fi = [_frac(x) for x in costs.freed_by_I]
+    amounts: list[tuple[Fraction, Fraction]] = []
+    for op in dag.ops:
+        a = act[op.stage]
+        if op.kind == F:
+            amounts.append((a, Fraction(0)))
+        elif op.kind == B:
+            amounts.append((Fraction(0), a))
+        elif op.kind == I:
+            amounts.append((Fraction(0), a * fi[op.stage]))
+        else:
+            amounts.append((Fraction(0), a * (1 - fi[op.stage])))
+    cap_f = _frac(problem.memory_cap) if problem.memory_cap is not None else None
+    unit = _gcd_frac([x for pair in amounts for x in pair] + ([cap_f] if cap_f else []))
+    alloc = [int(x / unit) for x, _ in amounts]
+    free = [int(y / unit) for _, y in amounts]
+    cap = math.floor(cap_f / unit) if cap_f is not None else None
+    return Instance(problem, dag, dur, delay, float(tick), alloc, free, cap, unit, exact)

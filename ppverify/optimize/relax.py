@@ -1,0 +1,163 @@
+"""The one-device relaxation: a certified lower bound from a small exact model per device.
+
+Keep one device's ops and forget the other devices' capacity: every other device is assumed free
+whenever needed. What is left is a single-machine problem whose constraints every real schedule
+satisfies on that device:
+
+* each op's release (earliest start from the dependencies) and tail (least time after its end
+  before the step can finish), from :func:`ppverify.optimize.bounds.heads_tails`;
+* between two ops of the same microbatch on this device, the longest dependency path between them
+  as a minimum lag (a forward to its backward: the microbatch's round trip through the rest of
+  the pipeline);
+* the device's memory cap, and microbatch order per kind and stage (symmetry, as in the full
+  model).
+
+Its optimum, or CP-SAT's proven bound on it after a short run, is a lower bound on the full
+problem. It is much smaller (one device's ops) and captures what the closed-form window bound
+(:mod:`.bounds`) cannot: how the round-trip lag, the memory cap and the work interact over the
+whole step on the critical device.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ortools.sat.python import cp_model
+
+from ..ops import B, F, I, W, Op
+from .bounds import Bounds, heads_tails
+from .problem import Instance
+
+
+def _lags(inst: Instance, d: int) -> list[tuple[int, int, int]]:
+    """``(u, v, lag)``: op v of device d starts at least ``lag`` after op u (same microbatch)."""
+    dag = inst.dag
+    on_d = set(inst.device_ops(d))
+    by_mb: dict[int, list[int]] = {}
+    for i in on_d:
+        by_mb.setdefault(dag.ops[i].mb, []).append(i)
+    order = dag.topological_order()
+    rank = {i: r for r, i in enumerate(order)}
+    out = []
+    for mb, mine in by_mb.items():
+        members = [i for i in order if dag.ops[i].mb == mb]
+        for u in mine:
+            dist = {u: 0}
+            for i in members:
+                if rank[i] <= rank[u]:
+                    continue
+                for k, q in enumerate(dag.pred[i]):
+                    if q in dist:
+                        dist[i] = max(dist.get(i, 0), dist[q] + inst.dur[q] + inst.delay[i][k])
+            out += [(u, v, dist[v]) for v in mine if v != u and v in dist]
+    return out
+
+
+def device_bound(inst: Instance, d: int, objective: str, time_limit: float, workers: int = 1,
+                 seed: int = 0, lower: int = 0) -> int:
+    """Proven lower bound (ticks) on the objective from device d's relaxation (``lower``: a bound
+    already known, posted as a redundant constraint).
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(3)  # device 0 alone: 3 F, then (wait for the round trip) 3 B: 3+(7-3)+6 = 13
+        >>> inst = instance(Problem(pl, 3, CostModel.abstract(pl, F=1, B=2), split=False))
+        >>> device_bound(inst, 0, "makespan", 5.0)
+        13
+    """
+    dag = inst.dag
+    ops = list(inst.device_ops(d))
+    if not ops:
+        return 0
+    head, tail = heads_tails(inst)
+    model = cp_model.CpModel()
+    horizon = max(head[i] for i in ops) + sum(inst.dur[i] for i in ops) + max(tail[i] for i in ops) \
+        + max((lag for _, _, lag in _lags(inst, d)), default=0)
+    start = {i: model.new_int_var(head[i], horizon, f"start_{dag.ops[i]}") for i in ops}
+    iv = {i: model.new_fixed_size_interval_var(start[i], inst.dur[i], f"run_{dag.ops[i]}") for i in ops}
+    model.add_no_overlap(list(iv.values()))
+    for u, v, lag in _lags(inst, d):
+        model.add(start[v] >= start[u] + lag)
+    # symmetry: microbatches of one pipe in order per kind and stage (see model.py)
+    pipes = dag.schedule.pipe_of_mb
+    groups: dict[tuple, list[int]] = {}
+    for i in ops:
+        op = dag.ops[i]
+        groups.setdefault((op.kind, op.stage, pipes[op.mb]), []).append(i)
+    for members in groups.values():
+        members.sort(key=lambda i: dag.ops[i].mb)
+        for a, b in zip(members, members[1:]):
+            model.add(start[b] >= start[a] + inst.dur[a])
+    if inst.cap is not None:
+        pos = {dag.ops[i]: i for i in ops}
+        ivs, demands = [], []
+        for i in ops:
+            op = dag.ops[i]
+            if op.kind != F:
+                continue
+            for k in (I, W, B):
+                j = pos.get(Op(k, op.stage, op.mb))
+                if j is None or inst.free[j] == 0:
+                    continue
+                size = model.new_int_var(0, horizon, "")
+                ivs.append(model.new_interval_var(start[i], size, start[j] + inst.dur[j], ""))
+                demands.append(inst.free[j])
+        model.add_cumulative(ivs, demands, inst.cap)
+        _memory_precedences(model, inst, ops, pos, start)
+    obj = model.new_int_var(lower, max(lower, 2 * horizon), "obj")
+    if objective == "makespan":
+        for i in ops:
+            model.add(obj >= start[i] + inst.dur[i] + tail[i])
+    else:
+        first = model.new_int_var(0, horizon, "first")
+        for i in ops:
+            model.add(first <= start[i])
+            model.add(obj >= start[i] + inst.dur[i] - first)
+    model.minimize(obj)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.num_workers = int(workers)
+    solver.parameters.random_seed = int(seed)
+    status = solver.solve(model)
+    if status == cp_model.OPTIMAL:
+        return int(round(solver.objective_value))
+    b = solver.best_objective_bound
+    # an unfinished run may report no bound at all (presolve cut short): fall back to ``lower``
+    return max(lower, int(math.ceil(b - 1e-9)) if math.isfinite(b) else 0)
+
+
+def _memory_precedences(model, inst: Instance, ops: list[int], pos: dict, start: dict) -> None:
+    """As in the full model: with one stage on the device, F of the j-th microbatch waits for the
+    end of the backward of microbatch j - floor(cap / M_F)."""
+    dag = inst.dag
+    pipes = dag.schedule.pipe_of_mb
+    stages = {(pipes[dag.ops[i].mb], dag.ops[i].stage) for i in ops}
+    if len(stages) != 1:
+        return
+    (_, s), = stages
+    mbs = sorted({dag.ops[i].mb for i in ops})
+    fpos = [pos[Op(F, s, mb)] for mb in mbs]
+    gpos = [pos.get(Op(I, s, mb), pos.get(Op(B, s, mb))) for mb in mbs]
+    k = inst.cap // inst.alloc[fpos[0]]
+    for j in range(k, len(mbs)):
+        model.add(start[fpos[j]] >= start[gpos[j - k]] + inst.dur[gpos[j - k]])
+
+
+def relaxation_bound(inst: Instance, bounds: Bounds, time_limit: float, workers: int = 1,
+                     seed: int = 0) -> tuple[int, list[int]]:
+    """Best device-relaxation bound (ticks), solving devices in decreasing order of their analytic
+    bound and sharing ``time_limit`` among them; also the per-device values (0 = not solved)."""
+    import time
+
+    objective = inst.problem.objective
+    order = sorted(range(inst.p), key=lambda d: -bounds.per_device[d])
+    per = [0] * inst.p
+    deadline = time.monotonic() + time_limit
+    for n, d in enumerate(order):
+        left = deadline - time.monotonic()
+        if left <= 0.05:
+            break
+        per[d] = device_bound(inst, d, objective, left / (len(order) - n), workers, seed, bounds.per_device[d])
+    return max(per, default=0), per

@@ -1,0 +1,86 @@
+"""Step 3 of 3 (read): what an optimization returns, in the cost model's time unit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..schedule import Schedule
+from ..timeline import Timeline
+
+#: solver outcomes, CP-SAT's names
+STATUSES: tuple[str, ...] = ("OPTIMAL", "FEASIBLE", "INFEASIBLE", "UNKNOWN")
+
+
+def relative_gap(value: float | None, bound: float) -> float | None:
+    """``(value - bound) / value``: how far a schedule may be above the optimum, as a fraction of
+    its own value (0 = proven optimal); ``None`` without a value.
+
+    Example:
+        >>> relative_gap(110.0, 99.0), relative_gap(None, 3.0), relative_gap(0.0, 0.0)
+        (0.1, None, 0.0)
+    """
+    if value is None:
+        return None
+    if value <= 0:
+        return 0.0
+    return max(0.0, (value - bound) / value)
+
+
+@dataclass(frozen=True, eq=False)
+class OptimizeResult:
+    """Outcome of :func:`ppverify.optimize.optimize` or :func:`ppverify.optimize.evaluate`.
+
+    ``objective`` is the best schedule's value (makespan or longest per-device span) and
+    ``bound`` a proven lower bound on every schedule's value; ``gap = (objective - bound) /
+    objective``. ``schedule`` is the best schedule found (per-device program order) and
+    ``timeline`` its start/end times as the solver placed them. ``bounds`` holds the analytic
+    bounds on their own; ``hint`` names the starting schedule (a family or a greedy rule).
+    """
+
+    status: str
+    objective_name: str
+    objective: float | None
+    bound: float
+    wall_s: float
+    schedule: Schedule | None
+    timeline: Timeline | None
+    bounds: Mapping[str, float]
+    hint: str | None
+    hint_objective: float | None
+    tick: float
+    exact: bool
+    time_unit: str
+    solver: Mapping[str, Any] = field(default_factory=dict)
+    reason: str = ""
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap between the objective and the bound (see :func:`relative_gap`)."""
+        return relative_gap(self.objective, self.bound)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (the schedule as per-device action text)."""
+        out: dict[str, Any] = {
+            "status": self.status,
+            "objective": self.objective_name,
+            "value": self.objective,
+            "bound": self.bound,
+            "gap": self.gap,
+            "wall_s": round(self.wall_s, 3),
+            "time_unit": self.time_unit,
+            "tick": self.tick,
+            "exact_ticks": self.exact,
+            "analytic_bounds": dict(self.bounds),
+            "hint": self.hint,
+            "hint_value": self.hint_objective,
+            "solver": dict(self.solver),
+        }
+        if self.reason:
+            out["reason"] = self.reason
+        if self.schedule is not None:
+            out["programs"] = [[str(a) for a in prog] for prog in self.schedule.programs]
+            out["pipe_of_mb"] = list(self.schedule.pipe_of_mb)
+        if self.timeline is not None:
+            out["peak_memory"] = self.timeline.peak_memory().tolist()
+        return out

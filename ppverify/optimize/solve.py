@@ -1,0 +1,256 @@
+"""Step 2 of 3 (solve) and the public entry points: :func:`optimize` (find the best schedule or a
+proven bound), :func:`evaluate` (the program order fixed: CP-SAT's makespan equals the async
+engine's) and :func:`gap_report` (a family's makespan against the certified bound).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ..comm import NO_COMM, CommModel
+from ..costs import CostModel
+from ..dag import build_dag
+from ..errors import ParameterError
+from ..ops import Op, Overlap
+from ..schedule import Schedule
+from ..timeline import Timeline
+from .bounds import lower_bounds
+from .heuristic import Candidate, best_candidate, canonical_starts, time_programs
+from .model import build_model
+from .relax import relaxation_bound
+from .problem import Instance, Problem, instance
+from .result import OptimizeResult
+
+_STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
+           cp_model.UNKNOWN: "UNKNOWN", cp_model.MODEL_INVALID: "UNKNOWN"}
+
+
+def _check_limits(time_limit: float, workers: int) -> None:
+    if not time_limit > 0:
+        raise ParameterError("time-limit", time_limit, "must be > 0 seconds")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ParameterError("workers", workers, "must be an integer >= 1")
+
+
+def _solver(time_limit: float, workers: int, seed: int) -> cp_model.CpSolver:
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.num_workers = int(workers)
+    solver.parameters.random_seed = int(seed)
+    return solver
+
+
+def _schedule_from_starts(inst: Instance, starts: Sequence[int], family: str) -> tuple[Schedule, Timeline]:
+    """Per-device program order from start ticks (ties in op position order), and the timeline
+    with exactly those times."""
+    dag = inst.dag
+    pr = inst.problem
+    programs: list[list[Op]] = [[] for _ in range(inst.p)]
+    for i in sorted(range(dag.num_ops), key=lambda i: (starts[i], i)):
+        programs[dag.device[i]].append(dag.ops[i])
+    params = {"p": pr.p, "m": pr.m, "objective": pr.objective}
+    sched = Schedule(pr.placement, pr.m, tuple(tuple(p) for p in programs), dag.schedule.pipe_of_mb, family, params)
+    st = np.asarray(starts, dtype=float) * inst.tick
+    en = (np.asarray(starts) + np.asarray(inst.dur)) * inst.tick
+    tl = Timeline(sched, pr.costs, "cp-sat", list(dag.ops), np.asarray(dag.device, dtype=np.int64), st, en,
+                  info={"tick": inst.tick, "objective": pr.objective})
+    return sched, tl
+
+
+def _infeasible_reason(inst: Instance) -> str:
+    if inst.cap is None:
+        return ""
+    for i, op in enumerate(inst.dag.ops):
+        if inst.alloc[i] > inst.cap:
+            cap = float(inst.cap * inst.mem_unit)
+            need = float(inst.alloc[i] * inst.mem_unit)
+            return (f"memory cap {cap:g} is below one activation of stage {op.stage} ({need:g}): "
+                    f"no forward of that stage can ever run")
+    return ""
+
+
+def optimize(
+    problem: Problem,
+    time_limit: float = 60.0,
+    workers: int = 2,
+    seed: int = 0,
+    use_families: bool = True,
+    symmetry: bool = True,
+    redundant_bounds: bool = True,
+    relax_share: float = 0.3,
+) -> OptimizeResult:
+    """Minimize the problem's objective with CP-SAT, starting from the best family or greedy
+    schedule; returns the best schedule and a proven lower bound even on timeout.
+
+    ``symmetry``/``redundant_bounds`` switch off the model-strength constraints (to measure
+    them); the bounds are still reported. ``relax_share`` of the time limit goes to the
+    one-device relaxation bound (:mod:`.relax`) when the starting schedule is not already proven
+    optimal by the analytic bounds.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.comm import FixedDelay
+        >>> pl = linear(3)
+        >>> r = optimize(Problem(pl, 4, CostModel.abstract(pl, F=1, B=2), FixedDelay(1), split=False), time_limit=10)
+        >>> r.status, r.objective, r.bound  # (m+p-1)(tF+tB) + 2(p-1)c = 18 + 4
+        ('OPTIMAL', 22.0, 22.0)
+    """
+    _check_limits(time_limit, workers)
+    t0 = time.monotonic()
+    inst = instance(problem)
+    bounds = lower_bounds(inst)
+    unit = problem.costs.time_unit
+    common = dict(objective_name=problem.objective, bounds=bounds.as_dict(inst.tick), tick=inst.tick,
+                  exact=inst.exact, time_unit=unit)
+    reason = _infeasible_reason(inst)
+    if reason:
+        return OptimizeResult("INFEASIBLE", objective=None, bound=float("inf"), wall_s=time.monotonic() - t0,
+                              schedule=None, timeline=None, hint=None, hint_objective=None, reason=reason, **common)
+    best: Candidate | None = best_candidate(inst, use_families, deadline=t0 + 0.25 * time_limit)
+    hint = canonical_starts(inst, best.starts) if (best is not None and symmetry) else (best.starts if best else None)
+    floor = bounds.best if redundant_bounds else 0
+    if best is not None and best.objective <= floor:
+        # the hint meets the analytic bound: proven optimal without search
+        sched, tl = _schedule_from_starts(inst, hint, "cp-sat")
+        return OptimizeResult("OPTIMAL", objective=best.objective * inst.tick, bound=best.objective * inst.tick,
+                              wall_s=time.monotonic() - t0, schedule=sched, timeline=tl, hint=best.source,
+                              hint_objective=best.objective * inst.tick,
+                              solver={"proof": "hint meets the analytic bound", "workers": workers, "seed": seed,
+                                      "time_limit_s": time_limit}, **common)
+    if redundant_bounds and relax_share > 0:
+        # the one-device relaxation (relax.py): a small exact model per device, a share of the time
+        from dataclasses import replace
+
+        relax_best, relax_per = relaxation_bound(inst, bounds, relax_share * time_limit, workers, seed)
+        bounds = replace(bounds, device_relaxation=relax_best,
+                         per_device=tuple(max(a, b) for a, b in zip(bounds.per_device, relax_per)))
+        common["bounds"] = bounds.as_dict(inst.tick)
+        if best is not None and best.objective <= bounds.best:
+            sched, tl = _schedule_from_starts(inst, hint, "cp-sat")
+            return OptimizeResult("OPTIMAL", objective=best.objective * inst.tick, bound=best.objective * inst.tick,
+                                  wall_s=time.monotonic() - t0, schedule=sched, timeline=tl, hint=best.source,
+                                  hint_objective=best.objective * inst.tick,
+                                  solver={"proof": "hint meets the device-relaxation bound", "workers": workers,
+                                          "seed": seed, "time_limit_s": time_limit}, **common)
+    used_bounds = bounds if redundant_bounds else _no_bounds(bounds)
+    built = build_model(inst, used_bounds, hint=hint, upper=best.objective if best else None, symmetry=symmetry)
+    left = max(0.1, time_limit - (time.monotonic() - t0))
+    solver = _solver(left, workers, seed)
+    code = solver.solve(built.model)
+    status = cp_status = _STATUS.get(code, "UNKNOWN")
+    solver_bound = solver.best_objective_bound if status in ("OPTIMAL", "FEASIBLE", "UNKNOWN") else None
+    bound_ticks = max(bounds.best, int(np.ceil(solver_bound - 1e-9)) if solver_bound is not None and np.isfinite(solver_bound) else 0)
+    starts = None
+    value = None
+    if status in ("OPTIMAL", "FEASIBLE"):
+        starts = [solver.value(v) for v in built.start]
+        value = int(round(solver.objective_value))
+    if best is not None and (value is None or best.objective < value):
+        starts, value = list(hint), best.objective
+    if status == "INFEASIBLE" and best is None:
+        return OptimizeResult("INFEASIBLE", objective=None, bound=float("inf"), wall_s=time.monotonic() - t0,
+                              schedule=None, timeline=None, hint=None, hint_objective=None,
+                              reason="CP-SAT proved that no schedule meets the constraints",
+                              solver=_stats(solver, workers, seed, time_limit, cp_status), **common)
+    if value is not None and status == "INFEASIBLE":
+        # the cut `objective <= hint` was infeasible below the hint: the hint is optimal
+        bound_ticks = value
+    if value is not None:
+        bound_ticks = min(bound_ticks, value)
+        status = "OPTIMAL" if bound_ticks >= value else "FEASIBLE"
+    sched = tl = None
+    if starts is not None:
+        sched, tl = _schedule_from_starts(inst, starts, "cp-sat")
+    return OptimizeResult(status, objective=None if value is None else value * inst.tick, bound=bound_ticks * inst.tick,
+                          wall_s=time.monotonic() - t0, schedule=sched, timeline=tl,
+                          hint=best.source if best else None,
+                          hint_objective=best.objective * inst.tick if best else None,
+                          solver=_stats(solver, workers, seed, time_limit, cp_status), **common)
+
+
+def _no_bounds(bounds):
+    from dataclasses import replace
+
+    return replace(bounds, critical_path=0, device_work=0, memory_window=0,
+                   per_device=tuple(0 for _ in bounds.per_device))
+
+
+def _stats(solver: cp_model.CpSolver, workers: int, seed: int, time_limit: float, status: str) -> dict:
+    return {"cp_sat_status": status, "cp_sat_wall_s": round(solver.wall_time, 3),
+            "branches": solver.num_branches, "conflicts": solver.num_conflicts,
+            "workers": workers, "seed": seed, "time_limit_s": time_limit}
+
+
+def problem_for(schedule: Schedule, costs: CostModel, comm: CommModel = NO_COMM,
+                memory_cap: float | None = None, objective: str = "makespan") -> Problem:
+    """The optimization problem over the same ops, placement and microbatch pipes as a schedule.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=3)
+        >>> problem_for(s, CostModel.abstract(s.placement)).num_ops
+        12
+    """
+    return Problem(schedule.placement, schedule.m, costs, comm, schedule.has_split_backward, memory_cap,
+                   objective, tuple(schedule.pipe_of_mb))
+
+
+def evaluate(
+    schedule: Schedule,
+    costs: CostModel,
+    comm: CommModel = NO_COMM,
+    memory_cap: float | None = None,
+    objective: str = "makespan",
+    time_limit: float = 60.0,
+    workers: int = 2,
+    seed: int = 0,
+) -> OptimizeResult:
+    """CP-SAT with each device's program order fixed to the schedule's: the optimum is the
+    schedule's own value (for the makespan, what the async engine computes); INFEASIBLE when the
+    order breaks the memory cap.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.comm import FixedDelay
+        >>> s = build("1f1b", p=4, m=4)
+        >>> evaluate(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(1)).objective
+        31.0
+    """
+    _check_limits(time_limit, workers)
+    if any(type(a) is Overlap for prog in schedule.programs for a in prog):
+        raise ParameterError("schedule", schedule.describe(),
+                             "evaluate mode does not model overlapped F&B slots; run them in sequence first")
+    t0 = time.monotonic()
+    problem = problem_for(schedule, costs, comm, memory_cap, objective)
+    inst = instance(problem, schedule)
+    bounds = lower_bounds(inst)
+    order = [list(inst.device_ops(d)) for d in range(inst.p)]
+    common = dict(objective_name=objective, bounds=bounds.as_dict(inst.tick), tick=inst.tick, exact=inst.exact,
+                  time_unit=costs.time_unit)
+    try:
+        asap = time_programs(inst, [[inst.dag.ops[i] for i in prog] for prog in order], schedule.family)
+        hint = asap.starts
+    except ParameterError:
+        hint = None
+    built = build_model(inst, bounds, order=order, hint=hint)
+    solver = _solver(time_limit, workers, seed)
+    status = _STATUS.get(solver.solve(built.model), "UNKNOWN")
+    stats = _stats(solver, workers, seed, time_limit, status)
+    if status not in ("OPTIMAL", "FEASIBLE"):
+        reason = "the program order breaks the memory cap" if status == "INFEASIBLE" else "no solution within the time limit"
+        return OptimizeResult(status, objective=None, bound=bounds.best * inst.tick, wall_s=time.monotonic() - t0,
+                              schedule=schedule, timeline=None, hint=schedule.family, hint_objective=None,
+                              reason=reason, solver=stats, **common)
+    starts = [solver.value(v) for v in built.start]
+    value = int(round(solver.objective_value))
+    bound = max(bounds.best, int(np.ceil(solver.best_objective_bound - 1e-9)))
+    _, tl = _schedule_from_starts(inst, starts, schedule.family)
+    tl = Timeline(schedule, costs, "cp-sat", tl.ops, tl.device, tl.start, tl.end, info=tl.info)
+    return OptimizeResult(status, objective=value * inst.tick, bound=min(bound, value) * inst.tick,
+                          wall_s=time.monotonic() - t0, schedule=schedule, timeline=tl, hint=schedule.family,
+                          hint_objective=asap.objective * inst.tick if hint is not None else None,
+                          solver=stats, **common)

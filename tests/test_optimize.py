@@ -1,0 +1,251 @@
+"""CP-SAT optimizer: known optima, evaluate mode against the async engine, validity of every
+schedule it emits, bounds never above a feasible schedule, bad input, time limits, CLI."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from ppverify.cli import main
+from ppverify.comm import FixedDelay
+from ppverify.costs import CostModel
+from ppverify.dag import build_dag, structural_problems
+from ppverify.engines import run
+from ppverify.errors import ParameterError
+from ppverify.optimize import Problem, evaluate, optimize, problem_for, zero_bubble
+from ppverify.optimize.problem import edge_delays
+from ppverify.placement import linear, v_shape
+from ppverify.schedules import build, families
+
+
+def check_valid(res, problem):
+    """Every schedule the optimizer emits: complete op set; the solver's own times respect the
+    DAG with delays, one op at a time per device, the memory cap; the async engine running its
+    program order is never slower than the solver's times (makespan objective)."""
+    sched, tl = res.schedule, res.timeline
+    assert structural_problems(sched) == []
+    dag = build_dag(sched)
+    when = {op: (s, e) for op, s, e in zip(tl.ops, tl.start, tl.end)}
+    delays = edge_delays(dag, problem.costs, problem.comm)
+    for i, op in enumerate(dag.ops):
+        for k, q in enumerate(dag.pred[i]):
+            if q >= 0:
+                assert when[op][0] >= when[dag.ops[q]][1] + delays[i][k] - 1e-9, (op, dag.ops[q])
+        assert when[op][1] - when[op][0] == pytest.approx(problem.costs.op_duration(op))
+    for d in range(sched.p):
+        iv = sorted(when[op] for op in sched.ops(d))
+        assert all(a[1] <= b[0] + 1e-9 for a, b in zip(iv, iv[1:])), f"overlap on device {d}"
+    if problem.memory_cap is not None:
+        assert tl.peak_memory().max() <= problem.memory_cap + 1e-9
+        assert run(sched, problem.costs, problem.comm, "async").peak_memory().max() <= problem.memory_cap + 1e-9
+    if problem.objective == "makespan":
+        assert run(sched, problem.costs, problem.comm, "async", sync="none").makespan <= res.objective + 1e-9
+
+
+# ---- known optima -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p,m,c", [(2, 1, 0.0), (2, 3, 0.5), (3, 4, 1.0), (4, 6, 0.25), (4, 8, 1.0), (5, 3, 2.0)])
+def test_full_backward_optimum_is_gpipe_formula(p, m, c):
+    tf, tb = 1.0, 2.0
+    pl = linear(p)
+    pr = Problem(pl, m, CostModel.abstract(pl, F=tf, B=tb), FixedDelay(c), split=False)
+    res = optimize(pr, time_limit=20)
+    expected = (m + p - 1) * (tf + tb) + 2 * (p - 1) * c  # by hand: GPipe/1F1B optimum
+    assert res.status == "OPTIMAL"
+    assert res.objective == pytest.approx(expected) and res.bound == pytest.approx(expected)
+    # GPipe pays the 2(p-1)c hops once: it is optimal under async timing (REFERENCE §4)
+    assert run(build("gpipe", p=p, m=m), pr.costs, pr.comm, "async").makespan == pytest.approx(expected)
+    check_valid(res, pr)
+
+
+@pytest.mark.parametrize("p,m", [(2, 4), (3, 6), (4, 8)])
+def test_equal_fiw_without_cap_reaches_zero_bubble(p, m):
+    pl = linear(p)
+    costs = CostModel.abstract(pl, F=1, I=1, W=1)
+    span = optimize(Problem(pl, m, costs, split=True, objective="span"), time_limit=20)
+    assert span.status == "OPTIMAL" and span.objective == 3 * m  # every device busy from first to last op
+    mk = optimize(Problem(pl, m, costs, split=True), time_limit=20)
+    assert mk.status == "OPTIMAL" and mk.objective == (p - 1) * 1 + 3 * m  # last device starts after p-1 forwards
+    # ZB-H2 reaches the same zero bubble
+    zb = run(build("zb-h2", p=p, m=m), costs, semantics="async")
+    assert zb.makespan == mk.objective
+    check_valid(mk, Problem(pl, m, costs, split=True))
+
+
+def test_memory_cap_one_f_one_b_memory_h1_optimum():
+    # cap p*M_F, F=I=W=1, no comm: the zero-bubble paper's ZB-H1 is optimal: makespan = ZB-H1's
+    # bubble (p-1)(tF+tI-tW) on top of the work, from device 0's point of view (by hand: 3m + (p-1)*1)
+    p, m = 4, 8
+    pl = linear(p)
+    costs = zero_bubble(2304, 24, 1024).apply(CostModel.abstract(pl, F=1, I=1, W=1))
+    pr = Problem(pl, m, costs, split=True, memory_cap=p, objective="span")
+    res = optimize(pr, time_limit=20)
+    assert res.status == "OPTIMAL" and res.objective == 3 * m + (p - 1) * (1 + 1 - 1)
+    check_valid(res, pr)
+
+
+# ---- evaluate mode: CP-SAT with the program order fixed == async engine -------------------------
+
+def _families_without_overlap(p, m):
+    out = []
+    for fam in families():
+        try:
+            s = build(fam.name, p=p, m=m)
+        except ParameterError:
+            continue
+        if any(type(a).__name__ == "Overlap" for prog in s.programs for a in prog):
+            continue
+        out.append(s)
+    return out
+
+
+@pytest.mark.parametrize("c", [0.0, 0.5, 1.25])
+@pytest.mark.parametrize("costs", ["F=1,B=2", "F=1,I=1,W=1", "F=2,I=1.5,W=0.5"])
+def test_evaluate_equals_async_engine(c, costs):
+    from ppverify.costs import parse_costs
+
+    scheds = _families_without_overlap(4, 8)
+    assert len(scheds) >= 8
+    for s in scheds:
+        cm = CostModel.abstract(s.placement, **parse_costs(costs))
+        want = run(s, cm, FixedDelay(c), "async", sync="none").makespan
+        got = evaluate(s, cm, FixedDelay(c), time_limit=20)
+        assert got.status == "OPTIMAL", s.describe()
+        assert got.objective == pytest.approx(want), s.describe()
+
+
+def test_evaluate_with_system_preset():
+    from ppverify.cli.presets_args import preset_context_from_args
+    import argparse
+
+    s = build("1f1b", p=4, m=8)
+    ctx = preset_context_from_args(argparse.Namespace(system="dgx-h100", model="gpt3-1.3b"), s)
+    want = run(s, ctx.costs, ctx.comm, "async", sync="none").makespan
+    got = evaluate(s, ctx.costs, ctx.comm, time_limit=20)
+    assert got.status == "OPTIMAL"
+    assert got.objective == pytest.approx(want, rel=1e-4)  # 0.1 us ticks
+
+
+def test_evaluate_rejects_order_over_the_cap():
+    s = build("gpipe", p=2, m=4)  # holds m activations
+    res = evaluate(s, CostModel.abstract(s.placement, F=1, B=2), memory_cap=2, time_limit=10)
+    assert res.status == "INFEASIBLE" and "memory cap" in res.reason
+
+
+# ---- bounds never above a feasible schedule, schedules always valid ------------------------------
+
+@pytest.mark.parametrize("p,m,c", [(4, 8, 0.0), (4, 8, 1.0), (2, 6, 0.5)])
+def test_bound_never_exceeds_any_family(p, m, c):
+    for s in _families_without_overlap(p, m):
+        for costs in ("F=1,B=2", "F=1,I=1,W=1"):
+            from ppverify.costs import parse_costs
+
+            if "I" in costs and not s.has_split_backward:
+                continue
+            cm = CostModel.abstract(s.placement, **parse_costs(costs))
+            pr = problem_for(s, cm, FixedDelay(c))
+            res = optimize(pr, time_limit=5, relax_share=0.0)
+            fam = run(s, cm, FixedDelay(c), "async", sync="none").makespan
+            assert res.bound <= fam + 1e-9, s.describe()
+            assert res.objective <= fam + 1e-9, s.describe()  # the family is a hint candidate
+            check_valid(res, pr)
+
+
+def test_v_placement_with_cap_is_valid():
+    pl = v_shape(3)
+    costs = zero_bubble(2304, 24, 1024).apply(CostModel.abstract(pl, F=1, I=1, W=1))
+    pr = Problem(pl, 6, costs, FixedDelay(0.5), split=True, memory_cap=1.5)
+    res = optimize(pr, time_limit=10)
+    assert res.status in ("OPTIMAL", "FEASIBLE")
+    assert res.bound <= res.objective
+    check_valid(res, pr)
+
+
+def test_z3_checker_accepts_optimizer_schedules():
+    verify = pytest.importorskip("ppverify.verify.checker", reason="Z3 checker not written yet")
+    pl = linear(3)
+    pr = Problem(pl, 4, CostModel.abstract(pl, F=1, I=1, W=1), FixedDelay(1), split=True)
+    res = optimize(pr, time_limit=10)
+    fn = getattr(verify, "check", None) or getattr(verify, "verify", None)
+    if fn is None:
+        pytest.skip("no check() in ppverify.verify.checker")
+    out = fn(res.schedule)
+    assert getattr(out, "valid", getattr(out, "ok", out)) in (True, "VALID") or str(getattr(out, "verdict", "")) == "VALID"
+
+
+# ---- bad input and limits -------------------------------------------------------------------------
+
+def test_cap_below_one_activation_is_infeasible_with_reason():
+    pl = linear(2)
+    pr = Problem(pl, 2, CostModel.abstract(pl, F=1, B=2), split=False, memory_cap=0.5)
+    res = optimize(pr, time_limit=5)
+    assert res.status == "INFEASIBLE" and "below one activation" in res.reason and res.schedule is None
+
+
+def test_m_below_one_rejected():
+    pl = linear(2)
+    with pytest.raises(ParameterError, match="m=0"):
+        Problem(pl, 0, CostModel.abstract(pl), split=False)
+    assert main(["optimize", "-p", "2", "-m", "0", "--time-limit", "1"]) == 2
+    assert main(["optimize", "-p", "2", "--memory-cap", "lots", "--time-limit", "1"]) == 2
+    assert main(["optimize", "-p", "2", "--time-limit", "-1"]) == 2
+
+
+def test_time_limit_is_respected():
+    pl = linear(8)
+    costs = zero_bubble(2304, 24, 1024).apply(CostModel.abstract(pl, F=1, I=1, W=1))
+    pr = Problem(pl, 32, costs, FixedDelay(1), split=True, memory_cap=8)
+    t = time.monotonic()
+    res = optimize(pr, time_limit=3)
+    assert time.monotonic() - t < 3 + 2.5
+    assert res.status in ("OPTIMAL", "FEASIBLE") and res.bound <= res.objective
+
+
+# ---- CLI -----------------------------------------------------------------------------------------
+
+def test_cli_optimize_json_and_save(tmp_path, capsys):
+    from ppverify.io import load_schedule
+
+    out = tmp_path / "opt.json"
+    code = main(["optimize", "-p", "3", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "1",
+                 "--time-limit", "10", "--json", "--save", str(out)])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["status"] == "OPTIMAL" and data["value"] == (4 + 3 - 1) * 3 + 2 * 2 * 1
+    assert data["gap"] == 0 and data["bound"] == data["value"]
+    loaded = load_schedule(out)
+    assert structural_problems(loaded) == []
+    cm = CostModel.abstract(loaded.placement, F=1, B=2)
+    assert run(loaded, cm, FixedDelay(1), "async").makespan == data["value"]
+
+
+def test_cli_gap_text(capsys):
+    code = main(["gap", "1f1b", "-p", "4", "-m", "8", "--costs", "F=1,B=2", "--comm-delay", "1", "--time-limit", "10"])
+    assert code == 0
+    text = capsys.readouterr().out
+    # by hand: optimum (8+3)*3 + 2*3*1 = 39; 1F1B pays round trips under async timing
+    assert "optimum    39" in text and "bound      39" in text
+    fam = run(build("1f1b", p=4, m=8), CostModel.abstract(linear(4), F=1, B=2), FixedDelay(1), "async").makespan
+    assert f"{100 * (fam - 39) / fam:.2f}%" in text
+
+
+def test_cli_optimize_placement_and_table(capsys):
+    code = main(["optimize", "--placement", "v", "-p", "2", "-m", "2", "--costs", "F=1,I=1,W=1",
+                 "--time-limit", "10", "--table", "--no-chart"])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "v placement" in text and "dev 1" in text
+
+
+def test_memory_cap_in_bytes_matches_multiple():
+    import argparse
+    from ppverify.cli.commands.optimize import build_namespace, problem_from_args
+
+    mf = zero_bubble(2304, 24, 1024, layers=2).bytes_per_activation
+    a = problem_from_args(build_namespace(["-p", "2", "--memory-cap", f"{int(3 * mf)}B",
+                                           "--memory-model", "zero-bubble:h=2304,a=24,s=1024,layers=2"]))[0]
+    b = problem_from_args(build_namespace(["-p", "2", "--memory-cap", "3"]))[0]
+    assert a.memory_cap == pytest.approx(b.memory_cap) == pytest.approx(3.0)
