@@ -93,3 +93,12 @@ def test_import_torch_class_shows_1f1b_bug(capsys):
     assert "op 3F8 on device 3" in out and "op 3F0 is missing" in out
     assert "F1..Fm instead of F0..F(m-1)" in out
     assert main(["import", "--torch-class", "ZBVZeroBubble", "-p", "4", "-m", "8"]) == 0
+
+
+def test_import_checks_send_recv_of_comms_files(tmp_path, capsys):
+    text = (DATA / "zb1p_2rank_2stagep_comms.csv").read_text().replace("2RECV_B6,", "", 1)
+    f = tmp_path / "broken.csv"
+    f.write_text(text)
+    assert main(["import", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert "2RECV_B6 is missing (rank 0, before 2B6)" in out and "verdict       INVALID" in out

@@ -177,3 +177,23 @@ def test_step_counts_equal_pytorch_for_ppverify_families():
         for p, m in [(2, 4), (4, 4), (4, 8)]:
             s = build(fam, p=p, m=m, **params)
             assert torch_step_count(s) == torch_interop.torch_simulated_steps(s), (fam, p, m)
+
+
+def test_comm_problems_of_lowered_files():
+    from ppverify.engines.torch_steps import comm_problems
+
+    good = load_csv(DATA / "zb1p_2rank_2stagep_comms.csv")
+    assert comm_problems(good) == []
+    assert comm_problems(load_csv(DATA / "zb1p_2rank_2stagep_compute.csv")) == []  # no comms: nothing to check
+    # every lowering ppverify produces is consistent
+    for fam, kw in [("gpipe", {}), ("zbv", {}), ("dualpipev", {}), ("interleaved-1f1b", {"v": 2})]:
+        assert comm_problems(add_send_recv(build(fam, p=4, m=8, **kw))) == []
+    # GPipe p=2 m=1 lowered, then broken by hand in four ways
+    base = [["0F0", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0", "1SEND_B0"]]
+    assert comm_problems(parse_rows(base)) == []
+    assert comm_problems(parse_rows([base[0], ["1F0", "1B0", "1SEND_B0"]])) == ["1RECV_F0 is missing (rank 1, before 1F0)"]
+    assert comm_problems(parse_rows([["0SEND_F0", "0F0", "0RECV_B0", "0B0"], base[1]])) == [
+        "0SEND_F0 must come after 0F0 on rank 0"]
+    assert comm_problems(parse_rows([base[0], base[1] + ["1SEND_B0"]])) == ["1SEND_B0 appears 2 times"]
+    assert comm_problems(parse_rows([base[0] + ["0SEND_B0"], base[1]])) == [
+        "0SEND_B0 on rank 0 matches no transfer between ranks"]

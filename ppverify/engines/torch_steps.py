@@ -113,6 +113,65 @@ def add_send_recv(schedule: Schedule) -> Schedule:
     return schedule.with_programs(tuple(tuple(out[r]) for r in range(schedule.p)))
 
 
+def comm_problems(schedule: Schedule) -> list[str]:
+    """Problems with the SEND/RECV of a ``compute_comms`` schedule (empty when it has none).
+
+    Every dependency between stages on different ranks needs exactly one SEND on the producer's
+    rank, after the producing op, and one RECV on the consumer's rank, before the consuming op
+    (``SEND_F``/``RECV_F`` for activations, ``SEND_B``/``RECV_B`` for gradients); nothing else.
+    PyTorch's runtime hangs or reads the wrong tensor otherwise, and its simulator misses an
+    unmatched SEND.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> comm_problems(parse_rows([["0F0", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0"]]))
+        ['1SEND_B0 is missing (rank 1, after 1B0)']
+    """
+    if not any(isinstance(a, Comm) for prog in schedule.programs for a in prog):
+        return []
+    rank_of = _stage_rank(schedule)
+    S, m = schedule.num_stages, schedule.m
+    where: dict = {}  # action -> [(rank, position)]
+    for r, prog in enumerate(schedule.programs):
+        for k, a in enumerate(prog):
+            for x in _parts(a):
+                if x is not None and not isinstance(x, Marker):
+                    where.setdefault(x, []).append((r, k))
+
+    def grad_op(s: int, mb: int) -> Op:
+        return Op(I, s, mb) if Op(I, s, mb) in where else Op(B, s, mb)
+
+    expected: dict[Comm, tuple[int, Op, bool]] = {}  # comm -> (rank, op it follows/precedes, after?)
+    for mb in range(m):
+        for s in range(S - 1):
+            if rank_of[s] == rank_of[s + 1]:
+                continue
+            expected[Comm(SEND_F, s, mb)] = (rank_of[s], Op(F, s, mb), True)
+            expected[Comm(RECV_F, s + 1, mb)] = (rank_of[s + 1], Op(F, s + 1, mb), False)
+            expected[Comm(SEND_B, s + 1, mb)] = (rank_of[s + 1], grad_op(s + 1, mb), True)
+            expected[Comm(RECV_B, s, mb)] = (rank_of[s], grad_op(s, mb), False)
+    problems = []
+    for c, (rank, op, after) in expected.items():
+        seen = where.get(c, [])
+        rel = "after" if after else "before"
+        if not seen:
+            problems.append(f"{c} is missing (rank {rank}, {rel} {op})")
+            continue
+        if len(seen) > 1:
+            problems.append(f"{c} appears {len(seen)} times")
+        r, k = seen[0]
+        if r != rank:
+            problems.append(f"{c} is on rank {r}, expected rank {rank}")
+        elif op in where:
+            ro, ko = where[op][0]
+            if ro == r and (k <= ko if after else k >= ko):
+                problems.append(f"{c} must come {rel} {op} on rank {r}")
+    for c in where:
+        if isinstance(c, Comm) and c not in expected:
+            problems.append(f"{c} on rank {where[c][0][0]} matches no transfer between ranks")
+    return problems
+
+
 def merge_bw(schedule: Schedule) -> Schedule:
     """PyTorch's ``_merge_bw`` on every program: an ``I`` directly followed (idle slots skipped)
     by the ``W`` of the same stage and microbatch becomes one ``B``; idle slots are dropped.

@@ -101,6 +101,11 @@ def report(schedule: Schedule, costs_args: argparse.Namespace | None = None, wit
     }
     problems = structural_problems(schedule)
     rep["structure"] = {"ok": not problems, "problems": problems}
+    from ...engines.torch_steps import comm_problems
+
+    comms = comm_problems(schedule) if not problems else []
+    rep["comms"] = {"ok": not comms, "problems": comms,
+                    "explicit": any(isinstance(a, Comm) for prog in schedule.programs for a in prog)}
     order: dict[str, Any] = {"ok": None, "problem": None}
     slot = None
     if not problems:
@@ -129,7 +134,7 @@ def report(schedule: Schedule, costs_args: argparse.Namespace | None = None, wit
 
         msg = torch_validate(schedule)
         rep["pytorch_validate"] = {"ok": msg is None, "message": msg}
-    rep["valid"] = bool(not problems and order["ok"])
+    rep["valid"] = bool(not problems and order["ok"] and not comms)
     return rep
 
 
@@ -150,6 +155,16 @@ def _print(rep: dict[str, Any]) -> None:
             print(f"  - {p}")
         if len(st["problems"]) > MAX_LISTED:
             print(f"  ... and {len(st['problems']) - MAX_LISTED} more")
+    cm = rep["comms"]
+    if cm["explicit"]:
+        if cm["ok"]:
+            print("send/recv     ok: one SEND after each producer, one RECV before each consumer, across ranks")
+        else:
+            print(f"send/recv     {len(cm['problems'])} problem(s):")
+            for p in cm["problems"][:MAX_LISTED]:
+                print(f"  - {p}")
+            if len(cm["problems"]) > MAX_LISTED:
+                print(f"  ... and {len(cm['problems']) - MAX_LISTED} more")
     od = rep["order"]
     if od["ok"] is True:
         print("order         ok: every rank's list runs to completion in order")
