@@ -143,6 +143,9 @@ def test_cli_json(capsys):
     (["-m", "0"], "integers >= 1"),
     (["--time-limit", "0"], "must be > 0"),
     (["--costs", "F=1,X=2"], "unknown kind"),
+    (["--systems", "nosuch"], "unknown preset"),
+    (["--models", "gpt3-1.3b,nosuch"], "unknown preset"),
+    (["--findings", "--systems", "dgx-h100,nosuch"], "unknown preset"),
 ])
 def test_cli_bad_input_one_line_exit_2(argv, needle, capsys):
     assert main(["compare", "--no-progress", *argv]) == 2

@@ -95,7 +95,10 @@ def run(args: argparse.Namespace) -> int:
         costs = parse_costs(args.costs or "F=1,B=2")
         configs = abstract_configs(costs, _floats("comm-delay", args.comm_delay, (0.0,)), ps, ms)
     else:
-        configs = default_configs(tuple(_csv(args.systems) or DEFAULT_SYSTEMS), tuple(_csv(args.models) or DEFAULT_MODELS), ps, ms)
+        systems = tuple(_csv(args.systems) or DEFAULT_SYSTEMS)
+        models = tuple(_csv(args.models) or DEFAULT_MODELS)
+        _check_presets(systems, models)
+        configs = default_configs(systems, models, ps, ms)
     df = run_comparison(configs, entries, levels, args.time_limit, args.max_opt_ops, progress=not args.no_progress)
     _write(df, args.out)
     if args.json:
@@ -125,6 +128,7 @@ def _run_findings(args: argparse.Namespace, levels: tuple[str, ...], t0: float) 
         if len(systems) != 2:
             raise ParameterError("systems", args.systems, "--findings needs two systems: fast,slow")
         model = (_csv(args.models) or ["gpt3-1.3b"])[0]
+        _check_presets(tuple(systems), (model,))
         setup = Setup(systems[0], systems[1], model, _ints("p", args.ps, (4, 8)))
         configs = setup.configs()
     df = run_comparison(configs, FINDINGS_SCHEDULES, levels, args.time_limit, args.max_opt_ops,
@@ -141,6 +145,17 @@ def _run_findings(args: argparse.Namespace, levels: tuple[str, ...], t0: float) 
     print(format_findings(found))
     print(f"\n({time.perf_counter() - t0:.1f} s)")
     return 0
+
+
+def _check_presets(systems: tuple[str, ...], models: tuple[str, ...]) -> None:
+    """Unknown preset names are refused up front (a .yaml path is loaded by the presets module)."""
+    from ...presets import available
+
+    for key, names, kind in (("systems", systems, "systems"), ("models", models, "llms")):
+        known = available(kind)
+        for name in names:
+            if name not in known and not name.endswith((".yaml", ".yml")):
+                raise ParameterError(key, name, f"unknown preset; available: {', '.join(known)}")
 
 
 def _write(df, out: str | None) -> None:
