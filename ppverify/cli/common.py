@@ -31,7 +31,7 @@ def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
             seen[pr.name] = pr
             parser.add_argument(f"--{pr.name.replace('_', '-')}", dest=f"fam_{pr.name}", type=pr.type,
                                 default=None, metavar=pr.name.upper(),
-                                help=f"{pr.help} ({fam.name}; default {pr.default})")
+                                help=f"{pr.help} ({fam.name}" + ("" if pr.default is None else f"; default {pr.default}") + ")")
 
 
 def schedule_from_args(args: argparse.Namespace) -> Schedule:
