@@ -197,3 +197,14 @@ def test_comm_problems_of_lowered_files():
     assert comm_problems(parse_rows([base[0], base[1] + ["1SEND_B0"]])) == ["1SEND_B0 appears 2 times"]
     assert comm_problems(parse_rows([base[0] + ["0SEND_B0"], base[1]])) == [
         "0SEND_B0 on rank 0 matches no transfer between ranks"]
+
+
+def test_run_accepts_the_simulate_commands_options():
+    # `ppverify simulate --semantics torch` calls run(schedule, costs, comm, "torch", sync=..., dp_allreduce=...)
+    from ppverify.comm import FixedDelay
+    from ppverify.costs import CostModel
+
+    s = load_csv(DATA / "zb1p_2rank_2stagep_compute.csv")
+    tl = run(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(0.5), "torch", sync="eager", dp_allreduce=0)
+    assert tl.makespan == 113.0  # steps do not depend on costs or delays
+    assert tl.busy().tolist() == [48.0, 48.0]  # 48 compute actions per rank, one step each
