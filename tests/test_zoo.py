@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ppverify.comm import FixedDelay
 from ppverify.costs import CostModel
 from ppverify.dag import structural_problems
 from ppverify.engines import run
@@ -49,6 +50,13 @@ def test_structurally_valid_and_deadlock_free_on_grid(family):
         assert structural_problems(s) == [], (family, p, m)
         tl = run(s, semantics="slot")  # raises DeadlockError if the programs cannot complete
         assert tl.makespan > 0
+        if m <= 8:
+            # cross-check two abstractions: without idle slots or delays, the event-driven engine
+            # times the same programs exactly like the table; a per-hop delay only slows it down
+            costs = CostModel.abstract(s.placement, F=1, B=2)
+            a = run(s, costs, semantics="async").makespan
+            assert a == pytest.approx(run(s, costs, semantics="slot").makespan), (family, p, m)
+            assert run(s, costs, FixedDelay(0.25), semantics="async").makespan >= a - 1e-9
         n += 1
     assert n >= 10
 
