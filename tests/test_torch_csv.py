@@ -201,3 +201,12 @@ def test_any_cells_parse_or_raise_a_located_error(rows):
         assert str(exc).startswith("f.csv")
     except PPVerifyError:
         pass  # e.g. a placement that cannot be built from the rows: still a one-line user error
+
+
+def test_pytorch_dump_csv_line_endings(tmp_path):
+    # PyTorch's _dump_csv uses csv.writer's default "\r\n"; both endings read the same
+    f = tmp_path / "crlf.csv"
+    f.write_bytes(b"0F0,0F1,,0B0,,0B1\r\n,1F0,1B0,1F1,1B1\r\n")
+    s = load_csv(f)
+    assert s.p == 2 and s.programs[0][2] is None and structural_problems(s) == []
+    assert csv_text(s) == "0F0,0F1,,0B0,,0B1\n,1F0,1B0,1F1,1B1\n"
