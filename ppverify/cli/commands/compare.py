@@ -174,5 +174,5 @@ def _write(df, out: str | None) -> None:
 COMMAND = Command(
     "compare", "rank schedules under every abstraction level (formula, slot, async, contention, CP-SAT)",
     add_arguments, run,
-    description=__doc__,
+    description=__doc__.replace('``', ''),
 )

@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             if pr.name not in seen:
                 seen.add(pr.name)
                 parser.add_argument(f"--{pr.name.replace('_', '-')}", dest=f"fam_{pr.name}", type=pr.type,
-                                    default=None, help=f"{pr.help} ({fam.name}; default {pr.default})")
+                                    default=None, metavar=pr.name.upper(),
+                                    help=f"{pr.help} ({fam.name}; default {pr.default})")
     add_cost_arguments(parser)
     add_preset_arguments(parser)
     parser.add_argument("--semantics", default=None, choices=("slot", "async", "contention"),
@@ -128,4 +129,4 @@ def _crossover(args: argparse.Namespace) -> int:
 
 
 COMMAND = Command("plot", "draw a Gantt chart of a timeline, or makespan against latency/bandwidth", add_arguments, run,
-                  description=__doc__)
+                  description=__doc__.replace('``', ''))

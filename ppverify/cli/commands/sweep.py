@@ -67,4 +67,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 COMMAND = Command("sweep", "run a grid of comparisons (resumable; local process pool or Ray)", add_arguments, run,
-                  description=__doc__)
+                  description=__doc__.replace('``', ''))
