@@ -173,3 +173,26 @@ def test_default_compare_every_level_within_two_minutes(tmp_path, capsys):
     assert (df["gap_to_optimal"].dropna() >= -1e-6).all()
     assert elapsed < 120, f"default comparison took {elapsed:.0f} s"
     assert "produced no numbers" not in capsys.readouterr().out  # no level unavailable
+
+
+def test_levels_cross_check_each_other():
+    """formula == slot where the closed form is exact and nothing is communicated; slot == async
+    without communication; contention >= async; the CP-SAT bound <= every schedule's async time."""
+    cfgs = abstract_configs({"F": 1, "B": 2}, (0.0, 0.5), (4,), (4, 8))
+    df = run_comparison(cfgs, select_schedules(None), time_limit=2.0)
+    w = df.pivot_table(index=["config", "schedule"], columns="level", values="makespan", aggfunc="first")
+    exact = df[df["level"] == "formula"].set_index(["config", "schedule"])["exact"]
+    zero = w.index.get_level_values(0).str.endswith("c=0")
+    compared = 0
+    for (cfg, sched), row in w[zero].iterrows():
+        assert row["slot"] == pytest.approx(row["async"]), (cfg, sched)
+        if bool(exact.get((cfg, sched), False)):
+            assert row["formula"] == pytest.approx(row["slot"]), (cfg, sched)
+            compared += 1
+    assert compared >= 8
+    for (cfg, sched), row in w.iterrows():
+        assert row["contention"] >= row["async"] - 1e-9, (cfg, sched)
+    bounds = df[df["level"] == "optimum"].set_index(["config", "schedule"])["lower_bound"]
+    for key, lb in bounds.dropna().items():
+        assert lb <= w.loc[key, "async"] + 1e-9, key
+    assert bounds.notna().sum() >= 20  # the solver level produced numbers for most points
