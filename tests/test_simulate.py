@@ -286,3 +286,35 @@ def test_cli_frame(tmp_path, capsys):
 
     df = pd.read_csv(out)
     assert len(df) == 8 + 4 and set(df["type"]) == {"op", "transfer"}
+
+
+def test_cli_deadlocked_file_is_reported(tmp_path, capsys):
+    f = tmp_path / "dead.csv"
+    f.write_text("0F0,0B0\n1B0,1F0\n")
+    for sem in ("async", "contention", "slot"):
+        assert main(["simulate", str(f), "--semantics", sem]) == 2
+        err = capsys.readouterr().err
+        assert "deadlock" in err and "device 0 waits in 0B0" in err and "device 1 waits in 1B0" in err
+
+
+def test_cli_slot_with_presets_charts_instead_of_a_huge_table(capsys):
+    assert main(["simulate", "1f1b", "-p", "4", "-m", "4", "--system", "dgx-h100", "--model", "gpt3-1.3b",
+                 "--semantics", "slot", "--width", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "dev 3" in out and "not rendered" not in out
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(fam=st.sampled_from(["gpipe", "1f1b", "interleaved-1f1b", "chimera"]), p=st.sampled_from([2, 4]),
+       k=st.integers(1, 3), lat=st.lists(st.floats(0, 2), min_size=2, max_size=2))
+def test_makespan_monotone_in_fixed_delay(fam, p, k, lat):
+    s = build(fam, p=p, m=p * k)
+    costs = abstract(s, F=1, B=2)
+    lo, hi = sorted(lat)
+    a = run(s, costs, FixedDelay(lo), semantics="async")
+    b = run(s, costs, FixedDelay(hi), semantics="async")
+    assert a.makespan <= b.makespan + 1e-9
+    assert (a.start <= b.start + 1e-9).all()

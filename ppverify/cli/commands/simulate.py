@@ -187,7 +187,7 @@ def report(timeline: Timeline, ctx: Any, capacity: float | None) -> dict[str, An
 
 def run(args: argparse.Namespace) -> int:
     """Simulate and print (text or JSON); write the trace/frame when asked."""
-    from ...engines.table import format_table
+    from ...engines.table import MAX_RENDER_TICKS, format_table
     from ...trace import write_trace
 
     if args.memory_gib is not None and not args.memory_gib > 0:
@@ -225,9 +225,10 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(lines))
     if not args.no_table:
         print()
-        if timeline.semantics == "slot":
+        if timeline.semantics == "slot" and timeline.info.get("ticks", 0) <= MAX_RENDER_TICKS:
             print(format_table(timeline))
         else:
+            # seconds from presets rarely share a small tick: chart the table's timing instead
             print(gantt(timeline, args.width))
     print()
     ms = timeline.makespan
