@@ -107,7 +107,7 @@ def simulate_contention(
     res_free.extend([0.0] * (len(res_id) - len(res_free)))
     # an op counts toward a group when it is a last backward of the group's stage (eager) or
     # any op on one of its devices (after-flush)
-    trig: list[list[int]] = [[] for _ in range(n)]
+    trig: dict[int, list[int]] = {}
     pending = []
     is_last_bwd = (dag.kind == KIND_CODE[B]) | (dag.kind == KIND_CODE[W])
     for g, c in enumerate(group_colls):
@@ -116,7 +116,7 @@ def simulate_contention(
         else:
             hits = np.flatnonzero(np.isin(dag.device, c.devices))
         for i in hits.tolist():
-            trig[i].append(g)
+            trig.setdefault(i, []).append(g)
         pending.append(len(hits))
     dev_left = np.diff(offsets).tolist()
     groups_of_dev: list[list[int]] = [[] for _ in range(p)]
@@ -134,7 +134,9 @@ def simulate_contention(
     free = [0.0] * p
     heap: list[tuple[float, int, int, int]] = []
     seq = 0
-    tr = Transfers()
+    tr = Transfers()  # collectives; point-to-point transfers are kept per edge and added at the end
+    e_start = [0.0] * ne
+    e_end = [0.0] * ne
     tails_end = [0.0] * p
 
     def advance(d: int) -> None:
@@ -221,11 +223,12 @@ def simulate_contention(
                 arr0[i] = en
             else:
                 arr1[i] = en
-            tr.add(ACTIVATION if e_k[e] == 0 else GRADIENT, device[q], device[i], q, i, st, en, e_bytes[e])
+            e_start[e] = st
+            e_end[e] = en
             di = device[i]
             if ptr[di] <= i:
                 advance(di)
-        for g in trig[q]:
+        for g in trig.get(q, ()):
             pending[g] -= 1
             if pending[g] == 0:
                 heapq.heappush(heap, (t, seq, _COLL, g))
@@ -240,6 +243,14 @@ def simulate_contention(
         done = [e >= 0 for e in end]
         raise DeadlockError(_waits(dag, ptr, done))  # type: ignore[arg-type]
     start_a, end_a = np.asarray(start, dtype=float), np.asarray(end, dtype=float)
+    kinds = [ACTIVATION, GRADIENT]
+    e_q_list = e_q.tolist()
+    p2p = Transfers([kinds[k] for k in e_k], [device[q] for q in e_q_list], [device[i] for i in e_i], e_q_list, e_i,
+                    e_start, e_end, e_bytes)
+    for n_ in range(len(tr)):
+        p2p.add(tr.kind[n_], tr.src_dev[n_], tr.dst_dev[n_], tr.src_op[n_], tr.dst_op[n_], tr.start[n_], tr.end[n_],
+                tr.nbytes[n_])
+    tr = p2p
     dev_end = np.zeros(p)
     if n:
         np.maximum.at(dev_end, dag.device, end_a)
