@@ -62,14 +62,21 @@ class SweepSpec:
 
 @dataclass(frozen=True)
 class Task:
-    """One unit of work: one schedule entry in one configuration at the levels still missing."""
+    """One unit of work: one configuration, with each schedule entry's levels still missing.
 
-    entry: ScheduleEntry
+    Entries of one configuration travel together so schedules sharing a placement share its
+    CP-SAT optimum.
+    """
+
     config: Config
-    levels: tuple[str, ...]
-    hashes: tuple[str, ...]
+    items: tuple[tuple[ScheduleEntry, tuple[str, ...], tuple[str, ...]], ...]  # (entry, levels, hashes)
     time_limit: float
     max_opt_ops: int
+
+    @property
+    def num_rows(self) -> int:
+        """Rows this task produces."""
+        return sum(len(levels) for _, levels, _ in self.items)
 
 
 def _err(path: str, key: str, rule: str) -> ScheduleFileError:
@@ -274,24 +281,27 @@ def read_store(path: str | Path) -> list[dict]:
 
 
 def pending_tasks(spec: SweepSpec, done: set[str]) -> list[Task]:
-    """Tasks for every (entry, config) with levels whose point hash is not in ``done``.
+    """One task per configuration holding every (entry, levels) whose point hash is not in ``done``.
 
     Example:
-        >>> spec = parse_sweep({"schedules": ["gpipe"], "p": 2, "m": [1, 2], "costs": {"F": 1}, "levels": ["slot", "async"]})
+        >>> spec = parse_sweep({"schedules": ["gpipe", "1f1b"], "p": 2, "m": [1, 2], "costs": {"F": 1},
+        ...                     "levels": ["slot", "async"]})
         >>> ts = pending_tasks(spec, set())
-        >>> len(ts), ts[0].levels
-        (2, ('slot', 'async'))
-        >>> len(pending_tasks(spec, {ts[0].hashes[0]})[0].levels)
-        1
+        >>> len(ts), ts[0].num_rows, ts[0].items[0][1]
+        (2, 4, ('slot', 'async'))
+        >>> pending_tasks(spec, {ts[0].items[0][2][0]})[0].num_rows
+        3
     """
     out = []
     for cfg in spec.configs:
+        items = []
         for e in spec.entries:
             lv_h = [(lv, point_hash(e, cfg, lv, spec.time_limit, spec.max_opt_ops)) for lv in spec.levels]
             todo = [(lv, h) for lv, h in lv_h if h not in done]
             if todo:
-                out.append(Task(e, cfg, tuple(lv for lv, _ in todo), tuple(h for _, h in todo),
-                                spec.time_limit, spec.max_opt_ops))
+                items.append((e, tuple(lv for lv, _ in todo), tuple(h for _, h in todo)))
+        if items:
+            out.append(Task(cfg, tuple(items), spec.time_limit, spec.max_opt_ops))
     return out
 
 
@@ -300,11 +310,15 @@ def run_task(task: Task) -> list[dict]:
     from .compare.evaluate import evaluate_point
     from .compare.table import to_frame
 
-    pr = evaluate_point(task.entry, task.config, task.levels, task.time_limit, {}, task.max_opt_ops)
-    df = to_frame([pr]).drop(columns=["rank", "rank_change", "gap_to_optimal"])
-    rows = df.astype(object).where(df.notna(), None).to_dict(orient="records")
-    for r, h in zip(rows, task.hashes):
-        r["point"] = h
+    cache: dict = {}
+    rows: list[dict] = []
+    for entry, levels, hashes in task.items:
+        pr = evaluate_point(entry, task.config, levels, task.time_limit, cache, task.max_opt_ops)
+        df = to_frame([pr]).drop(columns=["rank", "rank_change", "gap_to_optimal"])
+        recs = df.astype(object).where(df.notna(), None).to_dict(orient="records")
+        for r, h in zip(recs, hashes):
+            r["point"] = h
+        rows.extend(recs)
     return rows
 
 
@@ -347,7 +361,7 @@ def results_frame(rows: list[dict], spec: SweepSpec | None = None):
     from .compare.table import COLUMNS, add_ranks
 
     if spec is not None:
-        wanted = {t for task in pending_tasks(spec, set()) for t in task.hashes}
+        wanted = {h for task in pending_tasks(spec, set()) for _, _, hs in task.items for h in hs}
         rows = [r for r in rows if r.get("point") in wanted]
     base = [c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")]
     df = pd.DataFrame(rows, columns=base + ["point"])

@@ -55,7 +55,7 @@ def run_sweep(
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=spec.num_points, initial=spec.num_points - sum(len(t.levels) for t in tasks),
+        bar = tqdm(total=spec.num_points, initial=spec.num_points - sum(t.num_rows for t in tasks),
                    desc=f"sweep {spec.name}", unit="row", file=sys.stderr, dynamic_ncols=True)
     with Store(store_path) as store:
         def sink(rows: list[dict]) -> None:

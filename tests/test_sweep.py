@@ -78,10 +78,13 @@ def test_bad_yaml_and_cli_error(tmp_path, capsys):
 def test_hash_is_content_based():
     a = pending_tasks(parse_sweep(ABSTRACT), set())
     b = pending_tasks(parse_sweep({**ABSTRACT, "name": "renamed"}), set())
-    assert [t.hashes for t in a] == [t.hashes for t in b]  # the name is not content
+    def hashes(tasks):
+        return [h for t in tasks for _, _, hs in t.items for h in hs]
+
+    assert hashes(a) == hashes(b)  # the name is not content
     c = pending_tasks(parse_sweep({**ABSTRACT, "comm_delays": [0, 0.75]}), set())
-    assert set(t.hashes for t in a) != set(t.hashes for t in c)
-    hs = [h for t in a for h in t.hashes]
+    assert set(hashes(a)) != set(hashes(c))
+    hs = hashes(a)
     assert len(hs) == len(set(hs))
 
 

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if args.batch < 1:
         raise ParameterError("batch", args.batch, "must be >= 1")
     done = {r.get("point") for r in read_store(store)}
-    todo = sum(len(t.levels) for t in pending_tasks(spec, done))
+    todo = sum(t.num_rows for t in pending_tasks(spec, done))
     summary = {"sweep": spec.name, "points": spec.num_points, "schedules": len(spec.entries),
                "configurations": len(spec.configs), "levels": list(spec.levels),
                "already_done": spec.num_points - todo, "to_run": todo, "store": str(store)}
