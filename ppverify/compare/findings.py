@@ -260,8 +260,12 @@ def finding_hanayo(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
 
 def finding_chimera_asym(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
     """Asymmetric vs symmetric Chimera: equal global peak activation memory everywhere; runtime gain
-    at most SMALL_GAIN, and positive only where p <= 4."""
-    ev, ok, missing = [], True, True
+    at most SMALL_GAIN, and positive only where p <= 4. The evidence counts each part separately."""
+    n = 0
+    mem_bad: list[str] = []
+    big_gain: list[str] = []
+    deep_gain: list[str] = []
+    best_gain = None
     for (cfg, p), grp in df[df["level"] == level].groupby(["config", "p"], sort=False):
         g = grp.set_index("schedule")
         if "chimera" not in g.index or "chimera-asym" not in g.index:
@@ -270,20 +274,27 @@ def finding_chimera_asym(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
         ms, ma = g.at["chimera", "peak_activation"], g.at["chimera-asym", "peak_activation"]
         if pd.isna(ts) or pd.isna(ta):
             continue
-        missing = False
+        n += 1
+        mu = str(g["memory_unit"].iloc[0])
         gain = 1.0 - ta / ts
-        mem_ok = pd.isna(ms) or pd.isna(ma) or _eq(ms, ma)
-        gain_ok = gain <= SMALL_GAIN and (gain <= REL_TOL or p <= 4)
-        if not (mem_ok and gain_ok):
-            ok = False
-            mu = str(g["memory_unit"].iloc[0])
-            ev.append(f"{cfg}: gain {_pct(gain)}, global peak {_mem(ma, mu)} vs Chimera {_mem(ms, mu)}")
-        elif gain > REL_TOL:
-            ev.append(f"{cfg}: gain {_pct(gain)}")
-    if missing:
+        if best_gain is None or gain > best_gain[0]:
+            best_gain = (gain, cfg)
+        if not (pd.isna(ms) or pd.isna(ma) or _eq(ms, ma)):
+            mem_bad.append(f"{cfg}: {_mem(ma, mu)} vs Chimera {_mem(ms, mu)}")
+        if gain > SMALL_GAIN:
+            big_gain.append(f"{cfg}: {_pct(gain)}")
+        if gain > REL_TOL and p > 4:
+            deep_gain.append(f"{cfg}: {_pct(gain)}")
+    if not n:
         return Verdict(level, None, "needs Chimera and asymmetric Chimera")
-    head = "same global peak; " if ok else "counter-examples: "
-    return Verdict(level, ok, head + ("; ".join(ev[:4]) if ev else "no runtime gain anywhere"))
+    parts = [f"global peak equal to Chimera's in {n - len(mem_bad)} of {n} configurations"
+             + (f" (differs: {'; '.join(mem_bad[:2])})" if mem_bad else ""),
+             f"largest runtime gain {_pct(best_gain[0])} ({best_gain[1]})"]
+    if big_gain:
+        parts.append(f"gain above {SMALL_GAIN:.0%} in {len(big_gain)}: {'; '.join(big_gain[:2])}")
+    if deep_gain:
+        parts.append(f"positive gain with p > 4 in {len(deep_gain)}: {'; '.join(deep_gain[:2])}")
+    return Verdict(level, not (mem_bad or big_gain or deep_gain), "; ".join(parts))
 
 
 FINDINGS: tuple[tuple[str, str, Callable[[pd.DataFrame, Setup, str], Verdict]], ...] = (
