@@ -21,15 +21,6 @@ from ..errors import PPVerifyError
 from ..schedule import Schedule
 from .config import LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
 
-#: REFERENCE.md §3 "scale of the effect": per-hop transfer time / tF for a 1.3B model at p=8
-#: (s=2048, b=1, H100 at 40% MFU); the 13B figures follow from 2.5x the bytes over ~10.4x the
-#: compute per stage. Used only as an abstract stand-in while the presets are not installed.
-STANDIN_COMM_RATIO: dict[str, dict[str, float]] = {
-    "gpt3-1.3b": {"ideal": 0.0, "dgx-h100": 0.013, "pcie-gen4": 0.19, "ib-ndr-cluster": 0.095, "ethernet-100g": 0.37},
-    "gpt3-13b": {"ideal": 0.0, "dgx-h100": 0.0031, "pcie-gen4": 0.045, "ib-ndr-cluster": 0.023, "ethernet-100g": 0.088},
-}
-
-
 @dataclass(frozen=True)
 class Resolved:
     """Cost and communication models of one configuration for one placement.
@@ -61,10 +52,8 @@ def resolve(config: Config, schedule: Schedule) -> Resolved:
         given = dict(config.costs or ())
         costs = CostModel.abstract(placement, **given)
         return Resolved(costs, FixedDelay(config.comm_delay), complete_costs(given), 1.0)
-    try:
-        from ..cli.presets_args import preset_context_from_args
-    except ImportError:
-        return _standin(config, schedule)
+    from ..cli.presets_args import preset_context_from_args
+
     ctx = preset_context_from_args(preset_namespace(config), schedule)
     return Resolved(ctx.costs, ctx.comm, share_costs(ctx.costs, placement.p), activation_share(ctx.costs, placement.p))
 
@@ -85,18 +74,6 @@ def preset_namespace(config: Config) -> argparse.Namespace:
     for k, v in config.options:
         setattr(ns, k, v)
     return ns
-
-
-def _standin(config: Config, schedule: Schedule) -> Resolved:
-    ratios = STANDIN_COMM_RATIO.get(config.model or "", {})
-    if config.system not in ratios:
-        raise PPVerifyError(
-            f"system/model presets are not installed and no stand-in exists for {config.system} {config.model}; "
-            "use abstract costs (--costs F=1,B=2 --comm-delay C)")
-    given = {"F": 1.0, "B": 2.0}
-    costs = CostModel.abstract(schedule.placement, **given)
-    return Resolved(costs, FixedDelay(ratios[config.system]), complete_costs(given), 1.0,
-                    note="presets not installed: abstract stand-in F=1,B=2, delay = REFERENCE §3 comm/tF ratio")
 
 
 def share_costs(costs: CostModel, p: int) -> dict[str, float]:

@@ -10,7 +10,6 @@ previous level that produced numbers (formula -> slot -> async -> contention -> 
 from __future__ import annotations
 
 import json
-import math
 from typing import Iterable
 
 import pandas as pd
@@ -216,7 +215,3 @@ def rank_changes(df: pd.DataFrame) -> list[str]:
     """One line per rank change: ``config: schedule rank a->b (level)``."""
     sel = df[df["rank_change"] != ""]
     return [f"{r.config}: {r.schedule} {r.rank_change} under {r.level}" for r in sel.itertuples()]
-
-
-def _isnan(x: object) -> bool:
-    return isinstance(x, float) and math.isnan(x)
