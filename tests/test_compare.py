@@ -97,6 +97,15 @@ def test_table_marks_rank_changes():
     assert "13 (2)*" in text and "12.5 (1)*" in text and "10 (1) " in text
 
 
+def test_preset_options_change_the_costs():
+    base = run_comparison([Config(4, 4, "dgx-h100", "gpt3-1.3b")], (GP,), ("slot",))
+    half = run_comparison([Config(4, 4, "dgx-h100", "gpt3-1.3b", options=(("mfu", 0.2),))], (GP,), ("slot",))
+    # half the MFU doubles compute; communication unchanged, so the step is a bit under 2x as long
+    ratio = half["makespan"].iloc[0] / base["makespan"].iloc[0]
+    assert 1.9 < ratio < 2.0
+    assert half["config"].iloc[0].endswith("mfu=0.2")
+
+
 def test_default_configs_cover_the_issue():
     cfgs = default_configs()
     systems = {c.system for c in cfgs}
@@ -146,6 +155,7 @@ def test_cli_json(capsys):
     (["--systems", "nosuch"], "unknown preset"),
     (["--models", "gpt3-1.3b,nosuch"], "unknown preset"),
     (["--findings", "--systems", "dgx-h100,nosuch"], "unknown preset"),
+    (["--mfu", "2"], "mfu"),
 ])
 def test_cli_bad_input_one_line_exit_2(argv, needle, capsys):
     assert main(["compare", "--no-progress", *argv]) == 2

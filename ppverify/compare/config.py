@@ -82,6 +82,8 @@ class Config:
     Example:
         >>> Config(4, 8, "dgx-h100", "gpt3-13b").label
         'p=4 m=8 dgx-h100 gpt3-13b'
+        >>> Config(4, 8, "dgx-h100", "gpt3-13b", options=(("mfu", 0.5),)).label
+        'p=4 m=8 dgx-h100 gpt3-13b mfu=0.5'
         >>> Config(4, 4, costs=(("F", 1.0), ("B", 2.0)), comm_delay=0.5).label
         'p=4 m=4 F=1,B=2 c=0.5'
     """
@@ -110,7 +112,8 @@ class Config:
         if self.costs is not None:
             c = ",".join(f"{k}={_num(v)}" for k, v in self.costs)
             return f"{c} c={_num(self.comm_delay)}"
-        return f"{self.system} {self.model}"
+        opts = "".join(f" {k.replace('_', '-')}={v}" for k, v in self.options)
+        return f"{self.system} {self.model}{opts}"
 
     @property
     def label(self) -> str:
@@ -135,15 +138,17 @@ def default_configs(
     models: tuple[str, ...] = DEFAULT_MODELS,
     ps: tuple[int, ...] = DEFAULT_P,
     ms: tuple[int, ...] = DEFAULT_M,
+    options: tuple[tuple[str, Any], ...] = (),
 ) -> list[Config]:
-    """The grid of preset configurations, model-major so one model's systems print together.
+    """The grid of preset configurations, model-major so one model's systems print together;
+    ``options`` go to the presets (``mfu``, ``microbatch_size``, ``seq_len``, ``tp``, ``ranks_per_node``).
 
     Example:
         >>> cs = default_configs(systems=("ideal",), models=("gpt3-1.3b",), ms=(4, 8))
         >>> [c.label for c in cs]
         ['p=4 m=4 ideal gpt3-1.3b', 'p=4 m=8 ideal gpt3-1.3b']
     """
-    return [Config(p, m, s, md) for md in models for s in systems for p in ps for m in ms]
+    return [Config(p, m, s, md, options=options) for md in models for s in systems for p in ps for m in ms]
 
 
 def abstract_configs(

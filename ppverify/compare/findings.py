@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -56,11 +56,12 @@ class Setup:
     model: str | None = "gpt3-1.3b"
     ps: tuple[int, ...] = (4, 8)
     large_m_factor: int = 4
+    options: tuple[tuple[str, Any], ...] = ()
 
     def configs(self) -> list[Config]:
         """Preset configurations the findings need."""
-        return [Config(p, m, sysname, self.model) for sysname in (self.fast, self.slow) for p in self.ps
-                for m in (p, self.large_m_factor * p)]
+        return [Config(p, m, sysname, self.model, options=self.options) for sysname in (self.fast, self.slow)
+                for p in self.ps for m in (p, self.large_m_factor * p)]
 
 
 def abstract_setup(fast_delay: float = 0.0, slow_delay: float = 1.0, costs: tuple[tuple[str, float], ...] = (("F", 1.0), ("B", 2.0)),

@@ -62,6 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", dest="ms", help=f"microbatches, comma-separated (default {','.join(map(str, DEFAULT_M))})")
     parser.add_argument("--levels", "--semantics", dest="levels",
                         help=f"abstraction levels / semantics, comma-separated (default: {','.join(LEVELS)})")
+    g = parser.add_argument_group("preset options (apply to every system and model)")
+    g.add_argument("--mfu", type=float, default=None, help="model FLOPs utilization (default 0.4)")
+    g.add_argument("--microbatch-size", type=int, default=None, help="sequences per microbatch (default 1)")
+    g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (default: the model's)")
+    g.add_argument("--tp", type=int, default=None, help="tensor-parallel size per pipeline rank (default 1)")
+    g.add_argument("--ranks-per-node", type=int, default=None,
+                   help="pipeline ranks per node (default: every GPU of a node; 1 = every hop on the network)")
     parser.add_argument("--costs", help="abstract mode: op costs per device share, e.g. F=1,B=2 (no presets)")
     parser.add_argument("--comm-delay", help="abstract mode: per-hop delays, comma-separated (default 0)")
     parser.add_argument("--time-limit", type=float, default=0.5,
@@ -98,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
         systems = tuple(_csv(args.systems) or DEFAULT_SYSTEMS)
         models = tuple(_csv(args.models) or DEFAULT_MODELS)
         _check_presets(systems, models)
-        configs = default_configs(systems, models, ps, ms)
+        configs = default_configs(systems, models, ps, ms, _preset_options(args))
+        _check_options(configs[0])
     df = run_comparison(configs, entries, levels, args.time_limit, args.max_opt_ops, progress=not args.no_progress)
     _write(df, args.out)
     if args.json:
@@ -129,8 +137,9 @@ def _run_findings(args: argparse.Namespace, levels: tuple[str, ...], t0: float) 
             raise ParameterError("systems", args.systems, "--findings needs two systems: fast,slow")
         model = (_csv(args.models) or ["gpt3-1.3b"])[0]
         _check_presets(tuple(systems), (model,))
-        setup = Setup(systems[0], systems[1], model, _ints("p", args.ps, (4, 8)))
+        setup = Setup(systems[0], systems[1], model, _ints("p", args.ps, (4, 8)), options=_preset_options(args))
         configs = setup.configs()
+        _check_options(configs[0])
     df = run_comparison(configs, FINDINGS_SCHEDULES, levels, args.time_limit, args.max_opt_ops,
                         progress=not args.no_progress)
     _write(df, args.out)
@@ -145,6 +154,21 @@ def _run_findings(args: argparse.Namespace, levels: tuple[str, ...], t0: float) 
     print(format_findings(found))
     print(f"\n({time.perf_counter() - t0:.1f} s)")
     return 0
+
+
+def _preset_options(args: argparse.Namespace) -> tuple[tuple[str, object], ...]:
+    """Preset options given on the command line, validated by the presets when used."""
+    return tuple((k, getattr(args, k)) for k in ("mfu", "microbatch_size", "seq_len", "tp", "ranks_per_node")
+                 if getattr(args, k, None) is not None)
+
+
+def _check_options(config) -> None:
+    """Resolve one point eagerly so a bad preset option is one error, not a table of them."""
+    from ...compare.evaluate import resolve
+    from ...schedules import build
+
+    if config.options:
+        resolve(config, build("gpipe", config.p, config.m))
 
 
 def _check_presets(systems: tuple[str, ...], models: tuple[str, ...]) -> None:
