@@ -79,19 +79,24 @@ def gantt(timeline: Timeline, path: str | Path, title: str | None = None, memory
     tr = timeline.transfers
     if 0 < len(tr) <= MAX_DRAWN_TRANSFERS:
         for k in range(len(tr)):
-            if tr.src_dev[k] == tr.dst_dev[k]:
-                continue
-            ax.plot([tr.start[k] * scale, tr.end[k] * scale], [tr.src_dev[k], tr.dst_dev[k]],
-                    color=TRANSFER_COLORS.get(tr.kind[k], "gray"), linewidth=0.7, alpha=0.6)
+            color = TRANSFER_COLORS.get(tr.kind[k], "gray")
+            t0, t1 = tr.start[k] * scale, tr.end[k] * scale
+            if tr.src_op[k] < 0:
+                # a collective: a thin bar under both devices' rows for its whole duration
+                for d in {tr.src_dev[k], tr.dst_dev[k]}:
+                    ax.barh(d + 0.45, t1 - t0, left=t0, height=0.08, color=color, alpha=0.8, linewidth=0)
+            elif tr.src_dev[k] != tr.dst_dev[k]:
+                # point to point: from the sender's row at its start to the receiver's row at its end
+                ax.plot([t0, t1], [tr.src_dev[k], tr.dst_dev[k]], color=color, linewidth=0.7, alpha=0.6)
     ax.set_yticks(range(p))
     ax.set_yticklabels([f"dev {d}" for d in range(p)])
-    ax.set_ylim(p - 0.5, -0.5)
+    ax.set_ylim(p - 0.45, -0.55)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for k, c in KIND_COLORS.items()]
     names = [{"F": "F forward", "B": "B backward", "I": "I input-grad", "W": "W weight-grad"}[k] for k in KIND_COLORS]
     if len(tr):
         kinds = sorted(set(tr.kind))
         handles += [plt.Line2D([0], [0], color=TRANSFER_COLORS.get(k, "gray")) for k in kinds]
-        names += [f"{k} transfer" for k in kinds]
+        names += [f"{k} (bar under the rows)" if k in ("allreduce", "dp-allreduce") else f"{k} transfer" for k in kinds]
     if sched.placement.num_pipes > 1:
         handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch="//"))
         names.append("pipe 1")
