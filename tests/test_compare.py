@@ -206,3 +206,18 @@ def test_levels_cross_check_each_other():
     for key, lb in bounds.dropna().items():
         assert lb <= w.loc[key, "async"] + 1e-9, key
     assert bounds.notna().sum() >= 20  # the solver level produced numbers for most points
+
+
+def test_schedule_file_entry(tmp_path, capsys):
+    from ppverify.io.json_format import save_json
+    from ppverify.schedules import build
+
+    path = tmp_path / "mine.json"
+    save_json(build("1f1b", p=4, m=8), path)
+    out = tmp_path / "r.csv"
+    assert main(["compare", "--schedules", f"{path},gpipe", "--costs", "F=1,B=2", "-m", "4,8", "--levels",
+                 "formula,slot", "--out", str(out), "--no-progress"]) == 0
+    df = pd.read_csv(out).set_index(["m", "schedule", "level"])
+    assert df.at[(8, "mine", "slot"), "makespan"] == 33.0  # (m+p-1)(tF+tB) = 11 * 3
+    assert df.at[(4, "mine", "slot"), "status"] == "not applicable"  # the file is p=4, m=8
+    assert df.at[(8, "mine", "formula"), "status"] == "unavailable"

@@ -42,6 +42,8 @@ class ScheduleEntry:
     family: str
     fixed: tuple[tuple[str, Any], ...] = ()
     only_m_eq_p: bool = False
+    #: a schedule file (JSON, PyTorch CSV) instead of a family; evaluated at its own p and m only
+    file: str | None = None
 
     @property
     def params(self) -> dict[str, Any]:
@@ -166,7 +168,8 @@ def abstract_configs(
 
 def select_schedules(names: list[str] | None, entries: tuple[ScheduleEntry, ...] = DEFAULT_SCHEDULES) -> tuple[ScheduleEntry, ...]:
     """Entries picked by label or family name (``hanayo`` selects both Hanayo entries); any other
-    registered family name becomes a new entry with default parameters.
+    registered family name becomes a new entry with default parameters, a schedule file (``.json``,
+    ``.csv``) an entry evaluated at the file's own p and m.
 
     Example:
         >>> [e.label for e in select_schedules(["gpipe", "hanayo"])]
@@ -174,10 +177,19 @@ def select_schedules(names: list[str] | None, entries: tuple[ScheduleEntry, ...]
     """
     if not names:
         return entries
+    from ..io import looks_like_file
     from ..schedules import get_family
 
     out: list[ScheduleEntry] = []
     for name in names:
+        if looks_like_file(name.strip()):
+            from pathlib import Path
+
+            path = name.strip()
+            if not Path(path).is_file():
+                raise ParameterError("schedules", path, "file not found")
+            out.append(ScheduleEntry(Path(path).stem, "file", file=path))
+            continue
         key = name.strip().lower()
         hit = [e for e in entries if e.label == key] or [e for e in entries if e.family == key]
         if not hit:

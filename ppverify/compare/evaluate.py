@@ -125,9 +125,23 @@ class LevelResult:
 
 
 def build_entry(entry: ScheduleEntry, p: int, m: int) -> Schedule:
-    """Build the schedule of an entry (raises ParameterError outside the family's rules)."""
+    """Build the schedule of an entry (raises ParameterError outside the family's rules); a file
+    entry loads its schedule, which applies only to its own p and m.
+
+    Example:
+        >>> build_entry(ScheduleEntry("gpipe", "gpipe"), 2, 3).describe()
+        'gpipe p=2 m=3'
+    """
+    from ..errors import ParameterError
     from ..schedules import build
 
+    if entry.file:
+        from ..io import load_schedule
+
+        s = load_schedule(entry.file)
+        if (s.p, s.m) != (p, m):
+            raise ParameterError("schedule", entry.file, f"the file's schedule has p={s.p}, m={s.m}; evaluated only there")
+        return s
     return build(entry.family, p, m, **entry.params)
 
 
@@ -166,19 +180,22 @@ def evaluate_point(
     for lv in levels:
         if lv not in LEVELS:
             raise PPVerifyError(f"unknown abstraction level {lv!r}; expected one of {', '.join(LEVELS)}")
+    units = ("units", "activations") if config.abstract else ("s", "bytes")
     if not entry.applies(config.p, config.m):
         return PointResult(entry, config, tuple(
             LevelResult(lv, "not applicable", note=f"{entry.label} is evaluated in its regime m = p only")
-            for lv in levels))
+            for lv in levels), *units)
     try:
         schedule = build_entry(entry, config.p, config.m)
     except PPVerifyError as exc:
         status = "unavailable" if "unknown schedule family" in str(exc) else "not applicable"
-        return PointResult(entry, config, tuple(LevelResult(lv, status, note=str(exc)) for lv in levels))
+        if "file not found" in str(exc) or (entry.file and "p=" not in str(exc)):
+            status = "error"
+        return PointResult(entry, config, tuple(LevelResult(lv, status, note=str(exc)) for lv in levels), *units)
     try:
         res = resolve(config, schedule)
     except PPVerifyError as exc:
-        return PointResult(entry, config, tuple(LevelResult(lv, "not applicable", note=str(exc)) for lv in levels))
+        return PointResult(entry, config, tuple(LevelResult(lv, "not applicable", note=str(exc)) for lv in levels), *units)
     out = []
     for lv in levels:
         t0 = time.perf_counter()
@@ -208,6 +225,8 @@ def _timed(r: LevelResult, seconds: float, note: str) -> LevelResult:
 def _formula(entry: ScheduleEntry, config: Config, res: Resolved) -> LevelResult:
     from ..schedules import get_family
 
+    if entry.file:
+        return LevelResult("formula", "unavailable", note="a schedule file has no closed form")
     fam = get_family(entry.family)
     if fam.formula is None:
         return LevelResult("formula", "unavailable", note=f"{fam.name} has no closed form registered")

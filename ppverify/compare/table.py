@@ -123,8 +123,9 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
     levels = [lv for lv in LEVELS if lv in set(sub["level"])]
     shown = [lv for lv in levels if sub[(sub["level"] == lv)]["makespan"].notna().any()]
     sim = next((lv for lv in ("async", "contention", "slot", "formula") if lv in shown), None)
-    tu = sub["time_unit"].iloc[0]
-    mu = sub["memory_unit"].iloc[0]
+    valued = sub[sub["makespan"].notna()]
+    tu = (valued if len(valued) else sub)["time_unit"].iloc[0]
+    mu = (valued if len(valued) else sub)["memory_unit"].iloc[0]
     tu_txt = "ms" if tu == "s" else tu
     mu_txt = "GiB" if mu in ("bytes", "B") else mu
     headers = ["schedule"] + shown
