@@ -176,13 +176,17 @@ def interleaved_formula(p: int, m: int, costs: Mapping[str, float] | None = None
                  "Narayanan et al. SC'21 (bubble (p-1)/(v*m) idle/busy); REFERENCE.md §1")
 
 
-def _chimera_common(family: str, p: int, m: int, costs, offset: int, down: int) -> Formula:
+def _chimera_common(family: str, p: int, m: int, costs, offset: int, down: int, units: str = "continuous") -> Formula:
     c = _fr(costs_of(costs))
     t = c["F"] + c["B"]
-    n0 = (m // p) * down
-    n1 = m - n0
+    concat = units == "concat" and m > p
+    # concat: every unit is the m=p schedule and its own peaks are never exceeded (chimera.py)
+    n0 = down if concat else (m // p) * down
+    n1 = (p if concat else m) - n0
     # pipe-1 stage held by device d: (p-1-s+offset) mod p == d
     peaks = [min(p - d, n0) + min(p - (p - 1 + offset - d) % p, n1) for d in range(p)]
+    if family == "chimera" and concat:
+        return _chimera_concat(p, m, c, peaks)
     if family == "chimera":
         makespan = m * t + (p - 2) * max(c["F"], c["B"])
         return _make(family, p, m, m * t, makespan, peaks, EXACT, EXACT,
@@ -192,16 +196,46 @@ def _chimera_common(family: str, p: int, m: int, costs, offset: int, down: int) 
                      "ppverify's merge of two 1F1B pipes, REFERENCE.md §1")
     # no closed form for the asymmetric merge: bound it (see chimera_asym_formula)
     stages = [(d, (p - 1 + offset - d) % p) for d in range(p)]
-    makespan = max([(max(n0, n1) + p - 1) * t] + [min(s0, s1) * t + m * t for s0, s1 in stages])
+    k0, k1 = (m // p) * down, m - (m // p) * down
+    makespan = max([(max(k0, k1) + p - 1) * t] + [min(s0, s1) * t + m * t for s0, s1 in stages])
     return _make(family, p, m, m * t, makespan, peaks, LOWER, UPPER,
                  "bounds only: makespan >= the busier pipe's (n+p-1)(tF+tB) and, per device with "
                  "stages s0 (pipe 0) and s1 (pipe 1), min(s0, s1)(tF+tB) + m(tF+tB); peak on each "
-                 "device <= the sum of both pipes' 1F1B in-flight counts",
+                 "device <= the sum of both pipes' 1F1B in-flight counts"
+                 + (" within one basic unit (units=concat)" if concat else ""),
                  "derived for ppverify's two-pipe merge (the seed paper's construction is not "
                  "recovered, REFERENCE.md §1)")
 
 
-def chimera_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
+def _chimera_concat(p: int, m: int, c: dict[str, Fraction], peaks: list) -> Formula:
+    """Chimera with concatenated basic units (``units=concat``, m = k·p, k >= 2); see
+    :func:`chimera_formula`."""
+    tf, tb = c["F"], c["B"]
+    t, k = tf + tb, m // p
+    unit = p * t + (p - 2) * max(tf, tb)
+    if tf == tb:
+        period = (2 * p + 2 * ((p - 2) // 4)) * tf
+    elif p <= 4:
+        period = p * t + (p - 2) * abs(tb - tf)
+    else:
+        # no closed form: the fill/drain bound every schedule on this placement obeys (device
+        # p/2-1 waits (p/2-1)tF for its first input and (p/2-1)tB after its last backward)
+        makespan = (m + p // 2 - 1) * t
+        return _make("chimera", p, m, m * t, makespan, peaks, LOWER, EXACT,
+                     "units=concat, tF != tB, p >= 6: makespan only bounded below by "
+                     "(m + p/2 - 1)(tF+tB); exact at tF = tB or p <= 4; peaks exact (a lone unit's)",
+                     "bound derived here; construction Li & Hoefler SC'21 §3.5 (direct "
+                     "concatenation), REFERENCE.md §1")
+    return _make("chimera", p, m, m * t, unit + (k - 1) * period, peaks, EXACT, EXACT,
+                 "units=concat: exact at tF = tB (any even p) and for p <= 4 at any tF, tB; "
+                 "peaks exact (a lone unit's)",
+                 "construction Li & Hoefler SC'21 §3.5 (direct concatenation), REFERENCE.md §1; "
+                 "period per unit fitted to and checked against the slot table (p <= 40 at "
+                 "tF = tB), not derived")
+
+
+def chimera_formula(p: int, m: int, costs: Mapping[str, float] | None = None,
+                    units: str = "continuous") -> Formula:
     """Chimera: makespan ``m(tF+tB) + (p-2)·max(tF, tB)``; at tF = tB the bubble is
     ``(p-2)/(2m+p-2)`` (Li & Hoefler); peak on device d ``min(p-d, m/2) + min(d+1, m/2)``.
 
@@ -211,22 +245,36 @@ def chimera_formula(p: int, m: int, costs: Mapping[str, float] | None = None) ->
     ``min(p-d, m/2)`` microbatches in flight at stage d and pipe 1 ``min(d+1, m/2)`` at stage
     ``p-1-d``; the two maxima coincide in the merged order. p=4, m=4: 10 slots, peaks 3, 4, 4, 3.
 
+    ``units="concat"`` (the paper's concatenated basic units, m = k·p): the first unit takes the
+    m=p value ``U = p(tF+tB) + (p-2)·max(tF, tB)`` and each further unit a fixed period ``P``, so
+    the makespan is ``U + (k-1)·P``. At tF = tB = t, ``P = (2p + 2·floor((p-2)/4))·t``: seamless
+    (2p·t, the paper's ``2m+p-2``) for p = 2 and 4, ``2·floor((p-2)/4)`` idle slots per unit
+    boundary from p = 6 on (the order only fills the previous unit's drain). For p <= 4 and any
+    costs ``P = p(tF+tB) + (p-2)·|tB-tF|`` (p=4, m=8, tF=1, tB=2: 16 + 14 = 30, the paper's
+    intermediate bubbles). The periods are fitted to the slot table and tested over the grid, not
+    derived; for p >= 6 with tF != tB only the lower bound ``(m + p/2 - 1)(tF+tB)`` is given. Peaks
+    are a lone unit's: ``min(p-d, p/2) + min(d+1, p/2)``, between p/2+1 and p.
+
     Example:
         >>> f = chimera_formula(4, 4)
         >>> f.makespan, f.bubble_ratio, f.peak_activations
         (10.0, 0.2, (3.0, 4.0, 4.0, 3.0))
         >>> chimera_formula(4, 4, {"F": 1, "B": 2}).makespan
         16.0
+        >>> chimera_formula(4, 8, {"F": 1, "B": 2}, units="concat").makespan
+        30.0
+        >>> chimera_formula(6, 12, units="concat").makespan, chimera_formula(6, 12).makespan
+        (30.0, 28.0)
     """
-    from .schedules.chimera import _check
+    from .schedules.chimera import _check, _check_units
 
     _check_pm(p, m)
     _check("chimera", p, m)
-    return _chimera_common("chimera", p, m, costs, 0, p // 2)
+    return _chimera_common("chimera", p, m, costs, 0, p // 2, _check_units("chimera", units))
 
 
 def chimera_asym_formula(p: int, m: int, costs: Mapping[str, float] | None = None,
-                         offset: int = 1, down: int | None = None) -> Formula:
+                         offset: int = 1, down: int | None = None, units: str = "continuous") -> Formula:
     """Asymmetric Chimera-style schedule: bounds only (no closed form; the construction is ppverify's
     choice, REFERENCE.md §1).
 
@@ -236,7 +284,8 @@ def chimera_asym_formula(p: int, m: int, costs: Mapping[str, float] | None = Non
     waits for at least ``min(s0, s1)`` forwards upstream, it works ``m(tF+tB)``, and its last
     backward is followed by at least ``min(s0, s1)`` backwards downstream). For Chimera's mirror at
     tF = tB the second bound is the exact ``2m+p-2``. Peak on each device <= pipe 0's 1F1B
-    in-flight count at its stage plus pipe 1's (each pipe keeps its 1F1B order in the merge).
+    in-flight count at its stage plus pipe 1's (each pipe keeps its 1F1B order in the merge); with
+    ``units="concat"`` those counts are a single basic unit's (the concatenation never exceeds them).
 
     Example:
         >>> f = chimera_asym_formula(4, 4, offset=0)
@@ -245,14 +294,14 @@ def chimera_asym_formula(p: int, m: int, costs: Mapping[str, float] | None = Non
         >>> chimera_asym_formula(4, 8).makespan   # offset 1: device 2 holds stage 2 of both pipes
         20.0
     """
-    from .schedules.chimera import _check
+    from .schedules.chimera import _check, _check_units
 
     _check_pm(p, m)
     _check("chimera-asym", p, m)
     down = p // 2 if down is None else down
     if not 1 <= down <= p - 1:
         raise ParameterError("down", down, f"chimera-asym needs 1 <= down <= p-1 = {p - 1}")
-    return _chimera_common("chimera-asym", p, m, costs, offset % p, down)
+    return _chimera_common("chimera-asym", p, m, costs, offset % p, down, _check_units("chimera-asym", units))
 
 
 def hanayo_formula(p: int, m: int, costs: Mapping[str, float] | None = None, waves: int = 1) -> Formula:

@@ -153,7 +153,8 @@ def test_every_family_has_formula_params_and_rules():
         assert fam.formula is not None and fam.rules
     assert [p.name for p in get_family("interleaved-1f1b").params] == ["v"]
     assert [p.name for p in get_family("hanayo").params] == ["waves"]
-    assert [p.name for p in get_family("chimera-asym").params] == ["offset", "down"]
+    assert [p.name for p in get_family("chimera-asym").params] == ["offset", "down", "units"]
+    assert [p.name for p in get_family("chimera").params] == ["units"]
 
 
 # ---- bad parameters: one ParameterError naming the parameter and the rule -------------------------
@@ -170,6 +171,8 @@ def test_every_family_has_formula_params_and_rules():
     ("hanayo", 4, 0, {}, "m", ">= 1"),
     ("1f1b-split", 0, 4, {}, "p", ">= 1"),
     ("chimera", 4, 0, {}, "m", ">= 1"),
+    ("chimera", 4, 8, {"units": "pipelined"}, "units", "one of continuous, concat"),
+    ("chimera-asym", 4, 8, {"units": 2}, "units", "one of continuous, concat"),
 ])
 def test_bad_parameters(name, p, m, kw, param, words):
     with pytest.raises(ParameterError) as err:
@@ -191,8 +194,10 @@ def _cases(p: int, m: int):
             yield "interleaved-1f1b", {"v": v}
     if p % 2 == 0 and m % p == 0:
         yield "chimera", {}
+        yield "chimera", {"units": "concat"}
         yield "chimera-asym", {}
         yield "chimera-asym", {"offset": p // 2, "down": 1}
+        yield "chimera-asym", {"offset": p // 2, "down": 1, "units": "concat"}
 
 
 def _check_valid(p: int, m: int, **costs) -> None:
@@ -211,10 +216,11 @@ def test_generated_schedules_are_valid_sample(p, k, extra):
 
 
 @settings(max_examples=15, deadline=None)
-@given(half=st.integers(1, 4), k=st.integers(1, 3), offset=st.integers(0, 7), down=st.integers(1, 7))
-def test_chimera_asym_never_deadlocks_sample(half, k, offset, down):
+@given(half=st.integers(1, 4), k=st.integers(1, 3), offset=st.integers(0, 7), down=st.integers(1, 7),
+       units=st.sampled_from(["continuous", "concat"]))
+def test_chimera_asym_never_deadlocks_sample(half, k, offset, down, units):
     p = 2 * half
-    s = build("chimera-asym", p, k * p, offset=offset, down=min(down, p - 1))
+    s = build("chimera-asym", p, k * p, offset=offset, down=min(down, p - 1), units=units)
     assert structural_problems(s) == []
     assert table_problems(s, table(s, F=1, B=2)) == []
 
@@ -234,6 +240,7 @@ def test_chimera_asym_valid_every_offset_and_split():
         for m in (p, 2 * p, 3 * p):
             for offset in range(p):
                 for down in range(1, p):
-                    s = build("chimera-asym", p, m, offset=offset, down=down)
-                    assert structural_problems(s) == []
-                    assert table_problems(s, table(s)) == [], (p, m, offset, down)
+                    for units in ("continuous", "concat"):
+                        s = build("chimera-asym", p, m, offset=offset, down=down, units=units)
+                        assert structural_problems(s) == []
+                        assert table_problems(s, table(s)) == [], (p, m, offset, down, units)

@@ -36,8 +36,10 @@ def cases(p: int, m: int):
             yield "interleaved-1f1b", {"v": v}
     if p % 2 == 0 and m % p == 0:
         yield "chimera", {}
+        yield "chimera", {"units": "concat"}
         yield "chimera-asym", {}
         yield "chimera-asym", {"offset": 0, "down": max(1, p // 2 - 1)}
+        yield "chimera-asym", {"offset": 1, "down": max(1, p // 2 - 1), "units": "concat"}
 
 
 def mismatches(name, p, m, kw, costs, check_structure=False) -> list[str]:

@@ -20,10 +20,28 @@ subsequences of one global order (slot, tie-break) in which every dependency com
 earlier (a predecessor's slot ends before its successor's starts), so some device can always run
 its next op.
 
-Difference from strict unit-by-unit concatenation (one unit's 1F1B, then the next): pipelining the
-units lets each pipe keep up to ``p - s`` microbatches in flight at stage s, one more than in a unit
-when m > p (peak ``p + 1`` per device instead of <= p), and it is never slower: p=4, m=8 at F=1,B=2
-takes 28 units instead of the 30 of unit-by-unit concatenation (REFERENCE.md §1); 18 at F=B either way.
+Two ways to go past one basic unit (``units`` parameter, both families):
+
+* ``continuous`` (default): the construction above over all m microbatches. Each pipe keeps up to
+  ``p - s`` microbatches in flight at stage s, one more than in a unit, so the peak is ``p + 1`` per
+  device once m > p; p=4, m=8 takes 18 slots at F=B=1 and 28 at F=1,B=2.
+* ``concat``: the paper's concatenation of basic units (Li & Hoefler SC'21 §3.5, "direct
+  concatenation"; REFERENCE.md §1: later units' forwards fill the previous unit's drain,
+  activations between p/2+1 and p). Every unit is the m=p schedule above, with microbatches
+  ``u*p .. u*p+p-1``; a device runs its units' programs one after the other, except that once it
+  has issued every forward of its current unit k (its drain), it may run the next forwards of unit
+  k+1 (in unit k+1's own order) in the slots where unit k's next op is not ready yet. The order is
+  fixed by running this rule at unit cost (F = B = 1) slot by slot: unit k's next op first when its
+  inputs are there, else unit k+1's next op if it is a forward whose inputs are there and the device
+  holds fewer activations than a lone unit ever does on it (the unit's own peak there, <= p). So the
+  peaks are exactly the unit's (p=4: 3, 4, 4, 3); p=4, m=8 takes 18 slots at F=B=1 and 30 at
+  F=1,B=2 (the paper's "intermediate bubbles" when tB > tF; REFERENCE.md §1 gives 18 and 30).
+  Only the drain is filled, as the paper describes: at F=B=1 p=2 and p=4 concatenate seamlessly
+  (``2m+p-2``), but from p=6 on this rule leaves ``2*floor((p-2)/4)`` idle slots per unit boundary
+  (p=6, m=12: 30 instead of 28; see :func:`ppverify.formulas.chimera_formula`).
+
+Why ``concat`` never deadlocks under any costs: its programs are the order in which a complete
+unit-cost run executed the ops, so every dependency comes earlier in one global order.
 """
 
 from __future__ import annotations
@@ -34,9 +52,11 @@ from ..placement import bidirectional
 from ..schedule import Schedule
 from .registry import Family, Param, check_int, register
 
-CHIMERA_RULES = "p even, p >= 2; m a multiple of p (m = k*p concatenates k basic units)"
+UNITS = ("continuous", "concat")
+CHIMERA_RULES = ("p even, p >= 2; m a multiple of p (m = k*p: k basic units); units continuous "
+                 "(default) or concat")
 ASYM_RULES = ("p even, p >= 2; m a multiple of p; offset any integer (taken mod p); "
-              "1 <= down <= p-1 (default p/2)")
+              "1 <= down <= p-1 (default p/2); units continuous (default) or concat")
 
 
 def one_f_one_b_slots(p: int, n: int) -> dict[Op, int]:
@@ -90,8 +110,108 @@ def two_pipe_schedule(p: int, m: int, offset: int, down: int, family: str, param
     return Schedule(pl, m, programs, pipe_of_mb, family, params)
 
 
-def chimera(p: int, m: int) -> Schedule:
-    """Chimera: two mirrored 1F1B pipes, half of each basic unit down, half up.
+def unit_peaks(unit: Schedule) -> list[int]:
+    """Most activations each device of a schedule holds: the largest ``#F - #B`` over the prefixes
+    of its program (an F starts only after every earlier op of its device has ended, so this does
+    not depend on the costs).
+
+    Example:
+        >>> unit_peaks(chimera(4, 4))
+        [3, 4, 4, 3]
+    """
+    peaks = []
+    for prog in unit.programs:
+        held = peak = 0
+        for op in prog:
+            held += 1 if op.kind == F else -1 if op.kind == B else 0
+            peak = max(peak, held)
+        peaks.append(peak)
+    return peaks
+
+
+def concat_programs(unit: Schedule, k: int) -> tuple[tuple[Op, ...], ...]:
+    """Programs of ``k`` concatenated copies of a basic unit of ``p`` microbatches (module doc,
+    ``units=concat``): copy u runs microbatches ``u*p ..``; forwards of copy u+1 fill copy u's drain.
+
+    The order is the one a slot-by-slot run at unit cost produces: in each slot every free device
+    runs its current unit's next op if its inputs have arrived, else (only once that unit's forwards
+    are all issued on it) the next unit's next op if that is a forward with its inputs there and the
+    device holds fewer activations than :func:`unit_peaks` allows. Decisions in a slot use only what
+    ended before it, so the device order does not matter.
+
+    Example:
+        >>> [str(o) for o in concat_programs(chimera(4, 4), 2)[0]]
+        ['0F0', '0F1', '3F2', '3B2', '3F3', '3B3', '0B0', '0F4', '0B1', '0F5', '3F6', '3B6', '3F7', '3B7', '0B4', '0B5']
+    """
+    from ..dag import predecessors
+
+    p, n = unit.p, unit.m
+    units = [[op for op in prog if isinstance(op, Op)] for prog in unit.programs]
+    last_f = [max((i for i, op in enumerate(prog) if op.kind == F), default=-1) for prog in units]
+    caps = unit_peaks(unit)
+    preds = {op: [q for q, _ in predecessors(op, unit.num_stages, False)] for prog in units for op in prog}
+    cur = [0] * p        # unit each device is in
+    pos = [0] * p        # next op of that unit
+    pulled = [0] * p     # leading ops (forwards) of the next unit already run
+    held = [0] * p
+    done: set[Op] = set()
+    out: list[list[Op]] = [[] for _ in range(p)]
+    started: list[tuple[int, int, Op]] = []   # (device, unit, op) run in the previous slot
+
+    def ready(op: Op, u: int) -> bool:
+        return all(Op(q.kind, q.stage, q.mb + u * n) in done for q in preds[op])
+
+    while True:
+        for d, u, op in started:
+            done.add(Op(op.kind, op.stage, op.mb + u * n))
+            if op.kind == B:
+                held[d] -= 1
+        started = []
+        for d in range(p):
+            if cur[d] >= k:
+                continue
+            u, prog = cur[d], units[d]
+            if ready(prog[pos[d]], u):
+                op, run_unit = prog[pos[d]], u
+                pos[d] += 1
+            elif (u + 1 < k and pos[d] > last_f[d] and pulled[d] < len(prog) and prog[pulled[d]].kind == F
+                  and held[d] < caps[d] and ready(prog[pulled[d]], u + 1)):
+                op, run_unit = prog[pulled[d]], u + 1
+                pulled[d] += 1
+            else:
+                continue
+            if op.kind == F:
+                held[d] += 1
+            out[d].append(Op(op.kind, op.stage, op.mb + run_unit * n))
+            started.append((d, run_unit, op))
+            if pos[d] == len(prog):
+                cur[d], pos[d], pulled[d] = u + 1, pulled[d], 0
+        if not started:
+            break
+    if any(c < k for c in cur):   # cannot happen: each unit alone completes (kept as a guard)
+        raise RuntimeError(f"basic-unit concatenation stalled at units {cur}")
+    return tuple(tuple(prog) for prog in out)
+
+
+def _check_units(name: str, units: str) -> str:
+    if isinstance(units, str):
+        units = units.strip().lower()
+    if units not in UNITS:
+        raise ParameterError("units", units, f"{name} needs units to be one of {', '.join(UNITS)} "
+                                             "(continuous: both pipes run 1F1B over all microbatches; "
+                                             "concat: the paper's concatenated basic units)")
+    return units
+
+
+def _concatenated(unit: Schedule, m: int, family: str, params: dict) -> Schedule:
+    k = m // unit.p
+    return Schedule(unit.placement, m, concat_programs(unit, k), unit.pipe_of_mb * k, family,
+                    {**params, "units": "concat"})
+
+
+def chimera(p: int, m: int, units: str = "continuous") -> Schedule:
+    """Chimera: two mirrored 1F1B pipes, half of each basic unit down, half up; ``units`` says how
+    m > p goes on (module doc): ``continuous`` or ``concat`` (the paper's basic units).
 
     Example:
         >>> [str(o) for o in chimera(4, 4).programs[0]]
@@ -100,16 +220,23 @@ def chimera(p: int, m: int) -> Schedule:
         Traceback (most recent call last):
         ...
         ppverify.errors.ParameterError: parameter p=3: chimera needs an even number of devices (two pipes of p/2 microbatches per basic unit)
+        >>> chimera(4, 8, units="concat").describe()
+        'chimera p=4 m=8 units=concat'
     """
     _check("chimera", p, m)
-    return two_pipe_schedule(p, m, 0, p // 2, "chimera", {"p": p, "m": m})
+    units = _check_units("chimera", units)
+    if units == "concat" and m > p:
+        return _concatenated(two_pipe_schedule(p, p, 0, p // 2, "chimera", {}), m, "chimera", {"p": p, "m": m})
+    params = {"p": p, "m": m} if units == "continuous" else {"p": p, "m": m, "units": units}
+    return two_pipe_schedule(p, m, 0, p // 2, "chimera", params)
 
 
-def chimera_asym(p: int, m: int, offset: int = 1, down: int | None = None) -> Schedule:
+def chimera_asym(p: int, m: int, offset: int = 1, down: int | None = None, units: str = "continuous") -> Schedule:
     """Asymmetric Chimera-style schedule: pipe 1's stage s on device ``(p-1-s+offset) mod p`` and
     ``down`` of every ``p`` microbatches down pipe 0 (default ``p/2``). ``offset=0, down=p/2`` is
     Chimera. REFERENCE.md §1: the seed paper names this placement but its construction is not
-    recovered; these two knobs are ppverify's choice.
+    recovered; these two knobs are ppverify's choice. ``units`` as for :func:`chimera` (with
+    ``concat`` the basic unit is this family's m=p schedule).
 
     Example:
         >>> chimera_asym(4, 4).placement.maps[1]
@@ -130,31 +257,42 @@ def chimera_asym(p: int, m: int, offset: int = 1, down: int | None = None) -> Sc
     if not 1 <= down <= p - 1:
         raise ParameterError("down", down, f"chimera-asym needs 1 <= down <= p-1 = {p - 1} (microbatches "
                                            "of each basic unit sent down pipe 0; the rest go up pipe 1)")
-    return two_pipe_schedule(p, m, offset % p, down, "chimera-asym",
-                             {"p": p, "m": m, "offset": offset % p, "down": down})
+    params = {"p": p, "m": m, "offset": offset % p, "down": down}
+    if _check_units("chimera-asym", units) == "concat":
+        params["units"] = units
+        if m > p:
+            unit = two_pipe_schedule(p, p, offset % p, down, "chimera-asym", {})
+            return _concatenated(unit, m, "chimera-asym", params)
+    return two_pipe_schedule(p, m, offset % p, down, "chimera-asym", params)
 
 
-def _chimera_formula(p, m, costs=None):
+def _chimera_formula(p, m, costs=None, units="continuous"):
     from ..formulas import chimera_formula
 
-    return chimera_formula(p, m, costs)
+    return chimera_formula(p, m, costs, units=units)
 
 
-def _asym_formula(p, m, costs=None, offset=1, down=None):
+def _asym_formula(p, m, costs=None, offset=1, down=None, units="continuous"):
     from ..formulas import chimera_asym_formula
 
-    return chimera_asym_formula(p, m, costs, offset=offset, down=down)
+    return chimera_asym_formula(p, m, costs, offset=offset, down=down, units=units)
 
+
+UNITS_PARAM = Param("units", str, "continuous",
+                    "m > p: 'continuous' (each pipe runs 1F1B over all its microbatches, peak p+1) or "
+                    "'concat' (the paper's concatenated basic units, peak <= p)")
 
 register(Family(
     "chimera", chimera,
     "Chimera: two mirrored 1F1B pipes merged slot by slot, 2 stage replicas per device (Li & Hoefler 2021)",
+    params=(UNITS_PARAM,),
     rules=CHIMERA_RULES, formula=_chimera_formula,
 ))
 register(Family(
     "chimera-asym", chimera_asym,
     "Asymmetric Chimera-style: pipe 1 shifted by an offset and/or an unequal microbatch split",
     params=(Param("offset", int, 1, "pipe-1 placement offset k: stage s on device (p-1-s+k) mod p"),
-            Param("down", int, None, "microbatches of each basic unit of p sent down pipe 0 (default p/2)")),
+            Param("down", int, None, "microbatches of each basic unit of p sent down pipe 0 (default p/2)"),
+            UNITS_PARAM),
     rules=ASYM_RULES, formula=_asym_formula,
 ))
