@@ -10,7 +10,8 @@ rewritten with the intact lines, and every point whose hash is present is skippe
 
 Config file keys (``examples/sweep.yaml``)::
 
-    schedules: [gpipe, 1f1b, {family: hanayo, waves: 2, label: hanayo-w2, only_m_eq_p: true}]
+    schedules: [gpipe, 1f1b, {family: hanayo, waves: 2, label: hanayo-w2, only_m_eq_p: true},
+                {file: mine.json}]          # a schedule file: its own p and m only; keyed by content
     p: [4, 8]
     m: [4, 8, 16]
     systems: [dgx-h100, ethernet-100g]      # with models: preset mode (seconds, bytes)
@@ -107,8 +108,19 @@ def _entries(path: str, value: Any) -> tuple[ScheduleEntry, ...]:
         key = f"schedules[{n}]"
         if isinstance(item, str):
             item = {"family": item}
+        if isinstance(item, dict) and isinstance(item.get("file"), str):
+            fpath = Path(item["file"])
+            if not fpath.is_absolute():
+                fpath = Path(path).parent / fpath  # relative to the config file
+            if not fpath.is_file():
+                raise _err(path, f"{key}.file", f"schedule file {fpath} not found")
+            extra = set(item) - {"file", "label"}
+            if extra:
+                raise _err(path, f"{key}.{sorted(extra)[0]}", "a file entry takes only 'file' and 'label'")
+            out.append(ScheduleEntry(str(item.get("label") or fpath.stem), "file", file=str(fpath)))
+            continue
         if not isinstance(item, dict) or not isinstance(item.get("family"), str):
-            raise _err(path, key, "expected a family name or a mapping with a 'family' name")
+            raise _err(path, key, "expected a family name, a mapping with a 'family' name, or {file: PATH}")
         params = {k: v for k, v in item.items() if k not in ("family", "label", "only_m_eq_p")}
         try:
             fam = get_family(item["family"])
@@ -232,7 +244,10 @@ def point_hash(entry: ScheduleEntry, config: Config, level: str, time_limit: flo
         (16, True, False)
     """
     budget = {"time_limit": time_limit, "max_opt_ops": max_opt_ops} if level == "optimum" else {}
-    doc = {"v": STORE_VERSION, "entry": [entry.label, entry.family, [list(x) for x in entry.fixed], entry.only_m_eq_p],
+    # a file entry is keyed by the file's content, so editing the file invalidates its rows
+    content = hashlib.sha256(Path(entry.file).read_bytes()).hexdigest() if entry.file else None
+    doc = {"v": STORE_VERSION, "entry": [entry.label, entry.family, [list(x) for x in entry.fixed], entry.only_m_eq_p,
+                                         content],
            "config": [config.p, config.m, config.system, config.model,
                       [list(x) for x in config.costs] if config.costs else None, config.comm_delay,
                       [list(x) for x in config.options]],

@@ -170,3 +170,23 @@ def test_example_config_is_valid():
     spec = load_sweep(Path(__file__).resolve().parents[1] / "examples" / "sweep.yaml")
     assert spec.num_points > 100 and "async" in spec.levels
     assert point_hash(spec.entries[0], spec.configs[0], "slot", 1, 1) == point_hash(spec.entries[0], spec.configs[0], "slot", 2, 2)
+
+
+def test_file_entry_keyed_by_content(tmp_path):
+    from ppverify.io.json_format import save_json
+    from ppverify.schedules import build
+
+    save_json(build("1f1b", p=2, m=2), tmp_path / "mine.json")
+    path = _write(tmp_path, {"schedules": [{"file": "mine.json"}, "gpipe"], "p": 2, "m": [2, 3],
+                             "costs": {"F": 1, "B": 2}, "levels": ["slot"]})
+    spec = load_sweep(path)
+    df = run_sweep(spec, tmp_path / "s.jsonl", workers=1).set_index(["m", "schedule"])
+    assert df.at[(2, "mine"), "makespan"] == 9.0  # (m+p-1)(tF+tB)
+    assert df.at[(3, "mine"), "status"] == "not applicable"
+    before = [h for t in pending_tasks(spec, set()) for _, _, hs in t.items for h in hs]
+    save_json(build("gpipe", p=2, m=2), tmp_path / "mine.json")  # edit the file: its points change
+    after = [h for t in pending_tasks(load_sweep(path), set()) for _, _, hs in t.items for h in hs]
+    assert len(set(before) - set(after)) == 2 and len(set(before) & set(after)) == 2
+    bad = _write(tmp_path, {"schedules": [{"file": "nope.json"}], "costs": {"F": 1}}, "bad.yaml")
+    with pytest.raises(ScheduleFileError, match="schedules\\[0\\].file"):
+        load_sweep(bad)

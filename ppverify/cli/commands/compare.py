@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from ...compare import (DEFAULT_M, DEFAULT_MODELS, DEFAULT_SYSTEMS, LEVELS, abstract_configs, default_configs,
+from ...compare import (DEFAULT_M, DEFAULT_MODELS, DEFAULT_SYSTEMS, LEVEL_SEMANTICS, LEVELS, abstract_configs, default_configs,
                         format_config_table, format_legend, run_comparison, select_schedules)
 from ...compare.table import unavailable_levels
 from ...compare.findings import FINDINGS_SCHEDULES, Setup, abstract_setup, evaluate_findings, format_findings
@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     df = run_comparison(configs, entries, levels, args.time_limit, args.max_opt_ops, progress=not args.no_progress)
     _write(df, args.out)
     if args.json:
-        print_json({"rows": df.astype(object).where(df.notna(), None).to_dict(orient="records")})
+        print_json({"levels": {lv: LEVEL_SEMANTICS[lv] for lv in levels},
+                    "rows": df.astype(object).where(df.notna(), None).to_dict(orient="records")})
         return 0
     for cfg in dict.fromkeys(df["config"]):
         print(format_config_table(df, cfg))
