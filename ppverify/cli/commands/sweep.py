@@ -49,7 +49,12 @@ def run(args: argparse.Namespace) -> int:
             f"x {len(spec.levels)} levels; {summary['already_done']} already in {store}, {todo} to run")
         return 0
     t0 = time.perf_counter()
-    df = run_sweep(spec, store, args.executor, args.workers, args.batch, progress=not args.no_progress)
+    try:
+        df = run_sweep(spec, store, args.executor, args.workers, args.batch, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        kept = len(read_store(store))
+        print(f"\ninterrupted: {kept} rows are safe in {store}; rerun the same command to resume", file=sys.stderr)
+        return 130
     summary["seconds"] = round(time.perf_counter() - t0, 2)
     summary["rows"] = len(df)
     if args.out:
