@@ -160,14 +160,17 @@ def family_candidates(inst: Instance) -> list[Candidate]:
 
 
 def greedy(inst: Instance, priority: str = "GFW", lookahead: bool = False,
-           inflight: Sequence[int] | None = None) -> Candidate | None:
+           inflight: Sequence[int] | None = None, wait_for_grad: bool = False) -> Candidate | None:
     """Memory-aware list scheduling: whenever a device is free it runs, in ``priority`` order of
-    kinds (``G`` = the gradient op I or B, ``F``, ``W``), an op whose inputs have arrived; a
+    kinds (``G`` = the gradient op I or B, ``F``, ``W``; ``"AW"``: alternate G and F as 1F1B does,
+    W last), an op whose inputs have arrived; a
     forward only if the cap allows it (and, with ``inflight``, only while device d holds fewer
     than ``inflight[d]`` forwards whose gradient op has not run), forwards of a stage in
     microbatch order. With ``lookahead`` a device leaves a gap rather than start a ``W`` that
     would delay a gradient or forward already known to arrive before the ``W`` ends (those are on
-    the critical path; the ``W`` fills a later gap). ``None`` when the greedy choice runs into a
+    the critical path; the ``W`` fills a later gap); with ``wait_for_grad`` it also leaves a gap
+    rather than start a warm-up forward during which the first gradient op's input arrives (so the
+    first backward chain through the pipeline is not held up by forwards). ``None`` when the greedy choice runs into a
     memory deadlock.
 
     Example:
@@ -187,6 +190,8 @@ def greedy(inst: Instance, priority: str = "GFW", lookahead: bool = False,
     free_at = [0] * inst.p
     level = [0] * inst.p
     open_fwd = [0] * inst.p
+    last_kind = [W] * inst.p
+    grad_seen = [False] * inst.p
     # per device: pending gradient ops and weight ops (heaps of (ready, mb, -stage, pos)); forwards
     # per (pipe, stage) in microbatch order
     grads: list[list] = [[] for _ in range(inst.p)]
@@ -221,8 +226,12 @@ def greedy(inst: Instance, priority: str = "GFW", lookahead: bool = False,
         for d in sorted(active):
             if free_at[d] != now:
                 continue
-            pick = _choose(inst, d, now, priority, grads, weights, fwd_queue, stages_of[d], fwd_done, ready, level,
-                           lookahead, None if inflight is None else inflight[d] - open_fwd[d])
+            prio = priority
+            if priority == "AW":  # alternate: after a gradient op prefer a forward, else the reverse
+                prio = "FGW" if last_kind[d] in (I, B) else "GFW"
+            pick = _choose(inst, d, now, prio, grads, weights, fwd_queue, stages_of[d], fwd_done, ready, level,
+                           lookahead, None if inflight is None else inflight[d] - open_fwd[d],
+                           wait_for_grad and not grad_seen[d])
             if pick is None:
                 continue
             i = pick
@@ -231,6 +240,9 @@ def greedy(inst: Instance, priority: str = "GFW", lookahead: bool = False,
             free_at[d] = end
             level[d] += inst.alloc[i] - inst.free[i]
             kind = dag.ops[i].kind
+            if kind != W:
+                last_kind[d] = kind
+            grad_seen[d] = grad_seen[d] or kind in (I, B)
             open_fwd[d] += 1 if kind == F else (-1 if kind in (I, B) else 0)
             remaining -= 1
             progressed = True
@@ -258,7 +270,7 @@ def greedy(inst: Instance, priority: str = "GFW", lookahead: bool = False,
 
 
 def _choose(inst, d, now, priority, grads, weights, fwd_queue, stages, fwd_done, ready, level,
-            lookahead=False, room=None):
+            lookahead=False, room=None, wait_for_grad=False):
     def fwd_allowed(i: int) -> bool:
         return (inst.cap is None or level[d] + inst.alloc[i] <= inst.cap) and (room is None or room > 0)
 
@@ -278,6 +290,8 @@ def _choose(inst, d, now, priority, grads, weights, fwd_queue, stages, fwd_done,
             for s in stages:
                 q = fwd_queue[(d, s)]
                 if q and fwd_done[q[-1]] and ready[q[-1]] <= now and fwd_allowed(q[-1]):
+                    if wait_for_grad and grads[d] and now < grads[d][0][0] < now + inst.dur[q[-1]]:
+                        return None  # the gradient arrives during this forward: keep the chain on time
                     return q.pop()
     return None
 
@@ -327,21 +341,62 @@ def canonical_starts(inst: Instance, starts: Sequence[int]) -> list[int]:
     return out
 
 
-def greedy_rules(p: int) -> list[tuple[str, bool, list[int] | None]]:
-    """The greedy variants tried, most useful first: ZB-H1-like (at most ``p - d`` open forwards
-    on device d, W deferred with lookahead), ZB-H2-like (``2(p - d) - 1`` and ``2(p - d)``), and
-    the unrestricted rules.
+def round_trip_limits(inst: Instance, extra: int = 0) -> list[int]:
+    """Per device, the forwards needed to cover its round trip without idling:
+    ``ceil(R_d / tF) + extra``, where ``R_d`` is the shortest time from a forward's start to its
+    backward's start on that device (its first stage); at least 1.
 
     Example:
-        >>> greedy_rules(2)[0]
-        ('GFW', True, [2, 1])
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(3)
+        >>> round_trip_limits(instance(Problem(pl, 4, CostModel.abstract(pl, F=1, I=1, W=1), split=True)))
+        [5, 3, 1]
     """
+    from .bounds import _round_trip
+
+    dag = inst.dag
+    out = []
+    for d in range(inst.p):
+        ops = list(inst.device_ops(d))
+        if not ops:
+            out.append(1)
+            continue
+        f0 = min((i for i in ops if dag.ops[i].kind == F), key=lambda i: (dag.ops[i].mb, dag.ops[i].stage))
+        op = dag.ops[f0]
+        g0 = next(i for i in ops if dag.ops[i].stage == op.stage and dag.ops[i].mb == op.mb and dag.ops[i].kind in (I, B))
+        lag = _round_trip(inst, f0, g0)
+        out.append(max(1, -(-lag // inst.dur[f0]) + extra))
+    return out
+
+
+def greedy_rules(inst: Instance) -> list[tuple[str, bool, list[int] | None, bool]]:
+    """The greedy variants ``(priority, lookahead, open-forward limits, wait_for_grad)`` tried,
+    most useful first: ZB-H1-like (at most ``p - d`` open forwards on device d, W deferred with
+    lookahead), ZB-H2-like (``2(p - d)`` and ``2(p - d) - 1``, warm-up forwards yielding to the
+    first gradient), round-trip-covering limits (:func:`round_trip_limits`), and the
+    unrestricted rules.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(2)
+        >>> greedy_rules(instance(Problem(pl, 2, CostModel.abstract(pl), split=True)))[0]
+        ('GFW', True, [2, 1], False)
+    """
+    p = inst.p
     h1 = [p - d for d in range(p)]
     h2 = [max(1, 2 * (p - d) - 1) for d in range(p)]
     h2b = [2 * (p - d) for d in range(p)]
-    return [("GFW", True, h1), ("GFW", False, h2), ("GFW", False, h2b), ("GFW", True, h2),
-            ("GFW", False, h1), ("GFW", True, None), ("GFW", False, None), ("GWF", False, None),
-            ("FGW", False, None)]
+    rt0, rt1 = round_trip_limits(inst, 0), round_trip_limits(inst, 1)
+    rules = [("GFW", True, h1, False), ("GFW", False, h2b, True), ("GFW", False, h2, True), ("GFW", False, h2, False),
+             ("GFW", False, h2b, False), ("GFW", False, rt1, True), ("GFW", True, h1, True), ("AW", False, h2, False),
+             ("AW", True, h1, False), ("GFW", False, rt0, False), ("GFW", True, h2, False), ("GFW", False, h1, False),
+             ("GFW", True, None, False), ("GFW", False, None, False), ("GFW", False, None, True),
+             ("GWF", False, None, False), ("FGW", False, None, False)]
+    return rules
 
 
 def best_candidate(inst: Instance, use_families: bool = True, deadline: float | None = None) -> Candidate | None:
@@ -350,13 +405,14 @@ def best_candidate(inst: Instance, use_families: bool = True, deadline: float | 
     import time
 
     cands = family_candidates(inst) if use_families else []
-    for prio, look, infl in greedy_rules(inst.p):
+    for prio, look, infl, wait in greedy_rules(inst):
         if deadline is not None and time.monotonic() > deadline and cands:
             break
-        c = greedy(inst, prio, look, infl)
+        c = greedy(inst, prio, look, infl, wait)
         if c is not None:
-            tag = "" if infl is None else f"-open{infl[0]}"
-            cands.append(Candidate(c.source + ("-lookahead" if look else "") + tag, c.programs, c.starts, c.objective))
+            tag = "" if infl is None else "-open" + ",".join(map(str, infl[:2])) + (",..." if len(infl) > 2 else "")
+            cands.append(Candidate(c.source + ("-lookahead" if look else "") + ("-wait" if wait else "") + tag,
+                                   c.programs, c.starts, c.objective))
     if not cands:
         return None
     return min(cands, key=lambda c: (c.objective, c.source))
