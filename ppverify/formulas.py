@@ -235,7 +235,7 @@ def _chimera_concat(p: int, m: int, c: dict[str, Fraction], peaks: list) -> Form
 
 
 def chimera_formula(p: int, m: int, costs: Mapping[str, float] | None = None,
-                    units: str = "continuous") -> Formula:
+                    units: str | None = None) -> Formula:
     """Chimera: makespan ``m(tF+tB) + (p-2)·max(tF, tB)``; at tF = tB the bubble is
     ``(p-2)/(2m+p-2)`` (Li & Hoefler); peak on device d ``min(p-d, m/2) + min(d+1, m/2)``.
 
@@ -245,6 +245,7 @@ def chimera_formula(p: int, m: int, costs: Mapping[str, float] | None = None,
     ``min(p-d, m/2)`` microbatches in flight at stage d and pipe 1 ``min(d+1, m/2)`` at stage
     ``p-1-d``; the two maxima coincide in the merged order. p=4, m=4: 10 slots, peaks 3, 4, 4, 3.
 
+    ``units`` is the family's (``None``: its default, ``continuous``).
     ``units="concat"`` (the paper's concatenated basic units, m = k·p): the first unit takes the
     m=p value ``U = p(tF+tB) + (p-2)·max(tF, tB)`` and each further unit a fixed period ``P``, so
     the makespan is ``U + (k-1)·P``. At tF = tB = t, ``P = (2p + 2·floor((p-2)/4))·t``: seamless
@@ -266,15 +267,16 @@ def chimera_formula(p: int, m: int, costs: Mapping[str, float] | None = None,
         >>> chimera_formula(6, 12, units="concat").makespan, chimera_formula(6, 12).makespan
         (30.0, 28.0)
     """
-    from .schedules.chimera import _check, _check_units
+    from .schedules.chimera import DEFAULT_UNITS, _check, _check_units
 
     _check_pm(p, m)
     _check("chimera", p, m)
-    return _chimera_common("chimera", p, m, costs, 0, p // 2, _check_units("chimera", units))
+    units = _check_units("chimera", DEFAULT_UNITS if units is None else units)
+    return _chimera_common("chimera", p, m, costs, 0, p // 2, units)
 
 
 def chimera_asym_formula(p: int, m: int, costs: Mapping[str, float] | None = None,
-                         offset: int = 1, down: int | None = None, units: str = "continuous") -> Formula:
+                         offset: int = 1, down: int | None = None, units: str | None = None) -> Formula:
     """Asymmetric Chimera-style schedule: bounds only (no closed form; the construction is ppverify's
     choice, REFERENCE.md §1).
 
@@ -294,14 +296,15 @@ def chimera_asym_formula(p: int, m: int, costs: Mapping[str, float] | None = Non
         >>> chimera_asym_formula(4, 8).makespan   # offset 1: device 2 holds stage 2 of both pipes
         20.0
     """
-    from .schedules.chimera import _check, _check_units
+    from .schedules.chimera import DEFAULT_UNITS, _check, _check_units
 
     _check_pm(p, m)
     _check("chimera-asym", p, m)
     down = p // 2 if down is None else down
     if not 1 <= down <= p - 1:
         raise ParameterError("down", down, f"chimera-asym needs 1 <= down <= p-1 = {p - 1}")
-    return _chimera_common("chimera-asym", p, m, costs, offset % p, down, _check_units("chimera-asym", units))
+    units = _check_units("chimera-asym", DEFAULT_UNITS if units is None else units)
+    return _chimera_common("chimera-asym", p, m, costs, offset % p, down, units)
 
 
 def hanayo_formula(p: int, m: int, costs: Mapping[str, float] | None = None, waves: int = 1) -> Formula:

@@ -53,6 +53,9 @@ from ..schedule import Schedule
 from .registry import Family, Param, check_int, register
 
 UNITS = ("continuous", "concat")
+#: the ``units`` value used when none is given (builders, formulas and ``show``/``compare`` all
+#: read this one constant, and schedules record ``units`` in their params only when it differs)
+DEFAULT_UNITS = "continuous"
 CHIMERA_RULES = ("p even, p >= 2; m a multiple of p (m = k*p: k basic units); units continuous "
                  "(default) or concat")
 ASYM_RULES = ("p even, p >= 2; m a multiple of p; offset any integer (taken mod p); "
@@ -209,7 +212,7 @@ def _concatenated(unit: Schedule, m: int, family: str, params: dict) -> Schedule
                     {**params, "units": "concat"})
 
 
-def chimera(p: int, m: int, units: str = "continuous") -> Schedule:
+def chimera(p: int, m: int, units: str = DEFAULT_UNITS) -> Schedule:
     """Chimera: two mirrored 1F1B pipes, half of each basic unit down, half up; ``units`` says how
     m > p goes on (module doc): ``continuous`` or ``concat`` (the paper's basic units).
 
@@ -227,11 +230,11 @@ def chimera(p: int, m: int, units: str = "continuous") -> Schedule:
     units = _check_units("chimera", units)
     if units == "concat" and m > p:
         return _concatenated(two_pipe_schedule(p, p, 0, p // 2, "chimera", {}), m, "chimera", {"p": p, "m": m})
-    params = {"p": p, "m": m} if units == "continuous" else {"p": p, "m": m, "units": units}
+    params = {"p": p, "m": m} if units == DEFAULT_UNITS else {"p": p, "m": m, "units": units}
     return two_pipe_schedule(p, m, 0, p // 2, "chimera", params)
 
 
-def chimera_asym(p: int, m: int, offset: int = 1, down: int | None = None, units: str = "continuous") -> Schedule:
+def chimera_asym(p: int, m: int, offset: int = 1, down: int | None = None, units: str = DEFAULT_UNITS) -> Schedule:
     """Asymmetric Chimera-style schedule: pipe 1's stage s on device ``(p-1-s+offset) mod p`` and
     ``down`` of every ``p`` microbatches down pipe 0 (default ``p/2``). ``offset=0, down=p/2`` is
     Chimera. REFERENCE.md §1: the seed paper names this placement but its construction is not
@@ -258,27 +261,29 @@ def chimera_asym(p: int, m: int, offset: int = 1, down: int | None = None, units
         raise ParameterError("down", down, f"chimera-asym needs 1 <= down <= p-1 = {p - 1} (microbatches "
                                            "of each basic unit sent down pipe 0; the rest go up pipe 1)")
     params = {"p": p, "m": m, "offset": offset % p, "down": down}
-    if _check_units("chimera-asym", units) == "concat":
+    units = _check_units("chimera-asym", units)
+    if units != DEFAULT_UNITS:
         params["units"] = units
+    if units == "concat":
         if m > p:
             unit = two_pipe_schedule(p, p, offset % p, down, "chimera-asym", {})
             return _concatenated(unit, m, "chimera-asym", params)
     return two_pipe_schedule(p, m, offset % p, down, "chimera-asym", params)
 
 
-def _chimera_formula(p, m, costs=None, units="continuous"):
+def _chimera_formula(p, m, costs=None, units=DEFAULT_UNITS):
     from ..formulas import chimera_formula
 
     return chimera_formula(p, m, costs, units=units)
 
 
-def _asym_formula(p, m, costs=None, offset=1, down=None, units="continuous"):
+def _asym_formula(p, m, costs=None, offset=1, down=None, units=DEFAULT_UNITS):
     from ..formulas import chimera_asym_formula
 
     return chimera_asym_formula(p, m, costs, offset=offset, down=down, units=units)
 
 
-UNITS_PARAM = Param("units", str, "continuous",
+UNITS_PARAM = Param("units", str, DEFAULT_UNITS,
                     "m > p: 'continuous' (each pipe runs 1F1B over all its microbatches, peak p+1) or "
                     "'concat' (the paper's concatenated basic units, peak <= p)")
 
