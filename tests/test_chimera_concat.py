@@ -174,3 +174,16 @@ def test_cli_show_concat(capsys):
     assert main(["show", "chimera", "-p", "4", "-m", "8", "--units", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "units" in err
+
+
+def test_json_round_trip_keeps_units_and_order(capsys):
+    from ppverify.io.json_format import schedule_from_dict, schedule_to_dict
+
+    s = build("chimera-asym", 4, 12, offset=1, down=1, units="concat")
+    back = schedule_from_dict(schedule_to_dict(s))
+    assert back.programs == s.programs and back.params["units"] == "concat"
+    assert main(["show", "chimera", "-p", "4", "-m", "8", "--units", "concat", "--json"]) == 0
+    import json
+
+    d = json.loads(capsys.readouterr().out)
+    assert d["makespan"] == 18 and d["peak_activations"] == [3, 4, 4, 3]
