@@ -187,3 +187,19 @@ def test_json_round_trip_keeps_units_and_order(capsys):
 
     d = json.loads(capsys.readouterr().out)
     assert d["makespan"] == 18 and d["peak_activations"] == [3, 4, 4, 3]
+
+
+def test_z3_verifier_proves_the_reference_claims():
+    # cross-check with the Z3 verifier (ppverify.verify), independent of the slot engine: the
+    # programs are complete, ordered, deadlock-free, within p activations, and finish by 30 at
+    # F=1,B=2 but not by 29; the default construction does not fit in p activations
+    from ppverify.verify import verify
+
+    s = build("chimera", 4, 8, units="concat")
+    c = CostModel.abstract(s.placement, F=1, B=2)
+    r = verify(s, costs=c, memory_cap=4, makespan_le=30)
+    assert r.valid and {"deadlock", "memory", "timing"} <= {name for name, _ in r.proved}
+    late = verify(s, costs=c, makespan_le=29)
+    assert not late.valid and [v.to_text().split(":")[0] for v in late.violations] == ["timing"]
+    assert not verify(build("chimera", 4, 8), memory_cap=4).valid
+    assert verify(build("chimera", 8, 24, units="concat"), memory_cap=8).valid
