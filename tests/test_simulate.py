@@ -318,3 +318,14 @@ def test_makespan_monotone_in_fixed_delay(fam, p, k, lat):
     b = run(s, costs, FixedDelay(hi), semantics="async")
     assert a.makespan <= b.makespan + 1e-9
     assert (a.start <= b.start + 1e-9).all()
+
+
+@pytest.mark.parametrize("c", [0.1, 0.5, 2.0])
+def test_async_never_slower_than_slot_with_comm_per_column(c):
+    # cross-check of two abstractions: charging every op its slowest transfer (slot) is an upper
+    # bound of overlapping transfers with compute (async), for every family on the grid
+    for name, s in grid_schedules(ps=(2, 4), ms=(2, 4, 8)):
+        costs = abstract(s, F=1, B=2)
+        a = run(s, costs, FixedDelay(c), semantics="async", sync="none").makespan
+        sl = run(s, costs, FixedDelay(c), semantics="slot", charge_comm=True).makespan
+        assert a <= sl + 1e-9, f"{name} p={s.p} m={s.m}"

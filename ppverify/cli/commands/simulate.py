@@ -162,6 +162,7 @@ def report(timeline: Timeline, ctx: Any, capacity: float | None) -> dict[str, An
         "params": dict(timeline.schedule.params),
         "p": timeline.p,
         "m": timeline.schedule.m,
+        "placement": timeline.schedule.placement.to_dict(),
         "costs": timeline.costs.label or "custom",
         "system": ctx.system.summary() if ctx.system is not None else None,
         "exposed_comm": exposed,
