@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Hashable, Sequence
 
-from .comm import CommModel, FixedDelay
+from .comm import CommModel, FixedDelay  # noqa: F401  (FixedDelay: used by the doctests)
 from .errors import ParameterError
 from .presets import PresetError, read_preset
 

@@ -150,8 +150,9 @@ def replica_groups(schedule: Schedule) -> list[tuple[int, tuple[int, ...]]]:
 
 @dataclass(frozen=True)
 class Collective:
-    """One collective to run after compute: its devices, bytes, earliest start and the resources
-    it holds under contention (filled by the contention engine)."""
+    """One collective of the step: kind (``allreduce`` between stage replicas, ``dp-allreduce``),
+    devices, bytes, earliest start given compute end times, uncontended duration, and the stage
+    (-1 for a data-parallel all-reduce of everything a device holds)."""
 
     kind: str
     devices: tuple[int, ...]
