@@ -329,3 +329,29 @@ def test_async_never_slower_than_slot_with_comm_per_column(c):
         a = run(s, costs, FixedDelay(c), semantics="async", sync="none").makespan
         sl = run(s, costs, FixedDelay(c), semantics="slot", charge_comm=True).makespan
         assert a <= sl + 1e-9, f"{name} p={s.p} m={s.m}"
+
+
+def test_gpipe_closed_form_on_a_preset_system():
+    # uniform stages in seconds, one H100 per node on IB NDR: c = 10 us + bytes / 50 GB/s
+    p, m, tF, tB, nbytes = 4, 6, 2e-3, 4e-3, 16e6
+    s = build("gpipe", p=p, m=m)
+    costs = CostModel({"F": (tF,) * p, "B": (tB,) * p, "I": (tB / 2,) * p, "W": (tB / 2,) * p}, (1.0,) * p,
+                      (0.0,) * p, (nbytes,) * (p - 1), (0.0,) * p, time_unit="s", memory_unit="bytes")
+    c = 10e-6 + nbytes / 50e9
+    tl = run(s, costs, load_system("ib-ndr-cluster"), semantics="async")
+    assert tl.makespan == pytest.approx((m + p - 1) * (tF + tB) + 2 * (p - 1) * c)
+    # the same ranks packed 2 per node of a DGX: hops 0-1 and 2-3 on NVLink, 1-2 on InfiniBand
+    dgx = load_system("dgx-h100").with_ranks_per_node(2)
+    c_nv, c_ib = 5e-6 + nbytes / 450e9, 10e-6 + nbytes / 50e9
+    tl2 = run(s, costs, dgx, semantics="async")
+    assert tl2.makespan == pytest.approx((m + p - 1) * (tF + tB) + 2 * (2 * c_nv + c_ib))
+
+
+def test_cli_ranks_per_node(capsys):
+    args = ["simulate", "1f1b", "-p", "4", "-m", "4", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--json"]
+    assert main(args) == 0
+    packed = json.loads(capsys.readouterr().out)
+    assert main(args + ["--ranks-per-node", "1"]) == 0
+    spread = json.loads(capsys.readouterr().out)
+    assert spread["makespan"] > packed["makespan"]  # every hop on InfiniBand instead of NVLink
+    assert "1 x H100" in spread["system"]
