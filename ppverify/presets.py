@@ -40,7 +40,8 @@ class Field:
     """Schema of one preset key: value type, whether required, and the allowed range.
 
     ``kind`` is ``"number"``, ``"int"``, ``"bool"``, ``"str"`` or ``"section"`` (a nested mapping
-    validated by ``fields``). ``positive`` rejects 0 and negatives, ``nonneg`` only negatives.
+    validated by ``fields``). ``positive`` rejects 0 and negatives, ``nonneg`` only negatives;
+    ``choices`` restricts a string.
     """
 
     kind: str
@@ -49,6 +50,7 @@ class Field:
     nonneg: bool = False
     fields: Mapping[str, "Field"] | None = None
     default: Any = None
+    choices: tuple[str, ...] | None = None
 
 
 #: unit suffixes a number key may carry; a key whose stem is known but whose suffix is missing or
@@ -59,6 +61,13 @@ _LINK = {
     "name": Field("str", required=False, default=""),
     "latency_us": Field("number", nonneg=True),
     "bandwidth_GBps": Field("number", positive=True),
+}
+
+_INTRA = {
+    **_LINK,
+    # switch: each GPU has one port to a switch (NVSwitch, PCIe switch), so a GPU's sends share its
+    # port's transmit side and its receives the receive side; mesh: every ordered pair its own link
+    "topology": Field("str", required=False, default="switch", choices=("switch", "mesh")),
 }
 
 SYSTEM_SCHEMA: dict[str, Field] = {
@@ -72,7 +81,7 @@ SYSTEM_SCHEMA: dict[str, Field] = {
     "gpus_per_node": Field("int", positive=True),
     "nics_per_node": Field("int", positive=True, required=False, default=1),
     # optional when gpus_per_node == 1 (every hop then crosses nodes); checked in system.py
-    "intra_node": Field("section", required=False, fields=_LINK),
+    "intra_node": Field("section", required=False, fields=_INTRA),
     "inter_node": Field("section", fields=_LINK),
 }
 
@@ -197,6 +206,8 @@ def _check_value(value: Any, f: Field, label: str, where: str) -> Any:
             raise PresetError(label, where, "expected a mapping of keys")
         return _validate(value, f.fields or {}, label, where + ".")
     if f.kind == "str":
+        if f.choices is not None and str(value) not in f.choices:
+            raise PresetError(label, where, f"expected one of {', '.join(f.choices)}, got {value!r}")
         return str(value)
     if f.kind == "bool":
         if not isinstance(value, bool):

@@ -11,6 +11,8 @@ A :class:`System` is a communication model (it implements ``transfer_time`` of
   NIC ``g * nics_per_node // ranks_per_node``, the rail layout of DGX nodes).
 * links are full duplex: latency and bandwidth are per direction, and the two directions of a
   link are separate resources (what the ``contention`` engine queues on, see :meth:`resources`).
+  Inside a node the ``switch`` topology (default; NVSwitch, PCIe switch) gives each GPU one port,
+  shared by all its peers; ``mesh`` gives every ordered pair its own link.
 * a point-to-point transfer costs ``latency + bytes / bandwidth`` (alpha-beta); a ring all-reduce
   over n ranks ``2(n-1)*latency + 2(n-1)/n * bytes / bandwidth`` on its slowest link
   (REFERENCE.md section 3).
@@ -68,6 +70,7 @@ class System:
     inter: LinkTier
     ranks_per_node: int | None = None
     description: str = ""
+    intra_topology: str = "switch"
 
     def __post_init__(self) -> None:
         rpn = self.per_node
@@ -75,6 +78,8 @@ class System:
             raise ParameterError("ranks_per_node", rpn, f"must be in 1..{self.gpus_per_node} (GPUs per node of {self.name})")
         if rpn > 1 and self.intra is None:
             raise ParameterError("ranks_per_node", rpn, f"{self.name} has no intra-node link tier")
+        if self.intra_topology not in ("switch", "mesh"):
+            raise ParameterError("intra_topology", self.intra_topology, "expected switch or mesh")
 
     @property
     def per_node(self) -> int:
@@ -112,20 +117,26 @@ class System:
         return self.link(src, dst).time(nbytes)
 
     def resources(self, src: int, dst: int) -> tuple[Hashable, ...]:
-        """What a transfer occupies for its whole duration (``contention`` queues on these):
-        the directed link inside a node; the sending NIC's transmit side and the receiving NIC's
-        receive side between nodes (full duplex: the two directions never share).
+        """What a transfer occupies for its whole duration (``contention`` queues on these).
+
+        Inside a node with a ``switch`` topology (NVSwitch, a PCIe switch): the sender's port
+        transmit side and the receiver's port receive side, so one GPU sending to two peers sends
+        one at a time; with a ``mesh``: the directed link of the pair. Between nodes: the sending
+        NIC's transmit side and the receiving NIC's receive side. Full duplex throughout: the two
+        directions never share.
 
         Example:
             >>> s = load_system("dgx-h100")
             >>> s.resources(0, 1), s.resources(7, 8)
-            ((('link', 0, 1),), (('nic-tx', 0, 7), ('nic-rx', 1, 0)))
+            ((('port-tx', 0), ('port-rx', 1)), (('nic-tx', 0, 7), ('nic-rx', 1, 0)))
         """
         if src == dst:
             return ()
         a, b = self.node_of(src), self.node_of(dst)
         if a == b:
-            return (("link", src, dst),)
+            if self.intra_topology == "mesh":
+                return (("link", src, dst),)
+            return (("port-tx", src), ("port-rx", dst))
         return (("nic-tx", a, self.nic_of(src)), ("nic-rx", b, self.nic_of(dst)))
 
     def summary(self) -> str:
@@ -167,9 +178,10 @@ def load_system(name_or_path: str, ranks_per_node: int | None = None) -> System:
     name = label.split("/")[-1].rsplit(".", 1)[0]
     inter = tier(d["inter_node"])
     assert inter is not None
+    topology = d["intra_node"]["topology"] if d["intra_node"] is not None else "switch"
     return System(name, d["device"]["name"], d["device"]["peak_TFLOPs"] * 1e12, d["device"]["memory_GiB"] * GiB,
                   d["gpus_per_node"], d["nics_per_node"], tier(d["intra_node"]), inter,
-                  ranks_per_node, d["description"])
+                  ranks_per_node, d["description"], topology)
 
 
 def allreduce_time(comm: CommModel, ranks: Sequence[int], nbytes: float) -> float:

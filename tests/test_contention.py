@@ -56,8 +56,9 @@ def test_nic_shared_by_both_directions_of_a_device():
             assert b0 >= a1 - 1e-12
 
 
-def test_full_duplex_links_do_not_contend_within_a_node():
-    # inside a DGX node every directed pair is its own link: a linear pipeline never queues
+def test_linear_pipeline_on_nvlink_never_queues():
+    # inside a DGX node: a GPU's activation (to d+1) and gradient (to d-1) sends are far apart in
+    # 1F1B and each takes microseconds, so nothing waits for a port
     s = build("1f1b", p=8, m=16)
     sysm = load_system("dgx-h100")
     costs = llm_cost_model("gpt3-13b", sysm.peak_flops, 8)
@@ -144,3 +145,38 @@ def test_unknown_option():
     s = build("1f1b", p=2, m=2)
     with pytest.raises(ParameterError):
         simulate_contention(s, CostModel.unit(s.placement), FixedDelay(0.5), colour=1)
+
+
+def four_gpu_node(topology):
+    return System("node", "gpu", 100e12, 80 * GiB, 4, 1, LinkTier("slow", 5e-6, 1e9), LinkTier("ib", 1e-5, 1e9),
+                  None, "", topology)
+
+
+def test_switch_ports_are_shared_mesh_links_are_not():
+    # DualPipe sends to both neighbours at once (overlapped F&B): behind one switch port those
+    # sends queue, on a mesh they use different links
+    s = build("dualpipe", p=4, m=8)
+    costs = llm_cost_model("gpt3-1.3b", 100e12, 4, Training())
+    a = run(s, costs, four_gpu_node("switch"), semantics="async", sync="none")
+    mesh = run(s, costs, four_gpu_node("mesh"), semantics="contention", sync="none")
+    switch = run(s, costs, four_gpu_node("switch"), semantics="contention", sync="none")
+    assert a.makespan <= mesh.makespan <= switch.makespan
+    # some sends wait behind another one on the switch port
+    tr = switch.transfers
+    assert any(tr.start[n] > switch.end[tr.src_op[n]] + 1e-12 for n in range(len(tr)) if tr.src_op[n] >= 0)
+    assert four_gpu_node("switch").resources(1, 2) == (("port-tx", 1), ("port-rx", 2))
+    assert four_gpu_node("mesh").resources(1, 2) == (("link", 1, 2),)
+    # on a switch, a GPU never sends two transfers at once
+    tr = switch.transfers
+    for d in range(4):
+        spans = sorted((tr.start[n], tr.end[n]) for n in range(len(tr)) if tr.src_dev[n] == d)
+        assert all(b0 >= a1 - 1e-12 for (_, a1), (b0, _) in zip(spans, spans[1:]))
+
+
+def test_replica_allreduce_contends_with_pipeline_traffic():
+    s = build("chimera", p=4, m=8)
+    costs = llm_cost_model("gpt3-1.3b", 100e12, 4, Training())
+    a = run(s, costs, four_gpu_node("switch"), semantics="async")
+    mesh = run(s, costs, four_gpu_node("mesh"), semantics="contention")
+    switch = run(s, costs, four_gpu_node("switch"), semantics="contention")
+    assert a.makespan < mesh.makespan <= switch.makespan

@@ -205,6 +205,8 @@ def test_missing_file(tmp_path):
     (GOOD_SYSTEM.replace("bandwidth_GBps: 100", "bandwidth_GBps: -5"), "intra_node.bandwidth_GBps", "> 0"),
     (GOOD_SYSTEM.replace("latency_us: 1,", "latency_us: fast,"), "intra_node.latency_us", "number"),
     (GOOD_SYSTEM + "colour: red\n", "colour", "unknown key"),
+    (GOOD_SYSTEM.replace("bandwidth_GBps: 100}", "bandwidth_GBps: 100, topology: ring}"), "intra_node.topology",
+     "one of switch, mesh"),
 ])
 def test_bad_system_files_name_file_and_key(tmp_path, text, where, rule):
     f = tmp_path / "bad.yaml"
