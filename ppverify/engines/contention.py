@@ -195,6 +195,14 @@ def simulate_contention(
 
     for d in range(p):
         advance(d)
+    # collectives with nothing to wait for (no matching ops) start at 0
+    for g, cnt in enumerate(pending):
+        if cnt == 0:
+            heapq.heappush(heap, (0.0, seq, _COLL, g))
+            seq += 1
+    for d in range(p):
+        if dev_left[d] == 0 and dp_wait[d] == 0 and d in dp_colls:
+            request_dp(d)
     while heap:
         t, _, kind, x = heapq.heappop(heap)
         if kind == _COLL:
