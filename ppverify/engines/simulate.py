@@ -356,7 +356,13 @@ def memory_report(timeline: Timeline, capacity: float | None = None) -> dict[str
 
 def resources_of(comm: CommModel, src: int, dst: int) -> tuple[Hashable, ...]:
     """Resources a transfer between two devices holds under contention: the system's links/NICs,
-    or for a model without topology the directed device pair (each pair one full-duplex link)."""
+    or for a model without topology the directed device pair (each pair one full-duplex link).
+
+    Example:
+        >>> from ppverify.comm import FixedDelay
+        >>> resources_of(FixedDelay(1.0), 2, 3), resources_of(FixedDelay(1.0), 3, 3)
+        ((('link', 2, 3),), ())
+    """
     if src == dst:
         return ()
     res = getattr(comm, "resources", None)
@@ -366,7 +372,14 @@ def resources_of(comm: CommModel, src: int, dst: int) -> tuple[Hashable, ...]:
 
 
 def dp_resources(comm: CommModel, device: int) -> tuple[Hashable, ...]:
-    """Resources a data-parallel all-reduce of one device holds: its NIC, both directions."""
+    """Resources a data-parallel all-reduce of one device holds: its NIC, both directions (a
+    model without topology: a resource of its own).
+
+    Example:
+        >>> from ppverify.system import load_system
+        >>> dp_resources(load_system("dgx-h100"), 9)
+        (('nic-tx', 1, 1), ('nic-rx', 1, 1))
+    """
     nic = getattr(comm, "nic_of", None)
     node = getattr(comm, "node_of", None)
     if nic is None or node is None:
@@ -375,7 +388,13 @@ def dp_resources(comm: CommModel, device: int) -> tuple[Hashable, ...]:
 
 
 def ring_resources(comm: CommModel, devices: Sequence[int]) -> tuple[Hashable, ...]:
-    """Resources of a ring collective: every directed hop of the ring, both directions."""
+    """Resources of a ring collective: every directed hop of the ring, both directions.
+
+    Example:
+        >>> from ppverify.comm import FixedDelay
+        >>> ring_resources(FixedDelay(1.0), (0, 3))
+        (('link', 0, 3), ('link', 3, 0))
+    """
     out: list[Hashable] = []
     n = len(devices)
     for k in range(n):
