@@ -180,3 +180,22 @@ def test_replica_allreduce_contends_with_pipeline_traffic():
     mesh = run(s, costs, four_gpu_node("mesh"), semantics="contention")
     switch = run(s, costs, four_gpu_node("switch"), semantics="contention")
     assert a.makespan < mesh.makespan <= switch.makespan
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(fam=st.sampled_from(["gpipe", "1f1b", "interleaved-1f1b", "chimera", "zb-h1", "hanayo"]),
+       p=st.sampled_from([2, 4]), k=st.integers(1, 3), c=st.floats(0, 3), f=st.floats(0.25, 2),
+       b=st.floats(0.25, 4))
+def test_contention_never_faster_than_async_random_costs(fam, p, k, c, f, b):
+    try:
+        s = build(fam, p=p, m=p * k)
+    except ParameterError:
+        return
+    costs = CostModel.abstract(s.placement, F=f, B=b)
+    a = run(s, costs, FixedDelay(c), semantics="async")
+    con = run(s, costs, FixedDelay(c), semantics="contention")
+    assert (con.start >= a.start - 1e-9).all()
+    assert con.makespan >= a.makespan - 1e-9
