@@ -38,7 +38,9 @@ Two ways to go past one basic unit (``units`` parameter, both families):
   F=1,B=2 (the paper's "intermediate bubbles" when tB > tF; REFERENCE.md §1 gives 18 and 30).
   Only the drain is filled, as the paper describes: at F=B=1 p=2 and p=4 concatenate seamlessly
   (``2m+p-2``), but from p=6 on this rule leaves ``2*floor((p-2)/4)`` idle slots per unit boundary
-  (p=6, m=12: 30 instead of 28; see :func:`ppverify.formulas.chimera_formula`).
+  (p=6, m=12: 30 instead of 28; see :func:`ppverify.formulas.chimera_formula`). The gap is this
+  rule's, not the memory bound's: an exact CP-SAT search finds 28 for p=6, m=12 (and 38 for p=8,
+  m=16) with no device above its unit peak.
 
 Why ``concat`` never deadlocks under any costs: its programs are the order in which a complete
 unit-cost run executed the ops, so every dependency comes earlier in one global order.
