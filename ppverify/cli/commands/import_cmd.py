@@ -7,7 +7,9 @@ inferred or given, counts of compute/comm/marker/idle cells) and the checks ppve
   holding its stage, nothing out of range;
 * order: the ranks' lists run to completion in order (no rank waits for an op queued behind its
   own wait: cross-stage violations and deadlocks), via the ``slot`` engine;
-* the Z3 verifier's verdict, when ``ppverify.verify`` provides one;
+* the Z3 verifier (:func:`ppverify.verify.verify`): the properties it proves and each violation
+  with the minimal set of ops that explains it, under ``buffered`` or ``rendezvous``
+  point-to-point semantics (``--comm-semantics``), with the file's SEND/RECV when it has them;
 * optionally (``--torch``) PyTorch's own ``_validate_schedule`` verdict, to show what it misses.
 
 Then the timing of a valid file: the ``slot`` table's makespan, bubble ratio and peaks, and
@@ -50,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cost_arguments(parser)
     parser.add_argument("--torch", action="store_true",
                         help="also run PyTorch's own _validate_schedule (needs torch installed)")
+    parser.add_argument("--comm-semantics", choices=("buffered", "rendezvous"), default="buffered",
+                        help="point-to-point semantics for the verifier's deadlock check: buffered (a SEND "
+                             "never blocks; default) or rendezvous (a SEND waits for its RECV, like NCCL)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -71,19 +76,18 @@ def _counts(schedule: Schedule) -> dict[str, int]:
     return out
 
 
-def _z3_verdict(schedule: Schedule) -> Any:
-    """The verifier's result when ``ppverify.verify`` exposes ``verify(schedule)``, else None."""
+def _z3_verdict(schedule: Schedule, costs: Any = None, comm_semantics: str = "buffered") -> Any:
+    """The Z3 verifier's :class:`~ppverify.verify.Report`, or None when the verifier is not
+    available (it is imported lazily: z3 is a dependency of the verifier only)."""
     try:
-        from ... import verify as vmod
+        from ...verify import verify
     except ImportError:
         return None
-    fn = getattr(vmod, "verify", None)
-    if fn is None:
-        return None
-    return fn(schedule)
+    return verify(schedule, costs, comm_semantics=comm_semantics)
 
 
-def report(schedule: Schedule, costs_args: argparse.Namespace | None = None, with_torch: bool = False) -> dict[str, Any]:
+def report(schedule: Schedule, costs_args: argparse.Namespace | None = None, with_torch: bool = False,
+           comm_semantics: str = "buffered") -> dict[str, Any]:
     """Everything ``ppverify import`` prints, as a dict (``valid`` is the verdict).
 
     Example:
@@ -119,8 +123,21 @@ def report(schedule: Schedule, costs_args: argparse.Namespace | None = None, wit
             order = {"ok": False, "problem": str(exc)}
     rep["order"] = order
     rep["slot"] = slot
-    z3 = _z3_verdict(schedule) if not problems and order["ok"] else None
-    rep["verifier"] = None if z3 is None else str(z3)
+    # verify what PyTorch would run: a compute_only file with SEND/RECV where its lowering puts
+    # them (receives posted early), which matters under rendezvous semantics
+    target, sendrecv = schedule, "from the file" if rep["comms"]["explicit"] else "derived"
+    if not rep["comms"]["explicit"]:
+        try:
+            from ...engines.torch_steps import add_send_recv
+
+            target, sendrecv = add_send_recv(schedule), "placed by PyTorch's lowering"
+        except (InvalidScheduleError, ParameterError):
+            pass  # the lowering itself deadlocks or cannot apply: verify the file as written
+    z3 = _z3_verdict(target, None, comm_semantics)
+    rep["verifier"] = None if z3 is None else {
+        "valid": z3.valid, "proved": [p for p, _ in z3.proved],
+        "violations": [v.to_text() for v in z3.violations], "comm_semantics": comm_semantics,
+        "send_recv": sendrecv}
     rep["torch_steps"] = None
     if not problems and order["ok"]:
         try:
@@ -134,7 +151,7 @@ def report(schedule: Schedule, costs_args: argparse.Namespace | None = None, wit
 
         msg = torch_validate(schedule)
         rep["pytorch_validate"] = {"ok": msg is None, "message": msg}
-    rep["valid"] = bool(not problems and order["ok"] and not comms)
+    rep["valid"] = bool(not problems and order["ok"] and not comms and (z3 is None or z3.valid))
     return rep
 
 
@@ -172,8 +189,13 @@ def _print(rep: dict[str, Any]) -> None:
         print(f"order         {od['problem']}")
     else:
         print("order         not checked (fix the structure first)")
-    if rep.get("verifier") is not None:
-        print(f"verifier      {rep['verifier']}")
+    vr = rep.get("verifier")
+    if vr is not None:
+        head = "VALID" if vr["valid"] else f"INVALID, {len(vr['violations'])} violation(s)"
+        print(f"Z3 verifier   {head}; proved: {', '.join(vr['proved']) or 'nothing'} "
+              f"({vr['comm_semantics']} semantics, SEND/RECV {vr['send_recv']})")
+        for v in vr["violations"][:MAX_LISTED]:
+            print(f"  - {v}")
     if "pytorch_validate" in rep:
         pv = rep["pytorch_validate"]
         print("PyTorch       _validate_schedule " + ("accepts it" if pv["ok"] else f"rejects it: {pv['message']}"))
@@ -208,7 +230,7 @@ def run_import(args: argparse.Namespace) -> int:
         schedule = load_csv(args.file, placement=args.placement, m=args.m, num_stages=args.stages)
     else:
         raise ParameterError("file", None, "give a PyTorch CSV file or --torch-class NAME")
-    rep = report(schedule, args, with_torch=args.torch)
+    rep = report(schedule, args, with_torch=args.torch, comm_semantics=args.comm_semantics)
     if args.json:
         print_json(rep)
     else:
