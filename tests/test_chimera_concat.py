@@ -203,3 +203,9 @@ def test_z3_verifier_proves_the_reference_claims():
     assert not late.valid and [v.to_text().split(":")[0] for v in late.violations] == ["timing"]
     assert not verify(build("chimera", 4, 8), memory_cap=4).valid
     assert verify(build("chimera", 8, 24, units="concat"), memory_cap=8).valid
+
+
+def test_cli_verify_says_valid(capsys):
+    pytest.importorskip("ppverify.cli.commands.verify", reason="the verify command is not in this tree yet")
+    assert main(["verify", "chimera", "-p", "4", "-m", "8", "--units", "concat"]) == 0
+    assert capsys.readouterr().out.startswith("VALID: chimera p=4 m=8 units=concat")
