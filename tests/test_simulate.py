@@ -355,3 +355,13 @@ def test_cli_ranks_per_node(capsys):
     spread = json.loads(capsys.readouterr().out)
     assert spread["makespan"] > packed["makespan"]  # every hop on InfiniBand instead of NVLink
     assert "1 x H100" in spread["system"]
+
+
+def test_cli_uses_costs_saved_in_a_json_schedule(tmp_path, capsys):
+    f = tmp_path / "g.json"
+    assert main(["show", "gpipe", "-p", "4", "-m", "4", "--costs", "F=1,B=2", "--save", str(f)]) == 0
+    capsys.readouterr()
+    assert main(["simulate", str(f), "--comm-delay", "0.5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["makespan"] == 24  # (m+p-1)(tF+tB) + 2(p-1)c
+    assert main(["simulate", str(f), "--costs", "F=1,B=1", "--json"]) == 0  # --costs wins
+    assert json.loads(capsys.readouterr().out)["makespan"] == 14

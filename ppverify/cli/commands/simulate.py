@@ -135,6 +135,18 @@ def simulate_from_args(args: argparse.Namespace) -> tuple[Timeline, Any]:
 
     schedule = schedule_from_args(args)
     ctx = preset_context_from_args(args, schedule)
+    if not ctx.preset_mode and not getattr(args, "costs", None) and str(args.schedule).lower().endswith(".json"):
+        # a ppverify JSON file may carry its own cost model (``show --save``): time with it
+        from dataclasses import replace
+
+        from ...io.json_format import read_json
+
+        doc = read_json(args.schedule)
+        if doc.costs is not None:
+            if doc.costs.num_stages != schedule.num_stages:
+                raise ScheduleFileError(args.schedule, "costs", f"describes {doc.costs.num_stages} stages; "
+                                        f"the placement has {schedule.num_stages}")
+            ctx = replace(ctx, costs=doc.costs)
     if args.semantics == "slot":
         if args.dp_allreduce or args.sync != "eager":
             raise ParameterError("semantics", "slot", "--sync and --dp-allreduce need async or contention semantics")
