@@ -365,3 +365,11 @@ def test_cli_uses_costs_saved_in_a_json_schedule(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["makespan"] == 24  # (m+p-1)(tF+tB) + 2(p-1)c
     assert main(["simulate", str(f), "--costs", "F=1,B=1", "--json"]) == 0  # --costs wins
     assert json.loads(capsys.readouterr().out)["makespan"] == 14
+
+
+def test_cli_stage_table(capsys):
+    assert main(["simulate", "1f1b", "-p", "4", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--stages",
+                 "--no-table", "--layers-per-stage", "9,6,6,3"]) == 0
+    out = capsys.readouterr().out
+    rows = [ln.split() for ln in out.splitlines() if ln.strip()[:1].isdigit() and "ms" in ln and "GiB" in ln]
+    assert [r[1] for r in rows[:4]] == ["9", "6", "6", "3"]

@@ -59,6 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--frame", metavar="OUT.csv", default=None,
                      help="write every op and transfer as rows (CSV; .parquet needs pyarrow)")
     out.add_argument("--no-table", action="store_true", help="print the metrics only")
+    out.add_argument("--stages", action="store_true",
+                     help="also print the per-stage costs derived from the model (preset mode)")
     out.add_argument("--width", type=int, default=100, help="columns of the timeline chart (default 100)")
 
 
@@ -126,6 +128,26 @@ def gantt(timeline: Timeline, width: int = 100) -> str:
             row[ok] = k[idx[ok]]
         lines.append(f"dev {d:<2} " + "".join(row.tolist()))
     return "\n".join(lines)
+
+
+def stage_table(sc: Any) -> str:
+    """Per-stage costs derived from a model: layers, parameters, op times, bytes.
+
+    Example:
+        >>> from ppverify.llm import Training, load_llm, stage_costs
+        >>> lines = stage_table(stage_costs(load_llm("gpt3-1.3b"), 989e12, 2, Training())).splitlines()
+        >>> lines[0].split()[:4], len(lines), lines[2].split()[:3]
+        (['stage', 'layers', 'params', 'F'], 4, ['0', '12', '0.71'])
+    """
+    rows = []
+    for st in range(len(sc.layers)):
+        rows.append([st, sc.layers[st], f"{sc.params[st] / 1e9:.2f} B",
+                     *(fmt_time(sc.duration[k][st], "s") for k in ("F", "B", "I", "W")),
+                     fmt_mem(sc.activation[st], "bytes"), fmt_mem(sc.weight_bytes[st], "bytes"),
+                     f"{sc.boundary_bytes[st] / 1e6:.1f} MB" if st < len(sc.boundary_bytes) else "-"])
+    return tabulate(rows, headers=["stage", "layers", "params", "F", "B", "I", "W", "activations/mb",
+                                   "weights+opt", "to next"],
+                    tablefmt="simple", stralign="right", disable_numparse=True)
 
 
 def simulate_from_args(args: argparse.Namespace) -> tuple[Timeline, Any]:
@@ -236,6 +258,9 @@ def run(args: argparse.Namespace) -> int:
                      f"B {fmt_time(max(sc.duration['B']), unit)} (slowest stage); "
                      f"boundary {sc.boundary_bytes[0] / 1e6 if sc.boundary_bytes else 0:.1f} MB")
     print("\n".join(lines))
+    if getattr(args, "stages", False) and ctx.stage_costs is not None:
+        print()
+        print(stage_table(ctx.stage_costs))
     if not args.no_table:
         print()
         if timeline.semantics == "slot" and timeline.info.get("ticks", 0) <= MAX_RENDER_TICKS:
