@@ -1,0 +1,60 @@
+"""``ppverify verify FAMILY|FILE``: prove a schedule correct with Z3, or explain why not.
+
+Prints VALID with the properties proven, or INVALID with every violation in words and the
+minimal set of ops (a minimized Z3 unsat core) that explains it. Exit code 0 valid, 1 invalid,
+2 bad input. Memory caps are in the cost model's unit: activations per device share for
+``--costs`` (one microbatch over a whole device share is 1), bytes with ``--system/--model``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ...verify import COMM_SEMANTICS, verify
+from .. import Command
+from ..common import add_cost_arguments, add_schedule_arguments, check_nonnegative, print_json, schedule_from_args
+from ..presets_args import add_preset_arguments, preset_context_from_args
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Schedule, costs/presets, the properties' parameters and output options."""
+    add_schedule_arguments(parser)
+    add_cost_arguments(parser)
+    add_preset_arguments(parser)
+    g = parser.add_argument_group("properties")
+    g.add_argument("--memory-cap", type=float, default=None, metavar="N",
+                   help="activation memory cap per device (cost model unit: share units for --costs, "
+                        "bytes with --system/--model)")
+    g.add_argument("--makespan-le", type=float, default=None, metavar="T",
+                   help="timing claim: the programs can finish by T under the cost model "
+                        "(answered with a witness timeline or a proof that none exists)")
+    g.add_argument("--comm-semantics", choices=COMM_SEMANTICS, default="buffered",
+                   help="point-to-point semantics for deadlock freedom: buffered (sends never block; "
+                        "default) or rendezvous (NCCL-style blocking send/recv)")
+    g.add_argument("--ungrouped", action="store_true",
+                   help="rendezvous: post each SEND/RECV on its own instead of grouping consecutive ones "
+                        "(batch_isend_irecv)")
+    g.add_argument("--max-violations", type=int, default=20,
+                   help="stop looking for order violations after this many (default 20)")
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print the verdict as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Verify and print; 0 valid, 1 invalid."""
+    check_nonnegative("memory-cap", args.memory_cap)
+    check_nonnegative("makespan-le", args.makespan_le)
+    schedule = schedule_from_args(args)
+    ctx = preset_context_from_args(args, schedule)
+    report = verify(schedule, ctx.costs, ctx.comm, memory_cap=args.memory_cap, makespan_le=args.makespan_le,
+                    comm_semantics=args.comm_semantics, group=not args.ungrouped,
+                    max_violations=max(1, args.max_violations))
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(report.to_text())
+    return 0 if report.valid else 1
+
+
+COMMAND = Command("verify", "prove a schedule correct with Z3, or name every violation with a minimal core",
+                  add_arguments, run, description=__doc__ or "")

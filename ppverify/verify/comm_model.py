@@ -1,0 +1,227 @@
+"""Point-to-point actions and their semantics: build the :class:`~.order.OrderProblem` of a
+schedule.
+
+Where SEND/RECV come from:
+
+* **explicit**: when any program holds :class:`~ppverify.ops.Comm` actions (PyTorch's
+  ``compute_comms`` flavour), they are taken as written. ``sSEND_Fmb`` sends ``F(s, mb)``'s
+  output to stage s+1, whose ``(s+1)RECV_Fmb`` receives it; ``sSEND_Bmb`` sends the gradient of
+  ``(s, mb)`` to stage s-1, whose ``(s-1)RECV_Bmb`` receives it. A SEND must follow the op it
+  sends, the consumer must follow its RECV, and the k-th SEND of a transfer matches its k-th
+  RECV. A RECV whose SEND is never posted (or, blocking, a SEND never received) waits forever.
+* **derived** (compute-only programs), the placement policy: every dependency that crosses
+  devices gets a SEND right after the producing op and a RECV right before the consuming op.
+
+Semantics:
+
+* ``buffered``: a SEND never blocks (it is copied into a buffer, like ``isend`` with unlimited
+  buffering); a RECV blocks until its SEND has been posted. With the derived policy this is
+  exactly the step's DAG, so no extra nodes are needed.
+* ``rendezvous``: NCCL-style blocking point-to-point: a transfer happens once both its SEND
+  and its RECV are posted, and both devices resume only after it. Consecutive comm actions with
+  no compute between them are posted as one group (``ncclGroupStart/End``,
+  ``batch_isend_irecv``, Megatron's ``send_forward_recv_backward``): all are posted at once, each
+  transfer completes on its own, and the device resumes when all of them completed.
+  ``group=False`` posts each action on its own, in program order (under which plain 1F1B
+  deadlocks, as is well known).
+"""
+
+from __future__ import annotations
+
+from ..dag import ACT, GRAD, StepDAG
+from ..errors import ParameterError
+from ..ops import Comm, F, Op, Overlap, W
+from ..schedule import Schedule
+from .order import OrderProblem
+
+COMM_SEMANTICS: tuple[str, ...] = ("buffered", "rendezvous")
+
+
+def edge_rule(op: Op, kind: str) -> str:
+    """Name of the dependency rule an edge into ``op`` enforces.
+
+    Example:
+        >>> edge_rule(Op("W", 0, 1), "local"), edge_rule(Op("F", 1, 0), "activation")
+        ('W after its own I', "forward after the previous stage's forward")
+    """
+    if kind == ACT:
+        return "forward after the previous stage's forward"
+    if kind == GRAD:
+        return "backward after the next stage's backward"
+    return "W after its own I" if op.kind == W else "backward after its forward"
+
+
+def has_explicit_comms(schedule: Schedule) -> bool:
+    """True when any program holds SEND/RECV actions.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> has_explicit_comms(build("1f1b", p=2, m=2))
+        False
+    """
+    return any(type(a) is Comm for prog in schedule.programs for a in prog)
+
+
+def _comm_text(kind: str, q: Op, i: Op, send: bool) -> str:
+    d = "F" if kind == ACT else "B"
+    return f"{q.stage}SEND_{d}{q.mb}" if send else f"{i.stage}RECV_{d}{i.mb}"
+
+
+def build_problem(dag: StepDAG, semantics: str = "buffered", group: bool = True) -> tuple[OrderProblem, list[int]]:
+    """The order problem of a (structurally clean) schedule's DAG; returns it and the node of
+    each DAG position.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.dag import build_dag
+        >>> pb, _ = build_problem(build_dag(build("gpipe", p=2, m=1)), "rendezvous")
+        >>> pb.text[:4], pb.text[-1]
+        (['0F0', '0SEND_F0+0RECV_B0', '0SEND_F0+0RECV_B0', '0B0'], 'transfer of 0SEND_F0')
+    """
+    if semantics not in COMM_SEMANTICS:
+        raise ParameterError("comm semantics", semantics, f"expected one of {', '.join(COMM_SEMANTICS)}")
+    if has_explicit_comms(dag.schedule):
+        return _explicit(dag, semantics, group)
+    return _derived(dag, semantics, group)
+
+
+def _dep_edges(pb: OrderProblem, dag: StepDAG, node: list[int], cross_too: bool) -> None:
+    for i, preds in enumerate(dag.pred):
+        for e, q in enumerate(preds):
+            if q >= 0 and (cross_too or not dag.cross[i][e]):
+                pb.edge(node[q], node[i], 1, edge_rule(dag.ops[i], dag.edge[i][e]))
+
+
+def _derived(dag: StepDAG, semantics: str, group: bool) -> tuple[OrderProblem, list[int]]:
+    pb = OrderProblem()
+    node = [-1] * dag.num_ops
+    if semantics == "buffered":
+        for i in range(dag.num_ops):
+            node[i] = pb.node(str(dag.ops[i]), dag.device[i], i > 0 and dag.fused[i - 1] and dag.device[i - 1] == dag.device[i])
+        _dep_edges(pb, dag, node, cross_too=True)
+        return pb, node
+    # rendezvous: comm actions live in the gaps between slots; gap k precedes slot k
+    slot_of = [0] * dag.num_ops
+    nslots = []
+    for d in range(len(dag.offsets) - 1):
+        k = -1
+        for i in range(dag.offsets[d], dag.offsets[d + 1]):
+            if i == dag.offsets[d] or not dag.fused[i - 1]:
+                k += 1
+            slot_of[i] = k
+        nslots.append(k + 1)
+    gaps: dict[tuple[int, int], list[tuple[str, int]]] = {}  # (device, gap) -> [(text, pair id)]
+    send_text: list[str] = []
+    npairs = 0
+    for i, preds in enumerate(dag.pred):
+        for e, q in enumerate(preds):
+            if q >= 0 and dag.cross[i][e]:
+                kind = dag.edge[i][e]
+                send_text.append(_comm_text(kind, dag.ops[q], dag.ops[i], True))
+                gaps.setdefault((dag.device[q], slot_of[q] + 1), []).append((send_text[-1], npairs))
+                gaps.setdefault((dag.device[i], slot_of[i]), []).append((_comm_text(kind, dag.ops[q], dag.ops[i], False), npairs))
+                npairs += 1
+    ends: dict[tuple[int, bool], tuple[int, int]] = {}  # (pair id, is send) -> (post, done)
+    for d in range(len(dag.offsets) - 1):
+        i = dag.offsets[d]
+        for k in range(nslots[d] + 1):
+            acts = sorted(gaps.get((d, k), []), key=lambda x: ("RECV" in x[0], x[1]))  # sends first
+            for grp in ([acts] if acts and group else [[a] for a in acts]):
+                post_done = _group_nodes(pb, "+".join(t for t, _ in grp), d)
+                for t, pid in grp:
+                    ends[(pid, "SEND" in t)] = post_done
+            first = True
+            while i < dag.offsets[d + 1] and slot_of[i] == k:
+                node[i] = pb.node(str(dag.ops[i]), d, not first)
+                first = False
+                i += 1
+    _dep_edges(pb, dag, node, cross_too=False)
+    for pid in range(npairs):
+        _rendezvous(pb, ends[(pid, True)], ends[(pid, False)], send_text[pid])
+    return pb, node
+
+
+RENDEZVOUS_RULE = "rendezvous: a transfer completes once SEND and RECV are both posted, and both wait for it"
+
+
+def _group_nodes(pb: OrderProblem, text: str, device: int) -> tuple[int, int]:
+    """A group of comm actions posted together: its post and its completion, in program order."""
+    post = pb.node(text, device)
+    return post, pb.node(text, device)
+
+
+def _rendezvous(pb: OrderProblem, send: tuple[int, int], recv: tuple[int, int], what: str) -> None:
+    """Blocking pair: the transfer event x happens after both posts; both completions wait for
+    it. (Other transfers of the same group are independent of this one, as in NCCL groups.)"""
+    x = pb.node(f"transfer of {what}", -1)
+    for a, b in ((send[0], x), (recv[0], x), (x, send[1]), (x, recv[1])):
+        pb.edge(a, b, 0, RENDEZVOUS_RULE)
+
+
+def _explicit(dag: StepDAG, semantics: str, group: bool) -> tuple[OrderProblem, list[int]]:
+    pb = OrderProblem()
+    node = [-1] * dag.num_ops
+    sends: dict[tuple[str, int, int], list[tuple[int, int]]] = {}
+    recvs: dict[tuple[str, int, int], list[tuple[int, int]]] = {}
+    blocking = semantics == "rendezvous"
+    i = 0
+    for d, prog in enumerate(dag.schedule.programs):
+        pending: list[Comm] = []
+
+        def flush() -> None:
+            grps = [pending[:]] if (blocking and group and pending) else [[c] for c in pending]
+            for grp in grps:
+                text = "+".join(str(c) for c in grp)
+                pd = _group_nodes(pb, text, d) if blocking else (pb.node(text, d),) * 2
+                for c in grp:
+                    direction = c.kind[-1]
+                    if c.kind.startswith("SEND"):
+                        sends.setdefault((direction, c.stage, c.mb), []).append(pd)
+                    else:
+                        src = c.stage - 1 if direction == F else c.stage + 1
+                        recvs.setdefault((direction, src, c.mb), []).append(pd)
+            pending.clear()
+
+        for a in prog:
+            if type(a) is Op or type(a) is Overlap:
+                flush()
+                for n, _ in enumerate(a.ops if type(a) is Overlap else (a,)):
+                    node[i] = pb.node(str(dag.ops[i]), d, n > 0)
+                    i += 1
+            elif type(a) is Comm:
+                pending.append(a)
+        flush()
+    _dep_edges(pb, dag, node, cross_too=False)
+    used_s: dict[tuple, int] = {}
+    used_r: dict[tuple, int] = {}
+    for i2, preds in enumerate(dag.pred):
+        for e, q in enumerate(preds):
+            if q < 0 or not dag.cross[i2][e]:
+                continue
+            key = ("F" if dag.edge[i2][e] == ACT else "B", dag.ops[q].stage, dag.ops[q].mb)
+            s_list, r_list = sends.get(key, []), recvs.get(key, [])
+            k_s, k_r = used_s.get(key, 0), used_r.get(key, 0)
+            snd = s_list[k_s] if k_s < len(s_list) else None
+            rcv = r_list[k_r] if k_r < len(r_list) else None
+            used_s[key], used_r[key] = k_s + 1, k_r + 1
+            if snd is not None:
+                pb.edge(node[q], snd[0], 1, "SEND after the op it sends")
+            if rcv is None:
+                pb.edge(node[i2], node[i2], 1, f"input of {dag.ops[i2]} is never received (no RECV)")
+                continue
+            pb.edge(rcv[1], node[i2], 1, "op after the RECV of its input")
+            if snd is None:
+                pb.edge(rcv[1], rcv[1], 1, "its SEND is never posted")
+            elif blocking:
+                _rendezvous(pb, snd, rcv, f"{key[1]}SEND_{key[0]}{key[2]}")
+            else:
+                pb.edge(snd[0], rcv[1], 1, "buffered: RECV completes after its SEND")
+    # comm actions no transfer uses
+    for key, lst in recvs.items():
+        for rcv in lst[used_r.get(key, 0):]:
+            pb.edge(rcv[1], rcv[1], 1, "its SEND is never posted")
+    if blocking:
+        for key, lst in sends.items():
+            for snd in lst[used_s.get(key, 0):]:
+                pb.edge(snd[1], snd[1], 1, "blocking SEND never received")
+    return pb, node
