@@ -108,3 +108,9 @@ def test_import_checks_send_recv_of_comms_files(tmp_path, capsys):
     assert main(["import", str(f)]) == 1
     out = capsys.readouterr().out
     assert "2RECV_B6 is missing (rank 0, before 2B6)" in out and "verdict       INVALID" in out
+
+
+def test_import_prints_the_table(capsys):
+    assert main(["import", str(DATA / "zb1p_2rank_2stagep_compute.csv"), "--table", "torch"]) == 0
+    out = capsys.readouterr().out
+    assert "Rank 0" in out and "Step 00:" in out

@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--comm-semantics", choices=("buffered", "rendezvous"), default="buffered",
                         help="point-to-point semantics for the verifier's deadlock check: buffered (a SEND "
                              "never blocks; default) or rendezvous (a SEND waits for its RECV, like NCCL)")
+    parser.add_argument("--table", choices=("paper", "torch"), default=None,
+                        help="also print the slot table of a valid file: paper (device x tick) or torch "
+                             "(PyTorch's step x rank grid)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -96,6 +99,13 @@ def report(schedule: Schedule, costs_args: argparse.Namespace | None = None, wit
         >>> r["valid"], r["slot"]["makespan"], r["torch_steps"]
         (True, 6.0, 11)
     """
+    return _check(schedule, costs_args, with_torch, comm_semantics)[0]
+
+
+def _check(schedule: Schedule, costs_args: argparse.Namespace | None, with_torch: bool,
+           comm_semantics: str) -> tuple[dict[str, Any], Any]:
+    """The report and the slot timeline (None when the file cannot be timed)."""
+    tl = None
     rep: dict[str, Any] = {
         "schedule": schedule.describe(),
         "format": schedule.params.get("format"),
@@ -152,7 +162,7 @@ def report(schedule: Schedule, costs_args: argparse.Namespace | None = None, wit
         msg = torch_validate(schedule)
         rep["pytorch_validate"] = {"ok": msg is None, "message": msg}
     rep["valid"] = bool(not problems and order["ok"] and not comms and (z3 is None or z3.valid))
-    return rep
+    return rep, tl
 
 
 def _print(rep: dict[str, Any]) -> None:
@@ -230,11 +240,16 @@ def run_import(args: argparse.Namespace) -> int:
         schedule = load_csv(args.file, placement=args.placement, m=args.m, num_stages=args.stages)
     else:
         raise ParameterError("file", None, "give a PyTorch CSV file or --torch-class NAME")
-    rep = report(schedule, args, with_torch=args.torch, comm_semantics=args.comm_semantics)
+    rep, tl = _check(schedule, args, args.torch, args.comm_semantics)
     if args.json:
         print_json(rep)
     else:
         _print(rep)
+        if args.table and tl is not None:
+            from ...engines.table import format_table
+
+            print()
+            print(format_table(tl, style=args.table))
     return 0 if rep["valid"] else 1
 
 
