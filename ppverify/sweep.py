@@ -328,7 +328,7 @@ def run_task(task: Task) -> list[dict]:
     cache: dict = {}
     rows: list[dict] = []
     for entry, levels, hashes in task.items:
-        pr = evaluate_point(entry, task.config, levels, task.time_limit, cache, task.max_opt_ops)
+        pr = evaluate_point(entry, task.config, levels, task.time_limit, cache, task.max_opt_ops, verify=True)
         df = to_frame([pr]).drop(columns=["rank", "rank_change", "gap_to_optimal"])
         recs = df.astype(object).where(df.notna(), None).to_dict(orient="records")
         for r, h in zip(recs, hashes):

@@ -221,3 +221,30 @@ def test_schedule_file_entry(tmp_path, capsys):
     assert df.at[(8, "mine", "slot"), "makespan"] == 33.0  # (m+p-1)(tF+tB) = 11 * 3
     assert df.at[(4, "mine", "slot"), "status"] == "not applicable"  # the file is p=4, m=8
     assert df.at[(8, "mine", "formula"), "status"] == "unavailable"
+
+
+def test_z3_column_valid_and_invalid(tmp_path, capsys):
+    try:
+        from ppverify.verify import verify  # noqa: F401  (the Z3 verifier, issue 4)
+    except ImportError:
+        pytest.skip("the Z3 verifier is not installed")
+    from ppverify.io.json_format import save_json
+    from ppverify.ops import Op
+    from ppverify.schedules import build
+
+    s = build("1f1b", p=2, m=2)
+    F0, B0, F1, B1 = (Op(k, 0, mb) for k, mb in (("F", 0), ("B", 0), ("F", 1), ("B", 1)))
+    # device 1 runs both forwards before either backward while device 0 waits for B0: a deadlock
+    bad = s.with_programs(((F0, B0, F1, B1), tuple(o._replace(stage=1) for o in (F0, F1, B0, B1))))
+    save_json(bad, tmp_path / "bad.json")
+    out = tmp_path / "r.csv"
+    assert main(["compare", "--schedules", f"{tmp_path / 'bad.json'},1f1b", "--costs", "F=1,B=2", "-p", "2",
+                 "-m", "2", "--levels", "slot,async", "--out", str(out), "--no-progress"]) == 0
+    df = pd.read_csv(out)
+    good = df[df["schedule"] == "1f1b"]
+    assert (good["verified"] == "valid").all()
+    broken = df[df["schedule"] == "bad"]
+    assert broken["verified"].str.startswith("INVALID: deadlock").all()
+    assert (broken["status"] == "error").all() and broken["makespan"].isna().all()
+    text = capsys.readouterr().out
+    assert "INVALID" in text and "deadlock" in text

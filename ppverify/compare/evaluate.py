@@ -154,6 +154,8 @@ class PointResult:
     results: tuple[LevelResult, ...]
     time_unit: str = "units"
     memory_unit: str = "activations"
+    #: the Z3 verifier's verdict on the schedule: "valid", "INVALID: ...", "" when not checked
+    verified: str = ""
 
     def level(self, name: str) -> LevelResult | None:
         """The result of one level, if it was evaluated."""
@@ -167,8 +169,10 @@ def evaluate_point(
     time_limit: float = 1.0,
     optimum_cache: dict | None = None,
     max_optimum_ops: int = 256,
+    verify: bool = False,
 ) -> PointResult:
-    """Evaluate one schedule entry in one configuration at each requested level.
+    """Evaluate one schedule entry in one configuration at each requested level (and, with
+    ``verify``, prove the schedule valid with the Z3 verifier).
 
     Example:
         >>> from ppverify.compare.config import Config, ScheduleEntry
@@ -213,7 +217,30 @@ def evaluate_point(
         except Exception as exc:  # noqa: BLE001 - a failing level is reported in its row, never dropped
             r = LevelResult(lv, "error", note=f"{type(exc).__name__}: {exc}")
         out.append(_timed(r, time.perf_counter() - t0, res.note))
-    return PointResult(entry, config, tuple(out), res.costs.time_unit, res.costs.memory_unit)
+    return PointResult(entry, config, tuple(out), res.costs.time_unit, res.costs.memory_unit,
+                       verify_schedule(schedule) if verify else "")
+
+
+def verify_schedule(schedule: Schedule) -> str:
+    """The Z3 verifier's verdict in a few words: ``valid`` (completeness, placement, dependencies,
+    exclusivity, deadlock freedom proven) or ``INVALID: <first violation>``.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> verify_schedule(build("1f1b", p=2, m=2))
+        'valid'
+    """
+    try:
+        from ..verify import verify as z3_verify
+    except ImportError as exc:
+        return f"unavailable ({exc})"
+    try:
+        report = z3_verify(schedule)
+    except PPVerifyError as exc:
+        return f"INVALID: {exc}"
+    if report.valid:
+        return "valid"
+    return "INVALID: " + report.violations[0].to_text().splitlines()[0]
 
 
 def _timed(r: LevelResult, seconds: float, note: str) -> LevelResult:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Iterable
 
 import pandas as pd
@@ -19,11 +20,13 @@ def run_comparison(
     time_limit: float = 1.0,
     max_optimum_ops: int = 256,
     progress: bool = False,
+    verify: bool = False,
 ) -> pd.DataFrame:
     """Evaluate ``entries`` x ``configs`` at ``levels``; one row per (schedule, configuration, level).
 
     The CP-SAT optimum is solved once per configuration and placement (schedules that share a
-    placement share it); ``time_limit`` bounds each solve.
+    placement share it); ``time_limit`` bounds each solve. With ``verify`` every schedule is also
+    proven valid by the Z3 verifier (once per schedule; the ``verified`` column).
 
     Example:
         >>> from ppverify.compare.config import abstract_configs
@@ -40,12 +43,18 @@ def run_comparison(
 
         bar = tqdm(total=len(configs) * len(entries), desc="compare", unit="point", file=sys.stderr,
                    dynamic_ncols=True, leave=False)
+    verdicts: dict = {}  # the schedule depends on (entry, p, m) only: verify it once
     for cfg in configs:
         cache: dict = {}
         for entry in entries:
             if bar is not None:
                 bar.set_postfix_str(f"{cfg.label} {entry.label}", refresh=False)
-            points.append(evaluate_point(entry, cfg, levels, time_limit, cache, max_optimum_ops))
+            key = (entry, cfg.p, cfg.m)
+            pt = evaluate_point(entry, cfg, levels, time_limit, cache, max_optimum_ops, verify and key not in verdicts)
+            if verify:
+                verdicts.setdefault(key, pt.verified)
+                pt = replace(pt, verified=verdicts[key])
+            points.append(pt)
             if bar is not None:
                 bar.update(1)
     if bar is not None:

@@ -22,7 +22,7 @@ from .evaluate import PointResult
 COLUMNS: tuple[str, ...] = (
     "config", "p", "m", "system", "model", "schedule", "family", "params", "level", "semantics",
     "status", "makespan", "time_unit", "bubble_ratio", "peak_activation", "peak_activations",
-    "memory_unit", "lower_bound", "exact", "rank", "rank_change", "gap_to_optimal", "note", "seconds",
+    "memory_unit", "lower_bound", "exact", "rank", "rank_change", "gap_to_optimal", "verified", "note", "seconds",
 )
 
 
@@ -50,7 +50,7 @@ def to_frame(points: Iterable[PointResult]) -> pd.DataFrame:
                 "peak_activation": max(peaks) if peaks else None,
                 "peak_activations": json.dumps(peaks) if peaks is not None else None,
                 "memory_unit": pt.memory_unit, "lower_bound": r.lower_bound, "exact": r.exact,
-                "note": r.note, "seconds": r.seconds,
+                "verified": pt.verified, "note": r.note, "seconds": r.seconds,
             })
     df = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")])
     return add_ranks(df)
@@ -134,6 +134,9 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
     has_gap = sub["gap_to_optimal"].notna().any()
     if has_gap:
         headers.append("gap to opt.")
+    has_z3 = "verified" in sub and (sub["verified"].fillna("") != "").any()
+    if has_z3:
+        headers.append("Z3")
     rows = []
     notes: list[str] = []
     for sched in dict.fromkeys(sub["schedule"]):
@@ -165,6 +168,11 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
                 # against a proven bound only: the true gap is at most this
                 cell = ("" if opt["status"] == "optimal" else "<=") + f"{100 * max(g, 0.0):.1f}%"
                 row.append(cell + ("+" if "two pipes" in str(opt["note"]) else ""))
+        if has_z3:
+            v = str(srow.iloc[0]["verified"] or "")
+            row.append("valid" if v == "valid" else ("INVALID" if v.startswith("INVALID") else ("-" if not v else "n/a")))
+            if v.startswith("INVALID"):
+                notes.append(f"{sched}: {v}")
         rows.append(row)
         first = srow.iloc[0]
         if (not shown or all(pd.isna(srow.loc[lv]["makespan"]) for lv in shown)) and first["status"] != "not applicable":
@@ -209,6 +217,7 @@ def format_legend(levels: Iterable[str]) -> str:
     lines.append("             proven lower bound (an upper bound on the true gap); + two pipes: async includes the replica")
     lines.append("             gradient all-reduce, which the solver leaves out")
     lines.append("  lb         CP-SAT stopped at its time limit: best schedule found and its proven lower bound")
+    lines.append("  Z3         the verifier proved completeness, placement, dependencies, exclusivity and deadlock freedom")
     return "\n".join(lines)
 
 

@@ -79,6 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the rows (and findings) as JSON")
     parser.add_argument("--findings", action="store_true",
                         help="check the seed paper's findings (reproduced / not, under which semantics)")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="skip proving each schedule valid with the Z3 verifier (the Z3 column)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -107,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
         _check_presets(systems, models)
         configs = default_configs(systems, models, ps, ms, _preset_options(args))
         _check_options(configs[0])
-    df = run_comparison(configs, entries, levels, args.time_limit, args.max_opt_ops, progress=not args.no_progress)
+    df = run_comparison(configs, entries, levels, args.time_limit, args.max_opt_ops, progress=not args.no_progress,
+                        verify=not args.no_verify)
     _write(df, args.out)
     if args.json:
         print_json({"levels": {lv: LEVEL_SEMANTICS[lv] for lv in levels},
