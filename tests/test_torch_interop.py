@@ -92,6 +92,7 @@ def test_pytorch_refuses_what_it_refuses():
 
 
 EXPORTS = [("gpipe", {}), ("1f1b", {}), ("1f1b-split", {}), ("interleaved-1f1b", {"v": 2}), ("looped-bfs", {"v": 2}),
+           ("interleaved-zb", {"v": 2}),
            ("zb-h1", {}), ("zb-h2", {}), ("zbv", {}), ("dualpipev", {}), ("hanayo", {"waves": 1})]
 
 

@@ -23,7 +23,8 @@ from ppverify.ops import Overlap
 from ppverify.schedules import build, get_family
 
 DATA = Path(__file__).parent / "data" / "torch"
-ZOO = {"zb-h1": {}, "zb-h2": {}, "zbv": {}, "dualpipe": {}, "dualpipev": {}, "looped-bfs": {"v": 2}}
+ZOO = {"zb-h1": {}, "zb-h2": {}, "zbv": {}, "dualpipe": {}, "dualpipev": {}, "looped-bfs": {"v": 2},
+       "interleaved-zb": {"v": 2}}
 COSTS = [None, {"F": 1, "B": 2}, {"F": 1, "I": 1, "W": 1}, {"F": 1, "I": 2, "W": 1}, {"F": 2, "I": 1, "W": 1},
          {"F": 1, "I": 1, "W": 2}, {"F": 1, "I": 1, "W": 0.5}, {"F": 2, "I": 2, "W": 1}]
 
@@ -123,6 +124,11 @@ def test_zbv_zero_bubble_beyond_the_fill_at_equal_costs():
         assert run(build("zbv", p=p, m=m), semantics="slot").makespan == 3 * m + (p - 1) / 2
 
 
+def test_interleaved_zb_with_one_chunk_is_zb_h1():
+    for p, m in [(1, 3), (2, 4), (4, 8), (3, 7)]:
+        assert order_differences(build("interleaved-zb", p=p, m=m, v=1), build("zb-h1", p=p, m=m)) == []
+
+
 def test_dualpipe_parameter_rules():
     with pytest.raises(ParameterError, match="even p"):
         build("dualpipe", p=3, m=12)
@@ -164,6 +170,7 @@ needs_torch = pytest.mark.skipif(not torch_interop.torch_available(), reason="to
 
 # ppverify family -> (PyTorch class, stages per rank)
 SAME_AS_TORCH = {"looped-bfs": ("LoopedBFS", None), "zb-h1": ("InterleavedZeroBubble", 1),
+                 "interleaved-zb": ("InterleavedZeroBubble", None),
                  "zbv": ("ZBVZeroBubble", 2), "dualpipev": ("DualPipeV", 2), "gpipe": ("GPipe", 1)}
 
 
@@ -175,7 +182,7 @@ def test_order_equals_pytorch(family):
     for p in (2, 3, 4):
         for m in (1, 2, 3, 4, 6, 8, 10, 12, 16):
             for vv in ([v] if v else [1, 2, 3]):
-                params = {"v": vv} if family == "looped-bfs" else {}
+                params = {"v": vv} if family in ("looped-bfs", "interleaved-zb") else {}
                 try:
                     ours = build(family, p=p, m=m, **params)
                     theirs = torch_interop.torch_schedule(cls, p, m, vv)

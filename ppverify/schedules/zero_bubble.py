@@ -1,4 +1,4 @@
-"""Zero-bubble handcrafted schedules ZB-H1 and ZB-H2 (Qi et al., ICLR'24, arXiv 2401.10241).
+"""Zero-bubble schedules ZB-H1, ZB-H2 and interleaved ZB1P (Qi et al., ICLR'24, arXiv 2401.10241).
 
 The backward is split into ``I`` (input gradient, on the critical path) and ``W`` (weight
 gradient, free to move); one stage per device (``linear`` placement).
@@ -12,16 +12,19 @@ gradient, free to move); one stage per device (``linear`` placement).
   else the next ``F`` if fewer than ``2p-1`` microbatches are held, else the oldest pending ``W``.
   The paper draws ZB-H2 by hand; this construction is ppverify's and reaches the one-step lower
   bound ``(p-1)tF + m(tF+tI+tW)`` at equal costs for ``m >= p`` (tests check it).
+* ``interleaved-zb``: ZB-H1's rule over ``v`` chunks per device in the ``loop`` placement, the op
+  order of PyTorch's ``ScheduleInterleavedZeroBubble`` (``v = 1`` is ``zb-h1``).
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 
+from ..errors import ParameterError
 from ..ops import F, I, W, Op
-from ..placement import linear
+from ..placement import linear, loop
 from ..schedule import Schedule
-from .registry import Family, check_int, register
+from .registry import Family, Param, check_int, register
 
 
 def zb_h1(p: int, m: int) -> Schedule:
@@ -97,6 +100,88 @@ def zb_h2(p: int, m: int) -> Schedule:
     return Schedule(linear(p), m, tuple(tuple(pr) for pr in programs), (0,) * m, "zb-h2", {"p": p, "m": m})
 
 
+def interleaved_zb(p: int, m: int, v: int = 2) -> Schedule:
+    """Interleaved zero bubble (ZB1P over ``v`` chunks per device, ``loop`` placement): PyTorch's
+    ``ScheduleInterleavedZeroBubble`` order, idle padding removed.
+
+    Microbatches go in rounds of ``m // max(1, m // p)`` per chunk (PyTorch's rule: ``m`` must be a
+    multiple of the number of rounds). Device d warms up with ``min((v-1)*round + p-1-d, m*v)``
+    forwards, then runs F and I pairs chunk-round by chunk-round (backwards mirror the chunks),
+    each followed, once ``d`` input gradients are done, by the W of the oldest pending I; the
+    remaining I's and W's follow. ``v = 1`` is ``zb-h1``.
+
+    Example:
+        >>> [str(o) for o in interleaved_zb(2, 2, v=2).programs[1]]
+        ['1F0', '1F1', '3F0', '3I0', '3F1', '3I1', '3W0', '1I0', '3W1', '1I1', '1W0', '1W1']
+    """
+    check_int("v", v, 1)
+    rounds = max(1, m // p)
+    if v > 1 and m % rounds:  # with one chunk the rounds do not matter (PyTorch still asks it)
+        raise ParameterError("m", m, f"interleaved-zb needs m to be a multiple of the number of rounds "
+                                     f"max(1, m // p) = {rounds} (PyTorch's rule)")
+    per_round = m // rounds
+    total = m * v
+    programs = []
+    for d in range(p):
+        warm = min((v - 1) * per_round + (p - 1 - d), total)
+
+        def fwd_stage(k: int) -> int:
+            return ((k // per_round) % v) * p + d
+
+        def bwd_stage(k: int, warm: int = warm) -> int:
+            return (v - 1 - ((k - warm) // per_round) % v) * p + d
+
+        nf: dict[int, int] = {}
+        nb: dict[int, int] = {}
+        nw: dict[int, int] = {}
+        prog: list[Op] = []
+        backs: list[int] = []
+
+        def emit(kind: str, stage: int, counter: dict[int, int]) -> None:
+            prog.append(Op(kind, stage, counter.get(stage, 0)))
+            counter[stage] = counter.get(stage, 0) + 1
+
+        def weight() -> None:
+            emit(W, bwd_stage(backs[sum(nw.values())]), nw)
+
+        for k in range(warm):
+            emit(F, fwd_stage(k), nf)
+        for k in range(warm, total + warm):
+            if k < total:
+                emit(F, fwd_stage(k), nf)
+            emit(I, bwd_stage(k), nb)
+            backs.append(k)
+            if k - warm >= d:  # W trails I by d on device d, as in zb-h1
+                weight()
+        while sum(nw.values()) < len(backs):
+            weight()
+        programs.append(tuple(prog))
+    return Schedule(loop(p, v), m, tuple(programs), (0,) * m, "interleaved-zb", {"p": p, "m": m, "v": v})
+
+
+def interleaved_zb_formula(p: int, m: int, costs=None, v: int = 2):
+    """Interleaved zero bubble: the one-step lower bound ``m(tF+tI+tW) + (p-1)tF/v`` (the last
+    device waits for ``p-1`` chunk forwards of ``tF/v``, then has all its work); peak at most ``m``
+    (every activation of the step). Both are bounds: no closed form is claimed.
+
+    Example:
+        >>> f = interleaved_zb_formula(4, 8, v=2)
+        >>> f.makespan, f.makespan_kind, f.peak_kind
+        (25.5, 'lower bound', 'upper bound')
+    """
+    from ..formulas import LOWER, UPPER, Formula
+
+    check_int("p", p, 1)
+    check_int("m", m, 1)
+    check_int("v", v, 1)
+    c = _fr(costs)
+    busy = m * (c["F"] + c["I"] + c["W"])
+    makespan = busy + Fraction(p - 1, v) * c["F"]
+    return Formula("interleaved-zb", float(makespan), float(1 - busy / makespan), (float(m),) * p,
+                   LOWER, UPPER, "bounds only: makespan >= the fill + busy time; peak <= m",
+                   "Qi et al. ICLR'24 (ZB1P); PyTorch's ScheduleInterleavedZeroBubble order; bounds derived here")
+
+
 def _fr(costs) -> dict[str, Fraction]:
     from ..formulas import costs_of
 
@@ -162,6 +247,11 @@ def zb_h2_formula(p: int, m: int, costs=None):
                    "Qi et al. ICLR'24 (ZB-H2 memory 2p-1); greedy construction and bound derived here")
 
 
+register(Family("interleaved-zb", interleaved_zb,
+                "Interleaved zero bubble: v chunks per device (loop), I/W split, W delayed (PyTorch's ScheduleInterleavedZeroBubble)",
+                params=(Param("v", int, 2, "model chunks per device"),),
+                rules="p >= 1, m >= 1, v >= 1; for v > 1 m a multiple of max(1, m // p) (PyTorch's rounds)",
+                formula=interleaved_zb_formula))
 register(Family("zb-h1", zb_h1, "Zero bubble ZB-H1: 1F1B with I/W split and W delayed by d on device d (Qi et al. 2024)",
                 rules="p >= 1, m >= 1", formula=zb_h1_formula))
 register(Family("zb-h2", zb_h2, "Zero bubble ZB-H2: up to 2p-1 microbatches in flight, greedy I > F > W (Qi et al. 2024)",
