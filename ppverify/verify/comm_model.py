@@ -225,3 +225,44 @@ def _explicit(dag: StepDAG, semantics: str, group: bool) -> tuple[OrderProblem, 
             for snd in lst[used_s.get(key, 0):]:
                 pb.edge(snd[1], snd[1], 1, "blocking SEND never received")
     return pb, node
+
+
+def insert_comms(schedule: Schedule) -> Schedule:
+    """The schedule with explicit SEND/RECV actions placed by the derived policy: each
+    cross-device dependency gets a SEND right after its producer and a RECV right before its
+    consumer (PyTorch's ``compute_comms`` flavour). Under ``buffered`` semantics it verifies
+    exactly like the compute-only schedule.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> [str(a) for a in insert_comms(build("gpipe", p=2, m=1)).programs[1]]
+        ['1RECV_F0', '1F0', '1B0', '1SEND_B0']
+    """
+    from ..dag import build_dag
+
+    dag = build_dag(schedule, check=False)
+    before: dict[int, list[Comm]] = {}
+    after: dict[int, list[Comm]] = {}
+    for i, preds in enumerate(dag.pred):
+        for e, q in enumerate(preds):
+            if q >= 0 and dag.cross[i][e]:
+                d = "F" if dag.edge[i][e] == ACT else "B"
+                after.setdefault(q, []).append(Comm(f"SEND_{d}", dag.ops[q].stage, dag.ops[q].mb))
+                before.setdefault(i, []).append(Comm(f"RECV_{d}", dag.ops[i].stage, dag.ops[i].mb))
+    programs = []
+    i = 0
+    for prog in schedule.programs:
+        out: list = []
+        for a in prog:
+            if type(a) is Op or type(a) is Overlap:
+                n = len(a.ops) if type(a) is Overlap else 1
+                for k in range(i, i + n):
+                    out += before.get(k, [])
+                out.append(a)
+                for k in range(i, i + n):
+                    out += after.get(k, [])
+                i += n
+            else:
+                out.append(a)
+        programs.append(tuple(out))
+    return schedule.with_programs(tuple(programs))

@@ -4,8 +4,9 @@ Memory model (DESIGN.md): an ``F`` allocates its activation at its start; a ``B`
 end, or ``I`` frees the cost model's ``freed_by_I`` share and ``W`` the rest. A device runs one
 slot at a time in program order, so its memory is a step function that changes only at slot
 boundaries and peaks at the start of a slot: level before slot k = what earlier slots allocated
-minus what they freed, plus the allocations of slot k. Z3 gets one integer ``L_k`` per slot with
-``L_k - L_{k-1} = alloc_k - freed_{k-1}`` (difference logic again) and ``L_k <= cap``.
+minus what they freed, plus the allocations of slot k. Z3 gets one integer ``L_k`` per
+allocating slot (memory only falls in between) with ``L_k = L_j + alloc_k - freed_(j..k)`` for
+the previous allocating slot j, and ``L_k <= cap``.
 
 Amounts are the cost model's (per device share, or bytes for presets), scaled to integers by
 their common denominator. When the cap is exceeded, the explanation is a minimal set of
@@ -68,25 +69,31 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
     """
     p = len(dag.offsets) - 1
     deltas = [costs.memory_delta(op) for op in dag.ops]
-    values = [_frac(v) for a in deltas for v in a] + [_frac(cap)]
-    scale = math.lcm(*(v.denominator for v in values)) if values else 1
-    ints = [(int(_frac(a) * scale), int(_frac(f) * scale)) for a, f in deltas]
+    # few distinct amounts: convert each once (Fractions are slow to build)
+    exact = {v: _frac(v) for v in {x for a in deltas for x in a} | {cap}}
+    scale = math.lcm(*(v.denominator for v in exact.values()))
+    as_int = {v: int(f * scale) for v, f in exact.items()}
+    ints = [(as_int[a], as_int[f]) for a, f in deltas]
     cap_i = math.floor(_frac(cap) * scale)
     lines: list[str] = []
     caps: list[tuple[str, int, int]] = []  # (name, device, slot index)
     slots = [_slots(dag, d) for d in range(p)]
     for d in range(p):
-        prev_free = 0
+        # memory only falls between allocating slots, so only those get a level variable: the
+        # frees in between are summed into the next one's difference (exact elimination)
+        freed, prev = 0, None
         for k, slot in enumerate(slots[d]):
-            name = f"L{d}_{k}"
-            lines.append(f"(declare-const {name} Int)")
             alloc = sum(ints[i][0] for i in slot)
-            if k == 0:
-                lines.append(f"(assert (= {name} {num(alloc)}))")
-            else:
-                lines.append(f"(assert (= {name} (+ L{d}_{k - 1} {num(alloc - prev_free)})))")
-            prev_free = sum(ints[i][1] for i in slot)
-            caps.append((name, d, k))
+            if alloc:
+                name = f"L{d}_{k}"
+                lines.append(f"(declare-const {name} Int)")
+                if prev is None:
+                    lines.append(f"(assert (= {name} {num(alloc - freed)}))")
+                else:
+                    lines.append(f"(assert (= {name} (+ {prev} {num(alloc - freed)})))")
+                caps.append((name, d, k))
+                prev, freed = name, 0
+            freed += sum(ints[i][1] for i in slot)
     # the general solver's equation solving substitutes the level chains away (3x faster here
     # than difference logic)
     s2 = plain_solver()

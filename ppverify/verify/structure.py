@@ -75,12 +75,17 @@ def _rules(schedule: Schedule, occs: list[Occurrence]) -> tuple[list[str], list[
         rules.append((f"plc{k}", "placement", f"(=> {rng} (= {oc.device} (place (pipe {mb}) {s})))", (k,), oc.op))
         if 0 <= s < S and 0 <= mb < m:
             by_id.setdefault(oc.op, []).append(k)
-    required = set(required_ops(schedule))
+    required_list = required_ops(schedule)
+    required = set(required_list)
     split = split_pairs(schedule)
-    for n, op in enumerate(sorted(required | set(by_id))):
+    extra = [op for op in by_id if op not in required]
+    counts = {0: "(+ 0)", 1: "(+ 0 1)"}
+    for n, op in enumerate(required_list + extra):
         ks = by_id.get(op, [])
-        count = "(+ 0 " + " ".join("1" for _ in ks) + ")"
-        rules.append((f"once{n}", "completeness", f"(= {count} {1 if op in required else 0})", tuple(ks), op))
+        c = len(ks)
+        if c not in counts:
+            counts[c] = "(+ 0 " + " ".join("1" for _ in ks) + ")"
+        rules.append((f"once{n}", "completeness", f"(= {counts[c]} {1 if op in required else 0})", tuple(ks), op))
     for n, (s, mb) in enumerate(sorted(split)):
         nb = len(by_id.get(Op(B, s, mb), []))
         niw = len(by_id.get(Op(I, s, mb), [])) + len(by_id.get(Op(W, s, mb), []))
