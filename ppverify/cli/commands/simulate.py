@@ -30,6 +30,7 @@ SEMANTICS_HELP = {
     "slot": "idealized table, communication charged per column",
     "async": "event-driven, no contention",
     "contention": "event-driven, FIFO queues on links and NICs",
+    "torch": "PyTorch's unit-step simulator (_simulate_comms_compute): every action one step, zero latency",
 }
 
 
@@ -41,9 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cost_arguments(parser)
     add_preset_arguments(parser)
     g = parser.add_argument_group("simulation")
-    g.add_argument("--semantics", choices=("slot", "async", "contention"), default="async",
+    g.add_argument("--semantics", choices=tuple(SEMANTICS_HELP), default="async",
                    help="slot: table, comm per column; async: event-driven, no contention (default); "
-                        "contention: FIFO queues on links and NICs")
+                        "contention: FIFO queues on links and NICs; torch: PyTorch's unit-step "
+                        "simulator, reproducing its step counts")
     g.add_argument("--sync", choices=SYNC_MODES, default="eager",
                    help="weight-gradient all-reduce between stage replicas (Chimera): eager (as soon as "
                         "a stage's last backward ends; default), after-flush, or none")
