@@ -14,7 +14,7 @@ import pytest
 
 from ppverify.cli import main
 from ppverify.compare import (COLUMNS, Config, ScheduleEntry, abstract_configs, default_configs, evaluate_point,
-                              format_config_table, run_comparison, select_schedules, to_frame)
+                              format_config_table, run_comparison, select_schedules)
 from ppverify.compare.table import add_ranks, rank_changes
 from ppverify.errors import ParameterError
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from ppverify.cli import main
-from ppverify.compare import Config, run_comparison
+from ppverify.compare import run_comparison
 from ppverify.compare.findings import (FINDINGS_SCHEDULES, Setup, abstract_setup, evaluate_findings, finding_chimera,
                                        finding_chimera_asym, finding_gpipe_1f1b, finding_hanayo)
 from ppverify.compare.table import COLUMNS, add_ranks

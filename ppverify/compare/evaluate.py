@@ -21,6 +21,7 @@ from ..errors import PPVerifyError
 from ..schedule import Schedule
 from .config import LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
 
+
 @dataclass(frozen=True)
 class Resolved:
     """Cost and communication models of one configuration for one placement.
