@@ -50,7 +50,7 @@ def run_point(pr: Problem, limit: float, workers: int, seed: int, ref: int | Non
     gap = res.gap
     beats = "" if ref is None or res.objective is None else ("<= ref" if res.objective <= ref else f"+{100 * (res.objective / ref - 1):.2f}%")
     print(line([label, p, m, f"{c:g}", f"{capx}p", pr.objective, res.status,
-                f"{res.objective:g}" if res.objective is not None else "-", f"{res.bound:g}",
+                f"{res.objective:.10g}" if res.objective is not None else "-", f"{res.bound:.10g}",
                 "-" if gap is None else f"{100 * gap:.3f}%", f"{wall:.1f}", beats, res.hint or "-"]), flush=True)
     return {"status": res.status, "gap": gap, "wall": wall}
 

@@ -21,6 +21,7 @@ whole step on the critical device.
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 from ortools.sat.python import cp_model
 
@@ -29,10 +30,11 @@ from .bounds import Bounds, heads_tails
 from .problem import Instance
 
 
-def _lags(inst: Instance, d: int) -> list[tuple[int, int, int]]:
-    """``(u, v, lag)``: op v of device d starts at least ``lag`` after op u (same microbatch)."""
+def _lags(inst: Instance, devices: Sequence[int]) -> list[tuple[int, int, int]]:
+    """``(u, v, lag)``: op v starts at least ``lag`` after op u (same microbatch, both on the
+    given devices)."""
     dag = inst.dag
-    on_d = set(inst.device_ops(d))
+    on_d = {i for d in devices for i in inst.device_ops(d)}
     by_mb: dict[int, list[int]] = {}
     for i in on_d:
         by_mb.setdefault(dag.ops[i].mb, []).append(i)
@@ -53,10 +55,11 @@ def _lags(inst: Instance, d: int) -> list[tuple[int, int, int]]:
     return out
 
 
-def device_bound(inst: Instance, d: int, objective: str, time_limit: float, workers: int = 1,
+def device_bound(inst: Instance, d: int | Sequence[int], objective: str, time_limit: float, workers: int = 1,
                  seed: int = 0, lower: int = 0) -> int:
-    """Proven lower bound (ticks) on the objective from device d's relaxation (``lower``: a bound
-    already known, posted as a redundant constraint).
+    """Proven lower bound (ticks) on the objective from the relaxation keeping device d (or the
+    devices listed) and assuming all others free (``lower``: a bound already known, posted as a
+    redundant constraint).
 
     Example:
         >>> from ppverify.placement import linear
@@ -68,17 +71,19 @@ def device_bound(inst: Instance, d: int, objective: str, time_limit: float, work
         13
     """
     dag = inst.dag
-    ops = list(inst.device_ops(d))
+    devices = [d] if isinstance(d, int) else list(d)
+    ops = [i for dd in devices for i in inst.device_ops(dd)]
     if not ops:
         return 0
     head, tail = heads_tails(inst)
     model = cp_model.CpModel()
     horizon = max(head[i] for i in ops) + sum(inst.dur[i] for i in ops) + max(tail[i] for i in ops) \
-        + max((lag for _, _, lag in _lags(inst, d)), default=0)
+        + max((lag for _, _, lag in _lags(inst, devices)), default=0)
     start = {i: model.new_int_var(head[i], horizon, f"start_{dag.ops[i]}") for i in ops}
     iv = {i: model.new_fixed_size_interval_var(start[i], inst.dur[i], f"run_{dag.ops[i]}") for i in ops}
-    model.add_no_overlap(list(iv.values()))
-    for u, v, lag in _lags(inst, d):
+    for dd in devices:
+        model.add_no_overlap([iv[i] for i in inst.device_ops(dd)])
+    for u, v, lag in _lags(inst, devices):
         model.add(start[v] >= start[u] + lag)
     # symmetry: microbatches of one pipe in order per kind and stage (see model.py)
     pipes = dag.schedule.pipe_of_mb
@@ -90,31 +95,33 @@ def device_bound(inst: Instance, d: int, objective: str, time_limit: float, work
         members.sort(key=lambda i: dag.ops[i].mb)
         for a, b in zip(members, members[1:]):
             model.add(start[b] >= start[a] + inst.dur[a])
+    pos = {dag.ops[i]: i for i in ops}
     if inst.cap is not None:
-        pos = {dag.ops[i]: i for i in ops}
-        ivs, demands = [], []
-        for i in ops:
-            op = dag.ops[i]
-            if op.kind != F:
-                continue
-            for k in (I, W, B):
-                j = pos.get(Op(k, op.stage, op.mb))
-                if j is None or inst.free[j] == 0:
+        for dd in devices:
+            ivs, demands = [], []
+            for i in inst.device_ops(dd):
+                op = dag.ops[i]
+                if op.kind != F:
                     continue
-                size = model.new_int_var(0, horizon, "")
-                ivs.append(model.new_interval_var(start[i], size, start[j] + inst.dur[j], ""))
-                demands.append(inst.free[j])
-        model.add_cumulative(ivs, demands, inst.cap)
-        _memory_precedences(model, inst, ops, pos, start)
+                for k in (I, W, B):
+                    j = pos.get(Op(k, op.stage, op.mb))
+                    if j is None or inst.free[j] == 0:
+                        continue
+                    size = model.new_int_var(0, horizon, "")
+                    ivs.append(model.new_interval_var(start[i], size, start[j] + inst.dur[j], ""))
+                    demands.append(inst.free[j])
+            model.add_cumulative(ivs, demands, inst.cap)
+            _memory_precedences(model, inst, list(inst.device_ops(dd)), pos, start)
     obj = model.new_int_var(lower, max(lower, 2 * horizon), "obj")
     if objective == "makespan":
         for i in ops:
             model.add(obj >= start[i] + inst.dur[i] + tail[i])
     else:
-        first = model.new_int_var(0, horizon, "first")
-        for i in ops:
-            model.add(first <= start[i])
-            model.add(obj >= start[i] + inst.dur[i] - first)
+        for dd in devices:
+            first = model.new_int_var(0, horizon, f"first_{dd}")
+            for i in inst.device_ops(dd):
+                model.add(first <= start[i])
+                model.add(obj >= start[i] + inst.dur[i] - first)
     model.minimize(obj)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit)
