@@ -1,0 +1,135 @@
+"""Closed-form start times of schedule families, as functions of (p, m, device, microbatch) for
+fixed integer costs ``f`` (forward) and ``b`` (backward).
+
+Each function works on plain integers (to compare with the generators' tables on a grid) and on
+Z3 integer terms (to prove properties for all sizes in :mod:`.prove`): the same definition
+serves both, through :func:`ite` and :func:`zmin`.
+
+Derivations (device d holds stage d; ``w = min(p-1-d, m)`` is 1F1B's warm-up):
+
+* GPipe: ``F(d, j) = (d + j) f`` (the pipeline fills one stage per forward);
+  ``B(d, j) = (p + m - 1) f + (p - 1 - d) b + j b``: the last device starts its backwards when
+  its last forward ends, each device one backward after the next one.
+* 1F1B: warm-up and first steady forward ``F(d, j) = (d + j) f`` for ``j <= w``; the backward
+  of microbatch j on device d ``B(d, j) = p f + (p - 1 - d) b + j (f + b)`` (the last device
+  alternates F and B from ``(p-1) f`` on; every device is one b behind the next one); later
+  forwards ``F(d, j) = B(d, j - w - 1) + b`` (right after the previous backward).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import z3
+
+
+def _is_z3(*xs: Any) -> bool:
+    return any(isinstance(x, z3.ExprRef) for x in xs)
+
+
+def ite(c: Any, a: Any, b: Any) -> Any:
+    """``a if c else b`` for Python values, ``If(c, a, b)`` for Z3 terms.
+
+    Example:
+        >>> ite(True, 1, 2), str(ite(z3.Int("x") > 0, 1, 2))
+        (1, 'If(x > 0, 1, 2)')
+    """
+    if _is_z3(c, a, b):
+        return z3.If(c, a, b)
+    return a if c else b
+
+
+def zmin(a: Any, b: Any) -> Any:
+    """Minimum of two values or Z3 terms.
+
+    Example:
+        >>> zmin(3, 5)
+        3
+    """
+    return ite(a <= b, a, b)
+
+
+def warmup_1f1b(p: Any, m: Any, d: Any) -> Any:
+    """1F1B warm-up forwards on device d: ``min(p-1-d, m)`` (REFERENCE.md §1).
+
+    Example:
+        >>> warmup_1f1b(4, 8, 0), warmup_1f1b(4, 2, 0)
+        (3, 2)
+    """
+    return zmin(p - 1 - d, m)
+
+
+def gpipe_f(p: Any, m: Any, d: Any, j: Any, f: int, b: int) -> Any:
+    """Start of ``F`` of microbatch j on device d in GPipe.
+
+    Example:
+        >>> gpipe_f(4, 4, 3, 0, 1, 2)
+        3
+    """
+    return (d + j) * f
+
+
+def gpipe_b(p: Any, m: Any, d: Any, j: Any, f: int, b: int) -> Any:
+    """Start of ``B`` of microbatch j on device d in GPipe.
+
+    Example:
+        >>> gpipe_b(4, 4, 0, 3, 1, 2)
+        19
+    """
+    return (p + m - 1) * f + (p - 1 - d) * b + j * b
+
+
+def f1b1_b(p: Any, m: Any, d: Any, j: Any, f: int, b: int) -> Any:
+    """Start of ``B`` of microbatch j on device d in 1F1B.
+
+    Example:
+        >>> f1b1_b(4, 4, 0, 3, 1, 2)
+        19
+    """
+    return p * f + (p - 1 - d) * b + j * (f + b)
+
+
+def f1b1_f(p: Any, m: Any, d: Any, j: Any, f: int, b: int) -> Any:
+    """Start of ``F`` of microbatch j on device d in 1F1B.
+
+    Example:
+        >>> [f1b1_f(4, 4, 0, j, 1, 2) for j in range(4)]
+        [0, 1, 2, 3]
+        >>> [f1b1_f(4, 8, 3, j, 1, 2) for j in range(3)]
+        [3, 6, 9]
+    """
+    w = warmup_1f1b(p, m, d)
+    return ite(j <= w, (d + j) * f, f1b1_b(p, m, d, j - w - 1, f, b) + b)
+
+
+def chimera_f(p: Any, s: Any, i: Any) -> Any:
+    """Chimera basic unit (m = p, p = 2h even, F = B = 1): start of F of stage s for the i-th
+    microbatch of a pipe (both pipes alike; pipe 1's stage s sits on device p-1-s).
+
+    Stage s shares its device with the other pipe's stage ``c = p-1-s``, whose forwards come
+    every other slot. Forwards run back to back (``s + i``) until they would meet those,
+    ``i >= p-1-2s``; then they take the free slots in between: ``2i + 3s - p + 2`` for
+    ``s <= h-1``, which is ``s + 2i`` from ``s = h-1`` on.
+
+    Example:
+        >>> [chimera_f(8, 2, i) for i in range(4)], [chimera_f(8, 5, i) for i in range(4)]
+        ([2, 3, 4, 6], [5, 7, 9, 11])
+    """
+    return ite(i < p - 1 - 2 * s, s + i, ite(2 * s <= p - 2, 2 * i + 3 * s - p + 2, s + 2 * i))
+
+
+def chimera_b(p: Any, s: Any, i: Any) -> Any:
+    """Chimera basic unit: start of B of stage s, i-th microbatch of its pipe: the 1F1B form
+    ``2p - 1 - s + 2i`` (F = B = 1, p/2 microbatches per pipe).
+
+    Example:
+        >>> [chimera_b(4, 0, i) for i in range(2)]
+        [7, 9]
+    """
+    return 2 * p - 1 - s + 2 * i
+
+
+FORMS = {
+    "gpipe": (gpipe_f, gpipe_b),
+    "1f1b": (f1b1_f, f1b1_b),
+}

@@ -1,0 +1,307 @@
+"""Proofs for all sizes: closed-form schedules satisfy every constraint, for every p and m.
+
+For a family and integer costs (f, b), :mod:`.closed_forms` gives the start time of every op as
+a function of (p, m, device, microbatch). Each theorem below is a universally quantified
+statement over the integers p, m, d, j (...) in the family's range; Z3 proves it by showing its
+negation unsatisfiable (linear integer arithmetic, ``min`` as ``If``: decidable, no
+nonlinearity since f and b are constants). A satisfiable negation is a counterexample.
+
+Theorems per family: every start >= 0; every dependency of the step's DAG (F after the previous
+stage's F, B after its own F, B after the next stage's B); exclusivity, as each pair of
+consecutive ops of the generator's program order (warm-up, steady, drain phases piecewise)
+not overlapping; the peak-memory bound (when F(d, j) starts, the activations held are those of
+microbatches i0..j, where i0 is the first microbatch whose backward has not ended: their number
+is at most the bound; memory peaks at F starts); the makespan. Then :func:`grid_check`
+confirms that the closed form *is* the generator's schedule: every op's start equals the slot
+engine's on a grid of sizes.
+
+Chimera (F = B = 1, m = p, p even): both pipes run the 1F1B timeline of p/2 microbatches
+(the 1F1B theorems hold for every m, so for m = p/2); Z3 proves the two pipes never claim the
+same slot of a device, which is Chimera's "merged slot by slot they never collide".
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import z3
+
+from ..costs import CostModel
+from ..engines import run
+from ..errors import ParameterError
+from ..schedules import build
+from .closed_forms import chimera_b, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, warmup_1f1b, zmin
+
+PROVABLE: tuple[str, ...] = ("gpipe", "1f1b", "chimera")
+COSTS: tuple[tuple[int, int], ...] = ((1, 1), (1, 2))
+
+
+@dataclass(frozen=True)
+class Theorem:
+    """One universally quantified statement: ``hyp => concl`` for all integer values."""
+
+    name: str
+    statement: str
+    hyp: Any
+    concl: Any
+
+
+@dataclass(frozen=True)
+class Result:
+    """Outcome of one theorem: ``proved``, ``counterexample`` (with the values) or ``unknown``.
+
+    Example:
+        >>> Result("t", "x >= 0", "proved", {}, 0.01).to_text()
+        't: x >= 0 ... proved'
+    """
+
+    name: str
+    statement: str
+    status: str
+    counterexample: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_text(self) -> str:
+        """One line: name, statement, verdict (and the counterexample)."""
+        cex = ""
+        if self.counterexample:
+            cex = " " + ", ".join(f"{k}={v}" for k, v in self.counterexample.items())
+        return f"{self.name}: {self.statement} ... {self.status}{cex}"
+
+
+def prove(th: Theorem, timeout_ms: int = 60_000) -> Result:
+    """Prove one theorem with Z3 (its negation must be unsat).
+
+    Example:
+        >>> x = z3.Int("x")
+        >>> prove(Theorem("sq", "x >= 1 => 2x >= 2", x >= 1, 2 * x >= 2)).status
+        'proved'
+        >>> r = prove(Theorem("bad", "x >= 1 => x >= 2", x >= 1, x >= 2))
+        >>> r.status, r.counterexample
+        ('counterexample', {'x': 1})
+    """
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    s.add(th.hyp, z3.Not(th.concl))
+    t = time.perf_counter()
+    r = s.check()
+    secs = time.perf_counter() - t
+    if r == z3.unsat:
+        return Result(th.name, th.statement, "proved", {}, secs)
+    if r == z3.sat:
+        mdl = s.model()
+        cex = {d.name(): mdl[d].as_long() for d in sorted(mdl.decls(), key=lambda d: d.name())
+               if z3.is_int_value(mdl[d])}
+        return Result(th.name, th.statement, "counterexample", cex, secs)
+    return Result(th.name, th.statement, "unknown", {}, secs)
+
+
+P, M, D, J, K, I0 = z3.Ints("p m d j k i0")
+
+
+def _linear_theorems(fam: str, f: int, b: int) -> list[Theorem]:
+    """Theorems shared by GPipe and 1F1B (linear placement, one pipe, full backward)."""
+    Ff, Bf = (gpipe_f, gpipe_b) if fam == "gpipe" else (f1b1_f, f1b1_b)
+    F = lambda d, j: Ff(P, M, d, j, f, b)  # noqa: E731
+    B = lambda d, j: Bf(P, M, d, j, f, b)  # noqa: E731
+    base = z3.And(P >= 2, M >= 1, D >= 0, D < P)
+    mb = z3.And(J >= 0, J < M)
+    q = "for all p >= 2, m >= 1, 0 <= d < p, 0 <= j < m"
+    ths = [
+        Theorem("starts", f"{q}: F(d,j) >= 0 and B(d,j) >= 0", z3.And(base, mb), z3.And(F(D, J) >= 0, B(D, J) >= 0)),
+        Theorem("dep F<-F", f"{q}, d >= 1: F(d,j) >= F(d-1,j) + f", z3.And(base, mb, D >= 1), F(D, J) >= F(D - 1, J) + f),
+        Theorem("dep B<-F", f"{q}: B(d,j) >= F(d,j) + f", z3.And(base, mb), B(D, J) >= F(D, J) + f),
+        Theorem("dep B<-B", f"{q}, d <= p-2: B(d,j) >= B(d+1,j) + b", z3.And(base, mb, D <= P - 2),
+                B(D, J) >= B(D + 1, J) + b),
+    ]
+    if fam == "gpipe":
+        ths += [
+            Theorem("excl F,F", f"{q}, j+1 < m: F(d,j+1) >= F(d,j) + f", z3.And(base, mb, J + 1 < M),
+                    F(D, J + 1) >= F(D, J) + f),
+            Theorem("excl F,B", "for all p >= 2, m >= 1, 0 <= d < p: B(d,0) >= F(d,m-1) + f", base,
+                    B(D, 0) >= F(D, M - 1) + f),
+            Theorem("excl B,B", f"{q}, j+1 < m: B(d,j+1) >= B(d,j) + b", z3.And(base, mb, J + 1 < M),
+                    B(D, J + 1) >= B(D, J) + b),
+        ]
+        bound, bound_text = M, "m"
+    else:
+        w = warmup_1f1b(P, M, D)
+        ths += [
+            Theorem("excl warm-up", f"{q}, j+1 <= w, j+1 < m (w = min(p-1-d, m)): F(d,j+1) >= F(d,j) + f",
+                    z3.And(base, mb, J + 1 <= w, J + 1 < M), F(D, J + 1) >= F(D, J) + f),
+            Theorem("excl steady F,B", f"{q.replace('0 <= j < m', '0 <= k < m-w')}: B(d,k) >= F(d,w+k) + f",
+                    z3.And(base, K >= 0, K < M - w), B(D, K) >= F(D, w + K) + f),
+            Theorem("excl steady B,F", f"{q.replace('0 <= j < m', '0 <= k < m-w-1')}: F(d,w+k+1) >= B(d,k) + b",
+                    z3.And(base, K >= 0, K < M - w - 1), F(D, w + K + 1) >= B(D, K) + b),
+            Theorem("excl drain", f"{q.replace('0 <= j < m', 'max(m-w-1, 0) <= k < m-1')}: B(d,k+1) >= B(d,k) + b",
+                    z3.And(base, K >= 0, K >= M - w - 1, K < M - 1), B(D, K + 1) >= B(D, K) + b),
+            Theorem("excl no steady", "for all p >= 2, m >= 1, 0 <= d < p with w = m: B(d,0) >= F(d,m-1) + f",
+                    z3.And(base, w == M), B(D, 0) >= F(D, M - 1) + f),
+        ]
+        bound, bound_text = zmin(P - D, M), "min(p-d, m)"
+    # memory: B and F increase with the microbatch, so when F(d,j) starts the activations held
+    # are exactly i0..j, i0 the first microbatch whose backward has not ended
+    held = z3.And(base, I0 >= 0, I0 <= J, J < M, B(D, I0) + b > F(D, J),
+                  z3.Or(I0 == 0, B(D, I0 - 1) + b <= F(D, J)))
+    ths += [
+        Theorem("monotone", f"{q}, j+1 < m: F(d,j+1) > F(d,j) and B(d,j+1) > B(d,j)",
+                z3.And(base, mb, J + 1 < M), z3.And(F(D, J + 1) > F(D, J), B(D, J + 1) > B(D, J))),
+        Theorem("memory", f"{q}: when F(d,j) starts, the held activations i0..j number at most {bound_text}",
+                held, J - I0 + 1 <= bound),
+        Theorem("makespan", f"{q}: every op ends by (m+p-1)(f+b), and B(0,m-1) ends exactly then",
+                z3.And(base, mb), z3.And(F(D, J) + f <= (M + P - 1) * (f + b), B(D, J) + b <= (M + P - 1) * (f + b),
+                                         B(0, M - 1) + b == (M + P - 1) * (f + b))),
+    ]
+    return ths
+
+
+def _chimera_theorems() -> list[Theorem]:
+    """Chimera's basic unit (m = p, p = 2h even) at F = B = 1 (see :func:`.closed_forms.chimera_f`)."""
+    H, I1, I2, T = z3.Ints("h i1 i2 t")
+    p = 2 * H
+    F = lambda s, i: chimera_f(p, s, i)  # noqa: E731
+    B = lambda s, i: chimera_b(p, s, i)  # noqa: E731
+    c = p - 1 - D  # the other pipe's stage on device D
+    base = z3.And(H >= 1, D >= 0, D < p)
+    mbs = z3.And(I1 >= 0, I1 < H, I2 >= 0, I2 < H)
+    q = "for all h >= 1, p = 2h, 0 <= d < p, 0 <= i1, i2 < h"
+    ths = [
+        Theorem("starts", f"{q}: F(d,i1) >= 0", z3.And(base, mbs), F(D, I1) >= 0),
+        Theorem("dep F<-F", f"{q}, d >= 1: F(d,i1) >= F(d-1,i1) + 1", z3.And(base, mbs, D >= 1), F(D, I1) >= F(D - 1, I1) + 1),
+        Theorem("dep B<-F", f"{q}: B(d,i1) >= F(d,i1) + 1", z3.And(base, mbs), B(D, I1) >= F(D, I1) + 1),
+        Theorem("dep B<-B", f"{q}, d <= p-2: B(d,i1) >= B(d+1,i1) + 1", z3.And(base, mbs, D <= p - 2),
+                B(D, I1) >= B(D + 1, I1) + 1),
+        Theorem("monotone", f"{q}, i1 < i2: F(d,i1) < F(d,i2) and B(d,i1) < B(d,i2)", z3.And(base, mbs, I1 < I2),
+                z3.And(F(D, I1) < F(D, I2), B(D, I1) < B(D, I2))),
+        Theorem("excl own pipe", f"{q}: F(d,i1) != B(d,i2)", z3.And(base, mbs), F(D, I1) != B(D, I2)),
+    ]
+    for k1, f1 in (("F", F), ("B", B)):
+        for k2, f2 in (("F", F), ("B", B)):
+            ths.append(Theorem(
+                f"excl pipes {k1}/{k2}",
+                f"{q}: pipe 0's {k1}(stage d, i1) and pipe 1's {k2}(stage p-1-d, i2), both on device d, "
+                f"start in different slots", z3.And(base, mbs), f1(D, I1) != f2(c, I2)))
+    # memory at t = the start of a forward on device D: per pipe the held microbatches form an
+    # interval [a, b] (monotone starts): b = last forward started by t, a = first backward not ended
+    A0, B0, A1, B1 = z3.Ints("a0 b0 a1 b1")
+
+    def interval(st, a, b):
+        return z3.And(
+            b >= -1, b < H, z3.Or(b == -1, F(st, b) <= T), z3.Or(b == H - 1, F(st, b + 1) > T),
+            a >= 0, a <= H, z3.Or(a == H, B(st, a) + 1 > T), z3.Or(a == 0, B(st, a - 1) + 1 <= T))
+
+    held = lambda a, b: z3.If(b - a + 1 > 0, b - a + 1, 0)  # noqa: E731
+    bound = H + 1 + zmin(D, p - 1 - D)
+    ths.append(Theorem(
+        "memory", f"{q}: when a forward starts on device d, the activations held (both pipes) number at "
+                  "most h + 1 + min(d, p-1-d) (p/2+1 at the edges, p in the middle)",
+        z3.And(base, mbs, z3.Or(T == F(D, I1), T == F(c, I1)), interval(D, A0, B0), interval(c, A1, B1)),
+        z3.And(held(A0, B0) + held(A1, B1) <= bound, bound <= p)))
+    ths.append(Theorem(
+        "makespan", "for all h >= 1, p = 2h: the unit ends at B(0, h-1) + 1 = m + 2p - 2 (m = p)",
+        H >= 1, z3.And(B(0, H - 1) + 1 == 3 * p - 2,
+                       z3.ForAll([D, I1], z3.Implies(z3.And(D >= 0, D < p, I1 >= 0, I1 < H),
+                                                     z3.And(B(D, I1) + 1 <= 3 * p - 2, F(D, I1) + 1 <= 3 * p - 2))))))
+    return ths
+
+
+def theorems(family: str, f: int, b: int) -> list[Theorem]:
+    """The theorems of a provable family at integer costs F=f, B=b.
+
+    Example:
+        >>> [t.name for t in theorems("gpipe", 1, 2)][:3]
+        ['starts', 'dep F<-F', 'dep B<-F']
+    """
+    if family in ("gpipe", "1f1b"):
+        return _linear_theorems(family, f, b)
+    if family == "chimera":
+        if (f, b) != (1, 1):
+            raise ParameterError("costs", f"F={f},B={b}", "chimera's closed form is proved at F=B=1 only")
+        return _chimera_theorems()
+    raise ParameterError("family", family, f"no closed form to prove; provable: {', '.join(PROVABLE)}")
+
+
+def closed_form_starts(family: str, p: int, m: int, f: int, b: int) -> dict[str, float]:
+    """Start of every op by the closed form (text -> time).
+
+    Example:
+        >>> closed_form_starts("gpipe", 2, 1, 1, 2)
+        {'0F0': 0, '0B0': 4, '1F0': 1, '1B0': 2}
+    """
+    out: dict[str, float] = {}
+    if family == "chimera":
+        h = p // 2
+        for mb in range(m):
+            i = mb % h  # index within its pipe (the first h go down, the rest up)
+            for s in range(p):
+                out[f"{s}F{mb}"] = chimera_f(p, s, i)
+                out[f"{s}B{mb}"] = chimera_b(p, s, i)
+        return out
+    Ff, Bf = (gpipe_f, gpipe_b) if family == "gpipe" else (f1b1_f, f1b1_b)
+    for d in range(p):
+        for j in range(m):
+            out[f"{d}F{j}"] = Ff(p, m, d, j, f, b)
+            out[f"{d}B{j}"] = Bf(p, m, d, j, f, b)
+    return out
+
+
+def grid_check(family: str, f: int, b: int, ps: range = range(2, 9), ms: range = range(1, 13)) -> tuple[int, list[str]]:
+    """Compare the closed form with the generator's slot timeline on a grid; returns
+    ``(schedules compared, mismatches)``.
+
+    Example:
+        >>> grid_check("1f1b", 1, 2, range(2, 4), range(1, 4))
+        (6, [])
+    """
+    n, bad = 0, []
+    for p in ps:
+        for m in ([p] if family == "chimera" else ms):
+            try:
+                s = build(family, p=p, m=m)
+            except ParameterError:
+                continue
+            n += 1
+            tl = run(s, CostModel.abstract(s.placement, F=f, B=b), semantics="slot")
+            cf = closed_form_starts(family, p, m, f, b)
+            for op, st in zip(tl.ops, tl.start):
+                if abs(cf[str(op)] - float(st)) > 1e-9:
+                    bad.append(f"p={p} m={m} {op}: closed form {cf[str(op)]}, generator {float(st):g}")
+                    break
+    return n, bad
+
+
+def prove_family(family: str, costs: tuple[tuple[int, int], ...] | None = None,
+                 on_result: Callable[[str, Result], None] | None = None) -> list[tuple[str, Result]]:
+    """Prove every theorem of a family at each cost setting, then the grid agreement.
+
+    Returns ``(label, result)`` pairs; ``on_result`` is called as each one is done.
+
+    Example:
+        >>> res = prove_family("gpipe", ((1, 2),))
+        >>> all(r.status == "proved" for _, r in res), len(res)
+        (True, 11)
+    """
+    if costs is None:
+        costs = ((1, 1),) if family == "chimera" else COSTS
+    out = []
+    for f, b in costs:
+        label = f"{family} F={f},B={b}"
+        for th in theorems(family, f, b):
+            r = prove(th)
+            out.append((label, r))
+            if on_result:
+                on_result(label, r)
+        t = time.perf_counter()
+        n, bad = grid_check(family, f, b, range(2, 17) if family == "chimera" else range(2, 9))
+        ps = "p in 2..16 even, m = p" if family == "chimera" else "p in 2..8, m in 1..12"
+        r = Result("agrees with generator", f"closed form == slot timeline of `{family}` for {ps} ({n} schedules)",
+                   "proved" if not bad else "counterexample", {} if not bad else {"mismatches": len(bad)},
+                   time.perf_counter() - t)
+        if bad:
+            r = Result(r.name, r.statement + "; first: " + bad[0], r.status, r.counterexample, r.seconds)
+        out.append((label, r))
+        if on_result:
+            on_result(label, r)
+    return out

@@ -1,0 +1,77 @@
+"""Proofs for all sizes: the closed forms are proved by Z3, agree with hand-worked timelines, and a
+wrong claim yields a counterexample that really violates it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import z3
+
+from ppverify.cli import main
+from ppverify.verify.closed_forms import chimera_b, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, zmin
+from ppverify.verify.prove import P, M, D, J, Theorem, closed_form_starts, prove, prove_family
+
+
+@pytest.mark.parametrize("family", ["gpipe", "1f1b", "chimera"])
+def test_every_theorem_proved(family):
+    res = prove_family(family)
+    assert res and all(r.status == "proved" for _, r in res), [r.to_text() for _, r in res if r.status != "proved"]
+    names = {r.name for _, r in res}
+    assert {"dep F<-F", "dep B<-F", "dep B<-B", "memory", "makespan", "agrees with generator"} <= names
+
+
+def test_1f1b_closed_form_by_hand():
+    # p=2, m=2, F=1, B=2, worked by hand: device 1 runs 1F0 [1,2) 1B0 [2,4) 1F1 [4,5) 1B1 [5,7);
+    # device 0 runs 0F0 [0,1) 0F1 [1,2), waits for 1B0, 0B0 [4,6), waits for 1B1, 0B1 [7,9)
+    cf = closed_form_starts("1f1b", 2, 2, 1, 2)
+    assert cf == {"0F0": 0, "0F1": 1, "0B0": 4, "0B1": 7, "1F0": 1, "1B0": 2, "1F1": 4, "1B1": 5}
+
+
+def test_gpipe_makespan_by_formula():
+    # (m + p - 1)(tF + tB) = 7 * 3 = 21 at p = m = 4, F=1, B=2 (REFERENCE.md §1)
+    assert gpipe_b(4, 4, 0, 3, 1, 2) + 2 == 21
+    assert f1b1_b(4, 4, 0, 3, 1, 2) + 2 == 21
+
+
+def test_chimera_unit_by_hand():
+    # p=4 basic unit at F=B=1 (Chimera paper fig.: 10 slots); device 1 runs pipe 0 stage 1 and
+    # pipe 1 stage 2: 1F0@1, 2F2@2, 1F1@3, 2F3@4, 2B2@5, 1B0@6, 2B3@7, 1B1@8
+    assert [chimera_f(4, 1, i) for i in range(2)] == [1, 3]
+    assert [chimera_f(4, 2, i) for i in range(2)] == [2, 4]
+    assert [chimera_b(4, 2, i) for i in range(2)] == [5, 7]
+    assert [chimera_b(4, 1, i) for i in range(2)] == [6, 8]
+    assert chimera_b(4, 0, 1) + 1 == 10
+
+
+def test_wrong_memory_bound_gives_a_real_counterexample():
+    # claim 1F1B device d holds at most min(p-d, m) - 1: false; the counterexample must violate it
+    f, b = 1, 2
+    I0 = z3.Int("i0")
+    F = lambda d, j: f1b1_f(P, M, d, j, f, b)  # noqa: E731
+    B = lambda d, j: f1b1_b(P, M, d, j, f, b)  # noqa: E731
+    held = z3.And(P >= 2, M >= 1, D >= 0, D < P, I0 >= 0, I0 <= J, J < M, B(D, I0) + b > F(D, J),
+                  z3.Or(I0 == 0, B(D, I0 - 1) + b <= F(D, J)))
+    r = prove(Theorem("too tight", "...", held, J - I0 + 1 <= zmin(P - D, M) - 1))
+    assert r.status == "counterexample"
+    c = r.counterexample
+    p, m, d, j, i0 = c["p"], c["m"], c["d"], c["j"], c["i0"]
+    held_now = [i for i in range(m) if f1b1_f(p, m, d, i, f, b) <= f1b1_f(p, m, d, j, f, b) < f1b1_b(p, m, d, i, f, b) + b]
+    assert len(held_now) == j - i0 + 1 > min(p - d, m) - 1
+
+
+def test_wrong_closed_form_is_caught_by_a_dependency():
+    # a 1F1B variant whose warm-up forwards are not delayed by the stage index violates F<-F
+    r = prove(Theorem("bad", "F(d,j) = j", z3.And(P >= 2, M >= 1, D >= 1, D < P, J >= 0, J < M),
+                      gpipe_f(P, M, 0, J, 1, 1) >= gpipe_f(P, M, 0, J, 1, 1) + 1))
+    assert r.status == "counterexample"
+
+
+def test_cli_prove(capsys):
+    assert main(["prove", "gpipe", "--costs", "F=1,B=2"]) == 0
+    out = capsys.readouterr().out
+    assert "== gpipe F=1,B=2" in out and out.count("... proved") == 11 and "11/11 proved" in out
+    assert main(["prove", "chimera", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert all(x["status"] == "proved" for x in data)
+    assert main(["prove", "hanayo"]) == 2
