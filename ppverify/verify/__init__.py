@@ -123,8 +123,8 @@ def verify(
     scope = f" (for the {n_ok} ops that pass the structural rules)" if struct_v else ""
     explicit = "explicit" if has_explicit_comms(schedule) else "derived (SEND right after the producer, RECV right before the consumer)"
     if not any(v.prop == "dependencies" for v in order_v):
-        proved.append(("dependencies", f"all {nedges} edges of the step's DAG hold in program order, "
-                                       f"incl. W after its own I{scope}"))
+        wi = ", incl. W after its own I" if clean.has_split_backward else ""
+        proved.append(("dependencies", f"all {nedges} edges of the step's DAG hold in program order{wi}{scope}"))
     proved.append(("exclusivity", f"one compute op (or overlapped slot) at a time on each of the {schedule.p} devices"))
     if not any(v.prop == "deadlock" for v in order_v):
         proved.append(("deadlock", f"a complete execution exists under {comm_semantics} point-to-point semantics"
@@ -139,8 +139,8 @@ def verify(
         timings["memory_s"] = time.perf_counter() - t2
         if not mem_v:
             pk = f" (peaks {', '.join(f'{x:g}' for x in peaks)})" if peaks else ""
-            proved.append(("memory", f"activations <= {memory_cap:g} {costs.memory_unit} on every device at every "
-                                     f"instant{pk}"))
+            proved.append(("memory", f"activation memory <= {memory_cap:g} ({costs.memory_unit}) on every device "
+                                     f"at every instant{pk}"))
     time_v: list[Violation] = []
     witness = None
     if makespan_le is None:
