@@ -266,3 +266,18 @@ def test_cli_out_of_range_file_is_invalid_not_an_error(tmp_path, capsys):
     assert main(["verify", str(f)]) == 1
     out = capsys.readouterr().out
     assert "0F9" in out and "3B0" in out and out.count("does not exist") == 2
+
+
+def test_memory_cap_in_bytes_with_presets(capsys):
+    # GPT-3 13B (h=5120, a=40, s=2048, 40 layers) on p=4: 10 layers per stage, each holding
+    # s*b*h*(34 + 5*a*s/h) = 2048*5120*114 bytes (Korthikanti et al., REFERENCE §2), so one
+    # microbatch on stage 0 holds A = 11,953,766,400 bytes; 1F1B device 0 holds min(p, m) = 4 of them
+    A = 10 * 2048 * 5120 * (34 + 5 * 40 * 2048 // 5120)
+    assert A == 11_953_766_400
+    base = ["verify", "1f1b", "-p", "4", "-m", "8", "--system", "dgx-h100", "--model", "gpt3-13b"]
+    assert main(base + ["--memory-cap", str(4 * A)]) == 0
+    capsys.readouterr()
+    assert main(base + ["--memory-cap", str(4 * A - 1), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert [v["message"] for v in data["violations"]] == [f"device 0 holds {4 * A} bytes when 0F3 starts (cap {4 * A - 1:g})"]
+    assert data["violations"][0]["core"] == ["0F0", "0F1", "0F2", "0F3"]

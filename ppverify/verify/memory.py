@@ -112,7 +112,7 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
     for name, d, k in caps:
         bad = z3.is_false(m3.eval(z3.Bool(f"ok{name}")))
         if bad and not prev_bad.get(d):
-            out.append(_explain(dag, ints, slots[d], k, d, cap_i, scale, cap))
+            out.append(_explain(dag, ints, slots[d], k, d, cap_i, scale, cap, costs.memory_unit))
         prev_bad[d] = bad
     return out, peaks
 
@@ -126,7 +126,8 @@ def _peaks(model: z3.ModelRef, caps: list[tuple[str, int, int]], p: int, scale: 
     return peaks
 
 
-def _explain(dag: StepDAG, ints, slots: list[list[int]], k: int, d: int, cap_i: int, scale: int, cap: float) -> Violation:
+def _explain(dag: StepDAG, ints, slots: list[list[int]], k: int, d: int, cap_i: int, scale: int, cap: float,
+             unit: str) -> Violation:
     """Minimal set of activations held at the start of slot k whose sum exceeds the cap."""
     held: dict[tuple[int, int], int] = {}  # (stage, mb) -> amount still held
     first_f: dict[tuple[int, int], Op] = {}
@@ -158,6 +159,5 @@ def _explain(dag: StepDAG, ints, slots: list[list[int]], k: int, d: int, cap_i: 
                        key=lambda t: (len(t), t)))
     level = Fraction(sum(a for _, a in live), scale)
     starter = dag.ops[slots[k][0]]
-    unit = "activations"
     return Violation("memory", "activation memory <= cap at every instant",
                      f"device {d} holds {_fmt(level)} {unit} when {starter} starts (cap {cap:g})", ops)
