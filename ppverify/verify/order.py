@@ -43,7 +43,7 @@ class OrderProblem:
         >>> a, b = pb.node("0F0", 0), pb.node("0B0", 0)
         >>> pb.edge(a, b, 1, "backward after its forward")
         >>> check_order(pb)
-        []
+        ([], True)
     """
 
     text: list[str] = field(default_factory=list)
@@ -175,31 +175,34 @@ def _core_subproblem(pb: OrderProblem, core_edges: list[int], budget_s: float) -
     return [e for e in core_edges if f"g{e}" in names]
 
 
-def check_order(pb: OrderProblem, max_violations: int = 20, budget_s: float = 60.0) -> list[Violation]:
+def check_order(pb: OrderProblem, max_violations: int = 20, budget_s: float = 30.0) -> tuple[list[Violation], bool]:
     """Decide dependencies, exclusivity and deadlock freedom; every violation with its core.
 
     Violations are found one at a time: the guarded problem's unsat core is minimized, reported,
     and every edge touching its actions set aside before the next check, until the rest is satisfiable (or
-    ``max_violations``/``budget_s`` is reached).
+    ``max_violations``/``budget_s`` is reached). Returns the violations and whether the search
+    was complete (False: stopped at a limit with more violations possibly left).
 
     Example:
         >>> pb = OrderProblem()
         >>> f, w, i = pb.node("0F0", 0), pb.node("0W0", 0), pb.node("0I0", 0)
         >>> pb.edge(f, i, 1, "backward after its forward"); pb.edge(i, w, 1, "W after its own I")
-        >>> [v.message for v in check_order(pb)]
+        >>> [v.message for v in check_order(pb)[0]]
         ['device 0 runs 0W0 before 0I0, which it needs']
     """
     if is_orderable(pb):
-        return []
+        return [], True
     deadline = time.monotonic() + budget_s
     s = idl_solver()
     s.from_string(_text(pb, guarded=True))
     lits = [z3.Bool(f"g{e}") for e in range(len(pb.edges))]
     active = set(range(len(pb.edges)))
     out: list[Violation] = []
+    complete = False
     while len(out) < max_violations and time.monotonic() < deadline:
         r = s.check(*[lits[e] for e in sorted(active)])
         if r != z3.unsat:
+            complete = True
             break
         core = [int(str(x)[1:]) for x in s.unsat_core()]
         core = _core_subproblem(pb, core, max(1.0, deadline - time.monotonic()))
@@ -208,7 +211,7 @@ def check_order(pb: OrderProblem, max_violations: int = 20, budget_s: float = 60
         # when it closes several cycles
         named = {x for e in core for x in pb.edges[e][:2]}
         active = {e for e in active if pb.edges[e][0] not in named and pb.edges[e][1] not in named}
-    return out
+    return out, complete
 
 
 def describe_cycle(pb: OrderProblem, core: list[int]) -> Violation:

@@ -5,9 +5,10 @@ The rules (one Z3 constraint each):
 * range: an op's stage is in ``0..S-1`` and its microbatch in ``0..m-1``;
 * placement: an op runs on ``place(pipe(mb), stage)``; ``place`` and ``pipe`` are Z3 functions
   axiomatized by the placement table and the microbatch -> pipe map;
-* once: every required op occurs exactly once, every other op zero times (the required set comes
-  from :func:`ppverify.dag.required_ops`: F, and B or I+W per stage and microbatch);
-* mixing: a (stage, microbatch) has a full backward B or a split I+W, never both.
+* once: every required op occurs exactly once (the required set comes from
+  :func:`ppverify.dag.required_ops`: F, and B or I+W per stage and microbatch);
+* mixing: a (stage, microbatch) has a full backward B or a split I+W, never both (the only
+  way an in-range op can be outside the required set).
 
 Fast path: every rule asserted, one check; sat proves all of them. On unsat every rule gets an
 indicator ``ok_r = rule_r`` and one model tells which rules fail (ground rules have one value);
@@ -78,9 +79,9 @@ def _rules(schedule: Schedule, occs: list[Occurrence]) -> tuple[list[str], list[
     required_list = required_ops(schedule)
     required = set(required_list)
     split = split_pairs(schedule)
-    extra = [op for op in by_id if op not in required]
+    # ops outside the required set can only be B's of split pairs: the mixing rule covers them
     counts = {0: "(+ 0)", 1: "(+ 0 1)"}
-    for n, op in enumerate(required_list + extra):
+    for n, op in enumerate(required_list):
         ks = by_id.get(op, [])
         c = len(ks)
         if c not in counts:
