@@ -281,3 +281,22 @@ def test_memory_cap_in_bytes_with_presets(capsys):
     data = json.loads(capsys.readouterr().out)
     assert [v["message"] for v in data["violations"]] == [f"device 0 holds {4 * A} bytes when 0F3 starts (cap {4 * A - 1:g})"]
     assert data["violations"][0]["core"] == ["0F0", "0F1", "0F2", "0F3"]
+
+
+@pytest.mark.parametrize("family", [f.name for f in families()])
+def test_timing_claim_agrees_with_the_async_engine(family):
+    # cross-check of two abstractions: the smallest T that Z3 accepts for "makespan <= T" equals
+    # the async engine's makespan (program order, ASAP, per-hop delay, no collectives)
+    for p, m in ((4, 8), (2, 4), (3, 6)):
+        try:
+            s = build(family, p=p, m=m)
+        except ParameterError:
+            continue
+        c = CostModel.abstract(s.placement, F=1, B=2)
+        comm = FixedDelay(0.25)
+        ms = run(s, c, comm, semantics="async", sync="none").makespan
+        assert verify(s, c, comm, makespan_le=ms).valid, (family, p, m, ms)
+        r = verify(s, c, comm, makespan_le=ms - 0.01)
+        assert [v.prop for v in r.violations] == ["timing"], (family, p, m)
+        return
+    pytest.skip(f"{family}: no sample inside its rules")
