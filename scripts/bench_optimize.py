@@ -43,9 +43,10 @@ def line(cols: list[str]) -> str:
 
 
 def run_point(pr: Problem, limit: float, workers: int, seed: int, ref: int | None, label: str, p: int, m: int,
-              c: float, capx: int) -> dict:
+              c: float, capx: int, plain: bool = False) -> dict:
     t = time.monotonic()
-    res = optimize(pr, time_limit=limit, workers=workers, seed=seed)
+    extra = dict(symmetry=False, redundant_bounds=False, hints=False, relax_share=0.0) if plain else {}
+    res = optimize(pr, time_limit=limit, workers=workers, seed=seed, **extra)
     wall = time.monotonic() - t
     gap = res.gap
     beats = "" if ref is None or res.objective is None else ("<= ref" if res.objective <= ref else f"+{100 * (res.objective / ref - 1):.2f}%")
@@ -64,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit-zb", type=float, default=600.0)
     ap.add_argument("--rows", type=int, nargs="*", default=None, help="zb_settings rows (0-based) to run")
     ap.add_argument("--caps", type=int, nargs="*", default=[1, 2], help="caps as multiples of p*M_F (zb rows)")
+    ap.add_argument("--plain", action="store_true",
+                    help="also run plain CP-SAT (no bounds, no symmetry breaking, no hints) on the first zb row at "
+                         "cap p for --time-limit-plain seconds, to show what model strength brings")
+    ap.add_argument("--time-limit-plain", type=float, default=120.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -90,6 +95,14 @@ def main(argv: list[str] | None = None) -> int:
                 ref = row["zb1p_span"] if capx == 1 else row["zb2p_span"]
                 pr = Problem(pl, m, costs, FixedDelay(row["c"]), split=True, memory_cap=capx * p, objective="span")
                 run_point(pr, args.time_limit_zb, args.workers, args.seed, ref, f"zb#{n}", p, m, row["c"], capx)
+    if args.plain:
+        row = zb_rows()[0]
+        p, m = row["p"], row["m"]
+        pl = linear(p)
+        costs = zero_bubble(row["h"], row["a"], 1024).apply(CostModel.abstract(pl, F=row["f"], I=row["i"], W=row["w"]))
+        pr = Problem(pl, m, costs, FixedDelay(row["c"]), split=True, memory_cap=p, objective="span")
+        run_point(pr, args.time_limit_plain, args.workers, args.seed, row["zb1p_span"], "plain0", p, m, row["c"], 1,
+                  plain=True)
     return 0
 
 

@@ -255,3 +255,57 @@ def test_memory_cap_in_bytes_matches_multiple():
                                            "--memory-model", "zero-bubble:h=2304,a=24,s=1024,layers=2"]))[0]
     b = problem_from_args(build_namespace(["-p", "2", "--memory-cap", "3"]))[0]
     assert a.memory_cap == pytest.approx(b.memory_cap) == pytest.approx(3.0)
+
+
+# ---- issue targets (the benchmark's points that are quick enough for tests) ---------------------
+
+def test_unit_costs_cap_p_no_comm_is_zb_h1_bubble():
+    """F=I=W=1, c=0, cap p*M_F (zero-bubble memory model): proven optimal at the ZB-H1 value
+    m(tF+tI+tW) + (p-1)(tF+tI-tW) (Qi et al. 2024's ZB-H1 bubble)."""
+    p, m = 8, 32
+    pl = linear(p)
+    costs = zero_bubble(2304, 24, 1024).apply(CostModel.abstract(pl, F=1, I=1, W=1))
+    res = optimize(Problem(pl, m, costs, FixedDelay(0), split=True, memory_cap=p), time_limit=60)
+    assert res.status == "OPTIMAL" and res.objective == 3 * m + (p - 1) * 1
+    assert res.wall_s < 60
+
+
+def test_zero_bubble_reference_span_proven_optimal_at_cap_p():
+    from importlib import resources
+    import csv
+
+    text = resources.files("ppverify").joinpath("data/zb_settings.csv").read_text()
+    row = next(csv.DictReader(ln for ln in text.splitlines() if ln and not ln.startswith("#")))
+    p, m, f, i, w, c = (int(row[k]) for k in "p m f i w c".split())
+    pl = linear(p)
+    costs = zero_bubble(int(row["h"]), int(row["a"]), 1024).apply(CostModel.abstract(pl, F=f, I=i, W=w))
+    pr = Problem(pl, m, costs, FixedDelay(c), split=True, memory_cap=p, objective="span")
+    res = optimize(pr, time_limit=60)
+    assert res.status == "OPTIMAL" and res.objective == int(row["zb1p_span"])
+    check_valid(res, pr)
+
+
+@pytest.mark.slow
+def test_unit_costs_cap_p_with_comm_proven_optimal():
+    p, m = 8, 32
+    pl = linear(p)
+    costs = zero_bubble(2304, 24, 1024).apply(CostModel.abstract(pl, F=1, I=1, W=1))
+    pr = Problem(pl, m, costs, FixedDelay(1), split=True, memory_cap=p)
+    res = optimize(pr, time_limit=120)
+    assert res.status == "OPTIMAL"
+    for fam in ("zb-h1", "1f1b-split"):
+        tl = run(build(fam, p=p, m=m), costs, FixedDelay(1), "async")
+        if tl.peak_memory().max() <= p:  # only schedules within the cap compete
+            assert res.objective <= tl.makespan
+    check_valid(res, pr)
+
+
+def test_evaluate_reports_a_deadlocking_order():
+    from ppverify.ops import Op
+
+    s = build("1f1b", p=2, m=2)
+    F0, B0, F1, B1 = (Op(k, 0, mb) for k, mb in (("F", 0), ("B", 0), ("F", 1), ("B", 1)))
+    # device 1 runs microbatch 1 first, device 0 waits for 1B0 before 0F1: a deadlock
+    bad = s.with_programs(((F0, B0, F1, B1), (F1._replace(stage=1), F0._replace(stage=1), B0._replace(stage=1), B1._replace(stage=1))))
+    res = evaluate(bad, CostModel.abstract(s.placement, F=1, B=2), time_limit=5)
+    assert res.status == "INFEASIBLE" and "deadlock" in res.reason

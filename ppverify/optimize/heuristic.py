@@ -15,7 +15,7 @@ from typing import Sequence
 from ..dag import build_dag, structural_problems
 from ..engines.core import list_schedule
 from ..errors import PPVerifyError
-from ..ops import B, F, I, W, Op, Overlap, compute_ops
+from ..ops import B, F, I, W, Op, compute_ops
 from ..schedule import Schedule
 from .problem import Instance
 
@@ -122,10 +122,13 @@ def adapt_schedule(schedule: Schedule, split: bool) -> tuple[tuple[Op, ...], ...
     return tuple(out)
 
 
-def family_candidates(inst: Instance) -> list[Candidate]:
+def family_candidates(inst: Instance, deadline: float | None = None) -> list[Candidate]:
     """Every registered family (default parameters, plus ``v`` chunks for the loop placement) whose
     placement and microbatch pipes match the instance, timed; those breaking the cap are left out.
+    Stops building further families once ``time.monotonic()`` passes ``deadline``.
     """
+    import time
+
     from ..schedules import families
     from ..schedules import build
 
@@ -138,6 +141,8 @@ def family_candidates(inst: Instance) -> list[Candidate]:
     if pl.name == "wave":
         tries.append({"waves": pl.num_stages // (2 * pl.p)})
     for fam in families():
+        if deadline is not None and time.monotonic() > deadline and out:
+            break
         names = {prm.name for prm in fam.params}
         for extra in tries:
             if not set(extra) <= names:
@@ -404,7 +409,7 @@ def best_candidate(inst: Instance, use_families: bool = True, deadline: float | 
     stops trying further greedy variants once ``time.monotonic()`` passes ``deadline``."""
     import time
 
-    cands = family_candidates(inst) if use_families else []
+    cands = family_candidates(inst, deadline) if use_families else []
     for prio, look, infl, wait in greedy_rules(inst):
         if deadline is not None and time.monotonic() > deadline and cands:
             break

@@ -29,7 +29,7 @@ from typing import Sequence
 from ortools.sat.python import cp_model
 
 from ..ops import B, F, I, W, Op
-from .bounds import Bounds
+from .bounds import Bounds, heads_tails
 from .problem import Instance
 
 
@@ -74,8 +74,6 @@ def build_model(
     horizon = sum(inst.dur) + sum(sum(row) for row in inst.delay)
     if upper is not None and objective == "makespan":
         horizon = min(horizon, upper)
-    from .bounds import heads_tails
-
     head, tail = heads_tails(inst)
     start = [
         model.new_int_var(head[i], max(head[i], horizon - inst.dur[i] - tail[i]), f"start_{dag.ops[i]}")

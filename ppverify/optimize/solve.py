@@ -13,8 +13,7 @@ from ortools.sat.python import cp_model
 
 from ..comm import NO_COMM, CommModel
 from ..costs import CostModel
-from ..dag import build_dag
-from ..errors import ParameterError
+from ..errors import DeadlockError, ParameterError
 from ..ops import Op, Overlap
 from ..schedule import Schedule
 from ..timeline import Timeline
@@ -82,12 +81,14 @@ def optimize(
     symmetry: bool = True,
     redundant_bounds: bool = True,
     relax_share: float = 0.3,
+    hints: bool = True,
 ) -> OptimizeResult:
     """Minimize the problem's objective with CP-SAT, starting from the best family or greedy
     schedule; returns the best schedule and a proven lower bound even on timeout.
 
-    ``symmetry``/``redundant_bounds`` switch off the model-strength constraints (to measure
-    them); the bounds are still reported. ``relax_share`` of the time limit goes to the
+    ``symmetry``/``redundant_bounds``/``hints`` switch off the model-strength constraints and the
+    starting schedules (to measure what they bring; all off is plain CP-SAT); the analytic
+    bounds are still reported. ``relax_share`` of the time limit goes to the
     one-device relaxation bound (:mod:`.relax`) when the starting schedule is not already proven
     optimal by the analytic bounds.
 
@@ -110,7 +111,7 @@ def optimize(
     if reason:
         return OptimizeResult("INFEASIBLE", objective=None, bound=float("inf"), wall_s=time.monotonic() - t0,
                               schedule=None, timeline=None, hint=None, hint_objective=None, reason=reason, **common)
-    best: Candidate | None = best_candidate(inst, use_families, deadline=t0 + 0.25 * time_limit)
+    best: Candidate | None = best_candidate(inst, use_families, deadline=t0 + 0.25 * time_limit) if hints else None
     hint = canonical_starts(inst, best.starts) if (best is not None and symmetry) else (best.starts if best else None)
     floor = bounds.best if redundant_bounds else 0
     if best is not None and best.objective <= floor:
@@ -125,7 +126,8 @@ def optimize(
         # the one-device relaxation (relax.py): a small exact model per device, a share of the time
         from dataclasses import replace
 
-        relax_best, relax_per = relaxation_bound(inst, bounds, relax_share * time_limit, workers, seed)
+        budget = min(relax_share * time_limit, 0.5 * (time_limit - (time.monotonic() - t0)))
+        relax_best, relax_per = relaxation_bound(inst, bounds, max(0.0, budget), workers, seed)
         bounds = replace(bounds, device_relaxation=relax_best,
                          per_device=tuple(max(a, b) for a, b in zip(bounds.per_device, relax_per)))
         common["bounds"] = bounds.as_dict(inst.tick)
@@ -143,7 +145,8 @@ def optimize(
     code = solver.solve(built.model)
     status = cp_status = _STATUS.get(code, "UNKNOWN")
     solver_bound = solver.best_objective_bound if status in ("OPTIMAL", "FEASIBLE", "UNKNOWN") else None
-    bound_ticks = max(bounds.best, int(np.ceil(solver_bound - 1e-9)) if solver_bound is not None and np.isfinite(solver_bound) else 0)
+    # without redundant bounds (plain CP-SAT) only what the solver proved is reported
+    bound_ticks = max(floor, int(np.ceil(solver_bound - 1e-9)) if solver_bound is not None and np.isfinite(solver_bound) else 0)
     starts = None
     value = None
     if status in ("OPTIMAL", "FEASIBLE"):
@@ -233,9 +236,11 @@ def evaluate(
                   time_unit=costs.time_unit)
     try:
         asap = time_programs(inst, [[inst.dag.ops[i] for i in prog] for prog in order], schedule.family)
-        hint = asap.starts
-    except ParameterError:
-        hint = None
+    except DeadlockError as exc:
+        return OptimizeResult("INFEASIBLE", objective=None, bound=bounds.best * inst.tick, wall_s=time.monotonic() - t0,
+                              schedule=schedule, timeline=None, hint=schedule.family, hint_objective=None,
+                              reason=f"the program order cannot run: {exc}", **common)
+    hint = asap.starts
     built = build_model(inst, bounds, order=order, hint=hint)
     solver = _solver(time_limit, workers, seed)
     status = _STATUS.get(solver.solve(built.model), "UNKNOWN")
@@ -252,5 +257,5 @@ def evaluate(
     tl = Timeline(schedule, costs, "cp-sat", tl.ops, tl.device, tl.start, tl.end, info=tl.info)
     return OptimizeResult(status, objective=value * inst.tick, bound=min(bound, value) * inst.tick,
                           wall_s=time.monotonic() - t0, schedule=schedule, timeline=tl, hint=schedule.family,
-                          hint_objective=asap.objective * inst.tick if hint is not None else None,
+                          hint_objective=asap.objective * inst.tick,
                           solver=stats, **common)

@@ -125,7 +125,8 @@ def problem_from_args(args: argparse.Namespace):
     else:
         split = args.backward == "split"
     mm = parse_memory_model(args.memory_model or DEFAULT_MEMORY_MODEL)
-    if args.memory_model or not ctx.preset_mode:
+    applied = bool(args.memory_model) or not ctx.preset_mode
+    if applied:
         costs = mm.apply(costs)
     cap = None
     if args.memory_cap is not None:
@@ -138,7 +139,8 @@ def problem_from_args(args: argparse.Namespace):
         else:
             cap = float(Fraction(multiple) * Fraction(max(costs.activation)).limit_denominator(10**6))
     info = {"placement": placement.name, "p": placement.p, "m": m, "stages": placement.num_stages,
-            "costs": costs.label or "custom", "comm": _comm_text(ctx), "memory_model": mm.name,
+            "costs": costs.label or "custom", "comm": _comm_text(ctx),
+            "memory_model": mm.name if applied else "the model preset's activation memory",
             "memory_cap": args.memory_cap, "backward": "split" if split else "full"}
     pr = Problem(placement, m, costs, ctx.comm, split, cap, args.objective, pipes)
     return pr, sched, info
