@@ -115,7 +115,7 @@ def _text(pb: OrderProblem, guarded: bool, edge_ids: list[int] | None = None, no
     return "\n".join(lines)
 
 
-def _compact_text(pb: OrderProblem) -> str:
+def _compact_text(pb: OrderProblem, active: set[int] | None = None) -> str:
     """The fast-path encoding, exact but smaller:
 
     * an edge between two nodes of one device becomes the ground atom ``rank_b - rank_a >= c``:
@@ -127,7 +127,9 @@ def _compact_text(pb: OrderProblem) -> str:
     touched = set()
     ground = []
     cross = []
-    for a, b, c, _ in pb.edges:
+    for e, (a, b, c, _) in enumerate(pb.edges):
+        if active is not None and e not in active:
+            continue
         if a != b and pb.device[a] == pb.device[b] >= 0:
             ground.append(f"(assert (>= {num(pb.rank[b] - pb.rank[a])} {num(c)}))")
         else:
@@ -139,7 +141,7 @@ def _compact_text(pb: OrderProblem) -> str:
     return "\n".join(lines + ground + [f"(assert {a})" for a in reversed(atoms)])
 
 
-def is_orderable(pb: OrderProblem) -> bool:
+def is_orderable(pb: OrderProblem, active: set[int] | None = None) -> bool:
     """Fast path: all constraints asserted (compact encoding), no tracking. True iff an
     execution exists.
 
@@ -151,35 +153,94 @@ def is_orderable(pb: OrderProblem) -> bool:
         False
     """
     s = idl_solver()
-    s.from_string(_compact_text(pb))
+    s.from_string(_compact_text(pb, active))
     return s.check() == z3.sat
 
 
-def _core_subproblem(pb: OrderProblem, core_edges: list[int], budget_s: float) -> list[int]:
+def _positive_cycle(pb: OrderProblem, edge_ids: list[int], max_tries: int = 200) -> list[int] | None:
+    """A candidate minimal core: the guarded edges of one directed cycle, through at least one
+    strictly positive step, in the graph of ``edge_ids`` plus program order between their nodes.
+    Such a cycle sums to a positive bound ``t_x - t_x >= c > 0``: infeasible. Z3 still decides
+    it (and its minimality); this only saves deletion steps on large cores."""
+    from collections import deque
+
+    nodes = sorted({x for e in edge_ids for x in pb.edges[e][:2]})
+    succ: dict[int, list[tuple[int, int, int]]] = {n: [] for n in nodes}  # (next, weight, edge id or -1)
+    for e in edge_ids:
+        a, b, c, _ = pb.edges[e]
+        succ[a].append((b, c, e))
+    by_dev: dict[int, list[int]] = {}
+    for n in nodes:
+        if pb.device[n] >= 0:
+            by_dev.setdefault(pb.device[n], []).append(n)
+    for chain in by_dev.values():
+        chain.sort(key=lambda n: pb.rank[n])
+        for a, b in zip(chain, chain[1:]):
+            w = pb.rank[b] - pb.rank[a]
+            succ[a].append((b, w, -1))
+            if w == 0:
+                succ[b].append((a, 0, -1))
+    positive = [(a, b, e) for a in nodes for b, w, e in succ[a] if w > 0]
+    for a, b, e in positive[:max_tries]:
+        prev: dict[int, tuple[int, int]] = {b: (-1, -1)}
+        queue = deque([b])
+        while queue and a not in prev:
+            u = queue.popleft()
+            for v, _, eid in succ[u]:
+                if v not in prev:
+                    prev[v] = (u, eid)
+                    queue.append(v)
+        if a in prev:
+            used = [e] if e >= 0 else []
+            v = a
+            while v != b:
+                u, eid = prev[v]
+                if eid >= 0:
+                    used.append(eid)
+                v = u
+            return used
+    return None
+
+
+def _core_subproblem(pb: OrderProblem, core_edges: list[int], budget_s: float) -> list[int] | None:
     """Minimize a core on the sub-problem of its own nodes (program order between them kept as
-    the rank-difference facts the full chains imply)."""
-    nodes = sorted({x for e in core_edges for x in pb.edges[e][:2]})
-    s = idl_solver()
-    s.from_string(_text(pb, True, core_edges, nodes))
-    lits = {e: z3.Bool(f"g{e}") for e in core_edges}
+    the rank-difference facts the full chains imply). A positive cycle found in the core is
+    tried first: when Z3 confirms it infeasible, the deletion pass runs on it alone. None when
+    Z3 finds the edges satisfiable."""
+    def solve(edges: list[int]):
+        nodes = sorted({x for e in edges for x in pb.edges[e][:2]})
+        s = idl_solver()
+        s.from_string(_text(pb, True, edges, nodes))
 
-    def check(assume):
-        r = s.check(*assume)
-        return r, (list(s.unsat_core()) if r == z3.unsat else [])
+        def check(assume):
+            r = s.check(*assume)
+            return r, (list(s.unsat_core()) if r == z3.unsat else [])
 
-    res, core = check(list(lits.values()))
-    if res != z3.unsat:  # the full chains were needed after all (cannot happen: facts are implied)
-        return core_edges
-    kept = minimize_core(check, core, budget_s)
-    names = {str(x) for x in kept}
-    return [e for e in core_edges if f"g{e}" in names]
+        return check
+
+    cand = _positive_cycle(pb, core_edges) if len(core_edges) > 8 else None
+    for edges in ([cand] if cand else []) + [core_edges]:
+        check = solve(edges)
+        res, core = check([z3.Bool(f"g{e}") for e in edges])
+        if res != z3.unsat:
+            continue  # (a candidate that Z3 does not confirm is dropped)
+        kept = minimize_core(check, core, budget_s)
+        names = {str(x) for x in kept}
+        return [e for e in edges if f"g{e}" in names]
+    return None
+
+
+#: above this many edges the core search starts from a strongly connected component's cycle
+GUARDED_LIMIT = 20_000
 
 
 def check_order(pb: OrderProblem, max_violations: int = 20, budget_s: float = 30.0) -> tuple[list[Violation], bool]:
     """Decide dependencies, exclusivity and deadlock freedom; every violation with its core.
 
-    Violations are found one at a time: the guarded problem's unsat core is minimized, reported,
-    and every edge touching its actions set aside before the next check, until the rest is satisfiable (or
+    Z3 decides feasibility (the fast path, again after each violation). When infeasible, the
+    relevant sub-problem is one cycle of a strongly connected component; Z3 confirms it unsat and
+    minimizes it; its actions' edges are set aside before the next check, until the rest is
+    satisfiable (or
     ``max_violations``/``budget_s`` is reached). Returns the violations and whether the search
     was complete (False: stopped at a limit with more violations possibly left).
 
@@ -190,28 +251,139 @@ def check_order(pb: OrderProblem, max_violations: int = 20, budget_s: float = 30
         >>> [v.message for v in check_order(pb)[0]]
         ['device 0 runs 0W0 before 0I0, which it needs']
     """
-    if is_orderable(pb):
-        return [], True
     deadline = time.monotonic() + budget_s
-    s = idl_solver()
-    s.from_string(_text(pb, guarded=True))
-    lits = [z3.Bool(f"g{e}") for e in range(len(pb.edges))]
+    large = len(pb.edges) > GUARDED_LIMIT
+    # large problems: Z3 is quick to find a model but slow to refute the whole problem, so the
+    # candidate cycle of a strongly connected component comes first and Z3 refutes just that
+    # (a refuted subset refutes the whole); small ones: the fast path, then Z3's own core
+    if not large and is_orderable(pb):
+        return [], True
     active = set(range(len(pb.edges)))
     out: list[Violation] = []
     complete = False
     while len(out) < max_violations and time.monotonic() < deadline:
-        r = s.check(*[lits[e] for e in sorted(active)])
-        if r != z3.unsat:
+        left = max(1.0, deadline - time.monotonic())
+        core = None
+        if large:
+            cand = _scc_cycle(pb, active)
+            if cand is None and is_orderable(pb, active):
+                complete = True
+                break
+            core = _core_subproblem(pb, cand, left) if cand else None
+        elif out and is_orderable(pb, active):
             complete = True
             break
-        core = [int(str(x)[1:]) for x in s.unsat_core()]
-        core = _core_subproblem(pb, core, max(1.0, deadline - time.monotonic()))
+        if not core:
+            core = _guarded_core(pb, active)
+            if core is None:
+                complete = True
+                break
+            core = _core_subproblem(pb, core, left) or core
         out.append(describe_cycle(pb, core))
         # set aside every constraint on the core's actions: one fault is reported once, even
         # when it closes several cycles
         named = {x for e in core for x in pb.edges[e][:2]}
         active = {e for e in active if pb.edges[e][0] not in named and pb.edges[e][1] not in named}
     return out, complete
+
+
+def _guarded_core(pb: OrderProblem, active: set[int]) -> list[int] | None:
+    """Z3's unsat core of the whole problem with one indicator per active edge (slow on large
+    problems: only a fallback)."""
+    s = idl_solver()
+    s.from_string(_text(pb, guarded=True))
+    r = s.check(*[z3.Bool(f"g{e}") for e in sorted(active)])
+    if r != z3.unsat:
+        return None
+    return [int(str(x)[1:]) for x in s.unsat_core()]
+
+
+def _scc_cycle(pb: OrderProblem, active: set[int]) -> list[int] | None:
+    """Guarded edges of one cycle through a positive step (Tarjan's strongly connected
+    components over active edges + program order, then a breadth-first search inside one)."""
+    from collections import deque
+
+    n = len(pb.text)
+    succ: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+    for e in active:
+        a, b, c, _ = pb.edges[e]
+        succ[a].append((b, c, e))
+    for chain in pb.chains().values():
+        for a, b in zip(chain, chain[1:]):
+            w = pb.rank[b] - pb.rank[a]
+            succ[a].append((b, w, -1))
+            if w == 0:
+                succ[b].append((a, 0, -1))
+    index = [-1] * n
+    low = [0] * n
+    comp = [-1] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    counter = ncomp = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack[root] = True
+        while work:
+            v, k = work[-1]
+            if k < len(succ[v]):
+                work[-1] = (v, k + 1)
+                w = succ[v][k][0]
+                if index[w] < 0:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack[w] = True
+                    work.append((w, 0))
+                elif on_stack[w]:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    comp[w] = ncomp
+                    if w == v:
+                        break
+                ncomp += 1
+    # shortest cycles through a few positive steps; keep the one with the fewest guarded edges
+    size: dict[int, int] = {}
+    for c in comp:
+        size[c] = size.get(c, 0) + 1
+    best: list[int] | None = None
+    tries = 0
+    for a in range(n):
+        for b, w, e in succ[a]:
+            if w <= 0 or comp[a] != comp[b]:
+                continue
+            tries += 1
+            prev: dict[int, tuple[int, int]] = {b: (-1, -1)}
+            queue = deque([b])
+            while queue and a not in prev:
+                u = queue.popleft()
+                for v, _, eid in succ[u]:
+                    if v not in prev and comp[v] == comp[a]:
+                        prev[v] = (u, eid)
+                        queue.append(v)
+            used = [e] if e >= 0 else []
+            v = a
+            while v != b:
+                u, eid = prev[v]
+                if eid >= 0:
+                    used.append(eid)
+                v = u
+            if best is None or len(used) < len(best):
+                best = used
+            if tries >= max(1, min(50, 2_000_000 // size[comp[a]])) or len(best) <= 2:
+                return best
+    return best
 
 
 def describe_cycle(pb: OrderProblem, core: list[int]) -> Violation:
