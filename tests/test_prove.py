@@ -13,12 +13,24 @@ from ppverify.verify.closed_forms import chimera_b, chimera_f, f1b1_b, f1b1_f, g
 from ppverify.verify.prove import P, M, D, J, Theorem, closed_form_starts, prove, prove_family
 
 
-@pytest.mark.parametrize("family", ["gpipe", "1f1b", "chimera"])
+@pytest.mark.parametrize("family", ["gpipe", "1f1b", "chimera", "interleaved-1f1b"])
 def test_every_theorem_proved(family):
     res = prove_family(family)
     assert res and all(r.status == "proved" for _, r in res), [r.to_text() for _, r in res if r.status != "proved"]
     names = {r.name for _, r in res}
     assert {"dep F<-F", "dep B<-F", "dep B<-B", "memory", "makespan", "agrees with generator"} <= names
+
+
+def test_interleaved_m_equals_p_by_hand():
+    # p=3, m=3, v=2, F=1, B=2 in chunk ticks (a chunk op is half a share): device 2 holds stages 2
+    # and 5; its forwards 2F0..2F2 at 2..4, 5F0..5F2 at 5..7; 5B0 starts when they end, at 8;
+    # backwards drain one stage per b = 2 ticks: 4B0 at 10, 3B0 at 12 ... 0B0 at 18, 0B2 at 22
+    from ppverify.verify.closed_forms import interleaved_b, interleaved_f
+
+    assert [interleaved_f(3, 2, 5, j, 1, 2) for j in range(3)] == [5, 6, 7]
+    assert [interleaved_b(3, 2, s, 0, 1, 2) for s in (5, 4, 3, 0)] == [8, 10, 12, 18]
+    # makespan in shares: (p + (p-1)/v)(tF + tB) = (3 + 1) * 3 = 12 = (22 + 2) / 2
+    assert (interleaved_b(3, 2, 0, 2, 1, 2) + 2) / 2 == 12
 
 
 def test_1f1b_closed_form_by_hand():

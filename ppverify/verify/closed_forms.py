@@ -129,6 +129,30 @@ def chimera_b(p: Any, s: Any, i: Any) -> Any:
     return 2 * p - 1 - s + 2 * i
 
 
+def interleaved_f(p: Any, v: int, s: Any, j: Any, f: int, b: int) -> Any:
+    """Interleaved 1F1B with m = p (Megatron: the warm-up is all m*v forwards): start of F of
+    stage s (global, on device s mod p), microbatch j, in chunk-op ticks (a chunk op lasts f/v
+    of a share). The pipeline fills one stage per tick: ``(s + j) f``.
+
+    Example:
+        >>> interleaved_f(3, 2, 5, 0, 1, 2)
+        5
+    """
+    return (s + j) * f
+
+
+def interleaved_b(p: Any, v: int, s: Any, j: Any, f: int, b: int) -> Any:
+    """Interleaved 1F1B with m = p: start of B of stage s, microbatch j (chunk-op ticks). The last
+    device finishes its ``v p`` forwards at ``(v p + p - 1) f``; then the backwards drain like
+    GPipe's over the ``S = v p`` stages: ``(v p + p - 1) f + (S - 1 - s) b + j b``.
+
+    Example:
+        >>> interleaved_b(3, 2, 5, 0, 1, 2), interleaved_b(3, 2, 0, 2, 1, 2)
+        (8, 22)
+    """
+    return (v * p + p - 1) * f + (v * p - 1 - s) * b + j * b
+
+
 FORMS = {
     "gpipe": (gpipe_f, gpipe_b),
     "1f1b": (f1b1_f, f1b1_b),

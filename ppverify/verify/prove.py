@@ -15,9 +15,10 @@ is at most the bound; memory peaks at F starts); the makespan. Then :func:`grid_
 confirms that the closed form *is* the generator's schedule: every op's start equals the slot
 engine's on a grid of sizes.
 
-Chimera (F = B = 1, m = p, p even): both pipes run the 1F1B timeline of p/2 microbatches
-(the 1F1B theorems hold for every m, so for m = p/2); Z3 proves the two pipes never claim the
-same slot of a device, which is Chimera's "merged slot by slot they never collide".
+Chimera (F = B = 1, m = p, p even): both pipes run the same delayed-forward timeline; Z3 also
+proves the two pipes never claim the same slot of a device ("merged slot by slot they never
+collide"). Interleaved 1F1B with m = p (v = 2, 3; stage ``c p + d`` is linear for a constant
+chunk c, so v is fixed per theorem while p is free): all forwards, then a GPipe-like drain.
 """
 
 from __future__ import annotations
@@ -32,9 +33,12 @@ from ..costs import CostModel
 from ..engines import run
 from ..errors import ParameterError
 from ..schedules import build
-from .closed_forms import chimera_b, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, warmup_1f1b, zmin
+from .closed_forms import (chimera_b, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, interleaved_b, interleaved_f,
+                           warmup_1f1b, zmin)
 
-PROVABLE: tuple[str, ...] = ("gpipe", "1f1b", "chimera")
+PROVABLE: tuple[str, ...] = ("gpipe", "1f1b", "chimera", "interleaved-1f1b")
+#: chunk counts proved for interleaved 1F1B (stage = c p + d is linear only for a constant c)
+INTERLEAVED_V: tuple[int, ...] = (2, 3)
 COSTS: tuple[tuple[int, int], ...] = ((1, 1), (1, 2))
 
 
@@ -207,7 +211,44 @@ def _chimera_theorems() -> list[Theorem]:
     return ths
 
 
-def theorems(family: str, f: int, b: int) -> list[Theorem]:
+def _interleaved_theorems(v: int, f: int, b: int) -> list[Theorem]:
+    """Interleaved 1F1B with m = p and v chunks (constant), costs in chunk-op ticks."""
+    F = lambda s, j: interleaved_f(P, v, s, j, f, b)  # noqa: E731
+    B = lambda s, j: interleaved_b(P, v, s, j, f, b)  # noqa: E731
+    base = z3.And(P >= 2, D >= 0, D < P, J >= 0, J < P, K >= 0, K < P)
+    S = v * P
+    q = f"for all p >= 2, m = p, v = {v}, 0 <= d < p, 0 <= j, k < p, every chunk c < {v} (stage s = c p + d)"
+
+    def every(fn):
+        return z3.And([fn(c * P + D, c) for c in range(v)])
+
+    return [
+        Theorem("starts", f"{q}: F(s,j) >= 0", base, every(lambda s, c: F(s, J) >= 0)),
+        Theorem("dep F<-F", f"{q}, s >= 1: F(s,j) >= F(s-1,j) + f", base,
+                every(lambda s, c: z3.Implies(s >= 1, F(s, J) >= F(s - 1, J) + f))),
+        Theorem("dep B<-F", f"{q}: B(s,j) >= F(s,j) + f", base, every(lambda s, c: B(s, J) >= F(s, J) + f)),
+        Theorem("dep B<-B", f"{q}, s <= S-2: B(s,j) >= B(s+1,j) + b", base,
+                every(lambda s, c: z3.Implies(s <= S - 2, B(s, J) >= B(s + 1, J) + b))),
+        Theorem("excl forwards", f"{q}: F(c p+d, j+1) >= F(c p+d, j) + f (j+1 < p) and F((c+1) p+d, 0) >= "
+                                 "F(c p+d, p-1) + f (c+1 < v)", base,
+                every(lambda s, c: z3.And(z3.Implies(J + 1 < P, F(s, J + 1) >= F(s, J) + f),
+                                          F(s + P, 0) >= F(s, P - 1) + f if c + 1 < v else True))),
+        Theorem("excl turn", f"{q}: the first backward B((v-1) p+d, 0) >= the last forward F((v-1) p+d, p-1) + f",
+                base, B((v - 1) * P + D, 0) >= F((v - 1) * P + D, P - 1) + f),
+        Theorem("excl backwards", f"{q}: B(s, j+1) >= B(s, j) + b (j+1 < p) and B((c-1) p+d, 0) >= "
+                                  "B(c p+d, p-1) + b (c >= 1)", base,
+                every(lambda s, c: z3.And(z3.Implies(J + 1 < P, B(s, J + 1) >= B(s, J) + b),
+                                          B(s - P, 0) >= B(s, P - 1) + b if c >= 1 else True))),
+        Theorem("memory", f"{q}: every backward on device d starts after every forward ends, so the device "
+                          f"holds all {v} p chunk activations (p device shares) at its peak and never more", base,
+                z3.And([B(c1 * P + D, J) >= F(c2 * P + D, K) + f for c1 in range(v) for c2 in range(v)])),
+        Theorem("makespan", f"for all p >= 2, m = p, v = {v}: the step ends at B(0, p-1) + b = (v p + p - 1)(f + b) "
+                            f"chunk ticks, i.e. (p + (p-1)/v)(f + b) in device shares", P >= 2,
+                B(0, P - 1) + b == (v * P + P - 1) * (f + b)),
+    ]
+
+
+def theorems(family: str, f: int, b: int, v: int = 2) -> list[Theorem]:
     """The theorems of a provable family at integer costs F=f, B=b.
 
     Example:
@@ -220,10 +261,12 @@ def theorems(family: str, f: int, b: int) -> list[Theorem]:
         if (f, b) != (1, 1):
             raise ParameterError("costs", f"F={f},B={b}", "chimera's closed form is proved at F=B=1 only")
         return _chimera_theorems()
+    if family == "interleaved-1f1b":
+        return _interleaved_theorems(v, f, b)
     raise ParameterError("family", family, f"no closed form to prove; provable: {', '.join(PROVABLE)}")
 
 
-def closed_form_starts(family: str, p: int, m: int, f: int, b: int) -> dict[str, float]:
+def closed_form_starts(family: str, p: int, m: int, f: int, b: int, v: int = 2) -> dict[str, float]:
     """Start of every op by the closed form (text -> time).
 
     Example:
@@ -231,6 +274,12 @@ def closed_form_starts(family: str, p: int, m: int, f: int, b: int) -> dict[str,
         {'0F0': 0, '0B0': 4, '1F0': 1, '1B0': 2}
     """
     out: dict[str, float] = {}
+    if family == "interleaved-1f1b":  # m = p; chunk-op ticks -> share units: divide by v
+        for s in range(v * p):
+            for j in range(m):
+                out[f"{s}F{j}"] = interleaved_f(p, v, s, j, f, b) / v
+                out[f"{s}B{j}"] = interleaved_b(p, v, s, j, f, b) / v
+        return out
     if family == "chimera":
         h = p // 2
         for mb in range(m):
@@ -247,7 +296,8 @@ def closed_form_starts(family: str, p: int, m: int, f: int, b: int) -> dict[str,
     return out
 
 
-def grid_check(family: str, f: int, b: int, ps: range = range(2, 9), ms: range = range(1, 13)) -> tuple[int, list[str]]:
+def grid_check(family: str, f: int, b: int, ps: range = range(2, 9), ms: range = range(1, 13),
+               v: int = 2) -> tuple[int, list[str]]:
     """Compare the closed form with the generator's slot timeline on a grid; returns
     ``(schedules compared, mismatches)``.
 
@@ -257,14 +307,14 @@ def grid_check(family: str, f: int, b: int, ps: range = range(2, 9), ms: range =
     """
     n, bad = 0, []
     for p in ps:
-        for m in ([p] if family == "chimera" else ms):
+        for m in ([p] if family in ("chimera", "interleaved-1f1b") else ms):
             try:
-                s = build(family, p=p, m=m)
+                s = build(family, p=p, m=m, **({"v": v} if family == "interleaved-1f1b" else {}))
             except ParameterError:
                 continue
             n += 1
             tl = run(s, CostModel.abstract(s.placement, F=f, B=b), semantics="slot")
-            cf = closed_form_starts(family, p, m, f, b)
+            cf = closed_form_starts(family, p, m, f, b, v)
             for op, st in zip(tl.ops, tl.start):
                 if abs(cf[str(op)] - float(st)) > 1e-9:
                     bad.append(f"p={p} m={m} {op}: closed form {cf[str(op)]}, generator {float(st):g}")
@@ -286,22 +336,25 @@ def prove_family(family: str, costs: tuple[tuple[int, int], ...] | None = None,
     if costs is None:
         costs = ((1, 1),) if family == "chimera" else COSTS
     out = []
-    for f, b in costs:
-        label = f"{family} F={f},B={b}"
-        for th in theorems(family, f, b):
-            r = prove(th)
+    for v in (INTERLEAVED_V if family == "interleaved-1f1b" else (None,)):
+        for f, b in costs:
+            label = f"{family} F={f},B={b}" + (f" v={v}, m=p" if v else "")
+            for th in theorems(family, f, b, v or 2):
+                r = prove(th)
+                out.append((label, r))
+                if on_result:
+                    on_result(label, r)
+            t = time.perf_counter()
+            wide = family in ("chimera", "interleaved-1f1b")
+            n, bad = grid_check(family, f, b, range(2, 17) if wide else range(2, 9), v=v or 2)
+            ps = {"chimera": "p in 2..16 even, m = p", "interleaved-1f1b": f"p in 2..16, m = p, v = {v}"}.get(
+                family, "p in 2..8, m in 1..12")
+            r = Result("agrees with generator", f"closed form == slot timeline of `{family}` for {ps} ({n} schedules)",
+                       "proved" if not bad else "counterexample", {} if not bad else {"mismatches": len(bad)},
+                       time.perf_counter() - t)
+            if bad:
+                r = Result(r.name, r.statement + "; first: " + bad[0], r.status, r.counterexample, r.seconds)
             out.append((label, r))
             if on_result:
                 on_result(label, r)
-        t = time.perf_counter()
-        n, bad = grid_check(family, f, b, range(2, 17) if family == "chimera" else range(2, 9))
-        ps = "p in 2..16 even, m = p" if family == "chimera" else "p in 2..8, m in 1..12"
-        r = Result("agrees with generator", f"closed form == slot timeline of `{family}` for {ps} ({n} schedules)",
-                   "proved" if not bad else "counterexample", {} if not bad else {"mismatches": len(bad)},
-                   time.perf_counter() - t)
-        if bad:
-            r = Result(r.name, r.statement + "; first: " + bad[0], r.status, r.counterexample, r.seconds)
-        out.append((label, r))
-        if on_result:
-            on_result(label, r)
     return out
