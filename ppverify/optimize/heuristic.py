@@ -409,7 +409,7 @@ def best_candidate(inst: Instance, use_families: bool = True, deadline: float | 
     stops trying further greedy variants once ``time.monotonic()`` passes ``deadline``."""
     import time
 
-    cands = family_candidates(inst, deadline) if use_families else []
+    cands: list[Candidate] = []
     for prio, look, infl, wait in greedy_rules(inst):
         if deadline is not None and time.monotonic() > deadline and cands:
             break
@@ -418,6 +418,9 @@ def best_candidate(inst: Instance, use_families: bool = True, deadline: float | 
             tag = "" if infl is None else "-open" + ",".join(map(str, infl[:2])) + (",..." if len(infl) > 2 else "")
             cands.append(Candidate(c.source + ("-lookahead" if look else "") + ("-wait" if wait else "") + tag,
                                    c.programs, c.starts, c.objective))
+    late = deadline is not None and time.monotonic() > deadline and bool(cands)
+    if use_families and not late:  # after the greedy rules: on large instances those start better
+        cands += family_candidates(inst, deadline if cands else None)
     if not cands:
         return None
     return min(cands, key=lambda c: (c.objective, c.source))
