@@ -23,7 +23,7 @@ import z3
 
 from ..costs import CostModel
 from ..dag import StepDAG
-from ..ops import B, F, I, W, Op
+from ..ops import Op
 from .report import Violation
 from .smt import minimize_core, num, plain_solver
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import z3
 
 from ..dag import required_ops, split_pairs
-from ..ops import B, F, I, W, Op, Overlap
+from ..ops import B, I, W, Op, Overlap
 from ..schedule import Schedule
 from .report import Violation
 from .smt import plain_solver
