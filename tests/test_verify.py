@@ -317,3 +317,13 @@ def test_large_problem_path_finds_the_same_violations(monkeypatch):
     assert verify(build("zbv", p=4, m=8)).valid
     r = verify(build("1f1b", p=4, m=8), comm_semantics="rendezvous", group=False)
     assert r.violations and all(v.prop == "deadlock" and len(v.ops) == 4 for v in r.violations)
+
+
+def test_send_matching_no_transfer_is_named():
+    s = build("gpipe", p=2, m=1)
+    progs_ = ((op("0F0"), Comm("SEND_F", 0, 0), Comm("SEND_F", 0, 5), Comm("RECV_B", 0, 0), op("0B0")),
+              (Comm("RECV_F", 1, 0), op("1F0"), op("1B0"), Comm("SEND_B", 1, 0)))
+    r = verify(s.with_programs(progs_))
+    assert [(v.prop, v.ops) for v in r.violations] == [("completeness", ("0SEND_F5",))]
+    r = verify(s.with_programs(progs_), comm_semantics="rendezvous", group=False)
+    assert [(v.prop, v.ops) for v in r.violations] == [("deadlock", ("0SEND_F5",))]

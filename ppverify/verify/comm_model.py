@@ -35,6 +35,8 @@ from ..schedule import Schedule
 from .order import OrderProblem
 
 COMM_SEMANTICS: tuple[str, ...] = ("buffered", "rendezvous")
+#: rule of a SEND that matches no transfer of the step (reported under completeness)
+NO_TRANSFER = "SEND matches no transfer of the step"
 
 
 def edge_rule(op: Op, kind: str) -> str:
@@ -220,10 +222,10 @@ def _explicit(dag: StepDAG, semantics: str, group: bool) -> tuple[OrderProblem, 
     for key, lst in recvs.items():
         for rcv in lst[used_r.get(key, 0):]:
             pb.edge(rcv[1], rcv[1], 1, "its SEND is never posted")
-    if blocking:
-        for key, lst in sends.items():
-            for snd in lst[used_s.get(key, 0):]:
-                pb.edge(snd[1], snd[1], 1, "blocking SEND never received")
+    for key, lst in sends.items():
+        for snd in lst[used_s.get(key, 0):]:
+            # blocking: the sender hangs; buffered: harmless to progress, but no such transfer
+            pb.edge(snd[1], snd[1], 1, "blocking SEND never received" if blocking else NO_TRANSFER)
     return pb, node
 
 

@@ -158,6 +158,8 @@ def describe_cycle(pb: OrderProblem, core: list[int]) -> Violation:
     loops = [pb.edges[e] for e in core if pb.edges[e][0] == pb.edges[e][1]]
     if loops:
         a, _, _, rule = loops[0]
+        if rule.startswith("SEND matches no transfer"):
+            return Violation("completeness", rule, f"{pb.text[a]} on rank {pb.device[a]}: {rule}", ops)
         return Violation("deadlock", rule, f"rank {pb.device[a]} waits forever in {pb.text[a]}: {rule}", ops)
     if len(devices) == 1:
         d = devices.pop()
