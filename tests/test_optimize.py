@@ -309,3 +309,21 @@ def test_evaluate_reports_a_deadlocking_order():
     bad = s.with_programs(((F0, B0, F1, B1), (F1._replace(stage=1), F0._replace(stage=1), B0._replace(stage=1), B1._replace(stage=1))))
     res = evaluate(bad, CostModel.abstract(s.placement, F=1, B=2), time_limit=5)
     assert res.status == "INFEASIBLE" and "deadlock" in res.reason
+
+
+def test_cli_evaluate_matches_async(capsys):
+    code = main(["optimize", "zb-h1", "-p", "4", "-m", "8", "--costs", "F=1,I=1,W=1", "--comm-delay", "0.5",
+                 "--evaluate", "--json", "--time-limit", "10"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    want = run(build("zb-h1", p=4, m=8), CostModel.abstract(linear(4), F=1, I=1, W=1), FixedDelay(0.5), "async").makespan
+    assert data["status"] == "OPTIMAL" and data["value"] == pytest.approx(want)
+
+
+def test_cli_gap_two_pipes_json(capsys):
+    code = main(["gap", "chimera", "-p", "4", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "0.5",
+                 "--time-limit", "10", "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["placement"] == "bidirectional"
+    assert data["bound"] <= data["family_value"] and 0 <= data["gap"] < 1
