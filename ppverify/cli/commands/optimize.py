@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from fractions import Fraction
 from typing import Any
 
@@ -132,7 +133,8 @@ def problem_from_args(args: argparse.Namespace):
     if args.memory_cap is not None:
         multiple = parse_memory_cap(args.memory_cap, mm)
         unit_bytes = costs.memory_unit == "bytes"
-        has_unit = not str(args.memory_cap).strip().replace(".", "").replace(" ", "").isdigit()
+        has_unit = re.search(r"[0-9.]\s*(?![xX]\s*$|[mM][fF]\s*$)[A-Za-z]+\s*$", str(args.memory_cap)) is not None \
+            and not re.search(r"[eE][-+]?[0-9]+\s*$", str(args.memory_cap))
         if unit_bytes and has_unit:
             # preset mode: the cost model counts bytes; take the size itself
             cap = float(parse_memory_cap(args.memory_cap, dataclasses.replace(mm, bytes_per_activation=1.0)))
