@@ -100,6 +100,9 @@ def verify(
         raise ParameterError("makespan bound", makespan_le, "must be >= 0")
     t0 = time.perf_counter()
     costs = costs or CostModel.unit(schedule.placement)
+    if costs.num_stages != schedule.num_stages:
+        raise ParameterError("costs", f"{costs.num_stages} stages",
+                             f"the cost model must describe the schedule's {schedule.num_stages} stages")
     comm = comm or NO_COMM
     timings: dict[str, float] = {}
     occs = occurrences(schedule)
