@@ -53,7 +53,18 @@ def objective_value(inst: Instance, starts: Sequence[int], objective: str | None
 
 def memory_ok(inst: Instance, programs: Sequence[Sequence[Op]]) -> bool:
     """True when running each program in order never holds more than the cap (frees at an op's
-    end come before the next op's allocation on the same device)."""
+    end come before the next op's allocation on the same device).
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> from ppverify.schedules import build
+        >>> pl = linear(2)
+        >>> inst = instance(Problem(pl, 3, CostModel.abstract(pl), split=False, memory_cap=2))
+        >>> memory_ok(inst, build("gpipe", p=2, m=3).programs), memory_ok(inst, build("1f1b", p=2, m=3).programs)
+        (False, True)
+    """
     if inst.cap is None:
         return True
     pos = position_map(inst)
@@ -69,7 +80,16 @@ def memory_ok(inst: Instance, programs: Sequence[Sequence[Op]]) -> bool:
 
 
 def position_map(inst: Instance) -> dict[Op, int]:
-    """Op -> its position in the instance."""
+    """Op -> its position in the instance.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(1)
+        >>> position_map(instance(Problem(pl, 1, CostModel.abstract(pl), split=False)))[Op("B", 0, 0)]
+        1
+    """
     return {op: i for i, op in enumerate(inst.dag.ops)}
 
 
@@ -126,6 +146,15 @@ def family_candidates(inst: Instance, deadline: float | None = None) -> list[Can
     """Every registered family (default parameters, plus ``v`` chunks for the loop placement) whose
     placement and microbatch pipes match the instance, timed; those breaking the cap are left out.
     Stops building further families once ``time.monotonic()`` passes ``deadline``.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(2)
+        >>> inst = instance(Problem(pl, 4, CostModel.abstract(pl, F=1, B=2), split=False))
+        >>> sorted(c.source for c in family_candidates(inst))[:2]
+        ['1f1b', '1f1b-split']
     """
     import time
 
@@ -405,8 +434,17 @@ def greedy_rules(inst: Instance) -> list[tuple[str, bool, list[int] | None, bool
 
 
 def best_candidate(inst: Instance, use_families: bool = True, deadline: float | None = None) -> Candidate | None:
-    """The best of the family schedules and the greedy variants (``None`` if none is feasible);
-    stops trying further greedy variants once ``time.monotonic()`` passes ``deadline``."""
+    """The best of the greedy variants and the family schedules (``None`` if none is feasible);
+    stops trying further variants once ``time.monotonic()`` passes ``deadline``.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(3)
+        >>> best_candidate(instance(Problem(pl, 6, CostModel.abstract(pl, F=1, B=2), split=False))).objective
+        24
+    """
     import time
 
     cands: list[Candidate] = []

@@ -155,7 +155,18 @@ def _memory_precedences(model, inst: Instance, ops: list[int], pos: dict, start:
 def relaxation_bound(inst: Instance, bounds: Bounds, time_limit: float, workers: int = 1,
                      seed: int = 0) -> tuple[int, list[int]]:
     """Best device-relaxation bound (ticks), solving devices in decreasing order of their analytic
-    bound and sharing ``time_limit`` among them; also the per-device values (0 = not solved)."""
+    bound and sharing ``time_limit`` among them; also the per-device values (0 = not solved).
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> from ppverify.optimize.bounds import lower_bounds
+        >>> pl = linear(2)
+        >>> inst = instance(Problem(pl, 2, CostModel.abstract(pl, F=1, B=2), split=False))
+        >>> relaxation_bound(inst, lower_bounds(inst), 5.0)[0]  # (m+p-1)(tF+tB)
+        9
+    """
     import time
 
     objective = inst.problem.objective
