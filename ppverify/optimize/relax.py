@@ -177,5 +177,7 @@ def relaxation_bound(inst: Instance, bounds: Bounds, time_limit: float, workers:
         left = deadline - time.monotonic()
         if left <= 0.05:
             break
-        per[d] = device_bound(inst, d, objective, left / (len(order) - n), workers, seed, bounds.per_device[d])
+        # the most critical device (largest analytic bound) gets half the budget, the rest share
+        share = left / 2 if n == 0 and len(order) > 1 else left / (len(order) - n)
+        per[d] = device_bound(inst, d, objective, share, workers, seed, bounds.per_device[d])
     return max(per, default=0), per
