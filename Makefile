@@ -18,7 +18,7 @@ run: $(BIN)/python
 test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test,torch,ray]"
 	$(BIN)/python -m pytest -q -n 2 -m "not slow"
-	$(BIN)/python -m pytest -q -m slow || [ $$? -eq 5 ]
+	$(BIN)/python -m pytest -q -n 2 -m slow || [ $$? -eq 5 ]
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -163,7 +163,6 @@ def test_unit_costs_reach_the_formula_as_unit_slots(capsys, monkeypatch):
 
 def test_registered_formulas_agree_with_the_table_where_exact(capsys):
     """Cross-check of two abstraction levels through the command, for every family with a formula."""
-    pytest.importorskip("ppverify.formulas")
     checked = 0
     for fam in families():
         if fam.formula is None:

@@ -123,7 +123,8 @@ def test_overlapped_slots_render_whole_and_round_trip():
 
 
 def torch_format(programs, error_step=None):
-    sched = pytest.importorskip("torch.distributed.pipelining.schedules")
+    import torch.distributed.pipelining.schedules as sched
+
     order = {r: [None if a is None else sched._Action.from_str(format_action(a)) for a in prog]
              for r, prog in enumerate(programs)}
     return sched._format_pipeline_order(order, error_step)
@@ -213,7 +214,7 @@ def test_placement_and_pipe_errors(tmp_path):
 def test_every_pytorch_schedule_class_grid_parses_back():
     """PyTorch's own action lists (built by its schedule classes), printed by its own formatter,
     parse back into exactly those lists (REDUCE_GRAD markers and idle steps included)."""
-    sched = pytest.importorskip("torch.distributed.pipelining.schedules")
+    import torch.distributed.pipelining.schedules as sched
     from ppverify.io.torch_interop import TORCH_CLASSES, torch_pipeline_order
 
     for name in TORCH_CLASSES:

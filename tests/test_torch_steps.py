@@ -127,8 +127,7 @@ def test_two_pipes_have_no_torch_timing():
 
 # --- against PyTorch itself ---------------------------------------------------------------
 
-torch_interop = pytest.importorskip("ppverify.io.torch_interop")
-needs_torch = pytest.mark.skipif(not torch_interop.torch_available(), reason="torch not installed")
+import ppverify.io.torch_interop as torch_interop  # torch is a test dependency
 
 
 def grid():
@@ -150,7 +149,6 @@ def torch_cases():
     return out
 
 
-@needs_torch
 def test_step_counts_and_lowering_equal_pytorch_on_the_grid():
     cases = torch_cases()
     assert len(cases) > 150
@@ -171,7 +169,6 @@ def test_step_counts_and_lowering_equal_pytorch_on_the_grid():
     assert compared > 100
 
 
-@needs_torch
 def test_step_counts_equal_pytorch_for_ppverify_families():
     for fam, params in [("gpipe", {}), ("1f1b", {}), ("1f1b-split", {}), ("interleaved-1f1b", {"v": 2})]:
         for p, m in [(2, 4), (4, 4), (4, 8)]:

@@ -165,8 +165,7 @@ def test_overlap_changes_dualpipe_timing():
 
 # --- against PyTorch's own classes ------------------------------------------------------------
 
-torch_interop = pytest.importorskip("ppverify.io.torch_interop")
-needs_torch = pytest.mark.skipif(not torch_interop.torch_available(), reason="torch not installed")
+import ppverify.io.torch_interop as torch_interop  # torch is a test dependency
 
 # ppverify family -> (PyTorch class, stages per rank)
 SAME_AS_TORCH = {"looped-bfs": ("LoopedBFS", None), "zb-h1": ("InterleavedZeroBubble", 1),
@@ -174,7 +173,6 @@ SAME_AS_TORCH = {"looped-bfs": ("LoopedBFS", None), "zb-h1": ("InterleavedZeroBu
                  "zbv": ("ZBVZeroBubble", 2), "dualpipev": ("DualPipeV", 2), "gpipe": ("GPipe", 1)}
 
 
-@needs_torch
 @pytest.mark.parametrize("family", sorted(SAME_AS_TORCH))
 def test_order_equals_pytorch(family):
     cls, v = SAME_AS_TORCH[family]
@@ -193,7 +191,6 @@ def test_order_equals_pytorch(family):
     assert compared >= 10
 
 
-@needs_torch
 def test_interleaved_differs_from_pytorch_only_when_m_equals_p():
     # documented difference: with m == p Megatron (ppverify's interleaved-1f1b) runs every forward
     # first; PyTorch warms up with (v-1)p + 2(p-1-d) forwards. Same makespan, lower peaks in PyTorch.
@@ -211,10 +208,7 @@ def test_interleaved_differs_from_pytorch_only_when_m_equals_p():
 
 
 def test_z3_verifier_proves_the_zoo():
-    try:
-        from ppverify.verify import verify
-    except ImportError:
-        pytest.skip("the Z3 verifier is not available")
+    from ppverify.verify import verify
     from ppverify.engines.torch_steps import add_send_recv
 
     for family in sorted(ZOO):

@@ -95,8 +95,8 @@ def torch_pipeline_order(name: str, p: int, m: int, v: int | None = None) -> dic
     :class:`ParameterError`. The lists are a deep copy (PyTorch helpers consume their input).
 
     Example:
-        >>> order = torch_pipeline_order("GPipe", 2, 2)   # doctest: +SKIP
-        >>> [str(a) for a in order[1]]                     # doctest: +SKIP
+        >>> order = torch_pipeline_order("GPipe", 2, 2)
+        >>> [str(a) for a in order[1]]
         ['1F0', '1F1', '1B0', '1B1', '1REDUCE_GRAD']
     """
     sched = _schedules_module()
@@ -158,7 +158,7 @@ def torch_schedule(name: str, p: int, m: int, v: int | None = None, strip_reduce
     ``1F1B``'s last-rank bug shows as wrong ops rather than as a different step.
 
     Example:
-        >>> torch_schedule("1F1B", 2, 2).programs[1]  # doctest: +SKIP
+        >>> torch_schedule("1F1B", 2, 2).programs[1]
         (Op(kind='F', stage=1, mb=1), Op(kind='B', stage=1, mb=0), Op(kind='F', stage=1, mb=2), Op(kind='B', stage=1, mb=1))
     """
     order = torch_pipeline_order(name, p, m, v)
@@ -175,7 +175,7 @@ def to_torch(schedule: Schedule) -> dict[int, list[Any]]:
 
     Example:
         >>> from ppverify.schedules import build
-        >>> [str(a) for a in to_torch(build("gpipe", p=2, m=1))[1]]  # doctest: +SKIP
+        >>> [str(a) for a in to_torch(build("gpipe", p=2, m=1))[1]]
         ['1F0', '1B0']
     """
     sched = _schedules_module()
@@ -196,7 +196,7 @@ def torch_validate(schedule: Schedule) -> str | None:
 
     Example:
         >>> from ppverify.schedules import build
-        >>> torch_validate(build("1f1b", p=2, m=2)) is None  # doctest: +SKIP
+        >>> torch_validate(build("1f1b", p=2, m=2)) is None
         True
     """
     sched = _schedules_module()
@@ -214,7 +214,7 @@ def torch_lower(schedule: Schedule) -> list[list[str]]:
 
     Example:
         >>> from ppverify.schedules import build
-        >>> torch_lower(build("gpipe", p=2, m=1))  # doctest: +SKIP
+        >>> torch_lower(build("gpipe", p=2, m=1))
         [['0F0', '0SEND_F0', '0RECV_B0', '0B0'], ['1RECV_F0', '1F0', '1B0', '1SEND_B0']]
     """
     sched = _schedules_module()
@@ -233,7 +233,7 @@ def torch_simulated_steps(schedule: Schedule) -> int:
 
     Example:
         >>> from ppverify.schedules import build
-        >>> torch_simulated_steps(build("gpipe", p=2, m=1))  # doctest: +SKIP
+        >>> torch_simulated_steps(build("gpipe", p=2, m=1))
         6
     """
     sched = _schedules_module()
@@ -260,7 +260,7 @@ def torch_runtime_load(path: str | Path, p: int, m: int, num_stages: int, format
     PyTorch's errors propagate (this is a conformance probe, not a parser).
 
     Example:
-        >>> torch_runtime_load("tests/data/torch/zb1p_2rank_2stagep_compute.csv", 2, 8, 4)[0][:3]  # doctest: +SKIP
+        >>> torch_runtime_load("tests/data/torch/zb1p_2rank_2stagep_compute.csv", 2, 8, 4)[0][:3]
         ['0UNSHARD', '2UNSHARD', '0F0']
     """
     sched = _schedules_module()
@@ -277,8 +277,8 @@ def torch_runtime_load_schedule(schedule: Schedule, format: str = COMPUTE_ONLY) 
 
     Example:
         >>> from ppverify.schedules import build
-        >>> torch_runtime_load_schedule(build("1f1b", p=2, m=2))[1][-1]  # doctest: +SKIP
-        '1SEND_B1'
+        >>> [a for a in torch_runtime_load_schedule(build("1f1b", p=2, m=2))[1] if "SEND" in a]
+        ['1SEND_B0', '1SEND_B1']
     """
     from .torch_csv import save_csv
 
