@@ -165,6 +165,15 @@ def _check(schedule: Schedule, costs_args: argparse.Namespace | None, with_torch
     return rep, tl
 
 
+def _print_problems(label: str, problems: list[str]) -> None:
+    """A report line ``label  N problem(s):`` and the first ``MAX_LISTED`` problems."""
+    print(f"{label:<14}{len(problems)} problem(s):")
+    for p in problems[:MAX_LISTED]:
+        print(f"  - {p}")
+    if len(problems) > MAX_LISTED:
+        print(f"  ... and {len(problems) - MAX_LISTED} more")
+
+
 def _print(rep: dict[str, Any]) -> None:
     c = rep["cells"]
     pl = rep["placement"]
@@ -177,21 +186,13 @@ def _print(rep: dict[str, Any]) -> None:
     if st["ok"]:
         print("structure     ok: every F and B (or I+W) once, on its stage's rank")
     else:
-        print(f"structure     {len(st['problems'])} problem(s):")
-        for p in st["problems"][:MAX_LISTED]:
-            print(f"  - {p}")
-        if len(st["problems"]) > MAX_LISTED:
-            print(f"  ... and {len(st['problems']) - MAX_LISTED} more")
+        _print_problems("structure", st["problems"])
     cm = rep["comms"]
     if cm["explicit"]:
         if cm["ok"]:
             print("send/recv     ok: one SEND after each producer, one RECV before each consumer, across ranks")
         else:
-            print(f"send/recv     {len(cm['problems'])} problem(s):")
-            for p in cm["problems"][:MAX_LISTED]:
-                print(f"  - {p}")
-            if len(cm["problems"]) > MAX_LISTED:
-                print(f"  ... and {len(cm['problems']) - MAX_LISTED} more")
+            _print_problems("send/recv", cm["problems"])
     od = rep["order"]
     if od["ok"] is True:
         print("order         ok: every rank's list runs to completion in order")
