@@ -32,8 +32,8 @@ from ..ops import B, KIND_CODE, W
 from ..schedule import Schedule
 from ..timeline import Timeline, Transfers
 from .core import _waits
-from .simulate import (ACTIVATION, ALLREDUCE, DP_ALLREDUCE, GRADIENT, Collective, collectives, dp_resources, finish,
-                       prepare, resources_of, ring_resources)
+from .simulate import (ACTIVATION, ALLREDUCE, DP_ALLREDUCE, GRADIENT, _record_collective, collectives, dp_resources,
+                       finish, prepare, resources_of, ring_resources)
 
 _OP_END, _COLL = 0, 1
 
@@ -209,7 +209,7 @@ def simulate_contention(
             if x >= 0:
                 c = group_colls[x]
                 st, en = reserve(coll_res[x], t, c.duration)
-                _record(tr, c, st, en)
+                _record_collective(tr, c, st, en)
                 for d in c.devices:
                     tails_end[d] = max(tails_end[d], en)
                     dp_ready[d] = max(dp_ready[d], en)
@@ -220,7 +220,7 @@ def simulate_contention(
                 d = -1 - x
                 c = dp_colls[d]
                 st, en = reserve(dp_res[d], t, c.duration)
-                _record(tr, c, st, en)
+                _record_collective(tr, c, st, en)
                 tails_end[d] = max(tails_end[d], en)
             continue
         q = x
@@ -265,10 +265,3 @@ def simulate_contention(
     tails = np.maximum(np.asarray(tails_end) - dev_end, 0.0)
     return finish(schedule, costs, comm, prep, "contention", start_a, end_a, tr, tails,
                   {"sync": sync, "dp_allreduce": dp_allreduce, "resources": len(res_id), "transfers": ne})
-
-
-def _record(tr: Transfers, c: Collective, t0: float, t1: float) -> None:
-    devs = c.devices
-    for n, dv in enumerate(devs):
-        tr.add(c.kind, dv, devs[(n + 1) % len(devs)], -1, -1, t0, t1, c.nbytes)
-
