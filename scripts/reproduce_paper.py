@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reproduce the seed paper's comparison and findings; write the README results section.
 
-    python scripts/reproduce_paper.py [--out docs/readme/results.md] [--images docs/images]
+    python scripts/reproduce_paper.py [--out README.md] [--images docs/images]
 
 Runs the default comparison (`ppverify compare`: seven schedules, five systems, two models, three
 microbatch counts, every abstraction level), checks the findings with presets and in abstract
@@ -13,6 +13,7 @@ is computed by this run; nothing is copied from elsewhere.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -58,16 +59,33 @@ def findings_md(title: str, found) -> str:
     return "\n".join(out)
 
 
+MARK_START, MARK_END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def write_section(path: Path, text: str) -> None:
+    """Put ``text`` between the results markers of ``path`` (README.md), or write the whole file
+    when it has none (a standalone results file)."""
+    old = path.read_text() if path.is_file() else ""
+    if MARK_START in old and MARK_END in old:
+        head, rest = old.split(MARK_START, 1)
+        tail = rest.split(MARK_END, 1)[1]
+        path.write_text(f"{head}{MARK_START}\n{text.rstrip()}\n{MARK_END}{tail}")
+    else:
+        path.write_text(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(ROOT / "docs" / "readme" / "results.md"))
+    ap.add_argument("--out", default=str(ROOT / "README.md"),
+                    help="where the section goes: between the markers "
+                         f"{MARK_START} and {MARK_END} when the file has them, else the whole file")
     ap.add_argument("--images", default=str(ROOT / "docs" / "images"))
     ap.add_argument("--time-limit", type=float, default=0.5, help="CP-SAT seconds per solver point")
     args = ap.parse_args(argv)
     images = Path(args.images)
     images.mkdir(parents=True, exist_ok=True)
     out = Path(args.out)
-    rel = Path("..", "..", images.resolve().relative_to(ROOT)) if images.resolve().is_relative_to(ROOT) else images
+    rel = Path(os.path.relpath(images.resolve(), out.resolve().parent))
 
     t0 = time.perf_counter()
     configs = default_configs()
@@ -164,7 +182,7 @@ network.
 ![Gantt chart of Chimera on 100 GbE]({rel / "gantt-chimera-ethernet.png"})
 """
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    write_section(out, text)
     print(f"wrote {out} and 3 images under {images} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
 

@@ -117,6 +117,11 @@ def preset_context_from_args(args: argparse.Namespace, schedule: Schedule) -> Pr
     if system_name is None and model_name is None:
         return PresetContext(costs_from_args(args, schedule), FixedDelay(delay or 0.0))
     if system_name is None or model_name is None:
+        # a misspelt preset is the likelier mistake: name the available ones first
+        if system_name is not None:
+            load_system(system_name)
+        else:
+            load_llm(model_name)
         missing = "--model" if model_name is None else "--system"
         raise ParameterError(missing.lstrip("-"), None,
                              "--system and --model go together (durations in seconds need both the model's "

@@ -11,7 +11,8 @@ from pathlib import Path
 from ..errors import ScheduleFileError
 from ..schedule import Schedule
 
-FORMATS = {".json": "ppverify JSON", ".csv": "PyTorch pipelining CSV"}
+FORMATS = {".json": "ppverify JSON", ".csv": "PyTorch pipelining CSV",
+           ".txt": "text table (paper layout or PyTorch's printed grid)", ".table": "text table"}
 
 
 def load_schedule(path: str | Path, **options) -> Schedule:
@@ -35,14 +36,19 @@ def load_schedule(path: str | Path, **options) -> Schedule:
         from .torch_csv import load_csv
 
         return load_csv(path, **options)
+    if ext in (".txt", ".table"):
+        from .table_text import load_table
+
+        return load_table(path, **options)
     raise ScheduleFileError(str(path), "", f"unknown schedule format {ext!r}; expected one of {', '.join(FORMATS)}")
 
 
 def looks_like_file(text: str) -> bool:
-    """True when a FAMILY-or-FILE argument names a file rather than a family.
+    """True when a FAMILY-or-FILE argument names a file rather than a family (family names have
+    no dots or slashes, so ``sched.yaml`` is a file and gets a "unknown format" error).
 
     Example:
-        >>> looks_like_file("1f1b"), looks_like_file("sched.json")
-        (False, True)
+        >>> looks_like_file("1f1b"), looks_like_file("sched.json"), looks_like_file("sched.yaml")
+        (False, True, True)
     """
-    return Path(text).suffix.lower() in FORMATS or "/" in text or Path(text).is_file()
+    return bool(Path(text).suffix) or "/" in text or Path(text).is_file()
