@@ -229,6 +229,18 @@ class _Reader:
             raise self.fail(where, f"expected a JSON object, got {_kind(value)}")
         return value
 
+    def keys(self, obj: Mapping[str, Any], where: str, allowed: Sequence[str], required: Sequence[str],
+             expected: str, hint: str = "") -> None:
+        """Refuse a key outside ``allowed`` (at ``<where>.<key>``; ``expected`` lists the keys the
+        message names), then a missing ``required`` key (``hint``: what it holds)."""
+        prefix = "" if where == "top level" else where + "."
+        for k in obj:
+            if k not in allowed:
+                raise self.fail(f"{prefix}{k}", f"unknown key; expected {expected}")
+        for k in required:
+            if k not in obj:
+                raise self.fail(where, f"missing key {k!r}" + (f" ({hint})" if hint else ""))
+
     def lst(self, value: Any, where: str, length: int | None = None, what: str = "entries") -> list:
         if not isinstance(value, list):
             raise self.fail(where, f"expected a JSON list, got {_kind(value)}")
@@ -290,11 +302,7 @@ def _tuples(v: Any) -> Any:
 
 def _parse_placement(rd: _Reader, value: Any, p: int) -> Placement:
     pl = rd.obj(value, "placement")
-    for k in pl:
-        if k not in ("name", "maps", "p"):
-            raise rd.fail(f"placement.{k}", "unknown key; expected name, maps")
-    if "maps" not in pl:
-        raise rd.fail("placement", "missing key 'maps' (per pipe, the device of each stage)")
+    rd.keys(pl, "placement", ("name", "maps", "p"), ("maps",), "name, maps", "per pipe, the device of each stage")
     name = rd.str_(pl.get("name", "custom"), "placement.name")
     if "p" in pl and rd.int_(pl["p"], "placement.p") != p:
         raise rd.fail("placement.p", f"{pl['p']} disagrees with p={p}")
@@ -315,12 +323,7 @@ def _parse_placement(rd: _Reader, value: Any, p: int) -> Placement:
 
 def _parse_costs(rd: _Reader, value: Any, S: int) -> CostModel:
     c = rd.obj(value, "costs")
-    for k in c:
-        if k not in _COST_KEYS:
-            raise rd.fail(f"costs.{k}", f"unknown key; expected one of {', '.join(_COST_KEYS)}")
-    for k in ("duration", "activation"):
-        if k not in c:
-            raise rd.fail("costs", f"missing key {k!r}")
+    rd.keys(c, "costs", _COST_KEYS, ("duration", "activation"), f"one of {', '.join(_COST_KEYS)}")
     dur = rd.obj(c["duration"], "costs.duration")
     duration = {}
     for k in KINDS:
@@ -355,11 +358,7 @@ def _parse_costs(rd: _Reader, value: Any, S: int) -> CostModel:
 
 def _parse_table(rd: _Reader, value: Any, p: int) -> TableGrid:
     t = rd.obj(value, "table")
-    for k in t:
-        if k not in ("tick", "grid", "ticks"):
-            raise rd.fail(f"table.{k}", "unknown key; expected tick, grid")
-    if "grid" not in t:
-        raise rd.fail("table", "missing key 'grid' (one row of cells per device)")
+    rd.keys(t, "table", ("tick", "grid", "ticks"), ("grid",), "tick, grid", "one row of cells per device")
     tick = rd.num(t.get("tick", 1.0), "table.tick")
     if tick <= 0:
         raise rd.fail("table.tick", "must be > 0")
@@ -388,12 +387,7 @@ def document_from_dict(data: Any, path: str = "<dict>") -> ScheduleDocument:
 
     rd = _Reader(str(path))
     data = rd.obj(data, "top level")
-    for k in data:
-        if k not in _KEYS:
-            raise rd.fail(str(k), f"unknown key; expected one of {', '.join(_KEYS)}")
-    for k in ("format", "version", "p", "m", "placement"):
-        if k not in data:
-            raise rd.fail("top level", f"missing key {k!r}")
+    rd.keys(data, "top level", _KEYS, ("format", "version", "p", "m", "placement"), f"one of {', '.join(_KEYS)}")
     if data["format"] != FORMAT_NAME:
         raise rd.fail("format", f"is {_kind(data['format'])}; a ppverify schedule file says {FORMAT_NAME!r}")
     version = rd.int_(data["version"], "version", 1)
