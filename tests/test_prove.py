@@ -9,8 +9,8 @@ import pytest
 import z3
 
 from ppverify.cli import main
-from ppverify.verify.closed_forms import chimera_b, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, zmin
-from ppverify.verify.prove import P, M, D, J, Theorem, closed_form_starts, prove, prove_family
+from ppverify.verify.closed_forms import chimera_b, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, ite, zmin
+from ppverify.verify.prove import P, M, D, J, Theorem, chimera_theorems, closed_form_starts, prove, prove_family
 
 
 @pytest.mark.parametrize("family", ["gpipe", "1f1b", "chimera", "interleaved-1f1b"])
@@ -56,6 +56,57 @@ def test_chimera_unit_by_hand():
     assert chimera_b(4, 0, 1) + 1 == 10
 
 
+def test_chimera_unit_f1_b2_by_hand():
+    # p=4, F=1, B=2, worked by hand. Device 0 runs pipe 0's stage 0 (mbs 0, 1) and pipe 1's stage 3
+    # (mbs 2, 3; same times as pipe 0's stage 3): 0F0 [0,1) 0F1 [1,2); 3F2 at 3 (after stages 0..2
+    # at 0, 1, 2) [3,4), 3B2 [4,6), 3F3 [6,7) (its input ended at 5, the device is busy until 6),
+    # 3B3 [7,9); backwards drain one stage per b = 2 from 3B at 4: 2B0 6, 1B0 8, 0B0 10 [10,12);
+    # 0B1 waits for 1B1 (at 12, its device 1 alternating with pipe 1's stage 2), so [14,16).
+    assert [chimera_f(4, 0, i, 2) for i in range(2)] == [0, 1]
+    assert [chimera_f(4, 3, i, 2) for i in range(2)] == [3, 6]
+    assert [chimera_b(4, 3, i, 2) for i in range(2)] == [4, 7]
+    assert [chimera_b(4, s, 0, 2) for s in (2, 1, 0)] == [6, 8, 10]
+    assert chimera_b(4, 1, 1, 2) == 12 and chimera_b(4, 0, 1, 2) == 14
+    # makespan 16 = m(tF+tB) + (p-2)max(tF,tB) = 4*3 + 2*2 (Li & Hoefler at m = p; REFERENCE: p=4 -> 16)
+    assert chimera_b(4, 0, 1, 2) + 2 == 16
+    names = [t.name for t in chimera_theorems(2)]
+    assert {"excl pipes F/B", "excl pipes B/B", "excl own pipe", "memory", "makespan"} <= set(names)
+
+
+def test_chimera_wrong_closed_form_gives_a_real_overlap():
+    # claim: the second-half stages keep forwarding every 2 slots (s + 2i) after their warm-up,
+    # ignoring that 1F1B's steady forwards wait for the previous backward (at B = 2 they then
+    # collide with that backward on the same device)
+    b = 2
+
+    def wrong_f(p, s, i):
+        return ite(2 * s <= p - 2, chimera_f(p, s, i, b), s + 2 * i)
+
+    def f_int(p, s, i):
+        return chimera_f(p, s, i, b) if 2 * s <= p - 2 else s + 2 * i
+
+    res = [prove(th) for th in chimera_theorems(b, F=wrong_f)]
+    bad = [r for r in res if r.status == "counterexample"]
+    assert bad and all(r.status in ("proved", "counterexample") for r in res)
+    # every exclusivity counterexample is a real overlap of two ops on one device
+    checked = 0
+    for r in bad:
+        if not r.name.startswith("excl"):
+            continue
+        c = r.counterexample
+        p, d, i1, i2 = 2 * c["h"], c["d"], c["i1"], c["i2"]
+        kinds = {"excl own pipe": ("F", d, "B", d)}
+        kinds.update({f"excl pipes {k1}/{k2}": (k1, d, k2, p - 1 - d) for k1 in "FB" for k2 in "FB"})
+        k1, s1, k2, s2 = kinds[r.name]
+        x = f_int(p, s1, i1) if k1 == "F" else chimera_b(p, s1, i1, b)
+        y = f_int(p, s2, i2) if k2 == "F" else chimera_b(p, s2, i2, b)
+        dx, dy = (1 if k1 == "F" else b), (1 if k2 == "F" else b)
+        assert 0 <= i1 < p // 2 and 0 <= i2 < p // 2 and 0 <= d < p
+        assert x < y + dy and y < x + dx, (r.name, c)
+        checked += 1
+    assert checked >= 1
+
+
 def test_wrong_memory_bound_gives_a_real_counterexample():
     # claim 1F1B device d holds at most min(p-d, m) - 1: false; the counterexample must violate it
     f, b = 1, 2
@@ -86,4 +137,8 @@ def test_cli_prove(capsys):
     assert main(["prove", "chimera", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert all(x["status"] == "proved" for x in data)
+    assert main(["prove", "chimera", "--costs", "F=1,B=2"]) == 0
+    out = capsys.readouterr().out
+    assert "== chimera F=1,B=2" in out and "every op ends by 5p - 4" in out and "13/13 proved" in out
+    assert main(["prove", "chimera", "--costs", "F=2,B=4"]) == 2
     assert main(["prove", "hanayo"]) == 2

@@ -102,31 +102,44 @@ def f1b1_f(p: Any, m: Any, d: Any, j: Any, f: int, b: int) -> Any:
     return ite(j <= w, (d + j) * f, f1b1_b(p, m, d, j - w - 1, f, b) + b)
 
 
-def chimera_f(p: Any, s: Any, i: Any) -> Any:
-    """Chimera basic unit (m = p, p = 2h even, F = B = 1): start of F of stage s for the i-th
+def chimera_b(p: Any, s: Any, i: Any, b: int = 1) -> Any:
+    """Chimera basic unit (m = p, p = 2h even, F = 1, B = b): start of B of stage s for the i-th
+    microbatch of a pipe (both pipes alike; pipe 1's stage s sits on device p-1-s).
+
+    ``p + (p-1-s) b`` for the first backward (the last stage's first B right after its first F at
+    p-1, then one b per stage back), then one every ``2b`` (stage s shares its device with the other
+    pipe's stage ``p-1-s``, whose backwards alternate with it) -- except on the second half's
+    stages ``s >= h``, whose first ``s-h+1`` backwards come every ``1+b`` (1F1B's steady F,B pairs,
+    while the other pipe's stage is still in its forwards): ``(1+b) i`` for ``i <= s-h``, else
+    ``2b i``. At b = 1 both steps are 2: ``2p - 1 - s + 2i``.
+
+    Example:
+        >>> [chimera_b(4, 0, i) for i in range(2)], [chimera_b(4, 3, i, 2) for i in range(2)]
+        ([7, 9], [4, 7])
+    """
+    return p + (p - 1 - s) * b + ite(2 * i <= 2 * s - p, (1 + b) * i, 2 * b * i)
+
+
+def chimera_f(p: Any, s: Any, i: Any, b: int = 1) -> Any:
+    """Chimera basic unit (m = p, p = 2h even, F = 1, B = b): start of F of stage s for the i-th
     microbatch of a pipe (both pipes alike; pipe 1's stage s sits on device p-1-s).
 
     Stage s shares its device with the other pipe's stage ``c = p-1-s``, whose forwards come
-    every other slot. Forwards run back to back (``s + i``) until they would meet those,
-    ``i >= p-1-2s``; then they take the free slots in between: ``2i + 3s - p + 2`` for
-    ``s <= h-1``, which is ``s + 2i`` from ``s = h-1`` on.
+    every other slot. First half (``s <= h-1``, all forwards before any backward): forwards run
+    back to back (``s + i``) until they would meet those, ``i >= p-1-2s``; then they take the free
+    slots in between, ``2i + 3s - p + 2``. Second half (``s >= h``, 1F1B warm-up ``w = p-1-s``):
+    ``s + 2i`` for ``i <= w`` (interleaved with the other pipe's forwards), then right after the
+    backward of microbatch ``i-w-1``: ``B(s, i-w-1) + b``.
 
     Example:
         >>> [chimera_f(8, 2, i) for i in range(4)], [chimera_f(8, 5, i) for i in range(4)]
         ([2, 3, 4, 6], [5, 7, 9, 11])
+        >>> [chimera_f(8, 5, i, 2) for i in range(4)]
+        [5, 7, 9, 14]
     """
-    return ite(i < p - 1 - 2 * s, s + i, ite(2 * s <= p - 2, 2 * i + 3 * s - p + 2, s + 2 * i))
-
-
-def chimera_b(p: Any, s: Any, i: Any) -> Any:
-    """Chimera basic unit: start of B of stage s, i-th microbatch of its pipe: the 1F1B form
-    ``2p - 1 - s + 2i`` (F = B = 1, p/2 microbatches per pipe).
-
-    Example:
-        >>> [chimera_b(4, 0, i) for i in range(2)]
-        [7, 9]
-    """
-    return 2 * p - 1 - s + 2 * i
+    first_half = 2 * s <= p - 2
+    return ite(first_half, ite(i < p - 1 - 2 * s, s + i, 2 * i + 3 * s - p + 2),
+               ite(i <= p - 1 - s, s + 2 * i, chimera_b(p, s, i - (p - s), b) + b))
 
 
 def interleaved_f(p: Any, v: int, s: Any, j: Any, f: int, b: int) -> Any:

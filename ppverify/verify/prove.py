@@ -15,9 +15,10 @@ is at most the bound; memory peaks at F starts); the makespan. Then :func:`grid_
 confirms that the closed form *is* the generator's schedule: every op's start equals the slot
 engine's on a grid of sizes.
 
-Chimera (F = B = 1, m = p, p even): both pipes run the same delayed-forward timeline; Z3 also
-proves the two pipes never claim the same slot of a device ("merged slot by slot they never
-collide"). Interleaved 1F1B with m = p (v = 2, 3; stage ``c p + d`` is linear for a constant
+Chimera (m = p, p even, F = 1 and any fixed integer B = b; proved at b = 1, 2 by default): both
+pipes run the same timeline per stage (pipe 1 mirrored onto device p-1-s); exclusivity is proved
+as pairwise non-overlap of every two ops of a device, within a pipe and across the two pipes
+("merged slot by slot they never collide"); the makespan is ``(1+2b) p - 2b`` (5p - 4 at b = 2). Interleaved 1F1B with m = p (v = 2, 3; stage ``c p + d`` is linear for a constant
 chunk c, so v is fixed per theorem while p is free): all forwards, then a GPipe-like drain.
 """
 
@@ -161,53 +162,73 @@ def _linear_theorems(fam: str, f: int, b: int) -> list[Theorem]:
     return ths
 
 
-def _chimera_theorems() -> list[Theorem]:
-    """Chimera's basic unit (m = p, p = 2h even) at F = B = 1 (see :func:`.closed_forms.chimera_f`)."""
+def _disjoint(x: Any, dx: int, y: Any, dy: int) -> Any:
+    """Intervals ``[x, x+dx)`` and ``[y, y+dy)`` do not overlap."""
+    return z3.Or(x + dx <= y, y + dy <= x)
+
+
+def chimera_theorems(b: int = 1, F: Callable[..., Any] | None = None,
+                     B: Callable[..., Any] | None = None) -> list[Theorem]:
+    """Chimera's basic unit (m = p, p = 2h even) at F = 1, B = b (see :func:`.closed_forms.chimera_f`).
+
+    ``F(p, s, i)`` / ``B(p, s, i)`` default to the closed forms; pass others to test a claim.
+    One function serves both pipes (pipe 1 mirrors pipe 0: its stage s runs at pipe 0's stage-s
+    times, on device p-1-s), so dependencies are proved per stage and exclusivity per device d
+    over pipe 0's stage d and pipe 1's stage ``c = p-1-d``.
+
+    Example:
+        >>> [t.name for t in chimera_theorems(2)][:4]
+        ['starts', 'dep F<-F', 'dep B<-F', 'dep B<-B']
+    """
     H, I1, I2, T = z3.Ints("h i1 i2 t")
     p = 2 * H
-    F = lambda s, i: chimera_f(p, s, i)  # noqa: E731
-    B = lambda s, i: chimera_b(p, s, i)  # noqa: E731
+    Fc, Bc = F or (lambda pp, s, i: chimera_f(pp, s, i, b)), B or (lambda pp, s, i: chimera_b(pp, s, i, b))
+    Fs = lambda s, i: Fc(p, s, i)  # noqa: E731
+    Bs = lambda s, i: Bc(p, s, i)  # noqa: E731
     c = p - 1 - D  # the other pipe's stage on device D
     base = z3.And(H >= 1, D >= 0, D < p)
     mbs = z3.And(I1 >= 0, I1 < H, I2 >= 0, I2 < H)
     q = "for all h >= 1, p = 2h, 0 <= d < p, 0 <= i1, i2 < h"
     ths = [
-        Theorem("starts", f"{q}: F(d,i1) >= 0", z3.And(base, mbs), F(D, I1) >= 0),
-        Theorem("dep F<-F", f"{q}, d >= 1: F(d,i1) >= F(d-1,i1) + 1", z3.And(base, mbs, D >= 1), F(D, I1) >= F(D - 1, I1) + 1),
-        Theorem("dep B<-F", f"{q}: B(d,i1) >= F(d,i1) + 1", z3.And(base, mbs), B(D, I1) >= F(D, I1) + 1),
-        Theorem("dep B<-B", f"{q}, d <= p-2: B(d,i1) >= B(d+1,i1) + 1", z3.And(base, mbs, D <= p - 2),
-                B(D, I1) >= B(D + 1, I1) + 1),
-        Theorem("monotone", f"{q}, i1 < i2: F(d,i1) < F(d,i2) and B(d,i1) < B(d,i2)", z3.And(base, mbs, I1 < I2),
-                z3.And(F(D, I1) < F(D, I2), B(D, I1) < B(D, I2))),
-        Theorem("excl own pipe", f"{q}: F(d,i1) != B(d,i2)", z3.And(base, mbs), F(D, I1) != B(D, I2)),
+        Theorem("starts", f"{q}: F(d,i1) >= 0 and B(d,i1) >= 0", z3.And(base, mbs),
+                z3.And(Fs(D, I1) >= 0, Bs(D, I1) >= 0)),
+        Theorem("dep F<-F", f"{q}, d >= 1: F(d,i1) >= F(d-1,i1) + 1", z3.And(base, mbs, D >= 1),
+                Fs(D, I1) >= Fs(D - 1, I1) + 1),
+        Theorem("dep B<-F", f"{q}: B(d,i1) >= F(d,i1) + 1", z3.And(base, mbs), Bs(D, I1) >= Fs(D, I1) + 1),
+        Theorem("dep B<-B", f"{q}, d <= p-2: B(d,i1) >= B(d+1,i1) + {b}", z3.And(base, mbs, D <= p - 2),
+                Bs(D, I1) >= Bs(D + 1, I1) + b),
+        Theorem("monotone", f"{q}, i1 < i2: F(d,i1) + 1 <= F(d,i2) and B(d,i1) + {b} <= B(d,i2)",
+                z3.And(base, mbs, I1 < I2), z3.And(Fs(D, I1) + 1 <= Fs(D, I2), Bs(D, I1) + b <= Bs(D, I2))),
+        Theorem("excl own pipe", f"{q}: [F(d,i1), +1) and [B(d,i2), +{b}) do not overlap", z3.And(base, mbs),
+                _disjoint(Fs(D, I1), 1, Bs(D, I2), b)),
     ]
-    for k1, f1 in (("F", F), ("B", B)):
-        for k2, f2 in (("F", F), ("B", B)):
+    for k1, f1, d1 in (("F", Fs, 1), ("B", Bs, b)):
+        for k2, f2, d2 in (("F", Fs, 1), ("B", Bs, b)):
             ths.append(Theorem(
                 f"excl pipes {k1}/{k2}",
                 f"{q}: pipe 0's {k1}(stage d, i1) and pipe 1's {k2}(stage p-1-d, i2), both on device d, "
-                f"start in different slots", z3.And(base, mbs), f1(D, I1) != f2(c, I2)))
+                "do not overlap", z3.And(base, mbs), _disjoint(f1(D, I1), d1, f2(c, I2), d2)))
     # memory at t = the start of a forward on device D: per pipe the held microbatches form an
-    # interval [a, b] (monotone starts): b = last forward started by t, a = first backward not ended
-    A0, B0, A1, B1 = z3.Ints("a0 b0 a1 b1")
+    # interval [a, e] (monotone starts): e = last forward started by t, a = first backward not ended
+    A0, E0, A1, E1 = z3.Ints("a0 e0 a1 e1")
 
-    def interval(st, a, b):
+    def interval(st, a, e):
         return z3.And(
-            b >= -1, b < H, z3.Or(b == -1, F(st, b) <= T), z3.Or(b == H - 1, F(st, b + 1) > T),
-            a >= 0, a <= H, z3.Or(a == H, B(st, a) + 1 > T), z3.Or(a == 0, B(st, a - 1) + 1 <= T))
+            e >= -1, e < H, z3.Or(e == -1, Fs(st, e) <= T), z3.Or(e == H - 1, Fs(st, e + 1) > T),
+            a >= 0, a <= H, z3.Or(a == H, Bs(st, a) + b > T), z3.Or(a == 0, Bs(st, a - 1) + b <= T))
 
-    held = lambda a, b: z3.If(b - a + 1 > 0, b - a + 1, 0)  # noqa: E731
+    held = lambda a, e: z3.If(e - a + 1 > 0, e - a + 1, 0)  # noqa: E731
     bound = H + 1 + zmin(D, p - 1 - D)
     ths.append(Theorem(
         "memory", f"{q}: when a forward starts on device d, the activations held (both pipes) number at "
                   "most h + 1 + min(d, p-1-d) (p/2+1 at the edges, p in the middle)",
-        z3.And(base, mbs, z3.Or(T == F(D, I1), T == F(c, I1)), interval(D, A0, B0), interval(c, A1, B1)),
-        z3.And(held(A0, B0) + held(A1, B1) <= bound, bound <= p)))
+        z3.And(base, mbs, z3.Or(T == Fs(D, I1), T == Fs(c, I1)), interval(D, A0, E0), interval(c, A1, E1)),
+        z3.And(held(A0, E0) + held(A1, E1) <= bound, bound <= p)))
+    end = p * (1 + b) + (p - 2) * b  # = (1+2b) p - 2b
     ths.append(Theorem(
-        "makespan", "for all h >= 1, p = 2h: the unit ends at B(0, h-1) + 1 = m + 2p - 2 (m = p)",
-        H >= 1, z3.And(B(0, H - 1) + 1 == 3 * p - 2,
-                       z3.ForAll([D, I1], z3.Implies(z3.And(D >= 0, D < p, I1 >= 0, I1 < H),
-                                                     z3.And(B(D, I1) + 1 <= 3 * p - 2, F(D, I1) + 1 <= 3 * p - 2))))))
+        "makespan", f"{q}: every op ends by {1 + 2 * b}p - {2 * b} (Li & Hoefler's m(tF+tB) + (p-2)max(tF,tB) "
+                    "at m = p), and B(0, h-1) ends exactly then",
+        z3.And(base, mbs), z3.And(Fs(D, I1) + 1 <= end, Bs(D, I1) + b <= end, Bs(0, H - 1) + b == end)))
     return ths
 
 
@@ -258,9 +279,10 @@ def theorems(family: str, f: int, b: int, v: int = 2) -> list[Theorem]:
     if family in ("gpipe", "1f1b"):
         return _linear_theorems(family, f, b)
     if family == "chimera":
-        if (f, b) != (1, 1):
-            raise ParameterError("costs", f"F={f},B={b}", "chimera's closed form is proved at F=B=1 only")
-        return _chimera_theorems()
+        if f != 1:
+            raise ParameterError("costs", f"F={f},B={b}", "chimera's closed form is derived for F=1 "
+                                 "(any integer B >= 1); scale both costs so that F=1")
+        return chimera_theorems(b)
     if family == "interleaved-1f1b":
         return _interleaved_theorems(v, f, b)
     raise ParameterError("family", family, f"no closed form to prove; provable: {', '.join(PROVABLE)}")
@@ -285,8 +307,8 @@ def closed_form_starts(family: str, p: int, m: int, f: int, b: int, v: int = 2) 
         for mb in range(m):
             i = mb % h  # index within its pipe (the first h go down, the rest up)
             for s in range(p):
-                out[f"{s}F{mb}"] = chimera_f(p, s, i)
-                out[f"{s}B{mb}"] = chimera_b(p, s, i)
+                out[f"{s}F{mb}"] = chimera_f(p, s, i, b)
+                out[f"{s}B{mb}"] = chimera_b(p, s, i, b)
         return out
     Ff, Bf = (gpipe_f, gpipe_b) if family == "gpipe" else (f1b1_f, f1b1_b)
     for d in range(p):
@@ -334,7 +356,7 @@ def prove_family(family: str, costs: tuple[tuple[int, int], ...] | None = None,
         (True, 11)
     """
     if costs is None:
-        costs = ((1, 1),) if family == "chimera" else COSTS
+        costs = COSTS
     out = []
     for v in (INTERLEAVED_V if family == "interleaved-1f1b" else (None,)):
         for f, b in costs:

@@ -1,8 +1,9 @@
 """``ppverify prove FAMILY``: prove a family's closed-form schedule correct for all sizes with Z3.
 
 For GPipe and 1F1B at integer costs F=1,B=1 and F=1,B=2, for interleaved 1F1B with m = p
-(v = 2 and 3, both costs) and for Chimera's basic unit (m = p, p even) at F=B=1, the start of
-every op is a closed-form function of (p, m, device, microbatch). Each theorem (a dependency, a pair of consecutive ops of the program order, the
+(v = 2 and 3, both costs) and for Chimera's basic unit (m = p, p even; both costs, or any F=1,B=b),
+the start of every op is a closed-form function of (p, m, device, microbatch). Each theorem (a
+dependency, a pair of ops of a device that must not overlap, the
 peak-memory bound, the makespan) is proved for ALL integers p >= 2, m >= 1 in the family's
 range: Z3 shows its negation unsatisfiable, or prints a counterexample. A final check compares
 the closed form with the generator's slot timeline on a grid. Exit code 0 when everything is
@@ -23,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Family, optional costs, output."""
     parser.add_argument("family", help=f"one of: {', '.join(PROVABLE)}, or 'all'")
     parser.add_argument("--costs", default=None, metavar="F=f,B=b",
-                        help="one integer cost setting (default: F=1,B=1 and F=1,B=2; chimera: F=1,B=1)")
+                        help="one integer cost setting (default: F=1,B=1 and F=1,B=2; chimera needs F=1)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
