@@ -382,12 +382,5 @@ def formula_for(family: str, p: int, m: int, costs: Mapping[str, float] | None =
     fam = get_family(family)
     if fam.formula is None:
         return None
-    args = fam.defaults()
-    for k, v in params.items():
-        if v is None:
-            continue
-        if k not in args:
-            known = ", ".join(args) or "none"
-            raise ParameterError(k, v, f"{fam.name} has no such parameter (its parameters: {known})")
-        args[k] = v
+    args = fam.arguments(params)
     return fam.formula(p, m, costs, **args)

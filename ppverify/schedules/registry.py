@@ -45,6 +45,30 @@ class Family:
         """Default values of the extra parameters."""
         return {pr.name: pr.default for pr in self.params}
 
+    def arguments(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The extra parameters to call ``generator``/``formula`` with: the defaults, overridden by
+        ``params`` (``None`` values count as not given); a name the family does not know raises
+        :class:`ParameterError`.
+
+        Example:
+            >>> fam = Family("x", lambda p, m, v=2: None, "demo", params=(Param("v", int, 2, "chunks"),))
+            >>> fam.arguments({"v": None}), fam.arguments({"v": 3})
+            ({'v': 2}, {'v': 3})
+            >>> fam.arguments({"w": 1})
+            Traceback (most recent call last):
+            ...
+            ppverify.errors.ParameterError: parameter w=1: x has no such parameter (its parameters: v)
+        """
+        args = self.defaults()
+        for k, v in params.items():
+            if v is None:
+                continue
+            if k not in args:
+                known = ", ".join(args) or "none"
+                raise ParameterError(k, v, f"{self.name} has no such parameter (its parameters: {known})")
+            args[k] = v
+        return args
+
 
 _FAMILIES: dict[str, Family] = {}
 
@@ -98,14 +122,7 @@ def build(name: str, p: int, m: int, **params: Any) -> Schedule:
         (Op(kind='F', stage=1, mb=0), Op(kind='B', stage=1, mb=0), Op(kind='F', stage=1, mb=1), Op(kind='B', stage=1, mb=1))
     """
     fam = get_family(name)
-    args = fam.defaults()
-    for k, v in params.items():
-        if v is None:
-            continue
-        if k not in args:
-            known = ", ".join(args) or "none"
-            raise ParameterError(k, v, f"{fam.name} has no such parameter (its parameters: {known})")
-        args[k] = v
+    args = fam.arguments(params)
     check_int("p", p, 1)
     check_int("m", m, 1)
     return fam.generator(p, m, **args)
