@@ -9,7 +9,8 @@ import pytest
 import z3
 
 from ppverify.cli import main
-from ppverify.verify.closed_forms import chimera_b, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, ite, zmin
+from ppverify.verify.closed_forms import (chimera_b, chimera_cont_b, chimera_cont_f, chimera_f, f1b1_b, f1b1_f, gpipe_b,
+                                          gpipe_f, ite, zmax, zmin)
 from ppverify.verify.prove import P, M, D, J, Theorem, chimera_theorems, closed_form_starts, prove, prove_family
 
 
@@ -107,6 +108,40 @@ def test_chimera_wrong_closed_form_gives_a_real_overlap():
     assert checked >= 1
 
 
+def test_chimera_continuous_by_hand():
+    # p=2, m=4 (units=continuous, n=2 per pipe: pipe 0 takes mbs 0, 2, pipe 1 mbs 1, 3), F=B=1.
+    # Each pipe's 1F1B slots merged per device (ties: lower index in its pipe, then pipe 0):
+    # device 0 runs 0F0 1F1 0F2 1B1 0B0 1F3 1B3 0B2, device 1 the mirror 0F1 1F0 0F3 1B0 0B1 1F2
+    # 1B2 0B3; ASAP one per slot: 0F0@0 1F1@1 0F2@2 1B1@3 0B0@4 1F3@5 1B3@6 0B2@7 (every input is
+    # there one slot earlier, on the other device), 8 slots = 2m + p - 2.
+    assert [chimera_cont_f(2, 2, 0, i) for i in range(2)] == [0, 2]
+    assert [chimera_cont_f(2, 2, 1, i) for i in range(2)] == [1, 5]
+    assert [chimera_cont_b(2, 2, 1, i) for i in range(2)] == [3, 6]
+    assert [chimera_cont_b(2, 2, 0, i) for i in range(2)] == [4, 7]
+    assert chimera_cont_b(2, 2, 0, 1) + 1 == 2 * 4 + 2 - 2
+    # p=4, m=8: 18 slots (the chimera module's own figure; 2m + p - 2)
+    assert chimera_cont_b(4, 4, 0, 3) + 1 == 18
+    # at n = h it is the basic unit
+    assert all(chimera_cont_f(p, p // 2, s, i) == chimera_f(p, s, i) and chimera_cont_b(p, p // 2, s, i) == chimera_b(p, s, i)
+               for p in (2, 4, 6, 8) for s in range(p) for i in range(p // 2))
+
+
+def test_chimera_continuous_without_drain_is_refuted():
+    # claim: backwards stay in the steady 4-slot rhythm to the end (no faster drain); the makespan
+    # theorem must fail, and its counterexample must really end elsewhere than 2m + p - 2
+    def no_drain(p, n, s, i):
+        return zmax(2 * p - s + 2 * i, zmin(2 * p - s, 3 * p - 1 - 3 * s) + 4 * i)
+
+    res = {th.name: prove(th) for th in chimera_theorems(1, B=no_drain, continuous=True)}
+    r = res["makespan"]
+    assert r.status == "counterexample"
+    c = r.counterexample
+    p, n = 2 * c["h"], c["n"]
+    ends = [no_drain(p, n, s, i) + 1 for s in range(p) for i in range(n)]
+    assert max(ends) != 4 * n + p - 2 or no_drain(p, n, 0, n - 1) + 1 != 4 * n + p - 2
+    assert no_drain(4, 4, 0, 3) + 1 == 21  # vs the generator's 18
+
+
 def test_wrong_memory_bound_gives_a_real_counterexample():
     # claim 1F1B device d holds at most min(p-d, m) - 1: false; the counterexample must violate it
     f, b = 1, 2
@@ -140,5 +175,8 @@ def test_cli_prove(capsys):
     assert main(["prove", "chimera", "--costs", "F=1,B=2"]) == 0
     out = capsys.readouterr().out
     assert "== chimera F=1,B=2" in out and "every op ends by 5p - 4" in out and "13/13 proved" in out
+    assert main(["prove", "chimera"]) == 0
+    out = capsys.readouterr().out
+    assert "== chimera F=1,B=1 units=continuous" in out and "2m + p - 2" in out and "39/39 proved" in out
     assert main(["prove", "chimera", "--costs", "F=2,B=4"]) == 2
     assert main(["prove", "hanayo"]) == 2

@@ -170,3 +170,56 @@ FORMS = {
     "gpipe": (gpipe_f, gpipe_b),
     "1f1b": (f1b1_f, f1b1_b),
 }
+
+
+def zmax(a: Any, b: Any) -> Any:
+    """Maximum of two values or Z3 terms.
+
+    Example:
+        >>> zmax(3, 5)
+        5
+    """
+    return ite(a >= b, a, b)
+
+
+def chimera_cont_b(p: Any, n: Any, s: Any, i: Any) -> Any:
+    """Chimera ``units=continuous`` (p = 2h even, n >= h microbatches per pipe, m = 2n; m = k p
+    for the generator) at F = B = 1: start of B of stage s, i-th microbatch of a pipe (both pipes
+    alike, pipe 1's stage s on device p-1-s).
+
+    Three regimes, each linear in i: ``2p - s + 2i`` while stage s's first backwards alternate
+    with forwards only (second-half stages, before the other pipe's backwards arrive); the steady
+    state ``min(2p - s, 3p - 1 - 3s) + 4i`` (every device runs F and B of both pipes, 4 slots
+    per microbatch); the drain ``2n + p - 1 - s + 2i`` (no forwards left: two backwards per 2
+    slots of both pipes). The start is the max of the first two, capped by the drain's. At n = h
+    it is the basic unit's ``2p - 1 - s + 2i``.
+
+    Example:
+        >>> [chimera_cont_b(8, 8, 7, i) for i in range(8)]
+        [9, 11, 13, 15, 18, 22, 26, 30]
+        >>> [chimera_cont_b(4, 2, 0, i) for i in range(2)] == [chimera_b(4, 0, i) for i in range(2)]
+        True
+    """
+    return zmin(zmax(2 * p - s + 2 * i, zmin(2 * p - s, 3 * p - 1 - 3 * s) + 4 * i), 2 * n + p - 1 - s + 2 * i)
+
+
+def chimera_cont_f(p: Any, n: Any, s: Any, i: Any) -> Any:
+    """Chimera ``units=continuous`` at F = B = 1 (see :func:`chimera_cont_b`): start of F of stage
+    s, i-th microbatch of a pipe; 1F1B warm-up ``w = p-1-s`` per pipe.
+
+    First half (``s <= h-1``): the basic unit's ``s + i`` then ``2i + 3s - p + 2`` up to ``i = w``,
+    then the steady ``4i + 3s - 2p + 3`` (three slots after B(s, i-w-1) starts: that B, and one op
+    of the other pipe). Second half: ``s + 2i`` up to ``i = w``, then
+    ``max(B(s, i-w-1) + 1, 4i + s - p + 2)`` (right after the previous backward, or in the steady
+    state's own slot when the other pipe's op takes that one).
+
+    Example:
+        >>> [chimera_cont_f(8, 8, 7, i) for i in range(8)]
+        [7, 10, 12, 14, 17, 21, 25, 29]
+        >>> [chimera_cont_f(8, 8, 0, i) for i in range(8)]
+        [0, 1, 2, 3, 4, 5, 6, 8]
+    """
+    w = p - 1 - s
+    first = ite(i < p - 1 - 2 * s, s + i, ite(i <= w, 2 * i + 3 * s - p + 2, 4 * i + 3 * s - 2 * p + 3))
+    second = ite(i <= w, s + 2 * i, zmax(chimera_cont_b(p, n, s, i - w - 1) + 1, 4 * i + s - p + 2))
+    return ite(2 * s <= p - 2, first, second)

@@ -34,7 +34,7 @@ from ..costs import CostModel
 from ..engines import run
 from ..errors import ParameterError
 from ..schedules import build
-from .closed_forms import (chimera_b, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, interleaved_b, interleaved_f,
+from .closed_forms import (chimera_b, chimera_cont_b, chimera_cont_f, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, interleaved_b, interleaved_f,
                            warmup_1f1b, zmin)
 
 PROVABLE: tuple[str, ...] = ("gpipe", "1f1b", "chimera", "interleaved-1f1b")
@@ -167,28 +167,41 @@ def _disjoint(x: Any, dx: int, y: Any, dy: int) -> Any:
     return z3.Or(x + dx <= y, y + dy <= x)
 
 
-def chimera_theorems(b: int = 1, F: Callable[..., Any] | None = None,
-                     B: Callable[..., Any] | None = None) -> list[Theorem]:
-    """Chimera's basic unit (m = p, p = 2h even) at F = 1, B = b (see :func:`.closed_forms.chimera_f`).
+def chimera_theorems(b: int = 1, F: Callable[..., Any] | None = None, B: Callable[..., Any] | None = None,
+                     continuous: bool = False) -> list[Theorem]:
+    """Chimera at F = 1, B = b: the basic unit (m = p, p = 2h even; :func:`.closed_forms.chimera_f`)
+    or, with ``continuous`` (b = 1), ``units=continuous`` for any n >= h microbatches per pipe
+    (m = 2n; :func:`.closed_forms.chimera_cont_f`).
 
-    ``F(p, s, i)`` / ``B(p, s, i)`` default to the closed forms; pass others to test a claim.
-    One function serves both pipes (pipe 1 mirrors pipe 0: its stage s runs at pipe 0's stage-s
-    times, on device p-1-s), so dependencies are proved per stage and exclusivity per device d
-    over pipe 0's stage d and pipe 1's stage ``c = p-1-d``.
+    ``F``/``B`` default to the closed forms, called as ``F(p, s, i)`` (unit) or ``F(p, n, s, i)``
+    (continuous); pass others to test a claim. One function serves both pipes (pipe 1 mirrors
+    pipe 0: its stage s runs at pipe 0's stage-s times, on device p-1-s), so dependencies are
+    proved per stage and exclusivity per device d over pipe 0's stage d and pipe 1's stage p-1-d.
 
     Example:
         >>> [t.name for t in chimera_theorems(2)][:4]
         ['starts', 'dep F<-F', 'dep B<-F', 'dep B<-B']
     """
-    H, I1, I2, T = z3.Ints("h i1 i2 t")
+    H, N, I1, I2, T = z3.Ints("h n i1 i2 t")
     p = 2 * H
-    Fc, Bc = F or (lambda pp, s, i: chimera_f(pp, s, i, b)), B or (lambda pp, s, i: chimera_b(pp, s, i, b))
-    Fs = lambda s, i: Fc(p, s, i)  # noqa: E731
-    Bs = lambda s, i: Bc(p, s, i)  # noqa: E731
+    if continuous:
+        if b != 1:
+            raise ParameterError("costs", f"F=1,B={b}", "chimera's continuous closed form is derived for F=B=1")
+        n = N
+        Fc, Bc = F or chimera_cont_f, B or chimera_cont_b
+        Fs = lambda s, i: Fc(p, N, s, i)  # noqa: E731
+        Bs = lambda s, i: Bc(p, N, s, i)  # noqa: E731
+        base = z3.And(H >= 1, N >= H, D >= 0, D < p)
+        q = "for all h >= 1, p = 2h, n >= h (per pipe; m = 2n), 0 <= d < p, 0 <= i1, i2 < n"
+    else:
+        n = H
+        Fc, Bc = F or (lambda pp, s, i: chimera_f(pp, s, i, b)), B or (lambda pp, s, i: chimera_b(pp, s, i, b))
+        Fs = lambda s, i: Fc(p, s, i)  # noqa: E731
+        Bs = lambda s, i: Bc(p, s, i)  # noqa: E731
+        base = z3.And(H >= 1, D >= 0, D < p)
+        q = "for all h >= 1, p = 2h, 0 <= d < p, 0 <= i1, i2 < h"
     c = p - 1 - D  # the other pipe's stage on device D
-    base = z3.And(H >= 1, D >= 0, D < p)
-    mbs = z3.And(I1 >= 0, I1 < H, I2 >= 0, I2 < H)
-    q = "for all h >= 1, p = 2h, 0 <= d < p, 0 <= i1, i2 < h"
+    mbs = z3.And(I1 >= 0, I1 < n, I2 >= 0, I2 < n)
     ths = [
         Theorem("starts", f"{q}: F(d,i1) >= 0 and B(d,i1) >= 0", z3.And(base, mbs),
                 z3.And(Fs(D, I1) >= 0, Bs(D, I1) >= 0)),
@@ -214,21 +227,27 @@ def chimera_theorems(b: int = 1, F: Callable[..., Any] | None = None,
 
     def interval(st, a, e):
         return z3.And(
-            e >= -1, e < H, z3.Or(e == -1, Fs(st, e) <= T), z3.Or(e == H - 1, Fs(st, e + 1) > T),
-            a >= 0, a <= H, z3.Or(a == H, Bs(st, a) + b > T), z3.Or(a == 0, Bs(st, a - 1) + b <= T))
+            e >= -1, e < n, z3.Or(e == -1, Fs(st, e) <= T), z3.Or(e == n - 1, Fs(st, e + 1) > T),
+            a >= 0, a <= n, z3.Or(a == n, Bs(st, a) + b > T), z3.Or(a == 0, Bs(st, a - 1) + b <= T))
 
     held = lambda a, e: z3.If(e - a + 1 > 0, e - a + 1, 0)  # noqa: E731
-    bound = H + 1 + zmin(D, p - 1 - D)
+    if continuous:  # 1F1B's min(p - stage, n) per pipe: pipe 1's stage on device d is p-1-d
+        bound, cap = zmin(p - D, N) + zmin(D + 1, N), p + 1
+        bound_text = "min(p-d, n) + min(d+1, n) <= p+1 (p+1 once n >= p)"
+        end, end_text = 4 * N + p - 2, "4n + p - 2 = 2m + p - 2"
+    else:
+        bound, cap = H + 1 + zmin(D, p - 1 - D), p
+        bound_text = "h + 1 + min(d, p-1-d) (p/2+1 at the edges, p in the middle)"
+        end = p * (1 + b) + (p - 2) * b  # = (1+2b) p - 2b
+        end_text = f"{1 + 2 * b}p - {2 * b} (Li & Hoefler's m(tF+tB) + (p-2)max(tF,tB) at m = p)"
     ths.append(Theorem(
         "memory", f"{q}: when a forward starts on device d, the activations held (both pipes) number at "
-                  "most h + 1 + min(d, p-1-d) (p/2+1 at the edges, p in the middle)",
+                  f"most {bound_text}",
         z3.And(base, mbs, z3.Or(T == Fs(D, I1), T == Fs(c, I1)), interval(D, A0, E0), interval(c, A1, E1)),
-        z3.And(held(A0, E0) + held(A1, E1) <= bound, bound <= p)))
-    end = p * (1 + b) + (p - 2) * b  # = (1+2b) p - 2b
+        z3.And(held(A0, E0) + held(A1, E1) <= bound, bound <= cap)))
     ths.append(Theorem(
-        "makespan", f"{q}: every op ends by {1 + 2 * b}p - {2 * b} (Li & Hoefler's m(tF+tB) + (p-2)max(tF,tB) "
-                    "at m = p), and B(0, h-1) ends exactly then",
-        z3.And(base, mbs), z3.And(Fs(D, I1) + 1 <= end, Bs(D, I1) + b <= end, Bs(0, H - 1) + b == end)))
+        "makespan", f"{q}: every op ends by {end_text}, and B(0, {'n' if continuous else 'h'}-1) ends exactly then",
+        z3.And(base, mbs), z3.And(Fs(D, I1) + 1 <= end, Bs(D, I1) + b <= end, Bs(0, n - 1) + b == end)))
     return ths
 
 
@@ -303,12 +322,15 @@ def closed_form_starts(family: str, p: int, m: int, f: int, b: int, v: int = 2) 
                 out[f"{s}B{j}"] = interleaved_b(p, v, s, j, f, b) / v
         return out
     if family == "chimera":
-        h = p // 2
+        h, n = p // 2, m // 2
+        if m != p and (f, b) != (1, 1):
+            raise ParameterError("m", m, "chimera's closed form for m > p (units=continuous) is derived at F=B=1 only")
         for mb in range(m):
-            i = mb % h  # index within its pipe (the first h go down, the rest up)
+            # index within its pipe: in each unit of p the first h go down, the rest up
+            i = (mb // p) * h + mb % p % h
             for s in range(p):
-                out[f"{s}F{mb}"] = chimera_f(p, s, i, b)
-                out[f"{s}B{mb}"] = chimera_b(p, s, i, b)
+                out[f"{s}F{mb}"] = chimera_f(p, s, i, b) if m == p else chimera_cont_f(p, n, s, i)
+                out[f"{s}B{mb}"] = chimera_b(p, s, i, b) if m == p else chimera_cont_b(p, n, s, i)
         return out
     Ff, Bf = (gpipe_f, gpipe_b) if family == "gpipe" else (f1b1_f, f1b1_b)
     for d in range(p):
@@ -319,17 +341,20 @@ def closed_form_starts(family: str, p: int, m: int, f: int, b: int, v: int = 2) 
 
 
 def grid_check(family: str, f: int, b: int, ps: range = range(2, 9), ms: range = range(1, 13),
-               v: int = 2) -> tuple[int, list[str]]:
+               v: int = 2, units: range = range(1, 2)) -> tuple[int, list[str]]:
     """Compare the closed form with the generator's slot timeline on a grid; returns
-    ``(schedules compared, mismatches)``.
+    ``(schedules compared, mismatches)``. Chimera and interleaved 1F1B use ``m = k p`` for k in
+    ``units`` (default: m = p), the others m in ``ms``.
 
     Example:
         >>> grid_check("1f1b", 1, 2, range(2, 4), range(1, 4))
         (6, [])
+        >>> grid_check("chimera", 1, 1, range(2, 7), units=range(1, 4))
+        (9, [])
     """
     n, bad = 0, []
     for p in ps:
-        for m in ([p] if family in ("chimera", "interleaved-1f1b") else ms):
+        for m in ([k * p for k in units] if family in ("chimera", "interleaved-1f1b") else ms):
             try:
                 s = build(family, p=p, m=m, **({"v": v} if family == "interleaved-1f1b" else {}))
             except ParameterError:
@@ -379,4 +404,23 @@ def prove_family(family: str, costs: tuple[tuple[int, int], ...] | None = None,
             out.append((label, r))
             if on_result:
                 on_result(label, r)
+    if family == "chimera" and (1, 1) in costs:
+        out += _chimera_continuous(on_result)
+    return out
+
+
+def _chimera_continuous(on_result: Callable[[str, Result], None] | None) -> list[tuple[str, Result]]:
+    """Chimera ``units=continuous`` (m = k p) at F = B = 1: the theorems, then the grid."""
+    label, out = "chimera F=1,B=1 units=continuous, m = 2n >= p", []
+    rs = [prove(th) for th in chimera_theorems(1, continuous=True)]
+    t = time.perf_counter()
+    n, bad = grid_check("chimera", 1, 1, range(2, 13), units=range(1, 5))
+    rs.append(Result("agrees with generator", f"closed form == slot timeline of `chimera` (units=continuous) for "
+                     f"p in 2..12 even, m = k p, k in 1..4 ({n} schedules)" + ("; first: " + bad[0] if bad else ""),
+                     "counterexample" if bad else "proved", {"mismatches": len(bad)} if bad else {},
+                     time.perf_counter() - t))
+    for r in rs:
+        out.append((label, r))
+        if on_result:
+            on_result(label, r)
     return out
