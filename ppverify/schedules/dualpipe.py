@@ -21,7 +21,8 @@ The same phases with ``N = p``, ``h = d`` and ``M = m`` on the V placement are D
 
 from __future__ import annotations
 
-from typing import Callable
+from fractions import Fraction
+from typing import Callable, Mapping
 
 from ..errors import ParameterError
 from ..ops import B, F, I, W, Action, Op, Overlap
@@ -133,6 +134,28 @@ def dualpipe(p: int, m: int) -> Schedule:
     return Schedule(bidirectional(p), m, tuple(programs), pipe_of_mb, "dualpipe", {"p": p, "m": m})
 
 
+DUALPIPE_NOTE = ("makespan exact for tF = tI, tW <= tF and B = I + W (the paper's bubble), else the fill lower "
+                 "bound; peaks exact for m >= 2p (checked p <= 8)")
+
+
+def dualpipe_makespan(c: Mapping[str, Fraction], busy: Fraction, fill: Fraction) -> tuple[Fraction, bool]:
+    """``(makespan, exact)`` of DualPipe's phases: ``busy + fill (F&B + B - 3W)`` (DeepSeek-V3's
+    bubble, F&B slots lasting ``F + B``) when ``tF = tI``, ``tW <= tF`` and ``B = I + W``, where it
+    is exact; otherwise the fill lower bound ``busy + fill tF``. ``fill`` is the number of forwards
+    the latest-starting device waits for (``N - 1`` for ``N`` half ranks).
+
+    Example:
+        >>> c = {"F": Fraction(1), "B": Fraction(2), "I": Fraction(1), "W": Fraction(1)}
+        >>> dualpipe_makespan(c, Fraction(24), Fraction(1))
+        (Fraction(26, 1), True)
+        >>> dualpipe_makespan(dict(c, W=Fraction(2)), Fraction(24), Fraction(1))
+        (Fraction(25, 1), False)
+    """
+    if c["F"] == c["I"] and c["W"] <= c["F"] and c["B"] == c["I"] + c["W"]:
+        return busy + fill * ((c["F"] + c["B"]) + c["B"] - 3 * c["W"]), True
+    return busy + fill * c["F"], False
+
+
 def dualpipe_formula(p: int, m: int, costs=None):
     """DualPipe: makespan ``m(tF+tB) + (p/2-1)(F&B + B - 3W)`` with ``F&B = F + B``, exact when
     ``tF = tI`` and ``tW <= tF``; peak ``p + 1`` on every device.
@@ -150,22 +173,14 @@ def dualpipe_formula(p: int, m: int, costs=None):
         >>> f.makespan, f.makespan_kind, f.peak_activations
         (26.0, 'exact', (5.0, 5.0, 5.0, 5.0))
     """
-    from fractions import Fraction
-
     from ..formulas import EXACT, LOWER, Formula, costs_of
 
     _check("dualpipe", p, m)
     c = {k: Fraction(x).limit_denominator(10**6) for k, x in costs_of(costs).items()}
     busy = m * (c["F"] + c["B"])
-    exact = c["F"] == c["I"] and c["W"] <= c["F"] and c["B"] == c["I"] + c["W"]
-    if exact:
-        makespan = busy + (Fraction(p, 2) - 1) * ((c["F"] + c["B"]) + c["B"] - 3 * c["W"])
-    else:
-        makespan = busy + (Fraction(p, 2) - 1) * c["F"]
+    makespan, exact = dualpipe_makespan(c, busy, Fraction(p, 2) - 1)
     return Formula("dualpipe", float(makespan), float(1 - busy / makespan), (float(p + 1),) * p,
-                   EXACT if exact else LOWER, EXACT,
-                   "makespan exact for tF = tI, tW <= tF and B = I + W (the paper's bubble), else the fill lower "
-                   "bound; peaks exact for m >= 2p (checked p <= 8)",
+                   EXACT if exact else LOWER, EXACT, DUALPIPE_NOTE,
                    "DeepSeek-V3 technical report, Table 2 (arXiv 2412.19437); domain checked here")
 
 

@@ -17,7 +17,7 @@ from ..errors import ParameterError
 from ..ops import Op
 from ..placement import v_shape
 from ..schedule import Schedule
-from .dualpipe import dualpipe_program
+from .dualpipe import DUALPIPE_NOTE, dualpipe_makespan, dualpipe_program
 from .registry import Family, check_int, register
 
 
@@ -63,15 +63,9 @@ def dualpipev_formula(p: int, m: int, costs=None):
         raise ParameterError("m", m, f"dualpipev needs m >= 2p = {2 * p}")
     c = {k: Fraction(x).limit_denominator(10**6) / 2 for k, x in costs_of(costs).items()}
     busy = m * 2 * (c["F"] + c["B"])
-    exact = c["F"] == c["I"] and c["W"] <= c["F"] and c["B"] == c["I"] + c["W"]
-    if exact:
-        makespan = busy + (p - 1) * ((c["F"] + c["B"]) + c["B"] - 3 * c["W"])
-    else:
-        makespan = busy + (p - 1) * c["F"]
+    makespan, exact = dualpipe_makespan(c, busy, Fraction(p - 1))
     return Formula("dualpipev", float(makespan), float(1 - busy / makespan), (float(Fraction(2 * p + 1, 2)),) * p,
-                   EXACT if exact else LOWER, EXACT,
-                   "makespan exact for tF = tI, tW <= tF and B = I + W (the paper's bubble), else the fill lower "
-                   "bound; peaks exact for m >= 2p (checked p <= 8)",
+                   EXACT if exact else LOWER, EXACT, DUALPIPE_NOTE,
                    "DeepSeek-V3 report / DualPipe README (DualPipeV row); REFERENCE.md §1; domain checked here")
 
 
