@@ -10,7 +10,7 @@ import z3
 
 from ppverify.cli import main
 from ppverify.verify.closed_forms import (chimera_b, chimera_cont_b, chimera_cont_f, chimera_f, f1b1_b, f1b1_f, gpipe_b,
-                                          gpipe_f, ite, zmax, zmin)
+                                          gpipe_f, ite, zmin)
 from ppverify.verify.prove import P, M, D, J, Theorem, chimera_theorems, closed_form_starts, prove, prove_family
 
 
@@ -121,16 +121,16 @@ def test_chimera_continuous_by_hand():
     assert chimera_cont_b(2, 2, 0, 1) + 1 == 2 * 4 + 2 - 2
     # p=4, m=8: 18 slots (the chimera module's own figure; 2m + p - 2)
     assert chimera_cont_b(4, 4, 0, 3) + 1 == 18
-    # at n = h it is the basic unit
-    assert all(chimera_cont_f(p, p // 2, s, i) == chimera_f(p, s, i) and chimera_cont_b(p, p // 2, s, i) == chimera_b(p, s, i)
-               for p in (2, 4, 6, 8) for s in range(p) for i in range(p // 2))
+    # F=1, B=2: m(tF+tB) + (p-2)max(tF,tB) (Li & Hoefler) = 8*3 + 2*2 = 28 at p=4, m=8; p=6, m=12: 48
+    assert chimera_cont_b(4, 4, 0, 3, 2) + 2 == 28
+    assert chimera_cont_b(6, 6, 0, 5, 2) + 2 == 12 * 3 + 4 * 2
 
 
 def test_chimera_continuous_without_drain_is_refuted():
     # claim: backwards stay in the steady 4-slot rhythm to the end (no faster drain); the makespan
     # theorem must fail, and its counterexample must really end elsewhere than 2m + p - 2
     def no_drain(p, n, s, i):
-        return zmax(2 * p - s + 2 * i, zmin(2 * p - s, 3 * p - 1 - 3 * s) + 4 * i)
+        return ite(2 * i <= 2 * s - p, 2 * p - s + 2 * i, zmin(2 * p - s, 3 * p - 1 - 3 * s) + 4 * i)
 
     res = {th.name: prove(th) for th in chimera_theorems(1, B=no_drain, continuous=True)}
     r = res["makespan"]
@@ -174,9 +174,11 @@ def test_cli_prove(capsys):
     assert all(x["status"] == "proved" for x in data)
     assert main(["prove", "chimera", "--costs", "F=1,B=2"]) == 0
     out = capsys.readouterr().out
-    assert "== chimera F=1,B=2" in out and "every op ends by 5p - 4" in out and "13/13 proved" in out
+    assert "== chimera F=1,B=2" in out and "every op ends by 5p - 4" in out and "26/26 proved" in out
+    assert "== chimera F=1,B=2 units=continuous" in out and "every op ends by 6n + 2(p-2)" in out
     assert main(["prove", "chimera"]) == 0
     out = capsys.readouterr().out
-    assert "== chimera F=1,B=1 units=continuous" in out and "2m + p - 2" in out and "39/39 proved" in out
+    assert "== chimera F=1,B=1 units=continuous" in out and "every op ends by 4n + p - 2" in out
+    assert "52/52 proved" in out
     assert main(["prove", "chimera", "--costs", "F=2,B=4"]) == 2
     assert main(["prove", "hanayo"]) == 2

@@ -182,36 +182,42 @@ def zmax(a: Any, b: Any) -> Any:
     return ite(a >= b, a, b)
 
 
-def chimera_cont_b(p: Any, n: Any, s: Any, i: Any) -> Any:
-    """Chimera ``units=continuous`` (p = 2h even, n >= h microbatches per pipe, m = 2n; m = k p
-    for the generator) at F = B = 1: start of B of stage s, i-th microbatch of a pipe (both pipes
-    alike, pipe 1's stage s on device p-1-s).
+def chimera_cont_b(p: Any, n: Any, s: Any, i: Any, b: int = 1) -> Any:
+    """Chimera ``units=continuous`` beyond one unit (p = 2h even, n >= p microbatches per pipe,
+    m = 2n; m = k p with k >= 2 for the generator) at F = 1, B = b: start of B of stage s, i-th
+    microbatch of a pipe (both pipes alike, pipe 1's stage s on device p-1-s).
 
-    Three regimes, each linear in i: ``2p - s + 2i`` while stage s's first backwards alternate
-    with forwards only (second-half stages, before the other pipe's backwards arrive); the steady
-    state ``min(2p - s, 3p - 1 - 3s) + 4i`` (every device runs F and B of both pipes, 4 slots
-    per microbatch); the drain ``2n + p - 1 - s + 2i`` (no forwards left: two backwards per 2
-    slots of both pipes). The start is the max of the first two, capped by the drain's. At n = h
-    it is the basic unit's ``2p - 1 - s + 2i``.
+    With ``A = p + 1 + (p-1-s) b`` (one slot later than the basic unit's first backward: the
+    second unit's forwards are already queued), three regimes, each linear in i:
+
+    * second-half stages' first backwards, ``i <= s-h``: ``A + (1+b) i`` (1F1B's F,B pairs while
+      the other pipe's stage on the device still forwards);
+    * the steady state: ``min(A, 2 + (2+b)(p-1-s)) + 2(1+b) i`` (every device runs F and B of
+      both pipes per microbatch);
+    * the drain: ``2n + (p-1-s) b + 2b i`` (only backwards left, of both pipes);
+
+    the start is the steady value capped by the drain's.
 
     Example:
         >>> [chimera_cont_b(8, 8, 7, i) for i in range(8)]
         [9, 11, 13, 15, 18, 22, 26, 30]
-        >>> [chimera_cont_b(4, 2, 0, i) for i in range(2)] == [chimera_b(4, 0, i) for i in range(2)]
-        True
+        >>> [chimera_cont_b(8, 12, 7, i, 2) for i in range(6)]
+        [9, 12, 15, 18, 26, 32]
     """
-    return zmin(zmax(2 * p - s + 2 * i, zmin(2 * p - s, 3 * p - 1 - 3 * s) + 4 * i), 2 * n + p - 1 - s + 2 * i)
+    a = p + 1 + (p - 1 - s) * b
+    steady = zmin(zmin(a, 2 + (2 + b) * (p - 1 - s)) + 2 * (1 + b) * i, 2 * n + (p - 1 - s) * b + 2 * b * i)
+    return ite(2 * i <= 2 * s - p, a + (1 + b) * i, steady)
 
 
-def chimera_cont_f(p: Any, n: Any, s: Any, i: Any) -> Any:
-    """Chimera ``units=continuous`` at F = B = 1 (see :func:`chimera_cont_b`): start of F of stage
-    s, i-th microbatch of a pipe; 1F1B warm-up ``w = p-1-s`` per pipe.
+def chimera_cont_f(p: Any, n: Any, s: Any, i: Any, b: int = 1) -> Any:
+    """Chimera ``units=continuous`` beyond one unit at F = 1, B = b (see :func:`chimera_cont_b`):
+    start of F of stage s, i-th microbatch of a pipe; 1F1B warm-up ``w = p-1-s`` per pipe.
 
-    First half (``s <= h-1``): the basic unit's ``s + i`` then ``2i + 3s - p + 2`` up to ``i = w``,
-    then the steady ``4i + 3s - 2p + 3`` (three slots after B(s, i-w-1) starts: that B, and one op
-    of the other pipe). Second half: ``s + 2i`` up to ``i = w``, then
-    ``max(B(s, i-w-1) + 1, 4i + s - p + 2)`` (right after the previous backward, or in the steady
-    state's own slot when the other pipe's op takes that one).
+    First half (``s <= h-1``): the basic unit's ``s + i`` then ``2i + 3s - p + 2`` up to
+    ``i = w``, then the steady ``2(1+b) i + (2+b) s - p + 2 - (p-1) b`` (``1 + 2b`` after
+    B(s, i-w-1) starts: that B, one B of the other pipe, one F of it). Second half: ``s + 2i`` up
+    to ``i = w``; then right after the previous backward, ``B(s, i-w-1) + b``, while that one is
+    among the first ``s-h`` backwards; then the steady ``2(1+b) i + 1 - (p-1-s) b``.
 
     Example:
         >>> [chimera_cont_f(8, 8, 7, i) for i in range(8)]
@@ -220,6 +226,8 @@ def chimera_cont_f(p: Any, n: Any, s: Any, i: Any) -> Any:
         [0, 1, 2, 3, 4, 5, 6, 8]
     """
     w = p - 1 - s
-    first = ite(i < p - 1 - 2 * s, s + i, ite(i <= w, 2 * i + 3 * s - p + 2, 4 * i + 3 * s - 2 * p + 3))
-    second = ite(i <= w, s + 2 * i, zmax(chimera_cont_b(p, n, s, i - w - 1) + 1, 4 * i + s - p + 2))
+    first = ite(i < p - 1 - 2 * s, s + i,
+                ite(i <= w, 2 * i + 3 * s - p + 2, 2 * (1 + b) * i + (2 + b) * s - p + 2 - (p - 1) * b))
+    second = ite(i <= w, s + 2 * i, ite(2 * (i - w - 1) <= 2 * s - p - 2, chimera_cont_b(p, n, s, i - w - 1, b) + b,
+                                        2 * (1 + b) * i + 1 - (p - 1 - s) * b))
     return ite(2 * s <= p - 2, first, second)

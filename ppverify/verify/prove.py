@@ -170,8 +170,8 @@ def _disjoint(x: Any, dx: int, y: Any, dy: int) -> Any:
 def chimera_theorems(b: int = 1, F: Callable[..., Any] | None = None, B: Callable[..., Any] | None = None,
                      continuous: bool = False) -> list[Theorem]:
     """Chimera at F = 1, B = b: the basic unit (m = p, p = 2h even; :func:`.closed_forms.chimera_f`)
-    or, with ``continuous`` (b = 1), ``units=continuous`` for any n >= h microbatches per pipe
-    (m = 2n; :func:`.closed_forms.chimera_cont_f`).
+    or, with ``continuous``, ``units=continuous`` beyond one unit: any n >= p microbatches per
+    pipe (m = 2n; :func:`.closed_forms.chimera_cont_f`).
 
     ``F``/``B`` default to the closed forms, called as ``F(p, s, i)`` (unit) or ``F(p, n, s, i)``
     (continuous); pass others to test a claim. One function serves both pipes (pipe 1 mirrors
@@ -185,14 +185,13 @@ def chimera_theorems(b: int = 1, F: Callable[..., Any] | None = None, B: Callabl
     H, N, I1, I2, T = z3.Ints("h n i1 i2 t")
     p = 2 * H
     if continuous:
-        if b != 1:
-            raise ParameterError("costs", f"F=1,B={b}", "chimera's continuous closed form is derived for F=B=1")
         n = N
-        Fc, Bc = F or chimera_cont_f, B or chimera_cont_b
+        Fc = F or (lambda pp, nn, s, i: chimera_cont_f(pp, nn, s, i, b))
+        Bc = B or (lambda pp, nn, s, i: chimera_cont_b(pp, nn, s, i, b))
         Fs = lambda s, i: Fc(p, N, s, i)  # noqa: E731
         Bs = lambda s, i: Bc(p, N, s, i)  # noqa: E731
-        base = z3.And(H >= 1, N >= H, D >= 0, D < p)
-        q = "for all h >= 1, p = 2h, n >= h (per pipe; m = 2n), 0 <= d < p, 0 <= i1, i2 < n"
+        base = z3.And(H >= 1, N >= p, D >= 0, D < p)
+        q = "for all h >= 1, p = 2h, n >= p (per pipe; m = 2n), 0 <= d < p, 0 <= i1, i2 < n"
     else:
         n = H
         Fc, Bc = F or (lambda pp, s, i: chimera_f(pp, s, i, b)), B or (lambda pp, s, i: chimera_b(pp, s, i, b))
@@ -233,8 +232,10 @@ def chimera_theorems(b: int = 1, F: Callable[..., Any] | None = None, B: Callabl
     held = lambda a, e: z3.If(e - a + 1 > 0, e - a + 1, 0)  # noqa: E731
     if continuous:  # 1F1B's min(p - stage, n) per pipe: pipe 1's stage on device d is p-1-d
         bound, cap = zmin(p - D, N) + zmin(D + 1, N), p + 1
-        bound_text = "min(p-d, n) + min(d+1, n) <= p+1 (p+1 once n >= p)"
-        end, end_text = 4 * N + p - 2, "4n + p - 2 = 2m + p - 2"
+        bound_text = "min(p-d, n) + min(d+1, n) = p+1 (each pipe's 1F1B in-flight count)"
+        end = 2 * N * (1 + b) + (p - 2) * b
+        end_text = (f"{2 * (1 + b)}n + " + ("p - 2" if b == 1 else f"{b}(p-2)") +
+                    " (= m(tF+tB) + (p-2)max(tF,tB), Li & Hoefler)")
     else:
         bound, cap = H + 1 + zmin(D, p - 1 - D), p
         bound_text = "h + 1 + min(d, p-1-d) (p/2+1 at the edges, p in the middle)"
@@ -323,14 +324,14 @@ def closed_form_starts(family: str, p: int, m: int, f: int, b: int, v: int = 2) 
         return out
     if family == "chimera":
         h, n = p // 2, m // 2
-        if m != p and (f, b) != (1, 1):
-            raise ParameterError("m", m, "chimera's closed form for m > p (units=continuous) is derived at F=B=1 only")
+        if f != 1:
+            raise ParameterError("costs", f"F={f},B={b}", "chimera's closed forms are derived for F=1")
         for mb in range(m):
             # index within its pipe: in each unit of p the first h go down, the rest up
             i = (mb // p) * h + mb % p % h
             for s in range(p):
-                out[f"{s}F{mb}"] = chimera_f(p, s, i, b) if m == p else chimera_cont_f(p, n, s, i)
-                out[f"{s}B{mb}"] = chimera_b(p, s, i, b) if m == p else chimera_cont_b(p, n, s, i)
+                out[f"{s}F{mb}"] = chimera_f(p, s, i, b) if m == p else chimera_cont_f(p, n, s, i, b)
+                out[f"{s}B{mb}"] = chimera_b(p, s, i, b) if m == p else chimera_cont_b(p, n, s, i, b)
         return out
     Ff, Bf = (gpipe_f, gpipe_b) if family == "gpipe" else (f1b1_f, f1b1_b)
     for d in range(p):
@@ -404,19 +405,21 @@ def prove_family(family: str, costs: tuple[tuple[int, int], ...] | None = None,
             out.append((label, r))
             if on_result:
                 on_result(label, r)
-    if family == "chimera" and (1, 1) in costs:
-        out += _chimera_continuous(on_result)
+    if family == "chimera":
+        for _, b in costs:
+            out += _chimera_continuous(b, on_result)
     return out
 
 
-def _chimera_continuous(on_result: Callable[[str, Result], None] | None) -> list[tuple[str, Result]]:
-    """Chimera ``units=continuous`` (m = k p) at F = B = 1: the theorems, then the grid."""
-    label, out = "chimera F=1,B=1 units=continuous, m = 2n >= p", []
-    rs = [prove(th) for th in chimera_theorems(1, continuous=True)]
+def _chimera_continuous(b: int, on_result: Callable[[str, Result], None] | None) -> list[tuple[str, Result]]:
+    """Chimera ``units=continuous`` beyond one unit (m = k p, k >= 2) at F = 1, B = b: the
+    theorems, then the grid."""
+    label, out = f"chimera F=1,B={b} units=continuous, m = 2n >= 2p", []
+    rs = [prove(th) for th in chimera_theorems(b, continuous=True)]
     t = time.perf_counter()
-    n, bad = grid_check("chimera", 1, 1, range(2, 13), units=range(1, 5))
+    n, bad = grid_check("chimera", 1, b, range(2, 13), units=range(2, 5))
     rs.append(Result("agrees with generator", f"closed form == slot timeline of `chimera` (units=continuous) for "
-                     f"p in 2..12 even, m = k p, k in 1..4 ({n} schedules)" + ("; first: " + bad[0] if bad else ""),
+                     f"p in 2..12 even, m = k p, k in 2..4 ({n} schedules)" + ("; first: " + bad[0] if bad else ""),
                      "counterexample" if bad else "proved", {"mismatches": len(bad)} if bad else {},
                      time.perf_counter() - t))
     for r in rs:
