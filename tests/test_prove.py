@@ -182,3 +182,15 @@ def test_cli_prove(capsys):
     assert "52/52 proved" in out
     assert main(["prove", "chimera", "--costs", "F=2,B=4"]) == 2
     assert main(["prove", "hanayo"]) == 2
+
+
+def test_chimera_memory_bounds_are_attained():
+    # the proved bounds are the generator's exact peaks (counted from its programs, which fixes
+    # them for any costs): unit h + 1 + min(d, p-1-d), continuous (m >= 2p) p + 1 on every device
+    from ppverify.schedules.chimera import chimera, unit_peaks
+
+    for p in (2, 4, 6, 8):
+        h = p // 2
+        assert unit_peaks(chimera(p, p)) == [h + 1 + min(d, p - 1 - d) for d in range(p)]
+        for k in (2, 3):
+            assert unit_peaks(chimera(p, k * p)) == [min(p - d, k * h) + min(d + 1, k * h) for d in range(p)]

@@ -18,7 +18,9 @@ engine's on a grid of sizes.
 Chimera (m = p, p even, F = 1 and any fixed integer B = b; proved at b = 1, 2 by default): both
 pipes run the same timeline per stage (pipe 1 mirrored onto device p-1-s); exclusivity is proved
 as pairwise non-overlap of every two ops of a device, within a pipe and across the two pipes
-("merged slot by slot they never collide"); the makespan is ``(1+2b) p - 2b`` (5p - 4 at b = 2). Interleaved 1F1B with m = p (v = 2, 3; stage ``c p + d`` is linear for a constant
+("merged slot by slot they never collide"); the makespan is ``(1+2b) p - 2b`` (5p - 4 at b = 2).
+Chimera ``units=continuous`` beyond one unit (n >= p microbatches per pipe, m = 2n, for the same
+costs): the same theorems with n free, makespan ``m (1+b) + (p-2) b``. Interleaved 1F1B with m = p (v = 2, 3; stage ``c p + d`` is linear for a constant
 chunk c, so v is fixed per theorem while p is free): all forwards, then a GPipe-like drain.
 """
 
