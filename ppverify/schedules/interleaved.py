@@ -15,7 +15,7 @@ from ..errors import ParameterError
 from ..ops import B, F, Op
 from ..placement import loop
 from ..schedule import Schedule
-from .one_f_one_b import one_f_one_b
+from .one_f_one_b import one_f_one_b, one_f_one_b_order
 from .registry import Family, Param, check_int, register
 
 RULES = ("p >= 1, m >= 1, v >= 1; for v > 1 Megatron's rule m % p == 0 (microbatches come in "
@@ -74,12 +74,7 @@ def interleaved_1f1b(p: int, m: int, v: int = 2) -> Schedule:
             c, mb = _chunk_mb(k, p, v)
             return Op(B, (v - 1 - c) * p + d, mb)
 
-        warm = megatron_warmup(p, m, v, d)
-        prog = [fwd(k) for k in range(warm)]
-        for i in range(total - warm):
-            prog += [fwd(warm + i), bwd(i)]
-        prog += [bwd(k) for k in range(total - warm, total)]
-        programs.append(tuple(prog))
+        programs.append(tuple(one_f_one_b_order(megatron_warmup(p, m, v, d), total, fwd, bwd)))
     return Schedule(loop(p, v), m, tuple(programs), (0,) * m, "interleaved-1f1b", {"p": p, "m": m, "v": v})
 
 

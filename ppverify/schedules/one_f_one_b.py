@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Callable
+
 from ..ops import B, F, Op
 from ..placement import linear
 from ..schedule import Schedule
@@ -18,15 +21,25 @@ def one_f_one_b(p: int, m: int) -> Schedule:
         >>> [str(o) for o in one_f_one_b(3, 3).programs[2]]
         ['2F0', '2B0', '2F1', '2B1', '2F2', '2B2']
     """
-    programs = []
-    for d in range(p):
-        warm = min(p - 1 - d, m)
-        prog = [Op(F, d, mb) for mb in range(warm)]
-        for k in range(m - warm):
-            prog += [Op(F, d, warm + k), Op(B, d, k)]
-        prog += [Op(B, d, mb) for mb in range(m - warm, m)]
-        programs.append(tuple(prog))
-    return Schedule(linear(p), m, tuple(programs), (0,) * m, "1f1b", {"p": p, "m": m})
+    programs = tuple(tuple(one_f_one_b_order(min(p - 1 - d, m), m, partial(Op, F, d), partial(Op, B, d)))
+                     for d in range(p))
+    return Schedule(linear(p), m, programs, (0,) * m, "1f1b", {"p": p, "m": m})
+
+
+def one_f_one_b_order(warm: int, total: int, fwd: Callable[[int], Op], bwd: Callable[[int], Op]) -> list[Op]:
+    """One device's 1F1B order over its ``total`` forwards and backwards: ``warm`` forwards, then
+    one forward and one backward while forwards remain, then the remaining backwards. ``fwd(k)``
+    and ``bwd(k)`` are the device's k-th forward and backward (interleaved 1F1B maps k to chunks).
+
+    Example:
+        >>> [str(o) for o in one_f_one_b_order(1, 3, lambda k: Op(F, 0, k), lambda k: Op(B, 0, k))]
+        ['0F0', '0F1', '0B0', '0F2', '0B1', '0B2']
+    """
+    prog = [fwd(k) for k in range(warm)]
+    for k in range(total - warm):
+        prog += [fwd(warm + k), bwd(k)]
+    prog += [bwd(k) for k in range(total - warm, total)]
+    return prog
 
 
 def _formula(p, m, costs=None):
