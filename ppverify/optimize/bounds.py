@@ -15,6 +15,11 @@ schedule of an :class:`~ppverify.optimize.problem.Instance` (all in ticks).
   microbatches still open, and the memory they hold (each at most ``cap``) limits how much that is:
   at least ``R - tF - pending`` is idle. With ``m > k`` the two windows are disjoint and both
   idles add to the device's span.
+* **one machine** (:mod:`.onemachine`): on any device, the ops released at least ``r`` after the
+  reference start and followed by at least ``q`` take ``r + their work + q``, maximized over the
+  thresholds; for the span, releases and tails are measured from the start and to the end of
+  *another* device (the last device's F and I work, squeezed between the first forward's arrival
+  and the last gradient's return, bounds device 0's span).
 
 The bounds are reported on their own and added to the CP-SAT model as redundant constraints.
 """
@@ -24,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ops import B, F, I, W
+from .onemachine import cross_device_span_bounds, makespan_bounds
 from .problem import Instance
 
 
@@ -43,17 +49,21 @@ class Bounds:
     idle: tuple[int, ...]
     #: the one-device relaxation's proven bound (:mod:`.relax`), 0 when not computed
     device_relaxation: int = 0
+    #: the one-machine threshold bound (:mod:`.onemachine`; cross-device for the span)
+    one_machine: int = 0
 
     @property
     def best(self) -> int:
         """The strongest of the bounds."""
-        return max(self.critical_path, self.device_work, self.memory_window, self.device_relaxation)
+        return max(self.critical_path, self.device_work, self.memory_window, self.device_relaxation,
+                   self.one_machine)
 
     def as_dict(self, tick: float) -> dict[str, float]:
         """The bounds in time units (for reports and ``--json``)."""
         return {"critical_path": self.critical_path * tick, "device_work": self.device_work * tick,
                 "memory_window": self.memory_window * tick,
-                "device_relaxation": self.device_relaxation * tick, "best": self.best * tick}
+                "device_relaxation": self.device_relaxation * tick, "one_machine": self.one_machine * tick,
+                "best": self.best * tick}
 
 
 def heads_tails(inst: Instance) -> tuple[list[int], list[int]]:
@@ -181,4 +191,10 @@ def lower_bounds(inst: Instance, objective: str | None = None) -> Bounds:
         per_device.append(work + extra + idle[d])
     if objective == "span":
         crit = 0  # a span starts at the device's own first op; the round trip is in the window bound
-    return Bounds(objective, crit, max(work_only), max(per_device), tuple(per_device), tuple(idle))
+        machine = cross_device_span_bounds(inst)
+    else:
+        machine = makespan_bounds(inst, head, tail)
+    window = max(per_device, default=0)
+    per_device = [max(a, b) for a, b in zip(per_device, machine)]
+    return Bounds(objective, crit, max(work_only), window, tuple(per_device), tuple(idle),
+                  one_machine=max(machine, default=0))
