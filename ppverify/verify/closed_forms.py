@@ -231,3 +231,46 @@ def chimera_cont_f(p: Any, n: Any, s: Any, i: Any, b: int = 1) -> Any:
     second = ite(i <= w, s + 2 * i, ite(2 * (i - w - 1) <= 2 * s - p - 2, chimera_cont_b(p, n, s, i - w - 1, b) + b,
                                         2 * (1 + b) * i + 1 - (p - 1 - s) * b))
     return ite(2 * s <= p - 2, first, second)
+
+
+def interleaved2_f(p: Any, c: int, g: int, d: Any, r: Any) -> Any:
+    """Interleaved 1F1B with v = 2 chunks and m = 2p, F = B = 1 (in chunk-op ticks): start of F of
+    chunk c (stage ``c p + d``, on device d) for microbatch ``g p + r`` (group g = 0, 1).
+
+    Group 0's chunk 0 fills the pipeline (``d + r``); every later block runs back to back until it
+    meets the ops of the other blocks on the device, then takes every other tick: the max of the
+    two lines (chunk 1 of group 1 is past its warm-up everywhere: one F per 2 ticks).
+
+    Example:
+        >>> [interleaved2_f(4, 1, 0, 3, r) for r in range(4)], [interleaved2_f(4, 1, 1, 0, r) for r in range(4)]
+        ([7, 9, 11, 13], [16, 18, 20, 22])
+    """
+    if (c, g) == (0, 0):
+        return d + r
+    if (c, g) == (1, 0):
+        return zmax(p + d + r, 2 * r + 3 * d - p + 2)
+    if (c, g) == (0, 1):
+        return zmax(2 * p + d + r, 2 * r + 3 * d + p + 2)
+    return 2 * r + zmax(4 * p + d, 3 * p + 2 + 3 * d)
+
+
+def interleaved2_b(p: Any, c: int, g: int, d: Any, r: Any) -> Any:
+    """Interleaved 1F1B, v = 2, m = 2p, F = B = 1 (chunk ticks): start of B of chunk c on device d
+    for microbatch ``g p + r`` (see :func:`interleaved2_f`).
+
+    Read off the slot table block by block (then proved consistent in :mod:`.prove_interleaved`
+    and compared with the generator on a grid): group 1's chunk 1 one B per 2 ticks, its chunk 0
+    (the drain, nothing else left) one per tick; group 0's chunk 1 one per 2 ticks with one jump
+    at ``r = 2d + 2``; group 0's chunk 0 the ``2r`` line capped by an ``r`` line at the end.
+
+    Example:
+        >>> [interleaved2_b(4, 0, 1, 0, r) for r in range(4)], [interleaved2_b(4, 1, 0, 0, r) for r in range(4)]
+        ([34, 35, 36, 37], [11, 13, 17, 19])
+    """
+    if (c, g) == (1, 1):
+        return 7 * p - 1 - d + 2 * r
+    if (c, g) == (0, 1):
+        return 9 * p - 2 - d + r
+    if (c, g) == (0, 0):
+        return zmin(zmax(5 * p - 1 - d, 6 * p - 3 - 3 * d) + 2 * r, 6 * p - 2 - d + r)
+    return 2 * r + ite(r <= 2 * d + 1, 3 * p - 1 - d, 4 * p - 3 - 3 * d)

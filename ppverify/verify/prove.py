@@ -36,7 +36,8 @@ from ..costs import CostModel
 from ..engines import run
 from ..errors import ParameterError
 from ..schedules import build
-from .closed_forms import (chimera_b, chimera_cont_b, chimera_cont_f, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, interleaved_b, interleaved_f,
+from .closed_forms import (chimera_b, chimera_cont_b, chimera_cont_f, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, interleaved2_b,
+                           interleaved2_f, interleaved_b, interleaved_f,
                            warmup_1f1b, zmin)
 
 PROVABLE: tuple[str, ...] = ("gpipe", "1f1b", "chimera", "interleaved-1f1b")
@@ -318,7 +319,16 @@ def closed_form_starts(family: str, p: int, m: int, f: int, b: int, v: int = 2) 
         {'0F0': 0, '0B0': 4, '1F0': 1, '1B0': 2}
     """
     out: dict[str, float] = {}
+    if family == "interleaved-1f1b" and m == 2 * p and v == 2 and (f, b) == (1, 1):
+        for c in range(2):
+            for d in range(p):
+                for j in range(m):
+                    out[f"{c * p + d}F{j}"] = interleaved2_f(p, c, j // p, d, j % p) / 2
+                    out[f"{c * p + d}B{j}"] = interleaved2_b(p, c, j // p, d, j % p) / 2
+        return out
     if family == "interleaved-1f1b":  # m = p; chunk-op ticks -> share units: divide by v
+        if m != p:
+            raise ParameterError("m", m, "interleaved 1F1B's closed forms: m = p, or m = 2p with v = 2 at F=B=1")
         for s in range(v * p):
             for j in range(m):
                 out[f"{s}F{j}"] = interleaved_f(p, v, s, j, f, b) / v
@@ -410,6 +420,27 @@ def prove_family(family: str, costs: tuple[tuple[int, int], ...] | None = None,
     if family == "chimera":
         for _, b in costs:
             out += _chimera_continuous(b, on_result)
+    if family == "interleaved-1f1b" and (1, 1) in costs:
+        out += _interleaved_two_groups(on_result)
+    return out
+
+
+def _interleaved_two_groups(on_result: Callable[[str, Result], None] | None) -> list[tuple[str, Result]]:
+    """Interleaved 1F1B, v = 2, m = 2p, F = B = 1 (:mod:`.prove_interleaved`): theorems, then the grid."""
+    from .prove_interleaved import interleaved_k2_theorems
+
+    label, out = "interleaved-1f1b F=1,B=1 v=2, m=2p", []
+    rs = [prove(th) for th in interleaved_k2_theorems()]
+    t = time.perf_counter()
+    n, bad = grid_check("interleaved-1f1b", 1, 1, range(2, 17), units=range(2, 3), v=2)
+    rs.append(Result("agrees with generator", f"closed form == slot timeline of `interleaved-1f1b` for p in 2..16, "
+                     f"m = 2p, v = 2 ({n} schedules)" + ("; first: " + bad[0] if bad else ""),
+                     "counterexample" if bad else "proved", {"mismatches": len(bad)} if bad else {},
+                     time.perf_counter() - t))
+    for r in rs:
+        out.append((label, r))
+        if on_result:
+            on_result(label, r)
     return out
 
 
