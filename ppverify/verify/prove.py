@@ -20,7 +20,8 @@ pipes run the same timeline per stage (pipe 1 mirrored onto device p-1-s); exclu
 as pairwise non-overlap of every two ops of a device, within a pipe and across the two pipes
 ("merged slot by slot they never collide"); the makespan is ``(1+2b) p - 2b`` (5p - 4 at b = 2).
 Chimera ``units=continuous`` beyond one unit (n >= p microbatches per pipe, m = 2n, for the same
-costs): the same theorems with n free, makespan ``m (1+b) + (p-2) b``. Interleaved 1F1B with m = p (v = 2, 3; stage ``c p + d`` is linear for a constant
+costs): the same theorems with n free, makespan ``m (1+b) + (p-2) b``. Interleaved 1F1B with
+v = 2, m = 2p at F = B = 1: :mod:`.prove_interleaved`. Interleaved 1F1B with m = p (v = 2, 3; stage ``c p + d`` is linear for a constant
 chunk c, so v is fixed per theorem while p is free): all forwards, then a GPipe-like drain.
 """
 
