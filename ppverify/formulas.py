@@ -95,8 +95,15 @@ def _make(family: str, p: int, m: int, busy: Fraction, makespan: Fraction, peaks
                    mk, pk, conditions, source)
 
 
-def _fr(c: dict[str, float]) -> dict[str, Fraction]:
-    return {k: Fraction(v).limit_denominator(10**6) for k, v in c.items()}
+def exact_costs(costs: Mapping[str, float] | None) -> dict[str, Fraction]:
+    """:func:`costs_of` as exact fractions (each limited to denominator 10**6), so that formulas
+    compare costs exactly (``tF == tI``) and round only their final figures.
+
+    Example:
+        >>> exact_costs({"F": 0.1, "B": 0.3})["I"]
+        Fraction(3, 20)
+    """
+    return {k: Fraction(v).limit_denominator(10**6) for k, v in costs_of(costs).items()}
 
 
 def _check_pm(p: int, m: int) -> None:
@@ -118,7 +125,7 @@ def gpipe_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> F
         21.0
     """
     _check_pm(p, m)
-    c = _fr(costs_of(costs))
+    c = exact_costs(costs)
     t = c["F"] + c["B"]
     return _make("gpipe", p, m, m * t, (m + p - 1) * t, [m] * p, EXACT, EXACT,
                  "exact for any tF, tB", "Huang et al. 2019 (GPipe); REFERENCE.md §1")
@@ -136,7 +143,7 @@ def one_f_one_b_formula(p: int, m: int, costs: Mapping[str, float] | None = None
         (4.0, 3.0, 2.0, 1.0)
     """
     _check_pm(p, m)
-    c = _fr(costs_of(costs))
+    c = exact_costs(costs)
     t = c["F"] + c["B"]
     return _make("1f1b", p, m, m * t, (m + p - 1) * t, [min(p - d, m) for d in range(p)], EXACT, EXACT,
                  "exact for any tF, tB", "PipeDream-Flush / DAPPLE; REFERENCE.md §1")
@@ -168,7 +175,7 @@ def interleaved_formula(p: int, m: int, costs: Mapping[str, float] | None = None
     if m % p:
         raise ParameterError("m", m, f"interleaved-1f1b with v={v} needs m to be a multiple of p={p} "
                                      "(Megatron's rule m % p == 0)")
-    c = _fr(costs_of(costs))
+    c = exact_costs(costs)
     t = c["F"] + c["B"]
     peaks = [Fraction(min(megatron_warmup(p, m, v, d) + 1, m * v), v) for d in range(p)]
     return _make("interleaved-1f1b", p, m, m * t, m * t + Fraction(p - 1, v) * t, peaks, EXACT, EXACT,
@@ -177,7 +184,7 @@ def interleaved_formula(p: int, m: int, costs: Mapping[str, float] | None = None
 
 
 def _chimera_common(family: str, p: int, m: int, costs, offset: int, down: int, units: str = "continuous") -> Formula:
-    c = _fr(costs_of(costs))
+    c = exact_costs(costs)
     t = c["F"] + c["B"]
     concat = units == "concat" and m > p
     # concat: every unit is the m=p schedule and its own peaks are never exceeded (chimera.py)
@@ -331,7 +338,7 @@ def hanayo_formula(p: int, m: int, costs: Mapping[str, float] | None = None, wav
 
     _check_pm(p, m)
     check_int("waves", waves, 1)
-    c = _fr(costs_of(costs))
+    c = exact_costs(costs)
     t = c["F"] + c["B"]
     w2 = 2 * waves
     makespan = m * t + Fraction(p - 1, waves) * max(c["F"], c["B"])
@@ -362,7 +369,7 @@ def one_f_one_b_split_formula(p: int, m: int, costs: Mapping[str, float] | None 
         18.0
     """
     _check_pm(p, m)
-    c = _fr(costs_of(costs))
+    c = exact_costs(costs)
     busy = m * (c["F"] + c["I"] + c["W"])
     return _make("1f1b-split", p, m, busy, busy + (p - 1) * (c["F"] + c["I"]),
                  [min(p - d, m) for d in range(p)], EXACT, EXACT,

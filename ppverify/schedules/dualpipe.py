@@ -173,10 +173,10 @@ def dualpipe_formula(p: int, m: int, costs=None):
         >>> f.makespan, f.makespan_kind, f.peak_activations
         (26.0, 'exact', (5.0, 5.0, 5.0, 5.0))
     """
-    from ..formulas import EXACT, LOWER, Formula, costs_of
+    from ..formulas import EXACT, LOWER, Formula, exact_costs
 
     _check("dualpipe", p, m)
-    c = {k: Fraction(x).limit_denominator(10**6) for k, x in costs_of(costs).items()}
+    c = exact_costs(costs)
     busy = m * (c["F"] + c["B"])
     makespan, exact = dualpipe_makespan(c, busy, Fraction(p, 2) - 1)
     return Formula("dualpipe", float(makespan), float(1 - busy / makespan), (float(p + 1),) * p,

@@ -55,13 +55,13 @@ def dualpipev_formula(p: int, m: int, costs=None):
         >>> f.makespan, f.makespan_kind, f.peak_activations
         (27.0, 'exact', (4.5, 4.5, 4.5, 4.5))
     """
-    from ..formulas import EXACT, LOWER, Formula, costs_of
+    from ..formulas import EXACT, LOWER, Formula, exact_costs
 
     check_int("p", p, 1)
     check_int("m", m, 1)
     if m < 2 * p:
         raise ParameterError("m", m, f"dualpipev needs m >= 2p = {2 * p}")
-    c = {k: Fraction(x).limit_denominator(10**6) / 2 for k, x in costs_of(costs).items()}
+    c = {k: x / 2 for k, x in exact_costs(costs).items()}  # chunk ops: half a share
     busy = m * 2 * (c["F"] + c["B"])
     makespan, exact = dualpipe_makespan(c, busy, Fraction(p - 1))
     return Formula("dualpipev", float(makespan), float(1 - busy / makespan), (float(Fraction(2 * p + 1, 2)),) * p,

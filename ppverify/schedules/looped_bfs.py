@@ -8,8 +8,6 @@ order of PyTorch's ``ScheduleLoopedBFS`` (idle padding removed; tests compare th
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 from ..ops import B, F, Op
 from ..placement import loop
 from ..schedule import Schedule
@@ -50,12 +48,12 @@ def looped_bfs_formula(p: int, m: int, costs=None, v: int = 2):
         >>> f.makespan, f.peak_activations
         (28.5, (8.0, 8.0, 8.0, 8.0))
     """
-    from ..formulas import EXACT, Formula, costs_of
+    from ..formulas import EXACT, Formula, exact_costs
 
     check_int("p", p, 1)
     check_int("m", m, 1)
     check_int("v", v, 1)
-    c = {k: Fraction(x).limit_denominator(10**6) for k, x in costs_of(costs).items()}
+    c = exact_costs(costs)
     t = c["F"] + c["B"]
     busy = m * t
     makespan = (v * max(m, p) + min(m, p) - 1) * t / v

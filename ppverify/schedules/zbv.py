@@ -82,11 +82,11 @@ def zbv_formula(p: int, m: int, costs=None):
         >>> f.makespan, f.makespan_kind, f.peak_activations
         (25.5, 'exact', (4.0, 4.0, 4.0, 4.0))
     """
-    from ..formulas import EXACT, LOWER, UPPER, Formula, costs_of
+    from ..formulas import EXACT, LOWER, UPPER, Formula, exact_costs
 
     check_int("p", p, 1)
     check_int("m", m, 1)
-    c = {k: Fraction(x).limit_denominator(10**6) for k, x in costs_of(costs).items()}
+    c = exact_costs(costs)
     busy = m * (c["F"] + c["I"] + c["W"])
     makespan = busy + Fraction(p - 1, 2) * c["F"]
     exact = m >= 2 * p and c["F"] == c["I"] and c["F"] / 2 <= c["W"] <= c["F"]

@@ -169,23 +169,17 @@ def interleaved_zb_formula(p: int, m: int, costs=None, v: int = 2):
         >>> f.makespan, f.makespan_kind, f.peak_kind
         (25.5, 'lower bound', 'upper bound')
     """
-    from ..formulas import LOWER, UPPER, Formula
+    from ..formulas import LOWER, UPPER, Formula, exact_costs
 
     check_int("p", p, 1)
     check_int("m", m, 1)
     check_int("v", v, 1)
-    c = _fr(costs)
+    c = exact_costs(costs)
     busy = m * (c["F"] + c["I"] + c["W"])
     makespan = busy + Fraction(p - 1, v) * c["F"]
     return Formula("interleaved-zb", float(makespan), float(1 - busy / makespan), (float(m),) * p,
                    LOWER, UPPER, "bounds only: makespan >= the fill + busy time; peak <= m",
                    "Qi et al. ICLR'24 (ZB1P); PyTorch's ScheduleInterleavedZeroBubble order; bounds derived here")
-
-
-def _fr(costs) -> dict[str, Fraction]:
-    from ..formulas import costs_of
-
-    return {k: Fraction(x).limit_denominator(10**6) for k, x in costs_of(costs).items()}
 
 
 def zb_h1_formula(p: int, m: int, costs=None):
@@ -204,11 +198,11 @@ def zb_h1_formula(p: int, m: int, costs=None):
         >>> f.makespan, f.peak_activations
         (27.0, (4.0, 4.0, 4.0, 4.0))
     """
-    from ..formulas import EXACT, LOWER, Formula
+    from ..formulas import EXACT, LOWER, Formula, exact_costs
 
     check_int("p", p, 1)
     check_int("m", m, 1)
-    c = _fr(costs)
+    c = exact_costs(costs)
     busy = m * (c["F"] + c["I"] + c["W"])
     makespan = busy + (p - 1) * (c["F"] + c["I"] - min(c["W"], c["F"]))
     return Formula("zb-h1", float(makespan), float(1 - busy / makespan), (float(min(p, m)),) * p,
@@ -232,11 +226,11 @@ def zb_h2_formula(p: int, m: int, costs=None):
         >>> f.makespan, f.makespan_kind, f.peak_activations
         (27.0, 'exact', (7.0, 7.0, 7.0, 7.0))
     """
-    from ..formulas import EXACT, LOWER, Formula
+    from ..formulas import EXACT, LOWER, Formula, exact_costs
 
     check_int("p", p, 1)
     check_int("m", m, 1)
-    c = _fr(costs)
+    c = exact_costs(costs)
     busy = m * (c["F"] + c["I"] + c["W"])
     makespan = busy + (p - 1) * c["F"]
     equal = c["F"] == c["I"] == c["W"]
