@@ -30,6 +30,8 @@ action, a device out of range or the wrong number of programs raise
 :class:`~ppverify.errors.ScheduleFileError` naming the file, the location (``programs[1][3]``) and
 the rule. Ops naming stages or microbatches that do not exist are *not* a file error: they load,
 and :func:`ppverify.dag.structural_problems` and the verifier report them.
+The value checks themselves (types, ranges, action text, duplicate keys) live in
+:mod:`ppverify.io.json_checks`.
 """
 
 from __future__ import annotations
@@ -38,13 +40,14 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..costs import CostModel
 from ..errors import ParameterError, ScheduleFileError
-from ..ops import KINDS, Action, ActionSyntaxError, compute_ops, format_action, parse_action
+from ..ops import KINDS, compute_ops, format_action
 from ..placement import Placement
 from ..schedule import Schedule
+from .json_checks import JsonReader, describe_value, no_duplicate_keys, reject_constant
 
 FORMAT_NAME = "ppverify-schedule"
 FORMAT_VERSION = 1
@@ -215,79 +218,7 @@ def save_json(
 # --------------------------------------------------------------------------- reading
 
 
-class _Reader:
-    """Validation helpers that know the file name; every failure is a ScheduleFileError."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def fail(self, where: str, rule: str) -> ScheduleFileError:
-        return ScheduleFileError(self.path, where, rule)
-
-    def obj(self, value: Any, where: str) -> Mapping[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(where, f"expected a JSON object, got {_kind(value)}")
-        return value
-
-    def keys(self, obj: Mapping[str, Any], where: str, allowed: Sequence[str], required: Sequence[str],
-             expected: str, hint: str = "") -> None:
-        """Refuse a key outside ``allowed`` (at ``<where>.<key>``; ``expected`` lists the keys the
-        message names), then a missing ``required`` key (``hint``: what it holds)."""
-        prefix = "" if where == "top level" else where + "."
-        for k in obj:
-            if k not in allowed:
-                raise self.fail(f"{prefix}{k}", f"unknown key; expected {expected}")
-        for k in required:
-            if k not in obj:
-                raise self.fail(where, f"missing key {k!r}" + (f" ({hint})" if hint else ""))
-
-    def lst(self, value: Any, where: str, length: int | None = None, what: str = "entries") -> list:
-        if not isinstance(value, list):
-            raise self.fail(where, f"expected a JSON list, got {_kind(value)}")
-        if length is not None and len(value) != length:
-            raise self.fail(where, f"has {len(value)} {what}; need {length}")
-        return value
-
-    def int_(self, value: Any, where: str, lo: int | None = None, hi: int | None = None) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(where, f"expected an integer, got {_kind(value)}")
-        if lo is not None and value < lo or hi is not None and value > hi:
-            rng = f"in {lo}..{hi}" if hi is not None else f">= {lo}"
-            raise self.fail(where, f"{value} out of range; must be {rng}")
-        return value
-
-    def num(self, value: Any, where: str, lo: float = 0.0, hi: float | None = None) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(where, f"expected a finite number, got {_kind(value)}")
-        if value < lo or (hi is not None and value > hi):
-            raise self.fail(where, f"{value} out of range; must be >= {lo}" + (f" and <= {hi}" if hi is not None else ""))
-        return float(value)
-
-    def str_(self, value: Any, where: str) -> str:
-        if not isinstance(value, str):
-            raise self.fail(where, f"expected a string, got {_kind(value)}")
-        return value
-
-    def action(self, value: Any, where: str) -> Action:
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise self.fail(where, f"expected action text such as '0F1' or null (idle), got {_kind(value)}")
-        try:
-            return parse_action(value)
-        except ActionSyntaxError as exc:
-            raise self.fail(where, str(exc)) from None
-
-
-def _kind(value: Any) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
-             int: "an integer", float: "a number"}
-    shown = json.dumps(value) if not isinstance(value, (dict, list)) else ""
-    shown = shown if len(shown) <= 30 else shown[:27] + "..."
-    return names.get(type(value), type(value).__name__) + (f" ({shown})" if shown else "")
-
-
-def _parse_params(rd: _Reader, value: Any) -> dict[str, Any]:
+def _parse_params(rd: JsonReader, value: Any) -> dict[str, Any]:
     params = dict(rd.obj(value, "params"))
     for k, v in params.items():
         if isinstance(v, dict):
@@ -300,7 +231,7 @@ def _tuples(v: Any) -> Any:
     return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
 
 
-def _parse_placement(rd: _Reader, value: Any, p: int) -> Placement:
+def _parse_placement(rd: JsonReader, value: Any, p: int) -> Placement:
     pl = rd.obj(value, "placement")
     rd.keys(pl, "placement", ("name", "maps", "p"), ("maps",), "name, maps", "per pipe, the device of each stage")
     name = rd.str_(pl.get("name", "custom"), "placement.name")
@@ -321,7 +252,7 @@ def _parse_placement(rd: _Reader, value: Any, p: int) -> Placement:
     return Placement(p, tuple(out), name)
 
 
-def _parse_costs(rd: _Reader, value: Any, S: int) -> CostModel:
+def _parse_costs(rd: JsonReader, value: Any, S: int) -> CostModel:
     c = rd.obj(value, "costs")
     rd.keys(c, "costs", _COST_KEYS, ("duration", "activation"), f"one of {', '.join(_COST_KEYS)}")
     dur = rd.obj(c["duration"], "costs.duration")
@@ -356,7 +287,7 @@ def _parse_costs(rd: _Reader, value: Any, S: int) -> CostModel:
     )
 
 
-def _parse_table(rd: _Reader, value: Any, p: int) -> TableGrid:
+def _parse_table(rd: JsonReader, value: Any, p: int) -> TableGrid:
     t = rd.obj(value, "table")
     rd.keys(t, "table", ("tick", "grid", "ticks"), ("grid",), "tick, grid", "one row of cells per device")
     tick = rd.num(t.get("tick", 1.0), "table.tick")
@@ -385,11 +316,11 @@ def document_from_dict(data: Any, path: str = "<dict>") -> ScheduleDocument:
     """
     from .table_text import programs_from_cells
 
-    rd = _Reader(str(path))
+    rd = JsonReader(str(path))
     data = rd.obj(data, "top level")
     rd.keys(data, "top level", _KEYS, ("format", "version", "p", "m", "placement"), f"one of {', '.join(_KEYS)}")
     if data["format"] != FORMAT_NAME:
-        raise rd.fail("format", f"is {_kind(data['format'])}; a ppverify schedule file says {FORMAT_NAME!r}")
+        raise rd.fail("format", f"is {describe_value(data['format'])}; a ppverify schedule file says {FORMAT_NAME!r}")
     version = rd.int_(data["version"], "version", 1)
     if version > FORMAT_VERSION:
         raise rd.fail("version", f"version {version} is newer than this ppverify reads ({FORMAT_VERSION}); upgrade ppverify")
@@ -454,23 +385,6 @@ def schedule_from_dict(data: Any, path: str = "<dict>") -> Schedule:
     return document_from_dict(data, path).schedule
 
 
-def _no_duplicates(path: str):
-    def hook(pairs: Sequence[tuple[str, Any]]) -> dict:
-        out: dict[str, Any] = {}
-        for k, v in pairs:
-            if k in out:
-                raise ScheduleFileError(path, f"key {k!r}", "appears twice in one object")
-            out[k] = v
-        return out
-    return hook
-
-
-def _reject_constant(path: str):
-    def hook(name: str) -> Any:
-        raise ScheduleFileError(path, "", f"{name} is not valid JSON (numbers must be finite)")
-    return hook
-
-
 def loads_document(text: str, path: str = "<string>") -> ScheduleDocument:
     """Parse JSON text into a :class:`ScheduleDocument`; JSON syntax errors name line and column.
 
@@ -481,7 +395,7 @@ def loads_document(text: str, path: str = "<string>") -> ScheduleDocument:
         ppverify.errors.ScheduleFileError: s.json: line 2 column 12: invalid JSON: Expecting ':' delimiter
     """
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates(path), parse_constant=_reject_constant(path))
+        data = json.loads(text, object_pairs_hook=no_duplicate_keys(path), parse_constant=reject_constant(path))
     except json.JSONDecodeError as exc:
         raise ScheduleFileError(path, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
     return document_from_dict(data, path)

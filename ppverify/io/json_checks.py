@@ -1,0 +1,137 @@
+"""Strict checks of decoded JSON values for the schedule file reader (:mod:`.json_format`).
+
+Each check names the file, the location (``placement.maps[1]``) and the rule in a
+:class:`~ppverify.errors.ScheduleFileError`; the decoding hooks refuse what :func:`json.loads`
+would otherwise accept silently (a key given twice, ``NaN``/``Infinity``). What a schedule file
+holds, and which keys it has, is :mod:`.json_format`'s business.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+from ..errors import ScheduleFileError
+from ..ops import Action, ActionSyntaxError, parse_action
+
+
+class JsonReader:
+    """Validation helpers that know the file name; every failure is a ScheduleFileError.
+
+    Example:
+        >>> rd = JsonReader("s.json")
+        >>> rd.int_(3, "p", 1), rd.num(2, "costs.overlap")
+        (3, 2.0)
+        >>> rd.lst({"a": 1}, "programs")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: s.json: programs: expected a JSON list, got an object
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, where: str, rule: str) -> ScheduleFileError:
+        return ScheduleFileError(self.path, where, rule)
+
+    def obj(self, value: Any, where: str) -> Mapping[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected a JSON object, got {describe_value(value)}")
+        return value
+
+    def keys(self, obj: Mapping[str, Any], where: str, allowed: Sequence[str], required: Sequence[str],
+             expected: str, hint: str = "") -> None:
+        """Refuse a key outside ``allowed`` (at ``<where>.<key>``; ``expected`` lists the keys the
+        message names), then a missing ``required`` key (``hint``: what it holds)."""
+        prefix = "" if where == "top level" else where + "."
+        for k in obj:
+            if k not in allowed:
+                raise self.fail(f"{prefix}{k}", f"unknown key; expected {expected}")
+        for k in required:
+            if k not in obj:
+                raise self.fail(where, f"missing key {k!r}" + (f" ({hint})" if hint else ""))
+
+    def lst(self, value: Any, where: str, length: int | None = None, what: str = "entries") -> list:
+        if not isinstance(value, list):
+            raise self.fail(where, f"expected a JSON list, got {describe_value(value)}")
+        if length is not None and len(value) != length:
+            raise self.fail(where, f"has {len(value)} {what}; need {length}")
+        return value
+
+    def int_(self, value: Any, where: str, lo: int | None = None, hi: int | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(where, f"expected an integer, got {describe_value(value)}")
+        if lo is not None and value < lo or hi is not None and value > hi:
+            rng = f"in {lo}..{hi}" if hi is not None else f">= {lo}"
+            raise self.fail(where, f"{value} out of range; must be {rng}")
+        return value
+
+    def num(self, value: Any, where: str, lo: float = 0.0, hi: float | None = None) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.fail(where, f"expected a finite number, got {describe_value(value)}")
+        if value < lo or (hi is not None and value > hi):
+            raise self.fail(where, f"{value} out of range; must be >= {lo}" + (f" and <= {hi}" if hi is not None else ""))
+        return float(value)
+
+    def str_(self, value: Any, where: str) -> str:
+        if not isinstance(value, str):
+            raise self.fail(where, f"expected a string, got {describe_value(value)}")
+        return value
+
+    def action(self, value: Any, where: str) -> Action:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise self.fail(where, f"expected action text such as '0F1' or null (idle), got {describe_value(value)}")
+        try:
+            return parse_action(value)
+        except ActionSyntaxError as exc:
+            raise self.fail(where, str(exc)) from None
+
+
+def describe_value(value: Any) -> str:
+    """A JSON value's kind for an error message, with the value itself when it is short.
+
+    Example:
+        >>> describe_value("x"), describe_value([1]), describe_value(None)
+        ('a string ("x")', 'a list', 'null (null)')
+    """
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
+             int: "an integer", float: "a number"}
+    shown = json.dumps(value) if not isinstance(value, (dict, list)) else ""
+    shown = shown if len(shown) <= 30 else shown[:27] + "..."
+    return names.get(type(value), type(value).__name__) + (f" ({shown})" if shown else "")
+
+
+def no_duplicate_keys(path: str) -> Callable[[Sequence[tuple[str, Any]]], dict]:
+    """An ``object_pairs_hook`` for :func:`json.loads` that refuses a key given twice in one object.
+
+    Example:
+        >>> json.loads('{"p": 1, "p": 2}', object_pairs_hook=no_duplicate_keys("s.json"))
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: s.json: key 'p': appears twice in one object
+    """
+    def hook(pairs: Sequence[tuple[str, Any]]) -> dict:
+        out: dict[str, Any] = {}
+        for k, v in pairs:
+            if k in out:
+                raise ScheduleFileError(path, f"key {k!r}", "appears twice in one object")
+            out[k] = v
+        return out
+    return hook
+
+
+def reject_constant(path: str) -> Callable[[str], Any]:
+    """A ``parse_constant`` hook for :func:`json.loads` that refuses ``NaN`` and ``Infinity``.
+
+    Example:
+        >>> json.loads('[NaN]', parse_constant=reject_constant("s.json"))
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: s.json: NaN is not valid JSON (numbers must be finite)
+    """
+    def hook(name: str) -> Any:
+        raise ScheduleFileError(path, "", f"{name} is not valid JSON (numbers must be finite)")
+    return hook
