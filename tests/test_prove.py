@@ -196,45 +196,46 @@ def test_chimera_memory_bounds_are_attained():
             assert unit_peaks(chimera(p, k * p)) == [min(p - d, k * h) + min(d + 1, k * h) for d in range(p)]
 
 
-def test_interleaved_two_groups_formulas():
-    # v = 2, m = 2p, F = B = 1: Narayanan et al.'s (m + (p-1)/v)(tF+tB) = (2p + (p-1)/2) * 2 = 5p - 1
-    # shares = 10p - 2 chunk ticks; peak chunk activations = Megatron's warm-up count
-    # (p-d-1)*2 + (v-1)*p, plus the one in flight: 3p - 1 - 2d (cross-checked with the generator's
-    # programs, which fix the peak for any costs)
+def test_interleaved_groups_formulas():
+    # v = 2, m = k p, F = B = 1: Narayanan et al.'s (m + (p-1)/v)(tF+tB) shares; in chunk ticks
+    # (v per share) with tF = tB = 1 share: 2 (k p + (p-1)/2) * 2 = (4k + 2) p - 2. Peak chunk
+    # activations = Megatron's warm-up count (p-d-1)*2 + (v-1)*p, plus the one in flight:
+    # 3p - 1 - 2d (cross-checked with the generator's programs, which fix it for any costs)
     from ppverify.schedules import build
     from ppverify.schedules.chimera import unit_peaks
-    from ppverify.verify.closed_forms import interleaved2_b
+    from ppverify.verify.closed_forms import interleaved_k_b, interleaved_k_f
 
-    for p in (2, 3, 4, 7):
-        # ticks = v * shares, with tF = tB = 1 share
-        assert interleaved2_b(p, 0, 1, 0, p - 1) + 1 == 2 * (2 * p + (p - 1) / 2) * (1 + 1)
-        assert unit_peaks(build("interleaved-1f1b", p=p, m=2 * p, v=2)) == [3 * p - 1 - 2 * d for d in range(p)]
+    for k in (2, 3, 5):
+        for p in (2, 3, 4, 7):
+            assert interleaved_k_b(p, k, 0, k - 1, 0, p - 1) + 1 == 2 * (k * p + (p - 1) / 2) * (1 + 1)
+            assert unit_peaks(build("interleaved-1f1b", p=p, m=k * p, v=2)) == [3 * p - 1 - 2 * d for d in range(p)]
     # the first block fills the pipeline one stage per tick: F of stage d, microbatch r at d + r
-    from ppverify.verify.closed_forms import interleaved2_f
-
-    assert [interleaved2_f(4, 0, 0, d, 1) for d in range(4)] == [1, 2, 3, 4]
+    assert [interleaved_k_f(4, 2, 0, 0, d, 1) for d in range(4)] == [1, 2, 3, 4]
 
 
-def test_interleaved_two_groups_wrong_form_collides():
+def test_interleaved_groups_wrong_form_collides():
     # claim: group 0's chunk-1 backwards run one per 2 ticks without the jump; Z3 must find two ops
     # of one device starting in the same tick, and the counterexample must really collide
     from itertools import combinations
 
-    from ppverify.verify.closed_forms import interleaved2_b, interleaved2_f
-    from ppverify.verify.prove_interleaved import BLOCKS, interleaved_k2_theorems
+    from ppverify.verify.closed_forms import interleaved_k_b, interleaved_k_f
+    from ppverify.verify.prove import grid_check
+    from ppverify.verify.prove_interleaved import blocks, interleaved_k_theorems
 
-    def wrong_b(p, c, g, d, r):
-        return 2 * r + 3 * p - 1 - d if (c, g) == (1, 0) else interleaved2_b(p, c, g, d, r)
+    def wrong_b(p, k, c, g, d, r):
+        return 2 * r + 3 * p - 1 - d if (c, g) == (1, 0) else interleaved_k_b(p, k, c, g, d, r)
 
-    res = {th.name: prove(th) for th in interleaved_k2_theorems(B=wrong_b)}
+    res = {th.name: prove(th) for th in interleaved_k_theorems(3, B=wrong_b)}
     r = res["excl"]
     assert r.status == "counterexample"
     c = r.counterexample
     p, d, r1, r2 = c["p"], c["d"], c["r"], c["r2"]
 
     def st(kind, ch, g, rr):
-        return (interleaved2_f if kind == "F" else wrong_b)(p, ch, g, d, rr)
+        return (interleaved_k_f if kind == "F" else wrong_b)(p, 3, ch, g, d, rr)
 
     assert 0 <= d < p and 0 <= r1 < p and 0 <= r2 < p
-    assert any(st(*a, r1) == st(*b, r2) for a, b in combinations(BLOCKS, 2))
+    assert any(st(*a, r1) == st(*b, r2) for a, b in combinations(blocks(3), 2))
     assert res["makespan"].status == "proved"  # the wrong form is not caught by the makespan alone
+    # and the right form is the generator's
+    assert grid_check("interleaved-1f1b", 1, 1, range(2, 7), units=range(3, 4), v=2) == (5, [])

@@ -233,44 +233,40 @@ def chimera_cont_f(p: Any, n: Any, s: Any, i: Any, b: int = 1) -> Any:
     return ite(2 * s <= p - 2, first, second)
 
 
-def interleaved2_f(p: Any, c: int, g: int, d: Any, r: Any) -> Any:
-    """Interleaved 1F1B with v = 2 chunks and m = 2p, F = B = 1 (in chunk-op ticks): start of F of
-    chunk c (stage ``c p + d``, on device d) for microbatch ``g p + r`` (group g = 0, 1).
+def interleaved_k_f(p: Any, k: int, c: int, g: int, d: Any, r: Any) -> Any:
+    """Interleaved 1F1B with v = 2 chunks and m = k p (k >= 2), F = B = 1, in chunk-op ticks: start
+    of F of chunk c (stage ``c p + d``, on device d) for microbatch ``g p + r`` (group g < k).
 
-    Group 0's chunk 0 fills the pipeline (``d + r``); every later block runs back to back until it
-    meets the ops of the other blocks on the device, then takes every other tick: the max of the
-    two lines (chunk 1 of group 1 is past its warm-up everywhere: one F per 2 ticks).
+    With ``q = 2g + c`` (the order in which the chunk-groups are issued): the max of a fill line
+    (``q p + d + r`` for q <= 2, Megatron's warm-up; ``2(q-1) p + d + 2r`` after it) and the
+    steady line ``2r + (2q-3) p + 2 + 3d`` (one F per 2 ticks, alternating with backwards). Read
+    off the slot table block by block; proved in :mod:`.prove_interleaved` for k = 2, 3, 4.
 
     Example:
-        >>> [interleaved2_f(4, 1, 0, 3, r) for r in range(4)], [interleaved2_f(4, 1, 1, 0, r) for r in range(4)]
+        >>> [interleaved_k_f(4, 2, 1, 0, 3, r) for r in range(4)], [interleaved_k_f(4, 2, 1, 1, 0, r) for r in range(4)]
         ([7, 9, 11, 13], [16, 18, 20, 22])
     """
-    if (c, g) == (0, 0):
-        return d + r
-    if (c, g) == (1, 0):
-        return zmax(p + d + r, 2 * r + 3 * d - p + 2)
-    if (c, g) == (0, 1):
-        return zmax(2 * p + d + r, 2 * r + 3 * d + p + 2)
-    return 2 * r + zmax(4 * p + d, 3 * p + 2 + 3 * d)
+    q = 2 * g + c
+    fill = q * p + d + r if q <= 2 else 2 * (q - 1) * p + d + 2 * r
+    return zmax(fill, 2 * r + (2 * q - 3) * p + 2 + 3 * d)
 
 
-def interleaved2_b(p: Any, c: int, g: int, d: Any, r: Any) -> Any:
-    """Interleaved 1F1B, v = 2, m = 2p, F = B = 1 (chunk ticks): start of B of chunk c on device d
-    for microbatch ``g p + r`` (see :func:`interleaved2_f`).
+def interleaved_k_b(p: Any, k: int, c: int, g: int, d: Any, r: Any) -> Any:
+    """Interleaved 1F1B, v = 2, m = k p (k >= 2), F = B = 1 (chunk ticks): start of B of chunk c
+    on device d for microbatch ``g p + r`` (see :func:`interleaved_k_f`).
 
-    Read off the slot table block by block (then proved consistent in :mod:`.prove_interleaved`
-    and compared with the generator on a grid): group 1's chunk 1 one B per 2 ticks, its chunk 0
-    (the drain, nothing else left) one per tick; group 0's chunk 1 one per 2 ticks with one jump
-    at ``r = 2d + 2``; group 0's chunk 0 the ``2r`` line capped by an ``r`` line at the end.
+    Steady blocks: ``2r + max((5 - 2c + 4g) p - 1 - d, (6 - 2c + 4g) p - 3 - 3d)``. Exceptions:
+    group 0's chunk 1 jumps once, at ``r = 2d + 2``; the last group drains, chunk 1 one B per 2
+    ticks (``(4k-1) p - 1 - d + 2r``) and chunk 0 one per tick (``(4k+1) p - 2 - d + r``); the
+    group before it, chunk 0, is capped by a one-per-tick line ``(4k-2) p - 2 - d + r``.
 
     Example:
-        >>> [interleaved2_b(4, 0, 1, 0, r) for r in range(4)], [interleaved2_b(4, 1, 0, 0, r) for r in range(4)]
+        >>> [interleaved_k_b(4, 2, 0, 1, 0, r) for r in range(4)], [interleaved_k_b(4, 2, 1, 0, 0, r) for r in range(4)]
         ([34, 35, 36, 37], [11, 13, 17, 19])
     """
-    if (c, g) == (1, 1):
-        return 7 * p - 1 - d + 2 * r
-    if (c, g) == (0, 1):
-        return 9 * p - 2 - d + r
-    if (c, g) == (0, 0):
-        return zmin(zmax(5 * p - 1 - d, 6 * p - 3 - 3 * d) + 2 * r, 6 * p - 2 - d + r)
-    return 2 * r + ite(r <= 2 * d + 1, 3 * p - 1 - d, 4 * p - 3 - 3 * d)
+    if g == k - 1:
+        return (4 * k + 1) * p - 2 - d + r if c == 0 else (4 * k - 1) * p - 1 - d + 2 * r
+    if (c, g) == (1, 0):
+        return 2 * r + ite(r <= 2 * d + 1, 3 * p - 1 - d, 4 * p - 3 - 3 * d)
+    steady = 2 * r + zmax((5 - 2 * c + 4 * g) * p - 1 - d, (6 - 2 * c + 4 * g) * p - 3 - 3 * d)
+    return zmin(steady, (4 * k - 2) * p - 2 - d + r) if (c, g) == (0, k - 2) else steady

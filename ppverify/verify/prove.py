@@ -21,7 +21,7 @@ as pairwise non-overlap of every two ops of a device, within a pipe and across t
 ("merged slot by slot they never collide"); the makespan is ``(1+2b) p - 2b`` (5p - 4 at b = 2).
 Chimera ``units=continuous`` beyond one unit (n >= p microbatches per pipe, m = 2n, for the same
 costs): the same theorems with n free, makespan ``m (1+b) + (p-2) b``. Interleaved 1F1B with
-v = 2, m = 2p at F = B = 1: :mod:`.prove_interleaved`. Interleaved 1F1B with m = p (v = 2, 3; stage ``c p + d`` is linear for a constant
+v = 2, m = k p (k = 2, 3, 4) at F = B = 1: :mod:`.prove_interleaved`. Interleaved 1F1B with m = p (v = 2, 3; stage ``c p + d`` is linear for a constant
 chunk c, so v is fixed per theorem while p is free): all forwards, then a GPipe-like drain.
 """
 
@@ -37,8 +37,8 @@ from ..costs import CostModel
 from ..engines import run
 from ..errors import ParameterError
 from ..schedules import build
-from .closed_forms import (chimera_b, chimera_cont_b, chimera_cont_f, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, interleaved2_b,
-                           interleaved2_f, interleaved_b, interleaved_f,
+from .closed_forms import (chimera_b, chimera_cont_b, chimera_cont_f, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, interleaved_b,
+                           interleaved_f, interleaved_k_b, interleaved_k_f,
                            warmup_1f1b, zmin)
 
 PROVABLE: tuple[str, ...] = ("gpipe", "1f1b", "chimera", "interleaved-1f1b")
@@ -320,16 +320,17 @@ def closed_form_starts(family: str, p: int, m: int, f: int, b: int, v: int = 2) 
         {'0F0': 0, '0B0': 4, '1F0': 1, '1B0': 2}
     """
     out: dict[str, float] = {}
-    if family == "interleaved-1f1b" and m == 2 * p and v == 2 and (f, b) == (1, 1):
+    if family == "interleaved-1f1b" and m > p and m % p == 0 and v == 2 and (f, b) == (1, 1):
+        k = m // p
         for c in range(2):
             for d in range(p):
                 for j in range(m):
-                    out[f"{c * p + d}F{j}"] = interleaved2_f(p, c, j // p, d, j % p) / 2
-                    out[f"{c * p + d}B{j}"] = interleaved2_b(p, c, j // p, d, j % p) / 2
+                    out[f"{c * p + d}F{j}"] = interleaved_k_f(p, k, c, j // p, d, j % p) / 2
+                    out[f"{c * p + d}B{j}"] = interleaved_k_b(p, k, c, j // p, d, j % p) / 2
         return out
     if family == "interleaved-1f1b":  # m = p; chunk-op ticks -> share units: divide by v
         if m != p:
-            raise ParameterError("m", m, "interleaved 1F1B's closed forms: m = p, or m = 2p with v = 2 at F=B=1")
+            raise ParameterError("m", m, "interleaved 1F1B's closed forms: m = p, or m = k p with v = 2 at F=B=1")
         for s in range(v * p):
             for j in range(m):
                 out[f"{s}F{j}"] = interleaved_f(p, v, s, j, f, b) / v
@@ -427,21 +428,24 @@ def prove_family(family: str, costs: tuple[tuple[int, int], ...] | None = None,
 
 
 def _interleaved_two_groups(on_result: Callable[[str, Result], None] | None) -> list[tuple[str, Result]]:
-    """Interleaved 1F1B, v = 2, m = 2p, F = B = 1 (:mod:`.prove_interleaved`): theorems, then the grid."""
-    from .prove_interleaved import interleaved_k2_theorems
+    """Interleaved 1F1B, v = 2, m = k p for k in :data:`.prove_interleaved.GROUPS`, F = B = 1:
+    theorems, then the grid."""
+    from .prove_interleaved import GROUPS, interleaved_k_theorems
 
-    label, out = "interleaved-1f1b F=1,B=1 v=2, m=2p", []
-    rs = [prove(th) for th in interleaved_k2_theorems()]
-    t = time.perf_counter()
-    n, bad = grid_check("interleaved-1f1b", 1, 1, range(2, 17), units=range(2, 3), v=2)
-    rs.append(Result("agrees with generator", f"closed form == slot timeline of `interleaved-1f1b` for p in 2..16, "
-                     f"m = 2p, v = 2 ({n} schedules)" + ("; first: " + bad[0] if bad else ""),
-                     "counterexample" if bad else "proved", {"mismatches": len(bad)} if bad else {},
-                     time.perf_counter() - t))
-    for r in rs:
-        out.append((label, r))
-        if on_result:
-            on_result(label, r)
+    out = []
+    for k in GROUPS:
+        label = f"interleaved-1f1b F=1,B=1 v=2, m={k}p"
+        rs = [prove(th) for th in interleaved_k_theorems(k)]
+        t = time.perf_counter()
+        n, bad = grid_check("interleaved-1f1b", 1, 1, range(2, 13), units=range(k, k + 1), v=2)
+        rs.append(Result("agrees with generator", f"closed form == slot timeline of `interleaved-1f1b` for p in "
+                         f"2..12, m = {k}p, v = 2 ({n} schedules)" + ("; first: " + bad[0] if bad else ""),
+                         "counterexample" if bad else "proved", {"mismatches": len(bad)} if bad else {},
+                         time.perf_counter() - t))
+        for r in rs:
+            out.append((label, r))
+            if on_result:
+                on_result(label, r)
     return out
 
 
