@@ -32,8 +32,8 @@ from ..ops import B, KIND_CODE, W
 from ..schedule import Schedule
 from ..timeline import Timeline, Transfers
 from .core import _waits
-from .simulate import (ACTIVATION, ALLREDUCE, DP_ALLREDUCE, GRADIENT, _record_collective, collectives, dp_resources,
-                       finish, prepare, resources_of, ring_resources)
+from .simulate import (ACTIVATION, ALLREDUCE, DP_ALLREDUCE, GRADIENT, _record_collective, collectives, device_ends,
+                       dp_resources, finish, prepare, resources_of, ring_resources)
 
 _OP_END, _COLL = 0, 1
 
@@ -259,9 +259,7 @@ def simulate_contention(
         p2p.add(tr.kind[n_], tr.src_dev[n_], tr.dst_dev[n_], tr.src_op[n_], tr.dst_op[n_], tr.start[n_], tr.end[n_],
                 tr.nbytes[n_])
     tr = p2p
-    dev_end = np.zeros(p)
-    if n:
-        np.maximum.at(dev_end, dag.device, end_a)
+    dev_end = device_ends(dag, end_a, p)
     tails = np.maximum(np.asarray(tails_end) - dev_end, 0.0)
     return finish(schedule, costs, comm, prep, "contention", start_a, end_a, tr, tails,
                   {"sync": sync, "dp_allreduce": dp_allreduce, "resources": len(res_id), "transfers": ne})

@@ -185,9 +185,7 @@ def collectives(schedule: Schedule, costs: CostModel, comm: CommModel, dag: DagA
     frac = float(costs.extra.get("grad_fraction", 0.0)) if costs.extra else 0.0
     grad = [w * frac for w in costs.weight_bytes]
     p = schedule.p
-    dev_end = np.zeros(p)
-    if len(end):
-        np.maximum.at(dev_end, dag.device, end)
+    dev_end = device_ends(dag, end, p)
     out: list[Collective] = []
     if sync != "none":
         is_last_bwd = (dag.kind == KIND_CODE[B]) | (dag.kind == KIND_CODE[W])
@@ -208,6 +206,21 @@ def collectives(schedule: Schedule, costs: CostModel, comm: CommModel, dag: DagA
             out.append(Collective(DP_ALLREDUCE, (d,), held[d], float(dev_end[d]),
                                   dp_allreduce_time(comm, dp_allreduce, held[d])))
     return out
+
+
+def device_ends(dag: DagArrays, end: np.ndarray, p: int) -> np.ndarray:
+    """Each device's last op end (0 for a device without ops).
+
+    Example:
+        >>> from ppverify.dag import build_dag_arrays
+        >>> from ppverify.schedules import build
+        >>> device_ends(build_dag_arrays(build("gpipe", p=2, m=1)), np.array([1.0, 4.0, 2.0, 3.0]), 3).tolist()
+        [4.0, 3.0, 0.0]
+    """
+    dev_end = np.zeros(p)
+    if len(end):
+        np.maximum.at(dev_end, dag.device, end)
+    return dev_end
 
 
 def exposed_comm(dag: DagArrays, start: np.ndarray, end: np.ndarray, p: int) -> np.ndarray:
@@ -305,10 +318,7 @@ def run_collectives_uncontended(schedule: Schedule, costs: CostModel, comm: Comm
                                 end: np.ndarray, sync: str, dp_allreduce: int, transfers: Transfers) -> np.ndarray:
     """Time the collectives with no contention, record them, and return each device's tail:
     how long its last collective runs past its last op."""
-    p = schedule.p
-    dev_end = np.zeros(p)
-    if len(end):
-        np.maximum.at(dev_end, dag.device, end)
+    dev_end = device_ends(dag, end, schedule.p)
     last = dev_end.copy()
     colls = collectives(schedule, costs, comm, dag, end, sync, dp_allreduce)
     for c in colls:
