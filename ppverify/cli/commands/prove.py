@@ -1,7 +1,7 @@
 """``ppverify prove FAMILY``: prove a family's closed-form schedule correct for all sizes with Z3.
 
 For GPipe and 1F1B at integer costs F=1,B=1 and F=1,B=2, for interleaved 1F1B with m = p
-(v = 2 and 3, both costs) and m = 2p (v = 2, F=B=1), and for Chimera (p even; the basic unit
+(v = 2 and 3, both costs) and m = k p (v = 2, F=B=1, k = 2..8), and for Chimera (p even; the basic unit
 m = p and units=continuous with m = k p, k >= 2; both costs, or any F=1,B=b), the start of every
 op is a closed-form function of (p, m, device, microbatch). Each theorem (a dependency, a pair
 of ops of a device that must not overlap, the peak-memory bound, the makespan) is proved for ALL
