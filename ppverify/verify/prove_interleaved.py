@@ -13,12 +13,13 @@ forward starts the activations a block holds are an interval of r, as in :mod:`.
 
 from __future__ import annotations
 
-from itertools import combinations_with_replacement
+from itertools import combinations
 from typing import Any, Callable
 
 import z3
 
 from .closed_forms import interleaved_k_b, interleaved_k_f
+from .prove import Theorem  # prove imports this module only inside a function
 
 #: group counts proved (m = k p): k is a constant per theorem
 GROUPS: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8)
@@ -35,7 +36,7 @@ def blocks(k: int) -> tuple[tuple[str, int, int], ...]:
 
 
 def interleaved_k_theorems(k: int = 2, F: Callable[..., Any] = interleaved_k_f,
-                           B: Callable[..., Any] = interleaved_k_b) -> list:
+                           B: Callable[..., Any] = interleaved_k_b) -> list[Theorem]:
     """The theorems for interleaved 1F1B, v = 2, m = k p, F = B = 1 (``F(p, k, c, g, d, r)``,
     ``B(...)`` default to the closed forms; pass others to test a claim).
 
@@ -43,8 +44,6 @@ def interleaved_k_theorems(k: int = 2, F: Callable[..., Any] = interleaved_k_f,
         >>> [t.name for t in interleaved_k_theorems(3)][:3]
         ['starts', 'dep F<-F', 'dep B<-F']
     """
-    from .prove import Theorem  # prove imports this module
-
     P, D, R, R2, T = z3.Ints("p d r r2 t")
 
     def st(kind, c, g, d, r):
@@ -53,21 +52,21 @@ def interleaved_k_theorems(k: int = 2, F: Callable[..., Any] = interleaved_k_f,
     base = z3.And(P >= 2, D >= 0, D < P, R >= 0, R < P, R2 >= 0, R2 < P)
     q = f"for all p >= 2, m = {k}p, v = 2, 0 <= d < p, 0 <= r, r2 < p, each chunk c and group g (microbatch g p + r)"
     G, GS, BLOCKS = (0, 1), range(k), blocks(k)
-    deps_f = z3.And([z3.And(z3.Implies(D >= 1, st("F", c, g, D, R) >= st("F", c, g, D - 1, R) + 1)) for c in G for g in GS]
+    deps_f = z3.And([z3.Implies(D >= 1, st("F", c, g, D, R) >= st("F", c, g, D - 1, R) + 1) for c in G for g in GS]
                     + [st("F", 1, g, 0, R) >= st("F", 0, g, P - 1, R) + 1 for g in GS])
     deps_b = z3.And([z3.Implies(D <= P - 2, st("B", c, g, D, R) >= st("B", c, g, D + 1, R) + 1) for c in G for g in GS]
                     + [st("B", 0, g, P - 1, R) >= st("B", 1, g, 0, R) + 1 for g in GS])
     ths = [
-        Theorem("starts", f"{q}: every start >= 0", base, z3.And([st(k, c, g, D, R) >= 0 for k, c, g in BLOCKS])),
+        Theorem("starts", f"{q}: every start >= 0", base, z3.And([st(kd, c, g, D, R) >= 0 for kd, c, g in BLOCKS])),
         Theorem("dep F<-F", f"{q}: F(stage s) >= F(stage s-1) + 1 (within a chunk and from chunk 0's last stage "
                             "to chunk 1's first)", base, deps_f),
         Theorem("dep B<-F", f"{q}: B >= its own F + 1", base,
                 z3.And([st("B", c, g, D, R) >= st("F", c, g, D, R) + 1 for c in G for g in GS])),
         Theorem("dep B<-B", f"{q}: B(stage s) >= B(stage s+1) + 1", base, deps_b),
         Theorem("monotone", f"{q}, r < r2: in each block the start at r + 1 <= the start at r2", z3.And(base, R < R2),
-                z3.And([st(k, c, g, D, R) + 1 <= st(k, c, g, D, R2) for k, c, g in BLOCKS])),
+                z3.And([st(kd, c, g, D, R) + 1 <= st(kd, c, g, D, R2) for kd, c, g in BLOCKS])),
     ]
-    pairs = [(a, b) for a, b in combinations_with_replacement(BLOCKS, 2) if a != b]
+    pairs = list(combinations(BLOCKS, 2))  # same block, r != r2: by "monotone"
     ths.append(Theorem(
         "excl", f"{q}: two ops of device d in different blocks (F/B x chunk x group, {len(pairs)} pairs) never start "
                 "in the same tick (each lasts one tick)", base,
@@ -93,5 +92,5 @@ def interleaved_k_theorems(k: int = 2, F: Callable[..., Any] = interleaved_k_f,
     ths.append(Theorem(
         "makespan", f"{q}: every op ends by {4 * k + 2}p - 2 ticks = (m + (p-1)/v)(tF+tB) = {2 * k + 1}p - 1 shares, "
                     f"the last B(stage 0, microbatch {k}p-1) exactly then", base,
-        z3.And([st(kk, c, g, D, R) + 1 <= end for kk, c, g in BLOCKS] + [st("B", 0, k - 1, 0, P - 1) + 1 == end])))
+        z3.And([st(kd, c, g, D, R) + 1 <= end for kd, c, g in BLOCKS] + [st("B", 0, k - 1, 0, P - 1) + 1 == end])))
     return ths
