@@ -21,8 +21,9 @@ as pairwise non-overlap of every two ops of a device, within a pipe and across t
 ("merged slot by slot they never collide"); the makespan is ``(1+2b) p - 2b`` (5p - 4 at b = 2).
 Chimera ``units=continuous`` beyond one unit (n >= p microbatches per pipe, m = 2n, for the same
 costs): the same theorems with n free, makespan ``m (1+b) + (p-2) b``. Interleaved 1F1B with
-v = 2, m = k p (k = 2, 3, 4) at F = B = 1: :mod:`.prove_interleaved`. Interleaved 1F1B with m = p (v = 2, 3; stage ``c p + d`` is linear for a constant
-chunk c, so v is fixed per theorem while p is free): all forwards, then a GPipe-like drain.
+m = p (v = 2, 3; stage ``c p + d`` is linear for a constant chunk c, so v is fixed per theorem
+while p is free): all forwards, then a GPipe-like drain. Interleaved 1F1B with v = 2, m = k p
+(k = 2..8) at F = B = 1: :mod:`.prove_interleaved`.
 """
 
 from __future__ import annotations
@@ -37,9 +38,8 @@ from ..costs import CostModel
 from ..engines import run
 from ..errors import ParameterError
 from ..schedules import build
-from .closed_forms import (chimera_b, chimera_cont_b, chimera_cont_f, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f, interleaved_b,
-                           interleaved_f, interleaved_k_b, interleaved_k_f,
-                           warmup_1f1b, zmin)
+from .closed_forms import (chimera_b, chimera_cont_b, chimera_cont_f, chimera_f, f1b1_b, f1b1_f, gpipe_b, gpipe_f,
+                           interleaved_b, interleaved_f, interleaved_k_b, interleaved_k_f, warmup_1f1b, zmin)
 
 PROVABLE: tuple[str, ...] = ("gpipe", "1f1b", "chimera", "interleaved-1f1b")
 #: chunk counts proved for interleaved 1F1B (stage = c p + d is linear only for a constant c)

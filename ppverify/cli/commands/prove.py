@@ -5,9 +5,9 @@ For GPipe and 1F1B at integer costs F=1,B=1 and F=1,B=2, for interleaved 1F1B wi
 m = p and units=continuous with m = k p, k >= 2; both costs, or any F=1,B=b), the start of every
 op is a closed-form function of (p, m, device, microbatch). Each theorem (a dependency, a pair
 of ops of a device that must not overlap, the peak-memory bound, the makespan) is proved for ALL
-integers p >= 2, m >= 1 in the family's range: Z3 shows its negation unsatisfiable, or prints a counterexample. A final check compares
-the closed form with the generator's slot timeline on a grid. Exit code 0 when everything is
-proved, 1 otherwise.
+integers p >= 2, m >= 1 in the family's range: Z3 shows its negation unsatisfiable, or prints a
+counterexample. A final check compares the closed form with the generator's slot timeline on a
+grid. Exit code 0 when everything is proved, 1 otherwise.
 """
 
 from __future__ import annotations
