@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ops import B, F, Op
 from ..placement import linear
 from ..schedule import Schedule
-from .registry import Family, register
+from .registry import Family, formula_in_formulas, register
 
 
 def gpipe(p: int, m: int) -> Schedule:
@@ -24,10 +24,5 @@ def gpipe(p: int, m: int) -> Schedule:
     return Schedule(linear(p), m, programs, (0,) * m, "gpipe", {"p": p, "m": m})
 
 
-def _formula(p, m, costs=None):
-    from ..formulas import gpipe_formula
-
-    return gpipe_formula(p, m, costs)
-
-
-register(Family("gpipe", gpipe, "GPipe: all forwards, then all backwards (Huang et al. 2019)", formula=_formula))
+register(Family("gpipe", gpipe, "GPipe: all forwards, then all backwards (Huang et al. 2019)",
+                formula=formula_in_formulas("gpipe_formula")))

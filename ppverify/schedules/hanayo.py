@@ -21,7 +21,7 @@ from __future__ import annotations
 from ..ops import B, F, Op
 from ..placement import wave
 from ..schedule import Schedule
-from .registry import Family, Param, check_int, register
+from .registry import Family, Param, check_int, formula_in_formulas, register
 
 OUTSIDE_REGIME = "outside restricted regime m = p"
 REGIME_NOTE = ("hanayo's restricted regime is m = p (elf order); with m != p the schedule is valid "
@@ -77,17 +77,11 @@ def hanayo(p: int, m: int, waves: int = 1) -> Schedule:
     return Schedule(pl, m, tuple(tuple(x) for x in progs), (0,) * m, "hanayo", params)
 
 
-def _formula(p, m, costs=None, waves=1):
-    from ..formulas import hanayo_formula
-
-    return hanayo_formula(p, m, costs, waves=waves)
-
-
 register(Family(
     "hanayo", hanayo,
     "Hanayo: one pipe folded into W waves (wave placement), elf library order (Liu et al. 2023)",
     params=(Param("waves", int, 1, "Hanayo waves W (S = 2*W*p stages)"),),
     rules="p >= 1, m >= 1, waves >= 1; restricted regime m = p (other m are built and reported as "
           "outside it)",
-    formula=_formula,
+    formula=formula_in_formulas("hanayo_formula"),
 ))

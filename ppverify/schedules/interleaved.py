@@ -16,7 +16,7 @@ from ..ops import B, F, Op
 from ..placement import loop
 from ..schedule import Schedule
 from .one_f_one_b import one_f_one_b, one_f_one_b_order
-from .registry import Family, Param, check_int, register
+from .registry import Family, Param, check_int, formula_in_formulas, register
 
 RULES = ("p >= 1, m >= 1, v >= 1; for v > 1 Megatron's rule m % p == 0 (microbatches come in "
          "groups of p per chunk)")
@@ -78,15 +78,9 @@ def interleaved_1f1b(p: int, m: int, v: int = 2) -> Schedule:
     return Schedule(loop(p, v), m, tuple(programs), (0,) * m, "interleaved-1f1b", {"p": p, "m": m, "v": v})
 
 
-def _formula(p, m, costs=None, v=2):
-    from ..formulas import interleaved_formula
-
-    return interleaved_formula(p, m, costs, v=v)
-
-
 register(Family(
     "interleaved-1f1b", interleaved_1f1b,
     "Interleaved 1F1B: v chunks per device in the loop placement, Megatron's order (Narayanan et al. 2021)",
     params=(Param("v", int, 2, "model chunks per device"),),
-    rules=RULES, formula=_formula,
+    rules=RULES, formula=formula_in_formulas("interleaved_formula"),
 ))

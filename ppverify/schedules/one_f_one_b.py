@@ -8,7 +8,7 @@ from typing import Callable
 from ..ops import B, F, Op
 from ..placement import linear
 from ..schedule import Schedule
-from .registry import Family, register
+from .registry import Family, formula_in_formulas, register
 
 
 def one_f_one_b(p: int, m: int) -> Schedule:
@@ -42,10 +42,5 @@ def one_f_one_b_order(warm: int, total: int, fwd: Callable[[int], Op], bwd: Call
     return prog
 
 
-def _formula(p, m, costs=None):
-    from ..formulas import one_f_one_b_formula
-
-    return one_f_one_b_formula(p, m, costs)
-
-
-register(Family("1f1b", one_f_one_b, "1F1B: warm-up forwards, one-forward-one-backward, drain (PipeDream-Flush)", formula=_formula))
+register(Family("1f1b", one_f_one_b, "1F1B: warm-up forwards, one-forward-one-backward, drain (PipeDream-Flush)",
+                formula=formula_in_formulas("one_f_one_b_formula")))

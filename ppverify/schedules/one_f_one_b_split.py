@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..ops import B, I, W, Op
 from ..schedule import Schedule
 from .one_f_one_b import one_f_one_b
-from .registry import Family, register
+from .registry import Family, formula_in_formulas, register
 
 
 def one_f_one_b_split(p: int, m: int) -> Schedule:
@@ -34,14 +34,8 @@ def one_f_one_b_split(p: int, m: int) -> Schedule:
     return Schedule(base.placement, m, tuple(programs), base.pipe_of_mb, "1f1b-split", {"p": p, "m": m})
 
 
-def _formula(p, m, costs=None):
-    from ..formulas import one_f_one_b_split_formula
-
-    return one_f_one_b_split_formula(p, m, costs)
-
-
 register(Family(
     "1f1b-split", one_f_one_b_split,
     "1F1B with each backward split into I (input grad) then W (weight grad)",
-    rules="p >= 1, m >= 1", formula=_formula,
+    rules="p >= 1, m >= 1", formula=formula_in_formulas("one_f_one_b_split_formula"),
 ))

@@ -73,6 +73,23 @@ class Family:
 _FAMILIES: dict[str, Family] = {}
 
 
+def formula_in_formulas(name: str) -> Callable[..., Any]:
+    """A family's ``formula`` that calls :mod:`ppverify.formulas`'s function ``name`` with the same
+    arguments, importing that module on the first call rather than when the family registers.
+
+    Example:
+        >>> formula_in_formulas("gpipe_formula")(4, 4).makespan
+        14.0
+    """
+    def formula(p: int, m: int, costs: Any = None, **params: Any) -> Any:
+        from .. import formulas
+
+        return getattr(formulas, name)(p, m, costs, **params)
+
+    formula.__name__ = name
+    return formula
+
+
 def register(family: Family) -> Family:
     """Add a family to the registry (done once, at import of its module)."""
     for key in (family.name, *family.aliases):
