@@ -162,7 +162,8 @@ def test_cross_device_span_bound_by_hand(row):
         inst = instance(Problem(pl, m, costs, FixedDelay(c), split=True, memory_cap=capx * p, objective="span"))
         b = lower_bounds(inst)
         assert b.one_machine * inst.tick == max(by_hand, m * (f + i + w))  # or a device's own work
-        assert b.per_device[0] * inst.tick >= by_hand
+        assert b.machine_per_device[0] * inst.tick == max(by_hand, m * (f + i + w))
+        assert b.floor(0) * inst.tick >= by_hand
         assert b.one_machine * inst.tick <= row["zb2p_span"] <= row["zb1p_span"]
         assert b.best * inst.tick <= row["zb1p_span" if capx == 1 else "zb2p_span"]
     if (p, m) == (8, 24):
@@ -179,7 +180,8 @@ def test_threshold_bound_by_hand():
 
 
 # small instances solved to optimality by PLAIN CP-SAT (no redundant bounds, no symmetry breaking,
-# no hints): the optimum does not depend on the bound under test. Several are tight.
+# no hints): the optimum does not depend on the bound under test (test_plain_mode_posts_no_bound).
+# Several are tight.
 PLAIN_CASES = [
     (linear(4), 1, "F=4,I=4,W=2", None, 3.0, "makespan"),
     (linear(3), 5, "F=3,I=4,W=2", 2.0, 0.0, "makespan"),
@@ -201,7 +203,7 @@ def test_one_machine_bound_never_exceeds_plain_cp_sat_optimum(case):
     plain = optimize(pr, time_limit=20, symmetry=False, redundant_bounds=False, hints=False, relax_share=0.0)
     assert plain.status == "OPTIMAL"
     opt = round(plain.objective / inst.tick)
-    assert b.one_machine <= opt and max(b.per_device) <= opt and b.best <= opt
+    assert b.one_machine <= opt and max(b.machine_per_device) <= opt and b.best <= opt
 
 
 @pytest.mark.parametrize("objective", ["makespan", "span"])
@@ -226,3 +228,19 @@ def test_one_machine_bound_below_every_family_at_real_costs(objective):
         assert b.one_machine * inst.tick <= value + 1e-6, fam
         checked += 1
     assert checked == 5
+
+
+def test_plain_mode_posts_no_bound():
+    """Plain CP-SAT must not see any analytic bound (else the tests above would be circular): its
+    model's objective variable starts at 0."""
+    from ppverify.optimize.model import build_model
+    from ppverify.optimize.solve import _no_bounds
+
+    pr = _problem(*PLAIN_CASES[3])
+    inst = instance(pr)
+    b = lower_bounds(inst)
+    assert b.one_machine > 0
+    nb = _no_bounds(b)
+    assert nb.best == 0 and all(nb.floor(d) == 0 for d in range(pr.p))
+    built = build_model(inst, nb)
+    assert built.objective.proto.domain[0] == 0

@@ -51,6 +51,13 @@ class Bounds:
     device_relaxation: int = 0
     #: the one-machine threshold bound (:mod:`.onemachine`; cross-device for the span)
     one_machine: int = 0
+    #: that bound per device (on the device's span, or for the makespan from its ops); empty: none
+    machine_per_device: tuple[int, ...] = ()
+
+    def floor(self, d: int) -> int:
+        """The best bound on device d's own span (or busy window): ``per_device`` or the
+        one-machine bound."""
+        return max(self.per_device[d], self.machine_per_device[d] if self.machine_per_device else 0)
 
     @property
     def best(self) -> int:
@@ -194,7 +201,5 @@ def lower_bounds(inst: Instance, objective: str | None = None) -> Bounds:
         machine = cross_device_span_bounds(inst)
     else:
         machine = makespan_bounds(inst, head, tail)
-    window = max(per_device, default=0)
-    per_device = [max(a, b) for a, b in zip(per_device, machine)]
-    return Bounds(objective, crit, max(work_only), window, tuple(per_device), tuple(idle),
-                  one_machine=max(machine, default=0))
+    return Bounds(objective, crit, max(work_only), max(per_device), tuple(per_device), tuple(idle),
+                  one_machine=max(machine, default=0), machine_per_device=tuple(machine))

@@ -125,7 +125,7 @@ def build_model(
                     model.add(first <= start[i])
                 if dag.ops[i].kind in (W, B):  # ... and its last a W or B
                     model.add(last >= end[i])
-            model.add(last - first >= bounds.per_device[d])
+            model.add(last - first >= bounds.floor(d))
             model.add(obj >= last - first)
     model.minimize(obj)
 

@@ -178,8 +178,8 @@ def optimize(
 def _no_bounds(bounds):
     from dataclasses import replace
 
-    return replace(bounds, critical_path=0, device_work=0, memory_window=0,
-                   per_device=tuple(0 for _ in bounds.per_device))
+    return replace(bounds, critical_path=0, device_work=0, memory_window=0, device_relaxation=0, one_machine=0,
+                   per_device=tuple(0 for _ in bounds.per_device), machine_per_device=())
 
 
 def _stats(solver: cp_model.CpSolver, workers: int, seed: int, time_limit: float, status: str) -> dict:
