@@ -305,6 +305,11 @@ def test_zero_bubble_reference_span_proven_optimal_at_cap_2p_row0():
     spans = [tl.end[tl.device == d].max() - tl.start[tl.device == d].min() for d in range(p)]
     assert max(spans) == pytest.approx(res.objective)
     check_valid(res, pr)
+    from ppverify.verify import verify
+
+    report = verify(res.schedule, costs, FixedDelay(c), memory_cap=2 * p)
+    assert report.valid, report.to_text()
+    assert "memory" in [name for name, _ in report.proved]
 
 
 @pytest.mark.slow
