@@ -2,7 +2,7 @@
 example: one fixed-size interval per op, precedences with communication delays, no overlap per
 device, memory as a cumulative resource, the objective as a variable.
 
-Model strength (all documented in docs/readme/optimization.md):
+Model strength (all documented in the README, section "How the model is built"):
 
 * **Analytic bounds** (:mod:`.bounds`) are posted as redundant constraints on the objective and on
   each device's span, so a hint that meets them is proven optimal at once.
