@@ -103,7 +103,9 @@ def build_model(
     elif symmetry:
         _add_symmetry(model, inst, pos, start, end)
         if inst.cap is not None:
-            _add_memory_precedences(model, inst, pos, start, end)
+            for d in range(inst.p):
+                for f, g in memory_precedences(inst, list(inst.device_ops(d)), pos):
+                    model.add(start[f] >= end[g])
 
     # objective
     lo = bounds.best
@@ -157,23 +159,33 @@ def _add_memory(model, inst: Instance, pos, start, end, horizon: int) -> None:
             model.add_cumulative(ivs, demands, inst.cap)
 
 
-def _add_memory_precedences(model, inst: Instance, pos, start, end) -> None:
-    """On one-stage devices, F of microbatch j (j-th in pipe order) waits for the end of the
-    backward (I or B) of microbatch j - k, k = floor(cap / M_F): see the module doc."""
+def memory_precedences(inst: Instance, ops: list[int], pos: dict[Op, int]) -> list[tuple[int, int]]:
+    """``(forward, backward)`` position pairs forced by the cap on a one-stage device: F of the
+    j-th microbatch (pipe order) waits for the end of the backward (I or B) of microbatch
+    j - floor(cap / M_F) (module doc). Empty when the device holds more than one stage.
+    ``pos`` maps each op to its position in ``inst.dag``.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(1)
+        >>> inst = instance(Problem(pl, 3, CostModel.abstract(pl, F=1, B=2), split=False, memory_cap=2))
+        >>> pos = {op: i for i, op in enumerate(inst.dag.ops)}
+        >>> [(str(inst.dag.ops[f]), str(inst.dag.ops[g])) for f, g in memory_precedences(inst, list(inst.device_ops(0)), pos)]
+        [('0F2', '0B0')]
+    """
     dag = inst.dag
     pipes = dag.schedule.pipe_of_mb
-    for d in range(inst.p):
-        ops = list(inst.device_ops(d))
-        stages = {(pipes[dag.ops[i].mb], dag.ops[i].stage) for i in ops}
-        if len(stages) != 1:
-            continue
-        (pipe, s), = stages
-        mbs = sorted({dag.ops[i].mb for i in ops})
-        fpos = [pos[Op(F, s, mb)] for mb in mbs]
-        gpos = [pos.get(Op(I, s, mb), pos.get(Op(B, s, mb))) for mb in mbs]
-        k = inst.cap // inst.alloc[fpos[0]]
-        for j in range(k, len(mbs)):
-            model.add(start[fpos[j]] >= end[gpos[j - k]])
+    stages = {(pipes[dag.ops[i].mb], dag.ops[i].stage) for i in ops}
+    if len(stages) != 1:
+        return []
+    (_, s), = stages
+    mbs = sorted({dag.ops[i].mb for i in ops})
+    fpos = [pos[Op(F, s, mb)] for mb in mbs]
+    gpos = [pos.get(Op(I, s, mb), pos.get(Op(B, s, mb))) for mb in mbs]
+    k = inst.cap // inst.alloc[fpos[0]]
+    return [(fpos[j], gpos[j - k]) for j in range(k, len(mbs))]
 
 
 def _add_symmetry(model, inst: Instance, pos, start, end) -> None:

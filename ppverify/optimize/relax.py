@@ -27,6 +27,7 @@ from ortools.sat.python import cp_model
 
 from ..ops import B, F, I, W, Op
 from .bounds import Bounds, heads_tails
+from .model import memory_precedences
 from .problem import Instance
 
 
@@ -111,7 +112,8 @@ def device_bound(inst: Instance, d: int | Sequence[int], objective: str, time_li
                     ivs.append(model.new_interval_var(start[i], size, start[j] + inst.dur[j], ""))
                     demands.append(inst.free[j])
             model.add_cumulative(ivs, demands, inst.cap)
-            _memory_precedences(model, inst, list(inst.device_ops(dd)), pos, start)
+            for f, g in memory_precedences(inst, list(inst.device_ops(dd)), pos):
+                model.add(start[f] >= start[g] + inst.dur[g])
     obj = model.new_int_var(lower, max(lower, 2 * horizon), "obj")
     if objective == "makespan":
         for i in ops:
@@ -133,23 +135,6 @@ def device_bound(inst: Instance, d: int | Sequence[int], objective: str, time_li
     b = solver.best_objective_bound
     # an unfinished run may report no bound at all (presolve cut short): fall back to ``lower``
     return max(lower, int(math.ceil(b - 1e-9)) if math.isfinite(b) else 0)
-
-
-def _memory_precedences(model, inst: Instance, ops: list[int], pos: dict, start: dict) -> None:
-    """As in the full model: with one stage on the device, F of the j-th microbatch waits for the
-    end of the backward of microbatch j - floor(cap / M_F)."""
-    dag = inst.dag
-    pipes = dag.schedule.pipe_of_mb
-    stages = {(pipes[dag.ops[i].mb], dag.ops[i].stage) for i in ops}
-    if len(stages) != 1:
-        return
-    (_, s), = stages
-    mbs = sorted({dag.ops[i].mb for i in ops})
-    fpos = [pos[Op(F, s, mb)] for mb in mbs]
-    gpos = [pos.get(Op(I, s, mb), pos.get(Op(B, s, mb))) for mb in mbs]
-    k = inst.cap // inst.alloc[fpos[0]]
-    for j in range(k, len(mbs)):
-        model.add(start[fpos[j]] >= start[gpos[j - k]] + inst.dur[gpos[j - k]])
 
 
 def relaxation_bound(inst: Instance, bounds: Bounds, time_limit: float, workers: int = 1,

@@ -384,6 +384,21 @@ def grid_check(family: str, f: int, b: int, ps: range = range(2, 9), ms: range =
     return n, bad
 
 
+def _grid_result(scope: str, n: int, bad: list[str], seconds: float) -> Result:
+    """The "agrees with generator" result of a grid check over ``scope`` (``n`` schedules)."""
+    statement = f"closed form == slot timeline of {scope} ({n} schedules)" + ("; first: " + bad[0] if bad else "")
+    return Result("agrees with generator", statement, "counterexample" if bad else "proved",
+                  {"mismatches": len(bad)} if bad else {}, seconds)
+
+
+def _emit(label: str, results: list[Result], out: list[tuple[str, Result]],
+          on_result: Callable[[str, Result], None] | None) -> None:
+    for r in results:
+        out.append((label, r))
+        if on_result:
+            on_result(label, r)
+
+
 def prove_family(family: str, costs: tuple[tuple[int, int], ...] | None = None,
                  on_result: Callable[[str, Result], None] | None = None) -> list[tuple[str, Result]]:
     """Prove every theorem of a family at each cost setting, then the grid agreement.
@@ -401,24 +416,13 @@ def prove_family(family: str, costs: tuple[tuple[int, int], ...] | None = None,
     for v in (INTERLEAVED_V if family == "interleaved-1f1b" else (None,)):
         for f, b in costs:
             label = f"{family} F={f},B={b}" + (f" v={v}, m=p" if v else "")
-            for th in theorems(family, f, b, v or 2):
-                r = prove(th)
-                out.append((label, r))
-                if on_result:
-                    on_result(label, r)
+            _emit(label, [prove(th) for th in theorems(family, f, b, v or 2)], out, on_result)
             t = time.perf_counter()
             wide = family in ("chimera", "interleaved-1f1b")
             n, bad = grid_check(family, f, b, range(2, 17) if wide else range(2, 9), v=v or 2)
             ps = {"chimera": "p in 2..16 even, m = p", "interleaved-1f1b": f"p in 2..16, m = p, v = {v}"}.get(
                 family, "p in 2..8, m in 1..12")
-            r = Result("agrees with generator", f"closed form == slot timeline of `{family}` for {ps} ({n} schedules)",
-                       "proved" if not bad else "counterexample", {} if not bad else {"mismatches": len(bad)},
-                       time.perf_counter() - t)
-            if bad:
-                r = Result(r.name, r.statement + "; first: " + bad[0], r.status, r.counterexample, r.seconds)
-            out.append((label, r))
-            if on_result:
-                on_result(label, r)
+            _emit(label, [_grid_result(f"`{family}` for {ps}", n, bad, time.perf_counter() - t)], out, on_result)
     if family == "chimera":
         for _, b in costs:
             out += _chimera_continuous(b, on_result)
@@ -438,14 +442,8 @@ def _interleaved_two_groups(on_result: Callable[[str, Result], None] | None) -> 
         rs = [prove(th) for th in interleaved_k_theorems(k)]
         t = time.perf_counter()
         n, bad = grid_check("interleaved-1f1b", 1, 1, range(2, 13), units=range(k, k + 1), v=2)
-        rs.append(Result("agrees with generator", f"closed form == slot timeline of `interleaved-1f1b` for p in "
-                         f"2..12, m = {k}p, v = 2 ({n} schedules)" + ("; first: " + bad[0] if bad else ""),
-                         "counterexample" if bad else "proved", {"mismatches": len(bad)} if bad else {},
-                         time.perf_counter() - t))
-        for r in rs:
-            out.append((label, r))
-            if on_result:
-                on_result(label, r)
+        rs.append(_grid_result(f"`interleaved-1f1b` for p in 2..12, m = {k}p, v = 2", n, bad, time.perf_counter() - t))
+        _emit(label, rs, out, on_result)
     return out
 
 
@@ -456,12 +454,7 @@ def _chimera_continuous(b: int, on_result: Callable[[str, Result], None] | None)
     rs = [prove(th) for th in chimera_theorems(b, continuous=True)]
     t = time.perf_counter()
     n, bad = grid_check("chimera", 1, b, range(2, 13), units=range(2, 5))
-    rs.append(Result("agrees with generator", f"closed form == slot timeline of `chimera` (units=continuous) for "
-                     f"p in 2..12 even, m = k p, k in 2..4 ({n} schedules)" + ("; first: " + bad[0] if bad else ""),
-                     "counterexample" if bad else "proved", {"mismatches": len(bad)} if bad else {},
-                     time.perf_counter() - t))
-    for r in rs:
-        out.append((label, r))
-        if on_result:
-            on_result(label, r)
+    rs.append(_grid_result("`chimera` (units=continuous) for p in 2..12 even, m = k p, k in 2..4", n, bad,
+                           time.perf_counter() - t))
+    _emit(label, rs, out, on_result)
     return out
