@@ -1,7 +1,7 @@
 """Cost models: how long each op takes, what it holds in memory, and how many bytes cross a stage
 boundary.
 
-Abstract experiments (``--costs F=1,B=2``) give costs per *device share* (REFERENCE.md §1): a stage
+Abstract experiments (``--costs F=1,B=2``) give costs per *device share* (ppverify's unit convention): a stage
 op costs ``value * p / S`` (1/v for interleaved, 1/(2W) for Hanayo, 1 for Chimera's replicas), and
 one microbatch's activations over a whole device share count 1. Presets (``ppverify.presets``)
 build cost models in seconds and bytes from an LLM and a system.
@@ -9,10 +9,13 @@ build cost models in seconds and bytes from an LLM and a system.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Mapping
 
 from .errors import ParameterError
+from .limits import MAX_NUMBER
 from .ops import B, F, I, KINDS, W, Op
 from .placement import Placement
 
@@ -191,8 +194,8 @@ def parse_costs(text: str) -> dict[str, float]:
             num = float(val)
         except ValueError:
             raise ParameterError("costs", text, f"{val.strip()!r} is not a number; {rule}") from None
-        if not num > 0:
-            raise ParameterError("costs", text, f"{key} must be > 0")
+        if not num > 0 or not math.isfinite(num) or num > MAX_NUMBER:
+            raise ParameterError("costs", text, f"{key} must be > 0, finite and at most {MAX_NUMBER:g}")
         out[key] = num
     if not out:
         raise ParameterError("costs", text, rule)

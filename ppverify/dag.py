@@ -1,6 +1,6 @@
 """The dependency DAG of one training step, defined once for every engine, checker and solver.
 
-Rules (DESIGN.md), for stage s of microbatch mb's pipe, ``S`` stages:
+Rules, for stage s of microbatch mb's pipe, ``S`` stages:
 
 * ``F(s, mb)`` after ``F(s-1, mb)``                  (activation transfer when devices differ)
 * the first backward (``B`` or ``I``) of ``(s, mb)`` after ``F(s, mb)``     (always local)

@@ -22,7 +22,10 @@ class ParameterError(PPVerifyError, ValueError):
 
     def __init__(self, name: str, value: object, rule: str) -> None:
         self.name, self.value, self.rule = name, value, rule
-        super().__init__(f"parameter {name}={value}: {rule}")
+        shown = str(value)
+        if len(shown) > 80:  # a pasted file or a 5,000-digit number: enough to recognise it
+            shown = f"{shown[:60]}... ({len(shown)} characters)"
+        super().__init__(f"parameter {name}={shown}: {rule}")
 
 
 class ScheduleFileError(PPVerifyError):
@@ -35,7 +38,9 @@ class ScheduleFileError(PPVerifyError):
 
     def __init__(self, path: str, location: str, rule: str) -> None:
         self.path, self.location, self.rule = path, location, rule
-        where = f"{path}: {location}" if location else str(path)
+        # a line (and column) joins the path as compilers write it: s.json:3:14: rule
+        sep = ":" if location and location.replace(":", "").isdigit() else ": "
+        where = f"{path}{sep}{location}" if location else str(path)
         super().__init__(f"{where}: {rule}")
 
 

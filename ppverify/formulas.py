@@ -1,6 +1,6 @@
 """Closed forms: makespan, bubble ratio and per-device peak activations of every family.
 
-Units (REFERENCE.md §1): costs are per device share (``--costs F=1,B=2``); ``costs=None`` means
+Units (ppverify's convention): costs are per device share (``--costs F=1,B=2``); ``costs=None`` means
 the idealized table's unit slots (every op of a whole share lasts 1, I and W included). Activations
 count one microbatch over a whole device share as 1. The bubble ratio uses ppverify's convention
 :data:`ppverify.timeline.BUBBLE_CONVENTION` (idle/total per device, averaged); every family here gives
@@ -10,7 +10,9 @@ so ``bubble = 1 - busy / makespan``.
 Each :class:`Formula` says whether its makespan and its peaks are exact for the ``slot`` engine's
 table or a bound, and in which direction (a lower bound on the makespan is also a lower bound on
 the bubble ratio). Derivations are in each function's docstring; tests compare every exact claim
-with the table over p in 2..16, m in 1..64.
+with the table over p in 2..16, m in 1..64. A system's runtime overhead (:mod:`ppverify.overhead`)
+reaches the formulas through the per-share costs they are given, averaged over a share's stages
+(exact for the per-action part, the mean for the per-transfer part, which differs by stage).
 """
 
 from __future__ import annotations
@@ -128,7 +130,7 @@ def gpipe_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> F
     c = exact_costs(costs)
     t = c["F"] + c["B"]
     return _make("gpipe", p, m, m * t, (m + p - 1) * t, [m] * p, EXACT, EXACT,
-                 "exact for any tF, tB", "Huang et al. 2019 (GPipe); REFERENCE.md §1")
+                 "exact for any tF, tB", "Huang et al., GPipe, NeurIPS'19, arXiv 1811.06965")
 
 
 def one_f_one_b_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
@@ -146,24 +148,32 @@ def one_f_one_b_formula(p: int, m: int, costs: Mapping[str, float] | None = None
     c = exact_costs(costs)
     t = c["F"] + c["B"]
     return _make("1f1b", p, m, m * t, (m + p - 1) * t, [min(p - d, m) for d in range(p)], EXACT, EXACT,
-                 "exact for any tF, tB", "PipeDream-Flush / DAPPLE; REFERENCE.md §1")
+                 "exact for any tF, tB", "PipeDream-Flush (Narayanan et al. ICML'21, arXiv 2006.09503) / DAPPLE (Fan et al. PPoPP'21, arXiv 2007.01045)")
 
 
 def interleaved_formula(p: int, m: int, costs: Mapping[str, float] | None = None, v: int = 2) -> Formula:
-    """Interleaved 1F1B: makespan ``m(tF+tB) + (p-1)(tF+tB)/v``, bubble ``(p-1)/(v*m+p-1)``; peak on
-    device d ``min(w_d + 1, m*v)/v`` with Megatron's warm-up ``w_d``.
+    """Interleaved 1F1B: makespan ``(v·max(m, p) + min(m, p) - 1)(tF+tB)/v``, i.e. for ``m >= p``
+    ``m(tF+tB) + (p-1)(tF+tB)/v``, bubble ``(p-1)/(v*m+p-1)``; peak on device d
+    ``min(w_d + 1, m*v)/v`` with the warm-up ``w_d`` (:func:`ppverify.schedules.interleaved.megatron_warmup`).
 
-    Derivation: each chunk op lasts 1/v of a share op, so the pipeline fill and drain shrink to
-    ``(p-1)(tF+tB)/v`` (Narayanan et al. 2021); memory: the warm-up forwards plus one steady
-    forward are in flight, each 1/v. Exact for any tF, tB when Megatron's rule m % p == 0 holds
-    (v = 1 is 1F1B, any m).
+    Derivation: each chunk op lasts 1/v of a share op. For ``m >= p`` the last device waits for
+    ``p-1`` chunk forwards, then never idles, and its last backward still has ``p-1`` chunk
+    backwards below it: ``(p-1)(tF+tB)/v`` (Narayanan et al. 2021; a lower bound for every
+    schedule on this placement, which the order reaches). For ``m < p`` every chunk waits for its
+    first microbatch: the chain of microbatch 0's ``v*p`` chunk forwards, the last stage's ``m-1``
+    further forward/backward pairs and microbatch m-1's ``v*p`` chunk backwards is critical,
+    ``(v*p + m - 1)(tF+tB)/v``. Memory: the warm-up forwards plus one steady forward are in flight,
+    each 1/v. Exact for any tF, tB and every m PyTorch accepts (m a multiple of the number of
+    rounds max(1, m // p); v = 1 is 1F1B, any m); checked against the table.
 
     Example:
         >>> f = interleaved_formula(4, 8, v=2)
         >>> f.makespan, f.peak_activations[0]
         (19.0, 5.5)
+        >>> interleaved_formula(5, 6, v=2).makespan, interleaved_formula(5, 3, v=2).makespan
+        (16.0, 12.0)
     """
-    from .schedules.interleaved import megatron_warmup
+    from .schedules.interleaved import megatron_warmup, round_size
     from .schedules.registry import check_int
 
     _check_pm(p, m)
@@ -172,15 +182,14 @@ def interleaved_formula(p: int, m: int, costs: Mapping[str, float] | None = None
         f = one_f_one_b_formula(p, m, costs)
         return Formula("interleaved-1f1b", f.makespan, f.bubble_ratio, f.peak_activations, EXACT, EXACT,
                        "v = 1 is 1F1B: exact for any tF, tB", f.source)
-    if m % p:
-        raise ParameterError("m", m, f"interleaved-1f1b with v={v} needs m to be a multiple of p={p} "
-                                     "(Megatron's rule m % p == 0)")
+    round_size(p, m, v)
     c = exact_costs(costs)
     t = c["F"] + c["B"]
     peaks = [Fraction(min(megatron_warmup(p, m, v, d) + 1, m * v), v) for d in range(p)]
-    return _make("interleaved-1f1b", p, m, m * t, m * t + Fraction(p - 1, v) * t, peaks, EXACT, EXACT,
-                 "exact for any tF, tB with m % p == 0",
-                 "Narayanan et al. SC'21 (bubble (p-1)/(v*m) idle/busy); REFERENCE.md §1")
+    makespan = Fraction(v * max(m, p) + min(m, p) - 1, v) * t
+    return _make("interleaved-1f1b", p, m, m * t, makespan, peaks, EXACT, EXACT,
+                 "exact for any tF, tB and every m with m a multiple of max(1, m // p)",
+                 "Narayanan et al. SC'21 (bubble (p-1)/(v*m) idle/busy, m >= p); m < p derived here")
 
 
 def _chimera_common(family: str, p: int, m: int, costs, offset: int, down: int, units: str = "continuous") -> Formula:
@@ -199,8 +208,8 @@ def _chimera_common(family: str, p: int, m: int, costs, offset: int, down: int, 
         return _make(family, p, m, m * t, makespan, peaks, EXACT, EXACT,
                      "exact for any tF, tB (p even, m a multiple of p); the paper's bubble "
                      "(p-2)/(2m+p-2) is the tF = tB case",
-                     "Li & Hoefler SC'21 (bubble for tF = tB); general tF, tB and peaks derived for "
-                     "ppverify's merge of two 1F1B pipes, REFERENCE.md §1")
+                     "Li & Hoefler SC'21, arXiv 2107.06925 (bubble for tF = tB); general tF, tB and peaks derived for "
+                     "ppverify's merge of two 1F1B pipes")
     # no closed form for the asymmetric merge: bound it (see chimera_asym_formula)
     stages = [(d, (p - 1 + offset - d) % p) for d in range(p)]
     k0, k1 = (m // p) * down, m - (m // p) * down
@@ -211,7 +220,7 @@ def _chimera_common(family: str, p: int, m: int, costs, offset: int, down: int, 
                  "device <= the sum of both pipes' 1F1B in-flight counts"
                  + (" within one basic unit (units=concat)" if concat else ""),
                  "derived for ppverify's two-pipe merge (the seed paper's construction is not "
-                 "recovered, REFERENCE.md §1)")
+                 "given in arXiv 2605.24006)")
 
 
 def _chimera_concat(p: int, m: int, c: dict[str, Fraction], peaks: list) -> Formula:
@@ -232,11 +241,11 @@ def _chimera_concat(p: int, m: int, c: dict[str, Fraction], peaks: list) -> Form
                      "units=concat, tF != tB, p >= 6: makespan only bounded below by "
                      "(m + p/2 - 1)(tF+tB); exact at tF = tB or p <= 4; peaks exact (a lone unit's)",
                      "bound derived here; construction Li & Hoefler SC'21 §3.5 (direct "
-                     "concatenation), REFERENCE.md §1")
+                     "concatenation), arXiv 2107.06925")
     return _make("chimera", p, m, m * t, unit + (k - 1) * period, peaks, EXACT, EXACT,
                  "units=concat: exact at tF = tB (any even p) and for p <= 4 at any tF, tB; "
                  "peaks exact (a lone unit's)",
-                 "construction Li & Hoefler SC'21 §3.5 (direct concatenation), REFERENCE.md §1; "
+                 "construction Li & Hoefler SC'21 §3.5 (direct concatenation), arXiv 2107.06925; "
                  "period per unit fitted to and checked against the slot table (p <= 40 at "
                  "tF = tB), not derived")
 
@@ -285,7 +294,7 @@ def chimera_formula(p: int, m: int, costs: Mapping[str, float] | None = None,
 def chimera_asym_formula(p: int, m: int, costs: Mapping[str, float] | None = None,
                          offset: int = 1, down: int | None = None, units: str | None = None) -> Formula:
     """Asymmetric Chimera-style schedule: bounds only (no closed form; the construction is ppverify's
-    choice, REFERENCE.md §1).
+    choice; the seed paper, arXiv 2605.24006, names the placement without a construction).
 
     Makespan >= each of: ``(n+p-1)(tF+tB)`` for the busier pipe's n microbatches (p-1 forwards
     before its last stage starts, n(tF+tB) there, p-1 backwards after it); and, for each device
@@ -324,7 +333,7 @@ def hanayo_formula(p: int, m: int, costs: Mapping[str, float] | None = None, wav
     runs at the pace of the longer kind (checked against the table). With m < p the devices wait
     for each other between waves and the bound is loose. Memory: the turning device (d = p-1)
     holds every chunk of every microbatch (m); device d holds ``p-1-d`` fewer chunks, or its
-    warm-up plus the earlier waves' chunks when m < p. REFERENCE.md: p=4, m=4, W=1 peaks
+    warm-up plus the earlier waves' chunks when m < p. Reference figures: p=4, m=4, W=1 peaks
     2.5, 3, 3.5, 4 and 11 slots; W=2 at F=B=1: 9.5.
 
     Example:
@@ -349,8 +358,8 @@ def hanayo_formula(p: int, m: int, costs: Mapping[str, float] | None = None, wav
                                                          else "m < p (outside the restricted regime m = p)")
     return _make("hanayo", p, m, m * t, makespan, peaks, mk, EXACT,
                  f"makespan exact for m >= p and any tF, tB, a lower bound for m < p; peaks exact; here: {regime}",
-                 "Liu et al. SC'23 with the elf library's order; bubble derived by simulation "
-                 "(REFERENCE.md §1)")
+                 "Liu et al. SC'23, arXiv 2308.15762, with the elf library's order; bubble derived "
+                 "by simulation")
 
 
 def one_f_one_b_split_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
@@ -374,7 +383,7 @@ def one_f_one_b_split_formula(p: int, m: int, costs: Mapping[str, float] | None 
     return _make("1f1b-split", p, m, busy, busy + (p - 1) * (c["F"] + c["I"]),
                  [min(p - d, m) for d in range(p)], EXACT, EXACT,
                  "exact for any tF, tI, tW (activations freed when W ends)",
-                 "derived here; cf. zero-bubble (Qi et al. 2024), REFERENCE.md §1")
+                 "derived here; cf. zero-bubble (Qi et al. ICLR'24, arXiv 2401.10241)")
 
 
 def formula_for(family: str, p: int, m: int, costs: Mapping[str, float] | None = None, **params: Any) -> Formula | None:

@@ -1,7 +1,8 @@
 """LLM presets and the one derivation from (model, device, training setup) to a per-stage
 :class:`~ppverify.costs.CostModel` in seconds and bytes.
 
-Formulas (REFERENCE.md sections 2-3), for microbatch size b, sequence length s, hidden h, heads a,
+Formulas (FLOPs: Narayanan et al., SC'21, arXiv 2104.04473; activations: Korthikanti et al.,
+"Reducing Activation Recomputation in Large Transformer Models", MLSys'23, arXiv 2205.05198), for microbatch size b, sequence length s, hidden h, heads a,
 FFN size f, vocabulary V, tensor-parallel size t:
 
 * forward FLOPs of one layer: ``2*b*s*(h*(h + 2*h_kv) + h*h + k*h*f)`` for the matmuls (k = 2, or

@@ -104,6 +104,15 @@ _MARKER_RE = re.compile(r"(\d+)(UNSHARD|RESHARD|REDUCE_GRAD)")
 _OVERLAP_RE = re.compile(r"\(([^()]*)\)OVERLAP_F_B")
 
 
+MAX_ACTION_DIGITS = 12
+_LONG_NUMBER = re.compile(r"\d{%d,}" % (MAX_ACTION_DIGITS + 1))
+
+
+def _shorten(text: str) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= 60 else shown[:40] + f"... ({len(text)} characters)"
+
+
 class ActionSyntaxError(ValueError):
     """Text that is not a valid action; the message names the text and the expected forms."""
 
@@ -126,6 +135,10 @@ def parse_action(text: str) -> Action:
     s = text.strip()
     if s in ("", "."):
         return None
+    long = _LONG_NUMBER.search(s)
+    if long:  # refused before int(): no stage or microbatch has 13 digits, and int() of 4,301 raises
+        raise ActionSyntaxError(f"{_shorten(s)} is not an action: a stage or microbatch number of "
+                                f"{len(long.group())} digits (at most {MAX_ACTION_DIGITS})")
     m = _OP_RE.fullmatch(s)
     if m:
         return Op(m.group(2), int(m.group(1)), int(m.group(3)))
@@ -148,7 +161,7 @@ def parse_action(text: str) -> Action:
             if len(ops) >= 2:
                 return Overlap(tuple(ops))
     raise ActionSyntaxError(
-        f"{text!r} is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, "
+        f"{_shorten(text)} is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, "
         "(0F7;7B3)OVERLAP_F_B, or empty for idle)"
     )
 

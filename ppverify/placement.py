@@ -1,7 +1,7 @@
 """Placements: per pipe, which device holds each stage.
 
-A placement is a tuple of maps, one per pipe; ``maps[pipe][stage] == device``. Named placements
-(DESIGN.md): ``linear``, ``loop`` (interleaved), ``v``, ``wave`` (Hanayo), ``bidirectional``
+A placement is a tuple of maps, one per pipe; ``maps[pipe][stage] == device``. Named placements:
+``linear``, ``loop`` (interleaved), ``v``, ``wave`` (Hanayo), ``bidirectional``
 (Chimera); any other map is a user placement built with :func:`custom`.
 """
 
@@ -63,7 +63,7 @@ class Placement:
     def share_per_stage(self) -> float:
         """Fraction of one device's model share that one stage is: ``p / S``.
 
-        Abstract costs (``F=1``) are per device share (REFERENCE.md §1), so a stage op costs
+        Abstract costs (``F=1``) are per device share (ppverify's unit convention), so a stage op costs
         ``F * share_per_stage``: 1/v for interleaved, 1/(2W) for Hanayo, 1 for Chimera's
         whole-share replicas.
         """

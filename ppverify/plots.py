@@ -36,6 +36,64 @@ def _check_path(path: str | Path) -> Path:
     return p
 
 
+def _save(fig, path: str | Path) -> None:
+    from .files import atomic_path
+
+    with atomic_path(path, "--output") as tmp:  # a reader never sees half an image
+        fig.savefig(tmp, dpi=130, format=Path(path).suffix.lstrip(".").lower() or None)
+
+
+def wrap_title(text: str, fig_width_in: float, fontsize: float = 10.0) -> str:
+    """``text`` broken into lines that fit a figure ``fig_width_in`` inches wide (the plotting
+    area is about 80% of it), so a long title is never clipped at the figure's edge.
+
+    Example:
+        >>> wrap_title("a " * 60, 5.0).count("\\n") >= 1, wrap_title("short", 8.0)
+        (True, 'short')
+    """
+    import textwrap
+
+    chars = max(20, int(0.8 * fig_width_in * 72 / (0.55 * fontsize)))
+    text = text.strip()
+    if len(text) > 4 * chars:  # a hostile name: at most four lines, not a page of glyphs to draw
+        text = text[:4 * chars - 3] + "..."
+    return textwrap.fill(text, width=chars, break_on_hyphens=False)
+
+
+def op_lanes(device: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[list[int], list[int]]:
+    """For each op, its lane within its device's row and the lanes of its group: ops whose times
+    overlap on one device (an overlapped F&B slot) get lanes 0, 1, ... of the same group.
+
+    Example:
+        >>> op_lanes(np.array([0, 0, 0, 1]), np.array([0.0, 1.0, 1.0, 0.0]), np.array([1.0, 3.0, 3.0, 1.0]))
+        ([0, 0, 1, 0], [1, 2, 2, 1])
+    """
+    n = len(device)
+    lane, lanes = [0] * n, [1] * n
+    eps = 1e-9 * max(float(np.max(end)) if n else 1.0, 1.0)
+    for d in set(np.asarray(device).tolist()):
+        idx = sorted(np.flatnonzero(device == d).tolist(), key=lambda i: (start[i], end[i]))
+        group: list[int] = []
+        group_end = -np.inf
+        free: list[float] = []  # end time of the last op in each lane of the current group
+        for i in idx + [None]:
+            if i is None or start[i] >= group_end - eps:
+                for j in group:
+                    lanes[j] = len(free)
+                if i is None:
+                    break
+                group, free, group_end = [], [], -np.inf
+            k = next((k for k, e in enumerate(free) if e <= start[i] + eps), len(free))
+            if k == len(free):
+                free.append(end[i])
+            else:
+                free[k] = end[i]
+            lane[i] = k
+            group.append(i)
+            group_end = max(group_end, end[i])
+    return lane, lanes
+
+
 def _time_scale(unit: str) -> tuple[float, str]:
     return (1e3, "ms") if unit == "s" else (1.0, unit)
 
@@ -67,15 +125,23 @@ def gantt(timeline: Timeline, path: str | Path, title: str | None = None, memory
         axm = None
     starts, ends = timeline.start * scale, timeline.end * scale
     label = n <= MAX_LABELLED_OPS
+    lane, lanes = op_lanes(timeline.device, starts, ends)
+    labels: list[tuple[object, float, float, str]] = []  # (text artist, bar width, bar height, text)
     for i, op in enumerate(timeline.ops):
         d = int(timeline.device[i])
         pipe = sched.pipe_of_mb[op.mb] if op.mb < len(sched.pipe_of_mb) else 0
         w = ends[i] - starts[i]
-        ax.barh(d, w, left=starts[i], height=0.8, color=KIND_COLORS.get(op.kind, "#999999"),
+        # ops overlapped on one device (F&B slots) share the row, one lane each, so none hides another
+        h = 0.8 / lanes[i]
+        y = d - 0.4 + (lane[i] + 0.5) * h
+        ax.barh(y, w, left=starts[i], height=h, color=KIND_COLORS.get(op.kind, "#999999"),
                 edgecolor="black", linewidth=0.4, hatch="//" if pipe == 1 else None)
         if label:
-            ax.text(starts[i] + w / 2, d, str(op.mb), ha="center", va="center", fontsize=7, color="white",
-                    clip_on=True)
+            # stage and microbatch as PyTorch writes the op (4F1: stage 4, microbatch 1), so the
+            # chunks of one device read apart; sized to its bar once the layout is known
+            text = str(op)
+            labels.append((ax.text(starts[i] + w / 2, y, text, ha="center", va="center", fontsize=7, color="white",
+                                   clip_on=True), w, h, text))
     tr = timeline.transfers
     if 0 < len(tr) <= MAX_DRAWN_TRANSFERS:
         for k in range(len(tr)):
@@ -102,8 +168,8 @@ def gantt(timeline: Timeline, path: str | Path, title: str | None = None, memory
         names.append("pipe 1")
     ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     ms = timeline.makespan * scale
-    ax.set_title(title or f"{sched.describe()} · {timeline.semantics} · makespan {ms:.4g} {unit} · "
-                          f"bubble {timeline.bubble_ratio:.3f} (idle/total)", fontsize=10)
+    ax.set_title(wrap_title(title or f"{sched.describe()} · {timeline.semantics} · makespan {ms:.4g} {unit} · "
+                                     f"bubble {timeline.bubble_ratio:.3f} (idle/total)", fig_w), fontsize=10)
     ax.set_xlim(0, ms * 1.01 if ms > 0 else 1)
     if axm is not None:
         mscale, munit = (1 / 2**30, "GiB") if timeline.costs.memory_unit == "bytes" else (1.0, timeline.costs.memory_unit)
@@ -125,9 +191,27 @@ def gantt(timeline: Timeline, path: str | Path, title: str | None = None, memory
     else:
         ax.set_xlabel(f"time ({unit})")
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
+    _fit_labels(fig, ax, labels)
+    _save(fig, path)
     plt.close(fig)
     return path
+
+
+def _fit_labels(fig, ax, labels: list) -> None:
+    """Shrink each bar label to its bar (at most 7 pt); drop those under 4 pt (unreadable)."""
+    if not labels:
+        return
+    box = ax.get_window_extent()
+    x0, x1 = ax.get_xlim()
+    y0, y1 = ax.get_ylim()
+    pt_x = box.width / fig.dpi * 72 / abs(x1 - x0)  # points per time unit
+    pt_y = box.height / fig.dpi * 72 / abs(y1 - y0)  # points per row
+    for artist, w, h, text in labels:
+        size = min(7.0, 0.8 * w * pt_x / (0.66 * len(text)), 0.8 * h * pt_y)
+        if size < 4.0:
+            artist.remove()
+        else:
+            artist.set_fontsize(size)
 
 
 def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str = "") -> Path:
@@ -188,8 +272,9 @@ def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str
     ax.set_ylabel(f"makespan ({tunit})")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
-    ax.set_title(title or f"makespan vs {axis}; x = two schedules swap order, bands = fastest schedule", fontsize=10)
+    ax.set_title(wrap_title(title or f"makespan vs {axis}; x = two schedules swap order, bands = fastest schedule", 9.0),
+                 fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
+    _save(fig, path)
     plt.close(fig)
     return path

@@ -13,15 +13,16 @@ non-numeric or non-positive values are rejected with the file and the key named
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from .errors import ParameterError, ScheduleFileError
+from .limits import MAX_NUMBER
 
 KINDS = ("systems", "llms")
 
@@ -70,6 +71,19 @@ _INTRA = {
     "topology": Field("str", required=False, default="switch", choices=("switch", "mesh")),
 }
 
+# the pipeline runtime's own cost, folded into op durations (ppverify.overhead); 0 when absent
+_RUNTIME = {
+    "name": Field("str", required=False, default=""),
+    "action_overhead_us": Field("number", required=False, nonneg=True, default=0.0),
+    "transfer_overhead_us": Field("number", required=False, nonneg=True, default=0.0),
+    # the same two figures for two-pipe schedules (Chimera, DualPipe), which run on another runner
+    # (ppverify's own); the one-pipe figures when absent
+    "two_pipe": Field("section", required=False, fields={
+        "action_overhead_us": Field("number", nonneg=True),
+        "transfer_overhead_us": Field("number", required=False, nonneg=True, default=0.0),
+    }),
+}
+
 SYSTEM_SCHEMA: dict[str, Field] = {
     "description": Field("str", required=False, default=""),
     "source": Field("str", required=False, default=""),
@@ -83,6 +97,7 @@ SYSTEM_SCHEMA: dict[str, Field] = {
     # optional when gpus_per_node == 1 (every hop then crosses nodes); checked in system.py
     "intra_node": Field("section", required=False, fields=_INTRA),
     "inter_node": Field("section", fields=_LINK),
+    "runtime": Field("section", required=False, fields=_RUNTIME),
 }
 
 LLM_SCHEMA: dict[str, Field] = {
@@ -139,9 +154,12 @@ def read_preset(kind: str, name_or_path: str) -> tuple[str, dict[str, Any]]:
     if _is_path(name_or_path):
         path = Path(name_or_path)
         label = str(path)
-        if not path.is_file():
-            raise PresetError(label, "", "file not found")
-        text = path.read_text(encoding="utf-8")
+        from .files import read_text
+
+        try:
+            text = read_text(path)  # missing, a directory, too large or not UTF-8: one line
+        except ScheduleFileError as exc:
+            raise PresetError(exc.path, exc.location, exc.rule) from None
     else:
         names = available(kind)
         if name_or_path not in names:
@@ -151,6 +169,15 @@ def read_preset(kind: str, name_or_path: str) -> tuple[str, dict[str, Any]]:
         label = f"{kind}/{name_or_path}.yaml"
         text = resources.files("ppverify.models").joinpath(kind, f"{name_or_path}.yaml").read_text(encoding="utf-8")
     return label, parse_preset(kind, text, label)
+
+
+@functools.lru_cache(maxsize=256)
+def _load_yaml(text: str, label: str = "<preset>") -> Any:
+    """YAML parsed once per distinct text (sweeps resolve the same presets thousands of times);
+    every failure is one line naming the file, line and column (:func:`ppverify.files.load_yaml`)."""
+    from .files import load_yaml
+
+    return load_yaml(text, label)
 
 
 def parse_preset(kind: str, text: str, label: str = "<preset>") -> dict[str, Any]:
@@ -164,11 +191,11 @@ def parse_preset(kind: str, text: str, label: str = "<preset>") -> dict[str, Any
         ppverify.presets.PresetError: x.yaml: inter_node.bandwidth: key has no unit; write bandwidth_GBps
     """
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else ""
-        raise PresetError(label, where, f"malformed YAML: {getattr(exc, 'problem', None) or exc}") from None
+        data = copy.deepcopy(_load_yaml(text, label))  # a copy: callers may edit what they get
+    except PresetError:
+        raise
+    except ScheduleFileError as exc:  # malformed YAML, named by line and column
+        raise PresetError(exc.path, exc.location, exc.rule) from None
     if not isinstance(data, dict):
         raise PresetError(label, "", "expected a mapping of keys at the top level")
     return _validate(data, SCHEMAS[kind], label, "")
@@ -219,6 +246,8 @@ def _check_value(value: Any, f: Field, label: str, where: str) -> Any:
         raise PresetError(label, where, f"expected an integer, got {value!r}")
     if math.isnan(value):
         raise PresetError(label, where, "must be a number, not NaN")
+    if math.isfinite(value) and abs(value) > MAX_NUMBER:  # .inf is meaningful (an ideal link); 1e300 is not
+        raise PresetError(label, where, f"must be at most {MAX_NUMBER:g} (or .inf), got {value!r}")
     if f.positive and not value > 0:
         raise PresetError(label, where, f"must be > 0, got {value!r}")
     if f.nonneg and not value >= 0:

@@ -33,10 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-import yaml
-
 from .compare.config import LEVELS, Config, ScheduleEntry
-from .errors import ScheduleFileError
+from .errors import ParameterError, ScheduleFileError
+from .limits import MAX_NUMBER
 
 #: bump when the meaning of a stored row changes (old rows then no longer match new points)
 STORE_VERSION = 1
@@ -54,6 +53,8 @@ class SweepSpec:
     levels: tuple[str, ...]
     time_limit: float = 0.5
     max_opt_ops: int = 256
+    #: prove each schedule valid with Z3 (the ``verified`` column); maps skip it (schedule-only)
+    verify: bool = True
 
     @property
     def num_points(self) -> int:
@@ -73,6 +74,7 @@ class Task:
     items: tuple[tuple[ScheduleEntry, tuple[str, ...], tuple[str, ...]], ...]  # (entry, levels, hashes)
     time_limit: float
     max_opt_ops: int
+    verify: bool = True
 
     @property
     def num_rows(self) -> int:
@@ -88,14 +90,25 @@ def _int_list(path: str, key: str, value: Any) -> tuple[int, ...]:
     vals = value if isinstance(value, list) else [value]
     if not vals or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in vals):
         raise _err(path, key, f"expected an integer >= 1 or a non-empty list of them, got {value!r}")
-    return tuple(vals)
+    return tuple(dict.fromkeys(vals))  # a value given twice is one point, stored once
 
 
 def _str_list(path: str, key: str, value: Any) -> tuple[str, ...]:
     vals = value if isinstance(value, list) else [value]
     if not vals or any(not isinstance(v, str) or not v.strip() for v in vals):
         raise _err(path, key, f"expected a name or a non-empty list of names, got {value!r}")
-    return tuple(v.strip() for v in vals)
+    return tuple(dict.fromkeys(v.strip() for v in vals))
+
+
+def _finite(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and abs(v) <= MAX_NUMBER  # NaN fails too
+
+
+def _check_grid(path: str, points: int) -> None:
+    from .limits import MAX_SWEEP_POINTS, LimitError
+
+    if points > MAX_SWEEP_POINTS:  # refused before the grid is expanded
+        raise LimitError(path, f"the grid has {points} points; at most {MAX_SWEEP_POINTS} are allowed")
 
 
 def _entries(path: str, value: Any) -> tuple[ScheduleEntry, ...]:
@@ -195,13 +208,17 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
             bad = [k for k in costs if k not in ("F", "B", "I", "W")]
             if bad:
                 raise ValueError(f"unknown kind {bad[0]!r}; expected F, B, I, W")
+            if any(not _finite(v) or not v > 0 for v in costs.values()):
+                raise ValueError(f"costs must be finite numbers > 0 and <= {MAX_NUMBER:g}, got {costs!r}")
             complete_costs({k: float(v) for k, v in costs.items()})
         except (ValueError, TypeError) as exc:
             raise _err(path, "costs", str(exc)) from None
         delays = data.get("comm_delays", [0])
         delays = delays if isinstance(delays, list) else [delays]
-        if not delays or any(isinstance(d, bool) or not isinstance(d, (int, float)) or d < 0 for d in delays):
+        if not delays or any(not _finite(d) or d < 0 for d in delays):
             raise _err(path, "comm_delays", f"expected numbers >= 0, got {data.get('comm_delays')!r}")
+        delays = list(dict.fromkeys(float(d) for d in delays))
+        _check_grid(path, len(entries) * len(ps) * len(ms or (1,)) * len(delays) * len(levels))
         ct = tuple((k, float(v)) for k, v in costs.items())
         configs = [Config(p, m, costs=ct, comm_delay=float(d)) for d in delays for p in ps for m in (ms or (p,))]
     else:
@@ -215,6 +232,7 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
                 if nm not in known and not nm.endswith((".yaml", ".yml")):
                     raise _err(path, key, f"unknown preset {nm!r}; available: {', '.join(known)}")
         opts = tuple(sorted(options.items()))
+        _check_grid(path, len(entries) * len(ps) * len(ms or (1,)) * len(systems) * len(models) * len(levels))
         configs = [Config(p, m, s, md, options=opts) for md in models for s in systems for p in ps for m in (ms or (p,))]
     name = str(data.get("name") or Path(path).stem)
     return SweepSpec(name, entries, tuple(configs), tuple(levels), float(tl), int(mo))
@@ -222,19 +240,13 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
 
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read and validate a sweep YAML file (see the module doc for the keys)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ScheduleFileError(str(p), "", "file not found")
-    try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ScheduleFileError(str(p), where, f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    return parse_sweep(data, str(p))
+    from .files import load_yaml, read_text
+
+    return parse_sweep(load_yaml(read_text(path), str(path)), str(path))
 
 
-def point_hash(entry: ScheduleEntry, config: Config, level: str, time_limit: float, max_opt_ops: int) -> str:
+def point_hash(entry: ScheduleEntry, config: Config, level: str, time_limit: float, max_opt_ops: int,
+               verify: bool = True) -> str:
     """Content hash of one point (what a stored row is keyed by).
 
     Example:
@@ -251,12 +263,14 @@ def point_hash(entry: ScheduleEntry, config: Config, level: str, time_limit: flo
            "config": [config.p, config.m, config.system, config.model,
                       [list(x) for x in config.costs] if config.costs else None, config.comm_delay,
                       [list(x) for x in config.options]],
-           "level": level, **budget}
+           "level": level, **budget, **({} if verify else {"verify": False})}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def read_store(path: str | Path) -> list[dict]:
-    """Intact rows of a store; a torn last line is dropped and the file rewritten without it.
+    """Intact rows of a store, each point once; a torn last line (a kill while writing) is dropped
+    and the file rewritten without it (atomically). Any other damaged line (not UTF-8, not JSON,
+    not a row object with its ``point``) is refused naming the line: rows are never silently lost.
 
     Example:
         >>> import tempfile, os
@@ -264,35 +278,52 @@ def read_store(path: str | Path) -> list[dict]:
         >>> _ = open(f, "w").write('{"point": "a"}\\n{"point": "b"}\\n{"poi')
         >>> [r["point"] for r in read_store(f)], open(f).read().count("\\n")
         (['a', 'b'], 2)
+        >>> _ = open(f, "a").write('5\\n{"point": "c"}\\n')
+        >>> read_store(f)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: ...s.jsonl:3: damaged store line (a JSON number, not a row object); delete the line to recompute its point
     """
+    from .files import atomic_write
+
     p = Path(path)
+    if p.is_dir():
+        raise ParameterError("store", str(path), "is a directory; give a .jsonl file")
     if not p.exists():
         return []
-    rows, torn = [], False
-    with p.open() as fh:
-        for line in fh:
-            if not line.endswith("\n"):
-                torn = True
-                break
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                torn = True
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ScheduleFileError(str(path), "", f"cannot read the store: {exc.strerror or exc}") from None
+    lines = raw.split(b"\n")
+    torn = lines.pop() != b""  # the text after the last newline: empty unless a write was cut short
+    rows = []
+    for n, line in enumerate(lines, 1):
+        why = ""
+        try:
+            row = json.loads(line.decode("utf-8"))
+            if not isinstance(row, dict) or not isinstance(row.get("point"), str):
+                why = f"a JSON {_json_kind(row)}, not a row object" if not isinstance(row, dict) else "a row without its point"
+        except UnicodeDecodeError:
+            why = "not UTF-8"
+        except (ValueError, RecursionError):
+            why = "not JSON"
+        if why:
+            raise ScheduleFileError(f"{path}:{n}", "", f"damaged store line ({why}); delete the line to recompute its point")
+        rows.append(row)
     if torn:
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        with tmp.open("w") as fh:
-            for r in rows:
-                fh.write(json.dumps(r) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
+        atomic_write(p, "".join(json.dumps(r) + "\n" for r in rows), "--store")
     seen: set[str] = set()
     unique = []
     for r in rows:
-        if r.get("point") not in seen:
-            seen.add(r.get("point"))
+        if r["point"] not in seen:
+            seen.add(r["point"])
             unique.append(r)
     return unique
+
+
+def _json_kind(value: Any) -> str:
+    return {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
 
 
 def pending_tasks(spec: SweepSpec, done: set[str]) -> list[Task]:
@@ -311,29 +342,30 @@ def pending_tasks(spec: SweepSpec, done: set[str]) -> list[Task]:
     for cfg in spec.configs:
         items = []
         for e in spec.entries:
-            lv_h = [(lv, point_hash(e, cfg, lv, spec.time_limit, spec.max_opt_ops)) for lv in spec.levels]
+            lv_h = [(lv, point_hash(e, cfg, lv, spec.time_limit, spec.max_opt_ops, spec.verify)) for lv in spec.levels]
             todo = [(lv, h) for lv, h in lv_h if h not in done]
             if todo:
                 items.append((e, tuple(lv for lv, _ in todo), tuple(h for _, h in todo)))
         if items:
-            out.append(Task(cfg, tuple(items), spec.time_limit, spec.max_opt_ops))
+            out.append(Task(cfg, tuple(items), spec.time_limit, spec.max_opt_ops, spec.verify))
     return out
 
 
 def run_task(task: Task) -> list[dict]:
     """Evaluate one task; one raw row (no ranks yet) per level, keyed by its point hash."""
     from .compare.evaluate import evaluate_point
-    from .compare.table import to_frame
+    from .compare.table import point_rows
 
     cache: dict = {}
-    rows: list[dict] = []
-    for entry, levels, hashes in task.items:
-        pr = evaluate_point(entry, task.config, levels, task.time_limit, cache, task.max_opt_ops, verify=True)
-        df = to_frame([pr]).drop(columns=["rank", "rank_change", "gap_to_optimal"])
-        recs = df.astype(object).where(df.notna(), None).to_dict(orient="records")
-        for r, h in zip(recs, hashes):
-            r["point"] = h
-        rows.extend(recs)
+    points, hashes = [], []
+    for entry, levels, hs in task.items:
+        points.append(evaluate_point(entry, task.config, levels, task.time_limit, cache, task.max_opt_ops,
+                                     verify=task.verify))
+        hashes.extend(hs)
+    # plain rows, no frame: building one per point cost more than evaluating cheap points
+    rows = point_rows(points)
+    for r, h in zip(rows, hashes):
+        r["point"] = h
     return rows
 
 
@@ -342,8 +374,11 @@ class Store:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.path.open("a")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise ParameterError("store", str(path), f"cannot write there: {exc.strerror or exc}") from None
 
     def write(self, rows: Iterable[dict]) -> None:
         """Append rows (one line each) durably."""
@@ -368,9 +403,9 @@ def _jsonable(o: Any) -> Any:
     return str(o)
 
 
-def results_frame(rows: list[dict], spec: SweepSpec | None = None):
+def results_frame(rows: list[dict], spec: SweepSpec | None = None, ranks: bool = True):
     """Rows of a store as the comparison frame (ranks, rank changes and gaps recomputed over the
-    whole sweep), restricted to the points of ``spec`` when given."""
+    whole sweep unless ``ranks`` is False), restricted to the points of ``spec`` when given."""
     import pandas as pd
 
     from .compare.table import COLUMNS, add_ranks
@@ -380,6 +415,8 @@ def results_frame(rows: list[dict], spec: SweepSpec | None = None):
         rows = [r for r in rows if r.get("point") in wanted]
     base = [c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")]
     df = pd.DataFrame(rows, columns=base + ["point"])
+    if not ranks:
+        return df
     out = add_ranks(df[base])
     out["point"] = df["point"].values
     return out

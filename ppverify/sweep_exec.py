@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Callable
 
@@ -30,9 +31,11 @@ def run_sweep(
     workers: int | None = None,
     batch: int = 4,
     progress: bool = False,
+    ranks: bool = True,
 ):
     """Run the points of ``spec`` not yet in the store, appending rows as they complete; return
-    the full result frame (stored + new rows of this spec, ranks recomputed).
+    the full result frame (stored + new rows of this spec, ranks recomputed unless ``ranks`` is
+    False: ranking a large sweep costs more than running it when callers do not need them).
 
     Example:
         >>> import tempfile, os
@@ -73,20 +76,57 @@ def run_sweep(
                 _run_pool(batches, sink, workers or os.cpu_count() or 1)
     if bar is not None:
         bar.close()
-    return results_frame(read_store(store_path), spec)
+    return results_frame(read_store(store_path), spec, ranks)
 
 
-def _run_pool(batches: list[list[Task]], sink: Callable[[list[dict]], None], workers: int) -> None:
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        # keep a bounded number of batches in flight so rows stream to the store steadily
-        queue = list(reversed(batches))
-        live = set()
-        while queue or live:
-            while queue and len(live) < 2 * workers:
-                live.add(pool.submit(run_batch, queue.pop()))
-            finished, live = wait(live, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                sink(fut.result())
+def _run_pool(batches: list[list[Task]], sink: Callable[[list[dict]], None], workers: int,
+              retries: int = 1) -> None:
+    """Run batches on a process pool; a worker that dies (killed, out of memory) breaks the pool:
+    the batches not yet stored are retried once on a fresh pool, then reported in one line."""
+    queue = list(reversed(batches))
+    for attempt in range(retries + 1):
+        live: dict = {}
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+        try:
+            # keep a bounded number of batches in flight so rows stream to the store steadily
+            while queue or live:
+                while queue and len(live) < 2 * workers:
+                    b = queue.pop()
+                    live[pool.submit(run_batch, b)] = b
+                finished, _ = wait(set(live), return_when=FIRST_COMPLETED)
+                for fut in sorted(finished, key=lambda f: f.exception() is not None):  # good rows first
+                    rows = fut.result()
+                    del live[fut]
+                    sink(rows)
+            pool.shutdown()
+            return
+        except BaseException as exc:
+            _stop(pool)  # Ctrl-C, SIGTERM, a dead worker: no waiting for batches in flight
+            if not isinstance(exc, BrokenProcessPool):
+                raise
+            queue.extend(live.values())  # what was in flight runs again; stored rows stay stored
+            if attempt == retries:
+                raise PPVerifyError(f"a sweep worker process died {retries + 1} times (killed or out of memory); "
+                                    "the finished rows are in the store: rerun the same command to resume") from None
+
+
+def _worker_init() -> None:
+    import signal
+
+    # Ctrl-C reaches the whole process group: the parent stops the workers, they print nothing;
+    # a forked worker inherits the parent's SIGTERM handler (raising in Python): back to the default
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(timeout=1)
 
 
 def _run_ray(batches: list[list[Task]], sink: Callable[[list[dict]], None]) -> None:

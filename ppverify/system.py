@@ -15,7 +15,8 @@ A :class:`System` is a communication model (it implements ``transfer_time`` of
   shared by all its peers; ``mesh`` gives every ordered pair its own link.
 * a point-to-point transfer costs ``latency + bytes / bandwidth`` (alpha-beta); a ring all-reduce
   over n ranks ``2(n-1)*latency + 2(n-1)/n * bytes / bandwidth`` on its slowest link
-  (REFERENCE.md section 3).
+  (the ring algorithm of Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication
+  Operations in MPICH", IJHPCA 2005).
 """
 
 from __future__ import annotations
@@ -71,6 +72,12 @@ class System:
     ranks_per_node: int | None = None
     description: str = ""
     intra_topology: str = "switch"
+    #: the pipeline runtime's time per compute action and per SEND/RECV action a rank posts
+    #: (preset ``runtime:`` section; folded into op durations by :mod:`ppverify.overhead`)
+    action_overhead_s: float = 0.0
+    transfer_overhead_s: float = 0.0
+    #: the same for two-pipe schedules (preset ``runtime.two_pipe``); None: the figures above
+    two_pipe_overhead_s: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         rpn = self.per_node
@@ -179,15 +186,19 @@ def load_system(name_or_path: str, ranks_per_node: int | None = None) -> System:
     inter = tier(d["inter_node"])
     assert inter is not None
     topology = d["intra_node"]["topology"] if d["intra_node"] is not None else "switch"
+    rt = d.get("runtime") or {}
     return System(name, d["device"]["name"], d["device"]["peak_TFLOPs"] * 1e12, d["device"]["memory_GiB"] * GiB,
                   d["gpus_per_node"], d["nics_per_node"], tier(d["intra_node"]), inter,
-                  ranks_per_node, d["description"], topology)
+                  ranks_per_node, d["description"], topology,
+                  rt.get("action_overhead_us", 0.0) / 1e6, rt.get("transfer_overhead_us", 0.0) / 1e6,
+                  (rt["two_pipe"]["action_overhead_us"] / 1e6, rt["two_pipe"]["transfer_overhead_us"] / 1e6)
+                  if rt.get("two_pipe") else None)
 
 
 def allreduce_time(comm: CommModel, ranks: Sequence[int], nbytes: float) -> float:
     """Ring all-reduce of ``nbytes`` over ``ranks``: ``2(n-1)`` steps, each moving ``nbytes/n``
     to the ring neighbour, paced by the slowest link of the ring. Under an alpha-beta link this is
-    ``2(n-1)*alpha + 2(n-1)/n * bytes/beta`` (REFERENCE.md section 3); under a fixed delay c it is
+    ``2(n-1)*alpha + 2(n-1)/n * bytes/beta`` (Thakur et al., IJHPCA 2005); under a fixed delay c it is
     ``2(n-1)*c``. One rank (or none) costs 0.
 
     Example:

@@ -52,7 +52,7 @@ def ppverify_schedule_from_torch(order: dict[int, list], p: int, m: int, v: int)
 
 
 def interleaved_schedule(p: int, m: int, v: int):
-    """ppverify's interleaved-1f1b generator (Megatron's order, REFERENCE.md section 1)."""
+    """ppverify's interleaved-1f1b generator (Megatron's order, Narayanan et al. SC'21)."""
     from ppverify.schedules import build
 
     return build("interleaved-1f1b", p=p, m=m, v=v)

@@ -1,6 +1,6 @@
 """Chimera with the paper's concatenated basic units (``units=concat``).
 
-Expected values come from REFERENCE.md §1 (Li & Hoefler SC'21: p=4, m=8 takes 18 units at
+Expected values come from the Chimera paper (Li & Hoefler SC'21, arXiv 2107.06925: p=4, m=8 takes 18 units at
 tF = tB and 30 at tB = 2tF; m=4 takes 16; activations between p/2+1 and p) and from small cases
 worked out by hand below; none is copied from ppverify's output.
 """
@@ -40,7 +40,7 @@ def dag_violations(schedule, tl) -> int:
     return bad
 
 
-# ---- REFERENCE.md §1 numbers ---------------------------------------------------------------------
+# ---- the paper's numbers ----------------------------------------------------------------------------
 
 def test_reference_numbers_p4():
     s = build("chimera", 4, 8, units="concat")

@@ -14,7 +14,7 @@ from ppverify.cli import main
     (["show", "chimera", "-p", "3"], "parameter p=3"),
     (["show", "1f1b", "-p", "0"], "parameter p=0: must be an integer >= 1"),
     (["show", "1f1b", "-m", "0"], "parameter m=0"),
-    (["show", "interleaved-1f1b", "-p", "4", "-m", "6", "--v", "2"], "multiple of p=4"),
+    (["show", "interleaved-1f1b", "-p", "4", "-m", "9", "--v", "2"], "number of rounds max(1, m // p) = 2"),
     (["show", "1f1b", "--costs", "F=1,X=2"], "unknown kind 'X'"),
     (["simulate", "1f1b", "--system", "nosuch"], "unknown systems preset; available: dgx-a100"),
     (["simulate", "1f1b", "--model", "nosuch"], "unknown llms preset; available: gpt3-1.3b"),

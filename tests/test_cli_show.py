@@ -28,7 +28,7 @@ def error_of(capsys, *args) -> str:
     return err
 
 
-# GPipe/1F1B makespan (m+p-1)(tF+tB) and GPipe bubble (p-1)/(m+p-1) (Huang et al.; REFERENCE §1);
+# GPipe/1F1B makespan (m+p-1)(tF+tB) and GPipe bubble (p-1)/(m+p-1) (Huang et al., GPipe, NeurIPS'19);
 # 1F1B peak on device d = min(p-d, m); GPipe peak m everywhere.
 @pytest.mark.parametrize("family,p,m,costs,makespan,peaks", [
     ("gpipe", 4, 4, None, 7 * 2, [4, 4, 4, 4]),

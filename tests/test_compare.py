@@ -1,7 +1,7 @@
 """The multi-abstraction comparison: rows, ranks, rank changes, CLI options, outputs, bad input.
 
 Expected values are derived by hand: under slot semantics with a per-hop charge c, GPipe and 1F1B
-both take (m+p-1)(tF+tB+2c) (REFERENCE.md §4); GPipe holds m activations on every device, 1F1B
+both take (m+p-1)(tF+tB+2c) (every column pays two hops); GPipe holds m activations on every device, 1F1B
 min(p-d, m) on device d.
 """
 

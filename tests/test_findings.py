@@ -1,6 +1,6 @@
 """The seed paper's findings as assertions over computed results, semantics stated.
 
-Hand-derived anchors (REFERENCE.md §1, §4; p=4, tF=1, tB=2): GPipe = 1F1B = (m+p-1)(tF+tB+2c) under
+Hand-derived anchors (p=4, tF=1, tB=2; Chimera numbers from Li & Hoefler SC'21): GPipe = 1F1B = (m+p-1)(tF+tB+2c) under
 slot; under async GPipe 21/22.5/24/27 and 1F1B 21/23.5/26/31 at c = 0/0.25/0.5/1 (m=4); Chimera
 16 vs 1F1B 21 at m=4 and (at most) 30 vs 33 at m=8 with no communication. The verdict logic is also tested on
 hand-made frames so each finding's rule is pinned down independently of the engines.
@@ -43,13 +43,13 @@ def _ms(df, level, c, m, sched):
 
 def test_anchor_numbers(abstract_results):
     _, df, _ = abstract_results
-    # slot: (m+p-1)(tF+tB+2c) for both; async: REFERENCE §4
+    # slot: (m+p-1)(tF+tB+2c) for both; async: by hand (see the module docstring)
     for m in (4, 8):
         for c in (0.0, 1.0):
             assert _ms(df, "slot", c, m, "gpipe") == _ms(df, "slot", c, m, "1f1b") == pytest.approx((m + 3) * (3 + 2 * c))
     assert _ms(df, "async", 1.0, 4, "gpipe") == pytest.approx(27) and _ms(df, "async", 1.0, 4, "1f1b") == pytest.approx(31)
     assert _ms(df, "slot", 0.0, 4, "chimera") == 16 and _ms(df, "slot", 0.0, 4, "1f1b") == 21
-    # REFERENCE §1 quotes 30 for Chimera at m=8 (two concatenated basic units); the generator's
+    # the Chimera paper quotes 30 at m=8 (two concatenated basic units); the generator's
     # concatenation may fill the drain better, so only the ordering is asserted here
     assert _ms(df, "slot", 0.0, 8, "chimera") <= 30 and _ms(df, "slot", 0.0, 8, "1f1b") == 33
 
@@ -58,7 +58,7 @@ def test_gpipe_1f1b_holds_under_slot_not_under_async_uniform(abstract_results):
     _, _, f = abstract_results
     g = f["gpipe-1f1b"]
     assert g.verdict("slot").reproduced is True and g.verdict("formula").reproduced is True
-    # uniform stages, c=1: GPipe 27 vs 1F1B 31 (REFERENCE §4): the equivalence is a slot-table fact
+    # uniform stages, c=1: GPipe 27 vs 1F1B 31 (by hand): the equivalence is a slot-table fact
     assert g.verdict("async").reproduced is False and "GPipe 27 vs 1F1B 31" in g.verdict("async").evidence
     assert "NOT reproduced under async" in g.summary
 

@@ -32,7 +32,7 @@ def cases(p: int, m: int):
     for w in (1, 2):
         yield "hanayo", {"waves": w}
     for v in (1, 2, 3, 4):
-        if v == 1 or m % p == 0:
+        if v == 1 or m % max(1, m // p) == 0:  # PyTorch's rounds rule
             yield "interleaved-1f1b", {"v": v}
     if p % 2 == 0 and m % p == 0:
         yield "chimera", {}
@@ -137,8 +137,8 @@ def test_kinds_and_conventions():
 def test_formula_parameter_errors():
     with pytest.raises(ParameterError, match="even"):
         chimera_formula(3, 3)
-    with pytest.raises(ParameterError, match="m % p == 0"):
-        interleaved_formula(4, 6, v=2)
+    with pytest.raises(ParameterError, match="number of rounds"):
+        interleaved_formula(4, 9, v=2)   # PyTorch's rule: 9 is not a multiple of max(1, 9 // 4) = 2
     with pytest.raises(ParameterError) as err:
         formula_for("hanayo", 4, 4, waves=0)
     assert err.value.name == "waves"

@@ -103,3 +103,8 @@ def test_unpacked_wheel_finds_its_presets(wheel, tmp_path):
     assert Path(found["file"]).is_relative_to(site), "imported the source tree, not the wheel"
     assert found["systems"] == sorted(p.name for p in (ROOT / "models" / "systems").glob("*.yaml"))
     assert found["llms"] == sorted(p.name for p in (ROOT / "models" / "llms").glob("*.yaml"))
+
+
+def test_wheel_ships_the_py_typed_marker(wheel):
+    # PEP 561: the empty marker tells type checkers to read ppverify's own annotations
+    assert "ppverify/py.typed" in zipfile.ZipFile(wheel).namelist()

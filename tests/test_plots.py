@@ -46,7 +46,7 @@ def test_bad_output_extension(tmp_path):
 
 
 def test_curves_match_reference_numbers():
-    # REFERENCE.md §4: p=4, tF=1, tB=2, m=4: GPipe 21/22.5/24/27, 1F1B 21/23.5/26/31 for c = 0/0.25/0.5/1
+    # by hand: p=4, tF=1, tB=2, m=4: GPipe 21/22.5/24/27, 1F1B 21/23.5/26/31 for c = 0/0.25/0.5/1
     cfg = Config(4, 4, costs=(("F", 1.0), ("B", 2.0)))
     df = makespan_curves([ScheduleEntry("gpipe", "gpipe"), ScheduleEntry("1f1b", "1f1b")], cfg, "latency",
                          [0, 0.25, 0.5, 1.0], "async")

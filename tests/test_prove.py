@@ -42,7 +42,7 @@ def test_1f1b_closed_form_by_hand():
 
 
 def test_gpipe_makespan_by_formula():
-    # (m + p - 1)(tF + tB) = 7 * 3 = 21 at p = m = 4, F=1, B=2 (REFERENCE.md §1)
+    # (m + p - 1)(tF + tB) = 7 * 3 = 21 at p = m = 4, F=1, B=2 (Huang et al., GPipe)
     assert gpipe_b(4, 4, 0, 3, 1, 2) + 2 == 21
     assert f1b1_b(4, 4, 0, 3, 1, 2) + 2 == 21
 
@@ -68,7 +68,7 @@ def test_chimera_unit_f1_b2_by_hand():
     assert [chimera_b(4, 3, i, 2) for i in range(2)] == [4, 7]
     assert [chimera_b(4, s, 0, 2) for s in (2, 1, 0)] == [6, 8, 10]
     assert chimera_b(4, 1, 1, 2) == 12 and chimera_b(4, 0, 1, 2) == 14
-    # makespan 16 = m(tF+tB) + (p-2)max(tF,tB) = 4*3 + 2*2 (Li & Hoefler at m = p; REFERENCE: p=4 -> 16)
+    # makespan 16 = m(tF+tB) + (p-2)max(tF,tB) = 4*3 + 2*2 (Li & Hoefler SC'21 at m = p: p=4 -> 16)
     assert chimera_b(4, 0, 1, 2) + 2 == 16
     names = [t.name for t in chimera_theorems(2)]
     assert {"excl pipes F/B", "excl pipes B/B", "excl own pipe", "memory", "makespan"} <= set(names)

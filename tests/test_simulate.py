@@ -1,4 +1,4 @@
-"""The ``async`` engine: invariants against the slot table and closed forms, REFERENCE.md section 4,
+"""The ``async`` engine: invariants against the slot table and closed forms, hand-derived async timings,
 monotonicity in latency and bandwidth, collectives, memory, deadlock, and the ``simulate`` CLI."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_gpipe_async_closed_form(p, m, c):
 
 @pytest.mark.parametrize("c, gpipe, ofob", [(0, 21, 21), (0.25, 22.5, 23.5), (0.5, 24, 26), (1, 27, 31)])
 def test_reference_section_4_numbers(c, gpipe, ofob):
-    # REFERENCE.md section 4: p=4, tF=1, tB=2, m=4
+    # by hand: p=4, tF=1, tB=2, m=4; GPipe pays 2(p-1)c once, 1F1B round trips in its steady state
     for fam, want in (("gpipe", gpipe), ("1f1b", ofob)):
         s = build(fam, p=4, m=4)
         assert run(s, abstract(s, F=1, B=2), FixedDelay(c), semantics="async").makespan == pytest.approx(want)
@@ -147,7 +147,7 @@ def test_exposed_comm_by_hand():
 def test_chimera_replica_groups_and_reference_makespan():
     s = build("chimera", p=4, m=4)
     assert replica_groups(s) == [(0, (0, 3)), (1, (1, 2)), (2, (1, 2)), (3, (0, 3))]
-    # REFERENCE.md section 1: Chimera p=4, m=4, tB = 2 tF -> 16 units
+    # Li & Hoefler SC'21 (arXiv 2107.06925): Chimera p=4, m=4, tB = 2 tF -> 16 units
     assert run(s, abstract(s, F=1, B=2), semantics="async").makespan == 16
 
 

@@ -25,9 +25,13 @@ def test_import_valid_file(capsys):
 
 
 def test_import_json_report(capsys):
-    assert main(["import", str(DATA / "zb1p_2rank_2stagep_comms.csv"), "--json"]) == 0
+    # PyTorch's simulator fixture has SEND/RECV but no REDUCE_GRAD: run as written, it would train
+    # with gradients m times too large, so it is INVALID (reduction) though it times fine
+    assert main(["import", str(DATA / "zb1p_2rank_2stagep_comms.csv"), "--json"]) == 1
     rep = json.loads(capsys.readouterr().out)
-    assert rep["valid"] and rep["format"] == "compute_comms" and rep["torch_steps"] == 113
+    assert not rep["valid"] and rep["format"] == "compute_comms" and rep["torch_steps"] == 113
+    assert rep["structure"]["ok"] and rep["comms"]["ok"] and rep["order"]["ok"]
+    assert sorted(v.split(":")[0] for v in rep["verifier"]["violations"]) == ["reduction"] * 4
     # loop placement on 2 ranks: all 3 stage boundaries cross ranks; per microbatch 3 forward and
     # 3 backward transfers, each a SEND and a RECV: 12 per microbatch, 8 microbatches
     assert rep["cells"]["comm"] == 12 * 8
@@ -76,7 +80,10 @@ def test_export_torch_csv_to_file(tmp_path, capsys):
 
 def test_export_comms_flavour_and_json(tmp_path, capsys):
     assert main(["export", "gpipe", "-p", "2", "-m", "1", "--format", "torch-csv-comms"]) == 0
-    assert capsys.readouterr().out == "0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n"
+    # PyTorch's runtime lowering by hand: UNSHARD before the first use, REDUCE_GRAD after the last
+    # B, RESHARD at the end, then the SEND/RECV pass (each marker takes a round of it)
+    assert capsys.readouterr().out == ("0UNSHARD,0F0,0SEND_F0,0RECV_B0,0B0,0REDUCE_GRAD,0RESHARD\n"
+                                       "1UNSHARD,1RECV_F0,1F0,1B0,1SEND_B0,1REDUCE_GRAD,1RESHARD\n")
     j = tmp_path / "s.json"
     assert main(["export", str(DATA / "dualpipev_4rank_10mb.csv"), "--format", "json", "-o", str(j)]) == 0
     back = load_schedule(j)

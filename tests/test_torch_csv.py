@@ -126,9 +126,11 @@ def test_markers_are_kept_and_free_in_time(tmp_path):
 def test_export_compute_comms_by_hand():
     # GPipe p=2 m=1 lowered as PyTorch does: each cross-rank F/B is followed by its SEND, the
     # matching RECV is put on the receiver when the sender places the op
+    # after PyTorch's UNSHARD/RESHARD and REDUCE_GRAD passes (each marker takes a round: rank 1's
+    # UNSHARD is placed before rank 0's F0 puts 1RECV_F0 on it)
     assert to_rows(build("gpipe", p=2, m=1), "compute_comms") == [
-        ["0F0", "0SEND_F0", "0RECV_B0", "0B0"],
-        ["1RECV_F0", "1F0", "1B0", "1SEND_B0"],
+        ["0UNSHARD", "0F0", "0SEND_F0", "0RECV_B0", "0B0", "0REDUCE_GRAD", "0RESHARD"],
+        ["1UNSHARD", "1RECV_F0", "1F0", "1B0", "1SEND_B0", "1REDUCE_GRAD", "1RESHARD"],
     ]
     # compute_comms drops idle cells (PyTorch's runtime rejects None there)
     s = parse_rows([["0F0", "", "0B0"], ["", "1F0", "1B0"]])

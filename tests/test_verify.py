@@ -1,5 +1,5 @@
 """Z3 verification: verdicts on hand-made schedules, expected values derived by hand or from the
-papers' formulas (REFERENCE.md), never from ppverify's own output."""
+papers' formulas (cited where used), never from ppverify's own output."""
 
 from __future__ import annotations
 
@@ -140,7 +140,12 @@ def test_rendezvous_ungrouped_1f1b_deadlocks_grouped_does_not():
 
 def test_explicit_comms_from_pytorch_csv():
     s = load_schedule(f"{DATA}/zb1p_2rank_2stagep_comms.csv")
-    assert verify(s).valid and verify(s, comm_semantics="rendezvous").valid
+    for sem in ("buffered", "rendezvous"):
+        r = verify(s, comm_semantics=sem)
+        assert {"dependencies", "deadlock"} <= {p for p, _ in r.proved}
+        # PyTorch's simulator fixture has no REDUCE_GRAD: run as written it would leave every
+        # stage's gradients m times too large, which is the only thing wrong with it
+        assert sorted(v.prop for v in r.violations) == ["reduction"] * 4
 
 
 def test_explicit_comms_deadlock_cycle_text():
@@ -177,7 +182,7 @@ def test_missing_recv_waits_forever():
 
 @pytest.mark.parametrize("p,m", [(4, 8), (4, 2), (3, 5)])
 def test_1f1b_memory_bound_min_p_minus_d_m(p, m):
-    # REFERENCE §1: device d of 1F1B holds at most min(p-d, m) activations; device 0's peak is
+    # 1F1B (PipeDream-Flush): device d holds at most min(p-d, m) activations; device 0's peak is
     # min(p, m), so a cap one lower is violated there and only there
     s = build("1f1b", p=p, m=m)
     assert verify(s, memory_cap=min(p, m)).valid
@@ -195,7 +200,7 @@ def test_gpipe_memory_is_m():
 
 
 def test_memory_in_share_units_for_interleaved():
-    # interleaved v=2: a chunk's activation is 1/2 of a share (REFERENCE §1); device 0 of
+    # interleaved v=2: a chunk's activation is 1/2 of a share (ppverify's units); device 0 of
     # interleaved 1F1B p=2, m=2 holds all 4 chunk forwards (m*v = 4 when m == p) = 2 shares
     s = build("interleaved-1f1b", p=2, m=2, v=2)
     c = CostModel.abstract(s.placement, F=1, B=2)
@@ -218,7 +223,7 @@ def test_gpipe_makespan_formula():
 
 @pytest.mark.parametrize("family,expected", [("gpipe", 24.0), ("1f1b", 26.0)])
 def test_makespan_with_comm_delay_matches_reference(family, expected):
-    # REFERENCE §4: p=4, m=4, tF=1, tB=2, c=0.5 -> GPipe 24, 1F1B 26 under async timing
+    # by hand: p=4, m=4, tF=1, tB=2, c=0.5 -> GPipe 24, 1F1B 26 under async timing
     s = build(family, p=4, m=4)
     c = CostModel.abstract(s.placement, F=1, B=2)
     assert verify(s, c, FixedDelay(0.5), makespan_le=expected).valid
@@ -270,7 +275,7 @@ def test_cli_out_of_range_file_is_invalid_not_an_error(tmp_path, capsys):
 
 def test_memory_cap_in_bytes_with_presets(capsys):
     # GPT-3 13B (h=5120, a=40, s=2048, 40 layers) on p=4: 10 layers per stage, each holding
-    # s*b*h*(34 + 5*a*s/h) = 2048*5120*114 bytes (Korthikanti et al., REFERENCE §2), so one
+    # s*b*h*(34 + 5*a*s/h) = 2048*5120*114 bytes (Korthikanti et al., MLSys'23, arXiv 2205.05198), so one
     # microbatch on stage 0 holds A = 11,953,766,400 bytes; 1F1B device 0 holds min(p, m) = 4 of them
     A = 10 * 2048 * 5120 * (34 + 5 * 40 * 2048 // 5120)
     assert A == 11_953_766_400
@@ -279,7 +284,8 @@ def test_memory_cap_in_bytes_with_presets(capsys):
     capsys.readouterr()
     assert main(base + ["--memory-cap", str(4 * A - 1), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
-    assert [v["message"] for v in data["violations"]] == [f"device 0 holds {4 * A} bytes when 0F3 starts (cap {4 * A - 1:g})"]
+    # printed in GiB (4A = 47,815,065,600 B = 44.53125 GiB exactly), with enough digits to tell it from the cap
+    assert [v["message"] for v in data["violations"]] == ["device 0 holds 44.53125 GiB when 0F3 starts (cap 44.531249999 GiB)"]
     assert data["violations"][0]["core"] == ["0F0", "0F1", "0F2", "0F3"]
 
 

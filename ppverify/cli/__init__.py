@@ -4,18 +4,63 @@ Subcommands live one per module in :mod:`ppverify.cli.commands`; each module def
 ``COMMAND = Command(name, help, add_arguments, run)`` and is discovered automatically. Errors from
 bad input (:class:`~ppverify.errors.PPVerifyError`) print one line naming the file, location and
 rule, and exit with code 2; ``run`` returns the exit code (0 success, 1 a negative verdict).
+Anything unexpected is a bug of ppverify, never a verdict: one line and exit code 3 (``--debug``
+prints the traceback); Ctrl-C or SIGTERM stop with one line and exit code 130 / 143.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import pkgutil
+import signal
 import sys
+import traceback
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..errors import PPVerifyError
+from ..limits import DEFAULT_MAX_OPS, int_text, op_limit
+
+#: exit codes: 2 bad input (or a limit), 3 an internal error, 130/143 interrupted
+EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT, EXIT_TERM = 2, 3, 130, 143
+#: exceptions that hostile input provokes deep inside Python itself: bad input, not a bug
+_INPUT_FAILURES = {RecursionError: "input nested too deeply", MemoryError: "out of memory; the input is too large",
+                   OverflowError: "a number is too large", UnicodeError: "text that cannot be encoded or decoded"}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (usage is one ``--help`` away)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that commands stop as on Ctrl-C (saving what is done)."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def one_line(text: str) -> str:
+    """``text`` on one printable line: line breaks, control characters and unencodable (surrogate)
+    characters escaped, so a hostile name can neither crash printing nor split a message.
+
+    Example:
+        >>> one_line("a\\nb\\ud800")
+        'a\\\\nb\\\\ud800'
+    """
+    out = []
+    for ch in text:
+        if ch.isprintable() and not 0xD800 <= ord(ch) <= 0xDFFF:
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape", "backslashreplace").decode("ascii"))
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -47,10 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
         >>> "show" in build_parser().format_help()
         True
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ppverify",
         description="Prove pipeline-parallel schedules correct, bound their speed, rank them with communication.",
     )
+    parser.add_argument("--debug", action="store_true",
+                        help="print the traceback of an internal error (exit code 3) instead of one line")
+    parser.add_argument("--max-ops", type=int, default=DEFAULT_MAX_OPS, metavar="N",
+                        help=f"refuse, before any work, input implying more than N compute ops (default {DEFAULT_MAX_OPS})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for cmd in _commands():
         sp = sub.add_parser(cmd.name, help=cmd.help, description=cmd.description or cmd.help,
@@ -60,6 +109,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _global_options(argv: list[str]) -> tuple[list[str], bool, str | None]:
+    """Take ``--debug`` and ``--max-ops N`` out of ``argv`` wherever they stand (before or after
+    the command), so that both work as global options."""
+    rest, debug, max_ops = [], False, None
+    k = 0
+    while k < len(argv):
+        a = argv[k]
+        if a == "--":
+            rest.extend(argv[k:])
+            break
+        if a == "--debug":
+            debug = True
+        elif a == "--max-ops" and k + 1 < len(argv):
+            max_ops, k = argv[k + 1], k + 1
+        elif a.startswith("--max-ops="):
+            max_ops = a.split("=", 1)[1]
+        else:
+            rest.append(a)
+        k += 1
+    return rest, debug, max_ops
+
+
+def _reconfigure_streams() -> None:
+    # a name like "\ud800" or a non-UTF-8 terminal must not turn a result into a crash
+    for stream in (sys.stdout, sys.stderr):
+        reconf = getattr(stream, "reconfigure", None)
+        if reconf is not None:
+            try:
+                reconf(errors="backslashreplace")
+            except (ValueError, OSError):  # a closed or detached stream
+                pass
+
+
+def _prestart_workers() -> None:
+    # the measured level's worker processes import torch for seconds: start that now, so that it
+    # overlaps building the parser and the schedule (never an error: the run starts it anyway)
+    with contextlib.suppress(Exception):
+        from ..measure.workers import prestart
+
+        prestart()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ppverify`` console script; returns the exit code.
 
@@ -67,22 +158,114 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["list", "--no-such-option"])
         2
     """
+    _reconfigure_streams()
+    rest, debug, max_ops_text = _global_options(list(sys.argv[1:] if argv is None else argv))
+    if rest[:1] in (["measure"], ["calibrate"]):
+        _prestart_workers()
     parser = build_parser()
+    command = "ppverify"
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed its usage message
-        return int(exc.code or 0)
-    if not getattr(args, "_run", None):
-        parser.print_help()
-        return 2
-    try:
-        code = args._run(args)
+        args = parser.parse_args(rest)
+        if max_ops_text is not None:
+            if not max_ops_text.strip().isdigit():
+                parser.error(f"argument --max-ops: invalid int value: {max_ops_text!r}")
+            args.max_ops = int_text(max_ops_text, f"--max-ops {max_ops_text}", 15)
+        command = f"ppverify {args.command}" if getattr(args, "command", None) else command
+        if not getattr(args, "_run", None):
+            parser.print_help()
+            print(f"{command}: error: a command is required (see {command} --help)", file=sys.stderr)
+            return EXIT_INPUT
+        with _sigterm_raises(), op_limit(args.max_ops):
+            code = args._run(args)
+    except SystemExit as exc:  # argparse already printed its one line (or --help its text)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_INPUT)
     except PPVerifyError as exc:
-        print(f"ppverify {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        print(f"{command}: error: {one_line(str(exc))}", file=sys.stderr)
+        return EXIT_INPUT
     except BrokenPipeError:
+        _silence_stdout()
         return 0
+    except KeyboardInterrupt as exc:
+        name = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        print(f"{command}: {name}", file=sys.stderr)
+        return EXIT_TERM if isinstance(exc, Terminated) else EXIT_INTERRUPT
+    except tuple(_INPUT_FAILURES) as exc:  # type: ignore[misc]
+        if debug:
+            traceback.print_exc()
+        rule = next(v for k, v in _INPUT_FAILURES.items() if isinstance(exc, k))
+        print(f"{command}: error: {rule} ({type(exc).__name__}: {one_line(str(exc))[:200]})", file=sys.stderr)
+        return EXIT_INPUT
+    except Exception as exc:  # noqa: BLE001 - the last resort: a bug must not read as a verdict
+        if debug:
+            traceback.print_exc()
+            return EXIT_INTERNAL
+        print(f"{command}: internal error (a bug in ppverify; rerun with --debug for the traceback): "
+              f"{type(exc).__name__}: {one_line(str(exc))[:300]}", file=sys.stderr)
+        return EXIT_INTERNAL
     return int(code or 0)
+
+
+class _sigterm_raises:
+    """SIGTERM raises :class:`Terminated` in the main thread while a command runs; SIGINT and
+    SIGTERM also interrupt a Z3 call in progress (Python runs signal handlers only between
+    bytecodes, so a long solver call would otherwise delay the exit): the signal's byte reaches a
+    watcher thread through :func:`signal.set_wakeup_fd`, which interrupts Z3."""
+
+    def __enter__(self) -> None:
+        self.old = None
+        self.old_fd = -1
+        self.pipe: tuple[int, int] | None = None
+        if os.name == "posix" and _in_main_thread():
+            self.old = signal.signal(signal.SIGTERM, _on_sigterm)
+            try:
+                r, w = os.pipe()
+                os.set_blocking(w, False)
+                self.old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+                self.pipe = (r, w)
+                import threading
+
+                threading.Thread(target=_interrupt_solvers_on_signal, args=(r,), daemon=True).start()
+            except (OSError, ValueError):
+                self.pipe = None
+
+    def __exit__(self, *exc: object) -> None:
+        if self.old is not None:
+            signal.signal(signal.SIGTERM, self.old)
+        if self.pipe is not None:
+            signal.set_wakeup_fd(self.old_fd)
+            os.close(self.pipe[1])  # the watcher reads end-of-file and ends
+
+
+def _interrupt_solvers_on_signal(fd: int) -> None:
+    try:
+        while True:
+            data = os.read(fd, 16)
+            if not data:
+                break
+            if any(b in (signal.SIGINT, signal.SIGTERM) for b in data):
+                z3 = sys.modules.get("z3")
+                if z3 is not None:
+                    try:
+                        z3.main_ctx().interrupt()
+                    except Exception:  # noqa: BLE001 - best effort: the exception follows anyway
+                        pass
+    finally:
+        os.close(fd)
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _silence_stdout() -> None:
+    # the reader went away (``| head``): send the rest to /dev/null so exit does not complain
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -78,9 +78,30 @@ def costs_from_args(args: argparse.Namespace, schedule: Schedule) -> CostModel:
 
 
 def check_nonnegative(name: str, value: float | None) -> None:
-    """Reject negative or non-finite numeric options."""
-    if value is not None and (not math.isfinite(value) or value < 0):
-        raise ParameterError(name, value, "must be a finite number >= 0")
+    """Reject negative, non-finite or absurdly large numeric options (``1e308`` would overflow
+    every sum into inf and NaN results).
+
+    Example:
+        >>> check_nonnegative("comm-delay", 1e308)
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter comm-delay=1e+308: must be a finite number >= 0 and <= 1e+15
+    """
+    from ..limits import MAX_NUMBER
+
+    if value is not None and (not math.isfinite(value) or value < 0 or value > MAX_NUMBER):
+        raise ParameterError(name, value, f"must be a finite number >= 0 and <= {MAX_NUMBER:g}")
+
+
+def given_or(value: Any, default: Any) -> Any:
+    """``value`` unless the option was not given (``None``): a given 0 stays 0, so that the
+    validation downstream refuses it instead of silently using the default.
+
+    Example:
+        >>> given_or(None, 1), given_or(0, 1)
+        (1, 0)
+    """
+    return default if value is None else value
 
 
 def print_json(data: Any) -> None:

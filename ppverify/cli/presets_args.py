@@ -7,9 +7,13 @@ Two modes, chosen by the arguments:
   MFU; transfers from the system's link tiers; memory in bytes.
 * **abstract** (neither given): ``--costs F=1,B=2`` per device share (unit slots by default) and
   ``--comm-delay c`` for every cross-device transfer (0 by default).
+* **measured** (``--system NAME --costs ...``, no ``--model``): the costs are seconds per device
+  share (what ``ppverify measure --compute sleep`` sleeps), transfers and the runtime overhead come
+  from the system (a preset written by ``ppverify calibrate``).
 
-Mixing them (``--costs`` with ``--model``, ``--comm-delay`` with ``--system``, or only one of
-``--system``/``--model``) is rejected, since seconds and abstract units cannot be combined.
+In both system modes the system's runtime overhead (``runtime:`` section, :mod:`ppverify.overhead`)
+is folded into the op durations. Other mixes (``--costs`` with ``--model``, ``--comm-delay`` with
+``--system``, ``--system`` alone) are rejected, since seconds and abstract units cannot be combined.
 
 Usage in a command module::
 
@@ -109,13 +113,23 @@ def preset_context_from_args(args: argparse.Namespace, schedule: Schedule) -> Pr
     """
     from ..llm import Training, load_llm, stage_costs
     from ..system import load_system
-    from .common import check_nonnegative, costs_from_args
+    from .common import check_nonnegative, costs_from_args, given_or
 
     system_name, model_name = getattr(args, "system", None), getattr(args, "model", None)
     costs_text, delay = getattr(args, "costs", None), getattr(args, "comm_delay", None)
     check_nonnegative("comm-delay", delay)
     if system_name is None and model_name is None:
         return PresetContext(costs_from_args(args, schedule), FixedDelay(delay or 0.0))
+    if system_name is not None and model_name is None and costs_text and delay is None:
+        # measured-style costs: --costs in seconds per device share, links and runtime overhead
+        # from the system (a calibrated preset, ppverify calibrate)
+        from ..overhead import system_overhead
+
+        system = load_system(system_name, getattr(args, "ranks_per_node", None))
+        c = costs_from_args(args, schedule)
+        c = CostModel(c.duration, c.activation, c.freed_by_I, c.boundary_bytes, c.weight_bytes, c.overlap,
+                      "s", c.memory_unit, f"{c.label} s on {system.name}", c.extra)
+        return PresetContext(system_overhead(c, schedule.placement, system), system, system)
     if system_name is None or model_name is None:
         # a misspelt preset is the likelier mistake: name the available ones first
         if system_name is not None:
@@ -133,10 +147,10 @@ def preset_context_from_args(args: argparse.Namespace, schedule: Schedule) -> Pr
     system = load_system(system_name, getattr(args, "ranks_per_node", None))
     model = load_llm(model_name)
     training = Training(
-        microbatch_size=getattr(args, "microbatch_size", 1) or 1,
+        microbatch_size=given_or(getattr(args, "microbatch_size", None), 1),  # 0 is refused, not replaced
         seq_len=getattr(args, "seq_len", None),
-        mfu=getattr(args, "mfu", DEFAULT_MFU) or DEFAULT_MFU,
-        tp=getattr(args, "tp", 1) or 1,
+        mfu=given_or(getattr(args, "mfu", None), DEFAULT_MFU),
+        tp=given_or(getattr(args, "tp", None), 1),
         recompute=bool(getattr(args, "recompute", False)),
         flash_attention=bool(getattr(args, "flash_attention", False)),
         layers_per_stage=_layers_arg(getattr(args, "layers_per_stage", None)),
@@ -145,6 +159,9 @@ def preset_context_from_args(args: argparse.Namespace, schedule: Schedule) -> Pr
     costs = sc.cost_model()
     costs = CostModel(costs.duration, costs.activation, costs.freed_by_I, costs.boundary_bytes, costs.weight_bytes,
                       costs.overlap, costs.time_unit, costs.memory_unit, f"{costs.label} on {system.name}", costs.extra)
+    from ..overhead import system_overhead
+
+    costs = system_overhead(costs, schedule.placement, system)  # the runtime's per-action time, if stated
     return PresetContext(costs, system, system, model, sc)
 
 

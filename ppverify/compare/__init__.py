@@ -7,7 +7,10 @@ seed paper's findings checked over the computed results.
 * :mod:`.optimum`  the CP-SAT level (adapter over :mod:`ppverify.optimize`)
 * :mod:`.table`    result frame, ranks, rank changes, gap to optimal, printed tables
 * :mod:`.run`      run a whole comparison with progress
+* :mod:`.measured` the opt-in measured level (``compare --measured``): real runs, batched per p
 * :mod:`.findings` the seed paper's findings as computed checks
+* :mod:`.findings_map` where each finding holds over a grid of systems and models (with
+  :mod:`.boundary`, the region's boundary in words, and :mod:`.findings_map_plot`, its diagrams)
 """
 
 from __future__ import annotations

@@ -21,8 +21,11 @@ LEVEL_SEMANTICS: dict[str, str] = {
     "slot": "slot table: synchronous columns, communication charged per column",
     "async": "event-driven simulation: transfer = latency + bytes/bandwidth, no contention",
     "contention": "event-driven simulation: transfers queue on shared links and NICs",
-    "optimum": "CP-SAT: best op order for the same placement, costs and transfers (async timing)",
+    "optimum": "CP-SAT: best op order for the same placement, costs, transfers, replica all-reduce (async timing)",
+    "measured": "PyTorch's pipeline runtime on this machine, ops sleeping their durations (p <= 4; compare --measured)",
 }
+#: every level, the opt-in ``measured`` last (real runs: never in the default set)
+ALL_LEVELS: tuple[str, ...] = LEVELS + ("measured",)
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..comm import CommModel, FixedDelay
 from ..costs import CostModel, complete_costs
 from ..errors import PPVerifyError
 from ..schedule import Schedule
-from .config import LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
+from .config import ALL_LEVELS, LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,8 @@ class LevelResult:
     exact: bool | None = None
     note: str = ""
     seconds: float = 0.0
+    #: the Timeline behind the numbers (engine and optimum levels), kept for ``ppverify report``
+    timeline: Any = field(default=None, compare=False, repr=False)
 
     @property
     def has_value(self) -> bool:
@@ -183,8 +185,8 @@ def evaluate_point(
         ([('slot', 21.0)], 'units')
     """
     for lv in levels:
-        if lv not in LEVELS:
-            raise PPVerifyError(f"unknown abstraction level {lv!r}; expected one of {', '.join(LEVELS)}")
+        if lv not in ALL_LEVELS:
+            raise PPVerifyError(f"unknown abstraction level {lv!r}; expected one of {', '.join(ALL_LEVELS)}")
     units = ("units", "activations") if config.abstract else ("s", "bytes")
     if not entry.applies(config.p, config.m):
         return PointResult(entry, config, tuple(
@@ -193,9 +195,16 @@ def evaluate_point(
     try:
         schedule = build_entry(entry, config.p, config.m)
     except PPVerifyError as exc:
-        status = "unavailable" if "unknown schedule family" in str(exc) else "not applicable"
-        if "file not found" in str(exc) or (entry.file and "p=" not in str(exc)):
+        # by the error's kind, not its wording: an unknown family, a bad file or a limit, a rule of p/m
+        from ..errors import ParameterError, ScheduleFileError
+        from ..limits import LimitError
+
+        if isinstance(exc, ParameterError) and exc.name == "family":
+            status = "unavailable"
+        elif isinstance(exc, (ScheduleFileError, LimitError)):
             status = "error"
+        else:
+            status = "not applicable"
         return PointResult(entry, config, tuple(LevelResult(lv, status, note=str(exc)) for lv in levels), *units)
     try:
         res = resolve(config, schedule)
@@ -206,9 +215,15 @@ def evaluate_point(
         t0 = time.perf_counter()
         try:
             if lv == "formula":
-                r = _formula(entry, config, res)
+                from ..overhead import formula_share_costs
+
+                r = _formula(entry, config, replace(res, share_costs=formula_share_costs(res.share_costs, schedule)))
             elif lv in ("slot", "async", "contention"):
                 r = _engine(lv, schedule, res)
+            elif lv == "measured":  # run later, all points at once (compare.measured.fill_measured)
+                from .measured import placeholder
+
+                r = placeholder(config)
             else:
                 r = _optimum(schedule, res, time_limit, optimum_cache, max_optimum_ops)
         except ImportError as exc:
@@ -246,8 +261,7 @@ def verify_schedule(schedule: Schedule) -> str:
 
 def _timed(r: LevelResult, seconds: float, note: str) -> LevelResult:
     notes = "; ".join(x for x in (r.note, note) if x)
-    return LevelResult(r.level, r.status, r.makespan, r.bubble_ratio, r.peak_activations, r.lower_bound,
-                       r.exact, notes, round(seconds, 4))
+    return replace(r, note=notes, seconds=round(seconds, 4))
 
 
 def _formula(entry: ScheduleEntry, config: Config, res: Resolved) -> LevelResult:
@@ -282,11 +296,11 @@ def _engine(semantics: str, schedule: Schedule, res: Resolved) -> LevelResult:
     except PPVerifyError as exc:
         return LevelResult(semantics, "error", note=str(exc))
     return LevelResult(semantics, "ok", float(tl.makespan), float(tl.bubble_ratio),
-                       tuple(float(x) for x in tl.peak_memory()), exact=True)
+                       tuple(float(x) for x in tl.peak_memory()), exact=True, timeline=tl)
 
 
 def _optimum(schedule: Schedule, res: Resolved, time_limit: float, cache: dict | None, max_ops: int) -> LevelResult:
-    from .optimum import solve_placement
+    from .optimum import solve_placement, unlike_ops
 
     if schedule.num_ops > max_ops:
         return LevelResult("optimum", "not applicable",
@@ -294,11 +308,13 @@ def _optimum(schedule: Schedule, res: Resolved, time_limit: float, cache: dict |
     # one cache per configuration: schedules sharing placement, pipes and op kinds share the optimum
     key = (schedule.placement.maps, schedule.pipe_of_mb, schedule.has_split_backward)
     if cache is not None and key in cache:
-        return cache[key]
-    r = solve_placement(schedule, res.costs, res.comm, time_limit)
-    if cache is not None:
-        cache[key] = r
-    return r
+        r = cache[key]
+    else:
+        r = solve_placement(schedule, res.costs, res.comm, time_limit)
+        if cache is not None:
+            cache[key] = r
+    unlike = unlike_ops(schedule)  # per schedule: placements share the optimum, not the family's ops
+    return replace(r, note="; ".join(x for x in (unlike, r.note) if x)) if unlike else r
 
 
 __all__ = ["LEVELS", "LEVEL_SEMANTICS", "LevelResult", "PointResult", "Resolved", "evaluate_point", "resolve"]

@@ -5,7 +5,8 @@ reports *reproduced*, *not reproduced* (with the numbers that contradict it) or 
 here tunes a model until a finding agrees: a finding that fails under some semantics is reported
 as such.
 
-The findings (arXiv 2605.24006, as summarised in DESIGN.md):
+The findings of the seed paper ("A Tabular Schedule Abstraction for Communication-Aware Evaluation
+of Pipeline-Parallel LLM Training", arXiv 2605.24006), in ppverify's words:
 
 1. ``abstraction``: rankings are not abstraction-invariant — some configuration orders the schedules
    differently by (closed-form) bubble ratio than by simulated makespan;

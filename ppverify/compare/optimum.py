@@ -3,8 +3,11 @@ op order), or the proven lower bound when the per-point time limit ends first.
 
 Thin adapter over :func:`ppverify.optimize.optimize` so the comparison keeps working (with the
 level marked unavailable) on an installation where the optimizer is missing. The solver models
-point-to-point transfers as edge delays (async timing); it does not model the replica gradient
-all-reduce of two-pipe placements, which the row's note says.
+point-to-point transfers as edge delays and the replica gradient all-reduce of two-pipe placements
+as the ``async`` engine runs it (default ``sync``, :mod:`ppverify.optimize.collectives`), so the
+optimum and the async row time the same step. What it cannot model is a family whose ops are not
+the solver's: overlapped F&B slots (DualPipe) or a backward mixing ``B`` with ``I``/``W``; the
+row's note then starts with :data:`UNLIKE` (the table marks that gap with ``+``).
 
 Durations in seconds are not commensurable, so they are first put on an integer grid
 (:data:`GRID` ticks per shortest op), every duration and transfer time rounded *down*: the grid
@@ -27,6 +30,8 @@ from .evaluate import LevelResult
 WORKERS = 1
 #: grid resolution for second-valued costs: ticks per shortest op duration
 GRID = 200
+#: note prefix of a family whose ops the solver does not model (its gap compares unlike steps)
+UNLIKE = "unlike ops"
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ def solve_placement(schedule: Schedule, costs: CostModel, comm: CommModel, time_
     from ..engines import run
     from ..optimize import optimize, problem_for
 
-    notes = ["two pipes: the solver leaves out the replica gradient all-reduce"] if schedule.placement.num_pipes > 1 else []
+    notes: list[str] = []  # the per-schedule "unlike ops" note is added by the caller (results are cached)
     grid = costs.time_unit == "s"
     if grid:
         gcosts, gcomm, tick = on_grid(costs, comm)
@@ -88,7 +93,7 @@ def solve_placement(schedule: Schedule, costs: CostModel, comm: CommModel, time_
                            note="; ".join(notes))
     if grid:
         # the grid optimum is a bound only; the found order re-timed with the true costs is a real schedule
-        tl = run(r.schedule, costs, comm, semantics="async", sync="none")
+        tl = run(r.schedule, costs, comm, semantics="async")
         makespan = float(tl.makespan)
         status = "optimal" if bound is not None and makespan <= bound * (1 + 1e-9) else (
             "optimal on grid" if status == "optimal" else status)
@@ -97,4 +102,24 @@ def solve_placement(schedule: Schedule, costs: CostModel, comm: CommModel, time_
     bubble = float(tl.bubble_ratio) if tl is not None else None
     peaks = tuple(float(x) for x in tl.peak_memory()) if tl is not None else None
     return LevelResult("optimum", status, makespan, bubble, peaks, bound, exact=status == "optimal",
-                       note="; ".join(notes))
+                       note="; ".join(notes), timeline=tl)
+
+
+def unlike_ops(schedule: Schedule) -> str:
+    """Why the solver's ops differ from the family's (overlapped F&B slots, a backward mixing ``B``
+    with ``I``/``W``), as a note starting with :data:`UNLIKE`; empty when they are the same.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> unlike_ops(build("chimera", p=4, m=4)), unlike_ops(build("dualpipe", p=4, m=8))[:10]
+        ('', 'unlike ops')
+    """
+    from ..ops import B, I, Overlap, compute_ops
+
+    why = []
+    if any(type(a) is Overlap for prog in schedule.programs for a in prog):
+        why.append("overlapped F&B slots run in sequence")
+    kinds = {op.kind for prog in schedule.programs for op in compute_ops(prog)}
+    if B in kinds and I in kinds:
+        why.append("every backward split into I + W")
+    return f"{UNLIKE}: the solver's step differs ({', '.join(why)})" if why else ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from typing import Iterable
+from typing import Callable, Iterable
 
 import pandas as pd
 
@@ -21,12 +21,14 @@ def run_comparison(
     max_optimum_ops: int = 256,
     progress: bool = False,
     verify: bool = False,
+    on_point: Callable[[PointResult], None] | None = None,
 ) -> pd.DataFrame:
     """Evaluate ``entries`` x ``configs`` at ``levels``; one row per (schedule, configuration, level).
 
     The CP-SAT optimum is solved once per configuration and placement (schedules that share a
     placement share it); ``time_limit`` bounds each solve. With ``verify`` every schedule is also
-    proven valid by the Z3 verifier (once per schedule; the ``verified`` column).
+    proven valid by the Z3 verifier (once per schedule; the ``verified`` column). ``on_point``
+    receives every point result (with its levels' timelines) as it is computed.
 
     Example:
         >>> from ppverify.compare.config import abstract_configs
@@ -55,8 +57,16 @@ def run_comparison(
                 verdicts.setdefault(key, pt.verified)
                 pt = replace(pt, verified=verdicts[key])
             points.append(pt)
+            if on_point is not None and "measured" not in levels:
+                on_point(pt)
             if bar is not None:
                 bar.update(1)
     if bar is not None:
         bar.close()
+    if "measured" in levels:  # real runs, batched: one set of worker processes per p
+        from .measured import fill_measured
+
+        points = fill_measured(points)
+        for pt in points if on_point is not None else ():
+            on_point(pt)
     return to_frame(points)

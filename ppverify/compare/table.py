@@ -15,7 +15,7 @@ from typing import Iterable
 import pandas as pd
 from tabulate import tabulate
 
-from .config import LEVEL_SEMANTICS, LEVELS
+from .config import ALL_LEVELS, LEVEL_SEMANTICS, LEVELS
 from .evaluate import PointResult
 
 #: columns of the result frame, in order (also the CSV/Parquet layout)
@@ -37,6 +37,21 @@ def to_frame(points: Iterable[PointResult]) -> pd.DataFrame:
         >>> df[["schedule", "makespan", "peak_activation", "rank"]].values.tolist()
         [['gpipe', 21.0, 4.0, 1], ['1f1b', 21.0, 4.0, 1]]
     """
+    df = pd.DataFrame(point_rows(points), columns=[c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")])
+    return add_ranks(df)
+
+
+def point_rows(points: Iterable[PointResult]) -> list[dict]:
+    """One plain dict per (point, level): the frame's columns except the ranks and gaps (what a
+    sweep stores; cheaper than building a frame per point).
+
+    Example:
+        >>> from ppverify.compare.config import Config, ScheduleEntry
+        >>> from ppverify.compare.evaluate import evaluate_point
+        >>> cfg = Config(4, 4, costs=(("F", 1.0), ("B", 2.0)), comm_delay=0.0)
+        >>> [(r["schedule"], r["makespan"]) for r in point_rows([evaluate_point(ScheduleEntry("gpipe", "gpipe"), cfg, ("slot",))])]
+        [('gpipe', 21.0)]
+    """
     rows = []
     for pt in points:
         for r in pt.results:
@@ -52,8 +67,7 @@ def to_frame(points: Iterable[PointResult]) -> pd.DataFrame:
                 "memory_unit": pt.memory_unit, "lower_bound": r.lower_bound, "exact": r.exact,
                 "verified": pt.verified, "note": r.note, "seconds": r.seconds,
             })
-    df = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")])
-    return add_ranks(df)
+    return rows
 
 
 def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
@@ -67,7 +81,7 @@ def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
     # a closed form that is only a bound is not a prediction: it gets no rank
     ms[(df["level"] == "formula") & (df["exact"] == False)] = float("nan")  # noqa: E712 (object column)
     df["rank"] = ms.groupby([df[k] for k in key]).rank(method="min").astype("Int64")
-    order = {lv: n for n, lv in enumerate(LEVELS)}
+    order = {lv: n for n, lv in enumerate(ALL_LEVELS)}
     changes = [""] * len(df)
     gaps: list[float | None] = [None] * len(df)
     for _, grp in df.groupby(["config", "schedule"], sort=False):
@@ -120,7 +134,7 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
         1f1b        9 (1)   0.333            2
     """
     sub = df[df["config"] == config]
-    levels = [lv for lv in LEVELS if lv in set(sub["level"])]
+    levels = [lv for lv in ALL_LEVELS if lv in set(sub["level"])]
     shown = [lv for lv in levels if sub[(sub["level"] == lv)]["makespan"].notna().any()]
     sim = next((lv for lv in ("async", "contention", "slot", "formula") if lv in shown), None)
     valued = sub[sub["makespan"].notna()]
@@ -167,7 +181,7 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
             else:
                 # against a proven bound only: the true gap is at most this
                 cell = ("" if opt["status"] == "optimal" else "<=") + f"{100 * max(g, 0.0):.1f}%"
-                row.append(cell + ("+" if "two pipes" in str(opt["note"]) else ""))
+                row.append(cell + ("+" if str(opt["note"]).startswith("unlike ops") else ""))
         if has_z3:
             v = str(srow.iloc[0]["verified"] or "")
             row.append("valid" if v == "valid" else ("INVALID" if v.startswith("INVALID") else ("-" if not v else "n/a")))
@@ -214,8 +228,9 @@ def format_legend(levels: Iterable[str]) -> str:
     lines.append("  bubble     idle/total = (makespan - busy) / makespan per device, averaged")
     lines.append("  ~ (-)      the closed form is only a bound for this family here: shown, not ranked")
     lines.append("  gap        async makespan / CP-SAT optimum of the same placement - 1; <= when measured against the")
-    lines.append("             proven lower bound (an upper bound on the true gap); + two pipes: async includes the replica")
-    lines.append("             gradient all-reduce, which the solver leaves out")
+    lines.append("             proven lower bound (an upper bound on the true gap); the replica gradient all-reduce of")
+    lines.append("             two-pipe schedules is in both; + the family runs ops the solver does not model")
+    lines.append("             (overlapped F&B slots, B mixed with I/W): unlike steps, read with care")
     lines.append("  lb         CP-SAT stopped at its time limit: best schedule found and its proven lower bound")
     lines.append("  Z3         the verifier proved completeness, placement, dependencies, exclusivity and deadlock freedom")
     return "\n".join(lines)

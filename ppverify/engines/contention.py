@@ -32,6 +32,7 @@ from ..ops import B, KIND_CODE, W
 from ..schedule import Schedule
 from ..timeline import Timeline, Transfers
 from .core import _waits
+from ..compiled import use_compiled
 from .simulate import (ACTIVATION, ALLREDUCE, DP_ALLREDUCE, GRADIENT, _record_collective, collectives, device_ends,
                        dp_resources, finish, prepare, resources_of, ring_resources)
 
@@ -63,6 +64,12 @@ def simulate_contention(
         raise ParameterError("option", ", ".join(options),
                              "unknown option of the contention engine (known: sync, dp_allreduce)")
     prep = prepare(schedule, costs, comm)
+    if use_compiled(prep.dag.num_ops):  # numba kernel, same results (tests/test_kernels.py)
+        from .kernels import contention_compiled
+
+        compiled_tl = contention_compiled(schedule, costs, comm, prep, sync, dp_allreduce)
+        if compiled_tl is not None:  # None: the step has collectives, timed below
+            return compiled_tl
     dag = prep.dag
     n, p = dag.num_ops, schedule.p
     p0 = dag.pred[:, 0].tolist()

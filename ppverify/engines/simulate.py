@@ -10,7 +10,7 @@ communication it reproduces the ``slot`` table exactly.
 Beyond point-to-point transfers:
 
 * stage replicas (Chimera: a stage held by two devices, one per pipe) all-reduce their weight
-  gradients (ring all-reduce, REFERENCE.md section 3). ``sync="eager"`` starts a stage's
+  gradients (ring all-reduce, ``ppverify.system.allreduce_time``). ``sync="eager"`` starts a stage's
   all-reduce as soon as the last backward of that stage has ended on every replica (overlapping
   the drain bubbles); ``"after-flush"`` once the replica devices have finished all their compute;
   ``"none"`` leaves it out.
@@ -38,6 +38,7 @@ from ..ops import B, KIND_CODE, KINDS, W
 from ..schedule import Schedule
 from ..timeline import Timeline, Transfers
 from .core import _waits, list_schedule_flat
+from ..compiled import use_compiled
 
 SYNC_MODES: tuple[str, ...] = ("eager", "after-flush", "none")
 ACTIVATION, GRADIENT, ALLREDUCE, DP_ALLREDUCE = "activation", "gradient", "allreduce", "dp-allreduce"
@@ -219,7 +220,10 @@ def device_ends(dag: DagArrays, end: np.ndarray, p: int) -> np.ndarray:
     """
     dev_end = np.zeros(p)
     if len(end):
-        np.maximum.at(dev_end, dag.device, end)
+        # ops are grouped by device (positions): one max per segment, not the slow ufunc.at
+        off = np.asarray(dag.offsets)
+        nz = np.flatnonzero(np.diff(off) > 0)
+        dev_end[nz] = np.maximum(dev_end[nz], np.maximum.reduceat(end, off[nz]))
     return dev_end
 
 
@@ -247,7 +251,8 @@ def exposed_comm(dag: DagArrays, start: np.ndarray, end: np.ndarray, p: int) -> 
         has = q >= 0
         ready[has] = np.maximum(ready[has], end[q[has]])
     wait = np.clip(start - ready, 0.0, None)
-    np.add.at(out, dag.device, wait)
+    # bincount adds in position order, as np.add.at does (same sums), and is much faster
+    out += np.bincount(dag.device, weights=wait, minlength=p)[:p]
     return out
 
 
@@ -301,9 +306,15 @@ def simulate_async(
     n = dag.num_ops
     d = np.zeros((n, 2))
     d[prep.edge_i, prep.edge_k] = prep.edge_time
-    start_l, end_l, ptr, done = list_schedule_flat(
-        dag.pred[:, 0].tolist(), dag.pred[:, 1].tolist(), d[:, 0].tolist(), d[:, 1].tolist(),
-        prep.duration, dag.fused.tolist(), dag.idle_before.tolist(), dag.offsets)
+    if use_compiled(n):  # numba kernel, same results (tests/test_kernels.py)
+        from .kernels import list_schedule_arrays
+
+        start_l, end_l, ptr, done = list_schedule_arrays(dag.pred, d, prep.duration, dag.fused, dag.idle_before,
+                                                         dag.offsets)
+    else:
+        start_l, end_l, ptr, done = list_schedule_flat(
+            dag.pred[:, 0].tolist(), dag.pred[:, 1].tolist(), d[:, 0].tolist(), d[:, 1].tolist(),
+            prep.duration, dag.fused.tolist(), dag.idle_before.tolist(), dag.offsets)
     if ptr is not None:
         raise DeadlockError(_waits(dag, ptr, done))  # type: ignore[arg-type]
     start, end = np.asarray(start_l, dtype=float), np.asarray(end_l, dtype=float)

@@ -162,11 +162,25 @@ def _cell_width(cells: list[list[str]], floor: int) -> int:
     return max([floor] + [len(c) for row in cells for c in row])
 
 
-def format_table(timeline: Timeline, style: str = "paper", max_ticks: int = MAX_RENDER_TICKS) -> str:
+def _block_width(cells: list[list[str]], t0: int, t1: int) -> int:
+    return max([len(str(t1 - 1))] + [len(c) for row in cells for c in row[t0:t1]])
+
+
+def _paper_block(cells: list[list[str]], t0: int, t1: int, w: int, lw: int) -> str:
+    lines = [f"{'tick':<{lw}}" + " ".join(f"{t:>{w}}" for t in range(t0, t1))]
+    for d, row in enumerate(cells):
+        lines.append(f"{'dev ' + str(d):<{lw}}" + " ".join(f"{c:>{w}}" for c in row[t0:t1]))
+    return "\n".join(x.rstrip() for x in lines)
+
+
+def format_table(timeline: Timeline, style: str = "paper", max_ticks: int = MAX_RENDER_TICKS,
+                 width: int | None = None) -> str:
     """Render a ``slot`` timeline as text (:mod:`ppverify.io.table_text` parses both back).
 
     * ``paper``: one row per device, one column per tick; an action fills every cell it occupies,
-      ``.`` marks idle cells.
+      ``.`` marks idle cells. With ``width`` (a terminal's columns) a wider table is cut into
+      blocks of consecutive ticks, each with its own ``tick`` header and columns only as wide as
+      that block's cells (an overlapped slot's 20-character text widens its own block only).
     * ``torch``: PyTorch's step x rank grid, laid out like
       ``torch.distributed.pipelining.schedules._format_pipeline_order`` (``Step NN:`` rows, ``Rank
       r`` columns, empty cells idle); an action is written at its first tick and ``~`` marks the
@@ -193,13 +207,22 @@ def format_table(timeline: Timeline, style: str = "paper", max_ticks: int = MAX_
     grid = table_actions(timeline)
     if style == "paper":
         cells = [[str(c) if c is not None else "." for c in row] for row in grid]
-        w = _cell_width(cells, len(str(T - 1)))
         # label column wide enough for "dev 10" so that cells never touch the label
         lw = max(len("tick"), len(f"dev {timeline.p - 1}")) + 1
-        lines = [f"{'tick':<{lw}}" + " ".join(f"{t:>{w}}" for t in range(T))]
-        for d, row in enumerate(cells):
-            lines.append(f"{'dev ' + str(d):<{lw}}" + " ".join(f"{c:>{w}}" for c in row))
-        return "\n".join(x.rstrip() for x in lines)
+        if width is None:
+            return _paper_block(cells, 0, T, _cell_width(cells, len(str(T - 1))), lw)
+        blocks, t0 = [], 0
+        while t0 < T:
+            # grow the block while its widest cell still lets every column fit in ``width``
+            t1, w = t0 + 1, _block_width(cells, t0, t0 + 1)
+            while t1 < T:
+                w2 = max(w, _block_width(cells, t1, t1 + 1))
+                if lw + (t1 + 1 - t0) * (w2 + 1) - 1 > width:
+                    break
+                t1, w = t1 + 1, w2
+            blocks.append(_paper_block(cells, t0, t1, w, lw))
+            t0 = t1
+        return "\n\n".join(blocks)
     if style == "torch":
         starts = {(d, int(s)) for d, s in zip(timeline.device.tolist(), timeline.info["start_tick"])}
         rows = []

@@ -17,11 +17,13 @@ The step count is what PyTorch's tests assert (11, 24 and 113 for its fixtures).
 this model, kept on purpose so that the counts match: W is never checked against its I, a backward
 is never checked against its own forward. Extensions where PyTorch raises instead: UNSHARD,
 RESHARD and REDUCE_GRAD are dropped (free in time), and an ``OVERLAP_F_B`` cell is one step that
-runs once all of its ops are ready.
+runs once all of its ops are ready. Durations, and so a system's runtime overhead
+(:mod:`ppverify.overhead`), are ignored: every action is one step.
 """
 
 from __future__ import annotations
 
+import heapq
 from typing import Sequence
 
 import numpy as np
@@ -31,6 +33,7 @@ from ..errors import DeadlockError, ParameterError
 from ..ops import B, F, I, W, Action, Comm, Marker, Op, Overlap
 from ..schedule import Schedule
 from ..timeline import Timeline, Transfers
+from ..compiled import use_compiled
 
 SEND_F, RECV_F, SEND_B, RECV_B = "SEND_F", "RECV_F", "SEND_B", "RECV_B"
 
@@ -83,13 +86,21 @@ def add_send_recv(schedule: Schedule) -> Schedule:
                     or Op(B, a.stage + 1, a.mb) in seen)
         return True
 
-    while todo:
-        progress = False
-        for r in sorted(todo):
-            a = todo[r][0]
+    # PyTorch's loop visits every rank in rank order each round and places at most one action per
+    # rank; run as written it is quadratic (a blocked rank is re-checked every round, pop(0) shifts
+    # the list). Same rounds here, but a rank not ready sleeps until its set of placed actions
+    # grows, and a cursor replaces pop(0): linear in the cells, the same output action for action.
+    pos = {r: 0 for r in todo}
+    current = sorted(todo)
+    while current:
+        heapq.heapify(current)
+        queued, nxt = set(current), set()
+        while current:
+            r = heapq.heappop(current)
+            a = todo[r][pos[r]]
             parts = _parts(a)
             if not all(ready(x, prev[r]) for x in parts):
-                continue
+                continue  # asleep until prev[r] grows (a woken rank checks again)
             if a is not None:
                 out[r].append(a)
                 for x in parts:
@@ -104,12 +115,20 @@ def add_send_recv(schedule: Schedule) -> Schedule:
                         peer = rank_of[recv_stage]
                         out[peer].append(recv)
                         prev[peer].add(recv)
-            todo[r].pop(0)
-            if not todo[r]:
+                        if peer in todo and peer != r:  # wake it: later this round, or the next
+                            if peer > r and peer not in queued:
+                                heapq.heappush(current, peer)
+                                queued.add(peer)
+                            elif peer < r:
+                                nxt.add(peer)
+            pos[r] += 1
+            if pos[r] == len(todo[r]):
                 del todo[r]
-            progress = True
-        if not progress:
-            raise DeadlockError([(r, str(todo[r][0]), "its input (no rank can place its next action)") for r in sorted(todo)])
+            else:
+                nxt.add(r)
+        current = sorted(k for k in nxt if k in todo)
+    if todo:
+        raise DeadlockError([(r, str(todo[r][pos[r]]), "its input (no rank can place its next action)") for r in sorted(todo)])
     return schedule.with_programs(tuple(tuple(out[r]) for r in range(schedule.p)))
 
 
@@ -228,6 +247,12 @@ def simulate_steps(schedule: Schedule) -> list[list[Action]]:
         [['0F0', '0SEND_F0', '', '', '0RECV_B0', '0B0'], ['', '1RECV_F0', '1F0', '1B0', '1SEND_B0']]
     """
     rank_of = _stage_rank(schedule)
+    if use_compiled(sum(map(len, schedule.programs))):  # numba kernel, same grid (tests/test_kernels.py)
+        from .torch_steps_kernel import simulate_steps_compiled
+
+        compiled_grid = simulate_steps_compiled(schedule)
+        if compiled_grid is not None:  # None: run the reference (it also names deadlocks)
+            return compiled_grid
     S = schedule.num_stages
     todo = {r: [a for a in prog if a is not None and not isinstance(a, Marker)]
             for r, prog in enumerate(schedule.programs)}
@@ -339,6 +364,12 @@ def torch_timeline(schedule: Schedule, costs: CostModel | None = None, **_: obje
         >>> tl.makespan, tl.info["steps"], [str(o) for o in tl.ops], tl.start.tolist()
         (6.0, 6, ['0F0', '1F0', '1B0', '0B0'], [0.0, 2.0, 3.0, 5.0])
     """
+    if use_compiled(sum(map(len, schedule.programs))):  # numba kernel, same timeline (tests/test_kernels.py)
+        from .torch_steps_kernel import torch_timeline_compiled
+
+        compiled_tl = torch_timeline_compiled(schedule, costs)
+        if compiled_tl is not None:
+            return compiled_tl
     low = lowered(schedule)
     grid = simulate_steps(low)
     rank_of = low.placement.maps[0]

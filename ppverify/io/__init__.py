@@ -16,7 +16,8 @@ FORMATS = {".json": "ppverify JSON", ".csv": "PyTorch pipelining CSV",
 
 
 def load_schedule(path: str | Path, **options) -> Schedule:
-    """Load a schedule file, choosing the reader by extension.
+    """Load a schedule file, choosing the reader by content first (a JSON object, a text table's
+    ``tick``/``Rank`` header, else CSV cells) and by extension when the content does not say.
 
     Example:
         >>> load_schedule("missing.json")
@@ -24,23 +25,87 @@ def load_schedule(path: str | Path, **options) -> Schedule:
         ...
         ppverify.errors.ScheduleFileError: missing.json: file not found
     """
+    from ..files import read_text
+
     path = Path(path)
-    if not path.is_file():
-        raise ScheduleFileError(str(path), "", "file not found")
     ext = path.suffix.lower()
-    if ext == ".json":
-        from .json_format import load_json
+    if ext not in FORMATS:
+        if not _is_file(path):
+            raise ScheduleFileError(str(path), "", "file not found")
+        raise ScheduleFileError(str(path), "", f"unknown schedule format {ext!r}; expected one of {', '.join(FORMATS)}")
+    text = read_text(path)  # one reading for every format: size, encoding and BOM checked alike
+    kind = sniff_format(text) or {".json": "json", ".csv": "csv"}.get(ext, "table")
+    if kind == "json":
+        from .json_format import loads_document
 
-        return load_json(path, **options)
-    if ext == ".csv":
-        from .torch_csv import load_csv
+        if options:
+            raise ScheduleFileError(str(path), "", f"a JSON schedule takes no options ({', '.join(options)})")
+        return loads_document(text, str(path)).schedule
+    if kind == "csv":
+        from ..files import csv_rows
+        from .torch_csv import parse_rows
 
-        return load_csv(path, **options)
-    if ext in (".txt", ".table"):
-        from .table_text import load_table
+        return parse_rows(csv_rows(text, str(path)), str(path), **options)
+    from .table_text import parse_table
 
-        return load_table(path, **options)
-    raise ScheduleFileError(str(path), "", f"unknown schedule format {ext!r}; expected one of {', '.join(FORMATS)}")
+    return parse_table(text, path=str(path), **options)
+
+
+def load_torch_file(path: str | Path, **options) -> Schedule:
+    """What ``ppverify import`` reads: a PyTorch CSV (``options`` as :func:`~.torch_csv.load_csv`
+    takes them), or a JSON schedule or text table recognised by its content, whatever the extension.
+
+    Example:
+        >>> load_torch_file("missing.csv")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: missing.csv: file not found
+    """
+    from ..files import csv_rows, read_text
+    from .torch_csv import parse_rows
+
+    text = read_text(path)
+    kind = sniff_format(text)
+    if kind in ("json", "table"):
+        given = [k for k, v in options.items() if v is not None]
+        if given:
+            raise ScheduleFileError(str(path), "", f"holds a {FORMATS['.json' if kind == 'json' else '.txt']}, "
+                                                   f"which takes no --{given[0].replace('_', '-')}")
+        if kind == "json":
+            from .json_format import loads_document
+
+            return loads_document(text, str(path)).schedule
+        from .table_text import parse_table
+
+        return parse_table(text, path=str(path))
+    return parse_rows(csv_rows(text, str(path)), str(path), **options)
+
+
+def sniff_format(text: str) -> str | None:
+    """``"json"``, ``"table"`` or ``"csv"`` when the text says which it is, else None.
+
+    Example:
+        >>> sniff_format(' {"format": 1}'), sniff_format("tick 0 1"), sniff_format("0F0,0B0"), sniff_format("")
+        ('json', 'table', 'csv', None)
+    """
+    head = text.lstrip("\ufeff \t\r\n")[:4096]
+    if not head:
+        return None
+    if head[0] in "{[":
+        return "json"
+    first = head.split("\n", 1)[0].strip()
+    if first.startswith(("tick", "dev ", "Rank", "Step")) or "Rank 0" in first:
+        return "table"
+    if "," in first:
+        return "csv"
+    return None
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte
+        return False
 
 
 def looks_like_file(text: str) -> bool:
@@ -51,4 +116,7 @@ def looks_like_file(text: str) -> bool:
         >>> looks_like_file("1f1b"), looks_like_file("sched.json"), looks_like_file("sched.yaml")
         (False, True, True)
     """
-    return bool(Path(text).suffix) or "/" in text or Path(text).is_file()
+    try:
+        return bool(Path(text).suffix) or "/" in text or _is_file(Path(text))
+    except ValueError:
+        return False

@@ -16,7 +16,8 @@ A file is one JSON object::
       "programs": [["0F0", "0F1", "0B0", "0B1"],           # one list per device; action text,
                    ["1F0", "1B0", "1F1", "1B1"]],          # null = idle slot
       "costs": {...},                        # optional cost model (see costs_to_dict)
-      "table": {"tick": 1.0, "grid": [[...], ...]}          # optional device x tick grid
+      "table": {"tick": 1.0, "grid": [[...], ...]},         # optional device x tick grid
+      "comm": {"model": "fixed-delay", "delay": 1.0, ...}   # optional, see ppverify.io.json_comm
     }
 
 Actions use PyTorch's text form (:mod:`ppverify.ops`): ``0F1``, ``2I3``, ``3SEND_F1``,
@@ -48,11 +49,12 @@ from ..ops import KINDS, compute_ops, format_action
 from ..placement import Placement
 from ..schedule import Schedule
 from .json_checks import JsonReader, describe_value, no_duplicate_keys, reject_constant
+from .json_comm import CommSettings, comm_from_dict, comm_to_dict
 
 FORMAT_NAME = "ppverify-schedule"
 FORMAT_VERSION = 1
 _KEYS = ("format", "version", "family", "params", "comment", "p", "m", "placement", "pipe_of_mb",
-         "programs", "costs", "table")
+         "programs", "costs", "table", "comm")
 _COST_KEYS = ("duration", "activation", "freed_by_I", "boundary_bytes", "weight_bytes", "overlap",
               "time_unit", "memory_unit", "label", "extra")
 
@@ -84,6 +86,8 @@ class ScheduleDocument:
     costs: CostModel | None = None
     table: TableGrid | None = None
     comment: str = ""
+    #: the communication the schedule was made for (``optimize --save``)
+    comm: CommSettings | None = None
 
 
 # --------------------------------------------------------------------------- writing
@@ -124,6 +128,7 @@ def schedule_to_dict(
     costs: CostModel | None = None,
     table: TableGrid | None = None,
     comment: str = "",
+    comm: CommSettings | None = None,
 ) -> dict[str, Any]:
     """The JSON object of a schedule (format version 1), with optional costs and table.
 
@@ -152,6 +157,8 @@ def schedule_to_dict(
         out["costs"] = costs_to_dict(costs)
     if table is not None:
         out["table"] = {"tick": float(table.tick), "grid": [list(row) for row in table.cells]}
+    if comm is not None:
+        out["comm"] = comm_to_dict(comm)
     return out
 
 
@@ -170,7 +177,7 @@ def _dump(obj: Any, indent: int = 0) -> str:
 
 
 def dumps(schedule: Schedule, costs: CostModel | None = None, table: TableGrid | None = None,
-          comment: str = "") -> str:
+          comment: str = "", comm: CommSettings | None = None) -> str:
     """The JSON text :func:`save_json` writes.
 
     Example:
@@ -183,7 +190,7 @@ def dumps(schedule: Schedule, costs: CostModel | None = None, table: TableGrid |
         }
         <BLANKLINE>
     """
-    return _dump(schedule_to_dict(schedule, costs, table, comment)) + "\n"
+    return _dump(schedule_to_dict(schedule, costs, table, comment, comm)) + "\n"
 
 
 def save_json(
@@ -192,6 +199,7 @@ def save_json(
     costs: CostModel | None = None,
     table: TableGrid | bool = False,
     comment: str = "",
+    comm: CommSettings | None = None,
 ) -> Path:
     """Write a schedule file; ``table=True`` embeds the slot table computed with ``costs`` (unit
     costs when ``None``), or pass a :class:`TableGrid`. Returns the path.
@@ -211,7 +219,9 @@ def save_json(
     elif table is False:
         table = None
     path = Path(path)
-    path.write_text(dumps(schedule, costs, table, comment), encoding="utf-8")
+    from ..files import atomic_write
+
+    atomic_write(path, dumps(schedule, costs, table, comment, comm))  # temporary name, then rename
     return path
 
 
@@ -327,6 +337,9 @@ def document_from_dict(data: Any, path: str = "<dict>") -> ScheduleDocument:
     p = rd.int_(data["p"], "p", 1)
     m = rd.int_(data["m"], "m", 1)
     placement = _parse_placement(rd, data["placement"], p)
+    from ..limits import check_stages_mbs
+
+    check_stages_mbs(placement.num_stages, m, str(path))  # before pipe_of_mb and friends are built
     npipes = placement.num_pipes
     if "pipe_of_mb" in data:
         pom = rd.lst(data["pipe_of_mb"], "pipe_of_mb", m, "entries (one per microbatch)")
@@ -347,6 +360,7 @@ def document_from_dict(data: Any, path: str = "<dict>") -> ScheduleDocument:
         )
     costs = _parse_costs(rd, data["costs"], placement.num_stages) if "costs" in data else None
     table = _parse_table(rd, data["table"], p) if "table" in data else None
+    comm = comm_from_dict(rd, data["comm"]) if "comm" in data else None
     if programs is not None:
         if table is not None:
             from_table = programs_from_cells(table.cells, str(path), "table.grid")
@@ -361,11 +375,12 @@ def document_from_dict(data: Any, path: str = "<dict>") -> ScheduleDocument:
         programs = programs_from_cells(table.cells, str(path), "table.grid")
     else:
         raise rd.fail("top level", "missing key 'programs' (or a 'table' to read them from)")
+    check_stages_mbs(placement.num_stages, m, str(path), held=sum(1 for prog in programs for _ in compute_ops(prog)))
     try:
         schedule = Schedule(placement, m, programs, pipe_of_mb, family, params)
     except ParameterError as exc:  # pre-validation should make this unreachable; keep the file name
         raise rd.fail("top level", str(exc)) from None
-    return ScheduleDocument(schedule, costs, table, comment)
+    return ScheduleDocument(schedule, costs, table, comment, comm)
 
 
 def schedule_from_dict(data: Any, path: str = "<dict>") -> Schedule:
@@ -394,6 +409,9 @@ def loads_document(text: str, path: str = "<string>") -> ScheduleDocument:
         ...
         ppverify.errors.ScheduleFileError: s.json: line 2 column 12: invalid JSON: Expecting ':' delimiter
     """
+    from ..limits import check_json_text
+
+    check_json_text(text, path)  # nesting and digit counts, before the decoder recurses or calls int()
     try:
         data = json.loads(text, object_pairs_hook=no_duplicate_keys(path), parse_constant=reject_constant(path))
     except json.JSONDecodeError as exc:
@@ -410,18 +428,9 @@ def read_json(path: str | Path) -> ScheduleDocument:
         ...
         ppverify.errors.ScheduleFileError: nowhere.json: file not found
     """
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise ScheduleFileError(str(path), "", "file not found") from None
-    except OSError as exc:
-        raise ScheduleFileError(str(path), "", f"cannot read: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ScheduleFileError(str(path), f"byte {exc.start}", "not UTF-8 text") from None
-    return loads_document(text, str(path))
+    from ..files import read_text
+
+    return loads_document(read_text(path), str(path))
 
 
 def load_json(path: str | Path, **options: Any) -> Schedule:

@@ -197,6 +197,9 @@ def schedule_from_programs(
         m = 1 + max((mb for _, _, mb in named), default=0)
     if m < 1:
         raise ScheduleFileError(path, "", f"m={m}: need at least one microbatch")
+    from ..limits import check_stages_mbs
+
+    check_stages_mbs(placement.num_stages, m, path, held=sum(1 for prog in programs for _ in compute_ops(prog)))
     if pipe_of_mb is None:
         pipe_of_mb = _infer_pipes(placement, m, named, path)
     else:
@@ -247,26 +250,52 @@ def parse_paper_table(text: str, path: str = "<table>") -> tuple[tuple[Action, .
 
 
 def _paper_cells(text: str, path: str) -> tuple[list[list[str]], list[int]]:
-    """Raw cell text of a paper-style table (device x tick) and the line number of each row."""
+    """Raw cell text of a paper-style table (device x tick) and the line number of each row.
+
+    A wide table may come in blocks of consecutive ticks (``show`` wraps it to the terminal):
+    each block repeats the ``tick`` header, numbered on from the previous block, and every
+    ``dev`` row; the blocks are joined (a row's line number is that of its first block).
+
+    Example:
+        >>> _paper_cells("tick 0 1\\ndev 0 0F0 0B0\\n\\ntick 2\\ndev 0 .", "t.txt")
+        ([['0F0', '0B0', '.']], [2])
+    """
     lines = _lines(text)
     if not lines or not lines[0][1].lstrip().startswith("tick"):
         raise ScheduleFileError(path, "line 1", "a paper-style table starts with a 'tick 0 1 2 ...' header")
-    n0, header = lines[0]
-    ticks = header.split()[1:]
-    if ticks != [str(t) for t in range(len(ticks))]:
-        raise ScheduleFileError(path, f"line {n0}", "tick header must number the columns 0, 1, 2, ...")
     cells: list[list[str]] = []
-    for n, line in lines[1:]:
+    row_lines: list[int] = []
+    ticks: list[str] = []
+    block = -1
+    for n, line in lines:
+        if line.lstrip().startswith("tick"):
+            first = len(cells[0]) if cells else 0
+            ticks = line.split()[1:]
+            if ticks != [str(t) for t in range(first, first + len(ticks))]:
+                raise ScheduleFileError(path, f"line {n}", f"tick header must number the columns {first}, {first + 1}, "
+                                                           f"{first + 2}, ..." + (" (on from the previous block)" if first else ""))
+            if block >= 0 and len(cells) > 0 and dev != len(cells):
+                raise ScheduleFileError(path, f"line {n}", f"the previous block has {dev} rows; the first has {len(cells)}")
+            block, dev = block + 1, 0
+            continue
         mt = _ROW_RE.fullmatch(line.strip())
         if not mt:
-            raise ScheduleFileError(path, f"line {n}", f"expected a row 'dev {len(cells)} CELL CELL ...'")
-        if int(mt.group(1)) != len(cells):
-            raise ScheduleFileError(path, f"line {n}", f"rows must be dev 0, 1, 2 ... in order; expected dev {len(cells)}")
+            raise ScheduleFileError(path, f"line {n}", f"expected a row 'dev {dev} CELL CELL ...'")
+        if int(mt.group(1)) != dev or (block > 0 and dev >= len(cells)):
+            raise ScheduleFileError(path, f"line {n}", f"rows must be dev 0, 1, 2 ... in order; expected "
+                                    + (f"dev {dev}" if block == 0 or dev < len(cells) else "a 'tick' header"))
         row = mt.group(2).split()
         if len(row) != len(ticks):
-            raise ScheduleFileError(path, f"line {n}", f"dev {len(cells)} has {len(row)} cells; the header has {len(ticks)} ticks")
-        cells.append(row)
-    return cells, [n for n, _ in lines[1:]]
+            raise ScheduleFileError(path, f"line {n}", f"dev {dev} has {len(row)} cells; the header has {len(ticks)} ticks")
+        if block == 0:
+            cells.append(row)
+            row_lines.append(n)
+        else:
+            cells[dev].extend(row)
+        dev += 1
+    if block > 0 and dev != len(cells):
+        raise ScheduleFileError(path, f"line {lines[-1][0]}", f"the last block has {dev} rows; the first has {len(cells)}")
+    return cells, row_lines
 
 
 def _cells_to_programs(cells: list[list[str]], path: str, line_of_row: list[int], continuation: str,
@@ -360,6 +389,9 @@ def read_text_table(text: str, path: str = "<table>") -> tuple[tuple[tuple[Actio
         >>> grid.cells
         (('0F0', '0B0', '0B0'),)
     """
+    from ..limits import check_digits
+
+    check_digits(text, path)  # before int() of a device, step or rank number
     if detect_style(text, path) == "paper":
         cells, rows = _paper_cells(text, path)
         programs = _cells_to_programs(cells, path, rows, "repeat")
@@ -415,6 +447,9 @@ def parse_table(
         >>> format_schedule_table(back) == format_schedule_table(s)
         True
     """
+    from ..limits import check_digits
+
+    check_digits(text, path)  # before int() of a device, step or rank number
     style = style or detect_style(text, path)
     if style == "paper":
         programs = parse_paper_table(text, path)
@@ -434,13 +469,9 @@ def load_table(path: str | Path, **kwargs: Any) -> Schedule:
         ...
         ppverify.errors.ScheduleFileError: no-such-table.txt: file not found
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScheduleFileError(str(path), "", "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScheduleFileError(str(path), "", f"cannot read as text: {exc}") from None
-    return parse_table(text, path=str(path), **kwargs)
+    from ..files import read_text
+
+    return parse_table(read_text(path), path=str(path), **kwargs)
 
 
 __all__ = [

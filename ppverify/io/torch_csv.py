@@ -1,6 +1,6 @@
 """PyTorch pipelining CSV (``torch.distributed.pipelining``, torchtitan), read and written losslessly.
 
-The format (REFERENCE.md §5): one row per rank, no header, one action per cell in PyTorch's text
+The format (``torch.distributed.pipelining`` in PyTorch 2.13): one row per rank, no header, one action per cell in PyTorch's text
 form (``0F1``, ``2I3``, ``0W3``, ``1B0``, ``3SEND_F1``, ``0UNSHARD``, ``(0F7;7B3)OVERLAP_F_B``); an
 empty cell is an idle slot. Two flavours:
 
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..errors import ParameterError, ScheduleFileError
+from ..limits import check_stages_mbs, rank_list
 from ..ops import Action, ActionSyntaxError, Comm, Op, Overlap, format_action, parse_action
 from ..placement import Placement, custom, linear, loop, v_shape
 from ..schedule import Schedule
@@ -124,7 +125,7 @@ def resolve_placement(spec: str | Sequence[int] | Placement | None, p: int, num_
     elif isinstance(spec, str):
         name = spec.strip().lower()
         if "," in name:
-            return resolve_placement([int(x) for x in name.split(",")], p, num_stages, inferred, source)
+            return resolve_placement(rank_list(spec, "--placement"), p, num_stages, inferred, source)
         if name == "linear":
             pl = linear(p)
         elif name == "loop":
@@ -180,6 +181,7 @@ def parse_rows(rows: Iterable[Sequence[str]], source: str = "<rows>",
     max_mb = max((mb for a in actions for mb in _mbs_of(a)), default=0)
     S = num_stages if num_stages is not None else max_stage + 1
     mm = m if m is not None else max_mb + 1
+    check_stages_mbs(S, mm, source, held=sum(len(_mbs_of(a)) for a in actions if not isinstance(a, Comm)))
     inferred = infer_stage_ranks(programs, S)
     pl = resolve_placement(placement, p, S, inferred, source)
     flavour = COMPUTE_COMMS if any(isinstance(a, Comm) for a in actions) else COMPUTE_ONLY
@@ -198,14 +200,10 @@ def load_csv(path: str | Path, placement: str | Sequence[int] | Placement | None
         >>> load_csv(f).describe()
         's.csv p=2 m=2 format=compute_only placement=linear'
     """
+    from ..files import csv_rows, read_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScheduleFileError(str(path), "", "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScheduleFileError(str(path), "", f"cannot read: {exc}") from None
-    rows = list(csv.reader(io.StringIO(text, newline="")))
+    rows = csv_rows(read_text(path), str(path))  # size, encoding, BOM and cell length checked there
     return parse_rows(rows, str(path), placement=placement, m=m, num_stages=num_stages)
 
 
@@ -214,15 +212,16 @@ def to_rows(schedule: Schedule, format: str = COMPUTE_ONLY) -> list[list[str]]:
 
     ``compute_only`` writes the programs as they are, minus any SEND/RECV (idle cells kept).
     ``compute_comms`` writes them as they are when they already hold SEND/RECV, else lowers them
-    first exactly as PyTorch's ``_add_send_recv`` does (:func:`ppverify.engines.torch_steps.add_send_recv`);
-    idle cells are dropped because PyTorch's runtime rejects them in this flavour.
+    first exactly as PyTorch's runtime does when it loads a compute-only file (UNSHARD/RESHARD,
+    REDUCE_GRAD, SEND/RECV: :func:`ppverify.io.torch_lowering.lower_like_pytorch`), so the file
+    trains the same; idle cells are dropped because PyTorch's runtime rejects them in this flavour.
     Two-pipe schedules (Chimera, DualPipe) are refused: PyTorch routes every microbatch through
     the same stages.
 
     Example:
         >>> from ppverify.schedules import build
-        >>> to_rows(build("gpipe", p=2, m=1), "compute_comms")
-        [['0F0', '0SEND_F0', '0RECV_B0', '0B0'], ['1RECV_F0', '1F0', '1B0', '1SEND_B0']]
+        >>> to_rows(build("gpipe", p=2, m=1), "compute_comms")[0]
+        ['0UNSHARD', '0F0', '0SEND_F0', '0RECV_B0', '0B0', '0REDUCE_GRAD', '0RESHARD']
     """
     if format not in FLAVOURS:
         raise ParameterError("format", format, f"expected one of {', '.join(FLAVOURS)}")
@@ -235,9 +234,9 @@ def to_rows(schedule: Schedule, format: str = COMPUTE_ONLY) -> list[list[str]]:
     if any(isinstance(a, Comm) for prog in schedule.programs for a in prog):
         lowered = schedule
     else:
-        from ..engines.torch_steps import add_send_recv
+        from .torch_lowering import lower_like_pytorch
 
-        lowered = add_send_recv(schedule)
+        lowered = lower_like_pytorch(schedule)
     return [[format_action(a) for a in prog if a is not None] for prog in lowered.programs]
 
 
@@ -255,7 +254,9 @@ def save_csv(schedule: Schedule, path: str | Path, format: str = COMPUTE_ONLY) -
     rows = to_rows(schedule, format)
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerows(rows)
-    Path(path).write_text(buf.getvalue(), encoding="utf-8")
+    from ..files import atomic_write
+
+    atomic_write(path, buf.getvalue())  # temporary name, then rename
 
 
 def csv_text(schedule: Schedule, format: str = COMPUTE_ONLY) -> str:

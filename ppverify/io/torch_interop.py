@@ -99,11 +99,14 @@ def torch_pipeline_order(name: str, p: int, m: int, v: int | None = None) -> dic
         >>> [str(a) for a in order[1]]
         ['1F0', '1F1', '1B0', '1B1', '1REDUCE_GRAD']
     """
-    sched = _schedules_module()
-    if name not in TORCH_CLASSES:
+    from ..limits import check_ops
+
+    if name not in TORCH_CLASSES:  # checked before importing torch (seconds)
         raise ParameterError("class", name, f"expected one of {', '.join(TORCH_CLASSES)}")
     if v is None:
         v = 1 if name in SINGLE_STAGE else 2
+    check_ops(3 * max(p, 1) * max(m, 1) * max(v, 1), f"--torch-class {name} -p {p} -m {m} --v {v}")
+    sched = _schedules_module()
     if name in SINGLE_STAGE and v != 1:
         raise ParameterError("v", v, f"Schedule{name} has one stage per rank")
     if name in V_CLASSES and v != 2:

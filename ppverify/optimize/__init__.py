@@ -3,7 +3,8 @@
 Three steps, kept visibly apart as in OR-Tools' job-shop example: :mod:`.model` builds the model,
 :mod:`.solve` runs CP-SAT, :mod:`.result` carries what was read back. :mod:`.problem` turns a
 request into integer ticks, :mod:`.bounds` holds the analytic lower bounds, :mod:`.heuristic` the
-starting schedules and :mod:`.memory` the memory models.
+starting schedules, :mod:`.memory` the memory models and :mod:`.collectives` the all-reduces that
+end a step (replica and data-parallel), timed as the async engine times them.
 """
 
 from .bounds import Bounds, lower_bounds

@@ -15,11 +15,22 @@ schedule of an :class:`~ppverify.optimize.problem.Instance` (all in ticks).
   microbatches still open, and the memory they hold (each at most ``cap``) limits how much that is:
   at least ``R - tF - pending`` is idle. With ``m > k`` the two windows are disjoint and both
   idles add to the device's span.
+* **several stages per device** (:mod:`.window`): the same two windows, with the shortest path
+  from a forward to a gradient op of its microbatch on the device and the forwards that fit under
+  the cap together.
+* **memory-time** (:mod:`.energy`): the activations' least holding times, summed, must fit under
+  the cap within the device's span (with ramps at both ends); reported with the memory window.
 * **one machine** (:mod:`.onemachine`): on any device, the ops released at least ``r`` after the
   reference start and followed by at least ``q`` take ``r + their work + q``, maximized over the
   thresholds; for the span, releases and tails are measured from the start and to the end of
   *another* device (the last device's F and I work, squeezed between the first forward's arrival
   and the last gradient's return, bounds device 0's span).
+
+The collectives that end the step (the replica all-reduce of two-pipe placements, a data-parallel
+all-reduce; :mod:`.collectives`) enter every makespan bound through the tails: an op that a
+collective waits for is followed by at least that collective's time (and that of the collectives
+waiting for it), and the step cannot end before. Each bound above then counts them soundly (a
+collective runs on no device under ``async`` timing, so it adds to tails, never to device work).
 
 The bounds are reported on their own and added to the CP-SAT model as redundant constraints.
 """
@@ -31,6 +42,8 @@ from dataclasses import dataclass
 from ..ops import B, F, I, W
 from .onemachine import cross_device_span_bounds, makespan_bounds
 from .problem import Instance
+from .window import multi_stage_head_idle, multi_stage_tail_idle
+from .energy import memory_energy_spans
 
 
 @dataclass(frozen=True)
@@ -75,7 +88,7 @@ class Bounds:
 
 def heads_tails(inst: Instance) -> tuple[list[int], list[int]]:
     """Earliest start of every op (``head``) and the least time that must follow its end
-    (``tail``), from the dependencies and delays only.
+    (``tail``), from the dependencies, delays and the step's collectives (:mod:`.collectives`).
 
     Example:
         >>> from ppverify.placement import linear
@@ -93,7 +106,9 @@ def heads_tails(inst: Instance) -> tuple[list[int], list[int]]:
         for k, q in enumerate(dag.pred[i]):
             if q >= 0:
                 head[i] = max(head[i], head[q] + inst.dur[q] + inst.delay[i][k])
-    tail = [0] * dag.num_ops
+    from .collectives import collective_tails
+
+    tail = collective_tails(dag.num_ops, inst.coll_dur, inst.colls)
     for i in reversed(order):
         for k, q in enumerate(dag.pred[i]):
             if q >= 0:
@@ -117,7 +132,7 @@ def _round_trip(inst: Instance, src: int, dst: int) -> int:
 
 def memory_window_idle(inst: Instance) -> list[int]:
     """Per device, the idle time the memory-window argument forces into its span (module doc);
-    0 for devices holding several stages, where the argument is not applied.
+    for devices holding several stages the same two windows (:mod:`.window`).
 
     Example:
         >>> from ppverify.placement import linear
@@ -134,8 +149,14 @@ def memory_window_idle(inst: Instance) -> list[int]:
     for d in range(inst.p):
         ops = list(inst.device_ops(d))
         stages = {(dag.schedule.pipe_of_mb[dag.ops[i].mb], dag.ops[i].stage) for i in ops}
-        if len(stages) != 1 or not ops:
+        if not ops:
             out.append(0)
+            continue
+        if len(stages) != 1:
+            # window.py; the windows are disjoint once the forwards cannot all be held at once
+            head_w, tail_w = multi_stage_head_idle(inst, d), multi_stage_tail_idle(inst, d)
+            over = inst.cap is not None and sum(inst.alloc[i] for i in ops) > inst.cap
+            out.append(head_w + tail_w if over else max(head_w, tail_w))
             continue
         pos = {(dag.ops[i].kind, dag.ops[i].mb): i for i in ops}
         mb0 = dag.ops[ops[0]].mb
@@ -181,6 +202,7 @@ def lower_bounds(inst: Instance, objective: str | None = None) -> Bounds:
     head, tail = heads_tails(inst)
     crit = max(h + d + t for h, d, t in zip(head, inst.dur, tail)) if inst.dur else 0
     idle = memory_window_idle(inst)
+    energy = memory_energy_spans(inst)
     per_device = []
     work_only = []
     for d in range(inst.p):
@@ -195,7 +217,8 @@ def lower_bounds(inst: Instance, objective: str | None = None) -> Bounds:
         else:
             extra = 0
         work_only.append(work + extra)
-        per_device.append(work + extra + idle[d])
+        # the memory-time bound (energy.py) on the same span, with the same release and tail
+        per_device.append(max(work + idle[d], energy[d]) + extra)
     if objective == "span":
         crit = 0  # a span starts at the device's own first op; the round trip is in the window bound
         machine = cross_device_span_bounds(inst)

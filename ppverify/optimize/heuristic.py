@@ -31,7 +31,8 @@ class Candidate:
 
 
 def objective_value(inst: Instance, starts: Sequence[int], objective: str | None = None) -> int:
-    """Makespan, or the longest per-device span, of start ticks (op positions of ``inst``).
+    """Makespan (the step's collectives included, :mod:`.collectives`), or the longest per-device
+    span, of start ticks (op positions of ``inst``).
 
     Example:
         >>> from ppverify.placement import linear
@@ -45,7 +46,10 @@ def objective_value(inst: Instance, starts: Sequence[int], objective: str | None
     objective = objective or inst.problem.objective
     ends = [s + d for s, d in zip(starts, inst.dur)]
     if objective == "makespan":
-        return max(ends, default=0)
+        from .collectives import collective_times
+
+        last = max((t1 for _, t1 in collective_times(ends, inst.coll_dur, inst.colls)), default=0)
+        return max(max(ends, default=0), last)
     spans = [max(ends[i] for i in inst.device_ops(d)) - min(starts[i] for i in inst.device_ops(d))
              for d in range(inst.p) if len(inst.device_ops(d))]
     return max(spans, default=0)
@@ -429,7 +433,9 @@ def greedy_rules(inst: Instance) -> list[tuple[str, bool, list[int] | None, bool
              ("GFW", False, h2b, False), ("GFW", False, rt1, True), ("GFW", True, h1, True), ("AW", False, h2, False),
              ("AW", True, h1, False), ("GFW", False, rt0, False), ("GFW", True, h2, False), ("GFW", False, h1, False),
              ("GFW", True, None, False), ("GFW", False, None, False), ("GFW", False, None, True),
-             ("GWF", False, None, False), ("FGW", False, None, False)]
+             ("GWF", False, None, False), ("FGW", False, None, False),
+             # unrestricted alternation: on loop placements the open-forward limits above deadlock
+             ("AW", False, None, False)]
     return rules
 
 

@@ -1,7 +1,7 @@
 """Memory models for the optimizer: how much of an activation the input-gradient ``I`` frees, and
 how a memory cap given on the command line (``8`` or ``64GiB``) becomes a per-device limit.
 
-The zero-bubble model (Qi et al., ICLR'24, arXiv 2401.10241; REFERENCE.md §2) counts, per
+The zero-bubble model (Qi et al., ICLR'24, arXiv 2401.10241) counts, per
 transformer layer and per sample-token row, ``F`` allocating ``34h + 5as`` bytes, ``I`` freeing
 ``2h + 5as`` and ``W`` freeing the remaining ``32h``. Only the ratio matters for a cap expressed in
 multiples of ``M_F`` (one microbatch's activations on one stage); a cap in bytes also needs the
@@ -11,16 +11,12 @@ microbatch size ``b``, the sequence length ``s`` and the layers per stage.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 
 from ..costs import CostModel
 from ..errors import ParameterError
 
-#: units accepted by :func:`parse_memory_cap`
-_BYTE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-               "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 
 
 @dataclass(frozen=True)
@@ -125,20 +121,15 @@ def parse_memory_cap(text: str, model: MemoryModel) -> Fraction:
         >>> round(float(parse_memory_cap("1GiB", zero_bubble(2304, 24, 1024, layers=4))), 4)
         1.3028
     """
-    t = text.strip().replace(" ", "")
-    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)([A-Za-z]*)", t)
-    if not m:
-        raise ParameterError("memory-cap", text, "expected a multiple of M_F (e.g. 8) or a size (e.g. 64GiB)")
-    value = Fraction(m.group(1)).limit_denominator(10**6)
-    unit = m.group(2).upper()
-    if unit in ("", "X", "MF"):
-        cap = value
-    elif unit in _BYTE_UNITS:
+    from ..sizes import parse_size
+
+    size = parse_size(text, "memory-cap")  # the one parser of sizes (verify uses it too)
+    if not size.is_bytes:
+        cap = size.value
+    else:
         if not model.bytes_per_activation:
             raise ParameterError("memory-cap", text, f"memory model {model.name} has no size in bytes; give the cap as a multiple of M_F")
-        cap = Fraction(value * _BYTE_UNITS[unit]) / Fraction(model.bytes_per_activation)
-    else:
-        raise ParameterError("memory-cap", text, f"unknown unit {m.group(2)!r}; use B, KB, MB, GB, KiB, MiB, GiB or none")
+        cap = size.value / Fraction(model.bytes_per_activation)
     if cap <= 0:
         raise ParameterError("memory-cap", text, "must be > 0")
     return cap

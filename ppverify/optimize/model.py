@@ -2,7 +2,7 @@
 example: one fixed-size interval per op, precedences with communication delays, no overlap per
 device, memory as a cumulative resource, the objective as a variable.
 
-Model strength (all documented in the README, section "How the model is built"):
+Model strength (all documented in the manual, docs/optimization.md, "How the model is built"):
 
 * **Analytic bounds** (:mod:`.bounds`) are posted as redundant constraints on the objective and on
   each device's span, so a hint that meets them is proven optimal at once.
@@ -16,6 +16,11 @@ Model strength (all documented in the README, section "How the model is built"):
   amounts, so the memory profile and every objective are unchanged. Hence some optimal schedule
   is ordered, and the constraint loses nothing. (Not used in evaluate mode, where the program
   order is given.)
+* **Collectives** (:mod:`.collectives`): the replica and data-parallel all-reduces occupy no
+  device; each gets its end as a variable, after the ops and collectives it waits for plus its
+  duration, and the makespan is at least every such end (not the span: a span counts a device's
+  own ops). Relabelling microbatches keeps every collective's release (a maximum over all
+  microbatches of a stage or device), so the symmetry argument above still holds.
 * **Memory-implied precedences** on devices holding one stage: a forward of microbatch j needs at
   least ``j + 1 - floor(cap / M_F)`` earlier backwards of that stage to have ended (each frees at
   most one activation), and those are the first ones by the symmetry order.
@@ -71,7 +76,7 @@ def build_model(
     objective = inst.problem.objective
     model = cp_model.CpModel()
     # horizon: running every op one after another, every transfer included, always fits
-    horizon = sum(inst.dur) + sum(sum(row) for row in inst.delay)
+    horizon = sum(inst.dur) + sum(sum(row) for row in inst.delay) + sum(inst.coll_dur)
     if upper is not None and objective == "makespan":
         horizon = min(horizon, upper)
     head, tail = heads_tails(inst)
@@ -115,6 +120,16 @@ def build_model(
     if objective == "makespan":
         for i in sinks:
             model.add(obj >= end[i])
+        done: list = []
+        for n, c in enumerate(inst.colls):
+            t = inst.coll_dur[n]
+            fin = model.new_int_var(t, hi, f"done_{c.kind}_{c.stage}_{n}")
+            for g in c.gates:
+                model.add(fin >= end[g] + t)
+            for a in c.after:
+                model.add(fin >= done[a] + t)
+            model.add(obj >= fin)
+            done.append(fin)
     else:
         for d in range(inst.p):
             ops = list(inst.device_ops(d))

@@ -6,7 +6,9 @@ time ``E``, then ``E - S >= r + sum(dur X) + q`` (the ops of ``X`` run one at a 
 as the ops whose release is ``>= r`` and whose tail is ``>= q``, for every pair of thresholds, gives
 the strongest such bound.
 
-* **makespan**: ``S = 0``, ``E`` the makespan, releases and tails from the dependency DAG.
+* **makespan**: ``S = 0``, ``E`` the makespan, releases and tails from the dependency DAG (tails
+  include the step's collectives, :mod:`.collectives`: an op a replica all-reduce waits for is
+  followed by at least that all-reduce).
 * **span** (cross-device): the span of device ``a`` is ``E_a - S_a`` (its last end minus its first
   start). An op ``x`` on *any* device ``b`` starts at least ``h_a(x)`` after ``S_a``, where
   ``h_a(x)`` is the longest dependency path from the start of an op of device ``a`` that precedes

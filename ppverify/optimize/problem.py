@@ -1,6 +1,8 @@
 """What the optimizer is asked: the ops of one step (from a placement, ``m`` and whether the
-backward is split), their costs, the communication delay of every cross-device edge, a memory cap
-and the objective; and the same in integer ticks, ready for CP-SAT.
+backward is split), their costs, the communication delay of every cross-device edge, the
+collectives that end the step (replica all-reduce per ``sync`` mode, data-parallel all-reduce; see
+:mod:`.collectives`), a memory cap and the objective; and the same in integer ticks, ready for
+CP-SAT.
 
 The ops and their dependencies come from :mod:`ppverify.dag`: a *skeleton* schedule holding every
 required op (in an arbitrary order) is built and :func:`ppverify.dag.build_dag` numbers the ops
@@ -12,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..comm import NO_COMM, CommModel
 from ..costs import CostModel
@@ -21,6 +23,9 @@ from ..errors import ParameterError
 from ..ops import B, F, I, W, Op
 from ..placement import Placement
 from ..schedule import Schedule
+
+if TYPE_CHECKING:  # imported when used: the collectives module needs the engines
+    from .collectives import StepCollective
 
 #: what can be minimized: the global step time, or the zero-bubble paper's longest per-device span
 #: (from a device's first op start to its last op end; the paper's ILP objective, per stage)
@@ -54,7 +59,9 @@ class Problem:
 
     ``memory_cap`` is per device in the cost model's memory units (``costs.activation``; one
     microbatch on a whole device share is 1), ``None`` for no cap. ``split`` says whether every
-    backward is ``I`` + ``W`` (else one ``B``).
+    backward is ``I`` + ``W`` (else one ``B``). ``sync`` and ``dp_allreduce`` choose the
+    collectives that end the step, as the async engine's options of the same names (default: the
+    engine's, an eager replica all-reduce on two-pipe placements).
 
     Example:
         >>> from ppverify.placement import linear
@@ -72,8 +79,16 @@ class Problem:
     memory_cap: float | None = None
     objective: str = "makespan"
     pipe_of_mb: tuple[int, ...] | None = None
+    sync: str = "eager"
+    dp_allreduce: int = 0
 
     def __post_init__(self) -> None:
+        from .collectives import SYNC_MODES
+
+        if self.sync not in SYNC_MODES:
+            raise ParameterError("sync", self.sync, f"expected one of {', '.join(SYNC_MODES)}")
+        if isinstance(self.dp_allreduce, bool) or not isinstance(self.dp_allreduce, int) or self.dp_allreduce < 0:
+            raise ParameterError("dp-allreduce", self.dp_allreduce, "must be an integer >= 0 (data-parallel replicas)")
         if isinstance(self.m, bool) or not isinstance(self.m, int) or self.m < 1:
             raise ParameterError("m", self.m, "must be an integer >= 1")
         if self.objective not in OBJECTIVES:
@@ -169,7 +184,9 @@ class Instance:
     (``alloc[i]`` at an op's start, ``free[i]`` at its end); ``cap`` (``None`` = no cap).
 
     ``exact`` is False when the tick had to be rounded (durations that share no small common
-    divisor); results are then exact for the rounded durations only.
+    divisor); times are then rounded down to whole ticks, so bounds hold for the true times and
+    values are exact for the rounded ones only. ``colls`` are the collectives
+    ending the step (:mod:`.collectives`), ``coll_dur`` their durations in ticks.
     """
 
     problem: Problem
@@ -182,6 +199,8 @@ class Instance:
     cap: int | None
     mem_unit: Fraction
     exact: bool
+    colls: tuple[StepCollective, ...] = ()
+    coll_dur: tuple[int, ...] = ()
 
     @property
     def p(self) -> int:
@@ -210,12 +229,16 @@ def instance(problem: Problem, schedule: Schedule | None = None) -> Instance:
         >>> inst.tick, inst.dur, inst.delay[1]
         (0.5, [2, 4, 2, 4], [0, 1])
     """
+    from .collectives import step_collectives
+
     dag = build_dag(schedule if schedule is not None else problem.skeleton())
     costs = problem.costs
     dur_f = [_frac(costs.op_duration(op)) for op in dag.ops]
     delay_f = [[_frac(x) for x in row] for row in edge_delays(dag, costs, problem.comm)]
-    tick = _gcd_frac(dur_f + [x for row in delay_f for x in row])
-    horizon = sum(dur_f) + sum(x for row in delay_f for x in row)
+    colls = tuple(step_collectives(dag, costs, problem.comm, problem.sync, problem.dp_allreduce))
+    coll_f = [_frac(c.duration) for c in colls]
+    tick = _gcd_frac(dur_f + [x for row in delay_f for x in row] + coll_f)
+    horizon = sum(dur_f) + sum(x for row in delay_f for x in row) + sum(coll_f)
     exact = True
     if costs.time_unit == "s" and tick < SECONDS_TICK:
         # durations from presets are measured floats: 0.1 us resolution, reported as rounded
@@ -223,8 +246,12 @@ def instance(problem: Problem, schedule: Schedule | None = None) -> Instance:
     if horizon / tick > MAX_HORIZON_TICKS:
         tick = Fraction(horizon / MAX_HORIZON_TICKS * 4).limit_denominator(10**6) or tick
         exact = False
-    dur = [max(1, round(x / tick)) for x in dur_f]
-    delay = [[round(x / tick) for x in row] for row in delay_f]
+    # exact ticks divide every time; otherwise times are rounded down, so that every schedule of the
+    # true times is at least as long as some schedule of the ticks: bounds stay valid for the true times
+    to_ticks = round if exact else math.floor
+    dur = [max(1, to_ticks(x / tick)) for x in dur_f]
+    delay = [[to_ticks(x / tick) for x in row] for row in delay_f]
+    coll_dur = tuple(to_ticks(x / tick) for x in coll_f)
     # memory: allocation of F, frees of I (fraction freed_by_I) and W/B (the rest), as exact
     # integers of one common unit, so the cumulative constraint has no rounding
     act = [_frac(a) for a in costs.activation]
@@ -245,4 +272,4 @@ def instance(problem: Problem, schedule: Schedule | None = None) -> Instance:
     alloc = [int(x / unit) for x, _ in amounts]
     free = [int(y / unit) for _, y in amounts]
     cap = math.floor(cap_f / unit) if cap_f is not None else None
-    return Instance(problem, dag, dur, delay, float(tick), alloc, free, cap, unit, exact)
+    return Instance(problem, dag, dur, delay, float(tick), alloc, free, cap, unit, exact, colls, coll_dur)

@@ -5,7 +5,8 @@ whenever needed. What is left is a single-machine problem whose constraints ever
 satisfies on that device:
 
 * each op's release (earliest start from the dependencies) and tail (least time after its end
-  before the step can finish), from :func:`ppverify.optimize.bounds.heads_tails`;
+  before the step can finish, the collectives that wait for it included: :mod:`.collectives`),
+  from :func:`ppverify.optimize.bounds.heads_tails`;
 * between two ops of the same microbatch on this device, the longest dependency path between them
   as a minimum lag (a forward to its backward: the microbatch's round trip through the rest of
   the pipeline);
@@ -57,10 +58,10 @@ def _lags(inst: Instance, devices: Sequence[int]) -> list[tuple[int, int, int]]:
 
 
 def device_bound(inst: Instance, d: int | Sequence[int], objective: str, time_limit: float, workers: int = 1,
-                 seed: int = 0, lower: int = 0) -> int:
+                 seed: int = 0, lower: int = 0, work_limit: float | None = None) -> int:
     """Proven lower bound (ticks) on the objective from the relaxation keeping device d (or the
     devices listed) and assuming all others free (``lower``: a bound already known, posted as a
-    redundant constraint).
+    redundant constraint; ``work_limit``: a budget of CP-SAT deterministic time, load-independent).
 
     Example:
         >>> from ppverify.placement import linear
@@ -127,6 +128,8 @@ def device_bound(inst: Instance, d: int | Sequence[int], objective: str, time_li
     model.minimize(obj)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit)
+    if work_limit is not None:
+        solver.parameters.max_deterministic_time = max(0.01, float(work_limit))
     solver.parameters.num_workers = int(workers)
     solver.parameters.random_seed = int(seed)
     status = solver.solve(model)
@@ -138,9 +141,9 @@ def device_bound(inst: Instance, d: int | Sequence[int], objective: str, time_li
 
 
 def relaxation_bound(inst: Instance, bounds: Bounds, time_limit: float, workers: int = 1,
-                     seed: int = 0) -> tuple[int, list[int]]:
+                     seed: int = 0, work_limit: float | None = None) -> tuple[int, list[int]]:
     """Best device-relaxation bound (ticks), solving devices in decreasing order of their analytic
-    bound and sharing ``time_limit`` among them; also the per-device values (0 = not solved).
+    bound and sharing ``time_limit`` (and ``work_limit``, deterministic seconds) among them; also the per-device values (0 = not solved).
 
     Example:
         >>> from ppverify.placement import linear
@@ -164,5 +167,8 @@ def relaxation_bound(inst: Instance, bounds: Bounds, time_limit: float, workers:
             break
         # the most critical device (largest analytic bound) gets half the budget, the rest share
         share = left / 2 if n == 0 and len(order) > 1 else left / (len(order) - n)
-        per[d] = device_bound(inst, d, objective, share, workers, seed, bounds.per_device[d])
+        # the deterministic budget is shared the same way, by count, never by what the clock says
+        wshare = None if work_limit is None else (work_limit / 2 if n == 0 and len(order) > 1
+                                                   else work_limit / 2 / max(1, len(order) - 1))
+        per[d] = device_bound(inst, d, objective, share, workers, seed, bounds.per_device[d], wshare)
     return max(per, default=0), per

@@ -35,7 +35,8 @@ class OptimizeResult:
     ``bound`` a proven lower bound on every schedule's value; ``gap = (objective - bound) /
     objective``. ``schedule`` is the best schedule found (per-device program order) and
     ``timeline`` its start/end times as the solver placed them. ``bounds`` holds the analytic
-    bounds on their own; ``hint`` names the starting schedule (a family or a greedy rule).
+    bounds on their own; ``hint`` names the starting schedule (a family or a greedy rule);
+    ``collectives`` says which collectives the makespan includes (empty when the step has none).
     """
 
     status: str
@@ -53,6 +54,7 @@ class OptimizeResult:
     time_unit: str
     solver: Mapping[str, Any] = field(default_factory=dict)
     reason: str = ""
+    collectives: str = ""
 
     @property
     def gap(self) -> float | None:
@@ -78,6 +80,8 @@ class OptimizeResult:
         }
         if self.reason:
             out["reason"] = self.reason
+        if self.collectives:
+            out["collectives"] = self.collectives
         if self.schedule is not None:
             out["programs"] = [[str(a) for a in prog] for prog in self.schedule.programs]
             out["pipe_of_mb"] = list(self.schedule.pipe_of_mb)

@@ -8,7 +8,7 @@ tB and an in-flight microbatch counts 1).
 Microbatches come in basic units of ``p``: in unit u the first ``down`` microbatches
 (``u*p .. u*p+down-1``) go down pipe 0, the rest up pipe 1 (Chimera: ``down = p/2``).
 
-Construction (REFERENCE.md §1, "each pipe runs 1F1B; merged slot by slot"): each pipe runs 1F1B
+Construction (Li & Hoefler, "Chimera", SC'21, arXiv 2107.06925: two 1F1B pipes merged slot by slot): each pipe runs 1F1B
 over all of its microbatches on its own; every op gets the slot it would start in that pipe's
 unit-cost (F = B = 1) 1F1B table; each device runs its ops of both pipes in the order of those
 slots (ties: the microbatch injected earlier into its pipe first, then pipe 0). For ``m = p`` and
@@ -26,7 +26,7 @@ Two ways to go past one basic unit (``units`` parameter, both families):
   ``p - s`` microbatches in flight at stage s, one more than in a unit, so the peak is ``p + 1`` per
   device once m > p; p=4, m=8 takes 18 slots at F=B=1 and 28 at F=1,B=2.
 * ``concat``: the paper's concatenation of basic units (Li & Hoefler SC'21 §3.5, "direct
-  concatenation"; REFERENCE.md §1: later units' forwards fill the previous unit's drain,
+  concatenation": later units' forwards fill the previous unit's drain,
   activations between p/2+1 and p). Every unit is the m=p schedule above, with microbatches
   ``u*p .. u*p+p-1``; a device runs its units' programs one after the other, except that once it
   has issued every forward of its current unit k (its drain), it may run the next forwards of unit
@@ -35,7 +35,7 @@ Two ways to go past one basic unit (``units`` parameter, both families):
   inputs are there, else unit k+1's next op if it is a forward whose inputs are there and the device
   holds fewer activations than a lone unit ever does on it (the unit's own peak there, <= p). So the
   peaks are exactly the unit's (p=4: 3, 4, 4, 3); p=4, m=8 takes 18 slots at F=B=1 and 30 at
-  F=1,B=2 (the paper's "intermediate bubbles" when tB > tF; REFERENCE.md §1 gives 18 and 30).
+  F=1,B=2 (the paper's "intermediate bubbles" when tB > tF; the paper's p=4, m=8 figures are 18 and 30).
   Only the drain is filled, as the paper describes: at F=B=1 p=2 and p=4 concatenate seamlessly
   (``2m+p-2``), but from p=6 on this rule leaves ``2*floor((p-2)/4)`` idle slots per unit boundary
   (p=6, m=12: 30 instead of 28; see :func:`ppverify.formulas.chimera_formula`). The gap is this
@@ -239,7 +239,7 @@ def chimera(p: int, m: int, units: str = DEFAULT_UNITS) -> Schedule:
 def chimera_asym(p: int, m: int, offset: int = 1, down: int | None = None, units: str = DEFAULT_UNITS) -> Schedule:
     """Asymmetric Chimera-style schedule: pipe 1's stage s on device ``(p-1-s+offset) mod p`` and
     ``down`` of every ``p`` microbatches down pipe 0 (default ``p/2``). ``offset=0, down=p/2`` is
-    Chimera. REFERENCE.md §1: the seed paper names this placement but its construction is not
+    Chimera. The seed paper (arXiv 2605.24006) names this placement but its construction is not
     recovered; these two knobs are ppverify's choice. ``units`` as for :func:`chimera` (with
     ``concat`` the basic unit is this family's m=p schedule).
 

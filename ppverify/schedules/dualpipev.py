@@ -43,7 +43,7 @@ def dualpipev_formula(p: int, m: int, costs=None):
     costs) and ``F&B = F + B``; exact when ``tF = tI``, ``tW <= tF``; peak ``(2p+1)/2`` share units
     (``2p+1`` chunks) on every device.
 
-    The bubble is DeepSeek's for DualPipe on twice the devices (REFERENCE.md §1: DualPipeV is
+    The bubble is DeepSeek's for DualPipe on twice the devices (DeepSeek-V3 report, arXiv 2412.19437: DualPipeV is
     DualPipe folded into a V). ppverify checks it against the table (p <= 8, 2p <= m <= 4p): it is
     exact in the domain above. Outside it the paper's value is neither a bound nor exact (the
     table is faster when ``tI > tF``, slower when ``tW > tF``), so ppverify reports the plain lower
@@ -66,7 +66,7 @@ def dualpipev_formula(p: int, m: int, costs=None):
     makespan, exact = dualpipe_makespan(c, busy, Fraction(p - 1))
     return Formula("dualpipev", float(makespan), float(1 - busy / makespan), (float(Fraction(2 * p + 1, 2)),) * p,
                    EXACT if exact else LOWER, EXACT, DUALPIPE_NOTE,
-                   "DeepSeek-V3 report / DualPipe README (DualPipeV row); REFERENCE.md §1; domain checked here")
+                   "DeepSeek-V3 report (arXiv 2412.19437) / DualPipe README (DualPipeV row); domain checked here")
 
 
 register(Family("dualpipev", dualpipev,

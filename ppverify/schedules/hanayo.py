@@ -2,7 +2,7 @@
 
 ``S = 2*W*p`` stages in the ``wave`` placement: device d holds, per wave w, a down-leg stage
 ``2wp + d`` and an up-leg stage ``2wp + 2p-1-d``. The op order is the one of the topal-team
-``elf`` library (``generate_hanayo_schedule``), not the paper's own code (REFERENCE.md §1):
+``elf`` library (``generate_hanayo_schedule``), not the code of the paper (Liu et al., "Hanayo", SC'23, arXiv 2308.15762):
 
 1. warm-up: device d runs ``F`` of its first stage for microbatches ``0 .. min(p-d, m)-1``;
 2. for each wave w and microbatch mb, devices in descending order: the up-leg forward of wave w

@@ -1,12 +1,15 @@
-"""Interleaved 1F1B (Narayanan et al. SC'21; Megatron-LM's virtual pipeline).
+"""Interleaved 1F1B (Narayanan et al. SC'21; Megatron-LM's virtual pipeline; PyTorch's
+``ScheduleInterleaved1F1B``).
 
-``S = v*p`` stages in the ``loop`` placement (stage ``c*p + d`` on device d for chunk c). The op
-order is Megatron's (REFERENCE.md §1): the k-th forward on a device runs chunk
-``(k mod p*v) div p`` of microbatch ``(k div p*v)*p + (k mod p)``; backwards walk the same sequence
-with the chunk mirrored (``v-1-c``). Warm-up on device d: every forward when ``m == p``, else
-``min(2*(p-d-1) + (v-1)*p, m*v)``; then one forward and one backward alternate; then the remaining
-backwards. ``v = 1`` is plain 1F1B (Megatron only interleaves for v > 1; its interleaved warm-up
-formula at v = 1 would give 2(p-d-1) forwards, which is not 1F1B).
+``S = v*p`` stages in the ``loop`` placement (stage ``c*p + d`` on device d for chunk c).
+Microbatches go in rounds of ``n = m // max(1, m // p)`` per chunk (PyTorch's rule: m must be a
+multiple of the number of rounds ``max(1, m // p)``; Megatron's ``m % p == 0`` is the case
+``n = p``). The k-th forward on a device runs chunk ``(k div n) mod v`` on that chunk's next
+microbatch; backwards walk the same sequence with the chunk mirrored (``v-1-c``). Warm-up on
+device d: ``min((v-1)*n + 2*(p-d-1), m*v)``, except that Megatron runs every forward first when
+``m == p`` (PyTorch does not: same makespan, tested); then one forward and one backward
+alternate; then the remaining backwards. ``v = 1`` is plain 1F1B (Megatron only interleaves for
+v > 1; the interleaved warm-up at v = 1 would give 2(p-d-1) forwards, which is not 1F1B).
 """
 
 from __future__ import annotations
@@ -16,31 +19,49 @@ from ..ops import B, F, Op
 from ..placement import loop
 from ..schedule import Schedule
 from .one_f_one_b import one_f_one_b, one_f_one_b_order
+from ..compiled import use_compiled
 from .registry import Family, Param, check_int, formula_in_formulas, register
 
-RULES = ("p >= 1, m >= 1, v >= 1; for v > 1 Megatron's rule m % p == 0 (microbatches come in "
-         "groups of p per chunk)")
+RULES = ("p >= 1, m >= 1, v >= 1; for v > 1 m a multiple of the number of rounds max(1, m // p) "
+         "(PyTorch's rule; Megatron's m % p == 0 is a special case)")
+
+
+def round_size(p: int, m: int, v: int = 2) -> int:
+    """Microbatches per round and chunk, ``m // max(1, m // p)``; raises
+    :class:`ParameterError` unless m is a multiple of the number of rounds (PyTorch's rule for
+    interleaved schedules).
+
+    Example:
+        >>> round_size(4, 8), round_size(5, 6), round_size(5, 14), round_size(7, 5)
+        (4, 6, 7, 5)
+        >>> round_size(3, 14)
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter m=14: interleaved schedules with v=2 need m to be a multiple of the number of rounds max(1, m // p) = 4 (PyTorch's rule)
+    """
+    rounds = max(1, m // p)
+    if m % rounds:
+        raise ParameterError("m", m, f"interleaved schedules with v={v} need m to be a multiple of the "
+                                     f"number of rounds max(1, m // p) = {rounds} (PyTorch's rule)")
+    return m // rounds
 
 
 def megatron_warmup(p: int, m: int, v: int, d: int) -> int:
-    """Forwards device ``d`` runs before its first backward (Megatron's interleaved warm-up).
+    """Forwards device ``d`` runs before its first backward: ``min((v-1)*n + 2*(p-d-1), m*v)``
+    with ``n`` the round size (:func:`round_size`), or every forward when ``m == p`` (Megatron).
 
     Example:
         >>> [megatron_warmup(4, 8, 2, d) for d in range(4)]
         [10, 8, 6, 4]
         >>> megatron_warmup(4, 4, 2, 3)  # m == p: all forwards first
         8
+        >>> [megatron_warmup(5, 6, 2, d) for d in range(5)]  # one round of 6
+        [12, 12, 10, 8, 6]
     """
     total = m * v
     if m == p:
         return total
-    return min(2 * (p - d - 1) + (v - 1) * p, total)
-
-
-def _chunk_mb(k: int, p: int, v: int) -> tuple[int, int]:
-    """Chunk and microbatch of the k-th forward on a device (Megatron's order)."""
-    group = p * v
-    return (k % group) // p, (k // group) * p + (k % p)
+    return min(2 * (p - d - 1) + (v - 1) * round_size(p, m, v), total)
 
 
 def interleaved_1f1b(p: int, m: int, v: int = 2) -> Schedule:
@@ -50,37 +71,49 @@ def interleaved_1f1b(p: int, m: int, v: int = 2) -> Schedule:
         >>> s = interleaved_1f1b(2, 2, v=2)
         >>> [str(o) for o in s.programs[1]]
         ['1F0', '1F1', '3F0', '3F1', '3B0', '3B1', '1B0', '1B1']
-        >>> interleaved_1f1b(4, 6, v=2)
+        >>> [str(o) for o in interleaved_1f1b(2, 3, v=2).programs[1]][:5]
+        ['1F0', '1F1', '1F2', '3F0', '3B0']
+        >>> interleaved_1f1b(4, 9, v=2)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter m=6: interleaved-1f1b with v=2 needs m to be a multiple of p=4 (Megatron's rule m % p == 0)
+        ppverify.errors.ParameterError: parameter m=9: interleaved schedules with v=2 need m to be a multiple of the number of rounds max(1, m // p) = 2 (PyTorch's rule)
     """
     check_int("v", v, 1)
     if v == 1:
         base = one_f_one_b(p, m)
         return Schedule(loop(p, 1), m, base.programs, base.pipe_of_mb, "interleaved-1f1b",
                         {"p": p, "m": m, "v": 1})
-    if m % p:
-        raise ParameterError("m", m, f"interleaved-1f1b with v={v} needs m to be a multiple of p={p} "
-                                     "(Megatron's rule m % p == 0)")
+    n = round_size(p, m, v)
     total = m * v
+    if use_compiled(2 * total * p):  # vectorised, the same programs (tests/test_kernels.py)
+        from .fast_orders import interleaved_programs
+
+        programs = interleaved_programs(p, m, v, n, [megatron_warmup(p, m, v, d) for d in range(p)])
+        return Schedule(loop(p, v), m, programs, (0,) * m, "interleaved-1f1b", {"p": p, "m": m, "v": v})
     programs = []
     for d in range(p):
-        def fwd(k: int) -> Op:
-            c, mb = _chunk_mb(k, p, v)
-            return Op(F, c * p + d, mb)
-
-        def bwd(k: int) -> Op:
-            c, mb = _chunk_mb(k, p, v)
-            return Op(B, (v - 1 - c) * p + d, mb)
-
-        programs.append(tuple(one_f_one_b_order(megatron_warmup(p, m, v, d), total, fwd, bwd)))
+        # the k-th forward runs chunk (k // n) % v; each chunk takes its microbatches in order
+        fwd_chunks = [(k // n) % v for k in range(total)]
+        fwd = _numbered(F, fwd_chunks, p, d)
+        bwd = _numbered(B, [v - 1 - c for c in fwd_chunks], p, d)
+        programs.append(tuple(one_f_one_b_order(megatron_warmup(p, m, v, d), total, fwd.__getitem__,
+                                                bwd.__getitem__)))
     return Schedule(loop(p, v), m, tuple(programs), (0,) * m, "interleaved-1f1b", {"p": p, "m": m, "v": v})
+
+
+def _numbered(kind: str, chunks: list[int], p: int, d: int) -> list[Op]:
+    """Ops of ``kind`` on device d for a sequence of chunks, each chunk's microbatches counted up."""
+    seen: dict[int, int] = {}
+    out = []
+    for c in chunks:
+        out.append(Op(kind, c * p + d, seen.get(c, 0)))
+        seen[c] = seen.get(c, 0) + 1
+    return out
 
 
 register(Family(
     "interleaved-1f1b", interleaved_1f1b,
-    "Interleaved 1F1B: v chunks per device in the loop placement, Megatron's order (Narayanan et al. 2021)",
+    "Interleaved 1F1B: v chunks per device in the loop placement, Megatron's order with PyTorch's rounds (Narayanan et al. 2021)",
     params=(Param("v", int, 2, "model chunks per device"),),
     rules=RULES, formula=formula_in_formulas("interleaved_formula"),
 ))

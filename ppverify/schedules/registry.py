@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import ParameterError
+from ..limits import check_family
 from ..schedule import Schedule
 
 
@@ -99,6 +100,51 @@ def register(family: Family) -> Family:
     return family
 
 
+#: the entry-point group through which other packages add families (``ppverify list`` shows them)
+ENTRY_POINT_GROUP = "ppverify.families"
+_plugins_loaded = False
+
+
+def load_plugins(group: str = ENTRY_POINT_GROUP) -> list[str]:
+    """Load the families that installed packages declare under the entry-point ``group``.
+
+    An entry point names a module (importing it registers its families, as a module of this
+    package does) or a :class:`Family` or list of them (registered here). One that fails to load
+    costs one warning line on stderr, never a crash. Returns the names of the entry points loaded.
+
+    Example:
+        >>> load_plugins("ppverify.no-such-group")
+        []
+    """
+    import sys
+    from importlib.metadata import entry_points
+
+    loaded = []
+    for ep in entry_points(group=group):
+        try:
+            obj = ep.load()
+            for fam in obj if isinstance(obj, (list, tuple)) else [obj]:
+                if isinstance(fam, Family):
+                    register(fam)
+            loaded.append(ep.name)
+        except Exception as exc:  # someone else's package: whatever breaks in it must not break ppverify
+            msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+            print(f"ppverify: warning: schedule family plugin {ep.name!r} ({ep.value}) not loaded: {msg}",
+                  file=sys.stderr)
+    return loaded
+
+
+def _load() -> None:
+    """Import this package's family modules, then (once) the plugins' entry points."""
+    global _plugins_loaded
+    from . import _load_all
+
+    _load_all()
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        load_plugins()
+
+
 def families() -> list[Family]:
     """All registered families, each once, in name order.
 
@@ -106,9 +152,7 @@ def families() -> list[Family]:
         >>> "1f1b" in [f.name for f in families()]
         True
     """
-    from . import _load_all
-
-    _load_all()
+    _load()
     seen = {id(f): f for f in _FAMILIES.values()}
     return sorted(seen.values(), key=lambda f: f.name)
 
@@ -120,9 +164,7 @@ def get_family(name: str) -> Family:
         >>> get_family("gpipe").name
         'gpipe'
     """
-    from . import _load_all
-
-    _load_all()
+    _load()
     key = name.strip().lower()
     if key not in _FAMILIES:
         known = ", ".join(f.name for f in families())
@@ -142,6 +184,7 @@ def build(name: str, p: int, m: int, **params: Any) -> Schedule:
     args = fam.arguments(params)
     check_int("p", p, 1)
     check_int("m", m, 1)
+    check_family(fam.name, p, m, args)  # before generating: a huge p or m is refused at once
     return fam.generator(p, m, **args)
 
 

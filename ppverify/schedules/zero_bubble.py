@@ -183,20 +183,31 @@ def interleaved_zb_formula(p: int, m: int, costs=None, v: int = 2):
 
 
 def zb_h1_formula(p: int, m: int, costs=None):
-    """ZB-H1: makespan ``m(tF+tI+tW) + (p-1)(tF + tI - min(tW, tF))``; peak ``min(p, m)``.
+    """ZB-H1: makespan ``m(tF+tI+tW) + (p-1)·max(tF, tI, tF+tI-tW)``; peak ``min(p, m)``.
 
-    The paper's bubble ``(p-1)(tF+tI-tW)`` assumes ``tW <= tF``: the delayed W's fill the drain
-    (each device's last gradient arrives ``tI`` apart while it has W's to run) and the warm-up
-    (the first gradient reaches device d after ``2(p-1-d)`` ops). When ``tW > tF`` a W no longer
-    fits in the gap a forward leaves and the bubble stays ``(p-1) tI``: ``min(tW, tF)`` covers
-    both (derived by hand, checked against the table for m >= p). Memory (freed when W ends):
-    device d keeps 1F1B's ``min(p-d, m)`` in flight plus its ``d`` delayed W's. For ``m < p``
-    the makespan is a lower bound.
+    Every device does ``m(tF+tI+tW)`` of work, so the makespan is that plus the idle time of any
+    one device, and each end of the pipeline forces some (critical paths of this order, m >= p):
+
+    * the last device cannot start before ``p-1`` forwards reach it: ``(p-1)tF`` idle (its end
+      is gap-free: it delays p-1 W's to run after its last I). This holds for every schedule.
+    * the first device runs its ``p`` forwards, then waits for microbatch 0's gradient to come
+      back through ``p-1`` input-gradient ops (no W can fill that wait: W follows its I):
+      ``(p-1)tI`` idle; at the end its last ``p-1`` I's arrive one forward plus one I apart
+      while it has one W per I to fill the gap: another ``(p-1)·max(0, tF-tW)``.
+
+    The makespan is the larger of the two, ``busy + (p-1)·max(tF, tI + max(0, tF-tW))``. The
+    paper's bubble ``(p-1)(tF+tI-tW)`` is the case ``tW <= min(tF, tI)``; with a cheap input
+    gradient (``tI < min(tF, tW)``) the fill ``(p-1)tF`` dominates. Exact for m >= p and any
+    tF, tI, tW (property-tested against the table); for ``m < p`` a lower bound (both idle
+    times above still occur). Memory (freed when W ends): device d keeps 1F1B's ``min(p-d, m)``
+    in flight plus its ``d`` delayed W's.
 
     Example:
         >>> f = zb_h1_formula(4, 8)
         >>> f.makespan, f.peak_activations
         (27.0, (4.0, 4.0, 4.0, 4.0))
+        >>> zb_h1_formula(2, 2, {"F": 2, "I": 1, "W": 2}).makespan   # (p-1)tF: 10 + 2
+        12.0
     """
     from ..formulas import EXACT, LOWER, Formula, exact_costs
 
@@ -204,12 +215,13 @@ def zb_h1_formula(p: int, m: int, costs=None):
     check_int("m", m, 1)
     c = exact_costs(costs)
     busy = m * (c["F"] + c["I"] + c["W"])
-    makespan = busy + (p - 1) * (c["F"] + c["I"] - min(c["W"], c["F"]))
+    makespan = busy + (p - 1) * max(c["F"], c["I"], c["F"] + c["I"] - c["W"])
     return Formula("zb-h1", float(makespan), float(1 - busy / makespan), (float(min(p, m)),) * p,
                    EXACT if m >= p else LOWER, EXACT,
-                   "makespan exact for m >= p (any tF, tI, tW), a lower bound for m < p; "
-                   "the paper's (p-1)(tF+tI-tW) is the tW <= tF case",
-                   "Qi et al. ICLR'24 (ZB-H1); REFERENCE.md §1")
+                   "makespan exact for m >= p (any tF, tI, tW), a lower bound for m < p; the "
+                   "paper's (p-1)(tF+tI-tW) is the case tW <= min(tF, tI); with tI < min(tF, tW) "
+                   "the fill (p-1)tF dominates",
+                   "Qi et al. ICLR'24 (ZB-H1, arXiv 2401.10241); critical paths derived here")
 
 
 def zb_h2_formula(p: int, m: int, costs=None):

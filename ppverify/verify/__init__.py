@@ -6,11 +6,18 @@
 2. dependencies, exclusivity and deadlock freedom (:mod:`.order`, :mod:`.comm_model`): one
    difference-logic problem over logical times, under ``buffered`` or ``rendezvous``
    point-to-point semantics, with explicit or derived SEND/RECV;
-3. memory under a cap (:mod:`.memory`), when a cap is given;
-4. a timing claim "makespan <= T under cost model C" (:mod:`.timing`), when one is given.
+3. for a ``compute_comms`` file, gradient reduction and sharding (:mod:`.grad_sync`): one
+   REDUCE_GRAD per stage after its last B/W, every op on an unsharded stage;
+4. memory under a cap (:mod:`.memory`), when a cap is given;
+5. a timing claim "makespan <= T under cost model C" (:mod:`.timing`), when one is given.
 
 Each violation carries a minimized unsat core: the ops that explain it. Ops that break a
 structural rule are set aside before the order checks, so one fault is reported once.
+
+A property that holds is settled first by a checked certificate (:mod:`.certify`: numpy over the
+DAG arrays, a topological witness for the order problem, prefix sums for memory); Z3 runs where a
+certificate is missing, i.e. where something fails, and decides it exactly as without them (same
+verdicts, same cores); ``certificates=False`` runs Z3 on every property.
 :mod:`.prove` proves closed-form schedules for all sizes.
 """
 
@@ -20,12 +27,14 @@ import time
 
 from ..comm import NO_COMM, CommModel
 from ..costs import CostModel
-from ..dag import build_dag
+from ..dag import build_dag, build_dag_arrays
 from ..errors import ParameterError
 from ..ops import Op, Overlap
 from ..schedule import Schedule
 from .comm_model import COMM_SEMANTICS, build_problem, has_explicit_comms
-from .memory import check_memory
+from . import certify
+from .grad_sync import check_grad_sync
+from .memory import MAX_PEAK_READ, check_memory
 from .order import check_order
 from .report import PROPERTIES, Report, Violation
 from .structure import check_structure, occurrences
@@ -75,11 +84,14 @@ def verify(
     comm_semantics: str = "buffered",
     group: bool = True,
     max_violations: int = 20,
+    certificates: bool = True,
 ) -> Report:
     """Verify one schedule; see the module doc for the properties.
 
     ``costs`` (default: unit slots) sets the memory amounts and the durations of a timing claim;
-    ``comm`` the transfer times of a timing claim (default none).
+    ``comm`` the transfer times of a timing claim (default none). ``certificates`` (default on)
+    settles properties that hold with checked witnesses (:mod:`.certify`) and runs Z3 only where
+    one fails; off, Z3 decides every property. Verdicts and cores are the same either way.
 
     Example:
         >>> from ppverify.schedules import build
@@ -105,45 +117,80 @@ def verify(
                              f"the cost model must describe the schedule's {schedule.num_stages} stages")
     comm = comm or NO_COMM
     timings: dict[str, float] = {}
-    occs = occurrences(schedule)
-    struct_v, bad, nrules = check_structure(schedule, occs)
+    certified: list[str] = []  # properties settled by a checked certificate, not by Z3
+    arrays = certify.structure_holds(schedule) if certificates else None
+    if arrays is not None:  # every ground rule holds (3 per op), checked with numpy
+        n_occ, struct_v, bad, nrules = arrays.num_ops, [], set(), 3 * arrays.num_ops
+        certified += ["completeness", "placement"]
+    else:
+        occs = occurrences(schedule)
+        n_occ = len(occs)
+        struct_v, bad, nrules = check_structure(schedule, occs)
     timings["structure_s"] = time.perf_counter() - t0
     proved: list[tuple[str, str]] = []
     unchecked: list[tuple[str, str]] = []
-    n_ok = len(occs) - len(bad)
+    n_ok = n_occ - len(bad)
     if not any(v.prop == "completeness" for v in struct_v):
         proved.append(("completeness", f"each of the {n_ok} required ops exactly once, nothing extra, "
                                        f"stages 0..{schedule.num_stages - 1}, microbatches 0..{schedule.m - 1}"))
     if not any(v.prop == "placement" for v in struct_v):
         proved.append(("placement", f"every op on its stage's device ({schedule.placement.name} placement)"))
     clean = clean_schedule(schedule, bad) if bad else schedule
-    dag = build_dag(clean, check=False)
+    dag = None  # the list-based DAG, built only for the Z3 paths
+    if certificates and arrays is None:
+        arrays = build_dag_arrays(clean, check=False)
+    elif not certificates:
+        dag = build_dag(clean, check=False)
     t1 = time.perf_counter()
-    pb, _ = build_problem(dag, comm_semantics, group)
-    order_v, complete = check_order(pb, max_violations=max_violations)
+    explicit_comms = has_explicit_comms(schedule)
+    if (arrays is not None and comm_semantics == "buffered" and not explicit_comms
+            and certify.derived_order_witness(arrays) is not None):
+        order_v, complete, n_actions, n_constraints = [], True, arrays.num_ops, certify.num_edges(arrays)
+        certified += ["dependencies", "exclusivity", "deadlock"]
+    else:
+        dag = build_dag(clean, check=False) if dag is None else dag
+        pb, _ = build_problem(dag, comm_semantics, group)
+        if certificates and certify.order_witness(pb) is not None:
+            order_v, complete = [], True
+            certified += ["dependencies", "exclusivity", "deadlock"]
+        else:
+            order_v, complete = check_order(pb, max_violations=max_violations)
+        n_actions, n_constraints = len(pb.text), len(pb.edges)
     timings["order_s"] = time.perf_counter() - t1
-    nedges = sum(1 for row in dag.pred for q in row if q >= 0)
+    nedges = certify.num_edges(arrays) if arrays is not None else sum(1 for row in dag.pred for q in row if q >= 0)
     scope = f" (for the {n_ok} ops that pass the structural rules)" if struct_v else ""
-    explicit = "explicit" if has_explicit_comms(schedule) else "derived (SEND right after the producer, RECV right before the consumer)"
+    explicit = "explicit" if explicit_comms else "derived (SEND right after the producer, RECV right before the consumer)"
     if not any(v.prop == "dependencies" for v in order_v):
-        wi = ", incl. W after its own I" if clean.has_split_backward else ""
+        split = certify.has_split(arrays) if arrays is not None else clean.has_split_backward
+        wi = ", incl. W after its own I" if split else ""
         proved.append(("dependencies", f"all {nedges} edges of the step's DAG hold in program order{wi}{scope}"))
     proved.append(("exclusivity", f"one compute op (or overlapped slot) at a time on each of the {schedule.p} devices"))
     if not any(v.prop == "deadlock" for v in order_v):
         proved.append(("deadlock", f"a complete execution exists under {comm_semantics} point-to-point semantics"
                                    f"{' (grouped)' if comm_semantics == 'rendezvous' and group else ''}, "
                                    f"{explicit} SEND/RECV{scope}"))
+    sync_v, sync_proved = check_grad_sync(schedule)  # compute_comms files only: REDUCE_GRAD, UNSHARD/RESHARD
+    proved.extend(sync_proved)
     mem_v: list[Violation] = []
     if memory_cap is None:
         unchecked.append(("memory", "no memory cap given (--memory-cap)"))
     else:
         t2 = time.perf_counter()
-        mem_v, peaks = check_memory(dag, costs, memory_cap)
+        sure = certify.memory_levels(arrays, costs, memory_cap, MAX_PEAK_READ) if arrays is not None else None
+        if sure is not None:
+            mem_v, peaks = [], sure[1]
+            certified.append("memory")
+        else:
+            dag = build_dag(clean, check=False) if dag is None else dag
+            mem_v, peaks = check_memory(dag, costs, memory_cap)
         timings["memory_s"] = time.perf_counter() - t2
         if not mem_v:
-            pk = f" (peaks {', '.join(f'{x:g}' for x in peaks)})" if peaks else ""
-            proved.append(("memory", f"activation memory <= {memory_cap:g} ({costs.memory_unit}) on every device "
-                                     f"at every instant{pk}"))
+            from ..sizes import format_bytes
+
+            fmt = format_bytes if costs.memory_unit == "bytes" else (lambda x: f"{x:g}")
+            pk = f" (peaks {', '.join(fmt(x) for x in peaks)})" if peaks else ""
+            cap_txt = fmt(memory_cap) if costs.memory_unit == "bytes" else f"{memory_cap:g} ({costs.memory_unit})"
+            proved.append(("memory", f"activation memory <= {cap_txt} on every device at every instant{pk}"))
     time_v: list[Violation] = []
     witness = None
     if makespan_le is None:
@@ -152,6 +199,7 @@ def verify(
         unchecked.append(("timing", "no execution exists (see the violations above)"))
     else:
         t3 = time.perf_counter()
+        dag = build_dag(clean, check=False) if dag is None else dag
         tv, witness, _ = check_makespan(dag, costs, makespan_le, comm)
         timings["timing_s"] = time.perf_counter() - t3
         if tv:
@@ -160,11 +208,12 @@ def verify(
             ms = max(witness[str(op)] + d for op, d in zip(dag.ops, _durations(dag, costs))) if witness else 0.0
             proved.append(("timing", f"makespan <= {makespan_le:g} under costs {costs.label or 'given'} "
                                      f"(witness finishes at {ms:g})"))
-    violations = tuple(struct_v + order_v + mem_v + time_v)
+    violations = tuple(struct_v + order_v + sync_v + mem_v + time_v)
     failed = {v.prop for v in violations}
     proved = [(p, w) for p, w in proved if p not in failed]  # e.g. a SEND matching no transfer
-    stats = {"seconds": time.perf_counter() - t0, "ops": len(occs), "actions": len(pb.text),
-             "structural_rules": nrules, "order_constraints": len(pb.edges), **timings}
+    stats = {"seconds": time.perf_counter() - t0, "ops": n_occ, "actions": n_actions,
+             "structural_rules": nrules, "order_constraints": n_constraints, **timings,
+             "certified": [p for p, _ in proved if p in certified]}
     if not complete:
         unchecked.append(("dependencies/deadlock", f"stopped after {len(order_v)} order violations "
                                                    "(--max-violations or the time budget); there may be more"))

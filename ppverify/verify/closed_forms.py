@@ -50,7 +50,7 @@ def zmin(a: Any, b: Any) -> Any:
 
 
 def warmup_1f1b(p: Any, m: Any, d: Any) -> Any:
-    """1F1B warm-up forwards on device d: ``min(p-1-d, m)`` (REFERENCE.md §1).
+    """1F1B warm-up forwards on device d: ``min(p-1-d, m)`` (PipeDream-Flush, Megatron's 1F1B).
 
     Example:
         >>> warmup_1f1b(4, 8, 0), warmup_1f1b(4, 2, 0)

@@ -1,6 +1,6 @@
 """Activation memory under a cap, at every instant, decided by Z3.
 
-Memory model (DESIGN.md): an ``F`` allocates its activation at its start; a ``B`` frees it at its
+Memory model: an ``F`` allocates its activation at its start; a ``B`` frees it at its
 end, or ``I`` frees the cost model's ``freed_by_I`` share and ``W`` the rest. A device runs one
 slot at a time in program order, so its memory is a step function that changes only at slot
 boundaries and peaks at the start of a slot: level before slot k = what earlier slots allocated
@@ -159,5 +159,23 @@ def _explain(dag: StepDAG, ints, slots: list[list[int]], k: int, d: int, cap_i: 
                        key=lambda t: (len(t), t)))
     level = Fraction(sum(a for _, a in live), scale)
     starter = dag.ops[slots[k][0]]
+    held, capped = _held_and_cap(level, cap, unit)
     return Violation("memory", "activation memory <= cap at every instant",
-                     f"device {d} holds {_fmt(level)} {unit} when {starter} starts (cap {cap:g})", ops)
+                     f"device {d} holds {held} when {starter} starts (cap {capped})", ops)
+
+
+def _held_and_cap(level: Fraction, cap: float, unit: str) -> tuple[str, str]:
+    """The held amount and the cap as text: bytes as GiB, with enough digits to tell them apart;
+    other units as numbers.
+
+    Example:
+        >>> _held_and_cap(Fraction(47815065600), 47815065599, "bytes")
+        ('44.53125 GiB', '44.531249999 GiB')
+        >>> _held_and_cap(Fraction(4), 3, "activations")
+        ('4 activations', '3')
+    """
+    from ..sizes import format_bytes_apart
+
+    if unit == "bytes":
+        return format_bytes_apart(float(level), float(cap))
+    return f"{_fmt(level)} {unit}", f"{cap:g}"

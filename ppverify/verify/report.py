@@ -8,7 +8,8 @@ from typing import Any
 
 #: the properties, in the order they are checked and printed
 PROPERTIES: tuple[str, ...] = (
-    "completeness", "placement", "dependencies", "exclusivity", "deadlock", "memory", "timing",
+    "completeness", "placement", "dependencies", "exclusivity", "deadlock", "reduction", "sharding", "memory",
+    "timing",
 )
 
 

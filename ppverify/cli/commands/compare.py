@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from ...compare.config import ALL_LEVELS
 from ...compare import (DEFAULT_M, DEFAULT_MODELS, DEFAULT_SYSTEMS, LEVEL_SEMANTICS, LEVELS, abstract_configs, default_configs,
                         format_config_table, format_legend, run_comparison, select_schedules)
 from ...compare.table import unavailable_levels
@@ -24,7 +25,7 @@ from ..common import print_json
 def _csv(text: str | None) -> list[str] | None:
     if text is None:
         return None
-    items = [t.strip() for t in text.split(",") if t.strip()]
+    items = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))  # each value once
     return items or None
 
 
@@ -37,7 +38,7 @@ def _ints(name: str, text: str | None, default: tuple[int, ...]) -> tuple[int, .
         raise ParameterError(name, text, "expected comma-separated integers, e.g. 4,8,16") from None
     if not vals or any(v < 1 for v in vals):
         raise ParameterError(name, text, "expected comma-separated integers >= 1")
-    return vals
+    return tuple(dict.fromkeys(vals))  # a value given twice is one configuration
 
 
 def _floats(name: str, text: str, default: tuple[float, ...]) -> tuple[float, ...]:
@@ -69,6 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--tp", type=int, default=None, help="tensor-parallel size per pipeline rank (default 1)")
     g.add_argument("--ranks-per-node", type=int, default=None,
                    help="pipeline ranks per node (default: every GPU of a node; 1 = every hop on the network)")
+    parser.add_argument("--measured", action="store_true",
+                        help="add the measured level: every schedule run in PyTorch's pipeline runtime on this "
+                             "machine, ops sleeping their durations (1 abstract unit = 10 ms); p <= 4 only")
     parser.add_argument("--costs", help="abstract mode: op costs per device share, e.g. F=1,B=2 (no presets)")
     parser.add_argument("--comm-delay", help="abstract mode: per-hop delays, comma-separated (default 0)")
     parser.add_argument("--time-limit", type=float, default=0.5,
@@ -82,21 +86,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-verify", action="store_true",
                         help="skip proving each schedule valid with the Z3 verifier (the Z3 column)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    from ..findings_map_cli import add_map_arguments
+
+    add_map_arguments(parser)
+    parser.add_argument("--report", metavar="HTML", help="also write this run's self-contained HTML report (ppverify report)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the comparison (or the findings) and print tables or JSON."""
     t0 = time.perf_counter()
     levels = tuple(_csv(args.levels) or LEVELS)
+    if getattr(args, "measured", False) and "measured" not in levels:
+        levels += ("measured",)
     for lv in levels:
-        if lv not in LEVELS:
-            raise ParameterError("levels", lv, f"unknown level; expected some of {', '.join(LEVELS)}")
+        if lv not in ALL_LEVELS:
+            raise ParameterError("levels", lv, f"unknown level; expected some of {', '.join(ALL_LEVELS)}")
     if args.time_limit is not None and not args.time_limit > 0:
         raise ParameterError("time-limit", args.time_limit, "must be > 0 seconds")
     if args.out and Path(args.out).suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError("out", args.out, "expected a .csv or .parquet file")
+    if args.report:
+        from ...report.build import check_output
+
+        check_output(args.report)
+    points: list = []  # with --report: every point, its levels' timelines included
+    if getattr(args, "map", False):
+        if not args.findings:
+            raise ParameterError("map", True, "--map maps the findings: give --findings --map")
+        from ..findings_map_cli import run_map_command
+
+        return run_map_command(args)
     if args.findings:
-        return _run_findings(args, levels, t0)
+        return _run_findings(args, levels, t0, points)
     entries = select_schedules(_csv(args.schedules))
     ps = _ints("p", args.ps, (4,))
     ms = _ints("m", args.ms, DEFAULT_M)
@@ -110,12 +131,12 @@ def run(args: argparse.Namespace) -> int:
         configs = default_configs(systems, models, ps, ms, _preset_options(args))
         _check_options(configs[0])
     df = run_comparison(configs, entries, levels, args.time_limit, args.max_opt_ops, progress=not args.no_progress,
-                        verify=not args.no_verify)
+                        verify=not args.no_verify, on_point=points.append if args.report else None)
     _write(df, args.out)
     if args.json:
         print_json({"levels": {lv: LEVEL_SEMANTICS[lv] for lv in levels},
                     "rows": df.astype(object).where(df.notna(), None).to_dict(orient="records")})
-        return 0
+        return _report(args, df, points)
     for cfg in dict.fromkeys(df["config"]):
         print(format_config_table(df, cfg))
         print()
@@ -124,10 +145,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  level {lv} produced no numbers: {why}")
     print(f"\n{len(df)} rows ({len(configs)} configurations x {len(entries)} schedules x {len(levels)} levels) "
           f"in {time.perf_counter() - t0:.1f} s" + (f"; written to {args.out}" if args.out else ""))
-    return 0
+    return _report(args, df, points)
 
 
-def _run_findings(args: argparse.Namespace, levels: tuple[str, ...], t0: float) -> int:
+def _run_findings(args: argparse.Namespace, levels: tuple[str, ...], t0: float, points: list) -> int:
     levels = tuple(lv for lv in levels if lv != "optimum") if not args.levels else levels
     if args.costs or args.comm_delay:
         delays = _floats("comm-delay", args.comm_delay, (0.0, 1.0))
@@ -145,18 +166,31 @@ def _run_findings(args: argparse.Namespace, levels: tuple[str, ...], t0: float) 
         configs = setup.configs()
         _check_options(configs[0])
     df = run_comparison(configs, FINDINGS_SCHEDULES, levels, args.time_limit, args.max_opt_ops,
-                        progress=not args.no_progress)
+                        progress=not args.no_progress, on_point=points.append if args.report else None)
     _write(df, args.out)
     found = evaluate_findings(df, setup, levels)
     if args.json:
         print_json({"findings": [{"key": f.key, "claim": f.claim, "summary": f.summary,
                                   "verdicts": [{"level": v.level, "reproduced": v.reproduced, "evidence": v.evidence}
                                                for v in f.verdicts]} for f in found]})
-        return 0
+        return _report(args, df, points, found)
     print(f"Seed-paper findings, fast = {setup.fast}, slow = {setup.slow}"
           + (f", model {setup.model}" if setup.model else "") + f", p in {list(setup.ps)}, m in {{p, {setup.large_m_factor}p}}\n")
     print(format_findings(found))
     print(f"\n({time.perf_counter() - t0:.1f} s)")
+    return _report(args, df, points, found)
+
+
+def _report(args: argparse.Namespace, df, points: list, findings=()) -> int:
+    """With --report: write the HTML report of this run and say where (exit 0)."""
+    if args.report:
+        from ...report.build import report_from_run
+
+        st = report_from_run(df, points, args.report, findings, getattr(args, "findings_map", None),
+                             getattr(args, "title", None), getattr(args, "max_chart_ops", None),
+                             getattr(args, "findings_json", None))
+        print(f"report written to {args.report} ({len(st.points)} charted points, {st.num_ops_drawn} ops)",
+              file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -192,10 +226,13 @@ def _write(df, out: str | None) -> None:
     path = Path(out)
     if path.parent and not path.parent.exists():
         raise ParameterError("out", out, f"directory {path.parent} does not exist")
-    if path.suffix.lower() == ".parquet":
-        df.to_parquet(path, index=False)
-    else:
-        df.to_csv(path, index=False)
+    from ...files import atomic_path
+
+    with atomic_path(path, "--out") as tmp:  # temporary name, then rename: never half a table
+        if path.suffix.lower() == ".parquet":
+            df.to_parquet(tmp, index=False)
+        else:
+            df.to_csv(tmp, index=False)
     print(f"wrote {len(df)} rows to {path}", file=sys.stderr)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from ...errors import ParameterError
 from .. import Command
@@ -58,7 +57,9 @@ def run_export(args: argparse.Namespace) -> int:
     schedule = schedule_from_args(args)
     text = export_text(schedule, args.format)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        from ...files import atomic_write
+
+        atomic_write(args.output, text, "-o")
         print(f"wrote {args.output} ({args.format}, {schedule.describe()})", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -21,9 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
-def family_value(schedule: Any, costs: Any, comm: Any, objective: str) -> tuple[float, Any]:
+def family_value(schedule: Any, costs: Any, comm: Any, objective: str, sync: str = "eager",
+                 dp_allreduce: int = 0) -> tuple[float, Any]:
     """The schedule's makespan (or longest per-device span) under the async engine, and the
-    timeline. Replica all-reduces (two-pipe families) are included as the engine runs them.
+    timeline. Replica all-reduces (two-pipe families) are included as the engine runs them under
+    ``sync`` (the bound includes the same collectives).
 
     Example:
         >>> from ppverify.schedules import build
@@ -35,7 +37,7 @@ def family_value(schedule: Any, costs: Any, comm: Any, objective: str) -> tuple[
     """
     from ...engines import run as run_engine
 
-    tl = run_engine(schedule, costs, comm, "async")
+    tl = run_engine(schedule, costs, comm, "async", sync=sync, dp_allreduce=dp_allreduce)
     if objective == "makespan":
         return float(tl.makespan), tl
     spans = [float(tl.end[tl.device == d].max() - tl.start[tl.device == d].min())
@@ -48,7 +50,11 @@ def run(args: argparse.Namespace) -> int:
     from ...optimize import optimize, relative_gap
 
     pr, sched, info = problem_from_args(args)
-    value, tl = family_value(sched, pr.costs, pr.comm, pr.objective)
+    if sched is None:  # an empty FAMILY|FILE
+        from ...errors import ParameterError
+
+        raise ParameterError("schedule", args.schedule, "gap needs a family or a schedule file")
+    value, tl = family_value(sched, pr.costs, pr.comm, pr.objective, pr.sync, pr.dp_allreduce)
     peak = tl.peak_memory().max() if len(tl.ops) else 0.0
     over_cap = pr.memory_cap is not None and peak > pr.memory_cap + 1e-9
     res = optimize(pr, args.time_limit, args.workers, args.seed)
@@ -57,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
                family_over_cap=bool(over_cap), bound=bound, gap=relative_gap(value, bound),
                optimum=res.objective if res.status == "OPTIMAL" else None,
                best_found=res.objective, status=res.status, objective=res.objective_name,
-               analytic_bounds=dict(res.bounds), wall_s=round(res.wall_s, 3), time_unit=res.time_unit)
+               analytic_bounds=dict(res.bounds), wall_s=round(res.wall_s, 3), time_unit=res.time_unit,
+               collectives=res.collectives)
     if args.json:
         print_json(out)
         return 0
@@ -65,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     gap = out["gap"]
     print(f"family     {sched.describe()}  ({pr.objective} under the async engine: {value:g}{u}"
           + (f"; its peak memory {peak:g} breaks the cap {pr.memory_cap:g}" if over_cap else "") + ")")
-    print(f"bound      {bound:g}{u}  certified lower bound on every schedule of these ops")
+    print(f"bound      {bound:g}{u}  certified lower bound on every schedule of these ops"
+          + (f" ({res.collectives})" if res.collectives else ""))
     print(f"gap        {'-' if gap is None else f'{100 * gap:.2f}%'}  ({pr.objective} - bound) / {pr.objective}")
     if res.status == "OPTIMAL":
         print(f"optimum    {res.objective:g}{u}  (proven; the family is {value - res.objective:g}{u} above it)")

@@ -225,7 +225,7 @@ def _print(rep: dict[str, Any]) -> None:
 
 def run_import(args: argparse.Namespace) -> int:
     """Load, check, print; 0 when valid, 1 when not."""
-    from ...io.torch_csv import load_csv
+    from ...io import load_torch_file
 
     if args.torch_class:
         from ...io.torch_interop import torch_schedule
@@ -238,7 +238,7 @@ def run_import(args: argparse.Namespace) -> int:
 
             print(f"known bug     {SCHEDULE_1F1B_BUG}")
     elif args.file:
-        schedule = load_csv(args.file, placement=args.placement, m=args.m, num_stages=args.stages)
+        schedule = load_torch_file(args.file, placement=args.placement, m=args.m, num_stages=args.stages)
     else:
         raise ParameterError("file", None, "give a PyTorch CSV file or --torch-class NAME")
     rep, tl = _check(schedule, args, args.torch, args.comm_semantics)

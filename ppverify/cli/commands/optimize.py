@@ -13,8 +13,6 @@ schedule was found, 1 when INFEASIBLE or UNKNOWN.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import re
 from fractions import Fraction
 from typing import Any
 
@@ -65,6 +63,13 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
     s.add_argument("--backward", choices=("auto", "split", "full"), default="auto",
                    help="split (I + W) or full (B) backward; auto: split when --costs names I or W or the "
                         "family splits it")
+    from ...engines.simulate import SYNC_MODES
+
+    s.add_argument("--sync", choices=SYNC_MODES, default="eager",
+                   help="replica gradient all-reduce of two-pipe placements, as simulate runs it: eager (once "
+                        "a stage's last backward ends on every replica; default), after-flush, or none")
+    s.add_argument("--dp-allreduce", type=int, nargs="?", const=2, default=0, metavar="N",
+                   help="end the step with a data-parallel gradient all-reduce among N pipeline replicas")
     s.add_argument("--time-limit", type=float, default=60.0, help="seconds (default 60); never exceeded by much")
     s.add_argument("--workers", type=int, default=2, help="CP-SAT search workers (default 2)")
     s.add_argument("--seed", type=int, default=0, help="CP-SAT random seed (default 0)")
@@ -131,20 +136,20 @@ def problem_from_args(args: argparse.Namespace):
         costs = mm.apply(costs)
     cap = None
     if args.memory_cap is not None:
+        from ...sizes import parse_size
+
         multiple = parse_memory_cap(args.memory_cap, mm)
-        unit_bytes = costs.memory_unit == "bytes"
-        has_unit = re.search(r"[0-9.]\s*(?![xX]\s*$|[mM][fF]\s*$)[A-Za-z]+\s*$", str(args.memory_cap)) is not None \
-            and not re.search(r"[eE][-+]?[0-9]+\s*$", str(args.memory_cap))
-        if unit_bytes and has_unit:
+        if costs.memory_unit == "bytes" and parse_size(args.memory_cap).is_bytes:
             # preset mode: the cost model counts bytes; take the size itself
-            cap = float(parse_memory_cap(args.memory_cap, dataclasses.replace(mm, bytes_per_activation=1.0)))
+            cap = float(parse_size(args.memory_cap).value)
         else:
             cap = float(Fraction(multiple) * Fraction(max(costs.activation)).limit_denominator(10**6))
     info = {"placement": placement.name, "p": placement.p, "m": m, "stages": placement.num_stages,
             "costs": costs.label or "custom", "comm": _comm_text(ctx),
             "memory_model": mm.name if applied else "the model preset's activation memory",
-            "memory_cap": args.memory_cap, "backward": "split" if split else "full"}
-    pr = Problem(placement, m, costs, ctx.comm, split, cap, args.objective, pipes)
+            "memory_cap": args.memory_cap, "backward": "split" if split else "full",
+            "sync": getattr(args, "sync", "eager"), "dp_allreduce": getattr(args, "dp_allreduce", 0) or 0}
+    pr = Problem(placement, m, costs, ctx.comm, split, cap, args.objective, pipes, info["sync"], info["dp_allreduce"])
     return pr, sched, info
 
 
@@ -187,6 +192,7 @@ def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
            (f", {info['memory_model']}" if info["memory_cap"] else "")),
         f"status     {res.status}" + (f" ({res.reason})" if res.reason else ""),
         f"{res.objective_name:<10} {val}",
+        *([f"collective {res.collectives}"] if res.collectives else []),
         f"bound      {res.bound:g}{u}  (critical path {b['critical_path']:g}, device work {b['device_work']:g}, "
         f"memory window {b['memory_window']:g}"
         + (f", one machine {b['one_machine']:g}" if b.get("one_machine") else "")
@@ -208,13 +214,17 @@ def run(args: argparse.Namespace) -> int:
     if args.evaluate:
         if sched is None:
             raise ParameterError("evaluate", True, "--evaluate needs a family or schedule file (its program order)")
-        res = evaluate(sched, pr.costs, pr.comm, pr.memory_cap, pr.objective, args.time_limit, args.workers, args.seed)
+        res = evaluate(sched, pr.costs, pr.comm, pr.memory_cap, pr.objective, args.time_limit, args.workers, args.seed,
+                       pr.sync, pr.dp_allreduce)
     else:
         res = optimize(pr, args.time_limit, args.workers, args.seed)
     if args.save and res.schedule is not None:
         from ...io.json_format import save_json
 
-        save_json(res.schedule, args.save, costs=pr.costs,
+        from ...io.json_comm import CommSettings
+
+        # the transfers and collectives too, so simulate/plot of the file reproduce the value
+        save_json(res.schedule, args.save, costs=pr.costs, comm=CommSettings(pr.comm, pr.sync, pr.dp_allreduce),
                   comment=f"ppverify optimize: {res.status} {res.objective_name} {res.objective} bound {res.bound}")
     if args.json:
         print_json(dict(info, **res.to_dict()))

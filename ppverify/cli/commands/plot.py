@@ -55,8 +55,8 @@ def _range(text: str | None, default: tuple[float, float, int]) -> tuple[float, 
         n = int(parts[2]) if len(parts) > 2 else default[2]
     except (ValueError, IndexError):
         raise ParameterError("range", text, "expected LO,HI or LO,HI,N, e.g. 1,1000,13") from None
-    if not (0 <= lo < hi) or n < 2:
-        raise ParameterError("range", text, "need 0 <= LO < HI and N >= 2")
+    if not (0 <= lo < hi <= 1e15) or not 2 <= n <= 1000:  # N simulations per schedule: bounded
+        raise ParameterError("range", text, "need 0 <= LO < HI <= 1e15 and 2 <= N <= 1000")
     return lo, hi, n
 
 
@@ -74,11 +74,16 @@ def run(args: argparse.Namespace) -> int:
     from ..common import schedule_from_args
     from ..presets_args import preset_context_from_args
 
+    from ..file_settings import timing_from_file
+
     schedule = schedule_from_args(args)
-    ctx = preset_context_from_args(args, schedule)
-    has_comm = ctx.preset_mode or bool(args.comm_delay)
-    semantics = args.semantics or ("async" if has_comm else "slot")
-    tl = run_engine(schedule, ctx.costs, ctx.comm, semantics=semantics)
+    # a saved file's costs and communication (optimize --save) time the chart as they timed the file
+    timing = timing_from_file(args, schedule, preset_context_from_args(args, schedule))
+    ctx = timing.ctx
+    has_comm = ctx.preset_mode or bool(getattr(ctx.comm, "delay", 0)) or timing.dp_allreduce > 0
+    semantics = args.semantics or ("async" if has_comm or "comm" in timing.from_file else "slot")
+    extra = {"sync": timing.sync, "dp_allreduce": timing.dp_allreduce} if semantics != "slot" else {}
+    tl = run_engine(schedule, ctx.costs, ctx.comm, semantics=semantics, **extra)
     out = gantt(tl, args.output)
     info = {"output": str(out), "schedule": schedule.describe(), "semantics": semantics,
             "makespan": tl.makespan, "time_unit": tl.time_unit, "transfers": len(tl.transfers)}
@@ -116,8 +121,13 @@ def _crossover(args: argparse.Namespace) -> int:
         vals = np.linspace(lo, hi, n)
     semantics = args.semantics or "async"
     curves = makespan_curves(entries, cfg, args.crossover, vals, semantics)
+    # the swept axis replaces the configuration's own latency (or delay c) or bandwidth: name the
+    # configuration without it, so the title does not claim one value of what the x axis varies
+    what = (f"{cfg.label_parts()}, {args.crossover} varied" if not cfg.abstract
+            else ",".join(f"{k}={v:g}" for k, v in cfg.costs or ()))
     out = crossover_plot(curves, args.crossover, args.output,
-                         f"{cfg.label}: makespan vs {args.crossover} under {semantics} (x = order swaps)")
+                         f"p={cfg.p} m={cfg.m} {what}: makespan vs {'per-hop delay' if cfg.abstract else args.crossover} "
+                         f"under {semantics} (x = order swaps)")
     cross = crossings(curves)
     if args.json:
         print_json({"output": str(out), "config": cfg.label, "semantics": semantics,

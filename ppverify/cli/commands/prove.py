@@ -35,8 +35,8 @@ def _costs(text: str | None) -> tuple[tuple[int, int], ...] | None:
     for part in text.split(","):
         k, _, v = part.partition("=")
         k = k.strip().upper()
-        if k not in ("F", "B") or not v.strip().isdigit() or int(v) < 1:
-            raise ParameterError("costs", text, "expected positive integers F=f,B=b, e.g. F=1,B=2")
+        if k not in ("F", "B") or not v.strip().isdigit() or len(v.strip()) > 6 or int(v) < 1:
+            raise ParameterError("costs", text, "expected positive integers F=f,B=b of at most 6 digits, e.g. F=1,B=2")
         vals[k] = int(v)
     return ((vals.get("F", 1), vals.get("B", 2 * vals.get("F", 1))),)
 

@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save", metavar="OUT.json", default=None,
                         help="also write the schedule, its costs and its table as a ppverify JSON file")
     parser.add_argument("--no-table", action="store_true", help="print the metrics only")
+    parser.add_argument("--width", type=int, default=None, metavar="COLUMNS",
+                        help="wrap a wider paper table into blocks of ticks that fit (default: the terminal's "
+                             "width, 100 when unknown; 0: never wrap)")
     parser.add_argument("--placement", default=None,
                         help="for a text table (.txt): where its stages live: linear (default), loop "
                              "(with --v), v, wave (with --waves), bidirectional (with --offset)")
@@ -75,12 +78,10 @@ def _document(args: argparse.Namespace) -> ScheduleDocument:
 
     suffix = Path(args.schedule).suffix.lower()
     if suffix in TABLE_SUFFIXES:
+        from ...files import read_text
+
         path = Path(args.schedule)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            why = "file not found" if isinstance(exc, FileNotFoundError) else f"cannot read as text: {exc}"
-            raise ScheduleFileError(str(path), "", why) from None
+        text = read_text(path)  # as every reader: size, encoding and byte-order mark alike
         programs, cells = read_text_table(text, str(path))
         placement = _table_placement(args, len(programs)) if programs else None
         schedule = schedule_from_programs(programs, placement, args.m, None, "table", {"file": path.name}, str(path))
@@ -285,7 +286,12 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(lines))
     if not args.no_table:
         print()
-        print(format_table(timeline, args.style))
+        import shutil
+
+        width = shutil.get_terminal_size((100, 24)).columns if args.width is None else args.width
+        if width < 0:
+            raise ParameterError("width", width, "must be >= 0 (0: never wrap)")
+        print(format_table(timeline, args.style, width=width or None))
     print()
     print(f"makespan      {_fmt(timeline.makespan)} {unit} ({ticks} ticks)")
     print(f"bubble ratio  {timeline.bubble_ratio:.4f}  (convention {metrics['bubble_convention']})")

@@ -46,9 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="slot: table, comm per column; async: event-driven, no contention (default); "
                         "contention: FIFO queues on links and NICs; torch: PyTorch's unit-step "
                         "simulator, reproducing its step counts")
-    g.add_argument("--sync", choices=SYNC_MODES, default="eager",
+    g.add_argument("--sync", choices=SYNC_MODES, default=None,
                    help="weight-gradient all-reduce between stage replicas (Chimera): eager (as soon as "
-                        "a stage's last backward ends; default), after-flush, or none")
+                        "a stage's last backward ends; default, or what a saved file says), after-flush, or none")
     g.add_argument("--dp-allreduce", type=int, nargs="?", const=2, default=0, metavar="N",
                    help="end the step with a data-parallel gradient all-reduce among N pipeline replicas "
                         "(N defaults to 2 when the flag is given)")
@@ -157,28 +157,20 @@ def simulate_from_args(args: argparse.Namespace) -> tuple[Timeline, Any]:
     from ...comm import FixedDelay
     from ...engines import run as run_engine
 
+    from ..file_settings import timing_from_file
+
     schedule = schedule_from_args(args)
-    ctx = preset_context_from_args(args, schedule)
-    if not ctx.preset_mode and not getattr(args, "costs", None) and str(args.schedule).lower().endswith(".json"):
-        # a ppverify JSON file may carry its own cost model (``show --save``): time with it
-        from dataclasses import replace
-
-        from ...io.json_format import read_json
-
-        doc = read_json(args.schedule)
-        if doc.costs is not None:
-            if doc.costs.num_stages != schedule.num_stages:
-                raise ScheduleFileError(args.schedule, "costs", f"describes {doc.costs.num_stages} stages; "
-                                        f"the placement has {schedule.num_stages}")
-            ctx = replace(ctx, costs=doc.costs)
+    # a ppverify JSON file may carry its cost model and communication (show/optimize --save)
+    timing = timing_from_file(args, schedule, preset_context_from_args(args, schedule))
+    ctx = timing.ctx
     if args.semantics == "slot":
-        if args.dp_allreduce or args.sync != "eager":
+        if args.dp_allreduce or (args.sync or "eager") != "eager":
             raise ParameterError("semantics", "slot", "--sync and --dp-allreduce need async or contention semantics")
         zero = isinstance(ctx.comm, FixedDelay) and ctx.comm.delay == 0
         timeline = run_engine(schedule, ctx.costs, ctx.comm, "slot", charge_comm=not zero)
     else:
-        timeline = run_engine(schedule, ctx.costs, ctx.comm, args.semantics, sync=args.sync,
-                              dp_allreduce=args.dp_allreduce or 0)
+        timeline = run_engine(schedule, ctx.costs, ctx.comm, args.semantics, sync=timing.sync,
+                              dp_allreduce=timing.dp_allreduce)
     return timeline, ctx
 
 
@@ -229,6 +221,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.memory_gib is not None and not args.memory_gib > 0:
         raise ParameterError("memory-GiB", args.memory_gib, "must be > 0")
+    if not 1 <= args.width <= 10_000:  # the chart allocates p x width cells
+        raise ParameterError("width", args.width, "must be in 1..10000 columns")
     timeline, ctx = simulate_from_args(args)
     capacity = args.memory_gib * GiB if args.memory_gib is not None else None
     if capacity is not None and timeline.costs.memory_unit != "bytes":
@@ -307,12 +301,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_frame(timeline: Timeline, path: str) -> None:
+    from ...files import atomic_path
+
     frame = timeline.to_frame()
     try:
-        if path.endswith(".parquet"):
-            frame.to_parquet(path)
-        else:
-            frame.to_csv(path, index=False)
+        with atomic_path(path, "--frame") as tmp:
+            if path.endswith(".parquet"):
+                frame.to_parquet(tmp)
+            else:
+                frame.to_csv(tmp, index=False)
     except (OSError, ImportError) as exc:
         raise ScheduleFileError(path, "", f"cannot write: {exc}") from None
 

@@ -51,14 +51,17 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         df = run_sweep(spec, store, args.executor, args.workers, args.batch, progress=not args.no_progress)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (ppverify.cli.Terminated)
         kept = len(read_store(store))
         print(f"\ninterrupted: {kept} rows are safe in {store}; rerun the same command to resume", file=sys.stderr)
-        return 130
+        return 143 if type(exc).__name__ == "Terminated" else 130
     summary["seconds"] = round(time.perf_counter() - t0, 2)
     summary["rows"] = len(df)
     if args.out:
-        (df.to_parquet if args.out.lower().endswith(".parquet") else df.to_csv)(args.out, index=False)
+        from ...files import atomic_path
+
+        with atomic_path(args.out, "--out") as tmp:  # never a truncated table, even when killed
+            (df.to_parquet if args.out.lower().endswith(".parquet") else df.to_csv)(tmp, index=False)
         summary["out"] = args.out
     if args.json:
         print_json(summary)

@@ -3,7 +3,8 @@
 Prints VALID with the properties proven, or INVALID with every violation in words and the
 minimal set of ops (a minimized Z3 unsat core) that explains it. Exit code 0 valid, 1 invalid,
 2 bad input. Memory caps are in the cost model's unit: activations per device share for
-``--costs`` (one microbatch over a whole device share is 1), bytes with ``--system/--model``.
+``--costs`` (one microbatch over a whole device share is 1), bytes with ``--system/--model``, where
+a size such as ``40GiB`` also works (parsed as ``optimize --memory-cap`` parses it).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cost_arguments(parser)
     add_preset_arguments(parser)
     g = parser.add_argument_group("properties")
-    g.add_argument("--memory-cap", type=float, default=None, metavar="N",
-                   help="activation memory cap per device (cost model unit: share units for --costs, "
-                        "bytes with --system/--model)")
+    g.add_argument("--memory-cap", default=None, metavar="N|SIZE",
+                   help="activation memory cap per device: a number in the cost model's unit (share units "
+                        "for --costs, bytes with --system/--model) or, with --system/--model, a size such "
+                        "as 40GiB or 80GB")
     g.add_argument("--makespan-le", type=float, default=None, metavar="T",
                    help="timing claim: the programs can finish by T under the cost model "
                         "(answered with a witness timeline or a proof that none exists)")
@@ -36,24 +38,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(batch_isend_irecv)")
     g.add_argument("--max-violations", type=int, default=20,
                    help="stop looking for order violations after this many (default 20)")
+    g.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="give up (exit 2, no verdict) after this many seconds, loading included")
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     """Verify and print; 0 valid, 1 invalid."""
-    check_nonnegative("memory-cap", args.memory_cap)
+    from ...limits import time_limit
+
     check_nonnegative("makespan-le", args.makespan_le)
-    schedule = schedule_from_args(args)
-    ctx = preset_context_from_args(args, schedule)
-    report = verify(schedule, ctx.costs, ctx.comm, memory_cap=args.memory_cap, makespan_le=args.makespan_le,
-                    comm_semantics=args.comm_semantics, group=not args.ungrouped,
-                    max_violations=max(1, args.max_violations))
+    with time_limit(args.time_limit):  # an interrupted proof is no verdict: exit 2, never 0 or 1
+        schedule = schedule_from_args(args)
+        ctx = preset_context_from_args(args, schedule)
+        cap = memory_cap(args.memory_cap, ctx.costs.memory_unit)
+        report = verify(schedule, ctx.costs, ctx.comm, memory_cap=cap, makespan_le=args.makespan_le,
+                        comm_semantics=args.comm_semantics, group=not args.ungrouped,
+                        max_violations=max(1, args.max_violations))
     if args.json:
         print_json(report.to_dict())
     else:
         print(report.to_text())
     return 0 if report.valid else 1
+
+
+def memory_cap(text: str | None, unit: str) -> float | None:
+    """The cap in the cost model's unit: a size (``40GiB``) when the model counts bytes, else a
+    plain number (the one size parser :func:`ppverify.sizes.parse_size`, as ``optimize``).
+
+    Example:
+        >>> memory_cap("40GiB", "bytes"), memory_cap("2.5", "activations")
+        (42949672960.0, 2.5)
+    """
+    from ...errors import ParameterError
+    from ...sizes import parse_size
+
+    if text is None:
+        return None
+    size = parse_size(text, "memory-cap")
+    if size.is_bytes and unit != "bytes":
+        raise ParameterError("memory-cap", text, f"a size needs --system/--model (bytes); this cost model counts {unit}, "
+                                                 "so give a plain number")
+    check_nonnegative("memory-cap", float(size.value))
+    return float(size.value)
 
 
 COMMAND = Command("verify", "prove a schedule correct with Z3, or name every violation with a minimal core",

@@ -1,0 +1,63 @@
+"""``ppverify calibrate [--out FILE.yaml]``: measure this machine's pipeline runtime and write it
+as a system preset.
+
+Measures the point-to-point link between two gloo worker processes (a ping-pong over message
+sizes: latency and bandwidth by least squares) and the per-action overhead of PyTorch's pipeline
+runtime (a few schedules whose ops sleep 5/10 ms: the overhead per compute action and per
+SEND/RECV that makes ``simulate --semantics async`` reproduce the measured makespans; a separate
+figure for ppverify's two-pipe runner), and writes
+a preset in the schema of ``models/systems/`` (``runtime:`` section for the overheads). Use it
+with ``simulate --system FILE.yaml --costs F=0.01,B=0.02`` to predict ``measure --compute sleep``.
+Takes about a minute (``--quick``: about half).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import Command
+from ..common import print_json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--out``, ``--quick``, ``--timeout``, ``--json``."""
+    parser.add_argument("--out", "-o", default=None, metavar="FILE.yaml",
+                        help="write the preset there (default: print it)")
+    parser.add_argument("--quick", action="store_true", help="fewer sizes, repeats and steps")
+    parser.add_argument("--timeout", type=float, default=120.0,
+                        help="seconds allowed to each measured run before it counts as a hang (default 120)")
+    parser.add_argument("--json", action="store_true", help="print the measured figures as one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure, then print or write the preset."""
+    from ...measure.calibrate import calibrate, preset_text
+
+    cal = calibrate(quick=args.quick, timeout=args.timeout)
+    name = Path(args.out).stem if args.out else "calibrated"
+    text = preset_text(cal, name)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    if args.json:
+        print_json({"action_overhead_s": cal.action_overhead_s, "transfer_overhead_s": cal.transfer_overhead_s,
+                    "latency_s": cal.latency_s, "bandwidth_Bps": cal.bandwidth_Bps,
+                    "two_pipe_overhead_s": cal.two_pipe_overhead_s,
+                    "residual": cal.residual, "pingpong": [list(x) for x in cal.pingpong],
+                    "runs": [list(x) for x in cal.runs], "machine": cal.machine, "date": cal.date,
+                    "preset": args.out})
+    elif args.out:
+        print(f"action overhead    {cal.action_overhead_s * 1e6:.1f} us per compute action")
+        print(f"transfer overhead  {cal.transfer_overhead_s * 1e6:.1f} us per SEND/RECV")
+        if cal.two_pipe_overhead_s is not None:
+            print(f"two-pipe runner    {cal.two_pipe_overhead_s[0] * 1e6:.1f} us per compute action")
+        print(f"link               {cal.latency_s * 1e6:.1f} us + bytes / {cal.bandwidth_Bps / 1e9:.3g} GB/s")
+        print(f"fit residual       {cal.residual * 100:.2f} % rms over {len(cal.runs)} schedules")
+        print(f"wrote              {args.out}")
+    else:
+        print(text, end="")
+    return 0
+
+
+COMMAND = Command("calibrate", "measure this machine's pipeline runtime overhead and link; write a system preset",
+                  add_arguments, run, description=__doc__.split("\n\n", 1)[1] if __doc__ else "")

@@ -1,0 +1,138 @@
+"""``ppverify measure FAMILY|FILE``: run a schedule for real in p worker processes, check its
+gradients, time every op and compare with the prediction.
+
+The schedule runs in PyTorch's own pipeline runtime (gloo, one process per device, this machine;
+two-pipe schedules on ppverify's point-to-point runner). Every parameter gradient is compared with
+a plain single-process forward/backward (exit 1 on a mismatch, naming stage and parameter). Each
+op's start and end are recorded on one clock into a timeline (``--json``, ``--trace``,
+``--frame``, ``--plot`` as for ``simulate``), printed next to the ``async`` engine's prediction
+with the same costs (and, with ``--system PRESET``, the prediction calibrated to that preset's
+runtime overhead and links, as written by ``ppverify calibrate``). ``--compute sleep`` (default): each op sleeps its cost (seconds per device
+share, as in ``simulate --costs``); ``--compute real``: small real blocks. A hang is stopped after
+``--timeout`` seconds with each rank's blocked action named (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+from types import SimpleNamespace
+
+from .. import Command
+from ..common import add_schedule_arguments, print_json, schedule_from_args
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Schedule, costs, run and output options."""
+    add_schedule_arguments(parser)
+    g = parser.add_argument_group("measurement")
+    g.add_argument("--costs", default="F=0.01,B=0.02",
+                   help="op costs in seconds per device share, e.g. F=0.01,B=0.02 or F=0.01,I=0.01,W=0.01 "
+                        "(default F=0.01,B=0.02)")
+    g.add_argument("--compute", choices=("sleep", "real"), default="sleep",
+                   help="sleep: each op sleeps its cost (default); real: small real transformer-like blocks")
+    g.add_argument("--steps", type=int, default=3, help="measured steps (default 3)")
+    g.add_argument("--warmup", type=int, default=1, help="unmeasured steps first (default 1)")
+    g.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds before a run counts as hung (default 60; start-up not included)")
+    g.add_argument("--seed", type=int, default=0, help="seed of weights and data (default 0)")
+    g.add_argument("--format", choices=("compute_only", "compute_comms"), default="compute_only",
+                   help="CSV flavour handed to PyTorch's runtime (default compute_only)")
+    g.add_argument("--system", default=None, metavar="NAME|FILE",
+                   help="also print the prediction calibrated with this system preset (runtime overhead and "
+                        "links), e.g. one written by `ppverify calibrate`")
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    out.add_argument("--trace", metavar="OUT.json", default=None, help="write a Chrome/Perfetto trace")
+    out.add_argument("--frame", metavar="OUT.csv", default=None, help="write every op and transfer as rows")
+    out.add_argument("--plot", metavar="OUT.png", default=None, help="write a Gantt chart (.png, .svg, .pdf)")
+    out.add_argument("--no-table", action="store_true", help="print the figures only")
+    out.add_argument("--width", type=int, default=100, help="columns of the timeline chart (default 100)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure and print (text or JSON); 0 ok, 1 gradient mismatch or hang."""
+    from ...costs import parse_costs
+    from ...measure import MeasureTimeout, measure
+    from ...system import load_system
+    from ...trace import write_trace
+    from .simulate import _write_frame, fmt_time, gantt, report
+
+    schedule = schedule_from_args(args)
+    costs = parse_costs(args.costs)
+    system = load_system(args.system) if args.system else None  # bad presets fail before any process starts
+    try:
+        res = measure(schedule, costs, compute=args.compute, steps=args.steps,
+                      warmup=args.warmup, timeout=args.timeout, seed=args.seed, format=args.format)
+    except MeasureTimeout as exc:
+        if args.json:
+            print_json({"schedule": schedule.describe(), "hang": str(exc), "blocked": exc.blocked,
+                        "timeout": exc.timeout})
+        else:
+            print(f"schedule      {schedule.describe()}\n{exc}\nall worker processes stopped")
+        return 1
+    tl, pred = res.timeline, res.predicted
+    rep = report(tl, SimpleNamespace(system=None, stage_costs=None), None)
+    rep.update(res.summary())
+    rep["predicted"] = pred.metrics() if pred is not None else None
+    calibrated = _calibrated(schedule, res.costs, system) if system is not None else None
+    if system is not None:
+        rep["system"] = args.system
+        rep["makespan_predicted_calibrated"] = calibrated
+        rep["error_calibrated"] = (res.makespan - calibrated) / calibrated if calibrated else None
+    for flag, write in (("trace", write_trace), ("frame", _write_frame), ("plot", _plot)):
+        if getattr(args, flag):
+            write(tl, getattr(args, flag))
+            rep[flag] = getattr(args, flag)
+    if args.json:
+        print_json(rep)
+        return 0 if res.grad_check.ok else 1
+    runner = ("PyTorch _PipelineScheduleRuntime" if res.runner == "torch-runtime"
+              else "ppverify two-pipe runner (point-to-point + replica all-reduce)")
+    steps = res.makespans
+    print(f"schedule      {schedule.describe()}\n"
+          f"runner        {runner}; {schedule.p} processes, gloo; compute {res.compute}; "
+          f"{len(steps)} steps after {args.warmup} warm-up\n"
+          f"costs         {res.costs.label} (s per device share)")
+    if not args.no_table:
+        print()
+        print(gantt(tl, args.width))
+    print()
+    ms = tl.makespan
+    line = f"makespan      measured {fmt_time(ms, 's')} (median step; {fmt_time(min(steps), 's')} .. {fmt_time(max(steps), 's')})"
+    if pred is not None:
+        line += f"   predicted {fmt_time(pred.makespan, 's')} (async)   error {100 * (ms - pred.makespan) / pred.makespan:+.1f}%"
+    print(line)
+    if calibrated is not None:
+        print(f"calibrated    predicted {fmt_time(calibrated, 's')} (async, --system {args.system})   "
+              f"error {100 * (ms - calibrated) / calibrated:+.1f}%")
+    bubble = f"bubble ratio  measured {tl.bubble_ratio:.4f}"
+    print(bubble + (f"   predicted {pred.bubble_ratio:.4f}" if pred is not None else ""))
+    print(f"step time     {', '.join(fmt_time(t, 's') for t in res.step_times)} (first rank's start to last rank's end)")
+    print(f"gradients     {res.grad_check.message}")
+    for flag in ("trace", "frame", "plot"):
+        if getattr(args, flag):
+            print(f"{flag:<13} written to {getattr(args, flag)}")
+    return 0 if res.grad_check.ok else 1
+
+
+def _calibrated(schedule, costs, system) -> float | None:
+    # the makespan `simulate --semantics async --system` predicts; None where it cannot time it
+    from ...errors import PPVerifyError
+    from ...measure.calibrate import predict_on
+
+    try:
+        return predict_on(schedule, costs, system)
+    except PPVerifyError:
+        return None
+
+
+def _plot(timeline, path: str) -> None:
+    from ...plots import gantt as plot_gantt
+
+    plot_gantt(timeline, path)
+
+
+COMMAND = Command(
+    "measure", "run a schedule in PyTorch's real pipeline runtime: check gradients, time it vs the prediction",
+    add_arguments, run, description=__doc__ or "",
+)

@@ -1,0 +1,74 @@
+"""What a ppverify JSON schedule file says about its own timing: the cost model (``show --save``,
+``optimize --save``) and the communication and collectives (``optimize --save``). ``simulate`` and
+``plot`` of such a file use them unless the command line says otherwise, so they reproduce the
+value the file was saved with.
+
+Precedence: ``--system/--model`` replace both; ``--costs`` replaces the cost model (and a stored
+system, whose times are seconds); ``--comm-delay`` replaces the communication; ``--sync`` and
+``--dp-allreduce`` replace the stored collectives.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, replace
+
+from ..comm import FixedDelay
+from ..errors import ScheduleFileError
+from ..schedule import Schedule
+from .presets_args import PresetContext
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Everything an engine run needs besides the schedule, and where it came from."""
+
+    ctx: PresetContext
+    sync: str = "eager"
+    dp_allreduce: int = 0
+    #: which settings came from the file (``costs``, ``comm``), for the report
+    from_file: tuple[str, ...] = ()
+
+
+def timing_from_file(args: argparse.Namespace, schedule: Schedule, ctx: PresetContext) -> Timing:
+    """Apply the file's stored settings to ``ctx`` where the arguments leave them open.
+
+    Example:
+        >>> import tempfile, os
+        >>> from ppverify.schedules import build
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.io.json_format import save_json
+        >>> from ppverify.io.json_comm import CommSettings
+        >>> s = build("gpipe", p=2, m=2)
+        >>> f = save_json(s, os.path.join(tempfile.mkdtemp(), "s.json"), CostModel.abstract(s.placement, F=1, B=2),
+        ...               comm=CommSettings(FixedDelay(1.5), "after-flush"))
+        >>> ns = argparse.Namespace(schedule=str(f), costs=None, comm_delay=None, sync=None, dp_allreduce=0)
+        >>> t = timing_from_file(ns, s, PresetContext(CostModel.unit(s.placement), FixedDelay(0.0)))
+        >>> t.ctx.comm.delay, t.ctx.costs.duration["B"], t.sync, t.from_file
+        (1.5, (2.0, 2.0), 'after-flush', ('costs', 'comm'))
+    """
+    sync, dp = getattr(args, "sync", None), getattr(args, "dp_allreduce", 0) or 0
+    path = str(getattr(args, "schedule", "") or "")
+    if not path.lower().endswith(".json") or ctx.preset_mode:
+        return Timing(ctx, sync or "eager", dp)
+    from ..io.json_format import read_json
+
+    doc = read_json(path)
+    used = []
+    if doc.costs is not None and not getattr(args, "costs", None):
+        if doc.costs.num_stages != schedule.num_stages:
+            raise ScheduleFileError(path, "costs", f"describes {doc.costs.num_stages} stages; "
+                                    f"the placement has {schedule.num_stages}")
+        ctx = replace(ctx, costs=doc.costs)
+        used.append("costs")
+    stored = doc.comm
+    if stored is not None:
+        # a stored system times transfers in seconds: only with the file's own (seconds) costs
+        fits = isinstance(stored.comm, FixedDelay) or "costs" in used
+        if getattr(args, "comm_delay", None) is None and fits:
+            system = None if isinstance(stored.comm, FixedDelay) else stored.comm
+            ctx = replace(ctx, comm=stored.comm, system=system)
+            used.append("comm")
+        sync = sync or stored.sync
+        dp = dp or stored.dp_allreduce
+    return Timing(ctx, sync or "eager", dp, tuple(used))

@@ -1,0 +1,107 @@
+"""The ``measured`` level of ``ppverify compare --measured``: each schedule run for real in
+PyTorch's pipeline runtime (:mod:`ppverify.measure`), ops sleeping their durations.
+
+Per point the ops sleep the configuration's durations: seconds as they are for presets, abstract
+units scaled by :data:`UNIT_S` (and the measured makespan scaled back), so the measured column is
+in the configuration's unit, next to the predictions. The makespan is the median of the measured
+steps; a gradient mismatch makes the point an ``error``. Worker processes are started once per p
+for the whole comparison (:func:`fill_measured` runs after the other levels), and only for
+``p <= MAX_P`` (this machine's worker processes; other points are ``not applicable``). The
+measured level sees the runtime's real overhead and the loopback's real transfers, not the
+configuration's links: a rank change against ``contention`` is what the models miss.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+from typing import Sequence
+
+from ..errors import PPVerifyError
+from .config import Config
+from .evaluate import LevelResult, PointResult, build_entry, resolve
+
+MEASURED = "measured"
+#: largest p measured (worker processes on this machine)
+MAX_P = 4
+#: seconds slept per abstract unit
+UNIT_S = 0.01
+PENDING = "pending"
+
+
+def placeholder(config: Config) -> LevelResult:
+    """The measured level's result before :func:`fill_measured` runs (or for good, when p > MAX_P).
+
+    Example:
+        >>> placeholder(Config(8, 8, costs=(("F", 1.0),))).status
+        'not applicable'
+    """
+    if config.p > MAX_P:
+        return LevelResult(MEASURED, "not applicable",
+                           note=f"measured only for p <= {MAX_P} (worker processes on this machine)")
+    return LevelResult(MEASURED, PENDING, note="not measured yet")
+
+
+def fill_measured(points: Sequence[PointResult], steps: int = 3, warmup: int = 1, timeout: float = 120.0,
+                  unit_s: float = UNIT_S) -> list[PointResult]:
+    """The points with their pending measured results replaced by measurements (one
+    :func:`~ppverify.measure.measure_many` call: one set of processes per p).
+
+    Example:
+        >>> from ppverify.compare.config import ScheduleEntry
+        >>> from ppverify.compare.evaluate import evaluate_point
+        >>> cfg = Config(2, 2, costs=(("F", 1.0), ("B", 2.0)))
+        >>> pts = fill_measured([evaluate_point(ScheduleEntry("gpipe", "gpipe"), cfg, ("async", "measured"))])  # doctest: +SKIP
+        >>> pts[0].level("measured").makespan > pts[0].level("async").makespan  # doctest: +SKIP
+        True
+    """
+    todo = []
+    for i, pt in enumerate(points):
+        r = pt.level(MEASURED)
+        if r is None or r.status != PENDING:
+            continue
+        try:
+            schedule = build_entry(pt.entry, pt.config.p, pt.config.m)
+            costs = resolve(pt.config, schedule).costs
+        except PPVerifyError as exc:
+            todo.append((i, None, None, 1.0, str(exc)))
+            continue
+        scale = unit_s if pt.config.abstract else 1.0
+        sleep = replace(costs, duration={k: tuple(float(x) * scale for x in v) for k, v in costs.duration.items()},
+                        time_unit="s")
+        todo.append((i, schedule, sleep, scale, ""))
+    out = list(points)
+    runnable = [t for t in todo if t[1] is not None]
+    results: list = []
+    failure = ""
+    if runnable:
+        try:
+            from ..measure import measure_many
+
+            results = measure_many([(s, c) for _, s, c, _, _ in runnable], steps=steps, warmup=warmup,
+                                   timeout=timeout)
+        except ImportError as exc:
+            failure = f"unavailable: {exc}"
+        except (PPVerifyError, Exception) as exc:  # noqa: BLE001 - a failing level is reported, never dropped
+            failure = f"{type(exc).__name__}: {exc}"
+    by_index = {t[0]: r for t, r in zip(runnable, results)}
+    for i, schedule, _, scale, err in todo:
+        if err or failure:
+            status = "unavailable" if failure.startswith("unavailable") else "error"
+            res = LevelResult(MEASURED, status, note=err or failure)
+        else:
+            m = by_index[i]
+            spans = m.makespans
+            note = (f"median of {len(spans)} steps, {min(spans) / scale:.4g}-{max(spans) / scale:.4g}; sleep mode"
+                    + (f", 1 unit = {unit_s * 1e3:g} ms" if scale != 1.0 else ""))
+            if m.grad_check.ok:
+                res = LevelResult(MEASURED, "ok", statistics.median(spans) / scale, exact=True, note=note,
+                                  timeline=m.timeline if scale == 1.0 else None)
+            else:
+                res = LevelResult(MEASURED, "error", note=m.grad_check.message)
+        pt = out[i]
+        out[i] = replace(pt, results=tuple(res if r.level == MEASURED else r for r in pt.results))
+    return out
+
+
+__all__ = ["MEASURED", "MAX_P", "UNIT_S", "placeholder", "fill_measured"]

@@ -1,0 +1,331 @@
+"""Limits checked before work: how many ops a command may build, how large a file, a number or a
+nesting may be. Each check raises :class:`LimitError` (a :class:`~ppverify.errors.PPVerifyError`:
+one line, exit 2) naming the value and the rule *before* anything proportional to it is allocated,
+so hostile input is refused in well under a second instead of exhausting memory or time.
+
+The op limit is set per command (``ppverify --max-ops N``) with :func:`op_limit`; it is a context
+variable rather than a parameter threaded through every builder and loader, scoped to one call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import re
+from typing import Any, Iterator
+
+from .errors import PPVerifyError
+
+#: default of ``--max-ops``: compute ops one command may build or load (F, B, I, W each count 1)
+DEFAULT_MAX_OPS = 50_000_000
+#: largest schedule, preset or config file read, in bytes
+MAX_FILE_BYTES = 64 * 2**20
+#: most digits of an integer in a file (stage, microbatch, rank, count): 10**12 is past any real size
+MAX_INT_DIGITS = 12
+#: deepest nesting of lists and objects in a JSON file (a schedule file needs 4)
+MAX_JSON_DEPTH = 64
+#: a file may imply at most this many times the ops it holds (plus the slack below): missing ops
+#: are reported one by one, so a few are a verdict and a million are a refusal
+SPARSE_FACTOR, SPARSE_SLACK = 4, 10_000
+#: most points (rows) one sweep config may expand to
+MAX_SWEEP_POINTS = 1_000_000
+#: largest number an option or preset may give (seconds, bytes, units): beyond, sums overflow
+MAX_NUMBER = 1e15
+#: longest cell of a CSV or text table (an action is a few characters; an overlapped slot tens)
+MAX_CELL_CHARS = 1024
+
+_MAX_OPS: contextvars.ContextVar[int] = contextvars.ContextVar("ppverify_max_ops", default=DEFAULT_MAX_OPS)
+#: extra stages per device of families whose parameters do not say it (V-shaped placements)
+_CHUNKS = {"zbv": 2, "dualpipev": 2}
+
+
+class LimitError(PPVerifyError):
+    """An input implies more work or memory than a documented limit allows.
+
+    Example:
+        >>> str(LimitError("-p 100000 -m 100000", "implies 3e+10 ops; the limit is 5e+07"))
+        '-p 100000 -m 100000: implies 3e+10 ops; the limit is 5e+07'
+    """
+
+    def __init__(self, what: str, rule: str) -> None:
+        self.what, self.rule = what, rule
+        super().__init__(f"{what}: {rule}")
+
+
+def max_ops() -> int:
+    """The op limit in force (``--max-ops``; :data:`DEFAULT_MAX_OPS` unless set by :func:`op_limit`).
+
+    Example:
+        >>> max_ops() == DEFAULT_MAX_OPS
+        True
+    """
+    return _MAX_OPS.get()
+
+
+@contextlib.contextmanager
+def op_limit(n: int) -> Iterator[None]:
+    """Run a block with another op limit (what ``ppverify --max-ops N`` does for one command).
+
+    Example:
+        >>> with op_limit(10):
+        ...     max_ops()
+        10
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise LimitError(f"--max-ops {n}", "must be an integer >= 1")
+    token = _MAX_OPS.set(n)
+    try:
+        yield
+    finally:
+        _MAX_OPS.reset(token)
+
+
+def check_ops(n: int, what: str) -> None:
+    """Refuse ``n`` ops (what ``what`` implies) when over the limit in force.
+
+    Example:
+        >>> check_ops(10, "gpipe -p 1 -m 5")
+        >>> with op_limit(8):
+        ...     check_ops(10, "gpipe -p 1 -m 5")
+        Traceback (most recent call last):
+        ...
+        ppverify.limits.LimitError: gpipe -p 1 -m 5: implies 10 ops, over the limit of 8 (raise it with ppverify --max-ops N)
+    """
+    limit = max_ops()
+    if n > limit:
+        shown = f"{n}" if n < 10**15 else f"{float(n):.3g}"
+        raise LimitError(what, f"implies {shown} ops, over the limit of {limit} (raise it with ppverify --max-ops N)")
+
+
+def family_ops(name: str, p: int, m: int, params: dict[str, Any]) -> int:
+    """An upper bound on the compute ops of family ``name`` at ``(p, m, params)``: 3 per stage and
+    microbatch (F, I, W), with ``v`` chunks, ``2 * waves`` or two V chunks per device.
+
+    Example:
+        >>> family_ops("1f1b", 4, 8, {}), family_ops("interleaved-1f1b", 4, 8, {"v": 3})
+        (96, 288)
+    """
+    chunks = _CHUNKS.get(name, 1)
+    for key, factor in (("v", 1), ("waves", 2)):
+        val = params.get(key)
+        if isinstance(val, int) and not isinstance(val, bool) and val > 0:
+            chunks *= factor * val
+    return 3 * max(p, 1) * max(m, 1) * chunks
+
+
+def check_family(name: str, p: int, m: int, params: dict[str, Any]) -> None:
+    """Refuse a family build over the op limit before generating anything.
+
+    Example:
+        >>> check_family("gpipe", 100000, 100000, {})
+        Traceback (most recent call last):
+        ...
+        ppverify.limits.LimitError: gpipe -p 100000 -m 100000: implies 30000000000 ops, over the limit of 50000000 (raise it with ppverify --max-ops N)
+    """
+    extra = "".join(f" --{k} {v}" for k, v in params.items() if isinstance(v, int) and not isinstance(v, bool))
+    check_ops(family_ops(name, p, m, params), f"{name} -p {p} -m {m}{extra}")
+
+
+def check_stages_mbs(num_stages: int, m: int, where: str, held: int | None = None) -> None:
+    """Refuse a file whose stage and microbatch counts imply too many ops (a schedule holds at
+    least an F and a B of every stage and microbatch), or, given the ``held`` compute ops, far more
+    than it holds (:data:`SPARSE_FACTOR` times, plus :data:`SPARSE_SLACK`): one ``0F1000000`` in a
+    small file is a typo or an attack, not a step of a million microbatches to check one by one.
+
+    Example:
+        >>> check_stages_mbs(1_000_000_000, 1, "s.csv")
+        Traceback (most recent call last):
+        ...
+        ppverify.limits.LimitError: s.csv: 1000000000 stages x 1 microbatches: implies 2000000000 ops, over the limit of 50000000 (raise it with ppverify --max-ops N)
+        >>> check_stages_mbs(2, 100000, "s.csv", held=8)
+        Traceback (most recent call last):
+        ...
+        ppverify.limits.LimitError: s.csv: 2 stages x 100000 microbatches: imply 400000 ops but the file holds 8; at most 4 x 8 + 10000 are checked (is a stage or microbatch number mistyped?)
+    """
+    implied = 2 * max(num_stages, 1) * max(m, 1)
+    what = f"{where}: {num_stages} stages x {m} microbatches"
+    check_ops(implied, what)
+    if held is not None and implied > SPARSE_FACTOR * held + SPARSE_SLACK:
+        raise LimitError(what, f"imply {implied} ops but the file holds {held}; at most {SPARSE_FACTOR} x {held} + "
+                               f"{SPARSE_SLACK} are checked (is a stage or microbatch number mistyped?)")
+
+
+def int_text(text: str, where: str, digits: int = MAX_INT_DIGITS) -> int:
+    """``int(text)`` for a decimal written in a file, refusing more than ``digits`` digits first
+    (Python refuses over 4,300 with a ValueError, and far fewer already mean no real schedule).
+
+    Example:
+        >>> int_text("12", "row 1")
+        12
+        >>> int_text("9" * 20, "row 1")
+        Traceback (most recent call last):
+        ...
+        ppverify.limits.LimitError: row 1: a number of 20 digits; at most 12 are allowed
+    """
+    s = text.strip()
+    if len(s.lstrip("+-")) > digits:
+        raise LimitError(where, f"a number of {len(s.lstrip('+-'))} digits; at most {digits} are allowed")
+    return int(s)
+
+
+def line_col(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of character ``index`` of ``text``.
+
+    Example:
+        >>> line_col("ab\\ncd", 4)
+        (2, 2)
+    """
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+_LONG_DIGITS = re.compile(r"\d{%d,}" % (MAX_INT_DIGITS + 1))
+_LONG_INT = re.compile(r"(?<![\w.])-?\d{%d,}" % (MAX_INT_DIGITS + 1))
+_CONSTANT = re.compile(r"(?<![\w.])-?(?:NaN|Infinity)(?![\w.])")
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_INNER = re.compile(r"\[[^\[\]{}]*\]|\{[^\[\]{}]*\}")
+
+
+def check_digits(text: str, path: str) -> None:
+    """Refuse a run of more than :data:`MAX_INT_DIGITS` digits anywhere in ``text`` (a table or
+    YAML file), naming its line and column, before any ``int()`` sees it.
+
+    Example:
+        >>> check_digits("dev 0 0F0\\ndev 1 1F" + "9" * 20, "t.txt")
+        Traceback (most recent call last):
+        ...
+        ppverify.limits.LimitError: t.txt:2:9: a number of 20 digits; at most 12 are allowed
+    """
+    hit = _LONG_DIGITS.search(text)
+    if hit:
+        line, col = line_col(text, hit.start())
+        raise LimitError(f"{path}:{line}:{col}", f"a number of {len(hit.group())} digits; at most {MAX_INT_DIGITS} are allowed")
+
+
+def check_json_text(text: str, path: str) -> None:
+    """Refuse JSON text that nests deeper than :data:`MAX_JSON_DEPTH` or writes an integer of more
+    than :data:`MAX_INT_DIGITS` digits, naming the line and column; linear in the text (each of the
+    at most ``MAX_JSON_DEPTH`` passes is one regular-expression scan).
+
+    Example:
+        >>> check_json_text('{"p": [1, 2]}', "s.json")
+        >>> check_json_text("[" * 100 + "]" * 100, "s.json")
+        Traceback (most recent call last):
+        ...
+        ppverify.limits.LimitError: s.json:1:1: lists and objects nested more than 64 deep
+    """
+    # the scan runs on the raw text (fast); text inside strings can only cause a false alarm, so a
+    # problem found is confirmed on the text with its strings blanked out (offsets kept)
+    problem = _json_problem(text)
+    if problem is not None:
+        problem = _json_problem(_STRING.sub(lambda mt: '"' + " " * (len(mt.group()) - 2) + '"', text))
+    if problem is not None:
+        index, rule = problem
+        line, col = line_col(text, index)
+        if rule.startswith(("NaN", "-NaN", "Infinity", "-Infinity")):  # not JSON at all, rather than too big
+            from .errors import ScheduleFileError
+
+            raise ScheduleFileError(path, f"{line}:{col}", rule)
+        raise LimitError(f"{path}:{line}:{col}", rule)
+
+
+def _json_problem(bare: str) -> tuple[int, str] | None:
+    const = _CONSTANT.search(bare)
+    if const:
+        return const.start(), f"{const.group()} is not valid JSON (numbers must be finite)"
+    hit = _LONG_INT.search(bare)
+    if hit:
+        return hit.start(), f"a number of {len(hit.group().lstrip('-'))} digits; at most {MAX_INT_DIGITS} are allowed"
+    shrunk = bare
+    for _ in range(MAX_JSON_DEPTH):
+        shrunk, n = _INNER.subn("0", shrunk)
+        if not n:
+            return None
+    if re.search(r"[\[{]", shrunk):
+        first = re.search(r"[\[{]", bare)
+        return (first.start() if first else 0), f"lists and objects nested more than {MAX_JSON_DEPTH} deep"
+    return None
+
+
+def rank_list(text: str, flag: str) -> list[int]:
+    """``"0,1,1,0"`` as a list of ranks (one per stage); anything else is a one-line error.
+
+    Example:
+        >>> rank_list("0, 1,1,0", "--placement")
+        [0, 1, 1, 0]
+        >>> rank_list("a,b", "--placement")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter --placement=a,b: expected linear, loop, v or one rank (an integer >= 0) per stage, comma-separated
+    """
+    from .errors import ParameterError
+
+    parts = [x.strip() for x in str(text).split(",")]
+    if not parts or any(not x.isdigit() or len(x) > MAX_INT_DIGITS for x in parts):
+        raise ParameterError(flag, text, "expected linear, loop, v or one rank (an integer >= 0) per stage, comma-separated")
+    if len(parts) > max_ops():
+        raise LimitError(f"{flag} {text[:20]}...", f"{len(parts)} stages, over the limit of {max_ops()}")
+    return [int(x) for x in parts]
+
+
+class TimeLimitError(LimitError):
+    """A command ran out of its ``--time-limit`` before an answer (no verdict either way).
+
+    Example:
+        >>> str(TimeLimitError("--time-limit 2", "no verdict within 2 s"))
+        '--time-limit 2: no verdict within 2 s'
+    """
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None, flag: str = "--time-limit") -> Iterator[None]:
+    """Stop the block after ``seconds`` of wall-clock time with :class:`TimeLimitError`.
+
+    Pure-Python work is stopped by a ``SIGALRM``; a Z3 call in progress is interrupted from a
+    watchdog thread (after the signal is pending, so that the interrupted call's ``unknown`` is
+    never read as an answer). Main thread of a POSIX process only; ``None`` means no limit.
+
+    Example:
+        >>> import time
+        >>> with time_limit(0.2):
+        ...     time.sleep(5)
+        Traceback (most recent call last):
+        ...
+        ppverify.limits.TimeLimitError: --time-limit 0.2: no answer within 0.2 s
+    """
+    import math
+    import signal
+    import sys
+    import threading
+
+    if seconds is None:
+        yield
+        return
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+        raise LimitError(f"{flag} {seconds}", "must be a finite number of seconds > 0")
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    fired = threading.Event()
+
+    def on_alarm(signum: int, frame: object) -> None:
+        fired.set()
+        raise TimeLimitError(f"{flag} {seconds:g}", f"no answer within {seconds:g} s")
+
+    def watchdog() -> None:
+        z3 = sys.modules.get("z3")
+        if z3 is not None and not fired.is_set():
+            with contextlib.suppress(Exception):
+                z3.main_ctx().interrupt()
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    timer = threading.Timer(seconds + 0.05, watchdog)  # just after the alarm is pending
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        timer.cancel()
+        signal.signal(signal.SIGALRM, old)

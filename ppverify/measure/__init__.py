@@ -1,0 +1,244 @@
+"""The measured level: run a schedule for real, check its gradients, time it.
+
+:func:`measure` starts p worker processes on this machine (``torch.distributed``, gloo, a file
+store), builds one small block per stage of the schedule's placement, runs the schedule's actions
+in PyTorch's own ``_PipelineScheduleRuntime`` (two-pipe schedules on ppverify's small
+point-to-point runner, :mod:`.twopipe`), checks every parameter gradient against a plain
+single-process forward/backward (:mod:`.gradcheck`), and records every op's start and end on one
+clock into ppverify's :class:`~ppverify.timeline.Timeline` (``semantics="measured"``), next to the
+``async`` engine's prediction for the same costs. :func:`measure_many` runs several schedules
+with one set of processes per p.
+
+Costs are seconds per device share, exactly as ``simulate`` reads them; under
+``compute="sleep"`` each op sleeps its cost. Modules: :mod:`.workers` (processes, hang
+detection), :mod:`.stages` (the model), :mod:`.runtime` (PyTorch's runtime), :mod:`.twopipe`,
+:mod:`.record` (events -> Timeline), :mod:`.gradcheck`, :mod:`.jobs` (what travels to workers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..costs import CostModel
+from ..errors import ParameterError
+from ..schedule import Schedule
+from ..timeline import Timeline
+from .gradcheck import TOLERANCE, GradCheck, check
+from .jobs import Job, RankResult, run_jobs
+from .record import Event, step_start, to_timeline
+from .stages import COMPUTE_MODES, ModelSpec
+from .workers import MeasureTimeout, WorkerError, max_workers, run_workers
+
+#: costs used when none are given: seconds per device share
+DEFAULT_COSTS = {"F": 0.01, "B": 0.02}
+
+
+@dataclass(frozen=True, eq=False)
+class MeasureResult:
+    """A measured run: ``timelines`` (one per measured step), ``timeline`` (the step with the
+    median makespan), ``step_times`` (per step: first rank's start to last rank's end, seconds,
+    including the runtime's end-of-step work), ``grad_check``, and ``predicted`` (the ``async``
+    engine's timeline for the same costs, or None when it cannot time the schedule).
+
+    Example:
+        >>> r = measure(build("1f1b", p=2, m=4))  # doctest: +SKIP
+        >>> r.grad_check.ok, r.timeline.semantics  # doctest: +SKIP
+        (True, 'measured')
+    """
+
+    schedule: Schedule
+    costs: CostModel
+    compute: str
+    timelines: list[Timeline]
+    timeline: Timeline
+    step_times: list[float]
+    grad_check: GradCheck
+    predicted: Timeline | None = None
+    runner: str = "torch-runtime"
+
+    @property
+    def makespan(self) -> float:
+        """Makespan of the median step (first op start to last op end, seconds)."""
+        return self.timeline.makespan
+
+    @property
+    def makespans(self) -> list[float]:
+        """Makespan of every measured step."""
+        return [tl.makespan for tl in self.timelines]
+
+    def summary(self) -> dict[str, Any]:
+        """The headline figures as a plain dict (what ``measure --json`` adds to the metrics).
+
+        Example:
+            >>> r = measure(build("1f1b", p=2, m=4))  # doctest: +SKIP
+            >>> sorted(r.summary())  # doctest: +SKIP
+            ['compute', 'error', 'grad_check', 'makespan_measured', 'makespan_predicted', 'makespans', 'runner', 'step_times', 'steps']
+        """
+        pred = self.predicted.makespan if self.predicted is not None else None
+        return {
+            "runner": self.runner,
+            "compute": self.compute,
+            "steps": len(self.timelines),
+            "makespan_measured": self.makespan,
+            "makespans": self.makespans,
+            "step_times": list(self.step_times),
+            "makespan_predicted": pred,
+            "error": (self.makespan - pred) / pred if pred else None,
+            "grad_check": self.grad_check.to_dict(),
+        }
+
+
+def seconds_costs(schedule: Schedule, costs: CostModel | dict[str, float] | None) -> CostModel:
+    """The cost model of a measured run, in seconds: a ``CostModel`` as given (abstract units are
+    read as seconds), a ``{"F": .., "B": ..}`` dict per device share, or :data:`DEFAULT_COSTS`.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> c = seconds_costs(build("interleaved-1f1b", p=2, m=2), {"F": 0.01, "B": 0.02})
+        >>> c.time_unit, c.duration["F"]
+        ('s', (0.005, 0.005, 0.005, 0.005))
+    """
+    if costs is None:
+        costs = dict(DEFAULT_COSTS)
+    if isinstance(costs, dict):
+        costs = CostModel.abstract(schedule.placement, **costs)
+    if costs.num_stages != schedule.num_stages:
+        raise ParameterError("costs", costs.label or "custom",
+                             f"describe {costs.num_stages} stages; the schedule has {schedule.num_stages}")
+    return costs if costs.time_unit == "s" else replace(costs, time_unit="s")
+
+
+def _job(schedule: Schedule, costs: CostModel, compute: str, steps: int, warmup: int, record: bool,
+         seed: int, format: str) -> Job:
+    from ..io.torch_csv import COMPUTE_COMMS, FLAVOURS, to_rows
+    from ..ops import Comm, format_action
+
+    if format not in FLAVOURS:
+        raise ParameterError("format", format, f"expected one of {', '.join(FLAVOURS)}")
+    if steps < 1:
+        raise ParameterError("steps", steps, "must be >= 1")
+    if warmup < 0:
+        raise ParameterError("warmup", warmup, "must be >= 0")
+    two_pipe = schedule.placement.num_pipes > 1
+    if two_pipe:
+        rows: list[list[str]] = []
+    elif any(isinstance(a, Comm) for prog in schedule.programs for a in prog):
+        # an already lowered schedule (a compute_comms file) runs exactly as written
+        format = COMPUTE_COMMS
+        rows = [[format_action(a) for a in prog if a is not None] for prog in schedule.programs]
+    else:
+        rows = to_rows(schedule, format)
+    # real compute takes the time it takes: the costs then only serve the prediction
+    durations = {k: tuple(float(x) if compute == "sleep" else 0.0 for x in v) for k, v in costs.duration.items()}
+    return Job(schedule, rows, format, durations, ModelSpec.for_compute(compute, seed), steps, warmup, record)
+
+
+def _result(job: Job, costs: CostModel, compute: str, per_rank: Sequence[RankResult],
+            predicted: Timeline | None) -> MeasureResult:
+    grads: dict = {}
+    for rr in per_rank:
+        grads.update(rr.grads)
+    reference = per_rank[0].reference
+    verdict = check(grads, reference or {}, TOLERANCE)
+    runner = "two-pipe" if job.two_pipe else "torch-runtime"
+    info = {"compute": compute, "runner": runner, "clock": "CLOCK_MONOTONIC", "format": job.format}
+    timelines, step_times = [], []
+    for k in range(job.steps):
+        begins = [rr.begins[k] for rr in per_rank]
+        t0 = step_start(begins)
+        step_times.append((max(rr.ends[k] for rr in per_rank) - t0) * 1e-9)
+        events = [rr.events[k] for rr in per_rank]
+        timelines.append(to_timeline(job.schedule, costs, events, t0, {**info, "step": k}))
+    order = np.argsort([tl.makespan if job.record else st for tl, st in zip(timelines, step_times)], kind="stable")
+    median = timelines[int(order[(len(order) - 1) // 2])]
+    return MeasureResult(job.schedule, costs, compute, timelines, median, step_times, verdict,
+                         predicted, runner)
+
+
+def _predict(schedule: Schedule, costs: CostModel) -> Timeline | None:
+    from ..engines import run
+    from ..errors import PPVerifyError
+
+    try:
+        return run(schedule, costs, semantics="async")
+    except PPVerifyError:
+        return None
+
+
+def measure_many(items: Sequence[Schedule | tuple[Schedule, CostModel | dict[str, float] | None]], *,
+                 compute: str = "sleep", steps: int = 3, warmup: int = 1, timeout: float = 60.0,
+                 record: bool = True, seed: int = 0, format: str = "compute_only") -> list[MeasureResult]:
+    """:func:`measure` for several schedules (each alone or with its costs), with one set of
+    worker processes per distinct p; results in the order given. ``timeout`` bounds each
+    schedule's run (all its steps).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> rs = measure_many([build("gpipe", p=2, m=4), build("zbv", p=2, m=4)])  # doctest: +SKIP
+        >>> [r.grad_check.ok for r in rs]  # doctest: +SKIP
+        [True, True]
+    """
+    from .workers import check_world_size, prestart, require_torch
+
+    if compute not in COMPUTE_MODES:
+        raise ParameterError("compute", compute, f"expected one of {', '.join(COMPUTE_MODES)}")
+    require_torch()
+    for item in items:
+        check_world_size((item[0] if isinstance(item, tuple) else item).p)
+    prestart()  # the workers' torch import runs while the jobs and predictions are prepared here
+    prepared = []
+    for item in items:
+        sched, costs = item if isinstance(item, tuple) else (item, None)
+        c = seconds_costs(sched, costs)
+        prepared.append((sched, c, _job(sched, c, compute, steps, warmup, record, seed, format)))
+    predicted = [_predict(s, c) for s, c, _ in prepared]
+    out: list[MeasureResult | None] = [None] * len(prepared)
+    for p in sorted({s.p for s, _, _ in prepared}):
+        idx = [i for i, (s, _, _) in enumerate(prepared) if s.p == p]
+        per_rank = run_workers(p, run_jobs, [prepared[i][2] for i in idx], timeout)
+        for k, i in enumerate(idx):
+            sched, c, job = prepared[i]
+            out[i] = _result(job, c, compute, [per_rank[r][k] for r in range(p)], predicted[i])
+    return [r for r in out if r is not None]
+
+
+def measure(schedule: Schedule, costs: CostModel | dict[str, float] | None = None, *, compute: str = "sleep",
+            steps: int = 3, warmup: int = 1, timeout: float = 60.0, record: bool = True, seed: int = 0,
+            format: str = "compute_only") -> MeasureResult:
+    """Run ``schedule`` on ``schedule.p`` worker processes: ``warmup`` unmeasured steps, then
+    ``steps`` measured ones; check the gradients; return the :class:`MeasureResult`.
+
+    ``costs``: seconds per device share (a ``CostModel``, a dict like ``{"F": 0.01, "B": 0.02}``,
+    or :data:`DEFAULT_COSTS`); under ``compute="sleep"`` each op sleeps its cost, under ``"real"``
+    the blocks are wider and the costs only serve the prediction. ``record=False`` skips event
+    recording (to measure its overhead; step times remain). ``format`` is the CSV flavour handed
+    to PyTorch's runtime (``compute_only`` or ``compute_comms``). Raises
+    :class:`~ppverify.measure.workers.MeasureTimeout` on a hang (no worker left behind).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> r = measure(build("1f1b", p=2, m=4), {"F": 0.01, "B": 0.02})  # doctest: +SKIP
+        >>> r.grad_check.ok, len(r.timelines), r.predicted.makespan  # doctest: +SKIP
+        (True, 3, 0.15)
+    """
+    return measure_many([(schedule, costs)], compute=compute, steps=steps, warmup=warmup, timeout=timeout,
+                        record=record, seed=seed, format=format)[0]
+
+
+def build(family: str, p: int, m: int, **params: Any) -> Schedule:
+    """Shortcut for :func:`ppverify.schedules.build` (handy with :func:`measure`).
+
+    Example:
+        >>> build("1f1b", p=2, m=4).describe()
+        '1f1b p=2 m=4'
+    """
+    from ..schedules import build as _build
+
+    return _build(family, p, m, **params)
+
+
+__all__ = ["DEFAULT_COSTS", "Event", "GradCheck", "MeasureResult", "MeasureTimeout", "WorkerError", "build",
+           "max_workers", "measure", "measure_many", "run_workers", "seconds_costs", "to_timeline"]

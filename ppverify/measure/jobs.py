@@ -1,0 +1,91 @@
+"""What the parent sends to the workers (a :class:`Job` per schedule) and what each rank sends
+back (a :class:`RankResult`), plus the worker entry point :func:`run_jobs`.
+
+One set of worker processes runs a whole list of jobs (all with the same p) one after the other,
+because starting processes and importing torch costs seconds. Each job is one phase of
+:func:`~ppverify.measure.workers.run_workers`, so the hang timeout applies per job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..schedule import Schedule
+from .record import Event
+from .stages import ModelSpec
+
+
+@dataclass(frozen=True)
+class Job:
+    """One schedule to run: the schedule, its CSV cells for PyTorch's runtime (``rows``; empty
+    for a two-pipe schedule, which runs on :mod:`.twopipe`), the CSV flavour, the sleep per op
+    ``durations[kind][stage]`` in seconds, the model sizes, warm-up and measured steps, whether
+    to record events, and whether this rank should compute the single-process reference.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> j = Job(build("1f1b", p=2, m=2), [["0F0"]], "compute_only", {"F": (0.0, 0.0)}, ModelSpec(4, 8, 2))
+        >>> j.steps, j.warmup, j.two_pipe
+        (3, 1, False)
+    """
+
+    schedule: Schedule
+    rows: list[list[str]]
+    format: str
+    durations: dict[str, tuple[float, ...]]
+    spec: ModelSpec
+    steps: int = 3
+    warmup: int = 1
+    record: bool = True
+
+    @property
+    def two_pipe(self) -> bool:
+        """True when microbatches use two pipes (Chimera, DualPipe): no PyTorch runtime for it."""
+        return self.schedule.placement.num_pipes > 1
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """What one rank returns for one job: per measured step its events and its begin/end times
+    (CLOCK_MONOTONIC ns), the gradients of its stage replicas after the last step
+    (``grads[(pipe, stage)][param name]``, numpy arrays), and, from rank 0, the reference
+    gradients of the single-process run (``reference[stage][param name]``)."""
+
+    events: list[list[Event]]
+    begins: list[int]
+    ends: list[int]
+    grads: dict[tuple[int, int], dict[str, Any]]
+    reference: dict[int, dict[str, Any]] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def run_jobs(rank: int, world_size: int, jobs: list[Job]) -> list[RankResult]:
+    """Worker entry point (a :func:`~ppverify.measure.workers.run_workers` target): run every job
+    in order, each as one phase; rank 0 also computes each job's reference gradients.
+
+    Example:
+        >>> from ppverify.measure.workers import run_workers
+        >>> run_workers(2, run_jobs, [], timeout=30)  # doctest: +SKIP
+        [[], []]
+    """
+    from .gradcheck import reference_grads
+    from .workers import set_status
+
+    out = []
+    for k, job in enumerate(jobs):
+        set_status(f"starting {job.schedule.describe()}", phase=k)
+        if job.two_pipe:
+            from .twopipe import run_two_pipe
+
+            res = run_two_pipe(rank, world_size, job)
+        else:
+            from .runtime import run_torch_runtime
+
+            res = run_torch_runtime(rank, world_size, job)
+        if rank == 0:
+            set_status(f"reference forward/backward of {job.schedule.describe()}", phase=k)
+            res = RankResult(res.events, res.begins, res.ends, res.grads,
+                             reference_grads(job.spec, job.schedule.num_stages, job.schedule.m), res.info)
+        out.append(res)
+    return out

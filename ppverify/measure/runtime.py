@@ -1,0 +1,144 @@
+"""One rank of a one-pipe schedule in PyTorch's own runtime (``_PipelineScheduleRuntime``).
+
+Each rank writes the schedule's CSV cells to a file and loads it with the runtime's own
+``_load_csv`` (``compute_only``: PyTorch adds UNSHARD/RESHARD, REDUCE_GRAD and SEND/RECV itself;
+``compute_comms``: taken as written), exactly as a PyTorch job loads a schedule file. PyTorch maps
+stages to ranks from the file's rows, so linear, loop, V and wave placements all run; adjacent
+stages on one rank (V, wave) hand tensors over locally, as the runtime does.
+
+Where timing and sleeps go: :class:`TimedStage` is a ``PipelineStage`` whose
+``forward_one_chunk`` (F), ``backward_one_chunk`` (B when ``full_backward``, else I) and
+``backward_weight_one_chunk`` (W) record their start and end and sleep the op's cost. These are
+the calls in which the runtime really executes each action, after it has waited for the action's
+input; an autograd-level sleep would be wrong for split backwards, where the I and W passes re-enter
+the same autograd nodes and the first stage's I does nothing while its W runs the full backward.
+The per-action status (for hang reports) comes from iterating the runtime's action list.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.distributed.pipelining import PipelineStage
+from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
+
+from .jobs import Job, RankResult
+from .record import Event
+from .stages import build_stage_module, loss_fn, make_batch, sleep_remaining
+from .workers import set_status
+
+_now = time.monotonic_ns  # CLOCK_MONOTONIC on Linux: one clock for all processes
+
+
+class TimedStage(PipelineStage):
+    """A ``PipelineStage`` that sleeps each op's cost and records F/B/I/W and sends as
+    :class:`~ppverify.measure.record.Event` (``events`` is a list, or None to record nothing)."""
+
+    def __init__(self, *args: Any, durations: dict[str, tuple[float, ...]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.durations = durations
+        self.events: list[Event] | None = None
+
+    def _timed(self, kind: str, mb: int, call: Any) -> Any:
+        t0 = _now()
+        out = call()
+        sleep_remaining(t0, self.durations[kind][self.stage_index])
+        if self.events is not None:
+            self.events.append(Event(kind, self.stage_index, mb, t0, _now()))
+        return out
+
+    def forward_one_chunk(self, fwd_chunk_id: int, *args: Any, **kwargs: Any) -> Any:
+        return self._timed("F", fwd_chunk_id, lambda: super(TimedStage, self).forward_one_chunk(fwd_chunk_id, *args, **kwargs))
+
+    def backward_one_chunk(self, bwd_chunk_id: int, loss: Any = None, full_backward: bool = True,
+                           last_backward: bool = False) -> Any:
+        return self._timed("B" if full_backward else "I", bwd_chunk_id, lambda: super(TimedStage, self).backward_one_chunk(
+            bwd_chunk_id, loss=loss, full_backward=full_backward, last_backward=last_backward))
+
+    def backward_weight_one_chunk(self, bwd_chunk_id: int, last_backward: bool = False) -> Any:
+        return self._timed("W", bwd_chunk_id, lambda: super(TimedStage, self).backward_weight_one_chunk(
+            bwd_chunk_id, last_backward=last_backward))
+
+    def get_fwd_send_ops(self, fwd_chunk_id: int) -> Any:
+        if self.events is not None:
+            t = _now()
+            self.events.append(Event("SEND_F", self.stage_index, fwd_chunk_id, t, t))
+        return super().get_fwd_send_ops(fwd_chunk_id)
+
+    def get_bwd_send_ops(self, bwd_chunk_id: int) -> Any:
+        if self.events is not None:
+            t = _now()
+            self.events.append(Event("SEND_B", self.stage_index, bwd_chunk_id, t, t))
+        return super().get_bwd_send_ops(bwd_chunk_id)
+
+
+class _StatusList(list):
+    """The rank's action list; iterating it publishes each action as the worker's status."""
+
+    def __iter__(self):  # type: ignore[override]
+        for action in list.__iter__(self):
+            set_status(str(action))
+            yield action
+        set_status("end of step (waiting for posted sends)")
+
+
+def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
+    """Run ``job`` on this rank in ``_PipelineScheduleRuntime``: warm-up steps, then measured
+    steps (each between barriers), recording events when ``job.record``; return this rank's
+    events, step bounds and gradients (of the last step). Runs inside a worker (a process group
+    must exist); :func:`ppverify.measure.jobs.run_jobs` calls it.
+
+    Example:
+        >>> from ppverify.measure import measure, build
+        >>> measure(build("zbv", p=2, m=4)).runner  # doctest: +SKIP
+        'torch-runtime'
+    """
+    # a rejected schedule reaches the parent as one line; PyTorch's own error log would repeat it
+    logging.getLogger("torch.distributed.pipelining").setLevel(logging.CRITICAL)
+    sched = job.schedule
+    S, m = sched.num_stages, sched.m
+    mine = [s for s in range(S) if sched.placement.maps[0][s] == rank]
+    stages = [TimedStage(build_stage_module(job.spec, s), s, S, torch.device("cpu"), durations=job.durations)
+              for s in mine]
+    set_status("loading the schedule file")
+    rt = _PipelineScheduleRuntime(stages, m, loss_fn=loss_fn, scale_grads=True)
+    fd, path = tempfile.mkstemp(prefix=f"ppverify-rank{rank}-", suffix=".csv")
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            fh.write("".join(",".join(row) + "\n" for row in job.rows))
+        rt._load_csv(path, format=job.format)
+    finally:
+        Path(path).unlink(missing_ok=True)
+    rt.pipeline_order_with_comms[rank] = _StatusList(rt.pipeline_order_with_comms[rank])
+    x, y = make_batch(job.spec, m)
+    first, last = 0 in mine, (S - 1) in mine
+    events: list[list[Event]] = []
+    begins: list[int] = []
+    ends: list[int] = []
+    for step in range(job.warmup + job.steps):
+        measured = step >= job.warmup
+        for st in stages:
+            st.submod.zero_grad(set_to_none=True)
+            st.events = [] if (measured and job.record) else None
+        set_status(f"barrier before step {step}")
+        dist.barrier()
+        t0 = _now()
+        args = (x,) if first else ()
+        rt.step(*args, target=y if last else None, losses=[] if last else None)
+        t1 = _now()
+        if measured:
+            begins.append(t0)
+            ends.append(t1)
+            events.append([ev for st in stages for ev in (st.events or [])])
+    grads = {(0, st.stage_index): {n: p.grad.detach().numpy().copy() if p.grad is not None else None
+                                   for n, p in st.submod.named_parameters()} for st in stages}
+    set_status("barrier after the last step")
+    dist.barrier()
+    return RankResult(events, begins, ends, grads)

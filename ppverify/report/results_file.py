@@ -1,0 +1,163 @@
+"""Read the long-format result rows a report is built from: ``compare --out`` (.csv, .parquet),
+``compare --json`` (.json) and the ``sweep`` store (.jsonl).
+
+A file written by another ppverify version (columns missing) or cut short (a torn last line, a row
+with too few fields) is refused with one line naming the file and the row.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import ScheduleFileError
+from ..compare.table import COLUMNS
+
+#: the columns a report needs in every row
+REQUIRED: tuple[str, ...] = ("config", "p", "m", "system", "model", "schedule", "family", "params", "level",
+                             "status", "makespan", "time_unit", "memory_unit")
+#: the columns that must hold a number when present (empty allowed)
+NUMERIC: tuple[str, ...] = ("p", "m", "makespan", "bubble_ratio", "peak_activation", "lower_bound", "seconds", "rank",
+                             "gap_to_optimal")
+SUFFIXES: tuple[str, ...] = (".csv", ".jsonl", ".json", ".parquet")
+
+
+def load_results(path: str | Path) -> pd.DataFrame:
+    """The rows of a results file as the comparison frame (ranks recomputed when the file has none).
+
+    Example:
+        >>> import tempfile, os
+        >>> from ppverify.compare import run_comparison, abstract_configs, ScheduleEntry
+        >>> df = run_comparison(abstract_configs({"F": 1, "B": 2}, (0.0,), (2,), (2,)), (ScheduleEntry("gpipe", "gpipe"),), ("slot",))
+        >>> f = os.path.join(tempfile.mkdtemp(), "r.csv"); df.to_csv(f, index=False)
+        >>> load_results(f)[["schedule", "level", "makespan", "rank"]].values.tolist()
+        [['gpipe', 'slot', 9.0, 1]]
+        >>> _ = open(f, "w").write("config,p\\n1,2\\n")
+        >>> load_results(f)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: ...r.csv: row 1 (header): missing column(s) m, system, model, schedule, family, params, level, status, makespan, time_unit, memory_unit: not a ppverify results file, or one written by another version
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise ScheduleFileError(str(p), "", f"expected a results file ending in {', '.join(SUFFIXES)}")
+    if not p.is_file():
+        raise ScheduleFileError(str(p), "", "file not found")
+    if suffix == ".parquet":
+        try:
+            rows = pd.read_parquet(p).to_dict(orient="records")
+        except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
+            raise ScheduleFileError(str(p), "", f"not a readable Parquet file ({type(exc).__name__})") from None
+        header_row = "row 1 (header)"
+    elif suffix == ".csv":
+        rows = _csv_rows(p)
+        header_row = "row 1 (header)"
+    elif suffix == ".json":
+        rows = _json_rows(p)
+        header_row = "row 1"
+    else:
+        rows = _jsonl_rows(p)
+        header_row = "row 1"
+    if not rows:
+        raise ScheduleFileError(str(p), "", "no result rows")
+    missing = [c for c in REQUIRED if c not in rows[0]]
+    if missing:
+        raise ScheduleFileError(str(p), header_row, f"missing column(s) {', '.join(missing)}: not a ppverify results "
+                                                    "file, or one written by another version")
+    for n, r in enumerate(rows, start=2 if suffix in (".csv", ".parquet") else 1):
+        _check_row(str(p), n, r)
+    df = pd.DataFrame(rows)
+    for c in NUMERIC:
+        if c in df:
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+    for c in COLUMNS:
+        if c not in df:
+            df[c] = None
+    df["p"], df["m"], df["rank"] = df["p"].astype(int), df["m"].astype(int), df["rank"].astype("Int64")
+    for c in ("note", "verified", "rank_change", "semantics"):
+        df[c] = df[c].fillna("").astype(str)
+    if df["rank"].isna().all():  # a sweep store keeps raw rows: rank them over the whole file
+        from ..compare.table import add_ranks
+
+        extra = [c for c in df.columns if c not in COLUMNS]
+        df = add_ranks(df[[c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")]]).join(df[extra])
+    return df
+
+
+def _check_row(path: str, n: int, r: dict) -> None:
+    for c in REQUIRED:
+        if c not in r:
+            raise ScheduleFileError(path, f"row {n}", f"missing field {c!r}: truncated, or written by another version")
+    for c in ("p", "m"):
+        try:
+            ok = float(r[c]).is_integer() and float(r[c]) >= 1
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ScheduleFileError(path, f"row {n}", f"{c}={r[c]!r} is not an integer >= 1")
+    for c in NUMERIC:
+        v = r.get(c)
+        if v not in (None, "") and not (isinstance(v, float) and v != v):
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                raise ScheduleFileError(path, f"row {n}", f"{c}={v!r} is not a number") from None
+    if not str(r["level"] or "").strip() or not str(r["schedule"] or "").strip():
+        raise ScheduleFileError(path, f"row {n}", "empty level or schedule")
+
+
+def _csv_rows(p: Path) -> list[dict]:
+    text = p.read_text()
+    lines = list(csv.reader(io.StringIO(text)))
+    if not lines:
+        return []
+    header = lines[0]
+    rows = []
+    for n, fields in enumerate(lines[1:], start=2):
+        if len(fields) != len(header):
+            raise ScheduleFileError(str(p), f"row {n}", f"{len(fields)} fields, the header has {len(header)}: "
+                                                        "truncated, or written by another version")
+        rows.append(dict(zip(header, (None if f == "" else f for f in fields))))
+    if not text.endswith("\n"):
+        raise ScheduleFileError(str(p), f"row {len(lines)}", "the last row has no line end: the file is truncated")
+    return rows
+
+
+def _jsonl_rows(p: Path) -> list[dict]:
+    rows = []
+    with p.open() as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                raise ScheduleFileError(str(p), f"row {n}", "not a JSON object: the file is truncated or corrupt") from None
+            if not line.endswith("\n"):
+                raise ScheduleFileError(str(p), f"row {n}", "the last row has no line end: the file is truncated")
+            if not isinstance(r, dict):
+                raise ScheduleFileError(str(p), f"row {n}", "not a JSON object")
+            rows.append(r)
+    seen, unique = set(), []
+    for r in rows:  # a resumed sweep may hold a point twice
+        key = r.get("point")
+        if key is None or key not in seen:
+            seen.add(key)
+            unique.append(r)
+    return unique
+
+
+def _json_rows(p: Path) -> list[dict]:
+    try:
+        doc = json.loads(p.read_text())
+    except json.JSONDecodeError as exc:
+        raise ScheduleFileError(str(p), f"line {exc.lineno}", "not valid JSON: the file is truncated or corrupt") from None
+    rows = doc.get("rows") if isinstance(doc, dict) else doc
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ScheduleFileError(str(p), "rows", "expected the output of `ppverify compare --json` (an object with rows)")
+    return rows

@@ -1,0 +1,265 @@
+"""What one report shows: the result rows, and per point (schedule x configuration) the timelines
+of every level that has one, the verifier's verdict and, for an INVALID schedule, its minimal core.
+
+Built either from a comparison run (:func:`study_from_points`: the timelines the levels computed)
+or from a results file (:func:`study_from_rows`: the timelines are recomputed from the rows'
+configuration and schedule; a level no engine can recompute, such as ``measured``, shows in the
+table only).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import pandas as pd
+
+from ..compare.config import LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
+from ..errors import PPVerifyError
+from ..ops import Op
+from ..schedule import Schedule
+from .payload import canonical_ops, program_payload, timeline_payload
+
+#: ops embedded with charts, all points and levels together, by default (the rest: table only)
+DEFAULT_MAX_CHART_OPS = 400_000
+#: levels whose timelines a results file lets the report recompute
+RECOMPUTABLE: tuple[str, ...] = ("slot", "async", "contention", "optimum")
+
+
+@dataclass(frozen=True)
+class PointView:
+    """One schedule in one configuration, ready to draw: ops once, one payload per level."""
+
+    config: str
+    schedule: str
+    p: int
+    m: int
+    ops: tuple[str, ...]
+    levels: dict[str, dict[str, Any]]
+    verdict: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The page's form of the point."""
+        return {"config": self.config, "schedule": self.schedule, "p": self.p, "m": self.m, "ops": list(self.ops),
+                "levels": self.levels, "verdict": self.verdict}
+
+
+@dataclass(frozen=True)
+class Study:
+    """Everything one report page shows."""
+
+    rows: pd.DataFrame
+    points: tuple[PointView, ...]
+    findings: tuple[dict[str, Any], ...] = ()
+    #: findings map images: (name, PNG bytes)
+    findings_maps: tuple[tuple[str, bytes], ...] = ()
+    title: str = "ppverify study"
+    notes: tuple[str, ...] = ()
+
+    @property
+    def num_ops_drawn(self) -> int:
+        """Ops over every point and level the page draws."""
+        return sum(len(lv["o"]) for pt in self.points for lv in pt.levels.values())
+
+
+def level_order(levels: Iterable[str]) -> list[str]:
+    """Known levels cheapest first, then any other (``measured`` ...) in the order given.
+
+    Example:
+        >>> level_order(["measured", "async", "slot"])
+        ['slot', 'async', 'measured']
+    """
+    levels = list(dict.fromkeys(levels))
+    return [lv for lv in LEVELS if lv in levels] + [lv for lv in levels if lv not in LEVELS]
+
+
+def verdict_of(schedule: Schedule | None, verified: str, ops: list[Op]) -> dict[str, Any]:
+    """The verdict panel of a point: ``valid``/``INVALID``/``""`` (not checked), the verifier's
+    violations and, for INVALID, the indices in ``ops`` of every core op (from a fresh Z3 run).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=2)
+        >>> F0, B0, F1, B1 = (Op(k, 0, mb) for k, mb in (("F", 0), ("B", 0), ("F", 1), ("B", 1)))
+        >>> bad = s.with_programs(((F0, B0, F1, B1), (F0._replace(stage=1), F1._replace(stage=1), B0._replace(stage=1), B1._replace(stage=1))))
+        >>> v = verdict_of(bad, "INVALID: deadlock", canonical_ops(bad))
+        >>> v["verdict"], [str(canonical_ops(bad)[i]) for i in v["core"]]
+        ('INVALID', ['0B0', '0F1', '1F1', '1B0'])
+    """
+    text = str(verified or "")
+    out: dict[str, Any] = {"verdict": "valid" if text == "valid" else ("INVALID" if text.startswith("INVALID") else ""),
+                           "text": text, "violations": [], "core": []}
+    if out["verdict"] != "INVALID" or schedule is None:
+        return out
+    from ..verify import verify
+
+    try:
+        rep = verify(schedule)
+    except PPVerifyError as exc:
+        out["violations"] = [{"property": "structure", "rule": "", "message": str(exc), "core": []}]
+        return out
+    out["violations"] = [v.to_dict() for v in rep.violations]
+    core = {c for v in rep.violations for c in v.ops}
+    out["core"] = [i for i, op in enumerate(ops) if str(op) in core]
+    return out
+
+
+def point_view(config: str, schedule_label: str, schedule: Schedule, timelines: dict[str, Any], verified: str) -> PointView:
+    """Draw data of one point: each level's timeline (any level, ``measured`` included), and the
+    programs as written (level ``program``) when no level could run it or Z3 found it INVALID.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> s = build("gpipe", p=2, m=2)
+        >>> pv = point_view("c", "gpipe", s, {"slot": run(s, semantics="slot")}, "valid")
+        >>> len(pv.ops), list(pv.levels), pv.verdict["verdict"]
+        (8, ['slot'], 'valid')
+    """
+    ops = canonical_ops(schedule)
+    seen = set(ops)
+    for tl in timelines.values():  # a level may run ops the programs do not hold (the solver's I+W for a B)
+        for op in tl.ops:
+            if op not in seen:
+                seen.add(op)
+                ops.append(op)
+    levels = {lv: timeline_payload(timelines[lv], ops) for lv in level_order(timelines)}
+    if not levels or str(verified).startswith("INVALID"):
+        levels = {"program": program_payload(schedule, ops), **levels}
+    return PointView(config, schedule_label, schedule.p, schedule.m, tuple(str(o) for o in ops), levels,
+                     verdict_of(schedule, verified, ops))
+
+
+def study_from_points(rows: pd.DataFrame, points: Iterable[Any], findings: Iterable[dict] = (),
+                      findings_maps: tuple[tuple[str, bytes], ...] = (), title: str = "ppverify study",
+                      max_chart_ops: int = DEFAULT_MAX_CHART_OPS) -> Study:
+    """A study from a comparison run: ``rows`` its result frame, ``points`` its
+    :class:`~ppverify.compare.PointResult` objects (their levels carry the timelines).
+
+    Example:
+        >>> from ppverify.compare import abstract_configs, run_comparison, ScheduleEntry
+        >>> pts = []
+        >>> df = run_comparison(abstract_configs({"F": 1, "B": 2}, (0.5,), (2,), (2,)), (ScheduleEntry("1f1b", "1f1b"),),
+        ...                     ("slot", "async"), on_point=pts.append)
+        >>> st = study_from_points(df, pts)
+        >>> [(p.schedule, list(p.levels)) for p in st.points], st.num_ops_drawn
+        ([('1f1b', ['slot', 'async'])], 16)
+    """
+    from ..compare.evaluate import build_entry
+
+    views: list[PointView] = []
+    notes: list[str] = []
+    budget = max_chart_ops
+    for pt in points:
+        tls = {r.level: r.timeline for r in pt.results if getattr(r, "timeline", None) is not None}
+        if not tls and all(r.status == "not applicable" for r in pt.results):
+            continue
+        sched = next((tl.schedule for lv, tl in tls.items() if lv != "optimum"), None)
+        if sched is None:
+            try:
+                sched = build_entry(pt.entry, pt.config.p, pt.config.m)
+            except PPVerifyError:
+                continue
+        n = sched.num_ops * max(1, len(tls))
+        if n > budget:
+            notes.append(f"{pt.entry.label} in {pt.config.label}: no chart ({n} ops over the page's "
+                         f"{max_chart_ops} chart-op budget; --max-chart-ops)")
+            continue
+        budget -= n
+        views.append(point_view(pt.config.label, pt.entry.label, sched, tls, pt.verified))
+    return Study(rows, tuple(views), tuple(findings), tuple(findings_maps), title, tuple(notes))
+
+
+def config_of_row(row: dict[str, Any]) -> Config:
+    """Rebuild the configuration of a result row from its columns (checked against its label).
+
+    Example:
+        >>> config_of_row({"config": "p=4 m=8 F=1,B=2 c=0.5", "p": 4, "m": 8, "system": "comm-delay=0.5", "model": "F=1,B=2"}).comm_delay
+        0.5
+        >>> config_of_row({"config": "p=4 m=8 dgx-h100 gpt3-13b mfu=0.5", "p": 4, "m": 8, "system": "dgx-h100", "model": "gpt3-13b"}).options
+        (('mfu', 0.5),)
+    """
+    p, m, system, model = int(row["p"]), int(row["m"]), str(row["system"]), str(row["model"])
+    label = str(row["config"])
+    if system.startswith("comm-delay="):
+        costs = tuple((k, float(v)) for k, v in (kv.split("=") for kv in model.split(",")))
+        cfg = Config(p, m, costs=costs, comm_delay=float(system.split("=", 1)[1]))
+    else:
+        head = f"p={p} m={m} {system} {model}"
+        opts = []
+        for kv in label[len(head):].split():
+            k, v = kv.split("=", 1)
+            opts.append((k.replace("-", "_"), _number(v)))
+        cfg = Config(p, m, system, model, options=tuple(opts))
+    if cfg.label != label:
+        raise PPVerifyError(f"configuration {label!r} does not match its columns (rebuilt {cfg.label!r})")
+    return cfg
+
+
+def _number(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def study_from_rows(rows: pd.DataFrame, time_limit: float = 0.5, max_opt_ops: int = 256, findings: Iterable[dict] = (),
+                    findings_maps: tuple[tuple[str, bytes], ...] = (), title: str = "ppverify study",
+                    max_chart_ops: int = DEFAULT_MAX_CHART_OPS) -> Study:
+    """A study from result rows (a results file): each point's timelines are recomputed at the
+    levels the rows hold that an engine or the solver can redo (:data:`RECOMPUTABLE`).
+
+    Example:
+        >>> from ppverify.compare import abstract_configs, run_comparison, ScheduleEntry
+        >>> df = run_comparison(abstract_configs({"F": 1, "B": 2}, (0.5,), (2,), (2,)), (ScheduleEntry("1f1b", "1f1b"),), ("formula", "slot"))
+        >>> [list(p.levels) for p in study_from_rows(df).points]
+        [['slot']]
+    """
+    from ..compare.evaluate import evaluate_point
+
+    points = []
+    notes: list[str] = []
+    for cfg_label, grp in rows.groupby("config", sort=False):
+        cache: dict = {}
+        first = grp.iloc[0].to_dict()
+        try:
+            cfg = config_of_row(first)
+        except (PPVerifyError, ValueError) as exc:
+            notes.append(f"{cfg_label}: no charts ({exc})")
+            continue
+        for sched, srows in grp.groupby("schedule", sort=False):
+            r0 = srows.iloc[0]
+            levels = tuple(lv for lv in RECOMPUTABLE if lv in set(srows["level"]))
+            if r0["family"] == "file" or not levels or srows["makespan"].isna().all() and r0["verified"] in ("", None):
+                continue
+            entry = ScheduleEntry(str(sched), str(r0["family"]), tuple(sorted(json.loads(r0["params"] or "{}").items())))
+            pt = evaluate_point(entry, cfg, levels, time_limit, cache, max_opt_ops)
+            points.append(_with_verdict(pt, str(r0["verified"] or "")))
+    st = study_from_points(rows, points, findings, findings_maps, title, max_chart_ops)
+    other = sorted(set(rows["level"]) - set(RECOMPUTABLE) - {"formula"})
+    if other:
+        notes.append(f"level(s) {', '.join(other)}: in the table only (a results file holds no timeline to redraw)")
+    return Study(st.rows, st.points, st.findings, st.findings_maps, st.title, tuple(notes) + st.notes)
+
+
+def _with_verdict(pt: Any, verified: str) -> Any:
+    from dataclasses import replace
+
+    return replace(pt, verified=verified)
+
+
+def level_legend(rows: pd.DataFrame) -> dict[str, str]:
+    """Each level's semantics, from the rows (so a ``measured`` level brings its own).
+
+    Example:
+        >>> level_legend(pd.DataFrame({"level": ["measured", "slot"], "semantics": ["measured", ""]}))
+        {'slot': 'slot table: synchronous columns, communication charged per column', 'measured': 'measured'}
+    """
+    out = {}
+    for lv in level_order(rows["level"]):
+        given = [str(s) for s in rows.loc[rows["level"] == lv, "semantics"] if isinstance(s, str) and s]
+        out[lv] = given[0] if given else LEVEL_SEMANTICS.get(lv, lv)
+    return out

@@ -1,0 +1,248 @@
+"""Benchmark of the measured level: predicted (uncalibrated and calibrated) against measured step
+makespans of PyTorch's pipeline runtime, ops sleeping their cost.
+
+Over gpipe, 1f1b, 1f1b-split, zb-h1, zb-h2, interleaved-1f1b (v=2), looped-bfs, interleaved-zb,
+zbv, dualpipev, hanayo and chimera at p in {2, 3, 4}, m in {4, 8} (combinations a family refuses
+are listed, not run), with sleep costs F=10 ms, B=20 ms (I = W = 10 ms where split), prints per
+run: the async engine's makespan without and with the calibrated preset (runtime overhead and
+link), the measured median makespan and its spread (min-max over steps), the error of the
+calibrated prediction, and the rank of each family within its (p, m) by prediction and by
+measurement; then the mean/max error, a same-session check (the overheads fitted on the other
+(p, m) groups of this run), the order of every pair of schedules against the measured one (an
+inverted pair whose measured medians differ by less than the median step-to-step spread is a tie
+within the noise), where the runtime's time goes op by op (:mod:`ppverify.measure.breakdown`: sleep
+overshoot, gaps between a rank's ops against the SEND/RECV actions between them, waits for other
+ranks, along the measured critical paths), and a recording-on vs recording-off comparison.
+
+Benchmarks print, they never assert (the machine and its load set the figures).
+
+    python scripts/bench_measured.py                       # calibrate, then the whole grid (~4 min)
+    python scripts/bench_measured.py --quick               # p in {2, 4}, m = 4, fewer steps
+    python scripts/bench_measured.py --preset my.yaml      # reuse a preset from ppverify calibrate
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+FAMILIES = [("gpipe", {}), ("1f1b", {}), ("1f1b-split", {}), ("zb-h1", {}), ("zb-h2", {}),
+            ("interleaved-1f1b", {"v": 2}), ("looped-bfs", {}), ("interleaved-zb", {}), ("zbv", {}),
+            ("dualpipev", {}), ("hanayo", {}), ("chimera", {})]
+COSTS = {"F": 0.010, "B": 0.020}
+TWO_PIPE = {"chimera", "chimera-asym", "dualpipe"}
+
+
+def ranks(values: list[float]) -> list[int]:
+    """1-based rank of each value (ties share the lower rank)."""
+    return [1 + sum(1 for w in values if w < v - 1e-12) for v in values]
+
+
+def inversions(group: list[dict], key: str, noise: float) -> list[tuple[int, int, str]]:
+    """Pairs of runs ordered one way by ``key`` (a prediction) and the other way by the measured
+    median: ``(1, tie, label)`` each, ``tie`` when the two medians differ by less than ``noise``
+    (relative) and ``label`` naming the pair otherwise."""
+    out = []
+    for i, a in enumerate(group):
+        for b in group[i + 1:]:
+            if (a[key] - b[key]) * (a["med"] - b["med"]) < 0:
+                tie = abs(a["med"] - b["med"]) <= noise * (a["med"] + b["med"]) / 2
+                label = "" if tie else (f"{a['fam']}/{b['fam']} p={a['p']} m={a['m']} "
+                                        f"({(b['med'] - a['med']) / a['med'] * 100:+.1f} %)")
+                out.append((1, int(tie), label))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Calibrate (or load a preset), run the grid, print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="p in {2, 4}, m = 4, 2 measured steps")
+    ap.add_argument("--preset", default=None, help="a preset from ppverify calibrate (default: calibrate now)")
+    ap.add_argument("--steps", type=int, default=None, help="measured steps per run (default 5, quick 2)")
+    ap.add_argument("--save-preset", default=None, metavar="FILE.yaml", help="keep the calibrated preset there")
+    args = ap.parse_args(argv)
+
+    from ppverify.errors import ParameterError
+    from ppverify.measure import measure_many
+    from ppverify.measure.breakdown import breakdown, critical_path
+    from ppverify.measure.calibrate import calibrate, predict, predict_on, preset_text
+    from ppverify.comm import FixedDelay
+    from ppverify.measure import seconds_costs
+    from ppverify.schedules import build
+    from ppverify.system import load_system
+
+    t_start = time.perf_counter()
+    ps, ms = ((2, 4), (4,)) if args.quick else ((2, 3, 4), (4, 8))
+    steps = args.steps or (2 if args.quick else 5)
+    if args.preset:
+        system = load_system(args.preset)
+        two = system.two_pipe_overhead_s
+        print(f"preset {args.preset}: {system.action_overhead_s * 1e6:.0f} us/action, "
+              f"{system.transfer_overhead_s * 1e6:.0f} us/transfer"
+              + (f", two-pipe runner {two[0] * 1e6:.0f} us/action, {two[1] * 1e6:.0f} us/transfer" if two else "")
+              + f", link {system.inter.latency_s * 1e6:.0f} us")
+    else:
+        import tempfile
+        from pathlib import Path
+
+        cal = calibrate(quick=args.quick)
+        path = Path(args.save_preset) if args.save_preset else Path(tempfile.mkdtemp()) / "calibrated.yaml"
+        path.write_text(preset_text(cal), encoding="utf-8")
+        system = load_system(str(path))
+        two = cal.two_pipe_overhead_s
+        print(f"calibrated ({time.perf_counter() - t_start:.0f} s): {cal.action_overhead_s * 1e6:.0f} us/action, "
+              f"{cal.transfer_overhead_s * 1e6:.0f} us/transfer"
+              + (f", two-pipe runner {two[0] * 1e6:.0f} us/action" if two else "")
+              + f", link {cal.latency_s * 1e6:.0f} us + bytes/{cal.bandwidth_Bps / 1e9:.2f} GB/s, "
+              f"fit residual {cal.residual * 100:.2f} % rms ({path})")
+
+    items, skipped = [], []
+    for p in ps:
+        for m in ms:
+            for fam, params in FAMILIES:
+                try:
+                    items.append((fam, p, m, build(fam, p=p, m=m, **params)))
+                except ParameterError as exc:
+                    skipped.append(f"{fam} p={p} m={m}: {str(exc).split(': ', 1)[-1]}")
+    t0 = time.perf_counter()
+    results = measure_many([(s, dict(COSTS)) for *_, s in items], steps=steps, warmup=1, timeout=120)
+    t_measure = time.perf_counter() - t0
+
+    rows = []
+    breakdowns = [r for (fam, *_), r in zip(items, results) if fam not in TWO_PIPE]
+    for (fam, p, m, s), r in zip(items, results):
+        unc = predict(s, seconds_costs(s, dict(COSTS)), FixedDelay(0.0), 0.0, 0.0)
+        cal_ = predict_on(s, dict(COSTS), system)
+        spans = r.makespans
+        med = statistics.median(spans)
+        rows.append(dict(fam=fam, p=p, m=m, unc=unc, cal=cal_, med=med, lo=min(spans), hi=max(spans),
+                         err=(cal_ - med) / med, grads=r.grad_check.ok))
+    # same-session check: the overheads fitted (as calibrate does: both runners) on the other
+    # (p, m) groups of this very run (leave one group out), so calibration and measurement see
+    # the same machine load
+    from ppverify.measure.calibrate import fit_runtime, op_ratio
+
+    lat = system.inter.latency_s
+    runs = [(s, seconds_costs(s, dict(COSTS)), r["med"]) for (_, _, _, s), r in zip(items, rows)]
+    groups = sorted({(r["p"], r["m"]) for r in rows})
+    ratio = op_ratio(breakdown([tl for (fam, *_), res in zip(items, results) if fam not in TWO_PIPE
+                                for tl in res.timelines]))
+    # the fits compared: the one calibrate uses ("cv", the table's column) and the alternatives
+    variants = {"cv": ("as calibrate: transfer/action from this run's op means, level fitted", {"ratio": ratio}),
+                "free": ("action and transfer fitted freely", {}),
+                "lat": ("as calibrate, and the hand-over latency fitted", {"ratio": ratio, "latency": True}),
+                "free_lat": ("action, transfer and hand-over latency fitted freely", {"latency": True})}
+    for g in groups:
+        train = [run for run, r in zip(runs, rows) if (r["p"], r["m"]) != g]
+        fits = {key: fit_runtime(train, FixedDelay(lat), **kw) for key, (_, kw) in variants.items()}
+        for key, fit in fits.items():
+            link = FixedDelay(fit.latency if fit.latency is not None else lat)
+            for (s, c, _), r in zip(runs, rows):
+                if (r["p"], r["m"]) == g:
+                    a, t = fit.two_pipe_or_one if s.placement.num_pipes > 1 else fit.one_pipe
+                    r[key] = predict(s, c, link, a, t)
+                    r[key + "_a"], r[key + "_t"], r[key + "_l"] = a, t, link.delay
+                    r[key + "_err"] = (r[key] - r["med"]) / r["med"]
+    for p in ps:
+        for m in ms:
+            grp = [r for r in rows if r["p"] == p and r["m"] == m]
+            for r, a, b in zip(grp, ranks([g["cal"] for g in grp]), ranks([g["med"] for g in grp])):
+                r["rank_pred"], r["rank_meas"] = a, b
+
+    head = (f"{'family':<17}{'p':>2}{'m':>3}  {'pred':>8}  {'pred cal':>8}  {'measured':>8}  "
+            f"{'spread (min-max)':>17}  {'err':>7}  {'rank':>4}  {'meas':>4}  {'pred cv':>8}  {'err cv':>7}  grads")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        mark = "" if r["rank_pred"] == r["rank_meas"] else " *"
+        print(f"{r['fam']:<17}{r['p']:>2}{r['m']:>3}  {r['unc'] * 1e3:8.1f}  {r['cal'] * 1e3:8.1f}  "
+              f"{r['med'] * 1e3:8.1f}  {r['lo'] * 1e3:8.1f}-{r['hi'] * 1e3:<8.1f}  {r['err'] * 100:+6.1f}%  "
+              f"{r['rank_pred']:>4}  {r['rank_meas']:>4}{mark:<2}  {r['cv'] * 1e3:8.1f}  {r['cv_err'] * 100:+6.1f}%  "
+              f"{'ok' if r['grads'] else 'MISMATCH'}")
+    errs = [abs(r["err"]) for r in rows]
+    unc_errs = [abs(r["unc"] - r["med"]) / r["med"] for r in rows]
+    same = sum(1 for r in rows if r["rank_pred"] == r["rank_meas"])
+    print("(times in ms; pred = async engine, no overhead; pred cal = with the calibrated preset; "
+          "err = (pred cal - measured) / measured; * = rank differs)")
+    print(f"calibrated error: mean {statistics.mean(errs) * 100:.2f} %, max {max(errs) * 100:.2f} %, "
+          f"median {statistics.median(errs) * 100:.2f} %  (uncalibrated: mean {statistics.mean(unc_errs) * 100:.2f} %, "
+          f"max {max(unc_errs) * 100:.2f} %)")
+    one = [r for r in rows if r["fam"] not in TWO_PIPE]
+    print(f"same-session error (overheads fitted on the other (p, m) groups of this run; op-mean transfer/action "
+          f"{ratio if ratio is not None else float('nan'):.2f}):")
+    for key, (how, _) in variants.items():
+        cv_errs = [abs(r[key + "_err"]) for r in rows]
+        print(f"  {'pred cv' if key == 'cv' else key:<8} {how}: mean {statistics.mean(cv_errs) * 100:.2f} %, "
+              f"max {max(cv_errs) * 100:.2f} %, median {statistics.median(cv_errs) * 100:.2f} % (one-pipe "
+              f"{min(r[key + '_a'] for r in one) * 1e3:.2f}-{max(r[key + '_a'] for r in one) * 1e3:.2f} ms/action, "
+              f"{min(r[key + '_t'] for r in one) * 1e3:.2f}-{max(r[key + '_t'] for r in one) * 1e3:.2f} ms/transfer, "
+              f"latency {min(r[key + '_l'] for r in one) * 1e3:.2f}-{max(r[key + '_l'] for r in one) * 1e3:.2f} ms)")
+    spread = [(r["hi"] - r["lo"]) / r["med"] for r in rows]
+    noise = statistics.median(spread)
+    print(f"measurement spread (max - min) / median over steps: mean {statistics.mean(spread) * 100:.1f} %, "
+          f"median {noise * 100:.1f} % (the stated noise), max {max(spread) * 100:.1f} %")
+    print(f"ranks: {same}/{len(rows)} runs rank the same by prediction and by measurement")
+    for key, label in (("cal", "pred cal"), ("cv", "pred cv")):
+        bad = tie = total = 0
+        worst = []
+        for g in groups:
+            grp = [r for r in rows if (r["p"], r["m"]) == g]
+            total += len(grp) * (len(grp) - 1) // 2
+            for b, n, pair in inversions(grp, key, noise):
+                bad, tie = bad + b, tie + n
+                if pair:
+                    worst.append(pair)
+        print(f"order ({label} vs measured): {bad} of {total} pairs inverted, {tie} of them ties within the "
+              f"noise (measured medians closer than {noise * 100:.1f} %); beyond it: {', '.join(worst) or 'none'}")
+    if breakdowns:
+        b = breakdown([tl for r in breakdowns for tl in r.timelines])
+        print(f"op by op (one-pipe runs, medians over {b.samples} ops): sleep overshoot {b.overshoot * 1e6:.0f} us/op; "
+              f"gap between a rank's ops {b.gap_base * 1e6:.0f} us + {b.gap_per_comm * 1e6:.0f} us per SEND/RECV action "
+              f"between them; wait after another rank's op {b.wait * 1e6:.0f} us; step head {b.head * 1e6:.0f} us; "
+              f"trimmed means: overshoot {b.means[0] * 1e6:.0f} us/op, gap {b.means[1] * 1e6:.0f} us + "
+              f"{b.means[2] * 1e6:.0f} us per SEND/RECV action")
+        # the model with the op-level medians of this very run (no makespan fitted): one-pipe runs
+        a_op, t_op = b.per_action, max(0.0, b.gap_per_comm)
+        op_errs = [abs(predict(s, seconds_costs(s, dict(COSTS)), FixedDelay(system.inter.latency_s), a_op, t_op) - r["med"])
+                   / r["med"] for (fam, _, _, s), r in zip(items, rows) if fam not in TWO_PIPE]
+        print(f"  the model with these medians ({a_op * 1e6:.0f} us/action, {t_op * 1e6:.0f} us/transfer; one-pipe runs): "
+              f"error mean {statistics.mean(op_errs) * 100:.2f} %, max {max(op_errs) * 100:.2f} %")
+        paths = [critical_path(r.timeline) for r in breakdowns]
+        over = sum(pt.overhead for pt in paths)
+        print(f"measured critical paths (median steps, one-pipe runs): overhead {over * 1e3:.1f} ms in all = "
+              + ", ".join(f"{k} {sum(getattr(pt, k) for pt in paths) / over * 100:.0f} %"
+                          for k in ("overshoot", "gaps", "waits", "head"))
+              + f"; per op {over / sum(pt.ops for pt in paths) * 1e6:.0f} us, "
+              f"{sum(pt.comm for pt in paths) / sum(pt.ops for pt in paths):.2f} SEND/RECV per op")
+    two = [r for (fam, *_), r in zip(items, results) if fam in TWO_PIPE]
+    if two:
+        tails = [tl.makespan - float(tl.end.max()) for r in two for tl in r.timelines]
+        paths = [critical_path(r.timeline) for r in two]
+        print(f"two-pipe runner: replica all-reduce after the last op {statistics.median(tails) * 1e6:.0f} us "
+              f"(median over steps; the model's: two link latencies), overhead on the critical paths "
+              f"{sum(pt.overhead for pt in paths) / sum(pt.ops for pt in paths) * 1e6:.0f} us per op")
+    print(f"measured {len(rows)} runs x {steps} steps in {t_measure:.0f} s")
+    if skipped:
+        print("skipped (the family refuses these sizes):")
+        for line in skipped:
+            print(f"  {line}")
+
+    # recording overhead: the same runs with and without event recording, step times compared
+    probe = [s for fam, p, m, s in items if (fam, m) in (("1f1b", ms[-1]), ("zbv", ms[-1]))]
+    pairs = []
+    for record in (True, False, True, False):
+        rs = measure_many([(s, dict(COSTS)) for s in probe], steps=steps, warmup=1, timeout=120, record=record)
+        pairs.append([statistics.median(r.step_times) for r in rs])
+    on = [statistics.mean(x) for x in zip(pairs[0], pairs[2])]
+    off = [statistics.mean(x) for x in zip(pairs[1], pairs[3])]
+    print("recording on vs off (median step time, ms, two alternating rounds each):")
+    for s, a, b in zip(probe, on, off):
+        print(f"  {s.describe():<28} on {a * 1e3:8.1f}  off {b * 1e3:8.1f}  overhead {(a - b) / b * 100:+.2f} %")
+    print(f"total {time.perf_counter() - t_start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

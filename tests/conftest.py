@@ -1,0 +1,62 @@
+"""Shared test helpers: the repository root, the installed ``ppverify`` command, small grids, and
+the example family of the manual (``docs/your-own-schedule.md``), read from the page itself so the
+tests and the manual show the same code."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the virtualenv's console script (what ``pip install`` puts on PATH)
+PPVERIFY = Path(sys.executable).parent / "ppverify"
+#: small (p, m) sizes, cheap enough to sweep in the fast suite
+SMALL_GRID = tuple((p, m) for p in range(1, 7) for m in range(1, 9))
+
+
+def doc_file_block(page: str, path: str) -> str:
+    """The text of the block a manual page writes to ``path`` (``<!-- write: path -->``)."""
+    text = (ROOT / "docs" / page).read_text()
+    hit = re.search(rf"<!-- write: {re.escape(path)} -->\n```\w*\n(.*?)\n```", text, re.S)
+    if not hit:
+        raise LookupError(f"docs/{page} has no block written to {path}")
+    return hit.group(1) + "\n"
+
+
+@pytest.fixture(scope="session")
+def small_grid() -> tuple[tuple[int, int], ...]:
+    """Small (p, m) sizes, cheap enough to sweep in the fast suite."""
+    return SMALL_GRID
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def eager_family_source() -> str:
+    """The ``eager-1f1b`` module of docs/your-own-schedule.md."""
+    return doc_file_block("your-own-schedule.md", "my_schedules.py")
+
+
+@pytest.fixture
+def ppverify_cli() -> Callable[..., subprocess.CompletedProcess]:
+    """Run the installed ``ppverify`` command: ``ppverify_cli(*args, cwd=..., pythonpath=...)``."""
+
+    def run(*args: str, cwd: Path | None = None, pythonpath: Path | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+        env = dict(os.environ, TQDM_DISABLE="1")
+        env.pop("PYTHONPATH", None)
+        if pythonpath is not None:
+            env["PYTHONPATH"] = str(pythonpath)
+        return subprocess.run([str(PPVERIFY), *args], cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+
+    return run

@@ -1,0 +1,337 @@
+"""Hostile input, case by case (the examples of the hostile-input report): limits checked before
+work, one line and exit 2 for every bad input, exit 3 (never 1) for a bug, interruption, atomic
+outputs, damaged stores. About 25 s on two cores (two subprocesses that are signalled).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ppverify.cli import main
+from ppverify.files import atomic_write, read_text
+from ppverify.io.json_format import dumps
+from ppverify.io.torch_csv import csv_text
+from ppverify.limits import DEFAULT_MAX_OPS, LimitError, check_json_text, family_ops, op_limit, time_limit
+from ppverify.schedules import build
+
+
+def one_line_exit_2(argv, capsys, needle, seconds=1.0):
+    t0 = time.perf_counter()
+    code = main(argv)
+    took = time.perf_counter() - t0
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip("\n").split("\n")) == 1 and "Traceback" not in err, err
+    assert needle in err, err
+    assert took < seconds, f"refused after {took:.2f} s"
+    return err
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["show", "gpipe", "-p", "100000", "-m", "100000"], "implies 30000000000 ops, over the limit of 50000000"),
+    (["verify", "gpipe", "-p", "2147483648"], "over the limit of 50000000"),
+    (["simulate", "interleaved-1f1b", "-p", "4", "-m", "4", "--v", "10000000"], "over the limit"),
+    (["--max-ops", "10", "show", "1f1b"], "1f1b -p 4 -m 4: implies 48 ops, over the limit of 10"),
+    (["show", "1f1b", "--max-ops", "0"], "--max-ops 0: must be an integer >= 1"),
+    (["show", "1f1b", "--costs", "F=inf"], "F must be > 0, finite"),
+    (["show", "1f1b", "--costs", "F=1e400"], "F must be > 0, finite"),
+    (["simulate", "1f1b", "--comm-delay", "1e308"], "comm-delay=1e+308: must be a finite number >= 0 and <= 1e+15"),
+    (["simulate", "1f1b", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--mfu", "0"], "mfu=0.0: must be a fraction"),
+    (["simulate", "1f1b", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--tp", "0"], "tp=0: must be an integer >= 1"),
+    (["simulate", "1f1b", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--microbatch-size", "0"],
+     "microbatch-size=0: must be an integer >= 1"),
+    (["export", "1f1b", "-o", "/nonexistent-dir/s.json"], "cannot write there"),
+    (["gap", ""], "gap needs a family or a schedule file"),
+    (["show", "9" * 5000], "... (5000 characters): unknown schedule family"),
+    (["nosuch-command"], "invalid choice"),
+])
+def test_bad_command_lines_are_refused_at_once(argv, needle, capsys):
+    one_line_exit_2(argv, capsys, needle)
+
+
+def _write(tmp_path, name, data):
+    f = tmp_path / name
+    f.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass"))
+    return str(f)
+
+
+GOOD_JSON = dumps(build("1f1b", p=2, m=2))
+
+
+@pytest.mark.parametrize("name,data,needle", [
+    ("big.csv", "999999999F0\n", "1000000000 stages x 1 microbatches: implies 2000000000 ops"),
+    ("sparse.csv", "0F0,0F1000000\n", "imply 2000002 ops but the file holds 2"),
+    ("digits.csv", "0F0,0F" + "9" * 500 + "\n", "a stage or microbatch number of 500 digits (at most 12)"),
+    ("cell.csv", "0F0,0F" + "9" * 5000 + "\n", "cell.csv:1:2: a cell of 5002 characters; at most 1024"),
+    ("field.csv", "0F0," + "x" * 200_000 + "\n", "field.csv:1: malformed CSV: field larger than field limit"),
+    ("rank.csv", "0F0\n" * 3 + "0F" + "1" * 19 + "\n", "19 digits"),
+    ("deep.json", "[" * 1000 + "]" * 1000, "deep.json:1:1: lists and objects nested more than 64 deep"),
+    ("digits.json", GOOD_JSON.replace('"m": 2', '"m": ' + "9" * 5000), "a number of 5000 digits"),
+    ("huge-m.json", GOOD_JSON.replace('"m": 2', '"m": 100000000000'), "implies 400000000000 ops"),
+    ("nan.json", GOOD_JSON.replace('"m": 2', '"m": NaN'), ":1"),
+    ("latin1.json", GOOD_JSON.encode().replace(b"1f1b", b"\xe91f1b", 1), "not UTF-8 text (byte 0xe9)"),
+    ("table.txt", "tick 0 1\ndev 0 0F0 0F2147483648\n", "x 2147483649 microbatches: implies 4294967298 ops"),
+    ("sparse.txt", "tick 0 1\ndev 0 0F0 0F99999\n", "imply 200000 ops but the file holds 2"),
+    ("dir.json", None, "is a directory"),
+])
+def test_bad_files_are_one_line_naming_the_file(tmp_path, capsys, name, data, needle):
+    if data is None:
+        path = str(tmp_path / name)
+        os.mkdir(path)
+    else:
+        path = _write(tmp_path, name, data)
+    err = one_line_exit_2(["verify", path], capsys, needle)
+    assert name in err
+
+
+def test_nan_in_json_names_line_and_column(tmp_path, capsys):
+    path = _write(tmp_path, "n.json", '{"format": "ppverify-schedule",\n  "version": 1, "p": NaN}')
+    one_line_exit_2(["verify", path], capsys, "n.json:2:22: NaN is not valid JSON")
+
+
+def test_formats_are_recognised_by_content(tmp_path, capsys):
+    # a JSON schedule named .csv (or given to import), a CSV named .txt: read as what they hold
+    s = build("1f1b", p=2, m=2)
+    for name, text in (("x.csv", GOOD_JSON), ("y.txt", csv_text(s)), ("z.json", csv_text(s))):
+        path = _write(tmp_path, name, text)
+        assert main(["verify", path]) == 0, capsys.readouterr().err
+    assert main(["import", _write(tmp_path, "x.json", GOOD_JSON)]) == 0
+    assert "VALID" in capsys.readouterr().out
+
+
+def test_a_byte_order_mark_is_accepted_in_every_format(tmp_path, capsys):
+    s = build("1f1b", p=2, m=2)
+    for name, text in (("s.json", GOOD_JSON), ("s.csv", csv_text(s)),
+                       ("s.txt", "tick 0 1 2 3\ndev 0 0F0 0F1 0B0 0B1\n")):
+        path = _write(tmp_path, name, b"\xef\xbb\xbf" + text.encode())
+        assert main(["show", path]) in (0, 1), capsys.readouterr().err
+
+
+def test_yaml_errors_are_one_line(tmp_path, capsys):
+    bad = {"sys.yaml": b"gpus_per_node: [1\ndevice: 2\n", "nonutf8.yaml": b"gpus_per_node: \xff\n",
+           "digits.yaml": ("gpus_per_node: " + "9" * 5000 + "\n").encode(), "deep.yaml": b"a: " + b"[" * 5000}
+    for name, data in bad.items():
+        path = _write(tmp_path, name, data)
+        one_line_exit_2(["simulate", "1f1b", "--system", path, "--model", "gpt3-1.3b"], capsys, name)
+        one_line_exit_2(["sweep", path, "--dry-run"], capsys, name)
+
+
+def test_unprintable_names_are_escaped_not_a_crash(tmp_path, capsys):
+    doc = json.loads(GOOD_JSON)
+    doc["family"] = "\ud800\n2nd line"
+    path = _write(tmp_path, "u.json", json.dumps(doc))  # ASCII: "\ud800" as an escape
+    assert main(["show", path]) == 0
+    out = capsys.readouterr().out
+    assert "\\ud800" in out and "Traceback" not in out
+    doc["programs"][0][0] = "\ud800"
+    err = one_line_exit_2(["verify", _write(tmp_path, "v.json", json.dumps(doc))], capsys, "is not an action")
+    assert "\\ud800" in err
+
+
+def test_an_unexpected_exception_is_exit_3_never_a_verdict(monkeypatch, capsys):
+    import ppverify.cli.commands.verify as verify_cmd
+
+    def boom(schedule, *a, **k):
+        raise RuntimeError("a bug\nwith two lines")
+
+    monkeypatch.setattr(verify_cmd, "verify", boom)
+    assert main(["verify", "1f1b"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error" in err and "RuntimeError: a bug\\nwith two lines" in err
+    assert main(["--debug", "verify", "1f1b"]) == 3
+    assert "Traceback" in capsys.readouterr().err
+
+    def interrupted(schedule, *a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(verify_cmd, "verify", interrupted)
+    assert main(["verify", "1f1b"]) == 130
+    assert capsys.readouterr().err == "ppverify verify: interrupted\n"
+
+
+@pytest.mark.parametrize("exc,code", [(RecursionError, 2), (MemoryError, 2), (OverflowError, 2),
+                                      (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad"), 2), (ValueError, 3)])
+def test_python_failures_caused_by_input_are_exit_2(monkeypatch, capsys, exc, code):
+    import ppverify.cli.commands.verify as verify_cmd
+
+    def fail(schedule, *a, **k):
+        raise exc
+
+    monkeypatch.setattr(verify_cmd, "verify", fail)
+    assert main(["verify", "1f1b"]) == code
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_op_estimate_bounds_every_family():
+    from ppverify.schedules import families
+
+    for fam in families():
+        for p, m in ((2, 4), (4, 8)):
+            try:
+                s = build(fam.name, p, m)
+            except Exception:  # noqa: BLE001 - a family's own parameter rules
+                continue
+            assert s.num_ops <= family_ops(fam.name, p, m, fam.defaults()) <= 3 * s.num_ops, fam.name
+    assert DEFAULT_MAX_OPS == 50_000_000
+    with op_limit(100), pytest.raises(LimitError):
+        build("1f1b", p=8, m=8)
+
+
+def test_json_checks_are_linear_in_the_text():
+    # the nesting and digit scan is a handful of regular-expression passes: ten times the text,
+    # about ten times the time (a quadratic scan would be a hundred)
+    def seconds(n):
+        text = json.dumps({"programs": [["0F0"] * n for _ in range(8)]})
+        t0 = time.perf_counter()
+        check_json_text(text, "big.json")
+        return time.perf_counter() - t0
+
+    small, large = min(seconds(20_000) for _ in range(3)), min(seconds(200_000) for _ in range(2))
+    assert large < 30 * small, (small, large)
+
+
+def test_adding_send_recv_is_linear_in_empty_cells(tmp_path, capsys):
+    # 10**5 idle cells used to make the SEND/RECV lowering quadratic (minutes); now well under 5 s
+    path = _write(tmp_path, "idle.csv", "0F0," + "," * 100_000 + "0B0\n1F0,1B0\n")
+    t0 = time.perf_counter()
+    assert main(["export", path, "--format", "torch-csv-comms"]) == 0
+    assert time.perf_counter() - t0 < 5.0
+    rows = [[c for c in line.split(",") if c[1:] not in ("UNSHARD", "RESHARD", "REDUCE_GRAD")]
+            for line in capsys.readouterr().out.splitlines()]
+    assert rows == [["0F0", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0", "1SEND_B0"]]
+
+
+def test_time_limit_stops_a_block():
+    t0 = time.perf_counter()
+    with pytest.raises(LimitError, match="no answer within 0.3 s"), time_limit(0.3):
+        while True:
+            pass
+    assert time.perf_counter() - t0 < 0.33
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path):
+    f = tmp_path / "out.json"
+    atomic_write(f, "{}\n")
+    assert f.read_text() == "{}\n" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
+    with pytest.raises(Exception, match="is a directory"):
+        atomic_write(tmp_path, "x")
+    assert read_text(f) == "{}\n"
+
+
+def test_damaged_store_lines_are_named_and_grid_duplicates_stored_once(tmp_path, capsys):
+    cfg = _write(tmp_path, "c.yaml", "schedules: [gpipe, gpipe]\np: [2, 2]\nm: [2]\ncosts: {F: 1}\nlevels: [slot]\n")
+    one_line_exit_2(["sweep", cfg, "--dry-run"], capsys, "label 'gpipe' used twice")
+    cfg = _write(tmp_path, "c.yaml", "schedules: [gpipe]\np: [2, 2]\nm: [2, 2]\ncosts: {F: 1}\n"
+                                     "comm_delays: [0, 0.0]\nlevels: [slot]\n")
+    store = tmp_path / "s.jsonl"
+    assert main(["sweep", cfg, "--store", str(store), "--workers", "1", "--no-progress"]) == 0
+    assert len(store.read_text().splitlines()) == 1  # p, m and delay given twice: one point
+    good = store.read_bytes()
+    for line, why in ((b"5\n", "a JSON number"), (b"[]\n", "a JSON list"), (b"\xff\n", "not UTF-8"),
+                      (b'{"x": 1}\n', "a row without its point")):
+        store.write_bytes(good + line)
+        one_line_exit_2(["sweep", cfg, "--store", str(store), "--dry-run"], capsys, f"s.jsonl:2: damaged store line ({why}")
+    one_line_exit_2(["sweep", cfg, "--store", str(tmp_path), "--dry-run"], capsys, "is a directory")
+
+
+def _start(args, tmp_path):
+    return subprocess.Popen([sys.executable, "-m", "ppverify", *args], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_during_a_sweep_stops_within_2_s_and_keeps_the_rows(tmp_path, sig, code):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("schedules: [gpipe, 1f1b, zb-h1]\np: [2, 3, 4, 5, 6, 7, 8]\nm: [8, 9, 10, 11, 12, 13, 14, 15, 16]\n"
+                   "costs: {F: 1, B: 2}\ncomm_delays: [0, 0.5]\nlevels: [slot, async]\n")
+    store = tmp_path / "s.jsonl"
+    proc = _start(["sweep", str(cfg), "--store", str(store), "--workers", "2", "--batch", "1", "--no-progress"],
+                  tmp_path)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (store.exists() and store.read_text().count("\n") >= 5):
+        time.sleep(0.05)
+    t0 = time.perf_counter()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=20)
+    assert time.perf_counter() - t0 < 2.0
+    assert proc.returncode == code, err
+    assert b"Traceback" not in err and b"rows are safe in" in err
+    rows = [json.loads(x) for x in store.read_text().splitlines()]
+    assert len(rows) >= 5 and len({r["point"] for r in rows}) == len(rows)
+
+
+def test_sigterm_during_verify_stops_within_2_s(tmp_path):
+    text = [r.split(",") for r in csv_text(build("1f1b", p=32, m=1024)).splitlines()]
+    text[5][10], text[5][11] = text[5][11], text[5][10]
+    text[7][100], text[7][300] = text[7][300], text[7][100]  # invalid: the verifier minimizes cores (~10 s)
+    (tmp_path / "bad.csv").write_text("\n".join(",".join(r) for r in text) + "\n")
+    proc = _start(["verify", "bad.csv"], tmp_path)
+    time.sleep(3)
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    if proc.returncode in (0, 1):
+        pytest.fail("the verdict came before the signal: make the schedule larger")
+    assert time.perf_counter() - t0 < 2.0
+    assert proc.returncode == 143 and err == b"ppverify verify: terminated (SIGTERM)\n"
+
+
+def _without_clock(value):
+    # wall-clock fields (``wall_s``, ``order_s``, ``seconds`` ...) vary by run; everything else may not
+    if isinstance(value, dict):
+        return {k: _without_clock(v) for k, v in value.items() if not (k.endswith("_s") or k in ("seconds", "wall"))}
+    if isinstance(value, list):
+        return [_without_clock(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("argv", [
+    ["show", "zbv", "-p", "3", "-m", "6", "--json"],
+    ["simulate", "1f1b", "-p", "4", "-m", "8", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--json"],
+    ["verify", "interleaved-1f1b", "-p", "2", "-m", "4", "--memory-cap", "1", "--json"],
+    ["optimize", "1f1b", "-p", "3", "-m", "6", "--comm-delay", "0.5", "--time-limit", "1", "--workers", "1",
+     "--seed", "3", "--json"],
+    ["compare", "--schedules", "gpipe,1f1b", "--costs", "F=1,B=2", "-p", "2", "-m", "2,4", "--levels", "formula,slot",
+     "--no-progress", "--json"],
+])
+def test_identical_inputs_give_identical_json(argv, capsys):
+    outs = []
+    for _ in range(2):
+        assert main(argv) in (0, 1)
+        text = capsys.readouterr().out
+        outs.append(_without_clock(json.loads(text[text.index("{"):])))
+    assert outs[0] == outs[1]
+
+
+def _dies_once(tasks):
+    # the first worker to run a batch dies as if killed (out of memory, SIGKILL); later ones work
+    marker = os.environ["PPVERIFY_TEST_MARKER"]
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(9)
+    return [{"point": str(t)} for t in tasks]
+
+
+def _always_dies(tasks):
+    os._exit(9)
+
+
+def test_a_killed_pool_worker_is_retried_then_reported(tmp_path, monkeypatch):
+    import ppverify.sweep_exec as ex
+    from ppverify.errors import PPVerifyError
+
+    monkeypatch.setenv("PPVERIFY_TEST_MARKER", str(tmp_path / "died"))
+    monkeypatch.setattr(ex, "run_batch", _dies_once)  # forked workers inherit the patch
+    rows: list = []
+    ex._run_pool([[1], [2], [3]], rows.extend, workers=2)
+    assert sorted(r["point"] for r in rows) == ["1", "2", "3"]
+    monkeypatch.setattr(ex, "run_batch", _always_dies)
+    with pytest.raises(PPVerifyError, match="a sweep worker process died 2 times"):
+        ex._run_pool([[1]], rows.extend, workers=1)

@@ -1,0 +1,133 @@
+"""``ppverify report`` in a real browser: headless Chromium from the distribution (``make test``
+installs the ``chromium`` package where it is missing), driven by Playwright's Python client with
+``executable_path`` (Playwright never downloads a browser here).
+
+Checks: the page renders with no console error; every level's Gantt of each schedule holds every op
+exactly once (the op set is written out by hand from p, m and the op kinds); hover names the op
+and what it waited for; zoom narrows the time axis; an INVALID schedule's minimal core is shown;
+a 50,000-op page renders within 10 s. Screenshots go to pytest's tmp dir and to tests/artifacts/.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from playwright.sync_api import sync_playwright
+
+from ppverify.cli import main
+from ppverify.costs import CostModel
+from ppverify.engines import run
+from ppverify.report.page import write_report
+from ppverify.report.study import Study, point_view
+from ppverify.schedules import build
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)  # a fresh temporary profile
+        yield b
+        b.close()
+
+
+def _open(browser, path: Path, timeout_ms: int = 10_000):
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: errors.append(f"network request {r.url}") if not r.url.startswith(("file:", "data:")) else None)
+    page.goto(path.as_uri())
+    page.wait_for_function("window.ppverifyReport && window.ppverifyReport.ready", timeout=timeout_ms)
+    return page, errors
+
+
+def _keep(page, tmp_path: Path, name: str, full_page: bool = False) -> Path:
+    shot = tmp_path / name
+    if not full_page:
+        page.locator("#schedule").scroll_into_view_if_needed()
+    page.screenshot(path=str(shot), full_page=full_page)
+    ARTIFACTS.mkdir(exist_ok=True)
+    shutil.copy(shot, ARTIFACTS / name)
+    return shot
+
+
+def _ops(p: int, m: int, kinds: str, stages: int | None = None) -> Counter:
+    return Counter(f"{s}{k}{mb}" for s in range(stages or p) for mb in range(m) for k in kinds)
+
+
+@pytest.fixture(scope="module")
+def study_page(tmp_path_factory):
+    d = tmp_path_factory.mktemp("report")
+    bad = d / "deadlock.json"  # 1F1B p=2 m=2 whose stage 1 runs both forwards first: a deadlock
+    bad.write_text(json.dumps({"format": "ppverify-schedule", "version": 1, "family": "custom", "params": {}, "p": 2,
+                               "m": 2, "placement": {"name": "linear", "maps": [[0, 1]]}, "pipe_of_mb": [0, 0],
+                               "programs": [["0F0", "0B0", "0F1", "0B1"], ["1F0", "1F1", "1B0", "1B1"]]}))
+    out = d / "study.html"
+    assert main(["report", "--schedules", f"gpipe,1f1b,1f1b-split,interleaved-v2,{bad}", "-p", "2", "-m", "2",
+                 "--costs", "F=1,B=2", "--comm-delay", "0.5", "--no-progress", "-o", str(out)]) == 0
+    return out
+
+
+def test_page_renders_every_op_once(browser, study_page, tmp_path):
+    page, errors = _open(browser, study_page)
+    expected = {"gpipe": _ops(2, 2, "FB"), "1f1b": _ops(2, 2, "FB"), "1f1b-split": _ops(2, 2, "FIW"),
+                "interleaved-v2": _ops(2, 2, "FB", stages=4)}
+    for sched, ops in expected.items():
+        page.evaluate("s => window.ppverifyReport.select(s)", sched)
+        levels = page.evaluate("window.ppverifyReport.levels()")
+        assert levels == ["slot", "async", "contention", "optimum"], sched
+        for lv in levels:
+            drawn = page.evaluate("([s, l]) => window.ppverifyReport.opsDrawn(s, l)", [sched, lv])
+            assert Counter(drawn) == ops, (sched, lv)
+    page.evaluate("window.ppverifyReport.select('1f1b')")
+    _keep(page, tmp_path, "report-1f1b.png", full_page=True)
+    assert errors == []
+
+
+def test_hover_zoom_and_invalid_core(browser, study_page, tmp_path):
+    page, errors = _open(browser, study_page)
+    page.evaluate("window.ppverifyReport.select('gpipe')")
+    box = page.locator("#gantt").bounding_box()
+    # the first op of device 0 in the first level (slot) starts at t=0: just right of the label gutter
+    page.mouse.move(box["x"] + 116, box["y"] + 24 + 18 + 5)
+    tip = page.locator("#tooltip")
+    assert tip.is_visible()
+    assert tip.inner_text().startswith("0F0 · slot · device 0") and "waited for: nothing" in tip.inner_text()
+    before = page.evaluate("window.ppverifyReport.view()")
+    page.mouse.wheel(0, -300)
+    page.wait_for_timeout(100)
+    after = page.evaluate("window.ppverifyReport.view()")
+    assert after[1] - after[0] < before[1] - before[0]
+    assert page.evaluate("window.ppverifyReport.select('deadlock')")
+    verdict = page.locator("#verdict").inner_text()
+    assert "INVALID" in verdict and "core: 0B0 0F1 1F1 1B0" in verdict
+    assert page.evaluate("window.ppverifyReport.levels()")[0] == "program"
+    assert Counter(page.evaluate("window.ppverifyReport.opsDrawn('deadlock', 'program')")) == _ops(2, 2, "FB")
+    _keep(page, tmp_path, "report-invalid-core.png")
+    assert errors == []
+
+
+def test_50k_ops_render_within_10s(browser, tmp_path):
+    s = build("1f1b", p=8, m=3125)  # 8 stages x 3125 microbatches x (F, B) = 50,000 ops
+    tl = run(s, CostModel.abstract(s.placement, F=1, B=2), semantics="async")
+    rows = pd.DataFrame(columns=["config", "schedule", "level", "semantics"])
+    path = write_report(Study(rows, (point_view("p=8 m=3125 F=1,B=2", "1f1b", s, {"async": tl}, "valid"),)),
+                        tmp_path / "big.html")
+    t0 = time.perf_counter()
+    page, errors = _open(browser, path, timeout_ms=10_000)
+    seconds = time.perf_counter() - t0
+    assert seconds < 10.0
+    assert len(page.evaluate("window.ppverifyReport.opsDrawn('1f1b', 'async')")) == 50_000
+    _keep(page, tmp_path, "report-50k.png")
+    assert errors == []
