@@ -151,10 +151,13 @@ def one_f_one_b_formula(p: int, m: int, costs: Mapping[str, float] | None = None
                  "exact for any tF, tB", "PipeDream-Flush (Narayanan et al. ICML'21, arXiv 2006.09503) / DAPPLE (Fan et al. PPoPP'21, arXiv 2007.01045)")
 
 
-def interleaved_formula(p: int, m: int, costs: Mapping[str, float] | None = None, v: int = 2) -> Formula:
+def interleaved_formula(p: int, m: int, costs: Mapping[str, float] | None = None, v: int = 2,
+                        order: str = "pytorch") -> Formula:
     """Interleaved 1F1B: makespan ``(v·max(m, p) + min(m, p) - 1)(tF+tB)/v``, i.e. for ``m >= p``
     ``m(tF+tB) + (p-1)(tF+tB)/v``, bubble ``(p-1)/(v*m+p-1)``; peak on device d
-    ``min(w_d + 1, m*v)/v`` with the warm-up ``w_d`` (:func:`ppverify.schedules.interleaved.megatron_warmup`).
+    ``min(w_d + 1, m*v)/v`` with the warm-up ``w_d`` of ``order``
+(:func:`ppverify.schedules.interleaved.megatron_warmup`; the orders differ only at m == p, where
+PyTorch's peaks are lower on devices d >= p/2).
 
     Derivation: each chunk op lasts 1/v of a share op. For ``m >= p`` the last device waits for
     ``p-1`` chunk forwards, then never idles, and its last backward still has ``p-1`` chunk
@@ -172,6 +175,8 @@ def interleaved_formula(p: int, m: int, costs: Mapping[str, float] | None = None
         (19.0, 5.5)
         >>> interleaved_formula(5, 6, v=2).makespan, interleaved_formula(5, 3, v=2).makespan
         (16.0, 12.0)
+        >>> interleaved_formula(4, 4).peak_activations, interleaved_formula(4, 4, order="megatron").peak_activations
+        ((4.0, 4.0, 3.5, 2.5), (4.0, 4.0, 4.0, 4.0))
     """
     from .schedules.interleaved import megatron_warmup, round_size
     from .schedules.registry import check_int
@@ -185,10 +190,10 @@ def interleaved_formula(p: int, m: int, costs: Mapping[str, float] | None = None
     round_size(p, m, v)
     c = exact_costs(costs)
     t = c["F"] + c["B"]
-    peaks = [Fraction(min(megatron_warmup(p, m, v, d) + 1, m * v), v) for d in range(p)]
+    peaks = [Fraction(min(megatron_warmup(p, m, v, d, order) + 1, m * v), v) for d in range(p)]
     makespan = Fraction(v * max(m, p) + min(m, p) - 1, v) * t
     return _make("interleaved-1f1b", p, m, m * t, makespan, peaks, EXACT, EXACT,
-                 "exact for any tF, tB and every m with m a multiple of max(1, m // p)",
+                 "exact for any tF, tB, every m with m a multiple of max(1, m // p) and both orders",
                  "Narayanan et al. SC'21 (bubble (p-1)/(v*m) idle/busy, m >= p); m < p derived here")
 
 

@@ -43,13 +43,9 @@ def load() -> str:
 
 
 def median_time(fn, repeat: int, setup=None) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeat):
-        arg = setup() if setup else None
-        t0 = time.perf_counter()
-        out = fn(arg) if setup else fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+    """``(median seconds, last result)`` of ``repeat`` runs (bench_simulate's timer)."""
+    med, _, out = bs.timed(fn, repeat, setup)
+    return med, out
 
 
 def row(figure: str, measured: str, goal: str, met: bool | None) -> dict:

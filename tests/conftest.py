@@ -60,3 +60,27 @@ def ppverify_cli() -> Callable[..., subprocess.CompletedProcess]:
                               timeout=timeout)
 
     return run
+
+
+def _execute_notebook(path: Path, workdir: Path) -> tuple[list[dict], str]:
+    """Run a notebook top to bottom in ``workdir`` (nbclient); return its outputs and their text.
+
+    Fails the test on any error output, so a notebook cannot rot.
+    """
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": str(workdir)}})
+    client.execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    return outputs, text
+
+
+@pytest.fixture
+def execute_notebook() -> Callable[[Path, Path], tuple[list[dict], str]]:
+    """The notebook runner shared by the notebook tests (see :func:`_execute_notebook`)."""
+    return _execute_notebook

@@ -151,7 +151,7 @@ def test_every_family_has_formula_params_and_rules():
     for name in NEW_FAMILIES + ("gpipe", "1f1b"):
         fam = get_family(name)
         assert fam.formula is not None and fam.rules
-    assert [p.name for p in get_family("interleaved-1f1b").params] == ["v"]
+    assert [p.name for p in get_family("interleaved-1f1b").params] == ["v", "order"]
     assert [p.name for p in get_family("hanayo").params] == ["waves"]
     assert [p.name for p in get_family("chimera-asym").params] == ["offset", "down", "units"]
     assert [p.name for p in get_family("chimera").params] == ["units"]

@@ -47,6 +47,8 @@ def cases(draw, family: str, max_p: int, max_k: int):
         params["v"] = draw(st.integers(1, 4))
         if family != "looped-bfs":
             m = interleaved_m(p, m)
+    if family == "interleaved-1f1b":
+        params["order"] = draw(st.sampled_from(["pytorch", "megatron"]))  # they differ at m == p
     if family == "hanayo":
         params["waves"] = draw(st.integers(1, 3))
     if family in ("chimera", "chimera-asym"):

@@ -172,7 +172,8 @@ def test_torch_steps_fall_back_on_duplicated_actions(monkeypatch):
 @given(st.integers(1, 9), st.integers(1, 24), st.integers(1, 4))
 def test_vectorised_generators_equal_reference(p, m, v):
     # interleaved 1F1B (any v, PyTorch's round rule) and plain 1F1B, op for op
-    for family, kw in (("interleaved-1f1b", {"v": v}), ("1f1b", {})):
+    for family, kw in (("interleaved-1f1b", {"v": v}), ("interleaved-1f1b", {"v": v, "order": "megatron"}),
+                       ("1f1b", {})):
         try:
             ref, fast = both(lambda: build(family, p=p, m=m, **kw))
         except PPVerifyError:

@@ -4,20 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbclient
-import nbformat
-
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "your_own_schedule.ipynb"
 
 
-def test_your_own_schedule_notebook_executes(tmp_path: Path) -> None:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
-    assert not [o for o in outputs if o.get("output_type") == "error"]
-    text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+def test_your_own_schedule_notebook_executes(tmp_path: Path, execute_notebook) -> None:
+    outputs, text = execute_notebook(NOTEBOOK, tmp_path)
     # device 0 holds p + extra = 5 activations at p=4: a cap of 5 is proved, 4 refuted on device 0
     assert "VALID: eager-1f1b p=4 m=8" in text and "INVALID: eager-1f1b p=4 m=8" in text
     assert "device 0 holds 5 activations" in text

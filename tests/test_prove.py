@@ -239,3 +239,53 @@ def test_interleaved_groups_wrong_form_collides():
     assert res["makespan"].status == "proved"  # the wrong form is not caught by the makespan alone
     # and the right form is the generator's
     assert grid_check("interleaved-1f1b", 1, 1, range(2, 7), units=range(3, 4), v=2) == (5, [])
+
+
+def test_interleaved_pytorch_m_equals_p_by_hand():
+    # p=2, m=2, v=2, F=B=1 chunk ticks, PyTorch's order, worked by hand: device 1 (stages 1, 3)
+    # warms up with min((v-1)p + 2(p-1-d), v p) = 2 forwards: 1F0 0, 1F1 2, 3F0 3, 3B0 4, then
+    # 3F1 waits for the device (3B0 ends at 5), 3B1 6, 1B0 7 (after 2B0 [5,6) and the device),
+    # 1B1 8; device 0 runs every forward first, 2B0 5, 2B1 7, 0B0 8, 0B1 9, ending at 10 =
+    # (v p + p - 1)(f + b), Megatron's makespan
+    from ppverify.verify.prove_interleaved_pytorch import pytorch_b, pytorch_f
+
+    assert [pytorch_f(2, 2, 1, 1, j, 1, 1) for j in range(2)] == [3, 5]
+    assert [pytorch_b(2, 2, 1, d, j, 1, 1) for d in (1, 0) for j in range(2)] == [4, 6, 5, 7]
+    assert [pytorch_b(2, 2, 0, d, j, 1, 1) for d in (1, 0) for j in range(2)] == [7, 8, 8, 9]
+    assert pytorch_b(2, 2, 0, 0, 1, 1, 1) + 1 == 10
+
+
+def test_interleaved_orders_never_share_a_closed_form(monkeypatch):
+    # Megatron's m = p form does not describe PyTorch's order (and is only checked on its own);
+    # claiming Megatron's last-chunk backwards for PyTorch's order puts a backward before the
+    # forward it must follow on one device: Z3 finds it, and the counterexample is real
+    import ppverify.verify.prove_interleaved_pytorch as pt
+    from ppverify.costs import CostModel
+    from ppverify.engines import run
+    from ppverify.errors import ParameterError
+    from ppverify.schedules import build
+    from ppverify.verify.closed_forms import interleaved_b
+    from ppverify.verify.prove import grid_check
+
+    s = build("interleaved-1f1b", p=4, m=4, v=2)  # the default: PyTorch's order
+    tl = run(s, CostModel.abstract(s.placement, F=1, B=2), semantics="slot")
+    starts = {str(o): float(t) for o, t in zip(tl.ops, tl.start)}
+    assert starts == closed_form_starts("interleaved-1f1b", 4, 4, 1, 2, 2, "pytorch")
+    assert starts != closed_form_starts("interleaved-1f1b", 4, 4, 1, 2, 2, "megatron")
+    with pytest.raises(ParameterError):
+        closed_form_starts("interleaved-1f1b", 4, 4, 2, 1, 2, "pytorch")
+    assert grid_check("interleaved-1f1b", 1, 2, range(2, 7), v=3, order="pytorch") == (5, [])
+
+    def megatron_b(p, v, c, d, j, f, b):
+        return interleaved_b(p, v, c * p + d, j, f, b)
+
+    monkeypatch.setattr(pt, "pytorch_b", megatron_b)
+    res = {th.name: prove(th) for th in pt.pytorch_theorems(2, 1, 2)}
+    r = res["excl steady"]
+    assert r.status == "counterexample"
+    p, d, i = r.counterexample["p"], r.counterexample["d"], r.counterexample["i"]
+    e = 2 * (p - 1 - d)
+    assert 0 <= i < p - e
+    f_next = pt.pytorch_f(p, 2, 1, d, e + i + 1, 1, 2) if e + i + 1 < p else None
+    b_i = megatron_b(p, 2, 1, d, i, 1, 2)
+    assert b_i < pt.pytorch_f(p, 2, 1, d, e + i, 1, 2) + 1 or (f_next is not None and f_next < b_i + 2)

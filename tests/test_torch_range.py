@@ -45,13 +45,14 @@ def test_grid_same_order_as_pytorch_and_valid(family):
             continue
         ours = build(family, p=p, m=m, v=v)
         theirs = torch_schedule(cls, p, m, v)
+        assert order_differences(ours, theirs) == [], (family, p, m, v)  # m == p (5, 5) included
         if family == "interleaved-1f1b" and m == p:
-            # Megatron (ppverify) runs every forward first at m = p, PyTorch does not: same step
+            # Megatron's variant (every forward first at m = p): the same step, another order
+            megatron = build(family, p=p, m=m, v=v, order="megatron")
+            assert order_differences(megatron, theirs) != []
             costs = CostModel.abstract(ours.placement, F=1, B=2)
-            assert run(ours, costs, semantics="slot").makespan == \
+            assert run(megatron, costs, semantics="slot").makespan == \
                 run(torch_schedule(cls, p, m, v, strip_idle=True), costs, semantics="slot").makespan
-        else:
-            assert order_differences(ours, theirs) == [], (family, p, m, v)
         report = verify(ours)
         assert report.valid, report.to_text()
         compared += 1
@@ -80,6 +81,28 @@ def test_formula_exact_on_the_grid():
             assert f.makespan_kind == EXACT
             assert run(s, CostModel.abstract(s.placement, **costs), semantics="slot").makespan == \
                 pytest.approx(f.makespan), (p, m, v, costs)
+
+
+def test_m_equals_p_peaks_and_makespan_both_orders():
+    # by hand, p = 4, m = 4, v = 2 (chunk activation = 1/2 share): PyTorch warms up with
+    # min((v-1)p + 2(p-1-d), m v) = 8, 8, 6, 4 forwards and then holds one more (capped at 8):
+    # 4, 4, 3.5, 2.5 shares; Megatron holds all 8 chunk activations on every device: 4 shares.
+    # Makespan (p + (p-1)/v)(tF+tB) = 5.5 * 3 = 16.5 in both orders.
+    for order, want in (("pytorch", [4, 4, 3.5, 2.5]), ("megatron", [4, 4, 4, 4])):
+        s = build("interleaved-1f1b", p=4, m=4, v=2, order=order)
+        tl = run(s, CostModel.abstract(s.placement, F=1, B=2), semantics="slot")
+        assert tl.makespan == pytest.approx(16.5) and tl.peak_memory().tolist() == pytest.approx(want)
+    # the formula's exactness claim, m = p, both orders, p 2..8, v 2..3, tF above and below tB
+    for p in range(2, 9):
+        for v in (2, 3):
+            for order in ("pytorch", "megatron"):
+                s = build("interleaved-1f1b", p=p, m=p, v=v, order=order)
+                for costs in ({"F": 1, "B": 2}, {"F": 2, "B": 1}):
+                    f = formula_for("interleaved-1f1b", p, p, costs, v=v, order=order)
+                    tl = run(s, CostModel.abstract(s.placement, **costs), semantics="slot")
+                    assert (f.makespan_kind, f.peak_kind) == (EXACT, EXACT)
+                    assert tl.makespan == pytest.approx(f.makespan), (p, v, order, costs)
+                    assert tl.peak_memory().tolist() == pytest.approx(list(f.peak_activations)), (p, v, order)
 
 
 # every other family with a PyTorch twin: ppverify refuses nothing PyTorch accepts

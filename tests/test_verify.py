@@ -201,7 +201,8 @@ def test_gpipe_memory_is_m():
 
 def test_memory_in_share_units_for_interleaved():
     # interleaved v=2: a chunk's activation is 1/2 of a share (ppverify's units); device 0 of
-    # interleaved 1F1B p=2, m=2 holds all 4 chunk forwards (m*v = 4 when m == p) = 2 shares
+    # interleaved 1F1B p=2, m=2 holds all 4 chunk forwards = 2 shares (PyTorch's warm-up
+    # min((v-1)p + 2(p-1-d), m*v) = min(4, 4) there, as in Megatron's every-forward-first)
     s = build("interleaved-1f1b", p=2, m=2, v=2)
     c = CostModel.abstract(s.placement, F=1, B=2)
     assert verify(s, c, memory_cap=2).valid

@@ -191,16 +191,18 @@ def test_order_equals_pytorch(family):
     assert compared >= 10
 
 
-def test_interleaved_differs_from_pytorch_only_when_m_equals_p():
-    # documented difference: with m == p Megatron (ppverify's interleaved-1f1b) runs every forward
-    # first; PyTorch warms up with (v-1)p + 2(p-1-d) forwards. Same makespan, lower peaks in PyTorch.
-    for p, m, v in [(2, 4, 2), (4, 8, 2), (4, 12, 3), (3, 6, 2)]:
-        ours = build("interleaved-1f1b", p=p, m=m, v=v)
-        assert order_differences(ours, torch_interop.torch_schedule("Interleaved1F1B", p, m, v)) == []
+def test_interleaved_equals_pytorch_and_megatron_differs_only_when_m_equals_p():
+    # the default order is PyTorch's for every m (m == p included); order=megatron runs every
+    # forward first at m == p (Megatron-LM) and equals PyTorch elsewhere. At m == p: same makespan,
+    # same peak on device 0 (both run all m*v forwards first there), lower last-device peak in PyTorch.
+    for p, m, v in [(2, 4, 2), (4, 8, 2), (4, 12, 3), (3, 6, 2), (2, 2, 2), (4, 4, 2), (4, 4, 3), (5, 5, 3)]:
+        theirs = torch_interop.torch_schedule("Interleaved1F1B", p, m, v)
+        assert order_differences(build("interleaved-1f1b", p=p, m=m, v=v), theirs) == [], (p, m, v)
+        megatron = build("interleaved-1f1b", p=p, m=m, v=v, order="megatron")
+        assert (order_differences(megatron, theirs) != []) == (m == p), (p, m, v)
     for p, v in [(2, 2), (4, 2), (4, 3)]:
-        ours = build("interleaved-1f1b", p=p, m=p, v=v)
+        ours = build("interleaved-1f1b", p=p, m=p, v=v, order="megatron")
         theirs = torch_interop.torch_schedule("Interleaved1F1B", p, p, v, strip_idle=True)
-        assert order_differences(ours, theirs) != []
         a, b = run(ours, semantics="slot"), run(theirs, semantics="slot")
         assert a.makespan == b.makespan
         assert max(b.peak_memory()) == max(a.peak_memory())

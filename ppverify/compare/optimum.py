@@ -28,6 +28,8 @@ from .evaluate import LevelResult
 
 #: CP-SAT workers per solve: the comparison runs many small solves on a shared machine
 WORKERS = 1
+#: wall-clock stop of a solve, as a multiple of its deterministic work limit (``--time-limit``)
+WALL_FACTOR = 4.0
 #: grid resolution for second-valued costs: ticks per shortest op duration
 GRID = 200
 #: note prefix of a family whose ops the solver does not model (its gap compares unlike steps)
@@ -84,7 +86,10 @@ def solve_placement(schedule: Schedule, costs: CostModel, comm: CommModel, time_
         notes.append(f"solved on a {tick * 1e6:.3g} µs grid (durations rounded down; makespan re-timed with true costs)")
     else:
         gcosts, gcomm, tick = costs, comm, 1.0
-    r = optimize(problem_for(schedule, gcosts, gcomm), time_limit=time_limit, workers=WORKERS)
+    # the per-point limit is CP-SAT's deterministic work, so a loaded machine gives the same table;
+    # the wall clock only stops a machine that is far slower than that work implies
+    r = optimize(problem_for(schedule, gcosts, gcomm), time_limit=WALL_FACTOR * time_limit,
+                 work_limit=time_limit, workers=WORKERS)
     status = r.status.lower()
     bound = float(r.bound) * tick if math.isfinite(r.bound) else None
     if r.objective is None or r.schedule is None:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 from ..ops import B, F, I, W
 from .onemachine import cross_device_span_bounds, makespan_bounds
+from .deadline import Deadline, check
 from .problem import Instance
 from .window import multi_stage_head_idle, multi_stage_tail_idle
 from .energy import memory_energy_spans
@@ -100,7 +101,7 @@ def heads_tails(inst: Instance) -> tuple[list[int], list[int]]:
         ([0, 4, 1, 2], [5, 0, 4, 2])
     """
     dag = inst.dag
-    order = dag.topological_order()
+    order = inst.topo
     head = [0] * dag.num_ops
     for i in order:
         for k, q in enumerate(dag.pred[i]):
@@ -121,16 +122,14 @@ def _round_trip(inst: Instance, src: int, dst: int) -> int:
     dag = inst.dag
     mb = dag.ops[src].mb
     dist: dict[int, int] = {src: 0}
-    for i in dag.topological_order():
-        if dag.ops[i].mb != mb:
-            continue
+    for i in inst.mb_members[mb]:  # one topological order, computed once per instance
         for k, q in enumerate(dag.pred[i]):
             if q in dist:
                 dist[i] = max(dist.get(i, 0), dist[q] + inst.dur[q] + inst.delay[i][k])
     return dist.get(dst, 0)
 
 
-def memory_window_idle(inst: Instance) -> list[int]:
+def memory_window_idle(inst: Instance, deadline=None) -> list[int]:
     """Per device, the idle time the memory-window argument forces into its span (module doc);
     for devices holding several stages the same two windows (:mod:`.window`).
 
@@ -147,6 +146,7 @@ def memory_window_idle(inst: Instance) -> list[int]:
     m = pr.m
     out = []
     for d in range(inst.p):
+        check(deadline)
         ops = list(inst.device_ops(d))
         stages = {(dag.schedule.pipe_of_mb[dag.ops[i].mb], dag.ops[i].stage) for i in ops}
         if not ops:
@@ -186,8 +186,9 @@ def memory_window_idle(inst: Instance) -> list[int]:
     return out
 
 
-def lower_bounds(inst: Instance, objective: str | None = None) -> Bounds:
-    """All analytic bounds for the instance's objective (or the one given).
+def lower_bounds(inst: Instance, objective: str | None = None, deadline: Deadline | None = None) -> Bounds:
+    """All analytic bounds for the instance's objective (or the one given); raises
+    :class:`.deadline.WallLimitReached` once ``deadline`` passes (see :func:`work_bounds`).
 
     Example:
         >>> from ppverify.placement import linear
@@ -201,8 +202,9 @@ def lower_bounds(inst: Instance, objective: str | None = None) -> Bounds:
     objective = objective or inst.problem.objective
     head, tail = heads_tails(inst)
     crit = max(h + d + t for h, d, t in zip(head, inst.dur, tail)) if inst.dur else 0
-    idle = memory_window_idle(inst)
-    energy = memory_energy_spans(inst)
+    check(deadline)
+    idle = memory_window_idle(inst, deadline)
+    energy = memory_energy_spans(inst, deadline)
     per_device = []
     work_only = []
     for d in range(inst.p):
@@ -219,10 +221,28 @@ def lower_bounds(inst: Instance, objective: str | None = None) -> Bounds:
         work_only.append(work + extra)
         # the memory-time bound (energy.py) on the same span, with the same release and tail
         per_device.append(max(work + idle[d], energy[d]) + extra)
+    check(deadline)
     if objective == "span":
         crit = 0  # a span starts at the device's own first op; the round trip is in the window bound
-        machine = cross_device_span_bounds(inst)
+        machine = cross_device_span_bounds(inst, deadline)
     else:
         machine = makespan_bounds(inst, head, tail)
     return Bounds(objective, crit, max(work_only), max(per_device), tuple(per_device), tuple(idle),
                   one_machine=max(machine, default=0), machine_per_device=tuple(machine))
+
+
+def work_bounds(inst: Instance, objective: str | None = None) -> Bounds:
+    """The cheapest sound bound, for a run whose deadline cut :func:`lower_bounds`: each device
+    is busy for the sum of its ops (linear in the ops; no paths, no memory arguments).
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(4)  # m * (tF + tB) = 8 * 3
+        >>> work_bounds(instance(Problem(pl, 8, CostModel.abstract(pl, F=1, B=2), split=False))).best
+        24
+    """
+    objective = objective or inst.problem.objective
+    work = [sum(inst.dur[i] for i in inst.device_ops(d)) for d in range(inst.p)]
+    return Bounds(objective, 0, max(work, default=0), 0, tuple(work), tuple(0 for _ in work))

@@ -52,7 +52,7 @@ def available(cap: int, up_step: int, up_amount: int, down_step: int, down_amoun
     return total
 
 
-def memory_energy_spans(inst: Instance) -> list[int]:
+def memory_energy_spans(inst: Instance, deadline=None) -> list[int]:
     """Per device, the least span (ticks) that holds its activations' memory-time under the cap
     (module doc); 0 without a cap.
 
@@ -70,12 +70,11 @@ def memory_energy_spans(inst: Instance) -> list[int]:
     dag = inst.dag
     pipes = dag.schedule.pipe_of_mb
     pos = {op: i for i, op in enumerate(dag.ops)}
-    order = dag.topological_order()
-    members_of: dict[int, list[int]] = {}
-    for i in order:
-        members_of.setdefault(dag.ops[i].mb, []).append(i)
+    members_of = inst.mb_members
     out = []
     for d in range(inst.p):
+        if deadline is not None:
+            deadline.check()  # a :class:`.deadline.Deadline`
         ops = list(inst.device_ops(d))
         fwd = [i for i in ops if dag.ops[i].kind == F]
         frees = [i for i in ops if inst.free[i] > 0]

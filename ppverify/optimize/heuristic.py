@@ -9,6 +9,7 @@ indexed by the instance's op positions.
 from __future__ import annotations
 
 import heapq
+import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -174,7 +175,7 @@ def family_candidates(inst: Instance, deadline: float | None = None) -> list[Can
     if pl.name == "wave":
         tries.append({"waves": pl.num_stages // (2 * pl.p)})
     for fam in families():
-        if deadline is not None and time.monotonic() > deadline and out:
+        if deadline is not None and time.monotonic() > deadline:
             break
         names = {prm.name for prm in fam.params}
         for extra in tries:
@@ -198,7 +199,8 @@ def family_candidates(inst: Instance, deadline: float | None = None) -> list[Can
 
 
 def greedy(inst: Instance, priority: str = "GFW", lookahead: bool = False,
-           inflight: Sequence[int] | None = None, wait_for_grad: bool = False) -> Candidate | None:
+           inflight: Sequence[int] | None = None, wait_for_grad: bool = False,
+           deadline: float | None = None) -> Candidate | None:
     """Memory-aware list scheduling: whenever a device is free it runs, in ``priority`` order of
     kinds (``G`` = the gradient op I or B, ``F``, ``W``; ``"AW"``: alternate G and F as 1F1B does,
     W last), an op whose inputs have arrived; a
@@ -209,7 +211,7 @@ def greedy(inst: Instance, priority: str = "GFW", lookahead: bool = False,
     the critical path; the ``W`` fills a later gap); with ``wait_for_grad`` it also leaves a gap
     rather than start a warm-up forward during which the first gradient op's input arrives (so the
     first backward chain through the pipeline is not held up by forwards). ``None`` when the greedy choice runs into a
-    memory deadlock.
+    memory deadlock, or when ``time.monotonic()`` passes ``deadline`` (checked every 1024 steps).
 
     Example:
         >>> from ppverify.placement import linear
@@ -256,9 +258,14 @@ def greedy(inst: Instance, priority: str = "GFW", lookahead: bool = False,
         if npred[i] == 0:
             release(i)
     remaining = n
-    active = set(range(inst.p))
+    left_on = [len(inst.device_ops(d)) for d in range(inst.p)]
+    active = {d for d in range(inst.p) if left_on[d]}
     stages_of = {d: sorted({s for (dd, s) in fwd_queue if dd == d}, reverse=True) for d in range(inst.p)}
+    steps = 0
     while remaining:
+        steps += 1
+        if deadline is not None and steps % 1024 == 0 and time.monotonic() > deadline:
+            return None
         now = min(free_at[d] for d in active)
         progressed = False
         for d in sorted(active):
@@ -290,7 +297,8 @@ def greedy(inst: Instance, priority: str = "GFW", lookahead: bool = False,
                 npred[j] -= 1
                 if npred[j] == 0:
                     release(j)
-            if not any(start[x] < 0 for x in inst.device_ops(d)):
+            left_on[d] -= 1
+            if not left_on[d]:
                 active.discard(d)
         if not progressed:
             later = [t for d in active for t in _next_times(d, grads, weights, fwd_queue, fwd_done, ready) if t > now]
@@ -439,9 +447,11 @@ def greedy_rules(inst: Instance) -> list[tuple[str, bool, list[int] | None, bool
     return rules
 
 
-def best_candidate(inst: Instance, use_families: bool = True, deadline: float | None = None) -> Candidate | None:
+def best_candidate(inst: Instance, use_families: bool = True, deadline: float | None = None,
+                   hard: float | None = None) -> Candidate | None:
     """The best of the greedy variants and the family schedules (``None`` if none is feasible);
-    stops trying further variants once ``time.monotonic()`` passes ``deadline``.
+    stops trying further variants once ``time.monotonic()`` passes ``deadline``, and stops any
+    variant at ``hard`` (what was found by then is kept).
 
     Example:
         >>> from ppverify.placement import linear
@@ -451,20 +461,19 @@ def best_candidate(inst: Instance, use_families: bool = True, deadline: float | 
         >>> best_candidate(instance(Problem(pl, 6, CostModel.abstract(pl, F=1, B=2), split=False))).objective
         24
     """
-    import time
-
     cands: list[Candidate] = []
     for prio, look, infl, wait in greedy_rules(inst):
-        if deadline is not None and time.monotonic() > deadline and cands:
-            break
-        c = greedy(inst, prio, look, infl, wait)
+        now = time.monotonic()
+        if (deadline is not None and now > deadline and cands) or (hard is not None and now > hard):
+            break  # without a candidate yet, keep trying until the hard stop
+        c = greedy(inst, prio, look, infl, wait, hard)
         if c is not None:
             tag = "" if infl is None else "-open" + ",".join(map(str, infl[:2])) + (",..." if len(infl) > 2 else "")
             cands.append(Candidate(c.source + ("-lookahead" if look else "") + ("-wait" if wait else "") + tag,
                                    c.programs, c.starts, c.objective))
-    late = deadline is not None and time.monotonic() > deadline and bool(cands)
+    late = deadline is not None and time.monotonic() > (deadline if cands else (hard or deadline))
     if use_families and not late:  # after the greedy rules: on large instances those start better
-        cands += family_candidates(inst, deadline if cands else None)
+        cands += family_candidates(inst, deadline if cands else hard)
     if not cands:
         return None
     return min(cands, key=lambda c: (c.objective, c.source))

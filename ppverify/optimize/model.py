@@ -35,6 +35,7 @@ from ortools.sat.python import cp_model
 
 from ..ops import B, F, I, W, Op
 from .bounds import Bounds, heads_tails
+from .deadline import Deadline, check
 from .problem import Instance
 
 
@@ -55,10 +56,12 @@ def build_model(
     hint: Sequence[int] | None = None,
     upper: int | None = None,
     symmetry: bool = True,
+    deadline: Deadline | None = None,
 ) -> BuiltModel:
     """Build the model. ``order`` (op positions per device) fixes each device's program order
     (evaluate mode); ``hint`` gives start ticks to try first; ``upper`` is an objective value
-    already achieved (a cut: only better or equal schedules are searched).
+    already achieved (a cut: only better or equal schedules are searched). ``deadline``
+    (:mod:`.deadline`) is checked between the groups of constraints and every 8192 ops.
 
     Example:
         >>> from ppverify.placement import linear
@@ -80,15 +83,18 @@ def build_model(
     if upper is not None and objective == "makespan":
         horizon = min(horizon, upper)
     head, tail = heads_tails(inst)
-    start = [
-        model.new_int_var(head[i], max(head[i], horizon - inst.dur[i] - tail[i]), f"start_{dag.ops[i]}")
-        for i in range(n)
-    ]
-    end = [start[i] + inst.dur[i] for i in range(n)]
-    interval = [model.new_fixed_size_interval_var(start[i], inst.dur[i], f"run_{dag.ops[i]}") for i in range(n)]
+    start, end, interval = [], [], []
+    for i in range(n):
+        if i % 8192 == 0:
+            check(deadline)
+        start.append(model.new_int_var(head[i], max(head[i], horizon - inst.dur[i] - tail[i]), f"start_{dag.ops[i]}"))
+        end.append(start[i] + inst.dur[i])
+        interval.append(model.new_fixed_size_interval_var(start[i], inst.dur[i], f"run_{dag.ops[i]}"))
 
     # dependencies: an op starts once each input has ended and crossed the link
     for i in range(n):
+        if i % 8192 == 0:
+            check(deadline)
         for k, q in enumerate(dag.pred[i]):
             if q >= 0:
                 model.add(start[i] >= end[q] + inst.delay[i][k])
@@ -97,6 +103,7 @@ def build_model(
     for d in range(inst.p):
         model.add_no_overlap([interval[i] for i in inst.device_ops(d)])
 
+    check(deadline)
     pos = {op: i for i, op in enumerate(dag.ops)}
     if inst.cap is not None:
         _add_memory(model, inst, pos, start, end, horizon)
@@ -112,6 +119,7 @@ def build_model(
                 for f, g in memory_precedences(inst, list(inst.device_ops(d)), pos):
                     model.add(start[f] >= end[g])
 
+    check(deadline)
     # objective
     lo = bounds.best
     hi = max(lo, horizon if upper is None else min(upper, horizon))
@@ -145,6 +153,7 @@ def build_model(
             model.add(last - first >= bounds.floor(d))
             model.add(obj >= last - first)
     model.minimize(obj)
+    check(deadline)
 
     if hint is not None:
         for i in range(n):

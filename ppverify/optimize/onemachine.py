@@ -89,7 +89,7 @@ def _mb_paths(inst: Instance, members: list[int], order_rank: dict[int, int]) ->
     return rel, tail
 
 
-def cross_device_span_bounds(inst: Instance) -> list[int]:
+def cross_device_span_bounds(inst: Instance, deadline=None) -> list[int]:
     """Per device a, a lower bound on its span from the one-machine bound on every device b
     (module doc). Valid for every schedule; dependencies link ops of one microbatch only, so paths
     are computed per microbatch (once per distinct microbatch shape).
@@ -105,7 +105,7 @@ def cross_device_span_bounds(inst: Instance) -> list[int]:
         [29, 25, 24, 24]
     """
     dag = inst.dag
-    rank = {i: r for r, i in enumerate(dag.topological_order())}
+    rank = {i: r for r, i in enumerate(inst.topo)}
     by_mb: dict[int, list[int]] = {}
     for i, op in enumerate(dag.ops):
         by_mb.setdefault(op.mb, []).append(i)
@@ -113,6 +113,8 @@ def cross_device_span_bounds(inst: Instance) -> list[int]:
     # items[a][b]: (release, tail, duration) of the ops on b seen from device a
     items: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
     for mb, members in by_mb.items():
+        if mb % 64 == 0 and deadline is not None:
+            deadline.check()  # a :class:`.deadline.Deadline`
         members.sort(key=lambda i: (dag.ops[i].kind, dag.ops[i].stage))
         # a microbatch's shape: its ops' devices, durations and incoming edges (as member indices)
         local = {i: n for n, i in enumerate(members)}

@@ -12,7 +12,9 @@ and gives their predecessors, so the solver never re-derives the DAG.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 from typing import TYPE_CHECKING, Sequence
 
@@ -26,6 +28,7 @@ from ..schedule import Schedule
 
 if TYPE_CHECKING:  # imported when used: the collectives module needs the engines
     from .collectives import StepCollective
+    from .deadline import Deadline
 
 #: what can be minimized: the global step time, or the zero-bubble paper's longest per-device span
 #: (from a device's first op start to its last op end; the paper's ILP objective, per stage)
@@ -207,6 +210,20 @@ class Instance:
         """Number of devices."""
         return self.problem.p
 
+    @cached_property
+    def topo(self) -> list[int]:
+        """The DAG's topological order, computed once (the bounds walk it many times)."""
+        return self.dag.topological_order()
+
+    @cached_property
+    def mb_members(self) -> dict[int, list[int]]:
+        """Per microbatch, its op positions in topological order (paths stay in a microbatch)."""
+        out: dict[int, list[int]] = {}
+        ops = self.dag.ops
+        for i in self.topo:
+            out.setdefault(ops[i].mb, []).append(i)
+        return out
+
     def device_ops(self, d: int) -> range:
         """Positions of device d's ops in ``dag``."""
         return range(self.dag.offsets[d], self.dag.offsets[d + 1])
@@ -216,10 +233,11 @@ class Instance:
         return float(ticks) * self.tick
 
 
-def instance(problem: Problem, schedule: Schedule | None = None) -> Instance:
+def instance(problem: Problem, schedule: Schedule | None = None, deadline: "Deadline | None" = None) -> Instance:
     """Turn a problem (or, in evaluate mode, a schedule's own op order) into integer ticks.
 
     The tick is the greatest common divisor of all durations and delays, so timing is exact.
+    ``deadline`` (:mod:`.deadline`) is checked between the steps.
 
     Example:
         >>> from ppverify.placement import linear
@@ -230,15 +248,25 @@ def instance(problem: Problem, schedule: Schedule | None = None) -> Instance:
         (0.5, [2, 4, 2, 4], [0, 1])
     """
     from .collectives import step_collectives
+    from .deadline import check
 
     dag = build_dag(schedule if schedule is not None else problem.skeleton())
+    check(deadline)
     costs = problem.costs
-    dur_f = [_frac(costs.op_duration(op)) for op in dag.ops]
-    delay_f = [[_frac(x) for x in row] for row in edge_delays(dag, costs, problem.comm)]
+    # few distinct values (per kind and stage, per link): each float is converted once, and the
+    # per-op lists keep the floats (hashing Fractions per op dominated on large steps)
+    dur_x = [float(costs.op_duration(op)) for op in dag.ops]
+    delay_x = [[float(x) for x in row] for row in edge_delays(dag, costs, problem.comm)]
+    check(deadline)
     colls = tuple(step_collectives(dag, costs, problem.comm, problem.sync, problem.dp_allreduce))
-    coll_f = [_frac(c.duration) for c in colls]
-    tick = _gcd_frac(dur_f + [x for row in delay_f for x in row] + coll_f)
-    horizon = sum(dur_f) + sum(x for row in delay_f for x in row) + sum(coll_f)
+    coll_x = [float(c.duration) for c in colls]
+    counts = Counter(dur_x)
+    counts.update(x for row in delay_x for x in row)
+    counts.update(coll_x)
+    fracs = {x: _frac(x) for x in counts}
+    tick = _gcd_frac(list(fracs.values()))
+    horizon = sum((fracs[x] * c for x, c in counts.items()), Fraction(0))
+    check(deadline)
     exact = True
     if costs.time_unit == "s" and tick < SECONDS_TICK:
         # durations from presets are measured floats: 0.1 us resolution, reported as rounded
@@ -249,27 +277,28 @@ def instance(problem: Problem, schedule: Schedule | None = None) -> Instance:
     # exact ticks divide every time; otherwise times are rounded down, so that every schedule of the
     # true times is at least as long as some schedule of the ticks: bounds stay valid for the true times
     to_ticks = round if exact else math.floor
-    dur = [max(1, to_ticks(x / tick)) for x in dur_f]
-    delay = [[to_ticks(x / tick) for x in row] for row in delay_f]
-    coll_dur = tuple(to_ticks(x / tick) for x in coll_f)
+    ticks = {x: to_ticks(f / tick) for x, f in fracs.items()}
+    dur = [max(1, ticks[x]) for x in dur_x]
+    delay = [[ticks[x] for x in row] for row in delay_x]
+    coll_dur = tuple(ticks[x] for x in coll_x)
     # memory: allocation of F, frees of I (fraction freed_by_I) and W/B (the rest), as exact
     # integers of one common unit, so the cumulative constraint has no rounding
     act = [_frac(a) for a in costs.activation]
     fi = [_frac(x) for x in costs.freed_by_I]
-    amounts: list[tuple[Fraction, Fraction]] = []
-    for op in dag.ops:
-        a = act[op.stage]
-        if op.kind == F:
-            amounts.append((a, Fraction(0)))
-        elif op.kind == B:
-            amounts.append((Fraction(0), a))
-        elif op.kind == I:
-            amounts.append((Fraction(0), a * fi[op.stage]))
-        else:
-            amounts.append((Fraction(0), a * (1 - fi[op.stage])))
+    zero = Fraction(0)
+    shapes = {(k, st) for k in (F, B, I, W) for st in range(len(act))}
+    amount = {}
+    for k, st in shapes:
+        a = act[st]
+        amount[(k, st)] = ((a, zero) if k == F else (zero, a) if k == B else
+                           (zero, a * fi[st]) if k == I else (zero, a * (1 - fi[st])))
+    check(deadline)
     cap_f = _frac(problem.memory_cap) if problem.memory_cap is not None else None
-    unit = _gcd_frac([x for pair in amounts for x in pair] + ([cap_f] if cap_f else []))
-    alloc = [int(x / unit) for x, _ in amounts]
-    free = [int(y / unit) for _, y in amounts]
+    used = {(op.kind, op.stage) for op in dag.ops}
+    unit = _gcd_frac([x for key in used for x in amount[key]] + ([cap_f] if cap_f else []))
+    units = {key: (int(amount[key][0] / unit), int(amount[key][1] / unit)) for key in used}
+    pairs = [units[(op.kind, op.stage)] for op in dag.ops]
+    alloc = [x for x, _ in pairs]
+    free = [y for _, y in pairs]
     cap = math.floor(cap_f / unit) if cap_f is not None else None
     return Instance(problem, dag, dur, delay, float(tick), alloc, free, cap, unit, exact, colls, coll_dur)

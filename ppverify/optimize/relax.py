@@ -40,11 +40,11 @@ def _lags(inst: Instance, devices: Sequence[int]) -> list[tuple[int, int, int]]:
     by_mb: dict[int, list[int]] = {}
     for i in on_d:
         by_mb.setdefault(dag.ops[i].mb, []).append(i)
-    order = dag.topological_order()
+    order = inst.topo
     rank = {i: r for r, i in enumerate(order)}
     out = []
     for mb, mine in by_mb.items():
-        members = [i for i in order if dag.ops[i].mb == mb]
+        members = inst.mb_members[mb]
         for u in mine:
             dist = {u: 0}
             for i in members:

@@ -17,7 +17,8 @@ from ..errors import DeadlockError, ParameterError
 from ..ops import Op, Overlap
 from ..schedule import Schedule
 from ..timeline import Timeline, Transfers
-from .bounds import lower_bounds
+from .bounds import lower_bounds, work_bounds
+from .deadline import Deadline, WallLimitReached
 from .collectives import collective_times, describe
 from .heuristic import Candidate, best_candidate, canonical_starts, time_programs
 from .localsearch import improve
@@ -107,6 +108,7 @@ def optimize(
     hints: bool = True,
     work_limit: float | None = None,
     local_search: bool = True,
+    deadline: Deadline | None = None,
 ) -> OptimizeResult:
     """Minimize the problem's objective with CP-SAT, starting from the best family or greedy
     schedule; returns the best schedule and a proven lower bound even on timeout.
@@ -122,6 +124,11 @@ def optimize(
     ``time_limit`` stays a wall-clock stop. ``local_search`` improves the starting schedule first
     (:mod:`.localsearch`, a fixed count of evaluations).
 
+    ``deadline`` (:mod:`.deadline`; default ``time_limit`` from the call) bounds the whole run,
+    model building and bounds included: each phase stops at its share of it, the solver gets
+    what is left, and a phase the clock cut is named in ``reason`` and
+    ``solver["wall_limited"]`` (the result then has the best schedule and bound found so far).
+
     Example:
         >>> from ppverify.placement import linear
         >>> from ppverify.comm import FixedDelay
@@ -131,10 +138,20 @@ def optimize(
         ('OPTIMAL', 22.0, 22.0)
     """
     _check_limits(time_limit, workers)
-    t0 = time.monotonic()
-    inst = instance(problem)
-    bounds = lower_bounds(inst)
+    dl = deadline if deadline is not None else Deadline.after(time_limit)
+    t0 = dl.start
+    cut: list[str] = []  # the phases the wall clock cut
+    hard = dl.at(0.9)  # the last 10 % for the solver's answer and the result
+    try:
+        inst = instance(problem, deadline=hard)
+    except WallLimitReached:
+        return _cut_result(problem, t0, time_limit, workers, seed)
     unit = problem.costs.time_unit
+    try:
+        bounds = lower_bounds(inst, deadline=hard)
+    except WallLimitReached:
+        bounds = work_bounds(inst)
+        cut.append("bounds")
     common = dict(objective_name=problem.objective, bounds=bounds.as_dict(inst.tick), tick=inst.tick,
                   exact=inst.exact, time_unit=unit, collectives=_collectives_text(inst))
     reason = _infeasible_reason(inst)
@@ -144,11 +161,15 @@ def optimize(
     work = float(time_limit if work_limit is None else work_limit)
     # the hint phase is bounded by counts (greedy rules, families, local-search moves); the clock
     # only cuts it on a machine too slow to finish them within most of the time limit
-    safety = t0 + 0.8 * time_limit
-    best: Candidate | None = best_candidate(inst, use_families, deadline=safety) if hints else None
+    safety = dl.at(0.8).end
+    best: Candidate | None = best_candidate(inst, use_families, deadline=safety, hard=hard.end) if hints else None
+    if hints and time.monotonic() > safety:
+        cut.append("starting schedules")
     if best is not None and local_search and best.objective > (bounds.best if redundant_bounds else 0) \
             and time.monotonic() < safety:
-        best = improve(inst, best, seed=seed, deadline=t0 + 0.5 * time_limit)
+        best = improve(inst, best, seed=seed, deadline=dl.at(0.5).end)
+        if time.monotonic() > dl.at(0.5).end:
+            cut.append("local search")
     hint = canonical_starts(inst, best.starts) if (best is not None and symmetry) else (best.starts if best else None)
     floor = bounds.best if redundant_bounds else 0
     if best is not None and best.objective <= floor:
@@ -158,13 +179,13 @@ def optimize(
                               wall_s=time.monotonic() - t0, schedule=sched, timeline=tl, hint=best.source,
                               hint_objective=best.objective * inst.tick,
                               solver={"proof": "hint meets the analytic bound", "workers": workers, "seed": seed,
-                                      "time_limit_s": time_limit}, **common)
+                                      "time_limit_s": time_limit, **_cut_stats(cut)}, **common)
     analytic = bounds
-    if redundant_bounds and relax_share > 0:
+    if redundant_bounds and relax_share > 0 and not hard.expired():
         # the one-device relaxation (relax.py): a small exact model per device, a share of the time
         from dataclasses import replace
 
-        budget = min(relax_share * time_limit, 0.5 * (time_limit - (time.monotonic() - t0)))
+        budget = min(relax_share * time_limit, 0.5 * hard.remaining())
         relax_best, relax_per = relaxation_bound(inst, bounds, max(0.0, budget), workers, seed,
                                                  work_limit=relax_share * work)
         bounds = replace(bounds, device_relaxation=relax_best,
@@ -176,16 +197,29 @@ def optimize(
                                   wall_s=time.monotonic() - t0, schedule=sched, timeline=tl, hint=best.source,
                                   hint_objective=best.objective * inst.tick,
                                   solver={"proof": "hint meets the device-relaxation bound", "workers": workers,
-                                          "seed": seed, "time_limit_s": time_limit}, **common)
+                                          "seed": seed, "time_limit_s": time_limit, **_cut_stats(cut)}, **common)
         # reported and kept as the floor, but not posted: the search proves faster on the analytic
         # bounds alone (unit costs, cap p*M_F, c=1 at (16,64): optimal at 3.9 deterministic s
         # without, not within 10.5 with the relaxation's per-device floors)
         floor = max(floor, bounds.best)
+    elif redundant_bounds and relax_share > 0:
+        cut.append("device relaxation")
     used_bounds = analytic if redundant_bounds else _no_bounds(bounds)
-    built = build_model(inst, used_bounds, hint=hint, upper=best.objective if best else None, symmetry=symmetry)
-    left = max(0.1, time_limit - (time.monotonic() - t0))
-    solver = _solver(left, workers, seed, work * (1 - relax_share) if redundant_bounds else work)
+    try:
+        built = build_model(inst, used_bounds, hint=hint, upper=best.objective if best else None, symmetry=symmetry,
+                            deadline=hard)
+    except WallLimitReached:
+        built = None
+        cut.append("model building")
+    if built is None or hard.remaining() < 0.01:
+        # no time left to search: the best schedule and bound found so far
+        if built is not None:
+            cut.append("search")
+        return _unsearched_result(inst, best, hint, floor, t0, cut, workers, seed, time_limit, common)
+    solver = _solver(hard.remaining(), workers, seed, work * (1 - relax_share) if redundant_bounds else work)
     code = solver.solve(built.model)
+    if hard.expired():
+        cut.append("search")
     status = cp_status = _STATUS.get(code, "UNKNOWN")
     solver_bound = solver.best_objective_bound if status in ("OPTIMAL", "FEASIBLE", "UNKNOWN") else None
     # without redundant bounds (plain CP-SAT) only what the solver proved is reported
@@ -211,11 +245,53 @@ def optimize(
     sched = tl = None
     if starts is not None:
         sched, tl = _schedule_from_starts(inst, starts, "cp-sat")
+    stats = _stats(solver, workers, seed, time_limit, cp_status)
+    stats.update(_cut_stats(cut))
     return OptimizeResult(status, objective=None if value is None else value * inst.tick, bound=bound_ticks * inst.tick,
                           wall_s=time.monotonic() - t0, schedule=sched, timeline=tl,
                           hint=best.source if best else None,
                           hint_objective=best.objective * inst.tick if best else None,
-                          solver=_stats(solver, workers, seed, time_limit, cp_status), **common)
+                          solver=stats, reason=_cut_reason(cut) if status != "OPTIMAL" else "", **common)
+
+
+def _cut_stats(cut: list[str]) -> dict:
+    # an OPTIMAL value and bound do not depend on the cut, but which start was found first may
+    return {"wall_limited": ", ".join(cut)} if cut else {}
+
+
+def _cut_reason(cut: list[str]) -> str:
+    return f"wall-clock limit reached in: {', '.join(cut)}" if cut else ""
+
+
+def _cut_result(problem: Problem, t0: float, time_limit: float, workers: int, seed: int) -> OptimizeResult:
+    """The clock ran out while the problem was turned into ticks: nothing found, bound 0."""
+    names = ("critical_path", "device_work", "memory_window", "device_relaxation", "one_machine", "best")
+    return OptimizeResult("UNKNOWN", objective_name=problem.objective, objective=None, bound=0.0,
+                          wall_s=time.monotonic() - t0, schedule=None, timeline=None,
+                          bounds={k: 0.0 for k in names}, hint=None, hint_objective=None, tick=1.0, exact=True,
+                          time_unit=problem.costs.time_unit,
+                          solver={"workers": workers, "seed": seed, "time_limit_s": time_limit,
+                                  "wall_limited": "model building"},
+                          reason=_cut_reason(["model building"]))
+
+
+def _unsearched_result(inst: Instance, best: Candidate | None, hint, floor: int, t0: float, cut: list[str],
+                       workers: int, seed: int, time_limit: float, common: dict) -> OptimizeResult:
+    """The clock ran out before the solver could run: the starting schedule (if any) and the
+    analytic bound."""
+    sched = tl = None
+    if best is not None:
+        sched, tl = _schedule_from_starts(inst, hint, "cp-sat")
+    value = best.objective if best is not None else None
+    bound = floor if value is None else min(floor, value)
+    status = "UNKNOWN" if value is None else ("OPTIMAL" if bound >= value else "FEASIBLE")
+    return OptimizeResult(status, objective=None if value is None else value * inst.tick, bound=bound * inst.tick,
+                          wall_s=time.monotonic() - t0, schedule=sched, timeline=tl,
+                          hint=best.source if best else None,
+                          hint_objective=value * inst.tick if value is not None else None,
+                          solver={"workers": workers, "seed": seed, "time_limit_s": time_limit,
+                                  "wall_limited": ", ".join(cut)},
+                          reason=_cut_reason(cut), **common)
 
 
 def _no_bounds(bounds):
@@ -259,10 +335,12 @@ def evaluate(
     seed: int = 0,
     sync: str = "eager",
     dp_allreduce: int = 0,
+    deadline: Deadline | None = None,
 ) -> OptimizeResult:
     """CP-SAT with each device's program order fixed to the schedule's: the optimum is the
     schedule's own value (for the makespan, what the async engine computes with the same ``sync``
-    and ``dp_allreduce``); INFEASIBLE when the order breaks the memory cap.
+    and ``dp_allreduce``); INFEASIBLE when the order breaks the memory cap. ``deadline`` as for
+    :func:`optimize` (UNKNOWN when the clock runs out before the solver).
 
     Example:
         >>> from ppverify.schedules import build
@@ -275,10 +353,14 @@ def evaluate(
     if any(type(a) is Overlap for prog in schedule.programs for a in prog):
         raise ParameterError("schedule", schedule.describe(),
                              "evaluate mode does not model overlapped F&B slots; run them in sequence first")
-    t0 = time.monotonic()
+    dl = deadline if deadline is not None else Deadline.after(time_limit)
+    t0, hard = dl.start, dl.at(0.9)
     problem = problem_for(schedule, costs, comm, memory_cap, objective, sync, dp_allreduce)
-    inst = instance(problem, schedule)
-    bounds = lower_bounds(inst)
+    try:
+        inst = instance(problem, schedule, deadline=hard)
+        bounds = lower_bounds(inst, deadline=hard)
+    except WallLimitReached:
+        return _cut_result(problem, t0, time_limit, workers, seed)
     order = [list(inst.device_ops(d)) for d in range(inst.p)]
     common = dict(objective_name=objective, bounds=bounds.as_dict(inst.tick), tick=inst.tick, exact=inst.exact,
                   time_unit=costs.time_unit, collectives=_collectives_text(inst))
@@ -289,8 +371,15 @@ def evaluate(
                               schedule=schedule, timeline=None, hint=schedule.family, hint_objective=None,
                               reason=f"the program order cannot run: {exc}", **common)
     hint = asap.starts
-    built = build_model(inst, bounds, order=order, hint=hint)
-    solver = _solver(time_limit, workers, seed)
+    try:
+        built = build_model(inst, bounds, order=order, hint=hint, deadline=hard)
+    except WallLimitReached:
+        return OptimizeResult("UNKNOWN", objective=None, bound=bounds.best * inst.tick, wall_s=time.monotonic() - t0,
+                              schedule=schedule, timeline=None, hint=schedule.family,
+                              hint_objective=asap.objective * inst.tick, reason=_cut_reason(["model building"]),
+                              solver={"workers": workers, "seed": seed, "time_limit_s": time_limit,
+                                      "wall_limited": "model building"}, **common)
+    solver = _solver(max(0.01, hard.remaining()), workers, seed)
     status = _STATUS.get(solver.solve(built.model), "UNKNOWN")
     stats = _stats(solver, workers, seed, time_limit, status)
     if status not in ("OPTIMAL", "FEASIBLE"):

@@ -80,7 +80,6 @@ def multi_stage_head_idle(inst: Instance, d: int) -> int:
     if not ops:
         return 0
     pipes = dag.schedule.pipe_of_mb
-    order = dag.topological_order()
     first_mb: dict[int, int] = {}
     for i in ops:
         mb = dag.ops[i].mb
@@ -89,7 +88,7 @@ def multi_stage_head_idle(inst: Instance, d: int) -> int:
             first_mb[pp] = mb
     lag = None
     for mb in first_mb.values():
-        members = [i for i in order if dag.ops[i].mb == mb]
+        members = inst.mb_members[mb]
         mine = [i for i in ops if dag.ops[i].mb == mb]
         grads = [i for i in mine if dag.ops[i].kind in (I, B)]
         longest = {g: 0 for g in grads}
@@ -130,7 +129,6 @@ def multi_stage_tail_idle(inst: Instance, d: int) -> int:
         return 0
     pipes = dag.schedule.pipe_of_mb
     pos = {dag.ops[i]: i for i in ops}
-    order = dag.topological_order()
     last_mb: dict[int, int] = {}
     for i in ops:
         mb = dag.ops[i].mb
@@ -155,7 +153,7 @@ def multi_stage_tail_idle(inst: Instance, d: int) -> int:
     best_ratio = ratios[0] if ratios else 0.0
     idle = None
     for mb in last_mb.values():
-        members = [i for i in order if dag.ops[i].mb == mb]
+        members = inst.mb_members[mb]
         mine = [i for i in ops if dag.ops[i].mb == mb]
         fwds = [i for i in mine if dag.ops[i].kind == F]
         grads = [i for i in mine if dag.ops[i].kind in (I, B)]

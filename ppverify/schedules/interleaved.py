@@ -6,8 +6,10 @@ Microbatches go in rounds of ``n = m // max(1, m // p)`` per chunk (PyTorch's ru
 multiple of the number of rounds ``max(1, m // p)``; Megatron's ``m % p == 0`` is the case
 ``n = p``). The k-th forward on a device runs chunk ``(k div n) mod v`` on that chunk's next
 microbatch; backwards walk the same sequence with the chunk mirrored (``v-1-c``). Warm-up on
-device d: ``min((v-1)*n + 2*(p-d-1), m*v)``, except that Megatron runs every forward first when
-``m == p`` (PyTorch does not: same makespan, tested); then one forward and one backward
+device d: ``min((v-1)*n + 2*(p-d-1), m*v)`` (PyTorch's rule, for every m; the default
+``order="pytorch"``). ``order="megatron"`` keeps Megatron-LM's one exception: every forward first
+when ``m == p`` (same makespan, higher activation peak on devices d >= p/2; tested);
+then one forward and one backward
 alternate; then the remaining backwards. ``v = 1`` is plain 1F1B (Megatron only interleaves for
 v > 1; the interleaved warm-up at v = 1 would give 2(p-d-1) forwards, which is not 1F1B).
 """
@@ -46,30 +48,56 @@ def round_size(p: int, m: int, v: int = 2) -> int:
     return m // rounds
 
 
-def megatron_warmup(p: int, m: int, v: int, d: int) -> int:
+ORDERS: tuple[str, ...] = ("pytorch", "megatron")
+
+
+def check_order(order: str) -> str:
+    """``order`` if it is a known warm-up rule (:data:`ORDERS`), else :class:`ParameterError`.
+
+    Example:
+        >>> check_order("megatron")
+        'megatron'
+        >>> check_order("nvidia")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter order=nvidia: warm-up rule must be one of pytorch, megatron
+    """
+    if order not in ORDERS:
+        raise ParameterError("order", order, f"warm-up rule must be one of {', '.join(ORDERS)}")
+    return order
+
+
+def megatron_warmup(p: int, m: int, v: int, d: int, order: str = "megatron") -> int:
     """Forwards device ``d`` runs before its first backward: ``min((v-1)*n + 2*(p-d-1), m*v)``
-    with ``n`` the round size (:func:`round_size`), or every forward when ``m == p`` (Megatron).
+    with ``n`` the round size (:func:`round_size`); with ``order="megatron"`` (this function's
+    default, as its name says) every forward when ``m == p``, with ``order="pytorch"`` the same
+    rule for every m (PyTorch's ``ScheduleInterleaved1F1B``).
 
     Example:
         >>> [megatron_warmup(4, 8, 2, d) for d in range(4)]
         [10, 8, 6, 4]
         >>> megatron_warmup(4, 4, 2, 3)  # m == p: all forwards first
         8
+        >>> [megatron_warmup(4, 4, 2, d, order="pytorch") for d in range(4)]  # (v-1)p + 2(p-1-d)
+        [8, 8, 6, 4]
         >>> [megatron_warmup(5, 6, 2, d) for d in range(5)]  # one round of 6
         [12, 12, 10, 8, 6]
     """
     total = m * v
-    if m == p:
+    if m == p and check_order(order) == "megatron":
         return total
     return min(2 * (p - d - 1) + (v - 1) * round_size(p, m, v), total)
 
 
-def interleaved_1f1b(p: int, m: int, v: int = 2) -> Schedule:
-    """Interleaved 1F1B with ``v`` chunks per device (``loop`` placement, ``S = v*p``).
+def interleaved_1f1b(p: int, m: int, v: int = 2, order: str = "pytorch") -> Schedule:
+    """Interleaved 1F1B with ``v`` chunks per device (``loop`` placement, ``S = v*p``); ``order``
+    is the warm-up rule (:func:`megatron_warmup`): ``"pytorch"`` or ``"megatron"`` (they differ
+    only at m == p).
 
     Example:
-        >>> s = interleaved_1f1b(2, 2, v=2)
-        >>> [str(o) for o in s.programs[1]]
+        >>> [str(o) for o in interleaved_1f1b(2, 2, v=2).programs[1]]  # PyTorch: warm-up 2
+        ['1F0', '1F1', '3F0', '3B0', '3F1', '3B1', '1B0', '1B1']
+        >>> [str(o) for o in interleaved_1f1b(2, 2, v=2, order="megatron").programs[1]]
         ['1F0', '1F1', '3F0', '3F1', '3B0', '3B1', '1B0', '1B1']
         >>> [str(o) for o in interleaved_1f1b(2, 3, v=2).programs[1]][:5]
         ['1F0', '1F1', '1F2', '3F0', '3B0']
@@ -79,26 +107,28 @@ def interleaved_1f1b(p: int, m: int, v: int = 2) -> Schedule:
         ppverify.errors.ParameterError: parameter m=9: interleaved schedules with v=2 need m to be a multiple of the number of rounds max(1, m // p) = 2 (PyTorch's rule)
     """
     check_int("v", v, 1)
+    check_order(order)
+    # the rules differ only at m == p; name the order only where it was asked for
+    params = {"p": p, "m": m, "v": v, **({"order": order} if order != "pytorch" else {})}
     if v == 1:
         base = one_f_one_b(p, m)
-        return Schedule(loop(p, 1), m, base.programs, base.pipe_of_mb, "interleaved-1f1b",
-                        {"p": p, "m": m, "v": 1})
+        return Schedule(loop(p, 1), m, base.programs, base.pipe_of_mb, "interleaved-1f1b", params)
     n = round_size(p, m, v)
     total = m * v
     if use_compiled(2 * total * p):  # vectorised, the same programs (tests/test_kernels.py)
         from .fast_orders import interleaved_programs
 
-        programs = interleaved_programs(p, m, v, n, [megatron_warmup(p, m, v, d) for d in range(p)])
-        return Schedule(loop(p, v), m, programs, (0,) * m, "interleaved-1f1b", {"p": p, "m": m, "v": v})
+        programs = interleaved_programs(p, m, v, n, [megatron_warmup(p, m, v, d, order) for d in range(p)])
+        return Schedule(loop(p, v), m, programs, (0,) * m, "interleaved-1f1b", params)
     programs = []
     for d in range(p):
         # the k-th forward runs chunk (k // n) % v; each chunk takes its microbatches in order
         fwd_chunks = [(k // n) % v for k in range(total)]
         fwd = _numbered(F, fwd_chunks, p, d)
         bwd = _numbered(B, [v - 1 - c for c in fwd_chunks], p, d)
-        programs.append(tuple(one_f_one_b_order(megatron_warmup(p, m, v, d), total, fwd.__getitem__,
+        programs.append(tuple(one_f_one_b_order(megatron_warmup(p, m, v, d, order), total, fwd.__getitem__,
                                                 bwd.__getitem__)))
-    return Schedule(loop(p, v), m, tuple(programs), (0,) * m, "interleaved-1f1b", {"p": p, "m": m, "v": v})
+    return Schedule(loop(p, v), m, tuple(programs), (0,) * m, "interleaved-1f1b", params)
 
 
 def _numbered(kind: str, chunks: list[int], p: int, d: int) -> list[Op]:
@@ -113,7 +143,8 @@ def _numbered(kind: str, chunks: list[int], p: int, d: int) -> list[Op]:
 
 register(Family(
     "interleaved-1f1b", interleaved_1f1b,
-    "Interleaved 1F1B: v chunks per device in the loop placement, Megatron's order with PyTorch's rounds (Narayanan et al. 2021)",
-    params=(Param("v", int, 2, "model chunks per device"),),
+    "Interleaved 1F1B: v chunks per device in the loop placement, PyTorch's order and rounds (Narayanan et al. 2021)",
+    params=(Param("v", int, 2, "model chunks per device"),
+            Param("order", str, "pytorch", "warm-up rule: pytorch, or megatron (every forward first when m == p)")),
     rules=RULES, formula=formula_in_formulas("interleaved_formula"),
 ))

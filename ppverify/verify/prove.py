@@ -21,8 +21,12 @@ as pairwise non-overlap of every two ops of a device, within a pipe and across t
 ("merged slot by slot they never collide"); the makespan is ``(1+2b) p - 2b`` (5p - 4 at b = 2).
 Chimera ``units=continuous`` beyond one unit (n >= p microbatches per pipe, m = 2n, for the same
 costs): the same theorems with n free, makespan ``m (1+b) + (p-2) b``. Interleaved 1F1B with
-m = p (v = 2, 3; stage ``c p + d`` is linear for a constant chunk c, so v is fixed per theorem
-while p is free): all forwards, then a GPipe-like drain. Interleaved 1F1B with v = 2, m = k p
+m = p in Megatron's order (``order=megatron``; v = 2, 3; stage ``c p + d`` is linear for a constant
+chunk c, so v is fixed per theorem while p is free): all forwards, then a GPipe-like drain; the
+grid builds that order explicitly. The family's default, PyTorch's order (its warm-up differs at
+m = p), has its own m = p closed form and theorems for F <= B: :mod:`.prove_interleaved_pytorch`;
+each order's grid builds that order, so neither form is claimed for the other. For m = k p
+(k >= 2) the two orders are the same schedule. Interleaved 1F1B with v = 2, m = k p
 (k = 2..8) at F = B = 1: :mod:`.prove_interleaved`.
 """
 
@@ -257,12 +261,13 @@ def chimera_theorems(b: int = 1, F: Callable[..., Any] | None = None, B: Callabl
 
 
 def _interleaved_theorems(v: int, f: int, b: int) -> list[Theorem]:
-    """Interleaved 1F1B with m = p and v chunks (constant), costs in chunk-op ticks."""
+    """Interleaved 1F1B with m = p in Megatron's order (every forward first) and v chunks
+    (constant), costs in chunk-op ticks."""
     F = lambda s, j: interleaved_f(P, v, s, j, f, b)  # noqa: E731
     B = lambda s, j: interleaved_b(P, v, s, j, f, b)  # noqa: E731
     base = z3.And(P >= 2, D >= 0, D < P, J >= 0, J < P, K >= 0, K < P)
     S = v * P
-    q = f"for all p >= 2, m = p, v = {v}, 0 <= d < p, 0 <= j, k < p, every chunk c < {v} (stage s = c p + d)"
+    q = f"for all p >= 2, m = p, v = {v}, order=megatron, 0 <= d < p, 0 <= j, k < p, every chunk c < {v} (stage s = c p + d)"
 
     def every(fn):
         return z3.And([fn(c * P + D, c) for c in range(v)])
@@ -287,14 +292,15 @@ def _interleaved_theorems(v: int, f: int, b: int) -> list[Theorem]:
         Theorem("memory", f"{q}: every backward on device d starts after every forward ends, so the device "
                           f"holds all {v} p chunk activations (p device shares) at its peak and never more", base,
                 z3.And([B(c1 * P + D, J) >= F(c2 * P + D, K) + f for c1 in range(v) for c2 in range(v)])),
-        Theorem("makespan", f"for all p >= 2, m = p, v = {v}: the step ends at B(0, p-1) + b = (v p + p - 1)(f + b) "
+        Theorem("makespan", f"for all p >= 2, m = p, v = {v}, order=megatron: the step ends at B(0, p-1) + b = (v p + p - 1)(f + b) "
                             f"chunk ticks, i.e. (p + (p-1)/v)(f + b) in device shares", P >= 2,
                 B(0, P - 1) + b == (v * P + P - 1) * (f + b)),
     ]
 
 
-def theorems(family: str, f: int, b: int, v: int = 2) -> list[Theorem]:
-    """The theorems of a provable family at integer costs F=f, B=b.
+def theorems(family: str, f: int, b: int, v: int = 2, order: str = "megatron") -> list[Theorem]:
+    """The theorems of a provable family at integer costs F=f, B=b (interleaved 1F1B: m = p in
+    ``order``, Megatron's or PyTorch's).
 
     Example:
         >>> [t.name for t in theorems("gpipe", 1, 2)][:3]
@@ -307,13 +313,19 @@ def theorems(family: str, f: int, b: int, v: int = 2) -> list[Theorem]:
             raise ParameterError("costs", f"F={f},B={b}", "chimera's closed form is derived for F=1 "
                                  "(any integer B >= 1); scale both costs so that F=1")
         return chimera_theorems(b)
+    if family == "interleaved-1f1b" and order == "pytorch":
+        from .prove_interleaved_pytorch import pytorch_theorems
+
+        return pytorch_theorems(v, f, b)
     if family == "interleaved-1f1b":
         return _interleaved_theorems(v, f, b)
     raise ParameterError("family", family, f"no closed form to prove; provable: {', '.join(PROVABLE)}")
 
 
-def closed_form_starts(family: str, p: int, m: int, f: int, b: int, v: int = 2) -> dict[str, float]:
-    """Start of every op by the closed form (text -> time).
+def closed_form_starts(family: str, p: int, m: int, f: int, b: int, v: int = 2,
+                       order: str = "megatron") -> dict[str, float]:
+    """Start of every op by the closed form (text -> time). Interleaved 1F1B's m = p form is
+    Megatron's order, PyTorch's (``order``) its own (F <= B).
 
     Example:
         >>> closed_form_starts("gpipe", 2, 1, 1, 2)
@@ -331,6 +343,15 @@ def closed_form_starts(family: str, p: int, m: int, f: int, b: int, v: int = 2) 
     if family == "interleaved-1f1b":  # m = p; chunk-op ticks -> share units: divide by v
         if m != p:
             raise ParameterError("m", m, "interleaved 1F1B's closed forms: m = p, or m = k p with v = 2 at F=B=1")
+        if order == "pytorch":
+            from .prove_interleaved_pytorch import pytorch_starts
+
+            if f > b:
+                raise ParameterError("costs", f"F={f},B={b}", "interleaved 1F1B's m = p closed form in "
+                                     "PyTorch's order is derived for F <= B")
+            return pytorch_starts(p, v, f, b)
+        if order != "megatron":
+            raise ParameterError("order", order, "closed forms: order=megatron or order=pytorch")
         for s in range(v * p):
             for j in range(m):
                 out[f"{s}F{j}"] = interleaved_f(p, v, s, j, f, b) / v
@@ -356,7 +377,7 @@ def closed_form_starts(family: str, p: int, m: int, f: int, b: int, v: int = 2) 
 
 
 def grid_check(family: str, f: int, b: int, ps: range = range(2, 9), ms: range = range(1, 13),
-               v: int = 2, units: range = range(1, 2)) -> tuple[int, list[str]]:
+               v: int = 2, units: range = range(1, 2), order: str = "megatron") -> tuple[int, list[str]]:
     """Compare the closed form with the generator's slot timeline on a grid; returns
     ``(schedules compared, mismatches)``. Chimera and interleaved 1F1B use ``m = k p`` for k in
     ``units`` (default: m = p), the others m in ``ms``.
@@ -371,12 +392,13 @@ def grid_check(family: str, f: int, b: int, ps: range = range(2, 9), ms: range =
     for p in ps:
         for m in ([k * p for k in units] if family in ("chimera", "interleaved-1f1b") else ms):
             try:
-                s = build(family, p=p, m=m, **({"v": v} if family == "interleaved-1f1b" else {}))
+                # each order's m = p closed form is checked on that order; m = k p (k >= 2): the same
+                s = build(family, p=p, m=m, **({"v": v, "order": order} if family == "interleaved-1f1b" else {}))
             except ParameterError:
                 continue
             n += 1
             tl = run(s, CostModel.abstract(s.placement, F=f, B=b), semantics="slot")
-            cf = closed_form_starts(family, p, m, f, b, v)
+            cf = closed_form_starts(family, p, m, f, b, v, order)
             for op, st in zip(tl.ops, tl.start):
                 if abs(cf[str(op)] - float(st)) > 1e-9:
                     bad.append(f"p={p} m={m} {op}: closed form {cf[str(op)]}, generator {float(st):g}")
@@ -413,14 +435,18 @@ def prove_family(family: str, costs: tuple[tuple[int, int], ...] | None = None,
     if costs is None:
         costs = COSTS
     out = []
-    for v in (INTERLEAVED_V if family == "interleaved-1f1b" else (None,)):
+    orders = ("megatron", "pytorch") if family == "interleaved-1f1b" else ("megatron",)
+    for v, order in [(v, o) for v in (INTERLEAVED_V if family == "interleaved-1f1b" else (None,)) for o in orders]:
         for f, b in costs:
-            label = f"{family} F={f},B={b}" + (f" v={v}, m=p" if v else "")
-            _emit(label, [prove(th) for th in theorems(family, f, b, v or 2)], out, on_result)
+            if order == "pytorch" and f > b:
+                continue  # PyTorch's m = p form is derived for F <= B
+            label = f"{family} F={f},B={b}" + (f" v={v}, m=p, order={order}" if v else "")
+            _emit(label, [prove(th) for th in theorems(family, f, b, v or 2, order)], out, on_result)
             t = time.perf_counter()
             wide = family in ("chimera", "interleaved-1f1b")
-            n, bad = grid_check(family, f, b, range(2, 17) if wide else range(2, 9), v=v or 2)
-            ps = {"chimera": "p in 2..16 even, m = p", "interleaved-1f1b": f"p in 2..16, m = p, v = {v}"}.get(
+            n, bad = grid_check(family, f, b, range(2, 17) if wide else range(2, 9), v=v or 2, order=order)
+            ps = {"chimera": "p in 2..16 even, m = p",
+                  "interleaved-1f1b": f"p in 2..16, m = p, v = {v}, order={order}"}.get(
                 family, "p in 2..8, m in 1..12")
             _emit(label, [_grid_result(f"`{family}` for {ps}", n, bad, time.perf_counter() - t)], out, on_result)
     if family == "chimera":
@@ -441,7 +467,7 @@ def _interleaved_two_groups(on_result: Callable[[str, Result], None] | None) -> 
         label = f"interleaved-1f1b F=1,B=1 v=2, m={k}p"
         rs = [prove(th) for th in interleaved_k_theorems(k)]
         t = time.perf_counter()
-        n, bad = grid_check("interleaved-1f1b", 1, 1, range(2, 13), units=range(k, k + 1), v=2)
+        n, bad = grid_check("interleaved-1f1b", 1, 1, range(2, 13), units=range(k, k + 1), v=2, order="pytorch")
         rs.append(_grid_result(f"`interleaved-1f1b` for p in 2..12, m = {k}p, v = 2", n, bad, time.perf_counter() - t))
         _emit(label, rs, out, on_result)
     return out

@@ -76,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--costs", help="abstract mode: op costs per device share, e.g. F=1,B=2 (no presets)")
     parser.add_argument("--comm-delay", help="abstract mode: per-hop delays, comma-separated (default 0)")
     parser.add_argument("--time-limit", type=float, default=0.5,
-                        help="CP-SAT seconds per solver point (default 0.5); larger points get a bound only")
+                        help="CP-SAT work per solver point, in its deterministic seconds (default 0.5; the same table on a "
+                             "loaded machine; the wall clock stops a solve at 4x); larger points get a bound only")
     parser.add_argument("--max-opt-ops", type=int, default=256,
                         help="solve the optimum only for schedules with at most this many ops (default 256)")
     parser.add_argument("--out", help="write one row per (schedule, configuration, level) to .csv or .parquet")

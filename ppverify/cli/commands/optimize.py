@@ -209,15 +209,17 @@ def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Solve and print (text or JSON); save the schedule when asked."""
     from ...optimize import evaluate, optimize
+    from ...optimize.deadline import Deadline
 
+    deadline = Deadline.after(args.time_limit)  # the whole command, argument handling included
     pr, sched, info = problem_from_args(args)
     if args.evaluate:
         if sched is None:
             raise ParameterError("evaluate", True, "--evaluate needs a family or schedule file (its program order)")
         res = evaluate(sched, pr.costs, pr.comm, pr.memory_cap, pr.objective, args.time_limit, args.workers, args.seed,
-                       pr.sync, pr.dp_allreduce)
+                       pr.sync, pr.dp_allreduce, deadline=deadline)
     else:
-        res = optimize(pr, args.time_limit, args.workers, args.seed)
+        res = optimize(pr, args.time_limit, args.workers, args.seed, deadline=deadline)
     if args.save and res.schedule is not None:
         from ...io.json_format import save_json
 
