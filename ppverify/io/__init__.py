@@ -35,20 +35,9 @@ def load_schedule(path: str | Path, **options) -> Schedule:
         raise ScheduleFileError(str(path), "", f"unknown schedule format {ext!r}; expected one of {', '.join(FORMATS)}")
     text = read_text(path)  # one reading for every format: size, encoding and BOM checked alike
     kind = sniff_format(text) or {".json": "json", ".csv": "csv"}.get(ext, "table")
-    if kind == "json":
-        from .json_format import loads_document
-
-        if options:
-            raise ScheduleFileError(str(path), "", f"a JSON schedule takes no options ({', '.join(options)})")
-        return loads_document(text, str(path)).schedule
-    if kind == "csv":
-        from ..files import csv_rows
-        from .torch_csv import parse_rows
-
-        return parse_rows(csv_rows(text, str(path)), str(path), **options)
-    from .table_text import parse_table
-
-    return parse_table(text, path=str(path), **options)
+    if kind == "json" and options:
+        raise ScheduleFileError(str(path), "", f"a JSON schedule takes no options ({', '.join(options)})")
+    return _parse(kind, text, str(path), options)
 
 
 def load_torch_file(path: str | Path, **options) -> Schedule:
@@ -61,8 +50,7 @@ def load_torch_file(path: str | Path, **options) -> Schedule:
         ...
         ppverify.errors.ScheduleFileError: missing.csv: file not found
     """
-    from ..files import csv_rows, read_text
-    from .torch_csv import parse_rows
+    from ..files import read_text
 
     text = read_text(path)
     kind = sniff_format(text)
@@ -71,14 +59,24 @@ def load_torch_file(path: str | Path, **options) -> Schedule:
         if given:
             raise ScheduleFileError(str(path), "", f"holds a {FORMATS['.json' if kind == 'json' else '.txt']}, "
                                                    f"which takes no --{given[0].replace('_', '-')}")
-        if kind == "json":
-            from .json_format import loads_document
+        return _parse(kind, text, str(path), {})
+    return _parse("csv", text, str(path), options)
 
-            return loads_document(text, str(path)).schedule
-        from .table_text import parse_table
 
-        return parse_table(text, path=str(path))
-    return parse_rows(csv_rows(text, str(path)), str(path), **options)
+def _parse(kind: str, text: str, path: str, options: dict) -> Schedule:
+    """The schedule in ``text`` read as ``kind`` ("json", "csv" or "table"), errors naming ``path``."""
+    if kind == "json":
+        from .json_format import loads_document
+
+        return loads_document(text, path).schedule
+    if kind == "csv":
+        from ..files import csv_rows
+        from .torch_csv import parse_rows
+
+        return parse_rows(csv_rows(text, path), path, **options)
+    from .table_text import parse_table
+
+    return parse_table(text, path=path, **options)
 
 
 def sniff_format(text: str) -> str | None:
