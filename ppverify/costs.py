@@ -10,13 +10,12 @@ build cost models in seconds and bytes from an LLM and a system.
 from __future__ import annotations
 
 import math
-
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from .errors import ParameterError
 from .limits import MAX_NUMBER
-from .ops import B, F, I, KINDS, W, Op
+from .ops import KINDS, B, F, I, Op
 from .placement import Placement
 
 
@@ -78,7 +77,7 @@ class CostModel:
         return (0.0, a * frac) if op.kind == I else (0.0, a * (1.0 - frac))
 
     @staticmethod
-    def unit(placement: Placement) -> "CostModel":
+    def unit(placement: Placement) -> CostModel:
         """Every op, whatever its kind, lasts one slot per device share: the idealized table's
         default (``F = B = I = W = 1``; I and W here are slots, not halves of B).
 
@@ -106,7 +105,7 @@ class CostModel:
         W: float | None = None,
         freed_by_I: float = 0.0,
         overlap: float = 1.0,
-    ) -> "CostModel":
+    ) -> CostModel:
         """Uniform abstract costs per device share, scaled to one stage by ``p / S``.
 
         Missing kinds are derived: ``B = I + W``; when only ``B`` is given ``I = W = B/2``;

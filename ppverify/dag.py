@@ -20,7 +20,7 @@ from operator import itemgetter
 import numpy as np
 
 from .errors import InvalidScheduleError
-from .ops import B, F, GRAD_KINDS, I, KIND_CODE, KINDS, W, Op, Overlap, compute_ops
+from .ops import GRAD_KINDS, KIND_CODE, KINDS, B, F, I, Op, Overlap, W, compute_ops
 from .schedule import Schedule
 
 #: edge kinds: what a dependency carries when it crosses devices
@@ -69,6 +69,7 @@ def predecessors(op: Op, num_stages: int, split: bool | set[tuple[int, int]]) ->
         >>> predecessors(Op("W", 1, 0), 3, True)
         [(Op(kind='I', stage=1, mb=0), 'local')]
     """
+
     def grad_kind(s: int) -> str:
         is_split = split if isinstance(split, bool) else (s, op.mb) in split
         return I if is_split else B
@@ -119,7 +120,9 @@ def structural_problems(schedule: Schedule, limit: int | None = None) -> list[st
             kinds_at.setdefault((op.stage, op.mb), set()).add(op.kind)
             want = schedule.device_of(op)
             if want != d:
-                problems.append(f"op {op} is on device {d} but its stage lives on device {want} for pipe {schedule.pipe_of_mb[op.mb]}")
+                problems.append(
+                    f"op {op} is on device {d} but its stage lives on device {want} for pipe {schedule.pipe_of_mb[op.mb]}"
+                )
         if limit and len(problems) >= limit:
             return problems[:limit]
     for mb in range(m):
@@ -277,8 +280,13 @@ def _flatten_programs(schedule: Schedule) -> tuple[list[Op], np.ndarray, list[in
         idle_before.append(np.asarray(ib, dtype=np.int64))
         offsets.append(len(ops))
     device = np.repeat(np.arange(len(schedule.programs), dtype=np.int64), np.diff(offsets))
-    return (ops, device, offsets, np.concatenate(fused) if fused else np.zeros(0, dtype=bool),
-            np.concatenate(idle_before) if idle_before else np.zeros(0, dtype=np.int64))
+    return (
+        ops,
+        device,
+        offsets,
+        np.concatenate(fused) if fused else np.zeros(0, dtype=bool),
+        np.concatenate(idle_before) if idle_before else np.zeros(0, dtype=np.int64),
+    )
 
 
 def _op_columns(ops: list[Op]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -331,6 +339,7 @@ def build_dag_arrays(schedule: Schedule, check: bool = True) -> DagArrays:
     pos = np.full(len(KINDS) * S * m, -1, dtype=np.int64)
     pos[(kc * S + st) * m + mbs] = np.arange(len(ops))
     fid = lambda s: (KIND_CODE[F] * S + s) * m + mbs  # noqa: E731
+
     # the gradient-producing op of (s, mb): B if present, else I
     def grad_pos(s: np.ndarray) -> np.ndarray:
         b = pos[(KIND_CODE[B] * S + s) * m + mbs]
@@ -350,8 +359,19 @@ def build_dag_arrays(schedule: Schedule, check: bool = True) -> DagArrays:
     p0[is_w] = pos[(KIND_CODE[I] * S + st) * m + mbs][is_w]
     c0 = (p0 >= 0) & (dev[np.maximum(p0, 0)] != dev)
     c1 = (p1 >= 0) & (dev[np.maximum(p1, 0)] != dev)
-    return DagArrays(schedule, ops, kc, st, mbs, dev, offsets, np.stack([p0, p1], axis=1),
-                     np.stack([c0, c1], axis=1), fused, idle_before)
+    return DagArrays(
+        schedule,
+        ops,
+        kc,
+        st,
+        mbs,
+        dev,
+        offsets,
+        np.stack([p0, p1], axis=1),
+        np.stack([c0, c1], axis=1),
+        fused,
+        idle_before,
+    )
 
 
 def build_dag(schedule: Schedule, check: bool = True) -> StepDAG:
@@ -366,5 +386,14 @@ def build_dag(schedule: Schedule, check: bool = True) -> StepDAG:
     is_f = a.kind == KIND_CODE[F]
     e0 = np.where(is_f, ACT, LOCAL).tolist()
     e1 = np.where(a.pred[:, 1] >= 0, GRAD, LOCAL).tolist()
-    return StepDAG(schedule, a.ops, a.device.tolist(), list(a.offsets), a.pred.tolist(),
-                   [list(t) for t in zip(e0, e1)], a.cross.tolist(), a.fused.tolist(), a.idle_before.tolist())
+    return StepDAG(
+        schedule,
+        a.ops,
+        a.device.tolist(),
+        list(a.offsets),
+        a.pred.tolist(),
+        [list(t) for t in zip(e0, e1)],
+        a.cross.tolist(),
+        a.fused.tolist(),
+        a.idle_before.tolist(),
+    )

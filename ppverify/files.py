@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .errors import ParameterError, ScheduleFileError
 from .limits import MAX_FILE_BYTES, LimitError
@@ -107,11 +107,10 @@ def atomic_write(path: str | Path, data: str | bytes, flag: str = "-o") -> Path:
         ppverify.errors.ParameterError: parameter --save=/nonexistent-dir/x.json: cannot write there: No such file or directory
     """
     raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
-    with atomic_path(path, flag) as tmp:
-        with open(tmp, "wb") as fh:
-            fh.write(raw)
-            fh.flush()
-            os.fsync(fh.fileno())
+    with atomic_path(path, flag) as tmp, open(tmp, "wb") as fh:
+        fh.write(raw)
+        fh.flush()
+        os.fsync(fh.fileno())
     return Path(path)
 
 
@@ -138,8 +137,10 @@ def csv_rows(text: str, path: str) -> list[list[str]]:
         for row in reader:
             for c, cell in enumerate(row):
                 if len(cell) > MAX_CELL_CHARS:
-                    raise LimitError(f"{path}:{reader.line_num}:{c + 1}",
-                                     f"a cell of {len(cell)} characters; at most {MAX_CELL_CHARS} are allowed")
+                    raise LimitError(
+                        f"{path}:{reader.line_num}:{c + 1}",
+                        f"a cell of {len(cell)} characters; at most {MAX_CELL_CHARS} are allowed",
+                    )
             rows.append(row)
     except csv.Error as exc:
         raise ScheduleFileError(path, str(reader.line_num), f"malformed CSV: {exc}") from None
@@ -159,9 +160,9 @@ def load_yaml(text: str, path: str) -> object:
         ...
         ppverify.errors.ScheduleFileError: c.yaml:2:2: not valid YAML: expected ',' or ']', but got ':'
     """
-    import yaml
-
     import re
+
+    import yaml
 
     from .limits import MAX_JSON_DEPTH, check_digits, line_col
 

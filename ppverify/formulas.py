@@ -17,9 +17,10 @@ reaches the formulas through the per-share costs they are given, averaged over a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any
 
 from .costs import complete_costs
 from .errors import ParameterError
@@ -90,11 +91,20 @@ def _num(x: Fraction | float | int) -> float:
     return float(x)
 
 
-def _make(family: str, p: int, m: int, busy: Fraction, makespan: Fraction, peaks: list,
-          mk: str, pk: str, conditions: str, source: str) -> Formula:
+def _make(
+    family: str,
+    p: int,
+    m: int,
+    busy: Fraction,
+    makespan: Fraction,
+    peaks: list,
+    mk: str,
+    pk: str,
+    conditions: str,
+    source: str,
+) -> Formula:
     bubble = 1 - busy / makespan if makespan > 0 else Fraction(0)
-    return Formula(family, _num(makespan), _num(bubble), tuple(_num(x) for x in peaks),
-                   mk, pk, conditions, source)
+    return Formula(family, _num(makespan), _num(bubble), tuple(_num(x) for x in peaks), mk, pk, conditions, source)
 
 
 def exact_costs(costs: Mapping[str, float] | None) -> dict[str, Fraction]:
@@ -129,8 +139,18 @@ def gpipe_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> F
     _check_pm(p, m)
     c = exact_costs(costs)
     t = c["F"] + c["B"]
-    return _make("gpipe", p, m, m * t, (m + p - 1) * t, [m] * p, EXACT, EXACT,
-                 "exact for any tF, tB", "Huang et al., GPipe, NeurIPS'19, arXiv 1811.06965")
+    return _make(
+        "gpipe",
+        p,
+        m,
+        m * t,
+        (m + p - 1) * t,
+        [m] * p,
+        EXACT,
+        EXACT,
+        "exact for any tF, tB",
+        "Huang et al., GPipe, NeurIPS'19, arXiv 1811.06965",
+    )
 
 
 def one_f_one_b_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
@@ -147,36 +167,47 @@ def one_f_one_b_formula(p: int, m: int, costs: Mapping[str, float] | None = None
     _check_pm(p, m)
     c = exact_costs(costs)
     t = c["F"] + c["B"]
-    return _make("1f1b", p, m, m * t, (m + p - 1) * t, [min(p - d, m) for d in range(p)], EXACT, EXACT,
-                 "exact for any tF, tB", "PipeDream-Flush (Narayanan et al. ICML'21, arXiv 2006.09503) / DAPPLE (Fan et al. PPoPP'21, arXiv 2007.01045)")
+    return _make(
+        "1f1b",
+        p,
+        m,
+        m * t,
+        (m + p - 1) * t,
+        [min(p - d, m) for d in range(p)],
+        EXACT,
+        EXACT,
+        "exact for any tF, tB",
+        "PipeDream-Flush (Narayanan et al. ICML'21, arXiv 2006.09503) / DAPPLE (Fan et al. PPoPP'21, arXiv 2007.01045)",
+    )
 
 
-def interleaved_formula(p: int, m: int, costs: Mapping[str, float] | None = None, v: int = 2,
-                        order: str = "pytorch") -> Formula:
+def interleaved_formula(
+    p: int, m: int, costs: Mapping[str, float] | None = None, v: int = 2, order: str = "pytorch"
+) -> Formula:
     """Interleaved 1F1B: makespan ``(v·max(m, p) + min(m, p) - 1)(tF+tB)/v``, i.e. for ``m >= p``
-    ``m(tF+tB) + (p-1)(tF+tB)/v``, bubble ``(p-1)/(v*m+p-1)``; peak on device d
-    ``min(w_d + 1, m*v)/v`` with the warm-up ``w_d`` of ``order``
-(:func:`ppverify.schedules.interleaved.megatron_warmup`; the orders differ only at m == p, where
-PyTorch's peaks are lower on devices d >= p/2).
+        ``m(tF+tB) + (p-1)(tF+tB)/v``, bubble ``(p-1)/(v*m+p-1)``; peak on device d
+        ``min(w_d + 1, m*v)/v`` with the warm-up ``w_d`` of ``order``
+    (:func:`ppverify.schedules.interleaved.megatron_warmup`; the orders differ only at m == p, where
+    PyTorch's peaks are lower on devices d >= p/2).
 
-    Derivation: each chunk op lasts 1/v of a share op. For ``m >= p`` the last device waits for
-    ``p-1`` chunk forwards, then never idles, and its last backward still has ``p-1`` chunk
-    backwards below it: ``(p-1)(tF+tB)/v`` (Narayanan et al. 2021; a lower bound for every
-    schedule on this placement, which the order reaches). For ``m < p`` every chunk waits for its
-    first microbatch: the chain of microbatch 0's ``v*p`` chunk forwards, the last stage's ``m-1``
-    further forward/backward pairs and microbatch m-1's ``v*p`` chunk backwards is critical,
-    ``(v*p + m - 1)(tF+tB)/v``. Memory: the warm-up forwards plus one steady forward are in flight,
-    each 1/v. Exact for any tF, tB and every m PyTorch accepts (m a multiple of the number of
-    rounds max(1, m // p); v = 1 is 1F1B, any m); checked against the table.
+        Derivation: each chunk op lasts 1/v of a share op. For ``m >= p`` the last device waits for
+        ``p-1`` chunk forwards, then never idles, and its last backward still has ``p-1`` chunk
+        backwards below it: ``(p-1)(tF+tB)/v`` (Narayanan et al. 2021; a lower bound for every
+        schedule on this placement, which the order reaches). For ``m < p`` every chunk waits for its
+        first microbatch: the chain of microbatch 0's ``v*p`` chunk forwards, the last stage's ``m-1``
+        further forward/backward pairs and microbatch m-1's ``v*p`` chunk backwards is critical,
+        ``(v*p + m - 1)(tF+tB)/v``. Memory: the warm-up forwards plus one steady forward are in flight,
+        each 1/v. Exact for any tF, tB and every m PyTorch accepts (m a multiple of the number of
+        rounds max(1, m // p); v = 1 is 1F1B, any m); checked against the table.
 
-    Example:
-        >>> f = interleaved_formula(4, 8, v=2)
-        >>> f.makespan, f.peak_activations[0]
-        (19.0, 5.5)
-        >>> interleaved_formula(5, 6, v=2).makespan, interleaved_formula(5, 3, v=2).makespan
-        (16.0, 12.0)
-        >>> interleaved_formula(4, 4).peak_activations, interleaved_formula(4, 4, order="megatron").peak_activations
-        ((4.0, 4.0, 3.5, 2.5), (4.0, 4.0, 4.0, 4.0))
+        Example:
+            >>> f = interleaved_formula(4, 8, v=2)
+            >>> f.makespan, f.peak_activations[0]
+            (19.0, 5.5)
+            >>> interleaved_formula(5, 6, v=2).makespan, interleaved_formula(5, 3, v=2).makespan
+            (16.0, 12.0)
+            >>> interleaved_formula(4, 4).peak_activations, interleaved_formula(4, 4, order="megatron").peak_activations
+            ((4.0, 4.0, 3.5, 2.5), (4.0, 4.0, 4.0, 4.0))
     """
     from .schedules.interleaved import megatron_warmup, round_size
     from .schedules.registry import check_int
@@ -185,16 +216,33 @@ PyTorch's peaks are lower on devices d >= p/2).
     check_int("v", v, 1)
     if v == 1:
         f = one_f_one_b_formula(p, m, costs)
-        return Formula("interleaved-1f1b", f.makespan, f.bubble_ratio, f.peak_activations, EXACT, EXACT,
-                       "v = 1 is 1F1B: exact for any tF, tB", f.source)
+        return Formula(
+            "interleaved-1f1b",
+            f.makespan,
+            f.bubble_ratio,
+            f.peak_activations,
+            EXACT,
+            EXACT,
+            "v = 1 is 1F1B: exact for any tF, tB",
+            f.source,
+        )
     round_size(p, m, v)
     c = exact_costs(costs)
     t = c["F"] + c["B"]
     peaks = [Fraction(min(megatron_warmup(p, m, v, d, order) + 1, m * v), v) for d in range(p)]
     makespan = Fraction(v * max(m, p) + min(m, p) - 1, v) * t
-    return _make("interleaved-1f1b", p, m, m * t, makespan, peaks, EXACT, EXACT,
-                 "exact for any tF, tB, every m with m a multiple of max(1, m // p) and both orders",
-                 "Narayanan et al. SC'21 (bubble (p-1)/(v*m) idle/busy, m >= p); m < p derived here")
+    return _make(
+        "interleaved-1f1b",
+        p,
+        m,
+        m * t,
+        makespan,
+        peaks,
+        EXACT,
+        EXACT,
+        "exact for any tF, tB, every m with m a multiple of max(1, m // p) and both orders",
+        "Narayanan et al. SC'21 (bubble (p-1)/(v*m) idle/busy, m >= p); m < p derived here",
+    )
 
 
 def _chimera_common(family: str, p: int, m: int, costs, offset: int, down: int, units: str = "continuous") -> Formula:
@@ -210,22 +258,38 @@ def _chimera_common(family: str, p: int, m: int, costs, offset: int, down: int, 
         return _chimera_concat(p, m, c, peaks)
     if family == "chimera":
         makespan = m * t + (p - 2) * max(c["F"], c["B"])
-        return _make(family, p, m, m * t, makespan, peaks, EXACT, EXACT,
-                     "exact for any tF, tB (p even, m a multiple of p); the paper's bubble "
-                     "(p-2)/(2m+p-2) is the tF = tB case",
-                     "Li & Hoefler SC'21, arXiv 2107.06925 (bubble for tF = tB); general tF, tB and peaks derived for "
-                     "ppverify's merge of two 1F1B pipes")
+        return _make(
+            family,
+            p,
+            m,
+            m * t,
+            makespan,
+            peaks,
+            EXACT,
+            EXACT,
+            "exact for any tF, tB (p even, m a multiple of p); the paper's bubble (p-2)/(2m+p-2) is the tF = tB case",
+            "Li & Hoefler SC'21, arXiv 2107.06925 (bubble for tF = tB); general tF, tB and peaks derived for "
+            "ppverify's merge of two 1F1B pipes",
+        )
     # no closed form for the asymmetric merge: bound it (see chimera_asym_formula)
     stages = [(d, (p - 1 + offset - d) % p) for d in range(p)]
     k0, k1 = (m // p) * down, m - (m // p) * down
     makespan = max([(max(k0, k1) + p - 1) * t] + [min(s0, s1) * t + m * t for s0, s1 in stages])
-    return _make(family, p, m, m * t, makespan, peaks, LOWER, UPPER,
-                 "bounds only: makespan >= the busier pipe's (n+p-1)(tF+tB) and, per device with "
-                 "stages s0 (pipe 0) and s1 (pipe 1), min(s0, s1)(tF+tB) + m(tF+tB); peak on each "
-                 "device <= the sum of both pipes' 1F1B in-flight counts"
-                 + (" within one basic unit (units=concat)" if concat else ""),
-                 "derived for ppverify's two-pipe merge (the seed paper's construction is not "
-                 "given in arXiv 2605.24006)")
+    return _make(
+        family,
+        p,
+        m,
+        m * t,
+        makespan,
+        peaks,
+        LOWER,
+        UPPER,
+        "bounds only: makespan >= the busier pipe's (n+p-1)(tF+tB) and, per device with "
+        "stages s0 (pipe 0) and s1 (pipe 1), min(s0, s1)(tF+tB) + m(tF+tB); peak on each "
+        "device <= the sum of both pipes' 1F1B in-flight counts"
+        + (" within one basic unit (units=concat)" if concat else ""),
+        "derived for ppverify's two-pipe merge (the seed paper's construction is not given in arXiv 2605.24006)",
+    )
 
 
 def _chimera_concat(p: int, m: int, c: dict[str, Fraction], peaks: list) -> Formula:
@@ -242,21 +306,36 @@ def _chimera_concat(p: int, m: int, c: dict[str, Fraction], peaks: list) -> Form
         # no closed form: the fill/drain bound every schedule on this placement obeys (device
         # p/2-1 waits (p/2-1)tF for its first input and (p/2-1)tB after its last backward)
         makespan = (m + p // 2 - 1) * t
-        return _make("chimera", p, m, m * t, makespan, peaks, LOWER, EXACT,
-                     "units=concat, tF != tB, p >= 6: makespan only bounded below by "
-                     "(m + p/2 - 1)(tF+tB); exact at tF = tB or p <= 4; peaks exact (a lone unit's)",
-                     "bound derived here; construction Li & Hoefler SC'21 §3.5 (direct "
-                     "concatenation), arXiv 2107.06925")
-    return _make("chimera", p, m, m * t, unit + (k - 1) * period, peaks, EXACT, EXACT,
-                 "units=concat: exact at tF = tB (any even p) and for p <= 4 at any tF, tB; "
-                 "peaks exact (a lone unit's)",
-                 "construction Li & Hoefler SC'21 §3.5 (direct concatenation), arXiv 2107.06925; "
-                 "period per unit fitted to and checked against the slot table (p <= 40 at "
-                 "tF = tB), not derived")
+        return _make(
+            "chimera",
+            p,
+            m,
+            m * t,
+            makespan,
+            peaks,
+            LOWER,
+            EXACT,
+            "units=concat, tF != tB, p >= 6: makespan only bounded below by "
+            "(m + p/2 - 1)(tF+tB); exact at tF = tB or p <= 4; peaks exact (a lone unit's)",
+            "bound derived here; construction Li & Hoefler SC'21 §3.5 (direct concatenation), arXiv 2107.06925",
+        )
+    return _make(
+        "chimera",
+        p,
+        m,
+        m * t,
+        unit + (k - 1) * period,
+        peaks,
+        EXACT,
+        EXACT,
+        "units=concat: exact at tF = tB (any even p) and for p <= 4 at any tF, tB; peaks exact (a lone unit's)",
+        "construction Li & Hoefler SC'21 §3.5 (direct concatenation), arXiv 2107.06925; "
+        "period per unit fitted to and checked against the slot table (p <= 40 at "
+        "tF = tB), not derived",
+    )
 
 
-def chimera_formula(p: int, m: int, costs: Mapping[str, float] | None = None,
-                    units: str | None = None) -> Formula:
+def chimera_formula(p: int, m: int, costs: Mapping[str, float] | None = None, units: str | None = None) -> Formula:
     """Chimera: makespan ``m(tF+tB) + (p-2)·max(tF, tB)``; at tF = tB the bubble is
     ``(p-2)/(2m+p-2)`` (Li & Hoefler); peak on device d ``min(p-d, m/2) + min(d+1, m/2)``.
 
@@ -296,8 +375,14 @@ def chimera_formula(p: int, m: int, costs: Mapping[str, float] | None = None,
     return _chimera_common("chimera", p, m, costs, 0, p // 2, units)
 
 
-def chimera_asym_formula(p: int, m: int, costs: Mapping[str, float] | None = None,
-                         offset: int = 1, down: int | None = None, units: str | None = None) -> Formula:
+def chimera_asym_formula(
+    p: int,
+    m: int,
+    costs: Mapping[str, float] | None = None,
+    offset: int = 1,
+    down: int | None = None,
+    units: str | None = None,
+) -> Formula:
     """Asymmetric Chimera-style schedule: bounds only (no closed form; the construction is ppverify's
     choice; the seed paper, arXiv 2605.24006, names the placement without a construction).
 
@@ -356,15 +441,27 @@ def hanayo_formula(p: int, m: int, costs: Mapping[str, float] | None = None, wav
     t = c["F"] + c["B"]
     w2 = 2 * waves
     makespan = m * t + Fraction(p - 1, waves) * max(c["F"], c["B"])
-    peaks = [Fraction(min(w2 * m, max(w2 * m - (p - 1 - d), min(p - d, m) + 2 * m * (waves - 1) + 1)), w2)
-             for d in range(p)]
+    peaks = [
+        Fraction(min(w2 * m, max(w2 * m - (p - 1 - d), min(p - d, m) + 2 * m * (waves - 1) + 1)), w2) for d in range(p)
+    ]
     mk = EXACT if m >= p else LOWER
-    regime = "restricted regime m = p" if m == p else ("m > p (outside the restricted regime m = p)" if m > p
-                                                         else "m < p (outside the restricted regime m = p)")
-    return _make("hanayo", p, m, m * t, makespan, peaks, mk, EXACT,
-                 f"makespan exact for m >= p and any tF, tB, a lower bound for m < p; peaks exact; here: {regime}",
-                 "Liu et al. SC'23, arXiv 2308.15762, with the elf library's order; bubble derived "
-                 "by simulation")
+    regime = (
+        "restricted regime m = p"
+        if m == p
+        else ("m > p (outside the restricted regime m = p)" if m > p else "m < p (outside the restricted regime m = p)")
+    )
+    return _make(
+        "hanayo",
+        p,
+        m,
+        m * t,
+        makespan,
+        peaks,
+        mk,
+        EXACT,
+        f"makespan exact for m >= p and any tF, tB, a lower bound for m < p; peaks exact; here: {regime}",
+        "Liu et al. SC'23, arXiv 2308.15762, with the elf library's order; bubble derived by simulation",
+    )
 
 
 def one_f_one_b_split_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
@@ -385,10 +482,18 @@ def one_f_one_b_split_formula(p: int, m: int, costs: Mapping[str, float] | None 
     _check_pm(p, m)
     c = exact_costs(costs)
     busy = m * (c["F"] + c["I"] + c["W"])
-    return _make("1f1b-split", p, m, busy, busy + (p - 1) * (c["F"] + c["I"]),
-                 [min(p - d, m) for d in range(p)], EXACT, EXACT,
-                 "exact for any tF, tI, tW (activations freed when W ends)",
-                 "derived here; cf. zero-bubble (Qi et al. ICLR'24, arXiv 2401.10241)")
+    return _make(
+        "1f1b-split",
+        p,
+        m,
+        busy,
+        busy + (p - 1) * (c["F"] + c["I"]),
+        [min(p - d, m) for d in range(p)],
+        EXACT,
+        EXACT,
+        "exact for any tF, tI, tW (activations freed when W ends)",
+        "derived here; cf. zero-bubble (Qi et al. ICLR'24, arXiv 2401.10241)",
+    )
 
 
 def formula_for(family: str, p: int, m: int, costs: Mapping[str, float] | None = None, **params: Any) -> Formula | None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .errors import PPVerifyError
 
@@ -146,8 +147,11 @@ def check_stages_mbs(num_stages: int, m: int, where: str, held: int | None = Non
     what = f"{where}: {num_stages} stages x {m} microbatches"
     check_ops(implied, what)
     if held is not None and implied > SPARSE_FACTOR * held + SPARSE_SLACK:
-        raise LimitError(what, f"imply {implied} ops but the file holds {held}; at most {SPARSE_FACTOR} x {held} + "
-                               f"{SPARSE_SLACK} are checked (is a stage or microbatch number mistyped?)")
+        raise LimitError(
+            what,
+            f"imply {implied} ops but the file holds {held}; at most {SPARSE_FACTOR} x {held} + "
+            f"{SPARSE_SLACK} are checked (is a stage or microbatch number mistyped?)",
+        )
 
 
 def int_text(text: str, where: str, digits: int = MAX_INT_DIGITS) -> int:
@@ -199,7 +203,9 @@ def check_digits(text: str, path: str) -> None:
     hit = _LONG_DIGITS.search(text)
     if hit:
         line, col = line_col(text, hit.start())
-        raise LimitError(f"{path}:{line}:{col}", f"a number of {len(hit.group())} digits; at most {MAX_INT_DIGITS} are allowed")
+        raise LimitError(
+            f"{path}:{line}:{col}", f"a number of {len(hit.group())} digits; at most {MAX_INT_DIGITS} are allowed"
+        )
 
 
 def check_json_text(text: str, path: str) -> None:
@@ -262,7 +268,9 @@ def rank_list(text: str, flag: str) -> list[int]:
 
     parts = [x.strip() for x in str(text).split(",")]
     if not parts or any(not x.isdigit() or len(x) > MAX_INT_DIGITS for x in parts):
-        raise ParameterError(flag, text, "expected linear, loop, v or one rank (an integer >= 0) per stage, comma-separated")
+        raise ParameterError(
+            flag, text, "expected linear, loop, v or one rank (an integer >= 0) per stage, comma-separated"
+        )
     if len(parts) > max_ops():
         raise LimitError(f"{flag} {text[:20]}...", f"{len(parts)} stages, over the limit of {max_ops()}")
     return [int(x) for x in parts]

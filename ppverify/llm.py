@@ -80,7 +80,9 @@ class LLM:
 
     def embedding_params(self) -> int:
         """Token (and learned position) embedding: on the first stage."""
-        return self.vocab_size * self.hidden_size + (self.seq_len * self.hidden_size if self.learned_position_embeddings else 0)
+        return self.vocab_size * self.hidden_size + (
+            self.seq_len * self.hidden_size if self.learned_position_embeddings else 0
+        )
 
     def head_params(self, separate_copy: bool = True) -> int:
         """Final norm plus output projection: on the last stage (a tied projection is a copy when
@@ -120,9 +122,22 @@ def load_llm(name_or_path: str) -> LLM:
         from .presets import PresetError
 
         raise PresetError(label, "hidden_size", f"must be divisible by attention_heads ({d['attention_heads']})")
-    return LLM(name, d["layers"], d["hidden_size"], d["attention_heads"], d["ffn_hidden_size"], d["vocab_size"],
-               d["seq_len"], d["kv_heads"], d["gated_mlp"], d["tied_embeddings"], d["learned_position_embeddings"],
-               d["biases"], d["description"], d["source"])
+    return LLM(
+        name,
+        d["layers"],
+        d["hidden_size"],
+        d["attention_heads"],
+        d["ffn_hidden_size"],
+        d["vocab_size"],
+        d["seq_len"],
+        d["kv_heads"],
+        d["gated_mlp"],
+        d["tied_embeddings"],
+        d["learned_position_embeddings"],
+        d["biases"],
+        d["description"],
+        d["source"],
+    )
 
 
 @dataclass(frozen=True)
@@ -157,8 +172,9 @@ class Training:
         if self.seq_len is not None and self.seq_len < 1:
             raise ParameterError("seq-len", self.seq_len, "must be an integer >= 1")
         if not self.state_bytes_per_param > 0 or not 0 <= self.grad_bytes_per_param <= self.state_bytes_per_param:
-            raise ParameterError("state_bytes_per_param", self.state_bytes_per_param,
-                                 "must be > 0 and at least grad_bytes_per_param")
+            raise ParameterError(
+                "state_bytes_per_param", self.state_bytes_per_param, "must be > 0 and at least grad_bytes_per_param"
+            )
 
 
 def split_layers(layers: int, stages: int) -> tuple[int, ...]:
@@ -170,8 +186,9 @@ def split_layers(layers: int, stages: int) -> tuple[int, ...]:
         ((3, 3, 3, 3, 3, 3, 3, 3), (5, 5, 5, 5, 4), (2, 1))
     """
     if layers < stages:
-        raise ParameterError("stages", stages,
-                             f"the model has only {layers} layers; give --layers-per-stage to allow empty stages")
+        raise ParameterError(
+            "stages", stages, f"the model has only {layers} layers; give --layers-per-stage to allow empty stages"
+        )
     base, extra = divmod(layers, stages)
     out = [base] * stages
     order = list(range(1, stages - 1)) + [0, stages - 1]
@@ -212,9 +229,14 @@ class StageCosts:
         """
         frac = self.grad_bytes[0] / self.weight_bytes[0] if self.weight_bytes and self.weight_bytes[0] else 0.0
         return CostModel(
-            duration=self.duration, activation=self.activation, freed_by_I=self.freed_by_I,
-            boundary_bytes=self.boundary_bytes, weight_bytes=self.weight_bytes,
-            time_unit="s", memory_unit="bytes", label=self.label,
+            duration=self.duration,
+            activation=self.activation,
+            freed_by_I=self.freed_by_I,
+            boundary_bytes=self.boundary_bytes,
+            weight_bytes=self.weight_bytes,
+            time_unit="s",
+            memory_unit="bytes",
+            label=self.label,
             extra={"grad_fraction": frac, **self.extra},
         )
 
@@ -234,8 +256,11 @@ def stage_costs(llm: LLM, peak_flops: float, stages: int, training: Training) ->
     if t.layers_per_stage is not None:
         lps = tuple(t.layers_per_stage)
         if len(lps) != stages or any(x < 0 for x in lps) or sum(lps) != llm.layers:
-            raise ParameterError("layers-per-stage", ",".join(map(str, lps)),
-                                 f"need {stages} non-negative counts summing to the model's {llm.layers} layers")
+            raise ParameterError(
+                "layers-per-stage",
+                ",".join(map(str, lps)),
+                f"need {stages} non-negative counts summing to the model's {llm.layers} layers",
+            )
     else:
         lps = split_layers(llm.layers, stages)
     b, s, h, a, V = t.microbatch_size, t.seq_len or llm.seq_len, llm.hidden_size, llm.attention_heads, llm.vocab_size
@@ -259,18 +284,35 @@ def stage_costs(llm: LLM, peak_flops: float, stages: int, training: Training) ->
         per_layer = 2.0 * s * b * h if t.recompute else s * b * h * (34.0 + attn_term)
         a_bytes = (n * per_layer + (4.0 * s * b * V if last else 0.0)) / t.tp
         act.append(a_bytes)
-        freed.append(0.0 if t.recompute else (2.0 * h + 5.0 * a * s * (0 if t.flash_attention else 1)) / (h * (34.0 + attn_term)))
-        pr = n * llm.layer_params() + (llm.embedding_params() if st == 0 else 0) + \
-            (llm.head_params(separate_copy=stages > 1) if last else 0)
+        freed.append(
+            0.0 if t.recompute else (2.0 * h + 5.0 * a * s * (0 if t.flash_attention else 1)) / (h * (34.0 + attn_term))
+        )
+        pr = (
+            n * llm.layer_params()
+            + (llm.embedding_params() if st == 0 else 0)
+            + (llm.head_params(separate_copy=stages > 1) if last else 0)
+        )
         params.append(pr)
     dur = {k: tuple(x / rate for x in v) for k, v in fl.items()}
     boundary = (float(b * s * h * t.dtype_bytes) / t.tp,) * (stages - 1)
-    label = f"{llm.name}, b={b}, s={s}, mfu={t.mfu:g}" + (f", tp={t.tp}" if t.tp > 1 else "") + \
-        (", recompute" if t.recompute else "") + (", flash-attention" if t.flash_attention else "")
+    label = (
+        f"{llm.name}, b={b}, s={s}, mfu={t.mfu:g}"
+        + (f", tp={t.tp}" if t.tp > 1 else "")
+        + (", recompute" if t.recompute else "")
+        + (", flash-attention" if t.flash_attention else "")
+    )
     return StageCosts(
-        llm.name, lps, tuple(params), {k: tuple(v) for k, v in fl.items()}, dur, tuple(act), tuple(freed), boundary,
+        llm.name,
+        lps,
+        tuple(params),
+        {k: tuple(v) for k, v in fl.items()},
+        dur,
+        tuple(act),
+        tuple(freed),
+        boundary,
         tuple(p * t.state_bytes_per_param / t.tp for p in params),
-        tuple(p * t.grad_bytes_per_param / t.tp for p in params), label,
+        tuple(p * t.grad_bytes_per_param / t.tp for p in params),
+        label,
     )
 
 

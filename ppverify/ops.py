@@ -14,8 +14,9 @@ tuple construction and hashing are several times cheaper.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator, NamedTuple, Union
+from typing import NamedTuple, Union
 
 F, B, I, W = "F", "B", "I", "W"
 #: compute kinds, PyTorch's names: forward, full backward, input-grad backward, weight-grad backward
@@ -96,7 +97,7 @@ class Marker:
         return f"{self.stage}{self.kind}"
 
 
-Action = Union[Op, Comm, Overlap, Marker, None]
+Action = Union[Op, Comm, Overlap, Marker, None]  # noqa: UP007 (a runtime alias: | on classes needs 3.10 types)
 
 _OP_RE = re.compile(r"(\d+)([FBIW])(\d+)")
 _COMM_RE = re.compile(r"(\d+)(SEND_F|RECV_F|SEND_B|RECV_B)(\d+)")
@@ -137,8 +138,10 @@ def parse_action(text: str) -> Action:
         return None
     long = _LONG_NUMBER.search(s)
     if long:  # refused before int(): no stage or microbatch has 13 digits, and int() of 4,301 raises
-        raise ActionSyntaxError(f"{_shorten(s)} is not an action: a stage or microbatch number of "
-                                f"{len(long.group())} digits (at most {MAX_ACTION_DIGITS})")
+        raise ActionSyntaxError(
+            f"{_shorten(s)} is not an action: a stage or microbatch number of "
+            f"{len(long.group())} digits (at most {MAX_ACTION_DIGITS})"
+        )
     m = _OP_RE.fullmatch(s)
     if m:
         return Op(m.group(2), int(m.group(1)), int(m.group(3)))

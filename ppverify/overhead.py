@@ -28,7 +28,7 @@ of a waiting op's own overhead with its wait (the fold adds it after the wait).
 from __future__ import annotations
 
 from .costs import CostModel
-from .ops import B, F, I, KINDS, W
+from .ops import KINDS, B, F, I, W
 from .placement import Placement
 
 
@@ -53,8 +53,7 @@ def comm_actions(placement: Placement, kind: str, stage: int) -> int:
     return int(prev_cross) + int(next_cross)
 
 
-def with_overhead(costs: CostModel, placement: Placement, action_s: float = 0.0,
-                  transfer_s: float = 0.0) -> CostModel:
+def with_overhead(costs: CostModel, placement: Placement, action_s: float = 0.0, transfer_s: float = 0.0) -> CostModel:
     """``costs`` with the runtime's overhead added to every op duration (see the module doc).
 
     Example:
@@ -66,15 +65,27 @@ def with_overhead(costs: CostModel, placement: Placement, action_s: float = 0.0,
     if not action_s and not transfer_s:
         return costs
     S = costs.num_stages
-    duration = {k: tuple(costs.duration[k][s] + action_s + transfer_s * comm_actions(placement, k, s)
-                         for s in range(S)) for k in KINDS}
+    duration = {
+        k: tuple(costs.duration[k][s] + action_s + transfer_s * comm_actions(placement, k, s) for s in range(S))
+        for k in KINDS
+    }
     if costs.time_unit == "s":
         label = f"{costs.label} +overhead {action_s * 1e6:.4g} us/action, {transfer_s * 1e6:.4g} us/transfer"
     else:
         label = f"{costs.label} +overhead {action_s:g}/{transfer_s:g}"
     label = label.strip()
-    return CostModel(duration, costs.activation, costs.freed_by_I, costs.boundary_bytes, costs.weight_bytes,
-                     costs.overlap, costs.time_unit, costs.memory_unit, label, costs.extra)
+    return CostModel(
+        duration,
+        costs.activation,
+        costs.freed_by_I,
+        costs.boundary_bytes,
+        costs.weight_bytes,
+        costs.overlap,
+        costs.time_unit,
+        costs.memory_unit,
+        label,
+        costs.extra,
+    )
 
 
 def formula_share_costs(share: dict[str, float], schedule: object) -> dict[str, float]:
@@ -129,4 +140,4 @@ def system_overhead(costs: CostModel, placement: Placement, system: object) -> C
     return with_overhead(costs, placement, *runtime_overhead(placement, system))
 
 
-__all__ = ["comm_actions", "with_overhead", "formula_share_costs", "runtime_overhead", "system_overhead"]
+__all__ = ["comm_actions", "formula_share_costs", "runtime_overhead", "system_overhead", "with_overhead"]

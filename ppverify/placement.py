@@ -34,7 +34,9 @@ class Placement:
         for pipe, mp in enumerate(self.maps):
             for s, d in enumerate(mp):
                 if not 0 <= d < self.p:
-                    raise ParameterError("placement", f"pipe {pipe} stage {s} -> {d}", f"device must be in 0..{self.p - 1}")
+                    raise ParameterError(
+                        "placement", f"pipe {pipe} stage {s} -> {d}", f"device must be in 0..{self.p - 1}"
+                    )
 
     @property
     def num_stages(self) -> int:

@@ -11,12 +11,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-from .errors import ParameterError  # noqa: E402
-from .timeline import Timeline  # noqa: E402
+from .errors import ParameterError
+from .timeline import Timeline
 
 #: one color per op kind (F forward, B full backward, I input-grad, W weight-grad)
 KIND_COLORS = {"F": "#4C72B0", "B": "#55A868", "I": "#C44E52", "W": "#DD8452"}
@@ -56,7 +56,7 @@ def wrap_title(text: str, fig_width_in: float, fontsize: float = 10.0) -> str:
     chars = max(20, int(0.8 * fig_width_in * 72 / (0.55 * fontsize)))
     text = text.strip()
     if len(text) > 4 * chars:  # a hostile name: at most four lines, not a page of glyphs to draw
-        text = text[:4 * chars - 3] + "..."
+        text = text[: 4 * chars - 3] + "..."
     return textwrap.fill(text, width=chars, break_on_hyphens=False)
 
 
@@ -118,8 +118,9 @@ def gantt(timeline: Timeline, path: str | Path, title: str | None = None, memory
     n = len(timeline.ops)
     fig_w = min(22.0, max(8.0, 0.12 * n / max(p, 1) + 6))
     if memory:
-        fig, (ax, axm) = plt.subplots(2, 1, figsize=(fig_w, 1.0 + 0.55 * p + 2.4), sharex=True,
-                                      gridspec_kw={"height_ratios": [max(p, 2), 2.2]})
+        fig, (ax, axm) = plt.subplots(
+            2, 1, figsize=(fig_w, 1.0 + 0.55 * p + 2.4), sharex=True, gridspec_kw={"height_ratios": [max(p, 2), 2.2]}
+        )
     else:
         fig, ax = plt.subplots(figsize=(fig_w, 1.0 + 0.55 * p))
         axm = None
@@ -134,14 +135,30 @@ def gantt(timeline: Timeline, path: str | Path, title: str | None = None, memory
         # ops overlapped on one device (F&B slots) share the row, one lane each, so none hides another
         h = 0.8 / lanes[i]
         y = d - 0.4 + (lane[i] + 0.5) * h
-        ax.barh(y, w, left=starts[i], height=h, color=KIND_COLORS.get(op.kind, "#999999"),
-                edgecolor="black", linewidth=0.4, hatch="//" if pipe == 1 else None)
+        ax.barh(
+            y,
+            w,
+            left=starts[i],
+            height=h,
+            color=KIND_COLORS.get(op.kind, "#999999"),
+            edgecolor="black",
+            linewidth=0.4,
+            hatch="//" if pipe == 1 else None,
+        )
         if label:
             # stage and microbatch as PyTorch writes the op (4F1: stage 4, microbatch 1), so the
             # chunks of one device read apart; sized to its bar once the layout is known
             text = str(op)
-            labels.append((ax.text(starts[i] + w / 2, y, text, ha="center", va="center", fontsize=7, color="white",
-                                   clip_on=True), w, h, text))
+            labels.append(
+                (
+                    ax.text(
+                        starts[i] + w / 2, y, text, ha="center", va="center", fontsize=7, color="white", clip_on=True
+                    ),
+                    w,
+                    h,
+                    text,
+                )
+            )
     tr = timeline.transfers
     if 0 < len(tr) <= MAX_DRAWN_TRANSFERS:
         for k in range(len(tr)):
@@ -168,11 +185,20 @@ def gantt(timeline: Timeline, path: str | Path, title: str | None = None, memory
         names.append("pipe 1")
     ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     ms = timeline.makespan * scale
-    ax.set_title(wrap_title(title or f"{sched.describe()} · {timeline.semantics} · makespan {ms:.4g} {unit} · "
-                                     f"bubble {timeline.bubble_ratio:.3f} (idle/total)", fig_w), fontsize=10)
+    ax.set_title(
+        wrap_title(
+            title
+            or f"{sched.describe()} · {timeline.semantics} · makespan {ms:.4g} {unit} · "
+            f"bubble {timeline.bubble_ratio:.3f} (idle/total)",
+            fig_w,
+        ),
+        fontsize=10,
+    )
     ax.set_xlim(0, ms * 1.01 if ms > 0 else 1)
     if axm is not None:
-        mscale, munit = (1 / 2**30, "GiB") if timeline.costs.memory_unit == "bytes" else (1.0, timeline.costs.memory_unit)
+        mscale, munit = (
+            (1 / 2**30, "GiB") if timeline.costs.memory_unit == "bytes" else (1.0, timeline.costs.memory_unit)
+        )
         styles = ["-", "--", ":", "-."]
         for d in range(p):
             t, mem = timeline.memory_events(d)
@@ -182,8 +208,15 @@ def gantt(timeline: Timeline, path: str | Path, title: str | None = None, memory
                 t, mem = t[keep], mem[keep]
                 tt = np.concatenate(([0.0], t * scale, [ms]))
                 mm = np.concatenate(([0.0], mem * mscale, [mem[-1] * mscale]))
-                axm.step(tt, mm, where="post", label=f"dev {d}", linewidth=1.6 if d < 4 else 1.0,
-                         linestyle=styles[d % 4], alpha=0.85)
+                axm.step(
+                    tt,
+                    mm,
+                    where="post",
+                    label=f"dev {d}",
+                    linewidth=1.6 if d < 4 else 1.0,
+                    linestyle=styles[d % 4],
+                    alpha=0.85,
+                )
         axm.set_ylabel(f"activations\n({munit})", fontsize=9)
         axm.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
         axm.grid(alpha=0.3)
@@ -250,7 +283,7 @@ def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str
     # band edges halfway (geometrically when log x) between sample points
     mids = [np.sqrt(a * b) if logx else (a + b) / 2 for a, b in zip(xs, xs[1:])]
     edges = [xs[0]] + mids + [xs[-1]]
-    ytop = (curves["makespan"].max() * scale)
+    ytop = curves["makespan"].max() * scale
     i = 0
     while i < len(xs):
         j = i
@@ -258,8 +291,15 @@ def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str
             j += 1
         lo, hi = edges[i] * xfac, edges[j + 1] * xfac
         ax.axvspan(lo, hi, color=colors[winners[i]], alpha=0.10, linewidth=0)
-        ax.text(np.sqrt(lo * hi) if logx and lo > 0 else (lo + hi) / 2, ytop, f"fastest:\n{winners[i]}",
-                ha="center", va="top", fontsize=7, color=colors[winners[i]])
+        ax.text(
+            np.sqrt(lo * hi) if logx and lo > 0 else (lo + hi) / 2,
+            ytop,
+            f"fastest:\n{winners[i]}",
+            ha="center",
+            va="top",
+            fontsize=7,
+            color=colors[winners[i]],
+        )
         i = j + 1
     for a, b, x0, x1 in crossings(curves):
         ya0, ya1 = wide.at[x0, a], wide.at[x1, a]
@@ -267,13 +307,19 @@ def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str
         t = (yb0 - ya0) / ((ya1 - ya0) - (yb1 - yb0))
         xc = np.exp(np.log(x0) + t * (np.log(x1) - np.log(x0))) if logx else x0 + t * (x1 - x0)
         ax.plot([xc * xfac], [(ya0 + t * (ya1 - ya0)) * scale], marker="x", color="black", markersize=6)
-    ax.set_xlabel({"latency": "per-hop latency (µs)" if unit == "s" else "per-hop delay (units)",
-                   "bandwidth": "link bandwidth per direction (GB/s)"}[axis])
+    ax.set_xlabel(
+        {
+            "latency": "per-hop latency (µs)" if unit == "s" else "per-hop delay (units)",
+            "bandwidth": "link bandwidth per direction (GB/s)",
+        }[axis]
+    )
     ax.set_ylabel(f"makespan ({tunit})")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
-    ax.set_title(wrap_title(title or f"makespan vs {axis}; x = two schedules swap order, bands = fastest schedule", 9.0),
-                 fontsize=10)
+    ax.set_title(
+        wrap_title(title or f"makespan vs {axis}; x = two schedules swap order, bands = fastest schedule", 9.0),
+        fontsize=10,
+    )
     fig.tight_layout()
     _save(fig, path)
     plt.close(fig)

@@ -16,10 +16,11 @@ from __future__ import annotations
 import copy
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import ParameterError, ScheduleFileError
 from .limits import MAX_NUMBER
@@ -49,7 +50,7 @@ class Field:
     required: bool = True
     positive: bool = False
     nonneg: bool = False
-    fields: Mapping[str, "Field"] | None = None
+    fields: Mapping[str, Field] | None = None
     default: Any = None
     choices: tuple[str, ...] | None = None
 
@@ -78,20 +79,27 @@ _RUNTIME = {
     "transfer_overhead_us": Field("number", required=False, nonneg=True, default=0.0),
     # the same two figures for two-pipe schedules (Chimera, DualPipe), which run on another runner
     # (ppverify's own); the one-pipe figures when absent
-    "two_pipe": Field("section", required=False, fields={
-        "action_overhead_us": Field("number", nonneg=True),
-        "transfer_overhead_us": Field("number", required=False, nonneg=True, default=0.0),
-    }),
+    "two_pipe": Field(
+        "section",
+        required=False,
+        fields={
+            "action_overhead_us": Field("number", nonneg=True),
+            "transfer_overhead_us": Field("number", required=False, nonneg=True, default=0.0),
+        },
+    ),
 }
 
 SYSTEM_SCHEMA: dict[str, Field] = {
     "description": Field("str", required=False, default=""),
     "source": Field("str", required=False, default=""),
-    "device": Field("section", fields={
-        "name": Field("str", required=False, default=""),
-        "peak_TFLOPs": Field("number", positive=True),
-        "memory_GiB": Field("number", positive=True),
-    }),
+    "device": Field(
+        "section",
+        fields={
+            "name": Field("str", required=False, default=""),
+            "peak_TFLOPs": Field("number", positive=True),
+            "memory_GiB": Field("number", positive=True),
+        },
+    ),
     "gpus_per_node": Field("int", positive=True),
     "nics_per_node": Field("int", positive=True, required=False, default=1),
     # optional when gpus_per_node == 1 (every hop then crosses nodes); checked in system.py
@@ -164,8 +172,9 @@ def read_preset(kind: str, name_or_path: str) -> tuple[str, dict[str, Any]]:
         names = available(kind)
         if name_or_path not in names:
             what = "system" if kind == "systems" else "model"
-            raise ParameterError(what, name_or_path,
-                                 f"unknown {kind} preset; available: {', '.join(names)} (or a path to a .yaml file)")
+            raise ParameterError(
+                what, name_or_path, f"unknown {kind} preset; available: {', '.join(names)} (or a path to a .yaml file)"
+            )
         label = f"{kind}/{name_or_path}.yaml"
         text = resources.files("ppverify.models").joinpath(kind, f"{name_or_path}.yaml").read_text(encoding="utf-8")
     return label, parse_preset(kind, text, label)
@@ -222,8 +231,7 @@ def _unknown_key_rule(key: str, schema: Mapping[str, Field]) -> str:
     if stem in UNIT_STEMS:
         want = [k for k in schema if k.split("_")[0].lower() == stem]
         if want:
-            return f"key has no unit; write {want[0]}" if key.lower() == stem else \
-                f"unknown unit; write {want[0]}"
+            return f"key has no unit; write {want[0]}" if key.lower() == stem else f"unknown unit; write {want[0]}"
     return f"unknown key; known keys: {', '.join(schema)}"
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from .errors import ParameterError
 from .ops import Action, Op, compute_ops
@@ -40,7 +41,9 @@ class Schedule:
             raise ParameterError("pipe_of_mb", len(self.pipe_of_mb), f"need one pipe per microbatch (m={self.m})")
         for mb, pipe in enumerate(self.pipe_of_mb):
             if not 0 <= pipe < self.placement.num_pipes:
-                raise ParameterError("pipe_of_mb", f"mb {mb} -> {pipe}", f"pipe must be in 0..{self.placement.num_pipes - 1}")
+                raise ParameterError(
+                    "pipe_of_mb", f"mb {mb} -> {pipe}", f"pipe must be in 0..{self.placement.num_pipes - 1}"
+                )
 
     @property
     def p(self) -> int:
@@ -83,6 +86,6 @@ class Schedule:
         extra = " ".join(f"{k}={v}" for k, v in self.params.items() if k not in ("p", "m"))
         return f"{self.family} p={self.p} m={self.m}" + (f" {extra}" if extra else "")
 
-    def with_programs(self, programs: tuple[tuple[Action, ...], ...]) -> "Schedule":
+    def with_programs(self, programs: tuple[tuple[Action, ...], ...]) -> Schedule:
         """Same schedule with other programs (used by transformations and mutation tests)."""
         return Schedule(self.placement, self.m, programs, self.pipe_of_mb, self.family, dict(self.params))

@@ -15,8 +15,17 @@ from .errors import ParameterError
 
 GiB = 2**30
 #: byte multiples accepted after a number (case-insensitive); decimal and binary prefixes
-BYTE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-              "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+BYTE_UNITS = {
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
 #: suffixes that mean "a plain multiple" (``8x``, ``8MF``: eight times M_F)
 PLAIN_UNITS = ("", "X", "MF")
 
@@ -61,7 +70,9 @@ def parse_size(text: str | float, option: str = "memory-cap") -> Size:
         return Size(value, False)
     if unit in BYTE_UNITS:
         return Size(value * BYTE_UNITS[unit], True)
-    raise ParameterError(option, text, f"unknown unit {m.group(2)!r}; use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB or none")
+    raise ParameterError(
+        option, text, f"unknown unit {m.group(2)!r}; use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB or none"
+    )
 
 
 def format_bytes(x: float, digits: int = 3) -> str:

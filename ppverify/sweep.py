@@ -29,9 +29,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from .compare.config import LEVELS, Config, ScheduleEntry
 from .errors import ParameterError, ScheduleFileError
@@ -39,8 +40,21 @@ from .limits import MAX_NUMBER
 
 #: bump when the meaning of a stored row changes (old rows then no longer match new points)
 STORE_VERSION = 1
-KEYS = ("name", "schedules", "p", "m", "systems", "models", "costs", "comm_delays", "levels", "semantics",
-        "time_limit", "max_opt_ops", "options")
+KEYS = (
+    "name",
+    "schedules",
+    "p",
+    "m",
+    "systems",
+    "models",
+    "costs",
+    "comm_delays",
+    "levels",
+    "semantics",
+    "time_limit",
+    "max_opt_ops",
+    "options",
+)
 
 
 @dataclass(frozen=True)
@@ -142,11 +156,17 @@ def _entries(path: str, value: Any) -> tuple[ScheduleEntry, ...]:
         known = {pr.name for pr in fam.params}
         for k, v in params.items():
             if k not in known:
-                raise _err(path, f"{key}.{k}", f"{fam.name} has no parameter {k!r} (its parameters: {', '.join(sorted(known)) or 'none'})")
+                raise _err(
+                    path,
+                    f"{key}.{k}",
+                    f"{fam.name} has no parameter {k!r} (its parameters: {', '.join(sorted(known)) or 'none'})",
+                )
             if isinstance(v, (list, dict)):
                 raise _err(path, f"{key}.{k}", "expected a single value")
         label = item.get("label") or (fam.name + "".join(f"-{k}{v}" for k, v in sorted(params.items())))
-        out.append(ScheduleEntry(str(label), fam.name, tuple(sorted(params.items())), bool(item.get("only_m_eq_p", False))))
+        out.append(
+            ScheduleEntry(str(label), fam.name, tuple(sorted(params.items())), bool(item.get("only_m_eq_p", False)))
+        )
     labels = [e.label for e in out]
     dup = next((lb for lb in labels if labels.count(lb) > 1), None)
     if dup:
@@ -198,7 +218,9 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
     abstract = "costs" in data or "comm_delays" in data
     preset = "systems" in data or "models" in data
     if abstract and preset:
-        raise _err(path, "costs", "give either systems+models (presets) or costs+comm_delays (abstract units), not both")
+        raise _err(
+            path, "costs", "give either systems+models (presets) or costs+comm_delays (abstract units), not both"
+        )
     configs: list[Config] = []
     if abstract:
         costs = data.get("costs", {"F": 1, "B": 2})
@@ -233,7 +255,9 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
                     raise _err(path, key, f"unknown preset {nm!r}; available: {', '.join(known)}")
         opts = tuple(sorted(options.items()))
         _check_grid(path, len(entries) * len(ps) * len(ms or (1,)) * len(systems) * len(models) * len(levels))
-        configs = [Config(p, m, s, md, options=opts) for md in models for s in systems for p in ps for m in (ms or (p,))]
+        configs = [
+            Config(p, m, s, md, options=opts) for md in models for s in systems for p in ps for m in (ms or (p,))
+        ]
     name = str(data.get("name") or Path(path).stem)
     return SweepSpec(name, entries, tuple(configs), tuple(levels), float(tl), int(mo))
 
@@ -245,8 +269,9 @@ def load_sweep(path: str | Path) -> SweepSpec:
     return parse_sweep(load_yaml(read_text(path), str(path)), str(path))
 
 
-def point_hash(entry: ScheduleEntry, config: Config, level: str, time_limit: float, max_opt_ops: int,
-               verify: bool = True) -> str:
+def point_hash(
+    entry: ScheduleEntry, config: Config, level: str, time_limit: float, max_opt_ops: int, verify: bool = True
+) -> str:
     """Content hash of one point (what a stored row is keyed by).
 
     Example:
@@ -258,12 +283,22 @@ def point_hash(entry: ScheduleEntry, config: Config, level: str, time_limit: flo
     budget = {"time_limit": time_limit, "max_opt_ops": max_opt_ops} if level == "optimum" else {}
     # a file entry is keyed by the file's content, so editing the file invalidates its rows
     content = hashlib.sha256(Path(entry.file).read_bytes()).hexdigest() if entry.file else None
-    doc = {"v": STORE_VERSION, "entry": [entry.label, entry.family, [list(x) for x in entry.fixed], entry.only_m_eq_p,
-                                         content],
-           "config": [config.p, config.m, config.system, config.model,
-                      [list(x) for x in config.costs] if config.costs else None, config.comm_delay,
-                      [list(x) for x in config.options]],
-           "level": level, **budget, **({} if verify else {"verify": False})}
+    doc = {
+        "v": STORE_VERSION,
+        "entry": [entry.label, entry.family, [list(x) for x in entry.fixed], entry.only_m_eq_p, content],
+        "config": [
+            config.p,
+            config.m,
+            config.system,
+            config.model,
+            [list(x) for x in config.costs] if config.costs else None,
+            config.comm_delay,
+            [list(x) for x in config.options],
+        ],
+        "level": level,
+        **budget,
+        **({} if verify else {"verify": False}),
+    }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -303,13 +338,19 @@ def read_store(path: str | Path) -> list[dict]:
         try:
             row = json.loads(line.decode("utf-8"))
             if not isinstance(row, dict) or not isinstance(row.get("point"), str):
-                why = f"a JSON {_json_kind(row)}, not a row object" if not isinstance(row, dict) else "a row without its point"
+                why = (
+                    f"a JSON {_json_kind(row)}, not a row object"
+                    if not isinstance(row, dict)
+                    else "a row without its point"
+                )
         except UnicodeDecodeError:
             why = "not UTF-8"
         except (ValueError, RecursionError):
             why = "not JSON"
         if why:
-            raise ScheduleFileError(f"{path}:{n}", "", f"damaged store line ({why}); delete the line to recompute its point")
+            raise ScheduleFileError(
+                f"{path}:{n}", "", f"damaged store line ({why}); delete the line to recompute its point"
+            )
         rows.append(row)
     if torn:
         atomic_write(p, "".join(json.dumps(r) + "\n" for r in rows), "--store")
@@ -359,8 +400,9 @@ def run_task(task: Task) -> list[dict]:
     cache: dict = {}
     points, hashes = [], []
     for entry, levels, hs in task.items:
-        points.append(evaluate_point(entry, task.config, levels, task.time_limit, cache, task.max_opt_ops,
-                                     verify=task.verify))
+        points.append(
+            evaluate_point(entry, task.config, levels, task.time_limit, cache, task.max_opt_ops, verify=task.verify)
+        )
         hashes.extend(hs)
     # plain rows, no frame: building one per point cost more than evaluating cheap points
     rows = point_rows(points)
@@ -390,7 +432,7 @@ class Store:
         """Close the file."""
         self._fh.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -425,4 +467,4 @@ def results_frame(rows: list[dict], spec: SweepSpec | None = None, ranks: bool =
 def iter_chunks(items: list, size: int) -> Iterator[list]:
     """Consecutive slices of ``items`` of at most ``size``."""
     for i in range(0, len(items), size):
-        yield items[i:i + size]
+        yield items[i : i + size]

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Callable
 
 from .errors import ParameterError, PPVerifyError
 from .sweep import Store, SweepSpec, Task, iter_chunks, pending_tasks, read_store, results_frame, run_task
@@ -58,9 +58,16 @@ def run_sweep(
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=spec.num_points, initial=spec.num_points - sum(t.num_rows for t in tasks),
-                   desc=f"sweep {spec.name}", unit="row", file=sys.stderr, dynamic_ncols=True)
+        bar = tqdm(
+            total=spec.num_points,
+            initial=spec.num_points - sum(t.num_rows for t in tasks),
+            desc=f"sweep {spec.name}",
+            unit="row",
+            file=sys.stderr,
+            dynamic_ncols=True,
+        )
     with Store(store_path) as store:
+
         def sink(rows: list[dict]) -> None:
             store.write(rows)
             if bar is not None:
@@ -79,8 +86,7 @@ def run_sweep(
     return results_frame(read_store(store_path), spec, ranks)
 
 
-def _run_pool(batches: list[list[Task]], sink: Callable[[list[dict]], None], workers: int,
-              retries: int = 1) -> None:
+def _run_pool(batches: list[list[Task]], sink: Callable[[list[dict]], None], workers: int, retries: int = 1) -> None:
     """Run batches on a process pool; a worker that dies (killed, out of memory) breaks the pool:
     the batches not yet stored are retried once on a fresh pool, then reported in one line."""
     queue = list(reversed(batches))
@@ -106,8 +112,10 @@ def _run_pool(batches: list[list[Task]], sink: Callable[[list[dict]], None], wor
                 raise
             queue.extend(live.values())  # what was in flight runs again; stored rows stay stored
             if attempt == retries:
-                raise PPVerifyError(f"a sweep worker process died {retries + 1} times (killed or out of memory); "
-                                    "the finished rows are in the store: rerun the same command to resume") from None
+                raise PPVerifyError(
+                    f"a sweep worker process died {retries + 1} times (killed or out of memory); "
+                    "the finished rows are in the store: rerun the same command to resume"
+                ) from None
 
 
 def _worker_init() -> None:

@@ -22,8 +22,8 @@ A :class:`System` is a communication model (it implements ``transfer_time`` of
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import Hashable, Sequence
 
 from .comm import CommModel, FixedDelay  # noqa: F401  (FixedDelay: used by the doctests)
 from .errors import ParameterError
@@ -82,7 +82,9 @@ class System:
     def __post_init__(self) -> None:
         rpn = self.per_node
         if rpn < 1 or rpn > self.gpus_per_node:
-            raise ParameterError("ranks_per_node", rpn, f"must be in 1..{self.gpus_per_node} (GPUs per node of {self.name})")
+            raise ParameterError(
+                "ranks_per_node", rpn, f"must be in 1..{self.gpus_per_node} (GPUs per node of {self.name})"
+            )
         if rpn > 1 and self.intra is None:
             raise ParameterError("ranks_per_node", rpn, f"{self.name} has no intra-node link tier")
         if self.intra_topology not in ("switch", "mesh"):
@@ -93,7 +95,7 @@ class System:
         """Pipeline ranks placed on one node."""
         return self.gpus_per_node if self.ranks_per_node is None else self.ranks_per_node
 
-    def with_ranks_per_node(self, n: int | None) -> "System":
+    def with_ranks_per_node(self, n: int | None) -> System:
         """Same system with another rank -> node mapping (``None``: fill every GPU).
 
         Example:
@@ -153,12 +155,15 @@ class System:
             >>> load_system("ethernet-100g").summary()
             'ethernet-100g: 1 x H100 SXM5 80GB per node (989 TFLOP/s, 80 GiB); inter-node 100 GbE 30 us, 12.5 GB/s'
         """
+
         def tier(t: LinkTier) -> str:
             bw = "inf" if math.isinf(t.bandwidth_Bps) else f"{t.bandwidth_Bps / 1e9:g}"
             return f"{t.name} {t.latency_s * 1e6:g} us, {bw} GB/s"
 
-        parts = [f"{self.name}: {self.per_node} x {self.device_name} per node "
-                 f"({self.peak_flops / 1e12:g} TFLOP/s, {self.memory_bytes / GiB:g} GiB)"]
+        parts = [
+            f"{self.name}: {self.per_node} x {self.device_name} per node "
+            f"({self.peak_flops / 1e12:g} TFLOP/s, {self.memory_bytes / GiB:g} GiB)"
+        ]
         if self.intra is not None and self.per_node > 1:
             parts.append(f"intra-node {tier(self.intra)}")
         parts.append(f"inter-node {tier(self.inter)}")
@@ -187,12 +192,24 @@ def load_system(name_or_path: str, ranks_per_node: int | None = None) -> System:
     assert inter is not None
     topology = d["intra_node"]["topology"] if d["intra_node"] is not None else "switch"
     rt = d.get("runtime") or {}
-    return System(name, d["device"]["name"], d["device"]["peak_TFLOPs"] * 1e12, d["device"]["memory_GiB"] * GiB,
-                  d["gpus_per_node"], d["nics_per_node"], tier(d["intra_node"]), inter,
-                  ranks_per_node, d["description"], topology,
-                  rt.get("action_overhead_us", 0.0) / 1e6, rt.get("transfer_overhead_us", 0.0) / 1e6,
-                  (rt["two_pipe"]["action_overhead_us"] / 1e6, rt["two_pipe"]["transfer_overhead_us"] / 1e6)
-                  if rt.get("two_pipe") else None)
+    return System(
+        name,
+        d["device"]["name"],
+        d["device"]["peak_TFLOPs"] * 1e12,
+        d["device"]["memory_GiB"] * GiB,
+        d["gpus_per_node"],
+        d["nics_per_node"],
+        tier(d["intra_node"]),
+        inter,
+        ranks_per_node,
+        d["description"],
+        topology,
+        rt.get("action_overhead_us", 0.0) / 1e6,
+        rt.get("transfer_overhead_us", 0.0) / 1e6,
+        (rt["two_pipe"]["action_overhead_us"] / 1e6, rt["two_pipe"]["transfer_overhead_us"] / 1e6)
+        if rt.get("two_pipe")
+        else None,
+    )
 
 
 def allreduce_time(comm: CommModel, ranks: Sequence[int], nbytes: float) -> float:

@@ -7,9 +7,10 @@ Metrics: makespan; per-device busy and idle time; bubble ratio (convention ``idl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,8 +43,9 @@ class Transfers:
     def __len__(self) -> int:
         return len(self.kind)
 
-    def add(self, kind: str, src_dev: int, dst_dev: int, src_op: int, dst_op: int,
-            start: float, end: float, nbytes: float) -> None:
+    def add(
+        self, kind: str, src_dev: int, dst_dev: int, src_op: int, dst_op: int, start: float, end: float, nbytes: float
+    ) -> None:
         """Append one transfer (engines build this while simulating)."""
         self.kind.append(kind)
         self.src_dev.append(src_dev)
@@ -202,24 +204,38 @@ class Timeline:
             >>> run(build("gpipe", p=2, m=1), semantics="slot").to_frame()[["kind", "device", "start", "end"]].values.tolist()[:2]
             [['F', 0, 0.0, 1.0], ['B', 0, 3.0, 4.0]]
         """
-        ops = pd.DataFrame({
-            "type": "op",
-            "kind": [o.kind for o in self.ops],
-            "stage": [o.stage for o in self.ops],
-            "mb": [o.mb for o in self.ops],
-            "device": self.device.astype(int),
-            "src": -1, "dst": -1,
-            "start": self.start, "end": self.end, "bytes": 0.0,
-        })
+        ops = pd.DataFrame(
+            {
+                "type": "op",
+                "kind": [o.kind for o in self.ops],
+                "stage": [o.stage for o in self.ops],
+                "mb": [o.mb for o in self.ops],
+                "device": self.device.astype(int),
+                "src": -1,
+                "dst": -1,
+                "start": self.start,
+                "end": self.end,
+                "bytes": 0.0,
+            }
+        )
         tr = self.transfers
         if len(tr):
             stage = [self.ops[j].stage if j >= 0 else -1 for j in tr.src_op]
             mb = [self.ops[j].mb if j >= 0 else -1 for j in tr.src_op]
-            trs = pd.DataFrame({
-                "type": "transfer", "kind": tr.kind, "stage": stage, "mb": mb,
-                "device": tr.src_dev, "src": tr.src_dev, "dst": tr.dst_dev,
-                "start": tr.start, "end": tr.end, "bytes": tr.nbytes,
-            })
+            trs = pd.DataFrame(
+                {
+                    "type": "transfer",
+                    "kind": tr.kind,
+                    "stage": stage,
+                    "mb": mb,
+                    "device": tr.src_dev,
+                    "src": tr.src_dev,
+                    "dst": tr.dst_dev,
+                    "start": tr.start,
+                    "end": tr.end,
+                    "bytes": tr.nbytes,
+                }
+            )
             ops = pd.concat([ops, trs], ignore_index=True)
         return ops
 
@@ -248,8 +264,9 @@ class Timeline:
         }
 
 
-def activation_peaks(ops: list[Op], device: np.ndarray, start: np.ndarray, end: np.ndarray, costs: CostModel,
-                     p: int) -> np.ndarray:
+def activation_peaks(
+    ops: list[Op], device: np.ndarray, start: np.ndarray, end: np.ndarray, costs: CostModel, p: int
+) -> np.ndarray:
     """Per-device peak activation memory of ops that ran on ``device`` from ``start`` to ``end``:
     the same events as :meth:`Timeline.memory_events` (F allocates at its start, backward ops free
     at their end, frees first at equal times) summed in the same order, all devices sorted at once.
@@ -272,8 +289,11 @@ def activation_peaks(ops: list[Op], device: np.ndarray, start: np.ndarray, end: 
     a = np.asarray(costs.activation, dtype=float)[st]
     frac = np.asarray(costs.freed_by_I, dtype=float)[st]
     alloc = np.where(kc == KIND_CODE[F], a, 0.0)
-    free = np.where(kc == KIND_CODE[B], a, np.where(kc == KIND_CODE[I], a * frac,
-                                                      np.where(kc == KIND_CODE[W], a * (1.0 - frac), 0.0)))
+    free = np.where(
+        kc == KIND_CODE[B],
+        a,
+        np.where(kc == KIND_CODE[I], a * frac, np.where(kc == KIND_CODE[W], a * (1.0 - frac), 0.0)),
+    )
     ia, iff = np.flatnonzero(alloc != 0), np.flatnonzero(free != 0)
     dev = np.concatenate((device[ia], device[iff]))
     t = np.concatenate((start[ia], end[iff])).astype(float)
@@ -284,5 +304,5 @@ def activation_peaks(ops: list[Op], device: np.ndarray, start: np.ndarray, end: 
     for d in range(p):
         if bounds[d + 1] > bounds[d]:
             # one cumsum per device: the same additions, in the same order, as memory_events
-            out[d] = max(float(np.cumsum(dl[bounds[d]:bounds[d + 1]]).max()), 0.0)
+            out[d] = max(float(np.cumsum(dl[bounds[d] : bounds[d + 1]]).max()), 0.0)
     return out

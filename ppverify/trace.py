@@ -100,14 +100,24 @@ def chrome_trace(timeline: Timeline, memory: bool = True) -> dict[str, Any]:
         extra = {lane: next_tid[d] + lane - 1 for lane in range(1, max(lanes, default=0) + 1)}
         next_tid[d] += len(extra)
         for lane, tid in extra.items():
-            events.append({"ph": "M", "name": "thread_name", "pid": d, "tid": tid,
-                           "args": {"name": f"compute #{lane + 1}"}})
+            events.append(
+                {"ph": "M", "name": "thread_name", "pid": d, "tid": tid, "args": {"name": f"compute #{lane + 1}"}}
+            )
         for i, lane in zip(mine, lanes):
             op_tid[i] = extra.get(lane, COMPUTE_TID)
     for i, op in enumerate(timeline.ops):
-        events.append({"ph": "X", "name": str(op), "cat": op.kind, "pid": dev[i], "tid": op_tid[i],
-                       "ts": start[i] * sc, "dur": (end[i] - start[i]) * sc,
-                       "args": {"kind": op.kind, "stage": op.stage, "mb": op.mb}})
+        events.append(
+            {
+                "ph": "X",
+                "name": str(op),
+                "cat": op.kind,
+                "pid": dev[i],
+                "tid": op_tid[i],
+                "ts": start[i] * sc,
+                "dur": (end[i] - start[i]) * sc,
+                "args": {"kind": op.kind, "stage": op.stage, "mb": op.mb},
+            }
+        )
     tr = timeline.transfers
     names = [tr.kind[n] if tr.src_op[n] < 0 else f"send -> device {tr.dst_dev[n]}" for n in range(len(tr))]
     links: dict[tuple[int, str], list[int]] = {}  # (device, track name) -> transfers, first seen first
@@ -120,8 +130,15 @@ def chrome_trace(timeline: Timeline, memory: bool = True) -> dict[str, Any]:
         for lane in range(max(lanes) + 1):
             label = name if lane == 0 else f"{name} #{lane + 1}"
             events.append({"ph": "M", "name": "thread_name", "pid": d, "tid": base + lane, "args": {"name": label}})
-            events.append({"ph": "M", "name": "thread_sort_index", "pid": d, "tid": base + lane,
-                           "args": {"sort_index": base + lane}})
+            events.append(
+                {
+                    "ph": "M",
+                    "name": "thread_sort_index",
+                    "pid": d,
+                    "tid": base + lane,
+                    "args": {"sort_index": base + lane},
+                }
+            )
         for n, lane in zip(members, lanes):
             tid_of[n] = base + lane
     for n in range(len(tr)):
@@ -129,16 +146,45 @@ def chrome_trace(timeline: Timeline, memory: bool = True) -> dict[str, Any]:
         collective = tr.src_op[n] < 0
         ts, dur = tr.start[n] * sc, (tr.end[n] - tr.start[n]) * sc
         label = kind if collective else f"{kind} {timeline.ops[tr.src_op[n]]} -> {timeline.ops[tr.dst_op[n]]}"
-        events.append({"ph": "X", "name": label, "cat": kind, "pid": src, "tid": tid, "ts": ts, "dur": dur,
-                       "args": {"bytes": tr.nbytes[n], "src": src, "dst": dst}})
+        events.append(
+            {
+                "ph": "X",
+                "name": label,
+                "cat": kind,
+                "pid": src,
+                "tid": tid,
+                "ts": ts,
+                "dur": dur,
+                "args": {"bytes": tr.nbytes[n], "src": src, "dst": dst},
+            }
+        )
         if not collective:
             # flow arrow from the send slice to the consuming op, each end at its slice's middle so
             # that it binds to that slice alone (a neighbour ending where it starts cannot claim it)
             j = tr.dst_op[n]
-            events.append({"ph": "s", "name": kind, "cat": "flow", "id": n, "pid": src, "tid": tid,
-                           "ts": (tr.start[n] + tr.end[n]) / 2 * sc})
-            events.append({"ph": "f", "bp": "e", "name": kind, "cat": "flow", "id": n, "pid": dst,
-                           "tid": op_tid[j], "ts": (start[j] + end[j]) / 2 * sc})
+            events.append(
+                {
+                    "ph": "s",
+                    "name": kind,
+                    "cat": "flow",
+                    "id": n,
+                    "pid": src,
+                    "tid": tid,
+                    "ts": (tr.start[n] + tr.end[n]) / 2 * sc,
+                }
+            )
+            events.append(
+                {
+                    "ph": "f",
+                    "bp": "e",
+                    "name": kind,
+                    "cat": "flow",
+                    "id": n,
+                    "pid": dst,
+                    "tid": op_tid[j],
+                    "ts": (start[j] + end[j]) / 2 * sc,
+                }
+            )
     if memory:
         unit = timeline.costs.memory_unit
         for d in range(p):
@@ -147,9 +193,14 @@ def chrome_trace(timeline: Timeline, memory: bool = True) -> dict[str, Any]:
             events.append({"ph": "C", "name": "memory", "pid": d, "ts": 0.0, "args": {unit: base}})
             for t, v in zip(times.tolist(), mem.tolist()):
                 events.append({"ph": "C", "name": "memory", "pid": d, "ts": t * sc, "args": {unit: v}})
-    other = {"semantics": timeline.semantics, "schedule": timeline.schedule.describe(),
-             "time_unit": timeline.time_unit, "us_per_time_unit": sc, "memory_unit": timeline.costs.memory_unit,
-             "makespan": timeline.makespan}
+    other = {
+        "semantics": timeline.semantics,
+        "schedule": timeline.schedule.describe(),
+        "time_unit": timeline.time_unit,
+        "us_per_time_unit": sc,
+        "memory_unit": timeline.costs.memory_unit,
+        "makespan": timeline.makespan,
+    }
     return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
 
 

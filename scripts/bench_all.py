@@ -33,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import bench_simulate as bs  # noqa: E402  (the PyTorch schedule builders live there)
+import bench_simulate as bs
 
 MARK_START, MARK_END = "<!-- bench_all:start -->", "<!-- bench_all:end -->"
 
@@ -49,8 +49,13 @@ def median_time(fn, repeat: int, setup=None) -> tuple[float, object]:
 
 
 def row(figure: str, measured: str, goal: str, met: bool | None) -> dict:
-    return {"figure": figure, "measured": measured, "goal": goal,
-            "met": "-" if met is None else ("yes" if met else "**no**"), "load": load()}
+    return {
+        "figure": figure,
+        "measured": measured,
+        "goal": goal,
+        "met": "-" if met is None else ("yes" if met else "**no**"),
+        "load": load(),
+    }
 
 
 def torch_figures(repeat: int) -> list[dict]:
@@ -73,11 +78,15 @@ def torch_figures(repeat: int) -> list[dict]:
     torch_timeline(with_idle)
     t_sim, t_low, t_async, t_steps, t_tl = [], [], [], [], []
     for _ in range(repeat):
-        t, sim = median_time(lambda x: ts._simulate_comms_compute(x, lambda s: s % p, p * v), 1,
-                             setup=lambda: copy.deepcopy(low_torch))
+        t, sim = median_time(
+            lambda x: ts._simulate_comms_compute(x, lambda s: s % p, p * v), 1, setup=lambda: copy.deepcopy(low_torch)
+        )
         t_sim.append(t)
-        t_low.append(median_time(lambda x: ts._add_send_recv(x, lambda s: s % p, p * v), 1,
-                                 setup=lambda: copy.deepcopy(order))[0])
+        t_low.append(
+            median_time(lambda x: ts._add_send_recv(x, lambda s: s % p, p * v), 1, setup=lambda: copy.deepcopy(order))[
+                0
+            ]
+        )
         t_async.append(median_time(lambda: run(schedule, costs, sysm), 1)[0])
         t, grid = median_time(lambda: simulate_steps(low_pp), 1)
         t_steps.append(t)
@@ -89,16 +98,26 @@ def torch_figures(repeat: int) -> list[dict]:
     same = torch_steps == tl.info["steps"] == max(len(r) for r in grid)
     n = schedule.num_ops
     return [
-        row(f"async vs PyTorch `_simulate_comms_compute`, Interleaved1F1B p={p} m={m} v={v} ({n:,} ops)",
+        row(
+            f"async vs PyTorch `_simulate_comms_compute`, Interleaved1F1B p={p} m={m} v={v} ({n:,} ops)",
             f"{ts_ / ta:.0f}x (PyTorch {ts_ * 1e3:.0f} ms, ppverify {ta * 1e3:.1f} ms, {ta / n * 1e6:.2f} us/op)",
-            ">= 100x", ts_ / ta >= 100),
-        row("`--semantics torch` step simulator vs PyTorch's, lowered lists given",
+            ">= 100x",
+            ts_ / ta >= 100,
+        ),
+        row(
+            "`--semantics torch` step simulator vs PyTorch's, lowered lists given",
             f"{ts_ / st:.1f}x (PyTorch {ts_ * 1e3:.0f} ms, ppverify {st * 1e3:.0f} ms); steps {torch_steps} vs "
-            f"{tl.info['steps']}, {'same' if same else 'DIFFERENT'}", ">= 5x, same step counts", ts_ / st >= 5 and same),
-        row("`--semantics torch` end to end (lowering + simulation + timeline) vs PyTorch's "
+            f"{tl.info['steps']}, {'same' if same else 'DIFFERENT'}",
+            ">= 5x, same step counts",
+            ts_ / st >= 5 and same,
+        ),
+        row(
+            "`--semantics torch` end to end (lowering + simulation + timeline) vs PyTorch's "
             "`_add_send_recv` + simulator",
-            f"{(ts_ + tl_) / tt:.1f}x (PyTorch {(ts_ + tl_) * 1e3:.0f} ms, ppverify {tt * 1e3:.0f} ms)", ">= 5x",
-            (ts_ + tl_) / tt >= 5),
+            f"{(ts_ + tl_) / tt:.1f}x (PyTorch {(ts_ + tl_) * 1e3:.0f} ms, ppverify {tt * 1e3:.0f} ms)",
+            ">= 5x",
+            (ts_ + tl_) / tt >= 5,
+        ),
     ]
 
 
@@ -115,23 +134,43 @@ def scale_worker(m: int) -> None:
     first = time.perf_counter() - t0
     t_async, _ = median_time(lambda: run(s, costs, sysm), 3)
     t_cont, _ = median_time(lambda: run(s, costs, sysm, semantics="contention"), 3)
-    print(json.dumps({"ops": s.num_ops, "gen_s": t_gen, "async_first_s": first, "async_s": t_async,
-                      "contention_s": t_cont, "max_rss_GiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}))
+    print(
+        json.dumps(
+            {
+                "ops": s.num_ops,
+                "gen_s": t_gen,
+                "async_first_s": first,
+                "async_s": t_async,
+                "contention_s": t_cont,
+                "max_rss_GiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            }
+        )
+    )
 
 
 def scale_figures(m: int) -> list[dict]:
-    out = subprocess.run([sys.executable, __file__, "--scale-worker", str(m)], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--scale-worker", str(m)], capture_output=True, text=True, check=True
+    )
     r = json.loads(out.stdout.strip().splitlines()[-1])
     n = r["ops"]
     a, c = r["async_s"] / n * 1e6, r["contention_s"] / n * 1e6
     where = f"interleaved-1f1b p=64 v=4 m={m} ({n:,} ops), synthetic 256-layer model on dgx-h100"
     return [
-        row(f"async engine per op, {where}", f"{a:.2f} us/op ({r['async_s']:.2f} s; first call in a process "
-            f"{r['async_first_s']:.2f} s incl. loading the compiled kernels)", "<= 0.5 us/op", a <= 0.5),
+        row(
+            f"async engine per op, {where}",
+            f"{a:.2f} us/op ({r['async_s']:.2f} s; first call in a process "
+            f"{r['async_first_s']:.2f} s incl. loading the compiled kernels)",
+            "<= 0.5 us/op",
+            a <= 0.5,
+        ),
         row(f"contention engine per op, {where}", f"{c:.2f} us/op ({r['contention_s']:.2f} s)", "<= 2 us/op", c <= 2),
-        row(f"schedule generation, {where}", f"{r['gen_s']:.2f} s", "<= 0.5 s at 1,048,576 ops",
-            r["gen_s"] <= 0.5 if n >= 2**20 else None),
+        row(
+            f"schedule generation, {where}",
+            f"{r['gen_s']:.2f} s",
+            "<= 0.5 s at 1,048,576 ops",
+            r["gen_s"] <= 0.5 if n >= 2**20 else None,
+        ),
     ]
 
 
@@ -149,27 +188,57 @@ def cli_cpu(args: list[str], repeat: int) -> tuple[float, float]:
 
 
 def cli_figures(m: int, repeat: int, startup_repeat: int) -> list[dict]:
-    cpu, wall = cli_cpu(["simulate", "interleaved-1f1b", "-p", "64", "-m", str(m), "--v", "4", "--costs", "F=1,B=2",
-                         "--comm-delay", "0.5", "--no-table"], repeat)
+    cpu, wall = cli_cpu(
+        [
+            "simulate",
+            "interleaved-1f1b",
+            "-p",
+            "64",
+            "-m",
+            str(m),
+            "--v",
+            "4",
+            "--costs",
+            "F=1,B=2",
+            "--comm-delay",
+            "0.5",
+            "--no-table",
+        ],
+        repeat,
+    )
     n = 64 * m * 4 * 2
     show_cpu, show_wall = cli_cpu(["show", "gpipe", "-p", "4", "-m", "4"], startup_repeat)
-    sim_cpu, sim_wall = cli_cpu(["simulate", "1f1b", "-p", "4", "-m", "8", "--costs", "F=1,B=2", "--comm-delay", "0.5"],
-                                startup_repeat)
+    sim_cpu, sim_wall = cli_cpu(
+        ["simulate", "1f1b", "-p", "4", "-m", "8", "--costs", "F=1,B=2", "--comm-delay", "0.5"], startup_repeat
+    )
     return [
-        row(f"`ppverify simulate interleaved-1f1b -p 64 -m {m} --v 4` end to end ({n:,} ops)",
-            f"{cpu:.2f} s CPU ({wall:.2f} s wall)", "<= 3 s CPU at 1,048,576 ops", cpu <= 3 if n >= 2**20 else None),
-        row("start-up: `ppverify show gpipe -p 4 -m 4`", f"{show_wall * 1e3:.0f} ms wall ({show_cpu * 1e3:.0f} ms CPU)",
-            "within 10 % of before", None),
-        row("start-up: `ppverify simulate 1f1b -p 4 -m 8`", f"{sim_wall * 1e3:.0f} ms wall ({sim_cpu * 1e3:.0f} ms CPU)",
-            "within 10 % of before", None),
+        row(
+            f"`ppverify simulate interleaved-1f1b -p 64 -m {m} --v 4` end to end ({n:,} ops)",
+            f"{cpu:.2f} s CPU ({wall:.2f} s wall)",
+            "<= 3 s CPU at 1,048,576 ops",
+            cpu <= 3 if n >= 2**20 else None,
+        ),
+        row(
+            "start-up: `ppverify show gpipe -p 4 -m 4`",
+            f"{show_wall * 1e3:.0f} ms wall ({show_cpu * 1e3:.0f} ms CPU)",
+            "within 10 % of before",
+            None,
+        ),
+        row(
+            "start-up: `ppverify simulate 1f1b -p 4 -m 8`",
+            f"{sim_wall * 1e3:.0f} ms wall ({sim_cpu * 1e3:.0f} ms CPU)",
+            "within 10 % of before",
+            None,
+        ),
     ]
 
 
 def script_output(name: str, args: list[str], limit_s: float) -> str:
     try:
-        out = subprocess.run([sys.executable, str(HERE / name), *args], capture_output=True, text=True,
-                             timeout=limit_s)
-        return out.stdout + (f"\n(exit {out.returncode}: {out.stderr.strip().splitlines()[-1:]})" if out.returncode else "")
+        out = subprocess.run([sys.executable, str(HERE / name), *args], capture_output=True, text=True, timeout=limit_s)
+        return out.stdout + (
+            f"\n(exit {out.returncode}: {out.stderr.strip().splitlines()[-1:]})" if out.returncode else ""
+        )
     except subprocess.TimeoutExpired as e:
         got = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         return got + f"\n(stopped after {limit_s:.0f} s)"
@@ -182,7 +251,9 @@ def verify_figures(text: str) -> list[dict]:
     for ops, goal, limit in (("49152", "<= 3 s CPU", 3.0), ("1048576", "< 60 s, < 8 GB", 60.0)):
         hits = [ln for ln in text.splitlines() if re.search(rf"\s{ops}\s+(z3|cert)\s", ln)]
         if not hits:
-            rows.append(row(f"Z3 verification, {int(ops):,} ops", "not in bench_verify's output (see below)", goal, None))
+            rows.append(
+                row(f"Z3 verification, {int(ops):,} ops", "not in bench_verify's output (see below)", goal, None)
+            )
             continue
         for ln in hits:
             f = ln.split()
@@ -192,8 +263,14 @@ def verify_figures(text: str) -> list[dict]:
             except (IndexError, ValueError):
                 rows.append(row(f"Z3 verification, {int(ops):,} ops", ln.strip(), goal, None))
                 continue
-            rows.append(row(f"verification, {' '.join(f[:k])} ({int(ops):,} ops, path {f[k + 1]})",
-                            f"{f[k + 2]}, {cpu:.2f} s CPU ({f[k + 3]} s wall)", goal, cpu <= limit))
+            rows.append(
+                row(
+                    f"verification, {' '.join(f[:k])} ({int(ops):,} ops, path {f[k + 1]})",
+                    f"{f[k + 2]}, {cpu:.2f} s CPU ({f[k + 3]} s wall)",
+                    goal,
+                    cpu <= limit,
+                )
+            )
     return rows
 
 
@@ -212,8 +289,12 @@ def make_test_figure() -> dict:
     t0 = time.perf_counter()
     r = subprocess.run(["make", "test"], cwd=HERE.parent, capture_output=True, text=True)
     t = time.perf_counter() - t0
-    return row("`make test` on this checkout", f"{t / 60:.1f} min (exit {r.returncode})", "<= 7 min incl. installs",
-               t <= 420 and r.returncode == 0)
+    return row(
+        "`make test` on this checkout",
+        f"{t / 60:.1f} min (exit {r.returncode})",
+        "<= 7 min incl. installs",
+        t <= 420 and r.returncode == 0,
+    )
 
 
 def table(rows: list[dict]) -> str:
@@ -236,8 +317,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=None, help="runs per timed figure (default 5, quick 3)")
     ap.add_argument("--skip", nargs="*", default=[], choices=("torch", "scale", "cli", "verify", "optimize"))
     ap.add_argument("--make-test", action="store_true", help="also time `make test` (takes many minutes)")
-    ap.add_argument("--others-quick", action="store_true",
-                    help="full simulation sizes, but the verify and optimize scripts with --quick's limits")
+    ap.add_argument(
+        "--others-quick",
+        action="store_true",
+        help="full simulation sizes, but the verify and optimize scripts with --quick's limits",
+    )
     ap.add_argument("--out", type=Path, default=None, help="also write the Markdown into this file")
     ap.add_argument("--scale-worker", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -257,8 +341,9 @@ def main() -> None:
         rows += cli_figures(m_big, repeat, 5 if args.quick else 10)
     quick_others = args.quick or args.others_quick
     if "verify" not in args.skip:
-        text = script_output("bench_verify.py", ["--limit-s", "60" if quick_others else "600"],
-                             1800 if quick_others else 7200)
+        text = script_output(
+            "bench_verify.py", ["--limit-s", "60" if quick_others else "600"], 1800 if quick_others else 7200
+        )
         outputs.append(("scripts/bench_verify.py", text))
         rows += verify_figures(text)
     if "optimize" not in args.skip:
@@ -269,11 +354,14 @@ def main() -> None:
     if args.make_test:
         rows.append(make_test_figure())
     end_load = os.getloadavg()
-    md = [f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} CPUs"
-          f"{' (--quick: smaller sizes)' if args.quick else ''}; load average (1, 5, 15 min) "
-          f"{', '.join(f'{x:.1f}' for x in start_load)} at the start, {', '.join(f'{x:.1f}' for x in end_load)} at "
-          f"the end; times are medians of {repeat} runs; `load` is the 1-minute load average after each figure.",
-          "", table(rows)]
+    md = [
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} CPUs"
+        f"{' (--quick: smaller sizes)' if args.quick else ''}; load average (1, 5, 15 min) "
+        f"{', '.join(f'{x:.1f}' for x in start_load)} at the start, {', '.join(f'{x:.1f}' for x in end_load)} at "
+        f"the end; times are medians of {repeat} runs; `load` is the 1-minute load average after each figure.",
+        "",
+        table(rows),
+    ]
     for name, text in outputs:
         md += ["", f"Output of `{name}`:", "", "```text", text.rstrip(), "```"]
     text = "\n".join(md)

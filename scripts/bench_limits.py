@@ -36,13 +36,24 @@ def quiet_main(argv: list[str]) -> int:
 
 
 def refusals(d: Path) -> None:
-    files = {"big.csv": "999999999F0\n", "sparse.csv": "0F0,0F1000000\n", "deep.json": "[" * 100_000,
-             "digits.json": '{"p": ' + "9" * 5000 + "}", "idle.csv": "0F0," + "," * 100_000 + "0B0\n1F0,1B0\n"}
+    files = {
+        "big.csv": "999999999F0\n",
+        "sparse.csv": "0F0,0F1000000\n",
+        "deep.json": "[" * 100_000,
+        "digits.json": '{"p": ' + "9" * 5000 + "}",
+        "idle.csv": "0F0," + "," * 100_000 + "0B0\n1F0,1B0\n",
+    }
     for name, text in files.items():
         (d / name).write_text(text)
-    cases = [["show", "gpipe", "-p", "100000", "-m", "100000"], ["verify", "gpipe", "-p", "2147483648"],
-             ["verify", str(d / "big.csv")], ["verify", str(d / "sparse.csv")], ["verify", str(d / "deep.json")],
-             ["verify", str(d / "digits.json")], ["export", str(d / "idle.csv"), "--format", "torch-csv-comms"]]
+    cases = [
+        ["show", "gpipe", "-p", "100000", "-m", "100000"],
+        ["verify", "gpipe", "-p", "2147483648"],
+        ["verify", str(d / "big.csv")],
+        ["verify", str(d / "sparse.csv")],
+        ["verify", str(d / "deep.json")],
+        ["verify", str(d / "digits.json")],
+        ["export", str(d / "idle.csv"), "--format", "torch-csv-comms"],
+    ]
     quiet_main(["list"])  # imports paid once
     print("refusal / answer                                             code  median s")
     for argv in cases:

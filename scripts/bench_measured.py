@@ -28,9 +28,20 @@ import statistics
 import sys
 import time
 
-FAMILIES = [("gpipe", {}), ("1f1b", {}), ("1f1b-split", {}), ("zb-h1", {}), ("zb-h2", {}),
-            ("interleaved-1f1b", {"v": 2}), ("looped-bfs", {}), ("interleaved-zb", {}), ("zbv", {}),
-            ("dualpipev", {}), ("hanayo", {}), ("chimera", {})]
+FAMILIES = [
+    ("gpipe", {}),
+    ("1f1b", {}),
+    ("1f1b-split", {}),
+    ("zb-h1", {}),
+    ("zb-h2", {}),
+    ("interleaved-1f1b", {"v": 2}),
+    ("looped-bfs", {}),
+    ("interleaved-zb", {}),
+    ("zbv", {}),
+    ("dualpipev", {}),
+    ("hanayo", {}),
+    ("chimera", {}),
+]
 COSTS = {"F": 0.010, "B": 0.020}
 TWO_PIPE = {"chimera", "chimera-asym", "dualpipe"}
 
@@ -46,11 +57,16 @@ def inversions(group: list[dict], key: str, noise: float) -> list[tuple[int, int
     (relative) and ``label`` naming the pair otherwise."""
     out = []
     for i, a in enumerate(group):
-        for b in group[i + 1:]:
+        for b in group[i + 1 :]:
             if (a[key] - b[key]) * (a["med"] - b["med"]) < 0:
                 tie = abs(a["med"] - b["med"]) <= noise * (a["med"] + b["med"]) / 2
-                label = "" if tie else (f"{a['fam']}/{b['fam']} p={a['p']} m={a['m']} "
-                                        f"({(b['med'] - a['med']) / a['med'] * 100:+.1f} %)")
+                label = (
+                    ""
+                    if tie
+                    else (
+                        f"{a['fam']}/{b['fam']} p={a['p']} m={a['m']} ({(b['med'] - a['med']) / a['med'] * 100:+.1f} %)"
+                    )
+                )
                 out.append((1, int(tie), label))
     return out
 
@@ -64,12 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--save-preset", default=None, metavar="FILE.yaml", help="keep the calibrated preset there")
     args = ap.parse_args(argv)
 
+    from ppverify.comm import FixedDelay
     from ppverify.errors import ParameterError
-    from ppverify.measure import measure_many
+    from ppverify.measure import measure_many, seconds_costs
     from ppverify.measure.breakdown import breakdown, critical_path
     from ppverify.measure.calibrate import calibrate, predict, predict_on, preset_text
-    from ppverify.comm import FixedDelay
-    from ppverify.measure import seconds_costs
     from ppverify.schedules import build
     from ppverify.system import load_system
 
@@ -79,10 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.preset:
         system = load_system(args.preset)
         two = system.two_pipe_overhead_s
-        print(f"preset {args.preset}: {system.action_overhead_s * 1e6:.0f} us/action, "
-              f"{system.transfer_overhead_s * 1e6:.0f} us/transfer"
-              + (f", two-pipe runner {two[0] * 1e6:.0f} us/action, {two[1] * 1e6:.0f} us/transfer" if two else "")
-              + f", link {system.inter.latency_s * 1e6:.0f} us")
+        print(
+            f"preset {args.preset}: {system.action_overhead_s * 1e6:.0f} us/action, "
+            f"{system.transfer_overhead_s * 1e6:.0f} us/transfer"
+            + (f", two-pipe runner {two[0] * 1e6:.0f} us/action, {two[1] * 1e6:.0f} us/transfer" if two else "")
+            + f", link {system.inter.latency_s * 1e6:.0f} us"
+        )
     else:
         import tempfile
         from pathlib import Path
@@ -92,11 +109,13 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(preset_text(cal), encoding="utf-8")
         system = load_system(str(path))
         two = cal.two_pipe_overhead_s
-        print(f"calibrated ({time.perf_counter() - t_start:.0f} s): {cal.action_overhead_s * 1e6:.0f} us/action, "
-              f"{cal.transfer_overhead_s * 1e6:.0f} us/transfer"
-              + (f", two-pipe runner {two[0] * 1e6:.0f} us/action" if two else "")
-              + f", link {cal.latency_s * 1e6:.0f} us + bytes/{cal.bandwidth_Bps / 1e9:.2f} GB/s, "
-              f"fit residual {cal.residual * 100:.2f} % rms ({path})")
+        print(
+            f"calibrated ({time.perf_counter() - t_start:.0f} s): {cal.action_overhead_s * 1e6:.0f} us/action, "
+            f"{cal.transfer_overhead_s * 1e6:.0f} us/transfer"
+            + (f", two-pipe runner {two[0] * 1e6:.0f} us/action" if two else "")
+            + f", link {cal.latency_s * 1e6:.0f} us + bytes/{cal.bandwidth_Bps / 1e9:.2f} GB/s, "
+            f"fit residual {cal.residual * 100:.2f} % rms ({path})"
+        )
 
     items, skipped = [], []
     for p in ps:
@@ -117,8 +136,20 @@ def main(argv: list[str] | None = None) -> int:
         cal_ = predict_on(s, dict(COSTS), system)
         spans = r.makespans
         med = statistics.median(spans)
-        rows.append(dict(fam=fam, p=p, m=m, unc=unc, cal=cal_, med=med, lo=min(spans), hi=max(spans),
-                         err=(cal_ - med) / med, grads=r.grad_check.ok))
+        rows.append(
+            dict(
+                fam=fam,
+                p=p,
+                m=m,
+                unc=unc,
+                cal=cal_,
+                med=med,
+                lo=min(spans),
+                hi=max(spans),
+                err=(cal_ - med) / med,
+                grads=r.grad_check.ok,
+            )
+        )
     # same-session check: the overheads fitted (as calibrate does: both runners) on the other
     # (p, m) groups of this very run (leave one group out), so calibration and measurement see
     # the same machine load
@@ -127,13 +158,16 @@ def main(argv: list[str] | None = None) -> int:
     lat = system.inter.latency_s
     runs = [(s, seconds_costs(s, dict(COSTS)), r["med"]) for (_, _, _, s), r in zip(items, rows)]
     groups = sorted({(r["p"], r["m"]) for r in rows})
-    ratio = op_ratio(breakdown([tl for (fam, *_), res in zip(items, results) if fam not in TWO_PIPE
-                                for tl in res.timelines]))
+    ratio = op_ratio(
+        breakdown([tl for (fam, *_), res in zip(items, results) if fam not in TWO_PIPE for tl in res.timelines])
+    )
     # the fits compared: the one calibrate uses ("cv", the table's column) and the alternatives
-    variants = {"cv": ("as calibrate: transfer/action from this run's op means, level fitted", {"ratio": ratio}),
-                "free": ("action and transfer fitted freely", {}),
-                "lat": ("as calibrate, and the hand-over latency fitted", {"ratio": ratio, "latency": True}),
-                "free_lat": ("action, transfer and hand-over latency fitted freely", {"latency": True})}
+    variants = {
+        "cv": ("as calibrate: transfer/action from this run's op means, level fitted", {"ratio": ratio}),
+        "free": ("action and transfer fitted freely", {}),
+        "lat": ("as calibrate, and the hand-over latency fitted", {"ratio": ratio, "latency": True}),
+        "free_lat": ("action, transfer and hand-over latency fitted freely", {"latency": True}),
+    }
     for g in groups:
         train = [run for run, r in zip(runs, rows) if (r["p"], r["m"]) != g]
         fits = {key: fit_runtime(train, FixedDelay(lat), **kw) for key, (_, kw) in variants.items()}
@@ -151,38 +185,52 @@ def main(argv: list[str] | None = None) -> int:
             for r, a, b in zip(grp, ranks([g["cal"] for g in grp]), ranks([g["med"] for g in grp])):
                 r["rank_pred"], r["rank_meas"] = a, b
 
-    head = (f"{'family':<17}{'p':>2}{'m':>3}  {'pred':>8}  {'pred cal':>8}  {'measured':>8}  "
-            f"{'spread (min-max)':>17}  {'err':>7}  {'rank':>4}  {'meas':>4}  {'pred cv':>8}  {'err cv':>7}  grads")
+    head = (
+        f"{'family':<17}{'p':>2}{'m':>3}  {'pred':>8}  {'pred cal':>8}  {'measured':>8}  "
+        f"{'spread (min-max)':>17}  {'err':>7}  {'rank':>4}  {'meas':>4}  {'pred cv':>8}  {'err cv':>7}  grads"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
         mark = "" if r["rank_pred"] == r["rank_meas"] else " *"
-        print(f"{r['fam']:<17}{r['p']:>2}{r['m']:>3}  {r['unc'] * 1e3:8.1f}  {r['cal'] * 1e3:8.1f}  "
-              f"{r['med'] * 1e3:8.1f}  {r['lo'] * 1e3:8.1f}-{r['hi'] * 1e3:<8.1f}  {r['err'] * 100:+6.1f}%  "
-              f"{r['rank_pred']:>4}  {r['rank_meas']:>4}{mark:<2}  {r['cv'] * 1e3:8.1f}  {r['cv_err'] * 100:+6.1f}%  "
-              f"{'ok' if r['grads'] else 'MISMATCH'}")
+        print(
+            f"{r['fam']:<17}{r['p']:>2}{r['m']:>3}  {r['unc'] * 1e3:8.1f}  {r['cal'] * 1e3:8.1f}  "
+            f"{r['med'] * 1e3:8.1f}  {r['lo'] * 1e3:8.1f}-{r['hi'] * 1e3:<8.1f}  {r['err'] * 100:+6.1f}%  "
+            f"{r['rank_pred']:>4}  {r['rank_meas']:>4}{mark:<2}  {r['cv'] * 1e3:8.1f}  {r['cv_err'] * 100:+6.1f}%  "
+            f"{'ok' if r['grads'] else 'MISMATCH'}"
+        )
     errs = [abs(r["err"]) for r in rows]
     unc_errs = [abs(r["unc"] - r["med"]) / r["med"] for r in rows]
     same = sum(1 for r in rows if r["rank_pred"] == r["rank_meas"])
-    print("(times in ms; pred = async engine, no overhead; pred cal = with the calibrated preset; "
-          "err = (pred cal - measured) / measured; * = rank differs)")
-    print(f"calibrated error: mean {statistics.mean(errs) * 100:.2f} %, max {max(errs) * 100:.2f} %, "
-          f"median {statistics.median(errs) * 100:.2f} %  (uncalibrated: mean {statistics.mean(unc_errs) * 100:.2f} %, "
-          f"max {max(unc_errs) * 100:.2f} %)")
+    print(
+        "(times in ms; pred = async engine, no overhead; pred cal = with the calibrated preset; "
+        "err = (pred cal - measured) / measured; * = rank differs)"
+    )
+    print(
+        f"calibrated error: mean {statistics.mean(errs) * 100:.2f} %, max {max(errs) * 100:.2f} %, "
+        f"median {statistics.median(errs) * 100:.2f} %  (uncalibrated: mean {statistics.mean(unc_errs) * 100:.2f} %, "
+        f"max {max(unc_errs) * 100:.2f} %)"
+    )
     one = [r for r in rows if r["fam"] not in TWO_PIPE]
-    print(f"same-session error (overheads fitted on the other (p, m) groups of this run; op-mean transfer/action "
-          f"{ratio if ratio is not None else float('nan'):.2f}):")
+    print(
+        f"same-session error (overheads fitted on the other (p, m) groups of this run; op-mean transfer/action "
+        f"{ratio if ratio is not None else float('nan'):.2f}):"
+    )
     for key, (how, _) in variants.items():
         cv_errs = [abs(r[key + "_err"]) for r in rows]
-        print(f"  {'pred cv' if key == 'cv' else key:<8} {how}: mean {statistics.mean(cv_errs) * 100:.2f} %, "
-              f"max {max(cv_errs) * 100:.2f} %, median {statistics.median(cv_errs) * 100:.2f} % (one-pipe "
-              f"{min(r[key + '_a'] for r in one) * 1e3:.2f}-{max(r[key + '_a'] for r in one) * 1e3:.2f} ms/action, "
-              f"{min(r[key + '_t'] for r in one) * 1e3:.2f}-{max(r[key + '_t'] for r in one) * 1e3:.2f} ms/transfer, "
-              f"latency {min(r[key + '_l'] for r in one) * 1e3:.2f}-{max(r[key + '_l'] for r in one) * 1e3:.2f} ms)")
+        print(
+            f"  {'pred cv' if key == 'cv' else key:<8} {how}: mean {statistics.mean(cv_errs) * 100:.2f} %, "
+            f"max {max(cv_errs) * 100:.2f} %, median {statistics.median(cv_errs) * 100:.2f} % (one-pipe "
+            f"{min(r[key + '_a'] for r in one) * 1e3:.2f}-{max(r[key + '_a'] for r in one) * 1e3:.2f} ms/action, "
+            f"{min(r[key + '_t'] for r in one) * 1e3:.2f}-{max(r[key + '_t'] for r in one) * 1e3:.2f} ms/transfer, "
+            f"latency {min(r[key + '_l'] for r in one) * 1e3:.2f}-{max(r[key + '_l'] for r in one) * 1e3:.2f} ms)"
+        )
     spread = [(r["hi"] - r["lo"]) / r["med"] for r in rows]
     noise = statistics.median(spread)
-    print(f"measurement spread (max - min) / median over steps: mean {statistics.mean(spread) * 100:.1f} %, "
-          f"median {noise * 100:.1f} % (the stated noise), max {max(spread) * 100:.1f} %")
+    print(
+        f"measurement spread (max - min) / median over steps: mean {statistics.mean(spread) * 100:.1f} %, "
+        f"median {noise * 100:.1f} % (the stated noise), max {max(spread) * 100:.1f} %"
+    )
     print(f"ranks: {same}/{len(rows)} runs rank the same by prediction and by measurement")
     for key, label in (("cal", "pred cal"), ("cv", "pred cv")):
         bad = tie = total = 0
@@ -194,35 +242,51 @@ def main(argv: list[str] | None = None) -> int:
                 bad, tie = bad + b, tie + n
                 if pair:
                     worst.append(pair)
-        print(f"order ({label} vs measured): {bad} of {total} pairs inverted, {tie} of them ties within the "
-              f"noise (measured medians closer than {noise * 100:.1f} %); beyond it: {', '.join(worst) or 'none'}")
+        print(
+            f"order ({label} vs measured): {bad} of {total} pairs inverted, {tie} of them ties within the "
+            f"noise (measured medians closer than {noise * 100:.1f} %); beyond it: {', '.join(worst) or 'none'}"
+        )
     if breakdowns:
         b = breakdown([tl for r in breakdowns for tl in r.timelines])
-        print(f"op by op (one-pipe runs, medians over {b.samples} ops): sleep overshoot {b.overshoot * 1e6:.0f} us/op; "
-              f"gap between a rank's ops {b.gap_base * 1e6:.0f} us + {b.gap_per_comm * 1e6:.0f} us per SEND/RECV action "
-              f"between them; wait after another rank's op {b.wait * 1e6:.0f} us; step head {b.head * 1e6:.0f} us; "
-              f"trimmed means: overshoot {b.means[0] * 1e6:.0f} us/op, gap {b.means[1] * 1e6:.0f} us + "
-              f"{b.means[2] * 1e6:.0f} us per SEND/RECV action")
+        print(
+            f"op by op (one-pipe runs, medians over {b.samples} ops): sleep overshoot {b.overshoot * 1e6:.0f} us/op; "
+            f"gap between a rank's ops {b.gap_base * 1e6:.0f} us + {b.gap_per_comm * 1e6:.0f} us per SEND/RECV action "
+            f"between them; wait after another rank's op {b.wait * 1e6:.0f} us; step head {b.head * 1e6:.0f} us; "
+            f"trimmed means: overshoot {b.means[0] * 1e6:.0f} us/op, gap {b.means[1] * 1e6:.0f} us + "
+            f"{b.means[2] * 1e6:.0f} us per SEND/RECV action"
+        )
         # the model with the op-level medians of this very run (no makespan fitted): one-pipe runs
         a_op, t_op = b.per_action, max(0.0, b.gap_per_comm)
-        op_errs = [abs(predict(s, seconds_costs(s, dict(COSTS)), FixedDelay(system.inter.latency_s), a_op, t_op) - r["med"])
-                   / r["med"] for (fam, _, _, s), r in zip(items, rows) if fam not in TWO_PIPE]
-        print(f"  the model with these medians ({a_op * 1e6:.0f} us/action, {t_op * 1e6:.0f} us/transfer; one-pipe runs): "
-              f"error mean {statistics.mean(op_errs) * 100:.2f} %, max {max(op_errs) * 100:.2f} %")
+        op_errs = [
+            abs(predict(s, seconds_costs(s, dict(COSTS)), FixedDelay(system.inter.latency_s), a_op, t_op) - r["med"])
+            / r["med"]
+            for (fam, _, _, s), r in zip(items, rows)
+            if fam not in TWO_PIPE
+        ]
+        print(
+            f"  the model with these medians ({a_op * 1e6:.0f} us/action, {t_op * 1e6:.0f} us/transfer; one-pipe runs): "
+            f"error mean {statistics.mean(op_errs) * 100:.2f} %, max {max(op_errs) * 100:.2f} %"
+        )
         paths = [critical_path(r.timeline) for r in breakdowns]
         over = sum(pt.overhead for pt in paths)
-        print(f"measured critical paths (median steps, one-pipe runs): overhead {over * 1e3:.1f} ms in all = "
-              + ", ".join(f"{k} {sum(getattr(pt, k) for pt in paths) / over * 100:.0f} %"
-                          for k in ("overshoot", "gaps", "waits", "head"))
-              + f"; per op {over / sum(pt.ops for pt in paths) * 1e6:.0f} us, "
-              f"{sum(pt.comm for pt in paths) / sum(pt.ops for pt in paths):.2f} SEND/RECV per op")
+        print(
+            f"measured critical paths (median steps, one-pipe runs): overhead {over * 1e3:.1f} ms in all = "
+            + ", ".join(
+                f"{k} {sum(getattr(pt, k) for pt in paths) / over * 100:.0f} %"
+                for k in ("overshoot", "gaps", "waits", "head")
+            )
+            + f"; per op {over / sum(pt.ops for pt in paths) * 1e6:.0f} us, "
+            f"{sum(pt.comm for pt in paths) / sum(pt.ops for pt in paths):.2f} SEND/RECV per op"
+        )
     two = [r for (fam, *_), r in zip(items, results) if fam in TWO_PIPE]
     if two:
         tails = [tl.makespan - float(tl.end.max()) for r in two for tl in r.timelines]
         paths = [critical_path(r.timeline) for r in two]
-        print(f"two-pipe runner: replica all-reduce after the last op {statistics.median(tails) * 1e6:.0f} us "
-              f"(median over steps; the model's: two link latencies), overhead on the critical paths "
-              f"{sum(pt.overhead for pt in paths) / sum(pt.ops for pt in paths) * 1e6:.0f} us per op")
+        print(
+            f"two-pipe runner: replica all-reduce after the last op {statistics.median(tails) * 1e6:.0f} us "
+            f"(median over steps; the model's: two link latencies), overhead on the critical paths "
+            f"{sum(pt.overhead for pt in paths) / sum(pt.ops for pt in paths) * 1e6:.0f} us per op"
+        )
     print(f"measured {len(rows)} runs x {steps} steps in {t_measure:.0f} s")
     if skipped:
         print("skipped (the family refuses these sizes):")

@@ -65,18 +65,36 @@ def zb_rows() -> list[dict[str, int]]:
 
 def rows(quick: bool = False) -> list[Row]:
     """Every row of the table (``quick``: a subset that runs in a few CPU minutes)."""
-    out = [Row("unit", p, m, c, 1, 30.0, "OPTIMAL <30s")
-           for p, m in ((8, 32), (16, 32), (16, 64), (32, 64)) for c in (0.0, 1.0)]
+    out = [
+        Row("unit", p, m, c, 1, 30.0, "OPTIMAL <30s")
+        for p, m in ((8, 32), (16, 32), (16, 64), (32, 64))
+        for c in (0.0, 1.0)
+    ]
     out += [Row("loop", p, m, 1.0, 2, 60.0, "gap<=1% 60s", placement="loop") for p, m in ((8, 32), (16, 32))]
     out += [Row("scale", p, m, 1.0, 1, 120.0, "gap<=1% 120s") for p, m in ((32, 128), (64, 256))]
     out += [Row("free", p, m, 1.0, None, 120.0, "reference") for p, m in ((32, 128), (64, 256))]
     for n, r in enumerate(zb_rows()):
-        out.append(Row("zb", r["p"], r["m"], float(r["c"]), 2, 120.0, "gap<=0.1% 120s", objective="span", zb_row=n,
-                       ref=r["zb2p_span"]))
+        out.append(
+            Row(
+                "zb",
+                r["p"],
+                r["m"],
+                float(r["c"]),
+                2,
+                120.0,
+                "gap<=0.1% 120s",
+                objective="span",
+                zb_row=n,
+                ref=r["zb2p_span"],
+            )
+        )
     if quick:
         keep = {("unit", 8, 32, 0.0), ("unit", 8, 32, 1.0), ("loop", 8, 32, 1.0), ("zb", 8, 24, 601.0)}
-        out = [Row(r.set, r.p, r.m, r.c, r.cap, min(r.seconds, 20.0), r.goal, r.placement, r.objective, r.zb_row,
-                   r.ref) for r in out if (r.set, r.p, r.m, r.c) in keep]
+        out = [
+            Row(r.set, r.p, r.m, r.c, r.cap, min(r.seconds, 20.0), r.goal, r.placement, r.objective, r.zb_row, r.ref)
+            for r in out
+            if (r.set, r.p, r.m, r.c) in keep
+        ]
     return out
 
 
@@ -92,20 +110,52 @@ def problem(row: Row) -> Problem:
     return Problem(pl, row.m, costs, FixedDelay(row.c), split=True, memory_cap=cap, objective=row.objective)
 
 
-def run_row(row: Row, workers: int = 1, seed: int = 0, det_per_s: float = 0.4, wall_factor: float = 6.0,
-            seconds: float | None = None) -> dict:
+def run_row(
+    row: Row,
+    workers: int = 1,
+    seed: int = 0,
+    det_per_s: float = 0.4,
+    wall_factor: float = 6.0,
+    seconds: float | None = None,
+) -> dict:
     """Solve one row; returns status, value, bound, gap, CPU and wall seconds, deterministic time."""
     budget = row.seconds if seconds is None else seconds
     t, c = time.monotonic(), time.process_time()
-    res = optimize(problem(row), time_limit=budget * wall_factor, workers=workers, seed=seed,
-                   work_limit=budget * det_per_s)
-    return {"row": row, "status": res.status, "value": res.objective, "bound": res.bound, "gap": res.gap,
-            "cpu": time.process_time() - c, "wall": time.monotonic() - t, "hint": res.hint,
-            "hint_value": res.hint_objective, "det": res.solver.get("deterministic_s")}
+    res = optimize(
+        problem(row), time_limit=budget * wall_factor, workers=workers, seed=seed, work_limit=budget * det_per_s
+    )
+    return {
+        "row": row,
+        "status": res.status,
+        "value": res.objective,
+        "bound": res.bound,
+        "gap": res.gap,
+        "cpu": time.process_time() - c,
+        "wall": time.monotonic() - t,
+        "hint": res.hint,
+        "hint_value": res.hint_objective,
+        "det": res.solver.get("deterministic_s"),
+    }
 
 
-HEADER = ("set", "plc", "p", "m", "c", "cap", "obj", "goal", "status", "value", "bound", "gap", "cpu_s", "wall_s",
-          "vs ref", "start")
+HEADER = (
+    "set",
+    "plc",
+    "p",
+    "m",
+    "c",
+    "cap",
+    "obj",
+    "goal",
+    "status",
+    "value",
+    "bound",
+    "gap",
+    "cpu_s",
+    "wall_s",
+    "vs ref",
+    "start",
+)
 WIDTHS = (5, 6, 3, 4, 5, 4, 8, 14, 8, 11, 11, 8, 7, 7, 8, 0)
 
 
@@ -119,10 +169,26 @@ def format_result(r: dict) -> str:
     vs = ""
     if row.ref is not None and r["value"] is not None:
         vs = "<= ref" if r["value"] <= row.ref else f"+{100 * (r['value'] / row.ref - 1):.2f}%"
-    return line([row.set, row.placement, row.p, row.m, f"{row.c:g}", "-" if row.cap is None else f"{row.cap}p",
-                 row.objective, row.goal, r["status"], "-" if r["value"] is None else f"{r['value']:.10g}",
-                 f"{r['bound']:.10g}", "-" if r["gap"] is None else f"{100 * r['gap']:.3f}%", f"{r['cpu']:.1f}",
-                 f"{r['wall']:.1f}", vs or "-", f"{r['hint']} ({r['hint_value']:.10g})" if r["hint"] else "-"])
+    return line(
+        [
+            row.set,
+            row.placement,
+            row.p,
+            row.m,
+            f"{row.c:g}",
+            "-" if row.cap is None else f"{row.cap}p",
+            row.objective,
+            row.goal,
+            r["status"],
+            "-" if r["value"] is None else f"{r['value']:.10g}",
+            f"{r['bound']:.10g}",
+            "-" if r["gap"] is None else f"{100 * r['gap']:.3f}%",
+            f"{r['cpu']:.1f}",
+            f"{r['wall']:.1f}",
+            vs or "-",
+            f"{r['hint']} ({r['hint_value']:.10g})" if r["hint"] else "-",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,9 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    print(f"# ppverify optimize benchmark: {args.workers} worker(s), seed {args.seed}, budget = "
-          f"{args.det_per_s} deterministic s per second, load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs",
-          flush=True)
+    print(
+        f"# ppverify optimize benchmark: {args.workers} worker(s), seed {args.seed}, budget = "
+        f"{args.det_per_s} deterministic s per second, load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs",
+        flush=True,
+    )
     print(line(HEADER), flush=True)
     for row in rows(args.quick):
         if args.only is not None and row.set not in args.only:

@@ -33,11 +33,23 @@ def torch_interleaved_order(p: int, m: int, v: int) -> dict[int, list]:
     """PyTorch's own ScheduleInterleaved1F1B ``pipeline_order`` without a process group."""
     from torch.distributed.pipelining.schedules import ScheduleInterleaved1F1B
 
-    stages = [SimpleNamespace(num_stages=p * v, group_size=p, group_rank=0, submod=None, stage_index=c * p,
-                              is_first=c == 0, is_last=c == v - 1) for c in range(v)]
+    stages = [
+        SimpleNamespace(
+            num_stages=p * v,
+            group_size=p,
+            group_rank=0,
+            submod=None,
+            stage_index=c * p,
+            is_first=c == 0,
+            is_last=c == v - 1,
+        )
+        for c in range(v)
+    ]
     sched = ScheduleInterleaved1F1B(stages, m)
-    return {r: [a for a in sched.pipeline_order[r] if a is None or a.computation_type.value != "REDUCE_GRAD"]
-            for r in sorted(sched.pipeline_order)}
+    return {
+        r: [a for a in sched.pipeline_order[r] if a is None or a.computation_type.value != "REDUCE_GRAD"]
+        for r in sorted(sched.pipeline_order)
+    }
 
 
 def ppverify_schedule_from_torch(order: dict[int, list], p: int, m: int, v: int):
@@ -46,8 +58,10 @@ def ppverify_schedule_from_torch(order: dict[int, list], p: int, m: int, v: int)
     from ppverify.placement import loop
     from ppverify.schedule import Schedule
 
-    programs = tuple(tuple(Op(a.computation_type.value, a.stage_index, a.microbatch_index)
-                           for a in order[r] if a is not None) for r in range(p))
+    programs = tuple(
+        tuple(Op(a.computation_type.value, a.stage_index, a.microbatch_index) for a in order[r] if a is not None)
+        for r in range(p)
+    )
     return Schedule(loop(p, v), m, programs, (0,) * m, "torch-Interleaved1F1B", {"p": p, "m": m, "v": v})
 
 
@@ -69,8 +83,20 @@ def preset_models(stages: int, layers: int | None = None):
         model = load_llm("gpt3-175b")
     else:
         base = load_llm("llama2-7b")
-        model = LLM(f"llama2-7b-shaped-{layers}L", layers, base.hidden_size, base.attention_heads,
-                    base.ffn_hidden_size, base.vocab_size, base.seq_len, base.kv_heads, True, False, False, False)
+        model = LLM(
+            f"llama2-7b-shaped-{layers}L",
+            layers,
+            base.hidden_size,
+            base.attention_heads,
+            base.ffn_hidden_size,
+            base.vocab_size,
+            base.seq_len,
+            base.kv_heads,
+            True,
+            False,
+            False,
+            False,
+        )
     costs = llm_cost_model(model, sysm.peak_flops, stages, Training(mfu=0.4))
     return costs, sysm
 
@@ -101,23 +127,32 @@ def bench_torch(repeat: int) -> None:
     # alternate the two so that both see the same load on a shared machine
     torch_t, pp_t = [], []
     for _ in range(repeat):
-        t1, _, sim = timed(lambda lists: ts._simulate_comms_compute(lists, lambda s: s % p, p * v), 1,
-                           setup=lambda: copy.deepcopy(lowered))
+        t1, _, sim = timed(
+            lambda lists: ts._simulate_comms_compute(lists, lambda s: s % p, p * v),
+            1,
+            setup=lambda: copy.deepcopy(lowered),
+        )
         t2, _, tl = timed(lambda: simulate_async(schedule, costs, sysm), 1)
         torch_t.append(t1)
         pp_t.append(t2)
     t_torch, m_torch = statistics.median(torch_t), min(torch_t)
     t_pp, m_pp = statistics.median(pp_t), min(pp_t)
     steps = max(len(r) for r in sim.values())
-    print(f"== PyTorch _simulate_comms_compute vs ppverify async: Interleaved1F1B p={p} m={m} v={v} "
-          f"({n_ops} compute ops, {sum(len(r) for r in lowered.values())} PyTorch actions incl. SEND/RECV)")
+    print(
+        f"== PyTorch _simulate_comms_compute vs ppverify async: Interleaved1F1B p={p} m={m} v={v} "
+        f"({n_ops} compute ops, {sum(len(r) for r in lowered.values())} PyTorch actions incl. SEND/RECV)"
+    )
     print(f"   op order identical to ppverify's interleaved-1f1b generator: {same}")
     print(f"   {'':9} {'median':>9} {'min':>9}")
     print(f"   PyTorch   {t_torch * 1e3:7.1f}ms {m_torch * 1e3:7.1f}ms   ({steps} unit steps, zero latency)")
-    print(f"   ppverify  {t_pp * 1e3:7.1f}ms {m_pp * 1e3:7.1f}ms   (makespan {tl.makespan * 1e3:.1f} ms of gpt3-175b "
-          f"on dgx-h100, {len(tl.transfers)} transfers with latency + bytes/bandwidth)")
-    print(f"   speed-up  {t_torch / t_pp:8.1f}x {m_torch / m_pp:8.1f}x  (target >= 20x; medians suffer most "
-          "from other processes on a shared machine)")
+    print(
+        f"   ppverify  {t_pp * 1e3:7.1f}ms {m_pp * 1e3:7.1f}ms   (makespan {tl.makespan * 1e3:.1f} ms of gpt3-175b "
+        f"on dgx-h100, {len(tl.transfers)} transfers with latency + bytes/bandwidth)"
+    )
+    print(
+        f"   speed-up  {t_torch / t_pp:8.1f}x {m_torch / m_pp:8.1f}x  (target >= 20x; medians suffer most "
+        "from other processes on a shared machine)"
+    )
 
 
 def worker(m: int, p: int, v: int, semantics: str) -> None:
@@ -140,24 +175,46 @@ def worker(m: int, p: int, v: int, semantics: str) -> None:
     run(schedule, costs, sysm, semantics=semantics)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    print(json.dumps({"m": m, "ops": schedule.num_ops, "build_s": t_build, "simulate_s": t_sim,
-                      "best_s": min(times),
-                      "max_rss_GiB": rss_gib, "traced_peak_GiB": peak / 2**30}))
+    print(
+        json.dumps(
+            {
+                "m": m,
+                "ops": schedule.num_ops,
+                "build_s": t_build,
+                "simulate_s": t_sim,
+                "best_s": min(times),
+                "max_rss_GiB": rss_gib,
+                "traced_peak_GiB": peak / 2**30,
+            }
+        )
+    )
 
 
 def bench_scaling(sizes: list[int], p: int, v: int, semantics: str) -> None:
-    print(f"\n== scaling, {semantics}: interleaved-1f1b p={p} v={v}, synthetic {p * v}-layer model on dgx-h100 "
-          "(each size in a fresh process)")
-    print(f"   {'m':>5} {'ops':>9} {'build':>8} {'1st run':>8} {'best of 3':>9} {'us/op':>7} {'max RSS':>9} "
-          f"{'traced peak':>11}")
+    print(
+        f"\n== scaling, {semantics}: interleaved-1f1b p={p} v={v}, synthetic {p * v}-layer model on dgx-h100 "
+        "(each size in a fresh process)"
+    )
+    print(
+        f"   {'m':>5} {'ops':>9} {'build':>8} {'1st run':>8} {'best of 3':>9} {'us/op':>7} {'max RSS':>9} "
+        f"{'traced peak':>11}"
+    )
     for m in sizes:
-        out = subprocess.run([sys.executable, __file__, "--worker", str(m), "--p", str(p), "--v", str(v),
-                              "--semantics", semantics], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--worker", str(m), "--p", str(p), "--v", str(v), "--semantics", semantics],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"   {r['m']:>5} {r['ops']:>9} {r['build_s']:7.2f}s {r['simulate_s']:7.2f}s {r['best_s']:8.2f}s "
-              f"{r['best_s'] / r['ops'] * 1e6:7.2f} {r['max_rss_GiB']:7.2f}GiB {r['traced_peak_GiB']:9.2f}GiB")
-    print("   (targets: 1,048,576 ops simulated in < 5 s with < 2 GB peak memory; 'build' is the schedule "
-          "generator, not the simulation; us/op from the best of 3 runs)")
+        print(
+            f"   {r['m']:>5} {r['ops']:>9} {r['build_s']:7.2f}s {r['simulate_s']:7.2f}s {r['best_s']:8.2f}s "
+            f"{r['best_s'] / r['ops'] * 1e6:7.2f} {r['max_rss_GiB']:7.2f}GiB {r['traced_peak_GiB']:9.2f}GiB"
+        )
+    print(
+        "   (targets: 1,048,576 ops simulated in < 5 s with < 2 GB peak memory; 'build' is the schedule "
+        "generator, not the simulation; us/op from the best of 3 runs)"
+    )
 
 
 def main() -> None:

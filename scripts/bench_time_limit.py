@@ -24,8 +24,9 @@ COMMANDS = [
 
 def one(argv: list[str]) -> tuple[float, float, str]:
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "ppverify", "optimize", *argv, "--no-chart"],
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "ppverify", "optimize", *argv, "--no-chart"], capture_output=True, text=True
+    ).stdout
     total = time.perf_counter() - t0
     lines = {ln.split()[0]: ln for ln in out.splitlines() if ln.strip()}
     run = float(lines["wall"].split()[2])
@@ -41,8 +42,10 @@ def main() -> None:
         rows = [one(argv) for _ in range(args.repeat)]
         total = statistics.median(r[0] for r in rows)
         run = statistics.median(r[1] for r in rows)
-        print(f"{' '.join(argv):<75} process {total:5.2f} s  run {run:4.1f} s  run/limit {run / limit:4.2f}  "
-              f"{rows[-1][2]}")
+        print(
+            f"{' '.join(argv):<75} process {total:5.2f} s  run {run:4.1f} s  run/limit {run / limit:4.2f}  "
+            f"{rows[-1][2]}"
+        )
 
 
 if __name__ == "__main__":

@@ -44,9 +44,14 @@ LARGE = ("i1f1b-64-2048", "zbv-64-2731")
 def interleaved_split(p: int, m: int, v: int) -> Schedule:
     """Interleaved 1F1B (Megatron's order) with each B replaced by I then W."""
     base = build("interleaved-1f1b", p=p, m=m, v=v)
-    programs = tuple(tuple(x for op in prog for x in ((Op(I, op.stage, op.mb), Op(W, op.stage, op.mb))
-                                                        if type(op) is Op and op.kind == B else (op,)))
-                     for prog in base.programs)
+    programs = tuple(
+        tuple(
+            x
+            for op in prog
+            for x in ((Op(I, op.stage, op.mb), Op(W, op.stage, op.mb)) if type(op) is Op and op.kind == B else (op,))
+        )
+        for prog in base.programs
+    )
     return base.with_programs(programs)
 
 
@@ -81,10 +86,20 @@ def worker(row: str, path: str, semantics: str) -> None:
     t, c = time.perf_counter(), _cpu()
     r = verify(s, memory_cap=float(s.m), comm_semantics=semantics, certificates=path == "cert")
     wall, cpu = time.perf_counter() - t, _cpu() - c
-    print(json.dumps({"ops": r.stats["ops"], "actions": r.stats["actions"], "valid": r.valid, "wall_s": wall,
-                      "cpu_s": cpu, "rss_built": rss_built,
-                      "rss_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                      "parts": {k: v for k, v in r.stats.items() if k.endswith("_s")}}))
+    print(
+        json.dumps(
+            {
+                "ops": r.stats["ops"],
+                "actions": r.stats["actions"],
+                "valid": r.valid,
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "rss_built": rss_built,
+                "rss_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                "parts": {k: v for k, v in r.stats.items() if k.endswith("_s")},
+            }
+        )
+    )
 
 
 def measure(row: str, path: str, semantics: str, limit_s: float) -> dict | None:
@@ -111,10 +126,14 @@ def main() -> None:
         worker(args.worker, args.path, args.semantics)
         return
     sem = "rendezvous" if args.rendezvous else "buffered"
-    print(f"ppverify verify benchmark ({sem} semantics, memory cap m checked); "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    print(f"{'schedule':<36} {'ops':>9} {'path':>4} {'verdict':>7} {'wall s':>7} {'CPU s':>7} {'us/op':>6} "
-          f"{'peak RSS':>9} {'load':>5}")
+    print(
+        f"ppverify verify benchmark ({sem} semantics, memory cap m checked); "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
+    print(
+        f"{'schedule':<36} {'ops':>9} {'path':>4} {'verdict':>7} {'wall s':>7} {'CPU s':>7} {'us/op':>6} "
+        f"{'peak RSS':>9} {'load':>5}"
+    )
     plan = [(r, p) for r in SMALL for p in ("z3", "cert")] + [(r, "cert") for r in LARGE]
     if args.z3_at_scale:
         plan += [(r, "z3") for r in LARGE]
@@ -126,9 +145,11 @@ def main() -> None:
             why = f"stopped after {args.limit_s:.0f} s" if res is None else f"failed: {' '.join(res['error'])}"
             print(f"{name:<36} {ops:>9} {path:>4} {why}  (load {load:.1f})")
             continue
-        print(f"{name:<36} {res['ops']:>9} {path:>4} {'VALID' if res['valid'] else 'INVALID':>7} "
-              f"{res['wall_s']:>7.2f} {res['cpu_s']:>7.2f} {1e6 * res['cpu_s'] / res['ops']:>6.2f} "
-              f"{res['rss_peak'] / 2**30:>7.2f}Gi {load:>5.1f}")
+        print(
+            f"{name:<36} {res['ops']:>9} {path:>4} {'VALID' if res['valid'] else 'INVALID':>7} "
+            f"{res['wall_s']:>7.2f} {res['cpu_s']:>7.2f} {1e6 * res['cpu_s'] / res['ops']:>6.2f} "
+            f"{res['rss_peak'] / 2**30:>7.2f}Gi {load:>5.1f}"
+        )
     print("(goals: 49,152 ops in <= 3 s CPU; 1,048,576 ops in < 60 s and < 8 GB; us/op is CPU)")
 
 

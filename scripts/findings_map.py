@@ -37,7 +37,9 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="the small grid")
-    ap.add_argument("--store", default=None, help="result store (default: a fresh one under /tmp, so the time is a full run)")
+    ap.add_argument(
+        "--store", default=None, help="result store (default: a fresh one under /tmp, so the time is a full run)"
+    )
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--docs", default=str(ROOT / "docs" / "findings-map.md"))
     ap.add_argument("--images", default=str(ROOT / "docs" / "images"))
@@ -49,16 +51,20 @@ def main(argv: list[str] | None = None) -> int:
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
     load1 = os.getloadavg()
     print(format_map(res, local=False))
-    print(f"\nmap: {res.grid.num_configs} configurations, {len(res.results)} rows, {args.workers} workers: "
-          f"wall {wall:.1f} s, CPU {cpu:.1f} s (this process and its workers), load average "
-          f"{load0[0]:.1f} before, {load1[0]:.1f} after, on {os.cpu_count()} CPUs")
+    print(
+        f"\nmap: {res.grid.num_configs} configurations, {len(res.results)} rows, {args.workers} workers: "
+        f"wall {wall:.1f} s, CPU {cpu:.1f} s (this process and its workers), load average "
+        f"{load0[0]:.1f} before, {load1[0]:.1f} after, on {os.cpu_count()} CPUs"
+    )
     paths = plot_map(res, args.images)
     docs = Path(args.docs)
     rel = {p.stem.removeprefix("findings-map-"): os.path.relpath(p, docs.parent) for p in paths}
     cmd = "ppverify compare --findings --map" + (" --quick" if args.quick else "")
-    section = (f"{BEGIN}\n{map_markdown(res, rel, None, cmd)}\n"
-               f"Measured: {wall:.0f} s wall, {cpu:.0f} s CPU with {args.workers} workers "
-               f"(load average {max(load0[0], load1[0]):.1f} on {os.cpu_count()} CPUs).\n{END}")
+    section = (
+        f"{BEGIN}\n{map_markdown(res, rel, None, cmd)}\n"
+        f"Measured: {wall:.0f} s wall, {cpu:.0f} s CPU with {args.workers} workers "
+        f"(load average {max(load0[0], load1[0]):.1f} on {os.cpu_count()} CPUs).\n{END}"
+    )
     text = docs.read_text(encoding="utf-8") if docs.exists() else f"# Findings map\n\n{BEGIN}\n{END}\n"
     if BEGIN not in text or END not in text:
         print(f"{docs} has no {BEGIN} ... {END} markers", file=sys.stderr)

@@ -34,14 +34,92 @@ CASE_SECONDS = 5.0
 HANG_SECONDS = 30.0
 MEMORY_BYTES = 2 * 2**30
 
-HOSTILE = ["9" * 5000, "9" * 40, "999999999", "2147483648", "4294967296", "-1", "0", "-0", "1e400",
-           "1e308", "NaN", "nan", "Infinity", "-inf", "inf", ".inf", "1.5", "0x10", "1_0", "", " ", "\\ud800",
-           "\ud800", "\x00", "\u2028", "{", "}", "[", "]", '"', ",", ";", ":", "\n", "\r\n", "\t", "null",
-           "true", "~", "0F1000000", "999999999F0", "(0F0;1B0)OVERLAP_F_B", "0SEND_F0", "1RECV_B9",
-           "0UNSHARD", "0REDUCE_GRAD", "&a", "*a", "!!python/object:os.system", "? x", "- - -", "%YAML 1.2",
-           "\ufeff", "é", "x" * 300, "'", "\\", "0F", "F0", "0Z0", "..", "Rank 0", "Step 0:", "tick", "dev 0"]
-NUMBERS = ["0", "1", "2", "3", "4", "-1", "999999999", "2147483648", "9" * 30, "1e400", "nan", "inf", "0.5",
-           "1e308", "abc", "", "9" * 5000]
+HOSTILE = [
+    "9" * 5000,
+    "9" * 40,
+    "999999999",
+    "2147483648",
+    "4294967296",
+    "-1",
+    "0",
+    "-0",
+    "1e400",
+    "1e308",
+    "NaN",
+    "nan",
+    "Infinity",
+    "-inf",
+    "inf",
+    ".inf",
+    "1.5",
+    "0x10",
+    "1_0",
+    "",
+    " ",
+    "\\ud800",
+    "\ud800",
+    "\x00",
+    "\u2028",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    ",",
+    ";",
+    ":",
+    "\n",
+    "\r\n",
+    "\t",
+    "null",
+    "true",
+    "~",
+    "0F1000000",
+    "999999999F0",
+    "(0F0;1B0)OVERLAP_F_B",
+    "0SEND_F0",
+    "1RECV_B9",
+    "0UNSHARD",
+    "0REDUCE_GRAD",
+    "&a",
+    "*a",
+    "!!python/object:os.system",
+    "? x",
+    "- - -",
+    "%YAML 1.2",
+    "\ufeff",
+    "é",
+    "x" * 300,
+    "'",
+    "\\",
+    "0F",
+    "F0",
+    "0Z0",
+    "..",
+    "Rank 0",
+    "Step 0:",
+    "tick",
+    "dev 0",
+]
+NUMBERS = [
+    "0",
+    "1",
+    "2",
+    "3",
+    "4",
+    "-1",
+    "999999999",
+    "2147483648",
+    "9" * 30,
+    "1e400",
+    "nan",
+    "inf",
+    "0.5",
+    "1e308",
+    "abc",
+    "",
+    "9" * 5000,
+]
 SMALL = ["1", "2", "3", "4"]
 #: options that ask for minutes of legitimate work (a fixed grid of findings, an HTML report)
 SLOW_FLAGS = ("--findings", "--report", "--measured", "--map")
@@ -76,8 +154,15 @@ def seed_files() -> dict[str, bytes]:
     from ppverify.schedules import build
 
     out: dict[str, bytes] = {}
-    for fam, kw in (("gpipe", {}), ("1f1b", {}), ("zb-h1", {}), ("interleaved-1f1b", {"v": 2}), ("zbv", {}),
-                    ("chimera", {}), ("dualpipev", {})):
+    for fam, kw in (
+        ("gpipe", {}),
+        ("1f1b", {}),
+        ("zb-h1", {}),
+        ("interleaved-1f1b", {"v": 2}),
+        ("zbv", {}),
+        ("chimera", {}),
+        ("dualpipev", {}),
+    ):
         p, m = 2, 4
         s = build(fam, p, m, **kw)
         out[f"{fam}.json"] = dumps(s).encode()
@@ -89,10 +174,14 @@ def seed_files() -> dict[str, bytes]:
     models = resources.files("ppverify.models")
     out["system.yaml"] = models.joinpath("systems", "dgx-h100.yaml").read_bytes()
     out["llm.yaml"] = models.joinpath("llms", "gpt3-1.3b.yaml").read_bytes()
-    out["sweep.yaml"] = (b"name: fz\nschedules: [gpipe, {family: interleaved-1f1b, v: 2, label: i2}]\n"
-                         b"p: [2]\nm: [2, 4]\ncosts: {F: 1, B: 2}\ncomm_delays: [0, 0.5]\nlevels: [formula, slot]\n")
-    out["store.jsonl"] = (b'{"point": "0123456789abcdef", "schedule": "gpipe", "makespan": 6.0}\n'
-                          b'{"point": "fedcba9876543210", "schedule": "1f1b", "makespan": 6.0}\n')
+    out["sweep.yaml"] = (
+        b"name: fz\nschedules: [gpipe, {family: interleaved-1f1b, v: 2, label: i2}]\n"
+        b"p: [2]\nm: [2, 4]\ncosts: {F: 1, B: 2}\ncomm_delays: [0, 0.5]\nlevels: [formula, slot]\n"
+    )
+    out["store.jsonl"] = (
+        b'{"point": "0123456789abcdef", "schedule": "gpipe", "makespan": 6.0}\n'
+        b'{"point": "fedcba9876543210", "schedule": "1f1b", "makespan": 6.0}\n'
+    )
     return out
 
 
@@ -117,7 +206,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
             nums = list(re.finditer(r"\d+(\.\d+)?", text))
             if nums:
                 mt = rng.choice(nums)
-                text = text[:mt.start()] + rng.choice(NUMBERS + HOSTILE[:12]) + text[mt.end():]
+                text = text[: mt.start()] + rng.choice(NUMBERS + HOSTILE[:12]) + text[mt.end() :]
         elif op == 4:
             lines = text.split("\n")
             i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
@@ -137,13 +226,22 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
             acts = list(re.finditer(r"(?<!\d)\d{1,9}[FBIW]\d{1,9}", text))
             if acts:
                 mt = rng.choice(acts)
-                text = text[:mt.start()] + rng.choice(["999999999F0", "0F1000000", "0B99999", "3W0", "0X0",
-                                                       "12345678901234F0", "0F" + "9" * 5000]) + text[mt.end():]
+                text = (
+                    text[: mt.start()]
+                    + rng.choice(
+                        ["999999999F0", "0F1000000", "0B99999", "3W0", "0X0", "12345678901234F0", "0F" + "9" * 5000]
+                    )
+                    + text[mt.end() :]
+                )
         elif op == 11:
             words = list(re.finditer(r"[A-Za-z_]+", text))
             if words:
                 mt = rng.choice(words)
-                text = text[:mt.start()] + rng.choice(["x", mt.group().upper(), mt.group() + "_x", "\ud800"]) + text[mt.end():]
+                text = (
+                    text[: mt.start()]
+                    + rng.choice(["x", mt.group().upper(), mt.group() + "_x", "\ud800"])
+                    + text[mt.end() :]
+                )
         else:
             lines = text.split("\n")
             i = rng.randrange(len(lines))
@@ -206,20 +304,52 @@ _OPTION_CACHE: dict[str, list] = {}
 def cli_case(rng: random.Random) -> Case:
     """A random command line: a command, a family or junk, and random options with small, hostile
     or malformed values."""
-    cmd = rng.choice(["show", "verify", "simulate", "export", "list", "gap", "optimize", "plot",
-                      "import", "compare", "sweep", rng.choice(HOSTILE)])
+    cmd = rng.choice(
+        [
+            "show",
+            "verify",
+            "simulate",
+            "export",
+            "list",
+            "gap",
+            "optimize",
+            "plot",
+            "import",
+            "compare",
+            "sweep",
+            rng.choice(HOSTILE),
+        ]
+    )
     if cmd not in _OPTION_CACHE:
         try:
             _OPTION_CACHE[cmd] = _options(cmd)
         except (StopIteration, KeyError):
             _OPTION_CACHE[cmd] = []
     argv = [cmd]
-    fam = rng.choice(["gpipe", "1f1b", "1f1b-split", "zb-h1", "zbv", "interleaved-1f1b", "hanayo", "chimera",
-                      "dualpipev", "looped-bfs", "nosuch", "x.json", rng.choice(HOSTILE)])
+    fam = rng.choice(
+        [
+            "gpipe",
+            "1f1b",
+            "1f1b-split",
+            "zb-h1",
+            "zbv",
+            "interleaved-1f1b",
+            "hanayo",
+            "chimera",
+            "dualpipev",
+            "looped-bfs",
+            "nosuch",
+            "x.json",
+            rng.choice(HOSTILE),
+        ]
+    )
     if cmd not in ("list", "sweep", "import", "compare"):
         argv.append(fam)
-    argv += ["-p", rng.choice(SMALL + NUMBERS[:9]), "-m", rng.choice(SMALL + NUMBERS[:9])] \
-        if cmd not in ("list", "sweep", "import", "compare", "prove") and rng.random() < 0.8 else []
+    argv += (
+        ["-p", rng.choice(SMALL + NUMBERS[:9]), "-m", rng.choice(SMALL + NUMBERS[:9])]
+        if cmd not in ("list", "sweep", "import", "compare", "prove") and rng.random() < 0.8
+        else []
+    )
     opts = _OPTION_CACHE.get(cmd, [])
     for _ in range(rng.randint(0, 3)):
         if not opts:
@@ -236,15 +366,50 @@ def cli_case(rng: random.Random) -> Case:
         elif act.type in (int, float):
             argv += [flag, rng.choice(NUMBERS)]
         else:
-            argv += [flag, rng.choice(["F=1,B=2", "F=inf", "F=1e400", "F=0", "X=1", "F", "4", "loop", "v", "0,1",
-                                       "dgx-h100", "gpt3-1.3b", "1,1", "64GiB", "-1", "", rng.choice(HOSTILE)])]
+            argv += [
+                flag,
+                rng.choice(
+                    [
+                        "F=1,B=2",
+                        "F=inf",
+                        "F=1e400",
+                        "F=0",
+                        "X=1",
+                        "F",
+                        "4",
+                        "loop",
+                        "v",
+                        "0,1",
+                        "dgx-h100",
+                        "gpt3-1.3b",
+                        "1,1",
+                        "64GiB",
+                        "-1",
+                        "",
+                        rng.choice(HOSTILE),
+                    ]
+                ),
+            ]
     if cmd in ("optimize", "gap", "compare"):
         argv += ["--time-limit", "0.5"]
     if cmd == "verify":  # a file may imply 10**5 ops legitimately: bounded by the time limit
         argv += ["--time-limit", "3"]
     if cmd == "compare":  # the default grid is minutes of work: a small one, random options after it
-        argv[1:1] = ["--schedules", "gpipe,1f1b", "--systems", "ideal", "--models", "gpt3-1.3b", "-p", "2",
-                     "-m", "2", "--levels", "formula,slot", "--no-progress"]
+        argv[1:1] = [
+            "--schedules",
+            "gpipe,1f1b",
+            "--systems",
+            "ideal",
+            "--models",
+            "gpt3-1.3b",
+            "-p",
+            "2",
+            "-m",
+            "2",
+            "--levels",
+            "formula,slot",
+            "--no-progress",
+        ]
     return Case(argv, {}, "cli")
 
 
@@ -303,13 +468,22 @@ def run_in_process(case: Case, workdir: Path) -> Outcome:
             code = main(case.argv)
     except CaseTimeout:
         problem = f"hang (no answer in {HANG_SECONDS:g} s)"
-    except BaseException as exc:  # noqa: BLE001 - anything escaping main is a failure to report
+    except BaseException as exc:
         problem = f"escaped main: {type(exc).__name__}: {exc}"[:300]
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, prev)
         os.chdir(old)
-        for name in list(case.files) + ["out.json", "out.csv", "out.png", "st.jsonl", "o.json", "o.csv", "o.png", "o.txt"]:
+        for name in list(case.files) + [
+            "out.json",
+            "out.csv",
+            "out.png",
+            "st.jsonl",
+            "o.json",
+            "o.csv",
+            "o.png",
+            "o.txt",
+        ]:
             with contextlib.suppress(OSError):
                 (workdir / name).unlink()
     outcome = Outcome(case, code, err.getvalue(), time.process_time() - t0, problem)
@@ -335,8 +509,9 @@ def run_subprocess(case: Case, workdir: Path) -> Outcome:
     cmd = [sys.executable, "-m", "ppverify", *case.argv]
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     try:
-        proc = subprocess.run(cmd, cwd=workdir, capture_output=True, timeout=HANG_SECONDS + 5,
-                              preexec_fn=_limits, env=env)
+        proc = subprocess.run(
+            cmd, cwd=workdir, capture_output=True, timeout=HANG_SECONDS + 5, preexec_fn=_limits, env=env
+        )
     except subprocess.TimeoutExpired:
         return Outcome(case, None, "", time.perf_counter() - t0, "hang (subprocess timeout)")
     finally:
@@ -366,8 +541,11 @@ def run_cases(cases: list[Case], workdir: Path, subprocess_every: int = 0, verbo
 
 def describe(o: Outcome) -> str:
     files = "; ".join(f"{n}: {d[:80]!r}" for n, d in o.case.files.items())
-    return f"{check(o)} | ppverify {' '.join(map(repr, o.case.argv))}"[:400] + f" | {files}"[:300] + \
-        f" | stderr: {o.err.strip()[-300:]!r}"
+    return (
+        f"{check(o)} | ppverify {' '.join(map(repr, o.case.argv))}"[:400]
+        + f" | {files}"[:300]
+        + f" | stderr: {o.err.strip()[-300:]!r}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -388,8 +566,10 @@ def main(argv: list[str] | None = None) -> int:
         codes[o.code] = codes.get(o.code, 0) + 1
     slow = sorted(outcomes, key=lambda o: -o.seconds)[:3]
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(f"{len(outcomes)} cases in {time.perf_counter() - t0:.0f} s; exit codes {dict(sorted(codes.items(), key=str))}; "
-          f"{len(bad)} failed; slowest {', '.join(f'{o.seconds:.2f} s' for o in slow)}; peak RSS {rss:.2f} GiB")
+    print(
+        f"{len(outcomes)} cases in {time.perf_counter() - t0:.0f} s; exit codes {dict(sorted(codes.items(), key=str))}; "
+        f"{len(bad)} failed; slowest {', '.join(f'{o.seconds:.2f} s' for o in slow)}; peak RSS {rss:.2f} GiB"
+    )
     for o in bad[:50]:
         print("FAIL", describe(o))
     for o in slow:

@@ -25,8 +25,16 @@ from ppverify.report.page import write_report
 from ppverify.report.study import Study, point_view
 from ppverify.schedules import build
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def main() -> None:
@@ -42,8 +50,10 @@ def main() -> None:
     s = build("1f1b", p=8, m=m)
     costs = CostModel.abstract(s.placement, F=1, B=2)
     t0 = time.perf_counter()
-    tls = {lv: run(s, costs, semantics=lv, **({"charge_comm": True} if lv == "slot" else {}))
-           for lv in args.levels.split(",")}
+    tls = {
+        lv: run(s, costs, semantics=lv, **({"charge_comm": True} if lv == "slot" else {}))
+        for lv in args.levels.split(",")
+    }
     pv = point_view(f"p=8 m={m}", "1f1b", s, tls, "valid")
     path = Path(tempfile.mkdtemp()) / "report.html"
     write_report(Study(pd.DataFrame(columns=["config", "schedule", "level", "semantics"]), (pv,)), path)
@@ -60,10 +70,14 @@ def main() -> None:
             draws.append(page.evaluate("window.ppverifyReport.renderMs()") / 1e3)
             page.close()
         browser.close()
-    print(f"{s.num_ops} ops x {len(tls)} level(s) ({args.levels}); page {path.stat().st_size / 2**20:.1f} MiB, "
-          f"built in {build_s:.2f} s")
-    print(f"open to drawn: median {statistics.median(loads):.2f} s over {args.runs} loads "
-          f"(min {min(loads):.2f}, max {max(loads):.2f}); one full redraw: median {statistics.median(draws) * 1e3:.0f} ms")
+    print(
+        f"{s.num_ops} ops x {len(tls)} level(s) ({args.levels}); page {path.stat().st_size / 2**20:.1f} MiB, "
+        f"built in {build_s:.2f} s"
+    )
+    print(
+        f"open to drawn: median {statistics.median(loads):.2f} s over {args.runs} loads "
+        f"(min {min(loads):.2f}, max {max(loads):.2f}); one full redraw: median {statistics.median(draws) * 1e3:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -21,8 +21,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ppverify.compare import (DEFAULT_SCHEDULES, LEVEL_SEMANTICS, LEVELS, Config, default_configs, format_config_table,
-                              run_comparison)
+from ppverify.compare import (
+    DEFAULT_SCHEDULES,
+    LEVEL_SEMANTICS,
+    LEVELS,
+    Config,
+    default_configs,
+    format_config_table,
+    run_comparison,
+)
 from ppverify.compare.crossover import crossings, makespan_curves
 from ppverify.compare.evaluate import resolve
 from ppverify.compare.findings import FINDINGS_SCHEDULES, Setup, abstract_setup, evaluate_findings
@@ -38,8 +45,10 @@ TAG = {True: "reproduced", False: "**not reproduced**", None: "no data"}
 def winners(df: pd.DataFrame) -> str:
     """Markdown table: per configuration, the fastest schedule under each level and the rank changes."""
     levels = [lv for lv in LEVELS if df[df["level"] == lv]["makespan"].notna().any()]
-    lines = ["| configuration | " + " | ".join(levels) + " | rank changes (formula..contention) |",
-             "|---|" + "---|" * len(levels) + "---|"]
+    lines = [
+        "| configuration | " + " | ".join(levels) + " | rank changes (formula..contention) |",
+        "|---|" + "---|" * len(levels) + "---|",
+    ]
     for cfg, grp in df.groupby("config", sort=False):
         cells = []
         for lv in levels:
@@ -76,9 +85,12 @@ def write_section(path: Path, text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(ROOT / "docs" / "results.md"),
-                    help="where the section goes: between the markers "
-                         f"{MARK_START} and {MARK_END} when the file has them, else the whole file")
+    ap.add_argument(
+        "--out",
+        default=str(ROOT / "docs" / "results.md"),
+        help="where the section goes: between the markers "
+        f"{MARK_START} and {MARK_END} when the file has them, else the whole file",
+    )
     ap.add_argument("--images", default=str(ROOT / "docs" / "images"))
     ap.add_argument("--time-limit", type=float, default=0.5, help="CP-SAT seconds per solver point")
     args = ap.parse_args(argv)
@@ -101,8 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Config(4, 4, "ib-ndr-cluster", "gpt3-1.3b")
     lat = makespan_curves(DEFAULT_SCHEDULES, cfg, "latency", np.logspace(-6, -2, 13))
     bw = makespan_curves(DEFAULT_SCHEDULES, cfg, "bandwidth", np.logspace(9, 12, 13))
-    crossover_plot(lat, "latency", images / "crossover-latency.png", f"{cfg.label}: makespan vs per-hop latency (async)")
-    crossover_plot(bw, "bandwidth", images / "crossover-bandwidth.png", f"{cfg.label}: makespan vs link bandwidth (async)")
+    crossover_plot(
+        lat, "latency", images / "crossover-latency.png", f"{cfg.label}: makespan vs per-hop latency (async)"
+    )
+    crossover_plot(
+        bw, "bandwidth", images / "crossover-bandwidth.png", f"{cfg.label}: makespan vs link bandwidth (async)"
+    )
     s = build("chimera", p=4, m=4)
     res = resolve(Config(4, 4, "ethernet-100g", "gpt3-1.3b"), s)
     gantt(run(s, res.costs, res.comm, semantics="async"), images / "gantt-chimera-ethernet.png")
@@ -111,19 +127,24 @@ def main(argv: list[str] | None = None) -> int:
         hits = [(a, b, x0, x1) for a, b, x0, x1 in crossings(curves) if {a, b} == {"1f1b", other}]
         if not hits:
             return f"{other} and 1F1B never swap order in this range"
-        return "; ".join(f"{a} faster below and {b} above a crossing between {x0 * scale:.3g} and {x1 * scale:.3g} {unit}"
-                         for a, b, x0, x1 in hits)
+        return "; ".join(
+            f"{a} faster below and {b} above a crossing between {x0 * scale:.3g} and {x1 * scale:.3g} {unit}"
+            for a, b, x0, x1 in hits
+        )
 
     thresholds = "\n".join(
         f"- {name} vs 1F1B: along bandwidth, {swaps(bw, name, 1e-9, 'GB/s')}; along latency, {swaps(lat, name, 1e6, 'µs')}."
-        for name in ("chimera", "hanayo-w1", "hanayo-w2"))
+        for name in ("chimera", "hanayo-w1", "hanayo-w2")
+    )
     tables = "\n\n".join(format_config_table(df, c) for c in SHOWN if c in set(df["config"]))
     legend = "\n".join(f"- `{lv}`: {LEVEL_SEMANTICS[lv]}" for lv in LEVELS)
     sched = df[df["verified"].fillna("") != ""].drop_duplicates(["schedule", "p", "m"])
     n_sched, n_valid = len(sched), int((sched["verified"] == "valid").sum())
-    z3_line = (f"The Z3 verifier proved all {n_sched} distinct schedules of the comparison valid (the `Z3` column)."
-               if n_valid == n_sched else
-               f"The Z3 verifier proved {n_valid} of {n_sched} distinct schedules valid (see the `Z3` column).")
+    z3_line = (
+        f"The Z3 verifier proved all {n_sched} distinct schedules of the comparison valid (the `Z3` column)."
+        if n_valid == n_sched
+        else f"The Z3 verifier proved {n_valid} of {n_sched} distinct schedules valid (see the `Z3` column)."
+    )
     sim = df[(df["level"] != "optimum") & (df["rank_change"] != "")]
     n_changes, n_cfg_changed = len(sim), int(sim["config"].nunique())
     text = f"""# Results: the seed paper's comparison, reproduced

@@ -24,16 +24,22 @@ from ppverify.verify import verify
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--path", choices=("z3", "cert", "both"), default="both",
-                    help="Z3 alone, certificates (the default verifier), or both compared")
+    ap.add_argument(
+        "--path",
+        choices=("z3", "cert", "both"),
+        default="both",
+        help="Z3 alone, certificates (the default verifier), or both compared",
+    )
     ap.add_argument("--family", nargs="*", help="only these families (default: all registered)")
     ap.add_argument("--max-p", type=int, default=16)
     ap.add_argument("--max-m", type=int, default=64)
     args = ap.parse_args(argv)
     names = args.family or [f.name for f in families()]
     paths = {"z3": (False,), "cert": (True,), "both": (False, True)}[args.path]
-    print(f"verify grid: p 2..{args.max_p}, m 1..{args.max_m}, path {args.path}; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"verify grid: p 2..{args.max_p}, m 1..{args.max_m}, path {args.path}; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     print(f"{'family':<22} {'checked':>7} {'VALID z3':>8} {'VALID cert':>10} {'disagree':>8} {'seconds':>8}")
     failed = False
     t_all = time.perf_counter()
@@ -58,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
                     disagree += 1
                     print(f"  DISAGREE: {s.describe()}: {verdicts}")
         show = {c: (str(valid[c]) if c in paths else "-") for c in (False, True)}
-        print(f"{name:<22} {checked:>7} {show[False]:>8} {show[True]:>10} {disagree:>8} {time.perf_counter() - t:>8.1f}")
+        print(
+            f"{name:<22} {checked:>7} {show[False]:>8} {show[True]:>10} {disagree:>8} {time.perf_counter() - t:>8.1f}"
+        )
         failed |= disagree > 0 or any(valid[c] != checked for c in paths)
     print(f"total {time.perf_counter() - t_all:.0f} s")
     return 1 if failed else 0

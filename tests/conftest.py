@@ -8,8 +8,8 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -50,14 +50,14 @@ def eager_family_source() -> str:
 def ppverify_cli() -> Callable[..., subprocess.CompletedProcess]:
     """Run the installed ``ppverify`` command: ``ppverify_cli(*args, cwd=..., pythonpath=...)``."""
 
-    def run(*args: str, cwd: Path | None = None, pythonpath: Path | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(
+        *args: str, cwd: Path | None = None, pythonpath: Path | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess:
         env = dict(os.environ, TQDM_DISABLE="1")
         env.pop("PYTHONPATH", None)
         if pythonpath is not None:
             env["PYTHONPATH"] = str(pythonpath)
-        return subprocess.run([str(PPVERIFY), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=timeout)
+        return subprocess.run([str(PPVERIFY), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
     return run
 
@@ -71,8 +71,9 @@ def _execute_notebook(path: Path, workdir: Path) -> tuple[list[dict], str]:
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(workdir)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
+    )
     client.execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]

@@ -29,7 +29,7 @@ def test_memory_window_bound_matches_zero_bubble_reference_at_cap_p(row):
     """At cap p*M_F the head window costs (p-1)*tI + 2(p-1)c of idle on device 0 and the tail
     window (p-1)(tF-tW) + 2(p-1)c: the ZB-H1 bubble (p-1)(tF+tI-tW) plus 4(p-1)c. The reference
     spans of the zero-bubble repository's heuristic (an independent tool) hit it exactly."""
-    p, m, f, i, w, c = (row[k] for k in "p m f i w c".split())
+    p, m, f, i, w, c = (row[k] for k in ["p", "m", "f", "i", "w", "c"])
     by_hand = m * (f + i + w) + (p - 1) * (f + i - w) + 4 * (p - 1) * c
     assert by_hand == row["zb1p_span"]
     pl = linear(p)
@@ -124,8 +124,10 @@ def test_canonical_relabeling_keeps_schedules_feasible_and_value(case):
         assert all(a[1] <= b[0] for a, b in zip(iv, iv[1:]))
         if inst.cap is not None:  # memory events: allocation at a start, free at an end, frees first
             for starts_ in (starts, canon):
-                ev = sorted([(starts_[i] + inst.dur[i], -inst.free[i]) for i in inst.device_ops(d) if inst.free[i]]
-                            + [(starts_[i], inst.alloc[i]) for i in inst.device_ops(d) if inst.alloc[i]])
+                ev = sorted(
+                    [(starts_[i] + inst.dur[i], -inst.free[i]) for i in inst.device_ops(d) if inst.free[i]]
+                    + [(starts_[i], inst.alloc[i]) for i in inst.device_ops(d) if inst.alloc[i]]
+                )
                 level, peak = 0, 0
                 for _, delta in ev:
                     level += delta
@@ -146,6 +148,7 @@ def test_bound_below_every_family_at_real_costs():
 
 # ---- the one-machine threshold bound (cross-device for the span) --------------------------------
 
+
 @pytest.mark.parametrize("row", zb_rows(), ids=lambda r: f"p{r['p']}m{r['m']}")
 def test_cross_device_span_bound_by_hand(row):
     """Device 0's span contains the last device's F and I work, between the first forward's
@@ -154,7 +157,7 @@ def test_cross_device_span_bound_by_hand(row):
     cap-independent, so it must stay below both reference spans; for row 0 at cap 2p it IS the
     zero-bubble repository's reference span (an independent heuristic), which proves that span
     optimal."""
-    p, m, f, i, w, c = (row[k] for k in "p m f i w c".split())
+    p, m, f, i, w, c = (row[k] for k in ["p", "m", "f", "i", "w", "c"])
     by_hand = m * (f + i) + (p - 1) * (f + i + 2 * c) + w
     pl = linear(p)
     costs = zero_bubble(row["h"], row["a"], 1024).apply(CostModel.abstract(pl, F=f, I=i, W=w))

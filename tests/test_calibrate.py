@@ -67,12 +67,18 @@ def test_fit_terms_recovers_the_hand_over_latency(a, ratio, lat):
 def test_fit_runtime_recovers_both_runners(a, t, a2):
     # one-pipe runs in PyTorch's runtime (a per compute action, t per SEND/RECV) and two-pipe
     # runs on ppverify's runner (a2 per action): each runner's terms from its own runs
-    ss = [build("1f1b", p=2, m=4), build("gpipe", p=3, m=4), build("zbv", p=2, m=4),
-          build("chimera", p=2, m=4), build("chimera", p=4, m=4)]
+    ss = [
+        build("1f1b", p=2, m=4),
+        build("gpipe", p=3, m=4),
+        build("zbv", p=2, m=4),
+        build("chimera", p=2, m=4),
+        build("chimera", p=4, m=4),
+    ]
     cs = [CostModel.abstract(s.placement, F=0.01, B=0.02) for s in ss]
     comm = FixedDelay(5e-5)
-    runs = [(s, c, cal.predict(s, c, comm, *((a2, 0.0) if s.placement.num_pipes > 1 else (a, t))))
-            for s, c in zip(ss, cs)]
+    runs = [
+        (s, c, cal.predict(s, c, comm, *((a2, 0.0) if s.placement.num_pipes > 1 else (a, t)))) for s, c in zip(ss, cs)
+    ]
     fit = cal.fit_runtime(runs, comm)
     assert fit.one_pipe == pytest.approx((a, t), abs=1e-7)
     assert fit.two_pipe == pytest.approx((a2, 0.0), abs=1e-7)
@@ -85,15 +91,20 @@ def test_two_pipe_figures_reach_the_prediction(tmp_path):
     # the others: gpipe p=2 m=1 is a chain of 4 ops, each one action and one SEND or RECV, and 2
     # transfers of 60 us; chimera predicts as under a preset whose only figures are the two-pipe ones
     two = tmp_path / "two.yaml"
-    two.write_text(_PRESET.replace("transfer_overhead_us: 500}",
-                                   "transfer_overhead_us: 500, two_pipe: {action_overhead_us: 300}}"))
+    two.write_text(
+        _PRESET.replace("transfer_overhead_us: 500}", "transfer_overhead_us: 500, two_pipe: {action_overhead_us: 300}}")
+    )
     only = tmp_path / "only.yaml"
-    only.write_text(_PRESET.replace("action_overhead_us: 1000, transfer_overhead_us: 500",
-                                    "action_overhead_us: 300, transfer_overhead_us: 0"))
+    only.write_text(
+        _PRESET.replace(
+            "action_overhead_us: 1000, transfer_overhead_us: 500", "action_overhead_us: 300, transfer_overhead_us: 0"
+        )
+    )
     costs = {"F": 0.01, "B": 0.02}
     assert load_system(str(two)).two_pipe_overhead_s == pytest.approx((3e-4, 0.0))
     assert cal.predict_on(build("gpipe", p=2, m=1), costs, str(two)) == pytest.approx(
-        0.06 + 2 * 60e-6 + 4 * (1e-3 + 5e-4))
+        0.06 + 2 * 60e-6 + 4 * (1e-3 + 5e-4)
+    )
     chimera = build("chimera", p=2, m=2)
     assert cal.predict_on(chimera, costs, str(two)) == pytest.approx(cal.predict_on(chimera, costs, str(only)))
     assert cal.predict_on(chimera, costs, str(two)) < cal.predict_on(chimera, costs, str(_write(tmp_path)))
@@ -106,8 +117,17 @@ def _write(tmp_path):
 
 
 def test_calibrate_command_writes_a_loadable_preset(tmp_path, monkeypatch, capsys):
-    fake = cal.Calibration(0.0015, 0.0005, 6e-5, 2e9, ((4, 6e-5), (1 << 20, 6e-5 + (1 << 20) / 2e9)),
-                           (("1f1b p=2 m=4", 0.2),), 0.001, "test machine", "2026-01-01 00:00 UTC")
+    fake = cal.Calibration(
+        0.0015,
+        0.0005,
+        6e-5,
+        2e9,
+        ((4, 6e-5), (1 << 20, 6e-5 + (1 << 20) / 2e9)),
+        (("1f1b p=2 m=4", 0.2),),
+        0.001,
+        "test machine",
+        "2026-01-01 00:00 UTC",
+    )
     monkeypatch.setattr(cal, "calibrate", lambda quick=False, timeout=120.0: fake)
     out = tmp_path / "mine.yaml"
     assert main(["calibrate", "--out", str(out)]) == 0
@@ -144,8 +164,22 @@ def test_measure_with_system_prints_the_calibrated_prediction(tmp_path, capsys):
     preset = tmp_path / "cal.yaml"
     preset.write_text(_PRESET)
     want = 2 * 0.006 + 2 * 60e-6 + 4 * (0.001 + 0.0005)
-    argv = ["measure", "gpipe", "-p", "2", "-m", "1", "--costs", "F=0.002,B=0.004", "--steps", "1",
-            "--warmup", "0", "--system", str(preset)]
+    argv = [
+        "measure",
+        "gpipe",
+        "-p",
+        "2",
+        "-m",
+        "1",
+        "--costs",
+        "F=0.002,B=0.004",
+        "--steps",
+        "1",
+        "--warmup",
+        "0",
+        "--system",
+        str(preset),
+    ]
     assert main([*argv, "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["makespan_predicted"] == pytest.approx(0.012)

@@ -42,10 +42,11 @@ def dag_violations(schedule, tl) -> int:
 
 # ---- the paper's numbers ----------------------------------------------------------------------------
 
+
 def test_reference_numbers_p4():
     s = build("chimera", 4, 8, units="concat")
-    assert table(s).makespan == 18                      # 2m + p - 2: seamless at tF = tB
-    assert table(s, F=1, B=2).makespan == 30            # the paper's intermediate bubbles
+    assert table(s).makespan == 18  # 2m + p - 2: seamless at tF = tB
+    assert table(s, F=1, B=2).makespan == 30  # the paper's intermediate bubbles
     assert table(build("chimera", 4, 4, units="concat"), F=1, B=2).makespan == 16
     # activations between p/2 + 1 (edge devices) and p (middle devices), never above p
     for c in ({}, {"F": 1, "B": 2}, {"F": 2, "B": 1}):
@@ -61,6 +62,7 @@ def test_continuous_default_is_unchanged():
 
 
 # ---- small cases by hand -------------------------------------------------------------------------
+
 
 def test_p2_units_run_back_to_back():
     # p=2 unit: slot 0 dev0 0F0 / dev1 0F1; slot 1 1F1 / 1F0; slot 2 1B1 / 1B0; slot 3 0B0 / 0B1:
@@ -78,8 +80,24 @@ def test_p4_device0_fills_the_drain_with_the_next_units_forwards():
     # (1 activation held < 3); slot 9 is 0B1 (its input 1B1 ended at 9); unit 2 then runs its own
     # order from 0F5 on, 8 slots after unit 1 except 0F5, which takes its unit's idle slot 2 + 8.
     s = build("chimera", 4, 8, units="concat")
-    assert prog(s, 0) == ["0F0", "0F1", "3F2", "3B2", "3F3", "3B3", "0B0", "0F4", "0B1",
-                          "0F5", "3F6", "3B6", "3F7", "3B7", "0B4", "0B5"]
+    assert prog(s, 0) == [
+        "0F0",
+        "0F1",
+        "3F2",
+        "3B2",
+        "3F3",
+        "3B3",
+        "0B0",
+        "0F4",
+        "0B1",
+        "0F5",
+        "3F6",
+        "3B6",
+        "3F7",
+        "3B7",
+        "0B4",
+        "0B5",
+    ]
     tl = table(s)
     starts = {str(op): int(t) for op, t in zip(tl.ops, tl.start)}
     assert [starts[o] for o in ("0B0", "0F4", "0B1", "0F5", "3F6", "0B5")] == [7, 8, 9, 10, 11, 17]
@@ -91,6 +109,7 @@ def test_one_unit_is_the_basic_unit():
 
 
 # ---- validity --------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("p", [2, 4, 6, 8, 10, 12, 14, 16])
 def test_structure_and_dag_over_the_grid(p):
@@ -118,6 +137,7 @@ def test_asym_concat_valid_and_within_one_unit_of_memory():
 
 
 # ---- formula ---------------------------------------------------------------------------------------
+
 
 def test_formula_reference_values():
     assert chimera_formula(4, 8, units="concat").makespan == 18
@@ -156,6 +176,7 @@ def test_concat_at_equal_costs_seamless_up_to_p4_then_not():
 
 
 # ---- parameters and CLI ----------------------------------------------------------------------------
+
 
 def test_bad_units_named():
     for fam in ("chimera", "chimera-asym"):

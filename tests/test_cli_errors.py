@@ -9,20 +9,23 @@ import pytest
 from ppverify.cli import main
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["show", "nosuch"], "known families: 1f1b"),
-    (["show", "chimera", "-p", "3"], "parameter p=3"),
-    (["show", "1f1b", "-p", "0"], "parameter p=0: must be an integer >= 1"),
-    (["show", "1f1b", "-m", "0"], "parameter m=0"),
-    (["show", "interleaved-1f1b", "-p", "4", "-m", "9", "--v", "2"], "number of rounds max(1, m // p) = 2"),
-    (["show", "1f1b", "--costs", "F=1,X=2"], "unknown kind 'X'"),
-    (["simulate", "1f1b", "--system", "nosuch"], "unknown systems preset; available: dgx-a100"),
-    (["simulate", "1f1b", "--model", "nosuch"], "unknown llms preset; available: gpt3-1.3b"),
-    (["simulate", "1f1b", "--system", "dgx-h100"], "--system and --model go together"),
-    (["simulate", "1f1b", "--comm-delay", "-1"], "comm-delay=-1.0"),
-    (["verify", "/nonexistent/schedule.json"], "file not found"),
-    (["verify", "schedule.yaml"], "schedule.yaml: file not found"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["show", "nosuch"], "known families: 1f1b"),
+        (["show", "chimera", "-p", "3"], "parameter p=3"),
+        (["show", "1f1b", "-p", "0"], "parameter p=0: must be an integer >= 1"),
+        (["show", "1f1b", "-m", "0"], "parameter m=0"),
+        (["show", "interleaved-1f1b", "-p", "4", "-m", "9", "--v", "2"], "number of rounds max(1, m // p) = 2"),
+        (["show", "1f1b", "--costs", "F=1,X=2"], "unknown kind 'X'"),
+        (["simulate", "1f1b", "--system", "nosuch"], "unknown systems preset; available: dgx-a100"),
+        (["simulate", "1f1b", "--model", "nosuch"], "unknown llms preset; available: gpt3-1.3b"),
+        (["simulate", "1f1b", "--system", "dgx-h100"], "--system and --model go together"),
+        (["simulate", "1f1b", "--comm-delay", "-1"], "comm-delay=-1.0"),
+        (["verify", "/nonexistent/schedule.json"], "file not found"),
+        (["verify", "schedule.yaml"], "schedule.yaml: file not found"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -32,9 +35,19 @@ def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
 
 def test_malformed_json_file_names_file_and_location(tmp_path, capsys):
     f = tmp_path / "bad.json"
-    f.write_text(json.dumps({"format": "ppverify-schedule", "version": 1, "p": 1, "m": 1,
-                             "placement": {"maps": [[0]]}, "pipe_of_mb": [0],
-                             "programs": [["0F0", "0X0"]]}))
+    f.write_text(
+        json.dumps(
+            {
+                "format": "ppverify-schedule",
+                "version": 1,
+                "p": 1,
+                "m": 1,
+                "placement": {"maps": [[0]]},
+                "pipe_of_mb": [0],
+                "programs": [["0F0", "0X0"]],
+            }
+        )
+    )
     assert main(["verify", str(f)]) == 2
     err = capsys.readouterr().err
     assert "bad.json" in err and "'0X0' is not an action" in err
@@ -50,10 +63,8 @@ def test_unknown_file_format_lists_the_known_ones(tmp_path, capsys):
 def test_text_table_files_work_in_every_command(tmp_path, capsys):
     # 1F1B p=2 m=2 at unit costs, written by hand in the paper layout
     f = tmp_path / "t.txt"
-    f.write_text("tick    0   1   2   3   4   5\n"
-                 "dev 0 0F0 0F1   . 0B0   . 0B1\n"
-                 "dev 1   . 1F0 1B0 1F1 1B1   .\n")
+    f.write_text("tick    0   1   2   3   4   5\ndev 0 0F0 0F1   . 0B0   . 0B1\ndev 1   . 1F0 1B0 1F1 1B1   .\n")
     assert main(["verify", str(f)]) == 0
     assert main(["simulate", str(f), "--json"]) == 0
     out = capsys.readouterr().out
-    assert json.loads(out[out.index("{"):])["makespan"] == 6
+    assert json.loads(out[out.index("{") :])["makespan"] == 6

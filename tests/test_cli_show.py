@@ -30,14 +30,17 @@ def error_of(capsys, *args) -> str:
 
 # GPipe/1F1B makespan (m+p-1)(tF+tB) and GPipe bubble (p-1)/(m+p-1) (Huang et al., GPipe, NeurIPS'19);
 # 1F1B peak on device d = min(p-d, m); GPipe peak m everywhere.
-@pytest.mark.parametrize("family,p,m,costs,makespan,peaks", [
-    ("gpipe", 4, 4, None, 7 * 2, [4, 4, 4, 4]),
-    ("1f1b", 4, 4, None, 7 * 2, [4, 3, 2, 1]),
-    ("gpipe", 4, 4, "F=1,B=2", 7 * 3, [4, 4, 4, 4]),
-    ("1f1b", 4, 4, "F=1,B=2", 7 * 3, [4, 3, 2, 1]),
-    ("gpipe", 4, 8, None, 11 * 2, [8, 8, 8, 8]),
-    ("1f1b", 4, 8, "F=1,B=2", 11 * 3, [4, 3, 2, 1]),
-])
+@pytest.mark.parametrize(
+    "family,p,m,costs,makespan,peaks",
+    [
+        ("gpipe", 4, 4, None, 7 * 2, [4, 4, 4, 4]),
+        ("1f1b", 4, 4, None, 7 * 2, [4, 3, 2, 1]),
+        ("gpipe", 4, 4, "F=1,B=2", 7 * 3, [4, 4, 4, 4]),
+        ("1f1b", 4, 4, "F=1,B=2", 7 * 3, [4, 3, 2, 1]),
+        ("gpipe", 4, 8, None, 11 * 2, [8, 8, 8, 8]),
+        ("1f1b", 4, 8, "F=1,B=2", 11 * 3, [4, 3, 2, 1]),
+    ],
+)
 def test_json_metrics_match_hand_derived_values(capsys, family, p, m, costs, makespan, peaks):
     args = [family, "-p", str(p), "-m", str(m)] + (["--costs", costs] if costs else [])
     out = show_json(capsys, *args)
@@ -132,13 +135,28 @@ class FakeFormula:
 GPIPE = FakeFormula(21.0, 3 / 7, (4, 4, 4, 4))
 
 
-@pytest.mark.parametrize("formula,agrees,words", [
-    (GPIPE, [True, True, True], "equal (exact)"),
-    (replace(GPIPE, makespan=20.0, bubble_ratio=0.4), [False, False, True], "DIFFERS (claimed exact)"),
-    (replace(GPIPE, makespan=20.0, bubble_ratio=0.4, makespan_kind="lower bound"), [True, True, True], "lower bound holds"),
-    (replace(GPIPE, peak_activations=(3, 3, 3, 3), peak_kind="upper bound"), [True, True, False], "upper bound VIOLATED"),
-    (replace(GPIPE, peak_activations=(5, 4, 4, 4), peak_kind="upper bound"), [True, True, True], "upper bound holds"),
-])
+@pytest.mark.parametrize(
+    "formula,agrees,words",
+    [
+        (GPIPE, [True, True, True], "equal (exact)"),
+        (replace(GPIPE, makespan=20.0, bubble_ratio=0.4), [False, False, True], "DIFFERS (claimed exact)"),
+        (
+            replace(GPIPE, makespan=20.0, bubble_ratio=0.4, makespan_kind="lower bound"),
+            [True, True, True],
+            "lower bound holds",
+        ),
+        (
+            replace(GPIPE, peak_activations=(3, 3, 3, 3), peak_kind="upper bound"),
+            [True, True, False],
+            "upper bound VIOLATED",
+        ),
+        (
+            replace(GPIPE, peak_activations=(5, 4, 4, 4), peak_kind="upper bound"),
+            [True, True, True],
+            "upper bound holds",
+        ),
+    ],
+)
 def test_formula_values_and_agreement(capsys, monkeypatch, formula, agrees, words):
     """The report compares whatever formula the family has; here stand-ins with known values."""
     fam = replace(get_family("gpipe"), formula=lambda p, m, costs, **params: formula)
@@ -188,15 +206,18 @@ def test_unknown_family_lists_known_ones(capsys):
     assert "unknown schedule family" in err and "gpipe" in err and "1f1b" in err
 
 
-@pytest.mark.parametrize("args,words", [
-    (["gpipe", "-p", "2", "-m", "0"], "parameter m=0"),
-    (["gpipe", "-p", "0"], "parameter p=0"),
-    (["gpipe", "--costs", "F=1,X=2"], "unknown kind 'X'"),
-    (["gpipe", "--costs", "F=0"], "F must be > 0"),
-    (["gpipe", "--comm-delay", "-1"], "comm-delay=-1.0"),
-    (["chimera", "-p", "3", "-m", "3"], "parameter p=3"),
-    (["missing.json"], "missing.json: file not found"),
-])
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["gpipe", "-p", "2", "-m", "0"], "parameter m=0"),
+        (["gpipe", "-p", "0"], "parameter p=0"),
+        (["gpipe", "--costs", "F=1,X=2"], "unknown kind 'X'"),
+        (["gpipe", "--costs", "F=0"], "F must be > 0"),
+        (["gpipe", "--comm-delay", "-1"], "comm-delay=-1.0"),
+        (["chimera", "-p", "3", "-m", "3"], "parameter p=3"),
+        (["missing.json"], "missing.json: file not found"),
+    ],
+)
 def test_bad_parameters_one_line_exit_2(capsys, args, words):
     assert words in error_of(capsys, *args)
 
@@ -226,10 +247,15 @@ def test_save_to_unwritable_place(capsys, tmp_path):
 def test_installed_command_exits_2_with_one_line(tmp_path):
     bad = tmp_path / "b.json"
     bad.write_text('{"format": "ppverify-schedule",, }')
-    proc = subprocess.run([sys.executable, "-m", "ppverify", "show", str(bad)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ppverify", "show", str(bad)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert proc.stderr == f"ppverify show: error: {bad}: line 1 column 32: invalid JSON: Expecting property name enclosed in double quotes\n"
+    assert (
+        proc.stderr
+        == f"ppverify show: error: {bad}: line 1 column 32: invalid JSON: Expecting property name enclosed in double quotes\n"
+    )
 
 
 # --------------------------------------------------------------------------- text tables as input
@@ -270,7 +296,9 @@ def test_text_table_errors(capsys, tmp_path):
     assert "parameter placement=ring" in error_of(capsys, str(path), "--placement", "ring")
     assert "only a text table (.txt) takes --placement" in error_of(capsys, "gpipe", "--placement", "v")
     path.write_text(CHIMERA_GRID.replace("3F3", "3Z3"))
-    assert f"{path}: line 7 (rank 0): '3Z3' is not an action" in error_of(capsys, str(path), "--placement", "bidirectional")
+    assert f"{path}: line 7 (rank 0): '3Z3' is not an action" in error_of(
+        capsys, str(path), "--placement", "bidirectional"
+    )
     assert "t.txt: file not found" in error_of(capsys, str(tmp_path / "t.txt"))
 
 
@@ -296,8 +324,11 @@ def test_costs_in_seconds_with_a_tiny_tick(capsys, tmp_path):
     s = build("gpipe", p=2, m=1)
     d = schedule_to_dict(s)
     a, b = 0.123457, 0.2
-    d["costs"] = {"time_unit": "s", "duration": {"F": [a, a], "B": [b, b], "I": [b / 2, b / 2], "W": [b / 2, b / 2]},
-                  "activation": [1.0, 1.0]}
+    d["costs"] = {
+        "time_unit": "s",
+        "duration": {"F": [a, a], "B": [b, b], "I": [b / 2, b / 2], "W": [b / 2, b / 2]},
+        "activation": [1.0, 1.0],
+    }
     path = tmp_path / "sec.json"
     path.write_text(json.dumps(d))
     out = show_json(capsys, str(path))

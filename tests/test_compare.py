@@ -13,8 +13,17 @@ import pandas as pd
 import pytest
 
 from ppverify.cli import main
-from ppverify.compare import (COLUMNS, Config, ScheduleEntry, abstract_configs, default_configs, evaluate_point,
-                              format_config_table, run_comparison, select_schedules)
+from ppverify.compare import (
+    COLUMNS,
+    Config,
+    ScheduleEntry,
+    abstract_configs,
+    default_configs,
+    evaluate_point,
+    format_config_table,
+    run_comparison,
+    select_schedules,
+)
 from ppverify.compare.table import add_ranks, rank_changes
 from ppverify.errors import ParameterError
 
@@ -64,8 +73,10 @@ def _frame(rows):
 def test_rank_change_marked_between_levels():
     rows = []
     for lv, a, b in (("formula", 10.0, 12.0), ("slot", 10.0, 12.0), ("async", 13.0, 12.5)):
-        rows += [{"config": "c", "schedule": "a", "level": lv, "makespan": a, "status": "ok"},
-                 {"config": "c", "schedule": "b", "level": lv, "makespan": b, "status": "ok"}]
+        rows += [
+            {"config": "c", "schedule": "a", "level": lv, "makespan": a, "status": "ok"},
+            {"config": "c", "schedule": "b", "level": lv, "makespan": b, "status": "ok"},
+        ]
     df = _frame(rows)
     got = {(r.schedule, r.level): (r.rank, r.rank_change) for r in df.itertuples()}
     assert got[("a", "slot")] == (1, "") and got[("a", "async")] == (2, "1->2")
@@ -76,9 +87,23 @@ def test_rank_change_marked_between_levels():
 def test_gap_to_optimal_against_optimum_or_bound():
     rows = [
         {"config": "c", "schedule": "a", "level": "async", "makespan": 12.0, "status": "ok"},
-        {"config": "c", "schedule": "a", "level": "optimum", "makespan": 10.0, "lower_bound": 10.0, "status": "optimal"},
+        {
+            "config": "c",
+            "schedule": "a",
+            "level": "optimum",
+            "makespan": 10.0,
+            "lower_bound": 10.0,
+            "status": "optimal",
+        },
         {"config": "c", "schedule": "b", "level": "async", "makespan": 12.0, "status": "ok"},
-        {"config": "c", "schedule": "b", "level": "optimum", "makespan": 11.0, "lower_bound": 8.0, "status": "feasible"},
+        {
+            "config": "c",
+            "schedule": "b",
+            "level": "optimum",
+            "makespan": 11.0,
+            "lower_bound": 8.0,
+            "status": "feasible",
+        },
     ]
     df = _frame(rows).set_index(["schedule", "level"])
     assert df.at[("a", "async"), "gap_to_optimal"] == pytest.approx(0.2)
@@ -89,10 +114,26 @@ def test_gap_to_optimal_against_optimum_or_bound():
 def test_table_marks_rank_changes():
     rows = []
     for lv, a, b in (("slot", 10.0, 12.0), ("async", 13.0, 12.5)):
-        rows += [{"config": "c", "schedule": "a", "level": lv, "makespan": a, "status": "ok", "time_unit": "units",
-                  "memory_unit": "activations"},
-                 {"config": "c", "schedule": "b", "level": lv, "makespan": b, "status": "ok", "time_unit": "units",
-                  "memory_unit": "activations"}]
+        rows += [
+            {
+                "config": "c",
+                "schedule": "a",
+                "level": lv,
+                "makespan": a,
+                "status": "ok",
+                "time_unit": "units",
+                "memory_unit": "activations",
+            },
+            {
+                "config": "c",
+                "schedule": "b",
+                "level": lv,
+                "makespan": b,
+                "status": "ok",
+                "time_unit": "units",
+                "memory_unit": "activations",
+            },
+        ]
     text = format_config_table(_frame(rows), "c")
     assert "13 (2)*" in text and "12.5 (1)*" in text and "10 (1) " in text
 
@@ -124,8 +165,24 @@ def test_select_schedules_unknown_name():
 
 def test_cli_csv_and_parquet(tmp_path, capsys):
     out = tmp_path / "r.csv"
-    code = main(["compare", "--costs", "F=1,B=2", "--comm-delay", "0,0.5", "-m", "4", "--schedules", "gpipe,1f1b",
-                 "--levels", "slot", "--out", str(out), "--no-progress"])
+    code = main(
+        [
+            "compare",
+            "--costs",
+            "F=1,B=2",
+            "--comm-delay",
+            "0,0.5",
+            "-m",
+            "4",
+            "--schedules",
+            "gpipe,1f1b",
+            "--levels",
+            "slot",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     df = pd.read_csv(out)
     assert len(df) == 2 * 2 * 1
@@ -133,30 +190,68 @@ def test_cli_csv_and_parquet(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "== p=4 m=4 F=1,B=2 c=0.5 ==" in text and "slot table" in text
     pq = tmp_path / "r.parquet"
-    assert main(["compare", "--costs", "F=1,B=2", "-m", "4", "--schedules", "gpipe", "--levels", "slot",
-                 "--out", str(pq), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--costs",
+                "F=1,B=2",
+                "-m",
+                "4",
+                "--schedules",
+                "gpipe",
+                "--levels",
+                "slot",
+                "--out",
+                str(pq),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert pd.read_parquet(pq)["makespan"].tolist() == [21.0]
 
 
 def test_cli_json(capsys):
-    assert main(["compare", "--costs", "F=1,B=1", "-p", "2", "-m", "2", "--schedules", "gpipe", "--levels", "slot",
-                 "--json", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--costs",
+                "F=1,B=1",
+                "-p",
+                "2",
+                "-m",
+                "2",
+                "--schedules",
+                "gpipe",
+                "--levels",
+                "slot",
+                "--json",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows[0]["makespan"] == 6.0 and rows[0]["level"] == "slot"  # (m+p-1)(tF+tB) = 3*2
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["--levels", "bogus"], "unknown level"),
-    (["--out", "x.txt"], ".csv or .parquet"),
-    (["--schedules", "nosuch"], "unknown schedule family"),
-    (["-m", "0"], "integers >= 1"),
-    (["--time-limit", "0"], "must be > 0"),
-    (["--costs", "F=1,X=2"], "unknown kind"),
-    (["--systems", "nosuch"], "unknown preset"),
-    (["--models", "gpt3-1.3b,nosuch"], "unknown preset"),
-    (["--findings", "--systems", "dgx-h100,nosuch"], "unknown preset"),
-    (["--mfu", "2"], "mfu"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--levels", "bogus"], "unknown level"),
+        (["--out", "x.txt"], ".csv or .parquet"),
+        (["--schedules", "nosuch"], "unknown schedule family"),
+        (["-m", "0"], "integers >= 1"),
+        (["--time-limit", "0"], "must be > 0"),
+        (["--costs", "F=1,X=2"], "unknown kind"),
+        (["--systems", "nosuch"], "unknown preset"),
+        (["--models", "gpt3-1.3b,nosuch"], "unknown preset"),
+        (["--findings", "--systems", "dgx-h100,nosuch"], "unknown preset"),
+        (["--mfu", "2"], "mfu"),
+    ],
+)
 def test_cli_bad_input_one_line_exit_2(argv, needle, capsys):
     assert main(["compare", "--no-progress", *argv]) == 2
     err = capsys.readouterr().err.strip()
@@ -215,8 +310,25 @@ def test_schedule_file_entry(tmp_path, capsys):
     path = tmp_path / "mine.json"
     save_json(build("1f1b", p=4, m=8), path)
     out = tmp_path / "r.csv"
-    assert main(["compare", "--schedules", f"{path},gpipe", "--costs", "F=1,B=2", "-m", "4,8", "--levels",
-                 "formula,slot", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--schedules",
+                f"{path},gpipe",
+                "--costs",
+                "F=1,B=2",
+                "-m",
+                "4,8",
+                "--levels",
+                "formula,slot",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     df = pd.read_csv(out).set_index(["m", "schedule", "level"])
     assert df.at[(8, "mine", "slot"), "makespan"] == 33.0  # (m+p-1)(tF+tB) = 11 * 3
     assert df.at[(4, "mine", "slot"), "status"] == "not applicable"  # the file is p=4, m=8
@@ -234,8 +346,27 @@ def test_z3_column_valid_and_invalid(tmp_path, capsys):
     bad = s.with_programs(((F0, B0, F1, B1), tuple(o._replace(stage=1) for o in (F0, F1, B0, B1))))
     save_json(bad, tmp_path / "bad.json")
     out = tmp_path / "r.csv"
-    assert main(["compare", "--schedules", f"{tmp_path / 'bad.json'},1f1b", "--costs", "F=1,B=2", "-p", "2",
-                 "-m", "2", "--levels", "slot,async", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--schedules",
+                f"{tmp_path / 'bad.json'},1f1b",
+                "--costs",
+                "F=1,B=2",
+                "-p",
+                "2",
+                "-m",
+                "2",
+                "--levels",
+                "slot,async",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     df = pd.read_csv(out)
     good = df[df["schedule"] == "1f1b"]
     assert (good["verified"] == "valid").all()

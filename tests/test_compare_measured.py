@@ -14,8 +14,10 @@ from ppverify.compare.table import format_config_table, to_frame
 def test_measured_rank_change_is_marked_against_the_previous_level():
     # synthetic results (no processes): async ranks gpipe first, the measurement ranks it second
     cfg = Config(2, 4, costs=(("F", 1.0), ("B", 2.0)))
-    pts = [PointResult(ScheduleEntry(n, n), cfg, (LevelResult("async", "ok", a), LevelResult("measured", "ok", b)))
-           for n, a, b in (("gpipe", 10.0, 13.0), ("1f1b", 11.0, 12.0))]
+    pts = [
+        PointResult(ScheduleEntry(n, n), cfg, (LevelResult("async", "ok", a), LevelResult("measured", "ok", b)))
+        for n, a, b in (("gpipe", 10.0, 13.0), ("1f1b", 11.0, 12.0))
+    ]
     df = to_frame(pts)
     got = {(r.schedule, r.level): (r.rank, r.rank_change) for r in df.itertuples()}
     assert got[("gpipe", "measured")] == (2, "1->2") and got[("1f1b", "measured")] == (1, "2->1")
@@ -23,8 +25,9 @@ def test_measured_rank_change_is_marked_against_the_previous_level():
 
 
 def test_measured_is_not_applicable_beyond_p4():
-    pt = evaluate_point(ScheduleEntry("gpipe", "gpipe"), Config(8, 8, costs=(("F", 1.0), ("B", 2.0))),
-                        ("async", "measured"))
+    pt = evaluate_point(
+        ScheduleEntry("gpipe", "gpipe"), Config(8, 8, costs=(("F", 1.0), ("B", 2.0))), ("async", "measured")
+    )
     r = pt.level("measured")
     assert r.status == "not applicable" and "p <= 4" in r.note and r.makespan is None
 
@@ -33,8 +36,28 @@ def test_compare_measured_cli_one_tiny_configuration(capsys):
     # p=2 m=2, F=1, B=2 units of 10 ms: every op sleeps at least its duration and waits for its
     # inputs, so the measured makespan is at least the zero-delay async makespan, 3F + 3B = 9 units
     # for both (gpipe and 1f1b coincide at m = p = 2)
-    assert main(["compare", "--schedules", "gpipe,1f1b", "-p", "2", "-m", "2", "--costs", "F=1,B=2",
-                 "--levels", "async", "--measured", "--no-progress", "--no-verify", "--json"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--schedules",
+                "gpipe,1f1b",
+                "-p",
+                "2",
+                "-m",
+                "2",
+                "--costs",
+                "F=1,B=2",
+                "--levels",
+                "async",
+                "--measured",
+                "--no-progress",
+                "--no-verify",
+                "--json",
+            ]
+        )
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)["rows"]
     meas = {r["schedule"]: r for r in rows if r["level"] == "measured"}
     asyn = {r["schedule"]: r for r in rows if r["level"] == "async"}

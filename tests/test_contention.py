@@ -29,8 +29,16 @@ def test_fifo_queue_on_one_link_by_hand():
     costs = CostModel.unit(s.placement)
     tl = simulate_contention(s, costs, FixedDelay(3.0))
     got = {str(op): (tl.start[i], tl.end[i]) for i, op in enumerate(tl.ops)}
-    assert got == {"0F0": (0, 1), "0F1": (1, 2), "0B0": (12, 13), "0B1": (15, 16),
-                   "1F0": (4, 5), "1F1": (7, 8), "1B0": (8, 9), "1B1": (9, 10)}
+    assert got == {
+        "0F0": (0, 1),
+        "0F1": (1, 2),
+        "0B0": (12, 13),
+        "0B1": (15, 16),
+        "1F0": (4, 5),
+        "1F1": (7, 8),
+        "1B0": (8, 9),
+        "1B1": (9, 10),
+    }
     tr = tl.transfers
     assert sorted(zip(tr.start, tr.end)) == [(1, 4), (4, 7), (9, 12), (12, 15)]
     assert run(s, costs, FixedDelay(3.0), semantics="async").makespan == 12
@@ -38,7 +46,9 @@ def test_fifo_queue_on_one_link_by_hand():
 
 def one_nic_system(latency_us=5.0, bandwidth_GBps=1.0):
     # one GPU and one NIC per node: a device's sends to both neighbours share its NIC's transmit side
-    return System("one-nic", "gpu", 100e12, 80 * GiB, 1, 1, None, LinkTier("slow", latency_us / 1e6, bandwidth_GBps * 1e9))
+    return System(
+        "one-nic", "gpu", 100e12, 80 * GiB, 1, 1, None, LinkTier("slow", latency_us / 1e6, bandwidth_GBps * 1e9)
+    )
 
 
 def test_nic_shared_by_both_directions_of_a_device():
@@ -62,8 +72,9 @@ def test_linear_pipeline_on_nvlink_never_queues():
     s = build("1f1b", p=8, m=16)
     sysm = load_system("dgx-h100")
     costs = llm_cost_model("gpt3-13b", sysm.peak_flops, 8)
-    np.testing.assert_allclose(run(s, costs, sysm, semantics="contention").start,
-                               run(s, costs, sysm, semantics="async").start)
+    np.testing.assert_allclose(
+        run(s, costs, sysm, semantics="contention").start, run(s, costs, sysm, semantics="async").start
+    )
 
 
 def test_zero_time_network_equals_async():
@@ -86,12 +97,17 @@ def test_contention_never_faster_than_async_for_every_family(comm):
             except ParameterError:
                 continue
             if comm == "one-nic":
-                cm, costs = one_nic_system(), llm_cost_model("gpt3-1.3b", 100e12, s.num_stages,
-                                                             Training(layers_per_stage=_split(24, s.num_stages)))
+                cm, costs = (
+                    one_nic_system(),
+                    llm_cost_model(
+                        "gpt3-1.3b", 100e12, s.num_stages, Training(layers_per_stage=_split(24, s.num_stages))
+                    ),
+                )
             elif comm == "pcie":
                 cm = load_system("pcie-gen4").with_ranks_per_node(2)
-                costs = llm_cost_model("gpt3-1.3b", cm.peak_flops, s.num_stages,
-                                       Training(layers_per_stage=_split(24, s.num_stages)))
+                costs = llm_cost_model(
+                    "gpt3-1.3b", cm.peak_flops, s.num_stages, Training(layers_per_stage=_split(24, s.num_stages))
+                )
             else:
                 cm, costs = comm, CostModel.abstract(s.placement, F=1, B=2)
             a = run(s, costs, cm, semantics="async")
@@ -120,8 +136,9 @@ def test_collectives_queue_behind_p2p():
     for n in ar:
         assert tr.end[n] - tr.start[n] == pytest.approx(2.0)
     # collectives on the same ring links never overlap each other
-    spans = sorted({(tr.start[n], tr.end[n], frozenset((tr.src_dev[n], tr.dst_dev[n]))) for n in ar},
-                   key=lambda x: x[0])
+    spans = sorted(
+        {(tr.start[n], tr.end[n], frozenset((tr.src_dev[n], tr.dst_dev[n]))) for n in ar}, key=lambda x: x[0]
+    )
     by_pair = {}
     for s0, s1, pair in spans:
         by_pair.setdefault(pair, []).append((s0, s1))
@@ -148,8 +165,19 @@ def test_unknown_option():
 
 
 def four_gpu_node(topology):
-    return System("node", "gpu", 100e12, 80 * GiB, 4, 1, LinkTier("slow", 5e-6, 1e9), LinkTier("ib", 1e-5, 1e9),
-                  None, "", topology)
+    return System(
+        "node",
+        "gpu",
+        100e12,
+        80 * GiB,
+        4,
+        1,
+        LinkTier("slow", 5e-6, 1e9),
+        LinkTier("ib", 1e-5, 1e9),
+        None,
+        "",
+        topology,
+    )
 
 
 def test_switch_ports_are_shared_mesh_links_are_not():
@@ -182,13 +210,19 @@ def test_replica_allreduce_contends_with_pipeline_traffic():
     assert a.makespan < mesh.makespan <= switch.makespan
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @settings(max_examples=40, deadline=None)
-@given(fam=st.sampled_from(["gpipe", "1f1b", "interleaved-1f1b", "chimera", "zb-h1", "hanayo"]),
-       p=st.sampled_from([2, 4]), k=st.integers(1, 3), c=st.floats(0, 3), f=st.floats(0.25, 2),
-       b=st.floats(0.25, 4))
+@given(
+    fam=st.sampled_from(["gpipe", "1f1b", "interleaved-1f1b", "chimera", "zb-h1", "hanayo"]),
+    p=st.sampled_from([2, 4]),
+    k=st.integers(1, 3),
+    c=st.floats(0, 3),
+    f=st.floats(0.25, 2),
+    b=st.floats(0.25, 4),
+)
 def test_contention_never_faster_than_async_random_costs(fam, p, k, c, f, b):
     try:
         s = build(fam, p=p, m=p * k)

@@ -12,22 +12,25 @@ from ppverify.dag import build_dag, predecessors, required_ops, structural_probl
 from ppverify.engines import run
 from ppverify.engines.core import list_schedule
 from ppverify.errors import DeadlockError, InvalidScheduleError, ParameterError
-from ppverify.ops import Comm, Marker, Op, Overlap, parse_action, ActionSyntaxError, format_action
+from ppverify.ops import ActionSyntaxError, Comm, Marker, Op, Overlap, format_action, parse_action
 from ppverify.placement import bidirectional, custom, linear, loop, v_shape, wave
 from ppverify.schedule import Schedule
 from ppverify.schedules import build
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("0F1", Op("F", 0, 1)),
-    ("12I3", Op("I", 12, 3)),
-    ("3SEND_F1", Comm("SEND_F", 3, 1)),
-    ("1RECV_B2", Comm("RECV_B", 1, 2)),
-    ("0UNSHARD", Marker("UNSHARD", 0)),
-    ("0REDUCE_GRAD", Marker("REDUCE_GRAD", 0)),
-    ("(0F7;7B3)OVERLAP_F_B", Overlap((Op("F", 0, 7), Op("B", 7, 3)))),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("0F1", Op("F", 0, 1)),
+        ("12I3", Op("I", 12, 3)),
+        ("3SEND_F1", Comm("SEND_F", 3, 1)),
+        ("1RECV_B2", Comm("RECV_B", 1, 2)),
+        ("0UNSHARD", Marker("UNSHARD", 0)),
+        ("0REDUCE_GRAD", Marker("REDUCE_GRAD", 0)),
+        ("(0F7;7B3)OVERLAP_F_B", Overlap((Op("F", 0, 7), Op("B", 7, 3)))),
+        ("", None),
+    ],
+)
 def test_action_text_round_trip(text, expected):
     assert parse_action(text) == expected
     assert format_action(parse_action(text)) == text
@@ -87,7 +90,8 @@ def test_structural_problems_name_each_fault():
     assert "op 0B1 is on device 1 but its stage lives on device 0 for pipe 0" in probs
     out = [progs[0] + [Op("F", 0, 7)], progs[1]]
     assert structural_problems(s.with_programs(tuple(map(tuple, out)))) == [
-        "op 0F7 on device 0: stage must be in 0..1 and microbatch in 0..1"]
+        "op 0F7 on device 0: stage must be in 0..1 and microbatch in 0..1"
+    ]
     mixed = [progs[0] + [Op("W", 0, 0)], progs[1]]
     probs = structural_problems(s.with_programs(tuple(map(tuple, mixed))))
     assert "stage 0 mb 0 has both a full backward B and a split I/W" in probs
@@ -99,8 +103,7 @@ def test_list_schedule_by_hand():
     s = build("gpipe", p=2, m=1)
     dag = build_dag(s)
     start, end = list_schedule(dag, [1, 2, 1, 2])
-    assert dict(zip(map(str, dag.ops), zip(start, end))) == {
-        "0F0": (0, 1), "0B0": (4, 6), "1F0": (1, 2), "1B0": (2, 4)}
+    assert dict(zip(map(str, dag.ops), zip(start, end))) == {"0F0": (0, 1), "0B0": (4, 6), "1F0": (1, 2), "1B0": (2, 4)}
     # a delay of 0.5 on each crossing edge: 1F0 at 1.5, 1B0 ends 4.5, 0B0 starts 5
     delay = [[0.5 if c else 0.0 for c in row] for row in dag.cross]
     start, end = list_schedule(dag, [1, 2, 1, 2], delay)

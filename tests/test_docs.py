@@ -80,7 +80,7 @@ def extract_blocks(text: str, page: Path = ROOT / "README.md") -> list[Block]:
         if write:
             mode = "write:" + write.group(1)
         if m.group(2) in ("sh", "python") or write:
-            body = "".join(ln[indent:] + "\n" for ln in lines[i + 1:j])
+            body = "".join(ln[indent:] + "\n" for ln in lines[i + 1 : j])
             blocks.append(Block(page, i + 1, m.group(2), body, mode))
         i = j + 1
     return blocks
@@ -178,8 +178,15 @@ def run_sh(block: Block, cwd: Path) -> list[str]:
     """Run a sh block in ``cwd``; the list of problems (empty when it matches)."""
     pairs = parse_transcript(block.text)
     script = "".join(f"{cmd}\n__rc=$?; printf '\\n{MARKER} %d\\n' $__rc; (exit $__rc)\n" for cmd, _ in pairs)
-    proc = subprocess.run(["bash", "-c", script], cwd=cwd, env=environment(), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S)
+    proc = subprocess.run(
+        ["bash", "-c", script],
+        cwd=cwd,
+        env=environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
     chunks = re.split(rf"\n?{MARKER} (\d+)\n", proc.stdout)
     problems = []
     for k, (cmd, expected) in enumerate(pairs):
@@ -199,14 +206,23 @@ def run_sh(block: Block, cwd: Path) -> list[str]:
 def run_python(block: Block, cwd: Path) -> list[str]:
     """Run a python block (a script, or a doctest when it shows ``>>>``) in ``cwd``."""
     if ">>>" in block.text:
-        code = ("import doctest, sys\n"
-                f"t = doctest.DocTestParser().get_doctest({block.text!r}, {{}}, {block.id!r}, None, 0)\n"
-                "r = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)\n"
-                "r.run(t)\nsys.exit(1 if r.failures else 0)\n")
+        code = (
+            "import doctest, sys\n"
+            f"t = doctest.DocTestParser().get_doctest({block.text!r}, {{}}, {block.id!r}, None, 0)\n"
+            "r = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)\n"
+            "r.run(t)\nsys.exit(1 if r.failures else 0)\n"
+        )
     else:
         code = block.text
-    proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=environment(), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env=environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
     return [] if proc.returncode == 0 else [f"exit code {proc.returncode}:\n{proc.stdout}"]
 
 
@@ -230,8 +246,11 @@ def check_page(page: Path, mode: str, tmp: Path) -> None:
 
 
 def _ids(mode: str) -> list:
-    return [pytest.param(p, id=str(p.relative_to(ROOT))) for p in PAGES
-            if any(b.mode == mode for b in extract_blocks(p.read_text(), p))]
+    return [
+        pytest.param(p, id=str(p.relative_to(ROOT)))
+        for p in PAGES
+        if any(b.mode == mode for b in extract_blocks(p.read_text(), p))
+    ]
 
 
 @pytest.mark.parametrize("page", _ids("run"))
@@ -240,6 +259,7 @@ def test_page_examples_run(page: Path, tmp_path: Path) -> None:
 
 
 if _ids("slow"):  # defined only while some page marks a block slow, so nothing is ever skipped
+
     @pytest.mark.slow
     @pytest.mark.parametrize("page", _ids("slow"))
     def test_page_slow_examples_run(page: Path, tmp_path: Path) -> None:
@@ -256,8 +276,13 @@ def test_markers_that_skip_examples_stay_rare() -> None:
 def test_transcript_comparison_catches_drift(tmp_path: Path) -> None:
     # The harness itself: a wrong expected line fails, the right one passes (GPipe p=2, m=1 takes
     # (m+p-1)(tF+tB) = 2*2 = 4 slots at unit costs).
-    good = Block(ROOT / "README.md", 1, "sh", "$ ppverify show gpipe -p 2 -m 1 --no-table | grep ticks\n"
-                 "makespan      4 units (4 ticks)\n", "run")
+    good = Block(
+        ROOT / "README.md",
+        1,
+        "sh",
+        "$ ppverify show gpipe -p 2 -m 1 --no-table | grep ticks\nmakespan      4 units (4 ticks)\n",
+        "run",
+    )
     bad = Block(good.page, 1, "sh", good.text.replace("4 units (4", "5 units (5"), "run")
     assert run_sh(good, workdir(tmp_path)) == []
     assert run_sh(bad, workdir(tmp_path))
@@ -265,6 +290,7 @@ def test_transcript_comparison_catches_drift(tmp_path: Path) -> None:
 
 def test_mkdocs_nav_lists_every_page() -> None:
     import yaml
+
     conf = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
 
     def files(nav) -> list[str]:
@@ -283,9 +309,14 @@ def test_mkdocs_builds_strictly(tmp_path: Path) -> None:
     # what `make test` runs first: a broken link, a page left out of the nav, or an API page whose
     # module no longer imports fails the build
     env = dict(environment(), NO_MKDOCS_2_WARNING="1")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir",
-                           str(tmp_path / "site")], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT_S)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "site" / "api" / "index.html").is_file()
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppverify.costs import CostModel
 from ppverify.dag import build_dag, structural_problems
@@ -50,31 +51,33 @@ def table_problems(schedule, tl) -> list[str]:
 
 # ---- the numbers of issue 2, item 6 -------------------------------------------------------------
 
+
 def test_issue_numbers_unit_costs():
     g = table(build("gpipe", 4, 4))
-    assert g.makespan == 14 and round(g.bubble_ratio, 4) == 0.4286      # (p-1)/(m+p-1) = 3/7
+    assert g.makespan == 14 and round(g.bubble_ratio, 4) == 0.4286  # (p-1)/(m+p-1) = 3/7
     o = table(build("1f1b", 4, 4))
     assert o.makespan == 14 and o.peak_memory().tolist() == [4, 3, 2, 1]
     c = table(build("chimera", 4, 4))
-    assert c.makespan == 10 and c.bubble_ratio == pytest.approx(0.20)   # (p-2)/(2m+p-2) = 2/10
-    assert c.peak_memory().tolist() == [3, 4, 4, 3]                     # p/2+1 at the edges, p in the middle
+    assert c.makespan == 10 and c.bubble_ratio == pytest.approx(0.20)  # (p-2)/(2m+p-2) = 2/10
+    assert c.peak_memory().tolist() == [3, 4, 4, 3]  # p/2+1 at the edges, p in the middle
     h = table(build("hanayo", 4, 4, waves=1))
-    assert h.makespan == 11                                             # 2m + (p-1)/W
-    assert h.peak_memory().tolist() == [2.5, 3, 3.5, 4]                 # chunks of 1/2: 5, 6, 7, 8
-    assert table(build("hanayo", 4, 4, waves=2), F=1, B=1).makespan == 9.5   # 8 + 3/2
+    assert h.makespan == 11  # 2m + (p-1)/W
+    assert h.peak_memory().tolist() == [2.5, 3, 3.5, 4]  # chunks of 1/2: 5, 6, 7, 8
+    assert table(build("hanayo", 4, 4, waves=2), F=1, B=1).makespan == 9.5  # 8 + 3/2
 
 
 def test_issue_numbers_f1_b2_and_m8():
     for fam in ("gpipe", "1f1b"):
-        assert table(build(fam, 4, 4), F=1, B=2).makespan == 21        # (m+p-1)(tF+tB) = 7*3
-        assert table(build(fam, 4, 8), F=1, B=1).makespan == 22        # 11*2
-        assert table(build(fam, 4, 8), F=1, B=2).makespan == 33        # 11*3
-    assert table(build("chimera", 4, 4), F=1, B=2).makespan == 16      # Li & Hoefler SC'21
-    assert table(build("chimera", 4, 8), F=1, B=1).makespan == 18      # 2m + p - 2
+        assert table(build(fam, 4, 4), F=1, B=2).makespan == 21  # (m+p-1)(tF+tB) = 7*3
+        assert table(build(fam, 4, 8), F=1, B=1).makespan == 22  # 11*2
+        assert table(build(fam, 4, 8), F=1, B=2).makespan == 33  # 11*3
+    assert table(build("chimera", 4, 4), F=1, B=2).makespan == 16  # Li & Hoefler SC'21
+    assert table(build("chimera", 4, 8), F=1, B=1).makespan == 18  # 2m + p - 2
     assert table(build("interleaved-1f1b", 4, 8, v=2), F=1, B=1).makespan == 19  # 16 + 3*2/2
 
 
 # ---- programs worked out by hand ------------------------------------------------------------------
+
 
 def test_chimera_basic_unit_programs_match_the_paper_figure():
     # Li & Hoefler Fig. 3 (D=4, N=4): down pipe mbs 0,1 (stage s on device s), up pipe mbs 2,3
@@ -96,12 +99,42 @@ def test_interleaved_program_follows_megatron_order():
     # device 0 warm-up 2*(p-d-1) + (v-1)*p = 4, device 1: 2.
     s = build("interleaved-1f1b", 2, 4, v=2)
     assert s.placement.maps == ((0, 1, 0, 1),)
-    assert prog(s, 0) == ["0F0", "0F1", "2F0", "2F1",          # warm-up
-                          "0F2", "2B0", "0F3", "2B1", "2F2", "0B0", "2F3", "0B1",
-                          "2B2", "2B3", "0B2", "0B3"]
-    assert prog(s, 1) == ["1F0", "1F1",
-                          "3F0", "3B0", "3F1", "3B1", "1F2", "1B0", "1F3", "1B1", "3F2", "3B2", "3F3", "3B3",
-                          "1B2", "1B3"]
+    assert prog(s, 0) == [
+        "0F0",
+        "0F1",
+        "2F0",
+        "2F1",  # warm-up
+        "0F2",
+        "2B0",
+        "0F3",
+        "2B1",
+        "2F2",
+        "0B0",
+        "2F3",
+        "0B1",
+        "2B2",
+        "2B3",
+        "0B2",
+        "0B3",
+    ]
+    assert prog(s, 1) == [
+        "1F0",
+        "1F1",
+        "3F0",
+        "3B0",
+        "3F1",
+        "3B1",
+        "1F2",
+        "1B0",
+        "1F3",
+        "1B1",
+        "3F2",
+        "3B2",
+        "3F3",
+        "3B3",
+        "1B2",
+        "1B3",
+    ]
 
 
 def test_interleaved_v1_is_1f1b():
@@ -134,7 +167,7 @@ def test_1f1b_split_replaces_each_backward_by_i_then_w():
 def test_chimera_asym_defaults_and_its_symmetric_case():
     s = build("chimera-asym", 4, 8)
     assert s.params["offset"] == 1 and s.params["down"] == 2
-    assert s.placement.maps[1] == (0, 3, 2, 1)                       # (p-1-s+1) mod 4
+    assert s.placement.maps[1] == (0, 3, 2, 1)  # (p-1-s+1) mod 4
     sym = build("chimera-asym", 4, 8, offset=0, down=2)
     assert sym.programs == build("chimera", 4, 8).programs
     uneven = build("chimera-asym", 6, 12, offset=0, down=2)
@@ -159,21 +192,25 @@ def test_every_family_has_formula_params_and_rules():
 
 # ---- bad parameters: one ParameterError naming the parameter and the rule -------------------------
 
-@pytest.mark.parametrize("name, p, m, kw, param, words", [
-    ("chimera", 3, 3, {}, "p", "even"),
-    ("chimera", 4, 6, {}, "m", "multiple of p=4"),
-    ("chimera-asym", 5, 5, {}, "p", "even"),
-    ("chimera-asym", 4, 4, {"down": 0}, "down", "1 <= down <= p-1"),
-    ("chimera-asym", 4, 4, {"down": 4}, "down", "1 <= down <= p-1"),
-    ("interleaved-1f1b", 4, 9, {"v": 2}, "m", "multiple of the number of rounds"),
-    ("interleaved-1f1b", 4, 4, {"v": 0}, "v", ">= 1"),
-    ("hanayo", 4, 4, {"waves": 0}, "waves", ">= 1"),
-    ("hanayo", 4, 0, {}, "m", ">= 1"),
-    ("1f1b-split", 0, 4, {}, "p", ">= 1"),
-    ("chimera", 4, 0, {}, "m", ">= 1"),
-    ("chimera", 4, 8, {"units": "pipelined"}, "units", "one of continuous, concat"),
-    ("chimera-asym", 4, 8, {"units": 2}, "units", "one of continuous, concat"),
-])
+
+@pytest.mark.parametrize(
+    "name, p, m, kw, param, words",
+    [
+        ("chimera", 3, 3, {}, "p", "even"),
+        ("chimera", 4, 6, {}, "m", "multiple of p=4"),
+        ("chimera-asym", 5, 5, {}, "p", "even"),
+        ("chimera-asym", 4, 4, {"down": 0}, "down", "1 <= down <= p-1"),
+        ("chimera-asym", 4, 4, {"down": 4}, "down", "1 <= down <= p-1"),
+        ("interleaved-1f1b", 4, 9, {"v": 2}, "m", "multiple of the number of rounds"),
+        ("interleaved-1f1b", 4, 4, {"v": 0}, "v", ">= 1"),
+        ("hanayo", 4, 4, {"waves": 0}, "waves", ">= 1"),
+        ("hanayo", 4, 0, {}, "m", ">= 1"),
+        ("1f1b-split", 0, 4, {}, "p", ">= 1"),
+        ("chimera", 4, 0, {}, "m", ">= 1"),
+        ("chimera", 4, 8, {"units": "pipelined"}, "units", "one of continuous, concat"),
+        ("chimera-asym", 4, 8, {"units": 2}, "units", "one of continuous, concat"),
+    ],
+)
 def test_bad_parameters(name, p, m, kw, param, words):
     with pytest.raises(ParameterError) as err:
         build(name, p, m, **kw)
@@ -182,6 +219,7 @@ def test_bad_parameters(name, p, m, kw, param, words):
 
 
 # ---- structural validity: fast sample here, the full grid in the slow test ---------------------
+
 
 def _cases(p: int, m: int):
     yield "gpipe", {}
@@ -204,20 +242,25 @@ def _check_valid(p: int, m: int, **costs) -> None:
     for name, kw in _cases(p, m):
         s = build(name, p, m, **kw)
         assert structural_problems(s) == [], (name, p, m, kw)
-        tl = table(s, **costs)                     # raises DeadlockError if the order cannot complete
+        tl = table(s, **costs)  # raises DeadlockError if the order cannot complete
         assert table_problems(s, tl) == [], (name, p, m, kw)
 
 
 @settings(max_examples=25, deadline=None)
 @given(p=st.integers(1, 8), k=st.integers(1, 4), extra=st.integers(0, 7))
 def test_generated_schedules_are_valid_sample(p, k, extra):
-    _check_valid(p, k * p)                         # multiples of p exercise every family
-    _check_valid(p, extra + 1, F=1, B=2)           # any m (families with an m rule are skipped)
+    _check_valid(p, k * p)  # multiples of p exercise every family
+    _check_valid(p, extra + 1, F=1, B=2)  # any m (families with an m rule are skipped)
 
 
 @settings(max_examples=15, deadline=None)
-@given(half=st.integers(1, 4), k=st.integers(1, 3), offset=st.integers(0, 7), down=st.integers(1, 7),
-       units=st.sampled_from(["continuous", "concat"]))
+@given(
+    half=st.integers(1, 4),
+    k=st.integers(1, 3),
+    offset=st.integers(0, 7),
+    down=st.integers(1, 7),
+    units=st.sampled_from(["continuous", "concat"]),
+)
 def test_chimera_asym_never_deadlocks_sample(half, k, offset, down, units):
     p = 2 * half
     s = build("chimera-asym", p, k * p, offset=offset, down=min(down, p - 1), units=units)

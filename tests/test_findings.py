@@ -15,8 +15,16 @@ import pytest
 
 from ppverify.cli import main
 from ppverify.compare import run_comparison
-from ppverify.compare.findings import (FINDINGS_SCHEDULES, Setup, abstract_setup, evaluate_findings, finding_chimera,
-                                       finding_chimera_asym, finding_gpipe_1f1b, finding_hanayo)
+from ppverify.compare.findings import (
+    FINDINGS_SCHEDULES,
+    Setup,
+    abstract_setup,
+    evaluate_findings,
+    finding_chimera,
+    finding_chimera_asym,
+    finding_gpipe_1f1b,
+    finding_hanayo,
+)
 from ppverify.compare.table import COLUMNS, add_ranks
 
 LEVELS = ("formula", "slot", "async", "contention")
@@ -46,8 +54,12 @@ def test_anchor_numbers(abstract_results):
     # slot: (m+p-1)(tF+tB+2c) for both; async: by hand (see the module docstring)
     for m in (4, 8):
         for c in (0.0, 1.0):
-            assert _ms(df, "slot", c, m, "gpipe") == _ms(df, "slot", c, m, "1f1b") == pytest.approx((m + 3) * (3 + 2 * c))
-    assert _ms(df, "async", 1.0, 4, "gpipe") == pytest.approx(27) and _ms(df, "async", 1.0, 4, "1f1b") == pytest.approx(31)
+            assert (
+                _ms(df, "slot", c, m, "gpipe") == _ms(df, "slot", c, m, "1f1b") == pytest.approx((m + 3) * (3 + 2 * c))
+            )
+    assert _ms(df, "async", 1.0, 4, "gpipe") == pytest.approx(27) and _ms(df, "async", 1.0, 4, "1f1b") == pytest.approx(
+        31
+    )
     assert _ms(df, "slot", 0.0, 4, "chimera") == 16 and _ms(df, "slot", 0.0, 4, "1f1b") == 21
     # the Chimera paper quotes 30 at m=8 (two concatenated basic units); the generator's
     # concatenation may fill the drain better, so only the ordering is asserted here
@@ -106,9 +118,17 @@ def test_rules_on_hand_made_frames():
     setup = Setup("fast", "slow", None, ps=(4,), large_m_factor=4)
 
     def row(system, m, sched, ms, peaks=None, level="async"):
-        return {"config": f"{system}{m}", "system": system, "p": 4, "m": m, "schedule": sched, "level": level,
-                "makespan": ms, "peak_activations": json.dumps(peaks) if peaks else None,
-                "peak_activation": max(peaks) if peaks else None}
+        return {
+            "config": f"{system}{m}",
+            "system": system,
+            "p": 4,
+            "m": m,
+            "schedule": sched,
+            "level": level,
+            "makespan": ms,
+            "peak_activations": json.dumps(peaks) if peaks else None,
+            "peak_activation": max(peaks) if peaks else None,
+        }
 
     # GPipe/1F1B: equal time and lower per-device peaks -> reproduced; unequal -> not
     ok = _frame([row("fast", 4, "gpipe", 10, [4, 4, 4, 4]), row("fast", 4, "1f1b", 10, [4, 3, 2, 1])])
@@ -116,14 +136,22 @@ def test_rules_on_hand_made_frames():
     bad = _frame([row("fast", 4, "gpipe", 10, [4, 4, 4, 4]), row("fast", 4, "1f1b", 11, [4, 3, 2, 1])])
     assert finding_gpipe_1f1b(bad, setup, "async").reproduced is False
     # Chimera: ahead at m=p on fast; behind on slow -> reproduced; still ahead everywhere -> not
-    rows = [row("fast", 4, "chimera", 8, None), row("fast", 4, "1f1b", 10, None),
-            row("slow", 4, "chimera", 12, None), row("slow", 4, "1f1b", 11, None)]
+    rows = [
+        row("fast", 4, "chimera", 8, None),
+        row("fast", 4, "1f1b", 10, None),
+        row("slow", 4, "chimera", 12, None),
+        row("slow", 4, "1f1b", 11, None),
+    ]
     assert finding_chimera(_frame(rows), setup, "async").reproduced is True
     rows[2] = row("slow", 4, "chimera", 10.5, None)
     assert finding_chimera(_frame(rows), setup, "async").reproduced is False
     # Hanayo: must be ahead on fast and behind on slow for every W evaluated
-    rows = [row("fast", 4, "hanayo-w1", 9, None), row("fast", 4, "1f1b", 10, None),
-            row("slow", 4, "hanayo-w1", 12, None), row("slow", 4, "1f1b", 11, None)]
+    rows = [
+        row("fast", 4, "hanayo-w1", 9, None),
+        row("fast", 4, "1f1b", 10, None),
+        row("slow", 4, "hanayo-w1", 12, None),
+        row("slow", 4, "1f1b", 11, None),
+    ]
     assert finding_hanayo(_frame(rows), setup, "async").reproduced is True
     # asymmetric Chimera: equal peaks and a gain <= 5% at p=4 -> reproduced; a 10% gain -> not
     rows = [row("fast", 4, "chimera", 10, [3, 4, 4, 3]), row("fast", 4, "chimera-asym", 9.7, [4, 3, 4, 3])]
@@ -133,8 +161,25 @@ def test_rules_on_hand_made_frames():
 
 
 def test_cli_findings_json(capsys):
-    assert main(["compare", "--findings", "--costs", "F=1,B=2", "--comm-delay", "0,0.5", "-p", "4",
-                 "--levels", "slot,async", "--json", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--findings",
+                "--costs",
+                "F=1,B=2",
+                "--comm-delay",
+                "0,0.5",
+                "-p",
+                "4",
+                "--levels",
+                "slot,async",
+                "--json",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)["findings"]
     assert [f["key"] for f in out] == ["abstraction", "gpipe-1f1b", "chimera", "hanayo", "chimera-asym"]
     g = next(f for f in out if f["key"] == "gpipe-1f1b")

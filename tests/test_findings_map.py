@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,8 +15,15 @@ from hypothesis import strategies as st
 
 from ppverify.cli import main
 from ppverify.compare.boundary import MAP_AXES, fit_rule
-from ppverify.compare.findings_map import (QUICK_GRID, SUBJECTS, MapGrid, bandwidth_ranges, run_map, system_yaml,
-                                           write_systems)
+from ppverify.compare.findings_map import (
+    QUICK_GRID,
+    SUBJECTS,
+    MapGrid,
+    bandwidth_ranges,
+    run_map,
+    system_yaml,
+    write_systems,
+)
 
 M_AX, BW_AX = MAP_AXES[0], MAP_AXES[1]
 BWS = (1.0, 10.0, 25.0, 100.0, 900.0)
@@ -32,8 +40,10 @@ def test_rule_recovers_a_rectangle_written_by_hand():
     g = _grid(lambda m, bw: m <= 2 and bw >= 25)
     r = fit_rule(g, axes=(M_AX, BW_AX))
     assert r.exact and r.holds_inside
-    assert r.sentence("Chimera is faster than 1F1B") == \
-        "Chimera is faster than 1F1B when m ≤ 2p and bandwidth ≥ 25 GB/s (all 20 grid points agree)"
+    assert (
+        r.sentence("Chimera is faster than 1F1B")
+        == "Chimera is faster than 1F1B when m ≤ 2p and bandwidth ≥ 25 GB/s (all 20 grid points agree)"
+    )
 
 
 def test_rule_states_the_complement_with_unless():
@@ -94,8 +104,10 @@ def _direct(path: str, model: str, p: int, m: int, family: str, **kw) -> tuple[f
     return tl.makespan, max(tl.peak_memory())
 
 
-@pytest.mark.parametrize("p,m,bw,lat,model", [(4, 4, 900, 1, "gpt3-1.3b"), (4, 4, 1, 100, "gpt3-1.3b"),
-                                               (8, 32, 25, 1, "gpt3-175b"), (8, 8, 1, 1, "gpt3-175b")])
+@pytest.mark.parametrize(
+    "p,m,bw,lat,model",
+    [(4, 4, 900, 1, "gpt3-1.3b"), (4, 4, 1, 100, "gpt3-1.3b"), (8, 32, 25, 1, "gpt3-175b"), (8, 8, 1, 1, "gpt3-175b")],
+)
 def test_map_verdicts_agree_with_direct_evaluations(quick, p, m, bw, lat, model):
     res, store = quick
     path = next(k for k, v in write_systems(QUICK_GRID, store.parent / "q.systems").items() if v == (bw, lat))
@@ -129,7 +141,9 @@ def test_boundary_sentences_are_consistent_with_the_grid(quick):
         # the agreement the sentence states is the rule's agreement recomputed over the grid
         agree = int(np.sum(f.rule.predict(v) == v.holds.astype(bool).to_numpy()))
         assert agree == f.rule.matched
-        assert (f"all {agree} grid points agree" if agree == len(v) else f"{agree} of {len(v)} grid points agree") in f.sentence
+        assert (
+            f"all {agree} grid points agree" if agree == len(v) else f"{agree} of {len(v)} grid points agree"
+        ) in f.sentence
         for c in f.rule.conditions:  # thresholds are values of the grid
             assert c.value in set(v[c.axis.column].astype(float))
         for p, model, r in f.local:
@@ -166,9 +180,9 @@ def test_margin_table_is_the_median_of_the_points(quick):
 
 def test_a_rerun_resumes_without_recomputing(quick):
     res, store = quick
-    lines = sum(1 for _ in open(store))
+    lines = len(Path(store).read_text().splitlines())
     again = run_map(QUICK_GRID, store, workers=1)
-    assert sum(1 for _ in open(store)) == lines
+    assert len(Path(store).read_text().splitlines()) == lines
     assert again.verdicts.equals(res.verdicts)
 
 
@@ -177,10 +191,29 @@ def test_cli_map_writes_plots_markdown_and_json(tmp_path, capsys, monkeypatch):
 
     store, plots, md = tmp_path / "s.jsonl", tmp_path / "img", tmp_path / "map.md"
     # the smallest grid: the CLI path, not the numbers, is under test here
-    monkeypatch.setattr(fm, "QUICK_GRID", MapGrid(ps=(4,), m_factors=(1,), bandwidths_GBps=(1, 900),
-                                                  latencies_us=(1,), models=("gpt3-1.3b",)))
-    code = main(["compare", "--findings", "--map", "--quick", "--store", str(store), "--plots", str(plots),
-                 "--markdown", str(md), "--workers", "1", "--no-progress", "--json"])
+    monkeypatch.setattr(
+        fm,
+        "QUICK_GRID",
+        MapGrid(ps=(4,), m_factors=(1,), bandwidths_GBps=(1, 900), latencies_us=(1,), models=("gpt3-1.3b",)),
+    )
+    code = main(
+        [
+            "compare",
+            "--findings",
+            "--map",
+            "--quick",
+            "--store",
+            str(store),
+            "--plots",
+            str(plots),
+            "--markdown",
+            str(md),
+            "--workers",
+            "1",
+            "--no-progress",
+            "--json",
+        ]
+    )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert [f["key"] for f in data["findings"]] == list(SUBJECTS)

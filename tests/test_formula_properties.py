@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ppverify.costs import CostModel
 from ppverify.engines import run
@@ -111,18 +112,21 @@ def test_formula_exact_or_bound_many(family):
 
 
 # the counterexamples (I < min(F, W)) and interleaved sizes beyond multiples of p, by hand
-@pytest.mark.parametrize("family, p, m, params, costs, want", [
-    # zb-h1, tI < min(tF, tW): the last device idles (p-1)tF before its first op, then works
-    # m(tF+tI+tW): 2*5 + 2 = 12 and 14*5 + 7*2 = 84 (the old closed form said 11 and 77)
-    ("zb-h1", 2, 2, {}, {"F": 2, "I": 1, "W": 2}, 12.0),
-    ("zb-h1", 8, 14, {}, {"F": 2, "I": 1, "W": 2}, 84.0),
-    # tW <= min(tF, tI): the paper's bubble (p-1)(tF+tI-tW) = 3*(2+2-1) over 8*5 of work
-    ("zb-h1", 4, 8, {}, {"F": 2, "I": 2, "W": 1}, 49.0),
-    # PyTorch accepts m = 6 on p = 5 (one round of 6): (v*m + p-1) chunk slots of (tF+tB)/v
-    ("interleaved-1f1b", 5, 6, {"v": 2}, {"F": 1, "B": 1}, 16.0),
-    # m < p: every chunk waits for its first microbatch, (v*p + m-1)(tF+tB)/v = (21+4)*3/3
-    ("interleaved-1f1b", 7, 5, {"v": 3}, {"F": 1, "B": 2}, 25.0),
-])
+@pytest.mark.parametrize(
+    "family, p, m, params, costs, want",
+    [
+        # zb-h1, tI < min(tF, tW): the last device idles (p-1)tF before its first op, then works
+        # m(tF+tI+tW): 2*5 + 2 = 12 and 14*5 + 7*2 = 84 (the old closed form said 11 and 77)
+        ("zb-h1", 2, 2, {}, {"F": 2, "I": 1, "W": 2}, 12.0),
+        ("zb-h1", 8, 14, {}, {"F": 2, "I": 1, "W": 2}, 84.0),
+        # tW <= min(tF, tI): the paper's bubble (p-1)(tF+tI-tW) = 3*(2+2-1) over 8*5 of work
+        ("zb-h1", 4, 8, {}, {"F": 2, "I": 2, "W": 1}, 49.0),
+        # PyTorch accepts m = 6 on p = 5 (one round of 6): (v*m + p-1) chunk slots of (tF+tB)/v
+        ("interleaved-1f1b", 5, 6, {"v": 2}, {"F": 1, "B": 1}, 16.0),
+        # m < p: every chunk waits for its first microbatch, (v*p + m-1)(tF+tB)/v = (21+4)*3/3
+        ("interleaved-1f1b", 7, 5, {"v": 3}, {"F": 1, "B": 2}, 25.0),
+    ],
+)
 def test_hand_derived_points(family, p, m, params, costs, want):
     s = build(family, p, m, **params)
     assert run(s, CostModel.abstract(s.placement, **costs), semantics="slot").makespan == want

@@ -7,17 +7,28 @@ table; elsewhere its documented bound must hold.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppverify.costs import CostModel
 from ppverify.dag import build_dag, structural_problems
 from ppverify.engines import run
 from ppverify.errors import ParameterError
-from ppverify.formulas import EXACT, LOWER, UPPER, Formula, chimera_formula, formula_for, gpipe_formula, \
-    hanayo_formula, interleaved_formula, one_f_one_b_formula, one_f_one_b_split_formula
+from ppverify.formulas import (
+    EXACT,
+    LOWER,
+    UPPER,
+    Formula,
+    chimera_formula,
+    formula_for,
+    gpipe_formula,
+    hanayo_formula,
+    interleaved_formula,
+    one_f_one_b_formula,
+    one_f_one_b_split_formula,
+)
 from ppverify.schedules import build
 from ppverify.timeline import BUBBLE_CONVENTION
 
@@ -74,6 +85,7 @@ def mismatches(name, p, m, kw, costs, check_structure=False) -> list[str]:
 
 
 # ---- the papers' expressions, written independently ---------------------------------------------
+
 
 def test_issue_numbers_from_formulas():
     f = gpipe_formula(4, 4)
@@ -138,7 +150,7 @@ def test_formula_parameter_errors():
     with pytest.raises(ParameterError, match="even"):
         chimera_formula(3, 3)
     with pytest.raises(ParameterError, match="number of rounds"):
-        interleaved_formula(4, 9, v=2)   # PyTorch's rule: 9 is not a multiple of max(1, 9 // 4) = 2
+        interleaved_formula(4, 9, v=2)  # PyTorch's rule: 9 is not a multiple of max(1, 9 // 4) = 2
     with pytest.raises(ParameterError) as err:
         formula_for("hanayo", 4, 4, waves=0)
     assert err.value.name == "waves"
@@ -148,6 +160,7 @@ def test_formula_parameter_errors():
 
 
 # ---- formula vs table --------------------------------------------------------------------------
+
 
 @settings(max_examples=40, deadline=None)
 @given(p=st.integers(1, 10), m=st.integers(1, 24), k=st.integers(1, 3), c=st.sampled_from(COSTS))
@@ -182,5 +195,3 @@ def test_formula_matches_table_other_costs_strided():
                 for name, kw in cases(p, m):
                     problems += mismatches(name, p, m, kw, c)
     assert problems == []
-
-

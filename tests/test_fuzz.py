@@ -31,10 +31,16 @@ def test_seed_files_are_valid(tmp_path):
     seeds = fuzz.seed_files()
     assert {Path(n).suffix for n in seeds} == {".json", ".csv", ".txt", ".yaml", ".jsonl"}
     cases = [fuzz.Case(["verify", n], {n: d}) for n, d in seeds.items() if n.endswith((".json", ".csv", ".txt"))]
-    cases += [fuzz.Case(["simulate", "1f1b", "-p", "2", "--system", "system.yaml", "--model", "llm.yaml",
-                         "--no-table"], {"system.yaml": seeds["system.yaml"], "llm.yaml": seeds["llm.yaml"]}),
-              fuzz.Case(["sweep", "cfg.yaml", "--dry-run", "--store", "store.jsonl"],
-                        {"cfg.yaml": seeds["sweep.yaml"], "store.jsonl": seeds["store.jsonl"]})]
+    cases += [
+        fuzz.Case(
+            ["simulate", "1f1b", "-p", "2", "--system", "system.yaml", "--model", "llm.yaml", "--no-table"],
+            {"system.yaml": seeds["system.yaml"], "llm.yaml": seeds["llm.yaml"]},
+        ),
+        fuzz.Case(
+            ["sweep", "cfg.yaml", "--dry-run", "--store", "store.jsonl"],
+            {"cfg.yaml": seeds["sweep.yaml"], "store.jsonl": seeds["store.jsonl"]},
+        ),
+    ]
     outcomes = fuzz.run_cases(cases, tmp_path)
     assert [o.code for o in outcomes] == [0] * len(cases), _failures(outcomes)
 

@@ -17,8 +17,16 @@ from ppverify.engines import run
 from ppverify.errors import ParameterError, PPVerifyError, ScheduleFileError
 from ppverify.io import load_schedule
 from ppverify.io.json_format import (
-    FORMAT_VERSION, TableGrid, document_from_dict, dumps, load_json, loads_document, read_json,
-    save_json, schedule_from_dict, schedule_to_dict,
+    FORMAT_VERSION,
+    TableGrid,
+    document_from_dict,
+    dumps,
+    load_json,
+    loads_document,
+    read_json,
+    save_json,
+    schedule_from_dict,
+    schedule_to_dict,
 )
 from ppverify.io.table_text import table_grid_of
 from ppverify.ops import Comm, Marker, Op, Overlap, compute_ops
@@ -104,13 +112,30 @@ def test_hand_written_file_with_idle_slots_and_two_pipes(tmp_path):
 
 
 def test_every_action_form_round_trips():
-    prog = (Op("F", 0, 0), Comm("SEND_F", 0, 0), Marker("UNSHARD", 0), None,
-            Overlap((Op("F", 0, 1), Op("B", 0, 0))), Comm("RECV_B", 0, 1), Op("I", 0, 1), Op("W", 0, 1),
-            Marker("REDUCE_GRAD", 0))
+    prog = (
+        Op("F", 0, 0),
+        Comm("SEND_F", 0, 0),
+        Marker("UNSHARD", 0),
+        None,
+        Overlap((Op("F", 0, 1), Op("B", 0, 0))),
+        Comm("RECV_B", 0, 1),
+        Op("I", 0, 1),
+        Op("W", 0, 1),
+        Marker("REDUCE_GRAD", 0),
+    )
     s = Schedule(linear(1), 2, (prog,), (0, 0), "custom", {"note": "x", "split": (1, 2)})
     d = json.loads(dumps(s))
-    assert d["programs"][0] == ["0F0", "0SEND_F0", "0UNSHARD", None, "(0F1;0B0)OVERLAP_F_B", "0RECV_B1",
-                                "0I1", "0W1", "0REDUCE_GRAD"]
+    assert d["programs"][0] == [
+        "0F0",
+        "0SEND_F0",
+        "0UNSHARD",
+        None,
+        "(0F1;0B0)OVERLAP_F_B",
+        "0RECV_B1",
+        "0I1",
+        "0W1",
+        "0REDUCE_GRAD",
+    ]
     assert_same_schedule(schedule_from_dict(d), s)
 
 
@@ -132,15 +157,19 @@ def random_schedules(draw):
     pom = tuple(draw(st.lists(st.integers(0, pipes - 1), min_size=m, max_size=m)))
     op = st.builds(Op, st.sampled_from("FBIW"), st.integers(0, 9), st.integers(0, 9))
     action = st.one_of(
-        op, st.none(),
-        st.builds(Comm, st.sampled_from(["SEND_F", "RECV_F", "SEND_B", "RECV_B"]), st.integers(0, 9), st.integers(0, 9)),
+        op,
+        st.none(),
+        st.builds(
+            Comm, st.sampled_from(["SEND_F", "RECV_F", "SEND_B", "RECV_B"]), st.integers(0, 9), st.integers(0, 9)
+        ),
         st.builds(Marker, st.sampled_from(["UNSHARD", "RESHARD", "REDUCE_GRAD"]), st.integers(0, 9)),
         st.builds(lambda a, b: Overlap((a, b)), op, op),
     )
     programs = tuple(tuple(draw(st.lists(action, max_size=8))) for _ in range(p))
     name = draw(st.sampled_from(["custom", "linear", "x y"]))
-    return Schedule(custom(p, maps, name), m, programs, pom, draw(st.sampled_from(["custom", "1f1b"])),
-                    {"p": p, "m": m})
+    return Schedule(
+        custom(p, maps, name), m, programs, pom, draw(st.sampled_from(["custom", "1f1b"])), {"p": p, "m": m}
+    )
 
 
 @given(random_schedules())
@@ -190,9 +219,16 @@ BAD = [
     (lambda d: d["costs"]["freed_by_I"].__setitem__(0, 2.0), "costs.freed_by_I[0]", "<= 1.0"),
     (lambda d: d.__setitem__("params", {"x": {"y": 1}}), "params.x", "JSON scalars or lists"),
     (lambda d: d.__setitem__("table", {"grid": [["0F0"]]}), "table.grid", "has 1 rows (one per device); need 4"),
-    (lambda d: d.__setitem__("table", {"grid": [["0F0"], [], [], ["3Q0"]]}), "table.grid[3][0]", "'3Q0' is not an action"),
-    (lambda d: d.__setitem__("table", {"tick": 1, "grid": [["0F1"], ["1F0"], ["2F0"], ["3F0"]]}),
-     "table.grid[0]", "disagrees with programs[0]: its op #0 is 0F1, the program's is 0F0"),
+    (
+        lambda d: d.__setitem__("table", {"grid": [["0F0"], [], [], ["3Q0"]]}),
+        "table.grid[3][0]",
+        "'3Q0' is not an action",
+    ),
+    (
+        lambda d: d.__setitem__("table", {"tick": 1, "grid": [["0F1"], ["1F0"], ["2F0"], ["3F0"]]}),
+        "table.grid[0]",
+        "disagrees with programs[0]: its op #0 is 0F1, the program's is 0F0",
+    ),
     (lambda d: d.__setitem__("placement", [[0, 1, 2, 3]]), "placement", "expected a JSON object, got a list"),
 ]
 
@@ -224,12 +260,15 @@ def test_invalid_json_names_line_and_column(tmp_path):
     assert "invalid JSON: Expecting ',' delimiter" in err.value.rule
 
 
-@pytest.mark.parametrize("text,rule", [
-    ('{"m": 1, "m": 2}', "appears twice"),
-    ('{"m": NaN}', "NaN is not valid JSON"),
-    ('[1, 2]', "expected a JSON object, got a list"),
-    ('', "invalid JSON"),
-])
+@pytest.mark.parametrize(
+    "text,rule",
+    [
+        ('{"m": 1, "m": 2}', "appears twice"),
+        ('{"m": NaN}', "NaN is not valid JSON"),
+        ("[1, 2]", "expected a JSON object, got a list"),
+        ("", "invalid JSON"),
+    ],
+)
 def test_other_json_level_errors(text, rule):
     with pytest.raises(ScheduleFileError, match=rule):
         loads_document(text, "x.json")
@@ -256,7 +295,11 @@ def test_table_grid_value():
 # --------------------------------------------------------------------------- fuzz: never a traceback
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 10) | st.floats(-1, 10, allow_nan=False) | st.text(max_size=6)
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 10)
+    | st.floats(-1, 10, allow_nan=False)
+    | st.text(max_size=6)
     | st.sampled_from(["0F0", "1B1", "(0F0;1B0)OVERLAP_F_B", "F", "B"]),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=4), children, max_size=3),
     max_leaves=8,

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ppverify import compiled
 from ppverify.comm import FixedDelay
 from ppverify.costs import CostModel
-from ppverify import compiled
 from ppverify.engines import run
 from ppverify.engines.core import list_schedule_flat
 from ppverify.engines.kernels import list_schedule_arrays
@@ -22,12 +22,39 @@ from ppverify.ops import Op
 from ppverify.schedules import build
 from ppverify.system import load_system
 
-FAMILIES = ["gpipe", "1f1b", "1f1b-split", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-h1", "zb-h2",
-            "zbv", "dualpipev", "dualpipe", "chimera", "hanayo"]
-ONE_PIPE = ["gpipe", "1f1b", "1f1b-split", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-h1", "zb-h2",
-            "zbv", "dualpipev"]
-SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+FAMILIES = [
+    "gpipe",
+    "1f1b",
+    "1f1b-split",
+    "interleaved-1f1b",
+    "interleaved-zb",
+    "looped-bfs",
+    "zb-h1",
+    "zb-h2",
+    "zbv",
+    "dualpipev",
+    "dualpipe",
+    "chimera",
+    "hanayo",
+]
+ONE_PIPE = [
+    "gpipe",
+    "1f1b",
+    "1f1b-split",
+    "interleaved-1f1b",
+    "interleaved-zb",
+    "looped-bfs",
+    "zb-h1",
+    "zb-h2",
+    "zbv",
+    "dualpipev",
+]
+SETTINGS = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+)
 
 
 def both(fn):
@@ -55,9 +82,14 @@ def random_costs(data, schedule):
     S = schedule.num_stages
     vals = st.lists(st.sampled_from([0.0, 0.25, 1.0, 1.5, 2.0, 3.0, 0.1]), min_size=S, max_size=S)
     f, i, w = data.draw(vals, label="F"), data.draw(vals, label="I"), data.draw(vals, label="W")
-    return CostModel({"F": tuple(f), "B": tuple(a + b for a, b in zip(i, w)), "I": tuple(i), "W": tuple(w)},
-                     tuple([1.0] * S), tuple([0.5] * S), tuple(data.draw(vals, label="bytes")[: S - 1]),
-                     tuple([0.0] * S), overlap=data.draw(st.sampled_from([1.0, 0.7]), label="overlap"))
+    return CostModel(
+        {"F": tuple(f), "B": tuple(a + b for a, b in zip(i, w)), "I": tuple(i), "W": tuple(w)},
+        tuple([1.0] * S),
+        tuple([0.5] * S),
+        tuple(data.draw(vals, label="bytes")[: S - 1]),
+        tuple([0.0] * S),
+        overlap=data.draw(st.sampled_from([1.0, 0.7]), label="overlap"),
+    )
 
 
 def random_comm(data, p):
@@ -124,11 +156,21 @@ def test_list_schedule_kernel_with_idle_ticks_and_overlaps(data):
     dag = build_dag_arrays(s)
     n = dag.num_ops
     dur = data.draw(st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=n, max_size=n), label="durations")
-    delay = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=2 * n, max_size=2 * n),
-                               label="delays")).reshape(n, 2)
+    delay = np.array(
+        data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=2 * n, max_size=2 * n), label="delays")
+    ).reshape(n, 2)
     tick = data.draw(st.sampled_from([0.0, 1.0, 0.5]), label="tick")
-    ref = list_schedule_flat(dag.pred[:, 0].tolist(), dag.pred[:, 1].tolist(), delay[:, 0].tolist(),
-                             delay[:, 1].tolist(), dur, dag.fused.tolist(), dag.idle_before.tolist(), dag.offsets, tick)
+    ref = list_schedule_flat(
+        dag.pred[:, 0].tolist(),
+        dag.pred[:, 1].tolist(),
+        delay[:, 0].tolist(),
+        delay[:, 1].tolist(),
+        dur,
+        dag.fused.tolist(),
+        dag.idle_before.tolist(),
+        dag.offsets,
+        tick,
+    )
     fast = list_schedule_arrays(dag.pred, delay, np.array(dur), dag.fused, dag.idle_before, dag.offsets, tick)
     assert fast[0].tolist() == ref[0] and fast[1].tolist() == ref[1] and fast[2] is ref[2] is None
 
@@ -172,17 +214,26 @@ def test_torch_steps_fall_back_on_duplicated_actions(monkeypatch):
 @given(st.integers(1, 9), st.integers(1, 24), st.integers(1, 4))
 def test_vectorised_generators_equal_reference(p, m, v):
     # interleaved 1F1B (any v, PyTorch's round rule) and plain 1F1B, op for op
-    for family, kw in (("interleaved-1f1b", {"v": v}), ("interleaved-1f1b", {"v": v, "order": "megatron"}),
-                       ("1f1b", {})):
+    for family, kw in (
+        ("interleaved-1f1b", {"v": v}),
+        ("interleaved-1f1b", {"v": v, "order": "megatron"}),
+        ("1f1b", {}),
+    ):
         try:
             ref, fast = both(lambda: build(family, p=p, m=m, **kw))
         except PPVerifyError:
             continue
         assert fast.programs == ref.programs
-        assert (fast.placement, fast.m, fast.pipe_of_mb, fast.family, fast.params) == \
-            (ref.placement, ref.m, ref.pipe_of_mb, ref.family, ref.params)
-        assert all(type(op) is Op and type(op.stage) is int and type(op.mb) is int for prog in fast.programs
-                   for op in prog)
+        assert (fast.placement, fast.m, fast.pipe_of_mb, fast.family, fast.params) == (
+            ref.placement,
+            ref.m,
+            ref.pipe_of_mb,
+            ref.family,
+            ref.params,
+        )
+        assert all(
+            type(op) is Op and type(op.stage) is int and type(op.mb) is int for prog in fast.programs for op in prog
+        )
 
 
 @SETTINGS
@@ -199,5 +250,5 @@ def test_compiled_lowering_equals_reference(data):
         k = data.draw(st.integers(0, s.p - 1), label="rank")
         prog = s.programs[k]
         at = data.draw(st.integers(0, len(prog)), label="at")
-        s = s.with_programs(s.programs[:k] + (prog[:at] + (None,) + prog[at:],) + s.programs[k + 1:])
+        s = s.with_programs(s.programs[:k] + (prog[:at] + (None,) + prog[at:],) + s.programs[k + 1 :])
     assert lowered_compiled(s).programs == add_send_recv(s).programs

@@ -34,24 +34,35 @@ def one_line_exit_2(argv, capsys, needle, seconds=1.0):
     return err
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["show", "gpipe", "-p", "100000", "-m", "100000"], "implies 30000000000 ops, over the limit of 50000000"),
-    (["verify", "gpipe", "-p", "2147483648"], "over the limit of 50000000"),
-    (["simulate", "interleaved-1f1b", "-p", "4", "-m", "4", "--v", "10000000"], "over the limit"),
-    (["--max-ops", "10", "show", "1f1b"], "1f1b -p 4 -m 4: implies 48 ops, over the limit of 10"),
-    (["show", "1f1b", "--max-ops", "0"], "--max-ops 0: must be an integer >= 1"),
-    (["show", "1f1b", "--costs", "F=inf"], "F must be > 0, finite"),
-    (["show", "1f1b", "--costs", "F=1e400"], "F must be > 0, finite"),
-    (["simulate", "1f1b", "--comm-delay", "1e308"], "comm-delay=1e+308: must be a finite number >= 0 and <= 1e+15"),
-    (["simulate", "1f1b", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--mfu", "0"], "mfu=0.0: must be a fraction"),
-    (["simulate", "1f1b", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--tp", "0"], "tp=0: must be an integer >= 1"),
-    (["simulate", "1f1b", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--microbatch-size", "0"],
-     "microbatch-size=0: must be an integer >= 1"),
-    (["export", "1f1b", "-o", "/nonexistent-dir/s.json"], "cannot write there"),
-    (["gap", ""], "gap needs a family or a schedule file"),
-    (["show", "9" * 5000], "... (5000 characters): unknown schedule family"),
-    (["nosuch-command"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["show", "gpipe", "-p", "100000", "-m", "100000"], "implies 30000000000 ops, over the limit of 50000000"),
+        (["verify", "gpipe", "-p", "2147483648"], "over the limit of 50000000"),
+        (["simulate", "interleaved-1f1b", "-p", "4", "-m", "4", "--v", "10000000"], "over the limit"),
+        (["--max-ops", "10", "show", "1f1b"], "1f1b -p 4 -m 4: implies 48 ops, over the limit of 10"),
+        (["show", "1f1b", "--max-ops", "0"], "--max-ops 0: must be an integer >= 1"),
+        (["show", "1f1b", "--costs", "F=inf"], "F must be > 0, finite"),
+        (["show", "1f1b", "--costs", "F=1e400"], "F must be > 0, finite"),
+        (["simulate", "1f1b", "--comm-delay", "1e308"], "comm-delay=1e+308: must be a finite number >= 0 and <= 1e+15"),
+        (
+            ["simulate", "1f1b", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--mfu", "0"],
+            "mfu=0.0: must be a fraction",
+        ),
+        (
+            ["simulate", "1f1b", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--tp", "0"],
+            "tp=0: must be an integer >= 1",
+        ),
+        (
+            ["simulate", "1f1b", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--microbatch-size", "0"],
+            "microbatch-size=0: must be an integer >= 1",
+        ),
+        (["export", "1f1b", "-o", "/nonexistent-dir/s.json"], "cannot write there"),
+        (["gap", ""], "gap needs a family or a schedule file"),
+        (["show", "9" * 5000], "... (5000 characters): unknown schedule family"),
+        (["nosuch-command"], "invalid choice"),
+    ],
+)
 def test_bad_command_lines_are_refused_at_once(argv, needle, capsys):
     one_line_exit_2(argv, capsys, needle)
 
@@ -65,22 +76,25 @@ def _write(tmp_path, name, data):
 GOOD_JSON = dumps(build("1f1b", p=2, m=2))
 
 
-@pytest.mark.parametrize("name,data,needle", [
-    ("big.csv", "999999999F0\n", "1000000000 stages x 1 microbatches: implies 2000000000 ops"),
-    ("sparse.csv", "0F0,0F1000000\n", "imply 2000002 ops but the file holds 2"),
-    ("digits.csv", "0F0,0F" + "9" * 500 + "\n", "a stage or microbatch number of 500 digits (at most 12)"),
-    ("cell.csv", "0F0,0F" + "9" * 5000 + "\n", "cell.csv:1:2: a cell of 5002 characters; at most 1024"),
-    ("field.csv", "0F0," + "x" * 200_000 + "\n", "field.csv:1: malformed CSV: field larger than field limit"),
-    ("rank.csv", "0F0\n" * 3 + "0F" + "1" * 19 + "\n", "19 digits"),
-    ("deep.json", "[" * 1000 + "]" * 1000, "deep.json:1:1: lists and objects nested more than 64 deep"),
-    ("digits.json", GOOD_JSON.replace('"m": 2', '"m": ' + "9" * 5000), "a number of 5000 digits"),
-    ("huge-m.json", GOOD_JSON.replace('"m": 2', '"m": 100000000000'), "implies 400000000000 ops"),
-    ("nan.json", GOOD_JSON.replace('"m": 2', '"m": NaN'), ":1"),
-    ("latin1.json", GOOD_JSON.encode().replace(b"1f1b", b"\xe91f1b", 1), "not UTF-8 text (byte 0xe9)"),
-    ("table.txt", "tick 0 1\ndev 0 0F0 0F2147483648\n", "x 2147483649 microbatches: implies 4294967298 ops"),
-    ("sparse.txt", "tick 0 1\ndev 0 0F0 0F99999\n", "imply 200000 ops but the file holds 2"),
-    ("dir.json", None, "is a directory"),
-])
+@pytest.mark.parametrize(
+    "name,data,needle",
+    [
+        ("big.csv", "999999999F0\n", "1000000000 stages x 1 microbatches: implies 2000000000 ops"),
+        ("sparse.csv", "0F0,0F1000000\n", "imply 2000002 ops but the file holds 2"),
+        ("digits.csv", "0F0,0F" + "9" * 500 + "\n", "a stage or microbatch number of 500 digits (at most 12)"),
+        ("cell.csv", "0F0,0F" + "9" * 5000 + "\n", "cell.csv:1:2: a cell of 5002 characters; at most 1024"),
+        ("field.csv", "0F0," + "x" * 200_000 + "\n", "field.csv:1: malformed CSV: field larger than field limit"),
+        ("rank.csv", "0F0\n" * 3 + "0F" + "1" * 19 + "\n", "19 digits"),
+        ("deep.json", "[" * 1000 + "]" * 1000, "deep.json:1:1: lists and objects nested more than 64 deep"),
+        ("digits.json", GOOD_JSON.replace('"m": 2', '"m": ' + "9" * 5000), "a number of 5000 digits"),
+        ("huge-m.json", GOOD_JSON.replace('"m": 2', '"m": 100000000000'), "implies 400000000000 ops"),
+        ("nan.json", GOOD_JSON.replace('"m": 2', '"m": NaN'), ":1"),
+        ("latin1.json", GOOD_JSON.encode().replace(b"1f1b", b"\xe91f1b", 1), "not UTF-8 text (byte 0xe9)"),
+        ("table.txt", "tick 0 1\ndev 0 0F0 0F2147483648\n", "x 2147483649 microbatches: implies 4294967298 ops"),
+        ("sparse.txt", "tick 0 1\ndev 0 0F0 0F99999\n", "imply 200000 ops but the file holds 2"),
+        ("dir.json", None, "is a directory"),
+    ],
+)
 def test_bad_files_are_one_line_naming_the_file(tmp_path, capsys, name, data, needle):
     if data is None:
         path = str(tmp_path / name)
@@ -108,15 +122,22 @@ def test_formats_are_recognised_by_content(tmp_path, capsys):
 
 def test_a_byte_order_mark_is_accepted_in_every_format(tmp_path, capsys):
     s = build("1f1b", p=2, m=2)
-    for name, text in (("s.json", GOOD_JSON), ("s.csv", csv_text(s)),
-                       ("s.txt", "tick 0 1 2 3\ndev 0 0F0 0F1 0B0 0B1\n")):
+    for name, text in (
+        ("s.json", GOOD_JSON),
+        ("s.csv", csv_text(s)),
+        ("s.txt", "tick 0 1 2 3\ndev 0 0F0 0F1 0B0 0B1\n"),
+    ):
         path = _write(tmp_path, name, b"\xef\xbb\xbf" + text.encode())
         assert main(["show", path]) in (0, 1), capsys.readouterr().err
 
 
 def test_yaml_errors_are_one_line(tmp_path, capsys):
-    bad = {"sys.yaml": b"gpus_per_node: [1\ndevice: 2\n", "nonutf8.yaml": b"gpus_per_node: \xff\n",
-           "digits.yaml": ("gpus_per_node: " + "9" * 5000 + "\n").encode(), "deep.yaml": b"a: " + b"[" * 5000}
+    bad = {
+        "sys.yaml": b"gpus_per_node: [1\ndevice: 2\n",
+        "nonutf8.yaml": b"gpus_per_node: \xff\n",
+        "digits.yaml": ("gpus_per_node: " + "9" * 5000 + "\n").encode(),
+        "deep.yaml": b"a: " + b"[" * 5000,
+    }
     for name, data in bad.items():
         path = _write(tmp_path, name, data)
         one_line_exit_2(["simulate", "1f1b", "--system", path, "--model", "gpt3-1.3b"], capsys, name)
@@ -156,8 +177,16 @@ def test_an_unexpected_exception_is_exit_3_never_a_verdict(monkeypatch, capsys):
     assert capsys.readouterr().err == "ppverify verify: interrupted\n"
 
 
-@pytest.mark.parametrize("exc,code", [(RecursionError, 2), (MemoryError, 2), (OverflowError, 2),
-                                      (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad"), 2), (ValueError, 3)])
+@pytest.mark.parametrize(
+    "exc,code",
+    [
+        (RecursionError, 2),
+        (MemoryError, 2),
+        (OverflowError, 2),
+        (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad"), 2),
+        (ValueError, 3),
+    ],
+)
 def test_python_failures_caused_by_input_are_exit_2(monkeypatch, capsys, exc, code):
     import ppverify.cli.commands.verify as verify_cmd
 
@@ -176,7 +205,7 @@ def test_the_op_estimate_bounds_every_family():
         for p, m in ((2, 4), (4, 8)):
             try:
                 s = build(fam.name, p, m)
-            except Exception:  # noqa: BLE001 - a family's own parameter rules
+            except Exception:
                 continue
             assert s.num_ops <= family_ops(fam.name, p, m, fam.defaults()) <= 3 * s.num_ops, fam.name
     assert DEFAULT_MAX_OPS == 50_000_000
@@ -203,8 +232,10 @@ def test_adding_send_recv_is_linear_in_empty_cells(tmp_path, capsys):
     t0 = time.perf_counter()
     assert main(["export", path, "--format", "torch-csv-comms"]) == 0
     assert time.perf_counter() - t0 < 5.0
-    rows = [[c for c in line.split(",") if c[1:] not in ("UNSHARD", "RESHARD", "REDUCE_GRAD")]
-            for line in capsys.readouterr().out.splitlines()]
+    rows = [
+        [c for c in line.split(",") if c[1:] not in ("UNSHARD", "RESHARD", "REDUCE_GRAD")]
+        for line in capsys.readouterr().out.splitlines()
+    ]
     assert rows == [["0F0", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0", "1SEND_B0"]]
 
 
@@ -228,32 +259,45 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
 def test_damaged_store_lines_are_named_and_grid_duplicates_stored_once(tmp_path, capsys):
     cfg = _write(tmp_path, "c.yaml", "schedules: [gpipe, gpipe]\np: [2, 2]\nm: [2]\ncosts: {F: 1}\nlevels: [slot]\n")
     one_line_exit_2(["sweep", cfg, "--dry-run"], capsys, "label 'gpipe' used twice")
-    cfg = _write(tmp_path, "c.yaml", "schedules: [gpipe]\np: [2, 2]\nm: [2, 2]\ncosts: {F: 1}\n"
-                                     "comm_delays: [0, 0.0]\nlevels: [slot]\n")
+    cfg = _write(
+        tmp_path,
+        "c.yaml",
+        "schedules: [gpipe]\np: [2, 2]\nm: [2, 2]\ncosts: {F: 1}\ncomm_delays: [0, 0.0]\nlevels: [slot]\n",
+    )
     store = tmp_path / "s.jsonl"
     assert main(["sweep", cfg, "--store", str(store), "--workers", "1", "--no-progress"]) == 0
     assert len(store.read_text().splitlines()) == 1  # p, m and delay given twice: one point
     good = store.read_bytes()
-    for line, why in ((b"5\n", "a JSON number"), (b"[]\n", "a JSON list"), (b"\xff\n", "not UTF-8"),
-                      (b'{"x": 1}\n', "a row without its point")):
+    for line, why in (
+        (b"5\n", "a JSON number"),
+        (b"[]\n", "a JSON list"),
+        (b"\xff\n", "not UTF-8"),
+        (b'{"x": 1}\n', "a row without its point"),
+    ):
         store.write_bytes(good + line)
-        one_line_exit_2(["sweep", cfg, "--store", str(store), "--dry-run"], capsys, f"s.jsonl:2: damaged store line ({why}")
+        one_line_exit_2(
+            ["sweep", cfg, "--store", str(store), "--dry-run"], capsys, f"s.jsonl:2: damaged store line ({why}"
+        )
     one_line_exit_2(["sweep", cfg, "--store", str(tmp_path), "--dry-run"], capsys, "is a directory")
 
 
 def _start(args, tmp_path):
-    return subprocess.Popen([sys.executable, "-m", "ppverify", *args], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "ppverify", *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_during_a_sweep_stops_within_2_s_and_keeps_the_rows(tmp_path, sig, code):
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("schedules: [gpipe, 1f1b, zb-h1]\np: [2, 3, 4, 5, 6, 7, 8]\nm: [8, 9, 10, 11, 12, 13, 14, 15, 16]\n"
-                   "costs: {F: 1, B: 2}\ncomm_delays: [0, 0.5]\nlevels: [slot, async]\n")
+    cfg.write_text(
+        "schedules: [gpipe, 1f1b, zb-h1]\np: [2, 3, 4, 5, 6, 7, 8]\nm: [8, 9, 10, 11, 12, 13, 14, 15, 16]\n"
+        "costs: {F: 1, B: 2}\ncomm_delays: [0, 0.5]\nlevels: [slot, async]\n"
+    )
     store = tmp_path / "s.jsonl"
-    proc = _start(["sweep", str(cfg), "--store", str(store), "--workers", "2", "--batch", "1", "--no-progress"],
-                  tmp_path)
+    proc = _start(
+        ["sweep", str(cfg), "--store", str(store), "--workers", "2", "--batch", "1", "--no-progress"], tmp_path
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not (store.exists() and store.read_text().count("\n") >= 5):
         time.sleep(0.05)
@@ -292,21 +336,52 @@ def _without_clock(value):
     return value
 
 
-@pytest.mark.parametrize("argv", [
-    ["show", "zbv", "-p", "3", "-m", "6", "--json"],
-    ["simulate", "1f1b", "-p", "4", "-m", "8", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--json"],
-    ["verify", "interleaved-1f1b", "-p", "2", "-m", "4", "--memory-cap", "1", "--json"],
-    ["optimize", "1f1b", "-p", "3", "-m", "6", "--comm-delay", "0.5", "--time-limit", "1", "--workers", "1",
-     "--seed", "3", "--json"],
-    ["compare", "--schedules", "gpipe,1f1b", "--costs", "F=1,B=2", "-p", "2", "-m", "2,4", "--levels", "formula,slot",
-     "--no-progress", "--json"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["show", "zbv", "-p", "3", "-m", "6", "--json"],
+        ["simulate", "1f1b", "-p", "4", "-m", "8", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--json"],
+        ["verify", "interleaved-1f1b", "-p", "2", "-m", "4", "--memory-cap", "1", "--json"],
+        [
+            "optimize",
+            "1f1b",
+            "-p",
+            "3",
+            "-m",
+            "6",
+            "--comm-delay",
+            "0.5",
+            "--time-limit",
+            "1",
+            "--workers",
+            "1",
+            "--seed",
+            "3",
+            "--json",
+        ],
+        [
+            "compare",
+            "--schedules",
+            "gpipe,1f1b",
+            "--costs",
+            "F=1,B=2",
+            "-p",
+            "2",
+            "-m",
+            "2,4",
+            "--levels",
+            "formula,slot",
+            "--no-progress",
+            "--json",
+        ],
+    ],
+)
 def test_identical_inputs_give_identical_json(argv, capsys):
     outs = []
     for _ in range(2):
         assert main(argv) in (0, 1)
         text = capsys.readouterr().out
-        outs.append(_without_clock(json.loads(text[text.index("{"):])))
+        outs.append(_without_clock(json.loads(text[text.index("{") :])))
     assert outs[0] == outs[1]
 
 

@@ -27,9 +27,19 @@ PRESET = ["-p", "4", "-m", "8", "--system", "dgx-h100", "--model", "gpt3-13b"]
 # ---------------------------------------------------------------- sizes
 
 
-@pytest.mark.parametrize("text,value,is_bytes", [
-    ("40GiB", 40 * 2**30, True), ("40 gib", 40 * 2**30, True), ("80GB", 80 * 10**9, True), ("512MiB", 2**29, True),
-    ("1e9B", 10**9, True), ("2.5", Fraction(5, 2), False), ("8x", 8, False), ("3MF", 3, False)])
+@pytest.mark.parametrize(
+    "text,value,is_bytes",
+    [
+        ("40GiB", 40 * 2**30, True),
+        ("40 gib", 40 * 2**30, True),
+        ("80GB", 80 * 10**9, True),
+        ("512MiB", 2**29, True),
+        ("1e9B", 10**9, True),
+        ("2.5", Fraction(5, 2), False),
+        ("8x", 8, False),
+        ("3MF", 3, False),
+    ],
+)
 def test_parse_size_by_hand(text, value, is_bytes):
     s = parse_size(text)
     assert (s.value, s.is_bytes) == (value, is_bytes)
@@ -87,8 +97,27 @@ def test_saved_optimum_reproduces_with_its_comm_delay(tmp_path, capsys):
     # p=2, m=1, F=1, B=2, delay 1 per hop: F0 0-1, hop 1-2, F1 2-3, B1 3-5, hop 5-6, B0 6-8 -> 8
     # (without the delay the same order takes 6)
     f = tmp_path / "o.json"
-    assert main(["optimize", "-p", "2", "-m", "1", "--costs", "F=1,B=2", "--comm-delay", "1", "--save", str(f),
-                 "--no-chart", "--time-limit", "5"]) == 0
+    assert (
+        main(
+            [
+                "optimize",
+                "-p",
+                "2",
+                "-m",
+                "1",
+                "--costs",
+                "F=1,B=2",
+                "--comm-delay",
+                "1",
+                "--save",
+                str(f),
+                "--no-chart",
+                "--time-limit",
+                "5",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     doc = json.loads(f.read_text())
     assert doc["comm"] == {"model": "fixed-delay", "delay": 1.0, "sync": "eager", "dp_allreduce": 0}
@@ -99,8 +128,30 @@ def test_saved_optimum_reproduces_with_its_comm_delay(tmp_path, capsys):
 
 def test_saved_optimum_keeps_sync_and_system(tmp_path, capsys):
     f = tmp_path / "c.json"
-    assert main(["optimize", "chimera", "-p", "2", "-m", "2", "--system", "ethernet-100g", "--model", "gpt3-1.3b",
-                 "--sync", "after-flush", "--save", str(f), "--json", "--time-limit", "10"]) == 0
+    assert (
+        main(
+            [
+                "optimize",
+                "chimera",
+                "-p",
+                "2",
+                "-m",
+                "2",
+                "--system",
+                "ethernet-100g",
+                "--model",
+                "gpt3-1.3b",
+                "--sync",
+                "after-flush",
+                "--save",
+                str(f),
+                "--json",
+                "--time-limit",
+                "10",
+            ]
+        )
+        == 0
+    )
     best = json.loads(capsys.readouterr().out)["value"]
     doc = json.loads(f.read_text())
     assert doc["comm"]["sync"] == "after-flush"
@@ -117,8 +168,15 @@ def test_bad_comm_in_a_file_is_one_line(tmp_path, capsys):
 
     f = save_json(build("gpipe", p=2, m=1), tmp_path / "s.json")
     doc = json.loads(f.read_text())
-    doc["comm"] = {"model": "system", "system": {"peak_TFLOPs": 1, "memory_GiB": 1, "gpus_per_node": 1,
-                                                 "inter_node": {"latency_us": 1, "bandwidth_GBps": -2}}}
+    doc["comm"] = {
+        "model": "system",
+        "system": {
+            "peak_TFLOPs": 1,
+            "memory_GiB": 1,
+            "gpus_per_node": 1,
+            "inter_node": {"latency_us": 1, "bandwidth_GBps": -2},
+        },
+    }
     f.write_text(json.dumps(doc))
     assert main(["simulate", str(f)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -203,8 +261,10 @@ def test_titles_wrap_to_the_figure():
 def test_abstract_crossover_title_does_not_claim_one_delay(tmp_path, capsys):
     out = tmp_path / "c.svg"
     with matplotlib.rc_context({"svg.fonttype": "none"}):
-        assert main(["plot", "--crossover", "latency", "-p", "4", "-m", "4", "--schedules", "gpipe,1f1b",
-                     "-o", str(out)]) == 0
+        assert (
+            main(["plot", "--crossover", "latency", "-p", "4", "-m", "4", "--schedules", "gpipe,1f1b", "-o", str(out)])
+            == 0
+        )
     title = next(t for t in _svg_texts(out) if "makespan vs" in t)
     assert "c=" not in title and title.startswith("p=4 m=4 F=1,B=2: makespan vs per-hop delay")
 

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import psutil
@@ -112,7 +111,7 @@ def _workers_of(proc: psutil.Process) -> list[psutil.Process]:
             cmd = " ".join(child.cmdline())
         except psutil.Error:
             continue
-        if "resource_tracker" in cmd or "forkserver import main" in cmd and child.ppid() == proc.pid:
+        if "resource_tracker" in cmd or ("forkserver import main" in cmd and child.ppid() == proc.pid):
             continue
         out.append(child)
     return out
@@ -147,8 +146,25 @@ def test_deadlock_is_stopped_naming_each_blocked_action(tmp_path, capsys):
 
 def test_cli_json_frame_and_trace(tmp_path, capsys):
     frame, trace = tmp_path / "f.csv", tmp_path / "t.json"
-    code = main(["measure", "1f1b", "-p", "2", "-m", "2", "--costs", "F=0.002,B=0.004", "--steps", "2",
-                 "--json", "--frame", str(frame), "--trace", str(trace)])
+    code = main(
+        [
+            "measure",
+            "1f1b",
+            "-p",
+            "2",
+            "-m",
+            "2",
+            "--costs",
+            "F=0.002,B=0.004",
+            "--steps",
+            "2",
+            "--json",
+            "--frame",
+            str(frame),
+            "--trace",
+            str(trace),
+        ]
+    )
     assert code == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["semantics"] == "measured" and rep["runner"] == "torch-runtime"
@@ -181,11 +197,14 @@ def test_schedule_rejected_by_the_runtime_exits_2(tmp_path, capsys):
     assert "rank 1 failed" in err and "1F0 before receiving input" in err
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--steps", "0"], "parameter steps=0"),
-    (["-p", "1000"], "this machine holds at most"),
-    (["--compute", "sleep", "--costs", "F=0"], "costs=F=0"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--steps", "0"], "parameter steps=0"),
+        (["-p", "1000"], "this machine holds at most"),
+        (["--compute", "sleep", "--costs", "F=0"], "costs=F=0"),
+    ],
+)
 def test_cli_bad_input_exits_2(argv, words, capsys):
     code = main(["measure", "1f1b", "-m", "2", *argv])
     err = capsys.readouterr().err

@@ -17,8 +17,14 @@ from ppverify.measure.record import Event, to_timeline
 from ppverify.ops import Comm, Op
 from ppverify.schedules import build
 
-SCHEDULES = [("gpipe", 2, 4, {}), ("1f1b", 3, 6, {}), ("1f1b-split", 2, 4, {}), ("interleaved-1f1b", 2, 4, {"v": 2}),
-             ("zbv", 2, 4, {}), ("1f1b", 4, 8, {})]
+SCHEDULES = [
+    ("gpipe", 2, 4, {}),
+    ("1f1b", 3, 6, {}),
+    ("1f1b-split", 2, 4, {}),
+    ("interleaved-1f1b", 2, 4, {"v": 2}),
+    ("zbv", 2, 4, {}),
+    ("1f1b", 4, 8, {}),
+]
 
 
 def synthetic_step(schedule, costs, o, g, t, w, h):
@@ -70,8 +76,14 @@ def synthetic_step(schedule, costs, o, g, t, w, h):
 
 
 @settings(max_examples=12, deadline=None)
-@given(which=st.sampled_from(SCHEDULES), o=st.integers(0, 200_000), g=st.integers(0, 500_000),
-       t=st.integers(0, 500_000), w=st.integers(0, 1_000_000), h=st.integers(0, 1_000_000))
+@given(
+    which=st.sampled_from(SCHEDULES),
+    o=st.integers(0, 200_000),
+    g=st.integers(0, 500_000),
+    t=st.integers(0, 500_000),
+    w=st.integers(0, 1_000_000),
+    h=st.integers(0, 1_000_000),
+)
 def test_breakdown_recovers_the_terms(which, o, g, t, w, h):
     fam, p, m, kw = which
     s = build(fam, p=p, m=m, **kw)
@@ -94,8 +106,10 @@ def test_critical_path_by_hand():
     # gpipe p=2 m=1, costs 2 us: 0F0 [1, 3.1] us, 1F0 [4, 6.1], 1B0 [6.3, 8.4], 0B0 [12, 14.1]:
     # path 0F0 -> 1F0 (wait 0.9) -> 1B0 (gap 0.2) -> 0B0 (wait 3.6), head 1, overshoot 0.1 each
     s = build("gpipe", p=2, m=1)
-    ev = [[Event("F", 0, 0, 1000, 3100), Event("B", 0, 0, 12000, 14100)],
-          [Event("F", 1, 0, 4000, 6100), Event("B", 1, 0, 6300, 8400)]]
+    ev = [
+        [Event("F", 0, 0, 1000, 3100), Event("B", 0, 0, 12000, 14100)],
+        [Event("F", 1, 0, 4000, 6100), Event("B", 1, 0, 6300, 8400)],
+    ]
     cp = critical_path(to_timeline(s, CostModel.abstract(s.placement, F=2e-6, B=2e-6), ev, 0))
     assert (cp.ops, cp.hops, cp.comm) == (4, 2, 4)
     assert (cp.waits, cp.gaps, cp.head, cp.overshoot) == pytest.approx((4.5e-6, 0.2e-6, 1e-6, 0.4e-6))

@@ -25,12 +25,22 @@ def _gpipe_events():
     # gpipe p=2 m=2; step starts at t0 = 1000 ns. Device 0: F0 [1000,2000], F1 [2000,3000],
     # B0 [9000,11000], B1 [11000,13000]; device 1: F0 [2500,3500], F1 [3500,4500],
     # B0 [4500,6500], B1 [6500,8500]; sends posted right after the producing op.
-    d0 = [Event("F", 0, 0, 1000, 2000), Event("SEND_F", 0, 0, 2000, 2000),
-          Event("F", 0, 1, 2000, 3000), Event("SEND_F", 0, 1, 3000, 3000),
-          Event("B", 0, 0, 9000, 11000), Event("B", 0, 1, 11000, 13000)]
-    d1 = [Event("F", 1, 0, 2500, 3500), Event("F", 1, 1, 3500, 4500),
-          Event("B", 1, 0, 4500, 6500), Event("SEND_B", 1, 0, 6500, 6500),
-          Event("B", 1, 1, 6500, 8500), Event("SEND_B", 1, 1, 8500, 8500)]
+    d0 = [
+        Event("F", 0, 0, 1000, 2000),
+        Event("SEND_F", 0, 0, 2000, 2000),
+        Event("F", 0, 1, 2000, 3000),
+        Event("SEND_F", 0, 1, 3000, 3000),
+        Event("B", 0, 0, 9000, 11000),
+        Event("B", 0, 1, 11000, 13000),
+    ]
+    d1 = [
+        Event("F", 1, 0, 2500, 3500),
+        Event("F", 1, 1, 3500, 4500),
+        Event("B", 1, 0, 4500, 6500),
+        Event("SEND_B", 1, 0, 6500, 6500),
+        Event("B", 1, 1, 6500, 8500),
+        Event("SEND_B", 1, 1, 8500, 8500),
+    ]
     return d0, d1
 
 
@@ -72,10 +82,14 @@ def test_split_backward_and_allreduce_events():
     # 1f1b-split p=2 m=1: the gradient of stage 1 is consumed by stage 0's I; an all-reduce of
     # stage 0 between ranks 0 and 1 becomes a collective transfer with no op ends.
     s = build("1f1b-split", p=2, m=1)
-    d0 = [Event("F", 0, 0, 0, 10), Event("SEND_F", 0, 0, 10, 10), Event("I", 0, 0, 50, 55),
-          Event("W", 0, 0, 55, 70), Event("ALLREDUCE", 0, 1, 70, 80)]
-    d1 = [Event("F", 1, 0, 12, 22), Event("I", 1, 0, 22, 32), Event("SEND_B", 1, 0, 32, 32),
-          Event("W", 1, 0, 32, 40)]
+    d0 = [
+        Event("F", 0, 0, 0, 10),
+        Event("SEND_F", 0, 0, 10, 10),
+        Event("I", 0, 0, 50, 55),
+        Event("W", 0, 0, 55, 70),
+        Event("ALLREDUCE", 0, 1, 70, 80),
+    ]
+    d1 = [Event("F", 1, 0, 12, 22), Event("I", 1, 0, 22, 32), Event("SEND_B", 1, 0, 32, 32), Event("W", 1, 0, 32, 40)]
     tl = to_timeline(s, CostModel.unit(s.placement), [d0, d1], 0)
     tr = tl.transfers
     assert tr.kind == ["activation", "gradient", "allreduce"]
@@ -85,8 +99,7 @@ def test_split_backward_and_allreduce_events():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 10**5)), min_size=4, max_size=4),
-       st.integers(0, 10**9))
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 10**5)), min_size=4, max_size=4), st.integers(0, 10**9))
 def test_reconstruction_preserves_durations(spans, offset):
     # any recorded times: durations are kept, times shift by the step start, in seconds
     s = build("gpipe", p=2, m=1)

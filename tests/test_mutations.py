@@ -8,7 +8,8 @@ lower the memory cap below the (hand-derived) peak.
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from ppverify.errors import ParameterError
 from ppverify.ops import B, Comm, F, I, Op, W
@@ -16,7 +17,9 @@ from ppverify.schedules import build, families
 from ppverify.verify import verify
 
 FAMILIES = sorted(f.name for f in families())
-SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 
 
 @st.composite
@@ -93,8 +96,9 @@ def test_move_an_op_to_another_device(s, data):
 def test_swap_an_op_with_its_dependency(s, data):
     # F(s, mb) and its first backward (B or I) run on the same device: swap their slots
     pos = {s.programs[d][n]: (d, n) for d, n in plain_positions(s)}
-    pairs = [(pos[o], pos[b]) for o in pos if o.kind == F
-             for b in (Op(B, o.stage, o.mb), Op(I, o.stage, o.mb)) if b in pos]
+    pairs = [
+        (pos[o], pos[b]) for o in pos if o.kind == F for b in (Op(B, o.stage, o.mb), Op(I, o.stage, o.mb)) if b in pos
+    ]
     assume(pairs)
     (d, i), (_, j) = data.draw(st.sampled_from(pairs))
     rows = [list(p) for p in s.programs]
@@ -104,8 +108,12 @@ def test_swap_an_op_with_its_dependency(s, data):
 
 
 @SETTINGS
-@given(st.sampled_from([f for f in FAMILIES if f in ("1f1b-split", "zb-h1", "zb-h2", "zbv", "dualpipev")]),
-       st.integers(2, 5), st.integers(1, 8), st.data())
+@given(
+    st.sampled_from([f for f in FAMILIES if f in ("1f1b-split", "zb-h1", "zb-h2", "zbv", "dualpipev")]),
+    st.integers(2, 5),
+    st.integers(1, 8),
+    st.data(),
+)
 def test_w_before_its_own_i(fam, p, m, data):
     try:
         s = build(fam, p=p, m=m)
@@ -186,13 +194,13 @@ def test_exceed_the_memory_cap(fam, p, m):
 # after its producer on the producer's device and one RECV before its consumer on the consumer's
 # device (buffered: a RECV waits for its SEND), and nothing else.
 
-import random  # noqa: E402
+import random
 
-import pytest  # noqa: E402
+import pytest
 
-from ppverify.engines.torch_steps import add_send_recv  # noqa: E402
-from ppverify.io.json_format import dumps, loads_document  # noqa: E402
-from ppverify.ops import Overlap  # noqa: E402
+from ppverify.engines.torch_steps import add_send_recv
+from ppverify.io.json_format import dumps, loads_document
+from ppverify.ops import Overlap
 
 
 def independent_valid(s) -> bool:
@@ -211,7 +219,7 @@ def independent_valid(s) -> bool:
                     return False  # a SEND or RECV twice
                 comm_at[a] = node
             else:
-                for op in (a.ops if isinstance(a, Overlap) else (a,)):
+                for op in a.ops if isinstance(a, Overlap) else (a,):
                     if op in node_of or not (0 <= op.stage < S and 0 <= op.mb < m):
                         return False  # twice, or a stage/microbatch that does not exist
                     if maps[s.pipe_of_mb[op.mb]][op.stage] != d:
@@ -287,31 +295,48 @@ def _mutations(s, rng: random.Random):
         return [list(p) for p in rows]
 
     d, n = rng.choice(comps)
-    r = copy(); del r[d][n]; out.append(("drop", r))  # noqa: E702
+    r = copy()
+    del r[d][n]
+    out.append(("drop", r))
     d, n = rng.choice(comps)
-    r = copy(); r[d].insert(rng.randrange(len(r[d]) + 1), rows[d][n]); out.append(("duplicate", r))  # noqa: E702
+    r = copy()
+    r[d].insert(rng.randrange(len(r[d]) + 1), rows[d][n])
+    out.append(("duplicate", r))
     d, n = rng.choice(comps)
     same = [k for k in range(len(rows[d])) if k != n and isinstance(rows[d][k], (Op, Overlap))]
     if same:
         k = rng.choice(same)
-        r = copy(); r[d][n], r[d][k] = r[d][k], r[d][n]; out.append(("swap", r))  # noqa: E702
+        r = copy()
+        r[d][n], r[d][k] = r[d][k], r[d][n]
+        out.append(("swap", r))
     if s.p > 1:
         d, n = rng.choice(comps)
         e = rng.choice([x for x in range(s.p) if x != d])
-        r = copy(); a = r[d].pop(n); r[e].insert(rng.randrange(len(r[e]) + 1), a); out.append(("move", r))  # noqa: E702
+        r = copy()
+        a = r[d].pop(n)
+        r[e].insert(rng.randrange(len(r[e]) + 1), a)
+        out.append(("move", r))
     pos = {a: (d, n) for d, n in comps for a in [rows[d][n]] if type(a) is Op}
     ws = [(pos[o], pos[o._replace(kind=W)]) for o in pos if o.kind == I and o._replace(kind=W) in pos]
     if ws:
         (d, i), (_, j) = rng.choice(ws)
-        r = copy(); w = r[d].pop(j); r[d].insert(i, w); out.append(("W before its I", r))  # noqa: E702
+        r = copy()
+        w = r[d].pop(j)
+        r[d].insert(i, w)
+        out.append(("W before its I", r))
     fs = [(pos[o], pos[g]) for o in pos if o.kind == F for g in (o._replace(kind=B), o._replace(kind=I)) if g in pos]
     if fs:
         (d, i), (_, j) = rng.choice(fs)
-        r = copy(); f = r[d].pop(i); r[d].insert(j, f); out.append(("F after its B", r))  # noqa: E702
+        r = copy()
+        f = r[d].pop(i)
+        r[d].insert(j, f)
+        out.append(("F after its B", r))
     recvs = [(d, n) for d, n in acts if isinstance(rows[d][n], Comm) and rows[d][n].kind.startswith("RECV")]
     if recvs:
         d, n = rng.choice(recvs)
-        r = copy(); del r[d][n]; out.append(("send without its receive", r))  # noqa: E702
+        r = copy()
+        del r[d][n]
+        out.append(("send without its receive", r))
     return out
 
 

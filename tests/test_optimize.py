@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 
-import numpy as np
 import pytest
 
 from ppverify.cli import main
@@ -46,6 +45,7 @@ def check_valid(res, problem):
 
 
 # ---- known optima -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("p,m,c", [(2, 1, 0.0), (2, 3, 0.5), (3, 4, 1.0), (4, 6, 0.25), (4, 8, 1.0), (5, 3, 2.0)])
 def test_full_backward_optimum_is_gpipe_formula(p, m, c):
@@ -89,6 +89,7 @@ def test_memory_cap_one_f_one_b_memory_h1_optimum():
 
 # ---- evaluate mode: CP-SAT with the program order fixed == async engine -------------------------
 
+
 def _families_without_overlap(p, m):
     out = []
     for fam in families():
@@ -118,8 +119,9 @@ def test_evaluate_equals_async_engine(c, costs):
 
 
 def test_evaluate_with_system_preset():
-    from ppverify.cli.presets_args import preset_context_from_args
     import argparse
+
+    from ppverify.cli.presets_args import preset_context_from_args
 
     s = build("1f1b", p=4, m=8)
     ctx = preset_context_from_args(argparse.Namespace(system="dgx-h100", model="gpt3-1.3b"), s)
@@ -136,6 +138,7 @@ def test_evaluate_rejects_order_over_the_cap():
 
 
 # ---- bounds never above a feasible schedule, schedules always valid ------------------------------
+
 
 @pytest.mark.parametrize("p,m,c", [(4, 8, 0.0), (4, 8, 1.0), (2, 6, 0.5)])
 def test_bound_never_exceeds_any_family(p, m, c):
@@ -164,9 +167,15 @@ def test_v_placement_with_cap_is_valid():
     check_valid(res, pr)
 
 
-@pytest.mark.parametrize("placement,split,cap,c", [
-    (linear(3), True, None, 1.0), (linear(4), True, 4.0, 0.5), (linear(3), False, 2.0, 0.0), (v_shape(2), True, 1.0, 0.5),
-])
+@pytest.mark.parametrize(
+    "placement,split,cap,c",
+    [
+        (linear(3), True, None, 1.0),
+        (linear(4), True, 4.0, 0.5),
+        (linear(3), False, 2.0, 0.0),
+        (v_shape(2), True, 1.0, 0.5),
+    ],
+)
 def test_z3_checker_proves_optimizer_schedules_valid(placement, split, cap, c):
     """Every schedule the optimizer emits verifies VALID with Z3 (dependencies, exclusivity,
     deadlock freedom, the memory cap) and Z3 confirms the makespan claim under the same costs."""
@@ -183,6 +192,7 @@ def test_z3_checker_proves_optimizer_schedules_valid(placement, split, cap, c):
 
 
 # ---- bad input and limits -------------------------------------------------------------------------
+
 
 def test_cap_below_one_activation_is_infeasible_with_reason():
     pl = linear(2)
@@ -212,12 +222,29 @@ def test_time_limit_is_respected():
 
 # ---- CLI -----------------------------------------------------------------------------------------
 
+
 def test_cli_optimize_json_and_save(tmp_path, capsys):
     from ppverify.io import load_schedule
 
     out = tmp_path / "opt.json"
-    code = main(["optimize", "-p", "3", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "1",
-                 "--time-limit", "10", "--json", "--save", str(out)])
+    code = main(
+        [
+            "optimize",
+            "-p",
+            "3",
+            "-m",
+            "4",
+            "--costs",
+            "F=1,B=2",
+            "--comm-delay",
+            "1",
+            "--time-limit",
+            "10",
+            "--json",
+            "--save",
+            str(out),
+        ]
+    )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["status"] == "OPTIMAL" and data["value"] == (4 + 3 - 1) * 3 + 2 * 2 * 1
@@ -239,25 +266,43 @@ def test_cli_gap_text(capsys):
 
 
 def test_cli_optimize_placement_and_table(capsys):
-    code = main(["optimize", "--placement", "v", "-p", "2", "-m", "2", "--costs", "F=1,I=1,W=1",
-                 "--time-limit", "10", "--table", "--no-chart"])
+    code = main(
+        [
+            "optimize",
+            "--placement",
+            "v",
+            "-p",
+            "2",
+            "-m",
+            "2",
+            "--costs",
+            "F=1,I=1,W=1",
+            "--time-limit",
+            "10",
+            "--table",
+            "--no-chart",
+        ]
+    )
     assert code == 0
     text = capsys.readouterr().out
     assert "v placement" in text and "dev 1" in text
 
 
 def test_memory_cap_in_bytes_matches_multiple():
-    import argparse
     from ppverify.cli.commands.optimize import build_namespace, problem_from_args
 
     mf = zero_bubble(2304, 24, 1024, layers=2).bytes_per_activation
-    a = problem_from_args(build_namespace(["-p", "2", "--memory-cap", f"{int(3 * mf)}B",
-                                           "--memory-model", "zero-bubble:h=2304,a=24,s=1024,layers=2"]))[0]
+    a = problem_from_args(
+        build_namespace(
+            ["-p", "2", "--memory-cap", f"{int(3 * mf)}B", "--memory-model", "zero-bubble:h=2304,a=24,s=1024,layers=2"]
+        )
+    )[0]
     b = problem_from_args(build_namespace(["-p", "2", "--memory-cap", "3"]))[0]
     assert a.memory_cap == pytest.approx(b.memory_cap) == pytest.approx(3.0)
 
 
 # ---- issue targets (the benchmark's points that are quick enough for tests) ---------------------
+
 
 def test_unit_costs_cap_p_no_comm_is_zb_h1_bubble():
     """F=I=W=1, c=0, cap p*M_F (zero-bubble memory model): proven optimal at the ZB-H1 value
@@ -271,12 +316,12 @@ def test_unit_costs_cap_p_no_comm_is_zb_h1_bubble():
 
 
 def test_zero_bubble_reference_span_proven_optimal_at_cap_p():
-    from importlib import resources
     import csv
+    from importlib import resources
 
     text = resources.files("ppverify").joinpath("data/zb_settings.csv").read_text()
     row = next(csv.DictReader(ln for ln in text.splitlines() if ln and not ln.startswith("#")))
-    p, m, f, i, w, c = (int(row[k]) for k in "p m f i w c".split())
+    p, m, f, i, w, c = (int(row[k]) for k in ["p", "m", "f", "i", "w", "c"])
     pl = linear(p)
     costs = zero_bubble(int(row["h"]), int(row["a"]), 1024).apply(CostModel.abstract(pl, F=f, I=i, W=w))
     pr = Problem(pl, m, costs, FixedDelay(c), split=True, memory_cap=p, objective="span")
@@ -290,12 +335,12 @@ def test_zero_bubble_reference_span_proven_optimal_at_cap_2p_row0():
     """Row 0 at cap 2p*M_F: the cross-device one-machine bound m(tF+tI) + (p-1)(tF+tI+2c) + tW
     equals the zero-bubble repository's reference span, so CP-SAT proves optimal as soon as it
     finds a schedule of that span (the issue's last open target: 4.33% gap before this bound)."""
-    from importlib import resources
     import csv
+    from importlib import resources
 
     text = resources.files("ppverify").joinpath("data/zb_settings.csv").read_text()
     row = next(csv.DictReader(ln for ln in text.splitlines() if ln and not ln.startswith("#")))
-    p, m, f, i, w, c = (int(row[k]) for k in "p m f i w c".split())
+    p, m, f, i, w, c = (int(row[k]) for k in ["p", "m", "f", "i", "w", "c"])
     pl = linear(p)
     costs = zero_bubble(int(row["h"]), int(row["a"]), 1024).apply(CostModel.abstract(pl, F=f, I=i, W=w))
     pr = Problem(pl, m, costs, FixedDelay(c), split=True, memory_cap=2 * p, objective="span")
@@ -334,23 +379,58 @@ def test_evaluate_reports_a_deadlocking_order():
     s = build("1f1b", p=2, m=2)
     F0, B0, F1, B1 = (Op(k, 0, mb) for k, mb in (("F", 0), ("B", 0), ("F", 1), ("B", 1)))
     # device 1 runs microbatch 1 first, device 0 waits for 1B0 before 0F1: a deadlock
-    bad = s.with_programs(((F0, B0, F1, B1), (F1._replace(stage=1), F0._replace(stage=1), B0._replace(stage=1), B1._replace(stage=1))))
+    bad = s.with_programs(
+        ((F0, B0, F1, B1), (F1._replace(stage=1), F0._replace(stage=1), B0._replace(stage=1), B1._replace(stage=1)))
+    )
     res = evaluate(bad, CostModel.abstract(s.placement, F=1, B=2), time_limit=5)
     assert res.status == "INFEASIBLE" and "deadlock" in res.reason
 
 
 def test_cli_evaluate_matches_async(capsys):
-    code = main(["optimize", "zb-h1", "-p", "4", "-m", "8", "--costs", "F=1,I=1,W=1", "--comm-delay", "0.5",
-                 "--evaluate", "--json", "--time-limit", "10"])
+    code = main(
+        [
+            "optimize",
+            "zb-h1",
+            "-p",
+            "4",
+            "-m",
+            "8",
+            "--costs",
+            "F=1,I=1,W=1",
+            "--comm-delay",
+            "0.5",
+            "--evaluate",
+            "--json",
+            "--time-limit",
+            "10",
+        ]
+    )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
-    want = run(build("zb-h1", p=4, m=8), CostModel.abstract(linear(4), F=1, I=1, W=1), FixedDelay(0.5), "async").makespan
+    want = run(
+        build("zb-h1", p=4, m=8), CostModel.abstract(linear(4), F=1, I=1, W=1), FixedDelay(0.5), "async"
+    ).makespan
     assert data["status"] == "OPTIMAL" and data["value"] == pytest.approx(want)
 
 
 def test_cli_gap_two_pipes_json(capsys):
-    code = main(["gap", "chimera", "-p", "4", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "0.5",
-                 "--time-limit", "10", "--json"])
+    code = main(
+        [
+            "gap",
+            "chimera",
+            "-p",
+            "4",
+            "-m",
+            "4",
+            "--costs",
+            "F=1,B=2",
+            "--comm-delay",
+            "0.5",
+            "--time-limit",
+            "10",
+            "--json",
+        ]
+    )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["placement"] == "bidirectional"

@@ -15,7 +15,8 @@ import itertools
 import json
 
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from ppverify.cli import main
 from ppverify.comm import FixedDelay
@@ -30,8 +31,15 @@ from ppverify.placement import bidirectional
 from ppverify.schedules import build, families
 
 SYNCS = ("eager", "after-flush", "none")
-TWO_PIPE = (("chimera", 2, 2), ("chimera", 4, 4), ("chimera", 4, 8), ("chimera-asym", 2, 2), ("chimera-asym", 4, 4),
-            ("dualpipe", 2, 4), ("dualpipe", 4, 8))
+TWO_PIPE = (
+    ("chimera", 2, 2),
+    ("chimera", 4, 4),
+    ("chimera", 4, 8),
+    ("chimera-asym", 2, 2),
+    ("chimera-asym", 4, 4),
+    ("dualpipe", 2, 4),
+    ("dualpipe", 4, 8),
+)
 
 
 def sequential(s):
@@ -47,6 +55,7 @@ def preset(s, system="ethernet-100g", model="gpt3-1.3b"):
 
 
 # ---- evaluate mode == async engine, two pipes, every sync mode ------------------------------------
+
 
 @pytest.mark.parametrize("sync", SYNCS)
 @pytest.mark.parametrize("fam,p,m", TWO_PIPE)
@@ -84,6 +93,7 @@ def test_evaluate_with_data_parallel_allreduce():
 
 
 # ---- exhaustive search over device orders == CP-SAT optimum ---------------------------------------
+
 
 def _deps(op, S):
     """Inputs of an op by the step's rules: F after the previous stage's F; the gradient op (B or I)
@@ -177,8 +187,14 @@ TINY = [(2, (0, 1), False), (2, (0, 1), True), (2, (0, 1, 0), False), (4, (0, 1)
 @example(case=TINY[3], f=2, g=1, w=1, c=3.0, sync="after-flush")
 @example(case=TINY[2], f=1, g=3, w=1, c=0.5, sync="eager")
 @example(case=TINY[1], f=1, g=1, w=2, c=1.0, sync="after-flush")
-@given(case=st.sampled_from(TINY), f=st.integers(1, 3), g=st.integers(1, 4), w=st.integers(1, 2),
-       c=st.sampled_from([0.0, 0.5, 1.0, 3.0]), sync=st.sampled_from(SYNCS))
+@given(
+    case=st.sampled_from(TINY),
+    f=st.integers(1, 3),
+    g=st.integers(1, 4),
+    w=st.integers(1, 2),
+    c=st.sampled_from([0.0, 0.5, 1.0, 3.0]),
+    sync=st.sampled_from(SYNCS),
+)
 def test_cp_sat_optimum_equals_exhaustive_search(case, f, g, w, c, sync):
     p, pipes, split = case
     dur = {"F": float(f), "B": float(g + w), "I": float(g), "W": float(w)}
@@ -207,6 +223,7 @@ def test_exhaustive_by_hand_chimera_two_devices():
 
 # ---- the bound stays below every family's async makespan ------------------------------------------
 
+
 def _grid_schedules(p):
     for fam in families():
         for m in (p, 2 * p):
@@ -226,7 +243,7 @@ def test_analytic_bound_below_every_family_async(p):
                 costs, comm = CostModel.abstract(s.placement, F=1, B=2, I=1, W=1), FixedDelay(0.75)
             else:
                 costs, comm = preset(s, system)
-            for sync in (SYNCS if s.placement.num_pipes > 1 else ("eager",)):
+            for sync in SYNCS if s.placement.num_pipes > 1 else ("eager",):
                 inst = instance(problem_for(s, costs, comm, sync=sync))
                 fam = run(s, costs, comm, "async", sync=sync).makespan
                 # second-valued costs go on 0.1 us ticks rounded down: no slack needed
@@ -248,14 +265,46 @@ def test_cp_sat_bound_below_two_pipe_family(fam, p, m):
 
 # ---- what users read -------------------------------------------------------------------------------
 
+
 def test_gap_states_the_allreduce_is_included(capsys):
-    code = main(["gap", "chimera", "-p", "4", "-m", "4", "--system", "ethernet-100g", "--model", "gpt3-1.3b",
-                 "--time-limit", "5"])
+    code = main(
+        [
+            "gap",
+            "chimera",
+            "-p",
+            "4",
+            "-m",
+            "4",
+            "--system",
+            "ethernet-100g",
+            "--model",
+            "gpt3-1.3b",
+            "--time-limit",
+            "5",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "replica all-reduce included (sync eager): 4 stages" in out.splitlines()[1]
-    code = main(["gap", "chimera", "-p", "4", "-m", "4", "--system", "ethernet-100g", "--model", "gpt3-1.3b",
-                 "--time-limit", "5", "--sync", "none", "--json"])
+    code = main(
+        [
+            "gap",
+            "chimera",
+            "-p",
+            "4",
+            "-m",
+            "4",
+            "--system",
+            "ethernet-100g",
+            "--model",
+            "gpt3-1.3b",
+            "--time-limit",
+            "5",
+            "--sync",
+            "none",
+            "--json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["collectives"] == "replica all-reduce left out (sync none)"
     assert data["bound"] <= data["family_value"]
@@ -263,8 +312,26 @@ def test_gap_states_the_allreduce_is_included(capsys):
 
 def test_cli_optimize_evaluate_sync_matches_simulate(capsys):
     for sync in SYNCS:
-        code = main(["optimize", "chimera", "-p", "4", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "0.5",
-                     "--evaluate", "--json", "--time-limit", "10", "--sync", sync])
+        code = main(
+            [
+                "optimize",
+                "chimera",
+                "-p",
+                "4",
+                "-m",
+                "4",
+                "--costs",
+                "F=1,B=2",
+                "--comm-delay",
+                "0.5",
+                "--evaluate",
+                "--json",
+                "--time-limit",
+                "10",
+                "--sync",
+                sync,
+            ]
+        )
         assert code == 0
         data = json.loads(capsys.readouterr().out)
         s = build("chimera", p=4, m=4)
@@ -287,6 +354,10 @@ def test_compare_two_pipe_gaps_are_like_for_like():
     df = to_frame(points)
     assert "%+" not in format_config_table(df, cfg.label)
     # a family whose ops the solver does not model keeps the mark
-    dp = evaluate_point(ScheduleEntry("dualpipe", "dualpipe"), Config(4, 8, "ethernet-100g", "gpt3-1.3b"),
-                        ("async", "optimum"), time_limit=2.0)
+    dp = evaluate_point(
+        ScheduleEntry("dualpipe", "dualpipe"),
+        Config(4, 8, "ethernet-100g", "gpt3-1.3b"),
+        ("async", "optimum"),
+        time_limit=2.0,
+    )
     assert dp.level("optimum").note.startswith("unlike ops")

@@ -21,12 +21,15 @@ def _problem(argv):
     return problem_from_args(build_namespace(argv))[0]
 
 
-@pytest.mark.parametrize("argv", [
-    # 16k ops with one stage per device: the starting schedule meets the bound
-    ["1f1b", "-p", "32", "-m", "256"],
-    # 24k ops, a memory cap: bounds, relaxation, model building and search all compete for the second
-    ["1f1b", "-p", "32", "-m", "256", "--costs", "F=1,I=1,W=1", "--memory-cap", "8"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        # 16k ops with one stage per device: the starting schedule meets the bound
+        ["1f1b", "-p", "32", "-m", "256"],
+        # 24k ops, a memory cap: bounds, relaxation, model building and search all compete for the second
+        ["1f1b", "-p", "32", "-m", "256", "--costs", "F=1,I=1,W=1", "--memory-cap", "8"],
+    ],
+)
 def test_time_limit_is_honoured_in_process(argv):
     pr = _problem(argv)
     t0 = time.monotonic()
@@ -42,8 +45,23 @@ def test_time_limit_is_honoured_in_process(argv):
 
 def test_cli_prints_status_and_bound_within_the_limit(capsys):
     t0 = time.monotonic()
-    code = main(["optimize", "1f1b", "-p", "32", "-m", "256", "--costs", "F=1,I=1,W=1", "--memory-cap", "8",
-                 "--time-limit", "1", "--no-chart"])
+    code = main(
+        [
+            "optimize",
+            "1f1b",
+            "-p",
+            "32",
+            "-m",
+            "256",
+            "--costs",
+            "F=1,I=1,W=1",
+            "--memory-cap",
+            "8",
+            "--time-limit",
+            "1",
+            "--no-chart",
+        ]
+    )
     took = time.monotonic() - t0
     out = capsys.readouterr().out
     assert code in (0, 1)

@@ -12,9 +12,9 @@ from ppverify.comm import FixedDelay
 from ppverify.costs import CostModel
 from ppverify.ops import B, F, Op
 from ppverify.optimize import Problem, instance, lower_bounds, optimize, zero_bubble
+from ppverify.optimize.energy import memory_energy_spans
 from ppverify.optimize.heuristic import family_candidates, greedy, memory_ok, time_programs
 from ppverify.optimize.localsearch import improve, swap_search, tune_greedy
-from ppverify.optimize.energy import memory_energy_spans
 from ppverify.optimize.window import multi_stage_head_idle
 from ppverify.placement import linear, loop
 
@@ -140,8 +140,12 @@ def test_memory_energy_bound_by_hand_with_split_backward():
     # the I part is held to the end of I0 (4 ticks), the W part to the end of W0 (5 ticks): with
     # the memory model's split of the activation, the energy is between 4 and 5 per microbatch
     assert 16 <= memory_energy_spans(inst)[0] <= 20
-    assert lower_bounds(inst).best <= optimize(Problem(pl, 4, CostModel.abstract(pl, F=1, I=1, W=1), split=True,
-                                                       memory_cap=1), time_limit=30, workers=1).objective
+    assert (
+        lower_bounds(inst).best
+        <= optimize(
+            Problem(pl, 4, CostModel.abstract(pl, F=1, I=1, W=1), split=True, memory_cap=1), time_limit=30, workers=1
+        ).objective
+    )
 
 
 def test_multi_stage_window_by_hand():
@@ -149,8 +153,7 @@ def test_multi_stage_window_by_hand():
     stage 2, after F0 F1 F2 F3 I3 (5 ticks); with a cap of two chunk activations it can run two
     forwards before: 3 ticks idle, so its span is at least 3*8 + 3 = 27 (m=4, two chunks)."""
     pl = loop(2, 2)
-    inst = instance(Problem(pl, 4, CostModel.abstract(pl, F=2, I=2, W=2), split=True, memory_cap=1,
-                            objective="span"))
+    inst = instance(Problem(pl, 4, CostModel.abstract(pl, F=2, I=2, W=2), split=True, memory_cap=1, objective="span"))
     assert multi_stage_head_idle(inst, 0) == 3
     b = lower_bounds(inst)
     assert b.per_device[0] >= 4 * 2 * 3 + 3  # the memory-time bound (energy.py) may add more
@@ -166,14 +169,25 @@ def test_bound_never_above_any_family(placement, p, m, c, cap):
     pl = linear(p) if placement == "linear" else loop(p, 2)
     costs = zero_bubble(2304, 24, 1024).apply(CostModel.abstract(pl, F=1, I=1, W=1))
     for objective in ("makespan", "span"):
-        inst = instance(Problem(pl, m, costs, FixedDelay(c), split=True,
-                                memory_cap=None if cap is None else cap * p, objective=objective))
+        inst = instance(
+            Problem(
+                pl,
+                m,
+                costs,
+                FixedDelay(c),
+                split=True,
+                memory_cap=None if cap is None else cap * p,
+                objective=objective,
+            )
+        )
         b = lower_bounds(inst)
         for cand in family_candidates(inst):
             assert b.best <= cand.objective, (cand.source, objective)
 
 
-@pytest.mark.parametrize("placement,p,m,c,cap", [("linear", 4, 8, 1, 1), ("loop", 4, 8, 1, 2), ("linear", 3, 6, 2, None)])
+@pytest.mark.parametrize(
+    "placement,p,m,c,cap", [("linear", 4, 8, 1, 1), ("loop", 4, 8, 1, 2), ("linear", 3, 6, 2, None)]
+)
 def test_local_search_never_worsens_and_stays_valid(placement, p, m, c, cap):
     pl = linear(p) if placement == "linear" else loop(p, 2)
     costs = zero_bubble(2304, 24, 1024).apply(CostModel.abstract(pl, F=1, I=1, W=1))

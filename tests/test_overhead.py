@@ -84,12 +84,47 @@ def test_every_level_sees_the_same_durations(system_file, capsys):
     # B0 B1 on device 1 then device 0). Each op gains A and one SEND or RECV (T): 9 + 6(A + T)
     want = 9 + 6 * (A + T)
     for sem in ("async", "contention", "slot"):
-        assert main(["simulate", "gpipe", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--system", system_file,
-                     "--semantics", sem, "--json"]) == 0
+        assert (
+            main(
+                [
+                    "simulate",
+                    "gpipe",
+                    "-p",
+                    "2",
+                    "-m",
+                    "2",
+                    "--costs",
+                    "F=1,B=2",
+                    "--system",
+                    system_file,
+                    "--semantics",
+                    sem,
+                    "--json",
+                ]
+            )
+            == 0
+        )
         assert json.loads(capsys.readouterr().out)["makespan"] == pytest.approx(want), sem
     # the optimizer with the family's order fixed: the same durations, the same makespan
-    assert main(["optimize", "gpipe", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--system", system_file,
-                 "--evaluate", "--json"]) == 0
+    assert (
+        main(
+            [
+                "optimize",
+                "gpipe",
+                "-p",
+                "2",
+                "-m",
+                "2",
+                "--costs",
+                "F=1,B=2",
+                "--system",
+                system_file,
+                "--evaluate",
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["value"] == pytest.approx(want)
 
 

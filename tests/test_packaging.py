@@ -7,11 +7,11 @@ import json
 import shutil
 import subprocess
 import sys
-import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,7 +63,9 @@ def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     wheels = list(out.glob("ppverify-*.whl"))
@@ -73,7 +75,9 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_contains_every_module_and_every_preset(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    modules = {str(p.relative_to(ROOT).as_posix()) for p in (ROOT / "ppverify").rglob("*.py") if "__pycache__" not in p.parts}
+    modules = {
+        str(p.relative_to(ROOT).as_posix()) for p in (ROOT / "ppverify").rglob("*.py") if "__pycache__" not in p.parts
+    }
     assert modules <= names, f"modules missing from the wheel: {sorted(modules - names)}"
     yamls = sorted(p.relative_to(ROOT / "models").as_posix() for p in (ROOT / "models").rglob("*.yaml"))
     assert yamls, "no presets in models/"
@@ -81,8 +85,11 @@ def test_wheel_contains_every_module_and_every_preset(wheel):
     assert want <= names, f"presets missing from the wheel: {sorted(want - names)}"
     for kind in ("systems", "llms"):
         assert any(n.startswith(f"ppverify/models/{kind}/") and n.endswith(".yaml") for n in names), kind
-    data = {f"ppverify/data/{p.name}" for p in (ROOT / "ppverify" / "data").glob("*") if p.is_file()} \
-        if (ROOT / "ppverify" / "data").is_dir() else set()
+    data = (
+        {f"ppverify/data/{p.name}" for p in (ROOT / "ppverify" / "data").glob("*") if p.is_file()}
+        if (ROOT / "ppverify" / "data").is_dir()
+        else set()
+    )
     assert data <= names, f"package data missing from the wheel: {sorted(data - names)}"
 
 
@@ -96,8 +103,14 @@ def test_unpacked_wheel_finds_its_presets(wheel, tmp_path):
         "print(json.dumps({'file': ppverify.__file__, **{k: sorted(p.name for p in root.joinpath(k).iterdir()"
         " if p.name.endswith('.yaml')) for k in ('systems', 'llms')}}))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stderr
     found = json.loads(proc.stdout)
     assert Path(found["file"]).is_relative_to(site), "imported the source tree, not the wheel"

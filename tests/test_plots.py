@@ -48,8 +48,9 @@ def test_bad_output_extension(tmp_path):
 def test_curves_match_reference_numbers():
     # by hand: p=4, tF=1, tB=2, m=4: GPipe 21/22.5/24/27, 1F1B 21/23.5/26/31 for c = 0/0.25/0.5/1
     cfg = Config(4, 4, costs=(("F", 1.0), ("B", 2.0)))
-    df = makespan_curves([ScheduleEntry("gpipe", "gpipe"), ScheduleEntry("1f1b", "1f1b")], cfg, "latency",
-                         [0, 0.25, 0.5, 1.0], "async")
+    df = makespan_curves(
+        [ScheduleEntry("gpipe", "gpipe"), ScheduleEntry("1f1b", "1f1b")], cfg, "latency", [0, 0.25, 0.5, 1.0], "async"
+    )
     got = df.pivot_table(index="x", columns="schedule", values="makespan")
     assert got["gpipe"].tolist() == pytest.approx([21, 22.5, 24, 27])
     assert got["1f1b"].tolist() == pytest.approx([21, 23.5, 26, 31])
@@ -63,8 +64,12 @@ def test_crossings_found_between_samples():
 
 def test_crossover_plot_bandwidth_presets(tmp_path):
     cfg = Config(4, 4, "pcie-gen4", "gpt3-1.3b")
-    df = makespan_curves([ScheduleEntry("1f1b", "1f1b"), ScheduleEntry("hanayo-w1", "hanayo", (("waves", 1),))],
-                         cfg, "bandwidth", [1e9, 1e10, 1e11, 1e12])
+    df = makespan_curves(
+        [ScheduleEntry("1f1b", "1f1b"), ScheduleEntry("hanayo-w1", "hanayo", (("waves", 1),))],
+        cfg,
+        "bandwidth",
+        [1e9, 1e10, 1e11, 1e12],
+    )
     # more bandwidth never slows a schedule down
     for _, g in df.groupby("schedule"):
         assert g.sort_values("x")["makespan"].is_monotonic_decreasing
@@ -74,24 +79,64 @@ def test_crossover_plot_bandwidth_presets(tmp_path):
 
 def test_cli_plot_gantt_and_crossover(tmp_path, capsys):
     out = tmp_path / "g.png"
-    assert main(["plot", "gpipe", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--comm-delay", "0.5", "-o", str(out),
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                "gpipe",
+                "-p",
+                "2",
+                "-m",
+                "2",
+                "--costs",
+                "F=1,B=2",
+                "--comm-delay",
+                "0.5",
+                "-o",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     info = json.loads(capsys.readouterr().out)
     assert info["semantics"] == "async" and info["makespan"] == pytest.approx(3 * 3 + 2 * 0.5)  # (m+p-1)(tF+tB)+2(p-1)c
     assert out.read_bytes()[:8] == PNG_MAGIC
     out2 = tmp_path / "c.svg"
-    assert main(["plot", "--crossover", "latency", "-p", "4", "--costs", "F=1,B=2", "--schedules", "gpipe,1f1b",
-                 "--range", "0,1,5", "-o", str(out2), "--json"]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                "--crossover",
+                "latency",
+                "-p",
+                "4",
+                "--costs",
+                "F=1,B=2",
+                "--schedules",
+                "gpipe,1f1b",
+                "--range",
+                "0,1,5",
+                "-o",
+                str(out2),
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["crossings"] == []
     assert out2.read_text().startswith("<?xml")
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["gpipe", "-o", "x.txt"], ".png"),
-    (["-o", "x.png"], "FAMILY|FILE"),
-    (["--crossover", "bandwidth", "--costs", "F=1", "-o", "x.png"], "latency"),
-    (["--crossover", "latency", "--range", "5,1", "-o", "x.png"], "LO < HI"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["gpipe", "-o", "x.txt"], ".png"),
+        (["-o", "x.png"], "FAMILY|FILE"),
+        (["--crossover", "bandwidth", "--costs", "F=1", "-o", "x.png"], "latency"),
+        (["--crossover", "latency", "--range", "5,1", "-o", "x.png"], "LO < HI"),
+    ],
+)
 def test_cli_plot_bad_input(argv, needle, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["plot", *argv]) == 2

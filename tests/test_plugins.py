@@ -53,8 +53,9 @@ def test_a_family_is_one_module_file(tmp_path: Path, eager_family_source: str, s
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
 
-def test_entry_point_family_is_listed_verified_and_exported(tmp_path: Path, eager_family_source: str,
-                                                            ppverify_cli) -> None:
+def test_entry_point_family_is_listed_verified_and_exported(
+    tmp_path: Path, eager_family_source: str, ppverify_cli
+) -> None:
     site = tmp_path / "site"
     family_object = textwrap.dedent("""
         from ppverify.schedules import Family, build
@@ -62,8 +63,12 @@ def test_entry_point_family_is_listed_verified_and_exported(tmp_path: Path, eage
         # registered by ppverify from the entry point (this module does not call register)
         FAMILY = Family("gpipe-again", lambda p, m: build("gpipe", p, m), "GPipe under another name")
     """)
-    make_dist(site, "my-schedules", {"eager-1f1b": "my_schedules", "gpipe-again": "fam_object:FAMILY"},
-              {"my_schedules": eager_family_source, "fam_object": family_object})
+    make_dist(
+        site,
+        "my-schedules",
+        {"eager-1f1b": "my_schedules", "gpipe-again": "fam_object:FAMILY"},
+        {"my_schedules": eager_family_source, "fam_object": family_object},
+    )
 
     listed = ppverify_cli("list", pythonpath=site)
     assert listed.returncode == 0 and listed.stderr == "", listed.stderr
@@ -87,11 +92,16 @@ def test_entry_point_family_is_listed_verified_and_exported(tmp_path: Path, eage
 
 def test_a_broken_plugin_is_one_warning_line(tmp_path: Path, ppverify_cli) -> None:
     site = tmp_path / "site"
-    make_dist(site, "broken-plugins",
-              {"missing": "no_such_module_here", "raises": "raising", "clash": "clash:FAMILY"},
-              {"raising": "raise RuntimeError('boom\\nsecond line')\n",
-               "clash": "from ppverify.schedules import Family, build\n"
-                        "FAMILY = Family('gpipe', lambda p, m: build('1f1b', p, m), 'not GPipe')\n"})
+    make_dist(
+        site,
+        "broken-plugins",
+        {"missing": "no_such_module_here", "raises": "raising", "clash": "clash:FAMILY"},
+        {
+            "raising": "raise RuntimeError('boom\\nsecond line')\n",
+            "clash": "from ppverify.schedules import Family, build\n"
+            "FAMILY = Family('gpipe', lambda p, m: build('1f1b', p, m), 'not GPipe')\n",
+        },
+    )
     listed = ppverify_cli("list", pythonpath=site)
     assert listed.returncode == 0, listed.stderr
     warnings = listed.stderr.splitlines()

@@ -36,13 +36,16 @@ def test_shipped_presets_are_listed_and_load():
         assert load_llm(name).total_params() > 1e9
 
 
-@pytest.mark.parametrize("name, published, tol", [
-    ("gpt3-1.3b", 1.3e9, 0.03),     # Brown et al. 2020 Table 2.1
-    ("gpt3-13b", 13.0e9, 0.02),
-    ("gpt3-175b", 175.0e9, 0.01),
-    ("llama2-7b", 6.74e9, 0.005),   # Llama-2-7b-hf: 6,738,415,616 parameters
-    ("llama2-70b", 68.98e9, 0.005),  # Llama-2-70b-hf: 68,976,648,192 parameters
-])
+@pytest.mark.parametrize(
+    "name, published, tol",
+    [
+        ("gpt3-1.3b", 1.3e9, 0.03),  # Brown et al. 2020 Table 2.1
+        ("gpt3-13b", 13.0e9, 0.02),
+        ("gpt3-175b", 175.0e9, 0.01),
+        ("llama2-7b", 6.74e9, 0.005),  # Llama-2-7b-hf: 6,738,415,616 parameters
+        ("llama2-70b", 68.98e9, 0.005),  # Llama-2-70b-hf: 68,976,648,192 parameters
+    ],
+)
 def test_parameter_counts_match_published(name, published, tol):
     assert abs(load_llm(name).total_params() - published) / published < tol
 
@@ -84,11 +87,14 @@ def test_durations_scale_with_peak_and_mfu():
     assert a.duration["F"][3] == pytest.approx(3 * (24 * s * h * h + 4 * s * s * h) / (989e12 * 0.4))
 
 
-@pytest.mark.parametrize("system, ratio", [
-    ("dgx-h100", 0.013),       # NVLink 4
-    ("ib-ndr-cluster", 0.095),  # IB NDR
-    ("ethernet-100g", 0.37),   # 100 GbE
-])
+@pytest.mark.parametrize(
+    "system, ratio",
+    [
+        ("dgx-h100", 0.013),  # NVLink 4
+        ("ib-ndr-cluster", 0.095),  # IB NDR
+        ("ethernet-100g", 0.37),  # 100 GbE
+    ],
+)
 def test_comm_to_compute_ratio_matches_reference(system, ratio):
     # worked out by hand (alpha-beta over the link, FLOPs over peak x MFU): s=2048, b=1, p=8, H100 at 40% MFU, 1.3B model, per-hop comm / tF
     sysm = load_system(system)
@@ -169,7 +175,9 @@ def test_ring_allreduce_formula():
     s = load_system("ib-ndr-cluster")
     alpha, beta = 10e-6, 50e9
     for n in (2, 4, 8):
-        assert allreduce_time(s, list(range(n)), 1e9) == pytest.approx(2 * (n - 1) * alpha + 2 * (n - 1) / n * 1e9 / beta)
+        assert allreduce_time(s, list(range(n)), 1e9) == pytest.approx(
+            2 * (n - 1) * alpha + 2 * (n - 1) / n * 1e9 / beta
+        )
     # Chimera's replica pair: 2 alpha + bytes / beta
     assert allreduce_time(s, [0, 3], 4e8) == pytest.approx(2 * alpha + 4e8 / beta)
     assert dp_allreduce_time(s, 4, 1e9) == pytest.approx(6 * alpha + 1.5 * 1e9 / beta)
@@ -179,6 +187,7 @@ def test_ring_allreduce_formula():
 
 
 # ---- bad input -------------------------------------------------------------------------------
+
 
 def test_unknown_preset_lists_available():
     with pytest.raises(ParameterError) as e:
@@ -194,20 +203,26 @@ def test_missing_file(tmp_path):
         load_system(str(tmp_path / "none.yaml"))
 
 
-@pytest.mark.parametrize("text, where, rule", [
-    ("gpus_per_node: [1,\n", "2:1", "not valid YAML"),  # FILE:LINE:COLUMN
-    ("- a\n- b\n", "", "mapping"),
-    (GOOD_SYSTEM.replace("gpus_per_node: 2\n", ""), "gpus_per_node", "missing key"),
-    (GOOD_SYSTEM.replace("bandwidth_GBps: 10}", "bandwidth: 10}"), "inter_node.bandwidth", "no unit"),
-    (GOOD_SYSTEM.replace("latency_us: 10,", "latency_ms: 10,"), "inter_node.latency_ms", "unknown unit"),
-    (GOOD_SYSTEM.replace("memory_GiB: 16", "memory: 16"), "device.memory", "no unit"),
-    (GOOD_SYSTEM.replace("bandwidth_GBps: 10}", "bandwidth_GBps: 0}"), "inter_node.bandwidth_GBps", "> 0"),
-    (GOOD_SYSTEM.replace("bandwidth_GBps: 100", "bandwidth_GBps: -5"), "intra_node.bandwidth_GBps", "> 0"),
-    (GOOD_SYSTEM.replace("latency_us: 1,", "latency_us: fast,"), "intra_node.latency_us", "number"),
-    (GOOD_SYSTEM + "colour: red\n", "colour", "unknown key"),
-    (GOOD_SYSTEM.replace("bandwidth_GBps: 100}", "bandwidth_GBps: 100, topology: ring}"), "intra_node.topology",
-     "one of switch, mesh"),
-])
+@pytest.mark.parametrize(
+    "text, where, rule",
+    [
+        ("gpus_per_node: [1,\n", "2:1", "not valid YAML"),  # FILE:LINE:COLUMN
+        ("- a\n- b\n", "", "mapping"),
+        (GOOD_SYSTEM.replace("gpus_per_node: 2\n", ""), "gpus_per_node", "missing key"),
+        (GOOD_SYSTEM.replace("bandwidth_GBps: 10}", "bandwidth: 10}"), "inter_node.bandwidth", "no unit"),
+        (GOOD_SYSTEM.replace("latency_us: 10,", "latency_ms: 10,"), "inter_node.latency_ms", "unknown unit"),
+        (GOOD_SYSTEM.replace("memory_GiB: 16", "memory: 16"), "device.memory", "no unit"),
+        (GOOD_SYSTEM.replace("bandwidth_GBps: 10}", "bandwidth_GBps: 0}"), "inter_node.bandwidth_GBps", "> 0"),
+        (GOOD_SYSTEM.replace("bandwidth_GBps: 100", "bandwidth_GBps: -5"), "intra_node.bandwidth_GBps", "> 0"),
+        (GOOD_SYSTEM.replace("latency_us: 1,", "latency_us: fast,"), "intra_node.latency_us", "number"),
+        (GOOD_SYSTEM + "colour: red\n", "colour", "unknown key"),
+        (
+            GOOD_SYSTEM.replace("bandwidth_GBps: 100}", "bandwidth_GBps: 100, topology: ring}"),
+            "intra_node.topology",
+            "one of switch, mesh",
+        ),
+    ],
+)
 def test_bad_system_files_name_file_and_key(tmp_path, text, where, rule):
     f = tmp_path / "bad.yaml"
     f.write_text(text)
@@ -244,15 +259,31 @@ def test_bad_llm_file(tmp_path):
         load_llm(str(f))
     assert text["layers"] == 24
     with pytest.raises(PresetError, match="true or false"):
-        parse_preset("llms", "layers: 2\nhidden_size: 64\nattention_heads: 4\nffn_hidden_size: 256\n"
-                     "vocab_size: 100\nseq_len: 16\ngated_mlp: 3\n")
+        parse_preset(
+            "llms",
+            "layers: 2\nhidden_size: 64\nattention_heads: 4\nffn_hidden_size: 256\n"
+            "vocab_size: 100\nseq_len: 16\ngated_mlp: 3\n",
+        )
 
 
 # ---- CLI argument resolution ------------------------------------------------------------------
 
+
 def ns(**kw):
-    base = dict(system=None, model=None, costs=None, comm_delay=None, mfu=0.4, microbatch_size=1, seq_len=None,
-                layers_per_stage=None, tp=1, recompute=False, flash_attention=False, ranks_per_node=None)
+    base = dict(
+        system=None,
+        model=None,
+        costs=None,
+        comm_delay=None,
+        mfu=0.4,
+        microbatch_size=1,
+        seq_len=None,
+        layers_per_stage=None,
+        tp=1,
+        recompute=False,
+        flash_attention=False,
+        ranks_per_node=None,
+    )
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -269,15 +300,18 @@ def test_args_abstract_and_preset_modes():
     assert "dgx-a100" in ctx.costs.label
 
 
-@pytest.mark.parametrize("kw", [
-    dict(system="dgx-h100"),
-    dict(model="gpt3-13b"),
-    dict(system="dgx-h100", model="gpt3-13b", costs="F=1"),
-    dict(system="dgx-h100", model="gpt3-13b", comm_delay=0.5),
-    dict(system="dgx-h100", model="gpt3-13b", mfu=1.5),
-    dict(system="dgx-h100", model="gpt3-13b", layers_per_stage="a,b"),
-    dict(comm_delay=-1.0),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(system="dgx-h100"),
+        dict(model="gpt3-13b"),
+        dict(system="dgx-h100", model="gpt3-13b", costs="F=1"),
+        dict(system="dgx-h100", model="gpt3-13b", comm_delay=0.5),
+        dict(system="dgx-h100", model="gpt3-13b", mfu=1.5),
+        dict(system="dgx-h100", model="gpt3-13b", layers_per_stage="a,b"),
+        dict(comm_delay=-1.0),
+    ],
+)
 def test_args_conflicts_are_rejected(kw):
     with pytest.raises(PPVerifyError):
         preset_context_from_args(ns(**kw), build("1f1b", p=4, m=4))

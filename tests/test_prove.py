@@ -9,9 +9,19 @@ import pytest
 import z3
 
 from ppverify.cli import main
-from ppverify.verify.closed_forms import (chimera_b, chimera_cont_b, chimera_cont_f, chimera_f, f1b1_b, f1b1_f, gpipe_b,
-                                          gpipe_f, ite, zmin)
-from ppverify.verify.prove import P, M, D, J, Theorem, chimera_theorems, closed_form_starts, prove, prove_family
+from ppverify.verify.closed_forms import (
+    chimera_b,
+    chimera_cont_b,
+    chimera_cont_f,
+    chimera_f,
+    f1b1_b,
+    f1b1_f,
+    gpipe_b,
+    gpipe_f,
+    ite,
+    zmin,
+)
+from ppverify.verify.prove import D, J, M, P, Theorem, chimera_theorems, closed_form_starts, prove, prove_family
 
 
 @pytest.mark.parametrize("family", ["gpipe", "1f1b", "chimera", "interleaved-1f1b"])
@@ -148,20 +158,37 @@ def test_wrong_memory_bound_gives_a_real_counterexample():
     I0 = z3.Int("i0")
     F = lambda d, j: f1b1_f(P, M, d, j, f, b)  # noqa: E731
     B = lambda d, j: f1b1_b(P, M, d, j, f, b)  # noqa: E731
-    held = z3.And(P >= 2, M >= 1, D >= 0, D < P, I0 >= 0, I0 <= J, J < M, B(D, I0) + b > F(D, J),
-                  z3.Or(I0 == 0, B(D, I0 - 1) + b <= F(D, J)))
-    r = prove(Theorem("too tight", "...", held, J - I0 + 1 <= zmin(P - D, M) - 1))
+    held = z3.And(
+        P >= 2,
+        M >= 1,
+        D >= 0,
+        D < P,
+        I0 >= 0,
+        I0 <= J,
+        J < M,
+        B(D, I0) + b > F(D, J),
+        z3.Or(I0 == 0, B(D, I0 - 1) + b <= F(D, J)),
+    )
+    r = prove(Theorem("too tight", "...", held, zmin(P - D, M) - 1 >= J - I0 + 1))
     assert r.status == "counterexample"
     c = r.counterexample
     p, m, d, j, i0 = c["p"], c["m"], c["d"], c["j"], c["i0"]
-    held_now = [i for i in range(m) if f1b1_f(p, m, d, i, f, b) <= f1b1_f(p, m, d, j, f, b) < f1b1_b(p, m, d, i, f, b) + b]
+    held_now = [
+        i for i in range(m) if f1b1_f(p, m, d, i, f, b) <= f1b1_f(p, m, d, j, f, b) < f1b1_b(p, m, d, i, f, b) + b
+    ]
     assert len(held_now) == j - i0 + 1 > min(p - d, m) - 1
 
 
 def test_wrong_closed_form_is_caught_by_a_dependency():
     # a 1F1B variant whose warm-up forwards are not delayed by the stage index violates F<-F
-    r = prove(Theorem("bad", "F(d,j) = j", z3.And(P >= 2, M >= 1, D >= 1, D < P, J >= 0, J < M),
-                      gpipe_f(P, M, 0, J, 1, 1) >= gpipe_f(P, M, 0, J, 1, 1) + 1))
+    r = prove(
+        Theorem(
+            "bad",
+            "F(d,j) = j",
+            z3.And(P >= 2, M >= 1, D >= 1, D < P, J >= 0, J < M),
+            gpipe_f(P, M, 0, J, 1, 1) >= gpipe_f(P, M, 0, J, 1, 1) + 1,
+        )
+    )
     assert r.status == "counterexample"
 
 

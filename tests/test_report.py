@@ -12,7 +12,8 @@ import re
 
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppverify.cli import main
 from ppverify.comm import FixedDelay
@@ -21,12 +22,26 @@ from ppverify.engines import run
 from ppverify.errors import ScheduleFileError
 from ppverify.report import load_results
 from ppverify.report.page import page_data, render_html
-from ppverify.report.payload import op_waits, timeline_payload, canonical_ops
+from ppverify.report.payload import canonical_ops, op_waits, timeline_payload
 from ppverify.report.study import config_of_row, study_from_rows
 from ppverify.schedules import build
 
-ARGS = ["--schedules", "gpipe,1f1b", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--comm-delay", "0.5",
-        "--levels", "slot,async", "--no-progress", "--no-verify"]
+ARGS = [
+    "--schedules",
+    "gpipe,1f1b",
+    "-p",
+    "2",
+    "-m",
+    "2",
+    "--costs",
+    "F=1,B=2",
+    "--comm-delay",
+    "0.5",
+    "--levels",
+    "slot,async",
+    "--no-progress",
+    "--no-verify",
+]
 
 
 def test_waits_gpipe_by_hand():
@@ -37,21 +52,39 @@ def test_waits_gpipe_by_hand():
     s = build("gpipe", p=2, m=2)
     tl = run(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(0.5), semantics="async")
     got = {str(op): (float(tl.start[i]), code) for i, (op, code) in enumerate(zip(tl.ops, op_waits(tl)[0]))}
-    assert got == {"0F0": (0.0, 0), "0F1": (1.0, 1), "1F0": (1.5, 2), "1F1": (2.5, 2), "1B0": (3.5, 1),
-                   "1B1": (5.5, 1), "0B0": (6.0, 2), "0B1": (8.0, 2)}
+    assert got == {
+        "0F0": (0.0, 0),
+        "0F1": (1.0, 1),
+        "1F0": (1.5, 2),
+        "1F1": (2.5, 2),
+        "1B0": (3.5, 1),
+        "1B1": (5.5, 1),
+        "0B0": (6.0, 2),
+        "0B1": (8.0, 2),
+    }
 
 
 @settings(max_examples=25, deadline=None)
-@given(fam=st.sampled_from(["gpipe", "1f1b", "1f1b-split", "interleaved-1f1b"]), p=st.sampled_from([2, 4]),
-       m=st.integers(1, 6), delay=st.sampled_from([0.0, 0.5, 2.0]), sem=st.sampled_from(["async", "contention", "slot"]))
+@given(
+    fam=st.sampled_from(["gpipe", "1f1b", "1f1b-split", "interleaved-1f1b"]),
+    p=st.sampled_from([2, 4]),
+    m=st.integers(1, 6),
+    delay=st.sampled_from([0.0, 0.5, 2.0]),
+    sem=st.sampled_from(["async", "contention", "slot"]),
+)
 def test_wait_reason_explains_the_start(fam, p, m, delay, sem):
     """Whatever the reason code, the thing named ended exactly when the op started."""
     try:
         s = build(fam, p=p, m=m)
-    except Exception:  # noqa: BLE001 - families refuse some (p, m); nothing to check there
+    except Exception:
         return
-    tl = run(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(delay), semantics=sem,
-             **({"charge_comm": True} if sem == "slot" else {}))
+    tl = run(
+        s,
+        CostModel.abstract(s.placement, F=1, B=2),
+        FixedDelay(delay),
+        semantics=sem,
+        **({"charge_comm": True} if sem == "slot" else {}),
+    )
     codes, refs = op_waits(tl)
     for i, (c, r) in enumerate(zip(codes, refs)):
         if c == 0:
@@ -85,7 +118,10 @@ def test_from_csv_round_trip(tmp_path):
     df = load_results(f)
     assert len(df) == 2 * 2 and set(df["level"]) == {"slot", "async"}
     st_ = study_from_rows(df)
-    assert [(p.schedule, list(p.levels)) for p in st_.points] == [("gpipe", ["slot", "async"]), ("1f1b", ["slot", "async"])]
+    assert [(p.schedule, list(p.levels)) for p in st_.points] == [
+        ("gpipe", ["slot", "async"]),
+        ("1f1b", ["slot", "async"]),
+    ]
     # slot makespan with a per-column hop charge: (m+p-1)(tF+tB+2c) = 3 * 4 = 12
     assert st_.points[0].levels["slot"]["makespan"] == 12.0
 
@@ -94,8 +130,12 @@ def test_from_jsonl_and_json(tmp_path, capsys):
     f = _write_csv(tmp_path)
     rows = pd.read_csv(f).drop(columns=["rank", "rank_change", "gap_to_optimal"])
     jl = tmp_path / "r.jsonl"
-    jl.write_text("".join(json.dumps({k: (None if pd.isna(v) else v) for k, v in r.items()}) + "\n"
-                          for r in rows.to_dict(orient="records")))
+    jl.write_text(
+        "".join(
+            json.dumps({k: (None if pd.isna(v) else v) for k, v in r.items()}) + "\n"
+            for r in rows.to_dict(orient="records")
+        )
+    )
     assert load_results(jl)["rank"].tolist() == load_results(f)["rank"].tolist()
     js = tmp_path / "r.json"
     capsys.readouterr()
@@ -109,8 +149,10 @@ def test_truncated_file_names_file_and_row(tmp_path, suffix, cut, row):
     f = _write_csv(tmp_path)
     if suffix == ".jsonl":
         rows = pd.read_csv(f)
-        text = "".join(json.dumps({k: (None if pd.isna(v) else v) for k, v in r.items()}) + "\n"
-                       for r in rows.to_dict(orient="records"))
+        text = "".join(
+            json.dumps({k: (None if pd.isna(v) else v) for k, v in r.items()}) + "\n"
+            for r in rows.to_dict(orient="records")
+        )
         f = tmp_path / "r.jsonl"
     else:
         text = f.read_text()

@@ -28,8 +28,16 @@ from ppverify.report.study import Study, point_view
 from ppverify.schedules import build
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = Path(__file__).parent / "artifacts"
 
 
@@ -46,7 +54,10 @@ def _open(browser, path: Path, timeout_ms: int = 10_000):
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("request", lambda r: errors.append(f"network request {r.url}") if not r.url.startswith(("file:", "data:")) else None)
+    page.on(
+        "request",
+        lambda r: errors.append(f"network request {r.url}") if not r.url.startswith(("file:", "data:")) else None,
+    )
     page.goto(path.as_uri())
     page.wait_for_function("window.ppverifyReport && window.ppverifyReport.ready", timeout=timeout_ms)
     return page, errors
@@ -70,19 +81,54 @@ def _ops(p: int, m: int, kinds: str, stages: int | None = None) -> Counter:
 def study_page(tmp_path_factory):
     d = tmp_path_factory.mktemp("report")
     bad = d / "deadlock.json"  # 1F1B p=2 m=2 whose stage 1 runs both forwards first: a deadlock
-    bad.write_text(json.dumps({"format": "ppverify-schedule", "version": 1, "family": "custom", "params": {}, "p": 2,
-                               "m": 2, "placement": {"name": "linear", "maps": [[0, 1]]}, "pipe_of_mb": [0, 0],
-                               "programs": [["0F0", "0B0", "0F1", "0B1"], ["1F0", "1F1", "1B0", "1B1"]]}))
+    bad.write_text(
+        json.dumps(
+            {
+                "format": "ppverify-schedule",
+                "version": 1,
+                "family": "custom",
+                "params": {},
+                "p": 2,
+                "m": 2,
+                "placement": {"name": "linear", "maps": [[0, 1]]},
+                "pipe_of_mb": [0, 0],
+                "programs": [["0F0", "0B0", "0F1", "0B1"], ["1F0", "1F1", "1B0", "1B1"]],
+            }
+        )
+    )
     out = d / "study.html"
-    assert main(["report", "--schedules", f"gpipe,1f1b,1f1b-split,interleaved-v2,{bad}", "-p", "2", "-m", "2",
-                 "--costs", "F=1,B=2", "--comm-delay", "0.5", "--no-progress", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--schedules",
+                f"gpipe,1f1b,1f1b-split,interleaved-v2,{bad}",
+                "-p",
+                "2",
+                "-m",
+                "2",
+                "--costs",
+                "F=1,B=2",
+                "--comm-delay",
+                "0.5",
+                "--no-progress",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return out
 
 
 def test_page_renders_every_op_once(browser, study_page, tmp_path):
     page, errors = _open(browser, study_page)
-    expected = {"gpipe": _ops(2, 2, "FB"), "1f1b": _ops(2, 2, "FB"), "1f1b-split": _ops(2, 2, "FIW"),
-                "interleaved-v2": _ops(2, 2, "FB", stages=4)}
+    expected = {
+        "gpipe": _ops(2, 2, "FB"),
+        "1f1b": _ops(2, 2, "FB"),
+        "1f1b-split": _ops(2, 2, "FIW"),
+        "interleaved-v2": _ops(2, 2, "FB", stages=4),
+    }
     for sched, ops in expected.items():
         page.evaluate("s => window.ppverifyReport.select(s)", sched)
         levels = page.evaluate("window.ppverifyReport.levels()")
@@ -122,8 +168,9 @@ def test_50k_ops_render_within_10s(browser, tmp_path):
     s = build("1f1b", p=8, m=3125)  # 8 stages x 3125 microbatches x (F, B) = 50,000 ops
     tl = run(s, CostModel.abstract(s.placement, F=1, B=2), semantics="async")
     rows = pd.DataFrame(columns=["config", "schedule", "level", "semantics"])
-    path = write_report(Study(rows, (point_view("p=8 m=3125 F=1,B=2", "1f1b", s, {"async": tl}, "valid"),)),
-                        tmp_path / "big.html")
+    path = write_report(
+        Study(rows, (point_view("p=8 m=3125 F=1,B=2", "1f1b", s, {"async": tl}, "valid"),)), tmp_path / "big.html"
+    )
     t0 = time.perf_counter()
     page, errors = _open(browser, path, timeout_ms=10_000)
     seconds = time.perf_counter() - t0

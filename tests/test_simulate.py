@@ -41,6 +41,7 @@ def grid_schedules(ps=(2, 4, 6), ms=(1, 2, 4, 8)):
 
 # ---- invariants -------------------------------------------------------------------------------
 
+
 def test_async_without_comm_equals_slot_table_for_every_family():
     checked = set()
     for name, s in grid_schedules():
@@ -86,8 +87,16 @@ def test_slot_charges_comm_per_column_and_ties():
 
 
 def toy_system(latency_us: float, bandwidth_GBps: float, gpus_per_node: int = 2) -> System:
-    return System("toy", "gpu", 100e12, 80 * GiB, gpus_per_node, 1, LinkTier("fast", 1e-6, 300e9),
-                  LinkTier("net", latency_us / 1e6, bandwidth_GBps * 1e9))
+    return System(
+        "toy",
+        "gpu",
+        100e12,
+        80 * GiB,
+        gpus_per_node,
+        1,
+        LinkTier("fast", 1e-6, 300e9),
+        LinkTier("net", latency_us / 1e6, bandwidth_GBps * 1e9),
+    )
 
 
 @pytest.mark.parametrize("fam", ["gpipe", "1f1b", "chimera"])
@@ -143,6 +152,7 @@ def test_exposed_comm_by_hand():
 
 
 # ---- collectives ------------------------------------------------------------------------------
+
 
 def test_chimera_replica_groups_and_reference_makespan():
     s = build("chimera", p=4, m=4)
@@ -219,6 +229,7 @@ def test_bad_options():
 
 # ---- memory, deadlock -------------------------------------------------------------------------
 
+
 def test_memory_peak_and_oom():
     s = build("1f1b", p=4, m=8)
     sysm = load_system("dgx-h100")
@@ -251,6 +262,7 @@ def test_deadlock_reported_with_waiting_devices():
 
 # ---- CLI --------------------------------------------------------------------------------------
 
+
 def test_cli_simulate_preset_text(capsys):
     assert main(["simulate", "1f1b", "-p", "8", "-m", "16", "--system", "dgx-h100", "--model", "gpt3-13b"]) == 0
     out = capsys.readouterr().out
@@ -273,15 +285,34 @@ def test_cli_oom_exit_code_and_errors(capsys):
     assert main(["simulate", "1f1b", "-p", "4", "--system", "nosuch", "--model", "gpt3-13b"]) == 2
     assert "available: " in capsys.readouterr().err
     assert main(["simulate", "1f1b", "-p", "4", "--semantics", "slot", "--sync", "after-flush"]) == 2
-    assert main(["simulate", "chimera", "-p", "4", "--sync", "after-flush", "--dp-allreduce", "--json",
-                 "--costs", "F=1,B=2", "--comm-delay", "0.1"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "chimera",
+                "-p",
+                "4",
+                "--sync",
+                "after-flush",
+                "--dp-allreduce",
+                "--json",
+                "--costs",
+                "F=1,B=2",
+                "--comm-delay",
+                "0.1",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["transfers"]["dp-allreduce"] == 4 and data["sync"] == "after-flush"
 
 
 def test_cli_frame(tmp_path, capsys):
     out = tmp_path / "rows.csv"
-    assert main(["simulate", "1f1b", "-p", "2", "-m", "2", "--comm-delay", "0.5", "--frame", str(out), "--no-table"]) == 0
+    assert (
+        main(["simulate", "1f1b", "-p", "2", "-m", "2", "--comm-delay", "0.5", "--frame", str(out), "--no-table"]) == 0
+    )
     import pandas as pd
 
     df = pd.read_csv(out)
@@ -298,18 +329,42 @@ def test_cli_deadlocked_file_is_reported(tmp_path, capsys):
 
 
 def test_cli_slot_with_presets_charts_instead_of_a_huge_table(capsys):
-    assert main(["simulate", "1f1b", "-p", "4", "-m", "4", "--system", "dgx-h100", "--model", "gpt3-1.3b",
-                 "--semantics", "slot", "--width", "40"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "1f1b",
+                "-p",
+                "4",
+                "-m",
+                "4",
+                "--system",
+                "dgx-h100",
+                "--model",
+                "gpt3-1.3b",
+                "--semantics",
+                "slot",
+                "--width",
+                "40",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "dev 3" in out and "not rendered" not in out
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @settings(max_examples=40, deadline=None)
-@given(fam=st.sampled_from(["gpipe", "1f1b", "interleaved-1f1b", "chimera"]), p=st.sampled_from([2, 4]),
-       k=st.integers(1, 3), lat=st.lists(st.floats(0, 2), min_size=2, max_size=2))
+@given(
+    fam=st.sampled_from(["gpipe", "1f1b", "interleaved-1f1b", "chimera"]),
+    p=st.sampled_from([2, 4]),
+    k=st.integers(1, 3),
+    lat=st.lists(st.floats(0, 2), min_size=2, max_size=2),
+)
 def test_makespan_monotone_in_fixed_delay(fam, p, k, lat):
     s = build(fam, p=p, m=p * k)
     costs = abstract(s, F=1, B=2)
@@ -335,8 +390,15 @@ def test_gpipe_closed_form_on_a_preset_system():
     # uniform stages in seconds, one H100 per node on IB NDR: c = 10 us + bytes / 50 GB/s
     p, m, tF, tB, nbytes = 4, 6, 2e-3, 4e-3, 16e6
     s = build("gpipe", p=p, m=m)
-    costs = CostModel({"F": (tF,) * p, "B": (tB,) * p, "I": (tB / 2,) * p, "W": (tB / 2,) * p}, (1.0,) * p,
-                      (0.0,) * p, (nbytes,) * (p - 1), (0.0,) * p, time_unit="s", memory_unit="bytes")
+    costs = CostModel(
+        {"F": (tF,) * p, "B": (tB,) * p, "I": (tB / 2,) * p, "W": (tB / 2,) * p},
+        (1.0,) * p,
+        (0.0,) * p,
+        (nbytes,) * (p - 1),
+        (0.0,) * p,
+        time_unit="s",
+        memory_unit="bytes",
+    )
     c = 10e-6 + nbytes / 50e9
     tl = run(s, costs, load_system("ib-ndr-cluster"), semantics="async")
     assert tl.makespan == pytest.approx((m + p - 1) * (tF + tB) + 2 * (p - 1) * c)
@@ -368,8 +430,25 @@ def test_cli_uses_costs_saved_in_a_json_schedule(tmp_path, capsys):
 
 
 def test_cli_stage_table(capsys):
-    assert main(["simulate", "1f1b", "-p", "4", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--stages",
-                 "--no-table", "--layers-per-stage", "9,6,6,3"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "1f1b",
+                "-p",
+                "4",
+                "--system",
+                "dgx-h100",
+                "--model",
+                "gpt3-1.3b",
+                "--stages",
+                "--no-table",
+                "--layers-per-stage",
+                "9,6,6,3",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     rows = [ln.split() for ln in out.splitlines() if ln.strip()[:1].isdigit() and "ms" in ln and "GiB" in ln]
     assert [r[1] for r in rows[:4]] == ["9", "6", "6", "3"]

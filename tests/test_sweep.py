@@ -20,8 +20,14 @@ from ppverify.errors import ScheduleFileError
 from ppverify.sweep import load_sweep, parse_sweep, pending_tasks, point_hash, read_store
 from ppverify.sweep_exec import run_sweep
 
-ABSTRACT = {"schedules": ["gpipe", "1f1b"], "p": [2, 4], "m": [2, 4], "costs": {"F": 1, "B": 2},
-            "comm_delays": [0, 0.5], "levels": ["slot"]}
+ABSTRACT = {
+    "schedules": ["gpipe", "1f1b"],
+    "p": [2, 4],
+    "m": [2, 4],
+    "costs": {"F": 1, "B": 2},
+    "comm_delays": [0, 0.5],
+    "levels": ["slot"],
+}
 
 
 def _write(tmp_path: Path, data, name="sw.yaml") -> Path:
@@ -38,27 +44,39 @@ def test_grid_expansion_counts():
 
 
 def test_preset_grid():
-    spec = parse_sweep({"schedules": ["gpipe"], "p": 4, "m": [4, 8], "systems": ["dgx-h100", "ethernet-100g"],
-                        "models": ["gpt3-1.3b"], "levels": ["slot"]})
+    spec = parse_sweep(
+        {
+            "schedules": ["gpipe"],
+            "p": 4,
+            "m": [4, 8],
+            "systems": ["dgx-h100", "ethernet-100g"],
+            "models": ["gpt3-1.3b"],
+            "levels": ["slot"],
+        }
+    )
     assert sorted(c.label for c in spec.configs) == sorted(
-        f"p=4 m={m} {s} gpt3-1.3b" for s in ("dgx-h100", "ethernet-100g") for m in (4, 8))
+        f"p=4 m={m} {s} gpt3-1.3b" for s in ("dgx-h100", "ethernet-100g") for m in (4, 8)
+    )
 
 
-@pytest.mark.parametrize("data,key,rule", [
-    ({**ABSTRACT, "colour": 1}, "colour", "unknown key"),
-    ({**ABSTRACT, "p": [0]}, "p", "integer >= 1"),
-    ({**ABSTRACT, "m": "x"}, "m", "integer >= 1"),
-    ({**ABSTRACT, "schedules": ["nosuch"]}, "schedules[0].family", "unknown schedule family"),
-    ({**ABSTRACT, "schedules": [{"family": "gpipe", "v": 2}]}, "schedules[0].v", "no parameter"),
-    ({**ABSTRACT, "schedules": []}, "schedules", "non-empty list"),
-    ({**ABSTRACT, "levels": ["magic"]}, "levels", "unknown level"),
-    ({**ABSTRACT, "costs": {"F": 1, "X": 2}}, "costs", "unknown kind"),
-    ({**ABSTRACT, "comm_delays": [-1]}, "comm_delays", ">= 0"),
-    ({**ABSTRACT, "systems": ["dgx-h100"]}, "costs", "not both"),
-    ({"schedules": ["gpipe"], "systems": ["nosuch"], "models": ["gpt3-1.3b"]}, "systems", "unknown preset"),
-    ({**ABSTRACT, "time_limit": 0}, "time_limit", "> 0"),
-    ([1, 2], "", "YAML mapping"),
-])
+@pytest.mark.parametrize(
+    "data,key,rule",
+    [
+        ({**ABSTRACT, "colour": 1}, "colour", "unknown key"),
+        ({**ABSTRACT, "p": [0]}, "p", "integer >= 1"),
+        ({**ABSTRACT, "m": "x"}, "m", "integer >= 1"),
+        ({**ABSTRACT, "schedules": ["nosuch"]}, "schedules[0].family", "unknown schedule family"),
+        ({**ABSTRACT, "schedules": [{"family": "gpipe", "v": 2}]}, "schedules[0].v", "no parameter"),
+        ({**ABSTRACT, "schedules": []}, "schedules", "non-empty list"),
+        ({**ABSTRACT, "levels": ["magic"]}, "levels", "unknown level"),
+        ({**ABSTRACT, "costs": {"F": 1, "X": 2}}, "costs", "unknown kind"),
+        ({**ABSTRACT, "comm_delays": [-1]}, "comm_delays", ">= 0"),
+        ({**ABSTRACT, "systems": ["dgx-h100"]}, "costs", "not both"),
+        ({"schedules": ["gpipe"], "systems": ["nosuch"], "models": ["gpt3-1.3b"]}, "systems", "unknown preset"),
+        ({**ABSTRACT, "time_limit": 0}, "time_limit", "> 0"),
+        ([1, 2], "", "YAML mapping"),
+    ],
+)
 def test_malformed_config_names_file_and_key(tmp_path, data, key, rule):
     path = _write(tmp_path, data)
     with pytest.raises(ScheduleFileError) as exc:
@@ -78,6 +96,7 @@ def test_bad_yaml_and_cli_error(tmp_path, capsys):
 def test_hash_is_content_based():
     a = pending_tasks(parse_sweep(ABSTRACT), set())
     b = pending_tasks(parse_sweep({**ABSTRACT, "name": "renamed"}), set())
+
     def hashes(tasks):
         return [h for t in tasks for _, _, hs in t.items for h in hs]
 
@@ -115,13 +134,31 @@ def test_torn_line_dropped_on_resume(tmp_path):
 
 def test_kill_midway_then_resume(tmp_path):
     # big enough that it cannot finish before we kill it (384 rows, a few seconds)
-    cfg = {"schedules": ["gpipe", "1f1b"], "p": [2, 3, 4, 5, 6, 7, 8, 9], "m": list(range(8, 20)),
-           "costs": {"F": 1, "B": 2}, "comm_delays": [0, 0.5], "levels": ["slot"]}
+    cfg = {
+        "schedules": ["gpipe", "1f1b"],
+        "p": [2, 3, 4, 5, 6, 7, 8, 9],
+        "m": list(range(8, 20)),
+        "costs": {"F": 1, "B": 2},
+        "comm_delays": [0, 0.5],
+        "levels": ["slot"],
+    }
     path = _write(tmp_path, cfg)
     store = tmp_path / "store.jsonl"
     spec = load_sweep(path)
-    cmd = [sys.executable, "-m", "ppverify", "sweep", str(path), "--store", str(store), "--workers", "1",
-           "--batch", "1", "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ppverify",
+        "sweep",
+        str(path),
+        "--store",
+        str(store),
+        "--workers",
+        "1",
+        "--batch",
+        "1",
+        "--no-progress",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -169,7 +206,9 @@ def test_cli_dry_run(tmp_path, capsys):
 def test_example_config_is_valid():
     spec = load_sweep(Path(__file__).resolve().parents[1] / "examples" / "sweep.yaml")
     assert spec.num_points > 100 and "async" in spec.levels
-    assert point_hash(spec.entries[0], spec.configs[0], "slot", 1, 1) == point_hash(spec.entries[0], spec.configs[0], "slot", 2, 2)
+    assert point_hash(spec.entries[0], spec.configs[0], "slot", 1, 1) == point_hash(
+        spec.entries[0], spec.configs[0], "slot", 2, 2
+    )
 
 
 def test_file_entry_keyed_by_content(tmp_path):
@@ -177,8 +216,16 @@ def test_file_entry_keyed_by_content(tmp_path):
     from ppverify.schedules import build
 
     save_json(build("1f1b", p=2, m=2), tmp_path / "mine.json")
-    path = _write(tmp_path, {"schedules": [{"file": "mine.json"}, "gpipe"], "p": 2, "m": [2, 3],
-                             "costs": {"F": 1, "B": 2}, "levels": ["slot"]})
+    path = _write(
+        tmp_path,
+        {
+            "schedules": [{"file": "mine.json"}, "gpipe"],
+            "p": 2,
+            "m": [2, 3],
+            "costs": {"F": 1, "B": 2},
+            "levels": ["slot"],
+        },
+    )
     spec = load_sweep(path)
     df = run_sweep(spec, tmp_path / "s.jsonl", workers=1).set_index(["m", "schedule"])
     assert df.at[(2, "mine"), "makespan"] == 9.0  # (m+p-1)(tF+tB)

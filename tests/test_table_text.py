@@ -11,8 +11,13 @@ from ppverify.engines import run
 from ppverify.engines.table import format_table
 from ppverify.errors import ParameterError, ScheduleFileError
 from ppverify.io.table_text import (
-    format_schedule_table, load_table, parse_paper_table, parse_table, parse_torch_grid,
-    programs_from_cells, schedule_from_programs,
+    format_schedule_table,
+    load_table,
+    parse_paper_table,
+    parse_table,
+    parse_torch_grid,
+    programs_from_cells,
+    schedule_from_programs,
 )
 from ppverify.ops import Comm, Marker, Op, Overlap, compute_ops, format_action
 from ppverify.placement import bidirectional, linear
@@ -125,8 +130,10 @@ def test_overlapped_slots_render_whole_and_round_trip():
 def torch_format(programs, error_step=None):
     import torch.distributed.pipelining.schedules as sched
 
-    order = {r: [None if a is None else sched._Action.from_str(format_action(a)) for a in prog]
-             for r, prog in enumerate(programs)}
+    order = {
+        r: [None if a is None else sched._Action.from_str(format_action(a)) for a in prog]
+        for r, prog in enumerate(programs)
+    }
     return sched._format_pipeline_order(order, error_step)
 
 
@@ -152,7 +159,14 @@ def test_pytorchs_grid_with_comms_markers_wide_cells_and_error_marker():
     # a wide overlapped cell pushes its row right in PyTorch's layout (its column widths come from
     # the step labels, not the cells); ranks of different lengths; SEND/RECV and FSDP markers
     programs = (
-        (Marker("UNSHARD", 0), Op("F", 0, 0), Comm("SEND_F", 0, 0), None, Overlap((Op("F", 0, 1), Op("B", 3, 0))), None),
+        (
+            Marker("UNSHARD", 0),
+            Op("F", 0, 0),
+            Comm("SEND_F", 0, 0),
+            None,
+            Overlap((Op("F", 0, 1), Op("B", 3, 0))),
+            None,
+        ),
         (None, Comm("RECV_F", 1, 0), Op("F", 1, 0), Op("B", 1, 0), None, Op("W", 1, 0), Marker("REDUCE_GRAD", 1)),
         (None, None, None, Comm("RECV_B", 2, 0)),
     )
@@ -164,21 +178,28 @@ def test_pytorchs_grid_with_comms_markers_wide_cells_and_error_marker():
 # --------------------------------------------------------------------------- errors
 
 
-@pytest.mark.parametrize("text,location,rule", [
-    ("dev 0 0F0", "line 1", "not a table: expected a 'tick 0 1 ...' or 'Rank 0 Rank 1 ...' header"),
-    ("tick 0 2\ndev 0 0F0 0B0", "line 1", "number the columns 0, 1, 2"),
-    ("tick 0 1\ndev 1 0F0 0B0", "line 2", "expected dev 0"),
-    ("tick 0 1\ndev 0 0F0", "line 2", "has 1 cells; the header has 2 ticks"),
-    ("tick 0 1\ndev 0 0F0 0Z0", "line 2 (tick 1)", "'0Z0' is not an action"),
-    ("tick 0 1\nrow 0 0F0 0B0", "line 2", "expected a row 'dev 0"),
-    ("        Rank 0\nStep 1: 0F0", "line 2", "expected Step 0"),
-    ("        Rank 0 Rank 1\nStep 0: 0F0\nStep 1:   0F1", "line 3 column 11", "cell of rank 0 is not aligned under its 'Rank 0' header"),
-    ("        Rank 0\nStep 0: 0F0\nStep 1: 0B0 0F1 1F0", "line 3 column 13", "more cells than ranks"),
-    ("        Rank 0 Rank 1\nStep 0: ~      0F0", "line 2 (rank 0)", "cell before it is idle"),
-    ("        Rank 0\nStep 0: 0F0\nStep 1: 0Q0", "line 3 (rank 0)", "'0Q0' is not an action"),
-    ("        Rank 1", "line 1", "Rank 0, Rank 1, ... in order"),
-    ("hello", "line 1", "not a table"),
-])
+@pytest.mark.parametrize(
+    "text,location,rule",
+    [
+        ("dev 0 0F0", "line 1", "not a table: expected a 'tick 0 1 ...' or 'Rank 0 Rank 1 ...' header"),
+        ("tick 0 2\ndev 0 0F0 0B0", "line 1", "number the columns 0, 1, 2"),
+        ("tick 0 1\ndev 1 0F0 0B0", "line 2", "expected dev 0"),
+        ("tick 0 1\ndev 0 0F0", "line 2", "has 1 cells; the header has 2 ticks"),
+        ("tick 0 1\ndev 0 0F0 0Z0", "line 2 (tick 1)", "'0Z0' is not an action"),
+        ("tick 0 1\nrow 0 0F0 0B0", "line 2", "expected a row 'dev 0"),
+        ("        Rank 0\nStep 1: 0F0", "line 2", "expected Step 0"),
+        (
+            "        Rank 0 Rank 1\nStep 0: 0F0\nStep 1:   0F1",
+            "line 3 column 11",
+            "cell of rank 0 is not aligned under its 'Rank 0' header",
+        ),
+        ("        Rank 0\nStep 0: 0F0\nStep 1: 0B0 0F1 1F0", "line 3 column 13", "more cells than ranks"),
+        ("        Rank 0 Rank 1\nStep 0: ~      0F0", "line 2 (rank 0)", "cell before it is idle"),
+        ("        Rank 0\nStep 0: 0F0\nStep 1: 0Q0", "line 3 (rank 0)", "'0Q0' is not an action"),
+        ("        Rank 1", "line 1", "Rank 0, Rank 1, ... in order"),
+        ("hello", "line 1", "not a table"),
+    ],
+)
 def test_table_errors_are_located(text, location, rule):
     with pytest.raises(ScheduleFileError) as err:
         parse_table(text, path="t.txt")
@@ -215,24 +236,28 @@ def test_every_pytorch_schedule_class_grid_parses_back():
     """PyTorch's own action lists (built by its schedule classes), printed by its own formatter,
     parse back into exactly those lists (REDUCE_GRAD markers and idle steps included)."""
     import torch.distributed.pipelining.schedules as sched
+
     from ppverify.io.torch_interop import TORCH_CLASSES, torch_pipeline_order
 
     for name in TORCH_CLASSES:
         for p, m in ((2, 4), (4, 8)):
             order = torch_pipeline_order(name, p, m)
             want = strip_trailing_idle(
-                tuple(tuple(None if a is None else str(a) for a in order[r]) for r in sorted(order)))
-            got = tuple(tuple(None if a is None else format_action(a) for a in prog)
-                        for prog in parse_torch_grid(sched._format_pipeline_order(order)))
+                tuple(tuple(None if a is None else str(a) for a in order[r]) for r in sorted(order))
+            )
+            got = tuple(
+                tuple(None if a is None else format_action(a) for a in prog)
+                for prog in parse_torch_grid(sched._format_pipeline_order(order))
+            )
             assert got == want, (name, p, m)
 
 
 # --------------------------------------------------------------------------- property: random valid schedules
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ppverify.dag import build_dag  # noqa: E402
+from ppverify.dag import build_dag
 
 
 @st.composite
@@ -272,15 +297,23 @@ def test_random_valid_schedules_round_trip_through_tables(case, style):
     assert np.array_equal(ta.start, tb.start) and np.array_equal(ta.end, tb.end)
 
 
-@given(st.sampled_from(["paper", "torch"]), st.lists(
-    st.tuples(st.integers(0, 10_000), st.sampled_from(["", " ", ".", "~", "0", "9", "F", "B", "\n", ":", "Step 1:", "Rank 7", "dev 3"])),
-    min_size=1, max_size=4))
+@given(
+    st.sampled_from(["paper", "torch"]),
+    st.lists(
+        st.tuples(
+            st.integers(0, 10_000),
+            st.sampled_from(["", " ", ".", "~", "0", "9", "F", "B", "\n", ":", "Step 1:", "Rank 7", "dev 3"]),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
 @settings(max_examples=150, deadline=None)
 def test_any_corrupted_table_is_a_located_error_or_parses(style, edits):
     text = format_schedule_table(build("1f1b", 3, 3), style=style)
     for pos, ins in edits:
         pos %= len(text) + 1
-        text = text[:pos] + ins + text[pos + 1:]  # replace one character (or delete it)
+        text = text[:pos] + ins + text[pos + 1 :]  # replace one character (or delete it)
     try:
         parse_table(text, path="t.txt")
     except ScheduleFileError as exc:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from ppverify.cli import main
 from ppverify.io import load_schedule
 from ppverify.io.torch_csv import load_csv
@@ -82,8 +80,10 @@ def test_export_comms_flavour_and_json(tmp_path, capsys):
     assert main(["export", "gpipe", "-p", "2", "-m", "1", "--format", "torch-csv-comms"]) == 0
     # PyTorch's runtime lowering by hand: UNSHARD before the first use, REDUCE_GRAD after the last
     # B, RESHARD at the end, then the SEND/RECV pass (each marker takes a round of it)
-    assert capsys.readouterr().out == ("0UNSHARD,0F0,0SEND_F0,0RECV_B0,0B0,0REDUCE_GRAD,0RESHARD\n"
-                                       "1UNSHARD,1RECV_F0,1F0,1B0,1SEND_B0,1REDUCE_GRAD,1RESHARD\n")
+    assert capsys.readouterr().out == (
+        "0UNSHARD,0F0,0SEND_F0,0RECV_B0,0B0,0REDUCE_GRAD,0RESHARD\n"
+        "1UNSHARD,1RECV_F0,1F0,1B0,1SEND_B0,1REDUCE_GRAD,1RESHARD\n"
+    )
     j = tmp_path / "s.json"
     assert main(["export", str(DATA / "dualpipev_4rank_10mb.csv"), "--format", "json", "-o", str(j)]) == 0
     back = load_schedule(j)
@@ -94,9 +94,6 @@ def test_export_comms_flavour_and_json(tmp_path, capsys):
 def test_export_two_pipes_refused(capsys):
     assert main(["export", "dualpipe", "-p", "4", "-m", "8"]) == 2
     assert "two-pipe" in capsys.readouterr().err
-
-
-import ppverify.io.torch_interop as torch_interop
 
 
 def test_import_torch_class_shows_1f1b_bug(capsys):

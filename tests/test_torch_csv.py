@@ -107,8 +107,10 @@ def test_given_m_reports_missing_microbatches_instead_of_shrinking():
     rows = [["0F0", "0B0"]]
     assert parse_rows(rows).m == 1
     s = parse_rows(rows, m=2)
-    assert structural_problems(s) == ["op 0F1 is missing (should run on device 0)",
-                                      "op 0B1 is missing (should run on device 0)"]
+    assert structural_problems(s) == [
+        "op 0F1 is missing (should run on device 0)",
+        "op 0B1 is missing (should run on device 0)",
+    ]
 
 
 def test_markers_are_kept_and_free_in_time(tmp_path):
@@ -147,8 +149,9 @@ def test_unknown_flavour_is_rejected():
         to_rows(build("gpipe", p=2, m=1), "compute")
 
 
-@pytest.mark.parametrize("family,params", [("gpipe", {}), ("1f1b", {}), ("interleaved-1f1b", {"v": 2}),
-                                           ("1f1b-split", {})])
+@pytest.mark.parametrize(
+    "family,params", [("gpipe", {}), ("1f1b", {}), ("interleaved-1f1b", {"v": 2}), ("1f1b-split", {})]
+)
 def test_family_exports_reload_identically(family, params, tmp_path):
     s = build(family, p=4, m=8, **params)
     f = tmp_path / "s.csv"
@@ -161,12 +164,20 @@ def test_family_exports_reload_identically(family, params, tmp_path):
 
 # --- properties --------------------------------------------------------------------------------
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ppverify.errors import PPVerifyError  # noqa: E402
+from ppverify.errors import PPVerifyError
 
-ONE_PIPE = [("gpipe", {}), ("1f1b", {}), ("zb-h1", {}), ("zbv", {}), ("looped-bfs", {"v": 2}),
-            ("interleaved-1f1b", {"v": 2}), ("dualpipev", {})]
+ONE_PIPE = [
+    ("gpipe", {}),
+    ("1f1b", {}),
+    ("zb-h1", {}),
+    ("zbv", {}),
+    ("looped-bfs", {"v": 2}),
+    ("interleaved-1f1b", {"v": 2}),
+    ("dualpipev", {}),
+]
 
 
 @settings(max_examples=40, deadline=None)
@@ -194,8 +205,13 @@ def test_round_trip_with_idle_slots_and_markers(fam, p, k, data):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.text(alphabet="0123456789FBIWSENDRCV_();OVERLAPUNSHAR x", max_size=12), max_size=5),
-                min_size=1, max_size=4))
+@given(
+    st.lists(
+        st.lists(st.text(alphabet="0123456789FBIWSENDRCV_();OVERLAPUNSHAR x", max_size=12), max_size=5),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_any_cells_parse_or_raise_a_located_error(rows):
     try:
         parse_rows(rows, "f.csv")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+import ppverify.io.torch_interop as ti  # torch is a test dependency (make test installs the torch extra)
 from ppverify.costs import CostModel
 from ppverify.dag import structural_problems
 from ppverify.engines import run
@@ -13,8 +14,6 @@ from ppverify.engines.torch_steps import add_send_recv
 from ppverify.errors import DeadlockError, InvalidScheduleError
 from ppverify.io.torch_csv import parse_rows, save_csv, to_rows
 from ppverify.schedules import build
-
-import ppverify.io.torch_interop as ti  # torch is a test dependency (make test installs the torch extra)
 
 MARKERS = ("UNSHARD", "RESHARD", "REDUCE_GRAD")
 
@@ -47,12 +46,16 @@ def test_every_pytorch_class_imports_valid_except_1f1b_last_rank():
         probs = structural_problems(s)
         if name == "1F1B":
             last = p - 1
-            assert probs == [f"op {last}F{m} on device {last}: stage must be in 0..{last} and microbatch in 0..{m - 1}",
-                             f"op {last}F0 is missing (should run on device {last})"], (p, m)
+            assert probs == [
+                f"op {last}F{m} on device {last}: stage must be in 0..{last} and microbatch in 0..{m - 1}",
+                f"op {last}F0 is missing (should run on device {last})",
+            ], (p, m)
             if check is not None:
                 r = check(s)
-                assert [(v.prop, v.ops) for v in r.violations] == [("completeness", (f"{last}F{m}",)),
-                                                                   ("completeness", (f"{last}F0",))]
+                assert [(v.prop, v.ops) for v in r.violations] == [
+                    ("completeness", (f"{last}F{m}",)),
+                    ("completeness", (f"{last}F0",)),
+                ]
             continue
         assert probs == [], (name, p, m, v, probs[:3])
         # in-order execution completes (idle slots kept, one tick each) under both engines
@@ -88,9 +91,19 @@ def test_pytorch_refuses_what_it_refuses():
         ti.torch_pipeline_order("ZBVZeroBubble", 2, 4, v=3)
 
 
-EXPORTS = [("gpipe", {}), ("1f1b", {}), ("1f1b-split", {}), ("interleaved-1f1b", {"v": 2}), ("looped-bfs", {"v": 2}),
-           ("interleaved-zb", {"v": 2}),
-           ("zb-h1", {}), ("zb-h2", {}), ("zbv", {}), ("dualpipev", {}), ("hanayo", {"waves": 1})]
+EXPORTS = [
+    ("gpipe", {}),
+    ("1f1b", {}),
+    ("1f1b-split", {}),
+    ("interleaved-1f1b", {"v": 2}),
+    ("looped-bfs", {"v": 2}),
+    ("interleaved-zb", {"v": 2}),
+    ("zb-h1", {}),
+    ("zb-h2", {}),
+    ("zbv", {}),
+    ("dualpipev", {}),
+    ("hanayo", {"waves": 1}),
+]
 
 
 @pytest.mark.parametrize("family,params", EXPORTS)
@@ -114,7 +127,9 @@ def same_lowering(s, lowered):
     for r, row in lowered.items():
         compute = [a for a in row if not any(k in a for k in comm) and not a.endswith(MARKERS)]
         assert compute == [str(a) for a in s.programs[r] if a is not None]
-        assert sorted(a for a in row if any(k in a for k in comm)) == sorted(a for a in ours[r] if any(k in a for k in comm))
+        assert sorted(a for a in row if any(k in a for k in comm)) == sorted(
+            a for a in ours[r] if any(k in a for k in comm)
+        )
 
 
 def test_pytorch_runtime_loads_cp_sat_optimal_schedules():
@@ -141,6 +156,7 @@ def test_pytorch_runtime_loads_its_own_fixture(tmp_path):
 
 
 # --- where PyTorch's validation passes and ppverify's fails -----------------------------------
+
 
 def gap_case(rows, prop=None, **kw):
     s = parse_rows(rows, **kw)

@@ -20,8 +20,7 @@ from ppverify.verify import verify
 
 GRID = [(p, m, v) for p in (3, 5, 7) for m in (5, 6, 9, 14) for v in (2, 3)]
 #: ppverify family -> PyTorch class; v is the stages per rank
-TWINS = {"interleaved-1f1b": "Interleaved1F1B", "interleaved-zb": "InterleavedZeroBubble",
-         "looped-bfs": "LoopedBFS"}
+TWINS = {"interleaved-1f1b": "Interleaved1F1B", "interleaved-zb": "InterleavedZeroBubble", "looped-bfs": "LoopedBFS"}
 
 
 def pytorch_accepts(cls: str, p: int, m: int, v: int) -> bool:
@@ -51,8 +50,10 @@ def test_grid_same_order_as_pytorch_and_valid(family):
             megatron = build(family, p=p, m=m, v=v, order="megatron")
             assert order_differences(megatron, theirs) != []
             costs = CostModel.abstract(ours.placement, F=1, B=2)
-            assert run(megatron, costs, semantics="slot").makespan == \
-                run(torch_schedule(cls, p, m, v, strip_idle=True), costs, semantics="slot").makespan
+            assert (
+                run(megatron, costs, semantics="slot").makespan
+                == run(torch_schedule(cls, p, m, v, strip_idle=True), costs, semantics="slot").makespan
+            )
         report = verify(ours)
         assert report.valid, report.to_text()
         compared += 1
@@ -62,8 +63,7 @@ def test_grid_same_order_as_pytorch_and_valid(family):
 def test_new_sizes_cli_verify_valid(capsys):
     from ppverify.cli import main
 
-    for family, p, m, v in [("interleaved-1f1b", 5, 6, 2), ("interleaved-1f1b", 7, 9, 3),
-                            ("interleaved-zb", 7, 9, 2)]:
+    for family, p, m, v in [("interleaved-1f1b", 5, 6, 2), ("interleaved-1f1b", 7, 9, 3), ("interleaved-zb", 7, 9, 2)]:
         assert main(["verify", family, "-p", str(p), "-m", str(m), "--v", str(v)]) == 0
         assert capsys.readouterr().out.startswith(f"VALID: {family} p={p} m={m} v={v}")
 
@@ -79,8 +79,9 @@ def test_formula_exact_on_the_grid():
                 continue
             f = formula_for("interleaved-1f1b", p, m, costs, v=v)
             assert f.makespan_kind == EXACT
-            assert run(s, CostModel.abstract(s.placement, **costs), semantics="slot").makespan == \
-                pytest.approx(f.makespan), (p, m, v, costs)
+            assert run(s, CostModel.abstract(s.placement, **costs), semantics="slot").makespan == pytest.approx(
+                f.makespan
+            ), (p, m, v, costs)
 
 
 def test_m_equals_p_peaks_and_makespan_both_orders():
@@ -106,10 +107,16 @@ def test_m_equals_p_peaks_and_makespan_both_orders():
 
 
 # every other family with a PyTorch twin: ppverify refuses nothing PyTorch accepts
-ALL_TWINS = {"gpipe": ("GPipe", (1,)), "1f1b": ("1F1B", (1,)), "zb-h1": ("InterleavedZeroBubble", (1,)),
-             "zbv": ("ZBVZeroBubble", (2,)), "dualpipev": ("DualPipeV", (2,)),
-             "looped-bfs": ("LoopedBFS", (1, 2, 3)), "interleaved-1f1b": ("Interleaved1F1B", (2, 3)),
-             "interleaved-zb": ("InterleavedZeroBubble", (1, 2, 3))}
+ALL_TWINS = {
+    "gpipe": ("GPipe", (1,)),
+    "1f1b": ("1F1B", (1,)),
+    "zb-h1": ("InterleavedZeroBubble", (1,)),
+    "zbv": ("ZBVZeroBubble", (2,)),
+    "dualpipev": ("DualPipeV", (2,)),
+    "looped-bfs": ("LoopedBFS", (1, 2, 3)),
+    "interleaved-1f1b": ("Interleaved1F1B", (2, 3)),
+    "interleaved-zb": ("InterleavedZeroBubble", (1, 2, 3)),
+}
 
 
 @pytest.mark.parametrize("family", sorted(ALL_TWINS))

@@ -22,17 +22,62 @@ from ppverify.schedules import build
 DATA = Path(__file__).parent / "data" / "torch"
 
 # PyTorch test_schedule.py, test_send_recv "simple_2_rank_2_stage" (expected 11 steps)
-SIMPLE_2_RANK_2_STAGE = [["0F0", "0F1", "   ", "0B0", "   ", "0B1"],
-                         ["   ", "1F0", "1B0", "1F1", "1B1", "   "]]
-SIMPLE_COMMS = [["0F0", "0SEND_F0", "0F1", "0SEND_F1", "0RECV_B0", "0B0", "0RECV_B1", "0B1"],
-                ["1RECV_F0", "1RECV_F1", "1F0", "1B0", "1SEND_B0", "1F1", "1B1", "1SEND_B1"]]
+SIMPLE_2_RANK_2_STAGE = [["0F0", "0F1", "   ", "0B0", "   ", "0B1"], ["   ", "1F0", "1B0", "1F1", "1B1", "   "]]
+SIMPLE_COMMS = [
+    ["0F0", "0SEND_F0", "0F1", "0SEND_F1", "0RECV_B0", "0B0", "0RECV_B1", "0B1"],
+    ["1RECV_F0", "1RECV_F1", "1F0", "1B0", "1SEND_B0", "1F1", "1B1", "1SEND_B1"],
+]
 # ... "v_2_rank_4_stage" (expected 24 steps); stage -> rank [0, 1, 1, 0]
-V_2_RANK_4_STAGE = [["0F0", "0F1", "   ", "3F0", "3B0", "3F1", "3B1", "0B0", "3W0", "0B1", "3W1", "0W0", "0W1"],
-                    ["   ", "1F0", "2F0", "1F1", "2F1", "2B0", "1B0", "2B1", "1B1", "2W0", "2W1", "1W0", "1W1"]]
-V_COMMS = [["0F0", "0SEND_F0", "0F1", "0SEND_F1", "3RECV_F0", "3F0", "3B0", "3SEND_B0", "3RECV_F1", "3F1",
-            "3B1", "3SEND_B1", "0RECV_B0", "0B0", "3W0", "0RECV_B1", "0B1", "3W1", "0W0", "0W1"],
-           ["1RECV_F0", "1RECV_F1", "1F0", "2F0", "2SEND_F0", "1F1", "2RECV_B0", "2F1", "2SEND_F1", "2B0",
-            "2RECV_B1", "1B0", "1SEND_B0", "2B1", "1B1", "1SEND_B1", "2W0", "2W1", "1W0", "1W1"]]
+V_2_RANK_4_STAGE = [
+    ["0F0", "0F1", "   ", "3F0", "3B0", "3F1", "3B1", "0B0", "3W0", "0B1", "3W1", "0W0", "0W1"],
+    ["   ", "1F0", "2F0", "1F1", "2F1", "2B0", "1B0", "2B1", "1B1", "2W0", "2W1", "1W0", "1W1"],
+]
+V_COMMS = [
+    [
+        "0F0",
+        "0SEND_F0",
+        "0F1",
+        "0SEND_F1",
+        "3RECV_F0",
+        "3F0",
+        "3B0",
+        "3SEND_B0",
+        "3RECV_F1",
+        "3F1",
+        "3B1",
+        "3SEND_B1",
+        "0RECV_B0",
+        "0B0",
+        "3W0",
+        "0RECV_B1",
+        "0B1",
+        "3W1",
+        "0W0",
+        "0W1",
+    ],
+    [
+        "1RECV_F0",
+        "1RECV_F1",
+        "1F0",
+        "2F0",
+        "2SEND_F0",
+        "1F1",
+        "2RECV_B0",
+        "2F1",
+        "2SEND_F1",
+        "2B0",
+        "2RECV_B1",
+        "1B0",
+        "1SEND_B0",
+        "2B1",
+        "1B1",
+        "1SEND_B1",
+        "2W0",
+        "2W1",
+        "1W0",
+        "1W1",
+    ],
+]
 
 
 def texts(schedule):
@@ -84,8 +129,14 @@ def test_torch_semantics_through_run():
     assert tl.semantics == "torch" and tl.makespan == 11.0 and tl.info["steps"] == 11
     assert len(tl.ops) == 8 and len(tl.transfers) == 4
     # every transfer goes from its SEND step to the end of its RECV step, forward before use
-    for k, src, dst, dst_op, t0, t1 in zip(tl.transfers.kind, tl.transfers.src_dev, tl.transfers.dst_dev,
-                                           tl.transfers.dst_op, tl.transfers.start, tl.transfers.end):
+    for k, src, dst, dst_op, t0, t1 in zip(
+        tl.transfers.kind,
+        tl.transfers.src_dev,
+        tl.transfers.dst_dev,
+        tl.transfers.dst_op,
+        tl.transfers.start,
+        tl.transfers.end,
+    ):
         assert src != dst and t1 > t0 and tl.start[dst_op] >= t1
 
 
@@ -188,12 +239,16 @@ def test_comm_problems_of_lowered_files():
     # GPipe p=2 m=1 lowered, then broken by hand in four ways
     base = [["0F0", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0", "1SEND_B0"]]
     assert comm_problems(parse_rows(base)) == []
-    assert comm_problems(parse_rows([base[0], ["1F0", "1B0", "1SEND_B0"]])) == ["1RECV_F0 is missing (rank 1, before 1F0)"]
+    assert comm_problems(parse_rows([base[0], ["1F0", "1B0", "1SEND_B0"]])) == [
+        "1RECV_F0 is missing (rank 1, before 1F0)"
+    ]
     assert comm_problems(parse_rows([["0SEND_F0", "0F0", "0RECV_B0", "0B0"], base[1]])) == [
-        "0SEND_F0 must come after 0F0 on rank 0"]
+        "0SEND_F0 must come after 0F0 on rank 0"
+    ]
     assert comm_problems(parse_rows([base[0], base[1] + ["1SEND_B0"]])) == ["1SEND_B0 appears 2 times"]
     assert comm_problems(parse_rows([base[0] + ["0SEND_B0"], base[1]])) == [
-        "0SEND_B0 on rank 0 matches no transfer between ranks"]
+        "0SEND_B0 on rank 0 matches no transfer between ranks"
+    ]
 
 
 def test_run_accepts_the_simulate_commands_options():

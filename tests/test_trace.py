@@ -9,7 +9,8 @@ import json
 from collections import defaultdict
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppverify.cli import main
 from ppverify.comm import FixedDelay
@@ -36,7 +37,7 @@ def by_ph(trace, ph):
 
 
 def test_processes_and_tracks(preset_trace):
-    tl, tr = preset_trace
+    _tl, tr = preset_trace
     meta = by_ph(tr, "M")
     procs = {e["pid"]: e["args"]["name"] for e in meta if e["name"] == "process_name"}
     assert procs == {d: f"device {d}" for d in range(4)}
@@ -92,7 +93,7 @@ def test_memory_counter(preset_trace):
     for d in range(4):
         assert peak[d] == pytest.approx(want[d])
     # starts at the weights alone
-    first = [e for e in counters if e["pid"] == 0][0]
+    first = next(e for e in counters if e["pid"] == 0)
     assert first["ts"] == 0 and first["args"]["bytes"] == pytest.approx(tl.static_memory()[0])
 
 
@@ -109,8 +110,26 @@ def test_abstract_units_scale_and_collectives():
 
 def test_cli_writes_trace(tmp_path, capsys):
     out = tmp_path / "t.json"
-    assert main(["simulate", "gpipe", "-p", "2", "-m", "2", "--system", "ethernet-100g", "--model", "gpt3-1.3b",
-                 "--trace", str(out), "--no-table"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "gpipe",
+                "-p",
+                "2",
+                "-m",
+                "2",
+                "--system",
+                "ethernet-100g",
+                "--model",
+                "gpt3-1.3b",
+                "--trace",
+                str(out),
+                "--no-table",
+            ]
+        )
+        == 0
+    )
     data = json.loads(out.read_text())
     assert data["otherData"]["semantics"] == "async" and data["traceEvents"]
     assert "trace written" in capsys.readouterr().out
@@ -136,7 +155,7 @@ def partial_overlaps(trace) -> list:
     for key, slices in lanes.items():
         slices.sort(key=lambda x: (x[0], -x[1]))
         for k, (a, b, name) in enumerate(slices):
-            for c, d, other in slices[k + 1:]:
+            for c, d, other in slices[k + 1 :]:
                 if c >= b - EPS:
                     break
                 if d > b + EPS:  # starts inside (a, b), ends after b
@@ -145,8 +164,11 @@ def partial_overlaps(trace) -> list:
 
 
 def enclosing(trace, pid, tid, ts) -> list[str]:
-    return [e["name"] for e in by_ph(trace, "X")
-            if e["pid"] == pid and e["tid"] == tid and e["ts"] - EPS <= ts <= e["ts"] + e["dur"] + EPS]
+    return [
+        e["name"]
+        for e in by_ph(trace, "X")
+        if e["pid"] == pid and e["tid"] == tid and e["ts"] - EPS <= ts <= e["ts"] + e["dur"] + EPS
+    ]
 
 
 def flow_problems(tl, trace) -> list:
@@ -172,8 +194,26 @@ def flow_problems(tl, trace) -> list:
 def test_issue_example_has_no_partial_overlaps(tmp_path):
     # async sends do not queue: with a delay of 5 and ops of 1 and 2, up to 5 sends share a link
     out = tmp_path / "ov.json"
-    assert main(["simulate", "gpipe", "-p", "4", "-m", "8", "--costs", "F=1,B=2", "--comm-delay", "5",
-                 "--trace", str(out), "--no-table"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "gpipe",
+                "-p",
+                "4",
+                "-m",
+                "8",
+                "--costs",
+                "F=1,B=2",
+                "--comm-delay",
+                "5",
+                "--trace",
+                str(out),
+                "--no-table",
+            ]
+        )
+        == 0
+    )
     trace = json.loads(out.read_text())
     assert partial_overlaps(trace) == []
     s = build("gpipe", p=4, m=8)

@@ -50,14 +50,26 @@ def test_every_family_valid_on_samples(family):
 
 
 def test_valid_lists_every_property():
-    r = verify(build("1f1b", p=4, m=8), memory_cap=4, makespan_le=11 * 3,
-               costs=CostModel.abstract(build("1f1b", p=4, m=8).placement, F=1, B=2))
+    r = verify(
+        build("1f1b", p=4, m=8),
+        memory_cap=4,
+        makespan_le=11 * 3,
+        costs=CostModel.abstract(build("1f1b", p=4, m=8).placement, F=1, B=2),
+    )
     assert r.valid
-    assert [p for p, _ in r.proved] == ["completeness", "placement", "dependencies", "exclusivity", "deadlock",
-                                        "memory", "timing"]
+    assert [p for p, _ in r.proved] == [
+        "completeness",
+        "placement",
+        "dependencies",
+        "exclusivity",
+        "deadlock",
+        "memory",
+        "timing",
+    ]
 
 
 # ---- completeness and placement ----
+
 
 def test_missing_extra_out_of_range_and_misplaced_ops_are_named():
     s = build("gpipe", p=2, m=2)
@@ -90,6 +102,7 @@ def test_mixing_full_and_split_backward_is_named():
 
 # ---- dependencies ----
 
+
 def test_backward_before_forward_core_is_the_pair():
     s = build("gpipe", p=2, m=1)
     r = verify(s.with_programs(progs("0B0 0F0", "1F0 1B0")))
@@ -105,7 +118,9 @@ def test_w_before_its_own_i():
     i, w = d0.index(op("0I0")), d0.index(op("0W0"))
     d0[i], d0[w] = d0[w], d0[i]
     r = verify(s.with_programs((tuple(d0), s.programs[1])))
-    assert [(v.prop, v.rule, set(v.ops)) for v in r.violations] == [("dependencies", "W after its own I", {"0I0", "0W0"})]
+    assert [(v.prop, v.rule, set(v.ops)) for v in r.violations] == [
+        ("dependencies", "W after its own I", {"0I0", "0W0"})
+    ]
 
 
 def test_cross_device_cycle_is_a_deadlock_with_its_waits():
@@ -126,6 +141,7 @@ def test_every_independent_violation_is_reported():
 
 
 # ---- deadlock under the two point-to-point semantics ----
+
 
 def test_rendezvous_ungrouped_1f1b_deadlocks_grouped_does_not():
     # the classic: 1F1B with a blocking SEND right after each F deadlocks in the steady state
@@ -171,14 +187,17 @@ def test_explicit_comms_deadlock_cycle_text():
 
 def test_missing_recv_waits_forever():
     s = build("gpipe", p=2, m=1)
-    progs_ = ((op("0F0"), Comm("SEND_F", 0, 0), Comm("RECV_B", 0, 0), op("0B0")),
-              (op("1F0"), op("1B0"), Comm("SEND_B", 1, 0)))
+    progs_ = (
+        (op("0F0"), Comm("SEND_F", 0, 0), Comm("RECV_B", 0, 0), op("0B0")),
+        (op("1F0"), op("1B0"), Comm("SEND_B", 1, 0)),
+    )
     r = verify(s.with_programs(progs_))
     assert [v.prop for v in r.violations] == ["deadlock"]
     assert "never received" in r.violations[0].message and r.violations[0].ops == ("1F0",)
 
 
 # ---- memory ----
+
 
 @pytest.mark.parametrize("p,m", [(4, 8), (4, 2), (3, 5)])
 def test_1f1b_memory_bound_min_p_minus_d_m(p, m):
@@ -210,6 +229,7 @@ def test_memory_in_share_units_for_interleaved():
 
 
 # ---- timing claims ----
+
 
 def test_gpipe_makespan_formula():
     # (m + p - 1)(tF + tB) = 7 * 3 = 21 for p = m = 4, F=1, B=2
@@ -250,6 +270,7 @@ def test_witness_respects_dependencies_and_exclusivity():
 
 # ---- CLI ----
 
+
 def test_cli_exit_codes_and_json(capsys, tmp_path):
     assert main(["verify", "1f1b", "-p", "4", "-m", "8"]) == 0
     out = capsys.readouterr().out
@@ -266,9 +287,18 @@ def test_cli_exit_codes_and_json(capsys, tmp_path):
 
 def test_cli_out_of_range_file_is_invalid_not_an_error(tmp_path, capsys):
     f = tmp_path / "s.json"
-    f.write_text(json.dumps({"format": "ppverify-schedule", "version": 1, "p": 2, "m": 1,
-                             "placement": {"name": "linear", "maps": [[0, 1]]},
-                             "programs": [["0F0", "0F9", "0B0"], ["1F0", "1B0", "3B0"]]}))
+    f.write_text(
+        json.dumps(
+            {
+                "format": "ppverify-schedule",
+                "version": 1,
+                "p": 2,
+                "m": 1,
+                "placement": {"name": "linear", "maps": [[0, 1]]},
+                "programs": [["0F0", "0F9", "0B0"], ["1F0", "1B0", "3B0"]],
+            }
+        )
+    )
     assert main(["verify", str(f)]) == 1
     out = capsys.readouterr().out
     assert "0F9" in out and "3B0" in out and out.count("does not exist") == 2
@@ -286,7 +316,9 @@ def test_memory_cap_in_bytes_with_presets(capsys):
     assert main(base + ["--memory-cap", str(4 * A - 1), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     # printed in GiB (4A = 47,815,065,600 B = 44.53125 GiB exactly), with enough digits to tell it from the cap
-    assert [v["message"] for v in data["violations"]] == ["device 0 holds 44.53125 GiB when 0F3 starts (cap 44.531249999 GiB)"]
+    assert [v["message"] for v in data["violations"]] == [
+        "device 0 holds 44.53125 GiB when 0F3 starts (cap 44.531249999 GiB)"
+    ]
     assert data["violations"][0]["core"] == ["0F0", "0F1", "0F2", "0F3"]
 
 
@@ -328,8 +360,10 @@ def test_large_problem_path_finds_the_same_violations(monkeypatch):
 
 def test_send_matching_no_transfer_is_named():
     s = build("gpipe", p=2, m=1)
-    progs_ = ((op("0F0"), Comm("SEND_F", 0, 0), Comm("SEND_F", 0, 5), Comm("RECV_B", 0, 0), op("0B0")),
-              (Comm("RECV_F", 1, 0), op("1F0"), op("1B0"), Comm("SEND_B", 1, 0)))
+    progs_ = (
+        (op("0F0"), Comm("SEND_F", 0, 0), Comm("SEND_F", 0, 5), Comm("RECV_B", 0, 0), op("0B0")),
+        (Comm("RECV_F", 1, 0), op("1F0"), op("1B0"), Comm("SEND_B", 1, 0)),
+    )
     r = verify(s.with_programs(progs_))
     assert [(v.prop, v.ops) for v in r.violations] == [("completeness", ("0SEND_F5",))]
     r = verify(s.with_programs(progs_), comm_semantics="rendezvous", group=False)

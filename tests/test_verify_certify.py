@@ -7,7 +7,8 @@ Run time: about 7 s CPU (40 s wall on the 2-core development machine at load 9).
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, assume, event, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
 
 from ppverify.costs import CostModel
 from ppverify.dag import build_dag_arrays, predecessors, split_pairs
@@ -19,8 +20,12 @@ from ppverify.verify.certify import derived_order_witness, memory_levels, struct
 from ppverify.verify.comm_model import insert_comms
 
 FAMILIES = sorted(f.name for f in families())
-SETTINGS = settings(max_examples=100, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=100,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 def essence(r):

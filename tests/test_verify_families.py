@@ -20,8 +20,9 @@ from ppverify.schedules import build, families
 from ppverify.verify import verify
 
 FAST_POINTS = {(2, 1), (2, 4), (4, 4), (4, 8), (6, 12), (8, 16), (3, 7), (16, 32)}
-SAMPLE = sorted({(p, m) for p in range(2, 17) for m in (1, p - 1, p + 1, 2 * p, 3 * p + 1, 4 * p, 64)
-                 if 1 <= m <= 64} - FAST_POINTS)
+SAMPLE = sorted(
+    {(p, m) for p in range(2, 17) for m in (1, p - 1, p + 1, 2 * p, 3 * p + 1, 4 * p, 64) if 1 <= m <= 64} - FAST_POINTS
+)
 
 
 def test_sample_size_is_as_stated():

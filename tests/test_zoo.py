@@ -23,10 +23,25 @@ from ppverify.ops import Overlap
 from ppverify.schedules import build, get_family
 
 DATA = Path(__file__).parent / "data" / "torch"
-ZOO = {"zb-h1": {}, "zb-h2": {}, "zbv": {}, "dualpipe": {}, "dualpipev": {}, "looped-bfs": {"v": 2},
-       "interleaved-zb": {"v": 2}}
-COSTS = [None, {"F": 1, "B": 2}, {"F": 1, "I": 1, "W": 1}, {"F": 1, "I": 2, "W": 1}, {"F": 2, "I": 1, "W": 1},
-         {"F": 1, "I": 1, "W": 2}, {"F": 1, "I": 1, "W": 0.5}, {"F": 2, "I": 2, "W": 1}]
+ZOO = {
+    "zb-h1": {},
+    "zb-h2": {},
+    "zbv": {},
+    "dualpipe": {},
+    "dualpipev": {},
+    "looped-bfs": {"v": 2},
+    "interleaved-zb": {"v": 2},
+}
+COSTS = [
+    None,
+    {"F": 1, "B": 2},
+    {"F": 1, "I": 1, "W": 1},
+    {"F": 1, "I": 2, "W": 1},
+    {"F": 2, "I": 1, "W": 1},
+    {"F": 1, "I": 1, "W": 2},
+    {"F": 1, "I": 1, "W": 0.5},
+    {"F": 2, "I": 2, "W": 1},
+]
 
 
 def grid(family):
@@ -168,9 +183,14 @@ def test_overlap_changes_dualpipe_timing():
 import ppverify.io.torch_interop as torch_interop  # torch is a test dependency
 
 # ppverify family -> (PyTorch class, stages per rank)
-SAME_AS_TORCH = {"looped-bfs": ("LoopedBFS", None), "zb-h1": ("InterleavedZeroBubble", 1),
-                 "interleaved-zb": ("InterleavedZeroBubble", None),
-                 "zbv": ("ZBVZeroBubble", 2), "dualpipev": ("DualPipeV", 2), "gpipe": ("GPipe", 1)}
+SAME_AS_TORCH = {
+    "looped-bfs": ("LoopedBFS", None),
+    "zb-h1": ("InterleavedZeroBubble", 1),
+    "interleaved-zb": ("InterleavedZeroBubble", None),
+    "zbv": ("ZBVZeroBubble", 2),
+    "dualpipev": ("DualPipeV", 2),
+    "gpipe": ("GPipe", 1),
+}
 
 
 @pytest.mark.parametrize("family", sorted(SAME_AS_TORCH))
@@ -179,7 +199,7 @@ def test_order_equals_pytorch(family):
     compared = 0
     for p in (2, 3, 4):
         for m in (1, 2, 3, 4, 6, 8, 10, 12, 16):
-            for vv in ([v] if v else [1, 2, 3]):
+            for vv in [v] if v else [1, 2, 3]:
                 params = {"v": vv} if family in ("looped-bfs", "interleaved-zb") else {}
                 try:
                     ours = build(family, p=p, m=m, **params)
@@ -210,8 +230,8 @@ def test_interleaved_equals_pytorch_and_megatron_differs_only_when_m_equals_p():
 
 
 def test_z3_verifier_proves_the_zoo():
-    from ppverify.verify import verify
     from ppverify.engines.torch_steps import add_send_recv
+    from ppverify.verify import verify
 
     for family in sorted(ZOO):
         for p, m, s in grid(family):

@@ -18,8 +18,8 @@ import pkgutil
 import signal
 import sys
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from ..errors import PPVerifyError
 from ..limits import DEFAULT_MAX_OPS, int_text, op_limit
@@ -27,8 +27,12 @@ from ..limits import DEFAULT_MAX_OPS, int_text, op_limit
 #: exit codes: 2 bad input (or a limit), 3 an internal error, 130/143 interrupted
 EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT, EXIT_TERM = 2, 3, 130, 143
 #: exceptions that hostile input provokes deep inside Python itself: bad input, not a bug
-_INPUT_FAILURES = {RecursionError: "input nested too deeply", MemoryError: "out of memory; the input is too large",
-                   OverflowError: "a number is too large", UnicodeError: "text that cannot be encoded or decoded"}
+_INPUT_FAILURES = {
+    RecursionError: "input nested too deeply",
+    MemoryError: "out of memory; the input is too large",
+    OverflowError: "a number is too large",
+    UnicodeError: "text that cannot be encoded or decoded",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -96,14 +100,26 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ppverify",
         description="Prove pipeline-parallel schedules correct, bound their speed, rank them with communication.",
     )
-    parser.add_argument("--debug", action="store_true",
-                        help="print the traceback of an internal error (exit code 3) instead of one line")
-    parser.add_argument("--max-ops", type=int, default=DEFAULT_MAX_OPS, metavar="N",
-                        help=f"refuse, before any work, input implying more than N compute ops (default {DEFAULT_MAX_OPS})")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the traceback of an internal error (exit code 3) instead of one line",
+    )
+    parser.add_argument(
+        "--max-ops",
+        type=int,
+        default=DEFAULT_MAX_OPS,
+        metavar="N",
+        help=f"refuse, before any work, input implying more than N compute ops (default {DEFAULT_MAX_OPS})",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for cmd in _commands():
-        sp = sub.add_parser(cmd.name, help=cmd.help, description=cmd.description or cmd.help,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        sp = sub.add_parser(
+            cmd.name,
+            help=cmd.help,
+            description=cmd.description or cmd.help,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         cmd.add_arguments(sp)
         sp.set_defaults(_run=cmd.run)
     return parser
@@ -195,12 +211,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         rule = next(v for k, v in _INPUT_FAILURES.items() if isinstance(exc, k))
         print(f"{command}: error: {rule} ({type(exc).__name__}: {one_line(str(exc))[:200]})", file=sys.stderr)
         return EXIT_INPUT
-    except Exception as exc:  # noqa: BLE001 - the last resort: a bug must not read as a verdict
+    except Exception as exc:
         if debug:
             traceback.print_exc()
             return EXIT_INTERNAL
-        print(f"{command}: internal error (a bug in ppverify; rerun with --debug for the traceback): "
-              f"{type(exc).__name__}: {one_line(str(exc))[:300]}", file=sys.stderr)
+        print(
+            f"{command}: internal error (a bug in ppverify; rerun with --debug for the traceback): "
+            f"{type(exc).__name__}: {one_line(str(exc))[:300]}",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
     return int(code or 0)
 
@@ -245,10 +264,8 @@ def _interrupt_solvers_on_signal(fd: int) -> None:
             if any(b in (signal.SIGINT, signal.SIGTERM) for b in data):
                 z3 = sys.modules.get("z3")
                 if z3 is not None:
-                    try:
+                    with contextlib.suppress(Exception):
                         z3.main_ctx().interrupt()
-                    except Exception:  # noqa: BLE001 - best effort: the exception follows anyway
-                        pass
     finally:
         os.close(fd)
 

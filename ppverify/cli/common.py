@@ -19,8 +19,11 @@ def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
     known to the registry (``--v``, ``--waves`` ...)."""
     from ..schedules import families
 
-    parser.add_argument("schedule", metavar="FAMILY|FILE",
-                        help="a registered family (see `ppverify list`) or a schedule file (.json, .csv)")
+    parser.add_argument(
+        "schedule",
+        metavar="FAMILY|FILE",
+        help="a registered family (see `ppverify list`) or a schedule file (.json, .csv)",
+    )
     parser.add_argument("-p", type=int, default=4, help="pipeline devices (default 4)")
     parser.add_argument("-m", type=int, default=None, help="microbatches per step (default: p)")
     seen: dict[str, Any] = {}
@@ -29,9 +32,14 @@ def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
             if pr.name in seen:
                 continue
             seen[pr.name] = pr
-            parser.add_argument(f"--{pr.name.replace('_', '-')}", dest=f"fam_{pr.name}", type=pr.type,
-                                default=None, metavar=pr.name.upper(),
-                                help=f"{pr.help} ({fam.name}" + ("" if pr.default is None else f"; default {pr.default}") + ")")
+            parser.add_argument(
+                f"--{pr.name.replace('_', '-')}",
+                dest=f"fam_{pr.name}",
+                type=pr.type,
+                default=None,
+                metavar=pr.name.upper(),
+                help=f"{pr.help} ({fam.name}" + ("" if pr.default is None else f"; default {pr.default}") + ")",
+            )
 
 
 def schedule_from_args(args: argparse.Namespace) -> Schedule:
@@ -55,11 +63,17 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
 
 def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
     """``--costs F=1,B=2`` (per device share; default: unit slots) and ``--comm-delay``."""
-    parser.add_argument("--costs", default=None,
-                        help="abstract op costs per device share, e.g. F=1,B=2 or F=1,I=1,W=1 "
-                             "(default: every op one slot)")
-    parser.add_argument("--comm-delay", type=float, default=None,
-                        help="every cross-device transfer takes this fixed time (abstract units)")
+    parser.add_argument(
+        "--costs",
+        default=None,
+        help="abstract op costs per device share, e.g. F=1,B=2 or F=1,I=1,W=1 (default: every op one slot)",
+    )
+    parser.add_argument(
+        "--comm-delay",
+        type=float,
+        default=None,
+        help="every cross-device transfer takes this fixed time (abstract units)",
+    )
 
 
 def costs_from_args(args: argparse.Namespace, schedule: Schedule) -> CostModel:
@@ -120,6 +134,7 @@ def print_json(data: Any) -> None:
           ]
         }
     """
+
     def default(o: Any) -> Any:
         if hasattr(o, "tolist"):
             return o.tolist()

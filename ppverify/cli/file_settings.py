@@ -57,8 +57,9 @@ def timing_from_file(args: argparse.Namespace, schedule: Schedule, ctx: PresetCo
     used = []
     if doc.costs is not None and not getattr(args, "costs", None):
         if doc.costs.num_stages != schedule.num_stages:
-            raise ScheduleFileError(path, "costs", f"describes {doc.costs.num_stages} stages; "
-                                    f"the placement has {schedule.num_stages}")
+            raise ScheduleFileError(
+                path, "costs", f"describes {doc.costs.num_stages} stages; the placement has {schedule.num_stages}"
+            )
         ctx = replace(ctx, costs=doc.costs)
         used.append("costs")
     stored = doc.comm

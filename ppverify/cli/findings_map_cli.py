@@ -18,16 +18,25 @@ def add_map_arguments(parser: argparse.ArgumentParser) -> None:
     """``--map``, ``--quick``, ``--store``, ``--plots``, ``--markdown``, ``--executor``, ``--workers``,
     ``--batch`` (``--out``, ``--json``, ``--levels`` and ``--no-progress`` are compare's own)."""
     g = parser.add_argument_group("findings map (with --findings --map)")
-    g.add_argument("--map", action="store_true",
-                   help="map where each finding holds over bandwidth, latency, microbatches, model size and p "
-                        "(a resumable sweep; about 2 minutes on 2 cores)")
+    g.add_argument(
+        "--map",
+        action="store_true",
+        help="map where each finding holds over bandwidth, latency, microbatches, model size and p "
+        "(a resumable sweep; about 2 minutes on 2 cores)",
+    )
     g.add_argument("--quick", action="store_true", help="the small map (48 configurations, seconds)")
-    g.add_argument("--store", help="JSON-lines store of the map's rows; rerunning resumes "
-                                   "(default findings-map[-quick].results.jsonl)")
+    g.add_argument(
+        "--store",
+        help="JSON-lines store of the map's rows; rerunning resumes (default findings-map[-quick].results.jsonl)",
+    )
     g.add_argument("--plots", metavar="DIR", help="write one phase diagram per finding (findings-map-KEY.png) into DIR")
     g.add_argument("--markdown", metavar="FILE.md", help="write the map as a Markdown section")
-    g.add_argument("--executor", choices=("local", "ray"), default="local",
-                   help="local process pool (default) or a Ray cluster (the store's folder must be shared)")
+    g.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local process pool (default) or a Ray cluster (the store's folder must be shared)",
+    )
     g.add_argument("--workers", type=int, default=None, help="local worker processes (default: CPU count)")
     g.add_argument("--batch", type=int, default=8, help="configurations per shipped batch (default 8)")
 
@@ -40,8 +49,9 @@ def run_map_command(args: argparse.Namespace) -> int:
     for opt in ("systems", "models", "ps", "ms", "costs", "comm_delay", "schedules"):
         if getattr(args, opt, None):
             name = {"ps": "p", "ms": "m"}.get(opt, opt.replace("_", "-"))
-            raise ParameterError(name, getattr(args, opt), "the findings map sweeps its own grid (see --quick); "
-                                                           "leave out this selection")
+            raise ParameterError(
+                name, getattr(args, opt), "the findings map sweeps its own grid (see --quick); leave out this selection"
+            )
     levels = [x.strip() for x in (args.levels or "async").split(",") if x.strip() and x.strip() != "formula"]
     if len(levels) != 1 or levels[0] not in ("slot", "async", "contention"):
         raise ParameterError("levels", args.levels, "the map takes one of slot, async, contention")
@@ -52,8 +62,15 @@ def run_map_command(args: argparse.Namespace) -> int:
     if args.markdown and Path(args.markdown).suffix.lower() != ".md":
         raise ParameterError("markdown", args.markdown, "expected a .md file")
     store = args.store or ("findings-map-quick.results.jsonl" if args.quick else "findings-map.results.jsonl")
-    res = run_map(QUICK_GRID if args.quick else DEFAULT_GRID, store, levels[0], args.executor, args.workers,
-                  args.batch, progress=not args.no_progress)
+    res = run_map(
+        QUICK_GRID if args.quick else DEFAULT_GRID,
+        store,
+        levels[0],
+        args.executor,
+        args.workers,
+        args.batch,
+        progress=not args.no_progress,
+    )
     seconds = time.perf_counter() - t0
     images: dict[str, str] = {}
     if args.plots:
@@ -67,14 +84,20 @@ def run_map_command(args: argparse.Namespace) -> int:
             (res.results.to_parquet if out.suffix.lower() == ".parquet" else res.results.to_csv)(tmp, index=False)
     if args.markdown:
         md = Path(args.markdown)
-        rel = {k: str(Path(v).resolve().relative_to(md.resolve().parent)) if Path(v).resolve().is_relative_to(
-            md.resolve().parent) else v for k, v in images.items()}
+        rel = {
+            k: str(Path(v).resolve().relative_to(md.resolve().parent))
+            if Path(v).resolve().is_relative_to(md.resolve().parent)
+            else v
+            for k, v in images.items()
+        }
         atomic_write(md, map_markdown(res, rel, seconds) + "\n", "--markdown")
     if args.json:
         print_json(dict(map_json(res), seconds=round(seconds, 1), store=str(store)))
         return 0
     print(format_map(res))
     written = [x for x in (args.out, args.markdown) if x] + ([f"{len(images)} plots in {args.plots}"] if images else [])
-    print(f"\n({seconds:.1f} s; rows in {store}" + (f"; wrote {', '.join(written)}" if written else "") + ")",
-          file=sys.stdout)
+    print(
+        f"\n({seconds:.1f} s; rows in {store}" + (f"; wrote {', '.join(written)}" if written else "") + ")",
+        file=sys.stdout,
+    )
     return 0

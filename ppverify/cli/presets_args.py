@@ -55,24 +55,46 @@ def add_preset_arguments(parser: argparse.ArgumentParser) -> None:
     from ..presets import available
 
     g = parser.add_argument_group("system and model presets (seconds and bytes instead of abstract units)")
-    g.add_argument("--system", default=None, metavar="NAME|FILE",
-                   help="system preset (" + ", ".join(available("systems")) + ") or a .yaml file")
-    g.add_argument("--model", default=None, metavar="NAME|FILE",
-                   help="LLM preset (" + ", ".join(available("llms")) + ") or a .yaml file")
-    g.add_argument("--mfu", type=float, default=DEFAULT_MFU,
-                   help=f"model FLOPs utilization of every op (default {DEFAULT_MFU})")
+    g.add_argument(
+        "--system",
+        default=None,
+        metavar="NAME|FILE",
+        help="system preset (" + ", ".join(available("systems")) + ") or a .yaml file",
+    )
+    g.add_argument(
+        "--model",
+        default=None,
+        metavar="NAME|FILE",
+        help="LLM preset (" + ", ".join(available("llms")) + ") or a .yaml file",
+    )
+    g.add_argument(
+        "--mfu", type=float, default=DEFAULT_MFU, help=f"model FLOPs utilization of every op (default {DEFAULT_MFU})"
+    )
     g.add_argument("--microbatch-size", type=int, default=1, help="sequences per microbatch (default 1)")
     g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (default: the model's)")
-    g.add_argument("--layers-per-stage", default=None, metavar="N,N,...",
-                   help="explicit layer split, one count per stage (default: even, remainder to middle stages)")
-    g.add_argument("--tp", type=int, default=1,
-                   help="tensor-parallel size per pipeline rank (divides compute, weights, activations "
-                        "and boundary bytes; sequence parallelism assumed; default 1)")
+    g.add_argument(
+        "--layers-per-stage",
+        default=None,
+        metavar="N,N,...",
+        help="explicit layer split, one count per stage (default: even, remainder to middle stages)",
+    )
+    g.add_argument(
+        "--tp",
+        type=int,
+        default=1,
+        help="tensor-parallel size per pipeline rank (divides compute, weights, activations "
+        "and boundary bytes; sequence parallelism assumed; default 1)",
+    )
     g.add_argument("--recompute", action="store_true", help="full activation recomputation (tB = 3 tF)")
-    g.add_argument("--flash-attention", action="store_true",
-                   help="drop the 5as/h attention term from activation memory")
-    g.add_argument("--ranks-per-node", type=int, default=None,
-                   help="pipeline ranks per node (default: every GPU of a node; 1 = pipeline across nodes)")
+    g.add_argument(
+        "--flash-attention", action="store_true", help="drop the 5as/h attention term from activation memory"
+    )
+    g.add_argument(
+        "--ranks-per-node",
+        type=int,
+        default=None,
+        help="pipeline ranks per node (default: every GPU of a node; 1 = pipeline across nodes)",
+    )
 
 
 @dataclass(frozen=True)
@@ -127,8 +149,18 @@ def preset_context_from_args(args: argparse.Namespace, schedule: Schedule) -> Pr
 
         system = load_system(system_name, getattr(args, "ranks_per_node", None))
         c = costs_from_args(args, schedule)
-        c = CostModel(c.duration, c.activation, c.freed_by_I, c.boundary_bytes, c.weight_bytes, c.overlap,
-                      "s", c.memory_unit, f"{c.label} s on {system.name}", c.extra)
+        c = CostModel(
+            c.duration,
+            c.activation,
+            c.freed_by_I,
+            c.boundary_bytes,
+            c.weight_bytes,
+            c.overlap,
+            "s",
+            c.memory_unit,
+            f"{c.label} s on {system.name}",
+            c.extra,
+        )
         return PresetContext(system_overhead(c, schedule.placement, system), system, system)
     if system_name is None or model_name is None:
         # a misspelt preset is the likelier mistake: name the available ones first
@@ -137,13 +169,18 @@ def preset_context_from_args(args: argparse.Namespace, schedule: Schedule) -> Pr
         else:
             load_llm(model_name)
         missing = "--model" if model_name is None else "--system"
-        raise ParameterError(missing.lstrip("-"), None,
-                             "--system and --model go together (durations in seconds need both the model's "
-                             "FLOPs and the device's peak); for abstract units use --costs and --comm-delay")
+        raise ParameterError(
+            missing.lstrip("-"),
+            None,
+            "--system and --model go together (durations in seconds need both the model's "
+            "FLOPs and the device's peak); for abstract units use --costs and --comm-delay",
+        )
     if costs_text:
         raise ParameterError("costs", costs_text, "abstract --costs cannot be combined with --system/--model")
     if delay is not None:
-        raise ParameterError("comm-delay", delay, "--comm-delay is abstract; with --system the links set transfer times")
+        raise ParameterError(
+            "comm-delay", delay, "--comm-delay is abstract; with --system the links set transfer times"
+        )
     system = load_system(system_name, getattr(args, "ranks_per_node", None))
     model = load_llm(model_name)
     training = Training(
@@ -157,8 +194,18 @@ def preset_context_from_args(args: argparse.Namespace, schedule: Schedule) -> Pr
     )
     sc = stage_costs(model, system.peak_flops, schedule.num_stages, training)
     costs = sc.cost_model()
-    costs = CostModel(costs.duration, costs.activation, costs.freed_by_I, costs.boundary_bytes, costs.weight_bytes,
-                      costs.overlap, costs.time_unit, costs.memory_unit, f"{costs.label} on {system.name}", costs.extra)
+    costs = CostModel(
+        costs.duration,
+        costs.activation,
+        costs.freed_by_I,
+        costs.boundary_bytes,
+        costs.weight_bytes,
+        costs.overlap,
+        costs.time_unit,
+        costs.memory_unit,
+        f"{costs.label} on {system.name}",
+        costs.extra,
+    )
     from ..overhead import system_overhead
 
     costs = system_overhead(costs, schedule.placement, system)  # the runtime's per-action time, if stated

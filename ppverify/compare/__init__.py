@@ -15,15 +15,43 @@ seed paper's findings checked over the computed results.
 
 from __future__ import annotations
 
-from .config import (DEFAULT_M, DEFAULT_MODELS, DEFAULT_SCHEDULES, DEFAULT_SYSTEMS, LEVEL_SEMANTICS, LEVELS,
-                     Config, ScheduleEntry, abstract_configs, default_configs, select_schedules)
+from .config import (
+    DEFAULT_M,
+    DEFAULT_MODELS,
+    DEFAULT_SCHEDULES,
+    DEFAULT_SYSTEMS,
+    LEVEL_SEMANTICS,
+    LEVELS,
+    Config,
+    ScheduleEntry,
+    abstract_configs,
+    default_configs,
+    select_schedules,
+)
 from .evaluate import LevelResult, PointResult, evaluate_point, resolve
 from .run import run_comparison
 from .table import COLUMNS, format_config_table, format_legend, rank_changes, to_frame
 
 __all__ = [
-    "COLUMNS", "Config", "DEFAULT_M", "DEFAULT_MODELS", "DEFAULT_SCHEDULES", "DEFAULT_SYSTEMS", "LEVELS",
-    "LEVEL_SEMANTICS", "LevelResult", "PointResult", "ScheduleEntry", "abstract_configs", "default_configs",
-    "evaluate_point", "format_config_table", "format_legend", "rank_changes", "resolve", "run_comparison",
-    "select_schedules", "to_frame",
+    "COLUMNS",
+    "DEFAULT_M",
+    "DEFAULT_MODELS",
+    "DEFAULT_SCHEDULES",
+    "DEFAULT_SYSTEMS",
+    "LEVELS",
+    "LEVEL_SEMANTICS",
+    "Config",
+    "LevelResult",
+    "PointResult",
+    "ScheduleEntry",
+    "abstract_configs",
+    "default_configs",
+    "evaluate_point",
+    "format_config_table",
+    "format_legend",
+    "rank_changes",
+    "resolve",
+    "run_comparison",
+    "select_schedules",
+    "to_frame",
 ]

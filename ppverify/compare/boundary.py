@@ -10,9 +10,9 @@ says "k of n points agree".
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -121,8 +121,9 @@ class Rule:
             body = f"{subject} {'everywhere' if self.holds_inside else 'nowhere'} on the grid"
         else:
             body = f"{subject} {'when' if self.holds_inside else 'unless'} {conds}"
-        agree = f"all {self.total} grid points agree" if self.exact else \
-            f"{self.matched} of {self.total} grid points agree"
+        agree = (
+            f"all {self.total} grid points agree" if self.exact else f"{self.matched} of {self.total} grid points agree"
+        )
         return f"{body} ({agree})"
 
 
@@ -138,7 +139,7 @@ def _merged(conditions: tuple[Condition, ...]) -> list[str]:
     """
     out: list[str] = []
     for i, c in enumerate(conditions):
-        other = next((o for o in conditions[i + 1:] if o.axis.column == c.axis.column), None)
+        other = next((o for o in conditions[i + 1 :] if o.axis.column == c.axis.column), None)
         if any(o.axis.column == c.axis.column for o in conditions[:i]):
             continue  # written with its partner
         if other is None or {c.op, other.op} != {"<=", ">="}:
@@ -165,8 +166,9 @@ def _candidates(frame: pd.DataFrame, axes: Sequence[Axis]) -> list[Condition]:
     return out
 
 
-def fit_rule(frame: pd.DataFrame, holds: str = "holds", axes: Sequence[Axis] = MAP_AXES,
-             max_conditions: int = 2) -> Rule:
+def fit_rule(
+    frame: pd.DataFrame, holds: str = "holds", axes: Sequence[Axis] = MAP_AXES, max_conditions: int = 2
+) -> Rule:
     """The rule with at most ``max_conditions`` conditions that agrees with the most verdicts in
     column ``holds`` (True/False; None rows are ignored). Ties go to fewer conditions, then to
     "holds when", then to the earlier axis and lower threshold.

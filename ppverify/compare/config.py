@@ -8,8 +8,9 @@ share) with a fixed per-hop delay. A *schedule entry* is a registered family wit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import ParameterError
 
@@ -128,7 +129,9 @@ class Config:
     def key(self) -> dict[str, Any]:
         """The columns that identify the configuration in result rows."""
         return {
-            "config": self.label, "p": self.p, "m": self.m,
+            "config": self.label,
+            "p": self.p,
+            "m": self.m,
             "system": self.system if not self.abstract else f"comm-delay={_num(self.comm_delay)}",
             "model": self.model if not self.abstract else ",".join(f"{k}={_num(v)}" for k, v in self.costs or ()),
         }
@@ -169,7 +172,9 @@ def abstract_configs(
     return [Config(p, m, costs=cs, comm_delay=float(c)) for c in delays for p in ps for m in ms]
 
 
-def select_schedules(names: list[str] | None, entries: tuple[ScheduleEntry, ...] = DEFAULT_SCHEDULES) -> tuple[ScheduleEntry, ...]:
+def select_schedules(
+    names: list[str] | None, entries: tuple[ScheduleEntry, ...] = DEFAULT_SCHEDULES
+) -> tuple[ScheduleEntry, ...]:
     """Entries picked by label or family name (``hanayo`` selects both Hanayo entries); any other
     registered family name becomes a new entry with default parameters, a schedule file (``.json``,
     ``.csv``) an entry evaluated at the file's own p and m.

@@ -7,8 +7,8 @@ parameter); in abstract mode the per-hop delay ``c`` is the latency axis.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 import pandas as pd
 
@@ -31,12 +31,18 @@ def _vary(comm: CommModel, axis: str, value: float) -> CommModel:
     for name in ("intra", "inter"):
         t = getattr(comm, name, None)
         if t is not None:
-            tiers[name] = LinkTier(t.name, value, t.bandwidth_Bps) if axis == "latency" else LinkTier(t.name, t.latency_s, value)
+            tiers[name] = (
+                LinkTier(t.name, value, t.bandwidth_Bps) if axis == "latency" else LinkTier(t.name, t.latency_s, value)
+            )
     return replace(comm, **tiers)
 
 
 def makespan_curves(
-    entries: Sequence[ScheduleEntry], config: Config, axis: str, values: Sequence[float], semantics: str = "async",
+    entries: Sequence[ScheduleEntry],
+    config: Config,
+    axis: str,
+    values: Sequence[float],
+    semantics: str = "async",
 ) -> pd.DataFrame:
     """Makespan of each entry at each value of ``axis`` (seconds for latency, bytes/s for
     bandwidth; abstract units for an abstract config); columns ``schedule, x, makespan``.
@@ -78,7 +84,7 @@ def crossings(curves: pd.DataFrame) -> list[tuple[str, str, float, float]]:
     out = []
     xs = list(wide.index)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             for x0, x1 in zip(xs, xs[1:]):
                 d0 = wide.at[x0, a] - wide.at[x0, b]
                 d1 = wide.at[x1, a] - wide.at[x1, b]

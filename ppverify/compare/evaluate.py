@@ -69,9 +69,20 @@ def preset_namespace(config: Config) -> argparse.Namespace:
         >>> ns.system, ns.model, ns.mfu, ns.costs
         ('dgx-h100', 'gpt3-13b', 0.5, None)
     """
-    ns = argparse.Namespace(system=config.system, model=config.model, costs=None, comm_delay=None, mfu=0.4,
-                            microbatch_size=1, seq_len=None, tp=1, recompute=False, flash_attention=False,
-                            layers_per_stage=None, ranks_per_node=None)
+    ns = argparse.Namespace(
+        system=config.system,
+        model=config.model,
+        costs=None,
+        comm_delay=None,
+        mfu=0.4,
+        microbatch_size=1,
+        seq_len=None,
+        tp=1,
+        recompute=False,
+        flash_attention=False,
+        layers_per_stage=None,
+        ranks_per_node=None,
+    )
     for k, v in config.options:
         setattr(ns, k, v)
     return ns
@@ -143,7 +154,9 @@ def build_entry(entry: ScheduleEntry, p: int, m: int) -> Schedule:
 
         s = load_schedule(entry.file)
         if (s.p, s.m) != (p, m):
-            raise ParameterError("schedule", entry.file, f"the file's schedule has p={s.p}, m={s.m}; evaluated only there")
+            raise ParameterError(
+                "schedule", entry.file, f"the file's schedule has p={s.p}, m={s.m}; evaluated only there"
+            )
         return s
     return build(entry.family, p, m, **entry.params)
 
@@ -189,9 +202,15 @@ def evaluate_point(
             raise PPVerifyError(f"unknown abstraction level {lv!r}; expected one of {', '.join(ALL_LEVELS)}")
     units = ("units", "activations") if config.abstract else ("s", "bytes")
     if not entry.applies(config.p, config.m):
-        return PointResult(entry, config, tuple(
-            LevelResult(lv, "not applicable", note=f"{entry.label} is evaluated in its regime m = p only")
-            for lv in levels), *units)
+        return PointResult(
+            entry,
+            config,
+            tuple(
+                LevelResult(lv, "not applicable", note=f"{entry.label} is evaluated in its regime m = p only")
+                for lv in levels
+            ),
+            *units,
+        )
     try:
         schedule = build_entry(entry, config.p, config.m)
     except PPVerifyError as exc:
@@ -209,7 +228,9 @@ def evaluate_point(
     try:
         res = resolve(config, schedule)
     except PPVerifyError as exc:
-        return PointResult(entry, config, tuple(LevelResult(lv, "not applicable", note=str(exc)) for lv in levels), *units)
+        return PointResult(
+            entry, config, tuple(LevelResult(lv, "not applicable", note=str(exc)) for lv in levels), *units
+        )
     out = []
     for lv in levels:
         t0 = time.perf_counter()
@@ -230,11 +251,17 @@ def evaluate_point(
             r = LevelResult(lv, "unavailable", note=f"module not installed ({exc})")
         except PPVerifyError as exc:
             r = LevelResult(lv, "error", note=str(exc))
-        except Exception as exc:  # noqa: BLE001 - a failing level is reported in its row, never dropped
+        except Exception as exc:
             r = LevelResult(lv, "error", note=f"{type(exc).__name__}: {exc}")
         out.append(_timed(r, time.perf_counter() - t0, res.note))
-    return PointResult(entry, config, tuple(out), res.costs.time_unit, res.costs.memory_unit,
-                       verify_schedule(schedule) if verify else "")
+    return PointResult(
+        entry,
+        config,
+        tuple(out),
+        res.costs.time_unit,
+        res.costs.memory_unit,
+        verify_schedule(schedule) if verify else "",
+    )
 
 
 def verify_schedule(schedule: Schedule) -> str:
@@ -281,8 +308,15 @@ def _formula(entry: ScheduleEntry, config: Config, res: Resolved) -> LevelResult
     peaks = getattr(f, "peak_activations", None)
     peaks = None if peaks is None else tuple(float(x) * res.activation_share for x in peaks)
     ratio = getattr(f, "bubble_ratio", None)
-    return LevelResult("formula", "ok", float(f.makespan), None if ratio is None else float(ratio), peaks,
-                       exact=bool(getattr(f, "exact", True)), note=str(getattr(f, "conditions", "") or ""))
+    return LevelResult(
+        "formula",
+        "ok",
+        float(f.makespan),
+        None if ratio is None else float(ratio),
+        peaks,
+        exact=bool(getattr(f, "exact", True)),
+        note=str(getattr(f, "conditions", "") or ""),
+    )
 
 
 def _engine(semantics: str, schedule: Schedule, res: Resolved) -> LevelResult:
@@ -295,16 +329,24 @@ def _engine(semantics: str, schedule: Schedule, res: Resolved) -> LevelResult:
         return LevelResult(semantics, "unavailable", note=f"{semantics} engine not installed ({exc})")
     except PPVerifyError as exc:
         return LevelResult(semantics, "error", note=str(exc))
-    return LevelResult(semantics, "ok", float(tl.makespan), float(tl.bubble_ratio),
-                       tuple(float(x) for x in tl.peak_memory()), exact=True, timeline=tl)
+    return LevelResult(
+        semantics,
+        "ok",
+        float(tl.makespan),
+        float(tl.bubble_ratio),
+        tuple(float(x) for x in tl.peak_memory()),
+        exact=True,
+        timeline=tl,
+    )
 
 
 def _optimum(schedule: Schedule, res: Resolved, time_limit: float, cache: dict | None, max_ops: int) -> LevelResult:
     from .optimum import solve_placement, unlike_ops
 
     if schedule.num_ops > max_ops:
-        return LevelResult("optimum", "not applicable",
-                           note=f"{schedule.num_ops} ops > {max_ops}: beyond the per-point solver budget")
+        return LevelResult(
+            "optimum", "not applicable", note=f"{schedule.num_ops} ops > {max_ops}: beyond the per-point solver budget"
+        )
     # one cache per configuration: schedules sharing placement, pipes and op kinds share the optimum
     key = (schedule.placement.maps, schedule.pipe_of_mb, schedule.has_split_backward)
     if cache is not None and key in cache:

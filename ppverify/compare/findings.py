@@ -22,8 +22,9 @@ of Pipeline-Parallel LLM Training", arXiv 2605.24006), in ppverify's words:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -61,12 +62,21 @@ class Setup:
 
     def configs(self) -> list[Config]:
         """Preset configurations the findings need."""
-        return [Config(p, m, sysname, self.model, options=self.options) for sysname in (self.fast, self.slow)
-                for p in self.ps for m in (p, self.large_m_factor * p)]
+        return [
+            Config(p, m, sysname, self.model, options=self.options)
+            for sysname in (self.fast, self.slow)
+            for p in self.ps
+            for m in (p, self.large_m_factor * p)
+        ]
 
 
-def abstract_setup(fast_delay: float = 0.0, slow_delay: float = 1.0, costs: tuple[tuple[str, float], ...] = (("F", 1.0), ("B", 2.0)),
-                   ps: tuple[int, ...] = (4, 8), large_m_factor: int = 4) -> tuple[Setup, list[Config]]:
+def abstract_setup(
+    fast_delay: float = 0.0,
+    slow_delay: float = 1.0,
+    costs: tuple[tuple[str, float], ...] = (("F", 1.0), ("B", 2.0)),
+    ps: tuple[int, ...] = (4, 8),
+    large_m_factor: int = 4,
+) -> tuple[Setup, list[Config]]:
     """The same checks in abstract units: ``fast``/``slow`` are fixed per-hop delays.
 
     Example:
@@ -74,8 +84,12 @@ def abstract_setup(fast_delay: float = 0.0, slow_delay: float = 1.0, costs: tupl
         >>> setup.fast, [c.label for c in cfgs][:2]
         ('comm-delay=0', ['p=4 m=4 F=1,B=2 c=0', 'p=4 m=16 F=1,B=2 c=0'])
     """
-    cfgs = [Config(p, m, costs=costs, comm_delay=d) for d in (fast_delay, slow_delay) for p in ps
-            for m in (p, large_m_factor * p)]
+    cfgs = [
+        Config(p, m, costs=costs, comm_delay=d)
+        for d in (fast_delay, slow_delay)
+        for p in ps
+        for m in (p, large_m_factor * p)
+    ]
     return Setup(cfgs[0].key()["system"], cfgs[-1].key()["system"], None, ps, large_m_factor), cfgs
 
 
@@ -117,9 +131,16 @@ class Finding:
         return "; ".join(parts)
 
 
-def _val(df: pd.DataFrame, level: str, system: str, p: int, m: int, schedule: str, col: str = "makespan") -> float | None:
-    sel = df[(df["level"] == level) & (df["system"] == system) & (df["p"] == p) & (df["m"] == m)
-             & (df["schedule"] == schedule)]
+def _val(
+    df: pd.DataFrame, level: str, system: str, p: int, m: int, schedule: str, col: str = "makespan"
+) -> float | None:
+    sel = df[
+        (df["level"] == level)
+        & (df["system"] == system)
+        & (df["p"] == p)
+        & (df["m"] == m)
+        & (df["schedule"] == schedule)
+    ]
     if not len(sel) or pd.isna(sel[col].iloc[0]):
         return None
     return float(sel[col].iloc[0])
@@ -164,22 +185,28 @@ def finding_abstraction(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
         seen_any |= len(common) >= 2
         inverted = False
         for i, a in enumerate(common):
-            for b in common[i + 1:]:
+            for b in common[i + 1 :]:
                 db, dm = ratios[a][0] - ratios[b][0], sim[a] - sim[b]
                 rel = abs(dm) / min(sim[a], sim[b])
                 if abs(db) > REL_TOL and rel >= MATERIAL and (db > 0) != (dm > 0):
                     inverted = True
                     if best is None or rel > best[0]:
                         lo, hi = (a, b) if db < 0 else (b, a)
-                        best = (rel, f"{cfg}: {lo} has the lower bubble ratio ({ratios[lo][0]:.3f} [{ratios[lo][1]}] vs "
-                                     f"{ratios[hi][0]:.3f} [{ratios[hi][1]}] for {hi}) but a {100 * rel:.1f}% longer {level} "
-                                     f"makespan ({_t(sim[lo], unit)} vs {_t(sim[hi], unit)})")
+                        best = (
+                            rel,
+                            f"{cfg}: {lo} has the lower bubble ratio ({ratios[lo][0]:.3f} [{ratios[lo][1]}] vs "
+                            f"{ratios[hi][0]:.3f} [{ratios[hi][1]}] for {hi}) but a {100 * rel:.1f}% longer {level} "
+                            f"makespan ({_t(sim[lo], unit)} vs {_t(sim[hi], unit)})",
+                        )
         count += inverted
     if not seen_any:
         return Verdict(level, None, "needs bubble ratios and makespans of two schedules in one configuration")
     if best is None:
-        return Verdict(level, False, f"in every configuration the bubble-ratio order agrees with the {level} order "
-                                     f"(to within {MATERIAL:.0%})")
+        return Verdict(
+            level,
+            False,
+            f"in every configuration the bubble-ratio order agrees with the {level} order (to within {MATERIAL:.0%})",
+        )
     n_cfg = df["config"].nunique()
     return Verdict(level, True, f"{count} of {n_cfg} configurations invert some pair; largest: {best[1]}")
 
@@ -196,7 +223,12 @@ def finding_gpipe_1f1b(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
     bad, good = [], 0
     for cfg, grp in df[df["level"] == level].groupby("config", sort=False):
         g = grp.set_index("schedule")
-        if "gpipe" not in g.index or "1f1b" not in g.index or pd.isna(g.at["gpipe", "makespan"]) or pd.isna(g.at["1f1b", "makespan"]):
+        if (
+            "gpipe" not in g.index
+            or "1f1b" not in g.index
+            or pd.isna(g.at["gpipe", "makespan"])
+            or pd.isna(g.at["1f1b", "makespan"])
+        ):
             continue
         tg, t1 = g.at["gpipe", "makespan"], g.at["1f1b", "makespan"]
         pg, p1 = _peaks(g.loc["gpipe"]), _peaks(g.loc["1f1b"])
@@ -211,11 +243,15 @@ def finding_gpipe_1f1b(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
     if not bad and not good:
         return Verdict(level, None, "no configuration with both GPipe and 1F1B")
     if bad:
-        return Verdict(level, False, f"differs in {len(bad)} of {len(bad) + good} configurations, e.g. " + "; ".join(bad[:2]))
+        return Verdict(
+            level, False, f"differs in {len(bad)} of {len(bad) + good} configurations, e.g. " + "; ".join(bad[:2])
+        )
     return Verdict(level, True, f"equal makespan, and 1F1B's per-device peaks lower, in all {good} configurations")
 
 
-def _advantage(df: pd.DataFrame, level: str, system: str, p: int, m: int, sched: str, ref: str = "1f1b") -> float | None:
+def _advantage(
+    df: pd.DataFrame, level: str, system: str, p: int, m: int, sched: str, ref: str = "1f1b"
+) -> float | None:
     a, b = _val(df, level, system, p, m, sched), _val(df, level, system, p, m, ref)
     return None if a is None or b is None else 1.0 - a / b
 
@@ -233,9 +269,11 @@ def finding_chimera(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
         missing = False
         lost = [x for x in (big, slow) if x is not None and x <= REL_TOL]
         ok &= base > 0 and bool(lost)
-        ev.append(f"p={p}: Chimera vs 1F1B {_pct(base)} at m=p on {setup.fast}, "
-                  + (f"{_pct(big)} at m={setup.large_m_factor * p}, " if big is not None else "")
-                  + (f"{_pct(slow)} on {setup.slow}" if slow is not None else ""))
+        ev.append(
+            f"p={p}: Chimera vs 1F1B {_pct(base)} at m=p on {setup.fast}, "
+            + (f"{_pct(big)} at m={setup.large_m_factor * p}, " if big is not None else "")
+            + (f"{_pct(slow)} on {setup.slow}" if slow is not None else "")
+        )
     if missing:
         return Verdict(level, None, "needs Chimera and 1F1B on the fast and slow systems")
     why = " (the closed form ignores communication)" if level == "formula" and not ok else ""
@@ -289,9 +327,11 @@ def finding_chimera_asym(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
             deep_gain.append(f"{cfg}: {_pct(gain)}")
     if not n:
         return Verdict(level, None, "needs Chimera and asymmetric Chimera")
-    parts = [f"global peak equal to Chimera's in {n - len(mem_bad)} of {n} configurations"
-             + (f" (differs: {'; '.join(mem_bad[:2])})" if mem_bad else ""),
-             f"largest runtime gain {_pct(best_gain[0])} ({best_gain[1]})"]
+    parts = [
+        f"global peak equal to Chimera's in {n - len(mem_bad)} of {n} configurations"
+        + (f" (differs: {'; '.join(mem_bad[:2])})" if mem_bad else ""),
+        f"largest runtime gain {_pct(best_gain[0])} ({best_gain[1]})",
+    ]
     if big_gain:
         parts.append(f"gain above {SMALL_GAIN:.0%} in {len(big_gain)}: {'; '.join(big_gain[:2])}")
     if deep_gain:
@@ -300,11 +340,31 @@ def finding_chimera_asym(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
 
 
 FINDINGS: tuple[tuple[str, str, Callable[[pd.DataFrame, Setup, str], Verdict]], ...] = (
-    ("abstraction", "rankings are not abstraction-invariant (bubble-ratio order != simulated order somewhere)", finding_abstraction),
-    ("gpipe-1f1b", "GPipe and 1F1B have equal runtime; 1F1B's peak activation memory is strictly lower", finding_gpipe_1f1b),
-    ("chimera", "Chimera beats 1F1B at m = p on a fast interconnect, loses that advantage at large m or on a slow network", finding_chimera),
-    ("hanayo", "Hanayo (m = p, W in {1,2}) beats 1F1B on a fast interconnect, falls behind on a bottlenecked network", finding_hanayo),
-    ("chimera-asym", f"asymmetric Chimera: same global peak memory as Chimera, runtime gain <= {SMALL_GAIN:.0%} and only for p <= 4", finding_chimera_asym),
+    (
+        "abstraction",
+        "rankings are not abstraction-invariant (bubble-ratio order != simulated order somewhere)",
+        finding_abstraction,
+    ),
+    (
+        "gpipe-1f1b",
+        "GPipe and 1F1B have equal runtime; 1F1B's peak activation memory is strictly lower",
+        finding_gpipe_1f1b,
+    ),
+    (
+        "chimera",
+        "Chimera beats 1F1B at m = p on a fast interconnect, loses that advantage at large m or on a slow network",
+        finding_chimera,
+    ),
+    (
+        "hanayo",
+        "Hanayo (m = p, W in {1,2}) beats 1F1B on a fast interconnect, falls behind on a bottlenecked network",
+        finding_hanayo,
+    ),
+    (
+        "chimera-asym",
+        f"asymmetric Chimera: same global peak memory as Chimera, runtime gain <= {SMALL_GAIN:.0%} and only for p <= 4",
+        finding_chimera_asym,
+    ),
 )
 
 

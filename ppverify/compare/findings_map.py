@@ -62,35 +62,47 @@ class MapGrid:
     @property
     def num_configs(self) -> int:
         """Configurations (grid points) of the map."""
-        return (len(self.ps) * len(self.m_factors) * len(self.bandwidths_GBps) * len(self.latencies_us)
-                * len(self.models))
+        return (
+            len(self.ps) * len(self.m_factors) * len(self.bandwidths_GBps) * len(self.latencies_us) * len(self.models)
+        )
 
     def describe(self) -> str:
         """One line naming every axis."""
         bw = self.bandwidths_GBps
-        return (f"p in {{{', '.join(map(str, self.ps))}}}, m in {{{', '.join(f'{k}p' if k > 1 else 'p' for k in self.m_factors)}}}, "
-                f"bandwidth {min(bw):g}-{max(bw):g} GB/s ({len(bw)} values), latency "
-                f"{{{', '.join(f'{x:g}' for x in self.latencies_us)}}} us, models {', '.join(self.models)}, "
-                f"MFU {self.mfu:g}: {self.num_configs} configurations")
+        return (
+            f"p in {{{', '.join(map(str, self.ps))}}}, m in {{{', '.join(f'{k}p' if k > 1 else 'p' for k in self.m_factors)}}}, "
+            f"bandwidth {min(bw):g}-{max(bw):g} GB/s ({len(bw)} values), latency "
+            f"{{{', '.join(f'{x:g}' for x in self.latencies_us)}}} us, models {', '.join(self.models)}, "
+            f"MFU {self.mfu:g}: {self.num_configs} configurations"
+        )
 
 
 DEFAULT_GRID = MapGrid()
 #: the --quick map: corners and a middle of every axis
-QUICK_GRID = MapGrid(m_factors=(1, 4), bandwidths_GBps=(1, 25, 900), latencies_us=(1, 100),
-                     models=("gpt3-1.3b", "gpt3-175b"))
+QUICK_GRID = MapGrid(
+    m_factors=(1, 4), bandwidths_GBps=(1, 25, 900), latencies_us=(1, 100), models=("gpt3-1.3b", "gpt3-175b")
+)
 
 #: finding key -> (subject of the boundary sentence, the per-point claim)
 SUBJECTS: dict[str, tuple[str, str]] = {
-    "abstraction": ("the closed-form bubble-ratio ranking and the simulated ranking disagree",
-                    "some pair of schedules is ordered one way by closed-form bubble ratio and the other way by "
-                    "makespan (>= 1% apart)"),
-    "gpipe-1f1b": ("GPipe and 1F1B take equal time (within 1%) with 1F1B's activation peak lower",
-                   "GPipe and 1F1B makespans within 1%, 1F1B's per-device peaks no higher and lower in total"),
+    "abstraction": (
+        "the closed-form bubble-ratio ranking and the simulated ranking disagree",
+        "some pair of schedules is ordered one way by closed-form bubble ratio and the other way by "
+        "makespan (>= 1% apart)",
+    ),
+    "gpipe-1f1b": (
+        "GPipe and 1F1B take equal time (within 1%) with 1F1B's activation peak lower",
+        "GPipe and 1F1B makespans within 1%, 1F1B's per-device peaks no higher and lower in total",
+    ),
     "chimera": ("Chimera is faster than 1F1B", "Chimera's makespan below 1F1B's"),
-    "hanayo": ("Hanayo (m = p, best of W = 1, 2) is faster than 1F1B",
-               "at m = p, the faster Hanayo (W = 1 or 2) below 1F1B's makespan"),
-    "chimera-asym": (f"the asymmetric Chimera placement keeps Chimera's memory peak and gains at most {SMALL_GAIN:.0%}",
-                     f"asymmetric Chimera: global peak not below Chimera's, runtime gain <= {SMALL_GAIN:.0%} (none at p > 4)"),
+    "hanayo": (
+        "Hanayo (m = p, best of W = 1, 2) is faster than 1F1B",
+        "at m = p, the faster Hanayo (W = 1 or 2) below 1F1B's makespan",
+    ),
+    "chimera-asym": (
+        f"the asymmetric Chimera placement keeps Chimera's memory peak and gains at most {SMALL_GAIN:.0%}",
+        f"asymmetric Chimera: global peak not below Chimera's, runtime gain <= {SMALL_GAIN:.0%} (none at p > 4)",
+    ),
 }
 
 
@@ -102,11 +114,13 @@ def system_yaml(bandwidth_GBps: float, latency_us: float) -> str:
         >>> parse_preset("systems", system_yaml(25, 10))["inter_node"]["bandwidth_GBps"]
         25
     """
-    return (f"description: one {DEVICE['name']} per node, every hop on a {bandwidth_GBps:g} GB/s, {latency_us:g} us link\n"
-            "source: ppverify findings map (synthetic link)\n"
-            f"device: {{name: {DEVICE['name']}, peak_TFLOPs: {DEVICE['peak_TFLOPs']}, memory_GiB: {DEVICE['memory_GiB']}}}\n"
-            "gpus_per_node: 1\nnics_per_node: 1\n"
-            f"inter_node: {{name: link, latency_us: {latency_us:g}, bandwidth_GBps: {bandwidth_GBps:g}}}\n")
+    return (
+        f"description: one {DEVICE['name']} per node, every hop on a {bandwidth_GBps:g} GB/s, {latency_us:g} us link\n"
+        "source: ppverify findings map (synthetic link)\n"
+        f"device: {{name: {DEVICE['name']}, peak_TFLOPs: {DEVICE['peak_TFLOPs']}, memory_GiB: {DEVICE['memory_GiB']}}}\n"
+        "gpus_per_node: 1\nnics_per_node: 1\n"
+        f"inter_node: {{name: link, latency_us: {latency_us:g}, bandwidth_GBps: {bandwidth_GBps:g}}}\n"
+    )
 
 
 def write_systems(grid: MapGrid, folder: str | Path) -> dict[str, tuple[float, float]]:
@@ -146,8 +160,13 @@ def map_spec(grid: MapGrid, systems: dict[str, tuple[float, float]], level: str 
     from ..sweep import SweepSpec
 
     opts = (("mfu", grid.mfu),)
-    configs = tuple(Config(p, k * p, path, model, options=opts) for model in grid.models for path in systems
-                    for p in grid.ps for k in grid.m_factors)
+    configs = tuple(
+        Config(p, k * p, path, model, options=opts)
+        for model in grid.models
+        for path in systems
+        for p in grid.ps
+        for k in grid.m_factors
+    )
     levels = tuple(dict.fromkeys(("formula", level)))
     return SweepSpec("findings-map", FINDINGS_SCHEDULES, configs, levels, time_limit=0.5, max_opt_ops=0, verify=False)
 
@@ -162,12 +181,15 @@ def _verdicts_of_config(rows: list[dict], level: str, p: int) -> dict[str, tuple
     t = {k: float(r["makespan"]) for k, r in sim.items()}
     out: dict[str, tuple[bool | None, float | None]] = {}
     # abstraction: closed-form bubble-ratio order against the simulated order (a bound is no prediction)
-    ratios = {r["schedule"]: float(r["bubble_ratio"]) for r in rows
-              if r["level"] == "formula" and r["bubble_ratio"] is not None and r["exact"] is True}
+    ratios = {
+        r["schedule"]: float(r["bubble_ratio"])
+        for r in rows
+        if r["level"] == "formula" and r["bubble_ratio"] is not None and r["exact"] is True
+    }
     common = [x for x in ratios if x in t]
     worst = 0.0
     for i, a in enumerate(common):
-        for b in common[i + 1:]:
+        for b in common[i + 1 :]:
             db, dm = ratios[a] - ratios[b], t[a] - t[b]
             rel = abs(dm) / min(t[a], t[b])
             if abs(db) > REL_TOL and rel >= MATERIAL and (db > 0) != (dm > 0):
@@ -182,10 +204,13 @@ def _verdicts_of_config(rows: list[dict], level: str, p: int) -> dict[str, tuple
     else:
         out["gpipe-1f1b"] = (None, None)
     # chimera and hanayo against 1F1B
-    out["chimera"] = ((_faster(t["chimera"], t["1f1b"]), 1 - t["chimera"] / t["1f1b"])
-                      if "chimera" in t and "1f1b" in t else (None, None))
+    out["chimera"] = (
+        (_faster(t["chimera"], t["1f1b"]), 1 - t["chimera"] / t["1f1b"])
+        if "chimera" in t and "1f1b" in t
+        else (None, None)
+    )
     han = [t[x] for x in ("hanayo-w1", "hanayo-w2") if x in t]
-    out["hanayo"] = ((_faster(min(han), t["1f1b"]), 1 - min(han) / t["1f1b"]) if han and "1f1b" in t else (None, None))
+    out["hanayo"] = (_faster(min(han), t["1f1b"]), 1 - min(han) / t["1f1b"]) if han and "1f1b" in t else (None, None)
     # asymmetric against symmetric Chimera
     if "chimera" in t and "chimera-asym" in t:
         ms, ma = float(sim["chimera"]["peak_activation"]), float(sim["chimera-asym"]["peak_activation"])
@@ -197,7 +222,9 @@ def _verdicts_of_config(rows: list[dict], level: str, p: int) -> dict[str, tuple
     return out
 
 
-def point_verdicts(results: pd.DataFrame, systems: dict[str, tuple[float, float]], level: str = "async") -> pd.DataFrame:
+def point_verdicts(
+    results: pd.DataFrame, systems: dict[str, tuple[float, float]], level: str = "async"
+) -> pd.DataFrame:
     """One row per (finding, grid point): ``holds`` (True / False / None = no data) and ``margin``
     (the finding's number there: Chimera's or Hanayo's advantage over 1F1B, the asymmetric gain,
     the GPipe-1F1B difference, the largest rank inversion), with the grid coordinates.
@@ -208,8 +235,19 @@ def point_verdicts(results: pd.DataFrame, systems: dict[str, tuple[float, float]
     from ..llm import load_llm
 
     params = {md: load_llm(md).total_params() / 1e9 for md in results["model"].unique()}
-    cols = ["system", "model", "p", "m", "schedule", "level", "makespan", "bubble_ratio", "exact",
-            "peak_activation", "peak_activations"]
+    cols = [
+        "system",
+        "model",
+        "p",
+        "m",
+        "schedule",
+        "level",
+        "makespan",
+        "bubble_ratio",
+        "exact",
+        "peak_activation",
+        "peak_activations",
+    ]
     recs = results[cols].astype(object).where(results[cols].notna(), None).to_dict(orient="records")
     groups: dict[tuple, list[dict]] = {}
     for r in recs:
@@ -217,8 +255,15 @@ def point_verdicts(results: pd.DataFrame, systems: dict[str, tuple[float, float]
     rows = []
     for (sysname, model, p, m), g in groups.items():
         bw, lat = systems[sysname]
-        base = {"p": p, "m": m, "m_factor": m // p, "bandwidth_GBps": float(bw), "latency_us": float(lat),
-                "model": model, "params_B": round(params[model], 1)}
+        base = {
+            "p": p,
+            "m": m,
+            "m_factor": m // p,
+            "bandwidth_GBps": float(bw),
+            "latency_us": float(lat),
+            "model": model,
+            "params_B": round(params[model], 1),
+        }
         for key, (holds, margin) in _verdicts_of_config(g, level, p).items():
             if key == "hanayo" and m != p:
                 continue  # Hanayo's regime is m = p
@@ -262,14 +307,30 @@ def summarize(verdicts: pd.DataFrame) -> list[FindingMap]:
             continue
         known = v[v["holds"].notna()]
         names = dict(zip(v["params_B"], v["model"]))
-        axes = [a if a.column != "params_B" else Axis(a.column, a.name, lambda x, n=names: f"{x:g}B ({n.get(x, '?')})")
-                for a in MAP_AXES if not (key == "hanayo" and a.column == "m_factor")]
+        axes = [
+            a if a.column != "params_B" else Axis(a.column, a.name, lambda x, n=names: f"{x:g}B ({n.get(x, '?')})")
+            for a in MAP_AXES
+            if not (key == "hanayo" and a.column == "m_factor")
+        ]
         local = []
         for (p, model), g in v.groupby(["p", "model"], sort=False):
-            local.append((int(p), str(model), fit_rule(g, axes=[a for a in axes if a.column in
-                                                                 ("m_factor", "bandwidth_GBps", "latency_us")])))
-        out.append(FindingMap(key, SUBJECTS[key][1], int(known["holds"].astype(bool).sum()), len(known),
-                              fit_rule(v, axes=axes), tuple(local)))
+            local.append(
+                (
+                    int(p),
+                    str(model),
+                    fit_rule(g, axes=[a for a in axes if a.column in ("m_factor", "bandwidth_GBps", "latency_us")]),
+                )
+            )
+        out.append(
+            FindingMap(
+                key,
+                SUBJECTS[key][1],
+                int(known["holds"].astype(bool).sum()),
+                len(known),
+                fit_rule(v, axes=axes),
+                tuple(local),
+            )
+        )
     return out
 
 
@@ -285,8 +346,15 @@ class MapResult:
     findings: tuple[FindingMap, ...]
 
 
-def run_map(grid: MapGrid = DEFAULT_GRID, store: str | Path = "findings-map.results.jsonl", level: str = "async",
-            executor: str = "local", workers: int | None = None, batch: int = 8, progress: bool = False) -> MapResult:
+def run_map(
+    grid: MapGrid = DEFAULT_GRID,
+    store: str | Path = "findings-map.results.jsonl",
+    level: str = "async",
+    executor: str = "local",
+    workers: int | None = None,
+    batch: int = 8,
+    progress: bool = False,
+) -> MapResult:
     """Run (or resume) the map's sweep and evaluate every finding at every grid point. The system
     presets go to ``STORE``'s folder, in ``<store name>.systems/``.
 
@@ -312,12 +380,28 @@ def run_map(grid: MapGrid = DEFAULT_GRID, store: str | Path = "findings-map.resu
 
 def map_json(res: MapResult) -> dict[str, Any]:
     """The summaries as plain data (what ``--json`` prints)."""
-    return {"grid": res.grid.describe(), "level": res.level, "findings": [
-        {"key": f.key, "claim": f.claim, "holds": f.holds, "points": f.total, "boundary": f.sentence,
-         "rule": {"holds_inside": f.rule.holds_inside, "conditions": [c.text for c in f.rule.conditions],
-                  "matched": f.rule.matched},
-         "by_p_model": [{"p": p, "model": md, "boundary": r.sentence(SUBJECTS[f.key][0])} for p, md, r in f.local]}
-        for f in res.findings]}
+    return {
+        "grid": res.grid.describe(),
+        "level": res.level,
+        "findings": [
+            {
+                "key": f.key,
+                "claim": f.claim,
+                "holds": f.holds,
+                "points": f.total,
+                "boundary": f.sentence,
+                "rule": {
+                    "holds_inside": f.rule.holds_inside,
+                    "conditions": [c.text for c in f.rule.conditions],
+                    "matched": f.rule.matched,
+                },
+                "by_p_model": [
+                    {"p": p, "model": md, "boundary": r.sentence(SUBJECTS[f.key][0])} for p, md, r in f.local
+                ],
+            }
+            for f in res.findings
+        ],
+    }
 
 
 def format_map(res: MapResult, local: bool = True) -> str:
@@ -362,8 +446,17 @@ def bandwidth_ranges(verdicts: pd.DataFrame, key: str, latency_us: float) -> pd.
                 while j + 1 < len(holds) and holds[j + 1]:
                     j += 1
                 lo, hi = i == 0, j == len(holds) - 1
-                runs.append("all" if lo and hi else f"<= {bws[j]:g}" if lo else f">= {bws[i]:g}" if hi
-                            else f"{bws[i]:g}" if i == j else f"{bws[i]:g}-{bws[j]:g}")
+                runs.append(
+                    "all"
+                    if lo and hi
+                    else f"<= {bws[j]:g}"
+                    if lo
+                    else f">= {bws[i]:g}"
+                    if hi
+                    else f"{bws[i]:g}"
+                    if i == j
+                    else f"{bws[i]:g}-{bws[j]:g}"
+                )
                 i = j + 1
             row["m = p" if k == 1 else f"m = {k}p"] = "-" if not holds else (", ".join(runs) or "none")
         out.append(row)
@@ -371,11 +464,13 @@ def bandwidth_ranges(verdicts: pd.DataFrame, key: str, latency_us: float) -> pd.
 
 
 #: what ``margin`` measures for each finding (a fraction)
-MARGINS = {"abstraction": "the largest makespan gap of an inverted pair",
-           "gpipe-1f1b": "the GPipe-1F1B makespan difference",
-           "chimera": "Chimera's advantage over 1F1B (1 - T_chimera / T_1f1b)",
-           "hanayo": "Hanayo's advantage over 1F1B (1 - T_hanayo / T_1f1b)",
-           "chimera-asym": "the asymmetric placement's gain over Chimera (1 - T_asym / T_chimera)"}
+MARGINS = {
+    "abstraction": "the largest makespan gap of an inverted pair",
+    "gpipe-1f1b": "the GPipe-1F1B makespan difference",
+    "chimera": "Chimera's advantage over 1F1B (1 - T_chimera / T_1f1b)",
+    "hanayo": "Hanayo's advantage over 1F1B (1 - T_hanayo / T_1f1b)",
+    "chimera-asym": "the asymmetric placement's gain over Chimera (1 - T_asym / T_chimera)",
+}
 
 
 def margin_table(verdicts: pd.DataFrame, key: str, min_bandwidth: float = 100.0) -> pd.DataFrame:
@@ -399,32 +494,56 @@ def margin_table(verdicts: pd.DataFrame, key: str, min_bandwidth: float = 100.0)
     return pd.DataFrame(out)
 
 
-def map_markdown(res: MapResult, images: dict[str, str] | None = None, seconds: float | None = None,
-                 command: str = "ppverify compare --findings --map") -> str:
+def map_markdown(
+    res: MapResult,
+    images: dict[str, str] | None = None,
+    seconds: float | None = None,
+    command: str = "ppverify compare --findings --map",
+) -> str:
     """The map as a Markdown section: per finding the claim, how often it holds, the fitted
     boundary, the phase diagram (``images``: finding -> relative path) and the boundary per
     (p, model), plus the bandwidth from which it holds at each m (middle latency of the grid)."""
     from tabulate import tabulate
 
     lat = sorted(res.grid.latencies_us)[len(res.grid.latencies_us) // 2]
-    out = [f"Computed by `{command}` ({res.level} makespans; {res.grid.describe()})"
-           + (f" in {seconds:.0f} s." if seconds is not None else "."), ""]
+    out = [
+        f"Computed by `{command}` ({res.level} makespans; {res.grid.describe()})"
+        + (f" in {seconds:.0f} s." if seconds is not None else "."),
+        "",
+    ]
     for n, f in enumerate(res.findings, 1):
         share = f"{100 * f.holds / f.total:.0f}%" if f.total else "-"
-        out += [f"### {n}. `{f.key}`", "", f"Per grid point: {f.claim}. Holds at {f.holds} of {f.total} points ({share}).",
-                "", f"**{f.sentence[:1].upper() + f.sentence[1:]}.**", ""]
+        out += [
+            f"### {n}. `{f.key}`",
+            "",
+            f"Per grid point: {f.claim}. Holds at {f.holds} of {f.total} points ({share}).",
+            "",
+            f"**{f.sentence[:1].upper() + f.sentence[1:]}.**",
+            "",
+        ]
         if images and f.key in images:
             out += [f"![{f.key} phase diagram]({images[f.key]})", ""]
         rows = [(p, md, r.sentence("").strip()) for p, md, r in f.local]
         out += [tabulate(rows, headers=["p", "model", "holds (m, bandwidth, latency)"], tablefmt="github"), ""]
         mt = margin_table(res.verdicts, f.key)
         if len(mt):
-            where = "over all models and latencies" if f.key == "hanayo" else \
-                "at bandwidth >= 100 GB/s, over all models and latencies"
-            out += [f"Median of {MARGINS[f.key]}, in %, {where}:", "",
-                    tabulate(mt.values.tolist(), headers=list(mt.columns), tablefmt="github"), ""]
+            where = (
+                "over all models and latencies"
+                if f.key == "hanayo"
+                else "at bandwidth >= 100 GB/s, over all models and latencies"
+            )
+            out += [
+                f"Median of {MARGINS[f.key]}, in %, {where}:",
+                "",
+                tabulate(mt.values.tolist(), headers=list(mt.columns), tablefmt="github"),
+                "",
+            ]
         th = bandwidth_ranges(res.verdicts, f.key, lat)
         if f.key != "hanayo" and len(th):
-            out += [f"Bandwidths (GB/s) where it holds, at {lat:g} µs:", "",
-                    tabulate(th.values.tolist(), headers=list(th.columns), tablefmt="github"), ""]
+            out += [
+                f"Bandwidths (GB/s) where it holds, at {lat:g} µs:",
+                "",
+                tabulate(th.values.tolist(), headers=list(th.columns), tablefmt="github"),
+                "",
+            ]
     return "\n".join(out)

@@ -14,14 +14,14 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.colors import ListedColormap  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch
 
-from ..files import atomic_path  # noqa: E402
-from .findings_map import FindingMap, MapResult  # noqa: E402
+from ..files import atomic_path
+from .findings_map import FindingMap, MapResult
 
 #: fails, holds, no data
 COLORS = ("#d65f5f", "#6acc65", "#d9d9d9")
@@ -32,8 +32,7 @@ def _panel(ax, v: pd.DataFrame, ycol: str, xs: list[float], ys: list[float], yla
     for _, r in v.iterrows():
         if pd.notna(r["holds"]):
             grid[ys.index(r[ycol]), xs.index(r["bandwidth_GBps"])] = 1.0 if r["holds"] else 0.0
-    ax.imshow(grid, origin="lower", aspect="auto", cmap=ListedColormap(COLORS), vmin=0, vmax=2,
-              interpolation="nearest")
+    ax.imshow(grid, origin="lower", aspect="auto", cmap=ListedColormap(COLORS), vmin=0, vmax=2, interpolation="nearest")
     ax.set_xticks(range(len(xs)))
     ax.set_xticklabels([f"{x:g}" for x in xs], fontsize=6, rotation=90)
     ax.set_yticks(range(len(ys)))
@@ -64,12 +63,20 @@ def plot_finding(res: MapResult, finding: FindingMap, path: str | Path) -> Path:
         ycol, ys, ylab, yname = "latency_us", sorted(v["latency_us"].unique()), (lambda y: f"{y:g}"), "latency (µs)"
     else:
         cols = [(p, lat) for p in sorted(v["p"].unique()) for lat in sorted(v["latency_us"].unique())]
-        ycol, ys, ylab, yname = "m_factor", sorted(v["m_factor"].unique()), (lambda y: "p" if y == 1 else f"{y:g}p"), "m"
+        ycol, ys, ylab, yname = (
+            "m_factor",
+            sorted(v["m_factor"].unique()),
+            (lambda y: "p" if y == 1 else f"{y:g}p"),
+            "m",
+        )
     nr, nc = len(models), len(cols)
     width = max(7.0, 1.9 * nc + 1.3)
     share = f"{100 * finding.holds / finding.total:.0f}%" if finding.total else "-"
-    head = textwrap.fill(f"[{finding.key}] {finding.claim}: holds at {finding.holds} of {finding.total} points "
-                         f"({share}), {res.level} makespans", width=int(width * 12))
+    head = textwrap.fill(
+        f"[{finding.key}] {finding.claim}: holds at {finding.holds} of {finding.total} points "
+        f"({share}), {res.level} makespans",
+        width=int(width * 12),
+    )
     caption = textwrap.fill(finding.sentence[:1].upper() + finding.sentence[1:], width=int(width * 13))
     # inches above the panels (title lines, column titles) and below (tick labels, caption, legend)
     top_in = 0.45 + 0.17 * (head.count("\n") + 1)
@@ -91,11 +98,26 @@ def plot_finding(res: MapResult, finding: FindingMap, path: str | Path) -> Path:
                 ax.set_xlabel("bandwidth (GB/s)", fontsize=7)
     fig.suptitle(head, fontsize=9, y=1 - 0.08 / height, va="top")
     fig.text(0.01, 0.3 / height + 0.04 / height, caption, fontsize=8, ha="left", va="bottom")
-    fig.legend(handles=[Patch(color=COLORS[1], label="holds"), Patch(color=COLORS[0], label="fails"),
-                        Patch(color=COLORS[2], label="no data")], loc="lower left", bbox_to_anchor=(0.0, 0.0),
-               fontsize=7, ncol=3, frameon=False)
-    fig.subplots_adjust(left=1.0 / width, right=1 - 0.1 / width, top=1 - top_in / height, bottom=bottom_in / height,
-                        wspace=0.08, hspace=0.12)
+    fig.legend(
+        handles=[
+            Patch(color=COLORS[1], label="holds"),
+            Patch(color=COLORS[0], label="fails"),
+            Patch(color=COLORS[2], label="no data"),
+        ],
+        loc="lower left",
+        bbox_to_anchor=(0.0, 0.0),
+        fontsize=7,
+        ncol=3,
+        frameon=False,
+    )
+    fig.subplots_adjust(
+        left=1.0 / width,
+        right=1 - 0.1 / width,
+        top=1 - top_in / height,
+        bottom=bottom_in / height,
+        wspace=0.08,
+        hspace=0.12,
+    )
     with atomic_path(path, "--plots") as tmp:
         fig.savefig(tmp, dpi=110)
     plt.close(fig)

@@ -14,8 +14,8 @@ configuration's links: a rank change against ``contention`` is what the models m
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from ..errors import PPVerifyError
 from .config import Config
@@ -37,13 +37,15 @@ def placeholder(config: Config) -> LevelResult:
         'not applicable'
     """
     if config.p > MAX_P:
-        return LevelResult(MEASURED, "not applicable",
-                           note=f"measured only for p <= {MAX_P} (worker processes on this machine)")
+        return LevelResult(
+            MEASURED, "not applicable", note=f"measured only for p <= {MAX_P} (worker processes on this machine)"
+        )
     return LevelResult(MEASURED, PENDING, note="not measured yet")
 
 
-def fill_measured(points: Sequence[PointResult], steps: int = 3, warmup: int = 1, timeout: float = 120.0,
-                  unit_s: float = UNIT_S) -> list[PointResult]:
+def fill_measured(
+    points: Sequence[PointResult], steps: int = 3, warmup: int = 1, timeout: float = 120.0, unit_s: float = UNIT_S
+) -> list[PointResult]:
     """The points with their pending measured results replaced by measurements (one
     :func:`~ppverify.measure.measure_many` call: one set of processes per p).
 
@@ -67,8 +69,9 @@ def fill_measured(points: Sequence[PointResult], steps: int = 3, warmup: int = 1
             todo.append((i, None, None, 1.0, str(exc)))
             continue
         scale = unit_s if pt.config.abstract else 1.0
-        sleep = replace(costs, duration={k: tuple(float(x) * scale for x in v) for k, v in costs.duration.items()},
-                        time_unit="s")
+        sleep = replace(
+            costs, duration={k: tuple(float(x) * scale for x in v) for k, v in costs.duration.items()}, time_unit="s"
+        )
         todo.append((i, schedule, sleep, scale, ""))
     out = list(points)
     runnable = [t for t in todo if t[1] is not None]
@@ -78,25 +81,31 @@ def fill_measured(points: Sequence[PointResult], steps: int = 3, warmup: int = 1
         try:
             from ..measure import measure_many
 
-            results = measure_many([(s, c) for _, s, c, _, _ in runnable], steps=steps, warmup=warmup,
-                                   timeout=timeout)
+            results = measure_many([(s, c) for _, s, c, _, _ in runnable], steps=steps, warmup=warmup, timeout=timeout)
         except ImportError as exc:
             failure = f"unavailable: {exc}"
-        except (PPVerifyError, Exception) as exc:  # noqa: BLE001 - a failing level is reported, never dropped
+        except (PPVerifyError, Exception) as exc:
             failure = f"{type(exc).__name__}: {exc}"
     by_index = {t[0]: r for t, r in zip(runnable, results)}
-    for i, schedule, _, scale, err in todo:
+    for i, _schedule, _, scale, err in todo:
         if err or failure:
             status = "unavailable" if failure.startswith("unavailable") else "error"
             res = LevelResult(MEASURED, status, note=err or failure)
         else:
             m = by_index[i]
             spans = m.makespans
-            note = (f"median of {len(spans)} steps, {min(spans) / scale:.4g}-{max(spans) / scale:.4g}; sleep mode"
-                    + (f", 1 unit = {unit_s * 1e3:g} ms" if scale != 1.0 else ""))
+            note = f"median of {len(spans)} steps, {min(spans) / scale:.4g}-{max(spans) / scale:.4g}; sleep mode" + (
+                f", 1 unit = {unit_s * 1e3:g} ms" if scale != 1.0 else ""
+            )
             if m.grad_check.ok:
-                res = LevelResult(MEASURED, "ok", statistics.median(spans) / scale, exact=True, note=note,
-                                  timeline=m.timeline if scale == 1.0 else None)
+                res = LevelResult(
+                    MEASURED,
+                    "ok",
+                    statistics.median(spans) / scale,
+                    exact=True,
+                    note=note,
+                    timeline=m.timeline if scale == 1.0 else None,
+                )
             else:
                 res = LevelResult(MEASURED, "error", note=m.grad_check.message)
         pt = out[i]
@@ -104,4 +113,4 @@ def fill_measured(points: Sequence[PointResult], steps: int = 3, warmup: int = 1
     return out
 
 
-__all__ = ["MEASURED", "MAX_P", "UNIT_S", "placeholder", "fill_measured"]
+__all__ = ["MAX_P", "MEASURED", "UNIT_S", "fill_measured", "placeholder"]

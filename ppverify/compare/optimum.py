@@ -83,31 +83,42 @@ def solve_placement(schedule: Schedule, costs: CostModel, comm: CommModel, time_
     grid = costs.time_unit == "s"
     if grid:
         gcosts, gcomm, tick = on_grid(costs, comm)
-        notes.append(f"solved on a {tick * 1e6:.3g} µs grid (durations rounded down; makespan re-timed with true costs)")
+        notes.append(
+            f"solved on a {tick * 1e6:.3g} µs grid (durations rounded down; makespan re-timed with true costs)"
+        )
     else:
         gcosts, gcomm, tick = costs, comm, 1.0
     # the per-point limit is CP-SAT's deterministic work, so a loaded machine gives the same table;
     # the wall clock only stops a machine that is far slower than that work implies
-    r = optimize(problem_for(schedule, gcosts, gcomm), time_limit=WALL_FACTOR * time_limit,
-                 work_limit=time_limit, workers=WORKERS)
+    r = optimize(
+        problem_for(schedule, gcosts, gcomm),
+        time_limit=WALL_FACTOR * time_limit,
+        work_limit=time_limit,
+        workers=WORKERS,
+    )
     status = r.status.lower()
     bound = float(r.bound) * tick if math.isfinite(r.bound) else None
     if r.objective is None or r.schedule is None:
         notes.insert(0, r.reason or "no schedule within the time limit")
-        return LevelResult("optimum", "error" if status == "infeasible" else status, lower_bound=bound,
-                           note="; ".join(notes))
+        return LevelResult(
+            "optimum", "error" if status == "infeasible" else status, lower_bound=bound, note="; ".join(notes)
+        )
     if grid:
         # the grid optimum is a bound only; the found order re-timed with the true costs is a real schedule
         tl = run(r.schedule, costs, comm, semantics="async")
         makespan = float(tl.makespan)
-        status = "optimal" if bound is not None and makespan <= bound * (1 + 1e-9) else (
-            "optimal on grid" if status == "optimal" else status)
+        status = (
+            "optimal"
+            if bound is not None and makespan <= bound * (1 + 1e-9)
+            else ("optimal on grid" if status == "optimal" else status)
+        )
     else:
         tl, makespan = r.timeline, float(r.objective)
     bubble = float(tl.bubble_ratio) if tl is not None else None
     peaks = tuple(float(x) for x in tl.peak_memory()) if tl is not None else None
-    return LevelResult("optimum", status, makespan, bubble, peaks, bound, exact=status == "optimal",
-                       note="; ".join(notes), timeline=tl)
+    return LevelResult(
+        "optimum", status, makespan, bubble, peaks, bound, exact=status == "optimal", note="; ".join(notes), timeline=tl
+    )
 
 
 def unlike_ops(schedule: Schedule) -> str:

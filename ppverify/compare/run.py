@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Callable, Iterable
 
 import pandas as pd
 
-from .config import LEVELS, Config, ScheduleEntry, DEFAULT_SCHEDULES
+from .config import DEFAULT_SCHEDULES, LEVELS, Config, ScheduleEntry
 from .evaluate import PointResult, evaluate_point
 from .table import to_frame
 
@@ -43,8 +43,14 @@ def run_comparison(
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(configs) * len(entries), desc="compare", unit="point", file=sys.stderr,
-                   dynamic_ncols=True, leave=False)
+        bar = tqdm(
+            total=len(configs) * len(entries),
+            desc="compare",
+            unit="point",
+            file=sys.stderr,
+            dynamic_ncols=True,
+            leave=False,
+        )
     verdicts: dict = {}  # the schedule depends on (entry, p, m) only: verify it once
     for cfg in configs:
         cache: dict = {}

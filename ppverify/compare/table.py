@@ -10,19 +10,41 @@ previous level that produced numbers (formula -> slot -> async -> contention -> 
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
 import pandas as pd
 from tabulate import tabulate
 
-from .config import ALL_LEVELS, LEVEL_SEMANTICS, LEVELS
+from .config import ALL_LEVELS, LEVEL_SEMANTICS
 from .evaluate import PointResult
 
 #: columns of the result frame, in order (also the CSV/Parquet layout)
 COLUMNS: tuple[str, ...] = (
-    "config", "p", "m", "system", "model", "schedule", "family", "params", "level", "semantics",
-    "status", "makespan", "time_unit", "bubble_ratio", "peak_activation", "peak_activations",
-    "memory_unit", "lower_bound", "exact", "rank", "rank_change", "gap_to_optimal", "verified", "note", "seconds",
+    "config",
+    "p",
+    "m",
+    "system",
+    "model",
+    "schedule",
+    "family",
+    "params",
+    "level",
+    "semantics",
+    "status",
+    "makespan",
+    "time_unit",
+    "bubble_ratio",
+    "peak_activation",
+    "peak_activations",
+    "memory_unit",
+    "lower_bound",
+    "exact",
+    "rank",
+    "rank_change",
+    "gap_to_optimal",
+    "verified",
+    "note",
+    "seconds",
 )
 
 
@@ -37,7 +59,9 @@ def to_frame(points: Iterable[PointResult]) -> pd.DataFrame:
         >>> df[["schedule", "makespan", "peak_activation", "rank"]].values.tolist()
         [['gpipe', 21.0, 4.0, 1], ['1f1b', 21.0, 4.0, 1]]
     """
-    df = pd.DataFrame(point_rows(points), columns=[c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")])
+    df = pd.DataFrame(
+        point_rows(points), columns=[c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")]
+    )
     return add_ranks(df)
 
 
@@ -56,17 +80,28 @@ def point_rows(points: Iterable[PointResult]) -> list[dict]:
     for pt in points:
         for r in pt.results:
             peaks = list(r.peak_activations) if r.peak_activations is not None else None
-            rows.append({
-                **pt.config.key(),
-                "schedule": pt.entry.label, "family": pt.entry.family,
-                "params": json.dumps(pt.entry.params, sort_keys=True),
-                "level": r.level, "semantics": LEVEL_SEMANTICS[r.level], "status": r.status,
-                "makespan": r.makespan, "time_unit": pt.time_unit, "bubble_ratio": r.bubble_ratio,
-                "peak_activation": max(peaks) if peaks else None,
-                "peak_activations": json.dumps(peaks) if peaks is not None else None,
-                "memory_unit": pt.memory_unit, "lower_bound": r.lower_bound, "exact": r.exact,
-                "verified": pt.verified, "note": r.note, "seconds": r.seconds,
-            })
+            rows.append(
+                {
+                    **pt.config.key(),
+                    "schedule": pt.entry.label,
+                    "family": pt.entry.family,
+                    "params": json.dumps(pt.entry.params, sort_keys=True),
+                    "level": r.level,
+                    "semantics": LEVEL_SEMANTICS[r.level],
+                    "status": r.status,
+                    "makespan": r.makespan,
+                    "time_unit": pt.time_unit,
+                    "bubble_ratio": r.bubble_ratio,
+                    "peak_activation": max(peaks) if peaks else None,
+                    "peak_activations": json.dumps(peaks) if peaks is not None else None,
+                    "memory_unit": pt.memory_unit,
+                    "lower_bound": r.lower_bound,
+                    "exact": r.exact,
+                    "verified": pt.verified,
+                    "note": r.note,
+                    "seconds": r.seconds,
+                }
+            )
     return rows
 
 
@@ -184,12 +219,16 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
                 row.append(cell + ("+" if str(opt["note"]).startswith("unlike ops") else ""))
         if has_z3:
             v = str(srow.iloc[0]["verified"] or "")
-            row.append("valid" if v == "valid" else ("INVALID" if v.startswith("INVALID") else ("-" if not v else "n/a")))
+            row.append(
+                "valid" if v == "valid" else ("INVALID" if v.startswith("INVALID") else ("-" if not v else "n/a"))
+            )
             if v.startswith("INVALID"):
                 notes.append(f"{sched}: {v}")
         rows.append(row)
         first = srow.iloc[0]
-        if (not shown or all(pd.isna(srow.loc[lv]["makespan"]) for lv in shown)) and first["status"] != "not applicable":
+        if (not shown or all(pd.isna(srow.loc[lv]["makespan"]) for lv in shown)) and first[
+            "status"
+        ] != "not applicable":
             notes.append(f"{sched}: {srow.iloc[0]['status']} ({srow.iloc[0]['note']})")
     title = f"== {config} ==  (time in {tu_txt}, memory in {mu_txt})"
     out = [title, tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
@@ -232,7 +271,9 @@ def format_legend(levels: Iterable[str]) -> str:
     lines.append("             two-pipe schedules is in both; + the family runs ops the solver does not model")
     lines.append("             (overlapped F&B slots, B mixed with I/W): unlike steps, read with care")
     lines.append("  lb         CP-SAT stopped at its time limit: best schedule found and its proven lower bound")
-    lines.append("  Z3         the verifier proved completeness, placement, dependencies, exclusivity and deadlock freedom")
+    lines.append(
+        "  Z3         the verifier proved completeness, placement, dependencies, exclusivity and deadlock freedom"
+    )
     return "\n".join(lines)
 
 

@@ -21,20 +21,33 @@ time is FIFO. A device runs ahead as far as its inputs are known (its start time
 from __future__ import annotations
 
 import heapq
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 import numpy as np
 
-from ..comm import CommModel, NO_COMM
+from ..comm import NO_COMM, CommModel
+from ..compiled import use_compiled
 from ..costs import CostModel
 from ..errors import DeadlockError, ParameterError
-from ..ops import B, KIND_CODE, W
+from ..ops import KIND_CODE, B, W
 from ..schedule import Schedule
 from ..timeline import Timeline, Transfers
 from .core import _waits
-from ..compiled import use_compiled
-from .simulate import (ACTIVATION, ALLREDUCE, DP_ALLREDUCE, GRADIENT, _record_collective, collectives, device_ends,
-                       dp_resources, finish, prepare, resources_of, ring_resources)
+from .simulate import (
+    ACTIVATION,
+    ALLREDUCE,
+    DP_ALLREDUCE,
+    GRADIENT,
+    _record_collective,
+    collectives,
+    device_ends,
+    dp_resources,
+    finish,
+    prepare,
+    resources_of,
+    ring_resources,
+)
 
 _OP_END, _COLL = 0, 1
 
@@ -61,8 +74,9 @@ def simulate_contention(
         True
     """
     if options:
-        raise ParameterError("option", ", ".join(options),
-                             "unknown option of the contention engine (known: sync, dp_allreduce)")
+        raise ParameterError(
+            "option", ", ".join(options), "unknown option of the contention engine (known: sync, dp_allreduce)"
+        )
     prep = prepare(schedule, costs, comm)
     if use_compiled(prep.dag.num_ops):  # numba kernel, same results (tests/test_kernels.py)
         from .kernels import contention_compiled
@@ -260,13 +274,39 @@ def simulate_contention(
     start_a, end_a = np.asarray(start, dtype=float), np.asarray(end, dtype=float)
     kinds = [ACTIVATION, GRADIENT]
     e_q_list = e_q.tolist()
-    p2p = Transfers([kinds[k] for k in e_k], [device[q] for q in e_q_list], [device[i] for i in e_i], e_q_list, e_i,
-                    e_start, e_end, e_bytes)
+    p2p = Transfers(
+        [kinds[k] for k in e_k],
+        [device[q] for q in e_q_list],
+        [device[i] for i in e_i],
+        e_q_list,
+        e_i,
+        e_start,
+        e_end,
+        e_bytes,
+    )
     for n_ in range(len(tr)):
-        p2p.add(tr.kind[n_], tr.src_dev[n_], tr.dst_dev[n_], tr.src_op[n_], tr.dst_op[n_], tr.start[n_], tr.end[n_],
-                tr.nbytes[n_])
+        p2p.add(
+            tr.kind[n_],
+            tr.src_dev[n_],
+            tr.dst_dev[n_],
+            tr.src_op[n_],
+            tr.dst_op[n_],
+            tr.start[n_],
+            tr.end[n_],
+            tr.nbytes[n_],
+        )
     tr = p2p
     dev_end = device_ends(dag, end_a, p)
     tails = np.maximum(np.asarray(tails_end) - dev_end, 0.0)
-    return finish(schedule, costs, comm, prep, "contention", start_a, end_a, tr, tails,
-                  {"sync": sync, "dp_allreduce": dp_allreduce, "resources": len(res_id), "transfers": ne})
+    return finish(
+        schedule,
+        costs,
+        comm,
+        prep,
+        "contention",
+        start_a,
+        end_a,
+        tr,
+        tails,
+        {"sync": sync, "dp_allreduce": dp_allreduce, "resources": len(res_id), "transfers": ne},
+    )

@@ -9,7 +9,7 @@ top and lives in its own module.
 from __future__ import annotations
 
 from collections import deque
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..dag import StepDAG
 from ..errors import DeadlockError
@@ -44,8 +44,9 @@ def list_schedule(
     else:
         d0 = [float(e[0]) for e in edge_delay]
         d1 = [float(e[1]) for e in edge_delay]
-    start, end, ptr, done = list_schedule_flat(p0, p1, d0, d1, duration, dag.fused, dag.idle_before,
-                                               dag.offsets, idle_tick)
+    start, end, ptr, done = list_schedule_flat(
+        p0, p1, d0, d1, duration, dag.fused, dag.idle_before, dag.offsets, idle_tick
+    )
     if ptr is not None:
         raise DeadlockError(_waits(dag, ptr, done))
     return [float(x) for x in start], [float(x) for x in end]
@@ -170,7 +171,12 @@ def list_schedule_flat(
 
 
 def _list_schedule_plain(
-    p0: list[int], p1: list[int], d0: list[float], d1: list[float], duration: Sequence[float], offsets: Sequence[int],
+    p0: list[int],
+    p1: list[int],
+    d0: list[float],
+    d1: list[float],
+    duration: Sequence[float],
+    offsets: Sequence[int],
 ) -> tuple[list[float], list[float], list[int] | None, list[bool] | None]:
     """:func:`list_schedule_flat` without overlapped slots or idle ticks (the common case), in
     the tightest loop CPython allows: same results."""

@@ -11,7 +11,6 @@ load it instead of compiling.
 
 from __future__ import annotations
 
-import heapq
 from typing import Any
 
 import numpy as np
@@ -119,9 +118,15 @@ def _list_schedule(p0, p1, d0, d1, duration, fused, idle_before, offsets, idle_t
     return start, end, ptr
 
 
-def list_schedule_arrays(pred: np.ndarray, delay: np.ndarray, duration: np.ndarray, fused: np.ndarray,
-                         idle_before: np.ndarray, offsets: Any, idle_tick: float = 0.0
-                         ) -> tuple[np.ndarray, np.ndarray, list[int] | None, list[bool] | None]:
+def list_schedule_arrays(
+    pred: np.ndarray,
+    delay: np.ndarray,
+    duration: np.ndarray,
+    fused: np.ndarray,
+    idle_before: np.ndarray,
+    offsets: Any,
+    idle_tick: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray, list[int] | None, list[bool] | None]:
     """Compiled :func:`ppverify.engines.core.list_schedule_flat` on arrays: ``pred`` and
     ``delay`` of shape ``(n, 2)``. Returns ``(start, end, None, None)``, or on deadlock
     ``(start, end, ptr, done)`` as the reference does (``end`` 0 for ops that never ran).
@@ -133,12 +138,17 @@ def list_schedule_arrays(pred: np.ndarray, delay: np.ndarray, duration: np.ndarr
         ([0.0, 1.5], [1.0, 2.5], None)
     """
     off = np.asarray(offsets, dtype=np.int64)
-    start, end, ptr = _list_schedule(np.ascontiguousarray(pred[:, 0], dtype=np.int64),
-                                     np.ascontiguousarray(pred[:, 1], dtype=np.int64),
-                                     np.ascontiguousarray(delay[:, 0], dtype=float),
-                                     np.ascontiguousarray(delay[:, 1], dtype=float),
-                                     np.asarray(duration, dtype=float), np.asarray(fused, dtype=np.bool_),
-                                     np.asarray(idle_before, dtype=np.int64), off, float(idle_tick))
+    start, end, ptr = _list_schedule(
+        np.ascontiguousarray(pred[:, 0], dtype=np.int64),
+        np.ascontiguousarray(pred[:, 1], dtype=np.int64),
+        np.ascontiguousarray(delay[:, 0], dtype=float),
+        np.ascontiguousarray(delay[:, 1], dtype=float),
+        np.asarray(duration, dtype=float),
+        np.asarray(fused, dtype=np.bool_),
+        np.asarray(idle_before, dtype=np.int64),
+        off,
+        float(idle_tick),
+    )
     if (ptr < off[1:]).any():
         done = end >= 0
         return start, np.where(done, end, 0.0), ptr.tolist(), done.tolist()
@@ -146,8 +156,9 @@ def list_schedule_arrays(pred: np.ndarray, delay: np.ndarray, duration: np.ndarr
 
 
 @njit(cache=True, nogil=True)
-def _contention_p2p(p0, p1, cross0, cross1, dur, fused, offsets, device, out_start, e_i, e_k, e_time,
-                    res_ptr, res_idx, n_res):  # pragma: no cover - compiled
+def _contention_p2p(
+    p0, p1, cross0, cross1, dur, fused, offsets, device, out_start, e_i, e_k, e_time, res_ptr, res_idx, n_res
+):  # pragma: no cover - compiled
     # One loop, helpers written inline (a call per op, with its array reference counting, cost
     # more than the work). Order of work as in the reference: advance devices 0..p-1, then per
     # popped op end its edges in order, each edge followed at once by its consumer's advance.
@@ -181,11 +192,11 @@ def _contention_p2p(p0, p1, cross0, cross1, dur, fused, offsets, device, out_sta
         elif e < e_stop:
             # reserve every resource of the edge: FIFO, requests arrive in time order
             st = t_ev
-            for r in res_idx[res_ptr[e]:res_ptr[e + 1]]:
+            for r in res_idx[res_ptr[e] : res_ptr[e + 1]]:
                 if res_free[r] > st:
                     st = res_free[r]
             en = st + e_time[e]
-            for r in res_idx[res_ptr[e]:res_ptr[e + 1]]:
+            for r in res_idx[res_ptr[e] : res_ptr[e + 1]]:
                 res_free[r] = en
             i = e_i[e]
             if e_k[e] == 0:
@@ -271,8 +282,9 @@ def _contention_p2p(p0, p1, cross0, cross1, dur, fused, offsets, device, out_sta
     return start, end, ptr, e_start, e_end
 
 
-def contention_compiled(schedule: Schedule, costs: CostModel, comm: CommModel, prep: Any, sync: str,
-                        dp_allreduce: int) -> Timeline | None:
+def contention_compiled(
+    schedule: Schedule, costs: CostModel, comm: CommModel, prep: Any, sync: str, dp_allreduce: int
+) -> Timeline | None:
     """The ``contention`` engine's timeline computed by the compiled kernel, or ``None`` when the
     step has collectives (replica or data-parallel all-reduces), which only the reference engine
     (:func:`ppverify.engines.contention.simulate_contention`) times.
@@ -303,8 +315,9 @@ def contention_compiled(schedule: Schedule, costs: CostModel, comm: CommModel, p
     src, dst = dag.device[e_q], dag.device[e_i]
     pairs, pair_of_edge = np.unique(src * p + dst, return_inverse=True)
     res_id: dict[Any, int] = {}
-    pair_res = [[res_id.setdefault(r, len(res_id)) for r in resources_of(comm, int(k // p), int(k % p))]
-                for k in pairs.tolist()]
+    pair_res = [
+        [res_id.setdefault(r, len(res_id)) for r in resources_of(comm, int(k // p), int(k % p))] for k in pairs.tolist()
+    ]
     pair_len = np.array([len(r) for r in pair_res], dtype=np.int64)
     pair_ptr = np.concatenate(([0], np.cumsum(pair_len)))
     flat = np.array([r for rs in pair_res for r in rs], dtype=np.int64)
@@ -315,19 +328,48 @@ def contention_compiled(schedule: Schedule, costs: CostModel, comm: CommModel, p
     rel = np.arange(int(res_ptr[-1])) - np.repeat(res_ptr[:-1], e_len)
     res_idx = flat[np.repeat(pair_ptr[:-1][pair_of_edge], e_len) + rel] if len(flat) else np.zeros(0, np.int64)
     start, end, ptr, e_start, e_end = _contention_p2p(
-        np.ascontiguousarray(dag.pred[:, 0]), np.ascontiguousarray(dag.pred[:, 1]),
-        np.ascontiguousarray(dag.cross[:, 0]), np.ascontiguousarray(dag.cross[:, 1]),
-        np.asarray(prep.duration, dtype=float), dag.fused, np.asarray(dag.offsets, dtype=np.int64), dag.device,
-        out_start.astype(np.int64), e_i.astype(np.int64), e_k.astype(np.int64),
-        np.ascontiguousarray(prep.edge_time[order], dtype=float), res_ptr, res_idx.astype(np.int64), len(res_id))
+        np.ascontiguousarray(dag.pred[:, 0]),
+        np.ascontiguousarray(dag.pred[:, 1]),
+        np.ascontiguousarray(dag.cross[:, 0]),
+        np.ascontiguousarray(dag.cross[:, 1]),
+        np.asarray(prep.duration, dtype=float),
+        dag.fused,
+        np.asarray(dag.offsets, dtype=np.int64),
+        dag.device,
+        out_start.astype(np.int64),
+        e_i.astype(np.int64),
+        e_k.astype(np.int64),
+        np.ascontiguousarray(prep.edge_time[order], dtype=float),
+        res_ptr,
+        res_idx.astype(np.int64),
+        len(res_id),
+    )
     if (ptr < np.asarray(dag.offsets[1:])).any():
         raise DeadlockError(_waits(dag, ptr.tolist(), (end >= 0).tolist()))  # type: ignore[arg-type]
     kinds = list(map([ACTIVATION, GRADIENT].__getitem__, e_k.tolist()))
-    tr = Transfers(kinds, src.tolist(), dst.tolist(), e_q.tolist(), e_i.tolist(), e_start.tolist(), e_end.tolist(),
-                   prep.edge_bytes[order].tolist())
+    tr = Transfers(
+        kinds,
+        src.tolist(),
+        dst.tolist(),
+        e_q.tolist(),
+        e_i.tolist(),
+        e_start.tolist(),
+        e_end.tolist(),
+        prep.edge_bytes[order].tolist(),
+    )
     tails = np.maximum(np.zeros(p) - device_ends(dag, end, p), 0.0)
-    return finish(schedule, costs, comm, prep, "contention", start, end, tr, tails,
-                  {"sync": sync, "dp_allreduce": dp_allreduce, "resources": len(res_id), "transfers": len(e_i)})
+    return finish(
+        schedule,
+        costs,
+        comm,
+        prep,
+        "contention",
+        start,
+        end,
+        tr,
+        tails,
+        {"sync": sync, "dp_allreduce": dp_allreduce, "resources": len(res_id), "transfers": len(e_i)},
+    )
 
 
 def warm() -> None:
@@ -352,6 +394,7 @@ def warm() -> None:
     contention_compiled(s, costs, FixedDelay(1.0), prep, "none", 0)
     simulate_steps_compiled(lowered(s))
     torch_timeline_compiled(s, None)
+
 
 if __name__ == "__main__":
     warm()

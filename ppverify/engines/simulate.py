@@ -25,20 +25,21 @@ and the device memory capacity (:func:`memory_report` checks it).
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..comm import CommModel, NO_COMM
+from ..comm import NO_COMM, CommModel
+from ..compiled import use_compiled
 from ..costs import CostModel
 from ..dag import DagArrays, build_dag_arrays
 from ..errors import DeadlockError, ParameterError
-from ..ops import B, KIND_CODE, KINDS, W
+from ..ops import KIND_CODE, KINDS, B, W
 from ..schedule import Schedule
 from ..timeline import Timeline, Transfers
 from .core import _waits, list_schedule_flat
-from ..compiled import use_compiled
 
 SYNC_MODES: tuple[str, ...] = ("eager", "after-flush", "none")
 ACTIVATION, GRADIENT, ALLREDUCE, DP_ALLREDUCE = "activation", "gradient", "allreduce", "dp-allreduce"
@@ -73,8 +74,9 @@ def op_durations(dag: DagArrays, costs: CostModel) -> np.ndarray:
     """
     S = dag.schedule.num_stages
     if costs.num_stages != S:
-        raise ParameterError("costs", costs.label or "cost model",
-                             f"describes {costs.num_stages} stages but the schedule has {S}")
+        raise ParameterError(
+            "costs", costs.label or "cost model", f"describes {costs.num_stages} stages but the schedule has {S}"
+        )
     table = np.array([costs.duration[k] for k in KINDS], dtype=float).reshape(len(KINDS), S)
     dur = table[dag.kind, dag.stage]
     if dag.fused.any():
@@ -86,8 +88,9 @@ def op_durations(dag: DagArrays, costs: CostModel) -> np.ndarray:
     return dur
 
 
-def _edge_times(comm: CommModel, src: np.ndarray, dst: np.ndarray, boundary: np.ndarray,
-                bb: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
+def _edge_times(
+    comm: CommModel, src: np.ndarray, dst: np.ndarray, boundary: np.ndarray, bb: np.ndarray, p: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Bytes and ``comm.transfer_time`` of every edge (``boundary`` indexes ``bb``), the time
     computed once per distinct (src, dst, boundary) and looked up for the rest."""
     nbytes = bb[boundary] if len(bb) else np.zeros(len(src))
@@ -96,8 +99,13 @@ def _edge_times(comm: CommModel, src: np.ndarray, dst: np.ndarray, boundary: np.
     key = (src * p + dst) * max(len(bb), 1) + boundary
     uniq, inv = np.unique(key, return_inverse=True)
     nb = max(len(bb), 1)
-    times = np.array([comm.transfer_time(int(k // nb // p), int(k // nb % p), float(bb[k % nb]) if len(bb) else 0.0)
-                      for k in uniq.tolist()], dtype=float)
+    times = np.array(
+        [
+            comm.transfer_time(int(k // nb // p), int(k // nb % p), float(bb[k % nb]) if len(bb) else 0.0)
+            for k in uniq.tolist()
+        ],
+        dtype=float,
+    )
     if (times < 0).any() or not np.isfinite(times).all():
         raise ParameterError("comm", type(comm).__name__, "transfer times must be finite and >= 0")
     return nbytes, times[inv.reshape(-1)]
@@ -123,8 +131,9 @@ def prepare(schedule: Schedule, costs: CostModel, comm: CommModel) -> Prepared:
     qq = dag.pred[ii, kk]
     bb = np.asarray(costs.boundary_bytes, dtype=float)
     lo = np.minimum(dag.stage[ii], dag.stage[qq])
-    nbytes, times = _edge_times(comm, dag.device[qq], dag.device[ii], np.minimum(lo, max(len(bb) - 1, 0)), bb,
-                                schedule.p)
+    nbytes, times = _edge_times(
+        comm, dag.device[qq], dag.device[ii], np.minimum(lo, max(len(bb) - 1, 0)), bb, schedule.p
+    )
     return Prepared(dag, dur.tolist(), ii, kk, qq, nbytes, times)
 
 
@@ -163,8 +172,15 @@ class Collective:
     stage: int = -1
 
 
-def collectives(schedule: Schedule, costs: CostModel, comm: CommModel, dag: DagArrays, end: np.ndarray,
-                sync: str = "eager", dp_allreduce: int = 0) -> list[Collective]:
+def collectives(
+    schedule: Schedule,
+    costs: CostModel,
+    comm: CommModel,
+    dag: DagArrays,
+    end: np.ndarray,
+    sync: str = "eager",
+    dp_allreduce: int = 0,
+) -> list[Collective]:
     """Replica all-reduces (per ``sync``) and data-parallel all-reduces, with their ready times
     given the compute ``end`` times. The DP all-reduce of a device waits for that device's replica
     syncs, so it is returned with ``ready`` = its compute end and resolved by the engines.
@@ -204,8 +220,11 @@ def collectives(schedule: Schedule, costs: CostModel, comm: CommModel, dag: DagA
             for s, d in enumerate(pl.maps[pipe]):
                 held[d] += grad[s]
         for d in range(p):
-            out.append(Collective(DP_ALLREDUCE, (d,), held[d], float(dev_end[d]),
-                                  dp_allreduce_time(comm, dp_allreduce, held[d])))
+            out.append(
+                Collective(
+                    DP_ALLREDUCE, (d,), held[d], float(dev_end[d]), dp_allreduce_time(comm, dp_allreduce, held[d])
+                )
+            )
     return out
 
 
@@ -256,19 +275,31 @@ def exposed_comm(dag: DagArrays, start: np.ndarray, end: np.ndarray, p: int) -> 
     return out
 
 
-def finish(schedule: Schedule, costs: CostModel, comm: CommModel, prep: Prepared, semantics: str,
-           start: np.ndarray, end: np.ndarray, transfers: Transfers, tails: np.ndarray, info: dict[str, Any]) -> Timeline:
+def finish(
+    schedule: Schedule,
+    costs: CostModel,
+    comm: CommModel,
+    prep: Prepared,
+    semantics: str,
+    start: np.ndarray,
+    end: np.ndarray,
+    transfers: Transfers,
+    tails: np.ndarray,
+    info: dict[str, Any],
+) -> Timeline:
     """Assemble the :class:`Timeline`: ops, transfers, exposed communication (op waits plus each
     device's collective tail after its last op) and the memory capacity of a system."""
     dag = prep.dag
     exposed = exposed_comm(dag, start, end, schedule.p) + tails
     capacity = getattr(comm, "memory_bytes", None)
     info = dict(info)
-    info.update({
-        "exposed_comm": exposed.tolist(),
-        "memory_capacity": capacity,
-        "system": getattr(comm, "name", None) if capacity is not None else None,
-    })
+    info.update(
+        {
+            "exposed_comm": exposed.tolist(),
+            "memory_capacity": capacity,
+            "system": getattr(comm, "name", None) if capacity is not None else None,
+        }
+    )
     return Timeline(schedule, costs, semantics, dag.ops, dag.device, start, end, transfers, info)
 
 
@@ -276,9 +307,16 @@ def _record_p2p(prep: Prepared, start_t: np.ndarray, end_t: np.ndarray) -> Trans
     dag = prep.dag
     # index a two-element list: reuses two str objects instead of creating one per transfer
     kinds = list(map([ACTIVATION, GRADIENT].__getitem__, prep.edge_k.tolist()))
-    return Transfers(kinds, dag.device[prep.edge_q].tolist(), dag.device[prep.edge_i].tolist(),
-                     prep.edge_q.tolist(), prep.edge_i.tolist(), start_t.tolist(), end_t.tolist(),
-                     prep.edge_bytes.tolist())
+    return Transfers(
+        kinds,
+        dag.device[prep.edge_q].tolist(),
+        dag.device[prep.edge_i].tolist(),
+        prep.edge_q.tolist(),
+        prep.edge_i.tolist(),
+        start_t.tolist(),
+        end_t.tolist(),
+        prep.edge_bytes.tolist(),
+    )
 
 
 def simulate_async(
@@ -300,7 +338,9 @@ def simulate_async(
         (24.0, 24, [0.5, 1.0, 1.0, 0.5])
     """
     if options:
-        raise ParameterError("option", ", ".join(options), "unknown option of the async engine (known: sync, dp_allreduce)")
+        raise ParameterError(
+            "option", ", ".join(options), "unknown option of the async engine (known: sync, dp_allreduce)"
+        )
     prep = prepare(schedule, costs, comm)
     dag = prep.dag
     n = dag.num_ops
@@ -309,24 +349,41 @@ def simulate_async(
     if use_compiled(n):  # numba kernel, same results (tests/test_kernels.py)
         from .kernels import list_schedule_arrays
 
-        start_l, end_l, ptr, done = list_schedule_arrays(dag.pred, d, prep.duration, dag.fused, dag.idle_before,
-                                                         dag.offsets)
+        start_l, end_l, ptr, done = list_schedule_arrays(
+            dag.pred, d, prep.duration, dag.fused, dag.idle_before, dag.offsets
+        )
     else:
         start_l, end_l, ptr, done = list_schedule_flat(
-            dag.pred[:, 0].tolist(), dag.pred[:, 1].tolist(), d[:, 0].tolist(), d[:, 1].tolist(),
-            prep.duration, dag.fused.tolist(), dag.idle_before.tolist(), dag.offsets)
+            dag.pred[:, 0].tolist(),
+            dag.pred[:, 1].tolist(),
+            d[:, 0].tolist(),
+            d[:, 1].tolist(),
+            prep.duration,
+            dag.fused.tolist(),
+            dag.idle_before.tolist(),
+            dag.offsets,
+        )
     if ptr is not None:
         raise DeadlockError(_waits(dag, ptr, done))  # type: ignore[arg-type]
     start, end = np.asarray(start_l, dtype=float), np.asarray(end_l, dtype=float)
     t0 = end[prep.edge_q]
     transfers = _record_p2p(prep, t0, t0 + prep.edge_time)
     tails = run_collectives_uncontended(schedule, costs, comm, dag, end, sync, dp_allreduce, transfers)
-    return finish(schedule, costs, comm, prep, "async", start, end, transfers, tails,
-                  {"sync": sync, "dp_allreduce": dp_allreduce})
+    return finish(
+        schedule, costs, comm, prep, "async", start, end, transfers, tails, {"sync": sync, "dp_allreduce": dp_allreduce}
+    )
 
 
-def run_collectives_uncontended(schedule: Schedule, costs: CostModel, comm: CommModel, dag: DagArrays,
-                                end: np.ndarray, sync: str, dp_allreduce: int, transfers: Transfers) -> np.ndarray:
+def run_collectives_uncontended(
+    schedule: Schedule,
+    costs: CostModel,
+    comm: CommModel,
+    dag: DagArrays,
+    end: np.ndarray,
+    sync: str,
+    dp_allreduce: int,
+    transfers: Transfers,
+) -> np.ndarray:
     """Time the collectives with no contention, record them, and return each device's tail:
     how long its last collective runs past its last op."""
     dev_end = device_ends(dag, end, schedule.p)
@@ -371,8 +428,13 @@ def memory_report(timeline: Timeline, capacity: float | None = None) -> dict[str
     cap = capacity if capacity is not None else timeline.info.get("memory_capacity")
     peak = timeline.peak_memory(include_weights=True)
     oom = [] if cap is None else [d for d in range(timeline.p) if peak[d] > cap]
-    return {"peak": peak.tolist(), "weights": timeline.static_memory().tolist(), "capacity": cap, "oom": oom,
-            "unit": timeline.costs.memory_unit}
+    return {
+        "peak": peak.tolist(),
+        "weights": timeline.static_memory().tolist(),
+        "capacity": cap,
+        "oom": oom,
+        "unit": timeline.costs.memory_unit,
+    }
 
 
 def resources_of(comm: CommModel, src: int, dst: int) -> tuple[Hashable, ...]:

@@ -15,7 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..comm import CommModel, NO_COMM
+from ..comm import NO_COMM, CommModel
 from ..costs import CostModel
 from ..dag import build_dag
 from ..ops import Action, Op, Overlap
@@ -63,7 +63,7 @@ def op_durations(dag, costs: CostModel, comm: CommModel = NO_COMM, charge_comm: 
         while dag.fused[j]:
             j += 1
         if j > i:
-            dur[i] = costs.overlap * sum(dur[i:j + 1])
+            dur[i] = costs.overlap * sum(dur[i : j + 1])
             for k in range(i + 1, j + 1):
                 dur[k] = dur[i]
         i = j + 1
@@ -90,17 +90,32 @@ def slot_timeline(
     fracs = [_as_fraction(x) for x in dur] or [Fraction(1)]
     tick = Fraction(0)
     for f in fracs:
-        tick = Fraction(math.gcd(tick.numerator * f.denominator, f.numerator * tick.denominator),
-                        tick.denominator * f.denominator) if tick else f
+        tick = (
+            Fraction(
+                math.gcd(tick.numerator * f.denominator, f.numerator * tick.denominator),
+                tick.denominator * f.denominator,
+            )
+            if tick
+            else f
+        )
     ticks = [int(f / tick) for f in fracs]
     start, end = list_schedule(dag, ticks, None, idle_tick=1.0)
     tk = float(tick)
     return Timeline(
-        schedule, costs, "slot", dag.ops,
+        schedule,
+        costs,
+        "slot",
+        dag.ops,
         np.asarray(dag.device, dtype=np.int64),
-        np.asarray(start) * tk, np.asarray(end) * tk,
-        info={"tick": tk, "ticks": int(max(end, default=0)), "charge_comm": charge_comm,
-              "start_tick": start, "end_tick": end},
+        np.asarray(start) * tk,
+        np.asarray(end) * tk,
+        info={
+            "tick": tk,
+            "ticks": int(max(end, default=0)),
+            "charge_comm": charge_comm,
+            "start_tick": start,
+            "end_tick": end,
+        },
     )
 
 
@@ -120,7 +135,9 @@ def table_grid(timeline: Timeline) -> list[list[Op | None]]:
         raise ValueError("table_grid needs a slot timeline (run(..., semantics='slot'))")
     T = timeline.info["ticks"]
     grid: list[list[Op | None]] = [[None] * T for _ in range(timeline.p)]
-    for op, d, s, e in zip(timeline.ops, timeline.device.tolist(), timeline.info["start_tick"], timeline.info["end_tick"]):
+    for op, d, s, e in zip(
+        timeline.ops, timeline.device.tolist(), timeline.info["start_tick"], timeline.info["end_tick"]
+    ):
         for t in range(int(s), int(e)):
             cur = grid[d][t]
             # overlapped ops share cells: keep the first, the text form shows the pair elsewhere
@@ -173,8 +190,9 @@ def _paper_block(cells: list[list[str]], t0: int, t1: int, w: int, lw: int) -> s
     return "\n".join(x.rstrip() for x in lines)
 
 
-def format_table(timeline: Timeline, style: str = "paper", max_ticks: int = MAX_RENDER_TICKS,
-                 width: int | None = None) -> str:
+def format_table(
+    timeline: Timeline, style: str = "paper", max_ticks: int = MAX_RENDER_TICKS, width: int | None = None
+) -> str:
     """Render a ``slot`` timeline as text (:mod:`ppverify.io.table_text` parses both back).
 
     * ``paper``: one row per device, one column per tick; an action fills every cell it occupies,
@@ -202,7 +220,7 @@ def format_table(timeline: Timeline, style: str = "paper", max_ticks: int = MAX_
         Step 3: 0B0
     """
     T = timeline.info["ticks"]
-    if T > max_ticks:
+    if max_ticks < T:
         return f"(table of {T} ticks not rendered; limit {max_ticks})"
     grid = table_actions(timeline)
     if style == "paper":

@@ -24,24 +24,27 @@ runs once all of its ops are ready. Durations, and so a system's runtime overhea
 from __future__ import annotations
 
 import heapq
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+from ..compiled import use_compiled
 from ..costs import CostModel
 from ..errors import DeadlockError, ParameterError
-from ..ops import B, F, I, W, Action, Comm, Marker, Op, Overlap
+from ..ops import Action, B, Comm, F, I, Marker, Op, Overlap, W
 from ..schedule import Schedule
 from ..timeline import Timeline, Transfers
-from ..compiled import use_compiled
 
 SEND_F, RECV_F, SEND_B, RECV_B = "SEND_F", "RECV_F", "SEND_B", "RECV_B"
 
 
 def _stage_rank(schedule: Schedule) -> tuple[int, ...]:
     if schedule.placement.num_pipes != 1 or any(schedule.pipe_of_mb):
-        raise ParameterError("semantics", "torch",
-                             "PyTorch's runtime has one pipe; a two-pipe schedule (chimera, dualpipe) has no torch timing")
+        raise ParameterError(
+            "semantics",
+            "torch",
+            "PyTorch's runtime has one pipe; a two-pipe schedule (chimera, dualpipe) has no torch timing",
+        )
     return schedule.placement.maps[0]
 
 
@@ -82,8 +85,11 @@ def add_send_recv(schedule: Schedule) -> Schedule:
         if a.kind == F and a.stage != 0:
             return Comm(RECV_F, a.stage, a.mb) in seen or Op(F, a.stage - 1, a.mb) in seen
         if a.kind in (I, B) and a.stage != S - 1:
-            return (Comm(RECV_B, a.stage, a.mb) in seen or Op(I, a.stage + 1, a.mb) in seen
-                    or Op(B, a.stage + 1, a.mb) in seen)
+            return (
+                Comm(RECV_B, a.stage, a.mb) in seen
+                or Op(I, a.stage + 1, a.mb) in seen
+                or Op(B, a.stage + 1, a.mb) in seen
+            )
         return True
 
     # PyTorch's loop visits every rank in rank order each round and places at most one action per
@@ -128,7 +134,9 @@ def add_send_recv(schedule: Schedule) -> Schedule:
                 nxt.add(r)
         current = sorted(k for k in nxt if k in todo)
     if todo:
-        raise DeadlockError([(r, str(todo[r][pos[r]]), "its input (no rank can place its next action)") for r in sorted(todo)])
+        raise DeadlockError(
+            [(r, str(todo[r][pos[r]]), "its input (no rank can place its next action)") for r in sorted(todo)]
+        )
     return schedule.with_programs(tuple(tuple(out[r]) for r in range(schedule.p)))
 
 
@@ -209,8 +217,14 @@ def merge_bw(schedule: Schedule) -> Schedule:
         while k < len(rest):
             a = rest[k]
             nxt = rest[k + 1] if k + 1 < len(rest) else None
-            if (type(a) is Op and a.kind == I and type(nxt) is Op and nxt.kind == W
-                    and nxt.stage == a.stage and nxt.mb == a.mb):
+            if (
+                type(a) is Op
+                and a.kind == I
+                and type(nxt) is Op
+                and nxt.kind == W
+                and nxt.stage == a.stage
+                and nxt.mb == a.mb
+            ):
                 out.append(Op(B, a.stage, a.mb))
                 k += 2
             else:
@@ -254,8 +268,9 @@ def simulate_steps(schedule: Schedule) -> list[list[Action]]:
         if compiled_grid is not None:  # None: run the reference (it also names deadlocks)
             return compiled_grid
     S = schedule.num_stages
-    todo = {r: [a for a in prog if a is not None and not isinstance(a, Marker)]
-            for r, prog in enumerate(schedule.programs)}
+    todo = {
+        r: [a for a in prog if a is not None and not isinstance(a, Marker)] for r, prog in enumerate(schedule.programs)
+    }
     grid: dict[int, list[Action]] = {r: [] for r in todo}
     prev: dict[int, set] = {r: set() for r in todo}
 
@@ -268,8 +283,7 @@ def simulate_steps(schedule: Schedule) -> list[list[Action]]:
             if k == F:
                 return s == 0 or Comm(RECV_F, s, mb) in seen or Op(F, s - 1, mb) in seen
             if k in (I, B):
-                return (s == S - 1 or Comm(RECV_B, s, mb) in seen or Op(I, s + 1, mb) in seen
-                        or Op(B, s + 1, mb) in seen)
+                return s == S - 1 or Comm(RECV_B, s, mb) in seen or Op(I, s + 1, mb) in seen or Op(B, s + 1, mb) in seen
             return True  # W: PyTorch never checks it against its I
         if k == SEND_F:
             return Op(F, s, mb) in seen
@@ -315,7 +329,9 @@ def simulate_steps(schedule: Schedule) -> list[list[Action]]:
             if not todo[r]:
                 del todo[r]
         if not progress:
-            raise DeadlockError([(r, str(todo[r][0]), "a SEND or an upstream op that never runs") for r in sorted(todo)])
+            raise DeadlockError(
+                [(r, str(todo[r][0]), "a SEND or an upstream op that never runs") for r in sorted(todo)]
+            )
     return [grid[r] for r in range(schedule.p)]
 
 
@@ -409,7 +425,13 @@ def torch_timeline(schedule: Schedule, costs: CostModel | None = None, **_: obje
         tr.add("activation" if fwd else "gradient", src_dev, r, src_op, dst_op, float(t0), float(t + 1), 0.0)
     st = np.asarray(start)
     return Timeline(
-        schedule, costs or CostModel.unit(schedule.placement), "torch", ops,
-        np.asarray(dev, dtype=np.int64), st, st + 1.0, tr,
+        schedule,
+        costs or CostModel.unit(schedule.placement),
+        "torch",
+        ops,
+        np.asarray(dev, dtype=np.int64),
+        st,
+        st + 1.0,
+        tr,
         info={"steps": T, "grid": grid, "lowered": low is not schedule, "step_unit": "PyTorch simulator steps"},
     )

@@ -66,9 +66,13 @@ def _steps(act_ptr, part_ptr, code, stage, mb, S, m, rank_of):  # pragma: no cov
                     base = (b * S + s) * 8
                     if c == _F:
                         ok = s == 0 or done_on[base + _RF] == R or done_on[base - 8 + _F] == R
-                    elif c == _B or c == _I:
-                        ok = (s == S - 1 or done_on[base + _RB] == R or done_on[base + 8 + _I] == R
-                              or done_on[base + 8 + _B] == R)
+                    elif c in (_B, _I):
+                        ok = (
+                            s == S - 1
+                            or done_on[base + _RB] == R
+                            or done_on[base + 8 + _I] == R
+                            or done_on[base + 8 + _B] == R
+                        )
                     elif c == _W:
                         ok = True  # PyTorch never checks W against its I
                     elif c == _SF:
@@ -126,7 +130,7 @@ def _lower(act_ptr, part_ptr, code, stage, mb, S, m, rank_of):  # pragma: no cov
                 base = (b * S + s) * 8
                 if c == _F and s != 0:
                     ok = done_on[base + _RF] == r or done_on[base - 8 + _F] == r
-                elif (c == _I or c == _B) and s != S - 1:
+                elif (c in (_I, _B)) and s != S - 1:
                     ok = done_on[base + _RB] == r or done_on[base + 8 + _I] == r or done_on[base + 8 + _B] == r
                 if not ok:
                     break
@@ -143,7 +147,7 @@ def _lower(act_ptr, part_ptr, code, stage, mb, S, m, rank_of):  # pragma: no cov
                     done_on[(b * S + s) * 8 + c] = r
                     if c == _F and s != S - 1 and rank_of[s + 1] != rank_of[s]:
                         send, recv_stage, recv_code = (b * S + s) * 8 + _SF, s + 1, _RF
-                    elif (c == _I or c == _B) and s != 0 and rank_of[s - 1] != rank_of[s]:
+                    elif (c in (_I, _B)) and s != 0 and rank_of[s - 1] != rank_of[s]:
                         send, recv_stage, recv_code = (b * S + s) * 8 + _SB, s - 1, _RB
                     else:
                         continue
@@ -215,8 +219,7 @@ def lowered_compiled(schedule: Schedule) -> Schedule:
     st[special], mbs[special] = 0, 0
     ids = ((mbs * S + st) * 8 + code)[~special]
     srt = np.sort(ids)
-    if (st.max() >= S or mbs.min() < 0 or mbs.max() >= m or (st[~special] < 0).any()
-            or (srt[1:] == srt[:-1]).any()):
+    if st.max() >= S or mbs.min() < 0 or mbs.max() >= m or (st[~special] < 0).any() or (srt[1:] == srt[:-1]).any():
         return lowered(schedule)
     part_ptr = np.concatenate(([0], np.cumsum(np.asarray(n_parts, dtype=np.int64))))
     out_rank, out_item, ok = _lower(np.asarray(act_ptr, dtype=np.int64), part_ptr, code, st, mbs, S, m, rank_of)
@@ -233,7 +236,7 @@ def lowered_compiled(schedule: Schedule) -> Schedule:
         return Comm(_COMM_NAME[x % 8], (x // 8) % S, x // 8 // S)
 
     objs = list(map(obj, items))
-    return schedule.with_programs(tuple(tuple(objs[bounds[r]:bounds[r + 1]]) for r in range(schedule.p)))
+    return schedule.with_programs(tuple(tuple(objs[bounds[r] : bounds[r + 1]]) for r in range(schedule.p)))
 
 
 def _encode(schedule: Schedule) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray] | None:
@@ -294,9 +297,16 @@ def _run(schedule: Schedule) -> tuple[Any, ...] | None:
         return None
     actions, act_ptr, part_ptr, parts = enc
     rank_of = np.asarray(schedule.placement.maps[0], dtype=np.int64)
-    step_of, row_len, ptr, ok = _steps(act_ptr, part_ptr, np.ascontiguousarray(parts[:, 0]),
-                                       np.ascontiguousarray(parts[:, 1]), np.ascontiguousarray(parts[:, 2]),
-                                       schedule.num_stages, schedule.m, rank_of)
+    step_of, row_len, _ptr, ok = _steps(
+        act_ptr,
+        part_ptr,
+        np.ascontiguousarray(parts[:, 0]),
+        np.ascontiguousarray(parts[:, 1]),
+        np.ascontiguousarray(parts[:, 2]),
+        schedule.num_stages,
+        schedule.m,
+        rank_of,
+    )
     if not ok:
         return None  # the reference raises the deadlock with its own message
     return actions, act_ptr, part_ptr, parts, step_of, row_len
@@ -363,8 +373,11 @@ def torch_timeline_compiled(schedule: Schedule, costs: CostModel | None) -> Time
     comp = comp[np.lexsort((rank[comp], step_of[comp]))]
     cnt = n_parts[comp]
     part_idx = np.repeat(part_ptr[comp], cnt) + (np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt))
-    ops = [actions[a] for a in comp.tolist()] if (cnt == 1).all() else \
-        [op for a in comp.tolist() for op in (actions[a].ops if type(actions[a]) is Overlap else (actions[a],))]
+    ops = (
+        [actions[a] for a in comp.tolist()]
+        if (cnt == 1).all()
+        else [op for a in comp.tolist() for op in (actions[a].ops if type(actions[a]) is Overlap else (actions[a],))]
+    )
     dev = np.repeat(rank[comp], cnt)
     start = np.repeat(step_of[comp], cnt).astype(float)
     pos = np.full(8 * S * m, -1, dtype=np.int64)
@@ -389,12 +402,29 @@ def torch_timeline_compiled(schedule: Schedule, costs: CostModel | None) -> Time
         return np.where(fwd, f, np.where(i >= 0, i, b))
 
     kinds = list(map(["gradient", "activation"].__getitem__, fwd.astype(np.int64).tolist()))
-    tr = Transfers(kinds, rank_of[s_src].tolist(), rank[rec].tolist(), position(s_src).tolist(),
-                   position(s_dst).tolist(), t0.astype(float).tolist(), (t + 1).astype(float).tolist(),
-                   [0.0] * len(rec))
+    tr = Transfers(
+        kinds,
+        rank_of[s_src].tolist(),
+        rank[rec].tolist(),
+        position(s_src).tolist(),
+        position(s_dst).tolist(),
+        t0.astype(float).tolist(),
+        (t + 1).astype(float).tolist(),
+        [0.0] * len(rec),
+    )
     return Timeline(
-        schedule, costs or CostModel.unit(schedule.placement), "torch", ops, dev.astype(np.int64), start,
-        start + 1.0, tr,
-        info={"steps": T, "grid": _grid(actions, act_ptr, step_of, row_len), "lowered": low is not schedule,
-              "step_unit": "PyTorch simulator steps"},
+        schedule,
+        costs or CostModel.unit(schedule.placement),
+        "torch",
+        ops,
+        dev.astype(np.int64),
+        start,
+        start + 1.0,
+        tr,
+        info={
+            "steps": T,
+            "grid": _grid(actions, act_ptr, step_of, row_len),
+            "lowered": low is not schedule,
+            "step_unit": "PyTorch simulator steps",
+        },
     )

@@ -11,8 +11,12 @@ from pathlib import Path
 from ..errors import ScheduleFileError
 from ..schedule import Schedule
 
-FORMATS = {".json": "ppverify JSON", ".csv": "PyTorch pipelining CSV",
-           ".txt": "text table (paper layout or PyTorch's printed grid)", ".table": "text table"}
+FORMATS = {
+    ".json": "ppverify JSON",
+    ".csv": "PyTorch pipelining CSV",
+    ".txt": "text table (paper layout or PyTorch's printed grid)",
+    ".table": "text table",
+}
 
 
 def load_schedule(path: str | Path, **options) -> Schedule:
@@ -57,8 +61,12 @@ def load_torch_file(path: str | Path, **options) -> Schedule:
     if kind in ("json", "table"):
         given = [k for k, v in options.items() if v is not None]
         if given:
-            raise ScheduleFileError(str(path), "", f"holds a {FORMATS['.json' if kind == 'json' else '.txt']}, "
-                                                   f"which takes no --{given[0].replace('_', '-')}")
+            raise ScheduleFileError(
+                str(path),
+                "",
+                f"holds a {FORMATS['.json' if kind == 'json' else '.txt']}, "
+                f"which takes no --{given[0].replace('_', '-')}",
+            )
         return _parse(kind, text, str(path), {})
     return _parse("csv", text, str(path), options)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..errors import ScheduleFileError
 from ..ops import Action, ActionSyntaxError, parse_action
@@ -40,8 +41,15 @@ class JsonReader:
             raise self.fail(where, f"expected a JSON object, got {describe_value(value)}")
         return value
 
-    def keys(self, obj: Mapping[str, Any], where: str, allowed: Sequence[str], required: Sequence[str],
-             expected: str, hint: str = "") -> None:
+    def keys(
+        self,
+        obj: Mapping[str, Any],
+        where: str,
+        allowed: Sequence[str],
+        required: Sequence[str],
+        expected: str,
+        hint: str = "",
+    ) -> None:
         """Refuse a key outside ``allowed`` (at ``<where>.<key>``; ``expected`` lists the keys the
         message names), then a missing ``required`` key (``hint``: what it holds)."""
         prefix = "" if where == "top level" else where + "."
@@ -62,7 +70,7 @@ class JsonReader:
     def int_(self, value: Any, where: str, lo: int | None = None, hi: int | None = None) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(where, f"expected an integer, got {describe_value(value)}")
-        if lo is not None and value < lo or hi is not None and value > hi:
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
             rng = f"in {lo}..{hi}" if hi is not None else f">= {lo}"
             raise self.fail(where, f"{value} out of range; must be {rng}")
         return value
@@ -71,7 +79,9 @@ class JsonReader:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise self.fail(where, f"expected a finite number, got {describe_value(value)}")
         if value < lo or (hi is not None and value > hi):
-            raise self.fail(where, f"{value} out of range; must be >= {lo}" + (f" and <= {hi}" if hi is not None else ""))
+            raise self.fail(
+                where, f"{value} out of range; must be >= {lo}" + (f" and <= {hi}" if hi is not None else "")
+            )
         return float(value)
 
     def str_(self, value: Any, where: str) -> str:
@@ -97,8 +107,15 @@ def describe_value(value: Any) -> str:
         >>> describe_value("x"), describe_value([1]), describe_value(None)
         ('a string ("x")', 'a list', 'null (null)')
     """
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
-             int: "an integer", float: "a number"}
+    names = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+        int: "an integer",
+        float: "a number",
+    }
     shown = json.dumps(value) if not isinstance(value, (dict, list)) else ""
     shown = shown if len(shown) <= 30 else shown[:27] + "..."
     return names.get(type(value), type(value).__name__) + (f" ({shown})" if shown else "")
@@ -113,6 +130,7 @@ def no_duplicate_keys(path: str) -> Callable[[Sequence[tuple[str, Any]]], dict]:
         ...
         ppverify.errors.ScheduleFileError: s.json: key 'p': appears twice in one object
     """
+
     def hook(pairs: Sequence[tuple[str, Any]]) -> dict:
         out: dict[str, Any] = {}
         for k, v in pairs:
@@ -120,6 +138,7 @@ def no_duplicate_keys(path: str) -> Callable[[Sequence[tuple[str, Any]]], dict]:
                 raise ScheduleFileError(path, f"key {k!r}", "appears twice in one object")
             out[k] = v
         return out
+
     return hook
 
 
@@ -132,6 +151,8 @@ def reject_constant(path: str) -> Callable[[str], Any]:
         ...
         ppverify.errors.ScheduleFileError: s.json: NaN is not valid JSON (numbers must be finite)
     """
+
     def hook(name: str) -> Any:
         raise ScheduleFileError(path, "", f"{name} is not valid JSON (numbers must be finite)")
+
     return hook

@@ -25,9 +25,22 @@ from ..comm import CommModel, FixedDelay
 from .json_checks import JsonReader
 
 _KEYS = ("model", "delay", "system", "sync", "dp_allreduce")
-_SYS_KEYS = ("name", "device_name", "description", "peak_TFLOPs", "memory_GiB", "gpus_per_node", "nics_per_node",
-             "intra_node", "inter_node", "topology", "ranks_per_node", "action_overhead_us", "transfer_overhead_us",
-             "two_pipe_overhead_us")
+_SYS_KEYS = (
+    "name",
+    "device_name",
+    "description",
+    "peak_TFLOPs",
+    "memory_GiB",
+    "gpus_per_node",
+    "nics_per_node",
+    "intra_node",
+    "inter_node",
+    "topology",
+    "ranks_per_node",
+    "action_overhead_us",
+    "transfer_overhead_us",
+    "two_pipe_overhead_us",
+)
 _LINK_KEYS = ("name", "latency_us", "bandwidth_GBps")
 
 
@@ -46,8 +59,11 @@ class CommSettings:
 
     def describe(self) -> str:
         """One line for reports."""
-        what = (f"fixed delay {self.comm.delay:g} per transfer" if isinstance(self.comm, FixedDelay)
-                else f"system {getattr(self.comm, 'name', 'custom')}")
+        what = (
+            f"fixed delay {self.comm.delay:g} per transfer"
+            if isinstance(self.comm, FixedDelay)
+            else f"system {getattr(self.comm, 'name', 'custom')}"
+        )
         dp = f", data-parallel all-reduce over {self.dp_allreduce}" if self.dp_allreduce else ""
         return f"{what}, sync {self.sync}{dp}"
 
@@ -77,11 +93,19 @@ def comm_to_dict(settings: CommSettings) -> dict[str, Any]:
     if isinstance(c, FixedDelay):
         return {"model": "fixed-delay", "delay": float(c.delay), **tail}
     if isinstance(c, System):
-        sysd = {"name": c.name, "device_name": c.device_name, "description": c.description,
-                "peak_TFLOPs": c.peak_flops / 1e12, "memory_GiB": c.memory_bytes / 2**30,
-                "gpus_per_node": c.gpus_per_node, "nics_per_node": c.nics_per_node,
-                "intra_node": _link(c.intra), "inter_node": _link(c.inter), "topology": c.intra_topology,
-                "ranks_per_node": c.ranks_per_node}
+        sysd = {
+            "name": c.name,
+            "device_name": c.device_name,
+            "description": c.description,
+            "peak_TFLOPs": c.peak_flops / 1e12,
+            "memory_GiB": c.memory_bytes / 2**30,
+            "gpus_per_node": c.gpus_per_node,
+            "nics_per_node": c.nics_per_node,
+            "intra_node": _link(c.intra),
+            "inter_node": _link(c.inter),
+            "topology": c.intra_topology,
+            "ranks_per_node": c.ranks_per_node,
+        }
         for key in ("action_overhead", "transfer_overhead"):  # the runtime's cost per action, when modeled
             if getattr(c, f"{key}_s", 0.0):
                 sysd[f"{key}_us"] = getattr(c, f"{key}_s") * 1e6
@@ -96,8 +120,10 @@ def _two_pipe(rd: JsonReader, value: Any) -> tuple[float, float] | None:
         return None
     if not isinstance(value, list) or len(value) != 2:
         raise rd.fail("comm.system.two_pipe_overhead_us", "expected [action us, transfer us]")
-    return (rd.num(value[0], "comm.system.two_pipe_overhead_us[0]") / 1e6,
-            rd.num(value[1], "comm.system.two_pipe_overhead_us[1]") / 1e6)
+    return (
+        rd.num(value[0], "comm.system.two_pipe_overhead_us[0]") / 1e6,
+        rd.num(value[1], "comm.system.two_pipe_overhead_us[1]") / 1e6,
+    )
 
 
 def _parse_link(rd: JsonReader, value: Any, where: str):
@@ -111,7 +137,9 @@ def _parse_link(rd: JsonReader, value: Any, where: str):
     bps = math.inf if bw is None else rd.num(bw, f"{where}.bandwidth_GBps") * 1e9
     if bps <= 0:
         raise rd.fail(f"{where}.bandwidth_GBps", "must be > 0 (null for an infinite bandwidth)")
-    return LinkTier(rd.str_(d.get("name", ""), f"{where}.name"), rd.num(d["latency_us"], f"{where}.latency_us") / 1e6, bps)
+    return LinkTier(
+        rd.str_(d.get("name", ""), f"{where}.name"), rd.num(d["latency_us"], f"{where}.latency_us") / 1e6, bps
+    )
 
 
 def comm_from_dict(rd: JsonReader, value: Any) -> CommSettings:
@@ -145,20 +173,30 @@ def comm_from_dict(rd: JsonReader, value: Any) -> CommSettings:
     if "system" not in c:
         raise rd.fail("comm", "missing key 'system' (the links of the system model)")
     s = rd.obj(c["system"], "comm.system")
-    rd.keys(s, "comm.system", _SYS_KEYS, ("peak_TFLOPs", "memory_GiB", "gpus_per_node", "inter_node"), ", ".join(_SYS_KEYS))
+    rd.keys(
+        s, "comm.system", _SYS_KEYS, ("peak_TFLOPs", "memory_GiB", "gpus_per_node", "inter_node"), ", ".join(_SYS_KEYS)
+    )
     rpn = s.get("ranks_per_node")
     try:
         system = System(
-            rd.str_(s.get("name", "custom"), "comm.system.name"), rd.str_(s.get("device_name", ""), "comm.system.device_name"),
-            rd.num(s["peak_TFLOPs"], "comm.system.peak_TFLOPs") * 1e12, rd.num(s["memory_GiB"], "comm.system.memory_GiB") * 2**30,
-            rd.int_(s["gpus_per_node"], "comm.system.gpus_per_node", 1), rd.int_(s.get("nics_per_node", 1), "comm.system.nics_per_node", 1),
-            _parse_link(rd, s.get("intra_node"), "comm.system.intra_node"), _parse_link(rd, s["inter_node"], "comm.system.inter_node"),
+            rd.str_(s.get("name", "custom"), "comm.system.name"),
+            rd.str_(s.get("device_name", ""), "comm.system.device_name"),
+            rd.num(s["peak_TFLOPs"], "comm.system.peak_TFLOPs") * 1e12,
+            rd.num(s["memory_GiB"], "comm.system.memory_GiB") * 2**30,
+            rd.int_(s["gpus_per_node"], "comm.system.gpus_per_node", 1),
+            rd.int_(s.get("nics_per_node", 1), "comm.system.nics_per_node", 1),
+            _parse_link(rd, s.get("intra_node"), "comm.system.intra_node"),
+            _parse_link(rd, s["inter_node"], "comm.system.inter_node"),
             None if rpn is None else rd.int_(rpn, "comm.system.ranks_per_node", 1),
             rd.str_(s.get("description", ""), "comm.system.description"),
             rd.str_(s.get("topology", "switch"), "comm.system.topology"),
-            **{f"{k}_s": rd.num(s[f"{k}_us"], f"comm.system.{k}_us") / 1e6
-               for k in ("action_overhead", "transfer_overhead") if f"{k}_us" in s},
-            two_pipe_overhead_s=_two_pipe(rd, s.get("two_pipe_overhead_us")))
+            **{
+                f"{k}_s": rd.num(s[f"{k}_us"], f"comm.system.{k}_us") / 1e6
+                for k in ("action_overhead", "transfer_overhead")
+                if f"{k}_us" in s
+            },
+            two_pipe_overhead_s=_two_pipe(rd, s.get("two_pipe_overhead_us")),
+        )
     except ParameterError as exc:
         raise rd.fail("comm.system", exc.rule) from None
     if system.inter is None:

@@ -53,10 +53,33 @@ from .json_comm import CommSettings, comm_from_dict, comm_to_dict
 
 FORMAT_NAME = "ppverify-schedule"
 FORMAT_VERSION = 1
-_KEYS = ("format", "version", "family", "params", "comment", "p", "m", "placement", "pipe_of_mb",
-         "programs", "costs", "table", "comm")
-_COST_KEYS = ("duration", "activation", "freed_by_I", "boundary_bytes", "weight_bytes", "overlap",
-              "time_unit", "memory_unit", "label", "extra")
+_KEYS = (
+    "format",
+    "version",
+    "family",
+    "params",
+    "comment",
+    "p",
+    "m",
+    "placement",
+    "pipe_of_mb",
+    "programs",
+    "costs",
+    "table",
+    "comm",
+)
+_COST_KEYS = (
+    "duration",
+    "activation",
+    "freed_by_I",
+    "boundary_bytes",
+    "weight_bytes",
+    "overlap",
+    "time_unit",
+    "memory_unit",
+    "label",
+    "extra",
+)
 
 
 @dataclass(frozen=True)
@@ -146,13 +169,15 @@ def schedule_to_dict(
     }
     if comment:
         out["comment"] = comment
-    out.update({
-        "p": schedule.p,
-        "m": schedule.m,
-        "placement": {"name": schedule.placement.name, "maps": [list(mp) for mp in schedule.placement.maps]},
-        "pipe_of_mb": list(schedule.pipe_of_mb),
-        "programs": [[format_action(a) or None for a in prog] for prog in schedule.programs],
-    })
+    out.update(
+        {
+            "p": schedule.p,
+            "m": schedule.m,
+            "placement": {"name": schedule.placement.name, "maps": [list(mp) for mp in schedule.placement.maps]},
+            "pipe_of_mb": list(schedule.pipe_of_mb),
+            "programs": [[format_action(a) or None for a in prog] for prog in schedule.programs],
+        }
+    )
     if costs is not None:
         out["costs"] = costs_to_dict(costs)
     if table is not None:
@@ -176,8 +201,13 @@ def _dump(obj: Any, indent: int = 0) -> str:
     return json.dumps(obj, allow_nan=False)
 
 
-def dumps(schedule: Schedule, costs: CostModel | None = None, table: TableGrid | None = None,
-          comment: str = "", comm: CommSettings | None = None) -> str:
+def dumps(
+    schedule: Schedule,
+    costs: CostModel | None = None,
+    table: TableGrid | None = None,
+    comment: str = "",
+    comm: CommSettings | None = None,
+) -> str:
     """The JSON text :func:`save_json` writes.
 
     Example:
@@ -333,7 +363,9 @@ def document_from_dict(data: Any, path: str = "<dict>") -> ScheduleDocument:
         raise rd.fail("format", f"is {describe_value(data['format'])}; a ppverify schedule file says {FORMAT_NAME!r}")
     version = rd.int_(data["version"], "version", 1)
     if version > FORMAT_VERSION:
-        raise rd.fail("version", f"version {version} is newer than this ppverify reads ({FORMAT_VERSION}); upgrade ppverify")
+        raise rd.fail(
+            "version", f"version {version} is newer than this ppverify reads ({FORMAT_VERSION}); upgrade ppverify"
+        )
     p = rd.int_(data["p"], "p", 1)
     m = rd.int_(data["m"], "m", 1)
     placement = _parse_placement(rd, data["placement"], p)
@@ -347,7 +379,9 @@ def document_from_dict(data: Any, path: str = "<dict>") -> ScheduleDocument:
     elif npipes == 1:
         pipe_of_mb = (0,) * m
     else:
-        raise rd.fail("top level", f"missing key 'pipe_of_mb' (required with {npipes} pipes: the pipe of each microbatch)")
+        raise rd.fail(
+            "top level", f"missing key 'pipe_of_mb' (required with {npipes} pipes: the pipe of each microbatch)"
+        )
     family = rd.str_(data.get("family", "custom"), "family")
     params = _parse_params(rd, data.get("params", {}))
     comment = rd.str_(data.get("comment", ""), "comment")
@@ -370,7 +404,9 @@ def document_from_dict(data: Any, path: str = "<dict>") -> ScheduleDocument:
                     k = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
                     a = str(want[k]) if k < len(want) else "nothing"
                     b = str(got[k]) if k < len(got) else "nothing"
-                    raise rd.fail(f"table.grid[{d}]", f"disagrees with programs[{d}]: its op #{k} is {b}, the program's is {a}")
+                    raise rd.fail(
+                        f"table.grid[{d}]", f"disagrees with programs[{d}]: its op #{k} is {b}, the program's is {a}"
+                    )
     elif table is not None:
         programs = programs_from_cells(table.cells, str(path), "table.grid")
     else:

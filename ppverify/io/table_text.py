@@ -32,8 +32,9 @@ its compute-op order is the original schedule's. Trailing idle cells are dropped
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..costs import CostModel
 from ..errors import ScheduleFileError
@@ -62,8 +63,9 @@ def timeline_table(timeline: Timeline) -> TableGrid:
     from ..engines.table import table_actions
 
     grid = table_actions(timeline)
-    return TableGrid(float(timeline.info["tick"]),
-                     tuple(tuple(None if a is None else format_action(a) for a in row) for row in grid))
+    return TableGrid(
+        float(timeline.info["tick"]), tuple(tuple(None if a is None else format_action(a) for a in row) for row in grid)
+    )
 
 
 def table_grid_of(schedule: Schedule, costs: CostModel | None = None) -> TableGrid:
@@ -140,7 +142,9 @@ def programs_from_cells(
                 continue
             if continuation == "tilde" and text == CONTINUED:
                 if prev is None:
-                    raise ScheduleFileError(path, where, f"'{CONTINUED}' continues an action but the cell before it is idle")
+                    raise ScheduleFileError(
+                        path, where, f"'{CONTINUED}' continues an action but the cell before it is idle"
+                    )
                 continue
             if continuation == "repeat" and text == prev:
                 continue
@@ -266,27 +270,39 @@ def _paper_cells(text: str, path: str) -> tuple[list[list[str]], list[int]]:
     cells: list[list[str]] = []
     row_lines: list[int] = []
     ticks: list[str] = []
-    block = -1
+    block, dev = -1, 0
     for n, line in lines:
         if line.lstrip().startswith("tick"):
             first = len(cells[0]) if cells else 0
             ticks = line.split()[1:]
             if ticks != [str(t) for t in range(first, first + len(ticks))]:
-                raise ScheduleFileError(path, f"line {n}", f"tick header must number the columns {first}, {first + 1}, "
-                                                           f"{first + 2}, ..." + (" (on from the previous block)" if first else ""))
+                raise ScheduleFileError(
+                    path,
+                    f"line {n}",
+                    f"tick header must number the columns {first}, {first + 1}, "
+                    f"{first + 2}, ..." + (" (on from the previous block)" if first else ""),
+                )
             if block >= 0 and len(cells) > 0 and dev != len(cells):
-                raise ScheduleFileError(path, f"line {n}", f"the previous block has {dev} rows; the first has {len(cells)}")
+                raise ScheduleFileError(
+                    path, f"line {n}", f"the previous block has {dev} rows; the first has {len(cells)}"
+                )
             block, dev = block + 1, 0
             continue
         mt = _ROW_RE.fullmatch(line.strip())
         if not mt:
             raise ScheduleFileError(path, f"line {n}", f"expected a row 'dev {dev} CELL CELL ...'")
         if int(mt.group(1)) != dev or (block > 0 and dev >= len(cells)):
-            raise ScheduleFileError(path, f"line {n}", f"rows must be dev 0, 1, 2 ... in order; expected "
-                                    + (f"dev {dev}" if block == 0 or dev < len(cells) else "a 'tick' header"))
+            raise ScheduleFileError(
+                path,
+                f"line {n}",
+                "rows must be dev 0, 1, 2 ... in order; expected "
+                + (f"dev {dev}" if block == 0 or dev < len(cells) else "a 'tick' header"),
+            )
         row = mt.group(2).split()
         if len(row) != len(ticks):
-            raise ScheduleFileError(path, f"line {n}", f"dev {dev} has {len(row)} cells; the header has {len(ticks)} ticks")
+            raise ScheduleFileError(
+                path, f"line {n}", f"dev {dev} has {len(row)} cells; the header has {len(ticks)} ticks"
+            )
         if block == 0:
             cells.append(row)
             row_lines.append(n)
@@ -294,12 +310,15 @@ def _paper_cells(text: str, path: str) -> tuple[list[list[str]], list[int]]:
             cells[dev].extend(row)
         dev += 1
     if block > 0 and dev != len(cells):
-        raise ScheduleFileError(path, f"line {lines[-1][0]}", f"the last block has {dev} rows; the first has {len(cells)}")
+        raise ScheduleFileError(
+            path, f"line {lines[-1][0]}", f"the last block has {dev} rows; the first has {len(cells)}"
+        )
     return cells, row_lines
 
 
-def _cells_to_programs(cells: list[list[str]], path: str, line_of_row: list[int], continuation: str,
-                       transposed: bool = False) -> tuple[tuple[Action, ...], ...]:
+def _cells_to_programs(
+    cells: list[list[str]], path: str, line_of_row: list[int], continuation: str, transposed: bool = False
+) -> tuple[tuple[Action, ...], ...]:
     # re-raise cell errors with the text line and column the user sees
     try:
         return programs_from_cells(cells, path, "cell", continuation)
@@ -348,8 +367,10 @@ def _torch_cells(text: str, path: str) -> tuple[list[list[str]], list[int]]:
         if not mt:
             raise ScheduleFileError(path, f"line {n}", f"expected a row 'Step {len(rows)}: CELL CELL ...'")
         if int(mt.group(1)) != len(rows):
-            raise ScheduleFileError(path, f"line {n}", f"steps must be numbered 0, 1, 2 ... in order; expected Step {len(rows)}")
-        words = line[mt.start(2):].split()
+            raise ScheduleFileError(
+                path, f"line {n}", f"steps must be numbered 0, 1, 2 ... in order; expected Step {len(rows)}"
+            )
+        words = line[mt.start(2) :].split()
         rows.append(words if len(words) == p else _split_positional(line, starts, widths, path, n))
         line_of_step.append(n)
     return [[rows[t][d] for t in range(len(rows))] for d in range(p)], line_of_step
@@ -363,11 +384,12 @@ def _split_positional(line: str, starts: list[int], widths: list[int | None], pa
             out.append("")
             continue
         if line[pos] == " ":
-            span = line[pos:] if w is None else line[pos:pos + w]
+            span = line[pos:] if w is None else line[pos : pos + w]
             if span.strip():
                 col = pos + len(span) - len(span.lstrip()) + 1  # where the stray text begins
-                raise ScheduleFileError(path, f"line {n} column {col}",
-                                        f"cell of rank {r} is not aligned under its 'Rank {r}' header")
+                raise ScheduleFileError(
+                    path, f"line {n} column {col}", f"cell of rank {r} is not aligned under its 'Rank {r}' header"
+                )
             out.append("")
             pos += (w or 0) + 1
             continue
@@ -475,7 +497,19 @@ def load_table(path: str | Path, **kwargs: Any) -> Schedule:
 
 
 __all__ = [
-    "CONTINUED", "IDLE", "STYLES", "TableGrid", "detect_style", "format_schedule_table",
-    "load_table", "parse_paper_table", "parse_table", "parse_torch_grid", "programs_from_cells", "read_text_table",
-    "schedule_from_programs", "table_grid_of", "timeline_table",
+    "CONTINUED",
+    "IDLE",
+    "STYLES",
+    "TableGrid",
+    "detect_style",
+    "format_schedule_table",
+    "load_table",
+    "parse_paper_table",
+    "parse_table",
+    "parse_torch_grid",
+    "programs_from_cells",
+    "read_text_table",
+    "schedule_from_programs",
+    "table_grid_of",
+    "timeline_table",
 ]

@@ -23,8 +23,8 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from ..errors import ParameterError, ScheduleFileError
 from ..limits import check_stages_mbs, rank_list
@@ -89,10 +89,10 @@ def placement_from_map(p: int, stage_rank: Sequence[int]) -> Placement:
     """
     maps = tuple(int(r) for r in stage_rank)
     S = len(maps)
-    candidates = [linear(p)] if S == p else []
+    candidates = [linear(p)] if p == S else []
     if S % p == 0:
         candidates.append(loop(p, S // p))
-    if S == 2 * p:
+    if 2 * p == S:
         candidates.append(v_shape(p))
     for cand in candidates:
         if cand.maps[0] == maps:
@@ -100,8 +100,9 @@ def placement_from_map(p: int, stage_rank: Sequence[int]) -> Placement:
     return custom(p, [list(maps)], "custom")
 
 
-def resolve_placement(spec: str | Sequence[int] | Placement | None, p: int, num_stages: int,
-                      inferred: dict[int, int], source: str) -> Placement:
+def resolve_placement(
+    spec: str | Sequence[int] | Placement | None, p: int, num_stages: int, inferred: dict[int, int], source: str
+) -> Placement:
     """Placement from an explicit spec (``"loop"``, ``"v"``, ``"linear"``, a list of ranks per
     stage, a :class:`Placement`) or, when ``spec`` is None, from the inferred ranks.
 
@@ -118,9 +119,12 @@ def resolve_placement(spec: str | Sequence[int] | Placement | None, p: int, num_
     elif spec is None:
         for s in range(num_stages):
             if s not in inferred:
-                raise ScheduleFileError(source, f"stage {s}",
-                                        f"no row holds an action of stage {s}, so its rank cannot be inferred; "
-                                        "give the placement (loop, v, linear or one rank per stage)")
+                raise ScheduleFileError(
+                    source,
+                    f"stage {s}",
+                    f"no row holds an action of stage {s}, so its rank cannot be inferred; "
+                    "give the placement (loop, v, linear or one rank per stage)",
+                )
         return placement_from_map(p, [inferred[s] for s in range(num_stages)])
     elif isinstance(spec, str):
         name = spec.strip().lower()
@@ -139,14 +143,21 @@ def resolve_placement(spec: str | Sequence[int] | Placement | None, p: int, num_
     else:
         pl = placement_from_map(p, list(spec))
     if pl.num_pipes != 1 or pl.num_stages != num_stages or pl.p != p:
-        raise ParameterError("placement", getattr(spec, "name", spec),
-                             f"must map the file's {num_stages} stages onto its {p} ranks in one pipe")
+        raise ParameterError(
+            "placement",
+            getattr(spec, "name", spec),
+            f"must map the file's {num_stages} stages onto its {p} ranks in one pipe",
+        )
     return pl
 
 
-def parse_rows(rows: Iterable[Sequence[str]], source: str = "<rows>",
-               placement: str | Sequence[int] | Placement | None = None,
-               m: int | None = None, num_stages: int | None = None) -> Schedule:
+def parse_rows(
+    rows: Iterable[Sequence[str]],
+    source: str = "<rows>",
+    placement: str | Sequence[int] | Placement | None = None,
+    m: int | None = None,
+    num_stages: int | None = None,
+) -> Schedule:
     """Build a :class:`Schedule` from CSV rows (one per rank) of PyTorch action text.
 
     ``m`` and ``num_stages`` default to one more than the largest microbatch and stage index in
@@ -186,11 +197,18 @@ def parse_rows(rows: Iterable[Sequence[str]], source: str = "<rows>",
     pl = resolve_placement(placement, p, S, inferred, source)
     flavour = COMPUTE_COMMS if any(isinstance(a, Comm) for a in actions) else COMPUTE_ONLY
     params = {"p": p, "m": mm, "format": flavour, "placement": pl.name}
-    return Schedule(pl, mm, tuple(programs), (0,) * mm, Path(source).name if source != "<rows>" else "torch-csv", params)
+    return Schedule(
+        pl, mm, tuple(programs), (0,) * mm, Path(source).name if source != "<rows>" else "torch-csv", params
+    )
 
 
-def load_csv(path: str | Path, placement: str | Sequence[int] | Placement | None = None,
-             m: int | None = None, num_stages: int | None = None, **_: object) -> Schedule:
+def load_csv(
+    path: str | Path,
+    placement: str | Sequence[int] | Placement | None = None,
+    m: int | None = None,
+    num_stages: int | None = None,
+    **_: object,
+) -> Schedule:
     """Load a PyTorch pipelining CSV (either flavour, detected from its cells); see :func:`parse_rows`.
 
     Example:
@@ -226,9 +244,12 @@ def to_rows(schedule: Schedule, format: str = COMPUTE_ONLY) -> list[list[str]]:
     if format not in FLAVOURS:
         raise ParameterError("format", format, f"expected one of {', '.join(FLAVOURS)}")
     if schedule.placement.num_pipes != 1 or any(schedule.pipe_of_mb):
-        raise ParameterError("schedule", schedule.describe(),
-                             "PyTorch's format has one pipe (stage index -> one rank); a two-pipe schedule "
-                             "(chimera, dualpipe) cannot be written; use dualpipev for PyTorch")
+        raise ParameterError(
+            "schedule",
+            schedule.describe(),
+            "PyTorch's format has one pipe (stage index -> one rank); a two-pipe schedule "
+            "(chimera, dualpipe) cannot be written; use dualpipev for PyTorch",
+        )
     if format == COMPUTE_ONLY:
         return [[format_action(a) for a in prog if not isinstance(a, Comm)] for prog in schedule.programs]
     if any(isinstance(a, Comm) for prog in schedule.programs for a in prog):

@@ -22,9 +22,10 @@ from __future__ import annotations
 import csv
 import io
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import ParameterError, PPVerifyError
 from ..ops import Comm, compute_ops, format_action
@@ -32,8 +33,15 @@ from ..schedule import Schedule
 from .torch_csv import COMPUTE_ONLY, parse_rows, to_rows
 
 #: PyTorch's schedule classes, by the name ``get_schedule_class`` knows them
-TORCH_CLASSES: tuple[str, ...] = ("GPipe", "1F1B", "LoopedBFS", "Interleaved1F1B",
-                                  "InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV")
+TORCH_CLASSES: tuple[str, ...] = (
+    "GPipe",
+    "1F1B",
+    "LoopedBFS",
+    "Interleaved1F1B",
+    "InterleavedZeroBubble",
+    "ZBVZeroBubble",
+    "DualPipeV",
+)
 #: classes taking one stage per rank (``PipelineScheduleSingle``)
 SINGLE_STAGE: frozenset[str] = frozenset({"GPipe", "1F1B"})
 #: classes that need exactly two stages per rank in the V placement
@@ -84,8 +92,18 @@ def _fake_stages(p: int, v: int, rank: int, style: str) -> list[SimpleNamespace]
     from torch.distributed.pipelining._utils import generate_rank_to_stage_mapping
 
     idx = generate_rank_to_stage_mapping(p, p * v, style=style)[rank]
-    return [SimpleNamespace(num_stages=p * v, group_size=p, group_rank=rank, stage_index=s, submod=None,
-                            is_first=s == 0, is_last=s == p * v - 1) for s in idx]
+    return [
+        SimpleNamespace(
+            num_stages=p * v,
+            group_size=p,
+            group_rank=rank,
+            stage_index=s,
+            submod=None,
+            is_first=s == 0,
+            is_last=s == p * v - 1,
+        )
+        for s in idx
+    ]
 
 
 def torch_pipeline_order(name: str, p: int, m: int, v: int | None = None) -> dict[int, list[Any]]:
@@ -121,8 +139,9 @@ def torch_pipeline_order(name: str, p: int, m: int, v: int | None = None) -> dic
     return {r: list(obj.pipeline_order[r]) for r in sorted(obj.pipeline_order)}
 
 
-def order_to_rows(order: dict[int, Sequence[Any]] | Sequence[Sequence[Any]],
-                  strip_reduce_grad: bool = False) -> list[list[str]]:
+def order_to_rows(
+    order: dict[int, Sequence[Any]] | Sequence[Sequence[Any]], strip_reduce_grad: bool = False
+) -> list[list[str]]:
     """CSV cells of a ``pipeline_order`` (``None`` -> empty cell); optionally without REDUCE_GRAD.
 
     Example:
@@ -139,8 +158,12 @@ def order_to_rows(order: dict[int, Sequence[Any]] | Sequence[Sequence[Any]],
     return out
 
 
-def from_torch(order: dict[int, Sequence[Any]] | Sequence[Sequence[Any]], name: str = "torch",
-               strip_reduce_grad: bool = False, **options: Any) -> Schedule:
+def from_torch(
+    order: dict[int, Sequence[Any]] | Sequence[Sequence[Any]],
+    name: str = "torch",
+    strip_reduce_grad: bool = False,
+    **options: Any,
+) -> Schedule:
     """A ppverify :class:`Schedule` from PyTorch action lists (``_Action`` objects or their text);
     options as :func:`ppverify.io.torch_csv.parse_rows` (``placement``, ``m``, ``num_stages``).
 
@@ -153,8 +176,9 @@ def from_torch(order: dict[int, Sequence[Any]] | Sequence[Sequence[Any]], name: 
     return Schedule(sched.placement, sched.m, sched.programs, sched.pipe_of_mb, name, dict(sched.params))
 
 
-def torch_schedule(name: str, p: int, m: int, v: int | None = None, strip_reduce_grad: bool = True,
-                   strip_idle: bool = False) -> Schedule:
+def torch_schedule(
+    name: str, p: int, m: int, v: int | None = None, strip_reduce_grad: bool = True, strip_idle: bool = False
+) -> Schedule:
     """Build a PyTorch class's action lists and import them (REDUCE_GRAD markers dropped by
     default; idle slots kept unless ``strip_idle``: PyTorch's runtime skips them, the ``slot``
     engine charges one tick each). The stage count and placement are given explicitly, so that
@@ -182,8 +206,7 @@ def to_torch(schedule: Schedule) -> dict[int, list[Any]]:
         ['1F0', '1B0']
     """
     sched = _schedules_module()
-    return {r: [sched._Action.from_str(c) if c else None for c in row]
-            for r, row in enumerate(_cells(schedule))}
+    return {r: [sched._Action.from_str(c) if c else None for c in row] for r, row in enumerate(_cells(schedule))}
 
 
 def _cells(schedule: Schedule) -> list[list[str]]:
@@ -222,8 +245,14 @@ def torch_lower(schedule: Schedule) -> list[list[str]]:
     """
     sched = _schedules_module()
     rank_of = schedule.placement.maps[0]
-    actions = {r: [a for a in row if a is None or a.is_compute_op or a.computation_type.value in
-                   ("UNSHARD", "RESHARD", "REDUCE_GRAD")] for r, row in to_torch(schedule).items()}
+    actions = {
+        r: [
+            a
+            for a in row
+            if a is None or a.is_compute_op or a.computation_type.value in ("UNSHARD", "RESHARD", "REDUCE_GRAD")
+        ]
+        for r, row in to_torch(schedule).items()
+    }
     low = sched._add_send_recv(actions, lambda s: rank_of[s], schedule.num_stages)
     return [[str(a) for a in low[r]] for r in sorted(low)]
 
@@ -243,8 +272,10 @@ def torch_simulated_steps(schedule: Schedule) -> int:
     rank_of = schedule.placement.maps[0]
     has_comm = any(isinstance(a, Comm) for prog in schedule.programs for a in prog)
     rows = _cells(schedule) if has_comm else torch_lower(schedule)
-    order = {r: [sched._Action.from_str(c) for c in row if c and not c.endswith(("UNSHARD", "RESHARD", "REDUCE_GRAD"))]
-             for r, row in enumerate(rows)}
+    order = {
+        r: [sched._Action.from_str(c) for c in row if c and not c.endswith(("UNSHARD", "RESHARD", "REDUCE_GRAD"))]
+        for r, row in enumerate(rows)
+    }
     import contextlib
 
     try:
@@ -255,8 +286,9 @@ def torch_simulated_steps(schedule: Schedule) -> int:
     return max(len(row) for row in sim.values())
 
 
-def torch_runtime_load(path: str | Path, p: int, m: int, num_stages: int, format: str = COMPUTE_ONLY,
-                       rank: int = 0) -> dict[int, list[str]]:
+def torch_runtime_load(
+    path: str | Path, p: int, m: int, num_stages: int, format: str = COMPUTE_ONLY, rank: int = 0
+) -> dict[int, list[str]]:
     """Load a CSV the way a PyTorch job does: ``_PipelineScheduleRuntime._load_csv`` on fake
     stages of ``rank`` (stage -> rank map from the file, validation, and for ``compute_only`` the
     UNSHARD/RESHARD, REDUCE_GRAD and SEND/RECV lowering). Returns the lowered lists as text;
@@ -322,7 +354,21 @@ def csv_rows(text: str) -> list[list[str]]:
     return list(csv.reader(io.StringIO(text, newline="")))
 
 
-__all__ = ["TORCH_CLASSES", "SCHEDULE_1F1B_BUG", "TorchUnavailableError", "torch_available",
-           "torch_pipeline_order", "order_to_rows", "from_torch", "torch_schedule", "to_torch",
-           "torch_validate", "torch_lower", "torch_simulated_steps", "torch_runtime_load",
-           "torch_runtime_load_schedule", "order_differences", "csv_rows"]
+__all__ = [
+    "SCHEDULE_1F1B_BUG",
+    "TORCH_CLASSES",
+    "TorchUnavailableError",
+    "csv_rows",
+    "from_torch",
+    "order_differences",
+    "order_to_rows",
+    "to_torch",
+    "torch_available",
+    "torch_lower",
+    "torch_pipeline_order",
+    "torch_runtime_load",
+    "torch_runtime_load_schedule",
+    "torch_schedule",
+    "torch_simulated_steps",
+    "torch_validate",
+]

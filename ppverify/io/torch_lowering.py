@@ -18,9 +18,9 @@ A ``compute_comms`` file is run as written, so writing one means writing all thr
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-from ..ops import B, W, Action, Marker, Op, Overlap
+from ..ops import Action, B, Marker, Op, Overlap, W
 from ..schedule import Schedule
 
 UNSHARD, RESHARD, REDUCE_GRAD = "UNSHARD", "RESHARD", "REDUCE_GRAD"
@@ -123,5 +123,12 @@ def lower_like_pytorch(schedule: Schedule) -> Schedule:
     return add_send_recv(schedule.with_programs(tuple(programs)))
 
 
-__all__ = ["UNSHARD", "RESHARD", "REDUCE_GRAD", "MAX_ACTIVE_STAGES", "add_unshard_reshard",
-           "add_reduce_grad", "lower_like_pytorch"]
+__all__ = [
+    "MAX_ACTIVE_STAGES",
+    "REDUCE_GRAD",
+    "RESHARD",
+    "UNSHARD",
+    "add_reduce_grad",
+    "add_unshard_reshard",
+    "lower_like_pytorch",
+]

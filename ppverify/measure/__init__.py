@@ -17,8 +17,9 @@ detection), :mod:`.stages` (the model), :mod:`.runtime` (PyTorch's runtime), :mo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -106,13 +107,17 @@ def seconds_costs(schedule: Schedule, costs: CostModel | dict[str, float] | None
     if isinstance(costs, dict):
         costs = CostModel.abstract(schedule.placement, **costs)
     if costs.num_stages != schedule.num_stages:
-        raise ParameterError("costs", costs.label or "custom",
-                             f"describe {costs.num_stages} stages; the schedule has {schedule.num_stages}")
+        raise ParameterError(
+            "costs",
+            costs.label or "custom",
+            f"describe {costs.num_stages} stages; the schedule has {schedule.num_stages}",
+        )
     return costs if costs.time_unit == "s" else replace(costs, time_unit="s")
 
 
-def _job(schedule: Schedule, costs: CostModel, compute: str, steps: int, warmup: int, record: bool,
-         seed: int, format: str) -> Job:
+def _job(
+    schedule: Schedule, costs: CostModel, compute: str, steps: int, warmup: int, record: bool, seed: int, format: str
+) -> Job:
     from ..io.torch_csv import COMPUTE_COMMS, FLAVOURS, to_rows
     from ..ops import Comm, format_action
 
@@ -136,8 +141,9 @@ def _job(schedule: Schedule, costs: CostModel, compute: str, steps: int, warmup:
     return Job(schedule, rows, format, durations, ModelSpec.for_compute(compute, seed), steps, warmup, record)
 
 
-def _result(job: Job, costs: CostModel, compute: str, per_rank: Sequence[RankResult],
-            predicted: Timeline | None) -> MeasureResult:
+def _result(
+    job: Job, costs: CostModel, compute: str, per_rank: Sequence[RankResult], predicted: Timeline | None
+) -> MeasureResult:
     grads: dict = {}
     for rr in per_rank:
         grads.update(rr.grads)
@@ -154,8 +160,7 @@ def _result(job: Job, costs: CostModel, compute: str, per_rank: Sequence[RankRes
         timelines.append(to_timeline(job.schedule, costs, events, t0, {**info, "step": k}))
     order = np.argsort([tl.makespan if job.record else st for tl, st in zip(timelines, step_times)], kind="stable")
     median = timelines[int(order[(len(order) - 1) // 2])]
-    return MeasureResult(job.schedule, costs, compute, timelines, median, step_times, verdict,
-                         predicted, runner)
+    return MeasureResult(job.schedule, costs, compute, timelines, median, step_times, verdict, predicted, runner)
 
 
 def _predict(schedule: Schedule, costs: CostModel) -> Timeline | None:
@@ -168,9 +173,17 @@ def _predict(schedule: Schedule, costs: CostModel) -> Timeline | None:
         return None
 
 
-def measure_many(items: Sequence[Schedule | tuple[Schedule, CostModel | dict[str, float] | None]], *,
-                 compute: str = "sleep", steps: int = 3, warmup: int = 1, timeout: float = 60.0,
-                 record: bool = True, seed: int = 0, format: str = "compute_only") -> list[MeasureResult]:
+def measure_many(
+    items: Sequence[Schedule | tuple[Schedule, CostModel | dict[str, float] | None]],
+    *,
+    compute: str = "sleep",
+    steps: int = 3,
+    warmup: int = 1,
+    timeout: float = 60.0,
+    record: bool = True,
+    seed: int = 0,
+    format: str = "compute_only",
+) -> list[MeasureResult]:
     """:func:`measure` for several schedules (each alone or with its costs), with one set of
     worker processes per distinct p; results in the order given. ``timeout`` bounds each
     schedule's run (all its steps).
@@ -205,9 +218,18 @@ def measure_many(items: Sequence[Schedule | tuple[Schedule, CostModel | dict[str
     return [r for r in out if r is not None]
 
 
-def measure(schedule: Schedule, costs: CostModel | dict[str, float] | None = None, *, compute: str = "sleep",
-            steps: int = 3, warmup: int = 1, timeout: float = 60.0, record: bool = True, seed: int = 0,
-            format: str = "compute_only") -> MeasureResult:
+def measure(
+    schedule: Schedule,
+    costs: CostModel | dict[str, float] | None = None,
+    *,
+    compute: str = "sleep",
+    steps: int = 3,
+    warmup: int = 1,
+    timeout: float = 60.0,
+    record: bool = True,
+    seed: int = 0,
+    format: str = "compute_only",
+) -> MeasureResult:
     """Run ``schedule`` on ``schedule.p`` worker processes: ``warmup`` unmeasured steps, then
     ``steps`` measured ones; check the gradients; return the :class:`MeasureResult`.
 
@@ -224,8 +246,16 @@ def measure(schedule: Schedule, costs: CostModel | dict[str, float] | None = Non
         >>> r.grad_check.ok, len(r.timelines), r.predicted.makespan  # doctest: +SKIP
         (True, 3, 0.15)
     """
-    return measure_many([(schedule, costs)], compute=compute, steps=steps, warmup=warmup, timeout=timeout,
-                        record=record, seed=seed, format=format)[0]
+    return measure_many(
+        [(schedule, costs)],
+        compute=compute,
+        steps=steps,
+        warmup=warmup,
+        timeout=timeout,
+        record=record,
+        seed=seed,
+        format=format,
+    )[0]
 
 
 def build(family: str, p: int, m: int, **params: Any) -> Schedule:
@@ -240,5 +270,18 @@ def build(family: str, p: int, m: int, **params: Any) -> Schedule:
     return _build(family, p, m, **params)
 
 
-__all__ = ["DEFAULT_COSTS", "Event", "GradCheck", "MeasureResult", "MeasureTimeout", "WorkerError", "build",
-           "max_workers", "measure", "measure_many", "run_workers", "seconds_costs", "to_timeline"]
+__all__ = [
+    "DEFAULT_COSTS",
+    "Event",
+    "GradCheck",
+    "MeasureResult",
+    "MeasureTimeout",
+    "WorkerError",
+    "build",
+    "max_workers",
+    "measure",
+    "measure_many",
+    "run_workers",
+    "seconds_costs",
+    "to_timeline",
+]

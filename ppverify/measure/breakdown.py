@@ -19,8 +19,8 @@ its last op and sums each term along it, which is what the makespan pays.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -222,7 +222,7 @@ TRIM = 0.98
 
 def _trimmed_mean(values: Sequence[float]) -> float:
     v = np.sort(np.asarray(values, dtype=float))
-    return float(v[:max(1, int(np.ceil(TRIM * len(v))))].mean())
+    return float(v[: max(1, int(np.ceil(TRIM * len(v))))].mean())
 
 
 def _line(groups: dict[int, list[float]], stat) -> tuple[float, float]:
@@ -270,4 +270,4 @@ def breakdown(timelines: Sequence[Timeline]) -> Breakdown:
     return Breakdown(med("overshoot"), g0, t, med("wait"), med("head"), len(pooled["overshoot"]), means)
 
 
-__all__ = ["Breakdown", "PathTerms", "TRIM", "breakdown", "critical_path", "lowered_gaps", "op_samples"]
+__all__ = ["TRIM", "Breakdown", "PathTerms", "breakdown", "critical_path", "lowered_gaps", "op_samples"]

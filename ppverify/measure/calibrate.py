@@ -33,8 +33,9 @@ import json
 import os
 import platform
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -50,14 +51,26 @@ CALIBRATION_COSTS = {"F": 0.005, "B": 0.01}
 #: on the critical path (W ops have none, middle stages of linear pipes two, V handovers are local),
 #: and two-pipe schedules for ppverify's own runner
 OVERHEAD_SCHEDULES: tuple[tuple[str, int, int, dict], ...] = (
-    ("1f1b", 2, 4, {}), ("1f1b", 4, 8, {}), ("interleaved-1f1b", 2, 8, {"v": 2}), ("zbv", 4, 8, {}),
-    ("1f1b-split", 3, 6, {}), ("gpipe", 3, 4, {}), ("interleaved-1f1b", 4, 8, {"v": 2}), ("zb-h1", 2, 8, {}),
-    ("chimera", 2, 4, {}), ("chimera", 4, 8, {}), ("dualpipe", 4, 8, {}),
+    ("1f1b", 2, 4, {}),
+    ("1f1b", 4, 8, {}),
+    ("interleaved-1f1b", 2, 8, {"v": 2}),
+    ("zbv", 4, 8, {}),
+    ("1f1b-split", 3, 6, {}),
+    ("gpipe", 3, 4, {}),
+    ("interleaved-1f1b", 4, 8, {"v": 2}),
+    ("zb-h1", 2, 8, {}),
+    ("chimera", 2, 4, {}),
+    ("chimera", 4, 8, {}),
+    ("dualpipe", 4, 8, {}),
 )
 #: the subset ``calibrate(quick=True)`` runs
 QUICK_SCHEDULES: tuple[tuple[str, int, int, dict], ...] = (
-    ("1f1b", 2, 4, {}), ("interleaved-1f1b", 2, 8, {"v": 2}), ("zbv", 4, 8, {}), ("gpipe", 3, 4, {}),
-    ("chimera", 2, 4, {}), ("chimera", 4, 4, {}),
+    ("1f1b", 2, 4, {}),
+    ("interleaved-1f1b", 2, 8, {"v": 2}),
+    ("zbv", 4, 8, {}),
+    ("gpipe", 3, 4, {}),
+    ("chimera", 2, 4, {}),
+    ("chimera", 4, 4, {}),
 )
 
 
@@ -121,12 +134,18 @@ def predict(schedule: Schedule, costs: CostModel, comm: CommModel, action_s: flo
     from ..engines import run
     from ..overhead import with_overhead
 
-    return float(run(schedule, with_overhead(costs, schedule.placement, action_s, transfer_s), comm,
-                     semantics="async").makespan)
+    return float(
+        run(schedule, with_overhead(costs, schedule.placement, action_s, transfer_s), comm, semantics="async").makespan
+    )
 
 
-def fit_overhead(runs: Sequence[tuple[Schedule, CostModel, float]], comm: CommModel,
-                 iterations: int = 8, transfers: bool = True, ratio: float | None = None) -> tuple[float, float, float]:
+def fit_overhead(
+    runs: Sequence[tuple[Schedule, CostModel, float]],
+    comm: CommModel,
+    iterations: int = 8,
+    transfers: bool = True,
+    ratio: float | None = None,
+) -> tuple[float, float, float]:
     """Fit ``(action overhead a, transfer overhead t, rms relative residual)`` so that the async
     engine's makespans with the overheads folded in match the measured ones of ``(schedule,
     costs, measured makespan)`` runs.
@@ -153,9 +172,14 @@ def fit_overhead(runs: Sequence[tuple[Schedule, CostModel, float]], comm: CommMo
     return a, t, res
 
 
-def fit_terms(runs: Sequence[tuple[Schedule, CostModel, float]], comm: CommModel, iterations: int = 8,
-              transfers: bool = True, ratio: float | None = None,
-              latency: bool = False) -> tuple[float, float, float | None, float]:
+def fit_terms(
+    runs: Sequence[tuple[Schedule, CostModel, float]],
+    comm: CommModel,
+    iterations: int = 8,
+    transfers: bool = True,
+    ratio: float | None = None,
+    latency: bool = False,
+) -> tuple[float, float, float | None, float]:
     """:func:`fit_overhead`, optionally also fitting the link latency: ``(a, t, latency or None,
     rms relative residual)``. With ``latency=True`` (``comm`` a :class:`~ppverify.comm.FixedDelay`)
     the one-way delay of every cross-rank hand-over is a third term (the makespan pays it once per
@@ -188,8 +212,11 @@ def fit_terms(runs: Sequence[tuple[Schedule, CostModel, float]], comm: CommModel
         return np.array([predict(s, c, link, float(a), float(t)) for s, c, _ in runs])
 
     # the directions searched: (a, t) free, (a, ratio * a), or a alone; then the latency
-    dirs = [np.array([1.0, ratio, 0.0])] if ratio is not None else (
-        [np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])] if transfers else [np.array([1.0, 0.0, 0.0])])
+    dirs = (
+        [np.array([1.0, ratio, 0.0])]
+        if ratio is not None
+        else ([np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])] if transfers else [np.array([1.0, 0.0, 0.0])])
+    )
     if latency:
         dirs.append(np.array([0.0, 0.0, 1.0]))
     x = np.array([0.0, 0.0, comm.delay if latency else 0.0])
@@ -255,8 +282,12 @@ class RuntimeFit:
         return self.two_pipe if self.two_pipe is not None else self.one_pipe
 
 
-def fit_runtime(runs: Sequence[tuple[Schedule, CostModel, float]], comm: CommModel,
-                ratio: float | None = None, latency: bool = False) -> RuntimeFit:
+def fit_runtime(
+    runs: Sequence[tuple[Schedule, CostModel, float]],
+    comm: CommModel,
+    ratio: float | None = None,
+    latency: bool = False,
+) -> RuntimeFit:
     """Fit the overheads of both runners: one-pipe runs (PyTorch's runtime) give ``(a, t)``
     (:func:`fit_overhead`), two-pipe runs (ppverify's runner: Chimera, DualPipe) their own action
     overhead (their transfer overhead is not separable from it: every op of a two-pipe schedule
@@ -335,7 +366,9 @@ def _pingpong_target(rank: int, world_size: int, payload: Any) -> list[tuple[int
     return out
 
 
-def pingpong(sizes: Sequence[int] = PINGPONG_SIZES, repeats: int = 20, timeout: float = 120.0) -> list[tuple[int, float]]:
+def pingpong(
+    sizes: Sequence[int] = PINGPONG_SIZES, repeats: int = 20, timeout: float = 120.0
+) -> list[tuple[int, float]]:
     """Median one-way time per message size between two fresh gloo workers.
 
     Example:
@@ -348,9 +381,12 @@ def pingpong(sizes: Sequence[int] = PINGPONG_SIZES, repeats: int = 20, timeout: 
     return run_workers(2, _pingpong_target, (tuple(sizes), repeats), timeout)[0]
 
 
-def overhead_runs(steps: int = 5, timeout: float = 120.0,
-                  schedules: Sequence[tuple[str, int, int, dict]] = OVERHEAD_SCHEDULES,
-                  timelines: list | None = None) -> list[tuple[Schedule, CostModel, float]]:
+def overhead_runs(
+    steps: int = 5,
+    timeout: float = 120.0,
+    schedules: Sequence[tuple[str, int, int, dict]] = OVERHEAD_SCHEDULES,
+    timelines: list | None = None,
+) -> list[tuple[Schedule, CostModel, float]]:
     """Run the overhead schedules with :data:`CALIBRATION_COSTS` sleeps: ``(schedule, costs,
     median measured makespan s)`` each; every measured step's timeline of the one-pipe runs is
     appended to ``timelines`` when given (for :func:`ppverify.measure.breakdown.breakdown`).
@@ -390,19 +426,31 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
     from .breakdown import breakdown
 
     tls: list = []
-    runs = overhead_runs(steps=3 if quick else 7, timeout=timeout,
-                         schedules=QUICK_SCHEDULES if quick else OVERHEAD_SCHEDULES, timelines=tls)
+    runs = overhead_runs(
+        steps=3 if quick else 7,
+        timeout=timeout,
+        schedules=QUICK_SCHEDULES if quick else OVERHEAD_SCHEDULES,
+        timelines=tls,
+    )
     ops = breakdown(tls)
     # tiny (sleep-mode) boundary tensors: the link costs its latency. The proportion of the two
     # one-pipe terms comes from the op-by-op trimmed means (hundreds of samples per term); their
     # level from the makespans. (Fitting the hand-over latency too, fit_terms(latency=True), did
     # no better on this machine and was unstable: scripts/bench_measured.py compares the fits.)
     fit = fit_runtime(runs, FixedDelay(latency), ratio=op_ratio(ops))
-    return Calibration(fit.one_pipe[0], fit.one_pipe[1], latency, bandwidth, tuple(samples),
-                       tuple((s.describe(), ms) for s, _, ms in runs), fit.residual, machine_name(),
-                       datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                       {"residual_two_pipe": fit.residual_two_pipe, "breakdown": ops},
-                       fit.two_pipe)
+    return Calibration(
+        fit.one_pipe[0],
+        fit.one_pipe[1],
+        latency,
+        bandwidth,
+        tuple(samples),
+        tuple((s.describe(), ms) for s, _, ms in runs),
+        fit.residual,
+        machine_name(),
+        datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        {"residual_two_pipe": fit.residual_two_pipe, "breakdown": ops},
+        fit.two_pipe,
+    )
 
 
 def op_ratio(b: Any) -> float | None:
@@ -438,18 +486,28 @@ def machine_name() -> str:
         tv = torch.__version__
     except Exception:  # torch is optional for the name only
         tv = "no torch"
-    return (f"{platform.node() or 'unknown host'}, {os.cpu_count()} cores, {platform.machine()}, "
-            f"Python {platform.python_version()}, torch {tv}")
+    return (
+        f"{platform.node() or 'unknown host'}, {os.cpu_count()} cores, {platform.machine()}, "
+        f"Python {platform.python_version()}, torch {tv}"
+    )
 
 
 def _breakdown_lines(b: Any) -> list[str]:
     if b is None:
         return []
-    return ["# Op by op (medians over the one-pipe runs' timelines, ppverify.measure.breakdown): sleep overshoot",
-            f"# {b.overshoot * 1e6:.0f} us/op; gap between a rank's ops {b.gap_base * 1e6:.0f} us + {b.gap_per_comm * 1e6:.0f} us "
-            f"per SEND/RECV action; wait after another rank's op {b.wait * 1e6:.0f} us; step head {b.head * 1e6:.0f} us.",
-            *([f"# Trimmed means: overshoot {b.means[0] * 1e6:.0f} us/op; gap {b.means[1] * 1e6:.0f} us + "
-               f"{b.means[2] * 1e6:.0f} us per SEND/RECV action."] if b.means else [])]
+    return [
+        "# Op by op (medians over the one-pipe runs' timelines, ppverify.measure.breakdown): sleep overshoot",
+        f"# {b.overshoot * 1e6:.0f} us/op; gap between a rank's ops {b.gap_base * 1e6:.0f} us + {b.gap_per_comm * 1e6:.0f} us "
+        f"per SEND/RECV action; wait after another rank's op {b.wait * 1e6:.0f} us; step head {b.head * 1e6:.0f} us.",
+        *(
+            [
+                f"# Trimmed means: overshoot {b.means[0] * 1e6:.0f} us/op; gap {b.means[1] * 1e6:.0f} us + "
+                f"{b.means[2] * 1e6:.0f} us per SEND/RECV action."
+            ]
+            if b.means
+            else []
+        ),
+    ]
 
 
 def preset_text(cal: Calibration, name: str = "calibrated") -> str:
@@ -499,12 +557,31 @@ def preset_text(cal: Calibration, name: str = "calibrated") -> str:
         f"  transfer_overhead_us: {cal.transfer_overhead_s * 1e6:.3f}",
     ]
     if cal.two_pipe_overhead_s is not None:
-        lines += ["  two_pipe:    # ppverify's own runner (Chimera, DualPipe)",
-                  f"    action_overhead_us: {cal.two_pipe_overhead_s[0] * 1e6:.3f}",
-                  f"    transfer_overhead_us: {cal.two_pipe_overhead_s[1] * 1e6:.3f}"]
+        lines += [
+            "  two_pipe:    # ppverify's own runner (Chimera, DualPipe)",
+            f"    action_overhead_us: {cal.two_pipe_overhead_s[0] * 1e6:.3f}",
+            f"    transfer_overhead_us: {cal.two_pipe_overhead_s[1] * 1e6:.3f}",
+        ]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Calibration", "PINGPONG_SIZES", "OVERHEAD_SCHEDULES", "QUICK_SCHEDULES", "CALIBRATION_COSTS", "RuntimeFit",
-           "fit_link", "fit_overhead", "fit_terms", "fit_runtime", "op_ratio",
-           "predict", "predict_on", "pingpong", "overhead_runs", "calibrate", "machine_name", "preset_text"]
+__all__ = [
+    "CALIBRATION_COSTS",
+    "OVERHEAD_SCHEDULES",
+    "PINGPONG_SIZES",
+    "QUICK_SCHEDULES",
+    "Calibration",
+    "RuntimeFit",
+    "calibrate",
+    "fit_link",
+    "fit_overhead",
+    "fit_runtime",
+    "fit_terms",
+    "machine_name",
+    "op_ratio",
+    "overhead_runs",
+    "pingpong",
+    "predict",
+    "predict_on",
+    "preset_text",
+]

@@ -13,8 +13,9 @@ Everything is float64; a gradient matches when ``max |pipelined - reference| <= 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -46,11 +47,15 @@ class GradCheck:
     def message(self) -> str:
         """One line: the verdict, naming the stage and parameter on a mismatch."""
         if self.ok:
-            return (f"gradients match the single-process reference: {self.checked} parameters, "
-                    f"max |difference| {self.max_abs_diff:.3g} <= {self.tolerance:g}")
+            return (
+                f"gradients match the single-process reference: {self.checked} parameters, "
+                f"max |difference| {self.max_abs_diff:.3g} <= {self.tolerance:g}"
+            )
         where = f"stage {self.stage}" + (f" (pipe {self.pipe} replica)" if self.pipe else "")
-        return (f"gradient MISMATCH: {where} parameter {self.param}: "
-                f"max |pipelined - reference| = {self.max_abs_diff:.3g} > {self.tolerance:g}")
+        return (
+            f"gradient MISMATCH: {where} parameter {self.param}: "
+            f"max |pipelined - reference| = {self.max_abs_diff:.3g} > {self.tolerance:g}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form.
@@ -59,8 +64,15 @@ class GradCheck:
             >>> sorted(GradCheck(True, None, None, 0.0, 1e-8).to_dict())
             ['checked', 'max_abs_diff', 'ok', 'param', 'pipe', 'stage', 'tolerance']
         """
-        return {"ok": self.ok, "stage": self.stage, "pipe": self.pipe, "param": self.param,
-                "max_abs_diff": self.max_abs_diff, "tolerance": self.tolerance, "checked": self.checked}
+        return {
+            "ok": self.ok,
+            "stage": self.stage,
+            "pipe": self.pipe,
+            "param": self.param,
+            "max_abs_diff": self.max_abs_diff,
+            "tolerance": self.tolerance,
+            "checked": self.checked,
+        }
 
 
 def reference_grads(spec: Any, num_stages: int, m: int) -> dict[int, dict[str, np.ndarray]]:
@@ -89,8 +101,11 @@ def reference_grads(spec: Any, num_stages: int, m: int) -> dict[int, dict[str, n
     return {s: {n: p.grad.detach().numpy().copy() for n, p in mod.named_parameters()} for s, mod in enumerate(mods)}
 
 
-def check(grads: Mapping[tuple[int, int], Mapping[str, Any]], reference: Mapping[int, Mapping[str, np.ndarray]],
-          tolerance: float = TOLERANCE) -> GradCheck:
+def check(
+    grads: Mapping[tuple[int, int], Mapping[str, Any]],
+    reference: Mapping[int, Mapping[str, np.ndarray]],
+    tolerance: float = TOLERANCE,
+) -> GradCheck:
     """Compare pipelined gradients ``grads[(pipe, stage)][name]`` (``None`` = never computed)
     with the reference; the verdict names the worst parameter of the first mismatching stage
     (stages in order), or the overall largest difference when all match.
@@ -105,7 +120,7 @@ def check(grads: Mapping[tuple[int, int], Mapping[str, Any]], reference: Mapping
     """
     worst = (0.0, None, None, 0)
     checked = 0
-    for (pipe, stage) in sorted(grads, key=lambda k: (k[1], k[0])):
+    for pipe, stage in sorted(grads, key=lambda k: (k[1], k[0])):
         got = grads[(pipe, stage)]
         stage_worst: tuple[float, str | None] = (0.0, None)
         for name, want in reference[stage].items():
@@ -120,5 +135,7 @@ def check(grads: Mapping[tuple[int, int], Mapping[str, Any]], reference: Mapping
             worst = (stage_worst[0], stage, stage_worst[1], pipe)
     missing = sorted(set(reference) - {s for _, s in grads})
     if missing:
-        return GradCheck(False, missing[0], "(every parameter: no rank holds this stage)", float("inf"), tolerance, 0, checked)
+        return GradCheck(
+            False, missing[0], "(every parameter: no rank holds this stage)", float("inf"), tolerance, 0, checked
+        )
     return GradCheck(True, None, None, worst[0], tolerance, 0, checked)

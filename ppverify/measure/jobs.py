@@ -85,7 +85,13 @@ def run_jobs(rank: int, world_size: int, jobs: list[Job]) -> list[RankResult]:
             res = run_torch_runtime(rank, world_size, job)
         if rank == 0:
             set_status(f"reference forward/backward of {job.schedule.describe()}", phase=k)
-            res = RankResult(res.events, res.begins, res.ends, res.grads,
-                             reference_grads(job.spec, job.schedule.num_stages, job.schedule.m), res.info)
+            res = RankResult(
+                res.events,
+                res.begins,
+                res.ends,
+                res.grads,
+                reference_grads(job.spec, job.schedule.num_stages, job.schedule.m),
+                res.info,
+            )
         out.append(res)
     return out

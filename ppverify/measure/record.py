@@ -18,7 +18,8 @@ post to the start of the op that consumed it (the latest moment it can have arri
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -45,8 +46,13 @@ class Event(NamedTuple):
     end_ns: int
 
 
-def to_timeline(schedule: Schedule, costs: CostModel, events: Sequence[Sequence[Event]], t0_ns: int,
-                info: Mapping[str, Any] | None = None) -> Timeline:
+def to_timeline(
+    schedule: Schedule,
+    costs: CostModel,
+    events: Sequence[Sequence[Event]],
+    t0_ns: int,
+    info: Mapping[str, Any] | None = None,
+) -> Timeline:
     """One measured step as a :class:`Timeline`: ``events[rank]`` are rank's events, ``t0_ns``
     the step start (the earliest rank's start after the barrier). Ops appear by device, then start.
 
@@ -140,6 +146,8 @@ def causality_violations(timeline: Timeline, tolerance: float = 1e-4) -> list[st
         for dep, _ in predecessors(op, timeline.schedule.num_stages, split):
             j = at.get((dep.kind, dep.stage, dep.mb))
             if j is not None and timeline.start[i] < timeline.end[j] - tolerance:
-                out.append(f"{op} starts at {float(timeline.start[i]):.6g} s, before {dep} (a predecessor) "
-                           f"ends at {float(timeline.end[j]):.6g} s")
+                out.append(
+                    f"{op} starts at {float(timeline.start[i]):.6g} s, before {dep} (a predecessor) "
+                    f"ends at {float(timeline.end[j]):.6g} s"
+                )
     return out

@@ -55,16 +55,27 @@ class TimedStage(PipelineStage):
         return out
 
     def forward_one_chunk(self, fwd_chunk_id: int, *args: Any, **kwargs: Any) -> Any:
-        return self._timed("F", fwd_chunk_id, lambda: super(TimedStage, self).forward_one_chunk(fwd_chunk_id, *args, **kwargs))
+        return self._timed(
+            "F", fwd_chunk_id, lambda: super(TimedStage, self).forward_one_chunk(fwd_chunk_id, *args, **kwargs)
+        )
 
-    def backward_one_chunk(self, bwd_chunk_id: int, loss: Any = None, full_backward: bool = True,
-                           last_backward: bool = False) -> Any:
-        return self._timed("B" if full_backward else "I", bwd_chunk_id, lambda: super(TimedStage, self).backward_one_chunk(
-            bwd_chunk_id, loss=loss, full_backward=full_backward, last_backward=last_backward))
+    def backward_one_chunk(
+        self, bwd_chunk_id: int, loss: Any = None, full_backward: bool = True, last_backward: bool = False
+    ) -> Any:
+        return self._timed(
+            "B" if full_backward else "I",
+            bwd_chunk_id,
+            lambda: super(TimedStage, self).backward_one_chunk(
+                bwd_chunk_id, loss=loss, full_backward=full_backward, last_backward=last_backward
+            ),
+        )
 
     def backward_weight_one_chunk(self, bwd_chunk_id: int, last_backward: bool = False) -> Any:
-        return self._timed("W", bwd_chunk_id, lambda: super(TimedStage, self).backward_weight_one_chunk(
-            bwd_chunk_id, last_backward=last_backward))
+        return self._timed(
+            "W",
+            bwd_chunk_id,
+            lambda: super(TimedStage, self).backward_weight_one_chunk(bwd_chunk_id, last_backward=last_backward),
+        )
 
     def get_fwd_send_ops(self, fwd_chunk_id: int) -> Any:
         if self.events is not None:
@@ -105,8 +116,9 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
     sched = job.schedule
     S, m = sched.num_stages, sched.m
     mine = [s for s in range(S) if sched.placement.maps[0][s] == rank]
-    stages = [TimedStage(build_stage_module(job.spec, s), s, S, torch.device("cpu"), durations=job.durations)
-              for s in mine]
+    stages = [
+        TimedStage(build_stage_module(job.spec, s), s, S, torch.device("cpu"), durations=job.durations) for s in mine
+    ]
     set_status("loading the schedule file")
     rt = _PipelineScheduleRuntime(stages, m, loss_fn=loss_fn, scale_grads=True)
     fd, path = tempfile.mkstemp(prefix=f"ppverify-rank{rank}-", suffix=".csv")
@@ -137,8 +149,12 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
             begins.append(t0)
             ends.append(t1)
             events.append([ev for st in stages for ev in (st.events or [])])
-    grads = {(0, st.stage_index): {n: p.grad.detach().numpy().copy() if p.grad is not None else None
-                                   for n, p in st.submod.named_parameters()} for st in stages}
+    grads = {
+        (0, st.stage_index): {
+            n: p.grad.detach().numpy().copy() if p.grad is not None else None for n, p in st.submod.named_parameters()
+        }
+        for st in stages
+    }
     set_status("barrier after the last step")
     dist.barrier()
     return RankResult(events, begins, ends, grads)

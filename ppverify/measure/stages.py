@@ -37,7 +37,7 @@ class ModelSpec:
     seed: int = 0
 
     @staticmethod
-    def for_compute(compute: str, seed: int = 0) -> "ModelSpec":
+    def for_compute(compute: str, seed: int = 0) -> ModelSpec:
         """The sizes used for ``compute`` (``sleep``: tiny; ``real``: small but real work).
 
         Example:
@@ -82,7 +82,7 @@ def build_stage_module(spec: ModelSpec, stage: int) -> Any:
     with torch.no_grad():
         for name, p in block.named_parameters():
             # LayerNorm starts away from (1, 0) so its own gradients are exercised too
-            scale = 0.1 if name.startswith("norm") else 1.0 / spec.dim ** 0.5
+            scale = 0.1 if name.startswith("norm") else 1.0 / spec.dim**0.5
             base = 1.0 if name == "norm.weight" else 0.0
             p.copy_(base + scale * torch.randn(p.shape, generator=gen, dtype=torch.float64))
     return block

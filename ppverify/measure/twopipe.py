@@ -69,8 +69,12 @@ class _Runner:
             return
         if self.events is not None:
             t = _now()
-            self.events.append(Event("SEND_F" if direction == "F" else "SEND_B", stage - (1 if direction == "F" else -1), mb, t, t))
-        self.sends.append(dist.isend(tensor.contiguous(), dst=dst, tag=self._tag(0 if direction == "F" else 1, stage, mb)))
+            self.events.append(
+                Event("SEND_F" if direction == "F" else "SEND_B", stage - (1 if direction == "F" else -1), mb, t, t)
+            )
+        self.sends.append(
+            dist.isend(tensor.contiguous(), dst=dst, tag=self._tag(0 if direction == "F" else 1, stage, mb))
+        )
 
     def run_op(self, op: Op) -> None:
         kind, s, mb = op
@@ -157,7 +161,7 @@ def _unflat(mod: Any, flat: Any) -> None:
     k = 0
     for p in mod.parameters():
         n = p.numel()
-        p.grad = flat[k:k + n].reshape(p.shape).clone()
+        p.grad = flat[k : k + n].reshape(p.shape).clone()
         k += n
 
 
@@ -207,8 +211,10 @@ def run_two_pipe(rank: int, world_size: int, job: Job) -> RankResult:
             begins.append(t0)
             ends.append(t1)
             events.append(runner.events or [])
-    grads = {key: {n: p.grad.detach().numpy().copy() if p.grad is not None else None
-                   for n, p in mod.named_parameters()} for key, mod in mods.items()}
+    grads = {
+        key: {n: p.grad.detach().numpy().copy() if p.grad is not None else None for n, p in mod.named_parameters()}
+        for key, mod in mods.items()
+    }
     set_status("barrier after the last step")
     dist.barrier()
     return RankResult(events, begins, ends, grads)

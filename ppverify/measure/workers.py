@@ -32,8 +32,9 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ParameterError, PPVerifyError
 
@@ -112,9 +113,13 @@ def check_world_size(world_size: int) -> None:
     if not isinstance(world_size, int) or world_size < 1:
         raise ParameterError("p", world_size, "needs at least one worker process")
     if world_size > limit:
-        raise ParameterError("p", world_size, f"needs {world_size} worker processes; this machine holds at most "
-                             f"{limit} (one per {WORKER_MEMORY_BYTES // 2**20} MiB of available memory, "
-                             f"cap {MAX_WORKERS_CAP})")
+        raise ParameterError(
+            "p",
+            world_size,
+            f"needs {world_size} worker processes; this machine holds at most "
+            f"{limit} (one per {WORKER_MEMORY_BYTES // 2**20} MiB of available memory, "
+            f"cap {MAX_WORKERS_CAP})",
+        )
 
 
 def require_torch() -> None:
@@ -159,7 +164,7 @@ def set_status(text: str, phase: int | None = None) -> None:
         m[0:8] = int(phase).to_bytes(8, "little", signed=True)
     data = text.encode("utf-8", "replace")[: _STATUS_BYTES - 10]
     m[8:10] = len(data).to_bytes(2, "little")
-    m[10:10 + len(data)] = data
+    m[10 : 10 + len(data)] = data
 
 
 def _read_status(path: Path) -> tuple[int, str]:
@@ -171,7 +176,7 @@ def _read_status(path: Path) -> tuple[int, str]:
         return -1, "not started"
     phase = int.from_bytes(raw[0:8], "little", signed=True)
     n = min(int.from_bytes(raw[8:10], "little"), len(raw) - 10)
-    return phase, raw[10:10 + n].decode("utf-8", "replace") or "starting"
+    return phase, raw[10 : 10 + n].decode("utf-8", "replace") or "starting"
 
 
 def _open_status(path: Path) -> mmap.mmap:
@@ -192,8 +197,16 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _worker_main(rank: int, world_size: int, store_path: str, status_path: str, target: Callable,
-                 payload: Any, results: Any, pg_timeout: float) -> None:
+def _worker_main(
+    rank: int,
+    world_size: int,
+    store_path: str,
+    status_path: str,
+    target: Callable,
+    payload: Any,
+    results: Any,
+    pg_timeout: float,
+) -> None:
     global _status_map
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
@@ -212,8 +225,9 @@ def _worker_main(rank: int, world_size: int, store_path: str, status_path: str, 
         torch.set_num_threads(1)
         set_status("joining the process group", phase=-1)
         store = dist.FileStore(store_path, world_size)
-        dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
-                                timeout=datetime.timedelta(seconds=pg_timeout))
+        dist.init_process_group(
+            "gloo", store=store, rank=rank, world_size=world_size, timeout=datetime.timedelta(seconds=pg_timeout)
+        )
         out = target(rank, world_size, payload)
         set_status("finished")
         with contextlib.suppress(Exception):
@@ -283,7 +297,7 @@ def _sigterm_as_interrupt():
         yield
         return
 
-    def handler(signum, frame):  # noqa: ARG001
+    def handler(signum, frame):
         raise KeyboardInterrupt("SIGTERM")
 
     old = signal.signal(signal.SIGTERM, handler)
@@ -293,8 +307,14 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, old)
 
 
-def run_workers(world_size: int, target: Callable[[int, int, Any], Any], payload: Any, timeout: float,
-                *, status_dir: str | Path | None = None) -> list[Any]:
+def run_workers(
+    world_size: int,
+    target: Callable[[int, int, Any], Any],
+    payload: Any,
+    timeout: float,
+    *,
+    status_dir: str | Path | None = None,
+) -> list[Any]:
     """Run ``target(rank, world_size, payload)`` in ``world_size`` fresh processes joined by a
     gloo process group; return each rank's result, in rank order.
 
@@ -330,10 +350,15 @@ def run_workers(world_size: int, target: Callable[[int, int, Any], Any], payload
             status_paths.append(sp)
         results = ctx.Queue()
         pg_timeout = max(3600.0, 4 * timeout)  # the parent detects hangs; gloo must not do it first
-        procs = [ctx.Process(target=_worker_main, name=f"ppverify-worker-{r}", daemon=True,
-                             args=(r, world_size, str(tmp / "store"), str(status_paths[r]), target, payload,
-                                   results, pg_timeout))
-                 for r in range(world_size)]
+        procs = [
+            ctx.Process(
+                target=_worker_main,
+                name=f"ppverify-worker-{r}",
+                daemon=True,
+                args=(r, world_size, str(tmp / "store"), str(status_paths[r]), target, payload, results, pg_timeout),
+            )
+            for r in range(world_size)
+        ]
         try:
             with _sigterm_as_interrupt():
                 for pr in procs:

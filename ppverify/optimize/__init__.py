@@ -13,6 +13,20 @@ from .problem import OBJECTIVES, Problem, instance
 from .result import OptimizeResult, relative_gap
 from .solve import evaluate, optimize, problem_for
 
-__all__ = ["Bounds", "DEFAULT_MEMORY_MODEL", "MemoryModel", "OBJECTIVES", "OptimizeResult", "Problem", "evaluate",
-           "instance", "lower_bounds", "optimize", "parse_memory_cap", "parse_memory_model", "problem_for",
-           "relative_gap", "zero_bubble"]
+__all__ = [
+    "DEFAULT_MEMORY_MODEL",
+    "OBJECTIVES",
+    "Bounds",
+    "MemoryModel",
+    "OptimizeResult",
+    "Problem",
+    "evaluate",
+    "instance",
+    "lower_bounds",
+    "optimize",
+    "parse_memory_cap",
+    "parse_memory_model",
+    "problem_for",
+    "relative_gap",
+    "zero_bubble",
+]

@@ -40,11 +40,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ops import B, F, I, W
-from .onemachine import cross_device_span_bounds, makespan_bounds
 from .deadline import Deadline, check
+from .energy import memory_energy_spans
+from .onemachine import cross_device_span_bounds, makespan_bounds
 from .problem import Instance
 from .window import multi_stage_head_idle, multi_stage_tail_idle
-from .energy import memory_energy_spans
 
 
 @dataclass(frozen=True)
@@ -76,15 +76,18 @@ class Bounds:
     @property
     def best(self) -> int:
         """The strongest of the bounds."""
-        return max(self.critical_path, self.device_work, self.memory_window, self.device_relaxation,
-                   self.one_machine)
+        return max(self.critical_path, self.device_work, self.memory_window, self.device_relaxation, self.one_machine)
 
     def as_dict(self, tick: float) -> dict[str, float]:
         """The bounds in time units (for reports and ``--json``)."""
-        return {"critical_path": self.critical_path * tick, "device_work": self.device_work * tick,
-                "memory_window": self.memory_window * tick,
-                "device_relaxation": self.device_relaxation * tick, "one_machine": self.one_machine * tick,
-                "best": self.best * tick}
+        return {
+            "critical_path": self.critical_path * tick,
+            "device_work": self.device_work * tick,
+            "memory_window": self.memory_window * tick,
+            "device_relaxation": self.device_relaxation * tick,
+            "one_machine": self.one_machine * tick,
+            "best": self.best * tick,
+        }
 
 
 def heads_tails(inst: Instance) -> tuple[list[int], list[int]]:
@@ -227,8 +230,16 @@ def lower_bounds(inst: Instance, objective: str | None = None, deadline: Deadlin
         machine = cross_device_span_bounds(inst, deadline)
     else:
         machine = makespan_bounds(inst, head, tail)
-    return Bounds(objective, crit, max(work_only), max(per_device), tuple(per_device), tuple(idle),
-                  one_machine=max(machine, default=0), machine_per_device=tuple(machine))
+    return Bounds(
+        objective,
+        crit,
+        max(work_only),
+        max(per_device),
+        tuple(per_device),
+        tuple(idle),
+        one_machine=max(machine, default=0),
+        machine_per_device=tuple(machine),
+    )
 
 
 def work_bounds(inst: Instance, objective: str | None = None) -> Bounds:

@@ -24,8 +24,8 @@ such makespan is the engine's. Durations, bytes and replica groups come from
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -51,8 +51,9 @@ class StepCollective:
     after: tuple[int, ...] = ()
 
 
-def step_collectives(dag: StepDAG, costs: CostModel, comm: CommModel, sync: str = "eager",
-                     dp_allreduce: int = 0) -> list[StepCollective]:
+def step_collectives(
+    dag: StepDAG, costs: CostModel, comm: CommModel, sync: str = "eager", dp_allreduce: int = 0
+) -> list[StepCollective]:
     """The collectives of a step over ``dag``'s ops (module doc), replica all-reduces first.
 
     Example:
@@ -83,8 +84,11 @@ def step_collectives(dag: StepDAG, costs: CostModel, comm: CommModel, sync: str 
         if c.kind != ALLREDUCE:
             d = c.devices[0]
             after = tuple(n for n in range(replica) if d in out[n].devices)
-            out.append(StepCollective(c.kind, -1, c.devices, c.nbytes, c.duration,
-                                      tuple(range(dag.offsets[d], dag.offsets[d + 1])), after))
+            out.append(
+                StepCollective(
+                    c.kind, -1, c.devices, c.nbytes, c.duration, tuple(range(dag.offsets[d], dag.offsets[d + 1])), after
+                )
+            )
     return out
 
 
@@ -112,8 +116,9 @@ def collective_tails(num_ops: int, durations: Sequence[int], colls: Sequence[Ste
     return tails
 
 
-def collective_times(ends: Sequence[float], durations: Sequence[float],
-                     colls: Sequence[StepCollective]) -> list[tuple[float, float]]:
+def collective_times(
+    ends: Sequence[float], durations: Sequence[float], colls: Sequence[StepCollective]
+) -> list[tuple[float, float]]:
     """``(start, end)`` of every collective, as early as possible given the op ``ends``.
 
     Example:
@@ -145,11 +150,14 @@ def describe(colls: Sequence[StepCollective], sync: str, dp_allreduce: int, unit
     if ar:
         lo, hi = min(c.duration for c in ar) * scale, max(c.duration for c in ar) * scale
         each = f"{lo:.4g}{suffix}" if abs(hi - lo) <= 1e-12 * max(1.0, hi) else f"{lo:.4g}-{hi:.4g}{suffix}"
-        parts.append(f"replica all-reduce included (sync {sync}): {len(ar)} stage{'s' if len(ar) > 1 else ''}, "
-                     f"{each} each")
+        parts.append(
+            f"replica all-reduce included (sync {sync}): {len(ar)} stage{'s' if len(ar) > 1 else ''}, {each} each"
+        )
     if dp:
-        parts.append(f"data-parallel all-reduce over {dp_allreduce} replicas included: "
-                     f"up to {max(c.duration for c in dp) * scale:.4g}{suffix} per device")
+        parts.append(
+            f"data-parallel all-reduce over {dp_allreduce} replicas included: "
+            f"up to {max(c.duration for c in dp) * scale:.4g}{suffix} per device"
+        )
     return "; ".join(parts)
 
 

@@ -34,7 +34,7 @@ class Deadline:
     limit: float
 
     @staticmethod
-    def after(seconds: float) -> "Deadline":
+    def after(seconds: float) -> Deadline:
         """A deadline ``seconds`` from now."""
         return Deadline(time.monotonic() + float(seconds), float(seconds))
 
@@ -51,7 +51,7 @@ class Deadline:
         """True once the deadline has passed."""
         return time.monotonic() >= self.end
 
-    def at(self, share: float) -> "Deadline":
+    def at(self, share: float) -> Deadline:
         """An earlier deadline: ``share`` of the whole limit after the start (for one phase).
 
         Example:

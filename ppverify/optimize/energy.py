@@ -21,7 +21,7 @@ Microbatches of one pipe have the same shape, so paths are computed once per pip
 
 from __future__ import annotations
 
-from ..ops import B, F, I, W, Op
+from ..ops import B, F, I, Op, W
 from .problem import Instance
 from .window import _dist_from
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..dag import build_dag, structural_problems
 from ..engines.core import list_schedule
 from ..errors import PPVerifyError
-from ..ops import B, F, I, W, Op, compute_ops
+from ..ops import B, F, I, Op, W, compute_ops
 from ..schedule import Schedule
 from .problem import Instance
 
@@ -51,8 +51,11 @@ def objective_value(inst: Instance, starts: Sequence[int], objective: str | None
 
         last = max((t1 for _, t1 in collective_times(ends, inst.coll_dur, inst.colls)), default=0)
         return max(max(ends, default=0), last)
-    spans = [max(ends[i] for i in inst.device_ops(d)) - min(starts[i] for i in inst.device_ops(d))
-             for d in range(inst.p) if len(inst.device_ops(d))]
+    spans = [
+        max(ends[i] for i in inst.device_ops(d)) - min(starts[i] for i in inst.device_ops(d))
+        for d in range(inst.p)
+        if len(inst.device_ops(d))
+    ]
     return max(spans, default=0)
 
 
@@ -111,15 +114,16 @@ def time_programs(inst: Instance, programs: Sequence[Sequence[Op]], source: str 
         >>> time_programs(inst, [[Op("F", 0, 0), Op("B", 0, 0)], [Op("F", 1, 0), Op("B", 1, 0)]]).objective
         6
     """
-    sched = Schedule(inst.problem.placement, inst.problem.m, tuple(tuple(p) for p in programs),
-                     inst.dag.schedule.pipe_of_mb, source)
+    sched = Schedule(
+        inst.problem.placement, inst.problem.m, tuple(tuple(p) for p in programs), inst.dag.schedule.pipe_of_mb, source
+    )
     dag = build_dag(sched)
     pos = position_map(inst)
     idx = [pos[op] for op in dag.ops]
     start, _ = list_schedule(dag, [inst.dur[i] for i in idx], [inst.delay[i] for i in idx])
     starts = [0] * len(idx)
     for j, i in enumerate(idx):
-        starts[i] = int(round(start[j]))
+        starts[i] = int(round(start[j]))  # noqa: RUF046  (numpy scalars stay numpy under round)
     return Candidate(source, tuple(tuple(p) for p in programs), starts, objective_value(inst, starts))
 
 
@@ -163,8 +167,7 @@ def family_candidates(inst: Instance, deadline: float | None = None) -> list[Can
     """
     import time
 
-    from ..schedules import families
-    from ..schedules import build
+    from ..schedules import build, families
 
     pr = inst.problem
     pl = pr.placement
@@ -198,9 +201,14 @@ def family_candidates(inst: Instance, deadline: float | None = None) -> list[Can
     return out
 
 
-def greedy(inst: Instance, priority: str = "GFW", lookahead: bool = False,
-           inflight: Sequence[int] | None = None, wait_for_grad: bool = False,
-           deadline: float | None = None) -> Candidate | None:
+def greedy(
+    inst: Instance,
+    priority: str = "GFW",
+    lookahead: bool = False,
+    inflight: Sequence[int] | None = None,
+    wait_for_grad: bool = False,
+    deadline: float | None = None,
+) -> Candidate | None:
     """Memory-aware list scheduling: whenever a device is free it runs, in ``priority`` order of
     kinds (``G`` = the gradient op I or B, ``F``, ``W``; ``"AW"``: alternate G and F as 1F1B does,
     W last), an op whose inputs have arrived; a
@@ -274,9 +282,22 @@ def greedy(inst: Instance, priority: str = "GFW", lookahead: bool = False,
             prio = priority
             if priority == "AW":  # alternate: after a gradient op prefer a forward, else the reverse
                 prio = "FGW" if last_kind[d] in (I, B) else "GFW"
-            pick = _choose(inst, d, now, prio, grads, weights, fwd_queue, stages_of[d], fwd_done, ready, level,
-                           lookahead, None if inflight is None else inflight[d] - open_fwd[d],
-                           wait_for_grad and not grad_seen[d])
+            pick = _choose(
+                inst,
+                d,
+                now,
+                prio,
+                grads,
+                weights,
+                fwd_queue,
+                stages_of[d],
+                fwd_done,
+                ready,
+                level,
+                lookahead,
+                None if inflight is None else inflight[d] - open_fwd[d],
+                wait_for_grad and not grad_seen[d],
+            )
             if pick is None:
                 continue
             i = pick
@@ -315,8 +336,22 @@ def greedy(inst: Instance, priority: str = "GFW", lookahead: bool = False,
     return Candidate(f"greedy-{priority}", tuple(tuple(p) for p in programs), start, objective_value(inst, start))
 
 
-def _choose(inst, d, now, priority, grads, weights, fwd_queue, stages, fwd_done, ready, level,
-            lookahead=False, room=None, wait_for_grad=False):
+def _choose(
+    inst,
+    d,
+    now,
+    priority,
+    grads,
+    weights,
+    fwd_queue,
+    stages,
+    fwd_done,
+    ready,
+    level,
+    lookahead=False,
+    room=None,
+    wait_for_grad=False,
+):
     def fwd_allowed(i: int) -> bool:
         return (inst.cap is None or level[d] + inst.alloc[i] <= inst.cap) and (room is None or room > 0)
 
@@ -327,9 +362,14 @@ def _choose(inst, d, now, priority, grads, weights, fwd_queue, stages, fwd_done,
             if lookahead:
                 w_end = now + inst.dur[weights[d][0][3]]
                 soon = [t for t, *_ in grads[d][:1]]
-                soon += [ready[q[-1]] for (dd, _), q in fwd_queue.items()
-                         if dd == d and q and fwd_done[q[-1]] and fwd_allowed(q[-1])]
-                if any(now < t < w_end for t in soon) and not _memory_blocked(inst, d, fwd_queue, fwd_done, level, room):
+                soon += [
+                    ready[q[-1]]
+                    for (dd, _), q in fwd_queue.items()
+                    if dd == d and q and fwd_done[q[-1]] and fwd_allowed(q[-1])
+                ]
+                if any(now < t < w_end for t in soon) and not _memory_blocked(
+                    inst, d, fwd_queue, fwd_done, level, room
+                ):
                     continue
             return heapq.heappop(weights[d])[3]
         if kind == "F":
@@ -411,7 +451,9 @@ def round_trip_limits(inst: Instance, extra: int = 0) -> list[int]:
             continue
         f0 = min((i for i in ops if dag.ops[i].kind == F), key=lambda i: (dag.ops[i].mb, dag.ops[i].stage))
         op = dag.ops[f0]
-        g0 = next(i for i in ops if dag.ops[i].stage == op.stage and dag.ops[i].mb == op.mb and dag.ops[i].kind in (I, B))
+        g0 = next(
+            i for i in ops if dag.ops[i].stage == op.stage and dag.ops[i].mb == op.mb and dag.ops[i].kind in (I, B)
+        )
         lag = _round_trip(inst, f0, g0)
         out.append(max(1, -(-lag // inst.dur[f0]) + extra))
     return out
@@ -437,18 +479,33 @@ def greedy_rules(inst: Instance) -> list[tuple[str, bool, list[int] | None, bool
     h2 = [max(1, 2 * (p - d) - 1) for d in range(p)]
     h2b = [2 * (p - d) for d in range(p)]
     rt0, rt1 = round_trip_limits(inst, 0), round_trip_limits(inst, 1)
-    rules = [("GFW", True, h1, False), ("GFW", False, h2b, True), ("GFW", False, h2, True), ("GFW", False, h2, False),
-             ("GFW", False, h2b, False), ("GFW", False, rt1, True), ("GFW", True, h1, True), ("AW", False, h2, False),
-             ("AW", True, h1, False), ("GFW", False, rt0, False), ("GFW", True, h2, False), ("GFW", False, h1, False),
-             ("GFW", True, None, False), ("GFW", False, None, False), ("GFW", False, None, True),
-             ("GWF", False, None, False), ("FGW", False, None, False),
-             # unrestricted alternation: on loop placements the open-forward limits above deadlock
-             ("AW", False, None, False)]
+    rules = [
+        ("GFW", True, h1, False),
+        ("GFW", False, h2b, True),
+        ("GFW", False, h2, True),
+        ("GFW", False, h2, False),
+        ("GFW", False, h2b, False),
+        ("GFW", False, rt1, True),
+        ("GFW", True, h1, True),
+        ("AW", False, h2, False),
+        ("AW", True, h1, False),
+        ("GFW", False, rt0, False),
+        ("GFW", True, h2, False),
+        ("GFW", False, h1, False),
+        ("GFW", True, None, False),
+        ("GFW", False, None, False),
+        ("GFW", False, None, True),
+        ("GWF", False, None, False),
+        ("FGW", False, None, False),
+        # unrestricted alternation: on loop placements the open-forward limits above deadlock
+        ("AW", False, None, False),
+    ]
     return rules
 
 
-def best_candidate(inst: Instance, use_families: bool = True, deadline: float | None = None,
-                   hard: float | None = None) -> Candidate | None:
+def best_candidate(
+    inst: Instance, use_families: bool = True, deadline: float | None = None, hard: float | None = None
+) -> Candidate | None:
     """The best of the greedy variants and the family schedules (``None`` if none is feasible);
     stops trying further variants once ``time.monotonic()`` passes ``deadline``, and stops any
     variant at ``hard`` (what was found by then is kept).
@@ -469,8 +526,14 @@ def best_candidate(inst: Instance, use_families: bool = True, deadline: float | 
         c = greedy(inst, prio, look, infl, wait, hard)
         if c is not None:
             tag = "" if infl is None else "-open" + ",".join(map(str, infl[:2])) + (",..." if len(infl) > 2 else "")
-            cands.append(Candidate(c.source + ("-lookahead" if look else "") + ("-wait" if wait else "") + tag,
-                                   c.programs, c.starts, c.objective))
+            cands.append(
+                Candidate(
+                    c.source + ("-lookahead" if look else "") + ("-wait" if wait else "") + tag,
+                    c.programs,
+                    c.starts,
+                    c.objective,
+                )
+            )
     late = deadline is not None and time.monotonic() > (deadline if cands else (hard or deadline))
     if use_families and not late:  # after the greedy rules: on large instances those start better
         cands += family_candidates(inst, deadline if cands else hard)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import PPVerifyError
 from ..ops import B, F, I, Op
@@ -98,8 +98,9 @@ def tune_greedy(inst: Instance, start: Candidate, max_evals: int = 120, deadline
     return best
 
 
-def swap_search(inst: Instance, start: Candidate, max_evals: int = 300, seed: int = 0,
-                deadline: float | None = None) -> Candidate:
+def swap_search(
+    inst: Instance, start: Candidate, max_evals: int = 300, seed: int = 0, deadline: float | None = None
+) -> Candidate:
     """Adjacent-swap descent on the program orders (module doc), ``max_evals`` timed moves drawn
     with a seeded generator (same seed, same result). Returns ``start`` unless something strictly
     better was found.
@@ -142,16 +143,21 @@ def swap_search(inst: Instance, start: Candidate, max_evals: int = 300, seed: in
         except PPVerifyError:
             c = None
         if c is not None and _key(inst, c) < best_key:
-            best = Candidate(f"{start.source}+swaps" if "+swaps" not in start.source else start.source,
-                             c.programs, c.starts, c.objective)
+            best = Candidate(
+                f"{start.source}+swaps" if "+swaps" not in start.source else start.source,
+                c.programs,
+                c.starts,
+                c.objective,
+            )
             best_key = _key(inst, best)
         else:
             programs[d][k], programs[d][k + 1] = a, b
     return best
 
 
-def improve(inst: Instance, start: Candidate, max_evals: int = 400, seed: int = 0,
-            deadline: float | None = None) -> Candidate:
+def improve(
+    inst: Instance, start: Candidate, max_evals: int = 400, seed: int = 0, deadline: float | None = None
+) -> Candidate:
     """Greedy-limit tuning, then adjacent swaps, sharing ``max_evals`` evaluations (fewer on large
     instances: each costs time linear in the ops); never worse than ``start``.
 

@@ -18,7 +18,6 @@ from ..costs import CostModel
 from ..errors import ParameterError
 
 
-
 @dataclass(frozen=True)
 class MemoryModel:
     """How activations are freed: ``I`` frees ``freed_by_I`` of them, ``W`` (or ``B``) the rest.
@@ -65,8 +64,9 @@ def zero_bubble(h: int, a: int, s: int, b: int = 1, layers: int = 1) -> MemoryMo
             raise ParameterError(f"memory-model {name}", val, "must be an integer >= 1")
     alloc = 34 * h + 5 * a * s
     freed_i = 2 * h + 5 * a * s
-    return MemoryModel(f"zero-bubble(h={h},a={a},s={s})", Fraction(freed_i, alloc), alloc, freed_i,
-                       float(layers * b * s * alloc))
+    return MemoryModel(
+        f"zero-bubble(h={h},a={a},s={s})", Fraction(freed_i, alloc), alloc, freed_i, float(layers * b * s * alloc)
+    )
 
 
 #: ``--memory-model`` default (issue 5): the zero-bubble model at the paper's 1.5B setting
@@ -128,7 +128,9 @@ def parse_memory_cap(text: str, model: MemoryModel) -> Fraction:
         cap = size.value
     else:
         if not model.bytes_per_activation:
-            raise ParameterError("memory-cap", text, f"memory model {model.name} has no size in bytes; give the cap as a multiple of M_F")
+            raise ParameterError(
+                "memory-cap", text, f"memory model {model.name} has no size in bytes; give the cap as a multiple of M_F"
+            )
         cap = size.value / Fraction(model.bytes_per_activation)
     if cap <= 0:
         raise ParameterError("memory-cap", text, "must be > 0")

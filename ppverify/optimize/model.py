@@ -28,12 +28,12 @@ Model strength (all documented in the manual, docs/optimization.md, "How the mod
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ortools.sat.python import cp_model
 
-from ..ops import B, F, I, W, Op
+from ..ops import B, F, I, Op, W
 from .bounds import Bounds, heads_tails
 from .deadline import Deadline, check
 from .problem import Instance
@@ -178,7 +178,7 @@ def _add_memory(model, inst: Instance, pos, start, end, horizon: int) -> None:
             held = model.new_interval_var(start[i], size, end[j], f"mem_{op}_{k}")
             by_device[d][0].append(held)
             by_device[d][1].append(inst.free[j])
-    for d, (ivs, demands) in enumerate(by_device):
+    for ivs, demands in by_device:
         if ivs:
             model.add_cumulative(ivs, demands, inst.cap)
 
@@ -204,7 +204,7 @@ def memory_precedences(inst: Instance, ops: list[int], pos: dict[Op, int]) -> li
     stages = {(pipes[dag.ops[i].mb], dag.ops[i].stage) for i in ops}
     if len(stages) != 1:
         return []
-    (_, s), = stages
+    ((_, s),) = stages
     mbs = sorted({dag.ops[i].mb for i in ops})
     fpos = [pos[Op(F, s, mb)] for mb in mbs]
     gpos = [pos.get(Op(I, s, mb), pos.get(Op(B, s, mb))) for mb in mbs]

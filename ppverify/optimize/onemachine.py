@@ -27,7 +27,7 @@ exactly the reference span at cap 2p·M_F, which the memory-window and device-re
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from .problem import Instance
 
@@ -118,9 +118,16 @@ def cross_device_span_bounds(inst: Instance, deadline=None) -> list[int]:
         members.sort(key=lambda i: (dag.ops[i].kind, dag.ops[i].stage))
         # a microbatch's shape: its ops' devices, durations and incoming edges (as member indices)
         local = {i: n for n, i in enumerate(members)}
-        key = tuple((dag.ops[i].kind, dag.ops[i].stage, dag.device[i], inst.dur[i],
-                     tuple((local.get(q, -1), inst.delay[i][k]) for k, q in enumerate(dag.pred[i]) if q >= 0))
-                    for i in members)
+        key = tuple(
+            (
+                dag.ops[i].kind,
+                dag.ops[i].stage,
+                dag.device[i],
+                inst.dur[i],
+                tuple((local.get(q, -1), inst.delay[i][k]) for k, q in enumerate(dag.pred[i]) if q >= 0),
+            )
+            for i in members
+        )
         if key not in cache:
             rel, tail = _mb_paths(inst, members, rank)
             cache[key] = ([rel[i] for i in members], [tail[i] for i in members])

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from fractions import Fraction
-from typing import TYPE_CHECKING, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from ..comm import NO_COMM, CommModel
 from ..costs import CostModel
 from ..dag import StepDAG, build_dag, structural_problems
 from ..errors import ParameterError
-from ..ops import B, F, I, W, Op
+from ..ops import B, F, I, Op, W
 from ..placement import Placement
 from ..schedule import Schedule
 
@@ -97,7 +98,11 @@ class Problem:
         if self.objective not in OBJECTIVES:
             raise ParameterError("objective", self.objective, f"expected one of {', '.join(OBJECTIVES)}")
         if self.costs.num_stages != self.placement.num_stages:
-            raise ParameterError("costs", self.costs.num_stages, f"cost model has {self.costs.num_stages} stages, placement {self.placement.num_stages}")
+            raise ParameterError(
+                "costs",
+                self.costs.num_stages,
+                f"cost model has {self.costs.num_stages} stages, placement {self.placement.num_stages}",
+            )
         if self.memory_cap is not None and not self.memory_cap > 0:
             raise ParameterError("memory-cap", self.memory_cap, "must be > 0")
         if self.pipe_of_mb is not None and len(self.pipe_of_mb) != self.m:
@@ -135,8 +140,7 @@ class Problem:
             for mb in range(self.m):
                 for k in kinds:
                     programs[pl.device(pipes[mb], s)].append(Op(k, s, mb))
-        sched = Schedule(pl, self.m, tuple(tuple(pr) for pr in programs), pipes, "optimize",
-                         {"p": pl.p, "m": self.m})
+        sched = Schedule(pl, self.m, tuple(tuple(pr) for pr in programs), pipes, "optimize", {"p": pl.p, "m": self.m})
         problems = structural_problems(sched, limit=3)
         if problems:  # pragma: no cover - the skeleton is complete by construction
             raise AssertionError("; ".join(problems))
@@ -175,8 +179,13 @@ def _gcd_frac(values: Sequence[Fraction]) -> Fraction:
     g = Fraction(0)
     for v in values:
         if v:
-            g = Fraction(math.gcd(g.numerator * v.denominator, v.numerator * g.denominator),
-                         g.denominator * v.denominator) if g else v
+            g = (
+                Fraction(
+                    math.gcd(g.numerator * v.denominator, v.numerator * g.denominator), g.denominator * v.denominator
+                )
+                if g
+                else v
+            )
     return g or Fraction(1)
 
 
@@ -233,7 +242,7 @@ class Instance:
         return float(ticks) * self.tick
 
 
-def instance(problem: Problem, schedule: Schedule | None = None, deadline: "Deadline | None" = None) -> Instance:
+def instance(problem: Problem, schedule: Schedule | None = None, deadline: Deadline | None = None) -> Instance:
     """Turn a problem (or, in evaluate mode, a schedule's own op order) into integer ticks.
 
     The tick is the greatest common divisor of all durations and delays, so timing is exact.
@@ -290,8 +299,9 @@ def instance(problem: Problem, schedule: Schedule | None = None, deadline: "Dead
     amount = {}
     for k, st in shapes:
         a = act[st]
-        amount[(k, st)] = ((a, zero) if k == F else (zero, a) if k == B else
-                           (zero, a * fi[st]) if k == I else (zero, a * (1 - fi[st])))
+        amount[(k, st)] = (
+            (a, zero) if k == F else (zero, a) if k == B else (zero, a * fi[st]) if k == I else (zero, a * (1 - fi[st]))
+        )
     check(deadline)
     cap_f = _frac(problem.memory_cap) if problem.memory_cap is not None else None
     used = {(op.kind, op.stage) for op in dag.ops}

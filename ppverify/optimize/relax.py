@@ -22,11 +22,11 @@ whole step on the critical device.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from ortools.sat.python import cp_model
 
-from ..ops import B, F, I, W, Op
+from ..ops import B, F, I, Op, W
 from .bounds import Bounds, heads_tails
 from .model import memory_precedences
 from .problem import Instance
@@ -57,8 +57,16 @@ def _lags(inst: Instance, devices: Sequence[int]) -> list[tuple[int, int, int]]:
     return out
 
 
-def device_bound(inst: Instance, d: int | Sequence[int], objective: str, time_limit: float, workers: int = 1,
-                 seed: int = 0, lower: int = 0, work_limit: float | None = None) -> int:
+def device_bound(
+    inst: Instance,
+    d: int | Sequence[int],
+    objective: str,
+    time_limit: float,
+    workers: int = 1,
+    seed: int = 0,
+    lower: int = 0,
+    work_limit: float | None = None,
+) -> int:
     """Proven lower bound (ticks) on the objective from the relaxation keeping device d (or the
     devices listed) and assuming all others free (``lower``: a bound already known, posted as a
     redundant constraint; ``work_limit``: a budget of CP-SAT deterministic time, load-independent).
@@ -79,8 +87,12 @@ def device_bound(inst: Instance, d: int | Sequence[int], objective: str, time_li
         return 0
     head, tail = heads_tails(inst)
     model = cp_model.CpModel()
-    horizon = max(head[i] for i in ops) + sum(inst.dur[i] for i in ops) + max(tail[i] for i in ops) \
+    horizon = (
+        max(head[i] for i in ops)
+        + sum(inst.dur[i] for i in ops)
+        + max(tail[i] for i in ops)
         + max((lag for _, _, lag in _lags(inst, devices)), default=0)
+    )
     start = {i: model.new_int_var(head[i], horizon, f"start_{dag.ops[i]}") for i in ops}
     iv = {i: model.new_fixed_size_interval_var(start[i], inst.dur[i], f"run_{dag.ops[i]}") for i in ops}
     for dd in devices:
@@ -134,14 +146,15 @@ def device_bound(inst: Instance, d: int | Sequence[int], objective: str, time_li
     solver.parameters.random_seed = int(seed)
     status = solver.solve(model)
     if status == cp_model.OPTIMAL:
-        return int(round(solver.objective_value))
+        return round(solver.objective_value)
     b = solver.best_objective_bound
     # an unfinished run may report no bound at all (presolve cut short): fall back to ``lower``
-    return max(lower, int(math.ceil(b - 1e-9)) if math.isfinite(b) else 0)
+    return max(lower, math.ceil(b - 1e-9) if math.isfinite(b) else 0)
 
 
-def relaxation_bound(inst: Instance, bounds: Bounds, time_limit: float, workers: int = 1,
-                     seed: int = 0, work_limit: float | None = None) -> tuple[int, list[int]]:
+def relaxation_bound(
+    inst: Instance, bounds: Bounds, time_limit: float, workers: int = 1, seed: int = 0, work_limit: float | None = None
+) -> tuple[int, list[int]]:
     """Best device-relaxation bound (ticks), solving devices in decreasing order of their analytic
     bound and sharing ``time_limit`` (and ``work_limit``, deterministic seconds) among them; also the per-device values (0 = not solved).
 
@@ -168,7 +181,10 @@ def relaxation_bound(inst: Instance, bounds: Bounds, time_limit: float, workers:
         # the most critical device (largest analytic bound) gets half the budget, the rest share
         share = left / 2 if n == 0 and len(order) > 1 else left / (len(order) - n)
         # the deterministic budget is shared the same way, by count, never by what the clock says
-        wshare = None if work_limit is None else (work_limit / 2 if n == 0 and len(order) > 1
-                                                   else work_limit / 2 / max(1, len(order) - 1))
+        wshare = (
+            None
+            if work_limit is None
+            else (work_limit / 2 if n == 0 and len(order) > 1 else work_limit / 2 / max(1, len(order) - 1))
+        )
         per[d] = device_bound(inst, d, objective, share, workers, seed, bounds.per_device[d], wshare)
     return max(per, default=0), per

@@ -6,7 +6,7 @@ engine's) and :func:`gap_report` (a family's makespan against the certified boun
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -18,17 +18,22 @@ from ..ops import Op, Overlap
 from ..schedule import Schedule
 from ..timeline import Timeline, Transfers
 from .bounds import lower_bounds, work_bounds
-from .deadline import Deadline, WallLimitReached
 from .collectives import collective_times, describe
+from .deadline import Deadline, WallLimitReached
 from .heuristic import Candidate, best_candidate, canonical_starts, time_programs
 from .localsearch import improve
 from .model import build_model
-from .relax import relaxation_bound
 from .problem import Instance, Problem, instance
+from .relax import relaxation_bound
 from .result import OptimizeResult
 
-_STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
-           cp_model.UNKNOWN: "UNKNOWN", cp_model.MODEL_INVALID: "UNKNOWN"}
+_STATUS = {
+    cp_model.OPTIMAL: "OPTIMAL",
+    cp_model.FEASIBLE: "FEASIBLE",
+    cp_model.INFEASIBLE: "INFEASIBLE",
+    cp_model.UNKNOWN: "UNKNOWN",
+    cp_model.MODEL_INVALID: "UNKNOWN",
+}
 
 
 def _check_limits(time_limit: float, workers: int) -> None:
@@ -65,11 +70,20 @@ def _schedule_from_starts(inst: Instance, starts: Sequence[int], family: str) ->
     ends = [int(a) + d for a, d in zip(starts, inst.dur)]
     for c, (t0, t1) in zip(inst.colls, collective_times(ends, inst.coll_dur, inst.colls)):
         for n, dv in enumerate(c.devices):
-            transfers.add(c.kind, dv, c.devices[(n + 1) % len(c.devices)], -1, -1, t0 * inst.tick, t1 * inst.tick,
-                          c.nbytes)
-    tl = Timeline(sched, pr.costs, "cp-sat", list(dag.ops), np.asarray(dag.device, dtype=np.int64), st, en,
-                  transfers, info={"tick": inst.tick, "objective": pr.objective, "sync": pr.sync,
-                                   "dp_allreduce": pr.dp_allreduce})
+            transfers.add(
+                c.kind, dv, c.devices[(n + 1) % len(c.devices)], -1, -1, t0 * inst.tick, t1 * inst.tick, c.nbytes
+            )
+    tl = Timeline(
+        sched,
+        pr.costs,
+        "cp-sat",
+        list(dag.ops),
+        np.asarray(dag.device, dtype=np.int64),
+        st,
+        en,
+        transfers,
+        info={"tick": inst.tick, "objective": pr.objective, "sync": pr.sync, "dp_allreduce": pr.dp_allreduce},
+    )
     return sched, tl
 
 
@@ -91,8 +105,10 @@ def _infeasible_reason(inst: Instance) -> str:
         if inst.alloc[i] > inst.cap:
             cap = float(inst.cap * inst.mem_unit)
             need = float(inst.alloc[i] * inst.mem_unit)
-            return (f"memory cap {cap:g} is below one activation of stage {op.stage} ({need:g}): "
-                    f"no forward of that stage can ever run")
+            return (
+                f"memory cap {cap:g} is below one activation of stage {op.stage} ({need:g}): "
+                f"no forward of that stage can ever run"
+            )
     return ""
 
 
@@ -152,12 +168,28 @@ def optimize(
     except WallLimitReached:
         bounds = work_bounds(inst)
         cut.append("bounds")
-    common = dict(objective_name=problem.objective, bounds=bounds.as_dict(inst.tick), tick=inst.tick,
-                  exact=inst.exact, time_unit=unit, collectives=_collectives_text(inst))
+    common = dict(
+        objective_name=problem.objective,
+        bounds=bounds.as_dict(inst.tick),
+        tick=inst.tick,
+        exact=inst.exact,
+        time_unit=unit,
+        collectives=_collectives_text(inst),
+    )
     reason = _infeasible_reason(inst)
     if reason:
-        return OptimizeResult("INFEASIBLE", objective=None, bound=float("inf"), wall_s=time.monotonic() - t0,
-                              schedule=None, timeline=None, hint=None, hint_objective=None, reason=reason, **common)
+        return OptimizeResult(
+            "INFEASIBLE",
+            objective=None,
+            bound=float("inf"),
+            wall_s=time.monotonic() - t0,
+            schedule=None,
+            timeline=None,
+            hint=None,
+            hint_objective=None,
+            reason=reason,
+            **common,
+        )
     work = float(time_limit if work_limit is None else work_limit)
     # the hint phase is bounded by counts (greedy rules, families, local-search moves); the clock
     # only cuts it on a machine too slow to finish them within most of the time limit
@@ -165,8 +197,12 @@ def optimize(
     best: Candidate | None = best_candidate(inst, use_families, deadline=safety, hard=hard.end) if hints else None
     if hints and time.monotonic() > safety:
         cut.append("starting schedules")
-    if best is not None and local_search and best.objective > (bounds.best if redundant_bounds else 0) \
-            and time.monotonic() < safety:
+    if (
+        best is not None
+        and local_search
+        and best.objective > (bounds.best if redundant_bounds else 0)
+        and time.monotonic() < safety
+    ):
         best = improve(inst, best, seed=seed, deadline=dl.at(0.5).end)
         if time.monotonic() > dl.at(0.5).end:
             cut.append("local search")
@@ -175,29 +211,59 @@ def optimize(
     if best is not None and best.objective <= floor:
         # the hint meets the analytic bound: proven optimal without search
         sched, tl = _schedule_from_starts(inst, hint, "cp-sat")
-        return OptimizeResult("OPTIMAL", objective=best.objective * inst.tick, bound=best.objective * inst.tick,
-                              wall_s=time.monotonic() - t0, schedule=sched, timeline=tl, hint=best.source,
-                              hint_objective=best.objective * inst.tick,
-                              solver={"proof": "hint meets the analytic bound", "workers": workers, "seed": seed,
-                                      "time_limit_s": time_limit, **_cut_stats(cut)}, **common)
+        return OptimizeResult(
+            "OPTIMAL",
+            objective=best.objective * inst.tick,
+            bound=best.objective * inst.tick,
+            wall_s=time.monotonic() - t0,
+            schedule=sched,
+            timeline=tl,
+            hint=best.source,
+            hint_objective=best.objective * inst.tick,
+            solver={
+                "proof": "hint meets the analytic bound",
+                "workers": workers,
+                "seed": seed,
+                "time_limit_s": time_limit,
+                **_cut_stats(cut),
+            },
+            **common,
+        )
     analytic = bounds
     if redundant_bounds and relax_share > 0 and not hard.expired():
         # the one-device relaxation (relax.py): a small exact model per device, a share of the time
         from dataclasses import replace
 
         budget = min(relax_share * time_limit, 0.5 * hard.remaining())
-        relax_best, relax_per = relaxation_bound(inst, bounds, max(0.0, budget), workers, seed,
-                                                 work_limit=relax_share * work)
-        bounds = replace(bounds, device_relaxation=relax_best,
-                         per_device=tuple(max(a, b) for a, b in zip(bounds.per_device, relax_per)))
+        relax_best, relax_per = relaxation_bound(
+            inst, bounds, max(0.0, budget), workers, seed, work_limit=relax_share * work
+        )
+        bounds = replace(
+            bounds,
+            device_relaxation=relax_best,
+            per_device=tuple(max(a, b) for a, b in zip(bounds.per_device, relax_per)),
+        )
         common["bounds"] = bounds.as_dict(inst.tick)
         if best is not None and best.objective <= bounds.best:
             sched, tl = _schedule_from_starts(inst, hint, "cp-sat")
-            return OptimizeResult("OPTIMAL", objective=best.objective * inst.tick, bound=best.objective * inst.tick,
-                                  wall_s=time.monotonic() - t0, schedule=sched, timeline=tl, hint=best.source,
-                                  hint_objective=best.objective * inst.tick,
-                                  solver={"proof": "hint meets the device-relaxation bound", "workers": workers,
-                                          "seed": seed, "time_limit_s": time_limit, **_cut_stats(cut)}, **common)
+            return OptimizeResult(
+                "OPTIMAL",
+                objective=best.objective * inst.tick,
+                bound=best.objective * inst.tick,
+                wall_s=time.monotonic() - t0,
+                schedule=sched,
+                timeline=tl,
+                hint=best.source,
+                hint_objective=best.objective * inst.tick,
+                solver={
+                    "proof": "hint meets the device-relaxation bound",
+                    "workers": workers,
+                    "seed": seed,
+                    "time_limit_s": time_limit,
+                    **_cut_stats(cut),
+                },
+                **common,
+            )
         # reported and kept as the floor, but not posted: the search proves faster on the analytic
         # bounds alone (unit costs, cap p*M_F, c=1 at (16,64): optimal at 3.9 deterministic s
         # without, not within 10.5 with the relaxation's per-device floors)
@@ -206,8 +272,9 @@ def optimize(
         cut.append("device relaxation")
     used_bounds = analytic if redundant_bounds else _no_bounds(bounds)
     try:
-        built = build_model(inst, used_bounds, hint=hint, upper=best.objective if best else None, symmetry=symmetry,
-                            deadline=hard)
+        built = build_model(
+            inst, used_bounds, hint=hint, upper=best.objective if best else None, symmetry=symmetry, deadline=hard
+        )
     except WallLimitReached:
         built = None
         cut.append("model building")
@@ -223,19 +290,30 @@ def optimize(
     status = cp_status = _STATUS.get(code, "UNKNOWN")
     solver_bound = solver.best_objective_bound if status in ("OPTIMAL", "FEASIBLE", "UNKNOWN") else None
     # without redundant bounds (plain CP-SAT) only what the solver proved is reported
-    bound_ticks = max(floor, int(np.ceil(solver_bound - 1e-9)) if solver_bound is not None and np.isfinite(solver_bound) else 0)
+    bound_ticks = max(
+        floor, int(np.ceil(solver_bound - 1e-9)) if solver_bound is not None and np.isfinite(solver_bound) else 0
+    )
     starts = None
     value = None
     if status in ("OPTIMAL", "FEASIBLE"):
         starts = [solver.value(v) for v in built.start]
-        value = int(round(solver.objective_value))
+        value = round(solver.objective_value)
     if best is not None and (value is None or best.objective < value):
         starts, value = list(hint), best.objective
     if status == "INFEASIBLE" and best is None:
-        return OptimizeResult("INFEASIBLE", objective=None, bound=float("inf"), wall_s=time.monotonic() - t0,
-                              schedule=None, timeline=None, hint=None, hint_objective=None,
-                              reason="CP-SAT proved that no schedule meets the constraints",
-                              solver=_stats(solver, workers, seed, time_limit, cp_status), **common)
+        return OptimizeResult(
+            "INFEASIBLE",
+            objective=None,
+            bound=float("inf"),
+            wall_s=time.monotonic() - t0,
+            schedule=None,
+            timeline=None,
+            hint=None,
+            hint_objective=None,
+            reason="CP-SAT proved that no schedule meets the constraints",
+            solver=_stats(solver, workers, seed, time_limit, cp_status),
+            **common,
+        )
     if value is not None and status == "INFEASIBLE":
         # the cut `objective <= hint` was infeasible below the hint: the hint is optimal
         bound_ticks = value
@@ -247,11 +325,19 @@ def optimize(
         sched, tl = _schedule_from_starts(inst, starts, "cp-sat")
     stats = _stats(solver, workers, seed, time_limit, cp_status)
     stats.update(_cut_stats(cut))
-    return OptimizeResult(status, objective=None if value is None else value * inst.tick, bound=bound_ticks * inst.tick,
-                          wall_s=time.monotonic() - t0, schedule=sched, timeline=tl,
-                          hint=best.source if best else None,
-                          hint_objective=best.objective * inst.tick if best else None,
-                          solver=stats, reason=_cut_reason(cut) if status != "OPTIMAL" else "", **common)
+    return OptimizeResult(
+        status,
+        objective=None if value is None else value * inst.tick,
+        bound=bound_ticks * inst.tick,
+        wall_s=time.monotonic() - t0,
+        schedule=sched,
+        timeline=tl,
+        hint=best.source if best else None,
+        hint_objective=best.objective * inst.tick if best else None,
+        solver=stats,
+        reason=_cut_reason(cut) if status != "OPTIMAL" else "",
+        **common,
+    )
 
 
 def _cut_stats(cut: list[str]) -> dict:
@@ -266,17 +352,37 @@ def _cut_reason(cut: list[str]) -> str:
 def _cut_result(problem: Problem, t0: float, time_limit: float, workers: int, seed: int) -> OptimizeResult:
     """The clock ran out while the problem was turned into ticks: nothing found, bound 0."""
     names = ("critical_path", "device_work", "memory_window", "device_relaxation", "one_machine", "best")
-    return OptimizeResult("UNKNOWN", objective_name=problem.objective, objective=None, bound=0.0,
-                          wall_s=time.monotonic() - t0, schedule=None, timeline=None,
-                          bounds={k: 0.0 for k in names}, hint=None, hint_objective=None, tick=1.0, exact=True,
-                          time_unit=problem.costs.time_unit,
-                          solver={"workers": workers, "seed": seed, "time_limit_s": time_limit,
-                                  "wall_limited": "model building"},
-                          reason=_cut_reason(["model building"]))
+    return OptimizeResult(
+        "UNKNOWN",
+        objective_name=problem.objective,
+        objective=None,
+        bound=0.0,
+        wall_s=time.monotonic() - t0,
+        schedule=None,
+        timeline=None,
+        bounds={k: 0.0 for k in names},
+        hint=None,
+        hint_objective=None,
+        tick=1.0,
+        exact=True,
+        time_unit=problem.costs.time_unit,
+        solver={"workers": workers, "seed": seed, "time_limit_s": time_limit, "wall_limited": "model building"},
+        reason=_cut_reason(["model building"]),
+    )
 
 
-def _unsearched_result(inst: Instance, best: Candidate | None, hint, floor: int, t0: float, cut: list[str],
-                       workers: int, seed: int, time_limit: float, common: dict) -> OptimizeResult:
+def _unsearched_result(
+    inst: Instance,
+    best: Candidate | None,
+    hint,
+    floor: int,
+    t0: float,
+    cut: list[str],
+    workers: int,
+    seed: int,
+    time_limit: float,
+    common: dict,
+) -> OptimizeResult:
     """The clock ran out before the solver could run: the starting schedule (if any) and the
     analytic bound."""
     sched = tl = None
@@ -285,32 +391,58 @@ def _unsearched_result(inst: Instance, best: Candidate | None, hint, floor: int,
     value = best.objective if best is not None else None
     bound = floor if value is None else min(floor, value)
     status = "UNKNOWN" if value is None else ("OPTIMAL" if bound >= value else "FEASIBLE")
-    return OptimizeResult(status, objective=None if value is None else value * inst.tick, bound=bound * inst.tick,
-                          wall_s=time.monotonic() - t0, schedule=sched, timeline=tl,
-                          hint=best.source if best else None,
-                          hint_objective=value * inst.tick if value is not None else None,
-                          solver={"workers": workers, "seed": seed, "time_limit_s": time_limit,
-                                  "wall_limited": ", ".join(cut)},
-                          reason=_cut_reason(cut), **common)
+    return OptimizeResult(
+        status,
+        objective=None if value is None else value * inst.tick,
+        bound=bound * inst.tick,
+        wall_s=time.monotonic() - t0,
+        schedule=sched,
+        timeline=tl,
+        hint=best.source if best else None,
+        hint_objective=value * inst.tick if value is not None else None,
+        solver={"workers": workers, "seed": seed, "time_limit_s": time_limit, "wall_limited": ", ".join(cut)},
+        reason=_cut_reason(cut),
+        **common,
+    )
 
 
 def _no_bounds(bounds):
     from dataclasses import replace
 
-    return replace(bounds, critical_path=0, device_work=0, memory_window=0, device_relaxation=0, one_machine=0,
-                   per_device=tuple(0 for _ in bounds.per_device), machine_per_device=())
+    return replace(
+        bounds,
+        critical_path=0,
+        device_work=0,
+        memory_window=0,
+        device_relaxation=0,
+        one_machine=0,
+        per_device=tuple(0 for _ in bounds.per_device),
+        machine_per_device=(),
+    )
 
 
 def _stats(solver: cp_model.CpSolver, workers: int, seed: int, time_limit: float, status: str) -> dict:
-    return {"cp_sat_status": status, "cp_sat_wall_s": round(solver.wall_time, 3),
-            "deterministic_s": round(solver.deterministic_time, 3),
-            "branches": solver.num_branches, "conflicts": solver.num_conflicts,
-            "workers": workers, "seed": seed, "time_limit_s": time_limit}
+    return {
+        "cp_sat_status": status,
+        "cp_sat_wall_s": round(solver.wall_time, 3),
+        "deterministic_s": round(solver.deterministic_time, 3),
+        "branches": solver.num_branches,
+        "conflicts": solver.num_conflicts,
+        "workers": workers,
+        "seed": seed,
+        "time_limit_s": time_limit,
+    }
 
 
-def problem_for(schedule: Schedule, costs: CostModel, comm: CommModel = NO_COMM,
-                memory_cap: float | None = None, objective: str = "makespan", sync: str = "eager",
-                dp_allreduce: int = 0) -> Problem:
+def problem_for(
+    schedule: Schedule,
+    costs: CostModel,
+    comm: CommModel = NO_COMM,
+    memory_cap: float | None = None,
+    objective: str = "makespan",
+    sync: str = "eager",
+    dp_allreduce: int = 0,
+) -> Problem:
     """The optimization problem over the same ops, placement and microbatch pipes as a schedule,
     with the collectives the async engine runs under ``sync`` and ``dp_allreduce``.
 
@@ -320,8 +452,18 @@ def problem_for(schedule: Schedule, costs: CostModel, comm: CommModel = NO_COMM,
         >>> problem_for(s, CostModel.abstract(s.placement)).num_ops
         12
     """
-    return Problem(schedule.placement, schedule.m, costs, comm, schedule.has_split_backward, memory_cap,
-                   objective, tuple(schedule.pipe_of_mb), sync, dp_allreduce)
+    return Problem(
+        schedule.placement,
+        schedule.m,
+        costs,
+        comm,
+        schedule.has_split_backward,
+        memory_cap,
+        objective,
+        tuple(schedule.pipe_of_mb),
+        sync,
+        dp_allreduce,
+    )
 
 
 def evaluate(
@@ -351,8 +493,11 @@ def evaluate(
     """
     _check_limits(time_limit, workers)
     if any(type(a) is Overlap for prog in schedule.programs for a in prog):
-        raise ParameterError("schedule", schedule.describe(),
-                             "evaluate mode does not model overlapped F&B slots; run them in sequence first")
+        raise ParameterError(
+            "schedule",
+            schedule.describe(),
+            "evaluate mode does not model overlapped F&B slots; run them in sequence first",
+        )
     dl = deadline if deadline is not None else Deadline.after(time_limit)
     t0, hard = dl.start, dl.at(0.9)
     problem = problem_for(schedule, costs, comm, memory_cap, objective, sync, dp_allreduce)
@@ -362,37 +507,80 @@ def evaluate(
     except WallLimitReached:
         return _cut_result(problem, t0, time_limit, workers, seed)
     order = [list(inst.device_ops(d)) for d in range(inst.p)]
-    common = dict(objective_name=objective, bounds=bounds.as_dict(inst.tick), tick=inst.tick, exact=inst.exact,
-                  time_unit=costs.time_unit, collectives=_collectives_text(inst))
+    common = dict(
+        objective_name=objective,
+        bounds=bounds.as_dict(inst.tick),
+        tick=inst.tick,
+        exact=inst.exact,
+        time_unit=costs.time_unit,
+        collectives=_collectives_text(inst),
+    )
     try:
         asap = time_programs(inst, [[inst.dag.ops[i] for i in prog] for prog in order], schedule.family)
     except DeadlockError as exc:
-        return OptimizeResult("INFEASIBLE", objective=None, bound=bounds.best * inst.tick, wall_s=time.monotonic() - t0,
-                              schedule=schedule, timeline=None, hint=schedule.family, hint_objective=None,
-                              reason=f"the program order cannot run: {exc}", **common)
+        return OptimizeResult(
+            "INFEASIBLE",
+            objective=None,
+            bound=bounds.best * inst.tick,
+            wall_s=time.monotonic() - t0,
+            schedule=schedule,
+            timeline=None,
+            hint=schedule.family,
+            hint_objective=None,
+            reason=f"the program order cannot run: {exc}",
+            **common,
+        )
     hint = asap.starts
     try:
         built = build_model(inst, bounds, order=order, hint=hint, deadline=hard)
     except WallLimitReached:
-        return OptimizeResult("UNKNOWN", objective=None, bound=bounds.best * inst.tick, wall_s=time.monotonic() - t0,
-                              schedule=schedule, timeline=None, hint=schedule.family,
-                              hint_objective=asap.objective * inst.tick, reason=_cut_reason(["model building"]),
-                              solver={"workers": workers, "seed": seed, "time_limit_s": time_limit,
-                                      "wall_limited": "model building"}, **common)
+        return OptimizeResult(
+            "UNKNOWN",
+            objective=None,
+            bound=bounds.best * inst.tick,
+            wall_s=time.monotonic() - t0,
+            schedule=schedule,
+            timeline=None,
+            hint=schedule.family,
+            hint_objective=asap.objective * inst.tick,
+            reason=_cut_reason(["model building"]),
+            solver={"workers": workers, "seed": seed, "time_limit_s": time_limit, "wall_limited": "model building"},
+            **common,
+        )
     solver = _solver(max(0.01, hard.remaining()), workers, seed)
     status = _STATUS.get(solver.solve(built.model), "UNKNOWN")
     stats = _stats(solver, workers, seed, time_limit, status)
     if status not in ("OPTIMAL", "FEASIBLE"):
-        reason = "the program order breaks the memory cap" if status == "INFEASIBLE" else "no solution within the time limit"
-        return OptimizeResult(status, objective=None, bound=bounds.best * inst.tick, wall_s=time.monotonic() - t0,
-                              schedule=schedule, timeline=None, hint=schedule.family, hint_objective=None,
-                              reason=reason, solver=stats, **common)
+        reason = (
+            "the program order breaks the memory cap" if status == "INFEASIBLE" else "no solution within the time limit"
+        )
+        return OptimizeResult(
+            status,
+            objective=None,
+            bound=bounds.best * inst.tick,
+            wall_s=time.monotonic() - t0,
+            schedule=schedule,
+            timeline=None,
+            hint=schedule.family,
+            hint_objective=None,
+            reason=reason,
+            solver=stats,
+            **common,
+        )
     starts = [solver.value(v) for v in built.start]
-    value = int(round(solver.objective_value))
+    value = round(solver.objective_value)
     bound = max(bounds.best, int(np.ceil(solver.best_objective_bound - 1e-9)))
     _, tl = _schedule_from_starts(inst, starts, schedule.family)
     tl = Timeline(schedule, costs, "cp-sat", tl.ops, tl.device, tl.start, tl.end, tl.transfers, info=tl.info)
-    return OptimizeResult(status, objective=value * inst.tick, bound=min(bound, value) * inst.tick,
-                          wall_s=time.monotonic() - t0, schedule=schedule, timeline=tl, hint=schedule.family,
-                          hint_objective=asap.objective * inst.tick,
-                          solver=stats, **common)
+    return OptimizeResult(
+        status,
+        objective=value * inst.tick,
+        bound=min(bound, value) * inst.tick,
+        wall_s=time.monotonic() - t0,
+        schedule=schedule,
+        timeline=tl,
+        hint=schedule.family,
+        hint_objective=asap.objective * inst.tick,
+        solver=stats,
+        **common,
+    )

@@ -162,7 +162,7 @@ def multi_stage_tail_idle(inst: Instance, d: int) -> int:
         pending = best_ratio * room  # every unit left holds at most the best work per unit
         for f in fwds:
             dist = _dist_from(inst, f, members)
-            lag = min((dist[g] if g in dist else 0) for g in grads) if grads else 0
+            lag = min((dist.get(g, 0)) for g in grads) if grads else 0
             here = max(0, int(lag - inst.dur[f] - pending))
             idle = here if idle is None else min(idle, here)
     return idle or 0

@@ -4,8 +4,9 @@ plus optional findings (``compare --findings --json`` output) and a findings map
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -41,9 +42,15 @@ def findings_to_dicts(findings: Iterable[Any]) -> list[dict[str, Any]]:
         >>> findings_to_dicts([])
         []
     """
-    return [{"key": f.key, "claim": f.claim, "summary": f.summary,
-             "verdicts": [{"level": v.level, "reproduced": v.reproduced, "evidence": v.evidence} for v in f.verdicts]}
-            for f in findings]
+    return [
+        {
+            "key": f.key,
+            "claim": f.claim,
+            "summary": f.summary,
+            "verdicts": [{"level": v.level, "reproduced": v.reproduced, "evidence": v.evidence} for v in f.verdicts],
+        }
+        for f in findings
+    ]
 
 
 def load_findings(path: str | None) -> list[dict[str, Any]]:
@@ -94,9 +101,16 @@ def load_map(path: str | None) -> tuple[tuple[str, bytes], ...]:
     return tuple(out)
 
 
-def report_from_run(rows: pd.DataFrame, points: list[Any], output: str, findings: Iterable[Any] = (),
-                    findings_map: str | None = None, title: str | None = None,
-                    max_chart_ops: int | None = None, findings_json: str | None = None) -> Study:
+def report_from_run(
+    rows: pd.DataFrame,
+    points: list[Any],
+    output: str,
+    findings: Iterable[Any] = (),
+    findings_map: str | None = None,
+    title: str | None = None,
+    max_chart_ops: int | None = None,
+    findings_json: str | None = None,
+) -> Study:
     """Write the report of a finished comparison (``points`` collected with ``on_point``).
 
     Example:
@@ -108,15 +122,23 @@ def report_from_run(rows: pd.DataFrame, points: list[Any], output: str, findings
         8
     """
     fnd = [f if isinstance(f, dict) else findings_to_dicts([f])[0] for f in findings] or load_findings(findings_json)
-    st = study_from_points(rows, points, fnd, load_map(findings_map), title or "ppverify study",
-                           max_chart_ops or DEFAULT_MAX_CHART_OPS)
+    st = study_from_points(
+        rows, points, fnd, load_map(findings_map), title or "ppverify study", max_chart_ops or DEFAULT_MAX_CHART_OPS
+    )
     write_report(st, output)
     return st
 
 
-def report_from_file(results: str, output: str, time_limit: float = 0.5, max_opt_ops: int = 256,
-                     findings_json: str | None = None, findings_map: str | None = None, title: str | None = None,
-                     max_chart_ops: int = DEFAULT_MAX_CHART_OPS) -> Study:
+def report_from_file(
+    results: str,
+    output: str,
+    time_limit: float = 0.5,
+    max_opt_ops: int = 256,
+    findings_json: str | None = None,
+    findings_map: str | None = None,
+    title: str | None = None,
+    max_chart_ops: int = DEFAULT_MAX_CHART_OPS,
+) -> Study:
     """Write the report of a results file (timelines recomputed from its rows).
 
     Example:
@@ -129,7 +151,14 @@ def report_from_file(results: str, output: str, time_limit: float = 0.5, max_opt
     """
     check_output(output)
     rows = load_results(results)
-    st = study_from_rows(rows, time_limit, max_opt_ops, load_findings(findings_json), load_map(findings_map),
-                         title or f"ppverify study: {Path(results).name}", max_chart_ops)
+    st = study_from_rows(
+        rows,
+        time_limit,
+        max_opt_ops,
+        load_findings(findings_json),
+        load_map(findings_map),
+        title or f"ppverify study: {Path(results).name}",
+        max_chart_ops,
+    )
     write_report(st, output)
     return st

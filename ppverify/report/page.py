@@ -25,9 +25,27 @@ from .payload import WAIT_CODES
 from .study import Study, level_legend
 
 #: the page's row fields (a subset of the result columns: what the tables show)
-ROW_FIELDS: tuple[str, ...] = ("config", "p", "m", "schedule", "level", "status", "makespan", "time_unit",
-                               "bubble_ratio", "peak_activation", "memory_unit", "lower_bound", "exact", "rank",
-                               "rank_change", "gap_to_optimal", "verified", "note", "semantics")
+ROW_FIELDS: tuple[str, ...] = (
+    "config",
+    "p",
+    "m",
+    "schedule",
+    "level",
+    "status",
+    "makespan",
+    "time_unit",
+    "bubble_ratio",
+    "peak_activation",
+    "memory_unit",
+    "lower_bound",
+    "exact",
+    "rank",
+    "rank_change",
+    "gap_to_optimal",
+    "verified",
+    "note",
+    "semantics",
+)
 
 
 def _asset(name: str) -> str:
@@ -67,16 +85,21 @@ def page_data(study: Study) -> dict[str, Any]:
     for pt in study.points:
         for lv in pt.levels:
             if lv not in levels:
-                levels[lv] = "the programs as written, one slot per op (no engine could run this schedule)" \
-                    if lv == "program" else lv
+                levels[lv] = (
+                    "the programs as written, one slot per op (no engine could run this schedule)"
+                    if lv == "program"
+                    else lv
+                )
     return {
         "title": study.title,
         "levels": levels,
         "rows": recs,
         "points": [pt.to_json() for pt in study.points],
         "findings": list(study.findings),
-        "findings_maps": [{"name": name, "src": "data:image/png;base64," + base64.b64encode(png).decode()}
-                          for name, png in study.findings_maps],
+        "findings_maps": [
+            {"name": name, "src": "data:image/png;base64," + base64.b64encode(png).decode()}
+            for name, png in study.findings_maps
+        ],
         "wait_codes": WAIT_CODES,
         "notes": list(study.notes),
     }
@@ -96,11 +119,19 @@ def render_html(study: Study) -> str:
     n_cfg = study.rows["config"].nunique() if "config" in study.rows else 0
     n_sched = study.rows["schedule"].nunique() if "schedule" in study.rows else 0
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    sub = (f"ppverify {__version__} &middot; {stamp} &middot; {len(study.rows)} rows &middot; {n_cfg} configurations "
-           f"&middot; {n_sched} schedules &middot; {len(study.points)} charted points, {study.num_ops_drawn} ops drawn")
+    sub = (
+        f"ppverify {__version__} &middot; {stamp} &middot; {len(study.rows)} rows &middot; {n_cfg} configurations "
+        f"&middot; {n_sched} schedules &middot; {len(study.points)} charted points, {study.num_ops_drawn} ops drawn"
+    )
     notes = "".join(f"<div>{html.escape(n)}</div>" for n in study.notes)
-    return _TEMPLATE.format(title=html.escape(study.title), sub=sub, css=_asset("report.css"), js=_asset("report.js"),
-                            data=data, notes=f'<div class="notes">{notes}</div>' if notes else "")
+    return _TEMPLATE.format(
+        title=html.escape(study.title),
+        sub=sub,
+        css=_asset("report.css"),
+        js=_asset("report.js"),
+        data=data,
+        notes=f'<div class="notes">{notes}</div>' if notes else "",
+    )
 
 
 def write_report(study: Study, path: str | Path) -> Path:

@@ -12,7 +12,8 @@ end, each input's arrival) that equals its start is the reason (:data:`WAIT_CODE
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -148,9 +149,12 @@ def timeline_payload(tl: Timeline, ops: list[Op]) -> dict[str, Any]:
         "tr": {
             "kinds": kinds,
             "k": [kinds.index(k) for k in tr.kind],
-            "sd": [int(x) for x in tr.src_dev], "dd": [int(x) for x in tr.dst_dev],
-            "so": [int(x) for x in tr.src_op], "do": [int(x) for x in tr.dst_op],
-            "s": _round(tr.start, nd), "e": _round(tr.end, nd),
+            "sd": [int(x) for x in tr.src_dev],
+            "dd": [int(x) for x in tr.dst_dev],
+            "so": [int(x) for x in tr.src_op],
+            "do": [int(x) for x in tr.dst_op],
+            "s": _round(tr.start, nd),
+            "e": _round(tr.end, nd),
             "b": np.round(np.asarray(tr.nbytes, dtype=float), 0).tolist(),
         },
     }
@@ -170,15 +174,23 @@ def program_payload(schedule: Schedule, ops: list[Op]) -> dict[str, Any]:
     o, d, s = [], [], []
     k = 0
     for dev in range(schedule.p):
-        for slot, op in enumerate(schedule.ops(dev)):
+        for slot, _op in enumerate(schedule.ops(dev)):
             o.append(k)
             d.append(dev)
             s.append(slot)
             k += 1
     return {
-        "semantics": "program", "makespan": float(max(s, default=0) + 1), "time_unit": "slots",
-        "memory_unit": "", "memory_capacity": None, "o": o, "d": d, "s": s, "e": [x + 1 for x in s],
-        "w": [0] * len(o), "wr": [-1] * len(o),
+        "semantics": "program",
+        "makespan": float(max(s, default=0) + 1),
+        "time_unit": "slots",
+        "memory_unit": "",
+        "memory_capacity": None,
+        "o": o,
+        "d": d,
+        "s": s,
+        "e": [x + 1 for x in s],
+        "w": [0] * len(o),
+        "wr": [-1] * len(o),
         "tr": {"kinds": [], "k": [], "sd": [], "dd": [], "so": [], "do": [], "s": [], "e": [], "b": []},
         "mem": [],
     }

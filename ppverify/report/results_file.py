@@ -14,15 +14,37 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ScheduleFileError
 from ..compare.table import COLUMNS
+from ..errors import ScheduleFileError
 
 #: the columns a report needs in every row
-REQUIRED: tuple[str, ...] = ("config", "p", "m", "system", "model", "schedule", "family", "params", "level",
-                             "status", "makespan", "time_unit", "memory_unit")
+REQUIRED: tuple[str, ...] = (
+    "config",
+    "p",
+    "m",
+    "system",
+    "model",
+    "schedule",
+    "family",
+    "params",
+    "level",
+    "status",
+    "makespan",
+    "time_unit",
+    "memory_unit",
+)
 #: the columns that must hold a number when present (empty allowed)
-NUMERIC: tuple[str, ...] = ("p", "m", "makespan", "bubble_ratio", "peak_activation", "lower_bound", "seconds", "rank",
-                             "gap_to_optimal")
+NUMERIC: tuple[str, ...] = (
+    "p",
+    "m",
+    "makespan",
+    "bubble_ratio",
+    "peak_activation",
+    "lower_bound",
+    "seconds",
+    "rank",
+    "gap_to_optimal",
+)
 SUFFIXES: tuple[str, ...] = (".csv", ".jsonl", ".json", ".parquet")
 
 
@@ -51,7 +73,7 @@ def load_results(path: str | Path) -> pd.DataFrame:
     if suffix == ".parquet":
         try:
             rows = pd.read_parquet(p).to_dict(orient="records")
-        except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
+        except Exception as exc:
             raise ScheduleFileError(str(p), "", f"not a readable Parquet file ({type(exc).__name__})") from None
         header_row = "row 1 (header)"
     elif suffix == ".csv":
@@ -67,8 +89,11 @@ def load_results(path: str | Path) -> pd.DataFrame:
         raise ScheduleFileError(str(p), "", "no result rows")
     missing = [c for c in REQUIRED if c not in rows[0]]
     if missing:
-        raise ScheduleFileError(str(p), header_row, f"missing column(s) {', '.join(missing)}: not a ppverify results "
-                                                    "file, or one written by another version")
+        raise ScheduleFileError(
+            str(p),
+            header_row,
+            f"missing column(s) {', '.join(missing)}: not a ppverify results file, or one written by another version",
+        )
     for n, r in enumerate(rows, start=2 if suffix in (".csv", ".parquet") else 1):
         _check_row(str(p), n, r)
     df = pd.DataFrame(rows)
@@ -120,8 +145,11 @@ def _csv_rows(p: Path) -> list[dict]:
     rows = []
     for n, fields in enumerate(lines[1:], start=2):
         if len(fields) != len(header):
-            raise ScheduleFileError(str(p), f"row {n}", f"{len(fields)} fields, the header has {len(header)}: "
-                                                        "truncated, or written by another version")
+            raise ScheduleFileError(
+                str(p),
+                f"row {n}",
+                f"{len(fields)} fields, the header has {len(header)}: truncated, or written by another version",
+            )
         rows.append(dict(zip(header, (None if f == "" else f for f in fields))))
     if not text.endswith("\n"):
         raise ScheduleFileError(str(p), f"row {len(lines)}", "the last row has no line end: the file is truncated")
@@ -137,7 +165,9 @@ def _jsonl_rows(p: Path) -> list[dict]:
             try:
                 r = json.loads(line)
             except json.JSONDecodeError:
-                raise ScheduleFileError(str(p), f"row {n}", "not a JSON object: the file is truncated or corrupt") from None
+                raise ScheduleFileError(
+                    str(p), f"row {n}", "not a JSON object: the file is truncated or corrupt"
+                ) from None
             if not line.endswith("\n"):
                 raise ScheduleFileError(str(p), f"row {n}", "the last row has no line end: the file is truncated")
             if not isinstance(r, dict):
@@ -156,8 +186,12 @@ def _json_rows(p: Path) -> list[dict]:
     try:
         doc = json.loads(p.read_text())
     except json.JSONDecodeError as exc:
-        raise ScheduleFileError(str(p), f"line {exc.lineno}", "not valid JSON: the file is truncated or corrupt") from None
+        raise ScheduleFileError(
+            str(p), f"line {exc.lineno}", "not valid JSON: the file is truncated or corrupt"
+        ) from None
     rows = doc.get("rows") if isinstance(doc, dict) else doc
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise ScheduleFileError(str(p), "rows", "expected the output of `ppverify compare --json` (an object with rows)")
+        raise ScheduleFileError(
+            str(p), "rows", "expected the output of `ppverify compare --json` (an object with rows)"
+        )
     return rows

@@ -10,8 +10,9 @@ table only).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -41,8 +42,15 @@ class PointView:
 
     def to_json(self) -> dict[str, Any]:
         """The page's form of the point."""
-        return {"config": self.config, "schedule": self.schedule, "p": self.p, "m": self.m, "ops": list(self.ops),
-                "levels": self.levels, "verdict": self.verdict}
+        return {
+            "config": self.config,
+            "schedule": self.schedule,
+            "p": self.p,
+            "m": self.m,
+            "ops": list(self.ops),
+            "levels": self.levels,
+            "verdict": self.verdict,
+        }
 
 
 @dataclass(frozen=True)
@@ -88,8 +96,12 @@ def verdict_of(schedule: Schedule | None, verified: str, ops: list[Op]) -> dict[
         ('INVALID', ['0B0', '0F1', '1F1', '1B0'])
     """
     text = str(verified or "")
-    out: dict[str, Any] = {"verdict": "valid" if text == "valid" else ("INVALID" if text.startswith("INVALID") else ""),
-                           "text": text, "violations": [], "core": []}
+    out: dict[str, Any] = {
+        "verdict": "valid" if text == "valid" else ("INVALID" if text.startswith("INVALID") else ""),
+        "text": text,
+        "violations": [],
+        "core": [],
+    }
     if out["verdict"] != "INVALID" or schedule is None:
         return out
     from ..verify import verify
@@ -105,7 +117,9 @@ def verdict_of(schedule: Schedule | None, verified: str, ops: list[Op]) -> dict[
     return out
 
 
-def point_view(config: str, schedule_label: str, schedule: Schedule, timelines: dict[str, Any], verified: str) -> PointView:
+def point_view(
+    config: str, schedule_label: str, schedule: Schedule, timelines: dict[str, Any], verified: str
+) -> PointView:
     """Draw data of one point: each level's timeline (any level, ``measured`` included), and the
     programs as written (level ``program``) when no level could run it or Z3 found it INVALID.
 
@@ -127,13 +141,25 @@ def point_view(config: str, schedule_label: str, schedule: Schedule, timelines: 
     levels = {lv: timeline_payload(timelines[lv], ops) for lv in level_order(timelines)}
     if not levels or str(verified).startswith("INVALID"):
         levels = {"program": program_payload(schedule, ops), **levels}
-    return PointView(config, schedule_label, schedule.p, schedule.m, tuple(str(o) for o in ops), levels,
-                     verdict_of(schedule, verified, ops))
+    return PointView(
+        config,
+        schedule_label,
+        schedule.p,
+        schedule.m,
+        tuple(str(o) for o in ops),
+        levels,
+        verdict_of(schedule, verified, ops),
+    )
 
 
-def study_from_points(rows: pd.DataFrame, points: Iterable[Any], findings: Iterable[dict] = (),
-                      findings_maps: tuple[tuple[str, bytes], ...] = (), title: str = "ppverify study",
-                      max_chart_ops: int = DEFAULT_MAX_CHART_OPS) -> Study:
+def study_from_points(
+    rows: pd.DataFrame,
+    points: Iterable[Any],
+    findings: Iterable[dict] = (),
+    findings_maps: tuple[tuple[str, bytes], ...] = (),
+    title: str = "ppverify study",
+    max_chart_ops: int = DEFAULT_MAX_CHART_OPS,
+) -> Study:
     """A study from a comparison run: ``rows`` its result frame, ``points`` its
     :class:`~ppverify.compare.PointResult` objects (their levels carry the timelines).
 
@@ -163,8 +189,10 @@ def study_from_points(rows: pd.DataFrame, points: Iterable[Any], findings: Itera
                 continue
         n = sched.num_ops * max(1, len(tls))
         if n > budget:
-            notes.append(f"{pt.entry.label} in {pt.config.label}: no chart ({n} ops over the page's "
-                         f"{max_chart_ops} chart-op budget; --max-chart-ops)")
+            notes.append(
+                f"{pt.entry.label} in {pt.config.label}: no chart ({n} ops over the page's "
+                f"{max_chart_ops} chart-op budget; --max-chart-ops)"
+            )
             continue
         budget -= n
         views.append(point_view(pt.config.label, pt.entry.label, sched, tls, pt.verified))
@@ -188,7 +216,7 @@ def config_of_row(row: dict[str, Any]) -> Config:
     else:
         head = f"p={p} m={m} {system} {model}"
         opts = []
-        for kv in label[len(head):].split():
+        for kv in label[len(head) :].split():
             k, v = kv.split("=", 1)
             opts.append((k.replace("-", "_"), _number(v)))
         cfg = Config(p, m, system, model, options=tuple(opts))
@@ -206,9 +234,15 @@ def _number(text: str) -> Any:
     return text
 
 
-def study_from_rows(rows: pd.DataFrame, time_limit: float = 0.5, max_opt_ops: int = 256, findings: Iterable[dict] = (),
-                    findings_maps: tuple[tuple[str, bytes], ...] = (), title: str = "ppverify study",
-                    max_chart_ops: int = DEFAULT_MAX_CHART_OPS) -> Study:
+def study_from_rows(
+    rows: pd.DataFrame,
+    time_limit: float = 0.5,
+    max_opt_ops: int = 256,
+    findings: Iterable[dict] = (),
+    findings_maps: tuple[tuple[str, bytes], ...] = (),
+    title: str = "ppverify study",
+    max_chart_ops: int = DEFAULT_MAX_CHART_OPS,
+) -> Study:
     """A study from result rows (a results file): each point's timelines are recomputed at the
     levels the rows hold that an engine or the solver can redo (:data:`RECOMPUTABLE`).
 
@@ -233,9 +267,15 @@ def study_from_rows(rows: pd.DataFrame, time_limit: float = 0.5, max_opt_ops: in
         for sched, srows in grp.groupby("schedule", sort=False):
             r0 = srows.iloc[0]
             levels = tuple(lv for lv in RECOMPUTABLE if lv in set(srows["level"]))
-            if r0["family"] == "file" or not levels or srows["makespan"].isna().all() and r0["verified"] in ("", None):
+            if (
+                r0["family"] == "file"
+                or not levels
+                or (srows["makespan"].isna().all() and r0["verified"] in ("", None))
+            ):
                 continue
-            entry = ScheduleEntry(str(sched), str(r0["family"]), tuple(sorted(json.loads(r0["params"] or "{}").items())))
+            entry = ScheduleEntry(
+                str(sched), str(r0["family"]), tuple(sorted(json.loads(r0["params"] or "{}").items()))
+            )
             pt = evaluate_point(entry, cfg, levels, time_limit, cache, max_opt_ops)
             points.append(_with_verdict(pt, str(r0["verified"] or "")))
     st = study_from_points(rows, points, findings, findings_maps, title, max_chart_ops)

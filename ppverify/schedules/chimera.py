@@ -58,10 +58,11 @@ UNITS = ("continuous", "concat")
 #: the ``units`` value used when none is given (builders, formulas and ``show``/``compare`` all
 #: read this one constant, and schedules record ``units`` in their params only when it differs)
 DEFAULT_UNITS = "continuous"
-CHIMERA_RULES = ("p even, p >= 2; m a multiple of p (m = k*p: k basic units); units continuous "
-                 "(default) or concat")
-ASYM_RULES = ("p even, p >= 2; m a multiple of p; offset any integer (taken mod p); "
-              "1 <= down <= p-1 (default p/2); units continuous (default) or concat")
+CHIMERA_RULES = "p even, p >= 2; m a multiple of p (m = k*p: k basic units); units continuous (default) or concat"
+ASYM_RULES = (
+    "p even, p >= 2; m a multiple of p; offset any integer (taken mod p); "
+    "1 <= down <= p-1 (default p/2); units continuous (default) or concat"
+)
 
 
 def one_f_one_b_slots(p: int, n: int) -> dict[Op, int]:
@@ -86,11 +87,13 @@ def one_f_one_b_slots(p: int, n: int) -> dict[Op, int]:
 
 def _check(name: str, p: int, m: int) -> None:
     if p % 2:
-        raise ParameterError("p", p, f"{name} needs an even number of devices (two pipes of p/2 "
-                                     "microbatches per basic unit)")
+        raise ParameterError(
+            "p", p, f"{name} needs an even number of devices (two pipes of p/2 microbatches per basic unit)"
+        )
     if m % p:
-        raise ParameterError("m", m, f"{name} needs m to be a multiple of p={p} (basic units of p "
-                                     "microbatches are concatenated)")
+        raise ParameterError(
+            "m", m, f"{name} needs m to be a multiple of p={p} (basic units of p microbatches are concatenated)"
+        )
 
 
 def two_pipe_schedule(p: int, m: int, offset: int, down: int, family: str, params: dict) -> Schedule:
@@ -155,13 +158,13 @@ def concat_programs(unit: Schedule, k: int) -> tuple[tuple[Op, ...], ...]:
     last_f = [max((i for i, op in enumerate(prog) if op.kind == F), default=-1) for prog in units]
     caps = unit_peaks(unit)
     preds = {op: [q for q, _ in predecessors(op, unit.num_stages, False)] for prog in units for op in prog}
-    cur = [0] * p        # unit each device is in
-    pos = [0] * p        # next op of that unit
-    pulled = [0] * p     # leading ops (forwards) of the next unit already run
+    cur = [0] * p  # unit each device is in
+    pos = [0] * p  # next op of that unit
+    pulled = [0] * p  # leading ops (forwards) of the next unit already run
     held = [0] * p
     done: set[Op] = set()
     out: list[list[Op]] = [[] for _ in range(p)]
-    started: list[tuple[int, int, Op]] = []   # (device, unit, op) run in the previous slot
+    started: list[tuple[int, int, Op]] = []  # (device, unit, op) run in the previous slot
 
     def ready(op: Op, u: int) -> bool:
         return all(Op(q.kind, q.stage, q.mb + u * n) in done for q in preds[op])
@@ -179,8 +182,14 @@ def concat_programs(unit: Schedule, k: int) -> tuple[tuple[Op, ...], ...]:
             if ready(prog[pos[d]], u):
                 op, run_unit = prog[pos[d]], u
                 pos[d] += 1
-            elif (u + 1 < k and pos[d] > last_f[d] and pulled[d] < len(prog) and prog[pulled[d]].kind == F
-                  and held[d] < caps[d] and ready(prog[pulled[d]], u + 1)):
+            elif (
+                u + 1 < k
+                and pos[d] > last_f[d]
+                and pulled[d] < len(prog)
+                and prog[pulled[d]].kind == F
+                and held[d] < caps[d]
+                and ready(prog[pulled[d]], u + 1)
+            ):
                 op, run_unit = prog[pulled[d]], u + 1
                 pulled[d] += 1
             else:
@@ -193,7 +202,7 @@ def concat_programs(unit: Schedule, k: int) -> tuple[tuple[Op, ...], ...]:
                 cur[d], pos[d], pulled[d] = u + 1, pulled[d], 0
         if not started:
             break
-    if any(c < k for c in cur):   # cannot happen: each unit alone completes (kept as a guard)
+    if any(c < k for c in cur):  # cannot happen: each unit alone completes (kept as a guard)
         raise RuntimeError(f"basic-unit concatenation stalled at units {cur}")
     return tuple(tuple(prog) for prog in out)
 
@@ -202,16 +211,21 @@ def _check_units(name: str, units: str) -> str:
     if isinstance(units, str):
         units = units.strip().lower()
     if units not in UNITS:
-        raise ParameterError("units", units, f"{name} needs units to be one of {', '.join(UNITS)} "
-                                             "(continuous: both pipes run 1F1B over all microbatches; "
-                                             "concat: the paper's concatenated basic units)")
+        raise ParameterError(
+            "units",
+            units,
+            f"{name} needs units to be one of {', '.join(UNITS)} "
+            "(continuous: both pipes run 1F1B over all microbatches; "
+            "concat: the paper's concatenated basic units)",
+        )
     return units
 
 
 def _concatenated(unit: Schedule, m: int, family: str, params: dict) -> Schedule:
     k = m // unit.p
-    return Schedule(unit.placement, m, concat_programs(unit, k), unit.pipe_of_mb * k, family,
-                    {**params, "units": "concat"})
+    return Schedule(
+        unit.placement, m, concat_programs(unit, k), unit.pipe_of_mb * k, family, {**params, "units": "concat"}
+    )
 
 
 def chimera(p: int, m: int, units: str = DEFAULT_UNITS) -> Schedule:
@@ -260,16 +274,19 @@ def chimera_asym(p: int, m: int, offset: int = 1, down: int | None = None, units
         down = p // 2
     check_int("down", down, 0)
     if not 1 <= down <= p - 1:
-        raise ParameterError("down", down, f"chimera-asym needs 1 <= down <= p-1 = {p - 1} (microbatches "
-                                           "of each basic unit sent down pipe 0; the rest go up pipe 1)")
+        raise ParameterError(
+            "down",
+            down,
+            f"chimera-asym needs 1 <= down <= p-1 = {p - 1} (microbatches "
+            "of each basic unit sent down pipe 0; the rest go up pipe 1)",
+        )
     params = {"p": p, "m": m, "offset": offset % p, "down": down}
     units = _check_units("chimera-asym", units)
     if units != DEFAULT_UNITS:
         params["units"] = units
-    if units == "concat":
-        if m > p:
-            unit = two_pipe_schedule(p, p, offset % p, down, "chimera-asym", {})
-            return _concatenated(unit, m, "chimera-asym", params)
+    if units == "concat" and m > p:
+        unit = two_pipe_schedule(p, p, offset % p, down, "chimera-asym", {})
+        return _concatenated(unit, m, "chimera-asym", params)
     return two_pipe_schedule(p, m, offset % p, down, "chimera-asym", params)
 
 
@@ -285,21 +302,35 @@ def _asym_formula(p, m, costs=None, offset=1, down=None, units=DEFAULT_UNITS):
     return chimera_asym_formula(p, m, costs, offset=offset, down=down, units=units)
 
 
-UNITS_PARAM = Param("units", str, DEFAULT_UNITS,
-                    "m > p: 'continuous' (each pipe runs 1F1B over all its microbatches, peak p+1) or "
-                    "'concat' (the paper's concatenated basic units, peak <= p)")
+UNITS_PARAM = Param(
+    "units",
+    str,
+    DEFAULT_UNITS,
+    "m > p: 'continuous' (each pipe runs 1F1B over all its microbatches, peak p+1) or "
+    "'concat' (the paper's concatenated basic units, peak <= p)",
+)
 
-register(Family(
-    "chimera", chimera,
-    "Chimera: two mirrored 1F1B pipes merged slot by slot, 2 stage replicas per device (Li & Hoefler 2021)",
-    params=(UNITS_PARAM,),
-    rules=CHIMERA_RULES, formula=_chimera_formula,
-))
-register(Family(
-    "chimera-asym", chimera_asym,
-    "Asymmetric Chimera-style: pipe 1 shifted by an offset and/or an unequal microbatch split",
-    params=(Param("offset", int, 1, "pipe-1 placement offset k: stage s on device (p-1-s+k) mod p"),
+register(
+    Family(
+        "chimera",
+        chimera,
+        "Chimera: two mirrored 1F1B pipes merged slot by slot, 2 stage replicas per device (Li & Hoefler 2021)",
+        params=(UNITS_PARAM,),
+        rules=CHIMERA_RULES,
+        formula=_chimera_formula,
+    )
+)
+register(
+    Family(
+        "chimera-asym",
+        chimera_asym,
+        "Asymmetric Chimera-style: pipe 1 shifted by an offset and/or an unequal microbatch split",
+        params=(
+            Param("offset", int, 1, "pipe-1 placement offset k: stage s on device (p-1-s+k) mod p"),
             Param("down", int, None, "microbatches of each basic unit of p sent down pipe 0 (default p/2)"),
-            UNITS_PARAM),
-    rules=ASYM_RULES, formula=_asym_formula,
-))
+            UNITS_PARAM,
+        ),
+        rules=ASYM_RULES,
+        formula=_asym_formula,
+    )
+)

@@ -21,11 +21,11 @@ The same phases with ``N = p``, ``h = d`` and ``M = m`` on the V placement are D
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import Callable, Mapping
 
 from ..errors import ParameterError
-from ..ops import B, F, I, W, Action, Op, Overlap
+from ..ops import Action, B, F, I, Op, Overlap, W
 from ..placement import bidirectional
 from ..schedule import Schedule
 from .registry import Family, register
@@ -103,8 +103,11 @@ def _check(name: str, p: int, m: int) -> None:
     if p % 2:
         raise ParameterError("p", p, f"{name} needs an even p (two directions over p/2 device pairs)")
     if m % 2 or m < 2 * p:
-        raise ParameterError("m", m, f"{name} needs an even m >= 2p = {2 * p} (m/2 microbatches per direction, "
-                                     "as the reference code asserts)")
+        raise ParameterError(
+            "m",
+            m,
+            f"{name} needs an even m >= 2p = {2 * p} (m/2 microbatches per direction, as the reference code asserts)",
+        )
 
 
 def dualpipe(p: int, m: int) -> Schedule:
@@ -134,8 +137,10 @@ def dualpipe(p: int, m: int) -> Schedule:
     return Schedule(bidirectional(p), m, tuple(programs), pipe_of_mb, "dualpipe", {"p": p, "m": m})
 
 
-DUALPIPE_NOTE = ("makespan exact for tF = tI, tW <= tF and B = I + W (the paper's bubble), else the fill lower "
-                 "bound; peaks exact for m >= 2p (checked p <= 8)")
+DUALPIPE_NOTE = (
+    "makespan exact for tF = tI, tW <= tF and B = I + W (the paper's bubble), else the fill lower "
+    "bound; peaks exact for m >= 2p (checked p <= 8)"
+)
 
 
 def dualpipe_makespan(c: Mapping[str, Fraction], busy: Fraction, fill: Fraction) -> tuple[Fraction, bool]:
@@ -179,11 +184,24 @@ def dualpipe_formula(p: int, m: int, costs=None):
     c = exact_costs(costs)
     busy = m * (c["F"] + c["B"])
     makespan, exact = dualpipe_makespan(c, busy, Fraction(p, 2) - 1)
-    return Formula("dualpipe", float(makespan), float(1 - busy / makespan), (float(p + 1),) * p,
-                   EXACT if exact else LOWER, EXACT, DUALPIPE_NOTE,
-                   "DeepSeek-V3 technical report, Table 2 (arXiv 2412.19437); domain checked here")
+    return Formula(
+        "dualpipe",
+        float(makespan),
+        float(1 - busy / makespan),
+        (float(p + 1),) * p,
+        EXACT if exact else LOWER,
+        EXACT,
+        DUALPIPE_NOTE,
+        "DeepSeek-V3 technical report, Table 2 (arXiv 2412.19437); domain checked here",
+    )
 
 
-register(Family("dualpipe", dualpipe,
-                "DualPipe: bidirectional, overlapped F&B slots, zero-bubble tail (DeepSeek-V3)",
-                rules="p even, m even and m >= 2p", formula=dualpipe_formula))
+register(
+    Family(
+        "dualpipe",
+        dualpipe,
+        "DualPipe: bidirectional, overlapped F&B slots, zero-bubble tail (DeepSeek-V3)",
+        rules="p even, m even and m >= 2p",
+        formula=dualpipe_formula,
+    )
+)

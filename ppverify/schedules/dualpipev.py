@@ -29,8 +29,12 @@ def dualpipev(p: int, m: int) -> Schedule:
         ['1F0', '2F0', '1F1', '2F1', '1F2', '2B0', '(2F2;1B0)OVERLAP_F_B', '(1F3;2B1)OVERLAP_F_B', '(2F3;1B1)OVERLAP_F_B', '2B2', '1B2', '2I3', '1I3', '2W3', '1W3']
     """
     if m < 2 * p:
-        raise ParameterError("m", m, f"dualpipev needs m >= 2p = {2 * p} (PyTorch's ScheduleDualPipeV rule: "
-                                     "at least as many microbatches as stages)")
+        raise ParameterError(
+            "m",
+            m,
+            f"dualpipev needs m >= 2p = {2 * p} (PyTorch's ScheduleDualPipeV rule: "
+            "at least as many microbatches as stages)",
+        )
     programs = []
     for d in range(p):
         stages = (d, 2 * p - 1 - d)
@@ -64,11 +68,24 @@ def dualpipev_formula(p: int, m: int, costs=None):
     c = {k: x / 2 for k, x in exact_costs(costs).items()}  # chunk ops: half a share
     busy = m * 2 * (c["F"] + c["B"])
     makespan, exact = dualpipe_makespan(c, busy, Fraction(p - 1))
-    return Formula("dualpipev", float(makespan), float(1 - busy / makespan), (float(Fraction(2 * p + 1, 2)),) * p,
-                   EXACT if exact else LOWER, EXACT, DUALPIPE_NOTE,
-                   "DeepSeek-V3 report (arXiv 2412.19437) / DualPipe README (DualPipeV row); domain checked here")
+    return Formula(
+        "dualpipev",
+        float(makespan),
+        float(1 - busy / makespan),
+        (float(Fraction(2 * p + 1, 2)),) * p,
+        EXACT if exact else LOWER,
+        EXACT,
+        DUALPIPE_NOTE,
+        "DeepSeek-V3 report (arXiv 2412.19437) / DualPipe README (DualPipeV row); domain checked here",
+    )
 
 
-register(Family("dualpipev", dualpipev,
-                "DualPipeV: DualPipe folded into the V placement, one pipe (PyTorch's ScheduleDualPipeV)",
-                rules="p >= 1, m >= 2p", formula=dualpipev_formula))
+register(
+    Family(
+        "dualpipev",
+        dualpipev,
+        "DualPipeV: DualPipe folded into the V placement, one pipe (PyTorch's ScheduleDualPipeV)",
+        rules="p >= 1, m >= 2p",
+        formula=dualpipev_formula,
+    )
+)

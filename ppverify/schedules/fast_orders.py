@@ -11,9 +11,9 @@ values are made in one C-level pass. The programs are identical, op for op, to t
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import repeat
-from typing import Iterator
 
 import numpy as np
 
@@ -32,8 +32,7 @@ def one_f_one_b_positions(warm: int, total: int) -> tuple[np.ndarray, np.ndarray
     steady = total - warm
     mid_k = np.arange(steady)
     is_f = np.concatenate((np.ones(warm, bool), np.tile([True, False], steady), np.zeros(warm, bool)))
-    k = np.concatenate((np.arange(warm), np.stack((mid_k + warm, mid_k), axis=1).reshape(-1),
-                        np.arange(steady, total)))
+    k = np.concatenate((np.arange(warm), np.stack((mid_k + warm, mid_k), axis=1).reshape(-1), np.arange(steady, total)))
     return is_f, k
 
 

@@ -17,12 +17,15 @@ def gpipe(p: int, m: int) -> Schedule:
         >>> [str(o) for o in gpipe(2, 2).programs[0]]
         ['0F0', '0F1', '0B0', '0B1']
     """
-    programs = tuple(
-        tuple(Op(F, d, mb) for mb in range(m)) + tuple(Op(B, d, mb) for mb in range(m))
-        for d in range(p)
-    )
+    programs = tuple(tuple(Op(F, d, mb) for mb in range(m)) + tuple(Op(B, d, mb) for mb in range(m)) for d in range(p))
     return Schedule(linear(p), m, programs, (0,) * m, "gpipe", {"p": p, "m": m})
 
 
-register(Family("gpipe", gpipe, "GPipe: all forwards, then all backwards (Huang et al. 2019)",
-                formula=formula_in_formulas("gpipe_formula")))
+register(
+    Family(
+        "gpipe",
+        gpipe,
+        "GPipe: all forwards, then all backwards (Huang et al. 2019)",
+        formula=formula_in_formulas("gpipe_formula"),
+    )
+)

@@ -24,8 +24,10 @@ from ..schedule import Schedule
 from .registry import Family, Param, check_int, formula_in_formulas, register
 
 OUTSIDE_REGIME = "outside restricted regime m = p"
-REGIME_NOTE = ("hanayo's restricted regime is m = p (elf order); with m != p the schedule is valid "
-               "but its memory and bubble differ from the paper's figures")
+REGIME_NOTE = (
+    "hanayo's restricted regime is m = p (elf order); with m != p the schedule is valid "
+    "but its memory and bubble differ from the paper's figures"
+)
 
 
 def hanayo(p: int, m: int, waves: int = 1) -> Schedule:
@@ -44,8 +46,8 @@ def hanayo(p: int, m: int, waves: int = 1) -> Schedule:
     # ids[d]: stages of device d in ascending order: down-leg of wave w at 2w, up-leg at 2w+1
     ids = [[s for s in range(S) if pl.maps[0][s] == d] for d in range(p)]
     progs: list[list[Op]] = [[] for _ in range(p)]
-    done = [min(p - d, m) for d in range(p)]   # forwards of down-leg stages issued, in (wave, mb) order
-    back = [0] * p                               # backwards of up-leg stages issued, last wave first
+    done = [min(p - d, m) for d in range(p)]  # forwards of down-leg stages issued, in (wave, mb) order
+    back = [0] * p  # backwards of up-leg stages issued, last wave first
     total = m * waves
 
     def next_up_backward(d: int) -> Op:
@@ -77,11 +79,13 @@ def hanayo(p: int, m: int, waves: int = 1) -> Schedule:
     return Schedule(pl, m, tuple(tuple(x) for x in progs), (0,) * m, "hanayo", params)
 
 
-register(Family(
-    "hanayo", hanayo,
-    "Hanayo: one pipe folded into W waves (wave placement), elf library order (Liu et al. 2023)",
-    params=(Param("waves", int, 1, "Hanayo waves W (S = 2*W*p stages)"),),
-    rules="p >= 1, m >= 1, waves >= 1; restricted regime m = p (other m are built and reported as "
-          "outside it)",
-    formula=formula_in_formulas("hanayo_formula"),
-))
+register(
+    Family(
+        "hanayo",
+        hanayo,
+        "Hanayo: one pipe folded into W waves (wave placement), elf library order (Liu et al. 2023)",
+        params=(Param("waves", int, 1, "Hanayo waves W (S = 2*W*p stages)"),),
+        rules="p >= 1, m >= 1, waves >= 1; restricted regime m = p (other m are built and reported as outside it)",
+        formula=formula_in_formulas("hanayo_formula"),
+    )
+)

@@ -16,16 +16,18 @@ v > 1; the interleaved warm-up at v = 1 would give 2(p-d-1) forwards, which is n
 
 from __future__ import annotations
 
+from ..compiled import use_compiled
 from ..errors import ParameterError
 from ..ops import B, F, Op
 from ..placement import loop
 from ..schedule import Schedule
 from .one_f_one_b import one_f_one_b, one_f_one_b_order
-from ..compiled import use_compiled
 from .registry import Family, Param, check_int, formula_in_formulas, register
 
-RULES = ("p >= 1, m >= 1, v >= 1; for v > 1 m a multiple of the number of rounds max(1, m // p) "
-         "(PyTorch's rule; Megatron's m % p == 0 is a special case)")
+RULES = (
+    "p >= 1, m >= 1, v >= 1; for v > 1 m a multiple of the number of rounds max(1, m // p) "
+    "(PyTorch's rule; Megatron's m % p == 0 is a special case)"
+)
 
 
 def round_size(p: int, m: int, v: int = 2) -> int:
@@ -43,8 +45,12 @@ def round_size(p: int, m: int, v: int = 2) -> int:
     """
     rounds = max(1, m // p)
     if m % rounds:
-        raise ParameterError("m", m, f"interleaved schedules with v={v} need m to be a multiple of the "
-                                     f"number of rounds max(1, m // p) = {rounds} (PyTorch's rule)")
+        raise ParameterError(
+            "m",
+            m,
+            f"interleaved schedules with v={v} need m to be a multiple of the "
+            f"number of rounds max(1, m // p) = {rounds} (PyTorch's rule)",
+        )
     return m // rounds
 
 
@@ -126,8 +132,9 @@ def interleaved_1f1b(p: int, m: int, v: int = 2, order: str = "pytorch") -> Sche
         fwd_chunks = [(k // n) % v for k in range(total)]
         fwd = _numbered(F, fwd_chunks, p, d)
         bwd = _numbered(B, [v - 1 - c for c in fwd_chunks], p, d)
-        programs.append(tuple(one_f_one_b_order(megatron_warmup(p, m, v, d, order), total, fwd.__getitem__,
-                                                bwd.__getitem__)))
+        programs.append(
+            tuple(one_f_one_b_order(megatron_warmup(p, m, v, d, order), total, fwd.__getitem__, bwd.__getitem__))
+        )
     return Schedule(loop(p, v), m, tuple(programs), (0,) * m, "interleaved-1f1b", params)
 
 
@@ -141,10 +148,16 @@ def _numbered(kind: str, chunks: list[int], p: int, d: int) -> list[Op]:
     return out
 
 
-register(Family(
-    "interleaved-1f1b", interleaved_1f1b,
-    "Interleaved 1F1B: v chunks per device in the loop placement, PyTorch's order and rounds (Narayanan et al. 2021)",
-    params=(Param("v", int, 2, "model chunks per device"),
-            Param("order", str, "pytorch", "warm-up rule: pytorch, or megatron (every forward first when m == p)")),
-    rules=RULES, formula=formula_in_formulas("interleaved_formula"),
-))
+register(
+    Family(
+        "interleaved-1f1b",
+        interleaved_1f1b,
+        "Interleaved 1F1B: v chunks per device in the loop placement, PyTorch's order and rounds (Narayanan et al. 2021)",
+        params=(
+            Param("v", int, 2, "model chunks per device"),
+            Param("order", str, "pytorch", "warm-up rule: pytorch, or megatron (every forward first when m == p)"),
+        ),
+        rules=RULES,
+        formula=formula_in_formulas("interleaved_formula"),
+    )
+)

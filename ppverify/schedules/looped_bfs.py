@@ -57,14 +57,25 @@ def looped_bfs_formula(p: int, m: int, costs=None, v: int = 2):
     t = c["F"] + c["B"]
     busy = m * t
     makespan = (v * max(m, p) + min(m, p) - 1) * t / v
-    return Formula("looped-bfs", float(makespan), float(1 - busy / makespan), (float(m),) * p,
-                   EXACT, EXACT, "exact for any tF, tB",
-                   "Lamy-Poirier 2023 (breadth-first PP) in PyTorch's ScheduleLoopedBFS order; derived here")
+    return Formula(
+        "looped-bfs",
+        float(makespan),
+        float(1 - busy / makespan),
+        (float(m),) * p,
+        EXACT,
+        EXACT,
+        "exact for any tF, tB",
+        "Lamy-Poirier 2023 (breadth-first PP) in PyTorch's ScheduleLoopedBFS order; derived here",
+    )
 
 
-register(Family(
-    "looped-bfs", looped_bfs,
-    "Looped BFS: v chunks per device (loop placement), all forwards chunk by chunk, then backwards (PyTorch's ScheduleLoopedBFS)",
-    params=(Param("v", int, 2, "model chunks per device"),),
-    rules="p >= 1, m >= 1, v >= 1", formula=looped_bfs_formula,
-))
+register(
+    Family(
+        "looped-bfs",
+        looped_bfs,
+        "Looped BFS: v chunks per device (loop placement), all forwards chunk by chunk, then backwards (PyTorch's ScheduleLoopedBFS)",
+        params=(Param("v", int, 2, "model chunks per device"),),
+        rules="p >= 1, m >= 1, v >= 1",
+        formula=looped_bfs_formula,
+    )
+)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
+from ..compiled import use_compiled
 from ..ops import B, F, Op
 from ..placement import linear
 from ..schedule import Schedule
-from ..compiled import use_compiled
 from .registry import Family, formula_in_formulas, register
 
 
@@ -26,8 +26,9 @@ def one_f_one_b(p: int, m: int) -> Schedule:
         from .fast_orders import one_f_one_b_programs
 
         return Schedule(linear(p), m, one_f_one_b_programs(p, m), (0,) * m, "1f1b", {"p": p, "m": m})
-    programs = tuple(tuple(one_f_one_b_order(min(p - 1 - d, m), m, partial(Op, F, d), partial(Op, B, d)))
-                     for d in range(p))
+    programs = tuple(
+        tuple(one_f_one_b_order(min(p - 1 - d, m), m, partial(Op, F, d), partial(Op, B, d))) for d in range(p)
+    )
     return Schedule(linear(p), m, programs, (0,) * m, "1f1b", {"p": p, "m": m})
 
 
@@ -47,5 +48,11 @@ def one_f_one_b_order(warm: int, total: int, fwd: Callable[[int], Op], bwd: Call
     return prog
 
 
-register(Family("1f1b", one_f_one_b, "1F1B: warm-up forwards, one-forward-one-backward, drain (PipeDream-Flush)",
-                formula=formula_in_formulas("one_f_one_b_formula")))
+register(
+    Family(
+        "1f1b",
+        one_f_one_b,
+        "1F1B: warm-up forwards, one-forward-one-backward, drain (PipeDream-Flush)",
+        formula=formula_in_formulas("one_f_one_b_formula"),
+    )
+)

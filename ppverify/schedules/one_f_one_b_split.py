@@ -8,7 +8,7 @@ Zero-bubble's ZB-H1 goes further and delays the W's; this family is the plain sp
 
 from __future__ import annotations
 
-from ..ops import B, I, W, Op
+from ..ops import B, I, Op, W
 from ..schedule import Schedule
 from .one_f_one_b import one_f_one_b
 from .registry import Family, formula_in_formulas, register
@@ -34,8 +34,12 @@ def one_f_one_b_split(p: int, m: int) -> Schedule:
     return Schedule(base.placement, m, tuple(programs), base.pipe_of_mb, "1f1b-split", {"p": p, "m": m})
 
 
-register(Family(
-    "1f1b-split", one_f_one_b_split,
-    "1F1B with each backward split into I (input grad) then W (weight grad)",
-    rules="p >= 1, m >= 1", formula=formula_in_formulas("one_f_one_b_split_formula"),
-))
+register(
+    Family(
+        "1f1b-split",
+        one_f_one_b_split,
+        "1F1B with each backward split into I (input grad) then W (weight grad)",
+        rules="p >= 1, m >= 1",
+        formula=formula_in_formulas("one_f_one_b_split_formula"),
+    )
+)

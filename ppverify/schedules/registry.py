@@ -7,8 +7,9 @@ closed-form formulas and its rules. Each family lives in its own module under
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ParameterError
 from ..limits import check_family
@@ -82,6 +83,7 @@ def formula_in_formulas(name: str) -> Callable[..., Any]:
         >>> formula_in_formulas("gpipe_formula")(4, 4).makespan
         14.0
     """
+
     def formula(p: int, m: int, costs: Any = None, **params: Any) -> Any:
         from .. import formulas
 
@@ -129,8 +131,9 @@ def load_plugins(group: str = ENTRY_POINT_GROUP) -> list[str]:
             loaded.append(ep.name)
         except Exception as exc:  # someone else's package: whatever breaks in it must not break ppverify
             msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-            print(f"ppverify: warning: schedule family plugin {ep.name!r} ({ep.value}) not loaded: {msg}",
-                  file=sys.stderr)
+            print(
+                f"ppverify: warning: schedule family plugin {ep.name!r} ({ep.value}) not loaded: {msg}", file=sys.stderr
+            )
     return loaded
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..ops import F, I, W, Op
+from ..ops import F, I, Op, W
 from ..placement import v_shape
 from ..schedule import Schedule
 from .registry import Family, check_int, register
@@ -38,26 +38,39 @@ def zbv(p: int, m: int) -> Schedule:
         prog: list[Op] = []
         f0 = f1 = b0 = b1 = 0
         for _ in range(2 * (p - d) - 1):
-            prog.append(Op(F, c0, f0)); f0 += 1
+            prog.append(Op(F, c0, f0))
+            f0 += 1
         for _ in range(d):
-            prog.append(Op(F, c1, f1)); f1 += 1
-            prog.append(Op(F, c0, f0)); f0 += 1
+            prog.append(Op(F, c1, f1))
+            f1 += 1
+            prog.append(Op(F, c0, f0))
+            f0 += 1
         for _ in range(p - d):
-            prog.append(Op(F, c1, f1)); f1 += 1
-            prog += [Op(I, c1, b1), Op(W, c1, b1)]; b1 += 1
+            prog.append(Op(F, c1, f1))
+            f1 += 1
+            prog += [Op(I, c1, b1), Op(W, c1, b1)]
+            b1 += 1
         while f1 < f0 or f0 < n:
             if f0 < n:
-                prog.append(Op(F, c0, f0)); f0 += 1
-            prog += [Op(I, c0, b0), Op(W, c0, b0)]; b0 += 1
-            prog.append(Op(F, c1, f1)); f1 += 1
-            prog += [Op(I, c1, b1), Op(W, c1, b1)]; b1 += 1
+                prog.append(Op(F, c0, f0))
+                f0 += 1
+            prog += [Op(I, c0, b0), Op(W, c0, b0)]
+            b0 += 1
+            prog.append(Op(F, c1, f1))
+            f1 += 1
+            prog += [Op(I, c1, b1), Op(W, c1, b1)]
+            b1 += 1
         w0, w1 = b0, b1
         for _ in range(d):
-            prog.append(Op(I, c0, b0)); b0 += 1
-            prog.append(Op(I, c1, b1)); b1 += 1
+            prog.append(Op(I, c0, b0))
+            b0 += 1
+            prog.append(Op(I, c1, b1))
+            b1 += 1
         for _ in range(p - d):
-            prog.append(Op(I, c0, b0)); b0 += 1
-            prog.append(Op(W, c0, w0)); w0 += 1
+            prog.append(Op(I, c0, b0))
+            b0 += 1
+            prog.append(Op(W, c0, w0))
+            w0 += 1
         prog += [Op(W, c1, k) for k in range(w1, b1)]
         prog += [Op(W, c0, k) for k in range(w0, b0)]
         programs.append(tuple(op for op in prog if op.mb < m))
@@ -90,12 +103,25 @@ def zbv_formula(p: int, m: int, costs=None):
     busy = m * (c["F"] + c["I"] + c["W"])
     makespan = busy + Fraction(p - 1, 2) * c["F"]
     exact = m >= 2 * p and c["F"] == c["I"] and c["F"] / 2 <= c["W"] <= c["F"]
-    return Formula("zbv", float(makespan), float(1 - busy / makespan), (float(min(m, p)),) * p,
-                   EXACT if exact else LOWER, EXACT if m >= 2 * p else UPPER,
-                   "makespan exact for tF = tI, tF/2 <= tW <= tF and m >= 2p (else a lower bound); "
-                   "peaks exact for m >= 2p (else upper bounds)",
-                   "Qi et al. 2024 (ZB-V); bound and domain derived here, checked against the table")
+    return Formula(
+        "zbv",
+        float(makespan),
+        float(1 - busy / makespan),
+        (float(min(m, p)),) * p,
+        EXACT if exact else LOWER,
+        EXACT if m >= 2 * p else UPPER,
+        "makespan exact for tF = tI, tF/2 <= tW <= tF and m >= 2p (else a lower bound); "
+        "peaks exact for m >= 2p (else upper bounds)",
+        "Qi et al. 2024 (ZB-V); bound and domain derived here, checked against the table",
+    )
 
 
-register(Family("zbv", zbv, "ZB-V: zero bubble with 2 chunks per device in the V placement (PyTorch's ScheduleZBVZeroBubble order)",
-                rules="p >= 1, m >= 1", formula=zbv_formula))
+register(
+    Family(
+        "zbv",
+        zbv,
+        "ZB-V: zero bubble with 2 chunks per device in the V placement (PyTorch's ScheduleZBVZeroBubble order)",
+        rules="p >= 1, m >= 1",
+        formula=zbv_formula,
+    )
+)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..errors import ParameterError
-from ..ops import F, I, W, Op
+from ..ops import F, I, Op, W
 from ..placement import linear, loop
 from ..schedule import Schedule
 from .registry import Family, Param, check_int, register
@@ -79,8 +79,7 @@ def zb_h2(p: int, m: int) -> Schedule:
             if free[d] > t:
                 continue
             j = ni[d]
-            if (j < nf[d] and f_end[(d, j)] <= t
-                    and (d == p - 1 or i_end.get((d + 1, j), never) <= t)):
+            if j < nf[d] and f_end[(d, j)] <= t and (d == p - 1 or i_end.get((d + 1, j), never) <= t):
                 programs[d].append(Op(I, d, j))
                 i_end[(d, j)] = t + 1
                 ni[d] += 1
@@ -117,8 +116,12 @@ def interleaved_zb(p: int, m: int, v: int = 2) -> Schedule:
     check_int("v", v, 1)
     rounds = max(1, m // p)
     if v > 1 and m % rounds:  # with one chunk the rounds do not matter (PyTorch still asks it)
-        raise ParameterError("m", m, f"interleaved-zb needs m to be a multiple of the number of rounds "
-                                     f"max(1, m // p) = {rounds} (PyTorch's rule)")
+        raise ParameterError(
+            "m",
+            m,
+            f"interleaved-zb needs m to be a multiple of the number of rounds "
+            f"max(1, m // p) = {rounds} (PyTorch's rule)",
+        )
     per_round = m // rounds
     total = m * v
     programs = []
@@ -177,9 +180,16 @@ def interleaved_zb_formula(p: int, m: int, costs=None, v: int = 2):
     c = exact_costs(costs)
     busy = m * (c["F"] + c["I"] + c["W"])
     makespan = busy + Fraction(p - 1, v) * c["F"]
-    return Formula("interleaved-zb", float(makespan), float(1 - busy / makespan), (float(m),) * p,
-                   LOWER, UPPER, "bounds only: makespan >= the fill + busy time; peak <= m",
-                   "Qi et al. ICLR'24 (ZB1P); PyTorch's ScheduleInterleavedZeroBubble order; bounds derived here")
+    return Formula(
+        "interleaved-zb",
+        float(makespan),
+        float(1 - busy / makespan),
+        (float(m),) * p,
+        LOWER,
+        UPPER,
+        "bounds only: makespan >= the fill + busy time; peak <= m",
+        "Qi et al. ICLR'24 (ZB1P); PyTorch's ScheduleInterleavedZeroBubble order; bounds derived here",
+    )
 
 
 def zb_h1_formula(p: int, m: int, costs=None):
@@ -216,12 +226,18 @@ def zb_h1_formula(p: int, m: int, costs=None):
     c = exact_costs(costs)
     busy = m * (c["F"] + c["I"] + c["W"])
     makespan = busy + (p - 1) * max(c["F"], c["I"], c["F"] + c["I"] - c["W"])
-    return Formula("zb-h1", float(makespan), float(1 - busy / makespan), (float(min(p, m)),) * p,
-                   EXACT if m >= p else LOWER, EXACT,
-                   "makespan exact for m >= p (any tF, tI, tW), a lower bound for m < p; the "
-                   "paper's (p-1)(tF+tI-tW) is the case tW <= min(tF, tI); with tI < min(tF, tW) "
-                   "the fill (p-1)tF dominates",
-                   "Qi et al. ICLR'24 (ZB-H1, arXiv 2401.10241); critical paths derived here")
+    return Formula(
+        "zb-h1",
+        float(makespan),
+        float(1 - busy / makespan),
+        (float(min(p, m)),) * p,
+        EXACT if m >= p else LOWER,
+        EXACT,
+        "makespan exact for m >= p (any tF, tI, tW), a lower bound for m < p; the "
+        "paper's (p-1)(tF+tI-tW) is the case tW <= min(tF, tI); with tI < min(tF, tW) "
+        "the fill (p-1)tF dominates",
+        "Qi et al. ICLR'24 (ZB-H1, arXiv 2401.10241); critical paths derived here",
+    )
 
 
 def zb_h2_formula(p: int, m: int, costs=None):
@@ -246,19 +262,44 @@ def zb_h2_formula(p: int, m: int, costs=None):
     busy = m * (c["F"] + c["I"] + c["W"])
     makespan = busy + (p - 1) * c["F"]
     equal = c["F"] == c["I"] == c["W"]
-    return Formula("zb-h2", float(makespan), float(1 - busy / makespan), (float(min(2 * p - 1, m)),) * p,
-                   EXACT if (equal and m >= p) else LOWER, EXACT,
-                   "makespan exact at tF = tI = tW with m >= p, otherwise a lower bound (the order is "
-                   "built at equal costs); peaks exact",
-                   "Qi et al. ICLR'24 (ZB-H2 memory 2p-1); greedy construction and bound derived here")
+    return Formula(
+        "zb-h2",
+        float(makespan),
+        float(1 - busy / makespan),
+        (float(min(2 * p - 1, m)),) * p,
+        EXACT if (equal and m >= p) else LOWER,
+        EXACT,
+        "makespan exact at tF = tI = tW with m >= p, otherwise a lower bound (the order is "
+        "built at equal costs); peaks exact",
+        "Qi et al. ICLR'24 (ZB-H2 memory 2p-1); greedy construction and bound derived here",
+    )
 
 
-register(Family("interleaved-zb", interleaved_zb,
-                "Interleaved zero bubble: v chunks per device (loop), I/W split, W delayed (PyTorch's ScheduleInterleavedZeroBubble)",
-                params=(Param("v", int, 2, "model chunks per device"),),
-                rules="p >= 1, m >= 1, v >= 1; for v > 1 m a multiple of max(1, m // p) (PyTorch's rounds)",
-                formula=interleaved_zb_formula))
-register(Family("zb-h1", zb_h1, "Zero bubble ZB-H1: 1F1B with I/W split and W delayed by d on device d (Qi et al. 2024)",
-                rules="p >= 1, m >= 1", formula=zb_h1_formula))
-register(Family("zb-h2", zb_h2, "Zero bubble ZB-H2: up to 2p-1 microbatches in flight, greedy I > F > W (Qi et al. 2024)",
-                rules="p >= 1, m >= 1", formula=zb_h2_formula))
+register(
+    Family(
+        "interleaved-zb",
+        interleaved_zb,
+        "Interleaved zero bubble: v chunks per device (loop), I/W split, W delayed (PyTorch's ScheduleInterleavedZeroBubble)",
+        params=(Param("v", int, 2, "model chunks per device"),),
+        rules="p >= 1, m >= 1, v >= 1; for v > 1 m a multiple of max(1, m // p) (PyTorch's rounds)",
+        formula=interleaved_zb_formula,
+    )
+)
+register(
+    Family(
+        "zb-h1",
+        zb_h1,
+        "Zero bubble ZB-H1: 1F1B with I/W split and W delayed by d on device d (Qi et al. 2024)",
+        rules="p >= 1, m >= 1",
+        formula=zb_h1_formula,
+    )
+)
+register(
+    Family(
+        "zb-h2",
+        zb_h2,
+        "Zero bubble ZB-H2: up to 2p-1 microbatches in flight, greedy I > F > W (Qi et al. 2024)",
+        rules="p >= 1, m >= 1",
+        formula=zb_h2_formula,
+    )
+)

@@ -31,8 +31,8 @@ from ..dag import build_dag, build_dag_arrays
 from ..errors import ParameterError
 from ..ops import Op, Overlap
 from ..schedule import Schedule
-from .comm_model import COMM_SEMANTICS, build_problem, has_explicit_comms
 from . import certify
+from .comm_model import COMM_SEMANTICS, build_problem, has_explicit_comms
 from .grad_sync import check_grad_sync
 from .memory import MAX_PEAK_READ, check_memory
 from .order import check_order
@@ -40,7 +40,7 @@ from .report import PROPERTIES, Report, Violation
 from .structure import check_structure, occurrences
 from .timing import check_makespan
 
-__all__ = ["COMM_SEMANTICS", "PROPERTIES", "Report", "Violation", "verify", "clean_schedule"]
+__all__ = ["COMM_SEMANTICS", "PROPERTIES", "Report", "Violation", "clean_schedule", "verify"]
 
 
 def clean_schedule(schedule: Schedule, bad: set[int]) -> Schedule:
@@ -113,8 +113,11 @@ def verify(
     t0 = time.perf_counter()
     costs = costs or CostModel.unit(schedule.placement)
     if costs.num_stages != schedule.num_stages:
-        raise ParameterError("costs", f"{costs.num_stages} stages",
-                             f"the cost model must describe the schedule's {schedule.num_stages} stages")
+        raise ParameterError(
+            "costs",
+            f"{costs.num_stages} stages",
+            f"the cost model must describe the schedule's {schedule.num_stages} stages",
+        )
     comm = comm or NO_COMM
     timings: dict[str, float] = {}
     certified: list[str] = []  # properties settled by a checked certificate, not by Z3
@@ -131,8 +134,13 @@ def verify(
     unchecked: list[tuple[str, str]] = []
     n_ok = n_occ - len(bad)
     if not any(v.prop == "completeness" for v in struct_v):
-        proved.append(("completeness", f"each of the {n_ok} required ops exactly once, nothing extra, "
-                                       f"stages 0..{schedule.num_stages - 1}, microbatches 0..{schedule.m - 1}"))
+        proved.append(
+            (
+                "completeness",
+                f"each of the {n_ok} required ops exactly once, nothing extra, "
+                f"stages 0..{schedule.num_stages - 1}, microbatches 0..{schedule.m - 1}",
+            )
+        )
     if not any(v.prop == "placement" for v in struct_v):
         proved.append(("placement", f"every op on its stage's device ({schedule.placement.name} placement)"))
     clean = clean_schedule(schedule, bad) if bad else schedule
@@ -143,8 +151,12 @@ def verify(
         dag = build_dag(clean, check=False)
     t1 = time.perf_counter()
     explicit_comms = has_explicit_comms(schedule)
-    if (arrays is not None and comm_semantics == "buffered" and not explicit_comms
-            and certify.derived_order_witness(arrays) is not None):
+    if (
+        arrays is not None
+        and comm_semantics == "buffered"
+        and not explicit_comms
+        and certify.derived_order_witness(arrays) is not None
+    ):
         order_v, complete, n_actions, n_constraints = [], True, arrays.num_ops, certify.num_edges(arrays)
         certified += ["dependencies", "exclusivity", "deadlock"]
     else:
@@ -159,16 +171,23 @@ def verify(
     timings["order_s"] = time.perf_counter() - t1
     nedges = certify.num_edges(arrays) if arrays is not None else sum(1 for row in dag.pred for q in row if q >= 0)
     scope = f" (for the {n_ok} ops that pass the structural rules)" if struct_v else ""
-    explicit = "explicit" if explicit_comms else "derived (SEND right after the producer, RECV right before the consumer)"
+    explicit = (
+        "explicit" if explicit_comms else "derived (SEND right after the producer, RECV right before the consumer)"
+    )
     if not any(v.prop == "dependencies" for v in order_v):
         split = certify.has_split(arrays) if arrays is not None else clean.has_split_backward
         wi = ", incl. W after its own I" if split else ""
         proved.append(("dependencies", f"all {nedges} edges of the step's DAG hold in program order{wi}{scope}"))
     proved.append(("exclusivity", f"one compute op (or overlapped slot) at a time on each of the {schedule.p} devices"))
     if not any(v.prop == "deadlock" for v in order_v):
-        proved.append(("deadlock", f"a complete execution exists under {comm_semantics} point-to-point semantics"
-                                   f"{' (grouped)' if comm_semantics == 'rendezvous' and group else ''}, "
-                                   f"{explicit} SEND/RECV{scope}"))
+        proved.append(
+            (
+                "deadlock",
+                f"a complete execution exists under {comm_semantics} point-to-point semantics"
+                f"{' (grouped)' if comm_semantics == 'rendezvous' and group else ''}, "
+                f"{explicit} SEND/RECV{scope}",
+            )
+        )
     sync_v, sync_proved = check_grad_sync(schedule)  # compute_comms files only: REDUCE_GRAD, UNSHARD/RESHARD
     proved.extend(sync_proved)
     mem_v: list[Violation] = []
@@ -206,17 +225,32 @@ def verify(
             time_v.append(tv)
         else:
             ms = max(witness[str(op)] + d for op, d in zip(dag.ops, _durations(dag, costs))) if witness else 0.0
-            proved.append(("timing", f"makespan <= {makespan_le:g} under costs {costs.label or 'given'} "
-                                     f"(witness finishes at {ms:g})"))
+            proved.append(
+                (
+                    "timing",
+                    f"makespan <= {makespan_le:g} under costs {costs.label or 'given'} (witness finishes at {ms:g})",
+                )
+            )
     violations = tuple(struct_v + order_v + sync_v + mem_v + time_v)
     failed = {v.prop for v in violations}
     proved = [(p, w) for p, w in proved if p not in failed]  # e.g. a SEND matching no transfer
-    stats = {"seconds": time.perf_counter() - t0, "ops": n_occ, "actions": n_actions,
-             "structural_rules": nrules, "order_constraints": n_constraints, **timings,
-             "certified": [p for p, _ in proved if p in certified]}
+    stats = {
+        "seconds": time.perf_counter() - t0,
+        "ops": n_occ,
+        "actions": n_actions,
+        "structural_rules": nrules,
+        "order_constraints": n_constraints,
+        **timings,
+        "certified": [p for p, _ in proved if p in certified],
+    }
     if not complete:
-        unchecked.append(("dependencies/deadlock", f"stopped after {len(order_v)} order violations "
-                                                   "(--max-violations or the time budget); there may be more"))
+        unchecked.append(
+            (
+                "dependencies/deadlock",
+                f"stopped after {len(order_v)} order violations "
+                "(--max-violations or the time budget); there may be more",
+            )
+        )
     return Report(clean.describe(), tuple(proved), violations, tuple(unchecked), witness, stats)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from ..costs import CostModel
 from ..dag import DagArrays, _complete_fast, build_dag_arrays
 from ..errors import PPVerifyError
-from ..ops import B, F, I, KIND_CODE, W
+from ..ops import KIND_CODE, B, F, I, W
 from ..schedule import Schedule
 from .order import OrderProblem
 
@@ -164,7 +164,7 @@ def order_witness(pb: OrderProblem) -> np.ndarray | None:
     ng = int(group.max()) + 1
     by_chain = np.flatnonzero(on)
     by_chain = by_chain[np.lexsort((rank[by_chain], dev[by_chain]))]
-    cons = (dev[by_chain[1:]] == dev[by_chain[:-1]])
+    cons = dev[by_chain[1:]] == dev[by_chain[:-1]]
     ca, cb = by_chain[:-1][cons], by_chain[1:][cons]
     cw = rank[cb] - rank[ca]
     if pb.edges:
@@ -190,7 +190,9 @@ def _frac(x: float) -> Fraction:
     return Fraction(x).limit_denominator(10**6)
 
 
-def memory_levels(a: DagArrays, costs: CostModel, cap: float, max_peak_read: int) -> tuple[bool, list[float] | None] | None:
+def memory_levels(
+    a: DagArrays, costs: CostModel, cap: float, max_peak_read: int
+) -> tuple[bool, list[float] | None] | None:
     """``(True, peaks)`` when memory stays <= cap on every device at every instant, with each
     device's peak (``None`` above ``max_peak_read`` allocating slots, as :mod:`.memory` does);
     ``None`` when not certified (exceeded, or amounts too large for exact int64 sums).
@@ -207,13 +209,16 @@ def memory_levels(a: DagArrays, costs: CostModel, cap: float, max_peak_read: int
     n, S = a.num_ops, costs.num_stages
     p = len(a.offsets) - 1
     if n == 0:
-        return True, ([0.0] * p if 0 <= max_peak_read else None)
+        return True, ([0.0] * p if max_peak_read >= 0 else None)
     # (allocated, freed) per (kind, stage), the same floats as CostModel.memory_delta
     act = list(costs.activation)
     fr = list(costs.freed_by_I)
-    table = {KIND_CODE[F]: [(x, 0.0) for x in act], KIND_CODE[B]: [(0.0, x) for x in act],
-             KIND_CODE[I]: [(0.0, x * f) for x, f in zip(act, fr)],
-             KIND_CODE[W]: [(0.0, x * (1.0 - f)) for x, f in zip(act, fr)]}
+    table = {
+        KIND_CODE[F]: [(x, 0.0) for x in act],
+        KIND_CODE[B]: [(0.0, x) for x in act],
+        KIND_CODE[I]: [(0.0, x * f) for x, f in zip(act, fr)],
+        KIND_CODE[W]: [(0.0, x * (1.0 - f)) for x, f in zip(act, fr)],
+    }
     code = a.kind * S + a.stage
     present = np.unique(code).tolist()
     vals = {x for c in present for x in table[c // S][c % S]} | {cap}
@@ -228,7 +233,7 @@ def memory_levels(a: DagArrays, costs: CostModel, cap: float, max_peak_read: int
     for c in present:
         alloc_t[c], freed_t[c] = (as_int[x] for x in table[c // S][c % S])
     cap_i = math.floor(_frac(cap) * scale)
-    slot, new = _slots(a)
+    _slot, new = _slots(a)
     starts = np.flatnonzero(new)
     alloc = np.add.reduceat(alloc_t[code], starts)
     freed = np.add.reduceat(freed_t[code], starts)
@@ -248,8 +253,6 @@ def memory_levels(a: DagArrays, costs: CostModel, cap: float, max_peak_read: int
     for d, lv in zip(sdev[check].tolist(), level[check].tolist()):
         peaks[d] = max(peaks[d], lv / scale)
     return True, peaks
-
-
 
 
 def num_edges(a: DagArrays) -> int:
@@ -274,4 +277,4 @@ def has_split(a: DagArrays) -> bool:
     return bool(((a.kind == KIND_CODE[I]) | (a.kind == KIND_CODE[W])).any())
 
 
-__all__ = ["structure_holds", "derived_order_witness", "order_witness", "memory_levels", "num_edges", "has_split"]
+__all__ = ["derived_order_witness", "has_split", "memory_levels", "num_edges", "order_witness", "structure_holds"]

@@ -138,8 +138,11 @@ def chimera_f(p: Any, s: Any, i: Any, b: int = 1) -> Any:
         [5, 7, 9, 14]
     """
     first_half = 2 * s <= p - 2
-    return ite(first_half, ite(i < p - 1 - 2 * s, s + i, 2 * i + 3 * s - p + 2),
-               ite(i <= p - 1 - s, s + 2 * i, chimera_b(p, s, i - (p - s), b) + b))
+    return ite(
+        first_half,
+        ite(i < p - 1 - 2 * s, s + i, 2 * i + 3 * s - p + 2),
+        ite(i <= p - 1 - s, s + 2 * i, chimera_b(p, s, i - (p - s), b) + b),
+    )
 
 
 def interleaved_f(p: Any, v: int, s: Any, j: Any, f: int, b: int) -> Any:
@@ -226,10 +229,20 @@ def chimera_cont_f(p: Any, n: Any, s: Any, i: Any, b: int = 1) -> Any:
         [0, 1, 2, 3, 4, 5, 6, 8]
     """
     w = p - 1 - s
-    first = ite(i < p - 1 - 2 * s, s + i,
-                ite(i <= w, 2 * i + 3 * s - p + 2, 2 * (1 + b) * i + (2 + b) * s - p + 2 - (p - 1) * b))
-    second = ite(i <= w, s + 2 * i, ite(2 * (i - w - 1) <= 2 * s - p - 2, chimera_cont_b(p, n, s, i - w - 1, b) + b,
-                                        2 * (1 + b) * i + 1 - (p - 1 - s) * b))
+    first = ite(
+        i < p - 1 - 2 * s,
+        s + i,
+        ite(i <= w, 2 * i + 3 * s - p + 2, 2 * (1 + b) * i + (2 + b) * s - p + 2 - (p - 1) * b),
+    )
+    second = ite(
+        i <= w,
+        s + 2 * i,
+        ite(
+            2 * (i - w - 1) <= 2 * s - p - 2,
+            chimera_cont_b(p, n, s, i - w - 1, b) + b,
+            2 * (1 + b) * i + 1 - (p - 1 - s) * b,
+        ),
+    )
     return ite(2 * s <= p - 2, first, second)
 
 

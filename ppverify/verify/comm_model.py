@@ -99,7 +99,9 @@ def _derived(dag: StepDAG, semantics: str, group: bool) -> tuple[OrderProblem, l
     node = [-1] * dag.num_ops
     if semantics == "buffered":
         for i in range(dag.num_ops):
-            node[i] = pb.node(str(dag.ops[i]), dag.device[i], i > 0 and dag.fused[i - 1] and dag.device[i - 1] == dag.device[i])
+            node[i] = pb.node(
+                str(dag.ops[i]), dag.device[i], i > 0 and dag.fused[i - 1] and dag.device[i - 1] == dag.device[i]
+            )
         _dep_edges(pb, dag, node, cross_too=True)
         return pb, node
     # rendezvous: comm actions live in the gaps between slots; gap k precedes slot k
@@ -121,14 +123,16 @@ def _derived(dag: StepDAG, semantics: str, group: bool) -> tuple[OrderProblem, l
                 kind = dag.edge[i][e]
                 send_text.append(_comm_text(kind, dag.ops[q], dag.ops[i], True))
                 gaps.setdefault((dag.device[q], slot_of[q] + 1), []).append((send_text[-1], npairs))
-                gaps.setdefault((dag.device[i], slot_of[i]), []).append((_comm_text(kind, dag.ops[q], dag.ops[i], False), npairs))
+                gaps.setdefault((dag.device[i], slot_of[i]), []).append(
+                    (_comm_text(kind, dag.ops[q], dag.ops[i], False), npairs)
+                )
                 npairs += 1
     ends: dict[tuple[int, bool], tuple[int, int]] = {}  # (pair id, is send) -> (post, done)
     for d in range(len(dag.offsets) - 1):
         i = dag.offsets[d]
         for k in range(nslots[d] + 1):
             acts = sorted(gaps.get((d, k), []), key=lambda x: ("RECV" in x[0], x[1]))  # sends first
-            for grp in ([acts] if acts and group else [[a] for a in acts]):
+            for grp in [acts] if acts and group else [[a] for a in acts]:
                 post_done = _group_nodes(pb, "+".join(t for t, _ in grp), d)
                 for t, pid in grp:
                     ends[(pid, "SEND" in t)] = post_done
@@ -220,10 +224,10 @@ def _explicit(dag: StepDAG, semantics: str, group: bool) -> tuple[OrderProblem, 
                 pb.edge(snd[0], rcv[1], 1, "buffered: RECV completes after its SEND")
     # comm actions no transfer uses
     for key, lst in recvs.items():
-        for rcv in lst[used_r.get(key, 0):]:
+        for rcv in lst[used_r.get(key, 0) :]:
             pb.edge(rcv[1], rcv[1], 1, "its SEND is never posted")
     for key, lst in sends.items():
-        for snd in lst[used_s.get(key, 0):]:
+        for snd in lst[used_s.get(key, 0) :]:
             # blocking: the sender hangs; buffered: harmless to progress, but no such transfer
             pb.edge(snd[1], snd[1], 1, "blocking SEND never received" if blocking else NO_TRANSFER)
     return pb, node

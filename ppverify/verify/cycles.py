@@ -151,7 +151,9 @@ def scc_cycle(pb: OrderProblem, active: set[int]) -> list[int] | None:
 def describe_cycle(pb: OrderProblem, core: list[int]) -> Violation:
     """Words for a minimal infeasible set of edges: an op before its input on one device, or
     the cycle of waits of a deadlock across devices."""
-    nodes = sorted({x for e in core for x in pb.edges[e][:2] if pb.device[x] >= 0}, key=lambda n: (pb.device[n], pb.rank[n], n))
+    nodes = sorted(
+        {x for e in core for x in pb.edges[e][:2] if pb.device[x] >= 0}, key=lambda n: (pb.device[n], pb.rank[n], n)
+    )
     ops = tuple(dict.fromkeys(pb.text[n] for n in nodes))  # a group's post and completion share a text
     devices = {pb.device[n] for n in nodes}
     rules = sorted({pb.edges[e][3] for e in core})
@@ -192,7 +194,7 @@ def _find_cycle(pb: OrderProblem, core: list[int]) -> list[int]:
         stack.append(u)
         for v in succ[u]:
             if color.get(v) == 1:
-                return stack[stack.index(v):]
+                return stack[stack.index(v) :]
             if v not in color:
                 found = dfs(v)
                 if found:
@@ -210,7 +212,7 @@ def _find_cycle(pb: OrderProblem, core: list[int]) -> list[int]:
 
 
 def wait_cycle(pb: OrderProblem, core: list[int]) -> str:
-    """"rank 1 waits in 1RECV_B0 for rank 2, which waits in 2SEND_F1 for rank 1" for a core.
+    """ "rank 1 waits in 1RECV_B0 for rank 2, which waits in 2SEND_F1 for rank 1" for a core.
 
     The cycle is cut into runs of consecutive nodes on one device (transfer events belong to
     none); a device waits at the first node of its run, for the device of the run before.

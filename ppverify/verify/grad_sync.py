@@ -21,7 +21,7 @@ break it (the marker and the compute op it is misplaced against, or the op left 
 
 from __future__ import annotations
 
-from ..ops import B, W, Marker, Op, Overlap
+from ..ops import B, Marker, Op, Overlap, W
 from ..schedule import Schedule
 from .report import Violation
 
@@ -75,21 +75,44 @@ def check_reduction(schedule: Schedule) -> list[Violation]:
         acc = last_acc.get(s)
         acc_txt = f" after {acc[2]}" if acc else ""
         if not found:
-            out.append(Violation(REDUCTION, RULE_REDUCE_ONCE,
-                                 f"stage {s}'s gradients are never reduced (no {red} on rank {rank_of[s]}{acc_txt}): "
-                                 f"PyTorch's runtime leaves them m={schedule.m} times too large",
-                                 (str(acc[2]),) if acc else ()))
+            out.append(
+                Violation(
+                    REDUCTION,
+                    RULE_REDUCE_ONCE,
+                    f"stage {s}'s gradients are never reduced (no {red} on rank {rank_of[s]}{acc_txt}): "
+                    f"PyTorch's runtime leaves them m={schedule.m} times too large",
+                    (str(acc[2]),) if acc else (),
+                )
+            )
         elif len(found) > 1:
-            out.append(Violation(REDUCTION, RULE_REDUCE_ONCE,
-                                 f"{red} appears {len(found)} times (ranks {', '.join(str(r) for r, _ in found)}): "
-                                 "the gradients are scaled more than once", (red,)))
+            out.append(
+                Violation(
+                    REDUCTION,
+                    RULE_REDUCE_ONCE,
+                    f"{red} appears {len(found)} times (ranks {', '.join(str(r) for r, _ in found)}): "
+                    "the gradients are scaled more than once",
+                    (red,),
+                )
+            )
         elif found[0][0] != rank_of[s]:
-            out.append(Violation(REDUCTION, RULE_REDUCE_ONCE,
-                                 f"{red} is on rank {found[0][0]} but stage {s} lives on rank {rank_of[s]}", (red,)))
+            out.append(
+                Violation(
+                    REDUCTION,
+                    RULE_REDUCE_ONCE,
+                    f"{red} is on rank {found[0][0]} but stage {s} lives on rank {rank_of[s]}",
+                    (red,),
+                )
+            )
         elif acc and acc[0] == found[0][0] and found[0][1] < acc[1]:
-            out.append(Violation(REDUCTION, RULE_REDUCE_AFTER,
-                                 f"rank {acc[0]} runs {red} before {acc[2]}: that microbatch's gradients are "
-                                 "accumulated after the reduction", (red, str(acc[2]))))
+            out.append(
+                Violation(
+                    REDUCTION,
+                    RULE_REDUCE_AFTER,
+                    f"rank {acc[0]} runs {red} before {acc[2]}: that microbatch's gradients are "
+                    "accumulated after the reduction",
+                    (red, str(acc[2])),
+                )
+            )
     return out
 
 
@@ -118,14 +141,23 @@ def check_sharding(schedule: Schedule) -> list[Violation]:
                 if a.kind == "UNSHARD":
                     if s in unsharded:
                         bad.add(s)
-                        out.append(Violation(SHARDING, RULE_PAIRED,
-                                             f"rank {r} unshards stage {s} twice without a RESHARD between", (str(a),)))
+                        out.append(
+                            Violation(
+                                SHARDING,
+                                RULE_PAIRED,
+                                f"rank {r} unshards stage {s} twice without a RESHARD between",
+                                (str(a),),
+                            )
+                        )
                     unsharded.add(s)
                 elif a.kind == "RESHARD":
                     if s not in unsharded:
                         bad.add(s)
-                        out.append(Violation(SHARDING, RULE_PAIRED,
-                                             f"rank {r} reshards stage {s} which is not unsharded", (str(a),)))
+                        out.append(
+                            Violation(
+                                SHARDING, RULE_PAIRED, f"rank {r} reshards stage {s} which is not unsharded", (str(a),)
+                            )
+                        )
                     unsharded.discard(s)
                     last_reshard[s] = str(a)
                 continue
@@ -140,8 +172,9 @@ def check_sharding(schedule: Schedule) -> list[Violation]:
                     later = any(isinstance(x, Marker) and x.kind == "UNSHARD" and x.stage == s for x in prog[k:])
                     why = f"before its first {s}UNSHARD" if later else f"no {s}UNSHARD on rank {r}"
                     core = (str(o), f"{s}UNSHARD") if later else (str(o),)
-                out.append(Violation(SHARDING, RULE_UNSHARDED,
-                                     f"rank {r} runs {o} while stage {s} is sharded ({why})", core))
+                out.append(
+                    Violation(SHARDING, RULE_UNSHARDED, f"rank {r} runs {o} while stage {s} is sharded ({why})", core)
+                )
     return out
 
 
@@ -163,14 +196,34 @@ def check_grad_sync(schedule: Schedule) -> tuple[list[Violation], list[tuple[str
     red, shard = check_reduction(schedule), check_sharding(schedule)
     proved = []
     if not red:
-        proved.append((REDUCTION, f"each of the {schedule.num_stages} stages reduces its gradients once, "
-                                  "on its rank, after its last B/W"))
+        proved.append(
+            (
+                REDUCTION,
+                f"each of the {schedule.num_stages} stages reduces its gradients once, on its rank, after its last B/W",
+            )
+        )
     if not shard:
         shards = any(isinstance(a, Marker) and a.kind != "REDUCE_GRAD" for prog in schedule.programs for a in prog)
-        proved.append((SHARDING, "every compute op runs on an unsharded stage" if shards
-                       else "no UNSHARD/RESHARD: plain (unsharded) stages"))
+        proved.append(
+            (
+                SHARDING,
+                "every compute op runs on an unsharded stage"
+                if shards
+                else "no UNSHARD/RESHARD: plain (unsharded) stages",
+            )
+        )
     return red + shard, proved
 
 
-__all__ = ["REDUCTION", "SHARDING", "RULE_REDUCE_ONCE", "RULE_REDUCE_AFTER", "RULE_UNSHARDED", "RULE_PAIRED",
-           "applies", "check_reduction", "check_sharding", "check_grad_sync"]
+__all__ = [
+    "REDUCTION",
+    "RULE_PAIRED",
+    "RULE_REDUCE_AFTER",
+    "RULE_REDUCE_ONCE",
+    "RULE_UNSHARDED",
+    "SHARDING",
+    "applies",
+    "check_grad_sync",
+    "check_reduction",
+    "check_sharding",
+]

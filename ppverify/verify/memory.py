@@ -27,7 +27,6 @@ from ..ops import Op
 from .report import Violation
 from .smt import minimize_core, num, plain_solver
 
-
 #: reading a model value costs ~20 us in Python; above this many slots peaks are not read back
 MAX_PEAK_READ = 5000
 
@@ -102,8 +101,11 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
         return [], _peaks(s2.model(), caps, p, scale)
     # which level atoms fail: indicators read off one model
     s3 = plain_solver()
-    s3.from_string("\n".join(lines) + "\n" + "\n".join(
-        f"(declare-const ok{n} Bool)\n(assert (= ok{n} (<= {n} {num(cap_i)})))" for n, _, _ in caps))
+    s3.from_string(
+        "\n".join(lines)
+        + "\n"
+        + "\n".join(f"(declare-const ok{n} Bool)\n(assert (= ok{n} (<= {n} {num(cap_i)})))" for n, _, _ in caps)
+    )
     s3.check()
     m3 = s3.model()
     peaks = _peaks(m3, caps, p, scale)
@@ -126,12 +128,13 @@ def _peaks(model: z3.ModelRef, caps: list[tuple[str, int, int]], p: int, scale: 
     return peaks
 
 
-def _explain(dag: StepDAG, ints, slots: list[list[int]], k: int, d: int, cap_i: int, scale: int, cap: float,
-             unit: str) -> Violation:
+def _explain(
+    dag: StepDAG, ints, slots: list[list[int]], k: int, d: int, cap_i: int, scale: int, cap: float, unit: str
+) -> Violation:
     """Minimal set of activations held at the start of slot k whose sum exceeds the cap."""
     held: dict[tuple[int, int], int] = {}  # (stage, mb) -> amount still held
     first_f: dict[tuple[int, int], Op] = {}
-    for j, slot in enumerate(slots[:k + 1]):
+    for j, slot in enumerate(slots[: k + 1]):
         for i in slot:
             op = dag.ops[i]
             key = (op.stage, op.mb)
@@ -155,13 +158,18 @@ def _explain(dag: StepDAG, ints, slots: list[list[int]], k: int, d: int, cap_i: 
 
     core = minimize_core(check, lits)
     names = {str(x) for x in core}
-    ops = tuple(sorted((str(first_f[key]) for key, _ in live if f"held_{key[0]}_{key[1]}" in names),
-                       key=lambda t: (len(t), t)))
+    ops = tuple(
+        sorted((str(first_f[key]) for key, _ in live if f"held_{key[0]}_{key[1]}" in names), key=lambda t: (len(t), t))
+    )
     level = Fraction(sum(a for _, a in live), scale)
     starter = dag.ops[slots[k][0]]
     held, capped = _held_and_cap(level, cap, unit)
-    return Violation("memory", "activation memory <= cap at every instant",
-                     f"device {d} holds {held} when {starter} starts (cap {capped})", ops)
+    return Violation(
+        "memory",
+        "activation memory <= cap at every instant",
+        f"device {d} holds {held} when {starter} starts (cap {capped})",
+        ops,
+    )
 
 
 def _held_and_cap(level: Fraction, cap: float, unit: str) -> tuple[str, str]:

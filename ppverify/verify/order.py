@@ -163,6 +163,7 @@ def _core_subproblem(pb: OrderProblem, core_edges: list[int], budget_s: float) -
     the rank-difference facts the full chains imply). A positive cycle found in the core is
     tried first: when Z3 confirms it infeasible, the deletion pass runs on it alone. None when
     Z3 finds the edges satisfiable."""
+
     def solve(edges: list[int]):
         nodes = sorted({x for e in edges for x in pb.edges[e][:2]})
         s = idl_solver()

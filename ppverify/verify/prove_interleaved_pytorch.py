@@ -65,8 +65,11 @@ def pytorch_theorems(v: int, f: int, b: int) -> list[Theorem]:
         ['starts', 'dep F<-F', 'dep B<-F']
     """
     if f > b or v < 2:
-        raise ParameterError("costs", f"F={f},B={b}", "the closed form of interleaved 1F1B's PyTorch order at "
-                             "m = p is derived for F <= B and v >= 2")
+        raise ParameterError(
+            "costs",
+            f"F={f},B={b}",
+            "the closed form of interleaved 1F1B's PyTorch order at m = p is derived for F <= B and v >= 2",
+        )
     P, D, J, E, I = z3.Ints("p d j e i")
 
     def F(c, d, j):
@@ -82,39 +85,99 @@ def pytorch_theorems(v: int, f: int, b: int) -> list[Theorem]:
     steady = z3.And(base, E == 2 * (P - 1 - D), E < P, I >= 0, E + I < P)
     end = (v * P + P - 1) * (f + b)
     return [
-        Theorem("starts", f"{q}: every start >= 0", base,
-                z3.And([z3.And(F(c, D, J) >= 0, B(c, D, J) >= 0) for c in C])),
-        Theorem("dep F<-F", f"{q}: F(c p+d, j) >= F(c p+d-1, j) + f (d >= 1) and F((c+1) p, j) >= F(c p+p-1, j) + f",
-                base, z3.And([z3.And(z3.Implies(D >= 1, F(c, D, J) >= F(c, D - 1, J) + f),
-                                     F(c + 1, 0, J) >= F(c, P - 1, J) + f if c < last else True) for c in C])),
+        Theorem(
+            "starts", f"{q}: every start >= 0", base, z3.And([z3.And(F(c, D, J) >= 0, B(c, D, J) >= 0) for c in C])
+        ),
+        Theorem(
+            "dep F<-F",
+            f"{q}: F(c p+d, j) >= F(c p+d-1, j) + f (d >= 1) and F((c+1) p, j) >= F(c p+p-1, j) + f",
+            base,
+            z3.And(
+                [
+                    z3.And(
+                        z3.Implies(D >= 1, F(c, D, J) >= F(c, D - 1, J) + f),
+                        F(c + 1, 0, J) >= F(c, P - 1, J) + f if c < last else True,
+                    )
+                    for c in C
+                ]
+            ),
+        ),
         Theorem("dep B<-F", f"{q}: B >= its own F + f", base, z3.And([B(c, D, J) >= F(c, D, J) + f for c in C])),
-        Theorem("dep B<-B", f"{q}: B(c p+d, j) >= B(c p+d+1, j) + b (d <= p-2) and B(c p+p-1, j) >= B((c+1) p, j) + b",
-                base, z3.And([z3.And(z3.Implies(D <= P - 2, B(c, D, J) >= B(c, D + 1, J) + b),
-                                     B(c, P - 1, J) >= B(c + 1, 0, J) + b if c < last else True) for c in C])),
-        Theorem("excl forwards", f"{q}: each forward of device d ends before its next one starts (j+1 < p, and "
-                                 "chunk c's last before chunk c+1's first)", base,
-                z3.And([z3.And(z3.Implies(J + 1 < P, F(c, D, J + 1) >= F(c, D, J) + f),
-                               F(c + 1, D, 0) >= F(c, D, P - 1) + f if c < last else True) for c in C])),
-        Theorem("excl backwards", f"{q}: each backward of device d ends before its next one starts (j+1 < p, and "
-                                  "chunk c's last before chunk c-1's first)", base,
-                z3.And([z3.And(z3.Implies(J + 1 < P, B(c, D, J + 1) >= B(c, D, J) + b),
-                               B(c - 1, D, 0) >= B(c, D, P - 1) + b if c >= 1 else True) for c in C])),
-        Theorem("excl steady", f"{q}, e = 2(p-1-d) < p, 0 <= i < p-e: the last chunk's forward e+i ends before its "
-                               "backward i starts, which ends before forward e+i+1 (if any) starts", steady,
-                z3.And(B(last, D, I) >= F(last, D, E + I) + f,
-                       z3.Implies(E + I + 1 < P, F(last, D, E + I + 1) >= B(last, D, I) + b))),
-        Theorem("excl turn", f"{q}, 2(p-1-d) >= p (every forward first): the first backward starts after the last "
-                             "forward ends", z3.And(base, 2 * (P - 1 - D) >= P),
-                B(last, D, 0) >= F(last, D, P - 1) + f),
-        Theorem("memory", f"{q}, e = 2(p-1-d) < p, 1 <= i < p-e: forward e+i of the last chunk starts after backward "
-                          "i-1 ends and before backward i ends, so device d then holds exactly "
-                          "w_d + 1 = (v-1)p + e + 1 chunk activations (its peak; every forward first elsewhere: v p)",
-                z3.And(steady, I >= 1),
-                z3.And(F(last, D, E + I) >= B(last, D, I - 1) + b, F(last, D, E + I) < B(last, D, I) + b)),
-        Theorem("makespan", f"{q}: every op ends by (v p + p - 1)(f + b) chunk ticks = (p + (p-1)/v)(f + b) device "
-                            "shares, the last B(stage 0, microbatch p-1) exactly then (Megatron's order's makespan)",
-                base, z3.And([z3.And(F(c, D, J) + f <= end, B(c, D, J) + b <= end) for c in C]
-                             + [B(0, 0, P - 1) + b == end])),
+        Theorem(
+            "dep B<-B",
+            f"{q}: B(c p+d, j) >= B(c p+d+1, j) + b (d <= p-2) and B(c p+p-1, j) >= B((c+1) p, j) + b",
+            base,
+            z3.And(
+                [
+                    z3.And(
+                        z3.Implies(D <= P - 2, B(c, D, J) >= B(c, D + 1, J) + b),
+                        B(c, P - 1, J) >= B(c + 1, 0, J) + b if c < last else True,
+                    )
+                    for c in C
+                ]
+            ),
+        ),
+        Theorem(
+            "excl forwards",
+            f"{q}: each forward of device d ends before its next one starts (j+1 < p, and "
+            "chunk c's last before chunk c+1's first)",
+            base,
+            z3.And(
+                [
+                    z3.And(
+                        z3.Implies(J + 1 < P, F(c, D, J + 1) >= F(c, D, J) + f),
+                        F(c + 1, D, 0) >= F(c, D, P - 1) + f if c < last else True,
+                    )
+                    for c in C
+                ]
+            ),
+        ),
+        Theorem(
+            "excl backwards",
+            f"{q}: each backward of device d ends before its next one starts (j+1 < p, and "
+            "chunk c's last before chunk c-1's first)",
+            base,
+            z3.And(
+                [
+                    z3.And(
+                        z3.Implies(J + 1 < P, B(c, D, J + 1) >= B(c, D, J) + b),
+                        B(c - 1, D, 0) >= B(c, D, P - 1) + b if c >= 1 else True,
+                    )
+                    for c in C
+                ]
+            ),
+        ),
+        Theorem(
+            "excl steady",
+            f"{q}, e = 2(p-1-d) < p, 0 <= i < p-e: the last chunk's forward e+i ends before its "
+            "backward i starts, which ends before forward e+i+1 (if any) starts",
+            steady,
+            z3.And(
+                B(last, D, I) >= F(last, D, E + I) + f,
+                z3.Implies(E + I + 1 < P, F(last, D, E + I + 1) >= B(last, D, I) + b),
+            ),
+        ),
+        Theorem(
+            "excl turn",
+            f"{q}, 2(p-1-d) >= p (every forward first): the first backward starts after the last forward ends",
+            z3.And(base, 2 * (P - 1 - D) >= P),
+            B(last, D, 0) >= F(last, D, P - 1) + f,
+        ),
+        Theorem(
+            "memory",
+            f"{q}, e = 2(p-1-d) < p, 1 <= i < p-e: forward e+i of the last chunk starts after backward "
+            "i-1 ends and before backward i ends, so device d then holds exactly "
+            "w_d + 1 = (v-1)p + e + 1 chunk activations (its peak; every forward first elsewhere: v p)",
+            z3.And(steady, I >= 1),
+            z3.And(F(last, D, E + I) >= B(last, D, I - 1) + b, F(last, D, E + I) < B(last, D, I) + b),
+        ),
+        Theorem(
+            "makespan",
+            f"{q}: every op ends by (v p + p - 1)(f + b) chunk ticks = (p + (p-1)/v)(f + b) device "
+            "shares, the last B(stage 0, microbatch p-1) exactly then (Megatron's order's makespan)",
+            base,
+            z3.And([z3.And(F(c, D, J) + f <= end, B(c, D, J) + b <= end) for c in C] + [B(0, 0, P - 1) + b == end]),
+        ),
     ]
 
 
@@ -133,4 +196,3 @@ def pytorch_starts(p: int, v: int, f: int, b: int) -> dict[str, float]:
                 out[f"{c * p + d}F{j}"] = pytorch_f(p, v, c, d, j, f, b) / v
                 out[f"{c * p + d}B{j}"] = pytorch_b(p, v, c, d, j, f, b) / v
     return out
-

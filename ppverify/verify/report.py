@@ -8,7 +8,14 @@ from typing import Any
 
 #: the properties, in the order they are checked and printed
 PROPERTIES: tuple[str, ...] = (
-    "completeness", "placement", "dependencies", "exclusivity", "deadlock", "reduction", "sharding", "memory",
+    "completeness",
+    "placement",
+    "dependencies",
+    "exclusivity",
+    "deadlock",
+    "reduction",
+    "sharding",
+    "memory",
     "timing",
 )
 
@@ -83,8 +90,10 @@ class Report:
         if self.witness is not None:
             lines.append(f"  witness: {len(self.witness)} start times (use --json to see them)")
         if "seconds" in self.stats:
-            lines.append(f"  ({self.stats.get('ops', '?')} ops, {self.stats.get('actions', '?')} actions, "
-                         f"{self.stats['seconds']:.2f} s)")
+            lines.append(
+                f"  ({self.stats.get('ops', '?')} ops, {self.stats.get('actions', '?')} actions, "
+                f"{self.stats['seconds']:.2f} s)"
+            )
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:

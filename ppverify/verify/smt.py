@@ -15,7 +15,7 @@ affected.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import z3
 
@@ -115,7 +115,7 @@ def minimize_core(
     deadline = time.monotonic() + budget_s
     i = 0
     while i < len(cur) and time.monotonic() < deadline:
-        trial = cur[:i] + cur[i + 1:]
+        trial = cur[:i] + cur[i + 1 :]
         res, new_core = check(trial)
         if res == z3.unsat:
             keep = {str(x) for x in new_core}

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import z3
 
 from ..dag import required_ops, split_pairs
-from ..ops import B, I, W, Op, Overlap
+from ..ops import B, I, Op, Overlap, W
 from ..schedule import Schedule
 from .report import Violation
 from .smt import plain_solver
@@ -70,7 +70,7 @@ def _rules(schedule: Schedule, occs: list[Occurrence]) -> tuple[list[str], list[
     rules: list[Rule] = []
     by_id: dict[Op, list[int]] = {}
     for k, oc in enumerate(occs):
-        k_, s, mb = oc.op
+        _, s, mb = oc.op
         rng = f"(and (<= 0 {s}) (< {s} {S}) (<= 0 {mb}) (< {mb} {m}))"
         rules.append((f"rng{k}", "completeness", rng, (k,), oc.op))
         rules.append((f"plc{k}", "placement", f"(=> {rng} (= {oc.device} (place (pipe {mb}) {s})))", (k,), oc.op))
@@ -96,19 +96,25 @@ def _rules(schedule: Schedule, occs: list[Occurrence]) -> tuple[list[str], list[
     return axioms, rules
 
 
-def _describe(rule: str, schedule: Schedule, occs: list[Occurrence], ks: tuple[int, ...], formula: str) -> tuple[str, str]:
+def _describe(
+    rule: str, schedule: Schedule, occs: list[Occurrence], ks: tuple[int, ...], formula: str
+) -> tuple[str, str]:
     S, m = schedule.num_stages, schedule.m
     if rule.startswith("rng"):
         oc = occs[ks[0]]
-        return ("stage and microbatch exist",
-                f"op {oc.op} on device {oc.device} refers to a stage or microbatch that does not exist "
-                f"(stages 0..{S - 1}, microbatches 0..{m - 1})")
+        return (
+            "stage and microbatch exist",
+            f"op {oc.op} on device {oc.device} refers to a stage or microbatch that does not exist "
+            f"(stages 0..{S - 1}, microbatches 0..{m - 1})",
+        )
     if rule.startswith("plc"):
         oc = occs[ks[0]]
         want = schedule.device_of(oc.op)
-        return ("op on its stage's device",
-                f"op {oc.op} is on device {oc.device} but stage {oc.op.stage} of pipe "
-                f"{schedule.pipe_of_mb[oc.op.mb]} lives on device {want}")
+        return (
+            "op on its stage's device",
+            f"op {oc.op} is on device {oc.device} but stage {oc.op.stage} of pipe "
+            f"{schedule.pipe_of_mb[oc.op.mb]} lives on device {want}",
+        )
     if rule.startswith("mix"):
         op = occs[ks[0]].op
         return ("B or I+W, not both", f"stage {op.stage} microbatch {op.mb} has both a full backward B and a split I/W")
@@ -147,8 +153,9 @@ def check_structure(schedule: Schedule, occs: list[Occurrence] | None = None) ->
         return [], set(), len(rules)
     # slow path: one indicator per rule; the model gives every rule's value at once
     s = plain_solver()
-    s.from_string("\n".join(axioms) + "\n" + "\n".join(
-        f"(declare-const {r[0]} Bool)\n(assert (= {r[0]} {r[2]}))" for r in rules))
+    s.from_string(
+        "\n".join(axioms) + "\n" + "\n".join(f"(declare-const {r[0]} Bool)\n(assert (= {r[0]} {r[2]}))" for r in rules)
+    )
     assert s.check() == z3.sat  # indicators make the problem satisfiable by construction
     model = s.model()
     failing = {d.name() for d in model.decls() if z3.is_false(model[d])}

@@ -59,7 +59,9 @@ def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel) -> list[list[fl
     return out
 
 
-def check_makespan(dag: StepDAG, costs: CostModel, bound: float, comm: CommModel = NO_COMM) -> tuple[Violation | None, dict[str, float] | None, float]:
+def check_makespan(
+    dag: StepDAG, costs: CostModel, bound: float, comm: CommModel = NO_COMM
+) -> tuple[Violation | None, dict[str, float] | None, float]:
     """Decide whether the programs can finish by ``bound``.
 
     Returns ``(violation or None, witness start times by op text or None, tick)``.
@@ -101,7 +103,9 @@ def check_makespan(dag: StepDAG, costs: CostModel, bound: float, comm: CommModel
             if q >= 0:
                 guarded.append((diff_ge(f"t{i}", f"t{q}", di[q] + int(_frac(delays[i][e]) * scale)), (q, i)))
     s = idl_solver()
-    s.from_string("\n".join(lines) + "\n" + "\n".join(f"(assert {a})" for a in reversed(atoms + [g for g, _ in guarded])))
+    s.from_string(
+        "\n".join(lines) + "\n" + "\n".join(f"(assert {a})" for a in reversed(atoms + [g for g, _ in guarded]))
+    )
     tick = 1.0 / scale
     if s.check() == z3.sat:
         model = s.model()
@@ -110,8 +114,11 @@ def check_makespan(dag: StepDAG, costs: CostModel, bound: float, comm: CommModel
     # proof of infeasibility: the guarded version's core is a chain longer than the bound
     s = idl_solver()
     decl = [f"(declare-const k{j} Bool)" for j in range(len(guarded))]
-    s.from_string("\n".join(lines + decl) + "\n" + "\n".join(
-        f"(assert {a})" for a in reversed(atoms + [f"(=> k{j} {g})" for j, (g, _) in enumerate(guarded)])))
+    s.from_string(
+        "\n".join(lines + decl)
+        + "\n"
+        + "\n".join(f"(assert {a})" for a in reversed(atoms + [f"(=> k{j} {g})" for j, (g, _) in enumerate(guarded)]))
+    )
     lits = [z3.Bool(f"k{j}") for j in range(len(guarded))]
     s.check(*lits)
     core = sorted(int(str(x)[1:]) for x in s.unsat_core())
@@ -119,7 +126,9 @@ def check_makespan(dag: StepDAG, costs: CostModel, bound: float, comm: CommModel
     from ..engines.core import list_schedule
 
     _, end = list_schedule(dag, dur, delays)
-    msg = (f"no execution of these programs finishes by {bound:g} under costs {costs.label or 'given'} "
-           f"(Z3: infeasible; the core's ops lie on a chain of dependencies and program order longer than "
-           f"{bound:g}; for reference the earliest finish is {max(end, default=0.0):g})")
+    msg = (
+        f"no execution of these programs finishes by {bound:g} under costs {costs.label or 'given'} "
+        f"(Z3: infeasible; the core's ops lie on a chain of dependencies and program order longer than "
+        f"{bound:g}; for reference the earliest finish is {max(end, default=0.0):g})"
+    )
     return Violation("timing", f"makespan <= {bound:g}", msg, tuple(ops)), None, tick

@@ -22,11 +22,16 @@ from ..common import print_json
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``--out``, ``--quick``, ``--timeout``, ``--json``."""
-    parser.add_argument("--out", "-o", default=None, metavar="FILE.yaml",
-                        help="write the preset there (default: print it)")
+    parser.add_argument(
+        "--out", "-o", default=None, metavar="FILE.yaml", help="write the preset there (default: print it)"
+    )
     parser.add_argument("--quick", action="store_true", help="fewer sizes, repeats and steps")
-    parser.add_argument("--timeout", type=float, default=120.0,
-                        help="seconds allowed to each measured run before it counts as a hang (default 120)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds allowed to each measured run before it counts as a hang (default 120)",
+    )
     parser.add_argument("--json", action="store_true", help="print the measured figures as one JSON object")
 
 
@@ -40,12 +45,21 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
     if args.json:
-        print_json({"action_overhead_s": cal.action_overhead_s, "transfer_overhead_s": cal.transfer_overhead_s,
-                    "latency_s": cal.latency_s, "bandwidth_Bps": cal.bandwidth_Bps,
-                    "two_pipe_overhead_s": cal.two_pipe_overhead_s,
-                    "residual": cal.residual, "pingpong": [list(x) for x in cal.pingpong],
-                    "runs": [list(x) for x in cal.runs], "machine": cal.machine, "date": cal.date,
-                    "preset": args.out})
+        print_json(
+            {
+                "action_overhead_s": cal.action_overhead_s,
+                "transfer_overhead_s": cal.transfer_overhead_s,
+                "latency_s": cal.latency_s,
+                "bandwidth_Bps": cal.bandwidth_Bps,
+                "two_pipe_overhead_s": cal.two_pipe_overhead_s,
+                "residual": cal.residual,
+                "pingpong": [list(x) for x in cal.pingpong],
+                "runs": [list(x) for x in cal.runs],
+                "machine": cal.machine,
+                "date": cal.date,
+                "preset": args.out,
+            }
+        )
     elif args.out:
         print(f"action overhead    {cal.action_overhead_s * 1e6:.1f} us per compute action")
         print(f"transfer overhead  {cal.transfer_overhead_s * 1e6:.1f} us per SEND/RECV")
@@ -59,5 +73,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMAND = Command("calibrate", "measure this machine's pipeline runtime overhead and link; write a system preset",
-                  add_arguments, run, description=__doc__.split("\n\n", 1)[1] if __doc__ else "")
+COMMAND = Command(
+    "calibrate",
+    "measure this machine's pipeline runtime overhead and link; write a system preset",
+    add_arguments,
+    run,
+    description=__doc__.split("\n\n", 1)[1] if __doc__ else "",
+)

@@ -11,11 +11,22 @@ import sys
 import time
 from pathlib import Path
 
+from ...compare import (
+    DEFAULT_M,
+    DEFAULT_MODELS,
+    DEFAULT_SYSTEMS,
+    LEVEL_SEMANTICS,
+    LEVELS,
+    abstract_configs,
+    default_configs,
+    format_config_table,
+    format_legend,
+    run_comparison,
+    select_schedules,
+)
 from ...compare.config import ALL_LEVELS
-from ...compare import (DEFAULT_M, DEFAULT_MODELS, DEFAULT_SYSTEMS, LEVEL_SEMANTICS, LEVELS, abstract_configs, default_configs,
-                        format_config_table, format_legend, run_comparison, select_schedules)
-from ...compare.table import unavailable_levels
 from ...compare.findings import FINDINGS_SCHEDULES, Setup, abstract_setup, evaluate_findings, format_findings
+from ...compare.table import unavailable_levels
 from ...costs import parse_costs
 from ...errors import ParameterError
 from .. import Command
@@ -55,42 +66,72 @@ def _floats(name: str, text: str, default: tuple[float, ...]) -> tuple[float, ..
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Selections (schedules, systems, models, p, m, levels), solver budget and outputs."""
-    parser.add_argument("--schedules", help="comma-separated schedule labels or families "
-                        "(default: gpipe,1f1b,1f1b-split,interleaved-v2,chimera,chimera-asym,hanayo-w1,hanayo-w2)")
+    parser.add_argument(
+        "--schedules",
+        help="comma-separated schedule labels or families "
+        "(default: gpipe,1f1b,1f1b-split,interleaved-v2,chimera,chimera-asym,hanayo-w1,hanayo-w2)",
+    )
     parser.add_argument("--systems", help=f"comma-separated system presets (default: {','.join(DEFAULT_SYSTEMS)})")
     parser.add_argument("--models", help=f"comma-separated model presets (default: {','.join(DEFAULT_MODELS)})")
     parser.add_argument("-p", dest="ps", help="pipeline devices, comma-separated (default 4)")
-    parser.add_argument("-m", dest="ms", help=f"microbatches, comma-separated (default {','.join(map(str, DEFAULT_M))})")
-    parser.add_argument("--levels", "--semantics", dest="levels",
-                        help=f"abstraction levels / semantics, comma-separated (default: {','.join(LEVELS)})")
+    parser.add_argument(
+        "-m", dest="ms", help=f"microbatches, comma-separated (default {','.join(map(str, DEFAULT_M))})"
+    )
+    parser.add_argument(
+        "--levels",
+        "--semantics",
+        dest="levels",
+        help=f"abstraction levels / semantics, comma-separated (default: {','.join(LEVELS)})",
+    )
     g = parser.add_argument_group("preset options (apply to every system and model)")
     g.add_argument("--mfu", type=float, default=None, help="model FLOPs utilization (default 0.4)")
     g.add_argument("--microbatch-size", type=int, default=None, help="sequences per microbatch (default 1)")
     g.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (default: the model's)")
     g.add_argument("--tp", type=int, default=None, help="tensor-parallel size per pipeline rank (default 1)")
-    g.add_argument("--ranks-per-node", type=int, default=None,
-                   help="pipeline ranks per node (default: every GPU of a node; 1 = every hop on the network)")
-    parser.add_argument("--measured", action="store_true",
-                        help="add the measured level: every schedule run in PyTorch's pipeline runtime on this "
-                             "machine, ops sleeping their durations (1 abstract unit = 10 ms); p <= 4 only")
+    g.add_argument(
+        "--ranks-per-node",
+        type=int,
+        default=None,
+        help="pipeline ranks per node (default: every GPU of a node; 1 = every hop on the network)",
+    )
+    parser.add_argument(
+        "--measured",
+        action="store_true",
+        help="add the measured level: every schedule run in PyTorch's pipeline runtime on this "
+        "machine, ops sleeping their durations (1 abstract unit = 10 ms); p <= 4 only",
+    )
     parser.add_argument("--costs", help="abstract mode: op costs per device share, e.g. F=1,B=2 (no presets)")
     parser.add_argument("--comm-delay", help="abstract mode: per-hop delays, comma-separated (default 0)")
-    parser.add_argument("--time-limit", type=float, default=0.5,
-                        help="CP-SAT work per solver point, in its deterministic seconds (default 0.5; the same table on a "
-                             "loaded machine; the wall clock stops a solve at 4x); larger points get a bound only")
-    parser.add_argument("--max-opt-ops", type=int, default=256,
-                        help="solve the optimum only for schedules with at most this many ops (default 256)")
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=0.5,
+        help="CP-SAT work per solver point, in its deterministic seconds (default 0.5; the same table on a "
+        "loaded machine; the wall clock stops a solve at 4x); larger points get a bound only",
+    )
+    parser.add_argument(
+        "--max-opt-ops",
+        type=int,
+        default=256,
+        help="solve the optimum only for schedules with at most this many ops (default 256)",
+    )
     parser.add_argument("--out", help="write one row per (schedule, configuration, level) to .csv or .parquet")
     parser.add_argument("--json", action="store_true", help="print the rows (and findings) as JSON")
-    parser.add_argument("--findings", action="store_true",
-                        help="check the seed paper's findings (reproduced / not, under which semantics)")
-    parser.add_argument("--no-verify", action="store_true",
-                        help="skip proving each schedule valid with the Z3 verifier (the Z3 column)")
+    parser.add_argument(
+        "--findings",
+        action="store_true",
+        help="check the seed paper's findings (reproduced / not, under which semantics)",
+    )
+    parser.add_argument(
+        "--no-verify", action="store_true", help="skip proving each schedule valid with the Z3 verifier (the Z3 column)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     from ..findings_map_cli import add_map_arguments
 
     add_map_arguments(parser)
-    parser.add_argument("--report", metavar="HTML", help="also write this run's self-contained HTML report (ppverify report)")
+    parser.add_argument(
+        "--report", metavar="HTML", help="also write this run's self-contained HTML report (ppverify report)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,12 +172,24 @@ def run(args: argparse.Namespace) -> int:
         _check_presets(systems, models)
         configs = default_configs(systems, models, ps, ms, _preset_options(args))
         _check_options(configs[0])
-    df = run_comparison(configs, entries, levels, args.time_limit, args.max_opt_ops, progress=not args.no_progress,
-                        verify=not args.no_verify, on_point=points.append if args.report else None)
+    df = run_comparison(
+        configs,
+        entries,
+        levels,
+        args.time_limit,
+        args.max_opt_ops,
+        progress=not args.no_progress,
+        verify=not args.no_verify,
+        on_point=points.append if args.report else None,
+    )
     _write(df, args.out)
     if args.json:
-        print_json({"levels": {lv: LEVEL_SEMANTICS[lv] for lv in levels},
-                    "rows": df.astype(object).where(df.notna(), None).to_dict(orient="records")})
+        print_json(
+            {
+                "levels": {lv: LEVEL_SEMANTICS[lv] for lv in levels},
+                "rows": df.astype(object).where(df.notna(), None).to_dict(orient="records"),
+            }
+        )
         return _report(args, df, points)
     for cfg in dict.fromkeys(df["config"]):
         print(format_config_table(df, cfg))
@@ -144,8 +197,10 @@ def run(args: argparse.Namespace) -> int:
     print(format_legend([lv for lv in levels]))
     for lv, why in unavailable_levels(df).items():
         print(f"  level {lv} produced no numbers: {why}")
-    print(f"\n{len(df)} rows ({len(configs)} configurations x {len(entries)} schedules x {len(levels)} levels) "
-          f"in {time.perf_counter() - t0:.1f} s" + (f"; written to {args.out}" if args.out else ""))
+    print(
+        f"\n{len(df)} rows ({len(configs)} configurations x {len(entries)} schedules x {len(levels)} levels) "
+        f"in {time.perf_counter() - t0:.1f} s" + (f"; written to {args.out}" if args.out else "")
+    )
     return _report(args, df, points)
 
 
@@ -166,17 +221,39 @@ def _run_findings(args: argparse.Namespace, levels: tuple[str, ...], t0: float, 
         setup = Setup(systems[0], systems[1], model, _ints("p", args.ps, (4, 8)), options=_preset_options(args))
         configs = setup.configs()
         _check_options(configs[0])
-    df = run_comparison(configs, FINDINGS_SCHEDULES, levels, args.time_limit, args.max_opt_ops,
-                        progress=not args.no_progress, on_point=points.append if args.report else None)
+    df = run_comparison(
+        configs,
+        FINDINGS_SCHEDULES,
+        levels,
+        args.time_limit,
+        args.max_opt_ops,
+        progress=not args.no_progress,
+        on_point=points.append if args.report else None,
+    )
     _write(df, args.out)
     found = evaluate_findings(df, setup, levels)
     if args.json:
-        print_json({"findings": [{"key": f.key, "claim": f.claim, "summary": f.summary,
-                                  "verdicts": [{"level": v.level, "reproduced": v.reproduced, "evidence": v.evidence}
-                                               for v in f.verdicts]} for f in found]})
+        print_json(
+            {
+                "findings": [
+                    {
+                        "key": f.key,
+                        "claim": f.claim,
+                        "summary": f.summary,
+                        "verdicts": [
+                            {"level": v.level, "reproduced": v.reproduced, "evidence": v.evidence} for v in f.verdicts
+                        ],
+                    }
+                    for f in found
+                ]
+            }
+        )
         return _report(args, df, points, found)
-    print(f"Seed-paper findings, fast = {setup.fast}, slow = {setup.slow}"
-          + (f", model {setup.model}" if setup.model else "") + f", p in {list(setup.ps)}, m in {{p, {setup.large_m_factor}p}}\n")
+    print(
+        f"Seed-paper findings, fast = {setup.fast}, slow = {setup.slow}"
+        + (f", model {setup.model}" if setup.model else "")
+        + f", p in {list(setup.ps)}, m in {{p, {setup.large_m_factor}p}}\n"
+    )
     print(format_findings(found))
     print(f"\n({time.perf_counter() - t0:.1f} s)")
     return _report(args, df, points, found)
@@ -187,18 +264,30 @@ def _report(args: argparse.Namespace, df, points: list, findings=()) -> int:
     if args.report:
         from ...report.build import report_from_run
 
-        st = report_from_run(df, points, args.report, findings, getattr(args, "findings_map", None),
-                             getattr(args, "title", None), getattr(args, "max_chart_ops", None),
-                             getattr(args, "findings_json", None))
-        print(f"report written to {args.report} ({len(st.points)} charted points, {st.num_ops_drawn} ops)",
-              file=sys.stderr if args.json else sys.stdout)
+        st = report_from_run(
+            df,
+            points,
+            args.report,
+            findings,
+            getattr(args, "findings_map", None),
+            getattr(args, "title", None),
+            getattr(args, "max_chart_ops", None),
+            getattr(args, "findings_json", None),
+        )
+        print(
+            f"report written to {args.report} ({len(st.points)} charted points, {st.num_ops_drawn} ops)",
+            file=sys.stderr if args.json else sys.stdout,
+        )
     return 0
 
 
 def _preset_options(args: argparse.Namespace) -> tuple[tuple[str, object], ...]:
     """Preset options given on the command line, validated by the presets when used."""
-    return tuple((k, getattr(args, k)) for k in ("mfu", "microbatch_size", "seq_len", "tp", "ranks_per_node")
-                 if getattr(args, k, None) is not None)
+    return tuple(
+        (k, getattr(args, k))
+        for k in ("mfu", "microbatch_size", "seq_len", "tp", "ranks_per_node")
+        if getattr(args, k, None) is not None
+    )
 
 
 def _check_options(config) -> None:
@@ -238,7 +327,9 @@ def _write(df, out: str | None) -> None:
 
 
 COMMAND = Command(
-    "compare", "rank schedules under every abstraction level (formula, slot, async, contention, CP-SAT)",
-    add_arguments, run,
-    description=__doc__.replace('``', ''),
+    "compare",
+    "rank schedules under every abstraction level (formula, slot, async, contention, CP-SAT)",
+    add_arguments,
+    run,
+    description=__doc__.replace("``", ""),
 )

@@ -66,5 +66,10 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMAND = Command("export", "write a schedule as a PyTorch CSV (either flavour) or ppverify JSON", add_arguments,
-                  run_export, description=__doc__.split("\n\n", 1)[1] if __doc__ else "")
+COMMAND = Command(
+    "export",
+    "write a schedule as a PyTorch CSV (either flavour) or ppverify JSON",
+    add_arguments,
+    run_export,
+    description=__doc__.split("\n\n", 1)[1] if __doc__ else "",
+)

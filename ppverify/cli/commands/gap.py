@@ -21,8 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
-def family_value(schedule: Any, costs: Any, comm: Any, objective: str, sync: str = "eager",
-                 dp_allreduce: int = 0) -> tuple[float, Any]:
+def family_value(
+    schedule: Any, costs: Any, comm: Any, objective: str, sync: str = "eager", dp_allreduce: int = 0
+) -> tuple[float, Any]:
     """The schedule's makespan (or longest per-device span) under the async engine, and the
     timeline. Replica all-reduces (two-pipe families) are included as the engine runs them under
     ``sync`` (the bound includes the same collectives).
@@ -40,8 +41,11 @@ def family_value(schedule: Any, costs: Any, comm: Any, objective: str, sync: str
     tl = run_engine(schedule, costs, comm, "async", sync=sync, dp_allreduce=dp_allreduce)
     if objective == "makespan":
         return float(tl.makespan), tl
-    spans = [float(tl.end[tl.device == d].max() - tl.start[tl.device == d].min())
-             for d in range(tl.p) if (tl.device == d).any()]
+    spans = [
+        float(tl.end[tl.device == d].max() - tl.start[tl.device == d].min())
+        for d in range(tl.p)
+        if (tl.device == d).any()
+    ]
     return max(spans), tl
 
 
@@ -59,21 +63,37 @@ def run(args: argparse.Namespace) -> int:
     over_cap = pr.memory_cap is not None and peak > pr.memory_cap + 1e-9
     res = optimize(pr, args.time_limit, args.workers, args.seed)
     bound = min(res.bound, value) if not over_cap else res.bound
-    out = dict(info, family=sched.describe(), family_value=value, family_peak_memory=float(peak),
-               family_over_cap=bool(over_cap), bound=bound, gap=relative_gap(value, bound),
-               optimum=res.objective if res.status == "OPTIMAL" else None,
-               best_found=res.objective, status=res.status, objective=res.objective_name,
-               analytic_bounds=dict(res.bounds), wall_s=round(res.wall_s, 3), time_unit=res.time_unit,
-               collectives=res.collectives)
+    out = dict(
+        info,
+        family=sched.describe(),
+        family_value=value,
+        family_peak_memory=float(peak),
+        family_over_cap=bool(over_cap),
+        bound=bound,
+        gap=relative_gap(value, bound),
+        optimum=res.objective if res.status == "OPTIMAL" else None,
+        best_found=res.objective,
+        status=res.status,
+        objective=res.objective_name,
+        analytic_bounds=dict(res.bounds),
+        wall_s=round(res.wall_s, 3),
+        time_unit=res.time_unit,
+        collectives=res.collectives,
+    )
     if args.json:
         print_json(out)
         return 0
     u = "" if res.time_unit != "s" else " s"
     gap = out["gap"]
-    print(f"family     {sched.describe()}  ({pr.objective} under the async engine: {value:g}{u}"
-          + (f"; its peak memory {peak:g} breaks the cap {pr.memory_cap:g}" if over_cap else "") + ")")
-    print(f"bound      {bound:g}{u}  certified lower bound on every schedule of these ops"
-          + (f" ({res.collectives})" if res.collectives else ""))
+    print(
+        f"family     {sched.describe()}  ({pr.objective} under the async engine: {value:g}{u}"
+        + (f"; its peak memory {peak:g} breaks the cap {pr.memory_cap:g}" if over_cap else "")
+        + ")"
+    )
+    print(
+        f"bound      {bound:g}{u}  certified lower bound on every schedule of these ops"
+        + (f" ({res.collectives})" if res.collectives else "")
+    )
     print(f"gap        {'-' if gap is None else f'{100 * gap:.2f}%'}  ({pr.objective} - bound) / {pr.objective}")
     if res.status == "OPTIMAL":
         print(f"optimum    {res.objective:g}{u}  (proven; the family is {value - res.objective:g}{u} above it)")
@@ -84,5 +104,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMAND = Command("gap", "a family's makespan against the certified lower bound (CP-SAT) and the gap",
-                  add_arguments, run, description=__doc__ or "")
+COMMAND = Command(
+    "gap",
+    "a family's makespan against the certified lower bound (CP-SAT) and the gap",
+    add_arguments,
+    run,
+    description=__doc__ or "",
+)

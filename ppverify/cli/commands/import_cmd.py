@@ -34,30 +34,50 @@ MAX_LISTED = 10
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``FILE``, ``--placement``, ``-m``, ``--stages``, costs, ``--torch``, ``--json``."""
-    parser.add_argument("file", metavar="FILE.csv", nargs="?", default=None,
-                        help="a PyTorch pipelining CSV (compute_only or compute_comms)")
-    parser.add_argument("--torch-class", default=None, metavar="NAME",
-                        help="instead of a file, build the action lists of one of PyTorch's schedule classes "
-                             "(GPipe, 1F1B, LoopedBFS, Interleaved1F1B, InterleavedZeroBubble, ZBVZeroBubble, "
-                             "DualPipeV) with -p, -m and --v; needs torch")
+    parser.add_argument(
+        "file",
+        metavar="FILE.csv",
+        nargs="?",
+        default=None,
+        help="a PyTorch pipelining CSV (compute_only or compute_comms)",
+    )
+    parser.add_argument(
+        "--torch-class",
+        default=None,
+        metavar="NAME",
+        help="instead of a file, build the action lists of one of PyTorch's schedule classes "
+        "(GPipe, 1F1B, LoopedBFS, Interleaved1F1B, InterleavedZeroBubble, ZBVZeroBubble, "
+        "DualPipeV) with -p, -m and --v; needs torch",
+    )
     parser.add_argument("-p", type=int, default=4, help="ranks for --torch-class (default 4)")
     parser.add_argument("--v", type=int, default=None, help="stages per rank for --torch-class")
-    parser.add_argument("--placement", default=None,
-                        help="stage -> rank map: linear, loop, v, or one rank per stage (e.g. 0,1,1,0); "
-                             "default: inferred from the rows")
-    parser.add_argument("-m", type=int, default=None,
-                        help="microbatches (default: largest index in the file + 1)")
-    parser.add_argument("--stages", type=int, default=None,
-                        help="number of stages (default: largest stage index in the file + 1)")
+    parser.add_argument(
+        "--placement",
+        default=None,
+        help="stage -> rank map: linear, loop, v, or one rank per stage (e.g. 0,1,1,0); "
+        "default: inferred from the rows",
+    )
+    parser.add_argument("-m", type=int, default=None, help="microbatches (default: largest index in the file + 1)")
+    parser.add_argument(
+        "--stages", type=int, default=None, help="number of stages (default: largest stage index in the file + 1)"
+    )
     add_cost_arguments(parser)
-    parser.add_argument("--torch", action="store_true",
-                        help="also run PyTorch's own _validate_schedule (needs torch installed)")
-    parser.add_argument("--comm-semantics", choices=("buffered", "rendezvous"), default="buffered",
-                        help="point-to-point semantics for the verifier's deadlock check: buffered (a SEND "
-                             "never blocks; default) or rendezvous (a SEND waits for its RECV, like NCCL)")
-    parser.add_argument("--table", choices=("paper", "torch"), default=None,
-                        help="also print the slot table of a valid file: paper (device x tick) or torch "
-                             "(PyTorch's step x rank grid)")
+    parser.add_argument(
+        "--torch", action="store_true", help="also run PyTorch's own _validate_schedule (needs torch installed)"
+    )
+    parser.add_argument(
+        "--comm-semantics",
+        choices=("buffered", "rendezvous"),
+        default="buffered",
+        help="point-to-point semantics for the verifier's deadlock check: buffered (a SEND "
+        "never blocks; default) or rendezvous (a SEND waits for its RECV, like NCCL)",
+    )
+    parser.add_argument(
+        "--table",
+        choices=("paper", "torch"),
+        default=None,
+        help="also print the slot table of a valid file: paper (device x tick) or torch (PyTorch's step x rank grid)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -89,8 +109,12 @@ def _z3_verdict(schedule: Schedule, costs: Any = None, comm_semantics: str = "bu
     return verify(schedule, costs, comm_semantics=comm_semantics)
 
 
-def report(schedule: Schedule, costs_args: argparse.Namespace | None = None, with_torch: bool = False,
-           comm_semantics: str = "buffered") -> dict[str, Any]:
+def report(
+    schedule: Schedule,
+    costs_args: argparse.Namespace | None = None,
+    with_torch: bool = False,
+    comm_semantics: str = "buffered",
+) -> dict[str, Any]:
     """Everything ``ppverify import`` prints, as a dict (``valid`` is the verdict).
 
     Example:
@@ -102,14 +126,17 @@ def report(schedule: Schedule, costs_args: argparse.Namespace | None = None, wit
     return _check(schedule, costs_args, with_torch, comm_semantics)[0]
 
 
-def _check(schedule: Schedule, costs_args: argparse.Namespace | None, with_torch: bool,
-           comm_semantics: str) -> tuple[dict[str, Any], Any]:
+def _check(
+    schedule: Schedule, costs_args: argparse.Namespace | None, with_torch: bool, comm_semantics: str
+) -> tuple[dict[str, Any], Any]:
     """The report and the slot timeline (None when the file cannot be timed)."""
     tl = None
     rep: dict[str, Any] = {
         "schedule": schedule.describe(),
         "format": schedule.params.get("format"),
-        "ranks": schedule.p, "stages": schedule.num_stages, "microbatches": schedule.m,
+        "ranks": schedule.p,
+        "stages": schedule.num_stages,
+        "microbatches": schedule.m,
         "placement": {"name": schedule.placement.name, "stage_to_rank": list(schedule.placement.maps[0])},
         "cells": _counts(schedule),
     }
@@ -118,8 +145,11 @@ def _check(schedule: Schedule, costs_args: argparse.Namespace | None, with_torch
     from ...engines.torch_steps import comm_problems
 
     comms = comm_problems(schedule) if not problems else []
-    rep["comms"] = {"ok": not comms, "problems": comms,
-                    "explicit": any(isinstance(a, Comm) for prog in schedule.programs for a in prog)}
+    rep["comms"] = {
+        "ok": not comms,
+        "problems": comms,
+        "explicit": any(isinstance(a, Comm) for prog in schedule.programs for a in prog),
+    }
     order: dict[str, Any] = {"ok": None, "problem": None}
     slot = None
     if not problems:
@@ -127,8 +157,12 @@ def _check(schedule: Schedule, costs_args: argparse.Namespace | None, with_torch
             costs = costs_from_args(costs_args, schedule) if costs_args is not None else None
             tl = run(schedule, costs, semantics="slot")
             order["ok"] = True
-            slot = {"makespan": tl.makespan, "bubble_ratio": tl.bubble_ratio,
-                    "peak_activations": tl.peak_memory().tolist(), "time_unit": tl.time_unit}
+            slot = {
+                "makespan": tl.makespan,
+                "bubble_ratio": tl.bubble_ratio,
+                "peak_activations": tl.peak_memory().tolist(),
+                "time_unit": tl.time_unit,
+            }
         except InvalidScheduleError as exc:
             order = {"ok": False, "problem": str(exc)}
     rep["order"] = order
@@ -144,10 +178,17 @@ def _check(schedule: Schedule, costs_args: argparse.Namespace | None, with_torch
         except (InvalidScheduleError, ParameterError):
             pass  # the lowering itself deadlocks or cannot apply: verify the file as written
     z3 = _z3_verdict(target, None, comm_semantics)
-    rep["verifier"] = None if z3 is None else {
-        "valid": z3.valid, "proved": [p for p, _ in z3.proved],
-        "violations": [v.to_text() for v in z3.violations], "comm_semantics": comm_semantics,
-        "send_recv": sendrecv}
+    rep["verifier"] = (
+        None
+        if z3 is None
+        else {
+            "valid": z3.valid,
+            "proved": [p for p, _ in z3.proved],
+            "violations": [v.to_text() for v in z3.violations],
+            "comm_semantics": comm_semantics,
+            "send_recv": sendrecv,
+        }
+    )
     rep["torch_steps"] = None
     if not problems and order["ok"]:
         try:
@@ -178,10 +219,14 @@ def _print(rep: dict[str, Any]) -> None:
     c = rep["cells"]
     pl = rep["placement"]
     print(f"file          {rep['schedule']}")
-    print(f"read as       {rep['format']}: {rep['ranks']} ranks, {rep['stages']} stages, {rep['microbatches']} microbatches")
+    print(
+        f"read as       {rep['format']}: {rep['ranks']} ranks, {rep['stages']} stages, {rep['microbatches']} microbatches"
+    )
     print(f"placement     {pl['name']}: stage -> rank {pl['stage_to_rank']}")
-    print(f"cells         {c['compute']} compute ops ({c['overlapped_cells']} overlapped cells), "
-          f"{c['comm']} send/recv, {c['marker']} markers, {c['idle']} idle")
+    print(
+        f"cells         {c['compute']} compute ops ({c['overlapped_cells']} overlapped cells), "
+        f"{c['comm']} send/recv, {c['marker']} markers, {c['idle']} idle"
+    )
     st = rep["structure"]
     if st["ok"]:
         print("structure     ok: every F and B (or I+W) once, on its stage's rank")
@@ -203,8 +248,10 @@ def _print(rep: dict[str, Any]) -> None:
     vr = rep.get("verifier")
     if vr is not None:
         head = "VALID" if vr["valid"] else f"INVALID, {len(vr['violations'])} violation(s)"
-        print(f"Z3 verifier   {head}; proved: {', '.join(vr['proved']) or 'nothing'} "
-              f"({vr['comm_semantics']} semantics, SEND/RECV {vr['send_recv']})")
+        print(
+            f"Z3 verifier   {head}; proved: {', '.join(vr['proved']) or 'nothing'} "
+            f"({vr['comm_semantics']} semantics, SEND/RECV {vr['send_recv']})"
+        )
         for v in vr["violations"][:MAX_LISTED]:
             print(f"  - {v}")
     if "pytorch_validate" in rep:
@@ -212,11 +259,16 @@ def _print(rep: dict[str, Any]) -> None:
         print("PyTorch       _validate_schedule " + ("accepts it" if pv["ok"] else f"rejects it: {pv['message']}"))
     if rep["slot"]:
         s = rep["slot"]
-        print(f"slot table    makespan {s['makespan']:g} {s['time_unit']}, bubble {s['bubble_ratio']:.4f} (idle/total), "
-              f"peak activations {[round(x, 4) for x in s['peak_activations']]}")
+        print(
+            f"slot table    makespan {s['makespan']:g} {s['time_unit']}, bubble {s['bubble_ratio']:.4f} (idle/total), "
+            f"peak activations {[round(x, 4) for x in s['peak_activations']]}"
+        )
     if rep["torch_steps"] is not None:
-        note = ("; an overlapped cell counts as one step, PyTorch's simulator rejects them"
-                if rep["cells"]["overlapped_cells"] else "")
+        note = (
+            "; an overlapped cell counts as one step, PyTorch's simulator rejects them"
+            if rep["cells"]["overlapped_cells"]
+            else ""
+        )
         print(f"torch steps   {rep['torch_steps']} (PyTorch's _simulate_comms_compute: every action one step{note})")
     elif rep.get("torch_steps_problem"):
         print(f"torch steps   n/a: {rep['torch_steps_problem']}")
@@ -254,5 +306,10 @@ def run_import(args: argparse.Namespace) -> int:
     return 0 if rep["valid"] else 1
 
 
-COMMAND = Command("import", "read a PyTorch pipelining CSV, show it and verify it", add_arguments, run_import,
-                  description=__doc__.split("\n\n", 1)[1] if __doc__ else "")
+COMMAND = Command(
+    "import",
+    "read a PyTorch pipelining CSV, show it and verify it",
+    add_arguments,
+    run_import,
+    description=__doc__.split("\n\n", 1)[1] if __doc__ else "",
+)

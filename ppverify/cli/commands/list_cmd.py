@@ -21,14 +21,26 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for fam in families():
         params = ", ".join(f"--{p.name.replace('_', '-')} (default {p.default}): {p.help}" for p in fam.params)
-        rows.append({"family": fam.name, "description": fam.description, "parameters": params or "-",
-                     "rules": fam.rules, "formula": "yes" if fam.formula else "no"})
+        rows.append(
+            {
+                "family": fam.name,
+                "description": fam.description,
+                "parameters": params or "-",
+                "rules": fam.rules,
+                "formula": "yes" if fam.formula else "no",
+            }
+        )
     if args.json:
         print_json(rows)
     else:
-        print(tabulate([[r["family"], r["description"], r["parameters"], r["rules"]] for r in rows],
-                       headers=["family", "description", "parameters", "rules"], tablefmt="simple",
-                       maxcolwidths=[None, 40, 40, 30]))
+        print(
+            tabulate(
+                [[r["family"], r["description"], r["parameters"], r["rules"]] for r in rows],
+                headers=["family", "description", "parameters", "rules"],
+                tablefmt="simple",
+                maxcolwidths=[None, 40, 40, 30],
+            )
+        )
     return 0
 
 

@@ -25,21 +25,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Schedule, costs, run and output options."""
     add_schedule_arguments(parser)
     g = parser.add_argument_group("measurement")
-    g.add_argument("--costs", default="F=0.01,B=0.02",
-                   help="op costs in seconds per device share, e.g. F=0.01,B=0.02 or F=0.01,I=0.01,W=0.01 "
-                        "(default F=0.01,B=0.02)")
-    g.add_argument("--compute", choices=("sleep", "real"), default="sleep",
-                   help="sleep: each op sleeps its cost (default); real: small real transformer-like blocks")
+    g.add_argument(
+        "--costs",
+        default="F=0.01,B=0.02",
+        help="op costs in seconds per device share, e.g. F=0.01,B=0.02 or F=0.01,I=0.01,W=0.01 (default F=0.01,B=0.02)",
+    )
+    g.add_argument(
+        "--compute",
+        choices=("sleep", "real"),
+        default="sleep",
+        help="sleep: each op sleeps its cost (default); real: small real transformer-like blocks",
+    )
     g.add_argument("--steps", type=int, default=3, help="measured steps (default 3)")
     g.add_argument("--warmup", type=int, default=1, help="unmeasured steps first (default 1)")
-    g.add_argument("--timeout", type=float, default=60.0,
-                   help="seconds before a run counts as hung (default 60; start-up not included)")
+    g.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds before a run counts as hung (default 60; start-up not included)",
+    )
     g.add_argument("--seed", type=int, default=0, help="seed of weights and data (default 0)")
-    g.add_argument("--format", choices=("compute_only", "compute_comms"), default="compute_only",
-                   help="CSV flavour handed to PyTorch's runtime (default compute_only)")
-    g.add_argument("--system", default=None, metavar="NAME|FILE",
-                   help="also print the prediction calibrated with this system preset (runtime overhead and "
-                        "links), e.g. one written by `ppverify calibrate`")
+    g.add_argument(
+        "--format",
+        choices=("compute_only", "compute_comms"),
+        default="compute_only",
+        help="CSV flavour handed to PyTorch's runtime (default compute_only)",
+    )
+    g.add_argument(
+        "--system",
+        default=None,
+        metavar="NAME|FILE",
+        help="also print the prediction calibrated with this system preset (runtime overhead and "
+        "links), e.g. one written by `ppverify calibrate`",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     out.add_argument("--trace", metavar="OUT.json", default=None, help="write a Chrome/Perfetto trace")
@@ -61,12 +79,21 @@ def run(args: argparse.Namespace) -> int:
     costs = parse_costs(args.costs)
     system = load_system(args.system) if args.system else None  # bad presets fail before any process starts
     try:
-        res = measure(schedule, costs, compute=args.compute, steps=args.steps,
-                      warmup=args.warmup, timeout=args.timeout, seed=args.seed, format=args.format)
+        res = measure(
+            schedule,
+            costs,
+            compute=args.compute,
+            steps=args.steps,
+            warmup=args.warmup,
+            timeout=args.timeout,
+            seed=args.seed,
+            format=args.format,
+        )
     except MeasureTimeout as exc:
         if args.json:
-            print_json({"schedule": schedule.describe(), "hang": str(exc), "blocked": exc.blocked,
-                        "timeout": exc.timeout})
+            print_json(
+                {"schedule": schedule.describe(), "hang": str(exc), "blocked": exc.blocked, "timeout": exc.timeout}
+            )
         else:
             print(f"schedule      {schedule.describe()}\n{exc}\nall worker processes stopped")
         return 1
@@ -86,13 +113,18 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rep)
         return 0 if res.grad_check.ok else 1
-    runner = ("PyTorch _PipelineScheduleRuntime" if res.runner == "torch-runtime"
-              else "ppverify two-pipe runner (point-to-point + replica all-reduce)")
+    runner = (
+        "PyTorch _PipelineScheduleRuntime"
+        if res.runner == "torch-runtime"
+        else "ppverify two-pipe runner (point-to-point + replica all-reduce)"
+    )
     steps = res.makespans
-    print(f"schedule      {schedule.describe()}\n"
-          f"runner        {runner}; {schedule.p} processes, gloo; compute {res.compute}; "
-          f"{len(steps)} steps after {args.warmup} warm-up\n"
-          f"costs         {res.costs.label} (s per device share)")
+    print(
+        f"schedule      {schedule.describe()}\n"
+        f"runner        {runner}; {schedule.p} processes, gloo; compute {res.compute}; "
+        f"{len(steps)} steps after {args.warmup} warm-up\n"
+        f"costs         {res.costs.label} (s per device share)"
+    )
     if not args.no_table:
         print()
         print(gantt(tl, args.width))
@@ -103,11 +135,15 @@ def run(args: argparse.Namespace) -> int:
         line += f"   predicted {fmt_time(pred.makespan, 's')} (async)   error {100 * (ms - pred.makespan) / pred.makespan:+.1f}%"
     print(line)
     if calibrated is not None:
-        print(f"calibrated    predicted {fmt_time(calibrated, 's')} (async, --system {args.system})   "
-              f"error {100 * (ms - calibrated) / calibrated:+.1f}%")
+        print(
+            f"calibrated    predicted {fmt_time(calibrated, 's')} (async, --system {args.system})   "
+            f"error {100 * (ms - calibrated) / calibrated:+.1f}%"
+        )
     bubble = f"bubble ratio  measured {tl.bubble_ratio:.4f}"
     print(bubble + (f"   predicted {pred.bubble_ratio:.4f}" if pred is not None else ""))
-    print(f"step time     {', '.join(fmt_time(t, 's') for t in res.step_times)} (first rank's start to last rank's end)")
+    print(
+        f"step time     {', '.join(fmt_time(t, 's') for t in res.step_times)} (first rank's start to last rank's end)"
+    )
     print(f"gradients     {res.grad_check.message}")
     for flag in ("trace", "frame", "plot"):
         if getattr(args, flag):
@@ -133,6 +169,9 @@ def _plot(timeline, path: str) -> None:
 
 
 COMMAND = Command(
-    "measure", "run a schedule in PyTorch's real pipeline runtime: check gradients, time it vs the prediction",
-    add_arguments, run, description=__doc__ or "",
+    "measure",
+    "run a schedule in PyTorch's real pipeline runtime: check gradients, time it vs the prediction",
+    add_arguments,
+    run,
+    description=__doc__ or "",
 )

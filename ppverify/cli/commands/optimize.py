@@ -30,9 +30,14 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
     from ...schedules import families
     from ..presets_args import add_preset_arguments
 
-    parser.add_argument("schedule", metavar="FAMILY|FILE", nargs="?" if family_optional else None, default=None,
-                        help="a registered family or schedule file giving the placement, microbatch pipes "
-                             "(and, with --evaluate or for gap, the program order)")
+    parser.add_argument(
+        "schedule",
+        metavar="FAMILY|FILE",
+        nargs="?" if family_optional else None,
+        default=None,
+        help="a registered family or schedule file giving the placement, microbatch pipes "
+        "(and, with --evaluate or for gap, the program order)",
+    )
     parser.add_argument("-p", type=int, default=4, help="pipeline devices (default 4)")
     parser.add_argument("-m", type=int, default=None, help="microbatches per step (default: p)")
     seen: set[str] = set()
@@ -41,35 +46,70 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
             if pr.name in seen:
                 continue
             seen.add(pr.name)
-            parser.add_argument(f"--{pr.name.replace('_', '-')}", dest=f"fam_{pr.name}", type=pr.type, default=None,
-                                metavar=pr.name.upper(), help=f"{pr.help} ({fam.name}; default {pr.default})")
+            parser.add_argument(
+                f"--{pr.name.replace('_', '-')}",
+                dest=f"fam_{pr.name}",
+                type=pr.type,
+                default=None,
+                metavar=pr.name.upper(),
+                help=f"{pr.help} ({fam.name}; default {pr.default})",
+            )
     if family_optional:
-        parser.add_argument("--placement", choices=sorted(NAMED), default=None,
-                            help="placement when no family is given (default linear); loop uses --v chunks, "
-                                 "wave --waves waves")
+        parser.add_argument(
+            "--placement",
+            choices=sorted(NAMED),
+            default=None,
+            help="placement when no family is given (default linear); loop uses --v chunks, wave --waves waves",
+        )
     add_cost_arguments(parser)
     add_preset_arguments(parser)
     g = parser.add_argument_group("memory")
-    g.add_argument("--memory-cap", default=None, metavar="X|SIZE",
-                   help="per-device activation cap: a multiple of M_F (e.g. 8) or bytes (e.g. 64GiB)")
+    g.add_argument(
+        "--memory-cap",
+        default=None,
+        metavar="X|SIZE",
+        help="per-device activation cap: a multiple of M_F (e.g. 8) or bytes (e.g. 64GiB)",
+    )
     from ...optimize import DEFAULT_MEMORY_MODEL
 
-    g.add_argument("--memory-model", default=None, metavar="MODEL",
-                   help=f"how I and W free activations: zero-bubble[:h=..,a=..,s=..,b=..,layers=..], "
-                        f"w-frees-all, i-frees=FRACTION (default {DEFAULT_MEMORY_MODEL})")
+    g.add_argument(
+        "--memory-model",
+        default=None,
+        metavar="MODEL",
+        help=f"how I and W free activations: zero-bubble[:h=..,a=..,s=..,b=..,layers=..], "
+        f"w-frees-all, i-frees=FRACTION (default {DEFAULT_MEMORY_MODEL})",
+    )
     s = parser.add_argument_group("solver")
-    s.add_argument("--objective", choices=("makespan", "span"), default="makespan",
-                   help="makespan (default) or span: the zero-bubble paper's longest per-device span")
-    s.add_argument("--backward", choices=("auto", "split", "full"), default="auto",
-                   help="split (I + W) or full (B) backward; auto: split when --costs names I or W or the "
-                        "family splits it")
+    s.add_argument(
+        "--objective",
+        choices=("makespan", "span"),
+        default="makespan",
+        help="makespan (default) or span: the zero-bubble paper's longest per-device span",
+    )
+    s.add_argument(
+        "--backward",
+        choices=("auto", "split", "full"),
+        default="auto",
+        help="split (I + W) or full (B) backward; auto: split when --costs names I or W or the family splits it",
+    )
     from ...engines.simulate import SYNC_MODES
 
-    s.add_argument("--sync", choices=SYNC_MODES, default="eager",
-                   help="replica gradient all-reduce of two-pipe placements, as simulate runs it: eager (once "
-                        "a stage's last backward ends on every replica; default), after-flush, or none")
-    s.add_argument("--dp-allreduce", type=int, nargs="?", const=2, default=0, metavar="N",
-                   help="end the step with a data-parallel gradient all-reduce among N pipeline replicas")
+    s.add_argument(
+        "--sync",
+        choices=SYNC_MODES,
+        default="eager",
+        help="replica gradient all-reduce of two-pipe placements, as simulate runs it: eager (once "
+        "a stage's last backward ends on every replica; default), after-flush, or none",
+    )
+    s.add_argument(
+        "--dp-allreduce",
+        type=int,
+        nargs="?",
+        const=2,
+        default=0,
+        metavar="N",
+        help="end the step with a data-parallel gradient all-reduce among N pipeline replicas",
+    )
     s.add_argument("--time-limit", type=float, default=60.0, help="seconds (default 60); never exceeded by much")
     s.add_argument("--workers", type=int, default=2, help="CP-SAT search workers (default 2)")
     s.add_argument("--seed", type=int, default=0, help="CP-SAT random seed (default 0)")
@@ -144,11 +184,19 @@ def problem_from_args(args: argparse.Namespace):
             cap = float(parse_size(args.memory_cap).value)
         else:
             cap = float(Fraction(multiple) * Fraction(max(costs.activation)).limit_denominator(10**6))
-    info = {"placement": placement.name, "p": placement.p, "m": m, "stages": placement.num_stages,
-            "costs": costs.label or "custom", "comm": _comm_text(ctx),
-            "memory_model": mm.name if applied else "the model preset's activation memory",
-            "memory_cap": args.memory_cap, "backward": "split" if split else "full",
-            "sync": getattr(args, "sync", "eager"), "dp_allreduce": getattr(args, "dp_allreduce", 0) or 0}
+    info = {
+        "placement": placement.name,
+        "p": placement.p,
+        "m": m,
+        "stages": placement.num_stages,
+        "costs": costs.label or "custom",
+        "comm": _comm_text(ctx),
+        "memory_model": mm.name if applied else "the model preset's activation memory",
+        "memory_cap": args.memory_cap,
+        "backward": "split" if split else "full",
+        "sync": getattr(args, "sync", "eager"),
+        "dp_allreduce": getattr(args, "dp_allreduce", 0) or 0,
+    }
     pr = Problem(placement, m, costs, ctx.comm, split, cap, args.objective, pipes, info["sync"], info["dp_allreduce"])
     return pr, sched, info
 
@@ -170,8 +218,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Problem, solver and output options."""
     add_problem_arguments(parser)
     out = parser.add_argument_group("output")
-    out.add_argument("--evaluate", action="store_true",
-                     help="keep the family's program order on every device (CP-SAT times it)")
+    out.add_argument(
+        "--evaluate", action="store_true", help="keep the family's program order on every device (CP-SAT times it)"
+    )
     out.add_argument("--save", metavar="OUT.json", default=None, help="write the schedule found (ppverify JSON)")
     out.add_argument("--table", action="store_true", help="print the schedule found as a slot table")
     out.add_argument("--no-chart", action="store_true", help="do not print the timeline chart")
@@ -188,21 +237,27 @@ def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
         f"problem    {info['placement']} placement, p={info['p']}, m={info['m']}, {info['stages']} stages, "
         f"{info['backward']} backward, costs {info['costs']}, {info['comm']}",
         f"memory     cap {info['memory_cap'] or 'none'}"
-        + (f" x M_F, {info['memory_model']}" if info["memory_cap"] and str(info["memory_cap"])[-1].isdigit() else
-           (f", {info['memory_model']}" if info["memory_cap"] else "")),
+        + (
+            f" x M_F, {info['memory_model']}"
+            if info["memory_cap"] and str(info["memory_cap"])[-1].isdigit()
+            else (f", {info['memory_model']}" if info["memory_cap"] else "")
+        ),
         f"status     {res.status}" + (f" ({res.reason})" if res.reason else ""),
         f"{res.objective_name:<10} {val}",
         *([f"collective {res.collectives}"] if res.collectives else []),
         f"bound      {res.bound:g}{u}  (critical path {b['critical_path']:g}, device work {b['device_work']:g}, "
         f"memory window {b['memory_window']:g}"
         + (f", one machine {b['one_machine']:g}" if b.get("one_machine") else "")
-        + (f", device relaxation {b['device_relaxation']:g}" if b.get("device_relaxation") else "") + ")",
+        + (f", device relaxation {b['device_relaxation']:g}" if b.get("device_relaxation") else "")
+        + ")",
         f"gap        {'-' if res.gap is None else f'{100 * res.gap:.2f}%'}  (value - bound) / value",
         f"wall time  {res.wall_s:.1f} s  ({res.solver.get('workers', '-')} workers, seed {res.solver.get('seed', '-')}, "
         f"tick {res.tick:g}{'' if res.exact else ', durations rounded to ticks'})",
     ]
     if res.hint:
-        lines.append(f"start      {res.hint}" + (f" ({res.hint_objective:g}{u})" if res.hint_objective is not None else ""))
+        lines.append(
+            f"start      {res.hint}" + (f" ({res.hint_objective:g}{u})" if res.hint_objective is not None else "")
+        )
     return lines
 
 
@@ -216,18 +271,33 @@ def run(args: argparse.Namespace) -> int:
     if args.evaluate:
         if sched is None:
             raise ParameterError("evaluate", True, "--evaluate needs a family or schedule file (its program order)")
-        res = evaluate(sched, pr.costs, pr.comm, pr.memory_cap, pr.objective, args.time_limit, args.workers, args.seed,
-                       pr.sync, pr.dp_allreduce, deadline=deadline)
+        res = evaluate(
+            sched,
+            pr.costs,
+            pr.comm,
+            pr.memory_cap,
+            pr.objective,
+            args.time_limit,
+            args.workers,
+            args.seed,
+            pr.sync,
+            pr.dp_allreduce,
+            deadline=deadline,
+        )
     else:
         res = optimize(pr, args.time_limit, args.workers, args.seed, deadline=deadline)
     if args.save and res.schedule is not None:
+        from ...io.json_comm import CommSettings
         from ...io.json_format import save_json
 
-        from ...io.json_comm import CommSettings
-
         # the transfers and collectives too, so simulate/plot of the file reproduce the value
-        save_json(res.schedule, args.save, costs=pr.costs, comm=CommSettings(pr.comm, pr.sync, pr.dp_allreduce),
-                  comment=f"ppverify optimize: {res.status} {res.objective_name} {res.objective} bound {res.bound}")
+        save_json(
+            res.schedule,
+            args.save,
+            costs=pr.costs,
+            comm=CommSettings(pr.comm, pr.sync, pr.dp_allreduce),
+            comment=f"ppverify optimize: {res.status} {res.objective_name} {res.objective} bound {res.bound}",
+        )
     if args.json:
         print_json(dict(info, **res.to_dict()))
     else:
@@ -248,5 +318,10 @@ def run(args: argparse.Namespace) -> int:
     return 0 if res.status in ("OPTIMAL", "FEASIBLE") else 1
 
 
-COMMAND = Command("optimize", "optimal makespan/span or a certified lower bound (CP-SAT), with comm and memory caps",
-                  add_arguments, run, description=__doc__ or "")
+COMMAND = Command(
+    "optimize",
+    "optimal makespan/span or a certified lower bound (CP-SAT), with comm and memory caps",
+    add_arguments,
+    run,
+    description=__doc__ or "",
+)

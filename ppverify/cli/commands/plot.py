@@ -20,8 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ...schedules import families
     from ..presets_args import add_preset_arguments
 
-    parser.add_argument("schedule", nargs="?", metavar="FAMILY|FILE",
-                        help="a registered family or a schedule file (Gantt chart); omit with --crossover")
+    parser.add_argument(
+        "schedule",
+        nargs="?",
+        metavar="FAMILY|FILE",
+        help="a registered family or a schedule file (Gantt chart); omit with --crossover",
+    )
     parser.add_argument("-p", type=int, default=4, help="pipeline devices (default 4)")
     parser.add_argument("-m", type=int, default=None, help="microbatches per step (default: p)")
     seen: set[str] = set()
@@ -29,19 +33,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         for pr in fam.params:
             if pr.name not in seen:
                 seen.add(pr.name)
-                parser.add_argument(f"--{pr.name.replace('_', '-')}", dest=f"fam_{pr.name}", type=pr.type,
-                                    default=None, metavar=pr.name.upper(),
-                                    help=f"{pr.help} ({fam.name}; default {pr.default})")
+                parser.add_argument(
+                    f"--{pr.name.replace('_', '-')}",
+                    dest=f"fam_{pr.name}",
+                    type=pr.type,
+                    default=None,
+                    metavar=pr.name.upper(),
+                    help=f"{pr.help} ({fam.name}; default {pr.default})",
+                )
     add_cost_arguments(parser)
     add_preset_arguments(parser)
-    parser.add_argument("--semantics", default=None, choices=("slot", "async", "contention"),
-                        help="timing semantics (default: async, or slot without communication)")
-    parser.add_argument("--crossover", choices=("latency", "bandwidth"),
-                        help="plot makespan of several schedules against per-hop latency or link bandwidth")
-    parser.add_argument("--schedules", help="with --crossover: comma-separated schedule labels/families (default: the comparison's seven)")
-    parser.add_argument("--range", dest="xrange", default=None, metavar="LO,HI[,N]",
-                        help="with --crossover: x range (latency in µs or abstract delay; bandwidth in GB/s), "
-                             "log-spaced; default 1,10000,13 (µs) / 1,1000,13 (GB/s) / 0,2,9 (abstract)")
+    parser.add_argument(
+        "--semantics",
+        default=None,
+        choices=("slot", "async", "contention"),
+        help="timing semantics (default: async, or slot without communication)",
+    )
+    parser.add_argument(
+        "--crossover",
+        choices=("latency", "bandwidth"),
+        help="plot makespan of several schedules against per-hop latency or link bandwidth",
+    )
+    parser.add_argument(
+        "--schedules",
+        help="with --crossover: comma-separated schedule labels/families (default: the comparison's seven)",
+    )
+    parser.add_argument(
+        "--range",
+        dest="xrange",
+        default=None,
+        metavar="LO,HI[,N]",
+        help="with --crossover: x range (latency in µs or abstract delay; bandwidth in GB/s), "
+        "log-spaced; default 1,10000,13 (µs) / 1,1000,13 (GB/s) / 0,2,9 (abstract)",
+    )
     parser.add_argument("-o", "--output", required=True, help="output file (.png, .svg or .pdf)")
     parser.add_argument("--json", action="store_true", help="print what was drawn as JSON")
 
@@ -72,9 +96,8 @@ def run(args: argparse.Namespace) -> int:
     from ...engines import run as run_engine
     from ...plots import gantt
     from ..common import schedule_from_args
-    from ..presets_args import preset_context_from_args
-
     from ..file_settings import timing_from_file
+    from ..presets_args import preset_context_from_args
 
     schedule = schedule_from_args(args)
     # a saved file's costs and communication (optimize --save) time the chart as they timed the file
@@ -85,11 +108,18 @@ def run(args: argparse.Namespace) -> int:
     extra = {"sync": timing.sync, "dp_allreduce": timing.dp_allreduce} if semantics != "slot" else {}
     tl = run_engine(schedule, ctx.costs, ctx.comm, semantics=semantics, **extra)
     out = gantt(tl, args.output)
-    info = {"output": str(out), "schedule": schedule.describe(), "semantics": semantics,
-            "makespan": tl.makespan, "time_unit": tl.time_unit, "transfers": len(tl.transfers)}
+    info = {
+        "output": str(out),
+        "schedule": schedule.describe(),
+        "semantics": semantics,
+        "makespan": tl.makespan,
+        "time_unit": tl.time_unit,
+        "transfers": len(tl.transfers),
+    }
     print_json(info) if args.json else print(
         f"wrote {out}: Gantt chart of {schedule.describe()} under {semantics} "
-        f"(makespan {tl.makespan:.6g} {tl.time_unit}, {len(tl.transfers)} transfers drawn)")
+        f"(makespan {tl.makespan:.6g} {tl.time_unit}, {len(tl.transfers)} transfers drawn)"
+    )
     return 0
 
 
@@ -104,8 +134,11 @@ def _crossover(args: argparse.Namespace) -> int:
     if args.system or args.model:
         if not (args.system and args.model):
             raise ParameterError("system", args.system, "--system and --model go together")
-        opts = tuple((k, getattr(args, k)) for k in ("mfu", "microbatch_size", "seq_len", "tp", "ranks_per_node")
-                     if getattr(args, k, None) is not None)
+        opts = tuple(
+            (k, getattr(args, k))
+            for k in ("mfu", "microbatch_size", "seq_len", "tp", "ranks_per_node")
+            if getattr(args, k, None) is not None
+        )
         cfg = Config(args.p, m, args.system, args.model, options=opts)
         lo, hi, n = _range(args.xrange, (1.0, 1e4, 13) if args.crossover == "latency" else (1.0, 1e3, 13))
         if lo <= 0:
@@ -113,8 +146,11 @@ def _crossover(args: argparse.Namespace) -> int:
         vals = np.logspace(np.log10(lo), np.log10(hi), n) * (1e-6 if args.crossover == "latency" else 1e9)
     else:
         if args.crossover != "latency":
-            raise ParameterError("crossover", args.crossover, "abstract costs only have a latency (per-hop delay) axis; "
-                                                              "give --system and --model for bandwidth")
+            raise ParameterError(
+                "crossover",
+                args.crossover,
+                "abstract costs only have a latency (per-hop delay) axis; give --system and --model for bandwidth",
+            )
         costs = parse_costs(args.costs or "F=1,B=2")
         cfg = Config(args.p, m, costs=tuple((k, float(v)) for k, v in costs.items()))
         lo, hi, n = _range(args.xrange, (0.0, 2.0, 9))
@@ -123,20 +159,40 @@ def _crossover(args: argparse.Namespace) -> int:
     curves = makespan_curves(entries, cfg, args.crossover, vals, semantics)
     # the swept axis replaces the configuration's own latency (or delay c) or bandwidth: name the
     # configuration without it, so the title does not claim one value of what the x axis varies
-    what = (f"{cfg.label_parts()}, {args.crossover} varied" if not cfg.abstract
-            else ",".join(f"{k}={v:g}" for k, v in cfg.costs or ()))
-    out = crossover_plot(curves, args.crossover, args.output,
-                         f"p={cfg.p} m={cfg.m} {what}: makespan vs {'per-hop delay' if cfg.abstract else args.crossover} "
-                         f"under {semantics} (x = order swaps)")
+    what = (
+        f"{cfg.label_parts()}, {args.crossover} varied"
+        if not cfg.abstract
+        else ",".join(f"{k}={v:g}" for k, v in cfg.costs or ())
+    )
+    out = crossover_plot(
+        curves,
+        args.crossover,
+        args.output,
+        f"p={cfg.p} m={cfg.m} {what}: makespan vs {'per-hop delay' if cfg.abstract else args.crossover} "
+        f"under {semantics} (x = order swaps)",
+    )
     cross = crossings(curves)
     if args.json:
-        print_json({"output": str(out), "config": cfg.label, "semantics": semantics,
-                    "crossings": [{"faster_before": a, "faster_after": b, "between": [x0, x1]} for a, b, x0, x1 in cross]})
+        print_json(
+            {
+                "output": str(out),
+                "config": cfg.label,
+                "semantics": semantics,
+                "crossings": [{"faster_before": a, "faster_after": b, "between": [x0, x1]} for a, b, x0, x1 in cross],
+            }
+        )
     else:
-        print(f"wrote {out}: {len(set(curves['schedule']))} schedules, {len(vals)} {args.crossover} values, "
-              f"{len(cross)} ranking crossings under {semantics}")
+        print(
+            f"wrote {out}: {len(set(curves['schedule']))} schedules, {len(vals)} {args.crossover} values, "
+            f"{len(cross)} ranking crossings under {semantics}"
+        )
     return 0
 
 
-COMMAND = Command("plot", "draw a Gantt chart of a timeline, or makespan against latency/bandwidth", add_arguments, run,
-                  description=__doc__.replace('``', ''))
+COMMAND = Command(
+    "plot",
+    "draw a Gantt chart of a timeline, or makespan against latency/bandwidth",
+    add_arguments,
+    run,
+    description=__doc__.replace("``", ""),
+)

@@ -23,8 +23,12 @@ from ..common import print_json
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Family, optional costs, output."""
     parser.add_argument("family", help=f"one of: {', '.join(PROVABLE)}, or 'all'")
-    parser.add_argument("--costs", default=None, metavar="F=f,B=b",
-                        help="one integer cost setting (default: F=1,B=1 and F=1,B=2; chimera needs F=1)")
+    parser.add_argument(
+        "--costs",
+        default=None,
+        metavar="F=f,B=b",
+        help="one integer cost setting (default: F=1,B=1 and F=1,B=2; chimera needs F=1)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
@@ -57,20 +61,38 @@ def run(args: argparse.Namespace) -> int:
         if label != last[0]:
             print(f"== {label}")
             last[0] = label
-        print(f"  {r.name}: {r.statement}\n    ... {r.status}" +
-              ("" if not r.counterexample else " " + ", ".join(f"{k}={v}" for k, v in r.counterexample.items())))
+        print(
+            f"  {r.name}: {r.statement}\n    ... {r.status}"
+            + ("" if not r.counterexample else " " + ", ".join(f"{k}={v}" for k, v in r.counterexample.items()))
+        )
 
     for fam in fams:
         results += prove_family(fam, costs, on_result=show)
     ok = all(r.status == "proved" for _, r in results)
     if args.json:
-        print_json([{"setting": lbl, "theorem": r.name, "statement": r.statement, "status": r.status,
-                     "counterexample": r.counterexample, "seconds": r.seconds} for lbl, r in results])
+        print_json(
+            [
+                {
+                    "setting": lbl,
+                    "theorem": r.name,
+                    "statement": r.statement,
+                    "status": r.status,
+                    "counterexample": r.counterexample,
+                    "seconds": r.seconds,
+                }
+                for lbl, r in results
+            ]
+        )
     else:
         n = sum(r.status == "proved" for _, r in results)
         print(f"{n}/{len(results)} proved" + ("" if ok else " (see the counterexamples above)"))
     return 0 if ok else 1
 
 
-COMMAND = Command("prove", "prove a family's closed-form schedule correct for all p, m with Z3",
-                  add_arguments, run, description=__doc__ or "")
+COMMAND = Command(
+    "prove",
+    "prove a family's closed-form schedule correct for all p, m with Z3",
+    add_arguments,
+    run,
+    description=__doc__ or "",
+)

@@ -21,17 +21,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     compare.add_arguments(parser)
     g = parser.add_argument_group("report")
-    g.add_argument("-o", "--output", default="ppverify-report.html", help="HTML file to write (default ppverify-report.html)")
-    g.add_argument("--from", dest="from_file", metavar="RESULTS",
-                   help="build the page from a results file (.csv/.parquet of compare --out, .json of compare --json, "
-                        ".jsonl sweep store) instead of running; timelines are recomputed from its rows")
-    g.add_argument("--findings-json", metavar="JSON", help="findings to show: the output of `ppverify compare --findings --json`")
-    g.add_argument("--findings-map", metavar="PNG|DIR", help="findings map image(s) to embed: a .png, or the folder "
-                   "of `compare --findings --map --plots DIR`")
+    g.add_argument(
+        "-o", "--output", default="ppverify-report.html", help="HTML file to write (default ppverify-report.html)"
+    )
+    g.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="RESULTS",
+        help="build the page from a results file (.csv/.parquet of compare --out, .json of compare --json, "
+        ".jsonl sweep store) instead of running; timelines are recomputed from its rows",
+    )
+    g.add_argument(
+        "--findings-json", metavar="JSON", help="findings to show: the output of `ppverify compare --findings --json`"
+    )
+    g.add_argument(
+        "--findings-map",
+        metavar="PNG|DIR",
+        help="findings map image(s) to embed: a .png, or the folder of `compare --findings --map --plots DIR`",
+    )
     g.add_argument("--title", help="page title")
-    g.add_argument("--max-chart-ops", type=int, default=DEFAULT_MAX_CHART_OPS,
-                   help=f"ops embedded with charts over all points and levels (default {DEFAULT_MAX_CHART_OPS}); "
-                        "further points appear in the tables only")
+    g.add_argument(
+        "--max-chart-ops",
+        type=int,
+        default=DEFAULT_MAX_CHART_OPS,
+        help=f"ops embedded with charts over all points and levels (default {DEFAULT_MAX_CHART_OPS}); "
+        "further points appear in the tables only",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,15 +60,27 @@ def run(args: argparse.Namespace) -> int:
         return compare.run(args)
     from ...report.build import report_from_file
 
-    st = report_from_file(args.from_file, args.output, args.time_limit, args.max_opt_ops, args.findings_json,
-                          args.findings_map, args.title, args.max_chart_ops)
-    print(f"report written to {args.output} ({len(st.rows)} rows, {len(st.points)} charted points, "
-          f"{st.num_ops_drawn} ops)")
+    st = report_from_file(
+        args.from_file,
+        args.output,
+        args.time_limit,
+        args.max_opt_ops,
+        args.findings_json,
+        args.findings_map,
+        args.title,
+        args.max_chart_ops,
+    )
+    print(
+        f"report written to {args.output} ({len(st.rows)} rows, {len(st.points)} charted points, "
+        f"{st.num_ops_drawn} ops)"
+    )
     return 0
 
 
 COMMAND = Command(
-    "report", "write one self-contained HTML page of a study (tables, Gantt charts, verdicts, findings)",
-    add_arguments, run,
-    description=__doc__.replace('``', ''),
+    "report",
+    "write one self-contained HTML page of a study (tables, Gantt charts, verdicts, findings)",
+    add_arguments,
+    run,
+    description=__doc__.replace("``", ""),
 )

@@ -19,9 +19,9 @@ from tabulate import tabulate
 
 from ...comm import FixedDelay
 from ...costs import CostModel, complete_costs, parse_costs
+from ...engines.table import MAX_RENDER_TICKS
 from ...errors import ParameterError, ScheduleFileError
 from ...io.json_format import ScheduleDocument, TableGrid, save_json
-from ...engines.table import MAX_RENDER_TICKS
 from ...io.table_text import STYLES, timeline_table
 from ...schedule import Schedule
 from ...timeline import Timeline
@@ -36,18 +36,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Schedule source, costs, ``--style``, ``--json``, ``--save``, ``--no-table``."""
     add_schedule_arguments(parser)
     add_cost_arguments(parser)
-    parser.add_argument("--style", choices=STYLES, default="paper",
-                        help="table layout: paper (device x tick) or torch (PyTorch's step x rank grid)")
+    parser.add_argument(
+        "--style",
+        choices=STYLES,
+        default="paper",
+        help="table layout: paper (device x tick) or torch (PyTorch's step x rank grid)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    parser.add_argument("--save", metavar="OUT.json", default=None,
-                        help="also write the schedule, its costs and its table as a ppverify JSON file")
+    parser.add_argument(
+        "--save",
+        metavar="OUT.json",
+        default=None,
+        help="also write the schedule, its costs and its table as a ppverify JSON file",
+    )
     parser.add_argument("--no-table", action="store_true", help="print the metrics only")
-    parser.add_argument("--width", type=int, default=None, metavar="COLUMNS",
-                        help="wrap a wider paper table into blocks of ticks that fit (default: the terminal's "
-                             "width, 100 when unknown; 0: never wrap)")
-    parser.add_argument("--placement", default=None,
-                        help="for a text table (.txt): where its stages live: linear (default), loop "
-                             "(with --v), v, wave (with --waves), bidirectional (with --offset)")
+    parser.add_argument(
+        "--width",
+        type=int,
+        default=None,
+        metavar="COLUMNS",
+        help="wrap a wider paper table into blocks of ticks that fit (default: the terminal's "
+        "width, 100 when unknown; 0: never wrap)",
+    )
+    parser.add_argument(
+        "--placement",
+        default=None,
+        help="for a text table (.txt): where its stages live: linear (default), loop "
+        "(with --v), v, wave (with --waves), bidirectional (with --offset)",
+    )
 
 
 #: suffixes read as text tables (paper layout or PyTorch's printed grid)
@@ -89,8 +105,11 @@ def _document(args: argparse.Namespace) -> ScheduleDocument:
     if looks_like_file(args.schedule) and suffix == ".json":
         return read_json(args.schedule)
     if args.placement:
-        raise ParameterError("placement", args.placement, "only a text table (.txt) takes --placement; "
-                             "families and schedule files carry their own")
+        raise ParameterError(
+            "placement",
+            args.placement,
+            "only a text table (.txt) takes --placement; families and schedule files carry their own",
+        )
     return ScheduleDocument(schedule_from_args(args))
 
 
@@ -107,7 +126,11 @@ def _costs(args: argparse.Namespace, doc: ScheduleDocument) -> tuple[CostModel, 
         return CostModel.abstract(schedule.placement, **given), given
     if doc.costs is not None:
         if doc.costs.num_stages != schedule.num_stages:
-            raise ScheduleFileError(args.schedule, "costs", f"describes {doc.costs.num_stages} stages; the placement has {schedule.num_stages}")
+            raise ScheduleFileError(
+                args.schedule,
+                "costs",
+                f"describes {doc.costs.num_stages} stages; the placement has {schedule.num_stages}",
+            )
         if doc.costs == CostModel.unit(schedule.placement):
             return doc.costs, None
         try:  # abstract costs carry their per-share values in the label (F=1,B=2,I=1,W=1)
@@ -171,11 +194,17 @@ def formula_report(schedule: Schedule, given: Any, timeline: Timeline) -> dict[s
     exact = bool(getattr(f, "exact", False))
     mk = getattr(f, "makespan_kind", "exact" if exact else "bound")
     pk = getattr(f, "peak_kind", "exact" if exact else "bound")
-    values = {"makespan": getattr(f, "makespan", None), "bubble_ratio": getattr(f, "bubble_ratio", None),
-              "peak_activations": getattr(f, "peak_activations", None)}
+    values = {
+        "makespan": getattr(f, "makespan", None),
+        "bubble_ratio": getattr(f, "bubble_ratio", None),
+        "peak_activations": getattr(f, "peak_activations", None),
+    }
     kinds = {"makespan": mk, "bubble_ratio": mk, "peak_activations": pk}
-    table = {"makespan": timeline.makespan, "bubble_ratio": timeline.bubble_ratio,
-             "peak_activations": timeline.peak_memory().tolist()}
+    table = {
+        "makespan": timeline.makespan,
+        "bubble_ratio": timeline.bubble_ratio,
+        "peak_activations": timeline.peak_memory().tolist(),
+    }
     agrees: dict[str, bool | None] = {}
     for k, v in values.items():
         if v is None:
@@ -186,25 +215,40 @@ def formula_report(schedule: Schedule, given: Any, timeline: Timeline) -> dict[s
         else:
             v = values[k] = float(v)
             agrees[k] = _holds(kinds[k], v, table[k])
-    return {**values, "kinds": kinds, "agrees": agrees, "exact": exact,
-            "conditions": str(getattr(f, "conditions", "")), "source": str(getattr(f, "source", ""))}
+    return {
+        **values,
+        "kinds": kinds,
+        "agrees": agrees,
+        "exact": exact,
+        "conditions": str(getattr(f, "conditions", "")),
+        "source": str(getattr(f, "source", "")),
+    }
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
     if x is None:
         return "-"
-    return str(int(x)) if float(x).is_integer() else f"{x:.{digits}g}" if abs(x) >= 10 else f"{x:.{digits}f}".rstrip("0").rstrip(".")
+    return (
+        str(int(x))
+        if float(x).is_integer()
+        else f"{x:.{digits}g}"
+        if abs(x) >= 10
+        else f"{x:.{digits}f}".rstrip("0").rstrip(".")
+    )
 
 
 def _placement_text(schedule: Schedule) -> str:
     pl = schedule.placement
     pipes = "; ".join(f"pipe {i}: " + " ".join(map(str, mp)) for i, mp in enumerate(pl.maps))
-    return (f"{pl.name}, {pl.num_pipes} pipe{'s' if pl.num_pipes > 1 else ''}, {pl.num_stages} stages on "
-            f"{pl.p} devices (device of each stage, {pipes})")
+    return (
+        f"{pl.name}, {pl.num_pipes} pipe{'s' if pl.num_pipes > 1 else ''}, {pl.num_stages} stages on "
+        f"{pl.p} devices (device of each stage, {pipes})"
+    )
 
 
-def _embedded_check(doc: ScheduleDocument, table: TableGrid, same_costs: bool,
-                    text_table: bool = False) -> dict[str, Any] | None:
+def _embedded_check(
+    doc: ScheduleDocument, table: TableGrid, same_costs: bool, text_table: bool = False
+) -> dict[str, Any] | None:
     """Whether a file's table equals the one the slot engine computes now. A JSON file's table is
     compared only under the file's own costs; a text table (which has no costs) always, cells only."""
     if doc.table is None:
@@ -219,8 +263,11 @@ def _embedded_check(doc: ScheduleDocument, table: TableGrid, same_costs: bool,
             x = a[t] if t < len(a) else None
             y = b[t] if t < len(b) else None
             if x != y:
-                return {"checked": True, "matches": False,
-                        "first_difference": {"device": d, "tick": t, "file": x, "engine": y}}
+                return {
+                    "checked": True,
+                    "matches": False,
+                    "first_difference": {"device": d, "tick": t, "file": x, "engine": y},
+                }
     if not text_table and not _close(doc.table.tick, table.tick):
         return {"checked": True, "matches": False, "first_difference": {"tick_length": [doc.table.tick, table.tick]}}
     return {"checked": True, "matches": True}
@@ -296,12 +343,32 @@ def run(args: argparse.Namespace) -> int:
     print(f"makespan      {_fmt(timeline.makespan)} {unit} ({ticks} ticks)")
     print(f"bubble ratio  {timeline.bubble_ratio:.4f}  (convention {metrics['bubble_convention']})")
     busy, idle, peaks = metrics["busy"], metrics["idle"], metrics["peak_activations"]
-    rows = [[d, _fmt(busy[d]), _fmt(idle[d]), f"{100 * idle[d] / timeline.makespan:.1f}" if timeline.makespan else "-",
-             _fmt(peaks[d])] for d in range(schedule.p)]
+    rows = [
+        [
+            d,
+            _fmt(busy[d]),
+            _fmt(idle[d]),
+            f"{100 * idle[d] / timeline.makespan:.1f}" if timeline.makespan else "-",
+            _fmt(peaks[d]),
+        ]
+        for d in range(schedule.p)
+    ]
     print()
-    print(tabulate(rows, headers=["device", f"busy ({unit})", f"idle ({unit})", "idle %",
-                                  f"peak activations ({metrics['memory_unit']})"],
-                   tablefmt="simple", stralign="right", disable_numparse=True))
+    print(
+        tabulate(
+            rows,
+            headers=[
+                "device",
+                f"busy ({unit})",
+                f"idle ({unit})",
+                "idle %",
+                f"peak activations ({metrics['memory_unit']})",
+            ],
+            tablefmt="simple",
+            stralign="right",
+            disable_numparse=True,
+        )
+    )
     _print_formula(formula, timeline)
     if embedded is not None:
         if not embedded["checked"]:
@@ -324,6 +391,7 @@ def _print_formula(formula: dict[str, Any] | None, timeline: Timeline) -> None:
     if "unavailable" in formula:
         print(f"formula       not evaluated: {formula['unavailable']}")
         return
+
     def verdict(k: str) -> str:
         ok, kind = formula["agrees"][k], formula["kinds"][k]
         if ok is None:
@@ -333,22 +401,34 @@ def _print_formula(formula: dict[str, Any] | None, timeline: Timeline) -> None:
         return f"{kind} holds" if ok else f"{kind} VIOLATED"
 
     peaks = formula["peak_activations"]
-    print(f"formula       {'exact' if formula['exact'] else 'partly a bound'}; conditions: {formula['conditions'] or '-'}"
-          + (f"; source: {formula['source']}" if formula["source"] else ""))
+    print(
+        f"formula       {'exact' if formula['exact'] else 'partly a bound'}; conditions: {formula['conditions'] or '-'}"
+        + (f"; source: {formula['source']}" if formula["source"] else "")
+    )
     rows = [
         ["makespan", _fmt(formula["makespan"]), _fmt(timeline.makespan), verdict("makespan")],
         ["bubble ratio", _fmt(formula["bubble_ratio"]), _fmt(timeline.bubble_ratio), verdict("bubble_ratio")],
-        ["peak activations", " ".join(_fmt(x) for x in peaks) if peaks else "-",
-         " ".join(_fmt(x) for x in timeline.peak_memory().tolist()), verdict("peak_activations")],
+        [
+            "peak activations",
+            " ".join(_fmt(x) for x in peaks) if peaks else "-",
+            " ".join(_fmt(x) for x in timeline.peak_memory().tolist()),
+            verdict("peak_activations"),
+        ],
     ]
-    print(tabulate(rows, headers=["metric", "formula", "table", "formula vs table"], tablefmt="simple",
-                   disable_numparse=True))
+    print(
+        tabulate(
+            rows, headers=["metric", "formula", "table", "formula vs table"], tablefmt="simple", disable_numparse=True
+        )
+    )
     if False in formula["agrees"].values():
         print("note: the table contradicts the formula's claim (see 'formula vs table')", file=sys.stderr)
 
 
 COMMAND = Command(
-    "show", "print a schedule's idealized table and its metrics", add_arguments, run,
+    "show",
+    "print a schedule's idealized table and its metrics",
+    add_arguments,
+    run,
     description=(
         "Print a schedule's idealized (slot) table and its metrics: makespan, bubble ratio (idle/total),\n"
         "per-device busy/idle time and peak activations, and the family's closed form next to the table.\n"

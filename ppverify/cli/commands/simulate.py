@@ -42,27 +42,56 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cost_arguments(parser)
     add_preset_arguments(parser)
     g = parser.add_argument_group("simulation")
-    g.add_argument("--semantics", choices=tuple(SEMANTICS_HELP), default="async",
-                   help="slot: table, comm per column; async: event-driven, no contention (default); "
-                        "contention: FIFO queues on links and NICs; torch: PyTorch's unit-step "
-                        "simulator, reproducing its step counts")
-    g.add_argument("--sync", choices=SYNC_MODES, default=None,
-                   help="weight-gradient all-reduce between stage replicas (Chimera): eager (as soon as "
-                        "a stage's last backward ends; default, or what a saved file says), after-flush, or none")
-    g.add_argument("--dp-allreduce", type=int, nargs="?", const=2, default=0, metavar="N",
-                   help="end the step with a data-parallel gradient all-reduce among N pipeline replicas "
-                        "(N defaults to 2 when the flag is given)")
-    g.add_argument("--memory-GiB", dest="memory_gib", type=float, default=None,
-                   help="device memory capacity for the out-of-memory check (default: the system's)")
+    g.add_argument(
+        "--semantics",
+        choices=tuple(SEMANTICS_HELP),
+        default="async",
+        help="slot: table, comm per column; async: event-driven, no contention (default); "
+        "contention: FIFO queues on links and NICs; torch: PyTorch's unit-step "
+        "simulator, reproducing its step counts",
+    )
+    g.add_argument(
+        "--sync",
+        choices=SYNC_MODES,
+        default=None,
+        help="weight-gradient all-reduce between stage replicas (Chimera): eager (as soon as "
+        "a stage's last backward ends; default, or what a saved file says), after-flush, or none",
+    )
+    g.add_argument(
+        "--dp-allreduce",
+        type=int,
+        nargs="?",
+        const=2,
+        default=0,
+        metavar="N",
+        help="end the step with a data-parallel gradient all-reduce among N pipeline replicas "
+        "(N defaults to 2 when the flag is given)",
+    )
+    g.add_argument(
+        "--memory-GiB",
+        dest="memory_gib",
+        type=float,
+        default=None,
+        help="device memory capacity for the out-of-memory check (default: the system's)",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    out.add_argument("--trace", metavar="OUT.json", default=None,
-                     help="write a Chrome/Perfetto trace (open in ui.perfetto.dev or chrome://tracing)")
-    out.add_argument("--frame", metavar="OUT.csv", default=None,
-                     help="write every op and transfer as rows (CSV; .parquet needs pyarrow)")
+    out.add_argument(
+        "--trace",
+        metavar="OUT.json",
+        default=None,
+        help="write a Chrome/Perfetto trace (open in ui.perfetto.dev or chrome://tracing)",
+    )
+    out.add_argument(
+        "--frame",
+        metavar="OUT.csv",
+        default=None,
+        help="write every op and transfer as rows (CSV; .parquet needs pyarrow)",
+    )
     out.add_argument("--no-table", action="store_true", help="print the metrics only")
-    out.add_argument("--stages", action="store_true",
-                     help="also print the per-stage costs derived from the model (preset mode)")
+    out.add_argument(
+        "--stages", action="store_true", help="also print the per-stage costs derived from the model (preset mode)"
+    )
     out.add_argument("--width", type=int, default=100, help="columns of the timeline chart (default 100)")
 
 
@@ -115,8 +144,10 @@ def gantt(timeline: Timeline, width: int = 100) -> str:
         return "(empty timeline)"
     step = ms / width
     mids = (np.arange(width) + 0.5) * step
-    lines = [f"time    0 .. {fmt_time(ms, timeline.time_unit)}"
-             f"{' units' if timeline.time_unit != 's' else ''}, {fmt_time(step, timeline.time_unit)} per column"]
+    lines = [
+        f"time    0 .. {fmt_time(ms, timeline.time_unit)}"
+        f"{' units' if timeline.time_unit != 's' else ''}, {fmt_time(step, timeline.time_unit)} per column"
+    ]
     kinds = np.array([o.kind for o in timeline.ops] or ["."])
     for d in range(timeline.p):
         sel = np.flatnonzero(timeline.device == d)
@@ -143,20 +174,30 @@ def stage_table(sc: Any) -> str:
     """
     rows = []
     for st in range(len(sc.layers)):
-        rows.append([st, sc.layers[st], f"{sc.params[st] / 1e9:.2f} B",
-                     *(fmt_time(sc.duration[k][st], "s") for k in ("F", "B", "I", "W")),
-                     fmt_mem(sc.activation[st], "bytes"), fmt_mem(sc.weight_bytes[st], "bytes"),
-                     f"{sc.boundary_bytes[st] / 1e6:.1f} MB" if st < len(sc.boundary_bytes) else "-"])
-    return tabulate(rows, headers=["stage", "layers", "params", "F", "B", "I", "W", "activations/mb",
-                                   "weights+opt", "to next"],
-                    tablefmt="simple", stralign="right", disable_numparse=True)
+        rows.append(
+            [
+                st,
+                sc.layers[st],
+                f"{sc.params[st] / 1e9:.2f} B",
+                *(fmt_time(sc.duration[k][st], "s") for k in ("F", "B", "I", "W")),
+                fmt_mem(sc.activation[st], "bytes"),
+                fmt_mem(sc.weight_bytes[st], "bytes"),
+                f"{sc.boundary_bytes[st] / 1e6:.1f} MB" if st < len(sc.boundary_bytes) else "-",
+            ]
+        )
+    return tabulate(
+        rows,
+        headers=["stage", "layers", "params", "F", "B", "I", "W", "activations/mb", "weights+opt", "to next"],
+        tablefmt="simple",
+        stralign="right",
+        disable_numparse=True,
+    )
 
 
 def simulate_from_args(args: argparse.Namespace) -> tuple[Timeline, Any]:
     """Build the schedule and models from the arguments and run the chosen engine."""
     from ...comm import FixedDelay
     from ...engines import run as run_engine
-
     from ..file_settings import timing_from_file
 
     schedule = schedule_from_args(args)
@@ -169,8 +210,9 @@ def simulate_from_args(args: argparse.Namespace) -> tuple[Timeline, Any]:
         zero = isinstance(ctx.comm, FixedDelay) and ctx.comm.delay == 0
         timeline = run_engine(schedule, ctx.costs, ctx.comm, "slot", charge_comm=not zero)
     else:
-        timeline = run_engine(schedule, ctx.costs, ctx.comm, args.semantics, sync=timing.sync,
-                              dp_allreduce=timing.dp_allreduce)
+        timeline = run_engine(
+            schedule, ctx.costs, ctx.comm, args.semantics, sync=timing.sync, dp_allreduce=timing.dp_allreduce
+        )
     return timeline, ctx
 
 
@@ -185,32 +227,40 @@ def report(timeline: Timeline, ctx: Any, capacity: float | None) -> dict[str, An
     counts = Counter(tr.kind)
     out = timeline.metrics()
     exposed = timeline.info.get("exposed_comm")
-    out.update({
-        "family": timeline.schedule.family,
-        "params": dict(timeline.schedule.params),
-        "p": timeline.p,
-        "m": timeline.schedule.m,
-        "placement": timeline.schedule.placement.to_dict(),
-        "costs": timeline.costs.label or "custom",
-        "system": ctx.system.summary() if ctx.system is not None else None,
-        "exposed_comm": exposed,
-        "exposed_comm_mean": float(np.mean(exposed)) if exposed else None,
-        "transfers": dict(counts),
-        "transfer_bytes": float(sum(tr.nbytes)),
-        "transfer_time": float(sum(e - s for s, e in zip(tr.start, tr.end))),
-        "peak_memory": mem["peak"],
-        "weight_memory": mem["weights"],
-        "memory_capacity": mem["capacity"],
-        "oom_devices": mem["oom"],
-        "sync": timeline.info.get("sync"),
-        "dp_allreduce": timeline.info.get("dp_allreduce"),
-    })
+    out.update(
+        {
+            "family": timeline.schedule.family,
+            "params": dict(timeline.schedule.params),
+            "p": timeline.p,
+            "m": timeline.schedule.m,
+            "placement": timeline.schedule.placement.to_dict(),
+            "costs": timeline.costs.label or "custom",
+            "system": ctx.system.summary() if ctx.system is not None else None,
+            "exposed_comm": exposed,
+            "exposed_comm_mean": float(np.mean(exposed)) if exposed else None,
+            "transfers": dict(counts),
+            "transfer_bytes": float(sum(tr.nbytes)),
+            "transfer_time": float(sum(e - s for s, e in zip(tr.start, tr.end))),
+            "peak_memory": mem["peak"],
+            "weight_memory": mem["weights"],
+            "memory_capacity": mem["capacity"],
+            "oom_devices": mem["oom"],
+            "sync": timeline.info.get("sync"),
+            "dp_allreduce": timeline.info.get("dp_allreduce"),
+        }
+    )
     if ctx.stage_costs is not None:
         sc = ctx.stage_costs
-        out["stages"] = {"layers": list(sc.layers), "F": list(sc.duration["F"]), "B": list(sc.duration["B"]),
-                         "I": list(sc.duration["I"]), "W": list(sc.duration["W"]),
-                         "activation_bytes": list(sc.activation), "weight_bytes": list(sc.weight_bytes),
-                         "boundary_bytes": list(sc.boundary_bytes)}
+        out["stages"] = {
+            "layers": list(sc.layers),
+            "F": list(sc.duration["F"]),
+            "B": list(sc.duration["B"]),
+            "I": list(sc.duration["I"]),
+            "W": list(sc.duration["W"]),
+            "activation_bytes": list(sc.activation),
+            "weight_bytes": list(sc.weight_bytes),
+            "boundary_bytes": list(sc.boundary_bytes),
+        }
     return out
 
 
@@ -250,9 +300,11 @@ def run(args: argparse.Namespace) -> int:
         lines.append(f"comm          {fmt_time(delay, unit)} per cross-device transfer")
     if ctx.stage_costs is not None:
         sc = ctx.stage_costs
-        lines.append(f"stages        layers {','.join(map(str, sc.layers))}; F {fmt_time(max(sc.duration['F']), unit)}, "
-                     f"B {fmt_time(max(sc.duration['B']), unit)} (slowest stage); "
-                     f"boundary {sc.boundary_bytes[0] / 1e6 if sc.boundary_bytes else 0:.1f} MB")
+        lines.append(
+            f"stages        layers {','.join(map(str, sc.layers))}; F {fmt_time(max(sc.duration['F']), unit)}, "
+            f"B {fmt_time(max(sc.duration['B']), unit)} (slowest stage); "
+            f"boundary {sc.boundary_bytes[0] / 1e6 if sc.boundary_bytes else 0:.1f} MB"
+        )
     print("\n".join(lines))
     if getattr(args, "stages", False) and ctx.stage_costs is not None:
         print()
@@ -269,8 +321,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"makespan      {fmt_time(ms, unit)}")
     print(f"bubble ratio  {timeline.bubble_ratio:.4f}  (convention {rep['bubble_convention']})")
     if rep["exposed_comm"] is not None:
-        print(f"exposed comm  {fmt_time(rep['exposed_comm_mean'], unit)} per device on average "
-              "(time waiting for transfers in flight, plus collectives after the last op)")
+        print(
+            f"exposed comm  {fmt_time(rep['exposed_comm_mean'], unit)} per device on average "
+            "(time waiting for transfers in flight, plus collectives after the last op)"
+        )
     if rep["transfers"]:
         kinds = ", ".join(f"{v} {k}" for k, v in sorted(rep["transfers"].items()))
         size = f", {rep['transfer_bytes'] / 1e9:.3f} GB" if munit == "bytes" else ""
@@ -282,17 +336,41 @@ def run(args: argparse.Namespace) -> int:
     cap = rep["memory_capacity"]
     rows = []
     for d in range(timeline.p):
-        rows.append([d, fmt_time(rep["busy"][d], unit), fmt_time(rep["idle"][d], unit),
-                     f"{100 * rep['idle'][d] / ms:.1f}" if ms else "-",
-                     fmt_time(exposed[d], unit) if exposed[d] is not None else "-",
-                     fmt_mem(rep["weight_memory"][d], munit), fmt_mem(rep["peak_memory"][d], munit),
-                     ("OOM" if d in rep["oom_devices"] else "ok") if cap is not None else "-"])
-    print(tabulate(rows, headers=["device", "busy", "idle", "idle %", "exposed comm", "weights",
-                                  "peak memory", f"fits {fmt_mem(cap, munit)}" if cap is not None else "fits"],
-                   tablefmt="simple", stralign="right", disable_numparse=True))
+        rows.append(
+            [
+                d,
+                fmt_time(rep["busy"][d], unit),
+                fmt_time(rep["idle"][d], unit),
+                f"{100 * rep['idle'][d] / ms:.1f}" if ms else "-",
+                fmt_time(exposed[d], unit) if exposed[d] is not None else "-",
+                fmt_mem(rep["weight_memory"][d], munit),
+                fmt_mem(rep["peak_memory"][d], munit),
+                ("OOM" if d in rep["oom_devices"] else "ok") if cap is not None else "-",
+            ]
+        )
+    print(
+        tabulate(
+            rows,
+            headers=[
+                "device",
+                "busy",
+                "idle",
+                "idle %",
+                "exposed comm",
+                "weights",
+                "peak memory",
+                f"fits {fmt_mem(cap, munit)}" if cap is not None else "fits",
+            ],
+            tablefmt="simple",
+            stralign="right",
+            disable_numparse=True,
+        )
+    )
     if rep["oom_devices"]:
-        print(f"\nout of memory: device(s) {', '.join(map(str, rep['oom_devices']))} exceed "
-              f"{fmt_mem(cap, munit)} (peak = activations + weights/gradients/optimizer state of every stage replica held)")
+        print(
+            f"\nout of memory: device(s) {', '.join(map(str, rep['oom_devices']))} exceed "
+            f"{fmt_mem(cap, munit)} (peak = activations + weights/gradients/optimizer state of every stage replica held)"
+        )
     if args.trace:
         print(f"\ntrace written to {args.trace}")
     if args.frame:
@@ -315,6 +393,9 @@ def _write_frame(timeline: Timeline, path: str) -> None:
 
 
 COMMAND = Command(
-    "simulate", "run a schedule with communication (async, contention or slot) on a system/model preset",
-    add_arguments, run, description=__doc__ or "",
+    "simulate",
+    "run a schedule with communication (async, contention or slot) on a system/model preset",
+    add_arguments,
+    run,
+    description=__doc__ or "",
 )

@@ -15,11 +15,18 @@ from ..common import print_json
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Config file, store, output, executor and worker count."""
     parser.add_argument("config", metavar="CONFIG.yaml", help="sweep config (see examples/sweep.yaml)")
-    parser.add_argument("--store", help="JSON-lines store of finished rows, keyed by point hash; rerunning resumes "
-                                        "(default: CONFIG.results.jsonl next to the config)")
+    parser.add_argument(
+        "--store",
+        help="JSON-lines store of finished rows, keyed by point hash; rerunning resumes "
+        "(default: CONFIG.results.jsonl next to the config)",
+    )
     parser.add_argument("--out", help="also write the full result table (ranks included) to .csv or .parquet")
-    parser.add_argument("--executor", choices=("local", "ray"), default="local",
-                        help="local process pool (default) or a Ray cluster (RAY_ADDRESS, else a local Ray)")
+    parser.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local process pool (default) or a Ray cluster (RAY_ADDRESS, else a local Ray)",
+    )
     parser.add_argument("--workers", type=int, default=None, help="local worker processes (default: CPU count)")
     parser.add_argument("--batch", type=int, default=4, help="tasks per shipped batch (default 4)")
     parser.add_argument("--dry-run", action="store_true", help="print the expanded grid size and exit")
@@ -40,13 +47,21 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("batch", args.batch, "must be >= 1")
     done = {r.get("point") for r in read_store(store)}
     todo = sum(t.num_rows for t in pending_tasks(spec, done))
-    summary = {"sweep": spec.name, "points": spec.num_points, "schedules": len(spec.entries),
-               "configurations": len(spec.configs), "levels": list(spec.levels),
-               "already_done": spec.num_points - todo, "to_run": todo, "store": str(store)}
+    summary = {
+        "sweep": spec.name,
+        "points": spec.num_points,
+        "schedules": len(spec.entries),
+        "configurations": len(spec.configs),
+        "levels": list(spec.levels),
+        "already_done": spec.num_points - todo,
+        "to_run": todo,
+        "store": str(store),
+    }
     if args.dry_run:
         print_json(summary) if args.json else print(
             f"{spec.name}: {spec.num_points} rows = {len(spec.entries)} schedules x {len(spec.configs)} configurations "
-            f"x {len(spec.levels)} levels; {summary['already_done']} already in {store}, {todo} to run")
+            f"x {len(spec.levels)} levels; {summary['already_done']} already in {store}, {todo} to run"
+        )
         return 0
     t0 = time.perf_counter()
     try:
@@ -67,12 +82,20 @@ def run(args: argparse.Namespace) -> int:
         print_json(summary)
         return 0
     by_status = df["status"].value_counts().to_dict()
-    print(f"{spec.name}: {len(df)} rows ({summary['already_done']} resumed from {store}, {todo} computed "
-          f"with {args.executor} in {summary['seconds']} s); status: "
-          + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items()))
-          + (f"; table written to {args.out}" if args.out else ""), file=sys.stdout)
+    print(
+        f"{spec.name}: {len(df)} rows ({summary['already_done']} resumed from {store}, {todo} computed "
+        f"with {args.executor} in {summary['seconds']} s); status: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items()))
+        + (f"; table written to {args.out}" if args.out else ""),
+        file=sys.stdout,
+    )
     return 0
 
 
-COMMAND = Command("sweep", "run a grid of comparisons (resumable; local process pool or Ray)", add_arguments, run,
-                  description=__doc__.replace('``', ''))
+COMMAND = Command(
+    "sweep",
+    "run a grid of comparisons (resumable; local process pool or Ray)",
+    add_arguments,
+    run,
+    description=__doc__.replace("``", ""),
+)

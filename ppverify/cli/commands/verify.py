@@ -23,23 +23,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cost_arguments(parser)
     add_preset_arguments(parser)
     g = parser.add_argument_group("properties")
-    g.add_argument("--memory-cap", default=None, metavar="N|SIZE",
-                   help="activation memory cap per device: a number in the cost model's unit (share units "
-                        "for --costs, bytes with --system/--model) or, with --system/--model, a size such "
-                        "as 40GiB or 80GB")
-    g.add_argument("--makespan-le", type=float, default=None, metavar="T",
-                   help="timing claim: the programs can finish by T under the cost model "
-                        "(answered with a witness timeline or a proof that none exists)")
-    g.add_argument("--comm-semantics", choices=COMM_SEMANTICS, default="buffered",
-                   help="point-to-point semantics for deadlock freedom: buffered (sends never block; "
-                        "default) or rendezvous (NCCL-style blocking send/recv)")
-    g.add_argument("--ungrouped", action="store_true",
-                   help="rendezvous: post each SEND/RECV on its own instead of grouping consecutive ones "
-                        "(batch_isend_irecv)")
-    g.add_argument("--max-violations", type=int, default=20,
-                   help="stop looking for order violations after this many (default 20)")
-    g.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
-                   help="give up (exit 2, no verdict) after this many seconds, loading included")
+    g.add_argument(
+        "--memory-cap",
+        default=None,
+        metavar="N|SIZE",
+        help="activation memory cap per device: a number in the cost model's unit (share units "
+        "for --costs, bytes with --system/--model) or, with --system/--model, a size such "
+        "as 40GiB or 80GB",
+    )
+    g.add_argument(
+        "--makespan-le",
+        type=float,
+        default=None,
+        metavar="T",
+        help="timing claim: the programs can finish by T under the cost model "
+        "(answered with a witness timeline or a proof that none exists)",
+    )
+    g.add_argument(
+        "--comm-semantics",
+        choices=COMM_SEMANTICS,
+        default="buffered",
+        help="point-to-point semantics for deadlock freedom: buffered (sends never block; "
+        "default) or rendezvous (NCCL-style blocking send/recv)",
+    )
+    g.add_argument(
+        "--ungrouped",
+        action="store_true",
+        help="rendezvous: post each SEND/RECV on its own instead of grouping consecutive ones (batch_isend_irecv)",
+    )
+    g.add_argument(
+        "--max-violations", type=int, default=20, help="stop looking for order violations after this many (default 20)"
+    )
+    g.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="give up (exit 2, no verdict) after this many seconds, loading included",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
@@ -53,9 +74,16 @@ def run(args: argparse.Namespace) -> int:
         schedule = schedule_from_args(args)
         ctx = preset_context_from_args(args, schedule)
         cap = memory_cap(args.memory_cap, ctx.costs.memory_unit)
-        report = verify(schedule, ctx.costs, ctx.comm, memory_cap=cap, makespan_le=args.makespan_le,
-                        comm_semantics=args.comm_semantics, group=not args.ungrouped,
-                        max_violations=max(1, args.max_violations))
+        report = verify(
+            schedule,
+            ctx.costs,
+            ctx.comm,
+            memory_cap=cap,
+            makespan_le=args.makespan_le,
+            comm_semantics=args.comm_semantics,
+            group=not args.ungrouped,
+            max_violations=max(1, args.max_violations),
+        )
     if args.json:
         print_json(report.to_dict())
     else:
@@ -78,11 +106,19 @@ def memory_cap(text: str | None, unit: str) -> float | None:
         return None
     size = parse_size(text, "memory-cap")
     if size.is_bytes and unit != "bytes":
-        raise ParameterError("memory-cap", text, f"a size needs --system/--model (bytes); this cost model counts {unit}, "
-                                                 "so give a plain number")
+        raise ParameterError(
+            "memory-cap",
+            text,
+            f"a size needs --system/--model (bytes); this cost model counts {unit}, so give a plain number",
+        )
     check_nonnegative("memory-cap", float(size.value))
     return float(size.value)
 
 
-COMMAND = Command("verify", "prove a schedule correct with Z3, or name every violation with a minimal core",
-                  add_arguments, run, description=__doc__ or "")
+COMMAND = Command(
+    "verify",
+    "prove a schedule correct with Z3, or name every violation with a minimal core",
+    add_arguments,
+    run,
+    description=__doc__ or "",
+)
