@@ -17,9 +17,12 @@ run: $(BIN)/python
 # `make test`: editable install with the test extras (torch pinned to the CPU build, ray for sweeps).
 test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test,torch,ray,docs]"
-	$(BIN)/python -m ppverify.engines.kernels   # compile the numba kernels once (cached next to the module)
+	$(BIN)/python -m ppverify.engines.warm   # compile the numba kernels once (cached next to the module)
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)  # report tests: a real browser
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet   # the manual (docs/) into site/, git-ignored
+	$(BIN)/ruff check ppverify tests scripts && $(BIN)/ruff format --check --quiet ppverify tests scripts   # style ([tool.ruff])
+	$(BIN)/lint-imports --no-cache   # the layering: one way down, no import cycles ([tool.importlinter])
+	$(BIN)/mypy ppverify/ops.py ppverify/placement.py ppverify/schedule.py ppverify/costs.py ppverify/dag.py ppverify/timeline.py   # typed core ([tool.mypy])
 	$(BIN)/python -m pytest -q -n 2 -m "not slow"
 	$(BIN)/python -m pytest -q -n 2 -m slow || [ $$? -eq 5 ]
 

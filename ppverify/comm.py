@@ -36,3 +36,7 @@ class FixedDelay:
 
 
 NO_COMM = FixedDelay(0.0)
+
+#: when the weight-gradient all-reduce between stage replicas starts: as soon as a stage's last
+#: backward ends, after the whole pipeline flush, or never (the engines and the JSON files share it)
+SYNC_MODES: tuple[str, ...] = ("eager", "after-flush", "none")

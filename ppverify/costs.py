@@ -109,7 +109,8 @@ class CostModel:
         """Uniform abstract costs per device share, scaled to one stage by ``p / S``.
 
         Missing kinds are derived: ``B = I + W``; when only ``B`` is given ``I = W = B/2``;
-        default ``B = 2F``.
+        default ``B = 2F``. ``freed_by_I`` is the fraction of a stage's activations its ``I``
+        frees (``W`` frees the rest); an overlapped F&B slot lasts ``overlap`` times its ops' sum.
 
         Example:
             >>> from ppverify.placement import linear
@@ -151,8 +152,10 @@ def complete_costs(given: Mapping[str, float | None]) -> dict[str, float]:
     if (i is None) != (w is None):
         if b is None:
             raise ParameterError("costs", dict(given), "give both I and W, or B")
-        i = float(b) - float(w) if i is None else i
-        w = float(b) - float(i) if w is None else w
+        if i is None and w is not None:
+            i = float(b) - float(w)
+        elif w is None and i is not None:
+            w = float(b) - float(i)
     if i is not None and w is not None:
         b = float(i) + float(w) if b is None else b
         if abs(float(b) - float(i) - float(w)) > 1e-9:

@@ -14,8 +14,10 @@ one is read from the schedule, so schedules may mix them (DualPipeV does).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
+from typing import cast
 
 import numpy as np
 
@@ -89,7 +91,8 @@ def predecessors(op: Op, num_stages: int, split: bool | set[tuple[int, int]]) ->
 
 def structural_problems(schedule: Schedule, limit: int | None = None) -> list[str]:
     """Problems with which ops the programs hold: out of range, wrong device, duplicated, missing,
-    B mixed with I/W. Empty list when the op set is exactly what one step needs.
+    B mixed with I/W. Empty list when the op set is exactly what one step needs; with ``limit``,
+    at most the first ``limit`` problems.
 
     Order and timing are not checked here (that is the engines' and the verifier's job).
 
@@ -254,7 +257,7 @@ def _flatten_programs(schedule: Schedule) -> tuple[list[Op], np.ndarray, list[in
     for prog in schedule.programs:
         if not prog or set(map(type, prog)) == {Op}:
             # the common case (plain ops, no idle slots or overlaps): extend in bulk
-            ops.extend(prog)
+            ops.extend(cast("tuple[Op, ...]", prog))  # checked just above: plain ops only
             fused.append(np.zeros(len(prog), dtype=bool))
             idle_before.append(np.zeros(len(prog), dtype=np.int64))
             offsets.append(len(ops))
@@ -319,8 +322,31 @@ def _complete_fast(schedule: Schedule, kc: np.ndarray, st: np.ndarray, mbs: np.n
     return bool(ok.all())
 
 
-def build_dag_arrays(schedule: Schedule, check: bool = True) -> DagArrays:
-    """Build the :class:`DagArrays` of a schedule (raises if ops are missing/extra/misplaced).
+def arrays_complete(arrays: DagArrays) -> bool:
+    """True when the ops of ``arrays`` (built with ``check=False``) are exactly one step's, each
+    once and on its stage's device: the vectorised ``structural_problems(schedule) == []``.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("gpipe", p=2, m=1)
+        >>> arrays_complete(build_dag_arrays(s)), arrays_complete(build_dag_arrays(s.with_programs((s.programs[0][:1], s.programs[1])), check=False))
+        (True, False)
+    """
+    return _complete_fast(arrays.schedule, arrays.kind, arrays.stage, arrays.mb, arrays.device)
+
+
+#: computes ``(pred, cross)`` from ``(kind code, stage, mb, device, S, m)`` columns, or returns
+#: ``None`` to leave it to :func:`build_dag_arrays`' numpy rules (the engines pass a compiled one)
+LinksFunction = Callable[
+    [np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int], "tuple[np.ndarray, np.ndarray] | None"
+]
+
+
+def build_dag_arrays(schedule: Schedule, check: bool = True, links: LinksFunction | None = None) -> DagArrays:
+    """Build the :class:`DagArrays` of a schedule (raises if ops are missing/extra/misplaced;
+    ``check=False`` skips that check, for callers that made it already). ``links``, given a
+    complete schedule's op columns, may compute the predecessors instead of the numpy rules
+    below (it must return the same arrays; ``None`` falls back to them).
 
     Example:
         >>> from ppverify.schedules import build
@@ -335,6 +361,9 @@ def build_dag_arrays(schedule: Schedule, check: bool = True) -> DagArrays:
     if cols is None:
         raise InvalidScheduleError(f"{schedule.describe()}: unknown op kind")
     kc, st, mbs = cols
+    linked = links(kc, st, mbs, dev, S, m) if links is not None and check else None
+    if linked is not None:
+        return DagArrays(schedule, ops, kc, st, mbs, dev, offsets, linked[0], linked[1], fused, idle_before)
     # dense id -> position; id = (kind * S + stage) * m + mb
     pos = np.full(len(KINDS) * S * m, -1, dtype=np.int64)
     pos[(kc * S + st) * m + mbs] = np.arange(len(ops))
@@ -344,7 +373,8 @@ def build_dag_arrays(schedule: Schedule, check: bool = True) -> DagArrays:
     def grad_pos(s: np.ndarray) -> np.ndarray:
         b = pos[(KIND_CODE[B] * S + s) * m + mbs]
         i = pos[(KIND_CODE[I] * S + s) * m + mbs]
-        return np.where(b >= 0, b, i)
+        out: np.ndarray = np.where(b >= 0, b, i)
+        return out
 
     is_f = kc == KIND_CODE[F]
     is_g = (kc == KIND_CODE[B]) | (kc == KIND_CODE[I])
@@ -374,26 +404,38 @@ def build_dag_arrays(schedule: Schedule, check: bool = True) -> DagArrays:
     )
 
 
-def build_dag(schedule: Schedule, check: bool = True) -> StepDAG:
-    """Build the :class:`StepDAG` of a schedule (raises if ops are missing/extra/misplaced).
+def build_dag(schedule: Schedule, check: bool = True, between: Callable[[], None] | None = None) -> StepDAG:
+    """Build the :class:`StepDAG` of a schedule (raises if ops are missing/extra/misplaced;
+    ``check=False`` skips that check, for callers that made it already).
+
+    ``between`` is called between the build's phases (each linear in the ops): a deadline check
+    that raises stops a build of millions of ops in time.
 
     Example:
         >>> from ppverify.schedules import build
         >>> build_dag(build("1f1b", p=4, m=8)).num_ops
         64
     """
+    tick = between or (lambda: None)
     a = build_dag_arrays(schedule, check)
-    is_f = a.kind == KIND_CODE[F]
-    e0 = np.where(is_f, ACT, LOCAL).tolist()
-    e1 = np.where(a.pred[:, 1] >= 0, GRAD, LOCAL).tolist()
+    tick()
+    # the edge kinds by indexing an array of the three names: one shared string object each
+    names = np.array([ACT, LOCAL, GRAD], dtype=object)
+    codes = np.stack([np.where(a.kind == KIND_CODE[F], 0, 1), np.where(a.pred[:, 1] >= 0, 2, 1)], axis=1)
+    edge = names[codes].tolist()
+    tick()
+    pred = a.pred.tolist()
+    tick()
+    cross = a.cross.tolist()
+    tick()
     return StepDAG(
         schedule,
         a.ops,
         a.device.tolist(),
         list(a.offsets),
-        a.pred.tolist(),
-        [list(t) for t in zip(e0, e1)],
-        a.cross.tolist(),
+        pred,
+        edge,
+        cross,
         a.fused.tolist(),
         a.idle_before.tolist(),
     )

@@ -93,6 +93,26 @@ def atomic_path(path: str | Path, flag: str = "-o") -> Iterator[Path]:
             tmp_path.unlink()
 
 
+def check_output_path(path: str | Path, flag: str = "-o") -> None:
+    """Refuse, before a long run, an output path that cannot be written: empty, a directory, or
+    in a folder that does not exist (the write itself still reports what only it can see).
+
+    Example:
+        >>> check_output_path("preset.yaml", "--out")
+        >>> check_output_path("/nonexistent-dir/p.yaml", "--out")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter --out=/nonexistent-dir/p.yaml: folder /nonexistent-dir does not exist
+    """
+    target = Path(path)
+    if not str(path).strip():
+        raise ParameterError(flag, str(path), "give a file name")
+    if target.is_dir():
+        raise ParameterError(flag, str(path), "is a directory; give a file name")
+    if not target.parent.is_dir():
+        raise ParameterError(flag, str(path), f"folder {target.parent} does not exist")
+
+
 def atomic_write(path: str | Path, data: str | bytes, flag: str = "-o") -> Path:
     """Write ``data`` (text as UTF-8) to ``path`` atomically; ``flag`` names the option in errors.
 

@@ -34,8 +34,14 @@ MAX_SWEEP_POINTS = 1_000_000
 MAX_NUMBER = 1e15
 #: longest cell of a CSV or text table (an action is a few characters; an overlapped slot tens)
 MAX_CELL_CHARS = 1024
+#: longest ``--time-limit`` in seconds (about 30 years: the system's interval timer ends near 2**31 s)
+MAX_SECONDS = 1e9
 
 _MAX_OPS: contextvars.ContextVar[int] = contextvars.ContextVar("ppverify_max_ops", default=DEFAULT_MAX_OPS)
+#: the :func:`time_limit` in force: (monotonic deadline, flag, seconds), read by :func:`check_time`
+_DEADLINE: contextvars.ContextVar[tuple[float, str, float] | None] = contextvars.ContextVar(
+    "ppverify_deadline", default=None
+)
 #: extra stages per device of families whose parameters do not say it (V-shaped placements)
 _CHUNKS = {"zbv": 2, "dualpipev": 2}
 
@@ -305,12 +311,13 @@ def time_limit(seconds: float | None, flag: str = "--time-limit") -> Iterator[No
     import signal
     import sys
     import threading
+    import time
 
     if seconds is None:
         yield
         return
-    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
-        raise LimitError(f"{flag} {seconds}", "must be a finite number of seconds > 0")
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
+        raise LimitError(f"{flag} {seconds}", f"must be a finite number of seconds > 0, at most {MAX_SECONDS:g}")
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
@@ -327,6 +334,7 @@ def time_limit(seconds: float | None, flag: str = "--time-limit") -> Iterator[No
                 z3.main_ctx().interrupt()
 
     old = signal.signal(signal.SIGALRM, on_alarm)
+    token = _DEADLINE.set((time.monotonic() + seconds, flag, seconds))
     signal.setitimer(signal.ITIMER_REAL, seconds)
     timer = threading.Timer(seconds + 0.05, watchdog)  # just after the alarm is pending
     timer.daemon = True
@@ -337,3 +345,24 @@ def time_limit(seconds: float | None, flag: str = "--time-limit") -> Iterator[No
         signal.setitimer(signal.ITIMER_REAL, 0)
         timer.cancel()
         signal.signal(signal.SIGALRM, old)
+        _DEADLINE.reset(token)
+
+
+def check_time(needed_s: float = 0.0) -> None:
+    """Give up now, as the :func:`time_limit` in force would later, when less than ``needed_s``
+    seconds of it are left: for a step that cannot be stopped once started (a solver call that
+    polls no interrupt) and is expected to take that long. No limit in force: nothing.
+
+    Example:
+        >>> check_time(1e9)
+        >>> with time_limit(5):
+        ...     check_time(10)
+        Traceback (most recent call last):
+        ...
+        ppverify.limits.TimeLimitError: --time-limit 5: no answer within 5 s
+    """
+    import time
+
+    limit = _DEADLINE.get()
+    if limit is not None and limit[0] - time.monotonic() < needed_s:
+        raise TimeLimitError(f"{limit[1]} {limit[2]:g}", f"no answer within {limit[2]:g} s")

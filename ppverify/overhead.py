@@ -22,7 +22,11 @@ Not folded, because no op duration can carry them (``scripts/bench_measured.py``
 sizes): the step's head (barrier exit to the first op, the same on every rank, a shift of the
 whole step: a few hundred microseconds); the two-pipe runner's replica all-reduce after its last
 op (milliseconds on a loaded machine; the engines charge it two link latencies); and the overlap
-of a waiting op's own overhead with its wait (the fold adds it after the wait).
+of a waiting op's own overhead with its wait (the fold adds it after the wait). Nor the cost of a
+hand-over itself, which on gloo depends on which side came first (a rendezvous: a RECV posted
+after its SEND costs a round trip, one posted before costs a wake-up), so no per-op constant
+follows it; :mod:`ppverify.measure.handover` models PyTorch's runtime action by action for the
+measured level's calibrated prediction, and the engines keep this fold.
 """
 
 from __future__ import annotations

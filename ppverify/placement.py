@@ -7,6 +7,7 @@ A placement is a tuple of maps, one per pipe; ``maps[pipe][stage] == device``. N
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import ParameterError
@@ -162,4 +163,89 @@ def custom(p: int, maps: list[list[int]] | tuple[tuple[int, ...], ...], name: st
     return Placement(p, tuple(tuple(int(d) for d in mp) for mp in maps), name)
 
 
-NAMED = {"linear": linear, "loop": loop, "v": v_shape, "wave": wave, "bidirectional": bidirectional}
+NAMED: dict[str, Callable[..., Placement]] = {
+    "linear": linear,
+    "loop": loop,
+    "v": v_shape,
+    "wave": wave,
+    "bidirectional": bidirectional,
+}
+
+
+def placement_from_map(p: int, stage_device: list[int] | tuple[int, ...]) -> Placement:
+    """A one-pipe placement for ``stage -> device``, named ``linear``/``loop``/``v`` when it is one
+    of those (so a map read from a file prints as the family it matches).
+
+    Example:
+        >>> placement_from_map(2, [0, 1, 1, 0]).name, placement_from_map(2, [0, 1, 0, 1]).name
+        ('v', 'loop')
+        >>> placement_from_map(2, [1, 0]).name
+        'custom'
+    """
+    maps = tuple(int(d) for d in stage_device)
+    num_stages = len(maps)
+    candidates = [linear(p)] if p == num_stages else []
+    if num_stages % p == 0:
+        candidates.append(loop(p, num_stages // p))
+    if 2 * p == num_stages:
+        candidates.append(v_shape(p))
+    for cand in candidates:
+        if cand.maps[0] == maps:
+            return cand
+    return custom(p, [list(maps)], "custom")
+
+
+def placement_from_text(
+    text: str,
+    p: int,
+    num_stages: int | None = None,
+    *,
+    v: int | None = None,
+    waves: int | None = None,
+    offset: int | None = None,
+) -> Placement:
+    """The placement a command-line text names: ``linear``, ``loop``, ``v``, ``wave``,
+    ``bidirectional`` (case and surrounding blanks ignored) or one device per stage (``0,1,1,0``).
+
+    ``loop`` takes ``v`` chunks per device and ``wave`` takes ``waves`` waves; when they are not
+    given they follow from ``num_stages`` (the stages a file holds) or default to 2 and 1.
+    ``bidirectional`` takes ``offset`` (default 0, Chimera's mirror).
+
+    Example:
+        >>> placement_from_text("loop", 2, v=3).maps
+        ((0, 1, 0, 1, 0, 1),)
+        >>> placement_from_text("loop", 2, num_stages=4).maps, placement_from_text(" V ", 2).name
+        (((0, 1, 0, 1),), 'v')
+        >>> placement_from_text("0,1,1,0", 2).name
+        'v'
+        >>> placement_from_text("ring", 2)
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter placement=ring: expected one of linear, loop, v, wave, bidirectional, or one device per stage (e.g. 0,1,1,0)
+    """
+    from .limits import rank_list
+
+    name = str(text).strip().lower()
+    if "," in name or name.isdigit():  # a map; one stage is a map too
+        return placement_from_map(p, rank_list(text, "--placement"))
+    if name == "loop":
+        if v is None and num_stages is not None:
+            if num_stages % p:
+                raise ParameterError("placement", text, f"loop needs the {num_stages} stages to be a multiple of p={p}")
+            v = num_stages // p
+        return loop(p, 2 if v is None else v)
+    if name == "wave":
+        if waves is None and num_stages is not None:
+            if num_stages % (2 * p):
+                raise ParameterError(
+                    "placement", text, f"wave needs the {num_stages} stages to be a multiple of 2p={2 * p}"
+                )
+            waves = num_stages // (2 * p)
+        return wave(p, 1 if waves is None else waves)
+    if name == "bidirectional":
+        return bidirectional(p, 0 if offset is None else offset)
+    if name in ("linear", "v"):
+        return NAMED[name](p)
+    raise ParameterError(
+        "placement", text, f"expected one of {', '.join(NAMED)}, or one device per stage (e.g. 0,1,1,0)"
+    )

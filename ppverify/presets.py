@@ -87,6 +87,27 @@ _RUNTIME = {
             "transfer_overhead_us": Field("number", required=False, nonneg=True, default=0.0),
         },
     ),
+    # PyTorch's runtime on gloo action by action (ppverify.measure.handover): a rendezvous costs a
+    # late receiver a round trip; read by the measured level's prediction, not by the engines
+    "handover": Field(
+        "section",
+        required=False,
+        fields={
+            **{
+                k: Field("number", required=False, nonneg=True, default=0.0)
+                for k in ("head_us", "overshoot_us", "gap_us", "send_us", "recv_us", "late_us", "wake_us")
+            },
+            # quantiles of the terms drawn per action (gap: residuals, may be negative)
+            "deciles": Field(
+                "section",
+                required=False,
+                fields={
+                    t: Field("section", required=False, fields={f"d{i}_us": Field("number") for i in range(1, 11)})
+                    for t in ("head", "overshoot", "gap", "late", "wake")
+                },
+            ),
+        },
+    ),
 }
 
 SYSTEM_SCHEMA: dict[str, Field] = {

@@ -78,6 +78,11 @@ class System:
     transfer_overhead_s: float = 0.0
     #: the same for two-pipe schedules (preset ``runtime.two_pipe``); None: the figures above
     two_pipe_overhead_s: tuple[float, float] | None = None
+    #: PyTorch's runtime action by action (preset ``runtime.handover``, seconds in the order of
+    #: :class:`ppverify.measure.handover.Handover`); None: absent. Engines do not read it
+    handover_s: tuple[float, ...] | None = None
+    #: ``(term, ten quantiles in s)`` of ``runtime.handover.deciles``; () when absent
+    handover_deciles_s: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         rpn = self.per_node
@@ -209,7 +214,17 @@ def load_system(name_or_path: str, ranks_per_node: int | None = None) -> System:
         (rt["two_pipe"]["action_overhead_us"] / 1e6, rt["two_pipe"]["transfer_overhead_us"] / 1e6)
         if rt.get("two_pipe")
         else None,
+        tuple(rt["handover"][k] / 1e6 for k in HANDOVER_KEYS) if rt.get("handover") else None,
+        tuple(
+            (t, tuple(q[f"d{i}_us"] / 1e6 for i in range(1, 11)))
+            for t, q in ((rt.get("handover") or {}).get("deciles") or {}).items()
+            if q
+        ),
     )
+
+
+#: the ``runtime.handover`` keys of a preset, in the order of ``System.handover_s``
+HANDOVER_KEYS = ("head_us", "overshoot_us", "gap_us", "send_us", "recv_us", "late_us", "wake_us")
 
 
 def allreduce_time(comm: CommModel, ranks: Sequence[int], nbytes: float) -> float:

@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     from ppverify.errors import ParameterError
     from ppverify.measure import measure_many, seconds_costs
     from ppverify.measure.breakdown import breakdown, critical_path
-    from ppverify.measure.calibrate import calibrate, predict, predict_on, preset_text
+    from ppverify.measure.calibrate import DRAWS, calibrate, predict, predict_on, preset_text
+    from ppverify.measure.handover import fit_handover, handover_samples, predict_runtime
     from ppverify.schedules import build
     from ppverify.system import load_system
 
@@ -95,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         system = load_system(args.preset)
         two = system.two_pipe_overhead_s
         print(
-            f"preset {args.preset}: {system.action_overhead_s * 1e6:.0f} us/action, "
+            f"preset {args.preset}: "
+            + ("hand-over model for one-pipe runs, " if system.handover_s else "")
+            + f"{system.action_overhead_s * 1e6:.0f} us/action, "
             f"{system.transfer_overhead_s * 1e6:.0f} us/transfer"
             + (f", two-pipe runner {two[0] * 1e6:.0f} us/action, {two[1] * 1e6:.0f} us/transfer" if two else "")
             + f", link {system.inter.latency_s * 1e6:.0f} us"
@@ -116,6 +119,12 @@ def main(argv: list[str] | None = None) -> int:
             + f", link {cal.latency_s * 1e6:.0f} us + bytes/{cal.bandwidth_Bps / 1e9:.2f} GB/s, "
             f"fit residual {cal.residual * 100:.2f} % rms ({path})"
         )
+        if cal.handover is not None:
+            print(
+                "  hand-over model (one-pipe runs): "
+                + ", ".join(f"{k[:-3]} {v:.0f} us" for k, v in cal.handover.as_us().items())
+                + f" (op-by-op means, drawn from their deciles; rms {cal.extra['handover_residual'] * 100:.2f} % on its runs)"
+            )
 
     items, skipped = [], []
     for p in ps:
@@ -131,6 +140,13 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     breakdowns = [r for (fam, *_), r in zip(items, results) if fam not in TWO_PIPE]
+    # each one-pipe run's hand-over samples (every measured step), for the same-session check
+    ho_samples = [
+        [handover_samples(s, seconds_costs(s, dict(COSTS)), ev, t0) for t0, ev in r.events]
+        if fam not in TWO_PIPE
+        else []
+        for (fam, _, _, s), r in zip(items, results)
+    ]
     for (fam, p, m, s), r in zip(items, results):
         unc = predict(s, seconds_costs(s, dict(COSTS)), FixedDelay(0.0), 0.0, 0.0)
         cal_ = predict_on(s, dict(COSTS), system)
@@ -179,6 +195,18 @@ def main(argv: list[str] | None = None) -> int:
                     r[key] = predict(s, c, link, a, t)
                     r[key + "_a"], r[key + "_t"], r[key + "_l"] = a, t, link.delay
                     r[key + "_err"] = (r[key] - r["med"]) / r["med"]
+        # the hand-over model (one-pipe runs) fitted as calibrate does on the other groups: every term
+        # op by op, drawn per action from its deciles; two-pipe runs keep the "cv" figure
+        train_idx = [i for i, r in enumerate(rows) if (r["p"], r["m"]) != g and rows[i]["fam"] not in TWO_PIPE]
+        ho = fit_handover([d for i in train_idx for d in ho_samples[i]])
+        for (s, c, _), r in zip(runs, rows):
+            if (r["p"], r["m"]) == g:
+                one_pipe = r["fam"] not in TWO_PIPE
+                r["ho"] = predict_runtime(s, c, ho, draws=DRAWS).makespan if one_pipe else r["cv"]
+                r["ho_err"] = (r["ho"] - r["med"]) / r["med"]
+                # the same terms at their means, one walk (what a constant per term gives)
+                r["hop"] = predict_runtime(s, c, ho).makespan if one_pipe else r["cv"]
+                r["hop_err"] = (r["hop"] - r["med"]) / r["med"]
     for p in ps:
         for m in ms:
             grp = [r for r in rows if r["p"] == p and r["m"] == m]
@@ -187,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
 
     head = (
         f"{'family':<17}{'p':>2}{'m':>3}  {'pred':>8}  {'pred cal':>8}  {'measured':>8}  "
-        f"{'spread (min-max)':>17}  {'err':>7}  {'rank':>4}  {'meas':>4}  {'pred cv':>8}  {'err cv':>7}  grads"
+        f"{'spread (min-max)':>17}  {'err':>7}  {'rank':>4}  {'meas':>4}  {'pred cv':>8}  {'err cv':>7}  "
+        f"{'ho cv':>8}  {'err ho':>7}  grads"
     )
     print(head)
     print("-" * len(head))
@@ -197,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['fam']:<17}{r['p']:>2}{r['m']:>3}  {r['unc'] * 1e3:8.1f}  {r['cal'] * 1e3:8.1f}  "
             f"{r['med'] * 1e3:8.1f}  {r['lo'] * 1e3:8.1f}-{r['hi'] * 1e3:<8.1f}  {r['err'] * 100:+6.1f}%  "
             f"{r['rank_pred']:>4}  {r['rank_meas']:>4}{mark:<2}  {r['cv'] * 1e3:8.1f}  {r['cv_err'] * 100:+6.1f}%  "
+            f"{r['ho'] * 1e3:8.1f}  {r['ho_err'] * 100:+6.1f}%  "
             f"{'ok' if r['grads'] else 'MISMATCH'}"
         )
     errs = [abs(r["err"]) for r in rows]
@@ -216,6 +246,18 @@ def main(argv: list[str] | None = None) -> int:
         f"same-session error (overheads fitted on the other (p, m) groups of this run; op-mean transfer/action "
         f"{ratio if ratio is not None else float('nan'):.2f}):"
     )
+    ho_errs = [abs(r["ho_err"]) for r in rows]
+    print(
+        f"  ho cv    as calibrate: the hand-over model on one-pipe runs (terms op by op, drawn per action, "
+        f"median of {DRAWS} walks), pred cv on two-pipe runs: "
+        f"mean {statistics.mean(ho_errs) * 100:.2f} %, max {max(ho_errs) * 100:.2f} %, "
+        f"median {statistics.median(ho_errs) * 100:.2f} %"
+    )
+    hop_errs = [abs(r["hop_err"]) for r in rows]
+    print(
+        f"  ho mean  the same terms at their means, one walk: mean {statistics.mean(hop_errs) * 100:.2f} %, "
+        f"max {max(hop_errs) * 100:.2f} %, median {statistics.median(hop_errs) * 100:.2f} %"
+    )
     for key, (how, _) in variants.items():
         cv_errs = [abs(r[key + "_err"]) for r in rows]
         print(
@@ -232,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         f"median {noise * 100:.1f} % (the stated noise), max {max(spread) * 100:.1f} %"
     )
     print(f"ranks: {same}/{len(rows)} runs rank the same by prediction and by measurement")
-    for key, label in (("cal", "pred cal"), ("cv", "pred cv")):
+    for key, label in (("cal", "pred cal"), ("cv", "pred cv"), ("ho", "ho cv"), ("hop", "ho mean")):
         bad = tie = total = 0
         worst = []
         for g in groups:

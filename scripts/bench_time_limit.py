@@ -19,6 +19,9 @@ COMMANDS = [
     ["1f1b", "-p", "64", "-m", "1024", "--time-limit", "2"],
     ["1f1b", "-p", "32", "-m", "512", "--costs", "F=1,I=1,W=1", "--memory-cap", "8", "--time-limit", "2"],
     ["1f1b", "-p", "64", "-m", "1024", "--costs", "F=1,I=1,W=1", "--memory-cap", "8", "--time-limit", "1"],
+    # 786,432 and 1,572,864 ops: the model cannot be built in time (status UNKNOWN, exit code 2)
+    ["1f1b", "-p", "64", "-m", "4096", "--costs", "F=1,I=1,W=1", "--time-limit", "2"],
+    ["1f1b", "-p", "64", "-m", "8192", "--costs", "F=1,I=1,W=1", "--time-limit", "1"],
 ]
 
 

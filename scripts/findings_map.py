@@ -32,8 +32,8 @@ def cpu_seconds() -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ppverify.compare.findings_map import DEFAULT_GRID, QUICK_GRID, format_map, map_markdown, run_map
-    from ppverify.compare.findings_map_plot import plot_map
+    from ppverify.findings_map import DEFAULT_GRID, QUICK_GRID, format_map, map_markdown, run_map
+    from ppverify.findings_map.plot import plot_map
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="the small grid")

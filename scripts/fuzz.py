@@ -7,6 +7,12 @@ stderr and resource limits). ``tests/test_fuzz.py`` runs a few thousand; this sc
 
     python scripts/fuzz.py --cases 20000 --seed 1 --subprocess-every 200
 
+``measure``, ``report`` and ``calibrate`` get ``--measured-cases`` more (default 2,000): their
+input files and options, with every process start replaced by a stub in process (reaching it means
+the input was accepted; reaching it with a value no run accepts is a failure), and in subprocesses
+only input that must be refused, each in a session of its own that must be empty once the command
+has ended (no worker or fork server left behind).
+
 It prints the outcome counts and every failing case (command line and file head), and exits 1
 when any case failed.
 """
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import os
 import random
@@ -24,6 +31,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -132,6 +140,8 @@ class Case:
     argv: list[str]
     files: dict[str, bytes] = field(default_factory=dict)
     kind: str = ""
+    #: the input is certainly bad (a value no command accepts): it must be refused, never run
+    refuse: bool = False
 
 
 @dataclass
@@ -148,8 +158,8 @@ class Outcome:
 
 def seed_files() -> dict[str, bytes]:
     """Valid files of every format ppverify reads, by name (the extension says the format)."""
+    from ppverify.engines.table import format_schedule_table
     from ppverify.io.json_format import dumps
-    from ppverify.io.table_text import format_schedule_table
     from ppverify.io.torch_csv import csv_text
     from ppverify.schedules import build
 
@@ -420,6 +430,167 @@ def make_cases(n: int, seed: int) -> list[Case]:
     return [file_case(seeds, rng) if rng.random() < 0.67 else cli_case(rng) for _ in range(n)]
 
 
+# ----------------------------------------------------------------------------- measure, report, calibrate
+
+#: commands that start worker processes (measure, calibrate) or read results files (report)
+MEASURED_COMMANDS = ("measure", "report", "calibrate")
+#: values of the run options that no run accepts (steps, timeouts, seeds, counts)
+BAD_RUN_VALUES = ["0", "-1", "-0", "nan", "inf", "-inf", "1e400", "abc", "", "9" * 5000, "1e308", "0x10"]
+
+
+@functools.lru_cache(maxsize=1)
+def measured_seed_files() -> dict[str, bytes]:
+    """Valid inputs of ``report`` (results of ``compare --out``/``--json``, a sweep store, findings,
+    a PNG) made by ppverify itself; with :func:`seed_files` for schedules and presets."""
+    import json
+    import tempfile
+
+    from ppverify.compare import ScheduleEntry, abstract_configs, run_comparison
+
+    df = run_comparison(
+        abstract_configs({"F": 1, "B": 2}, (0.0,), (2,), (2, 4)),
+        (ScheduleEntry("gpipe", "gpipe"), ScheduleEntry("1f1b", "1f1b")),
+        ("formula", "slot"),
+    )
+    out: dict[str, bytes] = {"results.csv": df.to_csv(index=False).encode()}
+    out["results.json"] = json.dumps({"rows": json.loads(df.to_json(orient="records"))}).encode()
+    out["results.jsonl"] = "".join(json.dumps(r) + "\n" for r in json.loads(df.to_json(orient="records"))).encode()
+    out["findings.json"] = json.dumps(
+        {
+            "findings": [
+                {
+                    "key": "k1",
+                    "claim": "1F1B holds fewer activations than GPipe",
+                    "summary": "reproduced",
+                    "verdicts": [{"level": "slot", "reproduced": True, "evidence": "peak 2 < 4"}],
+                }
+            ]
+        }
+    ).encode()
+    out["map.png"] = b"\x89PNG\r\n\x1a\n" + bytes(24)
+    with tempfile.TemporaryDirectory() as d:  # a report from the CSV must be accepted as it is
+        from ppverify.report.build import report_from_file
+
+        (Path(d) / "r.csv").write_bytes(out["results.csv"])
+        report_from_file(str(Path(d) / "r.csv"), str(Path(d) / "r.html"))
+    return out
+
+
+def _run_option_value(rng: random.Random, good: list[str]) -> tuple[str, bool]:
+    """A value for a numeric run option: a good one, or one no run accepts (then True)."""
+    if rng.random() < 0.5:
+        return rng.choice(good), False
+    return rng.choice(BAD_RUN_VALUES), True
+
+
+def measured_case(seeds: dict[str, bytes], rng: random.Random) -> Case:
+    """A ``measure``, ``report`` or ``calibrate`` command line with mutated input files (from
+    ``seeds``: :func:`seed_files` and :func:`measured_seed_files`) and hostile options. Valid ones
+    would start worker processes: :func:`run_in_process` stops them at the first process start
+    (that counts as accepted input)."""
+    cmd = rng.choice(MEASURED_COMMANDS)
+    files: dict[str, bytes] = {}
+    refuse = False
+
+    def maybe_mutated(name: str) -> bytes:
+        return mutate(seeds[name], rng) if rng.random() < 0.9 else seeds[name]
+
+    if cmd == "measure":
+        argv = ["measure"]
+        if rng.random() < 0.5:
+            name = rng.choice([n for n in seeds if n.endswith((".json", ".csv", ".txt")) and "results" not in n])
+            name = name if "findings" not in name else "1f1b.json"
+            f = "in" + (Path(name).suffix if rng.random() < 0.9 else rng.choice([".json", ".csv", ".txt"]))
+            files[f] = maybe_mutated(name)
+            argv.append(f)
+        else:
+            argv += [rng.choice(["gpipe", "1f1b", "zbv", "chimera", "nosuch", rng.choice(HOSTILE)])]
+            argv += ["-p", rng.choice(SMALL + NUMBERS[:9]), "-m", rng.choice(SMALL + NUMBERS[:9])]
+        options = ["--steps", "--warmup", "--timeout", "--seed", "--costs", "--compute", "--format", "--system", "out"]
+        for opt in rng.sample(options, rng.randint(1, 4)):  # each once: a repeated option's last value wins
+            if opt in ("--steps", "--warmup", "--timeout", "--seed"):
+                value, bad = _run_option_value(rng, ["1", "2", "5"])
+                bad = bad and not (opt in ("--warmup", "--seed") and value in ("0", "-0"))
+                refuse |= bad
+                argv += [opt, value]
+            elif opt == "--costs":
+                argv += [opt, rng.choice(["F=0.01,B=0.02", "F=inf", "F=1e400", "F=0", "X=1", "F", "", "F=-1"])]
+            elif opt in ("--compute", "--format"):
+                argv += [opt, rng.choice(["sleep", "real", "compute_only", "compute_comms", "bogus", ""])]
+            elif opt == "--system":
+                files["sys.yaml"] = maybe_mutated("system.yaml")
+                argv += [opt, rng.choice(["sys.yaml", "sys.yaml", "dgx-h100", "nosuch", "/nonexistent/s.yaml"])]
+            else:
+                argv += [rng.choice(["--trace", "--frame", "--plot"]), rng.choice(["o.json", ".", "/nonexistent/o"])]
+    elif cmd == "report":
+        name = rng.choice(["results.csv", "results.json", "results.jsonl", "store.jsonl"])
+        f = "in" + (Path(name).suffix if rng.random() < 0.9 else rng.choice([".csv", ".json", ".jsonl", ".txt"]))
+        files[f] = maybe_mutated(name)
+        argv = ["report", "--from", f, "-o", rng.choice(["out.html"] * 6 + ["out.pdf", ".", "/nonexistent/r.html"])]
+        if rng.random() < 0.3:
+            files["fj.json"] = maybe_mutated("findings.json")
+            argv += ["--findings-json", rng.choice(["fj.json", "fj.json", "nosuch.json", "."])]
+        if rng.random() < 0.2:
+            png = seeds["map.png"]
+            files["m.png"] = rng.choice([png, png[: rng.randrange(len(png))], b"GIF89a", png + bytes(10**5)])
+            argv += ["--findings-map", rng.choice(["m.png", ".", "nosuch.png"])]
+        if rng.random() < 0.3:
+            argv += ["--max-chart-ops", rng.choice(NUMBERS)]
+        if rng.random() < 0.2:
+            argv += ["--title", rng.choice(HOSTILE)]
+        if rng.random() < 0.2:
+            argv += [rng.choice(["--time-limit", "--max-opt-ops"]), rng.choice(NUMBERS)]
+    else:
+        argv = ["calibrate"]
+        value, refuse = _run_option_value(rng, ["1", "30"])
+        argv += ["--timeout", value] if rng.random() < 0.8 else []
+        refuse = refuse and "--timeout" in argv
+        if rng.random() < 0.5:
+            out = rng.choice(["c.yaml", ".", "/nonexistent/c.yaml", "c.json", ""])
+            argv += ["--out", out]
+            refuse |= out in (".", "/nonexistent/c.yaml", "")
+        argv += [flag for flag in ("--quick", "--json") if rng.random() < 0.5]
+    return Case(argv, files, cmd, refuse)
+
+
+def make_measured_cases(n: int, seed: int) -> list[Case]:
+    """``n`` cases of :func:`measured_case` from ``seed``."""
+    rng = random.Random(seed)
+    seeds = {**seed_files(), **measured_seed_files()}
+    return [measured_case(seeds, rng) for _ in range(n)]
+
+
+class WorkersReached(BaseException):
+    """A fuzz case got past input validation to the first worker process (BaseException:
+    ppverify's handlers must not turn it into an exit code)."""
+
+
+@contextlib.contextmanager
+def no_processes() -> Iterator[None]:
+    """Any process start (multiprocessing, its fork server, subprocess) raises
+    :class:`WorkersReached` instead: the input was accepted, and nothing is left running."""
+    import multiprocessing.forkserver
+    import multiprocessing.process
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise WorkersReached()
+
+    saved = [
+        (multiprocessing.process.BaseProcess, "start"),
+        (multiprocessing.forkserver, "ensure_running"),
+        (multiprocessing.forkserver.ForkServer, "ensure_running"),
+        (subprocess.Popen, "__init__"),
+    ]
+    old = [getattr(obj, name) for obj, name in saved]
+    for obj, name in saved:
+        setattr(obj, name, refuse)
+    try:
+        yield
+    finally:
+        for (obj, name), fn in zip(saved, old):
+            setattr(obj, name, fn)
+
+
 # ----------------------------------------------------------------------------- running
 
 
@@ -462,12 +633,17 @@ def run_in_process(case: Case, workdir: Path) -> Outcome:
     code, problem = None, ""
     prev = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
+    measured = case.kind in MEASURED_COMMANDS
     try:
         os.chdir(workdir)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        stub = no_processes() if measured else contextlib.nullcontext()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), stub:
             code = main(case.argv)
     except CaseTimeout:
         problem = f"hang (no answer in {HANG_SECONDS:g} s)"
+    except WorkersReached:
+        code = 0  # accepted: the run would start here
+        problem = "bad input reached the worker processes" if case.refuse else ""
     except BaseException as exc:
         problem = f"escaped main: {type(exc).__name__}: {exc}"[:300]
     finally:
@@ -483,9 +659,19 @@ def run_in_process(case: Case, workdir: Path) -> Outcome:
             "o.csv",
             "o.png",
             "o.txt",
+            "out.html",
+            "c.yaml",
+            "c.json",
         ]:
             with contextlib.suppress(OSError):
                 (workdir / name).unlink()
+    if measured and not problem:
+        import multiprocessing
+
+        if multiprocessing.active_children():
+            problem = "a worker process was left behind"
+        elif case.refuse and code != 2:
+            problem = f"bad input accepted (exit {code})"
     outcome = Outcome(case, code, err.getvalue(), time.process_time() - t0, problem)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     if rss > MEMORY_BYTES and not _MEMORY_FLAGGED:  # the first case to push the process past 2 GB
@@ -508,33 +694,65 @@ def run_subprocess(case: Case, workdir: Path) -> Outcome:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     cmd = [sys.executable, "-m", "ppverify", *case.argv]
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    # a session of its own: whatever the child starts (workers, a fork server) can be found after it
+    proc = subprocess.Popen(
+        cmd,
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_limits,
+        env=env,
+        start_new_session=True,
+    )
     try:
-        proc = subprocess.run(
-            cmd, cwd=workdir, capture_output=True, timeout=HANG_SECONDS + 5, preexec_fn=_limits, env=env
-        )
+        _, stderr = proc.communicate(timeout=HANG_SECONDS + 5)
     except subprocess.TimeoutExpired:
+        _kill_session(proc.pid)
+        proc.communicate()
         return Outcome(case, None, "", time.perf_counter() - t0, "hang (subprocess timeout)")
     finally:
         for name in case.files:
             with contextlib.suppress(OSError):
                 (workdir / name).unlink()
+    left = session_processes(proc.pid)
+    _kill_session(proc.pid)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    outcome = Outcome(case, proc.returncode, proc.stderr.decode("utf-8", "replace"), cpu)
+    outcome = Outcome(case, proc.returncode, stderr.decode("utf-8", "replace"), cpu)
     if proc.returncode < 0:
         outcome.problem = f"killed by signal {-proc.returncode}"
+    elif left:
+        outcome.problem = f"{len(left)} process(es) left running after the command ended"
     # a child pays interpreter start-up and imports (about a CPU second); allow for them
     outcome.seconds = max(0.0, cpu - 1.5)
     return outcome
 
 
+def session_processes(sid: int) -> list[int]:
+    """Processes (other than zombies) still in session ``sid`` (Linux ``/proc``; none elsewhere)."""
+    out = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[3]) == sid and fields[0] != "Z":  # fields: state, ppid, pgrp, session
+                out.append(int(entry.name))
+    return out
+
+
+def _kill_session(sid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(sid, signal.SIGKILL)
+
+
 def run_cases(cases: list[Case], workdir: Path, subprocess_every: int = 0, verbose: bool = False) -> list[Outcome]:
-    """Run every case (each ``subprocess_every``-th in a subprocess)."""
+    """Run every case (each ``subprocess_every``-th in a subprocess; ``measure`` and ``calibrate``
+    only when their input must be refused, since valid input would really start workers)."""
     out = []
     for k, case in enumerate(cases):
         if verbose:
             print(k, case.kind, case.argv, file=sys.__stderr__, flush=True)
         sub = subprocess_every and k % subprocess_every == 0
+        sub = sub and (case.refuse or case.kind not in ("measure", "calibrate"))
         out.append(run_subprocess(case, workdir) if sub else run_in_process(case, workdir))
     return out
 
@@ -554,12 +772,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--subprocess-every", type=int, default=200, help="every N-th case in a subprocess (0: none)")
     ap.add_argument("--verbose", action="store_true", help="print each case before running it")
+    ap.add_argument(
+        "--measured-cases",
+        type=int,
+        default=2000,
+        help="cases for measure, report and calibrate on top (process starts stubbed out in process)",
+    )
     args = ap.parse_args(argv)
     import tempfile
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:
-        outcomes = run_cases(make_cases(args.cases, args.seed), Path(d), args.subprocess_every, args.verbose)
+        cases = make_cases(args.cases, args.seed) + make_measured_cases(args.measured_cases, args.seed)
+        outcomes = run_cases(cases, Path(d), args.subprocess_every, args.verbose)
     bad = [o for o in outcomes if check(o)]
     codes: dict[object, int] = {}
     for o in outcomes:

@@ -1,6 +1,7 @@
-"""Shared test helpers: the repository root, the installed ``ppverify`` command, small grids, and
-the example family of the manual (``docs/your-own-schedule.md``), read from the page itself so the
-tests and the manual show the same code."""
+"""Shared test helpers: the repository root, the installed ``ppverify`` command, small grids, the
+sizes a family accepts (``buildable``), and the example family of the manual
+(``docs/your-own-schedule.md``), read from the page itself so the tests and the manual show the
+same code."""
 
 from __future__ import annotations
 
@@ -8,10 +9,15 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from ppverify.errors import ParameterError
+from ppverify.schedule import Schedule
+from ppverify.schedules import build
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the virtualenv's console script (what ``pip install`` puts on PATH)
@@ -33,6 +39,24 @@ def doc_file_block(page: str, path: str) -> str:
 def small_grid() -> tuple[tuple[int, int], ...]:
     """Small (p, m) sizes, cheap enough to sweep in the fast suite."""
     return SMALL_GRID
+
+
+def accepted_sizes(family: str, sizes: Iterable[tuple[int, int]], **params: Any) -> Iterator[tuple[int, int, Schedule]]:
+    """``(p, m, schedule)`` for each size in ``sizes`` that ``family`` builds at (with ``params``);
+    a size the family refuses (:class:`ParameterError`: outside its rules) is skipped."""
+    for p, m in sizes:
+        try:
+            s = build(family, p=p, m=m, **params)
+        except ParameterError:
+            continue
+        yield p, m, s
+
+
+@pytest.fixture(scope="session")
+def buildable() -> Callable[..., Iterator[tuple[int, int, Schedule]]]:
+    """:func:`accepted_sizes`: ``for p, m, s in buildable("chimera", GRID): ...`` skips the sizes
+    the family refuses."""
+    return accepted_sizes
 
 
 @pytest.fixture(scope="session")

@@ -4,33 +4,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from ppverify.cli import main
 
-
-@pytest.mark.parametrize(
-    "argv,needle",
-    [
-        (["show", "nosuch"], "known families: 1f1b"),
-        (["show", "chimera", "-p", "3"], "parameter p=3"),
-        (["show", "1f1b", "-p", "0"], "parameter p=0: must be an integer >= 1"),
-        (["show", "1f1b", "-m", "0"], "parameter m=0"),
-        (["show", "interleaved-1f1b", "-p", "4", "-m", "9", "--v", "2"], "number of rounds max(1, m // p) = 2"),
-        (["show", "1f1b", "--costs", "F=1,X=2"], "unknown kind 'X'"),
-        (["simulate", "1f1b", "--system", "nosuch"], "unknown systems preset; available: dgx-a100"),
-        (["simulate", "1f1b", "--model", "nosuch"], "unknown llms preset; available: gpt3-1.3b"),
-        (["simulate", "1f1b", "--system", "dgx-h100"], "--system and --model go together"),
-        (["simulate", "1f1b", "--comm-delay", "-1"], "comm-delay=-1.0"),
-        (["verify", "/nonexistent/schedule.json"], "file not found"),
-        (["verify", "schedule.yaml"], "schedule.yaml: file not found"),
-    ],
-)
-def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert needle in err
-    assert len(err.splitlines()) == 1 and "Traceback" not in err
+# Bad command lines (unknown names, values out of range, missing files) are one table:
+# tests/test_limits.py::test_bad_command_lines_are_refused_at_once.
 
 
 def test_malformed_json_file_names_file_and_location(tmp_path, capsys):

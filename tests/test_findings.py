@@ -189,3 +189,14 @@ def test_cli_findings_json(capsys):
 def test_cli_findings_text_and_bad_systems(capsys):
     assert main(["compare", "--findings", "--systems", "dgx-h100", "--no-progress"]) == 2
     assert "two systems" in capsys.readouterr().err
+
+
+def test_findings_read_compares_one_default_list():
+    """The findings are checked on the seed paper's seven schedules (listed here by hand), taken from
+    compare's one default list: the same entries, in the same order, less ``1f1b-split``."""
+    from ppverify.compare import DEFAULT_SCHEDULES
+
+    paper = ["gpipe", "1f1b", "interleaved-v2", "chimera", "chimera-asym", "hanayo-w1", "hanayo-w2"]
+    assert [e.label for e in FINDINGS_SCHEDULES] == paper
+    assert [e for e in DEFAULT_SCHEDULES if e.label in paper] == list(FINDINGS_SCHEDULES)
+    assert [e.label for e in DEFAULT_SCHEDULES if e.label not in paper] == ["1f1b-split"]

@@ -14,8 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppverify.cli import main
-from ppverify.compare.boundary import MAP_AXES, fit_rule
-from ppverify.compare.findings_map import (
+from ppverify.findings_map import (
     QUICK_GRID,
     SUBJECTS,
     MapGrid,
@@ -24,6 +23,7 @@ from ppverify.compare.findings_map import (
     system_yaml,
     write_systems,
 )
+from ppverify.findings_map.boundary import MAP_AXES, fit_rule
 
 M_AX, BW_AX = MAP_AXES[0], MAP_AXES[1]
 BWS = (1.0, 10.0, 25.0, 100.0, 900.0)
@@ -170,7 +170,7 @@ def test_bandwidth_ranges_read_the_grid_column_by_column(quick):
 
 
 def test_margin_table_is_the_median_of_the_points(quick):
-    from ppverify.compare.findings_map import margin_table
+    from ppverify.findings_map import margin_table
 
     res, _ = quick
     v = res.verdicts
@@ -187,7 +187,7 @@ def test_a_rerun_resumes_without_recomputing(quick):
 
 
 def test_cli_map_writes_plots_markdown_and_json(tmp_path, capsys, monkeypatch):
-    import ppverify.compare.findings_map as fm
+    import ppverify.findings_map as fm
 
     store, plots, md = tmp_path / "s.jsonl", tmp_path / "img", tmp_path / "map.md"
     # the smallest grid: the CLI path, not the numbers, is under test here

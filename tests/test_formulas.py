@@ -7,6 +7,8 @@ table; elsewhere its documented bound must hold.
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -172,16 +174,28 @@ def test_formula_matches_table_sample(p, m, k, c):
     assert problems == []
 
 
-@pytest.mark.slow
-def test_formula_matches_table_full_grid():
-    # issue 2: p in 2..16, m in 1..64, v in 1..4, W in 1, 2, unit slots; the structural check
-    # (every op once, on its device, the table respecting every DAG edge) rides along
+#: issue 2's grid (v in 1..4 and W in 1, 2 come from :func:`cases`); 960 sizes
+FULL_GRID = tuple((p, m) for p in range(2, 17) for m in range(1, 65))
+#: the grid's corners, then a fixed (seeded) eighth of the grid: about 12 s instead of about 120 s;
+#: scripts/check_formula_grid.py runs the whole grid
+GRID_SAMPLE = ((2, 1), (2, 64), (16, 1), (16, 64), *random.Random(2).sample(FULL_GRID, 120))
+
+
+def grid_problems(sizes) -> list[str]:
+    """Formula vs table at unit slots for every case of every size, with the structural check
+    (every op once, on its device, the table respecting every DAG edge)."""
     problems = []
-    for p in range(2, 17):
-        for m in range(1, 65):
-            for name, kw in cases(p, m):
-                problems += mismatches(name, p, m, kw, None, check_structure=True)
-    assert problems == []
+    for p, m in sizes:
+        for name, kw in cases(p, m):
+            problems += mismatches(name, p, m, kw, None, check_structure=True)
+    return problems
+
+
+@pytest.mark.slow
+def test_formula_matches_table_grid_sample():
+    # issue 2: p in 2..16, m in 1..64, v in 1..4, W in 1, 2, unit slots, sampled (GRID_SAMPLE)
+    assert len(set(GRID_SAMPLE)) >= 120 and set(GRID_SAMPLE) <= set(FULL_GRID)
+    assert grid_problems(GRID_SAMPLE) == []
 
 
 @pytest.mark.slow

@@ -4,7 +4,10 @@ tables, system and LLM presets, sweep configs and stores) and random command lin
 end with exit code 0, 1 or 2 (never 3, the internal-error code, nor a signal), with exactly one
 stderr line on exit 2, no traceback, within 5 CPU seconds, and (in subprocesses) within 2 GB.
 
-About 60-90 s on two cores: 2,000 cases in process, 8 in subprocesses.
+About 60-90 s on two cores: 2,000 cases in process, 8 in subprocesses. The inputs of ``measure``,
+``report`` and ``calibrate`` (schedule files, presets, results files, findings, run options) are
+fuzzed in process with every process start stubbed out (valid input would start worker
+processes), and their refusals in subprocesses that must leave nothing running: about 30 s.
 """
 
 from __future__ import annotations
@@ -61,3 +64,31 @@ def test_hostile_cases_in_subprocesses_with_2_gb(tmp_path, seed):
     # the real console entry point: real exit codes and stderr, RLIMIT_AS of 2 GB
     outcomes = [fuzz.run_subprocess(c, tmp_path) for c in fuzz.make_cases(4, seed=seed)]
     assert not _failures(outcomes), "\n".join(_failures(outcomes))
+
+
+def test_measure_report_calibrate_refuse_hostile_input_before_any_worker(tmp_path):
+    # a worker process (or the fork server that starts them) reached with input known to be bad,
+    # or left alive after a case, is a failure as much as a traceback
+    outcomes = fuzz.run_cases(fuzz.make_measured_cases(500, seed=15), tmp_path)
+    assert not _failures(outcomes), "\n".join(_failures(outcomes)[:20])
+    codes = Counter((o.case.kind, o.code) for o in outcomes)
+    # refusals dominate, and valid inputs of each command get through to the run
+    assert codes[("measure", 2)] > 80 and codes[("report", 2)] > 80 and codes[("calibrate", 2)] > 40, codes
+    assert codes[("measure", 0)] > 0 and codes[("report", 0)] > 5 and codes[("calibrate", 0)] > 20, codes
+    assert sum(o.case.refuse for o in outcomes) > 100
+
+
+BAD_MEASURED = [
+    (["measure", "s.json", "--steps", "2"], {"s.json": b'{"format": "ppverify-schedule", "p": 2'}),
+    (["measure", "1f1b", "-p", "2", "--timeout", "inf"], {}),
+    (["calibrate", "--timeout", "1e400", "--quick"], {}),
+    (["report", "--from", "r.csv", "-o", "out.html"], {"r.csv": b"config,p\n" + b"x" * 200_000 + b",2\n"}),
+]
+
+
+@pytest.mark.parametrize("argv, files", BAD_MEASURED, ids=[a[0] + "-" + a[-1] for a, _ in BAD_MEASURED])
+def test_refused_measured_input_leaves_no_process_running(tmp_path, argv, files):
+    # the real entry point in a session of its own: one line, exit 2, nothing left in the session
+    # (a fork server started before the input was checked would still be importing torch)
+    outcome = fuzz.run_subprocess(fuzz.Case(argv, files, argv[0], refuse=True), tmp_path)
+    assert outcome.code == 2 and not fuzz.check(outcome), fuzz.describe(outcome)

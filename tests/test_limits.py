@@ -61,6 +61,19 @@ def one_line_exit_2(argv, capsys, needle, seconds=1.0):
         (["gap", ""], "gap needs a family or a schedule file"),
         (["show", "9" * 5000], "... (5000 characters): unknown schedule family"),
         (["nosuch-command"], "invalid choice"),
+        # unknown names, values outside a parameter's rules, missing files
+        (["show", "nosuch"], "known families: 1f1b"),
+        (["show", "chimera", "-p", "3"], "parameter p=3"),
+        (["show", "1f1b", "-p", "0"], "parameter p=0: must be an integer >= 1"),
+        (["show", "1f1b", "-m", "0"], "parameter m=0"),
+        (["show", "interleaved-1f1b", "-p", "4", "-m", "9", "--v", "2"], "number of rounds max(1, m // p) = 2"),
+        (["show", "1f1b", "--costs", "F=1,X=2"], "unknown kind 'X'"),
+        (["simulate", "1f1b", "--system", "nosuch"], "unknown systems preset; available: dgx-a100"),
+        (["simulate", "1f1b", "--model", "nosuch"], "unknown llms preset; available: gpt3-1.3b"),
+        (["simulate", "1f1b", "--system", "dgx-h100"], "--system and --model go together"),
+        (["simulate", "1f1b", "--comm-delay", "-1"], "comm-delay=-1.0"),
+        (["verify", "/nonexistent/schedule.json"], "file not found"),
+        (["verify", "schedule.yaml"], "schedule.yaml: file not found"),
     ],
 )
 def test_bad_command_lines_are_refused_at_once(argv, needle, capsys):

@@ -1,10 +1,14 @@
 """``optimize --time-limit`` bounds the whole run (model building, bounds, starting schedules,
-local search, CP-SAT): a limit-honouring property measured around the library call. About 6 s on
-two cores.
+local search, CP-SAT): a limit-honouring property measured around the library call, up to
+786,432 ops; a run that ends without a schedule exits 2 (a limit, not a verdict); Ctrl-C and
+SIGTERM stop a CP-SAT search within 2 s. About 25 s on two cores.
 """
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -64,10 +68,11 @@ def test_cli_prints_status_and_bound_within_the_limit(capsys):
     )
     took = time.monotonic() - t0
     out = capsys.readouterr().out
-    assert code in (0, 1)
-    assert took <= 1.1 + 0.5, f"took {took:.2f} s"
+    assert took < 1.0 + 1.0, f"took {took:.2f} s"  # generous: parser set-up included, a loaded machine
     lines = {ln.split()[0]: ln for ln in out.splitlines() if ln.strip()}
-    assert lines["status"].split()[1] in ("OPTIMAL", "FEASIBLE", "UNKNOWN")
+    status = lines["status"].split()[1]
+    assert status in ("OPTIMAL", "FEASIBLE", "UNKNOWN")
+    assert code == (2 if status == "UNKNOWN" else 0)  # no schedule in time is a limit, never a verdict
     assert float(lines["bound"].split()[1]) >= 0
 
 
@@ -75,7 +80,10 @@ def test_an_expired_deadline_gives_a_result_not_a_traceback():
     # the deadline passed before the call: nothing is built, the answer says so
     pr = _problem(["1f1b", "-p", "8", "-m", "64"])
     res = optimize(pr, time_limit=5.0, workers=1, deadline=Deadline.after(0.0))
-    assert res.status == "UNKNOWN" and res.objective is None and res.bound == 0
+    assert res.status == "UNKNOWN" and res.objective is None
+    # the bounds that need no DAG, with unit slots: each device runs m * (tF + tB) = 64 * 2; one
+    # microbatch's path is p * (tF + tB) = 16
+    assert (res.bound, res.bounds["device_work"], res.bounds["critical_path"]) == (128, 128, 16)
     assert "wall-clock limit" in res.reason
     with pytest.raises(WallLimitReached):
         instance(pr, deadline=Deadline.after(0.0))
@@ -84,7 +92,7 @@ def test_an_expired_deadline_gives_a_result_not_a_traceback():
 def test_a_greedy_past_its_deadline_stops():
     pr = _problem(["1f1b", "-p", "8", "-m", "512", "--costs", "F=1,I=1,W=1"])
     inst = instance(pr)
-    # 12,288 ops, at most 8 started per step: the check after 1024 steps comes before the end
+    # 12,288 ops, at most 8 started per step: the first check (after the set-up) stops it
     assert greedy(inst, deadline=time.monotonic() - 1) is None
     # ZB-H2's value with equal costs: (p-1)*tF + m*(tF+tI+tW) = 7 + 512*3
     assert greedy(inst, deadline=time.monotonic() + 60).objective == 7 + 512 * 3
@@ -96,3 +104,63 @@ def test_an_uncut_run_is_unchanged():
     res = optimize(pr, time_limit=10.0, workers=1)
     assert (res.status, res.objective, res.bound) == ("OPTIMAL", 22.0, 22.0)
     assert "wall_limited" not in res.solver and res.reason == ""
+
+
+# 64 stages x 4096 microbatches x (F, I, W): 786,432 ops, several seconds of model building alone
+LARGE = ["1f1b", "-p", "64", "-m", "4096", "--costs", "F=1,I=1,W=1"]
+
+
+def test_a_large_step_keeps_a_short_limit_with_the_bound_known():
+    pr = _problem(LARGE)
+    t0 = time.monotonic()
+    res = optimize(pr, time_limit=1.0, workers=1)
+    took = time.monotonic() - t0
+    assert took < 1.0 + 1.0, f"took {took:.2f} s for a limit of 1 s"  # generous: a loaded machine
+    assert res.status == "UNKNOWN" and res.objective is None and "model building" in res.reason
+    # every device runs its stage's F, I and W for every microbatch: m * 3 = 12,288; one
+    # microbatch's path is 64 forwards, 64 I and the last W: 129
+    assert (res.bound, res.bounds["device_work"], res.bounds["critical_path"]) == (12288, 12288, 129)
+
+
+def test_the_build_stops_at_the_deadline_without_the_pace_estimate(monkeypatch):
+    # the checks inside the build alone (DAG, delays, ticks) keep the limit: the estimate that
+    # gives up early on a hopeless build is switched off
+    monkeypatch.setattr("ppverify.optimize.problem.BUILD_PER_SKELETON", 0.0)
+    pr = _problem(["1f1b", "-p", "64", "-m", "2048", "--costs", "F=1,I=1,W=1"])
+    t0 = time.monotonic()
+    res = optimize(pr, time_limit=0.5, workers=1)
+    took = time.monotonic() - t0
+    assert took < 0.5 + 1.0, f"took {took:.2f} s for a limit of 0.5 s"
+    assert res.status == "UNKNOWN" and res.bound == 2048 * 3
+
+
+def test_no_schedule_in_time_exits_2_with_the_status_and_bound(capsys):
+    # 131,072 ops cannot be numbered in 0.05 s: no schedule, a limit (exit 2), not a verdict (1)
+    code = main(["optimize", "--placement", "linear", "-p", "64", "-m", "1024", "--time-limit", "0.05", "--no-chart"])
+    cap = capsys.readouterr()
+    assert code == 2
+    lines = {ln.split()[0]: ln for ln in cap.out.splitlines() if ln.strip()}
+    assert lines["status"].split()[1] == "UNKNOWN"
+    assert lines["bound"].split()[1] == "2048"  # unit slots: m * (tF + tB) = 1024 * 2
+    assert cap.err.count("\n") == 1 and "Traceback" not in cap.err
+    assert cap.err.startswith("ppverify optimize: error: --time-limit 0.05: ") and "UNKNOWN" in cap.err
+    assert "best bound 2048" in cap.err
+
+
+@pytest.mark.parametrize("sig, code, line", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_stops_the_cp_sat_search_within_2_s(sig, code, line):
+    # a search that runs for its whole 40 s limit (a cap on a V placement: no proof in sight); the
+    # solver call waits in C++, so only the signal watcher stopping CP-SAT ends it in time
+    argv = ["optimize", "--placement", "v", "-p", "4", "-m", "12", "--costs", "F=1,I=1,W=1", "--memory-cap", "3"]
+    argv += ["--comm-delay", "0.5", "--time-limit", "40", "--workers", "1", "--no-chart"]
+    proc = subprocess.Popen([sys.executable, "-m", "ppverify", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(5)  # interpreter start-up, model building, starting schedules: the search is under way
+    if proc.poll() is not None:
+        pytest.fail("optimize ended before the signal: make the problem harder")
+    t0 = time.perf_counter()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert time.perf_counter() - t0 < 2.0
+    assert proc.returncode == code and err.decode() == f"ppverify optimize: {line}" + (
+        " (SIGTERM)\n" if sig == signal.SIGTERM else "\n"
+    )

@@ -36,6 +36,7 @@ def test_a_family_is_one_module_file(tmp_path: Path, eager_family_source: str, s
         from ppverify.dag import structural_problems
         from ppverify.engines import run
         from ppverify.costs import CostModel
+        from ppverify.formulas import formula_for
         from ppverify.schedules import build, families, get_family
         assert "eager-1f1b" in [f.name for f in families()]
         assert [p.name for p in get_family("eager-1f1b").params] == ["extra"]
@@ -47,6 +48,10 @@ def test_a_family_is_one_module_file(tmp_path: Path, eager_family_source: str, s
                 t = run(s, CostModel.abstract(s.placement, F=1, B=1), semantics="async")
                 want = [min(p - d + extra, m) for d in range(p)]
                 assert t.peak_memory().tolist() == want, (p, m, extra, t.peak_memory(), want)
+                # its closed form, in the same file: 1F1B's (m+p-1)(tF+tB) at F=1, B=2, the peaks above
+                f = formula_for("eager-1f1b", p, m, {{"F": 1, "B": 2}}, extra=extra)
+                slot = run(s, CostModel.abstract(s.placement, F=1, B=2), semantics="slot").makespan
+                assert f.exact and f.makespan == slot == (m + p - 1) * 3 and list(f.peak_activations) == want
         print("ok")
     """)
     proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)

@@ -27,24 +27,20 @@ def abstract(s, **kw):
     return CostModel.abstract(s.placement, **kw)
 
 
-def grid_schedules(ps=(2, 4, 6), ms=(1, 2, 4, 8)):
+def grid_schedules(buildable, ps=(2, 4, 6), ms=(1, 2, 4, 8)):
     """Every registered family (other engineers add families: enumerate, never list) over a grid;
-    parameter combinations a family rejects are skipped."""
+    parameter combinations a family rejects are skipped (``buildable``, the conftest fixture)."""
     for fam in families():
-        for p in ps:
-            for m in ms:
-                try:
-                    yield fam.name, fam.generator(p, m, **fam.defaults())
-                except ParameterError:
-                    continue
+        for _p, _m, s in buildable(fam.name, [(p, m) for p in ps for m in ms]):
+            yield fam.name, s
 
 
 # ---- invariants -------------------------------------------------------------------------------
 
 
-def test_async_without_comm_equals_slot_table_for_every_family():
+def test_async_without_comm_equals_slot_table_for_every_family(buildable):
     checked = set()
-    for name, s in grid_schedules():
+    for name, s in grid_schedules(buildable):
         has_idle = bool(build_dag_arrays(s).idle_before.any())
         for costs in (CostModel.unit(s.placement), abstract(s, F=1, B=2)):
             slot = run(s, costs, semantics="slot")
@@ -119,7 +115,7 @@ def test_ideal_system_equals_compute_only_timing():
     slot = run(s, costs, semantics="async")
     assert ideal.makespan == pytest.approx(slot.makespan)
     assert run(s, costs, load_system("dgx-h100"), semantics="async").makespan > ideal.makespan
-    assert max(ideal.info["exposed_comm"]) == 0
+    assert max(ideal.info.exposed_comm) == 0
 
 
 def test_transfers_recorded_with_bytes():
@@ -148,7 +144,7 @@ def test_exposed_comm_by_hand():
     # GPipe p=4, F=1, B=2, c=0.5: every device waits 0.5 once per direction it receives in
     s = build("gpipe", p=4, m=4)
     tl = simulate_async(s, abstract(s, F=1, B=2), FixedDelay(0.5))
-    assert tl.info["exposed_comm"] == [0.5, 1.0, 1.0, 0.5]
+    assert tl.info.exposed_comm == [0.5, 1.0, 1.0, 0.5]
 
 
 # ---- collectives ------------------------------------------------------------------------------
@@ -212,7 +208,7 @@ def test_dp_allreduce_ends_the_step():
         t = 6 * 10e-6 + 1.5 * grad / 50e9  # ring over 4: 2(n-1) alpha + 2(n-1)/n bytes / beta
         ends.append(max(base.end[base.device == d]) + t)
     assert dp.makespan == pytest.approx(max(ends))
-    assert dp.info["exposed_comm"][0] >= ends[0] - max(base.end[base.device == 0]) - 1e-12
+    assert dp.info.exposed_comm[0] >= ends[0] - max(base.end[base.device == 0]) - 1e-12
 
 
 def test_bad_options():
@@ -376,10 +372,10 @@ def test_makespan_monotone_in_fixed_delay(fam, p, k, lat):
 
 
 @pytest.mark.parametrize("c", [0.1, 0.5, 2.0])
-def test_async_never_slower_than_slot_with_comm_per_column(c):
+def test_async_never_slower_than_slot_with_comm_per_column(c, buildable):
     # cross-check of two abstractions: charging every op its slowest transfer (slot) is an upper
     # bound of overlapping transfers with compute (async), for every family on the grid
-    for name, s in grid_schedules(ps=(2, 4), ms=(2, 4, 8)):
+    for name, s in grid_schedules(buildable, ps=(2, 4), ms=(2, 4, 8)):
         costs = abstract(s, F=1, B=2)
         a = run(s, costs, FixedDelay(c), semantics="async", sync="none").makespan
         sl = run(s, costs, FixedDelay(c), semantics="slot", charge_comm=True).makespan

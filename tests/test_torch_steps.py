@@ -126,7 +126,7 @@ def test_torch_semantics_through_run():
     assert "torch" in SEMANTICS
     s = parse_rows(SIMPLE_2_RANK_2_STAGE)
     tl = run(s, semantics="torch")
-    assert tl.semantics == "torch" and tl.makespan == 11.0 and tl.info["steps"] == 11
+    assert tl.semantics == "torch" and tl.makespan == 11.0 and tl.info.steps == 11
     assert len(tl.ops) == 8 and len(tl.transfers) == 4
     # every transfer goes from its SEND step to the end of its RECV step, forward before use
     for k, src, dst, dst_op, t0, t1 in zip(

@@ -11,7 +11,6 @@ from ppverify.cli import main
 from ppverify.comm import FixedDelay
 from ppverify.costs import CostModel
 from ppverify.engines import run
-from ppverify.errors import ParameterError
 from ppverify.io import load_schedule
 from ppverify.ops import Comm, Op
 from ppverify.schedules import build, families
@@ -36,13 +35,9 @@ SAMPLE = [(2, 1), (2, 4), (4, 4), (4, 8), (6, 12), (8, 16), (3, 7), (16, 32)]
 
 
 @pytest.mark.parametrize("family", [f.name for f in families()])
-def test_every_family_valid_on_samples(family):
+def test_every_family_valid_on_samples(family, buildable):
     checked = 0
-    for p, m in SAMPLE:
-        try:
-            s = build(family, p=p, m=m)
-        except ParameterError:
-            continue  # outside the family's rules
+    for p, m, s in buildable(family, SAMPLE):  # sizes outside the family's rules are skipped
         r = verify(s)
         assert r.valid, (family, p, m, [v.to_text() for v in r.violations])
         checked += 1
@@ -323,14 +318,10 @@ def test_memory_cap_in_bytes_with_presets(capsys):
 
 
 @pytest.mark.parametrize("family", [f.name for f in families()])
-def test_timing_claim_agrees_with_the_async_engine(family):
+def test_timing_claim_agrees_with_the_async_engine(family, buildable):
     # cross-check of two abstractions: the smallest T that Z3 accepts for "makespan <= T" equals
     # the async engine's makespan (program order, ASAP, per-hop delay, no collectives)
-    for p, m in ((4, 8), (2, 4), (3, 6)):
-        try:
-            s = build(family, p=p, m=m)
-        except ParameterError:
-            continue
+    for p, m, s in buildable(family, ((4, 8), (2, 4), (3, 6))):
         c = CostModel.abstract(s.placement, F=1, B=2)
         comm = FixedDelay(0.25)
         ms = run(s, c, comm, semantics="async", sync="none").makespan

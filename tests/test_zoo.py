@@ -44,13 +44,9 @@ COSTS = [
 ]
 
 
-def grid(family):
-    for p in range(1, 7):
-        for m in (1, 2, 3, 4, 5, 6, 8, 9, 12, 16):
-            try:
-                yield p, m, build(family, p=p, m=m, **ZOO[family])
-            except ParameterError:
-                continue
+def grid(buildable, family):
+    sizes = [(p, m) for p in range(1, 7) for m in (1, 2, 3, 4, 5, 6, 8, 9, 12, 16)]
+    return buildable(family, sizes, **ZOO[family])
 
 
 @pytest.mark.parametrize("family", sorted(ZOO))
@@ -60,9 +56,9 @@ def test_registered_with_formula(family):
 
 
 @pytest.mark.parametrize("family", sorted(ZOO))
-def test_structurally_valid_and_deadlock_free_on_grid(family):
+def test_structurally_valid_and_deadlock_free_on_grid(family, buildable):
     n = 0
-    for p, m, s in grid(family):
+    for p, m, s in grid(buildable, family):
         assert structural_problems(s) == [], (family, p, m)
         tl = run(s, semantics="slot")  # raises DeadlockError if the programs cannot complete
         assert tl.makespan > 0
@@ -78,9 +74,9 @@ def test_structurally_valid_and_deadlock_free_on_grid(family):
 
 
 @pytest.mark.parametrize("family", sorted(ZOO))
-def test_formula_against_table(family):
+def test_formula_against_table(family, buildable):
     checked = 0
-    for p, m, s in grid(family):
+    for p, m, s in grid(buildable, family):
         if p > 4 and m > 9:
             continue
         for c in COSTS:
@@ -229,12 +225,12 @@ def test_interleaved_equals_pytorch_and_megatron_differs_only_when_m_equals_p():
         assert b.peak_memory()[-1] < a.peak_memory()[-1]
 
 
-def test_z3_verifier_proves_the_zoo():
+def test_z3_verifier_proves_the_zoo(buildable):
     from ppverify.engines.torch_steps import add_send_recv
     from ppverify.verify import verify
 
     for family in sorted(ZOO):
-        for p, m, s in grid(family):
+        for p, m, s in grid(buildable, family):
             if p > 4 or m > 8:
                 continue
             r = verify(s)

@@ -100,18 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ppverify",
         description="Prove pipeline-parallel schedules correct, bound their speed, rank them with communication.",
     )
-    parser.add_argument(
-        "--debug",
-        action="store_true",
-        help="print the traceback of an internal error (exit code 3) instead of one line",
-    )
-    parser.add_argument(
-        "--max-ops",
-        type=int,
-        default=DEFAULT_MAX_OPS,
-        metavar="N",
-        help=f"refuse, before any work, input implying more than N compute ops (default {DEFAULT_MAX_OPS})",
-    )
+    add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for cmd in _commands():
         sp = sub.add_parser(
@@ -121,30 +110,44 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         cmd.add_arguments(sp)
+        add_global_options(sp, after_command=True)
         sp.set_defaults(_run=cmd.run)
     return parser
 
 
-def _global_options(argv: list[str]) -> tuple[list[str], bool, str | None]:
-    """Take ``--debug`` and ``--max-ops N`` out of ``argv`` wherever they stand (before or after
-    the command), so that both work as global options."""
-    rest, debug, max_ops = [], False, None
-    k = 0
-    while k < len(argv):
-        a = argv[k]
-        if a == "--":
-            rest.extend(argv[k:])
-            break
-        if a == "--debug":
-            debug = True
-        elif a == "--max-ops" and k + 1 < len(argv):
-            max_ops, k = argv[k + 1], k + 1
-        elif a.startswith("--max-ops="):
-            max_ops = a.split("=", 1)[1]
-        else:
-            rest.append(a)
-        k += 1
-    return rest, debug, max_ops
+def add_global_options(parser: argparse.ArgumentParser, after_command: bool = False) -> None:
+    """``--debug`` and ``--max-ops N``, the options every command takes. They are declared on the
+    main parser and (``after_command``) on each command's parser, so that they work before or after
+    the command: there they neither show in the command's help nor reset what was given before it.
+
+    Example:
+        >>> build_parser().parse_args(["--max-ops", "7", "list", "--debug"]).max_ops
+        7
+    """
+    hidden = after_command
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS if hidden else False,
+        help=argparse.SUPPRESS
+        if hidden
+        else "print the traceback of an internal error (exit code 3) instead of one line",
+    )
+    parser.add_argument(
+        "--max-ops",
+        type=_max_ops,
+        default=argparse.SUPPRESS if hidden else DEFAULT_MAX_OPS,
+        metavar="N",
+        help=argparse.SUPPRESS
+        if hidden
+        else f"refuse, before any work, input implying more than N compute ops (default {DEFAULT_MAX_OPS})",
+    )
+
+
+def _max_ops(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}")
+    return int_text(text, f"--max-ops {text}", 15)  # a LimitError: one line, exit code 2
 
 
 def _reconfigure_streams() -> None:
@@ -158,15 +161,6 @@ def _reconfigure_streams() -> None:
                 pass
 
 
-def _prestart_workers() -> None:
-    # the measured level's worker processes import torch for seconds: start that now, so that it
-    # overlaps building the parser and the schedule (never an error: the run starts it anyway)
-    with contextlib.suppress(Exception):
-        from ..measure.workers import prestart
-
-        prestart()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ppverify`` console script; returns the exit code.
 
@@ -175,17 +169,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         2
     """
     _reconfigure_streams()
-    rest, debug, max_ops_text = _global_options(list(sys.argv[1:] if argv is None else argv))
-    if rest[:1] in (["measure"], ["calibrate"]):
-        _prestart_workers()
+    # (measure and calibrate start their worker processes only once their input is checked: bad
+    # input never leaves a process importing torch behind)
+    words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    command = "ppverify"
+    command, debug = "ppverify", False
     try:
-        args = parser.parse_args(rest)
-        if max_ops_text is not None:
-            if not max_ops_text.strip().isdigit():
-                parser.error(f"argument --max-ops: invalid int value: {max_ops_text!r}")
-            args.max_ops = int_text(max_ops_text, f"--max-ops {max_ops_text}", 15)
+        args = parser.parse_args(words)
+        debug = args.debug
         command = f"ppverify {args.command}" if getattr(args, "command", None) else command
         if not getattr(args, "_run", None):
             parser.print_help()
@@ -226,9 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 class _sigterm_raises:
     """SIGTERM raises :class:`Terminated` in the main thread while a command runs; SIGINT and
-    SIGTERM also interrupt a Z3 call in progress (Python runs signal handlers only between
-    bytecodes, so a long solver call would otherwise delay the exit): the signal's byte reaches a
-    watcher thread through :func:`signal.set_wakeup_fd`, which interrupts Z3."""
+    SIGTERM also interrupt a Z3 call or a CP-SAT search in progress (Python runs signal handlers
+    only between bytecodes, so a long solver call would otherwise delay the exit): the signal's
+    byte reaches a watcher thread through :func:`signal.set_wakeup_fd`, which interrupts Z3 and
+    stops CP-SAT (:mod:`ppverify.optimize.interrupt`)."""
 
     def __enter__(self) -> None:
         self.old = None
@@ -266,6 +258,10 @@ def _interrupt_solvers_on_signal(fd: int) -> None:
                 if z3 is not None:
                     with contextlib.suppress(Exception):
                         z3.main_ctx().interrupt()
+                cp_sat = sys.modules.get("ppverify.optimize.interrupt")
+                if cp_sat is not None:  # a CP-SAT search waits out its time limit otherwise
+                    with contextlib.suppress(Exception):
+                        cp_sat.stop_all()
     finally:
         os.close(fd)
 

@@ -7,22 +7,34 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..costs import CostModel, parse_costs
 from ..errors import ParameterError
+from ..io.json_format import ScheduleDocument
 from ..schedule import Schedule
 
 
-def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
-    """``SCHEDULE`` (a family name or a schedule file), ``-p``, ``-m`` and every family parameter
-    known to the registry (``--v``, ``--waves`` ...)."""
+def add_schedule_arguments(parser: argparse.ArgumentParser, optional: bool = False, help: str | None = None) -> None:
+    """``SCHEDULE`` (a family name or a schedule file; ``optional``: may be left out), ``-p``,
+    ``-m`` and every family parameter known to the registry (``--v``, ``--waves`` ...).
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_schedule_arguments(parser, optional=True)
+        >>> ns = parser.parse_args(["-p", "2", "--v", "3"])
+        >>> ns.schedule, ns.p, ns.m, ns.fam_v
+        (None, 2, None, 3)
+    """
     from ..schedules import families
 
     parser.add_argument(
         "schedule",
         metavar="FAMILY|FILE",
-        help="a registered family (see `ppverify list`) or a schedule file (.json, .csv)",
+        nargs="?" if optional else None,
+        default=None,
+        help=help or "a registered family (see `ppverify list`) or a schedule file (.json, .csv)",
     )
     parser.add_argument("-p", type=int, default=4, help="pipeline devices (default 4)")
     parser.add_argument("-m", type=int, default=None, help="microbatches per step (default: p)")
@@ -59,6 +71,53 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
     params = {pr.name: getattr(args, f"fam_{pr.name}", None) for pr in fam.params}
     m = args.m if args.m is not None else args.p
     return build(fam.name, args.p, m, **params)
+
+
+#: suffixes read as text tables (paper layout or PyTorch's printed grid) by :func:`document_from_args`
+TABLE_SUFFIXES = (".txt", ".table")
+
+
+def document_from_args(args: argparse.Namespace) -> ScheduleDocument:
+    """The schedule the arguments name with what its file carries: a ppverify JSON file brings
+    its costs and table; a text table (``.txt``, ``.table``) brings its grid and is read with
+    ``--placement`` (default linear over its rows; ``loop`` takes ``--v``, ``wave`` ``--waves``,
+    ``bidirectional`` ``--offset``) and ``-m``; anything else is :func:`schedule_from_args`, which
+    takes no ``--placement``.
+
+    Example:
+        >>> ns = argparse.Namespace(schedule="gpipe", p=2, m=None, placement=None)
+        >>> doc = document_from_args(ns)
+        >>> doc.schedule.describe(), doc.table is None
+        ('gpipe p=2 m=2', True)
+    """
+    from ..io import looks_like_file
+    from ..io.json_format import read_json
+
+    suffix = Path(args.schedule).suffix.lower()
+    placement = getattr(args, "placement", None)
+    if suffix in TABLE_SUFFIXES:
+        from ..files import read_text
+        from ..io.table_text import read_text_table, schedule_from_programs
+        from ..placement import placement_from_text
+
+        path = Path(args.schedule)
+        text = read_text(path)  # as every reader: size, encoding and byte-order mark alike
+        programs, cells = read_text_table(text, str(path))
+        pl = None
+        if programs:
+            extra = {k: getattr(args, f"fam_{k}", None) for k in ("v", "waves", "offset")}
+            pl = placement_from_text(placement or "linear", len(programs), **extra)
+        schedule = schedule_from_programs(programs, pl, args.m, None, "table", {"file": path.name}, str(path))
+        return ScheduleDocument(schedule, table=cells)
+    if looks_like_file(args.schedule) and suffix == ".json":
+        return read_json(args.schedule)
+    if placement:
+        raise ParameterError(
+            "placement",
+            placement,
+            "only a text table (.txt) takes --placement; families and schedule files carry their own",
+        )
+    return ScheduleDocument(schedule_from_args(args))
 
 
 def add_cost_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """``ppverify compare --findings --map``: the options and the run of the findings map (kept out
 of the ``compare`` command module so that stays thin; the work is in
-:mod:`ppverify.compare.findings_map`)."""
+:mod:`ppverify.findings_map`)."""
 
 from __future__ import annotations
 
@@ -43,9 +43,11 @@ def add_map_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_map_command(args: argparse.Namespace) -> int:
     """Run (or resume) the map, print it, write the requested files."""
-    from ..compare.findings_map import DEFAULT_GRID, QUICK_GRID, format_map, map_json, map_markdown, run_map
+    from ..findings_map import DEFAULT_GRID, QUICK_GRID, format_map, map_json, map_markdown, run_map
 
     t0 = time.perf_counter()
+    if not args.findings:
+        raise ParameterError("map", True, "--map maps the findings: give --findings --map")
     for opt in ("systems", "models", "ps", "ms", "costs", "comm_delay", "schedules"):
         if getattr(args, opt, None):
             name = {"ps": "p", "ms": "m"}.get(opt, opt.replace("_", "-"))
@@ -74,7 +76,7 @@ def run_map_command(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - t0
     images: dict[str, str] = {}
     if args.plots:
-        from ..compare.findings_map_plot import plot_map
+        from ..findings_map.plot import plot_map
 
         for path in plot_map(res, args.plots):
             images[path.stem.removeprefix("findings-map-")] = str(path)

@@ -3,14 +3,19 @@ async and contention simulation and CP-SAT optimum, side by side, with rank chan
 seed paper's findings checked over the computed results.
 
 * :mod:`.config`   schedule entries, configurations, the built-in default set
+* :mod:`.results`  a level's and a point's results
+* :mod:`.resolve`  a point's schedule and cost/communication models (presets via
+  :mod:`ppverify.preset_models`)
 * :mod:`.evaluate` one (schedule, configuration) point at every level
 * :mod:`.optimum`  the CP-SAT level (adapter over :mod:`ppverify.optimize`)
 * :mod:`.table`    result frame, ranks, rank changes, gap to optimal, printed tables
 * :mod:`.run`      run a whole comparison with progress
 * :mod:`.measured` the opt-in measured level (``compare --measured``): real runs, batched per p
 * :mod:`.findings` the seed paper's findings as computed checks
-* :mod:`.findings_map` where each finding holds over a grid of systems and models (with
-  :mod:`.boundary`, the region's boundary in words, and :mod:`.findings_map_plot`, its diagrams)
+* :mod:`.request`  what ``ppverify compare`` is asked, run, written and printed, as library calls
+
+Where each finding holds over a grid of systems and models is :mod:`ppverify.findings_map` (a sweep,
+so a layer above this package).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from .config import (
     select_schedules,
 )
 from .evaluate import LevelResult, PointResult, evaluate_point, resolve
+from .request import CompareOutcome, CompareRequest, run_request
 from .run import run_comparison
 from .table import COLUMNS, format_config_table, format_legend, rank_changes, to_frame
 
@@ -40,6 +46,8 @@ __all__ = [
     "DEFAULT_SYSTEMS",
     "LEVELS",
     "LEVEL_SEMANTICS",
+    "CompareOutcome",
+    "CompareRequest",
     "Config",
     "LevelResult",
     "PointResult",
@@ -52,6 +60,7 @@ __all__ = [
     "rank_changes",
     "resolve",
     "run_comparison",
+    "run_request",
     "select_schedules",
     "to_frame",
 ]

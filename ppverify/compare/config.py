@@ -59,7 +59,8 @@ class ScheduleEntry:
         return not self.only_m_eq_p or m == p
 
 
-#: the seven schedules of the seed paper's comparison (Hanayo in its regime m = p, W in {1, 2})
+#: the one list of default schedules: the seven of the seed paper's comparison (Hanayo in its regime
+#: m = p, W in {1, 2}) plus ``1f1b-split``; the findings read it too (``findings.FINDINGS_SCHEDULES``)
 DEFAULT_SCHEDULES: tuple[ScheduleEntry, ...] = (
     ScheduleEntry("gpipe", "gpipe"),
     ScheduleEntry("1f1b", "1f1b"),
@@ -70,6 +71,9 @@ DEFAULT_SCHEDULES: tuple[ScheduleEntry, ...] = (
     ScheduleEntry("hanayo-w1", "hanayo", (("waves", 1),), only_m_eq_p=True),
     ScheduleEntry("hanayo-w2", "hanayo", (("waves", 2),), only_m_eq_p=True),
 )
+
+#: labels of :data:`DEFAULT_SCHEDULES` that the seed paper does not compare (left out of the findings)
+NOT_IN_PAPER: frozenset[str] = frozenset({"1f1b-split"})
 
 #: systems of the default comparison: fast intra-node, PCIe, InfiniBand, Ethernet, and no network
 DEFAULT_SYSTEMS: tuple[str, ...] = ("ideal", "dgx-h100", "pcie-gen4", "ib-ndr-cluster", "ethernet-100g")

@@ -15,7 +15,7 @@ import pandas as pd
 from ..comm import CommModel, FixedDelay
 from ..errors import ParameterError
 from .config import Config, ScheduleEntry
-from .evaluate import build_entry, resolve
+from .resolve import build_entry, resolve
 
 AXES = ("latency", "bandwidth")
 

@@ -19,7 +19,8 @@ from dataclasses import replace
 
 from ..errors import PPVerifyError
 from .config import Config
-from .evaluate import LevelResult, PointResult, build_entry, resolve
+from .resolve import build_entry, resolve
+from .results import LevelResult, PointResult
 
 MEASURED = "measured"
 #: largest p measured (worker processes on this machine)
@@ -76,20 +77,21 @@ def fill_measured(
     out = list(points)
     runnable = [t for t in todo if t[1] is not None]
     results: list = []
-    failure = ""
+    failure, failure_status = "", "error"
     if runnable:
-        try:
-            from ..measure import measure_many
+        from ..io.torch_interop import TorchUnavailableError
+        from ..measure import measure_many
 
+        try:
             results = measure_many([(s, c) for _, s, c, _, _ in runnable], steps=steps, warmup=warmup, timeout=timeout)
-        except ImportError as exc:
-            failure = f"unavailable: {exc}"
-        except (PPVerifyError, Exception) as exc:
+        except TorchUnavailableError:  # PyTorch is the optional torch extra
+            failure, failure_status = "unavailable: needs PyTorch: pip install 'ppverify[torch]'", "unavailable"
+        except Exception as exc:  # a failed run is the level's error cell, not the comparison's end
             failure = f"{type(exc).__name__}: {exc}"
     by_index = {t[0]: r for t, r in zip(runnable, results)}
     for i, _schedule, _, scale, err in todo:
         if err or failure:
-            status = "unavailable" if failure.startswith("unavailable") else "error"
+            status = failure_status if failure else "error"
             res = LevelResult(MEASURED, status, note=err or failure)
         else:
             m = by_index[i]

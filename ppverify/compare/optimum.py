@@ -1,8 +1,8 @@
 """The ``optimum`` level: CP-SAT's best makespan for a schedule's placement, pipes and op kinds (any
 op order), or the proven lower bound when the per-point time limit ends first.
 
-Thin adapter over :func:`ppverify.optimize.optimize` so the comparison keeps working (with the
-level marked unavailable) on an installation where the optimizer is missing. The solver models
+Thin adapter over :func:`ppverify.optimize.optimize` returning the comparison's
+:class:`~ppverify.compare.results.LevelResult`. The solver models
 point-to-point transfers as edge delays and the replica gradient all-reduce of two-pipe placements
 as the ``async`` engine runs it (default ``sync``, :mod:`ppverify.optimize.collectives`), so the
 optimum and the async row time the same step. What it cannot model is a family whose ops are not
@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from ..comm import CommModel
 from ..costs import CostModel
 from ..schedule import Schedule
-from .evaluate import LevelResult
+from .results import LevelResult
 
 #: CP-SAT workers per solve: the comparison runs many small solves on a shared machine
 WORKERS = 1

@@ -16,7 +16,8 @@ import pandas as pd
 from tabulate import tabulate
 
 from .config import ALL_LEVELS, LEVEL_SEMANTICS
-from .evaluate import PointResult
+from .optimum import UNLIKE
+from .results import PointResult
 
 #: columns of the result frame, in order (also the CSV/Parquet layout)
 COLUMNS: tuple[str, ...] = (
@@ -216,7 +217,8 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
             else:
                 # against a proven bound only: the true gap is at most this
                 cell = ("" if opt["status"] == "optimal" else "<=") + f"{100 * max(g, 0.0):.1f}%"
-                row.append(cell + ("+" if str(opt["note"]).startswith("unlike ops") else ""))
+                # the optimum level writes UNLIKE first in its note (a row carries no other marker)
+                row.append(cell + ("+" if str(opt["note"]).startswith(UNLIKE) else ""))
         if has_z3:
             v = str(srow.iloc[0]["verified"] or "")
             row.append(

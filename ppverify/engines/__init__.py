@@ -4,6 +4,8 @@
 * ``async``: event-driven, transfers take the communication model's time, no contention;
 * ``contention``: as async, transfers sharing a link or NIC queue behind each other;
 * ``torch``: PyTorch pipelining's unit-step simulator (:mod:`.torch_steps`).
+
+:mod:`.registry` lists them; :func:`run` dispatches through it.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from typing import Any
 
 from ..comm import NO_COMM, CommModel
 from ..costs import CostModel
-from ..errors import ParameterError
 from ..schedule import Schedule
 from ..timeline import Timeline
+from .registry import ENGINES, engine
 
-SEMANTICS: tuple[str, ...] = ("slot", "async", "contention", "torch")
+#: the built-in semantics, in order (:data:`.registry.ENGINES` is where they are registered)
+SEMANTICS: tuple[str, ...] = tuple(ENGINES)
 
 
 def default_costs(schedule: Schedule) -> CostModel:
@@ -39,29 +42,42 @@ def run(
 ) -> Timeline:
     """Run a schedule under one semantics and return its timeline.
 
-    ``costs`` defaults to :func:`default_costs`; ``comm`` to no communication.
+    ``costs`` defaults to :func:`default_costs`; ``comm`` to no communication. ``semantics`` names
+    an engine of :data:`.registry.ENGINES`; ``options`` go to that engine.
 
     Example:
         >>> from ppverify.schedules import build
         >>> run(build("1f1b", p=4, m=4), semantics="slot").makespan
         14.0
     """
-    costs = costs or default_costs(schedule)
-    comm = comm or NO_COMM
-    if semantics == "slot":
-        from .table import slot_timeline
+    eng = engine(semantics)  # before the defaults: an unknown name fails first
+    return eng.run(schedule, costs or default_costs(schedule), comm or NO_COMM, **options)
 
-        return slot_timeline(schedule, costs, comm, **options)
-    if semantics == "async":
-        from .simulate import simulate_async
 
-        return simulate_async(schedule, costs, comm, **options)
-    if semantics == "contention":
-        from .contention import simulate_contention
+#: public helpers of the engine modules, importable from the package (loaded on first use so
+#: that ``import ppverify.engines`` stays cheap for a command that only lists the semantics)
+_PUBLIC = {
+    "format_table": "table",
+    "format_schedule_table": "table",
+    "table_grid_of": "table",
+    "timeline_table": "table",
+    "simulate_steps": "torch_steps",
+    "torch_step_count": "torch_steps",
+    "memory_report": "simulate",
+}
 
-        return simulate_contention(schedule, costs, comm, **options)
-    if semantics == "torch":
-        from .torch_steps import torch_timeline
 
-        return torch_timeline(schedule, costs, **options)
-    raise ParameterError("semantics", semantics, f"expected one of {', '.join(SEMANTICS)}")
+def __getattr__(name: str) -> Any:
+    """Load a public helper of an engine module on first access (``from ppverify.engines import format_table``).
+
+    Example:
+        >>> from ppverify.engines import torch_step_count
+        >>> from ppverify.schedules import build
+        >>> torch_step_count(build("gpipe", p=2, m=2)) > 0
+        True
+    """
+    if name in _PUBLIC:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,7 +32,7 @@ from ..costs import CostModel
 from ..errors import DeadlockError, ParameterError
 from ..ops import KIND_CODE, B, W
 from ..schedule import Schedule
-from ..timeline import Timeline, Transfers
+from ..timeline import Timeline, TimelineInfo, Transfers
 from .core import _waits
 from .simulate import (
     ACTIVATION,
@@ -79,8 +79,6 @@ def simulate_contention(
         )
     prep = prepare(schedule, costs, comm)
     if use_compiled(prep.dag.num_ops):  # numba kernel, same results (tests/test_kernels.py)
-        from .kernels import contention_compiled
-
         compiled_tl = contention_compiled(schedule, costs, comm, prep, sync, dp_allreduce)
         if compiled_tl is not None:  # None: the step has collectives, timed below
             return compiled_tl
@@ -93,7 +91,7 @@ def simulate_contention(
     device = dag.device.tolist()
     fused = dag.fused.tolist()
     offsets = dag.offsets
-    dur = prep.duration
+    dur = prep.duration.tolist()
 
     # resources, numbered
     res_id: dict[Hashable, int] = {}
@@ -308,5 +306,85 @@ def simulate_contention(
         end_a,
         tr,
         tails,
-        {"sync": sync, "dp_allreduce": dp_allreduce, "resources": len(res_id), "transfers": ne},
+        TimelineInfo(sync=sync, dp_allreduce=dp_allreduce, num_resources=len(res_id), num_transfers=ne),
+    )
+
+
+def contention_compiled(
+    schedule: Schedule, costs: CostModel, comm: CommModel, prep: Any, sync: str, dp_allreduce: int
+) -> Timeline | None:
+    """The ``contention`` engine's timeline computed by the compiled kernel, or ``None`` when the
+    step has collectives (replica or data-parallel all-reduces), which only the reference engine
+    (:func:`simulate_contention`) times.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.engines.simulate import prepare
+        >>> s = build("gpipe", p=2, m=2)
+        >>> c = CostModel.abstract(s.placement)
+        >>> # device 1 runs F0 [2,3] F1 [3,4] B0 [4,6] B1 [6,8]; gradients arrive at 7 and 9
+        >>> contention_compiled(s, c, FixedDelay(1.0), prepare(s, c, FixedDelay(1.0)), "eager", 0).makespan
+        11.0
+    """
+    from .kernels import _contention_p2p  # numba: only above the size threshold
+
+    dag = prep.dag
+    n, p = dag.num_ops, schedule.p
+    if collectives(schedule, costs, comm, dag, np.zeros(n), sync, dp_allreduce):
+        return None
+    order = np.argsort(prep.edge_q, kind="stable")
+    e_q = prep.edge_q[order]
+    e_i = prep.edge_i[order]
+    e_k = prep.edge_k[order]
+    out_start = np.searchsorted(e_q, np.arange(n + 1))
+    # resources of each device pair, numbered; each edge points at its pair's list (CSR)
+    src, dst = dag.device[e_q], dag.device[e_i]
+    pairs, pair_of_edge = np.unique(src * p + dst, return_inverse=True)
+    res_id: dict[Any, int] = {}
+    pair_res = [
+        [res_id.setdefault(r, len(res_id)) for r in resources_of(comm, int(k // p), int(k % p))] for k in pairs.tolist()
+    ]
+    pair_len = np.array([len(r) for r in pair_res], dtype=np.int64)
+    pair_ptr = np.concatenate(([0], np.cumsum(pair_len)))
+    flat = np.array([r for rs in pair_res for r in rs], dtype=np.int64)
+    pair_of_edge = pair_of_edge.reshape(-1)
+    e_len = pair_len[pair_of_edge]
+    res_ptr = np.concatenate(([0], np.cumsum(e_len))).astype(np.int64)
+    # flat index of each edge's k-th resource: its pair's start + k
+    rel = np.arange(int(res_ptr[-1])) - np.repeat(res_ptr[:-1], e_len)
+    res_idx = flat[np.repeat(pair_ptr[:-1][pair_of_edge], e_len) + rel] if len(flat) else np.zeros(0, np.int64)
+    start, end, ptr, e_start, e_end = _contention_p2p(
+        np.ascontiguousarray(dag.pred[:, 0]),
+        np.ascontiguousarray(dag.pred[:, 1]),
+        np.ascontiguousarray(dag.cross[:, 0]),
+        np.ascontiguousarray(dag.cross[:, 1]),
+        np.asarray(prep.duration, dtype=float),
+        dag.fused,
+        np.asarray(dag.offsets, dtype=np.int64),
+        dag.device,
+        out_start.astype(np.int64),
+        e_i.astype(np.int64),
+        e_k.astype(np.int64),
+        np.ascontiguousarray(prep.edge_time[order], dtype=float),
+        res_ptr,
+        res_idx.astype(np.int64),
+        len(res_id),
+    )
+    if (ptr < np.asarray(dag.offsets[1:])).any():
+        raise DeadlockError(_waits(dag, ptr.tolist(), (end >= 0).tolist()))  # type: ignore[arg-type]
+    # kept as arrays: lists of a million transfers are made only if someone reads them
+    tr = Transfers.from_arrays((ACTIVATION, GRADIENT), e_k, src, dst, e_q, e_i, e_start, e_end, prep.edge_bytes[order])
+    tails = np.maximum(np.zeros(p) - device_ends(dag, end, p), 0.0)
+    return finish(
+        schedule,
+        costs,
+        comm,
+        prep,
+        "contention",
+        start,
+        end,
+        tr,
+        tails,
+        TimelineInfo(sync=sync, dp_allreduce=dp_allreduce, num_resources=len(res_id), num_transfers=len(e_i)),
     )

@@ -2,11 +2,12 @@
 
 Each kernel is the pure-Python engine's loop written again on arrays, statement for statement
 in the order that fixes floating-point results (same additions, same maxima), so that its
-starts and ends equal the reference engine's exactly: :mod:`ppverify.engines.core`
-(list scheduling) and :mod:`ppverify.engines.contention` (FIFO link queues). The engines call
+starts and ends equal the reference engine's exactly: :mod:`ppverify.program_order`
+(list scheduling) and :mod:`ppverify.engines.contention` (FIFO link queues, whose
+``contention_compiled`` feeds the kernel here). The engines call
 these only above :data:`ppverify.compiled.COMPILED_MIN_OPS` ops; ``cache=True`` writes
 the machine code next to this module (or numba's user cache) on first use, so later processes
-load it instead of compiling.
+load it instead of compiling (:mod:`ppverify.engines.warm` does it once after installing).
 """
 
 from __future__ import annotations
@@ -16,16 +17,12 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ..comm import CommModel
-from ..costs import CostModel
-from ..errors import DeadlockError
-from ..schedule import Schedule
-from ..timeline import Timeline, Transfers
+from ..ops import KIND_CODE, B, F, I, W
 
 
 @njit(cache=True, nogil=True)
-def _list_schedule(p0, p1, d0, d1, duration, fused, idle_before, offsets, idle_tick):  # pragma: no cover - compiled
-    n = p0.shape[0]
+def _list_schedule(pred, delay, duration, fused, idle_before, offsets, idle_tick):  # pragma: no cover - compiled
+    n = pred.shape[0]
     p = offsets.shape[0] - 1
     start = np.zeros(n)
     end = np.full(n, -1.0)
@@ -51,22 +48,22 @@ def _list_schedule(p0, p1, d0, d1, duration, fused, idle_before, offsets, idle_t
         while i < stop:
             if not fused[i]:
                 t = t_dev + idle_before[i] * idle_tick if idle_tick != 0.0 else t_dev
-                q = p0[i]
+                q = pred[i, 0]
                 if q >= 0:
                     tq = end[q]
                     if tq < 0:
                         blocked = q
                         break
-                    tq += d0[i]
+                    tq += delay[i, 0]
                     if tq > t:
                         t = tq
-                q = p1[i]
+                q = pred[i, 1]
                 if q >= 0:
                     tq = end[q]
                     if tq < 0:
                         blocked = q
                         break
-                    tq += d1[i]
+                    tq += delay[i, 1]
                     if tq > t:
                         t = tq
                 start[i] = t
@@ -86,8 +83,8 @@ def _list_schedule(p0, p1, d0, d1, duration, fused, idle_before, offsets, idle_t
             t = t_dev + idle_before[i] * idle_tick
             for k in range(i, j + 1):
                 for side in range(2):
-                    q = p0[k] if side == 0 else p1[k]
-                    dl = d0[k] if side == 0 else d1[k]
+                    q = pred[k, side]
+                    dl = delay[k, side]
                     if q < 0 or (i <= q and q <= j):
                         continue
                     if end[q] < 0:
@@ -127,7 +124,7 @@ def list_schedule_arrays(
     offsets: Any,
     idle_tick: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, list[int] | None, list[bool] | None]:
-    """Compiled :func:`ppverify.engines.core.list_schedule_flat` on arrays: ``pred`` and
+    """Compiled :func:`ppverify.program_order.list_schedule_flat` on arrays: ``pred`` and
     ``delay`` of shape ``(n, 2)``. Returns ``(start, end, None, None)``, or on deadlock
     ``(start, end, ptr, done)`` as the reference does (``end`` 0 for ops that never ran).
 
@@ -139,10 +136,8 @@ def list_schedule_arrays(
     """
     off = np.asarray(offsets, dtype=np.int64)
     start, end, ptr = _list_schedule(
-        np.ascontiguousarray(pred[:, 0], dtype=np.int64),
-        np.ascontiguousarray(pred[:, 1], dtype=np.int64),
-        np.ascontiguousarray(delay[:, 0], dtype=float),
-        np.ascontiguousarray(delay[:, 1], dtype=float),
+        np.ascontiguousarray(pred, dtype=np.int64),  # (n, 2) as they are: no column copies
+        np.ascontiguousarray(delay, dtype=float),
         np.asarray(duration, dtype=float),
         np.asarray(fused, dtype=np.bool_),
         np.asarray(idle_before, dtype=np.int64),
@@ -153,6 +148,106 @@ def list_schedule_arrays(
         done = end >= 0
         return start, np.where(done, end, 0.0), ptr.tolist(), done.tolist()
     return start, end, None, None
+
+
+@njit(cache=True, nogil=True)
+def _dag_links(kc, st, mbs, dev, S, m, kf, kb, ki, kw):  # pragma: no cover - compiled
+    # the rules of ppverify.dag.build_dag_arrays, op by op (ops known complete: every id once)
+    n = kc.shape[0]
+    pos = np.full(4 * S * m, -1, np.int64)
+    for i in range(n):
+        pos[(kc[i] * S + st[i]) * m + mbs[i]] = i
+    pred = np.full((n, 2), -1, np.int64)
+    cross = np.zeros((n, 2), np.bool_)
+    for i in range(n):
+        k, s, b = kc[i], st[i], mbs[i]
+        q0 = -1
+        q1 = -1
+        if k == kf:
+            if s > 0:
+                q0 = pos[(kf * S + s - 1) * m + b]
+        elif k == kb or k == ki:  # noqa: SIM109 (plain comparisons compile simplest)
+            q0 = pos[(kf * S + s) * m + b]
+            if s < S - 1:
+                q1 = pos[(kb * S + s + 1) * m + b]
+                if q1 < 0:
+                    q1 = pos[(ki * S + s + 1) * m + b]
+        elif k == kw:
+            q0 = pos[(ki * S + s) * m + b]
+        pred[i, 0] = q0
+        pred[i, 1] = q1
+        cross[i, 0] = q0 >= 0 and dev[q0] != dev[i]
+        cross[i, 1] = q1 >= 0 and dev[q1] != dev[i]
+    return pred, cross
+
+
+def dag_links(
+    kc: np.ndarray, st: np.ndarray, mbs: np.ndarray, dev: np.ndarray, S: int, m: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Compiled predecessors and cross-device flags of :func:`ppverify.dag.build_dag_arrays`
+    (its ``links``) for the op columns of a complete step: the same ``(pred, cross)`` arrays.
+
+    Example:
+        >>> kc, st, mb = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1]), np.zeros(4, np.int64)
+        >>> pred, cross = dag_links(kc, st, mb, np.array([0, 0, 1, 1]), 2, 1)
+        >>> pred.tolist(), cross[:, 1].tolist()
+        ([[-1, -1], [0, 3], [0, -1], [2, -1]], [False, True, False, False])
+    """
+    return _dag_links(
+        np.asarray(kc, dtype=np.int64),
+        np.asarray(st, dtype=np.int64),
+        np.asarray(mbs, dtype=np.int64),
+        np.asarray(dev, dtype=np.int64),
+        int(S),
+        int(m),
+        KIND_CODE[F],
+        KIND_CODE[B],
+        KIND_CODE[I],
+        KIND_CODE[W],
+    )
+
+
+@njit(cache=True, nogil=True)
+def _exposed_waits(pred, start, end, offsets):  # pragma: no cover - compiled
+    # per device, in position order: how much later each op starts than its device and its
+    # producers' ends allow (the numpy reference's maxima, clip and position-order sums)
+    p = offsets.shape[0] - 1
+    out = np.zeros(p)
+    for d in range(p):
+        prev = 0.0
+        acc = 0.0
+        for i in range(offsets[d], offsets[d + 1]):
+            r = prev
+            q = pred[i, 0]
+            if q >= 0 and end[q] > r:
+                r = end[q]
+            q = pred[i, 1]
+            if q >= 0 and end[q] > r:
+                r = end[q]
+            w = start[i] - r
+            if w < 0.0:
+                w = 0.0
+            acc += w
+            prev = end[i]
+        out[d] = acc
+    return out
+
+
+def exposed_waits(pred: np.ndarray, start: np.ndarray, end: np.ndarray, offsets: Any) -> np.ndarray:
+    """Compiled :func:`ppverify.engines.simulate.exposed_comm` (ops grouped by device in
+    ``offsets`` order, ``pred`` of shape ``(n, 2)``): the same sums, exactly.
+
+    Example:
+        >>> exposed_waits(np.array([[-1, -1], [0, 3], [0, -1], [2, -1]]), np.array([0, 5, 1.5, 2.5]),
+        ...               np.array([1, 6, 2.5, 4.5]), [0, 2, 4]).tolist()
+        [0.5, 0.5]
+    """
+    return _exposed_waits(
+        np.ascontiguousarray(pred, dtype=np.int64),
+        np.asarray(start, dtype=float),
+        np.asarray(end, dtype=float),
+        np.asarray(offsets, dtype=np.int64),
+    )
 
 
 @njit(cache=True, nogil=True)
@@ -280,121 +375,3 @@ def _contention_p2p(
         ptr[d] = i
         free[d] = t_dev
     return start, end, ptr, e_start, e_end
-
-
-def contention_compiled(
-    schedule: Schedule, costs: CostModel, comm: CommModel, prep: Any, sync: str, dp_allreduce: int
-) -> Timeline | None:
-    """The ``contention`` engine's timeline computed by the compiled kernel, or ``None`` when the
-    step has collectives (replica or data-parallel all-reduces), which only the reference engine
-    (:func:`ppverify.engines.contention.simulate_contention`) times.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
-        >>> from ppverify.engines.simulate import prepare
-        >>> s = build("gpipe", p=2, m=2)
-        >>> c = CostModel.abstract(s.placement)
-        >>> # device 1 runs F0 [2,3] F1 [3,4] B0 [4,6] B1 [6,8]; gradients arrive at 7 and 9
-        >>> contention_compiled(s, c, FixedDelay(1.0), prepare(s, c, FixedDelay(1.0)), "eager", 0).makespan
-        11.0
-    """
-    from .core import _waits
-    from .simulate import ACTIVATION, GRADIENT, collectives, device_ends, finish, resources_of
-
-    dag = prep.dag
-    n, p = dag.num_ops, schedule.p
-    if collectives(schedule, costs, comm, dag, np.zeros(n), sync, dp_allreduce):
-        return None
-    order = np.argsort(prep.edge_q, kind="stable")
-    e_q = prep.edge_q[order]
-    e_i = prep.edge_i[order]
-    e_k = prep.edge_k[order]
-    out_start = np.searchsorted(e_q, np.arange(n + 1))
-    # resources of each device pair, numbered; each edge points at its pair's list (CSR)
-    src, dst = dag.device[e_q], dag.device[e_i]
-    pairs, pair_of_edge = np.unique(src * p + dst, return_inverse=True)
-    res_id: dict[Any, int] = {}
-    pair_res = [
-        [res_id.setdefault(r, len(res_id)) for r in resources_of(comm, int(k // p), int(k % p))] for k in pairs.tolist()
-    ]
-    pair_len = np.array([len(r) for r in pair_res], dtype=np.int64)
-    pair_ptr = np.concatenate(([0], np.cumsum(pair_len)))
-    flat = np.array([r for rs in pair_res for r in rs], dtype=np.int64)
-    pair_of_edge = pair_of_edge.reshape(-1)
-    e_len = pair_len[pair_of_edge]
-    res_ptr = np.concatenate(([0], np.cumsum(e_len))).astype(np.int64)
-    # flat index of each edge's k-th resource: its pair's start + k
-    rel = np.arange(int(res_ptr[-1])) - np.repeat(res_ptr[:-1], e_len)
-    res_idx = flat[np.repeat(pair_ptr[:-1][pair_of_edge], e_len) + rel] if len(flat) else np.zeros(0, np.int64)
-    start, end, ptr, e_start, e_end = _contention_p2p(
-        np.ascontiguousarray(dag.pred[:, 0]),
-        np.ascontiguousarray(dag.pred[:, 1]),
-        np.ascontiguousarray(dag.cross[:, 0]),
-        np.ascontiguousarray(dag.cross[:, 1]),
-        np.asarray(prep.duration, dtype=float),
-        dag.fused,
-        np.asarray(dag.offsets, dtype=np.int64),
-        dag.device,
-        out_start.astype(np.int64),
-        e_i.astype(np.int64),
-        e_k.astype(np.int64),
-        np.ascontiguousarray(prep.edge_time[order], dtype=float),
-        res_ptr,
-        res_idx.astype(np.int64),
-        len(res_id),
-    )
-    if (ptr < np.asarray(dag.offsets[1:])).any():
-        raise DeadlockError(_waits(dag, ptr.tolist(), (end >= 0).tolist()))  # type: ignore[arg-type]
-    kinds = list(map([ACTIVATION, GRADIENT].__getitem__, e_k.tolist()))
-    tr = Transfers(
-        kinds,
-        src.tolist(),
-        dst.tolist(),
-        e_q.tolist(),
-        e_i.tolist(),
-        e_start.tolist(),
-        e_end.tolist(),
-        prep.edge_bytes[order].tolist(),
-    )
-    tails = np.maximum(np.zeros(p) - device_ends(dag, end, p), 0.0)
-    return finish(
-        schedule,
-        costs,
-        comm,
-        prep,
-        "contention",
-        start,
-        end,
-        tr,
-        tails,
-        {"sync": sync, "dp_allreduce": dp_allreduce, "resources": len(res_id), "transfers": len(e_i)},
-    )
-
-
-def warm() -> None:
-    """Compile every kernel once (or load it from numba's cache) on a tiny schedule, so that the
-    first large run does not pay it; ``make test`` runs this after installing
-    (``python -m ppverify.engines.kernels``).
-
-    Example:
-        >>> warm()
-    """
-    from ..comm import FixedDelay
-    from ..schedules import build
-    from .simulate import prepare
-    from .torch_steps import lowered
-    from .torch_steps_kernel import simulate_steps_compiled, torch_timeline_compiled
-
-    s = build("1f1b", p=2, m=2)
-    costs = CostModel.unit(s.placement)
-    prep = prepare(s, costs, FixedDelay(1.0))
-    d = np.zeros((prep.dag.num_ops, 2))
-    list_schedule_arrays(prep.dag.pred, d, prep.duration, prep.dag.fused, prep.dag.idle_before, prep.dag.offsets)
-    contention_compiled(s, costs, FixedDelay(1.0), prep, "none", 0)
-    simulate_steps_compiled(lowered(s))
-    torch_timeline_compiled(s, None)
-
-
-if __name__ == "__main__":
-    warm()

@@ -19,29 +19,28 @@ Beyond point-to-point transfers:
 
 Gradient bytes are ``weight_bytes * costs.extra["grad_fraction"]`` (set by LLM presets; 0 bytes
 for abstract costs, so an abstract all-reduce costs latency only). Every transfer and collective is
-recorded in ``Timeline.transfers``; ``Timeline.info`` holds the exposed communication per device
+recorded in ``Timeline.transfers``; ``Timeline.info.exposed_comm`` holds the exposed communication per device
 and the device memory capacity (:func:`memory_report` checks it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from ..comm import NO_COMM, CommModel
+from ..comm import NO_COMM, SYNC_MODES, CommModel
 from ..compiled import use_compiled
 from ..costs import CostModel
 from ..dag import DagArrays, build_dag_arrays
 from ..errors import DeadlockError, ParameterError
 from ..ops import KIND_CODE, KINDS, B, W
 from ..schedule import Schedule
-from ..timeline import Timeline, Transfers
+from ..timeline import Timeline, TimelineInfo, Transfers
 from .core import _waits, list_schedule_flat
 
-SYNC_MODES: tuple[str, ...] = ("eager", "after-flush", "none")
 ACTIVATION, GRADIENT, ALLREDUCE, DP_ALLREDUCE = "activation", "gradient", "allreduce", "dp-allreduce"
 
 
@@ -54,7 +53,7 @@ class Prepared:
     """
 
     dag: DagArrays
-    duration: list[float]
+    duration: np.ndarray
     edge_i: np.ndarray
     edge_k: np.ndarray
     edge_q: np.ndarray
@@ -96,9 +95,16 @@ def _edge_times(
     nbytes = bb[boundary] if len(bb) else np.zeros(len(src))
     if not len(src):
         return nbytes, np.zeros(0)
-    key = (src * p + dst) * max(len(bb), 1) + boundary
-    uniq, inv = np.unique(key, return_inverse=True)
     nb = max(len(bb), 1)
+    key = (src * p + dst) * nb + boundary
+    inv: np.ndarray | None = None
+    if p * p * nb <= 4 * len(key) + 4096:
+        # keys from a small range: mark them in a dense table (np.unique sorts all of them)
+        seen = np.zeros(p * p * nb, dtype=bool)
+        seen[key] = True
+        uniq = np.flatnonzero(seen)
+    else:
+        uniq, inv = np.unique(key, return_inverse=True)
     times = np.array(
         [
             comm.transfer_time(int(k // nb // p), int(k // nb % p), float(bb[k % nb]) if len(bb) else 0.0)
@@ -108,7 +114,28 @@ def _edge_times(
     )
     if (times < 0).any() or not np.isfinite(times).all():
         raise ParameterError("comm", type(comm).__name__, "transfer times must be finite and >= 0")
+    if inv is None:
+        table = np.zeros(p * p * nb)
+        table[uniq] = times
+        return nbytes, table[key]
     return nbytes, times[inv.reshape(-1)]
+
+
+def compiled_links(
+    kc: np.ndarray, st: np.ndarray, mbs: np.ndarray, dev: np.ndarray, S: int, m: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The DAG's predecessors by the compiled kernel for steps above the compiled threshold
+    (``None`` below it: :func:`~ppverify.dag.build_dag_arrays` applies its numpy rules).
+
+    Example:
+        >>> compiled_links(np.zeros(2, np.int64), np.arange(2), np.zeros(2, np.int64), np.arange(2), 2, 1) is None
+        True
+    """
+    if not use_compiled(len(kc)):
+        return None
+    from .kernels import dag_links
+
+    return dag_links(kc, st, mbs, dev, S, m)
 
 
 def prepare(schedule: Schedule, costs: CostModel, comm: CommModel) -> Prepared:
@@ -125,7 +152,7 @@ def prepare(schedule: Schedule, costs: CostModel, comm: CommModel) -> Prepared:
         >>> pr.edge_i.tolist(), pr.edge_q.tolist(), pr.edge_time.tolist()
         ([1, 2], [3, 0], [0.5, 0.5])
     """
-    dag = build_dag_arrays(schedule)
+    dag = build_dag_arrays(schedule, links=compiled_links)
     dur = op_durations(dag, costs)
     ii, kk = np.nonzero(dag.cross)
     qq = dag.pred[ii, kk]
@@ -134,7 +161,7 @@ def prepare(schedule: Schedule, costs: CostModel, comm: CommModel) -> Prepared:
     nbytes, times = _edge_times(
         comm, dag.device[qq], dag.device[ii], np.minimum(lo, max(len(bb) - 1, 0)), bb, schedule.p
     )
-    return Prepared(dag, dur.tolist(), ii, kk, qq, nbytes, times)
+    return Prepared(dag, dur, ii, kk, qq, nbytes, times)
 
 
 def replica_groups(schedule: Schedule) -> list[tuple[int, tuple[int, ...]]]:
@@ -260,6 +287,11 @@ def exposed_comm(dag: DagArrays, start: np.ndarray, end: np.ndarray, p: int) -> 
     out = np.zeros(p)
     if not n:
         return out
+    if use_compiled(n):  # one compiled pass, the same sums (tests/test_kernels.py)
+        from .kernels import exposed_waits
+
+        out += exposed_waits(dag.pred, start, end, dag.offsets)
+        return out
     prev_end = np.concatenate(([0.0], end[:-1]))
     first = np.zeros(n, dtype=bool)
     first[np.asarray(dag.offsets[:-1])[np.diff(dag.offsets) > 0]] = True
@@ -285,37 +317,35 @@ def finish(
     end: np.ndarray,
     transfers: Transfers,
     tails: np.ndarray,
-    info: dict[str, Any],
+    info: TimelineInfo,
 ) -> Timeline:
     """Assemble the :class:`Timeline`: ops, transfers, exposed communication (op waits plus each
     device's collective tail after its last op) and the memory capacity of a system."""
     dag = prep.dag
     exposed = exposed_comm(dag, start, end, schedule.p) + tails
     capacity = getattr(comm, "memory_bytes", None)
-    info = dict(info)
-    info.update(
-        {
-            "exposed_comm": exposed.tolist(),
-            "memory_capacity": capacity,
-            "system": getattr(comm, "name", None) if capacity is not None else None,
-        }
+    info = replace(
+        info,
+        exposed_comm=exposed.tolist(),
+        memory_capacity=capacity,
+        system=getattr(comm, "name", None) if capacity is not None else None,
     )
     return Timeline(schedule, costs, semantics, dag.ops, dag.device, start, end, transfers, info)
 
 
 def _record_p2p(prep: Prepared, start_t: np.ndarray, end_t: np.ndarray) -> Transfers:
     dag = prep.dag
-    # index a two-element list: reuses two str objects instead of creating one per transfer
-    kinds = list(map([ACTIVATION, GRADIENT].__getitem__, prep.edge_k.tolist()))
-    return Transfers(
-        kinds,
-        dag.device[prep.edge_q].tolist(),
-        dag.device[prep.edge_i].tolist(),
-        prep.edge_q.tolist(),
-        prep.edge_i.tolist(),
-        start_t.tolist(),
-        end_t.tolist(),
-        prep.edge_bytes.tolist(),
+    # kept as arrays: a list of a million transfers is made only if someone reads it as one
+    return Transfers.from_arrays(
+        (ACTIVATION, GRADIENT),
+        prep.edge_k,
+        dag.device[prep.edge_q],
+        dag.device[prep.edge_i],
+        prep.edge_q,
+        prep.edge_i,
+        start_t,
+        end_t,
+        prep.edge_bytes,
     )
 
 
@@ -334,7 +364,7 @@ def simulate_async(
         >>> from ppverify.comm import FixedDelay
         >>> s = build("gpipe", p=4, m=4)
         >>> tl = simulate_async(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(0.5))
-        >>> tl.makespan, len(tl.transfers), tl.info["exposed_comm"]
+        >>> tl.makespan, len(tl.transfers), tl.info.exposed_comm
         (24.0, 24, [0.5, 1.0, 1.0, 0.5])
     """
     if options:
@@ -346,6 +376,8 @@ def simulate_async(
     n = dag.num_ops
     d = np.zeros((n, 2))
     d[prep.edge_i, prep.edge_k] = prep.edge_time
+    start_l: np.ndarray | list[float]
+    end_l: np.ndarray | list[float]
     if use_compiled(n):  # numba kernel, same results (tests/test_kernels.py)
         from .kernels import list_schedule_arrays
 
@@ -358,7 +390,7 @@ def simulate_async(
             dag.pred[:, 1].tolist(),
             d[:, 0].tolist(),
             d[:, 1].tolist(),
-            prep.duration,
+            prep.duration.tolist(),
             dag.fused.tolist(),
             dag.idle_before.tolist(),
             dag.offsets,
@@ -370,7 +402,16 @@ def simulate_async(
     transfers = _record_p2p(prep, t0, t0 + prep.edge_time)
     tails = run_collectives_uncontended(schedule, costs, comm, dag, end, sync, dp_allreduce, transfers)
     return finish(
-        schedule, costs, comm, prep, "async", start, end, transfers, tails, {"sync": sync, "dp_allreduce": dp_allreduce}
+        schedule,
+        costs,
+        comm,
+        prep,
+        "async",
+        start,
+        end,
+        transfers,
+        tails,
+        TimelineInfo(sync=sync, dp_allreduce=dp_allreduce),
     )
 
 
@@ -416,7 +457,7 @@ def _record_collective(transfers: Transfers, c: Collective, t0: float, t1: float
 def memory_report(timeline: Timeline, capacity: float | None = None) -> dict[str, Any]:
     """Peak memory per device (activations plus the weights of every stage replica held, so a
     bidirectional placement counts its weights twice) against the device capacity (default: the
-    system's, from ``timeline.info``). ``oom`` lists the devices over capacity.
+    system's, ``timeline.info.memory_capacity``). ``oom`` lists the devices over capacity.
 
     Example:
         >>> from ppverify.schedules import build
@@ -425,7 +466,7 @@ def memory_report(timeline: Timeline, capacity: float | None = None) -> dict[str
         >>> r["peak"], r["oom"]
         ([2.0, 1.0], [0])
     """
-    cap = capacity if capacity is not None else timeline.info.get("memory_capacity")
+    cap = capacity if capacity is not None else timeline.info.memory_capacity
     peak = timeline.peak_memory(include_weights=True)
     oom = [] if cap is None else [d for d in range(timeline.p) if peak[d] > cap]
     return {

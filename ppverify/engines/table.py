@@ -6,6 +6,9 @@ starting as soon as its device and inputs are free. Communication is not a delay
 ``charge_comm=True`` it is charged per column, i.e. every op with a cross-device input or output
 is lengthened by that transfer's time (Chimera's performance model; GPipe and 1F1B then tie at
 ``(m+p-1)(tF+tB+2c)``). Explicit idle slots (``None``) in a program each take one tick.
+
+The table's grid and its text form (both layouts, written and read) belong to the file format,
+:mod:`ppverify.io.table_text`; this module computes a schedule's grid and hands it over.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ import numpy as np
 from ..comm import NO_COMM, CommModel
 from ..costs import CostModel
 from ..dag import build_dag
-from ..ops import Action, Op, Overlap
+from ..io.table_text import TableGrid, format_grid
+from ..ops import Action, Op, Overlap, format_action
+from ..program_order import list_schedule, op_durations
 from ..schedule import Schedule
-from ..timeline import Timeline
-from .core import list_schedule
+from ..timeline import Timeline, TimelineInfo
 
 #: tables wider than this many ticks are timed but not rendered cell by cell
 MAX_RENDER_TICKS = 20_000
@@ -29,45 +33,6 @@ MAX_RENDER_TICKS = 20_000
 
 def _as_fraction(x: float) -> Fraction:
     return Fraction(x).limit_denominator(10**6)
-
-
-def op_durations(dag, costs: CostModel, comm: CommModel = NO_COMM, charge_comm: bool = False) -> list[float]:
-    """Duration of every op position of ``dag`` under ``costs``; an overlapped slot's length sits
-    on its first op; with ``charge_comm`` each op pays its slowest cross-device transfer.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> from ppverify.dag import build_dag
-        >>> from ppverify.comm import FixedDelay
-        >>> dag = build_dag(build("gpipe", p=2, m=1))
-        >>> op_durations(dag, CostModel.unit(dag.schedule.placement), FixedDelay(0.5), True)
-        [1.5, 1.5, 1.5, 1.5]
-    """
-    dur = [costs.op_duration(op) for op in dag.ops]
-    if charge_comm:
-        charge = [0.0] * len(dur)
-        bb = costs.boundary_bytes
-        for i, op in enumerate(dag.ops):
-            for k in (0, 1):
-                q = dag.pred[i][k]
-                if q >= 0 and dag.cross[i][k]:
-                    lo = min(op.stage, dag.ops[q].stage)
-                    t = comm.transfer_time(dag.device[q], dag.device[i], bb[lo] if lo < len(bb) else 0.0)
-                    charge[i] = max(charge[i], t)
-                    charge[q] = max(charge[q], t)
-        dur = [a + b for a, b in zip(dur, charge)]
-    # an overlapped slot lasts overlap * (sum of its ops), stored on its first op
-    i = 0
-    while i < len(dur):
-        j = i
-        while dag.fused[j]:
-            j += 1
-        if j > i:
-            dur[i] = costs.overlap * sum(dur[i : j + 1])
-            for k in range(i + 1, j + 1):
-                dur[k] = dur[i]
-        i = j + 1
-    return dur
 
 
 def slot_timeline(
@@ -109,13 +74,9 @@ def slot_timeline(
         np.asarray(dag.device, dtype=np.int64),
         np.asarray(start) * tk,
         np.asarray(end) * tk,
-        info={
-            "tick": tk,
-            "ticks": int(max(end, default=0)),
-            "charge_comm": charge_comm,
-            "start_tick": start,
-            "end_tick": end,
-        },
+        info=TimelineInfo(
+            tick=tk, ticks=int(max(end, default=0)), charge_comm=charge_comm, start_tick=start, end_tick=end
+        ),
     )
 
 
@@ -133,11 +94,10 @@ def table_grid(timeline: Timeline) -> list[list[Op | None]]:
     """
     if timeline.semantics != "slot":
         raise ValueError("table_grid needs a slot timeline (run(..., semantics='slot'))")
-    T = timeline.info["ticks"]
+    T, starts, ends = timeline.info.ticks, timeline.info.start_tick, timeline.info.end_tick
+    assert T is not None and starts is not None and ends is not None  # every slot timeline has them
     grid: list[list[Op | None]] = [[None] * T for _ in range(timeline.p)]
-    for op, d, s, e in zip(
-        timeline.ops, timeline.device.tolist(), timeline.info["start_tick"], timeline.info["end_tick"]
-    ):
+    for op, d, s, e in zip(timeline.ops, timeline.device.tolist(), starts, ends):
         for t in range(int(s), int(e)):
             cur = grid[d][t]
             # overlapped ops share cells: keep the first, the text form shows the pair elsewhere
@@ -175,25 +135,11 @@ def table_actions(timeline: Timeline) -> list[list[Action]]:
     return grid
 
 
-def _cell_width(cells: list[list[str]], floor: int) -> int:
-    return max([floor] + [len(c) for row in cells for c in row])
-
-
-def _block_width(cells: list[list[str]], t0: int, t1: int) -> int:
-    return max([len(str(t1 - 1))] + [len(c) for row in cells for c in row[t0:t1]])
-
-
-def _paper_block(cells: list[list[str]], t0: int, t1: int, w: int, lw: int) -> str:
-    lines = [f"{'tick':<{lw}}" + " ".join(f"{t:>{w}}" for t in range(t0, t1))]
-    for d, row in enumerate(cells):
-        lines.append(f"{'dev ' + str(d):<{lw}}" + " ".join(f"{c:>{w}}" for c in row[t0:t1]))
-    return "\n".join(x.rstrip() for x in lines)
-
-
 def format_table(
     timeline: Timeline, style: str = "paper", max_ticks: int = MAX_RENDER_TICKS, width: int | None = None
 ) -> str:
-    """Render a ``slot`` timeline as text (:mod:`ppverify.io.table_text` parses both back).
+    """Render a ``slot`` timeline as text with :func:`ppverify.io.table_text.format_grid` (which
+    also parses both layouts back); a table wider than ``max_ticks`` is not rendered.
 
     * ``paper``: one row per device, one column per tick; an action fills every cell it occupies,
       ``.`` marks idle cells. With ``width`` (a terminal's columns) a wider table is cut into
@@ -219,42 +165,69 @@ def format_table(
         Step 2:        1B0
         Step 3: 0B0
     """
-    T = timeline.info["ticks"]
+    T = timeline.info.ticks or 0  # None off a slot timeline: table_actions below says so
     if max_ticks < T:
         return f"(table of {T} ticks not rendered; limit {max_ticks})"
+    grid = timeline_table(timeline)
+    # an action starts where one of its ops starts (not merely where the text changes)
+    starts = {(d, int(s)) for d, s in zip(timeline.device.tolist(), timeline.info.start_tick or ())}
+    return format_grid(grid, style, width, starts)
+
+
+def timeline_table(timeline: Timeline) -> TableGrid:
+    """The device x tick grid of a ``slot`` timeline as action text (``None`` idle).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> timeline_table(run(build("gpipe", p=2, m=1), semantics="slot")).cells
+        (('0F0', None, None, '0B0'), (None, '1F0', '1B0', None))
+    """
     grid = table_actions(timeline)
-    if style == "paper":
-        cells = [[str(c) if c is not None else "." for c in row] for row in grid]
-        # label column wide enough for "dev 10" so that cells never touch the label
-        lw = max(len("tick"), len(f"dev {timeline.p - 1}")) + 1
-        if width is None:
-            return _paper_block(cells, 0, T, _cell_width(cells, len(str(T - 1))), lw)
-        blocks, t0 = [], 0
-        while t0 < T:
-            # grow the block while its widest cell still lets every column fit in ``width``
-            t1, w = t0 + 1, _block_width(cells, t0, t0 + 1)
-            while t1 < T:
-                w2 = max(w, _block_width(cells, t1, t1 + 1))
-                if lw + (t1 + 1 - t0) * (w2 + 1) - 1 > width:
-                    break
-                t1, w = t1 + 1, w2
-            blocks.append(_paper_block(cells, t0, t1, w, lw))
-            t0 = t1
-        return "\n\n".join(blocks)
-    if style == "torch":
-        starts = {(d, int(s)) for d, s in zip(timeline.device.tolist(), timeline.info["start_tick"])}
-        rows = []
-        for t in range(T):
-            row = []
-            for d in range(timeline.p):
-                c = grid[d][t]
-                row.append("" if c is None else (str(c) if (d, t) in starts else "~"))
-            rows.append(row)
-        w = _cell_width(rows, len(f"Rank {timeline.p - 1}"))
-        labels = ["Step " + str(t).zfill(len(str(T - 1))) for t in range(T)]
-        lab = len(labels[0]) if labels else len("Step 0")
-        lines = [" " * (lab + 2) + " ".join(f"{'Rank ' + str(d):<{w}}" for d in range(timeline.p))]
-        for label, row in zip(labels, rows):
-            lines.append(f"{label}: " + " ".join(f"{c:<{w}}" for c in row))
-        return "\n".join(x.rstrip() for x in lines)
-    raise ValueError(f"unknown table style {style!r}; expected 'paper' or 'torch'")
+    return TableGrid(
+        float(timeline.info.tick or 0.0),
+        tuple(tuple(None if a is None else format_action(a) for a in row) for row in grid),
+    )
+
+
+def table_grid_of(schedule: Schedule, costs: CostModel | None = None) -> TableGrid:
+    """Run the slot engine (unit costs when ``costs`` is None) and return its grid.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("gpipe", p=1, m=1)
+        >>> table_grid_of(s, CostModel.abstract(s.placement, F=1, B=2)).cells
+        (('0F0', '0B0', '0B0'),)
+    """
+    return timeline_table(slot_timeline(schedule, costs or CostModel.unit(schedule.placement)))
+
+
+def format_schedule_table(schedule: Schedule, costs: CostModel | None = None, style: str = "paper") -> str:
+    """Render a schedule's slot table (unit costs when ``costs`` is None) in one of
+    :data:`~ppverify.io.table_text.STYLES`.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> print(format_schedule_table(build("1f1b", p=2, m=2), style="torch"))
+                Rank 0 Rank 1
+        Step 0: 0F0
+        Step 1: 0F1    1F0
+        Step 2:        1B0
+        Step 3: 0B0    1F1
+        Step 4:        1B1
+        Step 5: 0B1
+    """
+    return format_table(slot_timeline(schedule, costs or CostModel.unit(schedule.placement)), style)
+
+
+__all__ = [
+    "MAX_RENDER_TICKS",
+    "format_schedule_table",
+    "format_table",
+    "op_durations",
+    "slot_timeline",
+    "table_actions",
+    "table_grid",
+    "table_grid_of",
+    "timeline_table",
+]

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..comm import CommModel, FixedDelay
+from ..comm import SYNC_MODES, CommModel, FixedDelay
 from .json_checks import JsonReader
 
 _KEYS = ("model", "delay", "system", "sync", "dp_allreduce")
@@ -153,7 +153,6 @@ def comm_from_dict(rd: JsonReader, value: Any) -> CommSettings:
         ...
         ppverify.errors.ScheduleFileError: s.json: comm.sync: unknown mode 'later'; expected eager, after-flush, none
     """
-    from ..engines.simulate import SYNC_MODES
     from ..errors import ParameterError
     from ..system import System
 

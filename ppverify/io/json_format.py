@@ -50,6 +50,7 @@ from ..placement import Placement
 from ..schedule import Schedule
 from .json_checks import JsonReader, describe_value, no_duplicate_keys, reject_constant
 from .json_comm import CommSettings, comm_from_dict, comm_to_dict
+from .table_text import TableGrid, programs_from_cells
 
 FORMAT_NAME = "ppverify-schedule"
 FORMAT_VERSION = 1
@@ -80,25 +81,6 @@ _COST_KEYS = (
     "label",
     "extra",
 )
-
-
-@dataclass(frozen=True)
-class TableGrid:
-    """A device x tick grid of action text (``None`` = idle cell); ``tick`` is one cell's length
-    in the cost model's time unit.
-
-    Example:
-        >>> TableGrid(1.0, (("0F0", None), (None, "1F0"))).ticks
-        2
-    """
-
-    tick: float
-    cells: tuple[tuple[str | None, ...], ...]
-
-    @property
-    def ticks(self) -> int:
-        """Number of columns (the longest row)."""
-        return max((len(r) for r in self.cells), default=0)
 
 
 @dataclass(frozen=True)
@@ -227,27 +209,22 @@ def save_json(
     schedule: Schedule,
     path: str | Path,
     costs: CostModel | None = None,
-    table: TableGrid | bool = False,
+    table: TableGrid | None = None,
     comment: str = "",
     comm: CommSettings | None = None,
 ) -> Path:
-    """Write a schedule file; ``table=True`` embeds the slot table computed with ``costs`` (unit
-    costs when ``None``), or pass a :class:`TableGrid`. Returns the path.
+    """Write a schedule file, with the table ``table`` embedded when given (the ``slot`` engine
+    computes a schedule's own: :func:`ppverify.engines.table.table_grid_of`). Returns the path.
 
     Example:
         >>> import tempfile, os
         >>> from ppverify.schedules import build
+        >>> from ppverify.engines.table import table_grid_of
         >>> path = os.path.join(tempfile.mkdtemp(), "s.json")
         >>> s = build("1f1b", p=2, m=2)
-        >>> load_json(save_json(s, path, table=True)).programs == s.programs
+        >>> load_json(save_json(s, path, table=table_grid_of(s))).programs == s.programs
         True
     """
-    if table is True:
-        from .table_text import table_grid_of
-
-        table = table_grid_of(schedule, costs)
-    elif table is False:
-        table = None
     path = Path(path)
     from ..files import atomic_write
 
@@ -354,7 +331,6 @@ def document_from_dict(data: Any, path: str = "<dict>") -> ScheduleDocument:
         >>> doc.schedule.programs
         ((Op(kind='F', stage=0, mb=0), None, Op(kind='B', stage=0, mb=0)),)
     """
-    from .table_text import programs_from_cells
 
     rd = JsonReader(str(path))
     data = rd.obj(data, "top level")

@@ -1,7 +1,8 @@
 """Schedule tables as text, both ways: render a schedule's idealized (``slot``) table, and parse a
 table back into a schedule whose programs carry the table's idle slots.
 
-Two text layouts (both written by :func:`ppverify.engines.table.format_table`):
+Two text layouts (both written by :func:`format_grid`; a schedule's own table comes from the
+``slot`` engine, :func:`ppverify.engines.table.format_schedule_table`):
 
 * **paper** — one row per device, one column per tick; an action repeats in every cell it
   occupies and ``.`` is an idle cell::
@@ -32,17 +33,18 @@ its compute-op order is the original schedule's. Trailing idle cells are dropped
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..costs import CostModel
 from ..errors import ScheduleFileError
-from ..ops import Action, ActionSyntaxError, Comm, Op, Overlap, compute_ops, format_action, parse_action
-from ..placement import Placement, linear
+from ..files import read_text
+from ..limits import check_digits
+from ..ops import Action, ActionSyntaxError, parse_action
+from ..placement import Placement
 from ..schedule import Schedule
-from ..timeline import Timeline
-from .json_format import TableGrid
+from .table_schedule import schedule_from_programs
 
 #: cell text of an idle cell in the paper layout
 IDLE = "."
@@ -51,56 +53,111 @@ CONTINUED = "~"
 STYLES = ("paper", "torch")
 
 
-def timeline_table(timeline: Timeline) -> TableGrid:
-    """The device x tick grid of a ``slot`` timeline as action text (``None`` idle).
+@dataclass(frozen=True)
+class TableGrid:
+    """A device x tick grid of action text (``None`` = idle cell); ``tick`` is one cell's length
+    in the cost model's time unit.
 
     Example:
-        >>> from ppverify.schedules import build
-        >>> from ppverify.engines import run
-        >>> timeline_table(run(build("gpipe", p=2, m=1), semantics="slot")).cells
-        (('0F0', None, None, '0B0'), (None, '1F0', '1B0', None))
+        >>> TableGrid(1.0, (("0F0", None), (None, "1F0"))).ticks
+        2
     """
-    from ..engines.table import table_actions
 
-    grid = table_actions(timeline)
-    return TableGrid(
-        float(timeline.info["tick"]), tuple(tuple(None if a is None else format_action(a) for a in row) for row in grid)
-    )
+    tick: float
+    cells: tuple[tuple[str | None, ...], ...]
+
+    @property
+    def ticks(self) -> int:
+        """Number of columns (the longest row)."""
+        return max((len(r) for r in self.cells), default=0)
 
 
-def table_grid_of(schedule: Schedule, costs: CostModel | None = None) -> TableGrid:
-    """Run the slot engine (unit costs when ``costs`` is None) and return its grid.
+# --------------------------------------------------------------------------- grid -> text
+
+
+def _cell_width(cells: list[list[str]], floor: int) -> int:
+    return max([floor] + [len(c) for row in cells for c in row])
+
+
+def _block_width(cells: list[list[str]], t0: int, t1: int) -> int:
+    return max([len(str(t1 - 1))] + [len(c) for row in cells for c in row[t0:t1]])
+
+
+def _paper_block(cells: list[list[str]], t0: int, t1: int, w: int, lw: int) -> str:
+    lines = [f"{'tick':<{lw}}" + " ".join(f"{t:>{w}}" for t in range(t0, t1))]
+    for d, row in enumerate(cells):
+        lines.append(f"{'dev ' + str(d):<{lw}}" + " ".join(f"{c:>{w}}" for c in row[t0:t1]))
+    return "\n".join(x.rstrip() for x in lines)
+
+
+def format_grid(
+    grid: TableGrid, style: str = "paper", width: int | None = None, starts: Collection[tuple[int, int]] | None = None
+) -> str:
+    """Render a grid as text in one of :data:`STYLES` (:func:`read_text_table` reads both back).
+
+    * ``paper``: one row per device, one column per tick; an action fills every cell it occupies,
+      ``.`` marks idle cells. With ``width`` (a terminal's columns) a wider table is cut into
+      blocks of consecutive ticks, each with its own ``tick`` header and columns only as wide as
+      that block's cells (an overlapped slot's 20-character text widens its own block only).
+    * ``torch``: PyTorch's step x rank grid, laid out like
+      ``torch.distributed.pipelining.schedules._format_pipeline_order`` (``Step NN:`` rows, ``Rank
+      r`` columns, empty cells idle); an action is written at its first tick and ``~`` marks the
+      further ticks it occupies (with unit costs there are none, as in PyTorch). ``starts`` names
+      the ``(device, tick)`` cells where an action begins; by default, a cell whose text differs
+      from the cell before it.
 
     Example:
-        >>> from ppverify.schedules import build
-        >>> from ppverify.costs import CostModel
-        >>> s = build("gpipe", p=1, m=1)
-        >>> table_grid_of(s, CostModel.abstract(s.placement, F=1, B=2)).cells
-        (('0F0', '0B0', '0B0'),)
-    """
-    from ..engines import run
-
-    return timeline_table(run(schedule, costs, semantics="slot"))
-
-
-def format_schedule_table(schedule: Schedule, costs: CostModel | None = None, style: str = "paper") -> str:
-    """Render a schedule's slot table in one of :data:`STYLES`.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> print(format_schedule_table(build("1f1b", p=2, m=2), style="torch"))
-                Rank 0 Rank 1
+        >>> g = TableGrid(1.0, (("0F0", None, None, "0B0"), (None, "1F0", "1B0")))
+        >>> print(format_grid(g))
+        tick    0   1   2   3
+        dev 0 0F0   .   . 0B0
+        dev 1   . 1F0 1B0   .
+        >>> print(format_grid(TableGrid(1.0, (("0F0", "0B0", "0B0"),)), "torch"))
+                Rank 0
         Step 0: 0F0
-        Step 1: 0F1    1F0
-        Step 2:        1B0
-        Step 3: 0B0    1F1
-        Step 4:        1B1
-        Step 5: 0B1
+        Step 1: 0B0
+        Step 2: ~
     """
-    from ..engines import run
-    from ..engines.table import format_table
-
-    return format_table(run(schedule, costs, semantics="slot"), style)
+    p, T = len(grid.cells), grid.ticks
+    rows = [list(r) + [None] * (T - len(r)) for r in grid.cells]
+    if style == "paper":
+        cells = [[IDLE if c is None else c for c in row] for row in rows]
+        # label column wide enough for "dev 10" so that cells never touch the label
+        lw = max(len("tick"), len(f"dev {p - 1}")) + 1
+        if width is None:
+            return _paper_block(cells, 0, T, _cell_width(cells, len(str(T - 1))), lw)
+        blocks, t0 = [], 0
+        while t0 < T:
+            # grow the block while its widest cell still lets every column fit in ``width``
+            t1, w = t0 + 1, _block_width(cells, t0, t0 + 1)
+            while t1 < T:
+                w2 = max(w, _block_width(cells, t1, t1 + 1))
+                if lw + (t1 + 1 - t0) * (w2 + 1) - 1 > width:
+                    break
+                t1, w = t1 + 1, w2
+            blocks.append(_paper_block(cells, t0, t1, w, lw))
+            t0 = t1
+        return "\n\n".join(blocks)
+    if style == "torch":
+        if starts is None:
+            starts = {
+                (d, t) for d, row in enumerate(rows) for t, c in enumerate(row) if c and (not t or row[t - 1] != c)
+            }
+        steps = []
+        for t in range(T):
+            step = []
+            for d in range(p):
+                c = rows[d][t]
+                step.append("" if c is None else (c if (d, t) in starts else CONTINUED))
+            steps.append(step)
+        w = _cell_width(steps, len(f"Rank {p - 1}"))
+        labels = ["Step " + str(t).zfill(len(str(T - 1))) for t in range(T)]
+        lab = len(labels[0]) if labels else len("Step 0")
+        lines = [" " * (lab + 2) + " ".join(f"{'Rank ' + str(d):<{w}}" for d in range(p))]
+        for label, step in zip(labels, steps):
+            lines.append(f"{label}: " + " ".join(f"{c:<{w}}" for c in step))
+        return "\n".join(x.rstrip() for x in lines)
+    raise ValueError(f"unknown table style {style!r}; expected 'paper' or 'torch'")
 
 
 # --------------------------------------------------------------------------- cells -> programs
@@ -120,6 +177,7 @@ def programs_from_cells(
     idle cell before an action becomes one idle slot; trailing idle cells are dropped.
 
     Example:
+        >>> from ppverify.ops import format_action
         >>> progs = programs_from_cells([["0F0", ".", "0B0", "0B0"], [".", "1F0", "1B0", None]])
         >>> [[format_action(a) for a in prog] for prog in progs]
         [['0F0', '', '0B0'], ['', '1F0', '1B0']]
@@ -158,75 +216,6 @@ def programs_from_cells(
             prev = text
         programs.append(tuple(prog))
     return tuple(programs)
-
-
-def _mb_of(action: Action) -> list[tuple[int, int]]:
-    """``(stage, mb)`` pairs an action names (compute and communication actions)."""
-    if type(action) is Op or type(action) is Comm:
-        return [(action.stage, action.mb)]
-    if type(action) is Overlap:
-        return [(o.stage, o.mb) for o in action.ops]
-    return []
-
-
-def schedule_from_programs(
-    programs: tuple[tuple[Action, ...], ...],
-    placement: Placement | None = None,
-    m: int | None = None,
-    pipe_of_mb: Sequence[int] | None = None,
-    family: str = "table",
-    params: Mapping[str, Any] | None = None,
-    path: str = "<table>",
-) -> Schedule:
-    """Wrap parsed programs into a :class:`Schedule`, filling in what a table does not say.
-
-    Defaults: ``placement`` linear over ``len(programs)`` devices; ``m`` one more than the largest
-    microbatch named; ``pipe_of_mb`` all 0 with one pipe, else inferred per microbatch from the
-    devices its ops sit on (an error when that is ambiguous).
-
-    Example:
-        >>> from ppverify.placement import bidirectional
-        >>> progs = programs_from_cells([["0F0", "1F1"], ["1F0", "0F1"]])
-        >>> schedule_from_programs(progs, bidirectional(2)).pipe_of_mb
-        (0, 1)
-    """
-    p = len(programs)
-    if p == 0:
-        raise ScheduleFileError(path, "", "the table has no device rows")
-    placement = placement or linear(p)
-    if placement.p != p:
-        raise ScheduleFileError(path, "", f"the table has {p} device rows but the placement has p={placement.p}")
-    named = [(d, s, mb) for d, prog in enumerate(programs) for a in prog for s, mb in _mb_of(a)]
-    if m is None:
-        m = 1 + max((mb for _, _, mb in named), default=0)
-    if m < 1:
-        raise ScheduleFileError(path, "", f"m={m}: need at least one microbatch")
-    from ..limits import check_stages_mbs
-
-    check_stages_mbs(placement.num_stages, m, path, held=sum(1 for prog in programs for _ in compute_ops(prog)))
-    if pipe_of_mb is None:
-        pipe_of_mb = _infer_pipes(placement, m, named, path)
-    else:
-        pipe_of_mb = tuple(int(x) for x in pipe_of_mb)
-        if len(pipe_of_mb) != m or any(not 0 <= x < placement.num_pipes for x in pipe_of_mb):
-            raise ScheduleFileError(path, "", f"pipe_of_mb needs {m} entries in 0..{placement.num_pipes - 1}")
-    return Schedule(placement, m, programs, tuple(pipe_of_mb), family, dict(params or {}))
-
-
-def _infer_pipes(placement: Placement, m: int, named: list[tuple[int, int, int]], path: str) -> tuple[int, ...]:
-    if placement.num_pipes == 1:
-        return (0,) * m
-    candidates = [set(range(placement.num_pipes)) for _ in range(m)]
-    for d, s, mb in named:
-        if 0 <= mb < m and 0 <= s < placement.num_stages:
-            candidates[mb] &= {pipe for pipe in range(placement.num_pipes) if placement.maps[pipe][s] == d}
-    out = []
-    for mb, cand in enumerate(candidates):
-        if len(cand) != 1:
-            why = "no pipe places all its ops where the table has them" if not cand else "several pipes fit"
-            raise ScheduleFileError(path, f"microbatch {mb}", f"cannot tell its pipe ({why}); pass pipe_of_mb")
-        out.append(cand.pop())
-    return tuple(out)
 
 
 # --------------------------------------------------------------------------- text -> schedule
@@ -339,6 +328,7 @@ def parse_torch_grid(text: str, path: str = "<table>") -> tuple[tuple[Action, ..
     prints it); a row holding exactly one cell per rank is read word by word.
 
     Example:
+        >>> from ppverify.ops import format_action
         >>> grid = "        Rank 0 Rank 1\\nStep 0: 0F0\\nStep 1:        1F0\\nStep 2: 0F1    1B0\\n"
         >>> [[format_action(a) for a in prog] for prog in parse_torch_grid(grid)]
         [['0F0', '', '0F1'], ['', '1F0', '1B0']]
@@ -411,8 +401,6 @@ def read_text_table(text: str, path: str = "<table>") -> tuple[tuple[tuple[Actio
         >>> grid.cells
         (('0F0', '0B0', '0B0'),)
     """
-    from ..limits import check_digits
-
     check_digits(text, path)  # before int() of a device, step or rank number
     if detect_style(text, path) == "paper":
         cells, rows = _paper_cells(text, path)
@@ -462,6 +450,8 @@ def parse_table(
 
     Example:
         >>> from ppverify.schedules import build
+        >>> from ppverify.engines.table import format_schedule_table
+        >>> from ppverify.ops import compute_ops
         >>> s = build("1f1b", p=3, m=4)
         >>> back = parse_table(format_schedule_table(s))
         >>> [list(compute_ops(prog)) for prog in back.programs] == [list(prog) for prog in s.programs]
@@ -469,8 +459,6 @@ def parse_table(
         >>> format_schedule_table(back) == format_schedule_table(s)
         True
     """
-    from ..limits import check_digits
-
     check_digits(text, path)  # before int() of a device, step or rank number
     style = style or detect_style(text, path)
     if style == "paper":
@@ -491,8 +479,6 @@ def load_table(path: str | Path, **kwargs: Any) -> Schedule:
         ...
         ppverify.errors.ScheduleFileError: no-such-table.txt: file not found
     """
-    from ..files import read_text
-
     return parse_table(read_text(path), path=str(path), **kwargs)
 
 
@@ -502,7 +488,7 @@ __all__ = [
     "STYLES",
     "TableGrid",
     "detect_style",
-    "format_schedule_table",
+    "format_grid",
     "load_table",
     "parse_paper_table",
     "parse_table",
@@ -510,6 +496,4 @@ __all__ = [
     "programs_from_cells",
     "read_text_table",
     "schedule_from_programs",
-    "table_grid_of",
-    "timeline_table",
 ]

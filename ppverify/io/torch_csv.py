@@ -27,9 +27,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..errors import ParameterError, ScheduleFileError
-from ..limits import check_stages_mbs, rank_list
+from ..limits import check_stages_mbs
 from ..ops import Action, ActionSyntaxError, Comm, Op, Overlap, format_action, parse_action
-from ..placement import Placement, custom, linear, loop, v_shape
+from ..placement import Placement, placement_from_map, placement_from_text
 from ..schedule import Schedule
 
 COMPUTE_ONLY, COMPUTE_COMMS = "compute_only", "compute_comms"
@@ -78,28 +78,6 @@ def infer_stage_ranks(programs: Sequence[Sequence[Action]], num_stages: int) -> 
     return out
 
 
-def placement_from_map(p: int, stage_rank: Sequence[int]) -> Placement:
-    """A placement for ``stage -> rank``, named ``linear``/``loop``/``v`` when it is one of those.
-
-    Example:
-        >>> placement_from_map(2, [0, 1, 1, 0]).name, placement_from_map(2, [0, 1, 0, 1]).name
-        ('v', 'loop')
-        >>> placement_from_map(2, [1, 0]).name
-        'custom'
-    """
-    maps = tuple(int(r) for r in stage_rank)
-    S = len(maps)
-    candidates = [linear(p)] if p == S else []
-    if S % p == 0:
-        candidates.append(loop(p, S // p))
-    if 2 * p == S:
-        candidates.append(v_shape(p))
-    for cand in candidates:
-        if cand.maps[0] == maps:
-            return cand
-    return custom(p, [list(maps)], "custom")
-
-
 def resolve_placement(
     spec: str | Sequence[int] | Placement | None, p: int, num_stages: int, inferred: dict[int, int], source: str
 ) -> Placement:
@@ -127,19 +105,7 @@ def resolve_placement(
                 )
         return placement_from_map(p, [inferred[s] for s in range(num_stages)])
     elif isinstance(spec, str):
-        name = spec.strip().lower()
-        if "," in name:
-            return resolve_placement(rank_list(spec, "--placement"), p, num_stages, inferred, source)
-        if name == "linear":
-            pl = linear(p)
-        elif name == "loop":
-            if num_stages % p:
-                raise ParameterError("placement", spec, f"loop needs the {num_stages} stages to be a multiple of p={p}")
-            pl = loop(p, num_stages // p)
-        elif name == "v":
-            pl = v_shape(p)
-        else:
-            raise ParameterError("placement", spec, "expected linear, loop, v or a comma-separated rank per stage")
+        pl = placement_from_text(spec, p, num_stages)
     else:
         pl = placement_from_map(p, list(spec))
     if pl.num_pipes != 1 or pl.num_stages != num_stages or pl.p != p:

@@ -19,7 +19,6 @@ loop, not this list; the list is what ``_dump_csv`` and tools reading ``pipeline
 
 from __future__ import annotations
 
-import csv
 import io
 import tempfile
 from collections.abc import Sequence
@@ -344,21 +343,10 @@ def order_differences(a: Schedule, b: Schedule) -> list[tuple[int, int, str, str
     return out
 
 
-def csv_rows(text: str) -> list[list[str]]:
-    """Parse CSV text into rows of cells (a helper for comparing files cell by cell).
-
-    Example:
-        >>> csv_rows("0F0,,0B0\\n")
-        [['0F0', '', '0B0']]
-    """
-    return list(csv.reader(io.StringIO(text, newline="")))
-
-
 __all__ = [
     "SCHEDULE_1F1B_BUG",
     "TORCH_CLASSES",
     "TorchUnavailableError",
-    "csv_rows",
     "from_torch",
     "order_differences",
     "order_to_rows",

@@ -10,7 +10,7 @@ every rank's list in three passes before running it:
 2. ``_add_reduce_grad``: a ``REDUCE_GRAD`` of a stage right after the action holding that stage's
    m-th ``B``/``W`` (the gradient-accumulating ops). The runtime scales the accumulated gradients
    by ``1/m`` there: a file without it trains with gradients m times too large;
-3. ``_add_send_recv``: the SEND/RECV pass (:func:`ppverify.engines.torch_steps.add_send_recv`).
+3. ``_add_send_recv``: the SEND/RECV pass (:func:`ppverify.lowering.add_send_recv`).
 
 A ``compute_comms`` file is run as written, so writing one means writing all three passes:
 :func:`lower_like_pytorch` is what ``--format torch-csv-comms`` writes.
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..lowering import add_send_recv
 from ..ops import Action, B, Marker, Op, Overlap, W
 from ..schedule import Schedule
 
@@ -114,8 +115,6 @@ def lower_like_pytorch(schedule: Schedule) -> Schedule:
         >>> [[str(a) for a in prog] for prog in lower_like_pytorch(build("gpipe", p=2, m=1)).programs]
         [['0UNSHARD', '0F0', '0SEND_F0', '0RECV_B0', '0B0', '0REDUCE_GRAD', '0RESHARD'], ['1UNSHARD', '1RECV_F0', '1F0', '1B0', '1SEND_B0', '1REDUCE_GRAD', '1RESHARD']]
     """
-    from ..engines.torch_steps import add_send_recv
-
     programs = []
     for prog in schedule.programs:
         compute = [a for a in prog if a is not None and not isinstance(a, Marker)]

@@ -12,7 +12,7 @@ with one set of processes per p.
 Costs are seconds per device share, exactly as ``simulate`` reads them; under
 ``compute="sleep"`` each op sleeps its cost. Modules: :mod:`.workers` (processes, hang
 detection), :mod:`.stages` (the model), :mod:`.runtime` (PyTorch's runtime), :mod:`.twopipe`,
-:mod:`.record` (events -> Timeline), :mod:`.gradcheck`, :mod:`.jobs` (what travels to workers).
+:mod:`.record` (events -> Timeline), :mod:`.gradcheck`, :mod:`.jobs` (what travels to workers), :mod:`.dispatch` (the workers' entry point).
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ import numpy as np
 from ..costs import CostModel
 from ..errors import ParameterError
 from ..schedule import Schedule
-from ..timeline import Timeline
+from ..timeline import Timeline, TimelineInfo
+from .dispatch import run_jobs
 from .gradcheck import TOLERANCE, GradCheck, check
-from .jobs import Job, RankResult, run_jobs
+from .jobs import Job, RankResult
 from .record import Event, step_start, to_timeline
 from .stages import COMPUTE_MODES, ModelSpec
 from .workers import MeasureTimeout, WorkerError, max_workers, run_workers
@@ -59,6 +60,9 @@ class MeasureResult:
     grad_check: GradCheck
     predicted: Timeline | None = None
     runner: str = "torch-runtime"
+    #: per measured step: its start (ns) and each rank's recorded events, RECV posts included
+    #: (:mod:`.handover` reads them); empty without recording
+    events: tuple[tuple[int, list[list[Event]]], ...] = ()
 
     @property
     def makespan(self) -> float:
@@ -150,17 +154,21 @@ def _result(
     reference = per_rank[0].reference
     verdict = check(grads, reference or {}, TOLERANCE)
     runner = "two-pipe" if job.two_pipe else "torch-runtime"
-    info = {"compute": compute, "runner": runner, "clock": "CLOCK_MONOTONIC", "format": job.format}
-    timelines, step_times = [], []
+    info = TimelineInfo(compute=compute, runner=runner, clock="CLOCK_MONOTONIC", format=job.format)
+    timelines, step_times, raw = [], [], []
     for k in range(job.steps):
         begins = [rr.begins[k] for rr in per_rank]
         t0 = step_start(begins)
         step_times.append((max(rr.ends[k] for rr in per_rank) - t0) * 1e-9)
         events = [rr.events[k] for rr in per_rank]
-        timelines.append(to_timeline(job.schedule, costs, events, t0, {**info, "step": k}))
+        timelines.append(to_timeline(job.schedule, costs, events, t0, replace(info, step=k)))
+        if job.record:
+            raw.append((t0, events))
     order = np.argsort([tl.makespan if job.record else st for tl, st in zip(timelines, step_times)], kind="stable")
     median = timelines[int(order[(len(order) - 1) // 2])]
-    return MeasureResult(job.schedule, costs, compute, timelines, median, step_times, verdict, predicted, runner)
+    return MeasureResult(
+        job.schedule, costs, compute, timelines, median, step_times, verdict, predicted, runner, tuple(raw)
+    )
 
 
 def _predict(schedule: Schedule, costs: CostModel) -> Timeline | None:
@@ -194,19 +202,22 @@ def measure_many(
         >>> [r.grad_check.ok for r in rs]  # doctest: +SKIP
         [True, True]
     """
+    from .options import check_run_options
     from .workers import check_world_size, prestart, require_torch
 
     if compute not in COMPUTE_MODES:
         raise ParameterError("compute", compute, f"expected one of {', '.join(COMPUTE_MODES)}")
+    check_run_options(steps, warmup, timeout, seed)
     require_torch()
     for item in items:
         check_world_size((item[0] if isinstance(item, tuple) else item).p)
-    prestart()  # the workers' torch import runs while the jobs and predictions are prepared here
     prepared = []
     for item in items:
         sched, costs = item if isinstance(item, tuple) else (item, None)
         c = seconds_costs(sched, costs)
         prepared.append((sched, c, _job(sched, c, compute, steps, warmup, record, seed, format)))
+    # every input checked: the workers' torch import runs while the predictions are made here
+    prestart()
     predicted = [_predict(s, c) for s, c, _ in prepared]
     out: list[MeasureResult | None] = [None] * len(prepared)
     for p in sorted({s.p for s, _, _ in prepared}):

@@ -21,6 +21,10 @@ Two measurements, both on real worker processes (:mod:`.workers`, gloo):
   on ppverify's own runner, which has other costs: they get their own action overhead
   (:func:`fit_runtime`). Near-zero costs would miss the wake-up of a sleeping op, which every
   real op pays.
+* **hand-overs**: the same one-pipe runs give the terms of the hand-over model (:mod:`.handover`:
+  gloo's rendezvous makes a RECV posted after its SEND cost a round trip), read op by op from
+  their events and written as ``runtime.handover``; :func:`predict_on` walks it for one-pipe
+  schedules when a preset has it.
 
 :func:`preset_text` writes the result in the schema of ``models/systems/`` with comments naming
 how, when and where it was measured.
@@ -45,6 +49,8 @@ from ..schedule import Schedule
 
 #: message sizes of the ping-pong, bytes (float32 tensors)
 PINGPONG_SIZES: tuple[int, ...] = (4, 1024, 16384, 262144, 1048576, 4194304)
+#: walks drawn per prediction of the hand-over model (:func:`ppverify.measure.handover.predict_runtime`)
+DRAWS = 41
 #: the sleeps of the overhead runs, seconds per device share
 CALIBRATION_COSTS = {"F": 0.005, "B": 0.01}
 #: (family, p, m, params) run to fit the overhead: different ratios of SEND/RECV to compute actions
@@ -98,6 +104,8 @@ class Calibration:
     extra: dict[str, Any] = field(default_factory=dict)
     #: ``(action s, transfer s)`` of ppverify's two-pipe runner; None: as the one-pipe figures
     two_pipe_overhead_s: tuple[float, float] | None = None
+    #: PyTorch's runtime action by action (:class:`~ppverify.measure.handover.Handover`), None: not measured
+    handover: Any = None
 
     def predict_transfer(self, nbytes: float) -> float:
         """One-way time of a message under the fitted line."""
@@ -335,6 +343,13 @@ def predict_on(schedule: Schedule, costs: CostModel | dict[str, float], system: 
     from . import seconds_costs
 
     sysm = load_system(system) if isinstance(system, str) else system
+    ho = getattr(sysm, "handover_s", None)
+    if ho is not None and schedule.placement.num_pipes == 1:
+        # PyTorch's runtime action by action, its rendezvous hand-overs included (.handover)
+        from .handover import Handover, predict_runtime
+
+        model = Handover(*ho, deciles=getattr(sysm, "handover_deciles_s", ()))
+        return float(predict_runtime(schedule, seconds_costs(schedule, costs), model, draws=DRAWS).makespan)
     c = system_overhead(seconds_costs(schedule, costs), schedule.placement, sysm)
     return float(run(schedule, c, sysm, semantics="async").makespan)
 
@@ -386,10 +401,12 @@ def overhead_runs(
     timeout: float = 120.0,
     schedules: Sequence[tuple[str, int, int, dict]] = OVERHEAD_SCHEDULES,
     timelines: list | None = None,
+    samples: list | None = None,
 ) -> list[tuple[Schedule, CostModel, float]]:
     """Run the overhead schedules with :data:`CALIBRATION_COSTS` sleeps: ``(schedule, costs,
     median measured makespan s)`` each; every measured step's timeline of the one-pipe runs is
-    appended to ``timelines`` when given (for :func:`ppverify.measure.breakdown.breakdown`).
+    appended to ``timelines`` when given (for :func:`ppverify.measure.breakdown.breakdown`), and
+    every such step's hand-over samples to ``samples`` (:func:`ppverify.measure.handover.handover_samples`).
 
     Example:
         >>> runs = overhead_runs(steps=2, schedules=(("gpipe", 2, 2, {}),))  # doctest: +SKIP
@@ -406,6 +423,15 @@ def overhead_runs(
     results = measure_many(items, steps=steps, warmup=1, timeout=timeout)
     if timelines is not None:
         timelines.extend(tl for (s, _), r in zip(items, results) if s.placement.num_pipes == 1 for tl in r.timelines)
+    if samples is not None:
+        from .handover import handover_samples
+
+        samples.extend(
+            handover_samples(s, c, ev, t0)
+            for (s, c), r in zip(items, results)
+            if s.placement.num_pipes == 1
+            for t0, ev in r.events
+        )
     return [(s, c, float(statistics.median(r.makespans))) for (s, c), r in zip(items, results)]
 
 
@@ -426,13 +452,28 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
     from .breakdown import breakdown
 
     tls: list = []
+    ho_samples: list = []
     runs = overhead_runs(
         steps=3 if quick else 7,
         timeout=timeout,
         schedules=QUICK_SCHEDULES if quick else OVERHEAD_SCHEDULES,
         timelines=tls,
+        samples=ho_samples,
     )
     ops = breakdown(tls)
+    from .handover import fit_handover, predict_runtime
+
+    # the hand-over model: every term op by op, nothing fitted to a makespan; its residual on the
+    # one-pipe runs is reported
+    ho = fit_handover(ho_samples)
+    one = [r for r in runs if r[0].placement.num_pipes == 1]
+    ho_res = (
+        float(
+            np.sqrt(np.mean([((predict_runtime(s, c, ho, draws=DRAWS).makespan - ms) / ms) ** 2 for s, c, ms in one]))
+        )
+        if one
+        else 0.0
+    )
     # tiny (sleep-mode) boundary tensors: the link costs its latency. The proportion of the two
     # one-pipe terms comes from the op-by-op trimmed means (hundreds of samples per term); their
     # level from the makespans. (Fitting the hand-over latency too, fit_terms(latency=True), did
@@ -448,8 +489,13 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
         fit.residual,
         machine_name(),
         datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        {"residual_two_pipe": fit.residual_two_pipe, "breakdown": ops},
+        {
+            "residual_two_pipe": fit.residual_two_pipe,
+            "breakdown": ops,
+            "handover_residual": ho_res,
+        },
         fit.two_pipe,
+        ho,
     )
 
 
@@ -562,6 +608,21 @@ def preset_text(cal: Calibration, name: str = "calibrated") -> str:
             f"    action_overhead_us: {cal.two_pipe_overhead_s[0] * 1e6:.3f}",
             f"    transfer_overhead_us: {cal.two_pipe_overhead_s[1] * 1e6:.3f}",
         ]
+    if cal.handover is not None:
+        lines += [
+            "  # PyTorch's runtime action by action (ppverify.measure.handover): gloo's rendezvous makes a",
+            "  # RECV posted after its SEND (late) cost a round trip; one-pipe predictions walk each rank's",
+            "  # actions with these terms (means of the op-by-op samples, none fitted to a makespan), each",
+            f"  # drawn per action from its deciles, median of {DRAWS} walks (rms relative residual on the",
+            f"  # one-pipe runs above {cal.extra.get('handover_residual', 0.0) * 100:.2f} %)",
+            "  handover:",
+            *(f"    {k}: {v:.3f}" for k, v in cal.handover.as_us().items()),
+        ]
+        if cal.handover.deciles:
+            lines.append("    deciles:   # the middle of each tenth of each term's samples (gap: its residuals)")
+            for t, q in cal.handover.deciles:
+                cells = ", ".join(f"d{i + 1}_us: {x * 1e6:.1f}" for i, x in enumerate(q))
+                lines.append(f"      {t}: {{{cells}}}")
     return "\n".join(lines) + "\n"
 
 

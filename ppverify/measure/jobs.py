@@ -1,9 +1,7 @@
 """What the parent sends to the workers (a :class:`Job` per schedule) and what each rank sends
-back (a :class:`RankResult`), plus the worker entry point :func:`run_jobs`.
-
-One set of worker processes runs a whole list of jobs (all with the same p) one after the other,
-because starting processes and importing torch costs seconds. Each job is one phase of
-:func:`~ppverify.measure.workers.run_workers`, so the hang timeout applies per job.
+back (a :class:`RankResult`). The worker entry point that runs them is
+:func:`ppverify.measure.dispatch.run_jobs` (a module of its own: it imports the runners, which
+import these values, so keeping it here would make an import cycle).
 """
 
 from __future__ import annotations
@@ -58,40 +56,3 @@ class RankResult:
     grads: dict[tuple[int, int], dict[str, Any]]
     reference: dict[int, dict[str, Any]] | None = None
     info: dict[str, Any] = field(default_factory=dict)
-
-
-def run_jobs(rank: int, world_size: int, jobs: list[Job]) -> list[RankResult]:
-    """Worker entry point (a :func:`~ppverify.measure.workers.run_workers` target): run every job
-    in order, each as one phase; rank 0 also computes each job's reference gradients.
-
-    Example:
-        >>> from ppverify.measure.workers import run_workers
-        >>> run_workers(2, run_jobs, [], timeout=30)  # doctest: +SKIP
-        [[], []]
-    """
-    from .gradcheck import reference_grads
-    from .workers import set_status
-
-    out = []
-    for k, job in enumerate(jobs):
-        set_status(f"starting {job.schedule.describe()}", phase=k)
-        if job.two_pipe:
-            from .twopipe import run_two_pipe
-
-            res = run_two_pipe(rank, world_size, job)
-        else:
-            from .runtime import run_torch_runtime
-
-            res = run_torch_runtime(rank, world_size, job)
-        if rank == 0:
-            set_status(f"reference forward/backward of {job.schedule.describe()}", phase=k)
-            res = RankResult(
-                res.events,
-                res.begins,
-                res.ends,
-                res.grads,
-                reference_grads(job.spec, job.schedule.num_stages, job.schedule.m),
-                res.info,
-            )
-        out.append(res)
-    return out

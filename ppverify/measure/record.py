@@ -8,6 +8,9 @@ for every process of the machine, so events of different ranks compare directly.
   input has arrived) to its end;
 * ``SEND_F``/``SEND_B``: the moment stage ``stage`` posts the send of microbatch ``mb``'s
   activation (to ``stage+1``) or gradient (to ``stage-1``); ``start_ns == end_ns``;
+* ``RECV_F``/``RECV_B``: the moment stage ``stage`` posts the receive of microbatch ``mb``'s
+  activation or gradient (PyTorch's runtime); ``start_ns == end_ns``; not part of the timeline
+  (:mod:`.handover` reads them);
 * ``ALLREDUCE``: the gradient all-reduce of ``stage``'s two replicas (two-pipe runner); ``mb``
   holds the peer rank.
 
@@ -19,14 +22,14 @@ post to the start of the op that consumed it (the latest moment it can have arri
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from ..costs import CostModel
 from ..ops import Op
 from ..schedule import Schedule
-from ..timeline import Timeline, Transfers
+from ..timeline import Timeline, TimelineInfo, Transfers
 
 MEASURED = "measured"
 
@@ -51,7 +54,7 @@ def to_timeline(
     costs: CostModel,
     events: Sequence[Sequence[Event]],
     t0_ns: int,
-    info: Mapping[str, Any] | None = None,
+    info: TimelineInfo | None = None,
 ) -> Timeline:
     """One measured step as a :class:`Timeline`: ``events[rank]`` are rank's events, ``t0_ns``
     the step start (the earliest rank's start after the barrier). Ops appear by device, then start.
@@ -103,7 +106,7 @@ def to_timeline(
     for rank, ev in reduces:
         size = float(costs.weight_bytes[ev.stage]) if ev.stage < len(costs.weight_bytes) else 0.0
         tr.add("allreduce", rank, ev.mb, -1, -1, (ev.start_ns - t0_ns) / 1e9, (ev.end_ns - t0_ns) / 1e9, size)
-    return Timeline(schedule, costs, MEASURED, ops, device, start, end, tr, dict(info or {}))
+    return Timeline(schedule, costs, MEASURED, ops, device, start, end, tr, info or TimelineInfo())
 
 
 def _grad_op(index: Mapping[tuple[str, int, int], int], stage: int, mb: int, consumer: bool = False) -> int | None:

@@ -38,7 +38,7 @@ _now = time.monotonic_ns  # CLOCK_MONOTONIC on Linux: one clock for all processe
 
 
 class TimedStage(PipelineStage):
-    """A ``PipelineStage`` that sleeps each op's cost and records F/B/I/W and sends as
+    """A ``PipelineStage`` that sleeps each op's cost and records F/B/I/W, sends and receives as
     :class:`~ppverify.measure.record.Event` (``events`` is a list, or None to record nothing)."""
 
     def __init__(self, *args: Any, durations: dict[str, tuple[float, ...]], **kwargs: Any) -> None:
@@ -89,6 +89,19 @@ class TimedStage(PipelineStage):
             self.events.append(Event("SEND_B", self.stage_index, bwd_chunk_id, t, t))
         return super().get_bwd_send_ops(bwd_chunk_id)
 
+    # when a RECV is posted tells whether its hand-over was a late receiver's (see docs/measure.md)
+    def get_fwd_recv_ops(self, fwd_chunk_id: int) -> Any:
+        if self.events is not None:
+            t = _now()
+            self.events.append(Event("RECV_F", self.stage_index, fwd_chunk_id, t, t))
+        return super().get_fwd_recv_ops(fwd_chunk_id)
+
+    def get_bwd_recv_ops(self, bwd_chunk_id: int) -> Any:
+        if self.events is not None:
+            t = _now()
+            self.events.append(Event("RECV_B", self.stage_index, bwd_chunk_id, t, t))
+        return super().get_bwd_recv_ops(bwd_chunk_id)
+
 
 class _StatusList(list):
     """The rank's action list; iterating it publishes each action as the worker's status."""
@@ -104,7 +117,7 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
     """Run ``job`` on this rank in ``_PipelineScheduleRuntime``: warm-up steps, then measured
     steps (each between barriers), recording events when ``job.record``; return this rank's
     events, step bounds and gradients (of the last step). Runs inside a worker (a process group
-    must exist); :func:`ppverify.measure.jobs.run_jobs` calls it.
+    must exist); :func:`ppverify.measure.dispatch.run_jobs` calls it.
 
     Example:
         >>> from ppverify.measure import measure, build

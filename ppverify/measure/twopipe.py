@@ -168,7 +168,7 @@ def _unflat(mod: Any, flat: Any) -> None:
 def run_two_pipe(rank: int, world_size: int, job: Job) -> RankResult:
     """Run ``job`` (a two-pipe schedule) on this rank: warm-up, then measured steps between
     barriers; return events, step bounds and both replicas' gradients. Runs inside a worker;
-    :func:`ppverify.measure.jobs.run_jobs` calls it.
+    :func:`ppverify.measure.dispatch.run_jobs` calls it.
 
     Example:
         >>> from ppverify.measure import measure, build

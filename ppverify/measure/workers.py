@@ -245,7 +245,7 @@ def _worker_main(
 
 
 #: modules the fork server imports once, so that every worker starts in a fraction of a second
-PRELOAD: tuple[str, ...] = ("ppverify.measure.runtime", "ppverify.measure.twopipe", "ppverify.measure.jobs")
+PRELOAD: tuple[str, ...] = ("ppverify.measure.runtime", "ppverify.measure.twopipe", "ppverify.measure.dispatch")
 
 
 def _context() -> Any:

@@ -37,13 +37,14 @@ The bounds are reported on their own and added to the CP-SAT model as redundant 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from ..ops import B, F, I, W
 from .deadline import Deadline, check
 from .energy import memory_energy_spans
 from .onemachine import cross_device_span_bounds, makespan_bounds
-from .problem import Instance
+from .problem import Instance, Problem
 from .window import multi_stage_head_idle, multi_stage_tail_idle
 
 
@@ -90,9 +91,10 @@ class Bounds:
         }
 
 
-def heads_tails(inst: Instance) -> tuple[list[int], list[int]]:
+def heads_tails(inst: Instance, deadline: Deadline | None = None) -> tuple[list[int], list[int]]:
     """Earliest start of every op (``head``) and the least time that must follow its end
-    (``tail``), from the dependencies, delays and the step's collectives (:mod:`.collectives`).
+    (``tail``), from the dependencies, delays and the step's collectives (:mod:`.collectives`);
+    ``deadline`` is checked every 65,536 ops.
 
     Example:
         >>> from ppverify.placement import linear
@@ -104,16 +106,21 @@ def heads_tails(inst: Instance) -> tuple[list[int], list[int]]:
         ([0, 4, 1, 2], [5, 0, 4, 2])
     """
     dag = inst.dag
+    check(deadline)
     order = inst.topo
     head = [0] * dag.num_ops
-    for i in order:
+    for n, i in enumerate(order):
+        if n % 65536 == 0:
+            check(deadline)
         for k, q in enumerate(dag.pred[i]):
             if q >= 0:
                 head[i] = max(head[i], head[q] + inst.dur[q] + inst.delay[i][k])
     from .collectives import collective_tails
 
     tail = collective_tails(dag.num_ops, inst.coll_dur, inst.colls)
-    for i in reversed(order):
+    for n, i in enumerate(reversed(order)):
+        if n % 65536 == 0:
+            check(deadline)
         for k, q in enumerate(dag.pred[i]):
             if q >= 0:
                 tail[q] = max(tail[q], inst.delay[i][k] + inst.dur[i] + tail[i])
@@ -203,7 +210,8 @@ def lower_bounds(inst: Instance, objective: str | None = None, deadline: Deadlin
         39
     """
     objective = objective or inst.problem.objective
-    head, tail = heads_tails(inst)
+    head, tail = heads_tails(inst, deadline)
+    check(deadline)
     crit = max(h + d + t for h, d, t in zip(head, inst.dur, tail)) if inst.dur else 0
     check(deadline)
     idle = memory_window_idle(inst, deadline)
@@ -257,3 +265,33 @@ def work_bounds(inst: Instance, objective: str | None = None) -> Bounds:
     objective = objective or inst.problem.objective
     work = [sum(inst.dur[i] for i in inst.device_ops(d)) for d in range(inst.p)]
     return Bounds(objective, 0, max(work, default=0), 0, tuple(work), tuple(0 for _ in work))
+
+
+def problem_bounds(problem: Problem) -> dict[str, float]:
+    """Bounds in time units from the problem alone, without numbering its ops (for a run whose
+    deadline cut the model building; linear in stages and pipes, not in ops): each device runs
+    its stages' work for every microbatch of each pipe (device work) and, for the makespan, one
+    microbatch's forwards, its backwards and the last W run one after another (critical path;
+    delays and collectives only lengthen both, so leaving them out keeps the bounds sound).
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem
+        >>> pl = linear(4)  # device work m (tF + tB) = 8 * 3; one microbatch's path 4 * (1 + 2)
+        >>> problem_bounds(Problem(pl, 8, CostModel.abstract(pl, F=1, B=2), split=False))
+        {'critical_path': 12.0, 'device_work': 24.0, 'best': 24.0}
+    """
+    pl, dur = problem.placement, problem.costs.duration
+    grad = I if problem.split else B
+    stages = range(pl.num_stages)
+    per_stage = [float(dur[F][s]) + float(dur[grad][s]) + (float(dur[W][s]) if problem.split else 0.0) for s in stages]
+    work = [0.0] * pl.p
+    for pipe, count in Counter(problem.pipes).items():
+        for s in stages:
+            work[pl.device(pipe, s)] += count * per_stage[s]
+    path = 0.0
+    if problem.objective == "makespan" and pl.num_stages:
+        path = sum(float(dur[F][s]) + float(dur[grad][s]) for s in stages)
+        path += float(dur[W][0]) if problem.split else 0.0
+    return {"critical_path": path, "device_work": max(work, default=0.0), "best": max(path, max(work, default=0.0))}

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..dag import build_dag, structural_problems
-from ..engines.core import list_schedule
 from ..errors import PPVerifyError
 from ..ops import B, F, I, Op, W, compute_ops
+from ..program_order import list_schedule
 from ..schedule import Schedule
 from .problem import Instance
 
@@ -219,7 +219,8 @@ def greedy(
     the critical path; the ``W`` fills a later gap); with ``wait_for_grad`` it also leaves a gap
     rather than start a warm-up forward during which the first gradient op's input arrives (so the
     first backward chain through the pipeline is not held up by forwards). ``None`` when the greedy choice runs into a
-    memory deadlock, or when ``time.monotonic()`` passes ``deadline`` (checked every 1024 steps).
+    memory deadlock, or when ``time.monotonic()`` passes ``deadline`` (checked after the set-up and
+    every 64 steps: a step visits every device, so 1024 of them take a second at p = 64).
 
     Example:
         >>> from ppverify.placement import linear
@@ -270,9 +271,11 @@ def greedy(
     active = {d for d in range(inst.p) if left_on[d]}
     stages_of = {d: sorted({s for (dd, s) in fwd_queue if dd == d}, reverse=True) for d in range(inst.p)}
     steps = 0
+    if deadline is not None and time.monotonic() > deadline:
+        return None
     while remaining:
         steps += 1
-        if deadline is not None and steps % 1024 == 0 and time.monotonic() > deadline:
+        if deadline is not None and steps % 64 == 0 and time.monotonic() > deadline:
             return None
         now = min(free_at[d] for d in active)
         progressed = False
@@ -518,7 +521,12 @@ def best_candidate(
         >>> best_candidate(instance(Problem(pl, 6, CostModel.abstract(pl, F=1, B=2), split=False))).objective
         24
     """
-    cands: list[Candidate] = []
+    if hard is not None and time.monotonic() > hard:
+        return None  # the rules' own set-up is linear in the ops: not even that once past the stop
+    from .zbheuristic import zb_candidates
+
+    # the zero-bubble paper's heuristic first (8 variants): the result is never worse than it
+    cands: list[Candidate] = zb_candidates(inst, hard)
     for prio, look, infl, wait in greedy_rules(inst):
         now = time.monotonic()
         if (deadline is not None and now > deadline and cands) or (hard is not None and now > hard):

@@ -29,13 +29,13 @@ from .heuristic import Candidate, greedy, greedy_rules, memory_ok, position_map,
 from .problem import Instance
 
 
-def open_forward_peaks(inst: Instance, programs: Sequence[Sequence[Op]]) -> list[int]:
+def open_forward_peaks(programs: Sequence[Sequence[Op]]) -> list[int]:
     """Per device, the most forwards open at once (started, gradient op not yet run) in program
     order.
 
     Example:
         >>> from ppverify.schedules import build
-        >>> open_forward_peaks(None, build("1f1b", p=3, m=6).programs)
+        >>> open_forward_peaks(build("1f1b", p=3, m=6).programs)
         [3, 2, 1]
     """
     out = []
@@ -75,7 +75,7 @@ def tune_greedy(inst: Instance, start: Candidate, max_evals: int = 120, deadline
     variants = [(prio, look, wait) for prio, look, _, wait in greedy_rules(inst)]
     variants = list(dict.fromkeys(variants))[:4]
     for prio, look, wait in variants:
-        limits = open_forward_peaks(inst, best.programs)
+        limits = open_forward_peaks(best.programs)
         improved = True
         while improved and evals < max_evals:
             improved = False

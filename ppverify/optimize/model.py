@@ -79,10 +79,11 @@ def build_model(
     objective = inst.problem.objective
     model = cp_model.CpModel()
     # horizon: running every op one after another, every transfer included, always fits
+    check(deadline)
     horizon = sum(inst.dur) + sum(sum(row) for row in inst.delay) + sum(inst.coll_dur)
     if upper is not None and objective == "makespan":
         horizon = min(horizon, upper)
-    head, tail = heads_tails(inst)
+    head, tail = heads_tails(inst, deadline)
     start, end, interval = [], [], []
     for i in range(n):
         if i % 8192 == 0:

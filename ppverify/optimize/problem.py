@@ -11,9 +11,12 @@ and gives their predecessors, so the solver never re-derives the DAG.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -21,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..comm import NO_COMM, CommModel
 from ..costs import CostModel
-from ..dag import StepDAG, build_dag, structural_problems
+from ..dag import StepDAG, build_dag
 from ..errors import ParameterError
 from ..ops import B, F, I, Op, W
 from ..placement import Placement
@@ -40,6 +43,10 @@ SECONDS_TICK = Fraction(1, 10**7)
 
 #: a model wider than this many ticks gets a coarser (rounded) tick; exact below it
 MAX_HORIZON_TICKS = 2**40
+
+#: building an instance takes about this many times as long as building its skeleton (measured
+#: 7-9 from 30k to 1.5M ops, several families); a deadline nearer than that stops the build early
+BUILD_PER_SKELETON = 6.0
 
 
 def default_pipes(placement: Placement, m: int) -> tuple[int, ...]:
@@ -123,9 +130,13 @@ class Problem:
         """Ops of one step: per stage and microbatch F plus B, or F, I and W."""
         return self.placement.num_stages * self.m * (3 if self.split else 2)
 
-    def skeleton(self) -> Schedule:
+    def skeleton(self, deadline: Deadline | None = None) -> Schedule:
         """A schedule holding every required op once, on its device, in stage-major order (an
-        order, not a plan: it only carries the op set into :func:`ppverify.dag.build_dag`).
+        order, not a plan: it only carries the op set into :func:`ppverify.dag.build_dag`, which
+        checks that it is complete). ``deadline`` is checked every 16,384 microbatches, with the
+        pace so far: :class:`.deadline.WallLimitReached` is raised once it has passed or once the
+        instance built from this skeleton could not be finished before it (see
+        :data:`BUILD_PER_SKELETON`), so that a hopeless build stops early, with little to free.
 
         Example:
             >>> from ppverify.placement import linear
@@ -133,23 +144,38 @@ class Problem:
             >>> [str(o) for o in Problem(pl, 1, CostModel.abstract(pl), split=False).skeleton().programs[1]]
             ['1F0', '1B0']
         """
+        t0 = time.monotonic()
         pl, pipes = self.placement, self.pipes
         kinds = (F, I, W) if self.split else (F, B)
         programs: list[list[Op]] = [[] for _ in range(pl.p)]
         for s in range(pl.num_stages):
+            on = [programs[pl.device(q, s)] for q in range(pl.num_pipes)]
             for mb in range(self.m):
-                for k in kinds:
-                    programs[pl.device(pipes[mb], s)].append(Op(k, s, mb))
-        sched = Schedule(pl, self.m, tuple(tuple(pr) for pr in programs), pipes, "optimize", {"p": pl.p, "m": self.m})
-        problems = structural_problems(sched, limit=3)
-        if problems:  # pragma: no cover - the skeleton is complete by construction
-            raise AssertionError("; ".join(problems))
-        return sched
+                if mb % 16384 == 0:
+                    _check_pace(deadline, t0, (s * self.m + mb) / (pl.num_stages * self.m))
+                on[pipes[mb]].extend([Op(k, s, mb) for k in kinds])
+        _check_pace(deadline, t0, 1.0)
+        return Schedule(pl, self.m, tuple(tuple(pr) for pr in programs), pipes, "optimize", {"p": pl.p, "m": self.m})
 
 
-def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel) -> list[list[float]]:
+def _check_pace(deadline: Deadline | None, t0: float, done: float) -> None:
+    """Raise :class:`.deadline.WallLimitReached` once ``deadline`` has passed or when, at the pace of
+    a skeleton ``done`` (a fraction) built since ``t0``, the instance cannot be built before it."""
+    from .deadline import WallLimitReached, check
+
+    check(deadline)
+    if deadline is None or done < 0.1:
+        return  # too little done to judge the pace
+    spent = time.monotonic() - t0
+    # a build cut late has millions of objects to free: the deadline would pass by a second or more
+    if spent / done * (1.0 + BUILD_PER_SKELETON) - spent > deadline.remaining():
+        raise WallLimitReached()
+
+
+def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel, deadline: Deadline | None = None) -> list[list[float]]:
     """Delay between the end of ``dag.pred[i][k]`` and the earliest start of op i: the transfer
-    time of the boundary between the two stages when the edge crosses devices, else 0.
+    time of the boundary between the two stages when the edge crosses devices, else 0
+    (``deadline`` checked every 65,536 ops).
 
     Example:
         >>> from ppverify.schedules import build
@@ -158,9 +184,13 @@ def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel) -> list[list[fl
         >>> edge_delays(dag, CostModel.abstract(dag.schedule.placement), FixedDelay(0.5))
         [[0.0, 0.0], [0.0, 0.5], [0.5, 0.0], [0.0, 0.0]]
     """
+    from .deadline import check
+
     bb = costs.boundary_bytes
     out: list[list[float]] = []
     for i, op in enumerate(dag.ops):
+        if i % 65536 == 0:
+            check(deadline)
         row = [0.0, 0.0]
         for k in (0, 1):
             q = dag.pred[i][k]
@@ -256,21 +286,45 @@ def instance(problem: Problem, schedule: Schedule | None = None, deadline: Deadl
         >>> inst.tick, inst.dur, inst.delay[1]
         (0.5, [2, 4, 2, 4], [0, 1])
     """
+    with _collector_paused():
+        return _build_instance(problem, schedule, deadline)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    # an instance is millions of small acyclic lists: the cyclic collector would rescan them all
+    # several times while they are built (a third of the build time, in pauses between checks)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _build_instance(problem: Problem, schedule: Schedule | None, deadline: Deadline | None) -> Instance:
     from .collectives import step_collectives
     from .deadline import check
 
-    dag = build_dag(schedule if schedule is not None else problem.skeleton())
+    check(deadline)
+    skeleton = schedule if schedule is not None else problem.skeleton(deadline)
+    check(deadline)
+    dag = build_dag(skeleton, between=lambda: check(deadline))
     check(deadline)
     costs = problem.costs
     # few distinct values (per kind and stage, per link): each float is converted once, and the
     # per-op lists keep the floats (hashing Fractions per op dominated on large steps)
     dur_x = [float(costs.op_duration(op)) for op in dag.ops]
-    delay_x = [[float(x) for x in row] for row in edge_delays(dag, costs, problem.comm)]
+    check(deadline)
+    delay_x = edge_delays(dag, costs, problem.comm, deadline)  # floats already
     check(deadline)
     colls = tuple(step_collectives(dag, costs, problem.comm, problem.sync, problem.dp_allreduce))
     coll_x = [float(c.duration) for c in colls]
     counts = Counter(dur_x)
+    check(deadline)
     counts.update(x for row in delay_x for x in row)
+    check(deadline)
     counts.update(coll_x)
     fracs = {x: _frac(x) for x in counts}
     tick = _gcd_frac(list(fracs.values()))
@@ -288,6 +342,7 @@ def instance(problem: Problem, schedule: Schedule | None = None, deadline: Deadl
     to_ticks = round if exact else math.floor
     ticks = {x: to_ticks(f / tick) for x, f in fracs.items()}
     dur = [max(1, ticks[x]) for x in dur_x]
+    check(deadline)
     delay = [[ticks[x] for x in row] for row in delay_x]
     coll_dur = tuple(ticks[x] for x in coll_x)
     # memory: allocation of F, frees of I (fraction freed_by_I) and W/B (the rest), as exact
@@ -307,7 +362,9 @@ def instance(problem: Problem, schedule: Schedule | None = None, deadline: Deadl
     used = {(op.kind, op.stage) for op in dag.ops}
     unit = _gcd_frac([x for key in used for x in amount[key]] + ([cap_f] if cap_f else []))
     units = {key: (int(amount[key][0] / unit), int(amount[key][1] / unit)) for key in used}
+    check(deadline)
     pairs = [units[(op.kind, op.stage)] for op in dag.ops]
+    check(deadline)
     alloc = [x for x, _ in pairs]
     free = [y for _, y in pairs]
     cap = math.floor(cap_f / unit) if cap_f is not None else None

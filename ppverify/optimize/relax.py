@@ -28,6 +28,7 @@ from ortools.sat.python import cp_model
 
 from ..ops import B, F, I, Op, W
 from .bounds import Bounds, heads_tails
+from .interrupt import stoppable
 from .model import memory_precedences
 from .problem import Instance
 
@@ -144,7 +145,9 @@ def device_bound(
         solver.parameters.max_deterministic_time = max(0.01, float(work_limit))
     solver.parameters.num_workers = int(workers)
     solver.parameters.random_seed = int(seed)
-    status = solver.solve(model)
+    solver.parameters.catch_sigint_signal = False  # Ctrl-C is the command's (solve.py's _solver)
+    with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
+        status = solver.solve(model)
     if status == cp_model.OPTIMAL:
         return round(solver.objective_value)
     b = solver.best_objective_bound

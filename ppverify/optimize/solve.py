@@ -1,6 +1,8 @@
 """Step 2 of 3 (solve) and the public entry points: :func:`optimize` (find the best schedule or a
 proven bound), :func:`evaluate` (the program order fixed: CP-SAT's makespan equals the async
-engine's) and :func:`gap_report` (a family's makespan against the certified bound).
+engine's) and :func:`problem_for` (the problem a schedule poses, the same ops, placement and
+pipes). A family's makespan against the certified bound is ``ppverify gap``, with
+:func:`~ppverify.optimize.relative_gap`.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from ..costs import CostModel
 from ..errors import DeadlockError, ParameterError
 from ..ops import Op, Overlap
 from ..schedule import Schedule
-from ..timeline import Timeline, Transfers
-from .bounds import lower_bounds, work_bounds
+from ..timeline import Timeline, TimelineInfo, Transfers
+from .bounds import lower_bounds, problem_bounds, work_bounds
 from .collectives import collective_times, describe
 from .deadline import Deadline, WallLimitReached
 from .heuristic import Candidate, best_candidate, canonical_starts, time_programs
+from .interrupt import stoppable
 from .localsearch import improve
 from .model import build_model
 from .problem import Instance, Problem, instance
@@ -50,6 +53,9 @@ def _solver(time_limit: float, workers: int, seed: int, work_limit: float | None
         solver.parameters.max_deterministic_time = max(0.01, float(work_limit))
     solver.parameters.num_workers = int(workers)
     solver.parameters.random_seed = int(seed)
+    # Ctrl-C is the command's (exit 130), as SIGTERM: CP-SAT must not swallow it to end the search
+    # quietly; the CLI's signal watcher stops the search instead (interrupt.py)
+    solver.parameters.catch_sigint_signal = False
     return solver
 
 
@@ -82,7 +88,7 @@ def _schedule_from_starts(inst: Instance, starts: Sequence[int], family: str) ->
         st,
         en,
         transfers,
-        info={"tick": inst.tick, "objective": pr.objective, "sync": pr.sync, "dp_allreduce": pr.dp_allreduce},
+        info=TimelineInfo(tick=inst.tick, objective=pr.objective, sync=pr.sync, dp_allreduce=pr.dp_allreduce),
     )
     return sched, tl
 
@@ -125,6 +131,7 @@ def optimize(
     work_limit: float | None = None,
     local_search: bool = True,
     deadline: Deadline | None = None,
+    relax_first: bool = False,
 ) -> OptimizeResult:
     """Minimize the problem's objective with CP-SAT, starting from the best family or greedy
     schedule; returns the best schedule and a proven lower bound even on timeout.
@@ -132,8 +139,10 @@ def optimize(
     ``symmetry``/``redundant_bounds``/``hints`` switch off the model-strength constraints and the
     starting schedules (to measure what they bring; all off is plain CP-SAT); the analytic
     bounds are still reported. ``relax_share`` of the time limit goes to the
-    one-device relaxation bound (:mod:`.relax`) when the starting schedule is not already proven
-    optimal by the analytic bounds.
+    one-device relaxation bound (:mod:`.relax`) when the search ends without proving its schedule
+    optimal (``relax_first``: before the search, whenever the starting schedule is not already
+    proven optimal by the analytic bounds; the search does not use that bound, so its result is
+    the same either way, but a proof by search then also pays for the relaxation).
 
     ``work_limit`` bounds the solver by CP-SAT's deterministic time (default ``time_limit``): the
     relaxation and the search stop on that work count, so results do not depend on machine load;
@@ -230,7 +239,7 @@ def optimize(
             **common,
         )
     analytic = bounds
-    if redundant_bounds and relax_share > 0 and not hard.expired():
+    if redundant_bounds and relax_share > 0 and relax_first and not hard.expired():
         # the one-device relaxation (relax.py): a small exact model per device, a share of the time
         from dataclasses import replace
 
@@ -268,7 +277,7 @@ def optimize(
         # bounds alone (unit costs, cap p*M_F, c=1 at (16,64): optimal at 3.9 deterministic s
         # without, not within 10.5 with the relaxation's per-device floors)
         floor = max(floor, bounds.best)
-    elif redundant_bounds and relax_share > 0:
+    elif redundant_bounds and relax_share > 0 and relax_first:
         cut.append("device relaxation")
     used_bounds = analytic if redundant_bounds else _no_bounds(bounds)
     try:
@@ -284,7 +293,8 @@ def optimize(
             cut.append("search")
         return _unsearched_result(inst, best, hint, floor, t0, cut, workers, seed, time_limit, common)
     solver = _solver(hard.remaining(), workers, seed, work * (1 - relax_share) if redundant_bounds else work)
-    code = solver.solve(built.model)
+    with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
+        code = solver.solve(built.model)
     if hard.expired():
         cut.append("search")
     status = cp_status = _STATUS.get(code, "UNKNOWN")
@@ -317,6 +327,24 @@ def optimize(
     if value is not None and status == "INFEASIBLE":
         # the cut `objective <= hint` was infeasible below the hint: the hint is optimal
         bound_ticks = value
+    if value is not None and bound_ticks < value and redundant_bounds and relax_share > 0 and not relax_first:
+        # no proof from the search: the one-device relaxation (relax.py) may still raise the bound.
+        # It runs after the search so that a proof by search costs nothing more (unit costs, cap
+        # p*M_F, c=1 at (16,64): 20 of 38 CPU seconds went to a relaxation the proof did not need)
+        if hard.expired():
+            cut.append("device relaxation")
+        else:
+            from dataclasses import replace
+
+            wall = max(0.0, min(relax_share * time_limit, hard.remaining()))
+            relax_best, relax_per = relaxation_bound(inst, bounds, wall, workers, seed, work_limit=relax_share * work)
+            bounds = replace(
+                bounds,
+                device_relaxation=relax_best,
+                per_device=tuple(max(a, b) for a, b in zip(bounds.per_device, relax_per)),
+            )
+            common["bounds"] = bounds.as_dict(inst.tick)
+            bound_ticks = max(bound_ticks, bounds.best)
     if value is not None:
         bound_ticks = min(bound_ticks, value)
         status = "OPTIMAL" if bound_ticks >= value else "FEASIBLE"
@@ -350,17 +378,19 @@ def _cut_reason(cut: list[str]) -> str:
 
 
 def _cut_result(problem: Problem, t0: float, time_limit: float, workers: int, seed: int) -> OptimizeResult:
-    """The clock ran out while the problem was turned into ticks: nothing found, bound 0."""
+    """The clock ran out while the problem was turned into ticks: nothing found; the bounds that
+    need no numbered ops (:func:`.bounds.problem_bounds`)."""
     names = ("critical_path", "device_work", "memory_window", "device_relaxation", "one_machine", "best")
+    cheap = problem_bounds(problem)
     return OptimizeResult(
         "UNKNOWN",
         objective_name=problem.objective,
         objective=None,
-        bound=0.0,
+        bound=cheap["best"],
         wall_s=time.monotonic() - t0,
         schedule=None,
         timeline=None,
-        bounds={k: 0.0 for k in names},
+        bounds={k: cheap.get(k, 0.0) for k in names},
         hint=None,
         hint_objective=None,
         tick=1.0,
@@ -548,7 +578,8 @@ def evaluate(
             **common,
         )
     solver = _solver(max(0.01, hard.remaining()), workers, seed)
-    status = _STATUS.get(solver.solve(built.model), "UNKNOWN")
+    with stoppable(solver):
+        status = _STATUS.get(solver.solve(built.model), "UNKNOWN")
     stats = _stats(solver, workers, seed, time_limit, status)
     if status not in ("OPTIMAL", "FEASIBLE"):
         reason = (

@@ -62,11 +62,14 @@ def load_findings(path: str | None) -> list[dict[str, Any]]:
     """
     if not path:
         return []
+    from ..files import read_text
+    from ..limits import check_json_text
+
     p = Path(path)
+    text = read_text(p)  # missing, a directory, too large or not UTF-8: one line
+    check_json_text(text, str(p))
     try:
-        doc = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise ScheduleFileError(str(p), "", "file not found") from None
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ScheduleFileError(str(p), f"line {exc.lineno}", "not valid JSON: truncated or corrupt") from None
     found = doc.get("findings") if isinstance(doc, dict) else None

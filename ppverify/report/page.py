@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__
+from ..verify.properties import always_checked
 from .payload import WAIT_CODES
 from .study import Study, level_legend
 
@@ -102,6 +103,8 @@ def page_data(study: Study) -> dict[str, Any]:
         ],
         "wait_codes": WAIT_CODES,
         "notes": list(study.notes),
+        # what a "valid" verdict proves: the verifier's registry, not a list kept here
+        "verifier": [{"name": p.name, "description": p.description} for p in always_checked()],
     }
 
 

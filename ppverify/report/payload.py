@@ -138,7 +138,7 @@ def timeline_payload(tl: Timeline, ops: list[Op]) -> dict[str, Any]:
         "makespan": ms,
         "time_unit": tl.time_unit,
         "memory_unit": tl.costs.memory_unit,
-        "memory_capacity": tl.info.get("memory_capacity"),
+        "memory_capacity": tl.info.memory_capacity,
         "o": [where.get(op, -1) for op in tl.ops],
         "d": np.asarray(tl.device, dtype=int).tolist(),
         "s": _round(tl.start, nd),
@@ -160,14 +160,14 @@ def timeline_payload(tl: Timeline, ops: list[Op]) -> dict[str, Any]:
     }
 
 
-def program_payload(schedule: Schedule, ops: list[Op]) -> dict[str, Any]:
+def program_payload(schedule: Schedule) -> dict[str, Any]:
     """A schedule drawn as written when no engine could run it (an INVALID schedule): every op at
     its program slot (one unit per action), so the minimal core can still be shown in place.
 
     Example:
         >>> from ppverify.schedules import build
         >>> s = build("gpipe", p=2, m=1)
-        >>> p = program_payload(s, canonical_ops(s))
+        >>> p = program_payload(s)
         >>> p["semantics"], p["s"], p["d"]
         ('program', [0, 1, 0, 1], [0, 0, 1, 1])
     """

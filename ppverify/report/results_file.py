@@ -16,6 +16,8 @@ import pandas as pd
 
 from ..compare.table import COLUMNS
 from ..errors import ScheduleFileError
+from ..files import read_text
+from ..limits import check_json_text
 
 #: the columns a report needs in every row
 REQUIRED: tuple[str, ...] = (
@@ -134,11 +136,23 @@ def _check_row(path: str, n: int, r: dict) -> None:
                 raise ScheduleFileError(path, f"row {n}", f"{c}={v!r} is not a number") from None
     if not str(r["level"] or "").strip() or not str(r["schedule"] or "").strip():
         raise ScheduleFileError(path, f"row {n}", "empty level or schedule")
+    params = r["params"]
+    if params not in (None, ""):  # the family's parameters, as compare writes them: '{"v": 2}'
+        try:
+            ok = isinstance(params, str) and isinstance(json.loads(params), dict)
+        except (ValueError, RecursionError):
+            ok = False
+        if not ok:
+            raise ScheduleFileError(path, f"row {n}", f"params={str(params)[:40]!r} is not a JSON object")
 
 
 def _csv_rows(p: Path) -> list[dict]:
-    text = p.read_text()
-    lines = list(csv.reader(io.StringIO(text)))
+    text = read_text(p)  # size limit, UTF-8 (naming the first bad byte's line)
+    reader = csv.reader(io.StringIO(text))
+    try:
+        lines = list(reader)
+    except csv.Error as exc:  # a field over the csv module's limit, a NUL byte ...
+        raise ScheduleFileError(str(p), f"line {reader.line_num}", f"malformed CSV: {exc}") from None
     if not lines:
         return []
     header = lines[0]
@@ -158,7 +172,9 @@ def _csv_rows(p: Path) -> list[dict]:
 
 def _jsonl_rows(p: Path) -> list[dict]:
     rows = []
-    with p.open() as fh:
+    text = read_text(p)
+    check_json_text(text, str(p))  # nesting and number sizes, before json.loads sees them
+    with io.StringIO(text, newline=None) as fh:
         for n, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
@@ -175,7 +191,7 @@ def _jsonl_rows(p: Path) -> list[dict]:
             rows.append(r)
     seen, unique = set(), []
     for r in rows:  # a resumed sweep may hold a point twice
-        key = r.get("point")
+        key = r.get("point") if isinstance(r.get("point"), str) else None
         if key is None or key not in seen:
             seen.add(key)
             unique.append(r)
@@ -183,8 +199,10 @@ def _jsonl_rows(p: Path) -> list[dict]:
 
 
 def _json_rows(p: Path) -> list[dict]:
+    text = read_text(p)
+    check_json_text(text, str(p))  # nesting and number sizes, before json.loads sees them
     try:
-        doc = json.loads(p.read_text())
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ScheduleFileError(
             str(p), f"line {exc.lineno}", "not valid JSON: the file is truncated or corrupt"

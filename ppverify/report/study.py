@@ -140,7 +140,7 @@ def point_view(
                 ops.append(op)
     levels = {lv: timeline_payload(timelines[lv], ops) for lv in level_order(timelines)}
     if not levels or str(verified).startswith("INVALID"):
-        levels = {"program": program_payload(schedule, ops), **levels}
+        levels = {"program": program_payload(schedule), **levels}
     return PointView(
         config,
         schedule_label,

@@ -38,7 +38,7 @@ Two ways to go past one basic unit (``units`` parameter, both families):
   F=1,B=2 (the paper's "intermediate bubbles" when tB > tF; the paper's p=4, m=8 figures are 18 and 30).
   Only the drain is filled, as the paper describes: at F=B=1 p=2 and p=4 concatenate seamlessly
   (``2m+p-2``), but from p=6 on this rule leaves ``2*floor((p-2)/4)`` idle slots per unit boundary
-  (p=6, m=12: 30 instead of 28; see :func:`ppverify.formulas.chimera_formula`). The gap is this
+  (p=6, m=12: 30 instead of 28; see :func:`chimera_formula`). The gap is this
   rule's, not the memory bound's: an exact CP-SAT search finds 28 for p=6, m=12 (and 38 for p=8,
   m=16) with no device above its unit peak.
 
@@ -48,6 +48,10 @@ unit-cost run executed the ops, so every dependency comes earlier in one global 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from fractions import Fraction
+
+from ..closed_form import EXACT, LOWER, UPPER, Formula, exact_costs, make_formula
 from ..errors import ParameterError
 from ..ops import B, F, Op
 from ..placement import bidirectional
@@ -68,7 +72,7 @@ ASYM_RULES = (
 def one_f_one_b_slots(p: int, n: int) -> dict[Op, int]:
     """Start slot of every op of 1F1B on ``p`` linear stages with ``n`` microbatches at F = B = 1.
 
-    Computed with the shared program-order timing (:func:`ppverify.engines.core.list_schedule`),
+    Computed with the shared program-order timing (:func:`ppverify.program_order.list_schedule`),
     so it is exactly the ``slot`` engine's table of :func:`ppverify.schedules.one_f_one_b.one_f_one_b`.
 
     Example:
@@ -77,7 +81,7 @@ def one_f_one_b_slots(p: int, n: int) -> dict[Op, int]:
         (1, 2, 5)
     """
     from ..dag import build_dag
-    from ..engines.core import list_schedule
+    from ..program_order import list_schedule
     from .one_f_one_b import one_f_one_b
 
     dag = build_dag(one_f_one_b(p, n))
@@ -290,16 +294,162 @@ def chimera_asym(p: int, m: int, offset: int = 1, down: int | None = None, units
     return two_pipe_schedule(p, m, offset % p, down, "chimera-asym", params)
 
 
-def _chimera_formula(p, m, costs=None, units=DEFAULT_UNITS):
-    from ..formulas import chimera_formula
+def _chimera_common(
+    family: str, p: int, m: int, costs: Mapping[str, float] | None, offset: int, down: int, units: str
+) -> Formula:
+    c = exact_costs(costs)
+    t = c["F"] + c["B"]
+    concat = units == "concat" and m > p
+    # concat: every unit is the m=p schedule and its own peaks are never exceeded (see the module doc)
+    n0 = down if concat else (m // p) * down
+    n1 = (p if concat else m) - n0
+    # pipe-1 stage held by device d: (p-1-s+offset) mod p == d
+    peaks = [min(p - d, n0) + min(p - (p - 1 + offset - d) % p, n1) for d in range(p)]
+    if family == "chimera" and concat:
+        return _chimera_concat(p, m, c, peaks)
+    if family == "chimera":
+        return make_formula(
+            family,
+            m * t,
+            m * t + (p - 2) * max(c["F"], c["B"]),
+            peaks,
+            EXACT,
+            EXACT,
+            "exact for any tF, tB (p even, m a multiple of p); the paper's bubble (p-2)/(2m+p-2) is the tF = tB case",
+            "Li & Hoefler SC'21, arXiv 2107.06925 (bubble for tF = tB); general tF, tB and peaks derived for "
+            "ppverify's merge of two 1F1B pipes",
+        )
+    # no closed form for the asymmetric merge: bound it (see chimera_asym_formula)
+    stages = [(d, (p - 1 + offset - d) % p) for d in range(p)]
+    k0, k1 = (m // p) * down, m - (m // p) * down
+    makespan = max([(max(k0, k1) + p - 1) * t] + [min(s0, s1) * t + m * t for s0, s1 in stages])
+    return make_formula(
+        family,
+        m * t,
+        makespan,
+        peaks,
+        LOWER,
+        UPPER,
+        "bounds only: makespan >= the busier pipe's (n+p-1)(tF+tB) and, per device with "
+        "stages s0 (pipe 0) and s1 (pipe 1), min(s0, s1)(tF+tB) + m(tF+tB); peak on each "
+        "device <= the sum of both pipes' 1F1B in-flight counts"
+        + (" within one basic unit (units=concat)" if concat else ""),
+        "derived for ppverify's two-pipe merge (the seed paper's construction is not given in arXiv 2605.24006)",
+    )
 
-    return chimera_formula(p, m, costs, units=units)
+
+def _chimera_concat(p: int, m: int, c: dict[str, Fraction], peaks: list[int]) -> Formula:
+    """Chimera with concatenated basic units (``units=concat``, m = k·p, k >= 2); see
+    :func:`chimera_formula`."""
+    tf, tb = c["F"], c["B"]
+    t, k = tf + tb, m // p
+    unit = p * t + (p - 2) * max(tf, tb)
+    if tf == tb:
+        period = (2 * p + 2 * ((p - 2) // 4)) * tf
+    elif p <= 4:
+        period = p * t + (p - 2) * abs(tb - tf)
+    else:
+        # no closed form: the fill/drain bound every schedule on this placement obeys (device
+        # p/2-1 waits (p/2-1)tF for its first input and (p/2-1)tB after its last backward)
+        return make_formula(
+            "chimera",
+            m * t,
+            (m + p // 2 - 1) * t,
+            peaks,
+            LOWER,
+            EXACT,
+            "units=concat, tF != tB, p >= 6: makespan only bounded below by "
+            "(m + p/2 - 1)(tF+tB); exact at tF = tB or p <= 4; peaks exact (a lone unit's)",
+            "bound derived here; construction Li & Hoefler SC'21 §3.5 (direct concatenation), arXiv 2107.06925",
+        )
+    return make_formula(
+        "chimera",
+        m * t,
+        unit + (k - 1) * period,
+        peaks,
+        EXACT,
+        EXACT,
+        "units=concat: exact at tF = tB (any even p) and for p <= 4 at any tF, tB; peaks exact (a lone unit's)",
+        "construction Li & Hoefler SC'21 §3.5 (direct concatenation), arXiv 2107.06925; "
+        "period per unit fitted to and checked against the slot table (p <= 40 at "
+        "tF = tB), not derived",
+    )
 
 
-def _asym_formula(p, m, costs=None, offset=1, down=None, units=DEFAULT_UNITS):
-    from ..formulas import chimera_asym_formula
+def chimera_formula(p: int, m: int, costs: Mapping[str, float] | None = None, units: str | None = None) -> Formula:
+    """Chimera: makespan ``m(tF+tB) + (p-2)·max(tF, tB)``; at tF = tB the bubble is
+    ``(p-2)/(2m+p-2)`` (Li & Hoefler); peak on device d ``min(p-d, m/2) + min(d+1, m/2)``.
 
-    return chimera_asym_formula(p, m, costs, offset=offset, down=down, units=units)
+    Derivation (ppverify's merge of two mirrored 1F1B pipes of m/2 microbatches): every device does
+    ``m(tF+tB)`` of work; each device's pipe-0 and pipe-1 warm-up/drain bubbles interleave so that
+    only ``p-2`` slots stay idle, each as long as the longer op kind. Memory: pipe 0 keeps
+    ``min(p-d, m/2)`` microbatches in flight at stage d and pipe 1 ``min(d+1, m/2)`` at stage
+    ``p-1-d``; the two maxima coincide in the merged order. p=4, m=4: 10 slots, peaks 3, 4, 4, 3.
+
+    ``units`` is the family's (``None``: its default, ``continuous``).
+    ``units="concat"`` (the paper's concatenated basic units, m = k·p): the first unit takes the
+    m=p value ``U = p(tF+tB) + (p-2)·max(tF, tB)`` and each further unit a fixed period ``P``, so
+    the makespan is ``U + (k-1)·P``. At tF = tB = t, ``P = (2p + 2·floor((p-2)/4))·t``: seamless
+    (2p·t, the paper's ``2m+p-2``) for p = 2 and 4, ``2·floor((p-2)/4)`` idle slots per unit
+    boundary from p = 6 on (the order only fills the previous unit's drain). For p <= 4 and any
+    costs ``P = p(tF+tB) + (p-2)·|tB-tF|`` (p=4, m=8, tF=1, tB=2: 16 + 14 = 30, the paper's
+    intermediate bubbles). The periods are fitted to the slot table and tested over the grid, not
+    derived; for p >= 6 with tF != tB only the lower bound ``(m + p/2 - 1)(tF+tB)`` is given. Peaks
+    are a lone unit's: ``min(p-d, p/2) + min(d+1, p/2)``, between p/2+1 and p.
+
+    Example:
+        >>> f = chimera_formula(4, 4)
+        >>> f.makespan, f.bubble_ratio, f.peak_activations
+        (10.0, 0.2, (3.0, 4.0, 4.0, 3.0))
+        >>> chimera_formula(4, 4, {"F": 1, "B": 2}).makespan
+        16.0
+        >>> chimera_formula(4, 8, {"F": 1, "B": 2}, units="concat").makespan
+        30.0
+        >>> chimera_formula(6, 12, units="concat").makespan, chimera_formula(6, 12).makespan
+        (30.0, 28.0)
+    """
+    check_int("p", p, 1)
+    check_int("m", m, 1)
+    _check("chimera", p, m)
+    units = _check_units("chimera", DEFAULT_UNITS if units is None else units)
+    return _chimera_common("chimera", p, m, costs, 0, p // 2, units)
+
+
+def chimera_asym_formula(
+    p: int,
+    m: int,
+    costs: Mapping[str, float] | None = None,
+    offset: int = 1,
+    down: int | None = None,
+    units: str | None = None,
+) -> Formula:
+    """Asymmetric Chimera-style schedule: bounds only (no closed form; the construction is ppverify's
+    choice; the seed paper, arXiv 2605.24006, names the placement without a construction).
+
+    Makespan >= each of: ``(n+p-1)(tF+tB)`` for the busier pipe's n microbatches (p-1 forwards
+    before its last stage starts, n(tF+tB) there, p-1 backwards after it); and, for each device
+    holding stage s0 of pipe 0 and s1 of pipe 1, ``min(s0, s1)(tF+tB) + m(tF+tB)`` (its first op
+    waits for at least ``min(s0, s1)`` forwards upstream, it works ``m(tF+tB)``, and its last
+    backward is followed by at least ``min(s0, s1)`` backwards downstream). For Chimera's mirror at
+    tF = tB the second bound is the exact ``2m+p-2``. Peak on each device <= pipe 0's 1F1B
+    in-flight count at its stage plus pipe 1's (each pipe keeps its 1F1B order in the merge); with
+    ``units="concat"`` those counts are a single basic unit's (the concatenation never exceeds them).
+
+    Example:
+        >>> f = chimera_asym_formula(4, 4, offset=0)
+        >>> f.makespan, f.makespan_kind, f.peak_activations, f.peak_kind
+        (10.0, 'lower bound', (3.0, 4.0, 4.0, 3.0), 'upper bound')
+        >>> chimera_asym_formula(4, 8).makespan   # offset 1: device 2 holds stage 2 of both pipes
+        20.0
+    """
+    check_int("p", p, 1)
+    check_int("m", m, 1)
+    _check("chimera-asym", p, m)
+    down = p // 2 if down is None else down
+    if not 1 <= down <= p - 1:
+        raise ParameterError("down", down, f"chimera-asym needs 1 <= down <= p-1 = {p - 1}")
+    units = _check_units("chimera-asym", DEFAULT_UNITS if units is None else units)
+    return _chimera_common("chimera-asym", p, m, costs, offset % p, down, units)
 
 
 UNITS_PARAM = Param(
@@ -317,7 +467,7 @@ register(
         "Chimera: two mirrored 1F1B pipes merged slot by slot, 2 stage replicas per device (Li & Hoefler 2021)",
         params=(UNITS_PARAM,),
         rules=CHIMERA_RULES,
-        formula=_chimera_formula,
+        formula=chimera_formula,
     )
 )
 register(
@@ -331,6 +481,6 @@ register(
             UNITS_PARAM,
         ),
         rules=ASYM_RULES,
-        formula=_asym_formula,
+        formula=chimera_asym_formula,
     )
 )

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
+from ..closed_form import EXACT, LOWER, Formula, exact_costs
 from ..errors import ParameterError
 from ..ops import Action, B, F, I, Op, Overlap, W
 from ..placement import bidirectional
@@ -161,7 +162,7 @@ def dualpipe_makespan(c: Mapping[str, Fraction], busy: Fraction, fill: Fraction)
     return busy + fill * c["F"], False
 
 
-def dualpipe_formula(p: int, m: int, costs=None):
+def dualpipe_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
     """DualPipe: makespan ``m(tF+tB) + (p/2-1)(F&B + B - 3W)`` with ``F&B = F + B``, exact when
     ``tF = tI`` and ``tW <= tF``; peak ``p + 1`` on every device.
 
@@ -178,8 +179,6 @@ def dualpipe_formula(p: int, m: int, costs=None):
         >>> f.makespan, f.makespan_kind, f.peak_activations
         (26.0, 'exact', (5.0, 5.0, 5.0, 5.0))
     """
-    from ..formulas import EXACT, LOWER, Formula, exact_costs
-
     _check("dualpipe", p, m)
     c = exact_costs(costs)
     busy = m * (c["F"] + c["B"])

@@ -11,8 +11,10 @@ microbatches as stages); so does this family.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
 
+from ..closed_form import EXACT, LOWER, Formula, exact_costs
 from ..errors import ParameterError
 from ..ops import Op
 from ..placement import v_shape
@@ -42,7 +44,7 @@ def dualpipev(p: int, m: int) -> Schedule:
     return Schedule(v_shape(p), m, tuple(programs), (0,) * m, "dualpipev", {"p": p, "m": m})
 
 
-def dualpipev_formula(p: int, m: int, costs=None):
+def dualpipev_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
     """DualPipeV: makespan ``m(tF+tB) + (p-1)(F&B + B - 3W)`` with chunk op times (half the share
     costs) and ``F&B = F + B``; exact when ``tF = tI``, ``tW <= tF``; peak ``(2p+1)/2`` share units
     (``2p+1`` chunks) on every device.
@@ -59,8 +61,6 @@ def dualpipev_formula(p: int, m: int, costs=None):
         >>> f.makespan, f.makespan_kind, f.peak_activations
         (27.0, 'exact', (4.5, 4.5, 4.5, 4.5))
     """
-    from ..formulas import EXACT, LOWER, Formula, exact_costs
-
     check_int("p", p, 1)
     check_int("m", m, 1)
     if m < 2 * p:

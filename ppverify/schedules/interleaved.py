@@ -16,13 +16,17 @@ v > 1; the interleaved warm-up at v = 1 would give 2(p-d-1) forwards, which is n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from fractions import Fraction
+
+from ..closed_form import EXACT, Formula, exact_costs, make_formula
 from ..compiled import use_compiled
 from ..errors import ParameterError
 from ..ops import B, F, Op
 from ..placement import loop
 from ..schedule import Schedule
-from .one_f_one_b import one_f_one_b, one_f_one_b_order
-from .registry import Family, Param, check_int, formula_in_formulas, register
+from .one_f_one_b import one_f_one_b, one_f_one_b_formula, one_f_one_b_order
+from .registry import Family, Param, check_int, register
 
 RULES = (
     "p >= 1, m >= 1, v >= 1; for v > 1 m a multiple of the number of rounds max(1, m // p) "
@@ -148,6 +152,64 @@ def _numbered(kind: str, chunks: list[int], p: int, d: int) -> list[Op]:
     return out
 
 
+def interleaved_formula(
+    p: int, m: int, costs: Mapping[str, float] | None = None, v: int = 2, order: str = "pytorch"
+) -> Formula:
+    """Interleaved 1F1B: makespan ``(v·max(m, p) + min(m, p) - 1)(tF+tB)/v``, i.e. for ``m >= p``
+    ``m(tF+tB) + (p-1)(tF+tB)/v``, bubble ``(p-1)/(v*m+p-1)``; peak on device d
+    ``min(w_d + 1, m*v)/v`` with the warm-up ``w_d`` of ``order`` (:func:`megatron_warmup`; the
+    orders differ only at m == p, where PyTorch's peaks are lower on devices d >= p/2).
+
+    Derivation: each chunk op lasts 1/v of a share op. For ``m >= p`` the last device waits for
+    ``p-1`` chunk forwards, then never idles, and its last backward still has ``p-1`` chunk
+    backwards below it: ``(p-1)(tF+tB)/v`` (Narayanan et al. 2021; a lower bound for every
+    schedule on this placement, which the order reaches). For ``m < p`` every chunk waits for its
+    first microbatch: the chain of microbatch 0's ``v*p`` chunk forwards, the last stage's ``m-1``
+    further forward/backward pairs and microbatch m-1's ``v*p`` chunk backwards is critical,
+    ``(v*p + m - 1)(tF+tB)/v``. Memory: the warm-up forwards plus one steady forward are in flight,
+    each 1/v. Exact for any tF, tB and every m PyTorch accepts (m a multiple of the number of
+    rounds max(1, m // p); v = 1 is 1F1B, any m); checked against the table.
+
+    Example:
+        >>> f = interleaved_formula(4, 8, v=2)
+        >>> f.makespan, f.peak_activations[0]
+        (19.0, 5.5)
+        >>> interleaved_formula(5, 6, v=2).makespan, interleaved_formula(5, 3, v=2).makespan
+        (16.0, 12.0)
+        >>> interleaved_formula(4, 4).peak_activations, interleaved_formula(4, 4, order="megatron").peak_activations
+        ((4.0, 4.0, 3.5, 2.5), (4.0, 4.0, 4.0, 4.0))
+    """
+    check_int("p", p, 1)
+    check_int("m", m, 1)
+    check_int("v", v, 1)
+    if v == 1:
+        f = one_f_one_b_formula(p, m, costs)
+        return Formula(
+            "interleaved-1f1b",
+            f.makespan,
+            f.bubble_ratio,
+            f.peak_activations,
+            EXACT,
+            EXACT,
+            "v = 1 is 1F1B: exact for any tF, tB",
+            f.source,
+        )
+    round_size(p, m, v)
+    c = exact_costs(costs)
+    t = c["F"] + c["B"]
+    peaks = [Fraction(min(megatron_warmup(p, m, v, d, order) + 1, m * v), v) for d in range(p)]
+    return make_formula(
+        "interleaved-1f1b",
+        m * t,
+        Fraction(v * max(m, p) + min(m, p) - 1, v) * t,
+        peaks,
+        EXACT,
+        EXACT,
+        "exact for any tF, tB, every m with m a multiple of max(1, m // p) and both orders",
+        "Narayanan et al. SC'21 (bubble (p-1)/(v*m) idle/busy, m >= p); m < p derived here",
+    )
+
+
 register(
     Family(
         "interleaved-1f1b",
@@ -158,6 +220,6 @@ register(
             Param("order", str, "pytorch", "warm-up rule: pytorch, or megatron (every forward first when m == p)"),
         ),
         rules=RULES,
-        formula=formula_in_formulas("interleaved_formula"),
+        formula=interleaved_formula,
     )
 )

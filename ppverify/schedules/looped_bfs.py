@@ -8,6 +8,9 @@ order of PyTorch's ``ScheduleLoopedBFS`` (idle padding removed; tests compare th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from ..closed_form import EXACT, Formula, exact_costs
 from ..ops import B, F, Op
 from ..placement import loop
 from ..schedule import Schedule
@@ -31,7 +34,7 @@ def looped_bfs(p: int, m: int, v: int = 2) -> Schedule:
     return Schedule(loop(p, v), m, tuple(programs), (0,) * m, "looped-bfs", {"p": p, "m": m, "v": v})
 
 
-def looped_bfs_formula(p: int, m: int, costs=None, v: int = 2):
+def looped_bfs_formula(p: int, m: int, costs: Mapping[str, float] | None = None, v: int = 2) -> Formula:
     """Makespan ``(v*max(m, p) + min(m, p) - 1) * (tF + tB) / v``; peak ``m`` on every device.
 
     Derivation (chunk ops last ``tF/v`` and ``tB/v``): with ``m >= p`` a device's next chunk is
@@ -48,8 +51,6 @@ def looped_bfs_formula(p: int, m: int, costs=None, v: int = 2):
         >>> f.makespan, f.peak_activations
         (28.5, (8.0, 8.0, 8.0, 8.0))
     """
-    from ..formulas import EXACT, Formula, exact_costs
-
     check_int("p", p, 1)
     check_int("m", m, 1)
     check_int("v", v, 1)

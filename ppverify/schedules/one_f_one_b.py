@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 
+from ..closed_form import EXACT, Formula, exact_costs, make_formula
 from ..compiled import use_compiled
 from ..ops import B, F, Op
 from ..placement import linear
 from ..schedule import Schedule
-from .registry import Family, formula_in_formulas, register
+from .registry import Family, check_int, register
 
 
 def one_f_one_b(p: int, m: int) -> Schedule:
@@ -48,11 +49,40 @@ def one_f_one_b_order(warm: int, total: int, fwd: Callable[[int], Op], bwd: Call
     return prog
 
 
+def one_f_one_b_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
+    """1F1B: GPipe's makespan ``(m+p-1)(tF+tB)``; peak on device d ``min(p-d, m)``.
+
+    Derivation: the same critical path as GPipe (the last device is never idle once started);
+    device d holds its warm-up ``min(p-1-d, m)`` forwards plus the one forward of each steady
+    F-B pair before that pair's B frees one.
+
+    Example:
+        >>> one_f_one_b_formula(4, 4).peak_activations
+        (4.0, 3.0, 2.0, 1.0)
+        >>> one_f_one_b_formula(2, 2).to_dict()["peak_activations"]
+        [2.0, 1.0]
+    """
+    check_int("p", p, 1)
+    check_int("m", m, 1)
+    c = exact_costs(costs)
+    t = c["F"] + c["B"]
+    return make_formula(
+        "1f1b",
+        m * t,
+        (m + p - 1) * t,
+        [min(p - d, m) for d in range(p)],
+        EXACT,
+        EXACT,
+        "exact for any tF, tB",
+        "PipeDream-Flush (Narayanan et al. ICML'21, arXiv 2006.09503) / DAPPLE (Fan et al. PPoPP'21, arXiv 2007.01045)",
+    )
+
+
 register(
     Family(
         "1f1b",
         one_f_one_b,
         "1F1B: warm-up forwards, one-forward-one-backward, drain (PipeDream-Flush)",
-        formula=formula_in_formulas("one_f_one_b_formula"),
+        formula=one_f_one_b_formula,
     )
 )

@@ -8,10 +8,13 @@ Zero-bubble's ZB-H1 goes further and delays the W's; this family is the plain sp
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from ..closed_form import EXACT, Formula, exact_costs, make_formula
 from ..ops import B, I, Op, W
 from ..schedule import Schedule
 from .one_f_one_b import one_f_one_b
-from .registry import Family, formula_in_formulas, register
+from .registry import Family, check_int, register
 
 
 def one_f_one_b_split(p: int, m: int) -> Schedule:
@@ -34,12 +37,43 @@ def one_f_one_b_split(p: int, m: int) -> Schedule:
     return Schedule(base.placement, m, tuple(programs), base.pipe_of_mb, "1f1b-split", {"p": p, "m": m})
 
 
+def one_f_one_b_split_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
+    """1F1B with B split into I then W: makespan ``m(tF+tI+tW) + (p-1)(tF+tI)``; peaks as 1F1B
+    (``min(p-d, m)``; activations are freed when W ends, I frees ``freed_by_I`` = 0 of them).
+
+    Derivation: the last device starts after ``(p-1)tF`` and then never idles (``m(tF+tI+tW)``);
+    its last I ends tW before that, and the last gradient then crosses p-1 devices as I ops
+    (``(p-1)tI``), after which device 0 runs its last W. Compared with 1F1B's
+    ``(m+p-1)(tF+tB)`` the split saves ``(p-1)tW``: W is off the gradient chain.
+
+    Example:
+        >>> one_f_one_b_split_formula(4, 4).makespan   # unit slots: F = I = W = 1
+        18.0
+        >>> one_f_one_b_split_formula(4, 4, {"F": 1, "B": 2}).makespan  # I = W = 1
+        18.0
+    """
+    check_int("p", p, 1)
+    check_int("m", m, 1)
+    c = exact_costs(costs)
+    busy = m * (c["F"] + c["I"] + c["W"])
+    return make_formula(
+        "1f1b-split",
+        busy,
+        busy + (p - 1) * (c["F"] + c["I"]),
+        [min(p - d, m) for d in range(p)],
+        EXACT,
+        EXACT,
+        "exact for any tF, tI, tW (activations freed when W ends)",
+        "derived here; cf. zero-bubble (Qi et al. ICLR'24, arXiv 2401.10241)",
+    )
+
+
 register(
     Family(
         "1f1b-split",
         one_f_one_b_split,
         "1F1B with each backward split into I (input grad) then W (weight grad)",
         rules="p >= 1, m >= 1",
-        formula=formula_in_formulas("one_f_one_b_split_formula"),
+        formula=one_f_one_b_split_formula,
     )
 )

@@ -1,8 +1,9 @@
 """The one registry of schedule families that the CLI, sweeps and tests enumerate.
 
 A family is a pure generator ``(p, m, **params) -> Schedule`` plus its parameter specs, its
-closed-form formulas and its rules. Each family lives in its own module under
-``ppverify/schedules/`` and registers itself with :func:`register`; a new schedule is one new file.
+closed-form formula (a :class:`ppverify.closed_form.FormulaFn`, written in the same module) and its
+rules. Each family lives in its own module under ``ppverify/schedules/`` and registers itself with
+:func:`register`; a new schedule is one new file.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..closed_form import FormulaFn
 from ..errors import ParameterError
 from ..limits import check_family
 from ..schedule import Schedule
@@ -31,8 +33,9 @@ class Family:
     """A registered schedule family.
 
     ``generator(p, m, **params)`` builds the schedule and raises :class:`ParameterError` on bad
-    parameters. ``formula(p, m, costs, **params)`` returns a :class:`ppverify.formulas.Formula`
-    (or ``None`` when no closed form is known). ``rules`` states the parameter rules in words.
+    parameters. ``formula(p, m, costs, **params)`` (a :class:`ppverify.closed_form.FormulaFn`, or
+    ``None`` when no closed form is known) returns a :class:`ppverify.closed_form.Formula`.
+    ``rules`` states the parameter rules in words.
     """
 
     name: str
@@ -40,7 +43,7 @@ class Family:
     description: str
     params: tuple[Param, ...] = ()
     rules: str = "p >= 1, m >= 1"
-    formula: Callable[..., Any] | None = None
+    formula: FormulaFn | None = None
     aliases: tuple[str, ...] = field(default_factory=tuple)
 
     def defaults(self) -> dict[str, Any]:
@@ -73,24 +76,6 @@ class Family:
 
 
 _FAMILIES: dict[str, Family] = {}
-
-
-def formula_in_formulas(name: str) -> Callable[..., Any]:
-    """A family's ``formula`` that calls :mod:`ppverify.formulas`'s function ``name`` with the same
-    arguments, importing that module on the first call rather than when the family registers.
-
-    Example:
-        >>> formula_in_formulas("gpipe_formula")(4, 4).makespan
-        14.0
-    """
-
-    def formula(p: int, m: int, costs: Any = None, **params: Any) -> Any:
-        from .. import formulas
-
-        return getattr(formulas, name)(p, m, costs, **params)
-
-    formula.__name__ = name
-    return formula
 
 
 def register(family: Family) -> Family:

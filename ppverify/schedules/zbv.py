@@ -16,8 +16,10 @@ The order is built for ``max(m, 2p-1)`` microbatches and ops of microbatches ``>
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
 
+from ..closed_form import EXACT, LOWER, UPPER, Formula, exact_costs
 from ..ops import F, I, Op, W
 from ..placement import v_shape
 from ..schedule import Schedule
@@ -77,7 +79,7 @@ def zbv(p: int, m: int) -> Schedule:
     return Schedule(v_shape(p), m, tuple(programs), (0,) * m, "zbv", {"p": p, "m": m})
 
 
-def zbv_formula(p: int, m: int, costs=None):
+def zbv_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
     """ZB-V: makespan ``m(tF+tI+tW) + (p-1)tF/2``, exact when ``tF = tI``, ``tF/2 <= tW <= tF`` and
     ``m >= 2p``, a lower bound otherwise; peak ``min(m, p)`` (exact for ``m >= 2p``, else an upper
     bound).
@@ -95,8 +97,6 @@ def zbv_formula(p: int, m: int, costs=None):
         >>> f.makespan, f.makespan_kind, f.peak_activations
         (25.5, 'exact', (4.0, 4.0, 4.0, 4.0))
     """
-    from ..formulas import EXACT, LOWER, UPPER, Formula, exact_costs
-
     check_int("p", p, 1)
     check_int("m", m, 1)
     c = exact_costs(costs)

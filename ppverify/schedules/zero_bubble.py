@@ -18,8 +18,10 @@ gradient, free to move); one stage per device (``linear`` placement).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
 
+from ..closed_form import EXACT, LOWER, UPPER, Formula, exact_costs
 from ..errors import ParameterError
 from ..ops import F, I, Op, W
 from ..placement import linear, loop
@@ -162,7 +164,7 @@ def interleaved_zb(p: int, m: int, v: int = 2) -> Schedule:
     return Schedule(loop(p, v), m, tuple(programs), (0,) * m, "interleaved-zb", {"p": p, "m": m, "v": v})
 
 
-def interleaved_zb_formula(p: int, m: int, costs=None, v: int = 2):
+def interleaved_zb_formula(p: int, m: int, costs: Mapping[str, float] | None = None, v: int = 2) -> Formula:
     """Interleaved zero bubble: the one-step lower bound ``m(tF+tI+tW) + (p-1)tF/v`` (the last
     device waits for ``p-1`` chunk forwards of ``tF/v``, then has all its work); peak at most ``m``
     (every activation of the step). Both are bounds: no closed form is claimed.
@@ -172,8 +174,6 @@ def interleaved_zb_formula(p: int, m: int, costs=None, v: int = 2):
         >>> f.makespan, f.makespan_kind, f.peak_kind
         (25.5, 'lower bound', 'upper bound')
     """
-    from ..formulas import LOWER, UPPER, Formula, exact_costs
-
     check_int("p", p, 1)
     check_int("m", m, 1)
     check_int("v", v, 1)
@@ -192,7 +192,7 @@ def interleaved_zb_formula(p: int, m: int, costs=None, v: int = 2):
     )
 
 
-def zb_h1_formula(p: int, m: int, costs=None):
+def zb_h1_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
     """ZB-H1: makespan ``m(tF+tI+tW) + (p-1)·max(tF, tI, tF+tI-tW)``; peak ``min(p, m)``.
 
     Every device does ``m(tF+tI+tW)`` of work, so the makespan is that plus the idle time of any
@@ -219,8 +219,6 @@ def zb_h1_formula(p: int, m: int, costs=None):
         >>> zb_h1_formula(2, 2, {"F": 2, "I": 1, "W": 2}).makespan   # (p-1)tF: 10 + 2
         12.0
     """
-    from ..formulas import EXACT, LOWER, Formula, exact_costs
-
     check_int("p", p, 1)
     check_int("m", m, 1)
     c = exact_costs(costs)
@@ -240,7 +238,7 @@ def zb_h1_formula(p: int, m: int, costs=None):
     )
 
 
-def zb_h2_formula(p: int, m: int, costs=None):
+def zb_h2_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
     """ZB-H2 (ppverify's greedy order): makespan >= ``(p-1)tF + m(tF+tI+tW)``, reached at equal
     costs for ``m >= p``; peak ``min(2p-1, m)`` on every device.
 
@@ -254,8 +252,6 @@ def zb_h2_formula(p: int, m: int, costs=None):
         >>> f.makespan, f.makespan_kind, f.peak_activations
         (27.0, 'exact', (7.0, 7.0, 7.0, 7.0))
     """
-    from ..formulas import EXACT, LOWER, Formula, exact_costs
-
     check_int("p", p, 1)
     check_int("m", m, 1)
     c = exact_costs(costs)

@@ -29,11 +29,11 @@ from fractions import Fraction
 import numpy as np
 
 from ..costs import CostModel
-from ..dag import DagArrays, _complete_fast, build_dag_arrays
+from ..dag import DagArrays, arrays_complete, build_dag_arrays
 from ..errors import PPVerifyError
 from ..ops import KIND_CODE, B, F, I, W
 from ..schedule import Schedule
-from .order import OrderProblem
+from .order_problem import OrderProblem
 
 #: int64 prefix sums stay exact while |amount| * ops stays below this
 _EXACT_LIMIT = 2**62
@@ -56,7 +56,7 @@ def structure_holds(schedule: Schedule) -> DagArrays | None:
         a = build_dag_arrays(schedule, check=False)
     except (PPVerifyError, KeyError, TypeError, ValueError, IndexError):  # unknown kinds etc.: Z3 path
         return None
-    if not _complete_fast(schedule, a.kind, a.stage, a.mb, a.device):
+    if not arrays_complete(a):
         return None
     return a
 

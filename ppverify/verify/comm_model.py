@@ -32,7 +32,7 @@ from ..dag import ACT, GRAD, StepDAG
 from ..errors import ParameterError
 from ..ops import Comm, F, Op, Overlap, W
 from ..schedule import Schedule
-from .order import OrderProblem
+from .order_problem import OrderProblem
 
 COMM_SEMANTICS: tuple[str, ...] = ("buffered", "rendezvous")
 #: rule of a SEND that matches no transfer of the step (reported under completeness)

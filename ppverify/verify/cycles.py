@@ -11,12 +11,9 @@ cycle goes through a positive step; any such cycle is a candidate core that Z3 t
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
 
+from .order_problem import OrderProblem
 from .report import Violation
-
-if TYPE_CHECKING:
-    from .order import OrderProblem
 
 
 def positive_cycle(pb: OrderProblem, edge_ids: list[int], max_tries: int = 200) -> list[int] | None:

@@ -25,7 +25,7 @@ from ..costs import CostModel
 from ..dag import StepDAG
 from ..ops import Op
 from .report import Violation
-from .smt import minimize_core, num, plain_solver
+from .smt import load, minimize_core, num, plain_solver
 
 #: reading a model value costs ~20 us in Python; above this many slots peaks are not read back
 MAX_PEAK_READ = 5000
@@ -96,15 +96,16 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
     # the general solver's equation solving substitutes the level chains away (3x faster here
     # than difference logic)
     s2 = plain_solver()
-    s2.from_string("\n".join(lines) + "\n" + "\n".join(f"(assert (<= {n} {num(cap_i)}))" for n, _, _ in caps))
+    load(s2, "\n".join(lines) + "\n" + "\n".join(f"(assert (<= {n} {num(cap_i)}))" for n, _, _ in caps))
     if s2.check() == z3.sat:
         return [], _peaks(s2.model(), caps, p, scale)
     # which level atoms fail: indicators read off one model
     s3 = plain_solver()
-    s3.from_string(
+    load(
+        s3,
         "\n".join(lines)
         + "\n"
-        + "\n".join(f"(declare-const ok{n} Bool)\n(assert (= ok{n} (<= {n} {num(cap_i)})))" for n, _, _ in caps)
+        + "\n".join(f"(declare-const ok{n} Bool)\n(assert (= ok{n} (<= {n} {num(cap_i)})))" for n, _, _ in caps),
     )
     s3.check()
     m3 = s3.model()

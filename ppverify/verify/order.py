@@ -23,63 +23,15 @@ guarded version names the cycle, minimized on the sub-problem of the core's acti
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import z3
 
 from .cycles import describe_cycle, positive_cycle, scc_cycle
+from .order_problem import OrderProblem
 from .report import Violation
-from .smt import diff_ge, idl_solver, minimize_core, num
+from .smt import IDL_SEARCH_FACTOR, diff_ge, idl_solver, load, minimize_core, num
 
-
-@dataclass
-class OrderProblem:
-    """Nodes (ops and comm actions) on device chains, program order, and guarded edges.
-
-    ``chain[d]`` lists device d's nodes in program order with ``rank`` counting strict steps
-    (fused nodes share a rank). ``edges`` are ``(a, b, c, rule)``: ``t_b - t_a >= c``.
-
-    Example:
-        >>> pb = OrderProblem()
-        >>> a, b = pb.node("0F0", 0), pb.node("0B0", 0)
-        >>> pb.edge(a, b, 1, "backward after its forward")
-        >>> check_order(pb)
-        ([], True)
-    """
-
-    text: list[str] = field(default_factory=list)
-    device: list[int] = field(default_factory=list)
-    rank: list[int] = field(default_factory=list)
-    edges: list[tuple[int, int, int, str]] = field(default_factory=list)
-    _last: dict[int, int] = field(default_factory=dict)
-
-    def node(self, text: str, device: int, fused_with_previous: bool = False) -> int:
-        """Append a node at the end of ``device``'s chain; returns its id."""
-        n = len(self.text)
-        if device < 0:  # a free node (a transfer event): on no device's chain
-            self.text.append(text)
-            self.device.append(device)
-            self.rank.append(0)
-            return n
-        prev = self._last.get(device)
-        r = 0 if prev is None else self.rank[prev] + (0 if fused_with_previous else 1)
-        self.text.append(text)
-        self.device.append(device)
-        self.rank.append(r)
-        self._last[device] = n
-        return n
-
-    def edge(self, a: int, b: int, c: int, rule: str) -> None:
-        """Require ``t_b - t_a >= c`` (a guarded constraint: it may appear in a core)."""
-        self.edges.append((a, b, c, rule))
-
-    def chains(self) -> dict[int, list[int]]:
-        """Nodes per device in program order."""
-        out: dict[int, list[int]] = {}
-        for n, d in enumerate(self.device):
-            if d >= 0:
-                out.setdefault(d, []).append(n)
-        return out
+__all__ = ["GUARDED_LIMIT", "OrderProblem", "check_order", "is_orderable"]
 
 
 def _program_order(pb: OrderProblem, nodes: list[int] | None = None) -> list[str]:
@@ -154,7 +106,7 @@ def is_orderable(pb: OrderProblem, active: set[int] | None = None) -> bool:
         False
     """
     s = idl_solver()
-    s.from_string(_compact_text(pb, active))
+    load(s, _compact_text(pb, active), search_factor=IDL_SEARCH_FACTOR)
     return s.check() == z3.sat
 
 
@@ -167,7 +119,7 @@ def _core_subproblem(pb: OrderProblem, core_edges: list[int], budget_s: float) -
     def solve(edges: list[int]):
         nodes = sorted({x for e in edges for x in pb.edges[e][:2]})
         s = idl_solver()
-        s.from_string(_text(pb, True, edges, nodes))
+        load(s, _text(pb, True, edges, nodes), search_factor=IDL_SEARCH_FACTOR)
 
         def check(assume):
             r = s.check(*assume)
@@ -248,7 +200,7 @@ def _guarded_core(pb: OrderProblem, active: set[int]) -> list[int] | None:
     """Z3's unsat core of the whole problem with one indicator per active edge (slow on large
     problems: only a fallback)."""
     s = idl_solver()
-    s.from_string(_text(pb, guarded=True))
+    load(s, _text(pb, guarded=True), search_factor=IDL_SEARCH_FACTOR)
     r = s.check(*[z3.Bool(f"g{e}") for e in sorted(active)])
     if r != z3.unsat:
         return None

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import z3
@@ -59,72 +58,12 @@ from .closed_forms import (
     warmup_1f1b,
     zmin,
 )
+from .theorem import Result, Theorem, prove
 
 PROVABLE: tuple[str, ...] = ("gpipe", "1f1b", "chimera", "interleaved-1f1b")
 #: chunk counts proved for interleaved 1F1B (stage = c p + d is linear only for a constant c)
 INTERLEAVED_V: tuple[int, ...] = (2, 3)
 COSTS: tuple[tuple[int, int], ...] = ((1, 1), (1, 2))
-
-
-@dataclass(frozen=True)
-class Theorem:
-    """One universally quantified statement: ``hyp => concl`` for all integer values."""
-
-    name: str
-    statement: str
-    hyp: Any
-    concl: Any
-
-
-@dataclass(frozen=True)
-class Result:
-    """Outcome of one theorem: ``proved``, ``counterexample`` (with the values) or ``unknown``.
-
-    Example:
-        >>> Result("t", "x >= 0", "proved", {}, 0.01).to_text()
-        't: x >= 0 ... proved'
-    """
-
-    name: str
-    statement: str
-    status: str
-    counterexample: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    def to_text(self) -> str:
-        """One line: name, statement, verdict (and the counterexample)."""
-        cex = ""
-        if self.counterexample:
-            cex = " " + ", ".join(f"{k}={v}" for k, v in self.counterexample.items())
-        return f"{self.name}: {self.statement} ... {self.status}{cex}"
-
-
-def prove(th: Theorem, timeout_ms: int = 60_000) -> Result:
-    """Prove one theorem with Z3 (its negation must be unsat).
-
-    Example:
-        >>> x = z3.Int("x")
-        >>> prove(Theorem("sq", "x >= 1 => 2x >= 2", x >= 1, 2 * x >= 2)).status
-        'proved'
-        >>> r = prove(Theorem("bad", "x >= 1 => x >= 2", x >= 1, x >= 2))
-        >>> r.status, r.counterexample
-        ('counterexample', {'x': 1})
-    """
-    s = z3.Solver()
-    s.set("timeout", timeout_ms)
-    s.add(th.hyp, z3.Not(th.concl))
-    t = time.perf_counter()
-    r = s.check()
-    secs = time.perf_counter() - t
-    if r == z3.unsat:
-        return Result(th.name, th.statement, "proved", {}, secs)
-    if r == z3.sat:
-        mdl = s.model()
-        cex = {
-            d.name(): mdl[d].as_long() for d in sorted(mdl.decls(), key=lambda d: d.name()) if z3.is_int_value(mdl[d])
-        }
-        return Result(th.name, th.statement, "counterexample", cex, secs)
-    return Result(th.name, th.statement, "unknown", {}, secs)
 
 
 P, M, D, J, K, I0 = z3.Ints("p m d j k i0")

@@ -20,7 +20,7 @@ from typing import Any
 import z3
 
 from .closed_forms import interleaved_k_b, interleaved_k_f
-from .prove import Theorem  # prove imports this module only inside a function
+from .theorem import Theorem
 
 #: group counts proved (m = k p): k is a constant per theorem
 GROUPS: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8)

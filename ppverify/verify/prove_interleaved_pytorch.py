@@ -26,7 +26,7 @@ import z3
 
 from ..errors import ParameterError
 from .closed_forms import interleaved_b, ite, zmax
-from .prove import Theorem  # prove imports this module only inside a function
+from .theorem import Theorem
 
 
 def pytorch_f(p: Any, v: int, c: int, d: Any, j: Any, f: int, b: int) -> Any:

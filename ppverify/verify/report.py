@@ -6,19 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-#: the properties, in the order they are checked and printed
-PROPERTIES: tuple[str, ...] = (
-    "completeness",
-    "placement",
-    "dependencies",
-    "exclusivity",
-    "deadlock",
-    "reduction",
-    "sharding",
-    "memory",
-    "timing",
-)
-
 
 @dataclass(frozen=True)
 class Violation:

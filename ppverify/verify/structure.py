@@ -28,7 +28,7 @@ from ..dag import required_ops, split_pairs
 from ..ops import B, I, Op, Overlap, W
 from ..schedule import Schedule
 from .report import Violation
-from .smt import plain_solver
+from .smt import load, plain_solver
 
 
 @dataclass(frozen=True)
@@ -148,13 +148,14 @@ def check_structure(schedule: Schedule, occs: list[Occurrence] | None = None) ->
     axioms, rules = _rules(schedule, occs)
     text = "\n".join(axioms) + "\n" + "\n".join(f"(assert {r[2]})" for r in rules)
     s = plain_solver()
-    s.from_string(text)
+    load(s, text)
     if s.check() == z3.sat:
         return [], set(), len(rules)
     # slow path: one indicator per rule; the model gives every rule's value at once
     s = plain_solver()
-    s.from_string(
-        "\n".join(axioms) + "\n" + "\n".join(f"(declare-const {r[0]} Bool)\n(assert (= {r[0]} {r[2]}))" for r in rules)
+    load(
+        s,
+        "\n".join(axioms) + "\n" + "\n".join(f"(declare-const {r[0]} Bool)\n(assert (= {r[0]} {r[2]}))" for r in rules),
     )
     assert s.check() == z3.sat  # indicators make the problem satisfiable by construction
     model = s.model()

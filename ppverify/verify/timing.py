@@ -3,7 +3,7 @@ none exists.
 
 Timing model (the ``async`` engine's point-to-point rule, without collectives): each device runs
 its program in order, one slot at a time (an overlapped slot lasts the cost model's ``overlap``
-times the sum of its ops, :func:`ppverify.engines.table.op_durations`); an op starts after its
+times the sum of its ops, :func:`ppverify.program_order.op_durations`); an op starts after its
 inputs ended plus the transfer time of every cross-device input (``comm.transfer_time`` of the
 boundary's bytes). Durations, delays and T are scaled to integer ticks by their common
 denominator, so Z3 decides it exactly in integer difference logic:
@@ -25,9 +25,9 @@ import z3
 from ..comm import NO_COMM, CommModel
 from ..costs import CostModel
 from ..dag import StepDAG
-from ..engines.table import op_durations
+from ..program_order import list_schedule, op_durations
 from .report import Violation
-from .smt import diff_ge, idl_solver, num
+from .smt import IDL_SEARCH_FACTOR, diff_ge, idl_solver, load, num
 
 
 def _frac(x: float) -> Fraction:
@@ -79,9 +79,11 @@ def check_makespan(
     """
     dur = op_durations(dag, costs)
     delays = edge_delays(dag, costs, comm)
-    vals = [_frac(x) for x in dur] + [_frac(x) for row in delays for x in row] + [_frac(bound)]
-    scale = math.lcm(*(v.denominator for v in vals))
-    di = [int(_frac(x) * scale) for x in dur]
+    # few distinct amounts, many ops: each amount is converted once (Fraction costs ~10 us)
+    fracs = {x: _frac(x) for x in {*dur, *(x for row in delays for x in row), bound}}
+    scale = math.lcm(*(v.denominator for v in fracs.values()))
+    ticks = {x: int(v * scale) for x, v in fracs.items()}
+    di = [ticks[x] for x in dur]
     T = math.floor(_frac(bound) * scale)
     n = dag.num_ops
     lines = [f"(declare-const t{i} Int)" for i in range(n)]
@@ -101,10 +103,12 @@ def check_makespan(
     for i, preds in enumerate(dag.pred):
         for e, q in enumerate(preds):
             if q >= 0:
-                guarded.append((diff_ge(f"t{i}", f"t{q}", di[q] + int(_frac(delays[i][e]) * scale)), (q, i)))
+                guarded.append((diff_ge(f"t{i}", f"t{q}", di[q] + ticks[delays[i][e]]), (q, i)))
     s = idl_solver()
-    s.from_string(
-        "\n".join(lines) + "\n" + "\n".join(f"(assert {a})" for a in reversed(atoms + [g for g, _ in guarded]))
+    load(
+        s,
+        "\n".join(lines) + "\n" + "\n".join(f"(assert {a})" for a in reversed(atoms + [g for g, _ in guarded])),
+        search_factor=IDL_SEARCH_FACTOR,
     )
     tick = 1.0 / scale
     if s.check() == z3.sat:
@@ -114,16 +118,17 @@ def check_makespan(
     # proof of infeasibility: the guarded version's core is a chain longer than the bound
     s = idl_solver()
     decl = [f"(declare-const k{j} Bool)" for j in range(len(guarded))]
-    s.from_string(
+    load(
+        s,
         "\n".join(lines + decl)
         + "\n"
-        + "\n".join(f"(assert {a})" for a in reversed(atoms + [f"(=> k{j} {g})" for j, (g, _) in enumerate(guarded)]))
+        + "\n".join(f"(assert {a})" for a in reversed(atoms + [f"(=> k{j} {g})" for j, (g, _) in enumerate(guarded)])),
+        search_factor=IDL_SEARCH_FACTOR,
     )
     lits = [z3.Bool(f"k{j}") for j in range(len(guarded))]
     s.check(*lits)
     core = sorted(int(str(x)[1:]) for x in s.unsat_core())
     ops = sorted({str(dag.ops[i]) for j in core for i in guarded[j][1]}, key=lambda t: (len(t), t))
-    from ..engines.core import list_schedule
 
     _, end = list_schedule(dag, dur, delays)
     msg = (

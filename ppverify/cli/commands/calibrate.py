@@ -5,8 +5,9 @@ Measures the point-to-point link between two gloo worker processes (a ping-pong 
 sizes: latency and bandwidth by least squares) and the per-action overhead of PyTorch's pipeline
 runtime (a few schedules whose ops sleep 5/10 ms: the overhead per compute action and per
 SEND/RECV that makes ``simulate --semantics async`` reproduce the measured makespans; a separate
-figure for ppverify's two-pipe runner), and writes
-a preset in the schema of ``models/systems/`` (``runtime:`` section for the overheads). Use it
+figure for ppverify's two-pipe runner) and, action by action, its hand-overs (gloo's rendezvous:
+a RECV posted after its SEND costs a round trip; ``runtime.handover``), and writes a preset in
+the schema of ``models/systems/`` (``runtime:`` section for the overheads). Use it
 with ``simulate --system FILE.yaml --costs F=0.01,B=0.02`` to predict ``measure --compute sleep``.
 Takes about a minute (``--quick``: about half).
 """
@@ -37,13 +38,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Measure, then print or write the preset."""
+    from ...files import atomic_write, check_output_path
     from ...measure.calibrate import calibrate, preset_text
+    from ...measure.options import check_timeout
 
+    # bad options are refused now, not after a minute of measuring
+    check_timeout(args.timeout)
+    if args.out is not None:
+        check_output_path(args.out, "--out")
     cal = calibrate(quick=args.quick, timeout=args.timeout)
     name = Path(args.out).stem if args.out else "calibrated"
     text = preset_text(cal, name)
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        atomic_write(args.out, text, "--out")
     if args.json:
         print_json(
             {
@@ -52,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
                 "latency_s": cal.latency_s,
                 "bandwidth_Bps": cal.bandwidth_Bps,
                 "two_pipe_overhead_s": cal.two_pipe_overhead_s,
+                "handover_us": cal.handover.as_us() if cal.handover is not None else None,
                 "residual": cal.residual,
                 "pingpong": [list(x) for x in cal.pingpong],
                 "runs": [list(x) for x in cal.runs],
@@ -65,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"transfer overhead  {cal.transfer_overhead_s * 1e6:.1f} us per SEND/RECV")
         if cal.two_pipe_overhead_s is not None:
             print(f"two-pipe runner    {cal.two_pipe_overhead_s[0] * 1e6:.1f} us per compute action")
+        if cal.handover is not None:
+            h = cal.handover
+            print(
+                f"hand-overs         RECV posted late {h.late * 1e6:.0f} us, early (wake) {h.wake * 1e6:.0f} us; "
+                f"gap {h.gap * 1e6:.0f} us + {h.send * 1e6:.0f} us/SEND + {h.recv * 1e6:.0f} us/RECV"
+            )
         print(f"link               {cal.latency_s * 1e6:.1f} us + bytes / {cal.bandwidth_Bps / 1e9:.3g} GB/s")
         print(f"fit residual       {cal.residual * 100:.2f} % rms over {len(cal.runs)} schedules")
         print(f"wrote              {args.out}")

@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ...optimize.request import summary_lines
 from .. import Command
 from ..common import print_json
-from .optimize import add_problem_arguments, problem_from_args, summary_lines
+from ..optimize_args import add_problem_arguments, problem_from_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -70,7 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Measure and print (text or JSON); 0 ok, 1 gradient mismatch or hang."""
     from ...costs import parse_costs
+    from ...files import check_output_path
     from ...measure import MeasureTimeout, measure
+    from ...measure.options import check_run_options
     from ...system import load_system
     from ...trace import write_trace
     from .simulate import _write_frame, fmt_time, gantt, report
@@ -78,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
     schedule = schedule_from_args(args)
     costs = parse_costs(args.costs)
     system = load_system(args.system) if args.system else None  # bad presets fail before any process starts
+    check_run_options(args.steps, args.warmup, args.timeout, args.seed)
+    for flag in ("trace", "frame", "plot"):  # not after the run: a bad path is bad input
+        if getattr(args, flag):
+            check_output_path(getattr(args, flag), f"--{flag}")
     try:
         res = measure(
             schedule,
@@ -136,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     print(line)
     if calibrated is not None:
         print(
-            f"calibrated    predicted {fmt_time(calibrated, 's')} (async, --system {args.system})   "
+            f"calibrated    predicted {fmt_time(calibrated, 's')} ({_how(schedule, system)}, --system {args.system})   "
             f"error {100 * (ms - calibrated) / calibrated:+.1f}%"
         )
     bubble = f"bubble ratio  measured {tl.bubble_ratio:.4f}"
@@ -149,6 +155,13 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, flag):
             print(f"{flag:<13} written to {getattr(args, flag)}")
     return 0 if res.grad_check.ok else 1
+
+
+def _how(schedule, system) -> str:
+    # one-pipe schedules with a preset's hand-over terms: PyTorch's runtime walked action by action
+    if getattr(system, "handover_s", None) is not None and schedule.placement.num_pipes == 1:
+        return "hand-over model"
+    return "async"
 
 
 def _calibrated(schedule, costs, system) -> float | None:

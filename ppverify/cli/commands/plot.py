@@ -8,46 +8,27 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 from ...errors import ParameterError
 from .. import Command
-from ..common import add_cost_arguments, print_json
+from ..common import add_cost_arguments, add_schedule_arguments, print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Schedule (for a Gantt chart) or --crossover, costs/presets, semantics, output file."""
-    from ...schedules import families
+    from ...engines import registry
     from ..presets_args import add_preset_arguments
 
-    parser.add_argument(
-        "schedule",
-        nargs="?",
-        metavar="FAMILY|FILE",
-        help="a registered family or a schedule file (Gantt chart); omit with --crossover",
+    add_schedule_arguments(
+        parser, optional=True, help="a registered family or a schedule file (Gantt chart); omit with --crossover"
     )
-    parser.add_argument("-p", type=int, default=4, help="pipeline devices (default 4)")
-    parser.add_argument("-m", type=int, default=None, help="microbatches per step (default: p)")
-    seen: set[str] = set()
-    for fam in families():
-        for pr in fam.params:
-            if pr.name not in seen:
-                seen.add(pr.name)
-                parser.add_argument(
-                    f"--{pr.name.replace('_', '-')}",
-                    dest=f"fam_{pr.name}",
-                    type=pr.type,
-                    default=None,
-                    metavar=pr.name.upper(),
-                    help=f"{pr.help} ({fam.name}; default {pr.default})",
-                )
     add_cost_arguments(parser)
     add_preset_arguments(parser)
     parser.add_argument(
         "--semantics",
         default=None,
-        choices=("slot", "async", "contention"),
-        help="timing semantics (default: async, or slot without communication)",
+        choices=registry.names(levels_only=True),
+        help="timing semantics (default: async, or slot without communication): "
+        + registry.help_text(levels_only=True),
     )
     parser.add_argument(
         "--crossover",
@@ -68,20 +49,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-o", "--output", required=True, help="output file (.png, .svg or .pdf)")
     parser.add_argument("--json", action="store_true", help="print what was drawn as JSON")
-
-
-def _range(text: str | None, default: tuple[float, float, int]) -> tuple[float, float, int]:
-    if not text:
-        return default
-    parts = text.split(",")
-    try:
-        lo, hi = float(parts[0]), float(parts[1])
-        n = int(parts[2]) if len(parts) > 2 else default[2]
-    except (ValueError, IndexError):
-        raise ParameterError("range", text, "expected LO,HI or LO,HI,N, e.g. 1,1000,13") from None
-    if not (0 <= lo < hi <= 1e15) or not 2 <= n <= 1000:  # N simulations per schedule: bounded
-        raise ParameterError("range", text, "need 0 <= LO < HI <= 1e15 and 2 <= N <= 1000")
-    return lo, hi, n
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,51 +93,27 @@ def run(args: argparse.Namespace) -> int:
 def _crossover(args: argparse.Namespace) -> int:
     from ...compare import Config, select_schedules
     from ...compare.crossover import crossings, makespan_curves
+    from ...compare.crossover_axis import axis_values, crossover_title
+    from ...compare.request import PRESET_OPTIONS
     from ...costs import parse_costs
     from ...plots import crossover_plot
 
     entries = select_schedules([s for s in (args.schedules or "").split(",") if s.strip()] or None)
     m = args.m if args.m is not None else args.p
-    if args.system or args.model:
+    preset = bool(args.system or args.model)
+    if preset:
         if not (args.system and args.model):
             raise ParameterError("system", args.system, "--system and --model go together")
-        opts = tuple(
-            (k, getattr(args, k))
-            for k in ("mfu", "microbatch_size", "seq_len", "tp", "ranks_per_node")
-            if getattr(args, k, None) is not None
-        )
+        opts = tuple((k, getattr(args, k)) for k in PRESET_OPTIONS if getattr(args, k, None) is not None)
         cfg = Config(args.p, m, args.system, args.model, options=opts)
-        lo, hi, n = _range(args.xrange, (1.0, 1e4, 13) if args.crossover == "latency" else (1.0, 1e3, 13))
-        if lo <= 0:
-            raise ParameterError("range", args.xrange, "a log-spaced preset range needs LO > 0")
-        vals = np.logspace(np.log10(lo), np.log10(hi), n) * (1e-6 if args.crossover == "latency" else 1e9)
+        vals = axis_values(args.crossover, args.xrange, preset)
     else:
-        if args.crossover != "latency":
-            raise ParameterError(
-                "crossover",
-                args.crossover,
-                "abstract costs only have a latency (per-hop delay) axis; give --system and --model for bandwidth",
-            )
+        vals = axis_values(args.crossover, args.xrange, preset)
         costs = parse_costs(args.costs or "F=1,B=2")
         cfg = Config(args.p, m, costs=tuple((k, float(v)) for k, v in costs.items()))
-        lo, hi, n = _range(args.xrange, (0.0, 2.0, 9))
-        vals = np.linspace(lo, hi, n)
     semantics = args.semantics or "async"
     curves = makespan_curves(entries, cfg, args.crossover, vals, semantics)
-    # the swept axis replaces the configuration's own latency (or delay c) or bandwidth: name the
-    # configuration without it, so the title does not claim one value of what the x axis varies
-    what = (
-        f"{cfg.label_parts()}, {args.crossover} varied"
-        if not cfg.abstract
-        else ",".join(f"{k}={v:g}" for k, v in cfg.costs or ())
-    )
-    out = crossover_plot(
-        curves,
-        args.crossover,
-        args.output,
-        f"p={cfg.p} m={cfg.m} {what}: makespan vs {'per-hop delay' if cfg.abstract else args.crossover} "
-        f"under {semantics} (x = order swaps)",
-    )
+    out = crossover_plot(curves, args.crossover, args.output, crossover_title(cfg, args.crossover, semantics))
     cross = crossings(curves)
     if args.json:
         print_json(

@@ -70,19 +70,7 @@ def run(args: argparse.Namespace) -> int:
         results += prove_family(fam, costs, on_result=show)
     ok = all(r.status == "proved" for _, r in results)
     if args.json:
-        print_json(
-            [
-                {
-                    "setting": lbl,
-                    "theorem": r.name,
-                    "statement": r.statement,
-                    "status": r.status,
-                    "counterexample": r.counterexample,
-                    "seconds": r.seconds,
-                }
-                for lbl, r in results
-            ]
-        )
+        print_json([{"setting": lbl, **r.to_dict()} for lbl, r in results])
     else:
         n = sum(r.status == "proved" for _, r in results)
         print(f"{n}/{len(results)} proved" + ("" if ok else " (see the counterexamples above)"))

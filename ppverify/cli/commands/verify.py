@@ -10,8 +10,9 @@ a size such as ``40GiB`` also works (parsed as ``optimize --memory-cap`` parses 
 from __future__ import annotations
 
 import argparse
+import textwrap
 
-from ...verify import COMM_SEMANTICS, verify
+from ...verify import COMM_SEMANTICS, properties, verify
 from .. import Command
 from ..common import add_cost_arguments, add_schedule_arguments, check_nonnegative, print_json, schedule_from_args
 from ..presets_args import add_preset_arguments, preset_context_from_args
@@ -22,7 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_schedule_arguments(parser)
     add_cost_arguments(parser)
     add_preset_arguments(parser)
+    parser.epilog = "properties, checked in this order:\n" + textwrap.indent(properties.listing(), "  ")
     g = parser.add_argument_group("properties")
+    g.add_argument(
+        "--list-properties",
+        action=_ListProperties,
+        help="print the properties verify checks, in order, and exit",
+    )
     g.add_argument(
         "--memory-cap",
         default=None,
@@ -63,6 +70,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the verdict as JSON")
+
+
+class _ListProperties(argparse.Action):
+    """``--list-properties``: print the registry and exit 0, as ``--help`` does (no schedule needed)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=str(kwargs.get("help", "")))
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object, option_string=None) -> None:
+        print(properties.listing())
+        parser.exit(0)
 
 
 def run(args: argparse.Namespace) -> int:

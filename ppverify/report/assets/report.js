@@ -7,6 +7,7 @@
   const KIND_COLOR = { F: "#4c8bf5", B: "#34a853", I: "#f29d38", W: "#a06cd5" };
   const TR_COLOR = { activation: "rgba(76,139,245,0.55)", gradient: "rgba(52,168,83,0.55)" };
   const WAIT_TEXT = DATA.wait_codes;
+  const PROVED = (DATA.verifier || []).map((x) => x.name).join(", ");  // what a valid verdict proves
   const $ = (id) => document.getElementById(id);
   const el = (tag, attrs, text) => {
     const e = document.createElement(tag);
@@ -115,7 +116,7 @@
       ["\u25B2 \u25BC", "rank better / worse than under the previous level that produced numbers"],
       ["~", "the closed form is only a bound here: shown, not ranked"],
       ["gap", "async makespan / CP-SAT optimum of the same placement \u2212 1 (\u2264: against the proven bound)"],
-      ["Z3", "the verifier proved completeness, placement, dependencies, exclusivity, deadlock freedom"]];
+      ["Z3", "the verifier proved " + PROVED]];
     for (const [k, v] of extra) { host.appendChild(el("b", {}, k)); host.appendChild(el("span", {}, v)); }
   }
 
@@ -561,7 +562,7 @@
       const v = r.verified || "", tr = el("tr");
       tr.appendChild(el("td", {}, r.schedule)); tr.appendChild(el("td", {}, String(r.p))); tr.appendChild(el("td", {}, String(r.m)));
       tr.appendChild(el("td", { class: v === "valid" ? "valid" : v.startsWith("INVALID") ? "invalid" : "na" }, v === "valid" ? "valid" : v.startsWith("INVALID") ? "INVALID" : v ? "n/a" : "not checked"));
-      const td = el("td", {}, v === "valid" ? "completeness, placement, dependencies, exclusivity, deadlock freedom" : v.replace(/^INVALID: /, ""));
+      const td = el("td", {}, v === "valid" ? PROVED : v.replace(/^INVALID: /, ""));
       td.style.textAlign = "left"; td.style.whiteSpace = "normal";
       tr.appendChild(td);
       const pk = points.findIndex((p) => p.schedule === r.schedule && p.p === r.p && p.m === r.m);

@@ -21,7 +21,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
 from ..files import atomic_path
-from .findings_map import FindingMap, MapResult
+from .grid import FindingMap, MapResult
 
 #: fails, holds, no data
 COLORS = ("#d65f5f", "#6acc65", "#d9d9d9")
@@ -48,7 +48,7 @@ def plot_finding(res: MapResult, finding: FindingMap, path: str | Path) -> Path:
 
     Example:
         >>> import tempfile, os
-        >>> from ppverify.compare.findings_map import QUICK_GRID, run_map
+        >>> from ppverify.findings_map import QUICK_GRID, run_map
         >>> r = run_map(QUICK_GRID, os.path.join(tempfile.mkdtemp(), "q.jsonl"), workers=1)  # doctest: +SKIP
         >>> plot_finding(r, r.findings[2], "chimera.png").stat().st_size > 1000  # doctest: +SKIP
         True

@@ -1,0 +1,133 @@
+"""The optimization problem on the command line, shared by ``optimize`` and ``gap``: the
+arguments (schedule or placement, costs and presets, memory, solver) and the one function turning
+them into an :class:`~ppverify.optimize.Problem`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import ParameterError
+from ..optimize.request import Request, build_problem
+from ..placement import NAMED
+from ..schedule import Schedule
+from .common import add_cost_arguments, add_schedule_arguments, schedule_from_args
+
+
+def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool = True) -> None:
+    """Arguments shared by ``optimize`` and ``gap``: schedule/placement, costs, presets, memory
+    and solver options."""
+    from .presets_args import add_preset_arguments
+
+    add_schedule_arguments(
+        parser,
+        optional=family_optional,
+        help="a registered family or schedule file giving the placement, microbatch pipes "
+        "(and, with --evaluate or for gap, the program order)",
+    )
+    if family_optional:
+        parser.add_argument(
+            "--placement",
+            choices=sorted(NAMED),
+            default=None,
+            help="placement when no family is given (default linear); loop uses --v chunks, wave --waves waves",
+        )
+    add_cost_arguments(parser)
+    add_preset_arguments(parser)
+    g = parser.add_argument_group("memory")
+    g.add_argument(
+        "--memory-cap",
+        default=None,
+        metavar="X|SIZE",
+        help="per-device activation cap: a multiple of M_F (e.g. 8) or bytes (e.g. 64GiB)",
+    )
+    from ..optimize import DEFAULT_MEMORY_MODEL
+
+    g.add_argument(
+        "--memory-model",
+        default=None,
+        metavar="MODEL",
+        help=f"how I and W free activations: zero-bubble[:h=..,a=..,s=..,b=..,layers=..], "
+        f"w-frees-all, i-frees=FRACTION (default {DEFAULT_MEMORY_MODEL})",
+    )
+    s = parser.add_argument_group("solver")
+    s.add_argument(
+        "--objective",
+        choices=("makespan", "span"),
+        default="makespan",
+        help="makespan (default) or span: the zero-bubble paper's longest per-device span",
+    )
+    s.add_argument(
+        "--backward",
+        choices=("auto", "split", "full"),
+        default="auto",
+        help="split (I + W) or full (B) backward; auto: split when --costs names I or W or the family splits it",
+    )
+    from ..engines.simulate import SYNC_MODES
+
+    s.add_argument(
+        "--sync",
+        choices=SYNC_MODES,
+        default="eager",
+        help="replica gradient all-reduce of two-pipe placements, as simulate runs it: eager (once "
+        "a stage's last backward ends on every replica; default), after-flush, or none",
+    )
+    s.add_argument(
+        "--dp-allreduce",
+        type=int,
+        nargs="?",
+        const=2,
+        default=0,
+        metavar="N",
+        help="end the step with a data-parallel gradient all-reduce among N pipeline replicas",
+    )
+    s.add_argument("--time-limit", type=float, default=60.0, help="seconds (default 60); never exceeded by much")
+    s.add_argument("--workers", type=int, default=2, help="CP-SAT search workers (default 2)")
+    s.add_argument("--seed", type=int, default=0, help="CP-SAT random seed (default 0)")
+
+
+def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, dict[str, Any]]:
+    """``(Problem, family schedule or None, description dict)`` from parsed arguments.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_problem_arguments(parser)
+        >>> ns = parser.parse_args(["-p", "4", "-m", "8", "--costs", "F=1,I=1,W=1", "--memory-cap", "4"])
+        >>> pr, _, info = problem_from_args(ns)
+        >>> pr.split, pr.memory_cap, info["placement"]
+        (True, 4.0, 'linear')
+    """
+    from ..optimize.problem import default_pipes
+    from ..placement import placement_from_text
+    from .presets_args import preset_context_from_args
+
+    sched = schedule_from_args(args) if args.schedule else None
+    if sched is not None and getattr(args, "placement", None):
+        raise ParameterError("placement", args.placement, "give either a family/file or --placement, not both")
+    if sched is not None:
+        placement, m, pipes = sched.placement, sched.m, tuple(sched.pipe_of_mb)
+    else:
+        # a given --v 0 or --waves 0 takes the default, as it always has here
+        v, waves = getattr(args, "fam_v", None) or None, getattr(args, "fam_waves", None) or None
+        placement = placement_from_text(getattr(args, "placement", None) or "linear", args.p, v=v, waves=waves)
+        m = args.m if args.m is not None else args.p
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise ParameterError("m", m, "must be an integer >= 1")
+        pipes = default_pipes(placement, m)
+    carrier = sched or Schedule(placement, m, tuple(() for _ in range(placement.p)), pipes)
+    ctx = preset_context_from_args(args, carrier)
+    comm = f"system {getattr(ctx.system, 'name', ctx.system)}" if ctx.system is not None else None
+    request = Request(
+        args.costs,
+        args.backward,
+        args.memory_model,
+        args.memory_cap,
+        args.objective,
+        getattr(args, "sync", "eager"),
+        getattr(args, "dp_allreduce", 0) or 0,
+        ctx.preset_mode,
+        comm or f"fixed delay {getattr(ctx.comm, 'delay', 0):g}",
+    )
+    splits = sched is not None and sched.has_split_backward
+    pr, info = build_problem(placement, m, pipes, ctx.costs, ctx.comm, request, splits)
+    return pr, sched, info

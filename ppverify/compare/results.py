@@ -1,0 +1,56 @@
+"""What a comparison computes: one level's numbers for one schedule in one configuration
+(:class:`LevelResult`) and every level's for one schedule entry (:class:`PointResult`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import Config, ScheduleEntry
+
+
+@dataclass(frozen=True)
+class LevelResult:
+    """The numbers one abstraction level gives for one schedule in one configuration.
+
+    ``status`` is ``ok`` (a number), ``optimal``/``feasible`` (CP-SAT), ``unavailable`` (module
+    missing), ``not applicable`` (outside the family's rules or regime) or ``error``; ``note``
+    says why. ``lower_bound`` is CP-SAT's proven bound (optimum level only).
+    """
+
+    level: str
+    status: str
+    makespan: float | None = None
+    bubble_ratio: float | None = None
+    peak_activations: tuple[float, ...] | None = None
+    lower_bound: float | None = None
+    exact: bool | None = None
+    note: str = ""
+    seconds: float = 0.0
+    #: the Timeline behind the numbers (engine and optimum levels), kept for ``ppverify report``
+    timeline: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def has_value(self) -> bool:
+        """True when the level produced a makespan."""
+        return self.makespan is not None
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """Every level's result for one schedule entry in one configuration, with the units used."""
+
+    entry: ScheduleEntry
+    config: Config
+    results: tuple[LevelResult, ...]
+    time_unit: str = "units"
+    memory_unit: str = "activations"
+    #: the Z3 verifier's verdict on the schedule: "valid", "INVALID: ...", "" when not checked
+    verified: str = ""
+
+    def level(self, name: str) -> LevelResult | None:
+        """The result of one level, if it was evaluated."""
+        return next((r for r in self.results if r.level == name), None)
+
+
+__all__ = ["LevelResult", "PointResult"]

@@ -1,0 +1,88 @@
+"""A schedule from programs read off a table (text, JSON grid): the defaults a table does not say.
+
+A table names actions per device and tick but not where stages live, how many microbatches there
+are or which pipe each microbatch takes; :func:`schedule_from_programs` fills these in (linear
+placement, ``m`` from the largest microbatch, pipes inferred from the devices ops sit on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import ScheduleFileError
+from ..limits import check_stages_mbs
+from ..ops import Action, Comm, Op, Overlap, compute_ops
+from ..placement import Placement, linear
+from ..schedule import Schedule
+
+
+def _mb_of(action: Action) -> list[tuple[int, int]]:
+    """``(stage, mb)`` pairs an action names (compute and communication actions)."""
+    if type(action) is Op or type(action) is Comm:
+        return [(action.stage, action.mb)]
+    if type(action) is Overlap:
+        return [(o.stage, o.mb) for o in action.ops]
+    return []
+
+
+def schedule_from_programs(
+    programs: tuple[tuple[Action, ...], ...],
+    placement: Placement | None = None,
+    m: int | None = None,
+    pipe_of_mb: Sequence[int] | None = None,
+    family: str = "table",
+    params: Mapping[str, Any] | None = None,
+    path: str = "<table>",
+) -> Schedule:
+    """Wrap parsed programs into a :class:`Schedule`, filling in what a table does not say.
+
+    Defaults: ``placement`` linear over ``len(programs)`` devices; ``m`` one more than the largest
+    microbatch named; ``pipe_of_mb`` all 0 with one pipe, else inferred per microbatch from the
+    devices its ops sit on (an error when that is ambiguous).
+
+    Example:
+        >>> from ppverify.placement import bidirectional
+        >>> from ppverify.io.table_text import programs_from_cells
+        >>> progs = programs_from_cells([["0F0", "1F1"], ["1F0", "0F1"]])
+        >>> schedule_from_programs(progs, bidirectional(2)).pipe_of_mb
+        (0, 1)
+    """
+    p = len(programs)
+    if p == 0:
+        raise ScheduleFileError(path, "", "the table has no device rows")
+    placement = placement or linear(p)
+    if placement.p != p:
+        raise ScheduleFileError(path, "", f"the table has {p} device rows but the placement has p={placement.p}")
+    named = [(d, s, mb) for d, prog in enumerate(programs) for a in prog for s, mb in _mb_of(a)]
+    if m is None:
+        m = 1 + max((mb for _, _, mb in named), default=0)
+    if m < 1:
+        raise ScheduleFileError(path, "", f"m={m}: need at least one microbatch")
+    check_stages_mbs(placement.num_stages, m, path, held=sum(1 for prog in programs for _ in compute_ops(prog)))
+    if pipe_of_mb is None:
+        pipe_of_mb = _infer_pipes(placement, m, named, path)
+    else:
+        pipe_of_mb = tuple(int(x) for x in pipe_of_mb)
+        if len(pipe_of_mb) != m or any(not 0 <= x < placement.num_pipes for x in pipe_of_mb):
+            raise ScheduleFileError(path, "", f"pipe_of_mb needs {m} entries in 0..{placement.num_pipes - 1}")
+    return Schedule(placement, m, programs, tuple(pipe_of_mb), family, dict(params or {}))
+
+
+def _infer_pipes(placement: Placement, m: int, named: list[tuple[int, int, int]], path: str) -> tuple[int, ...]:
+    if placement.num_pipes == 1:
+        return (0,) * m
+    candidates = [set(range(placement.num_pipes)) for _ in range(m)]
+    for d, s, mb in named:
+        if 0 <= mb < m and 0 <= s < placement.num_stages:
+            candidates[mb] &= {pipe for pipe in range(placement.num_pipes) if placement.maps[pipe][s] == d}
+    out = []
+    for mb, cand in enumerate(candidates):
+        if len(cand) != 1:
+            why = "no pipe places all its ops where the table has them" if not cand else "several pipes fit"
+            raise ScheduleFileError(path, f"microbatch {mb}", f"cannot tell its pipe ({why}); pass pipe_of_mb")
+        out.append(cand.pop())
+    return tuple(out)
+
+
+__all__ = ["schedule_from_programs"]

@@ -1,0 +1,254 @@
+"""From what a user asks to an optimization :class:`~ppverify.optimize.Problem`: which backward
+(split or full), the memory model applied to the costs, the memory cap in the cost model's units,
+and the description printed with the result (:func:`summary_lines`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from ..comm import CommModel
+from ..costs import CostModel, parse_costs
+from ..placement import Placement
+from .memory import DEFAULT_MEMORY_MODEL, MemoryModel, parse_memory_cap, parse_memory_model
+from .problem import Problem
+
+
+@dataclass(frozen=True)
+class Request:
+    """The options of one optimization, as text where the user gives text.
+
+    ``costs_text`` is the ``--costs`` text (it decides ``backward="auto"``), ``memory_model`` and
+    ``memory_cap`` the options of the same names (``None``: not given), ``preset_mode`` whether
+    the costs come from a model preset (bytes; its activation memory is used unless a memory
+    model is given), ``comm_text`` how the communication is named in the description.
+    """
+
+    costs_text: str | None = None
+    backward: str = "auto"
+    memory_model: str | None = None
+    memory_cap: str | None = None
+    objective: str = "makespan"
+    sync: str = "eager"
+    dp_allreduce: int = 0
+    preset_mode: bool = False
+    comm_text: str = "fixed delay 0"
+
+
+def memory_cap_value(text: str, model: MemoryModel, costs: CostModel) -> float:
+    """The cap ``text`` (a multiple of M_F such as ``8``, or a size such as ``64GiB``) in the
+    cost model's memory units: bytes when the costs count bytes and a size is given, else the
+    multiple times the largest stage activation.
+
+    Example:
+        >>> from ppverify.placement import loop
+        >>> pl = loop(2, 2)
+        >>> memory_cap_value("4", parse_memory_model("w-frees-all"), CostModel.abstract(pl, F=1, B=2))
+        2.0
+    """
+    from ..sizes import parse_size
+
+    multiple = parse_memory_cap(text, model)
+    if costs.memory_unit == "bytes" and parse_size(text).is_bytes:
+        # preset mode: the cost model counts bytes; take the size itself
+        return float(parse_size(text).value)
+    return float(Fraction(multiple) * Fraction(max(costs.activation)).limit_denominator(10**6))
+
+
+def build_problem(
+    placement: Placement,
+    m: int,
+    pipes: tuple[int, ...],
+    costs: CostModel,
+    comm: CommModel,
+    request: Request,
+    schedule_splits: bool = False,
+) -> tuple[Problem, dict[str, Any]]:
+    """The problem ``request`` asks for on these ops, and its description (what
+    :func:`summary_lines` and ``--json`` print). ``schedule_splits``: the schedule the ops come
+    from splits its backward (``backward="auto"`` then splits too).
+
+    Example:
+        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.placement import linear
+        >>> pl = linear(4)
+        >>> req = Request(costs_text="F=1,I=1,W=1", memory_cap="4")
+        >>> pr, info = build_problem(pl, 8, (0,) * 8, CostModel.abstract(pl, F=1, I=1, W=1), FixedDelay(0), req)
+        >>> pr.split, pr.memory_cap, info["placement"], info["backward"]
+        (True, 4.0, 'linear', 'split')
+    """
+    named = parse_costs(request.costs_text) if request.costs_text else {}
+    if request.backward == "auto":
+        split = ("I" in named or "W" in named) or schedule_splits
+    else:
+        split = request.backward == "split"
+    mm = parse_memory_model(request.memory_model or DEFAULT_MEMORY_MODEL)
+    applied = bool(request.memory_model) or not request.preset_mode
+    if applied:
+        costs = mm.apply(costs)
+    cap = None if request.memory_cap is None else memory_cap_value(request.memory_cap, mm, costs)
+    info = {
+        "placement": placement.name,
+        "p": placement.p,
+        "m": m,
+        "stages": placement.num_stages,
+        "costs": costs.label or "custom",
+        "comm": request.comm_text,
+        "memory_model": mm.name if applied else "the model preset's activation memory",
+        "memory_cap": request.memory_cap,
+        "backward": "split" if split else "full",
+        "sync": request.sync,
+        "dp_allreduce": request.dp_allreduce or 0,
+    }
+    pr = Problem(
+        placement, m, costs, comm, split, cap, request.objective, pipes, request.sync, request.dp_allreduce or 0
+    )
+    return pr, info
+
+
+def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
+    """The text report of an :class:`~ppverify.optimize.OptimizeResult` for the problem
+    :func:`build_problem` described as ``info``.
+
+    Example:
+        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.placement import linear
+        >>> from ppverify.optimize import optimize
+        >>> pl = linear(2)
+        >>> pr, info = build_problem(pl, 2, (0, 0), CostModel.abstract(pl, F=1, B=2), FixedDelay(0), Request())
+        >>> lines = summary_lines(optimize(pr, time_limit=10), info)
+        >>> lines[2], lines[3]
+        ('status     OPTIMAL', 'makespan   9')
+    """
+    u = "" if res.time_unit != "s" else " s"
+    b = res.bounds
+    val = "-" if res.objective is None else f"{res.objective:g}{u}"
+    lines = [
+        f"problem    {info['placement']} placement, p={info['p']}, m={info['m']}, {info['stages']} stages, "
+        f"{info['backward']} backward, costs {info['costs']}, {info['comm']}",
+        f"memory     cap {info['memory_cap'] or 'none'}"
+        + (
+            f" x M_F, {info['memory_model']}"
+            if info["memory_cap"] and str(info["memory_cap"])[-1].isdigit()
+            else (f", {info['memory_model']}" if info["memory_cap"] else "")
+        ),
+        f"status     {res.status}" + (f" ({res.reason})" if res.reason else ""),
+        f"{res.objective_name:<10} {val}",
+        *([f"collective {res.collectives}"] if res.collectives else []),
+        f"bound      {res.bound:g}{u}  (critical path {b['critical_path']:g}, device work {b['device_work']:g}, "
+        f"memory window {b['memory_window']:g}"
+        + (f", one machine {b['one_machine']:g}" if b.get("one_machine") else "")
+        + (f", device relaxation {b['device_relaxation']:g}" if b.get("device_relaxation") else "")
+        + ")",
+        f"gap        {'-' if res.gap is None else f'{100 * res.gap:.2f}%'}  (value - bound) / value",
+        f"wall time  {res.wall_s:.1f} s  ({res.solver.get('workers', '-')} workers, seed {res.solver.get('seed', '-')}, "
+        f"tick {res.tick:g}{'' if res.exact else ', durations rounded to ticks'})",
+    ]
+    if res.hint:
+        lines.append(
+            f"start      {res.hint}" + (f" ({res.hint_objective:g}{u})" if res.hint_objective is not None else "")
+        )
+    return lines
+
+
+def solve(
+    problem: Problem,
+    schedule: Any = None,
+    time_limit: float = 60.0,
+    workers: int = 2,
+    seed: int = 0,
+    deadline: Any = None,
+) -> Any:
+    """Solve ``problem`` with CP-SAT: the best schedule of its ops, or, given ``schedule``, the
+    timing of that schedule's program order on every device (its makespan under the problem's
+    costs, communication and cap). Returns an :class:`~ppverify.optimize.OptimizeResult`.
+
+    Example:
+        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.schedules import build
+        >>> s = build("gpipe", p=2, m=2)
+        >>> pr, _ = build_problem(s.placement, 2, (0, 0), CostModel.abstract(s.placement, F=1, B=2), FixedDelay(0), Request())
+        >>> solve(pr, s, time_limit=10).objective, solve(pr, time_limit=10).objective  # (m+p-1)(F+B): optimal
+        (9.0, 9.0)
+    """
+    from .solve import evaluate, optimize
+
+    if schedule is None:
+        return optimize(problem, time_limit, workers, seed, deadline=deadline)
+    return evaluate(
+        schedule,
+        problem.costs,
+        problem.comm,
+        problem.memory_cap,
+        problem.objective,
+        time_limit,
+        workers,
+        seed,
+        problem.sync,
+        problem.dp_allreduce,
+        deadline=deadline,
+    )
+
+
+def save_result(res: Any, problem: Problem, path: str) -> None:
+    """Write the schedule of ``res`` as a ppverify JSON file with the problem's costs and
+    communication (transfers and collectives too, so ``simulate`` and ``plot`` of the file
+    reproduce the value); nothing when no schedule was found.
+
+    Example:
+        >>> import os, tempfile
+        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.io import load_schedule
+        >>> from ppverify.placement import linear
+        >>> from ppverify.optimize import optimize
+        >>> pl = linear(2)
+        >>> pr, _ = build_problem(pl, 2, (0, 0), CostModel.abstract(pl, F=1, B=2), FixedDelay(0), Request())
+        >>> path = os.path.join(tempfile.mkdtemp(), "best.json")
+        >>> save_result(optimize(pr, time_limit=10), pr, path)
+        >>> load_schedule(path).m
+        2
+    """
+    if res.schedule is None:
+        return
+    from ..io.json_comm import CommSettings
+    from ..io.json_format import save_json
+
+    save_json(
+        res.schedule,
+        path,
+        costs=problem.costs,
+        comm=CommSettings(problem.comm, problem.sync, problem.dp_allreduce),
+        comment=f"ppverify optimize: {res.status} {res.objective_name} {res.objective} bound {res.bound}",
+    )
+
+
+def result_text(
+    res: Any, info: dict[str, Any], problem: Problem, chart_width: int | None = 100, table: bool = False
+) -> str:
+    """The text ``ppverify optimize`` prints: :func:`summary_lines`, the timeline as a chart
+    ``chart_width`` columns wide (``None``: no chart) and, with ``table``, the schedule found as a
+    slot table.
+
+    Example:
+        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.placement import linear
+        >>> from ppverify.optimize import optimize
+        >>> pl = linear(2)
+        >>> pr, info = build_problem(pl, 1, (0,), CostModel.abstract(pl, F=1, B=2), FixedDelay(0), Request())
+        >>> print(result_text(optimize(pr, time_limit=10), info, pr, chart_width=6).split("\\n\\n")[1])
+        time    0 .. 6 units, 1 per column
+        dev 0  F...BB
+        dev 1  .FBB..
+    """
+    parts = ["\n".join(summary_lines(res, info))]
+    if res.timeline is not None and chart_width is not None:
+        from ..timeline_text import gantt
+
+        parts.append(gantt(res.timeline, chart_width))
+    if table and res.schedule is not None:
+        from ..engines import format_table
+        from ..engines import run as run_engine
+
+        parts.append(format_table(run_engine(res.schedule, problem.costs, semantics="slot")))
+    return "\n\n".join(parts)

@@ -1,0 +1,210 @@
+"""The analyses several properties share, run once per :func:`ppverify.verify.verify` call.
+
+Completeness and placement are read off one structural analysis (:mod:`.structure`, or its
+numpy certificate); dependencies, exclusivity and deadlock off one order problem
+(:mod:`.order`, :mod:`.comm_model`, or a checked witness). A :class:`Run` holds one call's inputs
+and computes each analysis on first use, so a property's check asks for what it needs and pays
+for it once, in whatever order the registry (:mod:`.properties`) lists the properties.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..comm import CommModel
+from ..costs import CostModel
+from ..dag import DagArrays, StepDAG, build_dag, build_dag_arrays
+from ..ops import Op, Overlap
+from ..schedule import Schedule
+from . import certify
+from .comm_model import build_problem, has_explicit_comms
+from .order import check_order
+from .report import Violation
+from .structure import check_structure, occurrences
+
+
+def clean_schedule(schedule: Schedule, bad: set[int]) -> Schedule:
+    """The schedule without the occurrences numbered in ``bad`` (numbering of
+    :func:`.structure.occurrences`); an overlapped slot left with one op becomes that op.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("gpipe", p=2, m=1)
+        >>> [str(a) for a in clean_schedule(s, {0}).programs[0]]
+        ['0B0']
+    """
+    k = 0
+    programs = []
+    for prog in schedule.programs:
+        out = []
+        for a in prog:
+            if type(a) is Op:
+                if k not in bad:
+                    out.append(a)
+                k += 1
+            elif type(a) is Overlap:
+                keep = tuple(o for j, o in enumerate(a.ops) if k + j not in bad)
+                k += len(a.ops)
+                if len(keep) > 1:
+                    out.append(Overlap(keep))
+                elif keep:
+                    out.append(keep[0])
+            else:
+                out.append(a)
+        programs.append(tuple(out))
+    return schedule.with_programs(tuple(programs))
+
+
+@dataclass(frozen=True)
+class Structure:
+    """The structural analysis: its violations, the occurrences set aside (``bad``), the ops
+    checked, the ground rules decided, and the schedule left for the order checks (``clean``)."""
+
+    violations: tuple[Violation, ...]
+    bad: frozenset[int]
+    num_ops: int
+    num_rules: int
+    clean: Schedule
+
+
+@dataclass(frozen=True)
+class Order:
+    """The order analysis: violations (dependencies, deadlock, or a SEND matching no transfer),
+    whether the search for them was complete, the problem's size, and whether the SEND/RECV were
+    explicit in the programs."""
+
+    violations: tuple[Violation, ...]
+    complete: bool
+    num_actions: int
+    num_constraints: int
+    explicit_comms: bool
+
+
+@dataclass
+class Run:
+    """One verification call: its inputs, the shared analyses (computed on first use), and what
+    the checks record on the way (timings, properties settled by a certificate, notes printed
+    after the properties' own). Not a value: it lives for one call."""
+
+    schedule: Schedule
+    costs: CostModel
+    comm: CommModel
+    memory_cap: float | None = None
+    makespan_le: float | None = None
+    comm_semantics: str = "buffered"
+    group: bool = True
+    max_violations: int = 20
+    certificates: bool = True
+    t0: float = field(default_factory=time.perf_counter)
+    timings: dict[str, float] = field(default_factory=dict)
+    #: properties settled by a checked certificate, not by Z3
+    certified: list[str] = field(default_factory=list)
+    #: ``(property, reason)`` notes listed after every property's own (an order search cut short)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+    _cache: dict[str, Any] = field(default_factory=dict)
+    _reported: set[str] = field(default_factory=set)
+
+    def once(self, analysis: str, violations: tuple[Violation, ...]) -> tuple[Violation, ...]:
+        """The violations of ``analysis`` the first time a property asks, none after: an analysis
+        that decides several properties reports each fault once, in the order it found them."""
+        if analysis in self._reported:
+            return ()
+        self._reported.add(analysis)
+        return violations
+
+    @property
+    def arrays(self) -> DagArrays | None:
+        """The DAG arrays of the clean schedule (certificate paths), when built."""
+        self.structure()
+        return self._cache.get("arrays")
+
+    def dag(self) -> StepDAG:
+        """The list-based DAG of the clean schedule (the Z3 paths), built on first use."""
+        if self._cache.get("dag") is None:
+            self._cache["dag"] = build_dag(self.structure().clean, check=False)
+        dag: StepDAG = self._cache["dag"]
+        return dag
+
+    def structure(self) -> Structure:
+        """Completeness and placement: every ground rule, by certificate or by Z3 (cached)."""
+        if "structure" in self._cache:
+            st: Structure = self._cache["structure"]
+            return st
+        schedule = self.schedule
+        arrays = certify.structure_holds(schedule) if self.certificates else None
+        if arrays is not None:  # every ground rule holds (3 per op), checked with numpy
+            n_occ, struct_v, bad, nrules = arrays.num_ops, [], set(), 3 * arrays.num_ops
+            self.certified += ["completeness", "placement"]
+        else:
+            occs = occurrences(schedule)
+            n_occ = len(occs)
+            struct_v, bad, nrules = check_structure(schedule, occs)
+        self.timings["structure_s"] = time.perf_counter() - self.t0
+        clean = clean_schedule(schedule, bad) if bad else schedule
+        if self.certificates and arrays is None:
+            arrays = build_dag_arrays(clean, check=False)
+        elif not self.certificates:
+            self._cache["dag"] = build_dag(clean, check=False)
+        self._cache["arrays"] = arrays
+        st = Structure(tuple(struct_v), frozenset(bad), n_occ, nrules, clean)
+        self._cache["structure"] = st
+        return st
+
+    def order(self) -> Order:
+        """Dependencies, exclusivity and deadlock freedom: one order problem, settled by a checked
+        witness or decided by Z3 (cached)."""
+        if "order" in self._cache:
+            od: Order = self._cache["order"]
+            return od
+        self.structure()
+        arrays = self.arrays
+        t1 = time.perf_counter()
+        explicit = has_explicit_comms(self.schedule)
+        if (
+            arrays is not None
+            and self.comm_semantics == "buffered"
+            and not explicit
+            and certify.derived_order_witness(arrays) is not None
+        ):
+            order_v, complete, n_actions, n_constraints = [], True, arrays.num_ops, certify.num_edges(arrays)
+            self.certified += ["dependencies", "exclusivity", "deadlock"]
+        else:
+            pb, _ = build_problem(self.dag(), self.comm_semantics, self.group)
+            if self.certificates and certify.order_witness(pb) is not None:
+                order_v, complete = [], True
+                self.certified += ["dependencies", "exclusivity", "deadlock"]
+            else:
+                order_v, complete = check_order(pb, max_violations=self.max_violations)
+            n_actions, n_constraints = len(pb.text), len(pb.edges)
+        self.timings["order_s"] = time.perf_counter() - t1
+        if not complete:
+            self.notes.append(
+                (
+                    "dependencies/deadlock",
+                    f"stopped after {len(order_v)} order violations "
+                    "(--max-violations or the time budget); there may be more",
+                )
+            )
+        od = Order(tuple(order_v), complete, n_actions, n_constraints, explicit)
+        self._cache["order"] = od
+        return od
+
+    def scope(self) -> str:
+        """`` (for the N ops that pass the structural rules)`` when some were set aside."""
+        st = self.structure()
+        return f" (for the {st.num_ops - len(st.bad)} ops that pass the structural rules)" if st.violations else ""
+
+    def stats(self, proved: list[tuple[str, str]]) -> dict[str, Any]:
+        """The report's statistics (sizes, seconds per analysis, properties certified)."""
+        st, od = self.structure(), self.order()
+        return {
+            "seconds": time.perf_counter() - self.t0,
+            "ops": st.num_ops,
+            "actions": od.num_actions,
+            "structural_rules": st.num_rules,
+            "order_constraints": od.num_constraints,
+            **self.timings,
+            "certified": [p for p, _ in proved if p in self.certified],
+        }

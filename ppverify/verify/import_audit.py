@@ -1,0 +1,219 @@
+"""The audit of an imported schedule (a PyTorch pipelining CSV, or the action lists of one of
+PyTorch's schedule classes): how it was read, its structure, its SEND/RECV, whether its ranks'
+lists run to completion, the Z3 verifier's verdict, its timing, and the text ``ppverify import``
+prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..costs import CostModel
+from ..errors import InvalidScheduleError, ParameterError
+from ..ops import Comm, Marker, Op, Overlap
+from ..schedule import Schedule
+
+#: problems listed per check (the count says how many more)
+MAX_LISTED = 10
+
+
+def cell_counts(schedule: Schedule) -> dict[str, int]:
+    """Cells of the ranks' lists by kind: compute ops (an overlapped cell counts each of its ops),
+    overlapped cells, send/recv, markers and idle cells.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> cell_counts(parse_rows([["0F0", "", "0B0"], ["1F0", "1B0"]]))
+        {'compute': 4, 'overlapped_cells': 0, 'comm': 0, 'marker': 0, 'idle': 1}
+    """
+    out = {"compute": 0, "overlapped_cells": 0, "comm": 0, "marker": 0, "idle": 0}
+    for prog in schedule.programs:
+        for a in prog:
+            if a is None:
+                out["idle"] += 1
+            elif isinstance(a, Op):
+                out["compute"] += 1
+            elif isinstance(a, Overlap):
+                out["overlapped_cells"] += 1
+                out["compute"] += len(a.ops)
+            elif isinstance(a, Comm):
+                out["comm"] += 1
+            elif isinstance(a, Marker):
+                out["marker"] += 1
+    return out
+
+
+def audit(
+    schedule: Schedule,
+    costs: CostModel | None = None,
+    with_torch: bool = False,
+    comm_semantics: str = "buffered",
+) -> tuple[dict[str, Any], Any]:
+    """Every check ``ppverify import`` runs, as a dict (``valid`` is the verdict), and the slot
+    timeline (``None`` when the schedule cannot be timed). ``costs`` times the table (unit slots
+    when None); ``with_torch`` adds PyTorch's own ``_validate_schedule`` verdict (needs torch).
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> rep, tl = audit(parse_rows([["0F0", "0F1", "", "0B0", "", "0B1"], ["", "1F0", "1B0", "1F1", "1B1"]]))
+        >>> rep["valid"], rep["slot"]["makespan"], rep["torch_steps"], tl.makespan
+        (True, 6.0, 11, 6.0)
+    """
+    from ..dag import structural_problems
+    from ..engines import run
+    from ..lowering import comm_problems
+
+    tl = None
+    rep: dict[str, Any] = {
+        "schedule": schedule.describe(),
+        "format": schedule.params.get("format"),
+        "ranks": schedule.p,
+        "stages": schedule.num_stages,
+        "microbatches": schedule.m,
+        "placement": {"name": schedule.placement.name, "stage_to_rank": list(schedule.placement.maps[0])},
+        "cells": cell_counts(schedule),
+    }
+    problems = structural_problems(schedule)
+    rep["structure"] = {"ok": not problems, "problems": problems}
+    comms = comm_problems(schedule) if not problems else []
+    rep["comms"] = {
+        "ok": not comms,
+        "problems": comms,
+        "explicit": any(isinstance(a, Comm) for prog in schedule.programs for a in prog),
+    }
+    order: dict[str, Any] = {"ok": None, "problem": None}
+    slot = None
+    if not problems:
+        try:
+            tl = run(schedule, costs, semantics="slot")
+            order["ok"] = True
+            slot = {
+                "makespan": tl.makespan,
+                "bubble_ratio": tl.bubble_ratio,
+                "peak_activations": tl.peak_memory().tolist(),
+                "time_unit": tl.time_unit,
+            }
+        except InvalidScheduleError as exc:
+            order = {"ok": False, "problem": str(exc)}
+    rep["order"] = order
+    rep["slot"] = slot
+    rep["verifier"] = _verifier(schedule, rep["comms"]["explicit"], comm_semantics)
+    rep["torch_steps"] = None
+    if not problems and order["ok"]:
+        try:
+            from ..engines import torch_step_count
+
+            rep["torch_steps"] = torch_step_count(schedule)
+        except (InvalidScheduleError, ParameterError) as exc:
+            rep["torch_steps_problem"] = str(exc)
+    if with_torch:
+        from ..io.torch_interop import torch_validate
+
+        msg = torch_validate(schedule)
+        rep["pytorch_validate"] = {"ok": msg is None, "message": msg}
+    z3_valid = rep["verifier"] is None or rep["verifier"]["valid"]
+    rep["valid"] = bool(not problems and order["ok"] and not comms and z3_valid)
+    return rep, tl
+
+
+def _verifier(schedule: Schedule, explicit: bool, comm_semantics: str) -> dict[str, Any] | None:
+    """The Z3 verifier's verdict on what PyTorch would run: a compute_only file with SEND/RECV
+    where its lowering puts them (receives posted early), which matters under rendezvous
+    semantics. None when the verifier cannot be imported (z3 is its dependency only)."""
+    try:
+        from . import verify
+    except ImportError:
+        return None
+    target, sendrecv = schedule, "from the file" if explicit else "derived"
+    if not explicit:
+        try:
+            from ..lowering import add_send_recv
+
+            target, sendrecv = add_send_recv(schedule), "placed by PyTorch's lowering"
+        except (InvalidScheduleError, ParameterError):
+            pass  # the lowering itself deadlocks or cannot apply: verify the file as written
+    z3 = verify(target, None, comm_semantics=comm_semantics)
+    return {
+        "valid": z3.valid,
+        "proved": [p for p, _ in z3.proved],
+        "violations": [v.to_text() for v in z3.violations],
+        "comm_semantics": comm_semantics,
+        "send_recv": sendrecv,
+    }
+
+
+def _problems_text(label: str, problems: list[str]) -> list[str]:
+    """A report line ``label  N problem(s):`` and the first ``MAX_LISTED`` problems."""
+    out = [f"{label:<14}{len(problems)} problem(s):"]
+    out += [f"  - {p}" for p in problems[:MAX_LISTED]]
+    if len(problems) > MAX_LISTED:
+        out.append(f"  ... and {len(problems) - MAX_LISTED} more")
+    return out
+
+
+def audit_text(rep: dict[str, Any]) -> str:
+    """The text ``ppverify import`` prints for :func:`audit`'s dict, ending with the verdict.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> rep, _ = audit(parse_rows([["0F0"], ["1F0", "1B0"]]))  # 0B0 is missing
+        >>> print(audit_text(rep).splitlines()[-1])
+        verdict       INVALID
+    """
+    c, pl = rep["cells"], rep["placement"]
+    lines = [
+        f"file          {rep['schedule']}",
+        f"read as       {rep['format']}: {rep['ranks']} ranks, {rep['stages']} stages, {rep['microbatches']} microbatches",
+        f"placement     {pl['name']}: stage -> rank {pl['stage_to_rank']}",
+        f"cells         {c['compute']} compute ops ({c['overlapped_cells']} overlapped cells), "
+        f"{c['comm']} send/recv, {c['marker']} markers, {c['idle']} idle",
+    ]
+    st = rep["structure"]
+    if st["ok"]:
+        lines.append("structure     ok: every F and B (or I+W) once, on its stage's rank")
+    else:
+        lines += _problems_text("structure", st["problems"])
+    cm = rep["comms"]
+    if cm["explicit"]:
+        if cm["ok"]:
+            lines.append("send/recv     ok: one SEND after each producer, one RECV before each consumer, across ranks")
+        else:
+            lines += _problems_text("send/recv", cm["problems"])
+    od = rep["order"]
+    if od["ok"] is True:
+        lines.append("order         ok: every rank's list runs to completion in order")
+    elif od["ok"] is False:
+        lines.append(f"order         {od['problem']}")
+    else:
+        lines.append("order         not checked (fix the structure first)")
+    vr = rep.get("verifier")
+    if vr is not None:
+        head = "VALID" if vr["valid"] else f"INVALID, {len(vr['violations'])} violation(s)"
+        lines.append(
+            f"Z3 verifier   {head}; proved: {', '.join(vr['proved']) or 'nothing'} "
+            f"({vr['comm_semantics']} semantics, SEND/RECV {vr['send_recv']})"
+        )
+        lines += [f"  - {v}" for v in vr["violations"][:MAX_LISTED]]
+    if "pytorch_validate" in rep:
+        pv = rep["pytorch_validate"]
+        lines.append(
+            "PyTorch       _validate_schedule " + ("accepts it" if pv["ok"] else f"rejects it: {pv['message']}")
+        )
+    if rep["slot"]:
+        s = rep["slot"]
+        lines.append(
+            f"slot table    makespan {s['makespan']:g} {s['time_unit']}, bubble {s['bubble_ratio']:.4f} (idle/total), "
+            f"peak activations {[round(x, 4) for x in s['peak_activations']]}"
+        )
+    if rep["torch_steps"] is not None:
+        note = (
+            "; an overlapped cell counts as one step, PyTorch's simulator rejects them"
+            if rep["cells"]["overlapped_cells"]
+            else ""
+        )
+        lines.append(
+            f"torch steps   {rep['torch_steps']} (PyTorch's _simulate_comms_compute: every action one step{note})"
+        )
+    elif rep.get("torch_steps_problem"):
+        lines.append(f"torch steps   n/a: {rep['torch_steps_problem']}")
+    lines.append("verdict       " + ("VALID" if rep["valid"] else "INVALID"))
+    return "\n".join(lines)
