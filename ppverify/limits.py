@@ -36,8 +36,15 @@ MAX_NUMBER = 1e15
 MAX_CELL_CHARS = 1024
 #: longest ``--time-limit`` in seconds (about 30 years: the system's interval timer ends near 2**31 s)
 MAX_SECONDS = 1e9
+#: default of ``--max-memory-gib``: memory a command may plan to use (estimated before it builds)
+DEFAULT_MAX_MEMORY_GIB = 2.0
+#: largest ``--max-memory-gib`` accepted (a mebibyte short of a pebibyte: past any machine)
+MAX_MEMORY_GIB = 2.0**20
 
 _MAX_OPS: contextvars.ContextVar[int] = contextvars.ContextVar("ppverify_max_ops", default=DEFAULT_MAX_OPS)
+_MAX_MEMORY: contextvars.ContextVar[float] = contextvars.ContextVar(
+    "ppverify_max_memory_gib", default=DEFAULT_MAX_MEMORY_GIB
+)
 #: the :func:`time_limit` in force: (monotonic deadline, flag, seconds), read by :func:`check_time`
 _DEADLINE: contextvars.ContextVar[tuple[float, str, float] | None] = contextvars.ContextVar(
     "ppverify_deadline", default=None
@@ -102,6 +109,61 @@ def check_ops(n: int, what: str) -> None:
     if n > limit:
         shown = f"{n}" if n < 10**15 else f"{float(n):.3g}"
         raise LimitError(what, f"implies {shown} ops, over the limit of {limit} (raise it with ppverify --max-ops N)")
+
+
+def max_memory_gib() -> float:
+    """The memory limit in force, in GiB (``--max-memory-gib``; :data:`DEFAULT_MAX_MEMORY_GIB`
+    unless set by :func:`memory_limit`).
+
+    Example:
+        >>> max_memory_gib() == DEFAULT_MAX_MEMORY_GIB
+        True
+    """
+    return _MAX_MEMORY.get()
+
+
+@contextlib.contextmanager
+def memory_limit(gib: float) -> Iterator[None]:
+    """Run a block with another memory limit in GiB (what ``ppverify --max-memory-gib X`` does).
+
+    Example:
+        >>> with memory_limit(0.5):
+        ...     max_memory_gib()
+        0.5
+    """
+    import math
+
+    if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not (math.isfinite(gib) and gib > 0):
+        raise LimitError(f"--max-memory-gib {gib}", "must be a finite number of GiB > 0")
+    if gib > MAX_MEMORY_GIB:
+        raise LimitError(f"--max-memory-gib {gib}", f"must be at most {MAX_MEMORY_GIB:g}")
+    token = _MAX_MEMORY.set(float(gib))
+    try:
+        yield
+    finally:
+        _MAX_MEMORY.reset(token)
+
+
+def check_memory(needed_bytes: float, what: str, how: str = "") -> None:
+    """Refuse a build that ``what`` implies when its estimated peak, ``needed_bytes`` (``how``:
+    how it was estimated), is over the memory limit in force.
+
+    Example:
+        >>> check_memory(2**30, "optimize -p 4 -m 8")
+        >>> check_memory(3 * 2**30, "optimize -p 4 -m 8", "1 KB per op")
+        Traceback (most recent call last):
+        ...
+        ppverify.limits.LimitError: optimize -p 4 -m 8: needs about 3 GiB of memory (1 KB per op), over the limit of 2 GiB (raise it with ppverify --max-memory-gib X)
+    """
+    limit = max_memory_gib()
+    if needed_bytes > limit * 2**30:
+        shown = f"{needed_bytes / 2**30:.4g}"
+        why = f" ({how})" if how else ""
+        raise LimitError(
+            what,
+            f"needs about {shown} GiB of memory{why}, over the limit of {limit:g} GiB "
+            "(raise it with ppverify --max-memory-gib X)",
+        )
 
 
 def family_ops(name: str, p: int, m: int, params: dict[str, Any]) -> int:

@@ -80,7 +80,14 @@ class Transfers:
     ) -> Transfers:
         """Transfers given as arrays (``kind`` as codes into ``kind_names``), kept as arrays
         until a column is read as a list; the arrays are taken, not copied (engines pass
-        arrays nobody else holds)."""
+        arrays nobody else holds).
+
+        Example:
+            >>> one = np.array([1])
+            >>> tr = Transfers.from_arrays(("activation",), np.array([0]), one, one * 2, one, one * 3, one * 0.5, one * 1.0, one * 4.0)
+            >>> tr.kind, tr.dst_dev, tr.end
+            (['activation'], [2], [1.0])
+        """
         tr = cls()
         n = len(kind_code)
         tr._lists = {}

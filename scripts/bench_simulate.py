@@ -151,7 +151,7 @@ def bench_torch(repeat: int) -> None:
         f"on dgx-h100, {len(tl.transfers)} transfers with latency + bytes/bandwidth)"
     )
     print(
-        f"   speed-up  {t_torch / t_pp:8.1f}x {m_torch / m_pp:8.1f}x  (target >= 20x; medians suffer most "
+        f"   speed-up  {t_torch / t_pp:8.1f}x {m_torch / m_pp:8.1f}x  (goal >= 100x; medians suffer most "
         "from other processes on a shared machine)"
     )
 

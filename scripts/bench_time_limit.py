@@ -19,9 +19,10 @@ COMMANDS = [
     ["1f1b", "-p", "64", "-m", "1024", "--time-limit", "2"],
     ["1f1b", "-p", "32", "-m", "512", "--costs", "F=1,I=1,W=1", "--memory-cap", "8", "--time-limit", "2"],
     ["1f1b", "-p", "64", "-m", "1024", "--costs", "F=1,I=1,W=1", "--memory-cap", "8", "--time-limit", "1"],
-    # 786,432 and 1,572,864 ops: the model cannot be built in time (status UNKNOWN, exit code 2)
-    ["1f1b", "-p", "64", "-m", "4096", "--costs", "F=1,I=1,W=1", "--time-limit", "2"],
-    ["1f1b", "-p", "64", "-m", "8192", "--costs", "F=1,I=1,W=1", "--time-limit", "1"],
+    # 786,432 and 1,572,864 ops: the model cannot be built in time (status UNKNOWN, exit code 2);
+    # a larger memory budget, else --max-memory-gib refuses them before the clock is tried
+    ["1f1b", "-p", "64", "-m", "4096", "--costs", "F=1,I=1,W=1", "--time-limit", "2", "--max-memory-gib", "16"],
+    ["1f1b", "-p", "64", "-m", "8192", "--costs", "F=1,I=1,W=1", "--time-limit", "1", "--max-memory-gib", "16"],
 ]
 
 

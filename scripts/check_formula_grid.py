@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parents[1] / "tests" / "test_formulas.py"
+TESTS = Path(__file__).resolve().parents[1] / "tests" / "schedules" / "test_formulas.py"
 
 
 def _test_module():

@@ -3,7 +3,7 @@
 Every case must end with exit code 0, 1 or 2, exactly one line on stderr when the code is 2, no
 traceback, within 5 CPU seconds (and, in subprocess cases, within 2 GB of address space). Cases run in
 process (``ppverify.cli.main``, fast) and a share of them in subprocesses (real exit codes,
-stderr and resource limits). ``tests/test_fuzz.py`` runs a few thousand; this script more::
+stderr and resource limits). ``tests/cli/test_fuzz.py`` runs a few thousand; this script more::
 
     python scripts/fuzz.py --cases 20000 --seed 1 --subprocess-every 200
 

@@ -3,7 +3,7 @@ inside its rules (``build`` raises ParameterError outside them), verified by Z3 
 default verifier (checked certificates, Z3 as the fallback); prints per family how many schedules
 were checked, how many were VALID on each path, any disagreement, and the time.
 
-The test suite runs a stated sample of this grid (``tests/test_verify_families.py``); this script
+The test suite runs a stated sample of this grid (``tests/verify/test_verify_families.py``); this script
 is the whole of it (about 7 min for the Z3 path on a 2-core machine).
 
 Usage: ``python scripts/verify_grid.py [--path z3|cert|both] [--family NAME ...] [--max-p 16] [--max-m 64]``

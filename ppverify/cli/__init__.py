@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import PPVerifyError
-from ..limits import DEFAULT_MAX_OPS, int_text, op_limit
+from ..limits import DEFAULT_MAX_MEMORY_GIB, DEFAULT_MAX_OPS, int_text, memory_limit, op_limit
 
 #: exit codes: 2 bad input (or a limit), 3 an internal error, 130/143 interrupted
 EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT, EXIT_TERM = 2, 3, 130, 143
@@ -142,12 +142,31 @@ def add_global_options(parser: argparse.ArgumentParser, after_command: bool = Fa
         if hidden
         else f"refuse, before any work, input implying more than N compute ops (default {DEFAULT_MAX_OPS})",
     )
+    parser.add_argument(
+        "--max-memory-gib",
+        type=_max_memory_gib,
+        default=argparse.SUPPRESS if hidden else DEFAULT_MAX_MEMORY_GIB,
+        metavar="X",
+        help=argparse.SUPPRESS
+        if hidden
+        else f"refuse, before building it, a model estimated to need more than X GiB (optimize, gap; "
+        f"default {DEFAULT_MAX_MEMORY_GIB:g})",
+    )
 
 
 def _max_ops(text: str) -> int:
     if not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}")
     return int_text(text, f"--max-ops {text}", 15)  # a LimitError: one line, exit code 2
+
+
+def _max_memory_gib(text: str) -> float:
+    try:
+        gib = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of GiB: {text!r}") from None
+    with memory_limit(gib):  # its checks (finite, > 0, at most a pebibyte): one line, exit code 2
+        return gib
 
 
 def _reconfigure_streams() -> None:
@@ -182,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             print(f"{command}: error: a command is required (see {command} --help)", file=sys.stderr)
             return EXIT_INPUT
-        with _sigterm_raises(), op_limit(args.max_ops):
+        with _sigterm_raises(), op_limit(args.max_ops), memory_limit(args.max_memory_gib):
             code = args._run(args)
     except SystemExit as exc:  # argparse already printed its one line (or --help its text)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_INPUT)

@@ -63,7 +63,7 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
         default="auto",
         help="split (I + W) or full (B) backward; auto: split when --costs names I or W or the family splits it",
     )
-    from ..engines.simulate import SYNC_MODES
+    from ..comm import SYNC_MODES
 
     s.add_argument(
         "--sync",
@@ -97,10 +97,18 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
         >>> pr.split, pr.memory_cap, info["placement"]
         (True, 4.0, 'linear')
     """
+    from ..io import looks_like_file
+    from ..optimize.footprint import check_family_footprint, check_footprint
     from ..optimize.problem import default_pipes
     from ..placement import placement_from_text
+    from ..schedules import get_family
     from .presets_args import preset_context_from_args
 
+    workers = getattr(args, "workers", 2)
+    if args.schedule and not looks_like_file(args.schedule):  # --max-memory-gib before the build
+        fam = get_family(args.schedule)
+        params = {q.name: getattr(args, f"fam_{q.name}", None) for q in fam.params}
+        check_family_footprint(fam.name, args.p, args.m if args.m is not None else args.p, params, workers)
     sched = schedule_from_args(args) if args.schedule else None
     if sched is not None and getattr(args, "placement", None):
         raise ParameterError("placement", args.placement, "give either a family/file or --placement, not both")
@@ -130,4 +138,5 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
     )
     splits = sched is not None and sched.has_split_backward
     pr, info = build_problem(placement, m, pipes, ctx.costs, ctx.comm, request, splits)
+    check_footprint(pr, workers)  # before gap runs the family or optimize builds anything
     return pr, sched, info

@@ -31,17 +31,14 @@ from ..compiled import use_compiled
 from ..costs import CostModel
 from ..errors import DeadlockError, ParameterError
 from ..ops import KIND_CODE, B, W
+from ..replica_sync import ALLREDUCE, DP_ALLREDUCE, collectives, device_ends
 from ..schedule import Schedule
 from ..timeline import Timeline, TimelineInfo, Transfers
 from .core import _waits
 from .simulate import (
     ACTIVATION,
-    ALLREDUCE,
-    DP_ALLREDUCE,
     GRADIENT,
     _record_collective,
-    collectives,
-    device_ends,
     dp_resources,
     finish,
     prepare,
@@ -78,7 +75,7 @@ def simulate_contention(
             "option", ", ".join(options), "unknown option of the contention engine (known: sync, dp_allreduce)"
         )
     prep = prepare(schedule, costs, comm)
-    if use_compiled(prep.dag.num_ops):  # numba kernel, same results (tests/test_kernels.py)
+    if use_compiled(prep.dag.num_ops):  # numba kernel, same results (tests/engines/test_kernels.py)
         compiled_tl = contention_compiled(schedule, costs, comm, prep, sync, dp_allreduce)
         if compiled_tl is not None:  # None: the step has collectives, timed below
             return compiled_tl
@@ -372,7 +369,7 @@ def contention_compiled(
         len(res_id),
     )
     if (ptr < np.asarray(dag.offsets[1:])).any():
-        raise DeadlockError(_waits(dag, ptr.tolist(), (end >= 0).tolist()))  # type: ignore[arg-type]
+        raise DeadlockError(_waits(dag, ptr.tolist(), (end >= 0).tolist()))
     # kept as arrays: lists of a million transfers are made only if someone reads them
     tr = Transfers.from_arrays((ACTIVATION, GRADIENT), e_k, src, dst, e_q, e_i, e_start, e_end, prep.edge_bytes[order])
     tails = np.maximum(np.zeros(p) - device_ends(dag, end, p), 0.0)

@@ -31,17 +31,18 @@ from typing import Any
 
 import numpy as np
 
-from ..comm import NO_COMM, SYNC_MODES, CommModel
+from ..comm import NO_COMM, CommModel
 from ..compiled import use_compiled
 from ..costs import CostModel
 from ..dag import DagArrays, build_dag_arrays
 from ..errors import DeadlockError, ParameterError
-from ..ops import KIND_CODE, KINDS, B, W
+from ..ops import KINDS
+from ..replica_sync import DP_ALLREDUCE, Collective, collectives, device_ends
 from ..schedule import Schedule
 from ..timeline import Timeline, TimelineInfo, Transfers
 from .core import _waits, list_schedule_flat
 
-ACTIVATION, GRADIENT, ALLREDUCE, DP_ALLREDUCE = "activation", "gradient", "allreduce", "dp-allreduce"
+ACTIVATION, GRADIENT = "activation", "gradient"
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,12 +92,14 @@ def _edge_times(
     comm: CommModel, src: np.ndarray, dst: np.ndarray, boundary: np.ndarray, bb: np.ndarray, p: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bytes and ``comm.transfer_time`` of every edge (``boundary`` indexes ``bb``), the time
-    computed once per distinct (src, dst, boundary) and looked up for the rest."""
+    computed once per distinct (src, dst, bytes) and looked up for the rest."""
     nbytes = bb[boundary] if len(bb) else np.zeros(len(src))
     if not len(src):
         return nbytes, np.zeros(0)
-    nb = max(len(bb), 1)
-    key = (src * p + dst) * nb + boundary
+    # boundaries of the same size take the same time: one call per distinct size, not per boundary
+    sizes, size_of = np.unique(bb, return_inverse=True) if len(bb) else (np.zeros(1), np.zeros(1, np.int64))
+    nb = len(sizes)
+    key = (src * p + dst) * nb + size_of.reshape(-1)[boundary]
     inv: np.ndarray | None = None
     if p * p * nb <= 4 * len(key) + 4096:
         # keys from a small range: mark them in a dense table (np.unique sorts all of them)
@@ -106,10 +109,7 @@ def _edge_times(
     else:
         uniq, inv = np.unique(key, return_inverse=True)
     times = np.array(
-        [
-            comm.transfer_time(int(k // nb // p), int(k // nb % p), float(bb[k % nb]) if len(bb) else 0.0)
-            for k in uniq.tolist()
-        ],
+        [comm.transfer_time(int(k // nb // p), int(k // nb % p), float(sizes[k % nb])) for k in uniq.tolist()],
         dtype=float,
     )
     if (times < 0).any() or not np.isfinite(times).all():
@@ -164,115 +164,6 @@ def prepare(schedule: Schedule, costs: CostModel, comm: CommModel) -> Prepared:
     return Prepared(dag, dur, ii, kk, qq, nbytes, times)
 
 
-def replica_groups(schedule: Schedule) -> list[tuple[int, tuple[int, ...]]]:
-    """``(stage, devices)`` for every stage held by more than one device (over the pipes that
-    carry microbatches): the groups whose weight gradients must be all-reduced.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> replica_groups(build("chimera", p=4, m=4))
-        [(0, (0, 3)), (1, (1, 2)), (2, (1, 2)), (3, (0, 3))]
-        >>> replica_groups(build("1f1b", p=4, m=4))
-        []
-    """
-    pl = schedule.placement
-    used = sorted(set(schedule.pipe_of_mb))
-    out = []
-    for s in range(pl.num_stages):
-        devs = tuple(sorted({pl.maps[pipe][s] for pipe in used}))
-        if len(devs) > 1:
-            out.append((s, devs))
-    return out
-
-
-@dataclass(frozen=True)
-class Collective:
-    """One collective of the step: kind (``allreduce`` between stage replicas, ``dp-allreduce``),
-    devices, bytes, earliest start given compute end times, uncontended duration, and the stage
-    (-1 for a data-parallel all-reduce of everything a device holds)."""
-
-    kind: str
-    devices: tuple[int, ...]
-    nbytes: float
-    ready: float
-    duration: float
-    stage: int = -1
-
-
-def collectives(
-    schedule: Schedule,
-    costs: CostModel,
-    comm: CommModel,
-    dag: DagArrays,
-    end: np.ndarray,
-    sync: str = "eager",
-    dp_allreduce: int = 0,
-) -> list[Collective]:
-    """Replica all-reduces (per ``sync``) and data-parallel all-reduces, with their ready times
-    given the compute ``end`` times. The DP all-reduce of a device waits for that device's replica
-    syncs, so it is returned with ``ready`` = its compute end and resolved by the engines.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
-        >>> s = build("chimera", p=2, m=2)
-        >>> pr = prepare(s, CostModel.abstract(s.placement), FixedDelay(1))
-        >>> [(c.kind, c.devices, c.duration) for c in collectives(s, CostModel.abstract(s.placement), FixedDelay(1), pr.dag, np.ones(pr.dag.num_ops))]
-        [('allreduce', (0, 1), 2.0), ('allreduce', (0, 1), 2.0)]
-    """
-    from ..system import allreduce_time, dp_allreduce_time
-
-    if sync not in SYNC_MODES:
-        raise ParameterError("sync", sync, f"expected one of {', '.join(SYNC_MODES)}")
-    if isinstance(dp_allreduce, bool) or not isinstance(dp_allreduce, int) or dp_allreduce < 0:
-        raise ParameterError("dp-allreduce", dp_allreduce, "must be an integer >= 0 (data-parallel replicas)")
-    frac = float(costs.extra.get("grad_fraction", 0.0)) if costs.extra else 0.0
-    grad = [w * frac for w in costs.weight_bytes]
-    p = schedule.p
-    dev_end = device_ends(dag, end, p)
-    out: list[Collective] = []
-    if sync != "none":
-        is_last_bwd = (dag.kind == KIND_CODE[B]) | (dag.kind == KIND_CODE[W])
-        for s, devs in replica_groups(schedule):
-            if sync == "eager":
-                sel = is_last_bwd & (dag.stage == s)
-                ready = float(end[sel].max()) if sel.any() else 0.0
-            else:
-                ready = float(max(dev_end[d] for d in devs))
-            out.append(Collective(ALLREDUCE, devs, grad[s], ready, allreduce_time(comm, list(devs), grad[s]), s))
-    if dp_allreduce >= 2:
-        held = [0.0] * p
-        pl = schedule.placement
-        for pipe in sorted(set(schedule.pipe_of_mb)):
-            for s, d in enumerate(pl.maps[pipe]):
-                held[d] += grad[s]
-        for d in range(p):
-            out.append(
-                Collective(
-                    DP_ALLREDUCE, (d,), held[d], float(dev_end[d]), dp_allreduce_time(comm, dp_allreduce, held[d])
-                )
-            )
-    return out
-
-
-def device_ends(dag: DagArrays, end: np.ndarray, p: int) -> np.ndarray:
-    """Each device's last op end (0 for a device without ops).
-
-    Example:
-        >>> from ppverify.dag import build_dag_arrays
-        >>> from ppverify.schedules import build
-        >>> device_ends(build_dag_arrays(build("gpipe", p=2, m=1)), np.array([1.0, 4.0, 2.0, 3.0]), 3).tolist()
-        [4.0, 3.0, 0.0]
-    """
-    dev_end = np.zeros(p)
-    if len(end):
-        # ops are grouped by device (positions): one max per segment, not the slow ufunc.at
-        off = np.asarray(dag.offsets)
-        nz = np.flatnonzero(np.diff(off) > 0)
-        dev_end[nz] = np.maximum(dev_end[nz], np.maximum.reduceat(end, off[nz]))
-    return dev_end
-
-
 def exposed_comm(dag: DagArrays, start: np.ndarray, end: np.ndarray, p: int) -> np.ndarray:
     """Per device, the time it waits for transfers still in flight: for each op, how much later
     it starts than it could if every input arrived the moment its producer ended.
@@ -287,7 +178,7 @@ def exposed_comm(dag: DagArrays, start: np.ndarray, end: np.ndarray, p: int) -> 
     out = np.zeros(p)
     if not n:
         return out
-    if use_compiled(n):  # one compiled pass, the same sums (tests/test_kernels.py)
+    if use_compiled(n):  # one compiled pass, the same sums (tests/engines/test_kernels.py)
         from .kernels import exposed_waits
 
         out += exposed_waits(dag.pred, start, end, dag.offsets)
@@ -378,7 +269,7 @@ def simulate_async(
     d[prep.edge_i, prep.edge_k] = prep.edge_time
     start_l: np.ndarray | list[float]
     end_l: np.ndarray | list[float]
-    if use_compiled(n):  # numba kernel, same results (tests/test_kernels.py)
+    if use_compiled(n):  # numba kernel, same results (tests/engines/test_kernels.py)
         from .kernels import list_schedule_arrays
 
         start_l, end_l, ptr, done = list_schedule_arrays(

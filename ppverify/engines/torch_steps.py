@@ -61,7 +61,7 @@ def simulate_steps(schedule: Schedule) -> list[list[Action]]:
         [['0F0', '0SEND_F0', '', '', '0RECV_B0', '0B0'], ['', '1RECV_F0', '1F0', '1B0', '1SEND_B0']]
     """
     rank_of = _stage_rank(schedule)
-    if use_compiled(sum(map(len, schedule.programs))):  # numba kernel, same grid (tests/test_kernels.py)
+    if use_compiled(sum(map(len, schedule.programs))):  # numba kernel, same grid (tests/engines/test_kernels.py)
         from .torch_steps_kernel import simulate_steps_compiled
 
         compiled_grid = simulate_steps_compiled(schedule)
@@ -180,7 +180,7 @@ def torch_timeline(schedule: Schedule, costs: CostModel | None = None, **_: obje
         >>> tl.makespan, tl.info.steps, [str(o) for o in tl.ops], tl.start.tolist()
         (6.0, 6, ['0F0', '1F0', '1B0', '0B0'], [0.0, 2.0, 3.0, 5.0])
     """
-    if use_compiled(sum(map(len, schedule.programs))):  # numba kernel, same timeline (tests/test_kernels.py)
+    if use_compiled(sum(map(len, schedule.programs))):  # numba kernel, same timeline (tests/engines/test_kernels.py)
         from .torch_steps_kernel import torch_timeline_compiled
 
         compiled_tl = torch_timeline_compiled(schedule, costs)

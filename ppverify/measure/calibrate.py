@@ -346,9 +346,9 @@ def predict_on(schedule: Schedule, costs: CostModel | dict[str, float], system: 
     ho = getattr(sysm, "handover_s", None)
     if ho is not None and schedule.placement.num_pipes == 1:
         # PyTorch's runtime action by action, its rendezvous hand-overs included (.handover)
-        from .handover import Handover, predict_runtime
+        from .handover import TERMS, Handover, predict_runtime
 
-        model = Handover(*ho, deciles=getattr(sysm, "handover_deciles_s", ()))
+        model = Handover(**dict(zip(TERMS, ho)), deciles=getattr(sysm, "handover_deciles_s", ()))
         return float(predict_runtime(schedule, seconds_costs(schedule, costs), model, draws=DRAWS).makespan)
     c = system_overhead(seconds_costs(schedule, costs), schedule.placement, sysm)
     return float(run(schedule, c, sysm, semantics="async").makespan)

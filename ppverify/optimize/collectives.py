@@ -19,7 +19,7 @@ collective have ended. In the solver that is, for each collective ``c`` with dur
 ``done_c >= end(g) + t_c`` for each op ``g`` it waits for, ``done_c >= done_a + t_c`` for each
 collective ``a`` it waits for, and ``makespan >= done_c``; with the program order fixed the least
 such makespan is the engine's. Durations, bytes and replica groups come from
-:func:`ppverify.engines.simulate.collectives`, so the two never disagree on what a collective costs.
+:func:`ppverify.replica_sync.collectives`, so the two never disagree on what a collective costs.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..comm import CommModel
+from ..comm import SYNC_MODES, CommModel
 from ..costs import CostModel
 from ..dag import StepDAG, build_dag_arrays
-from ..engines.simulate import ALLREDUCE, SYNC_MODES, collectives
 from ..ops import B, W
+from ..replica_sync import ALLREDUCE, collectives
 
 
 @dataclass(frozen=True)

@@ -523,10 +523,7 @@ def best_candidate(
     """
     if hard is not None and time.monotonic() > hard:
         return None  # the rules' own set-up is linear in the ops: not even that once past the stop
-    from .zbheuristic import zb_candidates
-
-    # the zero-bubble paper's heuristic first (8 variants): the result is never worse than it
-    cands: list[Candidate] = zb_candidates(inst, hard)
+    cands: list[Candidate] = []
     for prio, look, infl, wait in greedy_rules(inst):
         now = time.monotonic()
         if (deadline is not None and now > deadline and cands) or (hard is not None and now > hard):

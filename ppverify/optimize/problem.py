@@ -286,6 +286,9 @@ def instance(problem: Problem, schedule: Schedule | None = None, deadline: Deadl
         >>> inst.tick, inst.dur, inst.delay[1]
         (0.5, [2, 4, 2, 4], [0, 1])
     """
+    from .footprint import check_footprint
+
+    check_footprint(problem)  # --max-memory-gib: refused before anything proportional to the ops
     with _collector_paused():
         return _build_instance(problem, schedule, deadline)
 

@@ -29,6 +29,10 @@ from .model import build_model
 from .problem import Instance, Problem, instance
 from .relax import relaxation_bound
 from .result import OptimizeResult
+from .zbheuristic import zb_candidates
+
+#: share of the relaxation's budget tried before the search (all of it runs after an unproven one)
+_RELAX_PROBE = 0.1
 
 _STATUS = {
     cp_model.OPTIMAL: "OPTIMAL",
@@ -139,10 +143,11 @@ def optimize(
     ``symmetry``/``redundant_bounds``/``hints`` switch off the model-strength constraints and the
     starting schedules (to measure what they bring; all off is plain CP-SAT); the analytic
     bounds are still reported. ``relax_share`` of the time limit goes to the
-    one-device relaxation bound (:mod:`.relax`) when the search ends without proving its schedule
-    optimal (``relax_first``: before the search, whenever the starting schedule is not already
-    proven optimal by the analytic bounds; the search does not use that bound, so its result is
-    the same either way, but a proof by search then also pays for the relaxation).
+    one-device relaxation bound (:mod:`.relax`): a tenth of it as a probe before the search (it
+    may prove the starting schedule optimal), all of it only when the search ends without proving
+    its schedule optimal (``relax_first``: all of it before the search; the search does not use
+    that bound, so its schedule is the same either way, but a proof by search then also pays for
+    the relaxation).
 
     ``work_limit`` bounds the solver by CP-SAT's deterministic time (default ``time_limit``): the
     relaxation and the search stop on that work count, so results do not depend on machine load;
@@ -204,6 +209,9 @@ def optimize(
     # only cuts it on a machine too slow to finish them within most of the time limit
     safety = dl.at(0.8).end
     best: Candidate | None = best_candidate(inst, use_families, deadline=safety, hard=hard.end) if hints else None
+    if hints:  # the zero-bubble paper's heuristic (8 variants) too: the result is never worse than it
+        starts = [c for c in (best, *zb_candidates(inst, hard.end)) if c is not None]
+        best = min(starts, key=lambda c: (c.objective, c.source), default=None)
     if hints and time.monotonic() > safety:
         cut.append("starting schedules")
     if (
@@ -239,13 +247,17 @@ def optimize(
             **common,
         )
     analytic = bounds
-    if redundant_bounds and relax_share > 0 and relax_first and not hard.expired():
-        # the one-device relaxation (relax.py): a small exact model per device, a share of the time
+    if redundant_bounds and relax_share > 0 and not hard.expired():
+        # the one-device relaxation (relax.py): a small exact model per device, a share of the time.
+        # Unless relax_first, only a probe (_RELAX_PROBE of that share) runs here: it often proves
+        # the start optimal at once (unit costs, cap p*M_F, c=1 at (16,32): 0.1 deterministic s);
+        # the rest runs after the search, and only when the search found no proof
         from dataclasses import replace
 
-        budget = min(relax_share * time_limit, 0.5 * hard.remaining())
+        share = 1.0 if relax_first else _RELAX_PROBE
+        budget = min(share * relax_share * time_limit, 0.5 * hard.remaining())
         relax_best, relax_per = relaxation_bound(
-            inst, bounds, max(0.0, budget), workers, seed, work_limit=relax_share * work
+            inst, bounds, max(0.0, budget), workers, seed, work_limit=share * relax_share * work
         )
         bounds = replace(
             bounds,
@@ -277,7 +289,7 @@ def optimize(
         # bounds alone (unit costs, cap p*M_F, c=1 at (16,64): optimal at 3.9 deterministic s
         # without, not within 10.5 with the relaxation's per-device floors)
         floor = max(floor, bounds.best)
-    elif redundant_bounds and relax_share > 0 and relax_first:
+    elif redundant_bounds and relax_share > 0:
         cut.append("device relaxation")
     used_bounds = analytic if redundant_bounds else _no_bounds(bounds)
     try:
@@ -328,7 +340,7 @@ def optimize(
         # the cut `objective <= hint` was infeasible below the hint: the hint is optimal
         bound_ticks = value
     if value is not None and bound_ticks < value and redundant_bounds and relax_share > 0 and not relax_first:
-        # no proof from the search: the one-device relaxation (relax.py) may still raise the bound.
+        # no proof from the search: the one-device relaxation may still raise the bound.
         # It runs after the search so that a proof by search costs nothing more (unit costs, cap
         # p*M_F, c=1 at (16,64): 20 of 38 CPU seconds went to a relaxation the proof did not need)
         if hard.expired():
@@ -336,11 +348,13 @@ def optimize(
         else:
             from dataclasses import replace
 
+            # the whole share again from the analytic bounds, not the rest of it after the probe's:
+            # the same bound as a relaxation run first
             wall = max(0.0, min(relax_share * time_limit, hard.remaining()))
-            relax_best, relax_per = relaxation_bound(inst, bounds, wall, workers, seed, work_limit=relax_share * work)
+            relax_best, relax_per = relaxation_bound(inst, analytic, wall, workers, seed, work_limit=relax_share * work)
             bounds = replace(
                 bounds,
-                device_relaxation=relax_best,
+                device_relaxation=max(bounds.device_relaxation, relax_best),
                 per_device=tuple(max(a, b) for a, b in zip(bounds.per_device, relax_per)),
             )
             common["bounds"] = bounds.as_dict(inst.tick)

@@ -63,8 +63,10 @@ class _Walk:
     """State of one run of the heuristic: per stage the counts of placed F, I and W, the end of
     its last op, the memory held and the idle time accumulated after its first forward."""
 
-    def __init__(self, inst: Instance) -> None:
+    def __init__(self, inst: Instance, deadline: float | None = None) -> None:
         self.inst = inst
+        self.deadline = deadline
+        self.placed = 0
         self.p, self.m = inst.p, inst.problem.m
         self.pos = position_map(inst)
         self.pred = inst.dag.pred
@@ -102,6 +104,9 @@ class _Walk:
         self.level[s] += self.inst.alloc[i] - self.inst.free[i]
         self.n[kind][s] += 1
         self.programs[s].append(Op(kind, s, mb))
+        self.placed += 1
+        if self.deadline is not None and self.placed % 4096 == 0 and time.monotonic() > self.deadline:
+            raise _Stuck  # out of time: this variant is dropped
 
     def fits(self, s: int, kind: str) -> bool:
         cap = self.inst.cap
@@ -201,8 +206,11 @@ def _steady(wk: _Walk, mb: int, prefer_grad: bool, fill_gap: bool) -> None:
         wk.put(s, I)
 
 
-def zb_programs(inst: Instance, bubble_first: bool, prefer_grad: bool, fill_gap: bool) -> list[list[Op]] | None:
-    """Per-device program orders of one variant of the heuristic (``None`` when it gets stuck).
+def zb_programs(
+    inst: Instance, bubble_first: bool, prefer_grad: bool, fill_gap: bool, deadline: float | None = None
+) -> list[list[Op]] | None:
+    """Per-device program orders of one variant of the heuristic (``None`` when it gets stuck, or
+    when ``time.monotonic()`` passes ``deadline``, checked every 4096 ops).
 
     Example:
         >>> from ppverify.placement import linear
@@ -213,7 +221,7 @@ def zb_programs(inst: Instance, bubble_first: bool, prefer_grad: bool, fill_gap:
         >>> [" ".join(map(str, prog)) for prog in zb_programs(inst, True, True, True)]
         ['0F0 0F1 0I0 0W0 0F2 0I1 0W1 0I2 0W2', '1F0 1I0 1F1 1I1 1W0 1F2 1I2 1W1 1W2']
     """
-    wk = _Walk(inst)
+    wk = _Walk(inst, deadline)
     try:
         for mb in range(wk.m):
             if mb == 0:
@@ -250,7 +258,7 @@ def zb_candidates(inst: Instance, deadline: float | None = None) -> list[Candida
     for bubble_first, prefer_grad, fill_gap in itertools.product((True, False), repeat=3):
         if deadline is not None and time.monotonic() > deadline:
             break
-        programs = zb_programs(inst, bubble_first, prefer_grad, fill_gap)
+        programs = zb_programs(inst, bubble_first, prefer_grad, fill_gap, deadline)
         if programs is None or not memory_ok(inst, programs):
             continue
         tag = "zb-heuristic-" + "".join("ny"[b] for b in (bubble_first, prefer_grad, fill_gap))

@@ -4,7 +4,7 @@ The reference generators build each device's program op by op in Python; at a mi
 costs seconds, more than simulating them. Here each program's order is computed as numpy arrays
 (which forward or backward comes k-th, its chunk and microbatch) and the :class:`~ppverify.ops.Op`
 values are made in one C-level pass. The programs are identical, op for op, to the reference's
-(tests/test_kernels.py); the generators call this above
+(tests/engines/test_kernels.py); the generators call this above
 :data:`ppverify.compiled.COMPILED_MIN_OPS` ops.
 """
 
@@ -61,6 +61,15 @@ def _ops(kinds: list[str], stages: np.ndarray, mbs: np.ndarray) -> tuple[Op, ...
     return tuple(map(tuple.__new__, repeat(Op, len(kinds)), zip(kinds, stages.tolist(), mbs.tolist())))
 
 
+def _int_objects(n: int) -> np.ndarray:
+    """``0..n-1`` as Python ints in an object array: indexing it and ``tolist`` hand out these same
+    objects, so a million ops share ``n`` ints instead of each making its own (less time, less
+    memory; the values are the same)."""
+    out = np.empty(n, dtype=object)
+    out[:] = range(n)
+    return out
+
+
 def _numbered(chunks: np.ndarray, v: int) -> np.ndarray:
     """For a sequence of chunks, how many earlier entries had the same chunk (each chunk's
     microbatches counted up)."""
@@ -82,13 +91,14 @@ def interleaved_programs(p: int, m: int, v: int, n: int, warmups: list[int]) -> 
     total = m * v
     fwd_chunks = (np.arange(total) // n) % v
     mb = _numbered(fwd_chunks, v)  # the backward walk mirrors chunks: same counts per position
+    stage_ints, mb_ints = _int_objects(v * p), _int_objects(m)
     programs = []
     with no_gc_pauses():
         for d in range(p):
             is_f, k = one_f_one_b_positions(warmups[d], total)
             chunk = np.where(is_f, fwd_chunks[k], v - 1 - fwd_chunks[k])
             kinds = np.where(is_f, F, B).tolist()
-            programs.append(_ops(kinds, chunk * p + d, mb[k]))
+            programs.append(_ops(kinds, stage_ints[chunk * p + d], mb_ints[mb[k]]))
     return tuple(programs)
 
 
@@ -100,9 +110,10 @@ def one_f_one_b_programs(p: int, m: int) -> tuple[tuple[Op, ...], ...]:
         >>> [str(o) for o in one_f_one_b_programs(3, 3)[2]]
         ['2F0', '2B0', '2F1', '2B1', '2F2', '2B2']
     """
+    mb_ints = _int_objects(m)
     programs = []
     with no_gc_pauses():
         for d in range(p):
             is_f, k = one_f_one_b_positions(min(p - 1 - d, m), m)
-            programs.append(_ops(np.where(is_f, F, B).tolist(), np.full(len(k), d), k))
+            programs.append(_ops(np.where(is_f, F, B).tolist(), np.full(len(k), d), mb_ints[k]))
     return tuple(programs)

@@ -125,7 +125,7 @@ def interleaved_1f1b(p: int, m: int, v: int = 2, order: str = "pytorch") -> Sche
         return Schedule(loop(p, 1), m, base.programs, base.pipe_of_mb, "interleaved-1f1b", params)
     n = round_size(p, m, v)
     total = m * v
-    if use_compiled(2 * total * p):  # vectorised, the same programs (tests/test_kernels.py)
+    if use_compiled(2 * total * p):  # vectorised, the same programs (tests/engines/test_kernels.py)
         from .fast_orders import interleaved_programs
 
         programs = interleaved_programs(p, m, v, n, [megatron_warmup(p, m, v, d, order) for d in range(p)])

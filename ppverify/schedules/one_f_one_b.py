@@ -23,7 +23,7 @@ def one_f_one_b(p: int, m: int) -> Schedule:
         >>> [str(o) for o in one_f_one_b(3, 3).programs[2]]
         ['2F0', '2B0', '2F1', '2B1', '2F2', '2B2']
     """
-    if use_compiled(2 * m * p):  # vectorised, the same programs (tests/test_kernels.py)
+    if use_compiled(2 * m * p):  # vectorised, the same programs (tests/engines/test_kernels.py)
         from .fast_orders import one_f_one_b_programs
 
         return Schedule(linear(p), m, one_f_one_b_programs(p, m), (0,) * m, "1f1b", {"p": p, "m": m})

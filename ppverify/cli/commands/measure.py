@@ -15,7 +15,6 @@ share, as in ``simulate --costs``); ``--compute real``: small real blocks. A han
 from __future__ import annotations
 
 import argparse
-from types import SimpleNamespace
 
 from .. import Command
 from ..common import add_schedule_arguments, print_json, schedule_from_args
@@ -73,9 +72,10 @@ def run(args: argparse.Namespace) -> int:
     from ...files import check_output_path
     from ...measure import MeasureTimeout, measure
     from ...measure.options import check_run_options
+    from ...measure.summary import measure_report, measure_text
+    from ...run_report import write_frame
     from ...system import load_system
     from ...trace import write_trace
-    from .simulate import _write_frame, fmt_time, gantt, report
 
     schedule = schedule_from_args(args)
     costs = parse_costs(args.costs)
@@ -103,76 +103,19 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"schedule      {schedule.describe()}\n{exc}\nall worker processes stopped")
         return 1
-    tl, pred = res.timeline, res.predicted
-    rep = report(tl, SimpleNamespace(system=None, stage_costs=None), None)
-    rep.update(res.summary())
-    rep["predicted"] = pred.metrics() if pred is not None else None
-    calibrated = _calibrated(schedule, res.costs, system) if system is not None else None
-    if system is not None:
-        rep["system"] = args.system
-        rep["makespan_predicted_calibrated"] = calibrated
-        rep["error_calibrated"] = (res.makespan - calibrated) / calibrated if calibrated else None
-    for flag, write in (("trace", write_trace), ("frame", _write_frame), ("plot", _plot)):
+    rep = measure_report(schedule, res, system, args.system)
+    for flag, write in (("trace", write_trace), ("frame", write_frame), ("plot", _plot)):
         if getattr(args, flag):
-            write(tl, getattr(args, flag))
+            write(res.timeline, getattr(args, flag))
             rep[flag] = getattr(args, flag)
     if args.json:
         print_json(rep)
-        return 0 if res.grad_check.ok else 1
-    runner = (
-        "PyTorch _PipelineScheduleRuntime"
-        if res.runner == "torch-runtime"
-        else "ppverify two-pipe runner (point-to-point + replica all-reduce)"
-    )
-    steps = res.makespans
-    print(
-        f"schedule      {schedule.describe()}\n"
-        f"runner        {runner}; {schedule.p} processes, gloo; compute {res.compute}; "
-        f"{len(steps)} steps after {args.warmup} warm-up\n"
-        f"costs         {res.costs.label} (s per device share)"
-    )
-    if not args.no_table:
-        print()
-        print(gantt(tl, args.width))
-    print()
-    ms = tl.makespan
-    line = f"makespan      measured {fmt_time(ms, 's')} (median step; {fmt_time(min(steps), 's')} .. {fmt_time(max(steps), 's')})"
-    if pred is not None:
-        line += f"   predicted {fmt_time(pred.makespan, 's')} (async)   error {100 * (ms - pred.makespan) / pred.makespan:+.1f}%"
-    print(line)
-    if calibrated is not None:
-        print(
-            f"calibrated    predicted {fmt_time(calibrated, 's')} ({_how(schedule, system)}, --system {args.system})   "
-            f"error {100 * (ms - calibrated) / calibrated:+.1f}%"
-        )
-    bubble = f"bubble ratio  measured {tl.bubble_ratio:.4f}"
-    print(bubble + (f"   predicted {pred.bubble_ratio:.4f}" if pred is not None else ""))
-    print(
-        f"step time     {', '.join(fmt_time(t, 's') for t in res.step_times)} (first rank's start to last rank's end)"
-    )
-    print(f"gradients     {res.grad_check.message}")
-    for flag in ("trace", "frame", "plot"):
-        if getattr(args, flag):
-            print(f"{flag:<13} written to {getattr(args, flag)}")
+    else:
+        print(measure_text(schedule, res, rep, args.warmup, None if args.no_table else args.width, system))
+        for flag in ("trace", "frame", "plot"):
+            if getattr(args, flag):
+                print(f"{flag:<13} written to {getattr(args, flag)}")
     return 0 if res.grad_check.ok else 1
-
-
-def _how(schedule, system) -> str:
-    # one-pipe schedules with a preset's hand-over terms: PyTorch's runtime walked action by action
-    if getattr(system, "handover_s", None) is not None and schedule.placement.num_pipes == 1:
-        return "hand-over model"
-    return "async"
-
-
-def _calibrated(schedule, costs, system) -> float | None:
-    # the makespan `simulate --semantics async --system` predicts; None where it cannot time it
-    from ...errors import PPVerifyError
-    from ...measure.calibrate import predict_on
-
-    try:
-        return predict_on(schedule, costs, system)
-    except PPVerifyError:
-        return None
 
 
 def _plot(timeline, path: str) -> None:

@@ -28,8 +28,8 @@ _write_frame = write_frame
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Schedule, costs, presets, semantics, collectives and output options."""
+    from ...comm import SYNC_MODES
     from ...engines import registry
-    from ...engines.simulate import SYNC_MODES
 
     add_schedule_arguments(parser)
     add_cost_arguments(parser)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "your_own_schedule.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "your_own_schedule.ipynb"
 
 
 def test_your_own_schedule_notebook_executes(tmp_path: Path, execute_notebook) -> None:

@@ -9,7 +9,7 @@ from ppverify.cli import main
 from ppverify.io import load_schedule
 from ppverify.io.torch_csv import load_csv
 
-DATA = Path(__file__).parent / "data" / "torch"
+DATA = Path(__file__).resolve().parents[1] / "data" / "torch"
 
 
 def test_import_valid_file(capsys):

@@ -38,7 +38,7 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ARTIFACTS = Path(__file__).parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 
 @pytest.fixture(scope="module")

@@ -13,11 +13,12 @@ from ppverify.comm import FixedDelay
 from ppverify.costs import CostModel
 from ppverify.dag import build_dag_arrays
 from ppverify.engines import run
-from ppverify.engines.simulate import memory_report, replica_groups, simulate_async
+from ppverify.engines.simulate import memory_report, simulate_async
 from ppverify.errors import DeadlockError, ParameterError
 from ppverify.llm import Training, llm_cost_model, load_llm, stage_costs
 from ppverify.ops import Op
 from ppverify.placement import linear
+from ppverify.replica_sync import replica_groups
 from ppverify.schedule import Schedule
 from ppverify.schedules import build, families
 from ppverify.system import GiB, LinkTier, System, load_system

@@ -19,7 +19,7 @@ from ppverify.errors import DeadlockError
 from ppverify.io.torch_csv import load_csv, parse_rows
 from ppverify.schedules import build
 
-DATA = Path(__file__).parent / "data" / "torch"
+DATA = Path(__file__).resolve().parents[1] / "data" / "torch"
 
 # PyTorch test_schedule.py, test_send_recv "simple_2_rank_2_stage" (expected 11 steps)
 SIMPLE_2_RANK_2_STAGE = [["0F0", "0F1", "   ", "0B0", "   ", "0B1"], ["   ", "1F0", "1B0", "1F1", "1B1", "   "]]
@@ -206,7 +206,7 @@ def test_step_counts_and_lowering_equal_pytorch_on_the_grid():
     compared = 0
     for name, p, m, v, s in cases:
         if name == "1F1B":
-            continue  # its last rank's list is wrong (tests/test_torch_interop.py); checked below
+            continue  # its last rank's list is wrong (tests/io/test_torch_interop.py); checked below
         assert texts(add_send_recv(s)) == torch_interop.torch_lower(s), (name, p, m, v)
         ours = torch_step_count(s)
         if name == "DualPipeV":

@@ -204,7 +204,7 @@ def test_cli_dry_run(tmp_path, capsys):
 
 
 def test_example_config_is_valid():
-    spec = load_sweep(Path(__file__).resolve().parents[1] / "examples" / "sweep.yaml")
+    spec = load_sweep(Path(__file__).resolve().parents[2] / "examples" / "sweep.yaml")
     assert spec.num_points > 100 and "async" in spec.levels
     assert point_hash(spec.entries[0], spec.configs[0], "slot", 1, 1) == point_hash(
         spec.entries[0], spec.configs[0], "slot", 2, 2

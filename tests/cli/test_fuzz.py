@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-_SPEC = importlib.util.spec_from_file_location("ppverify_fuzz", Path(__file__).parents[1] / "scripts" / "fuzz.py")
+_SPEC = importlib.util.spec_from_file_location("ppverify_fuzz", Path(__file__).parents[2] / "scripts" / "fuzz.py")
 fuzz = importlib.util.module_from_spec(_SPEC)
 sys.modules["ppverify_fuzz"] = fuzz
 _SPEC.loader.exec_module(fuzz)

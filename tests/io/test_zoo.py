@@ -22,7 +22,7 @@ from ppverify.io.torch_interop import order_differences
 from ppverify.ops import Overlap
 from ppverify.schedules import build, get_family
 
-DATA = Path(__file__).parent / "data" / "torch"
+DATA = Path(__file__).resolve().parents[1] / "data" / "torch"
 ZOO = {
     "zb-h1": {},
     "zb-h2": {},

@@ -270,7 +270,7 @@ def test_chimera_asym_never_deadlocks_sample(half, k, offset, down, units):
 
 @pytest.mark.slow
 def test_generated_schedules_are_valid_strided_grid():
-    # the full p in 2..16 x m in 1..64 grid runs in tests/test_formulas.py (structure + formula);
+    # the full p in 2..16 x m in 1..64 grid runs in tests/schedules/test_formulas.py (structure + formula);
     # here a strided subset also checks one op at a time per device, under F=1,B=2
     for p in range(2, 17, 2):
         for m in sorted({1, p - 1, p, p + 1, 2 * p, 64 // p * p} - {0}):

@@ -6,8 +6,8 @@ The sample: every p in 2..16 with m in {1, p-1, p+1, 2p, 3p+1, 4p, 64}, i.e. 97 
 (p, m) points per family (fewer inside a family's rules: 14 for Chimera, 74 for the interleaved
 ones), chosen for the boundaries of the families' rules (m < p, m = p +- 1, multiples of p, the
 largest m). The fast suite covers the points (p, m) = (2, 1), (2, 4), (4, 4), (4, 8), (6, 12),
-(8, 16), (3, 7), (16, 32) with the default verifier (``tests/test_verify.py``) and checks the
-certificates against Z3 on random schedules (``tests/test_verify_certify.py``); those points are
+(8, 16), (3, 7), (16, 32) with the default verifier (``tests/verify/test_verify.py``) and checks the
+certificates against Z3 on random schedules (``tests/verify/test_verify_certify.py``); those points are
 left out here. The whole grid, on both paths, is ``scripts/verify_grid.py`` (about 7 min for
 Z3 alone on a 2-core machine)."""
 

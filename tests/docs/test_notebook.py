@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "paper_findings.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "paper_findings.ipynb"
 
 
 def test_paper_findings_notebook_executes(tmp_path, execute_notebook):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ppverify.cli import main
 
-DATA = Path(__file__).parent / "data" / "torch"
+DATA = Path(__file__).resolve().parents[1] / "data" / "torch"
 
 
 def test_simulate_torch_semantics_step_count(capsys):

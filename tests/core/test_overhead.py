@@ -64,7 +64,7 @@ def test_shipped_presets_have_zero_overhead():
 
     import yaml
 
-    files = sorted((Path(__file__).resolve().parents[1] / "models" / "systems").glob("*.yaml"))
+    files = sorted((Path(__file__).resolve().parents[2] / "models" / "systems").glob("*.yaml"))
     assert files and all("runtime" not in (yaml.safe_load(f.read_text()) or {}) for f in files)
     s = load_system("dgx-h100")
     assert (s.action_overhead_s, s.transfer_overhead_s) == (0.0, 0.0)

@@ -7,7 +7,7 @@ import json
 from ppverify.cli import main
 
 # Bad command lines (unknown names, values out of range, missing files) are one table:
-# tests/test_limits.py::test_bad_command_lines_are_refused_at_once.
+# tests/core/test_limits.py::test_bad_command_lines_are_refused_at_once.
 
 
 def test_malformed_json_file_names_file_and_location(tmp_path, capsys):

@@ -15,7 +15,7 @@ from ppverify.io.torch_csv import csv_text, load_csv, parse_rows, save_csv, to_r
 from ppverify.ops import Comm, Marker, Op, Overlap
 from ppverify.schedules import build
 
-DATA = Path(__file__).parent / "data" / "torch"
+DATA = Path(__file__).resolve().parents[1] / "data" / "torch"
 FIXTURES = ["zb1p_2rank_2stagep_compute.csv", "zb1p_2rank_2stagep_comms.csv", "dualpipev_4rank_10mb.csv"]
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from ppverify.cli import main
 from ppverify.cli.commands.optimize import build_namespace, problem_from_args
+from ppverify.limits import memory_limit
 from ppverify.optimize import optimize
 from ppverify.optimize.deadline import Deadline, WallLimitReached
 from ppverify.optimize.heuristic import greedy
@@ -108,12 +109,16 @@ def test_an_uncut_run_is_unchanged():
 
 # 64 stages x 4096 microbatches x (F, I, W): 786,432 ops, several seconds of model building alone
 LARGE = ["1f1b", "-p", "64", "-m", "4096", "--costs", "F=1,I=1,W=1"]
+#: GiB: over the estimated peak of LARGE's whole model (refused at the default 2 GiB)
+LARGE_BUDGET_GIB = 16.0
 
 
 def test_a_large_step_keeps_a_short_limit_with_the_bound_known():
-    pr = _problem(LARGE)
-    t0 = time.monotonic()
-    res = optimize(pr, time_limit=1.0, workers=1)
+    # a budget above the model's estimated memory: the deadline is tested, not --max-memory-gib
+    with memory_limit(LARGE_BUDGET_GIB):
+        pr = _problem(LARGE)
+        t0 = time.monotonic()
+        res = optimize(pr, time_limit=1.0, workers=1)
     took = time.monotonic() - t0
     assert took < 1.0 + 1.0, f"took {took:.2f} s for a limit of 1 s"  # generous: a loaded machine
     assert res.status == "UNKNOWN" and res.objective is None and "model building" in res.reason
@@ -126,9 +131,10 @@ def test_the_build_stops_at_the_deadline_without_the_pace_estimate(monkeypatch):
     # the checks inside the build alone (DAG, delays, ticks) keep the limit: the estimate that
     # gives up early on a hopeless build is switched off
     monkeypatch.setattr("ppverify.optimize.problem.BUILD_PER_SKELETON", 0.0)
-    pr = _problem(["1f1b", "-p", "64", "-m", "2048", "--costs", "F=1,I=1,W=1"])
-    t0 = time.monotonic()
-    res = optimize(pr, time_limit=0.5, workers=1)
+    with memory_limit(LARGE_BUDGET_GIB):  # the deadline is tested, not --max-memory-gib
+        pr = _problem(["1f1b", "-p", "64", "-m", "2048", "--costs", "F=1,I=1,W=1"])
+        t0 = time.monotonic()
+        res = optimize(pr, time_limit=0.5, workers=1)
     took = time.monotonic() - t0
     assert took < 0.5 + 1.0, f"took {took:.2f} s for a limit of 0.5 s"
     assert res.status == "UNKNOWN" and res.bound == 2048 * 3

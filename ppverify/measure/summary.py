@@ -1,0 +1,119 @@
+"""What ``ppverify measure`` prints: a measured run next to its predictions, as one dict (``--json``)
+or as text. The command parses, calls :func:`~ppverify.measure.measure` and prints these."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import PPVerifyError
+from ..run_report import timeline_report
+from ..schedule import Schedule
+from ..timeline_text import fmt_time, gantt
+from . import MeasureResult
+
+
+def calibrated_prediction(schedule: Schedule, result: MeasureResult, system: Any) -> float | None:
+    """The makespan the calibrated model predicts for the measured schedule and costs (None where it
+    cannot time it): one-pipe schedules with a preset's hand-over terms walk PyTorch's runtime action
+    by action, the others run ``async`` with the preset's runtime overhead folded in.
+
+    Example:
+        >>> res = measure(build("gpipe", p=2, m=4), {"F": 0.01, "B": 0.02})  # doctest: +SKIP
+        >>> calibrated_prediction(res.schedule, res, "examples/systems/calibrated-2core.yaml")  # doctest: +SKIP
+        0.2049...
+    """
+    from .calibrate import predict_on
+
+    try:
+        return predict_on(schedule, result.costs, system)
+    except PPVerifyError:
+        return None
+
+
+def prediction_method(schedule: Schedule, system: Any) -> str:
+    """How the calibrated prediction is made: ``hand-over model`` or ``async``.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.system import load_system
+        >>> prediction_method(build("1f1b", p=2, m=2), load_system("dgx-h100"))
+        'async'
+    """
+    if getattr(system, "handover_s", None) is not None and schedule.placement.num_pipes == 1:
+        return "hand-over model"
+    return "async"
+
+
+def measure_report(
+    schedule: Schedule, result: MeasureResult, system: Any = None, system_name: str | None = None
+) -> dict[str, Any]:
+    """Everything ``measure --json`` prints: the measured timeline's metrics, the run's summary, the
+    uncalibrated prediction and, with a ``system``, the calibrated one and its error.
+
+    Example:
+        >>> from ppverify.measure import measure  # doctest: +SKIP
+        >>> r = measure_report(s, measure(s, costs), None)  # doctest: +SKIP
+        >>> sorted(k for k in r if k.startswith("makespan"))  # doctest: +SKIP
+        ['makespan', 'makespan_measured', 'makespan_predicted']
+    """
+    rep = timeline_report(result.timeline)
+    rep.update(result.summary())
+    rep["predicted"] = result.predicted.metrics() if result.predicted is not None else None
+    if system is not None:
+        calibrated = calibrated_prediction(schedule, result, system)
+        rep["system"] = system_name
+        rep["makespan_predicted_calibrated"] = calibrated
+        rep["error_calibrated"] = (result.makespan - calibrated) / calibrated if calibrated else None
+    return rep
+
+
+def measure_text(
+    schedule: Schedule,
+    result: MeasureResult,
+    rep: dict[str, Any],
+    warmup: int,
+    width: int | None = 100,
+    system: Any = None,
+) -> str:
+    """The text ``measure`` prints: the run, a text Gantt chart (``width`` columns; None: no chart),
+    the measured makespan next to the predictions, the bubble ratio, step times and the gradient
+    check. ``rep`` is :func:`measure_report` of the same run.
+
+    Example:
+        >>> print(measure_text(s, res, measure_report(s, res), warmup=1))  # doctest: +SKIP
+        schedule      1f1b p=2 m=4 ...
+    """
+    tl, pred = result.timeline, result.predicted
+    runner = (
+        "PyTorch _PipelineScheduleRuntime"
+        if result.runner == "torch-runtime"
+        else "ppverify two-pipe runner (point-to-point + replica all-reduce)"
+    )
+    steps = result.makespans
+    lines = [
+        f"schedule      {schedule.describe()}",
+        f"runner        {runner}; {schedule.p} processes, gloo; compute {result.compute}; "
+        f"{len(steps)} steps after {warmup} warm-up",
+        f"costs         {result.costs.label} (s per device share)",
+    ]
+    if width is not None:
+        lines += ["", gantt(tl, width)]
+    lines.append("")
+    ms = tl.makespan
+    line = f"makespan      measured {fmt_time(ms, 's')} (median step; {fmt_time(min(steps), 's')} .. {fmt_time(max(steps), 's')})"
+    if pred is not None:
+        line += f"   predicted {fmt_time(pred.makespan, 's')} (async)   error {100 * (ms - pred.makespan) / pred.makespan:+.1f}%"
+    lines.append(line)
+    calibrated = rep.get("makespan_predicted_calibrated")
+    if calibrated is not None:
+        lines.append(
+            f"calibrated    predicted {fmt_time(calibrated, 's')} ({prediction_method(schedule, system)}, "
+            f"--system {rep['system']})   error {100 * (ms - calibrated) / calibrated:+.1f}%"
+        )
+    bubble = f"bubble ratio  measured {tl.bubble_ratio:.4f}"
+    lines.append(bubble + (f"   predicted {pred.bubble_ratio:.4f}" if pred is not None else ""))
+    lines.append(
+        f"step time     {', '.join(fmt_time(t, 's') for t in result.step_times)} (first rank's start to last rank's end)"
+    )
+    lines.append(f"gradients     {result.grad_check.message}")
+    return "\n".join(lines)
