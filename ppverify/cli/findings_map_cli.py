@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..engines.registry import names as engine_names
 from ..errors import ParameterError
 from ..files import atomic_path, atomic_write
 from .common import print_json
@@ -55,8 +56,9 @@ def run_map_command(args: argparse.Namespace) -> int:
                 name, getattr(args, opt), "the findings map sweeps its own grid (see --quick); leave out this selection"
             )
     levels = [x.strip() for x in (args.levels or "async").split(",") if x.strip() and x.strip() != "formula"]
-    if len(levels) != 1 or levels[0] not in ("slot", "async", "contention"):
-        raise ParameterError("levels", args.levels, "the map takes one of slot, async, contention")
+    engines = engine_names(levels_only=True)
+    if len(levels) != 1 or levels[0] not in engines:
+        raise ParameterError("levels", args.levels, f"the map takes one of {', '.join(engines)}")
     if args.workers is not None and args.workers < 1:
         raise ParameterError("workers", args.workers, "must be >= 1")
     if args.batch < 1:

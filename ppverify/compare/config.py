@@ -12,16 +12,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engines.registry import ENGINES
+from ..engines.registry import names as engine_names
 from ..errors import ParameterError
 
+#: the engine levels, in the engine registry's order (an engine registered with
+#: ``compare_level=True`` becomes a column)
+ENGINE_LEVELS: tuple[str, ...] = engine_names(levels_only=True)
 #: abstraction levels, cheapest first; each names the semantics that produced its numbers
-LEVELS: tuple[str, ...] = ("formula", "slot", "async", "contention", "optimum")
+LEVELS: tuple[str, ...] = ("formula", *ENGINE_LEVELS, "optimum")
 
 LEVEL_SEMANTICS: dict[str, str] = {
     "formula": "closed-form formula of the family (communication ignored)",
-    "slot": "slot table: synchronous columns, communication charged per column",
-    "async": "event-driven simulation: transfer = latency + bytes/bandwidth, no contention",
-    "contention": "event-driven simulation: transfers queue on shared links and NICs",
+    **{name: ENGINES[name].level_help or ENGINES[name].help for name in ENGINE_LEVELS},
     "optimum": "CP-SAT: best op order for the same placement, costs, transfers, replica all-reduce (async timing)",
     "measured": "PyTorch's pipeline runtime on this machine, ops sleeping their durations (p <= 4; compare --measured)",
 }

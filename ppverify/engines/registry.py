@@ -41,6 +41,8 @@ class Engine:
     run: RunFunction
     help: str
     compare_level: bool = False
+    #: what the level means in ``compare``'s legend and ``--json`` (compare levels only)
+    level_help: str = ""
 
 
 def _slot(schedule: Schedule, costs: CostModel, comm: CommModel, **options: Any) -> Timeline:
@@ -71,9 +73,27 @@ def _torch(schedule: Schedule, costs: CostModel, comm: CommModel, **options: Any
 ENGINES: Mapping[str, Engine] = {
     e.name: e
     for e in (
-        Engine("slot", _slot, "idealized table, communication charged per column", compare_level=True),
-        Engine("async", _async, "event-driven, no contention", compare_level=True),
-        Engine("contention", _contention, "event-driven, FIFO queues on links and NICs", compare_level=True),
+        Engine(
+            "slot",
+            _slot,
+            "idealized table, communication charged per column",
+            compare_level=True,
+            level_help="slot table: synchronous columns, communication charged per column",
+        ),
+        Engine(
+            "async",
+            _async,
+            "event-driven, no contention",
+            compare_level=True,
+            level_help="event-driven simulation: transfer = latency + bytes/bandwidth, no contention",
+        ),
+        Engine(
+            "contention",
+            _contention,
+            "event-driven, FIFO queues on links and NICs",
+            compare_level=True,
+            level_help="event-driven simulation: transfers queue on shared links and NICs",
+        ),
         Engine(
             "torch",
             _torch,

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..compare.config import Config
 from ..compare.findings import FINDINGS_SCHEDULES, MATERIAL, REL_TOL, SMALL_GAIN
+from ..engines.registry import names as engine_names
 from ..errors import ParameterError
 from ..files import atomic_write
 from ..llm import load_llm
@@ -364,8 +365,9 @@ def run_map(
         >>> [(f.key, f.holds, f.total) for f in r.findings][2]  # doctest: +SKIP
         ('chimera', 0, 1)
     """
-    if level not in ("slot", "async", "contention"):
-        raise ParameterError("level", level, "the map's makespans come from one of slot, async, contention")
+    engines = engine_names(levels_only=True)
+    if level not in engines:
+        raise ParameterError("level", level, f"the map's makespans come from one of {', '.join(engines)}")
     store = Path(store)
     systems = write_systems(grid, store.parent / (store.name.split(".")[0] + ".systems"))
     spec = map_spec(grid, systems, level)

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from ..compare.config import LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
+from ..engines.registry import names as engine_names
 from ..errors import PPVerifyError
 from ..ops import Op
 from ..schedule import Schedule
@@ -25,7 +26,7 @@ from .payload import canonical_ops, program_payload, timeline_payload
 #: ops embedded with charts, all points and levels together, by default (the rest: table only)
 DEFAULT_MAX_CHART_OPS = 400_000
 #: levels whose timelines a results file lets the report recompute
-RECOMPUTABLE: tuple[str, ...] = ("slot", "async", "contention", "optimum")
+RECOMPUTABLE: tuple[str, ...] = (*engine_names(levels_only=True), "optimum")
 
 
 @dataclass(frozen=True)

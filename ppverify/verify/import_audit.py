@@ -118,11 +118,9 @@ def audit(
 def _verifier(schedule: Schedule, explicit: bool, comm_semantics: str) -> dict[str, Any] | None:
     """The Z3 verifier's verdict on what PyTorch would run: a compute_only file with SEND/RECV
     where its lowering puts them (receives posted early), which matters under rendezvous
-    semantics. None when the verifier cannot be imported (z3 is its dependency only)."""
-    try:
-        from . import verify
-    except ImportError:
-        return None
+    semantics."""
+    from . import verify
+
     target, sendrecv = schedule, "from the file" if explicit else "derived"
     if not explicit:
         try:
