@@ -344,6 +344,10 @@ def rank_list(text: str, flag: str) -> list[int]:
     return [int(x) for x in parts]
 
 
+#: a command given ``--time-limit T`` with a hard stop ends by ``T`` times this (the issue's 10 %)
+HARD_STOP_FACTOR = 1.08
+
+
 class TimeLimitError(LimitError):
     """A command ran out of its ``--time-limit`` before an answer (no verdict either way).
 
@@ -354,12 +358,18 @@ class TimeLimitError(LimitError):
 
 
 @contextlib.contextmanager
-def time_limit(seconds: float | None, flag: str = "--time-limit") -> Iterator[None]:
+def time_limit(seconds: float | None, flag: str = "--time-limit", hard_stop: str | None = None) -> Iterator[None]:
     """Stop the block after ``seconds`` of wall-clock time with :class:`TimeLimitError`.
 
     Pure-Python work is stopped by a ``SIGALRM``; a Z3 call in progress is interrupted from a
     watchdog thread (after the signal is pending, so that the interrupted call's ``unknown`` is
     never read as an answer). Main thread of a POSIX process only; ``None`` means no limit.
+
+    Some native work polls neither (Z3's simplifier ignores interrupts). With ``hard_stop`` (the
+    command's name, e.g. ``"ppverify verify"``), a block still running at :data:`HARD_STOP_FACTOR`
+    times the limit prints the time-out's one line and ends the process with exit 2, so a command
+    never overruns its limit by more than that; only for commands with nothing half-written to
+    lose (every output file is written atomically after the answer).
 
     Example:
         >>> import time
@@ -370,6 +380,7 @@ def time_limit(seconds: float | None, flag: str = "--time-limit") -> Iterator[No
         ppverify.limits.TimeLimitError: --time-limit 0.2: no answer within 0.2 s
     """
     import math
+    import os
     import signal
     import sys
     import threading
@@ -395,17 +406,30 @@ def time_limit(seconds: float | None, flag: str = "--time-limit") -> Iterator[No
             with contextlib.suppress(Exception):
                 z3.main_ctx().interrupt()
 
+    def stop_process() -> None:
+        error = TimeLimitError(f"{flag} {seconds:g}", f"no answer within {seconds:g} s (stopped)")
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            print(f"{hard_stop}: error: {error}", file=sys.stderr, flush=True)
+        os._exit(2)
+
     old = signal.signal(signal.SIGALRM, on_alarm)
     token = _DEADLINE.set((time.monotonic() + seconds, flag, seconds))
     signal.setitimer(signal.ITIMER_REAL, seconds)
     timer = threading.Timer(seconds + 0.05, watchdog)  # just after the alarm is pending
     timer.daemon = True
     timer.start()
+    stopper = threading.Timer(seconds * HARD_STOP_FACTOR, stop_process) if hard_stop else None
+    if stopper is not None:
+        stopper.daemon = True
+        stopper.start()
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         timer.cancel()
+        if stopper is not None:
+            stopper.cancel()
         signal.signal(signal.SIGALRM, old)
         _DEADLINE.reset(token)
 

@@ -195,6 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command, debug = "ppverify", False
     try:
         args = parser.parse_args(words)
+        # the console script owns its process (it may end it at a hard time limit); a call of
+        # main() from Python code (tests, scripts) never does
+        args._own_process = argv is None
         debug = args.debug
         command = f"ppverify {args.command}" if getattr(args, "command", None) else command
         if not getattr(args, "_run", None):

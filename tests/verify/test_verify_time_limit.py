@@ -75,3 +75,54 @@ def test_verify_time_limit_holds_on_a_large_schedule(capsys):
     assert time.perf_counter() - t < limit + SLACK_S
     assert main(argv) == 2  # no verdict: neither VALID (0) nor INVALID (1)
     assert "no answer within 1 s" in capsys.readouterr().err
+
+
+def test_a_hard_stop_ends_native_work_that_ignores_signals():
+    # native work that lets other threads run (as Z3's does) but ignores the alarm and the
+    # interrupt (as Z3's simplifier does): simulated by ignoring SIGALRM around a sleep; the hard
+    # stop still ends the process at HARD_STOP_FACTOR times the limit, with the one-line time-out
+    import subprocess
+    import sys
+    import time
+
+    from ppverify.limits import HARD_STOP_FACTOR
+
+    code = (
+        "import signal, time\n"
+        "from ppverify.limits import time_limit\n"
+        "with time_limit(0.5, hard_stop='ppverify verify'):\n"
+        "    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+        "    time.sleep(30)\n"
+    )
+    t0 = time.monotonic()
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - t0
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines() == [
+        "ppverify verify: error: --time-limit 0.5: no answer within 0.5 s (stopped)"
+    ]
+    # interpreter start-up (well under 2 s even on a loaded machine) plus 0.5 s x the factor
+    assert elapsed < 0.5 * HARD_STOP_FACTOR + 2.0
+
+
+def test_without_a_hard_stop_a_finished_block_is_not_stopped():
+    from ppverify.limits import time_limit
+
+    with time_limit(0.2, hard_stop="ppverify verify"):
+        total = sum(range(1000))
+    import time
+
+    time.sleep(0.3)  # past 0.2 x the factor: the stopper was cancelled with the block
+    assert total == 499500
+
+
+def test_the_command_stops_within_its_limit(ppverify_cli):
+    # the console script (its own process, so the hard stop applies): one line, exit 2
+    import time
+
+    t0 = time.monotonic()
+    run = ppverify_cli("verify", "1f1b", "-p", "32", "-m", "512", "--makespan-le", "100000", "--time-limit", "1")
+    elapsed = time.monotonic() - t0
+    assert run.returncode == 2, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and "--time-limit 1" in run.stderr
+    assert elapsed < 1.08 + 4.0  # the limit's 8 % plus interpreter start-up on a loaded machine

@@ -88,7 +88,10 @@ def run(args: argparse.Namespace) -> int:
     from ...limits import time_limit
 
     check_nonnegative("makespan-le", args.makespan_le)
-    with time_limit(args.time_limit):  # an interrupted proof is no verdict: exit 2, never 0 or 1
+    # an interrupted proof is no verdict: exit 2, never 0 or 1; Z3's simplifier ignores interrupts,
+    # so the process is stopped outright at 8 % past the limit
+    hard_stop = "ppverify verify" if getattr(args, "_own_process", False) else None
+    with time_limit(args.time_limit, hard_stop=hard_stop):
         schedule = schedule_from_args(args)
         ctx = preset_context_from_args(args, schedule)
         cap = memory_cap(args.memory_cap, ctx.costs.memory_unit)
