@@ -223,11 +223,15 @@ def placement_from_text(
         ...
         ppverify.errors.ParameterError: parameter placement=ring: expected one of linear, loop, v, wave, bidirectional, or one device per stage (e.g. 0,1,1,0)
     """
-    from .limits import rank_list
+    from .limits import check_ops, rank_list
 
     name = str(text).strip().lower()
     if "," in name or name.isdigit():  # a map; one stage is a map too
         return placement_from_map(p, rank_list(text, "--placement"))
+    # refuse before allocating: a placement of S stages implies at least an F and a B per stage
+    chunks = {"loop": v or 2, "v": 2, "wave": 2 * (waves or 1)}.get(name, 1)
+    if isinstance(p, int) and isinstance(chunks, int):
+        check_ops(2 * p * chunks, f"--placement {name} with p={p}")
     if name == "loop":
         if v is None and num_stages is not None:
             if num_stages % p:

@@ -748,13 +748,44 @@ def run_cases(cases: list[Case], workdir: Path, subprocess_every: int = 0, verbo
     """Run every case (each ``subprocess_every``-th in a subprocess; ``measure`` and ``calibrate``
     only when their input must be refused, since valid input would really start workers)."""
     out = []
+    current: list[Case] = []
+    _watch_memory(current)
     for k, case in enumerate(cases):
+        current[:] = [case]
         if verbose:
             print(k, case.kind, case.argv, file=sys.__stderr__, flush=True)
         sub = subprocess_every and k % subprocess_every == 0
         sub = sub and (case.refuse or case.kind not in ("measure", "calibrate"))
         out.append(run_subprocess(case, workdir) if sub else run_in_process(case, workdir))
     return out
+
+
+def _rss_bytes() -> int:
+    # resident set of this process now (Linux /proc; 0 elsewhere)
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _watch_memory(current: list[Case]) -> None:
+    """A case run in this process that grows it past twice the 2 GB rule is a failure the
+    operating system would otherwise report by killing the whole run: name the case and stop."""
+    import threading
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.2)
+            if _rss_bytes() > 2 * MEMORY_BYTES and current:
+                case = current[0]
+                print(
+                    f"FAIL memory past {2 * MEMORY_BYTES / 2**30:.0f} GiB | ppverify {' '.join(map(repr, case.argv))}",
+                    file=sys.__stderr__,
+                    flush=True,
+                )
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def describe(o: Outcome) -> str:

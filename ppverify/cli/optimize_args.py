@@ -8,6 +8,7 @@ import argparse
 from typing import Any
 
 from ..errors import ParameterError
+from ..limits import check_stages_mbs
 from ..optimize.request import Request, build_problem
 from ..placement import NAMED
 from ..schedule import Schedule
@@ -121,6 +122,7 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
         m = args.m if args.m is not None else args.p
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise ParameterError("m", m, "must be an integer >= 1")
+        check_stages_mbs(placement.num_stages, m, f"--placement {placement.name} -p {placement.p} -m {m}")
         pipes = default_pipes(placement, m)
     carrier = sched or Schedule(placement, m, tuple(() for _ in range(placement.p)), pipes)
     ctx = preset_context_from_args(args, carrier)

@@ -134,6 +134,14 @@ def _check_row(path: str, n: int, r: dict) -> None:
                 float(v)
             except (TypeError, ValueError):
                 raise ScheduleFileError(path, f"row {n}", f"{c}={v!r} is not a number") from None
+    rank = r.get("rank")
+    if rank not in (None, "") and not (isinstance(rank, float) and rank != rank):
+        try:
+            ok = float(rank).is_integer() and float(rank) >= 1
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:  # ranks are 1, 2, ... within a configuration and level; a rank of 1.5 is damage
+            raise ScheduleFileError(path, f"row {n}", f"rank={rank!r} is not an integer >= 1")
     if not str(r["level"] or "").strip() or not str(r["schedule"] or "").strip():
         raise ScheduleFileError(path, f"row {n}", "empty level or schedule")
     params = r["params"]

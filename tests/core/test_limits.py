@@ -74,6 +74,14 @@ def one_line_exit_2(argv, capsys, needle, seconds=1.0):
         (["simulate", "1f1b", "--comm-delay", "-1"], "comm-delay=-1.0"),
         (["verify", "/nonexistent/schedule.json"], "file not found"),
         (["verify", "schedule.yaml"], "schedule.yaml: file not found"),
+        # a placement problem (no family) is sized before its placement or pipes are allocated
+        # (found by scripts/fuzz.py: 23 GB before the check); 2 x 999999999 stages, 2 x 4 x 999999999
+        (["optimize", "", "-p", "999999999", "-m", "4"], "--placement linear with p=999999999: implies 1999999998 ops"),
+        (["optimize", "", "-p", "4", "-m", "999999999"], "4 stages x 999999999 microbatches: implies 7999999992 ops"),
+        (
+            ["optimize", "", "-p", "4", "--placement", "loop", "--v", "999999999"],
+            "--placement loop with p=4: implies 7999999992 ops",
+        ),
     ],
 )
 def test_bad_command_lines_are_refused_at_once(argv, needle, capsys):

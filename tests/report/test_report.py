@@ -176,6 +176,17 @@ def test_other_version_and_bad_field(tmp_path, capsys):
         load_results(tmp_path / "bad.csv")
 
 
+def test_a_fractional_rank_is_refused_naming_its_row(tmp_path):
+    # found by scripts/fuzz.py: a rank of 1.5 reached pandas' integer cast (exit 3)
+    f = _write_csv(tmp_path)
+    df = pd.read_csv(f)
+    df["rank"] = df["rank"].astype(float)
+    df.loc[0, "rank"] = 1.5
+    df.to_csv(tmp_path / "rank.csv", index=False)
+    with pytest.raises(ScheduleFileError, match=r"rank.csv: row 2: rank=.?1\.5.? is not an integer >= 1"):
+        load_results(tmp_path / "rank.csv")
+
+
 def test_cli_report_from_file_and_compare_report(tmp_path, capsys):
     f = _write_csv(tmp_path)
     capsys.readouterr()
