@@ -30,6 +30,7 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -749,7 +750,7 @@ def run_cases(cases: list[Case], workdir: Path, subprocess_every: int = 0, verbo
     only when their input must be refused, since valid input would really start workers)."""
     out = []
     current: list[Case] = []
-    _watch_memory(current)
+    stop = _watch_memory(current)
     for k, case in enumerate(cases):
         current[:] = [case]
         if verbose:
@@ -757,6 +758,7 @@ def run_cases(cases: list[Case], workdir: Path, subprocess_every: int = 0, verbo
         sub = subprocess_every and k % subprocess_every == 0
         sub = sub and (case.refuse or case.kind not in ("measure", "calibrate"))
         out.append(run_subprocess(case, workdir) if sub else run_in_process(case, workdir))
+    stop.set()  # this run's watcher ends with it (a later run starts its own)
     return out
 
 
@@ -768,14 +770,13 @@ def _rss_bytes() -> int:
         return 0
 
 
-def _watch_memory(current: list[Case]) -> None:
+def _watch_memory(current: list[Case]) -> threading.Event:
     """A case run in this process that grows it past twice the 2 GB rule is a failure the
     operating system would otherwise report by killing the whole run: name the case and stop."""
-    import threading
+    stop = threading.Event()
 
     def watch() -> None:
-        while True:
-            time.sleep(0.2)
+        while not stop.wait(0.2):
             if _rss_bytes() > 2 * MEMORY_BYTES and current:
                 case = current[0]
                 print(
@@ -786,6 +787,7 @@ def _watch_memory(current: list[Case]) -> None:
                 os._exit(1)
 
     threading.Thread(target=watch, daemon=True).start()
+    return stop
 
 
 def describe(o: Outcome) -> str:

@@ -344,7 +344,7 @@ def predict_on(schedule: Schedule, costs: CostModel | dict[str, float], system: 
 
     sysm = load_system(system) if isinstance(system, str) else system
     ho = getattr(sysm, "handover_s", None)
-    if ho is not None and schedule.placement.num_pipes == 1:
+    if prediction_method(schedule, sysm) == "hand-over model":
         # PyTorch's runtime action by action, its rendezvous hand-overs included (.handover)
         from .handover import TERMS, Handover, predict_runtime
 
@@ -352,6 +352,22 @@ def predict_on(schedule: Schedule, costs: CostModel | dict[str, float], system: 
         return float(predict_runtime(schedule, seconds_costs(schedule, costs), model, draws=DRAWS).makespan)
     c = system_overhead(seconds_costs(schedule, costs), schedule.placement, sysm)
     return float(run(schedule, c, sysm, semantics="async").makespan)
+
+
+def prediction_method(schedule: Schedule, system: object) -> str:
+    """How :func:`predict_on` times ``schedule`` on ``system``: ``hand-over model`` (a one-pipe
+    schedule and a preset with ``runtime.handover`` terms: PyTorch's runtime walked action by
+    action) or ``async`` (the overheads folded into op durations).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.system import load_system
+        >>> prediction_method(build("1f1b", p=2, m=2), load_system("dgx-h100"))
+        'async'
+    """
+    if getattr(system, "handover_s", None) is not None and schedule.placement.num_pipes == 1:
+        return "hand-over model"
+    return "async"
 
 
 def _pingpong_target(rank: int, world_size: int, payload: Any) -> list[tuple[int, float]]:
@@ -644,5 +660,6 @@ __all__ = [
     "pingpong",
     "predict",
     "predict_on",
+    "prediction_method",
     "preset_text",
 ]

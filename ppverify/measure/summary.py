@@ -10,6 +10,7 @@ from ..run_report import timeline_report
 from ..schedule import Schedule
 from ..timeline_text import fmt_time, gantt
 from . import MeasureResult
+from .calibrate import predict_on, prediction_method
 
 
 def calibrated_prediction(schedule: Schedule, result: MeasureResult, system: Any) -> float | None:
@@ -22,26 +23,10 @@ def calibrated_prediction(schedule: Schedule, result: MeasureResult, system: Any
         >>> calibrated_prediction(res.schedule, res, "examples/systems/calibrated-2core.yaml")  # doctest: +SKIP
         0.2049...
     """
-    from .calibrate import predict_on
-
     try:
         return predict_on(schedule, result.costs, system)
     except PPVerifyError:
         return None
-
-
-def prediction_method(schedule: Schedule, system: Any) -> str:
-    """How the calibrated prediction is made: ``hand-over model`` or ``async``.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> from ppverify.system import load_system
-        >>> prediction_method(build("1f1b", p=2, m=2), load_system("dgx-h100"))
-        'async'
-    """
-    if getattr(system, "handover_s", None) is not None and schedule.placement.num_pipes == 1:
-        return "hand-over model"
-    return "async"
 
 
 def measure_report(

@@ -120,10 +120,14 @@ def _check_row(path: str, n: int, r: dict) -> None:
     for c in REQUIRED:
         if c not in r:
             raise ScheduleFileError(path, f"row {n}", f"missing field {c!r}: truncated, or written by another version")
-    for c in ("p", "m"):
+    rank = r.get("rank")  # optional: ranks are 1, 2, ... within a configuration and level
+    counts = (
+        ("p", "m", "rank") if rank not in (None, "") and not (isinstance(rank, float) and rank != rank) else ("p", "m")
+    )
+    for c in counts:
         try:
             ok = float(r[c]).is_integer() and float(r[c]) >= 1
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             ok = False
         if not ok:
             raise ScheduleFileError(path, f"row {n}", f"{c}={r[c]!r} is not an integer >= 1")
@@ -134,14 +138,6 @@ def _check_row(path: str, n: int, r: dict) -> None:
                 float(v)
             except (TypeError, ValueError):
                 raise ScheduleFileError(path, f"row {n}", f"{c}={v!r} is not a number") from None
-    rank = r.get("rank")
-    if rank not in (None, "") and not (isinstance(rank, float) and rank != rank):
-        try:
-            ok = float(rank).is_integer() and float(rank) >= 1
-        except (TypeError, ValueError, OverflowError):
-            ok = False
-        if not ok:  # ranks are 1, 2, ... within a configuration and level; a rank of 1.5 is damage
-            raise ScheduleFileError(path, f"row {n}", f"rank={rank!r} is not an integer >= 1")
     if not str(r["level"] or "").strip() or not str(r["schedule"] or "").strip():
         raise ScheduleFileError(path, f"row {n}", "empty level or schedule")
     params = r["params"]
