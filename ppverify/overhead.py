@@ -25,8 +25,8 @@ op (milliseconds on a loaded machine; the engines charge it two link latencies);
 of a waiting op's own overhead with its wait (the fold adds it after the wait). Nor the cost of a
 hand-over itself, which on gloo depends on which side came first (a rendezvous: a RECV posted
 after its SEND costs a round trip, one posted before costs a wake-up), so no per-op constant
-follows it; :mod:`ppverify.measure.handover` models PyTorch's runtime action by action for the
-measured level's calibrated prediction, and the engines keep this fold.
+follows it; the ``runtime`` semantics (:mod:`ppverify.engines.runtime`) models PyTorch's runtime
+action by action instead (it takes the costs before this fold), the other engines keep the fold.
 """
 
 from __future__ import annotations

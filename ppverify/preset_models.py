@@ -95,6 +95,20 @@ class PresetContext:
     system: object | None = None
     model: object | None = None
     stage_costs: object | None = None
+    #: the costs before the system's runtime overhead was folded in (``None``: nothing folded),
+    #: for an engine that models that overhead itself (the ``runtime`` semantics)
+    base_costs: CostModel | None = None
+
+    def costs_for(self, own_overhead: bool) -> CostModel:
+        """The costs an engine takes: :attr:`base_costs` when it models the runtime overhead itself.
+
+        Example:
+            >>> from ppverify.placement import linear
+            >>> c = CostModel.unit(linear(2))
+            >>> PresetContext(c, FixedDelay(0.0)).costs_for(True) is c
+            True
+        """
+        return self.base_costs if own_overhead and self.base_costs is not None else self.costs
 
     @property
     def preset_mode(self) -> bool:
@@ -170,7 +184,7 @@ def resolve_presets(settings: PresetSettings, schedule: Schedule) -> PresetConte
         system = load_system(system_name, settings.ranks_per_node)
         c = _abstract_costs(costs_text, schedule)
         c = _labelled(c, "s", f"{c.label} s on {system.name}")
-        return PresetContext(system_overhead(c, schedule.placement, system), system, system)
+        return PresetContext(system_overhead(c, schedule.placement, system), system, system, base_costs=c)
     if system_name is None or model_name is None:
         # a misspelt preset is the likelier mistake: name the available ones first
         if system_name is not None:
@@ -204,8 +218,8 @@ def resolve_presets(settings: PresetSettings, schedule: Schedule) -> PresetConte
     sc = stage_costs(model, system.peak_flops, schedule.num_stages, training)
     costs = sc.cost_model()
     costs = _labelled(costs, costs.time_unit, f"{costs.label} on {system.name}")
-    costs = system_overhead(costs, schedule.placement, system)  # the runtime's per-action time, if stated
-    return PresetContext(costs, system, system, model, sc)
+    folded = system_overhead(costs, schedule.placement, system)  # the runtime's per-action time, if stated
+    return PresetContext(folded, system, system, model, sc, base_costs=costs)
 
 
 __all__ = ["DEFAULT_MFU", "SETTINGS_FIELDS", "PresetContext", "PresetSettings", "resolve_presets", "settings_from"]

@@ -72,6 +72,26 @@ _INTRA = {
     "topology": Field("str", required=False, default="switch", choices=("switch", "mesh")),
 }
 
+# the hand-over model's terms (ppverify.engines.runtime), and the quantiles of the terms drawn per
+# action (gap: residuals, may be negative)
+_HANDOVER_TERMS = {
+    **{
+        k: Field("number", required=False, nonneg=True, default=0.0)
+        for k in ("head_us", "overshoot_us", "gap_us", "send_us", "recv_us", "late_us", "wake_us")
+    },
+    "deciles": Field(
+        "section",
+        required=False,
+        fields={
+            t: Field("section", required=False, fields={f"d{i}_us": Field("number") for i in range(1, 11)})
+            for t in ("head", "overshoot", "gap", "late", "wake")
+        },
+    ),
+}
+# the same terms measured with a given number of worker processes (``ranks_4``): a machine with
+# fewer cores than processes stretches the round trips as the processes grow in number
+_HANDOVER_BY_RANKS = {f"ranks_{n}": Field("section", required=False, fields=_HANDOVER_TERMS) for n in range(2, 65)}
+
 # the pipeline runtime's own cost, folded into op durations (ppverify.overhead); 0 when absent
 _RUNTIME = {
     "name": Field("str", required=False, default=""),
@@ -87,27 +107,9 @@ _RUNTIME = {
             "transfer_overhead_us": Field("number", required=False, nonneg=True, default=0.0),
         },
     ),
-    # PyTorch's runtime on gloo action by action (ppverify.measure.handover): a rendezvous costs a
-    # late receiver a round trip; read by the measured level's prediction, not by the engines
-    "handover": Field(
-        "section",
-        required=False,
-        fields={
-            **{
-                k: Field("number", required=False, nonneg=True, default=0.0)
-                for k in ("head_us", "overshoot_us", "gap_us", "send_us", "recv_us", "late_us", "wake_us")
-            },
-            # quantiles of the terms drawn per action (gap: residuals, may be negative)
-            "deciles": Field(
-                "section",
-                required=False,
-                fields={
-                    t: Field("section", required=False, fields={f"d{i}_us": Field("number") for i in range(1, 11)})
-                    for t in ("head", "overshoot", "gap", "late", "wake")
-                },
-            ),
-        },
-    ),
+    # PyTorch's runtime on gloo action by action (ppverify.engines.runtime): a rendezvous costs a
+    # late receiver a round trip; read by the runtime semantics only
+    "handover": Field("section", required=False, fields={**_HANDOVER_TERMS, **_HANDOVER_BY_RANKS}),
 }
 
 SYSTEM_SCHEMA: dict[str, Field] = {

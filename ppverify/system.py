@@ -22,8 +22,9 @@ A :class:`System` is a communication model (it implements ``transfer_time`` of
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from .comm import CommModel, FixedDelay  # noqa: F401  (FixedDelay: used by the doctests)
 from .errors import ParameterError
@@ -79,10 +80,13 @@ class System:
     #: the same for two-pipe schedules (preset ``runtime.two_pipe``); None: the figures above
     two_pipe_overhead_s: tuple[float, float] | None = None
     #: PyTorch's runtime action by action (preset ``runtime.handover``, seconds in the order of
-    #: :class:`ppverify.measure.handover.Handover`); None: absent. Engines do not read it
+    #: :class:`ppverify.engines.runtime.Handover`); None: absent. Only the ``runtime`` engine reads it
     handover_s: tuple[float, ...] | None = None
     #: ``(term, ten quantiles in s)`` of ``runtime.handover.deciles``; () when absent
     handover_deciles_s: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    #: ``(ranks, terms, deciles)`` of each ``runtime.handover.ranks_<n>`` section (the terms measured
+    #: with that many worker processes), in the forms above, by rank count; () when absent
+    handover_by_ranks_s: tuple[tuple[int, tuple[float, ...], tuple[tuple[str, tuple[float, ...]], ...]], ...] = ()
 
     def __post_init__(self) -> None:
         rpn = self.per_node
@@ -214,13 +218,26 @@ def load_system(name_or_path: str, ranks_per_node: int | None = None) -> System:
         (rt["two_pipe"]["action_overhead_us"] / 1e6, rt["two_pipe"]["transfer_overhead_us"] / 1e6)
         if rt.get("two_pipe")
         else None,
-        tuple(rt["handover"][k] / 1e6 for k in HANDOVER_KEYS) if rt.get("handover") else None,
+        *_handover_terms(rt.get("handover")),
         tuple(
-            (t, tuple(q[f"d{i}_us"] / 1e6 for i in range(1, 11)))
-            for t, q in ((rt.get("handover") or {}).get("deciles") or {}).items()
-            if q
+            (int(key.split("_", 1)[1]), *_handover_terms(sec))
+            for key, sec in sorted(
+                ((k, v) for k, v in (rt.get("handover") or {}).items() if k.startswith("ranks_") and v),
+                key=lambda kv: int(kv[0].split("_", 1)[1]),
+            )
         ),
     )
+
+
+def _handover_terms(section: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    # (terms s in HANDOVER_KEYS order or None, ((term, ten quantiles s), ...)) of a handover section
+    if not section:
+        return None, ()
+    terms = tuple(section[k] / 1e6 for k in HANDOVER_KEYS)
+    deciles = tuple(
+        (t, tuple(q[f"d{i}_us"] / 1e6 for i in range(1, 11))) for t, q in (section.get("deciles") or {}).items() if q
+    )
+    return terms, deciles
 
 
 #: the ``runtime.handover`` keys of a preset, in the order of ``System.handover_s``

@@ -4,19 +4,21 @@ makespans of PyTorch's pipeline runtime, ops sleeping their cost.
 Over gpipe, 1f1b, 1f1b-split, zb-h1, zb-h2, interleaved-1f1b (v=2), looped-bfs, interleaved-zb,
 zbv, dualpipev, hanayo and chimera at p in {2, 3, 4}, m in {4, 8} (combinations a family refuses
 are listed, not run), with sleep costs F=10 ms, B=20 ms (I = W = 10 ms where split), prints per
-run: the async engine's makespan without and with the calibrated preset (runtime overhead and
-link), the measured median makespan and its spread (min-max over steps), the error of the
-calibrated prediction, and the rank of each family within its (p, m) by prediction and by
-measurement; then the mean/max error, a same-session check (the overheads fitted on the other
+run: the async engine's makespan without overhead, ``simulate --semantics async --system PRESET``
+(the calibrated preset's overheads folded into op times) and ``simulate --semantics runtime
+--system PRESET`` (its hand-over model; what ``measure --system`` prints), the measured median
+makespan over every step of every round (rounds alternate the grid's order) and its spread, the
+error of both calibrated predictions, and the rank of each family within its (p, m) by prediction
+and by measurement; then the mean/max errors, a same-session check (the overheads fitted on the other
 (p, m) groups of this run), the order of every pair of schedules against the measured one (an
-inverted pair whose measured medians differ by less than the median step-to-step spread is a tie
-within the noise), where the runtime's time goes op by op (:mod:`ppverify.measure.breakdown`: sleep
+inverted pair whose measured medians differ by less than the stated noise, the median over runs
+of the step-to-step spread within a round, is a tie within the noise), where the runtime's time goes op by op (:mod:`ppverify.measure.breakdown`: sleep
 overshoot, gaps between a rank's ops against the SEND/RECV actions between them, waits for other
 ranks, along the measured critical paths), and a recording-on vs recording-off comparison.
 
 Benchmarks print, they never assert (the machine and its load set the figures).
 
-    python scripts/bench_measured.py                       # calibrate, then the whole grid (~4 min)
+    python scripts/bench_measured.py                       # calibrate, then the whole grid twice (~5 min)
     python scripts/bench_measured.py --quick               # p in {2, 4}, m = 4, fewer steps
     python scripts/bench_measured.py --preset my.yaml      # reuse a preset from ppverify calibrate
 """
@@ -76,22 +78,32 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="p in {2, 4}, m = 4, 2 measured steps")
     ap.add_argument("--preset", default=None, help="a preset from ppverify calibrate (default: calibrate now)")
-    ap.add_argument("--steps", type=int, default=None, help="measured steps per run (default 5, quick 2)")
+    ap.add_argument("--steps", type=int, default=None, help="measured steps per run and round (default 5, quick 2)")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="rounds over the grid, every other one in reverse order, steps pooled (default 2, quick 1): "
+        "a drift of the machine's state during the run then weighs on every family alike",
+    )
     ap.add_argument("--save-preset", default=None, metavar="FILE.yaml", help="keep the calibrated preset there")
     args = ap.parse_args(argv)
 
     from ppverify.comm import FixedDelay
+    from ppverify.engines import run as run_engine
     from ppverify.errors import ParameterError
     from ppverify.measure import measure_many, seconds_costs
     from ppverify.measure.breakdown import breakdown, critical_path
     from ppverify.measure.calibrate import DRAWS, calibrate, predict, predict_on, preset_text
-    from ppverify.measure.handover import fit_handover, handover_samples, predict_runtime
+    from ppverify.measure.handover import fit_by_ranks, for_ranks, handover_samples, predict_runtime
+    from ppverify.overhead import system_overhead
     from ppverify.schedules import build
     from ppverify.system import load_system
 
     t_start = time.perf_counter()
     ps, ms = ((2, 4), (4,)) if args.quick else ((2, 3, 4), (4, 8))
     steps = args.steps or (2 if args.quick else 5)
+    rounds = args.rounds or (1 if args.quick else 2)
     if args.preset:
         system = load_system(args.preset)
         two = system.two_pipe_overhead_s
@@ -125,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
                 + ", ".join(f"{k[:-3]} {v:.0f} us" for k, v in cal.handover.as_us().items())
                 + f" (op-by-op means, drawn from their deciles; rms {cal.extra['handover_residual'] * 100:.2f} % on its runs)"
             )
+            for n, h in cal.handover_by_ranks:
+                print(f"    with {n} ranks: " + ", ".join(f"{k[:-3]} {v:.0f} us" for k, v in h.as_us().items()))
 
     items, skipped = [], []
     for p in ps:
@@ -135,23 +149,36 @@ def main(argv: list[str] | None = None) -> int:
                 except ParameterError as exc:
                     skipped.append(f"{fam} p={p} m={m}: {str(exc).split(': ', 1)[-1]}")
     t0 = time.perf_counter()
-    results = measure_many([(s, dict(COSTS)) for *_, s in items], steps=steps, warmup=1, timeout=120)
+    # per item, its result in each round (odd rounds run the grid backwards)
+    per_round: list[list] = [[] for _ in items]
+    for k in range(rounds):
+        order = list(range(len(items)))[:: -1 if k % 2 else 1]
+        got = measure_many([(items[i][3], dict(COSTS)) for i in order], steps=steps, warmup=1, timeout=120)
+        for i, res in zip(order, got):
+            per_round[i].append(res)
     t_measure = time.perf_counter() - t0
 
     rows = []
-    breakdowns = [r for (fam, *_), r in zip(items, results) if fam not in TWO_PIPE]
-    # each one-pipe run's hand-over samples (every measured step), for the same-session check
+    breakdowns = [r for (fam, *_), rs in zip(items, per_round) if fam not in TWO_PIPE for r in rs]
+    # each one-pipe run's hand-over samples (every measured step of every round), for the
+    # same-session check
     ho_samples = [
-        [handover_samples(s, seconds_costs(s, dict(COSTS)), ev, t0) for t0, ev in r.events]
+        [handover_samples(s, seconds_costs(s, dict(COSTS)), ev, t0) for r in rs for t0, ev in r.events]
         if fam not in TWO_PIPE
         else []
-        for (fam, _, _, s), r in zip(items, results)
+        for (fam, _, _, s), rs in zip(items, per_round)
     ]
-    for (fam, p, m, s), r in zip(items, results):
+    for (fam, p, m, s), rs in zip(items, per_round):
+        r = rs[0]
         unc = predict(s, seconds_costs(s, dict(COSTS)), FixedDelay(0.0), 0.0, 0.0)
         cal_ = predict_on(s, dict(COSTS), system)
-        spans = r.makespans
+        # simulate --semantics async --system PRESET: the preset's overheads folded into op times
+        asy = float(run_engine(s, system_overhead(seconds_costs(s, dict(COSTS)), s.placement, system), system).makespan)
+        spans = [x for res in rs for x in res.makespans]
         med = statistics.median(spans)
+        # the median's own reproducibility: how far apart the rounds' medians are
+        meds = [statistics.median(res.makespans) for res in rs]
+        spread_in = statistics.median([(max(res.makespans) - min(res.makespans)) / med for res in rs])
         rows.append(
             dict(
                 fam=fam,
@@ -159,11 +186,15 @@ def main(argv: list[str] | None = None) -> int:
                 m=m,
                 unc=unc,
                 cal=cal_,
+                asy=asy,
+                asy_err=(asy - med) / med,
                 med=med,
+                rounds=(max(meds) - min(meds)) / med,
+                spread_in=spread_in,
                 lo=min(spans),
                 hi=max(spans),
                 err=(cal_ - med) / med,
-                grads=r.grad_check.ok,
+                grads=all(res.grad_check.ok for res in rs),
             )
         )
     # same-session check: the overheads fitted (as calibrate does: both runners) on the other
@@ -175,7 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     runs = [(s, seconds_costs(s, dict(COSTS)), r["med"]) for (_, _, _, s), r in zip(items, rows)]
     groups = sorted({(r["p"], r["m"]) for r in rows})
     ratio = op_ratio(
-        breakdown([tl for (fam, *_), res in zip(items, results) if fam not in TWO_PIPE for tl in res.timelines])
+        breakdown(
+            [tl for (fam, *_), rs in zip(items, per_round) if fam not in TWO_PIPE for r in rs for tl in r.timelines]
+        )
     )
     # the fits compared: the one calibrate uses ("cv", the table's column) and the alternatives
     variants = {
@@ -198,10 +231,11 @@ def main(argv: list[str] | None = None) -> int:
         # the hand-over model (one-pipe runs) fitted as calibrate does on the other groups: every term
         # op by op, drawn per action from its deciles; two-pipe runs keep the "cv" figure
         train_idx = [i for i, r in enumerate(rows) if (r["p"], r["m"]) != g and rows[i]["fam"] not in TWO_PIPE]
-        ho = fit_handover([d for i in train_idx for d in ho_samples[i]])
+        pooled, by_ranks = fit_by_ranks([(rows[i]["p"], d) for i in train_idx for d in ho_samples[i]])
         for (s, c, _), r in zip(runs, rows):
             if (r["p"], r["m"]) == g:
                 one_pipe = r["fam"] not in TWO_PIPE
+                ho = for_ranks(pooled, by_ranks, s.p)
                 r["ho"] = predict_runtime(s, c, ho, draws=DRAWS).makespan if one_pipe else r["cv"]
                 r["ho_err"] = (r["ho"] - r["med"]) / r["med"]
                 # the same terms at their means, one walk (what a constant per term gives)
@@ -214,32 +248,36 @@ def main(argv: list[str] | None = None) -> int:
                 r["rank_pred"], r["rank_meas"] = a, b
 
     head = (
-        f"{'family':<17}{'p':>2}{'m':>3}  {'pred':>8}  {'pred cal':>8}  {'measured':>8}  "
-        f"{'spread (min-max)':>17}  {'err':>7}  {'rank':>4}  {'meas':>4}  {'pred cv':>8}  {'err cv':>7}  "
-        f"{'ho cv':>8}  {'err ho':>7}  grads"
+        f"{'family':<17}{'p':>2}{'m':>3}  {'pred':>7}  {'async':>7}  {'err':>6}  {'runtime':>7}  {'err':>6}  "
+        f"{'measured':>8}  {'spread (min-max)':>17}  {'rounds':>6}  {'rank':>4}  {'meas':>4}    {'ho cv':>7}  {'err':>6}  grads"
     )
     print(head)
     print("-" * len(head))
     for r in rows:
         mark = "" if r["rank_pred"] == r["rank_meas"] else " *"
         print(
-            f"{r['fam']:<17}{r['p']:>2}{r['m']:>3}  {r['unc'] * 1e3:8.1f}  {r['cal'] * 1e3:8.1f}  "
-            f"{r['med'] * 1e3:8.1f}  {r['lo'] * 1e3:8.1f}-{r['hi'] * 1e3:<8.1f}  {r['err'] * 100:+6.1f}%  "
-            f"{r['rank_pred']:>4}  {r['rank_meas']:>4}{mark:<2}  {r['cv'] * 1e3:8.1f}  {r['cv_err'] * 100:+6.1f}%  "
-            f"{r['ho'] * 1e3:8.1f}  {r['ho_err'] * 100:+6.1f}%  "
+            f"{r['fam']:<17}{r['p']:>2}{r['m']:>3}  {r['unc'] * 1e3:7.1f}  {r['asy'] * 1e3:7.1f}  "
+            f"{r['asy_err'] * 100:+5.1f}%  {r['cal'] * 1e3:7.1f}  {r['err'] * 100:+5.1f}%  "
+            f"{r['med'] * 1e3:8.1f}  {r['lo'] * 1e3:8.1f}-{r['hi'] * 1e3:<8.1f}  {r['rounds'] * 100:5.1f}%  "
+            f"{r['rank_pred']:>4}  {r['rank_meas']:>4}{mark:<2}  {r['ho'] * 1e3:7.1f}  {r['ho_err'] * 100:+5.1f}%  "
             f"{'ok' if r['grads'] else 'MISMATCH'}"
         )
     errs = [abs(r["err"]) for r in rows]
     unc_errs = [abs(r["unc"] - r["med"]) / r["med"] for r in rows]
     same = sum(1 for r in rows if r["rank_pred"] == r["rank_meas"])
+    asy_errs = [abs(r["asy_err"]) for r in rows]
     print(
-        "(times in ms; pred = async engine, no overhead; pred cal = with the calibrated preset; "
-        "err = (pred cal - measured) / measured; * = rank differs)"
+        "(times in ms, measured = median over every step of every round; pred = async engine, no overhead; "
+        "async = simulate --semantics async --system PRESET (the preset's overheads folded into op times); "
+        "runtime = simulate --semantics runtime --system PRESET (the preset's hand-over model; two-pipe runs: "
+        "async), what measure --system prints; err = (prediction - measured) / measured; rounds = the rounds' "
+        "medians apart; rank and * = by runtime vs measured)"
     )
     print(
-        f"calibrated error: mean {statistics.mean(errs) * 100:.2f} %, max {max(errs) * 100:.2f} %, "
-        f"median {statistics.median(errs) * 100:.2f} %  (uncalibrated: mean {statistics.mean(unc_errs) * 100:.2f} %, "
-        f"max {max(unc_errs) * 100:.2f} %)"
+        f"calibrated error, runtime semantics: mean {statistics.mean(errs) * 100:.2f} %, max {max(errs) * 100:.2f} %, "
+        f"median {statistics.median(errs) * 100:.2f} %; async semantics: mean {statistics.mean(asy_errs) * 100:.2f} %, "
+        f"max {max(asy_errs) * 100:.2f} %, median {statistics.median(asy_errs) * 100:.2f} %  "
+        f"(uncalibrated: mean {statistics.mean(unc_errs) * 100:.2f} %, max {max(unc_errs) * 100:.2f} %)"
     )
     one = [r for r in rows if r["fam"] not in TWO_PIPE]
     print(
@@ -248,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ho_errs = [abs(r["ho_err"]) for r in rows]
     print(
-        f"  ho cv    as calibrate: the hand-over model on one-pipe runs (terms op by op, drawn per action, "
+        f"  ho cv    as calibrate: the hand-over model on one-pipe runs (terms op by op and per rank count, drawn per action, "
         f"median of {DRAWS} walks), pred cv on two-pipe runs: "
         f"mean {statistics.mean(ho_errs) * 100:.2f} %, max {max(ho_errs) * 100:.2f} %, "
         f"median {statistics.median(ho_errs) * 100:.2f} %"
@@ -267,14 +305,20 @@ def main(argv: list[str] | None = None) -> int:
             f"{min(r[key + '_t'] for r in one) * 1e3:.2f}-{max(r[key + '_t'] for r in one) * 1e3:.2f} ms/transfer, "
             f"latency {min(r[key + '_l'] for r in one) * 1e3:.2f}-{max(r[key + '_l'] for r in one) * 1e3:.2f} ms)"
         )
-    spread = [(r["hi"] - r["lo"]) / r["med"] for r in rows]
+    spread = [r["spread_in"] for r in rows]
     noise = statistics.median(spread)
     print(
-        f"measurement spread (max - min) / median over steps: mean {statistics.mean(spread) * 100:.1f} %, "
-        f"median {noise * 100:.1f} % (the stated noise), max {max(spread) * 100:.1f} %"
+        f"measurement spread (max - min) / median over the {steps} steps of a round: mean "
+        f"{statistics.mean(spread) * 100:.1f} %, median {noise * 100:.1f} % (the stated noise), max {max(spread) * 100:.1f} %"
     )
-    print(f"ranks: {same}/{len(rows)} runs rank the same by prediction and by measurement")
-    for key, label in (("cal", "pred cal"), ("cv", "pred cv"), ("ho", "ho cv"), ("hop", "ho mean")):
+    if rounds > 1:
+        apart = [r["rounds"] for r in rows]
+        print(
+            f"the rounds' medians of a run apart: mean {statistics.mean(apart) * 100:.2f} %, median "
+            f"{statistics.median(apart) * 100:.2f} %, max {max(apart) * 100:.2f} % (how far a median moves on a re-run)"
+        )
+    print(f"ranks: {same}/{len(rows)} runs rank the same by prediction (runtime) and by measurement")
+    for key, label in (("cal", "runtime"), ("asy", "async"), ("cv", "pred cv"), ("ho", "ho cv"), ("hop", "ho mean")):
         bad = tie = total = 0
         worst = []
         for g in groups:
@@ -320,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
             + f"; per op {over / sum(pt.ops for pt in paths) * 1e6:.0f} us, "
             f"{sum(pt.comm for pt in paths) / sum(pt.ops for pt in paths):.2f} SEND/RECV per op"
         )
-    two = [r for (fam, *_), r in zip(items, results) if fam in TWO_PIPE]
+    two = [r for (fam, *_), rs in zip(items, per_round) if fam in TWO_PIPE for r in rs]
     if two:
         tails = [tl.makespan - float(tl.end.max()) for r in two for tl in r.timelines]
         paths = [critical_path(r.timeline) for r in two]

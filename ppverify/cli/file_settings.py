@@ -60,7 +60,7 @@ def timing_from_file(args: argparse.Namespace, schedule: Schedule, ctx: PresetCo
             raise ScheduleFileError(
                 path, "costs", f"describes {doc.costs.num_stages} stages; the placement has {schedule.num_stages}"
             )
-        ctx = replace(ctx, costs=doc.costs)
+        ctx = replace(ctx, costs=doc.costs, base_costs=None)
         used.append("costs")
     stored = doc.comm
     if stored is not None:

@@ -43,6 +43,9 @@ class Engine:
     compare_level: bool = False
     #: what the level means in ``compare``'s legend and ``--json`` (compare levels only)
     level_help: str = ""
+    #: the engine models the runtime's per-action time itself: it takes the ops' own costs, before
+    #: a system preset's ``runtime`` overhead is folded into them (:mod:`ppverify.overhead`)
+    own_overhead: bool = False
 
 
 def _slot(schedule: Schedule, costs: CostModel, comm: CommModel, **options: Any) -> Timeline:
@@ -61,6 +64,12 @@ def _contention(schedule: Schedule, costs: CostModel, comm: CommModel, **options
     from .contention import simulate_contention
 
     return simulate_contention(schedule, costs, comm, **options)
+
+
+def _runtime(schedule: Schedule, costs: CostModel, comm: CommModel, **options: Any) -> Timeline:
+    from .runtime import runtime_timeline
+
+    return runtime_timeline(schedule, costs, comm, **options)
 
 
 def _torch(schedule: Schedule, costs: CostModel, comm: CommModel, **options: Any) -> Timeline:
@@ -99,6 +108,13 @@ ENGINES: Mapping[str, Engine] = {
             _torch,
             "PyTorch's unit-step simulator (_simulate_comms_compute): every action one step, zero latency",
         ),
+        Engine(
+            "runtime",
+            _runtime,
+            "PyTorch's pipeline runtime on gloo, action by action: the hand-over model of a calibrated "
+            "system preset (runtime.handover, from ppverify calibrate); one-pipe schedules",
+            own_overhead=True,
+        ),
     )
 }
 
@@ -113,7 +129,7 @@ def engine(name: str) -> Engine:
         >>> engine("fast")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter semantics=fast: expected one of slot, async, contention, torch
+        ppverify.errors.ParameterError: parameter semantics=fast: expected one of slot, async, contention, torch, runtime
     """
     found = ENGINES.get(name)
     if found is None:
@@ -127,7 +143,7 @@ def names(levels_only: bool = False) -> tuple[str, ...]:
 
     Example:
         >>> names(), names(levels_only=True)
-        (('slot', 'async', 'contention', 'torch'), ('slot', 'async', 'contention'))
+        (('slot', 'async', 'contention', 'torch', 'runtime'), ('slot', 'async', 'contention'))
     """
     return tuple(n for n, e in ENGINES.items() if e.compare_level or not levels_only)
 

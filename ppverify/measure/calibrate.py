@@ -45,12 +45,11 @@ import numpy as np
 
 from ..comm import CommModel
 from ..costs import CostModel
+from ..engines.runtime import DRAWS
 from ..schedule import Schedule
 
 #: message sizes of the ping-pong, bytes (float32 tensors)
 PINGPONG_SIZES: tuple[int, ...] = (4, 1024, 16384, 262144, 1048576, 4194304)
-#: walks drawn per prediction of the hand-over model (:func:`ppverify.measure.handover.predict_runtime`)
-DRAWS = 41
 #: the sleeps of the overhead runs, seconds per device share
 CALIBRATION_COSTS = {"F": 0.005, "B": 0.01}
 #: (family, p, m, params) run to fit the overhead: different ratios of SEND/RECV to compute actions
@@ -104,8 +103,10 @@ class Calibration:
     extra: dict[str, Any] = field(default_factory=dict)
     #: ``(action s, transfer s)`` of ppverify's two-pipe runner; None: as the one-pipe figures
     two_pipe_overhead_s: tuple[float, float] | None = None
-    #: PyTorch's runtime action by action (:class:`~ppverify.measure.handover.Handover`), None: not measured
+    #: PyTorch's runtime action by action (:class:`~ppverify.engines.runtime.Handover`), None: not measured
     handover: Any = None
+    #: ``(ranks, Handover)``: the same terms measured with each number of worker processes
+    handover_by_ranks: tuple[tuple[int, Any], ...] = ()
 
     def predict_transfer(self, nbytes: float) -> float:
         """One-way time of a message under the fitted line."""
@@ -327,10 +328,12 @@ def fit_runtime(
 
 
 def predict_on(schedule: Schedule, costs: CostModel | dict[str, float], system: object) -> float:
-    """The makespan ``simulate --semantics async --system SYSTEM --costs ...`` predicts: the
-    system's runtime overhead folded into ``costs`` (seconds per device share, as ``measure``
-    sleeps them), transfers on the system's links (sleep-mode tensors are a few hundred bytes:
-    the latency). ``system`` is a :class:`~ppverify.system.System` or a preset name/path.
+    """The makespan ``simulate --system SYSTEM --costs ...`` predicts for a measured run, with
+    the semantics :func:`prediction_method` picks: ``runtime`` (the preset's hand-over model,
+    PyTorch's runtime action by action) or ``async`` (the system's runtime overhead folded into
+    ``costs``). Costs are seconds per device share, as ``measure`` sleeps them; transfers take the
+    system's links (sleep-mode tensors are a few hundred bytes: the latency). ``system`` is a
+    :class:`~ppverify.system.System` or a preset name/path.
 
     Example:
         >>> from ppverify.schedules import build
@@ -343,21 +346,17 @@ def predict_on(schedule: Schedule, costs: CostModel | dict[str, float], system: 
     from . import seconds_costs
 
     sysm = load_system(system) if isinstance(system, str) else system
-    ho = getattr(sysm, "handover_s", None)
+    c = seconds_costs(schedule, costs)
     if prediction_method(schedule, sysm) == "hand-over model":
-        # PyTorch's runtime action by action, its rendezvous hand-overs included (.handover)
-        from .handover import TERMS, Handover, predict_runtime
-
-        model = Handover(**dict(zip(TERMS, ho)), deciles=getattr(sysm, "handover_deciles_s", ()))
-        return float(predict_runtime(schedule, seconds_costs(schedule, costs), model, draws=DRAWS).makespan)
-    c = system_overhead(seconds_costs(schedule, costs), schedule.placement, sysm)
-    return float(run(schedule, c, sysm, semantics="async").makespan)
+        # PyTorch's runtime action by action, its rendezvous hand-overs included (engines.runtime)
+        return float(run(schedule, c, sysm, semantics="runtime").makespan)
+    return float(run(schedule, system_overhead(c, schedule.placement, sysm), sysm, semantics="async").makespan)
 
 
 def prediction_method(schedule: Schedule, system: object) -> str:
     """How :func:`predict_on` times ``schedule`` on ``system``: ``hand-over model`` (a one-pipe
-    schedule and a preset with ``runtime.handover`` terms: PyTorch's runtime walked action by
-    action) or ``async`` (the overheads folded into op durations).
+    schedule and a preset with ``runtime.handover`` terms: the ``runtime`` semantics, PyTorch's
+    runtime walked action by action) or ``async`` (the overheads folded into op durations).
 
     Example:
         >>> from ppverify.schedules import build
@@ -422,7 +421,8 @@ def overhead_runs(
     """Run the overhead schedules with :data:`CALIBRATION_COSTS` sleeps: ``(schedule, costs,
     median measured makespan s)`` each; every measured step's timeline of the one-pipe runs is
     appended to ``timelines`` when given (for :func:`ppverify.measure.breakdown.breakdown`), and
-    every such step's hand-over samples to ``samples`` (:func:`ppverify.measure.handover.handover_samples`).
+    every such step's hand-over samples to ``samples`` as ``(ranks, samples)``
+    (:func:`ppverify.measure.handover.handover_samples`).
 
     Example:
         >>> runs = overhead_runs(steps=2, schedules=(("gpipe", 2, 2, {}),))  # doctest: +SKIP
@@ -443,7 +443,7 @@ def overhead_runs(
         from .handover import handover_samples
 
         samples.extend(
-            handover_samples(s, c, ev, t0)
+            (s.p, handover_samples(s, c, ev, t0))
             for (s, c), r in zip(items, results)
             if s.placement.num_pipes == 1
             for t0, ev in r.events
@@ -477,15 +477,22 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
         samples=ho_samples,
     )
     ops = breakdown(tls)
-    from .handover import fit_handover, predict_runtime
+    from .handover import fit_by_ranks, for_ranks, predict_runtime
 
-    # the hand-over model: every term op by op, nothing fitted to a makespan; its residual on the
-    # one-pipe runs is reported
-    ho = fit_handover(ho_samples)
+    # the hand-over model: every term op by op, nothing fitted to a makespan, pooled and per number
+    # of worker processes; its residual on the one-pipe runs (each with its count's terms) is reported
+    ho, ho_by_ranks = fit_by_ranks(ho_samples)
     one = [r for r in runs if r[0].placement.num_pipes == 1]
     ho_res = (
         float(
-            np.sqrt(np.mean([((predict_runtime(s, c, ho, draws=DRAWS).makespan - ms) / ms) ** 2 for s, c, ms in one]))
+            np.sqrt(
+                np.mean(
+                    [
+                        ((predict_runtime(s, c, for_ranks(ho, ho_by_ranks, s.p), draws=DRAWS).makespan - ms) / ms) ** 2
+                        for s, c, ms in one
+                    ]
+                )
+            )
         )
         if one
         else 0.0
@@ -512,6 +519,7 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
         },
         fit.two_pipe,
         ho,
+        tuple(ho_by_ranks.items()),
     )
 
 
@@ -626,20 +634,33 @@ def preset_text(cal: Calibration, name: str = "calibrated") -> str:
         ]
     if cal.handover is not None:
         lines += [
-            "  # PyTorch's runtime action by action (ppverify.measure.handover): gloo's rendezvous makes a",
-            "  # RECV posted after its SEND (late) cost a round trip; one-pipe predictions walk each rank's",
+            "  # PyTorch's runtime action by action (the runtime semantics, ppverify.engines.runtime): gloo's",
+            "  # rendezvous makes a RECV posted after its SEND (late) cost a round trip; one-pipe predictions",
+            "  # (simulate --semantics runtime, measure --system) walk each rank's",
             "  # actions with these terms (means of the op-by-op samples, none fitted to a makespan), each",
             f"  # drawn per action from its deciles, median of {DRAWS} walks (rms relative residual on the",
             f"  # one-pipe runs above {cal.extra.get('handover_residual', 0.0) * 100:.2f} %)",
+            "  # pooled over every run; ranks_<n>: measured with n worker processes, which a prediction",
+            "  # for n ranks uses (the nearest n it has otherwise)",
             "  handover:",
             *(f"    {k}: {v:.3f}" for k, v in cal.handover.as_us().items()),
         ]
-        if cal.handover.deciles:
-            lines.append("    deciles:   # the middle of each tenth of each term's samples (gap: its residuals)")
-            for t, q in cal.handover.deciles:
-                cells = ", ".join(f"d{i + 1}_us: {x * 1e6:.1f}" for i, x in enumerate(q))
-                lines.append(f"      {t}: {{{cells}}}")
+        lines += _handover_lines(cal.handover, "    ")
+        for n, h in cal.handover_by_ranks:
+            lines.append(f"    ranks_{n}:   # the same terms from the runs with {n} worker processes")
+            lines += _handover_lines(h, "      ", terms=True)
     return "\n".join(lines) + "\n"
+
+
+def _handover_lines(h: Any, indent: str, terms: bool = False) -> list[str]:
+    # a handover section's lines: its terms (when ``terms``) and its deciles
+    lines = [f"{indent}{k}: {v:.3f}" for k, v in h.as_us().items()] if terms else []
+    if h.deciles:
+        lines.append(f"{indent}deciles:   # the middle of each tenth of each term's samples (gap: its residuals)")
+        for t, q in h.deciles:
+            cells = ", ".join(f"d{i + 1}_us: {x * 1e6:.1f}" for i, x in enumerate(q))
+            lines.append(f"{indent}  {t}: {{{cells}}}")
+    return lines
 
 
 __all__ = [

@@ -16,6 +16,7 @@ from ppverify.cli import main
 from ppverify.comm import FixedDelay
 from ppverify.costs import CostModel
 from ppverify.engines import SEMANTICS, run
+from ppverify.engines.runtime import Handover
 from ppverify.errors import PPVerifyError, ScheduleFileError
 from ppverify.llm import llm_cost_model
 from ppverify.schedules import build, families
@@ -232,10 +233,12 @@ def test_every_family_and_semantics_draws(family, semantics):
     checked = 0
     for delay, overlap in ((5.0, 1.0), (0.3, 0.5)):
         costs = CostModel.abstract(s.placement, F=1, I=1.5, W=0.5, overlap=overlap)
+        # the runtime semantics takes its hand-over terms from a model (a calibrated preset's)
+        extra = {"model": Handover(late=delay, wake=delay / 2, gap=0.1)} if semantics == "runtime" else {}
         try:
-            tl = run(s, costs, FixedDelay(delay), semantics=semantics)
-        except PPVerifyError:  # torch semantics: one pipe only
-            assert semantics == "torch" and s.placement.num_pipes == 2
+            tl = run(s, costs, FixedDelay(delay), semantics=semantics, **extra)
+        except PPVerifyError:  # torch and runtime semantics: one pipe only
+            assert semantics in ("torch", "runtime") and s.placement.num_pipes == 2
             return
         trace = chrome_trace(tl)
         assert partial_overlaps(trace) == [], (family, semantics, delay)

@@ -45,10 +45,10 @@ def semantics_choices(command):
 
 
 def test_builtin_engines_in_order():
-    assert registry.names() == ("slot", "async", "contention", "torch")
+    assert registry.names() == ("slot", "async", "contention", "torch", "runtime")
     # compare's abstraction levels: the engines timing seconds with communication
     assert registry.names(levels_only=True) == ("slot", "async", "contention")
-    assert tuple(semantics_choices("simulate")) == ("slot", "async", "contention", "torch")
+    assert tuple(semantics_choices("simulate")) == ("slot", "async", "contention", "torch", "runtime")
     assert tuple(semantics_choices("plot")) == ("slot", "async", "contention")
 
 
@@ -70,7 +70,7 @@ def test_run_dispatches_to_each_engine(name, direct):
 
 
 def test_unknown_semantics_names_the_registered_ones():
-    with pytest.raises(ParameterError, match="expected one of slot, async, contention, torch$"):
+    with pytest.raises(ParameterError, match="expected one of slot, async, contention, torch, runtime$"):
         run(build("gpipe", p=2, m=1), semantics="fast")
 
 
@@ -81,7 +81,7 @@ def test_one_registry_entry_adds_a_semantics(monkeypatch, capsys):
     # by hand: each device runs F (1) then B (2) without waiting for the other: makespan 3
     tl = run(s, c, semantics="no-deps")
     assert tl.semantics == "no-deps" and tl.makespan == 3.0
-    with pytest.raises(ParameterError, match="expected one of slot, async, contention, torch, no-deps$"):
+    with pytest.raises(ParameterError, match="expected one of slot, async, contention, torch, runtime, no-deps$"):
         run(s, semantics="fast")
     # the CLI offers it, with its help, and runs it
     assert "no-deps" in semantics_choices("simulate")

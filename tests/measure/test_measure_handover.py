@@ -3,6 +3,8 @@ hand-derived step times and against the async engine, and its terms recovered fr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,6 +25,7 @@ from ppverify.measure.record import Event
 from ppverify.ops import Comm
 from ppverify.schedules import build
 
+ROOT = Path(__file__).resolve().parents[2]
 ONE_PIPE = ["gpipe", "1f1b", "1f1b-split", "zb-h1", "zb-h2", "interleaved-1f1b", "looped-bfs", "zbv", "hanayo"]
 
 
@@ -192,6 +195,39 @@ def test_preset_round_trip(tmp_path):
     # two-pipe schedules keep the folded overheads (their runner is ppverify's own)
     ch = build("chimera", p=2, m=4)
     assert predict_on(ch, {"F": 0.01, "B": 0.02}, sysm) > 0
+
+
+def test_preset_terms_per_rank_count(tmp_path):
+    # a preset with terms for 2 and 4 ranks: a 2-rank schedule walks with the 2-rank terms, a
+    # 4-rank one with the 4-rank terms, a 3-rank one with the nearest count's (4: the larger on a
+    # tie), each exactly as the walk with that model (no deciles: one walk)
+    from ppverify.measure.calibrate import Calibration, predict_on, preset_text
+    from ppverify.system import load_system
+
+    pooled = Handover(late=1e-3, wake=3e-4)
+    h2, h4 = Handover(late=2e-4, wake=1e-4), Handover(late=3e-3, wake=6e-4, head=5e-4)
+    cal = Calibration(1e-4, 1e-4, 5e-5, 1e9, handover=pooled, handover_by_ranks=((2, h2), (4, h4)))
+    path = tmp_path / "cal.yaml"
+    path.write_text(preset_text(cal), encoding="utf-8")
+    sysm = load_system(str(path))
+    assert [n for n, *_ in sysm.handover_by_ranks_s] == [2, 4]
+    for p, h in ((2, h2), (3, h4), (4, h4)):
+        s = build("gpipe", p=p, m=4)
+        assert predict_on(s, {"F": 0.01, "B": 0.02}, sysm) == pytest.approx(predict_runtime(s, _costs(s), h).makespan)
+    # late receivers cost more with 4 ranks' terms: the same schedule predicts slower than with 2's
+    s = build("gpipe", p=4, m=4)
+    assert predict_runtime(s, _costs(s), h4).makespan > predict_runtime(s, _costs(s), h2).makespan
+
+
+def test_preset_refuses_a_bad_rank_section(tmp_path):
+    from ppverify.presets import PresetError
+    from ppverify.system import load_system
+
+    path = tmp_path / "bad.yaml"
+    text = (ROOT / "examples" / "systems" / "calibrated-2core.yaml").read_text(encoding="utf-8")
+    path.write_text(text.replace("  handover:\n", "  handover:\n    ranks_9: {late_us: -5}\n", 1), encoding="utf-8")
+    with pytest.raises(PresetError, match=r"runtime\.handover\.ranks_9\.late_us"):
+        load_system(str(path))
 
 
 def test_no_handover_section_changes_nothing():

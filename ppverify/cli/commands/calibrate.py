@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
                 "bandwidth_Bps": cal.bandwidth_Bps,
                 "two_pipe_overhead_s": cal.two_pipe_overhead_s,
                 "handover_us": cal.handover.as_us() if cal.handover is not None else None,
+                "handover_by_ranks_us": {str(n): h.as_us() for n, h in cal.handover_by_ranks},
                 "residual": cal.residual,
                 "pingpong": [list(x) for x in cal.pingpong],
                 "runs": [list(x) for x in cal.runs],
@@ -79,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
                 f"hand-overs         RECV posted late {h.late * 1e6:.0f} us, early (wake) {h.wake * 1e6:.0f} us; "
                 f"gap {h.gap * 1e6:.0f} us + {h.send * 1e6:.0f} us/SEND + {h.recv * 1e6:.0f} us/RECV"
             )
+            for n, hn in cal.handover_by_ranks:
+                print(
+                    f"  with {n} ranks     late {hn.late * 1e6:.0f} us, wake {hn.wake * 1e6:.0f} us, head {hn.head * 1e6:.0f} us"
+                )
         print(f"link               {cal.latency_s * 1e6:.1f} us + bytes / {cal.bandwidth_Bps / 1e9:.3g} GB/s")
         print(f"fit residual       {cal.residual * 100:.2f} % rms over {len(cal.runs)} schedules")
         print(f"wrote              {args.out}")

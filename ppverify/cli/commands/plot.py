@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         return _crossover(args)
     if not args.schedule:
         raise ParameterError("schedule", None, "give a FAMILY|FILE for a Gantt chart, or --crossover latency|bandwidth")
+    from ...engines import registry
     from ...engines import run as run_engine
     from ...plots import gantt
     from ..common import schedule_from_args
@@ -73,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     has_comm = ctx.preset_mode or bool(getattr(ctx.comm, "delay", 0)) or timing.dp_allreduce > 0
     semantics = args.semantics or ("async" if has_comm or "comm" in timing.from_file else "slot")
     extra = {"sync": timing.sync, "dp_allreduce": timing.dp_allreduce} if semantics != "slot" else {}
-    tl = run_engine(schedule, ctx.costs, ctx.comm, semantics=semantics, **extra)
+    costs = ctx.costs_for(registry.engine(semantics).own_overhead)
+    tl = run_engine(schedule, costs, ctx.comm, semantics=semantics, **extra)
     out = gantt(tl, args.output)
     info = {
         "output": str(out),

@@ -88,6 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def simulate_from_args(args: argparse.Namespace) -> tuple[Timeline, Any]:
     """Build the schedule and models from the arguments and run the chosen engine."""
+    from ...engines import registry
     from ..file_settings import timing_from_file
 
     schedule = schedule_from_args(args)
@@ -96,7 +97,8 @@ def simulate_from_args(args: argparse.Namespace) -> tuple[Timeline, Any]:
     if args.semantics == "slot" and (args.dp_allreduce or (args.sync or "eager") != "eager"):
         raise ParameterError("semantics", "slot", "--sync and --dp-allreduce need async or contention semantics")
     ctx = timing.ctx
-    return run_timed(schedule, ctx.costs, ctx.comm, args.semantics, timing.sync, timing.dp_allreduce), ctx
+    costs = ctx.costs_for(registry.engine(args.semantics).own_overhead)
+    return run_timed(schedule, costs, ctx.comm, args.semantics, timing.sync, timing.dp_allreduce), ctx
 
 
 def report(timeline: Timeline, ctx: Any, capacity: float | None) -> dict[str, Any]:
