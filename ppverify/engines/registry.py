@@ -46,6 +46,8 @@ class Engine:
     #: the engine models the runtime's per-action time itself: it takes the ops' own costs, before
     #: a system preset's ``runtime`` overhead is folded into them (:mod:`ppverify.overhead`)
     own_overhead: bool = False
+    #: the engine counts unit steps, not the cost model's time (``plot`` does not draw it)
+    unit_steps: bool = False
 
 
 def _slot(schedule: Schedule, costs: CostModel, comm: CommModel, **options: Any) -> Timeline:
@@ -107,6 +109,7 @@ ENGINES: Mapping[str, Engine] = {
             "torch",
             _torch,
             "PyTorch's unit-step simulator (_simulate_comms_compute): every action one step, zero latency",
+            unit_steps=True,
         ),
         Engine(
             "runtime",
@@ -137,18 +140,21 @@ def engine(name: str) -> Engine:
     return found
 
 
-def names(levels_only: bool = False) -> tuple[str, ...]:
+def names(levels_only: bool = False, timed: bool = False) -> tuple[str, ...]:
     """Names of the registered engines in order; with ``levels_only``, those ``compare`` shows as
-    abstraction levels.
+    abstraction levels; with ``timed``, those timing ops in the cost model's time (what ``plot``
+    draws: every engine but the unit-step ones).
 
     Example:
         >>> names(), names(levels_only=True)
         (('slot', 'async', 'contention', 'torch', 'runtime'), ('slot', 'async', 'contention'))
+        >>> names(timed=True)
+        ('slot', 'async', 'contention', 'runtime')
     """
-    return tuple(n for n, e in ENGINES.items() if e.compare_level or not levels_only)
+    return tuple(n for n, e in ENGINES.items() if (e.compare_level or not levels_only) and not (timed and e.unit_steps))
 
 
-def help_text(default: str | None = None, levels_only: bool = False) -> str:
+def help_text(default: str | None = None, levels_only: bool = False, timed: bool = False) -> str:
     """``--semantics`` help listing the engines of :func:`names`: ``name: help; ...`` (``default``
     marked).
 
@@ -158,7 +164,9 @@ def help_text(default: str | None = None, levels_only: bool = False) -> str:
         >>> help_text(levels_only=True).count(";")
         2
     """
-    return "; ".join(f"{n}: {ENGINES[n].help}" + (" (default)" if n == default else "") for n in names(levels_only))
+    return "; ".join(
+        f"{n}: {ENGINES[n].help}" + (" (default)" if n == default else "") for n in names(levels_only, timed)
+    )
 
 
 __all__ = ["ENGINES", "Engine", "RunFunction", "engine", "help_text", "names"]

@@ -49,7 +49,7 @@ def test_builtin_engines_in_order():
     # compare's abstraction levels: the engines timing seconds with communication
     assert registry.names(levels_only=True) == ("slot", "async", "contention")
     assert tuple(semantics_choices("simulate")) == ("slot", "async", "contention", "torch", "runtime")
-    assert tuple(semantics_choices("plot")) == ("slot", "async", "contention")
+    assert tuple(semantics_choices("plot")) == ("slot", "async", "contention", "runtime")
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ def test_one_registry_entry_adds_a_semantics(monkeypatch, capsys):
         run(s, semantics="fast")
     # the CLI offers it, with its help, and runs it
     assert "no-deps" in semantics_choices("simulate")
-    assert "no-deps" not in semantics_choices("plot")  # not a compare level
+    assert "no-deps" in semantics_choices("plot")  # it times ops in the cost model's time: plot draws it
     assert main(["simulate", "gpipe", "-p", "2", "-m", "1", "--costs", "F=1,B=2", "--semantics", "no-deps"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "semantics     no-deps (devices ignore their inputs)" in lines

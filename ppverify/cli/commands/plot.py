@@ -26,9 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--semantics",
         default=None,
-        choices=registry.names(levels_only=True),
-        help="timing semantics (default: async, or slot without communication): "
-        + registry.help_text(levels_only=True),
+        choices=registry.names(timed=True),
+        help="timing semantics (default: async, or slot without communication): " + registry.help_text(timed=True),
     )
     parser.add_argument(
         "--crossover",
