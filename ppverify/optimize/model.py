@@ -117,6 +117,8 @@ def build_model(
         _add_symmetry(model, inst, pos, start, end)
         if inst.cap is not None:
             for d in range(inst.p):
+                # the plain pairs, not memory_lags: the extra lag slowed the proofs down (unit
+                # (16,64) c=1: not proven within 8.4 deterministic s with it, 3.9 without)
                 for f, g in memory_precedences(inst, list(inst.device_ops(d)), pos):
                     model.add(start[f] >= end[g])
 
@@ -211,6 +213,50 @@ def memory_precedences(inst: Instance, ops: list[int], pos: dict[Op, int]) -> li
     gpos = [pos.get(Op(I, s, mb), pos.get(Op(B, s, mb))) for mb in mbs]
     k = inst.cap // inst.alloc[fpos[0]]
     return [(fpos[j], gpos[j - k]) for j in range(k, len(mbs))]
+
+
+def memory_lags(inst: Instance, ops: list[int], pos: dict[Op, int]) -> list[tuple[int, int, int]]:
+    """:func:`memory_precedences` with the least gap after the backward's end: ``(f, g, extra)``
+    means ``start(f) >= end(g) + extra``. Posted in the one-device relaxation (:mod:`.relax`: at
+    unit costs, cap p*M_F, c=1, (32,128) its device 0 reaches 601 within 2 deterministic s, 600
+    without), not in the full model, whose proofs it slowed down (see :func:`build_model`).
+
+    With split backward, ``I`` frees ``f_I`` of an activation ``a`` and ``W`` the rest ``f_W``.
+    Let the cap be ``k*a + r`` (``0 <= r < a``) and ``g = I(n-1)``, ``n = j + 1 - k``. Before
+    F(j) starts, ``(j+1)*a - cap = n*a - r`` must have been freed; by the symmetry order the ended
+    I's and W's are prefixes ``I(0..nI-1)``, ``W(0..nW-1)`` with ``nW <= nI``. If ``nI = n``
+    exactly, ``f_I*n + f_W*nW >= n*a - r`` gives ``nW >= n - r/f_W``, so ``nW >= n`` as soon as
+    ``f_W > r``: ``W(n-1)`` has ended (at least ``tW`` after ``I(n-1)``); otherwise ``I(n)``
+    has ended (at least ``tI`` after ``I(n-1)``, the I's run in order). So ``extra = min(tI, tW)``
+    (``tW`` when I frees nothing: then only W's free memory); 0 with one B or when ``f_W <= r``.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> from ppverify.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = linear(1)
+        >>> costs = CostModel.abstract(pl, F=1, I=2, W=3)
+        >>> from dataclasses import replace
+        >>> inst = instance(Problem(pl, 3, replace(costs, freed_by_I=(0.5,)), split=True, memory_cap=2))
+        >>> pos = {op: i for i, op in enumerate(inst.dag.ops)}
+        >>> [(str(inst.dag.ops[f]), str(inst.dag.ops[g]), x) for f, g, x in memory_lags(inst, list(inst.device_ops(0)), pos)]
+        [('0F2', '0I0', 2)]
+    """
+    pairs = memory_precedences(inst, ops, pos)
+    if not pairs:
+        return []
+    op = inst.dag.ops[pairs[0][1]]
+    w = pos.get(Op(W, op.stage, op.mb))
+    extra = 0
+    if op.kind == I and w is not None:
+        g = pairs[0][1]
+        a = inst.alloc[pairs[0][0]]
+        r = inst.cap - (inst.cap // a) * a
+        if inst.free[g] == 0:
+            extra = inst.dur[w]
+        elif inst.free[w] > r:
+            extra = min(inst.dur[g], inst.dur[w])
+    return [(f, g, extra) for f, g in pairs]
 
 
 def _add_symmetry(model, inst: Instance, pos, start, end) -> None:

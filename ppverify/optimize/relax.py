@@ -29,7 +29,7 @@ from ortools.sat.python import cp_model
 from ..ops import B, F, I, Op, W
 from .bounds import Bounds, heads_tails
 from .interrupt import stoppable
-from .model import memory_precedences
+from .model import memory_lags
 from .problem import Instance
 
 
@@ -126,8 +126,8 @@ def device_bound(
                     ivs.append(model.new_interval_var(start[i], size, start[j] + inst.dur[j], ""))
                     demands.append(inst.free[j])
             model.add_cumulative(ivs, demands, inst.cap)
-            for f, g in memory_precedences(inst, list(inst.device_ops(dd)), pos):
-                model.add(start[f] >= start[g] + inst.dur[g])
+            for f, g, extra in memory_lags(inst, list(inst.device_ops(dd)), pos):
+                model.add(start[f] >= start[g] + inst.dur[g] + extra)
     obj = model.new_int_var(lower, max(lower, 2 * horizon), "obj")
     if objective == "makespan":
         for i in ops:

@@ -140,6 +140,7 @@ def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
         f"memory window {b['memory_window']:g}"
         + (f", one machine {b['one_machine']:g}" if b.get("one_machine") else "")
         + (f", device relaxation {b['device_relaxation']:g}" if b.get("device_relaxation") else "")
+        + (f", memory cycle {b['memory_cycle']:g}" if b.get("memory_cycle") else "")
         + ")",
         f"gap        {'-' if res.gap is None else f'{100 * res.gap:.2f}%'}  (value - bound) / value",
         f"wall time  {res.wall_s:.1f} s  ({res.solver.get('workers', '-')} workers, seed {res.solver.get('seed', '-')}, "

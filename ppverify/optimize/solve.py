@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -253,8 +254,6 @@ def optimize(
         # Unless relax_first, only a probe (_RELAX_PROBE of that share) runs here: it often proves
         # the start optimal at once (unit costs, cap p*M_F, c=1 at (16,32): 0.1 deterministic s);
         # the rest runs after the search, and only when the search found no proof
-        from dataclasses import replace
-
         share = 1.0 if relax_first else _RELAX_PROBE
         budget = min(share * relax_share * time_limit, 0.5 * hard.remaining())
         relax_best, relax_per = relaxation_bound(
@@ -274,7 +273,8 @@ def optimize(
         floor = max(floor, bounds.best)
     elif redundant_bounds and relax_share > 0:
         cut.append("device relaxation")
-    used_bounds = analytic if redundant_bounds else _no_bounds(bounds)
+    # the memory-cycle bound stays out of the model (bounds.py): a floor only, like the relaxation's
+    used_bounds = replace(analytic, memory_cycle=0) if redundant_bounds else _no_bounds(bounds)
     try:
         built = build_model(
             inst, used_bounds, hint=hint, upper=best.objective if best else None, symmetry=symmetry, deadline=hard
@@ -329,8 +329,6 @@ def optimize(
         if hard.expired():
             cut.append("device relaxation")
         else:
-            from dataclasses import replace
-
             # the whole share again from the analytic bounds, not the rest of it after the probe's:
             # the same bound as a relaxation run first
             wall = max(0.0, min(relax_share * time_limit, hard.remaining()))
@@ -377,7 +375,15 @@ def _cut_reason(cut: list[str]) -> str:
 def _cut_result(problem: Problem, t0: float, time_limit: float, workers: int, seed: int) -> OptimizeResult:
     """The clock ran out while the problem was turned into ticks: nothing found; the bounds that
     need no numbered ops (:func:`.bounds.problem_bounds`)."""
-    names = ("critical_path", "device_work", "memory_window", "device_relaxation", "one_machine", "best")
+    names = (
+        "critical_path",
+        "device_work",
+        "memory_window",
+        "device_relaxation",
+        "one_machine",
+        "memory_cycle",
+        "best",
+    )
     cheap = problem_bounds(problem)
     return OptimizeResult(
         "UNKNOWN",
@@ -434,8 +440,6 @@ def _unsearched_result(
 
 
 def _no_bounds(bounds):
-    from dataclasses import replace
-
     return replace(
         bounds,
         critical_path=0,
@@ -443,6 +447,7 @@ def _no_bounds(bounds):
         memory_window=0,
         device_relaxation=0,
         one_machine=0,
+        memory_cycle=0,
         per_device=tuple(0 for _ in bounds.per_device),
         machine_per_device=(),
     )
