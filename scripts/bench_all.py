@@ -302,14 +302,63 @@ def verify_figures(text: str) -> list[dict]:
     return rows
 
 
+#: one result line of bench_optimize: the row's key, goal, status, value, bound, gap, CPU s and the rest
+OPT_LINE = re.compile(
+    r"^\s*(?P<set>\w+)\s+(?P<plc>\w+)\s+(?P<p>\d+)\s+(?P<m>\d+)\s+(?P<c>\S+)\s+(?P<cap>\S+)\s+\S+\s+"
+    r"(?P<goal>OPTIMAL <\d+s|gap<=[\d.]+% \d+s|reference)\s+(?P<status>OPTIMAL|FEASIBLE|UNKNOWN|INFEASIBLE)\s+"
+    r"(?P<value>\S+)\s+(?P<bound>\S+)\s+(?P<gap>\S+)%\s+(?P<cpu>\S+)\s+\S+\s+(?P<rest>.*)$"
+)
+
+
+def goal_met(goal: str, status: str, gap: float, cpu: float, rest: str) -> bool | None:
+    """Whether a bench_optimize row meets its goal (``OPTIMAL <Ns``: proven within N CPU s;
+    ``gap<=X% Ns``: that gap within N CPU s, and never above a stated reference); None for a
+    reference row.
+
+    Example:
+        >>> goal_met("OPTIMAL <30s", "OPTIMAL", 0.0, 20.7, "-"), goal_met("gap<=1% 120s", "FEASIBLE", 0.165, 431.3, "-")
+        (True, False)
+    """
+    if goal == "reference":
+        return None
+    secs = float(goal.rsplit(" ", 1)[1].rstrip("s").lstrip("<"))
+    if goal.startswith("OPTIMAL"):
+        return status == "OPTIMAL" and cpu < secs
+    limit = float(goal.split("<=", 1)[1].split("%", 1)[0])
+    return status in ("OPTIMAL", "FEASIBLE") and gap <= limit and cpu <= secs and not rest.startswith(">")
+
+
 def optimize_figures(text: str) -> list[dict]:
-    """Each result line of bench_optimize (status, value, bound, gap, wall) as one row."""
-    rows = []
+    """Each result line of bench_optimize (status, value, bound, gap, CPU s) as one row judged
+    against its goal, then each capped ``scale`` row's CPU time against the same problem without a
+    cap (``free``; goal: within 2x)."""
+    rows, found = [], []
     for ln in text.splitlines():
-        if re.search(r"\b(OPTIMAL|FEASIBLE|UNKNOWN|INFEASIBLE)\b", ln) and not ln.lstrip().startswith(("(", "|", "#")):
-            f = ln.split()
-            label = ", ".join(f"{k}={v}" for k, v in zip(("set", "placement", "p", "m", "c", "cap"), f[:6]))
-            rows.append(row(f"CP-SAT {label}", " ".join(f[6:]), "see the issue's table", None))
+        mt = OPT_LINE.match(ln)
+        if not mt:
+            continue
+        g = mt.groupdict()
+        gap, cpu = float(g["gap"]), float(g["cpu"])
+        found.append(g)
+        label = ", ".join(f"{k}={g[k]}" for k in ("set", "plc", "p", "m", "c", "cap")).replace("plc=", "placement=")
+        measured = (
+            f"{g['status']} {g['value']} (bound {g['bound']}, gap {gap:.3f} %), {cpu:.1f} s CPU; {g['rest'].strip()}"
+        )
+        rows.append(row(f"CP-SAT {label}", measured, g["goal"], goal_met(g["goal"], g["status"], gap, cpu, g["rest"])))
+    for s in (g for g in found if g["set"] == "scale"):
+        free = next(
+            (g for g in found if g["set"] == "free" and (g["p"], g["m"], g["c"]) == (s["p"], s["m"], s["c"])), None
+        )
+        if free is not None and float(free["cpu"]) > 0:
+            ratio = float(s["cpu"]) / float(free["cpu"])
+            rows.append(
+                row(
+                    f"CP-SAT capped vs uncapped CPU time, p={s['p']}, m={s['m']}, c={s['c']}",
+                    f"{ratio:.1f}x ({float(s['cpu']):.1f} s vs {float(free['cpu']):.1f} s)",
+                    "<= 2x",
+                    ratio <= 2,
+                )
+            )
     return rows or [row("CP-SAT rows", "none read (see the output below)", "see the issue's table", None)]
 
 
@@ -377,7 +426,7 @@ def main() -> None:
     if "optimize" not in args.skip:
         opt_args = ["--only", "unit", "--time-limit-unit", "10"] if quick_others else []
         text = script_output("bench_optimize.py", opt_args, 1800 if quick_others else 4 * 3600)
-        outputs.append(("scripts/bench_optimize.py " + " ".join(opt_args), text))
+        outputs.append((" ".join(["scripts/bench_optimize.py", *opt_args]), text))
         rows += optimize_figures(text)
     if args.make_test:
         rows.append(make_test_figure())
