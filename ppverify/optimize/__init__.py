@@ -8,10 +8,11 @@ end a step (replica and data-parallel), timed as the async engine times them.
 """
 
 from .bounds import Bounds, lower_bounds
+from .evaluate import evaluate, problem_for
 from .memory import DEFAULT_MEMORY_MODEL, MemoryModel, parse_memory_cap, parse_memory_model, zero_bubble
 from .problem import OBJECTIVES, Problem, instance
 from .result import OptimizeResult, relative_gap
-from .solve import evaluate, optimize, problem_for
+from .solve import optimize
 
 __all__ = [
     "DEFAULT_MEMORY_MODEL",

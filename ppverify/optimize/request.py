@@ -173,7 +173,8 @@ def solve(
         >>> solve(pr, s, time_limit=10).objective, solve(pr, time_limit=10).objective  # (m+p-1)(F+B): optimal
         (9.0, 9.0)
     """
-    from .solve import evaluate, optimize
+    from .evaluate import evaluate
+    from .solve import optimize
 
     if schedule is None:
         return optimize(problem, time_limit, workers, seed, deadline=deadline)

@@ -1,8 +1,7 @@
-"""Step 2 of 3 (solve) and the public entry points: :func:`optimize` (find the best schedule or a
-proven bound), :func:`evaluate` (the program order fixed: CP-SAT's makespan equals the async
-engine's) and :func:`problem_for` (the problem a schedule poses, the same ops, placement and
-pipes). A family's makespan against the certified bound is ``ppverify gap``, with
-:func:`~ppverify.optimize.relative_gap`.
+"""Step 2 of 3 (solve) and the main entry point: :func:`optimize` (find the best schedule or a
+proven bound). :mod:`.evaluate` fixes the program order instead (CP-SAT's makespan then equals
+the async engine's); :mod:`.solver_setup` holds what both share. A family's makespan against the
+certified bound is ``ppverify gap``, with :func:`~ppverify.optimize.relative_gap`.
 """
 
 from __future__ import annotations
@@ -12,101 +11,31 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
-from ortools.sat.python import cp_model
 
-from ..comm import NO_COMM, CommModel
-from ..costs import CostModel
-from ..errors import DeadlockError, ParameterError
-from ..ops import Op, Overlap
-from ..schedule import Schedule
-from ..timeline import Timeline, TimelineInfo, Transfers
-from .bounds import lower_bounds, problem_bounds, work_bounds
-from .collectives import collective_times, describe
+from .bounds import lower_bounds, work_bounds
 from .deadline import Deadline, WallLimitReached
-from .heuristic import Candidate, best_candidate, canonical_starts, time_programs
+from .heuristic import Candidate, best_candidate, canonical_starts
 from .interrupt import stoppable
 from .localsearch import improve
 from .model import build_model
 from .problem import Instance, Problem, instance
 from .relax import relaxation_bound
 from .result import OptimizeResult
+from .solver_setup import (
+    STATUS,
+    check_limits,
+    collectives_text,
+    cut_reason,
+    cut_result,
+    cut_stats,
+    make_solver,
+    schedule_from_starts,
+    solver_stats,
+)
 from .zbheuristic import zb_candidates
 
 #: share of the relaxation's budget tried before the search (all of it runs after an unproven one)
 _RELAX_PROBE = 0.1
-
-_STATUS = {
-    cp_model.OPTIMAL: "OPTIMAL",
-    cp_model.FEASIBLE: "FEASIBLE",
-    cp_model.INFEASIBLE: "INFEASIBLE",
-    cp_model.UNKNOWN: "UNKNOWN",
-    cp_model.MODEL_INVALID: "UNKNOWN",
-}
-
-
-def _check_limits(time_limit: float, workers: int) -> None:
-    if not time_limit > 0:
-        raise ParameterError("time-limit", time_limit, "must be > 0 seconds")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ParameterError("workers", workers, "must be an integer >= 1")
-
-
-def _solver(time_limit: float, workers: int, seed: int, work_limit: float | None = None) -> cp_model.CpSolver:
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    if work_limit is not None:  # CP-SAT's deterministic clock: the same stop on a loaded machine
-        solver.parameters.max_deterministic_time = max(0.01, float(work_limit))
-    solver.parameters.num_workers = int(workers)
-    solver.parameters.random_seed = int(seed)
-    # Ctrl-C is the command's (exit 130), as SIGTERM: CP-SAT must not swallow it to end the search
-    # quietly; the CLI's signal watcher stops the search instead (interrupt.py)
-    solver.parameters.catch_sigint_signal = False
-    return solver
-
-
-def _schedule_from_starts(inst: Instance, starts: Sequence[int], family: str) -> tuple[Schedule, Timeline]:
-    """Per-device program order from start ticks (ties in op position order), and the timeline
-    with exactly those times (collectives as early as their ops allow, one row per ring hop as the
-    engines record them)."""
-    dag = inst.dag
-    pr = inst.problem
-    programs: list[list[Op]] = [[] for _ in range(inst.p)]
-    for i in sorted(range(dag.num_ops), key=lambda i: (starts[i], i)):
-        programs[dag.device[i]].append(dag.ops[i])
-    params = {"p": pr.p, "m": pr.m, "objective": pr.objective}
-    sched = Schedule(pr.placement, pr.m, tuple(tuple(p) for p in programs), dag.schedule.pipe_of_mb, family, params)
-    st = np.asarray(starts, dtype=float) * inst.tick
-    en = (np.asarray(starts) + np.asarray(inst.dur)) * inst.tick
-    transfers = Transfers()
-    ends = [int(a) + d for a, d in zip(starts, inst.dur)]
-    for c, (t0, t1) in zip(inst.colls, collective_times(ends, inst.coll_dur, inst.colls)):
-        for n, dv in enumerate(c.devices):
-            transfers.add(
-                c.kind, dv, c.devices[(n + 1) % len(c.devices)], -1, -1, t0 * inst.tick, t1 * inst.tick, c.nbytes
-            )
-    tl = Timeline(
-        sched,
-        pr.costs,
-        "cp-sat",
-        list(dag.ops),
-        np.asarray(dag.device, dtype=np.int64),
-        st,
-        en,
-        transfers,
-        info=TimelineInfo(tick=inst.tick, objective=pr.objective, sync=pr.sync, dp_allreduce=pr.dp_allreduce),
-    )
-    return sched, tl
-
-
-def _collectives_text(inst: Instance) -> str:
-    """What the step's collectives are, for the result (empty on one-pipe steps without DP)."""
-    pr = inst.problem
-    text = describe(inst.colls, pr.sync, pr.dp_allreduce, pr.costs.time_unit)
-    if text and pr.objective == "span":
-        return "collectives left out of the span (a span counts a device's own ops)"
-    if not text and pr.sync == "none" and pr.placement.num_pipes > 1:
-        text = "replica all-reduce left out (sync none)"
-    return text
 
 
 def _infeasible_reason(inst: Instance) -> str:
@@ -163,12 +92,13 @@ def optimize(
     Example:
         >>> from ppverify.placement import linear
         >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.costs import CostModel
         >>> pl = linear(3)
         >>> r = optimize(Problem(pl, 4, CostModel.abstract(pl, F=1, B=2), FixedDelay(1), split=False), time_limit=10)
         >>> r.status, r.objective, r.bound  # (m+p-1)(tF+tB) + 2(p-1)c = 18 + 4
         ('OPTIMAL', 22.0, 22.0)
     """
-    _check_limits(time_limit, workers)
+    check_limits(time_limit, workers)
     dl = deadline if deadline is not None else Deadline.after(time_limit)
     t0 = dl.start
     cut: list[str] = []  # the phases the wall clock cut
@@ -176,7 +106,7 @@ def optimize(
     try:
         inst = instance(problem, deadline=hard)
     except WallLimitReached:
-        return _cut_result(problem, t0, time_limit, workers, seed)
+        return cut_result(problem, t0, time_limit, workers, seed)
     unit = problem.costs.time_unit
     try:
         bounds = lower_bounds(inst, deadline=hard)
@@ -189,7 +119,7 @@ def optimize(
         tick=inst.tick,
         exact=inst.exact,
         time_unit=unit,
-        collectives=_collectives_text(inst),
+        collectives=collectives_text(inst),
     )
     reason = _infeasible_reason(inst)
     if reason:
@@ -229,9 +159,9 @@ def optimize(
 
     def hint_proven(inst: Instance, best: Candidate, hint: Sequence[int], proof: str) -> OptimizeResult:
         # the start meets a lower bound: OPTIMAL without search (``common`` read at the call)
-        sched, tl = _schedule_from_starts(inst, hint, "cp-sat")
+        sched, tl = schedule_from_starts(inst, hint, "cp-sat")
         objective = best.objective * inst.tick
-        solver = {"proof": proof, "workers": workers, "seed": seed, "time_limit_s": time_limit, **_cut_stats(cut)}
+        solver = {"proof": proof, "workers": workers, "seed": seed, "time_limit_s": time_limit, **cut_stats(cut)}
         return OptimizeResult(
             "OPTIMAL",
             objective=objective,
@@ -287,12 +217,12 @@ def optimize(
         if built is not None:
             cut.append("search")
         return _unsearched_result(inst, best, hint, floor, t0, cut, workers, seed, time_limit, common)
-    solver = _solver(hard.remaining(), workers, seed, work * (1 - relax_share) if redundant_bounds else work)
+    solver = make_solver(hard.remaining(), workers, seed, work * (1 - relax_share) if redundant_bounds else work)
     with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
         code = solver.solve(built.model)
     if hard.expired():
         cut.append("search")
-    status = cp_status = _STATUS.get(code, "UNKNOWN")
+    status = cp_status = STATUS.get(code, "UNKNOWN")
     solver_bound = solver.best_objective_bound if status in ("OPTIMAL", "FEASIBLE", "UNKNOWN") else None
     # without redundant bounds (plain CP-SAT) only what the solver proved is reported
     bound_ticks = max(
@@ -316,7 +246,7 @@ def optimize(
             hint=None,
             hint_objective=None,
             reason="CP-SAT proved that no schedule meets the constraints",
-            solver=_stats(solver, workers, seed, time_limit, cp_status),
+            solver=solver_stats(solver, workers, seed, time_limit, cp_status),
             **common,
         )
     if value is not None and status == "INFEASIBLE":
@@ -345,9 +275,9 @@ def optimize(
         status = "OPTIMAL" if bound_ticks >= value else "FEASIBLE"
     sched = tl = None
     if starts is not None:
-        sched, tl = _schedule_from_starts(inst, starts, "cp-sat")
-    stats = _stats(solver, workers, seed, time_limit, cp_status)
-    stats.update(_cut_stats(cut))
+        sched, tl = schedule_from_starts(inst, starts, "cp-sat")
+    stats = solver_stats(solver, workers, seed, time_limit, cp_status)
+    stats.update(cut_stats(cut))
     return OptimizeResult(
         status,
         objective=None if value is None else value * inst.tick,
@@ -358,49 +288,8 @@ def optimize(
         hint=best.source if best else None,
         hint_objective=best.objective * inst.tick if best else None,
         solver=stats,
-        reason=_cut_reason(cut) if status != "OPTIMAL" else "",
+        reason=cut_reason(cut) if status != "OPTIMAL" else "",
         **common,
-    )
-
-
-def _cut_stats(cut: list[str]) -> dict:
-    # an OPTIMAL value and bound do not depend on the cut, but which start was found first may
-    return {"wall_limited": ", ".join(cut)} if cut else {}
-
-
-def _cut_reason(cut: list[str]) -> str:
-    return f"wall-clock limit reached in: {', '.join(cut)}" if cut else ""
-
-
-def _cut_result(problem: Problem, t0: float, time_limit: float, workers: int, seed: int) -> OptimizeResult:
-    """The clock ran out while the problem was turned into ticks: nothing found; the bounds that
-    need no numbered ops (:func:`.bounds.problem_bounds`)."""
-    names = (
-        "critical_path",
-        "device_work",
-        "memory_window",
-        "device_relaxation",
-        "one_machine",
-        "memory_cycle",
-        "best",
-    )
-    cheap = problem_bounds(problem)
-    return OptimizeResult(
-        "UNKNOWN",
-        objective_name=problem.objective,
-        objective=None,
-        bound=cheap["best"],
-        wall_s=time.monotonic() - t0,
-        schedule=None,
-        timeline=None,
-        bounds={k: cheap.get(k, 0.0) for k in names},
-        hint=None,
-        hint_objective=None,
-        tick=1.0,
-        exact=True,
-        time_unit=problem.costs.time_unit,
-        solver={"workers": workers, "seed": seed, "time_limit_s": time_limit, "wall_limited": "model building"},
-        reason=_cut_reason(["model building"]),
     )
 
 
@@ -420,7 +309,7 @@ def _unsearched_result(
     analytic bound."""
     sched = tl = None
     if best is not None:
-        sched, tl = _schedule_from_starts(inst, hint, "cp-sat")
+        sched, tl = schedule_from_starts(inst, hint, "cp-sat")
     value = best.objective if best is not None else None
     bound = floor if value is None else min(floor, value)
     status = "UNKNOWN" if value is None else ("OPTIMAL" if bound >= value else "FEASIBLE")
@@ -434,7 +323,7 @@ def _unsearched_result(
         hint=best.source if best else None,
         hint_objective=value * inst.tick if value is not None else None,
         solver={"workers": workers, "seed": seed, "time_limit_s": time_limit, "wall_limited": ", ".join(cut)},
-        reason=_cut_reason(cut),
+        reason=cut_reason(cut),
         **common,
     )
 
@@ -453,167 +342,4 @@ def _no_bounds(bounds):
     )
 
 
-def _stats(solver: cp_model.CpSolver, workers: int, seed: int, time_limit: float, status: str) -> dict:
-    return {
-        "cp_sat_status": status,
-        "cp_sat_wall_s": round(solver.wall_time, 3),
-        "deterministic_s": round(solver.deterministic_time, 3),
-        "branches": solver.num_branches,
-        "conflicts": solver.num_conflicts,
-        "workers": workers,
-        "seed": seed,
-        "time_limit_s": time_limit,
-    }
-
-
-def problem_for(
-    schedule: Schedule,
-    costs: CostModel,
-    comm: CommModel = NO_COMM,
-    memory_cap: float | None = None,
-    objective: str = "makespan",
-    sync: str = "eager",
-    dp_allreduce: int = 0,
-) -> Problem:
-    """The optimization problem over the same ops, placement and microbatch pipes as a schedule,
-    with the collectives the async engine runs under ``sync`` and ``dp_allreduce``.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> s = build("1f1b", p=2, m=3)
-        >>> problem_for(s, CostModel.abstract(s.placement)).num_ops
-        12
-    """
-    return Problem(
-        schedule.placement,
-        schedule.m,
-        costs,
-        comm,
-        schedule.has_split_backward,
-        memory_cap,
-        objective,
-        tuple(schedule.pipe_of_mb),
-        sync,
-        dp_allreduce,
-    )
-
-
-def evaluate(
-    schedule: Schedule,
-    costs: CostModel,
-    comm: CommModel = NO_COMM,
-    memory_cap: float | None = None,
-    objective: str = "makespan",
-    time_limit: float = 60.0,
-    workers: int = 2,
-    seed: int = 0,
-    sync: str = "eager",
-    dp_allreduce: int = 0,
-    deadline: Deadline | None = None,
-) -> OptimizeResult:
-    """CP-SAT with each device's program order fixed to the schedule's: the optimum is the
-    schedule's own value (for the makespan, what the async engine computes with the same ``sync``
-    and ``dp_allreduce``); INFEASIBLE when the order breaks the memory cap. ``deadline`` as for
-    :func:`optimize` (UNKNOWN when the clock runs out before the solver).
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
-        >>> s = build("1f1b", p=4, m=4)
-        >>> evaluate(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(1)).objective
-        31.0
-    """
-    _check_limits(time_limit, workers)
-    if any(type(a) is Overlap for prog in schedule.programs for a in prog):
-        raise ParameterError(
-            "schedule",
-            schedule.describe(),
-            "evaluate mode does not model overlapped F&B slots; run them in sequence first",
-        )
-    dl = deadline if deadline is not None else Deadline.after(time_limit)
-    t0, hard = dl.start, dl.at(0.9)
-    problem = problem_for(schedule, costs, comm, memory_cap, objective, sync, dp_allreduce)
-    try:
-        inst = instance(problem, schedule, deadline=hard)
-        bounds = lower_bounds(inst, deadline=hard)
-    except WallLimitReached:
-        return _cut_result(problem, t0, time_limit, workers, seed)
-    order = [list(inst.device_ops(d)) for d in range(inst.p)]
-    common = dict(
-        objective_name=objective,
-        bounds=bounds.as_dict(inst.tick),
-        tick=inst.tick,
-        exact=inst.exact,
-        time_unit=costs.time_unit,
-        collectives=_collectives_text(inst),
-    )
-    try:
-        asap = time_programs(inst, [[inst.dag.ops[i] for i in prog] for prog in order], schedule.family)
-    except DeadlockError as exc:
-        return OptimizeResult(
-            "INFEASIBLE",
-            objective=None,
-            bound=bounds.best * inst.tick,
-            wall_s=time.monotonic() - t0,
-            schedule=schedule,
-            timeline=None,
-            hint=schedule.family,
-            hint_objective=None,
-            reason=f"the program order cannot run: {exc}",
-            **common,
-        )
-    hint = asap.starts
-    try:
-        built = build_model(inst, bounds, order=order, hint=hint, deadline=hard)
-    except WallLimitReached:
-        return OptimizeResult(
-            "UNKNOWN",
-            objective=None,
-            bound=bounds.best * inst.tick,
-            wall_s=time.monotonic() - t0,
-            schedule=schedule,
-            timeline=None,
-            hint=schedule.family,
-            hint_objective=asap.objective * inst.tick,
-            reason=_cut_reason(["model building"]),
-            solver={"workers": workers, "seed": seed, "time_limit_s": time_limit, "wall_limited": "model building"},
-            **common,
-        )
-    solver = _solver(max(0.01, hard.remaining()), workers, seed)
-    with stoppable(solver):
-        status = _STATUS.get(solver.solve(built.model), "UNKNOWN")
-    stats = _stats(solver, workers, seed, time_limit, status)
-    if status not in ("OPTIMAL", "FEASIBLE"):
-        reason = (
-            "the program order breaks the memory cap" if status == "INFEASIBLE" else "no solution within the time limit"
-        )
-        return OptimizeResult(
-            status,
-            objective=None,
-            bound=bounds.best * inst.tick,
-            wall_s=time.monotonic() - t0,
-            schedule=schedule,
-            timeline=None,
-            hint=schedule.family,
-            hint_objective=None,
-            reason=reason,
-            solver=stats,
-            **common,
-        )
-    starts = [solver.value(v) for v in built.start]
-    value = round(solver.objective_value)
-    bound = max(bounds.best, int(np.ceil(solver.best_objective_bound - 1e-9)))
-    _, tl = _schedule_from_starts(inst, starts, schedule.family)
-    tl = Timeline(schedule, costs, "cp-sat", tl.ops, tl.device, tl.start, tl.end, tl.transfers, info=tl.info)
-    return OptimizeResult(
-        status,
-        objective=value * inst.tick,
-        bound=min(bound, value) * inst.tick,
-        wall_s=time.monotonic() - t0,
-        schedule=schedule,
-        timeline=tl,
-        hint=schedule.family,
-        hint_objective=asap.objective * inst.tick,
-        solver=stats,
-        **common,
-    )
+__all__ = ["optimize"]

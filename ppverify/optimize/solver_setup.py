@@ -1,0 +1,198 @@
+"""What :func:`~ppverify.optimize.optimize` and :func:`~ppverify.optimize.evaluate` share: the
+CP-SAT solver's set-up and statuses, a solution's start ticks read back into a schedule and its
+timeline, and the results returned when the clock runs out first."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ..errors import ParameterError
+from ..ops import Op
+from ..schedule import Schedule
+from ..timeline import Timeline, TimelineInfo, Transfers
+from .bounds import problem_bounds
+from .collectives import collective_times, describe
+from .problem import Instance, Problem
+from .result import OptimizeResult
+
+#: CP-SAT's status codes by the names ppverify reports (an invalid model reads as UNKNOWN)
+STATUS = {
+    cp_model.OPTIMAL: "OPTIMAL",
+    cp_model.FEASIBLE: "FEASIBLE",
+    cp_model.INFEASIBLE: "INFEASIBLE",
+    cp_model.UNKNOWN: "UNKNOWN",
+    cp_model.MODEL_INVALID: "UNKNOWN",
+}
+
+
+def check_limits(time_limit: float, workers: int) -> None:
+    """Refuse a non-positive time limit or a worker count that is not an integer >= 1.
+
+    Example:
+        >>> check_limits(1.0, 0)
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter workers=0: must be an integer >= 1
+    """
+    if not time_limit > 0:
+        raise ParameterError("time-limit", time_limit, "must be > 0 seconds")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ParameterError("workers", workers, "must be an integer >= 1")
+
+
+def make_solver(time_limit: float, workers: int, seed: int, work_limit: float | None = None) -> cp_model.CpSolver:
+    """A CP-SAT solver with ppverify's settings: wall and (optionally) deterministic limits,
+    workers, seed, and Ctrl-C left to the command.
+
+    Example:
+        >>> make_solver(2.0, 1, 0, work_limit=0.5).parameters.max_deterministic_time
+        0.5
+    """
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit)
+    if work_limit is not None:  # CP-SAT's deterministic clock: the same stop on a loaded machine
+        solver.parameters.max_deterministic_time = max(0.01, float(work_limit))
+    solver.parameters.num_workers = int(workers)
+    solver.parameters.random_seed = int(seed)
+    # Ctrl-C is the command's (exit 130), as SIGTERM: CP-SAT must not swallow it to end the search
+    # quietly; the CLI's signal watcher stops the search instead (interrupt.py)
+    solver.parameters.catch_sigint_signal = False
+    return solver
+
+
+def schedule_from_starts(inst: Instance, starts: Sequence[int], family: str) -> tuple[Schedule, Timeline]:
+    """Per-device program order from start ticks (ties in op position order), and the timeline
+    with exactly those times (collectives as early as their ops allow, one row per ring hop as the
+    engines record them)."""
+    dag = inst.dag
+    pr = inst.problem
+    programs: list[list[Op]] = [[] for _ in range(inst.p)]
+    for i in sorted(range(dag.num_ops), key=lambda i: (starts[i], i)):
+        programs[dag.device[i]].append(dag.ops[i])
+    params = {"p": pr.p, "m": pr.m, "objective": pr.objective}
+    sched = Schedule(pr.placement, pr.m, tuple(tuple(p) for p in programs), dag.schedule.pipe_of_mb, family, params)
+    st = np.asarray(starts, dtype=float) * inst.tick
+    en = (np.asarray(starts) + np.asarray(inst.dur)) * inst.tick
+    transfers = Transfers()
+    ends = [int(a) + d for a, d in zip(starts, inst.dur)]
+    for c, (t0, t1) in zip(inst.colls, collective_times(ends, inst.coll_dur, inst.colls)):
+        for n, dv in enumerate(c.devices):
+            transfers.add(
+                c.kind, dv, c.devices[(n + 1) % len(c.devices)], -1, -1, t0 * inst.tick, t1 * inst.tick, c.nbytes
+            )
+    tl = Timeline(
+        sched,
+        pr.costs,
+        "cp-sat",
+        list(dag.ops),
+        np.asarray(dag.device, dtype=np.int64),
+        st,
+        en,
+        transfers,
+        info=TimelineInfo(tick=inst.tick, objective=pr.objective, sync=pr.sync, dp_allreduce=pr.dp_allreduce),
+    )
+    return sched, tl
+
+
+def collectives_text(inst: Instance) -> str:
+    """What the step's collectives are, for the result (empty on one-pipe steps without DP)."""
+    pr = inst.problem
+    text = describe(inst.colls, pr.sync, pr.dp_allreduce, pr.costs.time_unit)
+    if text and pr.objective == "span":
+        return "collectives left out of the span (a span counts a device's own ops)"
+    if not text and pr.sync == "none" and pr.placement.num_pipes > 1:
+        text = "replica all-reduce left out (sync none)"
+    return text
+
+
+def cut_stats(cut: list[str]) -> dict:
+    """The solver statistics' note of the phases the clock cut short (none: empty).
+
+    Example:
+        >>> cut_stats(["local search"]), cut_stats([])
+        ({'wall_limited': 'local search'}, {})
+    """
+    # an OPTIMAL value and bound do not depend on the cut, but which start was found first may
+    return {"wall_limited": ", ".join(cut)} if cut else {}
+
+
+def cut_reason(cut: list[str]) -> str:
+    """The result's reason when the clock cut phases short.
+
+    Example:
+        >>> cut_reason(["model building"])
+        'wall-clock limit reached in: model building'
+    """
+    return f"wall-clock limit reached in: {', '.join(cut)}" if cut else ""
+
+
+def cut_result(problem: Problem, t0: float, time_limit: float, workers: int, seed: int) -> OptimizeResult:
+    """The clock ran out while the problem was turned into ticks: nothing found; the bounds that
+    need no numbered ops (:func:`.bounds.problem_bounds`)."""
+    names = (
+        "critical_path",
+        "device_work",
+        "memory_window",
+        "device_relaxation",
+        "one_machine",
+        "memory_cycle",
+        "best",
+    )
+    cheap = problem_bounds(problem)
+    return OptimizeResult(
+        "UNKNOWN",
+        objective_name=problem.objective,
+        objective=None,
+        bound=cheap["best"],
+        wall_s=time.monotonic() - t0,
+        schedule=None,
+        timeline=None,
+        bounds={k: cheap.get(k, 0.0) for k in names},
+        hint=None,
+        hint_objective=None,
+        tick=1.0,
+        exact=True,
+        time_unit=problem.costs.time_unit,
+        solver={"workers": workers, "seed": seed, "time_limit_s": time_limit, "wall_limited": "model building"},
+        reason=cut_reason(["model building"]),
+    )
+
+
+def solver_stats(solver: cp_model.CpSolver, workers: int, seed: int, time_limit: float, status: str) -> dict:
+    """What a search cost (CP-SAT's wall and deterministic time, branches, conflicts) and how it was run.
+
+    Example:
+        >>> model = cp_model.CpModel()
+        >>> _ = model.new_int_var(0, 3, "x")
+        >>> solver = make_solver(1.0, 1, 0)
+        >>> _ = solver.solve(model)
+        >>> solver_stats(solver, 1, 0, 1.0, "OPTIMAL")["cp_sat_status"]
+        'OPTIMAL'
+    """
+    return {
+        "cp_sat_status": status,
+        "cp_sat_wall_s": round(solver.wall_time, 3),
+        "deterministic_s": round(solver.deterministic_time, 3),
+        "branches": solver.num_branches,
+        "conflicts": solver.num_conflicts,
+        "workers": workers,
+        "seed": seed,
+        "time_limit_s": time_limit,
+    }
+
+
+__all__ = [
+    "STATUS",
+    "check_limits",
+    "collectives_text",
+    "cut_reason",
+    "cut_result",
+    "cut_stats",
+    "make_solver",
+    "schedule_from_starts",
+    "solver_stats",
+]
