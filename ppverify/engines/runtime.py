@@ -199,6 +199,8 @@ class RuntimeWalk:
     sends: dict[tuple[int, Comm], float]
     recvs: dict[tuple[int, Comm], float]
     arrivals: dict[Op, float] = field(default_factory=dict)
+    #: for those ops, when the rank itself was ready for them (its clock), before any wait for data
+    ready: dict[Op, float] = field(default_factory=dict)
 
 
 def predict_runtime(
@@ -246,6 +248,7 @@ def _walk(schedule: Schedule, costs: CostModel, model: Handover | _Drawn) -> Run
     sends: dict[tuple[int, Comm], float] = {}
     recvs: dict[tuple[int, Comm], float] = {}
     arrivals: dict[Op, float] = {}
+    rank_ready: dict[Op, float] = {}
     has_recv: set[tuple[int, tuple[str, int, int]]] = set()
     left = sum(len(x) for x in progs)
     while left:
@@ -272,7 +275,7 @@ def _walk(schedule: Schedule, costs: CostModel, model: Handover | _Drawn) -> Run
                         # the rendezvous: the data moves at the SEND when the RECV was posted
                         # first, else a round trip after the RECV's post
                         ready = sent[k] + model.wake if posted[k] < sent[k] else posted[k] + model.late
-                        arrivals[a] = ready
+                        arrivals[a], rank_ready[a] = ready, start
                         start = max(start, ready)
                     end = start + float(costs.duration[a.kind][a.stage]) + model.overshoot
                     times[a] = (start, end)
@@ -289,7 +292,7 @@ def _walk(schedule: Schedule, costs: CostModel, model: Handover | _Drawn) -> Run
                     if ptr[r] < len(progs[r])
                 ]
             )
-    return RuntimeWalk(max((e for _, e in times.values()), default=0.0), times, sends, recvs, arrivals)
+    return RuntimeWalk(max((e for _, e in times.values()), default=0.0), times, sends, recvs, arrivals, rank_ready)
 
 
 #: walks drawn per prediction when the model has deciles (:func:`predict_runtime`): the median
@@ -348,6 +351,8 @@ def runtime_timeline(
         >>> tl = runtime_timeline(s, CostModel.abstract(s.placement, F=1, B=2), NO_COMM, model=Handover(wake=0.5))
         >>> tl.makespan, tl.semantics, list(zip(tl.transfers.start, tl.transfers.end))
         (7.0, 'runtime', [(1.0, 1.5), (4.5, 5.0)])
+        >>> tl.info.exposed_comm   # each consumer waits one wake (0.5) past its producer's end
+        [0.5, 0.5]
     """
     if schedule.placement.num_pipes > 1:
         raise ParameterError(
@@ -377,6 +382,7 @@ def runtime_timeline(
     end = np.array([se[1] for _, se in rows], dtype=float)
     tr = Transfers()
     nbytes = costs.boundary_bytes
+    exposed = [0.0] * schedule.p
     for (rank, c), posted in sorted(walk.sends.items(), key=lambda kv: kv[1]):
         direction, stage, mb = comm_key(c)
         # producer: the SEND's own stage's F (activation) or B/I (gradient); consumer: the op
@@ -390,7 +396,10 @@ def runtime_timeline(
         size = float(nbytes[boundary]) if 0 <= boundary < len(nbytes) else 0.0
         kind = "activation" if direction == "F" else "gradient"
         tr.add(kind, rank, int(device[dst]), src, dst, posted, walk.arrivals[ops[dst]], size)
-    info = TimelineInfo(system=getattr(comm, "name", None))
+        # exposed communication: the consumer's wait beyond both its rank and its producer's end
+        free = max(walk.ready[ops[dst]], float(end[src]))
+        exposed[int(device[dst])] += max(0.0, float(start[dst]) - free)
+    info = TimelineInfo(system=getattr(comm, "name", None), exposed_comm=exposed)
     return Timeline(schedule, costs, "runtime", ops, device, start, end, tr, info)
 
 

@@ -68,6 +68,8 @@ def test_zero_terms_equal_async_without_communication(fam, p, k, f, b):
     paired = {op for pair in pairs for op in pair}
     for op in g.keys() - paired:
         assert g[op] == pytest.approx(w[op])
+    # nothing waits past its producer's end when a hand-over costs nothing
+    assert got.info.exposed_comm == pytest.approx([0.0] * s.p)
 
 
 def test_gpipe_two_ranks_by_hand():
@@ -81,6 +83,8 @@ def test_gpipe_two_ranks_by_hand():
     assert tl.makespan == pytest.approx(7.0 + 0.25 + 4 * 0.1)
     assert tl.device.tolist() == [0, 0, 1, 1]
     assert len(tl.transfers) == 2 and tl.transfers.kind == ["activation", "gradient"]
+    # each consumer waits one wake past its producer's end: 0.5 exposed on each rank
+    assert tl.info.exposed_comm == pytest.approx([0.5, 0.5])
 
 
 def test_late_receiver_pays_the_round_trip():
