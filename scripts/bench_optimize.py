@@ -11,7 +11,9 @@ Rows (costs F = I = W = 1 unless profiled; zero-bubble memory model h=2304, a=24
 * ``zb``     the zero-bubble paper's profiled settings (ppverify/data/zb_settings.csv), cap 2p*M_F,
              span objective: goal gap <= 0.1 % in 120 s, never above the paper's heuristic span.
 
-Each row runs with one worker and a budget of CP-SAT *deterministic* time (``--det-per-s`` of a
+A ``gap<=X%`` row stops as soon as its schedule is within X % of the proven bound (``optimize
+--gap-limit``; ``--no-gap-limit`` searches to the budget instead). Each row runs with one worker
+and a budget of CP-SAT *deterministic* time (``--det-per-s`` of a
 row's seconds, default 0.4: CP-SAT's deterministic second is about 2.5 CPU seconds on the
 reference machine), so results do not depend on the load of a shared machine; the wall-clock limit
 is a safety only (``--wall-factor`` times the row's seconds). Benchmarks print, they never assert.
@@ -110,6 +112,18 @@ def problem(row: Row) -> Problem:
     return Problem(pl, row.m, costs, FixedDelay(row.c), split=True, memory_cap=cap, objective=row.objective)
 
 
+def goal_gap(goal: str) -> float | None:
+    """The relative gap a row's goal asks for (``gap<=1% 60s``: 0.01), None for other goals.
+
+    Example:
+        >>> goal_gap("gap<=0.1% 120s"), goal_gap("OPTIMAL <30s")
+        (0.001, None)
+    """
+    if not goal.startswith("gap<="):
+        return None
+    return float(goal[len("gap<=") :].split("%", 1)[0]) / 100
+
+
 def run_row(
     row: Row,
     workers: int = 1,
@@ -117,12 +131,19 @@ def run_row(
     det_per_s: float = 0.4,
     wall_factor: float = 6.0,
     seconds: float | None = None,
+    use_gap_limit: bool = True,
 ) -> dict:
-    """Solve one row; returns status, value, bound, gap, CPU and wall seconds, deterministic time."""
+    """Solve one row (stopping within the gap its goal states, unless ``use_gap_limit`` is off);
+    returns status, value, bound, gap, CPU and wall seconds, deterministic time."""
     budget = row.seconds if seconds is None else seconds
     t, c = time.monotonic(), time.process_time()
     res = optimize(
-        problem(row), time_limit=budget * wall_factor, workers=workers, seed=seed, work_limit=budget * det_per_s
+        problem(row),
+        time_limit=budget * wall_factor,
+        workers=workers,
+        seed=seed,
+        work_limit=budget * det_per_s,
+        gap_limit=goal_gap(row.goal) if use_gap_limit else None,
     )
     return {
         "row": row,
@@ -202,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wall-factor", type=float, default=6.0, help="wall-clock safety limit, times the budget")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--no-gap-limit",
+        action="store_true",
+        help="search every row to its budget (default: a gap<=X%% row stops once within X%%, optimize --gap-limit)",
+    )
     args = ap.parse_args(argv)
     print(
         f"# ppverify optimize benchmark: {args.workers} worker(s), seed {args.seed}, budget = "
@@ -217,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         secs = args.seconds
         if secs is None and row.set == "unit" and args.time_limit_unit is not None:
             secs = args.time_limit_unit
-        r = run_row(row, args.workers, args.seed, args.det_per_s, args.wall_factor, secs)
+        r = run_row(row, args.workers, args.seed, args.det_per_s, args.wall_factor, secs, not args.no_gap_limit)
         print(format_result(r), flush=True)
     return 0
 

@@ -83,6 +83,14 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
         help="end the step with a data-parallel gradient all-reduce among N pipeline replicas",
     )
     s.add_argument("--time-limit", type=float, default=60.0, help="seconds (default 60); never exceeded by much")
+    s.add_argument(
+        "--gap-limit",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="stop once the best schedule is within this relative gap of the proven bound, "
+        "(value - bound) / value, e.g. 0.01 for 1 %% (default: search to the time limit)",
+    )
     s.add_argument("--workers", type=int, default=2, help="CP-SAT search workers (default 2)")
     s.add_argument("--seed", type=int, default=0, help="CP-SAT random seed (default 0)")
 

@@ -160,10 +160,12 @@ def solve(
     workers: int = 2,
     seed: int = 0,
     deadline: Any = None,
+    gap_limit: float | None = None,
 ) -> Any:
     """Solve ``problem`` with CP-SAT: the best schedule of its ops, or, given ``schedule``, the
     timing of that schedule's program order on every device (its makespan under the problem's
-    costs, communication and cap). Returns an :class:`~ppverify.optimize.OptimizeResult`.
+    costs, communication and cap). ``gap_limit``: stop the search within that relative gap (see
+    :func:`~ppverify.optimize.optimize`). Returns an :class:`~ppverify.optimize.OptimizeResult`.
 
     Example:
         >>> from ppverify.comm import FixedDelay
@@ -177,7 +179,7 @@ def solve(
     from .solve import optimize
 
     if schedule is None:
-        return optimize(problem, time_limit, workers, seed, deadline=deadline)
+        return optimize(problem, time_limit, workers, seed, deadline=deadline, gap_limit=gap_limit)
     return evaluate(
         schedule,
         problem.costs,

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..errors import ParameterError
 from .bounds import lower_bounds, work_bounds
 from .deadline import Deadline, WallLimitReached
 from .heuristic import Candidate, best_candidate, canonical_starts
@@ -20,7 +21,7 @@ from .localsearch import improve
 from .model import build_model
 from .problem import Instance, Problem, instance
 from .relax import relaxation_bound
-from .result import OptimizeResult
+from .result import OptimizeResult, relative_gap
 from .solver_setup import (
     STATUS,
     check_limits,
@@ -66,6 +67,7 @@ def optimize(
     local_search: bool = True,
     deadline: Deadline | None = None,
     relax_first: bool = False,
+    gap_limit: float | None = None,
 ) -> OptimizeResult:
     """Minimize the problem's objective with CP-SAT, starting from the best family or greedy
     schedule; returns the best schedule and a proven lower bound even on timeout.
@@ -89,6 +91,12 @@ def optimize(
     what is left, and a phase the clock cut is named in ``reason`` and
     ``solver["wall_limited"]`` (the result then has the best schedule and bound found so far).
 
+    ``gap_limit`` (a fraction: 0.01 = 1 %) ends the run as soon as the best schedule is within
+    that relative gap of the proven bound (:func:`~ppverify.optimize.relative_gap`): checked after
+    the starting schedules, after the local search and after the relaxation probe, and passed to
+    CP-SAT (its ``relative_gap_limit``, the same definition); the result is then FEASIBLE (or
+    OPTIMAL) with ``solver["stopped"]`` naming the phase. None (the default): search to the limits.
+
     Example:
         >>> from ppverify.placement import linear
         >>> from ppverify.comm import FixedDelay
@@ -99,6 +107,8 @@ def optimize(
         ('OPTIMAL', 22.0, 22.0)
     """
     check_limits(time_limit, workers)
+    if gap_limit is not None and not 0 <= gap_limit < 1:
+        raise ParameterError("gap-limit", gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
     dl = deadline if deadline is not None else Deadline.after(time_limit)
     t0 = dl.start
     cut: list[str] = []  # the phases the wall clock cut
@@ -145,12 +155,16 @@ def optimize(
         best = min(starts, key=lambda c: (c.objective, c.source), default=None)
     if hints and time.monotonic() > safety:
         cut.append("starting schedules")
+    phase = "the starting schedules"
+    start_floor = bounds.best if redundant_bounds else 0
     if (
         best is not None
         and local_search
-        and best.objective > (bounds.best if redundant_bounds else 0)
+        and best.objective > start_floor
         and time.monotonic() < safety
+        and not (gap_limit is not None and (relative_gap(best.objective, start_floor) or 0.0) <= gap_limit)
     ):
+        phase = "the local search"
         best = improve(inst, best, seed=seed, deadline=dl.at(0.5).end)
         if time.monotonic() > dl.at(0.5).end:
             cut.append("local search")
@@ -175,9 +189,39 @@ def optimize(
             **common,
         )
 
+    def within_gap(bound_ticks: int) -> bool:
+        # the best start is already within the requested gap of the proven bound
+        return (
+            gap_limit is not None
+            and best is not None
+            and best.objective > bound_ticks
+            and (relative_gap(best.objective, bound_ticks) or 0.0) <= gap_limit
+        )
+
+    def gap_met(inst: Instance, best: Candidate, hint: Sequence[int], bound_ticks: int, phase: str) -> OptimizeResult:
+        # stopped within the gap limit before the search: the start and the bound so far
+        sched, tl = schedule_from_starts(inst, hint, "cp-sat")
+        solver = {"stopped": f"within the gap limit after {phase}", "workers": workers, "seed": seed}
+        solver.update(time_limit_s=time_limit, gap_limit=gap_limit, **cut_stats(cut))
+        return OptimizeResult(
+            "FEASIBLE",
+            objective=best.objective * inst.tick,
+            bound=bound_ticks * inst.tick,
+            wall_s=time.monotonic() - t0,
+            schedule=sched,
+            timeline=tl,
+            hint=best.source,
+            hint_objective=best.objective * inst.tick,
+            solver=solver,
+            reason=f"within the gap limit {gap_limit:.4g} of the bound after {phase}; not searched further",
+            **common,
+        )
+
     if best is not None and best.objective <= floor:
         # the hint meets the analytic bound: proven optimal without search
         return hint_proven(inst, best, hint, "hint meets the analytic bound")
+    if best is not None and hint is not None and within_gap(floor):
+        return gap_met(inst, best, hint, floor, phase)
     analytic = bounds
     if redundant_bounds and relax_share > 0 and not hard.expired():
         # the one-device relaxation (relax.py): a small exact model per device, a share of the time.
@@ -197,6 +241,8 @@ def optimize(
         common["bounds"] = bounds.as_dict(inst.tick)
         if best is not None and best.objective <= bounds.best:
             return hint_proven(inst, best, hint, "hint meets the device-relaxation bound")
+        if best is not None and hint is not None and within_gap(bounds.best):
+            return gap_met(inst, best, hint, bounds.best, "the device relaxation")
         # reported and kept as the floor, but not posted: the search proves faster on the analytic
         # bounds alone (unit costs, cap p*M_F, c=1 at (16,64): optimal at 3.9 deterministic s
         # without, not within 10.5 with the relaxation's per-device floors)
@@ -218,6 +264,8 @@ def optimize(
             cut.append("search")
         return _unsearched_result(inst, best, hint, floor, t0, cut, workers, seed, time_limit, common)
     solver = make_solver(hard.remaining(), workers, seed, work * (1 - relax_share) if redundant_bounds else work)
+    if gap_limit is not None:
+        solver.parameters.relative_gap_limit = float(gap_limit)  # CP-SAT's gap is ours: (value - bound) / value
     with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
         code = solver.solve(built.model)
     if hard.expired():
@@ -252,7 +300,17 @@ def optimize(
     if value is not None and status == "INFEASIBLE":
         # the cut `objective <= hint` was infeasible below the hint: the hint is optimal
         bound_ticks = value
-    if value is not None and bound_ticks < value and redundant_bounds and relax_share > 0 and not relax_first:
+    searched_within_gap = (
+        gap_limit is not None and value is not None and (relative_gap(value, bound_ticks) or 0.0) <= gap_limit
+    )
+    if (
+        value is not None
+        and bound_ticks < value
+        and redundant_bounds
+        and relax_share > 0
+        and not relax_first
+        and not searched_within_gap
+    ):
         # no proof from the search: the one-device relaxation may still raise the bound.
         # It runs after the search so that a proof by search costs nothing more (unit costs, cap
         # p*M_F, c=1 at (16,64): 20 of 38 CPU seconds went to a relaxation the proof did not need)
@@ -278,6 +336,10 @@ def optimize(
         sched, tl = schedule_from_starts(inst, starts, "cp-sat")
     stats = solver_stats(solver, workers, seed, time_limit, cp_status)
     stats.update(cut_stats(cut))
+    reason = cut_reason(cut) if status != "OPTIMAL" else ""
+    if status == "FEASIBLE" and gap_limit is not None and (relative_gap(value, bound_ticks) or 0.0) <= gap_limit:
+        stats.update(stopped="within the gap limit during the search", gap_limit=gap_limit)
+        reason = f"within the gap limit {gap_limit:.4g} of the bound during the search"
     return OptimizeResult(
         status,
         objective=None if value is None else value * inst.tick,
@@ -288,7 +350,7 @@ def optimize(
         hint=best.source if best else None,
         hint_objective=best.objective * inst.tick if best else None,
         solver=stats,
-        reason=cut_reason(cut) if status != "OPTIMAL" else "",
+        reason=reason,
         **common,
     )
 

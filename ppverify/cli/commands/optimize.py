@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         pr, sched, info = problem_from_args(args)
     if args.evaluate and sched is None:
         raise ParameterError("evaluate", True, "--evaluate needs a family or schedule file (its program order)")
-    res = solve(pr, sched if args.evaluate else None, args.time_limit, args.workers, args.seed, deadline)
+    gap_limit = getattr(args, "gap_limit", None)
+    res = solve(pr, sched if args.evaluate else None, args.time_limit, args.workers, args.seed, deadline, gap_limit)
     if args.save:
         save_result(res, pr, args.save)
     if args.json:
