@@ -7,7 +7,6 @@ certified bound is ``ppverify gap``, with :func:`~ppverify.optimize.relative_gap
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -171,23 +170,28 @@ def optimize(
     hint = canonical_starts(inst, best.starts) if (best is not None and symmetry) else (best.starts if best else None)
     floor = bounds.best if redundant_bounds else 0
 
-    def hint_proven(inst: Instance, best: Candidate, hint: Sequence[int], proof: str) -> OptimizeResult:
-        # the start meets a lower bound: OPTIMAL without search (``common`` read at the call)
+    def start_result(bound_ticks: int, note: dict, reason: str = "") -> OptimizeResult:
+        # the starting schedule without search: OPTIMAL when it meets the bound (``best``, ``hint``
+        # and ``common`` read at the call)
+        assert best is not None and hint is not None
         sched, tl = schedule_from_starts(inst, hint, "cp-sat")
-        objective = best.objective * inst.tick
-        solver = {"proof": proof, "workers": workers, "seed": seed, "time_limit_s": time_limit, **cut_stats(cut)}
+        value = best.objective
         return OptimizeResult(
-            "OPTIMAL",
-            objective=objective,
-            bound=objective,
+            "OPTIMAL" if bound_ticks >= value else "FEASIBLE",
+            objective=value * inst.tick,
+            bound=min(bound_ticks, value) * inst.tick,
             wall_s=time.monotonic() - t0,
             schedule=sched,
             timeline=tl,
             hint=best.source,
-            hint_objective=objective,
-            solver=solver,
+            hint_objective=value * inst.tick,
+            solver={**note, "workers": workers, "seed": seed, "time_limit_s": time_limit, **cut_stats(cut)},
+            reason=reason,
             **common,
         )
+
+    def hint_proven(proof: str) -> OptimizeResult:
+        return start_result(best.objective if best is not None else 0, {"proof": proof})
 
     def within_gap(bound_ticks: int) -> bool:
         # the best start is already within the requested gap of the proven bound
@@ -198,30 +202,17 @@ def optimize(
             and (relative_gap(best.objective, bound_ticks) or 0.0) <= gap_limit
         )
 
-    def gap_met(inst: Instance, best: Candidate, hint: Sequence[int], bound_ticks: int, phase: str) -> OptimizeResult:
+    def gap_met(bound_ticks: int, phase: str) -> OptimizeResult:
         # stopped within the gap limit before the search: the start and the bound so far
-        sched, tl = schedule_from_starts(inst, hint, "cp-sat")
-        solver = {"stopped": f"within the gap limit after {phase}", "workers": workers, "seed": seed}
-        solver.update(time_limit_s=time_limit, gap_limit=gap_limit, **cut_stats(cut))
-        return OptimizeResult(
-            "FEASIBLE",
-            objective=best.objective * inst.tick,
-            bound=bound_ticks * inst.tick,
-            wall_s=time.monotonic() - t0,
-            schedule=sched,
-            timeline=tl,
-            hint=best.source,
-            hint_objective=best.objective * inst.tick,
-            solver=solver,
-            reason=f"within the gap limit {gap_limit:.4g} of the bound after {phase}; not searched further",
-            **common,
-        )
+        note = {"stopped": f"within the gap limit after {phase}", "gap_limit": gap_limit}
+        reason = f"within the gap limit {gap_limit:.4g} of the bound after {phase}; not searched further"
+        return start_result(bound_ticks, note, reason)
 
     if best is not None and best.objective <= floor:
         # the hint meets the analytic bound: proven optimal without search
-        return hint_proven(inst, best, hint, "hint meets the analytic bound")
+        return hint_proven("hint meets the analytic bound")
     if best is not None and hint is not None and within_gap(floor):
-        return gap_met(inst, best, hint, floor, phase)
+        return gap_met(floor, phase)
     analytic = bounds
     if redundant_bounds and relax_share > 0 and not hard.expired():
         # the one-device relaxation (relax.py): a small exact model per device, a share of the time.
@@ -240,9 +231,9 @@ def optimize(
         )
         common["bounds"] = bounds.as_dict(inst.tick)
         if best is not None and best.objective <= bounds.best:
-            return hint_proven(inst, best, hint, "hint meets the device-relaxation bound")
+            return hint_proven("hint meets the device-relaxation bound")
         if best is not None and hint is not None and within_gap(bounds.best):
-            return gap_met(inst, best, hint, bounds.best, "the device relaxation")
+            return gap_met(bounds.best, "the device relaxation")
         # reported and kept as the floor, but not posted: the search proves faster on the analytic
         # bounds alone (unit costs, cap p*M_F, c=1 at (16,64): optimal at 3.9 deterministic s
         # without, not within 10.5 with the relaxation's per-device floors)
