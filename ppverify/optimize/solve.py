@@ -171,20 +171,22 @@ def optimize(
     floor = bounds.best if redundant_bounds else 0
 
     def start_result(bound_ticks: int, note: dict, reason: str = "") -> OptimizeResult:
-        # the starting schedule without search: OPTIMAL when it meets the bound (``best``, ``hint``
-        # and ``common`` read at the call)
-        assert best is not None and hint is not None
-        sched, tl = schedule_from_starts(inst, hint, "cp-sat")
-        value = best.objective
+        # the starting schedule (if any) without search: OPTIMAL when it meets the bound, UNKNOWN
+        # without one (``best``, ``hint`` and ``common`` read at the call)
+        sched = tl = None
+        value = best.objective if best is not None else None
+        if value is not None and hint is not None:
+            sched, tl = schedule_from_starts(inst, hint, "cp-sat")
+        bound = bound_ticks if value is None else min(bound_ticks, value)
         return OptimizeResult(
-            "OPTIMAL" if bound_ticks >= value else "FEASIBLE",
-            objective=value * inst.tick,
-            bound=min(bound_ticks, value) * inst.tick,
+            "UNKNOWN" if value is None else ("OPTIMAL" if bound >= value else "FEASIBLE"),
+            objective=None if value is None else value * inst.tick,
+            bound=bound * inst.tick,
             wall_s=time.monotonic() - t0,
             schedule=sched,
             timeline=tl,
-            hint=best.source,
-            hint_objective=value * inst.tick,
+            hint=best.source if best is not None else None,
+            hint_objective=None if value is None else value * inst.tick,
             solver={**note, "workers": workers, "seed": seed, "time_limit_s": time_limit, **cut_stats(cut)},
             reason=reason,
             **common,
@@ -253,7 +255,7 @@ def optimize(
         # no time left to search: the best schedule and bound found so far
         if built is not None:
             cut.append("search")
-        return _unsearched_result(inst, best, hint, floor, t0, cut, workers, seed, time_limit, common)
+        return start_result(floor, {}, cut_reason(cut))
     solver = make_solver(hard.remaining(), workers, seed, work * (1 - relax_share) if redundant_bounds else work)
     if gap_limit is not None:
         solver.parameters.relative_gap_limit = float(gap_limit)  # CP-SAT's gap is ours: (value - bound) / value
@@ -342,41 +344,6 @@ def optimize(
         hint_objective=best.objective * inst.tick if best else None,
         solver=stats,
         reason=reason,
-        **common,
-    )
-
-
-def _unsearched_result(
-    inst: Instance,
-    best: Candidate | None,
-    hint,
-    floor: int,
-    t0: float,
-    cut: list[str],
-    workers: int,
-    seed: int,
-    time_limit: float,
-    common: dict,
-) -> OptimizeResult:
-    """The clock ran out before the solver could run: the starting schedule (if any) and the
-    analytic bound."""
-    sched = tl = None
-    if best is not None:
-        sched, tl = schedule_from_starts(inst, hint, "cp-sat")
-    value = best.objective if best is not None else None
-    bound = floor if value is None else min(floor, value)
-    status = "UNKNOWN" if value is None else ("OPTIMAL" if bound >= value else "FEASIBLE")
-    return OptimizeResult(
-        status,
-        objective=None if value is None else value * inst.tick,
-        bound=bound * inst.tick,
-        wall_s=time.monotonic() - t0,
-        schedule=sched,
-        timeline=tl,
-        hint=best.source if best else None,
-        hint_objective=value * inst.tick if value is not None else None,
-        solver={"workers": workers, "seed": seed, "time_limit_s": time_limit, "wall_limited": ", ".join(cut)},
-        reason=cut_reason(cut),
         **common,
     )
 
