@@ -201,6 +201,8 @@ class RuntimeWalk:
     arrivals: dict[Op, float] = field(default_factory=dict)
     #: for those ops, when the rank itself was ready for them (its clock), before any wait for data
     ready: dict[Op, float] = field(default_factory=dict)
+    #: the rank that ran each op
+    ranks: dict[Op, int] = field(default_factory=dict)
 
 
 def predict_runtime(
@@ -229,15 +231,15 @@ def predict_runtime(
         >>> predict_runtime(s, c, h, draws=9).makespan in (6.0, 7.0, 8.0)
         True
     """
+    progs = [flat_actions(p) for p in lowered_programs(schedule)]  # lowered once for every walk
     if draws > 0 and model.deciles:
         rng = random.Random(seed)
-        walks = sorted((_walk(schedule, costs, _Drawn(model, rng)) for _ in range(draws)), key=lambda w: w.makespan)
+        walks = sorted((_walk(progs, costs, _Drawn(model, rng)) for _ in range(draws)), key=lambda w: w.makespan)
         return walks[(draws - 1) // 2]
-    return _walk(schedule, costs, model)
+    return _walk(progs, costs, model)
 
 
-def _walk(schedule: Schedule, costs: CostModel, model: Handover | _Drawn) -> RuntimeWalk:
-    progs = [flat_actions(p) for p in lowered_programs(schedule)]
+def _walk(progs: list[list], costs: CostModel, model: Handover | _Drawn) -> RuntimeWalk:
     p = len(progs)
     clock = [model.head for _ in range(p)]
     first = [True] * p
@@ -249,6 +251,7 @@ def _walk(schedule: Schedule, costs: CostModel, model: Handover | _Drawn) -> Run
     recvs: dict[tuple[int, Comm], float] = {}
     arrivals: dict[Op, float] = {}
     rank_ready: dict[Op, float] = {}
+    ranks: dict[Op, int] = {}
     has_recv: set[tuple[int, tuple[str, int, int]]] = set()
     left = sum(len(x) for x in progs)
     while left:
@@ -278,7 +281,7 @@ def _walk(schedule: Schedule, costs: CostModel, model: Handover | _Drawn) -> Run
                         arrivals[a], rank_ready[a] = ready, start
                         start = max(start, ready)
                     end = start + float(costs.duration[a.kind][a.stage]) + model.overshoot
-                    times[a] = (start, end)
+                    times[a], ranks[a] = (start, end), r
                     clock[r], first[r] = end, False
                 ptr[r] += 1
                 left -= 1
@@ -292,7 +295,8 @@ def _walk(schedule: Schedule, costs: CostModel, model: Handover | _Drawn) -> Run
                     if ptr[r] < len(progs[r])
                 ]
             )
-    return RuntimeWalk(max((e for _, e in times.values()), default=0.0), times, sends, recvs, arrivals, rank_ready)
+    makespan = max((e for _, e in times.values()), default=0.0)
+    return RuntimeWalk(makespan, times, sends, recvs, arrivals=arrivals, ready=rank_ready, ranks=ranks)
 
 
 #: walks drawn per prediction when the model has deciles (:func:`predict_runtime`): the median
@@ -373,11 +377,10 @@ def runtime_timeline(
             "(ppverify calibrate writes one; e.g. --system examples/systems/calibrated-2core.yaml)",
         )
     walk = predict_runtime(schedule, costs, model, draws=draws, seed=seed)
-    rank_of = {op: r for (r, _), op in _rank_ops(schedule)}
-    rows = sorted(walk.ops.items(), key=lambda kv: (rank_of[kv[0]], kv[1][0]))
+    rows = sorted(walk.ops.items(), key=lambda kv: (walk.ranks[kv[0]], kv[1][0]))
     ops = [op for op, _ in rows]
     index = {(op.kind, op.stage, op.mb): i for i, op in enumerate(ops)}
-    device = np.array([rank_of[op] for op in ops], dtype=int)
+    device = np.array([walk.ranks[op] for op in ops], dtype=int)
     start = np.array([se[0] for _, se in rows], dtype=float)
     end = np.array([se[1] for _, se in rows], dtype=float)
     tr = Transfers()
@@ -401,13 +404,3 @@ def runtime_timeline(
         exposed[int(device[dst])] += max(0.0, float(start[dst]) - free)
     info = TimelineInfo(system=getattr(comm, "name", None), exposed_comm=exposed)
     return Timeline(schedule, costs, "runtime", ops, device, start, end, tr, info)
-
-
-def _rank_ops(schedule: Schedule) -> list[tuple[tuple[int, int], Op]]:
-    # ((rank, position), op) for every compute op of every rank's lowered program
-    return [
-        ((r, i), a)
-        for r, prog in enumerate(lowered_programs(schedule))
-        for i, a in enumerate(flat_actions(prog))
-        if isinstance(a, Op)
-    ]
