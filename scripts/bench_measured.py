@@ -90,13 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from ppverify.comm import FixedDelay
-    from ppverify.engines import run as run_engine
     from ppverify.errors import ParameterError
     from ppverify.measure import measure_many, seconds_costs
     from ppverify.measure.breakdown import breakdown, critical_path
     from ppverify.measure.calibrate import DRAWS, calibrate, predict, predict_on, preset_text
     from ppverify.measure.handover import fit_by_ranks, for_ranks, handover_samples, predict_runtime
-    from ppverify.overhead import system_overhead
     from ppverify.schedules import build
     from ppverify.system import load_system
 
@@ -173,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         unc = predict(s, seconds_costs(s, dict(COSTS)), FixedDelay(0.0), 0.0, 0.0)
         cal_ = predict_on(s, dict(COSTS), system)
         # simulate --semantics async --system PRESET: the preset's overheads folded into op times
-        asy = float(run_engine(s, system_overhead(seconds_costs(s, dict(COSTS)), s.placement, system), system).makespan)
+        asy = predict_on(s, dict(COSTS), system, semantics="async")
         spans = [x for res in rs for x in res.makespans]
         med = statistics.median(spans)
         # the median's own reproducibility: how far apart the rounds' medians are

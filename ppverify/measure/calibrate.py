@@ -47,30 +47,35 @@ from .fit import RuntimeFit, fit_link, fit_overhead, fit_runtime, fit_terms, op_
 from .preset_file import machine_name, preset_text
 
 
-def predict_on(schedule: Schedule, costs: CostModel | dict[str, float], system: object) -> float:
-    """The makespan ``simulate --system SYSTEM --costs ...`` predicts for a measured run, with
-    the semantics :func:`prediction_method` picks: ``runtime`` (the preset's hand-over model,
-    PyTorch's runtime action by action) or ``async`` (the system's runtime overhead folded into
-    ``costs``). Costs are seconds per device share, as ``measure`` sleeps them; transfers take the
-    system's links (sleep-mode tensors are a few hundred bytes: the latency). ``system`` is a
-    :class:`~ppverify.system.System` or a preset name/path.
+def predict_on(
+    schedule: Schedule, costs: CostModel | dict[str, float], system: object, semantics: str | None = None
+) -> float:
+    """The makespan ``simulate --system SYSTEM --costs ... --semantics S`` predicts for a measured
+    run; ``semantics`` defaults to the one :func:`prediction_method` picks: ``runtime`` (the
+    preset's hand-over model, PyTorch's runtime action by action) or ``async`` (the system's
+    runtime overhead folded into ``costs``). As in ``simulate``, an engine that models the
+    runtime's overhead itself gets the costs before the fold. Costs are seconds per device share,
+    as ``measure`` sleeps them; transfers take the system's links (sleep-mode tensors are a few
+    hundred bytes: the latency). ``system`` is a :class:`~ppverify.system.System` or a preset
+    name/path.
 
     Example:
         >>> from ppverify.schedules import build
         >>> round(predict_on(build("gpipe", p=2, m=1), {"F": 0.01, "B": 0.02}, "dgx-h100"), 6)   # 2 x (F + B) + 2 transfers of 5 us
         0.06001
     """
-    from ..engines import run
+    from ..engines import registry, run
     from ..overhead import system_overhead
     from ..system import load_system
     from . import seconds_costs
 
     sysm = load_system(system) if isinstance(system, str) else system
+    if semantics is None:
+        semantics = "runtime" if prediction_method(schedule, sysm) == "hand-over model" else "async"
     c = seconds_costs(schedule, costs)
-    if prediction_method(schedule, sysm) == "hand-over model":
-        # PyTorch's runtime action by action, its rendezvous hand-overs included (engines.runtime)
-        return float(run(schedule, c, sysm, semantics="runtime").makespan)
-    return float(run(schedule, system_overhead(c, schedule.placement, sysm), sysm, semantics="async").makespan)
+    if not registry.engine(semantics).own_overhead:
+        c = system_overhead(c, schedule.placement, sysm)
+    return float(run(schedule, c, sysm, semantics=semantics).makespan)
 
 
 def prediction_method(schedule: Schedule, system: object) -> str:
