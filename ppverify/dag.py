@@ -49,14 +49,16 @@ def required_ops(schedule: Schedule) -> list[Op]:
         ['0F0', '0B0', '1F0', '1B0']
     """
     split = split_pairs(schedule)
-    out = []
+    out: list[Op] = []
+    add = out.append
     for mb in range(schedule.m):
         for s in range(schedule.num_stages):
-            out.append(Op(F, s, mb))
+            add(Op(F, s, mb))
             if (s, mb) in split:
-                out += [Op(I, s, mb), Op(W, s, mb)]
+                add(Op(I, s, mb))
+                add(Op(W, s, mb))
             else:
-                out.append(Op(B, s, mb))
+                add(Op(B, s, mb))
     return out
 
 

@@ -175,6 +175,8 @@ def _explicit(dag: StepDAG, semantics: str, group: bool) -> tuple[OrderProblem, 
         pending: list[Comm] = []
 
         def flush() -> None:
+            if not pending:
+                return
             grps = [pending[:]] if (blocking and group and pending) else [[c] for c in pending]
             for grp in grps:
                 text = "+".join(str(c) for c in grp)

@@ -91,7 +91,8 @@ def _compact_text(pb: OrderProblem, active: set[int] | None = None) -> str:
     nodes = sorted(touched)
     lines = [f"(declare-const t{n} Int)" for n in nodes]
     atoms = _program_order(pb, nodes) + cross
-    return "\n".join(lines + ground + [f"(assert {a})" for a in reversed(atoms)])
+    # a ground atom many edges share (the same rank difference) is asserted once: same conjunction
+    return "\n".join(lines + list(dict.fromkeys(ground)) + [f"(assert {a})" for a in reversed(atoms)])
 
 
 def is_orderable(pb: OrderProblem, active: set[int] | None = None) -> bool:
@@ -162,10 +163,12 @@ def check_order(pb: OrderProblem, max_violations: int = 20, budget_s: float = 30
     """
     deadline = time.monotonic() + budget_s
     large = len(pb.edges) > GUARDED_LIMIT
-    # large problems: Z3 is quick to find a model but slow to refute the whole problem, so the
-    # candidate cycle of a strongly connected component comes first and Z3 refutes just that
-    # (a refuted subset refutes the whole); small ones: the fast path, then Z3's own core
-    if not large and is_orderable(pb):
+    # the fast path decides first at every size (Z3 answers it in about 5x its parse, sat or
+    # unsat: 0.5-1.9 s at 128,512 edges, where the component search alone takes 0.5 s);
+    # to find the cores, large problems start from the candidate cycle of a strongly connected
+    # component, which Z3 refutes alone (a refuted subset refutes the whole), small ones from
+    # Z3's own core
+    if is_orderable(pb):
         return [], True
     active = set(range(len(pb.edges)))
     out: list[Violation] = []
