@@ -23,6 +23,11 @@ schedule of an :class:`~ppverify.optimize.problem.Instance` (all in ticks).
   the gradient and W work those frees take; reported and kept as a floor, not posted in the model
   (unit costs, cap p*M_F, c=1 at (32,128): the search proved 603 in 14.5 deterministic s without
   it and not within 33.6 with the 601 it gives posted).
+* **warm-up** (:mod:`.warmup`, one stage per device): before its first gradient op a device runs
+  only forwards, at most a cap's worth; the first gradient comes back through devices that finish
+  the forward they are running first, and each hop leaves a remainder that the next device must
+  idle or cover with more forwards. The least objective that lets every device do so is a bound
+  (zero-bubble settings at cap 2p·M_F: the work plus 2,475 us at p=8, m=32, the optimum).
 * **memory-time** (:mod:`.energy`): the activations' least holding times, summed, must fit under
   the cap within the device's span (with ramps at both ends); reported with the memory window.
 * **one machine** (:mod:`.onemachine`): on any device, the ops released at least ``r`` after the
@@ -51,6 +56,7 @@ from .deadline import Deadline, check
 from .energy import memory_energy_spans
 from .onemachine import cross_device_span_bounds, makespan_bounds
 from .problem import Instance, Problem
+from .warmup import warmup_bound
 from .window import multi_stage_head_idle, multi_stage_tail_idle
 
 
@@ -76,6 +82,8 @@ class Bounds:
     machine_per_device: tuple[int, ...] = ()
     #: the memory-cycle bound (:mod:`.cycle`); reported and kept as a floor, not posted in the model
     memory_cycle: int = 0
+    #: the warm-up bound (:mod:`.warmup`): the first gradient's way back, hop by hop
+    warmup: int = 0
 
     def floor(self, d: int) -> int:
         """The best bound on device d's own span (or busy window): ``per_device`` or the
@@ -92,6 +100,7 @@ class Bounds:
             self.device_relaxation,
             self.one_machine,
             self.memory_cycle,
+            self.warmup,
         )
 
     def as_dict(self, tick: float) -> dict[str, float]:
@@ -103,6 +112,7 @@ class Bounds:
             "device_relaxation": self.device_relaxation * tick,
             "one_machine": self.one_machine * tick,
             "memory_cycle": self.memory_cycle * tick,
+            "warmup": self.warmup * tick,
             "best": self.best * tick,
         }
 
@@ -266,6 +276,7 @@ def lower_bounds(inst: Instance, objective: str | None = None, deadline: Deadlin
         one_machine=max(machine, default=0),
         machine_per_device=tuple(machine),
         memory_cycle=max(cycle, default=0),
+        warmup=warmup_bound(inst, head, tail, objective),
     )
 
 

@@ -19,6 +19,7 @@ from ..ops import B, F, I, Op, W, compute_ops
 from ..program_order import list_schedule
 from ..schedule import Schedule
 from .problem import Instance
+from .variants import named_rules
 
 
 @dataclass(frozen=True, eq=False)
@@ -430,82 +431,6 @@ def canonical_starts(inst: Instance, starts: Sequence[int]) -> list[int]:
     return out
 
 
-def round_trip_limits(inst: Instance, extra: int = 0) -> list[int]:
-    """Per device, the forwards needed to cover its round trip without idling:
-    ``ceil(R_d / tF) + extra``, where ``R_d`` is the shortest time from a forward's start to its
-    backward's start on that device (its first stage); at least 1.
-
-    Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.optimize.problem import Problem, instance
-        >>> pl = linear(3)
-        >>> round_trip_limits(instance(Problem(pl, 4, CostModel.abstract(pl, F=1, I=1, W=1), split=True)))
-        [5, 3, 1]
-    """
-    from .bounds import _round_trip
-
-    dag = inst.dag
-    out = []
-    for d in range(inst.p):
-        ops = list(inst.device_ops(d))
-        if not ops:
-            out.append(1)
-            continue
-        f0 = min((i for i in ops if dag.ops[i].kind == F), key=lambda i: (dag.ops[i].mb, dag.ops[i].stage))
-        op = dag.ops[f0]
-        g0 = next(
-            i for i in ops if dag.ops[i].stage == op.stage and dag.ops[i].mb == op.mb and dag.ops[i].kind in (I, B)
-        )
-        lag = _round_trip(inst, f0, g0)
-        out.append(max(1, -(-lag // inst.dur[f0]) + extra))
-    return out
-
-
-def greedy_rules(inst: Instance) -> list[tuple[str, bool, list[int] | None, bool]]:
-    """The greedy variants ``(priority, lookahead, open-forward limits, wait_for_grad)`` tried,
-    most useful first: ZB-H1-like (at most ``p - d`` open forwards on device d, W deferred with
-    lookahead), ZB-H2-like (``2(p - d)`` and ``2(p - d) - 1``, warm-up forwards yielding to the
-    first gradient), round-trip-covering limits (:func:`round_trip_limits`), and the
-    unrestricted rules.
-
-    Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.optimize.problem import Problem, instance
-        >>> pl = linear(2)
-        >>> greedy_rules(instance(Problem(pl, 2, CostModel.abstract(pl), split=True)))[0]
-        ('GFW', True, [2, 1], False)
-    """
-    p = inst.p
-    h1 = [p - d for d in range(p)]
-    h2 = [max(1, 2 * (p - d) - 1) for d in range(p)]
-    h2b = [2 * (p - d) for d in range(p)]
-    rt0, rt1 = round_trip_limits(inst, 0), round_trip_limits(inst, 1)
-    rules = [
-        ("GFW", True, h1, False),
-        ("GFW", False, h2b, True),
-        ("GFW", False, h2, True),
-        ("GFW", False, h2, False),
-        ("GFW", False, h2b, False),
-        ("GFW", False, rt1, True),
-        ("GFW", True, h1, True),
-        ("AW", False, h2, False),
-        ("AW", True, h1, False),
-        ("GFW", False, rt0, False),
-        ("GFW", True, h2, False),
-        ("GFW", False, h1, False),
-        ("GFW", True, None, False),
-        ("GFW", False, None, False),
-        ("GFW", False, None, True),
-        ("GWF", False, None, False),
-        ("FGW", False, None, False),
-        # unrestricted alternation: on loop placements the open-forward limits above deadlock
-        ("AW", False, None, False),
-    ]
-    return rules
-
-
 def best_candidate(
     inst: Instance, use_families: bool = True, deadline: float | None = None, hard: float | None = None
 ) -> Candidate | None:
@@ -524,13 +449,14 @@ def best_candidate(
     if hard is not None and time.monotonic() > hard:
         return None  # the rules' own set-up is linear in the ops: not even that once past the stop
     cands: list[Candidate] = []
-    for prio, look, infl, wait in greedy_rules(inst):
+    for name, (prio, look, infl, wait) in named_rules(inst):
         now = time.monotonic()
         if (deadline is not None and now > deadline and cands) or (hard is not None and now > hard):
             break  # without a candidate yet, keep trying until the hard stop
         c = greedy(inst, prio, look, infl, wait, hard)
         if c is not None:
             tag = "" if infl is None else "-open" + ",".join(map(str, infl[:2])) + (",..." if len(infl) > 2 else "")
+            tag = f"-{name}" if name else tag
             cands.append(
                 Candidate(
                     c.source + ("-lookahead" if look else "") + ("-wait" if wait else "") + tag,

@@ -25,8 +25,9 @@ from collections.abc import Sequence
 
 from ..errors import PPVerifyError
 from ..ops import B, F, I, Op
-from .heuristic import Candidate, greedy, greedy_rules, memory_ok, position_map, time_programs
+from .heuristic import Candidate, greedy, memory_ok, position_map, time_programs
 from .problem import Instance
+from .variants import greedy_rules
 
 
 def open_forward_peaks(programs: Sequence[Sequence[Op]]) -> list[int]:

@@ -123,7 +123,7 @@ def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
     """
     u = "" if res.time_unit != "s" else " s"
     b = res.bounds
-    val = "-" if res.objective is None else f"{res.objective:g}{u}"
+    val = "-" if res.objective is None else f"{res.objective:.10g}{u}"
     lines = [
         f"problem    {info['placement']} placement, p={info['p']}, m={info['m']}, {info['stages']} stages, "
         f"{info['backward']} backward, costs {info['costs']}, {info['comm']}",
@@ -136,19 +136,20 @@ def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
         f"status     {res.status}" + (f" ({res.reason})" if res.reason else ""),
         f"{res.objective_name:<10} {val}",
         *([f"collective {res.collectives}"] if res.collectives else []),
-        f"bound      {res.bound:g}{u}  (critical path {b['critical_path']:g}, device work {b['device_work']:g}, "
-        f"memory window {b['memory_window']:g}"
-        + (f", one machine {b['one_machine']:g}" if b.get("one_machine") else "")
-        + (f", device relaxation {b['device_relaxation']:g}" if b.get("device_relaxation") else "")
-        + (f", memory cycle {b['memory_cycle']:g}" if b.get("memory_cycle") else "")
+        f"bound      {res.bound:.10g}{u}  (critical path {b['critical_path']:.10g}, device work {b['device_work']:.10g}, "
+        f"memory window {b['memory_window']:.10g}"
+        + (f", one machine {b['one_machine']:.10g}" if b.get("one_machine") else "")
+        + (f", device relaxation {b['device_relaxation']:.10g}" if b.get("device_relaxation") else "")
+        + (f", memory cycle {b['memory_cycle']:.10g}" if b.get("memory_cycle") else "")
+        + (f", warm-up {b['warmup']:.10g}" if b.get("warmup") else "")
         + ")",
         f"gap        {'-' if res.gap is None else f'{100 * res.gap:.2f}%'}  (value - bound) / value",
         f"wall time  {res.wall_s:.1f} s  ({res.solver.get('workers', '-')} workers, seed {res.solver.get('seed', '-')}, "
-        f"tick {res.tick:g}{'' if res.exact else ', durations rounded to ticks'})",
+        f"tick {res.tick:.10g}{'' if res.exact else ', durations rounded to ticks'})",
     ]
     if res.hint:
         lines.append(
-            f"start      {res.hint}" + (f" ({res.hint_objective:g}{u})" if res.hint_objective is not None else "")
+            f"start      {res.hint}" + (f" ({res.hint_objective:.10g}{u})" if res.hint_objective is not None else "")
         )
     return lines
 

@@ -32,6 +32,7 @@ from .solver_setup import (
     schedule_from_starts,
     solver_stats,
 )
+from .tail import search_after_warmup, several_stages_per_device
 from .zbheuristic import zb_candidates
 
 #: share of the relaxation's budget tried before the search (all of it runs after an unproven one)
@@ -67,6 +68,7 @@ def optimize(
     deadline: Deadline | None = None,
     relax_first: bool = False,
     gap_limit: float | None = None,
+    tail_share: float = 0.1,
 ) -> OptimizeResult:
     """Minimize the problem's objective with CP-SAT, starting from the best family or greedy
     schedule; returns the best schedule and a proven lower bound even on timeout.
@@ -89,6 +91,11 @@ def optimize(
     model building and bounds included: each phase stops at its share of it, the solver gets
     what is left, and a phase the clock cut is named in ``reason`` and
     ``solver["wall_limited"]`` (the result then has the best schedule and bound found so far).
+
+    On placements with several stages per device a search of the rest of the step with the
+    start's warm-up kept (:mod:`.tail`) runs first, with ``tail_share`` of the search's work and
+    of the time limit on top of the search's own (0 turns it off); the search then runs from the
+    same start as without it, and the better schedule of the two is kept.
 
     ``gap_limit`` (a fraction: 0.01 = 1 %) ends the run as soon as the best schedule is within
     that relative gap of the proven bound (:func:`~ppverify.optimize.relative_gap`): checked after
@@ -242,6 +249,38 @@ def optimize(
         floor = max(floor, bounds.best)
     elif redundant_bounds and relax_share > 0:
         cut.append("device relaxation")
+    tail_best: Candidate | None = None
+    if (
+        best is not None
+        and hint is not None
+        and tail_share > 0
+        and several_stages_per_device(inst)
+        and not hard.expired()
+    ):
+        # placements with several stages per device: the search on the whole model rarely moves
+        # the start; the rest of the step after its warm-up does (tail.py). The search below
+        # still starts from the same start with its whole budget, so what it finds or proves is
+        # what it did without this step; the better of the two is kept
+        tail_best = search_after_warmup(
+            inst,
+            analytic if redundant_bounds else _no_bounds(analytic),
+            best,
+            hint,
+            min(tail_share * time_limit, hard.remaining()),
+            tail_share * (work * (1 - relax_share) if redundant_bounds else work),
+            workers,
+            seed,
+            gap_limit,
+            symmetry,
+        )
+        if hard.expired():
+            cut.append("search after the warm-up")
+        tail_gap = None if tail_best is None else (relative_gap(tail_best.objective, floor) or 0.0)
+        if tail_best is not None and (tail_gap == 0.0 or (gap_limit is not None and tail_gap <= gap_limit)):
+            best, hint = tail_best, tail_best.starts  # (start_result reads them)
+            if best.objective <= floor:
+                return hint_proven("the search after the warm-up meets the bound")
+            return gap_met(floor, "the search after the warm-up")
     # the memory-cycle bound stays out of the model (bounds.py): a floor only, like the relaxation's
     used_bounds = replace(analytic, memory_cycle=0) if redundant_bounds else _no_bounds(bounds)
     try:
@@ -256,7 +295,9 @@ def optimize(
         if built is not None:
             cut.append("search")
         return start_result(floor, {}, cut_reason(cut))
-    solver = make_solver(hard.remaining(), workers, seed, work * (1 - relax_share) if redundant_bounds else work)
+    search_work = work * (1 - relax_share) if redundant_bounds else work
+    tail_note: dict[str, str] = {}
+    solver = make_solver(hard.remaining(), workers, seed, search_work)
     if gap_limit is not None:
         solver.parameters.relative_gap_limit = float(gap_limit)  # CP-SAT's gap is ours: (value - bound) / value
     with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
@@ -293,6 +334,9 @@ def optimize(
     if value is not None and status == "INFEASIBLE":
         # the cut `objective <= hint` was infeasible below the hint: the hint is optimal
         bound_ticks = value
+    if tail_best is not None and (value is None or tail_best.objective < value):
+        starts, value = tail_best.starts, tail_best.objective
+        tail_note = {"after_warmup": "the search after the warm-up found the schedule"}
     searched_within_gap = (
         gap_limit is not None and value is not None and (relative_gap(value, bound_ticks) or 0.0) <= gap_limit
     )
@@ -329,6 +373,7 @@ def optimize(
         sched, tl = schedule_from_starts(inst, starts, "cp-sat")
     stats = solver_stats(solver, workers, seed, time_limit, cp_status)
     stats.update(cut_stats(cut))
+    stats.update(tail_note)
     reason = cut_reason(cut) if status != "OPTIMAL" else ""
     if status == "FEASIBLE" and gap_limit is not None and (relative_gap(value, bound_ticks) or 0.0) <= gap_limit:
         stats.update(stopped="within the gap limit during the search", gap_limit=gap_limit)
@@ -357,6 +402,7 @@ def _no_bounds(bounds):
         device_relaxation=0,
         one_machine=0,
         memory_cycle=0,
+        warmup=0,
         per_device=tuple(0 for _ in bounds.per_device),
         machine_per_device=(),
     )

@@ -140,6 +140,7 @@ def cut_result(problem: Problem, t0: float, time_limit: float, workers: int, see
         "device_relaxation",
         "one_machine",
         "memory_cycle",
+        "warmup",
         "best",
     )
     cheap = problem_bounds(problem)
