@@ -334,10 +334,7 @@ def greedy(
             for d in active:
                 if free_at[d] == now:
                     free_at[d] = nxt
-    programs: list[list[Op]] = [[] for _ in range(inst.p)]
-    for i in sorted(range(n), key=lambda i: start[i]):
-        programs[dag.device[i]].append(dag.ops[i])
-    return Candidate(f"greedy-{priority}", tuple(tuple(p) for p in programs), start, objective_value(inst, start))
+    return Candidate(f"greedy-{priority}", inst.programs_by_start(start), start, objective_value(inst, start))
 
 
 def _choose(

@@ -271,6 +271,21 @@ class Instance:
         """Ticks to the cost model's time unit."""
         return float(ticks) * self.tick
 
+    def programs_by_start(self, starts: Sequence[int]) -> tuple[tuple[Op, ...], ...]:
+        """Each device's ops in order of their start ticks (ties in op position order).
+
+        Example:
+            >>> from ppverify.placement import linear
+            >>> from ppverify.costs import CostModel
+            >>> inst = instance(Problem(linear(1), 2, CostModel.abstract(linear(1), F=1, B=2), split=False))
+            >>> [[str(o) for o in prog] for prog in inst.programs_by_start([0, 4, 1, 2])]
+            [['0F0', '0F1', '0B1', '0B0']]
+        """
+        programs: list[list[Op]] = [[] for _ in range(self.p)]
+        for i in sorted(range(self.dag.num_ops), key=lambda i: (starts[i], i)):
+            programs[self.dag.device[i]].append(self.dag.ops[i])
+        return tuple(tuple(prog) for prog in programs)
+
 
 def instance(problem: Problem, schedule: Schedule | None = None, deadline: Deadline | None = None) -> Instance:
     """Turn a problem (or, in evaluate mode, a schedule's own op order) into integer ticks.

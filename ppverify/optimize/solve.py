@@ -202,13 +202,14 @@ def optimize(
     def hint_proven(proof: str) -> OptimizeResult:
         return start_result(best.objective if best is not None else 0, {"proof": proof})
 
-    def within_gap(bound_ticks: int) -> bool:
-        # the best start is already within the requested gap of the proven bound
+    def within_gap(bound_ticks: int, cand: Candidate | None = None) -> bool:
+        # the best start (or ``cand``) is already within the requested gap of the proven bound
+        c = best if cand is None else cand
         return (
             gap_limit is not None
-            and best is not None
-            and best.objective > bound_ticks
-            and (relative_gap(best.objective, bound_ticks) or 0.0) <= gap_limit
+            and c is not None
+            and c.objective > bound_ticks
+            and (relative_gap(c.objective, bound_ticks) or 0.0) <= gap_limit
         )
 
     def gap_met(bound_ticks: int, phase: str) -> OptimizeResult:
@@ -249,6 +250,9 @@ def optimize(
         floor = max(floor, bounds.best)
     elif redundant_bounds and relax_share > 0:
         cut.append("device relaxation")
+    # the memory-cycle bound stays out of the model (bounds.py): a floor only, like the relaxation's
+    used_bounds = replace(analytic, memory_cycle=0) if redundant_bounds else _no_bounds(bounds)
+    search_work = work * (1 - relax_share) if redundant_bounds else work
     tail_best: Candidate | None = None
     if (
         best is not None
@@ -263,11 +267,11 @@ def optimize(
         # what it did without this step; the better of the two is kept
         tail_best = search_after_warmup(
             inst,
-            analytic if redundant_bounds else _no_bounds(analytic),
+            used_bounds,
             best,
             hint,
             min(tail_share * time_limit, hard.remaining()),
-            tail_share * (work * (1 - relax_share) if redundant_bounds else work),
+            tail_share * search_work,
             workers,
             seed,
             gap_limit,
@@ -275,14 +279,11 @@ def optimize(
         )
         if hard.expired():
             cut.append("search after the warm-up")
-        tail_gap = None if tail_best is None else (relative_gap(tail_best.objective, floor) or 0.0)
-        if tail_best is not None and (tail_gap == 0.0 or (gap_limit is not None and tail_gap <= gap_limit)):
+        if tail_best is not None and (tail_best.objective <= floor or within_gap(floor, tail_best)):
             best, hint = tail_best, tail_best.starts  # (start_result reads them)
             if best.objective <= floor:
                 return hint_proven("the search after the warm-up meets the bound")
             return gap_met(floor, "the search after the warm-up")
-    # the memory-cycle bound stays out of the model (bounds.py): a floor only, like the relaxation's
-    used_bounds = replace(analytic, memory_cycle=0) if redundant_bounds else _no_bounds(bounds)
     try:
         built = build_model(
             inst, used_bounds, hint=hint, upper=best.objective if best else None, symmetry=symmetry, deadline=hard
@@ -295,7 +296,6 @@ def optimize(
         if built is not None:
             cut.append("search")
         return start_result(floor, {}, cut_reason(cut))
-    search_work = work * (1 - relax_share) if redundant_bounds else work
     tail_note: dict[str, str] = {}
     solver = make_solver(hard.remaining(), workers, seed, search_work)
     if gap_limit is not None:

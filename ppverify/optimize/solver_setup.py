@@ -11,7 +11,6 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..errors import ParameterError
-from ..ops import Op
 from ..schedule import Schedule
 from ..timeline import Timeline, TimelineInfo, Transfers
 from .bounds import problem_bounds
@@ -70,11 +69,8 @@ def schedule_from_starts(inst: Instance, starts: Sequence[int], family: str) -> 
     engines record them)."""
     dag = inst.dag
     pr = inst.problem
-    programs: list[list[Op]] = [[] for _ in range(inst.p)]
-    for i in sorted(range(dag.num_ops), key=lambda i: (starts[i], i)):
-        programs[dag.device[i]].append(dag.ops[i])
     params = {"p": pr.p, "m": pr.m, "objective": pr.objective}
-    sched = Schedule(pr.placement, pr.m, tuple(tuple(p) for p in programs), dag.schedule.pipe_of_mb, family, params)
+    sched = Schedule(pr.placement, pr.m, inst.programs_by_start(starts), dag.schedule.pipe_of_mb, family, params)
     st = np.asarray(starts, dtype=float) * inst.tick
     en = (np.asarray(starts) + np.asarray(inst.dur)) * inst.tick
     transfers = Transfers()

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from ortools.sat.python import cp_model
 
-from ..ops import B, I, Op
+from ..ops import B, I
 from .bounds import Bounds
 from .heuristic import Candidate
 from .interrupt import stoppable
@@ -115,7 +115,4 @@ def search_after_warmup(
     if value >= start.objective:
         return None
     starts = [solver.value(v) for v in built.start]
-    programs: list[list[Op]] = [[] for _ in range(inst.p)]
-    for i in sorted(range(inst.dag.num_ops), key=lambda i: (starts[i], i)):
-        programs[inst.dag.device[i]].append(inst.dag.ops[i])
-    return Candidate(start.source + "+tail", tuple(tuple(p) for p in programs), starts, value)
+    return Candidate(start.source + "+tail", inst.programs_by_start(starts), starts, value)

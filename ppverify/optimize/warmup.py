@@ -169,8 +169,12 @@ def warmup_bound(inst: Instance, head: list[int] | None, tail: list[int] | None,
         38
     """
     w = warmup_terms(inst, head, tail, objective)
-    if w is None:
-        return 0
+    return 0 if w is None else _least_target(w)
+
+
+def _least_target(w: Warmup) -> int:
+    """The least target every device meets (binary search over :func:`forwards_before_gradient`),
+    0 when even the largest fails."""
     lo = max(a + b for a, b in zip(w.work, w.extra))
     hi = lo + sum(w.hop) + max(w.forward)  # every device idles less than the whole way back
     if forwards_before_gradient(w, hi) is None:
@@ -201,7 +205,7 @@ def warmup_limits(inst: Instance, head: list[int] | None, tail: list[int] | None
         [5, 3, 1]
     """
     w = warmup_terms(inst, head, tail, objective)
-    bound = warmup_bound(inst, head, tail, objective)
+    bound = 0 if w is None else _least_target(w)
     if w is None or not bound:
         return None
     per_stage = forwards_before_gradient(w, bound)
