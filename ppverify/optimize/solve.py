@@ -115,6 +115,8 @@ def optimize(
     check_limits(time_limit, workers)
     if gap_limit is not None and not 0 <= gap_limit < 1:
         raise ParameterError("gap-limit", gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
+    if not 0 <= tail_share <= 1:
+        raise ParameterError("tail_share", tail_share, "must be a fraction in [0, 1]; 0 turns it off")
     dl = deadline if deadline is not None else Deadline.after(time_limit)
     t0 = dl.start
     cut: list[str] = []  # the phases the wall clock cut

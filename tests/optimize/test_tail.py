@@ -54,3 +54,11 @@ def test_loop_row_bound_by_hand_and_the_start_alone_misses_one_percent():
     assert lower_bounds(instance(pr)).best * instance(pr).tick == 96 + (33.5 - 16)
     off = optimize(pr, time_limit=120, workers=1, work_limit=0.5, gap_limit=0.01, tail_share=0)
     assert off.objective > 113.5 / 0.99
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5])
+def test_tail_share_out_of_range_is_refused(share):
+    from ppverify.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="tail_share"):
+        optimize(loop_problem(2, 2), time_limit=5, tail_share=share)
