@@ -30,6 +30,7 @@ from ..timeline import Timeline, TimelineInfo
 from .dispatch import run_jobs
 from .gradcheck import TOLERANCE, GradCheck, check
 from .jobs import Job, RankResult
+from .memory import MeasuredMemory, measured_memory
 from .record import Event, step_start, to_timeline
 from .stages import COMPUTE_MODES, ModelSpec
 from .workers import MeasureTimeout, WorkerError, max_workers, run_workers
@@ -63,6 +64,10 @@ class MeasureResult:
     #: per measured step: its start (ns) and each rank's recorded events, RECV posts included
     #: (:mod:`.handover` reads them); empty without recording
     events: tuple[tuple[int, list[list[Event]]], ...] = ()
+    #: the median step's saved activations, measured (:mod:`.memory`); None without recording
+    memory: MeasuredMemory | None = None
+    #: every measured step's saved activations, in step order
+    memories: tuple[MeasuredMemory, ...] = ()
 
     @property
     def makespan(self) -> float:
@@ -80,7 +85,7 @@ class MeasureResult:
         Example:
             >>> r = measure(build("1f1b", p=2, m=4))  # doctest: +SKIP
             >>> sorted(r.summary())  # doctest: +SKIP
-            ['compute', 'error', 'grad_check', 'makespan_measured', 'makespan_predicted', 'makespans', 'runner', 'step_times', 'steps']
+            ['compute', 'error', 'grad_check', 'makespan_measured', 'makespan_predicted', 'makespans', 'memory', 'runner', 'step_times', 'steps']
         """
         pred = self.predicted.makespan if self.predicted is not None else None
         return {
@@ -93,6 +98,7 @@ class MeasureResult:
             "makespan_predicted": pred,
             "error": (self.makespan - pred) / pred if pred else None,
             "grad_check": self.grad_check.to_dict(),
+            "memory": self.memory.to_dict() if self.memory is not None else None,
         }
 
 
@@ -155,7 +161,7 @@ def _result(
     verdict = check(grads, reference or {}, TOLERANCE)
     runner = "two-pipe" if job.two_pipe else "torch-runtime"
     info = TimelineInfo(compute=compute, runner=runner, clock="CLOCK_MONOTONIC", format=job.format)
-    timelines, step_times, raw = [], [], []
+    timelines, step_times, raw, memories = [], [], [], []
     for k in range(job.steps):
         begins = [rr.begins[k] for rr in per_rank]
         t0 = step_start(begins)
@@ -164,10 +170,24 @@ def _result(
         timelines.append(to_timeline(job.schedule, costs, events, t0, replace(info, step=k)))
         if job.record:
             raw.append((t0, events))
+            saved = [rr.info.get("memory", [[]] * job.steps)[k] for rr in per_rank]
+            memories.append(measured_memory(saved, t0, job.spec, predicted))
     order = np.argsort([tl.makespan if job.record else st for tl, st in zip(timelines, step_times)], kind="stable")
-    median = timelines[int(order[(len(order) - 1) // 2])]
+    k_median = int(order[(len(order) - 1) // 2])
+    median = timelines[k_median]
     return MeasureResult(
-        job.schedule, costs, compute, timelines, median, step_times, verdict, predicted, runner, tuple(raw)
+        job.schedule,
+        costs,
+        compute,
+        timelines,
+        median,
+        step_times,
+        verdict,
+        predicted,
+        runner,
+        tuple(raw),
+        memories[k_median] if memories else None,
+        tuple(memories),
     )
 
 
@@ -287,6 +307,7 @@ __all__ = [
     "GradCheck",
     "MeasureResult",
     "MeasureTimeout",
+    "MeasuredMemory",
     "WorkerError",
     "build",
     "max_workers",

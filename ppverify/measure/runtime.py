@@ -30,6 +30,7 @@ from torch.distributed.pipelining import PipelineStage
 from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
 
 from .jobs import Job, RankResult
+from .memrecord import SavedTensors
 from .record import Event
 from .stages import build_stage_module, loss_fn, make_batch, sleep_remaining
 from .workers import set_status
@@ -45,10 +46,19 @@ class TimedStage(PipelineStage):
         super().__init__(*args, **kwargs)
         self.durations = durations
         self.events: list[Event] | None = None
+        #: the rank's saved-tensor recorder (activation memory; :mod:`.memrecord`), or None
+        self.memory: SavedTensors | None = None
 
     def _timed(self, kind: str, mb: int, call: Any) -> Any:
         t0 = _now()
-        out = call()
+        if self.memory is None:
+            out = call()
+        elif kind == "F":
+            with self.memory.running(kind), self.memory.saving(self.stage_index, mb, self.submod.parameters()):
+                out = call()
+        else:
+            with self.memory.running(kind):
+                out = call()
         sleep_remaining(t0, self.durations[kind][self.stage_index])
         if self.events is not None:
             self.events.append(Event(kind, self.stage_index, mb, t0, _now()))
@@ -142,6 +152,10 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
     finally:
         Path(path).unlink(missing_ok=True)
     rt.pipeline_order_with_comms[rank] = _StatusList(rt.pipeline_order_with_comms[rank])
+    memory = SavedTensors()
+    for st in stages:
+        st.memory = memory
+    saved: list[list] = []
     x, y = make_batch(job.spec, m)
     first, last = 0 in mine, (S - 1) in mine
     events: list[list[Event]] = []
@@ -152,6 +166,7 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
         for st in stages:
             st.submod.zero_grad(set_to_none=True)
             st.events = [] if (measured and job.record) else None
+        memory.events = [] if (measured and job.record) else None
         set_status(f"barrier before step {step}")
         dist.barrier()
         t0 = _now()
@@ -162,6 +177,7 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
             begins.append(t0)
             ends.append(t1)
             events.append([ev for st in stages for ev in (st.events or [])])
+            saved.append(memory.take())
     grads = {
         (0, st.stage_index): {
             n: p.grad.detach().numpy().copy() if p.grad is not None else None for n, p in st.submod.named_parameters()
@@ -170,4 +186,4 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
     }
     set_status("barrier after the last step")
     dist.barrier()
-    return RankResult(events, begins, ends, grads)
+    return RankResult(events, begins, ends, grads, info={"memory": saved})

@@ -29,6 +29,7 @@ import torch.distributed as dist
 
 from ..ops import Comm, Op, Overlap
 from .jobs import Job, RankResult
+from .memrecord import SavedTensors
 from .record import Event
 from .stages import build_stage_module, loss_fn, make_batch, sleep_remaining
 from .workers import set_status
@@ -49,6 +50,8 @@ class _Runner:
         self.saved: dict[tuple[int, int], tuple[Any, Any, Any]] = {}  # (stage, mb) -> input, output, out grad
         self.sends: list[Any] = []
         self.events: list[Event] | None = None
+        #: the rank's saved-tensor recorder (activation memory; :mod:`.memrecord`)
+        self.memory = SavedTensors()
 
     def _tag(self, direction: int, stage: int, mb: int) -> int:
         return (direction * self.S + stage) * self.m + mb
@@ -77,6 +80,10 @@ class _Runner:
         )
 
     def run_op(self, op: Op) -> None:
+        with self.memory.running(op.kind):
+            self._run_op(op)
+
+    def _run_op(self, op: Op) -> None:
         kind, s, mb = op
         pipe = self.pipe_of[mb]
         mp = self.maps[pipe]
@@ -89,7 +96,8 @@ class _Runner:
             else:
                 inp = self._get("F", s, mb, mp[s - 1], self.xs[mb], label).detach().requires_grad_(True)
             t0 = _now()
-            out = mod(inp)
+            with self.memory.saving(s, mb, mod.parameters()):
+                out = mod(inp)
             if s == self.S - 1:
                 out = loss_fn(out, self.ys[mb])
             else:
@@ -183,12 +191,14 @@ def run_two_pipe(rank: int, world_size: int, job: Job) -> RankResult:
     events: list[list[Event]] = []
     begins: list[int] = []
     ends: list[int] = []
+    saved: list[list] = []
     for step in range(job.warmup + job.steps):
         measured = step >= job.warmup
         for mod in mods.values():
             mod.zero_grad(set_to_none=True)
         runner = _Runner(rank, job, mods, x, y)
         runner.events = [] if (measured and job.record) else None
+        runner.memory.events = [] if (measured and job.record) else None
         set_status(f"barrier before step {step}")
         dist.barrier()
         t0 = _now()
@@ -211,10 +221,11 @@ def run_two_pipe(rank: int, world_size: int, job: Job) -> RankResult:
             begins.append(t0)
             ends.append(t1)
             events.append(runner.events or [])
+            saved.append(runner.memory.take())
     grads = {
         key: {n: p.grad.detach().numpy().copy() if p.grad is not None else None for n, p in mod.named_parameters()}
         for key, mod in mods.items()
     }
     set_status("barrier after the last step")
     dist.barrier()
-    return RankResult(events, begins, ends, grads)
+    return RankResult(events, begins, ends, grads, info={"memory": saved})
