@@ -7,6 +7,7 @@ the file extension (``.png``/``.svg``/``.pdf``) picks the format.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -98,10 +99,13 @@ def _time_scale(unit: str) -> tuple[float, str]:
     return (1e3, "ms") if unit == "s" else (1.0, unit)
 
 
-def gantt(timeline: Timeline, path: str | Path, title: str | None = None, memory: bool = True) -> Path:
+def gantt(
+    timeline: Timeline, path: str | Path, title: str | None = None, memory: bool = True, measured_memory: Any = None
+) -> Path:
     """Write a Gantt chart of ``timeline``: one row per device, one bar per op (color = kind,
     label = microbatch, hatched = second pipe), transfers as lines from the sender's row at their
-    start to the receiver's row at their end, and per-device memory beneath.
+    start to the receiver's row at their end, and per-device memory beneath (a measured run's own
+    curve, per device ``(times, bytes)``, when ``measured_memory`` is given).
 
     Example:
         >>> import tempfile, os
@@ -200,8 +204,14 @@ def gantt(timeline: Timeline, path: str | Path, title: str | None = None, memory
             (1 / 2**30, "GiB") if timeline.costs.memory_unit == "bytes" else (1.0, timeline.costs.memory_unit)
         )
         styles = ["-", "--", ":", "-."]
+        if measured_memory is not None:
+            mscale, munit = 1.0, "bytes saved, measured"
         for d in range(p):
-            t, mem = timeline.memory_events(d)
+            t, mem = (
+                timeline.memory_events(d)
+                if measured_memory is None
+                else (np.asarray(measured_memory[d][0], dtype=float), np.asarray(measured_memory[d][1], dtype=float))
+            )
             if len(t):
                 # several events at one instant: keep the level after the last of them
                 keep = np.append(t[1:] != t[:-1], True)

@@ -176,9 +176,10 @@ def _device_table(timeline: Timeline, rep: dict[str, Any]) -> str:
     return tabulate(rows, headers=headers, tablefmt="simple", stralign="right", disable_numparse=True)
 
 
-def write_frame(timeline: Timeline, path: str) -> None:
+def write_frame(timeline: Timeline, path: str, extra: Any = None) -> None:
     """Write every op and transfer of ``timeline`` as rows: CSV, or Parquet for ``.parquet``
-    (needs pyarrow). Errors name the file.
+    (needs pyarrow), with the rows of the data frame ``extra`` after them (a measured run's
+    memory curve). Errors name the file.
 
     Example:
         >>> import tempfile, os
@@ -192,6 +193,10 @@ def write_frame(timeline: Timeline, path: str) -> None:
     from .files import atomic_path
 
     frame = timeline.to_frame()
+    if extra is not None:
+        import pandas as pd
+
+        frame = pd.concat([frame, extra], ignore_index=True)
     try:
         with atomic_path(path, "--frame") as tmp:
             if path.endswith(".parquet"):

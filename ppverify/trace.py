@@ -67,7 +67,7 @@ def assign_lanes(intervals: list[tuple[float, float]]) -> list[int]:
     return lanes
 
 
-def chrome_trace(timeline: Timeline, memory: bool = True) -> dict[str, Any]:
+def chrome_trace(timeline: Timeline, memory: bool = True, measured_memory: Any = None) -> dict[str, Any]:
     """The trace as a JSON-ready dict (``traceEvents`` plus ``otherData``).
 
     Example:
@@ -185,7 +185,17 @@ def chrome_trace(timeline: Timeline, memory: bool = True) -> dict[str, Any]:
                     "ts": (start[j] + end[j]) / 2 * sc,
                 }
             )
-    if memory:
+    if memory and measured_memory is not None:
+        # a measured run's own curve (bytes autograd saved, per device): ``[(times, bytes), ...]``
+        for d, (times, held) in enumerate(measured_memory):
+            events.append(
+                {"ph": "C", "name": "saved activations (measured)", "pid": d, "ts": 0.0, "args": {"bytes": 0}}
+            )
+            for t, v in zip(list(times), list(held)):
+                events.append(
+                    {"ph": "C", "name": "saved activations (measured)", "pid": d, "ts": t * sc, "args": {"bytes": v}}
+                )
+    elif memory:
         unit = timeline.costs.memory_unit
         for d in range(p):
             times, mem = timeline.memory_events(d, include_weights=True)
@@ -204,8 +214,9 @@ def chrome_trace(timeline: Timeline, memory: bool = True) -> dict[str, Any]:
     return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
 
 
-def write_trace(timeline: Timeline, path: str | Path, memory: bool = True) -> Path:
-    """Write :func:`chrome_trace` to ``path`` (JSON); returns the path.
+def write_trace(timeline: Timeline, path: str | Path, memory: bool = True, measured_memory: Any = None) -> Path:
+    """Write :func:`chrome_trace` to ``path`` (JSON); returns the path. ``measured_memory``
+    (per device ``(times, bytes)``, from ``measure``) replaces the model's memory track.
 
     Example:
         >>> import tempfile, os
@@ -219,7 +230,9 @@ def write_trace(timeline: Timeline, path: str | Path, memory: bool = True) -> Pa
 
     path = Path(path)
     try:
-        atomic_write(path, json.dumps(chrome_trace(timeline, memory)), "--trace")  # temp file, then rename
+        atomic_write(
+            path, json.dumps(chrome_trace(timeline, memory, measured_memory)), "--trace"
+        )  # temp file, then rename
     except ParameterError as exc:
         raise ScheduleFileError(str(path), "", f"cannot write the trace: {exc.rule}") from None
     return path

@@ -91,11 +91,10 @@ def predicted_peaks(timeline: Timeline, stage_bytes: float) -> list[float]:
 
 @dataclass(frozen=True)
 class MeasuredMemory:
-    """The saved activations of one measured step: per device ``times`` (seconds from the step
-    start) and ``held`` (bytes after each event), ``peaks`` (the maximum per device), the
-    ``predicted`` peaks in the same bytes (None without a prediction), ``stage_bytes`` (the
-    model's bytes per stage activation), ``saved[(stage, mb)]`` (bytes each forward saved) and
-    ``freed_by[kind]`` (bytes freed while an op of that kind ran; "" between ops).
+    """The saved activations of one measured step: per device its ``events`` in time order,
+    ``times`` (seconds from the step start) and ``held`` (bytes after each event), ``peaks`` (the
+    maximum per device), the ``predicted`` peaks in the same bytes (None without a prediction)
+    and ``stage_bytes`` (the model's bytes per stage activation).
 
     Example:
         >>> ev = [[MemEvent(10, 0, 0, 800, "F"), MemEvent(30, 0, 0, -800, "B")], []]
@@ -104,13 +103,12 @@ class MeasuredMemory:
         ((800, 0), True, {(0, 0): 800}, {'B': 800})
     """
 
+    events: tuple[tuple[MemEvent, ...], ...]
     times: tuple[tuple[float, ...], ...]
     held: tuple[tuple[int, ...], ...]
     peaks: tuple[int, ...]
     predicted: tuple[float, ...] | None
     stage_bytes: int
-    saved: dict[tuple[int, int], int]
-    freed_by: dict[str, int]
 
     @staticmethod
     def from_events(
@@ -118,22 +116,32 @@ class MeasuredMemory:
     ) -> MeasuredMemory:
         """Build from each rank's events of one step (``events[rank]``), the step start and the
         predicted peaks (bytes)."""
-        times, held, peaks = [], [], []
-        saved: dict[tuple[int, int], int] = {}
-        freed: dict[str, int] = {}
+        ordered, times, held, peaks = [], [], [], []
         for evs in events:
             evs = sorted(evs, key=lambda e: e.t_ns)  # stable: same-instant events keep their order
             level = np.cumsum([e.nbytes for e in evs], dtype=np.int64)
+            ordered.append(tuple(evs))
             times.append(tuple((e.t_ns - t0_ns) * 1e-9 for e in evs))
             held.append(tuple(int(x) for x in level))
             peaks.append(max(int(level.max()), 0) if len(level) else 0)
-            for e in evs:
-                if e.nbytes > 0:
-                    saved[(e.stage, e.mb)] = saved.get((e.stage, e.mb), 0) + e.nbytes
-                else:
-                    freed[e.during] = freed.get(e.during, 0) - e.nbytes
         pred = tuple(float(x) for x in predicted) if predicted is not None else None
-        return MeasuredMemory(tuple(times), tuple(held), tuple(peaks), pred, stage_bytes, saved, freed)
+        return MeasuredMemory(tuple(ordered), tuple(times), tuple(held), tuple(peaks), pred, stage_bytes)
+
+    @property
+    def saved(self) -> dict[tuple[int, int], int]:
+        """Bytes each forward saved, by ``(stage, microbatch)``."""
+        out: dict[tuple[int, int], int] = {}
+        for e in (e for evs in self.events for e in evs if e.nbytes > 0):
+            out[(e.stage, e.mb)] = out.get((e.stage, e.mb), 0) + e.nbytes
+        return out
+
+    @property
+    def freed_by(self) -> dict[str, int]:
+        """Bytes freed while an op of each kind ran ("" between ops)."""
+        out: dict[str, int] = {}
+        for e in (e for evs in self.events for e in evs if e.nbytes < 0):
+            out[e.during] = out.get(e.during, 0) - e.nbytes
+        return out
 
     @property
     def matches(self) -> bool | None:
@@ -144,13 +152,23 @@ class MeasuredMemory:
         return all(float(a) == b for a, b in zip(self.peaks, self.predicted))
 
     @property
+    def curves(self) -> list[tuple[tuple[float, ...], tuple[int, ...]]]:
+        """Per device ``(times, bytes held after each)``: what ``--trace`` and ``--plot`` draw.
+
+        Example:
+            >>> MeasuredMemory.from_events([[MemEvent(10, 0, 0, 800, "F")]], 0, 800, None).curves
+            [((1e-08,), (800,))]
+        """
+        return list(zip(self.times, self.held))
+
+    @property
     def peak(self) -> int:
         """The highest device's measured peak (bytes)."""
         return max(self.peaks, default=0)
 
     def to_dict(self) -> dict[str, Any]:
         """What ``measure --json`` prints under ``memory``: peaks, prediction, attribution and the
-        curve (per device ``[[time_s, bytes], ...]``).
+        curve (per device ``[[time_s, bytes held], ...]``).
 
         Example:
             >>> mm = MeasuredMemory.from_events([[MemEvent(10, 0, 0, 800, "F")]], 0, 800, None)
@@ -172,22 +190,22 @@ class MeasuredMemory:
 
     def to_frame(self) -> Any:
         """The curve as rows in the columns of :meth:`Timeline.to_frame` (``type`` = memory,
-        ``kind`` save/free, ``bytes`` the change) plus ``held`` (bytes after the row).
+        ``kind`` save/free, ``bytes`` the change, at ``start`` = ``end``), plus ``held`` (bytes
+        after the row) and ``during`` (the op the rank was running).
 
         Example:
-            >>> mm = MeasuredMemory.from_events([[MemEvent(10, 0, 0, 800, "F")]], 0, 800, None)
-            >>> mm.to_frame()[["type", "kind", "device", "bytes", "held"]].values.tolist()
-            [['memory', 'save', 0, 800, 800]]
+            >>> mm = MeasuredMemory.from_events([[MemEvent(10, 2, 1, 800, "F")]], 0, 800, None)
+            >>> mm.to_frame()[["type", "kind", "stage", "mb", "device", "bytes", "held", "during"]].values.tolist()
+            [['memory', 'save', 2, 1, 0, 800, 800, 'F']]
         """
         import pandas as pd
 
-        rows = []
-        for d, (ts, hs) in enumerate(zip(self.times, self.held)):
-            prev = 0
-            for t, h in zip(ts, hs):
-                rows.append(("memory", "save" if h > prev else "free", -1, -1, d, -1, -1, t, t, h - prev, h))
-                prev = h
-        cols = ["type", "kind", "stage", "mb", "device", "src", "dst", "start", "end", "bytes", "held"]
+        rows = [
+            ("memory", "save" if e.nbytes > 0 else "free", e.stage, e.mb, d, -1, -1, t, t, e.nbytes, h, e.during)
+            for d, (evs, ts, hs) in enumerate(zip(self.events, self.times, self.held))
+            for e, t, h in zip(evs, ts, hs)
+        ]
+        cols = ["type", "kind", "stage", "mb", "device", "src", "dst", "start", "end", "bytes", "held", "during"]
         return pd.DataFrame(rows, columns=cols)
 
 

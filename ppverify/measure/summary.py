@@ -100,5 +100,35 @@ def measure_text(
     lines.append(
         f"step time     {', '.join(fmt_time(t, 's') for t in result.step_times)} (first rank's start to last rank's end)"
     )
+    lines += memory_lines(result)
     lines.append(f"gradients     {result.grad_check.message}")
     return "\n".join(lines)
+
+
+def _bytes(values: Any) -> str:
+    return ", ".join(f"{int(v):,}" for v in values) + " B"
+
+
+def memory_lines(result: MeasureResult) -> list[str]:
+    """The measured per-device activation peaks next to the predicted ones, in bytes, and how the
+    prediction's abstract unit converts (``[]`` when nothing was recorded).
+
+    Example:
+        >>> memory_lines(measure(build("1f1b", p=2, m=4)))  # doctest: +SKIP
+        ['peak memory   measured 1,600, 800 B   predicted 1,600, 800 B   equal (to the byte)', ...]
+    """
+    mm = result.memory
+    if mm is None:
+        return []
+    line = f"peak memory   measured {_bytes(mm.peaks)}"
+    if mm.predicted is not None:
+        verdict = "equal (to the byte)" if mm.matches else "DIFFERENT"
+        line += f"   predicted {_bytes(mm.predicted)}   {verdict}"
+    sched = result.schedule
+    how = f"              saved tensors of each stage's block, {mm.stage_bytes:,} B per stage and microbatch"
+    pred = result.predicted
+    if pred is not None and result.costs.memory_unit == "activations":
+        # one activation of a device share is S/p stages' worth of one microbatch
+        per = mm.stage_bytes * sched.num_stages / sched.p
+        how += f"; predicted = {', '.join(f'{x:g}' for x in pred.peak_memory())} activations x {per:,.0f} B"
+    return [line, how]

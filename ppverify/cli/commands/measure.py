@@ -104,7 +104,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"schedule      {schedule.describe()}\n{exc}\nall worker processes stopped")
         return 1
     rep = measure_report(schedule, res, system, args.system)
-    for flag, write in (("trace", write_trace), ("frame", write_frame), ("plot", _plot)):
+    mm = res.memory  # the measured memory curve goes with the timeline in every file written
+    curves = mm.curves if mm is not None else None
+    for flag, write in (
+        ("trace", lambda tl, path: write_trace(tl, path, measured_memory=curves)),
+        ("frame", lambda tl, path: write_frame(tl, path, mm.to_frame() if mm is not None else None)),
+        ("plot", lambda tl, path: _plot(tl, path, curves)),
+    ):
         if getattr(args, flag):
             write(res.timeline, getattr(args, flag))
             rep[flag] = getattr(args, flag)
@@ -118,10 +124,10 @@ def run(args: argparse.Namespace) -> int:
     return 0 if res.grad_check.ok else 1
 
 
-def _plot(timeline, path: str) -> None:
+def _plot(timeline, path: str, curves=None) -> None:
     from ...plots import gantt as plot_gantt
 
-    plot_gantt(timeline, path)
+    plot_gantt(timeline, path, measured_memory=curves)
 
 
 COMMAND = Command(
