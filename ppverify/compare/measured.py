@@ -8,7 +8,9 @@ steps; a gradient mismatch makes the point an ``error``. Worker processes are st
 for the whole comparison (:func:`fill_measured` runs after the other levels), and only for
 ``p <= MAX_P`` (this machine's worker processes; other points are ``not applicable``). The
 measured level sees the runtime's real overhead and the loopback's real transfers, not the
-configuration's links: a rank change against ``contention`` is what the models miss.
+configuration's links: a rank change against ``contention`` is what the models miss. Its peaks
+are the activations the run's autograd saved (``ppverify.measure.memory``), each stage's measured
+bytes counted as the configuration's activation of that stage, so they read in the table's unit.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def fill_measured(
         True
     """
     todo = []
+    costs_of = {}
     for i, pt in enumerate(points):
         r = pt.level(MEASURED)
         if r is None or r.status != PENDING:
@@ -69,6 +72,7 @@ def fill_measured(
         except PPVerifyError as exc:
             todo.append((i, None, None, 1.0, str(exc)))
             continue
+        costs_of[i] = costs
         scale = unit_s if pt.config.abstract else 1.0
         sleep = replace(
             costs, duration={k: tuple(float(x) * scale for x in v) for k, v in costs.duration.items()}, time_unit="s"
@@ -100,10 +104,13 @@ def fill_measured(
                 f", 1 unit = {unit_s * 1e3:g} ms" if scale != 1.0 else ""
             )
             if m.grad_check.ok:
+                # the measured saved activations, each stage's bytes counted as the config's activation
+                peaks = m.memory.peaks_in(costs_of[i].activation) if m.memory is not None else None
                 res = LevelResult(
                     MEASURED,
                     "ok",
                     statistics.median(spans) / scale,
+                    peak_activations=peaks,
                     exact=True,
                     note=note,
                     timeline=m.timeline if scale == 1.0 else None,

@@ -181,6 +181,10 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
     headers = ["schedule"] + shown
     if sim:
         headers += [f"bubble ({sim})", f"peak act. ({sim})"]
+    # the measured level's own peaks (the saved activations of the real run), beside the model's
+    has_measured_peak = "measured" in shown and sub[sub["level"] == "measured"]["peak_activation"].notna().any()
+    if has_measured_peak:
+        headers.append("peak act. (measured)")
     has_gap = sub["gap_to_optimal"].notna().any()
     if has_gap:
         headers.append("gap to opt.")
@@ -208,6 +212,9 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
         if sim:
             r = srow.loc[sim]
             row.append("-" if pd.isna(r["bubble_ratio"]) else f"{r['bubble_ratio']:.3f}")
+            row.append("-" if pd.isna(r["peak_activation"]) else _fmt_mem(r["peak_activation"], mu))
+        if has_measured_peak:
+            r = srow.loc["measured"]
             row.append("-" if pd.isna(r["peak_activation"]) else _fmt_mem(r["peak_activation"], mu))
         if has_gap:
             g = srow.loc["async"]["gap_to_optimal"] if "async" in srow.index else None
@@ -263,6 +270,7 @@ def unavailable_levels(df: pd.DataFrame) -> dict[str, str]:
 
 def format_legend(levels: Iterable[str]) -> str:
     """Which semantics produced each column, and what the marks mean."""
+    levels = list(levels)
     lines = ["Columns: makespan (rank by makespan, 1 = fastest) under each abstraction level:"]
     lines += [f"  {lv:<10} {LEVEL_SEMANTICS[lv]}" for lv in levels]
     lines.append("  *          rank differs from the previous level's (a rank change between abstractions)")
@@ -276,6 +284,13 @@ def format_legend(levels: Iterable[str]) -> str:
     lines.append(
         "  Z3         the verifier proved completeness, placement, dependencies, exclusivity and deadlock freedom"
     )
+    if "measured" in levels:
+        lines.append(
+            "  peak act. (measured)  highest device's activations autograd saved in the real run, each stage's"
+        )
+        lines.append(
+            "             measured bytes counted as that stage's activation (docs/measure.md, Memory measured)"
+        )
     return "\n".join(lines)
 
 

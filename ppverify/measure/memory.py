@@ -161,6 +161,22 @@ class MeasuredMemory:
         """
         return list(zip(self.times, self.held))
 
+    def peaks_in(self, activation: Sequence[float]) -> tuple[float, ...]:
+        """Per-device measured peaks in another unit: each byte of stage s counts
+        ``activation[s] / stage_bytes`` (a configuration's activation per stage and microbatch,
+        abstract or bytes), summed in the measured order; 12 significant digits.
+
+        Example:
+            >>> ev = [[MemEvent(1, 0, 0, 800, "F"), MemEvent(2, 1, 0, 800, "F"), MemEvent(3, 1, 0, -800, "B")]]
+            >>> MeasuredMemory.from_events(ev, 0, 800, None).peaks_in([0.5, 0.5])  # interleaved: a stage is half a share
+            (1.0,)
+        """
+        out = []
+        for evs in self.events:
+            level = np.cumsum([e.nbytes * float(activation[e.stage]) / self.stage_bytes for e in evs])
+            out.append(float(f"{max(float(level.max()), 0.0):.12g}") if len(level) else 0.0)
+        return tuple(out)
+
     @property
     def peak(self) -> int:
         """The highest device's measured peak (bytes)."""

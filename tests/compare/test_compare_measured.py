@@ -65,3 +65,31 @@ def test_compare_measured_cli_one_tiny_configuration(capsys):
     for name in ("gpipe", "1f1b"):
         assert meas[name]["status"] == "ok" and meas[name]["makespan"] >= 9.0 and meas[name]["rank"] in (1, 2)
         assert "median of 3 steps" in meas[name]["note"]
+
+
+def test_measured_peaks_are_the_runs_saved_activations_in_the_tables_unit(capsys):
+    # p=2 m=4, abstract costs (1 unit = 10 ms; F=0.2 keeps the run short): the measured level's
+    # peaks come from the tensors autograd saved in the real run, each stage's bytes counted as its
+    # activation (one microbatch over a device share = 1; interleaved stages are half of it); they
+    # equal the async engine's model peaks per device: GPipe holds all 4 microbatches, 1F1B's
+    # device d holds p - d (by hand), interleaved 1F1B whatever its order gives (the model's)
+    args = ["compare", "--schedules", "gpipe,1f1b,interleaved-v2", "-p", "2", "-m", "4", "--costs", "F=0.2,B=0.4"]
+    assert main([*args, "--levels", "async", "--measured", "--no-progress", "--no-verify", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    meas = {r["schedule"]: json.loads(r["peak_activations"]) for r in rows if r["level"] == "measured"}
+    asyn = {r["schedule"]: json.loads(r["peak_activations"]) for r in rows if r["level"] == "async"}
+    assert meas["gpipe"] == [4.0, 4.0] and meas["1f1b"] == [2.0, 1.0]
+    assert meas == asyn
+    df = to_frame(
+        [
+            PointResult(
+                ScheduleEntry(n, n),
+                Config(2, 4, costs=(("F", 1.0), ("B", 2.0))),
+                (LevelResult("async", "ok", 10.0, 0.1, (4.0, 4.0)), LevelResult("measured", "ok", 12.0, None, peaks)),
+            )
+            for n, peaks in (("gpipe", (4.0, 4.0)), ("1f1b", (2.0, 1.0)))
+        ]
+    )
+    text = format_config_table(df, "p=2 m=4 F=1,B=2 c=0")
+    assert "peak act. (measured)" in text.splitlines()[1]
+    assert text.splitlines()[4].split()[-1] == "2"  # 1f1b's measured peak, its highest device

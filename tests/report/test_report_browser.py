@@ -178,3 +178,29 @@ def test_50k_ops_render_within_10s(browser, tmp_path):
     assert len(page.evaluate("window.ppverifyReport.opsDrawn('1f1b', 'async')")) == 50_000
     _keep(page, tmp_path, "report-50k.png")
     assert errors == []
+
+
+def test_measured_peaks_show_beside_the_models(browser, tmp_path):
+    # a comparison's rows (gpipe and 1f1b, async) plus a measured level whose peaks differ from
+    # the model's on purpose (9 and 7): the table shows them in a column of their own
+    from ppverify.report import load_results
+    from ppverify.report.study import study_from_rows
+
+    out = tmp_path / "r.csv"
+    args = ["compare", "--schedules", "gpipe,1f1b", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--levels", "async"]
+    assert main([*args, "--no-progress", "--no-verify", "--out", str(out)]) == 0
+    df = load_results(out)
+    measured = df[df["level"] == "async"].assign(level="measured", semantics="measured")
+    measured["peak_activation"] = [9.0 if s == "gpipe" else 7.0 for s in measured["schedule"]]
+    path = write_report(study_from_rows(pd.concat([df, measured], ignore_index=True)), tmp_path / "m.html")
+    page, errors = _open(browser, path)
+    heads = page.locator("table.cmp th").all_inner_texts()
+    assert heads[-3:] == ["peak act. (measured)", "gap to opt.", "Z3"]
+    col = heads.index("peak act. (measured)")
+    cells = {
+        r.locator("td").nth(0).inner_text(): r.locator("td").nth(col).inner_text()
+        for r in page.locator("table.cmp tr").all()[1:]
+    }
+    assert cells == {"gpipe": "9", "1f1b": "7"}
+    assert "peak act. (measured)" in page.locator("#legend").inner_text()
+    assert errors == []

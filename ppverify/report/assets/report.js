@@ -61,7 +61,9 @@
         ", memory in " + (valued.memory_unit === "bytes" ? "GiB" : valued.memory_unit) + "; (rank), \u25B2\u25BC rank change vs the previous level"));
       tab.appendChild(cap);
       const head = el("tr");
-      for (const h of ["schedule", ...levels, ...(sim ? ["bubble (" + sim + ")", "peak act. (" + sim + ")"] : []), "gap to opt.", "Z3"])
+      // a measured level brings its own peaks (the run's saved activations), shown beside the model's
+      const measuredPeak = sub.some((r) => r.level === "measured" && r.peak_activation !== null && r.peak_activation !== undefined);
+      for (const h of ["schedule", ...levels, ...(sim ? ["bubble (" + sim + ")", "peak act. (" + sim + ")"] : []), ...(measuredPeak ? ["peak act. (measured)"] : []), "gap to opt.", "Z3"])
         head.appendChild(el("th", {}, h));
       tab.appendChild(head);
       for (const sched of [...new Set(sub.map((r) => r.schedule))]) {
@@ -92,6 +94,10 @@
           tr.appendChild(el("td", {}, r.bubble_ratio === null || r.bubble_ratio === undefined ? "-" : r.bubble_ratio.toFixed(3)));
           tr.appendChild(el("td", {}, fmtMem(r.peak_activation, r.memory_unit)));
         }
+        if (measuredPeak) {
+          const r = by.measured || {};
+          tr.appendChild(el("td", {}, fmtMem(r.peak_activation, r.memory_unit)));
+        }
         const a = by.async, o = by.optimum;
         let gap = "-";
         if (a && o && a.gap_to_optimal !== null && a.gap_to_optimal !== undefined)
@@ -117,6 +123,8 @@
       ["~", "the closed form is only a bound here: shown, not ranked"],
       ["gap", "async makespan / CP-SAT optimum of the same placement \u2212 1 (\u2264: against the proven bound)"],
       ["Z3", "the verifier proved " + PROVED]];
+    if (LEVEL_ORDER.includes("measured"))
+      extra.push(["peak act. (measured)", "highest device's activations autograd saved in the real run, each stage's measured bytes counted as that stage's activation"]);
     for (const [k, v] of extra) { host.appendChild(el("b", {}, k)); host.appendChild(el("span", {}, v)); }
   }
 
