@@ -12,7 +12,9 @@ with one set of processes per p.
 Costs are seconds per device share, exactly as ``simulate`` reads them; under
 ``compute="sleep"`` each op sleeps its cost. Modules: :mod:`.workers` (processes, hang
 detection), :mod:`.stages` (the model), :mod:`.runtime` (PyTorch's runtime), :mod:`.twopipe`,
-:mod:`.record` (events -> Timeline), :mod:`.gradcheck`, :mod:`.jobs` (what travels to workers), :mod:`.dispatch` (the workers' entry point).
+:mod:`.record` (events -> Timeline), :mod:`.gradcheck`, :mod:`.jobs` (what travels to workers), :mod:`.dispatch` (the workers' entry point),
+:mod:`.memrecord` (the tensors autograd saves, recorded in the workers) and :mod:`.memory` (measured
+activation memory against the predicted peaks, in bytes).
 """
 
 from __future__ import annotations

@@ -9,7 +9,10 @@ op's start and end are recorded on one clock into a timeline (``--json``, ``--tr
 with the same costs (and, with ``--system PRESET``, the prediction calibrated to that preset's
 runtime overhead and links, as written by ``ppverify calibrate``). ``--compute sleep`` (default): each op sleeps its cost (seconds per device
 share, as in ``simulate --costs``); ``--compute real``: small real blocks. A hang is stopped after
-``--timeout`` seconds with each rank's blocked action named (exit 1).
+``--timeout`` seconds with each rank's blocked action named (exit 1). Each rank's activation
+memory over the step is recorded from the run itself (the tensors autograd saves, attributed to
+stage and microbatch) and its per-device peak printed next to the predicted one, in bytes; the
+files written carry the measured curve.
 """
 
 from __future__ import annotations
