@@ -133,3 +133,46 @@ def test_curve_is_the_running_sum_in_time_order(deltas):
     assert list(mm.held[0]) == levels
     assert mm.peaks == (max([0, *levels]),)
     assert list(mm.times[0]) == sorted(mm.times[0])
+
+
+def test_a_runner_that_keeps_the_graph_shows_above_the_model():
+    # a corrupted runner that back-propagates with retain_graph=True and keeps every output: no
+    # saved tensor is ever freed, so the measured peak is m stages' worth while the model (1F1B
+    # order, one microbatch in flight) predicts one: the measurement is not the model restated
+    block = build_stage_module(SLEEP, 0)
+    rec = SavedTensors()
+    rec.events = []
+    kept, program = [], []
+    for mb in range(3):
+        x = torch.randn(SLEEP.mb_size, SLEEP.dim, dtype=torch.float64, requires_grad=True)
+        with rec.running("F"), rec.saving(0, mb, block.parameters()):
+            out = block(x)
+        with rec.running("B"):
+            torch.autograd.backward(out, torch.ones_like(out), retain_graph=True)
+        kept.append(out)
+        program += [Op("F", 0, mb), Op("B", 0, mb)]
+    k = len(program)
+    costs = byte_costs(CostModel.abstract(linear(1)), 800)
+    model = activation_peaks(program, np.zeros(k, int), np.arange(k, dtype=float), np.arange(k) + 1.0, costs, 1)
+    mm = MeasuredMemory.from_events([rec.take()], 0, 800, [float(model[0])])
+    assert model.tolist() == [800.0] and mm.peaks == (3 * 800,)
+    assert mm.matches is False and mm.freed_by == {}
+
+
+def test_printed_lines_say_when_measured_and_predicted_differ():
+    from ppverify.engines import run
+    from ppverify.measure import MeasureResult
+    from ppverify.measure.gradcheck import GradCheck
+    from ppverify.measure.summary import memory_lines
+    from ppverify.schedules import build
+
+    s = build("interleaved-1f1b", p=2, m=2)  # S = 4 stages on p = 2: one activation is 2 x 800 B
+    costs = CostModel.abstract(s.placement)
+    tl = run(s, costs)
+    ev = [[MemEvent(0, 0, 0, 800, "F"), MemEvent(1, 0, 1, 800, "F"), MemEvent(2, 2, 0, 800, "F")], []]
+    mm = MeasuredMemory.from_events(ev, 0, 800, [1600.0, 800.0])
+    res = MeasureResult(s, costs, "sleep", [tl], tl, [0.0], GradCheck(True, None, None, 0.0, 1e-8), tl, memory=mm)
+    first, second = memory_lines(res)
+    assert first == "peak memory   measured 2,400, 0 B   predicted 1,600, 800 B   DIFFERENT"
+    peaks = ", ".join(f"{x:g}" for x in tl.peak_memory())
+    assert second.endswith(f"predicted = {peaks} activations x 1,600 B")
