@@ -46,7 +46,9 @@ class MeasureResult:
     """A measured run: ``timelines`` (one per measured step), ``timeline`` (the step with the
     median makespan), ``step_times`` (per step: first rank's start to last rank's end, seconds,
     including the runtime's end-of-step work), ``grad_check``, and ``predicted`` (the ``async``
-    engine's timeline for the same costs, or None when it cannot time the schedule).
+    engine's timeline for the same costs, or None when it cannot time the schedule), and
+    ``memory`` (the median step's activation memory measured in the run, against the predicted
+    peaks in the same bytes; :mod:`.memory`).
 
     Example:
         >>> r = measure(build("1f1b", p=2, m=4))  # doctest: +SKIP

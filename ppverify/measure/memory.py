@@ -115,7 +115,12 @@ class MeasuredMemory:
         events: Sequence[Sequence[MemEvent]], t0_ns: int, stage_bytes: int, predicted: Sequence[float] | None
     ) -> MeasuredMemory:
         """Build from each rank's events of one step (``events[rank]``), the step start and the
-        predicted peaks (bytes)."""
+        predicted peaks (bytes).
+
+        Example:
+            >>> MeasuredMemory.from_events([[MemEvent(5, 0, 0, 800, "F")]], 0, 800, None).times
+            ((5e-09,),)
+        """
         ordered, times, held, peaks = [], [], [], []
         for evs in events:
             evs = sorted(evs, key=lambda e: e.t_ns)  # stable: same-instant events keep their order
@@ -129,7 +134,12 @@ class MeasuredMemory:
 
     @property
     def saved(self) -> dict[tuple[int, int], int]:
-        """Bytes each forward saved, by ``(stage, microbatch)``."""
+        """Bytes each forward saved, by ``(stage, microbatch)``.
+
+        Example:
+            >>> MeasuredMemory.from_events([[MemEvent(5, 1, 2, 128, "F"), MemEvent(6, 1, 2, 672, "F")]], 0, 800, None).saved
+            {(1, 2): 800}
+        """
         out: dict[tuple[int, int], int] = {}
         for e in (e for evs in self.events for e in evs if e.nbytes > 0):
             out[(e.stage, e.mb)] = out.get((e.stage, e.mb), 0) + e.nbytes
@@ -137,7 +147,13 @@ class MeasuredMemory:
 
     @property
     def freed_by(self) -> dict[str, int]:
-        """Bytes freed while an op of each kind ran ("" between ops)."""
+        """Bytes freed while an op of each kind ran ("" between ops).
+
+        Example:
+            >>> ev = [MemEvent(1, 0, 0, 800, "F"), MemEvent(2, 0, 0, -800, "W")]
+            >>> MeasuredMemory.from_events([ev], 0, 800, None).freed_by
+            {'W': 800}
+        """
         out: dict[str, int] = {}
         for e in (e for evs in self.events for e in evs if e.nbytes < 0):
             out[e.during] = out.get(e.during, 0) - e.nbytes
@@ -146,7 +162,12 @@ class MeasuredMemory:
     @property
     def matches(self) -> bool | None:
         """True when every device's measured peak equals the predicted one (bytes); None when
-        there is no prediction."""
+        there is no prediction.
+
+        Example:
+            >>> MeasuredMemory.from_events([[MemEvent(5, 0, 0, 800, "F")]], 0, 800, [1600.0]).matches
+            False
+        """
         if self.predicted is None:
             return None
         return all(float(a) == b for a, b in zip(self.peaks, self.predicted))
@@ -179,7 +200,12 @@ class MeasuredMemory:
 
     @property
     def peak(self) -> int:
-        """The highest device's measured peak (bytes)."""
+        """The highest device's measured peak (bytes).
+
+        Example:
+            >>> MeasuredMemory.from_events([[MemEvent(5, 0, 0, 800, "F")], []], 0, 800, None).peak
+            800
+        """
         return max(self.peaks, default=0)
 
     def to_dict(self) -> dict[str, Any]:
