@@ -176,3 +176,24 @@ def test_printed_lines_say_when_measured_and_predicted_differ():
     assert first == "peak memory   measured 2,400, 0 B   predicted 1,600, 800 B   DIFFERENT"
     peaks = ", ".join(f"{x:g}" for x in tl.peak_memory())
     assert second.endswith(f"predicted = {peaks} activations x 1,600 B")
+
+
+def test_plot_draws_the_measured_curve_not_the_model(tmp_path, monkeypatch):
+    import matplotlib.axes
+
+    from ppverify.engines import run
+    from ppverify.plots import gantt
+    from ppverify.schedules import build
+
+    drawn = []
+    real_step = matplotlib.axes.Axes.step
+    monkeypatch.setattr(
+        matplotlib.axes.Axes, "step", lambda ax, x, y, *a, **k: drawn.append(list(y)) or real_step(ax, x, y, *a, **k)
+    )
+    tl = run(build("gpipe", p=2, m=1))  # the model would draw 1 activation per device
+    ev = [[MemEvent(0, 0, 0, 128, "F"), MemEvent(1, 0, 0, 672, "F"), MemEvent(5, 0, 0, -800, "B")], []]
+    curves = MeasuredMemory.from_events(ev, 0, 800, None).curves
+    out = gantt(tl, tmp_path / "g.png", measured_memory=curves)
+    assert out.stat().st_size > 1000
+    # device 0: from 0, up to 128 then 800 bytes, back to 0 (device 1 recorded nothing: no line)
+    assert drawn == [[0.0, 128.0, 800.0, 0.0, 0.0]]
