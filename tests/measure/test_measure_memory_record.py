@@ -197,3 +197,24 @@ def test_plot_draws_the_measured_curve_not_the_model(tmp_path, monkeypatch):
     assert out.stat().st_size > 1000
     # device 0: from 0, up to 128 then 800 bytes, back to 0 (device 1 recorded nothing: no line)
     assert drawn == [[0.0, 128.0, 800.0, 0.0, 0.0]]
+
+
+@pytest.mark.parametrize("spec", [SLEEP, REAL])
+def test_the_allocator_agrees_through_torch_profiler(spec):
+    # a second witness, PyTorch's allocator through torch.profiler's memory events: what a
+    # forward leaves allocated is what it saved, less its input (allocated before it: the batch or
+    # the received buffer), plus its output (held for the next stage and the backward's root)
+    from torch.profiler import ProfilerActivity, profile
+
+    block = build_stage_module(spec, 0)
+    x = torch.randn(spec.mb_size, spec.dim, dtype=torch.float64, requires_grad=True)
+    rec = SavedTensors()
+    rec.events = []
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        with rec.saving(0, 0, block.parameters()):
+            out = block(x)
+    allocated = sum(e.self_cpu_memory_usage for e in prof.events())
+    saved = sum(e.nbytes for e in rec.events)
+    io = spec.mb_size * spec.dim * 8  # input and output: r x d float64
+    assert saved == stage_activation_bytes(spec)
+    assert allocated == saved - io + out.numel() * out.element_size() == saved
