@@ -210,9 +210,8 @@ def test_the_allocator_agrees_through_torch_profiler(spec):
     x = torch.randn(spec.mb_size, spec.dim, dtype=torch.float64, requires_grad=True)
     rec = SavedTensors()
     rec.events = []
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        with rec.saving(0, 0, block.parameters()):
-            out = block(x)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof, rec.saving(0, 0, block.parameters()):
+        out = block(x)
     allocated = sum(e.self_cpu_memory_usage for e in prof.events())
     saved = sum(e.nbytes for e in rec.events)
     io = spec.mb_size * spec.dim * 8  # input and output: r x d float64
