@@ -5,7 +5,6 @@ and the description printed with the result (:func:`summary_lines`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from ..comm import CommModel

@@ -8,7 +8,6 @@ import pytest
 from ppverify.comm import FixedDelay
 from ppverify.costs import CostModel
 from ppverify.io import load_schedule
-from ppverify.optimize.memory import parse_memory_model
 from ppverify.optimize.request import (
     Request,
     build_problem,
