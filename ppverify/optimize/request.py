@@ -125,7 +125,7 @@ def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
         + (f", memory cycle {b['memory_cycle']:.10g}" if b.get("memory_cycle") else "")
         + (f", warm-up {b['warmup']:.10g}" if b.get("warmup") else "")
         + ")",
-        f"gap        {'-' if res.gap is None else f'{100 * res.gap:.2f}%'}  (value - bound) / value",
+        f"gap        {'-' if res.gap is None else f'{100 * res.gap:.2f}%'} to bound  (value - bound) / value",
         f"wall time  {res.wall_s:.1f} s  ({res.solver.get('workers', '-')} workers, seed {res.solver.get('seed', '-')}, "
         f"tick {res.tick:.10g}{'' if res.exact else ', durations rounded to ticks'})",
     ]
