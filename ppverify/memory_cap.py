@@ -17,6 +17,7 @@ microbatch's activations on a device's share. ``8MF`` counts stage activations (
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -236,3 +237,27 @@ def parse_memory_cap(
             "no forward could start",
         )
     return MemoryCap(value, value / unit, value / mf, 1.0 / placement.share_per_stage, costs.memory_unit, raw)
+
+
+def cap_check(peaks: Sequence[float], cap: MemoryCap) -> dict[str, Any]:
+    """Per-device activation ``peaks`` (the cost model's unit) held against ``cap``: the cap
+    (:meth:`MemoryCap.to_dict`), the devices over it and one line saying so, as ``show`` and
+    ``simulate`` print it.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> cap = parse_memory_cap("3", CostModel.abstract(linear(4)), linear(4))
+        >>> r = cap_check([4.0, 3.0, 2.0, 1.0], cap)
+        >>> r["over"], r["line"]
+        ([0], 'cap 3 activations: device 0 over it (peak 4)')
+    """
+    if cap.value is None:
+        return {"cap": cap.to_dict(), "over": [], "line": UNLIMITED_LABEL}
+    over = [d for d, x in enumerate(peaks) if x > cap.value * (1 + 1e-9)]
+    fmt = format_bytes if cap.unit == "bytes" else _num
+    if over:
+        worst = max(peaks[d] for d in over)
+        where = f"device{'s' if len(over) > 1 else ''} {', '.join(map(str, over))} over it (peak {fmt(worst)})"
+    else:
+        where = f"every device within it (highest peak {fmt(max(peaks, default=0.0))})"
+    return {"cap": cap.to_dict(), "over": over, "line": f"{cap.describe()}: {where}"}

@@ -450,12 +450,12 @@ def results_frame(rows: list[dict], spec: SweepSpec | None = None, ranks: bool =
     whole sweep unless ``ranks`` is False), restricted to the points of ``spec`` when given."""
     import pandas as pd
 
-    from .compare.table import COLUMNS, add_ranks
+    from .compare.table import COLUMNS, DERIVED, add_ranks
 
     if spec is not None:
         wanted = {h for task in pending_tasks(spec, set()) for _, _, hs in task.items for h in hs}
         rows = [r for r in rows if r.get("point") in wanted]
-    base = [c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")]
+    base = [c for c in COLUMNS if c not in DERIVED]
     df = pd.DataFrame(rows, columns=base + ["point"])
     if not ranks:
         return df

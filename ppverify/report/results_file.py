@@ -45,7 +45,9 @@ NUMERIC: tuple[str, ...] = (
     "lower_bound",
     "seconds",
     "rank",
-    "gap_to_optimal",
+    "gap_to_bound",
+    "optimum_peak",
+    "memory_cap",
 )
 SUFFIXES: tuple[str, ...] = (".csv", ".jsonl", ".json", ".parquet")
 
@@ -109,10 +111,10 @@ def load_results(path: str | Path) -> pd.DataFrame:
     for c in ("note", "verified", "rank_change", "semantics"):
         df[c] = df[c].fillna("").astype(str)
     if df["rank"].isna().all():  # a sweep store keeps raw rows: rank them over the whole file
-        from ..compare.table import add_ranks
+        from ..compare.table import DERIVED, add_ranks
 
         extra = [c for c in df.columns if c not in COLUMNS]
-        df = add_ranks(df[[c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")]]).join(df[extra])
+        df = add_ranks(df[[c for c in COLUMNS if c not in DERIVED]]).join(df[extra])
     return df
 
 

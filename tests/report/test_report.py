@@ -128,7 +128,7 @@ def test_from_csv_round_trip(tmp_path):
 
 def test_from_jsonl_and_json(tmp_path, capsys):
     f = _write_csv(tmp_path)
-    rows = pd.read_csv(f).drop(columns=["rank", "rank_change", "gap_to_optimal"])
+    rows = pd.read_csv(f).drop(columns=["rank", "rank_change", "gap_to_bound", "optimum_peak"])
     jl = tmp_path / "r.jsonl"
     jl.write_text(
         "".join(

@@ -15,6 +15,7 @@ import argparse
 from typing import Any
 
 from ...errors import ParameterError
+from ...memory_cap import MEMORY_CAP_HELP, cap_check, parse_memory_cap
 from ...run_report import report_text, run_timed, timeline_report, write_frame
 from ...timeline import Timeline
 from ...timeline_text import GiB, fmt_time, gantt
@@ -65,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="device memory capacity for the out-of-memory check (default: the system's)",
     )
+    g.add_argument("--memory-cap", default=None, metavar="N|NMF|SIZE|none", help=MEMORY_CAP_HELP + " (exit 1 over it)")
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     out.add_argument(
@@ -120,6 +122,11 @@ def run(args: argparse.Namespace) -> int:
     if capacity is not None and timeline.costs.memory_unit != "bytes":
         capacity = args.memory_gib  # abstract activations: the capacity is in the same units
     rep = report(timeline, ctx, capacity)
+    cap = parse_memory_cap(args.memory_cap, timeline.costs, timeline.schedule.placement)
+    check = None if cap is None else cap_check(timeline.peak_memory().tolist(), cap)
+    if check is not None:
+        rep["memory_cap"], rep["over_memory_cap"] = check["cap"], check["over"]
+    failed = bool(rep["oom_devices"]) or bool(check and check["over"])
     if args.trace:
         write_trace(timeline, args.trace)
         rep["trace"] = str(args.trace)
@@ -128,14 +135,16 @@ def run(args: argparse.Namespace) -> int:
         rep["frame"] = str(args.frame)
     if args.json:
         print_json(rep)
-        return 1 if rep["oom_devices"] else 0
+        return 1 if failed else 0
     stages, chart = bool(getattr(args, "stages", False)), not args.no_table
     print(report_text(timeline, rep, ctx.comm, ctx.stage_costs, show_stages=stages, chart=chart, width=args.width))
+    if check is not None:
+        print(f"\nmemory        {check['line']}")
     if args.trace:
         print(f"\ntrace written to {args.trace}")
     if args.frame:
         print(f"timeline rows written to {args.frame}")
-    return 1 if rep["oom_devices"] else 0
+    return 1 if failed else 0
 
 
 COMMAND = Command(
