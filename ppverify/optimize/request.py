@@ -94,6 +94,27 @@ def build_problem(
     return pr, info
 
 
+def own_peak_problem(problem: Any, info: dict[str, Any], peak: float) -> tuple[Any, dict[str, Any]]:
+    """``problem`` capped at a family's own ``peak`` (in the cost model's unit), and its
+    description saying so.
+
+    Example:
+        >>> from ppverify.optimize import Problem
+        >>> from ppverify.placement import v_shape
+        >>> pl = v_shape(4)
+        >>> pr, info = own_peak_problem(Problem(pl, 8, CostModel.abstract(pl)), {}, 4.0)
+        >>> pr.memory_cap, info["memory_cap_label"]
+        (4.0, "cap 4 activations (8 stage activations, 2 stages per device): the family's own peak")
+    """
+    import dataclasses
+
+    from ..memory_cap import cap_from_value
+
+    cap = cap_from_value(peak, problem.costs, problem.placement)
+    label = f"{cap.describe()}: the family's own peak"
+    return dataclasses.replace(problem, memory_cap=peak), dict(info, memory_cap=cap.text, memory_cap_label=label)
+
+
 def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
     """The text report of an :class:`~ppverify.optimize.OptimizeResult` for the problem
     :func:`build_problem` described as ``info``.

@@ -50,6 +50,8 @@ NUMERIC: tuple[str, ...] = (
     "memory_cap",
 )
 SUFFIXES: tuple[str, ...] = (".csv", ".jsonl", ".json", ".parquet")
+#: the largest p, m or rank a results file may hold (a 64-bit integer column holds every one exactly)
+MAX_COUNT = 10**12
 
 
 def load_results(path: str | Path) -> pd.DataFrame:
@@ -128,11 +130,11 @@ def _check_row(path: str, n: int, r: dict) -> None:
     )
     for c in counts:
         try:
-            ok = float(r[c]).is_integer() and float(r[c]) >= 1
+            ok = float(r[c]).is_integer() and 1 <= float(r[c]) <= MAX_COUNT
         except (TypeError, ValueError, OverflowError):
             ok = False
         if not ok:
-            raise ScheduleFileError(path, f"row {n}", f"{c}={r[c]!r} is not an integer >= 1")
+            raise ScheduleFileError(path, f"row {n}", f"{c}={r[c]!r} is not an integer in 1..{MAX_COUNT:g}")
     for c in NUMERIC:
         v = r.get(c)
         if v not in (None, "") and not (isinstance(v, float) and v != v):

@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ...optimize.request import summary_lines
+from ...optimize.request import own_peak_problem, summary_lines
+from ...sizes import memory_formatter
 from .. import Command
 from ..common import print_json
 from ..optimize_args import add_problem_arguments, problem_from_args
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     u = "" if res.time_unit != "s" else " s"
     gap = out["gap_to_bound"]
-    mem = _mem(pr.costs)
+    mem = memory_formatter(pr.costs.memory_unit)
     print(
         f"family       {sched.describe()}  ({pr.objective} under the async engine: {value:g}{u}; peak {mem(peak)}"
         + (f", over the cap {mem(pr.memory_cap)}" if over_cap else "")
@@ -117,34 +118,6 @@ def run(args: argparse.Namespace) -> int:
     print()
     print("\n".join(summary_lines(res, info)))
     return 0
-
-
-def own_peak_problem(problem: Any, info: dict[str, Any], peak: float) -> tuple[Any, dict[str, Any]]:
-    """``problem`` capped at a family's own ``peak`` (in the cost model's unit), and its
-    description saying so.
-
-    Example:
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.optimize import Problem
-        >>> from ppverify.placement import v_shape
-        >>> pl = v_shape(4)
-        >>> pr, info = own_peak_problem(Problem(pl, 8, CostModel.abstract(pl)), {}, 4.0)
-        >>> pr.memory_cap, info["memory_cap_label"]
-        (4.0, "cap 4 activations (8 stage activations, 2 stages per device): the family's own peak")
-    """
-    import dataclasses
-
-    from ...memory_cap import cap_from_value
-
-    cap = cap_from_value(peak, problem.costs, problem.placement)
-    label = f"{cap.describe()}: the family's own peak"
-    return dataclasses.replace(problem, memory_cap=peak), dict(info, memory_cap=cap.text, memory_cap_label=label)
-
-
-def _mem(costs: Any) -> Any:
-    from ...sizes import format_bytes
-
-    return (lambda x: format_bytes(x)) if costs.memory_unit == "bytes" else (lambda x: f"{x:g}")
 
 
 COMMAND = Command(
