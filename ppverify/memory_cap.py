@@ -198,8 +198,8 @@ def parse_memory_cap(
         raise ParameterError(
             option,
             raw,
-            "the x suffix is gone (it counted stage activations): write the number of activations of a "
-            f"device's share (e.g. {low[:-1]}), or {low[:-1]}MF for stage activations",
+            f"the x suffix is gone: {low[:-1]}x counted stage activations; write {low[:-1]}MF for that cap, "
+            "or a plain number of activations of a device's whole share",
         )
     size = parse_size(raw, option)
     unit = activation_unit(costs, placement)
