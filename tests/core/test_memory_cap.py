@@ -189,3 +189,17 @@ def test_none_is_unlimited_and_labelled_so():
     with pytest.raises(ParameterError, match="below one stage activation"):
         parse_memory_cap("0.4", CostModel.abstract(pl), pl)  # one stage of ZB-V is half a share
     assert parse_memory_cap("0.5", CostModel.abstract(pl), pl).stage_activations == 1
+
+
+def test_the_issue_commands_read_the_same_cap(capsys):
+    # verify zbv -p 4 -m 8 --memory-cap 4 proves peaks 4; optimize reads the same 4 activations (8
+    # stage activations), so ZB-V's own order fits and the optimum is at most its async makespan
+    ver = _json(capsys, ["verify", "zbv", "-p", "4", "-m", "8", "--memory-cap", "4"])
+    assert ver["verdict"] == "VALID" and ver["memory_cap"]["stage_activations"] == 8
+    argv = ["zbv", "-p", "4", "-m", "8", "--costs", "F=1,I=1,W=1"]
+    opt = _json(capsys, ["optimize", *argv, "--memory-cap", "4", "--time-limit", "10"])
+    own = _json(capsys, ["simulate", *argv])["makespan"]
+    assert opt["memory_cap_value"] == ver["memory_cap"]["value"] == 4
+    # each device's work: m microbatches x 2 stages x (F + I + W) of half a share = 8 * 2 * 1.5 = 24
+    assert 24 <= opt["value"] <= own
+    assert _json(capsys, ["optimize", *argv, "--memory-cap", "8MF", "--time-limit", "10"])["value"] == opt["value"]
