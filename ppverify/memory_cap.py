@@ -261,3 +261,26 @@ def cap_check(peaks: Sequence[float], cap: MemoryCap) -> dict[str, Any]:
     else:
         where = f"every device within it (highest peak {fmt(max(peaks, default=0.0))})"
     return {"cap": cap.to_dict(), "over": over, "line": f"{cap.describe()}: {where}"}
+
+
+def check_cap_text(text: str, counts_bytes: bool, option: str = "memory-cap") -> None:
+    """Refuse a cap whose spelling no point could read, before a study runs: ``counts_bytes`` says
+    whether its cost models count bytes (presets) or activations (abstract costs). A cap below one
+    stage activation can only be told per point, in its own units.
+
+    Example:
+        >>> check_cap_text("8", False), check_cap_text("64GiB", True)
+        (None, None)
+        >>> check_cap_text("64GiB", False)
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)
+    """
+    import dataclasses
+
+    from .placement import linear
+
+    probe = CostModel.abstract(linear(2))
+    if counts_bytes:  # one byte per activation: any size is at least one
+        probe = dataclasses.replace(probe, memory_unit="bytes", activation=(1.0, 1.0))
+    parse_memory_cap(text, probe, linear(2), option)

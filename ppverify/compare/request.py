@@ -157,15 +157,9 @@ def request_levels(req: CompareRequest) -> tuple[str, ...]:
     if req.findings and not req.levels:
         levels = tuple(lv for lv in levels if lv != "optimum")
     if req.memory_cap is not None:  # the spelling checked once, in the mode's unit (each point's size later)
-        import dataclasses
+        from ..memory_cap import check_cap_text
 
-        from ..costs import CostModel
-        from ..memory_cap import parse_memory_cap
-        from ..placement import linear
-
-        probe = CostModel.abstract(linear(2))
-        probe = probe if req.abstract else dataclasses.replace(probe, memory_unit="bytes", activation=(1.0, 1.0))
-        parse_memory_cap(req.memory_cap, probe, linear(2))
+        check_cap_text(req.memory_cap, counts_bytes=not req.abstract)
     return levels
 
 

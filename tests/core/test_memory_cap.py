@@ -203,3 +203,20 @@ def test_the_issue_commands_read_the_same_cap(capsys):
     # each device's work: m microbatches x 2 stages x (F + I + W) of half a share = 8 * 2 * 1.5 = 24
     assert 24 <= opt["value"] <= own
     assert _json(capsys, ["optimize", *argv, "--memory-cap", "8MF", "--time-limit", "10"])["value"] == opt["value"]
+
+
+def test_a_sweep_caps_its_optima_as_compare_does():
+    from ppverify.errors import ScheduleFileError
+    from ppverify.sweep import parse_sweep, pending_tasks, run_task
+
+    base = {"schedules": ["zbv"], "p": 2, "m": 4, "costs": {"F": 1, "B": 2}, "levels": ["async", "optimum"]}
+    rows = {}
+    for cap in (None, "3", "none"):
+        spec = parse_sweep({**base, **({} if cap is None else {"memory_cap": cap})})
+        (task,) = pending_tasks(spec, set())
+        rows[cap] = next(r for r in run_task(task) if r["level"] == "optimum")
+    # ZB-V at p=2, m=4 peaks at 2 activations (test_every_command_reads_the_same_cap): its own cap
+    assert (rows[None]["memory_cap"], rows["3"]["memory_cap"], rows["none"]["memory_cap"]) == (2.0, 3.0, None)
+    assert len({r["point"] for r in rows.values()}) == 3  # each cap is its own stored point
+    with pytest.raises(ScheduleFileError, match="memory_cap.*a size needs presets"):
+        parse_sweep({**base, "memory_cap": "8GiB"})
