@@ -132,8 +132,8 @@ def _check_delay(value: float | None) -> None:
 
 
 def _abstract_costs(text: str | None, schedule: Schedule) -> CostModel:
-    if not text:
-        return CostModel.unit(schedule.placement)
+    if not text:  # the default abstract costs: F=1, B=2, I=W=1
+        return CostModel.abstract(schedule.placement)
     return CostModel.abstract(schedule.placement, **parse_costs(text))
 
 

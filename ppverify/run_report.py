@@ -11,15 +11,23 @@ import numpy as np
 from tabulate import tabulate
 
 from .errors import ScheduleFileError
+from .memory_cap import cap_check, parse_memory_cap
 from .timeline import Timeline
 from .timeline_text import fmt_mem, fmt_time, gantt, stage_table
 
 
 def timeline_report(
-    timeline: Timeline, system: Any = None, stage_costs: Any = None, capacity: float | None = None
+    timeline: Timeline,
+    system: Any = None,
+    stage_costs: Any = None,
+    capacity: float | None = None,
+    memory_cap: str | None = None,
 ) -> dict[str, Any]:
     """The metrics of a timed run: :meth:`Timeline.metrics` plus the schedule, communication and
-    memory (``capacity`` in the cost model's memory unit; default: the system's).
+    memory (``capacity`` in the cost model's memory unit; default: the system's). ``memory_cap``
+    (``--memory-cap`` text, read by :func:`ppverify.memory_cap.parse_memory_cap`) adds the cap
+    (``memory_cap``), the devices whose activation peak is over it (``over_memory_cap``) and the
+    line saying so (``memory_cap_line``).
 
     Example:
         >>> from ppverify.schedules import build
@@ -60,6 +68,10 @@ def timeline_report(
             "dp_allreduce": timeline.info.dp_allreduce,
         }
     )
+    cap = parse_memory_cap(memory_cap, timeline.costs, timeline.schedule.placement)
+    if cap is not None:
+        check = cap_check(timeline.peak_memory().tolist(), cap)
+        out.update(memory_cap=check["cap"], over_memory_cap=check["over"], memory_cap_line=check["line"])
     if stage_costs is not None:
         sc = stage_costs
         out["stages"] = {
@@ -151,6 +163,8 @@ def report_text(
             f"\nout of memory: device(s) {', '.join(map(str, rep['oom_devices']))} exceed "
             f"{fmt_mem(cap, munit)} (peak = activations + weights/gradients/optimizer state of every stage replica held)"
         )
+    if rep.get("memory_cap_line"):
+        lines.append(f"\nmemory        {rep['memory_cap_line']}")
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ bytes as GiB.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -102,3 +103,16 @@ def format_bytes_apart(a: float, b: float) -> tuple[str, str]:
         if ta != tb or a == b:
             return ta, tb
     return f"{a:g} B", f"{b:g} B"
+
+
+def memory_formatter(unit: str) -> Callable[[float], str]:
+    """How an amount in a cost model's memory ``unit`` prints: bytes as :func:`format_bytes`,
+    activations as a plain number.
+
+    Example:
+        >>> memory_formatter("bytes")(3 * 2**30), memory_formatter("activations")(4.0)
+        ('3 GiB', '4')
+    """
+    if unit == "bytes":
+        return format_bytes
+    return lambda x: f"{x:g}"

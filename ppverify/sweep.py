@@ -22,6 +22,7 @@ Config file keys (``examples/sweep.yaml``)::
     time_limit: 0.5                         # CP-SAT seconds per solver point
     max_opt_ops: 256
     options: {mfu: 0.4, microbatch_size: 1} # preset options (see `ppverify simulate --help`)
+    memory_cap: none                        # the optimum's cap (as --memory-cap; default: each schedule's own peak)
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ KEYS = (
     "time_limit",
     "max_opt_ops",
     "options",
+    "memory_cap",
 )
 
 
@@ -69,6 +71,8 @@ class SweepSpec:
     max_opt_ops: int = 256
     #: prove each schedule valid with Z3 (the ``verified`` column); maps skip it (schedule-only)
     verify: bool = True
+    #: the optimum's cap, as ``--memory-cap`` text (``None``: each schedule's own peak)
+    memory_cap: str | None = None
 
     @property
     def num_points(self) -> int:
@@ -89,6 +93,7 @@ class Task:
     time_limit: float
     max_opt_ops: int
     verify: bool = True
+    memory_cap: str | None = None
 
     @property
     def num_rows(self) -> int:
@@ -259,7 +264,15 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
             Config(p, m, s, md, options=opts) for md in models for s in systems for p in ps for m in (ms or (p,))
         ]
     name = str(data.get("name") or Path(path).stem)
-    return SweepSpec(name, entries, tuple(configs), tuple(levels), float(tl), int(mo))
+    cap = None if data.get("memory_cap") is None else str(data["memory_cap"])
+    if cap is not None:
+        from .memory_cap import check_cap_text
+
+        try:
+            check_cap_text(cap, counts_bytes=not abstract, option="memory_cap")
+        except ParameterError as exc:
+            raise _err(path, "memory_cap", exc.rule) from None
+    return SweepSpec(name, entries, tuple(configs), tuple(levels), float(tl), int(mo), memory_cap=cap)
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
@@ -270,7 +283,13 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
 
 def point_hash(
-    entry: ScheduleEntry, config: Config, level: str, time_limit: float, max_opt_ops: int, verify: bool = True
+    entry: ScheduleEntry,
+    config: Config,
+    level: str,
+    time_limit: float,
+    max_opt_ops: int,
+    verify: bool = True,
+    memory_cap: str | None = None,
 ) -> str:
     """Content hash of one point (what a stored row is keyed by).
 
@@ -280,7 +299,13 @@ def point_hash(
         >>> len(h), h == point_hash(e, c, "slot", 0.5, 96), h == point_hash(e, c, "async", 0.5, 96)
         (16, True, False)
     """
-    budget = {"time_limit": time_limit, "max_opt_ops": max_opt_ops} if level == "optimum" else {}
+    # the optimum's memory is part of its point: rows solved at another cap (or, before caps, with
+    # unlimited memory) are recomputed
+    budget = (
+        {"time_limit": time_limit, "max_opt_ops": max_opt_ops, "memory_cap": memory_cap or "own peak"}
+        if level == "optimum"
+        else {}
+    )
     # a file entry is keyed by the file's content, so editing the file invalidates its rows
     content = hashlib.sha256(Path(entry.file).read_bytes()).hexdigest() if entry.file else None
     doc = {
@@ -383,12 +408,15 @@ def pending_tasks(spec: SweepSpec, done: set[str]) -> list[Task]:
     for cfg in spec.configs:
         items = []
         for e in spec.entries:
-            lv_h = [(lv, point_hash(e, cfg, lv, spec.time_limit, spec.max_opt_ops, spec.verify)) for lv in spec.levels]
+            lv_h = [
+                (lv, point_hash(e, cfg, lv, spec.time_limit, spec.max_opt_ops, spec.verify, spec.memory_cap))
+                for lv in spec.levels
+            ]
             todo = [(lv, h) for lv, h in lv_h if h not in done]
             if todo:
                 items.append((e, tuple(lv for lv, _ in todo), tuple(h for _, h in todo)))
         if items:
-            out.append(Task(cfg, tuple(items), spec.time_limit, spec.max_opt_ops, spec.verify))
+            out.append(Task(cfg, tuple(items), spec.time_limit, spec.max_opt_ops, spec.verify, spec.memory_cap))
     return out
 
 
@@ -401,7 +429,16 @@ def run_task(task: Task) -> list[dict]:
     points, hashes = [], []
     for entry, levels, hs in task.items:
         points.append(
-            evaluate_point(entry, task.config, levels, task.time_limit, cache, task.max_opt_ops, verify=task.verify)
+            evaluate_point(
+                entry,
+                task.config,
+                levels,
+                task.time_limit,
+                cache,
+                task.max_opt_ops,
+                verify=task.verify,
+                memory_cap=task.memory_cap,
+            )
         )
         hashes.extend(hs)
     # plain rows, no frame: building one per point cost more than evaluating cheap points
@@ -450,12 +487,12 @@ def results_frame(rows: list[dict], spec: SweepSpec | None = None, ranks: bool =
     whole sweep unless ``ranks`` is False), restricted to the points of ``spec`` when given."""
     import pandas as pd
 
-    from .compare.table import COLUMNS, add_ranks
+    from .compare.table import COLUMNS, DERIVED, add_ranks
 
     if spec is not None:
         wanted = {h for task in pending_tasks(spec, set()) for _, _, hs in task.items for h in hs}
         rows = [r for r in rows if r.get("point") in wanted]
-    base = [c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")]
+    base = [c for c in COLUMNS if c not in DERIVED]
     df = pd.DataFrame(rows, columns=base + ["point"])
     if not ranks:
         return df

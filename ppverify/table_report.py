@@ -34,8 +34,8 @@ def table_costs(costs_text: str | None, doc: ScheduleDocument, source: str = "")
         >>> costs, given = table_costs("F=1,B=2", doc)
         >>> costs.duration["B"], sorted(given.items())
         ((2.0, 2.0), [('B', 2.0), ('F', 1.0), ('I', 1.0), ('W', 1.0)])
-        >>> table_costs(None, doc)[1] is None
-        True
+        >>> table_costs(None, doc)[1]   # the default abstract costs
+        {'F': 1.0, 'B': 2.0, 'I': 1.0, 'W': 1.0}
     """
     schedule = doc.schedule
     if costs_text:
@@ -57,7 +57,10 @@ def table_costs(costs_text: str | None, doc: ScheduleDocument, source: str = "")
         if doc.costs != CostModel.abstract(schedule.placement, **given):
             return doc.costs, UNKNOWN_COSTS
         return doc.costs, given
-    return CostModel.unit(schedule.placement), None
+    if doc.table is not None:  # a drawn table (a text table file): one slot per cell, as drawn
+        return CostModel.unit(schedule.placement), None
+    given = complete_costs({})  # the default abstract costs: F=1, B=2, I=W=1
+    return CostModel.abstract(schedule.placement, **given), given
 
 
 def _close(a: float, b: float) -> bool:
@@ -248,8 +251,8 @@ def table_json(run: TableRun) -> dict[str, Any]:
     Example:
         >>> from ppverify.schedules import build
         >>> out = table_json(time_table(ScheduleDocument(build("gpipe", p=2, m=1))))
-        >>> out["makespan"], out["ticks"], out["table"]
-        (4.0, 4, [['0F0', None, None, '0B0'], [None, '1F0', '1B0', None]])
+        >>> out["makespan"], out["ticks"], out["table"]   # default costs: a backward is two ticks
+        (6.0, 6, [['0F0', None, None, None, '0B0', '0B0'], [None, '1F0', '1B0', '1B0', None, None]])
     """
     schedule, timeline = run.doc.schedule, run.timeline
     out = {
@@ -279,8 +282,8 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
     Example:
         >>> from ppverify.schedules import build
         >>> text = table_text(time_table(ScheduleDocument(build("gpipe", p=2, m=2))), table=False)
-        >>> text.splitlines()[4]
-        'makespan      6 units (6 ticks)'
+        >>> text.splitlines()[4]   # (m + p - 1)(tF + tB) at the default tF = 1, tB = 2
+        'makespan      9 units (9 ticks)'
     """
     from .engines.table import format_table
 

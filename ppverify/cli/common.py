@@ -121,11 +121,12 @@ def document_from_args(args: argparse.Namespace) -> ScheduleDocument:
 
 
 def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--costs F=1,B=2`` (per device share; default: unit slots) and ``--comm-delay``."""
+    """``--costs F=1,B=2`` (per device share; default ``F=1,B=2,I=1,W=1``) and ``--comm-delay``."""
     parser.add_argument(
         "--costs",
         default=None,
-        help="abstract op costs per device share, e.g. F=1,B=2 or F=1,I=1,W=1 (default: every op one slot)",
+        help="abstract op costs per device share, e.g. F=1,B=2 or F=1,I=1,W=1 (default F=1,B=2,I=1,W=1: "
+        "a split backward costs what a full one does)",
     )
     parser.add_argument(
         "--comm-delay",
@@ -136,17 +137,20 @@ def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def costs_from_args(args: argparse.Namespace, schedule: Schedule) -> CostModel:
-    """The cost model named by ``--costs`` (unit slots when absent).
+    """The cost model named by ``--costs`` (the default abstract costs ``F=1,B=2,I=1,W=1`` when
+    absent: a split backward ``I + W`` costs what a full ``B`` does).
 
     Example:
         >>> from ppverify.schedules import build
         >>> s = build("gpipe", p=2, m=2)
         >>> costs_from_args(argparse.Namespace(costs="F=1,B=2"), s).duration["B"]
         (2.0, 2.0)
+        >>> costs_from_args(argparse.Namespace(costs=None), s).label
+        'F=1,B=2,I=1,W=1'
     """
     text = getattr(args, "costs", None)
     if not text:
-        return CostModel.unit(schedule.placement)
+        return CostModel.abstract(schedule.placement)
     return CostModel.abstract(schedule.placement, **parse_costs(text))
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import ParameterError
 from ..limits import check_stages_mbs
+from ..memory_cap import MEMORY_CAP_HELP
 from ..optimize.request import Request, build_problem
 from ..placement import NAMED
 from ..schedule import Schedule
@@ -39,8 +40,8 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
     g.add_argument(
         "--memory-cap",
         default=None,
-        metavar="X|SIZE",
-        help="per-device activation cap: a multiple of M_F (e.g. 8) or bytes (e.g. 64GiB)",
+        metavar="N|NMF|SIZE|none",
+        help=MEMORY_CAP_HELP + " (gap: default the family's own peak)",
     )
     from ..optimize import DEFAULT_MEMORY_MODEL
 

@@ -8,7 +8,7 @@ seed paper's findings checked over the computed results.
   :mod:`ppverify.preset_models`)
 * :mod:`.evaluate` one (schedule, configuration) point at every level
 * :mod:`.optimum`  the CP-SAT level (adapter over :mod:`ppverify.optimize`)
-* :mod:`.table`    result frame, ranks, rank changes, gap to optimal, printed tables
+* :mod:`.table`    result frame, ranks, rank changes, gap to bound, printed tables
 * :mod:`.run`      run a whole comparison with progress
 * :mod:`.measured` the opt-in measured level (``compare --measured``): real runs, batched per p
 * :mod:`.findings` the seed paper's findings as computed checks

@@ -34,9 +34,12 @@ def evaluate_point(
     optimum_cache: dict | None = None,
     max_optimum_ops: int = 256,
     verify: bool = False,
+    memory_cap: str | None = None,
 ) -> PointResult:
     """Evaluate one schedule entry in one configuration at each requested level (and, with
-    ``verify``, prove the schedule valid with the Z3 verifier).
+    ``verify``, prove the schedule valid with the Z3 verifier). The optimum is capped at the
+    schedule's own peak (like for like) unless ``memory_cap`` says otherwise (``--memory-cap``
+    text: ``none`` for unlimited memory, or a cap every schedule's optimum shares).
 
     Example:
         >>> from ppverify.compare.config import Config, ScheduleEntry
@@ -89,7 +92,7 @@ def evaluate_point(
             elif lv == "measured":  # run later, all points at once (compare.measured.fill_measured)
                 r = placeholder(config)
             else:
-                r = _optimum(schedule, res, time_limit, optimum_cache, max_optimum_ops)
+                r = _optimum(schedule, res, time_limit, optimum_cache, max_optimum_ops, memory_cap)
         except PPVerifyError as exc:
             r = LevelResult(lv, "error", note=str(exc))
         except Exception as exc:
@@ -177,17 +180,42 @@ def _engine(semantics: str, schedule: Schedule, res: Resolved) -> LevelResult:
     )
 
 
-def _optimum(schedule: Schedule, res: Resolved, time_limit: float, cache: dict | None, max_ops: int) -> LevelResult:
+def optimum_cap(schedule: Schedule, res: Resolved, memory_cap: str | None) -> float | None:
+    """The cap of a schedule's optimum in the cost model's unit: the schedule's own peak (its
+    highest per-device activation peak, as the ``async`` engine runs it) when ``memory_cap`` is
+    ``None``, ``None`` (unlimited memory) for ``none``, else the cap read by the one parser.
+
+    Example:
+        >>> from ppverify.compare.config import Config
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=4, m=8)
+        >>> res = resolve(Config(4, 8, costs=(("F", 1.0), ("B", 2.0)), comm_delay=0.0), s)
+        >>> optimum_cap(s, res, None), optimum_cap(s, res, "none"), optimum_cap(s, res, "6")
+        (4.0, None, 6.0)
+    """
+    from ..engines import run
+    from ..memory_cap import parse_memory_cap
+
+    if memory_cap is None:  # like for like: the family's own peak
+        return float(run(schedule, res.costs, res.comm, semantics="async").peak_memory().max())
+    cap = parse_memory_cap(memory_cap, res.costs, schedule.placement)
+    return None if cap is None else cap.value
+
+
+def _optimum(
+    schedule: Schedule, res: Resolved, time_limit: float, cache: dict | None, max_ops: int, memory_cap: str | None
+) -> LevelResult:
     if schedule.num_ops > max_ops:
         return LevelResult(
             "optimum", "not applicable", note=f"{schedule.num_ops} ops > {max_ops}: beyond the per-point solver budget"
         )
-    # one cache per configuration: schedules sharing placement, pipes and op kinds share the optimum
-    key = (schedule.placement.maps, schedule.pipe_of_mb, schedule.has_split_backward)
+    cap = optimum_cap(schedule, res, memory_cap)
+    # one cache per configuration: schedules sharing placement, pipes, op kinds and cap share the optimum
+    key = (schedule.placement.maps, schedule.pipe_of_mb, schedule.has_split_backward, cap)
     if cache is not None and key in cache:
         r = cache[key]
     else:
-        r = solve_placement(schedule, res.costs, res.comm, time_limit)
+        r = solve_placement(schedule, res.costs, res.comm, time_limit, cap)
         if cache is not None:
             cache[key] = r
     unlike = unlike_ops(schedule)  # per schedule: placements share the optimum, not the family's ops

@@ -90,8 +90,12 @@ def on_grid(costs: CostModel, comm: CommModel, ticks_per_op: int = GRID) -> tupl
     return replace(costs, duration=dur, time_unit="ticks"), GridComm(comm, tick), tick
 
 
-def solve_placement(schedule: Schedule, costs: CostModel, comm: CommModel, time_limit: float) -> LevelResult:
-    """Optimum (or bound) for ``schedule``'s placement, pipes and op kinds under ``costs``/``comm``.
+def solve_placement(
+    schedule: Schedule, costs: CostModel, comm: CommModel, time_limit: float, memory_cap: float | None = None
+) -> LevelResult:
+    """Optimum (or bound) for ``schedule``'s placement, pipes and op kinds under ``costs``/``comm``,
+    every device's activation memory at most ``memory_cap`` (the cost model's unit; ``None``:
+    unlimited memory).
 
     Example:
         >>> from ppverify.schedules import build
@@ -116,7 +120,7 @@ def solve_placement(schedule: Schedule, costs: CostModel, comm: CommModel, time_
     # the per-point limit is CP-SAT's deterministic work, so a loaded machine gives the same table;
     # the wall clock only stops a machine that is far slower than that work implies
     r = optimize(
-        problem_for(schedule, gcosts, gcomm),
+        problem_for(schedule, gcosts, gcomm, memory_cap),
         time_limit=wall_factor() * time_limit,
         work_limit=time_limit,
         workers=WORKERS,
@@ -126,7 +130,11 @@ def solve_placement(schedule: Schedule, costs: CostModel, comm: CommModel, time_
     if r.objective is None or r.schedule is None:
         notes.insert(0, r.reason or "no schedule within the time limit")
         return LevelResult(
-            "optimum", "error" if status == "infeasible" else status, lower_bound=bound, note="; ".join(notes)
+            "optimum",
+            "error" if status == "infeasible" else status,
+            lower_bound=bound,
+            note="; ".join(notes),
+            memory_cap=memory_cap,
         )
     if grid:
         # the grid optimum is a bound only; the found order re-timed with the true costs is a real schedule
@@ -142,7 +150,16 @@ def solve_placement(schedule: Schedule, costs: CostModel, comm: CommModel, time_
     bubble = float(tl.bubble_ratio) if tl is not None else None
     peaks = tuple(float(x) for x in tl.peak_memory()) if tl is not None else None
     return LevelResult(
-        "optimum", status, makespan, bubble, peaks, bound, exact=status == "optimal", note="; ".join(notes), timeline=tl
+        "optimum",
+        status,
+        makespan,
+        bubble,
+        peaks,
+        bound,
+        exact=status == "optimal",
+        note="; ".join(notes),
+        timeline=tl,
+        memory_cap=memory_cap,
     )
 
 

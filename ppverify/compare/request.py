@@ -123,6 +123,8 @@ class CompareRequest:
     verify: bool = True
     progress: bool = False
     keep_points: bool = False
+    #: ``--memory-cap``: ``None`` caps each optimum at its schedule's own peak, ``none`` is unlimited
+    memory_cap: str | None = None
 
     @property
     def abstract(self) -> bool:
@@ -154,6 +156,10 @@ def request_levels(req: CompareRequest) -> tuple[str, ...]:
         raise ParameterError("out", req.out, "expected a .csv or .parquet file")
     if req.findings and not req.levels:
         levels = tuple(lv for lv in levels if lv != "optimum")
+    if req.memory_cap is not None:  # the spelling checked once, in the mode's unit (each point's size later)
+        from ..memory_cap import check_cap_text
+
+        check_cap_text(req.memory_cap, counts_bytes=not req.abstract)
     return levels
 
 
@@ -245,6 +251,7 @@ class CompareOutcome:
     setup: Setup | None = None
     findings: tuple[Finding, ...] = ()
     points: tuple[PointResult, ...] = field(default=(), repr=False)
+    memory_cap: str | None = None
 
 
 def run_request(req: CompareRequest) -> CompareOutcome:
@@ -270,11 +277,12 @@ def run_request(req: CompareRequest) -> CompareOutcome:
         progress=req.progress,
         verify=req.verify and not req.findings,
         on_point=points.append if req.keep_points else None,
+        memory_cap=req.memory_cap,
     )
     if req.out:
         write_rows(df, req.out)
     found = tuple(evaluate_findings(df, setup, levels)) if setup is not None else ()
-    return CompareOutcome(df, levels, len(configs), len(entries), setup, found, tuple(points))
+    return CompareOutcome(df, levels, len(configs), len(entries), setup, found, tuple(points), req.memory_cap)
 
 
 def write_rows(df: pd.DataFrame, out: str) -> Path:
@@ -326,8 +334,24 @@ def outcome_json(outcome: CompareOutcome) -> dict[str, Any]:
     df = outcome.rows
     return {
         "levels": {lv: LEVEL_SEMANTICS[lv] for lv in outcome.levels},
+        "memory_cap": optimum_memory(outcome.memory_cap),
         "rows": df.astype(object).where(df.notna(), None).to_dict(orient="records"),
     }
+
+
+def optimum_memory(memory_cap: str | None) -> str:
+    """What the optimum column's memory is, in words: each family's own peak (the default),
+    unlimited memory (``none``) or the cap given.
+
+    Example:
+        >>> optimum_memory(None), optimum_memory("none"), optimum_memory("8")
+        ("each schedule's own peak", 'unlimited memory', 'cap 8')
+    """
+    from ..memory_cap import UNLIMITED, UNLIMITED_LABEL
+
+    if memory_cap is None:
+        return "each schedule's own peak"
+    return UNLIMITED_LABEL if memory_cap.strip().lower() == UNLIMITED else f"cap {memory_cap.strip()}"
 
 
 def format_outcome(outcome: CompareOutcome, seconds: float, out: str | None = None) -> str:
@@ -351,7 +375,7 @@ def format_outcome(outcome: CompareOutcome, seconds: float, out: str | None = No
     out_lines = []
     for cfg in dict.fromkeys(df["config"]):
         out_lines += [format_config_table(df, cfg), ""]
-    out_lines.append(format_legend(list(outcome.levels)))
+    out_lines.append(format_legend(list(outcome.levels), optimum_memory(outcome.memory_cap)))
     out_lines += [f"  level {lv} produced no numbers: {why}" for lv, why in unavailable_levels(df).items()]
     out_lines.append(
         f"\n{len(df)} rows ({outcome.num_configs} configurations x {outcome.num_schedules} schedules x "
@@ -369,6 +393,7 @@ __all__ = [
     "check_options",
     "check_presets",
     "format_outcome",
+    "optimum_memory",
     "outcome_json",
     "parse_floats",
     "parse_ints",

@@ -15,7 +15,8 @@ class LevelResult:
 
     ``status`` is ``ok`` (a number), ``optimal``/``feasible`` (CP-SAT), ``unavailable`` (module
     missing), ``not applicable`` (outside the family's rules or regime) or ``error``; ``note``
-    says why. ``lower_bound`` is CP-SAT's proven bound (optimum level only).
+    says why. ``lower_bound`` is CP-SAT's proven bound and ``memory_cap`` the per-device cap the
+    optimum was solved under, in the cost model's unit (optimum level only; ``None``: unlimited).
     """
 
     level: str
@@ -27,6 +28,7 @@ class LevelResult:
     exact: bool | None = None
     note: str = ""
     seconds: float = 0.0
+    memory_cap: float | None = None
     #: the Timeline behind the numbers (engine and optimum levels), kept for ``ppverify report``
     timeline: Any = field(default=None, compare=False, repr=False)
 

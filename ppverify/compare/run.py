@@ -22,13 +22,15 @@ def run_comparison(
     progress: bool = False,
     verify: bool = False,
     on_point: Callable[[PointResult], None] | None = None,
+    memory_cap: str | None = None,
 ) -> pd.DataFrame:
     """Evaluate ``entries`` x ``configs`` at ``levels``; one row per (schedule, configuration, level).
 
     The CP-SAT optimum is solved once per configuration and placement (schedules that share a
     placement share it); ``time_limit`` bounds each solve. With ``verify`` every schedule is also
     proven valid by the Z3 verifier (once per schedule; the ``verified`` column). ``on_point``
-    receives every point result (with its levels' timelines) as it is computed.
+    receives every point result (with its levels' timelines) as it is computed. Each optimum is
+    capped at its schedule's own peak unless ``memory_cap`` (``--memory-cap`` text) says otherwise.
 
     Example:
         >>> from ppverify.compare.config import abstract_configs
@@ -58,7 +60,9 @@ def run_comparison(
             if bar is not None:
                 bar.set_postfix_str(f"{cfg.label} {entry.label}", refresh=False)
             key = (entry, cfg.p, cfg.m)
-            pt = evaluate_point(entry, cfg, levels, time_limit, cache, max_optimum_ops, verify and key not in verdicts)
+            pt = evaluate_point(
+                entry, cfg, levels, time_limit, cache, max_optimum_ops, verify and key not in verdicts, memory_cap
+            )
             if verify:
                 verdicts.setdefault(key, pt.verified)
                 pt = replace(pt, verified=verdicts[key])

@@ -1,5 +1,5 @@
 """Comparison results as a table: one row per (schedule, configuration, abstraction level), ranks
-under each level, rank changes between levels, gap to optimal, and the printed per-configuration
+under each level, rank changes between levels, gap to bound, and the printed per-configuration
 tables.
 
 Ranks are by makespan within one configuration and one level (1 = fastest; ties share the lower
@@ -42,11 +42,15 @@ COLUMNS: tuple[str, ...] = (
     "exact",
     "rank",
     "rank_change",
-    "gap_to_optimal",
+    "gap_to_bound",
+    "optimum_peak",
     "verified",
     "note",
     "seconds",
+    "memory_cap",
 )
+#: the columns :func:`add_ranks` derives from the others (what a sweep or a stored CSV recomputes)
+DERIVED: tuple[str, ...] = ("rank", "rank_change", "gap_to_bound", "optimum_peak")
 
 
 def to_frame(points: Iterable[PointResult]) -> pd.DataFrame:
@@ -60,9 +64,7 @@ def to_frame(points: Iterable[PointResult]) -> pd.DataFrame:
         >>> df[["schedule", "makespan", "peak_activation", "rank"]].values.tolist()
         [['gpipe', 21.0, 4.0, 1], ['1f1b', 21.0, 4.0, 1]]
     """
-    df = pd.DataFrame(
-        point_rows(points), columns=[c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")]
-    )
+    df = pd.DataFrame(point_rows(points), columns=[c for c in COLUMNS if c not in DERIVED])
     return add_ranks(df)
 
 
@@ -101,6 +103,7 @@ def point_rows(points: Iterable[PointResult]) -> list[dict]:
                     "verified": pt.verified,
                     "note": r.note,
                     "seconds": r.seconds,
+                    "memory_cap": r.memory_cap,
                 }
             )
     return rows
@@ -108,8 +111,10 @@ def point_rows(points: Iterable[PointResult]) -> list[dict]:
 
 def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
     """Add ``rank`` (by makespan within config and level), ``rank_change`` (``"2->3"`` when it differs
-    from the previous level with numbers) and ``gap_to_optimal`` (async rows: makespan over the
-    placement's CP-SAT optimum, or over its proven bound, minus 1).
+    from the previous level with numbers), ``gap_to_bound`` (async rows: ``(makespan - bound) /
+    makespan``, the bound being the CP-SAT optimum of the same placement at the optimum's memory, or
+    its proven lower bound) and ``optimum_peak`` (async rows: the highest per-device activation peak
+    of that optimum's schedule).
     """
     df = df.copy()
     key = ["config", "level"]
@@ -120,6 +125,7 @@ def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
     order = {lv: n for n, lv in enumerate(ALL_LEVELS)}
     changes = [""] * len(df)
     gaps: list[float | None] = [None] * len(df)
+    opt_peaks: list[float | None] = [None] * len(df)
     for _, grp in df.groupby(["config", "schedule"], sort=False):
         prev = None
         for idx in sorted(grp.index, key=lambda i: order[df.at[i, "level"]]):
@@ -133,10 +139,15 @@ def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
         asy = grp[grp["level"] == "async"]
         if len(opt) and len(asy) and asy["makespan"].notna().all():
             ref = opt["makespan"].iloc[0] if opt["status"].iloc[0] == "optimal" else opt["lower_bound"].iloc[0]
-            if ref is not None and not pd.isna(ref) and ref > 0:
-                gaps[df.index.get_loc(asy.index[0])] = float(asy["makespan"].iloc[0]) / float(ref) - 1.0
+            value = float(asy["makespan"].iloc[0])
+            if ref is not None and not pd.isna(ref) and value > 0:
+                gaps[df.index.get_loc(asy.index[0])] = (value - float(ref)) / value
+            peak = opt["peak_activation"].iloc[0]
+            if peak is not None and not pd.isna(peak):
+                opt_peaks[df.index.get_loc(asy.index[0])] = float(peak)
     df["rank_change"] = changes
-    df["gap_to_optimal"] = gaps
+    df["gap_to_bound"] = gaps
+    df["optimum_peak"] = opt_peaks
     return df[list(COLUMNS)]
 
 
@@ -155,7 +166,7 @@ def _fmt_mem(x: float, unit: str) -> str:
 def format_config_table(df: pd.DataFrame, config: str) -> str:
     """One configuration's table: per schedule, the makespan and rank under each level (``*``
     marks a rank that differs from the previous level's), bubble ratio, peak activation memory
-    and gap to optimal.
+    and gap to bound.
 
     Example:
         >>> from ppverify.compare.config import Config, ScheduleEntry
@@ -185,9 +196,9 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
     has_measured_peak = "measured" in shown and sub[sub["level"] == "measured"]["peak_activation"].notna().any()
     if has_measured_peak:
         headers.append("peak act. (measured)")
-    has_gap = sub["gap_to_optimal"].notna().any()
+    has_gap = sub["gap_to_bound"].notna().any()
     if has_gap:
-        headers.append("gap to opt.")
+        headers += ["peak act. (opt.)", "gap to bound"]
     has_z3 = "verified" in sub and (sub["verified"].fillna("") != "").any()
     if has_z3:
         headers.append("Z3")
@@ -217,8 +228,10 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
             r = srow.loc["measured"]
             row.append("-" if pd.isna(r["peak_activation"]) else _fmt_mem(r["peak_activation"], mu))
         if has_gap:
-            g = srow.loc["async"]["gap_to_optimal"] if "async" in srow.index else None
+            g = srow.loc["async"]["gap_to_bound"] if "async" in srow.index else None
             opt = srow.loc["optimum"] if "optimum" in srow.index else None
+            ok = opt is not None and not pd.isna(opt["peak_activation"])
+            row.append(_fmt_mem(opt["peak_activation"], mu) if ok else "-")
             if g is None or pd.isna(g) or opt is None:
                 row.append("-")
             else:
@@ -268,15 +281,23 @@ def unavailable_levels(df: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def format_legend(levels: Iterable[str]) -> str:
-    """Which semantics produced each column, and what the marks mean."""
+def format_legend(levels: Iterable[str], memory: str = "each schedule's own peak") -> str:
+    """Which semantics produced each column, what the marks mean and at what memory the optimum
+    was solved (``memory``: "each schedule's own peak", "unlimited memory" or a cap).
+
+    Example:
+        >>> format_legend(["optimum"]).splitlines()[1]
+        "  optimum    CP-SAT: best op order for the same placement, costs, transfers, replica all-reduce (async timing), at each schedule's own peak"
+    """
     levels = list(levels)
     lines = ["Columns: makespan (rank by makespan, 1 = fastest) under each abstraction level:"]
-    lines += [f"  {lv:<10} {LEVEL_SEMANTICS[lv]}" for lv in levels]
+    lines += [f"  {lv:<10} {LEVEL_SEMANTICS[lv]}" + (f", at {memory}" if lv == "optimum" else "") for lv in levels]
     lines.append("  *          rank differs from the previous level's (a rank change between abstractions)")
     lines.append("  bubble     idle/total = (makespan - busy) / makespan per device, averaged")
     lines.append("  ~ (-)      the closed form is only a bound for this family here: shown, not ranked")
-    lines.append("  gap        async makespan / CP-SAT optimum of the same placement - 1; <= when measured against the")
+    lines.append("  peak act. (opt.)  the optimum schedule's highest per-device activation peak")
+    lines.append("  gap to bound  (async makespan - bound) / async makespan, the bound being the CP-SAT optimum of the")
+    lines.append(f"             same placement at {memory}; <= when measured against the")
     lines.append("             proven lower bound (an upper bound on the true gap); the replica gradient all-reduce of")
     lines.append("             two-pipe schedules is in both; + the family runs ops the solver does not model")
     lines.append("             (overlapped F&B slots, B mixed with I/W): unlike steps, read with care")

@@ -5,7 +5,9 @@ rule of the form "holds when A and B" or "holds unless A and B" (at most ``max_c
 threshold conditions such as ``m <= 2p`` or ``bandwidth >= 50 GB/s``, thresholds taken from the
 grid's own values) that agrees with the most points. The rule reports how many points it gets
 right, so a sentence built from it never claims more than the data shows: an imperfect boundary
-says "k of n points agree".
+says "k of n points agree", a finding that fails somewhere is never said to hold "everywhere"
+(it holds "at k of n grid points"), and no rule hinges on a single interior grid value ("unless
+bandwidth = 7 GB/s" describes a grid line, not a region).
 """
 
 from __future__ import annotations
@@ -113,12 +115,15 @@ class Rule:
             >>> c = (Condition(MAP_AXES[0], "<=", 2.0), Condition(MAP_AXES[1], ">=", 50.0))
             >>> Rule(c, True, 10, 10).sentence("Chimera is faster than 1F1B")
             'Chimera is faster than 1F1B when m ≤ 2p and bandwidth ≥ 50 GB/s (all 10 grid points agree)'
-            >>> Rule((), False, 9, 10).sentence("X")
-            'X nowhere on the grid (9 of 10 grid points agree)'
+            >>> Rule((), True, 10, 10).sentence("X"), Rule((), True, 9, 10).sentence("X")
+            ('X everywhere on the grid (all 10 grid points)', 'X at 9 of 10 grid points')
         """
         conds = " and ".join(_merged(self.conditions))
-        if not self.conditions:
-            body = f"{subject} {'everywhere' if self.holds_inside else 'nowhere'} on the grid"
+        if not self.conditions:  # no boundary: say where it holds, by count
+            holding = self.matched if self.holds_inside else self.total - self.matched
+            if holding in (0, self.total):
+                return f"{subject} {'nowhere' if holding == 0 else 'everywhere'} on the grid (all {self.total} grid points)"
+            return f"{subject} at {holding} of {self.total} grid points"
         else:
             body = f"{subject} {'when' if self.holds_inside else 'unless'} {conds}"
         agree = (
@@ -166,6 +171,28 @@ def _candidates(frame: pd.DataFrame, axes: Sequence[Axis]) -> list[Condition]:
     return out
 
 
+def _single_interior_value(conditions: Sequence[Condition], grid_values: dict[str, list[float]]) -> bool:
+    """True when a lower and an upper threshold on one axis leave fewer than two of its grid values.
+
+    Example:
+        >>> bw = MAP_AXES[1]
+        >>> vals = {bw.column: [1.0, 7.0, 15.0, 50.0]}
+        >>> _single_interior_value([Condition(bw, "<=", 7.0), Condition(bw, ">=", 7.0)], vals)
+        True
+        >>> _single_interior_value([Condition(bw, "<=", 15.0), Condition(bw, ">=", 7.0)], vals)
+        False
+    """
+    for c in conditions:
+        if c.op != "<=":
+            continue
+        for o in conditions:
+            if o.axis.column == c.axis.column and o.op == ">=":
+                inside = [v for v in grid_values.get(c.axis.column, []) if o.value <= v <= c.value]
+                if len(inside) < 2:
+                    return True
+    return False
+
+
 def fit_rule(
     frame: pd.DataFrame, holds: str = "holds", axes: Sequence[Axis] = MAP_AXES, max_conditions: int = 2
 ) -> Rule:
@@ -185,6 +212,7 @@ def fit_rule(
     if n == 0:
         return Rule((), True, 0, 0)
     cands = _candidates(known, axes)
+    grid_values = {ax.column: sorted(set(known[ax.column].astype(float))) for ax in axes if ax.column in known}
     masks = [c.mask(known[c.axis.column].to_numpy(dtype=float)) for c in cands]
     best: tuple | None = None
 
@@ -201,6 +229,8 @@ def fit_rule(
         for idx in combinations(range(len(cands)), k):
             if len({(cands[i].axis.column, cands[i].op) for i in idx}) < k:
                 continue  # two thresholds on one side of one axis: one of them is redundant
+            if _single_interior_value([cands[i] for i in idx], grid_values):
+                continue  # a rule on one grid line between others is noise, not a boundary
             inside = masks[idx[0]].copy()
             for i in idx[1:]:
                 inside &= masks[i]

@@ -104,7 +104,7 @@ SUBJECTS: dict[str, tuple[str, str]] = {
         "at m = p, the faster Hanayo (W = 1 or 2) below 1F1B's makespan",
     ),
     "chimera-asym": (
-        f"the asymmetric Chimera placement keeps Chimera's memory peak and gains at most {SMALL_GAIN:.0%}",
+        f"the asymmetric Chimera placement does not lower Chimera's memory peak and gains at most {SMALL_GAIN:.0%}",
         f"asymmetric Chimera: global peak not below Chimera's, runtime gain <= {SMALL_GAIN:.0%} (none at p > 4)",
     ),
 }

@@ -9,7 +9,7 @@ end a step (replica and data-parallel), timed as the async engine times them.
 
 from .bounds import Bounds, lower_bounds
 from .evaluate import evaluate, problem_for
-from .memory import DEFAULT_MEMORY_MODEL, MemoryModel, parse_memory_cap, parse_memory_model, zero_bubble
+from .memory import DEFAULT_MEMORY_MODEL, MemoryModel, parse_memory_model, zero_bubble
 from .problem import OBJECTIVES, Problem, instance
 from .result import OptimizeResult, relative_gap
 from .solve import optimize
@@ -25,7 +25,6 @@ __all__ = [
     "instance",
     "lower_bounds",
     "optimize",
-    "parse_memory_cap",
     "parse_memory_model",
     "problem_for",
     "relative_gap",

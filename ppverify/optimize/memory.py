@@ -1,11 +1,12 @@
 """Memory models for the optimizer: how much of an activation the input-gradient ``I`` frees, and
-how a memory cap given on the command line (``8`` or ``64GiB``) becomes a per-device limit.
+how many bytes one stage's activation ``M_F`` is (a cap given as a size, ``64GiB``, is read with it
+by :func:`ppverify.memory_cap.parse_memory_cap`, the parser every command shares).
 
 The zero-bubble model (Qi et al., ICLR'24, arXiv 2401.10241) counts, per
 transformer layer and per sample-token row, ``F`` allocating ``34h + 5as`` bytes, ``I`` freeing
-``2h + 5as`` and ``W`` freeing the remaining ``32h``. Only the ratio matters for a cap expressed in
-multiples of ``M_F`` (one microbatch's activations on one stage); a cap in bytes also needs the
-microbatch size ``b``, the sequence length ``s`` and the layers per stage.
+``2h + 5as`` and ``W`` freeing the remaining ``32h``. Only the ratio matters for a cap counted in
+activations; a cap in bytes also needs the microbatch size ``b``, the sequence length ``s`` and the
+layers per stage.
 """
 
 from __future__ import annotations
@@ -109,29 +110,3 @@ def parse_memory_model(text: str) -> MemoryModel:
             raise ParameterError("memory-model", text, f"bad setting {part!r}; {rule}")
         args[key] = int(val)
     return zero_bubble(**args)
-
-
-def parse_memory_cap(text: str, model: MemoryModel) -> Fraction:
-    """A cap as a multiple of ``M_F``: a plain number (``8``, ``2.5``) is already one; a size with
-    a unit (``64GiB``, ``80GB``) is divided by the model's ``M_F`` in bytes.
-
-    Example:
-        >>> parse_memory_cap("8", zero_bubble(2304, 24, 1024))
-        Fraction(8, 1)
-        >>> round(float(parse_memory_cap("1GiB", zero_bubble(2304, 24, 1024, layers=4))), 4)
-        1.3028
-    """
-    from ..sizes import parse_size
-
-    size = parse_size(text, "memory-cap")  # the one parser of sizes (verify uses it too)
-    if not size.is_bytes:
-        cap = size.value
-    else:
-        if not model.bytes_per_activation:
-            raise ParameterError(
-                "memory-cap", text, f"memory model {model.name} has no size in bytes; give the cap as a multiple of M_F"
-            )
-        cap = size.value / Fraction(model.bytes_per_activation)
-    if cap <= 0:
-        raise ParameterError("memory-cap", text, "must be > 0")
-    return cap

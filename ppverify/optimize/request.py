@@ -5,13 +5,13 @@ and the description printed with the result (:func:`summary_lines`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from ..comm import CommModel
 from ..costs import CostModel, parse_costs
+from ..memory_cap import UNLIMITED_LABEL
 from ..placement import Placement
-from .memory import DEFAULT_MEMORY_MODEL, MemoryModel, parse_memory_cap, parse_memory_model
+from .memory import DEFAULT_MEMORY_MODEL, parse_memory_model
 from .problem import Problem
 
 
@@ -34,26 +34,6 @@ class Request:
     dp_allreduce: int = 0
     preset_mode: bool = False
     comm_text: str = "fixed delay 0"
-
-
-def memory_cap_value(text: str, model: MemoryModel, costs: CostModel) -> float:
-    """The cap ``text`` (a multiple of M_F such as ``8``, or a size such as ``64GiB``) in the
-    cost model's memory units: bytes when the costs count bytes and a size is given, else the
-    multiple times the largest stage activation.
-
-    Example:
-        >>> from ppverify.placement import loop
-        >>> pl = loop(2, 2)
-        >>> memory_cap_value("4", parse_memory_model("w-frees-all"), CostModel.abstract(pl, F=1, B=2))
-        2.0
-    """
-    from ..sizes import parse_size
-
-    multiple = parse_memory_cap(text, model)
-    if costs.memory_unit == "bytes" and parse_size(text).is_bytes:
-        # preset mode: the cost model counts bytes; take the size itself
-        return float(parse_size(text).value)
-    return float(Fraction(multiple) * Fraction(max(costs.activation)).limit_denominator(10**6))
 
 
 def build_problem(
@@ -87,7 +67,12 @@ def build_problem(
     applied = bool(request.memory_model) or not request.preset_mode
     if applied:
         costs = mm.apply(costs)
-    cap = None if request.memory_cap is None else memory_cap_value(request.memory_cap, mm, costs)
+    from ..memory_cap import parse_memory_cap
+
+    # the one parser of every command; an explicit memory model's M_F in bytes converts a size
+    mf_bytes = mm.bytes_per_activation if request.memory_model else None
+    parsed = parse_memory_cap(request.memory_cap, costs, placement, stage_activation_bytes=mf_bytes)
+    cap = None if parsed is None or parsed.unlimited else parsed.value
     info = {
         "placement": placement.name,
         "p": placement.p,
@@ -97,6 +82,8 @@ def build_problem(
         "comm": request.comm_text,
         "memory_model": mm.name if applied else "the model preset's activation memory",
         "memory_cap": request.memory_cap,
+        "memory_cap_label": parsed.describe() if parsed is not None else UNLIMITED_LABEL,
+        "memory_cap_value": cap,
         "backward": "split" if split else "full",
         "sync": request.sync,
         "dp_allreduce": request.dp_allreduce or 0,
@@ -105,6 +92,27 @@ def build_problem(
         placement, m, costs, comm, split, cap, request.objective, pipes, request.sync, request.dp_allreduce or 0
     )
     return pr, info
+
+
+def own_peak_problem(problem: Any, info: dict[str, Any], peak: float) -> tuple[Any, dict[str, Any]]:
+    """``problem`` capped at a family's own ``peak`` (in the cost model's unit), and its
+    description saying so.
+
+    Example:
+        >>> from ppverify.optimize import Problem
+        >>> from ppverify.placement import v_shape
+        >>> pl = v_shape(4)
+        >>> pr, info = own_peak_problem(Problem(pl, 8, CostModel.abstract(pl)), {}, 4.0)
+        >>> pr.memory_cap, info["memory_cap_label"]
+        (4.0, "cap 4 activations (8 stage activations, 2 stages per device): the family's own peak")
+    """
+    import dataclasses
+
+    from ..memory_cap import cap_from_value
+
+    cap = cap_from_value(peak, problem.costs, problem.placement)
+    label = f"{cap.describe()}: the family's own peak"
+    return dataclasses.replace(problem, memory_cap=peak), dict(info, memory_cap=cap.text, memory_cap_label=label)
 
 
 def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
@@ -127,12 +135,7 @@ def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
     lines = [
         f"problem    {info['placement']} placement, p={info['p']}, m={info['m']}, {info['stages']} stages, "
         f"{info['backward']} backward, costs {info['costs']}, {info['comm']}",
-        f"memory     cap {info['memory_cap'] or 'none'}"
-        + (
-            f" x M_F, {info['memory_model']}"
-            if info["memory_cap"] and str(info["memory_cap"])[-1].isdigit()
-            else (f", {info['memory_model']}" if info["memory_cap"] else "")
-        ),
+        f"memory     {info.get('memory_cap_label') or UNLIMITED_LABEL}, {info['memory_model']}",
         f"status     {res.status}" + (f" ({res.reason})" if res.reason else ""),
         f"{res.objective_name:<10} {val}",
         *([f"collective {res.collectives}"] if res.collectives else []),
@@ -143,7 +146,7 @@ def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
         + (f", memory cycle {b['memory_cycle']:.10g}" if b.get("memory_cycle") else "")
         + (f", warm-up {b['warmup']:.10g}" if b.get("warmup") else "")
         + ")",
-        f"gap        {'-' if res.gap is None else f'{100 * res.gap:.2f}%'}  (value - bound) / value",
+        f"gap        {'-' if res.gap is None else f'{100 * res.gap:.2f}%'} to bound  (value - bound) / value",
         f"wall time  {res.wall_s:.1f} s  ({res.solver.get('workers', '-')} workers, seed {res.solver.get('seed', '-')}, "
         f"tick {res.tick:.10g}{'' if res.exact else ', durations rounded to ticks'})",
     ]

@@ -45,9 +45,13 @@ NUMERIC: tuple[str, ...] = (
     "lower_bound",
     "seconds",
     "rank",
-    "gap_to_optimal",
+    "gap_to_bound",
+    "optimum_peak",
+    "memory_cap",
 )
 SUFFIXES: tuple[str, ...] = (".csv", ".jsonl", ".json", ".parquet")
+#: the largest p, m or rank a results file may hold (a 64-bit integer column holds every one exactly)
+MAX_COUNT = 10**12
 
 
 def load_results(path: str | Path) -> pd.DataFrame:
@@ -109,10 +113,10 @@ def load_results(path: str | Path) -> pd.DataFrame:
     for c in ("note", "verified", "rank_change", "semantics"):
         df[c] = df[c].fillna("").astype(str)
     if df["rank"].isna().all():  # a sweep store keeps raw rows: rank them over the whole file
-        from ..compare.table import add_ranks
+        from ..compare.table import DERIVED, add_ranks
 
         extra = [c for c in df.columns if c not in COLUMNS]
-        df = add_ranks(df[[c for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")]]).join(df[extra])
+        df = add_ranks(df[[c for c in COLUMNS if c not in DERIVED]]).join(df[extra])
     return df
 
 
@@ -126,11 +130,11 @@ def _check_row(path: str, n: int, r: dict) -> None:
     )
     for c in counts:
         try:
-            ok = float(r[c]).is_integer() and float(r[c]) >= 1
+            ok = float(r[c]).is_integer() and 1 <= float(r[c]) <= MAX_COUNT
         except (TypeError, ValueError, OverflowError):
             ok = False
         if not ok:
-            raise ScheduleFileError(path, f"row {n}", f"{c}={r[c]!r} is not an integer >= 1")
+            raise ScheduleFileError(path, f"row {n}", f"{c}={r[c]!r} is not an integer in 1..{MAX_COUNT:g}")
     for c in NUMERIC:
         v = r.get(c)
         if v not in (None, "") and not (isinstance(v, float) and v != v):

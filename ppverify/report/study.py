@@ -277,13 +277,34 @@ def study_from_rows(
             entry = ScheduleEntry(
                 str(sched), str(r0["family"]), tuple(sorted(json.loads(r0["params"] or "{}").items()))
             )
-            pt = evaluate_point(entry, cfg, levels, time_limit, cache, max_opt_ops)
+            pt = evaluate_point(entry, cfg, levels, time_limit, cache, max_opt_ops, memory_cap=row_cap(srows))
             points.append(_with_verdict(pt, str(r0["verified"] or "")))
     st = study_from_points(rows, points, findings, findings_maps, title, max_chart_ops)
     other = sorted(set(rows["level"]) - set(RECOMPUTABLE) - {"formula"})
     if other:
         notes.append(f"level(s) {', '.join(other)}: in the table only (a results file holds no timeline to redraw)")
     return Study(st.rows, st.points, st.findings, st.findings_maps, st.title, tuple(notes) + st.notes)
+
+
+def row_cap(rows: pd.DataFrame) -> str:
+    """The ``--memory-cap`` text that recomputes the optimum rows ``rows`` hold: their cap (in the
+    cost model's unit: bytes as ``NB``), or ``none`` when they were solved with unlimited memory
+    (no cap, or a file written before the optimum had one).
+
+    Example:
+        >>> row_cap(pd.DataFrame({"level": ["optimum"], "memory_cap": [4.0], "memory_unit": ["activations"]}))
+        '4.0'
+        >>> row_cap(pd.DataFrame({"level": ["optimum"], "memory_cap": [2.0**30], "memory_unit": ["bytes"]}))
+        '1073741824.0B'
+        >>> row_cap(pd.DataFrame({"level": ["async"], "makespan": [1.0]}))
+        'none'
+    """
+    opt = rows[rows["level"] == "optimum"] if "memory_cap" in rows else rows.iloc[:0]
+    cap = pd.to_numeric(opt["memory_cap"], errors="coerce").dropna() if len(opt) else pd.Series(dtype=float)
+    if not len(cap):
+        return "none"
+    unit = "B" if str(opt["memory_unit"].iloc[0]) in ("bytes", "B") else ""
+    return f"{float(cap.iloc[0])!r}{unit}"
 
 
 def _with_verdict(pt: Any, verified: str) -> Any:

@@ -29,15 +29,15 @@ def error_of(capsys, *args) -> str:
 
 
 # GPipe/1F1B makespan (m+p-1)(tF+tB) and GPipe bubble (p-1)/(m+p-1) (Huang et al., GPipe, NeurIPS'19);
-# 1F1B peak on device d = min(p-d, m); GPipe peak m everywhere.
+# 1F1B peak on device d = min(p-d, m); GPipe peak m everywhere. No --costs: the default F=1, B=2.
 @pytest.mark.parametrize(
     "family,p,m,costs,makespan,peaks",
     [
-        ("gpipe", 4, 4, None, 7 * 2, [4, 4, 4, 4]),
-        ("1f1b", 4, 4, None, 7 * 2, [4, 3, 2, 1]),
+        ("gpipe", 4, 4, None, 7 * 3, [4, 4, 4, 4]),
+        ("1f1b", 4, 4, None, 7 * 3, [4, 3, 2, 1]),
         ("gpipe", 4, 4, "F=1,B=2", 7 * 3, [4, 4, 4, 4]),
         ("1f1b", 4, 4, "F=1,B=2", 7 * 3, [4, 3, 2, 1]),
-        ("gpipe", 4, 8, None, 11 * 2, [8, 8, 8, 8]),
+        ("gpipe", 4, 8, None, 11 * 3, [8, 8, 8, 8]),
         ("1f1b", 4, 8, "F=1,B=2", 11 * 3, [4, 3, 2, 1]),
     ],
 )
@@ -47,7 +47,7 @@ def test_json_metrics_match_hand_derived_values(capsys, family, p, m, costs, mak
     assert out["makespan"] == makespan
     assert out["bubble_ratio"] == pytest.approx((p - 1) / (m + p - 1))
     assert out["peak_activations"] == peaks
-    busy = m * (3 if costs else 2)
+    busy = m * 3
     assert out["busy"] == [busy] * p and out["idle"] == [makespan - busy] * p
     assert "idle/total" in out["bubble_convention"]
     assert len(out["table"]) == p and all(len(row) == makespan for row in out["table"])
@@ -57,8 +57,10 @@ def test_text_output_shows_table_metrics_and_convention(capsys):
     assert main(["show", "gpipe", "-p", "4", "-m", "4"]) == 0
     out = capsys.readouterr().out
     assert "schedule      gpipe p=4 m=4" in out
-    assert "dev 3   .   .   . 3F0 3F1 3F2 3F3 3B0 3B1 3B2 3B3   .   .   ." in out
-    assert "makespan      14 units (14 ticks)" in out
+    # default costs F=1, B=2: device 3 idles 3 ticks, runs 4 forwards, then 4 backwards 2 ticks each,
+    # and idles while the gradients travel back: (m+p-1)(tF+tB) = 7 * 3 = 21 ticks
+    assert "dev 3   .   .   . 3F0 3F1 3F2 3F3 3B0 3B0 3B1 3B1 3B2 3B2 3B3 3B3   .   .   .   .   .   ." in out
+    assert "makespan      21 units (21 ticks)" in out
     assert "bubble ratio  0.4286" in out and "idle/total" in out
     assert "peak activations" in out
 
@@ -80,9 +82,9 @@ def test_family_parameters_reach_the_generator(capsys):
 
 def test_comm_delay_is_charged_per_column(capsys):
     # Chimera's per-column model: every op with a cross-device edge pays c; GPipe/1F1B at p=4, m=4
-    # then take (m+p-1)(tF+tB+2c) = 7 * (2 + 1) = 21 with c = 0.5
+    # then take (m+p-1)(tF+tB+2c) = 7 * (3 + 1) = 28 with c = 0.5 at the default tF = 1, tB = 2
     out = show_json(capsys, "1f1b", "-p", "4", "-m", "4", "--comm-delay", "0.5")
-    assert out["makespan"] == pytest.approx(21.0)
+    assert out["makespan"] == pytest.approx(28.0)
     assert out["comm_delay_per_column"] == 0.5
 
 
@@ -170,13 +172,14 @@ def test_formula_values_and_agreement(capsys, monkeypatch, formula, agrees, word
     assert ("contradicts" in captured.err) == (False in agrees)
 
 
-def test_unit_costs_reach_the_formula_as_unit_slots(capsys, monkeypatch):
+def test_default_costs_reach_the_formula(capsys, monkeypatch):
     seen = []
     fam = replace(get_family("gpipe"), formula=lambda p, m, costs, **params: seen.append(costs) or GPIPE)
     monkeypatch.setattr("ppverify.schedules.get_family", lambda name: fam)
     show_json(capsys, "gpipe", "-p", "4", "-m", "4")
     show_json(capsys, "gpipe", "-p", "4", "-m", "4", "--costs", "F=1,B=2")
-    assert seen == [None, {"F": 1.0, "B": 2.0, "I": 1.0, "W": 1.0}]
+    # no --costs: the default abstract costs, the same as F=1,B=2
+    assert seen == [{"F": 1.0, "B": 2.0, "I": 1.0, "W": 1.0}] * 2
 
 
 def test_registered_formulas_agree_with_the_table_where_exact(capsys, buildable):

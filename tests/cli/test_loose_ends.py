@@ -65,10 +65,11 @@ def test_format_bytes_in_gib():
 
 def test_optimize_and_verify_read_the_same_size(tmp_path):
     from ppverify.cli.commands.optimize import build_namespace, problem_from_args
-    from ppverify.cli.commands.verify import memory_cap
+    from ppverify.memory_cap import parse_memory_cap
 
     pr = problem_from_args(build_namespace(["1f1b"] + PRESET + ["--memory-cap", "40GiB"]))[0]
-    assert pr.memory_cap == 40 * 2**30 == memory_cap("40GiB", "bytes")
+    cap = parse_memory_cap("40GiB", pr.costs, pr.placement)
+    assert pr.memory_cap == 40 * 2**30 == cap.value
 
 
 def test_verify_memory_cap_as_a_size(capsys):
@@ -82,7 +83,7 @@ def test_verify_memory_cap_as_a_size(capsys):
 def test_verify_size_needs_bytes(capsys):
     assert main(["verify", "1f1b", "-p", "4", "--costs", "F=1,B=2", "--memory-cap", "40GiB"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "memory-cap=40GiB" in err[0] and "plain number" in err[0]
+    assert len(err) == 1 and "memory-cap=40GiB" in err[0] and "a size needs presets" in err[0]
 
 
 # ---------------------------------------------------------------- optimize --save keeps the comm

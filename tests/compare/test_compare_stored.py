@@ -27,7 +27,7 @@ def test_default_compare_prints_the_stored_table(tmp_path, ppverify_cli, monkeyp
     # the optimum column is bounded by CP-SAT's deterministic work; the wall-clock stop (4x that work
     # by default) is lifted here so that a loaded test machine cannot cut a search short
     monkeypatch.setenv("PPVERIFY_WALL_FACTOR", "50")
-    run = ppverify_cli("compare", cwd=tmp_path, timeout=900)
+    run = ppverify_cli("compare", cwd=tmp_path, timeout=1800)
     assert run.returncode == 0, run.stderr[-2000:]
     got, want = _numbers(run.stdout), _numbers(STORED.read_text())
     diff = [f"line {n + 1}:\n  stored: {w}\n  now:    {g}" for n, (w, g) in enumerate(zip(want, got)) if w != g]

@@ -25,7 +25,7 @@ from ppverify.compare.findings import (
     finding_gpipe_1f1b,
     finding_hanayo,
 )
-from ppverify.compare.table import COLUMNS, add_ranks
+from ppverify.compare.table import COLUMNS, DERIVED, add_ranks
 
 LEVELS = ("formula", "slot", "async", "contention")
 
@@ -110,7 +110,7 @@ def test_every_finding_has_a_verdict_under_simulation(preset_results):
 
 
 def _frame(rows):
-    base = {c: None for c in COLUMNS if c not in ("rank", "rank_change", "gap_to_optimal")}
+    base = {c: None for c in COLUMNS if c not in DERIVED}
     return add_ranks(pd.DataFrame([{**base, "status": "ok", **r} for r in rows]))
 
 

@@ -132,6 +132,20 @@ def test_map_verdicts_agree_with_direct_evaluations(quick, p, m, bw, lat, model)
         assert "hanayo" not in got  # outside Hanayo's regime m = p
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.booleans(), min_size=len(MS) * len(BWS), max_size=len(MS) * len(BWS)))
+def test_a_rule_never_overclaims_nor_hinges_on_one_interior_value(cells):
+    """Any verdict grid: "everywhere" only when every point holds, no interval of one inner value."""
+    g = _grid(lambda m, bw: False)
+    g["holds"] = cells
+    r = fit_rule(g, axes=(M_AX, BW_AX))
+    text = r.sentence("X")
+    assert ("everywhere" in text) == all(cells) and ("nowhere" in text) == (not any(cells))
+    assert " = 10 GB/s" not in text and " = 25 GB/s" not in text and " = 2p" not in text and " = 4p" not in text
+    # what the sentence counts is recomputed from the grid
+    assert r.matched == int(np.sum(r.predict(g) == g["holds"].to_numpy()))
+
+
 def test_boundary_sentences_are_consistent_with_the_grid(quick):
     res, _ = quick
     assert [f.key for f in res.findings] == list(SUBJECTS)
@@ -141,9 +155,13 @@ def test_boundary_sentences_are_consistent_with_the_grid(quick):
         # the agreement the sentence states is the rule's agreement recomputed over the grid
         agree = int(np.sum(f.rule.predict(v) == v.holds.astype(bool).to_numpy()))
         assert agree == f.rule.matched
-        assert (
-            f"all {agree} grid points agree" if agree == len(v) else f"{agree} of {len(v)} grid points agree"
-        ) in f.sentence
+        if f.rule.conditions:
+            assert (
+                f"all {agree} grid points agree" if agree == len(v) else f"{agree} of {len(v)} grid points agree"
+            ) in f.sentence
+        else:  # no boundary: where it holds, counted; never "everywhere" with a point against it
+            assert ("everywhere" in f.sentence) == (f.holds == len(v))
+            assert f"{f.holds} of {len(v)} grid points" in f.sentence or f.holds in (0, len(v))
         for c in f.rule.conditions:  # thresholds are values of the grid
             assert c.value in set(v[c.axis.column].astype(float))
         for p, model, r in f.local:

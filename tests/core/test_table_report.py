@@ -79,7 +79,7 @@ def test_embedded_table_checks():
 
 
 def test_json_and_text_of_a_timed_table():
-    res = time_table(ScheduleDocument(build("gpipe", p=2, m=1)), comm_delay=0.5)
+    res = time_table(ScheduleDocument(build("gpipe", p=2, m=1)), "F=1,B=1", comm_delay=0.5)
     out = table_json(res)
     # each of the 4 ops has a cross-device input or output: 1 + 0.5 per column
     assert out["makespan"] == 6.0 and out["comm_delay_per_column"] == 0.5

@@ -256,13 +256,21 @@ def test_cli_optimize_json_and_save(tmp_path, capsys):
 
 
 def test_cli_gap_text(capsys):
-    code = main(["gap", "1f1b", "-p", "4", "-m", "8", "--costs", "F=1,B=2", "--comm-delay", "1", "--time-limit", "10"])
-    assert code == 0
-    text = capsys.readouterr().out
-    # by hand: optimum (8+3)*3 + 2*3*1 = 39; 1F1B pays round trips under async timing
-    assert "optimum    39" in text and "bound      39" in text
+    argv = ["gap", "1f1b", "-p", "4", "-m", "8", "--costs", "F=1,B=2", "--comm-delay", "1", "--time-limit", "10"]
     fam = run(build("1f1b", p=4, m=8), CostModel.abstract(linear(4), F=1, B=2), FixedDelay(1), "async").makespan
-    assert f"{100 * (fam - 39) / fam:.2f}%" in text
+    # unlimited memory: by hand, optimum (8+3)*3 + 2*3*1 = 39; 1F1B pays round trips under async timing
+    assert main([*argv, "--memory-cap", "none"]) == 0
+    text = capsys.readouterr().out
+    assert "optimum      39" in text and "bound        39" in text and "memory       unlimited memory" in text
+    assert f"gap to bound {100 * (fam - 39) / fam:.2f}%" in text
+    # by default like for like: capped at 1F1B's own peak, p = 4 activations on its first device
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["memory_cap"] == 4 and data["family_peak_memory"] == 4 and data["optimum_peak"] <= 4
+    assert data["memory_cap_label"] == "cap 4 activations: the family's own peak"
+    # the cap can only slow the optimum; 1F1B itself is a schedule within it
+    assert 39 < data["optimum"] <= fam == data["family_value"]
+    assert data["gap_to_bound"] == pytest.approx((fam - data["bound"]) / fam)
 
 
 def test_cli_optimize_placement_and_table(capsys):
@@ -435,4 +443,4 @@ def test_cli_gap_two_pipes_json(capsys):
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["placement"] == "bidirectional"
-    assert data["bound"] <= data["family_value"] and 0 <= data["gap"] < 1
+    assert data["bound"] <= data["family_value"] and 0 <= data["gap_to_bound"] < 1

@@ -157,7 +157,7 @@ def test_no_schedule_in_time_exits_2_with_the_status_and_bound(capsys):
 def test_a_signal_stops_the_cp_sat_search_within_2_s(sig, code, line):
     # a search that runs for its whole 40 s limit (a cap on a V placement: no proof in sight); the
     # solver call waits in C++, so only the signal watcher stopping CP-SAT ends it in time
-    argv = ["optimize", "--placement", "v", "-p", "4", "-m", "12", "--costs", "F=1,I=1,W=1", "--memory-cap", "3"]
+    argv = ["optimize", "--placement", "v", "-p", "4", "-m", "12", "--costs", "F=1,I=1,W=1", "--memory-cap", "3MF"]
     argv += ["--comm-delay", "0.5", "--time-limit", "40", "--workers", "1", "--no-chart"]
     proc = subprocess.Popen([sys.executable, "-m", "ppverify", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(5)  # interpreter start-up, model building, starting schedules: the search is under way

@@ -8,11 +8,9 @@ import pytest
 from ppverify.comm import FixedDelay
 from ppverify.costs import CostModel
 from ppverify.io import load_schedule
-from ppverify.optimize.memory import parse_memory_model
 from ppverify.optimize.request import (
     Request,
     build_problem,
-    memory_cap_value,
     result_text,
     save_result,
     solve,
@@ -48,13 +46,17 @@ def test_backward_choice(costs_text, backward, splits, want):
 def test_memory_cap_in_cost_units():
     pl = loop(2, 2)  # four stages on two devices: one stage's activation is half a device share
     costs = CostModel.abstract(pl, F=1, B=2)
-    assert memory_cap_value("4", parse_memory_model("w-frees-all"), costs) == 2.0
-    assert memory_cap_value("2.5", parse_memory_model("w-frees-all"), costs) == 1.25
+    # a plain number counts device shares (verify's unit); NMF counts stage activations (1/2 each)
+    for text, want in (("4", 4.0), ("2.5", 2.5), ("4MF", 2.0), ("1MF", 0.5)):
+        pr, _ = build_problem(pl, 4, (0,) * 4, costs, FixedDelay(0), Request("F=1,B=2", memory_cap=text))
+        assert pr.memory_cap == want
 
 
 def test_a_size_cap_in_bytes_needs_a_model_with_bytes():
-    with pytest.raises(Exception, match="no size in bytes"):
+    with pytest.raises(Exception, match="a size needs presets"):
         _problem(Request(memory_cap="64GiB", memory_model="w-frees-all"))
+    with pytest.raises(Exception, match="a size needs presets"):
+        _problem(Request(memory_cap="64GiB"))  # the default memory model's bytes are no preset
 
 
 def test_optimum_and_evaluation_by_hand():

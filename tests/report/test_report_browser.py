@@ -195,7 +195,7 @@ def test_measured_peaks_show_beside_the_models(browser, tmp_path):
     path = write_report(study_from_rows(pd.concat([df, measured], ignore_index=True)), tmp_path / "m.html")
     page, errors = _open(browser, path)
     heads = page.locator("table.cmp th").all_inner_texts()
-    assert heads[-3:] == ["peak act. (measured)", "gap to opt.", "Z3"]
+    assert heads[-4:] == ["peak act. (measured)", "peak act. (opt.)", "gap to bound", "Z3"]
     col = heads.index("peak act. (measured)")
     cells = {
         r.locator("td").nth(0).inner_text(): r.locator("td").nth(col).inner_text()

@@ -13,6 +13,7 @@ from ppverify.costs import CostModel
 from ppverify.engines import run
 from ppverify.io import load_schedule
 from ppverify.ops import Comm, Op
+from ppverify.preset_models import PresetSettings, resolve_presets
 from ppverify.schedules import build, families
 from ppverify.verify import verify
 
@@ -306,9 +307,21 @@ def test_memory_cap_in_bytes_with_presets(capsys):
     A = 10 * 2048 * 5120 * (34 + 5 * 40 * 2048 // 5120)
     assert A == 11_953_766_400
     base = ["verify", "1f1b", "-p", "4", "-m", "8", "--system", "dgx-h100", "--model", "gpt3-13b"]
-    assert main(base + ["--memory-cap", str(4 * A)]) == 0
+    assert main(base + ["--memory-cap", f"{4 * A}B"]) == 0
     capsys.readouterr()
-    assert main(base + ["--memory-cap", str(4 * A - 1), "--json"]) == 1
+    # a plain number counts activations of a device's share: 4 is 4A bytes here (one stage per device)
+    # (the largest share: the last stage, which also holds the logits; 1F1B's last device holds one
+    # microbatch of it, so its simulated peak is one activation in bytes)
+    assert main(base + ["--memory-cap", "4", "--json"]) == 0
+    cap = json.loads(capsys.readouterr().out)["memory_cap"]
+    s = build("1f1b", p=4, m=8)
+    costs = resolve_presets(PresetSettings(system="dgx-h100", model="gpt3-13b"), s).costs
+    last = run(s, costs).peak_memory()[3]
+    assert cap["value"] == pytest.approx(4 * last) and cap["activations"] == 4
+    # the old spelling (bytes as a plain number) is refused with what to write instead
+    assert main(base + ["--memory-cap", str(4 * A)]) == 2
+    assert f"write {4 * A}B for bytes" in capsys.readouterr().err
+    assert main(base + ["--memory-cap", f"{4 * A - 1}B", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     # printed in GiB (4A = 47,815,065,600 B = 44.53125 GiB exactly), with enough digits to tell it from the cap
     assert [v["message"] for v in data["violations"]] == [

@@ -65,6 +65,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=256,
         help="solve the optimum only for schedules with at most this many ops (default 256)",
     )
+    from ...memory_cap import MEMORY_CAP_HELP
+
+    parser.add_argument(
+        "--memory-cap",
+        default=None,
+        metavar="N|NMF|SIZE|none",
+        help="cap every schedule's optimum at this memory: " + MEMORY_CAP_HELP + " (default: each schedule's own peak)",
+    )
     parser.add_argument("--out", help="write one row per (schedule, configuration, level) to .csv or .parquet")
     parser.add_argument("--json", action="store_true", help="print the rows (and findings) as JSON")
     parser.add_argument(
@@ -97,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         verify=not args.no_verify,
         progress=not args.no_progress,
         keep_points=bool(args.report),
+        memory_cap=getattr(args, "memory_cap", None),
     )
     request_levels(req)  # bad levels, time limit or --out fail before anything runs
     if args.report:

@@ -84,7 +84,7 @@ def report(
     comm_semantics: str = "buffered",
 ) -> dict[str, Any]:
     """Everything ``ppverify import`` prints, as a dict (``valid`` is the verdict); the costs are
-    read from ``costs_args`` (``--costs``; unit slots when None). See
+    read from ``costs_args`` (``--costs``, default F=1,B=2,I=1,W=1; unit slots when None). See
     :func:`ppverify.verify.import_audit.audit`."""
     costs = costs_from_args(costs_args, schedule) if costs_args is not None else None
     return audit(schedule, costs, with_torch, comm_semantics)[0]

@@ -3,8 +3,9 @@ bound, for the ops of one step under costs, communication delays and a memory ca
 
 The ops come from a placement: the family's (or file's) placement and microbatch pipes, or
 ``--placement linear|v|loop|wave|bidirectional``. Costs and delays as in ``simulate``
-(``--costs F=1,I=1,W=1 --comm-delay 1`` or ``--system NAME --model NAME``). ``--memory-cap`` is a
-multiple of M_F (one microbatch's activations on one stage, ``8``) or a size (``64GiB``);
+(``--costs F=1,I=1,W=1 --comm-delay 1`` or ``--system NAME --model NAME``). ``--memory-cap`` is read
+as in every command: activations of a device's whole share (``8``), ``8MF`` stage activations,
+a size (``64GiB``) or ``none``;
 ``--memory-model`` says how I and W free memory. ``--evaluate`` fixes each device's program order
 to the family's instead (CP-SAT then reproduces the async engine's makespan). Exit code 0 when a
 schedule was found, 1 when INFEASIBLE (a verdict), 2 when the time limit ended the run without a

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ...errors import ParameterError, ScheduleFileError
 from ...io.table_text import STYLES
+from ...memory_cap import MEMORY_CAP_HELP, cap_check, parse_memory_cap
 from ...table_report import formula_contradicted, table_json, table_text, time_table
 from .. import Command
 from ..common import (
@@ -46,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write the schedule, its costs and its table as a ppverify JSON file",
     )
     parser.add_argument("--no-table", action="store_true", help="print the metrics only")
+    parser.add_argument("--memory-cap", default=None, metavar="N|NMF|none", help=MEMORY_CAP_HELP + " (exit 1 over it)")
     parser.add_argument(
         "--width",
         type=int,
@@ -72,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     doc = document_from_args(args)
     text_table = Path(args.schedule).suffix.lower() in TABLE_SUFFIXES
     res = time_table(doc, args.costs, args.comm_delay or 0.0, args.schedule, text_table)
+    cap = parse_memory_cap(args.memory_cap, res.costs, doc.schedule.placement)
+    check = None if cap is None else cap_check(res.timeline.peak_memory().tolist(), cap)
+    code = 1 if check and check["over"] else 0
     if args.save:
         try:
             # a table timed with communication charged is not the file's costs' table: leave it out
@@ -83,15 +88,19 @@ def run(args: argparse.Namespace) -> int:
         out = table_json(res)
         if args.save:
             out["saved"] = str(args.save)
+        if check is not None:
+            out["memory_cap"], out["over_memory_cap"] = check["cap"], check["over"]
         print_json(out)
-        return 0
+        return code
     width = shutil.get_terminal_size((100, 24)).columns if args.width is None else args.width
     print(table_text(res, args.style, width, table=not args.no_table))
+    if check is not None:
+        print(f"\nmemory        {check['line']}")
     if formula_contradicted(res):
         print("note: the table contradicts the formula's claim (see 'formula vs table')", file=sys.stderr)
     if args.save:
         print(f"\nsaved         {args.save}")
-    return 0
+    return code
 
 
 COMMAND = Command(

@@ -15,6 +15,7 @@ import argparse
 from typing import Any
 
 from ...errors import ParameterError
+from ...memory_cap import MEMORY_CAP_HELP
 from ...run_report import report_text, run_timed, timeline_report, write_frame
 from ...timeline import Timeline
 from ...timeline_text import GiB, fmt_time, gantt
@@ -65,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="device memory capacity for the out-of-memory check (default: the system's)",
     )
+    g.add_argument("--memory-cap", default=None, metavar="N|NMF|SIZE|none", help=MEMORY_CAP_HELP + " (exit 1 over it)")
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     out.add_argument(
@@ -101,10 +103,9 @@ def simulate_from_args(args: argparse.Namespace) -> tuple[Timeline, Any]:
     return run_timed(schedule, costs, ctx.comm, args.semantics, timing.sync, timing.dp_allreduce), ctx
 
 
-def report(timeline: Timeline, ctx: Any, capacity: float | None) -> dict[str, Any]:
-    """Everything ``--json`` prints: :func:`~ppverify.run_report.timeline_report` of the run with
-    the system and stage costs of ``ctx`` (a :class:`~ppverify.cli.presets_args.PresetContext`)."""
-    return timeline_report(timeline, ctx.system, ctx.stage_costs, capacity)
+def report(timeline: Timeline, ctx: Any, capacity: float | None, memory_cap: str | None = None) -> dict[str, Any]:
+    """Everything ``--json`` prints: :func:`~ppverify.run_report.timeline_report` with ``ctx``'s system and stage costs."""
+    return timeline_report(timeline, ctx.system, ctx.stage_costs, capacity, memory_cap)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -119,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
     capacity = args.memory_gib * GiB if args.memory_gib is not None else None
     if capacity is not None and timeline.costs.memory_unit != "bytes":
         capacity = args.memory_gib  # abstract activations: the capacity is in the same units
-    rep = report(timeline, ctx, capacity)
+    rep = report(timeline, ctx, capacity, args.memory_cap)
+    code = 1 if rep["oom_devices"] or rep.get("over_memory_cap") else 0  # out of memory, or over the cap
     if args.trace:
         write_trace(timeline, args.trace)
         rep["trace"] = str(args.trace)
@@ -128,14 +130,14 @@ def run(args: argparse.Namespace) -> int:
         rep["frame"] = str(args.frame)
     if args.json:
         print_json(rep)
-        return 1 if rep["oom_devices"] else 0
+        return code
     stages, chart = bool(getattr(args, "stages", False)), not args.no_table
     print(report_text(timeline, rep, ctx.comm, ctx.stage_costs, show_stages=stages, chart=chart, width=args.width))
     if args.trace:
         print(f"\ntrace written to {args.trace}")
     if args.frame:
         print(f"timeline rows written to {args.frame}")
-    return 1 if rep["oom_devices"] else 0
+    return code
 
 
 COMMAND = Command(

@@ -2,9 +2,9 @@
 
 Prints VALID with the properties proven, or INVALID with every violation in words and the
 minimal set of ops (a minimized Z3 unsat core) that explains it. Exit code 0 valid, 1 invalid,
-2 bad input. Memory caps are in the cost model's unit: activations per device share for
-``--costs`` (one microbatch over a whole device share is 1), bytes with ``--system/--model``, where
-a size such as ``40GiB`` also works (parsed as ``optimize --memory-cap`` parses it).
+2 bad input. ``--memory-cap`` is read as every command reads it (``docs/memory.md``): a plain
+number counts activations of one microbatch on a device's whole share of layers, ``8MF`` stage
+activations, a size such as ``40GiB`` bytes (with ``--system/--model``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
+from ...memory_cap import MEMORY_CAP_HELP
 from ...verify import COMM_SEMANTICS, properties, verify
 from .. import Command
 from ..common import add_cost_arguments, add_schedule_arguments, check_nonnegative, print_json, schedule_from_args
@@ -33,10 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--memory-cap",
         default=None,
-        metavar="N|SIZE",
-        help="activation memory cap per device: a number in the cost model's unit (share units "
-        "for --costs, bytes with --system/--model) or, with --system/--model, a size such "
-        "as 40GiB or 80GB",
+        metavar="N|NMF|SIZE|none",
+        help=MEMORY_CAP_HELP,
     )
     g.add_argument(
         "--makespan-le",
@@ -86,6 +85,7 @@ class _ListProperties(argparse.Action):
 def run(args: argparse.Namespace) -> int:
     """Verify and print; 0 valid, 1 invalid."""
     from ...limits import time_limit
+    from ...memory_cap import parse_memory_cap
 
     check_nonnegative("makespan-le", args.makespan_le)
     # an interrupted proof is no verdict: exit 2, never 0 or 1; Z3's simplifier ignores interrupts,
@@ -94,46 +94,24 @@ def run(args: argparse.Namespace) -> int:
     with time_limit(args.time_limit, hard_stop=hard_stop):
         schedule = schedule_from_args(args)
         ctx = preset_context_from_args(args, schedule)
-        cap = memory_cap(args.memory_cap, ctx.costs.memory_unit)
+        cap = parse_memory_cap(args.memory_cap, ctx.costs, schedule.placement)
         report = verify(
             schedule,
             ctx.costs,
             ctx.comm,
-            memory_cap=cap,
+            memory_cap=None if cap is None else cap.value,
             makespan_le=args.makespan_le,
             comm_semantics=args.comm_semantics,
             group=not args.ungrouped,
             max_violations=max(1, args.max_violations),
         )
     if args.json:
-        print_json(report.to_dict())
+        print_json(dict(report.to_dict(), **({"memory_cap": cap.to_dict()} if cap is not None else {})))
     else:
         print(report.to_text())
+        if cap is not None:
+            print(f"  memory {cap.describe()}")
     return 0 if report.valid else 1
-
-
-def memory_cap(text: str | None, unit: str) -> float | None:
-    """The cap in the cost model's unit: a size (``40GiB``) when the model counts bytes, else a
-    plain number (the one size parser :func:`ppverify.sizes.parse_size`, as ``optimize``).
-
-    Example:
-        >>> memory_cap("40GiB", "bytes"), memory_cap("2.5", "activations")
-        (42949672960.0, 2.5)
-    """
-    from ...errors import ParameterError
-    from ...sizes import parse_size
-
-    if text is None:
-        return None
-    size = parse_size(text, "memory-cap")
-    if size.is_bytes and unit != "bytes":
-        raise ParameterError(
-            "memory-cap",
-            text,
-            f"a size needs --system/--model (bytes); this cost model counts {unit}, so give a plain number",
-        )
-    check_nonnegative("memory-cap", float(size.value))
-    return float(size.value)
 
 
 COMMAND = Command(
