@@ -194,12 +194,13 @@ def test_measured_peaks_show_beside_the_models(browser, tmp_path):
     measured["peak_activation"] = [9.0 if s == "gpipe" else 7.0 for s in measured["schedule"]]
     path = write_report(study_from_rows(pd.concat([df, measured], ignore_index=True)), tmp_path / "m.html")
     page, errors = _open(browser, path)
-    heads = page.locator("table.cmp th").all_inner_texts()
+    table = page.locator("table.cmp").first  # the comparison's table (the verdicts' table follows it)
+    heads = table.locator("th").all_inner_texts()
     assert heads[-4:] == ["peak act. (measured)", "peak act. (opt.)", "gap to bound", "Z3"]
     col = heads.index("peak act. (measured)")
     cells = {
         r.locator("td").nth(0).inner_text(): r.locator("td").nth(col).inner_text()
-        for r in page.locator("table.cmp tr").all()[1:]
+        for r in table.locator("tr").all()[1:]
     }
     assert cells == {"gpipe": "9", "1f1b": "7"}
     assert "peak act. (measured)" in page.locator("#legend").inner_text()
