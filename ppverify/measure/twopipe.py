@@ -29,6 +29,7 @@ import torch.distributed as dist
 
 from ..ops import Comm, Op, Overlap
 from .jobs import Job, RankResult
+from .profile import annotate, start_profiler
 from .record import Event
 from .stages import build_stage_module, loss_fn, make_batch, sleep_remaining
 from .workers import set_status
@@ -49,6 +50,7 @@ class _Runner:
         self.saved: dict[tuple[int, int], tuple[Any, Any, Any]] = {}  # (stage, mb) -> input, output, out grad
         self.sends: list[Any] = []
         self.events: list[Event] | None = None
+        self.profiling = False  # record PP:<action> ranges (a profiled measured step)
 
     def _tag(self, direction: int, stage: int, mb: int) -> int:
         return (direction * self.S + stage) * self.m + mb
@@ -59,7 +61,8 @@ class _Runner:
             return self.local.pop(key)
         set_status(f"{label} (waiting to receive from rank {src})")
         buf = torch.empty_like(like)
-        dist.recv(buf, src=src, tag=self._tag(0 if direction == "F" else 1, stage, mb))
+        with annotate(f"{stage}RECV_{direction}{mb}", self.profiling):
+            dist.recv(buf, src=src, tag=self._tag(0 if direction == "F" else 1, stage, mb))
         set_status(label)
         return buf
 
@@ -72,9 +75,11 @@ class _Runner:
             self.events.append(
                 Event("SEND_F" if direction == "F" else "SEND_B", stage - (1 if direction == "F" else -1), mb, t, t)
             )
-        self.sends.append(
-            dist.isend(tensor.contiguous(), dst=dst, tag=self._tag(0 if direction == "F" else 1, stage, mb))
-        )
+        sender = stage - (1 if direction == "F" else -1)
+        with annotate(f"{sender}SEND_{direction}{mb}", self.profiling):
+            self.sends.append(
+                dist.isend(tensor.contiguous(), dst=dst, tag=self._tag(0 if direction == "F" else 1, stage, mb))
+            )
 
     def run_op(self, op: Op) -> None:
         kind, s, mb = op
@@ -130,27 +135,31 @@ class _Runner:
             devs = (self.maps[0][s], self.maps[1][s])
             if self.rank not in devs:
                 continue
-            t0 = _now()
-            set_status(f"all-reduce of stage {s}'s replica gradients")
-            if devs[0] == devs[1]:
-                flats = [_flat(self.mods[(pipe, s)]) for pipe in (0, 1)]
-                total = flats[0] + flats[1]
-                peer = self.rank
-            else:
-                pipe = 0 if devs[0] == self.rank else 1
-                peer = devs[1 - pipe]
-                mine = _flat(self.mods[(pipe, s)])
-                theirs = torch.empty_like(mine)
-                tag = self._tag(2, s, 0)
-                work = dist.isend(mine, dst=peer, tag=tag)
-                dist.recv(theirs, src=peer, tag=tag)
-                work.wait()
-                total = mine + theirs
-            for pipe in (0, 1):
-                if self.maps[pipe][s] == self.rank:
-                    _unflat(self.mods[(pipe, s)], total / self.m)
-            if self.events is not None:
-                self.events.append(Event("ALLREDUCE", s, peer, t0, _now()))
+            with annotate(f"{s}REDUCE_GRAD", self.profiling):
+                self._reduce_stage(s, devs)
+
+    def _reduce_stage(self, s: int, devs: tuple[int, int]) -> None:
+        t0 = _now()
+        set_status(f"all-reduce of stage {s}'s replica gradients")
+        if devs[0] == devs[1]:
+            flats = [_flat(self.mods[(pipe, s)]) for pipe in (0, 1)]
+            total = flats[0] + flats[1]
+            peer = self.rank
+        else:
+            pipe = 0 if devs[0] == self.rank else 1
+            peer = devs[1 - pipe]
+            mine = _flat(self.mods[(pipe, s)])
+            theirs = torch.empty_like(mine)
+            tag = self._tag(2, s, 0)
+            work = dist.isend(mine, dst=peer, tag=tag)
+            dist.recv(theirs, src=peer, tag=tag)
+            work.wait()
+            total = mine + theirs
+        for pipe in (0, 1):
+            if self.maps[pipe][s] == self.rank:
+                _unflat(self.mods[(pipe, s)], total / self.m)
+        if self.events is not None:
+            self.events.append(Event("ALLREDUCE", s, peer, t0, _now()))
 
 
 def _flat(mod: Any) -> Any:
@@ -183,23 +192,27 @@ def run_two_pipe(rank: int, world_size: int, job: Job) -> RankResult:
     events: list[list[Event]] = []
     begins: list[int] = []
     ends: list[int] = []
+    prof = start_profiler(job.warmup, job.steps, job.profile, rank) if job.profile else None
     for step in range(job.warmup + job.steps):
         measured = step >= job.warmup
         for mod in mods.values():
             mod.zero_grad(set_to_none=True)
         runner = _Runner(rank, job, mods, x, y)
         runner.events = [] if (measured and job.record) else None
+        runner.profiling = prof is not None and measured
         set_status(f"barrier before step {step}")
         dist.barrier()
         t0 = _now()
         for action in program:
             if isinstance(action, Op):
                 set_status(str(action))
-                runner.run_op(action)
+                with annotate(str(action), runner.profiling):
+                    runner.run_op(action)
             elif isinstance(action, Overlap):
                 set_status(str(action))
-                for op in action.ops:
-                    runner.run_op(op)
+                for op in action.ops:  # one range per op: they run one after the other here
+                    with annotate(str(op), runner.profiling):
+                        runner.run_op(op)
             elif isinstance(action, Comm):
                 continue  # transfers follow the ops; explicit SEND/RECV need no action here
         set_status("end of step (waiting for posted sends)")
@@ -207,10 +220,14 @@ def run_two_pipe(rank: int, world_size: int, job: Job) -> RankResult:
             w.wait()
         runner.reduce_replicas()
         t1 = _now()
+        if prof is not None:
+            prof.step()
         if measured:
             begins.append(t0)
             ends.append(t1)
             events.append(runner.events or [])
+    if prof is not None:
+        prof.stop()
     grads = {
         key: {n: p.grad.detach().numpy().copy() if p.grad is not None else None for n, p in mod.named_parameters()}
         for key, mod in mods.items()

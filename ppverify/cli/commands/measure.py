@@ -62,6 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--trace", metavar="OUT.json", default=None, help="write a Chrome/Perfetto trace")
     out.add_argument("--frame", metavar="OUT.csv", default=None, help="write every op and transfer as rows")
     out.add_argument("--plot", metavar="OUT.png", default=None, help="write a Gantt chart (.png, .svg, .pdf)")
+    out.add_argument(
+        "--profile",
+        metavar="DIR",
+        default=None,
+        help="also record a torch.profiler trace of the measured steps in every worker: DIR/rank<r>.pt.trace.json "
+        "(read back by `ppverify import-trace DIR`)",
+    )
     out.add_argument("--no-table", action="store_true", help="print the figures only")
     out.add_argument("--width", type=int, default=100, help="columns of the timeline chart (default 100)")
 
@@ -94,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             seed=args.seed,
             format=args.format,
+            profile=args.profile,
         )
     except MeasureTimeout as exc:
         if args.json:
@@ -104,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"schedule      {schedule.describe()}\n{exc}\nall worker processes stopped")
         return 1
     rep = measure_report(schedule, res, system, args.system)
+    if args.profile:
+        rep["profile"] = args.profile
     for flag, write in (("trace", write_trace), ("frame", write_frame), ("plot", _plot)):
         if getattr(args, flag):
             write(res.timeline, getattr(args, flag))
@@ -115,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
         for flag in ("trace", "frame", "plot"):
             if getattr(args, flag):
                 print(f"{flag:<13} written to {getattr(args, flag)}")
+        if args.profile:
+            print(f"{'profile':<13} torch.profiler traces written to {args.profile}/rank<r>.pt.trace.json")
     return 0 if res.grad_check.ok else 1
 
 
