@@ -16,9 +16,12 @@ from ..io.json_format import ScheduleDocument
 from ..schedule import Schedule
 
 
-def add_schedule_arguments(parser: argparse.ArgumentParser, optional: bool = False, help: str | None = None) -> None:
-    """``SCHEDULE`` (a family name or a schedule file; ``optional``: may be left out), ``-p``,
-    ``-m`` and every family parameter known to the registry (``--v``, ``--waves`` ...).
+def add_schedule_arguments(
+    parser: argparse.ArgumentParser, optional: bool = False, help: str | None = None, as_option: bool = False
+) -> None:
+    """``SCHEDULE`` (a family name or a schedule file; ``optional``: may be left out; ``as_option``:
+    the option ``--schedule`` instead of a positional), ``-p``, ``-m`` and every family parameter
+    known to the registry (``--v``, ``--waves`` ...).
 
     Example:
         >>> parser = argparse.ArgumentParser()
@@ -30,9 +33,9 @@ def add_schedule_arguments(parser: argparse.ArgumentParser, optional: bool = Fal
     from ..schedules import families
 
     parser.add_argument(
-        "schedule",
+        *(("--schedule",) if as_option else ("schedule",)),
         metavar="FAMILY|FILE",
-        nargs="?" if optional else None,
+        **({} if as_option else {"nargs": "?" if optional else None}),
         default=None,
         help=help or "a registered family (see `ppverify list`) or a schedule file (.json, .csv)",
     )

@@ -288,3 +288,23 @@ def import_step(
     info = TimelineInfo(compute=f"trace ({step.side}-side)", runner="profiler trace", clock=step.clock, step=step.step)
     timeline = to_timeline(schedule, costs, events, 0, info)
     return ImportedStep(schedule, timeline, tuple(tuple(e) for e in events), step)
+
+
+def recorded_size(traces: Sequence[RankTrace]) -> tuple[int, int]:
+    """``(p, m)`` of a recorded job: its ranks, and its microbatches (one more than the largest
+    microbatch of a ``PP:`` compute action; ``Forward i`` counts as microbatch i).
+
+    Example:
+        >>> from ppverify.io.profiler_trace import Span
+        >>> t = RankTrace("r0", 0, 1, "h", "host", (Span("0F3", 0, 1), Span("Forward 5", 1, 2)), (), (), (), ())
+        >>> recorded_size([t])
+        (1, 6)
+    """
+    m = 0
+    for t in traces:
+        for a in t.actions:
+            for sub in _OVERLAP.match(a.name).group(1).split(";") if _OVERLAP.match(a.name) else [a.name]:
+                cm = _COMPUTE.match(sub) or _LEGACY.match(sub)
+                if cm:
+                    m = max(m, int(cm.group(cm.lastindex or 1)) + 1)
+    return len(traces), m
