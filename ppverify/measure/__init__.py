@@ -222,7 +222,10 @@ def measure_many(
     for item in items:
         check_world_size((item[0] if isinstance(item, tuple) else item).p)
     if profile is not None:
+        from .profile import quiet_profiler_logs
+
         _check_profile_dir(profile, len(items))
+        quiet_profiler_logs()
     prepared = []
     for item in items:
         sched, costs = item if isinstance(item, tuple) else (item, None)

@@ -47,10 +47,8 @@ def start_profiler(warmup: int, steps: int, directory: str, rank: int) -> Any:
     Example:
         >>> prof = start_profiler(1, 3, "/tmp/prof", 0)  # doctest: +SKIP
     """
-    import os
     import warnings
 
-    os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # kineto's start/stop lines on stderr are noise
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
@@ -74,6 +72,21 @@ def start_profiler(warmup: int, steps: int, directory: str, rank: int) -> Any:
         )
         prof.start()
     return prof
+
+
+def quiet_profiler_logs() -> None:
+    """Silence kineto's ``profiler_start`` / ``profiler_stop`` lines on the workers' stderr: kineto
+    reads ``KINETO_LOG_LEVEL`` once, when torch is imported, which for the workers is in the fork
+    server, so the parent sets it before starting that server (a value already set is kept).
+
+    Example:
+        >>> quiet_profiler_logs()
+        >>> import os; os.environ["KINETO_LOG_LEVEL"] != ""
+        True
+    """
+    import os
+
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # above every level kineto logs at, USDT (5) included
 
 
 def annotate(name: str, on: bool) -> Any:
