@@ -235,3 +235,17 @@ def test_cli_writes_outputs_and_json(tmp_path, capsys):
     assert rep["valid"] and rep["differences"] == [] and rep["step"] == 2 and rep["clock"] == "shared"
     assert rep["makespan_measured"] == pytest.approx(tl.makespan)
     assert out.exists()
+
+
+def test_calibrate_from_a_synthetic_trace_fits_the_engine_costs(tmp_path):
+    # the synthetic trace's op durations are the engine's costs (F = 10 ms, B = 20 ms per stage at
+    # p = 2, one stage per device): the fitted costs are exactly those
+    from ppverify.measure.trace_calibrate import calibrate_from_trace
+
+    _, tl = _timeline("1f1b", 2, 4)
+    write_synthetic(synthetic_traces(tl, steps=4), tmp_path)
+    fit = calibrate_from_trace(read_traces([tmp_path]), fit_steps=[1, 2])
+    assert fit.costs.duration["F"] == pytest.approx((0.01, 0.01)) and fit.costs.duration["B"] == pytest.approx(
+        (0.02, 0.02)
+    )
+    assert fit.fit_steps == (1, 2) and [ms for _, ms in fit.runs] == pytest.approx([tl.makespan] * 2)

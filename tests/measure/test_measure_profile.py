@@ -60,3 +60,20 @@ def test_profile_directory_that_is_a_file_is_refused(tmp_path, capsys):
     f.write_text("")
     assert main(["measure", "1f1b", "-p", "2", "-m", "2", "--profile", str(f)]) == 2
     assert "is a file; expected a directory" in capsys.readouterr().err
+
+
+def test_calibrate_from_trace_writes_a_preset_measure_reads(tmp_path, capsys):
+    d = tmp_path / "prof"
+    measure(build("1f1b", p=2, m=4), COSTS, steps=4, warmup=1, timeout=60.0, profile=str(d))
+    out = tmp_path / "fromtrace.yaml"
+    assert main(["calibrate", "--from-trace", str(d), "--fit-steps", "1,2", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    # the held-out steps are the recorded ones not fitted: ProfilerStep#3 and #4
+    assert "held-out step 3" in text and "held-out step 4" in text and "held-out step 1 " not in text
+    from ppverify.system import load_system
+
+    sysm = load_system(str(out))
+    assert sysm.action_overhead_s >= 0 and sysm.intra.latency_s > 0
+    assert "--from-trace" in out.read_text().splitlines()[0]
+    assert main(["calibrate", "--from-trace", str(d), "--fit-steps", "9"]) == 2
+    assert "not recorded; the traces hold ProfilerStep 1, 2, 3, 4" in capsys.readouterr().err

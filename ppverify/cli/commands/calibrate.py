@@ -10,6 +10,11 @@ a RECV posted after its SEND costs a round trip; ``runtime.handover``), and writ
 the schema of ``models/systems/`` (``runtime:`` section for the overheads). Use it
 with ``simulate --system FILE.yaml --costs F=0.01,B=0.02`` to predict ``measure --compute sleep``.
 Takes about a minute (``--quick``: about half).
+
+``--from-trace DIR`` fits the same preset to a profiler trace instead (``measure --profile DIR``
+or a PyTorch job's, see docs/traces.md), nothing run: op costs per stage and kind (median),
+link from the transfers, overheads and hand-over terms from the ``--fit-steps`` (default: the
+first half of the recorded steps), and prints the prediction of the other (held-out) steps.
 """
 
 from __future__ import annotations
@@ -34,6 +39,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds allowed to each measured run before it counts as a hang (default 120)",
     )
     parser.add_argument("--json", action="store_true", help="print the measured figures as one JSON object")
+    t = parser.add_argument_group("from a profiler trace")
+    t.add_argument("--from-trace", metavar="DIR|FILE", nargs="+", default=None, help="fit to these traces, run nothing")
+    t.add_argument(
+        "--fit-steps", default=None, metavar="N,N,...", help="ProfilerStep numbers to fit (default: first half)"
+    )
+    t.add_argument(
+        "--schedule", default=None, metavar="FAMILY|FILE", help="the schedule the trace ran (two-pipe traces)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     check_timeout(args.timeout)
     if args.out is not None:
         check_output_path(args.out, "--out")
+    if args.from_trace:
+        return _from_trace(args)
     cal = calibrate(quick=args.quick, timeout=args.timeout)
     name = Path(args.out).stem if args.out else "calibrated"
     text = preset_text(cal, name)
@@ -86,6 +101,66 @@ def run(args: argparse.Namespace) -> int:
                 )
         print(f"link               {cal.latency_s * 1e6:.1f} us + bytes / {cal.bandwidth_Bps / 1e9:.3g} GB/s")
         print(f"fit residual       {cal.residual * 100:.2f} % rms over {len(cal.runs)} schedules")
+        print(f"wrote              {args.out}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def _from_trace(args: argparse.Namespace) -> int:
+    from ...errors import ParameterError
+    from ...files import atomic_write
+    from ...io import load_schedule, looks_like_file
+    from ...io.profiler_trace import read_traces
+    from ...io.trace_step import recorded_step
+    from ...measure.trace_calibrate import calibrate_from_trace, held_out, preset_system, trace_preset_text
+    from ...measure.trace_import import recorded_size
+    from ...schedules import build
+
+    traces = read_traces(args.from_trace)
+    schedule = None
+    if args.schedule:
+        p, m = recorded_size(traces)
+        schedule = load_schedule(args.schedule) if looks_like_file(args.schedule) else build(args.schedule, p=p, m=m)
+    steps = recorded_step(traces).steps
+    try:
+        fit_steps = (
+            [int(x) for x in args.fit_steps.split(",")] if args.fit_steps else list(steps[: max(1, len(steps) // 2)])
+        )
+    except ValueError:
+        raise ParameterError(
+            "fit-steps", args.fit_steps, "expected step numbers separated by commas, e.g. 1,2,3"
+        ) from None
+    fit = calibrate_from_trace(traces, schedule, fit_steps)
+    name = Path(args.out).stem if args.out else "from-trace"
+    text = trace_preset_text(fit, name, " ".join(args.from_trace))
+    rest = [n for n in steps if n not in fit.fit_steps]
+    rows = held_out(fit, preset_system(text, name), traces, rest, schedule) if rest else []
+    if args.out:
+        atomic_write(args.out, text, "--out")
+    if args.json:
+        cal = fit.calibration
+        print_json(
+            {
+                "fit_steps": list(fit.fit_steps),
+                "costs": {k: list(v) for k, v in fit.costs.duration.items()},
+                "latency_s": cal.latency_s,
+                "bandwidth_Bps": cal.bandwidth_Bps,
+                "action_overhead_s": cal.action_overhead_s,
+                "transfer_overhead_s": cal.transfer_overhead_s,
+                "held_out": [
+                    {"step": n, "measured": ms, "predicted": pr, "error": (pr - ms) / ms} for n, ms, pr in rows
+                ],
+                "preset": args.out,
+            }
+        )
+    elif args.out:
+        print(f"fit steps          ProfilerStep {', '.join(map(str, fit.fit_steps))} of {fit.schedule.describe()}")
+        print("\n".join(line[2:] for line in text.splitlines()[2:5]))
+        for n, ms, pr in rows:
+            print(
+                f"held-out step {n:<4} measured {ms * 1e3:.3f} ms   predicted {pr * 1e3:.3f} ms   error {100 * (pr - ms) / ms:+.1f}%"
+            )
         print(f"wrote              {args.out}")
     else:
         print(text, end="")
