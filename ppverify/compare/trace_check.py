@@ -225,7 +225,7 @@ def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> 
 
     Example:
         >>> print(trace_text(tc, trace_report(tc)))  # doctest: +SKIP
-        trace         2 ranks, ProfilerStep#2 (median of 1, 2, 3), host-side ranges, shared clock
+        trace         2 ranks, ProfilerStep#2 (of 1, 2, 3), host-side ranges, one host's shared clock
     """
     from ..timeline_text import fmt_time, gantt
 
@@ -233,7 +233,7 @@ def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> 
     tl, pred = tc.timeline, tc.predicted
     steps = ", ".join(map(str, rec.steps))
     lines = [
-        f"trace         {tc.imported.schedule.p} ranks, ProfilerStep#{rec.step} (of {steps}), {rec.side}-side ranges, "
+        f"trace         {tc.imported.schedule.p} rank{'s' if tc.imported.schedule.p != 1 else ''}, ProfilerStep#{rec.step} (of {steps}), {rec.side}-side ranges, "
         + ("one host's shared clock" if rec.clock == "shared" else "clocks aligned on the collective before the step"),
         f"recorded      {tc.imported.schedule.num_ops} ops, {tc.imported.schedule.num_stages} stages, m={tc.imported.schedule.m}",
     ]
