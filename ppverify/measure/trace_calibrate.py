@@ -266,3 +266,58 @@ def preset_system(text: str, name: str = "from-trace") -> Any:
         path = Path(d) / f"{name}.yaml"
         path.write_text(text)
         return load_system(str(path))
+
+
+def from_trace(
+    inputs: Sequence[str], schedule_name: str | None, fit_steps_text: str | None, name: str
+) -> tuple[TraceFit, str, list[tuple[int, float, float]]]:
+    """What ``calibrate --from-trace`` does: read the traces, fit the ``fit_steps_text`` steps
+    (``"1,2"``; default the first half of the recorded steps) of the schedule named (a family, built
+    at the trace's p and m, or a file; None: read from the trace), write the preset's text and
+    predict the held-out steps: ``(fit, preset text, [(step, measured, predicted)])``.
+
+    Example:
+        >>> fit, text, rows = from_trace(["prof/"], None, "1,2", "mine")  # doctest: +SKIP
+    """
+    from ..io import load_schedule, looks_like_file
+    from ..io.profiler_trace import read_traces
+    from ..io.trace_step import recorded_step
+    from ..schedules import build
+    from .trace_import import recorded_size
+
+    traces = read_traces(inputs)
+    schedule = None
+    if schedule_name:
+        p, m = recorded_size(traces)
+        schedule = load_schedule(schedule_name) if looks_like_file(schedule_name) else build(schedule_name, p=p, m=m)
+    steps = recorded_step(traces).steps
+    try:
+        fit_steps = (
+            [int(x) for x in fit_steps_text.split(",")] if fit_steps_text else list(steps[: max(1, len(steps) // 2)])
+        )
+    except ValueError:
+        raise ParameterError(
+            "fit-steps", fit_steps_text, "expected step numbers separated by commas, e.g. 1,2,3"
+        ) from None
+    fit = calibrate_from_trace(traces, schedule, fit_steps)
+    text = trace_preset_text(fit, name, " ".join(inputs))
+    rest = [n for n in steps if n not in fit.fit_steps]
+    rows = held_out(fit, preset_system(text, name), traces, rest, schedule) if rest else []
+    return fit, text, rows
+
+
+def summary_lines(fit: TraceFit, text: str, rows: Sequence[tuple[int, float, float]]) -> list[str]:
+    """What ``calibrate --from-trace --out FILE`` prints: the fit steps, the preset's costs, link
+    and overhead comments, and each held-out step's prediction and error.
+
+    Example:
+        >>> print("\\n".join(summary_lines(fit, text, rows)))  # doctest: +SKIP
+        fit steps          ProfilerStep 1, 2 of recorded p=2 m=4
+    """
+    lines = [f"fit steps          ProfilerStep {', '.join(map(str, fit.fit_steps))} of {fit.schedule.describe()}"]
+    lines += [line[2:] for line in text.splitlines()[2:5]]
+    lines += [
+        f"held-out step {n:<4} measured {ms * 1e3:.3f} ms   predicted {pr * 1e3:.3f} ms   error {100 * (pr - ms) / ms:+.1f}%"
+        for n, ms, pr in rows
+    ]
+    return lines

@@ -108,34 +108,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _from_trace(args: argparse.Namespace) -> int:
-    from ...errors import ParameterError
     from ...files import atomic_write
-    from ...io import load_schedule, looks_like_file
-    from ...io.profiler_trace import read_traces
-    from ...io.trace_step import recorded_step
-    from ...measure.trace_calibrate import calibrate_from_trace, held_out, preset_system, trace_preset_text
-    from ...measure.trace_import import recorded_size
-    from ...schedules import build
+    from ...measure.trace_calibrate import from_trace, summary_lines
 
-    traces = read_traces(args.from_trace)
-    schedule = None
-    if args.schedule:
-        p, m = recorded_size(traces)
-        schedule = load_schedule(args.schedule) if looks_like_file(args.schedule) else build(args.schedule, p=p, m=m)
-    steps = recorded_step(traces).steps
-    try:
-        fit_steps = (
-            [int(x) for x in args.fit_steps.split(",")] if args.fit_steps else list(steps[: max(1, len(steps) // 2)])
-        )
-    except ValueError:
-        raise ParameterError(
-            "fit-steps", args.fit_steps, "expected step numbers separated by commas, e.g. 1,2,3"
-        ) from None
-    fit = calibrate_from_trace(traces, schedule, fit_steps)
-    name = Path(args.out).stem if args.out else "from-trace"
-    text = trace_preset_text(fit, name, " ".join(args.from_trace))
-    rest = [n for n in steps if n not in fit.fit_steps]
-    rows = held_out(fit, preset_system(text, name), traces, rest, schedule) if rest else []
+    fit, text, rows = from_trace(
+        args.from_trace, args.schedule, args.fit_steps, Path(args.out).stem if args.out else "from-trace"
+    )
     if args.out:
         atomic_write(args.out, text, "--out")
     if args.json:
@@ -155,12 +133,7 @@ def _from_trace(args: argparse.Namespace) -> int:
             }
         )
     elif args.out:
-        print(f"fit steps          ProfilerStep {', '.join(map(str, fit.fit_steps))} of {fit.schedule.describe()}")
-        print("\n".join(line[2:] for line in text.splitlines()[2:5]))
-        for n, ms, pr in rows:
-            print(
-                f"held-out step {n:<4} measured {ms * 1e3:.3f} ms   predicted {pr * 1e3:.3f} ms   error {100 * (pr - ms) / ms:+.1f}%"
-            )
+        print("\n".join(summary_lines(fit, text, rows)))
         print(f"wrote              {args.out}")
     else:
         print(text, end="")
