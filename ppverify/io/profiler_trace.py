@@ -133,6 +133,8 @@ def load_json(path: str | Path) -> dict[str, Any]:
         raw = p.read_bytes()
     except OSError as exc:
         raise ScheduleFileError(str(path), "", f"cannot read the trace ({exc.strerror})") from None
+    if not raw.strip():
+        raise ScheduleFileError(str(path), "", "empty file: no trace")
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
@@ -143,7 +145,8 @@ def load_json(path: str | Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise ScheduleFileError(str(path), "", "not a JSON trace (not UTF-8 text)") from None
     except json.JSONDecodeError as exc:
-        rule = "truncated JSON (the file ends early)" if exc.pos >= len(raw.rstrip()) else f"invalid JSON ({exc.msg})"
+        ends_early = exc.pos >= len(raw.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
+        rule = f"truncated JSON: the file ends early ({exc.msg})" if ends_early else f"invalid JSON ({exc.msg})"
         raise ScheduleFileError(str(path), f"{exc.lineno}:{exc.colno}", rule) from None
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
         raise ScheduleFileError(str(path), "", "not a Chrome trace: expected an object with a traceEvents list")

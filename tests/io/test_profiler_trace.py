@@ -249,3 +249,29 @@ def test_calibrate_from_a_synthetic_trace_fits_the_engine_costs(tmp_path):
         (0.02, 0.02)
     )
     assert fit.fit_steps == (1, 2) and [ms for _, ms in fit.runs] == pytest.approx([tl.makespan] * 2)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.floats(0.0, 0.999), gz=st.booleans(), field=st.sampled_from(["ts", "dur", None]), data=st.data())
+def test_any_truncation_or_bad_field_is_one_line(tmp_path_factory, capsys, cut, gz, field, data):
+    _, tl = _timeline("gpipe", 2, 2)
+    tr = synthetic_traces(tl, steps=1)
+    if field is not None:  # one event's time is not a number
+        evs = [e for e in tr[1]["traceEvents"] if e["ph"] == "X"]
+        data.draw(st.sampled_from(evs))[field] = "soon"
+    d = tmp_path_factory.mktemp("bad")
+    write_synthetic(tr, d, gz=gz)
+    f = d / f"rank1.pt.trace.json{'.gz' if gz else ''}"
+    raw = f.read_bytes()
+    if field is None:
+        f.write_bytes(raw[: int(cut * len(raw))])
+    err = _cli_error(["import-trace", str(d)], capsys)
+    assert err.startswith("ppverify import-trace: error: ") and "rank1.pt.trace.json" in err
+    if field is not None:
+        assert "has no numeric ts/dur" in err
+    elif int(cut * len(raw)) < 2:  # no gzip header left
+        assert "empty file: no trace" in err or "truncated JSON" in err
+    elif gz:
+        assert "corrupt or truncated gzip data" in err
+    else:
+        assert "truncated JSON: the file ends early" in err or "not a JSON trace" in err
