@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 
+from ...io.trace_step import CLOCKS
 from .. import Command
 from ..common import add_schedule_arguments, print_json, schedule_from_args
+from ..timeline_outputs import add_timeline_outputs, check_timeline_outputs, write_timeline_outputs, written_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--step", type=int, default=None, help="ProfilerStep#N to read (default: the median step)")
     g.add_argument(
         "--clock",
-        choices=("auto", "shared", "collective"),
+        choices=CLOCKS,
         default="auto",
         help="auto (default): one host's shared clock, else aligned on the collective before the step",
     )
@@ -43,30 +45,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--system", default=None, metavar="NAME|FILE", help="also print the prediction calibrated with this preset"
     )
-    out = parser.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    out.add_argument("--trace", metavar="OUT.json", default=None, help="write the step as a Chrome/Perfetto trace")
-    out.add_argument("--frame", metavar="OUT.csv", default=None, help="write every op and transfer as rows")
-    out.add_argument("--plot", metavar="OUT.png", default=None, help="write a Gantt chart (.png, .svg, .pdf)")
-    out.add_argument("--no-table", action="store_true", help="print the figures only")
-    out.add_argument("--width", type=int, default=100, help="columns of the timeline chart (default 100)")
+    add_timeline_outputs(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Import and print; 0 the recorded order is valid (and the schedule's), 1 otherwise."""
     from ...compare.trace_check import check_trace, trace_report, trace_text
     from ...costs import parse_costs
-    from ...files import check_output_path
     from ...io.profiler_trace import read_traces
     from ...measure import seconds_costs
     from ...measure.trace_import import recorded_size
-    from ...run_report import write_frame
     from ...system import load_system
-    from ...trace import write_trace
 
-    for flag in ("trace", "frame", "plot"):
-        if getattr(args, flag):
-            check_output_path(getattr(args, flag), f"--{flag}")
+    check_timeline_outputs(args)
     system = load_system(args.system) if args.system else None
     traces = read_traces(args.traces)
     schedule = None
@@ -82,24 +73,12 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("costs", args.costs, "needs --schedule (the stages they describe)")
     tc = check_trace(traces, schedule, args.step, args.clock, costs, system)
     rep = trace_report(tc, args.system)
-    for flag, write in (("trace", write_trace), ("frame", write_frame), ("plot", _plot)):
-        if getattr(args, flag):
-            write(tc.timeline, getattr(args, flag))
-            rep[flag] = getattr(args, flag)
+    write_timeline_outputs(args, tc.timeline, rep)
     if args.json:
         print_json(rep)
     else:
-        print(trace_text(tc, rep, None if args.no_table else args.width))
-        for flag in ("trace", "frame", "plot"):
-            if getattr(args, flag):
-                print(f"{flag:<13} written to {getattr(args, flag)}")
+        print("\n".join([trace_text(tc, rep, None if args.no_table else args.width), *written_lines(args)]))
     return 0 if tc.report.valid and not tc.differences else 1
-
-
-def _plot(timeline, path: str) -> None:
-    from ...plots import gantt as plot_gantt
-
-    plot_gantt(timeline, path)
 
 
 COMMAND = Command(
