@@ -8,7 +8,8 @@ compressed) with ``traceEvents`` and, under ``torch.distributed``, ``distributed
   ``record_function("PP:<action>")`` (``PP:0F1``, ``PP:1SEND_F0``, ``PP:0RECV_B2``,
   ``PP:0REDUCE_GRAD`` ...), and the older schedule classes' ``Forward i`` / ``Backward i``. Where
   the trace holds device-side copies (``cat: gpu_user_annotation``, the span of the kernels the
-  range launched on a CUDA stream) those are the actions, in GPU time; otherwise the host-side
+  range launched on a CUDA stream) those are the actions, in GPU time (an action whose name never
+  has a device copy, having launched no kernel, keeps its host range); otherwise the host-side
   ``user_annotation`` ranges (launch time on a GPU, compute time on a CPU);
 * **steps**: the ``ProfilerStep#N`` ranges that ``prof.step()`` records under a profiler
   ``schedule``; without them the k-th occurrence of an action belongs to step k;
@@ -52,6 +53,8 @@ _DTYPE_BYTES = {
     "double": 8, "float": 4, "c10::Half": 2, "c10::BFloat16": 2, "long int": 8, "int": 4,
     "short int": 2, "signed char": 1, "unsigned char": 1, "bool": 1,
 }  # fmt: skip
+#: NCCL's dtype names (the ``dtype`` of a kernel's or ``record_param_comms``' args)
+_NCCL_DTYPE_BYTES = {"Float": 4, "Half": 2, "BFloat16": 2, "Double": 8, "Int": 4, "Long": 8, "Byte": 1, "Char": 1}
 
 
 @dataclass(frozen=True)
@@ -166,9 +169,9 @@ def _nbytes(args: Any) -> float:
                     n *= x
                 total += n * _DTYPE_BYTES[t]
         return total
-    n = args.get("In msg nelems")
-    size = _DTYPE_BYTES.get(str(args.get("dtype", "")).replace("Float", "float"), 4)
-    return float(n) * size if isinstance(n, (int, float)) else 0.0
+    nelems = args.get("In msg nelems")
+    size = _NCCL_DTYPE_BYTES.get(str(args.get("dtype", "")), 4)
+    return float(nelems) * size if isinstance(nelems, (int, float)) else 0.0
 
 
 def _innermost(ranges: Sequence[Span], starts: Sequence[float], t: float) -> Span | None:
@@ -263,6 +266,9 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
         rank = _rank_from_name(path)
     world = world if isinstance(world, int) and not isinstance(world, bool) else None
     side = "device" if dev_pp else "host"
+    if dev_pp:  # actions that launched no kernel have no device copy: their host range stands in
+        on_device = {a.name for a in dev_pp}
+        dev_pp = sorted(dev_pp + [a for a in host_pp if a.name not in on_device], key=lambda a: a.start)
     return RankTrace(
         path,
         rank,

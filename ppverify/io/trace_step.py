@@ -100,7 +100,6 @@ def _split(trace: RankTrace) -> tuple[dict[int, list[Span]], dict[int, list[Tran
     post_step: dict[str, list[int | None]] = defaultdict(list)
     for a, st in zip(trace.host_actions, host_steps):
         post_step[a.name].append(st)
-    used: dict[str, int] = defaultdict(int)
     starts: dict[str, list[float]] = defaultdict(list)
     for a in trace.host_actions:
         starts[a.name].append(a.start)
@@ -108,7 +107,6 @@ def _split(trace: RankTrace) -> tuple[dict[int, list[Span]], dict[int, list[Tran
     for t in trace.transfers:
         lst = starts.get(t.action, [])
         k = bisect.bisect_right(lst, t.span.start) - 1 if lst else -1
-        used[t.action] += 1
         if 0 <= k < len(post_step[t.action]):
             st = post_step[t.action][k]
             if st is not None:

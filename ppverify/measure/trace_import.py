@@ -11,7 +11,7 @@ same :func:`~ppverify.measure.record.to_timeline` turns them into a ``measured``
   ``sRECV_Fm`` (for F) or ``sRECV_Bm`` (for B and I) of the same step. An overlapped action
   ``(a;b)OVERLAP_F_B`` is split into its sub-actions in equal shares;
 * ``sSEND_Fm`` / ``sSEND_Bm`` are sends posted at the range's start; ``RECV`` posts likewise;
-* a send posted from inside an op's range (the two-pipe runner sends from within the op) ends
+* on host-side ranges, a send posted from inside an op's range (the two-pipe runner sends from within the op) ends
   the op there;
 * ``sREDUCE_GRAD`` of a two-pipe schedule is the all-reduce of stage s's two replicas; UNSHARD,
   RESHARD and one-pipe REDUCE_GRAD (local) take no place in the timeline.
@@ -135,7 +135,7 @@ def step_events(step: RecordedStep, traces: Sequence[RankTrace], given: Schedule
                     devs = [mp[st] for mp in given.placement.maps]
                     peer = next((d for d in devs if d != rank), rank)
                     evs.append(Event("ALLREDUCE", st, peer, _ns(a.start), _ns(a.end)))
-        out.append(_end_at_nested_sends(evs))
+        out.append(_end_at_nested_sends(evs) if step.side == "host" else evs)
     return out
 
 
@@ -303,7 +303,8 @@ def recorded_size(traces: Sequence[RankTrace]) -> tuple[int, int]:
     m = 0
     for t in traces:
         for a in t.actions:
-            for sub in _OVERLAP.match(a.name).group(1).split(";") if _OVERLAP.match(a.name) else [a.name]:
+            om = _OVERLAP.match(a.name)
+            for sub in om.group(1).split(";") if om else [a.name]:
                 cm = _COMPUTE.match(sub) or _LEGACY.match(sub)
                 if cm:
                     m = max(m, int(cm.group(cm.lastindex or 1)) + 1)

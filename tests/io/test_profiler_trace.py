@@ -275,3 +275,28 @@ def test_any_truncation_or_bad_field_is_one_line(tmp_path_factory, capsys, cut, 
         assert "corrupt or truncated gzip data" in err
     else:
         assert "truncated JSON: the file ends early" in err or "not a JSON trace" in err
+
+
+def test_actions_without_device_copies_keep_their_host_ranges_and_nccl_bytes_count(tmp_path):
+    # SEND/RECV actions whose device copies are missing (no kernel launched) fall back to their host
+    # ranges: the compute ops keep the engine's times, every transfer is still found, and the
+    # boundary's bytes come from the NCCL kernels' "In msg nelems" x 4 (Float): 4096 B as written
+    from dataclasses import replace
+
+    s = build("1f1b", p=2, m=4)
+    costs = replace(CostModel.abstract(s.placement, F=0.01, B=0.02), boundary_bytes=(4096.0,))
+    tl = run(s, costs, FixedDelay(0.001), semantics="async")
+    tr = synthetic_traces(tl, steps=1)
+    for obj in tr:
+        obj["traceEvents"] = [
+            e
+            for e in obj["traceEvents"]
+            if not (e["cat"] == "gpu_user_annotation" and ("SEND" in e["name"] or "RECV" in e["name"]))
+        ]
+    write_synthetic(tr, tmp_path)
+    traces = read_traces([tmp_path])
+    imp = import_step(traces, recorded_step(traces), s)
+    want, got = _op_times(tl), _op_times(imp.timeline)
+    assert all(got[k] == pytest.approx(v, abs=1e-9) for k, v in want.items())
+    assert len(imp.timeline.transfers) == len(tl.transfers) == 8  # 4 activations + 4 gradients
+    assert imp.timeline.costs.boundary_bytes == (4096.0,)
