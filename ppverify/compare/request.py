@@ -123,6 +123,8 @@ class CompareRequest:
     verify: bool = True
     progress: bool = False
     keep_points: bool = False
+    #: read the measured level from these profiler traces (``--measured-trace``) instead of running it
+    measured_trace: tuple[str, ...] | None = None
 
     @property
     def abstract(self) -> bool:
@@ -143,7 +145,7 @@ def request_levels(req: CompareRequest) -> tuple[str, ...]:
         ppverify.errors.ParameterError: parameter levels=fast: unknown level; expected some of formula, slot, async, contention, optimum, measured
     """
     levels = tuple(split_csv(req.levels) or LEVELS)
-    if req.measured and "measured" not in levels:
+    if (req.measured or req.measured_trace) and "measured" not in levels:
         levels += ("measured",)
     for lv in levels:
         if lv not in ALL_LEVELS:
@@ -270,6 +272,7 @@ def run_request(req: CompareRequest) -> CompareOutcome:
         progress=req.progress,
         verify=req.verify and not req.findings,
         on_point=points.append if req.keep_points else None,
+        measured_trace=req.measured_trace,
     )
     if req.out:
         write_rows(df, req.out)

@@ -22,13 +22,16 @@ def run_comparison(
     progress: bool = False,
     verify: bool = False,
     on_point: Callable[[PointResult], None] | None = None,
+    measured_trace: tuple[str, ...] | None = None,
 ) -> pd.DataFrame:
     """Evaluate ``entries`` x ``configs`` at ``levels``; one row per (schedule, configuration, level).
 
     The CP-SAT optimum is solved once per configuration and placement (schedules that share a
     placement share it); ``time_limit`` bounds each solve. With ``verify`` every schedule is also
     proven valid by the Z3 verifier (once per schedule; the ``verified`` column). ``on_point``
-    receives every point result (with its levels' timelines) as it is computed.
+    receives every point result (with its levels' timelines) as it is computed. ``measured_trace``:
+    the measured level is read from these profiler traces instead of run
+    (:func:`~ppverify.compare.measured.fill_from_trace`).
 
     Example:
         >>> from ppverify.compare.config import abstract_configs
@@ -72,7 +75,7 @@ def run_comparison(
     if "measured" in levels:  # real runs, batched: one set of worker processes per p
         from .measured import fill_measured
 
-        points = fill_measured(points)
+        points = fill_measured(points, trace=measured_trace)
         for pt in points if on_point is not None else ():
             on_point(pt)
     return to_frame(points)

@@ -1,0 +1,49 @@
+"""``compare --measured-trace``: the measured level read from a profiler trace.
+
+The trace is synthetic (:mod:`ppverify.io.trace_synth`) from the async engine's 1F1B p=2 m=4 at
+F = 10 ms, B = 20 ms, its three steps stretched by 1.0, 1.1, 1.2: the median step lasts
+1.1 x (m + p - 1)(F + B) = 1.1 x 150 ms, i.e. 16.5 units of 10 ms.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ppverify.cli import main
+from ppverify.compare.request import CompareRequest, run_request
+from ppverify.costs import CostModel
+from ppverify.engines import run
+from ppverify.io.trace_synth import synthetic_traces, write_synthetic
+from ppverify.schedules import build
+
+
+@pytest.fixture
+def trace_dir(tmp_path):
+    s = build("1f1b", p=2, m=4)
+    write_synthetic(
+        synthetic_traces(run(s, CostModel.abstract(s.placement, F=0.01, B=0.02), semantics="async"), 3, jitter=0.1),
+        tmp_path,
+    )
+    return str(tmp_path)
+
+
+def test_the_traced_schedule_gets_the_median_step_others_not_applicable(trace_dir):
+    req = CompareRequest(
+        schedules="1f1b,gpipe",
+        ps="2",
+        ms="4",
+        costs="F=1,B=2",
+        levels="async",
+        measured_trace=(trace_dir,),
+        verify=False,
+    )
+    rows = run_request(req).rows
+    got = {(r.schedule, r.level): r for r in rows.itertuples()}
+    assert got[("1f1b", "measured")].makespan == pytest.approx(16.5)
+    assert got[("1f1b", "async")].makespan == pytest.approx(15.0)
+    assert got[("gpipe", "measured")].status == "not applicable"
+
+
+def test_bad_trace_is_one_line(tmp_path, capsys):
+    assert main(["compare", "--schedules", "1f1b", "-p", "2", "--costs", "F=1", "--measured-trace", str(tmp_path)]) == 2
+    assert "holds no trace files" in capsys.readouterr().err
