@@ -43,6 +43,8 @@ class TraceCheck:
     predicted: Timeline | None
     calibrated: float | None = None
     step_makespans: tuple[tuple[int, float], ...] = field(default_factory=tuple)
+    #: True when the costs were fitted from the trace, False when given
+    fitted: bool = True
 
     @property
     def timeline(self) -> Timeline:
@@ -173,7 +175,7 @@ def check_trace(
     for n in rec.steps:
         other = rec if n == rec.step else recorded_step(traces, n, clock)
         per_step.append((n, import_step(traces, other, schedule, c).timeline.makespan))
-    return TraceCheck(imported, report, differences, schedule, predicted, calibrated, tuple(per_step))
+    return TraceCheck(imported, report, differences, schedule, predicted, calibrated, tuple(per_step), costs is None)
 
 
 def trace_report(tc: TraceCheck, system_name: str | None = None) -> dict[str, Any]:
@@ -256,7 +258,7 @@ def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> 
     ms = tl.makespan
     line = f"makespan      measured {fmt_time(ms, 's')}"
     if pred is not None:
-        line += f"   predicted {fmt_time(pred.makespan, 's')} (async, costs fitted from the trace)   error {100 * (ms - pred.makespan) / pred.makespan:+.1f}%"
+        line += f"   predicted {fmt_time(pred.makespan, 's')} (async, {'costs fitted from the trace' if tc.fitted else 'costs given'})   error {100 * (ms - pred.makespan) / pred.makespan:+.1f}%"
     lines.append(line)
     if rep.get("makespan_predicted_calibrated"):
         cal = rep["makespan_predicted_calibrated"]
