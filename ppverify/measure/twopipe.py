@@ -135,31 +135,30 @@ class _Runner:
             devs = (self.maps[0][s], self.maps[1][s])
             if self.rank not in devs:
                 continue
-            with annotate(f"{s}REDUCE_GRAD", self.profiling):
-                self._reduce_stage(s, devs)
-
-    def _reduce_stage(self, s: int, devs: tuple[int, int]) -> None:
-        t0 = _now()
-        set_status(f"all-reduce of stage {s}'s replica gradients")
-        if devs[0] == devs[1]:
-            flats = [_flat(self.mods[(pipe, s)]) for pipe in (0, 1)]
-            total = flats[0] + flats[1]
-            peer = self.rank
-        else:
-            pipe = 0 if devs[0] == self.rank else 1
-            peer = devs[1 - pipe]
-            mine = _flat(self.mods[(pipe, s)])
-            theirs = torch.empty_like(mine)
-            tag = self._tag(2, s, 0)
-            work = dist.isend(mine, dst=peer, tag=tag)
-            dist.recv(theirs, src=peer, tag=tag)
-            work.wait()
-            total = mine + theirs
-        for pipe in (0, 1):
-            if self.maps[pipe][s] == self.rank:
-                _unflat(self.mods[(pipe, s)], total / self.m)
-        if self.events is not None:
-            self.events.append(Event("ALLREDUCE", s, peer, t0, _now()))
+            span = annotate(f"{s}REDUCE_GRAD", self.profiling)  # PP:<s>REDUCE_GRAD, as PyTorch's runtime names it
+            span.__enter__()
+            t0 = _now()
+            set_status(f"all-reduce of stage {s}'s replica gradients")
+            if devs[0] == devs[1]:
+                flats = [_flat(self.mods[(pipe, s)]) for pipe in (0, 1)]
+                total = flats[0] + flats[1]
+                peer = self.rank
+            else:
+                pipe = 0 if devs[0] == self.rank else 1
+                peer = devs[1 - pipe]
+                mine = _flat(self.mods[(pipe, s)])
+                theirs = torch.empty_like(mine)
+                tag = self._tag(2, s, 0)
+                work = dist.isend(mine, dst=peer, tag=tag)
+                dist.recv(theirs, src=peer, tag=tag)
+                work.wait()
+                total = mine + theirs
+            for pipe in (0, 1):
+                if self.maps[pipe][s] == self.rank:
+                    _unflat(self.mods[(pipe, s)], total / self.m)
+            if self.events is not None:
+                self.events.append(Event("ALLREDUCE", s, peer, t0, _now()))
+            span.__exit__(None, None, None)
 
 
 def _flat(mod: Any) -> Any:
