@@ -47,3 +47,10 @@ def test_the_traced_schedule_gets_the_median_step_others_not_applicable(trace_di
 def test_bad_trace_is_one_line(tmp_path, capsys):
     assert main(["compare", "--schedules", "1f1b", "-p", "2", "--costs", "F=1", "--measured-trace", str(tmp_path)]) == 2
     assert "holds no trace files" in capsys.readouterr().err
+
+
+def test_report_carries_the_traced_measured_level(trace_dir, tmp_path, capsys):
+    out = tmp_path / "r.html"
+    argv = ["report", "--schedules", "1f1b", "-p", "2", "-m", "4", "--costs", "F=1,B=2", "--levels", "async"]
+    assert main([*argv, "--measured-trace", trace_dir, "--no-verify", "--no-progress", "-o", str(out)]) == 0
+    assert "16.5" in out.read_text()
