@@ -16,8 +16,8 @@ compressed) with ``traceEvents`` and, under ``torch.distributed``, ``distributed
 * **transfers**: the point-to-point works each SEND/RECV action posted: host ranges
   ``gloo:send`` / ``gloo:recv`` / ``nccl:send`` / ``nccl:recv`` that start inside the action's host
   range (post to completion), and NCCL kernels (``cat: kernel``, ``nccl`` in the name) launched
-  inside it (matched by ``correlation`` to their ``cudaLaunchKernel``); bytes from the recorded
-  shapes (``record_shapes=True``) where present;
+  inside it (matched by ``correlation`` to their ``cudaLaunchKernel`` or ``cuLaunchKernel``);
+  bytes from the recorded shapes (``record_shapes=True``) where present;
 * **collectives**: barriers and all-reduces (``gloo:barrier``, ``nccl:all_reduce``, NCCL
   ``AllReduce`` kernels), used to put ranks of different hosts on one clock.
 
@@ -235,7 +235,7 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
                 if "allreduce" in name.lower():
                     collectives.append(span)
             continue
-        if cat == "cuda_runtime" and isinstance(ev.get("args"), dict) and "correlation" in ev["args"]:
+        if cat in ("cuda_runtime", "cuda_driver") and isinstance(ev.get("args"), dict) and "correlation" in ev["args"]:
             launches[ev["args"]["correlation"]] = start
             continue
         if name.startswith("PP:") or _LEGACY.match(name):
