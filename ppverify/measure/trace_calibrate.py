@@ -216,9 +216,11 @@ def held_out(
     steps: Sequence[int] | None = None,
     schedule: Schedule | None = None,
     clock: str = "auto",
+    semantics: str | None = None,
 ) -> list[tuple[int, float, float]]:
     """``(step, measured makespan, predicted)`` of ``steps`` of ``traces`` (default: every step
-    not in the fit when no ``schedule`` is given, else all), predicted from ``system`` (the
+    not in the fit when no ``schedule`` is given, else all), predicted (``semantics``: as
+    :func:`~ppverify.measure.calibrate.predict_on` picks, or ``async`` / ``runtime``) from ``system`` (the
     preset written) and the fit's op costs, as ``measure --system`` predicts a run.
 
     Example:
@@ -243,7 +245,7 @@ def held_out(
                 target.describe(),
                 f"has {target.num_stages} stages; the fit's costs describe {fit.costs.num_stages}",
             )
-        out.append((n, imp.timeline.makespan, predict_on(target, costs, system)))
+        out.append((n, imp.timeline.makespan, predict_on(target, costs, system, semantics)))
     return out
 
 
