@@ -300,3 +300,23 @@ def test_actions_without_device_copies_keep_their_host_ranges_and_nccl_bytes_cou
     assert all(got[k] == pytest.approx(v, abs=1e-9) for k, v in want.items())
     assert len(imp.timeline.transfers) == len(tl.transfers) == 8  # 4 activations + 4 gradients
     assert imp.timeline.costs.boundary_bytes == (4096.0,)
+
+
+def test_stored_measure_trace_imports_to_measures_own_timeline():
+    # tests/data/traces/PROVENANCE.md: PyTorch's exporter's files of a measure --profile run, and
+    # the makespans measure recorded itself (CLOCK_MONOTONIC) for the same steps
+    from pathlib import Path
+
+    d = Path(__file__).resolve().parents[1] / "data" / "traces" / "measure-1f1b-p2-m4"
+    own = json.loads((d.parent / "measure-1f1b-p2-m4.measure.json").read_text())["makespans"]
+    s = build("1f1b", p=2, m=4)
+    traces = read_traces([d])
+    assert [t.world_size for t in traces] == [2, 2] and [t.side for t in traces] == ["host", "host"]
+    for k, n in enumerate((1, 2)):
+        imp = import_step(traces, recorded_step(traces, step=n), s)
+        assert [[str(o) for o in imp.schedule.ops(r)] for r in range(2)] == [
+            [str(o) for o in s.ops(r)] for r in range(2)
+        ]
+        assert imp.timeline.makespan == pytest.approx(own[k], rel=0.01)
+    tc = check_trace([str(d)], s)
+    assert tc.report.valid and tc.differences == ()
