@@ -320,3 +320,21 @@ def test_stored_measure_trace_imports_to_measures_own_timeline():
         assert imp.timeline.makespan == pytest.approx(own[k], rel=0.01)
     tc = check_trace([str(d)], s)
     assert tc.report.valid and tc.differences == ()
+
+
+def test_older_schedules_forward_backward_ranges_need_the_schedule(tmp_path, capsys):
+    # ScheduleGPipe / Schedule1F1B record "Forward i" / "Backward i" on each rank's one stage: with
+    # --schedule gpipe p=2 m=2 rank 1's ranges are stage 1's ops, in the order recorded
+    ev = [("Forward 0", "user_annotation", 0, 10), ("Forward 1", "user_annotation", 10, 10)]
+    ev += [("Backward 0", "user_annotation", 52, 20), ("Backward 1", "user_annotation", 72, 20)]
+    ev1 = [("Forward 0", "user_annotation", 11, 10), ("Forward 1", "user_annotation", 21, 10)]
+    ev1 += [("Backward 0", "user_annotation", 31, 20), ("Backward 1", "user_annotation", 51, 20)]
+    _write(tmp_path, [_host_trace(0, 2, ev), _host_trace(1, 2, ev1)])
+    assert main(["import-trace", str(tmp_path), "--schedule", "gpipe", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["recorded_schedule"] == [["0F0", "0F1", "0B0", "0B1"], ["1F0", "1F1", "1B0", "1B1"]]
+    # ppverify's GPipe at p=2, m=2 is F0 F1 B0 B1 on both ranks: no difference, and valid
+    assert rep["differences"] == [] and rep["valid"] is True
+    assert rep["makespan_measured"] == pytest.approx(92e-6)  # 0B1 ends at 72 + 20 us
+    err = _cli_error(["import-trace", str(tmp_path)], capsys)
+    assert "'Forward i'/'Backward i' ranges need --schedule" in err
