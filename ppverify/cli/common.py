@@ -217,3 +217,19 @@ def _compact_json(obj: Any, indent: int = 0) -> str:
         items = [inner + _compact_json(v, indent + 2) for v in obj]
         return "[\n" + ",\n".join(items) + "\n" + pad + "]"
     return json.dumps(obj)
+
+
+def measured_from_trace(paths: list[str] | None, predicted: Any) -> dict[str, Any]:
+    """``{"measured": ...}``: the step of the profiler traces at ``paths`` beside the timeline
+    ``predicted`` (``simulate --measured-trace``; :func:`ppverify.compare.trace_check.measured_beside`),
+    or ``{}`` without traces.
+
+    Example:
+        >>> measured_from_trace(None, None)
+        {}
+    """
+    if not paths:
+        return {}
+    from ..compare.trace_check import measured_beside
+
+    return {"measured": measured_beside(paths, predicted)}

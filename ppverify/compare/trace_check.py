@@ -178,6 +178,36 @@ def check_trace(
     return TraceCheck(imported, report, differences, schedule, predicted, calibrated, tuple(per_step), costs is None)
 
 
+def measured_beside(inputs: Sequence[Any], predicted: Timeline, step: int | None = None) -> dict[str, Any]:
+    """The ``measured`` level read from a trace, beside a prediction of the same schedule (what
+    ``simulate --measured-trace DIR`` prints): the step's measured makespan, its errors against
+    ``predicted`` (:func:`prediction_errors`; the prediction's costs as given, nothing fitted),
+    whether the recorded order is the schedule's, and which step was read.
+
+    Example:
+        >>> from ppverify.engines import run
+        >>> measured_beside(["prof/"], run(build("1f1b", p=2, m=4)))["makespan"]  # doctest: +SKIP
+        0.169...
+    """
+    from ..io.profiler_trace import read_traces
+    from ..io.trace_step import recorded_step
+    from ..measure.trace_import import import_step
+
+    traces = read_traces(inputs)
+    rec = recorded_step(traces, step)
+    imported = import_step(traces, rec, predicted.schedule)
+    diffs = schedule_differences(predicted.schedule, imported.schedule)
+    return {
+        "makespan": imported.timeline.makespan,
+        "step": rec.step,
+        "steps": list(rec.steps),
+        "clock": rec.clock,
+        "side": rec.side,
+        "differences": diffs,
+        "errors": prediction_errors(imported.timeline, predicted),
+    }
+
+
 def trace_report(tc: TraceCheck, system_name: str | None = None) -> dict[str, Any]:
     """Everything ``import-trace --json`` prints.
 

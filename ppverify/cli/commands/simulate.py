@@ -19,7 +19,7 @@ from ...run_report import report_text, run_timed, timeline_report, write_frame
 from ...timeline import Timeline
 from ...timeline_text import GiB, fmt_time, gantt
 from .. import Command
-from ..common import add_cost_arguments, add_schedule_arguments, print_json, schedule_from_args
+from ..common import add_cost_arguments, add_schedule_arguments, measured_from_trace, print_json, schedule_from_args
 from ..presets_args import add_preset_arguments, preset_context_from_args
 
 __all__ = ["COMMAND", "_write_frame", "fmt_time", "gantt", "report"]  # measure prints with them
@@ -84,6 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--stages", action="store_true", help="also print the per-stage costs derived from the model (preset mode)"
     )
     out.add_argument("--width", type=int, default=100, help="columns of the timeline chart (default 100)")
+    out.add_argument("--measured-trace", nargs="+", metavar="DIR", help="also the step of these profiler traces")
 
 
 def simulate_from_args(args: argparse.Namespace) -> tuple[Timeline, Any]:
@@ -120,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     if capacity is not None and timeline.costs.memory_unit != "bytes":
         capacity = args.memory_gib  # abstract activations: the capacity is in the same units
     rep = report(timeline, ctx, capacity)
+    rep.update(measured_from_trace(args.measured_trace, timeline))  # the measured level, as import-trace reads it
     if args.trace:
         write_trace(timeline, args.trace)
         rep["trace"] = str(args.trace)
