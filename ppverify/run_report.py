@@ -87,6 +87,22 @@ def timeline_report(
     return out
 
 
+def measured_line(meas: dict[str, Any], predicted: float, semantics: str) -> str:
+    """The line a measured step (``compare.trace_check.measured_beside``) prints beside a
+    prediction's makespan (seconds).
+
+    Example:
+        >>> print(measured_line({"makespan": 0.18, "step": 2, "differences": [], "errors": {"step": 0.2}}, 0.15, "async"))
+        measured      180.000 ms (trace, ProfilerStep#2; same op order)   predicted 150.000 ms (async)   error +20.0%
+    """
+    diffs = meas["differences"]
+    order = f"{len(diffs)} order difference(s)" if diffs else "same op order"
+    return (
+        f"measured      {fmt_time(meas['makespan'], 's')} (trace, ProfilerStep#{meas['step']}; {order})   "
+        f"predicted {fmt_time(predicted, 's')} ({semantics})   error {100 * meas['errors']['step']:+.1f}%"
+    )
+
+
 def report_text(
     timeline: Timeline,
     rep: dict[str, Any],
@@ -145,6 +161,8 @@ def report_text(
         f"makespan      {fmt_time(ms, unit)}",
         f"bubble ratio  {timeline.bubble_ratio:.4f}  (convention {rep['bubble_convention']})",
     ]
+    if rep.get("measured"):  # simulate --measured-trace: the step of a profiler trace, same schedule
+        lines.append(measured_line(rep["measured"], ms, timeline.semantics))
     if rep["exposed_comm"] is not None:
         lines.append(
             f"exposed comm  {fmt_time(rep['exposed_comm_mean'], unit)} per device on average "

@@ -15,6 +15,10 @@ inverted pair whose measured medians differ by less than the stated noise, the m
 of the step-to-step spread within a round, is a tie within the noise), where the runtime's time goes op by op (:mod:`ppverify.measure.breakdown`: sleep
 overshoot, gaps between a rank's ops against the SEND/RECV actions between them, waits for other
 ranks, along the measured critical paths), and a recording-on vs recording-off comparison.
+Then the held-out standard (:data:`HELD_OUT`): schedules, costs and sizes the calibration never ran
+(other costs than its 5/10 ms and the grid's 10/20 ms, m = 6 and 12, p = 3, v = 3, two waves,
+families it never ran), each predicted by ``measure --system PRESET`` and measured: their mean and
+max error beside the in-sample figures (goal: 3 % mean, 5 % max on a quiet machine).
 
 Benchmarks print, they never assert (the machine and its load set the figures).
 
@@ -46,6 +50,17 @@ FAMILIES = [
 ]
 COSTS = {"F": 0.010, "B": 0.020}
 TWO_PIPE = {"chimera", "chimera-asym", "dualpipe"}
+#: the held-out runs: (family, p, m, params, costs), none of them in the calibration's runs
+HELD_OUT = [
+    ("1f1b", 3, 6, {}, {"F": 0.007, "B": 0.013}),
+    ("1f1b", 2, 12, {}, {"F": 0.012, "B": 0.018}),
+    ("interleaved-1f1b", 2, 6, {"v": 3}, {"F": 0.008, "B": 0.016}),
+    ("hanayo", 2, 4, {"waves": 2}, {"F": 0.010, "B": 0.020}),
+    ("zb-h2", 3, 6, {}, {"F": 0.006, "I": 0.006, "W": 0.004}),
+    ("looped-bfs", 3, 6, {}, {"F": 0.009, "B": 0.015}),
+    ("dualpipev", 2, 6, {}, {"F": 0.010, "B": 0.020}),
+    ("chimera", 2, 6, {}, {"F": 0.007, "B": 0.014}),
+]
 
 
 def ranks(values: list[float]) -> list[int]:
@@ -87,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         "a drift of the machine's state during the run then weighs on every family alike",
     )
     ap.add_argument("--save-preset", default=None, metavar="FILE.yaml", help="keep the calibrated preset there")
+    ap.add_argument("--held-out-only", action="store_true", help="only the held-out runs (with --preset)")
     args = ap.parse_args(argv)
 
     from ppverify.comm import FixedDelay
@@ -138,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
             for n, h in cal.handover_by_ranks:
                 print(f"    with {n} ranks: " + ", ".join(f"{k[:-3]} {v:.0f} us" for k, v in h.as_us().items()))
 
+    if args.held_out_only:
+        held_out(system, steps)
+        return 0
     items, skipped = [], []
     for p in ps:
         for m in ms:
@@ -388,8 +407,34 @@ def main(argv: list[str] | None = None) -> int:
     print("recording on vs off (median step time, ms, two alternating rounds each):")
     for s, a, b in zip(probe, on, off):
         print(f"  {s.describe():<28} on {a * 1e3:8.1f}  off {b * 1e3:8.1f}  overhead {(a - b) / b * 100:+.2f} %")
+    held_out(system, steps)
     print(f"total {time.perf_counter() - t_start:.0f} s")
     return 0
+
+
+def held_out(system, steps: int) -> None:
+    """Measure :data:`HELD_OUT` and print each run's calibrated prediction (``measure --system``),
+    its measured median makespan and the error, then the mean and max error."""
+    from ppverify.measure import measure_many
+    from ppverify.measure.calibrate import predict_on, prediction_method
+    from ppverify.schedules import build
+
+    runs = [(build(f, p=p, m=m, **params), costs) for f, p, m, params, costs in HELD_OUT]
+    results = measure_many(runs, steps=steps, warmup=1, timeout=120)
+    print("held-out (schedules, costs and sizes the calibration did not run):")
+    errs = []
+    for (s, costs), r in zip(runs, results):
+        pred = predict_on(s, costs, system)
+        med = statistics.median(r.makespans)
+        errs.append(abs(pred - med) / med)
+        label = ",".join(f"{k}={v * 1e3:g}" for k, v in costs.items())
+        print(
+            f"  {s.describe():<40} {label + ' ms':<22} predicted {pred * 1e3:8.2f} ms ({prediction_method(s, system)})"
+            f"  measured {med * 1e3:8.2f} ms  error {(pred - med) / med * 100:+6.2f} %"
+        )
+    print(
+        f"held-out: mean |error| {statistics.mean(errs) * 100:.2f} %, max {max(errs) * 100:.2f} % over {len(errs)} runs"
+    )
 
 
 if __name__ == "__main__":

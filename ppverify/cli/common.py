@@ -16,9 +16,12 @@ from ..io.json_format import ScheduleDocument
 from ..schedule import Schedule
 
 
-def add_schedule_arguments(parser: argparse.ArgumentParser, optional: bool = False, help: str | None = None) -> None:
-    """``SCHEDULE`` (a family name or a schedule file; ``optional``: may be left out), ``-p``,
-    ``-m`` and every family parameter known to the registry (``--v``, ``--waves`` ...).
+def add_schedule_arguments(
+    parser: argparse.ArgumentParser, optional: bool = False, help: str | None = None, as_option: bool = False
+) -> None:
+    """``SCHEDULE`` (a family name or a schedule file; ``optional``: may be left out; ``as_option``:
+    the option ``--schedule`` instead of a positional), ``-p``, ``-m`` and every family parameter
+    known to the registry (``--v``, ``--waves`` ...).
 
     Example:
         >>> parser = argparse.ArgumentParser()
@@ -30,9 +33,9 @@ def add_schedule_arguments(parser: argparse.ArgumentParser, optional: bool = Fal
     from ..schedules import families
 
     parser.add_argument(
-        "schedule",
+        *(("--schedule",) if as_option else ("schedule",)),
         metavar="FAMILY|FILE",
-        nargs="?" if optional else None,
+        **({} if as_option else {"nargs": "?" if optional else None}),
         default=None,
         help=help or "a registered family (see `ppverify list`) or a schedule file (.json, .csv)",
     )
@@ -218,3 +221,19 @@ def _compact_json(obj: Any, indent: int = 0) -> str:
         items = [inner + _compact_json(v, indent + 2) for v in obj]
         return "[\n" + ",\n".join(items) + "\n" + pad + "]"
     return json.dumps(obj)
+
+
+def measured_from_trace(paths: list[str] | None, predicted: Any) -> dict[str, Any]:
+    """``{"measured": ...}``: the step of the profiler traces at ``paths`` beside the timeline
+    ``predicted`` (``simulate --measured-trace``; :func:`ppverify.compare.trace_check.measured_beside`),
+    or ``{}`` without traces.
+
+    Example:
+        >>> measured_from_trace(None, None)
+        {}
+    """
+    if not paths:
+        return {}
+    from ..compare.trace_check import measured_beside
+
+    return {"measured": measured_beside(paths, predicted)}

@@ -47,7 +47,12 @@ def placeholder(config: Config) -> LevelResult:
 
 
 def fill_measured(
-    points: Sequence[PointResult], steps: int = 3, warmup: int = 1, timeout: float = 120.0, unit_s: float = UNIT_S
+    points: Sequence[PointResult],
+    steps: int = 3,
+    warmup: int = 1,
+    timeout: float = 120.0,
+    unit_s: float = UNIT_S,
+    trace: Sequence[str] | None = None,
 ) -> list[PointResult]:
     """The points with their pending measured results replaced by measurements (one
     :func:`~ppverify.measure.measure_many` call: one set of processes per p).
@@ -60,6 +65,8 @@ def fill_measured(
         >>> pts[0].level("measured").makespan > pts[0].level("async").makespan  # doctest: +SKIP
         True
     """
+    if trace is not None:
+        return fill_from_trace(points, trace, unit_s)
     todo = []
     costs_of = {}
     for i, pt in enumerate(points):
@@ -122,4 +129,48 @@ def fill_measured(
     return out
 
 
-__all__ = ["MAX_P", "MEASURED", "UNIT_S", "fill_measured", "placeholder"]
+def fill_from_trace(points: Sequence[PointResult], trace: Sequence[str], unit_s: float = UNIT_S) -> list[PointResult]:
+    """The points with their pending measured results read from a profiler trace
+    (``compare --measured-trace DIR``): a point whose schedule is the one the trace ran (same p,
+    the same op order on every rank; :func:`~ppverify.compare.trace_check.schedule_differences`)
+    gets the recorded step's makespan (the median step, :mod:`ppverify.io.trace_step`; abstract
+    configurations in units of ``unit_s`` seconds), every other point ``not applicable``.
+
+    Example:
+        >>> from ppverify.compare.config import ScheduleEntry
+        >>> from ppverify.compare.evaluate import evaluate_point
+        >>> cfg = Config(2, 4, costs=(("F", 1.0), ("B", 2.0)))
+        >>> pt = evaluate_point(ScheduleEntry("1f1b", "1f1b"), cfg, ("async", "measured"))
+        >>> fill_from_trace([pt], ["prof/"])[0].level("measured").makespan  # doctest: +SKIP
+        17.0...
+    """
+    from ..io.profiler_trace import read_traces
+    from ..io.trace_step import recorded_step
+    from ..measure.trace_import import import_step
+    from .trace_check import schedule_differences
+
+    traces = read_traces(trace)  # bad traces are bad input: one line, exit 2
+    rec = recorded_step(traces)
+    out = list(points)
+    for i, pt in enumerate(points):
+        r = pt.level(MEASURED)
+        if r is None or r.status not in (PENDING, "not applicable"):
+            continue
+        res = LevelResult(MEASURED, "not applicable", note=f"not the schedule of the trace {', '.join(trace)}")
+        try:
+            schedule = build_entry(pt.entry, pt.config.p, pt.config.m)
+            imported = import_step(traces, rec, schedule) if schedule.p == len(traces) else None
+        except PPVerifyError:
+            imported = None
+        if imported is not None and not schedule_differences(schedule, imported.schedule):
+            scale = unit_s if pt.config.abstract else 1.0
+            tl = imported.timeline
+            note = f"profiler trace, ProfilerStep#{rec.step} (median of {len(rec.steps)}), {rec.side}-side, {rec.clock} clock"
+            res = LevelResult(
+                MEASURED, "ok", tl.makespan / scale, exact=True, note=note, timeline=tl if scale == 1.0 else None
+            )
+        out[i] = replace(pt, results=tuple(res if x.level == MEASURED else x for x in pt.results))
+    return out
+
+
+__all__ = ["MAX_P", "MEASURED", "UNIT_S", "fill_from_trace", "fill_measured", "placeholder"]

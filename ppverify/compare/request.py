@@ -125,6 +125,8 @@ class CompareRequest:
     keep_points: bool = False
     #: ``--memory-cap``: ``None`` caps each optimum at its schedule's own peak, ``none`` is unlimited
     memory_cap: str | None = None
+    #: read the measured level from these profiler traces (``--measured-trace``) instead of running it
+    measured_trace: tuple[str, ...] | None = None
 
     @property
     def abstract(self) -> bool:
@@ -145,7 +147,7 @@ def request_levels(req: CompareRequest) -> tuple[str, ...]:
         ppverify.errors.ParameterError: parameter levels=fast: unknown level; expected some of formula, slot, async, contention, optimum, measured
     """
     levels = tuple(split_csv(req.levels) or LEVELS)
-    if req.measured and "measured" not in levels:
+    if (req.measured or req.measured_trace) and "measured" not in levels:
         levels += ("measured",)
     for lv in levels:
         if lv not in ALL_LEVELS:
@@ -278,6 +280,7 @@ def run_request(req: CompareRequest) -> CompareOutcome:
         verify=req.verify and not req.findings,
         on_point=points.append if req.keep_points else None,
         memory_cap=req.memory_cap,
+        measured_trace=req.measured_trace,
     )
     if req.out:
         write_rows(df, req.out)

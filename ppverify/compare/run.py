@@ -23,6 +23,7 @@ def run_comparison(
     verify: bool = False,
     on_point: Callable[[PointResult], None] | None = None,
     memory_cap: str | None = None,
+    measured_trace: tuple[str, ...] | None = None,
 ) -> pd.DataFrame:
     """Evaluate ``entries`` x ``configs`` at ``levels``; one row per (schedule, configuration, level).
 
@@ -30,7 +31,9 @@ def run_comparison(
     placement share it); ``time_limit`` bounds each solve. With ``verify`` every schedule is also
     proven valid by the Z3 verifier (once per schedule; the ``verified`` column). ``on_point``
     receives every point result (with its levels' timelines) as it is computed. Each optimum is
-    capped at its schedule's own peak unless ``memory_cap`` (``--memory-cap`` text) says otherwise.
+    capped at its schedule's own peak unless ``memory_cap`` (``--memory-cap`` text) says otherwise. ``measured_trace``:
+    the measured level is read from these profiler traces instead of run
+    (:func:`~ppverify.compare.measured.fill_from_trace`).
 
     Example:
         >>> from ppverify.compare.config import abstract_configs
@@ -76,7 +79,7 @@ def run_comparison(
     if "measured" in levels:  # real runs, batched: one set of worker processes per p
         from .measured import fill_measured
 
-        points = fill_measured(points)
+        points = fill_measured(points, trace=measured_trace)
         for pt in points if on_point is not None else ():
             on_point(pt)
     return to_frame(points)

@@ -130,7 +130,15 @@ def seconds_costs(schedule: Schedule, costs: CostModel | dict[str, float] | None
 
 
 def _job(
-    schedule: Schedule, costs: CostModel, compute: str, steps: int, warmup: int, record: bool, seed: int, format: str
+    schedule: Schedule,
+    costs: CostModel,
+    compute: str,
+    steps: int,
+    warmup: int,
+    record: bool,
+    seed: int,
+    format: str,
+    profile: str | None = None,
 ) -> Job:
     from ..io.torch_csv import COMPUTE_COMMS, FLAVOURS, to_rows
     from ..ops import Comm, format_action
@@ -152,7 +160,8 @@ def _job(
         rows = to_rows(schedule, format)
     # real compute takes the time it takes: the costs then only serve the prediction
     durations = {k: tuple(float(x) if compute == "sleep" else 0.0 for x in v) for k, v in costs.duration.items()}
-    return Job(schedule, rows, format, durations, ModelSpec.for_compute(compute, seed), steps, warmup, record)
+    spec = ModelSpec.for_compute(compute, seed)
+    return Job(schedule, rows, format, durations, spec, steps, warmup, record, profile)
 
 
 def _result(
@@ -215,6 +224,7 @@ def measure_many(
     record: bool = True,
     seed: int = 0,
     format: str = "compute_only",
+    profile: str | None = None,
 ) -> list[MeasureResult]:
     """:func:`measure` for several schedules (each alone or with its costs), with one set of
     worker processes per distinct p; results in the order given. ``timeout`` bounds each
@@ -235,11 +245,16 @@ def measure_many(
     require_torch()
     for item in items:
         check_world_size((item[0] if isinstance(item, tuple) else item).p)
+    if profile is not None:
+        from .profile import quiet_profiler_logs
+
+        _check_profile_dir(profile, len(items))
+        quiet_profiler_logs()
     prepared = []
     for item in items:
         sched, costs = item if isinstance(item, tuple) else (item, None)
         c = seconds_costs(sched, costs)
-        prepared.append((sched, c, _job(sched, c, compute, steps, warmup, record, seed, format)))
+        prepared.append((sched, c, _job(sched, c, compute, steps, warmup, record, seed, format, profile)))
     # every input checked: the workers' torch import runs while the predictions are made here
     prestart()
     predicted = [_predict(s, c) for s, c, _ in prepared]
@@ -264,6 +279,7 @@ def measure(
     record: bool = True,
     seed: int = 0,
     format: str = "compute_only",
+    profile: str | None = None,
 ) -> MeasureResult:
     """Run ``schedule`` on ``schedule.p`` worker processes: ``warmup`` unmeasured steps, then
     ``steps`` measured ones; check the gradients; return the :class:`MeasureResult`.
@@ -272,7 +288,8 @@ def measure(
     or :data:`DEFAULT_COSTS`); under ``compute="sleep"`` each op sleeps its cost, under ``"real"``
     the blocks are wider and the costs only serve the prediction. ``record=False`` skips event
     recording (to measure its overhead; step times remain). ``format`` is the CSV flavour handed
-    to PyTorch's runtime (``compute_only`` or ``compute_comms``). Raises
+    to PyTorch's runtime (``compute_only`` or ``compute_comms``). ``profile``: a directory where
+    every rank writes a ``torch.profiler`` trace of the measured steps (:mod:`.profile`). Raises
     :class:`~ppverify.measure.workers.MeasureTimeout` on a hang (no worker left behind).
 
     Example:
@@ -290,7 +307,23 @@ def measure(
         record=record,
         seed=seed,
         format=format,
+        profile=profile,
     )[0]
+
+
+def _check_profile_dir(directory: str, schedules: int) -> None:
+    # refused before any worker starts: one schedule per trace directory, and a directory to write into
+    from pathlib import Path
+
+    if schedules != 1:
+        raise ParameterError("profile", directory, f"records one schedule per directory; {schedules} were given")
+    path = Path(directory)
+    if path.exists() and not path.is_dir():
+        raise ParameterError("profile", directory, "is a file; expected a directory for the per-rank traces")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParameterError("profile", directory, f"cannot create the directory ({exc.strerror})") from None
 
 
 def build(family: str, p: int, m: int, **params: Any) -> Schedule:

@@ -36,6 +36,8 @@ class Job:
     steps: int = 3
     warmup: int = 1
     record: bool = True
+    #: ``measure --profile DIR``: each rank writes a ``torch.profiler`` trace there (:mod:`.profile`)
+    profile: str | None = None
 
     @property
     def two_pipe(self) -> bool:

@@ -31,6 +31,7 @@ from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
 
 from .jobs import Job, RankResult
 from .memrecord import SavedTensors
+from .profile import start_profiler
 from .record import Event
 from .stages import build_stage_module, loss_fn, make_batch, sleep_remaining
 from .workers import set_status
@@ -161,6 +162,7 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
     events: list[list[Event]] = []
     begins: list[int] = []
     ends: list[int] = []
+    prof = start_profiler(job.warmup, job.steps, job.profile, rank) if job.profile else None
     for step in range(job.warmup + job.steps):
         measured = step >= job.warmup
         for st in stages:
@@ -173,11 +175,15 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
         args = (x,) if first else ()
         rt.step(*args, target=y if last else None, losses=[] if last else None)
         t1 = _now()
+        if prof is not None:
+            prof.step()
         if measured:
             begins.append(t0)
             ends.append(t1)
             events.append([ev for st in stages for ev in (st.events or [])])
             saved.append(memory.take())
+    if prof is not None:
+        prof.stop()
     grads = {
         (0, st.stage_index): {
             n: p.grad.detach().numpy().copy() if p.grad is not None else None for n, p in st.submod.named_parameters()

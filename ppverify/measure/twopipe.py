@@ -30,6 +30,7 @@ import torch.distributed as dist
 from ..ops import Comm, Op, Overlap
 from .jobs import Job, RankResult
 from .memrecord import SavedTensors
+from .profile import annotate, start_profiler
 from .record import Event
 from .stages import build_stage_module, loss_fn, make_batch, sleep_remaining
 from .workers import set_status
@@ -52,6 +53,7 @@ class _Runner:
         self.events: list[Event] | None = None
         #: the rank's saved-tensor recorder (activation memory; :mod:`.memrecord`)
         self.memory = SavedTensors()
+        self.profiling = False  # record PP:<action> ranges (a profiled measured step)
 
     def _tag(self, direction: int, stage: int, mb: int) -> int:
         return (direction * self.S + stage) * self.m + mb
@@ -62,7 +64,8 @@ class _Runner:
             return self.local.pop(key)
         set_status(f"{label} (waiting to receive from rank {src})")
         buf = torch.empty_like(like)
-        dist.recv(buf, src=src, tag=self._tag(0 if direction == "F" else 1, stage, mb))
+        with annotate(f"{stage}RECV_{direction}{mb}", self.profiling):
+            dist.recv(buf, src=src, tag=self._tag(0 if direction == "F" else 1, stage, mb))
         set_status(label)
         return buf
 
@@ -75,9 +78,11 @@ class _Runner:
             self.events.append(
                 Event("SEND_F" if direction == "F" else "SEND_B", stage - (1 if direction == "F" else -1), mb, t, t)
             )
-        self.sends.append(
-            dist.isend(tensor.contiguous(), dst=dst, tag=self._tag(0 if direction == "F" else 1, stage, mb))
-        )
+        sender = stage - (1 if direction == "F" else -1)
+        with annotate(f"{sender}SEND_{direction}{mb}", self.profiling):
+            self.sends.append(
+                dist.isend(tensor.contiguous(), dst=dst, tag=self._tag(0 if direction == "F" else 1, stage, mb))
+            )
 
     def run_op(self, op: Op) -> None:
         with self.memory.running(op.kind):
@@ -138,6 +143,8 @@ class _Runner:
             devs = (self.maps[0][s], self.maps[1][s])
             if self.rank not in devs:
                 continue
+            span = annotate(f"{s}REDUCE_GRAD", self.profiling)  # PP:<s>REDUCE_GRAD, as PyTorch's runtime names it
+            span.__enter__()
             t0 = _now()
             set_status(f"all-reduce of stage {s}'s replica gradients")
             if devs[0] == devs[1]:
@@ -159,6 +166,7 @@ class _Runner:
                     _unflat(self.mods[(pipe, s)], total / self.m)
             if self.events is not None:
                 self.events.append(Event("ALLREDUCE", s, peer, t0, _now()))
+            span.__exit__(None, None, None)
 
 
 def _flat(mod: Any) -> Any:
@@ -192,6 +200,7 @@ def run_two_pipe(rank: int, world_size: int, job: Job) -> RankResult:
     begins: list[int] = []
     ends: list[int] = []
     saved: list[list] = []
+    prof = start_profiler(job.warmup, job.steps, job.profile, rank) if job.profile else None
     for step in range(job.warmup + job.steps):
         measured = step >= job.warmup
         for mod in mods.values():
@@ -199,17 +208,20 @@ def run_two_pipe(rank: int, world_size: int, job: Job) -> RankResult:
         runner = _Runner(rank, job, mods, x, y)
         runner.events = [] if (measured and job.record) else None
         runner.memory.events = [] if (measured and job.record) else None
+        runner.profiling = prof is not None and measured
         set_status(f"barrier before step {step}")
         dist.barrier()
         t0 = _now()
         for action in program:
             if isinstance(action, Op):
                 set_status(str(action))
-                runner.run_op(action)
+                with annotate(str(action), runner.profiling):
+                    runner.run_op(action)
             elif isinstance(action, Overlap):
                 set_status(str(action))
-                for op in action.ops:
-                    runner.run_op(op)
+                for op in action.ops:  # one range per op: they run one after the other here
+                    with annotate(str(op), runner.profiling):
+                        runner.run_op(op)
             elif isinstance(action, Comm):
                 continue  # transfers follow the ops; explicit SEND/RECV need no action here
         set_status("end of step (waiting for posted sends)")
@@ -217,11 +229,15 @@ def run_two_pipe(rank: int, world_size: int, job: Job) -> RankResult:
             w.wait()
         runner.reduce_replicas()
         t1 = _now()
+        if prof is not None:
+            prof.step()
         if measured:
             begins.append(t0)
             ends.append(t1)
             events.append(runner.events or [])
             saved.append(runner.memory.take())
+    if prof is not None:
+        prof.stop()
     grads = {
         key: {n: p.grad.detach().numpy().copy() if p.grad is not None else None for n, p in mod.named_parameters()}
         for key, mod in mods.items()

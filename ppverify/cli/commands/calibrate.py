@@ -10,6 +10,11 @@ a RECV posted after its SEND costs a round trip; ``runtime.handover``), and writ
 the schema of ``models/systems/`` (``runtime:`` section for the overheads). Use it
 with ``simulate --system FILE.yaml --costs F=0.01,B=0.02`` to predict ``measure --compute sleep``.
 Takes about a minute (``--quick``: about half).
+
+``--from-trace DIR`` fits the same preset to a profiler trace instead (``measure --profile DIR``
+or a PyTorch job's, see docs/traces.md), nothing run: op costs per stage and kind (median),
+link from the transfers, overheads and hand-over terms from the ``--fit-steps`` (default: the
+first half of the recorded steps), and prints the prediction of the other (held-out) steps.
 """
 
 from __future__ import annotations
@@ -34,6 +39,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds allowed to each measured run before it counts as a hang (default 120)",
     )
     parser.add_argument("--json", action="store_true", help="print the measured figures as one JSON object")
+    t = parser.add_argument_group("from a profiler trace")
+    t.add_argument("--from-trace", metavar="DIR|FILE", nargs="+", default=None, help="fit to these traces, run nothing")
+    t.add_argument(
+        "--fit-steps", default=None, metavar="N,N,...", help="ProfilerStep numbers to fit (default: first half)"
+    )
+    t.add_argument(
+        "--schedule", default=None, metavar="FAMILY|FILE", help="the schedule the trace ran (two-pipe traces)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     check_timeout(args.timeout)
     if args.out is not None:
         check_output_path(args.out, "--out")
+    if args.from_trace:
+        return _from_trace(args)
     cal = calibrate(quick=args.quick, timeout=args.timeout)
     name = Path(args.out).stem if args.out else "calibrated"
     text = preset_text(cal, name)
@@ -86,6 +101,39 @@ def run(args: argparse.Namespace) -> int:
                 )
         print(f"link               {cal.latency_s * 1e6:.1f} us + bytes / {cal.bandwidth_Bps / 1e9:.3g} GB/s")
         print(f"fit residual       {cal.residual * 100:.2f} % rms over {len(cal.runs)} schedules")
+        print(f"wrote              {args.out}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def _from_trace(args: argparse.Namespace) -> int:
+    from ...files import atomic_write
+    from ...measure.trace_calibrate import from_trace, summary_lines
+
+    fit, text, rows = from_trace(
+        args.from_trace, args.schedule, args.fit_steps, Path(args.out).stem if args.out else "from-trace"
+    )
+    if args.out:
+        atomic_write(args.out, text, "--out")
+    if args.json:
+        cal = fit.calibration
+        print_json(
+            {
+                "fit_steps": list(fit.fit_steps),
+                "costs": {k: list(v) for k, v in fit.costs.duration.items()},
+                "latency_s": cal.latency_s,
+                "bandwidth_Bps": cal.bandwidth_Bps,
+                "action_overhead_s": cal.action_overhead_s,
+                "transfer_overhead_s": cal.transfer_overhead_s,
+                "held_out": [
+                    {"step": n, "measured": ms, "predicted": pr, "error": (pr - ms) / ms} for n, ms, pr in rows
+                ],
+                "preset": args.out,
+            }
+        )
+    elif args.out:
+        print("\n".join(summary_lines(fit, text, rows)))
         print(f"wrote              {args.out}")
     else:
         print(text, end="")

@@ -50,6 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="add the measured level: every schedule run in PyTorch's pipeline runtime on this "
         "machine, ops sleeping their durations (1 abstract unit = 10 ms); p <= 4 only",
     )
+    parser.add_argument(
+        "--measured-trace",
+        nargs="+",
+        metavar="DIR|FILE",
+        help="the measured level read from a profiler trace (see import-trace) for the schedule it ran",
+    )
     parser.add_argument("--costs", help="abstract mode: op costs per device share, e.g. F=1,B=2 (no presets)")
     parser.add_argument("--comm-delay", help="abstract mode: per-hop delays, comma-separated (default 0)")
     parser.add_argument(
@@ -106,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         keep_points=bool(args.report),
         memory_cap=getattr(args, "memory_cap", None),
+        measured_trace=tuple(args.measured_trace) if args.measured_trace else None,
     )
     request_levels(req)  # bad levels, time limit or --out fail before anything runs
     if args.report:

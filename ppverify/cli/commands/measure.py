@@ -21,6 +21,7 @@ import argparse
 
 from .. import Command
 from ..common import add_schedule_arguments, print_json, schedule_from_args
+from ..timeline_outputs import add_timeline_outputs, check_timeline_outputs, write_timeline_outputs, written_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,33 +61,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also print the prediction calibrated with this system preset (runtime overhead and "
         "links), e.g. one written by `ppverify calibrate`",
     )
-    out = parser.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    out.add_argument("--trace", metavar="OUT.json", default=None, help="write a Chrome/Perfetto trace")
-    out.add_argument("--frame", metavar="OUT.csv", default=None, help="write every op and transfer as rows")
-    out.add_argument("--plot", metavar="OUT.png", default=None, help="write a Gantt chart (.png, .svg, .pdf)")
-    out.add_argument("--no-table", action="store_true", help="print the figures only")
-    out.add_argument("--width", type=int, default=100, help="columns of the timeline chart (default 100)")
+    out = add_timeline_outputs(parser)
+    out.add_argument(
+        "--profile",
+        metavar="DIR",
+        default=None,
+        help="also record a torch.profiler trace of the measured steps in every worker: DIR/rank<r>.pt.trace.json "
+        "(read back by `ppverify import-trace DIR`)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Measure and print (text or JSON); 0 ok, 1 gradient mismatch or hang."""
     from ...costs import parse_costs
-    from ...files import check_output_path
     from ...measure import MeasureTimeout, measure
     from ...measure.options import check_run_options
     from ...measure.summary import measure_report, measure_text
-    from ...run_report import write_frame
     from ...system import load_system
-    from ...trace import write_trace
 
     schedule = schedule_from_args(args)
     costs = parse_costs(args.costs)
     system = load_system(args.system) if args.system else None  # bad presets fail before any process starts
     check_run_options(args.steps, args.warmup, args.timeout, args.seed)
-    for flag in ("trace", "frame", "plot"):  # not after the run: a bad path is bad input
-        if getattr(args, flag):
-            check_output_path(getattr(args, flag), f"--{flag}")
+    check_timeline_outputs(args)  # not after the run: a bad path is bad input
     try:
         res = measure(
             schedule,
@@ -97,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             seed=args.seed,
             format=args.format,
+            profile=args.profile,
         )
     except MeasureTimeout as exc:
         if args.json:
@@ -107,30 +105,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"schedule      {schedule.describe()}\n{exc}\nall worker processes stopped")
         return 1
     rep = measure_report(schedule, res, system, args.system)
-    mm = res.memory  # the measured memory curve goes with the timeline in every file written
-    curves = mm.curves if mm is not None else None
-    for flag, write in (
-        ("trace", lambda tl, path: write_trace(tl, path, measured_memory=curves)),
-        ("frame", lambda tl, path: write_frame(tl, path, mm.to_frame() if mm is not None else None)),
-        ("plot", lambda tl, path: _plot(tl, path, curves)),
-    ):
-        if getattr(args, flag):
-            write(res.timeline, getattr(args, flag))
-            rep[flag] = getattr(args, flag)
+    if args.profile:
+        rep["profile"] = args.profile
+    write_timeline_outputs(args, res.timeline, rep, memory=res.memory)  # the measured memory curve too
     if args.json:
         print_json(rep)
     else:
         print(measure_text(schedule, res, rep, args.warmup, None if args.no_table else args.width, system))
-        for flag in ("trace", "frame", "plot"):
-            if getattr(args, flag):
-                print(f"{flag:<13} written to {getattr(args, flag)}")
+        for line in written_lines(args):
+            print(line)
+        if args.profile:
+            print(f"{'profile':<13} torch.profiler traces written to {args.profile}/rank<r>.pt.trace.json")
     return 0 if res.grad_check.ok else 1
-
-
-def _plot(timeline, path: str, curves=None) -> None:
-    from ...plots import gantt as plot_gantt
-
-    plot_gantt(timeline, path, measured_memory=curves)
 
 
 COMMAND = Command(

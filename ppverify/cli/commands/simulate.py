@@ -20,7 +20,7 @@ from ...run_report import report_text, run_timed, timeline_report, write_frame
 from ...timeline import Timeline
 from ...timeline_text import GiB, fmt_time, gantt
 from .. import Command
-from ..common import add_cost_arguments, add_schedule_arguments, print_json, schedule_from_args
+from ..common import add_cost_arguments, add_schedule_arguments, measured_from_trace, print_json, schedule_from_args
 from ..presets_args import add_preset_arguments, preset_context_from_args
 
 __all__ = ["COMMAND", "_write_frame", "fmt_time", "gantt", "report"]  # measure prints with them
@@ -86,6 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--stages", action="store_true", help="also print the per-stage costs derived from the model (preset mode)"
     )
     out.add_argument("--width", type=int, default=100, help="columns of the timeline chart (default 100)")
+    out.add_argument("--measured-trace", nargs="+", metavar="DIR", help="also the step of these profiler traces")
 
 
 def simulate_from_args(args: argparse.Namespace) -> tuple[Timeline, Any]:
@@ -122,12 +123,11 @@ def run(args: argparse.Namespace) -> int:
         capacity = args.memory_gib  # abstract activations: the capacity is in the same units
     rep = report(timeline, ctx, capacity, args.memory_cap)
     code = 1 if rep["oom_devices"] or rep.get("over_memory_cap") else 0  # out of memory, or over the cap
-    if args.trace:
-        write_trace(timeline, args.trace)
-        rep["trace"] = str(args.trace)
-    if args.frame:
-        write_frame(timeline, args.frame)
-        rep["frame"] = str(args.frame)
+    rep.update(measured_from_trace(args.measured_trace, timeline))  # the measured level, as import-trace reads it
+    for flag, write in (("trace", write_trace), ("frame", write_frame)):
+        if getattr(args, flag):
+            write(timeline, getattr(args, flag))
+            rep[flag] = str(getattr(args, flag))
     if args.json:
         print_json(rep)
         return code

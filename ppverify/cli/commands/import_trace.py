@@ -1,0 +1,90 @@
+"""``ppverify import-trace DIR|FILES...``: read the ``torch.profiler`` traces of a
+pipeline-parallel job (one per rank, ``.json`` or ``.json.gz``), rebuild one step as a measured
+timeline, verify the order that ran, diff it against ``--schedule``, and compare it with the
+prediction.
+
+The actions are the ``PP:<action>`` ranges of PyTorch's ``_PipelineScheduleRuntime`` (device-side
+``gpu_user_annotation`` copies where present, else host-side), or ``Forward i`` / ``Backward i``
+with ``--schedule``. The step is ``ProfilerStep#N`` (``--step``; default the median step). Ranks of
+one host share its clock; otherwise they are aligned on the collective before the step
+(``--clock``). The recorded order is verified with every property of ``verify``; with
+``--schedule`` every difference is listed (exit 1 when the order is invalid or differs). The
+prediction is the ``async`` engine on costs fitted from the trace (median per stage and kind) or
+``--costs``; ``--system`` adds the calibrated one. Record traces with ``ppverify measure
+--profile DIR`` or see docs/traces.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ...io.trace_step import CLOCKS
+from .. import Command
+from ..common import add_schedule_arguments, print_json, schedule_from_args
+from ..timeline_outputs import add_timeline_outputs, check_timeline_outputs, write_timeline_outputs, written_lines
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Traces, the schedule to compare with, step, clock, costs and outputs."""
+    parser.add_argument("traces", nargs="+", metavar="DIR|FILE", help="a directory of per-rank traces, or the files")
+    add_schedule_arguments(
+        parser, as_option=True, help="the schedule the job meant to run: a family or a schedule file (optional)"
+    )
+    parser.set_defaults(p=None)
+    g = parser.add_argument_group("reading")
+    g.add_argument("--step", type=int, default=None, help="ProfilerStep#N to read (default: the median step)")
+    g.add_argument(
+        "--clock",
+        choices=CLOCKS,
+        default="auto",
+        help="auto (default): one host's shared clock, else aligned on the collective before the step",
+    )
+    g.add_argument(
+        "--costs", default=None, help="op costs in seconds per device share (default: fitted from the trace)"
+    )
+    g.add_argument(
+        "--system", default=None, metavar="NAME|FILE", help="also print the prediction calibrated with this preset"
+    )
+    add_timeline_outputs(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Import and print; 0 the recorded order is valid (and the schedule's), 1 otherwise."""
+    from ...compare.trace_check import check_trace, trace_report, trace_text
+    from ...costs import parse_costs
+    from ...io.profiler_trace import read_traces
+    from ...measure import seconds_costs
+    from ...measure.trace_import import recorded_size
+    from ...system import load_system
+
+    check_timeline_outputs(args)
+    system = load_system(args.system) if args.system else None
+    traces = read_traces(args.traces)
+    schedule = None
+    if args.schedule is not None:
+        p, m = recorded_size(traces)
+        args.p = args.p if args.p is not None else p
+        args.m = args.m if args.m is not None else m
+        schedule = schedule_from_args(args)
+    costs = seconds_costs(schedule, parse_costs(args.costs)) if args.costs and schedule is not None else None
+    if args.costs and schedule is None:
+        from ...errors import ParameterError
+
+        raise ParameterError("costs", args.costs, "needs --schedule (the stages they describe)")
+    tc = check_trace(traces, schedule, args.step, args.clock, costs, system)
+    rep = trace_report(tc, args.system)
+    write_timeline_outputs(args, tc.timeline, rep)
+    if args.json:
+        print_json(rep)
+    else:
+        print("\n".join([trace_text(tc, rep, None if args.no_table else args.width), *written_lines(args)]))
+    return 0 if tc.report.valid and not tc.differences else 1
+
+
+COMMAND = Command(
+    "import-trace",
+    "read a PyTorch profiler trace of a pipeline job: verify what ran, diff it, time it vs the prediction",
+    add_arguments,
+    run,
+    description=__doc__ or "",
+)

@@ -1,0 +1,85 @@
+"""The outputs of a command that prints one measured timeline (``measure``, ``import-trace``):
+``--json``, ``--trace``, ``--frame``, ``--plot``, ``--no-table`` and ``--width``; the paths checked
+before any work, the files written after it, and the lines saying where they went."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+#: the file outputs, in the order they are written
+FILE_OUTPUTS = ("trace", "frame", "plot")
+
+
+def add_timeline_outputs(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The ``output`` group with the options of the module docstring (more can be added to it).
+
+    Example:
+        >>> p = argparse.ArgumentParser()
+        >>> _ = add_timeline_outputs(p)
+        >>> ns = p.parse_args(["--plot", "g.png"])
+        >>> ns.plot, ns.json, ns.width
+        ('g.png', False, 100)
+    """
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    out.add_argument("--trace", metavar="OUT.json", default=None, help="write a Chrome/Perfetto trace")
+    out.add_argument("--frame", metavar="OUT.csv", default=None, help="write every op and transfer as rows")
+    out.add_argument("--plot", metavar="OUT.png", default=None, help="write a Gantt chart (.png, .svg, .pdf)")
+    out.add_argument("--no-table", action="store_true", help="print the figures only")
+    out.add_argument("--width", type=int, default=100, help="columns of the timeline chart (default 100)")
+    return out
+
+
+def check_timeline_outputs(args: argparse.Namespace) -> None:
+    """Refuse an unwritable output path now (bad input), not after the run.
+
+    Example:
+        >>> check_timeline_outputs(argparse.Namespace(trace=None, frame=None, plot=None))
+    """
+    from ..files import check_output_path
+
+    for flag in FILE_OUTPUTS:
+        if getattr(args, flag):
+            check_output_path(getattr(args, flag), f"--{flag}")
+
+
+def write_timeline_outputs(args: argparse.Namespace, timeline: Any, rep: dict[str, Any], memory: Any = None) -> None:
+    """Write the requested files of ``timeline`` and name each in ``rep``; ``memory`` (a measured
+    run's memory record, ``MeasureResult.memory``) adds its curves to the trace and the plot and
+    its rows to the frame.
+
+    Example:
+        >>> rep = {}
+        >>> write_timeline_outputs(argparse.Namespace(trace=None, frame=None, plot=None), None, rep)
+        >>> rep
+        {}
+    """
+    from ..run_report import write_frame
+    from ..trace import write_trace
+
+    curves = memory.curves if memory is not None else None
+    for flag, write in (
+        ("trace", lambda tl, path: write_trace(tl, path, measured_memory=curves)),
+        ("frame", lambda tl, path: write_frame(tl, path, memory.to_frame() if memory is not None else None)),
+        ("plot", lambda tl, path: _plot(tl, path, curves)),
+    ):
+        if getattr(args, flag):
+            write(timeline, getattr(args, flag))
+            rep[flag] = getattr(args, flag)
+
+
+def written_lines(args: argparse.Namespace) -> list[str]:
+    """``<flag> written to <path>`` for each file written.
+
+    Example:
+        >>> written_lines(argparse.Namespace(trace="t.json", frame=None, plot=None))
+        ['trace         written to t.json']
+    """
+    return [f"{flag:<13} written to {getattr(args, flag)}" for flag in FILE_OUTPUTS if getattr(args, flag)]
+
+
+def _plot(timeline: Any, path: str, curves: Any = None) -> None:
+    from ..plots import gantt as plot_gantt
+
+    plot_gantt(timeline, path, measured_memory=curves)

@@ -1,0 +1,319 @@
+"""A profiler trace checked against the schedule it was meant to run, and against the predictions
+(``ppverify import-trace``).
+
+:func:`check_trace` reads the traces (:mod:`ppverify.io.profiler_trace`), picks and aligns a step
+(:mod:`ppverify.io.trace_step`), rebuilds it as a measured timeline
+(:mod:`ppverify.measure.trace_import`), verifies the recorded order as a schedule with every
+property of ``verify`` (:func:`ppverify.verify.verify`), lists every difference from the schedule
+given (op order, missing ops, extra ops) and predicts the same schedule with the ``async`` engine
+on costs fitted from the trace (median per stage and kind) or given, with, for a ``system``
+preset, the calibrated prediction ``measure --system`` makes. Errors are relative to the
+prediction: per op kind (total time of that kind's ops), per rank (its last op's end) and per
+recorded step (makespan).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..costs import KINDS, CostModel
+from ..schedule import Schedule
+from ..timeline import Timeline
+
+
+@dataclass(frozen=True, eq=False)
+class TraceCheck:
+    """What :func:`check_trace` found: the ``imported`` step, the verifier's ``report`` on the
+    recorded order, ``differences`` from the ``given`` schedule, the ``predicted`` timeline (async,
+    same costs), the ``calibrated`` makespan (with a system), and each recorded step's measured
+    makespan (``step_makespans``: ``(N, seconds)``).
+
+    Example:
+        >>> tc = check_trace(["traces/"], "1f1b")  # doctest: +SKIP
+        >>> tc.report.valid, tc.differences  # doctest: +SKIP
+        (True, ())
+    """
+
+    imported: Any
+    report: Any
+    differences: tuple[str, ...]
+    given: Schedule | None
+    predicted: Timeline | None
+    calibrated: float | None = None
+    step_makespans: tuple[tuple[int, float], ...] = field(default_factory=tuple)
+    #: True when the costs were fitted from the trace, False when given
+    fitted: bool = True
+
+    @property
+    def timeline(self) -> Timeline:
+        """The measured timeline of the step."""
+        return self.imported.timeline
+
+
+def schedule_differences(given: Schedule, recorded: Schedule) -> list[str]:
+    """Every difference between what ran (``recorded``) and what was meant (``given``), rank by
+    rank: missing ops, extra ops, and the op order (the first position where the common ops
+    differ, and how many positions do). Empty: the same programs.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> g = build("1f1b", p=2, m=2)
+        >>> r = g.with_programs((g.programs[0][:1] + g.programs[0][2:] + g.programs[0][1:2], g.programs[1][:-1]))
+        >>> for line in schedule_differences(g, r): print(line)
+        rank 0: op order differs at position 1: ran 0B0, the schedule has 0F1 (3 of 4 positions differ)
+        rank 1: missing 1B1 (in the schedule, not in the trace)
+    """
+    out = []
+    for rank in range(max(given.p, recorded.p)):
+        g = [str(o) for o in given.ops(rank)] if rank < given.p else []
+        r = [str(o) for o in recorded.ops(rank)] if rank < recorded.p else []
+        gs, rs = set(g), set(r)
+        missing = [o for o in g if o not in rs]
+        extra = [o for o in r if o not in gs]
+        gc = [o for o in g if o in rs]
+        rc = [o for o in r if o in gs]
+        diff = [i for i, (a, b) in enumerate(zip(rc, gc)) if a != b]
+        if diff:
+            i = diff[0]
+            out.append(
+                f"rank {rank}: op order differs at position {i}: ran {rc[i]}, the schedule has {gc[i]} "
+                f"({len(diff)} of {len(gc)} positions differ)"
+            )
+        if missing:
+            out.append(f"rank {rank}: missing {' '.join(missing)} (in the schedule, not in the trace)")
+        if extra:
+            out.append(f"rank {rank}: extra {' '.join(extra)} (in the trace, not in the schedule)")
+    return out
+
+
+def prediction_errors(measured: Timeline, predicted: Timeline) -> dict[str, Any]:
+    """Relative errors of a measured timeline against a prediction (``(measured - predicted) /
+    predicted``): ``step`` (makespan), ``kind`` (total duration of each op kind), ``rank`` (end
+    of each rank's last op).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> s = build("gpipe", p=2, m=1)
+        >>> e = prediction_errors(run(s, CostModel.abstract(s.placement, F=2, B=4)), run(s, CostModel.abstract(s.placement, F=1, B=2)))
+        >>> e["step"], e["kind"], e["rank"]
+        (1.0, {'F': 1.0, 'B': 1.0}, {'0': 1.0, '1': 1.0})
+    """
+
+    def total(tl: Timeline, kind: str) -> float:
+        return float(sum(e - s for op, s, e in zip(tl.ops, tl.start, tl.end) if op.kind == kind))
+
+    def ends(tl: Timeline) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for d, e in zip(tl.device, tl.end):
+            out[int(d)] = max(out.get(int(d), 0.0), float(e))
+        return out
+
+    def rel(a: float, b: float) -> float | None:
+        return (a - b) / b if b else None
+
+    kinds = {}
+    for k in KINDS:
+        pk = total(predicted, k)
+        if pk:
+            kinds[k] = rel(total(measured, k), pk)
+    me, pe = ends(measured), ends(predicted)
+    return {
+        "step": rel(measured.makespan, predicted.makespan),
+        "kind": kinds,
+        "rank": {str(r): rel(me.get(r, 0.0), pe[r]) for r in sorted(pe)},
+    }
+
+
+def check_trace(
+    inputs: Sequence[Any],
+    schedule: Schedule | None = None,
+    step: int | None = None,
+    clock: str = "auto",
+    costs: CostModel | None = None,
+    system: Any = None,
+) -> TraceCheck:
+    """Read, align, rebuild, verify, diff and predict (see the module docstring). ``inputs``:
+    trace files and directories, or the :class:`~ppverify.io.profiler_trace.RankTrace` values
+    :func:`~ppverify.io.profiler_trace.read_traces` returned.
+
+    Example:
+        >>> tc = check_trace(["/tmp/prof"], build("1f1b", p=2, m=4))  # doctest: +SKIP
+        >>> round(tc.timeline.makespan, 3)  # doctest: +SKIP
+        0.169
+    """
+    from ..engines import run
+    from ..errors import PPVerifyError
+    from ..io.profiler_trace import RankTrace, read_traces
+    from ..io.trace_step import recorded_step
+    from ..measure import seconds_costs
+    from ..measure.calibrate import predict_on
+    from ..measure.trace_import import import_step
+    from ..verify import verify
+
+    traces = list(inputs) if inputs and all(isinstance(x, RankTrace) for x in inputs) else read_traces(inputs)
+    rec = recorded_step(traces, step, clock)
+    imported = import_step(traces, rec, schedule, costs)
+    recorded = imported.schedule
+    report = verify(recorded, max_violations=20)
+    target = schedule if schedule is not None else recorded
+    differences = tuple(schedule_differences(schedule, recorded)) if schedule is not None else ()
+    c = imported.timeline.costs
+    try:
+        predicted: Timeline | None = run(target, c, semantics="async")
+    except PPVerifyError:
+        predicted = None
+    calibrated = None
+    if system is not None:
+        try:
+            calibrated = predict_on(target, seconds_costs(target, c), system)
+        except PPVerifyError:
+            calibrated = None
+    per_step = []
+    for n in rec.steps:
+        other = rec if n == rec.step else recorded_step(traces, n, clock)
+        per_step.append((n, import_step(traces, other, schedule, c).timeline.makespan))
+    return TraceCheck(imported, report, differences, schedule, predicted, calibrated, tuple(per_step), costs is None)
+
+
+def measured_beside(inputs: Sequence[Any], predicted: Timeline, step: int | None = None) -> dict[str, Any]:
+    """The ``measured`` level read from a trace, beside a prediction of the same schedule (what
+    ``simulate --measured-trace DIR`` prints): the step's measured makespan, its errors against
+    ``predicted`` (:func:`prediction_errors`; the prediction's costs as given, nothing fitted),
+    whether the recorded order is the schedule's, and which step was read.
+
+    Example:
+        >>> from ppverify.engines import run
+        >>> measured_beside(["prof/"], run(build("1f1b", p=2, m=4)))["makespan"]  # doctest: +SKIP
+        0.169...
+    """
+    from ..io.profiler_trace import read_traces
+    from ..io.trace_step import recorded_step
+    from ..measure.trace_import import import_step
+
+    traces = read_traces(inputs)
+    rec = recorded_step(traces, step)
+    imported = import_step(traces, rec, predicted.schedule)
+    diffs = schedule_differences(predicted.schedule, imported.schedule)
+    return {
+        "makespan": imported.timeline.makespan,
+        "step": rec.step,
+        "steps": list(rec.steps),
+        "clock": rec.clock,
+        "side": rec.side,
+        "differences": diffs,
+        "errors": prediction_errors(imported.timeline, predicted),
+    }
+
+
+def trace_report(tc: TraceCheck, system_name: str | None = None) -> dict[str, Any]:
+    """Everything ``import-trace --json`` prints.
+
+    Example:
+        >>> sorted(trace_report(tc))  # doctest: +SKIP
+        ['clock', 'differences', ...]
+    """
+    from ..run_report import timeline_report
+
+    rec = tc.imported.step
+    tl = tc.timeline
+    rep = timeline_report(tl)
+    pred = tc.predicted
+    rep.update(
+        {
+            "step": rec.step,
+            "steps": list(rec.steps),
+            "side": rec.side,
+            "clock": rec.clock,
+            "clock_offsets_us": list(rec.offsets),
+            "recorded_schedule": [[str(o) for o in tc.imported.schedule.ops(r)] for r in range(tc.imported.schedule.p)],
+            "valid": tc.report.valid,
+            "verify": tc.report.to_dict(),
+            "schedule": tc.given.describe() if tc.given is not None else None,
+            "differences": list(tc.differences),
+            "costs": {k: list(v) for k, v in tl.costs.duration.items()},
+            "makespan_measured": tl.makespan,
+            "makespan_predicted": pred.makespan if pred is not None else None,
+            "errors": prediction_errors(tl, pred) if pred is not None else None,
+            "step_makespans": {str(n): ms for n, ms in tc.step_makespans},
+            "step_errors": {str(n): (ms - pred.makespan) / pred.makespan for n, ms in tc.step_makespans}
+            if pred is not None and pred.makespan
+            else None,
+        }
+    )
+    if system_name is not None:
+        rep["system"] = system_name
+        rep["makespan_predicted_calibrated"] = tc.calibrated
+        rep["error_calibrated"] = (tl.makespan - tc.calibrated) / tc.calibrated if tc.calibrated else None
+    return rep
+
+
+def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> str:
+    """The text ``import-trace`` prints: the step read and how, a Gantt chart (``width``
+    columns; None: none), the verdict on the recorded order, the differences from the schedule,
+    and measured against predicted (step, kinds, ranks, steps).
+
+    Example:
+        >>> print(trace_text(tc, trace_report(tc)))  # doctest: +SKIP
+        trace         2 ranks, ProfilerStep#2 (of 1, 2, 3), host-side ranges, one host's shared clock
+    """
+    from ..timeline_text import fmt_time, gantt
+
+    rec = tc.imported.step
+    tl, pred = tc.timeline, tc.predicted
+    steps = ", ".join(map(str, rec.steps))
+    lines = [
+        f"trace         {tc.imported.schedule.p} rank{'s' if tc.imported.schedule.p != 1 else ''}, ProfilerStep#{rec.step} (of {steps}), {rec.side}-side ranges, "
+        + ("one host's shared clock" if rec.clock == "shared" else "clocks aligned on the collective before the step"),
+        f"recorded      {tc.imported.schedule.num_ops} ops, {tc.imported.schedule.num_stages} stages, m={tc.imported.schedule.m}",
+    ]
+    if width is not None:
+        lines += ["", gantt(tl, width), ""]
+    first = tc.report.to_text().splitlines()[0]
+    lines.append(
+        f"verify        {'VALID' if tc.report.valid else 'INVALID'} (the recorded order, every property of verify)"
+    )
+    if not tc.report.valid:
+        lines += ["  " + x for x in tc.report.to_text().splitlines()[1:]]
+    elif first and not first.startswith("VALID"):
+        lines.append("  " + first)
+    if tc.given is not None:
+        if tc.differences:
+            lines.append(f"schedule      {tc.given.describe()}: {len(tc.differences)} difference(s)")
+            lines += ["  " + d for d in tc.differences]
+        else:
+            lines.append(f"schedule      {tc.given.describe()}: same op order on every rank")
+    ms = tl.makespan
+    line = f"makespan      measured {fmt_time(ms, 's')}"
+    if pred is not None:
+        line += f"   predicted {fmt_time(pred.makespan, 's')} (async, {'costs fitted from the trace' if tc.fitted else 'costs given'})   error {100 * (ms - pred.makespan) / pred.makespan:+.1f}%"
+    lines.append(line)
+    if rep.get("makespan_predicted_calibrated"):
+        cal = rep["makespan_predicted_calibrated"]
+        lines.append(
+            f"calibrated    predicted {fmt_time(cal, 's')} (--system {rep['system']})   error {100 * (ms - cal) / cal:+.1f}%"
+        )
+    err = rep.get("errors")
+    if err:
+        lines.append(
+            "error by kind " + "  ".join(f"{k} {100 * v:+.1f}%" for k, v in err["kind"].items() if v is not None)
+        )
+        lines.append(
+            "error by rank " + "  ".join(f"{r}: {100 * v:+.1f}%" for r, v in err["rank"].items() if v is not None)
+        )
+    if rep.get("step_errors"):
+        lines.append(
+            "steps         "
+            + "  ".join(
+                f"#{n} {fmt_time(m, 's')} ({100 * rep['step_errors'][n]:+.1f}%)"
+                for n, m in rep["step_makespans"].items()
+            )
+        )
+    lines.append(
+        "costs         "
+        + ", ".join(f"{k}={'/'.join(f'{x * 1e3:.3g}' for x in v)} ms" for k, v in tl.costs.duration.items())
+        + " (per stage)"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,357 @@
+"""Read the ``torch.profiler`` Chrome traces of a pipeline-parallel job: one file per rank.
+
+PyTorch's ``export_chrome_trace`` writes one JSON object per rank (``.json``, or ``.json.gz``
+compressed) with ``traceEvents`` and, under ``torch.distributed``, ``distributedInfo``
+(``rank``, ``world_size``). What this module takes from each file:
+
+* **actions**: the ranges ``_PipelineScheduleRuntime`` records around every action,
+  ``record_function("PP:<action>")`` (``PP:0F1``, ``PP:1SEND_F0``, ``PP:0RECV_B2``,
+  ``PP:0REDUCE_GRAD`` ...), and the older schedule classes' ``Forward i`` / ``Backward i``. Where
+  the trace holds device-side copies (``cat: gpu_user_annotation``, the span of the kernels the
+  range launched on a CUDA stream) those are the actions, in GPU time (an action whose name never
+  has a device copy, having launched no kernel, keeps its host range); otherwise the host-side
+  ``user_annotation`` ranges (launch time on a GPU, compute time on a CPU);
+* **steps**: the ``ProfilerStep#N`` ranges that ``prof.step()`` records under a profiler
+  ``schedule``; without them the k-th occurrence of an action belongs to step k;
+* **transfers**: the point-to-point works each SEND/RECV action posted: host ranges
+  ``gloo:send`` / ``gloo:recv`` / ``nccl:send`` / ``nccl:recv`` that start inside the action's host
+  range (post to completion), and NCCL kernels (``cat: kernel``, ``nccl`` in the name) launched
+  inside it (matched by ``correlation`` to their ``cudaLaunchKernel`` or ``cuLaunchKernel``);
+  bytes from the recorded shapes (``record_shapes=True``) where present;
+* **collectives**: barriers and all-reduces (``gloo:barrier``, ``nccl:all_reduce``, NCCL
+  ``AllReduce`` kernels), used to put ranks of different hosts on one clock.
+
+Times stay in each file's microseconds here; :func:`align` states how the ranks are put on one
+clock. Bad files raise :class:`~ppverify.errors.ScheduleFileError` naming the file and the rule.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ScheduleFileError
+
+#: how to record actions, said when a trace has none
+HOW_TO_RECORD = (
+    "record with torch.profiler.profile(activities=[CPU, CUDA], record_shapes=True, "
+    "schedule=torch.profiler.schedule(wait=1, warmup=1, active=3)) around "
+    "_PipelineScheduleRuntime.step() and call prof.step() after each step "
+    "(or `ppverify measure --profile DIR`)"
+)
+_STEP = re.compile(r"ProfilerStep#(\d+)$")
+_LEGACY = re.compile(r"(Forward|Backward) (\d+)$")
+_P2P_HOST = ("gloo:send", "gloo:recv", "nccl:send", "nccl:recv")
+_COLLECTIVE_HOST = ("gloo:barrier", "gloo:all_reduce", "nccl:barrier", "nccl:all_reduce")
+_DTYPE_BYTES = {
+    "double": 8, "float": 4, "c10::Half": 2, "c10::BFloat16": 2, "long int": 8, "int": 4,
+    "short int": 2, "signed char": 1, "unsigned char": 1, "bool": 1,
+}  # fmt: skip
+#: NCCL's dtype names (the ``dtype`` of a kernel's or ``record_param_comms``' args)
+_NCCL_DTYPE_BYTES = {"Float": 4, "Half": 2, "BFloat16": 2, "Double": 8, "Int": 4, "Long": 8, "Byte": 1, "Char": 1}
+
+
+@dataclass(frozen=True)
+class Span:
+    """One range of a trace: ``name``, ``start`` and ``end`` in the file's microseconds, and the
+    bytes its tensors held (0 where no shapes were recorded).
+
+    Example:
+        >>> Span("PP:0F1", 10.0, 25.5).dur
+        15.5
+    """
+
+    name: str
+    start: float
+    end: float
+    nbytes: float = 0.0
+
+    @property
+    def dur(self) -> float:
+        """Length in microseconds."""
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """A point-to-point work posted by a SEND or RECV action: ``action`` (e.g. ``1RECV_F0``),
+    the work's span (post to completion, microseconds), and its bytes.
+
+    Example:
+        >>> Transfer("1RECV_F0", Span("gloo:recv", 5.0, 9.0, 128.0)).span.nbytes
+        128.0
+    """
+
+    action: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class RankTrace:
+    """What one rank's file holds: ``actions`` (names without ``PP:``, in start order; from the
+    device side when ``side == "device"``), ``host_actions`` (the host-side ranges, for the
+    works they posted), ``steps`` (``(N, start, end)`` of each ``ProfilerStep#N``),
+    ``transfers``, ``collectives``, and the job's identity (``rank``, ``world_size``, ``host``).
+
+    Example:
+        >>> t = RankTrace("r0.json", 0, 2, "h", "host", (Span("0F0", 1.0, 2.0),), (), (), (), ())
+        >>> t.action_names()
+        ['0F0']
+    """
+
+    path: str
+    rank: int
+    world_size: int | None
+    host: str | None
+    side: str
+    actions: tuple[Span, ...]
+    host_actions: tuple[Span, ...]
+    steps: tuple[tuple[int, float, float], ...]
+    transfers: tuple[Transfer, ...]
+    collectives: tuple[Span, ...]
+
+    def action_names(self) -> list[str]:
+        """The recorded actions' names, in start order."""
+        return [a.name for a in self.actions]
+
+
+def load_json(path: str | Path) -> dict[str, Any]:
+    """The JSON object of a trace file, ``.json`` or gzip-compressed ``.json.gz``; a truncated or
+    corrupt file raises :class:`ScheduleFileError` (one line: file, where, rule).
+
+    Example:
+        >>> load_json("/nonexistent/rank0.json")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: /nonexistent/rank0.json: cannot read the trace (No such file or directory)
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ScheduleFileError(str(path), "", f"cannot read the trace ({exc.strerror})") from None
+    if not raw.strip():
+        raise ScheduleFileError(str(path), "", "empty file: no trace")
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ScheduleFileError(str(path), "", f"corrupt or truncated gzip data ({exc})") from None
+    try:
+        data = json.loads(raw)
+    except UnicodeDecodeError:
+        raise ScheduleFileError(str(path), "", "not a JSON trace (not UTF-8 text)") from None
+    except json.JSONDecodeError as exc:
+        ends_early = exc.pos >= len(raw.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
+        rule = f"truncated JSON: the file ends early ({exc.msg})" if ends_early else f"invalid JSON ({exc.msg})"
+        raise ScheduleFileError(str(path), f"{exc.lineno}:{exc.colno}", rule) from None
+    if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
+        raise ScheduleFileError(str(path), "", "not a Chrome trace: expected an object with a traceEvents list")
+    return data
+
+
+def _nbytes(args: Any) -> float:
+    if not isinstance(args, dict):
+        return 0.0
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if isinstance(dims, list) and isinstance(types, list):
+        total = 0.0
+        for d, t in zip(dims, types):
+            if isinstance(d, list) and all(isinstance(x, int) for x in d) and t in _DTYPE_BYTES:
+                n = 1
+                for x in d:
+                    n *= x
+                total += n * _DTYPE_BYTES[t]
+        return total
+    nelems = args.get("In msg nelems")
+    size = _NCCL_DTYPE_BYTES.get(str(args.get("dtype", "")), 4)
+    return float(nelems) * size if isinstance(nelems, (int, float)) else 0.0
+
+
+def _innermost(ranges: Sequence[Span], starts: Sequence[float], t: float) -> Span | None:
+    # the innermost (latest-starting) range containing time t; ranges sorted by start
+    import bisect
+
+    i = bisect.bisect_right(starts, t) - 1
+    while i >= 0:
+        r = ranges[i]
+        if r.start <= t <= r.end:
+            return r
+        i -= 1
+        if i >= 0 and t - ranges[i].start > 6e7:  # ranges are shorter than a minute: stop looking
+            break
+    return None
+
+
+def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> RankTrace:
+    """Read one rank's trace (see the module docstring for what is taken).
+
+    Example:
+        >>> import json, tempfile
+        >>> ev = [{"ph": "X", "cat": "user_annotation", "name": "PP:0F0", "ts": 10, "dur": 5, "pid": 1, "tid": 1}]
+        >>> f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        >>> _ = f.write(json.dumps({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": ev})); f.close()
+        >>> t = read_rank_trace(f.name)
+        >>> t.rank, t.side, t.actions
+        (0, 'host', (Span(name='0F0', start=10.0, end=15.0, nbytes=0.0),))
+    """
+    path = str(path)
+    if data is None:
+        data = load_json(path)
+    info = data.get("distributedInfo")
+    rank = world = None
+    if isinstance(info, dict):
+        rank, world = info.get("rank"), info.get("world_size")
+    host = data.get("host_name") if isinstance(data.get("host_name"), str) else None
+    host_pp: list[Span] = []
+    dev_pp: list[Span] = []
+    steps: list[tuple[int, float, float]] = []
+    works: list[Span] = []
+    kernels: list[tuple[Span, Any]] = []
+    launches: dict[Any, float] = {}
+    collectives: list[Span] = []
+    for k, ev in enumerate(data["traceEvents"]):
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        name, cat = ev.get("name"), ev.get("cat")
+        if not isinstance(name, str):
+            continue
+        try:
+            start = float(ev["ts"])
+            end = start + float(ev.get("dur", 0.0))
+        except (KeyError, TypeError, ValueError):
+            raise ScheduleFileError(path, f"traceEvents[{k}]", f"event {name!r} has no numeric ts/dur") from None
+        if cat == "kernel":
+            if "nccl" in name.lower():
+                corr = ev.get("args", {}).get("correlation") if isinstance(ev.get("args"), dict) else None
+                span = Span(name, start, end, _nbytes(ev.get("args")))
+                kernels.append((span, corr))
+                if "allreduce" in name.lower():
+                    collectives.append(span)
+            continue
+        if cat in ("cuda_runtime", "cuda_driver") and isinstance(ev.get("args"), dict) and "correlation" in ev["args"]:
+            launches[ev["args"]["correlation"]] = start
+            continue
+        if name.startswith("PP:") or _LEGACY.match(name):
+            span = Span(name[3:] if name.startswith("PP:") else name, start, end)
+            (dev_pp if cat == "gpu_user_annotation" else host_pp).append(span)
+        elif name.startswith("ProfilerStep#"):
+            m = _STEP.match(name)
+            if m and cat != "gpu_user_annotation":
+                steps.append((int(m.group(1)), start, end))
+        elif name.startswith(_P2P_HOST):
+            works.append(Span(name, start, end, _nbytes(ev.get("args"))))
+        elif name.startswith(_COLLECTIVE_HOST):
+            collectives.append(Span(name, start, end))
+    host_pp.sort(key=lambda s: s.start)
+    dev_pp.sort(key=lambda s: s.start)
+    starts = [s.start for s in host_pp]
+    transfers = []
+    for w in works:
+        owner = _innermost(host_pp, starts, w.start)
+        if owner is not None and ("SEND" in owner.name or "RECV" in owner.name):
+            transfers.append(Transfer(owner.name, w))
+    for span, corr in kernels:
+        at = launches.get(corr)
+        owner = _innermost(host_pp, starts, at) if at is not None else None
+        if owner is not None and ("SEND" in owner.name or "RECV" in owner.name):
+            transfers.append(Transfer(owner.name, span))
+    if not isinstance(rank, int) or isinstance(rank, bool):
+        rank = _rank_from_name(path)
+    world = world if isinstance(world, int) and not isinstance(world, bool) else None
+    side = "device" if dev_pp else "host"
+    if dev_pp:  # actions that launched no kernel have no device copy: their host range stands in
+        on_device = {a.name for a in dev_pp}
+        dev_pp = sorted(dev_pp + [a for a in host_pp if a.name not in on_device], key=lambda a: a.start)
+    return RankTrace(
+        path,
+        rank,
+        world,
+        host,
+        side,
+        tuple(dev_pp if dev_pp else host_pp),
+        tuple(host_pp),
+        tuple(sorted(steps)),
+        tuple(sorted(transfers, key=lambda t: t.span.start)),
+        tuple(sorted(collectives, key=lambda s: s.start)),
+    )
+
+
+def _rank_from_name(path: str) -> int:
+    m = re.search(r"rank[_-]?(\d+)", Path(path).name)
+    if m is None:
+        raise ScheduleFileError(
+            path, "distributedInfo", "no rank: the trace has no distributedInfo.rank and its name holds no rank<N>"
+        )
+    return int(m.group(1))
+
+
+def trace_files(inputs: Sequence[str | Path]) -> list[Path]:
+    """The trace files named by ``inputs``: files as given, directories expanded to their
+    ``*.json`` and ``*.json.gz`` files (sorted).
+
+    Example:
+        >>> trace_files(["/nonexistent"])
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: /nonexistent: no such trace file or directory
+    """
+    out: list[Path] = []
+    for item in inputs:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(q for q in p.iterdir() if q.name.endswith((".json", ".json.gz")) and q.is_file())
+            if not found:
+                raise ScheduleFileError(str(p), "", "holds no trace files (*.json, *.json.gz)")
+            out.extend(found)
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise ScheduleFileError(str(p), "", "no such trace file or directory")
+    return out
+
+
+def read_traces(inputs: Sequence[str | Path]) -> list[RankTrace]:
+    """Every rank's trace of one job, in rank order. Refused (one line each): traces of different
+    jobs (world sizes that disagree), a rank twice or missing, no pipeline actions (with how to
+    record them).
+
+    Example:
+        >>> read_traces(["tests/data/traces/1f1b-p2-m4"])[1].rank  # doctest: +SKIP
+        1
+    """
+    traces = [read_rank_trace(p) for p in trace_files(inputs)]
+    worlds = {t.world_size for t in traces if t.world_size is not None}
+    if len(worlds) > 1:
+        shown = ", ".join(f"{Path(t.path).name}: {t.world_size}" for t in traces)
+        raise ScheduleFileError(
+            traces[0].path, "distributedInfo.world_size", f"traces of different jobs mixed ({shown})"
+        )
+    by_rank: dict[int, RankTrace] = {}
+    for t in traces:
+        if t.rank in by_rank:
+            raise ScheduleFileError(t.path, "distributedInfo.rank", f"rank {t.rank} also in {by_rank[t.rank].path}")
+        by_rank[t.rank] = t
+    world = worlds.pop() if worlds else max(by_rank) + 1
+    missing = [r for r in range(world) if r not in by_rank]
+    if missing or len(by_rank) != world:
+        where = Path(traces[0].path).parent
+        raise ScheduleFileError(
+            str(where),
+            "",
+            f"rank {', '.join(map(str, missing)) or '?'} missing: world size {world}, {len(by_rank)} trace files",
+        )
+    for t in traces:
+        if not t.actions:
+            raise ScheduleFileError(
+                t.path,
+                "traceEvents",
+                f"no pipeline actions (PP:<action> or Forward i / Backward i ranges); {HOW_TO_RECORD}",
+            )
+    return [by_rank[r] for r in range(world)]

@@ -1,0 +1,197 @@
+"""One step of a recorded job, every rank on one clock (the second half of reading profiler traces;
+:mod:`.profiler_trace` reads the files).
+
+**Steps.** With ``ProfilerStep#N`` ranges an action belongs to the step whose host range holds
+its host-side start (a device-side copy to the step of its host range, matched by occurrence:
+the k-th GPU copy of ``PP:0F1`` is the k-th host range of that name). Without them, the k-th
+occurrence of each action is step k. Every rank must hold the same steps. The default step is the
+median one: the steps sorted by makespan, the lower middle (as ``measure`` picks its step).
+
+**Clocks.** Ranks of one host (``host_name`` equal in every file) share its clock (PyTorch's
+profiler stamps events with the host's monotonic clock; GPU events are converted to it), so
+their times are compared as recorded: ``clock == "shared"``. Ranks of several hosts are aligned on
+the last collective (barrier or all-reduce) that ends, on each rank, before its first action of
+the step: every rank leaves a collective at the same moment (up to its latency), so each rank's
+times are shifted to make those ends coincide with rank 0's (``clock == "collective"``). A job
+with no such collective on some rank cannot be aligned and is refused.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import ParameterError, ScheduleFileError
+from .profiler_trace import RankTrace, Span, Transfer
+
+CLOCKS = ("auto", "shared", "collective")
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    """One step of every rank on one clock: ``actions[rank]`` and ``transfers[rank]`` in
+    microseconds from ``origin`` (the earliest action start of the step, any rank), the step
+    number ``step`` among ``steps`` (all recorded), each step's makespan (µs, same order),
+    ``clock`` (``shared`` or ``collective``), ``offsets`` (µs added to each rank's times) and
+    ``side`` (``device`` or ``host``).
+
+    Example:
+        >>> s = RecordedStep(0, (0,), (5.0,), "shared", (0.0,), "host", ((Span("0F0", 0.0, 5.0),),), ((),), 0.0)
+        >>> s.makespan
+        5.0
+    """
+
+    step: int
+    steps: tuple[int, ...]
+    makespans: tuple[float, ...]
+    clock: str
+    offsets: tuple[float, ...]
+    side: str
+    actions: tuple[tuple[Span, ...], ...]
+    transfers: tuple[tuple[Transfer, ...], ...]
+    origin: float
+
+    @property
+    def makespan(self) -> float:
+        """The step's makespan: first action start to last action end, any rank (µs)."""
+        return max((a.end for acts in self.actions for a in acts), default=0.0)
+
+
+def _step_numbers(trace: RankTrace) -> tuple[list[int | None], list[int | None]]:
+    # the step of each host action and of each (device or host) action
+    host = trace.host_actions
+    if trace.steps:
+        starts = [s[1] for s in trace.steps]
+        host_steps: list[int | None] = []
+        for a in host:
+            i = bisect.bisect_right(starts, a.start) - 1
+            inside = i >= 0 and a.start <= trace.steps[i][2]
+            host_steps.append(trace.steps[i][0] if inside else None)
+    else:
+        seen: dict[str, int] = defaultdict(int)
+        host_steps = []
+        for a in host:
+            host_steps.append(seen[a.name])
+            seen[a.name] += 1
+    if trace.side == "host":
+        return host_steps, host_steps
+    by_name: dict[str, list[int | None]] = defaultdict(list)
+    for a, st in zip(host, host_steps):
+        by_name[a.name].append(st)
+    count: dict[str, int] = defaultdict(int)
+    out: list[int | None] = []
+    for a in trace.actions:
+        k = count[a.name]
+        count[a.name] += 1
+        lst = by_name.get(a.name, [])
+        out.append(lst[k] if k < len(lst) else None)
+    return host_steps, out
+
+
+def _split(trace: RankTrace) -> tuple[dict[int, list[Span]], dict[int, list[Transfer]]]:
+    host_steps, steps = _step_numbers(trace)
+    acts: dict[int, list[Span]] = defaultdict(list)
+    for a, st in zip(trace.actions, steps):
+        if st is not None:
+            acts[st].append(a)
+    # a transfer belongs to the step of the host action that posted it (the k-th of its name)
+    post_step: dict[str, list[int | None]] = defaultdict(list)
+    for a, st in zip(trace.host_actions, host_steps):
+        post_step[a.name].append(st)
+    starts: dict[str, list[float]] = defaultdict(list)
+    for a in trace.host_actions:
+        starts[a.name].append(a.start)
+    trs: dict[int, list[Transfer]] = defaultdict(list)
+    for t in trace.transfers:
+        lst = starts.get(t.action, [])
+        k = bisect.bisect_right(lst, t.span.start) - 1 if lst else -1
+        if 0 <= k < len(post_step[t.action]):
+            st = post_step[t.action][k]
+            if st is not None:
+                trs[st].append(t)
+    return acts, trs
+
+
+def _collective_end(trace: RankTrace, before: float) -> float | None:
+    ends = [c.end for c in trace.collectives if c.end <= before]
+    return max(ends) if ends else None
+
+
+def _offsets(
+    traces: Sequence[RankTrace], acts: Sequence[dict[int, list[Span]]], step: int, clock: str
+) -> tuple[str, list[float]]:
+    hosts = {t.host for t in traces}
+    if clock == "shared" or (clock == "auto" and len(hosts) == 1 and None not in hosts):
+        return "shared", [0.0] * len(traces)
+    anchors = []
+    for t, a in zip(traces, acts):
+        first = min(x.start for x in a[step])
+        end = _collective_end(t, first)
+        if end is None:
+            why = "hosts differ" if len(hosts) > 1 else "no host names recorded"
+            raise ScheduleFileError(
+                t.path,
+                f"ProfilerStep#{step}",
+                f"clocks cannot be aligned ({why}): rank {t.rank} records no barrier or all-reduce before its first "
+                "action of the step; call dist.barrier() at the start of each profiled step",
+            )
+        anchors.append(end)
+    return "collective", [anchors[0] - x for x in anchors]
+
+
+def recorded_step(traces: Sequence[RankTrace], step: int | None = None, clock: str = "auto") -> RecordedStep:
+    """Step ``step`` (``ProfilerStep#step``; None: the median step) of every rank, on one clock
+    (``clock``: ``auto``, ``shared`` or ``collective``; see the module docstring). Ranks that hold
+    different steps are refused as traces of different jobs.
+
+    Example:
+        >>> t = [RankTrace(f"r{r}", r, 2, "h", "host", (Span("0F0" if r == 0 else "1F0", 10.0 * r, 10.0 * r + 8),),
+        ...                (Span("0F0" if r == 0 else "1F0", 10.0 * r, 10.0 * r + 8),), (), (), ()) for r in range(2)]
+        >>> s = recorded_step(t)
+        >>> s.step, s.clock, s.makespan
+        (0, 'shared', 18.0)
+    """
+    if clock not in CLOCKS:
+        raise ParameterError("clock", clock, f"expected one of {', '.join(CLOCKS)}")
+    split = [_split(t) for t in traces]
+    acts = [a for a, _ in split]
+    common = set(acts[0])
+    for t, a in zip(traces, acts):
+        if set(a) != common:
+            counts = ", ".join(f"rank {u.rank}: {len(b)}" for u, b in zip(traces, acts))
+            raise ScheduleFileError(t.path, "ProfilerStep", f"traces of different jobs mixed (steps per rank {counts})")
+    steps = sorted(common)
+    if not steps:
+        raise ScheduleFileError(traces[0].path, "ProfilerStep", "no step holds pipeline actions")
+    spans = []
+    offsets_of = {}
+    for st in steps:
+        how, off = _offsets(traces, acts, st, clock)
+        offsets_of[st] = (how, off)
+        lo = min(x.start + o for a, o in zip(acts, off) for x in a[st])
+        hi = max(x.end + o for a, o in zip(acts, off) for x in a[st])
+        spans.append(hi - lo)
+    if step is None:
+        order = sorted(range(len(steps)), key=lambda i: (spans[i], i))
+        step = steps[order[(len(order) - 1) // 2]]
+    elif step not in common:
+        raise ParameterError("step", step, f"not recorded; the traces hold ProfilerStep {', '.join(map(str, steps))}")
+    how, off = offsets_of[step]
+    origin = min(x.start + o for a, o in zip(acts, off) for x in a[step])
+
+    def shift(s: Span, o: float) -> Span:
+        return Span(s.name, s.start + o - origin, s.end + o - origin, s.nbytes)
+
+    return RecordedStep(
+        step,
+        tuple(steps),
+        tuple(spans),
+        how,
+        tuple(off),
+        traces[0].side if all(t.side == traces[0].side for t in traces) else "mixed",
+        tuple(tuple(shift(x, o) for x in a[step]) for a, o in zip(acts, off)),
+        tuple(tuple(Transfer(t.action, shift(t.span, o)) for t in tr.get(step, [])) for (_, tr), o in zip(split, off)),
+        origin,
+    )

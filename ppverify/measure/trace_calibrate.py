@@ -1,0 +1,325 @@
+"""``ppverify calibrate --from-trace DIR``: a system preset fitted to a profiler trace.
+
+The fit steps of the trace (:func:`~ppverify.io.trace_step.recorded_step`, rebuilt by
+:mod:`.trace_import`) give what ``calibrate`` measures with its own runs:
+
+* **op costs** per stage and kind: the median duration over the fit steps (written as
+  ``--costs``-style comments and returned; a system preset has no op costs);
+* **link**: one-way times of the point-to-point transfers whose RECV was posted before the SEND
+  (so the wait is the transfer alone): SEND post to the completion of the receive work, against
+  the bytes of the recorded shapes; latency and bandwidth by the least-squares line of
+  :func:`~ppverify.measure.fit.fit_link` (one message size: latency only);
+* **runtime overhead** per compute action and per SEND/RECV, and the two-pipe runner's, fitted as
+  ``calibrate`` fits them (:func:`~ppverify.measure.fit.fit_runtime`: the async engine with the
+  overheads folded in, against each fit step's makespan, the proportion from the op-by-op means
+  of :mod:`.breakdown`);
+* **hand-over terms** (one-pipe) from the steps' events (:mod:`.handover`).
+
+:func:`held_out` predicts other steps (of this trace or another schedule's) from the preset and
+the fitted costs, as ``measure --system`` predicts a run: the benchmark of the fit.
+"""
+
+from __future__ import annotations
+
+import datetime
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..costs import CostModel
+from ..errors import ParameterError
+from ..schedule import Schedule
+from .calibration import Calibration
+from .record import Event
+from .trace_import import fitted_costs, import_step
+
+#: bandwidth written when the trace holds one message size (the line has no slope: latency only)
+LATENCY_ONLY_BPS = 1e15
+
+
+@dataclass(frozen=True, eq=False)
+class TraceFit:
+    """A calibration from a trace: the :class:`~ppverify.measure.calibration.Calibration` (what
+    the preset holds), the ``costs`` fitted over the fit steps, the ``schedule`` that ran, the
+    ``fit_steps`` and each fit step's measured makespan (``runs``), and the link samples.
+
+    Example:
+        >>> fit = calibrate_from_trace(read_traces(["prof/"]))  # doctest: +SKIP
+        >>> fit.fit_steps  # doctest: +SKIP
+        (1, 2)
+    """
+
+    calibration: Calibration
+    costs: CostModel
+    schedule: Schedule
+    fit_steps: tuple[int, ...]
+    runs: tuple[tuple[int, float], ...]
+    link_samples: tuple[tuple[float, float], ...]
+
+
+def link_samples(
+    events: Sequence[Sequence[Event]], arrivals: dict[tuple[str, int, int], tuple[float, float]]
+) -> list[tuple[float, float]]:
+    """``(bytes, one-way s)`` of each transfer whose RECV was posted before its SEND: SEND post to
+    the receive's completion. ``arrivals[(direction, receiving stage, mb)] = (end ns, bytes)``.
+
+    Example:
+        >>> ev = [[Event("SEND_F", 0, 0, 5000, 5000)], [Event("RECV_F", 1, 0, 1000, 1000)]]
+        >>> link_samples(ev, {("F", 1, 0): (65000.0, 128.0)})
+        [(128.0, 6e-05)]
+    """
+    send: dict[tuple[str, int, int], int] = {}
+    post: dict[tuple[str, int, int], int] = {}
+    for evs in events:
+        for e in evs:
+            if e.kind == "SEND_F":
+                send[("F", e.stage + 1, e.mb)] = e.start_ns
+            elif e.kind == "SEND_B":
+                send[("B", e.stage - 1, e.mb)] = e.start_ns
+            elif e.kind in ("RECV_F", "RECV_B"):
+                post[(e.kind[-1], e.stage, e.mb)] = e.start_ns
+    out = []
+    for key, (end, nbytes) in sorted(arrivals.items()):
+        if key in send and key in post and post[key] <= send[key] < end:
+            out.append((float(nbytes), (end - send[key]) / 1e9))
+    return out
+
+
+def _arrivals(step: Any) -> dict[tuple[str, int, int], tuple[float, float]]:
+    import re
+
+    pat = re.compile(r"(\d+)RECV_([FB])(\d+)$")
+    out: dict[tuple[str, int, int], tuple[float, float]] = {}
+    for trs in step.transfers:
+        for t in trs:
+            m = pat.match(t.action)
+            if m:
+                out[(m.group(2), int(m.group(1)), int(m.group(3)))] = (t.span.end * 1000.0, t.span.nbytes)
+    return out
+
+
+def calibrate_from_trace(
+    traces: Sequence[Any], schedule: Schedule | None = None, fit_steps: Sequence[int] | None = None, clock: str = "auto"
+) -> TraceFit:
+    """Fit a calibration to ``fit_steps`` of a job's traces (default: every recorded step); see
+    the module docstring.
+
+    Example:
+        >>> fit = calibrate_from_trace(read_traces(["prof/"]), fit_steps=[1, 2])  # doctest: +SKIP
+        >>> fit.calibration.action_overhead_s > 0  # doctest: +SKIP
+        True
+    """
+    from ..comm import FixedDelay
+    from ..io.trace_step import recorded_step
+    from .breakdown import breakdown
+    from .fit import fit_link, fit_runtime, op_ratio
+    from .handover import fit_by_ranks
+    from .handover import handover_samples as samples_of
+    from .preset_file import machine_name
+
+    first = recorded_step(traces, None, clock)
+    steps = tuple(fit_steps) if fit_steps else first.steps
+    unknown = [n for n in steps if n not in first.steps]
+    if unknown:
+        raise ParameterError(
+            "fit-steps",
+            ",".join(map(str, unknown)),
+            f"not recorded; the traces hold ProfilerStep {', '.join(map(str, first.steps))}",
+        )
+    imported = [import_step(traces, recorded_step(traces, n, clock), schedule) for n in steps]
+    sched = schedule if schedule is not None else imported[0].schedule
+    pooled_events: list[list[Event]] = [[] for _ in range(sched.p)]
+    for imp in imported:
+        for r, evs in enumerate(imp.events):
+            pooled_events[r].extend(evs)
+    costs = fitted_costs(pooled_events, sched.placement, imported[0].timeline.costs.boundary_bytes)
+    makespans = [imp.timeline.makespan for imp in imported]
+    samples = [s for imp in imported for s in link_samples(imp.events, _arrivals(imp.step))]
+    if samples:
+        by_size: dict[float, list[float]] = {}
+        for b, t in samples:
+            by_size.setdefault(b, []).append(t)
+        latency, bandwidth = fit_link([(b, statistics.median(ts)) for b, ts in sorted(by_size.items())])
+    else:
+        latency, bandwidth = 0.0, float("inf")
+    if bandwidth == float("inf"):
+        bandwidth = LATENCY_ONLY_BPS
+    runs = [(sched, costs, ms) for ms in makespans]
+    one_pipe = sched.placement.num_pipes == 1
+    # the op-by-op terms against the pooled costs (each step's own fit would make its overshoot 0)
+    ops = breakdown([replace(imp.timeline, costs=costs) for imp in imported]) if one_pipe else None
+    fit = fit_runtime(runs, FixedDelay(latency), ratio=op_ratio(ops))
+    ho: Any = None
+    ho_by: dict[int, Any] = {}
+    if one_pipe:
+        ho, ho_by = fit_by_ranks([(sched.p, samples_of(sched, costs, imp.events, 0)) for imp in imported])
+    cal = Calibration(
+        fit.one_pipe[0],
+        fit.one_pipe[1],
+        latency,
+        bandwidth,
+        (),
+        tuple((f"{sched.describe()} ProfilerStep#{n}", ms) for n, ms in zip(steps, makespans)),
+        fit.residual,
+        machine_name(),
+        datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        {"breakdown": ops, "residual_two_pipe": fit.residual_two_pipe},
+        fit.two_pipe,
+        ho,
+        tuple(ho_by.items()),
+    )
+    return TraceFit(cal, costs, sched, steps, tuple(zip(steps, makespans)), tuple(samples))
+
+
+def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
+    """The preset of a :class:`TraceFit`: :func:`~ppverify.measure.preset_file.preset_text`'s
+    schema, with comments saying it was fitted to a trace (which, which steps, the op costs).
+
+    Example:
+        >>> print(trace_preset_text(fit, "mine", "prof/"))  # doctest: +SKIP
+        # Written by `ppverify calibrate --from-trace prof/` ...
+    """
+    from .preset_file import preset_text
+
+    body = preset_text(fit.calibration, name)
+    body = body[body.index("description:") :]
+    c = fit.costs
+    cal = fit.calibration
+    costs = "; ".join(f"{k}=" + "/".join(f"{x * 1e3:.4g}" for x in c.duration[k]) for k in ("F", "B", "I", "W"))
+    sizes = sorted({b for b, _ in fit.link_samples})
+    lines = [
+        f"# Written by `ppverify calibrate --from-trace {source}` on {cal.date}, machine: {cal.machine}.",
+        f"# Trace: {fit.schedule.describe()}, fit steps ProfilerStep {', '.join(map(str, fit.fit_steps))} "
+        f"(makespans {', '.join(f'{ms * 1e3:.2f} ms' for _, ms in fit.runs)}).",
+        f"# Op costs (median per stage and kind over the fit steps, ms per stage): {costs}.",
+        f"# Link: {len(fit.link_samples)} transfers whose RECV was posted before the SEND (SEND post to receive completion),"
+        f" sizes {', '.join(f'{b:g} B' for b in sizes) or 'none'}; "
+        + (
+            "latency and bandwidth by least squares."
+            if len(sizes) > 1
+            else "one size: latency only (bandwidth not measurable)."
+        ),
+        f"# Runtime overhead fitted as `ppverify calibrate` fits it (rms relative residual {cal.residual * 100:.2f} %).",
+    ]
+    return (
+        "\n".join(lines)
+        + "\n"
+        + body.replace("source: ppverify calibrate (measured)", "source: ppverify calibrate --from-trace (measured)")
+    )
+
+
+def held_out(
+    fit: TraceFit,
+    system: Any,
+    traces: Sequence[Any],
+    steps: Sequence[int] | None = None,
+    schedule: Schedule | None = None,
+    clock: str = "auto",
+    semantics: str | None = None,
+) -> list[tuple[int, float, float]]:
+    """``(step, measured makespan, predicted)`` of ``steps`` of ``traces`` (default: every step
+    not in the fit when no ``schedule`` is given, else all), predicted (``semantics``: as
+    :func:`~ppverify.measure.calibrate.predict_on` picks, or ``async`` / ``runtime``) from ``system`` (the
+    preset written) and the fit's op costs, as ``measure --system`` predicts a run.
+
+    Example:
+        >>> held_out(fit, "mine.yaml", traces)  # doctest: +SKIP
+        [(3, 0.171, 0.168)]
+    """
+    from ..io.trace_step import recorded_step
+    from .calibrate import predict_on
+
+    sched_for_costs = schedule
+    if steps is None:
+        first = recorded_step(traces, None, clock)
+        steps = [n for n in first.steps if n not in fit.fit_steps] if schedule is None else list(first.steps)
+    out = []
+    for n in steps:
+        imp = import_step(traces, recorded_step(traces, n, clock), sched_for_costs)
+        target = sched_for_costs if sched_for_costs is not None else imp.schedule
+        costs = fit.costs if target.num_stages == fit.costs.num_stages else None
+        if costs is None:
+            raise ParameterError(
+                "schedule",
+                target.describe(),
+                f"has {target.num_stages} stages; the fit's costs describe {fit.costs.num_stages}",
+            )
+        out.append((n, imp.timeline.makespan, predict_on(target, costs, system, semantics)))
+    return out
+
+
+def preset_system(text: str, name: str = "from-trace") -> Any:
+    """The :class:`~ppverify.system.System` of a preset's text (read through a temporary file,
+    as ``--system FILE`` reads it).
+
+    Example:
+        >>> from ppverify.measure.calibration import Calibration
+        >>> from ppverify.measure.preset_file import preset_text
+        >>> preset_system(preset_text(Calibration(1e-3, 2e-4, 5e-5, 1e9))).action_overhead_s
+        0.001
+    """
+    import tempfile
+    from pathlib import Path
+
+    from ..system import load_system
+
+    with tempfile.TemporaryDirectory(prefix="ppverify-preset-") as d:
+        path = Path(d) / f"{name}.yaml"
+        path.write_text(text)
+        return load_system(str(path))
+
+
+def from_trace(
+    inputs: Sequence[str], schedule_name: str | None, fit_steps_text: str | None, name: str
+) -> tuple[TraceFit, str, list[tuple[int, float, float]]]:
+    """What ``calibrate --from-trace`` does: read the traces, fit the ``fit_steps_text`` steps
+    (``"1,2"``; default the first half of the recorded steps) of the schedule named (a family, built
+    at the trace's p and m, or a file; None: read from the trace), write the preset's text and
+    predict the held-out steps: ``(fit, preset text, [(step, measured, predicted)])``.
+
+    Example:
+        >>> fit, text, rows = from_trace(["prof/"], None, "1,2", "mine")  # doctest: +SKIP
+    """
+    from ..io import load_schedule, looks_like_file
+    from ..io.profiler_trace import read_traces
+    from ..io.trace_step import recorded_step
+    from ..schedules import build
+    from .trace_import import recorded_size
+
+    traces = read_traces(inputs)
+    schedule = None
+    if schedule_name:
+        p, m = recorded_size(traces)
+        schedule = load_schedule(schedule_name) if looks_like_file(schedule_name) else build(schedule_name, p=p, m=m)
+    steps = recorded_step(traces).steps
+    try:
+        fit_steps = (
+            [int(x) for x in fit_steps_text.split(",")] if fit_steps_text else list(steps[: max(1, len(steps) // 2)])
+        )
+    except ValueError:
+        raise ParameterError(
+            "fit-steps", fit_steps_text, "expected step numbers separated by commas, e.g. 1,2,3"
+        ) from None
+    fit = calibrate_from_trace(traces, schedule, fit_steps)
+    text = trace_preset_text(fit, name, " ".join(inputs))
+    rest = [n for n in steps if n not in fit.fit_steps]
+    rows = held_out(fit, preset_system(text, name), traces, rest, schedule) if rest else []
+    return fit, text, rows
+
+
+def summary_lines(fit: TraceFit, text: str, rows: Sequence[tuple[int, float, float]]) -> list[str]:
+    """What ``calibrate --from-trace --out FILE`` prints: the fit steps, the preset's costs, link
+    and overhead comments, and each held-out step's prediction and error.
+
+    Example:
+        >>> print("\\n".join(summary_lines(fit, text, rows)))  # doctest: +SKIP
+        fit steps          ProfilerStep 1, 2 of recorded p=2 m=4
+    """
+    lines = [f"fit steps          ProfilerStep {', '.join(map(str, fit.fit_steps))} of {fit.schedule.describe()}"]
+    lines += [line[2:] for line in text.splitlines()[2:5]]
+    lines += [
+        f"held-out step {n:<4} measured {ms * 1e3:.3f} ms   predicted {pr * 1e3:.3f} ms   error {100 * (pr - ms) / ms:+.1f}%"
+        for n, ms, pr in rows
+    ]
+    return lines

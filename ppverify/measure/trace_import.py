@@ -1,0 +1,311 @@
+"""A recorded step of a profiler trace as a measured timeline (``ppverify import-trace``).
+
+:func:`~ppverify.io.trace_step.recorded_step` gives each rank's actions on one clock; here they
+become the :class:`~ppverify.measure.record.Event` values ``measure`` records itself, and the
+same :func:`~ppverify.measure.record.to_timeline` turns them into a ``measured`` timeline:
+
+* a compute action ``sKm`` (``PP:1F0``; ``Forward i`` / ``Backward i`` of the older schedule
+  classes, one stage per rank, need the schedule) is op ``sKm``. Device-side ranges are the op
+  as the GPU ran it. A host-side range also holds the wait for its input, so the op starts at the
+  later of its range's start and the arrival of that input: the end of the receive work posted by
+  ``sRECV_Fm`` (for F) or ``sRECV_Bm`` (for B and I) of the same step. An overlapped action
+  ``(a;b)OVERLAP_F_B`` is split into its sub-actions in equal shares;
+* ``sSEND_Fm`` / ``sSEND_Bm`` are sends posted at the range's start; ``RECV`` posts likewise;
+* on host-side ranges, a send posted from inside an op's range (the two-pipe runner sends from within the op) ends
+  the op there;
+* ``sREDUCE_GRAD`` of a two-pipe schedule is the all-reduce of stage s's two replicas; UNSHARD,
+  RESHARD and one-pipe REDUCE_GRAD (local) take no place in the timeline.
+
+The recorded order is a schedule: each rank's ops in start order, on the placement given (a
+schedule to compare with) or read from the trace (the rank that ran each stage; one pipe).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..costs import KINDS, CostModel
+from ..errors import ParameterError, ScheduleFileError
+from ..io.profiler_trace import RankTrace
+from ..io.trace_step import RecordedStep
+from ..ops import Op
+from ..placement import Placement, placement_from_map
+from ..schedule import Schedule
+from ..timeline import Timeline, TimelineInfo
+from .record import Event, to_timeline
+
+_COMPUTE = re.compile(r"(\d+)([FBIW])(\d+)$")
+_COMM = re.compile(r"(\d+)(SEND|RECV)_([FB])(\d+)$")
+_OVERLAP = re.compile(r"\((.*)\)OVERLAP_F_B$")
+_LEGACY = re.compile(r"(Forward|Backward) (\d+)$")
+_REDUCE = re.compile(r"(\d+)REDUCE_GRAD$")
+
+
+@dataclass(frozen=True, eq=False)
+class ImportedStep:
+    """A recorded step as ppverify values: the ``schedule`` it ran (recorded order), its
+    ``timeline`` (``semantics="measured"``, seconds), the per-rank ``events`` (ns from the step
+    start) and the :class:`~ppverify.io.trace_step.RecordedStep` read.
+
+    Example:
+        >>> imp = import_step(traces, recorded_step(traces))  # doctest: +SKIP
+        >>> imp.timeline.semantics  # doctest: +SKIP
+        'measured'
+    """
+
+    schedule: Schedule
+    timeline: Timeline
+    events: tuple[tuple[Event, ...], ...]
+    step: RecordedStep
+
+
+def _ns(us: float) -> int:
+    return round(us * 1000.0)
+
+
+def _legacy_stage(given: Schedule | None, rank: int, path: str) -> int:
+    if given is None or given.placement.num_pipes != 1:
+        raise ScheduleFileError(
+            path, "Forward/Backward", "the older schedules' 'Forward i'/'Backward i' ranges need --schedule (one pipe)"
+        )
+    stages = [s for s, d in enumerate(given.placement.maps[0]) if d == rank]
+    if len(stages) != 1:
+        raise ScheduleFileError(
+            path, "Forward/Backward", f"'Forward i' needs one stage per rank; rank {rank} holds {len(stages)}"
+        )
+    return stages[0]
+
+
+def step_events(step: RecordedStep, traces: Sequence[RankTrace], given: Schedule | None = None) -> list[list[Event]]:
+    """Each rank's :class:`Event` list of the step (ns from the step start; see the module
+    docstring for the rules).
+
+    Example:
+        >>> from ppverify.io.profiler_trace import Span, Transfer
+        >>> st = RecordedStep(0, (0,), (9.0,), "shared", (0.0,), "host",
+        ...     ((Span("0RECV_F0", 0.0, 1.0), Span("0F0", 1.0, 9.0)),), ((Transfer("0RECV_F0", Span("gloo:recv", 0.5, 4.0)),),), 0.0)
+        >>> step_events(st, [])
+        [[Event(kind='RECV_F', stage=0, mb=0, start_ns=0, end_ns=0), Event(kind='F', stage=0, mb=0, start_ns=4000, end_ns=9000)]]
+    """
+    out: list[list[Event]] = []
+    for rank, (acts, trs) in enumerate(zip(step.actions, step.transfers)):
+        arrival: dict[tuple[str, int, int], float] = {}
+        for a in acts:
+            m = _COMM.match(a.name)
+            if m and m.group(2) == "RECV":
+                key = (m.group(3), int(m.group(1)), int(m.group(4)))
+                arrival[key] = max(arrival.get(key, a.end), a.end if step.side == "host" else a.start)
+        for t in trs:
+            m = _COMM.match(t.action)
+            if m and m.group(2) == "RECV":
+                key = (m.group(3), int(m.group(1)), int(m.group(4)))
+                arrival[key] = max(arrival.get(key, t.span.end), t.span.end)
+        evs: list[Event] = []
+        for a in acts:
+            name = a.name
+            lm = _LEGACY.match(name)
+            if lm:
+                path = traces[rank].path if rank < len(traces) else "trace"
+                stage = _legacy_stage(given, rank, path)
+                name = f"{stage}{'F' if lm.group(1) == 'Forward' else 'B'}{lm.group(2)}"
+            om = _OVERLAP.match(name)
+            subs = om.group(1).split(";") if om else [name]
+            width = (a.end - a.start) / len(subs)
+            for k, sub in enumerate(subs):
+                cm = _COMPUTE.match(sub)
+                if cm:
+                    s, kind, mb = int(cm.group(1)), cm.group(2), int(cm.group(3))
+                    start, end = a.start + k * width, a.start + (k + 1) * width
+                    if step.side == "host" and k == 0:
+                        wait = arrival.get(("F" if kind == "F" else "B", s, mb))
+                        if kind != "W" and wait is not None:
+                            start = min(max(start, wait), end)
+                    evs.append(Event(kind, s, mb, _ns(start), _ns(end)))
+                    continue
+                mm = _COMM.match(sub)
+                if mm:
+                    kind = f"{mm.group(2)}_{mm.group(3)}"
+                    evs.append(Event(kind, int(mm.group(1)), int(mm.group(4)), _ns(a.start), _ns(a.start)))
+                rm = _REDUCE.match(sub)
+                if rm and given is not None and given.placement.num_pipes > 1:
+                    st = int(rm.group(1))
+                    devs = [mp[st] for mp in given.placement.maps]
+                    peer = next((d for d in devs if d != rank), rank)
+                    evs.append(Event("ALLREDUCE", st, peer, _ns(a.start), _ns(a.end)))
+        out.append(_end_at_nested_sends(evs) if step.side == "host" else evs)
+    return out
+
+
+def _end_at_nested_sends(evs: list[Event]) -> list[Event]:
+    # a send posted from inside an op's range (the two-pipe runner) marks the op's end
+    sends = sorted(e.start_ns for e in evs if e.kind in ("SEND_F", "SEND_B"))
+    if not sends:
+        return evs
+    import bisect
+
+    out = []
+    for e in evs:
+        if e.kind in KINDS:
+            i = bisect.bisect_right(sends, e.start_ns)
+            if i < len(sends) and sends[i] < e.end_ns:
+                e = e._replace(end_ns=sends[i])
+        out.append(e)
+    return out
+
+
+def recorded_schedule(
+    events: Sequence[Sequence[Event]], given: Schedule | None = None, path: str = "trace"
+) -> Schedule:
+    """The schedule the step ran: each rank's compute ops in start order, on ``given``'s
+    placement, or on the placement read from the trace (one pipe: the rank that ran each stage).
+
+    Example:
+        >>> ev = [[Event("F", 0, 0, 0, 5), Event("B", 0, 0, 20, 30)], [Event("F", 1, 0, 6, 9), Event("B", 1, 0, 9, 19)]]
+        >>> s = recorded_schedule(ev)
+        >>> s.placement.name, [[str(o) for o in prog] for prog in s.programs]
+        ('linear', [['0F0', '0B0'], ['1F0', '1B0']])
+    """
+    p = len(events)
+    progs = []
+    owner: dict[int, set[int]] = {}
+    mbs = 0
+    for rank, evs in enumerate(events):
+        ops = sorted((e for e in evs if e.kind in KINDS), key=lambda e: (e.start_ns, e.end_ns))
+        progs.append(tuple(Op(e.kind, e.stage, e.mb) for e in ops))
+        for e in ops:
+            owner.setdefault(e.stage, set()).add(rank)
+            mbs = max(mbs, e.mb + 1)
+    if given is not None:
+        if given.p != p:
+            raise ParameterError("schedule", given.describe(), f"has p={given.p}; the trace has {p} ranks")
+        return Schedule(given.placement, given.m, tuple(progs), given.pipe_of_mb, "recorded", {"p": p, "m": given.m})
+    if not owner:
+        raise ScheduleFileError(path, "traceEvents", "no compute actions (F, B, I, W) in the step")
+    S = max(owner) + 1
+    stage_rank = []
+    for s in range(S):
+        ranks = sorted(owner.get(s, ()))
+        if len(ranks) != 1:
+            where = f"ran on ranks {ranks}" if ranks else "never ran"
+            raise ScheduleFileError(path, f"stage {s}", f"{where}; give --schedule to read a two-pipe or partial trace")
+        stage_rank.append(ranks[0])
+    placement: Placement = placement_from_map(p, stage_rank)
+    return Schedule(placement, mbs, tuple(progs), (0,) * mbs, "recorded", {"p": p, "m": mbs})
+
+
+def fitted_costs(
+    events: Sequence[Sequence[Event]], placement: Placement, boundary_bytes: Sequence[float] = ()
+) -> CostModel:
+    """Op costs fitted from a step: the median duration of each stage's ops of each kind, in
+    seconds (a kind never recorded: B = I + W, I = W = B / 2, F from B / 2; zero if none).
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> ev = [[Event("F", 0, 0, 0, 10**7), Event("F", 0, 1, 0, 3 * 10**7), Event("B", 0, 0, 0, 4 * 10**7)]]
+        >>> c = fitted_costs(ev, linear(1))
+        >>> c.duration["F"], c.duration["B"], c.duration["I"]
+        ((0.02,), (0.04,), (0.02,))
+    """
+    S = placement.num_stages
+    per: dict[tuple[str, int], list[float]] = {}
+    for evs in events:
+        for e in evs:
+            if e.kind in KINDS:
+                per.setdefault((e.kind, e.stage), []).append((e.end_ns - e.start_ns) / 1e9)
+    dur: dict[str, list[float]] = {k: [] for k in KINDS}
+    for s in range(S):
+        med = {k: statistics.median(per[(k, s)]) for k in KINDS if (k, s) in per}
+        if "B" not in med and "I" in med and "W" in med:
+            med["B"] = med["I"] + med["W"]
+        if "B" in med:
+            med.setdefault("I", med["B"] / 2)
+            med.setdefault("W", med["B"] / 2)
+        med.setdefault("F", med.get("B", 0.0) / 2)
+        med.setdefault("B", 2 * med["F"])
+        med.setdefault("I", med["B"] / 2)
+        med.setdefault("W", med["B"] / 2)
+        for k in KINDS:
+            dur[k].append(float(med[k]))
+    share = placement.share_per_stage
+    bb = tuple(float(x) for x in boundary_bytes) if len(boundary_bytes) == max(S - 1, 0) else (0.0,) * max(S - 1, 0)
+    return CostModel(
+        duration={k: tuple(v) for k, v in dur.items()},
+        activation=(share,) * S,
+        freed_by_I=(0.0,) * S,
+        boundary_bytes=bb,
+        weight_bytes=(0.0,) * S,
+        time_unit="s",
+        label="fitted from the trace (median per stage and kind)",
+    )
+
+
+def boundary_bytes_of(step: RecordedStep, num_stages: int) -> tuple[float, ...]:
+    """Bytes of each stage boundary from the recorded shapes of the step's sends (the largest
+    seen; 0 where none was recorded).
+
+    Example:
+        >>> from ppverify.io.profiler_trace import Span, Transfer
+        >>> st = RecordedStep(0, (0,), (1.0,), "shared", (0.0,), "host", ((),), ((Transfer("0SEND_F0", Span("gloo:send", 0, 1, 128.0)),),), 0.0)
+        >>> boundary_bytes_of(st, 2)
+        (128.0,)
+    """
+    out = [0.0] * max(num_stages - 1, 0)
+    for trs in step.transfers:
+        for t in trs:
+            m = _COMM.match(t.action)
+            if not m:
+                continue
+            s = int(m.group(1))
+            b = s if m.group(3) == "F" else s - 1
+            if m.group(2) == "RECV":
+                b = s - 1 if m.group(3) == "F" else s
+            if 0 <= b < len(out):
+                out[b] = max(out[b], t.span.nbytes)
+    return tuple(out)
+
+
+def import_step(
+    traces: Sequence[RankTrace], step: RecordedStep, given: Schedule | None = None, costs: CostModel | None = None
+) -> ImportedStep:
+    """The step as a schedule and a measured timeline; ``costs`` default to those fitted from the
+    step itself (:func:`fitted_costs`).
+
+    Example:
+        >>> imp = import_step(traces, recorded_step(traces))  # doctest: +SKIP
+    """
+    events = step_events(step, traces, given)
+    path = traces[0].path if traces else "trace"
+    schedule = recorded_schedule(events, given, path)
+    if costs is None:
+        costs = fitted_costs(events, schedule.placement, boundary_bytes_of(step, schedule.num_stages))
+    elif costs.num_stages != schedule.num_stages:
+        raise ParameterError(
+            "costs", costs.label or "custom", f"describe {costs.num_stages} stages; the trace has {schedule.num_stages}"
+        )
+    info = TimelineInfo(compute=f"trace ({step.side}-side)", runner="profiler trace", clock=step.clock, step=step.step)
+    timeline = to_timeline(schedule, costs, events, 0, info)
+    return ImportedStep(schedule, timeline, tuple(tuple(e) for e in events), step)
+
+
+def recorded_size(traces: Sequence[RankTrace]) -> tuple[int, int]:
+    """``(p, m)`` of a recorded job: its ranks, and its microbatches (one more than the largest
+    microbatch of a ``PP:`` compute action; ``Forward i`` counts as microbatch i).
+
+    Example:
+        >>> from ppverify.io.profiler_trace import Span
+        >>> t = RankTrace("r0", 0, 1, "h", "host", (Span("0F3", 0, 1), Span("Forward 5", 1, 2)), (), (), (), ())
+        >>> recorded_size([t])
+        (1, 6)
+    """
+    m = 0
+    for t in traces:
+        for a in t.actions:
+            om = _OVERLAP.match(a.name)
+            for sub in om.group(1).split(";") if om else [a.name]:
+                cm = _COMPUTE.match(sub) or _LEGACY.match(sub)
+                if cm:
+                    m = max(m, int(cm.group(cm.lastindex or 1)) + 1)
+    return len(traces), m
