@@ -214,3 +214,22 @@ def _compact_json(obj: Any, indent: int = 0) -> str:
         items = [inner + _compact_json(v, indent + 2) for v in obj]
         return "[\n" + ",\n".join(items) + "\n" + pad + "]"
     return json.dumps(obj)
+
+
+def interrupted(command: str, what: str = "the best schedule and bound found so far") -> int:
+    """After Ctrl-C ended a solver run whose best result (``what``) was printed: one line on
+    stderr and the interrupt's exit code, 130.
+
+    Example:
+        >>> import contextlib, io
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err):
+        ...     interrupted("ppverify optimize")
+        130
+        >>> print(err.getvalue(), end="")
+        ppverify optimize: interrupted (Ctrl-C); printed the best schedule and bound found so far
+    """
+    from . import EXIT_INTERRUPT
+
+    print(f"{command}: interrupted (Ctrl-C); printed {what}", file=sys.stderr)
+    return EXIT_INTERRUPT

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...optimize.request import summary_lines
 from .. import Command
-from ..common import print_json
+from ..common import interrupted, print_json
 from ..optimize_args import add_problem_arguments, problem_from_args
 
 
@@ -53,7 +53,10 @@ def family_value(
 def run(args: argparse.Namespace) -> int:
     """Time the family, optimize the same problem, print value, bound and gap."""
     from ...optimize import optimize, relative_gap
+    from ...optimize.deadline import Deadline
+    from ...optimize.solver_run import Progress, interruptible, run_limits
 
+    work, wall = run_limits(args.time_limit, args.work_limit)
     pr, sched, info = problem_from_args(args)
     if sched is None:  # an empty FAMILY|FILE
         from ...errors import ParameterError
@@ -62,7 +65,14 @@ def run(args: argparse.Namespace) -> int:
     value, tl = family_value(sched, pr.costs, pr.comm, pr.objective, pr.sync, pr.dp_allreduce)
     peak = tl.peak_memory().max() if len(tl.ops) else 0.0
     over_cap = pr.memory_cap is not None and peak > pr.memory_cap + 1e-9
-    res = optimize(pr, args.time_limit, args.workers, args.seed)
+    progress = Progress.for_command("gap", args.progress)
+    with interruptible() as stop:  # Ctrl-C: the bound so far is printed, then exit code 130
+        deadline = Deadline.after(wall, stop)
+        res = optimize(
+            pr, wall, args.workers, args.seed, work_limit=work, deadline=deadline, deterministic=True, progress=progress
+        )
+        if progress is not None:
+            progress.close()
     bound = min(res.bound, value) if not over_cap else res.bound
     out = dict(
         info,
@@ -83,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.json:
         print_json(out)
-        return 0
+        return interrupted("ppverify gap", "the bound and gap found so far") if stop.is_set() else 0
     u = "" if res.time_unit != "s" else " s"
     gap = out["gap"]
     print(
@@ -99,10 +109,10 @@ def run(args: argparse.Namespace) -> int:
     if res.status == "OPTIMAL":
         print(f"optimum    {res.objective:g}{u}  (proven; the family is {value - res.objective:g}{u} above it)")
     elif res.objective is not None:
-        print(f"best found {res.objective:g}{u}  (CP-SAT {res.status} within {args.time_limit:g} s)")
+        print(f"best found {res.objective:g}{u}  (CP-SAT {res.status} within {wall:g} s)")
     print()
     print("\n".join(summary_lines(res, info)))
-    return 0
+    return interrupted("ppverify gap", "the bound and gap found so far") if stop.is_set() else 0
 
 
 COMMAND = Command(
