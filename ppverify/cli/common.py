@@ -233,3 +233,31 @@ def interrupted(command: str, what: str = "the best schedule and bound found so 
 
     print(f"{command}: interrupted (Ctrl-C); printed {what}", file=sys.stderr)
     return EXIT_INTERRUPT
+
+
+class DeprecatedAlias(argparse.Action):
+    """An old option name kept working: it stores into the new option's ``dest`` and says once,
+    on stderr, which name to use instead.
+
+    Example:
+        >>> import contextlib, io
+        >>> parser = argparse.ArgumentParser(prog="ppverify import")
+        >>> _ = parser.add_argument("--style", choices=("paper", "torch"))
+        >>> _ = parser.add_argument("--table", dest="style", choices=("paper", "torch"), action=DeprecatedAlias, new="--style")
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err):
+        ...     parser.parse_args(["--table", "torch"]).style
+        'torch'
+        >>> print(err.getvalue(), end="")
+        ppverify import: warning: --table is deprecated, use --style (the same values)
+    """
+
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option_string: Any = None) -> None:
+        print(
+            f"{parser.prog}: warning: {option_string} is deprecated, use {self.new} (the same values)", file=sys.stderr
+        )
+        setattr(namespace, self.dest, values)

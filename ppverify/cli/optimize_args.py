@@ -83,18 +83,19 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
         help="end the step with a data-parallel gradient all-reduce among N pipeline replicas",
     )
     s.add_argument(
-        "--time-limit",
-        type=float,
-        default=60.0,
-        help="wall-clock ceiling in seconds (default 60); never exceeded by much",
-    )
-    s.add_argument(
         "--work-limit",
         type=float,
         default=None,
         metavar="S",
-        help="CP-SAT work in its deterministic seconds, so that the same command gives the same answer "
-        "at any machine load (default: a quarter of --time-limit)",
+        help="CP-SAT work in its deterministic seconds: the same command gives the same answer at any "
+        "machine load (default 60, at most --time-limit)",
+    )
+    s.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="S",
+        help="wall-clock ceiling in seconds, never exceeded by much (default: 4 x the work limit)",
     )
     s.add_argument(
         "--progress",

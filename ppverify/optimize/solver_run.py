@@ -34,28 +34,38 @@ from ortools.sat.python import cp_model
 from ..errors import ParameterError
 from .result import relative_gap
 
+#: the search's default work in CP-SAT's deterministic seconds (what ``--time-limit 60`` gave before)
+DEFAULT_WORK = 60.0
 #: the default wall-clock ceiling as a multiple of the work limit (the same factor as ``compare``)
 WALL_FACTOR = 4.0
 
 
-def run_limits(time_limit: float, work_limit: float | None = None) -> tuple[float, float]:
+def run_limits(time_limit: float | None = None, work_limit: float | None = None) -> tuple[float, float]:
     """``(work, wall)``: CP-SAT's deterministic seconds and the wall-clock ceiling of a run.
-    Without ``work_limit`` the work is ``time_limit / WALL_FACTOR``, so that the clock only stops
-    a machine more than :data:`WALL_FACTOR` times slower than that work implies.
+
+    The work defaults to :data:`DEFAULT_WORK`, but never more than a given ``time_limit`` (so
+    ``--time-limit 10`` alone still means a ten-second run); the ceiling defaults to
+    :data:`WALL_FACTOR` times the work, so that the clock only stops a machine that many times
+    slower than the work implies (and then the result says so).
 
     Example:
-        >>> run_limits(60.0), run_limits(10.0, 5.0)
-        ((15.0, 60.0), (5.0, 10.0))
+        >>> run_limits(), run_limits(10.0), run_limits(work_limit=5.0), run_limits(10.0, 5.0)
+        ((60.0, 240.0), (10.0, 10.0), (5.0, 20.0), (5.0, 10.0))
         >>> run_limits(10.0, 0.0)
         Traceback (most recent call last):
         ...
         ppverify.errors.ParameterError: parameter work-limit=0.0: must be > 0 deterministic seconds
     """
-    if work_limit is None:
-        return float(time_limit) / WALL_FACTOR, float(time_limit)
-    if not 0 < work_limit <= 1e9:
+    if work_limit is not None and not 0 < work_limit <= 1e9:
         raise ParameterError("work-limit", work_limit, "must be > 0 deterministic seconds")
-    return float(work_limit), float(time_limit)
+    if time_limit is not None and not 0 < time_limit <= 1e9:
+        raise ParameterError("time-limit", time_limit, "must be > 0 seconds")
+    if work_limit is None:
+        work = DEFAULT_WORK if time_limit is None else min(DEFAULT_WORK, float(time_limit))
+    else:
+        work = float(work_limit)
+    wall = WALL_FACTOR * work if time_limit is None else float(time_limit)
+    return work, wall
 
 
 class Progress:
@@ -198,4 +208,4 @@ def interruptible() -> Iterator[threading.Event]:
         signal.signal(signal.SIGINT, old)
 
 
-__all__ = ["WALL_FACTOR", "Progress", "interruptible", "run_limits"]
+__all__ = ["DEFAULT_WORK", "WALL_FACTOR", "Progress", "interruptible", "run_limits"]

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
         unit = " s" if res.time_unit == "s" else ""
         raise TimeLimitError(
-            f"--time-limit {args.time_limit:g}",
+            f"--time-limit {wall:g}",
             f"no schedule found in time (status UNKNOWN, best bound {res.bound:g}{unit})",
         )
     return 0 if res.status in ("OPTIMAL", "FEASIBLE") else 1
