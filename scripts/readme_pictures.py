@@ -27,36 +27,10 @@ from ppverify.cli import main
 GANTT = "docs/images/readme-gantt.png"
 REPORT = "docs/images/readme-report.png"
 COMMANDS: dict[str, list[str]] = {
-    GANTT: [
-        "plot",
-        "chimera",
-        "-p",
-        "4",
-        "-m",
-        "8",
-        "--system",
-        "ethernet-100g",
-        "--model",
-        "gpt3-1.3b",
-        "-o",
-        "{out}",
-    ],
-    REPORT: [
-        "report",
-        "--schedules",
-        "1f1b,zb-h1,chimera,dualpipe",
-        "-p",
-        "4",
-        "-m",
-        "8",
-        "--costs",
-        "F=1,I=1,W=1",
-        "--comm-delay",
-        "0.5",
-        "--no-progress",
-        "-o",
-        "{out}",
-    ],
+    GANTT: "plot chimera -p 4 -m 8 --system ethernet-100g --model gpt3-1.3b -o {out}".split(),
+    REPORT: (
+        "report --schedules 1f1b,zb-h1,chimera,dualpipe -p 4 -m 8 --costs F=1,I=1,W=1 --comm-delay 0.5 --no-progress -o {out}"
+    ).split(),
 }
 
 

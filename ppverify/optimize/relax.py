@@ -32,6 +32,7 @@ from .bounds import Bounds, heads_tails
 from .interrupt import stoppable
 from .model import memory_lags
 from .problem import Instance
+from .solver_setup import make_solver
 
 
 def _lags(inst: Instance, devices: Sequence[int]) -> list[tuple[int, int, int]]:
@@ -143,15 +144,7 @@ def device_bound(
                 model.add(first <= start[i])
                 model.add(obj >= start[i] + inst.dur[i] - first)
     model.minimize(obj)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    if work_limit is not None:
-        solver.parameters.max_deterministic_time = max(0.01, float(work_limit))
-    solver.parameters.num_workers = int(workers)
-    solver.parameters.random_seed = int(seed)
-    solver.parameters.catch_sigint_signal = False  # Ctrl-C is the command's (solve.py's _solver)
-    if deterministic and workers > 1:  # as make_solver: the portfolio in a fixed order
-        solver.parameters.interleave_search = True
+    solver = make_solver(time_limit, workers, seed, work_limit, deterministic)
     with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
         status = solver.solve(model)
     if status == cp_model.OPTIMAL:

@@ -181,21 +181,20 @@ def test_50k_ops_render_within_10s(browser, tmp_path):
     assert errors == []
 
 
-def _report(tmp_path: Path, name: str, argv: list[str]) -> Path:
-    out = tmp_path / name
-    assert main(["report", *argv, "--no-progress", "-o", str(out)]) == 0
-    return out
+def _open_report(browser, tmp_path: Path, schedule: str, argv: list[str]):
+    """``ppverify report`` of one schedule (argv: the rest of its options), opened on that schedule."""
+    out = tmp_path / f"{schedule}.html"
+    assert main(["report", "--schedules", schedule, *argv, "--no-progress", "-o", str(out)]) == 0
+    page, errors = _open(browser, out)
+    assert page.evaluate("s => window.ppverifyReport.select(s)", schedule)
+    return page, errors
 
 
 def test_collectives_have_their_own_colour_and_pipe_1_is_hatched(browser, tmp_path):
     # Chimera p=4 m=4: two pipes, the replica gradient all-reduce ends the step
-    path = _report(
-        tmp_path,
-        "chimera.html",
-        ["--schedules", "chimera", "-p", "4", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "0.5"],
+    page, errors = _open_report(
+        browser, tmp_path, "chimera", ["-p", "4", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "0.5"]
     )
-    page, errors = _open(browser, path)
-    assert page.evaluate("window.ppverifyReport.select('chimera')")
     assert "async" in page.evaluate("window.ppverifyReport.levels()")
     colours = page.evaluate("['allreduce', 'activation', 'gradient'].map(window.ppverifyReport.transferColor)")
     # an all-reduce is drawn in none of the colours of an op kind or a point-to-point transfer
@@ -224,13 +223,9 @@ def test_memory_panel_has_a_y_scale(browser, study_page, tmp_path):
 def test_a_queued_transfer_names_what_it_waited_behind(browser, tmp_path):
     # GPipe p=2 m=2, F=1, B=2, a 2-unit link: 0F0's activation holds link 0->1 from 1 to 3, so
     # 0F1's (ready at 2) waits behind it until 3 under the contention engine
-    path = _report(
-        tmp_path,
-        "queue.html",
-        ["--schedules", "gpipe", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--comm-delay", "2"],
+    page, errors = _open_report(
+        browser, tmp_path, "gpipe", ["-p", "2", "-m", "2", "--costs", "F=1,B=2", "--comm-delay", "2"]
     )
-    page, errors = _open(browser, path)
-    assert page.evaluate("window.ppverifyReport.select('gpipe')")
     queued = page.evaluate("window.ppverifyReport.queued('contention')")
     assert queued
     tips = [page.evaluate("([l, t]) => window.ppverifyReport.transferTip(l, t)", ["contention", t]) for t in queued]
