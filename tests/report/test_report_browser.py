@@ -233,3 +233,27 @@ def test_a_queued_transfer_names_what_it_waited_behind(browser, tmp_path):
     assert any("its data was ready at 2" in tip for tip in tips)
     assert page.evaluate("window.ppverifyReport.queued('async')") == []  # no link queues without contention
     assert errors == []
+
+
+def test_a_measured_timeline_with_abstract_costs_is_drawn_in_units(browser, tmp_path):
+    # the measured step of abstract costs (slept UNIT_S seconds per unit; here the async engine
+    # timed in seconds stands in for the runtime) is read back in units and drawn with the others
+    from dataclasses import replace
+
+    from ppverify.compare.measured import UNIT_S, in_units
+
+    s = build("gpipe", p=2, m=2)
+    units = CostModel.abstract(s.placement, F=1, B=2)
+    slept = replace(units, duration={k: tuple(UNIT_S * x for x in v) for k, v in units.duration.items()}, time_unit="s")
+    measured = in_units(run(s, slept, semantics="async"), units, UNIT_S)
+    rows = pd.DataFrame(columns=["config", "schedule", "level", "semantics"])
+    timelines = {"async": run(s, units, semantics="async"), "measured": measured}
+    path = write_report(
+        Study(rows, (point_view("p=2 m=2 F=1,B=2", "gpipe", s, timelines, "valid"),)), tmp_path / "m.html"
+    )
+    page, errors = _open(browser, path)
+    assert page.evaluate("window.ppverifyReport.levels()") == ["async", "measured"]
+    assert Counter(page.evaluate("window.ppverifyReport.opsDrawn('gpipe', 'measured')")) == _ops(2, 2, "FB")
+    # one shared time axis in units: GPipe's (m + p - 1)(F + B) = 9 for both levels
+    assert page.evaluate("window.ppverifyReport.view()")[1] == pytest.approx(9 * 1.02)
+    assert errors == []
