@@ -236,18 +236,20 @@ def interrupted(command: str, what: str = "the best schedule and bound found so 
 
 
 class DeprecatedAlias(argparse.Action):
-    """An old option name kept working: it stores into the new option's ``dest`` and says once,
-    on stderr, which name to use instead.
+    """An old option name kept working: it stores into the new option's ``dest`` and notes which
+    name to use instead; :func:`warn_deprecated` prints the note once the command has run, so a
+    failing command still prints exactly one line.
 
     Example:
         >>> import contextlib, io
         >>> parser = argparse.ArgumentParser(prog="ppverify import")
         >>> _ = parser.add_argument("--style", choices=("paper", "torch"))
         >>> _ = parser.add_argument("--table", dest="style", choices=("paper", "torch"), action=DeprecatedAlias, new="--style")
+        >>> args = parser.parse_args(["--table", "torch"])
         >>> err = io.StringIO()
         >>> with contextlib.redirect_stderr(err):
-        ...     parser.parse_args(["--table", "torch"]).style
-        'torch'
+        ...     args.style, warn_deprecated(args, "ppverify import")
+        ('torch', None)
         >>> print(err.getvalue(), end="")
         ppverify import: warning: --table is deprecated, use --style (the same values)
     """
@@ -257,7 +259,15 @@ class DeprecatedAlias(argparse.Action):
         super().__init__(option_strings, dest, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option_string: Any = None) -> None:
-        print(
-            f"{parser.prog}: warning: {option_string} is deprecated, use {self.new} (the same values)", file=sys.stderr
-        )
+        notes = [
+            *getattr(namespace, "_deprecated", []),
+            f"{option_string} is deprecated, use {self.new} (the same values)",
+        ]
+        namespace._deprecated = notes
         setattr(namespace, self.dest, values)
+
+
+def warn_deprecated(args: argparse.Namespace, command: str) -> None:
+    """Print on stderr each deprecation noted while parsing ``args`` (:class:`DeprecatedAlias`)."""
+    for note in getattr(args, "_deprecated", []):
+        print(f"{command}: warning: {note}", file=sys.stderr)

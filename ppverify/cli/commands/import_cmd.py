@@ -25,7 +25,7 @@ from ...errors import ParameterError
 from ...schedule import Schedule
 from ...verify.import_audit import audit, audit_text
 from .. import Command
-from ..common import DeprecatedAlias, add_cost_arguments, costs_from_args, print_json
+from ..common import DeprecatedAlias, add_cost_arguments, costs_from_args, print_json, warn_deprecated
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -127,6 +127,7 @@ def run_import(args: argparse.Namespace) -> int:
 
             print()
             print(format_table(tl, style=args.style))
+    warn_deprecated(args, "ppverify import")  # after the output: a failed run keeps its one line
     return 0 if rep["valid"] else 1
 
 
