@@ -95,6 +95,11 @@ def _compact(cell: str) -> str:
     return parse_action(cell).compact if cell.endswith(")OVERLAP_F_B") else cell  # type: ignore[union-attr]
 
 
+def _long(cell: str) -> str:
+    # a grid read back holds the action text every engine writes: PyTorch's for an overlapped slot
+    return str(parse_action(cell)) if "&" in cell else cell
+
+
 def format_grid(
     grid: TableGrid, style: str = "paper", width: int | None = None, starts: Collection[tuple[int, int]] | None = None
 ) -> str:
@@ -406,6 +411,8 @@ def read_text_table(text: str, path: str = "<table>") -> tuple[tuple[tuple[Actio
         >>> progs, grid = read_text_table("   Rank 0\\nStep 0: 0F0\\nStep 1: 0B0\\nStep 2: ~")
         >>> grid.cells
         (('0F0', '0B0', '0B0'),)
+        >>> read_text_table("tick 0 1\\ndev 0 0F1&0B0 0F1&0B0")[1].cells  # an overlapped slot, either form
+        (('(0F1;0B0)OVERLAP_F_B', '(0F1;0B0)OVERLAP_F_B'),)
     """
     check_digits(text, path)  # before int() of a device, step or rank number
     if detect_style(text, path) == "paper":
@@ -419,7 +426,7 @@ def read_text_table(text: str, path: str = "<table>") -> tuple[tuple[tuple[Actio
         out: list[str | None] = []
         for c in row:
             c = c.strip()
-            out.append(None if c in ("", IDLE) else (out[-1] if c == CONTINUED else c))
+            out.append(None if c in ("", IDLE) else (out[-1] if c == CONTINUED else _long(c)))
         while out and out[-1] is None:
             out.pop()
         grid.append(tuple(out))
