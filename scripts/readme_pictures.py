@@ -12,6 +12,7 @@ makes today (a changed command means a stale picture: rerun the script).
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
 import sys
 import tempfile
@@ -27,10 +28,10 @@ from ppverify.cli import main
 GANTT = "docs/images/readme-gantt.png"
 REPORT = "docs/images/readme-report.png"
 COMMANDS: dict[str, list[str]] = {
-    GANTT: "plot chimera -p 4 -m 8 --system ethernet-100g --model gpt3-1.3b -o {out}".split(),
-    REPORT: (
+    GANTT: shlex.split("plot chimera -p 4 -m 8 --system ethernet-100g --model gpt3-1.3b -o {out}"),
+    REPORT: shlex.split(
         "report --schedules 1f1b,zb-h1,chimera,dualpipe -p 4 -m 8 --costs F=1,I=1,W=1 --comm-delay 0.5 --no-progress -o {out}"
-    ).split(),
+    ),
 }
 
 
