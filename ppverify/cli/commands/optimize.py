@@ -9,6 +9,11 @@ multiple of M_F (one microbatch's activations on one stage, ``8``) or a size (``
 to the family's instead (CP-SAT then reproduces the async engine's makespan). Exit code 0 when a
 schedule was found, 1 when INFEASIBLE (a verdict), 2 when the time limit ended the run without a
 schedule (UNKNOWN: a limit, as for ``verify --time-limit``; the report and its bound still print).
+
+The search stops on CP-SAT's deterministic work (``--work-limit``), so the same command gives the
+same answer at any load; ``--time-limit`` is a wall-clock ceiling. ``--progress`` (always on a
+terminal) shows phase, incumbent, bound and gap on stderr; Ctrl-C ends the search, prints (and
+saves) the best schedule and bound so far, then exits with 130.
 """
 
 from __future__ import annotations
