@@ -70,15 +70,24 @@ class Comm:
 class Overlap:
     """Ops fused into one slot on one device (DualPipe's overlapped F&B).
 
+    Its text is PyTorch's (CSV files, the ``torch`` table layout); :attr:`compact` is the short
+    form the paper layout shows, which :func:`parse_action` reads too.
+
     Example:
-        >>> str(Overlap((Op("F", 0, 7), Op("B", 7, 3))))
-        '(0F7;7B3)OVERLAP_F_B'
+        >>> o = Overlap((Op("F", 0, 7), Op("B", 7, 3)))
+        >>> str(o), o.compact
+        ('(0F7;7B3)OVERLAP_F_B', '0F7&7B3')
     """
 
     ops: tuple[Op, ...]
 
     def __str__(self) -> str:
         return "(" + ";".join(str(o) for o in self.ops) + ")OVERLAP_F_B"
+
+    @property
+    def compact(self) -> str:
+        """The ops joined by ``&`` (7 characters for two one-digit ops instead of 20)."""
+        return "&".join(str(o) for o in self.ops)
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,7 @@ _OP_RE = re.compile(r"(\d+)([FBIW])(\d+)")
 _COMM_RE = re.compile(r"(\d+)(SEND_F|RECV_F|SEND_B|RECV_B)(\d+)")
 _MARKER_RE = re.compile(r"(\d+)(UNSHARD|RESHARD|REDUCE_GRAD)")
 _OVERLAP_RE = re.compile(r"\(([^()]*)\)OVERLAP_F_B")
+_COMPACT_OVERLAP_RE = re.compile(r"\d+[FBIW]\d+(?:&\d+[FBIW]\d+)+")
 
 
 MAX_ACTION_DIGITS = 12
@@ -128,10 +138,12 @@ def parse_action(text: str) -> Action:
         Op(kind='I', stage=2, mb=3)
         >>> parse_action("(0F7;7B3)OVERLAP_F_B").ops[1]
         Op(kind='B', stage=7, mb=3)
+        >>> parse_action("0F7&7B3") == parse_action("(0F7;7B3)OVERLAP_F_B")
+        True
         >>> parse_action("0F1xyz")
         Traceback (most recent call last):
         ...
-        ppverify.ops.ActionSyntaxError: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B, or empty for idle)
+        ppverify.ops.ActionSyntaxError: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
     """
     s = text.strip()
     if s in ("", "."):
@@ -151,6 +163,8 @@ def parse_action(text: str) -> Action:
     m = _MARKER_RE.fullmatch(s)
     if m:
         return Marker(m.group(2), int(m.group(1)))
+    if _COMPACT_OVERLAP_RE.fullmatch(s):  # the paper layout's short form, 0F7&7B3
+        return Overlap(tuple(Op(k, int(st), int(mb)) for st, k, mb in _OP_RE.findall(s)))
     m = _OVERLAP_RE.fullmatch(s)
     if m:
         parts = [p.strip() for p in m.group(1).split(";")]
@@ -165,7 +179,7 @@ def parse_action(text: str) -> Action:
                 return Overlap(tuple(ops))
     raise ActionSyntaxError(
         f"{_shorten(text)} is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, "
-        "(0F7;7B3)OVERLAP_F_B, or empty for idle)"
+        "(0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)"
     )
 
 

@@ -6,6 +6,7 @@ the file extension (``.png``/``.svg``/``.pdf``) picks the format.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -257,9 +258,25 @@ def _fit_labels(fig, ax, labels: list) -> None:
             artist.set_fontsize(size)
 
 
+#: an axis turns logarithmic when its positive values span more than this factor (a decade)
+LOG_SPAN = 10.0
+
+
+def spans_decades(values: Sequence[float] | np.ndarray | pd.Series) -> bool:
+    """True when every value is positive and the largest is more than :data:`LOG_SPAN` times the
+    smallest: such an axis reads better on a log scale (a linear one crushes the small values).
+
+    Example:
+        >>> spans_decades([1e-6, 1e-4]), spans_decades([2.0, 19.0]), spans_decades([0.0, 100.0])
+        (True, False, False)
+    """
+    arr = np.asarray(values, dtype=float)
+    return bool(arr.size and (arr > 0).all() and arr.max() > LOG_SPAN * arr.min())
+
+
 def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str = "") -> Path:
-    """Makespan of each schedule against ``axis`` (``latency`` or ``bandwidth``; log x when the
-    values span decades). The background is banded by the fastest schedule at each value (its
+    """Makespan of each schedule against ``axis`` (``latency`` or ``bandwidth``); each axis is
+    logarithmic where its values span more than a decade (:func:`spans_decades`). The background is banded by the fastest schedule at each value (its
     name on top), and every point where two curves cross is marked with an ``x``.
 
     Example:
@@ -283,10 +300,11 @@ def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str
         g = grp.sort_values("x")
         (line,) = ax.plot(g["x"] * xfac, g["makespan"] * scale, marker="o", markersize=3, label=name, linewidth=1.5)
         colors[name] = line.get_color()
-    xs_all = curves["x"]
-    logx = bool((xs_all > 0).all() and xs_all.max() / xs_all.min() > 20)
+    logx = spans_decades(curves["x"])
     if logx:
         ax.set_xscale("log")
+    if spans_decades(curves["makespan"]):
+        ax.set_yscale("log")
     wide = curves.pivot_table(index="x", columns="schedule", values="makespan").sort_index()
     xs = list(wide.index)
     winners = [wide.loc[x].idxmin() for x in xs]

@@ -83,7 +83,26 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
         metavar="N",
         help="end the step with a data-parallel gradient all-reduce among N pipeline replicas",
     )
-    s.add_argument("--time-limit", type=float, default=60.0, help="seconds (default 60); never exceeded by much")
+    s.add_argument(
+        "--work-limit",
+        type=float,
+        default=None,
+        metavar="S",
+        help="CP-SAT work in its deterministic seconds: the same command gives the same answer at any "
+        "machine load (default 60, at most --time-limit)",
+    )
+    s.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="S",
+        help="wall-clock ceiling in seconds, never exceeded by much (default: 4 x the work limit)",
+    )
+    s.add_argument(
+        "--progress",
+        action="store_true",
+        help="print phase, incumbent, bound and gap on stderr as they change (always on a terminal)",
+    )
     s.add_argument(
         "--gap-limit",
         type=float,

@@ -2,8 +2,9 @@
 PyTorch's pipeline runtime (:mod:`ppverify.measure`), ops sleeping their durations.
 
 Per point the ops sleep the configuration's durations: seconds as they are for presets, abstract
-units scaled by :data:`UNIT_S` (and the measured makespan scaled back), so the measured column is
-in the configuration's unit, next to the predictions. The makespan is the median of the measured
+units scaled by :data:`UNIT_S` (and the measured makespan and timeline scaled back,
+:func:`in_units`), so the measured column and its Gantt chart are in the configuration's unit,
+next to the predictions. The makespan is the median of the measured
 steps; a gradient mismatch makes the point an ``error``. Worker processes are started once per p
 for the whole comparison (:func:`fill_measured` runs after the other levels), and only for
 ``p <= MAX_P`` (this machine's worker processes; other points are ``not applicable``). The
@@ -19,7 +20,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
+import numpy as np
+
+from ..costs import CostModel
 from ..errors import PPVerifyError
+from ..timeline import Timeline, Transfers
 from .config import Config
 from .resolve import build_entry, resolve
 from .results import LevelResult, PointResult
@@ -44,6 +49,41 @@ def placeholder(config: Config) -> LevelResult:
             MEASURED, "not applicable", note=f"measured only for p <= {MAX_P} (worker processes on this machine)"
         )
     return LevelResult(MEASURED, PENDING, note="not measured yet")
+
+
+def in_units(timeline: Timeline, costs: CostModel, scale: float) -> Timeline:
+    """A timeline measured in seconds with every abstract unit slept as ``scale`` seconds, read
+    back in the configuration's units (``costs``, abstract): times divided by ``scale``, so the
+    measured Gantt sits next to the predicted ones instead of being dropped.
+
+    Example:
+        >>> from ppverify.engines import run
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=2)
+        >>> units = CostModel.abstract(s.placement, F=1, B=2)
+        >>> slept = replace(units, duration={k: tuple(0.01 * x for x in v) for k, v in units.duration.items()}, time_unit="s")
+        >>> tl = in_units(run(s, slept, semantics="async"), units, 0.01)
+        >>> tl.time_unit, round(tl.makespan, 9), tl.makespan == run(s, units, semantics="async").makespan
+        ('units', 9.0, True)
+    """
+    tr = timeline.transfers
+    transfers = Transfers(
+        tr.kind,
+        tr.src_dev,
+        tr.dst_dev,
+        tr.src_op,
+        tr.dst_op,
+        [x / scale for x in tr.start],
+        [x / scale for x in tr.end],
+        tr.nbytes,
+    )
+    return replace(
+        timeline,
+        costs=costs,
+        start=np.asarray(timeline.start, dtype=float) / scale,
+        end=np.asarray(timeline.end, dtype=float) / scale,
+        transfers=transfers,
+    )
 
 
 def fill_measured(
@@ -77,14 +117,14 @@ def fill_measured(
             schedule = build_entry(pt.entry, pt.config.p, pt.config.m)
             costs = resolve(pt.config, schedule).costs
         except PPVerifyError as exc:
-            todo.append((i, None, None, 1.0, str(exc)))
+            todo.append((i, None, None, 1.0, str(exc), None))
             continue
         costs_of[i] = costs
         scale = unit_s if pt.config.abstract else 1.0
         sleep = replace(
             costs, duration={k: tuple(float(x) * scale for x in v) for k, v in costs.duration.items()}, time_unit="s"
         )
-        todo.append((i, schedule, sleep, scale, ""))
+        todo.append((i, schedule, sleep, scale, "", costs))
     out = list(points)
     runnable = [t for t in todo if t[1] is not None]
     results: list = []
@@ -94,13 +134,13 @@ def fill_measured(
         from ..measure import measure_many
 
         try:
-            results = measure_many([(s, c) for _, s, c, _, _ in runnable], steps=steps, warmup=warmup, timeout=timeout)
+            results = measure_many([(t[1], t[2]) for t in runnable], steps=steps, warmup=warmup, timeout=timeout)
         except TorchUnavailableError:  # PyTorch is the optional torch extra
             failure, failure_status = "unavailable: needs PyTorch: pip install 'ppverify[torch]'", "unavailable"
         except Exception as exc:  # a failed run is the level's error cell, not the comparison's end
             failure = f"{type(exc).__name__}: {exc}"
     by_index = {t[0]: r for t, r in zip(runnable, results)}
-    for i, _schedule, _, scale, err in todo:
+    for i, _schedule, _, scale, err, units in todo:
         if err or failure:
             status = failure_status if failure else "error"
             res = LevelResult(MEASURED, status, note=err or failure)
@@ -120,7 +160,8 @@ def fill_measured(
                     peak_activations=peaks,
                     exact=True,
                     note=note,
-                    timeline=m.timeline if scale == 1.0 else None,
+                    # abstract costs: the measured step read back in units, next to the predictions
+                    timeline=m.timeline if scale == 1.0 or m.timeline is None else in_units(m.timeline, units, scale),
                 )
             else:
                 res = LevelResult(MEASURED, "error", note=m.grad_check.message)
@@ -173,4 +214,4 @@ def fill_from_trace(points: Sequence[PointResult], trace: Sequence[str], unit_s:
     return out
 
 
-__all__ = ["MAX_P", "MEASURED", "UNIT_S", "fill_from_trace", "fill_measured", "placeholder"]
+__all__ = ["MAX_P", "MEASURED", "UNIT_S", "fill_from_trace", "fill_measured", "in_units", "placeholder"]

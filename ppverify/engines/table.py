@@ -144,7 +144,8 @@ def format_table(
     * ``paper``: one row per device, one column per tick; an action fills every cell it occupies,
       ``.`` marks idle cells. With ``width`` (a terminal's columns) a wider table is cut into
       blocks of consecutive ticks, each with its own ``tick`` header and columns only as wide as
-      that block's cells (an overlapped slot's 20-character text widens its own block only).
+      that block's cells. An overlapped slot reads ``0F3&3B5`` (PyTorch's text,
+      ``(0F3;3B5)OVERLAP_F_B``, in the ``torch`` layout).
     * ``torch``: PyTorch's step x rank grid, laid out like
       ``torch.distributed.pipelining.schedules._format_pipeline_order`` (``Step NN:`` rows, ``Rank
       r`` columns, empty cells idle); an action is written at its first tick and ``~`` marks the

@@ -407,7 +407,7 @@ def schedule_from_dict(data: Any, path: str = "<dict>") -> Schedule:
         ...     "placement": {"maps": [[0, 1]]}, "programs": [["0F0"], ["1X0"]]}, "s.json")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: s.json: programs[1][0]: '1X0' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B, or empty for idle)
+        ppverify.errors.ScheduleFileError: s.json: programs[1][0]: '1X0' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
     """
     return document_from_dict(data, path).schedule
 

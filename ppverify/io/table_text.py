@@ -90,6 +90,16 @@ def _paper_block(cells: list[list[str]], t0: int, t1: int, w: int, lw: int) -> s
     return "\n".join(x.rstrip() for x in lines)
 
 
+def _compact(cell: str) -> str:
+    # an overlapped slot in the paper layout: 0F3&3B5 instead of PyTorch's (0F3;3B5)OVERLAP_F_B
+    return parse_action(cell).compact if cell.endswith(")OVERLAP_F_B") else cell  # type: ignore[union-attr]
+
+
+def _long(cell: str) -> str:
+    # a grid read back holds the action text every engine writes: PyTorch's for an overlapped slot
+    return str(parse_action(cell)) if "&" in cell else cell
+
+
 def format_grid(
     grid: TableGrid, style: str = "paper", width: int | None = None, starts: Collection[tuple[int, int]] | None = None
 ) -> str:
@@ -98,7 +108,8 @@ def format_grid(
     * ``paper``: one row per device, one column per tick; an action fills every cell it occupies,
       ``.`` marks idle cells. With ``width`` (a terminal's columns) a wider table is cut into
       blocks of consecutive ticks, each with its own ``tick`` header and columns only as wide as
-      that block's cells (an overlapped slot's 20-character text widens its own block only).
+      that block's cells. An overlapped slot reads ``0F3&3B5`` (PyTorch's text,
+      ``(0F3;3B5)OVERLAP_F_B``, is kept for the ``torch`` layout).
     * ``torch``: PyTorch's step x rank grid, laid out like
       ``torch.distributed.pipelining.schedules._format_pipeline_order`` (``Step NN:`` rows, ``Rank
       r`` columns, empty cells idle); an action is written at its first tick and ``~`` marks the
@@ -121,7 +132,7 @@ def format_grid(
     p, T = len(grid.cells), grid.ticks
     rows = [list(r) + [None] * (T - len(r)) for r in grid.cells]
     if style == "paper":
-        cells = [[IDLE if c is None else c for c in row] for row in rows]
+        cells = [[IDLE if c is None else _compact(c) for c in row] for row in rows]
         # label column wide enough for "dev 10" so that cells never touch the label
         lw = max(len("tick"), len(f"dev {p - 1}")) + 1
         if width is None:
@@ -184,7 +195,7 @@ def programs_from_cells(
         >>> programs_from_cells([["0F0", "~", "0X1"]], "t.txt", "line 3", "tilde")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: t.txt: line 3[0][2]: '0X1' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B, or empty for idle)
+        ppverify.errors.ScheduleFileError: t.txt: line 3[0][2]: '0X1' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
     """
     programs = []
     for d, row in enumerate(cells):
@@ -400,6 +411,8 @@ def read_text_table(text: str, path: str = "<table>") -> tuple[tuple[tuple[Actio
         >>> progs, grid = read_text_table("   Rank 0\\nStep 0: 0F0\\nStep 1: 0B0\\nStep 2: ~")
         >>> grid.cells
         (('0F0', '0B0', '0B0'),)
+        >>> read_text_table("tick 0 1\\ndev 0 0F1&0B0 0F1&0B0")[1].cells  # an overlapped slot, either form
+        (('(0F1;0B0)OVERLAP_F_B', '(0F1;0B0)OVERLAP_F_B'),)
     """
     check_digits(text, path)  # before int() of a device, step or rank number
     if detect_style(text, path) == "paper":
@@ -413,7 +426,7 @@ def read_text_table(text: str, path: str = "<table>") -> tuple[tuple[tuple[Actio
         out: list[str | None] = []
         for c in row:
             c = c.strip()
-            out.append(None if c in ("", IDLE) else (out[-1] if c == CONTINUED else c))
+            out.append(None if c in ("", IDLE) else (out[-1] if c == CONTINUED else _long(c)))
         while out and out[-1] is None:
             out.pop()
         grid.append(tuple(out))

@@ -137,7 +137,7 @@ def parse_rows(
         >>> parse_rows([["0F0", "0F1xyz"]], "s.csv")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: s.csv: row 1 (rank 0), column 2: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B, or empty for idle)
+        ppverify.errors.ScheduleFileError: s.csv: row 1 (rank 0), column 2: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
     """
     programs: list[tuple[Action, ...]] = []
     for r, row in enumerate(rows):

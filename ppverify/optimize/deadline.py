@@ -6,12 +6,17 @@ Long loops call :meth:`Deadline.check` at coarse intervals; it raises :class:`Wa
 once the deadline has passed, and :func:`ppverify.optimize.optimize` turns that into a result
 that says which phase the clock cut (never a traceback). The deterministic work limits of the
 solver are unchanged: a run not cut by the clock gives the same answer on any machine load.
+
+A deadline may also carry a stop event (:func:`ppverify.optimize.solver_run.interruptible`: set
+by Ctrl-C): once it is set the deadline has passed for every phase, which then ends as if the
+clock had run out, and :meth:`Deadline.stopped` tells the two apart.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class WallLimitReached(Exception):
@@ -20,7 +25,8 @@ class WallLimitReached(Exception):
 
 @dataclass(frozen=True)
 class Deadline:
-    """``end`` on the ``time.monotonic()`` clock; ``limit`` the seconds it was made from.
+    """``end`` on the ``time.monotonic()`` clock; ``limit`` the seconds it was made from;
+    ``stop`` an event that ends it early (None: only the clock does).
 
     Example:
         >>> d = Deadline.after(60.0)
@@ -28,15 +34,25 @@ class Deadline:
         (False, True)
         >>> Deadline.after(0.0).expired()
         True
+        >>> stop = threading.Event()
+        >>> d = Deadline.after(60.0, stop)
+        >>> stop.set()
+        >>> d.at(0.5).expired(), d.remaining(), d.stopped()
+        (True, 0.0, True)
     """
 
     end: float
     limit: float
+    stop: threading.Event | None = field(default=None, compare=False, repr=False)
 
     @staticmethod
-    def after(seconds: float) -> Deadline:
-        """A deadline ``seconds`` from now."""
-        return Deadline(time.monotonic() + float(seconds), float(seconds))
+    def after(seconds: float, stop: threading.Event | None = None) -> Deadline:
+        """A deadline ``seconds`` from now (or once ``stop`` is set)."""
+        return Deadline(time.monotonic() + float(seconds), float(seconds), stop)
+
+    def stopped(self) -> bool:
+        """True once the stop event is set (an interrupt, not the clock)."""
+        return self.stop is not None and self.stop.is_set()
 
     @property
     def start(self) -> float:
@@ -44,12 +60,13 @@ class Deadline:
         return self.end - self.limit
 
     def remaining(self) -> float:
-        """Seconds left (negative once passed)."""
-        return self.end - time.monotonic()
+        """Seconds left (negative once passed; 0 once stopped)."""
+        left = self.end - time.monotonic()
+        return min(left, 0.0) if self.stopped() else left
 
     def expired(self) -> bool:
-        """True once the deadline has passed."""
-        return time.monotonic() >= self.end
+        """True once the deadline has passed (or the stop event is set)."""
+        return self.stopped() or time.monotonic() >= self.end
 
     def at(self, share: float) -> Deadline:
         """An earlier deadline: ``share`` of the whole limit after the start (for one phase).
@@ -59,7 +76,7 @@ class Deadline:
             >>> d.at(0.5).end
             95.0
         """
-        return Deadline(self.start + share * self.limit, share * self.limit)
+        return Deadline(self.start + share * self.limit, share * self.limit, self.stop)
 
     def check(self) -> None:
         """Raise :class:`WallLimitReached` once the deadline has passed.
@@ -70,7 +87,7 @@ class Deadline:
             ...
             ppverify.optimize.deadline.WallLimitReached
         """
-        if time.monotonic() >= self.end:
+        if self.expired():
             raise WallLimitReached()
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from ortools.sat.python import cp_model
 
@@ -31,6 +32,7 @@ from .bounds import Bounds, heads_tails
 from .interrupt import stoppable
 from .model import memory_lags
 from .problem import Instance
+from .solver_setup import make_solver
 
 
 def _lags(inst: Instance, devices: Sequence[int]) -> list[tuple[int, int, int]]:
@@ -67,10 +69,13 @@ def device_bound(
     seed: int = 0,
     lower: int = 0,
     work_limit: float | None = None,
+    deterministic: bool = False,
 ) -> int:
     """Proven lower bound (ticks) on the objective from the relaxation keeping device d (or the
     devices listed) and assuming all others free (``lower``: a bound already known, posted as a
-    redundant constraint; ``work_limit``: a budget of CP-SAT deterministic time, load-independent).
+    redundant constraint; ``work_limit``: a budget of CP-SAT deterministic time, load-independent;
+    ``deterministic``: several workers search in a fixed order, see
+    :func:`~ppverify.optimize.solver_setup.make_solver`).
 
     Example:
         >>> from ppverify.placement import linear
@@ -139,13 +144,7 @@ def device_bound(
                 model.add(first <= start[i])
                 model.add(obj >= start[i] + inst.dur[i] - first)
     model.minimize(obj)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    if work_limit is not None:
-        solver.parameters.max_deterministic_time = max(0.01, float(work_limit))
-    solver.parameters.num_workers = int(workers)
-    solver.parameters.random_seed = int(seed)
-    solver.parameters.catch_sigint_signal = False  # Ctrl-C is the command's (solve.py's _solver)
+    solver = make_solver(time_limit, workers, seed, work_limit, deterministic)
     with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
         status = solver.solve(model)
     if status == cp_model.OPTIMAL:
@@ -156,10 +155,18 @@ def device_bound(
 
 
 def relaxation_bound(
-    inst: Instance, bounds: Bounds, time_limit: float, workers: int = 1, seed: int = 0, work_limit: float | None = None
+    inst: Instance,
+    bounds: Bounds,
+    time_limit: float,
+    workers: int = 1,
+    seed: int = 0,
+    work_limit: float | None = None,
+    deterministic: bool = False,
+    stop: Any = None,
 ) -> tuple[int, list[int]]:
     """Best device-relaxation bound (ticks), solving devices in decreasing order of their analytic
     bound and sharing ``time_limit`` (and ``work_limit``, deterministic seconds) among them; also the per-device values (0 = not solved).
+    ``stop`` (a :class:`threading.Event`, e.g. set by Ctrl-C): solve no further device once set.
 
     Example:
         >>> from ppverify.placement import linear
@@ -179,7 +186,7 @@ def relaxation_bound(
     deadline = time.monotonic() + time_limit
     for n, d in enumerate(order):
         left = deadline - time.monotonic()
-        if left <= 0.05:
+        if left <= 0.05 or (stop is not None and stop.is_set()):
             break
         # the most critical device (largest analytic bound) gets half the budget, the rest share
         share = left / 2 if n == 0 and len(order) > 1 else left / (len(order) - n)
@@ -189,5 +196,5 @@ def relaxation_bound(
             if work_limit is None
             else (work_limit / 2 if n == 0 and len(order) > 1 else work_limit / 2 / max(1, len(order) - 1))
         )
-        per[d] = device_bound(inst, d, objective, share, workers, seed, bounds.per_device[d], wshare)
+        per[d] = device_bound(inst, d, objective, share, workers, seed, bounds.per_device[d], wshare, deterministic)
     return max(per, default=0), per

@@ -165,11 +165,16 @@ def solve(
     seed: int = 0,
     deadline: Any = None,
     gap_limit: float | None = None,
+    work_limit: float | None = None,
+    progress: Any = None,
 ) -> Any:
     """Solve ``problem`` with CP-SAT: the best schedule of its ops, or, given ``schedule``, the
     timing of that schedule's program order on every device (its makespan under the problem's
     costs, communication and cap). ``gap_limit``: stop the search within that relative gap (see
-    :func:`~ppverify.optimize.optimize`). Returns an :class:`~ppverify.optimize.OptimizeResult`.
+    :func:`~ppverify.optimize.optimize`). ``work_limit`` (CP-SAT's deterministic seconds): the
+    search stops on that work, in a fixed order (deterministic), with ``time_limit`` as a
+    wall-clock ceiling; ``progress``: a :class:`~ppverify.optimize.solver_run.Progress`.
+    Returns an :class:`~ppverify.optimize.OptimizeResult`.
 
     Example:
         >>> from ppverify.comm import FixedDelay
@@ -183,7 +188,17 @@ def solve(
     from .solve import optimize
 
     if schedule is None:
-        return optimize(problem, time_limit, workers, seed, deadline=deadline, gap_limit=gap_limit)
+        return optimize(
+            problem,
+            time_limit,
+            workers,
+            seed,
+            deadline=deadline,
+            gap_limit=gap_limit,
+            work_limit=work_limit,
+            deterministic=work_limit is not None,
+            progress=progress,
+        )
     return evaluate(
         schedule,
         problem.costs,

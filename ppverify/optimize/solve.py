@@ -21,6 +21,7 @@ from .model import build_model
 from .problem import Instance, Problem, instance
 from .relax import relaxation_bound
 from .result import OptimizeResult, relative_gap
+from .solver_run import Progress
 from .solver_setup import (
     STATUS,
     check_limits,
@@ -69,6 +70,8 @@ def optimize(
     relax_first: bool = False,
     gap_limit: float | None = None,
     tail_share: float = 0.1,
+    deterministic: bool = False,
+    progress: Progress | None = None,
 ) -> OptimizeResult:
     """Minimize the problem's objective with CP-SAT, starting from the best family or greedy
     schedule; returns the best schedule and a proven lower bound even on timeout.
@@ -103,6 +106,13 @@ def optimize(
     CP-SAT (its ``relative_gap_limit``, the same definition); the result is then FEASIBLE (or
     OPTIMAL) with ``solver["stopped"]`` naming the phase. None (the default): search to the limits.
 
+    ``deterministic``: several workers search in a fixed order too (:mod:`.solver_run`), so that
+    a run the wall clock does not cut gives the same result at any load. ``progress``
+    (:class:`~ppverify.optimize.solver_run.Progress`) is told each phase, incumbent and bound as
+    they change. A ``deadline`` with a stop event that is set (Ctrl-C) ends the run as the clock
+    would: the best schedule and bound so far, with ``reason`` and ``solver["interrupted"]``
+    naming the phases cut.
+
     Example:
         >>> from ppverify.placement import linear
         >>> from ppverify.comm import FixedDelay
@@ -126,11 +136,16 @@ def optimize(
     except WallLimitReached:
         return cut_result(problem, t0, time_limit, workers, seed)
     unit = problem.costs.time_unit
+    tick = inst.tick
+    if progress is not None:
+        progress.phase("bounds")
     try:
         bounds = lower_bounds(inst, deadline=hard)
     except WallLimitReached:
         bounds = work_bounds(inst)
         cut.append("bounds")
+    if progress is not None:
+        progress.phase("starting schedules", bound=bounds.best * tick)
     common = dict(
         objective_name=problem.objective,
         bounds=bounds.as_dict(inst.tick),
@@ -154,6 +169,9 @@ def optimize(
             **common,
         )
     work = float(time_limit if work_limit is None else work_limit)
+    limits_note = {"workers": workers, "seed": seed, "time_limit_s": time_limit}
+    if deterministic:
+        limits_note.update(work_limit_s=work, deterministic=True)
     # the hint phase is bounded by counts (greedy rules, families, local-search moves); the clock
     # only cuts it on a machine too slow to finish them within most of the time limit
     safety = dl.at(0.8).end
@@ -173,6 +191,8 @@ def optimize(
         and not (gap_limit is not None and (relative_gap(best.objective, start_floor) or 0.0) <= gap_limit)
     ):
         phase = "the local search"
+        if progress is not None:
+            progress.phase("local search", best.objective * tick)
         best = improve(inst, best, seed=seed, deadline=dl.at(0.5).end)
         if time.monotonic() > dl.at(0.5).end:
             cut.append("local search")
@@ -196,7 +216,7 @@ def optimize(
             timeline=tl,
             hint=best.source if best is not None else None,
             hint_objective=None if value is None else value * inst.tick,
-            solver={**note, "workers": workers, "seed": seed, "time_limit_s": time_limit, **cut_stats(cut)},
+            solver={**note, **limits_note, **cut_stats(cut, dl.stopped())},
             reason=reason,
             **common,
         )
@@ -233,8 +253,10 @@ def optimize(
         # the rest runs after the search, and only when the search found no proof
         share = 1.0 if relax_first else _RELAX_PROBE
         budget = min(share * relax_share * time_limit, 0.5 * hard.remaining())
+        if progress is not None:
+            progress.phase("device relaxation", best.objective * tick if best else None)
         relax_best, relax_per = relaxation_bound(
-            inst, bounds, max(0.0, budget), workers, seed, work_limit=share * relax_share * work
+            inst, bounds, max(0.0, budget), workers, seed, share * relax_share * work, deterministic, dl.stop
         )
         bounds = replace(
             bounds,
@@ -267,6 +289,8 @@ def optimize(
         # the start; the rest of the step after its warm-up does (tail.py). The search below
         # still starts from the same start with its whole budget, so what it finds or proves is
         # what it did without this step; the better of the two is kept
+        if progress is not None:
+            progress.phase("search after the warm-up", best.objective * tick, floor * tick)
         tail_best = search_after_warmup(
             inst,
             used_bounds,
@@ -278,6 +302,8 @@ def optimize(
             seed,
             gap_limit,
             symmetry,
+            deterministic,
+            progress,
         )
         if hard.expired():
             cut.append("search after the warm-up")
@@ -297,13 +323,18 @@ def optimize(
         # no time left to search: the best schedule and bound found so far
         if built is not None:
             cut.append("search")
-        return start_result(floor, {}, cut_reason(cut))
+        return start_result(floor, {}, cut_reason(cut, dl.stopped()))
     tail_note: dict[str, str] = {}
-    solver = make_solver(hard.remaining(), workers, seed, search_work)
+    solver = make_solver(hard.remaining(), workers, seed, search_work, deterministic)
     if gap_limit is not None:
         solver.parameters.relative_gap_limit = float(gap_limit)  # CP-SAT's gap is ours: (value - bound) / value
+    callback = None
+    if progress is not None:
+        progress.phase("search", best.objective * tick if best else None, floor * tick)
+        callback = progress.search_callback(tick)
+        progress.watch_bound(solver, tick)
     with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
-        code = solver.solve(built.model)
+        code = solver.solve(built.model, callback)
     if hard.expired():
         cut.append("search")
     status = cp_status = STATUS.get(code, "UNKNOWN")
@@ -359,7 +390,11 @@ def optimize(
             # the whole share again from the analytic bounds, not the rest of it after the probe's:
             # the same bound as a relaxation run first
             wall = max(0.0, min(relax_share * time_limit, hard.remaining()))
-            relax_best, relax_per = relaxation_bound(inst, analytic, wall, workers, seed, work_limit=relax_share * work)
+            if progress is not None:
+                progress.phase("device relaxation", value * tick, bound_ticks * tick)
+            relax_best, relax_per = relaxation_bound(
+                inst, analytic, wall, workers, seed, relax_share * work, deterministic, dl.stop
+            )
             bounds = replace(
                 bounds,
                 device_relaxation=max(bounds.device_relaxation, relax_best),
@@ -370,13 +405,16 @@ def optimize(
     if value is not None:
         bound_ticks = min(bound_ticks, value)
         status = "OPTIMAL" if bound_ticks >= value else "FEASIBLE"
+        if progress is not None:
+            progress.phase("done", value * tick, bound_ticks * tick)
     sched = tl = None
     if starts is not None:
         sched, tl = schedule_from_starts(inst, starts, "cp-sat")
     stats = solver_stats(solver, workers, seed, time_limit, cp_status)
-    stats.update(cut_stats(cut))
+    stats.update(limits_note)
+    stats.update(cut_stats(cut, dl.stopped()))
     stats.update(tail_note)
-    reason = cut_reason(cut) if status != "OPTIMAL" else ""
+    reason = cut_reason(cut, dl.stopped()) if status != "OPTIMAL" else ""
     if status == "FEASIBLE" and gap_limit is not None and (relative_gap(value, bound_ticks) or 0.0) <= gap_limit:
         stats.update(stopped="within the gap limit during the search", gap_limit=gap_limit)
         reason = f"within the gap limit {gap_limit:.4g} of the bound during the search"

@@ -43,13 +43,19 @@ def check_limits(time_limit: float, workers: int) -> None:
         raise ParameterError("workers", workers, "must be an integer >= 1")
 
 
-def make_solver(time_limit: float, workers: int, seed: int, work_limit: float | None = None) -> cp_model.CpSolver:
+def make_solver(
+    time_limit: float, workers: int, seed: int, work_limit: float | None = None, deterministic: bool = False
+) -> cp_model.CpSolver:
     """A CP-SAT solver with ppverify's settings: wall and (optionally) deterministic limits,
-    workers, seed, and Ctrl-C left to the command.
+    workers, seed, and Ctrl-C left to the command. ``deterministic``: several workers search in
+    a fixed order (CP-SAT's ``interleave_search``), so that with a work limit the same model
+    gives the same answer at any load (one worker always does).
 
     Example:
         >>> make_solver(2.0, 1, 0, work_limit=0.5).parameters.max_deterministic_time
         0.5
+        >>> make_solver(2.0, 2, 0, 0.5, deterministic=True).parameters.interleave_search
+        True
     """
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit)
@@ -60,6 +66,8 @@ def make_solver(time_limit: float, workers: int, seed: int, work_limit: float | 
     # Ctrl-C is the command's (exit 130), as SIGTERM: CP-SAT must not swallow it to end the search
     # quietly; the CLI's signal watcher stops the search instead (interrupt.py)
     solver.parameters.catch_sigint_signal = False
+    if deterministic and workers > 1:  # the parallel portfolio otherwise depends on thread timing
+        solver.parameters.interleave_search = True
     return solver
 
 
@@ -105,25 +113,27 @@ def collectives_text(inst: Instance) -> str:
     return text
 
 
-def cut_stats(cut: list[str]) -> dict:
-    """The solver statistics' note of the phases the clock cut short (none: empty).
+def cut_stats(cut: list[str], interrupted: bool = False) -> dict:
+    """The solver statistics' note of the phases the clock (or Ctrl-C) cut short (none: empty).
 
     Example:
-        >>> cut_stats(["local search"]), cut_stats([])
-        ({'wall_limited': 'local search'}, {})
+        >>> cut_stats(["local search"]), cut_stats([]), cut_stats(["search"], True)
+        ({'wall_limited': 'local search'}, {}, {'interrupted': 'search'})
     """
     # an OPTIMAL value and bound do not depend on the cut, but which start was found first may
-    return {"wall_limited": ", ".join(cut)} if cut else {}
+    return {"interrupted" if interrupted else "wall_limited": ", ".join(cut)} if cut else {}
 
 
-def cut_reason(cut: list[str]) -> str:
-    """The result's reason when the clock cut phases short.
+def cut_reason(cut: list[str], interrupted: bool = False) -> str:
+    """The result's reason when the clock (or, ``interrupted``, Ctrl-C) cut phases short.
 
     Example:
-        >>> cut_reason(["model building"])
-        'wall-clock limit reached in: model building'
+        >>> cut_reason(["model building"]), cut_reason(["search"], interrupted=True)
+        ('wall-clock limit reached in: model building', 'interrupted (Ctrl-C) in: search')
     """
-    return f"wall-clock limit reached in: {', '.join(cut)}" if cut else ""
+    if not cut:
+        return ""
+    return f"{'interrupted (Ctrl-C)' if interrupted else 'wall-clock limit reached'} in: {', '.join(cut)}"
 
 
 def cut_result(problem: Problem, t0: float, time_limit: float, workers: int, seed: int) -> OptimizeResult:

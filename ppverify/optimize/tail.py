@@ -27,6 +27,7 @@ from .heuristic import Candidate
 from .interrupt import stoppable
 from .model import build_model
 from .problem import Instance
+from .solver_run import Progress
 from .solver_setup import make_solver
 
 
@@ -76,10 +77,13 @@ def search_after_warmup(
     seed: int = 0,
     gap_limit: float | None = None,
     symmetry: bool = True,
+    deterministic: bool = False,
+    progress: Progress | None = None,
 ) -> Candidate | None:
     """A better schedule than ``start`` (whose start ticks, made canonical, are ``hint``) with
     the same warm-up, or None when CP-SAT finds none within ``work_limit`` deterministic
-    seconds (``time_limit`` wall seconds at most; ``gap_limit`` as in the optimizer).
+    seconds (``time_limit`` wall seconds at most; ``gap_limit``, ``deterministic`` and
+    ``progress`` as in the optimizer).
 
     Example:
         >>> from ppverify.placement import loop
@@ -102,12 +106,15 @@ def search_after_warmup(
         if hint[i] < cut:
             built.model.add(var == int(hint[i]))
     # solve
-    solver = make_solver(time_limit, workers, seed, work_limit)
+    solver = make_solver(time_limit, workers, seed, work_limit, deterministic)
     solver.parameters.linearization_level = 0
     if gap_limit is not None:
         solver.parameters.relative_gap_limit = float(gap_limit)
+    callback = None
+    if progress is not None:
+        callback = progress.search_callback(inst.tick, bounds=False)  # a bound with the warm-up fixed
     with stoppable(solver):
-        code = solver.solve(built.model)
+        code = solver.solve(built.model, callback)
     # read
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None

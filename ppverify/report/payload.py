@@ -100,6 +100,46 @@ def op_waits(tl: Timeline) -> tuple[list[int], list[int]]:
     return codes, refs
 
 
+def queued_behind(tl: Timeline) -> list[int]:
+    """Per transfer of ``tl``: the transfer it queued behind, else -1. A point-to-point transfer
+    queued when it started after its data was ready (its sending op's end) and another transfer
+    sharing its link, or one of its devices, ended exactly then (the ``contention`` engine's
+    queues); collectives never queue here.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> from ppverify.comm import FixedDelay
+        >>> tl = run(build("gpipe", p=2, m=2), comm=FixedDelay(2.0), semantics="contention")
+        >>> [(k, s, e) for k, s, e in zip(tl.transfers.kind, tl.transfers.start, tl.transfers.end)][:2]
+        [('activation', 1.0, 3.0), ('activation', 3.0, 5.0)]
+        >>> queued_behind(tl)[:2]  # 0F1 ended at 2; its activation waited for the link until 3
+        [-1, 0]
+    """
+    tr = tl.transfers
+    n = len(tr)
+    if not n:
+        return []
+    start, end = tr.column("start"), tr.column("end")
+    sd, dd, so = tr.column("src_dev"), tr.column("dst_dev"), tr.column("src_op")
+    op_end = np.asarray(tl.end, dtype=float)
+    tol = 1e-9 * max(float(tl.makespan), 1e-30)
+    by_end: dict[float, list[int]] = {}
+    for t in range(n):
+        by_end.setdefault(round(float(end[t]) / tol) if tol else float(end[t]), []).append(t)
+    out = [-1] * n
+    for t in range(n):
+        if so[t] < 0 or start[t] <= op_end[so[t]] + tol:
+            continue
+        key = round(float(start[t]) / tol) if tol else float(start[t])
+        cands = [u for k in (key - 1, key, key + 1) for u in by_end.get(k, []) if u != t and so[u] >= 0]
+        same = [u for u in cands if sd[u] == sd[t] and dd[u] == dd[t]]
+        near = same or [u for u in cands if {int(sd[u]), int(dd[u])} & {int(sd[t]), int(dd[t])}]
+        if near:
+            out[t] = near[0]
+    return out
+
+
 def canonical_ops(schedule: Schedule) -> list[Op]:
     """The schedule's ops in device and program order: what a point lists once.
 
@@ -113,7 +153,8 @@ def canonical_ops(schedule: Schedule) -> list[Op]:
 
 def timeline_payload(tl: Timeline, ops: list[Op]) -> dict[str, Any]:
     """One level's drawing data: ``o`` (index into ``ops``), ``d``, ``s``, ``e``, ``w``/``wr``
-    (waits), transfers ``tr`` and per-device memory curves ``mem`` (times, values).
+    (waits), transfers ``tr`` (``q``: the transfer each queued behind, :func:`queued_behind`) and
+    per-device memory curves ``mem`` (times, values).
 
     Example:
         >>> from ppverify.schedules import build
@@ -156,6 +197,7 @@ def timeline_payload(tl: Timeline, ops: list[Op]) -> dict[str, Any]:
             "s": _round(tr.start, nd),
             "e": _round(tr.end, nd),
             "b": np.round(np.asarray(tr.nbytes, dtype=float), 0).tolist(),
+            "q": queued_behind(tl),
         },
     }
 
@@ -191,6 +233,6 @@ def program_payload(schedule: Schedule) -> dict[str, Any]:
         "e": [x + 1 for x in s],
         "w": [0] * len(o),
         "wr": [-1] * len(o),
-        "tr": {"kinds": [], "k": [], "sd": [], "dd": [], "so": [], "do": [], "s": [], "e": [], "b": []},
+        "tr": {"kinds": [], "k": [], "sd": [], "dd": [], "so": [], "do": [], "s": [], "e": [], "b": [], "q": []},
         "mem": [],
     }

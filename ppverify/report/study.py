@@ -40,6 +40,8 @@ class PointView:
     ops: tuple[str, ...]
     levels: dict[str, dict[str, Any]]
     verdict: dict[str, Any] = field(default_factory=dict)
+    #: the pipe of each op's microbatch (two-pipe placements; the page hatches pipe 1), else empty
+    pipes: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The page's form of the point."""
@@ -51,6 +53,7 @@ class PointView:
             "ops": list(self.ops),
             "levels": self.levels,
             "verdict": self.verdict,
+            "pipes": list(self.pipes),
         }
 
 
@@ -150,7 +153,24 @@ def point_view(
         tuple(str(o) for o in ops),
         levels,
         verdict_of(schedule, verified, ops),
+        pipes_of(schedule, ops),
     )
+
+
+def pipes_of(schedule: Schedule, ops: list[Op]) -> tuple[int, ...]:
+    """The pipe of each op's microbatch on a placement with several pipes (empty with one): the
+    report hatches pipe 1's bars, as the Gantt PNG does.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("chimera", p=2, m=2)
+        >>> ops = list(s.ops())
+        >>> sorted({o.mb: pipe for o, pipe in zip(ops, pipes_of(s, ops))}.items()), pipes_of(build("gpipe", p=2, m=2), ops)
+        ([(0, 0), (1, 1)], ())
+    """
+    if schedule.placement.num_pipes < 2:
+        return ()
+    return tuple(int(schedule.pipe_of_mb[o.mb]) if 0 <= o.mb < schedule.m else 0 for o in ops)
 
 
 def study_from_points(

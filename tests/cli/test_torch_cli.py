@@ -114,6 +114,13 @@ def test_import_checks_send_recv_of_comms_files(tmp_path, capsys):
 
 
 def test_import_prints_the_table(capsys):
+    assert main(["import", str(DATA / "zb1p_2rank_2stagep_compute.csv"), "--style", "torch"]) == 0
+    cap = capsys.readouterr()
+    assert "Rank 0" in cap.out and "Step 00:" in cap.out and cap.err == ""
+    # the layout option has one name in show and import; the old one still works and says so
     assert main(["import", str(DATA / "zb1p_2rank_2stagep_compute.csv"), "--table", "torch"]) == 0
-    out = capsys.readouterr().out
-    assert "Rank 0" in out and "Step 00:" in out
+    old = capsys.readouterr()
+    assert old.out == cap.out
+    assert old.err == "ppverify import: warning: --table is deprecated, use --style (the same values)\n"
+    assert main(["show", "1f1b", "-p", "2", "-m", "2", "--style", "torch"]) == 0
+    assert "Rank 0" in capsys.readouterr().out

@@ -93,3 +93,31 @@ def test_measured_peaks_are_the_runs_saved_activations_in_the_tables_unit(capsys
     text = format_config_table(df, "p=2 m=4 F=1,B=2 c=0")
     assert "peak act. (measured)" in text.splitlines()[1]
     assert text.splitlines()[4].split()[-1] == "2"  # 1f1b's measured peak, its highest device
+def test_measured_timeline_is_kept_with_abstract_costs(monkeypatch):
+    # abstract costs sleep UNIT_S seconds per unit: the measured step (here the async engine timed
+    # in seconds, standing in for the runtime) comes back in units, its Gantt kept for the report
+    from types import SimpleNamespace
+
+    from ppverify.compare.measured import UNIT_S, fill_measured, placeholder
+    from ppverify.engines import run
+
+    cfg = Config(2, 2, costs=(("F", 1.0), ("B", 2.0)))
+    seen = []
+
+    def fake_measure_many(jobs, **_):
+        out = []
+        for schedule, slept in jobs:
+            seen.append(slept.time_unit)
+            tl = run(schedule, slept, semantics="async")
+            out.append(SimpleNamespace(makespans=[tl.makespan], grad_check=SimpleNamespace(ok=True), timeline=tl))
+        return out
+
+    monkeypatch.setattr("ppverify.measure.measure_many", fake_measure_many)
+    pt = PointResult(ScheduleEntry("gpipe", "gpipe"), cfg, (placeholder(cfg),))
+    (done,) = fill_measured([pt], unit_s=UNIT_S)
+    r = done.level("measured")
+    assert seen == ["s"] and r.status == "ok" and r.timeline is not None
+    # gpipe p=2 m=2, F=1, B=2, no delay: (m + p - 1)(F + B) = 9 units, the bars in units too
+    assert r.timeline.time_unit == "units"
+    assert round(r.makespan, 9) == 9.0 and round(float(r.timeline.makespan), 9) == 9.0
+    assert sorted(round(float(x), 9) for x in r.timeline.start[:2]) == [0.0, 1.0]

@@ -36,6 +36,14 @@ def test_action_text_round_trip(text, expected):
     assert format_action(parse_action(text)) == text
 
 
+def test_compact_overlap_text_reads_as_the_long_form():
+    o = Overlap((Op("F", 0, 7), Op("B", 7, 3)))
+    assert o.compact == "0F7&7B3" and parse_action("0F7&7B3") == o == parse_action(str(o))
+    for bad in ("0F7&", "&7B3", "0F7&7X3", "0F7&&7B3"):
+        with pytest.raises(ActionSyntaxError, match="is not an action"):
+            parse_action(bad)
+
+
 @pytest.mark.parametrize("bad", ["0F1xyz", "F1", "0X1", "0F", "-1F0", "(0F1)OVERLAP_F_B", "0SEND_X1"])
 def test_bad_action_text_rejected(bad):
     with pytest.raises(ActionSyntaxError, match="is not an action"):

@@ -319,6 +319,16 @@ def test_mkdocs_builds_strictly(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "site" / "api" / "index.html").is_file()
+    # the docstrings' Sphinx roles (:class:`...`) are turned into links (scripts/griffe_roles.py):
+    # none is left as text anywhere in the site, and the API page links its cross-references
+    raw = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj):(?:`|<code>)")
+    left = {
+        p.relative_to(tmp_path).as_posix() for p in (tmp_path / "site").rglob("*.html") if raw.search(p.read_text())
+    }
+    assert not left, f"raw Sphinx roles in {sorted(left)}"
+    api = (tmp_path / "site" / "api" / "index.html").read_text()
+    # e.g. the docstrings naming :class:`~ppverify.errors.ParameterError` link to its entry
+    assert 'href="#ppverify.errors.ParameterError"' in api and api.count('class="autorefs autorefs-internal"') > 100
 
 
 def test_readme_is_a_short_front_door_whose_links_resolve() -> None:

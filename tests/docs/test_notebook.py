@@ -13,3 +13,5 @@ def test_paper_findings_notebook_executes(tmp_path, execute_notebook):
     outputs, text = execute_notebook(NOTEBOOK, tmp_path)
     assert "[gpipe-1f1b]" in text and "reproduced under" in text
     assert sum(1 for o in outputs if "image/png" in o.get("data", {})) >= 4
+    # pictures go to a temporary folder: nothing but the notebook is in the folder it ran in
+    assert [p.name for p in tmp_path.iterdir()] == [NOTEBOOK.name]

@@ -41,10 +41,13 @@ def test_every_listed_package_exists_and_models_map_to_the_presets_folder():
     package_dir = tool.get("package-dir", {})
     assert package_dir.get("ppverify.models") == "models"
     for name in tool["packages"]:
-        if name in package_dir:
-            folder = ROOT / package_dir[name]
+        # a package's folder follows its nearest mapped parent (ppverify.models.llms: models/llms)
+        parts = name.split(".")
+        mapped = next((k for k in range(len(parts), 0, -1) if ".".join(parts[:k]) in package_dir), 0)
+        if mapped:
+            folder = ROOT / package_dir[".".join(parts[:mapped])] / Path(*parts[mapped:])
         else:
-            folder = ROOT / Path(*name.split("."))
+            folder = ROOT / Path(*parts)
         assert folder.is_dir(), f"{name} is listed but {folder} does not exist"
     data = tool["package-data"]["ppverify.models"]
     assert "systems/*.yaml" in data and "llms/*.yaml" in data
@@ -70,7 +73,15 @@ def wheel(tmp_path_factory) -> Path:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     wheels = list(out.glob("ppverify-*.whl"))
     assert len(wheels) == 1
+    (out / "build.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
     return wheels[0]
+
+
+def test_the_build_prints_no_packaging_warnings(wheel):
+    # `make run` installs with pip: setuptools once warned about every data folder (presets, report
+    # assets) being importable but "absent from the packages configuration", about 170 lines
+    log = (wheel.parent / "build.log").read_text(encoding="utf-8")
+    assert "absent from" not in log and "Warning" not in log, log[:2000]
 
 
 def test_wheel_contains_every_module_and_every_preset(wheel):
@@ -121,3 +132,38 @@ def test_unpacked_wheel_finds_its_presets(wheel, tmp_path):
 def test_wheel_ships_the_py_typed_marker(wheel):
     # PEP 561: the empty marker tells type checkers to read ppverify's own annotations
     assert "ppverify/py.typed" in zipfile.ZipFile(wheel).namelist()
+
+
+def _imported_top_modules(texts: list[str]) -> set[str]:
+    import re
+
+    pattern = re.compile(r"^\s*(?:import|from)\s+([A-Za-z_][A-Za-z0-9_]*)", re.M)
+    return {m for text in texts for m in pattern.findall(text)}
+
+
+def _requirement_names(reqs: list[str]) -> set[str]:
+    import re
+
+    return {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower().replace("_", "-") for r in reqs}
+
+
+def test_the_test_extra_installs_what_the_tests_and_notebooks_import():
+    # `pip install -e .[test]` (plus the pinned torch extra) must give every third-party module
+    # the suite and the notebooks it executes import, the notebooks' own imports included
+    import importlib.metadata as md
+
+    texts = [p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("*.py")]
+    for nb in (ROOT / "notebooks").glob("*.ipynb"):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        texts += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    project = pyproject()["project"]
+    extras = project["optional-dependencies"]
+    listed = _requirement_names(project["dependencies"] + extras["test"] + extras["torch"])
+    owners = md.packages_distributions()
+    local = {p.stem for p in (ROOT / "tests").rglob("*.py")} | {"ppverify", "models"}
+    missing = set()
+    for module in _imported_top_modules(texts) - set(sys.stdlib_module_names) - local:
+        dists = {d.lower().replace("_", "-") for d in owners.get(module, [])}
+        if dists and not dists & listed:
+            missing.add(f"{module} ({', '.join(sorted(dists))})")
+    assert not missing, f"add to the test extra in pyproject.toml: {sorted(missing)}"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppverify.costs import CostModel
 from ppverify.engines import run
@@ -114,10 +116,29 @@ def test_wide_tables_keep_device_labels_apart():
 
 def test_overlapped_slots_render_whole_and_round_trip():
     s = Schedule(linear(1), 2, ((Op("F", 0, 0), Overlap((Op("F", 0, 1), Op("B", 0, 0))), Op("B", 0, 1)),), (0, 0))
-    for style in ("paper", "torch"):
+    for style, cell in (("paper", "0F1&0B0"), ("torch", "(0F1;0B0)OVERLAP_F_B")):
         text = format_schedule_table(s, style=style)
-        assert "(0F1;0B0)OVERLAP_F_B" in text
+        assert cell in text
         assert parse_table(text, m=2).programs == s.programs
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 6), st.integers(0, 3))
+def test_dualpipe_paper_tables_are_compact_and_read_back(half_p, extra):
+    # the paper layout writes an overlapped F&B slot as 0F3&3B5 (7 characters, not PyTorch's 20),
+    # so a column is as wide as its widest plain op or overlapped pair; the table reads back whole
+    p = 2 * half_p
+    m = 2 * p + 2 * extra  # DualPipe: an even m >= 2p
+    s = build("dualpipe", p=p, m=m)
+    text = format_schedule_table(s)
+    assert "OVERLAP_F_B" not in text
+    pairs = {a.compact for prog in s.programs for a in prog if type(a) is Overlap}
+    assert pairs and all(pair in text for pair in pairs)
+    widest = max(len(a.compact if type(a) is Overlap else str(a)) for prog in s.programs for a in prog if a)
+    header = text.splitlines()[0].split()
+    assert header[0] == "tick" and len(text.splitlines()[1]) <= len("dev 00 ") + (widest + 1) * (len(header) - 1)
+    back = parse_table(text, bidirectional(p), m=m)
+    assert [[a for a in prog if a] for prog in back.programs] == [[a for a in prog if a] for prog in s.programs]
 
 
 # --------------------------------------------------------------------------- PyTorch's formatter

@@ -167,6 +167,7 @@ def test_a_signal_stops_the_cp_sat_search_within_2_s(sig, code, line):
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert time.perf_counter() - t0 < 2.0
-    assert proc.returncode == code and err.decode() == f"ppverify optimize: {line}" + (
-        " (SIGTERM)\n" if sig == signal.SIGTERM else "\n"
-    )
+    if sig == signal.SIGTERM:
+        assert proc.returncode == code and err.decode() == "ppverify optimize: terminated (SIGTERM)\n"
+    else:  # Ctrl-C ends the search; the best so far is printed first (tests/optimize/test_solver_run.py)
+        assert proc.returncode == code and err.decode().splitlines()[-1].startswith(f"ppverify optimize: {line}")

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 
+import matplotlib.pyplot
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppverify.cli import main
 from ppverify.comm import FixedDelay
@@ -142,3 +146,32 @@ def test_cli_plot_bad_input(argv, needle, capsys, tmp_path, monkeypatch):
     assert main(["plot", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and len(err.splitlines()) == 1
+
+
+@settings(max_examples=8, deadline=None)  # each example draws and saves a PNG: about a second
+@given(
+    st.floats(0.5, 4.0),  # log10 of how far the x values span
+    st.floats(1.01, 100.0),  # how far the makespans span (ratio of largest to smallest)
+)
+def test_crossover_axes_turn_logarithmic_past_a_decade(tmp_path_factory, x_decades, y_ratio):
+    # two schedules whose makespans grow with the latency from 1 to y_ratio: a log axis exactly
+    # where the values span more than a factor of ten, on x and y alike
+    xs = np.logspace(-6, -6 + x_decades, 5)
+    ys = np.linspace(1.0, y_ratio, 5)
+    df = pd.DataFrame(
+        {
+            "schedule": ["a"] * 5 + ["b"] * 5,
+            "x": list(xs) * 2,
+            "makespan": list(ys) + [ys.mean()] * 5,
+            "time_unit": "s",
+        }
+    )
+    figures = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("ppverify.plots.plt.close", figures.append)
+        crossover_plot(df, "latency", tmp_path_factory.mktemp("c") / "c.png")
+    ax = figures[-1].axes[0]
+    spread = max(max(ys), ys.mean()) / min(min(ys), ys.mean())
+    assert ax.get_xscale() == ("log" if 10**x_decades > 10 else "linear")
+    assert ax.get_yscale() == ("log" if spread > 10 else "linear")
+    matplotlib.pyplot.close(figures[-1])

@@ -4,8 +4,9 @@ installs the ``chromium`` package where it is missing), driven by Playwright's P
 
 Checks: the page renders with no console error; every level's Gantt of each schedule holds every op
 exactly once (the op set is written out by hand from p, m and the op kinds); hover names the op
-and what it waited for; zoom narrows the time axis; an INVALID schedule's minimal core is shown;
-a 50,000-op page renders within 10 s. Screenshots go to pytest's tmp dir and to tests/artifacts/.
+and what it waited for, and a transfer what it queued behind; zoom narrows the time axis; an
+INVALID schedule's minimal core is shown; collectives have their own colour and legend entry and
+pipe 1's bars are hatched; the memory panel has a y scale; a 50,000-op page renders within 10 s. Screenshots go to pytest's tmp dir and to tests/artifacts/.
 """
 
 from __future__ import annotations
@@ -204,4 +205,79 @@ def test_measured_peaks_show_beside_the_models(browser, tmp_path):
     }
     assert cells == {"gpipe": "9", "1f1b": "7"}
     assert "peak act. (measured)" in page.locator("#legend").inner_text()
+def _open_report(browser, tmp_path: Path, schedule: str, argv: list[str]):
+    """``ppverify report`` of one schedule (argv: the rest of its options), opened on that schedule."""
+    out = tmp_path / f"{schedule}.html"
+    assert main(["report", "--schedules", schedule, *argv, "--no-progress", "-o", str(out)]) == 0
+    page, errors = _open(browser, out)
+    assert page.evaluate("s => window.ppverifyReport.select(s)", schedule)
+    return page, errors
+
+
+def test_collectives_have_their_own_colour_and_pipe_1_is_hatched(browser, tmp_path):
+    # Chimera p=4 m=4: two pipes, the replica gradient all-reduce ends the step
+    page, errors = _open_report(
+        browser, tmp_path, "chimera", ["-p", "4", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "0.5"]
+    )
+    assert "async" in page.evaluate("window.ppverifyReport.levels()")
+    colours = page.evaluate("['allreduce', 'activation', 'gradient'].map(window.ppverifyReport.transferColor)")
+    # an all-reduce is drawn in none of the colours of an op kind or a point-to-point transfer
+    assert colours[0] not in ("#4c8bf5", "#34a853", "#f29d38", "#a06cd5", colours[1], colours[2])
+    assert page.locator("#key-collective").is_visible() and "collective" in page.locator("#key-collective").inner_text()
+    assert page.locator("#key-pipe1").is_visible()
+    # the hatched bars are exactly the ops of the microbatches Chimera sends down pipe 1
+    s = build("chimera", p=4, m=4)
+    pipe1 = Counter(str(o) for o in s.ops() if s.pipe_of_mb[o.mb] == 1)
+    assert Counter(page.evaluate("window.ppverifyReport.hatched('chimera', 'async')")) == pipe1
+    _keep(page, tmp_path, "report-chimera-legend.png")
+    assert errors == []
+
+
+def test_memory_panel_has_a_y_scale(browser, study_page, tmp_path):
+    page, errors = _open(browser, study_page)
+    page.evaluate("window.ppverifyReport.select('1f1b')")
+    # 1F1B p=2 m=2: device 0 holds both microbatches' activations before its first backward, a
+    # peak of 2 (one activation = 1 with abstract costs); the scale runs 0, 0.5, ... up to it
+    ticks = page.evaluate("window.ppverifyReport.memoryTicks('async')")
+    assert ticks == ["0", "0.5", "1", "1.5", "2"]
+    _keep(page, tmp_path, "report-memory-scale.png")
+    assert errors == []
+
+
+def test_a_queued_transfer_names_what_it_waited_behind(browser, tmp_path):
+    # GPipe p=2 m=2, F=1, B=2, a 2-unit link: 0F0's activation holds link 0->1 from 1 to 3, so
+    # 0F1's (ready at 2) waits behind it until 3 under the contention engine
+    page, errors = _open_report(
+        browser, tmp_path, "gpipe", ["-p", "2", "-m", "2", "--costs", "F=1,B=2", "--comm-delay", "2"]
+    )
+    queued = page.evaluate("window.ppverifyReport.queued('contention')")
+    assert queued
+    tips = [page.evaluate("([l, t]) => window.ppverifyReport.transferTip(l, t)", ["contention", t]) for t in queued]
+    assert any("queued behind: activation of 0F0 on link 0\u21921 until 3" in tip for tip in tips), tips
+    assert any("its data was ready at 2" in tip for tip in tips)
+    assert page.evaluate("window.ppverifyReport.queued('async')") == []  # no link queues without contention
+    assert errors == []
+
+
+def test_a_measured_timeline_with_abstract_costs_is_drawn_in_units(browser, tmp_path):
+    # the measured step of abstract costs (slept UNIT_S seconds per unit; here the async engine
+    # timed in seconds stands in for the runtime) is read back in units and drawn with the others
+    from dataclasses import replace
+
+    from ppverify.compare.measured import UNIT_S, in_units
+
+    s = build("gpipe", p=2, m=2)
+    units = CostModel.abstract(s.placement, F=1, B=2)
+    slept = replace(units, duration={k: tuple(UNIT_S * x for x in v) for k, v in units.duration.items()}, time_unit="s")
+    measured = in_units(run(s, slept, semantics="async"), units, UNIT_S)
+    rows = pd.DataFrame(columns=["config", "schedule", "level", "semantics"])
+    timelines = {"async": run(s, units, semantics="async"), "measured": measured}
+    path = write_report(
+        Study(rows, (point_view("p=2 m=2 F=1,B=2", "gpipe", s, timelines, "valid"),)), tmp_path / "m.html"
+    )
+    page, errors = _open(browser, path)
+    assert page.evaluate("window.ppverifyReport.levels()") == ["async", "measured"]
+    assert Counter(page.evaluate("window.ppverifyReport.opsDrawn('gpipe', 'measured')")) == _ops(2, 2, "FB")
+    # one shared time axis in units: GPipe's (m + p - 1)(F + B) = 9 for both levels
+    assert page.evaluate("window.ppverifyReport.view()")[1] == pytest.approx(9 * 1.02)
     assert errors == []

@@ -1,7 +1,8 @@
 """``ppverify compare``: the same schedules at every abstraction level, side by side.
 
-With no arguments it runs the built-in default comparison (the seed paper's seven schedules on
-five systems, two models and three microbatch counts) and prints one table per configuration.
+With no arguments it runs the built-in default comparison (the seed paper's seven schedules and
+1F1B with a split backward, on five systems, two models and three microbatch counts) and prints
+one table per configuration.
 """
 
 from __future__ import annotations

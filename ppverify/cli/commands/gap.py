@@ -17,7 +17,7 @@ from typing import Any
 from ...optimize.request import own_peak_problem, summary_lines
 from ...sizes import memory_formatter
 from .. import Command
-from ..common import print_json
+from ..common import interrupted, print_json
 from ..optimize_args import add_problem_arguments, problem_from_args
 
 
@@ -58,7 +58,10 @@ def family_value(
 def run(args: argparse.Namespace) -> int:
     """Time the family, optimize the same problem, print value, bound and gap."""
     from ...optimize import optimize, relative_gap
+    from ...optimize.deadline import Deadline
+    from ...optimize.solver_run import Progress, interruptible, run_limits
 
+    work, wall = run_limits(args.time_limit, args.work_limit)
     pr, sched, info = problem_from_args(args)
     if sched is None:  # an empty FAMILY|FILE
         from ...errors import ParameterError
@@ -69,7 +72,14 @@ def run(args: argparse.Namespace) -> int:
     if args.memory_cap is None:  # like for like: the optimum may use the family's own peak
         pr, info = own_peak_problem(pr, info, float(peak))
     over_cap = pr.memory_cap is not None and peak > pr.memory_cap + 1e-9
-    res = optimize(pr, args.time_limit, args.workers, args.seed)
+    progress = Progress.for_command("gap", args.progress)
+    with interruptible() as stop:  # Ctrl-C: the bound so far is printed, then exit code 130
+        deadline = Deadline.after(wall, stop)
+        res = optimize(
+            pr, wall, args.workers, args.seed, work_limit=work, deadline=deadline, deterministic=True, progress=progress
+        )
+        if progress is not None:
+            progress.close()
     bound = min(res.bound, value) if not over_cap else res.bound
     opt_peak = float(res.timeline.peak_memory().max()) if res.timeline is not None and len(res.timeline.ops) else None
     out = dict(
@@ -93,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.json:
         print_json(out)
-        return 0
+        return interrupted("ppverify gap", "the bound and gap found so far") if stop.is_set() else 0
     u = "" if res.time_unit != "s" else " s"
     gap = out["gap_to_bound"]
     mem = memory_formatter(pr.costs.memory_unit)
@@ -114,10 +124,10 @@ def run(args: argparse.Namespace) -> int:
             f"optimum      {res.objective:g}{u}  (proven{peak_text}; the family is {value - res.objective:g}{u} above it)"
         )
     elif res.objective is not None:
-        print(f"best found   {res.objective:g}{u}  (CP-SAT {res.status} within {args.time_limit:g} s{peak_text})")
+        print(f"best found   {res.objective:g}{u}  (CP-SAT {res.status} within {wall:g} s{peak_text})")
     print()
     print("\n".join(summary_lines(res, info)))
-    return 0
+    return interrupted("ppverify gap", "the bound and gap found so far") if stop.is_set() else 0
 
 
 COMMAND = Command(

@@ -25,7 +25,7 @@ from ...errors import ParameterError
 from ...schedule import Schedule
 from ...verify.import_audit import audit, audit_text
 from .. import Command
-from ..common import add_cost_arguments, costs_from_args, print_json
+from ..common import DeprecatedAlias, add_cost_arguments, costs_from_args, print_json, warn_deprecated
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,10 +69,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "never blocks; default) or rendezvous (a SEND waits for its RECV, like NCCL)",
     )
     parser.add_argument(
-        "--table",
+        "--style",
         choices=("paper", "torch"),
         default=None,
-        help="also print the slot table of a valid file: paper (device x tick) or torch (PyTorch's step x rank grid)",
+        help="also print the slot table of a valid file in this layout: paper (device x tick) or torch "
+        "(PyTorch's step x rank grid), as show --style",
+    )
+    parser.add_argument(
+        "--table",
+        dest="style",
+        choices=("paper", "torch"),
+        action=DeprecatedAlias,
+        new="--style",
+        help="deprecated name of --style",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -113,11 +122,12 @@ def run_import(args: argparse.Namespace) -> int:
         print_json(rep)
     else:
         print(audit_text(rep))
-        if args.table and tl is not None:
+        if args.style and tl is not None:
             from ...engines.table import format_table
 
             print()
-            print(format_table(tl, style=args.table))
+            print(format_table(tl, style=args.style))
+    warn_deprecated(args, "ppverify import")  # after the output: a failed run keeps its one line
     return 0 if rep["valid"] else 1
 
 

@@ -10,6 +10,11 @@ a size (``64GiB``) or ``none``;
 to the family's instead (CP-SAT then reproduces the async engine's makespan). Exit code 0 when a
 schedule was found, 1 when INFEASIBLE (a verdict), 2 when the time limit ended the run without a
 schedule (UNKNOWN: a limit, as for ``verify --time-limit``; the report and its bound still print).
+
+The search stops on CP-SAT's deterministic work (``--work-limit``), so the same command gives the
+same answer at any load; ``--time-limit`` is a wall-clock ceiling. ``--progress`` (always on a
+terminal) shows phase, incumbent, bound and gap on stderr; Ctrl-C ends the search, prints (and
+saves) the best schedule and bound so far, then exits with 130.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import argparse
 from ...errors import ParameterError
 from ...optimize.request import result_text, save_result, solve, summary_lines
 from .. import Command
-from ..common import print_json
+from ..common import interrupted, print_json
 from ..optimize_args import add_problem_arguments, problem_from_args
 
 __all__ = ["COMMAND", "add_problem_arguments", "build_namespace", "problem_from_args", "summary_lines"]
@@ -47,17 +52,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Solve and print (text or JSON); save the schedule when asked."""
+    """Solve and print (text or JSON); save the schedule when asked. Ctrl-C during the search:
+    the best schedule and bound so far are printed and saved, then exit code 130."""
     from ...limits import time_limit
     from ...optimize.deadline import Deadline
+    from ...optimize.solver_run import Progress, interruptible, run_limits
 
-    deadline = Deadline.after(args.time_limit)  # the whole command, argument handling included
-    with time_limit(args.time_limit):  # building a family or reading a file checks no deadline
-        pr, sched, info = problem_from_args(args)
-    if args.evaluate and sched is None:
-        raise ParameterError("evaluate", True, "--evaluate needs a family or schedule file (its program order)")
-    gap_limit = getattr(args, "gap_limit", None)
-    res = solve(pr, sched if args.evaluate else None, args.time_limit, args.workers, args.seed, deadline, gap_limit)
+    work, wall = run_limits(args.time_limit, args.work_limit)
+    progress = Progress.for_command("optimize", args.progress)
+    with interruptible() as stop:
+        deadline = Deadline.after(wall, stop)  # the whole command, argument handling included
+        with time_limit(wall):  # building a family or reading a file checks no deadline
+            pr, sched, info = problem_from_args(args)
+        if args.evaluate and sched is None:
+            raise ParameterError("evaluate", True, "--evaluate needs a family or schedule file (its program order)")
+        gap_limit = getattr(args, "gap_limit", None)
+        res = solve(
+            pr, sched if args.evaluate else None, wall, args.workers, args.seed, deadline, gap_limit, work, progress
+        )
+        if progress is not None:
+            progress.close()
     if args.save:
         save_result(res, pr, args.save)
     if args.json:
@@ -66,12 +80,17 @@ def run(args: argparse.Namespace) -> int:
         print(result_text(res, info, pr, None if args.no_chart else args.width, args.table))
         if args.save and res.schedule is not None:
             print(f"saved      {args.save}")
+    if stop.is_set():
+        kept = res.schedule is not None
+        return interrupted(
+            "ppverify optimize", "the best schedule and bound found so far" if kept else "the bound so far"
+        )
     if res.status == "UNKNOWN":
         from ...limits import TimeLimitError
 
         unit = " s" if res.time_unit == "s" else ""
         raise TimeLimitError(
-            f"--time-limit {args.time_limit:g}",
+            f"--time-limit {wall:g}",
             f"no schedule found in time (status UNKNOWN, best bound {res.bound:g}{unit})",
         )
     return 0 if res.status in ("OPTIMAL", "FEASIBLE") else 1

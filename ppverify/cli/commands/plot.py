@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--schedules",
-        help="with --crossover: comma-separated schedule labels/families (default: the comparison's seven)",
+        help="with --crossover: comma-separated schedule labels/families (default: the default comparison's)",
     )
     parser.add_argument(
         "--range",

@@ -6,6 +6,18 @@
   const LEVEL_ORDER = Object.keys(DATA.levels);
   const KIND_COLOR = { F: "#4c8bf5", B: "#34a853", I: "#f29d38", W: "#a06cd5" };
   const TR_COLOR = { activation: "rgba(76,139,245,0.55)", gradient: "rgba(52,168,83,0.55)" };
+  const COLLECTIVE_COLOR = "rgba(0,121,107,0.8)";  // all-reduces: their own colour, not an op kind's
+  const trColor = (kind) => TR_COLOR[kind] || COLLECTIVE_COLOR;
+  let HATCH = null;  // pipe 1's bars are hatched, as in the Gantt PNG
+  function hatch(ctx) {
+    if (HATCH) return HATCH;
+    const c = document.createElement("canvas");
+    c.width = c.height = 6;
+    const g = c.getContext("2d");
+    g.strokeStyle = "rgba(255,255,255,0.75)"; g.lineWidth = 1.4;
+    g.beginPath(); g.moveTo(0, 6); g.lineTo(6, 0); g.moveTo(-3, 3); g.lineTo(3, -3); g.moveTo(3, 9); g.lineTo(9, 3); g.stroke();
+    return (HATCH = ctx.createPattern(c, "repeat"));
+  }
   const WAIT_TEXT = DATA.wait_codes;
   const PROVED = (DATA.verifier || []).map((x) => x.name).join(", ");  // what a valid verdict proves
   const $ = (id) => document.getElementById(id);
@@ -132,7 +144,7 @@
 
   // ---------- Gantt ----------
   const points = DATA.points;
-  const state = { point: null, levels: [], t0: 0, t1: 1, layout: null, drawn: {}, memLevel: null, hover: null, renderMs: 0 };
+  const state = { point: null, levels: [], t0: 0, t1: 1, layout: null, drawn: {}, hatched: {}, memTicks: [], memLevel: null, hover: null, renderMs: 0 };
   const GUTTER = 112;
   function pointIndex(cfg, sched) { return points.findIndex((p) => p.config === cfg && p.schedule === sched); }
 
@@ -221,7 +233,7 @@
       ctx.textAlign = "left"; ctx.fillText(fmtTime(t, unit), x + 3, 9);
     }
     const core = new Set(pt.verdict.core || []);
-    state.drawn = {};
+    state.drawn = {}; state.hatched = {}; state.memTicks = [];
     for (const b of state.layout.blocks) drawLevel(ctx, pt, b, core, width);
     if (state.memLevel && pt.levels[state.memLevel]) drawMemory(ctx, pt, width);
     ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, GUTTER - 2, 18);
@@ -262,6 +274,17 @@
       }
       ctx.fill();
     }
+    const hatched = [];
+    if (pt.pipes && pt.pipes.length) {
+      for (const i of drawn) if (pt.pipes[L.o[i]] === 1) hatched.push(i);
+      if (!dense && hatched.length) {
+        ctx.fillStyle = hatch(ctx);
+        ctx.beginPath();
+        for (const i of hatched) { const x0 = X(L.s[i]), [y, h] = opY(L, b, i, pad); ctx.rect(x0, y, Math.max(0.4, X(L.e[i]) - x0), h); }
+        ctx.fill();
+      }
+    }
+    state.hatched[b.level] = hatched;
     if (b.rowH >= 12 && !dense) {  // separators and labels where there is room
       ctx.strokeStyle = "rgba(255,255,255,0.9)"; ctx.lineWidth = 1;
       ctx.fillStyle = "#fff"; ctx.font = "10px system-ui, sans-serif"; ctx.textAlign = "center";
@@ -280,7 +303,7 @@
     }
     // transfers on their links
     L.tr.kinds.forEach((kname, kk) => {  // one path per transfer kind
-      ctx.fillStyle = TR_COLOR[kname] || "rgba(230,120,40,0.6)";
+      ctx.fillStyle = trColor(kname);
       ctx.beginPath();
       for (let r = 0; r < L.links.length; r++) {
         const y = b.linkTop + r * b.linkH;
@@ -347,8 +370,16 @@
     ctx.textAlign = "left"; ctx.fillStyle = "#1d2330"; ctx.font = "600 12px system-ui, sans-serif";
     ctx.fillText("memory per device (" + state.memLevel + ")", 6, top - 2);
     ctx.font = "11px system-ui, sans-serif"; ctx.fillStyle = "#5f6b7a";
-    ctx.fillText("peak " + fmtMem(ymax, L.memory_unit), 8, top + 14);
-    ctx.fillText("0", 8, top + h - 4);
+    // the y scale: round values from 0 to the peak, labelled at the gutter's right edge, with grid lines
+    ctx.textAlign = "right"; ctx.font = "10px system-ui, sans-serif";
+    const yticks = niceTicks(0, ymax, 4);
+    for (const v of yticks) {
+      const y = Math.round(Y(v)) + 0.5;
+      ctx.strokeStyle = "#edf0f4"; ctx.lineWidth = 1; ctx.beginPath(); ctx.moveTo(GUTTER, y); ctx.lineTo(width, y); ctx.stroke();
+      ctx.fillStyle = "#5f6b7a"; ctx.fillText(fmtMem(v, L.memory_unit), GUTTER - 4, Math.min(Math.max(y, top + 4), top + h - 2));
+      state.memTicks.push(fmtMem(v, L.memory_unit));
+    }
+    ctx.textAlign = "left";
     ctx.save(); ctx.beginPath(); ctx.rect(GUTTER, top - 4, width - GUTTER, h + 8); ctx.clip();
     L.mem.forEach(([t, m], d) => {
       ctx.strokeStyle = DEV_COLORS[d % DEV_COLORS.length]; ctx.lineWidth = 1.5; ctx.beginPath();
@@ -359,7 +390,9 @@
     if (cap && cap <= ymax) { ctx.strokeStyle = "#c62828"; ctx.setLineDash([5, 4]); ctx.beginPath(); ctx.moveTo(GUTTER, Y(cap)); ctx.lineTo(width, Y(cap)); ctx.stroke(); ctx.setLineDash([]); }
     ctx.restore();
     ctx.font = "10px system-ui, sans-serif";
-    L.mem.forEach((_, d) => { if (d < 16) { ctx.fillStyle = DEV_COLORS[d % DEV_COLORS.length]; ctx.fillText("\u2014 dev " + d, 8 + 52 * (d % 2), top + 30 + 11 * Math.floor(d / 2)); } });
+    ctx.fillStyle = "#5f6b7a"; ctx.fillText("peak " + fmtMem(ymax, L.memory_unit), 8, top + 12);
+    // one column of device keys left of the scale's labels (the first seven; the rest share the colours)
+    L.mem.forEach((_, d) => { if (d < 7) { ctx.fillStyle = DEV_COLORS[d % DEV_COLORS.length]; ctx.fillText("\u2014 dev " + d + (d === 6 && L.mem.length > 7 ? " \u2026" : ""), 8, top + 26 + 11 * d); } });
   }
 
   // ---------- hover ----------
@@ -405,8 +438,8 @@
     return txt;
   }
 
-  function showTip(h, x, y) {
-    const tip = $("tooltip"), pt = state.point, L = h.L, u = L.time_unit;
+  function tipHtml(h) {
+    const pt = state.point, L = h.L, u = L.time_unit;
     let html;
     if (h.type === "op") {
       const i = h.i, label = pt.ops[L.o[i]];
@@ -419,8 +452,20 @@
       html = "<b>" + L.tr.kinds[L.tr.k[t]] + "</b> &middot; link " + L.tr.sd[t] + "\u2192" + L.tr.dd[t] +
         (so >= 0 ? "<br>" + pt.ops[L.o[so]] + (dd >= 0 ? " \u2192 " + pt.ops[L.o[dd]] : "") : "") +
         "<br>" + fmtTime(L.tr.s[t], u) + " \u2192 " + fmtTime(L.tr.e[t], u) + (L.tr.b[t] ? ", " + fmtMem(L.tr.b[t], "bytes") : "");
+      const q = L.tr.q ? L.tr.q[t] : -1;
+      if (q >= 0) {
+        const qs = L.tr.so[q];
+        html += '<br><span class="w">queued behind: ' + L.tr.kinds[L.tr.k[q]] + (qs >= 0 ? " of " + pt.ops[L.o[qs]] : "") +
+          " on link " + L.tr.sd[q] + "\u2192" + L.tr.dd[q] + " until " + fmtTime(L.tr.e[q], u) +
+          (so >= 0 ? " (its data was ready at " + fmtTime(L.e[so], u) + ")" : "") + "</span>";
+      }
     }
-    tip.innerHTML = html;
+    return html;
+  }
+
+  function showTip(h, x, y) {
+    const tip = $("tooltip");
+    tip.innerHTML = tipHtml(h);
     tip.style.display = "block";
     const W = $("gantt-wrap").clientWidth;
     tip.style.left = Math.min(x + 14, W - tip.offsetWidth - 4) + "px";
@@ -663,6 +708,33 @@
     /** The visible time range [t0, t1] of the charts. */
     view() { return [state.t0, state.t1]; },
     points() { return points.map((p) => [p.config, p.schedule]); },
+    /** Labels of the ops drawn hatched (pipe 1) for a schedule at a level (full view). */
+    hatched(schedule, level, config) {
+      if (this.opsDrawn(schedule, level, config) === null) return null;
+      const pt = state.point, L = pt.levels[level];
+      return (state.hatched[level] || []).map((i) => pt.ops[L.o[i]]);
+    },
+    /** The memory panel's y-scale labels, bottom to top, for a level (its memory curves drawn). */
+    memoryTicks(level) {
+      if (!state.point || !state.point.levels[level]) return null;
+      state.memLevel = level; $("pt-mem").value = level; draw();
+      return state.memTicks.slice();
+    },
+    /** The hover text of transfer t at a level of the selected point (as the tooltip shows it). */
+    transferTip(level, t) {
+      const L = state.point && state.point.levels[level];
+      if (!L || t < 0 || t >= L.tr.s.length) return null;
+      const div = document.createElement("div");
+      div.innerHTML = tipHtml({ L, i: t, type: "transfer", b: null });
+      return div.innerText || div.textContent;
+    },
+    /** Indices of the transfers that queued behind another, at a level of the selected point. */
+    queued(level) {
+      const L = state.point && state.point.levels[level];
+      return L ? L.tr.q.map((q, t) => (q >= 0 ? t : -1)).filter((t) => t >= 0) : null;
+    },
+    /** The colour a transfer kind is drawn in (collectives: their own). */
+    transferColor(kind) { return trColor(kind); },
   };
   start();
 })();

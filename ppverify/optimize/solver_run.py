@@ -1,0 +1,211 @@
+"""How a long CP-SAT run is controlled from a command: a deterministic work limit under a
+wall-clock ceiling, a progress line on stderr, and Ctrl-C that ends the search but keeps its best.
+
+Three pieces any solver command can call (``optimize`` and ``gap`` do):
+
+* :func:`run_limits`: the work limit in CP-SAT's deterministic seconds and the wall-clock
+  ceiling. The solver stops on its work count, so the same command gives the same answer at any
+  machine load; ``--time-limit`` only stops a machine far slower than that work implies (the
+  result then says the clock cut it). :func:`~ppverify.optimize.solver_setup.make_solver` with
+  ``deterministic=True`` also makes several workers search in a fixed order (CP-SAT's
+  ``interleave_search``: its parallel portfolio otherwise depends on thread timing).
+* :class:`Progress`: phase, incumbent, bound and gap as they change, on one line rewritten in
+  place on a terminal (one line per change otherwise, e.g. ``--progress`` into a log); fed by the
+  optimizer between phases and by CP-SAT's solution and bound callbacks during a search.
+* :func:`interruptible`: while it is active, Ctrl-C sets a stop event instead of raising. The
+  command's signal watcher stops the CP-SAT call in progress (:mod:`.interrupt`), every later
+  phase sees the event through its :class:`~ppverify.optimize.deadline.Deadline` as if the
+  clock had run out, and the command prints and saves the best schedule and bound so far, then
+  exits with 130. A second Ctrl-C quits at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+from ortools.sat.python import cp_model
+
+from ..errors import ParameterError
+from .result import relative_gap
+
+#: the search's default work in CP-SAT's deterministic seconds (what ``--time-limit 60`` gave before)
+DEFAULT_WORK = 60.0
+#: the default wall-clock ceiling as a multiple of the work limit (the same factor as ``compare``)
+WALL_FACTOR = 4.0
+
+
+def run_limits(time_limit: float | None = None, work_limit: float | None = None) -> tuple[float, float]:
+    """``(work, wall)``: CP-SAT's deterministic seconds and the wall-clock ceiling of a run.
+
+    The work defaults to :data:`DEFAULT_WORK`, but never more than a given ``time_limit`` (so
+    ``--time-limit 10`` alone still means a ten-second run); the ceiling defaults to
+    :data:`WALL_FACTOR` times the work, so that the clock only stops a machine that many times
+    slower than the work implies (and then the result says so).
+
+    Example:
+        >>> run_limits(), run_limits(10.0), run_limits(work_limit=5.0), run_limits(10.0, 5.0)
+        ((60.0, 240.0), (10.0, 10.0), (5.0, 20.0), (5.0, 10.0))
+        >>> run_limits(10.0, 0.0)
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter work-limit=0.0: must be > 0 deterministic seconds
+    """
+    if work_limit is not None and not 0 < work_limit <= 1e9:
+        raise ParameterError("work-limit", work_limit, "must be > 0 deterministic seconds")
+    if time_limit is not None and not 0 < time_limit <= 1e9:
+        raise ParameterError("time-limit", time_limit, "must be > 0 seconds")
+    if work_limit is None:
+        work = DEFAULT_WORK if time_limit is None else min(DEFAULT_WORK, float(time_limit))
+    else:
+        work = float(work_limit)
+    wall = WALL_FACTOR * work if time_limit is None else float(time_limit)
+    return work, wall
+
+
+class Progress:
+    """One progress line: ``label: phase  incumbent X  bound Y  gap Z %  (T s)``, written to
+    ``stream`` whenever one of them changes. ``live`` rewrites the line in place (a terminal);
+    otherwise each change is a new line. The incumbent only goes down and the bound only up, so
+    callers may report what they have. Safe from CP-SAT's callback threads.
+
+    Example:
+        >>> import io
+        >>> out = io.StringIO()
+        >>> p = Progress(out, "optimize", clock=lambda: 0.0)
+        >>> p.phase("starting schedules", 12.0, 10.0)
+        >>> p.update(bound=9.0)  # a lower bound than the best known: no change, no line
+        >>> p.update(incumbent=11.0)
+        >>> p.close()
+        >>> print(out.getvalue(), end="")
+        optimize: starting schedules  incumbent 12  bound 10  gap 16.67 %  (0.0 s)
+        optimize: starting schedules  incumbent 11  bound 10  gap 9.09 %  (0.0 s)
+    """
+
+    def __init__(self, stream: TextIO, label: str, live: bool = False, clock: Any = time.monotonic) -> None:
+        self.stream, self.label, self.live, self.clock = stream, label, live, clock
+        self.t0 = clock()
+        self.name = ""
+        self.incumbent: float | None = None
+        self.bound: float | None = None
+        self.last = ""
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def for_command(label: str, asked: bool, stream: TextIO | None = None) -> Progress | None:
+        """A progress line on ``stream`` (stderr) when it is a terminal or when ``asked``
+        (``--progress``); None otherwise.
+
+        Example:
+            >>> import io
+            >>> Progress.for_command("gap", False, io.StringIO()) is None
+            True
+        """
+        out = sys.stderr if stream is None else stream
+        live = bool(getattr(out, "isatty", lambda: False)())
+        return Progress(out, label, live=live) if (asked or live) else None
+
+    def phase(self, name: str, incumbent: float | None = None, bound: float | None = None) -> None:
+        """A new phase starts (with the best value and bound known then)."""
+        with self.lock:
+            self.name = name
+            self._merge(incumbent, bound)
+            self._write()
+
+    def update(self, incumbent: float | None = None, bound: float | None = None) -> None:
+        """A new incumbent or bound within the current phase."""
+        with self.lock:
+            if self._merge(incumbent, bound):
+                self._write()
+
+    def close(self) -> None:
+        """End the line (a terminal's cursor moves to the next line)."""
+        with self.lock:
+            if self.live and self.last:
+                self.stream.write("\n")
+                self.stream.flush()
+            self.last = ""
+
+    def search_callback(self, tick: float = 1.0, bounds: bool = True) -> cp_model.CpSolverSolutionCallback:
+        """A CP-SAT solution callback reporting each new incumbent and (``bounds``: the model's
+        bound is one of the whole problem) bound, the model's objective in ticks of ``tick``; pass
+        it to ``solver.solve(model, callback)``, and :meth:`watch_bound` for bounds proven
+        between solutions."""
+        progress = self
+
+        class _Callback(cp_model.CpSolverSolutionCallback):
+            def on_solution_callback(self) -> None:
+                bound = self.best_objective_bound * tick if bounds else None
+                progress.update(self.objective_value * tick, bound)
+
+        return _Callback()
+
+    def watch_bound(self, solver: cp_model.CpSolver, tick: float = 1.0) -> None:
+        """Report the bounds CP-SAT proves during ``solver``'s next search."""
+        solver.best_bound_callback = lambda b: self.update(bound=b * tick)
+
+    def _merge(self, incumbent: float | None, bound: float | None) -> bool:
+        changed = False
+        if incumbent is not None and (self.incumbent is None or incumbent < self.incumbent - 1e-9):
+            self.incumbent, changed = float(incumbent), True
+        if bound is not None and bound < float("inf") and (self.bound is None or bound > self.bound + 1e-9):
+            self.bound, changed = float(bound), True
+        return changed
+
+    def _write(self) -> None:
+        parts = [f"{self.label}: {self.name}"]
+        if self.incumbent is not None:
+            parts.append(f"incumbent {self.incumbent:.10g}")
+        if self.bound is not None:
+            parts.append(f"bound {self.bound:.10g}")
+        gap = relative_gap(self.incumbent, self.bound) if self.bound is not None else None
+        if gap is not None:
+            parts.append(f"gap {100 * gap:.2f} %")
+        text = "  ".join(parts)
+        if text == self.last:
+            return
+        self.last = text
+        line = f"{text}  ({self.clock() - self.t0:.1f} s)"
+        self.stream.write(f"\r{line}\x1b[K" if self.live else line + "\n")
+        self.stream.flush()
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[threading.Event]:
+    """Within the block, Ctrl-C (SIGINT) sets the yielded event instead of raising
+    ``KeyboardInterrupt``, once: a second Ctrl-C raises as usual. Outside the main thread (where
+    Python cannot install signal handlers) the event is never set by a signal.
+
+    Example:
+        >>> import os, signal
+        >>> with interruptible() as stop:
+        ...     os.kill(os.getpid(), signal.SIGINT)
+        ...     for _ in range(1000):
+        ...         if stop.is_set():
+        ...             break
+        ...         time.sleep(0.001)
+        >>> stop.is_set()
+        True
+    """
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def on_sigint(signum: int, frame: object) -> None:
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C quits at once
+
+    old = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+__all__ = ["DEFAULT_WORK", "WALL_FACTOR", "Progress", "interruptible", "run_limits"]
