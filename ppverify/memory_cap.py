@@ -70,6 +70,18 @@ class MemoryCap:
         """True for ``none``."""
         return self.value is None
 
+    @property
+    def two_units(self) -> bool:
+        """True when the cost model's unit is not activations of a device's share: bytes, or
+        several stages per device (then :meth:`describe` gives both).
+
+        Example:
+            >>> from ppverify.placement import linear, v_shape
+            >>> [parse_memory_cap("4", CostModel.abstract(pl), pl).two_units for pl in (linear(4), v_shape(4))]
+            [False, True]
+        """
+        return self.unit == "bytes" or not math.isclose(self.stages_per_device, 1.0)
+
     def describe(self) -> str:
         """The cap in words, in both units where they differ ("cap 4 activations (8 stage
         activations, 2 stages per device)"), bytes too when the cost model counts bytes.

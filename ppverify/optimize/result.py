@@ -70,6 +70,7 @@ class OptimizeResult:
             "value": self.objective,
             "bound": self.bound,
             "gap": self.gap,
+            "gap_to_bound": self.gap,  # the name gap, compare and report give (value - bound) / value
             "wall_s": round(self.wall_s, 3),
             "time_unit": self.time_unit,
             "tick": self.tick,

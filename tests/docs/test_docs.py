@@ -275,15 +275,15 @@ def test_markers_that_skip_examples_stay_rare() -> None:
 
 def test_transcript_comparison_catches_drift(tmp_path: Path) -> None:
     # The harness itself: a wrong expected line fails, the right one passes (GPipe p=2, m=1 takes
-    # (m+p-1)(tF+tB) = 2*2 = 4 slots at unit costs).
+    # (m+p-1)(tF+tB) = 2*3 = 6 slots at the default costs tF = 1, tB = 2).
     good = Block(
         ROOT / "README.md",
         1,
         "sh",
-        "$ ppverify show gpipe -p 2 -m 1 --no-table | grep ticks\nmakespan      4 units (4 ticks)\n",
+        "$ ppverify show gpipe -p 2 -m 1 --no-table | grep ticks\nmakespan      6 units (6 ticks)\n",
         "run",
     )
-    bad = Block(good.page, 1, "sh", good.text.replace("4 units (4", "5 units (5"), "run")
+    bad = Block(good.page, 1, "sh", good.text.replace("6 units (6", "5 units (5"), "run")
     assert run_sh(good, workdir(tmp_path)) == []
     assert run_sh(bad, workdir(tmp_path))
 

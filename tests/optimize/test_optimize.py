@@ -248,7 +248,7 @@ def test_cli_optimize_json_and_save(tmp_path, capsys):
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["status"] == "OPTIMAL" and data["value"] == (4 + 3 - 1) * 3 + 2 * 2 * 1
-    assert data["gap"] == 0 and data["bound"] == data["value"]
+    assert data["gap"] == data["gap_to_bound"] == 0 and data["bound"] == data["value"]
     loaded = load_schedule(out)
     assert structural_problems(loaded) == []
     cm = CostModel.abstract(loaded.placement, F=1, B=2)

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(dict(report.to_dict(), **({"memory_cap": cap.to_dict()} if cap is not None else {})))
     else:
         print(report.to_text())
-        if cap is not None:
+        if cap is not None and cap.two_units:  # the proof states the cost model's unit; add the other
             print(f"  memory {cap.describe()}")
     return 0 if report.valid else 1
 
