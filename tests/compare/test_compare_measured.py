@@ -109,7 +109,7 @@ def test_measured_timeline_is_kept_with_abstract_costs(monkeypatch):
         for schedule, slept in jobs:
             seen.append(slept.time_unit)
             tl = run(schedule, slept, semantics="async")
-            out.append(SimpleNamespace(makespans=[tl.makespan], grad_check=SimpleNamespace(ok=True), timeline=tl))
+            out.append(SimpleNamespace(makespans=[tl.makespan], grad_check=SimpleNamespace(ok=True), timeline=tl, memory=None))
         return out
 
     monkeypatch.setattr("ppverify.measure.measure_many", fake_measure_many)

@@ -82,9 +82,9 @@ def test_an_expired_deadline_gives_a_result_not_a_traceback():
     pr = _problem(["1f1b", "-p", "8", "-m", "64"])
     res = optimize(pr, time_limit=5.0, workers=1, deadline=Deadline.after(0.0))
     assert res.status == "UNKNOWN" and res.objective is None
-    # the bounds that need no DAG, with unit slots: each device runs m * (tF + tB) = 64 * 2; one
-    # microbatch's path is p * (tF + tB) = 16
-    assert (res.bound, res.bounds["device_work"], res.bounds["critical_path"]) == (128, 128, 16)
+    # the bounds that need no DAG, at the default costs F=1, B=2: each device runs
+    # m * (tF + tB) = 64 * 3; one microbatch's path is p * (tF + tB) = 24
+    assert (res.bound, res.bounds["device_work"], res.bounds["critical_path"]) == (192, 192, 24)
     assert "wall-clock limit" in res.reason
     with pytest.raises(WallLimitReached):
         instance(pr, deadline=Deadline.after(0.0))
@@ -147,10 +147,10 @@ def test_no_schedule_in_time_exits_2_with_the_status_and_bound(capsys):
     assert code == 2
     lines = {ln.split()[0]: ln for ln in cap.out.splitlines() if ln.strip()}
     assert lines["status"].split()[1] == "UNKNOWN"
-    assert lines["bound"].split()[1] == "2048"  # unit slots: m * (tF + tB) = 1024 * 2
+    assert lines["bound"].split()[1] == "3072"  # default costs F=1, B=2: m * (tF + tB) = 1024 * 3
     assert cap.err.count("\n") == 1 and "Traceback" not in cap.err
     assert cap.err.startswith("ppverify optimize: error: --time-limit 0.05: ") and "UNKNOWN" in cap.err
-    assert "best bound 2048" in cap.err
+    assert "best bound 3072" in cap.err
 
 
 @pytest.mark.parametrize("sig, code, line", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
