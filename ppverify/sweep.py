@@ -4,7 +4,10 @@ incrementally so an interrupted sweep resumes without losing or duplicating a ro
 
 Storage is a JSON-lines file: one line per (schedule, configuration, level) row, carrying the
 content hash of its point (``point`` column: SHA-256 of the canonical JSON of schedule entry,
-configuration, level and solver budget). A line is written, flushed and fsynced as soon as its
+configuration, level, solver budget and the content of every file the point reads: its schedule
+file, its system and model presets, shipped or given as paths). Editing a preset or schedule file
+between a sweep and its resume therefore changes the hash of every point that reads it, and those
+points are computed again; the others resume. A line is written, flushed and fsynced as soon as its
 task returns. On resume, a torn last line (the process died mid-write) is dropped, the file is
 rewritten with the intact lines, and every point whose hash is present is skipped.
 
@@ -139,8 +142,12 @@ def _entries(path: str, value: Any) -> tuple[ScheduleEntry, ...]:
             fpath = Path(item["file"])
             if not fpath.is_absolute():
                 fpath = Path(path).parent / fpath  # relative to the config file
-            if not fpath.is_file():
-                raise _err(path, f"{key}.file", f"schedule file {fpath} not found")
+            from .files import check_input_file
+
+            try:
+                check_input_file(fpath)  # a FIFO or a device is refused, never blocked on
+            except ScheduleFileError as exc:
+                raise _err(path, f"{key}.file", f"schedule file {fpath}: {exc.rule}") from None
             extra = set(item) - {"file", "label"}
             if extra:
                 raise _err(path, f"{key}.{sorted(extra)[0]}", "a file entry takes only 'file' and 'label'")
@@ -269,10 +276,58 @@ def load_sweep(path: str | Path) -> SweepSpec:
     return parse_sweep(load_yaml(read_text(path), str(path)), str(path))
 
 
+def input_digests(
+    entry: ScheduleEntry, config: Config, seen: dict[str, str | None] | None = None
+) -> dict[str, str | None]:
+    """SHA-256 of every file a point reads, by role: its schedule file (``file``), its system and
+    model presets (``system``, ``model``: a shipped preset's file, or the ``.yaml`` path given),
+    ``None`` for a file that does not exist (the point's evaluation reports it). ``seen`` caches
+    digests by file within one call site, so a sweep reads each file once.
+
+    Example:
+        >>> import hashlib
+        >>> from importlib import resources
+        >>> d = input_digests(ScheduleEntry("gpipe", "gpipe"), Config(4, 4, "dgx-h100", "gpt3-1.3b"))
+        >>> shipped = resources.files("ppverify.models").joinpath("systems", "dgx-h100.yaml").read_bytes()
+        >>> sorted(d), d["system"] == hashlib.sha256(shipped).hexdigest()
+        (['model', 'system'], True)
+    """
+    from .files import read_bytes
+    from .presets import preset_file
+
+    cache = {} if seen is None else seen
+
+    def digest(role: str, path: Any) -> str | None:
+        key = f"{role}:{path}"
+        if key not in cache:
+            if isinstance(path, Path):
+                # a FIFO, a device, a folder: refused, never blocked on
+                cache[key] = hashlib.sha256(read_bytes(path)).hexdigest() if os.path.exists(path) else None
+            else:  # a shipped preset
+                cache[key] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+        return cache[key]
+
+    out: dict[str, str | None] = {}
+    if entry.file:
+        out["file"] = digest("file", Path(entry.file))
+    for role, kind, name in (("system", "systems", config.system), ("model", "llms", config.model)):
+        if name is not None:
+            out[role] = digest(role, preset_file(kind, name))
+    return out
+
+
 def point_hash(
-    entry: ScheduleEntry, config: Config, level: str, time_limit: float, max_opt_ops: int, verify: bool = True
+    entry: ScheduleEntry,
+    config: Config,
+    level: str,
+    time_limit: float,
+    max_opt_ops: int,
+    verify: bool = True,
+    digests: dict[str, str | None] | None = None,
 ) -> str:
-    """Content hash of one point (what a stored row is keyed by).
+    """Content hash of one point (what a stored row is keyed by): the entry, the configuration,
+    the level, the solver budget and the content of every file the point reads
+    (:func:`input_digests`, computed when ``digests`` is not given).
 
     Example:
         >>> e, c = ScheduleEntry("gpipe", "gpipe"), Config(4, 4, costs=(("F", 1.0),))
@@ -281,8 +336,10 @@ def point_hash(
         (16, True, False)
     """
     budget = {"time_limit": time_limit, "max_opt_ops": max_opt_ops} if level == "optimum" else {}
-    # a file entry is keyed by the file's content, so editing the file invalidates its rows
-    content = hashlib.sha256(Path(entry.file).read_bytes()).hexdigest() if entry.file else None
+    # keyed by the content of the files read, so editing one invalidates the rows that read it
+    files = input_digests(entry, config) if digests is None else digests
+    content = files.get("file")
+    presets = {k: v for k, v in files.items() if k != "file"}
     doc = {
         "v": STORE_VERSION,
         "entry": [entry.label, entry.family, [list(x) for x in entry.fixed], entry.only_m_eq_p, content],
@@ -298,6 +355,7 @@ def point_hash(
         "level": level,
         **budget,
         **({} if verify else {"verify": False}),
+        **({"presets": presets} if presets else {}),
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -319,17 +377,13 @@ def read_store(path: str | Path) -> list[dict]:
         ...
         ppverify.errors.ScheduleFileError: ...s.jsonl:3: damaged store line (a JSON number, not a row object); delete the line to recompute its point
     """
-    from .files import atomic_write
+    from .files import atomic_write, output_target, read_bytes
 
     p = Path(path)
-    if p.is_dir():
-        raise ParameterError("store", str(path), "is a directory; give a .jsonl file")
-    if not p.exists():
+    _, status = output_target(p, "--store")  # empty, a folder, a FIFO, a device: refused
+    if status is None:
         return []
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ScheduleFileError(str(path), "", f"cannot read the store: {exc.strerror or exc}") from None
+    raw = read_bytes(p, max_bytes=None)  # a store grows with its sweep: no size limit
     lines = raw.split(b"\n")
     torn = lines.pop() != b""  # the text after the last newline: empty unless a write was cut short
     rows = []
@@ -380,10 +434,15 @@ def pending_tasks(spec: SweepSpec, done: set[str]) -> list[Task]:
         3
     """
     out = []
+    seen: dict[str, str | None] = {}  # each file read once per call
     for cfg in spec.configs:
         items = []
         for e in spec.entries:
-            lv_h = [(lv, point_hash(e, cfg, lv, spec.time_limit, spec.max_opt_ops, spec.verify)) for lv in spec.levels]
+            files = input_digests(e, cfg, seen)
+            lv_h = [
+                (lv, point_hash(e, cfg, lv, spec.time_limit, spec.max_opt_ops, spec.verify, files))
+                for lv in spec.levels
+            ]
             todo = [(lv, h) for lv, h in lv_h if h not in done]
             if todo:
                 items.append((e, tuple(lv for lv, _ in todo), tuple(h for _, h in todo)))
@@ -415,7 +474,10 @@ class Store:
     """Append-only JSON-lines store; every row is flushed and fsynced when written."""
 
     def __init__(self, path: str | Path) -> None:
+        from .files import output_target
+
         self.path = Path(path)
+        output_target(self.path, "--store")  # a FIFO or a device is never appended to (or blocked on)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.path.open("a", encoding="utf-8")
