@@ -417,6 +417,39 @@ def read_store(path: str | Path) -> list[dict]:
     return unique
 
 
+def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
+    """Rows of a store that a point of ``spec`` replaces: the same configuration, schedule and level
+    under another hash (a preset or schedule file it read has been edited since, or the solver
+    budget changed). A resumed sweep drops them, so the store never serves a stale row.
+
+    Example:
+        >>> spec = parse_sweep({"schedules": ["gpipe"], "p": 2, "m": 2, "costs": {"F": 1}, "levels": ["slot"]})
+        >>> old = {"point": "0" * 16, "config": spec.configs[0].label, "schedule": "gpipe", "level": "slot"}
+        >>> [r["point"] for r in superseded([old, {**old, "level": "async"}], spec)]
+        ['0000000000000000']
+    """
+    current: dict[tuple[str, str, str], str] = {}
+    for task in pending_tasks(spec, set()):
+        for entry, levels, hashes in task.items:
+            for lv, h in zip(levels, hashes):
+                current[(task.config.label, entry.label, lv)] = h
+    out = []
+    for r in rows:
+        h = current.get((str(r.get("config")), str(r.get("schedule")), str(r.get("level"))))
+        if h is not None and h != r["point"]:
+            out.append(r)
+    return out
+
+
+def drop_rows(path: str | Path, rows: list[dict]) -> None:
+    """Rewrite a store without ``rows`` (atomically: a kill leaves the old store or the new one)."""
+    from .files import atomic_write
+
+    gone = {r["point"] for r in rows}
+    kept = [r for r in read_store(path) if r["point"] not in gone]
+    atomic_write(path, "".join(json.dumps(r, default=_jsonable) + "\n" for r in kept), "--store")
+
+
 def _json_kind(value: Any) -> str:
     return {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
 

@@ -14,7 +14,18 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from .errors import ParameterError, PPVerifyError
-from .sweep import Store, SweepSpec, Task, iter_chunks, pending_tasks, read_store, results_frame, run_task
+from .sweep import (
+    Store,
+    SweepSpec,
+    Task,
+    drop_rows,
+    iter_chunks,
+    pending_tasks,
+    read_store,
+    results_frame,
+    run_task,
+    superseded,
+)
 
 EXECUTORS = ("local", "ray")
 
@@ -51,7 +62,11 @@ def run_sweep(
         raise ParameterError("executor", executor, f"expected one of {', '.join(EXECUTORS)}")
     if workers is not None and workers < 1:
         raise ParameterError("workers", workers, "must be >= 1")
-    done = {r.get("point") for r in read_store(store_path)}
+    stored = read_store(store_path)
+    stale = superseded(stored, spec)
+    if stale:  # rows of points whose files (or budget) changed since: computed again below
+        drop_rows(store_path, stale)
+    done = {r.get("point") for r in stored} - {r["point"] for r in stale}
     tasks = pending_tasks(spec, done)
     batches = list(iter_chunks(tasks, max(1, batch)))
     bar = None
