@@ -217,9 +217,8 @@ def write_trace(timeline: Timeline, path: str | Path, memory: bool = True) -> Pa
     """
     from .files import atomic_write
 
-    path = Path(path)
-    try:
+    try:  # the name as given: Path() would drop a trailing '/'
         atomic_write(path, json.dumps(chrome_trace(timeline, memory)), "--trace")  # temp file, then rename
     except ParameterError as exc:
         raise ScheduleFileError(str(path), "", f"cannot write the trace: {exc.rule}") from None
-    return path
+    return Path(path)

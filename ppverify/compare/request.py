@@ -177,6 +177,10 @@ def request_levels(req: CompareRequest) -> tuple[str, ...]:
         raise ParameterError("time-limit", req.time_limit, "must be > 0 seconds")
     if req.out and Path(req.out).suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError("out", req.out, "expected a .csv or .parquet file")
+    if req.out:
+        from ..files import output_target
+
+        output_target(req.out, "--out")  # a trailing '/', a FIFO, a device: refused before the run
     if req.findings and not req.levels:
         levels = tuple(lv for lv in levels if lv != "optimum")
     return levels
@@ -316,7 +320,7 @@ def write_rows(df: pd.DataFrame, out: str) -> Path:
     path = Path(out)
     if path.parent and not path.parent.exists():
         raise ParameterError("out", out, f"directory {path.parent} does not exist")
-    with atomic_path(path, "--out") as tmp:
+    with atomic_path(out, "--out") as tmp:  # as given: Path() would drop a trailing '/'
         if path.suffix.lower() == ".parquet":
             df.to_parquet(tmp, index=False)
         else:
