@@ -36,13 +36,9 @@ def nothing_runs(monkeypatch):
         monkeypatch.setattr(mod, name, ran)
 
 
-def refused(argv, capsys, needle):
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert len(err.strip("\n").split("\n")) == 1 and "Traceback" not in err, err
-    assert needle in err, err
-    return err
+@pytest.fixture
+def refused(refused_in_one_line):
+    return lambda argv, capsys, needle: refused_in_one_line(argv, needle)
 
 
 @pytest.mark.parametrize(
@@ -63,7 +59,7 @@ def refused(argv, capsys, needle):
         (["export", "gpipe", "-p", "2", "-o", ""], "--output"),
     ],
 )
-def test_an_empty_option_value_is_refused(argv, option, capsys, nothing_runs):
+def test_an_empty_option_value_is_refused(argv, option, capsys, nothing_runs, refused):
     refused(argv, capsys, f"parameter {option}=")
     # the same with the value written as --option=VALUE
     if argv[-2].startswith("--"):
@@ -75,7 +71,7 @@ def test_an_empty_option_value_is_refused(argv, option, capsys, nothing_runs):
     option=st.sampled_from(["schedules", "systems", "models", "levels"]),
     blank=st.lists(st.sampled_from([",", " ", "\t"]), min_size=1, max_size=5).map("".join).filter(lambda t: "," in t),
 )
-def test_a_list_that_names_nothing_is_refused(option, blank, capsys, nothing_runs):
+def test_a_list_that_names_nothing_is_refused(option, blank, capsys, nothing_runs, refused):
     # ' , ' splits into no name at all: refused, never read as the default selection
     with pytest.raises(ParameterError, match="names nothing"):
         run_request(CompareRequest(**{option: blank}))
@@ -83,14 +79,14 @@ def test_a_list_that_names_nothing_is_refused(option, blank, capsys, nothing_run
 
 
 @pytest.mark.parametrize("out", ["c.yaml/", "sub/c.yaml//"])
-def test_calibrate_out_ending_in_a_separator_is_refused(tmp_path, capsys, monkeypatch, nothing_runs, out):
+def test_calibrate_out_ending_in_a_separator_is_refused(tmp_path, capsys, monkeypatch, nothing_runs, out, refused):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sub").mkdir()
     refused(["calibrate", "--out", out], capsys, "which names a folder")
     assert not (tmp_path / "c.yaml").exists() and not (tmp_path / "sub" / "c.yaml").exists()
 
 
-def test_calibrate_checks_max_ops_before_any_worker(capsys, nothing_runs):
+def test_calibrate_checks_max_ops_before_any_worker(capsys, nothing_runs, refused):
     # its smallest schedule (gpipe -p 2 -m 4) has 3 x 2 x 4 = 24 ops by the family bound: over 10
     refused(["--max-ops", "10", "calibrate", "--quick"], capsys, "over the limit of 10")
 
@@ -106,7 +102,7 @@ def _results(tmp_path):
 
 @pytest.mark.parametrize("bad", ["nan", "NaN", "inf", "-inf", "Infinity"])
 @pytest.mark.parametrize("column", ["makespan", "bubble_ratio", "lower_bound"])
-def test_a_non_finite_number_in_a_csv_result_is_refused(tmp_path, capsys, bad, column):
+def test_a_non_finite_number_in_a_csv_result_is_refused(tmp_path, capsys, bad, column, refused):
     df = _results(tmp_path)
     capsys.readouterr()
     df[column] = df[column].astype(object)
@@ -117,7 +113,7 @@ def test_a_non_finite_number_in_a_csv_result_is_refused(tmp_path, capsys, bad, c
     assert not (tmp_path / "x.html").exists()
 
 
-def test_a_nan_in_a_parquet_result_is_refused_and_a_null_is_not(tmp_path, capsys):
+def test_a_nan_in_a_parquet_result_is_refused_and_a_null_is_not(tmp_path, capsys, refused):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
