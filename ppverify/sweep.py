@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .compare.config import LEVELS, Config, ScheduleEntry
+from .compare.config import LEVELS, Config, ScheduleEntry, input_digests
 from .errors import ParameterError, ScheduleFileError
 from .limits import MAX_NUMBER
 
@@ -276,46 +276,6 @@ def load_sweep(path: str | Path) -> SweepSpec:
     return parse_sweep(load_yaml(read_text(path), str(path)), str(path))
 
 
-def input_digests(
-    entry: ScheduleEntry, config: Config, seen: dict[str, str | None] | None = None
-) -> dict[str, str | None]:
-    """SHA-256 of every file a point reads, by role: its schedule file (``file``), its system and
-    model presets (``system``, ``model``: a shipped preset's file, or the ``.yaml`` path given),
-    ``None`` for a file that does not exist (the point's evaluation reports it). ``seen`` caches
-    digests by file within one call site, so a sweep reads each file once.
-
-    Example:
-        >>> import hashlib
-        >>> from importlib import resources
-        >>> d = input_digests(ScheduleEntry("gpipe", "gpipe"), Config(4, 4, "dgx-h100", "gpt3-1.3b"))
-        >>> shipped = resources.files("ppverify.models").joinpath("systems", "dgx-h100.yaml").read_bytes()
-        >>> sorted(d), d["system"] == hashlib.sha256(shipped).hexdigest()
-        (['model', 'system'], True)
-    """
-    from .files import read_bytes
-    from .presets import preset_file
-
-    cache = {} if seen is None else seen
-
-    def digest(role: str, path: Any) -> str | None:
-        key = f"{role}:{path}"
-        if key not in cache:
-            if isinstance(path, Path):
-                # a FIFO, a device, a folder: refused, never blocked on
-                cache[key] = hashlib.sha256(read_bytes(path)).hexdigest() if os.path.exists(path) else None
-            else:  # a shipped preset
-                cache[key] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
-        return cache[key]
-
-    out: dict[str, str | None] = {}
-    if entry.file:
-        out["file"] = digest("file", Path(entry.file))
-    for role, kind, name in (("system", "systems", config.system), ("model", "llms", config.model)):
-        if name is not None:
-            out[role] = digest(role, preset_file(kind, name))
-    return out
-
-
 def point_hash(
     entry: ScheduleEntry,
     config: Config,
@@ -415,39 +375,6 @@ def read_store(path: str | Path) -> list[dict]:
             seen.add(r["point"])
             unique.append(r)
     return unique
-
-
-def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
-    """Rows of a store that a point of ``spec`` replaces: the same configuration, schedule and level
-    under another hash (a preset or schedule file it read has been edited since, or the solver
-    budget changed). A resumed sweep drops them, so the store never serves a stale row.
-
-    Example:
-        >>> spec = parse_sweep({"schedules": ["gpipe"], "p": 2, "m": 2, "costs": {"F": 1}, "levels": ["slot"]})
-        >>> old = {"point": "0" * 16, "config": spec.configs[0].label, "schedule": "gpipe", "level": "slot"}
-        >>> [r["point"] for r in superseded([old, {**old, "level": "async"}], spec)]
-        ['0000000000000000']
-    """
-    current: dict[tuple[str, str, str], str] = {}
-    for task in pending_tasks(spec, set()):
-        for entry, levels, hashes in task.items:
-            for lv, h in zip(levels, hashes):
-                current[(task.config.label, entry.label, lv)] = h
-    out = []
-    for r in rows:
-        h = current.get((str(r.get("config")), str(r.get("schedule")), str(r.get("level"))))
-        if h is not None and h != r["point"]:
-            out.append(r)
-    return out
-
-
-def drop_rows(path: str | Path, rows: list[dict]) -> None:
-    """Rewrite a store without ``rows`` (atomically: a kill leaves the old store or the new one)."""
-    from .files import atomic_write
-
-    gone = {r["point"] for r in rows}
-    kept = [r for r in read_store(path) if r["point"] not in gone]
-    atomic_write(path, "".join(json.dumps(r, default=_jsonable) + "\n" for r in kept), "--store")
 
 
 def _json_kind(value: Any) -> str:

@@ -1092,9 +1092,10 @@ def resume_base() -> dict[str, bytes]:
             os.chdir(d)
             for name, data in out.items():
                 Path(name).write_bytes(data)
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            err = io.StringIO()
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
                 code = ppverify_main(["sweep", "grid.yaml", "--store", "grid.jsonl", "--no-progress", "--workers", "1"])
-            assert code == 0, "the resume cases' base sweep failed"
+            assert code == 0, f"the resume cases' base sweep failed: {err.getvalue().strip()}"
             out["grid.jsonl"] = Path("grid.jsonl").read_bytes()
         finally:
             os.chdir(old)
