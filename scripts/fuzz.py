@@ -776,6 +776,7 @@ def run_cases(cases: list[Case], workdir: Path, subprocess_every: int = 0, verbo
             print(k, case.kind, case.argv, file=sys.__stderr__, flush=True)
         sub = subprocess_every and k % subprocess_every == 0
         sub = sub and (case.refuse or case.kind not in ("measure", "calibrate"))
+        sub = sub and not any("\x00" in a for a in case.argv)  # exec takes no NUL byte: run it in process
         out.append(run_subprocess(case, workdir) if sub else run_in_process(case, workdir))
     stop.set()  # this run's watcher ends with it (a later run starts its own)
     return out
