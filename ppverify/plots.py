@@ -30,6 +30,9 @@ MAX_DRAWN_TRANSFERS = 3000
 
 
 def _check_path(path: str | Path) -> Path:
+    from .files import output_target
+
+    output_target(path, "--output")  # a trailing '/', a FIFO, a device: refused before drawing
     p = Path(path)
     if p.suffix.lower() not in FORMATS:
         raise ParameterError("output", str(path), f"expected a file ending in {', '.join(FORMATS)}")

@@ -167,6 +167,19 @@ def _is_path(text: str) -> bool:
     return text.endswith((".yaml", ".yml")) or "/" in text or "\\" in text
 
 
+def preset_file(kind: str, name_or_path: str) -> Path | Any:
+    """The file :func:`read_preset` reads for a preset: the path given, or the shipped preset's
+    file (a :mod:`importlib.resources` traversable; it may not exist for an unknown name).
+
+    Example:
+        >>> preset_file("systems", "dgx-h100").name, str(preset_file("llms", "my/llm.yaml"))
+        ('dgx-h100.yaml', 'my/llm.yaml')
+    """
+    if _is_path(name_or_path):
+        return Path(name_or_path)
+    return resources.files("ppverify.models").joinpath(kind, f"{name_or_path}.yaml")
+
+
 def read_preset(kind: str, name_or_path: str) -> tuple[str, dict[str, Any]]:
     """Read and validate a preset: returns ``(source label, validated mapping)``.
 

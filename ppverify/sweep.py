@@ -4,7 +4,10 @@ incrementally so an interrupted sweep resumes without losing or duplicating a ro
 
 Storage is a JSON-lines file: one line per (schedule, configuration, level) row, carrying the
 content hash of its point (``point`` column: SHA-256 of the canonical JSON of schedule entry,
-configuration, level and solver budget). A line is written, flushed and fsynced as soon as its
+configuration, level, solver budget and the content of every file the point reads: its schedule
+file, its system and model presets, shipped or given as paths). Editing a preset or schedule file
+between a sweep and its resume therefore changes the hash of every point that reads it, and those
+points are computed again; the others resume. A line is written, flushed and fsynced as soon as its
 task returns. On resume, a torn last line (the process died mid-write) is dropped, the file is
 rewritten with the intact lines, and every point whose hash is present is skipped.
 
@@ -35,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .compare.config import LEVELS, Config, ScheduleEntry
+from .compare.config import LEVELS, Config, ScheduleEntry, input_digests
 from .errors import ParameterError, ScheduleFileError
 from .limits import MAX_NUMBER
 
@@ -144,8 +147,12 @@ def _entries(path: str, value: Any) -> tuple[ScheduleEntry, ...]:
             fpath = Path(item["file"])
             if not fpath.is_absolute():
                 fpath = Path(path).parent / fpath  # relative to the config file
-            if not fpath.is_file():
-                raise _err(path, f"{key}.file", f"schedule file {fpath} not found")
+            from .files import check_input_file
+
+            try:
+                check_input_file(fpath)  # a FIFO or a device is refused, never blocked on
+            except ScheduleFileError as exc:
+                raise _err(path, f"{key}.file", f"schedule file {fpath}: {exc.rule}") from None
             extra = set(item) - {"file", "label"}
             if extra:
                 raise _err(path, f"{key}.{sorted(extra)[0]}", "a file entry takes only 'file' and 'label'")
@@ -290,8 +297,11 @@ def point_hash(
     max_opt_ops: int,
     verify: bool = True,
     memory_cap: str | None = None,
+    digests: dict[str, str | None] | None = None,
 ) -> str:
-    """Content hash of one point (what a stored row is keyed by).
+    """Content hash of one point (what a stored row is keyed by): the entry, the configuration,
+    the level, the solver budget and the content of every file the point reads
+    (:func:`input_digests`, computed when ``digests`` is not given).
 
     Example:
         >>> e, c = ScheduleEntry("gpipe", "gpipe"), Config(4, 4, costs=(("F", 1.0),))
@@ -306,8 +316,10 @@ def point_hash(
         if level == "optimum"
         else {}
     )
-    # a file entry is keyed by the file's content, so editing the file invalidates its rows
-    content = hashlib.sha256(Path(entry.file).read_bytes()).hexdigest() if entry.file else None
+    # keyed by the content of the files read, so editing one invalidates the rows that read it
+    files = input_digests(entry, config) if digests is None else digests
+    content = files.get("file")
+    presets = {k: v for k, v in files.items() if k != "file"}
     doc = {
         "v": STORE_VERSION,
         "entry": [entry.label, entry.family, [list(x) for x in entry.fixed], entry.only_m_eq_p, content],
@@ -323,6 +335,7 @@ def point_hash(
         "level": level,
         **budget,
         **({} if verify else {"verify": False}),
+        **({"presets": presets} if presets else {}),
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -344,17 +357,13 @@ def read_store(path: str | Path) -> list[dict]:
         ...
         ppverify.errors.ScheduleFileError: ...s.jsonl:3: damaged store line (a JSON number, not a row object); delete the line to recompute its point
     """
-    from .files import atomic_write
+    from .files import atomic_write, output_target, read_bytes
 
     p = Path(path)
-    if p.is_dir():
-        raise ParameterError("store", str(path), "is a directory; give a .jsonl file")
-    if not p.exists():
+    _, status = output_target(p, "--store")  # empty, a folder, a FIFO, a device: refused
+    if status is None:
         return []
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ScheduleFileError(str(path), "", f"cannot read the store: {exc.strerror or exc}") from None
+    raw = read_bytes(p, max_bytes=None)  # a store grows with its sweep: no size limit
     lines = raw.split(b"\n")
     torn = lines.pop() != b""  # the text after the last newline: empty unless a write was cut short
     rows = []
@@ -405,11 +414,13 @@ def pending_tasks(spec: SweepSpec, done: set[str]) -> list[Task]:
         3
     """
     out = []
+    seen: dict[str, str | None] = {}  # each file read once per call
     for cfg in spec.configs:
         items = []
         for e in spec.entries:
+            files = input_digests(e, cfg, seen)
             lv_h = [
-                (lv, point_hash(e, cfg, lv, spec.time_limit, spec.max_opt_ops, spec.verify, spec.memory_cap))
+                (lv, point_hash(e, cfg, lv, spec.time_limit, spec.max_opt_ops, spec.verify, spec.memory_cap, files))
                 for lv in spec.levels
             ]
             todo = [(lv, h) for lv, h in lv_h if h not in done]
@@ -452,7 +463,10 @@ class Store:
     """Append-only JSON-lines store; every row is flushed and fsynced when written."""
 
     def __init__(self, path: str | Path) -> None:
+        from .files import output_target
+
         self.path = Path(path)
+        output_target(self.path, "--store")  # a FIFO or a device is never appended to (or blocked on)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.path.open("a", encoding="utf-8")

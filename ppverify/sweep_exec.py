@@ -6,6 +6,7 @@ batch completes, so killing the sweep loses at most the batches in flight (they 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -51,7 +52,11 @@ def run_sweep(
         raise ParameterError("executor", executor, f"expected one of {', '.join(EXECUTORS)}")
     if workers is not None and workers < 1:
         raise ParameterError("workers", workers, "must be >= 1")
-    done = {r.get("point") for r in read_store(store_path)}
+    stored = read_store(store_path)
+    stale = superseded(stored, spec)
+    if stale:  # rows of points whose files (or budget) changed since: computed again below
+        drop_rows(store_path, stale)
+    done = {r.get("point") for r in stored} - {r["point"] for r in stale}
     tasks = pending_tasks(spec, done)
     batches = list(iter_chunks(tasks, max(1, batch)))
     bar = None
@@ -84,6 +89,40 @@ def run_sweep(
     if bar is not None:
         bar.close()
     return results_frame(read_store(store_path), spec, ranks)
+
+
+def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
+    """Rows of a store that a point of ``spec`` replaces: the same configuration, schedule and level
+    under another hash (a preset or schedule file it read has been edited since, or the solver
+    budget changed). A resumed sweep drops them, so the store never serves a stale row.
+
+    Example:
+        >>> from ppverify.sweep import parse_sweep
+        >>> spec = parse_sweep({"schedules": ["gpipe"], "p": 2, "m": 2, "costs": {"F": 1}, "levels": ["slot"]})
+        >>> old = {"point": "0" * 16, "config": spec.configs[0].label, "schedule": "gpipe", "level": "slot"}
+        >>> [r["point"] for r in superseded([old, {**old, "level": "async"}], spec)]
+        ['0000000000000000']
+    """
+    current: dict[tuple[str, str, str], str] = {}
+    for task in pending_tasks(spec, set()):
+        for entry, levels, hashes in task.items:
+            for lv, h in zip(levels, hashes):
+                current[(task.config.label, entry.label, lv)] = h
+    out = []
+    for r in rows:
+        h = current.get((str(r.get("config")), str(r.get("schedule")), str(r.get("level"))))
+        if h is not None and h != r["point"]:
+            out.append(r)
+    return out
+
+
+def drop_rows(path: str | Path, rows: list[dict]) -> None:
+    """Rewrite a store without ``rows`` (atomically: a kill leaves the old store or the new one)."""
+    from .files import atomic_write
+
+    gone = {r["point"] for r in rows}
+    kept = [r for r in read_store(path) if r["point"] not in gone]
+    atomic_write(path, "".join(json.dumps(r) + "\n" for r in kept), "--store")
 
 
 def _run_pool(batches: list[list[Task]], sink: Callable[[list[dict]], None], workers: int, retries: int = 1) -> None:

@@ -228,11 +228,8 @@ def write_trace(timeline: Timeline, path: str | Path, memory: bool = True, measu
     """
     from .files import atomic_write
 
-    path = Path(path)
-    try:
-        atomic_write(
-            path, json.dumps(chrome_trace(timeline, memory, measured_memory)), "--trace"
-        )  # temp file, then rename
+    try:  # the name as given: Path() would drop a trailing '/'
+        atomic_write(path, json.dumps(chrome_trace(timeline, memory, measured_memory)), "--trace")  # temp, then rename
     except ParameterError as exc:
         raise ScheduleFileError(str(path), "", f"cannot write the trace: {exc.rule}") from None
-    return path
+    return Path(path)

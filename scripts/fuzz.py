@@ -143,6 +143,12 @@ class Case:
     kind: str = ""
     #: the input is certainly bad (a value no command accepts): it must be refused, never run
     refuse: bool = False
+    #: special files by name (see :func:`make_node`: FIFOs, device nodes, sockets, links, folders)
+    nodes: dict[str, str] = field(default_factory=dict)
+    #: the exit code the case must end with, text stderr must hold, text stdout must hold (in process)
+    expect_code: int | None = None
+    expect_err: tuple[str, ...] = ()
+    expect_out: str = ""
 
 
 @dataclass
@@ -152,6 +158,7 @@ class Outcome:
     err: str
     seconds: float
     problem: str = ""
+    out: str | None = None  # stdout, when the case ran in process
 
 
 # ----------------------------------------------------------------------------- seeds
@@ -615,12 +622,17 @@ def check(outcome: Outcome) -> str:
         return f"{len(outcome.err.splitlines())} stderr lines on exit 2"
     if outcome.seconds > CASE_SECONDS:
         return f"took {outcome.seconds:.1f} s"
+    expected = check_expectations(outcome)
+    if expected:
+        return expected
     return ""
 
 
 def _write_files(case: Case, workdir: Path) -> None:
     for name, data in case.files.items():
         (workdir / name).write_bytes(data)
+    for name, kind in case.nodes.items():
+        make_node(workdir / name, kind)
 
 
 def run_in_process(case: Case, workdir: Path) -> Outcome:
@@ -651,6 +663,8 @@ def run_in_process(case: Case, workdir: Path) -> Outcome:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, prev)
         os.chdir(old)
+        problem = problem or nodes_problem(case, workdir)
+        remove_nodes(case, workdir)
         for name in list(case.files) + [
             "out.json",
             "out.csv",
@@ -674,6 +688,7 @@ def run_in_process(case: Case, workdir: Path) -> Outcome:
         elif case.refuse and code != 2:
             problem = f"bad input accepted (exit {code})"
     outcome = Outcome(case, code, err.getvalue(), time.process_time() - t0, problem)
+    outcome.out = out.getvalue()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     if rss > MEMORY_BYTES and not _MEMORY_FLAGGED:  # the first case to push the process past 2 GB
         _MEMORY_FLAGGED.append(case)
@@ -715,6 +730,8 @@ def run_subprocess(case: Case, workdir: Path) -> Outcome:
         for name in case.files:
             with contextlib.suppress(OSError):
                 (workdir / name).unlink()
+        node_problem = nodes_problem(case, workdir)
+        remove_nodes(case, workdir)
     left = session_processes(proc.pid)
     _kill_session(proc.pid)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -724,6 +741,8 @@ def run_subprocess(case: Case, workdir: Path) -> Outcome:
         outcome.problem = f"killed by signal {-proc.returncode}"
     elif left:
         outcome.problem = f"{len(left)} process(es) left running after the command ended"
+    elif node_problem:
+        outcome.problem = node_problem
     # a child pays interpreter start-up and imports (about a CPU second); allow for them
     outcome.seconds = max(0.0, cpu - 1.5)
     return outcome
@@ -757,6 +776,7 @@ def run_cases(cases: list[Case], workdir: Path, subprocess_every: int = 0, verbo
             print(k, case.kind, case.argv, file=sys.__stderr__, flush=True)
         sub = subprocess_every and k % subprocess_every == 0
         sub = sub and (case.refuse or case.kind not in ("measure", "calibrate"))
+        sub = sub and not any("\x00" in a for a in case.argv)  # exec takes no NUL byte: run it in process
         out.append(run_subprocess(case, workdir) if sub else run_in_process(case, workdir))
     stop.set()  # this run's watcher ends with it (a later run starts its own)
     return out
@@ -811,12 +831,20 @@ def main(argv: list[str] | None = None) -> int:
         default=2000,
         help="cases for measure, report and calibrate on top (process starts stubbed out in process)",
     )
+    ap.add_argument(
+        "--hostfile-cases",
+        type=int,
+        default=2000,
+        help="cases on top: inputs and outputs that are FIFOs, devices, sockets or links; preset and "
+        "schedule files edited between a sweep and its resume; empty option values",
+    )
     args = ap.parse_args(argv)
     import tempfile
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:
         cases = make_cases(args.cases, args.seed) + make_measured_cases(args.measured_cases, args.seed)
+        cases += make_hostfile_cases(args.hostfile_cases, args.seed)
         outcomes = run_cases(cases, Path(d), args.subprocess_every, args.verbose)
     bad = [o for o in outcomes if check(o)]
     codes: dict[object, int] = {}
@@ -833,6 +861,306 @@ def main(argv: list[str] | None = None) -> int:
     for o in slow:
         print(f"slow {o.seconds:.2f} s: ppverify {' '.join(o.case.argv)[:200]}")
     return 1 if bad else 0
+
+
+# ----------------------------------------------------------------------------- paths, resumes, empty values
+# (issue 22, items 3, 4 and 8) inputs and outputs that are FIFOs, device nodes, sockets or links; preset
+# and schedule files edited between a sweep and its resume; empty option values. Device nodes are
+# scratch copies made in the case's folder (as root; a FIFO otherwise), never the system's.
+
+#: what ppverify says of a path that is not a regular file, an empty value, a list naming nothing
+NOT_REGULAR = ("not a regular file", "is a directory", "Too many levels of symbolic links", "names a folder")
+EMPTY = ("an empty value", "names nothing", "invalid")  # invalid: argparse's own refusal of a typed option
+
+
+def make_node(path: Path, kind: str) -> None:
+    """Create a special file: ``fifo``, ``full``/``null`` (character devices with the numbers of
+    /dev/full and /dev/null; a FIFO without root), ``socket``, ``dir``, ``link:TARGET`` (a symbolic
+    link), ``file:MODE`` (a regular file with that octal mode, holding ``old``)."""
+    import socket
+    import stat
+
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind in ("full", "null"):
+        try:
+            os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 7 if kind == "full" else 3))
+        except PermissionError:
+            os.mkfifo(path)
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(path))
+    elif kind == "dir":
+        path.mkdir()
+    elif kind.startswith("link:"):
+        os.symlink(kind[5:], path)
+    elif kind.startswith("file:"):
+        path.write_text("old\n")
+        os.chmod(path, int(kind[5:], 8))
+
+
+def node_kind(path: Path) -> str:
+    """``fifo``, ``chr``, ``socket``, ``dir``, ``link``, ``file:MODE`` or ``missing`` (not followed)."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return "missing"
+    for test, name in ((stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "chr"), (stat.S_ISSOCK, "socket")):
+        if test(st.st_mode):
+            return name
+    if stat.S_ISDIR(st.st_mode):
+        return "dir"
+    if stat.S_ISLNK(st.st_mode):
+        return "link"
+    return f"file:{stat.S_IMODE(st.st_mode):o}"
+
+
+def _node_after(kind: str) -> str:
+    """What a special file must still be after any command: the same thing."""
+    if kind in ("full", "null"):
+        return "chr" if os.geteuid() == 0 else "fifo"
+    if kind.startswith("link:"):
+        return "link"
+    return kind
+
+
+def nodes_problem(case: Case, workdir: Path) -> str:
+    """A special file a command replaced or removed (every one must be left as it was), or a link's
+    target that a successful write did not leave a regular file with the old file's permissions."""
+    for name, kind in case.nodes.items():
+        now = node_kind(workdir / name)
+        if now != _node_after(kind):
+            return f"{name}: {kind} became {now}"
+    return ""
+
+
+def remove_nodes(case: Case, workdir: Path) -> None:
+    import shutil
+
+    for name in list(case.nodes) + ["real.json", "real.csv", "o.csv", "o.json", "o.html", "o.yaml", "st.jsonl"]:
+        path = workdir / name
+        with contextlib.suppress(OSError):
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+
+
+def check_expectations(outcome: Outcome) -> str:
+    """What a case with expectations (exit code, stderr, stdout) got wrong ('' when nothing)."""
+    case = outcome.case
+    if case.expect_code is not None and outcome.code != case.expect_code:
+        return f"exit {outcome.code}, expected {case.expect_code}"
+    if case.expect_err and not any(e in outcome.err for e in case.expect_err):
+        return f"stderr without any of {case.expect_err}"
+    if case.expect_out and outcome.out is not None and case.expect_out not in outcome.out:
+        return f"stdout without {case.expect_out!r}"
+    return ""
+
+
+#: commands reading a file, with the extension it gets ({f} is the file)
+INPUT_ARGV = [
+    (["verify", "{f}", "--time-limit", "3"], ".json"),
+    (["show", "{f}", "-p", "2"], ".csv"),
+    (["simulate", "{f}", "--no-table"], ".txt"),
+    (["import", "{f}"], ".csv"),
+    (["export", "{f}", "-o", "o.json"], ".json"),
+    (["simulate", "1f1b", "-p", "2", "--system", "{f}", "--model", "gpt3-1.3b", "--no-table"], ".yaml"),
+    (["simulate", "1f1b", "-p", "2", "--system", "dgx-h100", "--model", "{f}", "--no-table"], ".yaml"),
+    (["sweep", "{f}", "--dry-run", "--store", "st.jsonl"], ".yaml"),
+    (["sweep", "cfg.yaml", "--dry-run", "--store", "{f}"], ".jsonl"),
+    (["report", "--from", "{f}", "-o", "out.html"], ".csv"),
+    (["report", "--from", "results.csv", "--findings-json", "{f}", "-o", "out.html"], ".json"),
+    (["report", "--from", "results.csv", "--findings-map", "{f}", "-o", "out.html"], ".png"),
+]
+#: commands writing a file ({f}), with the extension it gets; calibrate only with targets it must refuse
+OUTPUT_ARGV = [
+    (["export", "gpipe", "-p", "2", "-m", "2", "-o", "{f}"], ".csv"),
+    (["show", "1f1b", "-p", "2", "-m", "2", "--save", "{f}", "--no-table"], ".json"),
+    (["simulate", "gpipe", "-p", "2", "-m", "2", "--trace", "{f}", "--no-table"], ".json"),
+    (
+        ["compare", "--schedules", "gpipe", "-p", "2", "-m", "2", "--costs", "F=1", "--levels", "slot"]
+        + ["--no-verify", "--no-progress", "--out", "{f}"],
+        ".csv",
+    ),
+    (["sweep", "cfg.yaml", "--store", "st.jsonl", "--out", "{f}", "--no-progress", "--workers", "1"], ".csv"),
+    (["report", "--from", "results.csv", "-o", "{f}"], ".html"),
+    (["calibrate", "--quick", "--out", "{f}"], ".yaml"),
+]
+#: (command line before the option, option, whether ',' names nothing there)
+EMPTY_ARGV = [
+    (["compare"], "--schedules", True),
+    (["compare"], "--systems", True),
+    (["compare"], "--models", True),
+    (["compare"], "--levels", True),
+    (["compare"], "--semantics", True),
+    (["compare", "--costs", "F=1"], "--comm-delay", True),
+    (["compare"], "--costs", True),
+    (["report"], "--from", False),
+    (["report", "--from", "results.csv"], "--findings-json", False),
+    (["report", "--from", "results.csv"], "--findings-map", False),
+    (["report", "--from", "results.csv"], "--title", False),
+    (["sweep", "cfg.yaml"], "--store", False),
+    (["sweep", "cfg.yaml"], "--out", False),
+    (["show", "1f1b"], "--costs", False),
+    (["show", "1f1b"], "--save", False),
+    (["simulate", "1f1b"], "--costs", False),
+    (["simulate", "1f1b"], "--system", False),
+    (["simulate", "1f1b", "--system", "dgx-h100"], "--model", False),
+    (["export", "gpipe", "-p", "2"], "-o", False),
+    (["verify", "1f1b"], "--makespan-le", False),
+    (["plot", "--crossover", "latency", "-o", "o.png"], "--schedules", True),
+    (["calibrate"], "--out", False),
+    (["measure", "1f1b", "-p", "2"], "--costs", False),
+]
+
+
+def _input_case(rng: random.Random, extra: dict[str, bytes]) -> Case:
+    argv, ext = rng.choice(INPUT_ARGV)
+    kind = rng.choice(["fifo", "fifo", "full", "null", "socket", "dir", "link-fifo", "link-null", "loop"])
+    f = "in" + ext
+    nodes = {"fifo": {f: "fifo"}, "full": {f: "full"}, "null": {f: "null"}, "socket": {f: "socket"}}.get(kind, {})
+    if kind == "dir":
+        nodes = {f: "dir"}
+    elif kind in ("link-fifo", "link-null"):
+        nodes = {"target": "fifo" if kind == "link-fifo" else "null", f: "link:target"}
+    elif kind == "loop":
+        nodes = {f: "link:loop2", "loop2": f"link:{f}"}
+    files = {k: v for k, v in extra.items() if k in ("cfg.yaml", "results.csv")}
+    argv = [a.replace("{f}", f) for a in argv]
+    found = NOT_REGULAR + ("file not found", "no .png image")  # a loop reads as missing to some checks
+    cmd = argv[0]
+    return Case(argv, files, cmd if cmd in ("measure", "calibrate") else "path-input", True, nodes, 2, found)
+
+
+def _output_case(rng: random.Random, extra: dict[str, bytes]) -> Case:
+    argv, ext = rng.choice(OUTPUT_ARGV)
+    refused = ["fifo", "full", "socket", "dir", "link-fifo", "link-full", "slash", "loop"]
+    kind = rng.choice(refused + ([] if argv[0] == "calibrate" else ["plain", "link", "dangling", "mode"] * 2))
+    f = "o" + ext
+    real = "real" + (ext if ext in (".json", ".csv") else ".json")
+    nodes = {
+        "fifo": {f: "fifo"},
+        "full": {f: "full"},
+        "socket": {f: "socket"},
+        "dir": {f: "dir"},
+        "link-fifo": {"target": "fifo", f: "link:target"},
+        "link-full": {"target": "full", f: "link:target"},
+        "loop": {f: "link:loop2", "loop2": f"link:{f}"},
+        "link": {real: "file:640", f: f"link:{real}"},
+        "dangling": {f: f"link:{real}"},
+        "mode": {f: f"file:{rng.choice(['604', '640', '600', '444', '755'])}"},
+    }.get(kind, {})
+    name = f + "/" if kind == "slash" else f
+    files = {k: v for k, v in extra.items() if k in ("cfg.yaml", "results.csv")}
+    argv = [a.replace("{f}", name) for a in argv]
+    ok = kind in ("plain", "link", "dangling", "mode")
+    if kind == "dangling":
+        nodes = {f: f"link:{real}"}  # the link stays; its target is created (and removed after)
+    cmd = argv[0]
+    return Case(
+        argv,
+        files,
+        "calibrate" if cmd == "calibrate" else "path-output",
+        not ok,
+        nodes,
+        0 if ok else 2,
+        () if ok else NOT_REGULAR,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def resume_base() -> dict[str, bytes]:
+    """A finished sweep's files (config, presets, schedule file, store): two schedules (a family
+    and a schedule file) x two systems x two models (a preset file and a shipped preset each) x
+    two levels, 16 rows, run once in a temporary folder (names relative to it)."""
+    import tempfile
+
+    from ppverify.cli import main as ppverify_main
+    from ppverify.io.json_format import dumps
+    from ppverify.schedules import build
+
+    models = resources.files("ppverify.models")
+    out = {
+        "sys.yaml": models.joinpath("systems", "dgx-h100.yaml").read_bytes(),
+        "llm.yaml": models.joinpath("llms", "gpt3-1.3b.yaml").read_bytes(),
+        "s.json": dumps(build("1f1b", p=2, m=2)).encode(),
+        "grid.yaml": b"schedules: [gpipe, {file: s.json, label: mine}]\np: 2\nm: 2\n"
+        b"systems: [sys.yaml, dgx-h100]\nmodels: [llm.yaml, gpt3-1.3b]\nlevels: [formula, slot]\n",
+    }
+    old = os.getcwd()
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            os.chdir(d)
+            for name, data in out.items():
+                Path(name).write_bytes(data)
+            err = io.StringIO()
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                code = ppverify_main(["sweep", "grid.yaml", "--store", "grid.jsonl", "--no-progress", "--workers", "1"])
+            assert code == 0, f"the resume cases' base sweep failed: {err.getvalue().strip()}"
+            out["grid.jsonl"] = Path("grid.jsonl").read_bytes()
+        finally:
+            os.chdir(old)
+    return out
+
+
+def _resume_case(rng: random.Random, seeds: dict[str, bytes]) -> Case:
+    """The base sweep's files with some edited, then ``sweep --dry-run --json``: exactly the rows that
+    read a file whose bytes changed (or that is gone) are to run; a FIFO, or a schedule file gone, is
+    refused."""
+    base = resume_base()
+    files = dict(base)
+    nodes: dict[str, str] = {}
+    changed, refused = set(), False
+    for name in ("sys.yaml", "llm.yaml", "s.json"):
+        edit = rng.choice(["none", "none", "same", "comment", "mutate", "layers", "gone", "fifo"])
+        if edit == "comment":
+            files[name] = base[name] + (b"\n" if name == "s.json" else b"# edited\n")
+        elif edit == "mutate":
+            files[name] = mutate(base[name], rng)
+        elif edit == "layers" and name == "llm.yaml":
+            files[name] = base[name].replace(b"layers: 24", b"layers: 96")
+        elif edit in ("gone", "fifo"):
+            del files[name]
+            if edit == "fifo":
+                nodes[name] = "fifo"
+            refused = refused or edit == "fifo" or name == "s.json"
+        if files.get(name) != base[name]:
+            changed.add(name)
+    readers = {"sys.yaml": "sys.yaml", "llm.yaml": "llm.yaml", "s.json": "mine"}
+    reading = {readers[n] for n in changed}
+    to_run = sum(
+        2
+        for e in ("gpipe", "mine")
+        for s in ("sys.yaml", "dgx-h100")
+        for m in ("llm.yaml", "gpt3-1.3b")
+        if reading & {e, s, m}
+    )
+    argv = ["sweep", "grid.yaml", "--store", "grid.jsonl", "--dry-run", "--json"]
+    if refused:
+        return Case(argv, files, "resume", True, nodes, 2, NOT_REGULAR + ("file not found",))
+    return Case(argv, files, "resume", False, nodes, 0, (), f'"to_run": {to_run},')
+
+
+def _empty_case(rng: random.Random, extra: dict[str, bytes]) -> Case:
+    before, option, lists = rng.choice(EMPTY_ARGV)
+    value = rng.choice(["", " ", "\t", "  "] + ([",", " , ", ",,", ", \t,"] if lists else []))
+    argv = before + ([f"{option}={value}"] if rng.random() < 0.3 else [option, value])
+    files = {k: v for k, v in extra.items() if k in ("cfg.yaml", "results.csv")}
+    kind = before[0] if before[0] in ("measure", "calibrate") else "empty"
+    return Case(argv, files, kind, True, {}, 2, EMPTY)
+
+
+def make_hostfile_cases(n: int, seed: int) -> list[Case]:
+    """``n`` cases from ``seed``: a third special inputs, a third special outputs, a sixth resumed
+    sweeps with edited files, a sixth empty option values."""
+    rng = random.Random(seed)
+    extra = {"cfg.yaml": seed_files()["sweep.yaml"], "results.csv": measured_seed_files()["results.csv"]}
+    out = []
+    for _ in range(n):
+        r = rng.random()
+        gen = _input_case if r < 0.33 else _output_case if r < 0.67 else _resume_case if r < 0.83 else _empty_case
+        out.append(gen(rng, extra))
+    return out
 
 
 if __name__ == "__main__":

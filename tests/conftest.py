@@ -109,3 +109,20 @@ def _execute_notebook(path: Path, workdir: Path) -> tuple[list[dict], str]:
 def execute_notebook() -> Callable[[Path, Path], tuple[list[dict], str]]:
     """The notebook runner shared by the notebook tests (see :func:`_execute_notebook`)."""
     return _execute_notebook
+
+
+@pytest.fixture
+def refused_in_one_line(capsys) -> Callable[[list[str], str], str]:
+    """``refused(argv, needle)``: ``ppverify.cli.main(argv)`` run in process must exit 2 with one
+    stderr line, no traceback, holding ``needle``; returns stderr."""
+    from ppverify.cli import main
+
+    def refused(argv: list[str], needle: str) -> str:
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert len(err.strip("\n").split("\n")) == 1 and "Traceback" not in err, err
+        assert needle in err, err
+        return err
+
+    return refused

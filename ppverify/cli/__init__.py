@@ -204,6 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             print(f"{command}: error: a command is required (see {command} --help)", file=sys.stderr)
             return EXIT_INPUT
+        from .empty import refuse_empty_command_values
+
+        refuse_empty_command_values(parser, args)  # `--schedules ''` is refused, never the default
         with _sigterm_raises(), op_limit(args.max_ops), memory_limit(args.max_memory_gib):
             code = args._run(args)
     except SystemExit as exc:  # argparse already printed its one line (or --help its text)

@@ -84,7 +84,7 @@ def run_map_command(args: argparse.Namespace) -> int:
             images[path.stem.removeprefix("findings-map-")] = str(path)
     if args.out:
         out = Path(args.out)
-        with atomic_path(out, "--out") as tmp:
+        with atomic_path(args.out, "--out") as tmp:  # as given: Path() would drop a trailing '/'
             (res.results.to_parquet if out.suffix.lower() == ".parquet" else res.results.to_csv)(tmp, index=False)
     if args.markdown:
         md = Path(args.markdown)
@@ -94,7 +94,7 @@ def run_map_command(args: argparse.Namespace) -> int:
             else v
             for k, v in images.items()
         }
-        atomic_write(md, map_markdown(res, rel, seconds) + "\n", "--markdown")
+        atomic_write(args.markdown, map_markdown(res, rel, seconds) + "\n", "--markdown")
     if args.json:
         print_json(dict(map_json(res), seconds=round(seconds, 1), store=str(store)))
         return 0

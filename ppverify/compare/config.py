@@ -8,8 +8,11 @@ share) with a fixed per-hop delay. A *schedule entry* is a registered family wit
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..engines.registry import ENGINES
@@ -212,3 +215,43 @@ def select_schedules(
             hit = [ScheduleEntry(fam.name, fam.name)]
         out.extend(e for e in hit if e not in out)
     return tuple(out)
+
+
+def input_digests(
+    entry: ScheduleEntry, config: Config, seen: dict[str, str | None] | None = None
+) -> dict[str, str | None]:
+    """SHA-256 of every file a point reads, by role: its schedule file (``file``), its system and
+    model presets (``system``, ``model``: a shipped preset's file, or the ``.yaml`` path given),
+    ``None`` for a file that does not exist (the point's evaluation reports it). ``seen`` caches
+    digests by file within one call site, so a sweep reads each file once.
+
+    Example:
+        >>> import hashlib
+        >>> from importlib import resources
+        >>> d = input_digests(ScheduleEntry("gpipe", "gpipe"), Config(4, 4, "dgx-h100", "gpt3-1.3b"))
+        >>> shipped = resources.files("ppverify.models").joinpath("systems", "dgx-h100.yaml").read_bytes()
+        >>> sorted(d), d["system"] == hashlib.sha256(shipped).hexdigest()
+        (['model', 'system'], True)
+    """
+    from ..files import read_bytes
+    from ..presets import preset_file
+
+    cache = {} if seen is None else seen
+
+    def digest(role: str, path: Any) -> str | None:
+        key = f"{role}:{path}"
+        if key not in cache:
+            if isinstance(path, Path):
+                # a FIFO, a device, a folder: refused, never blocked on
+                cache[key] = hashlib.sha256(read_bytes(path)).hexdigest() if os.path.exists(path) else None
+            else:  # a shipped preset
+                cache[key] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+        return cache[key]
+
+    out: dict[str, str | None] = {}
+    if entry.file:
+        out["file"] = digest("file", Path(entry.file))
+    for role, kind, name in (("system", "systems", config.system), ("model", "llms", config.model)):
+        if name is not None:
+            out[role] = digest(role, preset_file(kind, name))
+    return out

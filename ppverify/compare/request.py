@@ -53,6 +53,28 @@ def split_csv(text: str | None) -> list[str] | None:
     return items or None
 
 
+def given_csv(name: str, text: str | None) -> list[str] | None:
+    """:func:`split_csv` of an option's value, ``None`` only when the option is not given: a value
+    that names nothing (``''``, ``' , '``) is refused, never read as the default selection.
+
+    Example:
+        >>> given_csv("schedules", "gpipe,1f1b"), given_csv("schedules", None)
+        (['gpipe', '1f1b'], None)
+        >>> given_csv("schedules", " , ")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter schedules= , : names nothing; give comma-separated values, or leave the option out for its default
+    """
+    if text is None:
+        return None
+    items = split_csv(text)
+    if items is None:
+        raise ParameterError(
+            name, text, "names nothing; give comma-separated values, or leave the option out for its default"
+        )
+    return items
+
+
 def parse_ints(name: str, text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
     """Comma-separated integers >= 1 (each once), or ``default`` when ``text`` is ``None``.
 
@@ -146,16 +168,23 @@ def request_levels(req: CompareRequest) -> tuple[str, ...]:
         ...
         ppverify.errors.ParameterError: parameter levels=fast: unknown level; expected some of formula, slot, async, contention, optimum, measured
     """
-    levels = tuple(split_csv(req.levels) or LEVELS)
+    levels = tuple(given_csv("levels", req.levels) or LEVELS)
     if (req.measured or req.measured_trace) and "measured" not in levels:
         levels += ("measured",)
     for lv in levels:
         if lv not in ALL_LEVELS:
             raise ParameterError("levels", lv, f"unknown level; expected some of {', '.join(ALL_LEVELS)}")
+    for name, text in (("costs", req.costs), ("comm-delay", req.comm_delay)):
+        if text is not None and not str(text).replace(",", " ").strip():
+            raise ParameterError(name, text, "an empty value; give one, or leave the option out for its default")
     if req.time_limit is not None and not req.time_limit > 0:
         raise ParameterError("time-limit", req.time_limit, "must be > 0 seconds")
     if req.out and Path(req.out).suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError("out", req.out, "expected a .csv or .parquet file")
+    if req.out:
+        from ..files import output_target
+
+        output_target(req.out, "--out")  # a trailing '/', a FIFO, a device: refused before the run
     if req.findings and not req.levels:
         levels = tuple(lv for lv in levels if lv != "optimum")
     if req.memory_cap is not None:  # the spelling checked once, in the mode's unit (each point's size later)
@@ -218,8 +247,8 @@ def request_configs(req: CompareRequest) -> tuple[Setup | None, list[Config]]:
         if req.abstract:
             costs = parse_costs(req.costs or "F=1,B=2")
             return None, abstract_configs(costs, parse_floats("comm-delay", req.comm_delay, (0.0,)), ps, ms)
-        systems = tuple(split_csv(req.systems) or DEFAULT_SYSTEMS)
-        models = tuple(split_csv(req.models) or DEFAULT_MODELS)
+        systems = tuple(given_csv("systems", req.systems) or DEFAULT_SYSTEMS)
+        models = tuple(given_csv("models", req.models) or DEFAULT_MODELS)
         check_presets(systems, models)
         configs = default_configs(systems, models, ps, ms, req.options)
         check_options(configs[0])
@@ -230,10 +259,10 @@ def request_configs(req: CompareRequest) -> tuple[Setup | None, list[Config]]:
             raise ParameterError("comm-delay", req.comm_delay, "--findings needs two delays: fast,slow")
         costs_ = tuple((k, float(v)) for k, v in parse_costs(req.costs or "F=1,B=2").items())
         return abstract_setup(delays[0], delays[1], costs_, parse_ints("p", req.ps, (4, 8)))
-    systems_ = split_csv(req.systems) or list(FINDINGS_SYSTEMS)
+    systems_ = given_csv("systems", req.systems) or list(FINDINGS_SYSTEMS)
     if len(systems_) != 2:
         raise ParameterError("systems", req.systems, "--findings needs two systems: fast,slow")
-    model = (split_csv(req.models) or [FINDINGS_MODEL])[0]
+    model = (given_csv("models", req.models) or [FINDINGS_MODEL])[0]
     check_presets(tuple(systems_), (model,))
     setup = Setup(systems_[0], systems_[1], model, parse_ints("p", req.ps, (4, 8)), options=req.options)
     configs = setup.configs()
@@ -267,7 +296,7 @@ def run_request(req: CompareRequest) -> CompareOutcome:
         [['gpipe', 33.0], ['1f1b', 33.0]]
     """
     levels = request_levels(req)
-    entries = FINDINGS_SCHEDULES if req.findings else select_schedules(split_csv(req.schedules))
+    entries = FINDINGS_SCHEDULES if req.findings else select_schedules(given_csv("schedules", req.schedules))
     setup, configs = request_configs(req)
     points: list[PointResult] = []
     df = run_comparison(
@@ -302,7 +331,7 @@ def write_rows(df: pd.DataFrame, out: str) -> Path:
     path = Path(out)
     if path.parent and not path.parent.exists():
         raise ParameterError("out", out, f"directory {path.parent} does not exist")
-    with atomic_path(path, "--out") as tmp:
+    with atomic_path(out, "--out") as tmp:  # as given: Path() would drop a trailing '/'
         if path.suffix.lower() == ".parquet":
             df.to_parquet(tmp, index=False)
         else:

@@ -225,11 +225,11 @@ def save_json(
         >>> load_json(save_json(s, path, table=table_grid_of(s))).programs == s.programs
         True
     """
-    path = Path(path)
     from ..files import atomic_write
 
-    atomic_write(path, dumps(schedule, costs, table, comment, comm))  # temporary name, then rename
-    return path
+    # the name as given (Path() would drop a trailing '/'); temporary name, then rename
+    atomic_write(path, dumps(schedule, costs, table, comment, comm))
+    return Path(path)
 
 
 # --------------------------------------------------------------------------- reading

@@ -186,7 +186,11 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
         True
     """
     from ..comm import FixedDelay
+    from ..limits import check_family
 
+    schedules = QUICK_SCHEDULES if quick else OVERHEAD_SCHEDULES
+    for fam, p, m, params in schedules:  # --max-ops refuses them now, before any worker starts
+        check_family(fam, p, m, params)
     sizes = PINGPONG_SIZES[::2] if quick else PINGPONG_SIZES
     samples = pingpong(sizes, repeats=5 if quick else 20, timeout=timeout)
     latency, bandwidth = fit_link(samples)
@@ -197,7 +201,7 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
     runs = overhead_runs(
         steps=3 if quick else 7,
         timeout=timeout,
-        schedules=QUICK_SCHEDULES if quick else OVERHEAD_SCHEDULES,
+        schedules=schedules,
         timelines=tls,
         samples=ho_samples,
     )

@@ -91,13 +91,15 @@ def load_map(path: str | None) -> tuple[tuple[str, bytes], ...]:
     """
     if not path:
         return ()
+    from ..files import read_bytes
+
     p = Path(path)
     files = sorted(p.glob("*.png")) if p.is_dir() else [p]
-    if not files or not files[0].is_file():
-        raise ScheduleFileError(str(p), "", "file not found" if not p.is_dir() else "no .png image in this folder")
+    if not files:
+        raise ScheduleFileError(str(p), "", "no .png image in this folder")
     out = []
     for f in files:
-        data = f.read_bytes()
+        data = read_bytes(f)  # missing, a FIFO, a device or over the size limit: one line
         if not data.startswith(PNG_MAGIC):
             raise ScheduleFileError(str(f), "", "not a PNG image")
         out.append((f.stem, data))

@@ -154,7 +154,7 @@ def write_report(study: Study, path: str | Path) -> Path:
         raise ParameterError("output", str(path), f"directory {out.parent} does not exist")
     from ..files import atomic_write
 
-    atomic_write(out, render_html(study), "-o")
+    atomic_write(path, render_html(study), "-o")  # as given: Path() would drop a trailing '/'
     return out
 
 

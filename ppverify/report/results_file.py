@@ -10,13 +10,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
 
 from ..compare.table import COLUMNS
 from ..errors import ScheduleFileError
-from ..files import read_text
+from ..files import check_input_file, read_text
 from ..limits import check_json_text
 
 #: the columns a report needs in every row
@@ -74,13 +75,9 @@ def load_results(path: str | Path) -> pd.DataFrame:
     suffix = p.suffix.lower()
     if suffix not in SUFFIXES:
         raise ScheduleFileError(str(p), "", f"expected a results file ending in {', '.join(SUFFIXES)}")
-    if not p.is_file():
-        raise ScheduleFileError(str(p), "", "file not found")
+    check_input_file(p)  # missing, a folder, a FIFO or a device: refused before it is opened
     if suffix == ".parquet":
-        try:
-            rows = pd.read_parquet(p).to_dict(orient="records")
-        except Exception as exc:
-            raise ScheduleFileError(str(p), "", f"not a readable Parquet file ({type(exc).__name__})") from None
+        rows = _parquet_rows(p)
         header_row = "row 1 (header)"
     elif suffix == ".csv":
         rows = _csv_rows(p)
@@ -137,11 +134,13 @@ def _check_row(path: str, n: int, r: dict) -> None:
             raise ScheduleFileError(path, f"row {n}", f"{c}={r[c]!r} is not an integer in 1..{MAX_COUNT:g}")
     for c in NUMERIC:
         v = r.get(c)
-        if v not in (None, "") and not (isinstance(v, float) and v != v):
+        if v not in (None, "") and not (isinstance(v, float) and v != v):  # a Parquet null reads as NaN
             try:
-                float(v)
+                x = float(v)
             except (TypeError, ValueError):
                 raise ScheduleFileError(path, f"row {n}", f"{c}={v!r} is not a number") from None
+            if not math.isfinite(x):  # CSV text 'nan' or 'inf': refused, as JSON refuses NaN
+                raise ScheduleFileError(path, f"row {n}", f"{c}={v!r} is not a finite number")
     if not str(r["level"] or "").strip() or not str(r["schedule"] or "").strip():
         raise ScheduleFileError(path, f"row {n}", "empty level or schedule")
     params = r["params"]
@@ -152,6 +151,35 @@ def _check_row(path: str, n: int, r: dict) -> None:
             ok = False
         if not ok:
             raise ScheduleFileError(path, f"row {n}", f"params={str(params)[:40]!r} is not a JSON object")
+
+
+def _parquet_rows(p: Path) -> list[dict]:
+    """The rows of a Parquet file; a NaN or infinite number in a numeric column (a value, not a
+    null: what pandas writes for a missing one) is refused naming its row, as in CSV and JSON."""
+    try:
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(p)
+        for c in NUMERIC:
+            if c in table.column_names and _is_float_type(table.schema.field(c).type):
+                bad = pc.invert(pc.is_finite(table[c])).to_pylist()  # null stays null, NaN is True
+                row = next((i for i, b in enumerate(bad) if b), None)
+                if row is not None:
+                    raise ScheduleFileError(
+                        str(p), f"row {row + 2}", f"{c}={table[c][row].as_py()!r} is not a finite number"
+                    )
+        return table.to_pandas().to_dict(orient="records")
+    except ScheduleFileError:
+        raise
+    except Exception as exc:
+        raise ScheduleFileError(str(p), "", f"not a readable Parquet file ({type(exc).__name__})") from None
+
+
+def _is_float_type(kind: object) -> bool:
+    import pyarrow.types as pt
+
+    return bool(pt.is_floating(kind))
 
 
 def _csv_rows(p: Path) -> list[dict]:

@@ -92,3 +92,18 @@ def test_refused_measured_input_leaves_no_process_running(tmp_path, argv, files)
     # (a fork server started before the input was checked would still be importing torch)
     outcome = fuzz.run_subprocess(fuzz.Case(argv, files, argv[0], refuse=True), tmp_path)
     assert outcome.code == 2 and not fuzz.check(outcome), fuzz.describe(outcome)
+
+
+def test_hostile_paths_resumes_and_empty_values(tmp_path):
+    # inputs and outputs that are FIFOs, device nodes (scratch copies), sockets, links and loops of
+    # links; preset and schedule files edited between a sweep and its resume (the rows to rerun are
+    # counted from the grid by the generator); empty option values: each with its expected outcome
+    cases = fuzz.make_hostfile_cases(200, seed=22)
+    outcomes = fuzz.run_cases(cases, tmp_path)
+    assert not _failures(outcomes), "\n".join(_failures(outcomes)[:20])
+    kinds = Counter(o.case.kind for o in outcomes)
+    assert {"path-input", "path-output", "resume", "empty"} <= set(kinds), kinds
+    codes = Counter((o.case.kind, o.code) for o in outcomes)
+    assert codes[("path-output", 0)] > 5 and codes[("path-output", 2)] > 5, codes  # written, refused
+    assert codes[("resume", 0)] > 5 and codes[("path-input", 2)] == kinds["path-input"], codes
+    assert list(tmp_path.iterdir()) == []  # every special file and output removed after its case

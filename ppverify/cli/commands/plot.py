@@ -95,11 +95,11 @@ def _crossover(args: argparse.Namespace) -> int:
     from ...compare import Config, select_schedules
     from ...compare.crossover import crossings, makespan_curves
     from ...compare.crossover_axis import axis_values, crossover_title
-    from ...compare.request import PRESET_OPTIONS
+    from ...compare.request import PRESET_OPTIONS, given_csv
     from ...costs import parse_costs
     from ...plots import crossover_plot
 
-    entries = select_schedules([s for s in (args.schedules or "").split(",") if s.strip()] or None)
+    entries = select_schedules(given_csv("schedules", args.schedules))  # ',' names nothing: refused
     m = args.m if args.m is not None else args.p
     preset = bool(args.system or args.model)
     if preset:

@@ -43,6 +43,10 @@ def run(args: argparse.Namespace) -> int:
     store = Path(args.store) if args.store else Path(args.config).with_suffix(".results.jsonl")
     if args.out and Path(args.out).suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError("out", args.out, "expected a .csv or .parquet file")
+    if args.out:
+        from ...files import output_target
+
+        output_target(args.out, "--out")  # a trailing '/', a FIFO, a device: refused before the run
     if args.batch < 1:
         raise ParameterError("batch", args.batch, "must be >= 1")
     done = {r.get("point") for r in read_store(store)}
