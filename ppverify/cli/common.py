@@ -237,6 +237,8 @@ def measured_from_trace(paths: list[str] | None, predicted: Any) -> dict[str, An
     from ..compare.trace_check import measured_beside
 
     return {"measured": measured_beside(paths, predicted)}
+
+
 def interrupted(command: str, what: str = "the best schedule and bound found so far") -> int:
     """After Ctrl-C ended a solver run whose best result (``what``) was printed: one line on
     stderr and the interrupt's exit code, 130.

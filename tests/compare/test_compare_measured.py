@@ -93,6 +93,8 @@ def test_measured_peaks_are_the_runs_saved_activations_in_the_tables_unit(capsys
     text = format_config_table(df, "p=2 m=4 F=1,B=2 c=0")
     assert "peak act. (measured)" in text.splitlines()[1]
     assert text.splitlines()[4].split()[-1] == "2"  # 1f1b's measured peak, its highest device
+
+
 def test_measured_timeline_is_kept_with_abstract_costs(monkeypatch):
     # abstract costs sleep UNIT_S seconds per unit: the measured step (here the async engine timed
     # in seconds, standing in for the runtime) comes back in units, its Gantt kept for the report
@@ -109,7 +111,9 @@ def test_measured_timeline_is_kept_with_abstract_costs(monkeypatch):
         for schedule, slept in jobs:
             seen.append(slept.time_unit)
             tl = run(schedule, slept, semantics="async")
-            out.append(SimpleNamespace(makespans=[tl.makespan], grad_check=SimpleNamespace(ok=True), timeline=tl, memory=None))
+            out.append(
+                SimpleNamespace(makespans=[tl.makespan], grad_check=SimpleNamespace(ok=True), timeline=tl, memory=None)
+            )
         return out
 
     monkeypatch.setattr("ppverify.measure.measure_many", fake_measure_many)

@@ -163,7 +163,21 @@ def test_export_to_a_copy_of_dev_full_leaves_the_device_in_place(tmp_path, capsy
         ["export", "gpipe", "-p", "2", "-m", "2", "-o", "{out}"],
         ["show", "gpipe", "-p", "2", "-m", "2", "--save", "{out}"],
         ["simulate", "gpipe", "-p", "2", "-m", "2", "--trace", "{out}"],
-        "compare --schedules gpipe -p 2 -m 2 --costs F=1 --levels slot --out {out}".split(),
+        [
+            "compare",
+            "--schedules",
+            "gpipe",
+            "-p",
+            "2",
+            "-m",
+            "2",
+            "--costs",
+            "F=1",
+            "--levels",
+            "slot",
+            "--out",
+            "{out}",
+        ],
     ],
 )
 def test_commands_refuse_a_fifo_as_output(tmp_path, capsys, argv, one_line_exit_2):

@@ -285,7 +285,9 @@ def test_gap_states_the_allreduce_is_included(capsys):
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert "replica all-reduce included (sync eager): 4 stages" in out.splitlines()[2]  # after the family and memory lines
+    assert (
+        "replica all-reduce included (sync eager): 4 stages" in out.splitlines()[2]
+    )  # after the family and memory lines
     code = main(
         [
             "gap",

@@ -205,6 +205,9 @@ def test_measured_peaks_show_beside_the_models(browser, tmp_path):
     }
     assert cells == {"gpipe": "9", "1f1b": "7"}
     assert "peak act. (measured)" in page.locator("#legend").inner_text()
+    assert errors == []
+
+
 def _open_report(browser, tmp_path: Path, schedule: str, argv: list[str]):
     """``ppverify report`` of one schedule (argv: the rest of its options), opened on that schedule."""
     out = tmp_path / f"{schedule}.html"
