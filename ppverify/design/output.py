@@ -27,8 +27,8 @@ def design_text(d: Design) -> str:
         >>> from ppverify.design.spec import Limits
         >>> from ppverify.preset_models import PresetSettings
         >>> d = design(DesignRequest(2, 2, "linear", "1,2", PresetSettings(costs="F=1,B=2"), Limits(5.0)), progress=False)
-        >>> print(design_text(d).splitlines()[4])
-             1        12        12      0 %  linear          1  greedy-... valid
+        >>> design_text(d).splitlines()[4].split()  # peak, time, bound, gap, placement, budget, start, Z3
+        ['1', '12', '12', '0', '%', 'linear', '1', 'greedy-AW', 'valid']
     """
     rq = d.request
     st = rq.settings
