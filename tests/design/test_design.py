@@ -153,3 +153,15 @@ def test_bad_input_is_one_line(capsys) -> None:
     assert "placements=ring: expected one of linear, v, loop:V, wave:W, bidirectional" in capsys.readouterr().err
     with pytest.raises(ParameterError, match="loop:V needs a whole number"):
         setups("loop:0", 2, 2, FULL)
+
+
+@pytest.mark.slow
+def test_ray_cluster_gives_the_same_result() -> None:
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        rq = DesignRequest(2, 4, "linear,v", "1,2", PresetSettings(costs="F=1,I=1,W=1"), Limits(1.0))
+        on_ray = design(rq, executor="ray", progress=False).to_dict()
+        assert on_ray == design(rq, progress=False).to_dict()
+    finally:
+        ray.shutdown()
