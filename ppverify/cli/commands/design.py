@@ -49,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     o.add_argument("--save-dir", metavar="DIR", default=None, help="write every frontier schedule (JSON and CSV)")
     o.add_argument("--plot", metavar="FRONTIER.png", default=None, help="draw the frontier and the families")
     o.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    o.add_argument("--measure", action="store_true", help="run the frontier and the families in PyTorch's runtime")
+    o.add_argument("--measure-scale", type=float, default=0.01, help="seconds slept per abstract unit (default 0.01)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,10 +89,22 @@ def run(args: argparse.Namespace) -> int:
         save_design(result, args.save_dir)
     if args.plot:
         plot_design(result, args.plot)
+    rows = None
+    if args.measure:
+        from ...design.measured import measure_design, measured_text
+
+        if not args.measure_scale > 0:
+            raise ParameterError("measure-scale", args.measure_scale, "must be > 0 (seconds per abstract unit)")
+        rows = measure_design(result, args.measure_scale)
     if args.json:
-        print_json(result.to_dict())
+        out = result.to_dict()
+        if rows is not None:
+            out["measured"] = [r.to_dict() for r in rows]
+        print_json(out)
     else:
         print(design_text(result))
+        if rows is not None:
+            print(measured_text(rows))
         if args.save_dir:
             print(
                 f"saved      {len(result.front)} frontier schedules (JSON and CSV) and design.json in {args.save_dir}"
@@ -99,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"plot       {args.plot}")
     if not result.front:
         raise TimeLimitError(f"--time-limit {args.time_limit:g}", "no point found a schedule within its work limit")
-    bad = [v for v in result.verified if v != "valid"]
+    bad = [v for v in result.verified if v != "valid"] + [r.name for r in rows or () if not r.grad_ok]
     return 1 if bad else 0
 
 
