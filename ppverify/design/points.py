@@ -220,6 +220,43 @@ def adopt_families(points: Sequence[Point], fams: Sequence[FamilyPoint], split: 
     return out
 
 
+def monotone(points: Sequence[Point]) -> list[Point]:
+    """Each placement's points made consistent across budgets: a schedule found under a smaller
+    budget fits every larger one (kept when faster, with a note), and a bound proven under a
+    larger budget holds under every smaller one (the larger of the two bounds is kept).
+
+    Example:
+        >>> a = Point("loop:2", 4.0, "FEASIBLE", 68.0, 60.0, 4.0, None, None)
+        >>> b = Point("loop:2", 5.0, "FEASIBLE", 72.0, 54.0, 4.5, None, None)
+        >>> c = Point("loop:2", 6.0, "OPTIMAL", 51.0, 51.0, 5.5, None, None)
+        >>> [(q.time, q.bound) for q in monotone([a, b, c])]
+        [(68.0, 60.0), (68.0, 54.0), (51.0, 51.0)]
+    """
+    out = list(points)
+    for label in {q.placement for q in points}:
+        idx = sorted((i for i, q in enumerate(out) if q.placement == label), key=lambda i: out[i].budget)
+        for k in range(1, len(idx)):  # upwards: the best schedule of a smaller budget
+            prev, cur = out[idx[k - 1]], out[idx[k]]
+            if prev.time is not None and (cur.time is None or prev.time < cur.time - EPS):
+                note = f"the schedule found under budget {prev.budget:g} is faster: kept"
+                status = "OPTIMAL" if prev.time <= cur.bound + EPS else "FEASIBLE"
+                out[idx[k]] = replace(
+                    cur,
+                    time=prev.time,
+                    peak=prev.peak,
+                    start=prev.start,
+                    schedule=prev.schedule,
+                    note=note,
+                    status=status,
+                )
+        for k in range(len(idx) - 2, -1, -1):  # downwards: the bound of a larger budget
+            nxt, cur = out[idx[k + 1]], out[idx[k]]
+            if nxt.bound > cur.bound + EPS:
+                status = "OPTIMAL" if cur.time is not None and cur.time <= nxt.bound + EPS else cur.status
+                out[idx[k]] = replace(cur, bound=nxt.bound, status=status)
+    return out
+
+
 def frontier(points: Sequence[Point]) -> list[Point]:
     """The Pareto-optimal points: by peak, each strictly faster than every point of smaller or
     equal peak (ties: the smaller budget, then the placement's name).

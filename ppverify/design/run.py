@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import ParameterError, PPVerifyError
 from ..preset_models import PresetSettings
-from .points import EPS, FamilyPoint, Point, adopt_families, family_points, frontier, solve_point, value_at
+from .points import EPS, FamilyPoint, Point, adopt_families, family_points, frontier, monotone, solve_point, value_at
 from .spec import Limits, Setup, Task, parse_budgets, setups
 
 EXECUTORS = ("local", "ray")
@@ -308,7 +308,7 @@ def design(
             print(progress_line(count[0], len(tasks), pt, time.monotonic() - t0), file=sys.stderr, flush=True)
 
     points, interrupted = run_points(tasks, executor, workers, report)
-    points = adopt_families(points, fams, request.split_backward)
+    points = monotone(adopt_families(points, fams, request.split_backward))
     front = frontier(points)
     verified = verify_front(front, sets)
     return Design(

@@ -165,3 +165,29 @@ def test_ray_cluster_gives_the_same_result() -> None:
         assert on_ray == design(rq, progress=False).to_dict()
     finally:
         ray.shutdown()
+
+
+def test_monotone_points_by_generated_budgets() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from ppverify.design.points import monotone
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.tuples(st.integers(10, 40), st.integers(0, 10), st.integers(0, 10)), min_size=1, max_size=6))
+    def check(rows: list[tuple[int, int, int]]) -> None:
+        # a consistent truth: the optimum never grows with the budget; each search lands above it
+        # (by ``up``) and proves a bound below it (by ``down``)
+        opts = sorted((o for o, _, _ in rows), reverse=True)
+        pts = [
+            Point("linear", float(b + 1), "FEASIBLE", float(o + up), float(o - down), float(b + 1), None, None)
+            for b, (o, (_, up, down)) in enumerate(zip(opts, rows))
+        ]
+        out = monotone(pts)
+        for a, b in zip(out, out[1:]):
+            assert b.time <= a.time and b.bound <= a.bound  # more memory: never slower, never a higher floor
+        for q, orig in zip(out, pts):
+            assert q.bound <= q.time and q.time <= orig.time and q.bound >= orig.bound
+            assert q.time == min(p.time for p in pts if p.budget <= q.budget)
+
+    check()
