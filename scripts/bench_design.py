@@ -63,7 +63,7 @@ def one(p: int, delay: float, args: argparse.Namespace) -> None:
         r = by.get(fam)
         if r is not None and r["frontier"] is not None:
             print(
-                f"  at {fam}'s peak {r['peak']:g}: frontier {r['frontier']:g} vs {r['time']:g} (margin {-r['difference']:g})"
+                f"  at {fam}'s peak {r['peak']:g}: frontier {r['frontier']:g} vs {r['time']:g} (margin {0.0 - r['difference']:g})"
             )
     one_f = by.get("1f1b")
     if one_f is not None:

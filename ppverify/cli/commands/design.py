@@ -48,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     o.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     o.add_argument("--save-dir", metavar="DIR", default=None, help="write every frontier schedule (JSON and CSV)")
     o.add_argument("--plot", metavar="FRONTIER.png", default=None, help="draw the frontier and the families")
+    o.add_argument("--report", metavar="PAGE.html", default=None, help="an HTML page: frontier, hover, timelines")
     o.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     o.add_argument("--measure", action="store_true", help="run the frontier and the families in PyTorch's runtime")
     o.add_argument("--measure-scale", type=float, default=0.01, help="seconds slept per abstract unit (default 0.01)")
@@ -74,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         from ...plots import _check_path
 
         _check_path(args.plot)  # before the search: a bad name costs nothing
+    if args.report and not str(args.report).lower().endswith(".html"):
+        raise ParameterError("report", args.report, "expected a file ending in .html")
     split = None if args.backward == "auto" else args.backward == "split"
     request = DesignRequest(
         args.p,
@@ -89,6 +92,10 @@ def run(args: argparse.Namespace) -> int:
         save_design(result, args.save_dir)
     if args.plot:
         plot_design(result, args.plot)
+    if args.report:
+        from ...design.page import write_design_page
+
+        write_design_page(result, args.report)
     rows = None
     if args.measure:
         from ...design.measured import measure_design, measured_text
@@ -111,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.plot:
             print(f"plot       {args.plot}")
+        if args.report:
+            print(f"report     {args.report}")
     if not result.front:
         raise TimeLimitError(f"--time-limit {args.time_limit:g}", "no point found a schedule within its work limit")
     bad = [v for v in result.verified if v != "valid"] + [r.name for r in rows or () if not r.grad_ok]
