@@ -9,7 +9,6 @@ points done, and the result says how many were.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -17,7 +16,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ParameterError, PPVerifyError
+from ..errors import ParameterError
 from ..preset_models import PresetSettings
 from .points import EPS, FamilyPoint, Point, adopt_families, family_points, frontier, monotone, solve_point, value_at
 from .spec import Limits, Setup, Task, parse_budgets, setups
@@ -242,12 +241,9 @@ def _run_pool(tasks: Sequence[Task], keep: Callable[[int, Point], None], workers
 
 
 def _run_ray(tasks: Sequence[Task], keep: Callable[[int, Point], None]) -> None:
-    try:
-        import ray
-    except ImportError:
-        raise PPVerifyError("--executor ray needs Ray: pip install 'ppverify[ray]'") from None
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS") or None, include_dashboard=False, log_to_driver=False)
+    from ..sweep_exec import connect_ray
+
+    ray = connect_ray()
     remote = ray.remote(solve_point)
     refs = {remote.remote(t): t.index for t in tasks}
     pending = list(refs)
