@@ -158,3 +158,92 @@ def plot_design(d: Design, path: str | Path) -> Path:
     ax.legend(fontsize=8)
     _save(fig, target)
     return target
+
+
+def is_design_result(path: str | Path) -> bool:
+    """True when ``path`` is a ``design.json`` (``--save-dir``) or ``design --json`` output.
+
+    Example:
+        >>> is_design_result("no-such-file.json")
+        False
+    """
+    import json
+
+    p = Path(path)
+    if p.suffix.lower() != ".json" or not p.is_file():
+        return False
+    try:
+        data = json.loads(p.read_text())
+    except (ValueError, OSError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("design"), dict) and "frontier" in data
+
+
+def load_design(path: str | Path) -> Design:
+    """A :class:`Design` back from its JSON (``design.json`` or ``design --json``): the request,
+    the setups and families recomputed from it, the points and the frontier with their programs.
+    A malformed file is refused naming the file and the field.
+
+    Example:
+        >>> import tempfile, json
+        >>> from ppverify.design.run import DesignRequest, design
+        >>> from ppverify.design.spec import Limits
+        >>> from ppverify.preset_models import PresetSettings
+        >>> d = design(DesignRequest(2, 2, "linear", "2", PresetSettings(costs="F=1,B=2"), Limits(2.0)), progress=False)
+        >>> path = Path(tempfile.mkdtemp()) / "design.json"
+        >>> _ = path.write_text(json.dumps(d.to_dict()))
+        >>> back = load_design(path)
+        >>> back.to_dict() == d.to_dict()
+        True
+    """
+    import json
+
+    from ..errors import ScheduleFileError
+    from ..ops import ActionSyntaxError, parse_action
+    from ..preset_models import PresetSettings
+    from ..schedule import Schedule
+    from .points import Point, family_points
+    from .run import DesignRequest
+    from .spec import Limits, setups
+
+    data = json.loads(Path(path).read_text())
+    try:
+        info = data["design"]
+        settings = PresetSettings(
+            system=info.get("system"),
+            model=info.get("model"),
+            costs=info.get("costs"),
+            comm_delay=info.get("comm_delay"),
+        )
+        rq = DesignRequest(
+            int(info["p"]),
+            int(info["m"]),
+            ",".join(info["placements"]),
+            "auto",
+            settings,
+            Limits(float(info["work_limit"]), info.get("gap_limit")),
+            info.get("backward") == "split",
+        )
+        sets = setups(rq.placements, rq.p, rq.m, settings)
+        by_label = {s.label: s for s in sets}
+
+        def point(row: dict) -> Point:
+            st = by_label[row["placement"]]
+            sched = None
+            if row.get("programs") is not None:
+                programs = tuple(tuple(parse_action(a) for a in prog) for prog in row["programs"])
+                sched = Schedule(st.placement, rq.m, programs, st.pipes, "cp-sat")
+            budget = math.inf if row["budget"] is None else float(row["budget"])
+            return Point(
+                row["placement"], budget, row["status"], row["time"], row["bound"], row["peak"], row["start"],
+                sched, row.get("note", ""),
+            )  # fmt: skip
+
+        points = tuple(point(r) for r in data["points"])
+        front = tuple(point(r) for r in data["frontier"])
+        verified = tuple(str(r["verified"]) for r in data["frontier"])
+    except (KeyError, TypeError, ValueError, ActionSyntaxError) as exc:
+        raise ScheduleFileError(str(path), "design", f"not a design result ({type(exc).__name__}: {exc})") from None
+    fams = tuple(family_points(sets, rq.p, rq.m, settings))
+    return Design(rq, sets, points, fams, front, int(data.get("points_done", len(points))), len(points),
+                  bool(data.get("interrupted")), verified)  # fmt: skip

@@ -191,3 +191,16 @@ def test_monotone_points_by_generated_budgets() -> None:
             assert q.time == min(p.time for p in pts if p.budget <= q.budget)
 
     check()
+
+
+def test_report_of_a_design_result(tmp_path, capsys) -> None:
+    out = tmp_path / "d"
+    argv = ["design", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--placements", "linear", "--budgets", "1,2"]
+    assert main([*argv, "--time-limit", "2", "--no-progress", "--save-dir", str(out)]) == 0
+    capsys.readouterr()
+    page = tmp_path / "page.html"
+    assert main(["report", "--from", str(out / "design.json"), "-o", str(page)]) == 0
+    text = page.read_text()
+    # two frontier points by hand: budget 1, one microbatch at a time (2 * 2 * 3 = 12); budget 2, 1F1B's 9
+    assert text.count('class="pt frontier"') == 2 and "time 12, bound 12" in text and "time 9, bound 9" in text
+    assert text.count('<details id="point-') == 2
