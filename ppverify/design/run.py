@@ -88,7 +88,7 @@ class Design:
                 if f.placement not in searched:
                     why = "its placement was not searched"
                 elif f.schedule is not None and f.schedule.has_split_backward and not self.request.split_backward:
-                    why = "it splits the backward, the design does not (name I and W in --costs)"
+                    why = "it splits the backward, the design does not (--backward split)"
                 else:
                     why = "the search could not show otherwise within its limit"
                 row["note"] = f"faster than the frontier: {why}"
