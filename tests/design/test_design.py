@@ -64,7 +64,7 @@ def exhaustive(p: int, m: int, delay: float) -> list[tuple[float, float]]:
     return out
 
 
-@pytest.mark.parametrize("p,m", [(2, 2), (2, 3)])
+@pytest.mark.parametrize("p,m", [(2, 2), pytest.param(2, 3, marks=pytest.mark.slow)])
 def test_frontier_equals_exhaustive_search_and_beats_every_family(p: int, m: int) -> None:
     rq = DesignRequest(p, m, "linear", "auto", FULL, Limits(5.0, gap=0.0))
     d = design(rq, progress=False)
