@@ -156,8 +156,8 @@ class Limits:
     point early (None: search to the work limit).
 
     Example:
-        >>> Limits(5.0).wall
-        120.0
+        >>> Limits(5.0).wall, Limits(20.0).wall
+        (900.0, 2000.0)
     """
 
     work: float = 10.0
@@ -166,8 +166,9 @@ class Limits:
 
     @property
     def wall(self) -> float:
-        """The wall-clock stop: twenty-four times the work, at least two minutes."""
-        return max(120.0, 24.0 * self.work)
+        """The wall-clock stop: a hundred times the work, at least 15 minutes (optimize's phases
+        stop at shares of it, so it must never bite on a loaded machine: the work limit decides)."""
+        return max(900.0, 100.0 * self.work)
 
 
 @dataclass(frozen=True)
