@@ -50,7 +50,7 @@ _DEADLINE: contextvars.ContextVar[tuple[float, str, float] | None] = contextvars
     "ppverify_deadline", default=None
 )
 #: extra stages per device of families whose parameters do not say it (V-shaped placements)
-_CHUNKS = {"zbv": 2, "dualpipev": 2}
+_CHUNKS = {"zbv": 2, "dualpipev": 2, "v-min": 2, "v-half": 2}
 
 
 class LimitError(PPVerifyError):

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import Any
 
 from .errors import ParameterError, PPVerifyError
 from .sweep import Store, SweepSpec, Task, iter_chunks, pending_tasks, read_store, results_frame, run_task
@@ -176,14 +177,25 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         proc.join(timeout=1)
 
 
-def _run_ray(batches: list[list[Task]], sink: Callable[[list[dict]], None]) -> None:
+def connect_ray() -> Any:
+    """The ``ray`` module, connected: ``RAY_ADDRESS`` (or ``ray start`` on this node) selects a
+    cluster, otherwise a local instance starts; one line when Ray is not installed.
+
+    Example:
+        >>> connect_ray().is_initialized()  # doctest: +SKIP
+        True
+    """
     try:
         import ray
     except ImportError:
         raise PPVerifyError("--executor ray needs Ray: pip install 'ppverify[ray]'") from None
     if not ray.is_initialized():
-        # RAY_ADDRESS (or `ray start` on this node) selects a cluster; otherwise a local instance
         ray.init(address=os.environ.get("RAY_ADDRESS") or None, include_dashboard=False, log_to_driver=False)
+    return ray
+
+
+def _run_ray(batches: list[list[Task]], sink: Callable[[list[dict]], None]) -> None:
+    ray = connect_ray()
     remote = ray.remote(run_batch)
     refs = [remote.remote(b) for b in batches]
     while refs:

@@ -58,6 +58,15 @@ def run(args: argparse.Namespace) -> int:
     if not args.from_file:
         args.report = args.output
         return compare.run(args)
+    from ...design.output import is_design_result
+
+    if is_design_result(args.from_file):  # a `design` result: its frontier page
+        from ...design.output import load_design
+        from ...design.page import write_design_page
+
+        write_design_page(load_design(args.from_file), args.output)
+        print(f"report written to {args.output} (the design's frontier)")
+        return 0
     from ...report.build import report_from_file
 
     st = report_from_file(

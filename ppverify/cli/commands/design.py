@@ -1,0 +1,135 @@
+"""``ppverify design -p P -m M``: the fastest schedule CP-SAT finds at every memory budget of every
+placement, each with its certified bound; the frontier of Pareto-optimal (peak, step time) points,
+every frontier schedule verified by Z3; every registered family beside it at its own peak.
+
+Budgets count one microbatch's activations on a device's whole share of layers as 1 (1F1B's first
+device peaks at p). ``--budgets auto`` runs from the least feasible budget through every family's
+peak to unconstrained. Each point stops on CP-SAT's deterministic work (``--time-limit``), so the
+result is the same at any machine load and on any executor. Progress goes to stderr; Ctrl-C keeps
+the points done. Exit code 0 when the frontier has a schedule, 2 when no point found one in time.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import Command
+from ..common import add_cost_arguments, print_json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Sizes, placements, budgets, costs and presets, limits, executor and outputs."""
+    from ...design.spec import DEFAULT_PLACEMENTS
+    from ..presets_args import add_preset_arguments
+
+    parser.add_argument("-p", type=int, required=True, help="devices")
+    parser.add_argument("-m", type=int, default=None, help="microbatches (default 3p)")
+    parser.add_argument(
+        "--placements",
+        default=DEFAULT_PLACEMENTS,
+        help=f"comma list of linear, v, loop:V, wave:W, bidirectional (default {DEFAULT_PLACEMENTS})",
+    )
+    parser.add_argument(
+        "--budgets",
+        default="auto",
+        help="auto (least feasible, the families' peaks, unconstrained) or a comma list in activations "
+        "of one microbatch on a device's share, none = unconstrained",
+    )
+    add_cost_arguments(parser)
+    add_preset_arguments(parser)
+    parser.add_argument("--backward", choices=("auto", "split", "full"), default="auto", help="split (I + W) or full B")
+    s = parser.add_argument_group("solver")
+    s.add_argument("--time-limit", type=float, default=10.0, help="CP-SAT deterministic work per point (default 10)")
+    s.add_argument("--gap-limit", type=float, default=0.01, help="stop a point within this relative gap (default 0.01)")
+    s.add_argument("--seed", type=int, default=0, help="CP-SAT random seed (default 0)")
+    s.add_argument("--executor", choices=("local", "ray"), default="local", help="process pool (default) or Ray")
+    s.add_argument("--workers", type=int, default=1, help="points solved at once (default 1)")
+    o = parser.add_argument_group("output")
+    o.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    o.add_argument("--save-dir", metavar="DIR", default=None, help="write every frontier schedule (JSON and CSV)")
+    o.add_argument("--plot", metavar="FRONTIER.png", default=None, help="draw the frontier and the families")
+    o.add_argument("--report", metavar="PAGE.html", default=None, help="an HTML page: frontier, hover, timelines")
+    o.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    o.add_argument("--measure", action="store_true", help="run the frontier and the families in PyTorch's runtime")
+    o.add_argument("--measure-scale", type=float, default=0.01, help="seconds slept per abstract unit (default 0.01)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the design and print it; write the files asked for."""
+    from ...design.output import design_text, plot_design, save_design
+    from ...design.run import DesignRequest, design
+    from ...design.spec import Limits
+    from ...errors import ParameterError
+    from ...limits import TimeLimitError
+    from ...preset_models import settings_from
+    from ...schedules.registry import check_int
+
+    check_int("p", args.p, 1)
+    m = 3 * args.p if args.m is None else args.m
+    check_int("m", m, 1)
+    if not args.time_limit > 0:
+        raise ParameterError("time-limit", args.time_limit, "must be > 0 (deterministic work per point)")
+    if args.gap_limit is not None and not 0 <= args.gap_limit < 1:
+        raise ParameterError("gap-limit", args.gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
+    if args.plot:
+        from ...plots import _check_path
+
+        _check_path(args.plot)  # before the search: a bad name costs nothing
+    if args.report and not str(args.report).lower().endswith(".html"):
+        raise ParameterError("report", args.report, "expected a file ending in .html")
+    split = None if args.backward == "auto" else args.backward == "split"
+    request = DesignRequest(
+        args.p,
+        m,
+        args.placements,
+        args.budgets,
+        settings_from(vars(args)),
+        Limits(args.time_limit, args.gap_limit, args.seed),
+        split,
+    )
+    result = design(request, args.executor, args.workers, progress=not args.no_progress)
+    if args.save_dir:
+        save_design(result, args.save_dir)
+    if args.plot:
+        plot_design(result, args.plot)
+    if args.report:
+        from ...design.page import write_design_page
+
+        write_design_page(result, args.report)
+    rows = None
+    if args.measure:
+        from ...design.measured import measure_design, measured_text
+
+        if not args.measure_scale > 0:
+            raise ParameterError("measure-scale", args.measure_scale, "must be > 0 (seconds per abstract unit)")
+        rows = measure_design(result, args.measure_scale)
+    if args.json:
+        out = result.to_dict()
+        if rows is not None:
+            out["measured"] = [r.to_dict() for r in rows]
+        print_json(out)
+    else:
+        print(design_text(result))
+        if rows is not None:
+            print(measured_text(rows))
+        if args.save_dir:
+            print(
+                f"saved      {len(result.front)} frontier schedules (JSON and CSV) and design.json in {args.save_dir}"
+            )
+        if args.plot:
+            print(f"plot       {args.plot}")
+        if args.report:
+            print(f"report     {args.report}")
+    if not result.front:
+        raise TimeLimitError(f"--time-limit {args.time_limit:g}", "no point found a schedule within its work limit")
+    bad = [v for v in result.verified if v != "valid"] + [r.name for r in rows or () if not r.grad_ok]
+    return 1 if bad else 0
+
+
+COMMAND = Command(
+    "design",
+    "the memory-time frontier: CP-SAT's best schedule and certified bound at every budget, verified",
+    add_arguments,
+    run,
+    description=__doc__ or "",
+)

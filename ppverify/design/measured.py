@@ -1,0 +1,125 @@
+"""``design --measure``: the frontier schedules and the families of the searched placements run in
+PyTorch's pipelining runtime (the measured level, :mod:`ppverify.measure`), with their gradients
+checked, their measured step time and peak printed beside the predicted ones.
+
+Abstract costs become seconds: each unit sleeps ``scale`` seconds (``compute="sleep"``), so the
+measured step is comparable with the prediction times ``scale``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..costs import CostModel
+from ..schedule import Schedule
+from .run import Design
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One measured schedule: predicted (async engine, seconds) and measured step times, predicted
+    and measured peaks (budget units), the budget (frontier points) and the gradient check.
+
+    Example:
+        >>> Measured("v-min", "family", 0.4, 0.45, 2.0, 2.0, None, True).to_dict()["name"]
+        'v-min'
+    """
+
+    name: str
+    kind: str
+    predicted_s: float | None
+    measured_s: float
+    predicted_peak: float
+    measured_peak: float
+    budget: float | None
+    grad_ok: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "predicted_s": self.predicted_s,
+            "measured_s": self.measured_s,
+            "predicted_peak": self.predicted_peak,
+            "measured_peak": self.measured_peak,
+            "budget": self.budget,
+            "grad_ok": self.grad_ok,
+        }
+
+
+def in_seconds(costs: CostModel, scale: float) -> CostModel:
+    """``costs`` with every duration times ``scale`` and counted in seconds.
+
+    Example:
+        >>> from ppverify.placement import linear
+        >>> in_seconds(CostModel.abstract(linear(1), F=1, B=2), 0.01).duration["B"]
+        (0.02,)
+    """
+    return replace(costs, duration={k: tuple(x * scale for x in v) for k, v in costs.duration.items()}, time_unit="s")
+
+
+def measure_design(
+    d: Design, scale: float = 0.01, steps: int = 3, timeout: float = 300.0, compute: str = "sleep"
+) -> list[Measured]:
+    """Measure every frontier schedule and every family of a searched placement (abstract costs
+    only: presets already count seconds and are used as they are).
+
+    Example:
+        >>> from ppverify.design import DesignRequest, design
+        >>> rows = measure_design(design(DesignRequest(2, 4, "linear", "2"), progress=False))  # doctest: +SKIP
+        >>> all(r.grad_ok for r in rows)  # doctest: +SKIP
+        True
+    """
+    from ..measure import measure_many
+    from ..preset_models import resolve_presets
+
+    by_label = {s.label: s for s in d.setups}
+    items: list[tuple[str, str, Schedule, CostModel, float, float, float | None]] = []
+    preset = d.request.settings.model is not None or d.request.settings.system is not None
+    for i, q in enumerate(d.front):
+        if q.schedule is None or q.peak is None:
+            continue
+        st = by_label[q.placement]
+        costs = st.costs if preset else in_seconds(st.costs, scale)
+        budget = None if math.isinf(q.budget) else q.budget
+        items.append((f"frontier {i} ({q.placement})", "frontier", q.schedule, costs, st.unit, q.peak, budget))
+    for f in d.families:
+        if f.placement not in by_label or f.schedule is None:
+            continue
+        ctx = resolve_presets(d.request.settings, f.schedule)
+        unit = max(ctx.costs.activation) / f.schedule.placement.share_per_stage
+        costs = ctx.costs if preset else in_seconds(ctx.costs, scale)
+        items.append((f.family, "family", f.schedule, costs, unit, f.peak, None))
+    results = measure_many([(it[2], it[3]) for it in items], compute=compute, steps=steps, timeout=timeout)
+    out = []
+    for (name, kind, _, _, unit, peak, budget), r in zip(items, results):
+        pred = None if r.predicted is None else float(r.predicted.makespan)
+        measured_peak = float(max(r.timeline.peak_memory())) / unit
+        out.append(Measured(name, kind, pred, float(r.makespan), peak, measured_peak, budget, bool(r.grad_check.ok)))
+    return out
+
+
+def measured_text(rows: list[Measured]) -> str:
+    """The measured table.
+
+    Example:
+        >>> print(measured_text([Measured("1f1b", "family", 0.15, 0.16, 2.0, 2.0, None, True)]))
+        measured   (PyTorch's runtime, sleep compute; seconds)
+          schedule                  predicted   measured   peak  measured peak  budget  gradients
+          1f1b                         0.1500     0.1600      2              2       -  ok
+    """
+    lines = [
+        "measured   (PyTorch's runtime, sleep compute; seconds)",
+        f"  {'schedule':<24} {'predicted':>10} {'measured':>10} {'peak':>6} {'measured peak':>14} {'budget':>7}  gradients",
+    ]
+    for r in rows:
+        pred = "-" if r.predicted_s is None else f"{r.predicted_s:.4f}"
+        budget = "-" if r.budget is None else f"{r.budget:g}"
+        lines.append(
+            f"  {r.name:<24} {pred:>10} {r.measured_s:>10.4f} {r.predicted_peak:>6g} {r.measured_peak:>14g} "
+            f"{budget:>7}  {'ok' if r.grad_ok else 'WRONG'}"
+        )
+    return "\n".join(lines)

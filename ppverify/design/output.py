@@ -1,0 +1,249 @@
+"""What a design prints and writes: the text report, the files of every frontier schedule
+(``--save-dir``: ppverify JSON and PyTorch CSV, compute only and with SEND/RECV) and the frontier
+plot (``--plot``)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .run import Design
+
+
+def _num(x: float | None, digits: int = 6) -> str:
+    return "-" if x is None else f"{x:.{digits}g}"
+
+
+def _budget(b: float) -> str:
+    return "none" if math.isinf(b) else f"{b:g}"
+
+
+def design_text(d: Design) -> str:
+    """The report: the request, the frontier (peak, step time, bound, gap, placement, budget,
+    start, Z3's verdict), then every family at its own peak beside the frontier's value there.
+
+    Example:
+        >>> from ppverify.design.run import DesignRequest, design
+        >>> from ppverify.design.spec import Limits
+        >>> from ppverify.preset_models import PresetSettings
+        >>> d = design(DesignRequest(2, 2, "linear", "1,2", PresetSettings(costs="F=1,B=2"), Limits(5.0)), progress=False)
+        >>> design_text(d).splitlines()[4].split()  # peak, time, bound, gap, placement, budget, start, Z3
+        ['1', '12', '12', '0', '%', 'linear', '1', 'greedy-AW', 'valid']
+    """
+    rq = d.request
+    st = rq.settings
+    costs = st.costs or ("unit slots" if st.model is None else f"{st.system} / {st.model}")
+    comm = f"delay {st.comm_delay:g}" if st.comm_delay is not None else ("system" if st.system else "none")
+    lines = [
+        f"design     p={rq.p} m={rq.m}  costs {costs}  comm {comm}  backward "
+        f"{'split' if rq.split_backward else 'full'}  placements {', '.join(s.label for s in d.setups)}",
+        f"points     {d.done} of {d.total} done{' (interrupted: the frontier of the points done)' if d.interrupted else ''}; "
+        f"work limit {rq.limits.work:g} per point, gap limit "
+        f"{'none' if rq.limits.gap is None else f'{100 * rq.limits.gap:g} %'}; peaks in activations of one microbatch on a device's share",
+        "frontier",
+        f"  {'peak':>6} {'time':>9} {'bound':>9} {'gap':>8}  {'placement':<15} {'budget':>6}  {'start':<10} verified",
+    ]
+    for q, v in zip(d.front, d.verified):
+        gap = "-" if q.gap is None else f"{100 * q.gap:.3g} %"
+        start = (q.start or "-")[:10]
+        start = start if len(q.start or "") <= 10 else start[:7] + "..."
+        lines.append(
+            f"  {_num(q.peak):>6} {_num(q.time, 8):>9} {_num(q.bound, 8):>9} {gap:>8}  {q.placement:<15} "
+            f"{_budget(q.budget):>6}  {start:<10} {v}"
+        )
+    if not d.front:
+        lines.append("  (no schedule found within the limits)")
+    rows = d.family_rows()
+    if rows:
+        lines.append("families   (frontier: its value at the family's peak; difference: frontier - family)")
+        lines.append(f"  {'family':<22} {'placement':<15} {'peak':>6} {'time':>9} {'frontier':>9} {'difference':>10}")
+        for r in rows:
+            note = f"  {r['note']}" if "note" in r else ""
+            lines.append(
+                f"  {r['family']:<22} {r['placement']:<15} {_num(r['peak']):>6} {_num(r['time'], 8):>9} "
+                f"{_num(r['frontier'], 8):>9} {_num(r['difference'], 6):>10}{note}"
+            )
+    return "\n".join(lines)
+
+
+def point_name(i: int, label: str, budget: float) -> str:
+    """The file stem of frontier point ``i``.
+
+    Example:
+        >>> point_name(0, "loop:2", 3.0), point_name(4, "v", math.inf)
+        ('frontier-00-loop2-budget3', 'frontier-04-v-budgetnone')
+    """
+    return f"frontier-{i:02d}-{label.replace(':', '')}-budget{_budget(budget)}"
+
+
+def save_design(d: Design, directory: str | Path) -> list[Path]:
+    """Write every frontier schedule as ppverify JSON (with its costs) and PyTorch CSV
+    (``.compute_only.csv`` and ``.compute_comms.csv``), plus ``design.json`` (the result);
+    returns the schedule files. Every file loads with every command.
+
+    Example:
+        >>> import tempfile
+        >>> from ppverify.design.run import DesignRequest, design
+        >>> from ppverify.design.spec import Limits
+        >>> from ppverify.preset_models import PresetSettings
+        >>> d = design(DesignRequest(2, 2, "linear", "2", PresetSettings(costs="F=1,B=2"), Limits(5.0)), progress=False)
+        >>> [p.name for p in save_design(d, tempfile.mkdtemp())]
+        ['frontier-00-linear-budget2.json', 'frontier-00-linear-budget2.compute_only.csv', 'frontier-00-linear-budget2.compute_comms.csv']
+    """
+    import json
+
+    from ..errors import ParameterError
+    from ..files import atomic_write
+    from ..io.json_format import save_json
+    from ..io.torch_csv import COMPUTE_COMMS, COMPUTE_ONLY, save_csv
+
+    out = Path(directory)
+    if out.exists() and not out.is_dir():
+        raise ParameterError("save-dir", str(directory), "exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    by_label = {s.label: s for s in d.setups}
+    written: list[Path] = []
+    for i, q in enumerate(d.front):
+        if q.schedule is None:
+            continue
+        stem = point_name(i, q.placement, q.budget)
+        note = f"ppverify design p={d.request.p} m={d.request.m}: {q.placement} budget {_budget(q.budget)}, time {q.time:g}, bound {q.bound:g}"
+        written.append(save_json(q.schedule, out / f"{stem}.json", by_label[q.placement].costs, comment=note))
+        for flavour in (COMPUTE_ONLY, COMPUTE_COMMS):
+            path = out / f"{stem}.{flavour}.csv"
+            save_csv(q.schedule, path, flavour)
+            written.append(path)
+    atomic_write(out / "design.json", json.dumps(d.to_dict(), indent=1) + "\n")
+    return written
+
+
+def plot_design(d: Design, path: str | Path) -> Path:
+    """The frontier as a step line over (peak, step time), every point searched in grey, the
+    families as labelled markers.
+
+    Example:
+        >>> import tempfile, os
+        >>> from ppverify.design.run import DesignRequest, design
+        >>> from ppverify.design.spec import Limits
+        >>> from ppverify.preset_models import PresetSettings
+        >>> d = design(DesignRequest(2, 2, "linear", "1,2", PresetSettings(costs="F=1,B=2"), Limits(5.0)), progress=False)
+        >>> plot_design(d, os.path.join(tempfile.mkdtemp(), "f.png")).suffix
+        '.png'
+    """
+    from ..plots import _check_path, _save, plt
+
+    target = _check_path(path)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    pts = [q for q in d.points if q.time is not None and q.peak is not None]
+    ax.scatter([q.peak for q in pts], [q.time for q in pts], color="#bbbbbb", s=14, label="points searched")
+    if d.front:
+        xs = [q.peak for q in d.front]
+        ys = [q.time for q in d.front]
+        ax.step(xs, ys, where="post", color="#C44E52", lw=2, label="frontier")
+        ax.scatter(xs, ys, color="#C44E52", s=30, zorder=3)
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=[[t - q.bound for t, q in zip(ys, d.front)], [0] * len(ys)],
+            fmt="none",
+            color="#C44E52",
+            alpha=0.4,
+        )
+    for f in d.families:
+        ax.scatter([f.peak], [f.time], marker="x", color="#4C72B0", s=30)
+        ax.annotate(f.family, (f.peak, f.time), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("peak activations (one microbatch on a device's share = 1)")
+    ax.set_ylabel(f"step time ({d.setups[0].costs.time_unit if d.setups else 'units'})")
+    ax.set_title(f"design p={d.request.p} m={d.request.m}: frontier and families", fontsize=10)
+    ax.legend(fontsize=8)
+    _save(fig, target)
+    return target
+
+
+def is_design_result(path: str | Path) -> bool:
+    """True when ``path`` is a ``design.json`` (``--save-dir``) or ``design --json`` output.
+
+    Example:
+        >>> is_design_result("no-such-file.json")
+        False
+    """
+    import json
+
+    p = Path(path)
+    if p.suffix.lower() != ".json" or not p.is_file():
+        return False
+    try:
+        data = json.loads(p.read_text())
+    except (ValueError, OSError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("design"), dict) and "frontier" in data
+
+
+def load_design(path: str | Path) -> Design:
+    """A :class:`Design` back from its JSON (``design.json`` or ``design --json``): the request,
+    the setups and families recomputed from it, the points and the frontier with their programs.
+    A malformed file is refused naming the file and the field.
+
+    Example:
+        >>> import tempfile, json
+        >>> from ppverify.design.run import DesignRequest, design
+        >>> from ppverify.design.spec import Limits
+        >>> from ppverify.preset_models import PresetSettings
+        >>> d = design(DesignRequest(2, 2, "linear", "2", PresetSettings(costs="F=1,B=2"), Limits(2.0)), progress=False)
+        >>> path = Path(tempfile.mkdtemp()) / "design.json"
+        >>> _ = path.write_text(json.dumps(d.to_dict()))
+        >>> back = load_design(path)
+        >>> back.to_dict() == d.to_dict()
+        True
+    """
+    import json
+
+    from ..errors import ScheduleFileError
+    from ..ops import ActionSyntaxError, parse_action
+    from ..preset_models import PresetSettings
+    from ..schedule import Schedule
+    from .points import Point, family_points
+    from .run import DesignRequest
+    from .spec import Limits, setups
+
+    data = json.loads(Path(path).read_text())
+    try:
+        info = data["design"]
+        settings = PresetSettings(
+            system=info.get("system"),
+            model=info.get("model"),
+            costs=info.get("costs"),
+            comm_delay=info.get("comm_delay"),
+        )
+        rq = DesignRequest(
+            int(info["p"]),
+            int(info["m"]),
+            ",".join(info["placements"]),
+            "auto",
+            settings,
+            Limits(float(info["work_limit"]), info.get("gap_limit")),
+            info.get("backward") == "split",
+        )
+        sets = setups(rq.placements, rq.p, rq.m, settings)
+        by_label = {s.label: s for s in sets}
+
+        def point(row: dict) -> Point:
+            st = by_label[row["placement"]]
+            sched = None
+            if row.get("programs") is not None:
+                programs = tuple(tuple(parse_action(a) for a in prog) for prog in row["programs"])
+                sched = Schedule(st.placement, rq.m, programs, st.pipes, "cp-sat")
+            budget = math.inf if row["budget"] is None else float(row["budget"])
+            return Point(
+                row["placement"], budget, row["status"], row["time"], row["bound"], row["peak"], row["start"],
+                sched, row.get("note", ""),
+            )  # fmt: skip
+
+        points = tuple(point(r) for r in data["points"])
+        front = tuple(point(r) for r in data["frontier"])
+        verified = tuple(str(r["verified"]) for r in data["frontier"])
+    except (KeyError, TypeError, ValueError, ActionSyntaxError) as exc:
+        raise ScheduleFileError(str(path), "design", f"not a design result ({type(exc).__name__}: {exc})") from None
+    fams = tuple(family_points(sets, rq.p, rq.m, settings))
+    return Design(rq, sets, points, fams, front, int(data.get("points_done", len(points))), len(points),
+                  bool(data.get("interrupted")), verified)  # fmt: skip

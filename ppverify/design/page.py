@@ -1,0 +1,180 @@
+"""``design --report PAGE.html``: one self-contained page with the frontier drawn as SVG (the
+frontier as a step line, every family as a labelled point), where hovering a point names its
+schedule, bound and gap, and clicking it opens that schedule's timeline (a Gantt chart of the async
+engine, inlined as SVG) further down the page. Nothing is loaded from elsewhere: it opens offline.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import tempfile
+from pathlib import Path
+
+from .points import FamilyPoint, Point
+from .run import Design
+
+_W, _H, _PAD = 720, 420, 56
+
+_SCRIPT = """
+document.querySelectorAll('a.pt').forEach(function (a) {
+  a.addEventListener('click', function () {
+    var d = document.getElementById(a.getAttribute('href').slice(1));
+    if (d) { d.open = true; }
+  });
+});
+"""
+
+
+def _gantt_svg(point: Point | FamilyPoint, d: Design) -> str:
+    from ..engines import run
+    from ..plots import gantt
+    from ..preset_models import resolve_presets
+
+    sched = point.schedule
+    if sched is None:
+        return "<p>(no schedule)</p>"
+    ctx = resolve_presets(d.request.settings, sched)
+    tl = run(sched, ctx.costs, ctx.comm, semantics="async")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = gantt(tl, Path(tmp) / "g.svg", title=None)
+        text = path.read_text()
+    return text[text.find("<svg") :]
+
+
+def _scale(values: list[float], lo_px: float, hi_px: float) -> tuple[float, float]:
+    lo, hi = min(values), max(values)
+    if hi - lo < 1e-12:
+        lo, hi = lo - 1, hi + 1
+    return lo, (hi_px - lo_px) / (hi - lo)
+
+
+def frontier_svg(d: Design) -> str:
+    """The frontier and the families as an SVG: every point a link (``#point-i``, ``#family-j``)
+    with a ``<title>`` naming its schedule, step time, bound and gap.
+
+    Example:
+        >>> from ppverify.design.run import DesignRequest, design
+        >>> from ppverify.design.spec import Limits
+        >>> from ppverify.preset_models import PresetSettings
+        >>> dd = design(DesignRequest(2, 2, "linear", "1,2", PresetSettings(costs="F=1,B=2"), Limits(2.0)), progress=False)
+        >>> svg = frontier_svg(dd)
+        >>> svg.count('class="pt frontier"'), "bound 9, gap 0 %" in svg
+        (2, True)
+    """
+    front = [q for q in d.front if q.peak is not None and q.time is not None]
+    fams = list(d.families)
+    xs = [q.peak for q in front] + [f.peak for f in fams]
+    ys = [q.time for q in front] + [f.time for f in fams]  # type: ignore[misc]
+    if not xs:
+        return '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg>'
+    x0, sx = _scale(xs, _PAD, _W - 20)
+    y0, sy = _scale(ys, 20, _H - _PAD)
+
+    def X(v: float) -> float:
+        return _PAD + (v - x0) * sx
+
+    def Y(v: float) -> float:
+        return _H - _PAD - (v - y0) * sy
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" class="frontier">']
+    parts.append(f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - 10}" y2="{_H - _PAD}" stroke="#444"/>')
+    parts.append(f'<line x1="{_PAD}" y1="10" x2="{_PAD}" y2="{_H - _PAD}" stroke="#444"/>')
+    parts.append(
+        f'<text x="{_W / 2}" y="{_H - 14}" text-anchor="middle" font-size="12">peak activations '
+        "(one microbatch on a device's share = 1)</text>"
+    )
+    parts.append(f'<text x="14" y="{_H / 2}" font-size="12" transform="rotate(-90 14 {_H / 2})">step time</text>')
+    for v in sorted(set(xs)):
+        parts.append(f'<text x="{X(v):.1f}" y="{_H - _PAD + 16}" text-anchor="middle" font-size="10">{v:g}</text>')
+    for v in (min(ys), max(ys)):
+        parts.append(f'<text x="{_PAD - 4}" y="{Y(v):.1f}" text-anchor="end" font-size="10">{v:g}</text>')
+    if front:
+        pts = []
+        for a, b in zip(front, front[1:] + [None]):
+            pts.append(f"{X(a.peak):.1f},{Y(a.time):.1f}")  # type: ignore[arg-type]
+            if b is not None:
+                pts.append(f"{X(b.peak):.1f},{Y(a.time):.1f}")  # type: ignore[arg-type]
+        parts.append(f'<polyline points="{" ".join(pts)}" fill="none" stroke="#C44E52" stroke-width="2"/>')
+    # the families first: the frontier's points are drawn over them and stay clickable
+    for j, f in enumerate(fams):
+        tip = f"{f.family} ({f.placement}): time {f.time:g}, peak {f.peak:g}"
+        parts.append(
+            f'<a class="pt family" href="#family-{j}"><rect x="{X(f.peak) - 4:.1f}" y="{Y(f.time) - 4:.1f}" '
+            f'width="8" height="8" fill="#4C72B0"><title>{html.escape(tip)}</title></rect>'
+            f'<text x="{X(f.peak) + 6:.1f}" y="{Y(f.time) - 6:.1f}" font-size="9">{html.escape(f.family)}</text></a>'
+        )
+    for i, q in enumerate(front):
+        gap = "-" if q.gap is None else f"{100 * q.gap:.3g} %"
+        budget = "none" if math.isinf(q.budget) else f"{q.budget:g}"
+        tip = (
+            f"frontier {i}: {q.placement}, budget {budget}, from {q.start or '-'}: time {q.time:g}, "
+            f"bound {q.bound:g}, gap {gap}, peak {q.peak:g}"
+        )
+        parts.append(
+            f'<a class="pt frontier" href="#point-{i}"><circle cx="{X(q.peak):.1f}" cy="{Y(q.time):.1f}" r="6" '  # type: ignore[arg-type]
+            f'fill="#C44E52"><title>{html.escape(tip)}</title></circle></a>'
+        )
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def design_page(d: Design) -> str:
+    """The whole page: the report text, the frontier SVG and every timeline (closed until clicked).
+
+    Example:
+        >>> from ppverify.design.run import DesignRequest, design
+        >>> from ppverify.design.spec import Limits
+        >>> from ppverify.preset_models import PresetSettings
+        >>> dd = design(DesignRequest(2, 2, "linear", "2", PresetSettings(costs="F=1,B=2"), Limits(2.0)), progress=False)
+        >>> page = design_page(dd)
+        >>> page.count('<details id="point-'), '<details id="family-0">' in page
+        (1, True)
+    """
+    from .output import design_text
+
+    searched = {s.label for s in d.setups}
+    body = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>ppverify design p={d.request.p} m={d.request.m}</title>",
+        "<style>body{font-family:sans-serif;margin:20px} pre{font-size:12px} details{margin:6px 0}"
+        " a.pt{cursor:pointer} summary{cursor:pointer}</style></head><body>",
+        f"<h1>Design p={d.request.p} m={d.request.m}</h1>",
+        "<p>Hover a point for its schedule, bound and gap; click it for its timeline.</p>",
+        frontier_svg(d),
+        f"<pre>{html.escape(design_text(d))}</pre>",
+        "<h2>Frontier schedules</h2>",
+    ]
+    for i, q in enumerate(d.front):
+        body.append(
+            f'<details id="point-{i}"><summary>frontier {i}: {html.escape(q.placement)}, time {q.time:g}, '
+            f"bound {q.bound:g}</summary>{_gantt_svg(q, d)}</details>"
+        )
+    body.append("<h2>Families</h2>")
+    for j, f in enumerate(d.families):
+        chart = _gantt_svg(f, d) if f.placement in searched else "<p>(placement not searched)</p>"
+        body.append(
+            f'<details id="family-{j}"><summary>{html.escape(f.family)} ({html.escape(f.placement)}), '
+            f"time {f.time:g}, peak {f.peak:g}</summary>{chart}</details>"
+        )
+    body.append(f"<script>{_SCRIPT}</script></body></html>")
+    return "\n".join(body)
+
+
+def write_design_page(d: Design, path: str | Path) -> Path:
+    """Write :func:`design_page` to ``path`` (an ``.html`` file).
+
+    Example:
+        >>> write_design_page(None, "x.txt")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter report=x.txt: expected a file ending in .html
+    """
+    from ..errors import ParameterError
+    from ..files import atomic_write
+
+    target = Path(path)
+    if target.suffix.lower() != ".html":
+        raise ParameterError("report", str(path), "expected a file ending in .html")
+    atomic_write(target, design_page(d))
+    return target

@@ -1,0 +1,293 @@
+"""The values of a design: one point (CP-SAT's best schedule and certified bound for a placement
+under a budget), the registered families as points, and the frontier (the Pareto-optimal points in
+peak memory and step time).
+
+:func:`solve_point` is the unit of work a process pool or a Ray worker runs; it depends on nothing
+but its :class:`~ppverify.design.spec.Task`, and CP-SAT stops on deterministic work with one
+search worker, so a point's result is the same on any executor and at any machine load.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import PPVerifyError
+from ..schedule import Schedule
+from .spec import Setup, Task
+
+#: tolerance of peak and time comparisons (values are sums of costs and delays)
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Point:
+    """One placement x budget point: the best schedule found (``time``, its ``peak`` in budget
+    units) and the proven lower bound on every schedule of that placement within the budget.
+    ``start`` names the schedule the search started from (a family or a greedy rule).
+
+    Example:
+        >>> Point("linear", 4.0, "FEASIBLE", 20.0, 19.0, 4.0, "1f1b", None).gap
+        0.05
+    """
+
+    placement: str
+    budget: float
+    status: str
+    time: float | None
+    bound: float
+    peak: float | None
+    start: str | None
+    schedule: Schedule | None
+    note: str = ""
+
+    @property
+    def gap(self) -> float | None:
+        """``(time - bound) / time`` (0 = proven optimal), None without a schedule."""
+        from ..optimize import relative_gap
+
+        return relative_gap(self.time, self.bound)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (budget ``None`` when unconstrained; programs as action text)."""
+        out: dict[str, Any] = {
+            "placement": self.placement,
+            "budget": None if math.isinf(self.budget) else self.budget,
+            "status": self.status,
+            "time": self.time,
+            "bound": self.bound,
+            "gap": self.gap,
+            "peak": self.peak,
+            "start": self.start,
+        }
+        if self.note:
+            out["note"] = self.note
+        if self.schedule is not None:
+            out["programs"] = [[str(a) for a in prog] for prog in self.schedule.programs]
+        return out
+
+
+@dataclass(frozen=True)
+class FamilyPoint:
+    """A registered family at its own (peak, step time) under the design's costs and communication.
+
+    Example:
+        >>> FamilyPoint("1f1b", "linear", 4.0, 45.0, None).to_dict()["family"]
+        '1f1b'
+    """
+
+    family: str
+    placement: str
+    peak: float
+    time: float
+    schedule: Schedule | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"family": self.family, "placement": self.placement, "peak": self.peak, "time": self.time}
+
+
+def _peak_and_time(schedule: Schedule, setup: Setup) -> tuple[float, float]:
+    from ..engines import run
+
+    tl = run(schedule, setup.costs, setup.comm, semantics="async")
+    return float(max(tl.peak_memory())) / setup.unit, float(tl.makespan)
+
+
+def solve_point(task: Task) -> Point:
+    """CP-SAT on one point (:func:`ppverify.optimize.optimize` with the budget as memory cap, the
+    families and greedy rules as starts, one search worker, the work limit as its stop).
+
+    Example:
+        >>> from ppverify.preset_models import PresetSettings
+        >>> from ppverify.design.spec import Limits, setups
+        >>> s = setups("linear", 2, 2, PresetSettings(costs="F=1,B=2"))[0]
+        >>> pt = solve_point(Task(0, s, 2.0, 2, Limits(5.0), split=False))
+        >>> pt.status, pt.time, pt.bound, pt.peak  # 1F1B: (m + p - 1)(tF + tB)
+        ('OPTIMAL', 9.0, 9.0, 2.0)
+    """
+    from ..optimize import Problem, optimize
+
+    st, lim = task.setup, task.limits
+    cap = None if math.isinf(task.budget) else task.budget * st.unit
+    problem = Problem(st.placement, task.m, st.costs, st.comm, task.split, cap, pipe_of_mb=st.pipes)
+    res = optimize(problem, time_limit=lim.wall, workers=1, seed=lim.seed, work_limit=lim.work, gap_limit=lim.gap)
+    peak = None
+    if res.schedule is not None:
+        peak = _peak_and_time(res.schedule, st)[0]
+    return Point(
+        st.label, task.budget, res.status, res.objective, float(res.bound), peak, res.hint, res.schedule, res.reason
+    )
+
+
+def family_points(setups: Sequence[Setup], p: int, m: int, settings: Any) -> list[FamilyPoint]:
+    """Every registered family that builds at ``(p, m)`` (default parameters; ``v`` or ``waves``
+    as the searched ``loop:V`` and ``wave:W`` placements ask), simulated by the async engine under
+    the design's costs and communication (two-pipe families with their replica all-reduce).
+
+    Example:
+        >>> from ppverify.preset_models import PresetSettings
+        >>> from ppverify.design.spec import setups
+        >>> pts = family_points(setups("linear", 2, 2, PresetSettings(costs="F=1,B=2")), 2, 2, PresetSettings(costs="F=1,B=2"))
+        >>> [(f.family, f.peak, f.time) for f in pts if f.family == "1f1b"]
+        [('1f1b', 2.0, 9.0)]
+    """
+    from ..limits import check_family
+    from ..preset_models import resolve_presets
+    from ..schedules import build, families
+
+    tries: list[dict[str, int]] = [{}]
+    for s in setups:
+        if s.placement.name == "loop":
+            tries.append({"v": s.placement.num_stages // p})
+        if s.placement.name == "wave":
+            tries.append({"waves": s.placement.num_stages // (2 * p)})
+    out: list[FamilyPoint] = []
+    seen: set[tuple[str, tuple]] = set()
+    for fam in families():
+        names = {prm.name for prm in fam.params}
+        for extra in tries:
+            if not set(extra) <= names:
+                continue
+            try:
+                args = fam.arguments(dict(extra))
+                check_family(fam.name, p, m, args)
+                sched = build(fam.name, p, m, **extra)
+            except (PPVerifyError, ValueError, TypeError):
+                continue
+            key = (fam.name, tuple(sorted(args.items())))
+            if key in seen:
+                continue
+            seen.add(key)
+            ctx = resolve_presets(settings, sched)
+            unit = max(ctx.costs.activation) / sched.placement.share_per_stage
+            label = placement_label(sched)
+            st = Setup(label, sched.placement, ctx.costs, ctx.comm, tuple(sched.pipe_of_mb), float(unit))
+            try:
+                peak, time = _peak_and_time(sched, st)
+            except PPVerifyError:
+                continue
+            name = fam.name + "".join(f" {k}={v}" for k, v in extra.items())
+            out.append(FamilyPoint(name, label, peak, time, sched))
+    return out
+
+
+def placement_label(schedule: Schedule) -> str:
+    """The ``--placements`` label of a schedule's placement (``loop:2``, ``wave:1``, ``v``...).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> placement_label(build("interleaved-1f1b", 2, 4, v=3)), placement_label(build("zbv", 2, 4))
+        ('loop:3', 'v')
+    """
+    pl = schedule.placement
+    if pl.name == "loop":
+        return f"loop:{pl.num_stages // pl.p}"
+    if pl.name == "wave":
+        return f"wave:{pl.num_stages // (2 * pl.p)}"
+    return pl.name
+
+
+def adopt_families(points: Sequence[Point], fams: Sequence[FamilyPoint], split: bool = True) -> list[Point]:
+    """Each point, or the fastest family of its placement within its budget when that family is
+    faster than what the search found (the point keeps its bound, which holds for every schedule
+    within the budget, and says so in its note). Without ``split`` only families with a full
+    backward count (a split one solves another problem).
+
+    Example:
+        >>> pt = Point("linear", 4.0, "FEASIBLE", 50.0, 40.0, 4.0, "greedy", None)
+        >>> adopt_families([pt], [FamilyPoint("1f1b", "linear", 4.0, 45.0, None)])[0].time
+        45.0
+    """
+    out = []
+    for pt in points:
+        fits = [
+            f
+            for f in fams
+            if f.placement == pt.placement
+            and f.peak <= pt.budget + EPS
+            and (split or f.schedule is None or not f.schedule.has_split_backward)
+        ]
+        best = min(fits, key=lambda f: (f.time, f.family), default=None)
+        if best is not None and (pt.time is None or best.time < pt.time - EPS):
+            note = f"the family {best.family} is faster than what the search found within its limit: kept"
+            pt = replace(pt, time=best.time, peak=best.peak, start=best.family, schedule=best.schedule, note=note)
+            if pt.status == "UNKNOWN":
+                pt = replace(pt, status="FEASIBLE")
+        out.append(pt)
+    return out
+
+
+def monotone(points: Sequence[Point]) -> list[Point]:
+    """Each placement's points made consistent across budgets: a schedule found under a smaller
+    budget fits every larger one (kept when faster, with a note), and a bound proven under a
+    larger budget holds under every smaller one (the larger of the two bounds is kept).
+
+    Example:
+        >>> a = Point("loop:2", 4.0, "FEASIBLE", 68.0, 60.0, 4.0, None, None)
+        >>> b = Point("loop:2", 5.0, "FEASIBLE", 72.0, 54.0, 4.5, None, None)
+        >>> c = Point("loop:2", 6.0, "OPTIMAL", 51.0, 51.0, 5.5, None, None)
+        >>> [(q.time, q.bound) for q in monotone([a, b, c])]
+        [(68.0, 60.0), (68.0, 54.0), (51.0, 51.0)]
+    """
+    out = list(points)
+    for label in {q.placement for q in points}:
+        idx = sorted((i for i, q in enumerate(out) if q.placement == label), key=lambda i: out[i].budget)
+        for k in range(1, len(idx)):  # upwards: the best schedule of a smaller budget
+            prev, cur = out[idx[k - 1]], out[idx[k]]
+            if prev.time is not None and (cur.time is None or prev.time < cur.time - EPS):
+                note = f"the schedule found under budget {prev.budget:g} is faster: kept"
+                status = "OPTIMAL" if prev.time <= cur.bound + EPS else "FEASIBLE"
+                out[idx[k]] = replace(
+                    cur,
+                    time=prev.time,
+                    peak=prev.peak,
+                    start=prev.start,
+                    schedule=prev.schedule,
+                    note=note,
+                    status=status,
+                )
+        for k in range(len(idx) - 2, -1, -1):  # downwards: the bound of a larger budget
+            nxt, cur = out[idx[k + 1]], out[idx[k]]
+            if nxt.bound > cur.bound + EPS:
+                status = "OPTIMAL" if cur.time is not None and cur.time <= nxt.bound + EPS else cur.status
+                out[idx[k]] = replace(cur, bound=nxt.bound, status=status)
+    return out
+
+
+def frontier(points: Sequence[Point]) -> list[Point]:
+    """The Pareto-optimal points: by peak, each strictly faster than every point of smaller or
+    equal peak (ties: the smaller budget, then the placement's name).
+
+    Example:
+        >>> a = Point("linear", 2.0, "OPTIMAL", 30.0, 30.0, 2.0, None, None)
+        >>> b = Point("v", 2.0, "OPTIMAL", 28.0, 28.0, 2.0, None, None)
+        >>> c = Point("linear", 4.0, "OPTIMAL", 29.0, 29.0, 3.0, None, None)
+        >>> [(q.placement, q.time) for q in frontier([a, b, c])]
+        [('v', 28.0)]
+    """
+    done = sorted(
+        (q for q in points if q.time is not None and q.peak is not None),
+        key=lambda q: (q.peak, q.time, q.budget, q.placement),
+    )
+    out: list[Point] = []
+    for q in done:
+        assert q.time is not None
+        if not out or q.time < (out[-1].time or 0) - EPS:
+            out.append(q)
+    return out
+
+
+def value_at(front: Sequence[Point], peak: float) -> Point | None:
+    """The frontier's point at ``peak``: the fastest one whose peak is at most ``peak`` (None
+    when every frontier point needs more memory).
+
+    Example:
+        >>> a = Point("v", 2.0, "OPTIMAL", 28.0, 28.0, 2.0, None, None)
+        >>> value_at([a], 3.0).time, value_at([a], 1.0)
+        (28.0, None)
+    """
+    fits = [q for q in front if q.peak is not None and q.peak <= peak + EPS]
+    return min(fits, key=lambda q: (q.time, q.peak), default=None)

@@ -1,0 +1,312 @@
+"""A design run: the budgets, the placement x budget points solved on an executor (in-process, a
+process pool or a Ray cluster), the families beside them, the frontier, and Z3's verdict on every
+frontier schedule.
+
+Ctrl-C stops the points in flight and keeps the finished ones: the frontier is then that of the
+points done, and the result says how many were.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ParameterError
+from ..preset_models import PresetSettings
+from .points import EPS, FamilyPoint, Point, adopt_families, family_points, frontier, monotone, solve_point, value_at
+from .spec import Limits, Setup, Task, parse_budgets, setups
+
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class DesignRequest:
+    """What ``ppverify design`` asks: sizes, placements, budgets (``auto`` or a list), costs and
+    communication as preset settings, the limits per point, and whether the backward is split
+    (None: split when the costs name I or W).
+
+    Example:
+        >>> DesignRequest(4, 12).placements
+        'linear,v,loop:2'
+    """
+
+    p: int
+    m: int
+    placements: str = "linear,v,loop:2"
+    budgets: str = "auto"
+    settings: PresetSettings = field(default_factory=PresetSettings)
+    limits: Limits = field(default_factory=Limits)
+    split: bool | None = None
+
+    @property
+    def split_backward(self) -> bool:
+        """Split backward: as asked, else when the costs name I or W (as ``optimize`` decides)."""
+        if self.split is not None:
+            return self.split
+        from ..costs import parse_costs
+
+        named = parse_costs(self.settings.costs) if self.settings.costs else {}
+        return "I" in named or "W" in named
+
+
+@dataclass(frozen=True)
+class Design:
+    """The result: every point, the families, the frontier, Z3's verdict on each frontier schedule
+    (``verified[i]`` for ``front[i]``) and how many points were done (fewer when interrupted).
+
+    Example:
+        >>> d = Design(DesignRequest(2, 2), (), (), (), (), 0, 0, False)
+        >>> d.to_dict()["frontier"]
+        []
+    """
+
+    request: DesignRequest
+    setups: tuple[Setup, ...]
+    points: tuple[Point, ...]
+    families: tuple[FamilyPoint, ...]
+    front: tuple[Point, ...]
+    done: int
+    total: int
+    interrupted: bool
+    verified: tuple[str, ...] = ()
+
+    def family_rows(self) -> list[dict[str, Any]]:
+        """Each family with the frontier's value at its peak and the difference (frontier minus
+        family: never positive unless the family's placement was not searched)."""
+        searched = {s.label for s in self.setups}
+        rows = []
+        for f in self.families:
+            at = value_at(self.front, f.peak)
+            diff = None if at is None or at.time is None else at.time - f.time
+            row = dict(f.to_dict(), frontier=None if at is None else at.time, difference=diff)
+            if diff is not None and diff > EPS:
+                if f.placement not in searched:
+                    why = "its placement was not searched"
+                elif f.schedule is not None and f.schedule.has_split_backward and not self.request.split_backward:
+                    why = "it splits the backward, the design does not (--backward split)"
+                else:
+                    why = "the search could not show otherwise within its limit"
+                row["note"] = f"faster than the frontier: {why}"
+            rows.append(row)
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, free of wall-clock times: the same at any machine load."""
+        rq = self.request
+        return {
+            "design": {
+                "p": rq.p,
+                "m": rq.m,
+                "placements": [s.label for s in self.setups],
+                "costs": rq.settings.costs,
+                "comm_delay": rq.settings.comm_delay,
+                "system": rq.settings.system,
+                "model": rq.settings.model,
+                "backward": "split" if rq.split_backward else "full",
+                "work_limit": rq.limits.work,
+                "gap_limit": rq.limits.gap,
+                "memory_unit": "activations of one microbatch on a device's share",
+            },
+            "points_done": self.done,
+            "points": [q.to_dict() for q in self.points],
+            "frontier": [dict(q.to_dict(), verified=v) for q, v in zip(self.front, self.verified)],
+            "families": self.family_rows(),
+            "interrupted": self.interrupted,
+        }
+
+
+def auto_budgets(sets: Sequence[Setup], fams: Sequence[FamilyPoint], p: int) -> tuple[float, ...]:
+    """``--budgets auto``: the least feasible budget, every family's peak up to ``2p`` on the way,
+    and unconstrained (``inf``).
+
+    Example:
+        >>> from ppverify.preset_models import PresetSettings
+        >>> s = setups("linear", 2, 4, PresetSettings(costs="F=1,B=2"))
+        >>> auto_budgets(s, [FamilyPoint("1f1b", "linear", 2.0, 15.0, None)], 2)
+        (1.0, 2.0, inf)
+    """
+    least = min(s.least_budget() for s in sets)
+    peaks = {round(f.peak, 9) for f in fams if least - EPS <= f.peak <= 2 * p + EPS}
+    return tuple(sorted({least, *peaks})) + (math.inf,)
+
+
+def plan(request: DesignRequest, sets: Sequence[Setup], budgets: Sequence[float]) -> list[Task]:
+    """The points: every placement at every budget it can meet. A given budget below every
+    placement's least feasible one is refused, naming that least.
+
+    Example:
+        >>> from ppverify.preset_models import PresetSettings
+        >>> rq = DesignRequest(2, 2, "linear", "0.5", PresetSettings(costs="F=1,B=2"))
+        >>> plan(rq, setups("linear", 2, 2, rq.settings), [0.5])
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter budgets=0.5: below the least feasible budget 1 (one microbatch's activations on a device's stages of one pipe)
+    """
+    least = min(s.least_budget() for s in sets)
+    for b in budgets:
+        if b < least - EPS:
+            raise ParameterError(
+                "budgets",
+                f"{b:g}",
+                f"below the least feasible budget {least:g} (one microbatch's activations on a device's stages of one pipe)",
+            )
+    tasks = []
+    for s in sets:
+        for b in budgets:
+            if b >= s.least_budget() - EPS:
+                tasks.append(Task(len(tasks), s, float(b), request.m, request.limits, request.split_backward))
+    return tasks
+
+
+def progress_line(done: int, total: int, pt: Point, wall: float) -> str:
+    """One line of progress on stderr after a point.
+
+    Example:
+        >>> progress_line(1, 4, Point("v", 2.0, "FEASIBLE", 41.5, 40.0, 2.0, "v-min", None), 1.25)
+        'design [1/4] v budget 2: 41.5, bound 40, gap 3.61 % (FEASIBLE, from v-min) 1.2 s'
+    """
+    budget = "none" if math.isinf(pt.budget) else f"{pt.budget:g}"
+    value = "no schedule" if pt.time is None else f"{pt.time:.10g}"
+    gap = "" if pt.gap is None else f", gap {100 * pt.gap:.3g} %"
+    start = f", from {pt.start}" if pt.start else ""
+    return f"design [{done}/{total}] {pt.placement} budget {budget}: {value}, bound {pt.bound:.10g}{gap} ({pt.status}{start}) {wall:.1f} s"
+
+
+def run_points(
+    tasks: Sequence[Task],
+    executor: str = "local",
+    workers: int = 1,
+    report: Callable[[Point], None] | None = None,
+) -> tuple[list[Point], bool]:
+    """Solve every task; returns the points in task order and whether Ctrl-C cut the run (the
+    points done by then are kept). ``workers`` > 1 runs a process pool; ``executor="ray"`` a Ray
+    cluster (``RAY_ADDRESS``, else a local Ray). The result does not depend on either.
+
+    Example:
+        >>> run_points([])
+        ([], False)
+    """
+    if executor not in EXECUTORS:
+        raise ParameterError("executor", executor, f"expected one of {', '.join(EXECUTORS)}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ParameterError("workers", workers, "must be an integer >= 1")
+    found: dict[int, Point] = {}
+
+    def keep(i: int, pt: Point) -> None:
+        found[i] = pt
+        if report is not None:
+            report(pt)
+
+    interrupted = False
+    try:
+        if executor == "ray":
+            _run_ray(tasks, keep)
+        elif workers == 1 or len(tasks) <= 1:
+            for t in tasks:
+                keep(t.index, solve_point(t))
+        else:
+            _run_pool(tasks, keep, workers)
+    except KeyboardInterrupt:
+        interrupted = True
+    return [found[t.index] for t in tasks if t.index in found], interrupted
+
+
+def _worker_init() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the pool on Ctrl-C
+
+
+def _run_pool(tasks: Sequence[Task], keep: Callable[[int, Point], None], workers: int) -> None:
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), initializer=_worker_init)
+    try:
+        live = {pool.submit(solve_point, t): t.index for t in tasks}
+        while live:
+            finished, _ = wait(set(live), return_when=FIRST_COMPLETED)
+            for fut in sorted(finished, key=lambda f: live[f]):
+                keep(live.pop(fut), fut.result())
+        pool.shutdown()
+    except BaseException:
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+        raise
+
+
+def _run_ray(tasks: Sequence[Task], keep: Callable[[int, Point], None]) -> None:
+    from ..sweep_exec import connect_ray
+
+    ray = connect_ray()
+    remote = ray.remote(solve_point)
+    refs = {remote.remote(t): t.index for t in tasks}
+    pending = list(refs)
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1)
+        for ref in ready:
+            keep(refs[ref], ray.get(ref))
+
+
+def verify_front(front: Sequence[Point], sets: Sequence[Setup]) -> tuple[str, ...]:
+    """Z3's verdict on each frontier schedule, every property checked with the point's budget
+    (its own peak when unconstrained) as the memory cap: ``"valid"`` or the first violation.
+
+    Example:
+        >>> verify_front([], [])
+        ()
+    """
+    from ..verify import verify
+
+    by_label = {s.label: s for s in sets}
+    out = []
+    for q in front:
+        st = by_label[q.placement]
+        if q.schedule is None:
+            out.append("no schedule")
+            continue
+        cap = (q.peak if math.isinf(q.budget) else q.budget) or 0.0
+        rep = verify(q.schedule, st.costs, st.comm, memory_cap=cap * st.unit * (1 + 1e-9))
+        out.append("valid" if rep.valid else rep.violations[0].to_text())
+    return tuple(out)
+
+
+def design(
+    request: DesignRequest,
+    executor: str = "local",
+    workers: int = 1,
+    progress: bool = True,
+) -> Design:
+    """Run a design: the points (placements x budgets), the families, the frontier, verified.
+
+    Example:
+        >>> rq = DesignRequest(2, 2, "linear", "auto", PresetSettings(costs="F=1,B=2"), Limits(5.0))
+        >>> d = design(rq, progress=False)
+        >>> [(q.peak, q.time, q.bound, v) for q, v in zip(d.front, d.verified)]
+        [(1.0, 12.0, 12.0, 'valid'), (2.0, 9.0, 9.0, 'valid')]
+    """
+    sets = setups(request.placements, request.p, request.m, request.settings)
+    fams = family_points(sets, request.p, request.m, request.settings)
+    given = parse_budgets(request.budgets)
+    budgets = auto_budgets(sets, fams, request.p) if given is None else given
+    tasks = plan(request, sets, budgets)
+    t0 = time.monotonic()
+    count = [0]
+
+    def report(pt: Point) -> None:
+        count[0] += 1
+        if progress:
+            print(progress_line(count[0], len(tasks), pt, time.monotonic() - t0), file=sys.stderr, flush=True)
+
+    points, interrupted = run_points(tasks, executor, workers, report)
+    points = monotone(adopt_families(points, fams, request.split_backward))
+    front = frontier(points)
+    verified = verify_front(front, sets)
+    return Design(
+        request, sets, tuple(points), tuple(fams), tuple(front), len(points), len(tasks), interrupted, verified
+    )

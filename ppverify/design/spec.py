@@ -1,0 +1,184 @@
+"""What a design run explores: the placements (``linear,v,loop:2,...``), the memory budgets, the
+costs and communication (abstract or presets) and the solver's limits, and the independent
+placement x budget points it splits into.
+
+Budgets count activations as the cost model does: one microbatch on a device's whole share of
+layers is 1 (1F1B's first device peaks at ``p``; with v stages per device one stage's activation
+is ``1/v``). With presets (bytes) a budget of 1 is one microbatch's bytes on a device's share.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..comm import CommModel
+from ..costs import CostModel
+from ..errors import ParameterError
+from ..placement import Placement, placement_from_text
+from ..preset_models import PresetSettings, resolve_presets
+from ..schedule import Schedule
+
+#: the placements ``--placements`` accepts (``loop:V``, ``wave:W`` with their chunk counts)
+PLACEMENT_NAMES = ("linear", "v", "loop:V", "wave:W", "bidirectional")
+DEFAULT_PLACEMENTS = "linear,v,loop:2"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One placement with its cost and communication models; ``unit`` is one budget unit in the
+    cost model's memory (1 in abstract units: one microbatch on a whole device share).
+
+    Example:
+        >>> s = setups("v", 2, 4, PresetSettings(costs="F=1,I=1,W=1"))[0]
+        >>> s.label, s.unit, s.costs.activation
+        ('v', 1.0, (0.5, 0.5, 0.5, 0.5))
+    """
+
+    label: str
+    placement: Placement
+    costs: CostModel
+    comm: CommModel
+    pipes: tuple[int, ...]
+    unit: float
+
+    def least_budget(self) -> float:
+        """The least budget any schedule of this placement fits: a microbatch's activations on
+        every stage a device holds of one pipe are live together (its forward reaches the device's
+        last stage before the backward of its first), so a device needs their sum; running the
+        microbatches one at a time needs no more.
+
+        Example:
+            >>> setups("loop:2", 2, 4, PresetSettings(costs="F=1,B=2"))[0].least_budget()
+            1.0
+        """
+        pl, act = self.placement, self.costs.activation
+        need = max(sum(act[s] for s, dd in enumerate(mp) if dd == d) for mp in pl.maps for d in range(pl.p))
+        return need / self.unit
+
+
+def parse_placement(text: str, p: int) -> tuple[str, Placement]:
+    """``(label, placement)`` for one item of ``--placements``: ``linear``, ``v``, ``loop:V``,
+    ``wave:W`` or ``bidirectional``.
+
+    Example:
+        >>> parse_placement("loop:3", 2)[1].num_stages
+        6
+        >>> parse_placement("loop:x", 2)
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter placements=loop:x: loop:V needs a whole number of chunks V >= 1 (e.g. loop:2)
+    """
+    name, _, arg = text.strip().lower().partition(":")
+    if name in ("loop", "wave"):
+        what = "V" if name == "loop" else "W"
+        if not arg.isdigit() or int(arg) < 1:
+            raise ParameterError(
+                "placements", text, f"{name}:{what} needs a whole number of chunks {what} >= 1 (e.g. {name}:2)"
+            )
+        k = int(arg)
+        pl = placement_from_text(name, p, v=k) if name == "loop" else placement_from_text(name, p, waves=k)
+        return f"{name}:{k}", pl
+    if arg or name not in ("linear", "v", "bidirectional"):
+        raise ParameterError("placements", text, f"expected one of {', '.join(PLACEMENT_NAMES)}")
+    return name, placement_from_text(name, p)
+
+
+def setups(placements: str, p: int, m: int, settings: PresetSettings) -> tuple[Setup, ...]:
+    """The placements of ``--placements`` (comma separated), each with its costs and communication.
+    A placement that does not fit ``p`` or ``m`` is refused in one line (a two-pipe placement needs
+    an even p and ``m >= 2``).
+
+    Example:
+        >>> [s.label for s in setups("linear, v", 2, 4, PresetSettings())]
+        ['linear', 'v']
+        >>> setups("bidirectional", 3, 4, PresetSettings())
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter placements=bidirectional: needs an even p (p=3)
+    """
+    from ..optimize.problem import default_pipes
+
+    items = [t for t in str(placements).split(",") if t.strip()]
+    if not items:
+        raise ParameterError("placements", placements, "name at least one placement")
+    out: list[Setup] = []
+    for text in items:
+        label, pl = parse_placement(text, p)
+        if label in (s.label for s in out):
+            raise ParameterError("placements", placements, f"{label} is named twice")
+        if pl.num_pipes == 2 and (p % 2 or m < 2):
+            rule = f"needs an even p (p={p})" if p % 2 else f"needs m >= 2 (m={m})"
+            raise ParameterError("placements", text.strip(), rule)
+        pipes = default_pipes(pl, m)
+        carrier = Schedule(pl, m, tuple(() for _ in range(p)), pipes)
+        ctx = resolve_presets(settings, carrier)
+        unit = max(ctx.costs.activation) / pl.share_per_stage
+        out.append(Setup(label, pl, ctx.costs, ctx.comm, pipes, float(unit)))
+    return tuple(out)
+
+
+def parse_budgets(text: str) -> tuple[float, ...] | None:
+    """``--budgets``: ``auto`` (``None``) or a comma list of positive numbers, ``none`` (or
+    ``inf``) meaning unconstrained.
+
+    Example:
+        >>> parse_budgets("auto"), parse_budgets("2, 4,none")
+        (None, (2.0, 4.0, inf))
+        >>> parse_budgets("2,-1")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter budgets=2,-1: every budget must be a number > 0 (or none), got '-1'
+    """
+    if str(text).strip().lower() == "auto":
+        return None
+    out = []
+    for item in str(text).split(","):
+        word = item.strip().lower()
+        if word in ("none", "inf"):
+            out.append(float("inf"))
+            continue
+        try:
+            value = float(word)
+        except ValueError:
+            value = float("nan")
+        if not value > 0 or value == float("inf"):
+            raise ParameterError("budgets", text, f"every budget must be a number > 0 (or none), got {item.strip()!r}")
+        out.append(value)
+    if not out:
+        raise ParameterError("budgets", text, "name at least one budget, or auto")
+    return tuple(sorted(set(out)))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The solver's limits per point: ``work`` is CP-SAT's deterministic time (the same result at
+    any machine load), ``wall`` a safety stop far above it, ``gap`` the relative gap that ends a
+    point early (None: search to the work limit).
+
+    Example:
+        >>> Limits(5.0).wall, Limits(20.0).wall
+        (900.0, 2000.0)
+    """
+
+    work: float = 10.0
+    gap: float | None = 0.01
+    seed: int = 0
+
+    @property
+    def wall(self) -> float:
+        """The wall-clock stop: a hundred times the work, at least 15 minutes (optimize's phases
+        stop at shares of it, so it must never bite on a loaded machine: the work limit decides)."""
+        return max(900.0, 100.0 * self.work)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One point: a placement's setup, a budget (``inf``: unconstrained), the limits, and whether
+    the backward is split into I and W."""
+
+    index: int
+    setup: Setup
+    budget: float
+    m: int
+    limits: Limits
+    split: bool = True

@@ -1,0 +1,96 @@
+"""V-Min (Qi, Wan, Amar, Lin, "Pipeline Parallelism with Controllable Memory", NeurIPS 2024, arXiv
+2405.15362): the V placement at about a third of 1F1B's activation memory, built from a building
+block (:func:`ppverify.schedules.blocks.v_block`, ``w_delay = 0``).
+
+The block runs the forwards down the V and the input gradients back up one pass after another,
+each ``W`` two slots after its ``I``; repeated every 6 chunk passes it has no collision for any p.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+from ..closed_form import EXACT, LOWER, UPPER, Formula, exact_costs, make_formula
+from ..schedule import Schedule
+from .blocks import block_span, repeat, v_block
+from .registry import Family, check_int, register
+
+
+def v_min(p: int, m: int) -> Schedule:
+    """V-Min on ``p`` devices (``S = 2p``): the V building block repeated for ``m`` microbatches.
+
+    Example:
+        >>> [str(o) for o in v_min(2, 2).programs[1]]
+        ['1F0', '2F0', '1F1', '2F1', '2I0', '1I0', '2W0', '1W0', '2I1', '1I1', '2W1', '1W1']
+    """
+    return repeat(v_block(p, 0, "v-min"), m, "v-min", {"p": p, "m": m})
+
+
+def v_peak(p: int, m: int, w_delay: int) -> int:
+    """Peak activations of the V block with ``w_delay``: ``min(m, floor((p+4)/3) + w_delay)``.
+
+    Derivation (docs/building-blocks.md): stage s holds its activations from ``F[s] = s`` to
+    ``W[s] + 1``, so the two stages of device d live ``2c + 6 + 12 w_delay`` block units together
+    (``c`` the I chain's start); every 6 units one microbatch enters each, and a chunk counts 1/2.
+
+    Example:
+        >>> v_peak(8, 24, 0), v_peak(8, 2, 0), v_peak(8, 24, 1)
+        (4, 2, 5)
+    """
+    return min(m, (p + 4) // 3 + w_delay)
+
+
+def v_formula(name: str, p: int, m: int, costs: Mapping[str, float] | None, w_delay: int) -> Formula:
+    """The formula of a V block family: peak :func:`v_peak` on every device (exact for
+    ``m >= 2p``, an upper bound below); makespan at least ``m(tF+tI+tW) + (p-1)tF/2`` (a lower
+    bound for any V schedule: the last device's first pass waits for ``p-1`` chunk forwards, then
+    has all its work ahead) and at most the block's span with each chunk pass lasting half the
+    dearest of ``tF, tI, tW`` (the block's own start times are a valid timing of the same order),
+    printed in ``conditions``.
+
+    Example:
+        >>> f = v_formula("v-min", 4, 12, {"F": 1, "I": 1, "W": 1}, 0)
+        >>> f.makespan, f.peak_activations, f.makespan_kind, f.peak_kind
+        (37.5, (2.0, 2.0, 2.0, 2.0), 'lower bound', 'exact')
+        >>> f.conditions.split("; ")[1]
+        'makespan a lower bound, at most 42 (the unsqueezed block)'
+    """
+    check_int("p", p, 1)
+    check_int("m", m, 1)
+    c = exact_costs(costs)
+    busy = m * (c["F"] + c["I"] + c["W"])
+    slot = max(c["F"], c["I"], c["W"]) / 2
+    span = block_span(v_block(p, w_delay), m) * Fraction(slot)
+    return make_formula(
+        name,
+        busy,
+        busy + Fraction(p - 1, 2) * c["F"],
+        [v_peak(p, m, w_delay)] * p,
+        LOWER,
+        EXACT if m >= 2 * p else UPPER,
+        f"peaks exact for m >= 2p (else upper bounds); makespan a lower bound, at most {float(span):g} "
+        "(the unsqueezed block)",
+        "Qi et al. NeurIPS'24 (arXiv 2405.15362) building blocks; this block and its bounds derived here",
+    )
+
+
+def v_min_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
+    """V-Min: peak ``min(m, floor((p+4)/3))`` per device (exact for ``m >= 2p``).
+
+    Example:
+        >>> v_min_formula(8, 24).peak_activations[0]
+        4.0
+    """
+    return v_formula("v-min", p, m, costs, 0)
+
+
+register(
+    Family(
+        "v-min",
+        v_min,
+        "V-Min: V placement, building block at about a third of 1F1B's activations (Qi et al. 2024)",
+        formula=v_min_formula,
+        aliases=("vmin",),
+    )
+)

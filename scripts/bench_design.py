@@ -1,0 +1,98 @@
+"""The goals of ``ppverify design`` (issue 25), measured: for each size and delay, the whole
+frontier's CPU and wall time, the widest gap of a frontier point to its bound, the families faster
+than the frontier at their own peak, the margin over V-Min and V-Half at their budgets and the
+bubble at 1F1B's budget. Prints one block per run; asserts nothing about time.
+
+    python scripts/bench_design.py                          # p = 4 and 8, m = 3p, delays 0 and 1
+    python scripts/bench_design.py --p 4 --delays 0 --time-limit 5
+    python scripts/bench_design.py --p 8 --placements linear,v,loop:2 --budgets 1,2,3,4,5,8,none
+
+Costs F = I = W = 1 per device share (Qi et al.'s counting, arXiv 2405.15362). Zero bubble at
+1F1B's budget is expected where their condition holds (W + 2B >= 2F and W + 2F >= 2B: at equal
+costs always).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+
+from ppverify.design import DesignRequest, Limits, design, value_at
+from ppverify.design.points import EPS
+from ppverify.preset_models import PresetSettings
+
+
+def cpu_s() -> float:
+    """CPU seconds of this process and its finished children."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def one(p: int, delay: float, args: argparse.Namespace) -> None:
+    m = args.m or 3 * p
+    rq = DesignRequest(
+        p,
+        m,
+        args.placements,
+        args.budgets,
+        PresetSettings(costs="F=1,I=1,W=1", comm_delay=delay),
+        Limits(args.time_limit, args.gap_limit),
+    )
+    c0, t0 = cpu_s(), time.monotonic()
+    d = design(rq, workers=args.workers, progress=args.progress)
+    cpu, wall = cpu_s() - c0, time.monotonic() - t0
+    gaps = [q.gap or 0.0 for q in d.front]
+    searched = {s.label for s in d.setups}
+    rows = d.family_rows()
+    faster = [r for r in rows if r["difference"] is not None and r["difference"] > EPS]
+    faster_searched = [r for r in faster if r["placement"] in searched]
+    print(f"p={p} m={m} delay={delay:g} placements {args.placements} work {args.time_limit:g}/point")
+    print(f"  points {d.done}/{d.total}, frontier {len(d.front)} points, cpu {cpu:.1f} s, wall {wall:.1f} s")
+    print(
+        f"  widest frontier gap {100 * max(gaps, default=0):.3g} %; points within 1 %: "
+        f"{sum(g <= 0.01 + 1e-12 for g in gaps)}/{len(gaps)}; Z3 valid {d.verified.count('valid')}/{len(d.front)}"
+    )
+    print(
+        f"  families faster than the frontier at their peak: {len(faster_searched)} on searched placements "
+        f"({', '.join(r['family'] for r in faster_searched) or 'none'}), {len(faster) - len(faster_searched)} on others"
+    )
+    by = {r["family"]: r for r in rows}
+    for fam in ("v-min", "v-half", "1f1b", "zb-h1", "zbv"):
+        r = by.get(fam)
+        if r is not None and r["frontier"] is not None:
+            print(
+                f"  at {fam}'s peak {r['peak']:g}: frontier {r['frontier']:g} vs {r['time']:g} (margin {0.0 - r['difference']:g})"
+            )
+    one_f = by.get("1f1b")
+    if one_f is not None:
+        at = value_at(d.front, one_f["peak"])
+        if at is not None and at.time is not None:
+            busy = m * 3.0
+            print(
+                f"  at 1F1B's budget {one_f['peak']:g}: step {at.time:g}, busy {busy:g}, bubble {1 - busy / at.time:.3%}"
+                f" ({at.placement}, bound {at.bound:g})"
+            )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--p", type=int, nargs="+", default=[4, 8])
+    ap.add_argument("--m", type=int, default=None, help="microbatches (default 3p)")
+    ap.add_argument("--delays", type=float, nargs="+", default=[0.0, 1.0])
+    ap.add_argument("--placements", default="linear,v,loop:2")
+    ap.add_argument("--budgets", default="auto")
+    ap.add_argument("--time-limit", type=float, default=10.0, help="deterministic work per point")
+    ap.add_argument("--gap-limit", type=float, default=0.01)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--progress", action="store_true")
+    args = ap.parse_args()
+    print(f"bench_design: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    for p in args.p:
+        for delay in args.delays:
+            one(p, delay, args)
+
+
+if __name__ == "__main__":
+    main()

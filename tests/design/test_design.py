@@ -1,0 +1,206 @@
+"""``ppverify design``: the frontier against exhaustive search on small sizes, dominance over every
+family of the searched placements, Z3 on every frontier schedule, the saved files, executors,
+interruption and bad input."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import pytest
+
+from ppverify.cli import main
+from ppverify.costs import CostModel
+from ppverify.design import DesignRequest, Limits, design, frontier, value_at
+from ppverify.design.points import EPS, Point
+from ppverify.design.run import plan, run_points
+from ppverify.design.spec import setups
+from ppverify.engines import run
+from ppverify.errors import DeadlockError, ParameterError
+from ppverify.io import load_schedule
+from ppverify.ops import Op
+from ppverify.placement import linear
+from ppverify.preset_models import PresetSettings
+from ppverify.schedule import Schedule
+from ppverify.verify import verify
+
+FULL = PresetSettings(costs="F=1,B=2", comm_delay=1.0)
+
+
+def _orders(ops: list[Op]) -> list[tuple[Op, ...]]:
+    """Every order of one device's ops with each microbatch's forward before its backward."""
+    out = []
+    for perm in itertools.permutations(ops):
+        seen: set[int] = set()
+        ok = True
+        for op in perm:
+            if op.kind == "F":
+                seen.add(op.mb)
+            elif op.mb not in seen:
+                ok = False
+                break
+        if ok:
+            out.append(perm)
+    return out
+
+
+def exhaustive(p: int, m: int, delay: float) -> list[tuple[float, float]]:
+    """(peak, makespan) of every deadlock-free program order of linear(p), F=1, B=2, fixed delay,
+    timed by the async engine (a different abstraction from CP-SAT's model)."""
+    pl = linear(p)
+    costs = CostModel.abstract(pl, F=1, B=2)
+    from ppverify.comm import FixedDelay
+
+    per_device = [_orders([Op(k, d, mb) for mb in range(m) for k in "FB"]) for d in range(p)]
+    out = []
+    for progs in itertools.product(*per_device):
+        s = Schedule(pl, m, tuple(progs), (0,) * m)
+        try:
+            tl = run(s, costs, FixedDelay(delay), semantics="async")
+        except DeadlockError:
+            continue
+        out.append((float(max(tl.peak_memory())), float(tl.makespan)))
+    return out
+
+
+@pytest.mark.parametrize("p,m", [(2, 2), pytest.param(2, 3, marks=pytest.mark.slow)])
+def test_frontier_equals_exhaustive_search_and_beats_every_family(p: int, m: int) -> None:
+    rq = DesignRequest(p, m, "linear", "auto", FULL, Limits(5.0, gap=0.0))
+    d = design(rq, progress=False)
+    every = exhaustive(p, m, 1.0)
+    for q in d.points:
+        best = min(t for pk, t in every if pk <= q.budget + EPS)
+        assert q.bound <= best + EPS  # a certified bound never exceeds the true optimum
+        if q.status == "OPTIMAL":
+            assert q.time == pytest.approx(best)
+    # the exhaustive Pareto frontier, point for point
+    truth = []
+    for pk, t in sorted(every):
+        if not truth or t < truth[-1][1] - EPS:
+            truth.append((pk, t))
+    assert [(q.peak, q.time) for q in d.front] == truth
+    assert all(v == "valid" for v in d.verified)
+    for row in d.family_rows():
+        if row["placement"] == "linear" and row["family"] in ("1f1b", "gpipe"):
+            assert row["difference"] <= EPS  # never slower than a family that fits
+
+
+def test_unconstrained_point_is_the_critical_path() -> None:
+    # without a budget: the critical path (m+p-1)(tF+tB) + 2(p-1)c, all m forwards held at once
+    d = design(DesignRequest(3, 4, "linear", "none", FULL, Limits(5.0)), progress=False)
+    (q,) = d.points
+    assert q.status == "OPTIMAL" and q.time == (4 + 3 - 1) * 3 + 2 * 2 * 1.0 and q.peak == 4
+
+
+def test_frontier_and_value_at_by_hand() -> None:
+    pts = [
+        Point("linear", 1.0, "OPTIMAL", 30.0, 30.0, 1.0, None, None),
+        Point("linear", 2.0, "OPTIMAL", 30.0, 30.0, 1.0, None, None),  # same peak and time: dominated
+        Point("v", 2.0, "FEASIBLE", 25.0, 24.0, 2.0, None, None),
+        Point("v", math.inf, "OPTIMAL", 26.0, 26.0, 3.0, None, None),  # more memory, slower
+    ]
+    front = frontier(pts)
+    assert [(q.placement, q.budget) for q in front] == [("linear", 1.0), ("v", 2.0)]
+    assert value_at(front, 2.5).time == 25.0 and value_at(front, 0.5) is None
+
+
+def test_saved_files_load_verify_and_equal(tmp_path) -> None:
+    out = tmp_path / "d"
+    args = ["design", "-p", "2", "-m", "4", "--costs", "F=1,I=1,W=1", "--placements", "v", "--budgets", "1,2"]
+    assert main([*args, "--time-limit", "2", "--save-dir", str(out), "--no-progress", "--json"]) == 0
+    result = json.loads((out / "design.json").read_text())
+    assert len(result["frontier"]) >= 1
+    for i, q in enumerate(result["frontier"]):
+        stem = out / f"frontier-{i:02d}-v-budget{q['budget']:g}"
+        loaded = [load_schedule(f"{stem}.json"), load_schedule(f"{stem}.compute_only.csv", placement="v")]
+        loaded.append(load_schedule(f"{stem}.compute_comms.csv", placement="v"))
+        for s in loaded:
+            rep = verify(s, memory_cap=q["budget"])
+            assert rep.valid, rep.to_text()
+        assert [[str(a) for a in prog] for prog in loaded[0].programs] == q["programs"]
+        assert loaded[1].programs == loaded[0].programs
+
+
+def test_pool_gives_the_same_result_as_one_process() -> None:
+    rq = DesignRequest(2, 4, "linear,v", "1,2", PresetSettings(costs="F=1,I=1,W=1"), Limits(1.0))
+    one = design(rq, workers=1, progress=False).to_dict()
+    two = design(rq, workers=2, progress=False).to_dict()
+    assert one == two
+
+
+def test_ctrl_c_keeps_the_points_done() -> None:
+    rq = DesignRequest(2, 2, "linear", "1,2,none", FULL, Limits(1.0))
+    tasks = plan(rq, setups("linear", 2, 2, FULL), [1.0, 2.0, math.inf])
+    seen = []
+
+    def report(pt: Point) -> None:
+        seen.append(pt)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    points, interrupted = run_points(tasks, report=report)
+    assert interrupted and [q.budget for q in points] == [1.0, 2.0]
+
+
+def test_bad_input_is_one_line(capsys) -> None:
+    assert main(["design", "-p", "2", "-m", "2", "--budgets", "0.5", "--placements", "linear"]) == 2
+    err = capsys.readouterr().err
+    assert "budgets=0.5: below the least feasible budget 1" in err and "Traceback" not in err
+    assert main(["design", "-p", "3", "-m", "3", "--placements", "linear,bidirectional"]) == 2
+    assert "placements=bidirectional: needs an even p (p=3)" in capsys.readouterr().err
+    assert main(["design", "-p", "2", "--placements", "ring"]) == 2
+    assert "placements=ring: expected one of linear, v, loop:V, wave:W, bidirectional" in capsys.readouterr().err
+    with pytest.raises(ParameterError, match="loop:V needs a whole number"):
+        setups("loop:0", 2, 2, FULL)
+
+
+@pytest.mark.slow
+def test_ray_cluster_gives_the_same_result() -> None:
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        rq = DesignRequest(2, 4, "linear,v", "1,2", PresetSettings(costs="F=1,I=1,W=1"), Limits(1.0))
+        on_ray = design(rq, executor="ray", progress=False).to_dict()
+        assert on_ray == design(rq, progress=False).to_dict()
+    finally:
+        ray.shutdown()
+
+
+def test_monotone_points_by_generated_budgets() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from ppverify.design.points import monotone
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.tuples(st.integers(10, 40), st.integers(0, 10), st.integers(0, 10)), min_size=1, max_size=6))
+    def check(rows: list[tuple[int, int, int]]) -> None:
+        # a consistent truth: the optimum never grows with the budget; each search lands above it
+        # (by ``up``) and proves a bound below it (by ``down``)
+        opts = sorted((o for o, _, _ in rows), reverse=True)
+        pts = [
+            Point("linear", float(b + 1), "FEASIBLE", float(o + up), float(o - down), float(b + 1), None, None)
+            for b, (o, (_, up, down)) in enumerate(zip(opts, rows))
+        ]
+        out = monotone(pts)
+        for a, b in zip(out, out[1:]):
+            assert b.time <= a.time and b.bound <= a.bound  # more memory: never slower, never a higher floor
+        for q, orig in zip(out, pts):
+            assert q.bound <= q.time and q.time <= orig.time and q.bound >= orig.bound
+            assert q.time == min(p.time for p in pts if p.budget <= q.budget)
+
+    check()
+
+
+def test_report_of_a_design_result(tmp_path, capsys) -> None:
+    out = tmp_path / "d"
+    argv = ["design", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--placements", "linear", "--budgets", "1,2"]
+    assert main([*argv, "--time-limit", "2", "--no-progress", "--save-dir", str(out)]) == 0
+    capsys.readouterr()
+    page = tmp_path / "page.html"
+    assert main(["report", "--from", str(out / "design.json"), "-o", str(page)]) == 0
+    text = page.read_text()
+    # two frontier points by hand: budget 1, one microbatch at a time (2 * 2 * 3 = 12); budget 2, 1F1B's 9
+    assert text.count('class="pt frontier"') == 2 and "time 12, bound 12" in text and "time 9, bound 9" in text
+    assert text.count('<details id="point-') == 2
