@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..ops import Marker
 from . import certify
+from .action_placement import has_other_actions
 from .analysis import Run
 from .grad_sync import applies, check_reduction, check_sharding
 from .memory import MAX_PEAK_READ, check_memory
@@ -49,10 +50,11 @@ def completeness(run: Run) -> Outcome:
 
 
 def placement(run: Run) -> Outcome:
-    """Every op on its stage's device (the structural analysis)."""
+    """Every op, SEND/RECV and marker on its stage's device (the structural analysis)."""
     st = run.structure()
+    what = "every op, SEND/RECV and marker" if has_other_actions(run.schedule) else "every op"
     return Outcome(
-        f"every op on its stage's device ({run.schedule.placement.name} placement)",
+        f"{what} on its stage's device ({run.schedule.placement.name} placement)",
         run.once("structure", st.violations),
     )
 
@@ -97,10 +99,10 @@ def reduction(run: Run) -> Outcome:
     """``compute_comms`` files: one REDUCE_GRAD per stage, on its rank, after its last B/W."""
     if not applies(run.schedule):
         return Outcome()
-    s = run.schedule
+    s, st = run.schedule, run.structure()
     return Outcome(
         f"each of the {s.num_stages} stages reduces its gradients once, on its rank, after its last B/W",
-        tuple(check_reduction(s)),
+        tuple(check_reduction(st.clean, st.misplaced.stages)),
     )
 
 
@@ -108,10 +110,11 @@ def sharding(run: Run) -> Outcome:
     """``compute_comms`` files: every compute op between an UNSHARD and the next RESHARD."""
     if not applies(run.schedule):
         return Outcome()
-    s = run.schedule
+    st = run.structure()
+    s = st.clean
     shards = any(isinstance(a, Marker) and a.kind != "REDUCE_GRAD" for prog in s.programs for a in prog)
     what = "every compute op runs on an unsharded stage" if shards else "no UNSHARD/RESHARD: plain (unsharded) stages"
-    return Outcome(what, tuple(check_sharding(s)))
+    return Outcome(what, tuple(check_sharding(s, st.misplaced.stages)))
 
 
 def memory(run: Run) -> Outcome:
