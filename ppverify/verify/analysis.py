@@ -104,6 +104,9 @@ class Run:
     group: bool = True
     max_violations: int = 20
     certificates: bool = True
+    #: the collectives a timing claim includes (as the engines take them)
+    sync: str = "eager"
+    dp_allreduce: int = 0
     t0: float = field(default_factory=time.perf_counter)
     timings: dict[str, float] = field(default_factory=dict)
     #: properties settled by a checked certificate, not by Z3

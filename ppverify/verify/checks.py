@@ -13,13 +13,14 @@ import time
 from dataclasses import dataclass
 
 from ..ops import Marker
+from ..replica_sync import replica_groups
 from . import certify
 from .action_placement import has_other_actions
 from .analysis import Run
 from .grad_sync import applies, check_reduction, check_sharding
 from .memory import MAX_PEAK_READ, check_memory
 from .report import Violation
-from .timing import check_makespan
+from .timing import check_makespan, witness_finish
 
 
 @dataclass(frozen=True)
@@ -151,13 +152,15 @@ def timing(run: Run) -> Outcome:
         return Outcome(unchecked="no execution exists (see the violations above)")
     t3 = time.perf_counter()
     dag = run.dag()
-    tv, witness, _ = check_makespan(dag, costs, bound, run.comm)
+    tv, witness, _ = check_makespan(dag, costs, bound, run.comm, run.sync, run.dp_allreduce)
     run.timings["timing_s"] = time.perf_counter() - t3
     if tv:
         return Outcome(violations=(tv,))
-    from ..program_order import op_durations
-
-    ms = max(witness[str(op)] + d for op, d in zip(dag.ops, op_durations(dag, costs))) if witness else 0.0
+    ms = witness_finish(dag, costs, witness, run.comm, run.sync, run.dp_allreduce) if witness else 0.0
+    colls = replica_groups(run.schedule) and run.sync != "none"
+    sync = f", replica all-reduce after {run.sync} sync" if colls else ""
+    dp = f", data-parallel all-reduce over {run.dp_allreduce} replicas" if run.dp_allreduce >= 2 else ""
     return Outcome(
-        f"makespan <= {bound:g} under costs {costs.label or 'given'} (witness finishes at {ms:g})", witness=witness
+        f"makespan <= {bound:g} under costs {costs.label or 'given'}{sync}{dp} (witness finishes at {ms:g})",
+        witness=witness,
     )
