@@ -118,6 +118,15 @@ def _domain_dualpipe(c):  # the pages: exact for tF = tI, tW <= tF
     return c["F"] == c["I"] and c["W"] <= c["F"]
 
 
+def _two_pipes(p, m):  # dualpipe's rules: p, m even, m >= 2p
+    return p % 2 == 0 and m % 2 == 0 and m >= 2 * p
+
+
+#: how the DualPipe rows' makespans hold and bind F&B, B, W: DualPipeV in chunk times, DualPipe in shares
+DUALPIPEV = {"sizes": lambda p, m: m >= 2 * p, "costs": _domain_dualpipe, "symbols": _chunk}
+DUALPIPE = {"sizes": _two_pipes, "costs": _domain_dualpipe, "symbols": _dualpipe}
+
+
 QUOTES = (
     Quote(FAM, "gpipe", "(m+p-1)·t"),
     Quote(FAM, "gpipe", "m", "peak"),
@@ -144,24 +153,10 @@ QUOTES = (
     Quote(ZOO, "zb-h2", "(p-1)tF + m(tF+tI+tW)"),
     Quote(ZOO, "zb-h2", "min(2p-1,m)", "peak"),
     Quote(ZOO, "zbv", "m(tF+tI+tW) + (p-1)tF/2"),
-    Quote(
-        ZOO,
-        "dualpipev",
-        "m(tF+tB) + (p-1)(F&B + B - 3W)",
-        sizes=lambda p, m: m >= 2 * p,
-        costs=_domain_dualpipe,
-        symbols=_chunk,
-    ),
+    Quote(ZOO, "dualpipev", "m(tF+tB) + (p-1)(F&B + B - 3W)", **DUALPIPEV),
     Quote(ZOO, "dualpipev", "(2p+1)/2", "peak", sizes=lambda p, m: m >= 2 * p),
-    Quote(
-        ZOO,
-        "dualpipe",
-        "m(tF+tB) + (p/2-1)(F&B + B - 3W)",
-        sizes=lambda p, m: p % 2 == 0 and m % 2 == 0 and m >= 2 * p,
-        costs=_domain_dualpipe,
-        symbols=_dualpipe,
-    ),
-    Quote(ZOO, "dualpipe", "p+1", "peak", sizes=lambda p, m: p % 2 == 0 and m % 2 == 0 and m >= 2 * p),
+    Quote(ZOO, "dualpipe", "m(tF+tB) + (p/2-1)(F&B + B - 3W)", **DUALPIPE),
+    Quote(ZOO, "dualpipe", "p+1", "peak", sizes=_two_pipes),
     Quote(ZOO, "looped-bfs", "(v·max(m,p) + min(m,p) - 1)(tF+tB)/v", params={"v": 2}),
     Quote(ZOO, "looped-bfs", "m", "peak", params={"v": 2}),
     Quote(RANGE, "gpipe", "(m+p-1)·t"),
@@ -176,22 +171,8 @@ QUOTES = (
     Quote(RANGE, "hanayo", "m·t + (p-1)·max(tF, tB)/W", params={"waves": 2}, sizes=lambda p, m: m >= p),
     Quote(RANGE, "chimera", "m·t + (p-2)·max(tF, tB)", sizes=lambda p, m: p % 2 == 0 and m % p == 0),
     Quote(RANGE, "zbv", "busy + (p-1)·tF/2"),
-    Quote(
-        RANGE,
-        "dualpipe",
-        "busy + (p/2-1)(F&B + B - 3W)",
-        sizes=lambda p, m: p % 2 == 0 and m % 2 == 0 and m >= 2 * p,
-        costs=_domain_dualpipe,
-        symbols=_dualpipe,
-    ),
-    Quote(
-        RANGE,
-        "dualpipev",
-        "busy + (p-1)(F&B + B - 3W)",
-        sizes=lambda p, m: m >= 2 * p,
-        costs=_domain_dualpipe,
-        symbols=_chunk,
-    ),
+    Quote(RANGE, "dualpipe", "busy + (p/2-1)(F&B + B - 3W)", **DUALPIPE),
+    Quote(RANGE, "dualpipev", "busy + (p-1)(F&B + B - 3W)", **DUALPIPEV),
 )
 
 #: formulas the tables quote that are not single expressions of the sizes and costs, with why

@@ -65,6 +65,15 @@ def holders(schedule, a) -> set[int]:
     return {mp[a.stage] for mp in maps}
 
 
+def draw_action(data, case):
+    """The file and semantics of ``case`` and one of its SEND/RECV or markers, drawn:
+    ``(schedule, semantics, rank, index, action)``."""
+    key, semantics = case
+    s = FILES[key]
+    r, k = data.draw(st.sampled_from(other_actions(s)), label="action")
+    return s, semantics, r, k, s.programs[r][k]
+
+
 @pytest.mark.parametrize(("key", "semantics"), CASES, ids=[f"{k[0]}-{k[1][0]}-{sem}" for k, sem in CASES])
 def test_every_unmodified_export_is_valid(key, semantics):
     report, imported = verdicts(FILES[key], semantics)
@@ -90,10 +99,7 @@ def test_the_issue_file_recv_on_rank_0():
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), case=st.sampled_from(CASES))
 def test_an_action_moved_to_a_rank_not_holding_its_stage_is_a_placement_violation(data, case):
-    key, semantics = case
-    s = FILES[key]
-    r, k = data.draw(st.sampled_from(other_actions(s)), label="action")
-    a = s.programs[r][k]
+    s, semantics, r, k, a = draw_action(data, case)
     ranks = [d for d in range(s.p) if d not in holders(s, a)]
     if not ranks:  # a marker of a stage every rank holds (none of these files has one)
         return
@@ -112,12 +118,9 @@ def test_an_action_moved_to_a_rank_not_holding_its_stage_is_a_placement_violatio
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), case=st.sampled_from(CASES))
 def test_an_action_dropped_or_duplicated_on_its_rank_is_invalid(data, case):
-    key, semantics = case
     # each SEND matched by exactly one RECV of the same stage pair, microbatch and direction; one
     # REDUCE_GRAD per stage; UNSHARD/RESHARD alternate and the step ends resharded
-    s = FILES[key]
-    r, k = data.draw(st.sampled_from(other_actions(s)), label="action")
-    a = s.programs[r][k]
+    s, semantics, r, k, a = draw_action(data, case)
     progs = [list(prog) for prog in s.programs]
     if data.draw(st.booleans(), label="drop"):
         del progs[r][k]
