@@ -168,6 +168,8 @@ def step_collectives(
         []
     """
     schedule = dag.schedule
+    if (sync == "none" or not replica_groups(schedule)) and dp_allreduce < 2 and sync in SYNC_MODES:
+        return []  # no collective ends this step (the DAG arrays below are not needed)
     arrays = build_dag_arrays(schedule)
     engine = collectives(schedule, costs, comm, arrays, np.zeros(arrays.num_ops), sync, dp_allreduce)
     out: list[StepCollective] = []
