@@ -452,9 +452,11 @@ def comms_exports() -> tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], 
     from ppverify.verify.comm_model import insert_comms
 
     out = []
-    for fam, p, m in (("1f1b", 3, 2), ("zb-h1", 3, 4), ("interleaved-1f1b", 2, 4), ("zbv", 2, 4), ("dualpipev", 2, 4)):
+    one_pipe = (("1f1b", 3, 2), ("zb-h1", 3, 4), ("interleaved-1f1b", 2, 4), ("zbv", 2, 4), ("dualpipev", 2, 4))
+    for fam, p, m in one_pipe + (("chimera", 4, 4), ("hanayo", 2, 2)):
         s = build(fam, p, m)
-        out.append((fam, "csv", tuple(map(tuple, to_rows(s, "compute_comms"))), ""))
+        if s.placement.num_pipes == 1:  # PyTorch's CSV has one pipe
+            out.append((fam, "csv", tuple(map(tuple, to_rows(s, "compute_comms"))), ""))
         c = insert_comms(s)
         out.append((fam, "json", tuple(tuple(str(a) for a in prog) for prog in c.programs), dumps(c)))
     return tuple(out)

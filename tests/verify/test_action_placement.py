@@ -3,8 +3,9 @@ and ``import`` both say INVALID, and ``verify`` names the misplaced action.
 
 The files are PyTorch ``compute_comms`` exports (PyTorch's lowering: SEND/RECV, UNSHARD/RESHARD,
 REDUCE_GRAD) and ppverify JSON files with explicit SEND/RECV, of families on every placement
-(linear, loop, v, with overlapped F&B cells). The expected verdicts follow from the rules
-(PyTorch's runtime maps a stage to the one rank whose list names it), not from ppverify's output.
+(linear, loop, v with overlapped F&B cells; bidirectional and wave as JSON). The expected
+verdicts follow from the rules (PyTorch's runtime maps a stage to the one rank whose list names
+it), not from ppverify's output.
 """
 
 from __future__ import annotations
@@ -39,7 +40,11 @@ def json_file(family: str, p: int, m: int):
     return loads_document(dumps(insert_comms(build(family, p=p, m=m))), f"{family}.json").schedule
 
 
+#: placements PyTorch's one-pipe CSV cannot hold: bidirectional (two pipes: a SEND/RECV belongs
+#: to its microbatch's pipe) and wave, as JSON files with explicit SEND/RECV
+JSON_ONLY = (("chimera", 4, 4), ("chimera-asym", 4, 4), ("hanayo", 2, 2))
 FILES = {(kind, f): (csv_file if kind == "csv" else json_file)(*f) for kind in ("csv", "json") for f in FAMILIES}
+FILES.update({("json", f): json_file(*f) for f in JSON_ONLY})
 #: the files and the semantics they are valid under: PyTorch's lowering posts a rank's receives
 #: early, so its exports hold under rendezvous too; SEND/RECV placed right after the producer and
 #: right before the consumer can deadlock under rendezvous (interleaved-1f1b does), so the JSON
