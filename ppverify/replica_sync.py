@@ -193,10 +193,10 @@ def step_collectives(
     return out
 
 
-def collective_tails(num_ops: int, durations: Sequence[int], colls: Sequence[StepCollective]) -> list[int]:
+def collective_tails(num_ops: int, durations: Sequence[float], colls: Sequence[StepCollective]) -> list[float]:
     """Per op, the least time that must follow its end because of the collectives waiting for it:
     the longest chain ``t_c + t_a + ...`` of a collective gated by the op and those after it.
-    ``durations`` are the collectives' (in ticks, in ``colls`` order).
+    ``durations`` are the collectives' (in ``colls`` order; integer ticks give integer tails).
 
     Example:
         >>> cs = [StepCollective("allreduce", 0, (0, 1), 0.0, 2.0, (0, 1)),
@@ -204,13 +204,13 @@ def collective_tails(num_ops: int, durations: Sequence[int], colls: Sequence[Ste
         >>> collective_tails(3, [2, 3], cs)   # op 0: 2 + 3; op 1: 2 + 3; op 2: 3
         [5, 5, 3]
     """
-    total = list(durations)
+    total: list[float] = list(durations)
     # a collective's chain: its own time plus the longest chain of the collectives waiting for it;
     # "after" only points to earlier collectives, so one reverse pass settles every chain
     for n in reversed(range(len(colls))):
         for a in colls[n].after:
             total[a] = max(total[a], durations[a] + total[n])
-    tails = [0] * num_ops
+    tails: list[float] = [0] * num_ops
     for n, c in enumerate(colls):
         for g in c.gates:
             tails[g] = max(tails[g], total[n])

@@ -104,7 +104,7 @@ def check_makespan(
     di = [ticks[x] for x in dur]
     T = math.floor(_frac(bound) * scale)
     n = dag.num_ops
-    tails = collective_tails(n, [ticks[c.duration] for c in colls], colls)
+    tails = [int(x) for x in collective_tails(n, [ticks[c.duration] for c in colls], colls)]
     lines = [f"(declare-const t{i} Int)" for i in range(n)]
     atoms: list[str] = []
     guarded: list[tuple[str, tuple[int, ...]]] = []
