@@ -126,8 +126,8 @@ def add_send_recv(schedule: Schedule) -> Schedule:
 def comm_problems(schedule: Schedule) -> list[str]:
     """Problems with the SEND/RECV of a ``compute_comms`` schedule (empty when it has none).
 
-    Every dependency between stages on different ranks needs exactly one SEND on the producer's
-    rank, after the producing op, and one RECV on the consumer's rank, before the consuming op
+    Every dependency between stages on different ranks (of the microbatch's pipe) needs exactly one
+    SEND on the producer's rank, after the producing op, and one RECV on the consumer's rank, before the consuming op
     (``SEND_F``/``RECV_F`` for activations, ``SEND_B``/``RECV_B`` for gradients); nothing else.
     PyTorch's runtime hangs or reads the wrong tensor otherwise, and its simulator misses an
     unmatched SEND.
@@ -139,7 +139,7 @@ def comm_problems(schedule: Schedule) -> list[str]:
     """
     if not any(isinstance(a, Comm) for prog in schedule.programs for a in prog):
         return []
-    rank_of = _stage_rank(schedule)
+    maps, pipe_of = schedule.placement.maps, schedule.pipe_of_mb  # two-pipe files: each mb's own pipe
     S, m = schedule.num_stages, schedule.m
     where: dict = {}  # action -> [(rank, position)]
     for r, prog in enumerate(schedule.programs):
@@ -153,6 +153,7 @@ def comm_problems(schedule: Schedule) -> list[str]:
 
     expected: dict[Comm, tuple[int, Op, bool]] = {}  # comm -> (rank, op it follows/precedes, after?)
     for mb in range(m):
+        rank_of = maps[pipe_of[mb]]
         for s in range(S - 1):
             if rank_of[s] == rank_of[s + 1]:
                 continue

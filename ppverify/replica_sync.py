@@ -1,19 +1,21 @@
 """The collectives that end a step: the gradient all-reduce between the replicas of a stage held
 by several devices (two-pipe placements such as Chimera's, per synchronisation mode) and the
-data-parallel all-reduce of everything a device holds. The engines time them and the optimizer
-adds them to its model from this one definition, so the two never disagree on what a collective
-is or when it may start.
+data-parallel all-reduce of everything a device holds. The engines time them, and the optimizer
+and the verifier's timing claims add them to their models from this one definition (the
+optimizer's and the verifier's through :func:`step_collectives` and :func:`collective_tails`), so
+none of them disagree on what a collective is or when it may start.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from .comm import SYNC_MODES, CommModel
 from .costs import CostModel
-from .dag import DagArrays
+from .dag import DagArrays, StepDAG, build_dag_arrays
 from .errors import ParameterError
 from .ops import KIND_CODE, B, W
 from .schedule import Schedule
@@ -131,3 +133,85 @@ def device_ends(dag: DagArrays, end: np.ndarray, p: int) -> np.ndarray:
         nz = np.flatnonzero(np.diff(off) > 0)
         dev_end[nz] = np.maximum(dev_end[nz], np.maximum.reduceat(end, off[nz]))
     return dev_end
+
+
+@dataclass(frozen=True)
+class StepCollective:
+    """One collective: ``kind`` (``allreduce`` or ``dp-allreduce``), ``stage`` (-1 for a DP
+    all-reduce), ``devices``, ``nbytes``, ``duration`` (time units), the op positions it waits for
+    (``gates``) and the indices of earlier collectives it waits for (``after``)."""
+
+    kind: str
+    stage: int
+    devices: tuple[int, ...]
+    nbytes: float
+    duration: float
+    gates: tuple[int, ...]
+    after: tuple[int, ...] = ()
+
+
+def step_collectives(
+    dag: StepDAG, costs: CostModel, comm: CommModel, sync: str = "eager", dp_allreduce: int = 0
+) -> list[StepCollective]:
+    """The collectives of a step over ``dag``'s ops (module doc), replica all-reduces first.
+
+    Example:
+        >>> from ppverify.dag import build_dag
+        >>> from ppverify.schedules import build
+        >>> from ppverify.comm import FixedDelay
+        >>> s = build("chimera", p=2, m=2)
+        >>> dag = build_dag(s)
+        >>> cs = step_collectives(dag, CostModel.abstract(s.placement), FixedDelay(1))
+        >>> [(c.stage, c.devices, c.duration, [str(dag.ops[g]) for g in c.gates]) for c in cs]
+        [(0, (0, 1), 2.0, ['0B0', '0B1']), (1, (0, 1), 2.0, ['1B1', '1B0'])]
+        >>> step_collectives(build_dag(s), CostModel.abstract(s.placement), FixedDelay(1), "none")
+        []
+    """
+    schedule = dag.schedule
+    if (sync == "none" or not replica_groups(schedule)) and dp_allreduce < 2 and sync in SYNC_MODES:
+        return []  # no collective ends this step (the DAG arrays below are not needed)
+    arrays = build_dag_arrays(schedule)
+    engine = collectives(schedule, costs, comm, arrays, np.zeros(arrays.num_ops), sync, dp_allreduce)
+    out: list[StepCollective] = []
+    for c in engine:
+        if c.kind == ALLREDUCE:
+            if sync == "eager":
+                gates = [i for i, op in enumerate(dag.ops) if op.stage == c.stage and op.kind in (B, W)]
+            else:  # after-flush
+                gates = [i for d in c.devices for i in range(dag.offsets[d], dag.offsets[d + 1])]
+            out.append(StepCollective(c.kind, c.stage, c.devices, c.nbytes, c.duration, tuple(gates)))
+    replica = len(out)
+    for c in engine:
+        if c.kind != ALLREDUCE:
+            d = c.devices[0]
+            after = tuple(n for n in range(replica) if d in out[n].devices)
+            out.append(
+                StepCollective(
+                    c.kind, -1, c.devices, c.nbytes, c.duration, tuple(range(dag.offsets[d], dag.offsets[d + 1])), after
+                )
+            )
+    return out
+
+
+def collective_tails(num_ops: int, durations: Sequence[float], colls: Sequence[StepCollective]) -> list[float]:
+    """Per op, the least time that must follow its end because of the collectives waiting for it:
+    the longest chain ``t_c + t_a + ...`` of a collective gated by the op and those after it.
+    ``durations`` are the collectives' (in ``colls`` order; integer ticks give integer tails).
+
+    Example:
+        >>> cs = [StepCollective("allreduce", 0, (0, 1), 0.0, 2.0, (0, 1)),
+        ...       StepCollective("dp-allreduce", -1, (0,), 0.0, 3.0, (0, 2), (0,))]
+        >>> collective_tails(3, [2, 3], cs)   # op 0: 2 + 3; op 1: 2 + 3; op 2: 3
+        [5, 5, 3]
+    """
+    total: list[float] = list(durations)
+    # a collective's chain: its own time plus the longest chain of the collectives waiting for it;
+    # "after" only points to earlier collectives, so one reverse pass settles every chain
+    for n in reversed(range(len(colls))):
+        for a in colls[n].after:
+            total[a] = max(total[a], durations[a] + total[n])
+    tails: list[float] = [0] * num_ops
+    for n, c in enumerate(colls):
+        for g in c.gates:
+            tails[g] = max(tails[g], total[n])
+    return tails

@@ -149,6 +149,8 @@ class Case:
     expect_code: int | None = None
     expect_err: tuple[str, ...] = ()
     expect_out: str = ""
+    #: the exit code the case must end with (None: any of 0, 1, 2), e.g. 1 for a file known INVALID
+    expect: int | None = None
 
 
 @dataclass
@@ -432,10 +434,75 @@ def cli_case(rng: random.Random) -> Case:
 
 
 def make_cases(n: int, seed: int) -> list[Case]:
-    """``n`` cases from ``seed``: two thirds mutated files, one third random command lines."""
+    """``n`` cases from ``seed``: two thirds mutated files, one third random command lines; every
+    20th case instead an exported comms file with an action moved between ranks."""
     rng = random.Random(seed)
     seeds = seed_files()
-    return [file_case(seeds, rng) if rng.random() < 0.67 else cli_case(rng) for _ in range(n)]
+    cases = [file_case(seeds, rng) if rng.random() < 0.67 else cli_case(rng) for _ in range(n)]
+    cases[::20] = moved_action_cases(len(cases[::20]), seed)
+    return cases
+
+
+# ----------------------------------------------------------------------------- actions moved between ranks
+
+_STAGE_OF = re.compile(r"^(\d+)(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)")
+
+
+@functools.cache
+def comms_exports() -> tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...]:
+    """``(name, format, rows, file text)`` of exported files with SEND/RECV, one family per
+    placement: the ``compute_comms`` CSV (PyTorch's lowering: SEND/RECV, UNSHARD/RESHARD,
+    REDUCE_GRAD) and a ppverify JSON schedule with explicit SEND/RECV."""
+    from ppverify.io.json_format import dumps
+    from ppverify.io.torch_csv import to_rows
+    from ppverify.schedules import build
+    from ppverify.verify.comm_model import insert_comms
+
+    out = []
+    one_pipe = (("1f1b", 3, 2), ("zb-h1", 3, 4), ("interleaved-1f1b", 2, 4), ("zbv", 2, 4), ("dualpipev", 2, 4))
+    for fam, p, m in one_pipe + (("chimera", 4, 4), ("hanayo", 2, 2)):
+        s = build(fam, p, m)
+        if s.placement.num_pipes == 1:  # PyTorch's CSV has one pipe
+            out.append((fam, "csv", tuple(map(tuple, to_rows(s, "compute_comms"))), ""))
+        c = insert_comms(s)
+        out.append((fam, "json", tuple(tuple(str(a) for a in prog) for prog in c.programs), dumps(c)))
+    return tuple(out)
+
+
+def moved_action_case(rng: random.Random) -> Case:
+    """An exported comms file with one SEND, RECV, UNSHARD, RESHARD or REDUCE_GRAD moved (or
+    copied) into the list of a rank that does not hold its stage: ``verify`` and ``import`` must
+    answer INVALID (exit 1), under either point-to-point semantics."""
+    import json
+
+    name, fmt, rows, text = rng.choice(comms_exports())
+    held = [{int(x) for x in re.findall(r"(\d+)[FBIW]\d+", ",".join(row))} for row in rows]
+    moves = [
+        (r, k, r2)
+        for r, row in enumerate(rows)
+        for k, cell in enumerate(row)
+        if (mt := _STAGE_OF.match(cell))
+        for r2 in range(len(rows))
+        if int(mt.group(1)) not in held[r2]
+    ]
+    r, k, r2 = rng.choice(moves)
+    progs = [list(row) for row in rows]
+    cell = progs[r][k] if rng.random() < 0.3 else progs[r].pop(k)
+    progs[r2].insert(rng.randrange(len(progs[r2]) + 1), cell)
+    if fmt == "csv":
+        f, data = "moved.csv", "\n".join(",".join(row) for row in progs) + "\n"
+    else:
+        doc = json.loads(text)
+        doc["programs"] = progs
+        f, data = "moved.json", json.dumps(doc)
+    argv = [rng.choice(["verify", "import"]), f, "--comm-semantics", rng.choice(["buffered", "rendezvous"])]
+    return Case(argv, {f: data.encode()}, f"moved-action-{name}.{fmt}", expect=1)
+
+
+def moved_action_cases(n: int, seed: int) -> list[Case]:
+    """``n`` cases of :func:`moved_action_case` from ``seed``."""
+    rng = random.Random(seed)
+    return [moved_action_case(rng) for _ in range(n)]
 
 
 # ----------------------------------------------------------------------------- measure, report, calibrate
@@ -625,6 +692,8 @@ def check(outcome: Outcome) -> str:
     expected = check_expectations(outcome)
     if expected:
         return expected
+    if outcome.case.expect is not None and outcome.code != outcome.case.expect:
+        return f"exit {outcome.code}, expected {outcome.case.expect} (a wrong verdict)"
     return ""
 
 

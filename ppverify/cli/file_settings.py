@@ -19,6 +19,37 @@ from ..schedule import Schedule
 from .presets_args import PresetContext
 
 
+def add_collective_arguments(group: argparse._ArgumentGroup) -> None:
+    """``--sync`` and ``--dp-allreduce``: the collectives that end a step, as ``simulate`` and
+    ``verify --makespan-le`` take them (unset, a saved file's own settings or the defaults).
+
+    Example:
+        >>> p = argparse.ArgumentParser()
+        >>> add_collective_arguments(p.add_argument_group("x"))
+        >>> a = p.parse_args(["--dp-allreduce"]); a.sync, a.dp_allreduce
+        (None, 2)
+    """
+    from ..comm import SYNC_MODES
+
+    group.add_argument(
+        "--sync",
+        choices=SYNC_MODES,
+        default=None,
+        help="weight-gradient all-reduce between stage replicas (Chimera): eager (as soon as "
+        "a stage's last backward ends; default, or what a saved file says), after-flush, or none",
+    )
+    group.add_argument(
+        "--dp-allreduce",
+        type=int,
+        nargs="?",
+        const=2,
+        default=0,
+        metavar="N",
+        help="end the step with a data-parallel gradient all-reduce among N pipeline replicas "
+        "(N defaults to 2 when the flag is given)",
+    )
+
+
 @dataclass(frozen=True)
 class Timing:
     """Everything an engine run needs besides the schedule, and where it came from."""

@@ -20,100 +20,17 @@ collective have ended. In the solver that is, for each collective ``c`` with dur
 collective ``a`` it waits for, and ``makespan >= done_c``; with the program order fixed the least
 such makespan is the engine's. Durations, bytes and replica groups come from
 :func:`ppverify.replica_sync.collectives`, so the two never disagree on what a collective costs.
+The step's collectives over a DAG and their tails (:func:`~ppverify.replica_sync.step_collectives`,
+:func:`~ppverify.replica_sync.collective_tails`) live in that core module, which the verifier's
+timing claims use too; they are re-exported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-import numpy as np
-
-from ..comm import SYNC_MODES, CommModel
-from ..costs import CostModel
-from ..dag import StepDAG, build_dag_arrays
-from ..ops import B, W
-from ..replica_sync import ALLREDUCE, collectives
-
-
-@dataclass(frozen=True)
-class StepCollective:
-    """One collective: ``kind`` (``allreduce`` or ``dp-allreduce``), ``stage`` (-1 for a DP
-    all-reduce), ``devices``, ``nbytes``, ``duration`` (time units), the op positions it waits for
-    (``gates``) and the indices of earlier collectives it waits for (``after``)."""
-
-    kind: str
-    stage: int
-    devices: tuple[int, ...]
-    nbytes: float
-    duration: float
-    gates: tuple[int, ...]
-    after: tuple[int, ...] = ()
-
-
-def step_collectives(
-    dag: StepDAG, costs: CostModel, comm: CommModel, sync: str = "eager", dp_allreduce: int = 0
-) -> list[StepCollective]:
-    """The collectives of a step over ``dag``'s ops (module doc), replica all-reduces first.
-
-    Example:
-        >>> from ppverify.dag import build_dag
-        >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
-        >>> s = build("chimera", p=2, m=2)
-        >>> dag = build_dag(s)
-        >>> cs = step_collectives(dag, CostModel.abstract(s.placement), FixedDelay(1))
-        >>> [(c.stage, c.devices, c.duration, [str(dag.ops[g]) for g in c.gates]) for c in cs]
-        [(0, (0, 1), 2.0, ['0B0', '0B1']), (1, (0, 1), 2.0, ['1B1', '1B0'])]
-        >>> step_collectives(build_dag(s), CostModel.abstract(s.placement), FixedDelay(1), "none")
-        []
-    """
-    schedule = dag.schedule
-    arrays = build_dag_arrays(schedule)
-    engine = collectives(schedule, costs, comm, arrays, np.zeros(arrays.num_ops), sync, dp_allreduce)
-    out: list[StepCollective] = []
-    for c in engine:
-        if c.kind == ALLREDUCE:
-            if sync == "eager":
-                gates = [i for i, op in enumerate(dag.ops) if op.stage == c.stage and op.kind in (B, W)]
-            else:  # after-flush
-                gates = [i for d in c.devices for i in range(dag.offsets[d], dag.offsets[d + 1])]
-            out.append(StepCollective(c.kind, c.stage, c.devices, c.nbytes, c.duration, tuple(gates)))
-    replica = len(out)
-    for c in engine:
-        if c.kind != ALLREDUCE:
-            d = c.devices[0]
-            after = tuple(n for n in range(replica) if d in out[n].devices)
-            out.append(
-                StepCollective(
-                    c.kind, -1, c.devices, c.nbytes, c.duration, tuple(range(dag.offsets[d], dag.offsets[d + 1])), after
-                )
-            )
-    return out
-
-
-def collective_tails(num_ops: int, durations: Sequence[int], colls: Sequence[StepCollective]) -> list[int]:
-    """Per op, the least time that must follow its end because of the collectives waiting for it:
-    the longest chain ``t_c + t_a + ...`` of a collective gated by the op and those after it.
-    ``durations`` are the collectives' (in ticks, in ``colls`` order).
-
-    Example:
-        >>> cs = [StepCollective("allreduce", 0, (0, 1), 0.0, 2.0, (0, 1)),
-        ...       StepCollective("dp-allreduce", -1, (0,), 0.0, 3.0, (0, 2), (0,))]
-        >>> collective_tails(3, [2, 3], cs)   # op 0: 2 + 3; op 1: 2 + 3; op 2: 3
-        [5, 5, 3]
-    """
-    total = list(durations)
-    # a collective's chain: its own time plus the longest chain of the collectives waiting for it;
-    # "after" only points to earlier collectives, so one reverse pass settles every chain
-    for n in reversed(range(len(colls))):
-        for a in colls[n].after:
-            total[a] = max(total[a], durations[a] + total[n])
-    tails = [0] * num_ops
-    for n, c in enumerate(colls):
-        for g in c.gates:
-            tails[g] = max(tails[g], total[n])
-    return tails
+from ..comm import SYNC_MODES
+from ..replica_sync import ALLREDUCE, StepCollective, collective_tails, step_collectives
 
 
 def collective_times(

@@ -9,7 +9,8 @@
 3. for a ``compute_comms`` file, gradient reduction and sharding (:mod:`.grad_sync`): one
    REDUCE_GRAD per stage after its last B/W, every op on an unsharded stage;
 4. memory under a cap (:mod:`.memory`), when a cap is given;
-5. a timing claim "makespan <= T under cost model C" (:mod:`.timing`), when one is given.
+5. a timing claim "makespan <= T under cost model C" (:mod:`.timing`), when one is given: the
+   ``async`` engine's timing, collectives included (``sync``, ``dp_allreduce``).
 
 Each violation carries a minimized unsat core: the ops that explain it. Ops that break a
 structural rule are set aside before the order checks, so one fault is reported once.
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import time
 
-from ..comm import NO_COMM, CommModel
+from ..comm import NO_COMM, SYNC_MODES, CommModel
 from ..costs import CostModel
 from ..errors import ParameterError
 from ..schedule import Schedule
@@ -52,12 +53,17 @@ def verify(
     group: bool = True,
     max_violations: int = 20,
     certificates: bool = True,
+    sync: str = "eager",
+    dp_allreduce: int = 0,
 ) -> Report:
     """Verify one schedule: run the check of every property of the registry
     (:data:`.properties.REGISTRY`), in order; see the module doc for the properties.
 
     ``costs`` (default: unit slots) sets the memory amounts and the durations of a timing claim;
-    ``comm`` the transfer times of a timing claim (default none). ``certificates`` (default on)
+    ``comm`` the transfer times of a timing claim (default none); ``sync`` and ``dp_allreduce`` its
+    collectives, as the engines and ``simulate --sync/--dp-allreduce`` take them (default: the
+    replica all-reduce of a two-pipe placement after each stage's last backward, no data-parallel
+    all-reduce), so the least T that holds is the ``async`` engine's makespan. ``certificates`` (default on)
     settles properties that hold with checked witnesses (:mod:`.certify`) and runs Z3 only where
     one fails; off, Z3 decides every property. Verdicts and cores are the same either way.
 
@@ -73,6 +79,10 @@ def verify(
         >>> print(verify(bad).violations[0].to_text())
         deadlock: rank 1 waits in 1F1 for rank 0, which waits in 0B0 for rank 1 [backward after the next stage's backward; forward after the previous stage's forward; core: 0B0 0F1 1F1 1B0]
     """
+    if sync not in SYNC_MODES:
+        raise ParameterError("sync", sync, f"expected one of {', '.join(SYNC_MODES)}")
+    if isinstance(dp_allreduce, bool) or not isinstance(dp_allreduce, int) or dp_allreduce < 0:
+        raise ParameterError("dp-allreduce", dp_allreduce, "must be an integer >= 0 (data-parallel replicas)")
     if comm_semantics not in COMM_SEMANTICS:
         raise ParameterError("comm semantics", comm_semantics, f"expected one of {', '.join(COMM_SEMANTICS)}")
     if memory_cap is not None and not memory_cap >= 0:
@@ -97,6 +107,8 @@ def verify(
         group,
         max_violations,
         certificates,
+        sync=sync,
+        dp_allreduce=dp_allreduce,
         t0=t0,
     )
     proved: list[tuple[str, str]] = []

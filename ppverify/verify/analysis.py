@@ -19,15 +19,19 @@ from ..dag import DagArrays, StepDAG, build_dag, build_dag_arrays
 from ..ops import Op, Overlap
 from ..schedule import Schedule
 from . import certify
+from .action_placement import Misplaced, check_action_placement
 from .comm_model import build_problem, has_explicit_comms
 from .order import check_order
 from .report import Violation
 from .structure import check_structure, occurrences
 
 
-def clean_schedule(schedule: Schedule, bad: set[int]) -> Schedule:
+def clean_schedule(
+    schedule: Schedule, bad: set[int] | frozenset[int], drop: frozenset[tuple[int, int]] = frozenset()
+) -> Schedule:
     """The schedule without the occurrences numbered in ``bad`` (numbering of
-    :func:`.structure.occurrences`); an overlapped slot left with one op becomes that op.
+    :func:`.structure.occurrences`) and the other actions at the positions ``(rank, index)`` in
+    ``drop``; an overlapped slot left with one op becomes that op.
 
     Example:
         >>> from ppverify.schedules import build
@@ -37,9 +41,9 @@ def clean_schedule(schedule: Schedule, bad: set[int]) -> Schedule:
     """
     k = 0
     programs = []
-    for prog in schedule.programs:
+    for r, prog in enumerate(schedule.programs):
         out = []
-        for a in prog:
+        for n, a in enumerate(prog):
             if type(a) is Op:
                 if k not in bad:
                     out.append(a)
@@ -51,7 +55,7 @@ def clean_schedule(schedule: Schedule, bad: set[int]) -> Schedule:
                     out.append(Overlap(keep))
                 elif keep:
                     out.append(keep[0])
-            else:
+            elif (r, n) not in drop:
                 out.append(a)
         programs.append(tuple(out))
     return schedule.with_programs(tuple(programs))
@@ -60,13 +64,16 @@ def clean_schedule(schedule: Schedule, bad: set[int]) -> Schedule:
 @dataclass(frozen=True)
 class Structure:
     """The structural analysis: its violations, the occurrences set aside (``bad``), the ops
-    checked, the ground rules decided, and the schedule left for the order checks (``clean``)."""
+    checked, the ground rules decided, the schedule left for the order checks (``clean``) and
+    the SEND/RECV and markers set aside (``misplaced``: their transfers and stages are excused
+    in the later checks)."""
 
     violations: tuple[Violation, ...]
     bad: frozenset[int]
     num_ops: int
     num_rules: int
     clean: Schedule
+    misplaced: Misplaced
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,9 @@ class Run:
     group: bool = True
     max_violations: int = 20
     certificates: bool = True
+    #: the collectives a timing claim includes (as the engines take them)
+    sync: str = "eager"
+    dp_allreduce: int = 0
     t0: float = field(default_factory=time.perf_counter)
     timings: dict[str, float] = field(default_factory=dict)
     #: properties settled by a checked certificate, not by Z3
@@ -141,14 +151,16 @@ class Run:
             occs = occurrences(schedule)
             n_occ = len(occs)
             struct_v, bad, nrules = check_structure(schedule, occs)
+        action_v, misplaced = check_action_placement(schedule)
+        struct_v = [*struct_v, *action_v]
         self.timings["structure_s"] = time.perf_counter() - self.t0
-        clean = clean_schedule(schedule, bad) if bad else schedule
+        clean = clean_schedule(schedule, bad, misplaced.positions) if bad or misplaced.positions else schedule
         if self.certificates and arrays is None:
             arrays = build_dag_arrays(clean, check=False)
         elif not self.certificates:
             self._cache["dag"] = build_dag(clean, check=False)
         self._cache["arrays"] = arrays
-        st = Structure(tuple(struct_v), frozenset(bad), n_occ, nrules, clean)
+        st = Structure(tuple(struct_v), frozenset(bad), n_occ, nrules, clean, misplaced)
         self._cache["structure"] = st
         return st
 
@@ -161,7 +173,7 @@ class Run:
         self.structure()
         arrays = self.arrays
         t1 = time.perf_counter()
-        explicit = has_explicit_comms(self.schedule)
+        explicit = has_explicit_comms(self.structure().clean)
         if (
             arrays is not None
             and self.comm_semantics == "buffered"
@@ -171,7 +183,7 @@ class Run:
             order_v, complete, n_actions, n_constraints = [], True, arrays.num_ops, certify.num_edges(arrays)
             self.certified += ["dependencies", "exclusivity", "deadlock"]
         else:
-            pb, _ = build_problem(self.dag(), self.comm_semantics, self.group)
+            pb, _ = build_problem(self.dag(), self.comm_semantics, self.group, self.structure().misplaced.transfers)
             if self.certificates and certify.order_witness(pb) is not None:
                 order_v, complete = [], True
                 self.certified += ["dependencies", "exclusivity", "deadlock"]
@@ -194,7 +206,11 @@ class Run:
     def scope(self) -> str:
         """`` (for the N ops that pass the structural rules)`` when some were set aside."""
         st = self.structure()
-        return f" (for the {st.num_ops - len(st.bad)} ops that pass the structural rules)" if st.violations else ""
+        if not st.violations:
+            return ""
+        aside = len(st.misplaced.positions)
+        other = f", {aside} other action{'s' if aside > 1 else ''} set aside" if aside else ""
+        return f" (for the {st.num_ops - len(st.bad)} ops that pass the structural rules{other})"
 
     def stats(self, proved: list[tuple[str, str]]) -> dict[str, Any]:
         """The report's statistics (sizes, seconds per analysis, properties certified)."""

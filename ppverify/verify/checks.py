@@ -13,12 +13,14 @@ import time
 from dataclasses import dataclass
 
 from ..ops import Marker
+from ..replica_sync import replica_groups
 from . import certify
+from .action_placement import has_other_actions
 from .analysis import Run
 from .grad_sync import applies, check_reduction, check_sharding
 from .memory import MAX_PEAK_READ, check_memory
 from .report import Violation
-from .timing import check_makespan
+from .timing import check_makespan, witness_finish
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,11 @@ def completeness(run: Run) -> Outcome:
 
 
 def placement(run: Run) -> Outcome:
-    """Every op on its stage's device (the structural analysis)."""
+    """Every op, SEND/RECV and marker on its stage's device (the structural analysis)."""
     st = run.structure()
+    what = "every op, SEND/RECV and marker" if has_other_actions(run.schedule) else "every op"
     return Outcome(
-        f"every op on its stage's device ({run.schedule.placement.name} placement)",
+        f"{what} on its stage's device ({run.schedule.placement.name} placement)",
         run.once("structure", st.violations),
     )
 
@@ -97,10 +100,10 @@ def reduction(run: Run) -> Outcome:
     """``compute_comms`` files: one REDUCE_GRAD per stage, on its rank, after its last B/W."""
     if not applies(run.schedule):
         return Outcome()
-    s = run.schedule
+    s, st = run.schedule, run.structure()
     return Outcome(
         f"each of the {s.num_stages} stages reduces its gradients once, on its rank, after its last B/W",
-        tuple(check_reduction(s)),
+        tuple(check_reduction(st.clean, st.misplaced.stages)),
     )
 
 
@@ -108,10 +111,11 @@ def sharding(run: Run) -> Outcome:
     """``compute_comms`` files: every compute op between an UNSHARD and the next RESHARD."""
     if not applies(run.schedule):
         return Outcome()
-    s = run.schedule
+    st = run.structure()
+    s = st.clean
     shards = any(isinstance(a, Marker) and a.kind != "REDUCE_GRAD" for prog in s.programs for a in prog)
     what = "every compute op runs on an unsharded stage" if shards else "no UNSHARD/RESHARD: plain (unsharded) stages"
-    return Outcome(what, tuple(check_sharding(s)))
+    return Outcome(what, tuple(check_sharding(s, st.misplaced.stages)))
 
 
 def memory(run: Run) -> Outcome:
@@ -148,13 +152,15 @@ def timing(run: Run) -> Outcome:
         return Outcome(unchecked="no execution exists (see the violations above)")
     t3 = time.perf_counter()
     dag = run.dag()
-    tv, witness, _ = check_makespan(dag, costs, bound, run.comm)
+    tv, witness, _ = check_makespan(dag, costs, bound, run.comm, run.sync, run.dp_allreduce)
     run.timings["timing_s"] = time.perf_counter() - t3
     if tv:
         return Outcome(violations=(tv,))
-    from ..program_order import op_durations
-
-    ms = max(witness[str(op)] + d for op, d in zip(dag.ops, op_durations(dag, costs))) if witness else 0.0
+    ms = witness_finish(dag, costs, witness, run.comm, run.sync, run.dp_allreduce) if witness else 0.0
+    colls = replica_groups(run.schedule) and run.sync != "none"
+    sync = f", replica all-reduce after {run.sync} sync" if colls else ""
+    dp = f", data-parallel all-reduce over {run.dp_allreduce} replicas" if run.dp_allreduce >= 2 else ""
     return Outcome(
-        f"makespan <= {bound:g} under costs {costs.label or 'given'} (witness finishes at {ms:g})", witness=witness
+        f"makespan <= {bound:g} under costs {costs.label or 'given'}{sync}{dp} (witness finishes at {ms:g})",
+        witness=witness,
     )

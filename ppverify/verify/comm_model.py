@@ -30,8 +30,9 @@ from __future__ import annotations
 
 from ..dag import ACT, GRAD, StepDAG
 from ..errors import ParameterError
-from ..ops import Comm, F, Op, Overlap, W
+from ..ops import Comm, Op, Overlap, W
 from ..schedule import Schedule
+from .action_placement import transfer_key
 from .order_problem import OrderProblem
 
 COMM_SEMANTICS: tuple[str, ...] = ("buffered", "rendezvous")
@@ -69,9 +70,16 @@ def _comm_text(kind: str, q: Op, i: Op, send: bool) -> str:
     return f"{q.stage}SEND_{d}{q.mb}" if send else f"{i.stage}RECV_{d}{i.mb}"
 
 
-def build_problem(dag: StepDAG, semantics: str = "buffered", group: bool = True) -> tuple[OrderProblem, list[int]]:
+def build_problem(
+    dag: StepDAG,
+    semantics: str = "buffered",
+    group: bool = True,
+    excused: frozenset[tuple[str, int, int]] = frozenset(),
+) -> tuple[OrderProblem, list[int]]:
     """The order problem of a (structurally clean) schedule's DAG; returns it and the node of
-    each DAG position.
+    each DAG position. ``excused`` transfers (``(direction, sending stage, microbatch)``) lost a
+    SEND or RECV that the structural rules set aside (:mod:`.action_placement`): their missing
+    partner is not reported again.
 
     Example:
         >>> from ppverify.schedules import build
@@ -83,7 +91,7 @@ def build_problem(dag: StepDAG, semantics: str = "buffered", group: bool = True)
     if semantics not in COMM_SEMANTICS:
         raise ParameterError("comm semantics", semantics, f"expected one of {', '.join(COMM_SEMANTICS)}")
     if has_explicit_comms(dag.schedule):
-        return _explicit(dag, semantics, group)
+        return _explicit(dag, semantics, group, excused)
     return _derived(dag, semantics, group)
 
 
@@ -164,7 +172,9 @@ def _rendezvous(pb: OrderProblem, send: tuple[int, int], recv: tuple[int, int], 
         pb.edge(a, b, 0, RENDEZVOUS_RULE)
 
 
-def _explicit(dag: StepDAG, semantics: str, group: bool) -> tuple[OrderProblem, list[int]]:
+def _explicit(
+    dag: StepDAG, semantics: str, group: bool, excused: frozenset[tuple[str, int, int]] = frozenset()
+) -> tuple[OrderProblem, list[int]]:
     pb = OrderProblem()
     node = [-1] * dag.num_ops
     sends: dict[tuple[str, int, int], list[tuple[int, int]]] = {}
@@ -182,12 +192,7 @@ def _explicit(dag: StepDAG, semantics: str, group: bool) -> tuple[OrderProblem, 
                 text = "+".join(str(c) for c in grp)
                 pd = _group_nodes(pb, text, d) if blocking else (pb.node(text, d),) * 2
                 for c in grp:
-                    direction = c.kind[-1]
-                    if c.kind.startswith("SEND"):
-                        sends.setdefault((direction, c.stage, c.mb), []).append(pd)
-                    else:
-                        src = c.stage - 1 if direction == F else c.stage + 1
-                        recvs.setdefault((direction, src, c.mb), []).append(pd)
+                    (sends if c.kind.startswith("SEND") else recvs).setdefault(transfer_key(c), []).append(pd)
             pending.clear()
 
         for a in prog:
@@ -215,21 +220,23 @@ def _explicit(dag: StepDAG, semantics: str, group: bool) -> tuple[OrderProblem, 
             if snd is not None:
                 pb.edge(node[q], snd[0], 1, "SEND after the op it sends")
             if rcv is None:
-                pb.edge(node[i2], node[i2], 1, f"input of {dag.ops[i2]} is never received (no RECV)")
+                if key not in excused:
+                    pb.edge(node[i2], node[i2], 1, f"input of {dag.ops[i2]} is never received (no RECV)")
                 continue
             pb.edge(rcv[1], node[i2], 1, "op after the RECV of its input")
             if snd is None:
-                pb.edge(rcv[1], rcv[1], 1, "its SEND is never posted")
+                if key not in excused:
+                    pb.edge(rcv[1], rcv[1], 1, "its SEND is never posted")
             elif blocking:
                 _rendezvous(pb, snd, rcv, f"{key[1]}SEND_{key[0]}{key[2]}")
             else:
                 pb.edge(snd[0], rcv[1], 1, "buffered: RECV completes after its SEND")
     # comm actions no transfer uses
     for key, lst in recvs.items():
-        for rcv in lst[used_r.get(key, 0) :]:
+        for rcv in lst[used_r.get(key, 0) :] if key not in excused else ():
             pb.edge(rcv[1], rcv[1], 1, "its SEND is never posted")
     for key, lst in sends.items():
-        for snd in lst[used_s.get(key, 0) :]:
+        for snd in lst[used_s.get(key, 0) :] if key not in excused else ():
             # blocking: the sender hangs; buffered: harmless to progress, but no such transfer
             pb.edge(snd[1], snd[1], 1, "blocking SEND never received" if blocking else NO_TRANSFER)
     return pb, node

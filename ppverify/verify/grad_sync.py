@@ -10,8 +10,12 @@ compute-only lowering would add (:mod:`ppverify.io.torch_lowering`). Two propert
 * **sharding** (when the file shards, i.e. holds any ``UNSHARD``/``RESHARD``, as PyTorch's
   lowering always does): on its rank, every compute op of a stage runs between an ``UNSHARD`` of
   the stage and the next ``RESHARD`` of it; a stage is not unsharded twice nor resharded while
-  sharded (PyTorch's runtime asserts both for FSDP stages). A file with no UNSHARD/RESHARD at all
-  runs plain (unsharded) stages, for which the runtime skips these actions.
+  sharded (PyTorch's runtime asserts both for FSDP stages), and a stage unsharded in the step
+  ends it resharded: the runtime keeps the set of unsharded stages from one step to the next, so
+  a stage left unsharded makes the next step's first ``UNSHARD`` fail ("Unsharding the same
+  stage twice"); PyTorch's own lowering (``_add_unshard_reshard``) reshards every stage still
+  active at the end. A file with no UNSHARD/RESHARD at all runs plain (unsharded) stages, for
+  which the runtime skips these actions.
 
 Schedules that are not ``compute_comms`` files (``params["format"]``) get both properties from
 the lowering, so the rules apply only to files read in that flavour. The rules are ground facts
@@ -30,6 +34,7 @@ RULE_REDUCE_ONCE = "each stage's gradients reduced once (REDUCE_GRAD), on its ra
 RULE_REDUCE_AFTER = "REDUCE_GRAD after the stage's last B/W"
 RULE_UNSHARDED = "stage unsharded (UNSHARD) before use, not resharded (RESHARD) until after"
 RULE_PAIRED = "UNSHARD and RESHARD alternate per stage"
+RULE_ENDS_SHARDED = "a sharded stage ends the step resharded (RESHARD after its last use)"
 
 
 def applies(schedule: Schedule) -> bool:
@@ -47,8 +52,9 @@ def _parts(a):
     return a.ops if isinstance(a, Overlap) else (a,)
 
 
-def check_reduction(schedule: Schedule) -> list[Violation]:
-    """Violations of the reduction rules (one per stage at most).
+def check_reduction(schedule: Schedule, skip: frozenset[int] = frozenset()) -> list[Violation]:
+    """Violations of the reduction rules (one per stage at most; none for the stages in ``skip``,
+    whose REDUCE_GRAD the placement rules set aside).
 
     Example:
         >>> from ppverify.io.torch_csv import parse_rows
@@ -70,6 +76,8 @@ def check_reduction(schedule: Schedule) -> list[Violation]:
                     last_acc[o.stage] = (r, k, o)  # programs are per rank: the last seen is the last run
     out = []
     for s in range(schedule.num_stages):
+        if s in skip:
+            continue
         red = f"{s}REDUCE_GRAD"
         found = reduces.get(s, [])
         acc = last_acc.get(s)
@@ -116,9 +124,10 @@ def check_reduction(schedule: Schedule) -> list[Violation]:
     return out
 
 
-def check_sharding(schedule: Schedule) -> list[Violation]:
-    """Violations of the sharding rules (the first per stage), or none when the schedule holds
-    no UNSHARD/RESHARD (plain stages).
+def check_sharding(schedule: Schedule, skip: frozenset[int] = frozenset()) -> list[Violation]:
+    """Violations of the sharding rules (the first per stage; none for the stages in ``skip``,
+    whose markers the placement rules set aside), or none when the schedule holds no
+    UNSHARD/RESHARD (plain stages).
 
     Example:
         >>> from ppverify.io.torch_csv import parse_rows
@@ -129,7 +138,7 @@ def check_sharding(schedule: Schedule) -> list[Violation]:
     if not any(isinstance(a, Marker) and a.kind in ("UNSHARD", "RESHARD") for prog in schedule.programs for a in prog):
         return []
     out: list[Violation] = []
-    bad: set[int] = set()
+    bad: set[int] = set(skip)
     for r, prog in enumerate(schedule.programs):
         unsharded: set[int] = set()
         last_reshard: dict[int, str] = {}
@@ -175,6 +184,18 @@ def check_sharding(schedule: Schedule) -> list[Violation]:
                 out.append(
                     Violation(SHARDING, RULE_UNSHARDED, f"rank {r} runs {o} while stage {s} is sharded ({why})", core)
                 )
+        for s in sorted(unsharded - bad):
+            bad.add(s)
+            out.append(
+                Violation(
+                    SHARDING,
+                    RULE_ENDS_SHARDED,
+                    f"rank {r} ends the step with stage {s} unsharded (no {s}RESHARD after its last {s}UNSHARD): "
+                    "PyTorch's runtime keeps it unsharded, and the next step's UNSHARD fails "
+                    "('Unsharding the same stage twice')",
+                    (f"{s}UNSHARD",),
+                )
+            )
     return out
 
 
@@ -217,6 +238,7 @@ def check_grad_sync(schedule: Schedule) -> tuple[list[Violation], list[tuple[str
 
 __all__ = [
     "REDUCTION",
+    "RULE_ENDS_SHARDED",
     "RULE_PAIRED",
     "RULE_REDUCE_AFTER",
     "RULE_REDUCE_ONCE",

@@ -50,7 +50,12 @@ REGISTRY: tuple[Property, ...] = (
         checks.completeness,
         "completeness",
     ),
-    Property("placement", "every op on the device its stage is placed on", checks.placement, "placement"),
+    Property(
+        "placement",
+        "every op, SEND/RECV, UNSHARD/RESHARD and REDUCE_GRAD on the device its stage is placed on",
+        checks.placement,
+        "placement",
+    ),
     Property(
         "dependencies",
         "every edge of the step's DAG holds in program order (no op before its input)",

@@ -1,15 +1,24 @@
 """Timing claims: "makespan <= T under cost model C", with a witness timeline or a proof that
 none exists.
 
-Timing model (the ``async`` engine's point-to-point rule, without collectives): each device runs
-its program in order, one slot at a time (an overlapped slot lasts the cost model's ``overlap``
-times the sum of its ops, :func:`ppverify.program_order.op_durations`); an op starts after its
-inputs ended plus the transfer time of every cross-device input (``comm.transfer_time`` of the
-boundary's bytes). Durations, delays and T are scaled to integer ticks by their common
-denominator, so Z3 decides it exactly in integer difference logic:
+Timing model (the ``async`` engine's, which ``simulate``, ``show`` and ``optimize`` time with):
+each device runs its program in order, one slot at a time (an overlapped slot lasts the cost
+model's ``overlap`` times the sum of its ops, :func:`ppverify.program_order.op_durations`); an
+op starts after its inputs ended plus the transfer time of every cross-device input
+(``comm.transfer_time`` of the boundary's bytes); the step ends when its last op and its last
+collective have ended: the gradient all-reduce between the replicas of a stage held by two
+devices (chimera, chimera-asym, dualpipe; per ``sync`` mode) and the optional data-parallel
+all-reduce (:func:`ppverify.replica_sync.step_collectives`). A collective occupies no device, so
+it adds to each op it waits for a *tail*, the longest chain of collectives after that op
+(:func:`ppverify.replica_sync.collective_tails`). Durations, delays, tails and T are scaled to
+integer ticks by their common denominator, so Z3 decides it exactly in integer difference logic:
 
 * ``t_first >= 0`` on every device; ``t_next - t_prev >= dur_prev`` (fused slots share a start);
-* ``t_i - t_q >= dur_q + delay(q, i)`` for every DAG edge; ``t_last + dur_last <= T``.
+* ``t_i - t_q >= dur_q + delay(q, i)`` for every DAG edge; ``t_last + dur_last <= T``;
+* ``t_i + dur_i + tail_i <= T`` for every op a collective waits for.
+
+With the program order fixed the earliest start of every op is the least, so the least T that
+holds is the ``async`` engine's makespan, collectives included.
 
 Sat: Z3's model is a witness timeline (start of every op). Unsat: the core is a chain of
 dependencies and program order whose length exceeds T.
@@ -26,6 +35,7 @@ from ..comm import NO_COMM, CommModel
 from ..costs import CostModel
 from ..dag import StepDAG
 from ..program_order import list_schedule, op_durations
+from ..replica_sync import collective_tails, step_collectives
 from .report import Violation
 from .smt import IDL_SEARCH_FACTOR, diff_ge, idl_solver, load, num
 
@@ -60,9 +70,15 @@ def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel) -> list[list[fl
 
 
 def check_makespan(
-    dag: StepDAG, costs: CostModel, bound: float, comm: CommModel = NO_COMM
+    dag: StepDAG,
+    costs: CostModel,
+    bound: float,
+    comm: CommModel = NO_COMM,
+    sync: str = "eager",
+    dp_allreduce: int = 0,
 ) -> tuple[Violation | None, dict[str, float] | None, float]:
-    """Decide whether the programs can finish by ``bound``.
+    """Decide whether the programs, and the step's collectives (``sync``, ``dp_allreduce``, as
+    the engines take them), can finish by ``bound``.
 
     Returns ``(violation or None, witness start times by op text or None, tick)``.
 
@@ -79,13 +95,16 @@ def check_makespan(
     """
     dur = op_durations(dag, costs)
     delays = edge_delays(dag, costs, comm)
+    colls = step_collectives(dag, costs, comm, sync, dp_allreduce)
     # few distinct amounts, many ops: each amount is converted once (Fraction costs ~10 us)
-    fracs = {x: _frac(x) for x in {*dur, *(x for row in delays for x in row), bound}}
+    amounts = {*dur, *(x for row in delays for x in row), *(c.duration for c in colls), bound}
+    fracs = {x: _frac(x) for x in amounts}
     scale = math.lcm(*(v.denominator for v in fracs.values()))
     ticks = {x: int(v * scale) for x, v in fracs.items()}
     di = [ticks[x] for x in dur]
     T = math.floor(_frac(bound) * scale)
     n = dag.num_ops
+    tails = [int(x) for x in collective_tails(n, [ticks[c.duration] for c in colls], colls)]
     lines = [f"(declare-const t{i} Int)" for i in range(n)]
     atoms: list[str] = []
     guarded: list[tuple[str, tuple[int, ...]]] = []
@@ -104,6 +123,7 @@ def check_makespan(
         for e, q in enumerate(preds):
             if q >= 0:
                 guarded.append((diff_ge(f"t{i}", f"t{q}", di[q] + ticks[delays[i][e]]), (q, i)))
+    guarded += [(f"(<= t{i} {num(T - di[i] - tails[i])})", (i,)) for i in range(n) if tails[i] > 0]
     s = idl_solver()
     load(
         s,
@@ -131,9 +151,39 @@ def check_makespan(
     ops = sorted({str(dag.ops[i]) for j in core for i in guarded[j][1]}, key=lambda t: (len(t), t))
 
     _, end = list_schedule(dag, dur, delays)
+    finish = max((e + tails[i] * tick for i, e in enumerate(end)), default=0.0)
+    what = " and their collectives" if colls else ""
+    chain = " (with the collectives after its last op)" if colls else ""
     msg = (
-        f"no execution of these programs finishes by {bound:g} under costs {costs.label or 'given'} "
-        f"(Z3: infeasible; the core's ops lie on a chain of dependencies and program order longer than "
-        f"{bound:g}; for reference the earliest finish is {max(end, default=0.0):g})"
+        f"no execution of these programs{what} finishes by {bound:g} under costs {costs.label or 'given'} "
+        f"(Z3: infeasible; the core's ops lie on a chain of dependencies and program order{chain} longer than "
+        f"{bound:g}; for reference the earliest finish is {finish:g})"
     )
     return Violation("timing", f"makespan <= {bound:g}", msg, tuple(ops)), None, tick
+
+
+def witness_finish(
+    dag: StepDAG,
+    costs: CostModel,
+    starts: dict[str, float],
+    comm: CommModel = NO_COMM,
+    sync: str = "eager",
+    dp_allreduce: int = 0,
+) -> float:
+    """When a witness timeline (op text -> start) ends: its last op, or the last collective
+    after it (each op's end plus its tail, :func:`ppverify.replica_sync.collective_tails`).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.dag import build_dag
+        >>> from ppverify.comm import FixedDelay
+        >>> s = build("chimera", p=2, m=2)
+        >>> dag, c = build_dag(s), CostModel.abstract(s.placement, F=1, B=2)
+        >>> _, w, _ = check_makespan(dag, c, 10, FixedDelay(1))
+        >>> witness_finish(dag, c, w, FixedDelay(1)), witness_finish(dag, c, w, FixedDelay(1), "none") <= 8
+        (10.0, True)
+    """
+    dur = op_durations(dag, costs)
+    colls = step_collectives(dag, costs, comm, sync, dp_allreduce)
+    tails = collective_tails(dag.num_ops, [c.duration for c in colls], colls)
+    return max((starts[str(op)] + d + t for op, d, t in zip(dag.ops, dur, tails)), default=0.0)

@@ -21,6 +21,7 @@ from ...timeline import Timeline
 from ...timeline_text import GiB, fmt_time, gantt
 from .. import Command
 from ..common import add_cost_arguments, add_schedule_arguments, measured_from_trace, print_json, schedule_from_args
+from ..file_settings import add_collective_arguments
 from ..presets_args import add_preset_arguments, preset_context_from_args
 
 __all__ = ["COMMAND", "_write_frame", "fmt_time", "gantt", "report"]  # measure prints with them
@@ -29,7 +30,6 @@ _write_frame = write_frame
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Schedule, costs, presets, semantics, collectives and output options."""
-    from ...comm import SYNC_MODES
     from ...engines import registry
 
     add_schedule_arguments(parser)
@@ -42,23 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="async",
         help=registry.help_text("async"),
     )
-    g.add_argument(
-        "--sync",
-        choices=SYNC_MODES,
-        default=None,
-        help="weight-gradient all-reduce between stage replicas (Chimera): eager (as soon as "
-        "a stage's last backward ends; default, or what a saved file says), after-flush, or none",
-    )
-    g.add_argument(
-        "--dp-allreduce",
-        type=int,
-        nargs="?",
-        const=2,
-        default=0,
-        metavar="N",
-        help="end the step with a data-parallel gradient all-reduce among N pipeline replicas "
-        "(N defaults to 2 when the flag is given)",
-    )
+    add_collective_arguments(g)
     g.add_argument(
         "--memory-GiB",
         dest="memory_gib",

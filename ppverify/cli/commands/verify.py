@@ -4,7 +4,9 @@ Prints VALID with the properties proven, or INVALID with every violation in word
 minimal set of ops (a minimized Z3 unsat core) that explains it. Exit code 0 valid, 1 invalid,
 2 bad input. ``--memory-cap`` is read as every command reads it (``docs/memory.md``): a plain
 number counts activations of one microbatch on a device's whole share of layers, ``8MF`` stage
-activations, a size such as ``40GiB`` bytes (with ``--system/--model``).
+activations, a size such as ``40GiB`` bytes (with ``--system/--model``). A timing claim is timed
+as ``simulate`` times it (collectives per ``--sync``/``--dp-allreduce``, a saved file's settings):
+the least T ``--makespan-le`` accepts is ``simulate``'s makespan.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ...memory_cap import MEMORY_CAP_HELP
 from ...verify import COMM_SEMANTICS, properties, verify
 from .. import Command
 from ..common import add_cost_arguments, add_schedule_arguments, check_nonnegative, print_json, schedule_from_args
+from ..file_settings import add_collective_arguments, timing_from_file
 from ..presets_args import add_preset_arguments, preset_context_from_args
 
 
@@ -27,9 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = "properties, checked in this order:\n" + textwrap.indent(properties.listing(), "  ")
     g = parser.add_argument_group("properties")
     g.add_argument(
-        "--list-properties",
-        action=_ListProperties,
-        help="print the properties verify checks, in order, and exit",
+        "--list-properties", action=_ListProperties, help="print the properties verify checks, in order, and exit"
     )
     g.add_argument(
         "--memory-cap",
@@ -40,11 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--makespan-le",
         type=float,
-        default=None,
         metavar="T",
-        help="timing claim: the programs can finish by T under the cost model "
-        "(answered with a witness timeline or a proof that none exists)",
+        help="timing claim: the programs and their collectives can finish by T under the cost model, "
+        "as simulate times them (answered with a witness timeline or a proof that none exists)",
     )
+    add_collective_arguments(g)  # --sync, --dp-allreduce: the timing claim's collectives
     g.add_argument(
         "--comm-semantics",
         choices=COMM_SEMANTICS,
@@ -93,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     hard_stop = "ppverify verify" if getattr(args, "_own_process", False) else None
     with time_limit(args.time_limit, hard_stop=hard_stop):
         schedule = schedule_from_args(args)
-        ctx = preset_context_from_args(args, schedule)
+        timing = timing_from_file(args, schedule, preset_context_from_args(args, schedule))
+        ctx = timing.ctx
         cap = parse_memory_cap(args.memory_cap, ctx.costs, schedule.placement)
         report = verify(
             schedule,
@@ -104,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
             comm_semantics=args.comm_semantics,
             group=not args.ungrouped,
             max_violations=max(1, args.max_violations),
+            sync=timing.sync,  # the collectives as simulate takes them (options, saved file)
+            dp_allreduce=timing.dp_allreduce,
         )
     if args.json:
         print_json(dict(report.to_dict(), **({"memory_cap": cap.to_dict()} if cap is not None else {})))
