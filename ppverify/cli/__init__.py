@@ -10,19 +10,42 @@ prints the traceback); Ctrl-C or SIGTERM stop with one line and exit code 130 / 
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import importlib
 import os
-import pkgutil
-import signal
 import sys
-import traceback
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-from ..errors import PPVerifyError
-from ..limits import DEFAULT_MAX_MEMORY_GIB, DEFAULT_MAX_OPS, int_text, memory_limit, op_limit
+
+def _quiet_start_up() -> None:
+    """In the ``ppverify`` process itself (the console script or ``python -m ppverify``), a Ctrl-C
+    or SIGTERM while the command's modules are still being imported ends it with one line and exit
+    130 / 143, not an import-time traceback: nothing is done yet, so nothing is lost. Installed
+    with the C-level ``_signal`` module before anything heavier is imported; :func:`main` puts the
+    command's own handlers in place. A program importing :mod:`ppverify.cli` keeps its handlers."""
+    if os.name != "posix" or os.path.basename(sys.argv[0] if sys.argv else "") not in ("ppverify", "__main__.py"):
+        return
+    import _signal
+
+    def stop(signum: int, frame: object) -> None:
+        interrupted = signum == _signal.SIGINT
+        os.write(2, b"ppverify: interrupted\n" if interrupted else b"ppverify: terminated (SIGTERM)\n")
+        os._exit(130 if interrupted else 143)
+
+    _signal.signal(_signal.SIGINT, stop)
+    _signal.signal(_signal.SIGTERM, stop)
+
+
+_quiet_start_up()
+
+import argparse  # noqa: E402  (after the start-up handlers: the imports below take their time)
+import contextlib  # noqa: E402
+import importlib  # noqa: E402
+import pkgutil  # noqa: E402
+import signal  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+from ..errors import PPVerifyError  # noqa: E402
+from ..limits import DEFAULT_MAX_MEMORY_GIB, DEFAULT_MAX_OPS, int_text, memory_limit, op_limit  # noqa: E402
 
 #: exit codes: 2 bad input (or a limit), 3 an internal error, 130/143 interrupted
 EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT, EXIT_TERM = 2, 3, 130, 143
@@ -191,20 +214,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     # (measure and calibrate start their worker processes only once their input is checked: bad
     # input never leaves a process importing torch behind)
     words = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    with _sigterm_raises():  # from start-up on: the commands' imports (pandas, Z3, torch) take seconds
+        return _main(words, argv is None)
+
+
+def _main(words: list[str], own_process: bool) -> int:
     command, debug = "ppverify", False
     try:
+        parser = build_parser()
         args = parser.parse_args(words)
         # the console script owns its process (it may end it at a hard time limit); a call of
         # main() from Python code (tests, scripts) never does
-        args._own_process = argv is None
+        args._own_process = own_process
         debug = args.debug
         command = f"ppverify {args.command}" if getattr(args, "command", None) else command
         if not getattr(args, "_run", None):
             parser.print_help()
             print(f"{command}: error: a command is required (see {command} --help)", file=sys.stderr)
             return EXIT_INPUT
-        with _sigterm_raises(), op_limit(args.max_ops), memory_limit(args.max_memory_gib):
+        with op_limit(args.max_ops), memory_limit(args.max_memory_gib):
             code = args._run(args)
     except SystemExit as exc:  # argparse already printed its one line (or --help its text)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_INPUT)
@@ -245,11 +273,12 @@ class _sigterm_raises:
     stops CP-SAT (:mod:`ppverify.optimize.interrupt`)."""
 
     def __enter__(self) -> None:
-        self.old = None
+        self.old = self.old_int = None
         self.old_fd = -1
         self.pipe: tuple[int, int] | None = None
         if os.name == "posix" and _in_main_thread():
             self.old = signal.signal(signal.SIGTERM, _on_sigterm)
+            self.old_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt
             try:
                 r, w = os.pipe()
                 os.set_blocking(w, False)
@@ -264,6 +293,7 @@ class _sigterm_raises:
     def __exit__(self, *exc: object) -> None:
         if self.old is not None:
             signal.signal(signal.SIGTERM, self.old)
+            signal.signal(signal.SIGINT, self.old_int)
         if self.pipe is not None:
             signal.set_wakeup_fd(self.old_fd)
             os.close(self.pipe[1])  # the watcher reads end-of-file and ends
