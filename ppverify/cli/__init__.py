@@ -214,8 +214,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # (measure and calibrate start their worker processes only once their input is checked: bad
     # input never leaves a process importing torch behind)
     words = list(sys.argv[1:] if argv is None else argv)
-    with _sigterm_raises():  # from start-up on: the commands' imports (pandas, Z3, torch) take seconds
-        return _main(words, argv is None)
+    try:
+        with _sigterm_raises():  # from start-up on: the commands' imports (pandas, Z3, torch) take seconds
+            return _main(words, argv is None)
+    except KeyboardInterrupt as exc:  # between the handlers' set-up and the command (a moment)
+        return _interrupted(exc, "ppverify")
 
 
 def _main(words: list[str], own_process: bool) -> int:
@@ -243,9 +246,7 @@ def _main(words: list[str], own_process: bool) -> int:
         _silence_stdout()
         return 0
     except KeyboardInterrupt as exc:
-        name = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-        print(f"{command}: {name}", file=sys.stderr)
-        return EXIT_TERM if isinstance(exc, Terminated) else EXIT_INTERRUPT
+        return _interrupted(exc, command)
     except tuple(_INPUT_FAILURES) as exc:  # type: ignore[misc]
         if debug:
             traceback.print_exc()
@@ -265,6 +266,12 @@ def _main(words: list[str], own_process: bool) -> int:
     return int(code or 0)
 
 
+def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
+    name = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+    print(f"{command}: {name}", file=sys.stderr)
+    return EXIT_TERM if isinstance(exc, Terminated) else EXIT_INTERRUPT
+
+
 class _sigterm_raises:
     """SIGTERM raises :class:`Terminated` in the main thread while a command runs; SIGINT and
     SIGTERM also interrupt a Z3 call or a CP-SAT search in progress (Python runs signal handlers
@@ -278,7 +285,6 @@ class _sigterm_raises:
         self.pipe: tuple[int, int] | None = None
         if os.name == "posix" and _in_main_thread():
             self.old = signal.signal(signal.SIGTERM, _on_sigterm)
-            self.old_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt
             try:
                 r, w = os.pipe()
                 os.set_blocking(w, False)
@@ -289,6 +295,9 @@ class _sigterm_raises:
                 threading.Thread(target=_interrupt_solvers_on_signal, args=(r,), daemon=True).start()
             except (OSError, ValueError):
                 self.pipe = None
+            # last: until here a Ctrl-C is the start-up's one line and exit (a KeyboardInterrupt
+            # inside Thread.start above would escape the command's handling)
+            self.old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def __exit__(self, *exc: object) -> None:
         if self.old is not None:
