@@ -40,6 +40,14 @@ MAX_SECONDS = 1e9
 DEFAULT_MAX_MEMORY_GIB = 2.0
 #: largest ``--max-memory-gib`` accepted (a mebibyte short of a pebibyte: past any machine)
 MAX_MEMORY_GIB = 2.0**20
+#: memory of a command that builds or loads ops (show, simulate, verify, export ...), estimated from
+#: the ops before any is built: the interpreter with its libraries, plus per op (the op, its place in
+#: the programs, its timeline entry and table cell). Measured peaks (RSS, 2-core machine, Python
+#: 3.11): 180 MiB at 48 ops; about 420 B per op more at 3e5 to 9e5 ops (show of 1f1b and of
+#: interleaved-1f1b --v 2000); the constants are above both. With the default 2 GiB the op limit
+#: is about 3 million: ``show 1f1b -p 1000 -m 10000`` (3e7 ops, a MemoryError after 3.8 GB) and
+#: ``show interleaved-1f1b -p 8 -m 8 --v 100000`` (1.9e7, 6.7 GB at 123 s) are refused at once
+OPS_BASE_BYTES, BYTES_PER_OP = 192 * 2**20, 640
 
 _MAX_OPS: contextvars.ContextVar[int] = contextvars.ContextVar("ppverify_max_ops", default=DEFAULT_MAX_OPS)
 _MAX_MEMORY: contextvars.ContextVar[float] = contextvars.ContextVar(
@@ -109,6 +117,18 @@ def check_ops(n: int, what: str) -> None:
     if n > limit:
         shown = f"{n}" if n < 10**15 else f"{float(n):.3g}"
         raise LimitError(what, f"implies {shown} ops, over the limit of {limit} (raise it with ppverify --max-ops N)")
+    check_memory(ops_memory(n), what, f"{n} ops: {OPS_BASE_BYTES // 2**20} MiB + {BYTES_PER_OP} B per op")
+
+
+def ops_memory(n: int) -> int:
+    """Bytes a command that builds or loads ``n`` ops is estimated to need at its peak (see
+    :data:`BYTES_PER_OP`); :func:`check_ops` refuses it over ``--max-memory-gib``.
+
+    Example:
+        >>> ops_memory(1_000_000) / 2**20
+        802.3515625
+    """
+    return OPS_BASE_BYTES + n * BYTES_PER_OP
 
 
 def max_memory_gib() -> float:

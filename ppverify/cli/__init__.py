@@ -24,13 +24,23 @@ def _quiet_start_up() -> None:
         return
     import _signal
 
+    name = _command_name(sys.argv[1:]).encode("utf-8", "replace")
+
     def stop(signum: int, frame: object) -> None:
         interrupted = signum == _signal.SIGINT
-        os.write(2, b"ppverify: interrupted\n" if interrupted else b"ppverify: terminated (SIGTERM)\n")
+        os.write(2, name + (b": interrupted\n" if interrupted else b": terminated (SIGTERM)\n"))
         os._exit(130 if interrupted else 143)
 
     _signal.signal(_signal.SIGINT, stop)
     _signal.signal(_signal.SIGTERM, stop)
+
+
+def _command_name(words: list[str]) -> str:
+    """``ppverify COMMAND`` for messages before the command line is parsed: the first word that is
+    not an option, when it looks like a command's name (else plain ``ppverify``)."""
+    word = next((w for w in words if not w.startswith("-")), "")
+    ok = 0 < len(word) <= 20 and word.replace("-", "").isalpha() and word.isascii() and word.islower()
+    return f"ppverify {word}" if ok else "ppverify"
 
 
 _quiet_start_up()
@@ -172,7 +182,8 @@ def add_global_options(parser: argparse.ArgumentParser, after_command: bool = Fa
         metavar="X",
         help=argparse.SUPPRESS
         if hidden
-        else f"refuse, before building it, a model estimated to need more than X GiB (optimize, gap; "
+        else f"refuse, before building it, work estimated to need more than X GiB (schedules: 192 MiB + 640 B "
+        f"per op; optimize, gap: their model; "
         f"default {DEFAULT_MAX_MEMORY_GIB:g})",
     )
 
@@ -218,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _sigterm_raises():  # from start-up on: the commands' imports (pandas, Z3, torch) take seconds
             return _main(words, argv is None)
     except KeyboardInterrupt as exc:  # between the handlers' set-up and the command (a moment)
-        return _interrupted(exc, "ppverify")
+        return _interrupted(exc, _command_name(words))
 
 
 def _main(words: list[str], own_process: bool) -> int:
@@ -245,8 +256,8 @@ def _main(words: list[str], own_process: bool) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return 0
-    except KeyboardInterrupt as exc:
-        return _interrupted(exc, command)
+    except KeyboardInterrupt as exc:  # before the command line is parsed: the word that names it
+        return _interrupted(exc, command if command != "ppverify" else _command_name(words))
     except tuple(_INPUT_FAILURES) as exc:  # type: ignore[misc]
         if debug:
             traceback.print_exc()

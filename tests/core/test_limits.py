@@ -13,21 +13,29 @@ import sys
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ppverify.cli import main
 from ppverify.files import atomic_write, read_text
 from ppverify.io.json_format import dumps
 from ppverify.io.torch_csv import csv_text
 from ppverify.limits import (
+    BYTES_PER_OP,
     DEFAULT_MAX_OPS,
+    OPS_BASE_BYTES,
     LimitError,
     check_json_text,
+    check_ops,
     check_time,
     family_ops,
+    memory_limit,
     op_limit,
+    ops_memory,
     time_limit,
 )
 from ppverify.schedules import build
+from ppverify.sweep_exec import pool_size
 
 #: Python memory a refusal may allocate: refused before anything proportional to the input (a
 #: measure that load cannot break, unlike a time; the inputs here imply gigabytes; a file read
@@ -459,3 +467,73 @@ def test_a_killed_pool_worker_is_retried_then_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(ex, "run_batch", _always_dies)
     with pytest.raises(PPVerifyError, match="a sweep worker process died 2 times"):
         ex._run_pool([[1]], rows.extend, workers=1)
+
+
+# ----------------------------------------------------------------------------- work bounded before it starts
+# (issue 22 item 6): the op limit is a memory estimate that holds on a 2-core, 24 GB machine,
+# options are checked before the build, and a sweep starts no more processes than its batches and
+# the cores allow
+
+
+@pytest.mark.parametrize(
+    "argv,ops",
+    [
+        # the campaign's two: 3.8 GB then a MemoryError; 6.7 GB and still running at 123 s
+        (["show", "1f1b", "-p", "1000", "-m", "10000"], 3 * 1000 * 10000),
+        (["show", "interleaved-1f1b", "-p", "8", "-m", "8", "--v", "100000"], 3 * 8 * 8 * 100000),
+        (["simulate", "gpipe", "-p", "100", "-m", "20000"], 3 * 100 * 20000),
+        (["verify", "1f1b", "-p", "64", "-m", "40000"], 3 * 64 * 40000),
+    ],
+)
+def test_builds_that_do_not_fit_are_refused_by_their_memory(argv, ops, capsys):
+    line = one_line_exit_2(argv, capsys, "").strip()
+    # by hand: 192 MiB + 640 B per op (3 per stage and microbatch), in GiB, to four digits
+    gib = (192 * 2**20 + 640 * ops) / 2**30
+    assert f"needs about {gib:.4g} GiB of memory ({ops} ops" in line, line
+    assert "over the limit of 2 GiB (raise it with ppverify --max-memory-gib X)" in line
+
+
+@given(n=st.integers(1, 10**8), gib=st.floats(0.25, 64))
+def test_an_op_count_is_refused_exactly_when_its_estimate_is_over_the_budget(n, gib):
+    fits = 192 * 2**20 + 640 * n <= gib * 2**30
+    assert ops_memory(n) == OPS_BASE_BYTES + BYTES_PER_OP * n
+    with memory_limit(gib):
+        try:
+            check_ops(n, "x")
+        except LimitError as exc:
+            assert (not fits and "GiB of memory" in str(exc)) or n > 50_000_000
+        else:
+            assert fits
+
+
+def test_the_estimate_admits_what_the_suite_builds():
+    # the largest family builds the fast suite runs (verify p=32 m=1024, a 786,432-op optimize
+    # instance) stay under the default 2 GiB
+    for n in (3 * 32 * 1024, 786_432):
+        check_ops(n, "x")
+
+
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        # a build of about 9e5 ops (a minute on this machine) never starts for a bad option
+        (["show", "1f1b", "-p", "300", "-m", "1000", "--costs", "F=-1"], "parameter costs=F=-1: F must be > 0"),
+        (["verify", "1f1b", "-p", "300", "-m", "1000", "--costs", "B=0"], "parameter costs=B=0: B must be > 0"),
+        (["show", "1f1b", "-p", "300", "-m", "1000", "--save", "nodir/o.json"], "folder nodir does not exist"),
+        (
+            ["optimize", "1f1b", "-p", "4", "-m", "64", "--save", "nodir/o.json", "--time-limit", "60"],
+            "parameter --save=nodir/o.json: folder nodir does not exist",
+        ),
+    ],
+)
+def test_options_are_checked_before_the_build(argv, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    line = one_line_exit_2(argv, capsys, "").strip()
+    assert needle in line, line
+
+
+@given(workers=st.one_of(st.none(), st.integers(1, 10_000)), batches=st.integers(1, 10_000), cores=st.integers(1, 256))
+def test_a_sweep_starts_no_more_processes_than_batches_and_cores(workers, batches, cores):
+    n = pool_size(workers, batches, cores)
+    assert 1 <= n <= min(batches, cores)
+    assert n == min(workers or cores, batches, cores)

@@ -51,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
     from ...optimize.deadline import Deadline
 
     deadline = Deadline.after(args.time_limit)  # the whole command, argument handling included
+    if args.save:  # a path that cannot be written is bad input: refused before the search, not after
+        from ...files import check_output_path
+
+        check_output_path(args.save, "--save")
     with time_limit(args.time_limit):  # building a family or reading a file checks no deadline
         pr, sched, info = problem_from_args(args)
     if args.evaluate and sched is None:
