@@ -537,3 +537,28 @@ def test_a_sweep_starts_no_more_processes_than_batches_and_cores(workers, batche
     n = pool_size(workers, batches, cores)
     assert 1 <= n <= min(batches, cores)
     assert n == min(workers or cores, batches, cores)
+
+
+def test_report_bounds_a_huge_row_before_building_it(tmp_path, capsys, monkeypatch):
+    # a results row with p = 8,000,000 (136 s, then out of memory, in the issue): kept in the
+    # table, no chart, a note naming the row and the budget; nothing of its size is allocated
+    monkeypatch.chdir(tmp_path)
+    argv = ["compare", "--schedules", "1f1b", "--costs", "F=1,B=2", "-p", "2", "-m", "2"]
+    assert main([*argv, "--levels", "formula,slot", "--no-progress", "--out", "r.csv"]) == 0
+    text = (tmp_path / "r.csv").read_text()
+    (tmp_path / "big.csv").write_text(
+        text.replace('"p=2 m=2 F=1,B=2 c=0",2,2,', '"p=8000000 m=2 F=1,B=2 c=0",8000000,2,')
+    )
+    capsys.readouterr()
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        code = main(["report", "--from", "big.csv", "-o", "out.html"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 0 and "0 charted points" in capsys.readouterr().out
+    # by hand: 3 x 8,000,000 x 2 ops implied, over the default budget of 400,000 chart ops
+    assert "48000000 ops implied, over the 400000 chart-op budget" in (tmp_path / "out.html").read_text()
+    assert peak < REFUSAL_BYTES
