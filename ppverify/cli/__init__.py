@@ -79,10 +79,6 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread so that commands stop as on Ctrl-C (saving what is done)."""
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise Terminated()
-
-
 def one_line(text: str) -> str:
     """``text`` on one printable line: line breaks, control characters and unencodable (surrogate)
     characters escaped, so a hostile name can neither crash printing nor split a message.
@@ -226,13 +222,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # input never leaves a process importing torch behind)
     words = list(sys.argv[1:] if argv is None else argv)
     try:
-        with _sigterm_raises():  # from start-up on: the commands' imports (pandas, Z3, torch) take seconds
-            return _main(words, argv is None)
+        with _sigterm_raises() as signals:  # from start-up on: the commands' imports take seconds
+            return _main(words, argv is None, signals)
     except KeyboardInterrupt as exc:  # between the handlers' set-up and the command (a moment)
         return _interrupted(exc, _command_name(words))
 
 
-def _main(words: list[str], own_process: bool) -> int:
+def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None = None) -> int:
     command, debug = "ppverify", False
     try:
         parser = build_parser()
@@ -259,12 +255,18 @@ def _main(words: list[str], own_process: bool) -> int:
     except KeyboardInterrupt as exc:  # before the command line is parsed: the word that names it
         return _interrupted(exc, command if command != "ppverify" else _command_name(words))
     except tuple(_INPUT_FAILURES) as exc:  # type: ignore[misc]
+        if signals is not None and signals.received and not debug:
+            return _interrupted(signals.interrupt(), command)
         if debug:
             traceback.print_exc()
         rule = next(v for k, v in _INPUT_FAILURES.items() if isinstance(exc, k))
         print(f"{command}: error: {rule} ({type(exc).__name__}: {one_line(str(exc))[:200]})", file=sys.stderr)
         return EXIT_INPUT
     except Exception as exc:
+        # a Ctrl-C or SIGTERM raised inside an import or a library is often turned into another
+        # exception there ("ImportError: initialization failed"): the signal's consequence, no bug
+        if signals is not None and signals.received and not debug:
+            return _interrupted(signals.interrupt(), command)
         if debug:
             traceback.print_exc()
             return EXIT_INTERNAL
@@ -290,12 +292,13 @@ class _sigterm_raises:
     byte reaches a watcher thread through :func:`signal.set_wakeup_fd`, which interrupts Z3 and
     stops CP-SAT (:mod:`ppverify.optimize.interrupt`)."""
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> _sigterm_raises:
+        self.received = 0  # the signal number once SIGINT or SIGTERM has arrived
         self.old = self.old_int = None
         self.old_fd = -1
         self.pipe: tuple[int, int] | None = None
         if os.name == "posix" and _in_main_thread():
-            self.old = signal.signal(signal.SIGTERM, _on_sigterm)
+            self.old = signal.signal(signal.SIGTERM, self._on_signal)
             try:
                 r, w = os.pipe()
                 os.set_blocking(w, False)
@@ -308,7 +311,16 @@ class _sigterm_raises:
                 self.pipe = None
             # last: until here a Ctrl-C is the start-up's one line and exit (a KeyboardInterrupt
             # inside Thread.start above would escape the command's handling)
-            self.old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+            self.old_int = signal.signal(signal.SIGINT, self._on_signal)
+        return self
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.received = signum
+        raise self.interrupt()
+
+    def interrupt(self) -> KeyboardInterrupt:
+        """The exception of the signal received: :class:`Terminated` for SIGTERM."""
+        return Terminated() if self.received == signal.SIGTERM else KeyboardInterrupt()
 
     def __exit__(self, *exc: object) -> None:
         if self.old is not None:
