@@ -286,7 +286,42 @@ def load_sweep(path: str | Path) -> SweepSpec:
     """Read and validate a sweep YAML file (see the module doc for the keys)."""
     from .files import load_yaml, read_text
 
-    return parse_sweep(load_yaml(read_text(path), str(path)), str(path))
+    text = read_text(path)
+    data = load_yaml(text, str(path))
+    check_encodable(text, str(path))
+    return parse_sweep(data, str(path))
+
+
+def check_encodable(text: str, path: str) -> None:
+    r"""Refuse a YAML text with a string no output can encode (a lone surrogate such as ``"\ud800"``,
+    which a store row, a label or a report would fail to write), naming the file, line and column.
+
+    Example:
+        >>> check_encodable("schedules: [{family: 1f1b, label: ok}]", "s.yaml")
+        >>> check_encodable('p: [2]\nschedules: [{family: 1f1b, label: "a\\ud800"}]', "s.yaml")
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ScheduleFileError: s.yaml:2:35: 'a\ud800' holds a lone surrogate (\ud800), which no output can encode
+    """
+    import yaml
+
+    stack = [yaml.compose(text, Loader=yaml.SafeLoader)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            bad = next((ch for ch in node.value if 0xD800 <= ord(ch) <= 0xDFFF), None)
+            if bad is not None:
+                shown = node.value.encode("utf-8", "backslashreplace").decode("ascii")
+                where = f"{node.start_mark.line + 1}:{node.start_mark.column + 1}"
+                raise _err(
+                    path,
+                    where,
+                    f"'{shown[:60]}' holds a lone surrogate (\\u{ord(bad):04x}), which no output can encode",
+                )
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(x for pair in node.value for x in pair)
 
 
 def point_hash(

@@ -82,11 +82,11 @@ def run_sweep(
         if batches:
             if executor == "ray":
                 _run_ray(batches, sink)
-            elif (workers or os.cpu_count() or 1) == 1:
+            elif (n := pool_size(workers, len(batches))) == 1:
                 for b in batches:
                     sink(run_batch(b))
             else:
-                _run_pool(batches, sink, workers or os.cpu_count() or 1)
+                _run_pool(batches, sink, n)
     if bar is not None:
         bar.close()
     return results_frame(read_store(store_path), spec, ranks)
@@ -124,6 +124,20 @@ def drop_rows(path: str | Path, rows: list[dict]) -> None:
     gone = {r["point"] for r in rows}
     kept = [r for r in read_store(path) if r["point"] not in gone]
     atomic_write(path, "".join(json.dumps(r) + "\n" for r in kept), "--store")
+
+
+def pool_size(workers: int | None, batches: int, cores: int | None = None) -> int:
+    """Worker processes a local sweep starts: ``--workers`` (default: the cores), but never more
+    than there are batches to run nor than the cores (``--workers 1000`` started 1,000 processes
+    importing pandas for 3 points; the points are CPU-bound, so more processes than cores only
+    share them).
+
+    Example:
+        >>> pool_size(None, 100, cores=8), pool_size(1000, 3, cores=8), pool_size(4, 100, cores=2)
+        (8, 3, 2)
+    """
+    cores = cores or os.cpu_count() or 1
+    return max(1, min(workers or cores, batches, cores))
 
 
 def _run_pool(batches: list[list[Task]], sink: Callable[[list[dict]], None], workers: int, retries: int = 1) -> None:

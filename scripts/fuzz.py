@@ -888,6 +888,105 @@ def describe(o: Outcome) -> str:
     )
 
 
+# ----------------------------------------------------------------------------- time limits and signals (issue 22)
+
+#: runs whose verify takes from a fraction of a second to a few seconds: a ``--time-limit`` drawn
+#: near a run's length falls at every point of it (loading, a Z3 parse, a search, a core)
+ALARM_RUNS = [("1f1b", 8, 64), ("1f1b", 16, 128), ("interleaved-1f1b", 4, 32), ("zb-h1", 8, 32), ("gpipe", 16, 64)]
+
+
+def alarm_case(rng: random.Random) -> Case:
+    """``verify`` with a ``--time-limit`` near the run's length: the answer is the verdict (exit 0
+    or 1) or the time-out's one line (exit 2), never a traceback, an ``ArgumentError`` from ctypes,
+    a ``KeyError`` or "Exception ignored in Solver.__del__"."""
+    family, p, m = rng.choice(ALARM_RUNS)
+    limit = round(rng.uniform(0.02, 3.0), 3)
+    argv = ["verify", family, "-p", str(p), "-m", str(m), "--time-limit", f"{limit:g}"]
+    if rng.random() < 0.5:
+        argv += ["--makespan-le", str(rng.randint(1, 100_000))]
+    if rng.random() < 0.3:
+        argv += ["--memory-cap", str(rng.randint(1, 8))]
+    return Case(argv, {}, "alarm")
+
+
+def make_alarm_cases(n: int, seed: int) -> list[Case]:
+    """``n`` time-limit cases from ``seed``."""
+    rng = random.Random(seed * 7919 + 22)
+    return [alarm_case(rng) for _ in range(n)]
+
+
+#: (signal, sent to the main process or its whole group, the exit code it must give)
+SIGNALS_TO_MEASURE = (
+    ("SIGINT", "group", 130),
+    ("SIGTERM", "main", 143),
+    ("SIGTERM", "group", 143),
+    ("SIGKILL", "main", -9),
+)
+#: a schedule whose ranks wait for each other: measure's workers stay up until --timeout
+DEADLOCK_CSV = b"0F0,0RECV_B0,0B0,0SEND_F0\n1RECV_F0,1F0,1B0,1SEND_B0\n"
+
+
+def signal_case(rng: random.Random) -> Case:
+    """``measure`` sent a signal after a random delay (at start-up, while the fork server imports
+    torch, while the workers run). The kind carries the signal, its target and the delay."""
+    name, target, _ = rng.choice(SIGNALS_TO_MEASURE)
+    delay = round(rng.uniform(0.0, 6.0), 2)
+    argv = rng.choice(
+        [
+            ["measure", "dead.csv", "--timeout", "600", "--costs", "F=0.002,B=0.004"],
+            ["measure", "1f1b", "-p", "2", "-m", "4", "--steps", "50", "--costs", "F=0.002,B=0.004"],
+        ]
+    )
+    return Case(argv, {"dead.csv": DEADLOCK_CSV}, f"signal {name} {target} {delay}")
+
+
+def make_signal_cases(n: int, seed: int) -> list[Case]:
+    """``n`` signal cases from ``seed`` (each starts torch workers: seconds apiece)."""
+    rng = random.Random(seed * 104729 + 9)
+    return [signal_case(rng) for _ in range(n)]
+
+
+def run_signal_case(case: Case, workdir: Path) -> Outcome:
+    """Run ``measure`` in a session of its own, send the case's signal, and check: SIGINT exit 130
+    and SIGTERM exit 143 with one line and no traceback (a run that ended first: exit 0); after any
+    signal, no process of the session survives (SIGKILL of the main process included)."""
+    _, name, target, delay = case.kind.split()
+    expected = {n: c for n, _, c in SIGNALS_TO_MEASURE if n == name}[name]
+    _write_files(case, workdir)
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    cmd = [sys.executable, "-m", "ppverify", *case.argv]
+    proc = subprocess.Popen(
+        cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True
+    )
+    time.sleep(float(delay))
+    sig = getattr(signal, name)
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, sig) if target == "group" else proc.send_signal(sig)
+    problem = ""
+    try:
+        _, raw = proc.communicate(timeout=HANG_SECONDS + 90)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, raw = proc.communicate()
+        problem = "stderr held open: a process of the run outlived it"
+    err = raw.decode("utf-8", "replace")
+    end = time.monotonic() + 30  # workers notice a dead parent within a second; a loaded machine
+    while session_processes(proc.pid) and time.monotonic() < end:
+        time.sleep(0.2)
+    left = session_processes(proc.pid)
+    _kill_session(proc.pid)
+    code = proc.returncode
+    if left:
+        problem = problem or f"{len(left)} process(es) survived {name} to the {target}"
+    elif "Traceback" in err:
+        problem = "traceback"
+    elif code not in (expected, 0) or (code == 0 and name == "SIGKILL" and target == "main" and float(delay) > 30):
+        problem = f"exit code {code} after {name} (expected {expected})"
+    elif code in (130, 143) and len(err.strip().splitlines()) != 1:
+        problem = f"{len(err.strip().splitlines())} stderr lines after {name}"
+    return Outcome(case, 0 if not problem else code, err, 0.0, problem)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=20000)
@@ -907,6 +1006,8 @@ def main(argv: list[str] | None = None) -> int:
         help="cases on top: inputs and outputs that are FIFOs, devices, sockets or links; preset and "
         "schedule files edited between a sweep and its resume; empty option values",
     )
+    ap.add_argument("--alarm-cases", type=int, default=100, help="verify runs with a --time-limit near their length")
+    ap.add_argument("--signal-cases", type=int, default=0, help="measure runs sent SIGINT, SIGTERM or SIGKILL (torch)")
     args = ap.parse_args(argv)
     import tempfile
 
@@ -915,6 +1016,8 @@ def main(argv: list[str] | None = None) -> int:
         cases = make_cases(args.cases, args.seed) + make_measured_cases(args.measured_cases, args.seed)
         cases += make_hostfile_cases(args.hostfile_cases, args.seed)
         outcomes = run_cases(cases, Path(d), args.subprocess_every, args.verbose)
+        outcomes += run_cases(make_alarm_cases(args.alarm_cases, args.seed), Path(d), 10, args.verbose)
+        outcomes += [run_signal_case(c, Path(d)) for c in make_signal_cases(args.signal_cases, args.seed)]
     bad = [o for o in outcomes if check(o)]
     codes: dict[object, int] = {}
     for o in outcomes:

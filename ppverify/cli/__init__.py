@@ -10,19 +10,52 @@ prints the traceback); Ctrl-C or SIGTERM stop with one line and exit code 130 / 
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import importlib
 import os
-import pkgutil
-import signal
 import sys
-import traceback
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-from ..errors import PPVerifyError
-from ..limits import DEFAULT_MAX_MEMORY_GIB, DEFAULT_MAX_OPS, int_text, memory_limit, op_limit
+
+def _quiet_start_up() -> None:
+    """In the ``ppverify`` process itself (the console script or ``python -m ppverify``), a Ctrl-C
+    or SIGTERM while the command's modules are still being imported ends it with one line and exit
+    130 / 143, not an import-time traceback: nothing is done yet, so nothing is lost. Installed
+    with the C-level ``_signal`` module before anything heavier is imported; :func:`main` puts the
+    command's own handlers in place. A program importing :mod:`ppverify.cli` keeps its handlers."""
+    if os.name != "posix" or os.path.basename(sys.argv[0] if sys.argv else "") not in ("ppverify", "__main__.py"):
+        return
+    import _signal
+
+    name = _command_name(sys.argv[1:]).encode("utf-8", "replace")
+
+    def stop(signum: int, frame: object) -> None:
+        interrupted = signum == _signal.SIGINT
+        os.write(2, name + (b": interrupted\n" if interrupted else b": terminated (SIGTERM)\n"))
+        os._exit(130 if interrupted else 143)
+
+    _signal.signal(_signal.SIGINT, stop)
+    _signal.signal(_signal.SIGTERM, stop)
+
+
+def _command_name(words: list[str]) -> str:
+    """``ppverify COMMAND`` for messages before the command line is parsed: the first word that is
+    not an option, when it looks like a command's name (else plain ``ppverify``)."""
+    word = next((w for w in words if not w.startswith("-")), "")
+    ok = 0 < len(word) <= 20 and word.replace("-", "").isalpha() and word.isascii() and word.islower()
+    return f"ppverify {word}" if ok else "ppverify"
+
+
+_quiet_start_up()
+
+import argparse  # noqa: E402  (after the start-up handlers: the imports below take their time)
+import contextlib  # noqa: E402
+import importlib  # noqa: E402
+import pkgutil  # noqa: E402
+import signal  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+from ..errors import PPVerifyError  # noqa: E402
+from ..limits import DEFAULT_MAX_MEMORY_GIB, DEFAULT_MAX_OPS, int_text, memory_limit, op_limit  # noqa: E402
 
 #: exit codes: 2 bad input (or a limit), 3 an internal error, 130/143 interrupted
 EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT, EXIT_TERM = 2, 3, 130, 143
@@ -44,10 +77,6 @@ class _Parser(argparse.ArgumentParser):
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread so that commands stop as on Ctrl-C (saving what is done)."""
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise Terminated()
 
 
 def one_line(text: str) -> str:
@@ -149,7 +178,8 @@ def add_global_options(parser: argparse.ArgumentParser, after_command: bool = Fa
         metavar="X",
         help=argparse.SUPPRESS
         if hidden
-        else f"refuse, before building it, a model estimated to need more than X GiB (optimize, gap; "
+        else f"refuse, before building it, work estimated to need more than X GiB (schedules: 192 MiB + 640 B "
+        f"per op; optimize, gap: their model; "
         f"default {DEFAULT_MAX_MEMORY_GIB:g})",
     )
 
@@ -191,13 +221,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     # (measure and calibrate start their worker processes only once their input is checked: bad
     # input never leaves a process importing torch behind)
     words = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    try:
+        with _sigterm_raises() as signals:  # from start-up on: the commands' imports take seconds
+            return _main(words, argv is None, signals)
+    except KeyboardInterrupt as exc:  # between the handlers' set-up and the command (a moment)
+        return _interrupted(exc, _command_name(words))
+
+
+def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None = None) -> int:
     command, debug = "ppverify", False
     try:
+        parser = build_parser()
         args = parser.parse_args(words)
         # the console script owns its process (it may end it at a hard time limit); a call of
         # main() from Python code (tests, scripts) never does
-        args._own_process = argv is None
+        args._own_process = own_process
         debug = args.debug
         command = f"ppverify {args.command}" if getattr(args, "command", None) else command
         if not getattr(args, "_run", None):
@@ -207,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .empty import refuse_empty_command_values
 
         refuse_empty_command_values(parser, args)  # `--schedules ''` is refused, never the default
-        with _sigterm_raises(), op_limit(args.max_ops), memory_limit(args.max_memory_gib):
+        with op_limit(args.max_ops), memory_limit(args.max_memory_gib):
             code = args._run(args)
     except SystemExit as exc:  # argparse already printed its one line (or --help its text)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_INPUT)
@@ -217,17 +255,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return 0
-    except KeyboardInterrupt as exc:
-        name = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-        print(f"{command}: {name}", file=sys.stderr)
-        return EXIT_TERM if isinstance(exc, Terminated) else EXIT_INTERRUPT
+    except KeyboardInterrupt as exc:  # before the command line is parsed: the word that names it
+        return _interrupted(exc, command if command != "ppverify" else _command_name(words))
     except tuple(_INPUT_FAILURES) as exc:  # type: ignore[misc]
+        if signals is not None and signals.received and not debug:
+            return _interrupted(signals.interrupt(), command)
         if debug:
             traceback.print_exc()
         rule = next(v for k, v in _INPUT_FAILURES.items() if isinstance(exc, k))
         print(f"{command}: error: {rule} ({type(exc).__name__}: {one_line(str(exc))[:200]})", file=sys.stderr)
         return EXIT_INPUT
     except Exception as exc:
+        # a Ctrl-C or SIGTERM raised inside an import or a library is often turned into another
+        # exception there ("ImportError: initialization failed"): the signal's consequence, no bug
+        if signals is not None and signals.received and not debug:
+            return _interrupted(signals.interrupt(), command)
         if debug:
             traceback.print_exc()
             return EXIT_INTERNAL
@@ -240,6 +282,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(code or 0)
 
 
+def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
+    name = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+    print(f"{command}: {name}", file=sys.stderr)
+    return EXIT_TERM if isinstance(exc, Terminated) else EXIT_INTERRUPT
+
+
 class _sigterm_raises:
     """SIGTERM raises :class:`Terminated` in the main thread while a command runs; SIGINT and
     SIGTERM also interrupt a Z3 call or a CP-SAT search in progress (Python runs signal handlers
@@ -247,12 +295,13 @@ class _sigterm_raises:
     byte reaches a watcher thread through :func:`signal.set_wakeup_fd`, which interrupts Z3 and
     stops CP-SAT (:mod:`ppverify.optimize.interrupt`)."""
 
-    def __enter__(self) -> None:
-        self.old = None
+    def __enter__(self) -> _sigterm_raises:
+        self.received = 0  # the signal number once SIGINT or SIGTERM has arrived
+        self.old = self.old_int = None
         self.old_fd = -1
         self.pipe: tuple[int, int] | None = None
         if os.name == "posix" and _in_main_thread():
-            self.old = signal.signal(signal.SIGTERM, _on_sigterm)
+            self.old = signal.signal(signal.SIGTERM, self._on_signal)
             try:
                 r, w = os.pipe()
                 os.set_blocking(w, False)
@@ -263,10 +312,23 @@ class _sigterm_raises:
                 threading.Thread(target=_interrupt_solvers_on_signal, args=(r,), daemon=True).start()
             except (OSError, ValueError):
                 self.pipe = None
+            # last: until here a Ctrl-C is the start-up's one line and exit (a KeyboardInterrupt
+            # inside Thread.start above would escape the command's handling)
+            self.old_int = signal.signal(signal.SIGINT, self._on_signal)
+        return self
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.received = signum
+        raise self.interrupt()
+
+    def interrupt(self) -> KeyboardInterrupt:
+        """The exception of the signal received: :class:`Terminated` for SIGTERM."""
+        return Terminated() if self.received == signal.SIGTERM else KeyboardInterrupt()
 
     def __exit__(self, *exc: object) -> None:
         if self.old is not None:
             signal.signal(signal.SIGTERM, self.old)
+            signal.signal(signal.SIGINT, self.old_int)
         if self.pipe is not None:
             signal.set_wakeup_fd(self.old_fd)
             os.close(self.pipe[1])  # the watcher reads end-of-file and ends

@@ -68,6 +68,7 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
     from ..io import load_schedule, looks_like_file
     from ..schedules import build, get_family
 
+    check_costs_first(args)
     if looks_like_file(args.schedule):
         return load_schedule(args.schedule)
     fam = get_family(args.schedule)
@@ -96,6 +97,7 @@ def document_from_args(args: argparse.Namespace) -> ScheduleDocument:
     from ..io import looks_like_file
     from ..io.json_format import read_json
 
+    check_costs_first(args)
     suffix = Path(args.schedule).suffix.lower()
     placement = getattr(args, "placement", None)
     if suffix in TABLE_SUFFIXES:
@@ -121,6 +123,22 @@ def document_from_args(args: argparse.Namespace) -> ScheduleDocument:
             "only a text table (.txt) takes --placement; families and schedule files carry their own",
         )
     return ScheduleDocument(schedule_from_args(args))
+
+
+def check_costs_first(args: argparse.Namespace) -> None:
+    """Refuse a bad ``--costs`` before the schedule is built or read: a build can take a minute,
+    and ``--costs F=-1`` was refused only after it.
+
+    Example:
+        >>> check_costs_first(argparse.Namespace(costs="F=1,B=2"))
+        >>> check_costs_first(argparse.Namespace(costs="F=-1"))
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter costs=F=-1: F must be > 0, finite and at most 1e+15
+    """
+    text = getattr(args, "costs", None)
+    if isinstance(text, str):
+        parse_costs(text)
 
 
 def add_cost_arguments(parser: argparse.ArgumentParser) -> None:

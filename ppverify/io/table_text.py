@@ -384,7 +384,8 @@ def _split_positional(line: str, starts: list[int], widths: list[int | None], pa
         if pos >= len(line):
             out.append("")
             continue
-        if line[pos] == " ":
+        hit = re.match(r"\S+", line[pos:])
+        if hit is None:  # a blank cell (a space, or a tab or other whitespace in a ragged row)
             span = line[pos:] if w is None else line[pos : pos + w]
             if span.strip():
                 col = pos + len(span) - len(span.lstrip()) + 1  # where the stray text begins
@@ -394,7 +395,7 @@ def _split_positional(line: str, starts: list[int], widths: list[int | None], pa
             out.append("")
             pos += (w or 0) + 1
             continue
-        tok = re.match(r"\S+", line[pos:]).group(0)
+        tok = hit.group(0)
         out.append(tok)
         pos += max(w or 0, len(tok)) + 1
     if line[pos:].strip():

@@ -105,6 +105,27 @@ def _fake_stages(p: int, v: int, rank: int, style: str) -> list[SimpleNamespace]
     ]
 
 
+#: most steps PyTorch's generators may take, estimated as ``p*v * m * (p*v + m)`` (their passes over
+#: the action lists are quadratic: ZBVZeroBubble and Interleaved1F1B at p = m = 64 are 1.6e6 steps,
+#: 4 to 8 s on a 2-core machine; p = m = 500 ran for minutes within the op limit before this bound)
+MAX_TORCH_STEPS = 4_000_000
+#: most rank-steps of the step-by-step replay that checks an import (every rank looked at in every
+#: step, about ``p * (p*v + 2*v*m)``): p = 400, m = 1 is 160,000, about 10 s on a loaded 2-core machine
+MAX_REPLAY_STEPS = 250_000
+
+
+def torch_order_steps(p: int, m: int, v: int) -> tuple[int, int]:
+    """The work of building one schedule class's action lists and of replaying them step by step,
+    estimated before PyTorch is called and checked against :data:`MAX_TORCH_STEPS` and
+    :data:`MAX_REPLAY_STEPS`: import is bounded in ``p``, ``m`` and ``v`` before it starts.
+
+    Example:
+        >>> torch_order_steps(64, 64, 2)
+        (1572864, 24576)
+    """
+    return p * v * m * (p * v + m), p * (p * v + 2 * v * m)
+
+
 def torch_pipeline_order(name: str, p: int, m: int, v: int | None = None) -> dict[int, list[Any]]:
     """PyTorch's own per-rank action lists (``pipeline_order``) of one schedule class, built
     without a process group. ``v`` is the stages per rank (1 for GPipe/1F1B, default 2 otherwise;
@@ -116,13 +137,30 @@ def torch_pipeline_order(name: str, p: int, m: int, v: int | None = None) -> dic
         >>> [str(a) for a in order[1]]
         ['1F0', '1F1', '1B0', '1B1', '1REDUCE_GRAD']
     """
-    from ..limits import check_ops
+    from ..limits import LimitError, check_ops
 
     if name not in TORCH_CLASSES:  # checked before importing torch (seconds)
         raise ParameterError("class", name, f"expected one of {', '.join(TORCH_CLASSES)}")
     if v is None:
         v = 1 if name in SINGLE_STAGE else 2
+    for flag, val in (("p", p), ("m", m), ("v", v)):  # PyTorch's helpers fail on 0 with a KeyError or a modulo by 0
+        if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+            raise ParameterError(flag, val, "must be an integer >= 1")
     check_ops(3 * max(p, 1) * max(m, 1) * max(v, 1), f"--torch-class {name} -p {p} -m {m} --v {v}")
+    steps, replay = torch_order_steps(p, m, v)
+    what = f"--torch-class {name} -p {p} -m {m} --v {v}"
+    if steps > MAX_TORCH_STEPS:
+        raise LimitError(
+            what,
+            f"PyTorch builds these lists in about p*v * m * (p*v + m) = {steps:.3g} steps, over the limit of "
+            f"{MAX_TORCH_STEPS:.0e} (minutes); export the CSV from PyTorch and import the file instead",
+        )
+    if replay > MAX_REPLAY_STEPS:
+        raise LimitError(
+            what,
+            f"checking the import replays about p * (p*v + 2*v*m) = {replay:.3g} rank-steps, over the limit of "
+            f"{MAX_REPLAY_STEPS:.1e} (minutes)",
+        )
     sched = _schedules_module()
     if name in SINGLE_STAGE and v != 1:
         raise ParameterError("v", v, f"Schedule{name} has one stage per rank")

@@ -50,6 +50,42 @@ def _next_stages(count: int, rest: Sequence[Action]) -> list[int]:
     return out
 
 
+def next_stage_windows(count: int, compute: Sequence[Action]) -> list[list[int]]:
+    """``_next_stages(count, compute[i:])`` for every ``i``, in one backward pass: linear in the
+    cells times the rank's distinct stages. Calling it for each ``i`` was quadratic where a rank
+    holds fewer than ``count`` stages (a V placement's two): every window scanned to the end
+    (``export zbv -p 8 -m 2048 --format torch-csv-comms`` took 64 s).
+
+    Going backwards, the stages in order of first appearance from ``i`` on are cell ``i``'s own,
+    then those from ``i + 1`` on that cell ``i`` does not hold; each keeps the kind of the cell
+    that brought it (an overlapped cell may overshoot ``count``, as in PyTorch).
+
+    Example:
+        >>> from ppverify.ops import parse_action as pa
+        >>> cells = [pa(x) for x in ("0F0", "7F0", "7B0", "0B0")]
+        >>> next_stage_windows(3, cells)
+        [[0, 7], [7, 0], [7, 0], [0]]
+    """
+    groups: list[tuple[bool, list[int]]] = []  # (brought by an overlapped cell, its new stages)
+    windows: list[list[int]] = []
+    for a in reversed(compute):
+        if isinstance(a, Overlap):
+            own = list(dict.fromkeys(o.stage for o in a.ops))
+        else:
+            own = [a.stage]
+        mine = set(own)
+        rest = [(ov, [x for x in st if x not in mine]) for ov, st in groups]
+        groups = [(isinstance(a, Overlap), own)] + [(ov, st) for ov, st in rest if st]
+        window: list[int] = []
+        for overlapped, stages in groups:
+            window += stages
+            if len(window) >= count if overlapped else len(window) == count:
+                break
+        windows.append(window)
+    windows.reverse()
+    return windows
+
+
 def add_unshard_reshard(program: Sequence[Action], max_active_stages: int = MAX_ACTIVE_STAGES) -> list[Action]:
     """One rank's list with PyTorch's UNSHARD/RESHARD actions (idle cells dropped).
 
@@ -59,12 +95,12 @@ def add_unshard_reshard(program: Sequence[Action], max_active_stages: int = MAX_
         ['0UNSHARD', '2UNSHARD', '0F0', '2F0', '2B0', '2RESHARD', '0B0', '0RESHARD']
     """
     compute = [a for a in program if a is not None]
+    windows = next_stage_windows(max_active_stages, compute)
     # a set, as in PyTorch: the iteration order of the evictions is the set's, so the same
     # sequence of additions and removals on a CPython set gives the same cells
     active: set[int] = set()
     out: list[Action] = []
-    for i, a in enumerate(compute):
-        nxt = _next_stages(max_active_stages, compute[i:])
+    for a, nxt in zip(compute, windows):
         fetch = [s for s in nxt if s not in active]
         evict = [s for s in active if s not in nxt]
         for s in evict:
@@ -130,4 +166,5 @@ __all__ = [
     "add_reduce_grad",
     "add_unshard_reshard",
     "lower_like_pytorch",
+    "next_stage_windows",
 ]

@@ -188,13 +188,55 @@ def _open_status(path: Path) -> mmap.mmap:
 # the worker side
 
 
-def _die_with_parent() -> None:
-    # Linux only: SIGKILL this worker when the parent dies, whatever kills the parent.
-    with contextlib.suppress(Exception):
+def _die_with_parent(main_pid: int | None = None) -> None:
+    # A worker's parent is the fork server, not the measuring process: three guards, so that no
+    # worker outlives the process that started it (a SIGKILL of it left workers and the server
+    # sleeping for good: every worker held the server's "alive" pipe open, so the server never
+    # saw its client go, and the workers never saw their parent die).
+    with contextlib.suppress(Exception):  # 1. Linux: SIGKILL this worker when the fork server dies
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    with contextlib.suppress(Exception):  # 2. the server ends once the measuring process is gone
+        from multiprocessing import forkserver
+
+        fd = forkserver._forkserver._forkserver_alive_fd
+        if fd is not None:
+            os.close(fd)
+            forkserver._forkserver._forkserver_alive_fd = None
+    if main_pid is not None:  # 3. any system: a thread that ends this worker when its starter is gone
+        threading.Thread(target=_watch_parent, args=(main_pid,), name="ppverify-parent-watch", daemon=True).start()
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not).
+
+    Example:
+        >>> process_alive(os.getpid())
+        True
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: alive as far as we can tell
+    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] not in ("Z", "X")
+
+
+#: how often a worker checks that the process that started it still runs, in seconds
+PARENT_POLL_S = 0.5
+
+
+def _watch_parent(main_pid: int) -> None:
+    while process_alive(main_pid):
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
 
 
 def _worker_main(
@@ -206,9 +248,10 @@ def _worker_main(
     payload: Any,
     results: Any,
     pg_timeout: float,
+    main_pid: int | None = None,
 ) -> None:
     global _status_map
-    _die_with_parent()
+    _die_with_parent(main_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
     _status_map = _open_status(Path(status_path))
     set_status("importing torch", phase=-1)
@@ -245,7 +288,13 @@ def _worker_main(
 
 
 #: modules the fork server imports once, so that every worker starts in a fraction of a second
-PRELOAD: tuple[str, ...] = ("ppverify.measure.runtime", "ppverify.measure.twopipe", "ppverify.measure.dispatch")
+#: (:mod:`.server` first: it keeps the workers' start-up failures quiet once the measuring process is gone)
+PRELOAD: tuple[str, ...] = (
+    "ppverify.measure.server",
+    "ppverify.measure.runtime",
+    "ppverify.measure.twopipe",
+    "ppverify.measure.dispatch",
+)
 
 
 def _context() -> Any:
@@ -273,11 +322,29 @@ def prestart() -> bool:
 
     if "forkserver" not in mp.get_all_start_methods() or importlib.util.find_spec("torch") is None:
         return False
-    from multiprocessing import forkserver
 
     _context()  # sets the preload list, which the server reads when it starts
-    forkserver.ensure_running()  # spawns the server and returns; the server imports in the background
+    _start_server()  # spawns the server and returns; the server imports in the background
     return True
+
+
+def _start_server() -> None:
+    # The fork server imports torch (seconds) before it ignores Ctrl-C, and its workers are forked
+    # before they do: started with SIGINT ignored (an ignored signal stays ignored across fork and
+    # exec, and Python then installs no KeyboardInterrupt handler), neither prints a traceback when
+    # Ctrl-C reaches the whole process group; the caller's handler is back a moment later. Idempotent.
+    from multiprocessing import forkserver
+
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ["PPVERIFY_FORK_SERVER"] = str(os.getpid())  # read by .server in the new server only
+    try:
+        forkserver.ensure_running()
+    finally:
+        del os.environ["PPVERIFY_FORK_SERVER"]
+        signal.signal(signal.SIGINT, old)
 
 
 def _kill_all(procs: list) -> None:
@@ -300,6 +367,9 @@ def _sigterm_as_interrupt():
     def handler(signum, frame):
         raise KeyboardInterrupt("SIGTERM")
 
+    if callable(signal.getsignal(signal.SIGTERM)):  # the caller's own (the CLI's: exit 143, "terminated")
+        yield
+        return
     old = signal.signal(signal.SIGTERM, handler)
     try:
         yield
@@ -339,6 +409,8 @@ def run_workers(
     if not timeout > 0:
         raise ParameterError("timeout", timeout, "must be > 0 seconds")
     ctx = _context()
+    if ctx.get_start_method() == "forkserver":
+        _start_server()
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ppverify-measure-")))
         sdir = Path(status_dir) if status_dir is not None else tmp
@@ -355,7 +427,17 @@ def run_workers(
                 target=_worker_main,
                 name=f"ppverify-worker-{r}",
                 daemon=True,
-                args=(r, world_size, str(tmp / "store"), str(status_paths[r]), target, payload, results, pg_timeout),
+                args=(
+                    r,
+                    world_size,
+                    str(tmp / "store"),
+                    str(status_paths[r]),
+                    target,
+                    payload,
+                    results,
+                    pg_timeout,
+                    os.getpid(),
+                ),
             )
             for r in range(world_size)
         ]

@@ -274,6 +274,7 @@ def study_from_rows(
         [['slot']]
     """
     from ..compare.evaluate import evaluate_point
+    from ..limits import family_ops
 
     points = []
     notes: list[str] = []
@@ -297,6 +298,13 @@ def study_from_rows(
             entry = ScheduleEntry(
                 str(sched), str(r0["family"]), tuple(sorted(json.loads(r0["params"] or "{}").items()))
             )
+            implied = family_ops(entry.family, cfg.p, cfg.m, dict(entry.fixed))
+            if implied > max_chart_ops:  # bounded before it is built (p = 8,000,000: out of memory)
+                notes.append(
+                    f"{sched} {cfg_label}: no charts ({implied} ops implied, over the {max_chart_ops} "
+                    "chart-op budget; --max-chart-ops)"
+                )
+                continue
             pt = evaluate_point(entry, cfg, levels, time_limit, cache, max_opt_ops, memory_cap=row_cap(srows))
             points.append(_with_verdict(pt, str(r0["verified"] or "")))
     st = study_from_points(rows, points, findings, findings_maps, title, max_chart_ops)

@@ -33,6 +33,7 @@ import time
 from ..comm import NO_COMM, SYNC_MODES, CommModel
 from ..costs import CostModel
 from ..errors import ParameterError
+from ..limits import check_time
 from ..schedule import Schedule
 from . import properties
 from .analysis import Run, clean_schedule
@@ -117,6 +118,7 @@ def verify(
     witness = None
     rules: dict[str, str] = {}
     for prop in properties.REGISTRY:
+        check_time()  # the --time-limit in force, between properties (a cooperative check)
         out = prop.check(run)
         violations += out.violations
         if out.statement is not None:

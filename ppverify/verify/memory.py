@@ -25,7 +25,7 @@ from ..costs import CostModel
 from ..dag import StepDAG
 from ..ops import Op
 from .report import Violation
-from .smt import load, minimize_core, num, plain_solver
+from .smt import decide, load, minimize_core, num, plain_solver
 
 #: reading a model value costs ~20 us in Python; above this many slots peaks are not read back
 MAX_PEAK_READ = 5000
@@ -97,7 +97,7 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
     # than difference logic)
     s2 = plain_solver()
     load(s2, "\n".join(lines) + "\n" + "\n".join(f"(assert (<= {n} {num(cap_i)}))" for n, _, _ in caps))
-    if s2.check() == z3.sat:
+    if decide(s2) == z3.sat:
         return [], _peaks(s2.model(), caps, p, scale)
     # which level atoms fail: indicators read off one model
     s3 = plain_solver()
@@ -107,7 +107,7 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
         + "\n"
         + "\n".join(f"(declare-const ok{n} Bool)\n(assert (= ok{n} (<= {n} {num(cap_i)})))" for n, _, _ in caps),
     )
-    s3.check()
+    decide(s3)
     m3 = s3.model()
     peaks = _peaks(m3, caps, p, scale)
     out = []
@@ -154,7 +154,7 @@ def _explain(
     s.add(z3.Sum([z3.If(x, amt, 0) for x, (_, amt) in zip(lits, live)] + [z3.IntVal(0)]) <= cap_i)
 
     def check(assume):
-        r = s.check(*assume)
+        r = decide(s, *assume)
         return r, (list(s.unsat_core()) if r == z3.unsat else [])
 
     core = minimize_core(check, lits)

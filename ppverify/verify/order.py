@@ -29,7 +29,7 @@ import z3
 from .cycles import describe_cycle, positive_cycle, scc_cycle
 from .order_problem import OrderProblem
 from .report import Violation
-from .smt import IDL_SEARCH_FACTOR, diff_ge, idl_solver, load, minimize_core, num
+from .smt import IDL_SEARCH_FACTOR, decide, diff_ge, idl_solver, load, minimize_core, num
 
 __all__ = ["GUARDED_LIMIT", "OrderProblem", "check_order", "is_orderable"]
 
@@ -108,7 +108,7 @@ def is_orderable(pb: OrderProblem, active: set[int] | None = None) -> bool:
     """
     s = idl_solver()
     load(s, _compact_text(pb, active), search_factor=IDL_SEARCH_FACTOR)
-    return s.check() == z3.sat
+    return decide(s) == z3.sat
 
 
 def _core_subproblem(pb: OrderProblem, core_edges: list[int], budget_s: float) -> list[int] | None:
@@ -123,7 +123,7 @@ def _core_subproblem(pb: OrderProblem, core_edges: list[int], budget_s: float) -
         load(s, _text(pb, True, edges, nodes), search_factor=IDL_SEARCH_FACTOR)
 
         def check(assume):
-            r = s.check(*assume)
+            r = decide(s, *assume)
             return r, (list(s.unsat_core()) if r == z3.unsat else [])
 
         return check
@@ -204,7 +204,7 @@ def _guarded_core(pb: OrderProblem, active: set[int]) -> list[int] | None:
     problems: only a fallback)."""
     s = idl_solver()
     load(s, _text(pb, guarded=True), search_factor=IDL_SEARCH_FACTOR)
-    r = s.check(*[z3.Bool(f"g{e}") for e in sorted(active)])
+    r = decide(s, *[z3.Bool(f"g{e}") for e in sorted(active)])
     if r != z3.unsat:
         return None
     return [int(str(x)[1:]) for x in s.unsat_core()]

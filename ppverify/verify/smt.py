@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import z3
 
-from ..limits import check_time
+from ..limits import check_time, seconds_left, time_out_error
 
 
 def idl_solver() -> z3.Solver:
@@ -67,9 +67,9 @@ def load(
 ) -> None:
     """``solver.from_string(text)``, in pieces of whole lines of about ``chunk_chars`` characters.
 
-    Why: Z3's parser is one C call that neither a signal nor an interrupt stops, so a time limit
-    could only act after a whole problem was parsed (0.7 s for a few 10^5 constraints). Between
-    pieces Python runs again, so a pending ``--time-limit`` alarm stops the parse within one piece.
+    Why: Z3's parser is one C call that no interrupt stops, so a time limit could only act after a
+    whole problem was parsed (0.7 s for a few 10^5 constraints). Between pieces Python checks the
+    ``--time-limit`` (:func:`ppverify.limits.check_time`), which stops the parse within one piece.
     The solver keeps the declarations of earlier pieces, and the assertions arrive in the same
     order, so Z3 decides exactly the same problem. A line holds whole commands (the texts of this
     package write one command per line); a piece that would split an s-expression grows to the
@@ -91,9 +91,34 @@ def load(
         while j < n and text.count("(", i, j) != text.count(")", i, j):
             k = text.find("\n", j)
             j = n if k < 0 else k + 1
+        check_time()
         solver.from_string(text[i:j])
         i = j
     check_time(search_factor * (time.monotonic() - t0))
+
+
+def decide(solver: z3.Solver, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
+    """``solver.check(*assumptions)`` under the ``--time-limit`` in force: Z3's own ``timeout`` is
+    set to the seconds left, so the search ends by the deadline, and its ``unknown`` then (or after
+    the limit's watchdog interrupted it) is the :class:`~ppverify.limits.TimeLimitError`, never
+    read as an answer. Without a limit, plain ``check``.
+
+    Example:
+        >>> s = plain_solver()
+        >>> s.from_string("(declare-const x Int)(assert (> x 1))")
+        >>> decide(s)
+        sat
+    """
+    left = seconds_left()
+    if left is not None:
+        check_time()
+        solver.set("timeout", max(1, int(left * 1000)))
+    result = solver.check(*assumptions)
+    if result == z3.unknown:
+        error = time_out_error()
+        if error is not None:
+            raise error
+    return result
 
 
 def num(x: int) -> str:

@@ -28,7 +28,7 @@ from ..dag import required_ops, split_pairs
 from ..ops import B, I, Op, Overlap, W
 from ..schedule import Schedule
 from .report import Violation
-from .smt import load, plain_solver
+from .smt import decide, load, plain_solver
 
 
 class Occurrence(NamedTuple):
@@ -169,7 +169,7 @@ def check_structure(schedule: Schedule, occs: list[Occurrence] | None = None) ->
     text = "\n".join(axioms) + "\n" + "\n".join(f"(assert {r[2]})" for r in rules)
     s = plain_solver()
     load(s, text)
-    if s.check() == z3.sat:
+    if decide(s) == z3.sat:
         return [], set(), n_rules
     axioms, rules, n_rules = _rules(schedule, occs)
     # slow path: one indicator per rule; the model gives every rule's value at once
@@ -178,7 +178,7 @@ def check_structure(schedule: Schedule, occs: list[Occurrence] | None = None) ->
         s,
         "\n".join(axioms) + "\n" + "\n".join(f"(declare-const {r[0]} Bool)\n(assert (= {r[0]} {r[2]}))" for r in rules),
     )
-    assert s.check() == z3.sat  # indicators make the problem satisfiable by construction
+    assert decide(s) == z3.sat  # indicators make the problem satisfiable by construction
     model = s.model()
     failing = {d.name() for d in model.decls() if z3.is_false(model[d])}
     violations: list[Violation] = []

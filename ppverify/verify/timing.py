@@ -37,7 +37,7 @@ from ..dag import StepDAG
 from ..program_order import list_schedule, op_durations
 from ..replica_sync import collective_tails, step_collectives
 from .report import Violation
-from .smt import IDL_SEARCH_FACTOR, diff_ge, idl_solver, load, num
+from .smt import IDL_SEARCH_FACTOR, decide, diff_ge, idl_solver, load, num
 
 
 def _frac(x: float) -> Fraction:
@@ -131,7 +131,7 @@ def check_makespan(
         search_factor=IDL_SEARCH_FACTOR,
     )
     tick = 1.0 / scale
-    if s.check() == z3.sat:
+    if decide(s) == z3.sat:
         model = s.model()
         witness = {str(dag.ops[i]): model.eval(z3.Int(f"t{i}")).as_long() * tick for i in range(n)}
         return None, witness, tick
@@ -146,7 +146,7 @@ def check_makespan(
         search_factor=IDL_SEARCH_FACTOR,
     )
     lits = [z3.Bool(f"k{j}") for j in range(len(guarded))]
-    s.check(*lits)
+    decide(s, *lits)
     core = sorted(int(str(x)[1:]) for x in s.unsat_core())
     ops = sorted({str(dag.ops[i]) for j in core for i in guarded[j][1]}, key=lambda t: (len(t), t))
 

@@ -51,3 +51,21 @@ def test_every_family_grid_reads_back_and_matches_the_engine(style, buildable):
             assert back.cells == trimmed(grid)
             n += 1
     assert n >= len(families())
+
+
+def test_the_slot_tick_takes_one_fraction_per_distinct_duration(monkeypatch):
+    # issue 22 item 6: made per op, the fractions took minutes for show hanayo --waves 100000;
+    # counted, not timed: hanayo with 50 waves has 800 ops and two durations (F, B)
+    from ppverify.costs import CostModel
+    from ppverify.engines import table
+    from ppverify.schedules import build
+
+    made: list[float] = []
+    original = table._as_fraction
+    monkeypatch.setattr(table, "_as_fraction", lambda x: made.append(x) or original(x))
+    s = build("hanayo", p=2, m=2, waves=50)
+    tl = table.slot_timeline(s, CostModel.abstract(s.placement, F=1, B=2))
+    assert len(made) == len(set(made)) == 2
+    # by hand: F and B of a stage are 1/100 and 2/100 of a device share (100 stages per device),
+    # so the tick is 1/100
+    assert tl.info.tick == pytest.approx(0.01)

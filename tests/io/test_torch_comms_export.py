@@ -9,6 +9,8 @@ writes in the compute_comms flavour.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ppverify.io.torch_interop as ti
 from ppverify.cli import main
@@ -109,3 +111,54 @@ def test_import_reports_missing_reduce_grad_exit_1(tmp_path, capsys):
     assert "verdict       INVALID" in out and "reduction: stage 1's gradients are never reduced" in out
     assert main(["verify", str(f)]) == 1
     assert "VIOLATED reduction" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- linear in m (issue 22 item 6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    cells=st.lists(
+        st.one_of(
+            st.tuples(st.sampled_from("FBW"), st.integers(0, 5), st.integers(0, 3)),
+            st.lists(st.tuples(st.sampled_from("FB"), st.integers(0, 5), st.integers(0, 3)), min_size=2, max_size=3),
+        ),
+        max_size=40,
+    ),
+    count=st.integers(1, 4),
+)
+def test_the_windows_in_one_pass_are_pytorchs_window_at_every_cell(cells, count):
+    # the one-pass windows equal PyTorch's next_stage_indices recomputed from every cell on
+    # (the quadratic original, kept as the reference), overlapped cells and their overshoot included
+    from ppverify.io.torch_lowering import _next_stages, next_stage_windows
+    from ppverify.ops import Op, Overlap
+
+    def cell(c):
+        return Overlap(tuple(Op(k, s, mb) for k, s, mb in c)) if isinstance(c, list) else Op(*c)
+
+    compute = [cell(c) for c in cells]
+    assert next_stage_windows(count, compute) == [_next_stages(count, compute[i:]) for i in range(len(compute))]
+
+
+def test_the_comms_export_of_a_v_placement_is_linear_in_m():
+    # every rank of zbv holds two stages, fewer than PyTorch's window of 3: each window used to scan
+    # to the end of the rank's list. Counted, not timed: the cells looked at per window are bounded
+    # by a constant (the next cell's stages), so the work for 4x the microbatches is 4x
+    from ppverify.io import torch_lowering
+    from ppverify.schedules import build
+
+    looked: list[int] = []
+
+    def counting(count, compute):
+        looked.append(len(compute))
+        return original(count, compute)
+
+    original = torch_lowering.next_stage_windows
+    for m in (64, 256):
+        looked.clear()
+        torch_lowering.next_stage_windows = counting
+        try:
+            torch_lowering.lower_like_pytorch(build("zbv", p=4, m=m))
+        finally:
+            torch_lowering.next_stage_windows = original
+        assert len(looked) == 4 and sum(looked) == 4 * 2 * 3 * m  # one pass per rank over its F, I, W

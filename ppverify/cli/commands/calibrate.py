@@ -51,7 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Measure, then print or write the preset."""
+    from ...errors import ParameterError
     from ...files import atomic_write, check_output_path
+    from ...measure import MeasureTimeout
     from ...measure.calibrate import calibrate, preset_text
     from ...measure.options import check_timeout
 
@@ -61,7 +63,12 @@ def run(args: argparse.Namespace) -> int:
         check_output_path(args.out, "--out")
     if args.from_trace:
         return _from_trace(args)
-    cal = calibrate(quick=args.quick, timeout=args.timeout)
+    try:
+        cal = calibrate(quick=args.quick, timeout=args.timeout)
+    except MeasureTimeout as exc:  # the runs are known-good schedules: the limit is too short here
+        raise ParameterError(
+            "timeout", args.timeout, f"a calibration run needs longer on this machine ({exc}); give more seconds"
+        ) from None
     name = Path(args.out).stem if args.out else "calibrated"
     text = preset_text(cal, name)
     if args.out:

@@ -59,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
     from ...optimize.solver_run import Progress, interruptible, run_limits
 
     work, wall = run_limits(args.time_limit, args.work_limit)
+    if args.save:  # a path that cannot be written is bad input: refused before the search, not after
+        from ...files import check_output_path
+
+        check_output_path(args.save, "--save")
     progress = Progress.for_command("optimize", args.progress)
     with interruptible() as stop:
         deadline = Deadline.after(wall, stop)  # the whole command, argument handling included

@@ -71,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
     check_nonnegative("comm-delay", args.comm_delay)
     if args.width is not None and args.width < 0:
         raise ParameterError("width", args.width, "must be >= 0 (0: never wrap)")
+    if args.save:  # before the build (a minute for a large schedule), not after it
+        from ...files import check_output_path
+
+        check_output_path(args.save, "--save")
     doc = document_from_args(args)
     text_table = Path(args.schedule).suffix.lower() in TABLE_SUFFIXES
     res = time_table(doc, args.costs, args.comm_delay or 0.0, args.schedule, text_table)
