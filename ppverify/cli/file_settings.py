@@ -82,7 +82,12 @@ def timing_from_file(args: argparse.Namespace, schedule: Schedule, ctx: PresetCo
     path = str(getattr(args, "schedule", "") or "")
     if not path.lower().endswith(".json") or ctx.preset_mode:
         return Timing(ctx, sync or "eager", dp)
+    from ..files import read_text
+    from ..io import sniff_format
     from ..io.json_format import read_json
+
+    if sniff_format(read_text(path)) != "json":  # read by its content: a CSV named .json holds no settings
+        return Timing(ctx, sync or "eager", dp)
 
     doc = read_json(path)
     used = []

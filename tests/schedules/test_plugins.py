@@ -116,4 +116,5 @@ def test_a_broken_plugin_is_one_warning_line(tmp_path: Path, ppverify_cli) -> No
     assert any("'clash'" in w and "registered twice" in w for w in warnings)
     # every built-in family still works, and the clash did not replace GPipe
     shown = ppverify_cli("show", "gpipe", "-p", "2", "-m", "1", "--no-table", pythonpath=site)
-    assert shown.returncode == 0 and "makespan      4 units" in shown.stdout, shown.stdout
+    # GPipe at the default costs F=1, B=2: (m + p - 1)(tF + tB) = 2 * 3
+    assert shown.returncode == 0 and "makespan      6 units" in shown.stdout, shown.stdout
