@@ -79,10 +79,10 @@ def check_family_footprint(name: str, p: int, m: int, params: dict[str, Any], wo
 
     Example:
         >>> check_family_footprint("1f1b", 8, 64, {})
-        >>> check_family_footprint("zb-h1", 64, 16384, {})
+        >>> check_family_footprint("zb-h1", 64, 4096, {})  # its schedule fits; the solver's model would not
         Traceback (most recent call last):
         ...
-        ppverify.limits.LimitError: optimize zb-h1 -p 64 -m 16384 (at least 2097152 ops): needs about 11.91 GiB of memory (6.0 KB per op, no memory cap), over the limit of 2 GiB (raise it with ppverify --max-memory-gib X)
+        ppverify.limits.LimitError: optimize zb-h1 -p 64 -m 4096 (at least 524288 ops): needs about 3.117 GiB of memory (6.0 KB per op, no memory cap), over the limit of 2 GiB (raise it with ppverify --max-memory-gib X)
     """
     check_family(name, p, m, params)
     ops = family_ops(name, p, m, params) * 2 // 3  # family_ops counts F, I and W: 3 per stage and mb

@@ -53,13 +53,15 @@ def test_json_metrics_match_hand_derived_values(capsys, family, p, m, costs, mak
     assert len(out["table"]) == p and all(len(row) == makespan for row in out["table"])
 
 
-def test_text_output_shows_table_metrics_and_convention(capsys):
-    assert main(["show", "gpipe", "-p", "4", "-m", "4"]) == 0
-    out = capsys.readouterr().out
+def test_text_output_shows_table_metrics_and_convention(ppverify_cli):
+    # in a process of its own: the table as a user's terminal gets it
+    run = ppverify_cli("show", "gpipe", "-p", "4", "-m", "4")
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
     assert "schedule      gpipe p=4 m=4" in out
     # default costs F=1, B=2: device 3 idles 3 ticks, runs 4 forwards, then 4 backwards 2 ticks each,
     # and idles while the gradients travel back: (m+p-1)(tF+tB) = 7 * 3 = 21 ticks
-    assert "dev 3   .   .   . 3F0 3F1 3F2 3F3 3B0 3B0 3B1 3B1 3B2 3B2 3B3 3B3   .   .   .   .   .   ." in out
+    assert "dev 3   .   .   . 3F0 3F1 3F2 3F3 3B0 3B0 3B1 3B1 3B2 3B2 3B3 3B3   .   .   .   .   .   ." in out, out
     assert "makespan      21 units (21 ticks)" in out
     assert "bubble ratio  0.4286" in out and "idle/total" in out
     assert "peak activations" in out
