@@ -145,7 +145,7 @@ def test_an_interrupt_keeps_the_best_schedule_and_bound():
 def test_ctrl_c_prints_and_saves_the_best_so_far_then_exits_130(tmp_path):
     out = tmp_path / "best.json"
     argv = ["--placement", "loop", "--v", "2", "-p", "4", "-m", "8", "--costs", "F=1,I=1,W=1", "--comm-delay", "1"]
-    argv += ["--memory-cap", "6", "--work-limit", "150", "--progress", "--no-chart", "--save", str(out)]
+    argv += ["--memory-cap", "3", "--work-limit", "150", "--progress", "--no-chart", "--save", str(out)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "ppverify", "optimize", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
