@@ -54,8 +54,8 @@ def test_json_metrics_match_hand_derived_values(capsys, family, p, m, costs, mak
 
 
 def test_text_output_shows_table_metrics_and_convention(ppverify_cli):
-    # in a process of its own: the table as a user's terminal gets it
-    run = ppverify_cli("show", "gpipe", "-p", "4", "-m", "4")
+    # --width 0: one block of ticks whatever the terminal's width (COLUMNS) where the test runs
+    run = ppverify_cli("show", "gpipe", "-p", "4", "-m", "4", "--width", "0")
     assert run.returncode == 0, run.stderr
     out = run.stdout
     assert "schedule      gpipe p=4 m=4" in out
