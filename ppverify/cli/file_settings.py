@@ -19,9 +19,10 @@ from ..schedule import Schedule
 from .presets_args import PresetContext
 
 
-def add_collective_arguments(group: argparse._ArgumentGroup) -> None:
+def add_collective_arguments(group: argparse._ArgumentGroup, sync_default: str | None = None) -> None:
     """``--sync`` and ``--dp-allreduce``: the collectives that end a step, as ``simulate`` and
-    ``verify --makespan-le`` take them (unset, a saved file's own settings or the defaults).
+    ``verify --makespan-le`` take them (unset, a saved file's own settings or the defaults);
+    ``optimize`` and ``gap`` read no saved settings and pass ``sync_default="eager"``.
 
     Example:
         >>> p = argparse.ArgumentParser()
@@ -31,12 +32,13 @@ def add_collective_arguments(group: argparse._ArgumentGroup) -> None:
     """
     from ..comm import SYNC_MODES
 
+    saved = "" if sync_default is not None else ", or what a saved file says"
     group.add_argument(
         "--sync",
         choices=SYNC_MODES,
-        default=None,
+        default=sync_default,
         help="weight-gradient all-reduce between stage replicas (Chimera): eager (as soon as "
-        "a stage's last backward ends; default, or what a saved file says), after-flush, or none",
+        f"a stage's last backward ends; default{saved}), after-flush, or none",
     )
     group.add_argument(
         "--dp-allreduce",

@@ -65,24 +65,9 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
         default="auto",
         help="split (I + W) or full (B) backward; auto: split when --costs names I or W or the family splits it",
     )
-    from ..comm import SYNC_MODES
+    from .file_settings import add_collective_arguments
 
-    s.add_argument(
-        "--sync",
-        choices=SYNC_MODES,
-        default="eager",
-        help="replica gradient all-reduce of two-pipe placements, as simulate runs it: eager (once "
-        "a stage's last backward ends on every replica; default), after-flush, or none",
-    )
-    s.add_argument(
-        "--dp-allreduce",
-        type=int,
-        nargs="?",
-        const=2,
-        default=0,
-        metavar="N",
-        help="end the step with a data-parallel gradient all-reduce among N pipeline replicas",
-    )
+    add_collective_arguments(s, sync_default="eager")  # as simulate runs them, no saved file read
     s.add_argument(
         "--work-limit",
         type=float,
