@@ -14,32 +14,94 @@ Example:
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .costs import CostModel
+    from .core.costs import CostModel
+    from .core.ops import Op
+    from .core.placement import Placement
+    from .core.schedule import Schedule
+    from .core.timeline import Timeline
     from .engines import run
-    from .ops import Op
-    from .placement import Placement
-    from .schedule import Schedule
     from .schedules import build, families, get_family
-    from .timeline import Timeline
 
 __all__ = ["CostModel", "Op", "Placement", "Schedule", "Timeline", "build", "families", "get_family", "run"]
 __version__ = "0.1.0"
 
 #: where each public name lives
 _HOMES = {
-    "CostModel": "costs",
+    "CostModel": "core.costs",
     "run": "engines",
-    "Op": "ops",
-    "Placement": "placement",
-    "Schedule": "schedule",
+    "Op": "core.ops",
+    "Placement": "core.placement",
+    "Schedule": "core.schedule",
     "build": "schedules",
     "families": "schedules",
     "get_family": "schedules",
-    "Timeline": "timeline",
+    "Timeline": "core.timeline",
 }
+
+
+#: modules that lived at the package root before the layer packages; their old paths still import
+_MOVED = {
+    **{
+        name: f"core.{name}"
+        for name in [
+            "closed_form",
+            "comm",
+            "compiled",
+            "costs",
+            "dag",
+            "errors",
+            "files",
+            "limits",
+            "lowering",
+            "memory_cap",
+            "ops",
+            "overhead",
+            "placement",
+            "program_order",
+            "schedule",
+            "sizes",
+            "timeline",
+            "timeline_text",
+            "trace",
+        ]
+    },
+    **{name: f"systems.{name}" for name in ["llm", "preset_models", "presets", "replica_sync", "system"]},
+    "formulas": "engines.formulas",
+    "plots": "report.plots",
+    "run_report": "views.run_report",
+    "table_report": "views.table_report",
+    "sweep_exec": "sweep.executor",
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports ``ppverify.schedule`` as the module ``ppverify.core.schedule`` itself (one module
+    object under both names, so ``isinstance`` and monkeypatching agree), for code written against
+    the flat layout."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        home = _MOVED.get(fullname.removeprefix(f"{__name__}.")) if fullname.startswith(f"{__name__}.") else None
+        return importlib.machinery.ModuleSpec(fullname, self) if home else None
+
+    def create_module(self, spec: Any) -> ModuleType:
+        module = importlib.import_module(f"{__name__}.{_MOVED[spec.name.removeprefix(f'{__name__}.')]}")
+        spec.loader_state = module.__spec__  # the import machinery overwrites __spec__ next
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run (the module ran under its own name): give it its own spec back."""
+        module.__spec__ = module.__spec__.loader_state
+
+
+if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModules())
 
 
 def __getattr__(name: str) -> Any:

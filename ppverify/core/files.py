@@ -1,0 +1,336 @@
+"""Reading input files and writing output files safely.
+
+:func:`read_text` reads every file ppverify parses (schedules, presets, sweep configs): it refuses
+directories, files over :data:`~ppverify.core.limits.MAX_FILE_BYTES` and text that is not UTF-8 (naming
+the line), and drops a UTF-8 byte-order mark, the same way for every format. Only regular files
+are read: a FIFO, a device node or a socket is refused before it is opened (reading one would
+block, or never end), by :func:`read_text`, :func:`read_bytes` and :func:`check_input_file`.
+:func:`atomic_write` / :func:`atomic_path` write every output file: to a temporary name in the
+same directory, then :func:`os.replace`, so a reader never sees a half-written file, even after a
+kill. A path that cannot be written is a one-line :class:`~ppverify.core.errors.ParameterError`.
+
+Outputs follow symbolic links: the file a link points to is replaced and the link stays (a link
+to a missing file creates that file). A target that is not a regular file (a FIFO, a device node
+such as ``/dev/full``, a socket) is refused, never replaced. A new file gets the permissions the
+umask gives (``0644`` under umask ``022``); a file written over keeps its permissions (and, when
+the process may set them, its owner and group).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import ParameterError, ScheduleFileError
+from .limits import MAX_FILE_BYTES, LimitError
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not regular is, in words."""
+    for test, what in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def check_input_file(path: str | Path) -> os.stat_result:
+    """The status of an input file, refused in one line unless it is a regular file (symbolic links
+    followed): missing, a directory, a FIFO, a device node or a socket. Nothing is opened, so a FIFO
+    never blocks the command.
+
+    Example:
+        >>> import tempfile, os
+        >>> fifo = os.path.join(tempfile.mkdtemp(), "in.json"); os.mkfifo(fifo)
+        >>> check_input_file(fifo)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: ...in.json: is a FIFO (named pipe), not a regular file; only regular files are read
+    """
+    name = str(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ScheduleFileError(name, "", "file not found") from None
+    except (OSError, ValueError) as exc:  # a loop of links, a name too long, a NUL byte
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ScheduleFileError(name, "", f"cannot read: {why}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ScheduleFileError(name, "", "is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ScheduleFileError(name, "", f"is {_kind(st.st_mode)}, not a regular file; only regular files are read")
+    return st
+
+
+def read_bytes(path: str | Path, max_bytes: int | None = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file, refused in one line when missing, not a regular file (a
+    directory, a FIFO, a device node: never opened, so never blocked on), unreadable or larger
+    than ``max_bytes`` (``None``: no limit, for a sweep's store).
+
+    Example:
+        >>> import tempfile, os
+        >>> f = os.path.join(tempfile.mkdtemp(), "a.bin")
+        >>> _ = open(f, "wb").write(b"abc"); read_bytes(f)
+        b'abc'
+        >>> read_bytes(f, max_bytes=2)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.LimitError: ...a.bin: 3 bytes; files over 2 bytes are refused
+    """
+    name = str(path)
+    st = check_input_file(path)
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise LimitError(name, f"{st.st_size} bytes; files over {max_bytes} bytes are refused")
+    try:
+        # O_NONBLOCK: should the path have become a FIFO since it was checked, opening it returns
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise ScheduleFileError(name, "", "file not found") from None
+    except OSError as exc:
+        raise ScheduleFileError(name, "", f"cannot read: {exc.strerror or exc}") from None
+    with open(fd, "rb") as fh:
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise ScheduleFileError(name, "", f"is {_kind(mode)}, not a regular file; only regular files are read")
+            raw = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise ScheduleFileError(name, "", f"cannot read: {exc.strerror or exc}") from None
+    if max_bytes is not None and len(raw) > max_bytes:  # a growing file
+        raise LimitError(name, f"over {max_bytes} bytes; larger files are refused")
+    return raw
+
+
+def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The text of a UTF-8 file (a leading byte-order mark dropped), refused in one line when
+    missing, not a regular file (:func:`read_bytes`), unreadable, larger than ``max_bytes`` or not
+    UTF-8.
+
+    Example:
+        >>> import tempfile, os
+        >>> f = os.path.join(tempfile.mkdtemp(), "a.txt")
+        >>> _ = open(f, "wb").write(b"\\xef\\xbb\\xbfok\\n\\xff")
+        >>> read_text(f)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: ...a.txt:2:1: not UTF-8 text (byte 0xff)
+    """
+    name = str(path)
+    raw = read_bytes(path, max_bytes)
+    if raw.startswith(b"\xef\xbb\xbf"):  # a byte-order mark: dropped the same way in every format
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ScheduleFileError(name, f"{line}:{col}", f"not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
+
+
+def output_target(path: str | Path, flag: str = "-o") -> tuple[Path, os.stat_result | None]:
+    """The file an output path writes (symbolic links followed) and its status (``None`` when it
+    does not exist yet), refused in one line when the path is empty, ends in a separator (it names
+    a folder), is a directory or is not a regular file (a FIFO, a device node, a socket): such a
+    target is never replaced.
+
+    Example:
+        >>> import tempfile, os
+        >>> d = tempfile.mkdtemp(); os.symlink("real.json", os.path.join(d, "link.json"))
+        >>> output_target(os.path.join(d, "link.json"))[0].name
+        'real.json'
+        >>> output_target("c.yaml/", "--out")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter --out=c.yaml/: ends in '/', which names a folder; give a file name
+    """
+    text = str(path)
+    if not text.strip():
+        raise ParameterError(flag, text, "give a file name")
+    if text.endswith(("/", os.sep)) or (os.altsep and text.endswith(os.altsep)):
+        raise ParameterError(flag, text, f"ends in {text[-1]!r}, which names a folder; give a file name")
+    try:
+        real = Path(os.path.realpath(path))
+        st = os.stat(real)
+    except FileNotFoundError:
+        return real, None
+    except (OSError, ValueError) as exc:  # a loop of links, a name too long, a NUL byte
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ParameterError(flag, text, f"cannot write there: {why}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ParameterError(flag, text, "is a directory; give a file name")
+    if not stat.S_ISREG(st.st_mode):
+        shown = "" if str(real) == os.path.abspath(text) else f" ({real})"
+        raise ParameterError(
+            flag, text, f"is {_kind(st.st_mode)}{shown}, not a regular file; only regular files are written"
+        )
+    return real, st
+
+
+def _temporary(target: Path, flag: str, shown: str) -> tuple[Path, int]:
+    """A new empty file next to ``target`` (the umask gives its permissions) and its descriptor."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp{target.suffix}"
+        try:
+            return tmp, os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ParameterError(flag, shown, f"cannot write there: {exc.strerror or exc}") from None
+    raise ParameterError(flag, shown, "cannot write there: no free temporary name")
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, flag: str = "-o") -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; when the block ends normally it is renamed onto
+    ``path`` (atomically), otherwise removed. For writers that want a file name (pandas,
+    matplotlib); the temporary name keeps the suffix so format detection by extension works.
+    A symbolic link is written through; a target that is not a regular file is refused
+    (:func:`output_target`); the file keeps the permissions of the file it replaces, or gets the
+    umask's.
+
+    Example:
+        >>> import tempfile, os
+        >>> f = os.path.join(tempfile.mkdtemp(), "t.csv")
+        >>> with atomic_path(f) as tmp:
+        ...     _ = tmp.write_text("a,b\\n")
+        >>> open(f).read()
+        'a,b\\n'
+    """
+    shown = str(path)
+    target, old = output_target(path, flag)
+    tmp_path, fd = _temporary(target, flag, shown)
+    try:
+        try:
+            if old is not None:  # written over: its permissions (and owner, where allowed) stay
+                os.fchmod(fd, stat.S_IMODE(old.st_mode))
+                if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+                    with contextlib.suppress(OSError):
+                        os.fchown(fd, old.st_uid, old.st_gid)
+        finally:
+            os.close(fd)
+        yield tmp_path
+        output_target(path, flag)  # still not a FIFO or a device: never replaced
+        os.replace(tmp_path, target)
+    except OSError as exc:
+        raise ParameterError(flag, shown, f"cannot write there: {exc.strerror or exc}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp_path.unlink()
+
+
+def check_output_path(path: str | Path, flag: str = "-o") -> None:
+    """Refuse, before a long run, an output path that cannot be written: empty, ending in a
+    separator, a directory, not a regular file (a FIFO, a device node), or in a folder that does
+    not exist (the write itself still reports what only it can see).
+
+    Example:
+        >>> check_output_path("preset.yaml", "--out")
+        >>> check_output_path("/nonexistent-dir/p.yaml", "--out")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter --out=/nonexistent-dir/p.yaml: folder /nonexistent-dir does not exist
+    """
+    target, _ = output_target(path, flag)
+    if not target.parent.is_dir():
+        raise ParameterError(flag, str(path), f"folder {Path(path).parent} does not exist")
+
+
+def atomic_write(path: str | Path, data: str | bytes, flag: str = "-o") -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` atomically; ``flag`` names the option in errors.
+
+    Example:
+        >>> import tempfile, os
+        >>> f = os.path.join(tempfile.mkdtemp(), "s.json")
+        >>> _ = atomic_write(f, "{}\\n"); open(f).read()
+        '{}\\n'
+        >>> atomic_write("/nonexistent-dir/x.json", "{}", "--save")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter --save=/nonexistent-dir/x.json: cannot write there: No such file or directory
+    """
+    raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
+    with atomic_path(path, flag) as tmp, open(tmp, "wb") as fh:
+        fh.write(raw)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return Path(path)
+
+
+def csv_rows(text: str, path: str) -> list[list[str]]:
+    """The cells of CSV text, refusing a malformed line or a cell over
+    :data:`~ppverify.core.limits.MAX_CELL_CHARS` characters with its line and column.
+
+    Example:
+        >>> csv_rows("0F0,,0B0\\n1F0,1B0\\n", "s.csv")
+        [['0F0', '', '0B0'], ['1F0', '1B0']]
+        >>> csv_rows('0F0,"x\\n', "s.csv")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: s.csv:1: malformed CSV: unexpected end of data
+    """
+    import csv
+    import io
+
+    from .limits import MAX_CELL_CHARS
+
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows = []
+    try:
+        for row in reader:
+            for c, cell in enumerate(row):
+                if len(cell) > MAX_CELL_CHARS:
+                    raise LimitError(
+                        f"{path}:{reader.line_num}:{c + 1}",
+                        f"a cell of {len(cell)} characters; at most {MAX_CELL_CHARS} are allowed",
+                    )
+            rows.append(row)
+    except csv.Error as exc:
+        raise ScheduleFileError(path, str(reader.line_num), f"malformed CSV: {exc}") from None
+    return rows
+
+
+def load_yaml(text: str, path: str) -> object:
+    """``yaml.safe_load`` of a preset or config, every failure one line naming the file, line and
+    column: YAML syntax, an integer of more than :data:`~ppverify.core.limits.MAX_INT_DIGITS` digits
+    (refused before ``int()``), nesting too deep for the parser.
+
+    Example:
+        >>> load_yaml("a: [1, 2]", "c.yaml")
+        {'a': [1, 2]}
+        >>> load_yaml("a: [1, 2\\nb: 3", "c.yaml")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: c.yaml:2:2: not valid YAML: expected ',' or ']', but got ':'
+    """
+    import re
+
+    import yaml
+
+    from .limits import MAX_JSON_DEPTH, check_digits, line_col
+
+    check_digits(text, path)
+    deep = re.search(r"(?:[\[{]\s*){%d,}" % (MAX_JSON_DEPTH + 1), text)  # the parser recurses per level
+    if deep:
+        line, col = line_col(text, deep.start())
+        raise LimitError(f"{path}:{line}:{col}", f"lists and mappings nested more than {MAX_JSON_DEPTH} deep")
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).split("\n")[0]
+        raise ScheduleFileError(path, where, f"not valid YAML: {problem}") from None
+    except RecursionError:
+        raise LimitError(path, "lists and mappings nested too deeply") from None
+    except (ValueError, OverflowError) as exc:  # a value YAML's constructors cannot build
+        raise ScheduleFileError(path, "", f"not valid YAML: {str(exc).splitlines()[0]}") from None

@@ -1,0 +1,525 @@
+"""Limits checked before work: how many ops a command may build, how large a file, a number or a
+nesting may be. Each check raises :class:`LimitError` (a :class:`~ppverify.core.errors.PPVerifyError`:
+one line, exit 2) naming the value and the rule *before* anything proportional to it is allocated,
+so hostile input is refused in well under a second instead of exhausting memory or time.
+
+The op limit is set per command (``ppverify --max-ops N``) with :func:`op_limit`; it is a context
+variable rather than a parameter threaded through every builder and loader, scoped to one call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .errors import PPVerifyError
+
+#: default of ``--max-ops``: compute ops one command may build or load (F, B, I, W each count 1)
+DEFAULT_MAX_OPS = 50_000_000
+#: largest schedule, preset or config file read, in bytes
+MAX_FILE_BYTES = 64 * 2**20
+#: most digits of an integer in a file (stage, microbatch, rank, count): 10**12 is past any real size
+MAX_INT_DIGITS = 12
+#: deepest nesting of lists and objects in a JSON file (a schedule file needs 4)
+MAX_JSON_DEPTH = 64
+#: a file may imply at most this many times the ops it holds (plus the slack below): missing ops
+#: are reported one by one, so a few are a verdict and a million are a refusal
+SPARSE_FACTOR, SPARSE_SLACK = 4, 10_000
+#: most points (rows) one sweep config may expand to
+MAX_SWEEP_POINTS = 1_000_000
+#: largest number an option or preset may give (seconds, bytes, units): beyond, sums overflow
+MAX_NUMBER = 1e15
+#: longest cell of a CSV or text table (an action is a few characters; an overlapped slot tens)
+MAX_CELL_CHARS = 1024
+#: longest ``--time-limit`` in seconds (about 30 years: the system's interval timer ends near 2**31 s)
+MAX_SECONDS = 1e9
+#: default of ``--max-memory-gib``: memory a command may plan to use (estimated before it builds)
+DEFAULT_MAX_MEMORY_GIB = 2.0
+#: largest ``--max-memory-gib`` accepted (a mebibyte short of a pebibyte: past any machine)
+MAX_MEMORY_GIB = 2.0**20
+#: memory of a command that builds or loads ops (show, simulate, verify, export ...), estimated from
+#: the ops before any is built: the interpreter with its libraries, plus per op (the op, its place in
+#: the programs, its timeline entry and table cell). Measured peaks (RSS, 2-core machine, Python
+#: 3.11): 180 MiB at 48 ops; about 420 B per op more at 3e5 to 9e5 ops (show of 1f1b and of
+#: interleaved-1f1b --v 2000); the constants are above both. With the default 2 GiB the op limit
+#: is about 3 million: ``show 1f1b -p 1000 -m 10000`` (3e7 ops, a MemoryError after 3.8 GB) and
+#: ``show interleaved-1f1b -p 8 -m 8 --v 100000`` (1.9e7, 6.7 GB at 123 s) are refused at once
+OPS_BASE_BYTES, BYTES_PER_OP = 192 * 2**20, 640
+
+_MAX_OPS: contextvars.ContextVar[int] = contextvars.ContextVar("ppverify_max_ops", default=DEFAULT_MAX_OPS)
+_MAX_MEMORY: contextvars.ContextVar[float] = contextvars.ContextVar(
+    "ppverify_max_memory_gib", default=DEFAULT_MAX_MEMORY_GIB
+)
+#: the :func:`time_limit` in force: (deadline, flag, seconds, clock), read by :func:`check_time`
+_DEADLINE: contextvars.ContextVar[tuple[float, str, float, Callable[[], float]] | None] = contextvars.ContextVar(
+    "ppverify_deadline", default=None
+)
+#: extra stages per device of families whose parameters do not say it (V-shaped placements)
+_CHUNKS = {"zbv": 2, "dualpipev": 2, "v-min": 2, "v-half": 2}
+
+
+class LimitError(PPVerifyError):
+    """An input implies more work or memory than a documented limit allows.
+
+    Example:
+        >>> str(LimitError("-p 100000 -m 100000", "implies 3e+10 ops; the limit is 5e+07"))
+        '-p 100000 -m 100000: implies 3e+10 ops; the limit is 5e+07'
+    """
+
+    def __init__(self, what: str, rule: str) -> None:
+        self.what, self.rule = what, rule
+        super().__init__(f"{what}: {rule}")
+
+
+def max_ops() -> int:
+    """The op limit in force (``--max-ops``; :data:`DEFAULT_MAX_OPS` unless set by :func:`op_limit`).
+
+    Example:
+        >>> max_ops() == DEFAULT_MAX_OPS
+        True
+    """
+    return _MAX_OPS.get()
+
+
+@contextlib.contextmanager
+def op_limit(n: int) -> Iterator[None]:
+    """Run a block with another op limit (what ``ppverify --max-ops N`` does for one command).
+
+    Example:
+        >>> with op_limit(10):
+        ...     max_ops()
+        10
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise LimitError(f"--max-ops {n}", "must be an integer >= 1")
+    token = _MAX_OPS.set(n)
+    try:
+        yield
+    finally:
+        _MAX_OPS.reset(token)
+
+
+def check_ops(n: int, what: str) -> None:
+    """Refuse ``n`` ops (what ``what`` implies) when over the limit in force.
+
+    Example:
+        >>> check_ops(10, "gpipe -p 1 -m 5")
+        >>> with op_limit(8):
+        ...     check_ops(10, "gpipe -p 1 -m 5")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.LimitError: gpipe -p 1 -m 5: implies 10 ops, over the limit of 8 (raise it with ppverify --max-ops N)
+    """
+    limit = max_ops()
+    if n > limit:
+        shown = f"{n}" if n < 10**15 else f"{float(n):.3g}"
+        raise LimitError(what, f"implies {shown} ops, over the limit of {limit} (raise it with ppverify --max-ops N)")
+    check_memory(ops_memory(n), what, f"{n} ops: {OPS_BASE_BYTES // 2**20} MiB + {BYTES_PER_OP} B per op")
+
+
+def ops_memory(n: int) -> int:
+    """Bytes a command that builds or loads ``n`` ops is estimated to need at its peak (see
+    :data:`BYTES_PER_OP`); :func:`check_ops` refuses it over ``--max-memory-gib``.
+
+    Example:
+        >>> ops_memory(1_000_000) / 2**20
+        802.3515625
+    """
+    return OPS_BASE_BYTES + n * BYTES_PER_OP
+
+
+def max_memory_gib() -> float:
+    """The memory limit in force, in GiB (``--max-memory-gib``; :data:`DEFAULT_MAX_MEMORY_GIB`
+    unless set by :func:`memory_limit`).
+
+    Example:
+        >>> max_memory_gib() == DEFAULT_MAX_MEMORY_GIB
+        True
+    """
+    return _MAX_MEMORY.get()
+
+
+@contextlib.contextmanager
+def memory_limit(gib: float) -> Iterator[None]:
+    """Run a block with another memory limit in GiB (what ``ppverify --max-memory-gib X`` does).
+
+    Example:
+        >>> with memory_limit(0.5):
+        ...     max_memory_gib()
+        0.5
+    """
+    import math
+
+    if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not (math.isfinite(gib) and gib > 0):
+        raise LimitError(f"--max-memory-gib {gib}", "must be a finite number of GiB > 0")
+    if gib > MAX_MEMORY_GIB:
+        raise LimitError(f"--max-memory-gib {gib}", f"must be at most {MAX_MEMORY_GIB:g}")
+    token = _MAX_MEMORY.set(float(gib))
+    try:
+        yield
+    finally:
+        _MAX_MEMORY.reset(token)
+
+
+def check_memory(needed_bytes: float, what: str, how: str = "") -> None:
+    """Refuse a build that ``what`` implies when its estimated peak, ``needed_bytes`` (``how``:
+    how it was estimated), is over the memory limit in force.
+
+    Example:
+        >>> check_memory(2**30, "optimize -p 4 -m 8")
+        >>> check_memory(3 * 2**30, "optimize -p 4 -m 8", "1 KB per op")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.LimitError: optimize -p 4 -m 8: needs about 3 GiB of memory (1 KB per op), over the limit of 2 GiB (raise it with ppverify --max-memory-gib X)
+    """
+    limit = max_memory_gib()
+    if needed_bytes > limit * 2**30:
+        shown = f"{needed_bytes / 2**30:.4g}"
+        why = f" ({how})" if how else ""
+        raise LimitError(
+            what,
+            f"needs about {shown} GiB of memory{why}, over the limit of {limit:g} GiB "
+            "(raise it with ppverify --max-memory-gib X)",
+        )
+
+
+def family_ops(name: str, p: int, m: int, params: dict[str, Any]) -> int:
+    """An upper bound on the compute ops of family ``name`` at ``(p, m, params)``: 3 per stage and
+    microbatch (F, I, W), with ``v`` chunks, ``2 * waves`` or two V chunks per device.
+
+    Example:
+        >>> family_ops("1f1b", 4, 8, {}), family_ops("interleaved-1f1b", 4, 8, {"v": 3})
+        (96, 288)
+    """
+    chunks = _CHUNKS.get(name, 1)
+    for key, factor in (("v", 1), ("waves", 2)):
+        val = params.get(key)
+        if isinstance(val, int) and not isinstance(val, bool) and val > 0:
+            chunks *= factor * val
+    return 3 * max(p, 1) * max(m, 1) * chunks
+
+
+def check_family(name: str, p: int, m: int, params: dict[str, Any]) -> None:
+    """Refuse a family build over the op limit before generating anything.
+
+    Example:
+        >>> check_family("gpipe", 100000, 100000, {})
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.LimitError: gpipe -p 100000 -m 100000: implies 30000000000 ops, over the limit of 50000000 (raise it with ppverify --max-ops N)
+    """
+    extra = "".join(f" --{k} {v}" for k, v in params.items() if isinstance(v, int) and not isinstance(v, bool))
+    check_ops(family_ops(name, p, m, params), f"{name} -p {p} -m {m}{extra}")
+
+
+def check_stages_mbs(num_stages: int, m: int, where: str, held: int | None = None) -> None:
+    """Refuse a file whose stage and microbatch counts imply too many ops (a schedule holds at
+    least an F and a B of every stage and microbatch), or, given the ``held`` compute ops, far more
+    than it holds (:data:`SPARSE_FACTOR` times, plus :data:`SPARSE_SLACK`): one ``0F1000000`` in a
+    small file is a typo or an attack, not a step of a million microbatches to check one by one.
+
+    Example:
+        >>> check_stages_mbs(1_000_000_000, 1, "s.csv")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.LimitError: s.csv: 1000000000 stages x 1 microbatches: implies 2000000000 ops, over the limit of 50000000 (raise it with ppverify --max-ops N)
+        >>> check_stages_mbs(2, 100000, "s.csv", held=8)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.LimitError: s.csv: 2 stages x 100000 microbatches: imply 400000 ops but the file holds 8; at most 4 x 8 + 10000 are checked (is a stage or microbatch number mistyped?)
+    """
+    implied = 2 * max(num_stages, 1) * max(m, 1)
+    what = f"{where}: {num_stages} stages x {m} microbatches"
+    check_ops(implied, what)
+    if held is not None and implied > SPARSE_FACTOR * held + SPARSE_SLACK:
+        raise LimitError(
+            what,
+            f"imply {implied} ops but the file holds {held}; at most {SPARSE_FACTOR} x {held} + "
+            f"{SPARSE_SLACK} are checked (is a stage or microbatch number mistyped?)",
+        )
+
+
+def int_text(text: str, where: str, digits: int = MAX_INT_DIGITS) -> int:
+    """``int(text)`` for a decimal written in a file, refusing more than ``digits`` digits first
+    (Python refuses over 4,300 with a ValueError, and far fewer already mean no real schedule).
+
+    Example:
+        >>> int_text("12", "row 1")
+        12
+        >>> int_text("9" * 20, "row 1")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.LimitError: row 1: a number of 20 digits; at most 12 are allowed
+    """
+    s = text.strip()
+    if len(s.lstrip("+-")) > digits:
+        raise LimitError(where, f"a number of {len(s.lstrip('+-'))} digits; at most {digits} are allowed")
+    return int(s)
+
+
+def line_col(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of character ``index`` of ``text``.
+
+    Example:
+        >>> line_col("ab\\ncd", 4)
+        (2, 2)
+    """
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+_LONG_DIGITS = re.compile(r"\d{%d,}" % (MAX_INT_DIGITS + 1))
+_LONG_INT = re.compile(r"(?<![\w.])-?\d{%d,}" % (MAX_INT_DIGITS + 1))
+_CONSTANT = re.compile(r"(?<![\w.])-?(?:NaN|Infinity)(?![\w.])")
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_INNER = re.compile(r"\[[^\[\]{}]*\]|\{[^\[\]{}]*\}")
+
+
+def check_digits(text: str, path: str) -> None:
+    """Refuse a run of more than :data:`MAX_INT_DIGITS` digits anywhere in ``text`` (a table or
+    YAML file), naming its line and column, before any ``int()`` sees it.
+
+    Example:
+        >>> check_digits("dev 0 0F0\\ndev 1 1F" + "9" * 20, "t.txt")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.LimitError: t.txt:2:9: a number of 20 digits; at most 12 are allowed
+    """
+    hit = _LONG_DIGITS.search(text)
+    if hit:
+        line, col = line_col(text, hit.start())
+        raise LimitError(
+            f"{path}:{line}:{col}", f"a number of {len(hit.group())} digits; at most {MAX_INT_DIGITS} are allowed"
+        )
+
+
+def check_json_text(text: str, path: str) -> None:
+    """Refuse JSON text that nests deeper than :data:`MAX_JSON_DEPTH` or writes an integer of more
+    than :data:`MAX_INT_DIGITS` digits, naming the line and column; linear in the text (each of the
+    at most ``MAX_JSON_DEPTH`` passes is one regular-expression scan).
+
+    Example:
+        >>> check_json_text('{"p": [1, 2]}', "s.json")
+        >>> check_json_text("[" * 100 + "]" * 100, "s.json")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.LimitError: s.json:1:1: lists and objects nested more than 64 deep
+    """
+    # the scan runs on the raw text (fast); text inside strings can only cause a false alarm, so a
+    # problem found is confirmed on the text with its strings blanked out (offsets kept)
+    problem = _json_problem(text)
+    if problem is not None:
+        problem = _json_problem(_STRING.sub(lambda mt: '"' + " " * (len(mt.group()) - 2) + '"', text))
+    if problem is not None:
+        index, rule = problem
+        line, col = line_col(text, index)
+        if rule.startswith(("NaN", "-NaN", "Infinity", "-Infinity")):  # not JSON at all, rather than too big
+            from .errors import ScheduleFileError
+
+            raise ScheduleFileError(path, f"{line}:{col}", rule)
+        raise LimitError(f"{path}:{line}:{col}", rule)
+
+
+def _json_problem(bare: str) -> tuple[int, str] | None:
+    const = _CONSTANT.search(bare)
+    if const:
+        return const.start(), f"{const.group()} is not valid JSON (numbers must be finite)"
+    hit = _LONG_INT.search(bare)
+    if hit:
+        return hit.start(), f"a number of {len(hit.group().lstrip('-'))} digits; at most {MAX_INT_DIGITS} are allowed"
+    shrunk = bare
+    for _ in range(MAX_JSON_DEPTH):
+        shrunk, n = _INNER.subn("0", shrunk)
+        if not n:
+            return None
+    if re.search(r"[\[{]", shrunk):
+        first = re.search(r"[\[{]", bare)
+        return (first.start() if first else 0), f"lists and objects nested more than {MAX_JSON_DEPTH} deep"
+    return None
+
+
+def rank_list(text: str, flag: str) -> list[int]:
+    """``"0,1,1,0"`` as a list of ranks (one per stage); anything else is a one-line error.
+
+    Example:
+        >>> rank_list("0, 1,1,0", "--placement")
+        [0, 1, 1, 0]
+        >>> rank_list("a,b", "--placement")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter --placement=a,b: expected linear, loop, v or one rank (an integer >= 0) per stage, comma-separated
+    """
+    from .errors import ParameterError
+
+    parts = [x.strip() for x in str(text).split(",")]
+    if not parts or any(not x.isdigit() or len(x) > MAX_INT_DIGITS for x in parts):
+        raise ParameterError(
+            flag, text, "expected linear, loop, v or one rank (an integer >= 0) per stage, comma-separated"
+        )
+    if len(parts) > max_ops():
+        raise LimitError(f"{flag} {text[:20]}...", f"{len(parts)} stages, over the limit of {max_ops()}")
+    return [int(x) for x in parts]
+
+
+#: a command given ``--time-limit T`` with a hard stop ends by ``T`` times this (the issue's 10 %)
+HARD_STOP_FACTOR = 1.08
+
+
+class TimeLimitError(LimitError):
+    """A command ran out of its ``--time-limit`` before an answer (no verdict either way).
+
+    Example:
+        >>> str(TimeLimitError("--time-limit 2", "no answer within 2 s"))
+        '--time-limit 2: no answer within 2 s'
+    """
+
+
+@contextlib.contextmanager
+def time_limit(
+    seconds: float | None,
+    flag: str = "--time-limit",
+    hard_stop: str | None = None,
+    clock: Callable[[], float] | None = None,
+) -> Iterator[None]:
+    """Give the block ``seconds`` of wall-clock time; past them it ends with :class:`TimeLimitError`.
+
+    Nothing is raised asynchronously (no signal handler raising at an arbitrary bytecode, inside a
+    ctypes call, a ``Thread.start`` or a finalizer). The limit acts at three kinds of places:
+
+    * cooperative checks: :func:`check_time` between pieces of work (Z3 text pieces, properties)
+      and at the end of the block, so that no answer is given after the limit;
+    * the solvers' own limits: :func:`seconds_left` gives a Z3 ``timeout`` (or CP-SAT
+      ``max_time_in_seconds``) that ends a search at the deadline with ``unknown``, which the
+      caller reads as the time-out (:func:`ppverify.verify.smt.decide`);
+    * a watchdog thread that only *asks*: at the deadline it calls ``interrupt()`` on Z3's context
+      (a flag Z3's C++ code polls; the call in progress returns ``unknown``); an exception that
+      leaves the block after the deadline (a call interrupted that way) becomes the time-out.
+
+    Some native work polls nothing (Z3's simplifier ignores interrupts). With ``hard_stop`` (the
+    command's name, e.g. ``"ppverify verify"``), a block still running at :data:`HARD_STOP_FACTOR`
+    times the limit has the watchdog print the time-out's one line and end the process with exit
+    2; only for commands with nothing half-written to lose (outputs are written atomically after
+    the answer). ``None`` means no limit; ``clock`` (default :func:`time.monotonic`) is what the
+    cooperative checks read, so a test can run a limit without waiting for it.
+
+    Example:
+        >>> with time_limit(0.05):
+        ...     while True:
+        ...         check_time()
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.TimeLimitError: --time-limit 0.05: no answer within 0.05 s
+    """
+    import math
+    import threading
+    import time
+
+    if seconds is None:
+        yield
+        return
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
+        raise LimitError(f"{flag} {seconds}", f"must be a finite number of seconds > 0, at most {MAX_SECONDS:g}")
+    now = clock or time.monotonic
+    done, fired = threading.Event(), threading.Event()
+    token = _DEADLINE.set((now() + seconds, flag, float(seconds), now))
+    watchdog = threading.Thread(
+        target=_watch, args=(seconds, done, fired, hard_stop, flag), name="ppverify-time-limit", daemon=True
+    )
+    watchdog.start()
+    try:
+        yield
+        check_time()  # an answer found after the limit is no answer within it
+    except TimeLimitError:
+        raise
+    except Exception:
+        if fired.is_set() or _left() <= 0:  # interrupted by the limit, not a failure of its own
+            raise _time_out() from None
+        raise
+    finally:
+        done.set()
+        _DEADLINE.reset(token)
+
+
+def _watch(seconds: float, done: Any, fired: Any, hard_stop: str | None, flag: str) -> None:
+    """The watchdog of :func:`time_limit`: it never raises into the main thread, only asks Z3 to
+    stop at the deadline, and (``hard_stop``) ends the process at :data:`HARD_STOP_FACTOR` times it."""
+    import os
+    import sys
+
+    if done.wait(seconds):
+        return
+    fired.set()
+    z3 = sys.modules.get("z3")
+    if z3 is not None:
+        with contextlib.suppress(Exception):
+            z3.main_ctx().interrupt()
+    if hard_stop is None or done.wait(seconds * (HARD_STOP_FACTOR - 1)):
+        return
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        print(f"{hard_stop}: error: {flag} {seconds:g}: no answer within {seconds:g} s (stopped)", file=sys.stderr)
+        sys.stderr.flush()
+    os._exit(2)
+
+
+def _left() -> float:
+    limit = _DEADLINE.get()
+    return float("inf") if limit is None else limit[0] - limit[3]()
+
+
+def _time_out() -> TimeLimitError:
+    limit = _DEADLINE.get()
+    flag, seconds = (limit[1], limit[2]) if limit is not None else ("--time-limit", 0.0)
+    return TimeLimitError(f"{flag} {seconds:g}", f"no answer within {seconds:g} s")
+
+
+def seconds_left() -> float | None:
+    """Seconds left of the :func:`time_limit` in force (at least 0), or ``None`` without one: what
+    a solver's own limit is set to (Z3 ``timeout``, CP-SAT ``max_time_in_seconds``).
+
+    Example:
+        >>> seconds_left() is None
+        True
+        >>> with time_limit(30, clock=lambda: 100.0):
+        ...     seconds_left()
+        30.0
+    """
+    if _DEADLINE.get() is None:
+        return None
+    return max(0.0, _left())
+
+
+def check_time(needed_s: float = 0.0) -> None:
+    """Give up now, as the :func:`time_limit` in force would later, when less than ``needed_s``
+    seconds of it are left (0: when it has passed): a cooperative check between pieces of work, or
+    before a step that cannot be stopped once started and is expected to take ``needed_s``. No
+    limit in force: nothing.
+
+    Example:
+        >>> check_time(1e9)
+        >>> with time_limit(5):
+        ...     check_time(10)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.TimeLimitError: --time-limit 5: no answer within 5 s
+    """
+    left = _left()
+    if left < needed_s or left <= 0:
+        raise _time_out()
+
+
+def time_out_error() -> TimeLimitError | None:
+    """The :class:`TimeLimitError` of the :func:`time_limit` in force (``None`` without one): what
+    a solver's ``unknown`` under the limit means.
+
+    Example:
+        >>> time_out_error() is None
+        True
+        >>> with time_limit(2, clock=lambda: 0.0):
+        ...     str(time_out_error())
+        '--time-limit 2: no answer within 2 s'
+    """
+    return _time_out() if _DEADLINE.get() is not None else None

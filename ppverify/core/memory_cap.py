@@ -1,0 +1,298 @@
+"""One memory cap for every command: the ``--memory-cap`` text in the cost model's memory unit.
+
+ppverify's unit (see ``docs/memory.md``): a plain number counts the activations of one microbatch
+on a device's whole share of layers, the unit in which 1F1B's peak on its first device is ``p``
+(Narayanan et al. SC'21, arXiv 2104.04473) and the zero-bubble (Qi et al. ICLR'24, arXiv
+2401.10241) and V-shape (Qi et al. NeurIPS'24, arXiv 2405.15362) papers count. With ``v`` stages
+per device one stage's activation (``M_F``) is ``1/v`` of it. With presets the cost model counts
+bytes: a size (``64GiB``) is taken as it is and a plain number is converted with the bytes of one
+microbatch's activations on a device's share. ``8MF`` counts stage activations (multiples of
+``M_F``, the largest stage activation). ``none`` is unlimited memory.
+
+:func:`parse_memory_cap` is the one parser: ``show``, ``simulate``, ``verify``, ``optimize``,
+``gap``, ``compare`` and ``report`` all read ``--memory-cap`` with it, and
+:meth:`MemoryCap.describe` is how each of them echoes it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from .costs import CostModel
+from .errors import ParameterError
+from .limits import MAX_NUMBER
+from .placement import Placement
+from .sizes import format_bytes, parse_size
+
+#: the text that asks for no cap
+UNLIMITED = "none"
+#: how an unlimited cap is labelled wherever it is shown
+UNLIMITED_LABEL = "unlimited memory"
+#: a plain number this large in a byte-counting cost model was surely meant as bytes (``verify``
+#: read plain numbers as bytes before the unit was one): refused with what to write instead
+BYTES_LOOKALIKE = 2**20
+#: ``--memory-cap``'s help, the same in every command
+MEMORY_CAP_HELP = (
+    "per-device activation memory cap: N activations of one microbatch on a device's whole share of "
+    "layers (1F1B's first device peaks at p), NMF stage activations, a size such as 64GiB with "
+    "--system/--model, or none (unlimited memory)"
+)
+
+
+@dataclass(frozen=True)
+class MemoryCap:
+    """A parsed cap: ``value`` in the cost model's memory unit (``None``: unlimited memory),
+    ``activations`` in ppverify's unit (one microbatch on a device's share), ``stage_activations``
+    in multiples of ``M_F``, ``stages_per_device`` (``1 / share_per_stage``), ``unit`` the cost
+    model's memory unit and ``text`` as given.
+
+    Example:
+        >>> from ppverify.core.placement import loop
+        >>> pl = loop(4, 2)
+        >>> cap = parse_memory_cap("4", CostModel.abstract(pl), pl)
+        >>> cap.value, cap.stage_activations, cap.describe()
+        (4.0, 8.0, 'cap 4 activations (8 stage activations, 2 stages per device)')
+    """
+
+    value: float | None
+    activations: float | None
+    stage_activations: float | None
+    stages_per_device: float
+    unit: str
+    text: str
+
+    @property
+    def unlimited(self) -> bool:
+        """True for ``none``."""
+        return self.value is None
+
+    @property
+    def two_units(self) -> bool:
+        """True when the cost model's unit is not activations of a device's share: bytes, or
+        several stages per device (then :meth:`describe` gives both).
+
+        Example:
+            >>> from ppverify.core.placement import linear, v_shape
+            >>> [parse_memory_cap("4", CostModel.abstract(pl), pl).two_units for pl in (linear(4), v_shape(4))]
+            [False, True]
+        """
+        return self.unit == "bytes" or not math.isclose(self.stages_per_device, 1.0)
+
+    def describe(self) -> str:
+        """The cap in words, in both units where they differ ("cap 4 activations (8 stage
+        activations, 2 stages per device)"), bytes too when the cost model counts bytes.
+
+        Example:
+            >>> from ppverify.core.placement import linear
+            >>> parse_memory_cap("none", CostModel.abstract(linear(2)), linear(2)).describe()
+            'unlimited memory'
+        """
+        if self.value is None or self.activations is None or self.stage_activations is None:
+            return UNLIMITED_LABEL
+        extra = []
+        if self.unit == "bytes":
+            extra.append(format_bytes(self.value))
+        if not math.isclose(self.stages_per_device, 1.0):
+            extra.append(
+                f"{_num(self.stage_activations)} stage activations, {_num(self.stages_per_device)} stages per device"
+            )
+        return f"cap {_num(self.activations)} activations" + (f" ({'; '.join(extra)})" if extra else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``value`` in the cost model's unit; all ``None`` when unlimited).
+
+        Example:
+            >>> from ppverify.core.placement import linear
+            >>> parse_memory_cap("2", CostModel.abstract(linear(2)), linear(2)).to_dict()["activations"]
+            2.0
+        """
+        return {
+            "text": self.text,
+            "value": self.value,
+            "unit": self.unit,
+            "activations": self.activations,
+            "stage_activations": self.stage_activations,
+            "stages_per_device": self.stages_per_device,
+            "label": self.describe(),
+        }
+
+
+def _num(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def activation_unit(costs: CostModel, placement: Placement) -> float:
+    """One activation in ppverify's unit (one microbatch on a device's whole share of layers) in
+    the cost model's memory unit: the largest stage activation over the share one stage is.
+
+    Example:
+        >>> from ppverify.core.placement import loop
+        >>> activation_unit(CostModel.abstract(loop(2, 2)), loop(2, 2))
+        1.0
+    """
+    return max(costs.activation) / placement.share_per_stage
+
+
+def unlimited_cap(costs: CostModel, placement: Placement) -> MemoryCap:
+    """The cap ``none`` stands for.
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> unlimited_cap(CostModel.abstract(linear(2)), linear(2)).unlimited
+        True
+    """
+    return MemoryCap(None, None, None, 1.0 / placement.share_per_stage, costs.memory_unit, UNLIMITED)
+
+
+def cap_from_value(value: float, costs: CostModel, placement: Placement, text: str | None = None) -> MemoryCap:
+    """The cap of ``value`` in the cost model's memory unit (a family's own peak, say).
+
+    Example:
+        >>> from ppverify.core.placement import loop
+        >>> cap_from_value(2.0, CostModel.abstract(loop(2, 2)), loop(2, 2)).describe()
+        'cap 2 activations (4 stage activations, 2 stages per device)'
+    """
+    unit = activation_unit(costs, placement)
+    mf = max(costs.activation)
+    return MemoryCap(
+        float(value),
+        float(value) / unit,
+        float(value) / mf,
+        1.0 / placement.share_per_stage,
+        costs.memory_unit,
+        _num(value) if text is None else text,
+    )
+
+
+def parse_memory_cap(
+    text: str | float | None,
+    costs: CostModel,
+    placement: Placement,
+    option: str = "memory-cap",
+    stage_activation_bytes: float | None = None,
+) -> MemoryCap | None:
+    """Read ``--memory-cap``: ``None`` when not given; ``none`` (unlimited memory); a plain number
+    of activations (one microbatch on a device's share); ``NMF`` stage activations (multiples of
+    the largest stage activation ``M_F``); a size (``64GiB``) when the cost model counts bytes.
+
+    Refused with one line naming ``option`` and the rule: a cap below one stage activation (no
+    forward could start), a size without presets (or ``stage_activation_bytes``, the bytes of
+    ``M_F`` that an explicit memory model such as ``optimize --memory-model`` gives), ``none`` with a size, the old ``8x`` spelling
+    and, with presets, a plain number as large as a byte count.
+
+    Example:
+        >>> from ppverify.core.placement import linear, v_shape
+        >>> pl = v_shape(4)
+        >>> parse_memory_cap("8MF", CostModel.abstract(pl), pl).activations
+        4.0
+        >>> parse_memory_cap("64GiB", CostModel.abstract(pl), pl)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)
+        >>> parse_memory_cap("0.25", CostModel.abstract(linear(2)), linear(2))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter memory-cap=0.25: is below one stage activation (0.25 < 1 activations): no forward could start
+    """
+    if text is None:
+        return None
+    raw = str(text).strip()
+    low = raw.lower().replace(" ", "")
+    if low == UNLIMITED:
+        return unlimited_cap(costs, placement)
+    if UNLIMITED in low:
+        raise ParameterError(option, raw, "none (unlimited memory) takes no size: give none alone, or a cap alone")
+    if low.endswith("x"):
+        raise ParameterError(
+            option,
+            raw,
+            f"the x suffix is gone: {low[:-1]}x counted stage activations; write {low[:-1]}MF for that cap, "
+            "or a plain number of activations of a device's whole share",
+        )
+    size = parse_size(raw, option)
+    unit = activation_unit(costs, placement)
+    mf = max(costs.activation)
+    if size.is_bytes and not low.endswith("mf"):
+        if costs.memory_unit != "bytes" and stage_activation_bytes:
+            value = float(size.value) / stage_activation_bytes * mf
+        elif costs.memory_unit != "bytes":
+            raise ParameterError(
+                option,
+                raw,
+                "a size needs presets (--system/--model), whose cost model counts bytes; this one counts "
+                f"{costs.memory_unit} (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)",
+            )
+        else:
+            value = float(size.value)
+    elif low.endswith("mf"):
+        value = float(size.value) * mf
+    else:
+        if costs.memory_unit == "bytes" and size.value >= BYTES_LOOKALIKE:
+            raise ParameterError(
+                option,
+                raw,
+                f"a plain number counts activations (one microbatch on a device's share), not bytes: "
+                f"write {raw}B for bytes, or a size such as 40GiB",
+            )
+        value = float(Fraction(size.value)) * unit
+    if not math.isfinite(value) or value <= 0 or value > MAX_NUMBER * max(unit, 1.0):
+        raise ParameterError(option, raw, "must be a finite number > 0")
+    if value < mf * (1 - 1e-9):
+        raise ParameterError(
+            option,
+            raw,
+            f"is below one stage activation ({_num(value / unit)} < {_num(mf / unit)} activations): "
+            "no forward could start",
+        )
+    return MemoryCap(value, value / unit, value / mf, 1.0 / placement.share_per_stage, costs.memory_unit, raw)
+
+
+def cap_check(peaks: Sequence[float], cap: MemoryCap) -> dict[str, Any]:
+    """Per-device activation ``peaks`` (the cost model's unit) held against ``cap``: the cap
+    (:meth:`MemoryCap.to_dict`), the devices over it and one line saying so, as ``show`` and
+    ``simulate`` print it.
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> cap = parse_memory_cap("3", CostModel.abstract(linear(4)), linear(4))
+        >>> r = cap_check([4.0, 3.0, 2.0, 1.0], cap)
+        >>> r["over"], r["line"]
+        ([0], 'cap 3 activations: device 0 over it (peak 4)')
+    """
+    if cap.value is None:
+        return {"cap": cap.to_dict(), "over": [], "line": UNLIMITED_LABEL}
+    over = [d for d, x in enumerate(peaks) if x > cap.value * (1 + 1e-9)]
+    fmt = format_bytes if cap.unit == "bytes" else _num
+    if over:
+        worst = max(peaks[d] for d in over)
+        where = f"device{'s' if len(over) > 1 else ''} {', '.join(map(str, over))} over it (peak {fmt(worst)})"
+    else:
+        where = f"every device within it (highest peak {fmt(max(peaks, default=0.0))})"
+    return {"cap": cap.to_dict(), "over": over, "line": f"{cap.describe()}: {where}"}
+
+
+def check_cap_text(text: str, counts_bytes: bool, option: str = "memory-cap") -> None:
+    """Refuse a cap whose spelling no point could read, before a study runs: ``counts_bytes`` says
+    whether its cost models count bytes (presets) or activations (abstract costs). A cap below one
+    stage activation can only be told per point, in its own units.
+
+    Example:
+        >>> check_cap_text("8", False), check_cap_text("64GiB", True)
+        (None, None)
+        >>> check_cap_text("64GiB", False)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)
+    """
+    import dataclasses
+
+    from .placement import linear
+
+    probe = CostModel.abstract(linear(2))
+    if counts_bytes:  # one byte per activation: any size is at least one
+        probe = dataclasses.replace(probe, memory_unit="bytes", activation=(1.0, 1.0))
+    parse_memory_cap(text, probe, linear(2), option)

@@ -1,0 +1,118 @@
+"""Memory sizes in option text: ``40GiB``, ``80GB``, ``512MiB``, or a plain number.
+
+One parser for every option that takes a memory amount (``optimize --memory-cap``, ``verify
+--memory-cap``), so the same text means the same bytes everywhere, and one formatter that prints
+bytes as GiB.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .errors import ParameterError
+
+GiB = 2**30
+#: byte multiples accepted after a number (case-insensitive); decimal and binary prefixes
+BYTE_UNITS = {
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
+#: suffixes that mean "a plain multiple" (``8x``, ``8MF``: eight times M_F)
+PLAIN_UNITS = ("", "X", "MF")
+
+
+@dataclass(frozen=True)
+class Size:
+    """A parsed amount: ``value`` in bytes when ``is_bytes``, else a plain number (a multiple, or
+    the cost model's own unit).
+
+    Example:
+        >>> parse_size("40GiB")
+        Size(value=Fraction(42949672960, 1), is_bytes=True)
+        >>> parse_size("2.5").value
+        Fraction(5, 2)
+    """
+
+    value: Fraction
+    is_bytes: bool
+
+
+def parse_size(text: str | float, option: str = "memory-cap") -> Size:
+    """Parse ``text``: a number with an optional byte unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB;
+    any case, spaces allowed) or a plain-multiple suffix (``x``, ``MF``). Errors name ``option``.
+
+    Example:
+        >>> parse_size("64 gib").value == 64 * 2**30, parse_size("8x").is_bytes
+        (True, False)
+        >>> parse_size("1e9B").value
+        Fraction(1000000000, 1)
+        >>> parse_size("40 parsecs")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter memory-cap=40 parsecs: unknown unit 'parsecs'; use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB or none
+    """
+    t = str(text).strip().replace(" ", "")
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)([A-Za-z]*)", t)
+    if not m:
+        raise ParameterError(option, text, "expected a number (e.g. 8) or a size (e.g. 40GiB)")
+    value = Fraction(m.group(1))
+    unit = m.group(2).upper()
+    if unit in PLAIN_UNITS:
+        return Size(value, False)
+    if unit in BYTE_UNITS:
+        return Size(value * BYTE_UNITS[unit], True)
+    raise ParameterError(
+        option, text, f"unknown unit {m.group(2)!r}; use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB or none"
+    )
+
+
+def format_bytes(x: float, digits: int = 3) -> str:
+    """Bytes as GiB with ``digits`` significant digits (MiB below 1 GiB).
+
+    Example:
+        >>> format_bytes(11953766400), format_bytes(4e9), format_bytes(3 * 2**20)
+        ('11.1 GiB', '3.73 GiB', '3 MiB')
+    """
+    if abs(x) >= GiB:
+        return f"{x / GiB:.{digits}g} GiB"
+    return f"{x / 2**20:.{digits}g} MiB"
+
+
+def format_bytes_apart(a: float, b: float) -> tuple[str, str]:
+    """Both amounts as :func:`format_bytes`, with just enough digits that unequal amounts read
+    differently (a level one byte over its cap must not print as equal to it).
+
+    Example:
+        >>> format_bytes_apart(47815065600, 47815065599)
+        ('44.53125 GiB', '44.531249999 GiB')
+        >>> format_bytes_apart(12 * 2**30, 8 * 2**30)
+        ('12 GiB', '8 GiB')
+    """
+    for digits in range(3, 17):
+        ta, tb = format_bytes(a, digits), format_bytes(b, digits)
+        if ta != tb or a == b:
+            return ta, tb
+    return f"{a:g} B", f"{b:g} B"
+
+
+def memory_formatter(unit: str) -> Callable[[float], str]:
+    """How an amount in a cost model's memory ``unit`` prints: bytes as :func:`format_bytes`,
+    activations as a plain number.
+
+    Example:
+        >>> memory_formatter("bytes")(3 * 2**30), memory_formatter("activations")(4.0)
+        ('3 GiB', '4')
+    """
+    if unit == "bytes":
+        return format_bytes
+    return lambda x: f"{x:g}"

@@ -1,0 +1,489 @@
+"""The Timeline every engine returns, and every metric derived from it (defined here once).
+
+Metrics: makespan; per-device busy and idle time; bubble ratio (convention ``idle/total``:
+``(makespan - busy) / makespan`` per device, averaged); per-device memory over time and its peak
+(activations, plus the static weight bytes of the stages a device holds when asked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from .costs import CostModel
+from .ops import B, F, I, Op
+from .schedule import Schedule
+
+#: the bubble-ratio convention ppverify uses everywhere
+BUBBLE_CONVENTION = "idle/total = (makespan - busy) / makespan per device, averaged over devices"
+
+
+class Transfers:
+    """Point-to-point transfers and collectives, one entry per transfer (parallel columns).
+
+    ``kind`` is "activation", "gradient" or a collective name ("allreduce"); ``src_op``/``dst_op``
+    are op positions in the timeline (-1 for collectives). Each column reads as a Python list
+    (``tr.kind[n]``, ``tr.kind.count("gradient")``); engines that time millions of transfers
+    hand numpy arrays in (:meth:`from_arrays`), and a column becomes a list only when first read
+    that way, so a run whose transfers nobody lists never pays for a million Python floats.
+    :meth:`column` reads any column as a numpy array without that conversion.
+
+    Example:
+        >>> tr = Transfers.from_arrays(("activation", "gradient"), np.array([0, 1]), np.array([0, 1]),
+        ...                            np.array([1, 0]), np.array([0, 3]), np.array([1, 2]),
+        ...                            np.array([1.0, 2.0]), np.array([1.5, 2.5]), np.array([8.0, 8.0]))
+        >>> len(tr), tr.kind, float(tr.column("end").max())
+        (2, ['activation', 'gradient'], 2.5)
+        >>> tr.add("allreduce", 0, 1, -1, -1, 3.0, 4.0, 16.0)
+        >>> tr.kind, tr.end
+        (['activation', 'gradient', 'allreduce'], [1.5, 2.5, 4.0])
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("kind", "src_dev", "dst_dev", "src_op", "dst_op", "start", "end", "nbytes")
+
+    def __init__(
+        self,
+        kind: Sequence[str] = (),
+        src_dev: Sequence[int] = (),
+        dst_dev: Sequence[int] = (),
+        src_op: Sequence[int] = (),
+        dst_op: Sequence[int] = (),
+        start: Sequence[float] = (),
+        end: Sequence[float] = (),
+        nbytes: Sequence[float] = (),
+    ) -> None:
+        cols = (kind, src_dev, dst_dev, src_op, dst_op, start, end, nbytes)
+        # the columns as lists (made on first read for array columns) and as arrays (made on demand)
+        self._lists: dict[str, list[Any]] = {f: list(c) for f, c in zip(self.FIELDS, cols)}
+        self._arrays: dict[str, np.ndarray] = {}
+        self._kind_names: tuple[str, ...] = ()
+        self._kind_code: np.ndarray | None = None
+        self._n = len(self._lists["kind"])
+
+    @classmethod
+    def from_arrays(
+        cls,
+        kind_names: Sequence[str],
+        kind_code: np.ndarray,
+        src_dev: np.ndarray,
+        dst_dev: np.ndarray,
+        src_op: np.ndarray,
+        dst_op: np.ndarray,
+        start: np.ndarray,
+        end: np.ndarray,
+        nbytes: np.ndarray,
+    ) -> Transfers:
+        """Transfers given as arrays (``kind`` as codes into ``kind_names``), kept as arrays
+        until a column is read as a list; the arrays are taken, not copied (engines pass
+        arrays nobody else holds).
+
+        Example:
+            >>> one = np.array([1])
+            >>> tr = Transfers.from_arrays(("activation",), np.array([0]), one, one * 2, one, one * 3, one * 0.5, one * 1.0, one * 4.0)
+            >>> tr.kind, tr.dst_dev, tr.end
+            (['activation'], [2], [1.0])
+        """
+        tr = cls()
+        n = len(kind_code)
+        tr._lists = {}
+        tr._kind_names = tuple(kind_names)
+        tr._kind_code = np.asarray(kind_code)
+        ints, floats = (src_dev, dst_dev, src_op, dst_op), (start, end, nbytes)
+        for f, c in zip(cls.FIELDS[1:5], ints):
+            tr._arrays[f] = np.asarray(c, dtype=np.int64)
+        for f, c in zip(cls.FIELDS[5:], floats):
+            tr._arrays[f] = np.asarray(c, dtype=float)
+        if any(len(a) != n for a in tr._arrays.values()):
+            raise ValueError("Transfers.from_arrays: columns of different lengths")
+        tr._n = n
+        return tr
+
+    def _list(self, name: str) -> list[Any]:
+        got = self._lists.get(name)
+        if got is None:
+            if name == "kind":
+                # index a list of the names: one shared str object per kind, not one per transfer
+                got = list(map(list(self._kind_names).__getitem__, self._kind_code.tolist()))  # type: ignore[union-attr]
+            else:
+                got = self._arrays[name].tolist()
+            self._lists[name] = got
+        return got
+
+    def column(self, name: str) -> np.ndarray:
+        """Column ``name`` (one of :attr:`FIELDS`) as a numpy array (``kind`` as an object array
+        of names), without making a Python list of it.
+
+        Example:
+            >>> Transfers(["gradient"], [1], [0], [3], [0], [2.0], [2.5], [8.0]).column("end").tolist()
+            [2.5]
+        """
+        if name not in self.FIELDS:
+            raise KeyError(name)
+        got = self._arrays.get(name)
+        if got is not None:
+            return got
+        if name == "kind":
+            names: np.ndarray = np.array(self._kind_names, dtype=object)
+            if "kind" not in self._lists and self._kind_code is not None:
+                return names[self._kind_code]  # type: ignore[no-any-return]
+            return np.array(self._lists["kind"], dtype=object)
+        arr = np.asarray(self._lists[name], dtype=float if name in ("start", "end", "nbytes") else np.int64)
+        self._arrays[name] = arr
+        return arr
+
+    @property
+    def kind(self) -> list[str]:
+        """Kind of each transfer."""
+        return self._list("kind")
+
+    @property
+    def src_dev(self) -> list[int]:
+        """Sending device of each transfer."""
+        return self._list("src_dev")
+
+    @property
+    def dst_dev(self) -> list[int]:
+        """Receiving device of each transfer."""
+        return self._list("dst_dev")
+
+    @property
+    def src_op(self) -> list[int]:
+        """Producer op position of each transfer (-1 for collectives)."""
+        return self._list("src_op")
+
+    @property
+    def dst_op(self) -> list[int]:
+        """Consumer op position of each transfer (-1 for collectives)."""
+        return self._list("dst_op")
+
+    @property
+    def start(self) -> list[float]:
+        """Start time of each transfer."""
+        return self._list("start")
+
+    @property
+    def end(self) -> list[float]:
+        """End time of each transfer."""
+        return self._list("end")
+
+    @property
+    def nbytes(self) -> list[float]:
+        """Bytes of each transfer."""
+        return self._list("nbytes")
+
+    def __len__(self) -> int:
+        kinds = self._lists.get("kind")
+        return self._n if kinds is None else len(kinds)
+
+    def add(
+        self, kind: str, src_dev: int, dst_dev: int, src_op: int, dst_op: int, start: float, end: float, nbytes: float
+    ) -> None:
+        """Append one transfer (engines build this while simulating)."""
+        for name, value in zip(self.FIELDS, (kind, src_dev, dst_dev, src_op, dst_op, start, end, nbytes)):
+            self._list(name).append(value)
+        self._arrays.clear()  # the lists hold the columns from now on
+        self._n += 1
+
+
+@dataclass(frozen=True)
+class TimelineInfo:
+    """What an engine knows about its timeline beyond the ops' times; ``None`` where that engine
+    has nothing to say.
+
+    * table (``slot``): ``tick`` (length of one table tick), ``ticks`` (table length),
+      ``start_tick``/``end_tick`` (each op's cells, in op order), ``charge_comm``.
+    * ``torch`` steps: ``steps`` (step count), ``grid`` (``grid[rank][step]``, the action run or
+      ``None``), ``lowered`` (SEND/RECV were added), ``step_unit``.
+    * ``async``/``contention``: ``sync``, ``dp_allreduce``, ``exposed_comm`` (per device),
+      ``memory_capacity`` and ``system`` (of the communication model's system, if any);
+      ``contention`` also ``num_resources`` and ``num_transfers`` (point-to-point ones timed).
+    * ``cp-sat``: ``tick``, ``objective``, ``sync``, ``dp_allreduce``.
+    * measured: ``compute``, ``runner``, ``clock``, ``format``, ``step`` (index of the measured step).
+
+    Example:
+        >>> TimelineInfo(tick=0.5, ticks=8).ticks, TimelineInfo().memory_capacity is None
+        (8, True)
+    """
+
+    tick: float | None = None
+    ticks: int | None = None
+    start_tick: Sequence[int] | None = None
+    end_tick: Sequence[int] | None = None
+    charge_comm: bool | None = None
+    steps: int | None = None
+    grid: Sequence[Sequence[object | None]] | None = None
+    lowered: bool | None = None
+    step_unit: str | None = None
+    sync: str | None = None
+    dp_allreduce: int | None = None
+    exposed_comm: Sequence[float] | None = None
+    memory_capacity: float | None = None
+    system: str | None = None
+    num_resources: int | None = None
+    num_transfers: int | None = None
+    objective: str | None = None
+    compute: str | None = None
+    runner: str | None = None
+    clock: str | None = None
+    format: str | None = None
+    step: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Timeline:
+    """Start/end of every op (and transfer) of one step under one engine's semantics.
+
+    ``ops[i]`` ran on ``device[i]`` from ``start[i]`` to ``end[i]``. ``time_unit`` is "units" for
+    abstract costs or "s". ``info`` carries engine-specific facts (:class:`TimelineInfo`: tick length
+    of a table, exposed communication ...).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> tl = run(build("gpipe", p=4, m=4), semantics="slot")
+        >>> tl.makespan, round(tl.bubble_ratio, 4), tl.peak_memory().tolist()
+        (14.0, 0.4286, [4.0, 4.0, 4.0, 4.0])
+    """
+
+    schedule: Schedule
+    costs: CostModel
+    semantics: str
+    ops: list[Op]
+    device: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    transfers: Transfers = field(default_factory=Transfers)
+    info: TimelineInfo = field(default_factory=TimelineInfo)
+
+    @property
+    def p(self) -> int:
+        """Number of devices."""
+        return self.schedule.p
+
+    @property
+    def time_unit(self) -> str:
+        """Unit of the times ("units" or "s")."""
+        return self.costs.time_unit
+
+    @property
+    def makespan(self) -> float:
+        """End of the last op or transfer (the step time)."""
+        last = float(self.end.max()) if len(self.end) else 0.0
+        if len(self.transfers):
+            last = max(last, float(self.transfers.column("end").max()))
+        return last
+
+    def busy(self) -> np.ndarray:
+        """Per-device compute time (union of op intervals, so overlapped slots count once).
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> from ppverify.engines import run
+            >>> run(build("gpipe", p=2, m=1), semantics="slot").busy().tolist()
+            [2.0, 2.0]
+        """
+        out = np.zeros(self.p)
+        for d in range(self.p):
+            sel = self.device == d
+            if not sel.any():
+                continue
+            s, e = self.start[sel], self.end[sel]
+            order = np.argsort(s, kind="stable")
+            s, e = s[order], e[order]
+            prev_end = np.concatenate(([-np.inf], np.maximum.accumulate(e)[:-1]))
+            out[d] = np.clip(e - np.maximum(s, prev_end), 0, None).sum()
+        return out
+
+    def idle(self) -> np.ndarray:
+        """Per-device idle time: ``makespan - busy``."""
+        return self.makespan - self.busy()
+
+    @property
+    def bubble_ratio(self) -> float:
+        """Mean over devices of ``idle / makespan`` (see :data:`BUBBLE_CONVENTION`)."""
+        ms = self.makespan
+        return float((self.idle() / ms).mean()) if ms > 0 else 0.0
+
+    def memory_events(self, device: int, include_weights: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(times, memory after each time)`` for one device: F allocates at its start, backward
+        ops free at their end; at equal times frees come first. ``include_weights`` adds the
+        device's :meth:`static_memory` throughout.
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> from ppverify.engines import run
+            >>> t, mem = run(build("1f1b", p=2, m=2), semantics="slot").memory_events(0)
+            >>> t.tolist(), mem.tolist()
+            ([0.0, 1.0, 4.0, 6.0], [1.0, 2.0, 1.0, 0.0])
+        """
+        times: list[float] = []
+        deltas: list[float] = []
+        for i in np.flatnonzero(self.device == device):
+            op = self.ops[i]
+            alloc, free = self.costs.memory_delta(op)
+            if alloc:
+                times.append(float(self.start[i]))
+                deltas.append(alloc)
+            if free:
+                times.append(float(self.end[i]))
+                deltas.append(-free)
+        t = np.asarray(times, dtype=float)
+        dl = np.asarray(deltas, dtype=float)
+        order = np.lexsort((dl, t))  # by time, frees (negative) first
+        t, dl = t[order], dl[order]
+        mem = np.cumsum(dl)
+        base = self.static_memory()[device] if include_weights else 0.0
+        return t, mem + base
+
+    def static_memory(self) -> np.ndarray:
+        """Per-device weight/optimizer bytes: every stage replica a device holds counts (so a
+        bidirectional placement doubles them)."""
+        out = np.zeros(self.p)
+        pl = self.schedule.placement
+        for pipe in range(pl.num_pipes):
+            if pipe not in self.schedule.pipe_of_mb:
+                continue
+            for s, d in enumerate(pl.maps[pipe]):
+                out[d] += self.costs.weight_bytes[s]
+        return out
+
+    def peak_memory(self, include_weights: bool = False) -> np.ndarray:
+        """Per-device peak memory (activations; plus weights when asked): the maximum of
+        :meth:`memory_events` (at least the weights), for all devices in one vectorised pass
+        computed once per timeline.
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> from ppverify.engines import run
+            >>> run(build("1f1b", p=2, m=2), semantics="slot").peak_memory().tolist()
+            [2.0, 1.0]
+        """
+        act = self._activation_peak
+        if not include_weights:
+            copy: np.ndarray = act.copy()
+            return copy
+        # max(mem + base) == max(mem) + base exactly: adding a constant is monotonic in floats
+        base = self.static_memory()
+        out: np.ndarray = np.where(act > 0, act + base, base)
+        return out
+
+    @cached_property
+    def _activation_peak(self) -> np.ndarray:
+        return activation_peaks(self.ops, self.device, self.start, self.end, self.costs, self.p)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every op and transfer as rows: ``type, kind, stage, mb, device, src, dst, start, end, bytes``.
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> from ppverify.engines import run
+            >>> run(build("gpipe", p=2, m=1), semantics="slot").to_frame()[["kind", "device", "start", "end"]].values.tolist()[:2]
+            [['F', 0, 0.0, 1.0], ['B', 0, 3.0, 4.0]]
+        """
+        ops = pd.DataFrame(
+            {
+                "type": "op",
+                "kind": [o.kind for o in self.ops],
+                "stage": [o.stage for o in self.ops],
+                "mb": [o.mb for o in self.ops],
+                "device": self.device.astype(int),
+                "src": -1,
+                "dst": -1,
+                "start": self.start,
+                "end": self.end,
+                "bytes": 0.0,
+            }
+        )
+        tr = self.transfers
+        if len(tr):
+            stage = [self.ops[j].stage if j >= 0 else -1 for j in tr.src_op]
+            mb = [self.ops[j].mb if j >= 0 else -1 for j in tr.src_op]
+            trs = pd.DataFrame(
+                {
+                    "type": "transfer",
+                    "kind": tr.kind,
+                    "stage": stage,
+                    "mb": mb,
+                    "device": tr.src_dev,
+                    "src": tr.src_dev,
+                    "dst": tr.dst_dev,
+                    "start": tr.start,
+                    "end": tr.end,
+                    "bytes": tr.nbytes,
+                }
+            )
+            ops = pd.concat([ops, trs], ignore_index=True)
+        return ops
+
+    def metrics(self) -> dict[str, Any]:
+        """The headline metrics as a plain dict (what ``--json`` prints).
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> from ppverify.engines import run
+            >>> m = run(build("1f1b", p=4, m=4), semantics="slot").metrics()
+            >>> m["makespan"], m["peak_activations"]
+            (14.0, [4.0, 3.0, 2.0, 1.0])
+        """
+        busy = self.busy()
+        return {
+            "schedule": self.schedule.describe(),
+            "semantics": self.semantics,
+            "time_unit": self.time_unit,
+            "makespan": self.makespan,
+            "bubble_ratio": self.bubble_ratio,
+            "bubble_convention": BUBBLE_CONVENTION,
+            "busy": busy.tolist(),
+            "idle": (self.makespan - busy).tolist(),
+            "peak_activations": self.peak_memory().tolist(),
+            "memory_unit": self.costs.memory_unit,
+        }
+
+
+def activation_peaks(
+    ops: list[Op], device: np.ndarray, start: np.ndarray, end: np.ndarray, costs: CostModel, p: int
+) -> np.ndarray:
+    """Per-device peak activation memory of ops that ran on ``device`` from ``start`` to ``end``:
+    the same events as :meth:`Timeline.memory_events` (F allocates at its start, backward ops free
+    at their end, frees first at equal times) summed in the same order, all devices sorted at once.
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> c = CostModel.abstract(linear(1))
+        >>> ops = [Op("F", 0, 0), Op("F", 0, 1), Op("B", 0, 0), Op("B", 0, 1)]
+        >>> activation_peaks(ops, np.zeros(4, int), np.array([0., 1, 2, 3]), np.array([1., 2, 3, 4]), c, 1).tolist()
+        [2.0]
+    """
+    from .dag import _op_columns
+    from .ops import KIND_CODE, W
+
+    out = np.zeros(p)
+    cols = _op_columns(ops) if ops else None
+    if cols is None:
+        return out
+    kc, st, _ = cols
+    a = np.asarray(costs.activation, dtype=float)[st]
+    frac = np.asarray(costs.freed_by_I, dtype=float)[st]
+    alloc = np.where(kc == KIND_CODE[F], a, 0.0)
+    free = np.where(
+        kc == KIND_CODE[B],
+        a,
+        np.where(kc == KIND_CODE[I], a * frac, np.where(kc == KIND_CODE[W], a * (1.0 - frac), 0.0)),
+    )
+    ia, iff = np.flatnonzero(alloc != 0), np.flatnonzero(free != 0)
+    dev = np.concatenate((device[ia], device[iff]))
+    t = np.concatenate((start[ia], end[iff])).astype(float)
+    dl = np.concatenate((alloc[ia], -free[iff]))
+    order = np.lexsort((dl, t, dev))  # per device, by time, frees (negative) first
+    dev, dl = dev[order], dl[order]
+    bounds = np.searchsorted(dev, np.arange(p + 1))
+    for d in range(p):
+        if bounds[d + 1] > bounds[d]:
+            # one cumsum per device: the same additions, in the same order, as memory_events
+            out[d] = max(float(np.cumsum(dl[bounds[d] : bounds[d + 1]]).max()), 0.0)
+    return out

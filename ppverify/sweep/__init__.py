@@ -1,0 +1,44 @@
+"""Sweeps: a YAML grid of comparisons (:mod:`ppverify.sweep.grid`: the file, its points, their
+content hashes and the resumable store) run on a process pool or a Ray cluster
+(:mod:`ppverify.sweep.executor`).
+
+The grid's names are re-exported here, so ``from ppverify.sweep import parse_sweep`` keeps working.
+
+Example:
+    >>> from ppverify.sweep import parse_sweep
+    >>> spec = parse_sweep({"schedules": ["1f1b"], "p": [2], "m": [4], "levels": ["slot"]})
+    >>> spec.num_points, spec.levels
+    (1, ('slot',))
+"""
+
+from __future__ import annotations
+
+from .grid import (
+    Store,
+    SweepSpec,
+    Task,
+    check_encodable,
+    iter_chunks,
+    load_sweep,
+    parse_sweep,
+    pending_tasks,
+    point_hash,
+    read_store,
+    results_frame,
+    run_task,
+)
+
+__all__ = [
+    "Store",
+    "SweepSpec",
+    "Task",
+    "check_encodable",
+    "iter_chunks",
+    "load_sweep",
+    "parse_sweep",
+    "pending_tasks",
+    "point_hash",
+    "read_store",
+    "results_frame",
+    "run_task",
+]

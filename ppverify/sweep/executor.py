@@ -1,0 +1,218 @@
+"""Executors of a sweep: a local process pool (default) or a Ray cluster (``--executor ray``).
+
+Both hand tasks out in small batches and write every returned row to the store as soon as its
+batch completes, so killing the sweep loses at most the batches in flight (they rerun on resume).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import ParameterError, PPVerifyError
+from .grid import Store, SweepSpec, Task, iter_chunks, pending_tasks, read_store, results_frame, run_task
+
+EXECUTORS = ("local", "ray")
+
+
+def run_batch(tasks: list[Task]) -> list[dict]:
+    """Evaluate a batch of tasks (the unit shipped to a worker)."""
+    return [row for t in tasks for row in run_task(t)]
+
+
+def run_sweep(
+    spec: SweepSpec,
+    store_path: str | Path,
+    executor: str = "local",
+    workers: int | None = None,
+    batch: int = 4,
+    progress: bool = False,
+    ranks: bool = True,
+):
+    """Run the points of ``spec`` not yet in the store, appending rows as they complete; return
+    the full result frame (stored + new rows of this spec, ranks recomputed unless ``ranks`` is
+    False: ranking a large sweep costs more than running it when callers do not need them).
+
+    Example:
+        >>> import tempfile, os
+        >>> from ppverify.sweep import parse_sweep
+        >>> spec = parse_sweep({"schedules": ["gpipe"], "p": 2, "m": [1, 2], "costs": {"F": 1, "B": 2}, "levels": ["slot"]})
+        >>> store = os.path.join(tempfile.mkdtemp(), "s.jsonl")
+        >>> run_sweep(spec, store, workers=1)["makespan"].tolist()
+        [6.0, 9.0]
+        >>> len(run_sweep(spec, store, workers=1)), sum(1 for _ in open(store))  # resumed: nothing rerun
+        (2, 2)
+    """
+    if executor not in EXECUTORS:
+        raise ParameterError("executor", executor, f"expected one of {', '.join(EXECUTORS)}")
+    if workers is not None and workers < 1:
+        raise ParameterError("workers", workers, "must be >= 1")
+    stored = read_store(store_path)
+    stale = superseded(stored, spec)
+    if stale:  # rows of points whose files (or budget) changed since: computed again below
+        drop_rows(store_path, stale)
+    done = {r.get("point") for r in stored} - {r["point"] for r in stale}
+    tasks = pending_tasks(spec, done)
+    batches = list(iter_chunks(tasks, max(1, batch)))
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(
+            total=spec.num_points,
+            initial=spec.num_points - sum(t.num_rows for t in tasks),
+            desc=f"sweep {spec.name}",
+            unit="row",
+            file=sys.stderr,
+            dynamic_ncols=True,
+        )
+    with Store(store_path) as store:
+
+        def sink(rows: list[dict]) -> None:
+            store.write(rows)
+            if bar is not None:
+                bar.update(len(rows))
+
+        if batches:
+            if executor == "ray":
+                _run_ray(batches, sink)
+            elif (n := pool_size(workers, len(batches))) == 1:
+                for b in batches:
+                    sink(run_batch(b))
+            else:
+                _run_pool(batches, sink, n)
+    if bar is not None:
+        bar.close()
+    return results_frame(read_store(store_path), spec, ranks)
+
+
+def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
+    """Rows of a store that a point of ``spec`` replaces: the same configuration, schedule and level
+    under another hash (a preset or schedule file it read has been edited since, or the solver
+    budget changed). A resumed sweep drops them, so the store never serves a stale row.
+
+    Example:
+        >>> from ppverify.sweep import parse_sweep
+        >>> spec = parse_sweep({"schedules": ["gpipe"], "p": 2, "m": 2, "costs": {"F": 1}, "levels": ["slot"]})
+        >>> old = {"point": "0" * 16, "config": spec.configs[0].label, "schedule": "gpipe", "level": "slot"}
+        >>> [r["point"] for r in superseded([old, {**old, "level": "async"}], spec)]
+        ['0000000000000000']
+    """
+    current: dict[tuple[str, str, str], str] = {}
+    for task in pending_tasks(spec, set()):
+        for entry, levels, hashes in task.items:
+            for lv, h in zip(levels, hashes):
+                current[(task.config.label, entry.label, lv)] = h
+    out = []
+    for r in rows:
+        h = current.get((str(r.get("config")), str(r.get("schedule")), str(r.get("level"))))
+        if h is not None and h != r["point"]:
+            out.append(r)
+    return out
+
+
+def drop_rows(path: str | Path, rows: list[dict]) -> None:
+    """Rewrite a store without ``rows`` (atomically: a kill leaves the old store or the new one)."""
+    from ..core.files import atomic_write
+
+    gone = {r["point"] for r in rows}
+    kept = [r for r in read_store(path) if r["point"] not in gone]
+    atomic_write(path, "".join(json.dumps(r) + "\n" for r in kept), "--store")
+
+
+def pool_size(workers: int | None, batches: int, cores: int | None = None) -> int:
+    """Worker processes a local sweep starts: ``--workers`` (default: the cores), but never more
+    than there are batches to run nor than the cores (``--workers 1000`` started 1,000 processes
+    importing pandas for 3 points; the points are CPU-bound, so more processes than cores only
+    share them).
+
+    Example:
+        >>> pool_size(None, 100, cores=8), pool_size(1000, 3, cores=8), pool_size(4, 100, cores=2)
+        (8, 3, 2)
+    """
+    cores = cores or os.cpu_count() or 1
+    return max(1, min(workers or cores, batches, cores))
+
+
+def _run_pool(batches: list[list[Task]], sink: Callable[[list[dict]], None], workers: int, retries: int = 1) -> None:
+    """Run batches on a process pool; a worker that dies (killed, out of memory) breaks the pool:
+    the batches not yet stored are retried once on a fresh pool, then reported in one line."""
+    queue = list(reversed(batches))
+    for attempt in range(retries + 1):
+        live: dict = {}
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+        try:
+            # keep a bounded number of batches in flight so rows stream to the store steadily
+            while queue or live:
+                while queue and len(live) < 2 * workers:
+                    b = queue.pop()
+                    live[pool.submit(run_batch, b)] = b
+                finished, _ = wait(set(live), return_when=FIRST_COMPLETED)
+                for fut in sorted(finished, key=lambda f: f.exception() is not None):  # good rows first
+                    rows = fut.result()
+                    del live[fut]
+                    sink(rows)
+            pool.shutdown()
+            return
+        except BaseException as exc:
+            _stop(pool)  # Ctrl-C, SIGTERM, a dead worker: no waiting for batches in flight
+            if not isinstance(exc, BrokenProcessPool):
+                raise
+            queue.extend(live.values())  # what was in flight runs again; stored rows stay stored
+            if attempt == retries:
+                raise PPVerifyError(
+                    f"a sweep worker process died {retries + 1} times (killed or out of memory); "
+                    "the finished rows are in the store: rerun the same command to resume"
+                ) from None
+
+
+def _worker_init() -> None:
+    import signal
+
+    # Ctrl-C reaches the whole process group: the parent stops the workers, they print nothing;
+    # a forked worker inherits the parent's SIGTERM handler (raising in Python): back to the default
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(timeout=1)
+
+
+def connect_ray() -> Any:
+    """The ``ray`` module, connected: ``RAY_ADDRESS`` (or ``ray start`` on this node) selects a
+    cluster, otherwise a local instance starts; one line when Ray is not installed.
+
+    Example:
+        >>> connect_ray().is_initialized()  # doctest: +SKIP
+        True
+    """
+    try:
+        import ray
+    except ImportError:
+        raise PPVerifyError("--executor ray needs Ray: pip install 'ppverify[ray]'") from None
+    if not ray.is_initialized():
+        ray.init(address=os.environ.get("RAY_ADDRESS") or None, include_dashboard=False, log_to_driver=False)
+    return ray
+
+
+def _run_ray(batches: list[list[Task]], sink: Callable[[list[dict]], None]) -> None:
+    ray = connect_ray()
+    remote = ray.remote(run_batch)
+    refs = [remote.remote(b) for b in batches]
+    while refs:
+        ready, refs = ray.wait(refs, num_returns=1)
+        for ref in ready:
+            sink(ray.get(ref))

@@ -1,0 +1,264 @@
+"""What a timed run reports: a timeline's metrics with its communication (transfers, exposed
+time, collectives) and memory against the device capacity, as a dict and as the text
+``ppverify simulate`` prints. Also the timeline's rows written as a table file."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from tabulate import tabulate
+
+from ..core.errors import ScheduleFileError
+from ..core.memory_cap import cap_check, parse_memory_cap
+from ..core.timeline import Timeline
+from ..core.timeline_text import fmt_mem, fmt_time, gantt, stage_table
+
+
+def timeline_report(
+    timeline: Timeline,
+    system: Any = None,
+    stage_costs: Any = None,
+    capacity: float | None = None,
+    memory_cap: str | None = None,
+) -> dict[str, Any]:
+    """The metrics of a timed run: :meth:`Timeline.metrics` plus the schedule, communication and
+    memory (``capacity`` in the cost model's memory unit; default: the system's). ``memory_cap``
+    (``--memory-cap`` text, read by :func:`ppverify.core.memory_cap.parse_memory_cap`) adds the cap
+    (``memory_cap``), the devices whose activation peak is over it (``over_memory_cap``) and the
+    line saying so (``memory_cap_line``).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> r = timeline_report(run(build("1f1b", p=2, m=2)), capacity=1.5)
+        >>> r["makespan"], r["peak_memory"], r["oom_devices"], r["transfers"]
+        (6.0, [2.0, 1.0], [0], {'gradient': 2, 'activation': 2})
+    """
+    from ..engines.simulate import memory_report
+
+    if capacity is None and system is not None:
+        capacity = system.memory_bytes
+    mem = memory_report(timeline, capacity)
+    tr = timeline.transfers
+    counts = Counter(tr.kind)
+    out = timeline.metrics()
+    exposed = timeline.info.exposed_comm
+    out.update(
+        {
+            "family": timeline.schedule.family,
+            "params": dict(timeline.schedule.params),
+            "p": timeline.p,
+            "m": timeline.schedule.m,
+            "placement": timeline.schedule.placement.to_dict(),
+            "costs": timeline.costs.label or "custom",
+            "system": system.summary() if system is not None else None,
+            "exposed_comm": exposed,
+            "exposed_comm_mean": float(np.mean(exposed)) if exposed else None,
+            "transfers": dict(counts),
+            "transfer_bytes": float(sum(tr.nbytes)),
+            # the same differences, summed by the same sum(), without a Python loop over transfers
+            "transfer_time": float(sum((tr.column("end") - tr.column("start")).tolist())),
+            "peak_memory": mem["peak"],
+            "weight_memory": mem["weights"],
+            "memory_capacity": mem["capacity"],
+            "oom_devices": mem["oom"],
+            "sync": timeline.info.sync,
+            "dp_allreduce": timeline.info.dp_allreduce,
+        }
+    )
+    cap = parse_memory_cap(memory_cap, timeline.costs, timeline.schedule.placement)
+    if cap is not None:
+        check = cap_check(timeline.peak_memory().tolist(), cap)
+        out.update(memory_cap=check["cap"], over_memory_cap=check["over"], memory_cap_line=check["line"])
+    if stage_costs is not None:
+        sc = stage_costs
+        out["stages"] = {
+            "layers": list(sc.layers),
+            "F": list(sc.duration["F"]),
+            "B": list(sc.duration["B"]),
+            "I": list(sc.duration["I"]),
+            "W": list(sc.duration["W"]),
+            "activation_bytes": list(sc.activation),
+            "weight_bytes": list(sc.weight_bytes),
+            "boundary_bytes": list(sc.boundary_bytes),
+        }
+    return out
+
+
+def measured_line(meas: dict[str, Any], predicted: float, semantics: str) -> str:
+    """The line a measured step (``compare.trace_check.measured_beside``) prints beside a
+    prediction's makespan (seconds).
+
+    Example:
+        >>> print(measured_line({"makespan": 0.18, "step": 2, "differences": [], "errors": {"step": 0.2}}, 0.15, "async"))
+        measured      180.000 ms (trace, ProfilerStep#2; same op order)   predicted 150.000 ms (async)   error +20.0%
+    """
+    diffs = meas["differences"]
+    order = f"{len(diffs)} order difference(s)" if diffs else "same op order"
+    return (
+        f"measured      {fmt_time(meas['makespan'], 's')} (trace, ProfilerStep#{meas['step']}; {order})   "
+        f"predicted {fmt_time(predicted, 's')} ({semantics})   error {100 * meas['errors']['step']:+.1f}%"
+    )
+
+
+def report_text(
+    timeline: Timeline,
+    rep: dict[str, Any],
+    comm: Any = None,
+    stage_costs: Any = None,
+    *,
+    show_stages: bool = False,
+    chart: bool = True,
+    width: int = 100,
+) -> str:
+    """The text of a timed run: what ran, the table (``slot``) or a chart, the metrics and a
+    per-device table of busy/idle time, exposed communication and memory. ``rep`` is
+    :func:`timeline_report`'s dict; ``comm`` the communication model (abstract costs: its fixed
+    delay is named).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> tl = run(build("gpipe", p=2, m=1), semantics="async")
+        >>> text = report_text(tl, timeline_report(tl), chart=False)
+        >>> [line for line in text.splitlines() if line.startswith(("makespan", "comm"))]
+        ['comm          0 per cross-device transfer', 'makespan      4']
+    """
+    from ..engines.registry import engine
+    from ..engines.table import MAX_RENDER_TICKS, format_table
+
+    unit, munit = timeline.time_unit, timeline.costs.memory_unit
+    lines = [
+        f"schedule      {timeline.schedule.describe()}",
+        f"semantics     {timeline.semantics} ({engine(timeline.semantics).help})",
+        f"costs         {rep['costs']} ({unit})",
+    ]
+    if rep["system"]:
+        lines.append(f"system        {rep['system']}")
+    else:
+        lines.append(f"comm          {fmt_time(getattr(comm, 'delay', 0.0), unit)} per cross-device transfer")
+    if stage_costs is not None:
+        sc = stage_costs
+        lines.append(
+            f"stages        layers {','.join(map(str, sc.layers))}; F {fmt_time(max(sc.duration['F']), unit)}, "
+            f"B {fmt_time(max(sc.duration['B']), unit)} (slowest stage); "
+            f"boundary {sc.boundary_bytes[0] / 1e6 if sc.boundary_bytes else 0:.1f} MB"
+        )
+    if show_stages and stage_costs is not None:
+        lines += ["", stage_table(stage_costs)]
+    if chart:
+        lines.append("")
+        if timeline.semantics == "slot" and (timeline.info.ticks or 0) <= MAX_RENDER_TICKS:
+            lines.append(format_table(timeline))
+        else:
+            # seconds from presets rarely share a small tick: chart the table's timing instead
+            lines.append(gantt(timeline, width))
+    ms = timeline.makespan
+    lines += [
+        "",
+        f"makespan      {fmt_time(ms, unit)}",
+        f"bubble ratio  {timeline.bubble_ratio:.4f}  (convention {rep['bubble_convention']})",
+    ]
+    if rep.get("measured"):  # simulate --measured-trace: the step of a profiler trace, same schedule
+        lines.append(measured_line(rep["measured"], ms, timeline.semantics))
+    if rep["exposed_comm"] is not None:
+        lines.append(
+            f"exposed comm  {fmt_time(rep['exposed_comm_mean'], unit)} per device on average "
+            "(time waiting for transfers in flight, plus collectives after the last op)"
+        )
+    if rep["transfers"]:
+        kinds = ", ".join(f"{v} {k}" for k, v in sorted(rep["transfers"].items()))
+        size = f", {rep['transfer_bytes'] / 1e9:.3f} GB" if munit == "bytes" else ""
+        lines.append(f"transfers     {kinds}{size}")
+    if timeline.semantics != "slot" and rep["sync"] and any(k == "allreduce" for k in rep["transfers"]):
+        lines.append(f"replica sync  {rep['sync']}")
+    lines += ["", _device_table(timeline, rep)]
+    if rep["oom_devices"]:
+        cap = rep["memory_capacity"]
+        lines.append(
+            f"\nout of memory: device(s) {', '.join(map(str, rep['oom_devices']))} exceed "
+            f"{fmt_mem(cap, munit)} (peak = activations + weights/gradients/optimizer state of every stage replica held)"
+        )
+    if rep.get("memory_cap_line"):
+        lines.append(f"\nmemory        {rep['memory_cap_line']}")
+    return "\n".join(lines)
+
+
+def _device_table(timeline: Timeline, rep: dict[str, Any]) -> str:
+    unit, munit, ms = timeline.time_unit, timeline.costs.memory_unit, timeline.makespan
+    exposed = rep["exposed_comm"] or [None] * timeline.p
+    cap = rep["memory_capacity"]
+    rows = [
+        [
+            d,
+            fmt_time(rep["busy"][d], unit),
+            fmt_time(rep["idle"][d], unit),
+            f"{100 * rep['idle'][d] / ms:.1f}" if ms else "-",
+            fmt_time(exposed[d], unit) if exposed[d] is not None else "-",
+            fmt_mem(rep["weight_memory"][d], munit),
+            fmt_mem(rep["peak_memory"][d], munit),
+            ("OOM" if d in rep["oom_devices"] else "ok") if cap is not None else "-",
+        ]
+        for d in range(timeline.p)
+    ]
+    headers = ["device", "busy", "idle", "idle %", "exposed comm", "weights", "peak memory"]
+    headers.append(f"fits {fmt_mem(cap, munit)}" if cap is not None else "fits")
+    return tabulate(rows, headers=headers, tablefmt="simple", stralign="right", disable_numparse=True)
+
+
+def write_frame(timeline: Timeline, path: str, extra: Any = None) -> None:
+    """Write every op and transfer of ``timeline`` as rows: CSV, or Parquet for ``.parquet``
+    (needs pyarrow), with the rows of the data frame ``extra`` after them (a measured run's
+    memory curve). Errors name the file.
+
+    Example:
+        >>> import tempfile, os
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> path = os.path.join(tempfile.mkdtemp(), "rows.csv")
+        >>> write_frame(run(build("gpipe", p=2, m=1)), path)
+        >>> open(path).read().count("\\n") > 4
+        True
+    """
+    from ..core.files import atomic_path
+
+    frame = timeline.to_frame()
+    if extra is not None:
+        import pandas as pd
+
+        frame = pd.concat([frame, extra], ignore_index=True)
+    try:
+        with atomic_path(path, "--frame") as tmp:
+            if path.endswith(".parquet"):
+                frame.to_parquet(tmp)
+            else:
+                frame.to_csv(tmp, index=False)
+    except (OSError, ImportError) as exc:
+        raise ScheduleFileError(path, "", f"cannot write: {exc}") from None
+
+
+def run_timed(
+    schedule: Any, costs: Any, comm: Any, semantics: str = "async", sync: str = "eager", dp_allreduce: int = 0
+) -> Timeline:
+    """Time ``schedule`` under ``semantics``: ``slot`` charges the communication per column (none
+    when it is a zero fixed delay; ``sync`` and ``dp_allreduce`` do not apply), the other engines
+    run the replica and data-parallel collectives as ``sync`` and ``dp_allreduce`` say.
+
+    Example:
+        >>> from ppverify.core.comm import FixedDelay
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.schedules import build
+        >>> s = build("gpipe", p=2, m=1)
+        >>> unit = CostModel.unit(s.placement)
+        >>> run_timed(s, unit, FixedDelay(0.5), "async").makespan, run_timed(s, unit, FixedDelay(0.5), "slot").makespan
+        (5.0, 6.0)
+    """
+    from ..core.comm import FixedDelay
+    from ..engines import run as run_engine
+
+    if semantics == "slot":
+        zero = isinstance(comm, FixedDelay) and comm.delay == 0
+        return run_engine(schedule, costs, comm, "slot", charge_comm=not zero)
+    return run_engine(schedule, costs, comm, semantics, sync=sync, dp_allreduce=dp_allreduce)

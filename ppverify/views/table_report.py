@@ -1,0 +1,383 @@
+"""A schedule's idealized (``slot``) table next to its family's closed form: the timing, the
+formula's values and whether the table agrees, whether a file's stored table is the one the
+engine computes, and the text ``ppverify show`` prints."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from tabulate import tabulate
+
+from ..core.costs import CostModel, complete_costs, parse_costs
+from ..core.errors import ParameterError, ScheduleFileError
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline
+from ..core.timeline_text import fmt_number
+from ..io.json_format import ScheduleDocument, TableGrid
+
+#: relative tolerance when comparing a formula with the table (costs are rationals in floats)
+_TOL = 1e-9
+#: the formula's costs when the cost model is not uniform abstract costs (a preset, a hand-written one)
+UNKNOWN_COSTS = "unknown"
+
+
+def table_costs(costs_text: str | None, doc: ScheduleDocument, source: str = "") -> tuple[CostModel, Any]:
+    """The cost model to time ``doc`` with (``--costs`` text, else the file's, else unit slots)
+    and the per-share costs a formula takes: a dict, ``None`` for unit slots, or
+    :data:`UNKNOWN_COSTS`.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> doc = ScheduleDocument(build("gpipe", p=2, m=2))
+        >>> costs, given = table_costs("F=1,B=2", doc)
+        >>> costs.duration["B"], sorted(given.items())
+        ((2.0, 2.0), [('B', 2.0), ('F', 1.0), ('I', 1.0), ('W', 1.0)])
+        >>> table_costs(None, doc)[1]   # the default abstract costs
+        {'F': 1.0, 'B': 2.0, 'I': 1.0, 'W': 1.0}
+    """
+    schedule = doc.schedule
+    if costs_text:
+        given = complete_costs(parse_costs(costs_text))
+        return CostModel.abstract(schedule.placement, **given), given
+    if doc.costs is not None:
+        if doc.costs.num_stages != schedule.num_stages:
+            raise ScheduleFileError(
+                source,
+                "costs",
+                f"describes {doc.costs.num_stages} stages; the placement has {schedule.num_stages}",
+            )
+        if doc.costs == CostModel.unit(schedule.placement):
+            return doc.costs, None
+        try:  # abstract costs carry their per-share values in the label (F=1,B=2,I=1,W=1)
+            given = complete_costs(parse_costs(doc.costs.label))
+        except ParameterError:
+            return doc.costs, UNKNOWN_COSTS
+        if doc.costs != CostModel.abstract(schedule.placement, **given):
+            return doc.costs, UNKNOWN_COSTS
+        return doc.costs, given
+    if doc.table is not None:  # a drawn table (a text table file): one slot per cell, as drawn
+        return CostModel.unit(schedule.placement), None
+    given = complete_costs({})  # the default abstract costs: F=1, B=2, I=W=1
+    return CostModel.abstract(schedule.placement, **given), given
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=_TOL, abs_tol=_TOL)
+
+
+def _holds(kind: str, formula: float, table: float) -> bool:
+    """Exact: equal; lower bound: the table is not below it; upper bound: not above it."""
+    if kind == "lower bound":
+        return table >= formula or _close(formula, table)
+    if kind == "upper bound":
+        return table <= formula or _close(formula, table)
+    return _close(formula, table)
+
+
+def formula_report(schedule: Schedule, given: Any, timeline: Timeline) -> dict[str, Any] | None:
+    """The family's closed form next to the table's values, or ``None`` when there is none.
+
+    ``given`` is the per-share cost dict (None: unit slots). Keys: ``makespan``, ``bubble_ratio``,
+    ``peak_activations`` (formula values), ``kinds`` (per metric ``exact``, ``lower bound`` or
+    ``upper bound``), ``agrees`` (per metric: equal when exact, the bound holds otherwise),
+    ``exact``, ``conditions``, ``source``; or only ``unavailable`` (why it was not evaluated).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> s = build("gpipe", p=4, m=4)
+        >>> r = formula_report(s, None, run(s, semantics="slot"))
+        >>> r is None or r["agrees"]["makespan"]
+        True
+    """
+    from ..schedules import get_family
+
+    try:
+        fam = get_family(schedule.family)
+    except ParameterError:
+        return None  # a custom or table schedule: no family, no formula
+    if fam.formula is None:
+        return None
+    if given == UNKNOWN_COSTS:
+        return {"unavailable": "the costs are not uniform abstract costs per device share"}
+    if timeline.info.charge_comm:
+        return {"unavailable": "communication is charged in the table; the formulas model none"}
+    params = {pr.name: schedule.params.get(pr.name, pr.default) for pr in fam.params}
+    try:
+        f = fam.formula(schedule.p, schedule.m, None if given is None else dict(given), **params)
+    except ParameterError as exc:
+        return {"unavailable": str(exc)}
+    if f is None:
+        return None
+    exact = bool(getattr(f, "exact", False))
+    mk = getattr(f, "makespan_kind", "exact" if exact else "bound")
+    pk = getattr(f, "peak_kind", "exact" if exact else "bound")
+    values = {
+        "makespan": getattr(f, "makespan", None),
+        "bubble_ratio": getattr(f, "bubble_ratio", None),
+        "peak_activations": getattr(f, "peak_activations", None),
+    }
+    kinds = {"makespan": mk, "bubble_ratio": mk, "peak_activations": pk}
+    table = {
+        "makespan": timeline.makespan,
+        "bubble_ratio": timeline.bubble_ratio,
+        "peak_activations": timeline.peak_memory().tolist(),
+    }
+    agrees: dict[str, bool | None] = {}
+    for k, v in values.items():
+        if v is None:
+            agrees[k] = None
+        elif k == "peak_activations":
+            v = values[k] = [float(x) for x in v]
+            agrees[k] = len(v) == len(table[k]) and all(_holds(pk, a, b) for a, b in zip(v, table[k]))
+        else:
+            v = values[k] = float(v)
+            agrees[k] = _holds(kinds[k], v, table[k])
+    return {
+        **values,
+        "kinds": kinds,
+        "agrees": agrees,
+        "exact": exact,
+        "conditions": str(getattr(f, "conditions", "")),
+        "source": str(getattr(f, "source", "")),
+    }
+
+
+def placement_text(schedule: Schedule) -> str:
+    """One line naming a schedule's placement and the device of each stage, per pipe.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> placement_text(build("1f1b", p=2, m=2))
+        'linear, 1 pipe, 2 stages on 2 devices (device of each stage, pipe 0: 0 1)'
+    """
+    pl = schedule.placement
+    pipes = "; ".join(f"pipe {i}: " + " ".join(map(str, mp)) for i, mp in enumerate(pl.maps))
+    return (
+        f"{pl.name}, {pl.num_pipes} pipe{'s' if pl.num_pipes > 1 else ''}, {pl.num_stages} stages on "
+        f"{pl.p} devices (device of each stage, {pipes})"
+    )
+
+
+def embedded_check(
+    doc: ScheduleDocument, table: TableGrid, same_costs: bool, text_table: bool = False
+) -> dict[str, Any] | None:
+    """Whether a file's table equals ``table`` (the one the slot engine computes now). A JSON
+    file's table is compared only under the file's own costs (``same_costs``); a text table (which
+    has no costs) always, cells only. ``None`` when the file has no table.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> doc = ScheduleDocument(build("gpipe", p=1, m=1), table=TableGrid(1.0, (("0F0", "0B0"),)))
+        >>> embedded_check(doc, TableGrid(1.0, (("0F0", None),)), True)["first_difference"]
+        {'device': 0, 'tick': 1, 'file': '0B0', 'engine': None}
+    """
+    if doc.table is None:
+        return None
+    if not same_costs and not text_table:
+        return {"checked": False, "why": "the costs differ from the file's (--costs/--comm-delay given)"}
+    want, got = doc.table.cells, table.cells
+    for d in range(max(len(want), len(got))):
+        a = want[d] if d < len(want) else ()
+        b = got[d] if d < len(got) else ()
+        for t in range(max(len(a), len(b))):
+            x = a[t] if t < len(a) else None
+            y = b[t] if t < len(b) else None
+            if x != y:
+                return {
+                    "checked": True,
+                    "matches": False,
+                    "first_difference": {"device": d, "tick": t, "file": x, "engine": y},
+                }
+    if not text_table and not _close(doc.table.tick, table.tick):
+        return {"checked": True, "matches": False, "first_difference": {"tick_length": [doc.table.tick, table.tick]}}
+    return {"checked": True, "matches": True}
+
+
+@dataclass(frozen=True)
+class TableRun:
+    """A document timed as a table: the timeline, its cost model, the grid (``None`` when too
+    long to draw), the formula report and the check of the file's own table."""
+
+    doc: ScheduleDocument
+    timeline: Timeline
+    costs: CostModel
+    grid: TableGrid | None
+    formula: dict[str, Any] | None
+    embedded: dict[str, Any] | None
+    comm_delay: float
+    text_table: bool
+
+
+def time_table(
+    doc: ScheduleDocument,
+    costs_text: str | None = None,
+    comm_delay: float = 0.0,
+    source: str = "",
+    text_table: bool = False,
+) -> TableRun:
+    """Time ``doc`` with the ``slot`` engine (communication ``comm_delay`` charged per column when
+    given) and compare it with its formula and with the file's table.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> r = time_table(ScheduleDocument(build("gpipe", p=2, m=2)), "F=1,B=2")
+        >>> r.timeline.makespan, r.formula["agrees"]["makespan"], r.grid.ticks  # (m + p - 1)(F + B)
+        (9.0, True, 9)
+    """
+    from ..core.comm import FixedDelay
+    from ..engines import run as run_engine
+    from ..engines.table import MAX_RENDER_TICKS, timeline_table
+
+    schedule = doc.schedule
+    costs, given = table_costs(costs_text, doc, source)
+    if comm_delay:
+        timeline = run_engine(schedule, costs, FixedDelay(comm_delay), "slot", charge_comm=True)
+    else:
+        timeline = run_engine(schedule, costs, semantics="slot")
+    # a cost model in seconds can make the tick tiny: time it, but do not build a giant grid
+    grid = timeline_table(timeline) if int(timeline.info.ticks or 0) <= MAX_RENDER_TICKS else None
+    formula = formula_report(schedule, given, timeline)
+    same = not costs_text and not comm_delay
+    embedded = None if grid is None else embedded_check(doc, grid, same, text_table)
+    return TableRun(doc, timeline, costs, grid, formula, embedded, comm_delay, text_table)
+
+
+def table_json(run: TableRun) -> dict[str, Any]:
+    """What ``ppverify show --json`` prints for a timed table.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> out = table_json(time_table(ScheduleDocument(build("gpipe", p=2, m=1))))
+        >>> out["makespan"], out["ticks"], out["table"]   # default costs: a backward is two ticks
+        (6.0, 6, [['0F0', None, None, None, '0B0', '0B0'], [None, '1F0', '1B0', '1B0', None, None]])
+    """
+    schedule, timeline = run.doc.schedule, run.timeline
+    out = {
+        **timeline.metrics(),
+        "family": schedule.family,
+        "params": dict(schedule.params),
+        "p": schedule.p,
+        "m": schedule.m,
+        "placement": schedule.placement.to_dict(),
+        "costs": run.costs.label or "custom",
+        "comm_delay_per_column": run.comm_delay,
+        "tick": float(timeline.info.tick or 0.0),
+        "ticks": int(timeline.info.ticks or 0),
+        "formula": run.formula,
+        "table": None if run.grid is None else [list(row) for row in run.grid.cells],
+    }
+    if run.embedded is not None:
+        out["embedded_table"] = run.embedded
+    return out
+
+
+def table_text(run: TableRun, style: str = "paper", width: int | None = None, table: bool = True) -> str:
+    """The text ``ppverify show`` prints: what was timed, the table (``style`` paper or torch,
+    wrapped to ``width`` columns; ``table=False`` leaves it out), the metrics per device, the
+    formula against the table and the check of the file's table.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> text = table_text(time_table(ScheduleDocument(build("gpipe", p=2, m=2))), table=False)
+        >>> text.splitlines()[4]   # (m + p - 1)(tF + tB) at the default tF = 1, tB = 2
+        'makespan      9 units (9 ticks)'
+    """
+    from ..engines.table import format_table
+
+    schedule, timeline, doc = run.doc.schedule, run.timeline, run.doc
+    unit, metrics = timeline.time_unit, timeline.metrics()
+    lines = [
+        f"schedule      {schedule.describe()}",
+        f"placement     {placement_text(schedule)}",
+        f"costs         {run.costs.label or 'custom'} ({unit}; one table tick = {fmt_number(timeline.info.tick or 0.0)} {unit})"
+        + (f"; communication {fmt_number(run.comm_delay)} charged per column" if run.comm_delay else ""),
+    ]
+    if doc.comment:
+        lines.append(f"comment       {doc.comment}")
+    if table:
+        lines += ["", format_table(timeline, style, width=width or None)]
+    lines += [
+        "",
+        f"makespan      {fmt_number(timeline.makespan)} {unit} ({int(timeline.info.ticks or 0)} ticks)",
+        f"bubble ratio  {timeline.bubble_ratio:.4f}  (convention {metrics['bubble_convention']})",
+    ]
+    busy, idle, peaks = metrics["busy"], metrics["idle"], metrics["peak_activations"]
+    rows = [
+        [
+            d,
+            fmt_number(busy[d]),
+            fmt_number(idle[d]),
+            f"{100 * idle[d] / timeline.makespan:.1f}" if timeline.makespan else "-",
+            fmt_number(peaks[d]),
+        ]
+        for d in range(schedule.p)
+    ]
+    headers = ["device", f"busy ({unit})", f"idle ({unit})", "idle %", f"peak activations ({metrics['memory_unit']})"]
+    lines += ["", tabulate(rows, headers=headers, tablefmt="simple", stralign="right", disable_numparse=True)]
+    lines += ["", _formula_text(run.formula, timeline)]
+    emb = run.embedded
+    if emb is not None:
+        if not emb["checked"]:
+            lines.append(f"\ntable in the file: not compared ({emb['why']})")
+        elif emb["matches"]:
+            lines.append("\ntable in the file: identical to the slot engine's table")
+        else:
+            hint = " (give --costs matching the table's op lengths)" if run.text_table else ""
+            lines.append(f"\ntable in the file: DIFFERS from the slot engine's table{hint}: {emb['first_difference']}")
+    return "\n".join(lines)
+
+
+def formula_contradicted(run: TableRun) -> bool:
+    """Whether the table contradicts a claim of its formula (an exact value differs or a bound
+    fails).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> formula_contradicted(time_table(ScheduleDocument(build("gpipe", p=2, m=2))))
+        False
+    """
+    f = run.formula
+    return f is not None and "agrees" in f and False in f["agrees"].values()
+
+
+def _formula_text(formula: dict[str, Any] | None, timeline: Timeline) -> str:
+    if formula is None:
+        return "formula       none (no closed form registered for this schedule)"
+    if "unavailable" in formula:
+        return f"formula       not evaluated: {formula['unavailable']}"
+
+    def verdict(k: str) -> str:
+        ok, kind = formula["agrees"][k], formula["kinds"][k]
+        if ok is None:
+            return "not given"
+        if kind == "exact":
+            return "equal (exact)" if ok else "DIFFERS (claimed exact)"
+        return f"{kind} holds" if ok else f"{kind} VIOLATED"
+
+    peaks = formula["peak_activations"]
+    head = (
+        f"formula       {'exact' if formula['exact'] else 'partly a bound'}; conditions: {formula['conditions'] or '-'}"
+        + (f"; source: {formula['source']}" if formula["source"] else "")
+    )
+    rows = [
+        ["makespan", fmt_number(formula["makespan"]), fmt_number(timeline.makespan), verdict("makespan")],
+        [
+            "bubble ratio",
+            fmt_number(formula["bubble_ratio"]),
+            fmt_number(timeline.bubble_ratio),
+            verdict("bubble_ratio"),
+        ],
+        [
+            "peak activations",
+            " ".join(fmt_number(x) for x in peaks) if peaks else "-",
+            " ".join(fmt_number(x) for x in timeline.peak_memory().tolist()),
+            verdict("peak_activations"),
+        ],
+    ]
+    grid = tabulate(
+        rows, headers=["metric", "formula", "table", "formula vs table"], tablefmt="simple", disable_numparse=True
+    )
+    return head + "\n" + grid
