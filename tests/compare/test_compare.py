@@ -260,8 +260,7 @@ def test_cli_bad_input_one_line_exit_2(argv, needle, capsys):
 
 
 @pytest.mark.slow
-def test_default_compare_every_level_within_two_minutes(tmp_path, capsys):
-    import time
+def test_default_compare_fills_every_level(tmp_path, capsys):
 
     out = tmp_path / "all.csv"
     assert main(["compare", "--no-progress", "--out", str(out)]) == 0
