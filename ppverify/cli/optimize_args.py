@@ -14,7 +14,7 @@ from ..core.memory_cap import MEMORY_CAP_HELP
 from ..core.placement import NAMED
 from ..core.schedule import Schedule
 from ..optimize.request import build_problem, optimize_request
-from .common import add_cost_arguments, add_schedule_arguments, schedule_from_args
+from .common import add_cost_arguments, add_schedule_arguments, parsed_costs, schedule_from_args
 
 
 def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool = True) -> None:
@@ -121,9 +121,9 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
 
     workers = getattr(args, "workers", 2)
     # --costs, --memory-model and --memory-cap read once, here, before any build; the presets get the parsed costs
-    text = {k: getattr(args, k) for k in ("costs", "backward", "memory_model", "memory_cap", "objective")}
+    text = {k: getattr(args, k) for k in ("backward", "memory_model", "memory_cap", "objective")}
     sync, dp = getattr(args, "sync", "eager"), getattr(args, "dp_allreduce", 0) or 0
-    request = optimize_request(**text, sync=sync, dp_allreduce=dp)
+    request = optimize_request(parsed_costs(args), **text, sync=sync, dp_allreduce=dp)
     if args.schedule and not looks_like_file(args.schedule):  # --max-memory-gib before the build
         fam = get_family(args.schedule)
         params = {q.name: getattr(args, f"fam_{q.name}", None) for q in fam.params}

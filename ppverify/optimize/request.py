@@ -5,6 +5,7 @@ printed with the result (:func:`summary_lines`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,7 @@ class Request:
 
 
 def optimize_request(
-    costs: str | None = None,
+    costs: str | Sequence[tuple[str, float]] | None = None,
     backward: str = "auto",
     memory_model: str | None = None,
     memory_cap: str | None = None,
@@ -56,7 +57,8 @@ def optimize_request(
     preset_mode: bool = False,
     comm_text: str = "fixed delay 0",
 ) -> Request:
-    """Read ``optimize``'s and ``gap``'s text options once into a :class:`Request`: ``--costs``,
+    """Read ``optimize``'s and ``gap``'s text options once into a :class:`Request`: ``--costs``
+    (or the ``(kind, cost)`` pairs a command already read them into),
     ``--memory-model`` and ``--memory-cap``'s spelling (its size in the cost model's unit is
     :func:`build_problem`'s, per problem).
 
@@ -68,7 +70,7 @@ def optimize_request(
     from ..core.memory_cap import read_memory_cap
 
     return Request(
-        tuple(parse_costs(costs).items()) if costs else None,
+        (tuple(parse_costs(costs).items()) if isinstance(costs, str) else tuple(costs)) if costs else None,
         backward,
         parse_memory_model(memory_model) if memory_model else None,
         read_memory_cap(memory_cap),
