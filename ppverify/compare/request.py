@@ -243,11 +243,12 @@ def compare_request(
         memory_cap=cap,
         measured_trace=tuple(measured_trace) if measured_trace else None,
     )
+    # abstract mode: the costs (default F=1,B=2) as (kind, cost) pairs
+    ct = tuple((k, float(v)) for k, v in parse_costs(costs or "F=1,B=2").items()) if abstract else None
     if findings and abstract:
         delays = parse_floats("comm-delay", comm_delay, (0.0, 1.0))
         if len(delays) != 2:
             raise ParameterError("comm-delay", comm_delay, "--findings needs two delays: fast,slow")
-        ct = tuple((k, float(v)) for k, v in parse_costs(costs or "F=1,B=2").items())
         return CompareRequest(ps=parse_ints("p", ps, (4, 8)), costs=ct, comm_delays=delays, **given)  # type: ignore[arg-type]
     if findings:
         sy = tuple(given_csv("systems", systems) or FINDINGS_SYSTEMS)
@@ -257,7 +258,6 @@ def compare_request(
         return CompareRequest(systems=sy, models=md, ps=parse_ints("p", ps, (4, 8)), **given)  # type: ignore[arg-type]
     pn, mn = parse_ints("p", ps, (4,)), parse_ints("m", ms, DEFAULT_M)
     if abstract:
-        ct = tuple((k, float(v)) for k, v in parse_costs(costs or "F=1,B=2").items())
         delays = parse_floats("comm-delay", comm_delay, (0.0,))
         return CompareRequest(ps=pn, ms=mn, costs=ct, comm_delays=delays, **given)  # type: ignore[arg-type]
     sy = tuple(given_csv("systems", systems) or DEFAULT_SYSTEMS)
