@@ -127,7 +127,7 @@ def document_from_args(args: argparse.Namespace) -> ScheduleDocument:
 
 def check_costs_first(args: argparse.Namespace) -> None:
     """Refuse a bad ``--costs`` before the schedule is built or read: a build can take a minute,
-    and ``--costs F=-1`` was refused only after it.
+    and ``--costs F=-1`` was refused only after it. The text is read once (:func:`parsed_costs`).
 
     Example:
         >>> check_costs_first(argparse.Namespace(costs="F=1,B=2"))
@@ -136,9 +136,24 @@ def check_costs_first(args: argparse.Namespace) -> None:
         ...
         ppverify.core.errors.ParameterError: parameter costs=F=-1: F must be > 0, finite and at most 1e+15
     """
-    text = getattr(args, "costs", None)
-    if isinstance(text, str):
-        parse_costs(text)
+    parsed_costs(args)
+
+
+def parsed_costs(args: argparse.Namespace) -> tuple[tuple[str, float], ...] | None:
+    """``--costs`` read once, at the command's boundary: the text becomes ``(kind, cost)`` pairs,
+    kept on ``args`` so every later reader (the presets, the cost model, ``show``'s table) takes
+    the pairs and nothing parses the text again; ``None`` when not given.
+
+    Example:
+        >>> ns = argparse.Namespace(costs="F=1,B=2")
+        >>> parsed_costs(ns), ns.costs
+        ((('F', 1.0), ('B', 2.0)), (('F', 1.0), ('B', 2.0)))
+    """
+    value = getattr(args, "costs", None)
+    if isinstance(value, str):
+        value = tuple(parse_costs(value).items())
+        args.costs = value
+    return value or None
 
 
 def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
@@ -169,10 +184,10 @@ def costs_from_args(args: argparse.Namespace, schedule: Schedule) -> CostModel:
         >>> costs_from_args(argparse.Namespace(costs=None), s).label
         'F=1,B=2,I=1,W=1'
     """
-    text = getattr(args, "costs", None)
-    if not text:
+    given = parsed_costs(args)
+    if not given:
         return CostModel.abstract(schedule.placement)
-    return CostModel.abstract(schedule.placement, **parse_costs(text))
+    return CostModel.abstract(schedule.placement, **dict(given))
 
 
 def check_nonnegative(name: str, value: float | None) -> None:

@@ -5,6 +5,7 @@ them into an :class:`~ppverify.optimize.Problem`."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from ..core.errors import ParameterError
@@ -12,8 +13,8 @@ from ..core.limits import check_stages_mbs
 from ..core.memory_cap import MEMORY_CAP_HELP
 from ..core.placement import NAMED
 from ..core.schedule import Schedule
-from ..optimize.request import Request, build_problem
-from .common import add_cost_arguments, add_schedule_arguments, schedule_from_args
+from ..optimize.request import build_problem, optimize_request
+from .common import add_cost_arguments, add_schedule_arguments, parsed_costs, schedule_from_args
 
 
 def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool = True) -> None:
@@ -116,9 +117,13 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
     from ..optimize.footprint import check_family_footprint, check_footprint
     from ..optimize.problem import default_pipes
     from ..schedules import get_family
-    from .presets_args import preset_context_from_args
+    from ..systems.preset_models import resolve_presets, settings_from
 
     workers = getattr(args, "workers", 2)
+    # --costs, --memory-model and --memory-cap read once, here, before any build; the presets get the parsed costs
+    text = {k: getattr(args, k) for k in ("backward", "memory_model", "memory_cap", "objective")}
+    sync, dp = getattr(args, "sync", "eager"), getattr(args, "dp_allreduce", 0) or 0
+    request = optimize_request(parsed_costs(args), **text, sync=sync, dp_allreduce=dp)
     if args.schedule and not looks_like_file(args.schedule):  # --max-memory-gib before the build
         fam = get_family(args.schedule)
         params = {q.name: getattr(args, f"fam_{q.name}", None) for q in fam.params}
@@ -138,19 +143,10 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
         check_stages_mbs(placement.num_stages, m, f"--placement {placement.name} -p {placement.p} -m {m}")
         pipes = default_pipes(placement, m)
     carrier = sched or Schedule(placement, m, tuple(() for _ in range(placement.p)), pipes)
-    ctx = preset_context_from_args(args, carrier)
+    ctx = resolve_presets(dataclasses.replace(settings_from(vars(args)), costs=request.costs), carrier)
     comm = f"system {getattr(ctx.system, 'name', ctx.system)}" if ctx.system is not None else None
-    request = Request(
-        args.costs,
-        args.backward,
-        args.memory_model,
-        args.memory_cap,
-        args.objective,
-        getattr(args, "sync", "eager"),
-        getattr(args, "dp_allreduce", 0) or 0,
-        ctx.preset_mode,
-        comm or f"fixed delay {getattr(ctx.comm, 'delay', 0):g}",
-    )
+    comm = comm or f"fixed delay {getattr(ctx.comm, 'delay', 0):g}"
+    request = dataclasses.replace(request, preset_mode=ctx.preset_mode, comm_text=comm)
     splits = sched is not None and sched.has_split_backward
     pr, info = build_problem(placement, m, pipes, ctx.costs, ctx.comm, request, splits)
     check_footprint(pr, workers)  # before gap runs the family or optimize builds anything

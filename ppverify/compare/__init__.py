@@ -34,7 +34,7 @@ from .config import (
     select_schedules,
 )
 from .evaluate import LevelResult, PointResult, evaluate_point, resolve
-from .request import CompareOutcome, CompareRequest, run_request
+from .request import CompareOutcome, CompareRequest, compare_request, run_request
 from .run import run_comparison
 from .table import COLUMNS, format_config_table, format_legend, rank_changes, to_frame
 
@@ -53,6 +53,7 @@ __all__ = [
     "PointResult",
     "ScheduleEntry",
     "abstract_configs",
+    "compare_request",
     "default_configs",
     "evaluate_point",
     "format_config_table",

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.errors import ParameterError, PPVerifyError, ScheduleFileError
 from ..core.limits import LimitError
+from ..core.memory_cap import CapSpec
 from ..core.schedule import Schedule
 from ..engines import registry
 from .config import ALL_LEVELS, LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
@@ -34,12 +35,13 @@ def evaluate_point(
     optimum_cache: dict | None = None,
     max_optimum_ops: int = 256,
     verify: bool = False,
-    memory_cap: str | None = None,
+    memory_cap: CapSpec | None = None,
 ) -> PointResult:
     """Evaluate one schedule entry in one configuration at each requested level (and, with
     ``verify``, prove the schedule valid with the Z3 verifier). The optimum is capped at the
     schedule's own peak (like for like) unless ``memory_cap`` says otherwise (``--memory-cap``
-    text: ``none`` for unlimited memory, or a cap every schedule's optimum shares).
+    as read by :func:`~ppverify.core.memory_cap.read_memory_cap`: ``none`` for unlimited memory,
+    or a cap every schedule's optimum shares, resolved in this point's cost model).
 
     Example:
         >>> from ppverify.compare.config import Config, ScheduleEntry
@@ -180,30 +182,30 @@ def _engine(semantics: str, schedule: Schedule, res: Resolved) -> LevelResult:
     )
 
 
-def optimum_cap(schedule: Schedule, res: Resolved, memory_cap: str | None) -> float | None:
+def optimum_cap(schedule: Schedule, res: Resolved, memory_cap: CapSpec | None) -> float | None:
     """The cap of a schedule's optimum in the cost model's unit: the schedule's own peak (its
     highest per-device activation peak, as the ``async`` engine runs it) when ``memory_cap`` is
-    ``None``, ``None`` (unlimited memory) for ``none``, else the cap read by the one parser.
+    ``None``, ``None`` (unlimited memory) for ``none``, else the cap resolved in this point's cost model.
 
     Example:
         >>> from ppverify.compare.config import Config
         >>> from ppverify.schedules import build
         >>> s = build("1f1b", p=4, m=8)
         >>> res = resolve(Config(4, 8, costs=(("F", 1.0), ("B", 2.0)), comm_delay=0.0), s)
-        >>> optimum_cap(s, res, None), optimum_cap(s, res, "none"), optimum_cap(s, res, "6")
-        (4.0, None, 6.0)
+        >>> from ppverify.core.memory_cap import read_memory_cap
+        >>> [optimum_cap(s, res, read_memory_cap(t)) for t in (None, "none", "6")]
+        [4.0, None, 6.0]
     """
-    from ..core.memory_cap import parse_memory_cap
+    from ..core.memory_cap import resolve_memory_cap
     from ..engines import run
 
     if memory_cap is None:  # like for like: the family's own peak
         return float(run(schedule, res.costs, res.comm, semantics="async").peak_memory().max())
-    cap = parse_memory_cap(memory_cap, res.costs, schedule.placement)
-    return None if cap is None else cap.value
+    return resolve_memory_cap(memory_cap, res.costs, schedule.placement).value
 
 
 def _optimum(
-    schedule: Schedule, res: Resolved, time_limit: float, cache: dict | None, max_ops: int, memory_cap: str | None
+    schedule: Schedule, res: Resolved, time_limit: float, cache: dict | None, max_ops: int, memory_cap: CapSpec | None
 ) -> LevelResult:
     if schedule.num_ops > max_ops:
         return LevelResult(

@@ -1,8 +1,9 @@
-"""What ``ppverify compare`` is asked, as data, and everything it does with it: the selections
-parsed and checked (:func:`request_levels`, :func:`request_configs`), the comparison or the findings
-run (:func:`run_request`), the rows written (:func:`write_rows`), the outcome printed
-(:func:`format_outcome`) or given as JSON (:func:`outcome_json`). The command module only maps its
-options onto a :class:`CompareRequest`.
+"""What ``ppverify compare`` is asked, as data, and everything it does with it: the options
+parsed and checked once into a typed :class:`CompareRequest` (:func:`compare_request`, the one
+place that reads their text), the configurations built from it (:func:`request_configs`), the
+comparison or the findings run (:func:`run_request`), the rows written (:func:`write_rows`), the
+outcome printed (:func:`format_outcome`) or given as JSON (:func:`outcome_json`). The command
+module only maps its options onto :func:`compare_request`.
 """
 
 from __future__ import annotations
@@ -16,14 +17,17 @@ import pandas as pd
 
 from ..core.costs import parse_costs
 from ..core.errors import ParameterError
+from ..core.memory_cap import CapSpec
 from .config import (
     ALL_LEVELS,
     DEFAULT_M,
     DEFAULT_MODELS,
+    DEFAULT_SCHEDULES,
     DEFAULT_SYSTEMS,
     LEVEL_SEMANTICS,
     LEVELS,
     Config,
+    ScheduleEntry,
     abstract_configs,
     default_configs,
     select_schedules,
@@ -117,26 +121,30 @@ def parse_floats(name: str, text: str | None, default: tuple[float, ...]) -> tup
 
 @dataclass(frozen=True)
 class CompareRequest:
-    """One ``ppverify compare`` run as given: selections as comma-separated text (``None`` = the
-    default), preset ``options`` as ``(name, value)`` pairs, abstract ``costs``/``comm_delay``
-    (either selects abstract mode), the solver budget, ``findings`` for the seed paper's checks,
-    ``out`` for a ``.csv``/``.parquet`` of the rows, ``keep_points`` to collect every point (with
-    its timelines) for a report.
+    """One ``ppverify compare`` run, typed: every option already parsed and checked (build one
+    from the command line's text with :func:`compare_request`, the one place that reads it).
+    ``levels`` are the levels to evaluate; ``schedules`` the entries (``None``: the default set,
+    or the findings' with ``findings``); ``systems``/``models`` preset names; ``ps``/``ms``
+    pipeline sizes and microbatch counts; ``costs`` (``(kind, cost)`` pairs) and ``comm_delays``
+    select abstract mode; ``options`` the preset options as ``(name, value)`` pairs; the solver
+    budget; ``findings`` for the seed paper's checks; ``out`` for a ``.csv``/``.parquet`` of the
+    rows; ``keep_points`` to collect every point (with its timelines) for a report;
+    ``memory_cap`` the optimum's cap as read (``None``: each schedule's own peak).
 
     Example:
-        >>> CompareRequest(ps="4", ms="8", costs="F=1,B=2").abstract
-        True
+        >>> req = CompareRequest(ps=(4,), ms=(8,), costs=(("F", 1.0), ("B", 2.0)))
+        >>> req.abstract, [c.label for c in request_configs(req)[1]]
+        (True, ['p=4 m=8 F=1,B=2 c=0'])
     """
 
-    schedules: str | None = None
-    systems: str | None = None
-    models: str | None = None
-    ps: str | None = None
-    ms: str | None = None
-    levels: str | None = None
-    measured: bool = False
-    costs: str | None = None
-    comm_delay: str | None = None
+    levels: tuple[str, ...] = LEVELS
+    schedules: tuple[ScheduleEntry, ...] | None = None
+    systems: tuple[str, ...] = DEFAULT_SYSTEMS
+    models: tuple[str, ...] = DEFAULT_MODELS
+    ps: tuple[int, ...] = (4,)
+    ms: tuple[int, ...] = DEFAULT_M
+    costs: tuple[tuple[str, float], ...] | None = None
+    comm_delays: tuple[float, ...] = (0.0,)
     options: tuple[tuple[str, Any], ...] = ()
     time_limit: float = 0.5
     max_opt_ops: int = 256
@@ -145,53 +153,116 @@ class CompareRequest:
     verify: bool = True
     progress: bool = False
     keep_points: bool = False
-    #: ``--memory-cap``: ``None`` caps each optimum at its schedule's own peak, ``none`` is unlimited
-    memory_cap: str | None = None
+    #: ``--memory-cap`` as read: ``None`` caps each optimum at its schedule's own peak
+    memory_cap: CapSpec | None = None
     #: read the measured level from these profiler traces (``--measured-trace``) instead of running it
     measured_trace: tuple[str, ...] | None = None
 
     @property
     def abstract(self) -> bool:
-        """True when abstract costs or delays replace the presets."""
-        return bool(self.costs or self.comm_delay)
+        """True when abstract costs (and delays) replace the presets."""
+        return self.costs is not None
 
 
-def request_levels(req: CompareRequest) -> tuple[str, ...]:
-    """The levels to evaluate (``measured`` added with ``req.measured``), checked along with the
-    time limit and the ``out`` suffix; ``--findings`` without explicit levels skips the optimum.
+def compare_request(
+    schedules: str | None = None,
+    systems: str | None = None,
+    models: str | None = None,
+    ps: str | None = None,
+    ms: str | None = None,
+    levels: str | None = None,
+    measured: bool = False,
+    costs: str | None = None,
+    comm_delay: str | None = None,
+    options: tuple[tuple[str, Any], ...] = (),
+    time_limit: float = 0.5,
+    max_opt_ops: int = 256,
+    out: str | None = None,
+    findings: bool = False,
+    verify: bool = True,
+    progress: bool = False,
+    keep_points: bool = False,
+    memory_cap: str | None = None,
+    measured_trace: Sequence[str] | None = None,
+) -> CompareRequest:
+    """Parse and check ``ppverify compare``'s options once, as the command line gives them
+    (comma-separated text, ``None`` for the default), into a :class:`CompareRequest`: the levels
+    (``measured`` added with ``measured`` or ``measured_trace``; ``findings`` without explicit
+    levels skips the optimum), the time limit, the ``out`` suffix, the memory cap's spelling in
+    the mode's unit, the schedules and the numbers. ``costs`` or ``comm_delay`` select abstract
+    mode. Preset names and options are checked when the configurations are built
+    (:func:`request_configs`).
 
     Example:
-        >>> request_levels(CompareRequest(levels="slot,async", measured=True))
-        ('slot', 'async', 'measured')
-        >>> request_levels(CompareRequest(levels="slot,fast"))
+        >>> req = compare_request(schedules="gpipe,1f1b", ps="4,8,4", costs="F=1,B=2", levels="slot,async",
+        ...                       measured=True, memory_cap="8MF")
+        >>> [e.label for e in req.schedules], req.ps, req.costs, req.levels, req.memory_cap.kind
+        (['gpipe', '1f1b'], (4, 8), (('F', 1.0), ('B', 2.0)), ('slot', 'async', 'measured'), 'stage_activations')
+        >>> compare_request(levels="slot,fast")
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter levels=fast: unknown level; expected some of formula, slot, async, contention, optimum, measured
     """
-    levels = tuple(given_csv("levels", req.levels) or LEVELS)
-    if (req.measured or req.measured_trace) and "measured" not in levels:
-        levels += ("measured",)
-    for lv in levels:
-        if lv not in ALL_LEVELS:
-            raise ParameterError("levels", lv, f"unknown level; expected some of {', '.join(ALL_LEVELS)}")
-    for name, text in (("costs", req.costs), ("comm-delay", req.comm_delay)):
+    lv = tuple(given_csv("levels", levels) or LEVELS)
+    if (measured or measured_trace) and "measured" not in lv:
+        lv += ("measured",)
+    for x in lv:
+        if x not in ALL_LEVELS:
+            raise ParameterError("levels", x, f"unknown level; expected some of {', '.join(ALL_LEVELS)}")
+    for name, text in (("costs", costs), ("comm-delay", comm_delay)):
         if text is not None and not str(text).replace(",", " ").strip():
             raise ParameterError(name, text, "an empty value; give one, or leave the option out for its default")
-    if req.time_limit is not None and not req.time_limit > 0:
-        raise ParameterError("time-limit", req.time_limit, "must be > 0 seconds")
-    if req.out and Path(req.out).suffix.lower() not in (".csv", ".parquet"):
-        raise ParameterError("out", req.out, "expected a .csv or .parquet file")
-    if req.out:
+    if time_limit is not None and not time_limit > 0:
+        raise ParameterError("time-limit", time_limit, "must be > 0 seconds")
+    if out and Path(out).suffix.lower() not in (".csv", ".parquet"):
+        raise ParameterError("out", out, "expected a .csv or .parquet file")
+    if out:
         from ..core.files import output_target
 
-        output_target(req.out, "--out")  # a trailing '/', a FIFO, a device: refused before the run
-    if req.findings and not req.levels:
-        levels = tuple(lv for lv in levels if lv != "optimum")
-    if req.memory_cap is not None:  # the spelling checked once, in the mode's unit (each point's size later)
+        output_target(out, "--out")  # a trailing '/', a FIFO, a device: refused before the run
+    if findings and not levels:
+        lv = tuple(x for x in lv if x != "optimum")
+    abstract = bool(costs or comm_delay)
+    cap = None
+    if memory_cap is not None:  # the spelling read once, in the mode's unit (each point's size later)
         from ..core.memory_cap import check_cap_text
 
-        check_cap_text(req.memory_cap, counts_bytes=not req.abstract)
-    return levels
+        cap = check_cap_text(memory_cap, counts_bytes=not abstract)
+    entries = None if findings or schedules is None else select_schedules(given_csv("schedules", schedules))
+    given = dict(
+        levels=lv,
+        schedules=entries,
+        options=tuple(options),
+        time_limit=time_limit,
+        max_opt_ops=max_opt_ops,
+        out=out,
+        findings=findings,
+        verify=verify,
+        progress=progress,
+        keep_points=keep_points,
+        memory_cap=cap,
+        measured_trace=tuple(measured_trace) if measured_trace else None,
+    )
+    # abstract mode: the costs (default F=1,B=2) as (kind, cost) pairs
+    ct = tuple((k, float(v)) for k, v in parse_costs(costs or "F=1,B=2").items()) if abstract else None
+    if findings and abstract:
+        delays = parse_floats("comm-delay", comm_delay, (0.0, 1.0))
+        if len(delays) != 2:
+            raise ParameterError("comm-delay", comm_delay, "--findings needs two delays: fast,slow")
+        return CompareRequest(ps=parse_ints("p", ps, (4, 8)), costs=ct, comm_delays=delays, **given)  # type: ignore[arg-type]
+    if findings:
+        sy = tuple(given_csv("systems", systems) or FINDINGS_SYSTEMS)
+        if len(sy) != 2:
+            raise ParameterError("systems", systems, "--findings needs two systems: fast,slow")
+        md = tuple(given_csv("models", models) or (FINDINGS_MODEL,))[:1]
+        return CompareRequest(systems=sy, models=md, ps=parse_ints("p", ps, (4, 8)), **given)  # type: ignore[arg-type]
+    pn, mn = parse_ints("p", ps, (4,)), parse_ints("m", ms, DEFAULT_M)
+    if abstract:
+        delays = parse_floats("comm-delay", comm_delay, (0.0,))
+        return CompareRequest(ps=pn, ms=mn, costs=ct, comm_delays=delays, **given)  # type: ignore[arg-type]
+    sy = tuple(given_csv("systems", systems) or DEFAULT_SYSTEMS)
+    md = tuple(given_csv("models", models) or DEFAULT_MODELS)
+    return CompareRequest(systems=sy, models=md, ps=pn, ms=mn, **given)  # type: ignore[arg-type]
 
 
 def check_presets(systems: Sequence[str], models: Sequence[str]) -> None:
@@ -231,40 +302,27 @@ def check_options(config: Config) -> None:
 
 def request_configs(req: CompareRequest) -> tuple[Setup | None, list[Config]]:
     """The configurations to evaluate (and the findings' :class:`Setup` with ``req.findings``),
-    preset names and options checked.
+    preset names and options checked; built from the typed request, no text read.
 
     Example:
-        >>> _, cs = request_configs(CompareRequest(ps="4", ms="4,8", costs="F=1,B=2", comm_delay="0,1"))
+        >>> _, cs = request_configs(compare_request(ps="4", ms="4,8", costs="F=1,B=2", comm_delay="0,1"))
         >>> [c.label for c in cs]
         ['p=4 m=4 F=1,B=2 c=0', 'p=4 m=8 F=1,B=2 c=0', 'p=4 m=4 F=1,B=2 c=1', 'p=4 m=8 F=1,B=2 c=1']
-        >>> setup, cs = request_configs(CompareRequest(findings=True, ps="4"))
+        >>> setup, cs = request_configs(compare_request(findings=True, ps="4"))
         >>> setup.fast, setup.slow, len(cs)
         ('dgx-h100', 'ethernet-100g', 4)
     """
     if not req.findings:
-        ps = parse_ints("p", req.ps, (4,))
-        ms = parse_ints("m", req.ms, DEFAULT_M)
-        if req.abstract:
-            costs = parse_costs(req.costs or "F=1,B=2")
-            return None, abstract_configs(costs, parse_floats("comm-delay", req.comm_delay, (0.0,)), ps, ms)
-        systems = tuple(given_csv("systems", req.systems) or DEFAULT_SYSTEMS)
-        models = tuple(given_csv("models", req.models) or DEFAULT_MODELS)
-        check_presets(systems, models)
-        configs = default_configs(systems, models, ps, ms, req.options)
+        if req.costs is not None:
+            return None, abstract_configs(dict(req.costs), req.comm_delays, req.ps, req.ms)
+        check_presets(req.systems, req.models)
+        configs = default_configs(req.systems, req.models, req.ps, req.ms, req.options)
         check_options(configs[0])
         return None, configs
-    if req.abstract:
-        delays = parse_floats("comm-delay", req.comm_delay, (0.0, 1.0))
-        if len(delays) != 2:
-            raise ParameterError("comm-delay", req.comm_delay, "--findings needs two delays: fast,slow")
-        costs_ = tuple((k, float(v)) for k, v in parse_costs(req.costs or "F=1,B=2").items())
-        return abstract_setup(delays[0], delays[1], costs_, parse_ints("p", req.ps, (4, 8)))
-    systems_ = given_csv("systems", req.systems) or list(FINDINGS_SYSTEMS)
-    if len(systems_) != 2:
-        raise ParameterError("systems", req.systems, "--findings needs two systems: fast,slow")
-    model = (given_csv("models", req.models) or [FINDINGS_MODEL])[0]
-    check_presets(tuple(systems_), (model,))
-    setup = Setup(systems_[0], systems_[1], model, parse_ints("p", req.ps, (4, 8)), options=req.options)
+    if req.costs is not None:
+        return abstract_setup(req.comm_delays[0], req.comm_delays[1], req.costs, req.ps)
+    check_presets(req.systems[:2], req.models[:1])
+    setup = Setup(req.systems[0], req.systems[1], req.models[0], req.ps, options=req.options)
     configs = setup.configs()
     check_options(configs[0])
     return setup, configs
@@ -282,21 +340,21 @@ class CompareOutcome:
     setup: Setup | None = None
     findings: tuple[Finding, ...] = ()
     points: tuple[PointResult, ...] = field(default=(), repr=False)
-    memory_cap: str | None = None
+    memory_cap: CapSpec | None = None
 
 
 def run_request(req: CompareRequest) -> CompareOutcome:
-    """Check ``req``, run the comparison (or the findings' comparison and checks) and write
+    """Run the comparison ``req`` asks for (or the findings' comparison and checks) and write
     ``req.out`` when given.
 
     Example:
-        >>> o = run_request(CompareRequest(schedules="gpipe,1f1b", ps="4", ms="8", costs="F=1,B=2",
-        ...                                levels="slot", verify=False))
+        >>> o = run_request(compare_request(schedules="gpipe,1f1b", ps="4", ms="8", costs="F=1,B=2",
+        ...                                 levels="slot", verify=False))
         >>> o.rows[["schedule", "makespan"]].values.tolist()   # (m+p-1)(tF+tB) for both
         [['gpipe', 33.0], ['1f1b', 33.0]]
     """
-    levels = request_levels(req)
-    entries = FINDINGS_SCHEDULES if req.findings else select_schedules(given_csv("schedules", req.schedules))
+    levels = req.levels
+    entries = FINDINGS_SCHEDULES if req.findings else req.schedules or DEFAULT_SCHEDULES
     setup, configs = request_configs(req)
     points: list[PointResult] = []
     df = run_comparison(
@@ -344,7 +402,7 @@ def outcome_json(outcome: CompareOutcome) -> dict[str, Any]:
     every row.
 
     Example:
-        >>> o = run_request(CompareRequest(schedules="gpipe", ps="2", ms="2", costs="F=1,B=2", levels="slot"))
+        >>> o = run_request(compare_request(schedules="gpipe", ps="2", ms="2", costs="F=1,B=2", levels="slot"))
         >>> d = outcome_json(o)
         >>> list(d["levels"]), d["rows"][0]["makespan"], d["rows"][0]["verified"]   # (m+p-1)(tF+tB) = 3*3
         (['slot'], 9.0, 'valid')
@@ -371,19 +429,20 @@ def outcome_json(outcome: CompareOutcome) -> dict[str, Any]:
     }
 
 
-def optimum_memory(memory_cap: str | None) -> str:
+def optimum_memory(memory_cap: CapSpec | None) -> str:
     """What the optimum column's memory is, in words: each family's own peak (the default),
     unlimited memory (``none``) or the cap given.
 
     Example:
-        >>> optimum_memory(None), optimum_memory("none"), optimum_memory("8")
-        ("each schedule's own peak", 'unlimited memory', 'cap 8')
+        >>> from ppverify.core.memory_cap import read_memory_cap
+        >>> [optimum_memory(read_memory_cap(t)) for t in (None, "none", " 8")]
+        ["each schedule's own peak", 'unlimited memory', 'cap 8']
     """
-    from ..core.memory_cap import UNLIMITED, UNLIMITED_LABEL
+    from ..core.memory_cap import UNLIMITED_LABEL
 
     if memory_cap is None:
         return "each schedule's own peak"
-    return UNLIMITED_LABEL if memory_cap.strip().lower() == UNLIMITED else f"cap {memory_cap.strip()}"
+    return UNLIMITED_LABEL if memory_cap.unlimited else f"cap {memory_cap.text}"
 
 
 def format_outcome(outcome: CompareOutcome, seconds: float, out: str | None = None) -> str:
@@ -391,7 +450,7 @@ def format_outcome(outcome: CompareOutcome, seconds: float, out: str | None = No
     nothing and a closing count (or, with findings, the findings and their evidence).
 
     Example:
-        >>> o = run_request(CompareRequest(schedules="gpipe", ps="2", ms="2", costs="F=1", levels="slot"))
+        >>> o = run_request(compare_request(schedules="gpipe", ps="2", ms="2", costs="F=1", levels="slot"))
         >>> format_outcome(o, 0.5).splitlines()[-1]
         '1 rows (1 configurations x 1 schedules x 1 levels) in 0.5 s'
     """
@@ -424,13 +483,13 @@ __all__ = [
     "CompareRequest",
     "check_options",
     "check_presets",
+    "compare_request",
     "format_outcome",
     "optimum_memory",
     "outcome_json",
     "parse_floats",
     "parse_ints",
     "request_configs",
-    "request_levels",
     "run_request",
     "split_csv",
     "write_rows",

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from ..core.memory_cap import CapSpec
 from .config import DEFAULT_SCHEDULES, LEVELS, Config, ScheduleEntry
 from .evaluate import PointResult, evaluate_point
 from .table import to_frame
@@ -22,7 +23,7 @@ def run_comparison(
     progress: bool = False,
     verify: bool = False,
     on_point: Callable[[PointResult], None] | None = None,
-    memory_cap: str | None = None,
+    memory_cap: CapSpec | None = None,
     measured_trace: tuple[str, ...] | None = None,
 ) -> pd.DataFrame:
     """Evaluate ``entries`` x ``configs`` at ``levels``; one row per (schedule, configuration, level).
@@ -31,7 +32,7 @@ def run_comparison(
     placement share it); ``time_limit`` bounds each solve. With ``verify`` every schedule is also
     proven valid by the Z3 verifier (once per schedule; the ``verified`` column). ``on_point``
     receives every point result (with its levels' timelines) as it is computed. Each optimum is
-    capped at its schedule's own peak unless ``memory_cap`` (``--memory-cap`` text) says otherwise. ``measured_trace``:
+    capped at its schedule's own peak unless ``memory_cap`` (``--memory-cap`` as read, a :class:`~ppverify.core.memory_cap.CapSpec`) says otherwise. ``measured_trace``:
     the measured level is read from these profiler traces instead of run
     (:func:`~ppverify.compare.measured.fill_from_trace`).
 

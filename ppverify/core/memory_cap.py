@@ -9,8 +9,10 @@ bytes: a size (``64GiB``) is taken as it is and a plain number is converted with
 microbatch's activations on a device's share. ``8MF`` counts stage activations (multiples of
 ``M_F``, the largest stage activation). ``none`` is unlimited memory.
 
-:func:`parse_memory_cap` is the one parser: ``show``, ``simulate``, ``verify``, ``optimize``,
-``gap``, ``compare`` and ``report`` all read ``--memory-cap`` with it, and
+:func:`read_memory_cap` is the one parser: ``show``, ``simulate``, ``verify``, ``optimize``,
+``gap``, ``compare`` and ``report`` read ``--memory-cap`` with it once, at the command's boundary,
+into a :class:`CapSpec`; :func:`resolve_memory_cap` turns that into each point's
+:class:`MemoryCap` (:func:`parse_memory_cap` does both for one point), and
 :meth:`MemoryCap.describe` is how each of them echoes it.
 """
 
@@ -168,21 +170,133 @@ def cap_from_value(value: float, costs: CostModel, placement: Placement, text: s
     )
 
 
+@dataclass(frozen=True)
+class CapSpec:
+    """``--memory-cap`` as read, before any cost model: ``kind`` (``none``, ``activations``,
+    ``stage_activations`` or ``bytes``), ``amount`` in that kind (``None`` for ``none``), ``text``
+    as given (stripped) and the ``option`` that gave it (errors name it). Read once at a command's
+    boundary by :func:`read_memory_cap`; each point's :class:`MemoryCap` comes from it by
+    :func:`resolve_memory_cap`, never from the text again.
+
+    Example:
+        >>> read_memory_cap("8MF"), read_memory_cap("none").unlimited
+        (CapSpec(kind='stage_activations', amount=Fraction(8, 1), text='8MF', option='memory-cap'), True)
+    """
+
+    kind: str
+    amount: Fraction | None
+    text: str
+    option: str = "memory-cap"
+
+    @property
+    def unlimited(self) -> bool:
+        """True for ``none``."""
+        return self.kind == UNLIMITED
+
+
+def read_memory_cap(text: str | float | None, option: str = "memory-cap") -> CapSpec | None:
+    """Read ``--memory-cap``'s spelling once: ``None`` when not given; ``none`` (unlimited
+    memory); a plain number of activations; ``NMF`` stage activations; a size (``64GiB``).
+    Refused with one line naming ``option``: ``none`` with a size, the old ``8x`` spelling, a
+    number or unit it cannot read. What needs a cost model (bytes or activations, a cap below one
+    stage activation) is :func:`resolve_memory_cap`'s.
+
+    Example:
+        >>> read_memory_cap("64 GiB").kind, read_memory_cap(None)
+        ('bytes', None)
+        >>> read_memory_cap("8x")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter memory-cap=8x: the x suffix is gone: 8x counted stage activations; write 8MF for that cap, or a plain number of activations of a device's whole share
+    """
+    if text is None:
+        return None
+    raw = str(text).strip()
+    low = raw.lower().replace(" ", "")
+    if low == UNLIMITED:
+        return CapSpec(UNLIMITED, None, raw, option)
+    if UNLIMITED in low:
+        raise ParameterError(option, raw, "none (unlimited memory) takes no size: give none alone, or a cap alone")
+    if low.endswith("x"):
+        raise ParameterError(
+            option,
+            raw,
+            f"the x suffix is gone: {low[:-1]}x counted stage activations; write {low[:-1]}MF for that cap, "
+            "or a plain number of activations of a device's whole share",
+        )
+    size = parse_size(raw, option)
+    if low.endswith("mf"):
+        return CapSpec("stage_activations", size.value, raw, option)
+    return CapSpec("bytes" if size.is_bytes else "activations", size.value, raw, option)
+
+
+def resolve_memory_cap(
+    spec: CapSpec, costs: CostModel, placement: Placement, stage_activation_bytes: float | None = None
+) -> MemoryCap:
+    """The cap ``spec`` stands for under one cost model and placement, in its memory unit.
+
+    Refused with one line naming the option and the rule: a cap below one stage activation (no
+    forward could start), a size without presets (or ``stage_activation_bytes``, the bytes of
+    ``M_F`` that an explicit memory model such as ``optimize --memory-model`` gives) and, with
+    presets, a plain number as large as a byte count.
+
+    Example:
+        >>> from ppverify.core.placement import loop
+        >>> spec = read_memory_cap("8MF")
+        >>> [resolve_memory_cap(spec, CostModel.abstract(pl), pl).activations for pl in (loop(4, 1), loop(4, 2))]
+        [8.0, 4.0]
+    """
+    option, raw = spec.option, spec.text
+    if spec.amount is None:
+        return unlimited_cap(costs, placement)
+    unit = activation_unit(costs, placement)
+    mf = max(costs.activation)
+    if spec.kind == "bytes":
+        if costs.memory_unit != "bytes" and stage_activation_bytes:
+            value = float(spec.amount) / stage_activation_bytes * mf
+        elif costs.memory_unit != "bytes":
+            raise ParameterError(
+                option,
+                raw,
+                "a size needs presets (--system/--model), whose cost model counts bytes; this one counts "
+                f"{costs.memory_unit} (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)",
+            )
+        else:
+            value = float(spec.amount)
+    elif spec.kind == "stage_activations":
+        value = float(spec.amount) * mf
+    else:
+        if costs.memory_unit == "bytes" and spec.amount >= BYTES_LOOKALIKE:
+            raise ParameterError(
+                option,
+                raw,
+                f"a plain number counts activations (one microbatch on a device's share), not bytes: "
+                f"write {raw}B for bytes, or a size such as 40GiB",
+            )
+        value = float(Fraction(spec.amount)) * unit
+    if not math.isfinite(value) or value <= 0 or value > MAX_NUMBER * max(unit, 1.0):
+        raise ParameterError(option, raw, "must be a finite number > 0")
+    if value < mf * (1 - 1e-9):
+        raise ParameterError(
+            option,
+            raw,
+            f"is below one stage activation ({_num(value / unit)} < {_num(mf / unit)} activations): "
+            "no forward could start",
+        )
+    return MemoryCap(value, value / unit, value / mf, 1.0 / placement.share_per_stage, costs.memory_unit, raw)
+
+
 def parse_memory_cap(
-    text: str | float | None,
+    text: str | float | CapSpec | None,
     costs: CostModel,
     placement: Placement,
     option: str = "memory-cap",
     stage_activation_bytes: float | None = None,
 ) -> MemoryCap | None:
-    """Read ``--memory-cap``: ``None`` when not given; ``none`` (unlimited memory); a plain number
-    of activations (one microbatch on a device's share); ``NMF`` stage activations (multiples of
-    the largest stage activation ``M_F``); a size (``64GiB``) when the cost model counts bytes.
-
-    Refused with one line naming ``option`` and the rule: a cap below one stage activation (no
-    forward could start), a size without presets (or ``stage_activation_bytes``, the bytes of
-    ``M_F`` that an explicit memory model such as ``optimize --memory-model`` gives), ``none`` with a size, the old ``8x`` spelling
-    and, with presets, a plain number as large as a byte count.
+    """Read ``--memory-cap`` for one cost model and placement: :func:`read_memory_cap` (skipped
+    when ``text`` is already a :class:`CapSpec`), then :func:`resolve_memory_cap`; ``None`` when
+    not given. A command reads the text once at its boundary and resolves the :class:`CapSpec`
+    per point; this is the one-call form for a single point.
 
     Example:
         >>> from ppverify.core.placement import linear, v_shape
@@ -198,57 +312,8 @@ def parse_memory_cap(
         ...
         ppverify.core.errors.ParameterError: parameter memory-cap=0.25: is below one stage activation (0.25 < 1 activations): no forward could start
     """
-    if text is None:
-        return None
-    raw = str(text).strip()
-    low = raw.lower().replace(" ", "")
-    if low == UNLIMITED:
-        return unlimited_cap(costs, placement)
-    if UNLIMITED in low:
-        raise ParameterError(option, raw, "none (unlimited memory) takes no size: give none alone, or a cap alone")
-    if low.endswith("x"):
-        raise ParameterError(
-            option,
-            raw,
-            f"the x suffix is gone: {low[:-1]}x counted stage activations; write {low[:-1]}MF for that cap, "
-            "or a plain number of activations of a device's whole share",
-        )
-    size = parse_size(raw, option)
-    unit = activation_unit(costs, placement)
-    mf = max(costs.activation)
-    if size.is_bytes and not low.endswith("mf"):
-        if costs.memory_unit != "bytes" and stage_activation_bytes:
-            value = float(size.value) / stage_activation_bytes * mf
-        elif costs.memory_unit != "bytes":
-            raise ParameterError(
-                option,
-                raw,
-                "a size needs presets (--system/--model), whose cost model counts bytes; this one counts "
-                f"{costs.memory_unit} (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)",
-            )
-        else:
-            value = float(size.value)
-    elif low.endswith("mf"):
-        value = float(size.value) * mf
-    else:
-        if costs.memory_unit == "bytes" and size.value >= BYTES_LOOKALIKE:
-            raise ParameterError(
-                option,
-                raw,
-                f"a plain number counts activations (one microbatch on a device's share), not bytes: "
-                f"write {raw}B for bytes, or a size such as 40GiB",
-            )
-        value = float(Fraction(size.value)) * unit
-    if not math.isfinite(value) or value <= 0 or value > MAX_NUMBER * max(unit, 1.0):
-        raise ParameterError(option, raw, "must be a finite number > 0")
-    if value < mf * (1 - 1e-9):
-        raise ParameterError(
-            option,
-            raw,
-            f"is below one stage activation ({_num(value / unit)} < {_num(mf / unit)} activations): "
-            "no forward could start",
-        )
-    return MemoryCap(value, value / unit, value / mf, 1.0 / placement.share_per_stage, costs.memory_unit, raw)
+    spec = text if isinstance(text, CapSpec) else read_memory_cap(text, option)
+    return None if spec is None else resolve_memory_cap(spec, costs, placement, stage_activation_bytes)
 
 
 def cap_check(peaks: Sequence[float], cap: MemoryCap) -> dict[str, Any]:
@@ -275,15 +340,15 @@ def cap_check(peaks: Sequence[float], cap: MemoryCap) -> dict[str, Any]:
     return {"cap": cap.to_dict(), "over": over, "line": f"{cap.describe()}: {where}"}
 
 
-def check_cap_text(text: str, counts_bytes: bool, option: str = "memory-cap") -> None:
-    """Refuse a cap whose spelling no point could read, before a study runs: ``counts_bytes`` says
-    whether its cost models count bytes (presets) or activations (abstract costs). A cap below one
-    stage activation can only be told per point, in its own units.
+def check_cap_mode(spec: CapSpec, counts_bytes: bool) -> None:
+    """Refuse a cap no point could resolve, before a study runs: ``counts_bytes`` says whether
+    its cost models count bytes (presets) or activations (abstract costs). A cap below one stage
+    activation can only be told per point, in its own units.
 
     Example:
-        >>> check_cap_text("8", False), check_cap_text("64GiB", True)
+        >>> check_cap_mode(read_memory_cap("8"), False), check_cap_mode(read_memory_cap("64GiB"), True)
         (None, None)
-        >>> check_cap_text("64GiB", False)
+        >>> check_cap_mode(read_memory_cap("64GiB"), False)
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)
@@ -295,4 +360,23 @@ def check_cap_text(text: str, counts_bytes: bool, option: str = "memory-cap") ->
     probe = CostModel.abstract(linear(2))
     if counts_bytes:  # one byte per activation: any size is at least one
         probe = dataclasses.replace(probe, memory_unit="bytes", activation=(1.0, 1.0))
-    parse_memory_cap(text, probe, linear(2), option)
+    resolve_memory_cap(spec, probe, linear(2))
+
+
+def check_cap_text(text: str, counts_bytes: bool, option: str = "memory-cap") -> CapSpec:
+    """Read a cap's text once (:func:`read_memory_cap`) and refuse what no point could resolve
+    (:func:`check_cap_mode`); returns the :class:`CapSpec` to resolve per point.
+
+    Example:
+        >>> check_cap_text("8", False).amount
+        Fraction(8, 1)
+        >>> check_cap_text("64GiB", False)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)
+    """
+    spec = read_memory_cap(text, option)
+    if spec is None:
+        raise ParameterError(option, text, "names no cap")
+    check_cap_mode(spec, counts_bytes)
+    return spec

@@ -1,39 +1,85 @@
-"""From what a user asks to an optimization :class:`~ppverify.optimize.Problem`: which backward
-(split or full), the memory model applied to the costs, the memory cap in the cost model's units,
-and the description printed with the result (:func:`summary_lines`)."""
+"""From what a user asks to an optimization :class:`~ppverify.optimize.Problem`: the options read
+once into a typed :class:`Request` (:func:`optimize_request`), which backward (split or full), the
+memory model applied to the costs, the memory cap in the cost model's units, and the description
+printed with the result (:func:`summary_lines`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.comm import CommModel
 from ..core.costs import CostModel, parse_costs
-from ..core.memory_cap import UNLIMITED_LABEL
+from ..core.memory_cap import UNLIMITED_LABEL, CapSpec
 from ..core.placement import Placement
-from .memory import DEFAULT_MEMORY_MODEL, parse_memory_model
+from .memory import DEFAULT_MEMORY_MODEL, MemoryModel, parse_memory_model
 from .problem import Problem
 
 
 @dataclass(frozen=True)
 class Request:
-    """The options of one optimization, as text where the user gives text.
+    """The options of one optimization, typed: build it from the command line's text with
+    :func:`optimize_request`, the one place that reads it.
 
-    ``costs_text`` is the ``--costs`` text (it decides ``backward="auto"``), ``memory_model`` and
-    ``memory_cap`` the options of the same names (``None``: not given), ``preset_mode`` whether
-    the costs come from a model preset (bytes; its activation memory is used unless a memory
-    model is given), ``comm_text`` how the communication is named in the description.
+    ``costs`` are the ``--costs`` given, as ``(kind, cost)`` pairs (they decide
+    ``backward="auto"``; ``None``: not given), ``memory_model`` the ``--memory-model`` read
+    (``None``: not given, the default model), ``memory_cap`` the ``--memory-cap`` read
+    (:class:`~ppverify.core.memory_cap.CapSpec`, resolved in the problem's cost model),
+    ``preset_mode`` whether the costs come from a model preset (bytes; its activation memory is
+    used unless a memory model is given), ``comm_text`` how the communication is named in the
+    description.
+
+    Example:
+        >>> Request(costs=(("F", 1.0), ("I", 1.0))).backward
+        'auto'
     """
 
-    costs_text: str | None = None
+    costs: tuple[tuple[str, float], ...] | None = None
     backward: str = "auto"
-    memory_model: str | None = None
-    memory_cap: str | None = None
+    memory_model: MemoryModel | None = None
+    memory_cap: CapSpec | None = None
     objective: str = "makespan"
     sync: str = "eager"
     dp_allreduce: int = 0
     preset_mode: bool = False
     comm_text: str = "fixed delay 0"
+
+
+def optimize_request(
+    costs: str | Sequence[tuple[str, float]] | None = None,
+    backward: str = "auto",
+    memory_model: str | None = None,
+    memory_cap: str | None = None,
+    objective: str = "makespan",
+    sync: str = "eager",
+    dp_allreduce: int = 0,
+    preset_mode: bool = False,
+    comm_text: str = "fixed delay 0",
+) -> Request:
+    """Read ``optimize``'s and ``gap``'s text options once into a :class:`Request`: ``--costs``
+    (or the ``(kind, cost)`` pairs a command already read them into),
+    ``--memory-model`` and ``--memory-cap``'s spelling (its size in the cost model's unit is
+    :func:`build_problem`'s, per problem).
+
+    Example:
+        >>> req = optimize_request("F=1,I=1,W=1", memory_model="w-frees-all", memory_cap="8MF")
+        >>> req.costs, req.memory_model.name, req.memory_cap.kind
+        ((('F', 1.0), ('I', 1.0), ('W', 1.0)), 'w-frees-all', 'stage_activations')
+    """
+    from ..core.memory_cap import read_memory_cap
+
+    return Request(
+        (tuple(parse_costs(costs).items()) if isinstance(costs, str) else tuple(costs)) if costs else None,
+        backward,
+        parse_memory_model(memory_model) if memory_model else None,
+        read_memory_cap(memory_cap),
+        objective,
+        sync,
+        dp_allreduce,
+        preset_mode,
+        comm_text,
+    )
 
 
 def build_problem(
@@ -53,25 +99,26 @@ def build_problem(
         >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.core.placement import linear
         >>> pl = linear(4)
-        >>> req = Request(costs_text="F=1,I=1,W=1", memory_cap="4")
+        >>> req = optimize_request("F=1,I=1,W=1", memory_cap="4")
         >>> pr, info = build_problem(pl, 8, (0,) * 8, CostModel.abstract(pl, F=1, I=1, W=1), FixedDelay(0), req)
         >>> pr.split, pr.memory_cap, info["placement"], info["backward"]
         (True, 4.0, 'linear', 'split')
     """
-    named = parse_costs(request.costs_text) if request.costs_text else {}
+    named = dict(request.costs or ())
     if request.backward == "auto":
         split = ("I" in named or "W" in named) or schedule_splits
     else:
         split = request.backward == "split"
-    mm = parse_memory_model(request.memory_model or DEFAULT_MEMORY_MODEL)
-    applied = bool(request.memory_model) or not request.preset_mode
+    mm = request.memory_model or parse_memory_model(DEFAULT_MEMORY_MODEL)
+    applied = request.memory_model is not None or not request.preset_mode
     if applied:
         costs = mm.apply(costs)
-    from ..core.memory_cap import parse_memory_cap
+    from ..core.memory_cap import resolve_memory_cap
 
-    # the one parser of every command; an explicit memory model's M_F in bytes converts a size
-    mf_bytes = mm.bytes_per_activation if request.memory_model else None
-    parsed = parse_memory_cap(request.memory_cap, costs, placement, stage_activation_bytes=mf_bytes)
+    # read once at the boundary; an explicit memory model's M_F in bytes converts a size
+    mf_bytes = mm.bytes_per_activation if request.memory_model is not None else None
+    spec = request.memory_cap
+    parsed = None if spec is None else resolve_memory_cap(spec, costs, placement, stage_activation_bytes=mf_bytes)
     cap = None if parsed is None or parsed.unlimited else parsed.value
     info = {
         "placement": placement.name,
@@ -81,7 +128,7 @@ def build_problem(
         "costs": costs.label or "custom",
         "comm": request.comm_text,
         "memory_model": mm.name if applied else "the model preset's activation memory",
-        "memory_cap": request.memory_cap,
+        "memory_cap": None if spec is None else spec.text,
         "memory_cap_label": parsed.describe() if parsed is not None else UNLIMITED_LABEL,
         "memory_cap_value": cap,
         "backward": "split" if split else "full",

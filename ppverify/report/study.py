@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..compare.config import LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
 from ..core.errors import PPVerifyError
+from ..core.memory_cap import read_memory_cap
 from ..core.ops import Op
 from ..core.schedule import Schedule
 from ..engines.registry import names as engine_names
@@ -305,7 +306,8 @@ def study_from_rows(
                     "chart-op budget; --max-chart-ops)"
                 )
                 continue
-            pt = evaluate_point(entry, cfg, levels, time_limit, cache, max_opt_ops, memory_cap=row_cap(srows))
+            cap = read_memory_cap(row_cap(srows))  # the file's cap, read as it is loaded
+            pt = evaluate_point(entry, cfg, levels, time_limit, cache, max_opt_ops, memory_cap=cap)
             points.append(_with_verdict(pt, str(r0["verified"] or "")))
     st = study_from_points(rows, points, findings, findings_maps, title, max_chart_ops)
     other = sorted(set(rows["level"]) - set(RECOMPUTABLE) - {"formula"})

@@ -41,6 +41,7 @@ from typing import Any
 from ..compare.config import LEVELS, Config, ScheduleEntry, input_digests
 from ..core.errors import ParameterError, ScheduleFileError
 from ..core.limits import MAX_NUMBER
+from ..core.memory_cap import CapSpec
 
 #: bump when the meaning of a stored row changes (old rows then no longer match new points)
 STORE_VERSION = 1
@@ -74,8 +75,8 @@ class SweepSpec:
     max_opt_ops: int = 256
     #: prove each schedule valid with Z3 (the ``verified`` column); maps skip it (schedule-only)
     verify: bool = True
-    #: the optimum's cap, as ``--memory-cap`` text (``None``: each schedule's own peak)
-    memory_cap: str | None = None
+    #: the optimum's cap, read from the file once (``None``: each schedule's own peak)
+    memory_cap: CapSpec | None = None
 
     @property
     def num_points(self) -> int:
@@ -96,7 +97,7 @@ class Task:
     time_limit: float
     max_opt_ops: int
     verify: bool = True
-    memory_cap: str | None = None
+    memory_cap: CapSpec | None = None
 
     @property
     def num_rows(self) -> int:
@@ -271,12 +272,12 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
             Config(p, m, s, md, options=opts) for md in models for s in systems for p in ps for m in (ms or (p,))
         ]
     name = str(data.get("name") or Path(path).stem)
-    cap = None if data.get("memory_cap") is None else str(data["memory_cap"])
-    if cap is not None:
+    cap = None
+    if data.get("memory_cap") is not None:  # read once, here; each point resolves it in its own units
         from ..core.memory_cap import check_cap_text
 
         try:
-            check_cap_text(cap, counts_bytes=not abstract, option="memory_cap")
+            cap = check_cap_text(str(data["memory_cap"]), counts_bytes=not abstract, option="memory_cap")
         except ParameterError as exc:
             raise _err(path, "memory_cap", exc.rule) from None
     return SweepSpec(name, entries, tuple(configs), tuple(levels), float(tl), int(mo), memory_cap=cap)
@@ -331,7 +332,7 @@ def point_hash(
     time_limit: float,
     max_opt_ops: int,
     verify: bool = True,
-    memory_cap: str | None = None,
+    memory_cap: CapSpec | None = None,
     digests: dict[str, str | None] | None = None,
 ) -> str:
     """Content hash of one point (what a stored row is keyed by): the entry, the configuration,
@@ -347,7 +348,11 @@ def point_hash(
     # the optimum's memory is part of its point: rows solved at another cap (or, before caps, with
     # unlimited memory) are recomputed
     budget = (
-        {"time_limit": time_limit, "max_opt_ops": max_opt_ops, "memory_cap": memory_cap or "own peak"}
+        {
+            "time_limit": time_limit,
+            "max_opt_ops": max_opt_ops,
+            "memory_cap": memory_cap.text if memory_cap else "own peak",
+        }
         if level == "optimum"
         else {}
     )

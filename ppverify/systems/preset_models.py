@@ -48,7 +48,8 @@ class PresetSettings:
 
     system: str | None = None
     model: str | None = None
-    costs: str | None = None
+    #: abstract costs: ``F=1,B=2`` text, or the ``(kind, cost)`` pairs a command parsed it into
+    costs: str | tuple[tuple[str, float], ...] | None = None
     comm_delay: float | None = None
     mfu: float | None = DEFAULT_MFU
     microbatch_size: int | None = 1
@@ -131,10 +132,11 @@ def _check_delay(value: float | None) -> None:
         raise ParameterError("comm-delay", value, f"must be a finite number >= 0 and <= {MAX_NUMBER:g}")
 
 
-def _abstract_costs(text: str | None, schedule: Schedule) -> CostModel:
-    if not text:  # the default abstract costs: F=1, B=2, I=W=1
+def _abstract_costs(given: str | Sequence[tuple[str, float]] | None, schedule: Schedule) -> CostModel:
+    if not given:  # the default abstract costs: F=1, B=2, I=W=1
         return CostModel.abstract(schedule.placement)
-    return CostModel.abstract(schedule.placement, **parse_costs(text))
+    # a command parses its --costs once, at its boundary, and passes the pairs; text is read here
+    return CostModel.abstract(schedule.placement, **(parse_costs(given) if isinstance(given, str) else dict(given)))
 
 
 def _given_or(value: Any, default: Any) -> Any:

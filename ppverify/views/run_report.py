@@ -11,7 +11,7 @@ import numpy as np
 from tabulate import tabulate
 
 from ..core.errors import ScheduleFileError
-from ..core.memory_cap import cap_check, parse_memory_cap
+from ..core.memory_cap import CapSpec, cap_check, resolve_memory_cap
 from ..core.timeline import Timeline
 from ..core.timeline_text import fmt_mem, fmt_time, gantt, stage_table
 
@@ -21,11 +21,12 @@ def timeline_report(
     system: Any = None,
     stage_costs: Any = None,
     capacity: float | None = None,
-    memory_cap: str | None = None,
+    memory_cap: CapSpec | None = None,
 ) -> dict[str, Any]:
     """The metrics of a timed run: :meth:`Timeline.metrics` plus the schedule, communication and
     memory (``capacity`` in the cost model's memory unit; default: the system's). ``memory_cap``
-    (``--memory-cap`` text, read by :func:`ppverify.core.memory_cap.parse_memory_cap`) adds the cap
+    (``--memory-cap`` as read by :func:`ppverify.core.memory_cap.read_memory_cap`, resolved here in
+    the timeline's cost model) adds the cap
     (``memory_cap``), the devices whose activation peak is over it (``over_memory_cap``) and the
     line saying so (``memory_cap_line``).
 
@@ -68,8 +69,8 @@ def timeline_report(
             "dp_allreduce": timeline.info.dp_allreduce,
         }
     )
-    cap = parse_memory_cap(memory_cap, timeline.costs, timeline.schedule.placement)
-    if cap is not None:
+    if memory_cap is not None:
+        cap = resolve_memory_cap(memory_cap, timeline.costs, timeline.schedule.placement)
         check = cap_check(timeline.peak_memory().tolist(), cap)
         out.update(memory_cap=check["cap"], over_memory_cap=check["over"], memory_cap_line=check["line"])
     if stage_costs is not None:

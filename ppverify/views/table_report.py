@@ -5,6 +5,7 @@ engine computes, and the text ``ppverify show`` prints."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +24,11 @@ _TOL = 1e-9
 UNKNOWN_COSTS = "unknown"
 
 
-def table_costs(costs_text: str | None, doc: ScheduleDocument, source: str = "") -> tuple[CostModel, Any]:
-    """The cost model to time ``doc`` with (``--costs`` text, else the file's, else unit slots)
+def table_costs(
+    costs_given: str | Sequence[tuple[str, float]] | None, doc: ScheduleDocument, source: str = ""
+) -> tuple[CostModel, Any]:
+    """The cost model to time ``doc`` with (``--costs``: ``(kind, cost)`` pairs as a command read
+    them, or text; else the file's, else unit slots)
     and the per-share costs a formula takes: a dict, ``None`` for unit slots, or
     :data:`UNKNOWN_COSTS`.
 
@@ -38,8 +42,9 @@ def table_costs(costs_text: str | None, doc: ScheduleDocument, source: str = "")
         {'F': 1.0, 'B': 2.0, 'I': 1.0, 'W': 1.0}
     """
     schedule = doc.schedule
-    if costs_text:
-        given = complete_costs(parse_costs(costs_text))
+    if costs_given:
+        named = parse_costs(costs_given) if isinstance(costs_given, str) else dict(costs_given)
+        given = complete_costs(named)
         return CostModel.abstract(schedule.placement, **given), given
     if doc.costs is not None:
         if doc.costs.num_stages != schedule.num_stages:
@@ -213,7 +218,7 @@ class TableRun:
 
 def time_table(
     doc: ScheduleDocument,
-    costs_text: str | None = None,
+    costs_given: str | Sequence[tuple[str, float]] | None = None,
     comm_delay: float = 0.0,
     source: str = "",
     text_table: bool = False,
@@ -232,7 +237,7 @@ def time_table(
     from ..engines.table import MAX_RENDER_TICKS, timeline_table
 
     schedule = doc.schedule
-    costs, given = table_costs(costs_text, doc, source)
+    costs, given = table_costs(costs_given, doc, source)
     if comm_delay:
         timeline = run_engine(schedule, costs, FixedDelay(comm_delay), "slot", charge_comm=True)
     else:
@@ -240,7 +245,7 @@ def time_table(
     # a cost model in seconds can make the tick tiny: time it, but do not build a giant grid
     grid = timeline_table(timeline) if int(timeline.info.ticks or 0) <= MAX_RENDER_TICKS else None
     formula = formula_report(schedule, given, timeline)
-    same = not costs_text and not comm_delay
+    same = not costs_given and not comm_delay
     embedded = None if grid is None else embedded_check(doc, grid, same, text_table)
     return TableRun(doc, timeline, costs, grid, formula, embedded, comm_delay, text_table)
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppverify.cli import main
-from ppverify.compare.request import CompareRequest, run_request
+from ppverify.compare.request import compare_request
 from ppverify.core.errors import ParameterError
 
 
@@ -74,7 +74,7 @@ def test_an_empty_option_value_is_refused(argv, option, capsys, nothing_runs, re
 def test_a_list_that_names_nothing_is_refused(option, blank, capsys, nothing_runs, refused):
     # ' , ' splits into no name at all: refused, never read as the default selection
     with pytest.raises(ParameterError, match="names nothing"):
-        run_request(CompareRequest(**{option: blank}))
+        compare_request(**{option: blank})
     refused(["compare", f"--{option}", blank], capsys, "names nothing")
 
 

@@ -15,13 +15,12 @@ from ppverify.compare.config import Config, ScheduleEntry
 from ppverify.compare.evaluate import evaluate_point
 from ppverify.compare.measured import fill_measured
 from ppverify.compare.request import (
-    CompareRequest,
+    compare_request,
     format_outcome,
     outcome_json,
     parse_floats,
     parse_ints,
     request_configs,
-    request_levels,
     run_request,
     split_csv,
     write_rows,
@@ -54,37 +53,37 @@ def test_split_csv_drops_blanks_and_repeats():
 
 
 def test_levels_of_a_request():
-    assert request_levels(CompareRequest()) == ("formula", "slot", "async", "contention", "optimum")
+    assert compare_request().levels == ("formula", "slot", "async", "contention", "optimum")
     # the findings skip the solver unless levels are named
-    assert "optimum" not in request_levels(CompareRequest(findings=True))
-    assert request_levels(CompareRequest(findings=True, levels="optimum")) == ("optimum",)
-    for bad in (CompareRequest(levels="warp"), CompareRequest(time_limit=0), CompareRequest(out="rows.xlsx")):
+    assert "optimum" not in compare_request(findings=True).levels
+    assert compare_request(findings=True, levels="optimum").levels == ("optimum",)
+    for bad in (dict(levels="warp"), dict(time_limit=0), dict(out="rows.xlsx")):
         with pytest.raises(ParameterError):
-            request_levels(bad)
+            compare_request(**bad)
 
 
 def test_configurations_of_a_request():
-    _, cs = request_configs(CompareRequest(systems="ideal,dgx-h100", models="gpt3-1.3b", ps="4,8", ms="8"))
+    _, cs = request_configs(compare_request(systems="ideal,dgx-h100", models="gpt3-1.3b", ps="4,8", ms="8"))
     assert [(c.system, c.p, c.m) for c in cs] == [
         ("ideal", 4, 8),
         ("ideal", 8, 8),
         ("dgx-h100", 4, 8),
         ("dgx-h100", 8, 8),
     ]
-    setup, cs = request_configs(CompareRequest(findings=True, costs="F=1,B=2", comm_delay="0,2", ps="4"))
+    setup, cs = request_configs(compare_request(findings=True, costs="F=1,B=2", comm_delay="0,2", ps="4"))
     # two delays x p = 4 x m in {p, 4p}
     assert [(c.comm_delay, c.m) for c in cs] == [(0.0, 4), (0.0, 16), (2.0, 4), (2.0, 16)]
     assert setup.model is None
     with pytest.raises(ParameterError):
-        request_configs(CompareRequest(findings=True, systems="ideal"))  # the findings need two systems
+        compare_request(findings=True, systems="ideal")  # the findings need two systems
     with pytest.raises(ParameterError):
-        request_configs(CompareRequest(systems="no-such-system"))
+        request_configs(compare_request(systems="no-such-system"))
 
 
 @pytest.mark.parametrize("p,m", [(2, 2), (4, 8), (3, 7)])
 def test_slot_makespans_match_the_closed_form(p, m):
     # GPipe and 1F1B on unit-slot tables without delays: (m + p - 1)(tF + tB) (GPipe paper, Huang et al. 2019)
-    req = CompareRequest(schedules="gpipe,1f1b", ps=str(p), ms=str(m), costs="F=1,B=2", levels="slot", verify=False)
+    req = compare_request(schedules="gpipe,1f1b", ps=str(p), ms=str(m), costs="F=1,B=2", levels="slot", verify=False)
     o = run_request(req)
     assert o.rows["makespan"].tolist() == [(m + p - 1) * 3.0] * 2
     assert (o.num_configs, o.num_schedules, o.levels) == (1, 2, ("slot",))
@@ -100,7 +99,9 @@ def test_cli_prints_what_the_library_returns(tmp_path, capsys):
     assert cap.err.strip() == f"wrote 8 rows to {out}"
     lib = outcome_json(
         run_request(
-            CompareRequest("gpipe,chimera", ps="4", ms="4,8", costs="F=1,B=2", comm_delay="0.5", levels="formula,async")
+            compare_request(
+                "gpipe,chimera", ps="4", ms="4,8", costs="F=1,B=2", comm_delay="0.5", levels="formula,async"
+            )
         )
     )
     key = ("config", "schedule", "level", "status", "makespan", "rank", "verified")
@@ -109,7 +110,7 @@ def test_cli_prints_what_the_library_returns(tmp_path, capsys):
     assert main(argv) == 0
     text = capsys.readouterr().out
     o = run_request(
-        CompareRequest("gpipe,chimera", ps="4", ms="4,8", costs="F=1,B=2", comm_delay="0.5", levels="formula,async")
+        compare_request("gpipe,chimera", ps="4", ms="4,8", costs="F=1,B=2", comm_delay="0.5", levels="formula,async")
     )
     # every line but the closing one's wall time
     assert text.splitlines()[:-1] == format_outcome(o, 0.0).splitlines()[:-1]

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from ppverify.cli import main
-from ppverify.compare.request import CompareRequest, run_request
+from ppverify.compare.request import compare_request, run_request
 from ppverify.core.costs import CostModel
 from ppverify.engines import run
 from ppverify.io.trace_synth import synthetic_traces, write_synthetic
@@ -30,7 +30,7 @@ def trace_dir(tmp_path):
 
 
 def test_the_traced_schedule_gets_the_median_step_others_not_applicable(trace_dir):
-    req = CompareRequest(
+    req = compare_request(
         schedules="1f1b,gpipe",
         ps="2",
         ms="4",

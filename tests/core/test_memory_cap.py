@@ -80,14 +80,14 @@ def test_every_command_reads_the_same_cap(capsys, family, placement, per_device,
 
 @pytest.mark.parametrize("family, placement, per_device, peak", PLACEMENTS)
 def test_compare_caps_each_optimum_at_the_same_unit(capsys, family, placement, per_device, peak):
-    from ppverify.compare.request import CompareRequest, outcome_json, run_request
+    from ppverify.compare.request import compare_request, outcome_json, run_request
 
     label = {"interleaved-1f1b": "interleaved-v2", "hanayo": "hanayo-w1"}.get(family[0], family[0])
     m = "2" if family[0] == "hanayo" else "4"  # compare runs Hanayo in its regime m = p only
     peak = max(_json(capsys, ["simulate", *family, "-p", "2", "-m", m])["peak_memory"])
     base = dict(schedules=label, ps="2", ms=m, costs="F=1,B=2", levels="async,optimum", verify=False)
     for cap, want in ((None, peak), (str(peak + 1), peak + 1), ("none", None)):
-        out = outcome_json(run_request(CompareRequest(**base, memory_cap=cap)))
+        out = outcome_json(run_request(compare_request(**base, memory_cap=cap)))
         opt = next(r for r in out["rows"] if r["level"] == "optimum")
         asy = next(r for r in out["rows"] if r["level"] == "async")
         assert opt["memory_cap"] == want and asy["peak_activation"] == peak
@@ -110,13 +110,14 @@ def test_zb_h1_beats_1f1b_at_default_costs_with_the_same_peak(capsys):
 def test_gap_and_compare_give_one_gap(capsys):
     # 1F1B p=4, m=8, F=1, B=2, one unit per hop: 49 under async timing; with unlimited memory the
     # optimum is (m+p-1)(tF+tB) + 2(p-1)c = 33 + 6 = 39, so the gap to bound is (49 - 39) / 49
-    from ppverify.compare.request import CompareRequest, outcome_json, run_request
+    from ppverify.compare.request import compare_request, outcome_json, run_request
 
     argv = ["gap", "1f1b", "-p", "4", "-m", "8", "--costs", "F=1,B=2", "--comm-delay", "1", "--time-limit", "10"]
     gap = _json(capsys, [*argv, "--memory-cap", "none"])
     assert gap["gap_to_bound"] == pytest.approx(10 / 49) and gap["memory_cap"] is None and gap["optimum_peak"] > 4
-    req = CompareRequest(schedules="1f1b", ps="4", ms="8", costs="F=1,B=2", comm_delay="1", levels="async,optimum")
-    rows = outcome_json(run_request(CompareRequest(**{**req.__dict__, "memory_cap": "none"})))["rows"]
+    given = dict(schedules="1f1b", ps="4", ms="8", costs="F=1,B=2", comm_delay="1", levels="async,optimum")
+    req = compare_request(**given)
+    rows = outcome_json(run_request(compare_request(**given, memory_cap="none")))["rows"]
     assert next(r for r in rows if r["level"] == "async")["gap_to_bound"] == pytest.approx(10 / 49)
     # like for like (the default): both at 1F1B's own peak p = 4, the same gap
     own = _json(capsys, argv)

@@ -12,6 +12,7 @@ from ppverify.io import load_schedule
 from ppverify.optimize.request import (
     Request,
     build_problem,
+    optimize_request,
     result_text,
     save_result,
     solve,
@@ -38,7 +39,7 @@ def _problem(request: Request, p: int = 2, m: int = 2, **costs: float):
 def test_backward_choice(costs_text, backward, splits, want):
     pl = linear(2)
     pr, info = build_problem(
-        pl, 2, (0, 0), CostModel.unit(pl), FixedDelay(0), Request(costs_text, backward), schedule_splits=splits
+        pl, 2, (0, 0), CostModel.unit(pl), FixedDelay(0), optimize_request(costs_text, backward), schedule_splits=splits
     )
     assert pr.split is want and info["backward"] == ("split" if want else "full")
 
@@ -48,15 +49,15 @@ def test_memory_cap_in_cost_units():
     costs = CostModel.abstract(pl, F=1, B=2)
     # a plain number counts device shares (verify's unit); NMF counts stage activations (1/2 each)
     for text, want in (("4", 4.0), ("2.5", 2.5), ("4MF", 2.0), ("1MF", 0.5)):
-        pr, _ = build_problem(pl, 4, (0,) * 4, costs, FixedDelay(0), Request("F=1,B=2", memory_cap=text))
+        pr, _ = build_problem(pl, 4, (0,) * 4, costs, FixedDelay(0), optimize_request("F=1,B=2", memory_cap=text))
         assert pr.memory_cap == want
 
 
 def test_a_size_cap_in_bytes_needs_a_model_with_bytes():
     with pytest.raises(Exception, match="a size needs presets"):
-        _problem(Request(memory_cap="64GiB", memory_model="w-frees-all"))
+        _problem(optimize_request(memory_cap="64GiB", memory_model="w-frees-all"))
     with pytest.raises(Exception, match="a size needs presets"):
-        _problem(Request(memory_cap="64GiB"))  # the default memory model's bytes are no preset
+        _problem(optimize_request(memory_cap="64GiB"))  # the default memory model's bytes are no preset
 
 
 def test_optimum_and_evaluation_by_hand():
@@ -75,7 +76,7 @@ def test_memory_cap_raises_the_optimum():
     # one microbatch in flight per device (cap 1 x M_F on a whole share): no overlap of microbatches
     # beyond what one activation allows; the value cannot be below the uncapped optimum
     free, _ = _problem(Request())
-    capped, _ = _problem(Request(memory_cap="1"))
+    capped, _ = _problem(optimize_request(memory_cap="1"))
     assert capped.memory_cap == 1.0
     assert solve(capped, time_limit=20).objective >= solve(free, time_limit=20).objective
 

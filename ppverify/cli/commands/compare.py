@@ -15,10 +15,9 @@ from pathlib import Path
 from ...compare import DEFAULT_M, DEFAULT_MODELS, DEFAULT_SCHEDULES, DEFAULT_SYSTEMS, LEVELS
 from ...compare.request import (
     PRESET_OPTIONS,
-    CompareRequest,
+    compare_request,
     format_outcome,
     outcome_json,
-    request_levels,
     run_request,
 )
 from .. import Command
@@ -102,25 +101,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the comparison (or the findings, or their map) and print tables or JSON."""
     t0 = time.perf_counter()
-    given = ("schedules", "systems", "models", "ps", "ms", "levels", "costs", "comm_delay", "time_limit", "out")
-    req = CompareRequest(
-        **{k: getattr(args, k) for k in given},
+    selections = ("schedules", "systems", "models", "ps", "ms", "costs", "comm_delay")
+    mapped = getattr(args, "map", False)  # the map sweeps its own grid and refuses these itself
+    req = compare_request(  # every option parsed and checked once, here; bad ones fail before anything runs
+        **{k: None if mapped else getattr(args, k) for k in selections},
+        **{k: getattr(args, k, None) for k in ("levels", "time_limit", "out", "max_opt_ops", "findings")},
+        **{k: getattr(args, k, None) for k in ("memory_cap", "measured_trace")},
         measured=getattr(args, "measured", False),
         options=tuple((k, getattr(args, k)) for k in PRESET_OPTIONS if getattr(args, k, None) is not None),
-        max_opt_ops=args.max_opt_ops,
-        findings=args.findings,
         verify=not args.no_verify,
         progress=not args.no_progress,
         keep_points=bool(args.report),
-        memory_cap=getattr(args, "memory_cap", None),
-        measured_trace=tuple(args.measured_trace) if args.measured_trace else None,
     )
-    request_levels(req)  # bad levels, time limit or --out fail before anything runs
     if args.report:
         from ...report.build import check_output
 
         check_output(args.report)
-    if getattr(args, "map", False):
+    if mapped:
         from ..findings_map_cli import run_map_command
 
         return run_map_command(args)

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("schedule", args.schedule, "gap needs a family or a schedule file")
     value, tl = family_value(sched, pr.costs, pr.comm, pr.objective, pr.sync, pr.dp_allreduce)
     peak = tl.peak_memory().max() if len(tl.ops) else 0.0
-    if args.memory_cap is None:  # like for like: the optimum may use the family's own peak
+    if info["memory_cap"] is None:  # like for like: the optimum may use the family's own peak
         pr, info = own_peak_problem(pr, info, float(peak))
     over_cap = pr.memory_cap is not None and peak > pr.memory_cap + 1e-9
     progress = Progress.for_command("gap", args.progress)

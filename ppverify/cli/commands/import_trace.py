@@ -20,7 +20,7 @@ import argparse
 
 from ...io.trace_step import CLOCKS
 from .. import Command
-from ..common import add_schedule_arguments, print_json, schedule_from_args
+from ..common import add_schedule_arguments, parsed_costs, print_json, schedule_from_args
 from ..timeline_outputs import add_timeline_outputs, check_timeline_outputs, write_timeline_outputs, written_lines
 
 
@@ -51,7 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Import and print; 0 the recorded order is valid (and the schedule's), 1 otherwise."""
     from ...compare.trace_check import check_trace, trace_report, trace_text
-    from ...core.costs import parse_costs
     from ...io.profiler_trace import read_traces
     from ...measure import seconds_costs
     from ...measure.trace_import import recorded_size
@@ -66,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         args.p = args.p if args.p is not None else p
         args.m = args.m if args.m is not None else m
         schedule = schedule_from_args(args)
-    costs = seconds_costs(schedule, parse_costs(args.costs)) if args.costs and schedule is not None else None
+    costs = seconds_costs(schedule, dict(parsed_costs(args) or ())) if args.costs and schedule is not None else None
     if args.costs and schedule is None:
         from ...core.errors import ParameterError
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 
 from .. import Command
-from ..common import add_schedule_arguments, print_json, schedule_from_args
+from ..common import add_schedule_arguments, parsed_costs, print_json, schedule_from_args
 from ..timeline_outputs import add_timeline_outputs, check_timeline_outputs, write_timeline_outputs, written_lines
 
 
@@ -73,14 +73,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Measure and print (text or JSON); 0 ok, 1 gradient mismatch or hang."""
-    from ...core.costs import parse_costs
     from ...measure import MeasureTimeout, measure
     from ...measure.options import check_run_options
     from ...measure.summary import measure_report, measure_text
     from ...systems.system import load_system
 
     schedule = schedule_from_args(args)
-    costs = parse_costs(args.costs)
+    costs = dict(parsed_costs(args) or ())  # read once (schedule_from_args read it first)
     system = load_system(args.system) if args.system else None  # bad presets fail before any process starts
     check_run_options(args.steps, args.warmup, args.timeout, args.seed)
     check_timeline_outputs(args)  # not after the run: a bad path is bad input

@@ -15,7 +15,7 @@ import argparse
 from typing import Any
 
 from ...core.errors import ParameterError
-from ...core.memory_cap import MEMORY_CAP_HELP
+from ...core.memory_cap import MEMORY_CAP_HELP, CapSpec, read_memory_cap
 from ...core.timeline import Timeline
 from ...core.timeline_text import GiB, fmt_time, gantt
 from ...views.run_report import report_text, run_timed, timeline_report, write_frame
@@ -88,7 +88,7 @@ def simulate_from_args(args: argparse.Namespace) -> tuple[Timeline, Any]:
     return run_timed(schedule, costs, ctx.comm, args.semantics, timing.sync, timing.dp_allreduce), ctx
 
 
-def report(timeline: Timeline, ctx: Any, capacity: float | None, memory_cap: str | None = None) -> dict[str, Any]:
+def report(timeline: Timeline, ctx: Any, capacity: float | None, memory_cap: CapSpec | None = None) -> dict[str, Any]:
     """Everything ``--json`` prints: :func:`~ppverify.views.run_report.timeline_report` with ``ctx``'s system and stage costs."""
     return timeline_report(timeline, ctx.system, ctx.stage_costs, capacity, memory_cap)
 
@@ -101,11 +101,12 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("memory-GiB", args.memory_gib, "must be > 0")
     if not 1 <= args.width <= 10_000:  # the chart allocates p x width cells
         raise ParameterError("width", args.width, "must be in 1..10000 columns")
+    cap = read_memory_cap(args.memory_cap)  # read once, before the run; resolved in its cost model
     timeline, ctx = simulate_from_args(args)
     capacity = args.memory_gib * GiB if args.memory_gib is not None else None
     if capacity is not None and timeline.costs.memory_unit != "bytes":
         capacity = args.memory_gib  # abstract activations: the capacity is in the same units
-    rep = report(timeline, ctx, capacity, args.memory_cap)
+    rep = report(timeline, ctx, capacity, cap)
     code = 1 if rep["oom_devices"] or rep.get("over_memory_cap") else 0  # out of memory, or over the cap
     rep.update(measured_from_trace(args.measured_trace, timeline))  # the measured level, as import-trace reads it
     for flag, write in (("trace", write_trace), ("frame", write_frame)):

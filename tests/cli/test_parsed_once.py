@@ -1,0 +1,139 @@
+"""Every option is parsed once, at its command's boundary, and each limit checked once per input:
+the parsers and checks are wrapped with counters and whole commands run through
+``ppverify.cli.main``. A text read twice (a library function re-parsing what the command already
+read) shows as a count of 2 for that text."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+import ppverify.cli.common
+import ppverify.compare.request
+import ppverify.core.costs
+import ppverify.core.limits
+import ppverify.core.memory_cap
+import ppverify.optimize.memory
+from ppverify.cli import main
+
+#: (defining module, function names) of every text parser and limit check a command may call
+WATCHED = (
+    (ppverify.core.costs, ("parse_costs",)),
+    (ppverify.core.memory_cap, ("read_memory_cap", "resolve_memory_cap", "check_cap_mode")),
+    (ppverify.compare.request, ("split_csv", "parse_ints", "parse_floats", "check_presets", "check_options")),
+    (ppverify.optimize.memory, ("parse_memory_model",)),
+    (ppverify.core.limits, ("check_stages_mbs",)),
+)
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter]:
+    """Counts of ``(function, first argument as text)``: every binding of a watched function in a
+    loaded ppverify module is wrapped, and modules loaded later import the wrapped one."""
+    seen: Counter = Counter()
+
+    def wrap(name, fn):
+        def counted(*args, **kwargs):
+            seen[(name, str(args[0]) if args else "")] += 1
+            return fn(*args, **kwargs)
+
+        counted.__wrapped__ = fn  # type: ignore[attr-defined]
+        return counted
+
+    for module, names in WATCHED:
+        for name in names:
+            orig = getattr(module, name)
+            counted = wrap(name, orig)
+            for mod in list(sys.modules.values()):
+                bound = getattr(mod, name, None) if getattr(mod, "__name__", "").startswith("ppverify") else None
+                # a module first imported during another test holds that test's wrapper: rewrap it
+                if bound is orig or getattr(bound, "__wrapped__", None) is orig:
+                    monkeypatch.setattr(mod, name, counted)
+    yield seen
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture) -> dict:
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _by_function(calls: Counter, name: str) -> Counter:
+    return Counter({arg: n for (fn, arg), n in calls.items() if fn == name})
+
+
+def test_compare_abstract_reads_each_option_once(calls, capsys):
+    argv = ["compare", "--schedules", "gpipe,1f1b", "-p", "2", "-m", "2,4", "--costs", "F=1,B=2"]
+    argv += ["--comm-delay", "0,1", "--levels", "async,optimum", "--memory-cap", "2", "--no-progress", "--no-verify"]
+    out = _run([*argv, "--json"], capsys)
+    # 2 schedules x 2 m x 2 delays x 2 levels; the cap 2 (activations) on every optimum row
+    assert len(out["rows"]) == 16
+    assert {r["memory_cap"] for r in out["rows"] if r["level"] == "optimum"} == {2.0}
+    assert _by_function(calls, "parse_costs") == {"F=1,B=2": 1}
+    assert _by_function(calls, "read_memory_cap") == {"2": 1}
+    assert sum(_by_function(calls, "check_cap_mode").values()) == 1  # its mode (activations) checked once
+    assert _by_function(calls, "parse_ints") == {"p": 1, "m": 1}
+    assert _by_function(calls, "parse_floats") == {"comm-delay": 1}
+    # split_csv once per comma-separated text (levels, schedules, p, m, delays)
+    assert set(_by_function(calls, "split_csv").values()) == {1}
+    # each point resolves the one CapSpec in its own cost model (never the text): 2 m x 2 delays
+    # configurations, the two schedules sharing their placement's optimum in each
+    assert sum(_by_function(calls, "resolve_memory_cap").values()) >= 4
+
+
+def test_compare_presets_reads_and_checks_each_option_once(calls, capsys):
+    argv = ["compare", "--schedules", "gpipe", "--systems", "dgx-h100", "--models", "gpt3-1.3b", "-p", "2"]
+    argv += ["-m", "4", "--levels", "async", "--memory-cap", "40GiB", "--mfu", "0.5", "--no-progress", "--no-verify"]
+    out = _run([*argv, "--json"], capsys)
+    assert [r["schedule"] for r in out["rows"]] == ["gpipe"]
+    assert _by_function(calls, "read_memory_cap") == {"40GiB": 1}
+    assert sum(_by_function(calls, "check_cap_mode").values()) == 1
+    assert _by_function(calls, "parse_ints") == {"p": 1, "m": 1}
+    assert set(_by_function(calls, "split_csv").values()) == {1}
+    # the preset names are checked once, one configuration resolved eagerly for the options
+    assert sum(_by_function(calls, "check_presets").values()) == 1
+    assert sum(_by_function(calls, "check_options").values()) == 1
+    assert not _by_function(calls, "parse_costs")
+
+
+def test_optimize_reads_costs_model_and_cap_once_and_checks_the_size_once(calls, capsys):
+    argv = ["optimize", "--placement", "linear", "-p", "2", "-m", "3", "--costs", "F=1,I=1,W=1"]
+    argv += ["--memory-model", "w-frees-all", "--memory-cap", "2", "--work-limit", "1", "--no-chart"]
+    out = _run([*argv, "--json"], capsys)
+    assert out["memory_cap"] == "2" and out["memory_cap_value"] == 2.0 and out["backward"] == "split"
+    assert _by_function(calls, "parse_costs") == {"F=1,I=1,W=1": 1}
+    assert _by_function(calls, "parse_memory_model") == {"w-frees-all": 1}
+    assert _by_function(calls, "read_memory_cap") == {"2": 1}
+    assert sum(_by_function(calls, "resolve_memory_cap").values()) == 1
+    # p stages x m microbatches, checked once where the placement is read
+    assert sum(_by_function(calls, "check_stages_mbs").values()) == 1
+
+
+def test_gap_reads_costs_and_cap_once(calls, capsys):
+    argv = ["gap", "1f1b", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--memory-cap", "none", "--work-limit", "1"]
+    out = _run([*argv, "--json"], capsys)
+    # 1F1B on 2 devices, 2 microbatches, F=1 B=2, no delay: (m + p - 1)(F + B) = 9, optimal too
+    assert out["family_value"] == 9.0 and out["gap_to_bound"] == 0.0
+    assert _by_function(calls, "parse_costs") == {"F=1,B=2": 1}
+    assert _by_function(calls, "read_memory_cap") == {"none": 1}
+
+
+@pytest.mark.parametrize("command", ["simulate", "verify", "show"])
+def test_simulate_verify_show_read_costs_and_cap_once(calls, capsys, command):
+    argv = [command, "1f1b", "-p", "2", "-m", "4", "--costs", "F=1,B=2", "--memory-cap", "2"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert _by_function(calls, "parse_costs") == {"F=1,B=2": 1}
+    assert _by_function(calls, "read_memory_cap") == {"2": 1}
+    assert sum(_by_function(calls, "resolve_memory_cap").values()) == 1
+
+
+def test_parsed_costs_keeps_the_pairs_on_the_namespace():
+    import argparse
+
+    ns = argparse.Namespace(costs="F=1,B=2")
+    assert ppverify.cli.common.parsed_costs(ns) == (("F", 1.0), ("B", 2.0))
+    assert ppverify.cli.common.parsed_costs(ns) is ns.costs  # read once: the second call parses nothing
