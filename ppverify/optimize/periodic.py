@@ -27,8 +27,8 @@ import time
 from collections.abc import Sequence
 from fractions import Fraction
 
-from ..errors import PPVerifyError
-from ..ops import B, F, I, W
+from ..core.errors import PPVerifyError
+from ..core.ops import B, F, I, W
 from .heuristic import Candidate, memory_ok, time_programs
 from .problem import Instance
 
@@ -49,8 +49,8 @@ def building_block(inst: Instance, interval: Fraction | None = None, w_last: boo
     finds no free slot (the interval is below a device's work per microbatch).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> inst = instance(Problem(pl, 1, CostModel.abstract(pl, F=1, I=1, W=1), split=True))
@@ -112,8 +112,8 @@ def periodic_programs(inst: Instance, block: Sequence[Fraction | int], interval:
     ``W``, gradient, ``F``; then microbatch, then stage).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> inst = instance(Problem(pl, 2, CostModel.abstract(pl, F=1, I=1, W=1), split=True))
@@ -136,8 +136,8 @@ def interval_range(inst: Instance) -> list[Fraction]:
     microbatch up to one microbatch's whole step, at most :data:`MAX_INTERVALS` of them.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> [str(t) for t in interval_range(instance(Problem(pl, 2, CostModel.abstract(pl, F=1, I=1, W=1), split=True)))]
@@ -164,8 +164,8 @@ def periodic_candidates(inst: Instance, deadline: float | None = None) -> list[C
     keep the cap, timed; stops once ``time.monotonic()`` passes ``deadline``.
 
     Example:
-        >>> from ppverify.placement import v_shape
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import v_shape
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = v_shape(4)  # cap: one microbatch's two stages on a device
         >>> inst = instance(Problem(pl, 12, CostModel.abstract(pl, F=1, I=1, W=1), split=True, memory_cap=1))

@@ -22,7 +22,7 @@ periodic start (:mod:`.periodic`), where the memory-time bound gave 220.
 
 from __future__ import annotations
 
-from ..ops import F
+from ..core.ops import F
 from .problem import Instance
 
 
@@ -58,8 +58,8 @@ def slot_precedences(inst: Instance, d: int) -> list[tuple[int, int, int]]:
     ``j``'s by the order). So ``F(s1, j+k+1)`` starts after ``F(sn, j)`` has run.
 
     Example:
-        >>> from ppverify.placement import v_shape
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import v_shape
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = v_shape(2)  # device 0: stages 0 and 3; cap: one microbatch (k = 0)
         >>> inst = instance(Problem(pl, 3, CostModel.abstract(pl, F=1, I=1, W=1), split=True, memory_cap=1))

@@ -11,9 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
-from ppverify.dag import structural_problems
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.dag import structural_problems
+from ppverify.core.placement import loop, v_shape
+from ppverify.core.schedule import Schedule
 from ppverify.engines import run
 from ppverify.optimize import Problem, instance, optimize
 from ppverify.optimize.bounds import lower_bounds
@@ -21,8 +23,6 @@ from ppverify.optimize.heuristic import canonical_starts
 from ppverify.optimize.periodic import periodic_candidates
 from ppverify.optimize.relax import device_bound
 from ppverify.optimize.stagepair import slot_precedences
-from ppverify.placement import loop, v_shape
-from ppverify.schedule import Schedule
 
 
 def _problem(place: str, p: int, m: int, costs: tuple[int, int, int], cap: float, delay: int, i_frees: float = 0.0):
