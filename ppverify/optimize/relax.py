@@ -33,6 +33,7 @@ from .interrupt import stoppable
 from .model import memory_lags
 from .problem import Instance
 from .solver_setup import make_solver
+from .stagepair import slot_precedences
 
 
 def _lags(inst: Instance, devices: Sequence[int]) -> list[tuple[int, int, int]]:
@@ -93,11 +94,14 @@ def device_bound(
         return 0
     head, tail = heads_tails(inst)
     model = cp_model.CpModel()
+    # one microbatch after another (each within its longest lag and its work) is feasible, so the
+    # optimum is within this horizon even where the cap forces idle between microbatches
+    nmb = len({dag.ops[i].mb for i in ops})
     horizon = (
         max(head[i] for i in ops)
         + sum(inst.dur[i] for i in ops)
         + max(tail[i] for i in ops)
-        + max((lag for _, _, lag in _lags(inst, devices)), default=0)
+        + nmb * max((lag for _, _, lag in _lags(inst, devices)), default=0)
     )
     start = {i: model.new_int_var(head[i], horizon, f"start_{dag.ops[i]}") for i in ops}
     iv = {i: model.new_fixed_size_interval_var(start[i], inst.dur[i], f"run_{dag.ops[i]}") for i in ops}
@@ -133,6 +137,8 @@ def device_bound(
             model.add_cumulative(ivs, demands, inst.cap)
             for f, g, extra in memory_lags(inst, list(inst.device_ops(dd)), pos):
                 model.add(start[f] >= start[g] + inst.dur[g] + extra)
+            for u, v, lag in slot_precedences(inst, dd):  # several stages per device (stagepair.py)
+                model.add(start[v] >= start[u] + lag)
     obj = model.new_int_var(lower, max(lower, 2 * horizon), "obj")
     if objective == "makespan":
         for i in ops:

@@ -18,6 +18,7 @@ from .heuristic import Candidate, best_candidate, canonical_starts
 from .interrupt import stoppable
 from .localsearch import improve
 from .model import build_model
+from .periodic import periodic_candidates
 from .problem import Instance, Problem, instance
 from .relax import relaxation_bound
 from .result import OptimizeResult, relative_gap
@@ -178,6 +179,8 @@ def optimize(
     best: Candidate | None = best_candidate(inst, use_families, deadline=safety, hard=hard.end) if hints else None
     if hints:  # the zero-bubble paper's heuristic (8 variants) too: the result is never worse than it
         starts = [c for c in (best, *zb_candidates(inst, hard.end)) if c is not None]
+        if several_stages_per_device(inst):  # building blocks at an interval (periodic.py): V, loop under a cap
+            starts += periodic_candidates(inst, safety)
         best = min(starts, key=lambda c: (c.objective, c.source), default=None)
     if hints and time.monotonic() > safety:
         cut.append("starting schedules")

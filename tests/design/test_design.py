@@ -204,3 +204,17 @@ def test_report_of_a_design_result(tmp_path, capsys) -> None:
     # two frontier points by hand: budget 1, one microbatch at a time (2 * 2 * 3 = 12); budget 2, 1F1B's 9
     assert text.count('class="pt frontier"') == 2 and "time 12, bound 12" in text and "time 9, bound 9" in text
     assert text.count('<details id="point-') == 2
+
+
+def test_v_at_its_least_budget_is_proven_optimal_and_verified() -> None:
+    """V, p = 4, m = 12, F = I = W = 1 per device share, budget 1 (one microbatch's two stage
+    activations per device): the greedy rules deadlock there; the periodic start and the
+    relaxation's memory-slot precedences give the optimum 11 * 6 + 8.5 = 74.5 by hand (device 3:
+    gradient back 3.5 after F(4), then I(4), I(3), two W's and the next F(3), 2.5, per microbatch;
+    8.5 one microbatch's whole step), and Z3 accepts it within the budget."""
+    rq = DesignRequest(4, 12, "v", "1", PresetSettings(costs="F=1,I=1,W=1"), Limits(5.0))
+    d = design(rq, progress=False)
+    (pt,) = [q for q in d.points if q.placement == "v"]
+    assert (pt.status, pt.time, pt.bound) == ("OPTIMAL", 11 * 6 + 8.5, 11 * 6 + 8.5)
+    assert pt.peak is not None and pt.peak <= 1.0 + EPS
+    assert list(d.verified) == ["valid"] * len(d.front)
