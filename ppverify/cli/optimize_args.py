@@ -14,7 +14,7 @@ from ..core.memory_cap import MEMORY_CAP_HELP
 from ..core.placement import NAMED
 from ..core.schedule import Schedule
 from ..optimize.request import build_problem, optimize_request
-from .common import add_cost_arguments, add_schedule_arguments, parsed_costs, schedule_from_args
+from .common import add_cost_arguments, add_schedule_arguments, build_schedule, parsed_costs, schedule_source
 
 
 def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool = True) -> None:
@@ -128,7 +128,7 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
         fam = get_family(args.schedule)
         params = {q.name: getattr(args, f"fam_{q.name}", None) for q in fam.params}
         check_family_footprint(fam.name, args.p, args.m if args.m is not None else args.p, params, workers)
-    sched = schedule_from_args(args) if args.schedule else None
+    sched = build_schedule(schedule_source(args)) if args.schedule else None  # --costs read above
     if sched is not None and getattr(args, "placement", None):
         raise ParameterError("placement", args.placement, "give either a family/file or --placement, not both")
     if sched is not None:

@@ -5,12 +5,17 @@ read) shows as a count of 2 for that text."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import importlib
 import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ppverify.cli.common
 import ppverify.compare.request
@@ -19,6 +24,7 @@ import ppverify.core.limits
 import ppverify.core.memory_cap
 import ppverify.optimize.memory
 from ppverify.cli import main
+from ppverify.cli.run_request import run_request
 
 #: (defining module, function names) of every text parser and limit check a command may call
 WATCHED = (
@@ -131,9 +137,49 @@ def test_simulate_verify_show_read_costs_and_cap_once(calls, capsys, command):
     assert sum(_by_function(calls, "resolve_memory_cap").values()) == 1
 
 
-def test_parsed_costs_keeps_the_pairs_on_the_namespace():
-    import argparse
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("FBIW"), st.integers(1, 9)), min_size=1, max_size=4, unique_by=lambda kv: kv[0])
+)
+def test_run_request_reads_the_costs_into_pairs_and_leaves_the_namespace_as_parsed(pairs):
+    text = ",".join(f"{k}={v}" for k, v in pairs)
+    ns = argparse.Namespace(schedule="1f1b", p=2, m=None, costs=text, memory_cap="3MF", fam_v=None)
+    before = dict(vars(ns))
+    request = run_request(ns)
+    assert vars(ns) == before  # nothing written back: the request holds what was read
+    assert request.costs == tuple((k, float(v)) for k, v in pairs)
+    assert (request.memory_cap.kind, request.memory_cap.amount) == ("stage_activations", 3)
+    assert (request.source.name, request.source.p, request.source.m, request.source.params) == ("1f1b", 2, None, ())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.sync = "none"  # type: ignore[misc]
 
-    ns = argparse.Namespace(costs="F=1,B=2")
-    assert ppverify.cli.common.parsed_costs(ns) == (("F", 1.0), ("B", 2.0))
-    assert ppverify.cli.common.parsed_costs(ns) is ns.costs  # read once: the second call parses nothing
+
+@pytest.mark.parametrize("command", ["simulate", "verify", "show"])
+def test_simulate_verify_show_build_one_request_and_keep_the_namespace(monkeypatch, capsys, command):
+    import ppverify.cli.run_request as rr
+
+    seen: list[tuple[dict, rr.RunRequest]] = []
+    real = rr.run_request
+
+    def recorded(args):
+        request = real(args)
+        seen.append((dict(vars(args)), request))
+        return request
+
+    module = importlib.import_module(f"ppverify.cli.commands.{command}")
+    monkeypatch.setattr(module, "run_request", recorded)
+    argv = [command, "interleaved-1f1b", "-p", "2", "-m", "4", "--v", "2", "--costs", "F=1,B=2", "--memory-cap", "4"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert len(seen) == 1  # one request per command
+    ((parsed, request),) = seen
+    assert parsed["costs"] == "F=1,B=2"  # the Namespace still holds the text as given
+    assert request.costs == (("F", 1.0), ("B", 2.0)) and request.source.params == (("v", 2),)
+
+
+def test_plot_reads_the_costs_once(calls, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "g.png"
+    assert main(["plot", "gpipe", "-p", "2", "-m", "2", "--costs", "F=1,B=3", "-o", str(out)]) == 0
+    assert out.exists()
+    assert _by_function(calls, "parse_costs") == {"F=1,B=3": 1}
