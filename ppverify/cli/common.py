@@ -7,6 +7,7 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,24 +58,74 @@ def add_schedule_arguments(
             )
 
 
+@dataclass(frozen=True)
+class ScheduleSource:
+    """Where a command's schedule comes from, as typed values: ``name`` (a family or a file;
+    ``None`` when not given), ``p``, ``m`` (``None``: ``p``), the family parameters given
+    (``(name, value)`` pairs, each option ``--v``, ``--waves`` ...) and ``--placement`` (a text
+    table's). Read from the arguments once by :func:`schedule_source`.
+
+    Example:
+        >>> ScheduleSource("1f1b", 2, None).params
+        ()
+    """
+
+    name: str | None
+    p: int
+    m: int | None
+    params: tuple[tuple[str, Any], ...] = ()
+    placement: str | None = None
+
+    def param(self, name: str) -> Any:
+        """The family parameter ``name`` as given, ``None`` when not given.
+
+        Example:
+            >>> ScheduleSource("interleaved-1f1b", 2, 4, (("v", 3),)).param("v")
+            3
+        """
+        return dict(self.params).get(name)
+
+
+def schedule_source(args: argparse.Namespace) -> ScheduleSource:
+    """The schedule options of ``args`` (:func:`add_schedule_arguments`, ``--placement``) as a
+    :class:`ScheduleSource`.
+
+    Example:
+        >>> schedule_source(argparse.Namespace(schedule="1f1b", p=2, m=None, fam_v=3, fam_waves=None))
+        ScheduleSource(name='1f1b', p=2, m=None, params=(('v', 3),), placement=None)
+    """
+    params = tuple((k[4:], v) for k, v in sorted(vars(args).items()) if k.startswith("fam_") and v is not None)
+    return ScheduleSource(getattr(args, "schedule", None), args.p, args.m, params, getattr(args, "placement", None))
+
+
+def build_schedule(source: ScheduleSource) -> Schedule:
+    """Build (family) or load (file) the schedule ``source`` names.
+
+    Example:
+        >>> build_schedule(ScheduleSource("1f1b", 2, None)).describe()
+        '1f1b p=2 m=2'
+    """
+    from ..io import load_schedule, looks_like_file
+    from ..schedules import build, get_family
+
+    if looks_like_file(source.name):
+        return load_schedule(source.name)
+    fam = get_family(source.name)
+    params = {pr.name: source.param(pr.name) for pr in fam.params}
+    m = source.m if source.m is not None else source.p
+    return build(fam.name, source.p, m, **params)
+
+
 def schedule_from_args(args: argparse.Namespace) -> Schedule:
-    """Build (family) or load (file) the schedule the arguments name.
+    """Build (family) or load (file) the schedule the arguments name (``--costs`` checked first).
 
     Example:
         >>> ns = argparse.Namespace(schedule="1f1b", p=2, m=None)
         >>> schedule_from_args(ns).describe()
         '1f1b p=2 m=2'
     """
-    from ..io import load_schedule, looks_like_file
-    from ..schedules import build, get_family
-
     check_costs_first(args)
-    if looks_like_file(args.schedule):
-        return load_schedule(args.schedule)
-    fam = get_family(args.schedule)
-    params = {pr.name: getattr(args, f"fam_{pr.name}", None) for pr in fam.params}
-    m = args.m if args.m is not None else args.p
-    return build(fam.name, args.p, m, **params)
+    return build_schedule(schedule_source(args))
 
 
 #: suffixes read as text tables (paper layout or PyTorch's printed grid) by :func:`document_from_args`
@@ -82,11 +133,7 @@ TABLE_SUFFIXES = (".txt", ".table")
 
 
 def document_from_args(args: argparse.Namespace) -> ScheduleDocument:
-    """The schedule the arguments name with what its file carries: a ppverify JSON file brings
-    its costs and table; a text table (``.txt``, ``.table``) brings its grid and is read with
-    ``--placement`` (default linear over its rows; ``loop`` takes ``--v``, ``wave`` ``--waves``,
-    ``bidirectional`` ``--offset``) and ``-m``; anything else is :func:`schedule_from_args`, which
-    takes no ``--placement``.
+    """:func:`load_document` of the arguments' :func:`schedule_source` (``--costs`` checked first).
 
     Example:
         >>> ns = argparse.Namespace(schedule="gpipe", p=2, m=None, placement=None)
@@ -94,35 +141,50 @@ def document_from_args(args: argparse.Namespace) -> ScheduleDocument:
         >>> doc.schedule.describe(), doc.table is None
         ('gpipe p=2 m=2', True)
     """
+    check_costs_first(args)
+    return load_document(schedule_source(args))
+
+
+def load_document(source: ScheduleSource) -> ScheduleDocument:
+    """The schedule ``source`` names with what its file carries: a ppverify JSON file brings
+    its costs and table; a text table (``.txt``, ``.table``) brings its grid and is read with
+    ``--placement`` (default linear over its rows; ``loop`` takes ``--v``, ``wave`` ``--waves``,
+    ``bidirectional`` ``--offset``) and ``-m``; anything else is :func:`build_schedule`, which
+    takes no ``--placement``.
+
+    Example:
+        >>> doc = load_document(ScheduleSource("gpipe", 2, None))
+        >>> doc.schedule.describe(), doc.table is None
+        ('gpipe p=2 m=2', True)
+    """
     from ..io import looks_like_file
     from ..io.json_format import read_json
 
-    check_costs_first(args)
-    suffix = Path(args.schedule).suffix.lower()
-    placement = getattr(args, "placement", None)
+    suffix = Path(source.name).suffix.lower()
+    placement = source.placement
     if suffix in TABLE_SUFFIXES:
         from ..core.files import read_text
         from ..core.placement import placement_from_text
         from ..io.table_text import read_text_table, schedule_from_programs
 
-        path = Path(args.schedule)
+        path = Path(source.name)
         text = read_text(path)  # as every reader: size, encoding and byte-order mark alike
         programs, cells = read_text_table(text, str(path))
         pl = None
         if programs:
-            extra = {k: getattr(args, f"fam_{k}", None) for k in ("v", "waves", "offset")}
+            extra = {k: source.param(k) for k in ("v", "waves", "offset")}
             pl = placement_from_text(placement or "linear", len(programs), **extra)
-        schedule = schedule_from_programs(programs, pl, args.m, None, "table", {"file": path.name}, str(path))
+        schedule = schedule_from_programs(programs, pl, source.m, None, "table", {"file": path.name}, str(path))
         return ScheduleDocument(schedule, table=cells)
-    if looks_like_file(args.schedule) and suffix == ".json":
-        return read_json(args.schedule)
+    if looks_like_file(source.name) and suffix == ".json":
+        return read_json(source.name)
     if placement:
         raise ParameterError(
             "placement",
             placement,
             "only a text table (.txt) takes --placement; families and schedule files carry their own",
         )
-    return ScheduleDocument(schedule_from_args(args))
+    return ScheduleDocument(build_schedule(source))
 
 
 def check_costs_first(args: argparse.Namespace) -> None:
@@ -140,19 +202,18 @@ def check_costs_first(args: argparse.Namespace) -> None:
 
 
 def parsed_costs(args: argparse.Namespace) -> tuple[tuple[str, float], ...] | None:
-    """``--costs`` read once, at the command's boundary: the text becomes ``(kind, cost)`` pairs,
-    kept on ``args`` so every later reader (the presets, the cost model, ``show``'s table) takes
-    the pairs and nothing parses the text again; ``None`` when not given.
+    """``--costs`` read into ``(kind, cost)`` pairs, ``None`` when not given; ``args`` is left as
+    parsed. A command reads it once, at its boundary, into its request (as
+    :func:`ppverify.cli.run_request.run_request` does), and passes the pairs on.
 
     Example:
         >>> ns = argparse.Namespace(costs="F=1,B=2")
         >>> parsed_costs(ns), ns.costs
-        ((('F', 1.0), ('B', 2.0)), (('F', 1.0), ('B', 2.0)))
+        ((('F', 1.0), ('B', 2.0)), 'F=1,B=2')
     """
     value = getattr(args, "costs", None)
     if isinstance(value, str):
         value = tuple(parse_costs(value).items())
-        args.costs = value
     return value or None
 
 

@@ -80,8 +80,44 @@ def timing_from_file(args: argparse.Namespace, schedule: Schedule, ctx: PresetCo
         >>> t.ctx.comm.delay, t.ctx.costs.duration["B"], t.sync, t.from_file
         (1.5, (2.0, 2.0), 'after-flush', ('costs', 'comm'))
     """
-    sync, dp = getattr(args, "sync", None), getattr(args, "dp_allreduce", 0) or 0
-    path = str(getattr(args, "schedule", "") or "")
+    given = FileOverrides(
+        bool(getattr(args, "costs", None)),
+        getattr(args, "comm_delay", None) is not None,
+        getattr(args, "sync", None),
+        getattr(args, "dp_allreduce", 0) or 0,
+    )
+    return file_timing(str(getattr(args, "schedule", "") or ""), given, schedule, ctx)
+
+
+@dataclass(frozen=True)
+class FileOverrides:
+    """What the command line says over a saved file's timing: whether ``--costs`` and
+    ``--comm-delay`` were given, and ``--sync`` (``None``: not given) and ``--dp-allreduce``.
+
+    Example:
+        >>> FileOverrides().sync is None
+        True
+    """
+
+    costs: bool = False
+    comm_delay: bool = False
+    sync: str | None = None
+    dp_allreduce: int = 0
+
+
+def file_timing(path: str, given: FileOverrides, schedule: Schedule, ctx: PresetContext) -> Timing:
+    """:func:`timing_from_file` with typed values: the settings the file at ``path`` stores,
+    applied to ``ctx`` where ``given`` leaves them open (``path`` not a ppverify JSON file, or
+    preset mode: ``ctx`` as it is).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.core.costs import CostModel
+        >>> s = build("gpipe", p=2, m=2)
+        >>> file_timing("gpipe", FileOverrides(sync="none"), s, PresetContext(CostModel.unit(s.placement), FixedDelay(0.0))).sync
+        'none'
+    """
+    sync, dp = given.sync, given.dp_allreduce
     if not path.lower().endswith(".json") or ctx.preset_mode:
         return Timing(ctx, sync or "eager", dp)
     from ..core.files import read_text
@@ -93,7 +129,7 @@ def timing_from_file(args: argparse.Namespace, schedule: Schedule, ctx: PresetCo
 
     doc = read_json(path)
     used = []
-    if doc.costs is not None and not getattr(args, "costs", None):
+    if doc.costs is not None and not given.costs:
         if doc.costs.num_stages != schedule.num_stages:
             raise ScheduleFileError(
                 path, "costs", f"describes {doc.costs.num_stages} stages; the placement has {schedule.num_stages}"
@@ -104,7 +140,7 @@ def timing_from_file(args: argparse.Namespace, schedule: Schedule, ctx: PresetCo
     if stored is not None:
         # a stored system times transfers in seconds: only with the file's own (seconds) costs
         fits = isinstance(stored.comm, FixedDelay) or "costs" in used
-        if getattr(args, "comm_delay", None) is None and fits:
+        if not given.comm_delay and fits:
             system = None if isinstance(stored.comm, FixedDelay) else stored.comm
             ctx = replace(ctx, comm=stored.comm, system=system)
             used.append("comm")

@@ -14,7 +14,7 @@ from ..core.memory_cap import MEMORY_CAP_HELP
 from ..core.placement import NAMED
 from ..core.schedule import Schedule
 from ..optimize.request import build_problem, optimize_request
-from .common import add_cost_arguments, add_schedule_arguments, parsed_costs, schedule_from_args
+from .common import add_cost_arguments, add_schedule_arguments, build_schedule, parsed_costs, schedule_source
 
 
 def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool = True) -> None:
@@ -114,7 +114,7 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
     """
     from ..core.placement import placement_from_text
     from ..io import looks_like_file
-    from ..optimize.footprint import check_family_footprint, check_footprint
+    from ..optimize.footprint import check_family_footprint, checked_footprint
     from ..optimize.problem import default_pipes
     from ..schedules import get_family
     from ..systems.preset_models import resolve_presets, settings_from
@@ -127,8 +127,9 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
     if args.schedule and not looks_like_file(args.schedule):  # --max-memory-gib before the build
         fam = get_family(args.schedule)
         params = {q.name: getattr(args, f"fam_{q.name}", None) for q in fam.params}
-        check_family_footprint(fam.name, args.p, args.m if args.m is not None else args.p, params, workers)
-    sched = schedule_from_args(args) if args.schedule else None
+        m = args.m if args.m is not None else args.p  # the op limit: the build's, below
+        check_family_footprint(fam.name, args.p, m, params, workers, then_build=True)
+    sched = build_schedule(schedule_source(args)) if args.schedule else None  # --costs read above
     if sched is not None and getattr(args, "placement", None):
         raise ParameterError("placement", args.placement, "give either a family/file or --placement, not both")
     if sched is not None:
@@ -149,5 +150,5 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
     request = dataclasses.replace(request, preset_mode=ctx.preset_mode, comm_text=comm)
     splits = sched is not None and sched.has_split_backward
     pr, info = build_problem(placement, m, pipes, ctx.costs, ctx.comm, request, splits)
-    check_footprint(pr, workers)  # before gap runs the family or optimize builds anything
+    pr = checked_footprint(pr, workers)  # before gap runs the family or optimize builds anything; once
     return pr, sched, info

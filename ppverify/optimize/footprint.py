@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.limits import check_family, check_memory, family_ops
+from ..core.limits import check_family, check_memory, family_ops, max_memory_gib, max_ops, ops_memory
 
 #: a tiny optimization, start-up included (numpy, OR-Tools, 2 CP-SAT workers: 180 MiB measured)
 BASE_BYTES = 192 * 2**20
@@ -71,11 +71,51 @@ def check_footprint(problem: Any, workers: int = 2) -> None:
     check_memory(estimate_bytes(problem, workers), what, how)
 
 
-def check_family_footprint(name: str, p: int, m: int, params: dict[str, Any], workers: int = 2) -> None:
+def footprint_key(problem: Any) -> tuple[int, bool]:
+    """What :func:`estimate_bytes` reads of ``problem`` besides the workers: its ops and whether it
+    has a memory cap. A problem changed in either (``dataclasses.replace``) is checked again.
+
+    Example:
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.optimize import Problem
+        >>> footprint_key(Problem(linear(2), 3, CostModel.abstract(linear(2), F=1, B=2), split=False))
+        (12, False)
+    """
+    return problem.num_ops, problem.memory_cap is not None
+
+
+def checked_footprint(problem: Any, workers: int = 2) -> Any:
+    """:func:`check_footprint` at a command's boundary, with its ``workers``, and ``problem``
+    marked checked (its :func:`footprint_key`): :func:`~ppverify.optimize.problem.instance`
+    trusts the mark and does not check it again; a problem without it (a Python caller's) is
+    checked there, once.
+
+    Example:
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.optimize import Problem
+        >>> pl = linear(2)
+        >>> pr = checked_footprint(Problem(pl, 3, CostModel.abstract(pl, F=1, B=2), split=False))
+        >>> pr.footprint_checked == footprint_key(pr), pr.m
+        (True, 3)
+    """
+    import dataclasses
+
+    check_footprint(problem, workers)
+    return dataclasses.replace(problem, footprint_checked=footprint_key(problem))
+
+
+def check_family_footprint(
+    name: str, p: int, m: int, params: dict[str, Any], workers: int = 2, *, then_build: bool = False
+) -> None:
     """Refuse to optimize family ``name`` at ``(p, m, params)`` before its schedule is built, when
     even the fewest ops it can pose (an F and a B per stage and microbatch, no memory cap) are
-    over the memory limit in force; the op limit (``--max-ops``) is checked first. The exact
-    check, :func:`check_footprint`, follows once the problem is known.
+    over the memory limit in force; the op limit (``--max-ops``, :func:`~ppverify.core.limits.check_family`)
+    is checked first. ``then_build``: the caller builds the family next with
+    :func:`ppverify.schedules.build`, which checks the op limit itself, before generating; it is
+    not checked here too (over it, nothing is estimated: the build refuses it, with the same
+    line). The exact check, :func:`check_footprint`, follows once the problem is known.
 
     Example:
         >>> check_family_footprint("1f1b", 8, 64, {})
@@ -83,9 +123,18 @@ def check_family_footprint(name: str, p: int, m: int, params: dict[str, Any], wo
         Traceback (most recent call last):
         ...
         ppverify.core.limits.LimitError: optimize zb-h1 -p 64 -m 4096 (at least 524288 ops): needs about 3.117 GiB of memory (6.0 KB per op, no memory cap), over the limit of 2 GiB (raise it with ppverify --max-memory-gib X)
+        >>> check_family_footprint("gpipe", 10**5, 10**5, {}, then_build=True)  # the build refuses it
     """
-    check_family(name, p, m, params)
+    if not then_build:
+        check_family(name, p, m, params)
+    elif _over_op_limit(family_ops(name, p, m, params)):
+        return  # the build's check_family refuses it, once
     ops = family_ops(name, p, m, params) * 2 // 3  # family_ops counts F, I and W: 3 per stage and mb
     how = f"{PER_OP_BYTES[False] / 1000:.1f} KB per op, no memory cap"
     needed = BASE_BYTES + PER_OP_BYTES[False] * ops + PER_WORKER_BYTES * max(0, workers - 2)
     check_memory(needed, f"optimize {name} -p {p} -m {m} (at least {ops} ops)", how)
+
+
+def _over_op_limit(n: int) -> bool:
+    # what check_ops (of check_family) refuses: over --max-ops, or its memory over --max-memory-gib
+    return n > max_ops() or ops_memory(n) > max_memory_gib() * 2**30

@@ -17,7 +17,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -92,6 +92,9 @@ class Problem:
     pipe_of_mb: tuple[int, ...] | None = None
     sync: str = "eager"
     dp_allreduce: int = 0
+    #: the :func:`~.footprint.footprint_key` a command's boundary checked (:func:`~.footprint.checked_footprint`);
+    #: ``None``: not checked yet, :func:`instance` checks it
+    footprint_checked: tuple[int, bool] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         from .collectives import SYNC_MODES
@@ -301,9 +304,10 @@ def instance(problem: Problem, schedule: Schedule | None = None, deadline: Deadl
         >>> inst.tick, inst.dur, inst.delay[1]
         (0.5, [2, 4, 2, 4], [0, 1])
     """
-    from .footprint import check_footprint
+    from .footprint import check_footprint, footprint_key
 
-    check_footprint(problem)  # --max-memory-gib: refused before anything proportional to the ops
+    if problem.footprint_checked != footprint_key(problem):  # checked once: here, or at the boundary
+        check_footprint(problem)  # --max-memory-gib: refused before anything proportional to the ops
     with _collector_paused():
         return _build_instance(problem, schedule, deadline)
 

@@ -5,20 +5,27 @@ read) shows as a count of 2 for that text."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import importlib
 import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ppverify.cli.common
 import ppverify.compare.request
 import ppverify.core.costs
 import ppverify.core.limits
 import ppverify.core.memory_cap
+import ppverify.optimize.footprint
 import ppverify.optimize.memory
 from ppverify.cli import main
+from ppverify.cli.run_request import run_request
 
 #: (defining module, function names) of every text parser and limit check a command may call
 WATCHED = (
@@ -26,7 +33,8 @@ WATCHED = (
     (ppverify.core.memory_cap, ("read_memory_cap", "resolve_memory_cap", "check_cap_mode")),
     (ppverify.compare.request, ("split_csv", "parse_ints", "parse_floats", "check_presets", "check_options")),
     (ppverify.optimize.memory, ("parse_memory_model",)),
-    (ppverify.core.limits, ("check_stages_mbs",)),
+    (ppverify.core.limits, ("check_stages_mbs", "check_family")),
+    (ppverify.optimize.footprint, ("check_footprint",)),
 )
 
 
@@ -131,9 +139,95 @@ def test_simulate_verify_show_read_costs_and_cap_once(calls, capsys, command):
     assert sum(_by_function(calls, "resolve_memory_cap").values()) == 1
 
 
-def test_parsed_costs_keeps_the_pairs_on_the_namespace():
-    import argparse
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("FBIW"), st.integers(1, 9)), min_size=1, max_size=4, unique_by=lambda kv: kv[0])
+)
+def test_run_request_reads_the_costs_into_pairs_and_leaves_the_namespace_as_parsed(pairs):
+    text = ",".join(f"{k}={v}" for k, v in pairs)
+    ns = argparse.Namespace(schedule="1f1b", p=2, m=None, costs=text, memory_cap="3MF", fam_v=None)
+    before = dict(vars(ns))
+    request = run_request(ns)
+    assert vars(ns) == before  # nothing written back: the request holds what was read
+    assert request.costs == tuple((k, float(v)) for k, v in pairs)
+    assert (request.memory_cap.kind, request.memory_cap.amount) == ("stage_activations", 3)
+    assert (request.source.name, request.source.p, request.source.m, request.source.params) == ("1f1b", 2, None, ())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.sync = "none"  # type: ignore[misc]
 
-    ns = argparse.Namespace(costs="F=1,B=2")
-    assert ppverify.cli.common.parsed_costs(ns) == (("F", 1.0), ("B", 2.0))
-    assert ppverify.cli.common.parsed_costs(ns) is ns.costs  # read once: the second call parses nothing
+
+@pytest.mark.parametrize("command", ["simulate", "verify", "show"])
+def test_simulate_verify_show_build_one_request_and_keep_the_namespace(monkeypatch, capsys, command):
+    import ppverify.cli.run_request as rr
+
+    seen: list[tuple[dict, rr.RunRequest]] = []
+    real = rr.run_request
+
+    def recorded(args):
+        request = real(args)
+        seen.append((dict(vars(args)), request))
+        return request
+
+    module = importlib.import_module(f"ppverify.cli.commands.{command}")
+    monkeypatch.setattr(module, "run_request", recorded)
+    argv = [command, "interleaved-1f1b", "-p", "2", "-m", "4", "--v", "2", "--costs", "F=1,B=2", "--memory-cap", "4"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert len(seen) == 1  # one request per command
+    ((parsed, request),) = seen
+    assert parsed["costs"] == "F=1,B=2"  # the Namespace still holds the text as given
+    assert request.costs == (("F", 1.0), ("B", 2.0)) and request.source.params == (("v", 2),)
+
+
+def test_plot_reads_the_costs_once(calls, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "g.png"
+    assert main(["plot", "gpipe", "-p", "2", "-m", "2", "--costs", "F=1,B=3", "-o", str(out)]) == 0
+    assert out.exists()
+    assert _by_function(calls, "parse_costs") == {"F=1,B=3": 1}
+
+
+def test_gap_checks_the_footprint_once(calls, capsys):
+    argv = ["gap", "interleaved-1f1b", "-p", "2", "-m", "4", "--v", "2", "--costs", "F=1,B=2", "--work-limit", "1"]
+    out = _run([*argv, "--json"], capsys)
+    assert out["family_value"] > 0
+    # each problem's footprint checked once: the one posed at the boundary (instance trusts it)
+    # and the family's own, capped at its peak, which gap evaluates; the family's op limit is
+    # counted at the boundary by the next test (the search builds every family as a seed, its own inputs)
+    footprints = _by_function(calls, "check_footprint")
+    assert len(footprints) == 2 and set(footprints.values()) == {1}
+
+
+def test_optimize_boundary_checks_the_family_and_the_footprint_once(calls):
+    from ppverify.cli.optimize_args import add_problem_arguments, problem_from_args
+    from ppverify.optimize.problem import instance
+
+    parser = argparse.ArgumentParser()
+    add_problem_arguments(parser)
+    ns = parser.parse_args(["interleaved-1f1b", "-p", "2", "-m", "4", "--v", "2", "--costs", "F=1,B=2"])
+    pr, sched, _ = problem_from_args(ns)
+    # interleaved, v=2: 2 devices x 2 chunks = 4 stages, 4 mbs, F and B each
+    assert pr.num_ops == 32 and sched is not None
+    assert _by_function(calls, "check_family") == {"interleaved-1f1b": 1}
+    instance(pr)  # the problem the boundary checked: not checked again
+    assert sum(_by_function(calls, "check_footprint").values()) == 1
+
+
+def test_a_python_caller_gets_the_footprint_checked_once(calls):
+    from ppverify.core.costs import CostModel
+    from ppverify.core.placement import linear
+    from ppverify.optimize.footprint import checked_footprint
+    from ppverify.optimize.problem import Problem, instance
+
+    pl = linear(2)
+    pr = Problem(pl, 3, CostModel.abstract(pl, F=1, B=2), split=False)
+    instance(pr)  # no boundary: instance checks it
+    assert sum(_by_function(calls, "check_footprint").values()) == 1
+    checked = checked_footprint(pr, workers=4)
+    instance(checked)  # checked at the boundary: not again
+    assert sum(_by_function(calls, "check_footprint").values()) == 2
+    # a problem changed in its size is a new input: checked again (2 x 4 mbs x F and B = 16 ops)
+    bigger = dataclasses.replace(checked, m=4)
+    assert bigger.num_ops == 16
+    instance(bigger)
+    assert sum(_by_function(calls, "check_footprint").values()) == 3

@@ -20,7 +20,7 @@ import argparse
 
 from ...io.trace_step import CLOCKS
 from .. import Command
-from ..common import add_schedule_arguments, parsed_costs, print_json, schedule_from_args
+from ..common import add_schedule_arguments, build_schedule, parsed_costs, print_json, schedule_source
 from ..timeline_outputs import add_timeline_outputs, check_timeline_outputs, write_timeline_outputs, written_lines
 
 
@@ -59,13 +59,14 @@ def run(args: argparse.Namespace) -> int:
     check_timeline_outputs(args)
     system = load_system(args.system) if args.system else None
     traces = read_traces(args.traces)
-    schedule = None
+    schedule, given = None, None
     if args.schedule is not None:
         p, m = recorded_size(traces)
         args.p = args.p if args.p is not None else p
         args.m = args.m if args.m is not None else m
-        schedule = schedule_from_args(args)
-    costs = seconds_costs(schedule, dict(parsed_costs(args) or ())) if args.costs and schedule is not None else None
+        given = parsed_costs(args)  # read once, before the build
+        schedule = build_schedule(schedule_source(args))
+    costs = seconds_costs(schedule, dict(given or ())) if given and schedule is not None else None
     if args.costs and schedule is None:
         from ...core.errors import ParameterError
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 
 from .. import Command
-from ..common import add_schedule_arguments, parsed_costs, print_json, schedule_from_args
+from ..common import add_schedule_arguments, build_schedule, parsed_costs, print_json, schedule_source
 from ..timeline_outputs import add_timeline_outputs, check_timeline_outputs, write_timeline_outputs, written_lines
 
 
@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
     from ...measure.summary import measure_report, measure_text
     from ...systems.system import load_system
 
-    schedule = schedule_from_args(args)
-    costs = dict(parsed_costs(args) or ())  # read once (schedule_from_args read it first)
+    costs = dict(parsed_costs(args) or ())  # read once, before the build
+    schedule = build_schedule(schedule_source(args))
     system = load_system(args.system) if args.system else None  # bad presets fail before any process starts
     check_run_options(args.steps, args.warmup, args.timeout, args.seed)
     check_timeline_outputs(args)  # not after the run: a bad path is bad input

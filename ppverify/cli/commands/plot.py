@@ -62,13 +62,13 @@ def run(args: argparse.Namespace) -> int:
     from ...engines import registry
     from ...engines import run as run_engine
     from ...report.plots import gantt
-    from ..common import schedule_from_args
-    from ..file_settings import timing_from_file
-    from ..presets_args import preset_context_from_args
+    from ..common import build_schedule
+    from ..run_request import request_timing, run_request
 
-    schedule = schedule_from_args(args)
+    request = run_request(args)  # --costs read once, before the build
+    schedule = build_schedule(request.source)
     # a saved file's costs and communication (optimize --save) time the chart as they timed the file
-    timing = timing_from_file(args, schedule, preset_context_from_args(args, schedule))
+    timing = request_timing(request, schedule)
     ctx = timing.ctx
     has_comm = ctx.preset_mode or bool(getattr(ctx.comm, "delay", 0)) or timing.dp_allreduce > 0
     semantics = args.semantics or ("async" if has_comm or "comm" in timing.from_file else "slot")

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ...core.errors import ParameterError, ScheduleFileError
-from ...core.memory_cap import MEMORY_CAP_HELP, cap_check, parse_memory_cap
+from ...core.memory_cap import MEMORY_CAP_HELP, cap_check, resolve_memory_cap
 from ...io.table_text import STYLES
 from ...views.table_report import formula_contradicted, table_json, table_text, time_table
 from .. import Command
@@ -24,9 +24,10 @@ from ..common import (
     add_cost_arguments,
     add_schedule_arguments,
     check_nonnegative,
-    document_from_args,
+    load_document,
     print_json,
 )
+from ..run_request import run_request
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,10 +76,12 @@ def run(args: argparse.Namespace) -> int:
         from ...core.files import check_output_path
 
         check_output_path(args.save, "--save")
-    doc = document_from_args(args)
+    request = run_request(args)  # costs and cap read once, before the build
+    doc = load_document(request.source)
     text_table = Path(args.schedule).suffix.lower() in TABLE_SUFFIXES
-    res = time_table(doc, args.costs, args.comm_delay or 0.0, args.schedule, text_table)
-    cap = parse_memory_cap(args.memory_cap, res.costs, doc.schedule.placement)
+    res = time_table(doc, request.costs, request.settings.comm_delay or 0.0, args.schedule, text_table)
+    spec = request.memory_cap
+    cap = None if spec is None else resolve_memory_cap(spec, res.costs, doc.schedule.placement)
     check = None if cap is None else cap_check(res.timeline.peak_memory().tolist(), cap)
     code = 1 if check and check["over"] else 0
     if args.save:

@@ -15,14 +15,15 @@ import argparse
 from typing import Any
 
 from ...core.errors import ParameterError
-from ...core.memory_cap import MEMORY_CAP_HELP, CapSpec, read_memory_cap
+from ...core.memory_cap import MEMORY_CAP_HELP, CapSpec
 from ...core.timeline import Timeline
 from ...core.timeline_text import GiB, fmt_time, gantt
 from ...views.run_report import report_text, run_timed, timeline_report, write_frame
 from .. import Command
-from ..common import add_cost_arguments, add_schedule_arguments, measured_from_trace, print_json, schedule_from_args
+from ..common import add_cost_arguments, add_schedule_arguments, build_schedule, measured_from_trace, print_json
 from ..file_settings import add_collective_arguments
-from ..presets_args import add_preset_arguments, preset_context_from_args
+from ..presets_args import add_preset_arguments
+from ..run_request import RunRequest, request_timing, run_request
 
 __all__ = ["COMMAND", "_write_frame", "fmt_time", "gantt", "report"]  # measure prints with them
 _write_frame = write_frame
@@ -73,19 +74,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--measured-trace", nargs="+", metavar="DIR", help="also the step of these profiler traces")
 
 
-def simulate_from_args(args: argparse.Namespace) -> tuple[Timeline, Any]:
-    """Build the schedule and models from the arguments and run the chosen engine."""
+def simulate_request(request: RunRequest, semantics: str) -> tuple[Timeline, Any]:
+    """Build the schedule and models the request names and run the ``semantics`` engine."""
     from ...engines import registry
-    from ..file_settings import timing_from_file
 
-    schedule = schedule_from_args(args)
+    schedule = build_schedule(request.source)
     # a ppverify JSON file may carry its cost model and communication (show/optimize --save)
-    timing = timing_from_file(args, schedule, preset_context_from_args(args, schedule))
-    if args.semantics == "slot" and (args.dp_allreduce or (args.sync or "eager") != "eager"):
+    timing = request_timing(request, schedule)
+    if semantics == "slot" and (request.dp_allreduce or (request.sync or "eager") != "eager"):
         raise ParameterError("semantics", "slot", "--sync and --dp-allreduce need async or contention semantics")
     ctx = timing.ctx
-    costs = ctx.costs_for(registry.engine(args.semantics).own_overhead)
-    return run_timed(schedule, costs, ctx.comm, args.semantics, timing.sync, timing.dp_allreduce), ctx
+    costs = ctx.costs_for(registry.engine(semantics).own_overhead)
+    return run_timed(schedule, costs, ctx.comm, semantics, timing.sync, timing.dp_allreduce), ctx
 
 
 def report(timeline: Timeline, ctx: Any, capacity: float | None, memory_cap: CapSpec | None = None) -> dict[str, Any]:
@@ -101,12 +101,12 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("memory-GiB", args.memory_gib, "must be > 0")
     if not 1 <= args.width <= 10_000:  # the chart allocates p x width cells
         raise ParameterError("width", args.width, "must be in 1..10000 columns")
-    cap = read_memory_cap(args.memory_cap)  # read once, before the run; resolved in its cost model
-    timeline, ctx = simulate_from_args(args)
+    request = run_request(args)  # costs and cap read once, before the run; the cap resolved in its cost model
+    timeline, ctx = simulate_request(request, args.semantics)
     capacity = args.memory_gib * GiB if args.memory_gib is not None else None
     if capacity is not None and timeline.costs.memory_unit != "bytes":
         capacity = args.memory_gib  # abstract activations: the capacity is in the same units
-    rep = report(timeline, ctx, capacity, cap)
+    rep = report(timeline, ctx, capacity, request.memory_cap)
     code = 1 if rep["oom_devices"] or rep.get("over_memory_cap") else 0  # out of memory, or over the cap
     rep.update(measured_from_trace(args.measured_trace, timeline))  # the measured level, as import-trace reads it
     for flag, write in (("trace", write_trace), ("frame", write_frame)):

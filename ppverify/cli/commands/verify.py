@@ -17,9 +17,10 @@ import textwrap
 from ...core.memory_cap import MEMORY_CAP_HELP
 from ...verify import COMM_SEMANTICS, properties, verify
 from .. import Command
-from ..common import add_cost_arguments, add_schedule_arguments, check_nonnegative, print_json, schedule_from_args
-from ..file_settings import add_collective_arguments, timing_from_file
-from ..presets_args import add_preset_arguments, preset_context_from_args
+from ..common import add_cost_arguments, add_schedule_arguments, build_schedule, check_nonnegative, print_json
+from ..file_settings import add_collective_arguments
+from ..presets_args import add_preset_arguments
+from ..run_request import request_timing, run_request
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,17 +87,22 @@ class _ListProperties(argparse.Action):
 def run(args: argparse.Namespace) -> int:
     """Verify and print; 0 valid, 1 invalid."""
     from ...core.limits import time_limit
-    from ...core.memory_cap import parse_memory_cap
+    from ...core.memory_cap import resolve_memory_cap
 
     check_nonnegative("makespan-le", args.makespan_le)
     # an interrupted proof is no verdict: exit 2, never 0 or 1; Z3's simplifier ignores interrupts,
     # so the process is stopped outright at 8 % past the limit
     hard_stop = "ppverify verify" if getattr(args, "_own_process", False) else None
     with time_limit(args.time_limit, hard_stop=hard_stop):
-        schedule = schedule_from_args(args)
-        timing = timing_from_file(args, schedule, preset_context_from_args(args, schedule))
+        request = run_request(args)  # costs and cap read once, before the build
+        schedule = build_schedule(request.source)
+        timing = request_timing(request, schedule)
         ctx = timing.ctx
-        cap = parse_memory_cap(args.memory_cap, ctx.costs, schedule.placement)
+        cap = (
+            None
+            if request.memory_cap is None
+            else resolve_memory_cap(request.memory_cap, ctx.costs, schedule.placement)
+        )
         report = verify(
             schedule,
             ctx.costs,
