@@ -258,29 +258,33 @@ def zb_h1_block(p: int) -> Block:
     )
 
 
-def v_block(p: int, w_delay: int = 0, name: str = "v-block") -> Block:
+def v_block(p: int, w_delay: int = 0, name: str = "v-block", i_delay: int = 0) -> Block:
     """A V-placement block at ``F = I = W = 1`` per chunk pass (half a device share), interval 6.
 
     Forwards run down the V one after another (``F[s] = s``); the input-gradient chain starts at
-    ``c``, the least value ``>= 2p`` that is ``2`` modulo 6, and climbs back one pass at a time
-    (``I[s] = c + 2p - 1 - s``); ``W[s] = I[s] + 2 + 6 * w_delay``. Modulo 6, device d's chunk-0
-    passes sit at ``d, d+2, d+4`` (F, I of the other chunk, W) and its chunk-1 passes at
-    ``2p-1-d`` plus ``0, 2, 4``: odd and even residues, so no collision for any p.
+    ``c``, the least value ``>= 2p`` that is ``2`` modulo 6, plus ``6 * i_delay``, and climbs back
+    one pass at a time (``I[s] = c + 2p - 1 - s``); ``W[s] = I[s] + 2 + 6 * w_delay``. Modulo 6,
+    device d's chunk-0 passes sit at ``d, d+2, d+4`` (F, I of the other chunk, W) and its chunk-1
+    passes at ``2p-1-d`` plus ``0, 2, 4``: odd and even residues, so no collision for any p.
 
     Example:
         >>> blk = v_block(2)
         >>> [(o.kind, o.stage, o.offset) for o in blk.ops if o.stage == 0]
         [('F', 0, 0), ('I', 0, 11), ('W', 0, 13)]
+        >>> [o.offset for o in v_block(2, i_delay=1).ops if o.stage == 0]
+        [0, 17, 19]
     """
     if isinstance(w_delay, bool) or not isinstance(w_delay, int) or w_delay < 0:
         raise ParameterError("w_delay", w_delay, "must be an integer >= 0")
+    if isinstance(i_delay, bool) or not isinstance(i_delay, int) or i_delay < 0:
+        raise ParameterError("i_delay", i_delay, "must be an integer >= 0")
     S = 2 * p
-    c = 2 * p + (2 - 2 * p) % 6
+    c = 2 * p + (2 - 2 * p) % 6 + 6 * i_delay
     i_off = [c + S - 1 - s for s in range(S)]
     return Block.of(v_shape(p), 6, F=range(S), I=i_off, W=[o + 2 + 6 * w_delay for o in i_off], name=name)
 
 
-def squeeze(block: Block, m: int, build: int = 0, family: str | None = None) -> Schedule:
+def squeeze(block: Block, m: int, build: int = 0, family: str | None = None, defer_w: bool = False) -> Schedule:
     """The repetition with its warm-up bubbles squeezed out as Qi et al. do: every pass runs as
     early as its inputs and its device allow, at the block's lengths, each stage keeping the
     block's order of its own passes; a free device runs the ready pass that starts first in the
@@ -288,7 +292,9 @@ def squeeze(block: Block, m: int, build: int = 0, family: str | None = None) -> 
     warm-up a device runs passes of later microbatches (a first-chunk forward) in the slots the
     repetition leaves idle, never more of them than the block holds in flight on that stage.
     Built for ``max(m, build)`` microbatches, then the ops of microbatches ``>= m`` are dropped
-    (as PyTorch's ZB-V builds for at least ``2p - 1``).
+    (as PyTorch's ZB-V builds for at least ``2p - 1``). ``defer_w`` reorders the cool-down as the
+    zero-bubble schedules do: once a device has run all its forwards, a ready ``I`` (which the
+    next device waits for) goes before any ``W``, whose stage order it may then pass.
 
     Example:
         >>> [str(o) for o in squeeze(zbv_block(2), 4).programs[0]][:6]
@@ -326,15 +332,18 @@ def squeeze(block: Block, m: int, build: int = 0, family: str | None = None) -> 
             if free[d] > t:
                 continue
             ready = []
+            cool = defer_w and not any(x[1].kind == F for s in stages_of.get(d, []) for x in queues.get(s, []))
             for s in stages_of.get(d, []):
-                if queues.get(s):
-                    _, o, k = queues[s][-1]
-                    dep = input_of(o, k)
+                q = queues.get(s, [])
+                heads = q[-1:] if not cool else [x for x in q if x[1].kind != W][-1:] + q[-1:]
+                for x in heads:
+                    dep = input_of(x[1], x[2])
                     if dep is None or end.get(dep, t + 1) <= t:
-                        ready.append(queues[s][-1])
+                        ready.append(x)
             if ready:
-                _, o, k = min(ready, key=lambda x: x[0])
-                queues[o.stage].pop()
+                x = min(ready, key=lambda x: (cool and x[1].kind == W, x[0]))
+                _, o, k = x
+                queues[o.stage].remove(x)
                 end[(o.kind, o.stage, k)] = free[d] = t + o.length
                 programs[d].append(Op(o.kind, o.stage, k))
                 left -= 1

@@ -134,3 +134,37 @@ def test_collision_and_dependency_are_refused() -> None:
         from ppverify.placement import bidirectional
 
         Block.of(bidirectional(2), 3, F=(0, 1), B=(2, 3))
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 5, 6, 8, 10, 12])
+def test_v_half_closed_forms_against_the_engine(p: int) -> None:
+    # peak: the paper's V-Half memory floor((p+2)/2), exact from m = p; step at F = I = W = t exact
+    # from m = p (t = 1 and t = 2: the timing scales), a lower bound below
+    from ppverify.schedules.v_half import v_half_formula
+
+    for m in range(1, 3 * p + 2):
+        sched = build("v-half", p=p, m=m)
+        f = v_half_formula(p, m)
+        for t in (1, 2):
+            tl = run(sched, CostModel.abstract(sched.placement, F=t, I=t, W=t), semantics="async")
+            peaks = [float(x) for x in tl.peak_memory()]
+            assert max(peaks) == min(m, (p + 2) // 2)
+            if m >= p:
+                assert peaks == [float(min(m, (p + 2) // 2))] * p and f.peak_kind == "exact"
+                assert float(tl.makespan) == t * f.makespan and f.makespan_kind == "exact"
+            else:
+                assert float(tl.makespan) >= t * f.makespan
+
+
+@given(st.integers(3, 16), st.integers(0, 2))
+@settings(max_examples=30, deadline=None)
+def test_v_half_buys_time_with_its_memory(p: int, extra: int) -> None:
+    # V-Half holds more than V-Min (floor((p+4)/3)) from p = 4 and is faster from p = 3
+    m = 2 * p + extra
+    costs = {"F": 1, "I": 1, "W": 1}
+    half, vmin = build("v-half", p=p, m=m), build("v-min", p=p, m=m)
+    t_half = run(half, CostModel.abstract(half.placement, **costs), semantics="async").makespan
+    t_min = run(vmin, CostModel.abstract(vmin.placement, **costs), semantics="async").makespan
+    assert t_half < t_min
+    # never below the bound every V schedule meets: busy 3m plus the fill (p - 1)/2
+    assert t_half >= 3 * m + (p - 1) / 2
