@@ -168,7 +168,7 @@ def plan(
                 f"{b:g}",
                 f"below the least feasible budget {least:g} (one microbatch's activations on a device's stages of one pipe)",
             )
-    tasks = []
+    tasks: list[Task] = []
     for s in sets:
         for b in budgets:
             if b >= s.least_budget() - EPS:

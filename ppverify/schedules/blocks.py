@@ -386,10 +386,12 @@ def zbv_cooldown(schedule: Schedule) -> Schedule:
     pl = schedule.placement
     p = pl.p
     programs = []
-    for d, prog in enumerate(schedule.programs):
+    for d, actions in enumerate(schedule.programs):
+        prog = [op for op in actions if isinstance(op, Op)]  # a block's schedule holds compute ops only
         c0, c1 = d, 2 * p - 1 - d
         last = max((i for i, op in enumerate(prog) if op.kind == F), default=-1)
-        head, rest = list(prog[: last + 3]), prog[last + 3 :]
+        head: list[Op] = prog[: last + 3]
+        rest = prog[last + 3 :]
         pick = {(k, s): [op for op in rest if op.kind == k and op.stage == s] for k in (I, W) for s in (c0, c1)}
         for _ in range(d):
             head += pick[(I, c0)][:1] + pick[(I, c1)][:1]
@@ -413,5 +415,5 @@ def zbv_from_block(p: int, m: int) -> Schedule:
     """
     n = max(m, 2 * p - 1)
     full = zbv_cooldown(squeeze(zbv_block(p), n, family="zbv"))
-    programs = tuple(tuple(op for op in prog if op.mb < m) for prog in full.programs)
+    programs = tuple(tuple(op for op in prog if isinstance(op, Op) and op.mb < m) for prog in full.programs)
     return Schedule(full.placement, m, programs, (0,) * m, "zbv", {"p": p, "m": m})
