@@ -40,7 +40,7 @@ def main() -> None:
 
     from ppverify.design import DesignRequest, Limits, design, value_at
     from ppverify.measure import measure_many
-    from ppverify.preset_models import PresetSettings, resolve_presets
+    from ppverify.systems.preset_models import PresetSettings, resolve_presets
 
     load0 = os.getloadavg()
     start = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -105,14 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--held-out-only", action="store_true", help="only the held-out runs (with --preset)")
     args = ap.parse_args(argv)
 
-    from ppverify.comm import FixedDelay
-    from ppverify.errors import ParameterError
+    from ppverify.core.comm import FixedDelay
+    from ppverify.core.errors import ParameterError
     from ppverify.measure import measure_many, seconds_costs
     from ppverify.measure.breakdown import breakdown, critical_path
     from ppverify.measure.calibrate import DRAWS, calibrate, predict, predict_on, preset_text
     from ppverify.measure.handover import fit_by_ranks, for_ranks, handover_samples, predict_runtime
     from ppverify.schedules import build
-    from ppverify.system import load_system
+    from ppverify.systems.system import load_system
 
     t_start = time.perf_counter()
     ps, ms = ((2, 4), (4,)) if args.quick else ((2, 3, 4), (4, 8))
