@@ -69,21 +69,7 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
     from .file_settings import add_collective_arguments
 
     add_collective_arguments(s, sync_default="eager")  # as simulate runs them, no saved file read
-    s.add_argument(
-        "--work-limit",
-        type=float,
-        default=None,
-        metavar="S",
-        help="CP-SAT work in its deterministic seconds: the same command gives the same answer at any "
-        "machine load (default 60, at most --time-limit)",
-    )
-    s.add_argument(
-        "--time-limit",
-        type=float,
-        default=None,
-        metavar="S",
-        help="wall-clock ceiling in seconds, never exceeded by much (default: 4 x the work limit)",
-    )
+    add_limit_arguments(s)
     s.add_argument(
         "--progress",
         action="store_true",
@@ -99,6 +85,44 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
     )
     s.add_argument("--workers", type=int, default=2, help="CP-SAT search workers (default 2)")
     s.add_argument("--seed", type=int, default=0, help="CP-SAT random seed (default 0)")
+
+
+def add_limit_arguments(
+    group: Any,
+    default_work: float | None = None,
+    per: str = "",
+    wall_default: str = "4 x the work limit",
+) -> None:
+    """``--work-limit`` (CP-SAT's deterministic seconds: the stop, so the same command gives the
+    same answer at any load) and ``--time-limit`` (a wall-clock ceiling), read by
+    :func:`~ppverify.optimize.solver_run.run_limits`; ``optimize``, ``gap`` and ``design`` (work
+    ``per`` point, no ceiling by default) take them from here.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_limit_arguments(parser)
+        >>> ns = parser.parse_args(["--work-limit", "5"])
+        >>> ns.work_limit, ns.time_limit
+        (5.0, None)
+    """
+    from ..optimize.solver_run import DEFAULT_WORK
+
+    work = DEFAULT_WORK if default_work is None else default_work
+    group.add_argument(
+        "--work-limit",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"CP-SAT work{per} in its deterministic seconds: the same command gives the same answer at any "
+        f"machine load (default {work:g}, at most --time-limit)",
+    )
+    group.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"wall-clock ceiling in seconds, never exceeded by much (default: {wall_default})",
+    )
 
 
 def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, dict[str, Any]]:

@@ -38,6 +38,7 @@ def design_text(d: Design) -> str:
         f"design     p={rq.p} m={rq.m}  costs {costs}  comm {comm}  backward "
         f"{'split' if rq.split_backward else 'full'}  placements {', '.join(s.label for s in d.setups)}",
         f"points     {d.done} of {d.total} done{' (interrupted: the frontier of the points done)' if d.interrupted else ''}; "
+        f"{f'{d.cut} cut by --time-limit {rq.limits.ceiling:g}; ' if d.cut else ''}"
         f"work limit {rq.limits.work:g} per point, gap limit "
         f"{'none' if rq.limits.gap is None else f'{100 * rq.limits.gap:g} %'}; peaks in activations of one microbatch on a device's share",
         "frontier",
@@ -221,7 +222,7 @@ def load_design(path: str | Path) -> Design:
             ",".join(info["placements"]),
             "auto",
             settings,
-            Limits(float(info["work_limit"]), info.get("gap_limit")),
+            Limits(float(info["work_limit"]), info.get("gap_limit"), 0, info.get("time_limit")),
             info.get("backward") == "split",
         )
         sets = setups(rq.placements, rq.p, rq.m, settings)
@@ -236,7 +237,7 @@ def load_design(path: str | Path) -> Design:
             budget = math.inf if row["budget"] is None else float(row["budget"])
             return Point(
                 row["placement"], budget, row["status"], row["time"], row["bound"], row["peak"], row["start"],
-                sched, row.get("note", ""),
+                sched, row.get("note", ""), bool(row.get("cut", False)),
             )  # fmt: skip
 
         points = tuple(point(r) for r in data["points"])

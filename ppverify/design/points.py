@@ -20,13 +20,17 @@ from .spec import Setup, Task
 
 #: tolerance of peak and time comparisons (values are sums of costs and delays)
 EPS = 1e-9
+#: the note of a point the run's ``--time-limit`` left no time to start
+NOT_RUN = "not run: the run's --time-limit had passed"
 
 
 @dataclass(frozen=True)
 class Point:
     """One placement x budget point: the best schedule found (``time``, its ``peak`` in budget
     units) and the proven lower bound on every schedule of that placement within the budget.
-    ``start`` names the schedule the search started from (a family or a greedy rule).
+    ``start`` names the schedule the search started from (a family or a greedy rule); ``cut``:
+    the run's wall-clock ceiling (``--time-limit``) stopped the point before its work limit did
+    (or before it started: then no schedule and bound 0).
 
     Example:
         >>> Point("linear", 4.0, "FEASIBLE", 20.0, 19.0, 4.0, "1f1b", None).gap
@@ -42,6 +46,7 @@ class Point:
     start: str | None
     schedule: Schedule | None
     note: str = ""
+    cut: bool = False
 
     @property
     def gap(self) -> float | None:
@@ -64,6 +69,8 @@ class Point:
         }
         if self.note:
             out["note"] = self.note
+        if self.cut:
+            out["cut"] = True
         if self.schedule is not None:
             out["programs"] = [[str(a) for a in prog] for prog in self.schedule.programs]
         return out
@@ -98,7 +105,10 @@ def _peak_and_time(schedule: Schedule, setup: Setup) -> tuple[float, float]:
 
 def solve_point(task: Task) -> Point:
     """CP-SAT on one point (:func:`ppverify.optimize.optimize` with the budget as memory cap, the
-    families and greedy rules as starts, one search worker, the work limit as its stop).
+    families and greedy rules as starts, one search worker, the work limit as its stop). The
+    wall clock only stops it at :attr:`~ppverify.design.spec.Limits.wall` or at the run's ceiling
+    ``task.until``, whichever comes first (then ``cut``); a point whose ceiling has passed is not
+    run: no schedule, and the bounds that need no search.
 
     Example:
         >>> from ppverify.systems.preset_models import PresetSettings
@@ -107,19 +117,32 @@ def solve_point(task: Task) -> Point:
         >>> pt = solve_point(Task(0, s, 2.0, 2, Limits(5.0), split=False))
         >>> pt.status, pt.time, pt.bound, pt.peak  # 1F1B: (m + p - 1)(tF + tB)
         ('OPTIMAL', 9.0, 9.0, 2.0)
+        >>> late = solve_point(Task(0, s, 2.0, 2, Limits(5.0), split=False, until=0.0))
+        >>> late.status, late.time, late.bound, late.cut  # critical path: 2 tF + 2 tB
+        ('UNKNOWN', None, 6.0, True)
     """
+    import time
+
     from ..optimize import Problem, optimize
 
     st, lim = task.setup, task.limits
     cap = None if math.isinf(task.budget) else task.budget * st.unit
     problem = Problem(st.placement, task.m, st.costs, st.comm, task.split, cap, pipe_of_mb=st.pipes)
+    wall = lim.wall
+    if task.until is not None:
+        wall = min(wall, task.until - time.time())
+        if wall <= 0:  # the bounds that need no search still hold
+            from ..optimize.bounds import problem_bounds
+
+            bound = float(problem_bounds(problem)["best"])
+            return Point(st.label, task.budget, "UNKNOWN", None, bound, None, None, None, NOT_RUN, cut=True)
     # several stages per device under a cap: the one-device relaxation with its memory-slot
     # precedences is what proves those points (V, p = 8, m = 24, budget 2: 129.5 after 1.25
     # deterministic s on device 7, nothing beyond the analytic 113 after 0.75), so it gets half
     several = st.placement.num_stages * st.placement.num_pipes > st.placement.p and cap is not None
     res = optimize(
         problem,
-        time_limit=lim.wall,
+        time_limit=wall,
         workers=1,
         seed=lim.seed,
         work_limit=lim.work,
@@ -129,9 +152,11 @@ def solve_point(task: Task) -> Point:
     peak = None
     if res.schedule is not None:
         peak = _peak_and_time(res.schedule, st)[0]
+    cut = bool(res.solver.get("wall_limited"))
     return Point(
-        st.label, task.budget, res.status, res.objective, float(res.bound), peak, res.hint, res.schedule, res.reason
-    )
+        st.label, task.budget, res.status, res.objective, float(res.bound), peak, res.hint, res.schedule, res.reason,
+        cut=cut,
+    )  # fmt: skip
 
 
 def family_points(setups: Sequence[Setup], p: int, m: int, settings: Any) -> list[FamilyPoint]:

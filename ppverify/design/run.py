@@ -57,7 +57,9 @@ class DesignRequest:
 @dataclass(frozen=True)
 class Design:
     """The result: every point, the families, the frontier, Z3's verdict on each frontier schedule
-    (``verified[i]`` for ``front[i]``) and how many points were done (fewer when interrupted).
+    (``verified[i]`` for ``front[i]``), how many points were done (fewer when interrupted) and how
+    many of those found a schedule by their own search (``found``; before the families were
+    adopted; None when not known, e.g. read back from a file).
 
     Example:
         >>> d = Design(DesignRequest(2, 2), (), (), (), (), 0, 0, False)
@@ -74,6 +76,12 @@ class Design:
     total: int
     interrupted: bool
     verified: tuple[str, ...] = ()
+    found: int | None = None
+
+    @property
+    def cut(self) -> int:
+        """How many points the run's ``--time-limit`` cut (or left unstarted)."""
+        return sum(q.cut for q in self.points)
 
     def family_rows(self) -> list[dict[str, Any]]:
         """Each family with the frontier's value at its peak and the difference (frontier minus
@@ -109,10 +117,12 @@ class Design:
                 "model": rq.settings.model,
                 "backward": "split" if rq.split_backward else "full",
                 "work_limit": rq.limits.work,
+                "time_limit": rq.limits.ceiling,
                 "gap_limit": rq.limits.gap,
                 "memory_unit": "activations of one microbatch on a device's share",
             },
             "points_done": self.done,
+            "points_cut": self.cut,
             "points": [q.to_dict() for q in self.points],
             "frontier": [dict(q.to_dict(), verified=v) for q, v in zip(self.front, self.verified)],
             "families": self.family_rows(),
@@ -135,9 +145,12 @@ def auto_budgets(sets: Sequence[Setup], fams: Sequence[FamilyPoint], p: int) -> 
     return tuple(sorted({least, *peaks})) + (math.inf,)
 
 
-def plan(request: DesignRequest, sets: Sequence[Setup], budgets: Sequence[float]) -> list[Task]:
-    """The points: every placement at every budget it can meet. A given budget below every
-    placement's least feasible one is refused, naming that least.
+def plan(
+    request: DesignRequest, sets: Sequence[Setup], budgets: Sequence[float], until: float | None = None
+) -> list[Task]:
+    """The points: every placement at every budget it can meet (``until``: the run's ceiling, a
+    ``time.time()`` instant). A given budget below every placement's least feasible one is
+    refused, naming that least.
 
     Example:
         >>> from ppverify.systems.preset_models import PresetSettings
@@ -155,11 +168,11 @@ def plan(request: DesignRequest, sets: Sequence[Setup], budgets: Sequence[float]
                 f"{b:g}",
                 f"below the least feasible budget {least:g} (one microbatch's activations on a device's stages of one pipe)",
             )
-    tasks = []
+    tasks: list[Task] = []
     for s in sets:
         for b in budgets:
             if b >= s.least_budget() - EPS:
-                tasks.append(Task(len(tasks), s, float(b), request.m, request.limits, request.split_backward))
+                tasks.append(Task(len(tasks), s, float(b), request.m, request.limits, request.split_backward, until))
     return tasks
 
 
@@ -283,6 +296,7 @@ def design(
     progress: bool = True,
 ) -> Design:
     """Run a design: the points (placements x budgets), the families, the frontier, verified.
+    The request's ``limits.ceiling`` (``--time-limit``) counts from this call.
 
     Example:
         >>> rq = DesignRequest(2, 2, "linear", "auto", PresetSettings(costs="F=1,B=2"), Limits(5.0))
@@ -290,11 +304,13 @@ def design(
         >>> [(q.peak, q.time, q.bound, v) for q, v in zip(d.front, d.verified)]
         [(1.0, 12.0, 12.0, 'valid'), (2.0, 9.0, 9.0, 'valid')]
     """
+    ceiling = request.limits.ceiling
+    until = None if ceiling is None or math.isinf(ceiling) else time.time() + ceiling
     sets = setups(request.placements, request.p, request.m, request.settings)
     fams = family_points(sets, request.p, request.m, request.settings)
     given = parse_budgets(request.budgets)
     budgets = auto_budgets(sets, fams, request.p) if given is None else given
-    tasks = plan(request, sets, budgets)
+    tasks = plan(request, sets, budgets, until)
     t0 = time.monotonic()
     count = [0]
 
@@ -304,9 +320,10 @@ def design(
             print(progress_line(count[0], len(tasks), pt, time.monotonic() - t0), file=sys.stderr, flush=True)
 
     points, interrupted = run_points(tasks, executor, workers, report)
+    found = sum(q.time is not None for q in points)
     points = monotone(adopt_families(points, fams, request.split_backward))
     front = frontier(points)
     verified = verify_front(front, sets)
     return Design(
-        request, sets, tuple(points), tuple(fams), tuple(front), len(points), len(tasks), interrupted, verified
+        request, sets, tuple(points), tuple(fams), tuple(front), len(points), len(tasks), interrupted, verified, found
     )

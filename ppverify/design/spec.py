@@ -151,9 +151,11 @@ def parse_budgets(text: str) -> tuple[float, ...] | None:
 
 @dataclass(frozen=True)
 class Limits:
-    """The solver's limits per point: ``work`` is CP-SAT's deterministic time (the same result at
-    any machine load), ``wall`` a safety stop far above it, ``gap`` the relative gap that ends a
-    point early (None: search to the work limit).
+    """The solver's limits: ``work`` is CP-SAT's deterministic time per point (the same result at
+    any machine load), ``wall`` a safety stop per point far above it, ``gap`` the relative gap that
+    ends a point early (None: search to the work limit), ``ceiling`` the wall-clock seconds of the
+    whole run (``--time-limit``; None: none): points not started by then are not run, and a point
+    running then stops with what it has (see :func:`~ppverify.optimize.solver_run.run_limits`).
 
     Example:
         >>> Limits(5.0).wall, Limits(20.0).wall
@@ -163,6 +165,7 @@ class Limits:
     work: float = 10.0
     gap: float | None = 0.01
     seed: int = 0
+    ceiling: float | None = None
 
     @property
     def wall(self) -> float:
@@ -173,8 +176,9 @@ class Limits:
 
 @dataclass(frozen=True)
 class Task:
-    """One point: a placement's setup, a budget (``inf``: unconstrained), the limits, and whether
-    the backward is split into I and W."""
+    """One point: a placement's setup, a budget (``inf``: unconstrained), the limits, whether
+    the backward is split into I and W, and ``until``: the run's wall-clock ceiling
+    (``--time-limit``) as a ``time.time()`` instant (None: no ceiling but :attr:`Limits.wall`)."""
 
     index: int
     setup: Setup
@@ -182,3 +186,4 @@ class Task:
     m: int
     limits: Limits
     split: bool = True
+    until: float | None = None

@@ -40,17 +40,26 @@ DEFAULT_WORK = 60.0
 WALL_FACTOR = 4.0
 
 
-def run_limits(time_limit: float | None = None, work_limit: float | None = None) -> tuple[float, float]:
+def run_limits(
+    time_limit: float | None = None,
+    work_limit: float | None = None,
+    default_work: float = DEFAULT_WORK,
+    wall_factor: float | None = WALL_FACTOR,
+) -> tuple[float, float]:
     """``(work, wall)``: CP-SAT's deterministic seconds and the wall-clock ceiling of a run.
 
-    The work defaults to :data:`DEFAULT_WORK`, but never more than a given ``time_limit`` (so
-    ``--time-limit 10`` alone still means a ten-second run); the ceiling defaults to
-    :data:`WALL_FACTOR` times the work, so that the clock only stops a machine that many times
-    slower than the work implies (and then the result says so).
+    The work defaults to ``default_work`` (:data:`DEFAULT_WORK`), but never more than a given
+    ``time_limit`` (so ``--time-limit 10`` alone still means a ten-second run); the ceiling
+    defaults to ``wall_factor`` (:data:`WALL_FACTOR`) times the work, so that the clock only stops
+    a machine that many times slower than the work implies (and then the result says so).
+    ``wall_factor=None``: no ceiling unless a ``time_limit`` is given (``inf``; ``design``, whose
+    work limit is per point).
 
     Example:
         >>> run_limits(), run_limits(10.0), run_limits(work_limit=5.0), run_limits(10.0, 5.0)
         ((60.0, 240.0), (10.0, 10.0), (5.0, 20.0), (5.0, 10.0))
+        >>> run_limits(default_work=10.0, wall_factor=None), run_limits(2.0, default_work=10.0, wall_factor=None)
+        ((10.0, inf), (2.0, 2.0))
         >>> run_limits(10.0, 0.0)
         Traceback (most recent call last):
         ...
@@ -61,10 +70,13 @@ def run_limits(time_limit: float | None = None, work_limit: float | None = None)
     if time_limit is not None and not 0 < time_limit <= 1e9:
         raise ParameterError("time-limit", time_limit, "must be > 0 seconds")
     if work_limit is None:
-        work = DEFAULT_WORK if time_limit is None else min(DEFAULT_WORK, float(time_limit))
+        work = default_work if time_limit is None else min(default_work, float(time_limit))
     else:
         work = float(work_limit)
-    wall = WALL_FACTOR * work if time_limit is None else float(time_limit)
+    if time_limit is not None:
+        wall = float(time_limit)
+    else:
+        wall = float("inf") if wall_factor is None else wall_factor * work
     return work, wall
 
 

@@ -8,7 +8,8 @@ block never overlap modulo the interval (no *collision*); each device then runs 
 order of their start times. Ops of microbatches ``>= m`` are left out, and the idle time the
 repetition leaves at both ends is *squeezed* out by the program-order timing every ppverify level
 uses (an op starts once its device is free and its inputs are there), which never reorders a
-device's passes.
+device's passes. :func:`squeeze` also moves later passes into the warm-up's idle slots, as Qi et
+al. reorder the warm-up (ZB-V needs it: :func:`zbv_from_block`).
 
 A device runs its ops one at a time, an ``F`` allocates its stage's activations at its start and
 the ``B`` (or ``W``) frees them at its end, so a device's peak memory depends on its order alone:
@@ -26,7 +27,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.errors import ParameterError
@@ -257,23 +258,162 @@ def zb_h1_block(p: int) -> Block:
     )
 
 
-def v_block(p: int, w_delay: int = 0, name: str = "v-block") -> Block:
+def v_block(p: int, w_delay: int = 0, name: str = "v-block", i_delay: int = 0) -> Block:
     """A V-placement block at ``F = I = W = 1`` per chunk pass (half a device share), interval 6.
 
     Forwards run down the V one after another (``F[s] = s``); the input-gradient chain starts at
-    ``c``, the least value ``>= 2p`` that is ``2`` modulo 6, and climbs back one pass at a time
-    (``I[s] = c + 2p - 1 - s``); ``W[s] = I[s] + 2 + 6 * w_delay``. Modulo 6, device d's chunk-0
-    passes sit at ``d, d+2, d+4`` (F, I of the other chunk, W) and its chunk-1 passes at
-    ``2p-1-d`` plus ``0, 2, 4``: odd and even residues, so no collision for any p.
+    ``c``, the least value ``>= 2p`` that is ``2`` modulo 6, plus ``6 * i_delay``, and climbs back
+    one pass at a time (``I[s] = c + 2p - 1 - s``); ``W[s] = I[s] + 2 + 6 * w_delay``. Modulo 6,
+    device d's chunk-0 passes sit at ``d, d+2, d+4`` (F, I of the other chunk, W) and its chunk-1
+    passes at ``2p-1-d`` plus ``0, 2, 4``: odd and even residues, so no collision for any p.
 
     Example:
         >>> blk = v_block(2)
         >>> [(o.kind, o.stage, o.offset) for o in blk.ops if o.stage == 0]
         [('F', 0, 0), ('I', 0, 11), ('W', 0, 13)]
+        >>> [o.offset for o in v_block(2, i_delay=1).ops if o.stage == 0]
+        [0, 17, 19]
     """
     if isinstance(w_delay, bool) or not isinstance(w_delay, int) or w_delay < 0:
         raise ParameterError("w_delay", w_delay, "must be an integer >= 0")
+    if isinstance(i_delay, bool) or not isinstance(i_delay, int) or i_delay < 0:
+        raise ParameterError("i_delay", i_delay, "must be an integer >= 0")
     S = 2 * p
-    c = 2 * p + (2 - 2 * p) % 6
+    c = 2 * p + (2 - 2 * p) % 6 + 6 * i_delay
     i_off = [c + S - 1 - s for s in range(S)]
     return Block.of(v_shape(p), 6, F=range(S), I=i_off, W=[o + 2 + 6 * w_delay for o in i_off], name=name)
+
+
+def squeeze(block: Block, m: int, build: int = 0, family: str | None = None, defer_w: bool = False) -> Schedule:
+    """The repetition with its warm-up bubbles squeezed out as Qi et al. do: every pass runs as
+    early as its inputs and its device allow, at the block's lengths, each stage keeping the
+    block's order of its own passes; a free device runs the ready pass that starts first in the
+    block. In the steady state nothing is ready early, so the order is :func:`repeat`'s; in the
+    warm-up a device runs passes of later microbatches (a first-chunk forward) in the slots the
+    repetition leaves idle, never more of them than the block holds in flight on that stage.
+    Built for ``max(m, build)`` microbatches, then the ops of microbatches ``>= m`` are dropped
+    (as PyTorch's ZB-V builds for at least ``2p - 1``). ``defer_w`` reorders the cool-down as the
+    zero-bubble schedules do: once a device has run all its forwards, a ready ``I`` (which the
+    next device waits for) goes before any ``W``, whose stage order it may then pass.
+
+    Example:
+        >>> [str(o) for o in squeeze(zbv_block(2), 4).programs[0]][:6]
+        ['0F0', '0F1', '0F2', '3F0', '3I0', '3W0']
+        >>> [str(o) for o in repeat(zbv_block(2), 4).programs[0]][:6]
+        ['0F0', '0F1', '3F0', '3I0', '3W0', '0F2']
+    """
+    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+        raise ParameterError("m", m, "must be an integer >= 1")
+    pl, T, n = block.placement, block.interval, max(m, build)
+    S = pl.num_stages
+    grad = I if block.split else B
+    queues: dict[int, list[tuple[int, BlockOp, int]]] = {}
+    for o in block.ops:
+        queues.setdefault(o.stage, []).extend((o.offset + k * T, o, k) for k in range(n))
+    for q in queues.values():
+        q.sort(key=lambda x: x[0], reverse=True)  # pop() takes the earliest
+    stages_of: dict[int, list[int]] = {}
+    for s in range(S):
+        stages_of.setdefault(pl.device(0, s), []).append(s)
+    end: dict[tuple[str, int, int], int] = {}
+
+    def input_of(o: BlockOp, k: int) -> tuple[str, int, int] | None:
+        if o.kind == F:
+            return (F, o.stage - 1, k) if o.stage else None
+        if o.kind == W:
+            return (I, o.stage, k)
+        return (grad, o.stage + 1, k) if o.stage < S - 1 else (F, o.stage, k)
+
+    programs: list[list[Op]] = [[] for _ in range(pl.p)]
+    free = [0] * pl.p
+    t, left = 0, sum(len(q) for q in queues.values())
+    while left:
+        for d in range(pl.p):
+            if free[d] > t:
+                continue
+            ready = []
+            cool = defer_w and not any(x[1].kind == F for s in stages_of.get(d, []) for x in queues.get(s, []))
+            for s in stages_of.get(d, []):
+                q = queues.get(s, [])
+                heads = q[-1:] if not cool else [x for x in q if x[1].kind != W][-1:] + q[-1:]
+                for x in heads:
+                    dep = input_of(x[1], x[2])
+                    if dep is None or end.get(dep, t + 1) <= t:
+                        ready.append(x)
+            if ready:
+                x = min(ready, key=lambda x: (cool and x[1].kind == W, x[0]))
+                _, o, k = x
+                queues[o.stage].remove(x)
+                end[(o.kind, o.stage, k)] = free[d] = t + o.length
+                programs[d].append(Op(o.kind, o.stage, k))
+                left -= 1
+        t += 1
+    kept = tuple(tuple(op for op in prog if op.mb < m) for prog in programs)
+    return Schedule(pl, m, kept, (0,) * m, family or block.name, {"p": pl.p, "m": m})
+
+
+def zbv_block(p: int) -> Block:
+    """ZB-V's block (V placement, ``F = I = W = 1`` per chunk pass, interval 6): device d runs
+    ``F, I, W`` of its first chunk then of its second in every interval. The forwards run down the
+    first leg without a gap (``F[s] = s``) and the input gradients up the second
+    (``I[s] = 8p - 3 - s`` for ``s >= p``); the second leg's forwards and the first leg's input
+    gradients step 5 per stage (``F[s] = 5s - 4p + 2``, ``I[s] = 12p - 5 - 5s``), each ``W`` one
+    after its ``I``. Squeezed and with ZB-V's cool-down (:func:`zbv_cooldown`), it is ``zbv`` op
+    for op (tests).
+
+    Example:
+        >>> [(o.kind, o.stage, o.offset) for o in zbv_block(2).ops if o.stage in (0, 3)]
+        [('F', 0, 0), ('F', 3, 9), ('I', 0, 19), ('I', 3, 10), ('W', 0, 20), ('W', 3, 11)]
+    """
+    S = 2 * p
+    f_off = [s if s < p else 5 * s - 4 * p + 2 for s in range(S)]
+    i_off = [12 * p - 5 - 5 * s if s < p else 8 * p - 3 - s for s in range(S)]
+    return Block.of(v_shape(p), 6, F=f_off, I=i_off, W=[o + 1 for o in i_off], name="zbv")
+
+
+def zbv_cooldown(schedule: Schedule) -> Schedule:
+    """ZB-V's cool-down (Qi et al.; PyTorch's ``ScheduleZBVZeroBubble``): on a V schedule whose
+    devices end each interval with the second chunk's ``F, I, W``, the passes after a device's
+    last such triple are reordered so that input gradients, which the next device waits for, go
+    first: device d runs ``d`` pairs (first-chunk ``I``, second-chunk ``I``), then ``p - d`` pairs
+    (first-chunk ``I``, its oldest ``W``), then the remaining second-chunk and first-chunk ``W``'s.
+
+    Example:
+        >>> sq = squeeze(zbv_block(2), 3)
+        >>> [str(o) for o in sq.programs[1][-6:]], [str(o) for o in zbv_cooldown(sq).programs[1][-6:]]
+        (['1I1', '1W1', '2I2', '2W2', '1I2', '1W2'], ['1I1', '2I2', '1I2', '1W1', '2W2', '1W2'])
+    """
+    pl = schedule.placement
+    p = pl.p
+    programs = []
+    for d, actions in enumerate(schedule.programs):
+        prog = [op for op in actions if isinstance(op, Op)]  # a block's schedule holds compute ops only
+        c0, c1 = d, 2 * p - 1 - d
+        last = max((i for i, op in enumerate(prog) if op.kind == F), default=-1)
+        head: list[Op] = prog[: last + 3]
+        rest = prog[last + 3 :]
+        pick = {(k, s): [op for op in rest if op.kind == k and op.stage == s] for k in (I, W) for s in (c0, c1)}
+        for _ in range(d):
+            head += pick[(I, c0)][:1] + pick[(I, c1)][:1]
+            pick[(I, c0)], pick[(I, c1)] = pick[(I, c0)][1:], pick[(I, c1)][1:]
+        for _ in range(p - d):
+            head += pick[(I, c0)][:1] + pick[(W, c0)][:1]
+            pick[(I, c0)], pick[(W, c0)] = pick[(I, c0)][1:], pick[(W, c0)][1:]
+        head += pick[(I, c0)] + pick[(I, c1)] + pick[(W, c1)] + pick[(W, c0)]
+        programs.append(tuple(head))
+    return replace(schedule, programs=tuple(programs))
+
+
+def zbv_from_block(p: int, m: int) -> Schedule:
+    """ZB-V from its building block: :func:`zbv_block` squeezed (built for at least ``2p - 1``
+    microbatches, as PyTorch does) and given ZB-V's cool-down; equal to ``zbv`` op for op.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> zbv_from_block(3, 7).programs == build("zbv", p=3, m=7).programs
+        True
+    """
+    n = max(m, 2 * p - 1)
+    full = zbv_cooldown(squeeze(zbv_block(p), n, family="zbv"))
+    programs = tuple(tuple(op for op in prog if isinstance(op, Op) and op.mb < m) for prog in full.programs)
+    return Schedule(full.placement, m, programs, (0,) * m, "zbv", {"p": p, "m": m})

@@ -108,7 +108,7 @@ def test_frontier_and_value_at_by_hand() -> None:
 def test_saved_files_load_verify_and_equal(tmp_path) -> None:
     out = tmp_path / "d"
     args = ["design", "-p", "2", "-m", "4", "--costs", "F=1,I=1,W=1", "--placements", "v", "--budgets", "1,2"]
-    assert main([*args, "--time-limit", "2", "--save-dir", str(out), "--no-progress", "--json"]) == 0
+    assert main([*args, "--work-limit", "2", "--save-dir", str(out), "--no-progress", "--json"]) == 0
     result = json.loads((out / "design.json").read_text())
     assert len(result["frontier"]) >= 1
     for i, q in enumerate(result["frontier"]):
@@ -196,7 +196,7 @@ def test_monotone_points_by_generated_budgets() -> None:
 def test_report_of_a_design_result(tmp_path, capsys) -> None:
     out = tmp_path / "d"
     argv = ["design", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--placements", "linear", "--budgets", "1,2"]
-    assert main([*argv, "--time-limit", "2", "--no-progress", "--save-dir", str(out)]) == 0
+    assert main([*argv, "--work-limit", "2", "--no-progress", "--save-dir", str(out)]) == 0
     capsys.readouterr()
     page = tmp_path / "page.html"
     assert main(["report", "--from", str(out / "design.json"), "-o", str(page)]) == 0

@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 def test_saved_frontier_schedules_train_with_correct_gradients(tmp_path, capsys) -> None:
     out = tmp_path / "d"
     argv = ["design", "-p", "2", "-m", "4", "--costs", "F=1,I=1,W=1", "--placements", "linear,v", "--budgets", "1,2"]
-    code = main([*argv, "--time-limit", "2", "--no-progress", "--save-dir", str(out), "--measure", "--json"])
+    code = main([*argv, "--work-limit", "2", "--no-progress", "--save-dir", str(out), "--measure", "--json"])
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     frontier = [r for r in result["measured"] if r["kind"] == "frontier"]

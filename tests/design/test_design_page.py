@@ -18,7 +18,7 @@ def test_design_page_hover_and_click(tmp_path: Path) -> None:
     playwright = pytest.importorskip("playwright.sync_api")
     page_path = tmp_path / "design.html"
     argv = ["design", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--placements", "linear", "--budgets", "1,2"]
-    assert main([*argv, "--time-limit", "2", "--no-progress", "--report", str(page_path)]) == 0
+    assert main([*argv, "--work-limit", "2", "--no-progress", "--report", str(page_path)]) == 0
     with playwright.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
         try:

@@ -13,7 +13,19 @@ from ppverify.core.errors import ParameterError
 from ppverify.core.placement import linear, v_shape
 from ppverify.engines import run
 from ppverify.schedules import build
-from ppverify.schedules.blocks import Block, block_peaks, block_span, one_f_one_b_block, repeat, v_block, zb_h1_block
+from ppverify.schedules.blocks import (
+    Block,
+    block_peaks,
+    block_span,
+    one_f_one_b_block,
+    repeat,
+    squeeze,
+    v_block,
+    zb_h1_block,
+    zbv_block,
+    zbv_cooldown,
+    zbv_from_block,
+)
 from ppverify.schedules.v_half import v_half_delay
 from ppverify.verify import verify
 
@@ -28,6 +40,42 @@ def test_one_f_one_b_block_is_1f1b(p: int, m: int) -> None:
 @settings(max_examples=60, deadline=None)
 def test_zb_h1_block_is_zb_h1(p: int, m: int) -> None:
     assert repeat(zb_h1_block(p), m).programs == build("zb-h1", p=p, m=m).programs
+
+
+@given(st.integers(1, 8), st.integers(1, 24))
+@settings(max_examples=80, deadline=None)
+def test_zbv_block_is_zbv(p: int, m: int) -> None:
+    assert zbv_from_block(p, m).programs == build("zbv", p=p, m=m).programs
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 6, 8])
+def test_zbv_block_squeezed_is_zbv_up_to_the_cool_down(p: int) -> None:
+    # the cool-down only reorders each device's passes after its last F, I, W of the second chunk
+    m = 3 * p
+    sq, ref = squeeze(zbv_block(p), m), build("zbv", p=p, m=m)
+    assert zbv_cooldown(sq).programs == ref.programs
+    for d, (mine, theirs) in enumerate(zip(sq.programs, ref.programs)):
+        last = max(i for i, op in enumerate(mine) if op.kind == "F") + 3
+        assert mine[:last] == theirs[:last] and sorted(map(str, mine[last:])) == sorted(map(str, theirs[last:]))
+        # by hand (PyTorch's warm-up): 2(p - d) - 1 first-chunk forwards before the second chunk's first
+        assert [op.stage for op in mine].index(2 * p - 1 - d) == min(2 * (p - d) - 1, m)
+
+
+def test_zbv_block_by_hand() -> None:
+    # p = 2: first leg F at 0, 1, second leg F at 5s - 4p + 2 (4, 9), its I chain 8p - 3 - s (11, 10)
+    blk = zbv_block(2)
+    assert [(o.kind, o.stage, o.offset) for o in blk.ops if o.kind != "W"] == [
+        ("F", 0, 0), ("F", 1, 1), ("F", 2, 4), ("F", 3, 9), ("I", 0, 19), ("I", 1, 14), ("I", 2, 11), ("I", 3, 10)
+    ]  # fmt: skip
+    assert blk.split and blk.interval == 6
+
+
+@given(st.integers(1, 8), st.integers(1, 24))
+@settings(max_examples=40, deadline=None)
+def test_squeeze_keeps_blocks_without_warm_up_bubbles(p: int, m: int) -> None:
+    # 1F1B's and ZB-H1's repetitions leave no slot a later pass could fill: squeezing changes nothing
+    for blk in (one_f_one_b_block(p), zb_h1_block(p)):
+        assert squeeze(blk, m).programs == repeat(blk, m).programs
 
 
 def test_one_f_one_b_block_by_hand() -> None:
@@ -86,3 +134,37 @@ def test_collision_and_dependency_are_refused() -> None:
         from ppverify.core.placement import bidirectional
 
         Block.of(bidirectional(2), 3, F=(0, 1), B=(2, 3))
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 5, 6, 8, 10, 12])
+def test_v_half_closed_forms_against_the_engine(p: int) -> None:
+    # peak: the paper's V-Half memory floor((p+2)/2), exact from m = p; step at F = I = W = t exact
+    # from m = p (t = 1 and t = 2: the timing scales), a lower bound below
+    from ppverify.schedules.v_half import v_half_formula
+
+    for m in range(1, 3 * p + 2):
+        sched = build("v-half", p=p, m=m)
+        f = v_half_formula(p, m)
+        for t in (1, 2):
+            tl = run(sched, CostModel.abstract(sched.placement, F=t, I=t, W=t), semantics="async")
+            peaks = [float(x) for x in tl.peak_memory()]
+            assert max(peaks) == min(m, (p + 2) // 2)
+            if m >= p:
+                assert peaks == [float(min(m, (p + 2) // 2))] * p and f.peak_kind == "exact"
+                assert float(tl.makespan) == t * f.makespan and f.makespan_kind == "exact"
+            else:
+                assert float(tl.makespan) >= t * f.makespan
+
+
+@given(st.integers(3, 16), st.integers(0, 2))
+@settings(max_examples=30, deadline=None)
+def test_v_half_buys_time_with_its_memory(p: int, extra: int) -> None:
+    # V-Half holds more than V-Min (floor((p+4)/3)) from p = 4 and is faster from p = 3
+    m = 2 * p + extra
+    costs = {"F": 1, "I": 1, "W": 1}
+    half, vmin = build("v-half", p=p, m=m), build("v-min", p=p, m=m)
+    t_half = run(half, CostModel.abstract(half.placement, **costs), semantics="async").makespan
+    t_min = run(vmin, CostModel.abstract(vmin.placement, **costs), semantics="async").makespan
+    assert t_half < t_min
+    # never below the bound every V schedule meets: busy 3m plus the fill (p - 1)/2
+    assert t_half >= 3 * m + (p - 1) / 2

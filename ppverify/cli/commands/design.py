@@ -4,14 +4,19 @@ every frontier schedule verified by Z3; every registered family beside it at its
 
 Budgets count one microbatch's activations on a device's whole share of layers as 1 (1F1B's first
 device peaks at p). ``--budgets auto`` runs from the least feasible budget through every family's
-peak to unconstrained. Each point stops on CP-SAT's deterministic work (``--time-limit``), so the
-result is the same at any machine load and on any executor. Progress goes to stderr; Ctrl-C keeps
-the points done. Exit code 0 when the frontier has a schedule, 2 when no point found one in time.
+peak to unconstrained. Each point stops on CP-SAT's deterministic work (``--work-limit``, as in
+``optimize``), so the result is the same at any machine load and on any executor; ``--time-limit``
+is a wall-clock ceiling on the whole run (none by default): points not started by then are not
+run and the point running stops with what it has, each marked cut. Progress goes to stderr; Ctrl-C
+keeps the points done. Exit code 0 when a point's search found a schedule, 1 when a frontier
+schedule fails Z3 or its gradients, 2 when no point found one in time (what was found, the
+families and the bounds, still prints).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 
 from .. import Command
 from ..common import add_cost_arguments, print_json
@@ -19,7 +24,8 @@ from ..common import add_cost_arguments, print_json
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Sizes, placements, budgets, costs and presets, limits, executor and outputs."""
-    from ...design.spec import DEFAULT_PLACEMENTS
+    from ...design.spec import DEFAULT_PLACEMENTS, Limits
+    from ..optimize_args import add_limit_arguments
     from ..presets_args import add_preset_arguments
 
     parser.add_argument("-p", type=int, required=True, help="devices")
@@ -39,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_preset_arguments(parser)
     parser.add_argument("--backward", choices=("auto", "split", "full"), default="auto", help="split (I + W) or full B")
     s = parser.add_argument_group("solver")
-    s.add_argument("--time-limit", type=float, default=10.0, help="CP-SAT deterministic work per point (default 10)")
+    add_limit_arguments(s, Limits.work, " per point", "none: the work limit decides")
     s.add_argument("--gap-limit", type=float, default=0.01, help="stop a point within this relative gap (default 0.01)")
     s.add_argument("--seed", type=int, default=0, help="CP-SAT random seed (default 0)")
     s.add_argument("--executor", choices=("local", "ray"), default="local", help="process pool (default) or Ray")
@@ -61,14 +67,14 @@ def run(args: argparse.Namespace) -> int:
     from ...design.output import design_text, plot_design, save_design
     from ...design.run import DesignRequest, design
     from ...design.spec import Limits
+    from ...optimize.solver_run import run_limits
     from ...schedules.registry import check_int
     from ...systems.preset_models import settings_from
 
     check_int("p", args.p, 1)
     m = 3 * args.p if args.m is None else args.m
     check_int("m", m, 1)
-    if not args.time_limit > 0:
-        raise ParameterError("time-limit", args.time_limit, "must be > 0 (deterministic work per point)")
+    work, wall = run_limits(args.time_limit, args.work_limit, Limits.work, wall_factor=None)
     if args.gap_limit is not None and not 0 <= args.gap_limit < 1:
         raise ParameterError("gap-limit", args.gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
     if args.plot:
@@ -84,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         args.placements,
         args.budgets,
         settings_from(vars(args)),
-        Limits(args.time_limit, args.gap_limit, args.seed),
+        Limits(work, args.gap_limit, args.seed, None if math.isinf(wall) else wall),
         split,
     )
     result = design(request, args.executor, args.workers, progress=not args.no_progress)
@@ -120,8 +126,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"plot       {args.plot}")
         if args.report:
             print(f"report     {args.report}")
-    if not result.front:
-        raise TimeLimitError(f"--time-limit {args.time_limit:g}", "no point found a schedule within its work limit")
+    if not result.front or not result.found:
+        flag = f"--time-limit {wall:g}" if result.cut else f"--work-limit {work:g}"
+        raise TimeLimitError(flag, f"no point's search found a schedule in time ({result.cut} of {result.total} cut)")
     bad = [v for v in result.verified if v != "valid"] + [r.name for r in rows or () if not r.grad_ok]
     return 1 if bad else 0
 

@@ -1,0 +1,58 @@
+"""``design``'s limits as ``optimize`` has them: ``--work-limit`` (CP-SAT's deterministic work,
+here per point) decides the result, so the JSON is the same at any load and under any wall-clock
+ceiling that does not bite; ``--time-limit`` is that ceiling, and one too short for any point
+returns what was found (the families, the bounds that need no search) with exit code 2, as
+``optimize`` exits when its clock leaves it without a schedule."""
+
+from __future__ import annotations
+
+import json
+
+from ppverify.cli import main
+from ppverify.design.points import NOT_RUN
+
+ARGS = ["design", "-p", "2", "-m", "4", "--costs", "F=1,I=1,W=1", "--placements", "linear,v", "--no-progress"]
+
+
+def _json(capsys, argv: list[str], code: int = 0) -> dict:
+    assert main(argv) == code
+    return json.loads(capsys.readouterr().out)
+
+
+def test_work_limit_decides_the_json(capsys) -> None:
+    argv = [*ARGS, "--budgets", "1,2", "--json", "--work-limit", "1"]
+    first = _json(capsys, argv)
+    again = _json(capsys, argv)
+    ceiling = _json(capsys, [*argv, "--time-limit", "600"])
+    assert first == again
+    assert first["design"]["work_limit"] == 1.0 and first["design"]["time_limit"] is None
+    assert ceiling["design"]["time_limit"] == 600.0 and ceiling["points_cut"] == 0
+    ceiling["design"]["time_limit"] = None
+    assert ceiling == first  # a ceiling that does not bite changes nothing
+
+
+def test_time_limit_alone_caps_the_work_as_in_optimize(capsys) -> None:
+    # run_limits: the work defaults to design's 10 per point, never more than --time-limit
+    out = _json(capsys, [*ARGS, "--budgets", "2", "--json", "--time-limit", "600"])
+    assert (out["design"]["work_limit"], out["design"]["time_limit"]) == (10.0, 600.0)
+    assert main([*ARGS, "--work-limit", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "work-limit=-1.0: must be > 0 deterministic seconds" in err and "Traceback" not in err
+
+
+def test_time_limit_too_short_for_any_point(capsys) -> None:
+    assert main([*ARGS, "--json", "--budgets", "1,2", "--time-limit", "0.001"]) == 2
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert "--time-limit 0.001: no point's search found a schedule in time (4 of 4 cut)" in captured.err
+    assert "Traceback" not in captured.err
+    assert out["points_cut"] == out["points_done"] == 4
+    for q in out["points"]:
+        assert q["cut"] and q["status"] in ("UNKNOWN", "FEASIBLE", "OPTIMAL")
+        # no search ran: the bound is each device's work, m (tF + tI + tW) = 4 * 3, by hand
+        assert q["bound"] == 12.0
+        if q["start"] is None:  # no family fits: nothing found
+            assert q["time"] is None and q["note"] == NOT_RUN
+    # what was found is returned: the families that fit a budget, Z3-valid under it
+    assert out["frontier"] and all(q["verified"] == "valid" for q in out["frontier"])
+    assert {q["start"] for q in out["frontier"]} <= {f["family"] for f in out["families"]}
