@@ -56,18 +56,28 @@ class TraceFit:
     fit_steps: tuple[int, ...]
     runs: tuple[tuple[int, float], ...]
     link_samples: tuple[tuple[float, float], ...]
+    #: where the link samples' bytes come from: ``recorded shapes``, or the model's sizes
+    #: (``model_bytes`` of :func:`calibrate_from_trace`: its description), or ``none``
+    bytes_from: str = "recorded shapes"
 
 
 def link_samples(
-    events: Sequence[Sequence[Event]], arrivals: dict[tuple[str, int, int], tuple[float, float]]
+    events: Sequence[Sequence[Event]],
+    arrivals: dict[tuple[str, int, int], tuple[float, float]],
+    model_bytes: Sequence[float] = (),
 ) -> list[tuple[float, float]]:
     """``(bytes, one-way s)`` of each transfer whose RECV was posted before its SEND: SEND post to
-    the receive's completion. ``arrivals[(direction, receiving stage, mb)] = (end ns, bytes)``.
+    the receive's completion. ``arrivals[(direction, receiving stage, mb)] = (end ns, bytes)``;
+    a transfer whose recorded bytes are 0 (a trace without ``record_shapes``) takes its
+    boundary's bytes from ``model_bytes`` (``model_bytes[b]``: between stages b and b + 1, an
+    activation forward and its gradient backward) when given.
 
     Example:
         >>> ev = [[Event("SEND_F", 0, 0, 5000, 5000)], [Event("RECV_F", 1, 0, 1000, 1000)]]
         >>> link_samples(ev, {("F", 1, 0): (65000.0, 128.0)})
         [(128.0, 6e-05)]
+        >>> link_samples(ev, {("F", 1, 0): (65000.0, 0.0)}, model_bytes=(4096.0,))
+        [(4096.0, 6e-05)]
     """
     send: dict[tuple[str, int, int], int] = {}
     post: dict[tuple[str, int, int], int] = {}
@@ -82,8 +92,42 @@ def link_samples(
     out = []
     for key, (end, nbytes) in sorted(arrivals.items()):
         if key in send and key in post and post[key] <= send[key] < end:
+            boundary = key[1] - 1 if key[0] == "F" else key[1]
+            if not nbytes and 0 <= boundary < len(model_bytes):
+                nbytes = float(model_bytes[boundary])
             out.append((float(nbytes), (end - send[key]) / 1e9))
     return out
+
+
+def recorded_bytes(traces: Sequence[Any], schedule: Schedule | None = None, clock: str = "auto") -> bool:
+    """Whether the traces' transfers carry their bytes (recorded with ``record_shapes=True``, or
+    NCCL's message sizes): any transfer of the median step with a size.
+
+    Example:
+        >>> recorded_bytes(read_traces(["prof/"]))  # doctest: +SKIP
+        True
+    """
+    from ..io.trace_step import recorded_step
+
+    step = recorded_step(traces, None, clock)
+    return any(t.span.nbytes > 0 for trs in step.transfers for t in trs)
+
+
+def model_boundary_bytes(
+    model: str, stages: int, microbatch_size: int | None = None, seq_len: int | None = None
+) -> tuple[float, ...]:
+    """Bytes of each stage boundary's activation (and gradient) of ``model`` (an LLM preset name
+    or file) split into ``stages`` stages: ``microbatch_size x seq_len x hidden x dtype bytes``
+    (:func:`ppverify.llm.stage_costs`), what a trace without shapes is sized from.
+
+    Example:
+        >>> model_boundary_bytes("gpt3-1.3b", 2, seq_len=16)   # 16 tokens x 2048 hidden x 2 B
+        (65536.0,)
+    """
+    from ..llm import Training, load_llm, stage_costs
+
+    training = Training(microbatch_size=microbatch_size or 1, seq_len=seq_len)
+    return tuple(float(x) for x in stage_costs(load_llm(model), 1.0, stages, training).boundary_bytes)
 
 
 def _arrivals(step: Any) -> dict[tuple[str, int, int], tuple[float, float]]:
@@ -100,10 +144,15 @@ def _arrivals(step: Any) -> dict[tuple[str, int, int], tuple[float, float]]:
 
 
 def calibrate_from_trace(
-    traces: Sequence[Any], schedule: Schedule | None = None, fit_steps: Sequence[int] | None = None, clock: str = "auto"
+    traces: Sequence[Any],
+    schedule: Schedule | None = None,
+    fit_steps: Sequence[int] | None = None,
+    clock: str = "auto",
+    model_bytes: tuple[str, Sequence[float]] | None = None,
 ) -> TraceFit:
     """Fit a calibration to ``fit_steps`` of a job's traces (default: every recorded step); see
-    the module docstring.
+    the module docstring. ``model_bytes``: ``(description, bytes per stage boundary)``, the
+    sizes of transfers the trace recorded without bytes (no ``record_shapes``).
 
     Example:
         >>> fit = calibrate_from_trace(read_traces(["prof/"]), fit_steps=[1, 2])  # doctest: +SKIP
@@ -135,7 +184,12 @@ def calibrate_from_trace(
             pooled_events[r].extend(evs)
     costs = fitted_costs(pooled_events, sched.placement, imported[0].timeline.costs.boundary_bytes)
     makespans = [imp.timeline.makespan for imp in imported]
-    samples = [s for imp in imported for s in link_samples(imp.events, _arrivals(imp.step))]
+    recorded = any(b > 0 for imp in imported for b in imp.timeline.costs.boundary_bytes)
+    fallback = tuple(float(x) for x in model_bytes[1]) if model_bytes else ()
+    bytes_from = "recorded shapes" if recorded else (model_bytes[0] if model_bytes else "none")
+    if not recorded and len(fallback) == max(sched.num_stages - 1, 0):
+        costs = replace(costs, boundary_bytes=fallback)  # the predictions' transfers carry them too
+    samples = [s for imp in imported for s in link_samples(imp.events, _arrivals(imp.step), fallback)]
     if samples:
         by_size: dict[float, list[float]] = {}
         for b, t in samples:
@@ -169,7 +223,7 @@ def calibrate_from_trace(
         ho,
         tuple(ho_by.items()),
     )
-    return TraceFit(cal, costs, sched, steps, tuple(zip(steps, makespans)), tuple(samples))
+    return TraceFit(cal, costs, sched, steps, tuple(zip(steps, makespans)), tuple(samples), bytes_from)
 
 
 def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
@@ -194,7 +248,7 @@ def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
         f"(makespans {', '.join(f'{ms * 1e3:.2f} ms' for _, ms in fit.runs)}).",
         f"# Op costs (median per stage and kind over the fit steps, ms per stage): {costs}.",
         f"# Link: {len(fit.link_samples)} transfers whose RECV was posted before the SEND (SEND post to receive completion),"
-        f" sizes {', '.join(f'{b:g} B' for b in sizes) or 'none'}; "
+        f" sizes {', '.join(f'{b:g} B' for b in sizes) or 'none'} (bytes from {fit.bytes_from}); "
         + (
             "latency and bandwidth by least squares."
             if len(sizes) > 1
@@ -249,6 +303,85 @@ def held_out(
     return out
 
 
+@dataclass(frozen=True)
+class TransferSizes:
+    """Where ``calibrate --from-trace`` sizes transfers the trace recorded without bytes:
+    ``each`` (bytes of every boundary, ``--boundary-bytes``) or an LLM preset
+    (``model``, ``--model``, with ``microbatch_size`` and ``seq_len``). Recorded shapes win.
+
+    Example:
+        >>> TransferSizes(model="gpt3-1.3b", seq_len=16).boundary_bytes(3)
+        ('the model gpt3-1.3b (microbatch 1, 16 tokens)', (65536.0, 65536.0))
+        >>> TransferSizes(each=128.0).boundary_bytes(2)
+        ('--boundary-bytes 128 B', (128.0,))
+    """
+
+    model: str | None = None
+    microbatch_size: int | None = None
+    seq_len: int | None = None
+    #: bytes of every boundary (``--boundary-bytes``); wins over ``model``
+    each: float | None = None
+
+    @property
+    def given(self) -> bool:
+        """Whether any size was given."""
+        return self.model is not None or self.each is not None
+
+    def boundary_bytes(self, stages: int) -> tuple[str, tuple[float, ...]]:
+        """``(description, bytes of each of the stages - 1 boundaries)``."""
+        if self.each is not None:
+            return f"--boundary-bytes {self.each:g} B", (float(self.each),) * max(stages - 1, 0)
+        if self.model is None:
+            return "none", ()
+        from ..llm import load_llm
+
+        seq = self.seq_len if self.seq_len is not None else load_llm(self.model).seq_len
+        desc = f"the model {self.model} (microbatch {self.microbatch_size or 1}, {seq} tokens)"
+        return desc, model_boundary_bytes(self.model, stages, self.microbatch_size, self.seq_len)
+
+
+def transfer_sizes(
+    model: str | None = None,
+    microbatch_size: int | None = None,
+    seq_len: int | None = None,
+    boundary_bytes: str | None = None,
+    traces: Sequence[str] | None = ("given",),
+) -> TransferSizes:
+    """The :class:`TransferSizes` of ``calibrate --from-trace``'s options, checked: a size in
+    bytes > 0, a model preset that loads, training sizes only with a model, and any of them only
+    with ``traces``. One :class:`~ppverify.errors.ParameterError` line otherwise.
+
+    Example:
+        >>> transfer_sizes(boundary_bytes="4KiB").each
+        4096.0
+        >>> transfer_sizes(seq_len=16)
+        Traceback (most recent call last):
+        ...
+        ppverify.errors.ParameterError: parameter seq-len=16: sizes a model's transfers: give --model too
+    """
+    from ..llm import Training, load_llm
+    from ..sizes import parse_size
+
+    given = [(o, v) for o, v in (("model", model), ("microbatch-size", microbatch_size), ("seq-len", seq_len),
+                                 ("boundary-bytes", boundary_bytes)) if v is not None]  # fmt: skip
+    if given and not traces:
+        raise ParameterError(given[0][0], given[0][1], "sizes the transfers of a profiler trace: give --from-trace DIR")
+    each = None
+    if boundary_bytes is not None:
+        size = parse_size(boundary_bytes, "boundary-bytes")
+        if not (size.is_bytes or str(boundary_bytes).strip()[-1:].isdigit()) or size.value <= 0:
+            raise ParameterError("boundary-bytes", boundary_bytes, "expected a size in bytes > 0, e.g. 128B or 4MiB")
+        each = float(size.value)
+    if model is None:
+        for name, value in (("microbatch-size", microbatch_size), ("seq-len", seq_len)):
+            if value is not None:
+                raise ParameterError(name, value, "sizes a model's transfers: give --model too")
+    else:
+        load_llm(model)  # a misspelt preset: one line, now
+        Training(microbatch_size=microbatch_size or 1, seq_len=seq_len)
+    return TransferSizes(model, microbatch_size, seq_len, each)
+
+
 def preset_system(text: str, name: str = "from-trace") -> Any:
     """The :class:`~ppverify.system.System` of a preset's text (read through a temporary file,
     as ``--system FILE`` reads it).
@@ -271,12 +404,17 @@ def preset_system(text: str, name: str = "from-trace") -> Any:
 
 
 def from_trace(
-    inputs: Sequence[str], schedule_name: str | None, fit_steps_text: str | None, name: str
+    inputs: Sequence[str],
+    schedule_name: str | None,
+    fit_steps_text: str | None,
+    name: str,
+    sizes: Any = None,
 ) -> tuple[TraceFit, str, list[tuple[int, float, float]]]:
     """What ``calibrate --from-trace`` does: read the traces, fit the ``fit_steps_text`` steps
     (``"1,2"``; default the first half of the recorded steps) of the schedule named (a family, built
     at the trace's p and m, or a file; None: read from the trace), write the preset's text and
-    predict the held-out steps: ``(fit, preset text, [(step, measured, predicted)])``.
+    predict the held-out steps: ``(fit, preset text, [(step, measured, predicted)])``. ``sizes``
+    (:class:`TransferSizes`) gives the bytes of transfers the trace recorded without shapes.
 
     Example:
         >>> fit, text, rows = from_trace(["prof/"], None, "1,2", "mine")  # doctest: +SKIP
@@ -301,7 +439,15 @@ def from_trace(
         raise ParameterError(
             "fit-steps", fit_steps_text, "expected step numbers separated by commas, e.g. 1,2,3"
         ) from None
-    fit = calibrate_from_trace(traces, schedule, fit_steps)
+    model_bytes = None
+    if sizes is not None and sizes.given and not recorded_bytes(traces):
+        stages = (
+            schedule.num_stages
+            if schedule is not None
+            else import_step(traces, recorded_step(traces)).schedule.num_stages
+        )
+        model_bytes = sizes.boundary_bytes(stages)
+    fit = calibrate_from_trace(traces, schedule, fit_steps, model_bytes=model_bytes)
     text = trace_preset_text(fit, name, " ".join(inputs))
     rest = [n for n in steps if n not in fit.fit_steps]
     rows = held_out(fit, preset_system(text, name), traces, rest, schedule) if rest else []

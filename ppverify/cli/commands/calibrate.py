@@ -13,7 +13,8 @@ Takes about a minute (``--quick``: about half).
 
 ``--from-trace DIR`` fits the same preset to a profiler trace instead (``measure --profile DIR``
 or a PyTorch job's, see docs/traces.md), nothing run: op costs per stage and kind (median),
-link from the transfers, overheads and hand-over terms from the ``--fit-steps`` (default: the
+link from the transfers (bytes from the recorded shapes, else from ``--model`` or
+``--boundary-bytes``), overheads and hand-over terms from the ``--fit-steps`` (default: the
 first half of the recorded steps), and prints the prediction of the other (held-out) steps.
 """
 
@@ -47,6 +48,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     t.add_argument(
         "--schedule", default=None, metavar="FAMILY|FILE", help="the schedule the trace ran (two-pipe traces)"
     )
+    t.add_argument(
+        "--model",
+        default=None,
+        metavar="NAME|FILE",
+        help="LLM preset sizing the transfers of a trace recorded without shapes (the link's bytes)",
+    )
+    t.add_argument(
+        "--microbatch-size", type=int, default=None, help="sequences per microbatch, with --model (default 1)"
+    )
+    t.add_argument("--seq-len", type=int, default=None, help="tokens per sequence, with --model (default: the model's)")
+    t.add_argument(
+        "--boundary-bytes",
+        default=None,
+        metavar="SIZE",
+        help="bytes of every stage boundary's transfer of a trace recorded without shapes, e.g. 128B or 4MiB",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     check_timeout(args.timeout)
     if args.out is not None:
         check_output_path(args.out, "--out")
-    if args.from_trace:
+    sized = (args.model, args.microbatch_size, args.seq_len, args.boundary_bytes)
+    if args.from_trace or any(x is not None for x in sized):
         return _from_trace(args)
     try:
         cal = calibrate(quick=args.quick, timeout=args.timeout)
@@ -116,10 +134,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _from_trace(args: argparse.Namespace) -> int:
     from ...files import atomic_write
-    from ...measure.trace_calibrate import from_trace, summary_lines
+    from ...measure.trace_calibrate import from_trace, summary_lines, transfer_sizes
 
+    # bad sizes (or sizes without a trace) are refused before any trace is read
+    sizes = transfer_sizes(args.model, args.microbatch_size, args.seq_len, args.boundary_bytes, args.from_trace)
     fit, text, rows = from_trace(
-        args.from_trace, args.schedule, args.fit_steps, Path(args.out).stem if args.out else "from-trace"
+        args.from_trace,
+        args.schedule,
+        args.fit_steps,
+        Path(args.out).stem if args.out else "from-trace",
+        sizes,
     )
     if args.out:
         atomic_write(args.out, text, "--out")
