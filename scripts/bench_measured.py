@@ -417,11 +417,16 @@ def held_out(system, steps: int) -> None:
     its measured median makespan and the error, then the mean and max error."""
     from ppverify.measure import measure_many
     from ppverify.measure.calibrate import predict_on, prediction_method
+    from ppverify.measure.machine_load import cpu_share, cpu_ticks
     from ppverify.schedules import build
 
     runs = [(build(f, p=p, m=m, **params), costs) for f, p, m, params, costs in HELD_OUT]
+    ticks = cpu_ticks()
     results = measure_many(runs, steps=steps, warmup=1, timeout=120)
+    load = cpu_share(ticks, cpu_ticks())
     print("held-out (schedules, costs and sizes the calibration did not run):")
+    if load is not None:
+        print(f"  machine load while measuring: {load.describe()}")
     errs = []
     for (s, costs), r in zip(runs, results):
         pred = predict_on(s, costs, system)

@@ -85,6 +85,7 @@ def bench_held_out(steps: int = 8, groups: list | None = None) -> list[float]:
     Returns the per-step errors (relative, signed)."""
     from ppverify.io.profiler_trace import read_traces
     from ppverify.measure import measure_many
+    from ppverify.measure.machine_load import cpu_share, cpu_ticks
     from ppverify.measure.trace_calibrate import calibrate_from_trace, held_out, preset_system, trace_preset_text
     from ppverify.schedules import build
 
@@ -94,8 +95,11 @@ def bench_held_out(steps: int = 8, groups: list | None = None) -> list[float]:
         for label, (fam, p, m, params, costs), others in groups or GROUPS:
             scheds = [build(fam, p=p, m=m, **params)] + [build(f, p=pp, m=mm, **kw) for f, pp, mm, kw in others]
             dirs = [base / label.replace(" ", "_").replace("=", "") / str(i) for i in range(len(scheds))]
+            ticks = cpu_ticks()
             for s, dd in zip(scheds, dirs):  # one run each (the profiler dir is per run)
                 measure_many([(s, dict(costs))], steps=steps, warmup=1, profile=str(dd))
+            load = cpu_share(ticks, cpu_ticks())
+            print(f"{label}: machine load while recording: {load.describe() if load else 'unknown'}")
             traces = [read_traces([dd]) for dd in dirs]
             fit_steps = list(range(1, steps // 2 + 1))
             fit = calibrate_from_trace(traces[0], scheds[0], fit_steps)

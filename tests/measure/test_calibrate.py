@@ -213,3 +213,22 @@ def test_two_pipe_figures_survive_a_json_round_trip():
     d = json.loads(json.dumps(comm_to_dict(CommSettings(s))))
     assert d["system"]["two_pipe_overhead_us"] == pytest.approx([1000.0, 200.0])
     assert comm_from_dict(JsonReader("x.json"), d).comm == s
+
+
+def test_the_preset_states_the_machine_load_of_its_runs(tmp_path):
+    # a calibration taken while other (niced) jobs held 60 % of the CPUs says so in its preset,
+    # which still loads; a quiet one says it without the warning
+    from ppverify.measure.calibration import Calibration
+    from ppverify.measure.machine_load import CpuShare
+    from ppverify.measure.preset_file import preset_text
+
+    busy = preset_text(Calibration(1e-3, 2e-4, 5e-5, 1e9, extra={"load": CpuShare(0.95, 0.6, 240.0)}))
+    line = next(x for x in busy.splitlines() if x.startswith("# Machine load"))
+    assert line == (
+        "# Machine load during the runs (/proc/stat): 95 % of the CPUs busy, 60 % by niced processes (other jobs); "
+        "NOT a quiet machine: the runtime's terms come out larger than on a quiet one."
+    )
+    quiet = preset_text(Calibration(1e-3, 2e-4, 5e-5, 1e9, extra={"load": CpuShare(0.5, 0.0, 240.0)}))
+    assert "0 % by niced processes (other jobs)." in quiet
+    (tmp_path / "busy.yaml").write_text(busy)
+    assert load_system(str(tmp_path / "busy.yaml")).action_overhead_s == pytest.approx(1e-3)

@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
                 "residual": cal.residual,
                 "pingpong": [list(x) for x in cal.pingpong],
                 "runs": [list(x) for x in cal.runs],
+                "load": vars(cal.extra["load"]) if cal.extra.get("load") is not None else None,
                 "machine": cal.machine,
                 "date": cal.date,
                 "preset": args.out,
@@ -126,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
                 )
         print(f"link               {cal.latency_s * 1e6:.1f} us + bytes / {cal.bandwidth_Bps / 1e9:.3g} GB/s")
         print(f"fit residual       {cal.residual * 100:.2f} % rms over {len(cal.runs)} schedules")
+        if (load := cal.extra.get("load")) is not None:
+            print(f"machine load       {load.describe()}" + ("" if load.quiet else ": not quiet, calibrate again"))
         print(f"wrote              {args.out}")
     else:
         print(text, end="")
