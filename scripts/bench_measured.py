@@ -103,6 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--save-preset", default=None, metavar="FILE.yaml", help="keep the calibrated preset there")
     ap.add_argument("--held-out-only", action="store_true", help="only the held-out runs (with --preset)")
+    ap.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="before measuring, wait up to S seconds for 5 s in which other (niced) jobs hold < 10 %% of the CPUs",
+    )
     args = ap.parse_args(argv)
 
     from ppverify.comm import FixedDelay
@@ -114,6 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     from ppverify.schedules import build
     from ppverify.system import load_system
 
+    if args.wait_quiet > 0:
+        from ppverify.measure.machine_load import wait_quiet
+
+        w = wait_quiet(args.wait_quiet)
+        print(f"waited for a quiet machine: {w.describe() if w else 'no /proc/stat'}")
     t_start = time.perf_counter()
     ps, ms = ((2, 4), (4,)) if args.quick else ((2, 3, 4), (4, 8))
     steps = args.steps or (2 if args.quick else 5)

@@ -78,14 +78,14 @@ GROUPS = [
 ]
 
 
-def bench_held_out(steps: int = 8, groups: list | None = None) -> list[float]:
+def bench_held_out(steps: int = 8, groups: list | None = None, wait_quiet_s: float = 0.0) -> list[float]:
     """Record each group's traces (``measure --profile``), fit the first half of the fitted
     trace's steps, predict its other steps and every step of the group's other traces; print
     each step's error and, per trace, the error against the median of its predicted steps.
     Returns the per-step errors (relative, signed)."""
     from ppverify.io.profiler_trace import read_traces
     from ppverify.measure import measure_many
-    from ppverify.measure.machine_load import cpu_share, cpu_ticks
+    from ppverify.measure.machine_load import cpu_share, cpu_ticks, wait_quiet
     from ppverify.measure.trace_calibrate import calibrate_from_trace, held_out, preset_system, trace_preset_text
     from ppverify.schedules import build
 
@@ -95,6 +95,9 @@ def bench_held_out(steps: int = 8, groups: list | None = None) -> list[float]:
         for label, (fam, p, m, params, costs), others in groups or GROUPS:
             scheds = [build(fam, p=p, m=m, **params)] + [build(f, p=pp, m=mm, **kw) for f, pp, mm, kw in others]
             dirs = [base / label.replace(" ", "_").replace("=", "") / str(i) for i in range(len(scheds))]
+            if wait_quiet_s > 0:
+                w = wait_quiet(wait_quiet_s)
+                print(f"{label}: waited for a quiet machine: {w.describe() if w else 'no /proc/stat'}")
             ticks = cpu_ticks()
             for s, dd in zip(scheds, dirs):  # one run each (the profiler dir is per run)
                 measure_many([(s, dict(costs))], steps=steps, warmup=1, profile=str(dd))
@@ -137,10 +140,19 @@ def bench_held_out(steps: int = 8, groups: list | None = None) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--import-only", action="store_true", help="only the import speed")
+    ap.add_argument("--held-out-only", action="store_true", help="only the held-out prediction")
+    ap.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="before each group, wait up to S seconds for 5 s in which other (niced) jobs hold < 10 %% of the CPUs",
+    )
     args = ap.parse_args(argv)
-    bench_import()
+    if not args.held_out_only:
+        bench_import()
     if not args.import_only:
-        bench_held_out()
+        bench_held_out(wait_quiet_s=args.wait_quiet)
     return 0
 
 

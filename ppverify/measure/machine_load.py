@@ -94,4 +94,27 @@ def cpu_share(before: tuple[int, ...] | None, after: tuple[int, ...] | None) -> 
     return CpuShare(round(busy / total, 6), round(nice / total, 6), round(total / 100.0, 6))
 
 
-__all__ = ["CpuShare", "cpu_share", "cpu_ticks"]
+def wait_quiet(timeout_s: float, window_s: float = 5.0, stat: Path = PROC_STAT) -> CpuShare | None:
+    """Wait until a ``window_s`` interval passes in which other (niced) jobs held less than
+    :attr:`CpuShare.QUIET_NICED` of the CPUs, for at most ``timeout_s`` seconds; the last window's
+    :class:`CpuShare` (quiet or not: check :attr:`CpuShare.quiet`), None where there is no
+    ``/proc/stat``. For benchmarks that should measure a quiet machine.
+
+    Example:
+        >>> wait_quiet(0.0, 0.01, Path("/nonexistent")) is None
+        True
+    """
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        before = cpu_ticks(stat)
+        if before is None:
+            return None
+        time.sleep(window_s)
+        share = cpu_share(before, cpu_ticks(stat))
+        if share is None or share.quiet or time.monotonic() >= deadline:
+            return share
+
+
+__all__ = ["CpuShare", "cpu_share", "cpu_ticks", "wait_quiet"]

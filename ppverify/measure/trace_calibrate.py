@@ -33,6 +33,7 @@ from ..schedule import Schedule
 from .calibration import Calibration
 from .record import Event
 from .trace_import import fitted_costs, import_step
+from .trace_sizes import recorded_bytes
 
 #: bandwidth written when the trace holds one message size (the line has no slope: latency only)
 LATENCY_ONLY_BPS = 1e15
@@ -59,6 +60,33 @@ class TraceFit:
     #: where the link samples' bytes come from: ``recorded shapes``, or the model's sizes
     #: (``model_bytes`` of :func:`calibrate_from_trace`: its description), or ``none``
     bytes_from: str = "recorded shapes"
+    #: fit steps left out as outliers (:func:`typical_steps`)
+    dropped: tuple[int, ...] = ()
+
+
+#: a fit step whose makespan lies more than this many robust deviations (1.4826 x the median
+#: absolute deviation) from the fit steps' median is left out of the fit
+OUTLIER_MADS = 3.0
+
+
+def typical_steps(makespans: Sequence[float], k: float = OUTLIER_MADS) -> list[bool]:
+    """Which steps to fit: those whose makespan lies within ``k`` robust standard deviations
+    (1.4826 x the median absolute deviation, at least 1 % of the median: steps that close are
+    one machine's noise) of the median; every step when fewer than 3, or when more than half
+    would go.
+
+    Example:
+        >>> typical_steps([100.0, 101.0, 99.0, 100.5, 140.0])
+        [True, True, True, True, False]
+        >>> typical_steps([100.0, 140.0])
+        [True, True]
+    """
+    if len(makespans) < 3:
+        return [True] * len(makespans)
+    med = statistics.median(makespans)
+    mad = max(1.4826 * statistics.median(abs(x - med) for x in makespans), 0.01 * med)
+    keep = [abs(x - med) <= k * mad for x in makespans]
+    return keep if 2 * sum(keep) > len(keep) else [True] * len(makespans)
 
 
 def link_samples(
@@ -97,37 +125,6 @@ def link_samples(
                 nbytes = float(model_bytes[boundary])
             out.append((float(nbytes), (end - send[key]) / 1e9))
     return out
-
-
-def recorded_bytes(traces: Sequence[Any], schedule: Schedule | None = None, clock: str = "auto") -> bool:
-    """Whether the traces' transfers carry their bytes (recorded with ``record_shapes=True``, or
-    NCCL's message sizes): any transfer of the median step with a size.
-
-    Example:
-        >>> recorded_bytes(read_traces(["prof/"]))  # doctest: +SKIP
-        True
-    """
-    from ..io.trace_step import recorded_step
-
-    step = recorded_step(traces, None, clock)
-    return any(t.span.nbytes > 0 for trs in step.transfers for t in trs)
-
-
-def model_boundary_bytes(
-    model: str, stages: int, microbatch_size: int | None = None, seq_len: int | None = None
-) -> tuple[float, ...]:
-    """Bytes of each stage boundary's activation (and gradient) of ``model`` (an LLM preset name
-    or file) split into ``stages`` stages: ``microbatch_size x seq_len x hidden x dtype bytes``
-    (:func:`ppverify.llm.stage_costs`), what a trace without shapes is sized from.
-
-    Example:
-        >>> model_boundary_bytes("gpt3-1.3b", 2, seq_len=16)   # 16 tokens x 2048 hidden x 2 B
-        (65536.0,)
-    """
-    from ..llm import Training, load_llm, stage_costs
-
-    training = Training(microbatch_size=microbatch_size or 1, seq_len=seq_len)
-    return tuple(float(x) for x in stage_costs(load_llm(model), 1.0, stages, training).boundary_bytes)
 
 
 def _arrivals(step: Any) -> dict[tuple[str, int, int], tuple[float, float]]:
@@ -177,6 +174,11 @@ def calibrate_from_trace(
             f"not recorded; the traces hold ProfilerStep {', '.join(map(str, first.steps))}",
         )
     imported = [import_step(traces, recorded_step(traces, n, clock), schedule) for n in steps]
+    # a step far off the others (a burst of other work on the machine) is no sample of the runtime
+    keep = typical_steps([imp.timeline.makespan for imp in imported])
+    dropped = tuple(n for n, k in zip(steps, keep) if not k)
+    steps = tuple(n for n, k in zip(steps, keep) if k)
+    imported = [imp for imp, k in zip(imported, keep) if k]
     sched = schedule if schedule is not None else imported[0].schedule
     pooled_events: list[list[Event]] = [[] for _ in range(sched.p)]
     for imp in imported:
@@ -223,7 +225,7 @@ def calibrate_from_trace(
         ho,
         tuple(ho_by.items()),
     )
-    return TraceFit(cal, costs, sched, steps, tuple(zip(steps, makespans)), tuple(samples), bytes_from)
+    return TraceFit(cal, costs, sched, steps, tuple(zip(steps, makespans)), tuple(samples), bytes_from, dropped)
 
 
 def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
@@ -301,85 +303,6 @@ def held_out(
             )
         out.append((n, imp.timeline.makespan, predict_on(target, costs, system, semantics)))
     return out
-
-
-@dataclass(frozen=True)
-class TransferSizes:
-    """Where ``calibrate --from-trace`` sizes transfers the trace recorded without bytes:
-    ``each`` (bytes of every boundary, ``--boundary-bytes``) or an LLM preset
-    (``model``, ``--model``, with ``microbatch_size`` and ``seq_len``). Recorded shapes win.
-
-    Example:
-        >>> TransferSizes(model="gpt3-1.3b", seq_len=16).boundary_bytes(3)
-        ('the model gpt3-1.3b (microbatch 1, 16 tokens)', (65536.0, 65536.0))
-        >>> TransferSizes(each=128.0).boundary_bytes(2)
-        ('--boundary-bytes 128 B', (128.0,))
-    """
-
-    model: str | None = None
-    microbatch_size: int | None = None
-    seq_len: int | None = None
-    #: bytes of every boundary (``--boundary-bytes``); wins over ``model``
-    each: float | None = None
-
-    @property
-    def given(self) -> bool:
-        """Whether any size was given."""
-        return self.model is not None or self.each is not None
-
-    def boundary_bytes(self, stages: int) -> tuple[str, tuple[float, ...]]:
-        """``(description, bytes of each of the stages - 1 boundaries)``."""
-        if self.each is not None:
-            return f"--boundary-bytes {self.each:g} B", (float(self.each),) * max(stages - 1, 0)
-        if self.model is None:
-            return "none", ()
-        from ..llm import load_llm
-
-        seq = self.seq_len if self.seq_len is not None else load_llm(self.model).seq_len
-        desc = f"the model {self.model} (microbatch {self.microbatch_size or 1}, {seq} tokens)"
-        return desc, model_boundary_bytes(self.model, stages, self.microbatch_size, self.seq_len)
-
-
-def transfer_sizes(
-    model: str | None = None,
-    microbatch_size: int | None = None,
-    seq_len: int | None = None,
-    boundary_bytes: str | None = None,
-    traces: Sequence[str] | None = ("given",),
-) -> TransferSizes:
-    """The :class:`TransferSizes` of ``calibrate --from-trace``'s options, checked: a size in
-    bytes > 0, a model preset that loads, training sizes only with a model, and any of them only
-    with ``traces``. One :class:`~ppverify.errors.ParameterError` line otherwise.
-
-    Example:
-        >>> transfer_sizes(boundary_bytes="4KiB").each
-        4096.0
-        >>> transfer_sizes(seq_len=16)
-        Traceback (most recent call last):
-        ...
-        ppverify.errors.ParameterError: parameter seq-len=16: sizes a model's transfers: give --model too
-    """
-    from ..llm import Training, load_llm
-    from ..sizes import parse_size
-
-    given = [(o, v) for o, v in (("model", model), ("microbatch-size", microbatch_size), ("seq-len", seq_len),
-                                 ("boundary-bytes", boundary_bytes)) if v is not None]  # fmt: skip
-    if given and not traces:
-        raise ParameterError(given[0][0], given[0][1], "sizes the transfers of a profiler trace: give --from-trace DIR")
-    each = None
-    if boundary_bytes is not None:
-        size = parse_size(boundary_bytes, "boundary-bytes")
-        if not (size.is_bytes or str(boundary_bytes).strip()[-1:].isdigit()) or size.value <= 0:
-            raise ParameterError("boundary-bytes", boundary_bytes, "expected a size in bytes > 0, e.g. 128B or 4MiB")
-        each = float(size.value)
-    if model is None:
-        for name, value in (("microbatch-size", microbatch_size), ("seq-len", seq_len)):
-            if value is not None:
-                raise ParameterError(name, value, "sizes a model's transfers: give --model too")
-    else:
-        load_llm(model)  # a misspelt preset: one line, now
-        Training(microbatch_size=microbatch_size or 1, seq_len=seq_len)
-    return TransferSizes(model, microbatch_size, seq_len, each)
 
 
 def preset_system(text: str, name: str = "from-trace") -> Any:
@@ -462,10 +385,20 @@ def summary_lines(fit: TraceFit, text: str, rows: Sequence[tuple[int, float, flo
         >>> print("\\n".join(summary_lines(fit, text, rows)))  # doctest: +SKIP
         fit steps          ProfilerStep 1, 2 of recorded p=2 m=4
     """
-    lines = [f"fit steps          ProfilerStep {', '.join(map(str, fit.fit_steps))} of {fit.schedule.describe()}"]
+    lines = [
+        f"fit steps          ProfilerStep {', '.join(map(str, fit.fit_steps))} of {fit.schedule.describe()}"
+        + (f" (left out as outliers: {', '.join(map(str, fit.dropped))})" if fit.dropped else "")
+    ]
     lines += [line[2:] for line in text.splitlines()[2:5]]
     lines += [
         f"held-out step {n:<4} measured {ms * 1e3:.3f} ms   predicted {pr * 1e3:.3f} ms   error {100 * (pr - ms) / ms:+.1f}%"
         for n, ms, pr in rows
     ]
+    if len(rows) > 1:
+        med = statistics.median(ms for _, ms, _ in rows)
+        spans = [ms for _, ms, _ in rows]
+        lines.append(
+            f"held-out median    measured {med * 1e3:.3f} ms   predicted {rows[0][2] * 1e3:.3f} ms   "
+            f"error {100 * (rows[0][2] - med) / med:+.1f}%   (the steps spread {100 * (max(spans) - min(spans)) / med:.1f}%)"
+        )
     return lines

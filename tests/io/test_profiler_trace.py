@@ -362,7 +362,8 @@ def test_link_bytes_come_from_the_model_when_the_trace_has_no_shapes(tmp_path, c
     # the stored trace's transfers carry 2 x 8 float64 = 128 B (measure's sleep-mode boundary);
     # without shapes, --model gpt3-1.3b --seq-len 16 sizes them 16 tokens x 2048 hidden x 2 B =
     # 65,536 B (the LLM preset's hidden size), --boundary-bytes 4KiB 4,096 B; recorded shapes win
-    from ppverify.measure.trace_calibrate import calibrate_from_trace, from_trace, transfer_sizes
+    from ppverify.measure.trace_calibrate import calibrate_from_trace, from_trace
+    from ppverify.measure.trace_sizes import transfer_sizes
 
     src, bare = _stored_without_shapes(tmp_path)
     recorded = calibrate_from_trace(read_traces([src]))
@@ -404,3 +405,60 @@ def test_bad_transfer_sizes_are_one_line_and_write_nothing(tmp_path, capsys, ext
 def test_transfer_sizes_need_a_trace(capsys):
     err = _cli_error(["calibrate", "--model", "gpt3-1.3b"], capsys)
     assert "model=gpt3-1.3b: sizes the transfers of a profiler trace: give --from-trace DIR" in err
+
+
+@given(
+    base=st.lists(st.floats(99.0, 101.0), min_size=4, max_size=12),
+    outlier=st.floats(130.0, 400.0),
+    at=st.integers(0, 12),
+)
+def test_a_step_far_off_the_others_is_left_out_of_the_fit(base, outlier, at):
+    # steps within 1 % of 100 and one at +30 % or more: the robust deviation is at most
+    # 1.4826 x 1 (the typical ones lie within 1 of 100) and at least 1 (1 % of the median), so
+    # the band is 3 to 4.5 around the median and only the outlier lies outside it
+    from ppverify.measure.trace_calibrate import typical_steps
+
+    spans = list(base)
+    spans.insert(at % (len(spans) + 1), outlier)
+    keep = typical_steps(spans)
+    assert [x for x, k in zip(spans, keep) if not k] == [outlier]
+    assert typical_steps(base) == [True] * len(base)
+
+
+def test_the_fit_names_the_steps_it_left_out(tmp_path):
+    # four steps of the engine's 1F1B, the third stretched x 1.5 (an outlier): fitted on 1, 2, 4
+    from ppverify.measure.trace_calibrate import calibrate_from_trace, summary_lines
+
+    _, tl = _timeline("1f1b", 2, 4)
+    steps = [synthetic_traces(tl, steps=1, first_step=n, jitter=0.0) for n in (1, 2, 4)]
+    slow = replace_makespan(tl, 1.5)
+    merged = [dict(t) for t in steps[0]]
+    for r in range(2):
+        merged[r]["traceEvents"] = [
+            *steps[0][r]["traceEvents"],
+            *_shifted(steps[1][r]["traceEvents"], 1e6),
+            *_shifted(synthetic_traces(slow, steps=1, first_step=3)[r]["traceEvents"], 2e6),
+            *_shifted(steps[2][r]["traceEvents"], 3e6),
+        ]
+    write_synthetic(merged, tmp_path)
+    fit = calibrate_from_trace(read_traces([tmp_path]))
+    assert fit.fit_steps == (1, 2, 4) and fit.dropped == (3,)
+    assert [ms for _, ms in fit.runs] == pytest.approx([tl.makespan] * 3)
+    assert summary_lines(fit, "\n" * 5, [])[0].endswith("(left out as outliers: 3)")
+
+
+def replace_makespan(tl, factor):
+    """The timeline with every time stretched by ``factor``."""
+    from dataclasses import replace
+
+    return replace(tl, start=tl.start * factor, end=tl.end * factor)
+
+
+def _shifted(events, us):
+    out = []
+    for e in events:
+        e = dict(e)
+        if isinstance(e.get("ts"), (int, float)):
+            e["ts"] = e["ts"] + us
+        out.append(e)
+    return out
