@@ -137,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _from_trace(args: argparse.Namespace) -> int:
     from ...files import atomic_write
-    from ...measure.trace_calibrate import from_trace, summary_lines, transfer_sizes
+    from ...measure.trace_calibrate import from_trace, summary_lines
+    from ...measure.trace_sizes import transfer_sizes
 
     # bad sizes (or sizes without a trace) are refused before any trace is read
     sizes = transfer_sizes(args.model, args.microbatch_size, args.seq_len, args.boundary_bytes, args.from_trace)
