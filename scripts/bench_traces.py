@@ -5,15 +5,19 @@
    different clocks): CPU seconds (``time.process_time``) to read, pick and align the median step
    and rebuild it as a timeline, median of 3; and the same with ``import-trace``'s verification
    of the recorded order. Goal: the import <= 5 s CPU.
-2. **Held-out prediction from a trace**: ``measure --profile`` records 1F1B p=2 m=4 (ops sleeping
-   F=10 ms, B=20 ms) for 8 steps; ``calibrate --from-trace`` fits steps 1-4; the preset and the
-   fitted costs predict steps 5-8 of that trace, and every step of a second recorded schedule of
-   the same stages (GPipe p=2 m=4, and 1F1B p=2 m=8). Prints each step's error and the mean/max.
+2. **Held-out prediction from a trace** (:data:`GROUPS`): per group, ``measure --profile`` records
+   one schedule for 8 steps and the group's others (the same stages) for 8; ``calibrate
+   --from-trace`` fits steps 1-4 of the first (steps far off the others left out); the preset and
+   the fitted costs predict its steps 5-8 and every step of the others. Groups: 1F1B p=2 (GPipe,
+   1F1B m=8), v=3 p=2 (interleaved 1F1B m=6 and 12, looped BFS v=3), v=2 p=3 (looped BFS,
+   interleaved 1F1B m=6 and 9). Prints each step's error, the error against each trace's median
+   step, the mean/max, and the machine's load while recording (:mod:`ppverify.measure.machine_load`).
 
 Benchmarks print, they never assert (the machine and its load set the figures).
 
-    python scripts/bench_traces.py            # both parts (~1 min)
+    python scripts/bench_traces.py                             # both parts (~3 min)
     python scripts/bench_traces.py --import-only
+    python scripts/bench_traces.py --held-out-only --wait-quiet 600   # wait for other jobs to pause
 """
 
 from __future__ import annotations
