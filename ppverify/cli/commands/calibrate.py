@@ -21,10 +21,11 @@ first half of the recorded steps), and prints the prediction of the other (held-
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .. import Command
-from ..common import print_json
+from ..common import check_nonnegative, print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,6 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds allowed to each measured run before it counts as a hang (default 120)",
     )
     parser.add_argument("--json", action="store_true", help="print the measured figures as one JSON object")
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="first wait up to S seconds for 5 s in which other (niced) jobs hold < 10%% of the CPUs",
+    )
     t = parser.add_argument_group("from a profiler trace")
     t.add_argument("--from-trace", metavar="DIR|FILE", nargs="+", default=None, help="fit to these traces, run nothing")
     t.add_argument(
@@ -76,12 +84,18 @@ def run(args: argparse.Namespace) -> int:
 
     # bad options are refused now, not after a minute of measuring
     check_timeout(args.timeout)
+    check_nonnegative("wait-quiet", args.wait_quiet)
     if args.out is not None:
         check_output_path(args.out, "--out")
     sized = (args.model, args.microbatch_size, args.seq_len, args.boundary_bytes)
     if args.from_trace or any(x is not None for x in sized):
         return _from_trace(args)
     try:
+        if args.wait_quiet > 0:
+            from ...measure.machine_load import wait_quiet
+
+            share = wait_quiet(args.wait_quiet)
+            print(f"waited for quiet   {share.describe() if share else 'no /proc/stat'}", file=sys.stderr)
         cal = calibrate(quick=args.quick, timeout=args.timeout)
     except MeasureTimeout as exc:  # the runs are known-good schedules: the limit is too short here
         raise ParameterError(
