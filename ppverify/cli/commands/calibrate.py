@@ -42,11 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the measured figures as one JSON object")
     parser.add_argument(
-        "--wait-quiet",
-        type=float,
-        default=0.0,
-        metavar="S",
-        help="first wait up to S seconds for 5 s in which other (niced) jobs hold < 10%% of the CPUs",
+        "--wait-quiet", type=float, default=0.0, metavar="S", help="first wait up to S s for a quiet machine"
     )
     t = parser.add_argument_group("from a profiler trace")
     t.add_argument("--from-trace", metavar="DIR|FILE", nargs="+", default=None, help="fit to these traces, run nothing")
@@ -56,22 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     t.add_argument(
         "--schedule", default=None, metavar="FAMILY|FILE", help="the schedule the trace ran (two-pipe traces)"
     )
-    t.add_argument(
-        "--model",
-        default=None,
-        metavar="NAME|FILE",
-        help="LLM preset sizing the transfers of a trace recorded without shapes (the link's bytes)",
-    )
+    t.add_argument("--model", metavar="NAME|FILE", help="LLM preset sizing a trace's transfers recorded without shapes")
     t.add_argument(
         "--microbatch-size", type=int, default=None, help="sequences per microbatch, with --model (default 1)"
     )
     t.add_argument("--seq-len", type=int, default=None, help="tokens per sequence, with --model (default: the model's)")
-    t.add_argument(
-        "--boundary-bytes",
-        default=None,
-        metavar="SIZE",
-        help="bytes of every stage boundary's transfer of a trace recorded without shapes, e.g. 128B or 4MiB",
-    )
+    t.add_argument("--boundary-bytes", metavar="SIZE", help="bytes of every stage boundary (no shapes), e.g. 128B")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from ...files import atomic_write, check_output_path
     from ...measure import MeasureTimeout
     from ...measure.calibrate import calibrate, preset_text
+    from ...measure.calibration_report import calibration_json, calibration_lines
     from ...measure.options import check_timeout
 
     # bad options are refused now, not after a minute of measuring
@@ -106,43 +93,9 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         atomic_write(args.out, text, "--out")
     if args.json:
-        print_json(
-            {
-                "action_overhead_s": cal.action_overhead_s,
-                "transfer_overhead_s": cal.transfer_overhead_s,
-                "latency_s": cal.latency_s,
-                "bandwidth_Bps": cal.bandwidth_Bps,
-                "two_pipe_overhead_s": cal.two_pipe_overhead_s,
-                "handover_us": cal.handover.as_us() if cal.handover is not None else None,
-                "handover_by_ranks_us": {str(n): h.as_us() for n, h in cal.handover_by_ranks},
-                "residual": cal.residual,
-                "pingpong": [list(x) for x in cal.pingpong],
-                "runs": [list(x) for x in cal.runs],
-                "load": vars(cal.extra["load"]) if cal.extra.get("load") is not None else None,
-                "machine": cal.machine,
-                "date": cal.date,
-                "preset": args.out,
-            }
-        )
+        print_json(calibration_json(cal, args.out))
     elif args.out:
-        print(f"action overhead    {cal.action_overhead_s * 1e6:.1f} us per compute action")
-        print(f"transfer overhead  {cal.transfer_overhead_s * 1e6:.1f} us per SEND/RECV")
-        if cal.two_pipe_overhead_s is not None:
-            print(f"two-pipe runner    {cal.two_pipe_overhead_s[0] * 1e6:.1f} us per compute action")
-        if cal.handover is not None:
-            h = cal.handover
-            print(
-                f"hand-overs         RECV posted late {h.late * 1e6:.0f} us, early (wake) {h.wake * 1e6:.0f} us; "
-                f"gap {h.gap * 1e6:.0f} us + {h.send * 1e6:.0f} us/SEND + {h.recv * 1e6:.0f} us/RECV"
-            )
-            for n, hn in cal.handover_by_ranks:
-                print(
-                    f"  with {n} ranks     late {hn.late * 1e6:.0f} us, wake {hn.wake * 1e6:.0f} us, head {hn.head * 1e6:.0f} us"
-                )
-        print(f"link               {cal.latency_s * 1e6:.1f} us + bytes / {cal.bandwidth_Bps / 1e9:.3g} GB/s")
-        print(f"fit residual       {cal.residual * 100:.2f} % rms over {len(cal.runs)} schedules")
-        if (load := cal.extra.get("load")) is not None:
-            print(f"machine load       {load.describe()}" + ("" if load.quiet else ": not quiet, calibrate again"))
+        print("\n".join(calibration_lines(cal)))
         print(f"wrote              {args.out}")
     else:
         print(text, end="")
@@ -151,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _from_trace(args: argparse.Namespace) -> int:
     from ...files import atomic_write
+    from ...measure.calibration_report import trace_fit_json
     from ...measure.trace_calibrate import from_trace, summary_lines
     from ...measure.trace_sizes import transfer_sizes
 
@@ -166,21 +120,7 @@ def _from_trace(args: argparse.Namespace) -> int:
     if args.out:
         atomic_write(args.out, text, "--out")
     if args.json:
-        cal = fit.calibration
-        print_json(
-            {
-                "fit_steps": list(fit.fit_steps),
-                "costs": {k: list(v) for k, v in fit.costs.duration.items()},
-                "latency_s": cal.latency_s,
-                "bandwidth_Bps": cal.bandwidth_Bps,
-                "action_overhead_s": cal.action_overhead_s,
-                "transfer_overhead_s": cal.transfer_overhead_s,
-                "held_out": [
-                    {"step": n, "measured": ms, "predicted": pr, "error": (pr - ms) / ms} for n, ms, pr in rows
-                ],
-                "preset": args.out,
-            }
-        )
+        print_json(trace_fit_json(fit, rows, args.out))
     elif args.out:
         print("\n".join(summary_lines(fit, text, rows)))
         print(f"wrote              {args.out}")
