@@ -289,7 +289,9 @@ def held_out(
     sched_for_costs = schedule
     if steps is None:
         first = recorded_step(traces, None, clock)
-        steps = [n for n in first.steps if n not in fit.fit_steps] if schedule is None else list(first.steps)
+        steps = (
+            [n for n in first.steps if n not in fit.fit_steps + fit.dropped] if schedule is None else list(first.steps)
+        )
     out = []
     for n in steps:
         imp = import_step(traces, recorded_step(traces, n, clock), sched_for_costs)
@@ -372,7 +374,7 @@ def from_trace(
         model_bytes = sizes.boundary_bytes(stages)
     fit = calibrate_from_trace(traces, schedule, fit_steps, model_bytes=model_bytes)
     text = trace_preset_text(fit, name, " ".join(inputs))
-    rest = [n for n in steps if n not in fit.fit_steps]
+    rest = [n for n in steps if n not in fit.fit_steps + fit.dropped]  # a step left out is no held-out step
     rows = held_out(fit, preset_system(text, name), traces, rest, schedule) if rest else []
     return fit, text, rows
 

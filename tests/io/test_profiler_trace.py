@@ -427,7 +427,7 @@ def test_a_step_far_off_the_others_is_left_out_of_the_fit(base, outlier, at):
 
 def test_the_fit_names_the_steps_it_left_out(tmp_path):
     # four steps of the engine's 1F1B, the third stretched x 1.5 (an outlier): fitted on 1, 2, 4
-    from ppverify.measure.trace_calibrate import calibrate_from_trace, summary_lines
+    from ppverify.measure.trace_calibrate import calibrate_from_trace, from_trace, summary_lines
 
     _, tl = _timeline("1f1b", 2, 4)
     steps = [synthetic_traces(tl, steps=1, first_step=n, jitter=0.0) for n in (1, 2, 4)]
@@ -445,6 +445,10 @@ def test_the_fit_names_the_steps_it_left_out(tmp_path):
     assert fit.fit_steps == (1, 2, 4) and fit.dropped == (3,)
     assert [ms for _, ms in fit.runs] == pytest.approx([tl.makespan] * 3)
     assert summary_lines(fit, "\n" * 5, [])[0].endswith("(left out as outliers: 3)")
+    # fitted on 1-3, step 3 left out: the held-out steps are the others (4), never the outlier
+    fit, _, rows = from_trace([str(tmp_path)], None, "1,2,3", "x")
+    assert fit.fit_steps == (1, 2) and fit.dropped == (3,) and [n for n, _, _ in rows] == [4]
+    assert rows[0][1] == pytest.approx(tl.makespan)
 
 
 def replace_makespan(tl, factor):
