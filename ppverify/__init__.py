@@ -17,13 +17,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .costs import CostModel
+    from .core.costs import CostModel
+    from .core.ops import Op
+    from .core.placement import Placement
+    from .core.schedule import Schedule
+    from .core.timeline import Timeline
     from .engines import run
-    from .ops import Op
-    from .placement import Placement
-    from .schedule import Schedule
     from .schedules import build, families, get_family
-    from .timeline import Timeline
 
 __all__ = ["CostModel", "Op", "Placement", "Schedule", "Timeline", "build", "families", "get_family", "run"]
 __version__ = "0.1.0"

@@ -21,7 +21,7 @@ import time
 
 from ppverify.design import DesignRequest, Limits, design, value_at
 from ppverify.design.points import EPS
-from ppverify.preset_models import PresetSettings
+from ppverify.systems.preset_models import PresetSettings
 
 
 def cpu_s() -> float:

@@ -63,10 +63,10 @@ def refusals(d: Path) -> None:
 
 
 def scaling() -> None:
+    from ppverify.core.files import csv_rows
+    from ppverify.core.limits import check_json_text
     from ppverify.engines.torch_steps import add_send_recv
-    from ppverify.files import csv_rows
     from ppverify.io.torch_csv import parse_rows
-    from ppverify.limits import check_json_text
 
     def csv_text(n: int) -> str:
         return "0F0," + "," * n + "0B0\n1F0,1B0\n"

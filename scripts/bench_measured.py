@@ -120,14 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
 
-    from ppverify.comm import FixedDelay
-    from ppverify.errors import ParameterError
+    from ppverify.core.comm import FixedDelay
+    from ppverify.core.errors import ParameterError
     from ppverify.measure import measure_many, seconds_costs
     from ppverify.measure.breakdown import breakdown, critical_path
     from ppverify.measure.calibrate import DRAWS, calibrate, predict, predict_on, preset_text
     from ppverify.measure.handover import fit_by_ranks, for_ranks, handover_samples, predict_runtime
     from ppverify.schedules import build
-    from ppverify.system import load_system
+    from ppverify.systems.system import load_system
 
     if args.wait_quiet > 0:
         from ppverify.measure.machine_load import wait_quiet
@@ -473,7 +473,7 @@ def same_session(system, steps: int) -> None:
     runner's overhead by least squares), each held-out run predicted from them (the link latency
     from ``system``). Separates the model's error on unseen schedules from the drift of the
     machine's load between a calibration and a later measurement."""
-    from ppverify.comm import FixedDelay
+    from ppverify.core.comm import FixedDelay
     from ppverify.engines.runtime import DRAWS
     from ppverify.measure import measure_many, seconds_costs
     from ppverify.measure.breakdown import breakdown

@@ -33,10 +33,10 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.placement import linear, loop
 from ppverify.optimize import Problem, optimize, zero_bubble
-from ppverify.placement import linear, loop
 
 SETS = ("unit", "loop", "scale", "free", "zb")
 

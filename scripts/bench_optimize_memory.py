@@ -21,7 +21,7 @@ import contextlib, io, json, resource, sys, threading, time
 import psutil
 from ppverify.cli import main
 from ppverify.cli.commands.optimize import build_namespace, problem_from_args
-from ppverify.limits import memory_limit
+from ppverify.core.limits import memory_limit
 from ppverify.optimize.footprint import estimate_bytes
 
 me = psutil.Process()

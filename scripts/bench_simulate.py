@@ -54,9 +54,9 @@ def torch_interleaved_order(p: int, m: int, v: int) -> dict[int, list]:
 
 def ppverify_schedule_from_torch(order: dict[int, list], p: int, m: int, v: int):
     """The same op order as a ppverify Schedule (idle slots dropped: PyTorch's runtime skips them)."""
-    from ppverify.ops import Op
-    from ppverify.placement import loop
-    from ppverify.schedule import Schedule
+    from ppverify.core.ops import Op
+    from ppverify.core.placement import loop
+    from ppverify.core.schedule import Schedule
 
     programs = tuple(
         tuple(Op(a.computation_type.value, a.stage_index, a.microbatch_index) for a in order[r] if a is not None)
@@ -75,8 +75,8 @@ def interleaved_schedule(p: int, m: int, v: int):
 def preset_models(stages: int, layers: int | None = None):
     """DGX H100 system and an LLM cost model with ``stages`` stages (a synthetic model with
     Llama-2-7B layer shapes when more layers than GPT-3 175B's 96 are needed)."""
-    from ppverify.llm import LLM, Training, llm_cost_model, load_llm
-    from ppverify.system import load_system
+    from ppverify.systems.llm import LLM, Training, llm_cost_model, load_llm
+    from ppverify.systems.system import load_system
 
     sysm = load_system("dgx-h100")
     if layers is None:

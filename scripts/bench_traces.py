@@ -30,9 +30,9 @@ from pathlib import Path
 
 
 def bench_import(repeats: int = 3) -> None:
-    from ppverify.comm import FixedDelay
     from ppverify.compare.trace_check import check_trace
-    from ppverify.costs import CostModel
+    from ppverify.core.comm import FixedDelay
+    from ppverify.core.costs import CostModel
     from ppverify.engines import run
     from ppverify.io.profiler_trace import read_traces
     from ppverify.io.trace_step import recorded_step

@@ -26,8 +26,8 @@ import subprocess
 import sys
 import time
 
-from ppverify.ops import B, I, Op, W
-from ppverify.schedule import Schedule
+from ppverify.core.ops import B, I, Op, W
+from ppverify.core.schedule import Schedule
 from ppverify.schedules import build
 
 ROWS: dict[str, tuple[str, int]] = {  # name -> (description, compute ops)

@@ -28,7 +28,7 @@ def qualified(obj: griffe.Object, target: str) -> str:
         >>> pkg = griffe.load("ppverify", search_paths=["."])
         >>> mod = pkg["optimize.solve"]
         >>> qualified(mod, ".relax"), qualified(mod, "..errors.ParameterError"), qualified(mod, "relative_gap")
-        ('ppverify.optimize.relax', 'ppverify.errors.ParameterError', 'ppverify.optimize.result.relative_gap')
+        ('ppverify.optimize.relax', 'ppverify.core.errors.ParameterError', 'ppverify.optimize.result.relative_gap')
         >>> qualified(pkg["engines"], ".torch_steps")  # a package's __init__
         'ppverify.engines.torch_steps'
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
 from ppverify.engines import run
 from ppverify.report.page import write_report
 from ppverify.report.study import Study, point_view

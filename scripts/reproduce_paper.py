@@ -34,7 +34,7 @@ from ppverify.compare.crossover import crossings, makespan_curves
 from ppverify.compare.evaluate import resolve
 from ppverify.compare.findings import FINDINGS_SCHEDULES, Setup, abstract_setup, evaluate_findings
 from ppverify.engines import run
-from ppverify.plots import crossover_plot, gantt
+from ppverify.report.plots import crossover_plot, gantt
 from ppverify.schedules import build
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from ppverify.errors import ParameterError
+from ppverify.core.errors import ParameterError
 from ppverify.schedules import build, families
 from ppverify.verify import verify
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from ppverify.errors import ParameterError
-from ppverify.schedule import Schedule
+from ppverify.core.errors import ParameterError
+from ppverify.core.schedule import Schedule
 from ppverify.schedules import build
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,7 +2,7 @@
 
 Subcommands live one per module in :mod:`ppverify.cli.commands`; each module defines
 ``COMMAND = Command(name, help, add_arguments, run)`` and is discovered automatically. Errors from
-bad input (:class:`~ppverify.errors.PPVerifyError`) print one line naming the file, location and
+bad input (:class:`~ppverify.core.errors.PPVerifyError`) print one line naming the file, location and
 rule, and exit with code 2; ``run`` returns the exit code (0 success, 1 a negative verdict).
 Anything unexpected is a bug of ppverify, never a verdict: one line and exit code 3 (``--debug``
 prints the traceback); Ctrl-C or SIGTERM stop with one line and exit code 130 / 143.
@@ -54,8 +54,8 @@ import traceback  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
-from ..errors import PPVerifyError  # noqa: E402
-from ..limits import DEFAULT_MAX_MEMORY_GIB, DEFAULT_MAX_OPS, int_text, memory_limit, op_limit  # noqa: E402
+from ..core.errors import PPVerifyError  # noqa: E402
+from ..core.limits import DEFAULT_MAX_MEMORY_GIB, DEFAULT_MAX_OPS, int_text, memory_limit, op_limit  # noqa: E402
 
 #: exit codes: 2 bad input (or a limit), 3 an internal error, 130/143 interrupted
 EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT, EXIT_TERM = 2, 3, 130, 143

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..costs import CostModel, parse_costs
-from ..errors import ParameterError
+from ..core.costs import CostModel, parse_costs
+from ..core.errors import ParameterError
+from ..core.schedule import Schedule
 from ..io.json_format import ScheduleDocument
-from ..schedule import Schedule
 
 
 def add_schedule_arguments(
@@ -101,9 +101,9 @@ def document_from_args(args: argparse.Namespace) -> ScheduleDocument:
     suffix = Path(args.schedule).suffix.lower()
     placement = getattr(args, "placement", None)
     if suffix in TABLE_SUFFIXES:
-        from ..files import read_text
+        from ..core.files import read_text
+        from ..core.placement import placement_from_text
         from ..io.table_text import read_text_table, schedule_from_programs
-        from ..placement import placement_from_text
 
         path = Path(args.schedule)
         text = read_text(path)  # as every reader: size, encoding and byte-order mark alike
@@ -134,7 +134,7 @@ def check_costs_first(args: argparse.Namespace) -> None:
         >>> check_costs_first(argparse.Namespace(costs="F=-1"))
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter costs=F=-1: F must be > 0, finite and at most 1e+15
+        ppverify.core.errors.ParameterError: parameter costs=F=-1: F must be > 0, finite and at most 1e+15
     """
     text = getattr(args, "costs", None)
     if isinstance(text, str):
@@ -183,9 +183,9 @@ def check_nonnegative(name: str, value: float | None) -> None:
         >>> check_nonnegative("comm-delay", 1e308)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter comm-delay=1e+308: must be a finite number >= 0 and <= 1e+15
+        ppverify.core.errors.ParameterError: parameter comm-delay=1e+308: must be a finite number >= 0 and <= 1e+15
     """
-    from ..limits import MAX_NUMBER
+    from ..core.limits import MAX_NUMBER
 
     if value is not None and (not math.isfinite(value) or value < 0 or value > MAX_NUMBER):
         raise ParameterError(name, value, f"must be a finite number >= 0 and <= {MAX_NUMBER:g}")

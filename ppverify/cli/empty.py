@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import ParameterError
+from ..core.errors import ParameterError
 
 
 def refuse_empty_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -22,7 +22,7 @@ def refuse_empty_values(parser: argparse.ArgumentParser, args: argparse.Namespac
         >>> refuse_empty_values(p, p.parse_args(["--store", " "]))
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter --store= : an empty value; give one, or leave the option out for its default
+        ppverify.core.errors.ParameterError: parameter --store= : an empty value; give one, or leave the option out for its default
     """
     for action in parser._actions:  # argparse keeps no public list of a parser's arguments
         value = getattr(args, action.dest, None)
@@ -45,7 +45,7 @@ def refuse_empty_command_values(parser: argparse.ArgumentParser, args: argparse.
         >>> refuse_empty_command_values(p, p.parse_args(["compare", "--schedules", ""]))
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter --schedules=: an empty value; give one, or leave the option out for its default
+        ppverify.core.errors.ParameterError: parameter --schedules=: an empty value; give one, or leave the option out for its default
     """
     refuse_empty_values(parser, args)
     for action in parser._actions:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, replace
 
-from ..comm import FixedDelay
-from ..errors import ScheduleFileError
-from ..schedule import Schedule
+from ..core.comm import FixedDelay
+from ..core.errors import ScheduleFileError
+from ..core.schedule import Schedule
 from .presets_args import PresetContext
 
 
@@ -30,7 +30,7 @@ def add_collective_arguments(group: argparse._ArgumentGroup, sync_default: str |
         >>> a = p.parse_args(["--dp-allreduce"]); a.sync, a.dp_allreduce
         (None, 2)
     """
-    from ..comm import SYNC_MODES
+    from ..core.comm import SYNC_MODES
 
     saved = "" if sync_default is not None else ", or what a saved file says"
     group.add_argument(
@@ -69,7 +69,7 @@ def timing_from_file(args: argparse.Namespace, schedule: Schedule, ctx: PresetCo
     Example:
         >>> import tempfile, os
         >>> from ppverify.schedules import build
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.io.json_format import save_json
         >>> from ppverify.io.json_comm import CommSettings
         >>> s = build("gpipe", p=2, m=2)
@@ -84,7 +84,7 @@ def timing_from_file(args: argparse.Namespace, schedule: Schedule, ctx: PresetCo
     path = str(getattr(args, "schedule", "") or "")
     if not path.lower().endswith(".json") or ctx.preset_mode:
         return Timing(ctx, sync or "eager", dp)
-    from ..files import read_text
+    from ..core.files import read_text
     from ..io import sniff_format
     from ..io.json_format import read_json
 

@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
+from ..core.errors import ParameterError
+from ..core.files import atomic_path, atomic_write
 from ..engines.registry import names as engine_names
-from ..errors import ParameterError
-from ..files import atomic_path, atomic_write
 from .common import print_json
 
 

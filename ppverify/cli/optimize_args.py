@@ -7,12 +7,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import ParameterError
-from ..limits import check_stages_mbs
-from ..memory_cap import MEMORY_CAP_HELP
+from ..core.errors import ParameterError
+from ..core.limits import check_stages_mbs
+from ..core.memory_cap import MEMORY_CAP_HELP
+from ..core.placement import NAMED
+from ..core.schedule import Schedule
 from ..optimize.request import Request, build_problem
-from ..placement import NAMED
-from ..schedule import Schedule
 from .common import add_cost_arguments, add_schedule_arguments, schedule_from_args
 
 
@@ -111,10 +111,10 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
         >>> pr.split, pr.memory_cap, info["placement"]
         (True, 4.0, 'linear')
     """
+    from ..core.placement import placement_from_text
     from ..io import looks_like_file
     from ..optimize.footprint import check_family_footprint, check_footprint
     from ..optimize.problem import default_pipes
-    from ..placement import placement_from_text
     from ..schedules import get_family
     from .presets_args import preset_context_from_args
 

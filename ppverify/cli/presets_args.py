@@ -1,7 +1,7 @@
 """Shared CLI arguments for system and LLM presets, and the one function turning parsed arguments
 into ``(CostModel, CommModel)``, reused by ``simulate``, ``optimize``, ``gap`` and ``verify``.
 
-The options only name the settings; :func:`ppverify.preset_models.resolve_presets` resolves them
+The options only name the settings; :func:`ppverify.systems.preset_models.resolve_presets` resolves them
 (three modes: ``--system NAME --model NAME`` in seconds and bytes, ``--costs``/``--comm-delay`` in
 abstract units, ``--system NAME --costs ...`` for measured per-share seconds; other mixes are
 refused).
@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..comm import CommModel
-from ..costs import CostModel
-from ..preset_models import DEFAULT_MFU, PresetContext, resolve_presets, settings_from
-from ..schedule import Schedule
+from ..core.comm import CommModel
+from ..core.costs import CostModel
+from ..core.schedule import Schedule
+from ..systems.preset_models import DEFAULT_MFU, PresetContext, resolve_presets, settings_from
 
 __all__ = [
     "DEFAULT_MFU",
@@ -49,7 +49,7 @@ def add_preset_arguments(parser: argparse.ArgumentParser) -> None:
         >>> p.parse_args(["--system", "dgx-h100", "--model", "gpt3-13b"]).mfu
         0.4
     """
-    from ..presets import available
+    from ..systems.presets import available
 
     g = parser.add_argument_group("system and model presets (seconds and bytes instead of abstract units)")
     g.add_argument(
@@ -118,7 +118,7 @@ def add_preset_option_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def preset_context_from_args(args: argparse.Namespace, schedule: Schedule) -> PresetContext:
-    """Resolve the arguments (see :mod:`ppverify.preset_models` for the modes) for ``schedule``.
+    """Resolve the arguments (see :mod:`ppverify.systems.preset_models` for the modes) for ``schedule``.
 
     Example:
         >>> from ppverify.schedules import build

@@ -37,7 +37,7 @@ def check_timeline_outputs(args: argparse.Namespace) -> None:
     Example:
         >>> check_timeline_outputs(argparse.Namespace(trace=None, frame=None, plot=None))
     """
-    from ..files import check_output_path
+    from ..core.files import check_output_path
 
     for flag in FILE_OUTPUTS:
         if getattr(args, flag):
@@ -55,8 +55,8 @@ def write_timeline_outputs(args: argparse.Namespace, timeline: Any, rep: dict[st
         >>> rep
         {}
     """
-    from ..run_report import write_frame
-    from ..trace import write_trace
+    from ..core.trace import write_trace
+    from ..views.run_report import write_frame
 
     curves = memory.curves if memory is not None else None
     for flag, write in (
@@ -80,6 +80,6 @@ def written_lines(args: argparse.Namespace) -> list[str]:
 
 
 def _plot(timeline: Any, path: str, curves: Any = None) -> None:
-    from ..plots import gantt as plot_gantt
+    from ..report.plots import gantt as plot_gantt
 
     plot_gantt(timeline, path, measured_memory=curves)

@@ -5,7 +5,7 @@ seed paper's findings checked over the computed results.
 * :mod:`.config`   schedule entries, configurations, the built-in default set
 * :mod:`.results`  a level's and a point's results
 * :mod:`.resolve`  a point's schedule and cost/communication models (presets via
-  :mod:`ppverify.preset_models`)
+  :mod:`ppverify.systems.preset_models`)
 * :mod:`.evaluate` one (schedule, configuration) point at every level
 * :mod:`.optimum`  the CP-SAT level (adapter over :mod:`ppverify.optimize`)
 * :mod:`.table`    result frame, ranks, rank changes, gap to bound, printed tables

@@ -1,7 +1,7 @@
 """What ``ppverify compare`` evaluates: schedule entries, configurations, and the built-in default set.
 
 A *configuration* is one point of the system space: ``p`` devices, ``m`` microbatches, a system and
-a model (presets, resolved by :mod:`ppverify.presets`), or abstract costs (``F=1,B=2`` per device
+a model (presets, resolved by :mod:`ppverify.systems.presets`), or abstract costs (``F=1,B=2`` per device
 share) with a fixed per-hop delay. A *schedule entry* is a registered family with fixed parameters
 (``hanayo`` with ``waves=2`` ...) plus the regime it is evaluated in.
 """
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import ParameterError
 from ..engines.registry import ENGINES
 from ..engines.registry import names as engine_names
-from ..errors import ParameterError
 
 #: the engine levels, in the engine registry's order (an engine registered with
 #: ``compare_level=True`` becomes a column)
@@ -233,8 +233,8 @@ def input_digests(
         >>> sorted(d), d["system"] == hashlib.sha256(shipped).hexdigest()
         (['model', 'system'], True)
     """
-    from ..files import read_bytes
-    from ..presets import preset_file
+    from ..core.files import read_bytes
+    from ..systems.presets import preset_file
 
     cache = {} if seen is None else seen
 

@@ -12,8 +12,8 @@ from dataclasses import replace
 
 import pandas as pd
 
-from ..comm import CommModel, FixedDelay
-from ..errors import ParameterError
+from ..core.comm import CommModel, FixedDelay
+from ..core.errors import ParameterError
 from .config import Config, ScheduleEntry
 from .resolve import build_entry, resolve
 
@@ -25,7 +25,7 @@ def _vary(comm: CommModel, axis: str, value: float) -> CommModel:
         if axis != "latency":
             raise ParameterError("axis", axis, "abstract costs (a fixed per-hop delay) only have a latency axis")
         return FixedDelay(value)
-    from ..system import LinkTier
+    from ..systems.system import LinkTier
 
     tiers = {}
     for name in ("intra", "inter"):

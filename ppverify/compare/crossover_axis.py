@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..core.errors import ParameterError
 
 #: default ranges: preset latency in µs, preset bandwidth in GB/s, abstract per-hop delay
 DEFAULT_RANGES = {"latency": (1.0, 1e4, 13), "bandwidth": (1.0, 1e3, 13), "abstract": (0.0, 2.0, 9)}
@@ -23,7 +23,7 @@ def parse_range(text: str | None, default: tuple[float, float, int]) -> tuple[fl
         >>> parse_range("5,1", (1.0, 10.0, 5))
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter range=5,1: need 0 <= LO < HI <= 1e15 and 2 <= N <= 1000
+        ppverify.core.errors.ParameterError: parameter range=5,1: need 0 <= LO < HI <= 1e15 and 2 <= N <= 1000
     """
     if not text:
         return default

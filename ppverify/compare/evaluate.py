@@ -3,7 +3,7 @@ simulation, CP-SAT optimum (or proven bound).
 
 Every level reuses the one definition of each concept: schedules come from the registry, costs and
 transfers from the presets (or abstract costs), timelines from :func:`ppverify.engines.run`, metrics
-from :class:`~ppverify.timeline.Timeline`, closed forms from the family's ``formula``, optima from
+from :class:`~ppverify.core.timeline.Timeline`, closed forms from the family's ``formula``, optima from
 :mod:`ppverify.optimize`. A level that does not apply (or has no closed form, or fails) yields a
 result with a status saying so instead of a number: a comparison never silently drops a level.
 Results are :mod:`.results`, the models of a point :mod:`.resolve` (both re-exported here).
@@ -15,10 +15,10 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from ..core.errors import ParameterError, PPVerifyError, ScheduleFileError
+from ..core.limits import LimitError
+from ..core.schedule import Schedule
 from ..engines import registry
-from ..errors import ParameterError, PPVerifyError, ScheduleFileError
-from ..limits import LimitError
-from ..schedule import Schedule
 from .config import ALL_LEVELS, LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
 from .measured import placeholder
 from .optimum import solve_placement, unlike_ops
@@ -84,7 +84,7 @@ def evaluate_point(
         t0 = time.perf_counter()
         try:
             if lv == "formula":
-                from ..overhead import formula_share_costs
+                from ..core.overhead import formula_share_costs
 
                 r = _formula(entry, config, replace(res, share_costs=formula_share_costs(res.share_costs, schedule)))
             elif lv in registry.names(levels_only=True):
@@ -193,8 +193,8 @@ def optimum_cap(schedule: Schedule, res: Resolved, memory_cap: str | None) -> fl
         >>> optimum_cap(s, res, None), optimum_cap(s, res, "none"), optimum_cap(s, res, "6")
         (4.0, None, 6.0)
     """
+    from ..core.memory_cap import parse_memory_cap
     from ..engines import run
-    from ..memory_cap import parse_memory_cap
 
     if memory_cap is None:  # like for like: the family's own peak
         return float(run(schedule, res.costs, res.comm, semantics="async").peak_memory().max())

@@ -22,9 +22,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..costs import CostModel
-from ..errors import PPVerifyError
-from ..timeline import Timeline, Transfers
+from ..core.costs import CostModel
+from ..core.errors import PPVerifyError
+from ..core.timeline import Timeline, Transfers
 from .config import Config
 from .resolve import build_entry, resolve
 from .results import LevelResult, PointResult

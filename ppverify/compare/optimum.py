@@ -22,10 +22,10 @@ import math
 import os
 from dataclasses import dataclass, replace
 
-from ..comm import CommModel
-from ..costs import CostModel
-from ..errors import ParameterError
-from ..schedule import Schedule
+from ..core.comm import CommModel
+from ..core.costs import CostModel
+from ..core.errors import ParameterError
+from ..core.schedule import Schedule
 from .results import LevelResult
 
 #: CP-SAT workers per solve: the comparison runs many small solves on a shared machine
@@ -77,8 +77,8 @@ def on_grid(costs: CostModel, comm: CommModel, ticks_per_op: int = GRID) -> tupl
     """Integer-tick cost and communication models (durations rounded down) and the tick length.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.comm import FixedDelay
         >>> c = CostModel.abstract(linear(2), F=0.003, B=0.0061)
         >>> g, gc, tick = on_grid(c, FixedDelay(0.0011), 10)
         >>> g.duration["F"], g.duration["B"], gc.transfer_time(0, 1, 0), round(tick, 6)
@@ -99,7 +99,7 @@ def solve_placement(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> s = build("1f1b", p=3, m=3)
         >>> r = solve_placement(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(1), 5.0)
         >>> r.status, r.makespan   # (m+p-1)(tF+tB) + 2(p-1)c = 15 + 4
@@ -172,7 +172,7 @@ def unlike_ops(schedule: Schedule) -> str:
         >>> unlike_ops(build("chimera", p=4, m=4)), unlike_ops(build("dualpipe", p=4, m=8))[:10]
         ('', 'unlike ops')
     """
-    from ..ops import B, I, Overlap, compute_ops
+    from ..core.ops import B, I, Overlap, compute_ops
 
     why = []
     if any(type(a) is Overlap for prog in schedule.programs for a in prog):

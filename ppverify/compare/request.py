@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..costs import parse_costs
-from ..errors import ParameterError
+from ..core.costs import parse_costs
+from ..core.errors import ParameterError
 from .config import (
     ALL_LEVELS,
     DEFAULT_M,
@@ -63,7 +63,7 @@ def given_csv(name: str, text: str | None) -> list[str] | None:
         >>> given_csv("schedules", " , ")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter schedules= , : names nothing; give comma-separated values, or leave the option out for its default
+        ppverify.core.errors.ParameterError: parameter schedules= , : names nothing; give comma-separated values, or leave the option out for its default
     """
     if text is None:
         return None
@@ -84,7 +84,7 @@ def parse_ints(name: str, text: str | None, default: tuple[int, ...]) -> tuple[i
         >>> parse_ints("m", "0", (4,))
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter m=0: expected comma-separated integers >= 1
+        ppverify.core.errors.ParameterError: parameter m=0: expected comma-separated integers >= 1
     """
     if text is None:
         return default
@@ -166,7 +166,7 @@ def request_levels(req: CompareRequest) -> tuple[str, ...]:
         >>> request_levels(CompareRequest(levels="slot,fast"))
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter levels=fast: unknown level; expected some of formula, slot, async, contention, optimum, measured
+        ppverify.core.errors.ParameterError: parameter levels=fast: unknown level; expected some of formula, slot, async, contention, optimum, measured
     """
     levels = tuple(given_csv("levels", req.levels) or LEVELS)
     if (req.measured or req.measured_trace) and "measured" not in levels:
@@ -182,13 +182,13 @@ def request_levels(req: CompareRequest) -> tuple[str, ...]:
     if req.out and Path(req.out).suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError("out", req.out, "expected a .csv or .parquet file")
     if req.out:
-        from ..files import output_target
+        from ..core.files import output_target
 
         output_target(req.out, "--out")  # a trailing '/', a FIFO, a device: refused before the run
     if req.findings and not req.levels:
         levels = tuple(lv for lv in levels if lv != "optimum")
     if req.memory_cap is not None:  # the spelling checked once, in the mode's unit (each point's size later)
-        from ..memory_cap import check_cap_text
+        from ..core.memory_cap import check_cap_text
 
         check_cap_text(req.memory_cap, counts_bytes=not req.abstract)
     return levels
@@ -202,9 +202,9 @@ def check_presets(systems: Sequence[str], models: Sequence[str]) -> None:
         >>> check_presets(["dgx-h1000"], [])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter systems=dgx-h1000: unknown preset; available: ...
+        ppverify.core.errors.ParameterError: parameter systems=dgx-h1000: unknown preset; available: ...
     """
-    from ..presets import available
+    from ..systems.presets import available
 
     for key, names, kind in (("systems", systems, "systems"), ("models", models, "llms")):
         known = available(kind)
@@ -220,7 +220,7 @@ def check_options(config: Config) -> None:
         >>> check_options(Config(4, 4, "dgx-h100", "gpt3-1.3b", options=(("mfu", 2.0),)))
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter mfu=2.0: must be a fraction in (0, 1]
+        ppverify.core.errors.ParameterError: parameter mfu=2.0: must be a fraction in (0, 1]
     """
     from ..schedules import build
     from .resolve import resolve
@@ -326,7 +326,7 @@ def write_rows(df: pd.DataFrame, out: str) -> Path:
         >>> write_rows(pd.DataFrame({"a": [1]}), os.path.join(tempfile.mkdtemp(), "r.csv")).read_text()
         'a\\n1\\n'
     """
-    from ..files import atomic_path
+    from ..core.files import atomic_path
 
     path = Path(out)
     if path.parent and not path.parent.exists():
@@ -379,7 +379,7 @@ def optimum_memory(memory_cap: str | None) -> str:
         >>> optimum_memory(None), optimum_memory("none"), optimum_memory("8")
         ("each schedule's own peak", 'unlimited memory', 'cap 8')
     """
-    from ..memory_cap import UNLIMITED, UNLIMITED_LABEL
+    from ..core.memory_cap import UNLIMITED, UNLIMITED_LABEL
 
     if memory_cap is None:
         return "each schedule's own peak"

@@ -1,15 +1,15 @@
 """The models one comparison point runs on: the schedule of an entry (:func:`build_entry`) and the
 cost and communication models of a configuration for its placement (:func:`resolve`, through
-:func:`ppverify.preset_models.resolve_presets` for system and model presets)."""
+:func:`ppverify.systems.preset_models.resolve_presets` for system and model presets)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..comm import CommModel, FixedDelay
-from ..costs import CostModel, complete_costs
-from ..preset_models import SETTINGS_FIELDS, PresetSettings, resolve_presets
-from ..schedule import Schedule
+from ..core.comm import CommModel, FixedDelay
+from ..core.costs import CostModel, complete_costs
+from ..core.schedule import Schedule
+from ..systems.preset_models import SETTINGS_FIELDS, PresetSettings, resolve_presets
 from .config import Config, ScheduleEntry
 
 
@@ -67,7 +67,7 @@ def share_costs(costs: CostModel, p: int) -> dict[str, float]:
     (one pipe's stages cover the model once).
 
     Example:
-        >>> from ppverify.placement import loop
+        >>> from ppverify.core.placement import loop
         >>> share_costs(CostModel.abstract(loop(2, 2), F=1, B=2), 2)
         {'F': 1.0, 'B': 2.0, 'I': 1.0, 'W': 1.0}
     """
@@ -78,7 +78,7 @@ def activation_share(costs: CostModel, p: int) -> float:
     """Activation memory of one microbatch over one device share.
 
     Example:
-        >>> from ppverify.placement import wave
+        >>> from ppverify.core.placement import wave
         >>> activation_share(CostModel.abstract(wave(2, 1)), 2)
         1.0
     """
@@ -93,7 +93,7 @@ def build_entry(entry: ScheduleEntry, p: int, m: int) -> Schedule:
         >>> build_entry(ScheduleEntry("gpipe", "gpipe"), 2, 3).describe()
         'gpipe p=2 m=3'
     """
-    from ..errors import ParameterError
+    from ..core.errors import ParameterError
     from ..schedules import build
 
     if entry.file:

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..costs import KINDS, CostModel
-from ..schedule import Schedule
-from ..timeline import Timeline
+from ..core.costs import KINDS, CostModel
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,8 +144,8 @@ def check_trace(
         >>> round(tc.timeline.makespan, 3)  # doctest: +SKIP
         0.169
     """
+    from ..core.errors import PPVerifyError
     from ..engines import run
-    from ..errors import PPVerifyError
     from ..io.profiler_trace import RankTrace, read_traces
     from ..io.trace_step import recorded_step
     from ..measure import seconds_costs
@@ -215,7 +215,7 @@ def trace_report(tc: TraceCheck, system_name: str | None = None) -> dict[str, An
         >>> sorted(trace_report(tc))  # doctest: +SKIP
         ['clock', 'differences', ...]
     """
-    from ..run_report import timeline_report
+    from ..views.run_report import timeline_report
 
     rec = tc.imported.step
     tl = tc.timeline
@@ -259,7 +259,7 @@ def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> 
         >>> print(trace_text(tc, trace_report(tc)))  # doctest: +SKIP
         trace         2 ranks, ProfilerStep#2 (of 1, 2, 3), host-side ranges, one host's shared clock
     """
-    from ..timeline_text import fmt_time, gantt
+    from ..core.timeline_text import fmt_time, gantt
 
     rec = tc.imported.step
     tl, pred = tc.timeline, tc.predicted

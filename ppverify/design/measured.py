@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..costs import CostModel
-from ..schedule import Schedule
+from ..core.costs import CostModel
+from ..core.schedule import Schedule
 from .run import Design
 
 
@@ -54,7 +54,7 @@ def in_seconds(costs: CostModel, scale: float) -> CostModel:
     """``costs`` with every duration times ``scale`` and counted in seconds.
 
     Example:
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.placement import linear
         >>> in_seconds(CostModel.abstract(linear(1), F=1, B=2), 0.01).duration["B"]
         (0.02,)
     """
@@ -74,7 +74,7 @@ def measure_design(
         True
     """
     from ..measure import measure_many
-    from ..preset_models import resolve_presets
+    from ..systems.preset_models import resolve_presets
 
     by_label = {s.label: s for s in d.setups}
     items: list[tuple[str, str, Schedule, CostModel, float, float, float | None]] = []

@@ -25,7 +25,7 @@ def design_text(d: Design) -> str:
     Example:
         >>> from ppverify.design.run import DesignRequest, design
         >>> from ppverify.design.spec import Limits
-        >>> from ppverify.preset_models import PresetSettings
+        >>> from ppverify.systems.preset_models import PresetSettings
         >>> d = design(DesignRequest(2, 2, "linear", "1,2", PresetSettings(costs="F=1,B=2"), Limits(5.0)), progress=False)
         >>> design_text(d).splitlines()[4].split()  # peak, time, bound, gap, placement, budget, start, Z3
         ['1', '12', '12', '0', '%', 'linear', '1', 'greedy-AW', 'valid']
@@ -85,15 +85,15 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
         >>> import tempfile
         >>> from ppverify.design.run import DesignRequest, design
         >>> from ppverify.design.spec import Limits
-        >>> from ppverify.preset_models import PresetSettings
+        >>> from ppverify.systems.preset_models import PresetSettings
         >>> d = design(DesignRequest(2, 2, "linear", "2", PresetSettings(costs="F=1,B=2"), Limits(5.0)), progress=False)
         >>> [p.name for p in save_design(d, tempfile.mkdtemp())]
         ['frontier-00-linear-budget2.json', 'frontier-00-linear-budget2.compute_only.csv', 'frontier-00-linear-budget2.compute_comms.csv']
     """
     import json
 
-    from ..errors import ParameterError
-    from ..files import atomic_write
+    from ..core.errors import ParameterError
+    from ..core.files import atomic_write
     from ..io.json_format import save_json
     from ..io.torch_csv import COMPUTE_COMMS, COMPUTE_ONLY, save_csv
 
@@ -125,12 +125,12 @@ def plot_design(d: Design, path: str | Path) -> Path:
         >>> import tempfile, os
         >>> from ppverify.design.run import DesignRequest, design
         >>> from ppverify.design.spec import Limits
-        >>> from ppverify.preset_models import PresetSettings
+        >>> from ppverify.systems.preset_models import PresetSettings
         >>> d = design(DesignRequest(2, 2, "linear", "1,2", PresetSettings(costs="F=1,B=2"), Limits(5.0)), progress=False)
         >>> plot_design(d, os.path.join(tempfile.mkdtemp(), "f.png")).suffix
         '.png'
     """
-    from ..plots import _check_path, _save, plt
+    from ..report.plots import _check_path, _save, plt
 
     target = _check_path(path)
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -188,7 +188,7 @@ def load_design(path: str | Path) -> Design:
         >>> import tempfile, json
         >>> from ppverify.design.run import DesignRequest, design
         >>> from ppverify.design.spec import Limits
-        >>> from ppverify.preset_models import PresetSettings
+        >>> from ppverify.systems.preset_models import PresetSettings
         >>> d = design(DesignRequest(2, 2, "linear", "2", PresetSettings(costs="F=1,B=2"), Limits(2.0)), progress=False)
         >>> path = Path(tempfile.mkdtemp()) / "design.json"
         >>> _ = path.write_text(json.dumps(d.to_dict()))
@@ -198,10 +198,10 @@ def load_design(path: str | Path) -> Design:
     """
     import json
 
-    from ..errors import ScheduleFileError
-    from ..ops import ActionSyntaxError, parse_action
-    from ..preset_models import PresetSettings
-    from ..schedule import Schedule
+    from ..core.errors import ScheduleFileError
+    from ..core.ops import ActionSyntaxError, parse_action
+    from ..core.schedule import Schedule
+    from ..systems.preset_models import PresetSettings
     from .points import Point, family_points
     from .run import DesignRequest
     from .spec import Limits, setups

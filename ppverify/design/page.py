@@ -28,8 +28,8 @@ document.querySelectorAll('a.pt').forEach(function (a) {
 
 def _gantt_svg(point: Point | FamilyPoint, d: Design) -> str:
     from ..engines import run
-    from ..plots import gantt
-    from ..preset_models import resolve_presets
+    from ..report.plots import gantt
+    from ..systems.preset_models import resolve_presets
 
     sched = point.schedule
     if sched is None:
@@ -56,7 +56,7 @@ def frontier_svg(d: Design) -> str:
     Example:
         >>> from ppverify.design.run import DesignRequest, design
         >>> from ppverify.design.spec import Limits
-        >>> from ppverify.preset_models import PresetSettings
+        >>> from ppverify.systems.preset_models import PresetSettings
         >>> dd = design(DesignRequest(2, 2, "linear", "1,2", PresetSettings(costs="F=1,B=2"), Limits(2.0)), progress=False)
         >>> svg = frontier_svg(dd)
         >>> svg.count('class="pt frontier"'), "bound 9, gap 0 %" in svg
@@ -125,7 +125,7 @@ def design_page(d: Design) -> str:
     Example:
         >>> from ppverify.design.run import DesignRequest, design
         >>> from ppverify.design.spec import Limits
-        >>> from ppverify.preset_models import PresetSettings
+        >>> from ppverify.systems.preset_models import PresetSettings
         >>> dd = design(DesignRequest(2, 2, "linear", "2", PresetSettings(costs="F=1,B=2"), Limits(2.0)), progress=False)
         >>> page = design_page(dd)
         >>> page.count('<details id="point-'), '<details id="family-0">' in page
@@ -168,10 +168,10 @@ def write_design_page(d: Design, path: str | Path) -> Path:
         >>> write_design_page(None, "x.txt")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter report=x.txt: expected a file ending in .html
+        ppverify.core.errors.ParameterError: parameter report=x.txt: expected a file ending in .html
     """
-    from ..errors import ParameterError
-    from ..files import atomic_write
+    from ..core.errors import ParameterError
+    from ..core.files import atomic_write
 
     target = Path(path)
     if target.suffix.lower() != ".html":

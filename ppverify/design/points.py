@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import PPVerifyError
-from ..schedule import Schedule
+from ..core.errors import PPVerifyError
+from ..core.schedule import Schedule
 from .spec import Setup, Task
 
 #: tolerance of peak and time comparisons (values are sums of costs and delays)
@@ -101,7 +101,7 @@ def solve_point(task: Task) -> Point:
     families and greedy rules as starts, one search worker, the work limit as its stop).
 
     Example:
-        >>> from ppverify.preset_models import PresetSettings
+        >>> from ppverify.systems.preset_models import PresetSettings
         >>> from ppverify.design.spec import Limits, setups
         >>> s = setups("linear", 2, 2, PresetSettings(costs="F=1,B=2"))[0]
         >>> pt = solve_point(Task(0, s, 2.0, 2, Limits(5.0), split=False))
@@ -128,15 +128,15 @@ def family_points(setups: Sequence[Setup], p: int, m: int, settings: Any) -> lis
     the design's costs and communication (two-pipe families with their replica all-reduce).
 
     Example:
-        >>> from ppverify.preset_models import PresetSettings
+        >>> from ppverify.systems.preset_models import PresetSettings
         >>> from ppverify.design.spec import setups
         >>> pts = family_points(setups("linear", 2, 2, PresetSettings(costs="F=1,B=2")), 2, 2, PresetSettings(costs="F=1,B=2"))
         >>> [(f.family, f.peak, f.time) for f in pts if f.family == "1f1b"]
         [('1f1b', 2.0, 9.0)]
     """
-    from ..limits import check_family
-    from ..preset_models import resolve_presets
+    from ..core.limits import check_family
     from ..schedules import build, families
+    from ..systems.preset_models import resolve_presets
 
     tries: list[dict[str, int]] = [{}]
     for s in setups:

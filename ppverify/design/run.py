@@ -16,8 +16,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ParameterError
-from ..preset_models import PresetSettings
+from ..core.errors import ParameterError
+from ..systems.preset_models import PresetSettings
 from .points import EPS, FamilyPoint, Point, adopt_families, family_points, frontier, monotone, solve_point, value_at
 from .spec import Limits, Setup, Task, parse_budgets, setups
 
@@ -48,7 +48,7 @@ class DesignRequest:
         """Split backward: as asked, else when the costs name I or W (as ``optimize`` decides)."""
         if self.split is not None:
             return self.split
-        from ..costs import parse_costs
+        from ..core.costs import parse_costs
 
         named = parse_costs(self.settings.costs) if self.settings.costs else {}
         return "I" in named or "W" in named
@@ -125,7 +125,7 @@ def auto_budgets(sets: Sequence[Setup], fams: Sequence[FamilyPoint], p: int) -> 
     and unconstrained (``inf``).
 
     Example:
-        >>> from ppverify.preset_models import PresetSettings
+        >>> from ppverify.systems.preset_models import PresetSettings
         >>> s = setups("linear", 2, 4, PresetSettings(costs="F=1,B=2"))
         >>> auto_budgets(s, [FamilyPoint("1f1b", "linear", 2.0, 15.0, None)], 2)
         (1.0, 2.0, inf)
@@ -140,12 +140,12 @@ def plan(request: DesignRequest, sets: Sequence[Setup], budgets: Sequence[float]
     placement's least feasible one is refused, naming that least.
 
     Example:
-        >>> from ppverify.preset_models import PresetSettings
+        >>> from ppverify.systems.preset_models import PresetSettings
         >>> rq = DesignRequest(2, 2, "linear", "0.5", PresetSettings(costs="F=1,B=2"))
         >>> plan(rq, setups("linear", 2, 2, rq.settings), [0.5])
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter budgets=0.5: below the least feasible budget 1 (one microbatch's activations on a device's stages of one pipe)
+        ppverify.core.errors.ParameterError: parameter budgets=0.5: below the least feasible budget 1 (one microbatch's activations on a device's stages of one pipe)
     """
     least = min(s.least_budget() for s in sets)
     for b in budgets:
@@ -241,7 +241,7 @@ def _run_pool(tasks: Sequence[Task], keep: Callable[[int, Point], None], workers
 
 
 def _run_ray(tasks: Sequence[Task], keep: Callable[[int, Point], None]) -> None:
-    from ..sweep_exec import connect_ray
+    from ..sweep.executor import connect_ray
 
     ray = connect_ray()
     remote = ray.remote(solve_point)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..comm import CommModel
-from ..costs import CostModel
-from ..errors import ParameterError
-from ..placement import Placement, placement_from_text
-from ..preset_models import PresetSettings, resolve_presets
-from ..schedule import Schedule
+from ..core.comm import CommModel
+from ..core.costs import CostModel
+from ..core.errors import ParameterError
+from ..core.placement import Placement, placement_from_text
+from ..core.schedule import Schedule
+from ..systems.preset_models import PresetSettings, resolve_presets
 
 #: the placements ``--placements`` accepts (``loop:V``, ``wave:W`` with their chunk counts)
 PLACEMENT_NAMES = ("linear", "v", "loop:V", "wave:W", "bidirectional")
@@ -66,7 +66,7 @@ def parse_placement(text: str, p: int) -> tuple[str, Placement]:
         >>> parse_placement("loop:x", 2)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter placements=loop:x: loop:V needs a whole number of chunks V >= 1 (e.g. loop:2)
+        ppverify.core.errors.ParameterError: parameter placements=loop:x: loop:V needs a whole number of chunks V >= 1 (e.g. loop:2)
     """
     name, _, arg = text.strip().lower().partition(":")
     if name in ("loop", "wave"):
@@ -94,7 +94,7 @@ def setups(placements: str, p: int, m: int, settings: PresetSettings) -> tuple[S
         >>> setups("bidirectional", 3, 4, PresetSettings())
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter placements=bidirectional: needs an even p (p=3)
+        ppverify.core.errors.ParameterError: parameter placements=bidirectional: needs an even p (p=3)
     """
     from ..optimize.problem import default_pipes
 
@@ -127,7 +127,7 @@ def parse_budgets(text: str) -> tuple[float, ...] | None:
         >>> parse_budgets("2,-1")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter budgets=2,-1: every budget must be a number > 0 (or none), got '-1'
+        ppverify.core.errors.ParameterError: parameter budgets=2,-1: every budget must be a number > 0 (or none), got '-1'
     """
     if str(text).strip().lower() == "auto":
         return None

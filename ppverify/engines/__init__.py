@@ -1,4 +1,4 @@
-"""Engines turn a schedule into a :class:`~ppverify.timeline.Timeline` under explicit semantics.
+"""Engines turn a schedule into a :class:`~ppverify.core.timeline.Timeline` under explicit semantics.
 
 * ``slot``: the idealized table (integer ticks, communication charged per column when asked);
 * ``async``: event-driven, transfers take the communication model's time, no contention;
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..comm import NO_COMM, CommModel
-from ..costs import CostModel
-from ..schedule import Schedule
-from ..timeline import Timeline
+from ..core.comm import NO_COMM, CommModel
+from ..core.costs import CostModel
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline
 from .registry import ENGINES, engine
 
 #: the built-in semantics, in order (:data:`.registry.ENGINES` is where they are registered)

@@ -1,6 +1,6 @@
 """The ``contention`` engine: as ``async``, and transfers that share a resource queue.
 
-Resources come from the communication model (:meth:`ppverify.system.System.resources`): each
+Resources come from the communication model (:meth:`ppverify.systems.system.System.resources`): each
 directed link inside a node, and each NIC's transmit and receive side between nodes (links are
 full duplex, so the two directions never share). A model without topology (``--comm-delay``)
 gives every ordered device pair its own link. Each resource serves one transfer at a time, in
@@ -26,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from ..comm import NO_COMM, CommModel
-from ..compiled import use_compiled
-from ..costs import CostModel
-from ..errors import DeadlockError, ParameterError
-from ..ops import KIND_CODE, B, W
-from ..replica_sync import ALLREDUCE, DP_ALLREDUCE, collectives, device_ends
-from ..schedule import Schedule
-from ..timeline import Timeline, TimelineInfo, Transfers
+from ..core.comm import NO_COMM, CommModel
+from ..core.compiled import use_compiled
+from ..core.costs import CostModel
+from ..core.errors import DeadlockError, ParameterError
+from ..core.ops import KIND_CODE, B, W
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline, TimelineInfo, Transfers
+from ..systems.replica_sync import ALLREDUCE, DP_ALLREDUCE, collectives, device_ends
 from .core import _waits
 from .simulate import (
     ACTIVATION,
@@ -61,8 +61,8 @@ def simulate_contention(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.system import load_system
-        >>> from ppverify.llm import llm_cost_model
+        >>> from ppverify.systems.system import load_system
+        >>> from ppverify.systems.llm import llm_cost_model
         >>> s = build("1f1b", p=16, m=16)
         >>> sysm = load_system("dgx-h100")
         >>> c = llm_cost_model("gpt3-13b", sysm.peak_flops, 16)
@@ -316,7 +316,7 @@ def contention_compiled(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.engines.simulate import prepare
         >>> s = build("gpipe", p=2, m=2)
         >>> c = CostModel.abstract(s.placement)

@@ -1,9 +1,9 @@
 """Program-order list scheduling, as the engines see it: the timing rule itself lives in the core
-module :mod:`ppverify.program_order` (so that schedule generators and the verifier can use it
+module :mod:`ppverify.core.program_order` (so that schedule generators and the verifier can use it
 without the engine layer); this module keeps the engines' import path.
 
 Example:
-    >>> from ppverify.dag import build_dag
+    >>> from ppverify.core.dag import build_dag
     >>> from ppverify.schedules import build
     >>> list_schedule(build_dag(build("gpipe", p=2, m=1)), [1, 2, 1, 2])
     ([0.0, 4.0, 1.0, 2.0], [1.0, 6.0, 2.0, 4.0])
@@ -11,6 +11,6 @@ Example:
 
 from __future__ import annotations
 
-from ..program_order import _waits, list_schedule, list_schedule_flat
+from ..core.program_order import _waits, list_schedule, list_schedule_flat
 
 __all__ = ["_waits", "list_schedule", "list_schedule_flat"]

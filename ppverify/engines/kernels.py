@@ -2,10 +2,10 @@
 
 Each kernel is the pure-Python engine's loop written again on arrays, statement for statement
 in the order that fixes floating-point results (same additions, same maxima), so that its
-starts and ends equal the reference engine's exactly: :mod:`ppverify.program_order`
+starts and ends equal the reference engine's exactly: :mod:`ppverify.core.program_order`
 (list scheduling) and :mod:`ppverify.engines.contention` (FIFO link queues, whose
 ``contention_compiled`` feeds the kernel here). The engines call
-these only above :data:`ppverify.compiled.COMPILED_MIN_OPS` ops; ``cache=True`` writes
+these only above :data:`ppverify.core.compiled.COMPILED_MIN_OPS` ops; ``cache=True`` writes
 the machine code next to this module (or numba's user cache) on first use, so later processes
 load it instead of compiling (:mod:`ppverify.engines.warm` does it once after installing).
 """
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ..ops import KIND_CODE, B, F, I, W
+from ..core.ops import KIND_CODE, B, F, I, W
 
 
 @njit(cache=True, nogil=True)
@@ -124,7 +124,7 @@ def list_schedule_arrays(
     offsets: Any,
     idle_tick: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, list[int] | None, list[bool] | None]:
-    """Compiled :func:`ppverify.program_order.list_schedule_flat` on arrays: ``pred`` and
+    """Compiled :func:`ppverify.core.program_order.list_schedule_flat` on arrays: ``pred`` and
     ``delay`` of shape ``(n, 2)``. Returns ``(start, end, None, None)``, or on deadlock
     ``(start, end, ptr, done)`` as the reference does (``end`` 0 for ops that never ran).
 
@@ -152,7 +152,7 @@ def list_schedule_arrays(
 
 @njit(cache=True, nogil=True)
 def _dag_links(kc, st, mbs, dev, S, m, kf, kb, ki, kw):  # pragma: no cover - compiled
-    # the rules of ppverify.dag.build_dag_arrays, op by op (ops known complete: every id once)
+    # the rules of ppverify.core.dag.build_dag_arrays, op by op (ops known complete: every id once)
     n = kc.shape[0]
     pos = np.full(4 * S * m, -1, np.int64)
     for i in range(n):
@@ -184,7 +184,7 @@ def _dag_links(kc, st, mbs, dev, S, m, kf, kb, ki, kw):  # pragma: no cover - co
 def dag_links(
     kc: np.ndarray, st: np.ndarray, mbs: np.ndarray, dev: np.ndarray, S: int, m: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Compiled predecessors and cross-device flags of :func:`ppverify.dag.build_dag_arrays`
+    """Compiled predecessors and cross-device flags of :func:`ppverify.core.dag.build_dag_arrays`
     (its ``links``) for the op columns of a complete step: the same ``(pred, cross)`` arrays.
 
     Example:

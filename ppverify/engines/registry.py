@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..comm import CommModel
-from ..costs import CostModel
-from ..errors import ParameterError
-from ..schedule import Schedule
-from ..timeline import Timeline
+from ..core.comm import CommModel
+from ..core.costs import CostModel
+from ..core.errors import ParameterError
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline
 
 #: an engine: ``(schedule, costs, comm, **options) -> Timeline``
 RunFunction = Callable[..., Timeline]
@@ -44,7 +44,7 @@ class Engine:
     #: what the level means in ``compare``'s legend and ``--json`` (compare levels only)
     level_help: str = ""
     #: the engine models the runtime's per-action time itself: it takes the ops' own costs, before
-    #: a system preset's ``runtime`` overhead is folded into them (:mod:`ppverify.overhead`)
+    #: a system preset's ``runtime`` overhead is folded into them (:mod:`ppverify.core.overhead`)
     own_overhead: bool = False
     #: the engine counts unit steps, not the cost model's time (``plot`` does not draw it)
     unit_steps: bool = False
@@ -123,7 +123,7 @@ ENGINES: Mapping[str, Engine] = {
 
 
 def engine(name: str) -> Engine:
-    """The registered engine called ``name``; a :class:`~ppverify.errors.ParameterError` naming
+    """The registered engine called ``name``; a :class:`~ppverify.core.errors.ParameterError` naming
     the known ones otherwise.
 
     Example:
@@ -132,7 +132,7 @@ def engine(name: str) -> Engine:
         >>> engine("fast")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter semantics=fast: expected one of slot, async, contention, torch, runtime
+        ppverify.core.errors.ParameterError: parameter semantics=fast: expected one of slot, async, contention, torch, runtime
     """
     found = ENGINES.get(name)
     if found is None:

@@ -17,7 +17,7 @@ cross-rank hand-over costs one of two things:
 Data is ready at ``SEND post + wake`` when the RECV was posted first, else at ``RECV post +
 late``. GPipe's and looped BFS's ranks run their forward (and backward) chains with every RECV
 late (the producer is always ahead), 1F1B's steady state waits for its producer; that is why a
-uniform per-SEND/RECV charge (:mod:`ppverify.overhead`, what ``async`` folds into op durations)
+uniform per-SEND/RECV charge (:mod:`ppverify.core.overhead`, what ``async`` folds into op durations)
 cannot fit both.
 
 :func:`predict_runtime` walks every rank's lowered action list (PyTorch's lowering,
@@ -38,12 +38,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..comm import CommModel
-from ..costs import CostModel
-from ..errors import DeadlockError, ParameterError
-from ..ops import Comm, Op, Overlap
-from ..schedule import Schedule
-from ..timeline import Timeline, TimelineInfo, Transfers
+from ..core.comm import CommModel
+from ..core.costs import CostModel
+from ..core.errors import DeadlockError, ParameterError
+from ..core.ops import Comm, Op, Overlap
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline, TimelineInfo, Transfers
 
 #: the model's terms, in the order of :class:`Handover`'s fields (and of ``System.handover_s``)
 TERMS = ("head", "overshoot", "gap", "send", "recv", "late", "wake")
@@ -312,7 +312,7 @@ def handover_of(comm: object, ranks: int | None = None) -> Handover | None:
     not a system).
 
     Example:
-        >>> from ppverify.system import load_system
+        >>> from ppverify.systems.system import load_system
         >>> handover_of(load_system("dgx-h100")) is None
         True
         >>> from dataclasses import replace
@@ -350,7 +350,7 @@ def runtime_timeline(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.comm import NO_COMM
+        >>> from ppverify.core.comm import NO_COMM
         >>> s = build("gpipe", p=2, m=1)
         >>> tl = runtime_timeline(s, CostModel.abstract(s.placement, F=1, B=2), NO_COMM, model=Handover(wake=0.5))
         >>> tl.makespan, tl.semantics, list(zip(tl.transfers.start, tl.transfers.end))

@@ -3,14 +3,14 @@
 Each device runs its program in order; an op starts once its device is free and its inputs have
 arrived; a transfer between devices starts when its producer ends (sends run on a communication
 stream, overlapping compute) and takes the communication model's ``transfer_time`` (latency +
-bytes / bandwidth for a :class:`~ppverify.system.System`). Timing is the shared program-order
+bytes / bandwidth for a :class:`~ppverify.systems.system.System`). Timing is the shared program-order
 rule of :mod:`ppverify.engines.core` with these transfer times as edge delays, so with zero
 communication it reproduces the ``slot`` table exactly.
 
 Beyond point-to-point transfers:
 
 * stage replicas (Chimera: a stage held by two devices, one per pipe) all-reduce their weight
-  gradients (ring all-reduce, ``ppverify.system.allreduce_time``). ``sync="eager"`` starts a stage's
+  gradients (ring all-reduce, ``ppverify.systems.system.allreduce_time``). ``sync="eager"`` starts a stage's
   all-reduce as soon as the last backward of that stage has ended on every replica (overlapping
   the drain bubbles); ``"after-flush"`` once the replica devices have finished all their compute;
   ``"none"`` leaves it out.
@@ -31,15 +31,15 @@ from typing import Any
 
 import numpy as np
 
-from ..comm import NO_COMM, CommModel
-from ..compiled import use_compiled
-from ..costs import CostModel
-from ..dag import DagArrays, build_dag_arrays
-from ..errors import DeadlockError, ParameterError
-from ..ops import KINDS
-from ..replica_sync import DP_ALLREDUCE, Collective, collectives, device_ends
-from ..schedule import Schedule
-from ..timeline import Timeline, TimelineInfo, Transfers
+from ..core.comm import NO_COMM, CommModel
+from ..core.compiled import use_compiled
+from ..core.costs import CostModel
+from ..core.dag import DagArrays, build_dag_arrays
+from ..core.errors import DeadlockError, ParameterError
+from ..core.ops import KINDS
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline, TimelineInfo, Transfers
+from ..systems.replica_sync import DP_ALLREDUCE, Collective, collectives, device_ends
 from .core import _waits, list_schedule_flat
 
 ACTIVATION, GRADIENT = "activation", "gradient"
@@ -125,7 +125,7 @@ def compiled_links(
     kc: np.ndarray, st: np.ndarray, mbs: np.ndarray, dev: np.ndarray, S: int, m: int
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The DAG's predecessors by the compiled kernel for steps above the compiled threshold
-    (``None`` below it: :func:`~ppverify.dag.build_dag_arrays` applies its numpy rules).
+    (``None`` below it: :func:`~ppverify.core.dag.build_dag_arrays` applies its numpy rules).
 
     Example:
         >>> compiled_links(np.zeros(2, np.int64), np.arange(2), np.zeros(2, np.int64), np.arange(2), 2, 1) is None
@@ -146,7 +146,7 @@ def prepare(schedule: Schedule, costs: CostModel, comm: CommModel) -> Prepared:
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> s = build("gpipe", p=2, m=1)
         >>> pr = prepare(s, CostModel.abstract(s.placement), FixedDelay(0.5))
         >>> pr.edge_i.tolist(), pr.edge_q.tolist(), pr.edge_time.tolist()
@@ -252,7 +252,7 @@ def simulate_async(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> s = build("gpipe", p=4, m=4)
         >>> tl = simulate_async(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(0.5))
         >>> tl.makespan, len(tl.transfers), tl.info.exposed_comm
@@ -374,7 +374,7 @@ def resources_of(comm: CommModel, src: int, dst: int) -> tuple[Hashable, ...]:
     or for a model without topology the directed device pair (each pair one full-duplex link).
 
     Example:
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> resources_of(FixedDelay(1.0), 2, 3), resources_of(FixedDelay(1.0), 3, 3)
         ((('link', 2, 3),), ())
     """
@@ -391,7 +391,7 @@ def dp_resources(comm: CommModel, device: int) -> tuple[Hashable, ...]:
     model without topology: a resource of its own).
 
     Example:
-        >>> from ppverify.system import load_system
+        >>> from ppverify.systems.system import load_system
         >>> dp_resources(load_system("dgx-h100"), 9)
         (('nic-tx', 1, 1), ('nic-rx', 1, 1))
     """
@@ -406,7 +406,7 @@ def ring_resources(comm: CommModel, devices: Sequence[int]) -> tuple[Hashable, .
     """Resources of a ring collective: every directed hop of the ring, both directions.
 
     Example:
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> ring_resources(FixedDelay(1.0), (0, 3))
         (('link', 0, 3), ('link', 3, 0))
     """

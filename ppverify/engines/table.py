@@ -18,14 +18,14 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..comm import NO_COMM, CommModel
-from ..costs import CostModel
-from ..dag import build_dag
+from ..core.comm import NO_COMM, CommModel
+from ..core.costs import CostModel
+from ..core.dag import build_dag
+from ..core.ops import Action, Op, Overlap, format_action
+from ..core.program_order import list_schedule, op_durations
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline, TimelineInfo
 from ..io.table_text import TableGrid, format_grid
-from ..ops import Action, Op, Overlap, format_action
-from ..program_order import list_schedule, op_durations
-from ..schedule import Schedule
-from ..timeline import Timeline, TimelineInfo
 
 #: tables wider than this many ticks are timed but not rendered cell by cell
 MAX_RENDER_TICKS = 20_000
@@ -45,7 +45,7 @@ def slot_timeline(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.costs import CostModel
         >>> s = build("gpipe", p=4, m=4)
         >>> slot_timeline(s, CostModel.abstract(s.placement, F=1, B=2)).makespan
         21.0
@@ -112,12 +112,12 @@ def table_grid(timeline: Timeline) -> list[list[Op | None]]:
 
 def table_actions(timeline: Timeline) -> list[list[Action]]:
     """Device x tick grid of a ``slot`` timeline holding the *action* in each cell: the op, or
-    the whole :class:`~ppverify.ops.Overlap` for an overlapped slot; ``None`` if idle.
+    the whole :class:`~ppverify.core.ops.Overlap` for an overlapped slot; ``None`` if idle.
 
     Example:
-        >>> from ppverify.ops import Overlap
-        >>> from ppverify.placement import linear
-        >>> from ppverify.schedule import Schedule
+        >>> from ppverify.core.ops import Overlap
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.schedule import Schedule
         >>> from ppverify.engines import run
         >>> s = Schedule(linear(1), 2, ((Op("F", 0, 0), Overlap((Op("F", 0, 1), Op("B", 0, 0))), Op("B", 0, 1)),), (0, 0))
         >>> [str(a) for a in table_actions(run(s, semantics="slot"))[0]]

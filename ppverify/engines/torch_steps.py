@@ -18,7 +18,7 @@ this model, kept on purpose so that the counts match: W is never checked against
 is never checked against its own forward. Extensions where PyTorch raises instead: UNSHARD,
 RESHARD and REDUCE_GRAD are dropped (free in time), and an ``OVERLAP_F_B`` cell is one step that
 runs once all of its ops are ready. Durations, and so a system's runtime overhead
-(:mod:`ppverify.overhead`), are ignored: every action is one step.
+(:mod:`ppverify.core.overhead`), are ignored: every action is one step.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..compiled import use_compiled
-from ..costs import CostModel
-from ..errors import DeadlockError
-from ..lowering import (
+from ..core.compiled import use_compiled
+from ..core.costs import CostModel
+from ..core.errors import DeadlockError
+from ..core.lowering import (
     RECV_B,
     RECV_F,
     SEND_B,
@@ -42,9 +42,9 @@ from ..lowering import (
     lowered,
     merge_bw,
 )
-from ..ops import Action, B, Comm, F, I, Marker, Op
-from ..schedule import Schedule
-from ..timeline import Timeline, TimelineInfo, Transfers
+from ..core.ops import Action, B, Comm, F, I, Marker, Op
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline, TimelineInfo, Transfers
 
 
 def simulate_steps(schedule: Schedule) -> list[list[Action]]:

@@ -1,7 +1,7 @@
 """Compiled (numba) form of PyTorch's unit-step simulator (:mod:`ppverify.engines.torch_steps`).
 
 Actions are numbered ``(mb * S + stage) * 8 + code`` (the actions an op waits for share its
-cache line) with codes F, B, I, W (as :data:`~ppverify.ops.KIND_CODE`) then SEND_F, RECV_F,
+cache line) with codes F, B, I, W (as :data:`~ppverify.core.ops.KIND_CODE`) then SEND_F, RECV_F,
 SEND_B, RECV_B; "action x ran on rank R" is one small array (``done_on[x] == R``, 16-bit ranks)
 instead of a set per rank. The step loop is the reference's
 two passes per step, rank by rank, so every action lands on the same step. Lowered schedules
@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ..costs import CostModel
-from ..ops import KIND_CODE, Comm, Marker, Op, Overlap
-from ..schedule import Schedule
-from ..timeline import Timeline, TimelineInfo, Transfers
+from ..core.costs import CostModel
+from ..core.ops import KIND_CODE, Comm, Marker, Op, Overlap
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline, TimelineInfo, Transfers
 
 SEND_F, RECV_F, SEND_B, RECV_B = "SEND_F", "RECV_F", "SEND_B", "RECV_B"
 CODE: dict[str, int] = {**KIND_CODE, SEND_F: 4, RECV_F: 5, SEND_B: 6, RECV_B: 7}
@@ -171,7 +171,7 @@ _COMM_NAME = {CODE[k]: k for k in (SEND_F, RECV_F, SEND_B, RECV_B)}
 
 
 def lowered_compiled(schedule: Schedule) -> Schedule:
-    """:func:`ppverify.lowering.lowered` with the lowering (PyTorch's
+    """:func:`ppverify.core.lowering.lowered` with the lowering (PyTorch's
     ``_add_send_recv``) compiled: the same programs, action for action; the reference runs for
     what the arrays cannot hold and for deadlocks (it names them).
 
@@ -180,7 +180,7 @@ def lowered_compiled(schedule: Schedule) -> Schedule:
         >>> [[str(a) for a in prog] for prog in lowered_compiled(build("gpipe", p=2, m=1)).programs]
         [['0F0', '0SEND_F0', '0RECV_B0', '0B0'], ['1RECV_F0', '1F0', '1B0', '1SEND_B0']]
     """
-    from ..lowering import _stage_rank, lowered
+    from ..core.lowering import _stage_rank, lowered
 
     rank_of = np.asarray(_stage_rank(schedule), dtype=np.int64)
     S, m = schedule.num_stages, schedule.m
@@ -330,7 +330,7 @@ def simulate_steps_compiled(schedule: Schedule) -> list[list[Any]] | None:
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.lowering import add_send_recv
+        >>> from ppverify.core.lowering import add_send_recv
         >>> grid = simulate_steps_compiled(add_send_recv(build("gpipe", p=2, m=1)))
         >>> [[str(a) if a else "" for a in row] for row in grid]
         [['0F0', '0SEND_F0', '', '', '0RECV_B0', '0B0'], ['', '1RECV_F0', '1F0', '1B0', '1SEND_B0']]

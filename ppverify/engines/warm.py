@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..comm import FixedDelay
-from ..costs import CostModel
-from ..lowering import lowered
+from ..core.comm import FixedDelay
+from ..core.costs import CostModel
+from ..core.lowering import lowered
 from ..schedules import build
 from .contention import contention_compiled
 from .kernels import dag_links, exposed_waits, list_schedule_arrays

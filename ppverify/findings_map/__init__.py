@@ -1,5 +1,5 @@
 """Where each of the seed paper's findings holds: a map over bandwidth, latency, microbatches and
-model size, run through the sweep machinery (hence a study above :mod:`ppverify.sweep_exec`).
+model size, run through the sweep machinery (hence a study above :mod:`ppverify.sweep.executor`).
 
 * :mod:`.grid` the grid, its sweep, the per-point verdicts and :func:`run_map`;
 * :mod:`.boundary` a region's boundary in words (the rule fitted to the verdicts);

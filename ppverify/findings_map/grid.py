@@ -4,7 +4,7 @@ model size, instead of one word per finding.
 The grid (:class:`MapGrid`) spans point-to-point bandwidth and latency of a network where every
 pipeline hop crosses it (one H100 per node, the ``ethernet-100g`` layout with the link varied),
 microbatches ``m = k p``, the shipped LLM presets and ``p``. It runs through the sweep machinery
-(:func:`ppverify.sweep_exec.run_sweep`: resumable JSON-lines store, process pool or Ray), one system
+(:func:`ppverify.sweep.executor.run_sweep`: resumable JSON-lines store, process pool or Ray), one system
 preset file per (bandwidth, latency) written next to the store. Each finding then gets a verdict
 per grid point (:func:`point_verdicts`), and a boundary in words fitted to those verdicts
 (:mod:`.boundary`).
@@ -33,12 +33,12 @@ import pandas as pd
 
 from ..compare.config import Config
 from ..compare.findings import FINDINGS_SCHEDULES, MATERIAL, REL_TOL, SMALL_GAIN
+from ..core.errors import ParameterError
+from ..core.files import atomic_write
 from ..engines.registry import names as engine_names
-from ..errors import ParameterError
-from ..files import atomic_write
-from ..llm import load_llm
-from ..sweep import SweepSpec
-from ..sweep_exec import run_sweep
+from ..sweep.executor import run_sweep
+from ..sweep.grid import SweepSpec
+from ..systems.llm import load_llm
 from .boundary import MAP_AXES, Axis, Rule, fit_rule
 
 #: the compute side of every map system: one H100 SXM5 per node (as the shipped presets)
@@ -114,7 +114,7 @@ def system_yaml(bandwidth_GBps: float, latency_us: float) -> str:
     """A system preset whose every pipeline hop crosses one link of this bandwidth and latency.
 
     Example:
-        >>> from ppverify.presets import parse_preset
+        >>> from ppverify.systems.presets import parse_preset
         >>> parse_preset("systems", system_yaml(25, 10))["inter_node"]["bandwidth_GBps"]
         25
     """

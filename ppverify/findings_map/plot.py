@@ -20,7 +20,7 @@ import pandas as pd
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
-from ..files import atomic_path
+from ..core.files import atomic_path
 from .grid import FindingMap, MapResult
 
 #: fails, holds, no data

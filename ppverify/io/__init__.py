@@ -1,15 +1,15 @@
 """Reading and writing schedules: ppverify JSON (``.json``), PyTorch pipelining CSV (``.csv``).
 
 :func:`load_schedule` dispatches on the file extension; every reader raises
-:class:`~ppverify.errors.ScheduleFileError` naming the file, the location and the rule broken.
+:class:`~ppverify.core.errors.ScheduleFileError` naming the file, the location and the rule broken.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ScheduleFileError
-from ..schedule import Schedule
+from ..core.errors import ScheduleFileError
+from ..core.schedule import Schedule
 
 FORMATS = {
     ".json": "ppverify JSON",
@@ -27,9 +27,9 @@ def load_schedule(path: str | Path, **options) -> Schedule:
         >>> load_schedule("missing.json")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: missing.json: file not found
+        ppverify.core.errors.ScheduleFileError: missing.json: file not found
     """
-    from ..files import read_text
+    from ..core.files import read_text
 
     path = Path(path)
     ext = path.suffix.lower()
@@ -52,9 +52,9 @@ def load_torch_file(path: str | Path, **options) -> Schedule:
         >>> load_torch_file("missing.csv")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: missing.csv: file not found
+        ppverify.core.errors.ScheduleFileError: missing.csv: file not found
     """
-    from ..files import read_text
+    from ..core.files import read_text
 
     text = read_text(path)
     kind = sniff_format(text)
@@ -78,7 +78,7 @@ def _parse(kind: str, text: str, path: str, options: dict) -> Schedule:
 
         return loads_document(text, path).schedule
     if kind == "csv":
-        from ..files import csv_rows
+        from ..core.files import csv_rows
         from .torch_csv import parse_rows
 
         return parse_rows(csv_rows(text, path), path, **options)

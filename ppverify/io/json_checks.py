@@ -1,7 +1,7 @@
 """Strict checks of decoded JSON values for the schedule file reader (:mod:`.json_format`).
 
 Each check names the file, the location (``placement.maps[1]``) and the rule in a
-:class:`~ppverify.errors.ScheduleFileError`; the decoding hooks refuse what :func:`json.loads`
+:class:`~ppverify.core.errors.ScheduleFileError`; the decoding hooks refuse what :func:`json.loads`
 would otherwise accept silently (a key given twice, ``NaN``/``Infinity``). What a schedule file
 holds, and which keys it has, is :mod:`.json_format`'s business.
 """
@@ -13,8 +13,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import ScheduleFileError
-from ..ops import Action, ActionSyntaxError, parse_action
+from ..core.errors import ScheduleFileError
+from ..core.ops import Action, ActionSyntaxError, parse_action
 
 
 class JsonReader:
@@ -27,7 +27,7 @@ class JsonReader:
         >>> rd.lst({"a": 1}, "programs")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: s.json: programs: expected a JSON list, got an object
+        ppverify.core.errors.ScheduleFileError: s.json: programs: expected a JSON list, got an object
     """
 
     def __init__(self, path: str) -> None:
@@ -128,7 +128,7 @@ def no_duplicate_keys(path: str) -> Callable[[Sequence[tuple[str, Any]]], dict]:
         >>> json.loads('{"p": 1, "p": 2}', object_pairs_hook=no_duplicate_keys("s.json"))
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: s.json: key 'p': appears twice in one object
+        ppverify.core.errors.ScheduleFileError: s.json: key 'p': appears twice in one object
     """
 
     def hook(pairs: Sequence[tuple[str, Any]]) -> dict:
@@ -149,7 +149,7 @@ def reject_constant(path: str) -> Callable[[str], Any]:
         >>> json.loads('[NaN]', parse_constant=reject_constant("s.json"))
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: s.json: NaN is not valid JSON (numbers must be finite)
+        ppverify.core.errors.ScheduleFileError: s.json: NaN is not valid JSON (numbers must be finite)
     """
 
     def hook(name: str) -> Any:

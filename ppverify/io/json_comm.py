@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..comm import SYNC_MODES, CommModel, FixedDelay
+from ..core.comm import SYNC_MODES, CommModel, FixedDelay
 from .json_checks import JsonReader
 
 _KEYS = ("model", "delay", "system", "sync", "dp_allreduce")
@@ -81,12 +81,12 @@ def comm_to_dict(settings: CommSettings) -> dict[str, Any]:
     Example:
         >>> comm_to_dict(CommSettings(FixedDelay(0.5), "after-flush"))
         {'model': 'fixed-delay', 'delay': 0.5, 'sync': 'after-flush', 'dp_allreduce': 0}
-        >>> from ppverify.system import LinkTier, System
+        >>> from ppverify.systems.system import LinkTier, System
         >>> free = System("free", "gpu", 1e15, 2**30, 1, 1, None, LinkTier("free", 0.0, float("inf")))
         >>> comm_to_dict(CommSettings(free))["system"]["inter_node"]["bandwidth_GBps"] is None
         True
     """
-    from ..system import System
+    from ..systems.system import System
 
     c = settings.comm
     tail = {"sync": settings.sync, "dp_allreduce": int(settings.dp_allreduce)}
@@ -127,7 +127,7 @@ def _two_pipe(rd: JsonReader, value: Any) -> tuple[float, float] | None:
 
 
 def _parse_link(rd: JsonReader, value: Any, where: str):
-    from ..system import LinkTier
+    from ..systems.system import LinkTier
 
     if value is None:
         return None
@@ -151,10 +151,10 @@ def comm_from_dict(rd: JsonReader, value: Any) -> CommSettings:
         >>> comm_from_dict(JsonReader("s.json"), {"model": "fixed-delay", "delay": 1, "sync": "later"})
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: s.json: comm.sync: unknown mode 'later'; expected eager, after-flush, none
+        ppverify.core.errors.ScheduleFileError: s.json: comm.sync: unknown mode 'later'; expected eager, after-flush, none
     """
-    from ..errors import ParameterError
-    from ..system import System
+    from ..core.errors import ParameterError
+    from ..systems.system import System
 
     c = rd.obj(value, "comm")
     rd.keys(c, "comm", _KEYS, ("model",), ", ".join(_KEYS))

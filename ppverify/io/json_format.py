@@ -20,7 +20,7 @@ A file is one JSON object::
       "comm": {"model": "fixed-delay", "delay": 1.0, ...}   # optional, see ppverify.io.json_comm
     }
 
-Actions use PyTorch's text form (:mod:`ppverify.ops`): ``0F1``, ``2I3``, ``3SEND_F1``,
+Actions use PyTorch's text form (:mod:`ppverify.core.ops`): ``0F1``, ``2I3``, ``3SEND_F1``,
 ``0UNSHARD``, ``(0F7;7B3)OVERLAP_F_B``; ``null`` (or ``""``) is an idle slot. ``programs`` may be
 omitted when ``table`` is given: the programs are then read off the table (an op spanning several
 ticks repeats its text in every cell it occupies; ``null`` cells are idle). When both are given,
@@ -28,9 +28,9 @@ each table row must hold the same ops in the same order as its program.
 
 Validation is strict: malformed JSON, a missing or unknown key, a wrong type, text that is not an
 action, a device out of range or the wrong number of programs raise
-:class:`~ppverify.errors.ScheduleFileError` naming the file, the location (``programs[1][3]``) and
+:class:`~ppverify.core.errors.ScheduleFileError` naming the file, the location (``programs[1][3]``) and
 the rule. Ops naming stages or microbatches that do not exist are *not* a file error: they load,
-and :func:`ppverify.dag.structural_problems` and the verifier report them.
+and :func:`ppverify.core.dag.structural_problems` and the verifier report them.
 The value checks themselves (types, ranges, action text, duplicate keys) live in
 :mod:`ppverify.io.json_checks`.
 """
@@ -43,11 +43,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..costs import CostModel
-from ..errors import ParameterError, ScheduleFileError
-from ..ops import KINDS, compute_ops, format_action
-from ..placement import Placement
-from ..schedule import Schedule
+from ..core.costs import CostModel
+from ..core.errors import ParameterError, ScheduleFileError
+from ..core.ops import KINDS, compute_ops, format_action
+from ..core.placement import Placement
+from ..core.schedule import Schedule
 from .json_checks import JsonReader, describe_value, no_duplicate_keys, reject_constant
 from .json_comm import CommSettings, comm_from_dict, comm_to_dict
 from .table_text import TableGrid, programs_from_cells
@@ -102,7 +102,7 @@ def costs_to_dict(costs: CostModel) -> dict[str, Any]:
     """JSON-ready form of a cost model (every field, so it loads back equal).
 
     Example:
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.placement import linear
         >>> costs_to_dict(CostModel.abstract(linear(2), F=1, B=2))["duration"]["B"]
         [2.0, 2.0]
     """
@@ -225,7 +225,7 @@ def save_json(
         >>> load_json(save_json(s, path, table=table_grid_of(s))).programs == s.programs
         True
     """
-    from ..files import atomic_write
+    from ..core.files import atomic_write
 
     # the name as given (Path() would drop a trailing '/'); temporary name, then rename
     atomic_write(path, dumps(schedule, costs, table, comment, comm))
@@ -345,7 +345,7 @@ def document_from_dict(data: Any, path: str = "<dict>") -> ScheduleDocument:
     p = rd.int_(data["p"], "p", 1)
     m = rd.int_(data["m"], "m", 1)
     placement = _parse_placement(rd, data["placement"], p)
-    from ..limits import check_stages_mbs
+    from ..core.limits import check_stages_mbs
 
     check_stages_mbs(placement.num_stages, m, str(path))  # before pipe_of_mb and friends are built
     npipes = placement.num_pipes
@@ -407,7 +407,7 @@ def schedule_from_dict(data: Any, path: str = "<dict>") -> Schedule:
         ...     "placement": {"maps": [[0, 1]]}, "programs": [["0F0"], ["1X0"]]}, "s.json")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: s.json: programs[1][0]: '1X0' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
+        ppverify.core.errors.ScheduleFileError: s.json: programs[1][0]: '1X0' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
     """
     return document_from_dict(data, path).schedule
 
@@ -419,9 +419,9 @@ def loads_document(text: str, path: str = "<string>") -> ScheduleDocument:
         >>> loads_document('{"format": "ppverify-schedule",\\n "version" 1}', "s.json")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: s.json: line 2 column 12: invalid JSON: Expecting ':' delimiter
+        ppverify.core.errors.ScheduleFileError: s.json: line 2 column 12: invalid JSON: Expecting ':' delimiter
     """
-    from ..limits import check_json_text
+    from ..core.limits import check_json_text
 
     check_json_text(text, path)  # nesting and digit counts, before the decoder recurses or calls int()
     try:
@@ -438,9 +438,9 @@ def read_json(path: str | Path) -> ScheduleDocument:
         >>> read_json("nowhere.json")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: nowhere.json: file not found
+        ppverify.core.errors.ScheduleFileError: nowhere.json: file not found
     """
-    from ..files import read_text
+    from ..core.files import read_text
 
     return loads_document(read_text(path), str(path))
 

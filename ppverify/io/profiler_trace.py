@@ -22,7 +22,7 @@ compressed) with ``traceEvents`` and, under ``torch.distributed``, ``distributed
   ``AllReduce`` kernels), used to put ranks of different hosts on one clock.
 
 Times stay in each file's microseconds here; :func:`align` states how the ranks are put on one
-clock. Bad files raise :class:`~ppverify.errors.ScheduleFileError` naming the file and the rule.
+clock. Bad files raise :class:`~ppverify.core.errors.ScheduleFileError` naming the file and the rule.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ScheduleFileError
+from ..core.errors import ScheduleFileError
 
 #: how to record actions, said when a trace has none
 HOW_TO_RECORD = (
@@ -129,7 +129,7 @@ def load_json(path: str | Path) -> dict[str, Any]:
         >>> load_json("/nonexistent/rank0.json")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: /nonexistent/rank0.json: cannot read the trace (No such file or directory)
+        ppverify.core.errors.ScheduleFileError: /nonexistent/rank0.json: cannot read the trace (No such file or directory)
     """
     p = Path(path)
     try:
@@ -300,7 +300,7 @@ def trace_files(inputs: Sequence[str | Path]) -> list[Path]:
         >>> trace_files(["/nonexistent"])
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: /nonexistent: no such trace file or directory
+        ppverify.core.errors.ScheduleFileError: /nonexistent: no such trace file or directory
     """
     out: list[Path] = []
     for item in inputs:

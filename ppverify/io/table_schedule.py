@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import ScheduleFileError
-from ..limits import check_stages_mbs
-from ..ops import Action, Comm, Op, Overlap, compute_ops
-from ..placement import Placement, linear
-from ..schedule import Schedule
+from ..core.errors import ScheduleFileError
+from ..core.limits import check_stages_mbs
+from ..core.ops import Action, Comm, Op, Overlap, compute_ops
+from ..core.placement import Placement, linear
+from ..core.schedule import Schedule
 
 
 def _mb_of(action: Action) -> list[tuple[int, int]]:
@@ -42,7 +42,7 @@ def schedule_from_programs(
     devices its ops sit on (an error when that is ambiguous).
 
     Example:
-        >>> from ppverify.placement import bidirectional
+        >>> from ppverify.core.placement import bidirectional
         >>> from ppverify.io.table_text import programs_from_cells
         >>> progs = programs_from_cells([["0F0", "1F1"], ["1F0", "0F1"]])
         >>> schedule_from_programs(progs, bidirectional(2)).pipe_of_mb

@@ -38,12 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ScheduleFileError
-from ..files import read_text
-from ..limits import check_digits
-from ..ops import Action, ActionSyntaxError, parse_action
-from ..placement import Placement
-from ..schedule import Schedule
+from ..core.errors import ScheduleFileError
+from ..core.files import read_text
+from ..core.limits import check_digits
+from ..core.ops import Action, ActionSyntaxError, parse_action
+from ..core.placement import Placement
+from ..core.schedule import Schedule
 from .table_schedule import schedule_from_programs
 
 #: cell text of an idle cell in the paper layout
@@ -188,14 +188,14 @@ def programs_from_cells(
     idle cell before an action becomes one idle slot; trailing idle cells are dropped.
 
     Example:
-        >>> from ppverify.ops import format_action
+        >>> from ppverify.core.ops import format_action
         >>> progs = programs_from_cells([["0F0", ".", "0B0", "0B0"], [".", "1F0", "1B0", None]])
         >>> [[format_action(a) for a in prog] for prog in progs]
         [['0F0', '', '0B0'], ['', '1F0', '1B0']]
         >>> programs_from_cells([["0F0", "~", "0X1"]], "t.txt", "line 3", "tilde")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: t.txt: line 3[0][2]: '0X1' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
+        ppverify.core.errors.ScheduleFileError: t.txt: line 3[0][2]: '0X1' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
     """
     programs = []
     for d, row in enumerate(cells):
@@ -339,7 +339,7 @@ def parse_torch_grid(text: str, path: str = "<table>") -> tuple[tuple[Action, ..
     prints it); a row holding exactly one cell per rank is read word by word.
 
     Example:
-        >>> from ppverify.ops import format_action
+        >>> from ppverify.core.ops import format_action
         >>> grid = "        Rank 0 Rank 1\\nStep 0: 0F0\\nStep 1:        1F0\\nStep 2: 0F1    1B0\\n"
         >>> [[format_action(a) for a in prog] for prog in parse_torch_grid(grid)]
         [['0F0', '', '0F1'], ['', '1F0', '1B0']]
@@ -465,7 +465,7 @@ def parse_table(
     Example:
         >>> from ppverify.schedules import build
         >>> from ppverify.engines.table import format_schedule_table
-        >>> from ppverify.ops import compute_ops
+        >>> from ppverify.core.ops import compute_ops
         >>> s = build("1f1b", p=3, m=4)
         >>> back = parse_table(format_schedule_table(s))
         >>> [list(compute_ops(prog)) for prog in back.programs] == [list(prog) for prog in s.programs]
@@ -491,7 +491,7 @@ def load_table(path: str | Path, **kwargs: Any) -> Schedule:
         >>> load_table("no-such-table.txt")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: no-such-table.txt: file not found
+        ppverify.core.errors.ScheduleFileError: no-such-table.txt: file not found
     """
     return parse_table(read_text(path), path=str(path), **kwargs)
 

@@ -10,12 +10,12 @@ empty cell is an idle slot. Two flavours:
 Stage indices are global. Which rank holds a stage is not written in the file: it is inferred
 from the rank whose row holds the stage's actions (so ``loop``, ``v`` and arbitrary maps all load),
 or given explicitly with ``placement=``. UNSHARD/RESHARD/REDUCE_GRAD are kept as
-:class:`~ppverify.ops.Marker` actions (free in time) so that a load/save round trip gives back the
+:class:`~ppverify.core.ops.Marker` actions (free in time) so that a load/save round trip gives back the
 same cells.
 
 Unlike PyTorch, whose parser matches a prefix (it reads ``0F1xyz`` as ``0F1`` and the old ``2BW0``
 as ``2B`` with no microbatch), every cell must be exactly one action; anything else raises
-:class:`~ppverify.errors.ScheduleFileError` naming the row, the column and the text.
+:class:`~ppverify.core.errors.ScheduleFileError` naming the row, the column and the text.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..errors import ParameterError, ScheduleFileError
-from ..limits import check_stages_mbs
-from ..ops import Action, ActionSyntaxError, Comm, Op, Overlap, format_action, parse_action
-from ..placement import Placement, placement_from_map, placement_from_text
-from ..schedule import Schedule
+from ..core.errors import ParameterError, ScheduleFileError
+from ..core.limits import check_stages_mbs
+from ..core.ops import Action, ActionSyntaxError, Comm, Op, Overlap, format_action, parse_action
+from ..core.placement import Placement, placement_from_map, placement_from_text
+from ..core.schedule import Schedule
 
 COMPUTE_ONLY, COMPUTE_COMMS = "compute_only", "compute_comms"
 FLAVOURS: tuple[str, ...] = (COMPUTE_ONLY, COMPUTE_COMMS)
@@ -90,7 +90,7 @@ def resolve_placement(
         >>> resolve_placement(None, 2, 3, {0: 0, 1: 1}, "x.csv")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: x.csv: stage 2: no row holds an action of stage 2, so its rank cannot be inferred; give the placement (loop, v, linear or one rank per stage)
+        ppverify.core.errors.ScheduleFileError: x.csv: stage 2: no row holds an action of stage 2, so its rank cannot be inferred; give the placement (loop, v, linear or one rank per stage)
     """
     if isinstance(spec, Placement):
         pl = spec
@@ -137,7 +137,7 @@ def parse_rows(
         >>> parse_rows([["0F0", "0F1xyz"]], "s.csv")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: s.csv: row 1 (rank 0), column 2: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
+        ppverify.core.errors.ScheduleFileError: s.csv: row 1 (rank 0), column 2: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
     """
     programs: list[tuple[Action, ...]] = []
     for r, row in enumerate(rows):
@@ -184,7 +184,7 @@ def load_csv(
         >>> load_csv(f).describe()
         's.csv p=2 m=2 format=compute_only placement=linear'
     """
-    from ..files import csv_rows, read_text
+    from ..core.files import csv_rows, read_text
 
     path = Path(path)
     rows = csv_rows(read_text(path), str(path))  # size, encoding, BOM and cell length checked there
@@ -241,7 +241,7 @@ def save_csv(schedule: Schedule, path: str | Path, format: str = COMPUTE_ONLY) -
     rows = to_rows(schedule, format)
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerows(rows)
-    from ..files import atomic_write
+    from ..core.files import atomic_write
 
     atomic_write(path, buf.getvalue())  # temporary name, then rename
 

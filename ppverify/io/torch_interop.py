@@ -26,9 +26,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from ..errors import ParameterError, PPVerifyError
-from ..ops import Comm, compute_ops, format_action
-from ..schedule import Schedule
+from ..core.errors import ParameterError, PPVerifyError
+from ..core.ops import Comm, compute_ops, format_action
+from ..core.schedule import Schedule
 from .torch_csv import COMPUTE_ONLY, parse_rows, to_rows
 
 #: PyTorch's schedule classes, by the name ``get_schedule_class`` knows them
@@ -137,7 +137,7 @@ def torch_pipeline_order(name: str, p: int, m: int, v: int | None = None) -> dic
         >>> [str(a) for a in order[1]]
         ['1F0', '1F1', '1B0', '1B1', '1REDUCE_GRAD']
     """
-    from ..limits import LimitError, check_ops
+    from ..core.limits import LimitError, check_ops
 
     if name not in TORCH_CLASSES:  # checked before importing torch (seconds)
         raise ParameterError("class", name, f"expected one of {', '.join(TORCH_CLASSES)}")

@@ -10,7 +10,7 @@ every rank's list in three passes before running it:
 2. ``_add_reduce_grad``: a ``REDUCE_GRAD`` of a stage right after the action holding that stage's
    m-th ``B``/``W`` (the gradient-accumulating ops). The runtime scales the accumulated gradients
    by ``1/m`` there: a file without it trains with gradients m times too large;
-3. ``_add_send_recv``: the SEND/RECV pass (:func:`ppverify.lowering.add_send_recv`).
+3. ``_add_send_recv``: the SEND/RECV pass (:func:`ppverify.core.lowering.add_send_recv`).
 
 A ``compute_comms`` file is run as written, so writing one means writing all three passes:
 :func:`lower_like_pytorch` is what ``--format torch-csv-comms`` writes.
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..lowering import add_send_recv
-from ..ops import Action, B, Marker, Op, Overlap, W
-from ..schedule import Schedule
+from ..core.lowering import add_send_recv
+from ..core.ops import Action, B, Marker, Op, Overlap, W
+from ..core.schedule import Schedule
 
 UNSHARD, RESHARD, REDUCE_GRAD = "UNSHARD", "RESHARD", "REDUCE_GRAD"
 #: PyTorch's default prefetch window of ``_add_unshard_reshard``
@@ -61,7 +61,7 @@ def next_stage_windows(count: int, compute: Sequence[Action]) -> list[list[int]]
     that brought it (an overlapped cell may overshoot ``count``, as in PyTorch).
 
     Example:
-        >>> from ppverify.ops import parse_action as pa
+        >>> from ppverify.core.ops import parse_action as pa
         >>> cells = [pa(x) for x in ("0F0", "7F0", "7B0", "0B0")]
         >>> next_stage_windows(3, cells)
         [[0, 7], [7, 0], [7, 0], [0]]
@@ -90,7 +90,7 @@ def add_unshard_reshard(program: Sequence[Action], max_active_stages: int = MAX_
     """One rank's list with PyTorch's UNSHARD/RESHARD actions (idle cells dropped).
 
     Example:
-        >>> from ppverify.ops import parse_action as pa
+        >>> from ppverify.core.ops import parse_action as pa
         >>> [str(a) for a in add_unshard_reshard([pa("0F0"), None, pa("2F0"), pa("2B0"), pa("0B0")])]
         ['0UNSHARD', '2UNSHARD', '0F0', '2F0', '2B0', '2RESHARD', '0B0', '0RESHARD']
     """
@@ -122,7 +122,7 @@ def add_reduce_grad(program: Sequence[Action], m: int) -> list[Action]:
     ``_add_reduce_grad`` does (idle cells dropped).
 
     Example:
-        >>> from ppverify.ops import parse_action as pa
+        >>> from ppverify.core.ops import parse_action as pa
         >>> [str(a) for a in add_reduce_grad([pa("0I0"), pa("0I1"), pa("0W0"), None, pa("0W1")], 2)]
         ['0I0', '0I1', '0W0', '0W1', '0REDUCE_GRAD']
     """

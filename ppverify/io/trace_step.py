@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..errors import ParameterError, ScheduleFileError
+from ..core.errors import ParameterError, ScheduleFileError
 from .profiler_trace import RankTrace, Span, Transfer
 
 CLOCKS = ("auto", "shared", "collective")

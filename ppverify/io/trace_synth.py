@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..timeline import Timeline
+from ..core.timeline import Timeline
 
 #: microseconds between the end of one step and the next step's barrier
 STEP_GAP_US = 500.0

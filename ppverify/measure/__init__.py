@@ -5,7 +5,7 @@ store), builds one small block per stage of the schedule's placement, runs the s
 in PyTorch's own ``_PipelineScheduleRuntime`` (two-pipe schedules on ppverify's small
 point-to-point runner, :mod:`.twopipe`), checks every parameter gradient against a plain
 single-process forward/backward (:mod:`.gradcheck`), and records every op's start and end on one
-clock into ppverify's :class:`~ppverify.timeline.Timeline` (``semantics="measured"``), next to the
+clock into ppverify's :class:`~ppverify.core.timeline.Timeline` (``semantics="measured"``), next to the
 ``async`` engine's prediction for the same costs. :func:`measure_many` runs several schedules
 with one set of processes per p.
 
@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from ..costs import CostModel
-from ..errors import ParameterError
-from ..schedule import Schedule
-from ..timeline import Timeline, TimelineInfo
+from ..core.costs import CostModel
+from ..core.errors import ParameterError
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline, TimelineInfo
 from .dispatch import run_jobs
 from .gradcheck import TOLERANCE, GradCheck, check
 from .jobs import Job, RankResult
@@ -140,8 +140,8 @@ def _job(
     format: str,
     profile: str | None = None,
 ) -> Job:
+    from ..core.ops import Comm, format_action
     from ..io.torch_csv import COMPUTE_COMMS, FLAVOURS, to_rows
-    from ..ops import Comm, format_action
 
     if format not in FLAVOURS:
         raise ParameterError("format", format, f"expected one of {', '.join(FLAVOURS)}")
@@ -205,8 +205,8 @@ def _result(
 
 
 def _predict(schedule: Schedule, costs: CostModel) -> Timeline | None:
+    from ..core.errors import PPVerifyError
     from ..engines import run
-    from ..errors import PPVerifyError
 
     try:
         return run(schedule, costs, semantics="async")

@@ -1,7 +1,7 @@
 """Where a measured step's time goes, op by op: the runtime's overhead read off the timelines.
 
 A measured timeline (:mod:`.record`) holds each op's start and end on one clock. Against the
-ops' costs it splits a step into the terms the calibrated model (:mod:`ppverify.overhead`) has:
+ops' costs it splits a step into the terms the calibrated model (:mod:`ppverify.core.overhead`) has:
 
 * **overshoot**: an op lasts its cost plus the wake-up of its sleep (``end - start - cost``);
 * **gap**: between two consecutive ops of a rank when the second did not wait for another rank,
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ops import Comm, Op, Overlap
-from ..schedule import Schedule
-from ..timeline import Timeline
+from ..core.ops import Comm, Op, Overlap
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def _rank_order(tl: Timeline) -> dict[int, list[int]]:
 
 
 def _cross_dep(tl: Timeline, i: int, at: dict, split: set) -> int | None:
-    from ..dag import predecessors
+    from ..core.dag import predecessors
 
     best, best_end = None, -np.inf
     for d, _ in predecessors(tl.ops[i], tl.schedule.num_stages, split):
@@ -106,7 +106,7 @@ def op_samples(tl: Timeline) -> dict[str, list]:
     Example:
         >>> from ppverify.schedules import build
         >>> from ppverify.measure.record import Event, to_timeline
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.costs import CostModel
         >>> s = build("gpipe", p=2, m=1)
         >>> ev = [[Event("F", 0, 0, 1000, 3100), Event("B", 0, 0, 12000, 14100)],
         ...       [Event("F", 1, 0, 4000, 6100), Event("B", 1, 0, 6300, 8400)]]
@@ -116,7 +116,7 @@ def op_samples(tl: Timeline) -> dict[str, list]:
         >>> [round(x * 1e9) for x in d["wait"]], [round(x * 1e9) for x in d["head"]]
         ([3600, 900], [1000])
     """
-    from ..dag import split_pairs
+    from ..core.dag import split_pairs
 
     s = tl.schedule
     split = split_pairs(s)
@@ -148,7 +148,7 @@ def critical_path(tl: Timeline) -> PathTerms:
     Example:
         >>> from ppverify.schedules import build
         >>> from ppverify.measure.record import Event, to_timeline
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.costs import CostModel
         >>> s = build("gpipe", p=2, m=1)
         >>> ev = [[Event("F", 0, 0, 1000, 3100), Event("B", 0, 0, 12000, 14100)],
         ...       [Event("F", 1, 0, 4000, 6100), Event("B", 1, 0, 6300, 8400)]]
@@ -156,8 +156,8 @@ def critical_path(tl: Timeline) -> PathTerms:
         >>> [round(x * 1e9) for x in (t.cost, t.overshoot, t.gaps, t.waits, t.head)], t.ops, t.comm, t.hops
         ([8000, 400, 200, 4500, 1000], 4, 4, 2)
     """
-    from ..dag import split_pairs
-    from ..overhead import comm_actions
+    from ..core.dag import split_pairs
+    from ..core.overhead import comm_actions
 
     s = tl.schedule
     split = split_pairs(s)
@@ -245,7 +245,7 @@ def breakdown(timelines: Sequence[Timeline]) -> Breakdown:
     Example:
         >>> from ppverify.schedules import build
         >>> from ppverify.measure.record import Event, to_timeline
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.costs import CostModel
         >>> s = build("gpipe", p=2, m=1)
         >>> ev = [[Event("F", 0, 0, 1000, 3100), Event("B", 0, 0, 12000, 14100)],
         ...       [Event("F", 1, 0, 4000, 6100), Event("B", 1, 0, 6300, 8400)]]

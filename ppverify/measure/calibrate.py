@@ -9,7 +9,7 @@ Two measurements, both on real worker processes (:mod:`.workers`, gloo):
 * **overhead**: a few schedules run through :func:`~ppverify.measure.measure_many` with sleep
   costs (:data:`CALIBRATION_COSTS`): the measured makespan minus the prediction is the runtime's
   own time along the critical path (Python per action, and waking a sleeping or waiting process,
-  which grows with the machine's load). The model (:mod:`ppverify.overhead`) charges ``a`` per
+  which grows with the machine's load). The model (:mod:`ppverify.core.overhead`) charges ``a`` per
   compute action and ``t`` per SEND/RECV action a rank runs (PyTorch's runtime runs them as
   actions of their own, each with its Python cost; the number per op differs between schedules:
   none for W and V-shape hand-overs, two for a middle stage of a linear pipe). Their proportion
@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from ..costs import CostModel
+from ..core.costs import CostModel
+from ..core.schedule import Schedule
 from ..engines.runtime import DRAWS
-from ..schedule import Schedule
 from .calibration import CALIBRATION_COSTS, OVERHEAD_SCHEDULES, PINGPONG_SIZES, QUICK_SCHEDULES, Calibration
 from .fit import RuntimeFit, fit_link, fit_overhead, fit_runtime, fit_terms, op_ratio, predict
 from .preset_file import machine_name, preset_text
@@ -56,7 +56,7 @@ def predict_on(
     runtime overhead folded into ``costs``). As in ``simulate``, an engine that models the
     runtime's overhead itself gets the costs before the fold. Costs are seconds per device share,
     as ``measure`` sleeps them; transfers take the system's links (sleep-mode tensors are a few
-    hundred bytes: the latency). ``system`` is a :class:`~ppverify.system.System` or a preset
+    hundred bytes: the latency). ``system`` is a :class:`~ppverify.systems.system.System` or a preset
     name/path.
 
     Example:
@@ -64,9 +64,9 @@ def predict_on(
         >>> round(predict_on(build("gpipe", p=2, m=1), {"F": 0.01, "B": 0.02}, "dgx-h100"), 6)   # 2 x (F + B) + 2 transfers of 5 us
         0.06001
     """
+    from ..core.overhead import system_overhead
     from ..engines import registry, run
-    from ..overhead import system_overhead
-    from ..system import load_system
+    from ..systems.system import load_system
     from . import seconds_costs
 
     sysm = load_system(system) if isinstance(system, str) else system
@@ -85,7 +85,7 @@ def prediction_method(schedule: Schedule, system: object) -> str:
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.system import load_system
+        >>> from ppverify.systems.system import load_system
         >>> prediction_method(build("1f1b", p=2, m=2), load_system("dgx-h100"))
         'async'
     """
@@ -185,8 +185,8 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
         >>> cal.action_overhead_s > 0  # doctest: +SKIP
         True
     """
-    from ..comm import FixedDelay
-    from ..limits import check_family
+    from ..core.comm import FixedDelay
+    from ..core.limits import check_family
 
     schedules = QUICK_SCHEDULES if quick else OVERHEAD_SCHEDULES
     for fam, p, m, params in schedules:  # --max-ops refuses them now, before any worker starts

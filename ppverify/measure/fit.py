@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..comm import CommModel
-from ..costs import CostModel
-from ..schedule import Schedule
+from ..core.comm import CommModel
+from ..core.costs import CostModel
+from ..core.schedule import Schedule
 
 
 def fit_link(samples: Sequence[tuple[float, float]]) -> tuple[float, float]:
@@ -37,13 +37,13 @@ def predict(schedule: Schedule, costs: CostModel, comm: CommModel, action_s: flo
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> s = build("gpipe", p=2, m=1)
         >>> predict(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(0), 0.5, 0.25)   # 2*(1+.5+.25) + 2*(2+.5+.25)
         9.0
     """
+    from ..core.overhead import with_overhead
     from ..engines import run
-    from ..overhead import with_overhead
 
     return float(
         run(schedule, with_overhead(costs, schedule.placement, action_s, transfer_s), comm, semantics="async").makespan
@@ -71,7 +71,7 @@ def fit_overhead(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> ss = [build("gpipe", p=2, m=4), build("1f1b", p=3, m=6), build("zbv", p=2, m=4)]
         >>> cs = [CostModel.abstract(s.placement, F=0.01, B=0.02) for s in ss]
         >>> truth = [predict(s, c, FixedDelay(5e-5), 0.002, 0.001) for s, c in zip(ss, cs)]
@@ -92,7 +92,7 @@ def fit_terms(
     latency: bool = False,
 ) -> tuple[float, float, float | None, float]:
     """:func:`fit_overhead`, optionally also fitting the link latency: ``(a, t, latency or None,
-    rms relative residual)``. With ``latency=True`` (``comm`` a :class:`~ppverify.comm.FixedDelay`)
+    rms relative residual)``. With ``latency=True`` (``comm`` a :class:`~ppverify.core.comm.FixedDelay`)
     the one-way delay of every cross-rank hand-over is a third term (the makespan pays it once per
     hop of its critical path between ranks: the producer's send, the transfer and the waiting
     consumer's wake-up), which a per-op term cannot follow: dense schedules (ZB-V) hop rarely,
@@ -100,7 +100,7 @@ def fit_terms(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> ss = [build("gpipe", p=4, m=4), build("1f1b", p=3, m=6), build("zbv", p=2, m=8), build("1f1b-split", p=2, m=4)]
         >>> cs = [CostModel.abstract(s.placement, F=0.01, B=0.02) for s in ss]
         >>> truth = [predict(s, c, FixedDelay(4e-4), 0.002, 0.001) for s, c in zip(ss, cs)]
@@ -108,7 +108,7 @@ def fit_terms(
         >>> round(a, 6), round(t, 6), round(lat, 6), res < 1e-9
         (0.002, 0.001, 0.0004, True)
     """
-    from ..comm import FixedDelay
+    from ..core.comm import FixedDelay
 
     measured = np.array([r[2] for r in runs], dtype=float)
     if not len(runs):
@@ -208,7 +208,7 @@ def fit_runtime(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> ss = [build("gpipe", p=3, m=4), build("1f1b", p=2, m=4), build("zbv", p=2, m=4), build("chimera", p=2, m=4)]
         >>> cs = [CostModel.abstract(s.placement, F=0.01, B=0.02) for s in ss]
         >>> truth = [predict(s, c, FixedDelay(5e-5), *((0.001, 0.0) if s.placement.num_pipes > 1 else (0.002, 0.0005)))
@@ -219,7 +219,7 @@ def fit_runtime(
     """
     one = [r for r in runs if r[0].placement.num_pipes == 1]
     two = [r for r in runs if r[0].placement.num_pipes > 1]
-    from ..comm import FixedDelay
+    from ..core.comm import FixedDelay
 
     a, t, lat, res = fit_terms(one, comm, ratio=ratio, latency=latency)
     link = FixedDelay(lat) if lat is not None else comm

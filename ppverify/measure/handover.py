@@ -14,7 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..costs import CostModel
+from ..core.costs import CostModel
+from ..core.ops import Comm, Op
+from ..core.schedule import Schedule
 from ..engines.runtime import (
     DECILES,
     DRAWN,
@@ -27,8 +29,6 @@ from ..engines.runtime import (
     lowered_programs,
     predict_runtime,
 )
-from ..ops import Comm, Op
-from ..schedule import Schedule
 
 
 def handover_samples(schedule: Schedule, costs: CostModel, events: Sequence[Sequence], t0: int) -> dict[str, list]:

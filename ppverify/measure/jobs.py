@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..schedule import Schedule
+from ..core.schedule import Schedule
 from .record import Event
 from .stages import ModelSpec
 

@@ -21,7 +21,7 @@ the output to a weight, so ``I`` frees none of them and ``W`` frees all: the mea
 ``freed_by_I`` is 0 (:data:`FREED_BY_I`), a full ``B`` frees everything.
 
 **The prediction in the same bytes** is the predicted timeline's per-device peak
-(:func:`ppverify.timeline.activation_peaks`: F allocates at its start, backward ops free at their
+(:func:`ppverify.core.timeline.activation_peaks`: F allocates at its start, backward ops free at their
 end) with each stage's activation set to :func:`stage_activation_bytes` and ``freed_by_I`` to
 :data:`FREED_BY_I`. In the abstract unit (one microbatch over a device's whole share = 1), a
 stage's activation is ``p / S``, so an abstract peak ``a`` is ``a * S / p`` stage activations,
@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from ..costs import CostModel
-from ..timeline import Timeline, activation_peaks
+from ..core.costs import CostModel
+from ..core.timeline import Timeline, activation_peaks
 from .memrecord import MemEvent
 from .stages import ModelSpec
 
@@ -66,7 +66,7 @@ def byte_costs(costs: CostModel, stage_bytes: float) -> CostModel:
     ``freed_by_I`` :data:`FREED_BY_I`, in bytes (durations unchanged).
 
     Example:
-        >>> from ppverify.placement import loop
+        >>> from ppverify.core.placement import loop
         >>> c = byte_costs(CostModel.abstract(loop(2, 2)), 800)
         >>> c.activation, c.freed_by_I, c.memory_unit
         ((800, 800, 800, 800), (0.0, 0.0, 0.0, 0.0), 'bytes')

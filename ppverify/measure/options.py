@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ParameterError
+from ..core.errors import ParameterError
 
 #: most measured (and most warm-up) steps of one run: each step runs the whole schedule
 MAX_STEPS = 10_000
@@ -30,7 +30,7 @@ def check_timeout(timeout: object, name: str = "timeout") -> None:
         >>> check_timeout(float("inf"))
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter timeout=inf: must be a finite number of seconds in (0, 86400]
+        ppverify.core.errors.ParameterError: parameter timeout=inf: must be a finite number of seconds in (0, 86400]
     """
     ok = isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout)
     if not (ok and 0 < timeout <= MAX_TIMEOUT_S):  # type: ignore[operator]
@@ -45,11 +45,11 @@ def check_run_options(steps: object, warmup: object, timeout: object, seed: obje
         >>> check_run_options(0, 1, 60.0, 0)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter steps=0: must be an integer in 1..10000
+        ppverify.core.errors.ParameterError: parameter steps=0: must be an integer in 1..10000
         >>> check_run_options(3, 1, 60.0, -1)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter seed=-1: must be an integer in 0..2147483647
+        ppverify.core.errors.ParameterError: parameter seed=-1: must be an integer in 0..2147483647
     """
     _count("steps", steps, 1, MAX_STEPS)
     _count("warmup", warmup, 0, MAX_STEPS)

@@ -68,7 +68,7 @@ def preset_text(cal: Calibration, name: str = "calibrated") -> str:
     """The calibration as a system preset (``models/systems`` schema), comments included.
 
     Example:
-        >>> from ppverify.presets import parse_preset
+        >>> from ppverify.systems.presets import parse_preset
         >>> text = preset_text(Calibration(1e-3, 2e-4, 5e-5, 1e9, machine="box", date="2026-01-01"))
         >>> d = parse_preset("systems", text)
         >>> d["runtime"]["action_overhead_us"], d["intra_node"]["latency_us"], d["gpus_per_node"]

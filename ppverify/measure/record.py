@@ -14,7 +14,7 @@ for every process of the machine, so events of different ranks compare directly.
 * ``ALLREDUCE``: the gradient all-reduce of ``stage``'s two replicas (two-pipe runner); ``mb``
   holds the peer rank.
 
-:func:`to_timeline` turns one step's events into a :class:`~ppverify.timeline.Timeline` with
+:func:`to_timeline` turns one step's events into a :class:`~ppverify.core.timeline.Timeline` with
 ``semantics="measured"``, times in seconds from the step start. A transfer lasts from the send's
 post to the start of the op that consumed it (the latest moment it can have arrived).
 """
@@ -26,10 +26,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..costs import CostModel
-from ..ops import Op
-from ..schedule import Schedule
-from ..timeline import Timeline, TimelineInfo, Transfers
+from ..core.costs import CostModel
+from ..core.ops import Op
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline, TimelineInfo, Transfers
 
 MEASURED = "measured"
 
@@ -129,7 +129,7 @@ def step_start(begins_ns: Sequence[int]) -> int:
 
 
 def causality_violations(timeline: Timeline, tolerance: float = 1e-4) -> list[str]:
-    """Dependencies of the step's DAG (:mod:`ppverify.dag`) that a timeline breaks: an op that
+    """Dependencies of the step's DAG (:mod:`ppverify.core.dag`) that a timeline breaks: an op that
     starts more than ``tolerance`` seconds before the end of an op it depends on. A correct
     measured run has none (its ops cannot use data before it exists); one line per violation.
 
@@ -140,7 +140,7 @@ def causality_violations(timeline: Timeline, tolerance: float = 1e-4) -> list[st
         >>> causality_violations(to_timeline(s, CostModel.unit(s.placement), ev, 0), tolerance=0.0)
         ['1F0 starts at 5e-09 s, before 0F0 (a predecessor) ends at 1e-08 s']
     """
-    from ..dag import predecessors, split_pairs
+    from ..core.dag import predecessors, split_pairs
 
     split = split_pairs(timeline.schedule)
     at = {(op.kind, op.stage, op.mb): i for i, op in enumerate(timeline.ops)}

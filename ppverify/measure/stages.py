@@ -48,7 +48,7 @@ class ModelSpec:
             return ModelSpec(8, 16, 2, seed)
         if compute == "real":
             return ModelSpec(64, 256, 8, seed)
-        from ..errors import ParameterError
+        from ..core.errors import ParameterError
 
         raise ParameterError("compute", compute, f"expected one of {', '.join(COMPUTE_MODES)}")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import PPVerifyError
-from ..run_report import timeline_report
-from ..schedule import Schedule
-from ..timeline_text import fmt_time, gantt
+from ..core.errors import PPVerifyError
+from ..core.schedule import Schedule
+from ..core.timeline_text import fmt_time, gantt
+from ..views.run_report import timeline_report
 from . import MeasureResult
 from .calibrate import predict_on, prediction_method
 

@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..costs import CostModel
-from ..errors import ParameterError
-from ..schedule import Schedule
+from ..core.costs import CostModel
+from ..core.errors import ParameterError
+from ..core.schedule import Schedule
 from .calibration import Calibration
 from .record import Event
 from .trace_import import fitted_costs, import_step
@@ -156,7 +156,7 @@ def calibrate_from_trace(
         >>> fit.calibration.action_overhead_s > 0  # doctest: +SKIP
         True
     """
-    from ..comm import FixedDelay
+    from ..core.comm import FixedDelay
     from ..io.trace_step import recorded_step
     from .breakdown import breakdown
     from .fit import fit_link, fit_runtime, op_ratio
@@ -308,7 +308,7 @@ def held_out(
 
 
 def preset_system(text: str, name: str = "from-trace") -> Any:
-    """The :class:`~ppverify.system.System` of a preset's text (read through a temporary file,
+    """The :class:`~ppverify.systems.system.System` of a preset's text (read through a temporary file,
     as ``--system FILE`` reads it).
 
     Example:
@@ -320,7 +320,7 @@ def preset_system(text: str, name: str = "from-trace") -> Any:
     import tempfile
     from pathlib import Path
 
-    from ..system import load_system
+    from ..systems.system import load_system
 
     with tempfile.TemporaryDirectory(prefix="ppverify-preset-") as d:
         path = Path(d) / f"{name}.yaml"

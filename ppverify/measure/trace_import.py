@@ -27,14 +27,14 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..costs import KINDS, CostModel
-from ..errors import ParameterError, ScheduleFileError
+from ..core.costs import KINDS, CostModel
+from ..core.errors import ParameterError, ScheduleFileError
+from ..core.ops import Op
+from ..core.placement import Placement, placement_from_map
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline, TimelineInfo
 from ..io.profiler_trace import RankTrace
 from ..io.trace_step import RecordedStep
-from ..ops import Op
-from ..placement import Placement, placement_from_map
-from ..schedule import Schedule
-from ..timeline import Timeline, TimelineInfo
 from .record import Event, to_timeline
 
 _COMPUTE = re.compile(r"(\d+)([FBIW])(\d+)$")
@@ -203,7 +203,7 @@ def fitted_costs(
     seconds (a kind never recorded: B = I + W, I = W = B / 2, F from B / 2; zero if none).
 
     Example:
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.placement import linear
         >>> ev = [[Event("F", 0, 0, 0, 10**7), Event("F", 0, 1, 0, 3 * 10**7), Event("B", 0, 0, 0, 4 * 10**7)]]
         >>> c = fitted_costs(ev, linear(1))
         >>> c.duration["F"], c.duration["B"], c.duration["I"]

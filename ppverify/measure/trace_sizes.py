@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ParameterError
+from ..core.errors import ParameterError
 
 
 def recorded_bytes(traces: Sequence[Any], clock: str = "auto") -> bool:
@@ -32,13 +32,13 @@ def model_boundary_bytes(
 ) -> tuple[float, ...]:
     """Bytes of each stage boundary's activation (and gradient) of ``model`` (an LLM preset name
     or file) split into ``stages`` stages: ``microbatch_size x seq_len x hidden x dtype bytes``
-    (:func:`ppverify.llm.stage_costs`), what a trace without shapes is sized from.
+    (:func:`ppverify.systems.llm.stage_costs`), what a trace without shapes is sized from.
 
     Example:
         >>> model_boundary_bytes("gpt3-1.3b", 2, seq_len=16)   # 16 tokens x 2048 hidden x 2 B
         (65536.0,)
     """
-    from ..llm import Training, load_llm, stage_costs
+    from ..systems.llm import Training, load_llm, stage_costs
 
     training = Training(microbatch_size=microbatch_size or 1, seq_len=seq_len)
     return tuple(float(x) for x in stage_costs(load_llm(model), 1.0, stages, training).boundary_bytes)
@@ -74,7 +74,7 @@ class TransferSizes:
             return f"--boundary-bytes {self.each:g} B", (float(self.each),) * max(stages - 1, 0)
         if self.model is None:
             return "none", ()
-        from ..llm import load_llm
+        from ..systems.llm import load_llm
 
         seq = self.seq_len if self.seq_len is not None else load_llm(self.model).seq_len
         desc = f"the model {self.model} (microbatch {self.microbatch_size or 1}, {seq} tokens)"
@@ -90,7 +90,7 @@ def transfer_sizes(
 ) -> TransferSizes:
     """The :class:`TransferSizes` of ``calibrate --from-trace``'s options, checked: a size in
     bytes > 0, a model preset that loads, training sizes only with a model, and any of them only
-    with ``traces``. One :class:`~ppverify.errors.ParameterError` line otherwise.
+    with ``traces``. One :class:`~ppverify.core.errors.ParameterError` line otherwise.
 
     Example:
         >>> transfer_sizes(boundary_bytes="4KiB").each
@@ -98,10 +98,10 @@ def transfer_sizes(
         >>> transfer_sizes(seq_len=16)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter seq-len=16: sizes a model's transfers: give --model too
+        ppverify.core.errors.ParameterError: parameter seq-len=16: sizes a model's transfers: give --model too
     """
-    from ..llm import Training, load_llm
-    from ..sizes import parse_size
+    from ..core.sizes import parse_size
+    from ..systems.llm import Training, load_llm
 
     given = [(o, v) for o, v in (("model", model), ("microbatch-size", microbatch_size), ("seq-len", seq_len),
                                  ("boundary-bytes", boundary_bytes)) if v is not None]  # fmt: skip

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ..ops import Comm, Op, Overlap
+from ..core.ops import Comm, Op, Overlap
 from .jobs import Job, RankResult
 from .memrecord import SavedTensors
 from .profile import annotate, start_profiler

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ParameterError, PPVerifyError
+from ..core.errors import ParameterError, PPVerifyError
 
 #: seconds allowed for starting the workers, importing torch and joining the group
 STARTUP_TIMEOUT = 120.0
@@ -107,7 +107,7 @@ def check_world_size(world_size: int) -> None:
         >>> check_world_size(10_000)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter p=10000: needs 10000 worker processes; this machine holds at most ...
+        ppverify.core.errors.ParameterError: parameter p=10000: needs 10000 worker processes; this machine holds at most ...
     """
     limit = max_workers()
     if not isinstance(world_size, int) or world_size < 1:

@@ -50,7 +50,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from ..ops import B, F, I, W
+from ..core.ops import B, F, I, W
 from .cycle import memory_cycle_bounds
 from .deadline import Deadline, check
 from .energy import memory_energy_spans
@@ -123,8 +123,8 @@ def heads_tails(inst: Instance, deadline: Deadline | None = None) -> tuple[list[
     ``deadline`` is checked every 65,536 ops.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> inst = instance(Problem(pl, 1, CostModel.abstract(pl, F=1, B=2), split=False))
@@ -170,8 +170,8 @@ def memory_window_idle(inst: Instance, deadline=None) -> list[int]:
     for devices holding several stages the same two windows (:mod:`.window`).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(4)
         >>> pr = Problem(pl, 8, CostModel.abstract(pl, F=1, I=1, W=1), split=True, memory_cap=4)
@@ -227,9 +227,9 @@ def lower_bounds(inst: Instance, objective: str | None = None, deadline: Deadlin
     :class:`.deadline.WallLimitReached` once ``deadline`` passes (see :func:`work_bounds`).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(4)  # (m+p-1)(tF+tB) + 2(p-1)c = 11*3 + 6*1 = 39
         >>> lower_bounds(instance(Problem(pl, 8, CostModel.abstract(pl, F=1, B=2), FixedDelay(1), split=False))).best
@@ -285,8 +285,8 @@ def work_bounds(inst: Instance, objective: str | None = None) -> Bounds:
     is busy for the sum of its ops (linear in the ops; no paths, no memory arguments).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(4)  # m * (tF + tB) = 8 * 3
         >>> work_bounds(instance(Problem(pl, 8, CostModel.abstract(pl, F=1, B=2), split=False))).best
@@ -305,8 +305,8 @@ def problem_bounds(problem: Problem) -> dict[str, float]:
     delays and collectives only lengthen both, so leaving them out keeps the bounds sound).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem
         >>> pl = linear(4)  # device work m (tF + tB) = 8 * 3; one microbatch's path 4 * (1 + 2)
         >>> problem_bounds(Problem(pl, 8, CostModel.abstract(pl, F=1, B=2), split=False))

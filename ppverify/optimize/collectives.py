@@ -5,7 +5,7 @@ all-reduce, timed exactly as the ``async`` engine times them (:mod:`ppverify.eng
 Under ``async`` a collective occupies no device and no link: the devices keep computing while it
 runs (it is issued on a communication stream), so it only delays the end of the step. It starts
 when what it waits for has ended and lasts the communication model's ring all-reduce time
-(:func:`ppverify.system.allreduce_time`). Per ``sync`` mode, the all-reduce of stage ``s`` over
+(:func:`ppverify.systems.system.allreduce_time`). Per ``sync`` mode, the all-reduce of stage ``s`` over
 its replica devices waits for:
 
 * ``eager``: the end of every ``B`` and ``W`` of stage ``s``, on every replica (the last
@@ -19,9 +19,9 @@ collective have ended. In the solver that is, for each collective ``c`` with dur
 ``done_c >= end(g) + t_c`` for each op ``g`` it waits for, ``done_c >= done_a + t_c`` for each
 collective ``a`` it waits for, and ``makespan >= done_c``; with the program order fixed the least
 such makespan is the engine's. Durations, bytes and replica groups come from
-:func:`ppverify.replica_sync.collectives`, so the two never disagree on what a collective costs.
-The step's collectives over a DAG and their tails (:func:`~ppverify.replica_sync.step_collectives`,
-:func:`~ppverify.replica_sync.collective_tails`) live in that core module, which the verifier's
+:func:`ppverify.systems.replica_sync.collectives`, so the two never disagree on what a collective costs.
+The step's collectives over a DAG and their tails (:func:`~ppverify.systems.replica_sync.step_collectives`,
+:func:`~ppverify.systems.replica_sync.collective_tails`) live in that core module, which the verifier's
 timing claims use too; they are re-exported here.
 """
 
@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..comm import SYNC_MODES
-from ..replica_sync import ALLREDUCE, StepCollective, collective_tails, step_collectives
+from ..core.comm import SYNC_MODES
+from ..systems.replica_sync import ALLREDUCE, StepCollective, collective_tails, step_collectives
 
 
 def collective_times(

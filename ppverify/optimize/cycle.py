@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 
-from ..ops import B, F, I, Op, W
+from ..core.ops import B, F, I, Op, W
 from .problem import Instance
 from .window import _dist_from
 
@@ -80,9 +80,9 @@ def cycle_offsets(inst: Instance, d: int) -> list[int] | None:
     cap, or a cap that holds every activation).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.optimize.problem import Problem, instance
         >>> from ppverify.optimize.memory import zero_bubble
         >>> pl = linear(2)  # R = 5; F(2) after F0 F1 + 2 frees from 5 on; F(3) one cycle of 7 after F(1)
@@ -146,9 +146,9 @@ def memory_cycle_bounds(inst: Instance, head: list[int], tail: list[int], object
     """Per device, the memory-cycle bound on the objective (module doc; 0 where it does not apply).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.optimize.problem import Problem, instance
         >>> from ppverify.optimize.memory import zero_bubble
         >>> from ppverify.optimize.bounds import heads_tails

@@ -21,7 +21,7 @@ Microbatches of one pipe have the same shape, so paths are computed once per pip
 
 from __future__ import annotations
 
-from ..ops import B, F, I, Op, W
+from ..core.ops import B, F, I, Op, W
 from .problem import Instance
 from .window import _dist_from
 
@@ -57,8 +57,8 @@ def memory_energy_spans(inst: Instance, deadline=None) -> list[int]:
     (module doc); 0 without a cap.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)   # F=B=1: device 0 holds each activation >= 3 ticks (F0 F1 B1 then B0)
         >>> inst = instance(Problem(pl, 4, CostModel.abstract(pl, F=1, B=1), split=False, memory_cap=1))

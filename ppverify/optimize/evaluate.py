@@ -8,12 +8,12 @@ import time
 
 import numpy as np
 
-from ..comm import NO_COMM, CommModel
-from ..costs import CostModel
-from ..errors import DeadlockError, ParameterError
-from ..ops import Overlap
-from ..schedule import Schedule
-from ..timeline import Timeline
+from ..core.comm import NO_COMM, CommModel
+from ..core.costs import CostModel
+from ..core.errors import DeadlockError, ParameterError
+from ..core.ops import Overlap
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline
 from .bounds import lower_bounds
 from .deadline import Deadline, WallLimitReached
 from .heuristic import time_programs
@@ -85,7 +85,7 @@ def evaluate(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> s = build("1f1b", p=4, m=4)
         >>> evaluate(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(1)).objective
         31.0

@@ -1,5 +1,5 @@
 """How much memory an optimization will take, estimated from the problem's size before anything
-is built, and the refusal when that is over ``--max-memory-gib`` (:func:`ppverify.limits.check_memory`).
+is built, and the refusal when that is over ``--max-memory-gib`` (:func:`ppverify.core.limits.check_memory`).
 
 The time limit bounds a run only relative to time: with a long ``--time-limit``, a step of a
 million ops builds its whole CP-SAT model and passes 2 GB. The peak grows linearly with the ops
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..limits import check_family, check_memory, family_ops
+from ..core.limits import check_family, check_memory, family_ops
 
 #: a tiny optimization, start-up included (numpy, OR-Tools, 2 CP-SAT workers: 180 MiB measured)
 BASE_BYTES = 192 * 2**20
@@ -36,8 +36,8 @@ def estimate_bytes(problem: Any, workers: int = 2) -> int:
     two. (Typed ``Any``: :mod:`.problem` imports this module.)
 
     Example:
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.placement import linear
         >>> from ppverify.optimize import Problem
         >>> pl = linear(64)
         >>> pr = Problem(pl, 4096, CostModel.abstract(pl, F=1, I=1, W=1), split=True)
@@ -49,20 +49,20 @@ def estimate_bytes(problem: Any, workers: int = 2) -> int:
 
 
 def check_footprint(problem: Any, workers: int = 2) -> None:
-    """Refuse ``problem`` (a :class:`~ppverify.limits.LimitError`: one line, exit code 2) when its
+    """Refuse ``problem`` (a :class:`~ppverify.core.limits.LimitError`: one line, exit code 2) when its
     :func:`estimate_bytes` (with ``workers``) is over the memory limit in force, before anything
     is built.
 
     Example:
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.placement import linear
         >>> from ppverify.optimize import Problem
         >>> pl = linear(64)
         >>> check_footprint(Problem(pl, 64, CostModel.abstract(pl, F=1, B=2), split=False))
         >>> check_footprint(Problem(pl, 8192, CostModel.abstract(pl, F=1, B=2), split=False))
         Traceback (most recent call last):
         ...
-        ppverify.limits.LimitError: optimize linear placement, p=64, m=8192, 64 stages (1048576 ops): needs about 6.047 GiB of memory (6.0 KB per op, no memory cap), over the limit of 2 GiB (raise it with ppverify --max-memory-gib X)
+        ppverify.core.limits.LimitError: optimize linear placement, p=64, m=8192, 64 stages (1048576 ops): needs about 6.047 GiB of memory (6.0 KB per op, no memory cap), over the limit of 2 GiB (raise it with ppverify --max-memory-gib X)
     """
     pl = problem.placement
     capped = problem.memory_cap is not None
@@ -82,7 +82,7 @@ def check_family_footprint(name: str, p: int, m: int, params: dict[str, Any], wo
         >>> check_family_footprint("zb-h1", 64, 4096, {})  # its schedule fits; the solver's model would not
         Traceback (most recent call last):
         ...
-        ppverify.limits.LimitError: optimize zb-h1 -p 64 -m 4096 (at least 524288 ops): needs about 3.117 GiB of memory (6.0 KB per op, no memory cap), over the limit of 2 GiB (raise it with ppverify --max-memory-gib X)
+        ppverify.core.limits.LimitError: optimize zb-h1 -p 64 -m 4096 (at least 524288 ops): needs about 3.117 GiB of memory (6.0 KB per op, no memory cap), over the limit of 2 GiB (raise it with ppverify --max-memory-gib X)
     """
     check_family(name, p, m, params)
     ops = family_ops(name, p, m, params) * 2 // 3  # family_ops counts F, I and W: 3 per stage and mb

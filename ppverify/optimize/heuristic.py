@@ -13,11 +13,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..dag import build_dag, structural_problems
-from ..errors import PPVerifyError
-from ..ops import B, F, I, Op, W, compute_ops
-from ..program_order import list_schedule
-from ..schedule import Schedule
+from ..core.dag import build_dag, structural_problems
+from ..core.errors import PPVerifyError
+from ..core.ops import B, F, I, Op, W, compute_ops
+from ..core.program_order import list_schedule
+from ..core.schedule import Schedule
 from .problem import Instance
 from .variants import named_rules
 
@@ -37,8 +37,8 @@ def objective_value(inst: Instance, starts: Sequence[int], objective: str | None
     span, of start ticks (op positions of ``inst``).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> inst = instance(Problem(pl, 1, CostModel.abstract(pl, F=1, B=2), split=False))
@@ -65,8 +65,8 @@ def memory_ok(inst: Instance, programs: Sequence[Sequence[Op]]) -> bool:
     end come before the next op's allocation on the same device).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> from ppverify.schedules import build
         >>> pl = linear(2)
@@ -92,8 +92,8 @@ def position_map(inst: Instance) -> dict[Op, int]:
     """Op -> its position in the instance.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(1)
         >>> position_map(instance(Problem(pl, 1, CostModel.abstract(pl), split=False)))[Op("B", 0, 0)]
@@ -104,11 +104,11 @@ def position_map(inst: Instance) -> dict[Op, int]:
 
 def time_programs(inst: Instance, programs: Sequence[Sequence[Op]], source: str = "order") -> Candidate:
     """Time per-device op orders as soon as possible (the async engine's rule) in the instance's
-    ticks; raises :class:`~ppverify.errors.DeadlockError` if the orders cannot complete.
+    ticks; raises :class:`~ppverify.core.errors.DeadlockError` if the orders cannot complete.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> inst = instance(Problem(pl, 1, CostModel.abstract(pl, F=1, B=2), split=False))
@@ -158,8 +158,8 @@ def family_candidates(inst: Instance, deadline: float | None = None) -> list[Can
     Stops building further families once ``time.monotonic()`` passes ``deadline``.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> inst = instance(Problem(pl, 4, CostModel.abstract(pl, F=1, B=2), split=False))
@@ -224,8 +224,8 @@ def greedy(
     every 64 steps: a step visits every device, so 1024 of them take a second at p = 64).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(4)
         >>> inst = instance(Problem(pl, 8, CostModel.abstract(pl, F=1, I=1, W=1), split=True))
@@ -407,8 +407,8 @@ def canonical_starts(inst: Instance, starts: Sequence[int]) -> list[int]:
     is made to satisfy the symmetry-breaking constraints before it is used as a hint.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(1)
         >>> inst = instance(Problem(pl, 2, CostModel.abstract(pl, F=1, B=2), split=False))
@@ -436,8 +436,8 @@ def best_candidate(
     variant at ``hard`` (what was found by then is kept).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(3)
         >>> best_candidate(instance(Problem(pl, 6, CostModel.abstract(pl, F=1, B=2), split=False))).objective

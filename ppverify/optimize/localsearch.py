@@ -23,8 +23,8 @@ import random
 import time
 from collections.abc import Sequence
 
-from ..errors import PPVerifyError
-from ..ops import B, F, I, Op
+from ..core.errors import PPVerifyError
+from ..core.ops import B, F, I, Op
 from .heuristic import Candidate, greedy, memory_ok, position_map, time_programs
 from .problem import Instance
 from .variants import greedy_rules
@@ -62,8 +62,8 @@ def tune_greedy(inst: Instance, start: Candidate, max_evals: int = 120, deadline
     (``time.monotonic()``) is a safety stop for machines too slow to finish the count.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(4)
         >>> inst = instance(Problem(pl, 8, CostModel.abstract(pl, F=1, I=1, W=1), split=True, memory_cap=2))
@@ -107,9 +107,9 @@ def swap_search(
     better was found.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.optimize.problem import Problem, instance
         >>> from ppverify.schedules import build
         >>> pl = linear(3)
@@ -163,8 +163,8 @@ def improve(
     instances: each costs time linear in the ops); never worse than ``start``.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> inst = instance(Problem(pl, 4, CostModel.abstract(pl, F=1, I=1, W=1), split=True))

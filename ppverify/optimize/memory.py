@@ -1,6 +1,6 @@
 """Memory models for the optimizer: how much of an activation the input-gradient ``I`` frees, and
 how many bytes one stage's activation ``M_F`` is (a cap given as a size, ``64GiB``, is read with it
-by :func:`ppverify.memory_cap.parse_memory_cap`, the parser every command shares).
+by :func:`ppverify.core.memory_cap.parse_memory_cap`, the parser every command shares).
 
 The zero-bubble model (Qi et al., ICLR'24, arXiv 2401.10241) counts, per
 transformer layer and per sample-token row, ``F`` allocating ``34h + 5as`` bytes, ``I`` freeing
@@ -15,8 +15,8 @@ import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..costs import CostModel
-from ..errors import ParameterError
+from ..core.costs import CostModel
+from ..core.errors import ParameterError
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class MemoryModel:
         """The same cost model with this model's ``freed_by_I`` on every stage.
 
         Example:
-            >>> from ppverify.placement import linear
+            >>> from ppverify.core.placement import linear
             >>> zero_bubble(2304, 24, 1024).apply(CostModel.abstract(linear(2))).freed_by_I[0] > 0.63
             True
         """
@@ -86,7 +86,7 @@ def parse_memory_model(text: str) -> MemoryModel:
         >>> parse_memory_model("magic")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter memory-model=magic: expected zero-bubble[:h=H,a=A,s=S,b=B,layers=L], w-frees-all or i-frees=FRACTION
+        ppverify.core.errors.ParameterError: parameter memory-model=magic: expected zero-bubble[:h=H,a=A,s=S,b=B,layers=L], w-frees-all or i-frees=FRACTION
     """
     rule = "expected zero-bubble[:h=H,a=A,s=S,b=B,layers=L], w-frees-all or i-frees=FRACTION"
     t = text.strip().lower()

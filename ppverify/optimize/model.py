@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from ..ops import B, F, I, Op, W
+from ..core.ops import B, F, I, Op, W
 from .bounds import Bounds, heads_tails
 from .deadline import Deadline, check
 from .problem import Instance
@@ -64,8 +64,8 @@ def build_model(
     (:mod:`.deadline`) is checked between the groups of constraints and every 8192 ops.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> from ppverify.optimize.bounds import lower_bounds
         >>> pl = linear(2)
@@ -193,8 +193,8 @@ def memory_precedences(inst: Instance, ops: list[int], pos: dict[Op, int]) -> li
     ``pos`` maps each op to its position in ``inst.dag``.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(1)
         >>> inst = instance(Problem(pl, 3, CostModel.abstract(pl, F=1, B=2), split=False, memory_cap=2))
@@ -231,8 +231,8 @@ def memory_lags(inst: Instance, ops: list[int], pos: dict[Op, int]) -> list[tupl
     (``tW`` when I frees nothing: then only W's free memory); 0 with one B or when ``f_W <= r``.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(1)
         >>> costs = CostModel.abstract(pl, F=1, I=2, W=3)

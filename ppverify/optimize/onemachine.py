@@ -95,9 +95,9 @@ def cross_device_span_bounds(inst: Instance, deadline=None) -> list[int]:
     are computed per microbatch (once per distinct microbatch shape).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(4)  # device 0 from device 3: 3(F+c) + 8(F+I) + (2I+3c) + I + W = 6+16+5+2
         >>> cross_device_span_bounds(instance(Problem(pl, 8, CostModel.abstract(pl, F=1, I=1, W=1),
@@ -148,8 +148,8 @@ def makespan_bounds(inst: Instance, head: list[int], tail: list[int]) -> list[in
     """Per device, the one-machine threshold bound on the makespan from the DAG's heads and tails.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> from ppverify.optimize.bounds import heads_tails
         >>> pl = linear(2)

@@ -4,8 +4,8 @@ collectives that end the step (replica all-reduce per ``sync`` mode, data-parall
 :mod:`.collectives`), a memory cap and the objective; and the same in integer ticks, ready for
 CP-SAT.
 
-The ops and their dependencies come from :mod:`ppverify.dag`: a *skeleton* schedule holding every
-required op (in an arbitrary order) is built and :func:`ppverify.dag.build_dag` numbers the ops
+The ops and their dependencies come from :mod:`ppverify.core.dag`: a *skeleton* schedule holding every
+required op (in an arbitrary order) is built and :func:`ppverify.core.dag.build_dag` numbers the ops
 and gives their predecessors, so the solver never re-derives the DAG.
 """
 
@@ -22,13 +22,13 @@ from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..comm import NO_COMM, CommModel
-from ..costs import CostModel
-from ..dag import StepDAG, build_dag
-from ..errors import ParameterError
-from ..ops import B, F, I, Op, W
-from ..placement import Placement
-from ..schedule import Schedule
+from ..core.comm import NO_COMM, CommModel
+from ..core.costs import CostModel
+from ..core.dag import StepDAG, build_dag
+from ..core.errors import ParameterError
+from ..core.ops import B, F, I, Op, W
+from ..core.placement import Placement
+from ..core.schedule import Schedule
 
 if TYPE_CHECKING:  # imported when used: the collectives module needs the engines
     from .collectives import StepCollective
@@ -54,7 +54,7 @@ def default_pipes(placement: Placement, m: int) -> tuple[int, ...]:
     Chimera's rule (per unit of ``p`` microbatches the first half go down, the rest up).
 
     Example:
-        >>> from ppverify.placement import bidirectional
+        >>> from ppverify.core.placement import bidirectional
         >>> default_pipes(bidirectional(4), 6)
         (0, 0, 1, 1, 0, 0)
     """
@@ -75,7 +75,7 @@ class Problem:
     engine's, an eager replica all-reduce on two-pipe placements).
 
     Example:
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.placement import linear
         >>> pl = linear(2)
         >>> pr = Problem(pl, 3, CostModel.abstract(pl, F=1, I=1, W=1), split=True)
         >>> pr.num_ops, pr.pipes
@@ -132,14 +132,14 @@ class Problem:
 
     def skeleton(self, deadline: Deadline | None = None) -> Schedule:
         """A schedule holding every required op once, on its device, in stage-major order (an
-        order, not a plan: it only carries the op set into :func:`ppverify.dag.build_dag`, which
+        order, not a plan: it only carries the op set into :func:`ppverify.core.dag.build_dag`, which
         checks that it is complete). ``deadline`` is checked every 16,384 microbatches, with the
         pace so far: :class:`.deadline.WallLimitReached` is raised once it has passed or once the
         instance built from this skeleton could not be finished before it (see
         :data:`BUILD_PER_SKELETON`), so that a hopeless build stops early, with little to free.
 
         Example:
-            >>> from ppverify.placement import linear
+            >>> from ppverify.core.placement import linear
             >>> pl = linear(2)
             >>> [str(o) for o in Problem(pl, 1, CostModel.abstract(pl), split=False).skeleton().programs[1]]
             ['1F0', '1B0']
@@ -179,7 +179,7 @@ def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel, deadline: Deadl
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> dag = build_dag(build("gpipe", p=2, m=1))
         >>> edge_delays(dag, CostModel.abstract(dag.schedule.placement), FixedDelay(0.5))
         [[0.0, 0.0], [0.0, 0.5], [0.5, 0.0], [0.0, 0.0]]
@@ -275,8 +275,8 @@ class Instance:
         """Each device's ops in order of their start ticks (ties in op position order).
 
         Example:
-            >>> from ppverify.placement import linear
-            >>> from ppverify.costs import CostModel
+            >>> from ppverify.core.placement import linear
+            >>> from ppverify.core.costs import CostModel
             >>> inst = instance(Problem(linear(1), 2, CostModel.abstract(linear(1), F=1, B=2), split=False))
             >>> [[str(o) for o in prog] for prog in inst.programs_by_start([0, 4, 1, 2])]
             [['0F0', '0F1', '0B1', '0B0']]
@@ -294,8 +294,8 @@ def instance(problem: Problem, schedule: Schedule | None = None, deadline: Deadl
     ``deadline`` (:mod:`.deadline`) is checked between the steps.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.comm import FixedDelay
         >>> pl = linear(2)
         >>> inst = instance(Problem(pl, 1, CostModel.abstract(pl, F=1, B=2), FixedDelay(0.5), split=False))
         >>> inst.tick, inst.dur, inst.delay[1]

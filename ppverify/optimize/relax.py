@@ -27,7 +27,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from ..ops import B, F, I, Op, W
+from ..core.ops import B, F, I, Op, W
 from .bounds import Bounds, heads_tails
 from .interrupt import stoppable
 from .model import memory_lags
@@ -78,8 +78,8 @@ def device_bound(
     :func:`~ppverify.optimize.solver_setup.make_solver`).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(3)  # device 0 alone: 3 F, then (wait for the round trip) 3 B: 3+(7-3)+6 = 13
         >>> inst = instance(Problem(pl, 3, CostModel.abstract(pl, F=1, B=2), split=False))
@@ -169,8 +169,8 @@ def relaxation_bound(
     ``stop`` (a :class:`threading.Event`, e.g. set by Ctrl-C): solve no further device once set.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> from ppverify.optimize.bounds import lower_bounds
         >>> pl = linear(2)

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..comm import CommModel
-from ..costs import CostModel, parse_costs
-from ..memory_cap import UNLIMITED_LABEL
-from ..placement import Placement
+from ..core.comm import CommModel
+from ..core.costs import CostModel, parse_costs
+from ..core.memory_cap import UNLIMITED_LABEL
+from ..core.placement import Placement
 from .memory import DEFAULT_MEMORY_MODEL, parse_memory_model
 from .problem import Problem
 
@@ -50,8 +50,8 @@ def build_problem(
     from splits its backward (``backward="auto"`` then splits too).
 
     Example:
-        >>> from ppverify.comm import FixedDelay
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.comm import FixedDelay
+        >>> from ppverify.core.placement import linear
         >>> pl = linear(4)
         >>> req = Request(costs_text="F=1,I=1,W=1", memory_cap="4")
         >>> pr, info = build_problem(pl, 8, (0,) * 8, CostModel.abstract(pl, F=1, I=1, W=1), FixedDelay(0), req)
@@ -67,7 +67,7 @@ def build_problem(
     applied = bool(request.memory_model) or not request.preset_mode
     if applied:
         costs = mm.apply(costs)
-    from ..memory_cap import parse_memory_cap
+    from ..core.memory_cap import parse_memory_cap
 
     # the one parser of every command; an explicit memory model's M_F in bytes converts a size
     mf_bytes = mm.bytes_per_activation if request.memory_model else None
@@ -100,7 +100,7 @@ def own_peak_problem(problem: Any, info: dict[str, Any], peak: float) -> tuple[A
 
     Example:
         >>> from ppverify.optimize import Problem
-        >>> from ppverify.placement import v_shape
+        >>> from ppverify.core.placement import v_shape
         >>> pl = v_shape(4)
         >>> pr, info = own_peak_problem(Problem(pl, 8, CostModel.abstract(pl)), {}, 4.0)
         >>> pr.memory_cap, info["memory_cap_label"]
@@ -108,7 +108,7 @@ def own_peak_problem(problem: Any, info: dict[str, Any], peak: float) -> tuple[A
     """
     import dataclasses
 
-    from ..memory_cap import cap_from_value
+    from ..core.memory_cap import cap_from_value
 
     cap = cap_from_value(peak, problem.costs, problem.placement)
     label = f"{cap.describe()}: the family's own peak"
@@ -120,8 +120,8 @@ def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
     :func:`build_problem` described as ``info``.
 
     Example:
-        >>> from ppverify.comm import FixedDelay
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.comm import FixedDelay
+        >>> from ppverify.core.placement import linear
         >>> from ppverify.optimize import optimize
         >>> pl = linear(2)
         >>> pr, info = build_problem(pl, 2, (0, 0), CostModel.abstract(pl, F=1, B=2), FixedDelay(0), Request())
@@ -177,7 +177,7 @@ def solve(
     Returns an :class:`~ppverify.optimize.OptimizeResult`.
 
     Example:
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.schedules import build
         >>> s = build("gpipe", p=2, m=2)
         >>> pr, _ = build_problem(s.placement, 2, (0, 0), CostModel.abstract(s.placement, F=1, B=2), FixedDelay(0), Request())
@@ -221,9 +221,9 @@ def save_result(res: Any, problem: Problem, path: str) -> None:
 
     Example:
         >>> import os, tempfile
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.io import load_schedule
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.placement import linear
         >>> from ppverify.optimize import optimize
         >>> pl = linear(2)
         >>> pr, _ = build_problem(pl, 2, (0, 0), CostModel.abstract(pl, F=1, B=2), FixedDelay(0), Request())
@@ -254,8 +254,8 @@ def result_text(
     slot table.
 
     Example:
-        >>> from ppverify.comm import FixedDelay
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.comm import FixedDelay
+        >>> from ppverify.core.placement import linear
         >>> from ppverify.optimize import optimize
         >>> pl = linear(2)
         >>> pr, info = build_problem(pl, 1, (0,), CostModel.abstract(pl, F=1, B=2), FixedDelay(0), Request())
@@ -266,7 +266,7 @@ def result_text(
     """
     parts = ["\n".join(summary_lines(res, info))]
     if res.timeline is not None and chart_width is not None:
-        from ..timeline_text import gantt
+        from ..core.timeline_text import gantt
 
         parts.append(gantt(res.timeline, chart_width))
     if table and res.schedule is not None:

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..schedule import Schedule
-from ..timeline import Timeline
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline
 
 #: solver outcomes, CP-SAT's names
 STATUSES: tuple[str, ...] = ("OPTIMAL", "FEASIBLE", "INFEASIBLE", "UNKNOWN")

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..core.errors import ParameterError
 from .bounds import lower_bounds, work_bounds
 from .deadline import Deadline, WallLimitReached
 from .heuristic import Candidate, best_candidate, canonical_starts
@@ -114,9 +114,9 @@ def optimize(
     naming the phases cut.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.comm import FixedDelay
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.comm import FixedDelay
+        >>> from ppverify.core.costs import CostModel
         >>> pl = linear(3)
         >>> r = optimize(Problem(pl, 4, CostModel.abstract(pl, F=1, B=2), FixedDelay(1), split=False), time_limit=10)
         >>> r.status, r.objective, r.bound  # (m+p-1)(tF+tB) + 2(p-1)c = 18 + 4

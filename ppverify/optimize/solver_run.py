@@ -31,7 +31,7 @@ from typing import Any, TextIO
 
 from ortools.sat.python import cp_model
 
-from ..errors import ParameterError
+from ..core.errors import ParameterError
 from .result import relative_gap
 
 #: the search's default work in CP-SAT's deterministic seconds (what ``--time-limit 60`` gave before)
@@ -54,7 +54,7 @@ def run_limits(time_limit: float | None = None, work_limit: float | None = None)
         >>> run_limits(10.0, 0.0)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter work-limit=0.0: must be > 0 deterministic seconds
+        ppverify.core.errors.ParameterError: parameter work-limit=0.0: must be > 0 deterministic seconds
     """
     if work_limit is not None and not 0 < work_limit <= 1e9:
         raise ParameterError("work-limit", work_limit, "must be > 0 deterministic seconds")

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..errors import ParameterError
-from ..schedule import Schedule
-from ..timeline import Timeline, TimelineInfo, Transfers
+from ..core.errors import ParameterError
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline, TimelineInfo, Transfers
 from .bounds import problem_bounds
 from .collectives import collective_times, describe
 from .problem import Instance, Problem
@@ -35,7 +35,7 @@ def check_limits(time_limit: float, workers: int) -> None:
         >>> check_limits(1.0, 0)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter workers=0: must be an integer >= 1
+        ppverify.core.errors.ParameterError: parameter workers=0: must be an integer >= 1
     """
     if not time_limit > 0:
         raise ParameterError("time-limit", time_limit, "must be > 0 seconds")

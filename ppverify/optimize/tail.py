@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from ortools.sat.python import cp_model
 
-from ..ops import B, I
+from ..core.ops import B, I
 from .bounds import Bounds
 from .heuristic import Candidate
 from .interrupt import stoppable
@@ -35,8 +35,8 @@ def several_stages_per_device(inst: Instance) -> bool:
     """True when some device holds more than one stage (loop, V, two-pipe placements).
 
     Example:
-        >>> from ppverify.placement import linear, loop
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear, loop
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> [several_stages_per_device(instance(Problem(pl, 2, CostModel.abstract(pl)))) for pl in (linear(2), loop(2, 2))]
         [False, True]
@@ -50,8 +50,8 @@ def warmup_end(inst: Instance, starts: Sequence[int]) -> int:
     still in its warm-up.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> inst = instance(Problem(pl, 1, CostModel.abstract(pl, F=1, B=2), split=False))
@@ -86,9 +86,9 @@ def search_after_warmup(
     ``progress`` as in the optimizer).
 
     Example:
-        >>> from ppverify.placement import loop
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.placement import loop
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.optimize.problem import Problem, instance
         >>> from ppverify.optimize.bounds import lower_bounds
         >>> from ppverify.optimize.heuristic import greedy, canonical_starts

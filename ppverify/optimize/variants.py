@@ -5,7 +5,7 @@ starting schedule (:func:`.heuristic.best_candidate`) and tuned by the local sea
 
 from __future__ import annotations
 
-from ..ops import B, F, I
+from ..core.ops import B, F, I
 from .bounds import _round_trip
 from .problem import Instance
 from .warmup import warmup_limits
@@ -20,8 +20,8 @@ def round_trip_limits(inst: Instance, extra: int = 0) -> list[int]:
     backward's start on that device (its first stage); at least 1.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(3)
         >>> round_trip_limits(instance(Problem(pl, 4, CostModel.abstract(pl, F=1, I=1, W=1), split=True)))
@@ -53,8 +53,8 @@ def greedy_rules(inst: Instance) -> list[Rule]:
     unrestricted rules.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> greedy_rules(instance(Problem(pl, 2, CostModel.abstract(pl), split=True)))[0]  # ZB-H1's
@@ -70,8 +70,8 @@ def named_rules(inst: Instance) -> list[tuple[str, Rule]]:
     (``"warmup"``), "" for the others.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> pr = Problem(pl, 2, CostModel.abstract(pl), split=True, objective="span")

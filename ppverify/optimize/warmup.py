@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ops import B, F, I
+from ..core.ops import B, F, I
 from .problem import Instance
 
 
@@ -61,9 +61,9 @@ def warmup_terms(inst: Instance, head: list[int] | None, tail: list[int] | None,
     ``tail`` (:func:`.bounds.heads_tails`) are read for the makespan only.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.optimize.problem import Problem, instance
         >>> from ppverify.optimize.bounds import heads_tails
         >>> pl = linear(3)
@@ -157,9 +157,9 @@ def warmup_bound(inst: Instance, head: list[int] | None, tail: list[int] | None,
     doc); 0 when the bound does not apply.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.optimize.problem import Problem, instance
         >>> from ppverify.optimize.bounds import heads_tails
         >>> pl = linear(3)  # each hop takes tF + c + tI + c = 7, one forward more than 2*tF
@@ -194,9 +194,9 @@ def warmup_limits(inst: Instance, head: list[int] | None, tail: list[int] | None
     limits they give the greedy a warm-up that meets the bound. None when the bound does not apply.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.optimize.problem import Problem, instance
         >>> from ppverify.optimize.bounds import heads_tails
         >>> pl = linear(3)

@@ -18,7 +18,7 @@ so ``L`` is computed on the first microbatch of each pipe present on the device.
 
 from __future__ import annotations
 
-from ..ops import B, F, I
+from ..core.ops import B, F, I
 from .problem import Instance
 
 
@@ -41,8 +41,8 @@ def forward_capacity(inst: Instance, ops: list[int]) -> int:
     knapsack of its forwards, rounded down (all of them without a cap).
 
     Example:
-        >>> from ppverify.placement import loop
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import loop
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = loop(2, 2)
         >>> inst = instance(Problem(pl, 4, CostModel.abstract(pl, F=2, I=2, W=2), split=True, memory_cap=1))
@@ -67,8 +67,8 @@ def multi_stage_head_idle(inst: Instance, d: int) -> int:
     """Idle forced into device ``d``'s span before its first gradient op (module doc).
 
     Example:
-        >>> from ppverify.placement import loop
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import loop
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = loop(2, 2)   # stages 0,2 on device 0, 1,3 on device 1; F=I=W=1 tick
         >>> inst = instance(Problem(pl, 4, CostModel.abstract(pl, F=2, I=2, W=2), split=True, memory_cap=1))
@@ -115,8 +115,8 @@ def multi_stage_tail_idle(inst: Instance, d: int) -> int:
     its microbatch. The least idle over the candidates for ``f`` is forced.
 
     Example:
-        >>> from ppverify.placement import loop
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import loop
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = loop(2, 2)   # F=B=1 tick; device 0 holds stages 0 and 2; cap: two chunk activations
         >>> inst = instance(Problem(pl, 4, CostModel.abstract(pl, F=2, B=2), split=False, memory_cap=1))

@@ -24,8 +24,8 @@ from __future__ import annotations
 import itertools
 import time
 
-from ..errors import PPVerifyError
-from ..ops import F, I, Op, W
+from ..core.errors import PPVerifyError
+from ..core.ops import F, I, Op, W
 from .heuristic import Candidate, memory_ok, position_map, time_programs
 from .problem import Instance
 
@@ -38,8 +38,8 @@ def applies(inst: Instance) -> bool:
     """True for one pipe of a linear placement with split backward (the heuristic's setting).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> applies(instance(Problem(pl, 2, CostModel.abstract(pl), split=True)))
@@ -213,8 +213,8 @@ def zb_programs(
     when ``time.monotonic()`` passes ``deadline``, checked every 4096 ops).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> inst = instance(Problem(pl, 3, CostModel.abstract(pl, F=1, I=1, W=1), split=True, memory_cap=2))
@@ -244,8 +244,8 @@ def zb_candidates(inst: Instance, deadline: float | None = None) -> list[Candida
     ``time.monotonic()`` passes ``deadline``.
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(4)
         >>> inst = instance(Problem(pl, 8, CostModel.abstract(pl, F=1, I=1, W=1), split=True, memory_cap=4))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import ParameterError, ScheduleFileError
+from ..core.errors import ParameterError, ScheduleFileError
 from .page import write_report
 from .results_file import load_results
 from .study import DEFAULT_MAX_CHART_OPS, Study, study_from_points, study_from_rows
@@ -26,7 +26,7 @@ def check_output(path: str) -> None:
         >>> check_output("study.pdf")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter output=study.pdf: expected an .html file
+        ppverify.core.errors.ParameterError: parameter output=study.pdf: expected an .html file
     """
     p = Path(path)
     if p.suffix.lower() not in (".html", ".htm"):
@@ -62,8 +62,8 @@ def load_findings(path: str | None) -> list[dict[str, Any]]:
     """
     if not path:
         return []
-    from ..files import read_text
-    from ..limits import check_json_text
+    from ..core.files import read_text
+    from ..core.limits import check_json_text
 
     p = Path(path)
     text = read_text(p)  # missing, a directory, too large or not UTF-8: one line
@@ -91,7 +91,7 @@ def load_map(path: str | None) -> tuple[tuple[str, bytes], ...]:
     """
     if not path:
         return ()
-    from ..files import read_bytes
+    from ..core.files import read_bytes
 
     p = Path(path)
     files = sorted(p.glob("*.png")) if p.is_dir() else [p]

@@ -147,12 +147,12 @@ def write_report(study: Study, path: str | Path) -> Path:
         >>> p.read_text().count("<script")
         2
     """
-    from ..errors import ParameterError
+    from ..core.errors import ParameterError
 
     out = Path(path)
     if out.parent and not out.parent.exists():
         raise ParameterError("output", str(path), f"directory {out.parent} does not exist")
-    from ..files import atomic_write
+    from ..core.files import atomic_write
 
     atomic_write(path, render_html(study), "-o")  # as given: Path() would drop a trailing '/'
     return out

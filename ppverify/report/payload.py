@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..dag import predecessors, split_pairs
-from ..ops import Op
-from ..schedule import Schedule
-from ..timeline import Timeline
+from ..core.dag import predecessors, split_pairs
+from ..core.ops import Op
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline
 
 #: what an op waited for, as the page shows it (the code is ``waits[i]``, ``wait_refs[i]`` names
 #: the op or transfer it waited for)
@@ -51,7 +51,7 @@ def op_waits(tl: Timeline) -> tuple[list[int], list[int]]:
     Example:
         >>> from ppverify.schedules import build
         >>> from ppverify.engines import run
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> tl = run(build("gpipe", p=2, m=2), comm=FixedDelay(0.5), semantics="async")
         >>> [str(o) for o in tl.ops], op_waits(tl)[0]
         (['0F0', '0F1', '0B0', '0B1', '1F0', '1F1', '1B0', '1B1'], [0, 1, 2, 2, 2, 2, 1, 1])
@@ -109,7 +109,7 @@ def queued_behind(tl: Timeline) -> list[int]:
     Example:
         >>> from ppverify.schedules import build
         >>> from ppverify.engines import run
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> tl = run(build("gpipe", p=2, m=2), comm=FixedDelay(2.0), semantics="contention")
         >>> [(k, s, e) for k, s, e in zip(tl.transfers.kind, tl.transfers.start, tl.transfers.end)][:2]
         [('activation', 1.0, 3.0), ('activation', 3.0, 5.0)]

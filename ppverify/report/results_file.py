@@ -16,9 +16,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..compare.table import COLUMNS
-from ..errors import ScheduleFileError
-from ..files import check_input_file, read_text
-from ..limits import check_json_text
+from ..core.errors import ScheduleFileError
+from ..core.files import check_input_file, read_text
+from ..core.limits import check_json_text
 
 #: the columns a report needs in every row
 REQUIRED: tuple[str, ...] = (
@@ -69,7 +69,7 @@ def load_results(path: str | Path) -> pd.DataFrame:
         >>> load_results(f)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: ...r.csv: row 1 (header): missing column(s) m, system, model, schedule, family, params, level, status, makespan, time_unit, memory_unit: not a ppverify results file, or one written by another version
+        ppverify.core.errors.ScheduleFileError: ...r.csv: row 1 (header): missing column(s) m, system, model, schedule, family, params, level, status, makespan, time_unit, memory_unit: not a ppverify results file, or one written by another version
     """
     p = Path(path)
     suffix = p.suffix.lower()

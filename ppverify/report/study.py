@@ -17,10 +17,10 @@ from typing import Any
 import pandas as pd
 
 from ..compare.config import LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
+from ..core.errors import PPVerifyError
+from ..core.ops import Op
+from ..core.schedule import Schedule
 from ..engines.registry import names as engine_names
-from ..errors import PPVerifyError
-from ..ops import Op
-from ..schedule import Schedule
 from .payload import canonical_ops, program_payload, timeline_payload
 
 #: ops embedded with charts, all points and levels together, by default (the rest: table only)
@@ -274,7 +274,7 @@ def study_from_rows(
         [['slot']]
     """
     from ..compare.evaluate import evaluate_point
-    from ..limits import family_ops
+    from ..core.limits import family_ops
 
     points = []
     notes: list[str] = []

@@ -17,7 +17,7 @@ are a valid timing of the same order at the block's lengths, so the repetition's
 (:func:`block_span`) bounds the squeezed makespan from above.
 
 Example:
-    >>> from ppverify.placement import linear
+    >>> from ppverify.core.placement import linear
     >>> blk = Block.of(linear(2), interval=3, F=(0, 1), B=(4, 2), lengths={"F": 1, "B": 2})
     >>> [str(o) for o in repeat(blk, 3).programs[0]]
     ['0F0', '0F1', '0B0', '0F2', '0B1', '0B2']
@@ -29,10 +29,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ParameterError
-from ..ops import B, F, I, Op, W
-from ..placement import Placement, linear, v_shape
-from ..schedule import Schedule
+from ..core.errors import ParameterError
+from ..core.ops import B, F, I, Op, W
+from ..core.placement import Placement, linear, v_shape
+from ..core.schedule import Schedule
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Block:
     between consecutive microbatches. Built through :meth:`of`, which checks it.
 
     Example:
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.placement import linear
         >>> Block.of(linear(1), interval=2, F=(0,), B=(1,)).interval
         2
     """
@@ -84,11 +84,11 @@ class Block:
         ``I`` for a ``W``) has ended, or two passes of one device colliding modulo the interval.
 
         Example:
-            >>> from ppverify.placement import linear
+            >>> from ppverify.core.placement import linear
             >>> Block.of(linear(2), interval=2, F=(0, 1), B=(4, 3))
             Traceback (most recent call last):
             ...
-            ppverify.errors.ParameterError: parameter block=block: 0F (offset 0) and 0B (offset 4) collide on device 0 modulo the interval 2
+            ppverify.core.errors.ParameterError: parameter block=block: 0F (offset 0) and 0B (offset 4) collide on device 0 modulo the interval 2
         """
         S = placement.num_stages
         if placement.num_pipes != 1:

@@ -51,11 +51,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from ..closed_form import EXACT, LOWER, UPPER, Formula, exact_costs, make_formula
-from ..errors import ParameterError
-from ..ops import B, F, Op
-from ..placement import bidirectional
-from ..schedule import Schedule
+from ..core.closed_form import EXACT, LOWER, UPPER, Formula, exact_costs, make_formula
+from ..core.errors import ParameterError
+from ..core.ops import B, F, Op
+from ..core.placement import bidirectional
+from ..core.schedule import Schedule
 from .registry import Family, Param, check_int, register
 
 UNITS = ("continuous", "concat")
@@ -72,7 +72,7 @@ ASYM_RULES = (
 def one_f_one_b_slots(p: int, n: int) -> dict[Op, int]:
     """Start slot of every op of 1F1B on ``p`` linear stages with ``n`` microbatches at F = B = 1.
 
-    Computed with the shared program-order timing (:func:`ppverify.program_order.list_schedule`),
+    Computed with the shared program-order timing (:func:`ppverify.core.program_order.list_schedule`),
     so it is exactly the ``slot`` engine's table of :func:`ppverify.schedules.one_f_one_b.one_f_one_b`.
 
     Example:
@@ -80,8 +80,8 @@ def one_f_one_b_slots(p: int, n: int) -> dict[Op, int]:
         >>> t[Op("F", 1, 0)], t[Op("B", 1, 0)], t[Op("B", 0, 1)]
         (1, 2, 5)
     """
-    from ..dag import build_dag
-    from ..program_order import list_schedule
+    from ..core.dag import build_dag
+    from ..core.program_order import list_schedule
     from .one_f_one_b import one_f_one_b
 
     dag = build_dag(one_f_one_b(p, n))
@@ -155,7 +155,7 @@ def concat_programs(unit: Schedule, k: int) -> tuple[tuple[Op, ...], ...]:
         >>> [str(o) for o in concat_programs(chimera(4, 4), 2)[0]]
         ['0F0', '0F1', '3F2', '3B2', '3F3', '3B3', '0B0', '0F4', '0B1', '0F5', '3F6', '3B6', '3F7', '3B7', '0B4', '0B5']
     """
-    from ..dag import predecessors
+    from ..core.dag import predecessors
 
     p, n = unit.p, unit.m
     units = [[op for op in prog if isinstance(op, Op)] for prog in unit.programs]
@@ -242,7 +242,7 @@ def chimera(p: int, m: int, units: str = DEFAULT_UNITS) -> Schedule:
         >>> chimera(3, 3)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter p=3: chimera needs an even number of devices (two pipes of p/2 microbatches per basic unit)
+        ppverify.core.errors.ParameterError: parameter p=3: chimera needs an even number of devices (two pipes of p/2 microbatches per basic unit)
         >>> chimera(4, 8, units="concat").describe()
         'chimera p=4 m=8 units=concat'
     """
@@ -269,7 +269,7 @@ def chimera_asym(p: int, m: int, offset: int = 1, down: int | None = None, units
         >>> chimera_asym(4, 4, down=4)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter down=4: chimera-asym needs 1 <= down <= p-1 = 3 (microbatches of each basic unit sent down pipe 0; the rest go up pipe 1)
+        ppverify.core.errors.ParameterError: parameter down=4: chimera-asym needs 1 <= down <= p-1 = 3 (microbatches of each basic unit sent down pipe 0; the rest go up pipe 1)
     """
     _check("chimera-asym", p, m)
     if isinstance(offset, bool) or not isinstance(offset, int):

@@ -16,7 +16,7 @@ the second half), phase 1 its late stage:
 7. ``N-h-1`` (oldest pending W, phase-0 backward, split); 8. the remaining W's.
 
 The same phases with ``N = p``, ``h = d`` and ``M = m`` on the V placement are DualPipeV
-(:mod:`ppverify.schedules.dualpipev`). F&B overlapped slots are :class:`ppverify.ops.Overlap`.
+(:mod:`ppverify.schedules.dualpipev`). F&B overlapped slots are :class:`ppverify.core.ops.Overlap`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
-from ..closed_form import EXACT, LOWER, Formula, exact_costs
-from ..errors import ParameterError
-from ..ops import Action, B, F, I, Op, Overlap, W
-from ..placement import bidirectional
-from ..schedule import Schedule
+from ..core.closed_form import EXACT, LOWER, Formula, exact_costs
+from ..core.errors import ParameterError
+from ..core.ops import Action, B, F, I, Op, Overlap, W
+from ..core.placement import bidirectional
+from ..core.schedule import Schedule
 from .registry import Family, register
 
 

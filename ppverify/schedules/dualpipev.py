@@ -3,7 +3,7 @@
 One pipe in the ``v`` placement (device d holds stages d and ``2p-1-d``), all ``m`` microbatches
 through it, and DualPipe's eight phases (:func:`ppverify.schedules.dualpipe.dualpipe_program`)
 with ``N = p``, half rank ``h = d`` and ``M = m``: phase 0 is stage d, phase 1 stage ``2p-1-d``.
-Overlapped F&B slots are :class:`ppverify.ops.Overlap`; PyTorch writes them
+Overlapped F&B slots are :class:`ppverify.core.ops.Overlap`; PyTorch writes them
 ``(0F7;7B3)OVERLAP_F_B``. The op order equals PyTorch's (tests compare them and the
 ``dualpipev_4rank_10mb.csv`` fixture). PyTorch requires ``m >= 2p`` (at least as many
 microbatches as stages); so does this family.
@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from ..closed_form import EXACT, LOWER, Formula, exact_costs
-from ..errors import ParameterError
-from ..ops import Op
-from ..placement import v_shape
-from ..schedule import Schedule
+from ..core.closed_form import EXACT, LOWER, Formula, exact_costs
+from ..core.errors import ParameterError
+from ..core.ops import Op
+from ..core.placement import v_shape
+from ..core.schedule import Schedule
 from .dualpipe import DUALPIPE_NOTE, dualpipe_makespan, dualpipe_program
 from .registry import Family, check_int, register
 

@@ -2,10 +2,10 @@
 
 The reference generators build each device's program op by op in Python; at a million ops that
 costs seconds, more than simulating them. Here each program's order is computed as numpy arrays
-(which forward or backward comes k-th, its chunk and microbatch) and the :class:`~ppverify.ops.Op`
+(which forward or backward comes k-th, its chunk and microbatch) and the :class:`~ppverify.core.ops.Op`
 values are made in one C-level pass. The programs are identical, op for op, to the reference's
 (tests/engines/test_kernels.py); the generators call this above
-:data:`ppverify.compiled.COMPILED_MIN_OPS` ops.
+:data:`ppverify.core.compiled.COMPILED_MIN_OPS` ops.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from itertools import repeat
 
 import numpy as np
 
-from ..ops import B, F, Op
+from ..core.ops import B, F, Op
 
 
 def one_f_one_b_positions(warm: int, total: int) -> tuple[np.ndarray, np.ndarray]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..closed_form import EXACT, Formula, exact_costs, make_formula
-from ..ops import B, F, Op
-from ..placement import linear
-from ..schedule import Schedule
+from ..core.closed_form import EXACT, Formula, exact_costs, make_formula
+from ..core.ops import B, F, Op
+from ..core.placement import linear
+from ..core.schedule import Schedule
 from .registry import Family, check_int, register
 
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from ..closed_form import EXACT, LOWER, Formula, exact_costs, make_formula
-from ..ops import B, F, Op
-from ..placement import wave
-from ..schedule import Schedule
+from ..core.closed_form import EXACT, LOWER, Formula, exact_costs, make_formula
+from ..core.ops import B, F, Op
+from ..core.placement import wave
+from ..core.schedule import Schedule
 from .registry import Family, Param, check_int, register
 
 OUTSIDE_REGIME = "outside restricted regime m = p"

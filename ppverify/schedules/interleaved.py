@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from ..closed_form import EXACT, Formula, exact_costs, make_formula
-from ..compiled import use_compiled
-from ..errors import ParameterError
-from ..ops import B, F, Op
-from ..placement import loop
-from ..schedule import Schedule
+from ..core.closed_form import EXACT, Formula, exact_costs, make_formula
+from ..core.compiled import use_compiled
+from ..core.errors import ParameterError
+from ..core.ops import B, F, Op
+from ..core.placement import loop
+from ..core.schedule import Schedule
 from .one_f_one_b import one_f_one_b, one_f_one_b_formula, one_f_one_b_order
 from .registry import Family, Param, check_int, register
 
@@ -45,7 +45,7 @@ def round_size(p: int, m: int, v: int = 2) -> int:
         >>> round_size(3, 14)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter m=14: interleaved schedules with v=2 need m to be a multiple of the number of rounds max(1, m // p) = 4 (PyTorch's rule)
+        ppverify.core.errors.ParameterError: parameter m=14: interleaved schedules with v=2 need m to be a multiple of the number of rounds max(1, m // p) = 4 (PyTorch's rule)
     """
     rounds = max(1, m // p)
     if m % rounds:
@@ -70,7 +70,7 @@ def check_order(order: str) -> str:
         >>> check_order("nvidia")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter order=nvidia: warm-up rule must be one of pytorch, megatron
+        ppverify.core.errors.ParameterError: parameter order=nvidia: warm-up rule must be one of pytorch, megatron
     """
     if order not in ORDERS:
         raise ParameterError("order", order, f"warm-up rule must be one of {', '.join(ORDERS)}")
@@ -114,7 +114,7 @@ def interleaved_1f1b(p: int, m: int, v: int = 2, order: str = "pytorch") -> Sche
         >>> interleaved_1f1b(4, 9, v=2)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter m=9: interleaved schedules with v=2 need m to be a multiple of the number of rounds max(1, m // p) = 2 (PyTorch's rule)
+        ppverify.core.errors.ParameterError: parameter m=9: interleaved schedules with v=2 need m to be a multiple of the number of rounds max(1, m // p) = 2 (PyTorch's rule)
     """
     check_int("v", v, 1)
     check_order(order)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..closed_form import EXACT, Formula, exact_costs
-from ..ops import B, F, Op
-from ..placement import loop
-from ..schedule import Schedule
+from ..core.closed_form import EXACT, Formula, exact_costs
+from ..core.ops import B, F, Op
+from ..core.placement import loop
+from ..core.schedule import Schedule
 from .registry import Family, Param, check_int, register
 
 

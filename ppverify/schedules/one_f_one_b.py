@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import partial
 
-from ..closed_form import EXACT, Formula, exact_costs, make_formula
-from ..compiled import use_compiled
-from ..ops import B, F, Op
-from ..placement import linear
-from ..schedule import Schedule
+from ..core.closed_form import EXACT, Formula, exact_costs, make_formula
+from ..core.compiled import use_compiled
+from ..core.ops import B, F, Op
+from ..core.placement import linear
+from ..core.schedule import Schedule
 from .registry import Family, check_int, register
 
 

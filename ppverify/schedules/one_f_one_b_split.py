@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..closed_form import EXACT, Formula, exact_costs, make_formula
-from ..ops import B, I, Op, W
-from ..schedule import Schedule
+from ..core.closed_form import EXACT, Formula, exact_costs, make_formula
+from ..core.ops import B, I, Op, W
+from ..core.schedule import Schedule
 from .one_f_one_b import one_f_one_b
 from .registry import Family, check_int, register
 

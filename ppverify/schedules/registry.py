@@ -1,7 +1,7 @@
 """The one registry of schedule families that the CLI, sweeps and tests enumerate.
 
 A family is a pure generator ``(p, m, **params) -> Schedule`` plus its parameter specs, its
-closed-form formula (a :class:`ppverify.closed_form.FormulaFn`, written in the same module) and its
+closed-form formula (a :class:`ppverify.core.closed_form.FormulaFn`, written in the same module) and its
 rules. Each family lives in its own module under ``ppverify/schedules/`` and registers itself with
 :func:`register`; a new schedule is one new file.
 """
@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..closed_form import FormulaFn
-from ..errors import ParameterError
-from ..limits import check_family
-from ..schedule import Schedule
+from ..core.closed_form import FormulaFn
+from ..core.errors import ParameterError
+from ..core.limits import check_family
+from ..core.schedule import Schedule
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,8 @@ class Family:
     """A registered schedule family.
 
     ``generator(p, m, **params)`` builds the schedule and raises :class:`ParameterError` on bad
-    parameters. ``formula(p, m, costs, **params)`` (a :class:`ppverify.closed_form.FormulaFn`, or
-    ``None`` when no closed form is known) returns a :class:`ppverify.closed_form.Formula`.
+    parameters. ``formula(p, m, costs, **params)`` (a :class:`ppverify.core.closed_form.FormulaFn`, or
+    ``None`` when no closed form is known) returns a :class:`ppverify.core.closed_form.Formula`.
     ``rules`` states the parameter rules in words.
     """
 
@@ -62,7 +62,7 @@ class Family:
             >>> fam.arguments({"w": 1})
             Traceback (most recent call last):
             ...
-            ppverify.errors.ParameterError: parameter w=1: x has no such parameter (its parameters: v)
+            ppverify.core.errors.ParameterError: parameter w=1: x has no such parameter (its parameters: v)
         """
         args = self.defaults()
         for k, v in params.items():
@@ -183,7 +183,7 @@ def check_int(name: str, value: Any, minimum: int) -> None:
         >>> check_int("m", 0, 1)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter m=0: must be an integer >= 1
+        ppverify.core.errors.ParameterError: parameter m=0: must be an integer >= 1
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ParameterError(name, value, f"must be an integer >= {minimum}")

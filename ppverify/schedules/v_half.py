@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..closed_form import Formula
-from ..schedule import Schedule
+from ..core.closed_form import Formula
+from ..core.schedule import Schedule
 from .blocks import repeat, v_block
 from .registry import Family, register
 from .v_min import v_formula

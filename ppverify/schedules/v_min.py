@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from ..closed_form import EXACT, LOWER, UPPER, Formula, exact_costs, make_formula
-from ..schedule import Schedule
+from ..core.closed_form import EXACT, LOWER, UPPER, Formula, exact_costs, make_formula
+from ..core.schedule import Schedule
 from .blocks import block_span, repeat, v_block
 from .registry import Family, check_int, register
 

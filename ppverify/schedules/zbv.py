@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from ..closed_form import EXACT, LOWER, UPPER, Formula, exact_costs
-from ..ops import F, I, Op, W
-from ..placement import v_shape
-from ..schedule import Schedule
+from ..core.closed_form import EXACT, LOWER, UPPER, Formula, exact_costs
+from ..core.ops import F, I, Op, W
+from ..core.placement import v_shape
+from ..core.schedule import Schedule
 from .registry import Family, check_int, register
 
 

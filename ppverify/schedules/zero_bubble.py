@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from ..closed_form import EXACT, LOWER, UPPER, Formula, exact_costs
-from ..errors import ParameterError
-from ..ops import F, I, Op, W
-from ..placement import linear, loop
-from ..schedule import Schedule
+from ..core.closed_form import EXACT, LOWER, UPPER, Formula, exact_costs
+from ..core.errors import ParameterError
+from ..core.ops import F, I, Op, W
+from ..core.placement import linear, loop
+from ..core.schedule import Schedule
 from .registry import Family, Param, check_int, register
 
 

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import time
 
-from ..comm import NO_COMM, SYNC_MODES, CommModel
-from ..costs import CostModel
-from ..errors import ParameterError
-from ..limits import check_time
-from ..schedule import Schedule
+from ..core.comm import NO_COMM, SYNC_MODES, CommModel
+from ..core.costs import CostModel
+from ..core.errors import ParameterError
+from ..core.limits import check_time
+from ..core.schedule import Schedule
 from . import properties
 from .analysis import Run, clean_schedule
 from .comm_model import COMM_SEMANTICS
@@ -73,7 +73,7 @@ def verify(
         >>> r = verify(build("1f1b", p=4, m=8), memory_cap=4)
         >>> r.valid, [p for p, _ in r.proved]
         (True, ['completeness', 'placement', 'dependencies', 'exclusivity', 'deadlock', 'memory'])
-        >>> from ppverify.ops import Op
+        >>> from ppverify.core.ops import Op
         >>> s = build("1f1b", p=2, m=2)
         >>> F0, B0, F1, B1 = (Op(k, 0, mb) for k, mb in (("F", 0), ("B", 0), ("F", 1), ("B", 1)))
         >>> bad = s.with_programs(((F0, B0, F1, B1), (F0._replace(stage=1), F1._replace(stage=1), B0._replace(stage=1), B1._replace(stage=1))))

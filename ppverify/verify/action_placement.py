@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ops import Comm, Marker
-from ..schedule import Schedule
+from ..core.ops import Comm, Marker
+from ..core.schedule import Schedule
 from .report import Violation
 
 RULE_COMM = "SEND/RECV on the rank holding its stage"

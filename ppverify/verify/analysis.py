@@ -13,11 +13,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..comm import CommModel
-from ..costs import CostModel
-from ..dag import DagArrays, StepDAG, build_dag, build_dag_arrays
-from ..ops import Op, Overlap
-from ..schedule import Schedule
+from ..core.comm import CommModel
+from ..core.costs import CostModel
+from ..core.dag import DagArrays, StepDAG, build_dag, build_dag_arrays
+from ..core.ops import Op, Overlap
+from ..core.schedule import Schedule
 from . import certify
 from .action_placement import Misplaced, check_action_placement
 from .comm_model import build_problem, has_explicit_comms

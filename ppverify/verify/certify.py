@@ -6,7 +6,7 @@ Each function returns a positive answer only with a checked witness, and ``None`
 Z3 path, which gives the verdict and the minimal core. So a verdict never depends on this module.
 
 * structure (:func:`structure_holds`): the rules of :mod:`.structure` are ground facts about the
-  op multiset; :func:`ppverify.dag.build_dag_arrays`'s vectorised completeness test decides them
+  op multiset; :func:`ppverify.core.dag.build_dag_arrays`'s vectorised completeness test decides them
   (range, placement, each required op once, never B mixed with I/W) with numpy;
 * order (:func:`derived_order_witness`, :func:`order_witness`): the order problem is a set of
   difference constraints ``t_b - t_a >= c`` with ``c`` in {0, 1}. A topological pass over the
@@ -17,7 +17,7 @@ Z3 path, which gives the verdict and the minimal core. So a verdict never depend
   of the same scaled integers :mod:`.memory` gives Z3 (its equations have this unique solution);
   all levels <= cap proves the property, with the same peaks Z3's model gives.
 
-Cost: numpy over :class:`ppverify.dag.DagArrays`, plus one Python loop over slots and edges for
+Cost: numpy over :class:`ppverify.core.dag.DagArrays`, plus one Python loop over slots and edges for
 the topological pass (about 1 us per edge).
 """
 
@@ -28,11 +28,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..costs import CostModel
-from ..dag import DagArrays, arrays_complete, build_dag_arrays
-from ..errors import PPVerifyError
-from ..ops import KIND_CODE, B, F, I, W
-from ..schedule import Schedule
+from ..core.costs import CostModel
+from ..core.dag import DagArrays, arrays_complete, build_dag_arrays
+from ..core.errors import PPVerifyError
+from ..core.ops import KIND_CODE, B, F, I, W
+from ..core.schedule import Schedule
 from .order_problem import OrderProblem
 
 #: int64 prefix sums stay exact while |amount| * ops stays below this
@@ -100,7 +100,7 @@ def derived_order_witness(a: DagArrays) -> np.ndarray | None:
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.dag import build_dag_arrays
+        >>> from ppverify.core.dag import build_dag_arrays
         >>> s = build("gpipe", p=2, m=1)
         >>> derived_order_witness(build_dag_arrays(s)).tolist()
         [0, 3, 1, 2]
@@ -199,7 +199,7 @@ def memory_levels(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.dag import build_dag_arrays
+        >>> from ppverify.core.dag import build_dag_arrays
         >>> s = build("1f1b", p=4, m=8)
         >>> memory_levels(build_dag_arrays(s), CostModel.unit(s.placement), 4, 5000)
         (True, [4.0, 3.0, 2.0, 1.0])

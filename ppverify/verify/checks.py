@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ..ops import Marker
-from ..replica_sync import replica_groups
+from ..core.ops import Marker
+from ..systems.replica_sync import replica_groups
 from . import certify
 from .action_placement import has_other_actions
 from .analysis import Run
@@ -135,7 +135,7 @@ def memory(run: Run) -> Outcome:
     run.timings["memory_s"] = time.perf_counter() - t2
     if mem_v:
         return Outcome(violations=tuple(mem_v))
-    from ..sizes import format_bytes
+    from ..core.sizes import format_bytes
 
     fmt = format_bytes if costs.memory_unit == "bytes" else (lambda x: f"{x:g}")
     pk = f" (peaks {', '.join(fmt(x) for x in peaks)})" if peaks else ""

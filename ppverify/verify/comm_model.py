@@ -3,7 +3,7 @@ schedule.
 
 Where SEND/RECV come from:
 
-* **explicit**: when any program holds :class:`~ppverify.ops.Comm` actions (PyTorch's
+* **explicit**: when any program holds :class:`~ppverify.core.ops.Comm` actions (PyTorch's
   ``compute_comms`` flavour), they are taken as written. ``sSEND_Fmb`` sends ``F(s, mb)``'s
   output to stage s+1, whose ``(s+1)RECV_Fmb`` receives it; ``sSEND_Bmb`` sends the gradient of
   ``(s, mb)`` to stage s-1, whose ``(s-1)RECV_Bmb`` receives it. A SEND must follow the op it
@@ -28,10 +28,10 @@ Semantics:
 
 from __future__ import annotations
 
-from ..dag import ACT, GRAD, StepDAG
-from ..errors import ParameterError
-from ..ops import Comm, Op, Overlap, W
-from ..schedule import Schedule
+from ..core.dag import ACT, GRAD, StepDAG
+from ..core.errors import ParameterError
+from ..core.ops import Comm, Op, Overlap, W
+from ..core.schedule import Schedule
 from .action_placement import transfer_key
 from .order_problem import OrderProblem
 
@@ -83,7 +83,7 @@ def build_problem(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.dag import build_dag
+        >>> from ppverify.core.dag import build_dag
         >>> pb, _ = build_problem(build_dag(build("gpipe", p=2, m=1)), "rendezvous")
         >>> pb.text[:4], pb.text[-1]
         (['0F0', '0SEND_F0+0RECV_B0', '0SEND_F0+0RECV_B0', '0B0'], 'transfer of 0SEND_F0')
@@ -253,7 +253,7 @@ def insert_comms(schedule: Schedule) -> Schedule:
         >>> [str(a) for a in insert_comms(build("gpipe", p=2, m=1)).programs[1]]
         ['1RECV_F0', '1F0', '1B0', '1SEND_B0']
     """
-    from ..dag import build_dag
+    from ..core.dag import build_dag
 
     dag = build_dag(schedule, check=False)
     before: dict[int, list[Comm]] = {}

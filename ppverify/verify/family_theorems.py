@@ -11,7 +11,7 @@ from typing import Any
 
 import z3
 
-from ..errors import ParameterError
+from ..core.errors import ParameterError
 from .closed_forms import (
     chimera_b,
     chimera_cont_b,

@@ -25,8 +25,8 @@ break it (the marker and the compute op it is misplaced against, or the op left 
 
 from __future__ import annotations
 
-from ..ops import B, Marker, Op, Overlap, W
-from ..schedule import Schedule
+from ..core.ops import B, Marker, Op, Overlap, W
+from ..core.schedule import Schedule
 from .report import Violation
 
 REDUCTION, SHARDING = "reduction", "sharding"

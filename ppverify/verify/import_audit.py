@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..costs import CostModel
-from ..errors import InvalidScheduleError, ParameterError
-from ..ops import Comm, Marker, Op, Overlap
-from ..schedule import Schedule
+from ..core.costs import CostModel
+from ..core.errors import InvalidScheduleError, ParameterError
+from ..core.ops import Comm, Marker, Op, Overlap
+from ..core.schedule import Schedule
 
 #: problems listed per check (the count says how many more)
 MAX_LISTED = 10
@@ -58,9 +58,9 @@ def audit(
         >>> rep["valid"], rep["slot"]["makespan"], rep["torch_steps"], tl.makespan
         (True, 6.0, 11, 6.0)
     """
-    from ..dag import structural_problems
+    from ..core.dag import structural_problems
+    from ..core.lowering import comm_problems
     from ..engines import run
-    from ..lowering import comm_problems
 
     tl = None
     rep: dict[str, Any] = {
@@ -124,7 +124,7 @@ def _verifier(schedule: Schedule, explicit: bool, comm_semantics: str) -> dict[s
     target, sendrecv = schedule, "from the file" if explicit else "derived"
     if not explicit:
         try:
-            from ..lowering import add_send_recv
+            from ..core.lowering import add_send_recv
 
             target, sendrecv = add_send_recv(schedule), "placed by PyTorch's lowering"
         except (InvalidScheduleError, ParameterError):

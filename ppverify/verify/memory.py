@@ -21,9 +21,9 @@ from fractions import Fraction
 
 import z3
 
-from ..costs import CostModel
-from ..dag import StepDAG
-from ..ops import Op
+from ..core.costs import CostModel
+from ..core.dag import StepDAG
+from ..core.ops import Op
 from .report import Violation
 from .smt import decide, load, minimize_core, num, plain_solver
 
@@ -57,7 +57,7 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.dag import build_dag
+        >>> from ppverify.core.dag import build_dag
         >>> s = build("1f1b", p=4, m=8)
         >>> dag = build_dag(s)
         >>> check_memory(dag, CostModel.unit(s.placement), 4)[1]
@@ -183,7 +183,7 @@ def _held_and_cap(level: Fraction, cap: float, unit: str) -> tuple[str, str]:
         >>> _held_and_cap(Fraction(4), 3, "activations")
         ('4 activations', '3')
     """
-    from ..sizes import format_bytes_apart
+    from ..core.sizes import format_bytes_apart
 
     if unit == "bytes":
         return format_bytes_apart(float(level), float(cap))

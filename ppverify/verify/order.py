@@ -6,7 +6,7 @@ constraints:
 * exclusivity: a device runs its program in order, one action at a time: consecutive actions
   satisfy ``t_next - t_prev >= 1`` (ops fused into one overlapped slot share their time). With
   this chain no two actions of a device can share an instant, so pairwise exclusivity follows.
-* dependencies: every edge ``q -> i`` of the step's DAG (:func:`ppverify.dag.build_dag`, which
+* dependencies: every edge ``q -> i`` of the step's DAG (:func:`ppverify.core.dag.build_dag`, which
   includes "W after its own I" and the B-vs-I/W rules) gives ``t_i - t_q >= 1``;
 * point-to-point semantics (:mod:`.comm_model` builds the SEND/RECV nodes): ``buffered``: a
   RECV completes after its SEND was posted (``t_recv - t_send >= 1``), sends never block;

@@ -35,9 +35,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ..costs import CostModel
+from ..core.costs import CostModel
+from ..core.errors import ParameterError
 from ..engines import run
-from ..errors import ParameterError
 from ..schedules import build
 from .closed_forms import (
     chimera_b,

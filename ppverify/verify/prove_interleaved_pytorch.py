@@ -24,7 +24,7 @@ from typing import Any
 
 import z3
 
-from ..errors import ParameterError
+from ..core.errors import ParameterError
 from .closed_forms import interleaved_b, ite, zmax
 from .theorem import Theorem
 

@@ -6,7 +6,7 @@ The rules (one Z3 constraint each):
 * placement: an op runs on ``place(pipe(mb), stage)``; ``place`` and ``pipe`` are Z3 functions
   axiomatized by the placement table and the microbatch -> pipe map;
 * once: every required op occurs exactly once (the required set comes from
-  :func:`ppverify.dag.required_ops`: F, and B or I+W per stage and microbatch);
+  :func:`ppverify.core.dag.required_ops`: F, and B or I+W per stage and microbatch);
 * mixing: a (stage, microbatch) has a full backward B or a split I+W, never both (the only
   way an in-range op can be outside the required set).
 
@@ -24,16 +24,16 @@ from typing import NamedTuple
 
 import z3
 
-from ..dag import required_ops, split_pairs
-from ..ops import B, I, Op, Overlap, W
-from ..schedule import Schedule
+from ..core.dag import required_ops, split_pairs
+from ..core.ops import B, I, Op, Overlap, W
+from ..core.schedule import Schedule
 from .report import Violation
 from .smt import decide, load, plain_solver
 
 
 class Occurrence(NamedTuple):
     """One compute op as written: device, index of its action in the program, the op (a named
-    tuple, like :class:`~ppverify.ops.Op`: a schedule has one per op, made 10x faster than a
+    tuple, like :class:`~ppverify.core.ops.Op`: a schedule has one per op, made 10x faster than a
     dataclass)."""
 
     device: int

@@ -3,14 +3,14 @@ none exists.
 
 Timing model (the ``async`` engine's, which ``simulate``, ``show`` and ``optimize`` time with):
 each device runs its program in order, one slot at a time (an overlapped slot lasts the cost
-model's ``overlap`` times the sum of its ops, :func:`ppverify.program_order.op_durations`); an
+model's ``overlap`` times the sum of its ops, :func:`ppverify.core.program_order.op_durations`); an
 op starts after its inputs ended plus the transfer time of every cross-device input
 (``comm.transfer_time`` of the boundary's bytes); the step ends when its last op and its last
 collective have ended: the gradient all-reduce between the replicas of a stage held by two
 devices (chimera, chimera-asym, dualpipe; per ``sync`` mode) and the optional data-parallel
-all-reduce (:func:`ppverify.replica_sync.step_collectives`). A collective occupies no device, so
+all-reduce (:func:`ppverify.systems.replica_sync.step_collectives`). A collective occupies no device, so
 it adds to each op it waits for a *tail*, the longest chain of collectives after that op
-(:func:`ppverify.replica_sync.collective_tails`). Durations, delays, tails and T are scaled to
+(:func:`ppverify.systems.replica_sync.collective_tails`). Durations, delays, tails and T are scaled to
 integer ticks by their common denominator, so Z3 decides it exactly in integer difference logic:
 
 * ``t_first >= 0`` on every device; ``t_next - t_prev >= dur_prev`` (fused slots share a start);
@@ -31,11 +31,11 @@ from fractions import Fraction
 
 import z3
 
-from ..comm import NO_COMM, CommModel
-from ..costs import CostModel
-from ..dag import StepDAG
-from ..program_order import list_schedule, op_durations
-from ..replica_sync import collective_tails, step_collectives
+from ..core.comm import NO_COMM, CommModel
+from ..core.costs import CostModel
+from ..core.dag import StepDAG
+from ..core.program_order import list_schedule, op_durations
+from ..systems.replica_sync import collective_tails, step_collectives
 from .report import Violation
 from .smt import IDL_SEARCH_FACTOR, decide, diff_ge, idl_solver, load, num
 
@@ -49,8 +49,8 @@ def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel) -> list[list[fl
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.dag import build_dag
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.dag import build_dag
+        >>> from ppverify.core.comm import FixedDelay
         >>> s = build("gpipe", p=2, m=1)
         >>> edge_delays(build_dag(s), CostModel.unit(s.placement), FixedDelay(0.5))
         [[0.0, 0.0], [0.0, 0.5], [0.5, 0.0], [0.0, 0.0]]
@@ -84,7 +84,7 @@ def check_makespan(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.dag import build_dag
+        >>> from ppverify.core.dag import build_dag
         >>> s = build("gpipe", p=4, m=4)
         >>> c = CostModel.abstract(s.placement, F=1, B=2)
         >>> v, w, _ = check_makespan(build_dag(s), c, 21)
@@ -171,12 +171,12 @@ def witness_finish(
     dp_allreduce: int = 0,
 ) -> float:
     """When a witness timeline (op text -> start) ends: its last op, or the last collective
-    after it (each op's end plus its tail, :func:`ppverify.replica_sync.collective_tails`).
+    after it (each op's end plus its tail, :func:`ppverify.systems.replica_sync.collective_tails`).
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.dag import build_dag
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.dag import build_dag
+        >>> from ppverify.core.comm import FixedDelay
         >>> s = build("chimera", p=2, m=2)
         >>> dag, c = build_dag(s), CostModel.abstract(s.placement, F=1, B=2)
         >>> _, w, _ = check_makespan(dag, c, 10, FixedDelay(1))

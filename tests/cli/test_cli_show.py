@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from ppverify.cli import main
-from ppverify.errors import ParameterError
+from ppverify.core.errors import ParameterError
 from ppverify.io.json_format import read_json, schedule_to_dict
 from ppverify.schedules import build, families, get_family
 
@@ -119,7 +119,7 @@ def test_embedded_table_that_disagrees_is_reported(capsys, tmp_path):
 
 @dataclass(frozen=True)
 class FakeFormula:
-    """Shaped like ppverify.formulas.Formula (values and per-metric kinds)."""
+    """Shaped like ppverify.engines.formulas.Formula (values and per-metric kinds)."""
 
     makespan: float
     bubble_ratio: float
@@ -134,7 +134,7 @@ class FakeFormula:
         return self.makespan_kind == self.peak_kind == "exact"
 
 
-# GPipe at p=4, m=4, F=1, B=2, written here independently of ppverify.formulas: makespan 21,
+# GPipe at p=4, m=4, F=1, B=2, written here independently of ppverify.engines.formulas: makespan 21,
 # bubble 3/7, peak 4 on every device
 GPIPE = FakeFormula(21.0, 3 / 7, (4, 4, 4, 4))
 

@@ -13,8 +13,8 @@ from ppverify.cli import build_parser, main
 from ppverify.cli.common import add_schedule_arguments, document_from_args, schedule_from_args
 from ppverify.compare import Config
 from ppverify.compare.crossover_axis import axis_values, crossover_title, parse_range
-from ppverify.errors import ParameterError
-from ppverify.limits import DEFAULT_MAX_OPS
+from ppverify.core.errors import ParameterError
+from ppverify.core.limits import DEFAULT_MAX_OPS
 
 #: the command modules this refactor made thin (the others have their own owners and checks)
 THIN = ("show", "simulate", "import_cmd", "optimize", "plot", "export", "gap", "list_cmd", "report")

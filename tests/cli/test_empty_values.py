@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ppverify.cli import main
 from ppverify.compare.request import CompareRequest, run_request
-from ppverify.errors import ParameterError
+from ppverify.core.errors import ParameterError
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def nothing_runs(monkeypatch):
     import ppverify.compare.request as request
     import ppverify.measure.calibrate as cal
     import ppverify.report.build as build
-    import ppverify.sweep_exec as sweep_exec
+    import ppverify.sweep.executor as sweep_exec
 
     def ran(*a, **k):
         pytest.fail("the command ran instead of refusing the empty value")

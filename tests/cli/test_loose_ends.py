@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppverify.cli import main
-from ppverify.errors import ParameterError
-from ppverify.sizes import BYTE_UNITS, format_bytes, format_bytes_apart, parse_size
+from ppverify.core.errors import ParameterError
+from ppverify.core.sizes import BYTE_UNITS, format_bytes, format_bytes_apart, parse_size
 
 # GPT-3 13B on p=4 (10 layers per stage): one microbatch on stage 0 holds
 # A = 10 * s*b*h*(34 + 5*a*s/h) = 10 * 2048*5120*114 bytes (Korthikanti et al. 2022), and 1F1B's
@@ -65,7 +65,7 @@ def test_format_bytes_in_gib():
 
 def test_optimize_and_verify_read_the_same_size(tmp_path):
     from ppverify.cli.commands.optimize import build_namespace, problem_from_args
-    from ppverify.memory_cap import parse_memory_cap
+    from ppverify.core.memory_cap import parse_memory_cap
 
     pr = problem_from_args(build_namespace(["1f1b"] + PRESET + ["--memory-cap", "40GiB"]))[0]
     cap = parse_memory_cap("40GiB", pr.costs, pr.placement)
@@ -187,7 +187,7 @@ def test_bad_comm_in_a_file_is_one_line(tmp_path, capsys):
 def test_comm_round_trips_a_preset_system():
     from ppverify.io.json_checks import JsonReader
     from ppverify.io.json_comm import CommSettings, comm_from_dict, comm_to_dict
-    from ppverify.system import LinkTier, System, load_system
+    from ppverify.systems.system import LinkTier, System, load_system
 
     # an infinite bandwidth (a zero-cost network) is stored as null, JSON having no infinity
     free = System("free", "gpu", 1e15, 80 * 2**30, 1, 1, None, LinkTier("free", 0.0, float("inf")))
@@ -207,7 +207,7 @@ def _svg_texts(path) -> list[str]:
 
 def test_gantt_labels_name_stage_and_microbatch(tmp_path):
     from ppverify.engines import run
-    from ppverify.plots import gantt
+    from ppverify.report.plots import gantt
     from ppverify.schedules import build
 
     s = build("interleaved-1f1b", p=2, m=2, v=2)
@@ -223,7 +223,7 @@ def test_gantt_labels_name_stage_and_microbatch(tmp_path):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 20), st.integers(1, 6)), min_size=1, max_size=25))
 def test_overlapping_ops_get_distinct_lanes(ops):
-    from ppverify.plots import op_lanes
+    from ppverify.report.plots import op_lanes
 
     dev = np.array([d for d, _, _ in ops])
     s = np.array([float(a) for _, a, _ in ops])
@@ -238,7 +238,7 @@ def test_overlapping_ops_get_distinct_lanes(ops):
 
 def test_overlapped_fb_cells_are_drawn_in_two_lanes(tmp_path):
     from ppverify.engines import run
-    from ppverify.plots import op_lanes
+    from ppverify.report.plots import op_lanes
     from ppverify.schedules import build
 
     tl = run(build("dualpipev", p=2, m=4), semantics="slot")
@@ -251,7 +251,7 @@ def test_overlapped_fb_cells_are_drawn_in_two_lanes(tmp_path):
 
 
 def test_titles_wrap_to_the_figure():
-    from ppverify.plots import wrap_title
+    from ppverify.report.plots import wrap_title
 
     title = "chimera-asym p=8 m=64 offset=3 down=2 units=concat · contention · makespan 1234.5 ms · bubble 0.123 (idle/total)"
     lines = wrap_title(title, 8.0).splitlines()

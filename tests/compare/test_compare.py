@@ -25,7 +25,7 @@ from ppverify.compare import (
     select_schedules,
 )
 from ppverify.compare.table import DERIVED, add_ranks, rank_changes
-from ppverify.errors import ParameterError
+from ppverify.core.errors import ParameterError
 
 GP, OF = ScheduleEntry("gpipe", "gpipe"), ScheduleEntry("1f1b", "1f1b")
 
@@ -337,8 +337,8 @@ def test_schedule_file_entry(tmp_path, capsys):
 
 
 def test_z3_column_valid_and_invalid(tmp_path, capsys):
+    from ppverify.core.ops import Op
     from ppverify.io.json_format import save_json
-    from ppverify.ops import Op
     from ppverify.schedules import build
 
     s = build("1f1b", p=2, m=2)

@@ -26,7 +26,7 @@ from ppverify.compare.request import (
     split_csv,
     write_rows,
 )
-from ppverify.errors import ParameterError
+from ppverify.core.errors import ParameterError
 from ppverify.io.torch_interop import TorchUnavailableError
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from ppverify.cli import main
 from ppverify.compare.request import CompareRequest, run_request
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
 from ppverify.engines import run
 from ppverify.io.trace_synth import synthetic_traces, write_synthetic
 from ppverify.schedules import build

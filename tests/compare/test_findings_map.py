@@ -75,7 +75,7 @@ def test_rule_reproduces_any_two_threshold_region(mi, bi, m_le, bw_ge):
 
 
 def test_system_yaml_times_a_transfer_as_latency_plus_bytes_over_bandwidth(tmp_path):
-    from ppverify.system import load_system
+    from ppverify.systems.system import load_system
 
     path = tmp_path / "l.yaml"
     path.write_text(system_yaml(25, 10))

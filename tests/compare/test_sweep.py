@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from ppverify.cli import main
-from ppverify.errors import ScheduleFileError
+from ppverify.core.errors import ScheduleFileError
 from ppverify.sweep import load_sweep, parse_sweep, pending_tasks, point_hash, read_store
-from ppverify.sweep_exec import run_sweep
+from ppverify.sweep.executor import run_sweep
 
 ABSTRACT = {
     "schedules": ["gpipe", "1f1b"],

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel, complete_costs, parse_costs
-from ppverify.dag import build_dag, predecessors, required_ops, structural_problems
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel, complete_costs, parse_costs
+from ppverify.core.dag import build_dag, predecessors, required_ops, structural_problems
+from ppverify.core.errors import DeadlockError, InvalidScheduleError, ParameterError
+from ppverify.core.ops import ActionSyntaxError, Comm, Marker, Op, Overlap, format_action, parse_action
+from ppverify.core.placement import bidirectional, custom, linear, loop, v_shape, wave
+from ppverify.core.schedule import Schedule
 from ppverify.engines import run
 from ppverify.engines.core import list_schedule
-from ppverify.errors import DeadlockError, InvalidScheduleError, ParameterError
-from ppverify.ops import ActionSyntaxError, Comm, Marker, Op, Overlap, format_action, parse_action
-from ppverify.placement import bidirectional, custom, linear, loop, v_shape, wave
-from ppverify.schedule import Schedule
 from ppverify.schedules import build
 
 

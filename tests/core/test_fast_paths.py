@@ -13,15 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppverify import compiled
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
-from ppverify.dag import build_dag_arrays
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.dag import build_dag_arrays
+from ppverify.core.errors import PPVerifyError
+from ppverify.core.timeline import Transfers
 from ppverify.engines.kernels import dag_links, exposed_waits
 from ppverify.engines.simulate import _edge_times, compiled_links, exposed_comm, simulate_async
-from ppverify.errors import PPVerifyError
 from ppverify.schedules import build
-from ppverify.system import load_system
-from ppverify.timeline import Transfers
+from ppverify.systems.system import load_system
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 FAMILIES = ["gpipe", "1f1b", "1f1b-split", "interleaved-1f1b", "zb-h1", "zbv", "dualpipev", "dualpipe", "chimera"]

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ppverify.errors import ParameterError, ScheduleFileError
-from ppverify.files import atomic_path, atomic_write, check_output_path, output_target, read_bytes, read_text
+from ppverify.core.errors import ParameterError, ScheduleFileError
+from ppverify.core.files import atomic_path, atomic_write, check_output_path, output_target, read_bytes, read_text
 
 #: the device numbers of /dev/full and /dev/null on Linux (devices.txt: char major 1, minors 7 and 3)
 FULL, NULL = (1, 7), (1, 3)

@@ -39,4 +39,4 @@ def test_no_floor_names_a_module_that_is_gone():
 
 def test_commands_on_top_and_errors_at_the_bottom():
     layers = _layers()
-    assert layers[0] == ["ppverify.cli"] and layers[-1] == ["ppverify.errors"]
+    assert layers[0] == ["ppverify.cli"] and layers[-1] == ["ppverify.core.errors"]

@@ -17,10 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ppverify.cli import main
-from ppverify.files import atomic_write, read_text
-from ppverify.io.json_format import dumps
-from ppverify.io.torch_csv import csv_text
-from ppverify.limits import (
+from ppverify.core.files import atomic_write, read_text
+from ppverify.core.limits import (
     BYTES_PER_OP,
     DEFAULT_MAX_OPS,
     OPS_BASE_BYTES,
@@ -34,8 +32,10 @@ from ppverify.limits import (
     ops_memory,
     time_limit,
 )
+from ppverify.io.json_format import dumps
+from ppverify.io.torch_csv import csv_text
 from ppverify.schedules import build
-from ppverify.sweep_exec import pool_size
+from ppverify.sweep.executor import pool_size
 
 #: Python memory a refusal may allocate: refused before anything proportional to the input (a
 #: measure that load cannot break, unlike a time; the inputs here imply gigabytes; a file read
@@ -456,8 +456,8 @@ def _always_dies(tasks):
 
 
 def test_a_killed_pool_worker_is_retried_then_reported(tmp_path, monkeypatch):
-    import ppverify.sweep_exec as ex
-    from ppverify.errors import PPVerifyError
+    import ppverify.sweep.executor as ex
+    from ppverify.core.errors import PPVerifyError
 
     monkeypatch.setenv("PPVERIFY_TEST_MARKER", str(tmp_path / "died"))
     monkeypatch.setattr(ex, "run_batch", _dies_once)  # forked workers inherit the patch

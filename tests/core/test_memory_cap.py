@@ -18,12 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppverify.cli import main
-from ppverify.costs import CostModel
-from ppverify.errors import ParameterError
-from ppverify.memory_cap import cap_check, parse_memory_cap
-from ppverify.placement import bidirectional, linear, loop, v_shape, wave
-from ppverify.preset_models import PresetSettings, resolve_presets
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import ParameterError
+from ppverify.core.memory_cap import cap_check, parse_memory_cap
+from ppverify.core.placement import bidirectional, linear, loop, v_shape, wave
 from ppverify.schedules import build
+from ppverify.systems.preset_models import PresetSettings, resolve_presets
 
 #: (family and its parameters, placement, stages per device by hand, the family's peak at p=2, m=4
 #: in activations: 1F1B min(p, m) = 2; interleaved v=2: device 0 holds its 2 + 1 warm-up forwards of
@@ -206,7 +206,7 @@ def test_the_issue_commands_read_the_same_cap(capsys):
 
 
 def test_a_sweep_caps_its_optima_as_compare_does():
-    from ppverify.errors import ScheduleFileError
+    from ppverify.core.errors import ScheduleFileError
     from ppverify.sweep import parse_sweep, pending_tasks, run_task
 
     base = {"schedules": ["zbv"], "p": 2, "m": 4, "costs": {"F": 1, "B": 2}, "levels": ["async", "optimum"]}

@@ -8,14 +8,14 @@ import json
 import pytest
 
 from ppverify.cli import main
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.overhead import comm_actions, formula_share_costs, system_overhead, with_overhead
+from ppverify.core.placement import linear, loop, v_shape
 from ppverify.engines import run
-from ppverify.overhead import comm_actions, formula_share_costs, system_overhead, with_overhead
-from ppverify.placement import linear, loop, v_shape
-from ppverify.presets import PresetError, parse_preset
 from ppverify.schedules import build
-from ppverify.system import load_system
+from ppverify.systems.presets import PresetError, parse_preset
+from ppverify.systems.system import load_system
 
 A, T = 0.1, 0.05  # action and transfer overhead of the hand-check system, seconds
 
@@ -131,7 +131,7 @@ def test_every_level_sees_the_same_durations(system_file, capsys):
 def test_formula_gets_the_overhead_through_share_costs():
     # 1F1B's closed form (m + p - 1)(F + B) with F, B per share including the overhead
     from ppverify.compare.evaluate import share_costs
-    from ppverify.formulas import one_f_one_b_formula as one_f_one_b
+    from ppverify.engines.formulas import one_f_one_b_formula as one_f_one_b
 
     s = build("1f1b", p=2, m=4)
     c = with_overhead(CostModel.abstract(s.placement, F=1, B=2), s.placement, A, 0.0)

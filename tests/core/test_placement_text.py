@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.errors import ParameterError
+from ppverify.core.errors import ParameterError
+from ppverify.core.placement import placement_from_map, placement_from_text
 from ppverify.io.torch_csv import resolve_placement
-from ppverify.placement import placement_from_map, placement_from_text
 
 
 @pytest.mark.parametrize(

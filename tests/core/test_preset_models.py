@@ -1,4 +1,4 @@
-"""Preset resolution in the core (``ppverify.preset_models``): durations and transfer times worked
+"""Preset resolution in the core (``ppverify.systems.preset_models``): durations and transfer times worked
 out by hand from the model's published shape and the link's numbers, the three modes, the refused
 mixes, and the command-line wrapper and compare's configurations resolving through it."""
 
@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from ppverify.cli.presets_args import preset_context_from_args
 from ppverify.compare.config import Config
 from ppverify.compare.resolve import preset_settings, resolve
-from ppverify.errors import ParameterError
-from ppverify.preset_models import PresetSettings, resolve_presets, settings_from
+from ppverify.core.errors import ParameterError
 from ppverify.schedules import build
+from ppverify.systems.preset_models import PresetSettings, resolve_presets, settings_from
 
 #: GPT-3 XL (Brown et al. 2020, arXiv 2005.14165, Table 2.1): 24 layers, d_model 2048, context 2048
 LAYERS, HIDDEN, SEQ = 24, 2048, 2048

@@ -8,12 +8,12 @@ import argparse
 import pytest
 
 from ppverify.cli.presets_args import costs_and_comm_from_args, preset_context_from_args
-from ppverify.comm import FixedDelay
-from ppverify.errors import ParameterError, PPVerifyError, ScheduleFileError
-from ppverify.llm import LLM, Training, load_llm, split_layers, stage_costs
-from ppverify.presets import PresetError, available, parse_preset, read_preset
+from ppverify.core.comm import FixedDelay
+from ppverify.core.errors import ParameterError, PPVerifyError, ScheduleFileError
 from ppverify.schedules import build
-from ppverify.system import GiB, LinkTier, allreduce_time, dp_allreduce_time, load_system
+from ppverify.systems.llm import LLM, Training, load_llm, split_layers, stage_costs
+from ppverify.systems.presets import PresetError, available, parse_preset, read_preset
+from ppverify.systems.system import GiB, LinkTier, allreduce_time, dp_allreduce_time, load_system
 
 SYSTEMS = ["dgx-a100", "dgx-h100", "ethernet-100g", "ib-ndr-cluster", "ideal", "pcie-gen4"]
 LLMS = ["gpt3-1.3b", "gpt3-13b", "gpt3-175b", "llama2-70b", "llama2-7b"]

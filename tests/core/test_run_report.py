@@ -1,5 +1,5 @@
-"""The library behind ``simulate``'s output (:mod:`ppverify.timeline_text`,
-:mod:`ppverify.run_report`): charts, numbers and metrics against values derived by hand."""
+"""The library behind ``simulate``'s output (:mod:`ppverify.core.timeline_text`,
+:mod:`ppverify.views.run_report`): charts, numbers and metrics against values derived by hand."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import PPVerifyError
+from ppverify.core.timeline_text import fmt_mem, fmt_number, fmt_time, gantt
 from ppverify.engines import run
-from ppverify.errors import PPVerifyError
-from ppverify.run_report import report_text, run_timed, timeline_report, write_frame
 from ppverify.schedules import build
-from ppverify.timeline_text import fmt_mem, fmt_number, fmt_time, gantt
+from ppverify.views.run_report import report_text, run_timed, timeline_report, write_frame
 
 
 @pytest.mark.parametrize(

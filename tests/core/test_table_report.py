@@ -1,4 +1,4 @@
-"""The library behind ``show`` (:mod:`ppverify.table_report`): a table against its family's
+"""The library behind ``show`` (:mod:`ppverify.views.table_report`): a table against its family's
 closed form, a file's stored table, and the costs a formula takes; values derived by hand."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import ScheduleFileError
+from ppverify.core.placement import linear
 from ppverify.engines import run
-from ppverify.errors import ScheduleFileError
 from ppverify.io.json_format import ScheduleDocument, TableGrid
-from ppverify.placement import linear
 from ppverify.schedules import build
-from ppverify.table_report import (
+from ppverify.views.table_report import (
     UNKNOWN_COSTS,
     embedded_check,
     formula_contradicted,

@@ -13,15 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppverify.cli import main
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import PPVerifyError, ScheduleFileError
+from ppverify.core.trace import assign_lanes, chrome_trace, write_trace
 from ppverify.engines import SEMANTICS, run
 from ppverify.engines.runtime import Handover
-from ppverify.errors import PPVerifyError, ScheduleFileError
-from ppverify.llm import llm_cost_model
 from ppverify.schedules import build, families
-from ppverify.system import load_system
-from ppverify.trace import assign_lanes, chrome_trace, write_trace
+from ppverify.systems.llm import llm_cost_model
+from ppverify.systems.system import load_system
 
 
 @pytest.fixture(scope="module")

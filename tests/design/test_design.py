@@ -11,18 +11,18 @@ import math
 import pytest
 
 from ppverify.cli import main
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import DeadlockError, ParameterError
+from ppverify.core.ops import Op
+from ppverify.core.placement import linear
+from ppverify.core.schedule import Schedule
 from ppverify.design import DesignRequest, Limits, design, frontier, value_at
 from ppverify.design.points import EPS, Point
 from ppverify.design.run import plan, run_points
 from ppverify.design.spec import setups
 from ppverify.engines import run
-from ppverify.errors import DeadlockError, ParameterError
 from ppverify.io import load_schedule
-from ppverify.ops import Op
-from ppverify.placement import linear
-from ppverify.preset_models import PresetSettings
-from ppverify.schedule import Schedule
+from ppverify.systems.preset_models import PresetSettings
 from ppverify.verify import verify
 
 FULL = PresetSettings(costs="F=1,B=2", comm_delay=1.0)
@@ -50,7 +50,7 @@ def exhaustive(p: int, m: int, delay: float) -> list[tuple[float, float]]:
     timed by the async engine (a different abstraction from CP-SAT's model)."""
     pl = linear(p)
     costs = CostModel.abstract(pl, F=1, B=2)
-    from ppverify.comm import FixedDelay
+    from ppverify.core.comm import FixedDelay
 
     per_device = [_orders([Op(k, d, mb) for mb in range(m) for k in "FB"]) for d in range(p)]
     out = []

@@ -5,7 +5,7 @@ The tables of ``docs/schedule-families.md`` (makespan and peak per family),
 (the formula column) are read from the pages; each formula is turned into
 Python as written (``·`` and juxtaposition multiply, the minus sign subtracts, ``⌊x⌋`` floors) and
 evaluated, in exact fractions, over sizes and costs inside the domain the page states, against
-:func:`ppverify.formulas.formula_for`. A formula cell the test does not know fails it, so a new or
+:func:`ppverify.engines.formulas.formula_for`. A formula cell the test does not know fails it, so a new or
 edited formula gets checked on purpose.
 """
 
@@ -20,8 +20,8 @@ from itertools import product
 
 import pytest
 
-from ppverify.errors import ParameterError
-from ppverify.formulas import formula_for
+from ppverify.core.errors import ParameterError
+from ppverify.engines.formulas import formula_for
 from tests.conftest import ROOT
 
 FUNCTIONS = {"max": max, "min": min, "floor": math.floor}

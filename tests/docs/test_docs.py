@@ -327,8 +327,10 @@ def test_mkdocs_builds_strictly(tmp_path: Path) -> None:
     }
     assert not left, f"raw Sphinx roles in {sorted(left)}"
     api = (tmp_path / "site" / "api" / "index.html").read_text()
-    # e.g. the docstrings naming :class:`~ppverify.errors.ParameterError` link to its entry
-    assert 'href="#ppverify.errors.ParameterError"' in api and api.count('class="autorefs autorefs-internal"') > 100
+    # e.g. the docstrings naming :class:`~ppverify.core.errors.ParameterError` link to its entry
+    assert (
+        'href="#ppverify.core.errors.ParameterError"' in api and api.count('class="autorefs autorefs-internal"') > 100
+    )
 
 
 def test_readme_is_a_short_front_door_whose_links_resolve() -> None:

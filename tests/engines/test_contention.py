@@ -6,17 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import DeadlockError, ParameterError
+from ppverify.core.ops import Op
+from ppverify.core.placement import linear
+from ppverify.core.schedule import Schedule
 from ppverify.engines import run
 from ppverify.engines.contention import simulate_contention
-from ppverify.errors import DeadlockError, ParameterError
-from ppverify.llm import Training, llm_cost_model
-from ppverify.ops import Op
-from ppverify.placement import linear
-from ppverify.schedule import Schedule
 from ppverify.schedules import build, families
-from ppverify.system import GiB, LinkTier, System, load_system
+from ppverify.systems.llm import Training, llm_cost_model
+from ppverify.systems.system import GiB, LinkTier, System, load_system
 
 
 def test_fifo_queue_on_one_link_by_hand():

@@ -7,17 +7,17 @@ import numpy as np
 import pytest
 
 from ppverify.cli import build_parser, main
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import ParameterError
+from ppverify.core.ops import compute_ops
+from ppverify.core.timeline import Timeline
 from ppverify.engines import registry, run
 from ppverify.engines.contention import simulate_contention
 from ppverify.engines.simulate import simulate_async
 from ppverify.engines.table import slot_timeline
 from ppverify.engines.torch_steps import torch_timeline
-from ppverify.errors import ParameterError
-from ppverify.ops import compute_ops
 from ppverify.schedules import build
-from ppverify.timeline import Timeline
 
 
 def no_deps(schedule, costs, comm, **options):

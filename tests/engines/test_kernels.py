@@ -11,16 +11,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppverify import compiled
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import DeadlockError, PPVerifyError
+from ppverify.core.ops import Op
 from ppverify.engines import run
 from ppverify.engines.core import list_schedule_flat
 from ppverify.engines.kernels import list_schedule_arrays
 from ppverify.engines.torch_steps import add_send_recv, simulate_steps, torch_timeline
-from ppverify.errors import DeadlockError, PPVerifyError
-from ppverify.ops import Op
 from ppverify.schedules import build
-from ppverify.system import load_system
+from ppverify.systems.system import load_system
 
 FAMILIES = [
     "gpipe",
@@ -148,7 +148,7 @@ def test_torch_steps_compiled_equals_reference(data):
 @given(st.data())
 def test_list_schedule_kernel_with_idle_ticks_and_overlaps(data):
     # the slot table's case: idle slots cost a tick; DualPipe's overlapped F&B slots
-    from ppverify.dag import build_dag_arrays
+    from ppverify.core.dag import build_dag_arrays
 
     s = try_build(data, ["dualpipe", "dualpipev", "zb-h1", "1f1b"])
     if s is None:

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.comm import NO_COMM
-from ppverify.costs import CostModel
+from ppverify.core.comm import NO_COMM
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import ParameterError
+from ppverify.core.ops import Overlap
 from ppverify.engines import run
 from ppverify.engines.runtime import Handover, handover_of
-from ppverify.errors import ParameterError
-from ppverify.ops import Overlap
 from ppverify.schedules import build
-from ppverify.system import load_system
+from ppverify.systems.system import load_system
 
 ONE_PIPE = [
     ("gpipe", {}),

@@ -9,19 +9,19 @@ import numpy as np
 import pytest
 
 from ppverify.cli import main
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
-from ppverify.dag import build_dag_arrays
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.dag import build_dag_arrays
+from ppverify.core.errors import DeadlockError, ParameterError
+from ppverify.core.ops import Op
+from ppverify.core.placement import linear
+from ppverify.core.schedule import Schedule
 from ppverify.engines import run
 from ppverify.engines.simulate import memory_report, simulate_async
-from ppverify.errors import DeadlockError, ParameterError
-from ppverify.llm import Training, llm_cost_model, load_llm, stage_costs
-from ppverify.ops import Op
-from ppverify.placement import linear
-from ppverify.replica_sync import replica_groups
-from ppverify.schedule import Schedule
 from ppverify.schedules import build, families
-from ppverify.system import GiB, LinkTier, System, load_system
+from ppverify.systems.llm import Training, llm_cost_model, load_llm, stage_costs
+from ppverify.systems.replica_sync import replica_groups
+from ppverify.systems.system import GiB, LinkTier, System, load_system
 
 
 def abstract(s, **kw):

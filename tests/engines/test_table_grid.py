@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
 from ppverify.engines import run
 from ppverify.engines.table import format_table, timeline_table
 from ppverify.io.table_text import TableGrid, format_grid, read_text_table
@@ -56,7 +56,7 @@ def test_every_family_grid_reads_back_and_matches_the_engine(style, buildable):
 def test_the_slot_tick_takes_one_fraction_per_distinct_duration(monkeypatch):
     # issue 22 item 6: made per op, the fractions took minutes for show hanayo --waves 100000;
     # counted, not timed: hanayo with 50 waves has 800 ops and two durations (F, B)
-    from ppverify.costs import CostModel
+    from ppverify.core.costs import CostModel
     from ppverify.engines import table
     from ppverify.schedules import build
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ppverify.dag import structural_problems
+from ppverify.core.dag import structural_problems
+from ppverify.core.errors import DeadlockError
 from ppverify.engines import SEMANTICS, run
 from ppverify.engines.torch_steps import add_send_recv, merge_bw, simulate_steps, torch_step_count, torch_timeline
-from ppverify.errors import DeadlockError
 from ppverify.io.torch_csv import load_csv, parse_rows
 from ppverify.schedules import build
 
@@ -170,7 +170,7 @@ def test_overlap_cell_is_one_step():
 
 
 def test_two_pipes_have_no_torch_timing():
-    from ppverify.errors import ParameterError
+    from ppverify.core.errors import ParameterError
 
     with pytest.raises(ParameterError, match="one pipe"):
         torch_step_count(build("chimera", p=4, m=4))
@@ -253,8 +253,8 @@ def test_comm_problems_of_lowered_files():
 
 def test_run_accepts_the_simulate_commands_options():
     # `ppverify simulate --semantics torch` calls run(schedule, costs, comm, "torch", sync=..., dp_allreduce=...)
-    from ppverify.comm import FixedDelay
-    from ppverify.costs import CostModel
+    from ppverify.core.comm import FixedDelay
+    from ppverify.core.costs import CostModel
 
     s = load_csv(DATA / "zb1p_2rank_2stagep_compute.csv")
     tl = run(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(0.5), "torch", sync="eager", dp_allreduce=0)

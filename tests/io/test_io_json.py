@@ -11,11 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.costs import CostModel
-from ppverify.dag import structural_problems
+from ppverify.core.costs import CostModel
+from ppverify.core.dag import structural_problems
+from ppverify.core.errors import PPVerifyError, ScheduleFileError
+from ppverify.core.ops import Comm, Marker, Op, Overlap, compute_ops
+from ppverify.core.placement import bidirectional, custom, linear
+from ppverify.core.schedule import Schedule
 from ppverify.engines import run
 from ppverify.engines.table import table_grid_of
-from ppverify.errors import PPVerifyError, ScheduleFileError
 from ppverify.io import load_schedule
 from ppverify.io.json_format import (
     FORMAT_VERSION,
@@ -29,9 +32,6 @@ from ppverify.io.json_format import (
     schedule_from_dict,
     schedule_to_dict,
 )
-from ppverify.ops import Comm, Marker, Op, Overlap, compute_ops
-from ppverify.placement import bidirectional, custom, linear
-from ppverify.schedule import Schedule
 from ppverify.schedules import build, families
 
 

@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppverify.cli import main
-from ppverify.comm import FixedDelay
 from ppverify.compare.trace_check import check_trace, schedule_differences
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import ScheduleFileError
 from ppverify.engines import run
-from ppverify.errors import ScheduleFileError
 from ppverify.io.profiler_trace import read_traces
 from ppverify.io.trace_step import recorded_step
 from ppverify.io.trace_synth import synthetic_traces, write_synthetic

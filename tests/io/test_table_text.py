@@ -8,10 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import ScheduleFileError
+from ppverify.core.ops import Comm, Marker, Op, Overlap, compute_ops, format_action
+from ppverify.core.placement import bidirectional, linear
+from ppverify.core.schedule import Schedule
 from ppverify.engines import run
 from ppverify.engines.table import format_schedule_table, format_table
-from ppverify.errors import ScheduleFileError
 from ppverify.io.table_text import (
     load_table,
     parse_paper_table,
@@ -20,9 +23,6 @@ from ppverify.io.table_text import (
     programs_from_cells,
     schedule_from_programs,
 )
-from ppverify.ops import Comm, Marker, Op, Overlap, compute_ops, format_action
-from ppverify.placement import bidirectional, linear
-from ppverify.schedule import Schedule
 from ppverify.schedules import build, families
 
 
@@ -274,7 +274,7 @@ def test_every_pytorch_schedule_class_grid_parses_back():
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.dag import build_dag
+from ppverify.core.dag import build_dag
 
 
 @st.composite

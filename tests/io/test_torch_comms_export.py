@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import ppverify.io.torch_interop as ti
 from ppverify.cli import main
-from ppverify.errors import ParameterError
+from ppverify.core.errors import ParameterError
 from ppverify.io.torch_csv import parse_rows, to_rows
 from ppverify.schedules import build, families
 from ppverify.verify import verify
@@ -130,8 +130,8 @@ def test_import_reports_missing_reduce_grad_exit_1(tmp_path, capsys):
 def test_the_windows_in_one_pass_are_pytorchs_window_at_every_cell(cells, count):
     # the one-pass windows equal PyTorch's next_stage_indices recomputed from every cell on
     # (the quadratic original, kept as the reference), overlapped cells and their overshoot included
+    from ppverify.core.ops import Op, Overlap
     from ppverify.io.torch_lowering import _next_stages, next_stage_windows
-    from ppverify.ops import Op, Overlap
 
     def cell(c):
         return Overlap(tuple(Op(k, s, mb) for k, s, mb in c)) if isinstance(c, list) else Op(*c)

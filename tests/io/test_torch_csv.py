@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ppverify.dag import structural_problems
+from ppverify.core.dag import structural_problems
+from ppverify.core.errors import ParameterError, ScheduleFileError
+from ppverify.core.ops import Comm, Marker, Op, Overlap
 from ppverify.engines import run
-from ppverify.errors import ParameterError, ScheduleFileError
 from ppverify.io import load_schedule
 from ppverify.io.torch_csv import csv_text, load_csv, parse_rows, save_csv, to_rows
-from ppverify.ops import Comm, Marker, Op, Overlap
 from ppverify.schedules import build
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "torch"
@@ -167,7 +167,7 @@ def test_family_exports_reload_identically(family, params, tmp_path):
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.errors import PPVerifyError
+from ppverify.core.errors import PPVerifyError
 
 ONE_PIPE = [
     ("gpipe", {}),

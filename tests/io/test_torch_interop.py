@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 import ppverify.io.torch_interop as ti  # torch is a test dependency (make test installs the torch extra)
-from ppverify.costs import CostModel
-from ppverify.dag import structural_problems
+from ppverify.core.costs import CostModel
+from ppverify.core.dag import structural_problems
+from ppverify.core.errors import DeadlockError, InvalidScheduleError
 from ppverify.engines import run
 from ppverify.engines.torch_steps import add_send_recv
-from ppverify.errors import DeadlockError, InvalidScheduleError
 from ppverify.io.torch_csv import parse_rows, save_csv, to_rows
 from ppverify.schedules import build
 
@@ -134,8 +134,8 @@ def same_lowering(s, lowered):
 
 def test_pytorch_runtime_loads_cp_sat_optimal_schedules():
     import ppverify.optimize as opt
-    from ppverify.comm import NO_COMM
-    from ppverify.placement import linear
+    from ppverify.core.comm import NO_COMM
+    from ppverify.core.placement import linear
 
     for split in (False, True):
         pl = linear(3)

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
-from ppverify.dag import structural_problems
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.dag import structural_problems
+from ppverify.core.errors import ParameterError
+from ppverify.core.ops import Overlap
 from ppverify.engines import run
-from ppverify.errors import ParameterError
-from ppverify.formulas import EXACT, LOWER, UPPER, formula_for
+from ppverify.engines.formulas import EXACT, LOWER, UPPER, formula_for
 from ppverify.io.torch_csv import load_csv
 from ppverify.io.torch_interop import order_differences
-from ppverify.ops import Overlap
 from ppverify.schedules import build, get_family
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "torch"

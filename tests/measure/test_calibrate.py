@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 import ppverify.measure.calibrate as cal
 from ppverify.cli import main
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
 from ppverify.schedules import build
-from ppverify.system import load_system
+from ppverify.systems.system import load_system
 
 
 @given(lat=st.floats(1e-6, 1e-3), bw=st.floats(1e8, 1e11))

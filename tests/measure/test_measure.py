@@ -21,13 +21,13 @@ import psutil
 import pytest
 
 from ppverify.cli import main
+from ppverify.core.ops import compute_ops
 from ppverify.io.torch_csv import parse_rows
 from ppverify.io.torch_interop import torch_lower
 from ppverify.measure import measure_many
 from ppverify.measure.gradcheck import reference_grads
 from ppverify.measure.record import causality_violations
 from ppverify.measure.stages import ModelSpec
-from ppverify.ops import compute_ops
 from ppverify.schedules import build, families
 
 COSTS = {"F": 0.002, "B": 0.004}

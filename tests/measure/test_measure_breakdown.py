@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.costs import CostModel
-from ppverify.dag import predecessors, split_pairs
+from ppverify.core.costs import CostModel
+from ppverify.core.dag import predecessors, split_pairs
+from ppverify.core.ops import Comm, Op
 from ppverify.io.torch_lowering import lower_like_pytorch
 from ppverify.measure.breakdown import breakdown, critical_path
 from ppverify.measure.record import Event, to_timeline
-from ppverify.ops import Comm, Op
 from ppverify.schedules import build
 
 SCHEDULES = [

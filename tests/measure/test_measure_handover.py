@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.comm import NO_COMM
-from ppverify.costs import CostModel
+from ppverify.core.comm import NO_COMM
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import ParameterError
+from ppverify.core.ops import Comm
 from ppverify.engines import run
-from ppverify.errors import ParameterError
 from ppverify.measure.handover import (
     Handover,
     fit_handover,
@@ -22,7 +23,6 @@ from ppverify.measure.handover import (
     predict_runtime,
 )
 from ppverify.measure.record import Event
-from ppverify.ops import Comm
 from ppverify.schedules import build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -179,7 +179,7 @@ def test_lowered_programs_keep_a_comms_file_as_written():
 
 def test_preset_round_trip(tmp_path):
     from ppverify.measure.calibrate import DRAWS, Calibration, predict_on, preset_text
-    from ppverify.system import load_system
+    from ppverify.systems.system import load_system
 
     dec = tuple((t, tuple(k * 1e-4 for k in range(10))) for t in ("late", "wake", "gap"))
     h = Handover(head=2e-4, overshoot=1e-4, gap=2e-4, send=1e-4, recv=1e-4, late=1.5e-3, wake=4e-4, deciles=dec)
@@ -202,7 +202,7 @@ def test_preset_terms_per_rank_count(tmp_path):
     # 4-rank one with the 4-rank terms, a 3-rank one with the nearest count's (4: the larger on a
     # tie), each exactly as the walk with that model (no deciles: one walk)
     from ppverify.measure.calibrate import Calibration, predict_on, preset_text
-    from ppverify.system import load_system
+    from ppverify.systems.system import load_system
 
     pooled = Handover(late=1e-3, wake=3e-4)
     h2, h4 = Handover(late=2e-4, wake=1e-4), Handover(late=3e-3, wake=6e-4, head=5e-4)
@@ -220,8 +220,8 @@ def test_preset_terms_per_rank_count(tmp_path):
 
 
 def test_preset_refuses_a_bad_rank_section(tmp_path):
-    from ppverify.presets import PresetError
-    from ppverify.system import load_system
+    from ppverify.systems.presets import PresetError
+    from ppverify.systems.system import load_system
 
     path = tmp_path / "bad.yaml"
     text = (ROOT / "examples" / "systems" / "calibrated-2core.yaml").read_text(encoding="utf-8")
@@ -232,7 +232,7 @@ def test_preset_refuses_a_bad_rank_section(tmp_path):
 
 def test_no_handover_section_changes_nothing():
     from ppverify.measure.calibrate import predict_on
-    from ppverify.system import load_system
+    from ppverify.systems.system import load_system
 
     sysm = load_system("dgx-h100")
     assert sysm.handover_s is None
@@ -241,7 +241,7 @@ def test_no_handover_section_changes_nothing():
 
 
 def test_a_deadlocking_file_names_each_rank_and_the_send_it_waits_for(tmp_path):
-    from ppverify.errors import DeadlockError
+    from ppverify.core.errors import DeadlockError
     from ppverify.io import load_schedule
 
     f = tmp_path / "dead.csv"

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.distributed.pipelining._backward import stage_backward_input, stage_backward_weight
 
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
+from ppverify.core.ops import Op
+from ppverify.core.placement import linear
+from ppverify.core.timeline import activation_peaks
 from ppverify.measure.memory import FREED_BY_I, MeasuredMemory, byte_costs, stage_activation_bytes
 from ppverify.measure.memrecord import MemEvent, SavedTensors
 from ppverify.measure.stages import ModelSpec, build_stage_module, loss_fn
-from ppverify.ops import Op
-from ppverify.placement import linear
-from ppverify.timeline import activation_peaks
 
 SLEEP, REAL = ModelSpec.for_compute("sleep"), ModelSpec.for_compute("real")
 
@@ -182,7 +182,7 @@ def test_plot_draws_the_measured_curve_not_the_model(tmp_path, monkeypatch):
     import matplotlib.axes
 
     from ppverify.engines import run
-    from ppverify.plots import gantt
+    from ppverify.report.plots import gantt
     from ppverify.schedules import build
 
     drawn = []

@@ -70,7 +70,7 @@ def test_calibrate_from_trace_writes_a_preset_measure_reads(tmp_path, capsys):
     text = capsys.readouterr().out
     # the held-out steps are the recorded ones not fitted: ProfilerStep#3 and #4
     assert "held-out step 3" in text and "held-out step 4" in text and "held-out step 1 " not in text
-    from ppverify.system import load_system
+    from ppverify.systems.system import load_system
 
     sysm = load_system(str(out))
     assert sysm.action_overhead_s >= 0 and sysm.intra.latency_s > 0

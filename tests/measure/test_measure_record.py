@@ -13,12 +13,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
+from ppverify.core.trace import write_trace
 from ppverify.measure.gradcheck import GradCheck, check, reference_grads
 from ppverify.measure.record import Event, causality_violations, step_start, to_timeline
 from ppverify.measure.stages import ModelSpec, build_stage_module, loss_fn, make_batch
 from ppverify.schedules import build
-from ppverify.trace import write_trace
 
 
 def _gpipe_events():

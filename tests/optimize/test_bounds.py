@@ -8,13 +8,13 @@ from importlib import resources
 
 import pytest
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.placement import linear, loop, v_shape
 from ppverify.engines import run
 from ppverify.optimize import Problem, instance, lower_bounds, optimize, zero_bubble
 from ppverify.optimize.heuristic import best_candidate, canonical_starts, greedy, objective_value
 from ppverify.optimize.relax import device_bound
-from ppverify.placement import linear, loop, v_shape
 from ppverify.schedules import build
 
 
@@ -71,7 +71,7 @@ CASES = [
 
 
 def _problem(pl, m, costs, cap, c, obj):
-    from ppverify.costs import parse_costs
+    from ppverify.core.costs import parse_costs
 
     given = parse_costs(costs)
     cm = zero_bubble(2304, 24, 1024).apply(CostModel.abstract(pl, **given))

@@ -10,11 +10,11 @@ import json
 import pytest
 
 from ppverify.cli import main
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
-from ppverify.errors import ParameterError
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import ParameterError
+from ppverify.core.placement import linear
 from ppverify.optimize import Problem, optimize, zero_bubble
-from ppverify.placement import linear
 
 
 def _capped(p: int, m: int) -> Problem:

@@ -8,12 +8,12 @@ import dataclasses
 
 import pytest
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.placement import linear
 from ppverify.optimize import Problem, instance, lower_bounds, optimize, zero_bubble
 from ppverify.optimize.bounds import heads_tails
 from ppverify.optimize.cycle import memory_cycle_bounds
-from ppverify.placement import linear
 
 
 def _problem(p, m, c, cap, memory, objective="makespan"):

@@ -10,13 +10,13 @@ import dataclasses
 
 import pytest
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.placement import linear
 from ppverify.optimize import Problem, instance, optimize
 from ppverify.optimize.heuristic import canonical_starts
 from ppverify.optimize.model import memory_lags
 from ppverify.optimize.relax import device_bound
-from ppverify.placement import linear
 
 
 def _problem(p, m, c, cap, freed, durs):

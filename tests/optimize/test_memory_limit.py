@@ -15,7 +15,7 @@ import pytest
 
 from ppverify.cli import main
 from ppverify.cli.commands.optimize import build_namespace, problem_from_args
-from ppverify.limits import LimitError, memory_limit
+from ppverify.core.limits import LimitError, memory_limit
 from ppverify.optimize.footprint import BASE_BYTES, PER_OP_BYTES, PER_WORKER_BYTES, check_footprint
 
 GIB = 2**30

@@ -9,14 +9,14 @@ import time
 import pytest
 
 from ppverify.cli import main
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
-from ppverify.dag import build_dag, structural_problems
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.dag import build_dag, structural_problems
+from ppverify.core.errors import ParameterError
+from ppverify.core.placement import linear, v_shape
 from ppverify.engines import run
-from ppverify.errors import ParameterError
 from ppverify.optimize import Problem, evaluate, optimize, problem_for, zero_bubble
 from ppverify.optimize.problem import edge_delays
-from ppverify.placement import linear, v_shape
 from ppverify.schedules import build, families
 
 
@@ -106,7 +106,7 @@ def _families_without_overlap(p, m):
 @pytest.mark.parametrize("c", [0.0, 0.5, 1.25])
 @pytest.mark.parametrize("costs", ["F=1,B=2", "F=1,I=1,W=1", "F=2,I=1.5,W=0.5"])
 def test_evaluate_equals_async_engine(c, costs):
-    from ppverify.costs import parse_costs
+    from ppverify.core.costs import parse_costs
 
     scheds = _families_without_overlap(4, 8)
     assert len(scheds) >= 8
@@ -144,7 +144,7 @@ def test_evaluate_rejects_order_over_the_cap():
 def test_bound_never_exceeds_any_family(p, m, c):
     for s in _families_without_overlap(p, m):
         for costs in ("F=1,B=2", "F=1,I=1,W=1"):
-            from ppverify.costs import parse_costs
+            from ppverify.core.costs import parse_costs
 
             if "I" in costs and not s.has_split_backward:
                 continue
@@ -383,7 +383,7 @@ def test_unit_costs_cap_p_with_comm_proven_optimal():
 
 
 def test_evaluate_reports_a_deadlocking_order():
-    from ppverify.ops import Op
+    from ppverify.core.ops import Op
 
     s = build("1f1b", p=2, m=2)
     F0, B0, F1, B1 = (Op(k, 0, mb) for k, mb in (("F", 0), ("B", 0), ("F", 1), ("B", 1)))

@@ -19,15 +19,15 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ppverify.cli import main
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import PPVerifyError
+from ppverify.core.ops import compute_ops
+from ppverify.core.placement import bidirectional
 from ppverify.engines import run
-from ppverify.errors import PPVerifyError
-from ppverify.ops import compute_ops
 from ppverify.optimize import Problem, evaluate, optimize, problem_for
 from ppverify.optimize.bounds import lower_bounds
 from ppverify.optimize.problem import instance
-from ppverify.placement import bidirectional
 from ppverify.schedules import build, families
 
 SYNCS = ("eager", "after-flush", "none")

@@ -15,7 +15,7 @@ import pytest
 
 from ppverify.cli import main
 from ppverify.cli.commands.optimize import build_namespace, problem_from_args
-from ppverify.limits import memory_limit
+from ppverify.core.limits import memory_limit
 from ppverify.optimize import optimize
 from ppverify.optimize.deadline import Deadline, WallLimitReached
 from ppverify.optimize.heuristic import greedy

@@ -5,10 +5,10 @@ rest of the relaxation."""
 
 from __future__ import annotations
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.placement import linear
 from ppverify.optimize import Problem, optimize, zero_bubble
-from ppverify.placement import linear
 
 
 def _problem() -> Problem:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.placement import linear, loop
 from ppverify.io import load_schedule
 from ppverify.optimize.request import (
     Request,
@@ -16,7 +17,6 @@ from ppverify.optimize.request import (
     solve,
     summary_lines,
 )
-from ppverify.placement import linear, loop
 from ppverify.schedules import build
 
 

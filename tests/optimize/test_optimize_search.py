@@ -8,15 +8,15 @@ import itertools
 
 import pytest
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
-from ppverify.ops import B, F, Op
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.ops import B, F, Op
+from ppverify.core.placement import linear, loop
 from ppverify.optimize import Problem, instance, lower_bounds, optimize, zero_bubble
 from ppverify.optimize.energy import memory_energy_spans
 from ppverify.optimize.heuristic import family_candidates, greedy, memory_ok, time_programs
 from ppverify.optimize.localsearch import improve, swap_search, tune_greedy
 from ppverify.optimize.window import multi_stage_head_idle
-from ppverify.placement import linear, loop
 
 
 def _interleavings(a: list, b: list):

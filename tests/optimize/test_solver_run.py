@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from ppverify.cli import main
 from ppverify.cli.commands.optimize import build_namespace, problem_from_args
+from ppverify.core.errors import ParameterError
 from ppverify.engines import run as run_engine
-from ppverify.errors import ParameterError
 from ppverify.io import load_schedule
 from ppverify.optimize import optimize
 from ppverify.optimize.deadline import Deadline

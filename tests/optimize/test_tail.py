@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.placement import loop, v_shape
 from ppverify.optimize import Problem, instance, lower_bounds, optimize, zero_bubble
 from ppverify.optimize.heuristic import canonical_starts, greedy, memory_ok, time_programs
 from ppverify.optimize.tail import search_after_warmup, warmup_end
-from ppverify.placement import loop, v_shape
 
 
 def loop_problem(p: int, m: int, cap_per_p: int | None = 2, placement=loop) -> Problem:
@@ -58,7 +58,7 @@ def test_loop_row_bound_by_hand_and_the_start_alone_misses_one_percent():
 
 @pytest.mark.parametrize("share", [-0.1, 1.5])
 def test_tail_share_out_of_range_is_refused(share):
-    from ppverify.errors import ParameterError
+    from ppverify.core.errors import ParameterError
 
     with pytest.raises(ParameterError, match="tail_share"):
         optimize(loop_problem(2, 2), time_limit=5, tail_share=share)

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.placement import linear, loop
 from ppverify.optimize import Problem, instance, lower_bounds, optimize, zero_bubble
 from ppverify.optimize.bounds import heads_tails
 from ppverify.optimize.heuristic import greedy
 from ppverify.optimize.warmup import warmup_bound, warmup_limits
-from ppverify.placement import linear, loop
 
 
 def zb_rows():

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.placement import linear, loop
 from ppverify.engines import run
 from ppverify.optimize import Problem, instance, optimize, zero_bubble
 from ppverify.optimize.heuristic import memory_ok
 from ppverify.optimize.zbheuristic import applies, zb_candidates
-from ppverify.placement import linear, loop
 from ppverify.schedules import build
 
 

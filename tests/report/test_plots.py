@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppverify.cli import main
-from ppverify.comm import FixedDelay
 from ppverify.compare import Config, ScheduleEntry
 from ppverify.compare.crossover import crossings, makespan_curves
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import ParameterError
 from ppverify.engines import run
-from ppverify.errors import ParameterError
-from ppverify.plots import crossover_plot, gantt
+from ppverify.report.plots import crossover_plot, gantt
 from ppverify.schedules import build
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -168,7 +168,7 @@ def test_crossover_axes_turn_logarithmic_past_a_decade(tmp_path_factory, x_decad
     )
     figures = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("ppverify.plots.plt.close", figures.append)
+        mp.setattr("ppverify.report.plots.plt.close", figures.append)
         crossover_plot(df, "latency", tmp_path_factory.mktemp("c") / "c.png")
     ax = figures[-1].axes[0]
     spread = max(max(ys), ys.mean()) / min(min(ys), ys.mean())

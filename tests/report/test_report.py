@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppverify.cli import main
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import ScheduleFileError
 from ppverify.engines import run
-from ppverify.errors import ScheduleFileError
 from ppverify.report import load_results
 from ppverify.report.page import page_data, render_html
 from ppverify.report.payload import canonical_ops, op_waits, timeline_payload

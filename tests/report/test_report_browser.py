@@ -22,7 +22,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from ppverify.cli import main
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
 from ppverify.engines import run
 from ppverify.report.page import write_report
 from ppverify.report.study import Study, point_view

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import ParameterError
+from ppverify.core.placement import linear, v_shape
 from ppverify.engines import run
-from ppverify.errors import ParameterError
-from ppverify.placement import linear, v_shape
 from ppverify.schedules import build
 from ppverify.schedules.blocks import Block, block_peaks, block_span, one_f_one_b_block, repeat, v_block, zb_h1_block
 from ppverify.schedules.v_half import v_half_delay
@@ -83,6 +83,6 @@ def test_collision_and_dependency_are_refused() -> None:
     with pytest.raises(ParameterError, match="give the offsets of B, or of both I and W"):
         Block.of(linear(1), 3, F=(0,), I=(1,))
     with pytest.raises(ParameterError, match="one-pipe"):
-        from ppverify.placement import bidirectional
+        from ppverify.core.placement import bidirectional
 
         Block.of(bidirectional(2), 3, F=(0, 1), B=(2, 3))

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from ppverify.cli import main
-from ppverify.costs import CostModel
-from ppverify.dag import build_dag, structural_problems
+from ppverify.core.costs import CostModel
+from ppverify.core.dag import build_dag, structural_problems
+from ppverify.core.errors import ParameterError
 from ppverify.engines import run
-from ppverify.errors import ParameterError
-from ppverify.formulas import EXACT, LOWER, UPPER, chimera_asym_formula, chimera_formula
+from ppverify.engines.formulas import EXACT, LOWER, UPPER, chimera_asym_formula, chimera_formula
 from ppverify.schedules import build
 
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.costs import CostModel
-from ppverify.dag import build_dag, structural_problems
+from ppverify.core.costs import CostModel
+from ppverify.core.dag import build_dag, structural_problems
+from ppverify.core.errors import ParameterError
 from ppverify.engines import run
-from ppverify.errors import ParameterError
 from ppverify.schedules import build, get_family
 from ppverify.schedules.hanayo import OUTSIDE_REGIME
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
 from ppverify.engines import run
-from ppverify.formulas import EXACT, formula_for
+from ppverify.engines.formulas import EXACT, formula_for
 from ppverify.schedules import build, families, get_family, registry
 from ppverify.verify import verify
 
@@ -33,10 +33,10 @@ SOURCE = textwrap.dedent('''
 
     from collections.abc import Mapping
 
-    from ppverify.closed_form import EXACT, Formula, exact_costs, make_formula
-    from ppverify.ops import Op
-    from ppverify.placement import linear
-    from ppverify.schedule import Schedule
+    from ppverify.core.closed_form import EXACT, Formula, exact_costs, make_formula
+    from ppverify.core.ops import Op
+    from ppverify.core.placement import linear
+    from ppverify.core.schedule import Schedule
     from ppverify.schedules import Family, register
 
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
 from ppverify.engines import run
-from ppverify.formulas import EXACT, LOWER, UPPER, formula_for
+from ppverify.engines.formulas import EXACT, LOWER, UPPER, formula_for
 from ppverify.schedules import build, families
 
 FAMILIES = [f.name for f in families() if f.formula is not None]

@@ -14,11 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppverify.costs import CostModel
-from ppverify.dag import build_dag, structural_problems
+from ppverify.core.costs import CostModel
+from ppverify.core.dag import build_dag, structural_problems
+from ppverify.core.errors import ParameterError
+from ppverify.core.timeline import BUBBLE_CONVENTION
 from ppverify.engines import run
-from ppverify.errors import ParameterError
-from ppverify.formulas import (
+from ppverify.engines.formulas import (
     EXACT,
     LOWER,
     UPPER,
@@ -32,7 +33,6 @@ from ppverify.formulas import (
     one_f_one_b_split_formula,
 )
 from ppverify.schedules import build
-from ppverify.timeline import BUBBLE_CONVENTION
 
 COSTS = [None, {"F": 1, "B": 2}, {"F": 2, "B": 1}, {"F": 1, "B": 3}, {"F": 2, "B": 3}, {"F": 1, "I": 1, "W": 2}]
 

@@ -33,10 +33,10 @@ def test_a_family_is_one_module_file(tmp_path: Path, eager_family_source: str, s
     grid = [(p, m) for p, m in small_grid if p <= 5]
     script = textwrap.dedent(f"""
         import my_schedules
-        from ppverify.dag import structural_problems
+        from ppverify.core.dag import structural_problems
         from ppverify.engines import run
-        from ppverify.costs import CostModel
-        from ppverify.formulas import formula_for
+        from ppverify.core.costs import CostModel
+        from ppverify.engines.formulas import formula_for
         from ppverify.schedules import build, families, get_family
         assert "eager-1f1b" in [f.name for f in families()]
         assert [p.name for p in get_family("eager-1f1b").params] == ["extra"]

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import ParameterError
 from ppverify.engines import run
-from ppverify.errors import ParameterError
-from ppverify.formulas import EXACT, formula_for
+from ppverify.engines.formulas import EXACT, formula_for
 from ppverify.io.torch_interop import order_differences, torch_schedule
 from ppverify.schedules import build
 from ppverify.verify import verify

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ppverify.core.ops import Comm, Marker, Op, Overlap
 from ppverify.io.json_format import dumps, loads_document
 from ppverify.io.torch_csv import parse_rows, to_rows
-from ppverify.ops import Comm, Marker, Op, Overlap
 from ppverify.schedules import build
 from ppverify.verify import verify
 from ppverify.verify.comm_model import insert_comms

@@ -3,7 +3,7 @@ PyTorch action rows whose verdicts follow from the rules by hand."""
 
 from __future__ import annotations
 
-from ppverify.costs import CostModel
+from ppverify.core.costs import CostModel
 from ppverify.io.torch_csv import parse_rows
 from ppverify.verify.import_audit import MAX_LISTED, audit, audit_text, cell_counts
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from ppverify.errors import ParameterError
-from ppverify.ops import B, Comm, F, I, Op, W
+from ppverify.core.errors import ParameterError
+from ppverify.core.ops import B, Comm, F, I, Op, W
 from ppverify.schedules import build, families
 from ppverify.verify import verify
 
@@ -198,9 +198,9 @@ import random
 
 import pytest
 
+from ppverify.core.ops import Overlap
 from ppverify.engines.torch_steps import add_send_recv
 from ppverify.io.json_format import dumps, loads_document
-from ppverify.ops import Overlap
 
 
 def independent_valid(s) -> bool:

@@ -287,9 +287,9 @@ def test_interleaved_orders_never_share_a_closed_form(monkeypatch):
     # claiming Megatron's last-chunk backwards for PyTorch's order puts a backward before the
     # forward it must follow on one device: Z3 finds it, and the counterexample is real
     import ppverify.verify.prove_interleaved_pytorch as pt
-    from ppverify.costs import CostModel
+    from ppverify.core.costs import CostModel
+    from ppverify.core.errors import ParameterError
     from ppverify.engines import run
-    from ppverify.errors import ParameterError
     from ppverify.schedules import build
     from ppverify.verify.closed_forms import interleaved_b
     from ppverify.verify.prove import grid_check

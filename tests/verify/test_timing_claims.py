@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ppverify.cli import main
-from ppverify.comm import SYNC_MODES, FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import SYNC_MODES, FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.errors import ParameterError
 from ppverify.engines import run
-from ppverify.errors import ParameterError
-from ppverify.replica_sync import replica_groups
 from ppverify.schedules import build, families
+from ppverify.systems.replica_sync import replica_groups
 from ppverify.verify import verify
 
 TWO_PIPES = ("chimera", "chimera-asym", "dualpipe")

@@ -8,20 +8,20 @@ import json
 import pytest
 
 from ppverify.cli import main
-from ppverify.comm import FixedDelay
-from ppverify.costs import CostModel
+from ppverify.core.comm import FixedDelay
+from ppverify.core.costs import CostModel
+from ppverify.core.ops import Comm, Op
 from ppverify.engines import run
 from ppverify.io import load_schedule
-from ppverify.ops import Comm, Op
-from ppverify.preset_models import PresetSettings, resolve_presets
 from ppverify.schedules import build, families
+from ppverify.systems.preset_models import PresetSettings, resolve_presets
 from ppverify.verify import verify
 
 DATA = "tests/data/torch"
 
 
 def op(text: str) -> Op:
-    from ppverify.ops import parse_action
+    from ppverify.core.ops import parse_action
 
     return parse_action(text)
 

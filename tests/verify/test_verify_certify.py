@@ -10,10 +10,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from ppverify.costs import CostModel
-from ppverify.dag import build_dag_arrays, predecessors, split_pairs
-from ppverify.errors import ParameterError
-from ppverify.ops import Op
+from ppverify.core.costs import CostModel
+from ppverify.core.dag import build_dag_arrays, predecessors, split_pairs
+from ppverify.core.errors import ParameterError
+from ppverify.core.ops import Op
 from ppverify.schedules import build, families
 from ppverify.verify import verify
 from ppverify.verify.certify import derived_order_witness, memory_levels, structure_holds

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from ppverify.cli import main
-from ppverify.costs import CostModel
-from ppverify.ops import Op
+from ppverify.core.costs import CostModel
+from ppverify.core.ops import Op
 from ppverify.report.page import page_data
 from ppverify.report.study import Study
 from ppverify.schedules import build

@@ -62,8 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Measure, then print or write the preset."""
-    from ...errors import ParameterError
-    from ...files import atomic_write, check_output_path
+    from ...core.errors import ParameterError
+    from ...core.files import atomic_write, check_output_path
     from ...measure import MeasureTimeout
     from ...measure.calibrate import calibrate, preset_text
     from ...measure.calibration_report import calibration_json, calibration_lines
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _from_trace(args: argparse.Namespace) -> int:
-    from ...files import atomic_write
+    from ...core.files import atomic_write
     from ...measure.calibration_report import trace_fit_json
     from ...measure.trace_calibrate import from_trace, summary_lines
     from ...measure.trace_sizes import transfer_sizes

@@ -72,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=256,
         help="solve the optimum only for schedules with at most this many ops (default 256)",
     )
-    from ...memory_cap import MEMORY_CAP_HELP
+    from ...core.memory_cap import MEMORY_CAP_HELP
 
     parser.add_argument(
         "--memory-cap",

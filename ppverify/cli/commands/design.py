@@ -56,13 +56,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the design and print it; write the files asked for."""
+    from ...core.errors import ParameterError
+    from ...core.limits import TimeLimitError
     from ...design.output import design_text, plot_design, save_design
     from ...design.run import DesignRequest, design
     from ...design.spec import Limits
-    from ...errors import ParameterError
-    from ...limits import TimeLimitError
-    from ...preset_models import settings_from
     from ...schedules.registry import check_int
+    from ...systems.preset_models import settings_from
 
     check_int("p", args.p, 1)
     m = 3 * args.p if args.m is None else args.m
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.gap_limit is not None and not 0 <= args.gap_limit < 1:
         raise ParameterError("gap-limit", args.gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
     if args.plot:
-        from ...plots import _check_path
+        from ...report.plots import _check_path
 
         _check_path(args.plot)  # before the search: a bad name costs nothing
     if args.report and not str(args.report).lower().endswith(".html"):

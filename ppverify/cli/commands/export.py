@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ...errors import ParameterError
+from ...core.errors import ParameterError
 from .. import Command
 from ..common import add_schedule_arguments, schedule_from_args
 
@@ -57,7 +57,7 @@ def run_export(args: argparse.Namespace) -> int:
     schedule = schedule_from_args(args)
     text = export_text(schedule, args.format)
     if args.output:
-        from ...files import atomic_write
+        from ...core.files import atomic_write
 
         atomic_write(args.output, text, "-o")
         print(f"wrote {args.output} ({args.format}, {schedule.describe()})", file=sys.stderr)

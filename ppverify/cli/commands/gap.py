@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ...core.sizes import memory_formatter
 from ...optimize.request import own_peak_problem, summary_lines
-from ...sizes import memory_formatter
 from .. import Command
 from ..common import interrupted, print_json
 from ..optimize_args import add_problem_arguments, problem_from_args
@@ -36,8 +36,8 @@ def family_value(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.costs import CostModel
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.comm import FixedDelay
         >>> s = build("gpipe", p=4, m=4)
         >>> family_value(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(1), "makespan")[0]
         27.0
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     work, wall = run_limits(args.time_limit, args.work_limit)
     pr, sched, info = problem_from_args(args)
     if sched is None:  # an empty FAMILY|FILE
-        from ...errors import ParameterError
+        from ...core.errors import ParameterError
 
         raise ParameterError("schedule", args.schedule, "gap needs a family or a schedule file")
     value, tl = family_value(sched, pr.costs, pr.comm, pr.objective, pr.sync, pr.dp_allreduce)

@@ -21,8 +21,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ...errors import ParameterError
-from ...schedule import Schedule
+from ...core.errors import ParameterError
+from ...core.schedule import Schedule
 from ...verify.import_audit import audit, audit_text
 from .. import Command
 from ..common import DeprecatedAlias, add_cost_arguments, costs_from_args, print_json, warn_deprecated

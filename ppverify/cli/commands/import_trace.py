@@ -51,11 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Import and print; 0 the recorded order is valid (and the schedule's), 1 otherwise."""
     from ...compare.trace_check import check_trace, trace_report, trace_text
-    from ...costs import parse_costs
+    from ...core.costs import parse_costs
     from ...io.profiler_trace import read_traces
     from ...measure import seconds_costs
     from ...measure.trace_import import recorded_size
-    from ...system import load_system
+    from ...systems.system import load_system
 
     check_timeline_outputs(args)
     system = load_system(args.system) if args.system else None
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         schedule = schedule_from_args(args)
     costs = seconds_costs(schedule, parse_costs(args.costs)) if args.costs and schedule is not None else None
     if args.costs and schedule is None:
-        from ...errors import ParameterError
+        from ...core.errors import ParameterError
 
         raise ParameterError("costs", args.costs, "needs --schedule (the stages they describe)")
     tc = check_trace(traces, schedule, args.step, args.clock, costs, system)

@@ -73,11 +73,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Measure and print (text or JSON); 0 ok, 1 gradient mismatch or hang."""
-    from ...costs import parse_costs
+    from ...core.costs import parse_costs
     from ...measure import MeasureTimeout, measure
     from ...measure.options import check_run_options
     from ...measure.summary import measure_report, measure_text
-    from ...system import load_system
+    from ...systems.system import load_system
 
     schedule = schedule_from_args(args)
     costs = parse_costs(args.costs)

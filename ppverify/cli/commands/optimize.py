@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 
-from ...errors import ParameterError
+from ...core.errors import ParameterError
 from ...optimize.request import result_text, save_result, solve, summary_lines
 from .. import Command
 from ..common import interrupted, print_json
@@ -54,13 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Solve and print (text or JSON); save the schedule when asked. Ctrl-C during the search:
     the best schedule and bound so far are printed and saved, then exit code 130."""
-    from ...limits import time_limit
+    from ...core.limits import time_limit
     from ...optimize.deadline import Deadline
     from ...optimize.solver_run import Progress, interruptible, run_limits
 
     work, wall = run_limits(args.time_limit, args.work_limit)
     if args.save:  # a path that cannot be written is bad input: refused before the search, not after
-        from ...files import check_output_path
+        from ...core.files import check_output_path
 
         check_output_path(args.save, "--save")
     progress = Progress.for_command("optimize", args.progress)
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             "ppverify optimize", "the best schedule and bound found so far" if kept else "the bound so far"
         )
     if res.status == "UNKNOWN":
-        from ...limits import TimeLimitError
+        from ...core.limits import TimeLimitError
 
         unit = " s" if res.time_unit == "s" else ""
         raise TimeLimitError(

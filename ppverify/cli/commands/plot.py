@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ...errors import ParameterError
+from ...core.errors import ParameterError
 from .. import Command
 from ..common import add_cost_arguments, add_schedule_arguments, print_json
 
@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Draw and write the plot."""
-    from ...plots import _check_path
+    from ...report.plots import _check_path
 
     _check_path(args.output)
     if args.crossover:
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("schedule", None, "give a FAMILY|FILE for a Gantt chart, or --crossover latency|bandwidth")
     from ...engines import registry
     from ...engines import run as run_engine
-    from ...plots import gantt
+    from ...report.plots import gantt
     from ..common import schedule_from_args
     from ..file_settings import timing_from_file
     from ..presets_args import preset_context_from_args
@@ -96,8 +96,8 @@ def _crossover(args: argparse.Namespace) -> int:
     from ...compare.crossover import crossings, makespan_curves
     from ...compare.crossover_axis import axis_values, crossover_title
     from ...compare.request import PRESET_OPTIONS, given_csv
-    from ...costs import parse_costs
-    from ...plots import crossover_plot
+    from ...core.costs import parse_costs
+    from ...report.plots import crossover_plot
 
     entries = select_schedules(given_csv("schedules", args.schedules))  # ',' names nothing: refused
     m = args.m if args.m is not None else args.p

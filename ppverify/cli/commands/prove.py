@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from ...errors import ParameterError
+from ...core.errors import ParameterError
 from ...verify.prove import PROVABLE, prove_family
 from .. import Command
 from ..common import print_json

@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the comparison with a report, or build the report from a results file."""
-    from ...errors import ParameterError
+    from ...core.errors import ParameterError
 
     if args.max_chart_ops < 1:
         raise ParameterError("max-chart-ops", args.max_chart_ops, "must be >= 1")

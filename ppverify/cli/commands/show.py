@@ -14,10 +14,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from ...errors import ParameterError, ScheduleFileError
+from ...core.errors import ParameterError, ScheduleFileError
+from ...core.memory_cap import MEMORY_CAP_HELP, cap_check, parse_memory_cap
 from ...io.table_text import STYLES
-from ...memory_cap import MEMORY_CAP_HELP, cap_check, parse_memory_cap
-from ...table_report import formula_contradicted, table_json, table_text, time_table
+from ...views.table_report import formula_contradicted, table_json, table_text, time_table
 from .. import Command
 from ..common import (
     TABLE_SUFFIXES,
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.width is not None and args.width < 0:
         raise ParameterError("width", args.width, "must be >= 0 (0: never wrap)")
     if args.save:  # before the build (a minute for a large schedule), not after it
-        from ...files import check_output_path
+        from ...core.files import check_output_path
 
         check_output_path(args.save, "--save")
     doc = document_from_args(args)

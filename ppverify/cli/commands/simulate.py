@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ...errors import ParameterError
-from ...memory_cap import MEMORY_CAP_HELP
-from ...run_report import report_text, run_timed, timeline_report, write_frame
-from ...timeline import Timeline
-from ...timeline_text import GiB, fmt_time, gantt
+from ...core.errors import ParameterError
+from ...core.memory_cap import MEMORY_CAP_HELP
+from ...core.timeline import Timeline
+from ...core.timeline_text import GiB, fmt_time, gantt
+from ...views.run_report import report_text, run_timed, timeline_report, write_frame
 from .. import Command
 from ..common import add_cost_arguments, add_schedule_arguments, measured_from_trace, print_json, schedule_from_args
 from ..file_settings import add_collective_arguments
@@ -89,13 +89,13 @@ def simulate_from_args(args: argparse.Namespace) -> tuple[Timeline, Any]:
 
 
 def report(timeline: Timeline, ctx: Any, capacity: float | None, memory_cap: str | None = None) -> dict[str, Any]:
-    """Everything ``--json`` prints: :func:`~ppverify.run_report.timeline_report` with ``ctx``'s system and stage costs."""
+    """Everything ``--json`` prints: :func:`~ppverify.views.run_report.timeline_report` with ``ctx``'s system and stage costs."""
     return timeline_report(timeline, ctx.system, ctx.stage_costs, capacity, memory_cap)
 
 
 def run(args: argparse.Namespace) -> int:
     """Simulate and print (text or JSON); write the trace/frame when asked."""
-    from ...trace import write_trace
+    from ...core.trace import write_trace
 
     if args.memory_gib is not None and not args.memory_gib > 0:
         raise ParameterError("memory-GiB", args.memory_gib, "must be > 0")

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from ...errors import ParameterError
+from ...core.errors import ParameterError
 from .. import Command
 from ..common import print_json
 
@@ -36,15 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, expand, run (resuming), summarise."""
-    from ...sweep import load_sweep, pending_tasks, read_store
-    from ...sweep_exec import run_sweep
+    from ...sweep.executor import run_sweep
+    from ...sweep.grid import load_sweep, pending_tasks, read_store
 
     spec = load_sweep(args.config)
     store = Path(args.store) if args.store else Path(args.config).with_suffix(".results.jsonl")
     if args.out and Path(args.out).suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError("out", args.out, "expected a .csv or .parquet file")
     if args.out:
-        from ...files import output_target
+        from ...core.files import output_target
 
         output_target(args.out, "--out")  # a trailing '/', a FIFO, a device: refused before the run
     if args.batch < 1:
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     summary["seconds"] = round(time.perf_counter() - t0, 2)
     summary["rows"] = len(df)
     if args.out:
-        from ...files import atomic_path
+        from ...core.files import atomic_path
 
         with atomic_path(args.out, "--out") as tmp:  # never a truncated table, even when killed
             (df.to_parquet if args.out.lower().endswith(".parquet") else df.to_csv)(tmp, index=False)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from ...memory_cap import MEMORY_CAP_HELP
+from ...core.memory_cap import MEMORY_CAP_HELP
 from ...verify import COMM_SEMANTICS, properties, verify
 from .. import Command
 from ..common import add_cost_arguments, add_schedule_arguments, check_nonnegative, print_json, schedule_from_args
@@ -85,8 +85,8 @@ class _ListProperties(argparse.Action):
 
 def run(args: argparse.Namespace) -> int:
     """Verify and print; 0 valid, 1 invalid."""
-    from ...limits import time_limit
-    from ...memory_cap import parse_memory_cap
+    from ...core.limits import time_limit
+    from ...core.memory_cap import parse_memory_cap
 
     check_nonnegative("makespan-le", args.makespan_le)
     # an interrupted proof is no verdict: exit 2, never 0 or 1; Z3's simplifier ignores interrupts,

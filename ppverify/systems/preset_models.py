@@ -11,7 +11,7 @@ Three modes, chosen by which settings are given:
   (what ``ppverify measure --compute sleep`` sleeps), transfers and the runtime overhead come from
   the system (a preset written by ``ppverify calibrate``).
 
-In both system modes the system's runtime overhead (``runtime:`` section, :mod:`ppverify.overhead`)
+In both system modes the system's runtime overhead (``runtime:`` section, :mod:`ppverify.core.overhead`)
 is folded into the op durations. Other mixes (``costs`` with ``model``, ``comm_delay`` with
 ``system``, ``system`` alone) are refused, since seconds and abstract units cannot be combined.
 The command-line options of the same names (:mod:`ppverify.cli.presets_args`) and the
@@ -25,11 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .comm import CommModel, FixedDelay
-from .costs import CostModel, parse_costs
-from .errors import ParameterError
-from .limits import MAX_NUMBER
-from .schedule import Schedule
+from ..core.comm import CommModel, FixedDelay
+from ..core.costs import CostModel, parse_costs
+from ..core.errors import ParameterError
+from ..core.limits import MAX_NUMBER
+from ..core.schedule import Schedule
 
 DEFAULT_MFU = 0.4
 
@@ -85,7 +85,7 @@ class PresetContext:
     model presets when given (``None`` in abstract mode).
 
     Example:
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.placement import linear
         >>> PresetContext(CostModel.unit(linear(2)), FixedDelay(0.0)).preset_mode
         False
     """
@@ -103,7 +103,7 @@ class PresetContext:
         """The costs an engine takes: :attr:`base_costs` when it models the runtime overhead itself.
 
         Example:
-            >>> from ppverify.placement import linear
+            >>> from ppverify.core.placement import linear
             >>> c = CostModel.unit(linear(2))
             >>> PresetContext(c, FixedDelay(0.0)).costs_for(True) is c
             True
@@ -169,8 +169,8 @@ def resolve_presets(settings: PresetSettings, schedule: Schedule) -> PresetConte
         >>> ctx.costs.duration["B"], ctx.comm.transfer_time(0, 1, 0), ctx.preset_mode
         ((2.0, 2.0, 2.0, 2.0), 0.5, False)
     """
+    from ..core.overhead import system_overhead
     from .llm import Training, load_llm, stage_costs
-    from .overhead import system_overhead
     from .system import load_system
 
     system_name, model_name = settings.system, settings.model

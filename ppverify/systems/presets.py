@@ -22,8 +22,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import ParameterError, ScheduleFileError
-from .limits import MAX_NUMBER
+from ..core.errors import ParameterError, ScheduleFileError
+from ..core.limits import MAX_NUMBER
 
 KINDS = ("systems", "llms")
 
@@ -92,7 +92,7 @@ _HANDOVER_TERMS = {
 # fewer cores than processes stretches the round trips as the processes grow in number
 _HANDOVER_BY_RANKS = {f"ranks_{n}": Field("section", required=False, fields=_HANDOVER_TERMS) for n in range(2, 65)}
 
-# the pipeline runtime's own cost, folded into op durations (ppverify.overhead); 0 when absent
+# the pipeline runtime's own cost, folded into op durations (ppverify.core.overhead); 0 when absent
 _RUNTIME = {
     "name": Field("str", required=False, default=""),
     "action_overhead_us": Field("number", required=False, nonneg=True, default=0.0),
@@ -193,12 +193,12 @@ def read_preset(kind: str, name_or_path: str) -> tuple[str, dict[str, Any]]:
         >>> read_preset("llms", "gpt-5")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter model=gpt-5: unknown llms preset; available: gpt3-1.3b, gpt3-13b, gpt3-175b, llama2-70b, llama2-7b (or a path to a .yaml file)
+        ppverify.core.errors.ParameterError: parameter model=gpt-5: unknown llms preset; available: gpt3-1.3b, gpt3-13b, gpt3-175b, llama2-70b, llama2-7b (or a path to a .yaml file)
     """
     if _is_path(name_or_path):
         path = Path(name_or_path)
         label = str(path)
-        from .files import read_text
+        from ..core.files import read_text
 
         try:
             text = read_text(path)  # missing, a directory, too large or not UTF-8: one line
@@ -219,8 +219,8 @@ def read_preset(kind: str, name_or_path: str) -> tuple[str, dict[str, Any]]:
 @functools.lru_cache(maxsize=256)
 def _load_yaml(text: str, label: str = "<preset>") -> Any:
     """YAML parsed once per distinct text (sweeps resolve the same presets thousands of times);
-    every failure is one line naming the file, line and column (:func:`ppverify.files.load_yaml`)."""
-    from .files import load_yaml
+    every failure is one line naming the file, line and column (:func:`ppverify.core.files.load_yaml`)."""
+    from ..core.files import load_yaml
 
     return load_yaml(text, label)
 
@@ -233,7 +233,7 @@ def parse_preset(kind: str, text: str, label: str = "<preset>") -> dict[str, Any
         ...              "inter_node: {latency_us: 1, bandwidth: 50}", "x.yaml")
         Traceback (most recent call last):
         ...
-        ppverify.presets.PresetError: x.yaml: inter_node.bandwidth: key has no unit; write bandwidth_GBps
+        ppverify.systems.presets.PresetError: x.yaml: inter_node.bandwidth: key has no unit; write bandwidth_GBps
     """
     try:
         data = copy.deepcopy(_load_yaml(text, label))  # a copy: callers may edit what they get

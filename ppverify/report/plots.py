@@ -17,8 +17,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .errors import ParameterError
-from .timeline import Timeline
+from ..core.errors import ParameterError
+from ..core.timeline import Timeline
 
 #: one color per op kind (F forward, B full backward, I input-grad, W weight-grad)
 KIND_COLORS = {"F": "#4C72B0", "B": "#55A868", "I": "#C44E52", "W": "#DD8452"}
@@ -30,7 +30,7 @@ MAX_DRAWN_TRANSFERS = 3000
 
 
 def _check_path(path: str | Path) -> Path:
-    from .files import output_target
+    from ..core.files import output_target
 
     output_target(path, "--output")  # a trailing '/', a FIFO, a device: refused before drawing
     p = Path(path)
@@ -42,7 +42,7 @@ def _check_path(path: str | Path) -> Path:
 
 
 def _save(fig, path: str | Path) -> None:
-    from .files import atomic_path
+    from ..core.files import atomic_path
 
     with atomic_path(path, "--output") as tmp:  # a reader never sees half an image
         fig.savefig(tmp, dpi=130, format=Path(path).suffix.lstrip(".").lower() or None)
@@ -289,7 +289,7 @@ def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str
         >>> crossover_plot(df, "latency", os.path.join(tempfile.mkdtemp(), "c.png")).suffix
         '.png'
     """
-    from .compare.crossover import crossings
+    from ..compare.crossover import crossings
 
     path = _check_path(path)
     if not len(curves):

@@ -2,15 +2,15 @@
 
 Each family owns its formula: it is written in the family's own module of :mod:`ppverify.schedules`
 (``gpipe_formula`` in ``schedules/gpipe.py``, ...) and passed to its ``Family`` as ``formula=``, a
-:class:`ppverify.closed_form.FormulaFn` returning a :class:`ppverify.closed_form.Formula`. This
+:class:`ppverify.core.closed_form.FormulaFn` returning a :class:`ppverify.core.closed_form.Formula`. This
 module sits above the families (it imports them, they never import it) and re-exports the value
 type, the kinds and the built-in families' formulas under the names they have always had here.
 
-Units and the bubble convention are stated in :mod:`ppverify.closed_form`. Each :class:`Formula`
+Units and the bubble convention are stated in :mod:`ppverify.core.closed_form`. Each :class:`Formula`
 says whether its makespan and its peaks are exact for the ``slot`` engine's table or a bound, and
 in which direction (a lower bound on the makespan is also a lower bound on the bubble ratio).
 Derivations are in each formula's docstring; tests compare every exact claim with the table over
-p in 2..16, m in 1..64. A system's runtime overhead (:mod:`ppverify.overhead`) reaches the formulas
+p in 2..16, m in 1..64. A system's runtime overhead (:mod:`ppverify.core.overhead`) reaches the formulas
 through the per-share costs they are given, averaged over a share's stages (exact for the
 per-action part, the mean for the per-transfer part, which differs by stage).
 """
@@ -20,14 +20,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .closed_form import EXACT, LOWER, UPPER, Formula, FormulaFn, costs_of, exact_costs
-from .schedules import get_family
-from .schedules.chimera import chimera_asym_formula, chimera_formula
-from .schedules.gpipe import gpipe_formula
-from .schedules.hanayo import hanayo_formula
-from .schedules.interleaved import interleaved_formula
-from .schedules.one_f_one_b import one_f_one_b_formula
-from .schedules.one_f_one_b_split import one_f_one_b_split_formula
+from ..core.closed_form import EXACT, LOWER, UPPER, Formula, FormulaFn, costs_of, exact_costs
+from ..schedules import get_family
+from ..schedules.chimera import chimera_asym_formula, chimera_formula
+from ..schedules.gpipe import gpipe_formula
+from ..schedules.hanayo import hanayo_formula
+from ..schedules.interleaved import interleaved_formula
+from ..schedules.one_f_one_b import one_f_one_b_formula
+from ..schedules.one_f_one_b_split import one_f_one_b_split_formula
 
 __all__ = [
     "EXACT",

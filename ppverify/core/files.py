@@ -1,13 +1,13 @@
 """Reading input files and writing output files safely.
 
 :func:`read_text` reads every file ppverify parses (schedules, presets, sweep configs): it refuses
-directories, files over :data:`~ppverify.limits.MAX_FILE_BYTES` and text that is not UTF-8 (naming
+directories, files over :data:`~ppverify.core.limits.MAX_FILE_BYTES` and text that is not UTF-8 (naming
 the line), and drops a UTF-8 byte-order mark, the same way for every format. Only regular files
 are read: a FIFO, a device node or a socket is refused before it is opened (reading one would
 block, or never end), by :func:`read_text`, :func:`read_bytes` and :func:`check_input_file`.
 :func:`atomic_write` / :func:`atomic_path` write every output file: to a temporary name in the
 same directory, then :func:`os.replace`, so a reader never sees a half-written file, even after a
-kill. A path that cannot be written is a one-line :class:`~ppverify.errors.ParameterError`.
+kill. A path that cannot be written is a one-line :class:`~ppverify.core.errors.ParameterError`.
 
 Outputs follow symbolic links: the file a link points to is replaced and the link stays (a link
 to a missing file creates that file). A target that is not a regular file (a FIFO, a device node
@@ -54,7 +54,7 @@ def check_input_file(path: str | Path) -> os.stat_result:
         >>> check_input_file(fifo)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: ...in.json: is a FIFO (named pipe), not a regular file; only regular files are read
+        ppverify.core.errors.ScheduleFileError: ...in.json: is a FIFO (named pipe), not a regular file; only regular files are read
     """
     name = str(path)
     try:
@@ -84,7 +84,7 @@ def read_bytes(path: str | Path, max_bytes: int | None = MAX_FILE_BYTES) -> byte
         >>> read_bytes(f, max_bytes=2)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ppverify.limits.LimitError: ...a.bin: 3 bytes; files over 2 bytes are refused
+        ppverify.core.limits.LimitError: ...a.bin: 3 bytes; files over 2 bytes are refused
     """
     name = str(path)
     st = check_input_file(path)
@@ -122,7 +122,7 @@ def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str:
         >>> read_text(f)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: ...a.txt:2:1: not UTF-8 text (byte 0xff)
+        ppverify.core.errors.ScheduleFileError: ...a.txt:2:1: not UTF-8 text (byte 0xff)
     """
     name = str(path)
     raw = read_bytes(path, max_bytes)
@@ -150,7 +150,7 @@ def output_target(path: str | Path, flag: str = "-o") -> tuple[Path, os.stat_res
         >>> output_target("c.yaml/", "--out")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter --out=c.yaml/: ends in '/', which names a folder; give a file name
+        ppverify.core.errors.ParameterError: parameter --out=c.yaml/: ends in '/', which names a folder; give a file name
     """
     text = str(path)
     if not text.strip():
@@ -238,7 +238,7 @@ def check_output_path(path: str | Path, flag: str = "-o") -> None:
         >>> check_output_path("/nonexistent-dir/p.yaml", "--out")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter --out=/nonexistent-dir/p.yaml: folder /nonexistent-dir does not exist
+        ppverify.core.errors.ParameterError: parameter --out=/nonexistent-dir/p.yaml: folder /nonexistent-dir does not exist
     """
     target, _ = output_target(path, flag)
     if not target.parent.is_dir():
@@ -256,7 +256,7 @@ def atomic_write(path: str | Path, data: str | bytes, flag: str = "-o") -> Path:
         >>> atomic_write("/nonexistent-dir/x.json", "{}", "--save")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter --save=/nonexistent-dir/x.json: cannot write there: No such file or directory
+        ppverify.core.errors.ParameterError: parameter --save=/nonexistent-dir/x.json: cannot write there: No such file or directory
     """
     raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
     with atomic_path(path, flag) as tmp, open(tmp, "wb") as fh:
@@ -268,7 +268,7 @@ def atomic_write(path: str | Path, data: str | bytes, flag: str = "-o") -> Path:
 
 def csv_rows(text: str, path: str) -> list[list[str]]:
     """The cells of CSV text, refusing a malformed line or a cell over
-    :data:`~ppverify.limits.MAX_CELL_CHARS` characters with its line and column.
+    :data:`~ppverify.core.limits.MAX_CELL_CHARS` characters with its line and column.
 
     Example:
         >>> csv_rows("0F0,,0B0\\n1F0,1B0\\n", "s.csv")
@@ -276,7 +276,7 @@ def csv_rows(text: str, path: str) -> list[list[str]]:
         >>> csv_rows('0F0,"x\\n', "s.csv")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: s.csv:1: malformed CSV: unexpected end of data
+        ppverify.core.errors.ScheduleFileError: s.csv:1: malformed CSV: unexpected end of data
     """
     import csv
     import io
@@ -301,7 +301,7 @@ def csv_rows(text: str, path: str) -> list[list[str]]:
 
 def load_yaml(text: str, path: str) -> object:
     """``yaml.safe_load`` of a preset or config, every failure one line naming the file, line and
-    column: YAML syntax, an integer of more than :data:`~ppverify.limits.MAX_INT_DIGITS` digits
+    column: YAML syntax, an integer of more than :data:`~ppverify.core.limits.MAX_INT_DIGITS` digits
     (refused before ``int()``), nesting too deep for the parser.
 
     Example:
@@ -310,7 +310,7 @@ def load_yaml(text: str, path: str) -> object:
         >>> load_yaml("a: [1, 2\\nb: 3", "c.yaml")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: c.yaml:2:2: not valid YAML: expected ',' or ']', but got ':'
+        ppverify.core.errors.ScheduleFileError: c.yaml:2:2: not valid YAML: expected ',' or ']', but got ':'
     """
     import re
 

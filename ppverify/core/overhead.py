@@ -40,7 +40,7 @@ def comm_actions(placement: Placement, kind: str, stage: int) -> int:
     """SEND/RECV actions a rank posts around one op of ``kind`` on ``stage`` (PyTorch's lowering).
 
     Example:
-        >>> from ppverify.placement import linear, v_shape
+        >>> from ppverify.core.placement import linear, v_shape
         >>> [comm_actions(linear(4), k, s) for k, s in (("F", 0), ("F", 1), ("B", 3), ("W", 1))]
         [1, 2, 1, 0]
         >>> comm_actions(v_shape(2), "F", 1)   # stage 2 is on the same device: only the RECV_F
@@ -61,7 +61,7 @@ def with_overhead(costs: CostModel, placement: Placement, action_s: float = 0.0,
     """``costs`` with the runtime's overhead added to every op duration (see the module doc).
 
     Example:
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.placement import linear
         >>> c = with_overhead(CostModel.abstract(linear(2), F=1, B=2), linear(2), 0.25, 0.125)
         >>> c.duration["F"], c.duration["W"], c.label
         ((1.375, 1.375), (1.25, 1.25), 'F=1,B=2,I=1,W=1 +overhead 0.25/0.125')
@@ -94,7 +94,7 @@ def with_overhead(costs: CostModel, placement: Placement, action_s: float = 0.0,
 
 def formula_share_costs(share: dict[str, float], schedule: object) -> dict[str, float]:
     """Per-share costs a closed form can take. With overhead folded in, ``B`` (one action) is no
-    longer ``I + W`` (two actions), which :func:`ppverify.costs.complete_costs` rejects: give the
+    longer ``I + W`` (two actions), which :func:`ppverify.core.costs.complete_costs` rejects: give the
     formula the kinds the schedule runs (``I``, ``W`` when it splits its backward, else ``B``).
     Costs with ``B = I + W`` are returned unchanged.
 
@@ -118,8 +118,8 @@ def runtime_overhead(placement: Placement, system: object) -> tuple[float, float
 
     Example:
         >>> from dataclasses import replace
-        >>> from ppverify.placement import linear, bidirectional
-        >>> from ppverify.system import load_system
+        >>> from ppverify.core.placement import linear, bidirectional
+        >>> from ppverify.systems.system import load_system
         >>> s = replace(load_system("dgx-h100"), action_overhead_s=2e-3, two_pipe_overhead_s=(1e-3, 0.0))
         >>> runtime_overhead(linear(4), s), runtime_overhead(bidirectional(4), s)
         ((0.002, 0.0), (0.001, 0.0))
@@ -135,8 +135,8 @@ def system_overhead(costs: CostModel, placement: Placement, system: object) -> C
     (:func:`runtime_overhead`).
 
     Example:
-        >>> from ppverify.placement import linear
-        >>> from ppverify.system import load_system
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.systems.system import load_system
         >>> c = CostModel.abstract(linear(2))
         >>> system_overhead(c, linear(2), load_system("dgx-h100")) is c
         True

@@ -3,12 +3,12 @@ of a claim (:data:`EXACT`, :data:`LOWER`, :data:`UPPER`) and the cost helpers ev
 
 Each family writes its own formula in its own module of :mod:`ppverify.schedules` and passes it to
 its ``Family`` (``formula=``); this module sits below the families so that they need nothing above
-them. :mod:`ppverify.formulas` evaluates a registered family's formula by name.
+them. :mod:`ppverify.engines.formulas` evaluates a registered family's formula by name.
 
 Units (ppverify's convention): costs are per device share (``--costs F=1,B=2``); ``costs=None`` means
 the idealized table's unit slots (every op of a whole share lasts 1, I and W included). Activations
 count one microbatch over a whole device share as 1. The bubble ratio uses ppverify's convention
-:data:`ppverify.timeline.BUBBLE_CONVENTION` (idle/total per device, averaged); every family gives
+:data:`ppverify.core.timeline.BUBBLE_CONVENTION` (idle/total per device, averaged); every family gives
 each device the same busy time ``m * (tF + tB)`` (``m * (tF + tI + tW)`` with a split backward),
 so ``bubble = 1 - busy / makespan``.
 """
@@ -74,7 +74,7 @@ class FormulaFn(Protocol):
 
     ``costs`` are per-share durations (``None``: unit slots); ``params`` are the family's own
     parameters (its ``Param`` names), always passed by keyword, with the family's defaults filled
-    in by ``Family.arguments``. Bad values raise :class:`ppverify.errors.ParameterError`.
+    in by ``Family.arguments``. Bad values raise :class:`ppverify.core.errors.ParameterError`.
 
     Example:
         >>> def constant(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
@@ -93,7 +93,7 @@ class FormulaFn(Protocol):
 
 def costs_of(costs: Mapping[str, float] | None) -> dict[str, float]:
     """Per-share costs with every kind filled: unit slots (all 1) when ``costs`` is None, else
-    :func:`ppverify.costs.complete_costs` (``B = I + W``; ``I = W = B/2``; ``B = 2F``).
+    :func:`ppverify.core.costs.complete_costs` (``B = I + W``; ``I = W = B/2``; ``B = 2F``).
 
     Example:
         >>> costs_of(None)

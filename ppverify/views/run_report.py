@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 from tabulate import tabulate
 
-from .errors import ScheduleFileError
-from .memory_cap import cap_check, parse_memory_cap
-from .timeline import Timeline
-from .timeline_text import fmt_mem, fmt_time, gantt, stage_table
+from ..core.errors import ScheduleFileError
+from ..core.memory_cap import cap_check, parse_memory_cap
+from ..core.timeline import Timeline
+from ..core.timeline_text import fmt_mem, fmt_time, gantt, stage_table
 
 
 def timeline_report(
@@ -25,7 +25,7 @@ def timeline_report(
 ) -> dict[str, Any]:
     """The metrics of a timed run: :meth:`Timeline.metrics` plus the schedule, communication and
     memory (``capacity`` in the cost model's memory unit; default: the system's). ``memory_cap``
-    (``--memory-cap`` text, read by :func:`ppverify.memory_cap.parse_memory_cap`) adds the cap
+    (``--memory-cap`` text, read by :func:`ppverify.core.memory_cap.parse_memory_cap`) adds the cap
     (``memory_cap``), the devices whose activation peak is over it (``over_memory_cap``) and the
     line saying so (``memory_cap_line``).
 
@@ -36,7 +36,7 @@ def timeline_report(
         >>> r["makespan"], r["peak_memory"], r["oom_devices"], r["transfers"]
         (6.0, [2.0, 1.0], [0], {'gradient': 2, 'activation': 2})
     """
-    from .engines.simulate import memory_report
+    from ..engines.simulate import memory_report
 
     if capacity is None and system is not None:
         capacity = system.memory_bytes
@@ -126,8 +126,8 @@ def report_text(
         >>> [line for line in text.splitlines() if line.startswith(("makespan", "comm"))]
         ['comm          0 per cross-device transfer', 'makespan      4']
     """
-    from .engines.registry import engine
-    from .engines.table import MAX_RENDER_TICKS, format_table
+    from ..engines.registry import engine
+    from ..engines.table import MAX_RENDER_TICKS, format_table
 
     unit, munit = timeline.time_unit, timeline.costs.memory_unit
     lines = [
@@ -222,7 +222,7 @@ def write_frame(timeline: Timeline, path: str, extra: Any = None) -> None:
         >>> open(path).read().count("\\n") > 4
         True
     """
-    from .files import atomic_path
+    from ..core.files import atomic_path
 
     frame = timeline.to_frame()
     if extra is not None:
@@ -247,16 +247,16 @@ def run_timed(
     run the replica and data-parallel collectives as ``sync`` and ``dp_allreduce`` say.
 
     Example:
-        >>> from ppverify.comm import FixedDelay
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.comm import FixedDelay
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.schedules import build
         >>> s = build("gpipe", p=2, m=1)
         >>> unit = CostModel.unit(s.placement)
         >>> run_timed(s, unit, FixedDelay(0.5), "async").makespan, run_timed(s, unit, FixedDelay(0.5), "slot").makespan
         (5.0, 6.0)
     """
-    from .comm import FixedDelay
-    from .engines import run as run_engine
+    from ..core.comm import FixedDelay
+    from ..engines import run as run_engine
 
     if semantics == "slot":
         zero = isinstance(comm, FixedDelay) and comm.delay == 0

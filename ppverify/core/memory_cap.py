@@ -51,7 +51,7 @@ class MemoryCap:
     model's memory unit and ``text`` as given.
 
     Example:
-        >>> from ppverify.placement import loop
+        >>> from ppverify.core.placement import loop
         >>> pl = loop(4, 2)
         >>> cap = parse_memory_cap("4", CostModel.abstract(pl), pl)
         >>> cap.value, cap.stage_activations, cap.describe()
@@ -76,7 +76,7 @@ class MemoryCap:
         several stages per device (then :meth:`describe` gives both).
 
         Example:
-            >>> from ppverify.placement import linear, v_shape
+            >>> from ppverify.core.placement import linear, v_shape
             >>> [parse_memory_cap("4", CostModel.abstract(pl), pl).two_units for pl in (linear(4), v_shape(4))]
             [False, True]
         """
@@ -87,7 +87,7 @@ class MemoryCap:
         activations, 2 stages per device)"), bytes too when the cost model counts bytes.
 
         Example:
-            >>> from ppverify.placement import linear
+            >>> from ppverify.core.placement import linear
             >>> parse_memory_cap("none", CostModel.abstract(linear(2)), linear(2)).describe()
             'unlimited memory'
         """
@@ -106,7 +106,7 @@ class MemoryCap:
         """JSON-ready form (``value`` in the cost model's unit; all ``None`` when unlimited).
 
         Example:
-            >>> from ppverify.placement import linear
+            >>> from ppverify.core.placement import linear
             >>> parse_memory_cap("2", CostModel.abstract(linear(2)), linear(2)).to_dict()["activations"]
             2.0
         """
@@ -130,7 +130,7 @@ def activation_unit(costs: CostModel, placement: Placement) -> float:
     the cost model's memory unit: the largest stage activation over the share one stage is.
 
     Example:
-        >>> from ppverify.placement import loop
+        >>> from ppverify.core.placement import loop
         >>> activation_unit(CostModel.abstract(loop(2, 2)), loop(2, 2))
         1.0
     """
@@ -141,7 +141,7 @@ def unlimited_cap(costs: CostModel, placement: Placement) -> MemoryCap:
     """The cap ``none`` stands for.
 
     Example:
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.placement import linear
         >>> unlimited_cap(CostModel.abstract(linear(2)), linear(2)).unlimited
         True
     """
@@ -152,7 +152,7 @@ def cap_from_value(value: float, costs: CostModel, placement: Placement, text: s
     """The cap of ``value`` in the cost model's memory unit (a family's own peak, say).
 
     Example:
-        >>> from ppverify.placement import loop
+        >>> from ppverify.core.placement import loop
         >>> cap_from_value(2.0, CostModel.abstract(loop(2, 2)), loop(2, 2)).describe()
         'cap 2 activations (4 stage activations, 2 stages per device)'
     """
@@ -185,18 +185,18 @@ def parse_memory_cap(
     and, with presets, a plain number as large as a byte count.
 
     Example:
-        >>> from ppverify.placement import linear, v_shape
+        >>> from ppverify.core.placement import linear, v_shape
         >>> pl = v_shape(4)
         >>> parse_memory_cap("8MF", CostModel.abstract(pl), pl).activations
         4.0
         >>> parse_memory_cap("64GiB", CostModel.abstract(pl), pl)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)
+        ppverify.core.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)
         >>> parse_memory_cap("0.25", CostModel.abstract(linear(2)), linear(2))
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter memory-cap=0.25: is below one stage activation (0.25 < 1 activations): no forward could start
+        ppverify.core.errors.ParameterError: parameter memory-cap=0.25: is below one stage activation (0.25 < 1 activations): no forward could start
     """
     if text is None:
         return None
@@ -257,7 +257,7 @@ def cap_check(peaks: Sequence[float], cap: MemoryCap) -> dict[str, Any]:
     ``simulate`` print it.
 
     Example:
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.placement import linear
         >>> cap = parse_memory_cap("3", CostModel.abstract(linear(4)), linear(4))
         >>> r = cap_check([4.0, 3.0, 2.0, 1.0], cap)
         >>> r["over"], r["line"]
@@ -286,7 +286,7 @@ def check_cap_text(text: str, counts_bytes: bool, option: str = "memory-cap") ->
         >>> check_cap_text("64GiB", False)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)
+        ppverify.core.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)
     """
     import dataclasses
 

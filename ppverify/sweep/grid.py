@@ -1,5 +1,5 @@
 """Sweeps: a YAML grid (schedules x p x m x systems x models x levels) expanded into points, run
-on a local process pool or a Ray cluster (:mod:`ppverify.sweep_exec`), with results stored
+on a local process pool or a Ray cluster (:mod:`ppverify.sweep.executor`), with results stored
 incrementally so an interrupted sweep resumes without losing or duplicating a row.
 
 Storage is a JSON-lines file: one line per (schedule, configuration, level) row, carrying the
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .compare.config import LEVELS, Config, ScheduleEntry, input_digests
-from .errors import ParameterError, ScheduleFileError
-from .limits import MAX_NUMBER
+from ..compare.config import LEVELS, Config, ScheduleEntry, input_digests
+from ..core.errors import ParameterError, ScheduleFileError
+from ..core.limits import MAX_NUMBER
 
 #: bump when the meaning of a stored row changes (old rows then no longer match new points)
 STORE_VERSION = 1
@@ -127,14 +127,14 @@ def _finite(v: Any) -> bool:
 
 
 def _check_grid(path: str, points: int) -> None:
-    from .limits import MAX_SWEEP_POINTS, LimitError
+    from ..core.limits import MAX_SWEEP_POINTS, LimitError
 
     if points > MAX_SWEEP_POINTS:  # refused before the grid is expanded
         raise LimitError(path, f"the grid has {points} points; at most {MAX_SWEEP_POINTS} are allowed")
 
 
 def _entries(path: str, value: Any) -> tuple[ScheduleEntry, ...]:
-    from .schedules import get_family
+    from ..schedules import get_family
 
     if not isinstance(value, list) or not value:
         raise _err(path, "schedules", "expected a non-empty list of family names or {family: ..., PARAM: ...} mappings")
@@ -147,7 +147,7 @@ def _entries(path: str, value: Any) -> tuple[ScheduleEntry, ...]:
             fpath = Path(item["file"])
             if not fpath.is_absolute():
                 fpath = Path(path).parent / fpath  # relative to the config file
-            from .files import check_input_file
+            from ..core.files import check_input_file
 
             try:
                 check_input_file(fpath)  # a FIFO or a device is refused, never blocked on
@@ -197,9 +197,9 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
         >>> parse_sweep({"schedules": ["gpipe"], "p": [0], "costs": {"F": 1}}, "s.yaml")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: s.yaml: p: expected an integer >= 1 or a non-empty list of them, got [0]
+        ppverify.core.errors.ScheduleFileError: s.yaml: p: expected an integer >= 1 or a non-empty list of them, got [0]
     """
-    from .costs import complete_costs
+    from ..core.costs import complete_costs
 
     if not isinstance(data, dict):
         raise _err(path, "", "a sweep config must be a YAML mapping of keys (schedules, p, m, ...)")
@@ -256,7 +256,7 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
         ct = tuple((k, float(v)) for k, v in costs.items())
         configs = [Config(p, m, costs=ct, comm_delay=float(d)) for d in delays for p in ps for m in (ms or (p,))]
     else:
-        from .presets import available
+        from ..systems.presets import available
 
         systems = _str_list(path, "systems", data.get("systems", ["dgx-h100"]))
         models = _str_list(path, "models", data.get("models", ["gpt3-1.3b"]))
@@ -273,7 +273,7 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
     name = str(data.get("name") or Path(path).stem)
     cap = None if data.get("memory_cap") is None else str(data["memory_cap"])
     if cap is not None:
-        from .memory_cap import check_cap_text
+        from ..core.memory_cap import check_cap_text
 
         try:
             check_cap_text(cap, counts_bytes=not abstract, option="memory_cap")
@@ -284,7 +284,7 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
 
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read and validate a sweep YAML file (see the module doc for the keys)."""
-    from .files import load_yaml, read_text
+    from ..core.files import load_yaml, read_text
 
     text = read_text(path)
     data = load_yaml(text, str(path))
@@ -301,7 +301,7 @@ def check_encodable(text: str, path: str) -> None:
         >>> check_encodable('p: [2]\nschedules: [{family: 1f1b, label: "a\\ud800"}]', "s.yaml")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: s.yaml:2:35: 'a\ud800' holds a lone surrogate (\ud800), which no output can encode
+        ppverify.core.errors.ScheduleFileError: s.yaml:2:35: 'a\ud800' holds a lone surrogate (\ud800), which no output can encode
     """
     import yaml
 
@@ -390,9 +390,9 @@ def read_store(path: str | Path) -> list[dict]:
         >>> read_store(f)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ppverify.errors.ScheduleFileError: ...s.jsonl:3: damaged store line (a JSON number, not a row object); delete the line to recompute its point
+        ppverify.core.errors.ScheduleFileError: ...s.jsonl:3: damaged store line (a JSON number, not a row object); delete the line to recompute its point
     """
-    from .files import atomic_write, output_target, read_bytes
+    from ..core.files import atomic_write, output_target, read_bytes
 
     p = Path(path)
     _, status = output_target(p, "--store")  # empty, a folder, a FIFO, a device: refused
@@ -468,8 +468,8 @@ def pending_tasks(spec: SweepSpec, done: set[str]) -> list[Task]:
 
 def run_task(task: Task) -> list[dict]:
     """Evaluate one task; one raw row (no ranks yet) per level, keyed by its point hash."""
-    from .compare.evaluate import evaluate_point
-    from .compare.table import point_rows
+    from ..compare.evaluate import evaluate_point
+    from ..compare.table import point_rows
 
     cache: dict = {}
     points, hashes = [], []
@@ -498,7 +498,7 @@ class Store:
     """Append-only JSON-lines store; every row is flushed and fsynced when written."""
 
     def __init__(self, path: str | Path) -> None:
-        from .files import output_target
+        from ..core.files import output_target
 
         self.path = Path(path)
         output_target(self.path, "--store")  # a FIFO or a device is never appended to (or blocked on)
@@ -536,7 +536,7 @@ def results_frame(rows: list[dict], spec: SweepSpec | None = None, ranks: bool =
     whole sweep unless ``ranks`` is False), restricted to the points of ``spec`` when given."""
     import pandas as pd
 
-    from .compare.table import COLUMNS, DERIVED, add_ranks
+    from ..compare.table import COLUMNS, DERIVED, add_ranks
 
     if spec is not None:
         wanted = {h for task in pending_tasks(spec, set()) for _, _, hs in task.items for h in hs}

@@ -10,12 +10,12 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .costs import CostModel, complete_costs, parse_costs
-from .errors import ParameterError, ScheduleFileError
-from .io.json_format import ScheduleDocument, TableGrid
-from .schedule import Schedule
-from .timeline import Timeline
-from .timeline_text import fmt_number
+from ..core.costs import CostModel, complete_costs, parse_costs
+from ..core.errors import ParameterError, ScheduleFileError
+from ..core.schedule import Schedule
+from ..core.timeline import Timeline
+from ..core.timeline_text import fmt_number
+from ..io.json_format import ScheduleDocument, TableGrid
 
 #: relative tolerance when comparing a formula with the table (costs are rationals in floats)
 _TOL = 1e-9
@@ -92,7 +92,7 @@ def formula_report(schedule: Schedule, given: Any, timeline: Timeline) -> dict[s
         >>> r is None or r["agrees"]["makespan"]
         True
     """
-    from .schedules import get_family
+    from ..schedules import get_family
 
     try:
         fam = get_family(schedule.family)
@@ -227,9 +227,9 @@ def time_table(
         >>> r.timeline.makespan, r.formula["agrees"]["makespan"], r.grid.ticks  # (m + p - 1)(F + B)
         (9.0, True, 9)
     """
-    from .comm import FixedDelay
-    from .engines import run as run_engine
-    from .engines.table import MAX_RENDER_TICKS, timeline_table
+    from ..core.comm import FixedDelay
+    from ..engines import run as run_engine
+    from ..engines.table import MAX_RENDER_TICKS, timeline_table
 
     schedule = doc.schedule
     costs, given = table_costs(costs_text, doc, source)
@@ -285,7 +285,7 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
         >>> text.splitlines()[4]   # (m + p - 1)(tF + tB) at the default tF = 1, tB = 2
         'makespan      9 units (9 ticks)'
     """
-    from .engines.table import format_table
+    from ..engines.table import format_table
 
     schedule, timeline, doc = run.doc.schedule, run.timeline, run.doc
     unit, metrics = timeline.time_unit, timeline.metrics()

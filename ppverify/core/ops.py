@@ -1,7 +1,7 @@
 """Ops and actions, and their text form (PyTorch pipelining's ``0F1``, ``2I3``, ``3SEND_F1``).
 
 An :class:`Op` is one unit of compute: ``(kind, stage, mb)``. Its device is not stored: it follows
-from the placement of the microbatch's pipe (see :mod:`ppverify.placement`).
+from the placement of the microbatch's pipe (see :mod:`ppverify.core.placement`).
 
 A program (one device's list) holds *actions*: an ``Op``; an :class:`Overlap` of ops run as one
 fused slot (DualPipe's F&B); a :class:`Comm` (explicit SEND/RECV); a :class:`Marker`
@@ -143,7 +143,7 @@ def parse_action(text: str) -> Action:
         >>> parse_action("0F1xyz")
         Traceback (most recent call last):
         ...
-        ppverify.ops.ActionSyntaxError: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
+        ppverify.core.ops.ActionSyntaxError: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
     """
     s = text.strip()
     if s in ("", "."):

@@ -1,7 +1,7 @@
 """Systems: pipeline ranks mapped to devices and nodes, link tiers, NICs, collective costs.
 
 A :class:`System` is a communication model (it implements ``transfer_time`` of
-:class:`ppverify.comm.CommModel`) built from a preset (``models/systems/*.yaml``):
+:class:`ppverify.core.comm.CommModel`) built from a preset (``models/systems/*.yaml``):
 
 * rank ``r`` runs on device ``r`` of the job; devices fill nodes in order, ``ranks_per_node`` at a
   time (default: every GPU of a node). Setting ``ranks_per_node=1`` models tensor parallelism
@@ -26,8 +26,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .comm import CommModel, FixedDelay  # noqa: F401  (FixedDelay: used by the doctests)
-from .errors import ParameterError
+from ..core.comm import CommModel, FixedDelay  # noqa: F401  (FixedDelay: used by the doctests)
+from ..core.errors import ParameterError
 from .presets import PresetError, read_preset
 
 GiB = 2**30
@@ -74,7 +74,7 @@ class System:
     description: str = ""
     intra_topology: str = "switch"
     #: the pipeline runtime's time per compute action and per SEND/RECV action a rank posts
-    #: (preset ``runtime:`` section; folded into op durations by :mod:`ppverify.overhead`)
+    #: (preset ``runtime:`` section; folded into op durations by :mod:`ppverify.core.overhead`)
     action_overhead_s: float = 0.0
     transfer_overhead_s: float = 0.0
     #: the same for two-pipe schedules (preset ``runtime.two_pipe``); None: the figures above

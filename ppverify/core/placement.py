@@ -221,7 +221,7 @@ def placement_from_text(
         >>> placement_from_text("ring", 2)
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter placement=ring: expected one of linear, loop, v, wave, bidirectional, or one device per stage (e.g. 0,1,1,0)
+        ppverify.core.errors.ParameterError: parameter placement=ring: expected one of linear, loop, v, wave, bidirectional, or one device per stage (e.g. 0,1,1,0)
     """
     from .limits import check_ops, rank_list
 

@@ -1,4 +1,4 @@
-"""Chrome / Perfetto trace of a :class:`~ppverify.timeline.Timeline` (the JSON "Trace Event
+"""Chrome / Perfetto trace of a :class:`~ppverify.core.timeline.Timeline` (the JSON "Trace Event
 Format" that ``chrome://tracing`` and https://ui.perfetto.dev open).
 
 Layout: one process per device (``pid`` = device); in it a ``compute`` track (``tid`` 0) with one
@@ -73,7 +73,7 @@ def chrome_trace(timeline: Timeline, memory: bool = True, measured_memory: Any =
     Example:
         >>> from ppverify.schedules import build
         >>> from ppverify.engines import run
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> tr = chrome_trace(run(build("gpipe", p=2, m=1), comm=FixedDelay(0.5)))
         >>> sorted({e["ph"] for e in tr["traceEvents"]})
         ['C', 'M', 'X', 'f', 's']

@@ -3,7 +3,7 @@ boundary.
 
 Abstract experiments (``--costs F=1,B=2``) give costs per *device share* (ppverify's unit convention): a stage
 op costs ``value * p / S`` (1/v for interleaved, 1/(2W) for Hanayo, 1 for Chimera's replicas), and
-one microbatch's activations over a whole device share count 1. Presets (``ppverify.presets``)
+one microbatch's activations over a whole device share count 1. Presets (``ppverify.systems.presets``)
 build cost models in seconds and bytes from an LLM and a system.
 """
 
@@ -33,7 +33,7 @@ class CostModel:
     * ``time_unit``/``memory_unit``: labels for display ("units"/"s", "activations"/"bytes").
 
     Example:
-        >>> from ppverify.placement import loop
+        >>> from ppverify.core.placement import loop
         >>> c = CostModel.abstract(loop(2, 2), F=1, B=2)
         >>> c.op_duration(Op("B", 3, 0)), c.activation[0]
         (1.0, 0.5)
@@ -63,7 +63,7 @@ class CostModel:
         """``(allocated at start, freed at end)`` of an op.
 
         Example:
-            >>> from ppverify.placement import linear
+            >>> from ppverify.core.placement import linear
             >>> c = CostModel.abstract(linear(2), F=1, I=1, W=1, freed_by_I=0.25)
             >>> c.memory_delta(Op("F", 0, 0)), c.memory_delta(Op("I", 0, 0)), c.memory_delta(Op("W", 0, 0))
             ((1.0, 0.0), (0.0, 0.25), (0.0, 0.75))
@@ -82,7 +82,7 @@ class CostModel:
         default (``F = B = I = W = 1``; I and W here are slots, not halves of B).
 
         Example:
-            >>> from ppverify.placement import linear
+            >>> from ppverify.core.placement import linear
             >>> CostModel.unit(linear(2)).duration["W"]
             (1.0, 1.0)
         """
@@ -113,7 +113,7 @@ class CostModel:
         frees (``W`` frees the rest); an overlapped F&B slot lasts ``overlap`` times its ops' sum.
 
         Example:
-            >>> from ppverify.placement import linear
+            >>> from ppverify.core.placement import linear
             >>> CostModel.abstract(linear(2), F=1, I=1, W=1).duration["B"]
             (2.0, 2.0)
         """
@@ -179,7 +179,7 @@ def parse_costs(text: str) -> dict[str, float]:
         >>> parse_costs("F=1,X=2")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter costs=F=1,X=2: unknown kind 'X'; expected KIND=NUMBER pairs with KIND in F, B, I, W, e.g. F=1,B=2
+        ppverify.core.errors.ParameterError: parameter costs=F=1,X=2: unknown kind 'X'; expected KIND=NUMBER pairs with KIND in F, B, I, W, e.g. F=1,B=2
     """
     out: dict[str, float] = {}
     rule = "expected KIND=NUMBER pairs with KIND in F, B, I, W, e.g. F=1,B=2"

@@ -222,7 +222,7 @@ class DagArrays:
     """The step's DAG as flat numpy arrays (what fast engines walk); :func:`build_dag` turns it into
     the list-based :class:`StepDAG`. Same numbering and rules.
 
-    ``kind`` holds :data:`~ppverify.ops.KIND_CODE` codes; ``pred``/``cross`` have shape ``(n, 2)``;
+    ``kind`` holds :data:`~ppverify.core.ops.KIND_CODE` codes; ``pred``/``cross`` have shape ``(n, 2)``;
     the edge kind of ``pred[:, 0]`` is ACT for forwards and LOCAL otherwise, of ``pred[:, 1]`` GRAD.
 
     Example:

@@ -453,7 +453,7 @@ def activation_peaks(
     at their end, frees first at equal times) summed in the same order, all devices sorted at once.
 
     Example:
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.placement import linear
         >>> c = CostModel.abstract(linear(1))
         >>> ops = [Op("F", 0, 0), Op("F", 0, 1), Op("B", 0, 0), Op("B", 0, 1)]
         >>> activation_peaks(ops, np.zeros(4, int), np.array([0., 1, 2, 3]), np.array([1., 2, 3, 4]), c, 1).tolist()

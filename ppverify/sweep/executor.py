@@ -15,8 +15,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from .errors import ParameterError, PPVerifyError
-from .sweep import Store, SweepSpec, Task, iter_chunks, pending_tasks, read_store, results_frame, run_task
+from ..core.errors import ParameterError, PPVerifyError
+from .grid import Store, SweepSpec, Task, iter_chunks, pending_tasks, read_store, results_frame, run_task
 
 EXECUTORS = ("local", "ray")
 
@@ -119,7 +119,7 @@ def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
 
 def drop_rows(path: str | Path, rows: list[dict]) -> None:
     """Rewrite a store without ``rows`` (atomically: a kill leaves the old store or the new one)."""
-    from .files import atomic_write
+    from ..core.files import atomic_write
 
     gone = {r["point"] for r in rows}
     kept = [r for r in read_store(path) if r["point"] not in gone]

@@ -1,5 +1,5 @@
 """LLM presets and the one derivation from (model, device, training setup) to a per-stage
-:class:`~ppverify.costs.CostModel` in seconds and bytes.
+:class:`~ppverify.core.costs.CostModel` in seconds and bytes.
 
 Formulas (FLOPs: Narayanan et al., SC'21, arXiv 2104.04473; activations: Korthikanti et al.,
 "Reducing Activation Recomputation in Large Transformer Models", MLSys'23, arXiv 2205.05198), for microbatch size b, sequence length s, hidden h, heads a,
@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .costs import CostModel
-from .errors import ParameterError
-from .ops import KINDS
+from ..core.costs import CostModel
+from ..core.errors import ParameterError
+from ..core.ops import KINDS
 from .presets import read_preset
 
 
@@ -202,7 +202,7 @@ class StageCosts:
     """Per-stage quantities of one model split over ``S`` stages (seconds, bytes, FLOPs).
 
     Example:
-        >>> from ppverify.system import load_system
+        >>> from ppverify.systems.system import load_system
         >>> sc = stage_costs(load_llm("gpt3-1.3b"), load_system("dgx-h100").peak_flops, 8, Training())
         >>> sc.layers, round(sc.duration["F"][1] * 1e3, 3)
         ((3, 3, 3, 3, 3, 3, 3, 3), 1.824)

@@ -98,11 +98,11 @@ def gantt(timeline: Timeline, width: int = 100) -> str:
 
 
 def stage_table(sc: Any) -> str:
-    """Per-stage costs derived from a model (a :class:`~ppverify.llm.StageCosts`): layers,
+    """Per-stage costs derived from a model (a :class:`~ppverify.systems.llm.StageCosts`): layers,
     parameters, op times, bytes.
 
     Example:
-        >>> from ppverify.llm import Training, load_llm, stage_costs
+        >>> from ppverify.systems.llm import Training, load_llm, stage_costs
         >>> lines = stage_table(stage_costs(load_llm("gpt3-1.3b"), 989e12, 2, Training())).splitlines()
         >>> lines[0].split()[:4], len(lines), lines[2].split()[:3]
         (['stage', 'layers', 'params', 'F'], 4, ['0', '12', '0.71'])

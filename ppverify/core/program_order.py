@@ -25,9 +25,9 @@ def op_durations(dag: StepDAG, costs: CostModel, comm: CommModel = NO_COMM, char
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.dag import build_dag
-        >>> from ppverify.comm import FixedDelay
-        >>> from ppverify.costs import CostModel
+        >>> from ppverify.core.dag import build_dag
+        >>> from ppverify.core.comm import FixedDelay
+        >>> from ppverify.core.costs import CostModel
         >>> dag = build_dag(build("gpipe", p=2, m=1))
         >>> op_durations(dag, CostModel.unit(dag.schedule.placement), FixedDelay(0.5), True)
         [1.5, 1.5, 1.5, 1.5]
@@ -74,7 +74,7 @@ def list_schedule(
     device when the programs cannot complete.
 
     Example:
-        >>> from ppverify.dag import build_dag
+        >>> from ppverify.core.dag import build_dag
         >>> from ppverify.schedules import build
         >>> dag = build_dag(build("gpipe", p=2, m=1))
         >>> list_schedule(dag, [1, 2, 1, 2])

@@ -1,7 +1,7 @@
 """Communication models: the time a point-to-point transfer takes between two devices.
 
 Anything with ``transfer_time(src, dst, nbytes) -> float`` is a communication model; systems from
-presets (:mod:`ppverify.system`) are one, :class:`FixedDelay` (``--comm-delay c``) is the abstract
+presets (:mod:`ppverify.systems.system`) are one, :class:`FixedDelay` (``--comm-delay c``) is the abstract
 one, and :data:`NO_COMM` is the idealized zero-cost network.
 """
 

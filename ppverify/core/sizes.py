@@ -59,7 +59,7 @@ def parse_size(text: str | float, option: str = "memory-cap") -> Size:
         >>> parse_size("40 parsecs")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter memory-cap=40 parsecs: unknown unit 'parsecs'; use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB or none
+        ppverify.core.errors.ParameterError: parameter memory-cap=40 parsecs: unknown unit 'parsecs'; use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB or none
     """
     t = str(text).strip().replace(" ", "")
     m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)([A-Za-z]*)", t)

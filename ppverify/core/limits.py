@@ -1,5 +1,5 @@
 """Limits checked before work: how many ops a command may build, how large a file, a number or a
-nesting may be. Each check raises :class:`LimitError` (a :class:`~ppverify.errors.PPVerifyError`:
+nesting may be. Each check raises :class:`LimitError` (a :class:`~ppverify.core.errors.PPVerifyError`:
 one line, exit 2) naming the value and the rule *before* anything proportional to it is allocated,
 so hostile input is refused in well under a second instead of exhausting memory or time.
 
@@ -111,7 +111,7 @@ def check_ops(n: int, what: str) -> None:
         ...     check_ops(10, "gpipe -p 1 -m 5")
         Traceback (most recent call last):
         ...
-        ppverify.limits.LimitError: gpipe -p 1 -m 5: implies 10 ops, over the limit of 8 (raise it with ppverify --max-ops N)
+        ppverify.core.limits.LimitError: gpipe -p 1 -m 5: implies 10 ops, over the limit of 8 (raise it with ppverify --max-ops N)
     """
     limit = max_ops()
     if n > limit:
@@ -173,7 +173,7 @@ def check_memory(needed_bytes: float, what: str, how: str = "") -> None:
         >>> check_memory(3 * 2**30, "optimize -p 4 -m 8", "1 KB per op")
         Traceback (most recent call last):
         ...
-        ppverify.limits.LimitError: optimize -p 4 -m 8: needs about 3 GiB of memory (1 KB per op), over the limit of 2 GiB (raise it with ppverify --max-memory-gib X)
+        ppverify.core.limits.LimitError: optimize -p 4 -m 8: needs about 3 GiB of memory (1 KB per op), over the limit of 2 GiB (raise it with ppverify --max-memory-gib X)
     """
     limit = max_memory_gib()
     if needed_bytes > limit * 2**30:
@@ -209,7 +209,7 @@ def check_family(name: str, p: int, m: int, params: dict[str, Any]) -> None:
         >>> check_family("gpipe", 100000, 100000, {})
         Traceback (most recent call last):
         ...
-        ppverify.limits.LimitError: gpipe -p 100000 -m 100000: implies 30000000000 ops, over the limit of 50000000 (raise it with ppverify --max-ops N)
+        ppverify.core.limits.LimitError: gpipe -p 100000 -m 100000: implies 30000000000 ops, over the limit of 50000000 (raise it with ppverify --max-ops N)
     """
     extra = "".join(f" --{k} {v}" for k, v in params.items() if isinstance(v, int) and not isinstance(v, bool))
     check_ops(family_ops(name, p, m, params), f"{name} -p {p} -m {m}{extra}")
@@ -225,11 +225,11 @@ def check_stages_mbs(num_stages: int, m: int, where: str, held: int | None = Non
         >>> check_stages_mbs(1_000_000_000, 1, "s.csv")
         Traceback (most recent call last):
         ...
-        ppverify.limits.LimitError: s.csv: 1000000000 stages x 1 microbatches: implies 2000000000 ops, over the limit of 50000000 (raise it with ppverify --max-ops N)
+        ppverify.core.limits.LimitError: s.csv: 1000000000 stages x 1 microbatches: implies 2000000000 ops, over the limit of 50000000 (raise it with ppverify --max-ops N)
         >>> check_stages_mbs(2, 100000, "s.csv", held=8)
         Traceback (most recent call last):
         ...
-        ppverify.limits.LimitError: s.csv: 2 stages x 100000 microbatches: imply 400000 ops but the file holds 8; at most 4 x 8 + 10000 are checked (is a stage or microbatch number mistyped?)
+        ppverify.core.limits.LimitError: s.csv: 2 stages x 100000 microbatches: imply 400000 ops but the file holds 8; at most 4 x 8 + 10000 are checked (is a stage or microbatch number mistyped?)
     """
     implied = 2 * max(num_stages, 1) * max(m, 1)
     what = f"{where}: {num_stages} stages x {m} microbatches"
@@ -252,7 +252,7 @@ def int_text(text: str, where: str, digits: int = MAX_INT_DIGITS) -> int:
         >>> int_text("9" * 20, "row 1")
         Traceback (most recent call last):
         ...
-        ppverify.limits.LimitError: row 1: a number of 20 digits; at most 12 are allowed
+        ppverify.core.limits.LimitError: row 1: a number of 20 digits; at most 12 are allowed
     """
     s = text.strip()
     if len(s.lstrip("+-")) > digits:
@@ -286,7 +286,7 @@ def check_digits(text: str, path: str) -> None:
         >>> check_digits("dev 0 0F0\\ndev 1 1F" + "9" * 20, "t.txt")
         Traceback (most recent call last):
         ...
-        ppverify.limits.LimitError: t.txt:2:9: a number of 20 digits; at most 12 are allowed
+        ppverify.core.limits.LimitError: t.txt:2:9: a number of 20 digits; at most 12 are allowed
     """
     hit = _LONG_DIGITS.search(text)
     if hit:
@@ -306,7 +306,7 @@ def check_json_text(text: str, path: str) -> None:
         >>> check_json_text("[" * 100 + "]" * 100, "s.json")
         Traceback (most recent call last):
         ...
-        ppverify.limits.LimitError: s.json:1:1: lists and objects nested more than 64 deep
+        ppverify.core.limits.LimitError: s.json:1:1: lists and objects nested more than 64 deep
     """
     # the scan runs on the raw text (fast); text inside strings can only cause a false alarm, so a
     # problem found is confirmed on the text with its strings blanked out (offsets kept)
@@ -350,7 +350,7 @@ def rank_list(text: str, flag: str) -> list[int]:
         >>> rank_list("a,b", "--placement")
         Traceback (most recent call last):
         ...
-        ppverify.errors.ParameterError: parameter --placement=a,b: expected linear, loop, v or one rank (an integer >= 0) per stage, comma-separated
+        ppverify.core.errors.ParameterError: parameter --placement=a,b: expected linear, loop, v or one rank (an integer >= 0) per stage, comma-separated
     """
     from .errors import ParameterError
 
@@ -411,7 +411,7 @@ def time_limit(
         ...         check_time()
         Traceback (most recent call last):
         ...
-        ppverify.limits.TimeLimitError: --time-limit 0.05: no answer within 0.05 s
+        ppverify.core.limits.TimeLimitError: --time-limit 0.05: no answer within 0.05 s
     """
     import math
     import threading
@@ -504,7 +504,7 @@ def check_time(needed_s: float = 0.0) -> None:
         ...     check_time(10)
         Traceback (most recent call last):
         ...
-        ppverify.limits.TimeLimitError: --time-limit 5: no answer within 5 s
+        ppverify.core.limits.TimeLimitError: --time-limit 5: no answer within 5 s
     """
     left = _left()
     if left < needed_s or left <= 0:

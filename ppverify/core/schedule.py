@@ -19,7 +19,7 @@ class Schedule:
     ``family``/``params`` record how it was made (for display and JSON).
 
     Example:
-        >>> from ppverify.placement import linear
+        >>> from ppverify.core.placement import linear
         >>> s = Schedule(linear(1), 1, ((Op("F", 0, 0), Op("B", 0, 0)),), (0,))
         >>> s.p, s.num_stages, s.num_ops, s.device_of(Op("B", 0, 0))
         (1, 1, 2, 0)

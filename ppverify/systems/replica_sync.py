@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .comm import SYNC_MODES, CommModel
-from .costs import CostModel
-from .dag import DagArrays, StepDAG, build_dag_arrays
-from .errors import ParameterError
-from .ops import KIND_CODE, B, W
-from .schedule import Schedule
+from ..core.comm import SYNC_MODES, CommModel
+from ..core.costs import CostModel
+from ..core.dag import DagArrays, StepDAG, build_dag_arrays
+from ..core.errors import ParameterError
+from ..core.ops import KIND_CODE, B, W
+from ..core.schedule import Schedule
 
 ALLREDUCE, DP_ALLREDUCE = "allreduce", "dp-allreduce"
 
@@ -75,9 +75,9 @@ def collectives(
 
     Example:
         >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> s = build("chimera", p=2, m=2)
-        >>> from ppverify.dag import build_dag_arrays
+        >>> from ppverify.core.dag import build_dag_arrays
         >>> dag = build_dag_arrays(s)
         >>> [(c.kind, c.devices, c.duration) for c in collectives(s, CostModel.abstract(s.placement), FixedDelay(1), dag, np.ones(dag.num_ops))]
         [('allreduce', (0, 1), 2.0), ('allreduce', (0, 1), 2.0)]
@@ -121,7 +121,7 @@ def device_ends(dag: DagArrays, end: np.ndarray, p: int) -> np.ndarray:
     """Each device's last op end (0 for a device without ops).
 
     Example:
-        >>> from ppverify.dag import build_dag_arrays
+        >>> from ppverify.core.dag import build_dag_arrays
         >>> from ppverify.schedules import build
         >>> device_ends(build_dag_arrays(build("gpipe", p=2, m=1)), np.array([1.0, 4.0, 2.0, 3.0]), 3).tolist()
         [4.0, 3.0, 0.0]
@@ -156,9 +156,9 @@ def step_collectives(
     """The collectives of a step over ``dag``'s ops (module doc), replica all-reduces first.
 
     Example:
-        >>> from ppverify.dag import build_dag
+        >>> from ppverify.core.dag import build_dag
         >>> from ppverify.schedules import build
-        >>> from ppverify.comm import FixedDelay
+        >>> from ppverify.core.comm import FixedDelay
         >>> s = build("chimera", p=2, m=2)
         >>> dag = build_dag(s)
         >>> cs = step_collectives(dag, CostModel.abstract(s.placement), FixedDelay(1))
