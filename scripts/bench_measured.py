@@ -25,6 +25,8 @@ Benchmarks print, they never assert (the machine and its load set the figures).
     python scripts/bench_measured.py                       # calibrate, then the whole grid twice (~5 min)
     python scripts/bench_measured.py --quick               # p in {2, 4}, m = 4, fewer steps
     python scripts/bench_measured.py --preset my.yaml      # reuse a preset from ppverify calibrate
+    python scripts/bench_measured.py --preset my.yaml --held-out-only                 # the held-out runs
+    python scripts/bench_measured.py --preset my.yaml --held-out-only --same-session  # ... load matched
 """
 
 from __future__ import annotations
@@ -103,6 +105,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--save-preset", default=None, metavar="FILE.yaml", help="keep the calibrated preset there")
     ap.add_argument("--held-out-only", action="store_true", help="only the held-out runs (with --preset)")
+    ap.add_argument(
+        "--same-session",
+        action="store_true",
+        help="with --held-out-only: run the calibration's schedules and the held-out runs interleaved in one "
+        "batch, fit on the former as calibrate does, predict the latter (the same machine load for both)",
+    )
+    ap.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="before measuring, wait up to S seconds for 5 s in which other (niced) jobs hold < 10 %% of the CPUs",
+    )
     args = ap.parse_args(argv)
 
     from ppverify.core.comm import FixedDelay
@@ -114,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     from ppverify.schedules import build
     from ppverify.systems.system import load_system
 
+    if args.wait_quiet > 0:
+        from ppverify.measure.machine_load import wait_quiet
+
+        w = wait_quiet(args.wait_quiet)
+        print(f"waited for a quiet machine: {w.describe() if w else 'no /proc/stat'}")
     t_start = time.perf_counter()
     ps, ms = ((2, 4), (4,)) if args.quick else ((2, 3, 4), (4, 8))
     steps = args.steps or (2 if args.quick else 5)
@@ -155,7 +175,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    with {n} ranks: " + ", ".join(f"{k[:-3]} {v:.0f} us" for k, v in h.as_us().items()))
 
     if args.held_out_only:
-        held_out(system, steps)
+        if args.same_session:
+            same_session(system, steps)
+        else:
+            held_out(system, steps)
         return 0
     items, skipped = [], []
     for p in ps:
@@ -417,11 +440,16 @@ def held_out(system, steps: int) -> None:
     its measured median makespan and the error, then the mean and max error."""
     from ppverify.measure import measure_many
     from ppverify.measure.calibrate import predict_on, prediction_method
+    from ppverify.measure.machine_load import cpu_share, cpu_ticks
     from ppverify.schedules import build
 
     runs = [(build(f, p=p, m=m, **params), costs) for f, p, m, params, costs in HELD_OUT]
+    ticks = cpu_ticks()
     results = measure_many(runs, steps=steps, warmup=1, timeout=120)
+    load = cpu_share(ticks, cpu_ticks())
     print("held-out (schedules, costs and sizes the calibration did not run):")
+    if load is not None:
+        print(f"  machine load while measuring: {load.describe()}")
     errs = []
     for (s, costs), r in zip(runs, results):
         pred = predict_on(s, costs, system)
@@ -434,6 +462,66 @@ def held_out(system, steps: int) -> None:
         )
     print(
         f"held-out: mean |error| {statistics.mean(errs) * 100:.2f} %, max {max(errs) * 100:.2f} % over {len(errs)} runs"
+    )
+
+
+def same_session(system, steps: int) -> None:
+    """The held-out standard with the load matched: ``calibrate``'s overhead schedules
+    (:data:`~ppverify.measure.calibration.OVERHEAD_SCHEDULES`, ops sleeping 5/10 ms) and
+    :data:`HELD_OUT` measured interleaved in one batch, the preset's terms fitted on the former
+    exactly as ``calibrate`` fits them (hand-over terms op by op per process count; the two-pipe
+    runner's overhead by least squares), each held-out run predicted from them (the link latency
+    from ``system``). Separates the model's error on unseen schedules from the drift of the
+    machine's load between a calibration and a later measurement."""
+    from ppverify.core.comm import FixedDelay
+    from ppverify.engines.runtime import DRAWS
+    from ppverify.measure import measure_many, seconds_costs
+    from ppverify.measure.breakdown import breakdown
+    from ppverify.measure.calibration import CALIBRATION_COSTS, OVERHEAD_SCHEDULES
+    from ppverify.measure.fit import fit_runtime, op_ratio, predict
+    from ppverify.measure.handover import fit_by_ranks, for_ranks, handover_samples, predict_runtime
+    from ppverify.measure.machine_load import cpu_share, cpu_ticks
+    from ppverify.schedules import build
+
+    cal = [(build(f, p=p, m=m, **kw), dict(CALIBRATION_COSTS)) for f, p, m, kw in OVERHEAD_SCHEDULES]
+    held = [(build(f, p=p, m=m, **kw), costs) for f, p, m, kw, costs in HELD_OUT]
+    # interleaved (a calibration run, a held-out run, ...) so that both see the same load
+    order = [x for pair in zip(cal, held) for x in pair] + cal[len(held) :] + held[len(cal) :]
+    ticks = cpu_ticks()
+    results = measure_many(order, steps=steps, warmup=1, timeout=120)
+    load = cpu_share(ticks, cpu_ticks())
+    res = {id(item): r for item, r in zip(order, results)}
+    one = [(item[0], seconds_costs(*item), res[id(item)]) for item in cal]
+    samples = [
+        (s.p, handover_samples(s, c, ev, t0)) for s, c, r in one if s.placement.num_pipes == 1 for t0, ev in r.events
+    ]
+    ho, by = fit_by_ranks(samples)
+    tls = [tl for s, _, r in one if s.placement.num_pipes == 1 for tl in r.timelines]
+    lat = system.inter.latency_s
+    fit = fit_runtime(
+        [(s, c, statistics.median(r.makespans)) for s, c, r in one], FixedDelay(lat), ratio=op_ratio(breakdown(tls))
+    )
+    print("held-out, same session (calibrate's schedules and the held-out runs interleaved in one batch):")
+    if load is not None:
+        print(f"  machine load while measuring: {load.describe()}")
+    print("  fitted on calibrate's runs: " + ", ".join(f"{k[:-3]} {v:.0f} us" for k, v in ho.as_us().items())
+          + f"; two-pipe runner {fit.two_pipe_or_one[0] * 1e6:.0f} us/action")  # fmt: skip
+    errs = []
+    for item in held:
+        s, costs = item
+        r = res[id(item)]
+        c = seconds_costs(s, costs)
+        if s.placement.num_pipes == 1:
+            pred, how = predict_runtime(s, c, for_ranks(ho, by, s.p), draws=DRAWS).makespan, "hand-over model"
+        else:
+            pred, how = predict(s, c, FixedDelay(lat), *fit.two_pipe_or_one), "async"
+        med = statistics.median(r.makespans)
+        errs.append(abs(pred - med) / med)
+        label = ",".join(f"{k}={v * 1e3:g}" for k, v in costs.items())
+        print(f"  {s.describe()[:40]:<40} {label + ' ms':<22} predicted {pred * 1e3:8.2f} ms ({how})  measured "
+              f"{med * 1e3:8.2f} ms ({min(r.makespans) * 1e3:.1f}-{max(r.makespans) * 1e3:.1f})  error {(pred - med) / med * 100:+6.2f} %")  # fmt: skip
+    print(
+        f"held-out, same session: mean |error| {statistics.mean(errs) * 100:.2f} %, max {max(errs) * 100:.2f} % over {len(errs)} runs"
     )
 
 

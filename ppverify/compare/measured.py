@@ -206,9 +206,20 @@ def fill_from_trace(points: Sequence[PointResult], trace: Sequence[str], unit_s:
         if imported is not None and not schedule_differences(schedule, imported.schedule):
             scale = unit_s if pt.config.abstract else 1.0
             tl = imported.timeline
-            note = f"profiler trace, ProfilerStep#{rec.step} (median of {len(rec.steps)}), {rec.side}-side, {rec.clock} clock"
+            note = (
+                f"profiler trace, ProfilerStep#{rec.step} (median of {len(rec.steps)}), {rec.side}-side, {rec.clock} clock"
+                + (f", 1 unit = {unit_s * 1e3:g} ms" if scale != 1.0 else "")
+            )
+            # abstract costs: the traced step read back in units (1 unit = unit_s), so its Gantt is
+            # drawn on the predictions' time axis rather than dropped
+            units = resolve(pt.config, schedule).costs if scale != 1.0 else None
             res = LevelResult(
-                MEASURED, "ok", tl.makespan / scale, exact=True, note=note, timeline=tl if scale == 1.0 else None
+                MEASURED,
+                "ok",
+                tl.makespan / scale,
+                exact=True,
+                note=note,
+                timeline=tl if units is None else in_units(tl, units, scale),
             )
         out[i] = replace(pt, results=tuple(res if x.level == MEASURED else x for x in pt.results))
     return out

@@ -195,9 +195,11 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
     samples = pingpong(sizes, repeats=5 if quick else 20, timeout=timeout)
     latency, bandwidth = fit_link(samples)
     from .breakdown import breakdown
+    from .machine_load import cpu_share, cpu_ticks
 
     tls: list = []
     ho_samples: list = []
+    ticks = cpu_ticks()
     runs = overhead_runs(
         steps=3 if quick else 7,
         timeout=timeout,
@@ -205,6 +207,7 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
         timelines=tls,
         samples=ho_samples,
     )
+    load = cpu_share(ticks, cpu_ticks())
     ops = breakdown(tls)
     from .handover import fit_by_ranks, for_ranks, predict_runtime
 
@@ -245,6 +248,7 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
             "residual_two_pipe": fit.residual_two_pipe,
             "breakdown": ops,
             "handover_residual": ho_res,
+            "load": load,
         },
         fit.two_pipe,
         ho,

@@ -55,6 +55,15 @@ def _breakdown_lines(b: Any) -> list[str]:
     ]
 
 
+def _load_lines(load: Any) -> list[str]:
+    if load is None:
+        return []
+    return [
+        f"# Machine load during the runs (/proc/stat): {load.describe()}"
+        + ("." if load.quiet else "; NOT a quiet machine: the runtime's terms come out larger than on a quiet one.")
+    ]
+
+
 def preset_text(cal: Calibration, name: str = "calibrated") -> str:
     """The calibration as a system preset (``models/systems`` schema), comments included.
 
@@ -78,6 +87,7 @@ def preset_text(cal: Calibration, name: str = "calibrated") -> str:
         "# (the transfer/action proportion from the op-by-op trimmed means, their level by least squares)",
         f"# (rms relative residual {cal.residual * 100:.2f} %). Runs: {runs or 'none'}.",
         *_breakdown_lines(cal.extra.get("breakdown")),
+        *_load_lines(cal.extra.get("load")),
         "# Devices are this machine's worker processes: every rank on one node, over the loopback.",
         f"description: {json.dumps(name + ' - this machine' + chr(39) + 's pipeline runtime (gloo, CPU processes), measured')}",
         "source: ppverify calibrate (measured)",

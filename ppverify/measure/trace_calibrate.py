@@ -33,6 +33,7 @@ from ..core.schedule import Schedule
 from .calibration import Calibration
 from .record import Event
 from .trace_import import fitted_costs, import_step
+from .trace_sizes import recorded_bytes
 
 #: bandwidth written when the trace holds one message size (the line has no slope: latency only)
 LATENCY_ONLY_BPS = 1e15
@@ -56,18 +57,55 @@ class TraceFit:
     fit_steps: tuple[int, ...]
     runs: tuple[tuple[int, float], ...]
     link_samples: tuple[tuple[float, float], ...]
+    #: where the link samples' bytes come from: ``recorded shapes``, or the model's sizes
+    #: (``model_bytes`` of :func:`calibrate_from_trace`: its description), or ``none``
+    bytes_from: str = "recorded shapes"
+    #: fit steps left out as outliers (:func:`typical_steps`)
+    dropped: tuple[int, ...] = ()
+
+
+#: a fit step whose makespan lies more than this many robust deviations (1.4826 x the median
+#: absolute deviation) from the fit steps' median is left out of the fit
+OUTLIER_MADS = 3.0
+
+
+def typical_steps(makespans: Sequence[float], k: float = OUTLIER_MADS) -> list[bool]:
+    """Which steps to fit: those whose makespan lies within ``k`` robust standard deviations
+    (1.4826 x the median absolute deviation, at least 1 % of the median: steps that close are
+    one machine's noise) of the median; every step when fewer than 3, or when more than half
+    would go.
+
+    Example:
+        >>> typical_steps([100.0, 101.0, 99.0, 100.5, 140.0])
+        [True, True, True, True, False]
+        >>> typical_steps([100.0, 140.0])
+        [True, True]
+    """
+    if len(makespans) < 3:
+        return [True] * len(makespans)
+    med = statistics.median(makespans)
+    mad = max(1.4826 * statistics.median(abs(x - med) for x in makespans), 0.01 * med)
+    keep = [abs(x - med) <= k * mad for x in makespans]
+    return keep if 2 * sum(keep) > len(keep) else [True] * len(makespans)
 
 
 def link_samples(
-    events: Sequence[Sequence[Event]], arrivals: dict[tuple[str, int, int], tuple[float, float]]
+    events: Sequence[Sequence[Event]],
+    arrivals: dict[tuple[str, int, int], tuple[float, float]],
+    model_bytes: Sequence[float] = (),
 ) -> list[tuple[float, float]]:
     """``(bytes, one-way s)`` of each transfer whose RECV was posted before its SEND: SEND post to
-    the receive's completion. ``arrivals[(direction, receiving stage, mb)] = (end ns, bytes)``.
+    the receive's completion. ``arrivals[(direction, receiving stage, mb)] = (end ns, bytes)``;
+    a transfer whose recorded bytes are 0 (a trace without ``record_shapes``) takes its
+    boundary's bytes from ``model_bytes`` (``model_bytes[b]``: between stages b and b + 1, an
+    activation forward and its gradient backward) when given.
 
     Example:
         >>> ev = [[Event("SEND_F", 0, 0, 5000, 5000)], [Event("RECV_F", 1, 0, 1000, 1000)]]
         >>> link_samples(ev, {("F", 1, 0): (65000.0, 128.0)})
         [(128.0, 6e-05)]
+        >>> link_samples(ev, {("F", 1, 0): (65000.0, 0.0)}, model_bytes=(4096.0,))
+        [(4096.0, 6e-05)]
     """
     send: dict[tuple[str, int, int], int] = {}
     post: dict[tuple[str, int, int], int] = {}
@@ -82,6 +120,9 @@ def link_samples(
     out = []
     for key, (end, nbytes) in sorted(arrivals.items()):
         if key in send and key in post and post[key] <= send[key] < end:
+            boundary = key[1] - 1 if key[0] == "F" else key[1]
+            if not nbytes and 0 <= boundary < len(model_bytes):
+                nbytes = float(model_bytes[boundary])
             out.append((float(nbytes), (end - send[key]) / 1e9))
     return out
 
@@ -100,10 +141,15 @@ def _arrivals(step: Any) -> dict[tuple[str, int, int], tuple[float, float]]:
 
 
 def calibrate_from_trace(
-    traces: Sequence[Any], schedule: Schedule | None = None, fit_steps: Sequence[int] | None = None, clock: str = "auto"
+    traces: Sequence[Any],
+    schedule: Schedule | None = None,
+    fit_steps: Sequence[int] | None = None,
+    clock: str = "auto",
+    model_bytes: tuple[str, Sequence[float]] | None = None,
 ) -> TraceFit:
     """Fit a calibration to ``fit_steps`` of a job's traces (default: every recorded step); see
-    the module docstring.
+    the module docstring. ``model_bytes``: ``(description, bytes per stage boundary)``, the
+    sizes of transfers the trace recorded without bytes (no ``record_shapes``).
 
     Example:
         >>> fit = calibrate_from_trace(read_traces(["prof/"]), fit_steps=[1, 2])  # doctest: +SKIP
@@ -128,6 +174,11 @@ def calibrate_from_trace(
             f"not recorded; the traces hold ProfilerStep {', '.join(map(str, first.steps))}",
         )
     imported = [import_step(traces, recorded_step(traces, n, clock), schedule) for n in steps]
+    # a step far off the others (a burst of other work on the machine) is no sample of the runtime
+    keep = typical_steps([imp.timeline.makespan for imp in imported])
+    dropped = tuple(n for n, k in zip(steps, keep) if not k)
+    steps = tuple(n for n, k in zip(steps, keep) if k)
+    imported = [imp for imp, k in zip(imported, keep) if k]
     sched = schedule if schedule is not None else imported[0].schedule
     pooled_events: list[list[Event]] = [[] for _ in range(sched.p)]
     for imp in imported:
@@ -135,7 +186,12 @@ def calibrate_from_trace(
             pooled_events[r].extend(evs)
     costs = fitted_costs(pooled_events, sched.placement, imported[0].timeline.costs.boundary_bytes)
     makespans = [imp.timeline.makespan for imp in imported]
-    samples = [s for imp in imported for s in link_samples(imp.events, _arrivals(imp.step))]
+    recorded = any(b > 0 for imp in imported for b in imp.timeline.costs.boundary_bytes)
+    fallback = tuple(float(x) for x in model_bytes[1]) if model_bytes else ()
+    bytes_from = "recorded shapes" if recorded else (model_bytes[0] if model_bytes else "none")
+    if not recorded and len(fallback) == max(sched.num_stages - 1, 0):
+        costs = replace(costs, boundary_bytes=fallback)  # the predictions' transfers carry them too
+    samples = [s for imp in imported for s in link_samples(imp.events, _arrivals(imp.step), fallback)]
     if samples:
         by_size: dict[float, list[float]] = {}
         for b, t in samples:
@@ -169,7 +225,7 @@ def calibrate_from_trace(
         ho,
         tuple(ho_by.items()),
     )
-    return TraceFit(cal, costs, sched, steps, tuple(zip(steps, makespans)), tuple(samples))
+    return TraceFit(cal, costs, sched, steps, tuple(zip(steps, makespans)), tuple(samples), bytes_from, dropped)
 
 
 def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
@@ -194,7 +250,7 @@ def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
         f"(makespans {', '.join(f'{ms * 1e3:.2f} ms' for _, ms in fit.runs)}).",
         f"# Op costs (median per stage and kind over the fit steps, ms per stage): {costs}.",
         f"# Link: {len(fit.link_samples)} transfers whose RECV was posted before the SEND (SEND post to receive completion),"
-        f" sizes {', '.join(f'{b:g} B' for b in sizes) or 'none'}; "
+        f" sizes {', '.join(f'{b:g} B' for b in sizes) or 'none'} (bytes from {fit.bytes_from}); "
         + (
             "latency and bandwidth by least squares."
             if len(sizes) > 1
@@ -233,7 +289,9 @@ def held_out(
     sched_for_costs = schedule
     if steps is None:
         first = recorded_step(traces, None, clock)
-        steps = [n for n in first.steps if n not in fit.fit_steps] if schedule is None else list(first.steps)
+        steps = (
+            [n for n in first.steps if n not in fit.fit_steps + fit.dropped] if schedule is None else list(first.steps)
+        )
     out = []
     for n in steps:
         imp = import_step(traces, recorded_step(traces, n, clock), sched_for_costs)
@@ -271,12 +329,17 @@ def preset_system(text: str, name: str = "from-trace") -> Any:
 
 
 def from_trace(
-    inputs: Sequence[str], schedule_name: str | None, fit_steps_text: str | None, name: str
+    inputs: Sequence[str],
+    schedule_name: str | None,
+    fit_steps_text: str | None,
+    name: str,
+    sizes: Any = None,
 ) -> tuple[TraceFit, str, list[tuple[int, float, float]]]:
     """What ``calibrate --from-trace`` does: read the traces, fit the ``fit_steps_text`` steps
     (``"1,2"``; default the first half of the recorded steps) of the schedule named (a family, built
     at the trace's p and m, or a file; None: read from the trace), write the preset's text and
-    predict the held-out steps: ``(fit, preset text, [(step, measured, predicted)])``.
+    predict the held-out steps: ``(fit, preset text, [(step, measured, predicted)])``. ``sizes``
+    (:class:`TransferSizes`) gives the bytes of transfers the trace recorded without shapes.
 
     Example:
         >>> fit, text, rows = from_trace(["prof/"], None, "1,2", "mine")  # doctest: +SKIP
@@ -301,9 +364,17 @@ def from_trace(
         raise ParameterError(
             "fit-steps", fit_steps_text, "expected step numbers separated by commas, e.g. 1,2,3"
         ) from None
-    fit = calibrate_from_trace(traces, schedule, fit_steps)
+    model_bytes = None
+    if sizes is not None and sizes.given and not recorded_bytes(traces):
+        stages = (
+            schedule.num_stages
+            if schedule is not None
+            else import_step(traces, recorded_step(traces)).schedule.num_stages
+        )
+        model_bytes = sizes.boundary_bytes(stages)
+    fit = calibrate_from_trace(traces, schedule, fit_steps, model_bytes=model_bytes)
     text = trace_preset_text(fit, name, " ".join(inputs))
-    rest = [n for n in steps if n not in fit.fit_steps]
+    rest = [n for n in steps if n not in fit.fit_steps + fit.dropped]  # a step left out is no held-out step
     rows = held_out(fit, preset_system(text, name), traces, rest, schedule) if rest else []
     return fit, text, rows
 
@@ -316,10 +387,20 @@ def summary_lines(fit: TraceFit, text: str, rows: Sequence[tuple[int, float, flo
         >>> print("\\n".join(summary_lines(fit, text, rows)))  # doctest: +SKIP
         fit steps          ProfilerStep 1, 2 of recorded p=2 m=4
     """
-    lines = [f"fit steps          ProfilerStep {', '.join(map(str, fit.fit_steps))} of {fit.schedule.describe()}"]
+    lines = [
+        f"fit steps          ProfilerStep {', '.join(map(str, fit.fit_steps))} of {fit.schedule.describe()}"
+        + (f" (left out as outliers: {', '.join(map(str, fit.dropped))})" if fit.dropped else "")
+    ]
     lines += [line[2:] for line in text.splitlines()[2:5]]
     lines += [
         f"held-out step {n:<4} measured {ms * 1e3:.3f} ms   predicted {pr * 1e3:.3f} ms   error {100 * (pr - ms) / ms:+.1f}%"
         for n, ms, pr in rows
     ]
+    if len(rows) > 1:
+        med = statistics.median(ms for _, ms, _ in rows)
+        spans = [ms for _, ms, _ in rows]
+        lines.append(
+            f"held-out median    measured {med * 1e3:.3f} ms   predicted {rows[0][2] * 1e3:.3f} ms   "
+            f"error {100 * (rows[0][2] - med) / med:+.1f}%   (the steps spread {100 * (max(spans) - min(spans)) / med:.1f}%)"
+        )
     return lines

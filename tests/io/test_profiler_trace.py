@@ -338,3 +338,131 @@ def test_older_schedules_forward_backward_ranges_need_the_schedule(tmp_path, cap
     assert rep["makespan_measured"] == pytest.approx(92e-6)  # 0B1 ends at 72 + 20 us
     err = _cli_error(["import-trace", str(tmp_path)], capsys)
     assert "'Forward i'/'Backward i' ranges need --schedule" in err
+
+
+def _stored_without_shapes(tmp_path):
+    """The stored measure --profile trace (tests/data/traces) with every recorded shape removed,
+    as a job recorded without ``record_shapes=True`` writes it."""
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "data" / "traces" / "measure-1f1b-p2-m4"
+    out = tmp_path / "noshapes"
+    out.mkdir()
+    for f in sorted(src.iterdir()):
+        obj = json.loads(gzip.decompress(f.read_bytes()))
+        for e in obj["traceEvents"]:
+            if isinstance(e.get("args"), dict):
+                for key in ("Input Dims", "Input type", "In msg nelems"):
+                    e["args"].pop(key, None)
+        (out / f.name.removesuffix(".gz")).write_text(json.dumps(obj))
+    return src, out
+
+
+def test_link_bytes_come_from_the_model_when_the_trace_has_no_shapes(tmp_path, capsys):
+    # the stored trace's transfers carry 2 x 8 float64 = 128 B (measure's sleep-mode boundary);
+    # without shapes, --model gpt3-1.3b --seq-len 16 sizes them 16 tokens x 2048 hidden x 2 B =
+    # 65,536 B (the LLM preset's hidden size), --boundary-bytes 4KiB 4,096 B; recorded shapes win
+    from ppverify.measure.trace_calibrate import calibrate_from_trace, from_trace
+    from ppverify.measure.trace_sizes import transfer_sizes
+
+    src, bare = _stored_without_shapes(tmp_path)
+    recorded = calibrate_from_trace(read_traces([src]))
+    assert recorded.bytes_from == "recorded shapes" and {b for b, _ in recorded.link_samples} == {128.0}
+    none = calibrate_from_trace(read_traces([bare]))
+    assert none.bytes_from == "none" and {b for b, _ in none.link_samples} == {0.0}
+    fit, text, _ = from_trace([str(bare)], "1f1b", "1", "x", transfer_sizes("gpt3-1.3b", seq_len=16))
+    assert {b for b, _ in fit.link_samples} == {65536.0} and fit.costs.boundary_bytes == (65536.0,)
+    # the same transfers and times as the recorded fit: only their bytes differ
+    assert [t for _, t in fit.link_samples] == [
+        t for _, t in calibrate_from_trace(read_traces([src]), fit_steps=[1]).link_samples
+    ]
+    assert "sizes 65536 B (bytes from the model gpt3-1.3b (microbatch 1, 16 tokens))" in text
+    fit, _, _ = from_trace([str(src)], "1f1b", "1", "x", transfer_sizes("gpt3-1.3b", seq_len=16))
+    assert fit.bytes_from == "recorded shapes" and {b for b, _ in fit.link_samples} == {128.0}
+    out = tmp_path / "p.yaml"
+    argv = ["calibrate", "--from-trace", str(bare), "--fit-steps", "1", "--boundary-bytes", "4KiB", "--out", str(out)]
+    assert main(argv) == 0
+    assert "sizes 4096 B (bytes from --boundary-bytes 4096 B)" in capsys.readouterr().out
+    assert "sizes 4096 B" in out.read_text()
+
+
+@pytest.mark.parametrize(
+    "extra, says",
+    [
+        (["--seq-len", "16"], "seq-len=16: sizes a model's transfers: give --model too"),
+        (["--boundary-bytes", "0"], "boundary-bytes=0: expected a size in bytes > 0"),
+        (["--boundary-bytes", "8x"], "boundary-bytes=8x: expected a size in bytes > 0"),
+        (["--model", "no-such-model"], "no-such-model"),
+    ],
+)
+def test_bad_transfer_sizes_are_one_line_and_write_nothing(tmp_path, capsys, extra, says):
+    _, bare = _stored_without_shapes(tmp_path)
+    out = tmp_path / "p.yaml"
+    err = _cli_error(["calibrate", "--from-trace", str(bare), "--out", str(out), *extra], capsys)
+    assert says in err and not out.exists()
+
+
+def test_transfer_sizes_need_a_trace(capsys):
+    err = _cli_error(["calibrate", "--model", "gpt3-1.3b"], capsys)
+    assert "model=gpt3-1.3b: sizes the transfers of a profiler trace: give --from-trace DIR" in err
+
+
+@given(
+    base=st.lists(st.floats(99.0, 101.0), min_size=4, max_size=12),
+    outlier=st.floats(130.0, 400.0),
+    at=st.integers(0, 12),
+)
+def test_a_step_far_off_the_others_is_left_out_of_the_fit(base, outlier, at):
+    # steps within 1 % of 100 and one at +30 % or more: the robust deviation is at most
+    # 1.4826 x 1 (the typical ones lie within 1 of 100) and at least 1 (1 % of the median), so
+    # the band is 3 to 4.5 around the median and only the outlier lies outside it
+    from ppverify.measure.trace_calibrate import typical_steps
+
+    spans = list(base)
+    spans.insert(at % (len(spans) + 1), outlier)
+    keep = typical_steps(spans)
+    assert [x for x, k in zip(spans, keep) if not k] == [outlier]
+    assert typical_steps(base) == [True] * len(base)
+
+
+def test_the_fit_names_the_steps_it_left_out(tmp_path):
+    # four steps of the engine's 1F1B, the third stretched x 1.5 (an outlier): fitted on 1, 2, 4
+    from ppverify.measure.trace_calibrate import calibrate_from_trace, from_trace, summary_lines
+
+    _, tl = _timeline("1f1b", 2, 4)
+    steps = [synthetic_traces(tl, steps=1, first_step=n, jitter=0.0) for n in (1, 2, 4)]
+    slow = replace_makespan(tl, 1.5)
+    merged = [dict(t) for t in steps[0]]
+    for r in range(2):
+        merged[r]["traceEvents"] = [
+            *steps[0][r]["traceEvents"],
+            *_shifted(steps[1][r]["traceEvents"], 1e6),
+            *_shifted(synthetic_traces(slow, steps=1, first_step=3)[r]["traceEvents"], 2e6),
+            *_shifted(steps[2][r]["traceEvents"], 3e6),
+        ]
+    write_synthetic(merged, tmp_path)
+    fit = calibrate_from_trace(read_traces([tmp_path]))
+    assert fit.fit_steps == (1, 2, 4) and fit.dropped == (3,)
+    assert [ms for _, ms in fit.runs] == pytest.approx([tl.makespan] * 3)
+    assert summary_lines(fit, "\n" * 5, [])[0].endswith("(left out as outliers: 3)")
+    # fitted on 1-3, step 3 left out: the held-out steps are the others (4), never the outlier
+    fit, _, rows = from_trace([str(tmp_path)], None, "1,2,3", "x")
+    assert fit.fit_steps == (1, 2) and fit.dropped == (3,) and [n for n, _, _ in rows] == [4]
+    assert rows[0][1] == pytest.approx(tl.makespan)
+
+
+def replace_makespan(tl, factor):
+    """The timeline with every time stretched by ``factor``."""
+    from dataclasses import replace
+
+    return replace(tl, start=tl.start * factor, end=tl.end * factor)
+
+
+def _shifted(events, us):
+    out = []
+    for e in events:
+        e = dict(e)
+        if isinstance(e.get("ts"), (int, float)):
+            e["ts"] = e["ts"] + us
+        out.append(e)
+    return out

@@ -213,3 +213,41 @@ def test_two_pipe_figures_survive_a_json_round_trip():
     d = json.loads(json.dumps(comm_to_dict(CommSettings(s))))
     assert d["system"]["two_pipe_overhead_us"] == pytest.approx([1000.0, 200.0])
     assert comm_from_dict(JsonReader("x.json"), d).comm == s
+
+
+def test_the_preset_states_the_machine_load_of_its_runs(tmp_path):
+    # a calibration taken while other (niced) jobs held 60 % of the CPUs says so in its preset,
+    # which still loads; a quiet one says it without the warning
+    from ppverify.measure.calibration import Calibration
+    from ppverify.measure.machine_load import CpuShare
+    from ppverify.measure.preset_file import preset_text
+
+    busy = preset_text(Calibration(1e-3, 2e-4, 5e-5, 1e9, extra={"load": CpuShare(0.95, 0.6, 240.0)}))
+    line = next(x for x in busy.splitlines() if x.startswith("# Machine load"))
+    assert line == (
+        "# Machine load during the runs (/proc/stat): 95 % of the CPUs busy, 60 % by niced processes (other jobs); "
+        "NOT a quiet machine: the runtime's terms come out larger than on a quiet one."
+    )
+    quiet = preset_text(Calibration(1e-3, 2e-4, 5e-5, 1e9, extra={"load": CpuShare(0.5, 0.0, 240.0)}))
+    assert "0 % by niced processes (other jobs)." in quiet
+    (tmp_path / "busy.yaml").write_text(busy)
+    assert load_system(str(tmp_path / "busy.yaml")).action_overhead_s == pytest.approx(1e-3)
+
+
+def test_wait_quiet_waits_before_the_first_run_and_says_what_it_saw(monkeypatch, capsys):
+    # calibrate --wait-quiet S: machine_load.wait_quiet(S) runs before calibrate(), and its
+    # last window is printed; nothing is measured here (both are stand-ins)
+    import ppverify.measure.machine_load as ml
+    from ppverify.measure.calibration import Calibration
+    from ppverify.measure.machine_load import CpuShare
+
+    calls = []
+    monkeypatch.setattr(ml, "wait_quiet", lambda s: calls.append(("wait", s)) or CpuShare(0.3, 0.02, 10.0))
+    monkeypatch.setattr(
+        cal, "calibrate", lambda **kw: calls.append(("calibrate",)) or Calibration(1e-3, 2e-4, 5e-5, 1e9)
+    )
+    assert main(["calibrate", "--wait-quiet", "30"]) == 0
+    assert calls == [("wait", 30.0), ("calibrate",)]
+    assert "waited for quiet   30 % of the CPUs busy, 2 % by niced processes (other jobs)" in capsys.readouterr().err
+    assert main(["calibrate", "--wait-quiet", "-1"]) == 2
+    assert "wait-quiet=-1.0: must be a finite number >= 0" in capsys.readouterr().err

@@ -284,3 +284,25 @@ def test_a_measured_timeline_with_abstract_costs_is_drawn_in_units(browser, tmp_
     # one shared time axis in units: GPipe's (m + p - 1)(F + B) = 9 for both levels
     assert page.evaluate("window.ppverifyReport.view()")[1] == pytest.approx(9 * 1.02)
     assert errors == []
+
+
+def test_a_traced_step_with_abstract_costs_is_drawn_in_units(browser, tmp_path):
+    # report --measured-trace with abstract costs: the trace (synthetic, from the async engine's
+    # 1F1B p=2 m=4 at F = 10 ms, B = 20 ms, its three steps stretched by 1.0, 1.1, 1.2) is drawn
+    # in units of 10 ms beside the prediction: its median step 1.1 x (m + p - 1)(F + B) = 16.5 units
+    from ppverify.io.trace_synth import synthetic_traces, write_synthetic
+
+    s = build("1f1b", p=2, m=4)
+    traces = tmp_path / "prof"
+    write_synthetic(
+        synthetic_traces(run(s, CostModel.abstract(s.placement, F=0.01, B=0.02), semantics="async"), 3, jitter=0.1),
+        traces,
+    )
+    argv = ["-p", "2", "-m", "4", "--costs", "F=1,B=2", "--levels", "async", "--no-verify"]
+    page, errors = _open_report(browser, tmp_path, "1f1b", [*argv, "--measured-trace", str(traces)])
+    assert page.evaluate("window.ppverifyReport.levels()") == ["async", "measured"]
+    assert Counter(page.evaluate("window.ppverifyReport.opsDrawn('1f1b', 'measured')")) == _ops(2, 4, "FB")
+    # one time axis in units: the longer of async's (m + p - 1)(F + B) = 15 and the trace's 16.5
+    assert page.evaluate("window.ppverifyReport.view()")[1] == pytest.approx(16.5 * 1.02)
+    _keep(page, tmp_path, "report-traced-abstract.png")
+    assert errors == []

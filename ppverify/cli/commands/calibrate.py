@@ -13,17 +13,19 @@ Takes about a minute (``--quick``: about half).
 
 ``--from-trace DIR`` fits the same preset to a profiler trace instead (``measure --profile DIR``
 or a PyTorch job's, see docs/traces.md), nothing run: op costs per stage and kind (median),
-link from the transfers, overheads and hand-over terms from the ``--fit-steps`` (default: the
+link from the transfers (bytes from the recorded shapes, else from ``--model`` or
+``--boundary-bytes``), overheads and hand-over terms from the ``--fit-steps`` (default: the
 first half of the recorded steps), and prints the prediction of the other (held-out) steps.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .. import Command
-from ..common import print_json
+from ..common import check_nonnegative, print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds allowed to each measured run before it counts as a hang (default 120)",
     )
     parser.add_argument("--json", action="store_true", help="print the measured figures as one JSON object")
+    parser.add_argument(
+        "--wait-quiet", type=float, default=0.0, metavar="S", help="first wait up to S s for a quiet machine"
+    )
     t = parser.add_argument_group("from a profiler trace")
     t.add_argument("--from-trace", metavar="DIR|FILE", nargs="+", default=None, help="fit to these traces, run nothing")
     t.add_argument(
@@ -47,6 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     t.add_argument(
         "--schedule", default=None, metavar="FAMILY|FILE", help="the schedule the trace ran (two-pipe traces)"
     )
+    t.add_argument("--model", metavar="NAME|FILE", help="LLM preset sizing a trace's transfers recorded without shapes")
+    t.add_argument(
+        "--microbatch-size", type=int, default=None, help="sequences per microbatch, with --model (default 1)"
+    )
+    t.add_argument("--seq-len", type=int, default=None, help="tokens per sequence, with --model (default: the model's)")
+    t.add_argument("--boundary-bytes", metavar="SIZE", help="bytes of every stage boundary (no shapes), e.g. 128B")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,15 +66,23 @@ def run(args: argparse.Namespace) -> int:
     from ...core.files import atomic_write, check_output_path
     from ...measure import MeasureTimeout
     from ...measure.calibrate import calibrate, preset_text
+    from ...measure.calibration_report import calibration_json, calibration_lines
     from ...measure.options import check_timeout
 
     # bad options are refused now, not after a minute of measuring
     check_timeout(args.timeout)
+    check_nonnegative("wait-quiet", args.wait_quiet)
     if args.out is not None:
         check_output_path(args.out, "--out")
-    if args.from_trace:
+    sized = (args.model, args.microbatch_size, args.seq_len, args.boundary_bytes)
+    if args.from_trace or any(x is not None for x in sized):
         return _from_trace(args)
     try:
+        if args.wait_quiet > 0:
+            from ...measure.machine_load import wait_quiet
+
+            share = wait_quiet(args.wait_quiet)
+            print(f"waited for quiet   {share.describe() if share else 'no /proc/stat'}", file=sys.stderr)
         cal = calibrate(quick=args.quick, timeout=args.timeout)
     except MeasureTimeout as exc:  # the runs are known-good schedules: the limit is too short here
         raise ParameterError(
@@ -74,40 +93,9 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         atomic_write(args.out, text, "--out")
     if args.json:
-        print_json(
-            {
-                "action_overhead_s": cal.action_overhead_s,
-                "transfer_overhead_s": cal.transfer_overhead_s,
-                "latency_s": cal.latency_s,
-                "bandwidth_Bps": cal.bandwidth_Bps,
-                "two_pipe_overhead_s": cal.two_pipe_overhead_s,
-                "handover_us": cal.handover.as_us() if cal.handover is not None else None,
-                "handover_by_ranks_us": {str(n): h.as_us() for n, h in cal.handover_by_ranks},
-                "residual": cal.residual,
-                "pingpong": [list(x) for x in cal.pingpong],
-                "runs": [list(x) for x in cal.runs],
-                "machine": cal.machine,
-                "date": cal.date,
-                "preset": args.out,
-            }
-        )
+        print_json(calibration_json(cal, args.out))
     elif args.out:
-        print(f"action overhead    {cal.action_overhead_s * 1e6:.1f} us per compute action")
-        print(f"transfer overhead  {cal.transfer_overhead_s * 1e6:.1f} us per SEND/RECV")
-        if cal.two_pipe_overhead_s is not None:
-            print(f"two-pipe runner    {cal.two_pipe_overhead_s[0] * 1e6:.1f} us per compute action")
-        if cal.handover is not None:
-            h = cal.handover
-            print(
-                f"hand-overs         RECV posted late {h.late * 1e6:.0f} us, early (wake) {h.wake * 1e6:.0f} us; "
-                f"gap {h.gap * 1e6:.0f} us + {h.send * 1e6:.0f} us/SEND + {h.recv * 1e6:.0f} us/RECV"
-            )
-            for n, hn in cal.handover_by_ranks:
-                print(
-                    f"  with {n} ranks     late {hn.late * 1e6:.0f} us, wake {hn.wake * 1e6:.0f} us, head {hn.head * 1e6:.0f} us"
-                )
-        print(f"link               {cal.latency_s * 1e6:.1f} us + bytes / {cal.bandwidth_Bps / 1e9:.3g} GB/s")
-        print(f"fit residual       {cal.residual * 100:.2f} % rms over {len(cal.runs)} schedules")
+        print("\n".join(calibration_lines(cal)))
         print(f"wrote              {args.out}")
     else:
         print(text, end="")
@@ -116,29 +104,23 @@ def run(args: argparse.Namespace) -> int:
 
 def _from_trace(args: argparse.Namespace) -> int:
     from ...core.files import atomic_write
+    from ...measure.calibration_report import trace_fit_json
     from ...measure.trace_calibrate import from_trace, summary_lines
+    from ...measure.trace_sizes import transfer_sizes
 
+    # bad sizes (or sizes without a trace) are refused before any trace is read
+    sizes = transfer_sizes(args.model, args.microbatch_size, args.seq_len, args.boundary_bytes, args.from_trace)
     fit, text, rows = from_trace(
-        args.from_trace, args.schedule, args.fit_steps, Path(args.out).stem if args.out else "from-trace"
+        args.from_trace,
+        args.schedule,
+        args.fit_steps,
+        Path(args.out).stem if args.out else "from-trace",
+        sizes,
     )
     if args.out:
         atomic_write(args.out, text, "--out")
     if args.json:
-        cal = fit.calibration
-        print_json(
-            {
-                "fit_steps": list(fit.fit_steps),
-                "costs": {k: list(v) for k, v in fit.costs.duration.items()},
-                "latency_s": cal.latency_s,
-                "bandwidth_Bps": cal.bandwidth_Bps,
-                "action_overhead_s": cal.action_overhead_s,
-                "transfer_overhead_s": cal.transfer_overhead_s,
-                "held_out": [
-                    {"step": n, "measured": ms, "predicted": pr, "error": (pr - ms) / ms} for n, ms, pr in rows
-                ],
-                "preset": args.out,
-            }
-        )
+        print_json(trace_fit_json(fit, rows, args.out))
     elif args.out:
         print("\n".join(summary_lines(fit, text, rows)))
         print(f"wrote              {args.out}")
