@@ -4,23 +4,35 @@ than the frontier at their own peak, the margin over V-Min and V-Half at their b
 bubble at 1F1B's budget. Prints one block per run; asserts nothing about time.
 
     python scripts/bench_design.py                          # p = 4 and 8, m = 3p, delays 0 and 1
-    python scripts/bench_design.py --p 4 --delays 0 --time-limit 5
+    python scripts/bench_design.py --p 4 --delays 0 --work-limit 5
     python scripts/bench_design.py --p 8 --placements linear,v,loop:2 --budgets 1,2,3,4,5,8,none
+    python scripts/bench_design.py --p 4 --zb-row 0 --work-limit 5    # a profiled row's cost ratios
 
-Costs F = I = W = 1 per device share (Qi et al.'s counting, arXiv 2405.15362). Zero bubble at
-1F1B's budget is expected where their condition holds (W + 2B >= 2F and W + 2F >= 2B: at equal
-costs always).
+The limits are ``ppverify design``'s: ``--work-limit`` CP-SAT's deterministic seconds per point
+(the same result at any load), ``--time-limit`` a wall-clock ceiling on each run (alone it also
+caps the work per point, as in ``design`` and ``optimize``).
+
+Costs F = I = W = 1 per device share (Qi et al.'s counting, arXiv 2405.15362), or with
+``--zb-row N`` the profiled F, I, W and transfer time of row N of ppverify/data/zb_settings.csv
+(Qi et al., *Zero Bubble Pipeline Parallelism*, ICLR 2024, arXiv 2401.10241), in milliseconds,
+at the ``--p``/``--m`` given (the row's own p and m by default); ``--delays`` is then ignored.
+Zero bubble at 1F1B's budget is expected where Qi et al.'s condition holds (W + 2B >= 2F and
+W + 2F >= 2B: at equal costs always); the bubble printed is 1 - m(F + I + W) / step.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import math
 import os
 import resource
 import time
+from importlib import resources
 
 from ppverify.design import DesignRequest, Limits, design, value_at
 from ppverify.design.points import EPS
+from ppverify.optimize.solver_run import run_limits
 from ppverify.systems.preset_models import PresetSettings
 
 
@@ -30,15 +42,24 @@ def cpu_s() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def one(p: int, delay: float, args: argparse.Namespace) -> None:
+def zb_row(n: int) -> dict[str, int]:
+    """Row ``n`` (0-based) of ppverify/data/zb_settings.csv, comment lines skipped."""
+    text = resources.files("ppverify").joinpath("data/zb_settings.csv").read_text()
+    rows = list(csv.DictReader(ln for ln in text.splitlines() if ln and not ln.startswith("#")))
+    return {k: int(v) for k, v in rows[n].items()}
+
+
+def one(p: int, delay: float, args: argparse.Namespace, costs: dict[str, float] | None = None) -> None:
     m = args.m or 3 * p
+    c = costs or {"F": 1.0, "I": 1.0, "W": 1.0}
+    text = ",".join(f"{k}={v:g}" for k, v in c.items())
     rq = DesignRequest(
         p,
         m,
         args.placements,
         args.budgets,
-        PresetSettings(costs="F=1,I=1,W=1", comm_delay=delay),
-        Limits(args.time_limit, args.gap_limit),
+        PresetSettings(costs=text, comm_delay=delay),
+        Limits(args.work, args.gap_limit, 0, None if math.isinf(args.wall) else args.wall),
     )
     c0, t0 = cpu_s(), time.monotonic()
     d = design(rq, workers=args.workers, progress=args.progress)
@@ -48,12 +69,19 @@ def one(p: int, delay: float, args: argparse.Namespace) -> None:
     rows = d.family_rows()
     faster = [r for r in rows if r["difference"] is not None and r["difference"] > EPS]
     faster_searched = [r for r in faster if r["placement"] in searched]
-    print(f"p={p} m={m} delay={delay:g} placements {args.placements} work {args.time_limit:g}/point")
-    print(f"  points {d.done}/{d.total}, frontier {len(d.front)} points, cpu {cpu:.1f} s, wall {wall:.1f} s")
+    print(f"p={p} m={m} costs {text} delay={delay:g} placements {args.placements} work {args.work:g}/point")
+    print(
+        f"  points {d.done}/{d.total} ({d.cut} cut by the ceiling), frontier {len(d.front)} points, cpu {cpu:.1f} s, wall {wall:.1f} s"
+    )
     print(
         f"  widest frontier gap {100 * max(gaps, default=0):.3g} %; points within 1 %: "
         f"{sum(g <= 0.01 + 1e-12 for g in gaps)}/{len(gaps)}; Z3 valid {d.verified.count('valid')}/{len(d.front)}"
     )
+    for q in d.front:
+        print(
+            f"    {q.placement} budget {q.budget:g}: peak {q.peak:g}, step {q.time:g}, bound {q.bound:g}, "
+            f"gap {100 * (q.gap or 0.0):.3g} % ({q.status}, start {q.start}){' ' + q.note if q.note else ''}"
+        )
     print(
         f"  families faster than the frontier at their peak: {len(faster_searched)} on searched placements "
         f"({', '.join(r['family'] for r in faster_searched) or 'none'}), {len(faster) - len(faster_searched)} on others"
@@ -69,7 +97,7 @@ def one(p: int, delay: float, args: argparse.Namespace) -> None:
     if one_f is not None:
         at = value_at(d.front, one_f["peak"])
         if at is not None and at.time is not None:
-            busy = m * 3.0
+            busy = m * (c["F"] + c["I"] + c["W"])
             print(
                 f"  at 1F1B's budget {one_f['peak']:g}: step {at.time:g}, busy {busy:g}, bubble {1 - busy / at.time:.3%}"
                 f" ({at.placement}, bound {at.bound:g})"
@@ -78,18 +106,30 @@ def one(p: int, delay: float, args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--p", type=int, nargs="+", default=[4, 8])
+    ap.add_argument("--p", type=int, nargs="+", default=None, help="devices (default 4 8; a --zb-row's own p)")
     ap.add_argument("--m", type=int, default=None, help="microbatches (default 3p)")
     ap.add_argument("--delays", type=float, nargs="+", default=[0.0, 1.0])
     ap.add_argument("--placements", default="linear,v,loop:2")
     ap.add_argument("--budgets", default="auto")
-    ap.add_argument("--time-limit", type=float, default=10.0, help="deterministic work per point")
+    ap.add_argument("--work-limit", type=float, default=None, help="CP-SAT's deterministic work per point (default 10)")
+    ap.add_argument("--time-limit", type=float, default=None, help="wall-clock ceiling of each run (default none)")
+    ap.add_argument("--zb-row", type=int, default=None, help="costs of this zb_settings.csv row (0-based), in ms")
     ap.add_argument("--gap-limit", type=float, default=0.01)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--progress", action="store_true")
     args = ap.parse_args()
+    args.work, args.wall = run_limits(args.time_limit, args.work_limit, Limits.work, wall_factor=None)
     print(f"bench_design: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    for p in args.p:
+    if args.zb_row is not None:
+        z = zb_row(args.zb_row)
+        costs = {"F": z["f"] / 1000, "I": z["i"] / 1000, "W": z["w"] / 1000}
+        print(f"zb_settings row {args.zb_row}: p={z['p']} m={z['m']} h={z['h']} (costs and transfer in ms)")
+        if args.p is None:
+            args.p, args.m = [z["p"]], args.m or z["m"]
+        for p in args.p:
+            one(p, z["c"] / 1000, args, costs)
+        return
+    for p in args.p or [4, 8]:
         for delay in args.delays:
             one(p, delay, args)
 
