@@ -23,15 +23,14 @@ W + 2F >= 2B: at equal costs always); the bubble printed is 1 - m(F + I + W) / s
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import resource
 import time
-from importlib import resources
 
 from ppverify.design import DesignRequest, Limits, design, value_at
 from ppverify.design.points import EPS
+from ppverify.optimize.memory import zb_settings
 from ppverify.optimize.solver_run import run_limits
 from ppverify.systems.preset_models import PresetSettings
 
@@ -43,10 +42,8 @@ def cpu_s() -> float:
 
 
 def zb_row(n: int) -> dict[str, int]:
-    """Row ``n`` (0-based) of ppverify/data/zb_settings.csv, comment lines skipped."""
-    text = resources.files("ppverify").joinpath("data/zb_settings.csv").read_text()
-    rows = list(csv.DictReader(ln for ln in text.splitlines() if ln and not ln.startswith("#")))
-    return {k: int(v) for k, v in rows[n].items()}
+    """Row ``n`` (0-based) of the zero-bubble paper's profiled settings."""
+    return zb_settings()[n]
 
 
 def one(p: int, delay: float, args: argparse.Namespace, costs: dict[str, float] | None = None) -> None:

@@ -26,17 +26,15 @@ is a safety only (``--wall-factor`` times the row's seconds). Benchmarks print, 
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
 import time
 from dataclasses import dataclass
-from importlib import resources
 
 from ppverify.core.comm import FixedDelay
 from ppverify.core.costs import CostModel
 from ppverify.core.placement import linear, loop
-from ppverify.optimize import Problem, optimize, zero_bubble
+from ppverify.optimize import Problem, optimize, zb_settings, zero_bubble
 
 SETS = ("unit", "loop", "scale", "free", "zb")
 
@@ -58,13 +56,6 @@ class Row:
     ref: int | None = None
 
 
-def zb_rows() -> list[dict[str, int]]:
-    """The rows of ppverify/data/zb_settings.csv (comment lines skipped)."""
-    text = resources.files("ppverify").joinpath("data/zb_settings.csv").read_text()
-    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
-    return [{k: int(v) for k, v in row.items()} for row in csv.DictReader(lines)]
-
-
 def rows(quick: bool = False) -> list[Row]:
     """Every row of the table (``quick``: a subset that runs in a few CPU minutes)."""
     out = [
@@ -75,7 +66,7 @@ def rows(quick: bool = False) -> list[Row]:
     out += [Row("loop", p, m, 1.0, 2, 60.0, "gap<=1% 60s", placement="loop") for p, m in ((8, 32), (16, 32))]
     out += [Row("scale", p, m, 1.0, 1, 120.0, "gap<=1% 120s") for p, m in ((32, 128), (64, 256))]
     out += [Row("free", p, m, 1.0, None, 120.0, "reference") for p, m in ((32, 128), (64, 256))]
-    for n, r in enumerate(zb_rows()):
+    for n, r in enumerate(zb_settings()):
         out.append(
             Row(
                 "zb",
@@ -104,7 +95,7 @@ def problem(row: Row) -> Problem:
     """The optimization problem of a row."""
     pl = linear(row.p) if row.placement == "linear" else loop(row.p, 2)
     if row.set == "zb":
-        z = zb_rows()[row.zb_row]
+        z = zb_settings()[row.zb_row]
         costs = zero_bubble(z["h"], z["a"], 1024).apply(CostModel.abstract(pl, F=z["f"], I=z["i"], W=z["w"]))
     else:
         costs = zero_bubble(2304, 24, 1024).apply(CostModel.abstract(pl, F=1, I=1, W=1))

@@ -9,7 +9,7 @@ end a step (replica and data-parallel), timed as the async engine times them.
 
 from .bounds import Bounds, lower_bounds
 from .evaluate import evaluate, problem_for
-from .memory import DEFAULT_MEMORY_MODEL, MemoryModel, parse_memory_model, zero_bubble
+from .memory import DEFAULT_MEMORY_MODEL, MemoryModel, parse_memory_model, zb_settings, zero_bubble
 from .problem import OBJECTIVES, Problem, instance
 from .result import OptimizeResult, relative_gap
 from .solve import optimize
@@ -28,5 +28,6 @@ __all__ = [
     "parse_memory_model",
     "problem_for",
     "relative_gap",
+    "zb_settings",
     "zero_bubble",
 ]

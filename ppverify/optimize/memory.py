@@ -50,6 +50,23 @@ class MemoryModel:
         return dataclasses.replace(costs, freed_by_I=(float(self.freed_by_I),) * costs.num_stages)
 
 
+def zb_settings() -> list[dict[str, int]]:
+    """The zero-bubble paper's profiled settings shipped in ``ppverify/data/zb_settings.csv`` (its
+    header states their provenance): one dict of integers per row, times in microseconds.
+
+    Example:
+        >>> row = zb_settings()[0]
+        >>> row["p"], row["m"], row["f"], row["h"]
+        (8, 24, 18522, 2304)
+    """
+    import csv
+    from importlib import resources
+
+    text = resources.files("ppverify").joinpath("data/zb_settings.csv").read_text()
+    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    return [{k: int(v) for k, v in row.items()} for row in csv.DictReader(lines)]
+
+
 def zero_bubble(h: int, a: int, s: int, b: int = 1, layers: int = 1) -> MemoryModel:
     """The zero-bubble paper's model at hidden size ``h``, heads ``a``, sequence ``s``.
 

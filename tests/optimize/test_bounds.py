@@ -3,9 +3,6 @@ optimum, and symmetry breaking loses nothing."""
 
 from __future__ import annotations
 
-import csv
-from importlib import resources
-
 import pytest
 
 from ppverify.core.comm import FixedDelay
@@ -14,14 +11,13 @@ from ppverify.core.placement import linear, loop, v_shape
 from ppverify.engines import run
 from ppverify.optimize import Problem, instance, lower_bounds, optimize, zero_bubble
 from ppverify.optimize.heuristic import best_candidate, canonical_starts, greedy, objective_value
+from ppverify.optimize.memory import zb_settings
 from ppverify.optimize.relax import device_bound
 from ppverify.schedules import build
 
 
 def zb_rows():
-    text = resources.files("ppverify").joinpath("data/zb_settings.csv").read_text()
-    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
-    return [{k: int(v) for k, v in r.items()} for r in csv.DictReader(lines)]
+    return zb_settings()
 
 
 @pytest.mark.parametrize("row", zb_rows(), ids=lambda r: f"p{r['p']}m{r['m']}")

@@ -324,12 +324,10 @@ def test_unit_costs_cap_p_no_comm_is_zb_h1_bubble():
 
 
 def test_zero_bubble_reference_span_proven_optimal_at_cap_p():
-    import csv
-    from importlib import resources
+    from ppverify.optimize.memory import zb_settings
 
-    text = resources.files("ppverify").joinpath("data/zb_settings.csv").read_text()
-    row = next(csv.DictReader(ln for ln in text.splitlines() if ln and not ln.startswith("#")))
-    p, m, f, i, w, c = (int(row[k]) for k in ["p", "m", "f", "i", "w", "c"])
+    row = zb_settings()[0]
+    p, m, f, i, w, c = (row[k] for k in ["p", "m", "f", "i", "w", "c"])
     pl = linear(p)
     costs = zero_bubble(int(row["h"]), int(row["a"]), 1024).apply(CostModel.abstract(pl, F=f, I=i, W=w))
     pr = Problem(pl, m, costs, FixedDelay(c), split=True, memory_cap=p, objective="span")
@@ -343,12 +341,10 @@ def test_zero_bubble_reference_span_proven_optimal_at_cap_2p_row0():
     equals the zero-bubble repository's reference span, and the paper's own heuristic
     (zbheuristic.py) starts at that span, so it is proven optimal before any search (fast now;
     the search alone ended 0.12 % above it)."""
-    import csv
-    from importlib import resources
+    from ppverify.optimize.memory import zb_settings
 
-    text = resources.files("ppverify").joinpath("data/zb_settings.csv").read_text()
-    row = next(csv.DictReader(ln for ln in text.splitlines() if ln and not ln.startswith("#")))
-    p, m, f, i, w, c = (int(row[k]) for k in ["p", "m", "f", "i", "w", "c"])
+    row = zb_settings()[0]
+    p, m, f, i, w, c = (row[k] for k in ["p", "m", "f", "i", "w", "c"])
     pl = linear(p)
     costs = zero_bubble(int(row["h"]), int(row["a"]), 1024).apply(CostModel.abstract(pl, F=f, I=i, W=w))
     pr = Problem(pl, m, costs, FixedDelay(c), split=True, memory_cap=2 * p, objective="span")

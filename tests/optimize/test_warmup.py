@@ -4,9 +4,6 @@ optimal at once), and never above an optimum that CP-SAT proves without it."""
 
 from __future__ import annotations
 
-import csv
-from importlib import resources
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,13 +14,12 @@ from ppverify.core.placement import linear, loop
 from ppverify.optimize import Problem, instance, lower_bounds, optimize, zero_bubble
 from ppverify.optimize.bounds import heads_tails
 from ppverify.optimize.heuristic import greedy
+from ppverify.optimize.memory import zb_settings
 from ppverify.optimize.warmup import warmup_bound, warmup_limits
 
 
 def zb_rows():
-    text = resources.files("ppverify").joinpath("data/zb_settings.csv").read_text()
-    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
-    return [{k: int(v) for k, v in r.items()} for r in csv.DictReader(lines)]
+    return zb_settings()
 
 
 def zb_problem(row, cap_per_p=2):

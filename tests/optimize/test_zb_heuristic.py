@@ -4,9 +4,6 @@ are valid, and the optimizer is never worse than it."""
 
 from __future__ import annotations
 
-import csv
-from importlib import resources
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,14 +14,13 @@ from ppverify.core.placement import linear, loop
 from ppverify.engines import run
 from ppverify.optimize import Problem, instance, optimize, zero_bubble
 from ppverify.optimize.heuristic import memory_ok
+from ppverify.optimize.memory import zb_settings
 from ppverify.optimize.zbheuristic import applies, zb_candidates
 from ppverify.schedules import build
 
 
 def zb_rows():
-    text = resources.files("ppverify").joinpath("data/zb_settings.csv").read_text()
-    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
-    return [{k: int(v) for k, v in r.items()} for r in csv.DictReader(lines)]
+    return zb_settings()
 
 
 def zb_problem(row, capx: int) -> Problem:
