@@ -36,11 +36,23 @@ def main() -> None:
     ap.add_argument("--work-limit", type=float, default=5.0, help="CP-SAT deterministic work per point")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=5, help="measured steps per round (after one warm-up step)")
+    ap.add_argument(
+        "--link-delay",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="emulate a slower link (measure --link-delay): the preset's runtime.link_delay_us is set to S, so "
+        "the design and every prediction add S to each transfer, and the runs wait for it",
+    )
     args = ap.parse_args()
+    if args.link_delay > 0:
+        args.system = _with_link_delay(args.system, args.link_delay)
 
     from ppverify.design import DesignRequest, Limits, design, value_at
     from ppverify.measure import measure_many
+    from ppverify.measure.calibrate import predict_on
     from ppverify.systems.preset_models import PresetSettings, resolve_presets
+    from ppverify.systems.system import load_system
 
     load0 = os.getloadavg()
     start = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -58,14 +70,23 @@ def main() -> None:
     verdict = dict(zip(d.front, d.verified))[best]
     by_label = {s.label: s for s in d.setups}
     st = by_label[best.placement]
-    items = [("frontier", best.placement, best.schedule, st.costs, st.unit, float(best.peak or 0), best.time)]
+    # the ops sleep their own costs (the preset's overhead folded into design's durations is what
+    # the runtime adds by itself)
+    own = resolve_presets(settings, best.schedule).costs_for(True)
+    items = [("frontier", best.placement, best.schedule, own, st.unit, float(best.peak or 0), best.time)]
     for f in d.families:
         if f.schedule is None or f.peak > budget + 1e-9:
             continue
         ctx = resolve_presets(settings, f.schedule)
         unit = max(ctx.costs.activation) / f.schedule.placement.share_per_stage
-        items.append((f.family, f.placement, f.schedule, ctx.costs, unit, f.peak, f.time))
-    print(f"{start}; p={args.p} m={args.m} costs {args.costs} system {args.system}; budget {budget:g} (1F1B's peak)")
+        items.append((f.family, f.placement, f.schedule, ctx.costs_for(True), unit, f.peak, f.time))
+    print(
+        f"{start}; p={args.p} m={args.m} costs {args.costs} system {args.system}; link delay "
+        f"{1e3 * args.link_delay:g} ms; budget {budget:g} (1F1B's peak)"
+    )
+    system = load_system(args.system)
+    # the hand-over model (PyTorch's runtime action by action), beside design's async prediction
+    handover = {it[0]: predict_on(it[2], it[3], system) for it in items}
     print(
         f"frontier at the budget: {best.placement}, predicted {1e3 * (best.time or 0):.3f} ms, bound "
         f"{1e3 * best.bound:.3f} ms ({best.status}, start {best.start}), Z3 {verdict}; design {cpu:.0f} s CPU"
@@ -75,7 +96,13 @@ def main() -> None:
     peaks: dict[str, float] = {it[0]: 0.0 for it in items}
     for r in range(args.rounds):
         order = items if r % 2 == 0 else items[::-1]
-        results = measure_many([(it[2], it[3]) for it in order], compute="sleep", steps=args.steps, timeout=300.0)
+        results = measure_many(
+            [(it[2], it[3]) for it in order],
+            compute="sleep",
+            steps=args.steps,
+            timeout=300.0,
+            link_delay=args.link_delay,
+        )
         for it, res in zip(order, results):
             rounds[it[0]].append(statistics.median(res.makespans))
             grads[it[0]] = grads[it[0]] and bool(res.grad_check.ok)
@@ -83,7 +110,10 @@ def main() -> None:
     load1 = os.getloadavg()
     front_med = statistics.median(rounds["frontier"])
     print(f"load average before {load0[0]:.2f}, after {load1[0]:.2f}; {args.rounds} rounds x {args.steps} steps")
-    head = f"{'schedule':<18} {'placement':<10} {'peak':>5} {'meas.':>6} {'predicted':>10} {'median':>9} {'spread':>17} {'ratio':>6}  grads  beyond noise"
+    head = (
+        f"{'schedule':<18} {'placement':<10} {'peak':>5} {'meas.':>6} {'predicted':>10} {'hand-over':>10} "
+        f"{'median':>9} {'spread':>17} {'ratio':>6}  grads  beyond noise"
+    )
     print(head)
     for name, label, _, _, _, peak, pred in items:
         ms = rounds[name]
@@ -91,7 +121,8 @@ def main() -> None:
         spread = f"{1e3 * min(ms):.2f}-{1e3 * max(ms):.2f}"
         beyond = "-" if name == "frontier" else ("yes" if max(rounds["frontier"]) < min(ms) else "NO")
         print(
-            f"{name:<18} {label:<10} {peak:>5g} {peaks[name]:>6g} {1e3 * (pred or 0):>10.3f} {1e3 * med:>9.3f} "
+            f"{name:<18} {label:<10} {peak:>5g} {peaks[name]:>6g} {1e3 * (pred or 0):>10.3f} "
+            f"{1e3 * handover[name]:>10.3f} {1e3 * med:>9.3f} "
             f"{spread:>17} {med / front_med:>6.3f}  {'ok' if grads[name] else 'WRONG':<5}  {beyond}"
         )
     slower = [n for n in rounds if n != "frontier" and not max(rounds["frontier"]) < min(rounds[n])]
@@ -102,6 +133,21 @@ def main() -> None:
         + f" (frontier measured peak {peaks['frontier']:g} within {budget:g}: {'yes' if within else 'no'}; "
         + f"not beyond the noise: {', '.join(slower) or 'none'})"
     )
+
+
+def _with_link_delay(system: str, delay: float) -> str:
+    """A copy of the preset ``system`` (a file) whose ``runtime.link_delay_us`` is ``delay``."""
+    import tempfile
+
+    import yaml
+
+    with open(system) as fh:
+        preset = yaml.safe_load(fh)
+    preset.setdefault("runtime", {})["link_delay_us"] = delay * 1e6
+    fd, path = tempfile.mkstemp(prefix="ppverify-link-delay-", suffix=".yaml")
+    with os.fdopen(fd, "w") as fh:
+        yaml.safe_dump(preset, fh, sort_keys=False)
+    return path
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@ PyTorch's pipelining runtime (the measured level, :mod:`ppverify.measure`), with
 checked, their measured step time and peak printed beside the predicted ones.
 
 Abstract costs become seconds: each unit sleeps ``scale`` seconds (``compute="sleep"``), so the
-measured step is comparable with the prediction times ``scale``.
+measured step is comparable with the prediction times ``scale``. With a system preset the ops
+sleep their own costs (the runtime adds its overhead by itself), the predicted column is the
+design's (the preset's links and overheads), and a preset's emulated link delay
+(``runtime.link_delay_us``) is emulated in the runs (``measure --link-delay``).
 """
 
 from __future__ import annotations
@@ -77,26 +80,39 @@ def measure_design(
     from ..systems.preset_models import resolve_presets
 
     by_label = {s.label: s for s in d.setups}
-    items: list[tuple[str, str, Schedule, CostModel, float, float, float | None]] = []
+    items: list[tuple[str, str, Schedule, CostModel, float, float, float | None, float | None]] = []
     preset = d.request.settings.model is not None or d.request.settings.system is not None
+    link_delay = 0.0
+
+    def sleeps(schedule: Schedule) -> CostModel:
+        # the ops sleep their own costs: the runtime's overhead, which a system preset folds into
+        # the predicted durations, is what the real runtime adds by itself
+        nonlocal link_delay
+        ctx = resolve_presets(d.request.settings, schedule)
+        link_delay = float(getattr(ctx.comm, "link_delay_s", 0.0))
+        return ctx.costs_for(True) if preset else in_seconds(ctx.costs, scale)
+
     for i, q in enumerate(d.front):
         if q.schedule is None or q.peak is None:
             continue
         st = by_label[q.placement]
-        costs = st.costs if preset else in_seconds(st.costs, scale)
         budget = None if math.isinf(q.budget) else q.budget
-        items.append((f"frontier {i} ({q.placement})", "frontier", q.schedule, costs, st.unit, q.peak, budget))
+        pred = q.time if preset else None
+        label = f"frontier {i} ({q.placement})"
+        items.append((label, "frontier", q.schedule, sleeps(q.schedule), st.unit, q.peak, budget, pred))
     for f in d.families:
         if f.placement not in by_label or f.schedule is None:
             continue
-        ctx = resolve_presets(d.request.settings, f.schedule)
-        unit = max(ctx.costs.activation) / f.schedule.placement.share_per_stage
-        costs = ctx.costs if preset else in_seconds(ctx.costs, scale)
-        items.append((f.family, "family", f.schedule, costs, unit, f.peak, None))
-    results = measure_many([(it[2], it[3]) for it in items], compute=compute, steps=steps, timeout=timeout)
+        unit = by_label[f.placement].unit
+        pred = f.time if preset else None
+        items.append((f.family, "family", f.schedule, sleeps(f.schedule), unit, f.peak, None, pred))
+    results = measure_many(
+        [(it[2], it[3]) for it in items], compute=compute, steps=steps, timeout=timeout, link_delay=link_delay
+    )
     out = []
-    for (name, kind, _, _, unit, peak, budget), r in zip(items, results):
-        pred = None if r.predicted is None else float(r.predicted.makespan)
+    for (name, kind, _, _, unit, peak, budget, design_pred), r in zip(items, results):
+        # with presets: design's own prediction (the system's links and overheads); else measure's
+        pred = design_pred if design_pred is not None else None if r.predicted is None else float(r.predicted.makespan)
         measured_peak = float(max(r.timeline.peak_memory())) / unit
         out.append(Measured(name, kind, pred, float(r.makespan), peak, measured_peak, budget, bool(r.grad_check.ok)))
     return out

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -73,11 +73,15 @@ class Handover:
     late: float = 0.0
     wake: float = 0.0
     deciles: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    #: an emulated link delay (``System.link_delay_s``): data is never ready before its SEND's post
+    #: plus this (not a fitted term: the system states it)
+    link_delay: float = 0.0
 
     def scaled(self, k: float) -> Handover:
         """Every term (and its deciles) times ``k`` (a machine's load stretches them together)."""
         terms = {t: getattr(self, t) * k for t in TERMS}
-        return Handover(**terms, deciles=tuple((t, tuple(x * k for x in q)) for t, q in self.deciles))
+        scaled = tuple((t, tuple(x * k for x in q)) for t, q in self.deciles)
+        return Handover(**terms, deciles=scaled, link_delay=self.link_delay)  # the link is not the load
 
     def as_us(self) -> dict[str, float]:
         """The terms in microseconds, as a preset writes them (``<term>_us``).
@@ -95,7 +99,7 @@ class _Drawn:
     def __init__(self, model: Handover, rng: random.Random) -> None:
         self._m, self._rng = model, rng
         self._q = dict(model.deciles)
-        self.send, self.recv = model.send, model.recv
+        self.send, self.recv, self.link_delay = model.send, model.recv, model.link_delay
 
     def _draw(self, term: str) -> float:
         q = self._q.get(term)
@@ -278,6 +282,7 @@ def _walk(progs: list[list], costs: CostModel, model: Handover | _Drawn) -> Runt
                         # the rendezvous: the data moves at the SEND when the RECV was posted
                         # first, else a round trip after the RECV's post
                         ready = sent[k] + model.wake if posted[k] < sent[k] else posted[k] + model.late
+                        ready = max(ready, sent[k] + model.link_delay)  # an emulated slow link
                         arrivals[a], rank_ready[a] = ready, start
                         start = max(start, ready)
                     end = start + float(costs.duration[a.kind][a.stage]) + model.overshoot
@@ -369,6 +374,8 @@ def runtime_timeline(
         raise ParameterError("dp-allreduce", dp_allreduce, "the runtime semantics times one pipeline replica")
     if model is None:
         model = handover_of(comm, schedule.p)
+    if model is not None and getattr(comm, "link_delay_s", 0.0):
+        model = replace(model, link_delay=float(getattr(comm, "link_delay_s", 0.0)))
     if model is None:
         raise ParameterError(
             "system",

@@ -40,6 +40,7 @@ _SYS_KEYS = (
     "action_overhead_us",
     "transfer_overhead_us",
     "two_pipe_overhead_us",
+    "link_delay_us",
 )
 _LINK_KEYS = ("name", "latency_us", "bandwidth_GBps")
 
@@ -106,7 +107,7 @@ def comm_to_dict(settings: CommSettings) -> dict[str, Any]:
             "topology": c.intra_topology,
             "ranks_per_node": c.ranks_per_node,
         }
-        for key in ("action_overhead", "transfer_overhead"):  # the runtime's cost per action, when modeled
+        for key in ("action_overhead", "transfer_overhead", "link_delay"):  # the runtime's costs, when modeled
             if getattr(c, f"{key}_s", 0.0):
                 sysd[f"{key}_us"] = getattr(c, f"{key}_s") * 1e6
         if getattr(c, "two_pipe_overhead_s", None) is not None:  # [action, transfer] of the two-pipe runner
@@ -191,7 +192,7 @@ def comm_from_dict(rd: JsonReader, value: Any) -> CommSettings:
             rd.str_(s.get("topology", "switch"), "comm.system.topology"),
             **{
                 f"{k}_s": rd.num(s[f"{k}_us"], f"comm.system.{k}_us") / 1e6
-                for k in ("action_overhead", "transfer_overhead")
+                for k in ("action_overhead", "transfer_overhead", "link_delay")
                 if f"{k}_us" in s
             },
             two_pipe_overhead_s=_two_pipe(rd, s.get("two_pipe_overhead_us")),

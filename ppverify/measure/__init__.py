@@ -72,6 +72,8 @@ class MeasureResult:
     memory: MeasuredMemory | None = None
     #: every measured step's saved activations, in step order
     memories: tuple[MeasuredMemory, ...] = ()
+    #: the emulated link delay the run used (seconds; :mod:`.link_delay`), 0 for the link as it is
+    link_delay: float = 0.0
 
     @property
     def makespan(self) -> float:
@@ -89,7 +91,7 @@ class MeasureResult:
         Example:
             >>> r = measure(build("1f1b", p=2, m=4))  # doctest: +SKIP
             >>> sorted(r.summary())  # doctest: +SKIP
-            ['compute', 'error', 'grad_check', 'makespan_measured', 'makespan_predicted', 'makespans', 'memory', 'runner', 'step_times', 'steps']
+            ['compute', 'error', 'grad_check', 'link_delay', 'makespan_measured', 'makespan_predicted', 'makespans', 'memory', 'runner', 'step_times', 'steps']
         """
         pred = self.predicted.makespan if self.predicted is not None else None
         return {
@@ -103,6 +105,7 @@ class MeasureResult:
             "error": (self.makespan - pred) / pred if pred else None,
             "grad_check": self.grad_check.to_dict(),
             "memory": self.memory.to_dict() if self.memory is not None else None,
+            "link_delay": self.link_delay,
         }
 
 
@@ -139,6 +142,7 @@ def _job(
     seed: int,
     format: str,
     profile: str | None = None,
+    link_delay: float = 0.0,
 ) -> Job:
     from ..core.ops import Comm, format_action
     from ..io.torch_csv import COMPUTE_COMMS, FLAVOURS, to_rows
@@ -161,7 +165,7 @@ def _job(
     # real compute takes the time it takes: the costs then only serve the prediction
     durations = {k: tuple(float(x) if compute == "sleep" else 0.0 for x in v) for k, v in costs.duration.items()}
     spec = ModelSpec.for_compute(compute, seed)
-    return Job(schedule, rows, format, durations, spec, steps, warmup, record, profile)
+    return Job(schedule, rows, format, durations, spec, steps, warmup, record, profile, link_delay)
 
 
 def _result(
@@ -201,15 +205,17 @@ def _result(
         tuple(raw),
         memories[k_median] if memories else None,
         tuple(memories),
+        job.link_delay,
     )
 
 
-def _predict(schedule: Schedule, costs: CostModel) -> Timeline | None:
+def _predict(schedule: Schedule, costs: CostModel, link_delay: float = 0.0) -> Timeline | None:
+    from ..core.comm import NO_COMM, FixedDelay
     from ..core.errors import PPVerifyError
     from ..engines import run
 
     try:
-        return run(schedule, costs, semantics="async")
+        return run(schedule, costs, FixedDelay(link_delay) if link_delay > 0 else NO_COMM, semantics="async")
     except PPVerifyError:
         return None
 
@@ -225,6 +231,7 @@ def measure_many(
     seed: int = 0,
     format: str = "compute_only",
     profile: str | None = None,
+    link_delay: float = 0.0,
 ) -> list[MeasureResult]:
     """:func:`measure` for several schedules (each alone or with its costs), with one set of
     worker processes per distinct p; results in the order given. ``timeout`` bounds each
@@ -236,12 +243,13 @@ def measure_many(
         >>> [r.grad_check.ok for r in rs]  # doctest: +SKIP
         [True, True]
     """
-    from .options import check_run_options
+    from .options import check_link_delay, check_run_options
     from .workers import check_world_size, prestart, require_torch
 
     if compute not in COMPUTE_MODES:
         raise ParameterError("compute", compute, f"expected one of {', '.join(COMPUTE_MODES)}")
     check_run_options(steps, warmup, timeout, seed)
+    check_link_delay(link_delay)
     require_torch()
     for item in items:
         check_world_size((item[0] if isinstance(item, tuple) else item).p)
@@ -254,10 +262,10 @@ def measure_many(
     for item in items:
         sched, costs = item if isinstance(item, tuple) else (item, None)
         c = seconds_costs(sched, costs)
-        prepared.append((sched, c, _job(sched, c, compute, steps, warmup, record, seed, format, profile)))
+        prepared.append((sched, c, _job(sched, c, compute, steps, warmup, record, seed, format, profile, link_delay)))
     # every input checked: the workers' torch import runs while the predictions are made here
     prestart()
-    predicted = [_predict(s, c) for s, c, _ in prepared]
+    predicted = [_predict(s, c, link_delay) for s, c, _ in prepared]
     out: list[MeasureResult | None] = [None] * len(prepared)
     for p in sorted({s.p for s, _, _ in prepared}):
         idx = [i for i, (s, _, _) in enumerate(prepared) if s.p == p]
@@ -280,6 +288,7 @@ def measure(
     seed: int = 0,
     format: str = "compute_only",
     profile: str | None = None,
+    link_delay: float = 0.0,
 ) -> MeasureResult:
     """Run ``schedule`` on ``schedule.p`` worker processes: ``warmup`` unmeasured steps, then
     ``steps`` measured ones; check the gradients; return the :class:`MeasureResult`.
@@ -289,7 +298,9 @@ def measure(
     the blocks are wider and the costs only serve the prediction. ``record=False`` skips event
     recording (to measure its overhead; step times remain). ``format`` is the CSV flavour handed
     to PyTorch's runtime (``compute_only`` or ``compute_comms``). ``profile``: a directory where
-    every rank writes a ``torch.profiler`` trace of the measured steps (:mod:`.profile`). Raises
+    every rank writes a ``torch.profiler`` trace of the measured steps (:mod:`.profile`).
+    ``link_delay``: seconds every cross-rank input arrives after its SEND's post at the earliest,
+    an emulated slow link (:mod:`.link_delay`; the prediction adds it to every transfer). Raises
     :class:`~ppverify.measure.workers.MeasureTimeout` on a hang (no worker left behind).
 
     Example:
@@ -308,6 +319,7 @@ def measure(
         seed=seed,
         format=format,
         profile=profile,
+        link_delay=link_delay,
     )[0]
 
 

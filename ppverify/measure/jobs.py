@@ -38,6 +38,9 @@ class Job:
     record: bool = True
     #: ``measure --profile DIR``: each rank writes a ``torch.profiler`` trace there (:mod:`.profile`)
     profile: str | None = None
+    #: ``measure --link-delay S``: seconds every cross-rank input waits after its SEND's post at
+    #: the least (:mod:`.link_delay`); 0: the link as it is
+    link_delay: float = 0.0
 
     @property
     def two_pipe(self) -> bool:

@@ -55,3 +55,23 @@ def check_run_options(steps: object, warmup: object, timeout: object, seed: obje
     _count("warmup", warmup, 0, MAX_STEPS)
     check_timeout(timeout)
     _count("seed", seed, 0, MAX_SEED)
+
+
+#: the longest emulated link delay (``measure --link-delay``): beyond a minute per transfer a
+#: step would outlast any timeout
+MAX_LINK_DELAY_S = 60.0
+
+
+def check_link_delay(delay: object) -> None:
+    """Refuse a link delay that is not a finite number of seconds in 0..60.
+
+    Example:
+        >>> check_link_delay(0.005)
+        >>> check_link_delay(-1)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter link-delay=-1: must be seconds in 0..60 (0: the link as it is)
+    """
+    ok = isinstance(delay, (int, float)) and not isinstance(delay, bool) and 0 <= float(delay) <= MAX_LINK_DELAY_S
+    if not ok:
+        raise ParameterError("link-delay", delay, "must be seconds in 0..60 (0: the link as it is)")

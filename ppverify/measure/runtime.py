@@ -30,6 +30,7 @@ from torch.distributed.pipelining import PipelineStage
 from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
 
 from .jobs import Job, RankResult
+from .link_delay import stamped_recvs, stamped_sends, wait_for_link
 from .memrecord import SavedTensors
 from .profile import start_profiler
 from .record import Event
@@ -49,8 +50,14 @@ class TimedStage(PipelineStage):
         self.events: list[Event] | None = None
         #: the rank's saved-tensor recorder (activation memory; :mod:`.memrecord`), or None
         self.memory: SavedTensors | None = None
+        #: ``measure --link-delay``: an input received from another rank is used no earlier than
+        #: this long after its SEND was posted (:mod:`.link_delay`); 0: the link as it is
+        self.link_delay_s = 0.0
+        self._stamps: dict[tuple[str, int], list[Any]] = {}
 
     def _timed(self, kind: str, mb: int, call: Any) -> Any:
+        if self.link_delay_s > 0 and kind != "W":  # W takes no input from another rank
+            wait_for_link(self._stamps.pop(("F" if kind == "F" else "B", mb), []), self.link_delay_s)
         t0 = _now()
         if self.memory is None:
             out = call()
@@ -92,26 +99,36 @@ class TimedStage(PipelineStage):
         if self.events is not None:
             t = _now()
             self.events.append(Event("SEND_F", self.stage_index, fwd_chunk_id, t, t))
-        return super().get_fwd_send_ops(fwd_chunk_id)
+        ops = super().get_fwd_send_ops(fwd_chunk_id)
+        return stamped_sends(ops) if self.link_delay_s > 0 else ops
 
     def get_bwd_send_ops(self, bwd_chunk_id: int) -> Any:
         if self.events is not None:
             t = _now()
             self.events.append(Event("SEND_B", self.stage_index, bwd_chunk_id, t, t))
-        return super().get_bwd_send_ops(bwd_chunk_id)
+        ops = super().get_bwd_send_ops(bwd_chunk_id)
+        return stamped_sends(ops) if self.link_delay_s > 0 else ops
 
     # when a RECV is posted tells whether its hand-over was a late receiver's (see docs/measure.md)
     def get_fwd_recv_ops(self, fwd_chunk_id: int) -> Any:
         if self.events is not None:
             t = _now()
             self.events.append(Event("RECV_F", self.stage_index, fwd_chunk_id, t, t))
-        return super().get_fwd_recv_ops(fwd_chunk_id)
+        ops = super().get_fwd_recv_ops(fwd_chunk_id)
+        if self.link_delay_s <= 0:
+            return ops
+        ops, self._stamps[("F", fwd_chunk_id)] = stamped_recvs(ops)
+        return ops
 
     def get_bwd_recv_ops(self, bwd_chunk_id: int) -> Any:
         if self.events is not None:
             t = _now()
             self.events.append(Event("RECV_B", self.stage_index, bwd_chunk_id, t, t))
-        return super().get_bwd_recv_ops(bwd_chunk_id)
+        ops = super().get_bwd_recv_ops(bwd_chunk_id)
+        if self.link_delay_s <= 0:
+            return ops
+        ops, self._stamps[("B", bwd_chunk_id)] = stamped_recvs(ops)
+        return ops
 
 
 class _StatusList(list):
@@ -156,6 +173,7 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
     memory = SavedTensors()
     for st in stages:
         st.memory = memory
+        st.link_delay_s = job.link_delay
     saved: list[list] = []
     x, y = make_batch(job.spec, m)
     first, last = 0 in mine, (S - 1) in mine

@@ -3,6 +3,7 @@ or as text. The command parses, calls :func:`~ppverify.measure.measure` and prin
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..core.errors import PPVerifyError
@@ -23,6 +24,8 @@ def calibrated_prediction(schedule: Schedule, result: MeasureResult, system: Any
         >>> calibrated_prediction(res.schedule, res, "examples/systems/calibrated-2core.yaml")  # doctest: +SKIP
         0.2049...
     """
+    if result.link_delay and hasattr(system, "link_delay_s"):  # the delay the run emulated
+        system = replace(system, link_delay_s=result.link_delay)
     try:
         return predict_on(schedule, result.costs, system)
     except PPVerifyError:
@@ -81,6 +84,11 @@ def measure_text(
         f"{len(steps)} steps after {warmup} warm-up",
         f"costs         {result.costs.label} (s per device share)",
     ]
+    if result.link_delay:
+        lines.append(
+            f"link          emulated delay {fmt_time(result.link_delay, 's')} per cross-rank transfer "
+            "(every prediction adds it)"
+        )
     if width is not None:
         lines += ["", gantt(tl, width)]
     lines.append("")

@@ -29,6 +29,7 @@ import torch.distributed as dist
 
 from ..core.ops import Comm, Op, Overlap
 from .jobs import Job, RankResult
+from .link_delay import stamp, wait_for_link
 from .memrecord import SavedTensors
 from .profile import annotate, start_profiler
 from .record import Event
@@ -64,8 +65,13 @@ class _Runner:
             return self.local.pop(key)
         set_status(f"{label} (waiting to receive from rank {src})")
         buf = torch.empty_like(like)
+        tag = self._tag(0 if direction == "F" else 1, stage, mb)
         with annotate(f"{stage}RECV_{direction}{mb}", self.profiling):
-            dist.recv(buf, src=src, tag=self._tag(0 if direction == "F" else 1, stage, mb))
+            dist.recv(buf, src=src, tag=tag)
+            if self.job.link_delay > 0:  # the sender's stamp, on tags above the data's and the replica sums'
+                sent = torch.zeros(1, dtype=torch.float64)
+                dist.recv(sent, src=src, tag=tag + 3 * self.S * self.m)
+                wait_for_link([sent], self.job.link_delay)
         set_status(label)
         return buf
 
@@ -79,10 +85,11 @@ class _Runner:
                 Event("SEND_F" if direction == "F" else "SEND_B", stage - (1 if direction == "F" else -1), mb, t, t)
             )
         sender = stage - (1 if direction == "F" else -1)
+        tag = self._tag(0 if direction == "F" else 1, stage, mb)
         with annotate(f"{sender}SEND_{direction}{mb}", self.profiling):
-            self.sends.append(
-                dist.isend(tensor.contiguous(), dst=dst, tag=self._tag(0 if direction == "F" else 1, stage, mb))
-            )
+            self.sends.append(dist.isend(tensor.contiguous(), dst=dst, tag=tag))
+            if self.job.link_delay > 0:
+                self.sends.append(dist.isend(stamp(), dst=dst, tag=tag + 3 * self.S * self.m))
 
     def run_op(self, op: Op) -> None:
         with self.memory.running(op.kind):
@@ -139,6 +146,8 @@ class _Runner:
 
     def reduce_replicas(self) -> None:
         # sum each stage's two replicas' gradients, then divide by m (as REDUCE_GRAD does)
+        done: list[tuple[int, int, int, int]] = []  # (stage, peer, start ns, end ns)
+        delay_ns = round(2 * self.job.link_delay * 1e9)
         for s in range(self.S):
             devs = (self.maps[0][s], self.maps[1][s])
             if self.rank not in devs:
@@ -147,6 +156,7 @@ class _Runner:
             span.__enter__()
             t0 = _now()
             set_status(f"all-reduce of stage {s}'s replica gradients")
+            end = 0
             if devs[0] == devs[1]:
                 flats = [_flat(self.mods[(pipe, s)]) for pipe in (0, 1)]
                 total = flats[0] + flats[1]
@@ -160,13 +170,26 @@ class _Runner:
                 work = dist.isend(mine, dst=peer, tag=tag)
                 dist.recv(theirs, src=peer, tag=tag)
                 work.wait()
+                if delay_ns:
+                    # with a link delay, a ring all-reduce of two replicas crosses the link twice
+                    # (2(n-1) steps, what the prediction charges) once both replicas are ready
+                    sent, theirs_at = stamp(), torch.zeros(1, dtype=torch.float64)
+                    ack = dist.isend(sent, dst=peer, tag=tag + 3 * self.S * self.m)
+                    dist.recv(theirs_at, src=peer, tag=tag + 3 * self.S * self.m)
+                    ack.wait()
+                    end = max(int(sent[0].item()), int(theirs_at[0].item())) + delay_ns
                 total = mine + theirs
             for pipe in (0, 1):
                 if self.maps[pipe][s] == self.rank:
                     _unflat(self.mods[(pipe, s)], total / self.m)
-            if self.events is not None:
-                self.events.append(Event("ALLREDUCE", s, peer, t0, _now()))
+            done.append((s, peer, t0, max(end, _now())))
             span.__exit__(None, None, None)
+        # the stages' all-reduces run side by side, as the model's do: one wait for the last
+        left = max((e for *_, e in done), default=0) - _now()
+        if left > 0:
+            time.sleep(left / 1e9)
+        if self.events is not None:
+            self.events += [Event("ALLREDUCE", s, peer, t0, end) for s, peer, t0, end in done]
 
 
 def _flat(mod: Any) -> Any:

@@ -110,6 +110,8 @@ _RUNTIME = {
     # PyTorch's runtime on gloo action by action (ppverify.engines.runtime): a rendezvous costs a
     # late receiver a round trip; read by the runtime semantics only
     "handover": Field("section", required=False, fields={**_HANDOVER_TERMS, **_HANDOVER_BY_RANKS}),
+    # an emulated slow link (measure --link-delay): added to every cross-device transfer
+    "link_delay_us": Field("number", required=False, nonneg=True, default=0.0),
 }
 
 SYSTEM_SCHEMA: dict[str, Field] = {

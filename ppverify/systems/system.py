@@ -87,6 +87,10 @@ class System:
     #: ``(ranks, terms, deciles)`` of each ``runtime.handover.ranks_<n>`` section (the terms measured
     #: with that many worker processes), in the forms above, by rank count; () when absent
     handover_by_ranks_s: tuple[tuple[int, tuple[float, ...], tuple[tuple[str, tuple[float, ...]], ...]], ...] = ()
+    #: an emulated link delay (preset ``runtime.link_delay_us``; ``measure --link-delay``): every
+    #: cross-device transfer takes this much longer, and its data never reaches the consumer before
+    #: its SEND's post plus this delay
+    link_delay_s: float = 0.0
 
     def __post_init__(self) -> None:
         rpn = self.per_node
@@ -132,7 +136,7 @@ class System:
         """Seconds to move ``nbytes`` from rank ``src`` to ``dst``; 0 on the same rank."""
         if src == dst:
             return 0.0
-        return self.link(src, dst).time(nbytes)
+        return self.link(src, dst).time(nbytes) + self.link_delay_s
 
     def resources(self, src: int, dst: int) -> tuple[Hashable, ...]:
         """What a transfer occupies for its whole duration (``contention`` queues on these).
@@ -226,6 +230,7 @@ def load_system(name_or_path: str, ranks_per_node: int | None = None) -> System:
                 key=lambda kv: int(kv[0].split("_", 1)[1]),
             )
         ),
+        rt.get("link_delay_us", 0.0) / 1e6,
     )
 
 

@@ -32,3 +32,41 @@ def test_saved_frontier_schedules_train_with_correct_gradients(tmp_path, capsys)
     first = result["frontier"][0]
     saved = load_schedule(out / f"frontier-00-{first['placement']}-budget{first['budget']:g}.compute_only.csv")
     assert measure(saved, {"F": 0.002, "I": 0.002, "W": 0.002}).grad_check.ok
+
+
+PRESET = """
+description: this machine's links and a runtime overhead far above the real one
+device: {name: cpu, peak_TFLOPs: 1, memory_GiB: 8}
+gpus_per_node: 2
+intra_node: {name: loopback, latency_us: 50, bandwidth_GBps: 2}
+inter_node: {name: loopback, latency_us: 50, bandwidth_GBps: 2}
+runtime:
+  action_overhead_us: 20000
+  link_delay_us: 30000
+"""
+
+
+def test_with_a_preset_the_runs_sleep_the_op_costs_and_emulate_its_link(tmp_path, capsys) -> None:
+    # the design predicts with the preset's 20 ms per action folded into every op; the runs must
+    # sleep the ops' own 20 ms (the real runtime adds its own overhead, a few ms per step here)
+    # and wait the preset's 30 ms link delay on every crossing
+    preset = tmp_path / "slow.yaml"
+    preset.write_text(PRESET)
+    argv = ["design", "-p", "2", "-m", "2", "--costs", "F=0.02,I=0.02,W=0.02", "--system", str(preset)]
+    code = main([*argv, "--placements", "linear", "--budgets", "2", "--work-limit", "2", "--no-progress", "--measure", "--json"])  # fmt: skip
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    point = result["frontier"][0]
+    rows = {r["name"]: r for r in result["measured"]}
+    front = next(r for r in result["measured"] if r["kind"] == "frontier")
+    assert front["predicted_s"] == pytest.approx(point["time"])  # the design's own prediction
+    for r in rows.values():
+        assert r["grad_ok"], r
+        # at least 5 ops on any critical path (F, I on each rank, the last W), each predicted
+        # 20 ms longer than it sleeps: the measured step is 100 ms below the prediction, less
+        # the real runtime's own overhead (sleeping the folded costs would put it above)
+        assert r["measured_s"] <= r["predicted_s"] - 0.06, r
+    # 1F1B p=2 m=2: F on rank 0, a 30 ms crossing, F and I on rank 1, a crossing, I on rank 0,
+    # then the last microbatch's W; each crossing waits at least the delay
+    one = rows["1f1b-split"]
+    assert one["measured_s"] >= 2 * 0.03 + 4 * 0.02

@@ -61,6 +61,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also print the prediction calibrated with this system preset (runtime overhead and "
         "links), e.g. one written by `ppverify calibrate`",
     )
+    g.add_argument(
+        "--link-delay",
+        type=float,
+        default=None,
+        metavar="S",
+        help="emulate a slower link: every cross-rank input reaches its op no earlier than S seconds "
+        "after its SEND was posted; the predictions add S to every transfer (default: the --system "
+        "preset's runtime.link_delay_us, else 0)",
+    )
     out = add_timeline_outputs(parser)
     out.add_argument(
         "--profile",
@@ -74,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Measure and print (text or JSON); 0 ok, 1 gradient mismatch or hang."""
     from ...measure import MeasureTimeout, measure
-    from ...measure.options import check_run_options
+    from ...measure.options import check_link_delay, check_run_options
     from ...measure.summary import measure_report, measure_text
     from ...systems.system import load_system
 
@@ -82,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     schedule = build_schedule(schedule_source(args))
     system = load_system(args.system) if args.system else None  # bad presets fail before any process starts
     check_run_options(args.steps, args.warmup, args.timeout, args.seed)
+    link_delay = args.link_delay if args.link_delay is not None else getattr(system, "link_delay_s", 0.0)
+    check_link_delay(link_delay)
     check_timeline_outputs(args)  # not after the run: a bad path is bad input
     try:
         res = measure(
@@ -94,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             format=args.format,
             profile=args.profile,
+            link_delay=link_delay,
         )
     except MeasureTimeout as exc:
         if args.json:
