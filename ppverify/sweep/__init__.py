@@ -1,8 +1,8 @@
-"""Sweeps: a YAML grid of comparisons (:mod:`ppverify.sweep.grid`: the file, its points, their
-content hashes and the resumable store) run on a process pool or a Ray cluster
-(:mod:`ppverify.sweep.executor`).
+"""Sweeps: a YAML grid of comparisons (:mod:`ppverify.sweep.grid`: the file, its points and their
+content hashes; :mod:`ppverify.sweep.store`: the resumable store) run on a process pool or a Ray
+cluster (:mod:`ppverify.sweep.executor`).
 
-The grid's names are re-exported here, so ``from ppverify.sweep import parse_sweep`` keeps working.
+The grid's and the store's names are re-exported here, so ``from ppverify.sweep import parse_sweep`` keeps working.
 
 Example:
     >>> from ppverify.sweep import parse_sweep
@@ -14,7 +14,6 @@ Example:
 from __future__ import annotations
 
 from .grid import (
-    Store,
     SweepSpec,
     Task,
     check_encodable,
@@ -23,10 +22,10 @@ from .grid import (
     parse_sweep,
     pending_tasks,
     point_hash,
-    read_store,
     results_frame,
     run_task,
 )
+from .store import Store, read_store
 
 __all__ = [
     "Store",

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ParameterError, PPVerifyError
-from .grid import Store, SweepSpec, Task, iter_chunks, pending_tasks, read_store, results_frame, run_task
+from .grid import SweepSpec, Task, iter_chunks, pending_tasks, results_frame, run_task
+from .store import Store, read_store
 
 EXECUTORS = ("local", "ray")
 

@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load, expand, run (resuming), summarise."""
     from ...sweep.executor import run_sweep
-    from ...sweep.grid import load_sweep, pending_tasks, read_store
+    from ...sweep.grid import load_sweep, pending_tasks
+    from ...sweep.store import read_store
 
     spec = load_sweep(args.config)
     store = Path(args.store) if args.store else Path(args.config).with_suffix(".results.jsonl")
