@@ -7,9 +7,13 @@ units scaled by :data:`UNIT_S` (and the measured makespan and timeline scaled ba
 next to the predictions. The makespan is the median of the measured
 steps; a gradient mismatch makes the point an ``error``. Worker processes are started once per p
 for the whole comparison (:func:`fill_measured` runs after the other levels), and only for
-``p <= MAX_P`` (this machine's worker processes; other points are ``not applicable``). The
-measured level sees the runtime's real overhead and the loopback's real transfers, not the
-configuration's links: a rank change against ``contention`` is what the models miss. Its peaks
+``p <= MAX_P`` (this machine's worker processes; other points are ``not applicable``). The ops
+sleep their own durations (a system preset's runtime overhead, folded into the predicted ones, is
+what the runtime adds by itself). The measured level sees the runtime's real overhead and the
+loopback's real transfers; of the configuration's links it honours a fixed delay per transfer
+(``--comm-delay``, scaled as the costs are, or a preset's ``runtime.link_delay_us``), which the
+runs emulate (``measure --link-delay``), and not the others (latency and bandwidth): a rank change
+against ``contention`` is what the models miss. Its peaks
 are the activations the run's autograd saved (``ppverify.measure.memory``), each stage's measured
 bytes counted as the configuration's activation of that stage, so they read in the table's unit.
 """
@@ -115,16 +119,20 @@ def fill_measured(
             continue
         try:
             schedule = build_entry(pt.entry, pt.config.p, pt.config.m)
-            costs = resolve(pt.config, schedule).costs
+            resolved = resolve(pt.config, schedule)
+            costs = resolved.costs
         except PPVerifyError as exc:
-            todo.append((i, None, None, 1.0, str(exc), None))
+            todo.append((i, None, None, 1.0, str(exc), None, 0.0))
             continue
         costs_of[i] = costs
         scale = unit_s if pt.config.abstract else 1.0
+        own = resolved.own_costs or costs  # the runtime adds its overhead by itself
         sleep = replace(
-            costs, duration={k: tuple(float(x) * scale for x in v) for k, v in costs.duration.items()}, time_unit="s"
+            own, duration={k: tuple(float(x) * scale for x in v) for k, v in own.duration.items()}, time_unit="s"
         )
-        todo.append((i, schedule, sleep, scale, "", costs))
+        # a fixed delay per transfer (--comm-delay, a preset's link_delay_us) is emulated in the run
+        delay = float(pt.config.comm_delay or 0.0) * scale if pt.config.abstract else resolved.link_delay
+        todo.append((i, schedule, sleep, scale, "", costs, delay))
     out = list(points)
     runnable = [t for t in todo if t[1] is not None]
     results: list = []
@@ -134,13 +142,19 @@ def fill_measured(
         from ..measure import measure_many
 
         try:
-            results = measure_many([(t[1], t[2]) for t in runnable], steps=steps, warmup=warmup, timeout=timeout)
+            # one set of worker processes per (p, link delay): the delay is the run's, not the op's
+            for delay in sorted({t[6] for t in runnable}):
+                group = [t for t in runnable if t[6] == delay]
+                got = measure_many(
+                    [(t[1], t[2]) for t in group], steps=steps, warmup=warmup, timeout=timeout, link_delay=delay
+                )
+                results += list(zip(group, got))
         except TorchUnavailableError:  # PyTorch is the optional torch extra
             failure, failure_status = "unavailable: needs PyTorch: pip install 'ppverify[torch]'", "unavailable"
         except Exception as exc:  # a failed run is the level's error cell, not the comparison's end
             failure = f"{type(exc).__name__}: {exc}"
-    by_index = {t[0]: r for t, r in zip(runnable, results)}
-    for i, _schedule, _, scale, err, units in todo:
+    by_index = {t[0]: r for t, r in results}
+    for i, _schedule, _, scale, err, units, _delay in todo:
         if err or failure:
             status = failure_status if failure else "error"
             res = LevelResult(MEASURED, status, note=err or failure)

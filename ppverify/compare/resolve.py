@@ -27,6 +27,21 @@ class Resolved:
     share_costs: dict[str, float]
     activation_share: float
     note: str = ""
+    #: the ops' own durations before a system preset's runtime overhead was folded into ``costs``
+    #: (what a measured run sleeps: the runtime adds its overhead by itself); None: ``costs``
+    own_costs: CostModel | None = None
+
+    @property
+    def link_delay(self) -> float:
+        """The fixed delay per transfer a measured run emulates (seconds): a system preset's
+        ``runtime.link_delay_us``, 0 otherwise (an abstract delay is in units: the caller scales it).
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> resolve(Config(2, 2, costs=(("F", 1.0),)), build("gpipe", p=2, m=2)).link_delay
+            0.0
+        """
+        return float(getattr(self.comm, "link_delay_s", 0.0))
 
 
 def resolve(config: Config, schedule: Schedule) -> Resolved:
@@ -45,7 +60,13 @@ def resolve(config: Config, schedule: Schedule) -> Resolved:
         costs = CostModel.abstract(placement, **given)
         return Resolved(costs, FixedDelay(config.comm_delay), complete_costs(given), 1.0)
     ctx = resolve_presets(preset_settings(config), schedule)
-    return Resolved(ctx.costs, ctx.comm, share_costs(ctx.costs, placement.p), activation_share(ctx.costs, placement.p))
+    return Resolved(
+        ctx.costs,
+        ctx.comm,
+        share_costs(ctx.costs, placement.p),
+        activation_share(ctx.costs, placement.p),
+        own_costs=ctx.base_costs,
+    )
 
 
 def preset_settings(config: Config) -> PresetSettings:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ppverify.cli import main
 from ppverify.compare.config import Config, ScheduleEntry
 from ppverify.compare.evaluate import LevelResult, PointResult, evaluate_point
@@ -125,3 +127,38 @@ def test_measured_timeline_is_kept_with_abstract_costs(monkeypatch):
     assert r.timeline.time_unit == "units"
     assert round(r.makespan, 9) == 9.0 and round(float(r.timeline.makespan), 9) == 9.0
     assert sorted(round(float(x), 9) for x in r.timeline.start[:2]) == [0.0, 1.0]
+
+
+def test_measured_level_emulates_a_fixed_delay_and_sleeps_the_ops_own_costs(tmp_path):
+    from ppverify.compare.measured import fill_measured
+
+    # GPipe p=2 m=2, F = 1, B = 2 units of 10 ms and a delay of 5 units per transfer: the first F,
+    # a crossing, F F B B on rank 1, a crossing, the last B: 1 + 5 + 6 + 5 + 2 = 19 units (9
+    # without the delay), which the async prediction also gives
+    cfg = Config(2, 2, costs=(("F", 1.0), ("B", 2.0)), comm_delay=5.0)
+    pt = evaluate_point(ScheduleEntry("gpipe", "gpipe"), cfg, ("async", "measured"))
+    assert pt.level("async").makespan == 19.0
+    # a system preset whose runtime overhead (20 ms per action) is far above the real one, with a
+    # model sized so that each op lasts milliseconds: the ops must sleep their own durations, so
+    # the measurement is near the prediction without the overhead and far below the folded one
+    preset = tmp_path / "slow.yaml"
+    preset.write_text(
+        "device: {name: cpu, peak_TFLOPs: 20000, memory_GiB: 80}\ngpus_per_node: 2\n"
+        "intra_node: {name: lo, latency_us: 50, bandwidth_GBps: 2}\ninter_node: {name: lo, latency_us: 50, bandwidth_GBps: 2}\n"
+        "runtime: {action_overhead_us: 20000}\n"
+    )
+    pcfg = Config(2, 2, system=str(preset), model="gpt3-1.3b")
+    ppt = evaluate_point(ScheduleEntry("gpipe", "gpipe"), pcfg, ("async", "measured"))
+    from ppverify.compare.resolve import resolve
+    from ppverify.engines import run
+    from ppverify.schedules import build
+
+    gp = build("gpipe", p=2, m=2)
+    own = run(gp, resolve(pcfg, gp).own_costs, resolve(pcfg, gp).comm, semantics="async").makespan
+    got = fill_measured([pt, ppt], steps=2, warmup=1)
+    measured = got[0].level("measured")
+    assert measured.status == "ok", measured.note
+    assert 19.0 - 0.2 <= measured.makespan <= 19.0 + 2.0
+    folded = got[1].level("async").makespan  # 6 ops on the critical path, each 20 ms longer
+    assert folded == pytest.approx(own + 6 * 0.02)
+    assert own <= got[1].level("measured").makespan <= own + 0.03 < folded - 0.08
