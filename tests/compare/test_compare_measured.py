@@ -139,12 +139,13 @@ def test_measured_level_emulates_a_fixed_delay_and_sleeps_the_ops_own_costs(tmp_
     pt = evaluate_point(ScheduleEntry("gpipe", "gpipe"), cfg, ("async", "measured"))
     assert pt.level("async").makespan == 19.0
     # a system preset whose runtime overhead (20 ms per action) is far above the real one, with a
-    # model sized so that each op lasts milliseconds: the ops must sleep their own durations, so
+    # model sized so that each op lasts milliseconds, and links so fast that the model's bytes
+    # cost nothing (the run sends tiny tensors): the ops must sleep their own durations, so
     # the measurement is near the prediction without the overhead and far below the folded one
     preset = tmp_path / "slow.yaml"
     preset.write_text(
         "device: {name: cpu, peak_TFLOPs: 20000, memory_GiB: 80}\ngpus_per_node: 2\n"
-        "intra_node: {name: lo, latency_us: 50, bandwidth_GBps: 2}\ninter_node: {name: lo, latency_us: 50, bandwidth_GBps: 2}\n"
+        "intra_node: {name: lo, latency_us: 50, bandwidth_GBps: 10000}\ninter_node: {name: lo, latency_us: 50, bandwidth_GBps: 10000}\n"
         "runtime: {action_overhead_us: 20000}\n"
     )
     pcfg = Config(2, 2, system=str(preset), model="gpt3-1.3b")
