@@ -6,14 +6,20 @@ The fit steps of the trace (:func:`~ppverify.io.trace_step.recorded_step`, rebui
 * **op costs** per stage and kind: the median duration over the fit steps (written as
   ``--costs``-style comments and returned; a system preset has no op costs);
 * **link**: one-way times of the point-to-point transfers whose RECV was posted before the SEND
-  (so the wait is the transfer alone): SEND post to the completion of the receive work, against
-  the bytes of the recorded shapes; latency and bandwidth by the least-squares line of
-  :func:`~ppverify.measure.fit.fit_link` (one message size: latency only);
-* **runtime overhead** per compute action and per SEND/RECV, and the two-pipe runner's, fitted as
-  ``calibrate`` fits them (:func:`~ppverify.measure.fit.fit_runtime`: the async engine with the
-  overheads folded in, against each fit step's makespan, the proportion from the op-by-op means
-  of :mod:`.breakdown`);
-* **hand-over terms** (one-pipe) from the steps' events (:mod:`.handover`).
+  (SEND post to the completion of the receive work), against the bytes of the recorded shapes:
+  the bandwidth by the least-squares line of :func:`~ppverify.measure.fit.fit_link` (one message
+  size: none measurable);
+* **hand-over terms** (one pipe) from the steps' events (:mod:`.handover`): the gap between a
+  rank's ops when the input was there, the cost of each SEND/RECV post, the delay from a SEND post
+  to the waiting consumer's start (early receivers) and from a RECV post to the start (late
+  ones), each op's overshoot;
+* **runtime overhead and link latency** (one pipe) read off those terms
+  (:func:`~ppverify.measure.handover.async_terms`), never fitted against the makespans: a few
+  steps of one schedule cannot tell a per-action cost from a per-hand-over one: against a link
+  latency read off the receive completions (3-12 ms, each holding waits of the consumer's own)
+  such a fit left 0 us per action and per SEND/RECV for several stages per rank. Two-pipe
+  traces (ppverify's own runner) fit their action overhead as ``calibrate`` does
+  (:func:`~ppverify.measure.fit.fit_runtime`, against each fit step's makespan).
 
 :func:`held_out` predicts other steps (of this trace or another schedule's) from the preset and
 the fitted costs, as ``measure --system`` predicts a run: the benchmark of the fit.
@@ -26,6 +32,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from ..core.costs import CostModel
 from ..core.errors import ParameterError
@@ -159,8 +167,8 @@ def calibrate_from_trace(
     from ..core.comm import FixedDelay
     from ..io.trace_step import recorded_step
     from .breakdown import breakdown
-    from .fit import fit_link, fit_runtime, op_ratio
-    from .handover import fit_by_ranks
+    from .fit import RuntimeFit, fit_link, fit_runtime, op_ratio, predict
+    from .handover import async_terms, fit_by_ranks
     from .handover import handover_samples as samples_of
     from .preset_file import machine_name
 
@@ -205,11 +213,17 @@ def calibrate_from_trace(
     one_pipe = sched.placement.num_pipes == 1
     # the op-by-op terms against the pooled costs (each step's own fit would make its overshoot 0)
     ops = breakdown([replace(imp.timeline, costs=costs) for imp in imported]) if one_pipe else None
-    fit = fit_runtime(runs, FixedDelay(latency), ratio=op_ratio(ops))
     ho: Any = None
     ho_by: dict[int, Any] = {}
     if one_pipe:
+        # every term read off the events (no trade between terms against a few makespans)
         ho, ho_by = fit_by_ranks([(sched.p, samples_of(sched, costs, imp.events, 0)) for imp in imported])
+        action, transfer, latency = async_terms(ho)
+        folded = predict(sched, costs, FixedDelay(latency), action, transfer)
+        rms = float(np.sqrt(np.mean([((folded - ms) / ms) ** 2 for ms in makespans])))
+        fit = RuntimeFit((action, transfer), None, rms, latency=latency)
+    else:
+        fit = fit_runtime(runs, FixedDelay(latency), ratio=op_ratio(ops))
     cal = Calibration(
         fit.one_pipe[0],
         fit.one_pipe[1],
@@ -252,11 +266,22 @@ def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
         f"# Link: {len(fit.link_samples)} transfers whose RECV was posted before the SEND (SEND post to receive completion),"
         f" sizes {', '.join(f'{b:g} B' for b in sizes) or 'none'} (bytes from {fit.bytes_from}); "
         + (
-            "latency and bandwidth by least squares."
-            if len(sizes) > 1
-            else "one size: latency only (bandwidth not measurable)."
+            ("bandwidth by least squares" if len(sizes) > 1 else "one size: bandwidth not measurable")
+            + "; latency from the hand-overs' events (below)."
+            if cal.handover is not None
+            else (
+                "latency and bandwidth by least squares."
+                if len(sizes) > 1
+                else "one size: latency only (bandwidth not measurable)."
+            )
         ),
-        f"# Runtime overhead fitted as `ppverify calibrate` fits it (rms relative residual {cal.residual * 100:.2f} %).",
+        (
+            f"# Runtime overhead and latency read off the events: {cal.action_overhead_s * 1e6:.0f} us per action,"
+            f" {cal.transfer_overhead_s * 1e6:.0f} us per SEND/RECV, latency {cal.latency_s * 1e6:.0f} us"
+            f" (the async makespans' rms relative residual {cal.residual * 100:.2f} %)."
+            if cal.handover is not None
+            else f"# Runtime overhead fitted as `ppverify calibrate` fits it (rms relative residual {cal.residual * 100:.2f} %)."
+        ),
     ]
     return (
         "\n".join(lines)
