@@ -90,7 +90,13 @@ def bench_held_out(steps: int = 8, groups: list | None = None, wait_quiet_s: flo
     from ppverify.io.profiler_trace import read_traces
     from ppverify.measure import measure_many
     from ppverify.measure.machine_load import cpu_share, cpu_ticks, wait_quiet
-    from ppverify.measure.trace_calibrate import calibrate_from_trace, held_out, preset_system, trace_preset_text
+    from ppverify.measure.trace_calibrate import (
+        all_posts,
+        calibrate_from_trace,
+        held_out,
+        preset_system,
+        trace_preset_text,
+    )
     from ppverify.schedules import build
 
     all_errs: list[float] = []
@@ -135,6 +141,9 @@ def bench_held_out(steps: int = 8, groups: list | None = None, wait_quiet_s: flo
                       f"{100 * max(abs(x) for x in med_errs):.1f} % max (goal 3 % mean, 5 % max)")  # fmt: skip
                 if semantics == "runtime":
                     all_errs += errs
+            for s, tr in zip(scheds, traces):  # why the steps spread: the time the ranks were held in posts
+                pt = all_posts(tr, s)
+                print(f"    posts    {s.describe():<30} {pt.describe() if pt else 'no post lengths'}")
     a = [abs(x) for x in all_errs]
     print(f"held-out (runtime), every group: per step mean |error| {100 * statistics.mean(a):.1f} %, max {100 * max(a):.1f} % "
           f"over {len(a)} steps")  # fmt: skip

@@ -70,6 +70,8 @@ class TraceFit:
     bytes_from: str = "recorded shapes"
     #: fit steps left out as outliers (:func:`typical_steps`)
     dropped: tuple[int, ...] = ()
+    #: the SEND/RECV posts' lengths over every recorded step (:mod:`.trace_posts`; None: not known)
+    posts: Any = None
 
 
 #: a fit step whose makespan lies more than this many robust deviations (1.4826 x the median
@@ -401,7 +403,24 @@ def from_trace(
     text = trace_preset_text(fit, name, " ".join(inputs))
     rest = [n for n in steps if n not in fit.fit_steps + fit.dropped]  # a step left out is no held-out step
     rows = held_out(fit, preset_system(text, name), traces, rest, schedule) if rest else []
-    return fit, text, rows
+    return replace(fit, posts=all_posts(traces, schedule)), text, rows
+
+
+def all_posts(traces: Sequence[Any], schedule: Schedule | None = None, clock: str = "auto") -> Any:
+    """:func:`~ppverify.measure.trace_posts.post_times` over every recorded step of ``traces``.
+
+    Example:
+        >>> all_posts(read_traces(["prof/"])).describe()  # doctest: +SKIP
+        'median 80 us, 90th percentile 900 us; blocked 3.3-65.2 ms per step; ...'
+    """
+    from ..io.trace_step import recorded_step
+    from .trace_posts import post_times
+
+    out = []
+    for n in recorded_step(traces, None, clock).steps:
+        imp = import_step(traces, recorded_step(traces, n, clock), schedule)
+        out.append((n, imp.timeline.makespan, imp.events))
+    return post_times(out)
 
 
 def summary_lines(fit: TraceFit, text: str, rows: Sequence[tuple[int, float, float]]) -> list[str]:
@@ -428,4 +447,6 @@ def summary_lines(fit: TraceFit, text: str, rows: Sequence[tuple[int, float, flo
             f"held-out median    measured {med * 1e3:.3f} ms   predicted {rows[0][2] * 1e3:.3f} ms   "
             f"error {100 * (rows[0][2] - med) / med:+.1f}%   (the steps spread {100 * (max(spans) - min(spans)) / med:.1f}%)"
         )
+    if fit.posts is not None:
+        lines.append(f"SEND/RECV posts    {fit.posts.describe()}")
     return lines

@@ -77,6 +77,8 @@ def test_calibrate_from_trace_writes_a_preset_measure_reads(tmp_path, capsys):
     # other at once (a gap, a sleep's overshoot) and each SEND/RECV post costs its call
     assert sysm.action_overhead_s > 0 and sysm.transfer_overhead_s > 0 and sysm.intra.latency_s >= 0
     assert "Runtime overhead and latency read off the events" in text
+    # a host-side trace's SEND/RECV ranges span the post calls: their lengths are read (trace_posts)
+    assert "SEND/RECV posts    median " in text and " ms per step" in text
     assert "--from-trace" in out.read_text().splitlines()[0]
     assert main(["calibrate", "--from-trace", str(d), "--fit-steps", "9"]) == 2
     assert "not recorded; the traces hold ProfilerStep 1, 2, 3, 4" in capsys.readouterr().err
