@@ -82,7 +82,9 @@ GROUPS = [
 ]
 
 
-def bench_held_out(steps: int = 8, groups: list | None = None, wait_quiet_s: float = 0.0) -> list[float]:
+def bench_held_out(
+    steps: int = 8, groups: list | None = None, wait_quiet_s: float = 0.0, realtime: bool = False
+) -> list[float]:
     """Record each group's traces (``measure --profile``), fit the first half of the fitted
     trace's steps, predict its other steps and every step of the group's other traces; print
     each step's error and, per trace, the error against the median of its predicted steps.
@@ -110,7 +112,7 @@ def bench_held_out(steps: int = 8, groups: list | None = None, wait_quiet_s: flo
                 print(f"{label}: waited for a quiet machine: {w.describe() if w else 'no /proc/stat'}")
             ticks = cpu_ticks()
             for s, dd in zip(scheds, dirs):  # one run each (the profiler dir is per run)
-                measure_many([(s, dict(costs))], steps=steps, warmup=1, profile=str(dd))
+                measure_many([(s, dict(costs))], steps=steps, warmup=1, profile=str(dd), realtime=realtime)
             load = cpu_share(ticks, cpu_ticks())
             print(f"{label}: machine load while recording: {load.describe() if load else 'unknown'}")
             traces = [read_traces([dd]) for dd in dirs]
@@ -161,11 +163,16 @@ def main(argv: list[str] | None = None) -> int:
         metavar="S",
         help="before each group, wait up to S seconds for 5 s in which other (niced) jobs hold < 10 %% of the CPUs",
     )
+    ap.add_argument(
+        "--realtime",
+        action="store_true",
+        help="record with the workers at real-time priority (SCHED_FIFO; root or CAP_SYS_NICE): other jobs do not delay them",
+    )
     args = ap.parse_args(argv)
     if not args.held_out_only:
         bench_import()
     if not args.import_only:
-        bench_held_out(wait_quiet_s=args.wait_quiet)
+        bench_held_out(wait_quiet_s=args.wait_quiet, realtime=args.realtime)
     return 0
 
 

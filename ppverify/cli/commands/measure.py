@@ -69,6 +69,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also record a torch.profiler trace of the measured steps in every worker: DIR/rank<r>.pt.trace.json "
         "(read back by `ppverify import-trace DIR`)",
     )
+    g.add_argument(
+        "--realtime",
+        action="store_true",
+        help="run the workers at real-time priority (SCHED_FIFO; root or CAP_SYS_NICE): other jobs do not delay them",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             format=args.format,
             profile=args.profile,
+            realtime=args.realtime,
         )
     except MeasureTimeout as exc:
         if args.json:
