@@ -244,10 +244,10 @@ def measure_many(
     if compute not in COMPUTE_MODES:
         raise ParameterError("compute", compute, f"expected one of {', '.join(COMPUTE_MODES)}")
     check_run_options(steps, warmup, timeout, seed)
-    check_realtime(realtime)
     require_torch()
     for item in items:
         check_world_size((item[0] if isinstance(item, tuple) else item).p)
+        check_realtime(realtime, (item[0] if isinstance(item, tuple) else item).p)
     if profile is not None:
         from .profile import quiet_profiler_logs
 

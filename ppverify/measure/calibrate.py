@@ -122,7 +122,7 @@ def _pingpong_target(rank: int, world_size: int, payload: Any) -> list[tuple[int
 
 
 def pingpong(
-    sizes: Sequence[int] = PINGPONG_SIZES, repeats: int = 20, timeout: float = 120.0, realtime: bool = False
+    sizes: Sequence[int] = PINGPONG_SIZES, repeats: int = 20, timeout: float = 120.0
 ) -> list[tuple[int, float]]:
     """Median one-way time per message size between two fresh gloo workers.
 
@@ -133,7 +133,7 @@ def pingpong(
     """
     from .workers import run_workers
 
-    return run_workers(2, _pingpong_target, (tuple(sizes), repeats), timeout, realtime=realtime)[0]
+    return run_workers(2, _pingpong_target, (tuple(sizes), repeats), timeout)[0]
 
 
 def overhead_runs(
@@ -142,7 +142,6 @@ def overhead_runs(
     schedules: Sequence[tuple[str, int, int, dict]] = OVERHEAD_SCHEDULES,
     timelines: list | None = None,
     samples: list | None = None,
-    realtime: bool = False,
 ) -> list[tuple[Schedule, CostModel, float]]:
     """Run the overhead schedules with :data:`CALIBRATION_COSTS` sleeps: ``(schedule, costs,
     median measured makespan s)`` each; every measured step's timeline of the one-pipe runs is
@@ -162,7 +161,7 @@ def overhead_runs(
     for fam, p, m, params in schedules:
         s = build(fam, p=p, m=m, **params)
         items.append((s, seconds_costs(s, dict(CALIBRATION_COSTS))))
-    results = measure_many(items, steps=steps, warmup=1, timeout=timeout, realtime=realtime)
+    results = measure_many(items, steps=steps, warmup=1, timeout=timeout)
     if timelines is not None:
         timelines.extend(tl for (s, _), r in zip(items, results) if s.placement.num_pipes == 1 for tl in r.timelines)
     if samples is not None:
@@ -177,10 +176,9 @@ def overhead_runs(
     return [(s, c, float(statistics.median(r.makespans))) for (s, c), r in zip(items, results)]
 
 
-def calibrate(quick: bool = False, timeout: float = 120.0, realtime: bool = False) -> Calibration:
+def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
     """Measure the link and the runtime overhead of this machine (see the module doc); ``quick``
-    uses fewer sizes, repeats, schedules and steps; ``realtime``: every run's workers at
-    real-time priority (:func:`~ppverify.measure.workers.run_workers`).
+    uses fewer sizes, repeats, schedules and steps.
 
     Example:
         >>> cal = calibrate(quick=True)  # doctest: +SKIP
@@ -194,7 +192,7 @@ def calibrate(quick: bool = False, timeout: float = 120.0, realtime: bool = Fals
     for fam, p, m, params in schedules:  # --max-ops refuses them now, before any worker starts
         check_family(fam, p, m, params)
     sizes = PINGPONG_SIZES[::2] if quick else PINGPONG_SIZES
-    samples = pingpong(sizes, repeats=5 if quick else 20, timeout=timeout, realtime=realtime)
+    samples = pingpong(sizes, repeats=5 if quick else 20, timeout=timeout)
     latency, bandwidth = fit_link(samples)
     from .breakdown import breakdown
     from .machine_load import cpu_share, cpu_ticks
@@ -208,7 +206,6 @@ def calibrate(quick: bool = False, timeout: float = 120.0, realtime: bool = Fals
         schedules=schedules,
         timelines=tls,
         samples=ho_samples,
-        realtime=realtime,
     )
     load = cpu_share(ticks, cpu_ticks())
     ops = breakdown(tls)

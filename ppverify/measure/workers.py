@@ -406,17 +406,35 @@ def realtime_allowed(status: Path = Path("/proc/self/status")) -> bool:
     return bool(int(caps.split()[1], 16) >> 23 & 1)  # CAP_SYS_NICE
 
 
-def check_realtime(realtime: bool) -> None:
-    """Refuse ``realtime`` where :func:`realtime_allowed` says no (one line, before any worker).
+def check_realtime(realtime: bool, world_size: int = 1) -> None:
+    """Refuse ``realtime`` (one line, before any worker) where :func:`realtime_allowed` says no,
+    or for more workers than the cores this process may use: at real-time priority a worker that
+    computes keeps its core until it blocks, so one worker too many waits behind another
+    (profiled runs of three ranks on two cores doubled their last step, when ranks export their
+    traces).
 
     Example:
-        >>> check_realtime(False)
+        >>> check_realtime(False, 64)
+        >>> check_realtime(True, 10_000)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter realtime=True: ...
     """
-    if realtime and not realtime_allowed():
+    if not realtime:
+        return
+    if not realtime_allowed():
         raise ParameterError(
             "realtime",
             True,
             "needs the SCHED_FIFO policy: Linux, and root, CAP_SYS_NICE or a real-time priority limit (ulimit -r) >= 1",
+        )
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if world_size > cores:
+        raise ParameterError(
+            "realtime",
+            True,
+            f"needs a core per worker: {world_size} workers, {cores} cores "
+            "(at real-time priority a worker keeps its core until it blocks)",
         )
 
 
@@ -454,7 +472,7 @@ def run_workers(
     check_world_size(world_size)
     if not timeout > 0:
         raise ParameterError("timeout", timeout, "must be > 0 seconds")
-    check_realtime(realtime)
+    check_realtime(realtime, world_size)
     ctx = _context()
     if ctx.get_start_method() == "forkserver":
         _start_server()

@@ -44,6 +44,16 @@ def test_not_allowed_is_one_line_and_starts_nothing(monkeypatch, capsys):
         w.run_workers(2, w._demo_allreduce, 1, 30, realtime=True)
 
 
+def test_more_workers_than_cores_is_one_line(monkeypatch, capsys):
+    # at real-time priority a worker keeps its core until it blocks: p = 3 on two cores is refused
+    monkeypatch.setattr(w, "realtime_allowed", lambda *a: True)
+    monkeypatch.setattr(w.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert main(["measure", "1f1b", "-p", "3", "-m", "3", "--realtime"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "needs a core per worker: 3 workers, 2 cores" in err
+    w.check_realtime(True, 2)  # two workers on two cores: allowed
+
+
 def test_a_realtime_run_trains_as_any_other():
     """Where the policy may be set (root here), the run is the same run: gradients checked, every
     op recorded; elsewhere the same call is refused in one line."""

@@ -29,7 +29,7 @@ from ..common import check_nonnegative, print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--out``, ``--quick``, ``--timeout``, ``--json``, ``--wait-quiet``, ``--realtime``."""
+    """``--out``, ``--quick``, ``--timeout``, ``--json``."""
     parser.add_argument(
         "--out", "-o", default=None, metavar="FILE.yaml", help="write the preset there (default: print it)"
     )
@@ -43,11 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the measured figures as one JSON object")
     parser.add_argument(
         "--wait-quiet", type=float, default=0.0, metavar="S", help="first wait up to S s for a quiet machine"
-    )
-    parser.add_argument(
-        "--realtime",
-        action="store_true",
-        help="run the workers at real-time priority (SCHED_FIFO; root or CAP_SYS_NICE): other jobs do not delay them",
     )
     t = parser.add_argument_group("from a profiler trace")
     t.add_argument("--from-trace", metavar="DIR|FILE", nargs="+", default=None, help="fit to these traces, run nothing")
@@ -88,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
             share = wait_quiet(args.wait_quiet)
             print(f"waited for quiet   {share.describe() if share else 'no /proc/stat'}", file=sys.stderr)
-        cal = calibrate(quick=args.quick, timeout=args.timeout, realtime=args.realtime)
+        cal = calibrate(quick=args.quick, timeout=args.timeout)
     except MeasureTimeout as exc:  # the runs are known-good schedules: the limit is too short here
         raise ParameterError(
             "timeout", args.timeout, f"a calibration run needs longer on this machine ({exc}); give more seconds"
