@@ -23,6 +23,7 @@ Benchmarks print, they never assert (the machine and its load set the figures).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -82,7 +83,9 @@ GROUPS = [
 ]
 
 
-def bench_held_out(steps: int = 8, groups: list | None = None, wait_quiet_s: float = 0.0) -> list[float]:
+def bench_held_out(
+    steps: int = 8, groups: list | None = None, wait_quiet_s: float = 0.0, realtime: bool = False
+) -> list[float]:
     """Record each group's traces (``measure --profile``), fit the first half of the fitted
     trace's steps, predict its other steps and every step of the group's other traces; print
     each step's error and, per trace, the error against the median of its predicted steps.
@@ -90,7 +93,13 @@ def bench_held_out(steps: int = 8, groups: list | None = None, wait_quiet_s: flo
     from ppverify.io.profiler_trace import read_traces
     from ppverify.measure import measure_many
     from ppverify.measure.machine_load import cpu_share, cpu_ticks, wait_quiet
-    from ppverify.measure.trace_calibrate import calibrate_from_trace, held_out, preset_system, trace_preset_text
+    from ppverify.measure.trace_calibrate import (
+        all_posts,
+        calibrate_from_trace,
+        held_out,
+        preset_system,
+        trace_preset_text,
+    )
     from ppverify.schedules import build
 
     all_errs: list[float] = []
@@ -102,9 +111,12 @@ def bench_held_out(steps: int = 8, groups: list | None = None, wait_quiet_s: flo
             if wait_quiet_s > 0:
                 w = wait_quiet(wait_quiet_s)
                 print(f"{label}: waited for a quiet machine: {w.describe() if w else 'no /proc/stat'}")
+            rt = realtime and p <= len(os.sched_getaffinity(0))
+            if realtime and not rt:
+                print(f"{label}: {p} ranks on {len(os.sched_getaffinity(0))} cores: recorded without --realtime")
             ticks = cpu_ticks()
             for s, dd in zip(scheds, dirs):  # one run each (the profiler dir is per run)
-                measure_many([(s, dict(costs))], steps=steps, warmup=1, profile=str(dd))
+                measure_many([(s, dict(costs))], steps=steps, warmup=1, profile=str(dd), realtime=rt)
             load = cpu_share(ticks, cpu_ticks())
             print(f"{label}: machine load while recording: {load.describe() if load else 'unknown'}")
             traces = [read_traces([dd]) for dd in dirs]
@@ -135,6 +147,9 @@ def bench_held_out(steps: int = 8, groups: list | None = None, wait_quiet_s: flo
                       f"{100 * max(abs(x) for x in med_errs):.1f} % max (goal 3 % mean, 5 % max)")  # fmt: skip
                 if semantics == "runtime":
                     all_errs += errs
+            for s, tr in zip(scheds, traces):  # why the steps spread: the time the ranks were held in posts
+                pt = all_posts(tr, s)
+                print(f"    posts    {s.describe():<30} {pt.describe() if pt else 'no post lengths'}")
     a = [abs(x) for x in all_errs]
     print(f"held-out (runtime), every group: per step mean |error| {100 * statistics.mean(a):.1f} %, max {100 * max(a):.1f} % "
           f"over {len(a)} steps")  # fmt: skip
@@ -152,11 +167,16 @@ def main(argv: list[str] | None = None) -> int:
         metavar="S",
         help="before each group, wait up to S seconds for 5 s in which other (niced) jobs hold < 10 %% of the CPUs",
     )
+    ap.add_argument(
+        "--realtime",
+        action="store_true",
+        help="record with the workers at real-time priority (SCHED_FIFO; root or CAP_SYS_NICE): other jobs do not delay them",
+    )
     args = ap.parse_args(argv)
     if not args.held_out_only:
         bench_import()
     if not args.import_only:
-        bench_held_out(wait_quiet_s=args.wait_quiet)
+        bench_held_out(wait_quiet_s=args.wait_quiet, realtime=args.realtime)
     return 0
 
 

@@ -232,10 +232,12 @@ def measure_many(
     format: str = "compute_only",
     profile: str | None = None,
     link_delay: float = 0.0,
+    realtime: bool = False,
 ) -> list[MeasureResult]:
     """:func:`measure` for several schedules (each alone or with its costs), with one set of
     worker processes per distinct p; results in the order given. ``timeout`` bounds each
-    schedule's run (all its steps).
+    schedule's run (all its steps); ``realtime``: the workers at real-time priority
+    (:func:`~ppverify.measure.workers.run_workers`).
 
     Example:
         >>> from ppverify.schedules import build
@@ -244,7 +246,7 @@ def measure_many(
         [True, True]
     """
     from .options import check_link_delay, check_run_options
-    from .workers import check_world_size, prestart, require_torch
+    from .workers import check_realtime, check_world_size, prestart, require_torch
 
     if compute not in COMPUTE_MODES:
         raise ParameterError("compute", compute, f"expected one of {', '.join(COMPUTE_MODES)}")
@@ -253,6 +255,7 @@ def measure_many(
     require_torch()
     for item in items:
         check_world_size((item[0] if isinstance(item, tuple) else item).p)
+        check_realtime(realtime, (item[0] if isinstance(item, tuple) else item).p)
     if profile is not None:
         from .profile import quiet_profiler_logs
 
@@ -269,7 +272,7 @@ def measure_many(
     out: list[MeasureResult | None] = [None] * len(prepared)
     for p in sorted({s.p for s, _, _ in prepared}):
         idx = [i for i, (s, _, _) in enumerate(prepared) if s.p == p]
-        per_rank = run_workers(p, run_jobs, [prepared[i][2] for i in idx], timeout)
+        per_rank = run_workers(p, run_jobs, [prepared[i][2] for i in idx], timeout, realtime=realtime)
         for k, i in enumerate(idx):
             sched, c, job = prepared[i]
             out[i] = _result(job, c, compute, [per_rank[r][k] for r in range(p)], predicted[i])
@@ -289,6 +292,7 @@ def measure(
     format: str = "compute_only",
     profile: str | None = None,
     link_delay: float = 0.0,
+    realtime: bool = False,
 ) -> MeasureResult:
     """Run ``schedule`` on ``schedule.p`` worker processes: ``warmup`` unmeasured steps, then
     ``steps`` measured ones; check the gradients; return the :class:`MeasureResult`.
@@ -300,7 +304,9 @@ def measure(
     to PyTorch's runtime (``compute_only`` or ``compute_comms``). ``profile``: a directory where
     every rank writes a ``torch.profiler`` trace of the measured steps (:mod:`.profile`).
     ``link_delay``: seconds every cross-rank input arrives after its SEND's post at the earliest,
-    an emulated slow link (:mod:`.link_delay`; the prediction adds it to every transfer). Raises
+    an emulated slow link (:mod:`.link_delay`; the prediction adds it to every transfer).
+    ``realtime``: the workers run at the lowest real-time priority (``SCHED_FIFO``; root or
+    ``CAP_SYS_NICE``), so that other jobs on the machine do not delay their wake-ups. Raises
     :class:`~ppverify.measure.workers.MeasureTimeout` on a hang (no worker left behind).
 
     Example:
@@ -320,6 +326,7 @@ def measure(
         format=format,
         profile=profile,
         link_delay=link_delay,
+        realtime=realtime,
     )[0]
 
 

@@ -73,8 +73,8 @@ def calibration_lines(cal: Calibration) -> list[str]:
 
 def trace_fit_json(fit: Any, rows: Sequence[tuple[int, float, float]], preset: str | None) -> dict[str, Any]:
     """``calibrate --from-trace --json``: the fit steps (and those left out as outliers), the
-    fitted costs, link and overheads, where the link's bytes came from, and each held-out step's
-    measured and predicted makespan.
+    fitted costs, link and overheads, where the link's bytes came from, each held-out step's
+    measured and predicted makespan, and the SEND/RECV posts' lengths (:mod:`.trace_posts`).
 
     Example:
         >>> trace_fit_json(fit, [(3, 0.17, 0.168)], "x.yaml")["held_out"][0]["step"]  # doctest: +SKIP
@@ -92,6 +92,18 @@ def trace_fit_json(fit: Any, rows: Sequence[tuple[int, float, float]], preset: s
         "transfer_overhead_s": cal.transfer_overhead_s,
         "held_out": [{"step": n, "measured": ms, "predicted": pr, "error": (pr - ms) / ms} for n, ms, pr in rows],
         "preset": preset,
+        "posts": None
+        if getattr(fit, "posts", None) is None
+        else {
+            "median_s": fit.posts.median,
+            "p90_s": fit.posts.p90,
+            "steps": [
+                {"step": n, "makespan": ms, "blocked_s": b}
+                for n, ms, b in zip(fit.posts.steps, fit.posts.makespans, fit.posts.blocked)
+            ],
+            "slope": fit.posts.slope,
+            "r": fit.posts.r,
+        },
     }
 
 

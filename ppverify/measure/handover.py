@@ -200,6 +200,31 @@ def for_ranks(pooled: Handover, by_ranks: dict[int, Handover], ranks: int) -> Ha
     return by_ranks[min(by_ranks, key=lambda n: (abs(n - ranks), -n))]
 
 
+def async_terms(model: Handover) -> tuple[float, float, float]:
+    """``(action s, transfer s, latency s)`` of the async engine's folded overhead
+    (:func:`~ppverify.core.overhead.with_overhead`) read off the hand-over terms, which
+    :func:`handover_samples` measures event by event: no trade between the three, so no fit of
+    makespans can leave one at 0 and another holding every overhead.
+
+    * **action** = ``gap + overshoot``: what a rank spends between two ops and beyond each op's
+      cost besides its SEND/RECV posts;
+    * **transfer** = ``(send + recv) / 2``: a SEND/RECV post (the fold charges each op its posts,
+      a RECV before and a SEND after where its neighbours live on other ranks, at one rate);
+    * **latency** = ``max(0, wake - gap - 2 * transfer)``: a waiting consumer starts ``wake`` after
+      its producer's SEND post; the fold already puts the producer's SEND and the consumer's gap
+      and RECV on the path, inside the two ops' durations, so the link carries the rest.
+
+    Example:
+        >>> a, t, lat = async_terms(Handover(overshoot=5e-5, gap=1e-4, send=2e-4, recv=4e-4, wake=1.2e-3))
+        >>> round(a * 1e6), round(t * 1e6), round(lat * 1e6)   # 100 + 50; (200 + 400) / 2; 1200 - 100 - 600
+        (150, 300, 500)
+        >>> async_terms(Handover(gap=1e-4, send=5e-4, recv=5e-4, wake=2e-4))[2]   # a short wake: no link term
+        0.0
+    """
+    transfer = (model.send + model.recv) / 2
+    return model.gap + model.overshoot, transfer, max(0.0, model.wake - model.gap - 2 * transfer)
+
+
 def fit_level(runs: Sequence[tuple[Schedule, CostModel, float]], model: Handover) -> tuple[float, float]:
     """The factor ``k`` by which every term of ``model`` is scaled so that the predicted
     makespans best match the measured ones of ``(schedule, costs, measured s)`` runs (least
@@ -242,6 +267,7 @@ __all__ = [
     "TRIM",
     "Handover",
     "RuntimeWalk",
+    "async_terms",
     "fit_by_ranks",
     "fit_handover",
     "fit_level",

@@ -6,14 +6,20 @@ The fit steps of the trace (:func:`~ppverify.io.trace_step.recorded_step`, rebui
 * **op costs** per stage and kind: the median duration over the fit steps (written as
   ``--costs``-style comments and returned; a system preset has no op costs);
 * **link**: one-way times of the point-to-point transfers whose RECV was posted before the SEND
-  (so the wait is the transfer alone): SEND post to the completion of the receive work, against
-  the bytes of the recorded shapes; latency and bandwidth by the least-squares line of
-  :func:`~ppverify.measure.fit.fit_link` (one message size: latency only);
-* **runtime overhead** per compute action and per SEND/RECV, and the two-pipe runner's, fitted as
-  ``calibrate`` fits them (:func:`~ppverify.measure.fit.fit_runtime`: the async engine with the
-  overheads folded in, against each fit step's makespan, the proportion from the op-by-op means
-  of :mod:`.breakdown`);
-* **hand-over terms** (one-pipe) from the steps' events (:mod:`.handover`).
+  (SEND post to the completion of the receive work), against the bytes of the recorded shapes:
+  the bandwidth by the least-squares line of :func:`~ppverify.measure.fit.fit_link` (one message
+  size: none measurable);
+* **hand-over terms** (one pipe) from the steps' events (:mod:`.handover`): the gap between a
+  rank's ops when the input was there, the cost of each SEND/RECV post, the delay from a SEND post
+  to the waiting consumer's start (early receivers) and from a RECV post to the start (late
+  ones), each op's overshoot;
+* **runtime overhead and link latency** (one pipe) read off those terms
+  (:func:`~ppverify.measure.handover.async_terms`), never fitted against the makespans: a few
+  steps of one schedule cannot tell a per-action cost from a per-hand-over one: against a link
+  latency read off the receive completions (3-12 ms, each holding waits of the consumer's own)
+  such a fit left 0 us per action and per SEND/RECV for several stages per rank. Two-pipe
+  traces (ppverify's own runner) fit their action overhead as ``calibrate`` does
+  (:func:`~ppverify.measure.fit.fit_runtime`, against each fit step's makespan).
 
 :func:`held_out` predicts other steps (of this trace or another schedule's) from the preset and
 the fitted costs, as ``measure --system`` predicts a run: the benchmark of the fit.
@@ -26,6 +32,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from ..core.costs import CostModel
 from ..core.errors import ParameterError
@@ -62,6 +70,8 @@ class TraceFit:
     bytes_from: str = "recorded shapes"
     #: fit steps left out as outliers (:func:`typical_steps`)
     dropped: tuple[int, ...] = ()
+    #: the SEND/RECV posts' lengths over every recorded step (:mod:`.trace_posts`; None: not known)
+    posts: Any = None
 
 
 #: a fit step whose makespan lies more than this many robust deviations (1.4826 x the median
@@ -159,8 +169,8 @@ def calibrate_from_trace(
     from ..core.comm import FixedDelay
     from ..io.trace_step import recorded_step
     from .breakdown import breakdown
-    from .fit import fit_link, fit_runtime, op_ratio
-    from .handover import fit_by_ranks
+    from .fit import RuntimeFit, fit_link, fit_runtime, op_ratio, predict
+    from .handover import async_terms, fit_by_ranks
     from .handover import handover_samples as samples_of
     from .preset_file import machine_name
 
@@ -205,11 +215,17 @@ def calibrate_from_trace(
     one_pipe = sched.placement.num_pipes == 1
     # the op-by-op terms against the pooled costs (each step's own fit would make its overshoot 0)
     ops = breakdown([replace(imp.timeline, costs=costs) for imp in imported]) if one_pipe else None
-    fit = fit_runtime(runs, FixedDelay(latency), ratio=op_ratio(ops))
     ho: Any = None
     ho_by: dict[int, Any] = {}
     if one_pipe:
+        # every term read off the events (no trade between terms against a few makespans)
         ho, ho_by = fit_by_ranks([(sched.p, samples_of(sched, costs, imp.events, 0)) for imp in imported])
+        action, transfer, latency = async_terms(ho)
+        folded = predict(sched, costs, FixedDelay(latency), action, transfer)
+        rms = float(np.sqrt(np.mean([((folded - ms) / ms) ** 2 for ms in makespans])))
+        fit = RuntimeFit((action, transfer), None, rms, latency=latency)
+    else:
+        fit = fit_runtime(runs, FixedDelay(latency), ratio=op_ratio(ops))
     cal = Calibration(
         fit.one_pipe[0],
         fit.one_pipe[1],
@@ -252,11 +268,22 @@ def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
         f"# Link: {len(fit.link_samples)} transfers whose RECV was posted before the SEND (SEND post to receive completion),"
         f" sizes {', '.join(f'{b:g} B' for b in sizes) or 'none'} (bytes from {fit.bytes_from}); "
         + (
-            "latency and bandwidth by least squares."
-            if len(sizes) > 1
-            else "one size: latency only (bandwidth not measurable)."
+            ("bandwidth by least squares" if len(sizes) > 1 else "one size: bandwidth not measurable")
+            + "; latency from the hand-overs' events (below)."
+            if cal.handover is not None
+            else (
+                "latency and bandwidth by least squares."
+                if len(sizes) > 1
+                else "one size: latency only (bandwidth not measurable)."
+            )
         ),
-        f"# Runtime overhead fitted as `ppverify calibrate` fits it (rms relative residual {cal.residual * 100:.2f} %).",
+        (
+            f"# Runtime overhead and latency read off the events: {cal.action_overhead_s * 1e6:.0f} us per action,"
+            f" {cal.transfer_overhead_s * 1e6:.0f} us per SEND/RECV, latency {cal.latency_s * 1e6:.0f} us"
+            f" (the async makespans' rms relative residual {cal.residual * 100:.2f} %)."
+            if cal.handover is not None
+            else f"# Runtime overhead fitted as `ppverify calibrate` fits it (rms relative residual {cal.residual * 100:.2f} %)."
+        ),
     ]
     return (
         "\n".join(lines)
@@ -376,7 +403,24 @@ def from_trace(
     text = trace_preset_text(fit, name, " ".join(inputs))
     rest = [n for n in steps if n not in fit.fit_steps + fit.dropped]  # a step left out is no held-out step
     rows = held_out(fit, preset_system(text, name), traces, rest, schedule) if rest else []
-    return fit, text, rows
+    return replace(fit, posts=all_posts(traces, schedule)), text, rows
+
+
+def all_posts(traces: Sequence[Any], schedule: Schedule | None = None, clock: str = "auto") -> Any:
+    """:func:`~ppverify.measure.trace_posts.post_times` over every recorded step of ``traces``.
+
+    Example:
+        >>> all_posts(read_traces(["prof/"])).describe()  # doctest: +SKIP
+        'median 80 us, 90th percentile 900 us; blocked 3.3-65.2 ms per step; ...'
+    """
+    from ..io.trace_step import recorded_step
+    from .trace_posts import post_times
+
+    out = []
+    for n in recorded_step(traces, None, clock).steps:
+        imp = import_step(traces, recorded_step(traces, n, clock), schedule)
+        out.append((n, imp.timeline.makespan, imp.events))
+    return post_times(out)
 
 
 def summary_lines(fit: TraceFit, text: str, rows: Sequence[tuple[int, float, float]]) -> list[str]:
@@ -403,4 +447,6 @@ def summary_lines(fit: TraceFit, text: str, rows: Sequence[tuple[int, float, flo
             f"held-out median    measured {med * 1e3:.3f} ms   predicted {rows[0][2] * 1e3:.3f} ms   "
             f"error {100 * (rows[0][2] - med) / med:+.1f}%   (the steps spread {100 * (max(spans) - min(spans)) / med:.1f}%)"
         )
+    if fit.posts is not None:
+        lines.append(f"SEND/RECV posts    {fit.posts.describe()}")
     return lines

@@ -88,7 +88,7 @@ def step_events(step: RecordedStep, traces: Sequence[RankTrace], given: Schedule
         >>> st = RecordedStep(0, (0,), (9.0,), "shared", (0.0,), "host",
         ...     ((Span("0RECV_F0", 0.0, 1.0), Span("0F0", 1.0, 9.0)),), ((Transfer("0RECV_F0", Span("gloo:recv", 0.5, 4.0)),),), 0.0)
         >>> step_events(st, [])
-        [[Event(kind='RECV_F', stage=0, mb=0, start_ns=0, end_ns=0), Event(kind='F', stage=0, mb=0, start_ns=4000, end_ns=9000)]]
+        [[Event(kind='RECV_F', stage=0, mb=0, start_ns=0, end_ns=1000), Event(kind='F', stage=0, mb=0, start_ns=4000, end_ns=9000)]]
     """
     out: list[list[Event]] = []
     for rank, (acts, trs) in enumerate(zip(step.actions, step.transfers)):
@@ -128,7 +128,10 @@ def step_events(step: RecordedStep, traces: Sequence[RankTrace], given: Schedule
                 mm = _COMM.match(sub)
                 if mm:
                     kind = f"{mm.group(2)}_{mm.group(3)}"
-                    evs.append(Event(kind, int(mm.group(1)), int(mm.group(4)), _ns(a.start), _ns(a.start)))
+                    # a host-side range spans the post call: its end is when the rank went on
+                    # (:mod:`.trace_posts`); a device-side one is the kernel, not the post
+                    post_end = a.end if step.side == "host" and not om else a.start
+                    evs.append(Event(kind, int(mm.group(1)), int(mm.group(4)), _ns(a.start), _ns(post_end)))
                 rm = _REDUCE.match(sub)
                 if rm and given is not None and given.placement.num_pipes > 1:
                     st = int(rm.group(1))

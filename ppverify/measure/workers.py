@@ -249,6 +249,7 @@ def _worker_main(
     results: Any,
     pg_timeout: float,
     main_pid: int | None = None,
+    realtime: bool = False,
 ) -> None:
     global _status_map
     _die_with_parent(main_pid)
@@ -267,6 +268,8 @@ def _worker_main(
 
         torch.set_num_threads(1)
         set_status("joining the process group", phase=-1)
+        if realtime:  # before the process group: gloo's threads, started by it, inherit the policy
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(REALTIME_PRIORITY))
         store = dist.FileStore(store_path, world_size)
         dist.init_process_group(
             "gloo", store=store, rank=rank, world_size=world_size, timeout=datetime.timedelta(seconds=pg_timeout)
@@ -377,6 +380,64 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, old)
 
 
+#: the SCHED_FIFO priority of ``realtime`` workers: the lowest, above every ordinary process
+REALTIME_PRIORITY = 1
+
+
+def realtime_allowed(status: Path = Path("/proc/self/status")) -> bool:
+    """Whether this process may start its workers at real-time priority (``SCHED_FIFO``): Linux,
+    and root, the ``CAP_SYS_NICE`` capability or a real-time priority limit (``ulimit -r``) of 1
+    or more.
+
+    Example:
+        >>> isinstance(realtime_allowed(), bool)
+        True
+    """
+    if not hasattr(os, "SCHED_FIFO"):
+        return False
+    import resource
+
+    if resource.getrlimit(resource.RLIMIT_RTPRIO)[0] not in (0,):  # RLIM_INFINITY or >= 1
+        return True
+    try:
+        caps = next(line for line in status.read_text().splitlines() if line.startswith("CapEff:"))
+    except (OSError, StopIteration):
+        return os.geteuid() == 0
+    return bool(int(caps.split()[1], 16) >> 23 & 1)  # CAP_SYS_NICE
+
+
+def check_realtime(realtime: bool, world_size: int = 1) -> None:
+    """Refuse ``realtime`` (one line, before any worker) where :func:`realtime_allowed` says no,
+    or for more workers than the cores this process may use: at real-time priority a worker that
+    computes keeps its core until it blocks, so one worker too many waits behind another
+    (profiled runs of three ranks on two cores doubled their last step, when ranks export their
+    traces).
+
+    Example:
+        >>> check_realtime(False, 64)
+        >>> check_realtime(True, 10_000)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter realtime=True: ...
+    """
+    if not realtime:
+        return
+    if not realtime_allowed():
+        raise ParameterError(
+            "realtime",
+            True,
+            "needs the SCHED_FIFO policy: Linux, and root, CAP_SYS_NICE or a real-time priority limit (ulimit -r) >= 1",
+        )
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if world_size > cores:
+        raise ParameterError(
+            "realtime",
+            True,
+            f"needs a core per worker: {world_size} workers, {cores} cores "
+            "(at real-time priority a worker keeps its core until it blocks)",
+        )
+
+
 def run_workers(
     world_size: int,
     target: Callable[[int, int, Any], Any],
@@ -384,6 +445,7 @@ def run_workers(
     timeout: float,
     *,
     status_dir: str | Path | None = None,
+    realtime: bool = False,
 ) -> list[Any]:
     """Run ``target(rank, world_size, payload)`` in ``world_size`` fresh processes joined by a
     gloo process group; return each rank's result, in rank order.
@@ -392,7 +454,9 @@ def run_workers(
     Inside, a worker may call :func:`set_status` (per action) so that a hang is reported usefully.
     ``timeout`` bounds each phase (see the module docstring); start-up has
     :data:`STARTUP_TIMEOUT`. ``status_dir`` keeps the status files there (default: a temporary
-    directory, removed afterwards).
+    directory, removed afterwards). ``realtime``: the workers (and gloo's threads) run at the
+    lowest ``SCHED_FIFO`` priority, above every ordinary process, so that other jobs on the
+    machine, even at ``nice 19``, do not delay their wake-ups (:func:`check_realtime`).
 
     Raises :class:`MeasureTimeout` on a hang (every worker killed first), :class:`WorkerError`
     when a worker raises (the others killed), :class:`ParameterError` when the machine cannot hold
@@ -408,6 +472,7 @@ def run_workers(
     check_world_size(world_size)
     if not timeout > 0:
         raise ParameterError("timeout", timeout, "must be > 0 seconds")
+    check_realtime(realtime, world_size)
     ctx = _context()
     if ctx.get_start_method() == "forkserver":
         _start_server()
@@ -437,6 +502,7 @@ def run_workers(
                     results,
                     pg_timeout,
                     os.getpid(),
+                    realtime,
                 ),
             )
             for r in range(world_size)

@@ -128,6 +128,24 @@ def test_terms_recovered_from_events(fam, p, m):
         assert got.recv == pytest.approx(truth.recv, abs=2e-8)
 
 
+@pytest.mark.parametrize("fam,p,m,v", [("interleaved-1f1b", 2, 4, 2), ("interleaved-1f1b", 2, 6, 3), ("1f1b", 3, 6, 1)])
+def test_async_terms_read_off_the_events_are_never_degenerate(fam, p, m, v):
+    """The async terms ``calibrate --from-trace`` writes come from the events of a step (here the
+    walk of known terms, several stages per rank included), each term from its own samples, none
+    traded for another: action = gap + overshoot = 200 + 100 us, transfer = the mean of a SEND's
+    and a RECV's post = (100 + 150) / 2 us, latency = what a wake-up holds beyond the gap and the
+    two posts = 1200 - 200 - 250 us (by hand from the walk's terms)."""
+    from ppverify.measure.handover import async_terms
+
+    truth = Handover(head=3e-4, overshoot=1e-4, gap=2e-4, send=1e-4, recv=1.5e-4, late=2e-3, wake=1.2e-3)
+    sch = build(fam, p=p, m=m, **({"v": v} if v > 1 else {}))
+    c = _costs(sch)
+    d = handover_samples(sch, c, _events(sch, predict_runtime(sch, c, truth)), 0)
+    a, t, lat = async_terms(fit_handover([d]))
+    assert a == pytest.approx(3e-4, abs=1e-8) and t == pytest.approx(1.25e-4, abs=1e-8)
+    assert d["wake"] and lat == pytest.approx(7.5e-4, abs=1e-8)
+
+
 def test_gpipe_forward_chain_is_late_and_1f1b_steady_state_is_early():
     """The structural difference: GPipe's last rank posts every RECV after its SEND (late),
     1F1B's first rank waits for its gradients (early)."""

@@ -73,7 +73,20 @@ def test_calibrate_from_trace_writes_a_preset_measure_reads(tmp_path, capsys):
     from ppverify.systems.system import load_system
 
     sysm = load_system(str(out))
-    assert sysm.action_overhead_s >= 0 and sysm.intra.latency_s > 0
+    # read off the events, not traded against four makespans: a real run's ops never follow each
+    # other at once (a gap, a sleep's overshoot) and each SEND/RECV post costs its call
+    assert sysm.action_overhead_s > 0 and sysm.transfer_overhead_s > 0 and sysm.intra.latency_s >= 0
+    assert "Runtime overhead and latency read off the events" in text
+    # a host-side trace's SEND/RECV ranges span the post calls: their lengths are read (trace_posts)
+    assert "SEND/RECV posts    median " in text and " ms per step" in text
+    assert main(["calibrate", "--from-trace", str(d), "--fit-steps", "1,2", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    posts = {row["step"]: row for row in rep["posts"]["steps"]}
+    assert sorted(posts) == [1, 2, 3, 4] and all(row["blocked_s"] >= 0 for row in posts.values())
+    assert 0 < rep["posts"]["median_s"] <= rep["posts"]["p90_s"] < 0.1
+    # every step's makespan is the one the held-out rows measured (steps 3 and 4)
+    for row in rep["held_out"]:
+        assert posts[row["step"]]["makespan"] == pytest.approx(row["measured"])
     assert "--from-trace" in out.read_text().splitlines()[0]
     assert main(["calibrate", "--from-trace", str(d), "--fit-steps", "9"]) == 2
     assert "not recorded; the traces hold ProfilerStep 1, 2, 3, 4" in capsys.readouterr().err

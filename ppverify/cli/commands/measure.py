@@ -78,6 +78,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also record a torch.profiler trace of the measured steps in every worker: DIR/rank<r>.pt.trace.json "
         "(read back by `ppverify import-trace DIR`)",
     )
+    g.add_argument(
+        "--realtime",
+        action="store_true",
+        help="run the workers at real-time priority (SCHED_FIFO; root or CAP_SYS_NICE): other jobs do not delay them",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
             format=args.format,
             profile=args.profile,
             link_delay=link_delay,
+            realtime=args.realtime,
         )
     except MeasureTimeout as exc:
         if args.json:

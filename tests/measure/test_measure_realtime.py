@@ -1,0 +1,67 @@
+"""``measure --realtime``: the workers at real-time priority where the process may set it, one
+line (exit 2, no worker started) where it may not; the permission read from the process's
+capabilities and its real-time priority limit."""
+
+from __future__ import annotations
+
+import pytest
+
+from ppverify.cli import main
+from ppverify.core.errors import ParameterError
+from ppverify.measure import measure
+from ppverify.measure import workers as w
+from ppverify.schedules import build
+
+
+@pytest.mark.parametrize(
+    "rtprio, capeff, allowed",
+    [
+        (0, "0000000000000000", False),
+        (0, "0000000000800000", True),  # bit 23: CAP_SYS_NICE
+        (0, "000001ffffffffff", True),  # root's full set
+        (1, "0000000000000000", True),  # ulimit -r 1
+    ],
+)
+def test_permission_from_the_capabilities_and_the_limit(tmp_path, monkeypatch, rtprio, capeff, allowed):
+    import resource
+
+    status = tmp_path / "status"
+    status.write_text(f"Name:\tpython\nCapInh:\t0000000000000000\nCapEff:\t{capeff}\n")
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (rtprio, rtprio))
+    assert w.realtime_allowed(status) is allowed
+
+
+def test_not_allowed_is_one_line_and_starts_nothing(monkeypatch, capsys):
+    monkeypatch.setattr(w, "realtime_allowed", lambda *a: False)
+    started = []
+    monkeypatch.setattr(w, "prestart", lambda: started.append(1))
+    argv = ["measure", "1f1b", "-p", "2", "-m", "2", "--realtime"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "realtime" in err and "SCHED_FIFO" in err and "CAP_SYS_NICE" in err
+    assert not started
+    with pytest.raises(ParameterError, match="SCHED_FIFO"):
+        w.run_workers(2, w._demo_allreduce, 1, 30, realtime=True)
+
+
+def test_more_workers_than_cores_is_one_line(monkeypatch, capsys):
+    # at real-time priority a worker keeps its core until it blocks: p = 3 on two cores is refused
+    monkeypatch.setattr(w, "realtime_allowed", lambda *a: True)
+    monkeypatch.setattr(w.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert main(["measure", "1f1b", "-p", "3", "-m", "3", "--realtime"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "needs a core per worker: 3 workers, 2 cores" in err
+    w.check_realtime(True, 2)  # two workers on two cores: allowed
+
+
+def test_a_realtime_run_trains_as_any_other():
+    """Where the policy may be set (root here), the run is the same run: gradients checked, every
+    op recorded; elsewhere the same call is refused in one line."""
+    s = build("1f1b", p=2, m=2)
+    if not w.realtime_allowed():
+        with pytest.raises(ParameterError, match="SCHED_FIFO"):
+            measure(s, {"F": 0.002, "B": 0.004}, steps=2, realtime=True)
+        return
+    r = measure(s, {"F": 0.002, "B": 0.004}, steps=2, realtime=True)
+    assert r.grad_check.ok and len(r.timelines) == 2
+    assert sorted(map(str, r.timeline.ops)) == sorted(map(str, s.ops()))
