@@ -246,7 +246,8 @@ def measure_many(
         [True, True]
     """
     from .options import check_link_delay, check_run_options
-    from .workers import check_realtime, check_world_size, prestart, require_torch
+    from .realtime import check_realtime
+    from .workers import check_world_size, prestart, require_torch
 
     if compute not in COMPUTE_MODES:
         raise ParameterError("compute", compute, f"expected one of {', '.join(COMPUTE_MODES)}")

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ParameterError, PPVerifyError
+from .realtime import check_realtime, enter_realtime
 
 #: seconds allowed for starting the workers, importing torch and joining the group
 STARTUP_TIMEOUT = 120.0
@@ -269,7 +270,7 @@ def _worker_main(
         torch.set_num_threads(1)
         set_status("joining the process group", phase=-1)
         if realtime:  # before the process group: gloo's threads, started by it, inherit the policy
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(REALTIME_PRIORITY))
+            enter_realtime()
         store = dist.FileStore(store_path, world_size)
         dist.init_process_group(
             "gloo", store=store, rank=rank, world_size=world_size, timeout=datetime.timedelta(seconds=pg_timeout)
@@ -378,64 +379,6 @@ def _sigterm_as_interrupt():
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
-
-
-#: the SCHED_FIFO priority of ``realtime`` workers: the lowest, above every ordinary process
-REALTIME_PRIORITY = 1
-
-
-def realtime_allowed(status: Path = Path("/proc/self/status")) -> bool:
-    """Whether this process may start its workers at real-time priority (``SCHED_FIFO``): Linux,
-    and root, the ``CAP_SYS_NICE`` capability or a real-time priority limit (``ulimit -r``) of 1
-    or more.
-
-    Example:
-        >>> isinstance(realtime_allowed(), bool)
-        True
-    """
-    if not hasattr(os, "SCHED_FIFO"):
-        return False
-    import resource
-
-    if resource.getrlimit(resource.RLIMIT_RTPRIO)[0] not in (0,):  # RLIM_INFINITY or >= 1
-        return True
-    try:
-        caps = next(line for line in status.read_text().splitlines() if line.startswith("CapEff:"))
-    except (OSError, StopIteration):
-        return os.geteuid() == 0
-    return bool(int(caps.split()[1], 16) >> 23 & 1)  # CAP_SYS_NICE
-
-
-def check_realtime(realtime: bool, world_size: int = 1) -> None:
-    """Refuse ``realtime`` (one line, before any worker) where :func:`realtime_allowed` says no,
-    or for more workers than the cores this process may use: at real-time priority a worker that
-    computes keeps its core until it blocks, so one worker too many waits behind another
-    (profiled runs of three ranks on two cores doubled their last step, when ranks export their
-    traces).
-
-    Example:
-        >>> check_realtime(False, 64)
-        >>> check_realtime(True, 10_000)
-        Traceback (most recent call last):
-        ...
-        ppverify.core.errors.ParameterError: parameter realtime=True: ...
-    """
-    if not realtime:
-        return
-    if not realtime_allowed():
-        raise ParameterError(
-            "realtime",
-            True,
-            "needs the SCHED_FIFO policy: Linux, and root, CAP_SYS_NICE or a real-time priority limit (ulimit -r) >= 1",
-        )
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if world_size > cores:
-        raise ParameterError(
-            "realtime",
-            True,
-            f"needs a core per worker: {world_size} workers, {cores} cores "
-            "(at real-time priority a worker keeps its core until it blocks)",
-        )
 
 
 def run_workers(

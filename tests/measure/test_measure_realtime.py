@@ -9,6 +9,7 @@ import pytest
 from ppverify.cli import main
 from ppverify.core.errors import ParameterError
 from ppverify.measure import measure
+from ppverify.measure import realtime as rt
 from ppverify.measure import workers as w
 from ppverify.schedules import build
 
@@ -28,11 +29,11 @@ def test_permission_from_the_capabilities_and_the_limit(tmp_path, monkeypatch, r
     status = tmp_path / "status"
     status.write_text(f"Name:\tpython\nCapInh:\t0000000000000000\nCapEff:\t{capeff}\n")
     monkeypatch.setattr(resource, "getrlimit", lambda which: (rtprio, rtprio))
-    assert w.realtime_allowed(status) is allowed
+    assert rt.realtime_allowed(status) is allowed
 
 
 def test_not_allowed_is_one_line_and_starts_nothing(monkeypatch, capsys):
-    monkeypatch.setattr(w, "realtime_allowed", lambda *a: False)
+    monkeypatch.setattr(rt, "realtime_allowed", lambda *a: False)
     started = []
     monkeypatch.setattr(w, "prestart", lambda: started.append(1))
     argv = ["measure", "1f1b", "-p", "2", "-m", "2", "--realtime"]
@@ -46,19 +47,19 @@ def test_not_allowed_is_one_line_and_starts_nothing(monkeypatch, capsys):
 
 def test_more_workers_than_cores_is_one_line(monkeypatch, capsys):
     # at real-time priority a worker keeps its core until it blocks: p = 3 on two cores is refused
-    monkeypatch.setattr(w, "realtime_allowed", lambda *a: True)
-    monkeypatch.setattr(w.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(rt, "realtime_allowed", lambda *a: True)
+    monkeypatch.setattr(rt.os, "sched_getaffinity", lambda pid: {0, 1})
     assert main(["measure", "1f1b", "-p", "3", "-m", "3", "--realtime"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "needs a core per worker: 3 workers, 2 cores" in err
-    w.check_realtime(True, 2)  # two workers on two cores: allowed
+    rt.check_realtime(True, 2)  # two workers on two cores: allowed
 
 
 def test_a_realtime_run_trains_as_any_other():
     """Where the policy may be set (root here), the run is the same run: gradients checked, every
     op recorded; elsewhere the same call is refused in one line."""
     s = build("1f1b", p=2, m=2)
-    if not w.realtime_allowed():
+    if not rt.realtime_allowed():
         with pytest.raises(ParameterError, match="SCHED_FIFO"):
             measure(s, {"F": 0.002, "B": 0.004}, steps=2, realtime=True)
         return
