@@ -57,10 +57,12 @@ def test_more_workers_than_cores_is_one_line(monkeypatch, capsys):
 
 def test_a_realtime_run_trains_as_any_other():
     """Where the policy may be set (root here), the run is the same run: gradients checked, every
-    op recorded; elsewhere the same call is refused in one line."""
+    op recorded; elsewhere (or on fewer cores than workers) the same call is refused in one line."""
     s = build("1f1b", p=2, m=2)
-    if not rt.realtime_allowed():
-        with pytest.raises(ParameterError, match="SCHED_FIFO"):
+    import os
+
+    if not rt.realtime_allowed() or len(os.sched_getaffinity(0)) < 2:  # no policy, or one core for two workers
+        with pytest.raises(ParameterError, match="SCHED_FIFO|a core per worker"):
             measure(s, {"F": 0.002, "B": 0.004}, steps=2, realtime=True)
         return
     r = measure(s, {"F": 0.002, "B": 0.004}, steps=2, realtime=True)
