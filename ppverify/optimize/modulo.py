@@ -32,6 +32,7 @@ beat the best step found (``(m - 1) T`` plus the critical path is a floor for ea
 
 from __future__ import annotations
 
+import math
 import time
 from fractions import Fraction
 
@@ -49,6 +50,8 @@ from .solver_setup import make_solver
 WORK_PER_INTERVAL = 0.2
 #: at most this many intervals are tried
 MAX_TRIES = 12
+#: at most this many microbatches per block
+MAX_COPIES = 3
 #: a block is at most this many periods longer than the critical path
 SLACK = 2
 
@@ -82,9 +85,16 @@ def modulo_block(
 
 
 def _solve_block(
-    inst: Instance, period: int, copies: int, work: float, seed: int = 0, wall: float = 60.0
+    inst: Instance,
+    period: int,
+    copies: int,
+    work: float,
+    seed: int = 0,
+    wall: float = 60.0,
+    hint: list[Fraction] | None = None,
 ) -> tuple[list[Fraction] | None, float]:
-    """:func:`modulo_block`, and the deterministic seconds CP-SAT used."""
+    """:func:`modulo_block`, and the deterministic seconds CP-SAT used (``hint``: a block found
+    before at this period, whose solution the search starts from)."""
     dag = inst.dag
     if len(set(dag.schedule.pipe_of_mb)) != 1 or period <= 0 or not 1 <= copies <= inst.problem.m:
         return None, 0.0
@@ -127,8 +137,12 @@ def _solve_block(
     for i in mine:
         model.add(end >= start[i] + inst.dur[i])
     model.minimize(end)
-    # hint: the greedy block of periodic.py, copies spread evenly, when it finds one
-    greedy = building_block(inst, Fraction(period, copies))
+    # hint: a block found before, else the greedy block of periodic.py, copies spread evenly
+    step = Fraction(period, copies)
+    if hint is not None:
+        for i in mine:
+            model.add_hint(start[i], int(hint[i] + dag.ops[i].mb * step))
+    greedy = building_block(inst, step) if hint is None else None
     if greedy is not None:
         for c, mb in enumerate(mbs):
             for i in inst.mb_members[mb]:
@@ -146,7 +160,6 @@ def _solve_block(
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None, used
     at = {(dag.ops[i].kind, dag.ops[i].stage, dag.ops[i].mb): solver.value(start[i]) for i in mine}
-    step = Fraction(period, copies)
     block = [
         at[(op.kind, op.stage, mbs[op.mb % copies])] + (op.mb // copies) * period - op.mb * step  # type: ignore[misc]
         for op in dag.ops
@@ -201,6 +214,20 @@ def _post_memory(
             model.add(sum(level) <= inst.cap)
 
 
+def _timed(inst: Instance, block: list[Fraction] | None, interval: Fraction, copies: int) -> Candidate | None:
+    """A block's orders timed as soon as possible (None without a block, or should the orders
+    break the cap, which the steady state's check rules out)."""
+    if block is None:
+        return None
+    progs = periodic_programs(inst, block, interval)
+    if not memory_ok(inst, progs):  # pragma: no cover - the steady state is the worst
+        return None
+    try:
+        return time_programs(inst, progs, f"block{copies}-T{float(interval * inst.tick):g}")
+    except PPVerifyError:  # pragma: no cover - nominal times are a valid timing
+        return None
+
+
 def least_interval(inst: Instance) -> Fraction:
     """The least interval (ticks) per microbatch of any periodic schedule in its steady state:
     the busiest device's work per microbatch, and on every device the activations' least holding
@@ -239,15 +266,36 @@ def least_interval(inst: Instance) -> Fraction:
     return max([lo] + [Fraction(v, inst.cap) for v in held.values()])
 
 
+def intervals(lo: Fraction, below: Fraction, most: int = MAX_COPIES) -> list[tuple[Fraction, tuple[int, ...]]]:
+    """The average intervals ``T = period / copies`` (ticks) with ``lo <= T < below``, in
+    increasing order, each with the numbers of microbatches per block to try (the fewest that
+    reach ``T`` first, up to ``most``; a whole tick is tried with two as well, whose blocks need
+    not be two copies of one).
+
+    Example:
+        >>> [(str(t), k) for t, k in intervals(Fraction(6), Fraction(7))]
+        [('6', (1, 2)), ('19/3', (3,)), ('13/2', (2,)), ('20/3', (3,))]
+    """
+    out: dict[Fraction, tuple[int, ...]] = {}
+    for k in range(1, most + 1):
+        for period in range(math.ceil(lo * k), math.ceil(below * k)):
+            t = Fraction(period, k)
+            if lo <= t < below and t not in out:
+                out[t] = (1, 2) if k == 1 and most >= 2 else (k,)
+    return sorted(out.items())
+
+
 def modulo_candidates(
     inst: Instance, best: int | None = None, work: float = 1.0, wall: float = 60.0
-) -> list[Candidate]:
+) -> tuple[list[Candidate], float]:
     """The modulo-scheduled starts (module doc) at the smallest intervals that keep the cap,
-    timed: average intervals in steps of half a tick upwards from :func:`least_interval` (a
-    whole tick: one microbatch per block; half: two), while ``(m - 1) T`` plus the critical path
-    can still beat ``best`` (ticks; the best start so far), at most :data:`MAX_TRIES` of them,
-    within ``work`` deterministic seconds in all (and ``wall`` seconds of the clock, a safety);
-    each block's orders are checked against the cap.
+    timed, and the deterministic seconds spent: :func:`intervals` from :func:`least_interval`
+    up to the largest whose ``(m - 1) T`` plus the critical path can still beat ``best`` (ticks;
+    the best start so far), bisected (a block is found at every interval above some threshold,
+    roughly: a smaller interval needs shorter holding times; collisions make it not exactly so),
+    at most :data:`MAX_TRIES` of them, within ``work`` deterministic seconds in all (and ``wall``
+    seconds of the clock, a safety); what is left of the work then shortens the block at the
+    smallest interval found.
 
     Example:
         >>> from ppverify.core.placement import v_shape
@@ -255,55 +303,55 @@ def modulo_candidates(
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = v_shape(4)
         >>> inst = instance(Problem(pl, 12, CostModel.abstract(pl, F=1, I=1, W=1), split=True, memory_cap=1.5))
-        >>> [(c.source, c.objective * inst.tick) for c in modulo_candidates(inst, best=138)]  # periodic.py: 69
+        >>> [(c.source, c.objective * inst.tick) for c in modulo_candidates(inst, best=138)[0]]  # periodic.py: 69
         [('block1-T5', 64.0)]
     """
     dag = inst.dag
     if len(set(dag.schedule.pipe_of_mb)) != 1:
-        return []
+        return [], 0.0
     from .bounds import heads_tails
 
     head, tail = heads_tails(inst)
     crit = max(h + d + t for h, d, t in zip(head, inst.dur, tail))
     m = inst.problem.m
-    lo = least_interval(inst)
     if best is None:  # one microbatch after another is a periodic schedule too
         best = m * crit
-    # bisection over the intervals (half ticks) between the least one and the largest that can
-    # beat ``best``: a smaller interval needs shorter holding times, so a block is found at
-    # every interval above some threshold, roughly (collisions make it not exactly so)
-    lo_h = int(lo * 2) + (lo * 2 != int(lo * 2))
-    hi_h = -(-((best - crit) * 2) // (m - 1)) - 1 if m > 1 else lo_h
+    below = Fraction(best - crit, m - 1) if m > 1 else Fraction(0)
+    todo = intervals(least_interval(inst), below, min(MAX_COPIES, m))
     out: list[Candidate] = []
     left = work
     until = time.monotonic() + wall
+    kept: tuple[int, int, list[Fraction]] | None = None  # the smallest interval's block
+    lo, hi = 0, len(todo) - 1
     for _ in range(MAX_TRIES):
-        if lo_h > hi_h or left <= 0.01 or time.monotonic() > until:
+        if lo > hi or left <= 0.01 or time.monotonic() > until:
             break
-        mid = (lo_h + hi_h + 1) // 2
-        t = Fraction(mid, 2)
-        # a whole tick: one microbatch per block first (cheaper, a small share), else two
-        tries = ((int(t), 1, 0.25), (int(2 * t), 2, 1.0)) if t.denominator == 1 else ((int(2 * t), 2, 1.0),)
+        mid = (lo + hi + 1) // 2
+        t, ks = todo[mid]
         found = None
-        for period, copies, part in tries:
-            if copies > m or left <= 0.01 or time.monotonic() > until:
-                continue
-            share = min(left, max(part * work / 2, 0.1))
+        for copies in ks:
+            if left <= 0.01 or time.monotonic() > until:
+                break
+            period = int(t * copies)
+            # one microbatch per block is cheap to settle: a small share
+            share = min(left, max((0.25 if copies == 1 and len(ks) > 1 else 1.0) * work / 2, 0.1))
             block, used = _solve_block(inst, period, copies, share, wall=max(0.01, until - time.monotonic()))
             left -= used
-            if block is None:
-                continue
-            progs = periodic_programs(inst, block, t)
-            if not memory_ok(inst, progs):  # pragma: no cover - the steady state is the worst
-                continue
-            try:
-                found = time_programs(inst, progs, f"block{copies}-T{float(t * inst.tick):g}")
-            except PPVerifyError:  # pragma: no cover - nominal times are a valid timing
-                continue
-            break
+            found = _timed(inst, block, t, copies)
+            if found is not None:
+                kept = (period, copies, block)  # type: ignore[assignment]
+                break
         if found is None:
-            lo_h = mid + 1
+            lo = mid + 1
         else:
             out.append(found)
-            hi_h = mid - 1
-    return out
+            hi = mid - 1
+    if kept is not None and left > 0.05 and time.monotonic() < until:
+        # what is left of the work: a shorter block at the smallest interval found
+        period, copies, block = kept
+        better, used = _solve_block(inst, period, copies, left, wall=max(0.01, until - time.monotonic()), hint=block)
+        left -= used
+        found = _timed(inst, better, Fraction(period, copies), copies)
+        if found is not None and found.objective < min(c.objective for c in out):
+            out.append(found)
+    return out, work - left

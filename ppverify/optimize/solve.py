@@ -100,7 +100,8 @@ def optimize(
 
     On placements with several stages per device under a cap, blocks of one or two microbatches
     placed by CP-SAT and repeated at an interval (:mod:`.modulo`) are starts too, with
-    ``block_share`` of the work (taken from the search's; 0 turns them off).
+    at most ``block_share`` of the work (what they use is taken from the search's; 0 turns them
+    off).
 
     On placements with several stages per device a search of the rest of the step with the
     start's warm-up kept (:mod:`.tail`) runs first, with ``tail_share`` of the search's work and
@@ -132,8 +133,8 @@ def optimize(
     check_limits(time_limit, workers)
     if gap_limit is not None and not 0 <= gap_limit < 1:
         raise ParameterError("gap-limit", gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
-    if not 0 <= block_share < 1:
-        raise ParameterError("block_share", block_share, "must be a fraction in [0, 1); 0 turns the blocks off")
+    if not 0 <= block_share <= 1:
+        raise ParameterError("block_share", block_share, "must be a fraction in [0, 1]; 0 turns the blocks off")
     if not 0 <= tail_share <= 1:
         raise ParameterError("tail_share", tail_share, "must be a fraction in [0, 1]; 0 turns it off")
     dl = deadline if deadline is not None else Deadline.after(time_limit)
@@ -192,9 +193,10 @@ def optimize(
             starts += periodic_candidates(inst, safety)
             if inst.cap is not None and block_share > 0:  # blocks placed by CP-SAT (modulo.py)
                 top = min((c.objective for c in starts), default=None)
-                blocks = modulo_candidates(inst, top, block_share * work, max(0.0, safety - time.monotonic()))
+                blocks, block_work = modulo_candidates(
+                    inst, top, block_share * work, max(0.0, safety - time.monotonic())
+                )
                 starts += [c for c in blocks if top is None or c.objective < top]
-                block_work = block_share * work
         best = min(starts, key=lambda c: (c.objective, c.source), default=None)
     if hints and time.monotonic() > safety:
         cut.append("starting schedules")
@@ -293,7 +295,7 @@ def optimize(
         cut.append("device relaxation")
     # the memory-cycle bound stays out of the model (bounds.py): a floor only, like the relaxation's
     used_bounds = replace(analytic, memory_cycle=0) if redundant_bounds else _no_bounds(bounds)
-    search_work = (work * (1 - relax_share) if redundant_bounds else work) - block_work
+    search_work = max(0.01, (work * (1 - relax_share) if redundant_bounds else work) - block_work)
     tail_best: Candidate | None = None
     if (
         best is not None

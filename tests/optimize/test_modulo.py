@@ -15,12 +15,13 @@ from hypothesis import strategies as st
 from ppverify.core.comm import FixedDelay
 from ppverify.core.costs import CostModel
 from ppverify.core.dag import structural_problems
+from ppverify.core.errors import PPVerifyError
 from ppverify.core.placement import loop, v_shape
 from ppverify.core.schedule import Schedule
 from ppverify.engines import run
 from ppverify.optimize import Problem, instance, optimize
 from ppverify.optimize.heuristic import memory_ok
-from ppverify.optimize.modulo import least_interval, modulo_block, modulo_candidates
+from ppverify.optimize.modulo import intervals, least_interval, modulo_block, modulo_candidates
 from ppverify.optimize.periodic import periodic_candidates, periodic_programs
 from ppverify.verify import verify
 
@@ -61,7 +62,7 @@ def _held(inst, block, interval: Fraction, d: int) -> int:
     return peak
 
 
-@given(PROBLEMS, st.integers(0, 3), st.sampled_from([1, 2]))
+@given(PROBLEMS, st.integers(0, 3), st.sampled_from([1, 2, 3]))
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_blocks_never_collide_and_keep_the_cap(case, extra, copies):
     """A block found at an interval is a collision-free timing of its orders: on each device
@@ -95,7 +96,7 @@ def test_block_starts_are_valid_schedules_within_the_cap(case):
     Z3 proves every property with the budget as memory cap."""
     pr = _problem(*case)
     inst = instance(pr)
-    for c in modulo_candidates(inst, None, work=0.3):
+    for c in modulo_candidates(inst, None, work=0.3)[0]:
         sched = Schedule(pr.placement, pr.m, c.programs, inst.dag.schedule.pipe_of_mb, c.source)
         assert not structural_problems(sched)
         tl = run(sched, pr.costs, pr.comm, semantics="async")
@@ -122,9 +123,21 @@ def test_v_p8_budget3_beats_the_greedy_blocks():
     inst = instance(pr)
     greedy = min(c.objective for c in periodic_candidates(inst)) * inst.tick
     assert greedy == 109.0
-    blocks = modulo_candidates(inst, int(greedy / inst.tick), work=1.0)
+    blocks, used = modulo_candidates(inst, int(greedy / inst.tick), work=1.0)
     best = min(c.objective for c in blocks) * inst.tick
     assert 92.5 <= best <= 108.5
+    assert 0 < used <= 1.0 + 0.05  # CP-SAT stops a little past its deterministic limit
+
+
+def test_intervals_by_hand():
+    """Between 6 and 7 ticks: 6 (one microbatch per block, or two), 6 1/3 (three), 6 1/2 (two)
+    and 6 2/3 (three); 7 itself is excluded."""
+    assert intervals(Fraction(6), Fraction(7)) == [
+        (Fraction(6), (1, 2)),
+        (Fraction(19, 3), (3,)),
+        (Fraction(13, 2), (2,)),
+        (Fraction(20, 3), (3,)),
+    ]
 
 
 def test_optimize_uses_the_blocks_and_turns_them_off():
@@ -136,5 +149,5 @@ def test_optimize_uses_the_blocks_and_turns_them_off():
     off = optimize(pr, block_share=0, **kw)
     assert on.hint.startswith("block") and on.hint_objective < 69
     assert off.hint_objective == 69
-    with pytest.raises(Exception, match="block_share"):
+    with pytest.raises(PPVerifyError, match="block_share"):
         optimize(pr, block_share=1.5, **kw)
