@@ -5,43 +5,22 @@ program orders hold."""
 
 from __future__ import annotations
 
-import dataclasses
 from fractions import Fraction
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ppverify.core.comm import FixedDelay
-from ppverify.core.costs import CostModel
 from ppverify.core.dag import structural_problems
 from ppverify.core.errors import PPVerifyError
-from ppverify.core.placement import loop, v_shape
 from ppverify.core.schedule import Schedule
 from ppverify.engines import run
-from ppverify.optimize import Problem, instance, optimize
+from ppverify.optimize import instance, optimize
 from ppverify.optimize.heuristic import memory_ok
 from ppverify.optimize.modulo import intervals, least_interval, modulo_block, modulo_candidates
 from ppverify.optimize.periodic import periodic_candidates, periodic_programs
 from ppverify.verify import verify
-
-
-def _problem(place: str, p: int, m: int, costs: tuple[int, int, int], cap: float, delay: int, i_frees: float = 0.0):
-    pl = v_shape(p) if place == "v" else loop(p, 2)
-    f, i, w = costs
-    cm = dataclasses.replace(CostModel.abstract(pl, F=f, I=i, W=w), freed_by_I=(i_frees,) * pl.num_stages)
-    return Problem(pl, m, cm, FixedDelay(delay), split=True, memory_cap=cap)
-
-
-PROBLEMS = st.tuples(
-    st.sampled_from(["v", "loop"]),
-    st.integers(2, 3),
-    st.integers(2, 6),
-    st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)),
-    st.sampled_from([1.0, 1.5, 2.0]),
-    st.integers(0, 1),
-    st.sampled_from([0.0, 0.5]),
-)
+from tests.optimize.test_stage_slots import PROBLEMS, _problem
 
 
 def _held(inst, block, interval: Fraction, d: int) -> int:
@@ -153,23 +132,3 @@ def test_optimize_uses_the_blocks_and_turns_them_off():
     assert off.hint_objective == 69
     with pytest.raises(PPVerifyError, match="block_share"):
         optimize(pr, block_share=1.5, **kw)
-
-
-SMALL = [
-    ("v", 2, 4, (1, 1, 1), 1.0, 0),
-    ("v", 2, 4, (2, 1, 1), 1.5, 0),
-    ("v", 3, 4, (1, 2, 1), 1.0, 1),
-    ("loop", 2, 4, (1, 1, 1), 1.0, 0),
-]
-
-
-@pytest.mark.parametrize("case", SMALL, ids=str)
-def test_blocks_never_below_the_exhaustive_optimum(case):
-    """A block's step is a schedule's, so never below the optimum CP-SAT proves with no
-    analytic bound and no start (an exhaustive search on these sizes)."""
-    pr = _problem(*case)
-    r = optimize(pr, time_limit=60, workers=1, redundant_bounds=False, hints=False)
-    assert r.status == "OPTIMAL"
-    inst = instance(pr)
-    for c in modulo_candidates(inst, None, work=0.5)[0]:
-        assert c.objective * inst.tick >= r.objective - 1e-9
