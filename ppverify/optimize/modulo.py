@@ -1,33 +1,36 @@
-"""Modulo-scheduled building blocks: one microbatch's passes placed by CP-SAT so that, repeated
-every ``T``, they never collide on a device and keep the memory cap in the steady state, with the
-shortest block.
+"""Modulo-scheduled building blocks: the passes of one to three microbatches placed by CP-SAT so
+that, repeated every period ``P``, they never collide on a device and keep the memory cap in the
+steady state, with the shortest block.
 
 The periodic starts of :mod:`.periodic` place the block greedily (each op at its earliest free
 slot, in order of its head), so at an interval that fills a device the block's activations live
 longer than they must and the interval that keeps the cap is larger than needed (unit costs, V,
-p = 8, m = 24, cap 3: no block fits below ``T = 4``, step 109). Here the block is the solution of
-a small exact model (the ops of one microbatch, about ``6p`` on V):
+p = 8, m = 24, cap 3: no greedy block keeps it below ``T = 4``, a step of 109). Here the block is
+the solution of a small exact model (the ops of ``k`` microbatches, about ``6pk`` on V; microbatch
+``j`` runs the block of microbatch ``j mod k`` moved by ``(j // k) P``):
 
-* ``start(v) >= start(u) + dur(u) + delay(u, v)`` along the microbatch's dependencies;
-* per device, the ops' slots taken modulo ``T`` do not overlap: op ``i``'s phase
-  ``r_i = start(i) mod T`` and the two copies ``[r_i, r_i + dur_i)`` and
-  ``[r_i + T, r_i + T + dur_i)`` in one no-overlap (two arcs of a circle of length ``T`` meet
+* ``start(v) >= start(u) + dur(u) + delay(u, v)`` along each microbatch's dependencies;
+* per device, the ops' slots taken modulo ``P`` do not overlap: op ``i``'s phase
+  ``r_i = start(i) mod P`` and the two copies ``[r_i, r_i + dur_i)`` and
+  ``[r_i + P, r_i + P + dur_i)`` in one no-overlap (two arcs of a circle of length ``P`` meet
   exactly when two of these segments of the line do);
 * memory: an activation allocated at ``start(F)`` and freed at the end of its ``I``/``W`` is
-  held by microbatch ``j`` over ``[start(F) + jT, end(W) + jT)``; at time ``t`` the number of
-  microbatches holding it is ``floor((t - start(F)) / T) - floor((t - end(W)) / T)``, which is
-  periodic in ``t``, so checking every tick ``t`` of one period, on every device, checks the
-  steady state exactly. (The first and last microbatches hold less: the ramps keep the cap too.)
+  held by the copies ``j`` over ``[start(F) + jP, end(W) + jP)``; at time ``t`` the number of
+  them holding it is ``floor((t - start(F)) / P) - floor((t - end(W)) / P)``, which is periodic
+  in ``t``, so checking every tick ``t`` of one period, on every device, checks the steady state
+  exactly. (The first and last microbatches hold less: the ramps keep the cap too.)
 * objective: the block's length (the last op's end), so the whole step at nominal times is
-  ``(m - 1) T + length``.
+  ``(m/k - 1) P + length``.
 
-The block's orders (each device's ops in order of their nominal times ``start + jT``, as
+The block's orders (each device's ops in order of their nominal times, as
 :func:`~.periodic.periodic_programs` sorts them) are then timed as soon as possible: the nominal
 times are a valid timing of those orders (no collisions, dependencies met), so the squeezed step
-is at most ``(m - 1) T + length``, and the orders keep the cap (checked again by
-:func:`~.heuristic.memory_ok`). Intervals are tried upwards from the busiest device's work per
-microbatch, each with a small deterministic work limit, and stop once a larger interval cannot
-beat the best step found (``(m - 1) T`` plus the critical path is a floor for each).
+is at most the nominal one, and the orders keep the cap (checked again by
+:func:`~.heuristic.memory_ok`). Two or three microbatches per block reach the average intervals
+``P/k`` between whole ticks (V, p = 8, m = 24, cap 3: three per 20 ticks give 92.5, the bound of
+the one-device relaxation, so optimal). :func:`modulo_candidates` bisects those intervals between
+the least one the memory allows (:func:`least_interval`) and the largest that can beat the best
+start, within a deterministic work limit.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from .periodic import building_block, periodic_programs
 from .problem import Instance
 from .solver_setup import make_solver
 
-#: CP-SAT's deterministic seconds per interval tried
+#: CP-SAT's deterministic seconds for one block (:func:`modulo_block`'s default)
 WORK_PER_INTERVAL = 0.2
 #: at most this many intervals are tried
 MAX_TRIES = 12
