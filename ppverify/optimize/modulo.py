@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import time
 from fractions import Fraction
+from typing import Any
 
 from ortools.sat.python import cp_model
 
@@ -289,7 +290,7 @@ def intervals(lo: Fraction, below: Fraction, most: int = MAX_COPIES) -> list[tup
 
 
 def modulo_candidates(
-    inst: Instance, best: int | None = None, work: float = 1.0, wall: float = 60.0
+    inst: Instance, best: int | None = None, work: float = 1.0, wall: float = 60.0, stop: Any = None
 ) -> tuple[list[Candidate], float]:
     """The modulo-scheduled starts (module doc) at the smallest intervals that keep the cap,
     timed, and the deterministic seconds spent: :func:`intervals` from :func:`least_interval`
@@ -297,8 +298,9 @@ def modulo_candidates(
     the best start so far), bisected (a block is found at every interval above some threshold,
     roughly: a smaller interval needs shorter holding times; collisions make it not exactly so),
     at most :data:`MAX_TRIES` of them, within ``work`` deterministic seconds in all (and ``wall``
-    seconds of the clock, a safety); what is left of the work then shortens the block at the
-    smallest interval found.
+    seconds of the clock, a safety; ``stop``, a :class:`threading.Event` set by Ctrl-C: no further
+    block once set); what is left of the work then shortens the block at the smallest interval
+    found.
 
     Example:
         >>> from ppverify.core.placement import v_shape
@@ -324,16 +326,20 @@ def modulo_candidates(
     out: list[Candidate] = []
     left = work
     until = time.monotonic() + wall
+
+    def over() -> bool:  # the work, the clock or a signal ends the search for blocks
+        return left <= 0.01 or time.monotonic() > until or (stop is not None and stop.is_set())
+
     kept: tuple[int, int, list[Fraction]] | None = None  # the smallest interval's block
     lo, hi = 0, len(todo) - 1
     for _ in range(MAX_TRIES):
-        if lo > hi or left <= 0.01 or time.monotonic() > until:
+        if lo > hi or over():
             break
         mid = (lo + hi + 1) // 2
         t, ks = todo[mid]
         found = None
         for copies in ks:
-            if left <= 0.01 or time.monotonic() > until:
+            if over():
                 break
             period = int(t * copies)
             # one microbatch per block is cheap to settle: a small share
@@ -349,7 +355,7 @@ def modulo_candidates(
         else:
             out.append(found)
             hi = mid - 1
-    if kept is not None and left > 0.05 and time.monotonic() < until:
+    if kept is not None and left > 0.05 and not over():
         # what is left of the work: a shorter block at the smallest interval found
         period, copies, block = kept
         better, used = _solve_block(inst, period, copies, left, wall=max(0.01, until - time.monotonic()), hint=block)

@@ -194,7 +194,7 @@ def optimize(
             if inst.cap is not None and block_share > 0:  # blocks placed by CP-SAT (modulo.py)
                 top = min((c.objective for c in starts), default=None)
                 blocks, block_work = modulo_candidates(
-                    inst, top, block_share * work, max(0.0, safety - time.monotonic())
+                    inst, top, block_share * work, max(0.0, safety - time.monotonic()), dl.stop
                 )
                 starts += [c for c in blocks if top is None or c.objective < top]
         best = min(starts, key=lambda c: (c.objective, c.source), default=None)
