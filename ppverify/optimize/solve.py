@@ -18,6 +18,7 @@ from .heuristic import Candidate, best_candidate, canonical_starts
 from .interrupt import stoppable
 from .localsearch import improve
 from .model import build_model
+from .modulo import modulo_candidates
 from .periodic import periodic_candidates
 from .problem import Instance, Problem, instance
 from .relax import relaxation_bound
@@ -64,6 +65,7 @@ def optimize(
     symmetry: bool = True,
     redundant_bounds: bool = True,
     relax_share: float = 0.3,
+    block_share: float = 0.2,
     hints: bool = True,
     work_limit: float | None = None,
     local_search: bool = True,
@@ -96,6 +98,11 @@ def optimize(
     what is left, and a phase the clock cut is named in ``reason`` and
     ``solver["wall_limited"]`` (the result then has the best schedule and bound found so far).
 
+    On placements with several stages per device under a cap, blocks of one or two microbatches
+    placed by CP-SAT and repeated at an interval (:mod:`.modulo`) are starts too, with
+    at most ``block_share`` of the work (what they use is taken from the search's; 0 turns them
+    off).
+
     On placements with several stages per device a search of the rest of the step with the
     start's warm-up kept (:mod:`.tail`) runs first, with ``tail_share`` of the search's work and
     of the time limit on top of the search's own (0 turns it off); the search then runs from the
@@ -126,6 +133,8 @@ def optimize(
     check_limits(time_limit, workers)
     if gap_limit is not None and not 0 <= gap_limit < 1:
         raise ParameterError("gap-limit", gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
+    if not 0 <= block_share <= 1:
+        raise ParameterError("block_share", block_share, "must be a fraction in [0, 1]; 0 turns the blocks off")
     if not 0 <= tail_share <= 1:
         raise ParameterError("tail_share", tail_share, "must be a fraction in [0, 1]; 0 turns it off")
     dl = deadline if deadline is not None else Deadline.after(time_limit)
@@ -176,11 +185,18 @@ def optimize(
     # the hint phase is bounded by counts (greedy rules, families, local-search moves); the clock
     # only cuts it on a machine too slow to finish them within most of the time limit
     safety = dl.at(0.8).end
+    block_work = 0.0  # the work the modulo blocks took from the search's (modulo.py)
     best: Candidate | None = best_candidate(inst, use_families, deadline=safety, hard=hard.end) if hints else None
     if hints:  # the zero-bubble paper's heuristic (8 variants) too: the result is never worse than it
         starts = [c for c in (best, *zb_candidates(inst, hard.end)) if c is not None]
         if several_stages_per_device(inst):  # building blocks at an interval (periodic.py): V, loop under a cap
             starts += periodic_candidates(inst, safety)
+            if inst.cap is not None and block_share > 0:  # blocks placed by CP-SAT (modulo.py)
+                top = min((c.objective for c in starts), default=None)
+                blocks, block_work = modulo_candidates(
+                    inst, top, block_share * work, max(0.0, safety - time.monotonic()), dl.stop
+                )
+                starts += [c for c in blocks if top is None or c.objective < top]
         best = min(starts, key=lambda c: (c.objective, c.source), default=None)
     if hints and time.monotonic() > safety:
         cut.append("starting schedules")
@@ -279,7 +295,7 @@ def optimize(
         cut.append("device relaxation")
     # the memory-cycle bound stays out of the model (bounds.py): a floor only, like the relaxation's
     used_bounds = replace(analytic, memory_cycle=0) if redundant_bounds else _no_bounds(bounds)
-    search_work = work * (1 - relax_share) if redundant_bounds else work
+    search_work = max(0.01, (work * (1 - relax_share) if redundant_bounds else work) - block_work)
     tail_best: Candidate | None = None
     if (
         best is not None

@@ -1,7 +1,8 @@
 """Several stages per device under a cap (V, loop): the periodic starting schedules
 (``ppverify.optimize.periodic``) are valid schedules within the cap, and the memory-slot
 precedences (``ppverify.optimize.stagepair``) with the one-device relaxation they strengthen never
-exceed an optimum CP-SAT proves without any analytic bound, nor a schedule found."""
+exceed an optimum CP-SAT proves without any analytic bound, nor a schedule found; the blocks of
+``ppverify.optimize.modulo`` never go below that optimum."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ppverify.engines import run
 from ppverify.optimize import Problem, instance, optimize
 from ppverify.optimize.bounds import lower_bounds
 from ppverify.optimize.heuristic import canonical_starts
+from ppverify.optimize.modulo import modulo_candidates
 from ppverify.optimize.periodic import periodic_candidates
 from ppverify.optimize.relax import device_bound
 from ppverify.optimize.stagepair import slot_precedences
@@ -100,6 +102,8 @@ def test_relaxation_never_above_the_optimum(case):
     assert lower_bounds(inst).best <= opt
     for d in range(inst.p):
         assert device_bound(inst, d, "makespan", 30.0, work_limit=10.0) <= opt
+    for c in modulo_candidates(inst, None, work=0.5)[0]:  # blocks by CP-SAT (modulo.py): schedules
+        assert c.objective >= opt
 
 
 def test_v_at_the_least_budget_is_proven_optimal_by_device_3():
