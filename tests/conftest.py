@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from ppverify.core.errors import ParameterError
 from ppverify.core.schedule import Schedule
@@ -126,3 +127,36 @@ def refused_in_one_line(capsys) -> Callable[[list[str], str], str]:
         return err
 
     return refused
+
+
+@pytest.fixture()
+def loopback_preset(tmp_path: Path) -> Callable[..., str]:
+    """A writer of system presets for this machine's worker processes (every rank on one node,
+    one loopback link tier): ``write(runtime, gpus=..., latency_us=..., ...)`` writes the preset
+    with that ``runtime:`` section and returns its path."""
+
+    def write(
+        runtime: dict[str, Any] | None = None,
+        *,
+        gpus: int = 2,
+        latency_us: float = 50.0,
+        bandwidth_GBps: float = 2.0,
+        peak_TFLOPs: float = 1.0,
+        memory_GiB: float = 8.0,
+        name: str = "preset",
+    ) -> str:
+        link = {"name": "loopback", "latency_us": latency_us, "bandwidth_GBps": bandwidth_GBps}
+        doc: dict[str, Any] = {
+            "description": "a hand-written preset of this machine's worker processes",
+            "device": {"name": "cpu", "peak_TFLOPs": peak_TFLOPs, "memory_GiB": memory_GiB},
+            "gpus_per_node": gpus,
+            "intra_node": dict(link),
+            "inter_node": dict(link),
+        }
+        if runtime is not None:
+            doc["runtime"] = runtime
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        return str(path)
+
+    return write

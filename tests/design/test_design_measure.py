@@ -34,24 +34,12 @@ def test_saved_frontier_schedules_train_with_correct_gradients(tmp_path, capsys)
     assert measure(saved, {"F": 0.002, "I": 0.002, "W": 0.002}).grad_check.ok
 
 
-PRESET = """
-description: this machine's links and a runtime overhead far above the real one
-device: {name: cpu, peak_TFLOPs: 1, memory_GiB: 8}
-gpus_per_node: 2
-intra_node: {name: loopback, latency_us: 50, bandwidth_GBps: 2}
-inter_node: {name: loopback, latency_us: 50, bandwidth_GBps: 2}
-runtime:
-  action_overhead_us: 20000
-  link_delay_us: 30000
-"""
-
-
-def test_with_a_preset_the_runs_sleep_the_op_costs_and_emulate_its_link(tmp_path, capsys) -> None:
+def test_with_a_preset_the_runs_sleep_the_op_costs_and_emulate_its_link(loopback_preset, capsys) -> None:
     # the design predicts with the preset's 20 ms per action folded into every op; the runs must
     # sleep the ops' own 20 ms (the real runtime adds its own overhead, a few ms per step here)
     # and wait the preset's 30 ms link delay on every crossing
-    preset = tmp_path / "slow.yaml"
-    preset.write_text(PRESET)
+    # this machine's links and a runtime overhead far above the real one
+    preset = loopback_preset({"action_overhead_us": 20000, "link_delay_us": 30000})
     argv = ["design", "-p", "2", "-m", "2", "--costs", "F=0.02,I=0.02,W=0.02", "--system", str(preset)]
     code = main([*argv, "--placements", "linear", "--budgets", "2", "--work-limit", "2", "--no-progress", "--measure", "--json"])  # fmt: skip
     assert code == 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 
 import pytest
 from hypothesis import given, settings
@@ -112,36 +111,30 @@ def test_refusals_name_the_rule():
         run(s, c, NO_COMM, "runtime", model=Handover(), dp_allreduce=2)
 
 
-def _preset(tmp_path, **terms_us):
-    body = textwrap.dedent(
-        """\
-        description: hand-written hand-over terms
-        device: {name: cpu, peak_TFLOPs: 0.1, memory_GiB: 1}
-        gpus_per_node: 8
-        intra_node: {name: loop, latency_us: 0, bandwidth_GBps: 1000}
-        inter_node: {name: loop, latency_us: 0, bandwidth_GBps: 1000}
-        runtime:
-          action_overhead_us: 100000
-          handover:
-        """
+def _preset(write, **terms_us):
+    # hand-written hand-over terms, and a per-action overhead only async folds in
+    handover = {f"{k}_us": v for k, v in terms_us.items()}
+    return write(
+        {"action_overhead_us": 100000, "handover": handover},
+        gpus=8,
+        latency_us=0,
+        bandwidth_GBps=1000,
+        peak_TFLOPs=0.1,
+        memory_GiB=1,
     )
-    body += "".join(f"    {k}_us: {v}\n" for k, v in terms_us.items())
-    path = tmp_path / "ho.yaml"
-    path.write_text(body, encoding="utf-8")
-    return path
 
 
-def test_preset_terms_reach_the_engine(tmp_path):
-    sysm = load_system(str(_preset(tmp_path, head=0, overshoot=0, gap=0, send=0, recv=0, late=3e6, wake=5e5)))
+def test_preset_terms_reach_the_engine(loopback_preset):
+    sysm = load_system(str(_preset(loopback_preset, head=0, overshoot=0, gap=0, send=0, recv=0, late=3e6, wake=5e5)))
     h = handover_of(sysm)
     assert (h.late, h.wake, h.gap) == pytest.approx((3.0, 0.5, 0.0))
 
 
-def test_simulate_semantics_runtime_by_hand(tmp_path):
+def test_simulate_semantics_runtime_by_hand(loopback_preset):
     # seconds costs F=1 B=2 on a preset whose only term is wake 0.5 s: the gpipe p=2 m=1 walk by
     # hand is 7 s. The preset's 0.1 s per-action overhead is what async folds in, the runtime
     # semantics must not (it has its own terms): 4 ops x 0.1 s more under async
-    preset = _preset(tmp_path, head=0, overshoot=0, gap=0, send=0, recv=0, late=0, wake=5e5)
+    preset = _preset(loopback_preset, head=0, overshoot=0, gap=0, send=0, recv=0, late=0, wake=5e5)
     cmd = [sys.executable, "-m", "ppverify", "simulate", "gpipe", "-p", "2", "-m", "1", "--costs", "F=1,B=2"]
     cmd += ["--system", str(preset), "--json"]
     out = subprocess.run(cmd + ["--semantics", "runtime"], capture_output=True, text=True, check=True)

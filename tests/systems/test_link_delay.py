@@ -14,24 +14,14 @@ from ppverify.io.json_comm import CommSettings, comm_from_dict, comm_to_dict
 from ppverify.schedules import build
 from ppverify.systems.system import allreduce_time, load_system
 
-PRESET = """
-description: a machine with an emulated slow link
-device: {name: cpu, peak_TFLOPs: 1, memory_GiB: 8}
-gpus_per_node: 4
-intra_node: {name: loopback, latency_us: 50, bandwidth_GBps: 2}
-inter_node: {name: loopback, latency_us: 50, bandwidth_GBps: 2}
-runtime:
-  action_overhead_us: 0
-  link_delay_us: 10000
-  handover: {head_us: 0, overshoot_us: 0, gap_us: 0, send_us: 0, recv_us: 0, late_us: 3000, wake_us: 500}
-"""
+HANDOVER = {"head_us": 0, "overshoot_us": 0, "gap_us": 0, "send_us": 0, "recv_us": 0, "late_us": 3000, "wake_us": 500}
 
 
 @pytest.fixture()
-def system(tmp_path):
-    path = tmp_path / "slow.yaml"
-    path.write_text(PRESET)
-    return load_system(str(path))
+def system(loopback_preset):
+    # a machine with an emulated slow link: 10 ms on every transfer
+    runtime = {"action_overhead_us": 0, "link_delay_us": 10000, "handover": HANDOVER}
+    return load_system(loopback_preset(runtime, gpus=4))
 
 
 def test_preset_key_adds_to_every_cross_device_transfer(system):
@@ -71,10 +61,8 @@ def test_schedule_files_keep_the_delay(system):
     assert back.link_delay_s == pytest.approx(0.01)
 
 
-def test_negative_delay_in_a_preset_is_refused(tmp_path):
+def test_negative_delay_in_a_preset_is_refused(loopback_preset):
     from ppverify.core.errors import PPVerifyError
 
-    path = tmp_path / "bad.yaml"
-    path.write_text(PRESET.replace("link_delay_us: 10000", "link_delay_us: -5"))
     with pytest.raises(PPVerifyError, match="link_delay_us"):
-        load_system(str(path))
+        load_system(loopback_preset({"link_delay_us": -5}))
