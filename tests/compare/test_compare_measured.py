@@ -154,7 +154,7 @@ def test_measured_level_emulates_a_fixed_delay_and_sleeps_the_ops_own_costs(loop
     got = fill_measured([pt, ppt], steps=2, warmup=1)
     measured = got[0].level("measured")
     assert measured.status == "ok", measured.note
-    assert 19.0 - 0.2 <= measured.makespan <= 19.0 + 2.0
+    assert 19.0 - 0.2 <= measured.makespan <= 19.0 + 4.0  # the runtime's own hand-overs, loaded: under 40 ms
     folded = got[1].level("async").makespan  # 6 ops on the critical path, each 20 ms longer
     assert folded == pytest.approx(own + 6 * 0.02)
     assert own <= got[1].level("measured").makespan <= own + 0.06 < folded - 0.05  # the runtime: a few ms
