@@ -35,11 +35,11 @@ def test_saved_frontier_schedules_train_with_correct_gradients(tmp_path, capsys)
 
 
 def test_with_a_preset_the_runs_sleep_the_op_costs_and_emulate_its_link(loopback_preset, capsys) -> None:
-    # the design predicts with the preset's 20 ms per action folded into every op; the runs must
+    # the design predicts with the preset's 40 ms per action folded into every op; the runs must
     # sleep the ops' own 20 ms (the real runtime adds its own overhead, a few ms per step here)
     # and wait the preset's 30 ms link delay on every crossing
     # this machine's links and a runtime overhead far above the real one
-    preset = loopback_preset({"action_overhead_us": 20000, "link_delay_us": 30000})
+    preset = loopback_preset({"action_overhead_us": 40000, "link_delay_us": 30000})
     argv = ["design", "-p", "2", "-m", "2", "--costs", "F=0.02,I=0.02,W=0.02", "--system", str(preset)]
     code = main([*argv, "--placements", "linear", "--budgets", "2", "--work-limit", "2", "--no-progress", "--measure", "--json"])  # fmt: skip
     assert code == 0
@@ -51,9 +51,9 @@ def test_with_a_preset_the_runs_sleep_the_op_costs_and_emulate_its_link(loopback
     for r in rows.values():
         assert r["grad_ok"], r
         # at least 5 ops on any critical path (F, I on each rank, the last W), each predicted
-        # 20 ms longer than it sleeps: the measured step is 100 ms below the prediction, less
+        # 40 ms longer than it sleeps: the measured step is 200 ms below the prediction, less
         # the real runtime's own overhead (sleeping the folded costs would put it above)
-        assert r["measured_s"] <= r["predicted_s"] - 0.06, r
+        assert r["measured_s"] <= r["predicted_s"] - 0.1, r
     # 1F1B p=2 m=2: F on rank 0, a 30 ms crossing, F and I on rank 1, a crossing, I on rank 0,
     # then the last microbatch's W; each crossing waits at least the delay
     one = rows["1f1b-split"]

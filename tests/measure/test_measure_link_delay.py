@@ -29,8 +29,9 @@ from ppverify.systems.system import load_system
 
 D = 0.05
 COSTS = {"F": 0.02, "B": 0.04}
-# sleep compute overshoots each sleep and each hand-over by a fraction of a millisecond
-SLACK = 0.02
+# sleep compute overshoots each sleep and each hand-over: a fraction of a millisecond when idle,
+# milliseconds on a loaded machine
+SLACK = 0.04
 
 
 @pytest.fixture(scope="module")
