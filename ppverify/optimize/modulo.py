@@ -58,6 +58,11 @@ MAX_TRIES = 12
 MAX_COPIES = 3
 #: a block is at most this many periods longer than the critical path
 SLACK = 2
+#: the longest period (ticks) a block is sought at: the memory model holds a constraint and a
+#: boolean per op for every tick of the period, so a fine time grid (costs in seconds that share
+#: no small divisor: ticks of microseconds) would build models of millions of variables; there
+#: the periodic starts (:mod:`.periodic`) serve alone
+MAX_PERIOD_TICKS = 2000
 
 
 def modulo_block(
@@ -322,7 +327,11 @@ def modulo_candidates(
     if best is None:  # one microbatch after another is a periodic schedule too
         best = m * crit
     below = Fraction(best - crit, m - 1) if m > 1 else Fraction(0)
-    todo = intervals(least_interval(inst), below, min(MAX_COPIES, m))
+    least = least_interval(inst)
+    if least * min(MAX_COPIES, m) > MAX_PERIOD_TICKS:  # a time grid too fine for the memory model
+        return [], 0.0
+    below = min(below, Fraction(MAX_PERIOD_TICKS, min(MAX_COPIES, m)))
+    todo = intervals(least, below, min(MAX_COPIES, m))
     out: list[Candidate] = []
     left = work
     until = time.monotonic() + wall
