@@ -87,13 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--iterations", type=int, default=60)
     ap.add_argument("--no-hog", action="store_true", help="only the run without the busy loop")
-    ap.add_argument(
-        "--wait-quiet",
-        type=float,
-        default=0.0,
-        metavar="S",
-        help="before each case, wait up to S seconds for 5 s in which other (niced) jobs hold < 10 %% of the CPUs",
-    )
+    from ppverify.measure.machine_load import add_wait_quiet_argument
+
+    add_wait_quiet_argument(ap, "before each case")
     args = ap.parse_args(argv)
     from ppverify.measure.machine_load import cpu_share, cpu_ticks, wait_quiet
 

@@ -111,13 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         help="with --held-out-only: run the calibration's schedules and the held-out runs interleaved in one "
         "batch, fit on the former as calibrate does, predict the latter (the same machine load for both)",
     )
-    ap.add_argument(
-        "--wait-quiet",
-        type=float,
-        default=0.0,
-        metavar="S",
-        help="before measuring, wait up to S seconds for 5 s in which other (niced) jobs hold < 10 %% of the CPUs",
-    )
+    from ppverify.measure.machine_load import add_wait_quiet_argument
+
+    add_wait_quiet_argument(ap, "before measuring")
     args = ap.parse_args(argv)
 
     from ppverify.core.comm import FixedDelay

@@ -160,13 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--import-only", action="store_true", help="only the import speed")
     ap.add_argument("--held-out-only", action="store_true", help="only the held-out prediction")
-    ap.add_argument(
-        "--wait-quiet",
-        type=float,
-        default=0.0,
-        metavar="S",
-        help="before each group, wait up to S seconds for 5 s in which other (niced) jobs hold < 10 %% of the CPUs",
-    )
+    from ppverify.measure.machine_load import add_wait_quiet_argument
+
+    add_wait_quiet_argument(ap, "before each group")
     ap.add_argument(
         "--realtime",
         action="store_true",

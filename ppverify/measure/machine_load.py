@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: /proc/stat's first line: user, nice, system, idle, iowait, irq, softirq, steal (ticks)
 PROC_STAT = Path("/proc/stat")
@@ -118,3 +119,22 @@ def wait_quiet(timeout_s: float, window_s: float = 5.0, stat: Path = PROC_STAT) 
 
 
 __all__ = ["CpuShare", "cpu_share", "cpu_ticks", "wait_quiet"]
+
+
+def add_wait_quiet_argument(parser: Any, when: str = "before measuring") -> None:
+    """``--wait-quiet S`` on an argparse parser (the benchmark scripts' and ``calibrate``'s):
+    ``when``, wait up to S seconds for a quiet window (:func:`wait_quiet`).
+
+    Example:
+        >>> import argparse
+        >>> ap = argparse.ArgumentParser(); add_wait_quiet_argument(ap)
+        >>> ap.parse_args(["--wait-quiet", "30"]).wait_quiet
+        30.0
+    """
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help=f"{when}, wait up to S seconds for 5 s in which other (niced) jobs hold < 10 %% of the CPUs",
+    )
