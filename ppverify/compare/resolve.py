@@ -10,6 +10,7 @@ from ..core.comm import CommModel, FixedDelay
 from ..core.costs import CostModel, complete_costs
 from ..core.schedule import Schedule
 from ..systems.preset_models import SETTINGS_FIELDS, PresetSettings, resolve_presets
+from ..systems.system import link_delay_of
 from .config import Config, ScheduleEntry
 
 
@@ -41,7 +42,7 @@ class Resolved:
             >>> resolve(Config(2, 2, costs=(("F", 1.0),)), build("gpipe", p=2, m=2)).link_delay
             0.0
         """
-        return float(getattr(self.comm, "link_delay_s", 0.0))
+        return link_delay_of(self.comm)
 
 
 def resolve(config: Config, schedule: Schedule) -> Resolved:

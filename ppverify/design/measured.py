@@ -78,18 +78,18 @@ def measure_design(
     """
     from ..measure import measure_many
     from ..systems.preset_models import resolve_presets
+    from ..systems.system import link_delay_of
 
     by_label = {s.label: s for s in d.setups}
     items: list[tuple[str, str, Schedule, CostModel, float, float, float | None, float | None]] = []
     preset = d.request.settings.model is not None or d.request.settings.system is not None
-    link_delay = 0.0
+    # every placement runs on the settings' one system: its emulated link delay, if any
+    link_delay = max((link_delay_of(st.comm) for st in d.setups), default=0.0)
 
     def sleeps(schedule: Schedule) -> CostModel:
         # the ops sleep their own costs: the runtime's overhead, which a system preset folds into
         # the predicted durations, is what the real runtime adds by itself
-        nonlocal link_delay
         ctx = resolve_presets(d.request.settings, schedule)
-        link_delay = float(getattr(ctx.comm, "link_delay_s", 0.0))
         return ctx.costs_for(True) if preset else in_seconds(ctx.costs, scale)
 
     for i, q in enumerate(d.front):

@@ -44,6 +44,7 @@ from ..core.errors import DeadlockError, ParameterError
 from ..core.ops import Comm, Op, Overlap
 from ..core.schedule import Schedule
 from ..core.timeline import Timeline, TimelineInfo, Transfers
+from ..systems.system import link_delay_of
 
 #: the model's terms, in the order of :class:`Handover`'s fields (and of ``System.handover_s``)
 TERMS = ("head", "overshoot", "gap", "send", "recv", "late", "wake")
@@ -374,8 +375,8 @@ def runtime_timeline(
         raise ParameterError("dp-allreduce", dp_allreduce, "the runtime semantics times one pipeline replica")
     if model is None:
         model = handover_of(comm, schedule.p)
-    if model is not None and getattr(comm, "link_delay_s", 0.0):
-        model = replace(model, link_delay=float(getattr(comm, "link_delay_s", 0.0)))
+    if model is not None and link_delay_of(comm):
+        model = replace(model, link_delay=link_delay_of(comm))
     if model is None:
         raise ParameterError(
             "system",

@@ -72,6 +72,16 @@ class TimedStage(PipelineStage):
             self.events.append(Event(kind, self.stage_index, mb, t0, _now()))
         return out
 
+    # with a link delay every message carries its sender's clock (:mod:`.link_delay`)
+    def _stamped_sends(self, ops: Any) -> Any:
+        return stamped_sends(ops) if self.link_delay_s > 0 else ops
+
+    def _stamped_recvs(self, kind: str, mb: int, ops: Any) -> Any:
+        if self.link_delay_s <= 0:
+            return ops
+        ops, self._stamps[(kind, mb)] = stamped_recvs(ops)
+        return ops
+
     def forward_one_chunk(self, fwd_chunk_id: int, *args: Any, **kwargs: Any) -> Any:
         return self._timed(
             "F", fwd_chunk_id, lambda: super(TimedStage, self).forward_one_chunk(fwd_chunk_id, *args, **kwargs)
@@ -99,36 +109,26 @@ class TimedStage(PipelineStage):
         if self.events is not None:
             t = _now()
             self.events.append(Event("SEND_F", self.stage_index, fwd_chunk_id, t, t))
-        ops = super().get_fwd_send_ops(fwd_chunk_id)
-        return stamped_sends(ops) if self.link_delay_s > 0 else ops
+        return self._stamped_sends(super().get_fwd_send_ops(fwd_chunk_id))
 
     def get_bwd_send_ops(self, bwd_chunk_id: int) -> Any:
         if self.events is not None:
             t = _now()
             self.events.append(Event("SEND_B", self.stage_index, bwd_chunk_id, t, t))
-        ops = super().get_bwd_send_ops(bwd_chunk_id)
-        return stamped_sends(ops) if self.link_delay_s > 0 else ops
+        return self._stamped_sends(super().get_bwd_send_ops(bwd_chunk_id))
 
     # when a RECV is posted tells whether its hand-over was a late receiver's (see docs/measure.md)
     def get_fwd_recv_ops(self, fwd_chunk_id: int) -> Any:
         if self.events is not None:
             t = _now()
             self.events.append(Event("RECV_F", self.stage_index, fwd_chunk_id, t, t))
-        ops = super().get_fwd_recv_ops(fwd_chunk_id)
-        if self.link_delay_s <= 0:
-            return ops
-        ops, self._stamps[("F", fwd_chunk_id)] = stamped_recvs(ops)
-        return ops
+        return self._stamped_recvs("F", fwd_chunk_id, super().get_fwd_recv_ops(fwd_chunk_id))
 
     def get_bwd_recv_ops(self, bwd_chunk_id: int) -> Any:
         if self.events is not None:
             t = _now()
             self.events.append(Event("RECV_B", self.stage_index, bwd_chunk_id, t, t))
-        ops = super().get_bwd_recv_ops(bwd_chunk_id)
-        if self.link_delay_s <= 0:
-            return ops
-        ops, self._stamps[("B", bwd_chunk_id)] = stamped_recvs(ops)
-        return ops
+        return self._stamped_recvs("B", bwd_chunk_id, super().get_bwd_recv_ops(bwd_chunk_id))
 
 
 class _StatusList(list):

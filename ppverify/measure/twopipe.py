@@ -59,6 +59,10 @@ class _Runner:
     def _tag(self, direction: int, stage: int, mb: int) -> int:
         return (direction * self.S + stage) * self.m + mb
 
+    def _stamp_tag(self, tag: int) -> int:
+        # a link delay's clock stamps (:mod:`.link_delay`) travel above every data and replica-sum tag
+        return tag + 3 * self.S * self.m
+
     def _get(self, direction: str, stage: int, mb: int, src: int, like: Any, label: str) -> Any:
         key = (direction, stage, mb)
         if src == self.rank:
@@ -68,9 +72,9 @@ class _Runner:
         tag = self._tag(0 if direction == "F" else 1, stage, mb)
         with annotate(f"{stage}RECV_{direction}{mb}", self.profiling):
             dist.recv(buf, src=src, tag=tag)
-            if self.job.link_delay > 0:  # the sender's stamp, on tags above the data's and the replica sums'
+            if self.job.link_delay > 0:  # the sender's stamp
                 sent = torch.zeros(1, dtype=torch.float64)
-                dist.recv(sent, src=src, tag=tag + 3 * self.S * self.m)
+                dist.recv(sent, src=src, tag=self._stamp_tag(tag))
                 wait_for_link([sent], self.job.link_delay)
         set_status(label)
         return buf
@@ -89,7 +93,7 @@ class _Runner:
         with annotate(f"{sender}SEND_{direction}{mb}", self.profiling):
             self.sends.append(dist.isend(tensor.contiguous(), dst=dst, tag=tag))
             if self.job.link_delay > 0:
-                self.sends.append(dist.isend(stamp(), dst=dst, tag=tag + 3 * self.S * self.m))
+                self.sends.append(dist.isend(stamp(), dst=dst, tag=self._stamp_tag(tag)))
 
     def run_op(self, op: Op) -> None:
         with self.memory.running(op.kind):
@@ -174,8 +178,8 @@ class _Runner:
                     # with a link delay, a ring all-reduce of two replicas crosses the link twice
                     # (2(n-1) steps, what the prediction charges) once both replicas are ready
                     sent, theirs_at = stamp(), torch.zeros(1, dtype=torch.float64)
-                    ack = dist.isend(sent, dst=peer, tag=tag + 3 * self.S * self.m)
-                    dist.recv(theirs_at, src=peer, tag=tag + 3 * self.S * self.m)
+                    ack = dist.isend(sent, dst=peer, tag=self._stamp_tag(tag))
+                    dist.recv(theirs_at, src=peer, tag=self._stamp_tag(tag))
                     ack.wait()
                     end = max(int(sent[0].item()), int(theirs_at[0].item())) + delay_ns
                 total = mine + theirs

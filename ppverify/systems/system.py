@@ -249,6 +249,17 @@ def _handover_terms(section: Mapping[str, Any] | None) -> tuple[Any, ...]:
 HANDOVER_KEYS = ("head_us", "overshoot_us", "gap_us", "send_us", "recv_us", "late_us", "wake_us")
 
 
+def link_delay_of(comm: object) -> float:
+    """The emulated link delay (seconds) a communication model states: a :class:`System`'s
+    ``link_delay_s`` (preset ``runtime.link_delay_us``), 0 for any other model.
+
+    Example:
+        >>> link_delay_of(load_system("dgx-h100")), link_delay_of(FixedDelay(0.5))
+        (0.0, 0.0)
+    """
+    return float(getattr(comm, "link_delay_s", 0.0))
+
+
 def allreduce_time(comm: CommModel, ranks: Sequence[int], nbytes: float) -> float:
     """Ring all-reduce of ``nbytes`` over ``ranks``: ``2(n-1)`` steps, each moving ``nbytes/n``
     to the ring neighbour, paced by the slowest link of the ring. Under an alpha-beta link this is

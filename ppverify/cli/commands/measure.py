@@ -90,13 +90,13 @@ def run(args: argparse.Namespace) -> int:
     from ...measure import MeasureTimeout, measure
     from ...measure.options import check_link_delay, check_run_options
     from ...measure.summary import measure_report, measure_text
-    from ...systems.system import load_system
+    from ...systems.system import link_delay_of, load_system
 
     costs = dict(parsed_costs(args) or ())  # read once, before the build
     schedule = build_schedule(schedule_source(args))
     system = load_system(args.system) if args.system else None  # bad presets fail before any process starts
     check_run_options(args.steps, args.warmup, args.timeout, args.seed)
-    link_delay = args.link_delay if args.link_delay is not None else getattr(system, "link_delay_s", 0.0)
+    link_delay = args.link_delay if args.link_delay is not None else link_delay_of(system)
     check_link_delay(link_delay)
     check_timeline_outputs(args)  # not after the run: a bad path is bad input
     try:
