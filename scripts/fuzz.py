@@ -946,8 +946,28 @@ def make_signal_cases(n: int, seed: int) -> list[Case]:
     return [signal_case(rng) for _ in range(n)]
 
 
+def _wait_until_caught(pid: int, sig: int, limit: float = 30.0) -> None:
+    """Wait until process ``pid`` has a handler for ``sig`` (``SigCgt`` in ``/proc``), so that the
+    case's delay counts from then. Before the interpreter installs its handlers a signal takes its
+    default action (exit -2 on SIGINT, -15 on SIGTERM, no output), as for any program not yet
+    started; on a loaded machine that window can last half a second. SIGKILL is never caught."""
+    if sig == signal.SIGKILL:
+        return
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:  # ended already, or no /proc: send at once
+            return
+        caught = re.search(r"^SigCgt:\s*([0-9a-f]+)", status, re.M)
+        if caught is None or int(caught.group(1), 16) >> (sig - 1) & 1:
+            return
+        time.sleep(0.005)
+
+
 def run_signal_case(case: Case, workdir: Path) -> Outcome:
-    """Run ``measure`` in a session of its own, send the case's signal, and check: SIGINT exit 130
+    """Run ``measure`` in a session of its own, send the case's signal (its delay counted from when
+    the process catches that signal), and check: SIGINT exit 130
     and SIGTERM exit 143 with one line and no traceback (a run that ended first: exit 0); after any
     signal, no process of the session survives (SIGKILL of the main process included)."""
     _, name, target, delay = case.kind.split()
@@ -958,8 +978,9 @@ def run_signal_case(case: Case, workdir: Path) -> Outcome:
     proc = subprocess.Popen(
         cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True
     )
-    time.sleep(float(delay))
     sig = getattr(signal, name)
+    _wait_until_caught(proc.pid, sig)
+    time.sleep(float(delay))
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, sig) if target == "group" else proc.send_signal(sig)
     problem = ""
