@@ -114,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     from ppverify.measure.machine_load import add_wait_quiet_argument
 
     add_wait_quiet_argument(ap, "before measuring")
+    ap.add_argument(
+        "--realtime",
+        action="store_true",
+        help="calibrate and measure with the workers at real-time priority (calibrate --realtime, measure --realtime)",
+    )
     args = ap.parse_args(argv)
 
     from ppverify.core.comm import FixedDelay
@@ -149,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         import tempfile
         from pathlib import Path
 
-        cal = calibrate(quick=args.quick)
+        cal = calibrate(quick=args.quick, realtime=args.realtime)
         path = Path(args.save_preset) if args.save_preset else Path(tempfile.mkdtemp()) / "calibrated.yaml"
         path.write_text(preset_text(cal), encoding="utf-8")
         system = load_system(str(path))
@@ -172,9 +177,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.held_out_only:
         if args.same_session:
-            same_session(system, steps)
+            same_session(system, steps, args.realtime)
         else:
-            held_out(system, steps)
+            held_out(system, steps, args.realtime)
         return 0
     items, skipped = [], []
     for p in ps:
@@ -189,7 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     per_round: list[list] = [[] for _ in items]
     for k in range(rounds):
         order = list(range(len(items)))[:: -1 if k % 2 else 1]
-        got = measure_many([(items[i][3], dict(COSTS)) for i in order], steps=steps, warmup=1, timeout=120)
+        got = measure_many(
+            [(items[i][3], dict(COSTS)) for i in order], steps=steps, warmup=1, timeout=120, realtime=args.realtime
+        )
         for i, res in zip(order, got):
             per_round[i].append(res)
     t_measure = time.perf_counter() - t0
@@ -419,21 +426,24 @@ def main(argv: list[str] | None = None) -> int:
     probe = [s for fam, p, m, s in items if (fam, m) in (("1f1b", ms[-1]), ("zbv", ms[-1]))]
     pairs = []
     for record in (True, False, True, False):
-        rs = measure_many([(s, dict(COSTS)) for s in probe], steps=steps, warmup=1, timeout=120, record=record)
+        rs = measure_many(
+            [(s, dict(COSTS)) for s in probe], steps=steps, warmup=1, timeout=120, record=record, realtime=args.realtime
+        )
         pairs.append([statistics.median(r.step_times) for r in rs])
     on = [statistics.mean(x) for x in zip(pairs[0], pairs[2])]
     off = [statistics.mean(x) for x in zip(pairs[1], pairs[3])]
     print("recording on vs off (median step time, ms, two alternating rounds each):")
     for s, a, b in zip(probe, on, off):
         print(f"  {s.describe():<28} on {a * 1e3:8.1f}  off {b * 1e3:8.1f}  overhead {(a - b) / b * 100:+.2f} %")
-    held_out(system, steps)
+    held_out(system, steps, args.realtime)
     print(f"total {time.perf_counter() - t_start:.0f} s")
     return 0
 
 
-def held_out(system, steps: int) -> None:
-    """Measure :data:`HELD_OUT` and print each run's calibrated prediction (``measure --system``),
-    its measured median makespan and the error, then the mean and max error."""
+def held_out(system, steps: int, realtime: bool = False) -> None:
+    """Measure :data:`HELD_OUT` (``realtime``: the workers at real-time priority) and print each
+    run's calibrated prediction (``measure --system``), its measured median makespan and the
+    error, then the mean and max error."""
     from ppverify.measure import measure_many
     from ppverify.measure.calibrate import predict_on, prediction_method
     from ppverify.measure.machine_load import cpu_share, cpu_ticks
@@ -441,7 +451,7 @@ def held_out(system, steps: int) -> None:
 
     runs = [(build(f, p=p, m=m, **params), costs) for f, p, m, params, costs in HELD_OUT]
     ticks = cpu_ticks()
-    results = measure_many(runs, steps=steps, warmup=1, timeout=120)
+    results = measure_many(runs, steps=steps, warmup=1, timeout=120, realtime=realtime)
     load = cpu_share(ticks, cpu_ticks())
     print("held-out (schedules, costs and sizes the calibration did not run):")
     if load is not None:
@@ -461,7 +471,7 @@ def held_out(system, steps: int) -> None:
     )
 
 
-def same_session(system, steps: int) -> None:
+def same_session(system, steps: int, realtime: bool = False) -> None:
     """The held-out standard with the load matched: ``calibrate``'s overhead schedules
     (:data:`~ppverify.measure.calibration.OVERHEAD_SCHEDULES`, ops sleeping 5/10 ms) and
     :data:`HELD_OUT` measured interleaved in one batch, the preset's terms fitted on the former
@@ -484,7 +494,7 @@ def same_session(system, steps: int) -> None:
     # interleaved (a calibration run, a held-out run, ...) so that both see the same load
     order = [x for pair in zip(cal, held) for x in pair] + cal[len(held) :] + held[len(cal) :]
     ticks = cpu_ticks()
-    results = measure_many(order, steps=steps, warmup=1, timeout=120)
+    results = measure_many(order, steps=steps, warmup=1, timeout=120, realtime=realtime)
     load = cpu_share(ticks, cpu_ticks())
     res = {id(item): r for item, r in zip(order, results)}
     one = [(item[0], seconds_costs(*item), res[id(item)]) for item in cal]

@@ -25,7 +25,6 @@ Benchmarks print, they never assert (the machine and its load set the figures).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
@@ -97,12 +96,9 @@ def _record_group(label: str, p: int, scheds: list, costs: dict, dirs: list[Path
     if wait_quiet_s > 0:
         w = wait_quiet(wait_quiet_s)
         print(f"{label}: waited for a quiet machine: {w.describe() if w else 'no /proc/stat'}")
-    rt = realtime and p <= len(os.sched_getaffinity(0))
-    if realtime and not rt:
-        print(f"{label}: {p} ranks on {len(os.sched_getaffinity(0))} cores: recorded without --realtime")
     ticks = cpu_ticks()
     for s, dd in zip(scheds, dirs):  # one run each (the profiler dir is per run)
-        measure_many([(s, dict(costs))], steps=steps, warmup=1, profile=str(dd), realtime=rt)
+        measure_many([(s, dict(costs))], steps=steps, warmup=1, profile=str(dd), realtime=realtime)
     load = cpu_share(ticks, cpu_ticks())
     print(f"{label}: machine load while recording: {load.describe() if load else 'unknown'}")
 

@@ -256,7 +256,7 @@ def measure_many(
     require_torch()
     for item in items:
         check_world_size((item[0] if isinstance(item, tuple) else item).p)
-        check_realtime(realtime, (item[0] if isinstance(item, tuple) else item).p)
+        check_realtime(realtime, (item[0] if isinstance(item, tuple) else item).p, compute)
     if profile is not None:
         from .profile import quiet_profiler_logs
 

@@ -122,9 +122,10 @@ def _pingpong_target(rank: int, world_size: int, payload: Any) -> list[tuple[int
 
 
 def pingpong(
-    sizes: Sequence[int] = PINGPONG_SIZES, repeats: int = 20, timeout: float = 120.0
+    sizes: Sequence[int] = PINGPONG_SIZES, repeats: int = 20, timeout: float = 120.0, realtime: bool = False
 ) -> list[tuple[int, float]]:
-    """Median one-way time per message size between two fresh gloo workers.
+    """Median one-way time per message size between two fresh gloo workers (``realtime``: at
+    real-time priority, as ``measure --realtime`` runs them).
 
     Example:
         >>> samples = pingpong((4, 1 << 20), repeats=5)  # doctest: +SKIP
@@ -133,7 +134,7 @@ def pingpong(
     """
     from .workers import run_workers
 
-    return run_workers(2, _pingpong_target, (tuple(sizes), repeats), timeout)[0]
+    return run_workers(2, _pingpong_target, (tuple(sizes), repeats), timeout, realtime=realtime)[0]
 
 
 def overhead_runs(
@@ -142,12 +143,14 @@ def overhead_runs(
     schedules: Sequence[tuple[str, int, int, dict]] = OVERHEAD_SCHEDULES,
     timelines: list | None = None,
     samples: list | None = None,
+    realtime: bool = False,
 ) -> list[tuple[Schedule, CostModel, float]]:
     """Run the overhead schedules with :data:`CALIBRATION_COSTS` sleeps: ``(schedule, costs,
     median measured makespan s)`` each; every measured step's timeline of the one-pipe runs is
     appended to ``timelines`` when given (for :func:`ppverify.measure.breakdown.breakdown`), and
     every such step's hand-over samples to ``samples`` as ``(ranks, samples)``
-    (:func:`ppverify.measure.handover.handover_samples`).
+    (:func:`ppverify.measure.handover.handover_samples`). ``realtime``: the workers at real-time
+    priority (``measure --realtime``).
 
     Example:
         >>> runs = overhead_runs(steps=2, schedules=(("gpipe", 2, 2, {}),))  # doctest: +SKIP
@@ -161,7 +164,7 @@ def overhead_runs(
     for fam, p, m, params in schedules:
         s = build(fam, p=p, m=m, **params)
         items.append((s, seconds_costs(s, dict(CALIBRATION_COSTS))))
-    results = measure_many(items, steps=steps, warmup=1, timeout=timeout)
+    results = measure_many(items, steps=steps, warmup=1, timeout=timeout, realtime=realtime)
     if timelines is not None:
         timelines.extend(tl for (s, _), r in zip(items, results) if s.placement.num_pipes == 1 for tl in r.timelines)
     if samples is not None:
@@ -176,9 +179,10 @@ def overhead_runs(
     return [(s, c, float(statistics.median(r.makespans))) for (s, c), r in zip(items, results)]
 
 
-def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
+def calibrate(quick: bool = False, timeout: float = 120.0, realtime: bool = False) -> Calibration:
     """Measure the link and the runtime overhead of this machine (see the module doc); ``quick``
-    uses fewer sizes, repeats, schedules and steps.
+    uses fewer sizes, repeats, schedules and steps; ``realtime`` runs every worker at real-time
+    priority (:mod:`.realtime`), for predicting ``measure --realtime`` runs.
 
     Example:
         >>> cal = calibrate(quick=True)  # doctest: +SKIP
@@ -192,7 +196,10 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
     for fam, p, m, params in schedules:  # --max-ops refuses them now, before any worker starts
         check_family(fam, p, m, params)
     sizes = PINGPONG_SIZES[::2] if quick else PINGPONG_SIZES
-    samples = pingpong(sizes, repeats=5 if quick else 20, timeout=timeout)
+    from .realtime import check_realtime
+
+    check_realtime(realtime)  # refused in one line before any worker starts
+    samples = pingpong(sizes, repeats=5 if quick else 20, timeout=timeout, realtime=realtime)
     latency, bandwidth = fit_link(samples)
     from .breakdown import breakdown
     from .machine_load import cpu_share, cpu_ticks
@@ -206,6 +213,7 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
         schedules=schedules,
         timelines=tls,
         samples=ho_samples,
+        realtime=realtime,
     )
     load = cpu_share(ticks, cpu_ticks())
     ops = breakdown(tls)
@@ -249,6 +257,7 @@ def calibrate(quick: bool = False, timeout: float = 120.0) -> Calibration:
             "breakdown": ops,
             "handover_residual": ho_res,
             "load": load,
+            "realtime": realtime,
         },
         fit.two_pipe,
         ho,

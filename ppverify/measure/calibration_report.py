@@ -67,7 +67,13 @@ def calibration_lines(cal: Calibration) -> list[str]:
     lines.append(f"link               {cal.latency_s * 1e6:.1f} us + bytes / {cal.bandwidth_Bps / 1e9:.3g} GB/s")
     lines.append(f"fit residual       {cal.residual * 100:.2f} % rms over {len(cal.runs)} schedules")
     if (load := cal.extra.get("load")) is not None:
-        lines.append(f"machine load       {load.describe()}" + ("" if load.quiet else ": not quiet, calibrate again"))
+        rt = bool(cal.extra.get("realtime"))
+        note = (
+            ""
+            if load.quiet
+            else (": workers at real-time priority, ahead of them" if rt else ": not quiet, calibrate again")
+        )
+        lines.append(f"machine load       {load.describe()}{note}")
     return lines
 
 

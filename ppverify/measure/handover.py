@@ -155,14 +155,16 @@ def fit_handover(samples: Sequence[dict[str, list]]) -> Handover:
         for t in DRAWN
         if len(drawn[t])
     )
+    # a mean can fall below 0 (an op's cost fitted as its median duration: its overshoots are
+    # centred on 0), and a preset holds no negative term
     return Handover(
-        head=_tmean(pooled["head"]),
-        overshoot=_tmean(pooled["overshoot"]),
+        head=max(0.0, _tmean(pooled["head"])),
+        overshoot=max(0.0, _tmean(pooled["overshoot"])),
         gap=g,
         send=s,
         recv=q,
-        late=_tmean(pooled["late"]),
-        wake=_tmean(pooled["wake"]),
+        late=max(0.0, _tmean(pooled["late"])),
+        wake=max(0.0, _tmean(pooled["wake"])),
         deciles=deciles,
     )
 

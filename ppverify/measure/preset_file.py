@@ -55,12 +55,14 @@ def _breakdown_lines(b: Any) -> list[str]:
     ]
 
 
-def _load_lines(load: Any) -> list[str]:
+def _load_lines(load: Any, realtime: bool = False) -> list[str]:
     if load is None:
         return []
+    if load.quiet or realtime:  # at real-time priority other jobs wait for the workers, not the reverse
+        return [f"# Machine load during the runs (/proc/stat): {load.describe()}."]
     return [
         f"# Machine load during the runs (/proc/stat): {load.describe()}"
-        + ("." if load.quiet else "; NOT a quiet machine: the runtime's terms come out larger than on a quiet one.")
+        "; NOT a quiet machine: the runtime's terms come out larger than on a quiet one."
     ]
 
 
@@ -87,7 +89,12 @@ def preset_text(cal: Calibration, name: str = "calibrated") -> str:
         "# (the transfer/action proportion from the op-by-op trimmed means, their level by least squares)",
         f"# (rms relative residual {cal.residual * 100:.2f} %). Runs: {runs or 'none'}.",
         *_breakdown_lines(cal.extra.get("breakdown")),
-        *_load_lines(cal.extra.get("load")),
+        *_load_lines(cal.extra.get("load"), bool(cal.extra.get("realtime"))),
+        *(
+            ["# Workers at real-time priority (calibrate --realtime): predicts measure --realtime runs."]
+            if cal.extra.get("realtime")
+            else []
+        ),
         "# Devices are this machine's worker processes: every rank on one node, over the loopback.",
         f"description: {json.dumps(name + ' - this machine' + chr(39) + 's pipeline runtime (gloo, CPU processes), measured')}",
         "source: ppverify calibrate (measured)",

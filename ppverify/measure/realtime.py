@@ -36,16 +36,17 @@ def realtime_allowed(status: Path = Path("/proc/self/status")) -> bool:
     return bool(int(caps.split()[1], 16) >> 23 & 1)  # CAP_SYS_NICE
 
 
-def check_realtime(realtime: bool, world_size: int = 1) -> None:
+def check_realtime(realtime: bool, world_size: int = 1, compute: str = "sleep") -> None:
     """Refuse ``realtime`` (one line, before any worker) where :func:`realtime_allowed` says no,
-    or for more workers than the cores this process may use: at real-time priority a worker that
-    computes keeps its core until it blocks, so one worker too many waits behind another
-    (profiled runs of three ranks on two cores doubled their last step, when ranks export their
-    traces).
+    or, with ops that really compute (``compute="real"``), for more workers than the cores this
+    process may use: at real-time priority a worker that computes keeps its core until it blocks,
+    so one worker too many would wait behind another's whole op. Sleeping ops block at once, and a
+    worker at that priority holds a core only for its actions' Python steps (and, profiled, never
+    for its trace's export: :func:`leave_realtime`), so three of them share two cores.
 
     Example:
         >>> check_realtime(False, 64)
-        >>> check_realtime(True, 10_000)
+        >>> check_realtime(True, 10_000, "real")
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter realtime=True: ...
@@ -59,12 +60,12 @@ def check_realtime(realtime: bool, world_size: int = 1) -> None:
             "needs the SCHED_FIFO policy: Linux, and root, CAP_SYS_NICE or a real-time priority limit (ulimit -r) >= 1",
         )
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if world_size > cores:
+    if compute != "sleep" and world_size > cores:
         raise ParameterError(
             "realtime",
             True,
-            f"needs a core per worker: {world_size} workers, {cores} cores "
-            "(at real-time priority a worker keeps its core until it blocks)",
+            f"with --compute {compute} needs a core per worker: {world_size} workers, {cores} cores "
+            "(at real-time priority a worker that computes keeps its core until it blocks)",
         )
 
 
@@ -75,3 +76,18 @@ def enter_realtime() -> None:
         >>> enter_realtime() if realtime_allowed() and os.cpu_count() else None  # doctest: +SKIP
     """
     os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(REALTIME_PRIORITY))  # type: ignore[attr-defined]
+
+
+def leave_realtime() -> None:
+    """Put the calling thread back at the ordinary policy (``SCHED_OTHER``) if it runs at a
+    real-time one; nothing otherwise. A profiled worker calls it before it exports its trace
+    (hundreds of milliseconds of CPU): at real-time priority the export would keep a core from the
+    ranks still in their last step.
+
+    Example:
+        >>> leave_realtime()  # an ordinary thread: nothing changes
+    """
+    if not hasattr(os, "sched_getscheduler"):
+        return
+    if os.sched_getscheduler(0) in (os.SCHED_FIFO, os.SCHED_RR):  # type: ignore[attr-defined]
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))  # type: ignore[attr-defined]

@@ -32,7 +32,7 @@ from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
 from .jobs import Job, RankResult
 from .link_delay import stamped_recvs, stamped_sends, wait_for_link
 from .memrecord import SavedTensors
-from .profile import start_profiler
+from .profile import profiler_step, start_profiler
 from .record import Event
 from .stages import build_stage_module, loss_fn, make_batch, sleep_remaining
 from .workers import set_status
@@ -193,8 +193,7 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
         args = (x,) if first else ()
         rt.step(*args, target=y if last else None, losses=[] if last else None)
         t1 = _now()
-        if prof is not None:
-            prof.step()
+        profiler_step(prof, last=step == job.warmup + job.steps - 1)
         if measured:
             begins.append(t0)
             ends.append(t1)

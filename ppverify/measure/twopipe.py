@@ -31,7 +31,7 @@ from ..core.ops import Comm, Op, Overlap
 from .jobs import Job, RankResult
 from .link_delay import stamp, wait_for_link
 from .memrecord import SavedTensors
-from .profile import annotate, start_profiler
+from .profile import annotate, profiler_step, start_profiler
 from .record import Event
 from .stages import build_stage_module, loss_fn, make_batch, sleep_remaining
 from .workers import set_status
@@ -256,8 +256,7 @@ def run_two_pipe(rank: int, world_size: int, job: Job) -> RankResult:
             w.wait()
         runner.reduce_replicas()
         t1 = _now()
-        if prof is not None:
-            prof.step()
+        profiler_step(prof, last=step == job.warmup + job.steps - 1)
         if measured:
             begins.append(t0)
             ends.append(t1)

@@ -67,7 +67,7 @@ def test_calibrate_with_a_timeout_too_short_is_one_line(monkeypatch, capsys):
     import ppverify.measure.calibrate as cal
     from ppverify.measure import MeasureTimeout
 
-    def hang(quick: bool = False, timeout: float = 120.0):
+    def hang(quick: bool = False, timeout: float = 120.0, realtime: bool = False):
         raise MeasureTimeout(timeout, {0: "0B0", 1: "1B0"})
 
     monkeypatch.setattr(cal, "calibrate", hang)

@@ -128,7 +128,7 @@ def test_calibrate_command_writes_a_loadable_preset(tmp_path, monkeypatch, capsy
         "test machine",
         "2026-01-01 00:00 UTC",
     )
-    monkeypatch.setattr(cal, "calibrate", lambda quick=False, timeout=120.0: fake)
+    monkeypatch.setattr(cal, "calibrate", lambda quick=False, timeout=120.0, realtime=False: fake)
     out = tmp_path / "mine.yaml"
     assert main(["calibrate", "--out", str(out)]) == 0
     assert "wrote" in capsys.readouterr().out
@@ -138,7 +138,7 @@ def test_calibrate_command_writes_a_loadable_preset(tmp_path, monkeypatch, capsy
     assert (s.action_overhead_s, s.transfer_overhead_s) == pytest.approx((0.0015, 0.0005))
     assert s.two_pipe_overhead_s is None  # no two-pipe runs: the one-pipe figures serve both
     fake2 = cal.Calibration(0.0015, 0.0005, 6e-5, 2e9, two_pipe_overhead_s=(0.0008, 0.0))
-    monkeypatch.setattr(cal, "calibrate", lambda quick=False, timeout=120.0: fake2)
+    monkeypatch.setattr(cal, "calibrate", lambda quick=False, timeout=120.0, realtime=False: fake2)
     assert main(["calibrate", "--out", str(out)]) == 0
     assert load_system(str(out)).two_pipe_overhead_s == pytest.approx((0.0008, 0.0))
     assert s.transfer_time(0, 1, 0) == pytest.approx(6e-5)
@@ -232,6 +232,23 @@ def test_the_preset_states_the_machine_load_of_its_runs(tmp_path):
     assert "0 % by niced processes (other jobs)." in quiet
     (tmp_path / "busy.yaml").write_text(busy)
     assert load_system(str(tmp_path / "busy.yaml")).action_overhead_s == pytest.approx(1e-3)
+    # at real-time priority the other jobs wait for the workers: the load is stated, not warned of,
+    # and the preset says which runs it predicts
+    rt = preset_text(Calibration(1e-3, 2e-4, 5e-5, 1e9, extra={"load": CpuShare(0.95, 0.6, 240.0), "realtime": True}))
+    assert "NOT a quiet machine" not in rt and "60 % by niced processes (other jobs)." in rt
+    assert "# Workers at real-time priority (calibrate --realtime): predicts measure --realtime runs." in rt
+
+
+def test_calibrate_realtime_is_refused_in_one_line_where_the_policy_cannot_be_set(monkeypatch, capsys):
+    from ppverify.cli import main
+    from ppverify.measure import realtime as rt
+
+    monkeypatch.setattr(rt, "realtime_allowed", lambda *a: False)
+    assert main(["calibrate", "--realtime", "--quick"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "SCHED_FIFO" in err
+    assert main(["calibrate", "--realtime", "--from-trace", "nowhere"]) == 2
+    assert "--from-trace runs nothing" in capsys.readouterr().err
 
 
 def test_wait_quiet_waits_before_the_first_run_and_says_what_it_saw(monkeypatch, capsys):

@@ -177,6 +177,20 @@ def test_deciles_fitted_from_samples():
     assert got["late"] == pytest.approx([99 * (k + 0.5) / 10 for k in range(10)])  # linear interpolation over 0..99
 
 
+def test_terms_whose_samples_average_below_zero_fit_as_zero_and_load_as_a_preset(tmp_path):
+    # costs fitted as each op's median duration centre its overshoots on 0: a mean of -0.1 us
+    # must give 0, never a preset that does not load ("overshoot_us: must be >= 0")
+    from ppverify.measure.calibrate import Calibration, preset_text
+    from ppverify.systems.system import load_system
+
+    d = {"head": [-2e-6, 1e-6], "overshoot": [-3e-7, 1e-7], "late": [-1e-6], "wake": [2e-4], "gap": []}
+    h = fit_handover([d])
+    assert (h.head, h.overshoot, h.late, h.wake) == (0.0, 0.0, 0.0, pytest.approx(2e-4))
+    path = tmp_path / "cal.yaml"
+    path.write_text(preset_text(Calibration(1e-4, 1e-4, 5e-5, 1e9, handover=h)), encoding="utf-8")
+    assert load_system(str(path)).handover_s[1] == 0.0
+
+
 def test_fit_level_recovers_a_common_factor():
     ss = [build("gpipe", p=2, m=4), build("1f1b", p=3, m=6), build("looped-bfs", p=2, m=4)]
     h = Handover(head=2e-4, overshoot=1e-4, gap=2e-4, send=1e-4, recv=1e-4, late=1.5e-3, wake=4e-4)

@@ -44,6 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--wait-quiet", type=float, default=0.0, metavar="S", help="first wait up to S s for a quiet machine"
     )
+    parser.add_argument(
+        "--realtime",
+        action="store_true",
+        help="run the workers at real-time priority (SCHED_FIFO; root or CAP_SYS_NICE), as measure --realtime does: "
+        "other jobs on the machine then barely move the figures",
+    )
     t = parser.add_argument_group("from a profiler trace")
     t.add_argument("--from-trace", metavar="DIR|FILE", nargs="+", default=None, help="fit to these traces, run nothing")
     t.add_argument(
@@ -72,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
     # bad options are refused now, not after a minute of measuring
     check_timeout(args.timeout)
     check_nonnegative("wait-quiet", args.wait_quiet)
+    if args.realtime and args.from_trace:
+        raise ParameterError(
+            "realtime", True, "runs workers; --from-trace runs nothing (record the trace with measure --realtime)"
+        )
     if args.out is not None:
         check_output_path(args.out, "--out")
     sized = (args.model, args.microbatch_size, args.seq_len, args.boundary_bytes)
@@ -83,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
             share = wait_quiet(args.wait_quiet)
             print(f"waited for quiet   {share.describe() if share else 'no /proc/stat'}", file=sys.stderr)
-        cal = calibrate(quick=args.quick, timeout=args.timeout)
+        cal = calibrate(quick=args.quick, timeout=args.timeout, realtime=args.realtime)
     except MeasureTimeout as exc:  # the runs are known-good schedules: the limit is too short here
         raise ParameterError(
             "timeout", args.timeout, f"a calibration run needs longer on this machine ({exc}); give more seconds"
