@@ -22,7 +22,7 @@ def run_jobs(rank: int, world_size: int, jobs: list[Job]) -> list[RankResult]:
         [[], []]
     """
     from .gradcheck import reference_grads
-    from .workers import set_status
+    from .status import set_status
 
     out = []
     for k, job in enumerate(jobs):

@@ -35,7 +35,7 @@ from .memrecord import SavedTensors
 from .profile import profiler_step, start_profiler
 from .record import Event
 from .stages import build_stage_module, loss_fn, make_batch, sleep_remaining
-from .workers import set_status
+from .status import set_status
 
 _now = time.monotonic_ns  # CLOCK_MONOTONIC on Linux: one clock for all processes
 

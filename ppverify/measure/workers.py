@@ -23,7 +23,6 @@ allowance (:data:`STARTUP_TIMEOUT`).
 from __future__ import annotations
 
 import contextlib
-import mmap
 import multiprocessing as mp
 import os
 import queue
@@ -38,6 +37,7 @@ from typing import Any
 
 from ..core.errors import ParameterError, PPVerifyError
 from .realtime import check_realtime, enter_realtime
+from .status import blank_status, open_status, read_status, set_status
 
 #: seconds allowed for starting the workers, importing torch and joining the group
 STARTUP_TIMEOUT = 120.0
@@ -46,7 +46,6 @@ STARTUP_TIMEOUT = 120.0
 WORKER_MEMORY_BYTES = 512 * 2**20
 #: hard cap on workers whatever the machine (they sleep most of the time, so cores are not the limit)
 MAX_WORKERS_CAP = 64
-_STATUS_BYTES = 256
 
 
 class MeasureTimeout(Exception):
@@ -144,48 +143,6 @@ def require_torch() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# status files (written by workers, read by the parent)
-
-_status_map: mmap.mmap | None = None  # the worker's own status file (one per process)
-
-
-def set_status(text: str, phase: int | None = None) -> None:
-    """Publish what this worker does now (shown if it hangs); cheap enough to call per action.
-
-    ``phase`` (when given) also marks entry into phase ``phase`` (see the module docstring).
-    A no-op outside a worker started by :func:`run_workers`.
-
-    Example:
-        >>> set_status("0F1")
-    """
-    m = _status_map
-    if m is None:
-        return
-    if phase is not None:
-        m[0:8] = int(phase).to_bytes(8, "little", signed=True)
-    data = text.encode("utf-8", "replace")[: _STATUS_BYTES - 10]
-    m[8:10] = len(data).to_bytes(2, "little")
-    m[10 : 10 + len(data)] = data
-
-
-def _read_status(path: Path) -> tuple[int, str]:
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return -1, "not started"
-    if len(raw) < 10:
-        return -1, "not started"
-    phase = int.from_bytes(raw[0:8], "little", signed=True)
-    n = min(int.from_bytes(raw[8:10], "little"), len(raw) - 10)
-    return phase, raw[10 : 10 + n].decode("utf-8", "replace") or "starting"
-
-
-def _open_status(path: Path) -> mmap.mmap:
-    with open(path, "r+b") as fh:
-        return mmap.mmap(fh.fileno(), _STATUS_BYTES)
-
-
-# ---------------------------------------------------------------------------------------------
 # the worker side
 
 
@@ -252,10 +209,9 @@ def _worker_main(
     main_pid: int | None = None,
     realtime: bool = False,
 ) -> None:
-    global _status_map
     _die_with_parent(main_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
-    _status_map = _open_status(Path(status_path))
+    open_status(Path(status_path))
     set_status("importing torch", phase=-1)
     try:
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: no network needed
@@ -426,7 +382,7 @@ def run_workers(
         status_paths = []
         for r in range(world_size):
             sp = sdir / f"status-{r}"
-            sp.write_bytes(b"\xff" * 8 + b"\0" * (_STATUS_BYTES - 8))
+            sp.write_bytes(blank_status())
             status_paths.append(sp)
         results = ctx.Queue()
         pg_timeout = max(3600.0, 4 * timeout)  # the parent detects hangs; gloo must not do it first
@@ -477,7 +433,7 @@ def _collect(procs: list, results: Any, status_paths: list[Path], world_size: in
             out[rank] = value
             continue
         now = time.monotonic()
-        states = {r: _read_status(status_paths[r]) for r in range(world_size) if r not in out}
+        states = {r: read_status(status_paths[r]) for r in range(world_size) if r not in out}
         for phase, _ in states.values():
             if phase >= 0:
                 phase_start.setdefault(phase, now)
