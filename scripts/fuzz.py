@@ -946,13 +946,14 @@ def make_signal_cases(n: int, seed: int) -> list[Case]:
     return [signal_case(rng) for _ in range(n)]
 
 
-def _wait_until_caught(pid: int, sig: int, limit: float = 30.0) -> None:
-    """Wait until process ``pid`` has a handler for ``sig`` (``SigCgt`` in ``/proc``), so that the
-    case's delay counts from then. Before the interpreter installs its handlers a signal takes its
-    default action (exit -2 on SIGINT, -15 on SIGTERM, no output), as for any program not yet
-    started; on a loaded machine that window can last half a second. SIGKILL is never caught."""
-    if sig == signal.SIGKILL:
-        return
+def _wait_until_started(pid: int, limit: float = 30.0) -> None:
+    """Wait until process ``pid`` has ppverify's start-up handlers in place (``_quiet_start_up`` in
+    :mod:`ppverify.cli`, the first thing its command line runs), so that a case's delay counts from
+    then. It is the first handler for SIGTERM the process installs (``SigCgt`` in ``/proc``;
+    Python itself catches only SIGINT). Before it, a signal meets Python's own start-up, which no
+    program controls: the default action (exit -2, no output), "Fatal Python error:
+    init_import_site", or a KeyboardInterrupt traceback from ``runpy`` (each seen here within the
+    first 20 ms, and on a loaded machine that window can last half a second)."""
     end = time.monotonic() + limit
     while time.monotonic() < end:
         try:
@@ -960,14 +961,14 @@ def _wait_until_caught(pid: int, sig: int, limit: float = 30.0) -> None:
         except OSError:  # ended already, or no /proc: send at once
             return
         caught = re.search(r"^SigCgt:\s*([0-9a-f]+)", status, re.M)
-        if caught is None or int(caught.group(1), 16) >> (sig - 1) & 1:
+        if caught is None or int(caught.group(1), 16) >> (signal.SIGTERM - 1) & 1:
             return
         time.sleep(0.005)
 
 
 def run_signal_case(case: Case, workdir: Path) -> Outcome:
     """Run ``measure`` in a session of its own, send the case's signal (its delay counted from when
-    the process catches that signal), and check: SIGINT exit 130
+    ppverify's start-up handlers are in place), and check: SIGINT exit 130
     and SIGTERM exit 143 with one line and no traceback (a run that ended first: exit 0); after any
     signal, no process of the session survives (SIGKILL of the main process included)."""
     _, name, target, delay = case.kind.split()
@@ -979,7 +980,7 @@ def run_signal_case(case: Case, workdir: Path) -> Outcome:
         cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True
     )
     sig = getattr(signal, name)
-    _wait_until_caught(proc.pid, sig)
+    _wait_until_started(proc.pid)
     time.sleep(float(delay))
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, sig) if target == "group" else proc.send_signal(sig)
