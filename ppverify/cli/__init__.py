@@ -223,9 +223,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     try:
         with _sigterm_raises() as signals:  # from start-up on: the commands' imports take seconds
-            return _main(words, argv is None, signals)
+            code = _main(words, argv is None, signals)
     except KeyboardInterrupt as exc:  # between the handlers' set-up and the command (a moment)
-        return _interrupted(exc, _command_name(words))
+        code = _interrupted(exc, _command_name(words))
+    if argv is None and code in (EXIT_INTERRUPT, EXIT_TERM) and _in_main_thread():
+        # the exit is decided: a further Ctrl-C or SIGTERM while the interpreter shuts down (the
+        # handlers then fall back to the default, exit -2 / -15, no message) changes nothing
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return code
 
 
 def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None = None) -> int:
@@ -259,7 +265,7 @@ def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None =
         return _interrupted(exc, command if command != "ppverify" else _command_name(words))
     except tuple(_INPUT_FAILURES) as exc:  # type: ignore[misc]
         if signals is not None and signals.received and not debug:
-            return _interrupted(signals.interrupt(), command)
+            return _interrupted(signals.interrupt(), command if command != "ppverify" else _command_name(words))
         if debug:
             traceback.print_exc()
         rule = next(v for k, v in _INPUT_FAILURES.items() if isinstance(exc, k))
@@ -269,7 +275,7 @@ def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None =
         # a Ctrl-C or SIGTERM raised inside an import or a library is often turned into another
         # exception there ("ImportError: initialization failed"): the signal's consequence, no bug
         if signals is not None and signals.received and not debug:
-            return _interrupted(signals.interrupt(), command)
+            return _interrupted(signals.interrupt(), command if command != "ppverify" else _command_name(words))
         if debug:
             traceback.print_exc()
             return EXIT_INTERNAL

@@ -120,6 +120,13 @@ def test_after_a_sigkill_of_the_measuring_process_no_worker_survives():
 DEADLOCK = "0F0,0RECV_B0,0B0,0SEND_F0\n1RECV_F0,1F0,1B0,1SEND_B0\n"
 
 
+def _catches(pid: int, sig: int) -> bool:
+    """Whether process ``pid`` has a handler for ``sig`` (``SigCgt`` of ``/proc/PID/status``)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (sig - 1) & 1)
+
+
 def _measure(tmp_path: Path) -> subprocess.Popen:
     (tmp_path / "dead.csv").write_text(DEADLOCK)  # blocks until --timeout: the workers stay up
     return subprocess.Popen(
@@ -152,6 +159,9 @@ def test_ctrl_c_to_the_process_group_is_130_in_one_line(when, tmp_path):
     proc = _measure(tmp_path)
     try:
         if when == "start-up":
+            # from ppverify's start-up handlers on (its first SIGTERM handler): before them a signal
+            # meets Python's own start-up, which no program controls (exit -2, no message)
+            assert wait_until(lambda: _catches(proc.pid, signal.SIGTERM))
             time.sleep(0.5)
         elif when == "fork server importing torch":
             assert wait_until(lambda: any("forkserver import main" in " ".join(_cmd(p)) for p in session(proc.pid)))
