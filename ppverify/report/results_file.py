@@ -108,7 +108,8 @@ def load_results(path: str | Path) -> pd.DataFrame:
             df[c] = None
     df["p"], df["m"], df["rank"] = df["p"].astype(int), df["m"].astype(int), df["rank"].astype("Int64")
     for c in ("note", "verified", "rank_change", "semantics"):
-        df[c] = df[c].fillna("").astype(str)
+        # (an all-empty column reads as float: to text before the blanks are filled)
+        df[c] = df[c].astype(object).where(df[c].notna(), "").astype(str)
     if df["rank"].isna().all():  # a sweep store keeps raw rows: rank them over the whole file
         from ..compare.table import DERIVED, add_ranks
 
