@@ -295,7 +295,12 @@ def intervals(lo: Fraction, below: Fraction, most: int = MAX_COPIES) -> list[tup
 
 
 def modulo_candidates(
-    inst: Instance, best: int | None = None, work: float = 1.0, wall: float = 60.0, stop: Any = None
+    inst: Instance,
+    best: int | None = None,
+    work: float = 1.0,
+    wall: float = 60.0,
+    stop: Any = None,
+    top_first: bool = False,
 ) -> tuple[list[Candidate], float]:
     """The modulo-scheduled starts (module doc) at the smallest intervals that keep the cap,
     timed, and the deterministic seconds spent: :func:`intervals` from :func:`least_interval`
@@ -329,7 +334,7 @@ def modulo_candidates(
     below = Fraction(best - crit, m - 1) if m > 1 else Fraction(0)
     least = least_interval(inst)
     if least * min(MAX_COPIES, m) > MAX_PERIOD_TICKS:  # a time grid too fine for the memory model
-        return [], 0.0
+        return [], 0.0  # (coarse.py seeks the block on a coarser one)
     below = min(below, Fraction(MAX_PERIOD_TICKS, min(MAX_COPIES, m)))
     todo = intervals(least, below, min(MAX_COPIES, m))
     out: list[Candidate] = []
@@ -345,6 +350,8 @@ def modulo_candidates(
         if lo > hi or over():
             break
         mid = (lo + hi + 1) // 2
+        if top_first and not out:  # the largest whole interval: one microbatch per block, cheap
+            mid = max((j for j in range(lo, hi + 1) if 1 in todo[j][1]), default=hi)
         t, ks = todo[mid]
         found = None
         for copies in ks:
