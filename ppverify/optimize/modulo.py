@@ -30,7 +30,9 @@ is at most the nominal one, and the orders keep the cap (checked again by
 ``P/k`` between whole ticks (V, p = 8, m = 24, cap 3: three per 20 ticks give 92.5, the bound of
 the one-device relaxation, so optimal). :func:`modulo_candidates` bisects those intervals between
 the least one the memory allows (:func:`least_interval`) and the largest that can beat the best
-start, within a deterministic work limit.
+start, within a deterministic work limit. Where the exact tick is too fine for this model
+(:data:`MAX_PERIOD_TICKS`), :mod:`.coarse` seeks the block with durations rounded up to a coarser
+tick.
 """
 
 from __future__ import annotations
@@ -310,7 +312,9 @@ def modulo_candidates(
     at most :data:`MAX_TRIES` of them, within ``work`` deterministic seconds in all (and ``wall``
     seconds of the clock, a safety; ``stop``, a :class:`threading.Event` set by Ctrl-C: no further
     block once set); what is left of the work then shortens the block at the smallest interval
-    found.
+    found. ``top_first``: the first interval tried is the largest whole one (a block of one
+    microbatch, the cheapest model and the likeliest to exist), the bisection only below it once
+    one is found (:mod:`.coarse`, where a failed try costs its whole share).
 
     Example:
         >>> from ppverify.core.placement import v_shape
