@@ -30,7 +30,9 @@ is at most the nominal one, and the orders keep the cap (checked again by
 ``P/k`` between whole ticks (V, p = 8, m = 24, cap 3: three per 20 ticks give 92.5, the bound of
 the one-device relaxation, so optimal). :func:`modulo_candidates` bisects those intervals between
 the least one the memory allows (:func:`least_interval`) and the largest that can beat the best
-start, within a deterministic work limit.
+start, within a deterministic work limit. Where the exact tick is too fine for this model
+(:data:`MAX_PERIOD_TICKS`), :mod:`.coarse` seeks the block with durations rounded up to a coarser
+tick.
 """
 
 from __future__ import annotations
@@ -295,7 +297,12 @@ def intervals(lo: Fraction, below: Fraction, most: int = MAX_COPIES) -> list[tup
 
 
 def modulo_candidates(
-    inst: Instance, best: int | None = None, work: float = 1.0, wall: float = 60.0, stop: Any = None
+    inst: Instance,
+    best: int | None = None,
+    work: float = 1.0,
+    wall: float = 60.0,
+    stop: Any = None,
+    top_first: bool = False,
 ) -> tuple[list[Candidate], float]:
     """The modulo-scheduled starts (module doc) at the smallest intervals that keep the cap,
     timed, and the deterministic seconds spent: :func:`intervals` from :func:`least_interval`
@@ -305,7 +312,9 @@ def modulo_candidates(
     at most :data:`MAX_TRIES` of them, within ``work`` deterministic seconds in all (and ``wall``
     seconds of the clock, a safety; ``stop``, a :class:`threading.Event` set by Ctrl-C: no further
     block once set); what is left of the work then shortens the block at the smallest interval
-    found.
+    found. ``top_first``: the first interval tried is the largest whole one (a block of one
+    microbatch, the cheapest model and the likeliest to exist), the bisection only below it once
+    one is found (:mod:`.coarse`, where a failed try costs its whole share).
 
     Example:
         >>> from ppverify.core.placement import v_shape
@@ -329,7 +338,7 @@ def modulo_candidates(
     below = Fraction(best - crit, m - 1) if m > 1 else Fraction(0)
     least = least_interval(inst)
     if least * min(MAX_COPIES, m) > MAX_PERIOD_TICKS:  # a time grid too fine for the memory model
-        return [], 0.0
+        return [], 0.0  # (coarse.py seeks the block on a coarser one)
     below = min(below, Fraction(MAX_PERIOD_TICKS, min(MAX_COPIES, m)))
     todo = intervals(least, below, min(MAX_COPIES, m))
     out: list[Candidate] = []
@@ -345,6 +354,8 @@ def modulo_candidates(
         if lo > hi or over():
             break
         mid = (lo + hi + 1) // 2
+        if top_first and not out:  # the largest whole interval: one microbatch per block, cheap
+            mid = max((j for j in range(lo, hi + 1) if 1 in todo[j][1]), default=hi)
         t, ks = todo[mid]
         found = None
         for copies in ks:

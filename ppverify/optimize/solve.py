@@ -13,12 +13,12 @@ import numpy as np
 
 from ..core.errors import ParameterError
 from .bounds import lower_bounds, work_bounds
+from .coarse import block_candidates
 from .deadline import Deadline, WallLimitReached
 from .heuristic import Candidate, best_candidate, canonical_starts
 from .interrupt import stoppable
 from .localsearch import improve
 from .model import build_model
-from .modulo import modulo_candidates
 from .periodic import periodic_candidates
 from .problem import Instance, Problem, instance
 from .relax import relaxation_bound
@@ -191,9 +191,9 @@ def optimize(
         starts = [c for c in (best, *zb_candidates(inst, hard.end)) if c is not None]
         if several_stages_per_device(inst):  # building blocks at an interval (periodic.py): V, loop under a cap
             starts += periodic_candidates(inst, safety)
-            if inst.cap is not None and block_share > 0:  # blocks placed by CP-SAT (modulo.py)
+            if inst.cap is not None and block_share > 0:  # blocks placed by CP-SAT (modulo.py, coarse.py)
                 top = min((c.objective for c in starts), default=None)
-                blocks, block_work = modulo_candidates(
+                blocks, block_work = block_candidates(
                     inst, top, block_share * work, max(0.0, safety - time.monotonic()), dl.stop
                 )
                 starts += [c for c in blocks if top is None or c.objective < top]

@@ -132,20 +132,3 @@ def test_optimize_uses_the_blocks_and_turns_them_off():
     assert off.hint_objective == 69
     with pytest.raises(PPVerifyError, match="block_share"):
         optimize(pr, block_share=1.5, **kw)
-
-
-def test_a_time_grid_too_fine_for_the_memory_model_gets_no_blocks():
-    # the zero-bubble paper's profiled costs (ms with three decimals) give ticks of 0.5 us: the
-    # least period of V at p = 8 under a cap of one microbatch spans hundreds of thousands of
-    # ticks, far above the model's limit, so no block is sought (and no model of millions of
-    # variables, one boolean per op and tick, is built)
-    from ppverify.core.costs import CostModel
-    from ppverify.core.placement import v_shape
-    from ppverify.optimize.modulo import MAX_PERIOD_TICKS, least_interval, modulo_candidates
-    from ppverify.optimize.problem import Problem, instance
-
-    pl = v_shape(8)
-    costs = CostModel.abstract(pl, F=18.522, I=18.086, W=9.337)
-    inst = instance(Problem(pl, 24, costs, split=True, memory_cap=1))
-    assert least_interval(inst) > MAX_PERIOD_TICKS
-    assert modulo_candidates(inst, work=5.0) == ([], 0.0)
