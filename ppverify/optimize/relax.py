@@ -71,7 +71,6 @@ def device_bound(
     lower: int = 0,
     work_limit: float | None = None,
     deterministic: bool = False,
-    hint: Sequence[int] | None = None,
 ) -> int:
     """Proven lower bound (ticks) on the objective from the relaxation keeping device d (or the
     devices listed) and assuming all others free (``lower``: a bound already known, posted as a
@@ -151,14 +150,9 @@ def device_bound(
                 model.add(first <= start[i])
                 model.add(obj >= start[i] + inst.dur[i] - first)
     model.minimize(obj)
-    if hint is not None:
-        for i in ops:
-            model.add_hint(start[i], hint[i])
     solver = make_solver(time_limit, workers, seed, work_limit, deterministic)
     with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
         status = solver.solve(model)
-    import os
-    if os.environ.get("VGAP_DEBUG"): print("relax", solver.status_name(status), solver.objective_value, solver.best_objective_bound, solver.deterministic_time)
     if status == cp_model.OPTIMAL:
         return round(solver.objective_value)
     b = solver.best_objective_bound
