@@ -18,6 +18,8 @@ so ``L`` is computed on the first microbatch of each pipe present on the device.
 
 from __future__ import annotations
 
+import math
+
 from ..core.ops import B, F, I
 from .problem import Instance
 
@@ -166,3 +168,68 @@ def multi_stage_tail_idle(inst: Instance, d: int) -> int:
             here = max(0, int(lag - inst.dur[f] - pending))
             idle = here if idle is None else min(idle, here)
     return idle or 0
+
+
+def multi_stage_end_gap(inst: Instance, d: int, tail: list[int]) -> int:
+    """Least time in which device ``d`` runs nothing between its last forward's start and the end
+    of the step (makespan), from the forward's tail (``tail``: :func:`~.bounds.heads_tails`).
+
+    Proof. Let ``f`` (start ``t``) be the last forward on ``d``; by the symmetry order it belongs
+    to the last microbatch of its pipe, and every other forward of that microbatch on ``d`` has
+    run. The step ends at ``T >= t + dur(f) + tail(f)``. What ``d`` runs in ``[t, T)`` is ``f``,
+    the gradient and W ops of ``f``'s microbatch on ``d`` (``own``), and gradient or W ops of
+    earlier microbatches; these hold memory at ``t`` (an activation is freed only by its own
+    gradient or W ops), at most the cap less what ``f``'s microbatch holds, so they are at most
+    ``pending``, the best work per held unit times that room (as in
+    :func:`multi_stage_tail_idle`). So at least ``tail(f) - own - pending`` of ``[t, T)`` is not
+    busy on ``d``; the least over the candidates for ``f`` holds. Unlike
+    :func:`multi_stage_tail_idle` (idle before ``f``'s microbatch's first gradient op on ``d``)
+    this counts the whole way to the end of the step, the tail after ``d``'s last op included.
+
+    Example:
+        >>> from ppverify.core.placement import v_shape
+        >>> from ppverify.core.comm import FixedDelay
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> from ppverify.optimize.bounds import heads_tails
+        >>> pl = v_shape(2)  # device 1: stages 1 and 2, 1 tick per op, transfers of 2 ticks
+        >>> inst = instance(Problem(pl, 4, CostModel.abstract(pl, F=1, I=1, W=1), FixedDelay(1), split=True, memory_cap=2))
+        >>> multi_stage_end_gap(inst, 1, heads_tails(inst)[1])  # f = F(2): tail 12, own 4, pending 2 * 2
+        4
+    """
+    dag = inst.dag
+    ops = list(inst.device_ops(d))
+    if not ops or inst.cap is None:
+        return 0
+    pipes = dag.schedule.pipe_of_mb
+    pos = {dag.ops[i]: i for i in ops}
+    last_mb: dict[int, int] = {}
+    for i in ops:
+        mb = dag.ops[i].mb
+        last_mb[pipes[mb]] = max(last_mb.get(pipes[mb], -1), mb)
+    items: list[tuple[int, int]] = []  # (work, held units) of what may be pending beside f
+    for i in ops:
+        op = dag.ops[i]
+        if op.kind != F:
+            continue
+        g = pos.get(type(op)(I, op.stage, op.mb), pos.get(type(op)(B, op.stage, op.mb)))
+        w = pos.get(type(op)("W", op.stage, op.mb))
+        if g is None:
+            continue
+        items.append((inst.dur[g] + (inst.dur[w] if w is not None else 0), inst.alloc[i]))
+        if w is not None:
+            items.append((inst.dur[w], inst.free[w]))
+    if any(weight == 0 and work > 0 for work, weight in items):
+        return 0  # work that holds no memory is not limited by the cap
+    best_ratio = max((work / weight for work, weight in items if weight > 0), default=0.0)
+    gap = None
+    for mb in last_mb.values():
+        mine = [i for i in ops if dag.ops[i].mb == mb]
+        fwds = [i for i in mine if dag.ops[i].kind == F]
+        own = sum(inst.dur[i] for i in mine if dag.ops[i].kind != F)
+        room = max(0, inst.cap - sum(inst.alloc[i] for i in fwds))
+        pending = best_ratio * room
+        for f in fwds:
+            here = max(0, math.ceil(tail[f] - own - pending - 1e-9))
+            gap = here if gap is None else min(gap, here)
+    return gap or 0
