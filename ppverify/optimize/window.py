@@ -106,6 +106,39 @@ def multi_stage_head_idle(inst: Instance, d: int) -> int:
     return max(0, lag - forward_capacity(inst, ops))
 
 
+def _pending_rate(inst: Instance, d: int) -> tuple[list[int], dict[int, int], float] | None:
+    """Device ``d``'s ops, the last microbatch of each pipe there, and the most gradient/W work
+    per held memory unit of what may be pending beside the last forward: (stage, mb) pairs with
+    their gradient op still to run (all of the activation held) or only their W (the W part
+    held). None where no cap applies or where such work holds no memory (then the cap limits
+    nothing: the callers' bounds are 0)."""
+    dag = inst.dag
+    ops = list(inst.device_ops(d))
+    if not ops or inst.cap is None:
+        return None
+    pipes = dag.schedule.pipe_of_mb
+    pos = {dag.ops[i]: i for i in ops}
+    last_mb: dict[int, int] = {}
+    for i in ops:
+        mb = dag.ops[i].mb
+        last_mb[pipes[mb]] = max(last_mb.get(pipes[mb], -1), mb)
+    items: list[tuple[int, int]] = []  # (work, held units)
+    for i in ops:
+        op = dag.ops[i]
+        if op.kind != F:
+            continue
+        g = pos.get(type(op)(I, op.stage, op.mb), pos.get(type(op)(B, op.stage, op.mb)))
+        w = pos.get(type(op)("W", op.stage, op.mb))
+        if g is None:
+            continue
+        items.append((inst.dur[g] + (inst.dur[w] if w is not None else 0), inst.alloc[i]))
+        if w is not None:
+            items.append((inst.dur[w], inst.free[w]))
+    if any(weight == 0 and work > 0 for work, weight in items):
+        return None
+    return ops, last_mb, max((work / weight for work, weight in items if weight > 0), default=0.0)
+
+
 def multi_stage_tail_idle(inst: Instance, d: int) -> int:
     """Idle forced into device ``d``'s span after its last forward starts (module doc, tail part).
 
@@ -126,33 +159,10 @@ def multi_stage_tail_idle(inst: Instance, d: int) -> int:
         2
     """
     dag = inst.dag
-    ops = list(inst.device_ops(d))
-    if not ops or inst.cap is None:
+    found = _pending_rate(inst, d)
+    if found is None:
         return 0
-    pipes = dag.schedule.pipe_of_mb
-    pos = {dag.ops[i]: i for i in ops}
-    last_mb: dict[int, int] = {}
-    for i in ops:
-        mb = dag.ops[i].mb
-        last_mb[pipes[mb]] = max(last_mb.get(pipes[mb], -1), mb)
-    # work per held unit of what may be pending beside the last forward: (stage, mb) pairs with
-    # their gradient op to run (all of the activation held) or only their W (the W part held)
-    items: list[tuple[int, int]] = []
-    for i in ops:
-        op = dag.ops[i]
-        if op.kind != F:
-            continue
-        g = pos.get(type(op)(I, op.stage, op.mb), pos.get(type(op)(B, op.stage, op.mb)))
-        w = pos.get(type(op)("W", op.stage, op.mb))
-        if g is None:
-            continue
-        items.append((inst.dur[g] + (inst.dur[w] if w is not None else 0), inst.alloc[i]))
-        if w is not None:
-            items.append((inst.dur[w], inst.free[w]))
-    if any(weight == 0 and work > 0 for work, weight in items):
-        return 0  # work that holds no memory is not limited by the cap
-    ratios = sorted({(work / weight) for work, weight in items if weight > 0}, reverse=True)
-    best_ratio = ratios[0] if ratios else 0.0
+    ops, last_mb, best_ratio = found
     idle = None
     for mb in last_mb.values():
         members = inst.mb_members[mb]
@@ -198,30 +208,10 @@ def multi_stage_end_gap(inst: Instance, d: int, tail: list[int]) -> int:
         4
     """
     dag = inst.dag
-    ops = list(inst.device_ops(d))
-    if not ops or inst.cap is None:
+    found = _pending_rate(inst, d)
+    if found is None:
         return 0
-    pipes = dag.schedule.pipe_of_mb
-    pos = {dag.ops[i]: i for i in ops}
-    last_mb: dict[int, int] = {}
-    for i in ops:
-        mb = dag.ops[i].mb
-        last_mb[pipes[mb]] = max(last_mb.get(pipes[mb], -1), mb)
-    items: list[tuple[int, int]] = []  # (work, held units) of what may be pending beside f
-    for i in ops:
-        op = dag.ops[i]
-        if op.kind != F:
-            continue
-        g = pos.get(type(op)(I, op.stage, op.mb), pos.get(type(op)(B, op.stage, op.mb)))
-        w = pos.get(type(op)("W", op.stage, op.mb))
-        if g is None:
-            continue
-        items.append((inst.dur[g] + (inst.dur[w] if w is not None else 0), inst.alloc[i]))
-        if w is not None:
-            items.append((inst.dur[w], inst.free[w]))
-    if any(weight == 0 and work > 0 for work, weight in items):
-        return 0  # work that holds no memory is not limited by the cap
-    best_ratio = max((work / weight for work, weight in items if weight > 0), default=0.0)
+    ops, last_mb, best_ratio = found
     gap = None
     for mb in last_mb.values():
         mine = [i for i in ops if dag.ops[i].mb == mb]
