@@ -1,13 +1,14 @@
-"""The unhinted search: most of the search's work on placements with several stages per device
-under a memory cap.
+"""The unhinted search: after the hinted one, on one-pipe placements with several stages per
+device under a memory cap.
 
 Why: there the best start is often a periodic one (:mod:`.periodic`, :mod:`.modulo`), and CP-SAT
 with one worker, given it as a hint, stays at it. V, p = 4, m = 12, unit costs, delay 1, budget
 3: the hinted search ends at the periodic start's 64.5 whatever the seed, while the same model
 without a hint proves 62.5 optimal within 1.25 deterministic seconds. With the objective cut at
 the start's value as well, that search found nothing within 2.5 seconds: a tight horizon leaves
-CP-SAT no easy first schedule, so the model here is the whole one. The hinted search keeps
-:data:`HINTED_SHARE` of the work; the better schedule of the two is kept.
+CP-SAT no easy first schedule, so the model here is the whole one. It runs after the hinted
+search, which keeps all of its work, with work of its own (``UNHINTED_SHARE`` in :mod:`.solve`);
+the better schedule and the higher bound of the two are kept, so nothing is worse than without it.
 
 The three steps of :func:`search_below` follow the optimizer's: build the model (whole, no hint),
 solve, read a schedule better than the incumbent if found, and what the solve proved.
@@ -25,9 +26,6 @@ from .interrupt import stoppable
 from .model import build_model
 from .problem import Instance
 from .solver_setup import make_solver
-
-#: share of the search's work the hinted search keeps where :func:`search_below` follows it
-HINTED_SHARE = 0.25
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..core.errors import ParameterError
-from .below import HINTED_SHARE, search_below
+from .below import search_below
 from .bounds import lower_bounds, work_bounds
 from .coarse import block_candidates
 from .deadline import Deadline, WallLimitReached
@@ -41,9 +41,9 @@ from .zbheuristic import zb_candidates
 
 #: share of the relaxation's budget tried before the search (all of it runs after an unproven one)
 _RELAX_PROBE = 0.1
-#: least share of a point's work the search keeps on several stages per device under a cap,
-#: whatever the blocks took (below.py)
-MIN_SEARCH_SHARE = 0.4
+#: share of a point's work the unhinted search adds on several stages per device under a cap
+#: (below.py)
+UNHINTED_SHARE = 0.3
 
 
 def _infeasible_reason(inst: Instance) -> str:
@@ -300,13 +300,17 @@ def optimize(
     # the memory-cycle bound stays out of the model (bounds.py): a floor only, like the relaxation's
     used_bounds = replace(analytic, memory_cycle=0) if redundant_bounds else _no_bounds(bounds)
     search_work = max(0.01, (work * (1 - relax_share) if redundant_bounds else work) - block_work)
-    # several stages per device under a cap: the blocks may take all that is left, and a search
-    # given 0.01 keeps its start (V, p = 4, m = 12, delay 1, budget 3: 64.5, 62.5 with 1.25 s);
-    # an unhinted search (below.py) takes most of it, the hinted one the rest
-    unhinted = hint is not None and inst.cap is not None and several_stages_per_device(inst)
-    if unhinted:
-        search_work = max(search_work, MIN_SEARCH_SHARE * work)
-    hinted_work = search_work * HINTED_SHARE if unhinted else search_work
+    # several stages per device under a cap, one pipe: an unhinted search (below.py) after the
+    # hinted one, with work of its own (the blocks may leave the hinted search 0.01, and a
+    # periodic hint holds it: V, p = 4, m = 12, delay 1, budget 3 stayed at 64.5, 62.5 unhinted);
+    # the hinted search runs as before, so no result is worse than without it
+    unhinted = (
+        hint is not None
+        and inst.cap is not None
+        and several_stages_per_device(inst)
+        and inst.problem.placement.num_pipes == 1
+    )
+    unhinted_work = UNHINTED_SHARE * work if unhinted else 0.0
     tail_best: Candidate | None = None
     if (
         best is not None
@@ -355,7 +359,7 @@ def optimize(
             cut.append("search")
         return start_result(floor, {}, cut_reason(cut, dl.stopped()))
     tail_note: dict[str, str] = {}
-    solver = make_solver(hard.remaining(), workers, seed, hinted_work, deterministic)
+    solver = make_solver(hard.remaining(), workers, seed, search_work, deterministic)
     if gap_limit is not None:
         solver.parameters.relative_gap_limit = float(gap_limit)  # CP-SAT's gap is ours: (value - bound) / value
     callback = None
@@ -402,7 +406,7 @@ def optimize(
     )
     if unhinted and value is not None and open_gap and not hard.expired():
         below = search_below(
-            inst, used_bounds, value, hard.remaining(), search_work - hinted_work, workers, seed, symmetry,
+            inst, used_bounds, value, hard.remaining(), unhinted_work, workers, seed, symmetry,
             deterministic, gap_limit,
         )  # fmt: skip
         if hard.expired():
