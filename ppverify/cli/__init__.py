@@ -262,10 +262,10 @@ def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None =
         _silence_stdout()
         return 0
     except KeyboardInterrupt as exc:  # before the command line is parsed: the word that names it
-        return _interrupted(exc, command if command != "ppverify" else _command_name(words))
+        return _interrupted(exc, _named(command, words))
     except tuple(_INPUT_FAILURES) as exc:  # type: ignore[misc]
         if signals is not None and signals.received and not debug:
-            return _interrupted(signals.interrupt(), command if command != "ppverify" else _command_name(words))
+            return _interrupted(signals.interrupt(), _named(command, words))
         if debug:
             traceback.print_exc()
         rule = next(v for k, v in _INPUT_FAILURES.items() if isinstance(exc, k))
@@ -275,7 +275,7 @@ def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None =
         # a Ctrl-C or SIGTERM raised inside an import or a library is often turned into another
         # exception there ("ImportError: initialization failed"): the signal's consequence, no bug
         if signals is not None and signals.received and not debug:
-            return _interrupted(signals.interrupt(), command if command != "ppverify" else _command_name(words))
+            return _interrupted(signals.interrupt(), _named(command, words))
         if debug:
             traceback.print_exc()
             return EXIT_INTERNAL
@@ -286,6 +286,11 @@ def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None =
         )
         return EXIT_INTERNAL
     return int(code or 0)
+
+
+def _named(command: str, words: list[str]) -> str:
+    # before the command line is parsed, the command is named by the word that names it
+    return command if command != "ppverify" else _command_name(words)
 
 
 def _interrupted(exc: KeyboardInterrupt, command: str) -> int:

@@ -187,15 +187,13 @@ def memory_window_idle(inst: Instance, deadline=None) -> list[int]:
     for d in range(inst.p):
         check(deadline)
         ops = list(inst.device_ops(d))
-        stages = {(dag.schedule.pipe_of_mb[dag.ops[i].mb], dag.ops[i].stage) for i in ops}
         if not ops:
             out.append(0)
             continue
-        if len(stages) != 1:
+        if _several_stages(inst, ops):
             # window.py; the windows are disjoint once the forwards cannot all be held at once
             head_w, tail_w = multi_stage_head_idle(inst, d), multi_stage_tail_idle(inst, d)
-            over = inst.cap is not None and sum(inst.alloc[i] for i in ops) > inst.cap
-            out.append(head_w + tail_w if over else max(head_w, tail_w))
+            out.append(head_w + tail_w if _forwards_over_cap(inst, ops) else max(head_w, tail_w))
             continue
         pos = {(dag.ops[i].kind, dag.ops[i].mb): i for i in ops}
         mb0 = dag.ops[ops[0]].mb
@@ -286,16 +284,24 @@ def lower_bounds(inst: Instance, objective: str | None = None, deadline: Deadlin
     )
 
 
+def _several_stages(inst: Instance, ops: list[int]) -> bool:
+    # a device's ops of more than one (pipe, stage): window.py's bounds
+    dag = inst.dag
+    return len({(dag.schedule.pipe_of_mb[dag.ops[i].mb], dag.ops[i].stage) for i in ops}) > 1
+
+
+def _forwards_over_cap(inst: Instance, ops: list[int]) -> bool:
+    # the device cannot hold all of its forwards' activations at once
+    return inst.cap is not None and sum(inst.alloc[i] for i in ops) > inst.cap
+
+
 def _end_gap_bound(inst: Instance, d: int, ops: list[int], work: int, head: list[int], tail: list[int]) -> int:
     """Makespan bound of a device holding several stages under a cap whose forwards do not all
     fit at once (0 otherwise): its least release, the head window's idle, its work and the
     non-busy time from its last forward to the end of the step (:func:`.window.multi_stage_end_gap`).
     The windows are disjoint: memory is freed only by gradient or W ops, so the last forward
     starts after the first gradient op."""
-    dag = inst.dag
-    if inst.cap is None or len({(dag.schedule.pipe_of_mb[dag.ops[i].mb], dag.ops[i].stage) for i in ops}) < 2:
-        return 0
-    if sum(inst.alloc[i] for i in ops) <= inst.cap:
+    if not (_several_stages(inst, ops) and _forwards_over_cap(inst, ops)):
         return 0
     return min(head[i] for i in ops) + multi_stage_head_idle(inst, d) + work + multi_stage_end_gap(inst, d, tail)
 

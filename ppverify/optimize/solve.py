@@ -206,12 +206,21 @@ def optimize(
         cut.append("starting schedules")
     phase = "the starting schedules"
     start_floor = bounds.best if redundant_bounds else 0
+
+    def gap_reached(value_ticks: int | None, bound_ticks: int) -> bool:
+        # a schedule within the requested gap of a proven bound (no gap limit: never)
+        return (
+            gap_limit is not None
+            and value_ticks is not None
+            and (relative_gap(value_ticks, bound_ticks) or 0.0) <= gap_limit
+        )
+
     if (
         best is not None
         and local_search
         and best.objective > start_floor
         and time.monotonic() < safety
-        and not (gap_limit is not None and (relative_gap(best.objective, start_floor) or 0.0) <= gap_limit)
+        and not gap_reached(best.objective, start_floor)
     ):
         phase = "the local search"
         if progress is not None:
@@ -250,12 +259,7 @@ def optimize(
     def within_gap(bound_ticks: int, cand: Candidate | None = None) -> bool:
         # the best start (or ``cand``) is already within the requested gap of the proven bound
         c = best if cand is None else cand
-        return (
-            gap_limit is not None
-            and c is not None
-            and c.objective > bound_ticks
-            and (relative_gap(c.objective, bound_ticks) or 0.0) <= gap_limit
-        )
+        return c is not None and c.objective > bound_ticks and gap_reached(c.objective, bound_ticks)
 
     def gap_met(bound_ticks: int, phase: str) -> OptimizeResult:
         # stopped within the gap limit before the search: the start and the bound so far
@@ -401,10 +405,13 @@ def optimize(
     if value is not None and status == "INFEASIBLE":
         # the cut `objective <= hint` was infeasible below the hint: the hint is optimal
         bound_ticks = value
-    open_gap = value is not None and not (
-        bound_ticks >= value or (gap_limit is not None and (relative_gap(value, bound_ticks) or 0.0) <= gap_limit)
-    )
-    if unhinted and value is not None and open_gap and not hard.expired():
+    if (
+        unhinted
+        and value is not None
+        and bound_ticks < value
+        and not gap_reached(value, bound_ticks)
+        and not hard.expired()
+    ):
         below = search_below(
             inst, used_bounds, value, hard.remaining(), unhinted_work, workers, seed, symmetry,
             deterministic, gap_limit,
@@ -418,9 +425,7 @@ def optimize(
     if tail_best is not None and (value is None or tail_best.objective < value):
         starts, value = tail_best.starts, tail_best.objective
         tail_note = {"after_warmup": "the search after the warm-up found the schedule"}
-    searched_within_gap = (
-        gap_limit is not None and value is not None and (relative_gap(value, bound_ticks) or 0.0) <= gap_limit
-    )
+    searched_within_gap = gap_reached(value, bound_ticks)
     if (
         value is not None
         and bound_ticks < value
@@ -463,7 +468,7 @@ def optimize(
     stats.update(cut_stats(cut, dl.stopped()))
     stats.update(tail_note)
     reason = cut_reason(cut, dl.stopped()) if status != "OPTIMAL" else ""
-    if status == "FEASIBLE" and gap_limit is not None and (relative_gap(value, bound_ticks) or 0.0) <= gap_limit:
+    if status == "FEASIBLE" and gap_reached(value, bound_ticks):
         stats.update(stopped="within the gap limit during the search", gap_limit=gap_limit)
         reason = f"within the gap limit {gap_limit:.4g} of the bound during the search"
     return OptimizeResult(

@@ -28,7 +28,7 @@ from ppverify.optimize.modulo import MAX_PERIOD_TICKS, least_interval, modulo_bl
 from ppverify.optimize.periodic import periodic_candidates, periodic_programs
 from ppverify.optimize.problem import Problem, instance
 from ppverify.verify import verify
-from tests.optimize.test_modulo import _held
+from tests.optimize.test_modulo import assert_nominal_times_valid
 
 # irregular costs (tenths: a fine tick of 0.1) and delays, rounded up by several coarse ticks
 CASES = [
@@ -67,15 +67,7 @@ def test_a_coarse_block_is_a_valid_timing_of_the_true_ops(place, p, m, costs, de
             found += 1
             interval = Fraction(period, copies)
             dag = inst.dag
-            at = [(block[i] + dag.ops[i].mb * interval) * g for i in range(dag.num_ops)]
-            for i in range(dag.num_ops):
-                for k, q in enumerate(dag.pred[i]):
-                    if q >= 0:
-                        assert at[i] >= at[q] + inst.dur[q] + inst.delay[i][k]
-            for d in range(inst.p):
-                runs = sorted((at[i], at[i] + inst.dur[i]) for i in inst.device_ops(d))
-                assert all(b[0] >= a[1] for a, b in zip(runs, runs[1:]))
-                assert _held(inst, [x * g for x in block], interval * g, d) <= inst.cap
+            at = assert_nominal_times_valid(inst, [x * g for x in block], interval * g)  # in fine ticks
             progs = periodic_programs(coarse, block, interval)
             assert memory_ok(inst, progs)
             c = time_programs(inst, progs, "coarse")

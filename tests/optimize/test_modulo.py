@@ -41,21 +41,10 @@ def _held(inst, block, interval: Fraction, d: int) -> int:
     return peak
 
 
-@given(PROBLEMS, st.integers(0, 3), st.sampled_from([1, 2, 3]))
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_blocks_never_collide_and_keep_the_cap(case, extra, copies):
-    """A block found at an interval is a collision-free timing of its orders: on each device
-    no two ops' nominal runs overlap, every dependency is met, and the memory held at nominal
-    times (counted event by event) stays within the cap."""
-    pr = _problem(*case)
-    inst = instance(pr)
+def assert_nominal_times_valid(inst, block, interval) -> list:
+    """Microbatch ``j`` at ``block + j * interval`` (ticks of ``inst``): every dependency met, no
+    two ops of a device overlapping, at most the cap held on each device. Returns the times."""
     dag = inst.dag
-    lo = least_interval(inst)
-    period = int(lo * copies) + extra + 1
-    block = modulo_block(inst, period, copies, work=0.3)
-    if block is None:
-        return
-    interval = Fraction(period, copies)
     at = [block[i] + dag.ops[i].mb * interval for i in range(len(dag.ops))]
     for i in range(len(dag.ops)):
         for k, q in enumerate(dag.pred[i]):
@@ -65,6 +54,24 @@ def test_blocks_never_collide_and_keep_the_cap(case, extra, copies):
         runs = sorted((at[i], at[i] + inst.dur[i]) for i in inst.device_ops(d))
         assert all(b[0] >= a[1] for a, b in zip(runs, runs[1:]))
         assert _held(inst, block, interval, d) <= inst.cap
+    return at
+
+
+@given(PROBLEMS, st.integers(0, 3), st.sampled_from([1, 2, 3]))
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_blocks_never_collide_and_keep_the_cap(case, extra, copies):
+    """A block found at an interval is a collision-free timing of its orders: on each device
+    no two ops' nominal runs overlap, every dependency is met, and the memory held at nominal
+    times (counted event by event) stays within the cap."""
+    pr = _problem(*case)
+    inst = instance(pr)
+    lo = least_interval(inst)
+    period = int(lo * copies) + extra + 1
+    block = modulo_block(inst, period, copies, work=0.3)
+    if block is None:
+        return
+    interval = Fraction(period, copies)
+    assert_nominal_times_valid(inst, block, interval)
     assert memory_ok(inst, periodic_programs(inst, block, interval))
 
 

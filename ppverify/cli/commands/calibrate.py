@@ -82,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(
             "realtime", True, "runs workers; --from-trace runs nothing (record the trace with measure --realtime)"
         )
+    if args.realtime:  # refused before --wait-quiet waits, not after
+        from ...measure.realtime import check_realtime
+
+        check_realtime(True)
     if args.out is not None:
         check_output_path(args.out, "--out")
     sized = (args.model, args.microbatch_size, args.seq_len, args.boundary_bytes)
