@@ -53,6 +53,7 @@ import signal  # noqa: E402
 import traceback  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
+from typing import Any  # noqa: E402
 
 from ..core.errors import PPVerifyError  # noqa: E402
 from ..core.limits import DEFAULT_MAX_MEMORY_GIB, DEFAULT_MAX_OPS, int_text, memory_limit, op_limit  # noqa: E402
@@ -222,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # input never leaves a process importing torch behind)
     words = list(sys.argv[1:] if argv is None else argv)
     try:
-        with _sigterm_raises() as signals:  # from start-up on: the commands' imports take seconds
+        with _sigterm_raises(own_process=argv is None) as signals:  # from start-up on: the commands' imports take seconds
             code = _main(words, argv is None, signals)
     except KeyboardInterrupt as exc:  # between the handlers' set-up and the command (a moment)
         code = _interrupted(exc, _command_name(words))
@@ -306,9 +307,13 @@ class _sigterm_raises:
     byte reaches a watcher thread through :func:`signal.set_wakeup_fd`, which interrupts Z3 and
     stops CP-SAT (:mod:`ppverify.optimize.interrupt`)."""
 
+    def __init__(self, own_process: bool = False) -> None:
+        self.own_process = own_process
+
     def __enter__(self) -> _sigterm_raises:
         self.received = 0  # the signal number once SIGINT or SIGTERM has arrived
         self.old = self.old_int = None
+        self.old_hook: Callable[[Any], object] | None = None
         self.old_fd = -1
         self.pipe: tuple[int, int] | None = None
         if os.name == "posix" and _in_main_thread():
@@ -330,6 +335,12 @@ class _sigterm_raises:
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.received = signum
+        # the interrupt can land inside a library's constructor (z3's Context before its `owner`
+        # is set): the half-built object's __del__ then fails as it is freed, and Python would
+        # print that as "Exception ignored in ...". A consequence of the signal, not news: quiet
+        if self.old_hook is None:
+            self.old_hook = sys.unraisablehook
+            sys.unraisablehook = _ignore_unraisable
         raise self.interrupt()
 
     def interrupt(self) -> KeyboardInterrupt:
@@ -337,12 +348,18 @@ class _sigterm_raises:
         return Terminated() if self.received == signal.SIGTERM else KeyboardInterrupt()
 
     def __exit__(self, *exc: object) -> None:
+        if self.old_hook is not None and not self.own_process:
+            sys.unraisablehook = self.old_hook  # the console script keeps it for its shut-down
         if self.old is not None:
             signal.signal(signal.SIGTERM, self.old)
             signal.signal(signal.SIGINT, self.old_int)
         if self.pipe is not None:
             signal.set_wakeup_fd(self.old_fd)
             os.close(self.pipe[1])  # the watcher reads end-of-file and ends
+
+
+def _ignore_unraisable(unraisable: Any) -> None:
+    pass
 
 
 def _interrupt_solvers_on_signal(fd: int) -> None:
