@@ -223,7 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # input never leaves a process importing torch behind)
     words = list(sys.argv[1:] if argv is None else argv)
     try:
-        with _sigterm_raises(own_process=argv is None) as signals:  # from start-up on: the commands' imports take seconds
+        # from start-up on: the commands' imports take seconds
+        with _sigterm_raises(own_process=argv is None) as signals:
             code = _main(words, argv is None, signals)
     except KeyboardInterrupt as exc:  # between the handlers' set-up and the command (a moment)
         code = _interrupted(exc, _command_name(words))
