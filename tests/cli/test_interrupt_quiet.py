@@ -31,6 +31,8 @@ if {inside}:
     with _sigterm_raises(own_process=True):
         run()
 else:
+    # Python's own handler, even where SIGINT came in ignored (a job started in the background)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     run()
 """
 
