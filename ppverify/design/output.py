@@ -222,7 +222,7 @@ def load_design(path: str | Path) -> Design:
             ",".join(info["placements"]),
             "auto",
             settings,
-            Limits(float(info["work_limit"]), info.get("gap_limit"), 0, info.get("time_limit")),
+            Limits(float(info["work_limit"]), info.get("gap_limit"), 0, info.get("time_limit"), info.get("bound_work")),
             info.get("backward") == "split",
         )
         sets = setups(rq.placements, rq.p, rq.m, settings)

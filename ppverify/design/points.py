@@ -103,6 +103,22 @@ def _peak_and_time(schedule: Schedule, setup: Setup) -> tuple[float, float]:
     return float(max(tl.peak_memory())) / setup.unit, float(tl.makespan)
 
 
+def point_problem(setup: Setup, budget: float, m: int, split: bool = True) -> Any:
+    """The optimization problem of a placement under a budget (``inf``: no cap).
+
+    Example:
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> from ppverify.design.spec import setups
+        >>> s = setups("v", 2, 4, PresetSettings(costs="F=1,I=1,W=1"))[0]
+        >>> point_problem(s, 1.5, 4).memory_cap
+        1.5
+    """
+    from ..optimize import Problem
+
+    cap = None if math.isinf(budget) else budget * setup.unit
+    return Problem(setup.placement, m, setup.costs, setup.comm, split, cap, pipe_of_mb=setup.pipes)
+
+
 def solve_point(task: Task) -> Point:
     """CP-SAT on one point (:func:`ppverify.optimize.optimize` with the budget as memory cap, the
     families and greedy rules as starts, one search worker, the work limit as its stop). The
@@ -123,11 +139,11 @@ def solve_point(task: Task) -> Point:
     """
     import time
 
-    from ..optimize import Problem, optimize
+    from ..optimize import optimize
 
     st, lim = task.setup, task.limits
-    cap = None if math.isinf(task.budget) else task.budget * st.unit
-    problem = Problem(st.placement, task.m, st.costs, st.comm, task.split, cap, pipe_of_mb=st.pipes)
+    problem = point_problem(st, task.budget, task.m, task.split)
+    cap = problem.memory_cap
     wall = lim.wall
     if task.until is not None:
         wall = min(wall, task.until - time.time())

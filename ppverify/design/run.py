@@ -20,6 +20,7 @@ from ..core.errors import ParameterError
 from ..systems.preset_models import PresetSettings
 from .points import EPS, FamilyPoint, Point, adopt_families, family_points, frontier, monotone, solve_point, value_at
 from .spec import Limits, Setup, Task, parse_budgets, setups
+from .tighten import tighten_front, tighten_line
 
 EXECUTORS = ("local", "ray")
 
@@ -119,6 +120,7 @@ class Design:
                 "work_limit": rq.limits.work,
                 "time_limit": rq.limits.ceiling,
                 "gap_limit": rq.limits.gap,
+                "bound_work": rq.limits.tighten_work,
                 "memory_unit": "activations of one microbatch on a device's share",
             },
             "points_done": self.done,
@@ -322,6 +324,15 @@ def design(
     points, interrupted = run_points(tasks, executor, workers, report)
     found = sum(q.time is not None for q in points)
     points = monotone(adopt_families(points, fams, request.split_backward))
+    if not interrupted and request.limits.tighten_work > 0:
+
+        def report_bound(done: int, total: int, before: Point, after: Point) -> None:
+            if progress:
+                print(tighten_line(done, total, before, after), file=sys.stderr, flush=True)
+
+        points, interrupted = tighten_front(
+            points, sets, request.m, request.split_backward, request.limits, until, report_bound
+        )
     front = frontier(points)
     verified = verify_front(front, sets)
     return Design(

@@ -166,6 +166,20 @@ class Limits:
     gap: float | None = 0.01
     seed: int = 0
     ceiling: float | None = None
+    #: deterministic seconds for each frontier point's bound after the points (:mod:`.tighten`);
+    #: None: as ``work``, 0: none
+    bound_work: float | None = None
+
+    @property
+    def tighten_work(self) -> float:
+        """The work of :mod:`~ppverify.design.tighten` per frontier point (``bound_work``, else
+        ``work``).
+
+        Example:
+            >>> Limits(5.0).tighten_work, Limits(5.0, bound_work=0).tighten_work
+            (5.0, 0.0)
+        """
+        return float(self.work if self.bound_work is None else self.bound_work)
 
     @property
     def wall(self) -> float:

@@ -47,6 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s = parser.add_argument_group("solver")
     add_limit_arguments(s, Limits.work, " per point", "none: the work limit decides")
     s.add_argument("--gap-limit", type=float, default=0.01, help="stop a point within this relative gap (default 0.01)")
+    s.add_argument(
+        "--bound-work",
+        type=float,
+        default=None,
+        metavar="S",
+        help="then, per frontier point above the gap limit, this much more deterministic work on its "
+        "critical device's bound (default: the work limit; 0: none)",
+    )
     s.add_argument("--seed", type=int, default=0, help="CP-SAT random seed (default 0)")
     s.add_argument("--executor", choices=("local", "ray"), default="local", help="process pool (default) or Ray")
     s.add_argument("--workers", type=int, default=1, help="points solved at once (default 1)")
@@ -75,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     m = 3 * args.p if args.m is None else args.m
     check_int("m", m, 1)
     work, wall = run_limits(args.time_limit, args.work_limit, Limits.work, wall_factor=None)
+    if args.bound_work is not None and not (math.isfinite(args.bound_work) and args.bound_work >= 0):
+        raise ParameterError("bound-work", args.bound_work, "must be >= 0 deterministic seconds (0: none)")
     if args.gap_limit is not None and not 0 <= args.gap_limit < 1:
         raise ParameterError("gap-limit", args.gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
     if args.plot:
@@ -90,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         args.placements,
         args.budgets,
         settings_from(vars(args)),
-        Limits(work, args.gap_limit, args.seed, None if math.isinf(wall) else wall),
+        Limits(work, args.gap_limit, args.seed, None if math.isinf(wall) else wall, args.bound_work),
         split,
     )
     result = design(request, args.executor, args.workers, progress=not args.no_progress)
