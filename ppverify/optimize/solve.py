@@ -16,6 +16,7 @@ from .below import search_below
 from .bounds import lower_bounds, work_bounds
 from .coarse import block_candidates
 from .deadline import Deadline, WallLimitReached
+from .ending import search_before_end
 from .heuristic import Candidate, best_candidate, canonical_starts
 from .interrupt import stoppable
 from .localsearch import improve
@@ -44,6 +45,8 @@ _RELAX_PROBE = 0.1
 #: share of a point's work the unhinted search adds on several stages per device under a cap
 #: (below.py)
 UNHINTED_SHARE = 0.3
+#: and the search of the step's end (ending.py) this share of the point's work, after the other searches
+ENDING_SHARE = 0.1
 
 
 def _infeasible_reason(inst: Instance) -> str:
@@ -425,6 +428,17 @@ def optimize(
     if tail_best is not None and (value is None or tail_best.objective < value):
         starts, value = tail_best.starts, tail_best.objective
         tail_note = {"after_warmup": "the search after the warm-up found the schedule"}
+    if unhinted and starts is not None and value is not None and not gap_reached(value, bound_ticks):
+        # the same points: their best schedule is often periodic, and its end is what the
+        # searches above leave (ending.py: V, p = 8, m = 24, budget 4: 85.5 -> 84.5 in 0.1 CPU s)
+        if progress is not None:
+            progress.phase("search of the step's end", value * tick, bound_ticks * tick)
+        ending = search_before_end(
+            inst, used_bounds, starts, value, hard.remaining(), ENDING_SHARE * work, seed, symmetry, deterministic
+        )
+        if ending is not None:
+            starts, value = ending.starts, ending.objective
+            tail_note = {"ending": "the search of the step's end found the schedule"}
     searched_within_gap = gap_reached(value, bound_ticks)
     if (
         value is not None
