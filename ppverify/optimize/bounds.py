@@ -51,7 +51,7 @@ The bounds are reported on their own and added to the CP-SAT model as redundant 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..core.ops import B, F, I, W
 from .cycle import memory_cycle_bounds
@@ -104,6 +104,28 @@ class Bounds:
             self.one_machine,
             self.memory_cycle,
             self.warmup,
+        )
+
+    def unposted(self) -> Bounds:
+        """The same bounds with none of them to post in the model (plain CP-SAT: ``optimize(...,
+        redundant_bounds=False)`` reports them but keeps them out of the search).
+
+        Example:
+            >>> b = Bounds("makespan", 5, 7, 9, (9, 8), (2, 1), device_relaxation=10)
+            >>> b.unposted().best, b.unposted().per_device
+            (0, (0, 0))
+        """
+        return replace(
+            self,
+            critical_path=0,
+            device_work=0,
+            memory_window=0,
+            device_relaxation=0,
+            one_machine=0,
+            memory_cycle=0,
+            warmup=0,
+            per_device=tuple(0 for _ in self.per_device),
+            machine_per_device=(),
         )
 
     def as_dict(self, tick: float) -> dict[str, float]:

@@ -391,3 +391,26 @@ def _build_instance(problem: Problem, schedule: Schedule | None, deadline: Deadl
     free = [y for _, y in pairs]
     cap = math.floor(cap_f / unit) if cap_f is not None else None
     return Instance(problem, dag, dur, delay, float(tick), alloc, free, cap, unit, exact, colls, coll_dur)
+
+
+def cap_infeasibility(inst: Instance) -> str:
+    """Why no schedule meets the cap, where one activation alone exceeds it; else "".
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> pl = linear(2)
+        >>> cap_infeasibility(instance(Problem(pl, 2, CostModel.abstract(pl), memory_cap=0.5)))
+        'memory cap 0.5 is below one activation of stage 0 (1): no forward of that stage can ever run'
+    """
+    if inst.cap is None:
+        return ""
+    for i, op in enumerate(inst.dag.ops):
+        if inst.alloc[i] > inst.cap:
+            cap = float(inst.cap * inst.mem_unit)
+            need = float(inst.alloc[i] * inst.mem_unit)
+            return (
+                f"memory cap {cap:g} is below one activation of stage {op.stage} ({need:g}): "
+                f"no forward of that stage can ever run"
+            )
+    return ""

@@ -22,7 +22,7 @@ from .interrupt import stoppable
 from .localsearch import improve
 from .model import build_model
 from .periodic import periodic_candidates
-from .problem import Instance, Problem, instance
+from .problem import Problem, cap_infeasibility, instance
 from .relax import relaxation_bound
 from .result import OptimizeResult, relative_gap
 from .solver_run import Progress
@@ -47,20 +47,6 @@ _RELAX_PROBE = 0.1
 UNHINTED_SHARE = 0.3
 #: and the search of the step's end (ending.py) this share of the point's work, after the other searches
 ENDING_SHARE = 0.1
-
-
-def _infeasible_reason(inst: Instance) -> str:
-    if inst.cap is None:
-        return ""
-    for i, op in enumerate(inst.dag.ops):
-        if inst.alloc[i] > inst.cap:
-            cap = float(inst.cap * inst.mem_unit)
-            need = float(inst.alloc[i] * inst.mem_unit)
-            return (
-                f"memory cap {cap:g} is below one activation of stage {op.stage} ({need:g}): "
-                f"no forward of that stage can ever run"
-            )
-    return ""
 
 
 def optimize(
@@ -171,7 +157,7 @@ def optimize(
         time_unit=unit,
         collectives=collectives_text(inst),
     )
-    reason = _infeasible_reason(inst)
+    reason = cap_infeasibility(inst)
     if reason:
         return OptimizeResult(
             "INFEASIBLE",
@@ -305,7 +291,7 @@ def optimize(
     elif redundant_bounds and relax_share > 0:
         cut.append("device relaxation")
     # the memory-cycle bound stays out of the model (bounds.py): a floor only, like the relaxation's
-    used_bounds = replace(analytic, memory_cycle=0) if redundant_bounds else _no_bounds(bounds)
+    used_bounds = replace(analytic, memory_cycle=0) if redundant_bounds else bounds.unposted()
     search_work = max(0.01, (work * (1 - relax_share) if redundant_bounds else work) - block_work)
     # several stages per device under a cap, one pipe: an unhinted search (below.py) after the
     # hinted one, with work of its own (the blocks may leave the hinted search 0.01, and a
@@ -497,21 +483,6 @@ def optimize(
         solver=stats,
         reason=reason,
         **common,
-    )
-
-
-def _no_bounds(bounds):
-    return replace(
-        bounds,
-        critical_path=0,
-        device_work=0,
-        memory_window=0,
-        device_relaxation=0,
-        one_machine=0,
-        memory_cycle=0,
-        warmup=0,
-        per_device=tuple(0 for _ in bounds.per_device),
-        machine_per_device=(),
     )
 
 

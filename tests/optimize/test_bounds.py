@@ -233,13 +233,12 @@ def test_plain_mode_posts_no_bound():
     """Plain CP-SAT must not see any analytic bound (else the tests above would be circular): its
     model's objective variable starts at 0."""
     from ppverify.optimize.model import build_model
-    from ppverify.optimize.solve import _no_bounds
 
     pr = _problem(*PLAIN_CASES[3])
     inst = instance(pr)
     b = lower_bounds(inst)
     assert b.one_machine > 0
-    nb = _no_bounds(b)
+    nb = b.unposted()
     assert nb.best == 0 and all(nb.floor(d) == 0 for d in range(pr.p))
     built = build_model(inst, nb)
     assert built.objective.proto.domain[0] == 0
