@@ -29,14 +29,13 @@ with :func:`~.periodic.periodic_programs`), so :func:`coarse_candidates` re-time
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
 from ..core.errors import PPVerifyError
 from .heuristic import Candidate, memory_ok, time_programs
 from .modulo import MAX_COPIES, MAX_PERIOD_TICKS, least_interval, modulo_candidates
-from .problem import Instance
+from .problem import Instance, on_grid
 
 #: the least period of a coarse block (:data:`~.modulo.MAX_COPIES` microbatches at the least
 #: interval) spans about this many coarse ticks: CP-SAT finds blocks of about twenty ticks per
@@ -50,13 +49,9 @@ COARSE_PERIOD_TICKS = 60
 FACTOR_SPAN = 1.25
 
 
-def _up(x: int, g: int) -> int:
-    return -(-x // g)
-
-
 def coarse_instance(inst: Instance, factor: int) -> Instance:
     """``inst`` on a grid of ``factor`` ticks: durations (at least one coarse tick), delays and
-    the collectives' durations rounded up, memory unchanged.
+    the collectives' durations rounded up, memory unchanged (:func:`~.problem.on_grid`).
 
     Example:
         >>> from ppverify.core.placement import linear
@@ -64,19 +59,10 @@ def coarse_instance(inst: Instance, factor: int) -> Instance:
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(2)
         >>> inst = instance(Problem(pl, 1, CostModel.abstract(pl, F=1.5, I=1, W=0.5), split=True))
-        >>> inst.dur, coarse_instance(inst, 2).dur, coarse_instance(inst, 2).tick
-        ([3, 2, 1, 3, 2, 1], [2, 1, 1, 2, 1, 1], 1.0)
+        >>> coarse_instance(inst, 2).dur, coarse_instance(inst, 2).tick
+        ([2, 1, 1, 2, 1, 1], 1.0)
     """
-    if factor == 1:
-        return inst
-    return dataclasses.replace(
-        inst,
-        dur=[max(1, _up(d, factor)) for d in inst.dur],
-        delay=[[_up(x, factor) for x in row] for row in inst.delay],
-        tick=inst.tick * factor,
-        exact=False,
-        coll_dur=tuple(_up(x, factor) for x in inst.coll_dur),
-    )
+    return on_grid(inst, factor, up=True)
 
 
 def coarse_factor(inst: Instance, copies: int) -> int | None:

@@ -26,12 +26,11 @@ fraction of a tick per op (:func:`floor_factor`).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from .bounds import lower_bounds
 from .modulo import least_interval
-from .problem import Instance
+from .problem import Instance, on_grid
 from .relax import device_bound
 
 #: the shortest op spans about this many coarse ticks: V, p = 4, m = 12, the zero-bubble paper's
@@ -45,28 +44,19 @@ FACTOR_SPAN = 1.25
 
 def floored_instance(inst: Instance, factor: int) -> Instance:
     """``inst`` on a grid of ``factor`` ticks: durations, delays and the collectives' durations
-    rounded down (a duration may become 0), memory unchanged (module doc: its bounds, times
-    ``factor``, hold for ``inst``).
+    rounded down (a duration may become 0), memory unchanged (:func:`~.problem.on_grid`; module
+    doc: its bounds, times ``factor``, hold for ``inst``).
 
     Example:
-        >>> from ppverify.core.placement import linear
         >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.placement import linear
         >>> from ppverify.optimize.problem import Problem, instance
-        >>> pl = linear(2)
-        >>> inst = instance(Problem(pl, 1, CostModel.abstract(pl, F=1.5, I=1, W=0.5), split=True))
-        >>> inst.dur, floored_instance(inst, 2).dur, floored_instance(inst, 2).tick
-        ([3, 2, 1, 3, 2, 1], [1, 1, 0, 1, 1, 0], 1.0)
+        >>> costs = CostModel.abstract(linear(1), F=0.7, I=0.4, W=0.3)  # ticks of 0.1: 7, 4, 3
+        >>> coarse = floored_instance(instance(Problem(linear(1), 2, costs, split=True)), 3)
+        >>> coarse.dur, round(coarse.tick, 6)
+        ([2, 1, 1, 2, 1, 1], 0.3)
     """
-    if factor == 1:
-        return inst
-    return dataclasses.replace(
-        inst,
-        dur=[d // factor for d in inst.dur],
-        delay=[[x // factor for x in row] for row in inst.delay],
-        tick=inst.tick * factor,
-        exact=False,
-        coll_dur=tuple(x // factor for x in inst.coll_dur),
-    )
+    return on_grid(inst, factor, up=False)
 
 
 def floor_factor(inst: Instance) -> int:
@@ -77,28 +67,23 @@ def floor_factor(inst: Instance) -> int:
     holding times) once rounded down.
 
     Example:
-        >>> from ppverify.core.placement import v_shape
         >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.placement import v_shape
         >>> from ppverify.optimize.problem import Problem, instance
-        >>> pl = v_shape(4)
-        >>> inst = instance(Problem(pl, 12, CostModel.abstract(pl, F=18.522, I=18.086, W=9.337), memory_cap=1))
-        >>> round(floor_factor(inst) * inst.tick, 4)  # ms, from ticks of 0.5 us (W per stage: 4.6685)
+        >>> zb = CostModel.abstract(v_shape(8), F=18.522, I=18.086, W=9.337)  # ms: ticks of 0.5 us
+        >>> round(floor_factor(instance(Problem(v_shape(8), 24, zb, memory_cap=4))) * 0.0005, 4)
         0.6455
-        >>> pl = v_shape(4)  # unit costs: the exact grid already
-        >>> floor_factor(instance(Problem(pl, 12, CostModel.abstract(pl, F=1, I=1, W=1), memory_cap=1)))
+        >>> unit = CostModel.abstract(v_shape(8), F=1, I=1, W=1)  # the exact grid already
+        >>> floor_factor(instance(Problem(v_shape(8), 24, unit, memory_cap=4)))
         1
     """
     shortest = min((d for d in inst.dur if d > 0), default=1)
     lo = shortest // FLOOR_TICKS
     if lo <= 1:
         return 1
-    best: tuple[tuple[int, int], int] | None = None
-    for g in range(lo, math.floor(lo * FACTOR_SPAN) + 1):
-        kept = least_interval(floored_instance(inst, g)) * g
-        key = (-kept, -g)  # at a tie the coarser grid: a smaller model
-        if best is None or key < best[0]:
-            best = (key, g)
-    return best[1] if best is not None else lo
+    # the most of the least interval kept; at a tie the coarser grid (a smaller model)
+    grids = range(lo, math.floor(lo * FACTOR_SPAN) + 1)
+    return max(grids, key=lambda g: (least_interval(floored_instance(inst, g)) * g, g))
 
 
 def critical_bound(

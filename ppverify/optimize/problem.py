@@ -12,6 +12,7 @@ and gives their predecessors, so the solver never re-derives the DAG.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import math
 import time
@@ -414,3 +415,33 @@ def cap_infeasibility(inst: Instance) -> str:
                 f"no forward of that stage can ever run"
             )
     return ""
+
+
+def on_grid(inst: Instance, factor: int, up: bool) -> Instance:
+    """``inst`` on a grid of ``factor`` ticks: durations, delays and the collectives' durations
+    rounded up (``up``; a duration to at least one coarse tick) or down (it may become 0), memory
+    unchanged. Rounded up, a timing of the coarse instance is one of ``inst`` (:mod:`.coarse`);
+    rounded down, a bound on it is one on ``inst`` (:mod:`.floored`).
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> pl = linear(2)
+        >>> inst = instance(Problem(pl, 1, CostModel.abstract(pl, F=1.5, I=1, W=0.5), split=True))
+        >>> inst.dur, on_grid(inst, 2, up=True).dur, on_grid(inst, 2, up=False).dur
+        ([3, 2, 1, 3, 2, 1], [2, 1, 1, 2, 1, 1], [1, 1, 0, 1, 1, 0])
+    """
+    if factor == 1:
+        return inst
+
+    def rounded(x: int) -> int:
+        return -(-x // factor) if up else x // factor
+
+    return dataclasses.replace(
+        inst,
+        dur=[max(1, rounded(d)) if up else rounded(d) for d in inst.dur],
+        delay=[[rounded(x) for x in row] for row in inst.delay],
+        tick=inst.tick * factor,
+        exact=False,
+        coll_dur=tuple(rounded(x) for x in inst.coll_dur),
+    )
