@@ -11,8 +11,9 @@ fixed proves its optimum, 84.5, within 0.1 CPU seconds (the bound there is 83.5)
 growing share of the step are tried in turn, each from the best schedule so far, until the work
 is spent.
 
-The three steps of :func:`search_before_end` follow the optimizer's: build the model (whole, the
-ops before the window fixed at their starts, the schedule as hint and cut), solve, read.
+Each window is :func:`~.tail.search_after` (the search after the warm-up's model, cut at the
+window's start instead of the warm-up's end): the whole model, the ops before the window fixed at
+their starts, the schedule as hint and cut, the linear relaxation off.
 """
 
 from __future__ import annotations
@@ -20,14 +21,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ortools.sat.python import cp_model
-
 from .bounds import Bounds
 from .heuristic import Candidate
-from .interrupt import stoppable
-from .model import build_model
 from .problem import Instance
-from .solver_setup import make_solver
+from .tail import search_after
 
 #: the windows, as shares of the step: the last 15 %, then 25 %, then 35 % of it are searched
 WINDOWS = (0.15, 0.25, 0.35)
@@ -71,23 +68,13 @@ def search_before_end(
         left = work - spent
         if left < 0.01:
             break
-        # build: the whole model, every op that starts before the window at its start
         window_start = best - math.floor(share * best)
-        built = build_model(inst, bounds, hint=best_starts, upper=best, symmetry=symmetry)
-        for i, var in enumerate(built.start):
-            if best_starts[i] < window_start:
-                built.model.add(var == int(best_starts[i]))
-        # solve: without the linear relaxation (it costs most of the time and finds nothing
-        # here, as in the search after the warm-up)
-        solver = make_solver(time_limit, 1, seed, left, deterministic)
-        solver.parameters.linearization_level = 0
-        with stoppable(solver):
-            code = solver.solve(built.model)
-        spent += solver.deterministic_time
-        # read
-        if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) and round(solver.objective_value) < best:
-            best_starts = [solver.value(v) for v in built.start]
-            best = round(solver.objective_value)
+        found, found_value, used = search_after(
+            inst, bounds, best_starts, best, window_start, time_limit, left, 1, seed, None, symmetry, deterministic
+        )
+        spent += used
+        if found is not None and found_value is not None:
+            best_starts, best = found, found_value
     if best >= value:
         return None
     return Candidate("end", inst.programs_by_start(best_starts), best_starts, best)

@@ -414,7 +414,13 @@ def optimize(
     if tail_best is not None and (value is None or tail_best.objective < value):
         starts, value = tail_best.starts, tail_best.objective
         tail_note = {"after_warmup": "the search after the warm-up found the schedule"}
-    if unhinted and starts is not None and value is not None and not gap_reached(value, bound_ticks):
+    if (
+        unhinted
+        and starts is not None
+        and value is not None
+        and not gap_reached(value, bound_ticks)
+        and not hard.expired()
+    ):
         # the same points: their best schedule is often periodic, and its end is what the
         # searches above leave (ending.py: V, p = 8, m = 24, budget 4: 85.5 -> 84.5 in 0.1 CPU s)
         if progress is not None:
@@ -422,6 +428,8 @@ def optimize(
         ending = search_before_end(
             inst, used_bounds, starts, value, hard.remaining(), ENDING_SHARE * work, seed, symmetry, deterministic
         )
+        if hard.expired():
+            cut.append("search of the step's end")
         if ending is not None:
             starts, value = ending.starts, ending.objective
             tail_note = {"ending": "the search of the step's end found the schedule"}

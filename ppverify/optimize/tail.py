@@ -11,13 +11,14 @@ relaxation costs most of the time and finds nothing here), improves the start wi
 deterministic seconds: 114.0 within 2 on that row (with the relaxation on, the same
 neighbourhood reached 113.5, the bound and so the optimum, after 19).
 
-The three steps of :func:`search_after_warmup` follow the optimizer's: build the model (the
-whole model, the warm-up's starts fixed), solve, read the schedule.
+The three steps of :func:`search_after` follow the optimizer's: build the model (the whole
+model, the ops before a cut fixed at their starts: here the warm-up's), solve, read the schedule.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ortools.sat.python import cp_model
 
@@ -99,9 +100,54 @@ def search_after_warmup(
         >>> better.objective < g.objective
         True
     """
-    # build: the whole model, the warm-up's ops at their starts
-    cut = warmup_end(inst, hint)
-    built = build_model(inst, bounds, hint=hint, upper=start.objective, symmetry=symmetry)
+    callback = None
+    if progress is not None:
+        callback = progress.search_callback(inst.tick, bounds=False)  # a bound with the warm-up fixed
+    starts, value, _ = search_after(
+        inst, bounds, hint, start.objective, warmup_end(inst, hint), time_limit, work_limit, workers, seed,
+        gap_limit, symmetry, deterministic, callback,
+    )  # fmt: skip
+    if starts is None or value is None:
+        return None
+    return Candidate(start.source + "+tail", inst.programs_by_start(starts), starts, value)
+
+
+def search_after(
+    inst: Instance,
+    bounds: Bounds,
+    hint: Sequence[int],
+    upper: int,
+    cut: int,
+    time_limit: float,
+    work_limit: float,
+    workers: int = 1,
+    seed: int = 0,
+    gap_limit: float | None = None,
+    symmetry: bool = True,
+    deterministic: bool = False,
+    callback: Any = None,
+) -> tuple[list[int] | None, int | None, float]:
+    """CP-SAT on the whole model with every op that starts before ``cut`` in the schedule
+    ``hint`` (objective ``upper``, ticks) fixed at that start, its linear relaxation off (it costs
+    most of the time and finds nothing here); returns the start ticks and objective of a faster
+    schedule (None, None when none is found) and the deterministic seconds spent. The search after
+    the warm-up cuts at the warm-up's end, the search of the step's end (:mod:`.ending`) at
+    windows before the step's end.
+
+    Example:
+        >>> from ppverify.core import costs, placement
+        >>> from ppverify.optimize import bounds, heuristic, problem
+        >>> pl = placement.loop(2, 2)  # W before F: a poor start, improved once nothing is fixed
+        >>> inst = problem.instance(problem.Problem(pl, 4, costs.CostModel.abstract(pl, F=1, I=1, W=1)))
+        >>> start = heuristic.greedy(inst, "GWF")
+        >>> hint, lb = heuristic.canonical_starts(inst, start.starts), bounds.lower_bounds(inst)
+        >>> search_after(inst, lb, hint, start.objective, 0, 10.0, 1.0)[1] < start.objective
+        True
+        >>> search_after(inst, lb, hint, start.objective, start.objective, 10.0, 1.0)[:2]  # all fixed
+        (None, None)
+    """
+    # build: the whole model, the ops before the cut at their starts
+    built = build_model(inst, bounds, hint=hint, upper=upper, symmetry=symmetry)
     for i, var in enumerate(built.start):
         if hint[i] < cut:
             built.model.add(var == int(hint[i]))
@@ -110,16 +156,10 @@ def search_after_warmup(
     solver.parameters.linearization_level = 0
     if gap_limit is not None:
         solver.parameters.relative_gap_limit = float(gap_limit)
-    callback = None
-    if progress is not None:
-        callback = progress.search_callback(inst.tick, bounds=False)  # a bound with the warm-up fixed
     with stoppable(solver):
         code = solver.solve(built.model, callback)
     # read
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    value = round(solver.objective_value)
-    if value >= start.objective:
-        return None
-    starts = [solver.value(v) for v in built.start]
-    return Candidate(start.source + "+tail", inst.programs_by_start(starts), starts, value)
+    used = float(solver.deterministic_time)
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or round(solver.objective_value) >= upper:
+        return None, None, used
+    return [solver.value(v) for v in built.start], round(solver.objective_value), used
