@@ -233,7 +233,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         # handlers then fall back to the default, exit -2 / -15, no message) changes nothing
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if argv is None:
+        _forget_caught_interrupts()
     return code
+
+
+def _forget_caught_interrupts() -> None:
+    # CPython marks a KeyboardInterrupt that leaves any string exec/eval (dataclasses and
+    # namedtuple build their methods that way, in every import) as "unhandled", even when a caller
+    # catches it, and under ``python -m`` then ends the process by SIGINT (exit -2) whatever code
+    # sys.exit was given. Each string eval clears that mark as it starts: one empty eval forgets it
+    exec("None", {})
 
 
 def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None = None) -> int:

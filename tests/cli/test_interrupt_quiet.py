@@ -54,3 +54,38 @@ def test_without_the_handlers_python_prints_it():
     # the counterpart: the same object outside ppverify's handlers is reported by Python itself
     done = _run("SIGINT", inside=False)
     assert "Exception ignored" in done.stderr and "AttributeError" in done.stderr
+
+
+_CAUGHT_IN_A_STRING_EXEC = """
+import sys
+import ppverify.cli
+
+
+def build_parser():  # a Ctrl-C that lands while an import builds a dataclass's methods (a string exec)
+    exec("raise KeyboardInterrupt", {{}})
+
+
+ppverify.cli.build_parser = build_parser
+sys.argv = ["ppverify", "list"]
+{exit}
+"""
+
+
+def _run_as_module(tmp_path, exit: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "caught_interrupt.py").write_text(_CAUGHT_IN_A_STRING_EXEC.format(exit=exit))
+    return subprocess.run(
+        [sys.executable, "-m", "caught_interrupt"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_an_interrupt_caught_in_a_string_exec_still_exits_130(tmp_path):
+    # under `python -m` CPython ends with SIGINT (-2) after a KeyboardInterrupt that left a string
+    # exec, even one caught: CI saw "ppverify measure: interrupted" and then -2 in place of 130
+    done = _run_as_module(tmp_path, "sys.exit(ppverify.cli.main())")
+    assert (done.returncode, done.stderr) == (130, "ppverify list: interrupted\n")
+
+
+def test_without_main_the_caught_interrupt_ends_the_process_by_sigint(tmp_path):
+    # the counterpart: the same interrupt caught by plain code shows the CPython behaviour at issue
+    done = _run_as_module(tmp_path, "try:\n    build_parser()\nexcept KeyboardInterrupt:\n    sys.exit(3)")
+    assert done.returncode == -2
