@@ -16,7 +16,7 @@ from .below import search_below
 from .bounds import lower_bounds, work_bounds
 from .coarse import block_candidates
 from .deadline import Deadline, WallLimitReached
-from .ending import search_before_end
+from .ending import search_windows
 from .heuristic import Candidate, best_candidate, canonical_starts
 from .interrupt import stoppable
 from .localsearch import improve
@@ -45,8 +45,8 @@ _RELAX_PROBE = 0.1
 #: share of a point's work the unhinted search adds on several stages per device under a cap
 #: (below.py)
 UNHINTED_SHARE = 0.3
-#: and the search of the step's end (ending.py) this share of the point's work, after the other searches
-ENDING_SHARE = 0.1
+#: and the search of the step's end and windows through it (ending.py) these shares, after the others
+ENDING_SHARE, MIDDLE_SHARE = 0.1, 0.4
 
 
 def optimize(
@@ -425,14 +425,16 @@ def optimize(
         # searches above leave (ending.py: V, p = 8, m = 24, budget 4: 85.5 -> 84.5 in 0.1 CPU s)
         if progress is not None:
             progress.phase("search of the step's end", value * tick, bound_ticks * tick)
-        ending = search_before_end(
-            inst, used_bounds, starts, value, hard.remaining(), ENDING_SHARE * work, seed, symmetry, deterministic
-        )
+        ending = search_windows(
+            inst, used_bounds, starts, value, hard, ENDING_SHARE * work, MIDDLE_SHARE * work, seed, symmetry,
+            deterministic,
+        )  # fmt: skip
         if hard.expired():
             cut.append("search of the step's end")
         if ending is not None:
             starts, value = ending.starts, ending.objective
-            tail_note = {"ending": "the search of the step's end found the schedule"}
+            where = "the step's end" if ending.source == "end" else "windows through the step"
+            tail_note = {"ending": f"the search of {where} found the schedule"}
     searched_within_gap = gap_reached(value, bound_ticks)
     if (
         value is not None

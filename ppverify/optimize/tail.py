@@ -126,13 +126,16 @@ def search_after(
     symmetry: bool = True,
     deterministic: bool = False,
     callback: Any = None,
+    shift_from: int | None = None,
 ) -> tuple[list[int] | None, int | None, float]:
     """CP-SAT on the whole model with every op that starts before ``cut`` in the schedule
     ``hint`` (objective ``upper``, ticks) fixed at that start, its linear relaxation off (it costs
     most of the time and finds nothing here); returns the start ticks and objective of a faster
     schedule (None, None when none is found) and the deterministic seconds spent. The search after
     the warm-up cuts at the warm-up's end, the search of the step's end (:mod:`.ending`) at
-    windows before the step's end.
+    windows before the step's end. With ``shift_from``, the ops that start at or after it keep
+    their starts relative to each other, all moved by one amount, at most ``shift_from - cut``
+    earlier: only the window between is searched (:func:`.ending.search_middle`).
 
     Example:
         >>> from ppverify.core import costs, placement
@@ -148,9 +151,14 @@ def search_after(
     """
     # build: the whole model, the ops before the cut at their starts
     built = build_model(inst, bounds, hint=hint, upper=upper, symmetry=symmetry)
+    shift = None
+    if shift_from is not None:
+        shift = built.model.new_int_var(min(0, cut - shift_from), 0, "shift_after_window")
     for i, var in enumerate(built.start):
         if hint[i] < cut:
             built.model.add(var == int(hint[i]))
+        elif shift is not None and shift_from is not None and hint[i] >= shift_from:
+            built.model.add(var == int(hint[i]) + shift)
     # solve
     solver = make_solver(time_limit, workers, seed, work_limit, deterministic)
     solver.parameters.linearization_level = 0
