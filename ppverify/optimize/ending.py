@@ -98,23 +98,23 @@ def search_middle(
     bounds: Bounds,
     starts: Sequence[int],
     value: int,
-    time_limit: float,
+    deadline: Deadline,
     work: float,
     seed: int = 0,
     symmetry: bool = True,
     deterministic: bool = False,
-    deadline: Deadline | None = None,
 ) -> Candidate | None:
     """A schedule faster than ``starts`` (objective ``value`` ticks) that differs from it only in
     one window at a time, the ops after each window moved earlier as one (module doc), or None;
-    ``work`` deterministic seconds in all, ``time_limit`` wall seconds at most, and no window
-    started once ``deadline`` has passed.
+    ``work`` deterministic seconds in all, no window started once ``deadline`` has passed, and
+    none once the schedule is at the bound.
 
     Example:
         >>> from ppverify.core.comm import FixedDelay
         >>> from ppverify.core.costs import CostModel
         >>> from ppverify.core.placement import v_shape
         >>> from ppverify.optimize.bounds import lower_bounds
+        >>> from ppverify.optimize.deadline import Deadline
         >>> from ppverify.optimize.heuristic import canonical_starts
         >>> from ppverify.optimize.periodic import periodic_candidates
         >>> from ppverify.optimize.problem import Problem, instance
@@ -124,7 +124,8 @@ def search_middle(
         >>> start = min(periodic_candidates(inst), key=lambda c: c.objective)
         >>> start.objective * inst.tick
         147.0
-        >>> found = search_middle(inst, lower_bounds(inst), canonical_starts(inst, start.starts), start.objective, 60.0, 2.0)
+        >>> hint = canonical_starts(inst, start.starts)
+        >>> found = search_middle(inst, lower_bounds(inst), hint, start.objective, Deadline.after(60), 2.0)
         >>> found.objective * inst.tick
         141.0
     """
@@ -133,10 +134,11 @@ def search_middle(
     for share in MIDDLE_WINDOWS:
         width = max(2, math.floor(share * best))
         window_start = 0
-        while window_start < best and work - spent >= 0.01 and not (deadline is not None and deadline.expired()):
+        # at the bound no window can find a faster schedule: the rest would only build models
+        while window_start < best and best > bounds.best and work - spent >= 0.01 and not deadline.expired():
             found, found_value, used = search_after(
-                inst, bounds, best_starts, best, window_start, wall(time_limit, deadline), min(work - spent, MIDDLE_WINDOW_WORK), 1,
-                seed, None, symmetry, deterministic, None, window_start + width,
+                inst, bounds, best_starts, best, window_start, max(0.0, deadline.remaining()),
+                min(work - spent, MIDDLE_WINDOW_WORK), 1, seed, None, symmetry, deterministic, None, window_start + width,
             )  # fmt: skip
             spent += used
             if found is not None and found_value is not None:
@@ -145,16 +147,6 @@ def search_middle(
     if best >= value:
         return None
     return Candidate("middle", inst.programs_by_start(best_starts), best_starts, best)
-
-
-def wall(time_limit: float, deadline: Deadline | None) -> float:
-    """The wall seconds a window may take: ``time_limit``, and no more than ``deadline`` leaves.
-
-    Example:
-        >>> wall(60.0, None), wall(60.0, Deadline(0.0, 1.0)) == 0.0
-        (60.0, True)
-    """
-    return time_limit if deadline is None else max(0.0, min(time_limit, deadline.remaining()))
 
 
 def search_windows(
@@ -192,12 +184,10 @@ def search_windows(
         ('middle', 141.0)
     """
     best = search_before_end(
-        inst, bounds, starts, value, wall(deadline.remaining(), deadline), end_work, seed, symmetry, deterministic
+        inst, bounds, starts, value, max(0.0, deadline.remaining()), end_work, seed, symmetry, deterministic
     )
     if deadline.expired():
         return best
     base_starts, base = (best.starts, best.objective) if best is not None else (starts, value)
-    middle = search_middle(
-        inst, bounds, base_starts, base, deadline.remaining(), middle_work, seed, symmetry, deterministic, deadline
-    )
+    middle = search_middle(inst, bounds, base_starts, base, deadline, middle_work, seed, symmetry, deterministic)
     return middle if middle is not None else best

@@ -32,16 +32,21 @@ def _v(p: int, m: int, delay: float, cap: float) -> Problem:
     return Problem(pl, m, CostModel.abstract(pl, F=1, I=1, W=1), FixedDelay(delay), split=True, memory_cap=cap)
 
 
+def _periodic(problem: Problem):
+    """The instance, the best periodic start (canonical starts) and its objective in ticks."""
+    inst = instance(problem)
+    start = min(periodic_candidates(inst), key=lambda c: c.objective)
+    return inst, canonical_starts(inst, start.starts), start.objective
+
+
 def test_the_periodic_starts_end_is_shortened_and_nothing_before_the_window_moves():
     # V, p = 8, m = 24, budget 4: one microbatch every 3, (m - 1) * 3 + 16.5 = 85.5; device 7's end
     # gap bounds every schedule by 3.5 + 4 + 72 + 4 = 83.5 (docs/design.md)
-    inst = instance(_v(8, 24, 0, 4))
-    start = min(periodic_candidates(inst), key=lambda c: c.objective)
-    hint = canonical_starts(inst, start.starts)
-    assert start.objective * inst.tick == 85.5
-    found = search_before_end(inst, lower_bounds(inst), hint, start.objective, 60.0, 1.0, deterministic=True)
+    inst, hint, value = _periodic(_v(8, 24, 0, 4))
+    assert value * inst.tick == 85.5
+    found = search_before_end(inst, lower_bounds(inst), hint, value, 60.0, 1.0, deterministic=True)
     assert found is not None and 83.5 <= found.objective * inst.tick < 85.5
-    widest = start.objective - math.floor(WINDOWS[-1] * start.objective)
+    widest = value - math.floor(WINDOWS[-1] * value)
     assert all(a == b for a, b in zip(hint, found.starts) if a < widest)  # only the step's end moved
     schedule, timeline = schedule_from_starts(inst, found.starts, "cp-sat")
     assert timeline.makespan == pytest.approx(found.objective * inst.tick)
@@ -66,12 +71,6 @@ def test_through_optimize_with_designs_shares_the_v_point_reaches_84_5():
     )  # fmt: skip
     assert (r.objective, r.bound) == (84.5, 83.5)
     assert verify(r.schedule, memory_cap=4).valid
-
-
-def _periodic(problem: Problem):
-    inst = instance(problem)
-    start = min(periodic_candidates(inst), key=lambda c: c.objective)
-    return inst, canonical_starts(inst, start.starts), start.objective
 
 
 def test_one_middle_window_moves_its_ops_and_shifts_the_rest_as_one():
@@ -101,7 +100,7 @@ def test_windows_after_the_end_search_are_valid_and_above_the_bound():
     assert timeline.makespan == pytest.approx(found.objective * inst.tick)
     assert verify(schedule, memory_cap=1.5).valid
     # a deadline already passed: no window is searched
-    assert search_middle(inst, bounds, hint, value, 60.0, 2.0, deadline=Deadline.after(0)) is None
+    assert search_middle(inst, bounds, hint, value, Deadline.after(0), 2.0) is None
 
 
 @pytest.mark.slow
@@ -111,7 +110,7 @@ def test_the_middle_windows_reach_the_optimum_plain_cp_sat_proves():
     bounds = lower_bounds(inst)
     optimum = search_below(inst, bounds, value, 600.0, 60.0, deterministic=True)
     assert optimum.value is not None and optimum.bound == optimum.value
-    found = search_middle(inst, bounds, hint, value, 60.0, 2.0, deterministic=True)
+    found = search_middle(inst, bounds, hint, value, Deadline.after(60), 2.0, deterministic=True)
     assert found is not None and found.objective == optimum.value
 
 
