@@ -58,6 +58,10 @@ WORK_PER_INTERVAL = 0.2
 MAX_TRIES = 12
 #: at most this many microbatches per block
 MAX_COPIES = 3
+#: after the bisection, blocks are sought at this many intervals from the least found up
+NEIGHBOURS = 2
+#: the share of the work each try below the least whole interval gets (most of them find none)
+LOWER_SHARE = 0.34
 #: a block is at most this many periods longer than the critical path
 SLACK = 2
 #: the longest period (ticks) a block is sought at: the memory model holds a constraint and a
@@ -305,15 +309,25 @@ def modulo_candidates(
     top_first: bool = False,
 ) -> tuple[list[Candidate], float]:
     """The modulo-scheduled starts (module doc) at the smallest intervals that keep the cap,
-    timed, and the deterministic seconds spent: :func:`intervals` from :func:`least_interval`
-    up to the largest whose ``(m - 1) T`` plus the critical path can still beat ``best`` (ticks;
-    the best start so far), bisected (a block is found at every interval above some threshold,
-    roughly: a smaller interval needs shorter holding times; collisions make it not exactly so),
-    at most :data:`MAX_TRIES` of them, within ``work`` deterministic seconds in all (and ``wall``
-    seconds of the clock, a safety; ``stop``, a :class:`threading.Event` set by Ctrl-C: no further
-    block once set); what is left of the work then shortens the block at the smallest interval
-    found. ``top_first``: the first interval tried is the largest whole one (a block of one
-    microbatch, the cheapest model and the likeliest to exist), the bisection only below it once
+    timed, and the deterministic seconds spent. The intervals are :func:`intervals` from
+    :func:`least_interval` up to one tick above the largest whose ``(m - 1) T`` plus the critical
+    path can still beat ``best`` (ticks; the best start so far: a squeezed block runs its first
+    microbatches closer than ``T``), sought in three steps within ``work`` deterministic seconds
+    in all (and ``wall`` seconds of the clock, a safety; ``stop``, a :class:`threading.Event` set
+    by Ctrl-C: no further block once set):
+
+    1. the least whole interval with a block of one microbatch, bisected (a block is found at
+       every interval above some threshold, roughly: a smaller interval needs shorter holding
+       times; collisions make it not exactly so), a small share each;
+    2. below it, blocks of two microbatches at whole ticks and three between them, bisected,
+       :data:`LOWER_SHARE` of the work each (most find none);
+    3. the least interval found and the next (:data:`NEIGHBOURS`) with the microbatches per
+       block not tried yet, a quarter of the work each or what is left shared evenly: the squeezed step is monotone neither in
+       the interval nor in the copies.
+
+    At most :data:`MAX_TRIES` bisection steps each; what is left of the work then shortens the
+    block whose squeezed step is least. ``top_first``: the first interval tried is the largest
+    whole one (the cheapest model and the likeliest to exist), the bisection only below it once
     one is found (:mod:`.coarse`, where a failed try costs its whole share).
 
     Example:
@@ -322,8 +336,9 @@ def modulo_candidates(
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = v_shape(4)
         >>> inst = instance(Problem(pl, 12, CostModel.abstract(pl, F=1, I=1, W=1), split=True, memory_cap=1.5))
-        >>> [(c.source, c.objective * inst.tick) for c in modulo_candidates(inst, best=138)[0]]  # periodic.py: 69
-        [('block1-T5', 64.0)]
+        >>> found, used = modulo_candidates(inst, best=138)  # periodic.py's best: 69
+        >>> [(c.source, c.objective * inst.tick) for c in sorted(found, key=lambda c: c.objective)]
+        [('block1-T5', 64.0), ('block1-T5.5', 69.0)]
     """
     dag = inst.dag
     if len(set(dag.schedule.pipe_of_mb)) != 1:
@@ -335,7 +350,9 @@ def modulo_candidates(
     m = inst.problem.m
     if best is None:  # one microbatch after another is a periodic schedule too
         best = m * crit
-    below = Fraction(best - crit, m - 1) if m > 1 else Fraction(0)
+    # one tick above the nominal cut: the squeezed step of a block is below its nominal one (the
+    # first microbatches, memory not yet full, run closer than the interval)
+    below = Fraction(best - crit, m - 1) + 1 if m > 1 else Fraction(0)
     least = least_interval(inst)
     if least * min(MAX_COPIES, m) > MAX_PERIOD_TICKS:  # a time grid too fine for the memory model
         return [], 0.0  # (coarse.py seeks the block on a coarser one)
@@ -344,43 +361,71 @@ def modulo_candidates(
     out: list[Candidate] = []
     left = work
     until = time.monotonic() + wall
+    blocks: dict[tuple[int, int], tuple[list[Fraction], Candidate]] = {}  # (period, copies): block, timed
+    tried: set[tuple[int, int]] = set()
 
     def over() -> bool:  # the work, the clock or a signal ends the search for blocks
         return left <= 0.01 or time.monotonic() > until or (stop is not None and stop.is_set())
 
-    kept: tuple[int, int, list[Fraction]] | None = None  # the smallest interval's block
-    lo, hi = 0, len(todo) - 1
-    for _ in range(MAX_TRIES):
-        if lo > hi or over():
-            break
-        mid = (lo + hi + 1) // 2
-        if top_first and not out:  # the largest whole interval: one microbatch per block, cheap
-            mid = max((j for j in range(lo, hi + 1) if 1 in todo[j][1]), default=hi)
-        t, ks = todo[mid]
-        found = None
-        for copies in ks:
-            if over():
-                break
-            period = int(t * copies)
-            # one microbatch per block is cheap to settle: a small share
-            share = min(left, max((0.25 if copies == 1 and len(ks) > 1 else 1.0) * work / 2, 0.1))
-            block, used = _solve_block(inst, period, copies, share, wall=max(0.01, until - time.monotonic()))
-            left -= used
-            found = _timed(inst, block, t, copies)
-            if found is not None:
-                kept = (period, copies, block)  # type: ignore[assignment]
-                break
-        if found is None:
-            lo = mid + 1
-        else:
+    def attempt(t: Fraction, copies: int, share: float) -> Candidate | None:
+        nonlocal left
+        period = int(t * copies)
+        tried.add((period, copies))
+        block, used = _solve_block(inst, period, copies, share, wall=max(0.01, until - time.monotonic()))
+        left -= used
+        found = _timed(inst, block, t, copies)
+        if found is not None:
+            blocks[(period, copies)] = (block, found)  # type: ignore[assignment]
             out.append(found)
-            hi = mid - 1
-    if kept is not None and left > 0.05 and not over():
-        # what is left of the work: a shorter block at the smallest interval found
-        period, copies, block = kept
+        return found
+
+    def bisect(idx: list[int], copies_of: Any, share: float) -> None:
+        # the least of todo[idx] with a block, tried with copies_of(ks) microbatches per block
+        lo, hi = 0, len(idx) - 1
+        for _ in range(MAX_TRIES):
+            if lo > hi or over():
+                return
+            mid = (lo + hi + 1) // 2
+            if top_first and not out:  # the largest interval first (coarse.py: a failed try costs its share)
+                mid = hi
+            t, ks = todo[idx[mid]]
+            found = None
+            for copies in copies_of(ks):
+                if over() or (int(t * copies), copies) in tried:
+                    continue
+                found = attempt(t, copies, min(left, share))
+                if found is not None:
+                    break
+            if found is None:
+                lo = mid + 1
+            else:
+                hi = mid - 1
+
+    # 1. the least whole interval with a block of one microbatch: cheap models, settled quickly
+    bisect([j for j, (_, ks) in enumerate(todo) if 1 in ks], lambda ks: (1,), max(0.25 * work / 2, 0.1))
+    # 2. below it, two microbatches per block at whole ticks, three between them (two between
+    # half ticks found no better start in the cases measured, and a failed try costs its share)
+    whole = min((i for i, (t, _) in enumerate(todo) if (int(t), 1) in blocks), default=len(todo))
+    below_whole = [i for i in range(whole) if todo[i][0].denominator != 2]
+    bisect(below_whole, lambda ks: [k for k in ks if k > 1], max(LOWER_SHARE * work, 0.1))
+    # 3. the least interval found, and the next: the squeezed step is monotone neither in the
+    # interval nor in the copies (V, p = 8, m = 24, unit costs, delay 0, cap 2: one microbatch
+    # every 10 ticks 129.5 -> 131.5, two per 20 ticks 129.5, the bound; delay 1, cap 3: one
+    # every 16 ticks 228.5, three per 49 ticks 222)
+    least_found = min((i for i, (t, ks) in enumerate(todo) if any((int(t * k), k) in blocks for k in ks)), default=None)
+    if least_found is not None:
+        near = [
+            (t, k) for t, ks in todo[least_found : least_found + NEIGHBOURS] for k in ks if (int(t * k), k) not in tried
+        ]
+        for n, (t, copies) in enumerate(near):
+            if not over():  # a quarter of the work, or more where more is left
+                attempt(t, copies, min(left, max(work / 4, left / (len(near) - n), 0.1)))
+    if blocks and left > 0.05 and not over():
+        # 3. what is left of the work: a shorter block where the squeezed step is least
+        (period, copies), (block, best_found) = min(blocks.items(), key=lambda kv: kv[1][1].objective)
         better, used = _solve_block(inst, period, copies, left, wall=max(0.01, until - time.monotonic()), hint=block)
         left -= used
         found = _timed(inst, better, Fraction(period, copies), copies)
-        if found is not None and found.objective < min(c.objective for c in out):
+        if found is not None and found.objective < best_found.objective:
             out.append(found)
     return out, work - left

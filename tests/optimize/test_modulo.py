@@ -139,3 +139,40 @@ def test_optimize_uses_the_blocks_and_turns_them_off():
     assert off.hint_objective == 69
     with pytest.raises(PPVerifyError, match="block_share"):
         optimize(pr, block_share=1.5, **kw)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cap, one_each", [(2.0, 131.5), (4.0, 85.5)])
+def test_v_p8_two_per_block_reach_the_relaxation_bound(cap, one_each):
+    """V, p = 8, m = 24, unit costs, no delay, budgets 2 and 4: one microbatch per block at the
+    least whole interval that has a block gives ``one_each``; two microbatches per block at that
+    same interval squeeze to the one-device relaxation's bound, so the start is optimal (the
+    bisection alone, which stopped at the first block found there, never tried them)."""
+    from ppverify.optimize.bounds import lower_bounds
+    from ppverify.optimize.relax import relaxation_bound
+
+    pr = _problem("v", 8, 24, (1, 1, 1), cap, 0)
+    inst = instance(pr)
+    top = min(c.objective for c in periodic_candidates(inst))
+    blocks, _used = modulo_candidates(inst, top, work=4.0)
+    assert min(c.objective for c in blocks if c.source.startswith("block1")) * inst.tick == one_each
+    fastest = min(blocks, key=lambda c: c.objective)
+    bound = relaxation_bound(inst, lower_bounds(inst), 600.0, work_limit=10.0, deterministic=True)[0]
+    assert fastest.source.startswith("block2") and fastest.objective == bound
+    sched = Schedule(pr.placement, pr.m, fastest.programs, inst.dag.schedule.pipe_of_mb, fastest.source)
+    assert verify(sched, pr.costs, pr.comm, memory_cap=pr.memory_cap).valid
+
+
+def test_the_interval_above_the_nominal_cut_is_tried():
+    """V, p = 4, m = 12, unit costs, delay 1, cap 1.5: the periodic starts' best is 147 and no
+    interval whose nominal step ``(m - 1) T`` plus the critical path beats it has a block; a
+    block one tick above that cut does, and squeezed (its first microbatches run closer than
+    ``T``) it beats 147, though never CP-SAT's proven optimum 141 (ending.py's example)."""
+    pr = _problem("v", 4, 12, (1, 1, 1), 1.5, 1)
+    inst = instance(pr)
+    top = min(c.objective for c in periodic_candidates(inst))
+    assert top * inst.tick == 147
+    blocks, used = modulo_candidates(inst, top, work=1.0)
+    fastest = min(c.objective for c in blocks) * inst.tick
+    assert 141 <= fastest < 147
+    assert used <= 1.0 + 0.05
