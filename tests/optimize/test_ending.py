@@ -62,14 +62,27 @@ def test_an_optimal_incumbent_gives_none():
 
 
 @pytest.mark.slow
-def test_through_optimize_with_designs_shares_the_v_point_reaches_84_5():
-    # the hinted search, the blocks and the unhinted search all stay at the periodic 85.5 within
+def test_through_optimize_the_v_point_reaches_84_5_from_the_periodic_start():
+    # without the blocks the hinted and the unhinted search stay at the periodic 85.5 within
     # design's work (docs/design.md); the search of the end finds 84.5, 1 unit above the bound
+    r = optimize(
+        _v(8, 24, 0, 4), time_limit=600, workers=1, work_limit=5, deterministic=True, seed=0,
+        gap_limit=0.01, relax_share=0.5, block_share=0,
+    )  # fmt: skip
+    assert (r.objective, r.bound) == (84.5, 83.5)
+    assert "end" in r.solver.get("ending", "")
+    assert verify(r.schedule, memory_cap=4).valid
+
+
+@pytest.mark.slow
+def test_with_designs_shares_two_microbatches_per_block_reach_the_bound():
+    # the same point with design's shares: two microbatches per 6 units (modulo.py) are optimal
     r = optimize(
         _v(8, 24, 0, 4), time_limit=600, workers=1, work_limit=5, deterministic=True, seed=0,
         gap_limit=0.01, relax_share=0.5, block_share=0.8,
     )  # fmt: skip
-    assert (r.objective, r.bound) == (84.5, 83.5)
+    assert (r.objective, r.bound, r.status) == (83.5, 83.5, "OPTIMAL")
+    assert r.hint.startswith("block2")
     assert verify(r.schedule, memory_cap=4).valid
 
 
