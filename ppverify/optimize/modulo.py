@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -322,8 +323,8 @@ def modulo_candidates(
     2. below it, blocks of two microbatches at whole ticks and three between them, bisected,
        :data:`LOWER_SHARE` of the work each (most find none);
     3. the least interval found and the next (:data:`NEIGHBOURS`) with the microbatches per
-       block not tried yet, a quarter of the work each or what is left shared evenly: the squeezed step is monotone neither in
-       the interval nor in the copies.
+       block not tried yet, a quarter of the work each or what is left shared evenly: the
+       squeezed step is monotone neither in the interval nor in the copies.
 
     At most :data:`MAX_TRIES` bisection steps each; what is left of the work then shortens the
     block whose squeezed step is least. ``top_first``: the first interval tried is the largest
@@ -374,12 +375,12 @@ def modulo_candidates(
         block, used = _solve_block(inst, period, copies, share, wall=max(0.01, until - time.monotonic()))
         left -= used
         found = _timed(inst, block, t, copies)
-        if found is not None:
-            blocks[(period, copies)] = (block, found)  # type: ignore[assignment]
+        if found is not None and block is not None:
+            blocks[(period, copies)] = (block, found)
             out.append(found)
         return found
 
-    def bisect(idx: list[int], copies_of: Any, share: float) -> None:
+    def bisect(idx: list[int], copies_of: Callable[[tuple[int, ...]], Sequence[int]], share: float) -> None:
         # the least of todo[idx] with a block, tried with copies_of(ks) microbatches per block
         lo, hi = 0, len(idx) - 1
         for _ in range(MAX_TRIES):
@@ -410,7 +411,7 @@ def modulo_candidates(
     bisect(below_whole, lambda ks: [k for k in ks if k > 1], max(LOWER_SHARE * work, 0.1))
     # 3. the least interval found, and the next: the squeezed step is monotone neither in the
     # interval nor in the copies (V, p = 8, m = 24, unit costs, delay 0, cap 2: one microbatch
-    # every 10 ticks 129.5 -> 131.5, two per 20 ticks 129.5, the bound; delay 1, cap 3: one
+    # every 10 ticks 131.5, two per 20 ticks 129.5, the bound; delay 1, cap 3: one
     # every 16 ticks 228.5, three per 49 ticks 222)
     least_found = min((i for i, (t, ks) in enumerate(todo) if any((int(t * k), k) in blocks for k in ks)), default=None)
     if least_found is not None:
@@ -421,7 +422,7 @@ def modulo_candidates(
             if not over():  # a quarter of the work, or more where more is left
                 attempt(t, copies, min(left, max(work / 4, left / (len(near) - n), 0.1)))
     if blocks and left > 0.05 and not over():
-        # 3. what is left of the work: a shorter block where the squeezed step is least
+        # 4. what is left of the work: a shorter block where the squeezed step is least
         (period, copies), (block, best_found) = min(blocks.items(), key=lambda kv: kv[1][1].objective)
         better, used = _solve_block(inst, period, copies, left, wall=max(0.01, until - time.monotonic()), hint=block)
         left -= used

@@ -61,14 +61,19 @@ def test_an_optimal_incumbent_gives_none():
     assert search_before_end(inst, lower_bounds(inst), optimal.starts, 35, 60.0, 1.0, deterministic=True) is None
 
 
+def _v8_budget4(block_share: float):
+    # V, p = 8, m = 24, no delay, budget 4, through optimize with design's work and shares
+    return optimize(
+        _v(8, 24, 0, 4), time_limit=600, workers=1, work_limit=5, deterministic=True, seed=0,
+        gap_limit=0.01, relax_share=0.5, block_share=block_share,
+    )  # fmt: skip
+
+
 @pytest.mark.slow
 def test_through_optimize_the_v_point_reaches_84_5_from_the_periodic_start():
     # without the blocks the hinted and the unhinted search stay at the periodic 85.5 within
     # design's work (docs/design.md); the search of the end finds 84.5, 1 unit above the bound
-    r = optimize(
-        _v(8, 24, 0, 4), time_limit=600, workers=1, work_limit=5, deterministic=True, seed=0,
-        gap_limit=0.01, relax_share=0.5, block_share=0,
-    )  # fmt: skip
+    r = _v8_budget4(block_share=0)
     assert (r.objective, r.bound) == (84.5, 83.5)
     assert "end" in r.solver.get("ending", "")
     assert verify(r.schedule, memory_cap=4).valid
@@ -76,11 +81,8 @@ def test_through_optimize_the_v_point_reaches_84_5_from_the_periodic_start():
 
 @pytest.mark.slow
 def test_with_designs_shares_two_microbatches_per_block_reach_the_bound():
-    # the same point with design's shares: two microbatches per 6 units (modulo.py) are optimal
-    r = optimize(
-        _v(8, 24, 0, 4), time_limit=600, workers=1, work_limit=5, deterministic=True, seed=0,
-        gap_limit=0.01, relax_share=0.5, block_share=0.8,
-    )  # fmt: skip
+    # the same point with design's block share: two microbatches per 6 units (modulo.py) are optimal
+    r = _v8_budget4(block_share=0.8)
     assert (r.objective, r.bound, r.status) == (83.5, 83.5, "OPTIMAL")
     assert r.hint.startswith("block2")
     assert verify(r.schedule, memory_cap=4).valid
