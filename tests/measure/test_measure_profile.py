@@ -3,8 +3,9 @@ exporter), read back by ``import-trace``.
 
 The expected values come from ``measure``'s own recording of the same run (its events, on
 CLOCK_MONOTONIC, a different instrument from the profiler's ranges) and from the schedule that
-ran: the imported order must be the schedule's, and every step's makespan within 1 % of
-``measure``'s timeline of that step. Timing is never asserted against a constant.
+ran: the imported order must be the schedule's, and every step's span (first op start to last op
+end) within 1 % of ``measure``'s timeline of that step. Timing is never asserted against a
+constant.
 """
 
 from __future__ import annotations
@@ -37,7 +38,11 @@ def test_profiled_run_imports_to_measures_own_timeline(family, tmp_path):
 
 def _profiled_run(s, d) -> list[tuple[int, float, float]]:
     """Measure ``s`` with traces in ``d``; check every imported step's order and causality, and
-    return the steps whose makespan is not within 1 % of ``measure``'s (step, imported, own)."""
+    return the steps whose span is not within 1 % of ``measure``'s (step, imported, own).
+
+    The span runs from the first op's start to the last op's end. The makespans have different
+    origins: ``measure``'s step starts at the barrier, the import's at the first recorded action;
+    on a loaded machine a worker can wait several ms between the two (CI: 12 ms of 190)."""
     d.mkdir()
     res = measure(s, COSTS, steps=2, warmup=1, timeout=60.0, profile=str(d))
     assert res.grad_check.ok
@@ -52,9 +57,13 @@ def _profiled_run(s, d) -> list[tuple[int, float, float]]:
         for r in range(s.p):
             assert [str(o) for o in imp.schedule.ops(r)] == [str(o) for o in s.ops(r)]
         assert causality_violations(imp.timeline, tolerance=1e-4) == []
-        if imp.timeline.makespan != pytest.approx(own.makespan, rel=0.01):
-            misses.append((k, imp.timeline.makespan, own.makespan))
+        if _span(imp.timeline) != pytest.approx(_span(own), rel=0.01):
+            misses.append((k, _span(imp.timeline), _span(own)))
     return misses
+
+
+def _span(tl) -> float:
+    return float(tl.end.max() - tl.start.min())
 
 
 def test_cli_round_trip(tmp_path, capsys):
