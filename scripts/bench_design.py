@@ -57,6 +57,7 @@ def one(p: int, delay: float, args: argparse.Namespace, costs: dict[str, float] 
         args.budgets,
         PresetSettings(costs=text, comm_delay=delay),
         Limits(args.work, args.gap_limit, 0, None if math.isinf(args.wall) else args.wall),
+        skip=not args.all_points,
     )
     c0, t0 = cpu_s(), time.monotonic()
     d = design(rq, workers=args.workers, progress=args.progress)
@@ -68,7 +69,7 @@ def one(p: int, delay: float, args: argparse.Namespace, costs: dict[str, float] 
     faster_searched = [r for r in faster if r["placement"] in searched]
     print(f"p={p} m={m} costs {text} delay={delay:g} placements {args.placements} work {args.work:g}/point")
     print(
-        f"  points {d.done}/{d.total} ({d.cut} cut by the ceiling), frontier {len(d.front)} points, cpu {cpu:.1f} s, wall {wall:.1f} s"
+        f"  points {d.done}/{d.total} ({d.cut} cut by the ceiling, {d.skipped} skipped), frontier {len(d.front)} points, cpu {cpu:.1f} s, wall {wall:.1f} s"
     )
     print(
         f"  widest frontier gap {100 * max(gaps, default=0):.3g} %; points within 1 %: "
@@ -113,6 +114,7 @@ def main() -> None:
     ap.add_argument("--zb-row", type=int, default=None, help="costs of this zb_settings.csv row (0-based), in ms")
     ap.add_argument("--gap-limit", type=float, default=0.01)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--all-points", action="store_true", help="search every point (design --all-points)")
     ap.add_argument("--progress", action="store_true")
     args = ap.parse_args()
     args.work, args.wall = run_limits(args.time_limit, args.work_limit, Limits.work, wall_factor=None)

@@ -39,6 +39,7 @@ def design_text(d: Design) -> str:
         f"{'split' if rq.split_backward else 'full'}  placements {', '.join(s.label for s in d.setups)}",
         f"points     {d.done} of {d.total} done{' (interrupted: the frontier of the points done)' if d.interrupted else ''}; "
         f"{f'{d.cut} cut by --time-limit {rq.limits.ceiling:g}; ' if d.cut else ''}"
+        f"{f'{d.skipped} skipped (bound no faster than a step found within the budget; --all-points); ' if d.skipped else ''}"
         f"work limit {rq.limits.work:g} per point, gap limit "
         f"{'none' if rq.limits.gap is None else f'{100 * rq.limits.gap:g} %'}; peaks in activations of one microbatch on a device's share",
         "frontier",
@@ -135,7 +136,7 @@ def plot_design(d: Design, path: str | Path) -> Path:
 
     target = _check_path(path)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    pts = [q for q in d.points if q.time is not None and q.peak is not None]
+    pts = [q for q in d.points if q.time is not None and q.peak is not None and not q.skipped]
     ax.scatter([q.peak for q in pts], [q.time for q in pts], color="#bbbbbb", s=14, label="points searched")
     if d.front:
         xs = [q.peak for q in d.front]
@@ -224,6 +225,7 @@ def load_design(path: str | Path) -> Design:
             settings,
             Limits(float(info["work_limit"]), info.get("gap_limit"), 0, info.get("time_limit"), info.get("bound_work")),
             info.get("backward") == "split",
+            not info.get("all_points", True),  # files written before skipping existed searched every point
         )
         sets = setups(rq.placements, rq.p, rq.m, settings)
         by_label = {s.label: s for s in sets}
@@ -237,7 +239,7 @@ def load_design(path: str | Path) -> Design:
             budget = math.inf if row["budget"] is None else float(row["budget"])
             return Point(
                 row["placement"], budget, row["status"], row["time"], row["bound"], row["peak"], row["start"],
-                sched, row.get("note", ""), bool(row.get("cut", False)),
+                sched, row.get("note", ""), bool(row.get("cut", False)), bool(row.get("skipped", False)),
             )  # fmt: skip
 
         points = tuple(point(r) for r in data["points"])

@@ -30,7 +30,8 @@ class Point:
     units) and the proven lower bound on every schedule of that placement within the budget.
     ``start`` names the schedule the search started from (a family or a greedy rule); ``cut``:
     the run's wall-clock ceiling (``--time-limit``) stopped the point before its work limit did
-    (or before it started: then no schedule and bound 0).
+    (or before it started: then no schedule and bound 0); ``skipped``: not searched, its bound
+    being no faster than a step already found within its budget (the note says which).
 
     Example:
         >>> Point("linear", 4.0, "FEASIBLE", 20.0, 19.0, 4.0, "1f1b", None).gap
@@ -47,6 +48,7 @@ class Point:
     schedule: Schedule | None
     note: str = ""
     cut: bool = False
+    skipped: bool = False
 
     @property
     def gap(self) -> float | None:
@@ -71,6 +73,8 @@ class Point:
             out["note"] = self.note
         if self.cut:
             out["cut"] = True
+        if self.skipped:
+            out["skipped"] = True
         if self.schedule is not None:
             out["programs"] = [[str(a) for a in prog] for prog in self.schedule.programs]
         return out
@@ -152,6 +156,10 @@ def solve_point(task: Task) -> Point:
 
             bound = float(problem_bounds(problem)["best"])
             return Point(st.label, task.budget, "UNKNOWN", None, bound, None, None, None, NOT_RUN, cut=True)
+    if task.beat is not None:
+        skipped = skip_point(task, problem)
+        if skipped is not None:
+            return skipped
     # several stages per device under a cap: the one-device relaxation with its memory-slot
     # precedences is what proves those points (V, p = 8, m = 24, budget 2: 129.5 after 1.25
     # deterministic s on device 7, nothing beyond the analytic 113 after 0.75), so it gets half
@@ -177,6 +185,36 @@ def solve_point(task: Task) -> Point:
         st.label, task.budget, res.status, res.objective, float(res.bound), peak, res.hint, res.schedule, res.reason,
         cut=cut,
     )  # fmt: skip
+
+
+def skip_point(task: Task, problem: Any) -> Point | None:
+    """The point not searched when its bound (:func:`~ppverify.optimize.bounds.lower_bounds`,
+    no search) is no faster than ``task.beat``: no schedule of its placement within the budget
+    can beat the step already found there, so the fastest step at this budget is the same
+    without it. None: search.
+
+    Example:
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> from ppverify.design.spec import Limits, setups
+        >>> s = setups("linear", 2, 4, PresetSettings(costs="F=1,B=2"))[0]
+        >>> t = Task(0, s, 1.0, 4, Limits(1.0), split=False, beat=(20.0, "v at budget 1"))
+        >>> pt = skip_point(t, point_problem(s, 1.0, 4, split=False))  # one at a time: 4 * 6
+        >>> pt.skipped, pt.bound, pt.note
+        (True, 24.0, 'skipped: its bound 24 is no faster than 20, found by v at budget 1')
+        >>> skip_point(replace(t, beat=(30.0, "v at budget 1")), point_problem(s, 1.0, 4, split=False)) is None
+        True
+    """
+    from ..optimize import instance
+    from ..optimize.bounds import lower_bounds
+
+    assert task.beat is not None
+    inst = instance(problem)
+    bound = float(lower_bounds(inst).best * inst.tick)
+    step, by = task.beat
+    if bound < step - EPS:
+        return None
+    note = f"skipped: its bound {bound:.10g} is no faster than {step:.10g}, found by {by}"
+    return Point(task.setup.label, task.budget, "UNKNOWN", None, bound, None, None, None, note, skipped=True)
 
 
 def family_points(setups: Sequence[Setup], p: int, m: int, settings: Any) -> list[FamilyPoint]:
@@ -269,9 +307,14 @@ def adopt_families(points: Sequence[Point], fams: Sequence[FamilyPoint], split: 
         ]
         best = min(fits, key=lambda f: (f.time, f.family), default=None)
         if best is not None and (pt.time is None or best.time < pt.time - EPS):
-            note = f"the family {best.family} is faster than what the search found within its limit: kept"
+            if pt.skipped:
+                note = f"{pt.note}; the family {best.family} kept"
+            else:
+                note = f"the family {best.family} is faster than what the search found within its limit: kept"
             pt = replace(pt, time=best.time, peak=best.peak, start=best.family, schedule=best.schedule, note=note)
-            if pt.status == "UNKNOWN":
+            if best.time <= pt.bound + EPS:
+                pt = replace(pt, status="OPTIMAL")
+            elif pt.status == "UNKNOWN":
                 pt = replace(pt, status="FEASIBLE")
         out.append(pt)
     return out
@@ -296,6 +339,8 @@ def monotone(points: Sequence[Point]) -> list[Point]:
             prev, cur = out[idx[k - 1]], out[idx[k]]
             if prev.time is not None and (cur.time is None or prev.time < cur.time - EPS):
                 note = f"the schedule found under budget {prev.budget:g} is faster: kept"
+                if cur.skipped:
+                    note = f"{cur.note}; {note}"
                 status = "OPTIMAL" if prev.time <= cur.bound + EPS else "FEASIBLE"
                 out[idx[k]] = replace(
                     cur,

@@ -191,8 +191,11 @@ class Limits:
 @dataclass(frozen=True)
 class Task:
     """One point: a placement's setup, a budget (``inf``: unconstrained), the limits, whether
-    the backward is split into I and W, and ``until``: the run's wall-clock ceiling
-    (``--time-limit``) as a ``time.time()`` instant (None: no ceiling but :attr:`Limits.wall`)."""
+    the backward is split into I and W, ``until``: the run's wall-clock ceiling
+    (``--time-limit``) as a ``time.time()`` instant (None: no ceiling but :attr:`Limits.wall`),
+    and ``beat``: the fastest step already found within this budget and what found it (a point
+    of an earlier placement, or a family of a searched placement; :func:`~.run.incumbent`),
+    which a point whose bound is no faster does not search for (None: search)."""
 
     index: int
     setup: Setup
@@ -201,3 +204,4 @@ class Task:
     limits: Limits
     split: bool = True
     until: float | None = None
+    beat: tuple[float, str] | None = None

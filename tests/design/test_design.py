@@ -218,3 +218,61 @@ def test_v_at_its_least_budget_is_proven_optimal_and_verified() -> None:
     assert (pt.status, pt.time, pt.bound) == ("OPTIMAL", 11 * 6 + 8.5, 11 * 6 + 8.5)
     assert pt.peak is not None and pt.peak <= 1.0 + EPS
     assert list(d.verified) == ["valid"] * len(d.front)
+
+
+def _fastest(d, budget: float) -> float:
+    return min(q.time for q in d.points if q.time is not None and q.budget <= budget + EPS)
+
+
+def test_skipped_points_leave_the_fastest_step_at_every_budget_unchanged(tmp_path) -> None:
+    """A point is skipped when its bound is no faster than a step found within its budget by an
+    earlier placement's point or a family: the same request with every point searched
+    (``--all-points``) has the same fastest step at every budget and the same frontier times,
+    every skipped point's bound is no faster than what its full search found (a bound holds
+    for every schedule), and the skips are the same on a process pool."""
+    from ppverify.design.output import load_design
+
+    settings = PresetSettings(costs="F=1,I=1,W=1", comm_delay=1.0)
+    budgets = [1.0, 2.0, math.inf]
+
+    def request(skip: bool) -> DesignRequest:
+        return DesignRequest(2, 4, "linear,v,loop:2", "1,2,none", settings, Limits(0.3, bound_work=0), skip=skip)
+
+    fast = design(request(True), progress=False)
+    every = design(request(False), progress=False)
+    assert every.skipped == 0
+    skipped = [q for q in fast.points if q.skipped]
+    # loop:2 at budget 1 by hand: its bound (30.5) is above V's point at budget 1 (26.5)
+    assert any(q.placement == "loop:2" and q.budget == 1.0 and "found by v at budget 1" in q.note for q in skipped)
+    searched = {(q.placement, q.budget): q for q in every.points}
+    for q in skipped:
+        full = searched[(q.placement, q.budget)]
+        assert full.time is not None and q.bound <= full.time + EPS
+        step = float(q.note.split(" is no faster than ")[1].split(",")[0])
+        assert step <= q.bound + EPS and full.time >= step - EPS  # the search could not have beaten it
+    for b in budgets:
+        assert _fastest(fast, b) == _fastest(every, b)
+    assert [q.time for q in fast.front] == [q.time for q in every.front]
+    assert all(v == "valid" for v in fast.verified)
+    # the skipped points in the JSON, and back
+    data = fast.to_dict()
+    assert data["points_skipped"] == len(skipped) and data["design"]["all_points"] is False
+    assert sum(bool(r.get("skipped")) for r in data["points"]) == len(skipped)
+    path = tmp_path / "design.json"
+    path.write_text(json.dumps(data))
+    assert load_design(path).to_dict() == data
+    assert design(request(True), workers=2, progress=False).to_dict() == data
+
+
+def test_all_points_flag(capsys) -> None:
+    argv = ["design", "-p", "2", "-m", "4", "--costs", "F=1,I=1,W=1", "--comm-delay", "1", "--budgets", "1"]
+    argv += ["--work-limit", "0.3", "--bound-work", "0", "--json"]
+    assert main([*argv, "--no-progress"]) == 0
+    skipping = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--all-points"]) == 0
+    captured = capsys.readouterr()
+    every = json.loads(captured.out)
+    assert every["design"]["all_points"] is True and every["points_skipped"] == 0
+    assert skipping["points_skipped"] >= 1
+    # progress names every point searched, none skipped
+    assert "skipped" not in captured.err and captured.err.count("design [") == len(every["points"])

@@ -7,7 +7,10 @@ device peaks at p). ``--budgets auto`` runs from the least feasible budget throu
 peak to unconstrained. Each point stops on CP-SAT's deterministic work (``--work-limit``, as in
 ``optimize``), so the result is the same at any machine load and on any executor; ``--time-limit``
 is a wall-clock ceiling on the whole run (none by default): points not started by then are not
-run and the point running stops with what it has, each marked cut. Progress goes to stderr; Ctrl-C
+run and the point running stops with what it has, each marked cut. A point whose bound is no
+faster than a step already found within its budget (by a placement listed before its own, or a
+family of a searched placement) is skipped: the fastest step at each budget is the same, and
+``--all-points`` searches it anyway. Progress goes to stderr; Ctrl-C
 keeps the points done. Exit code 0 when a point's search found a schedule, 1 when a frontier
 schedule fails Z3 or its gradients, 2 when no point found one in time (what was found, the
 families and the bounds, still prints).
@@ -54,6 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="then, per frontier point above the gap limit, this much more deterministic work on its "
         "critical device's bound (default: the work limit; 0: none)",
+    )
+    s.add_argument(
+        "--all-points",
+        action="store_true",
+        help="search every point, even one whose bound is no faster than a step already found within its "
+        "budget by an earlier placement or a family (default: skip it; the fastest step at each budget is "
+        "the same)",
     )
     s.add_argument("--seed", type=int, default=0, help="CP-SAT random seed (default 0)")
     s.add_argument("--executor", choices=("local", "ray"), default="local", help="process pool (default) or Ray")
@@ -102,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         settings_from(vars(args)),
         Limits(work, args.gap_limit, args.seed, None if math.isinf(wall) else wall, args.bound_work),
         split,
+        skip=not args.all_points,
     )
     result = design(request, args.executor, args.workers, progress=not args.no_progress)
     if args.save_dir:
