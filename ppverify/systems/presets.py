@@ -28,6 +28,24 @@ from ..core.limits import MAX_NUMBER
 KINDS = ("systems", "llms")
 
 
+def shipped_presets() -> Any:
+    """The folder of the shipped presets: the package ``ppverify.models`` once installed, else
+    the source tree's ``models/`` (a checkout whose ``ppverify`` is imported from its own folder
+    while a regular install sits in the environment: the local package has no ``models``).
+
+    Example:
+        >>> sorted(e.name for e in shipped_presets().iterdir() if e.name in KINDS)
+        ['llms', 'systems']
+    """
+    try:
+        return resources.files("ppverify.models")
+    except ModuleNotFoundError:
+        source = Path(__file__).resolve().parents[2] / "models"
+        if (source / "systems").is_dir():
+            return source
+        raise
+
+
 class PresetError(ScheduleFileError):
     """A preset file breaks a rule: names the file, the key and the rule.
 
@@ -161,7 +179,7 @@ def available(kind: str) -> list[str]:
     """
     if kind not in KINDS:
         raise ValueError(f"preset kind must be one of {KINDS}")
-    folder = resources.files("ppverify.models").joinpath(kind)
+    folder = shipped_presets().joinpath(kind)
     return sorted(e.name[:-5] for e in folder.iterdir() if e.name.endswith(".yaml"))
 
 
@@ -179,7 +197,7 @@ def preset_file(kind: str, name_or_path: str) -> Path | Any:
     """
     if _is_path(name_or_path):
         return Path(name_or_path)
-    return resources.files("ppverify.models").joinpath(kind, f"{name_or_path}.yaml")
+    return shipped_presets().joinpath(kind, f"{name_or_path}.yaml")
 
 
 def read_preset(kind: str, name_or_path: str) -> tuple[str, dict[str, Any]]:
@@ -214,7 +232,7 @@ def read_preset(kind: str, name_or_path: str) -> tuple[str, dict[str, Any]]:
                 what, name_or_path, f"unknown {kind} preset; available: {', '.join(names)} (or a path to a .yaml file)"
             )
         label = f"{kind}/{name_or_path}.yaml"
-        text = resources.files("ppverify.models").joinpath(kind, f"{name_or_path}.yaml").read_text(encoding="utf-8")
+        text = shipped_presets().joinpath(kind, f"{name_or_path}.yaml").read_text(encoding="utf-8")
     return label, parse_preset(kind, text, label)
 
 

@@ -167,3 +167,19 @@ def test_the_test_extra_installs_what_the_tests_and_notebooks_import():
         if dists and not dists & listed:
             missing.add(f"{module} ({', '.join(sorted(dists))})")
     assert not missing, f"add to the test extra in pyproject.toml: {sorted(missing)}"
+
+
+def test_the_source_tree_finds_its_presets_without_an_install():
+    """After ``make run`` (a regular install) ``pytest`` in the checkout imports ``ppverify`` from
+    the checkout, whose package has no ``models``: the presets come from the source tree's
+    ``models/``. ``-S`` leaves out site-packages, so no install can map ``ppverify.models``."""
+    code = (
+        "import json, ppverify.systems.presets as p\n"
+        "print(json.dumps({'file': p.__file__, 'systems': p.available('systems'),"
+        " 'read': 'gpus_per_node' in p.preset_file('systems', 'dgx-h100').read_text()}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert Path(found["file"]).is_relative_to(ROOT / "ppverify") and found["read"]
+    assert found["systems"] == sorted(p.stem for p in (ROOT / "models" / "systems").glob("*.yaml"))
