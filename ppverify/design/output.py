@@ -136,17 +136,18 @@ def plot_design(d: Design, path: str | Path) -> Path:
 
     target = _check_path(path)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    pts = [q for q in d.points if q.time is not None and q.peak is not None and not q.skipped]
-    ax.scatter([q.peak for q in pts], [q.time for q in pts], color="#bbbbbb", s=14, label="points searched")
-    if d.front:
-        xs = [q.peak for q in d.front]
-        ys = [q.time for q in d.front]
+    searched = [(q.peak, q.time) for q in d.points if q.time is not None and q.peak is not None and not q.skipped]
+    ax.scatter([x for x, _ in searched], [y for _, y in searched], color="#bbbbbb", s=14, label="points searched")
+    front = [(q.peak, q.time, q.bound) for q in d.front if q.time is not None and q.peak is not None]
+    if front:
+        xs = [x for x, _, _ in front]
+        ys = [y for _, y, _ in front]
         ax.step(xs, ys, where="post", color="#C44E52", lw=2, label="frontier")
         ax.scatter(xs, ys, color="#C44E52", s=30, zorder=3)
         ax.errorbar(
             xs,
             ys,
-            yerr=[[t - q.bound for t, q in zip(ys, d.front)], [0] * len(ys)],
+            yerr=[[y - bound for _, y, bound in front], [0.0] * len(front)],
             fmt="none",
             color="#C44E52",
             alpha=0.4,

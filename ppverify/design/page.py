@@ -62,10 +62,10 @@ def frontier_svg(d: Design) -> str:
         >>> svg.count('class="pt frontier"'), "bound 9, gap 0 %" in svg
         (2, True)
     """
-    front = [q for q in d.front if q.peak is not None and q.time is not None]
+    front = [(q, q.peak, q.time) for q in d.front if q.peak is not None and q.time is not None]
     fams = list(d.families)
-    xs = [q.peak for q in front] + [f.peak for f in fams]
-    ys = [q.time for q in front] + [f.time for f in fams]  # type: ignore[misc]
+    xs = [x for _, x, _ in front] + [f.peak for f in fams]
+    ys = [y for _, _, y in front] + [f.time for f in fams]
     if not xs:
         return '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg>'
     x0, sx = _scale(xs, _PAD, _W - 20)
@@ -91,10 +91,10 @@ def frontier_svg(d: Design) -> str:
         parts.append(f'<text x="{_PAD - 4}" y="{Y(v):.1f}" text-anchor="end" font-size="10">{v:g}</text>')
     if front:
         pts = []
-        for a, b in zip(front, front[1:] + [None]):
-            pts.append(f"{X(a.peak):.1f},{Y(a.time):.1f}")  # type: ignore[arg-type]
-            if b is not None:
-                pts.append(f"{X(b.peak):.1f},{Y(a.time):.1f}")  # type: ignore[arg-type]
+        for (_, x, y), nxt in zip(front, front[1:] + [None]):
+            pts.append(f"{X(x):.1f},{Y(y):.1f}")
+            if nxt is not None:
+                pts.append(f"{X(nxt[1]):.1f},{Y(y):.1f}")
         parts.append(f'<polyline points="{" ".join(pts)}" fill="none" stroke="#C44E52" stroke-width="2"/>')
     # the families first: the frontier's points are drawn over them and stay clickable
     for j, f in enumerate(fams):
@@ -104,15 +104,15 @@ def frontier_svg(d: Design) -> str:
             f'width="8" height="8" fill="#4C72B0"><title>{html.escape(tip)}</title></rect>'
             f'<text x="{X(f.peak) + 6:.1f}" y="{Y(f.time) - 6:.1f}" font-size="9">{html.escape(f.family)}</text></a>'
         )
-    for i, q in enumerate(front):
+    for i, (q, x, y) in enumerate(front):
         gap = "-" if q.gap is None else f"{100 * q.gap:.3g} %"
         budget = "none" if math.isinf(q.budget) else f"{q.budget:g}"
         tip = (
-            f"frontier {i}: {q.placement}, budget {budget}, from {q.start or '-'}: time {q.time:g}, "
-            f"bound {q.bound:g}, gap {gap}, peak {q.peak:g}"
+            f"frontier {i}: {q.placement}, budget {budget}, from {q.start or '-'}: time {y:g}, "
+            f"bound {q.bound:g}, gap {gap}, peak {x:g}"
         )
         parts.append(
-            f'<a class="pt frontier" href="#point-{i}"><circle cx="{X(q.peak):.1f}" cy="{Y(q.time):.1f}" r="6" '  # type: ignore[arg-type]
+            f'<a class="pt frontier" href="#point-{i}"><circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="6" '
             f'fill="#C44E52"><title>{html.escape(tip)}</title></circle></a>'
         )
     parts.append("</svg>")

@@ -54,7 +54,8 @@ class DesignRequest:
             return self.split
         from ..core.costs import parse_costs
 
-        named = parse_costs(self.settings.costs) if self.settings.costs else {}
+        costs = self.settings.costs
+        named = parse_costs(costs) if isinstance(costs, str) else dict(costs or ())
         return "I" in named or "W" in named
 
 
