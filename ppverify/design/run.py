@@ -49,7 +49,15 @@ class DesignRequest:
 
     @property
     def split_backward(self) -> bool:
-        """Split backward: as asked, else when the costs name I or W (as ``optimize`` decides)."""
+        """Split backward: as asked, else when the costs name I or W (as ``optimize`` decides),
+        given as text or as ``(kind, cost)`` pairs.
+
+        Example:
+            >>> from ppverify.systems.preset_models import PresetSettings
+            >>> [DesignRequest(4, 8, "v", "auto", PresetSettings(costs=c)).split_backward
+            ...  for c in ("F=1,B=2", "F=1,I=1,W=1", (("F", 1.0), ("W", 1.0)))]
+            [False, True, True]
+        """
         if self.split is not None:
             return self.split
         from ..core.costs import parse_costs
