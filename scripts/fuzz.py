@@ -34,7 +34,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 #: CPU seconds a case may take (CPU, not wall-clock: the machine running the suite may be shared)
@@ -172,6 +171,7 @@ def seed_files() -> dict[str, bytes]:
     from ppverify.io.json_format import dumps
     from ppverify.io.torch_csv import csv_text
     from ppverify.schedules import build
+    from ppverify.systems.presets import shipped_presets
 
     out: dict[str, bytes] = {}
     for fam, kw in (
@@ -191,7 +191,7 @@ def seed_files() -> dict[str, bytes]:
             out[f"{fam}-comms.csv"] = csv_text(s, "compute_comms").encode()
         if s.placement.name == "linear":  # a table does not say its placement: linear is assumed
             out[f"{fam}.txt"] = format_schedule_table(s).encode()
-    models = resources.files("ppverify.models")
+    models = shipped_presets()
     out["system.yaml"] = models.joinpath("systems", "dgx-h100.yaml").read_bytes()
     out["llm.yaml"] = models.joinpath("llms", "gpt3-1.3b.yaml").read_bytes()
     out["sweep.yaml"] = (
@@ -1272,8 +1272,9 @@ def resume_base() -> dict[str, bytes]:
     from ppverify.cli import main as ppverify_main
     from ppverify.io.json_format import dumps
     from ppverify.schedules import build
+    from ppverify.systems.presets import shipped_presets
 
-    models = resources.files("ppverify.models")
+    models = shipped_presets()
     out = {
         "sys.yaml": models.joinpath("systems", "dgx-h100.yaml").read_bytes(),
         "llm.yaml": models.joinpath("llms", "gpt3-1.3b.yaml").read_bytes(),

@@ -227,9 +227,9 @@ def input_digests(
 
     Example:
         >>> import hashlib
-        >>> from importlib import resources
         >>> d = input_digests(ScheduleEntry("gpipe", "gpipe"), Config(4, 4, "dgx-h100", "gpt3-1.3b"))
-        >>> shipped = resources.files("ppverify.models").joinpath("systems", "dgx-h100.yaml").read_bytes()
+        >>> from ppverify.systems.presets import shipped_presets
+        >>> shipped = shipped_presets().joinpath("systems", "dgx-h100.yaml").read_bytes()
         >>> sorted(d), d["system"] == hashlib.sha256(shipped).hexdigest()
         (['model', 'system'], True)
     """

@@ -28,6 +28,7 @@ from ..core.limits import MAX_NUMBER
 KINDS = ("systems", "llms")
 
 
+@functools.cache  # sweeps resolve presets thousands of times; the folder never moves
 def shipped_presets() -> Any:
     """The folder of the shipped presets: the package ``ppverify.models`` once installed, else
     the source tree's ``models/`` (a checkout whose ``ppverify`` is imported from its own folder
@@ -232,7 +233,7 @@ def read_preset(kind: str, name_or_path: str) -> tuple[str, dict[str, Any]]:
                 what, name_or_path, f"unknown {kind} preset; available: {', '.join(names)} (or a path to a .yaml file)"
             )
         label = f"{kind}/{name_or_path}.yaml"
-        text = shipped_presets().joinpath(kind, f"{name_or_path}.yaml").read_text(encoding="utf-8")
+        text = preset_file(kind, name_or_path).read_text(encoding="utf-8")
     return label, parse_preset(kind, text, label)
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from ppverify.cli import main
 from ppverify.schedules import build
+from ppverify.systems.presets import shipped_presets
 
 LEVELS = ("formula", "slot")
 ENTRIES = ("gpipe", "mine")  # mine: the schedule file s.json
@@ -30,7 +30,7 @@ EDITS = {"system": ("sys.yaml", "sys.yaml"), "model": ("llm.yaml", "llm.yaml"), 
 
 
 def _shipped(kind: str, name: str) -> str:
-    return resources.files("ppverify.models").joinpath(kind, f"{name}.yaml").read_text(encoding="utf-8")
+    return shipped_presets().joinpath(kind, f"{name}.yaml").read_text(encoding="utf-8")
 
 
 def _setup(folder: Path) -> Path:
