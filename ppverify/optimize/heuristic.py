@@ -19,7 +19,7 @@ from ..core.ops import B, F, I, Op, W, compute_ops
 from ..core.program_order import list_schedule
 from ..core.schedule import Schedule
 from .problem import Instance
-from .variants import named_rules
+from .variants import forward_first_rules, named_rules
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,8 +211,10 @@ def greedy(
     deadline: float | None = None,
 ) -> Candidate | None:
     """Memory-aware list scheduling: whenever a device is free it runs, in ``priority`` order of
-    kinds (``G`` = the gradient op I or B, ``F``, ``W``; ``"AW"``: alternate G and F as 1F1B does,
-    W last), an op whose inputs have arrived; a
+    kinds (``G`` = the gradient op I or B, ``F``, ``W``; ``M`` = a W, but only while a forward
+    that has arrived waits for the memory that W frees; ``"AW"``: alternate G and F as 1F1B does,
+    W last; ``"FMGW:k"``: that order on devices ``0..k-1``, ``GFW`` on the others), an op whose
+    inputs have arrived; a
     forward only if the cap allows it (and, with ``inflight``, only while device d holds fewer
     than ``inflight[d]`` forwards whose gradient op has not run), forwards of a stage in
     microbatch order. With ``lookahead`` a device leaves a gap rather than start a ``W`` that
@@ -231,8 +233,18 @@ def greedy(
         >>> inst = instance(Problem(pl, 8, CostModel.abstract(pl, F=1, I=1, W=1), split=True))
         >>> greedy(inst).objective  # ZB-H2 with equal costs: (p-1)*tF + m*(tF+tI+tW)
         27
+        >>> from ppverify.core.comm import FixedDelay
+        >>> pl = linear(8)
+        >>> pr = Problem(pl, 24, CostModel.abstract(pl, F=1, I=1, W=1), FixedDelay(1), split=True, memory_cap=16)
+        >>> inst = instance(pr)
+        >>> greedy(inst).objective, greedy(inst, "FMGW:2").objective  # the bound: 24*3 + 7*(1+1)
+        (91, 86)
     """
     dag, n = inst.dag, inst.dag.num_ops
+    head, _, upto = priority.partition(":")
+    # the devices before k feed the rest of the pipeline with forwards: there a forward goes
+    # first; on the later ones a gradient op, whose chain runs back through every device
+    rule = [head if not upto or d < int(upto) else "GFW" for d in range(inst.p)]
     succ = dag.successors()
     npred = [sum(1 for q in ps if q >= 0) for ps in dag.pred]
     ready = [0] * n
@@ -283,8 +295,8 @@ def greedy(
         for d in sorted(active):
             if free_at[d] != now:
                 continue
-            prio = priority
-            if priority == "AW":  # alternate: after a gradient op prefer a forward, else the reverse
+            prio = rule[d]
+            if prio == "AW":  # alternate: after a gradient op prefer a forward, else the reverse
                 prio = "FGW" if last_kind[d] in (I, B) else "GFW"
             pick = _choose(
                 inst,
@@ -357,6 +369,13 @@ def _choose(
         return (inst.cap is None or level[d] + inst.alloc[i] <= inst.cap) and (room is None or room > 0)
 
     for kind in priority:
+        if (
+            kind == "M"
+            and weights[d]
+            and weights[d][0][0] <= now
+            and _memory_waiting(d, now, fwd_queue, fwd_done, ready, fwd_allowed)
+        ):
+            return heapq.heappop(weights[d])[3]
         if kind == "G" and grads[d] and grads[d][0][0] <= now:
             return heapq.heappop(grads[d])[3]
         if kind == "W" and weights[d] and weights[d][0][0] <= now:
@@ -381,6 +400,15 @@ def _choose(
                         return None  # the gradient arrives during this forward: keep the chain on time
                     return q.pop()
     return None
+
+
+def _memory_waiting(d, now, fwd_queue, fwd_done, ready, fwd_allowed) -> bool:
+    """True when a forward of device d has arrived and waits only for memory."""
+    return any(
+        q and fwd_done[q[-1]] and ready[q[-1]] <= now and not fwd_allowed(q[-1])
+        for (dd, _), q in fwd_queue.items()
+        if dd == d
+    )
 
 
 def _memory_blocked(inst, d, fwd_queue, fwd_done, level, room) -> bool:
@@ -462,6 +490,16 @@ def best_candidate(
                     c.objective,
                 )
             )
+    # the forward-first rules replace the start only where strictly faster: on a tie the start
+    # stays what the rules above give (and with it the search that follows)
+    for prio, look, infl, wait in forward_first_rules(inst):
+        if (deadline is not None and time.monotonic() > deadline and cands) or (
+            hard is not None and time.monotonic() > hard
+        ):
+            break
+        c = greedy(inst, prio, look, infl, wait, hard)
+        if c is not None and (not cands or c.objective < min(x.objective for x in cands)):
+            cands.append(c)
     late = deadline is not None and time.monotonic() > (deadline if cands else (hard or deadline))
     if use_families and not late:  # after the greedy rules: on large instances those start better
         cands += family_candidates(inst, deadline if cands else hard)
