@@ -456,6 +456,13 @@ def canonical_starts(inst: Instance, starts: Sequence[int]) -> list[int]:
     return out
 
 
+def _past(deadline: float | None, hard: float | None, found: bool) -> bool:
+    """Whether to try no further rule: past ``deadline`` with a start ``found``, or past
+    ``hard`` (without a start the rules keep trying until the hard stop)."""
+    now = time.monotonic()
+    return (deadline is not None and now > deadline and found) or (hard is not None and now > hard)
+
+
 def best_candidate(
     inst: Instance, use_families: bool = True, deadline: float | None = None, hard: float | None = None
 ) -> Candidate | None:
@@ -475,9 +482,8 @@ def best_candidate(
         return None  # the rules' own set-up is linear in the ops: not even that once past the stop
     cands: list[Candidate] = []
     for name, (prio, look, infl, wait) in named_rules(inst):
-        now = time.monotonic()
-        if (deadline is not None and now > deadline and cands) or (hard is not None and now > hard):
-            break  # without a candidate yet, keep trying until the hard stop
+        if _past(deadline, hard, bool(cands)):
+            break
         c = greedy(inst, prio, look, infl, wait, hard)
         if c is not None:
             tag = "" if infl is None else "-open" + ",".join(map(str, infl[:2])) + (",..." if len(infl) > 2 else "")
@@ -493,9 +499,7 @@ def best_candidate(
     # the forward-first rules replace the start only where strictly faster: on a tie the start
     # stays what the rules above give (and with it the search that follows)
     for prio, look, infl, wait in forward_first_rules(inst):
-        if (deadline is not None and time.monotonic() > deadline and cands) or (
-            hard is not None and time.monotonic() > hard
-        ):
+        if _past(deadline, hard, bool(cands)):
             break
         c = greedy(inst, prio, look, infl, wait, hard)
         if c is not None and (not cands or c.objective < min(x.objective for x in cands)):
