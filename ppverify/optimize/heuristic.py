@@ -365,15 +365,18 @@ def _choose(
     room=None,
     wait_for_grad=False,
 ):
+    def fits(i: int) -> bool:
+        return inst.cap is None or level[d] + inst.alloc[i] <= inst.cap
+
     def fwd_allowed(i: int) -> bool:
-        return (inst.cap is None or level[d] + inst.alloc[i] <= inst.cap) and (room is None or room > 0)
+        return fits(i) and (room is None or room > 0)
 
     for kind in priority:
         if (
             kind == "M"
             and weights[d]
             and weights[d][0][0] <= now
-            and _memory_waiting(d, now, fwd_queue, fwd_done, ready, fwd_allowed)
+            and _memory_waiting(d, now, fwd_queue, fwd_done, ready, fits)
         ):
             return heapq.heappop(weights[d])[3]
         if kind == "G" and grads[d] and grads[d][0][0] <= now:
@@ -402,12 +405,11 @@ def _choose(
     return None
 
 
-def _memory_waiting(d, now, fwd_queue, fwd_done, ready, fwd_allowed) -> bool:
-    """True when a forward of device d has arrived and waits only for memory."""
+def _memory_waiting(d, now, fwd_queue, fwd_done, ready, fits) -> bool:
+    """True when a forward of device d has arrived and waits for memory (not for an
+    open-forward limit, which no W changes)."""
     return any(
-        q and fwd_done[q[-1]] and ready[q[-1]] <= now and not fwd_allowed(q[-1])
-        for (dd, _), q in fwd_queue.items()
-        if dd == d
+        q and fwd_done[q[-1]] and ready[q[-1]] <= now and not fits(q[-1]) for (dd, _), q in fwd_queue.items() if dd == d
     )
 
 
