@@ -365,18 +365,15 @@ def _choose(
     room=None,
     wait_for_grad=False,
 ):
-    def fits(i: int) -> bool:
-        return inst.cap is None or level[d] + inst.alloc[i] <= inst.cap
-
     def fwd_allowed(i: int) -> bool:
-        return fits(i) and (room is None or room > 0)
+        return (inst.cap is None or level[d] + inst.alloc[i] <= inst.cap) and (room is None or room > 0)
 
     for kind in priority:
         if (
             kind == "M"
             and weights[d]
             and weights[d][0][0] <= now
-            and _memory_waiting(d, now, fwd_queue, fwd_done, ready, fits)
+            and _memory_blocked(inst, d, fwd_queue, level, lambda i: fwd_done[i] and ready[i] <= now)
         ):
             return heapq.heappop(weights[d])[3]
         if kind == "G" and grads[d] and grads[d][0][0] <= now:
@@ -390,9 +387,7 @@ def _choose(
                     for (dd, _), q in fwd_queue.items()
                     if dd == d and q and fwd_done[q[-1]] and fwd_allowed(q[-1])
                 ]
-                if any(now < t < w_end for t in soon) and not _memory_blocked(
-                    inst, d, fwd_queue, fwd_done, level, room
-                ):
+                if any(now < t < w_end for t in soon) and not _memory_blocked(inst, d, fwd_queue, level):
                     continue
             return heapq.heappop(weights[d])[3]
         if kind == "F":
@@ -405,19 +400,16 @@ def _choose(
     return None
 
 
-def _memory_waiting(d, now, fwd_queue, fwd_done, ready, fits) -> bool:
-    """True when a forward of device d has arrived and waits for memory (not for an
-    open-forward limit, which no W changes)."""
-    return any(
-        q and fwd_done[q[-1]] and ready[q[-1]] <= now and not fits(q[-1]) for (dd, _), q in fwd_queue.items() if dd == d
-    )
-
-
-def _memory_blocked(inst, d, fwd_queue, fwd_done, level, room) -> bool:
-    """True when the device's next forward waits for memory that only a W can free."""
+def _memory_blocked(inst, d, fwd_queue, level, arrived=None) -> bool:
+    """True when a next forward of device d (with ``arrived``, one it accepts) waits for memory
+    that only a W can free (not for an open-forward limit, which no W changes)."""
     if inst.cap is None:
         return False
-    return any(q and level[d] + inst.alloc[q[-1]] > inst.cap for (dd, _), q in fwd_queue.items() if dd == d)
+    return any(
+        q and level[d] + inst.alloc[q[-1]] > inst.cap and (arrived is None or arrived(q[-1]))
+        for (dd, _), q in fwd_queue.items()
+        if dd == d
+    )
 
 
 def _next_times(d, grads, weights, fwd_queue, fwd_done, ready):
