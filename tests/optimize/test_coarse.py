@@ -11,7 +11,6 @@ import pytest
 
 from ppverify.core.comm import FixedDelay
 from ppverify.core.costs import CostModel
-from ppverify.core.dag import structural_problems
 from ppverify.core.placement import loop, v_shape
 from ppverify.core.schedule import Schedule
 from ppverify.engines import run
@@ -29,6 +28,7 @@ from ppverify.optimize.periodic import periodic_candidates, periodic_programs
 from ppverify.optimize.problem import Problem, instance
 from ppverify.verify import verify
 from tests.optimize.test_modulo import assert_nominal_times_valid
+from tests.optimize.test_stage_slots import assert_valid_start
 
 # irregular costs (tenths: a fine tick of 0.1) and delays, rounded up by several coarse ticks
 CASES = [
@@ -73,13 +73,7 @@ def test_a_coarse_block_is_a_valid_timing_of_the_true_ops(place, p, m, costs, de
             c = time_programs(inst, progs, "coarse")
             nominal = max(at[i] + coarse.dur[i] * g for i in range(dag.num_ops))
             assert c.objective <= nominal
-            sched = Schedule(pr.placement, pr.m, c.programs, dag.schedule.pipe_of_mb, c.source)
-            assert not structural_problems(sched)
-            tl = run(sched, pr.costs, pr.comm, semantics="async")
-            assert tl.makespan == pytest.approx(c.objective * inst.tick)
-            assert max(tl.peak_memory()) <= cap + 1e-9
-            rep = verify(sched, pr.costs, pr.comm, memory_cap=cap)
-            assert rep.valid, rep.to_text()
+            assert_valid_start(pr, inst, c)  # the problem's cap is ``cap``
     assert found > 0  # the test checks something: at least the period of the critical path has a block
 
 

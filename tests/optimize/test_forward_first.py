@@ -4,20 +4,18 @@ faster than the analytic bound; and on the instance that motivated them they rea
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppverify.core.comm import FixedDelay
 from ppverify.core.costs import CostModel
-from ppverify.core.dag import structural_problems
 from ppverify.core.placement import linear, loop, v_shape
 from ppverify.core.schedule import Schedule
-from ppverify.engines import run
 from ppverify.optimize import Problem, instance, lower_bounds
 from ppverify.optimize.heuristic import best_candidate, greedy, memory_ok
 from ppverify.optimize.variants import forward_first_rules
 from ppverify.verify import verify
+from tests.optimize.test_stage_slots import assert_valid_start
 
 CASES = st.tuples(
     st.sampled_from(["linear", "v", "loop"]),
@@ -47,16 +45,9 @@ def test_forward_first_schedules_are_valid_within_the_cap(case):
         if c is None:  # a memory deadlock under this rule: it gives no start
             continue
         assert c.source == f"greedy-{prio}"
-        sched = Schedule(pr.placement, pr.m, c.programs, inst.dag.schedule.pipe_of_mb, c.source)
-        assert not structural_problems(sched)
         assert memory_ok(inst, c.programs)
-        tl = run(sched, pr.costs, pr.comm, semantics="async")
-        assert tl.makespan == pytest.approx(c.objective * inst.tick)
         assert c.objective >= best
-        if pr.memory_cap is not None:
-            assert max(tl.peak_memory()) <= pr.memory_cap + 1e-9
-        rep = verify(sched, pr.costs, pr.comm, memory_cap=pr.memory_cap)
-        assert rep.valid, rep.to_text()
+        assert_valid_start(pr, inst, c)
 
 
 def test_forward_first_reaches_the_bound_by_hand():

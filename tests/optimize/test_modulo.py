@@ -11,16 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ppverify.core.dag import structural_problems
 from ppverify.core.errors import PPVerifyError
 from ppverify.core.schedule import Schedule
-from ppverify.engines import run
 from ppverify.optimize import instance, optimize
 from ppverify.optimize.heuristic import memory_ok
 from ppverify.optimize.modulo import intervals, least_interval, modulo_block, modulo_candidates
 from ppverify.optimize.periodic import periodic_candidates, periodic_programs
 from ppverify.verify import verify
-from tests.optimize.test_stage_slots import PROBLEMS, _problem
+from tests.optimize.test_stage_slots import PROBLEMS, _problem, assert_valid_start
 
 
 def _held(inst, block, interval: Fraction, d: int) -> int:
@@ -83,13 +81,7 @@ def test_block_starts_are_valid_schedules_within_the_cap(case):
     pr = _problem(*case)
     inst = instance(pr)
     for c in modulo_candidates(inst, None, work=0.3)[0]:
-        sched = Schedule(pr.placement, pr.m, c.programs, inst.dag.schedule.pipe_of_mb, c.source)
-        assert not structural_problems(sched)
-        tl = run(sched, pr.costs, pr.comm, semantics="async")
-        assert tl.makespan == pytest.approx(c.objective * inst.tick)
-        assert max(tl.peak_memory()) <= pr.memory_cap + 1e-9
-        rep = verify(sched, pr.costs, pr.comm, memory_cap=pr.memory_cap)
-        assert rep.valid, rep.to_text()
+        assert_valid_start(pr, inst, c)
 
 
 def test_least_interval_by_hand():
