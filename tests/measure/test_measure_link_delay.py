@@ -30,15 +30,23 @@ from ppverify.systems.system import load_system
 D = 0.05
 COSTS = {"F": 0.02, "B": 0.04}
 # sleep compute overshoots each sleep and each hand-over: a fraction of a millisecond when idle,
-# milliseconds on a loaded machine
+# milliseconds on a loaded machine, and a step that a busy machine preempts can run tens of
+# milliseconds late; load only ever adds time, so every step is checked against the lower end and
+# the fastest of three against the upper one
 SLACK = 0.04
+STEPS = 3
+
+
+def in_window(makespans: list[float], expected: float) -> bool:
+    """Every step no faster than the schedule allows, the fastest within SLACK of it."""
+    return min(makespans) >= expected - 0.002 and min(makespans) <= expected + SLACK
 
 
 @pytest.fixture(scope="module")
 def runs():
     items = [(build("gpipe", p=2, m=2), COSTS), (build("chimera", p=2, m=2), COSTS)]
-    delayed = measure_many(items, steps=2, warmup=1, timeout=60, link_delay=D)
-    plain = measure_many(items[:1], steps=2, warmup=1, timeout=60)
+    delayed = measure_many(items, steps=STEPS, warmup=1, timeout=60, link_delay=D)
+    plain = measure_many(items[:1], steps=STEPS, warmup=1, timeout=60)
     return delayed, plain
 
 
@@ -46,9 +54,9 @@ def test_gpipe_makespan_grows_by_two_delays(runs):
     delayed, plain = runs
     g = delayed[0]
     assert g.link_delay == D and g.summary()["link_delay"] == D
-    assert 0.280 - 0.002 <= g.makespan <= 0.280 + SLACK
+    assert in_window(g.makespans, 0.280), g.makespans
     assert g.predicted is not None and g.predicted.makespan == pytest.approx(0.280)
-    assert 0.180 - 0.002 <= plain[0].makespan <= 0.180 + SLACK
+    assert in_window(plain[0].makespans, 0.180), plain[0].makespans
     assert g.grad_check.ok
 
 
@@ -82,7 +90,7 @@ def test_every_cross_rank_consumer_waits_the_delay(runs):
 def test_two_pipe_runner_delays_transfers_and_the_replica_all_reduce(runs):
     c = runs[0][1]
     assert c.runner == "two-pipe" and c.grad_check.ok
-    assert 0.320 - 0.002 <= c.makespan <= 0.320 + SLACK
+    assert in_window(c.makespans, 0.320), c.makespans
     assert c.predicted is not None and c.predicted.makespan == pytest.approx(0.320)
 
 
