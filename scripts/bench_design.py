@@ -7,6 +7,7 @@ bubble at 1F1B's budget. Prints one block per run; asserts nothing about time.
     python scripts/bench_design.py --p 4 --delays 0 --work-limit 5
     python scripts/bench_design.py --p 8 --placements linear,v,loop:2 --budgets 1,2,3,4,5,8,none
     python scripts/bench_design.py --p 4 --zb-row 0 --work-limit 5    # a profiled row's cost ratios
+    python scripts/bench_design.py --p 8 --delays 1 --work-limit 5 --search-work 15
 
 The limits are ``ppverify design``'s: ``--work-limit`` CP-SAT's deterministic seconds per point
 (the same result at any load), ``--time-limit`` a wall-clock ceiling on each run (alone it also
@@ -56,7 +57,9 @@ def one(p: int, delay: float, args: argparse.Namespace, costs: dict[str, float] 
         args.placements,
         args.budgets,
         PresetSettings(costs=text, comm_delay=delay),
-        Limits(args.work, args.gap_limit, 0, None if math.isinf(args.wall) else args.wall),
+        Limits(
+            args.work, args.gap_limit, 0, None if math.isinf(args.wall) else args.wall, search_work=args.search_work
+        ),
         skip=not args.all_points,
     )
     c0, t0 = cpu_s(), time.monotonic()
@@ -67,7 +70,10 @@ def one(p: int, delay: float, args: argparse.Namespace, costs: dict[str, float] 
     rows = d.family_rows()
     faster = [r for r in rows if r["difference"] is not None and r["difference"] > EPS]
     faster_searched = [r for r in faster if r["placement"] in searched]
-    print(f"p={p} m={m} costs {text} delay={delay:g} placements {args.placements} work {args.work:g}/point")
+    print(
+        f"p={p} m={m} costs {text} delay={delay:g} placements {args.placements} work {args.work:g}/point"
+        f"{f' (+{args.search_work:g} again above the gap)' if args.search_work else ''}"
+    )
     print(
         f"  points {d.done}/{d.total} ({d.cut} cut by the ceiling, {d.skipped} skipped), frontier {len(d.front)} points, cpu {cpu:.1f} s, wall {wall:.1f} s"
     )
@@ -113,6 +119,9 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=None, help="wall-clock ceiling of each run (default none)")
     ap.add_argument("--zb-row", type=int, default=None, help="costs of this zb_settings.csv row (0-based), in ms")
     ap.add_argument("--gap-limit", type=float, default=0.01)
+    ap.add_argument(
+        "--search-work", type=float, default=0.0, help="design --search-work: a frontier point above the gap, again"
+    )
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--all-points", action="store_true", help="search every point (design --all-points)")
     ap.add_argument("--progress", action="store_true")

@@ -40,7 +40,8 @@ def design_text(d: Design) -> str:
         f"points     {d.done} of {d.total} done{' (interrupted: the frontier of the points done)' if d.interrupted else ''}; "
         f"{f'{d.cut} cut by --time-limit {rq.limits.ceiling:g}; ' if d.cut else ''}"
         f"{f'{d.skipped} skipped (bound no faster than a step found within the budget; --all-points); ' if d.skipped else ''}"
-        f"work limit {rq.limits.work:g} per point, gap limit "
+        f"work limit {rq.limits.work:g} per point"
+        f"{f' (+{rq.limits.search_work:g} for a frontier point above the gap)' if rq.limits.search_work > 0 else ''}, gap limit "
         f"{'none' if rq.limits.gap is None else f'{100 * rq.limits.gap:g} %'}; peaks in activations of one microbatch on a device's share",
         "frontier",
         f"  {'peak':>6} {'time':>9} {'bound':>9} {'gap':>8}  {'placement':<15} {'budget':>6}  {'start':<10} verified",
@@ -224,7 +225,14 @@ def load_design(path: str | Path) -> Design:
             ",".join(info["placements"]),
             "auto",
             settings,
-            Limits(float(info["work_limit"]), info.get("gap_limit"), 0, info.get("time_limit"), info.get("bound_work")),
+            Limits(
+                float(info["work_limit"]),
+                info.get("gap_limit"),
+                0,
+                info.get("time_limit"),
+                info.get("bound_work"),
+                float(info.get("search_work", 0.0)),  # files written before the second search had none
+            ),
             info.get("backward") == "split",
             not info.get("all_points", True),  # files written before skipping existed searched every point
         )

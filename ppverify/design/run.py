@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.errors import ParameterError
 from ..systems.preset_models import PresetSettings
+from .deepen import deepen_front, deepen_line
 from .points import EPS, FamilyPoint, Point, adopt_families, family_points, frontier, monotone, solve_point, value_at
 from .spec import Limits, Setup, Task, parse_budgets, setups
 from .tighten import tighten_front, tighten_line
@@ -140,6 +141,7 @@ class Design:
                 "time_limit": rq.limits.ceiling,
                 "gap_limit": rq.limits.gap,
                 "bound_work": rq.limits.tighten_work,
+                "search_work": rq.limits.search_work,
                 "all_points": not rq.skip,
                 "memory_unit": "activations of one microbatch on a device's share",
             },
@@ -440,6 +442,15 @@ def design(
     # a skipped point's budget has its answer already (a faster step found within it)
     found = sum(q.time is not None or q.skipped for q in points)
     points = monotone(adopt_families(points, fams, request.split_backward))
+    if not interrupted and request.limits.search_work > 0:
+
+        def report_search(done: int, total: int, before: Point, after: Point) -> None:
+            if progress:
+                print(deepen_line(done, total, before, after), file=sys.stderr, flush=True)
+
+        points, interrupted = deepen_front(
+            points, sets, request.m, request.split_backward, request.limits, until, report_search
+        )
     if not interrupted and request.limits.tighten_work > 0:
 
         def report_bound(done: int, total: int, before: Point, after: Point) -> None:

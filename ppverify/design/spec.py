@@ -169,6 +169,9 @@ class Limits:
     #: deterministic seconds for each frontier point's bound after the points (:mod:`.tighten`);
     #: None: as ``work``, 0: none
     bound_work: float | None = None
+    #: deterministic seconds of a second search of each frontier point still above the gap limit
+    #: after the points (:mod:`.deepen`); 0: none
+    search_work: float = 0.0
 
     @property
     def tighten_work(self) -> float:

@@ -59,6 +59,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "critical device's bound (default: the work limit; 0: none)",
     )
     s.add_argument(
+        "--search-work",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="then, per frontier point above the gap limit, its search again from the start with S "
+        "deterministic seconds, the better schedule and bound kept (default 0: none)",
+    )
+    s.add_argument(
         "--all-points",
         action="store_true",
         help="search every point, even one whose bound is no faster than a step already found within its "
@@ -95,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
     work, wall = run_limits(args.time_limit, args.work_limit, Limits.work, wall_factor=None)
     if args.bound_work is not None and not (math.isfinite(args.bound_work) and args.bound_work >= 0):
         raise ParameterError("bound-work", args.bound_work, "must be >= 0 deterministic seconds (0: none)")
+    if not (math.isfinite(args.search_work) and args.search_work >= 0):
+        raise ParameterError("search-work", args.search_work, "must be >= 0 deterministic seconds (0: none)")
     if args.gap_limit is not None and not 0 <= args.gap_limit < 1:
         raise ParameterError("gap-limit", args.gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
     if args.plot:
@@ -110,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         args.placements,
         args.budgets,
         settings_from(vars(args)),
-        Limits(work, args.gap_limit, args.seed, None if math.isinf(wall) else wall, args.bound_work),
+        Limits(work, args.gap_limit, args.seed, None if math.isinf(wall) else wall, args.bound_work, args.search_work),
         split,
         skip=not args.all_points,
     )
