@@ -5,8 +5,9 @@ skipped); the few frontier points above the gap limit are often those whose sear
 short of the schedule it would have found: linear, p = 8, m = 24, ``F = I = W = 1``, delay 1,
 budget 15 ends at 87 against its bound 86 after 5 deterministic seconds and after 12, and proves
 86 optimal given 15 (budget 11.5: 99, then 98 from 12). So each such point is searched again from
-the start with ``--search-work`` of its own (:func:`deepen_point`), the better schedule and the
-higher bound of the two runs kept. The runs stop on deterministic work, so the result still
+the start with ``--search-work`` of its own, all of it on schedules (:func:`deepen_point`; the
+bound work of :mod:`.tighten` follows), the better schedule and the higher bound of the two runs
+kept. The runs stop on deterministic work, so the result still
 depends on the limits alone.
 """
 
@@ -52,7 +53,8 @@ def deepen_point(point: Point, setup: Setup, m: int, split: bool, limits: Limits
     """
     if limits.search_work <= 0 or not needs_more(point, limits):
         return point
-    again = solve_point(Task(0, setup, point.budget, m, replace(limits, work=limits.search_work), split, until))
+    task = Task(0, setup, point.budget, m, replace(limits, work=limits.search_work), split, until)
+    again = solve_point(task, search_only=True)  # the bound work that follows is the relaxation's
     assert point.time is not None
     faster = again.time is not None and again.time < point.time - EPS
     bound = max(point.bound, again.bound)

@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.0,
         metavar="S",
         help="then, per frontier point above the gap limit, its search again from the start with S "
-        "deterministic seconds, the better schedule and bound kept (default 0: none)",
+        "deterministic seconds, all on schedules, the better schedule and bound kept (default 0: none)",
     )
     s.add_argument(
         "--all-points",
