@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -376,13 +377,28 @@ def test_a_signal_during_a_sweep_stops_it_promptly_and_keeps_the_rows(tmp_path, 
     assert len(rows) >= 5 and len({r["point"] for r in rows}) == len(rows)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU time a process has used so far (user + system, from /proc): how far into its work it
+    is, whatever the machine's load or speed."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:  # it has ended
+        return float("inf")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_sigterm_during_verify_stops_it_promptly(tmp_path):
-    text = [r.split(",") for r in csv_text(build("1f1b", p=32, m=1024)).splitlines()]
+    text = [r.split(",") for r in csv_text(build("1f1b", p=32, m=4096)).splitlines()]
     text[5][10], text[5][11] = text[5][11], text[5][10]
-    text[7][100], text[7][300] = text[7][300], text[7][100]  # invalid: the verifier minimizes cores (~10 s)
+    # invalid: the verifier minimizes cores (about 25 CPU s here, 6 at m = 1024, which a fast
+    # machine finished before a fixed 3 s wait was up)
+    text[7][100], text[7][300] = text[7][300], text[7][100]
     (tmp_path / "bad.csv").write_text("\n".join(",".join(r) for r in text) + "\n")
     proc = _start(["verify", "bad.csv"], tmp_path)
-    time.sleep(3)
+    deadline = time.time() + 60
+    # signal once it is well into the work (imports and parsing take about 1.5 CPU s)
+    while proc.poll() is None and time.time() < deadline and _cpu_seconds(proc.pid) < 4.0:
+        time.sleep(0.05)
     t0 = time.perf_counter()
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=20)
