@@ -37,24 +37,33 @@ def needs_more(point: Point, limits: Limits) -> bool:
     return point.gap is None or limits.gap is None or point.gap > limits.gap + EPS
 
 
-def deepen_point(point: Point, setup: Setup, m: int, split: bool, limits: Limits, until: float | None = None) -> Point:
-    """``point`` searched again (:func:`~ppverify.design.points.solve_point`) with
-    ``limits.search_work`` deterministic seconds, keeping the faster schedule and the higher
-    bound; unchanged where it does not :func:`needs_more` or the search work is 0.
+def search_task(point: Point, setup: Setup, m: int, split: bool, limits: Limits, until: float | None = None) -> Task:
+    """The second search of ``point``: its placement and budget, ``limits.search_work`` as the
+    work limit, all of it on schedules (``search_only``).
 
     Example:
         >>> from ppverify.systems.preset_models import PresetSettings
         >>> from ppverify.design.spec import setups
         >>> s = setups("linear", 2, 4, PresetSettings(costs="F=1,B=2"))[0]
-        >>> slow = Point("linear", 2.0, "FEASIBLE", 16.0, 12.0, 2.0, None, None)
-        >>> q = deepen_point(slow, s, 4, False, Limits(1.0, search_work=1.0))
-        >>> q.time, q.bound, q.status  # 1F1B: (m + p - 1)(tF + tB)
-        (15.0, 15.0, 'OPTIMAL')
+        >>> t = search_task(Point("linear", 2.0, "FEASIBLE", 16.0, 12.0, 2.0, None, None), s, 4, False, Limits(1.0, search_work=3.0))
+        >>> t.budget, t.limits.work, t.search_only
+        (2.0, 3.0, True)
     """
-    if limits.search_work <= 0 or not needs_more(point, limits):
-        return point
-    task = Task(0, setup, point.budget, m, replace(limits, work=limits.search_work), split, until)
-    again = solve_point(task, search_only=True)  # the bound work that follows is the relaxation's
+    return Task(0, setup, point.budget, m, replace(limits, work=limits.search_work), split, until, search_only=True)
+
+
+def merge_search(point: Point, again: Point, limits: Limits) -> Point:
+    """``point`` after its second search ``again``: the faster schedule and the higher bound of the
+    two, the note saying what moved.
+
+    Example:
+        >>> first = Point("linear", 15.0, "FEASIBLE", 87.0, 86.0, 15.0, "greedy", None)
+        >>> q = merge_search(first, Point("linear", 15.0, "FEASIBLE", 86.0, 80.0, 15.0, "block", None), Limits(5.0, search_work=10.0))
+        >>> q.time, q.bound, q.status, q.start
+        (86.0, 86.0, 'OPTIMAL', 'block')
+        >>> q.note
+        'searched again with 10 deterministic s (design --search-work): 87 -> 86, bound 86'
+    """
     assert point.time is not None
     faster = again.time is not None and again.time < point.time - EPS
     bound = max(point.bound, again.bound)
@@ -75,6 +84,30 @@ def deepen_point(point: Point, setup: Setup, m: int, split: bool, limits: Limits
     )
 
 
+def deepen_point(point: Point, setup: Setup, m: int, split: bool, limits: Limits, until: float | None = None) -> Point:
+    """``point`` searched again (:func:`search_task`, :func:`~ppverify.design.points.solve_point`)
+    and merged (:func:`merge_search`); unchanged where it does not :func:`needs_more` or the
+    search work is 0.
+
+    Example:
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> from ppverify.design.spec import setups
+        >>> s = setups("linear", 2, 4, PresetSettings(costs="F=1,B=2"))[0]
+        >>> slow = Point("linear", 2.0, "FEASIBLE", 16.0, 12.0, 2.0, None, None)
+        >>> q = deepen_point(slow, s, 4, False, Limits(1.0, search_work=1.0))
+        >>> q.time, q.bound, q.status  # 1F1B: (m + p - 1)(tF + tB)
+        (15.0, 15.0, 'OPTIMAL')
+    """
+    if limits.search_work <= 0 or not needs_more(point, limits):
+        return point
+    return merge_search(point, solve_point(search_task(point, setup, m, split, limits, until)), limits)
+
+
+#: runs tasks (in-process, a process pool, Ray) and returns the points done, in task order, and
+#: whether Ctrl-C stopped it: :func:`~ppverify.design.run.run_points` without its skips
+RunTasks = Callable[[Sequence[Task]], tuple[list[Point], bool]]
+
+
 def deepen_front(
     points: Sequence[Point],
     setups: Sequence[Setup],
@@ -83,11 +116,13 @@ def deepen_front(
     limits: Limits,
     until: float | None = None,
     report: Callable[[int, int, Point, Point], None] | None = None,
+    run_tasks: RunTasks | None = None,
 ) -> tuple[list[Point], bool]:
     """Every point with the frontier's points above the gap limit searched again
-    (:func:`deepen_point`, the largest budget first), made consistent across budgets again;
-    ``until``: the run's wall-clock ceiling, after which no point is started. Returns the points
-    and whether Ctrl-C stopped the work (what was done is kept).
+    (:func:`search_task`, the largest budget first, on ``run_tasks``: one after another in this
+    process by default, or the run's executor) and merged (:func:`merge_search`), made consistent
+    across budgets again; ``until``: the run's wall-clock ceiling, after which no search starts.
+    Returns the points and whether Ctrl-C stopped the work (what was done is kept).
 
     Example:
         >>> from ppverify.systems.preset_models import PresetSettings
@@ -97,23 +132,37 @@ def deepen_front(
         >>> [(q.time, q.status) for q in deepen_front(pts, s, 4, False, Limits(1.0, search_work=1.0))[0]]
         [(15.0, 'OPTIMAL')]
     """
-    by_label = {s.label: s for s in setups}
     out = list(points)
-    todo = sorted((q for q in frontier(out) if needs_more(q, limits)), key=lambda q: -q.budget)
-    if limits.search_work <= 0:
+    if limits.search_work <= 0 or (until is not None and time.time() >= until):
         return out, False
-    interrupted = False
-    try:
-        for n, q in enumerate(todo):
-            if until is not None and time.time() >= until:
-                break
-            i = next(k for k, x in enumerate(out) if x is q)
-            out[i] = deepen_point(q, by_label[q.placement], m, split, limits, until)
-            if report is not None:
-                report(n + 1, len(todo), q, out[i])
-    except KeyboardInterrupt:
-        interrupted = True
+    by_label = {s.label: s for s in setups}
+    todo = sorted((q for q in frontier(out) if needs_more(q, limits)), key=lambda q: -q.budget)
+    tasks = [
+        replace(search_task(q, by_label[q.placement], m, split, limits, until), index=n) for n, q in enumerate(todo)
+    ]
+    if run_tasks is None:
+        run_tasks = _one_by_one
+    again, interrupted = run_tasks(tasks)
+    by_point = {(a.placement, a.budget): a for a in again}
+    for n, q in enumerate(todo):
+        a = by_point.get((q.placement, q.budget))
+        if a is None:  # not done (Ctrl-C)
+            continue
+        i = next(k for k, x in enumerate(out) if x is q)
+        out[i] = merge_search(q, a, limits)
+        if report is not None:
+            report(n + 1, len(todo), q, out[i])
     return monotone(out), interrupted
+
+
+def _one_by_one(tasks: Sequence[Task]) -> tuple[list[Point], bool]:
+    done: list[Point] = []
+    try:
+        for t in tasks:
+            done.append(solve_point(t))
+    except KeyboardInterrupt:
+        return done, True
+    return done, False
 
 
 def deepen_line(done: int, total: int, before: Point, after: Point) -> str:

@@ -123,10 +123,10 @@ def point_problem(setup: Setup, budget: float, m: int, split: bool = True) -> An
     return Problem(setup.placement, m, setup.costs, setup.comm, split, cap, pipe_of_mb=setup.pipes)
 
 
-def solve_point(task: Task, search_only: bool = False) -> Point:
+def solve_point(task: Task) -> Point:
     """CP-SAT on one point (:func:`ppverify.optimize.optimize` with the budget as memory cap, the
-    families and greedy rules as starts, one search worker, the work limit as its stop;
-    ``search_only``: all of it on schedules, none on the one-device relaxation's bound). The
+    families and greedy rules as starts, one search worker, the work limit as its stop; with
+    ``task.search_only`` all of it on schedules, none on the one-device relaxation's bound). The
     wall clock only stops it at :attr:`~ppverify.design.spec.Limits.wall` or at the run's ceiling
     ``task.until``, whichever comes first (then ``cut``); a point whose ceiling has passed is not
     run: no schedule, and the bounds that need no search.
@@ -172,11 +172,11 @@ def solve_point(task: Task, search_only: bool = False) -> Point:
         seed=lim.seed,
         work_limit=lim.work,
         gap_limit=lim.gap,
-        relax_share=0.0 if search_only else 0.5 if several else 0.3,
+        relax_share=0.0 if task.search_only else 0.5 if several else 0.3,
         # and all of it before the search there: where it proves the start optimal the search is
         # not run (V, p = 8, delay 1, budget 1: 596.5 proven after 72 CPU s, not 190); where it
         # does not, it would run after the search anyway (the search never reads its bound)
-        relax_first=several and not search_only,
+        relax_first=several and not task.search_only,
         # and the modulo blocks (optimize/modulo.py) up to 0.8 of it, what they use taken from the
         # search's: V, p = 8, m = 24, budget 3 reaches its bound 92.5 (three microbatches per
         # 20 ticks) after 4 deterministic s of blocks, 96.5 after 2 (two per 14), 109 without

@@ -448,8 +448,11 @@ def design(
             if progress:
                 print(deepen_line(done, total, before, after), file=sys.stderr, flush=True)
 
+        def on_executor(ts: Sequence[Task]) -> tuple[list[Point], bool]:  # as the points ran
+            return run_points(ts, executor, workers)
+
         points, interrupted = deepen_front(
-            points, sets, request.m, request.split_backward, request.limits, until, report_search
+            points, sets, request.m, request.split_backward, request.limits, until, report_search, on_executor
         )
     if not interrupted and request.limits.tighten_work > 0:
 

@@ -198,7 +198,9 @@ class Task:
     (``--time-limit``) as a ``time.time()`` instant (None: no ceiling but :attr:`Limits.wall`),
     and ``beat``: the fastest step already found within this budget and what found it (a point
     of an earlier placement, or a family of a searched placement; :func:`~.run.incumbent`),
-    which a point whose bound is no faster does not search for (None: search)."""
+    which a point whose bound is no faster does not search for (None: search); ``search_only``:
+    all the work on schedules, none on the one-device relaxation's bound (the second searches of
+    :mod:`.deepen`)."""
 
     index: int
     setup: Setup
@@ -208,3 +210,4 @@ class Task:
     split: bool = True
     until: float | None = None
     beat: tuple[float, str] | None = None
+    search_only: bool = False

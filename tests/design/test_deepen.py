@@ -15,9 +15,12 @@ import json
 import math
 import time
 
+import pytest
+
 from ppverify.cli import main
 from ppverify.design.deepen import deepen_front, deepen_point, needs_more
 from ppverify.design.points import Point
+from ppverify.design.run import DesignRequest, design
 from ppverify.design.spec import Limits, setups
 from ppverify.systems.preset_models import PresetSettings
 
@@ -78,3 +81,28 @@ def test_a_negative_or_infinite_search_work_is_one_line_and_exit_2(capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "search-work" in err[0], err
     assert not math.isnan(Limits(1.0).search_work)
+
+
+def _two_searched() -> DesignRequest:
+    # budgets 5 and 7 both end above the gap limit after 0.2 deterministic s, so both are searched
+    # again (the test below checks it)
+    settings = PresetSettings(costs="F=1,I=1,W=1", comm_delay=1.0)
+    return DesignRequest(4, 12, "linear", "5,7", settings, Limits(0.2, bound_work=0, search_work=5.0))
+
+
+def test_the_second_searches_give_the_same_result_on_a_process_pool():
+    rq = _two_searched()
+    alone = design(rq, progress=False).to_dict()
+    assert sum("design --search-work" in q.get("note", "") for q in alone["points"]) == 2
+    assert design(rq, workers=2, progress=False).to_dict() == alone
+
+
+@pytest.mark.slow
+def test_the_second_searches_give_the_same_result_on_a_ray_cluster():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        rq = _two_searched()
+        assert design(rq, executor="ray", progress=False).to_dict() == design(rq, progress=False).to_dict()
+    finally:
+        ray.shutdown()
