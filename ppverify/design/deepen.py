@@ -6,9 +6,9 @@ short of the schedule it would have found: linear, p = 8, m = 24, ``F = I = W = 
 budget 15 ends at 87 against its bound 86 after 5 deterministic seconds and after 12, and proves
 86 optimal given 15 (budget 11.5: 99, then 98 from 12). So each such point is searched again from
 the start with ``--search-work`` of its own, all of it on schedules (:func:`deepen_point`; the
-bound work of :mod:`.tighten` follows), the better schedule and the higher bound of the two runs
-kept. The runs stop on deterministic work, so the result still
-depends on the limits alone.
+bound work of :mod:`.tighten` follows), on the run's executor as the points were, the better
+schedule and the higher bound of the two runs kept. The runs stop on deterministic work, so the
+result still depends on the limits alone.
 """
 
 from __future__ import annotations
