@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from .points import EPS, Point, frontier, monotone, solve_point
+from .points import EPS, Point, RunTasks, frontier, in_turn, monotone, solve_point
 from .spec import Limits, Setup, Task
 
 
@@ -103,11 +103,6 @@ def deepen_point(point: Point, setup: Setup, m: int, split: bool, limits: Limits
     return merge_search(point, solve_point(search_task(point, setup, m, split, limits, until)), limits)
 
 
-#: runs tasks (in-process, a process pool, Ray) and returns the points done, in task order, and
-#: whether Ctrl-C stopped it: :func:`~ppverify.design.run.run_points` without its skips
-RunTasks = Callable[[Sequence[Task]], tuple[list[Point], bool]]
-
-
 def deepen_front(
     points: Sequence[Point],
     setups: Sequence[Setup],
@@ -140,9 +135,7 @@ def deepen_front(
     tasks = [
         replace(search_task(q, by_label[q.placement], m, split, limits, until), index=n) for n, q in enumerate(todo)
     ]
-    if run_tasks is None:
-        run_tasks = _one_by_one
-    again, interrupted = run_tasks(tasks)
+    again, interrupted = (run_tasks or in_turn)(tasks)
     by_point = {(a.placement, a.budget): a for a in again}
     for n, q in enumerate(todo):
         a = by_point.get((q.placement, q.budget))
@@ -153,16 +146,6 @@ def deepen_front(
         if report is not None:
             report(n + 1, len(todo), q, out[i])
     return monotone(out), interrupted
-
-
-def _one_by_one(tasks: Sequence[Task]) -> tuple[list[Point], bool]:
-    done: list[Point] = []
-    try:
-        for t in tasks:
-            done.append(solve_point(t))
-    except KeyboardInterrupt:
-        return done, True
-    return done, False
 
 
 def deepen_line(done: int, total: int, before: Point, after: Point) -> str:

@@ -10,7 +10,7 @@ search worker, so a point's result is the same on any executor and at any machin
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -146,6 +146,8 @@ def solve_point(task: Task) -> Point:
 
     from ..optimize import optimize
 
+    if task.bound_only:
+        return bound_point(task)
     st, lim = task.setup, task.limits
     problem = point_problem(st, task.budget, task.m, task.split)
     cap = problem.memory_cap
@@ -190,6 +192,69 @@ def solve_point(task: Task) -> Point:
         st.label, task.budget, res.status, res.objective, float(res.bound), peak, res.hint, res.schedule, res.reason,
         cut=cut,
     )  # fmt: skip
+
+
+def bound_point(task: Task) -> Point:
+    """No schedule, only a bound: the one-device relaxation of the critical device
+    (:func:`~ppverify.optimize.floored.critical_bound`, on a coarser grid rounded down where the
+    exact tick is too fine) given ``task.limits.work`` deterministic seconds; the note names the
+    device and the grid. Where the run's ceiling ``task.until`` has passed it is not run: bound 0,
+    ``cut``. The bound work of :mod:`.tighten`, run on the design's executor as the points are.
+
+    Example:
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> from ppverify.design.spec import Limits, setups
+        >>> s = setups("linear", 3, 3, PresetSettings(costs="F=1,B=2"))[0]
+        >>> pt = bound_point(Task(0, s, math.inf, 3, Limits(1.0), split=False, bound_only=True))
+        >>> pt.time, pt.bound, pt.note  # (m + p - 1)(tF + tB): device 2's first F arrives at 2, 9 of work, 4 back
+        (None, 15.0, 'the relaxation of device 2')
+    """
+    import time
+
+    from ..optimize.floored import critical_bound
+    from ..optimize.problem import instance
+
+    st, lim = task.setup, task.limits
+    wall = lim.wall if task.until is None else min(lim.wall, task.until - time.time())
+    if wall <= 0:
+        return Point(st.label, task.budget, "UNKNOWN", None, 0.0, None, None, None, NOT_RUN, cut=True)
+    inst = instance(point_problem(st, task.budget, task.m, task.split))
+    ticks, device, grid = critical_bound(inst, lim.work, wall, lim.seed)
+    on = f" on a grid of {inst.to_time(grid):.4g} rounded down" if grid > 1 else ""
+    return Point(
+        st.label,
+        task.budget,
+        "UNKNOWN",
+        None,
+        float(inst.to_time(ticks)),
+        None,
+        None,
+        None,
+        f"the relaxation of device {device}{on}",
+    )
+
+
+#: runs tasks (in this process, a process pool, Ray) and returns the points done, in task order,
+#: and whether Ctrl-C stopped it: :func:`in_turn`, or :func:`~ppverify.design.run.run_points`
+#: without its skips
+RunTasks = Callable[[Sequence[Task]], tuple[list[Point], bool]]
+
+
+def in_turn(tasks: Sequence[Task]) -> tuple[list[Point], bool]:
+    """The tasks solved one after another in this process (:func:`solve_point`); on Ctrl-C the
+    points done so far and True.
+
+    Example:
+        >>> in_turn([])
+        ([], False)
+    """
+    done: list[Point] = []
+    try:
+        for t in tasks:
+            done.append(solve_point(t))
+    except KeyboardInterrupt:
+        return done, True
+    return done, False
 
 
 def skip_point(task: Task, problem: Any) -> Point | None:

@@ -442,14 +442,15 @@ def design(
     # a skipped point's budget has its answer already (a faster step found within it)
     found = sum(q.time is not None or q.skipped for q in points)
     points = monotone(adopt_families(points, fams, request.split_backward))
+
+    def on_executor(ts: Sequence[Task]) -> tuple[list[Point], bool]:  # as the points ran
+        return run_points(ts, executor, workers)
+
     if not interrupted and request.limits.search_work > 0:
 
         def report_search(done: int, total: int, before: Point, after: Point) -> None:
             if progress:
                 print(deepen_line(done, total, before, after), file=sys.stderr, flush=True)
-
-        def on_executor(ts: Sequence[Task]) -> tuple[list[Point], bool]:  # as the points ran
-            return run_points(ts, executor, workers)
 
         points, interrupted = deepen_front(
             points, sets, request.m, request.split_backward, request.limits, until, report_search, on_executor
@@ -461,7 +462,7 @@ def design(
                 print(tighten_line(done, total, before, after), file=sys.stderr, flush=True)
 
         points, interrupted = tighten_front(
-            points, sets, request.m, request.split_backward, request.limits, until, report_bound
+            points, sets, request.m, request.split_backward, request.limits, until, report_bound, on_executor
         )
     front = frontier(points)
     verified = verify_front(front, sets)

@@ -200,7 +200,8 @@ class Task:
     of an earlier placement, or a family of a searched placement; :func:`~.run.incumbent`),
     which a point whose bound is no faster does not search for (None: search); ``search_only``:
     all the work on schedules, none on the one-device relaxation's bound (the second searches of
-    :mod:`.deepen`)."""
+    :mod:`.deepen`); ``bound_only``: no search, all the work on the critical device's relaxation
+    (the bound work of :mod:`.tighten`)."""
 
     index: int
     setup: Setup
@@ -211,3 +212,4 @@ class Task:
     until: float | None = None
     beat: tuple[float, str] | None = None
     search_only: bool = False
+    bound_only: bool = False

@@ -6,9 +6,9 @@ device often stops before it proves anything: V, p = 8, m = 24, delay 1, budget 
 deterministic seconds there and needs between 1 and 2 for 218.5 (the point's bound is then
 device 0's 207). The frontier is a handful of points, and it is their bounds that the design
 reports, so each gets that relaxation again with ``--bound-work`` of its own
-(:func:`~ppverify.optimize.floored.critical_bound`, on a coarser grid rounded down where the exact
-tick is too fine). A raised bound holds for every smaller budget of the placement too
-(:func:`~ppverify.design.points.monotone`).
+(:func:`~ppverify.design.points.bound_point`, on a coarser grid rounded down where the exact tick
+is too fine), on the run's executor as the points were. A raised bound holds for every smaller
+budget of the placement too (:func:`~ppverify.design.points.monotone`).
 """
 
 from __future__ import annotations
@@ -18,14 +18,68 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from .points import EPS, Point, frontier, monotone, point_problem
-from .spec import Limits, Setup
+from .points import EPS, Point, RunTasks, bound_point, frontier, in_turn, monotone
+from .spec import Limits, Setup, Task
+
+
+def wants_bound(point: Point, limits: Limits) -> bool:
+    """Whether the bound work is spent on ``point``: it has a schedule, is neither proven optimal
+    nor within the gap limit, and the bound work is not 0.
+
+    Example:
+        >>> wants_bound(Point("v", 3.0, "FEASIBLE", 228.5, 207.0, 3.0, None, None), Limits(5.0))
+        True
+        >>> wants_bound(Point("v", 3.0, "OPTIMAL", 218.5, 218.5, 3.0, None, None), Limits(5.0))
+        False
+    """
+    if point.time is None or point.status == "OPTIMAL" or limits.tighten_work <= 0:
+        return False
+    return point.gap is None or limits.gap is None or point.gap > limits.gap + EPS
+
+
+def bound_task(point: Point, setup: Setup, m: int, split: bool, limits: Limits, until: float | None = None) -> Task:
+    """The bound work on ``point``: its placement and budget, ``limits.tighten_work`` as the work
+    limit, no search (``bound_only``).
+
+    Example:
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> from ppverify.design.spec import setups
+        >>> s = setups("linear", 3, 3, PresetSettings(costs="F=1,B=2"))[0]
+        >>> t = bound_task(Point("linear", 2.0, "FEASIBLE", 16.0, 12.0, 2.0, None, None), s, 3, False, Limits(1.0, bound_work=3.0))
+        >>> t.budget, t.limits.work, t.bound_only
+        (2.0, 3.0, True)
+    """
+    return Task(0, setup, point.budget, m, replace(limits, work=limits.tighten_work), split, until, bound_only=True)
+
+
+def merge_bound(point: Point, found: Point) -> Point:
+    """``point`` with the bound of its bound work ``found`` (:func:`bound_task`) where that is
+    higher (never above the point's own schedule), the note saying where it came from; OPTIMAL
+    where it meets the schedule.
+
+    Example:
+        >>> pt = Point("v", 3.0, "FEASIBLE", 228.5, 207.0, 3.0, None, None)
+        >>> q = merge_bound(pt, Point("v", 3.0, "UNKNOWN", None, 218.5, None, None, None, "the relaxation of device 7"))
+        >>> q.bound, q.status, q.note
+        (218.5, 'FEASIBLE', 'bound raised from 207 to 218.5 by the relaxation of device 7 (design --bound-work)')
+        >>> merge_bound(pt, Point("v", 3.0, "UNKNOWN", None, 200.0, None, None, None)) is pt
+        True
+    """
+    if point.time is None:
+        return point
+    bound = min(found.bound, point.time)
+    if bound <= point.bound + EPS:
+        return point
+    note = f"bound raised from {point.bound:.10g} to {bound:.10g} by {found.note} (design --bound-work)"
+    status = "OPTIMAL" if bound >= point.time - EPS else point.status
+    return replace(point, bound=bound, status=status, note=f"{point.note}; {note}" if point.note else note)
 
 
 def tighten_point(point: Point, setup: Setup, m: int, split: bool, limits: Limits, wall: float) -> Point:
     """``point`` with its bound raised by the critical device's relaxation given
-    ``limits.tighten_work`` (``wall``: a wall-clock stop); unchanged where it found no schedule, is
-    proven optimal or within the gap limit already, or where nothing higher was proven.
+    ``limits.tighten_work`` (``wall``: a wall-clock stop, in seconds from now); unchanged where it
+    found no schedule, is proven optimal or within the gap limit already, or where nothing higher
+    was proven.
 
     Example:
         >>> from ppverify.systems.preset_models import PresetSettings
@@ -36,23 +90,9 @@ def tighten_point(point: Point, setup: Setup, m: int, split: bool, limits: Limit
         >>> q.bound, q.note  # (m + p - 1)(tF + tB): device 2's first F arrives at 2, 9 of work, 4 back
         (15.0, 'bound raised from 12 to 15 by the relaxation of device 2 (design --bound-work)')
     """
-    from ..optimize.floored import critical_bound
-    from ..optimize.problem import instance
-
-    work = limits.tighten_work
-    if point.time is None or point.status == "OPTIMAL" or work <= 0 or wall <= 0:
+    if not wants_bound(point, limits) or wall <= 0:
         return point
-    if point.gap is not None and limits.gap is not None and point.gap <= limits.gap + EPS:
-        return point
-    inst = instance(point_problem(setup, point.budget, m, split))
-    ticks, device, grid = critical_bound(inst, work, wall, limits.seed)
-    bound = min(inst.to_time(ticks), point.time)
-    if bound <= point.bound + EPS:
-        return point
-    on = f" on a grid of {inst.to_time(grid):.4g} rounded down" if grid > 1 else ""
-    note = f"bound raised from {point.bound:.10g} to {bound:.10g} by the relaxation of device {device}{on} (design --bound-work)"
-    status = "OPTIMAL" if bound >= point.time - EPS else point.status
-    return replace(point, bound=bound, status=status, note=f"{point.note}; {note}" if point.note else note)
+    return merge_bound(point, bound_point(bound_task(point, setup, m, split, limits, time.time() + wall)))
 
 
 def tighten_front(
@@ -63,11 +103,13 @@ def tighten_front(
     limits: Limits,
     until: float | None = None,
     report: Callable[[int, int, Point, Point], None] | None = None,
+    run_tasks: RunTasks | None = None,
 ) -> tuple[list[Point], bool]:
-    """Every point with the frontier's bounds tightened (:func:`tighten_point`, one frontier
-    point after another, the largest budget first) and made consistent across budgets again;
-    ``until``: the run's wall-clock ceiling (a ``time.time()`` instant) after which no point is
-    started; returns the points and whether Ctrl-C stopped the work (what was done is kept).
+    """Every point with the frontier's bounds tightened (:func:`bound_task`, the largest budget
+    first, on ``run_tasks``: one after another in this process by default, or the run's executor;
+    :func:`merge_bound`) and made consistent across budgets again; ``until``: the run's wall-clock
+    ceiling (a ``time.time()`` instant) after which no bound work starts. Returns the points and
+    whether Ctrl-C stopped the work (what was done is kept).
 
     Example:
         >>> from ppverify.systems.preset_models import PresetSettings
@@ -77,19 +119,24 @@ def tighten_front(
         >>> [(q.bound, q.status) for q in tighten_front(pts, s, 3, False, Limits(1.0))[0]]
         [(15.0, 'FEASIBLE')]
     """
-    by_label = {s.label: s for s in setups}
     out = list(points)
-    todo = sorted(frontier(out), key=lambda q: -q.budget)
-    interrupted = False
-    try:
-        for n, q in enumerate(todo):
-            wall = limits.wall if until is None else min(limits.wall, until - time.time())
-            i = next(k for k, x in enumerate(out) if x is q)
-            out[i] = tighten_point(q, by_label[q.placement], m, split, limits, wall)
-            if report is not None:
-                report(n + 1, len(todo), q, out[i])
-    except KeyboardInterrupt:
-        interrupted = True
+    if limits.tighten_work <= 0 or (until is not None and time.time() >= until):
+        return out, False
+    by_label = {s.label: s for s in setups}
+    todo = sorted((q for q in frontier(out) if wants_bound(q, limits)), key=lambda q: -q.budget)
+    tasks = [
+        replace(bound_task(q, by_label[q.placement], m, split, limits, until), index=n) for n, q in enumerate(todo)
+    ]
+    found, interrupted = (run_tasks or in_turn)(tasks)
+    by_point = {(f.placement, f.budget): f for f in found}
+    for n, q in enumerate(todo):
+        f = by_point.get((q.placement, q.budget))
+        if f is None:  # not done (Ctrl-C)
+            continue
+        i = next(k for k, x in enumerate(out) if x is q)
+        out[i] = merge_bound(q, f)
+        if report is not None:
+            report(n + 1, len(todo), q, out[i])
     return monotone(out), interrupted
 
 

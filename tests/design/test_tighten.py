@@ -1,15 +1,19 @@
 """More work on the frontier's bounds after the points (``ppverify.design.tighten``): a raised
 bound never exceeds the optimum (plain CP-SAT proves it here), points that are proven or within
 the gap limit are left alone, a raised bound holds for the smaller budgets of its placement, and
-``design --bound-work`` is recorded, checked and can be switched off."""
+``design --bound-work`` is recorded, checked and can be switched off; it runs on the design's
+executor and gives the same result there."""
 
 from __future__ import annotations
 
 import json
 import math
 
+import pytest
+
 from ppverify.cli import main
 from ppverify.design.points import Point, point_problem
+from ppverify.design.run import DesignRequest, design
 from ppverify.design.spec import Limits, setups
 from ppverify.design.tighten import tighten_front, tighten_point
 from ppverify.optimize import optimize
@@ -87,3 +91,27 @@ def test_design_records_the_bound_work_and_refuses_a_negative_one(capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "bound-work" in err[0], err
     assert not math.isnan(Limits(1.0).tighten_work)
+
+
+def _two_raised() -> DesignRequest:
+    """V, p = 2, m = 6: at a search of 0.05 deterministic s the bounds of budgets 1 and 1.5 are
+    short of what the bound work proves (no gap limit, so no point is left alone for being close)."""
+    return DesignRequest(2, 6, "v", "1,1.5,2", COSTS, Limits(0.05, gap=None, bound_work=3.0))
+
+
+def test_the_bound_work_gives_the_same_result_on_a_process_pool():
+    rq = _two_raised()
+    alone = design(rq, progress=False).to_dict()
+    assert sum("design --bound-work" in q.get("note", "") for q in alone["points"]) == 2
+    assert design(rq, workers=2, progress=False).to_dict() == alone
+
+
+@pytest.mark.slow
+def test_the_bound_work_gives_the_same_result_on_a_ray_cluster():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        rq = _two_raised()
+        assert design(rq, executor="ray", progress=False).to_dict() == design(rq, progress=False).to_dict()
+    finally:
+        ray.shutdown()
