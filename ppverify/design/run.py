@@ -118,11 +118,23 @@ class Design:
                     why = "its placement was not searched"
                 elif f.schedule is not None and f.schedule.has_split_backward and not self.request.split_backward:
                     why = "it splits the backward, the design does not (--backward split)"
+                elif not any(q.placement == f.placement and q.budget >= f.peak - EPS for q in self.points):
+                    # a point whose budget holds the family's peak has it as a start (adopt_families)
+                    why = self._no_budget_fits(f.placement, f.peak)
                 else:
                     why = "the search could not show otherwise within its limit"
                 row["note"] = f"faster than the frontier: {why}"
             rows.append(row)
         return rows
+
+    def _no_budget_fits(self, placement: str, peak: float) -> str:
+        """Why no point of ``placement`` holds a family of that peak: the run stopped first, or
+        every budget done is smaller."""
+        if self.interrupted:
+            return "the run was stopped before a budget that holds its peak"
+        done = [q.budget for q in self.points if q.placement == placement]
+        largest = "none was" if not done else f"the largest: {max(done):g}"
+        return f"its peak {peak:g} is above every budget searched ({largest})"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, free of wall-clock times: the same at any machine load."""

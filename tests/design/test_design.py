@@ -86,6 +86,17 @@ def test_frontier_equals_exhaustive_search_and_beats_every_family(p: int, m: int
             assert row["difference"] <= EPS  # never slower than a family that fits
 
 
+def test_a_family_above_every_budget_says_so() -> None:
+    # linear, p = 2, m = 4, budget 1: one microbatch at a time; 1F1B holds 2 and GPipe 4 (by hand)
+    d = design(DesignRequest(2, 4, "linear", "1", FULL, Limits(2.0)), progress=False)
+    rows = {r["family"]: r for r in d.family_rows() if r["placement"] == "linear"}
+    assert rows["1f1b"]["peak"] == 2 and rows["gpipe"]["peak"] == 4
+    for fam in ("1f1b", "gpipe"):
+        assert rows[fam]["difference"] > 0  # one at a time is slower
+        peak = rows[fam]["peak"]
+        assert rows[fam]["note"] == f"faster than the frontier: its peak {peak:g} is above every budget searched (the largest: 1)"
+
+
 def test_unconstrained_point_is_the_critical_path() -> None:
     # without a budget: the critical path (m+p-1)(tF+tB) + 2(p-1)c, all m forwards held at once
     d = design(DesignRequest(3, 4, "linear", "none", FULL, Limits(5.0)), progress=False)
