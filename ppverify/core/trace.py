@@ -199,8 +199,8 @@ def chrome_trace(timeline: Timeline, memory: bool = True, measured_memory: Any =
         unit = timeline.costs.memory_unit
         for d in range(p):
             times, mem = timeline.memory_events(d, include_weights=True)
-            base = float(timeline.static_memory()[d])
-            events.append({"ph": "C", "name": "memory", "pid": d, "ts": 0.0, "args": {unit: base}})
+            static = float(timeline.static_memory()[d])
+            events.append({"ph": "C", "name": "memory", "pid": d, "ts": 0.0, "args": {unit: static}})
             for t, v in zip(times.tolist(), mem.tolist()):
                 events.append({"ph": "C", "name": "memory", "pid": d, "ts": t * sc, "args": {unit: v}})
     other = {

@@ -28,14 +28,17 @@ timing claims use too; they are re-exported here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from ..core.comm import SYNC_MODES
 from ..systems.replica_sync import ALLREDUCE, StepCollective, collective_tails, step_collectives
 
+_Num = TypeVar("_Num", int, float)  # ticks (the solver) or times: the result has the inputs' type
+
 
 def collective_times(
-    ends: Sequence[float], durations: Sequence[float], colls: Sequence[StepCollective]
-) -> list[tuple[float, float]]:
+    ends: Sequence[_Num], durations: Sequence[_Num], colls: Sequence[StepCollective]
+) -> list[tuple[_Num, _Num]]:
     """``(start, end)`` of every collective, as early as possible given the op ``ends``.
 
     Example:
@@ -44,7 +47,7 @@ def collective_times(
         >>> collective_times([4, 6, 5], [2, 3], cs)
         [(6, 8), (8, 11)]
     """
-    out: list[tuple[float, float]] = []
+    out: list[tuple[_Num, _Num]] = []
     for c, t in zip(colls, durations):
         t0 = max([ends[g] for g in c.gates] + [out[a][1] for a in c.after], default=0)
         out.append((t0, t0 + t))

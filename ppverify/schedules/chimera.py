@@ -53,7 +53,7 @@ from fractions import Fraction
 
 from ..core.closed_form import EXACT, LOWER, UPPER, Formula, exact_costs, make_formula
 from ..core.errors import ParameterError
-from ..core.ops import B, F, Op
+from ..core.ops import B, F, Op, Overlap
 from ..core.placement import bidirectional
 from ..core.schedule import Schedule
 from .registry import Family, Param, check_int, register
@@ -135,6 +135,7 @@ def unit_peaks(unit: Schedule) -> list[int]:
     for prog in unit.programs:
         held = peak = 0
         for op in prog:
+            assert op is not None and not isinstance(op, Overlap)  # a unit has no overlapped or empty slots
             held += 1 if op.kind == F else -1 if op.kind == B else 0
             peak = max(peak, held)
         peaks.append(peak)
@@ -284,7 +285,7 @@ def chimera_asym(p: int, m: int, offset: int = 1, down: int | None = None, units
             f"chimera-asym needs 1 <= down <= p-1 = {p - 1} (microbatches "
             "of each basic unit sent down pipe 0; the rest go up pipe 1)",
         )
-    params = {"p": p, "m": m, "offset": offset % p, "down": down}
+    params: dict[str, int | str] = {"p": p, "m": m, "offset": offset % p, "down": down}
     units = _check_units("chimera-asym", units)
     if units != DEFAULT_UNITS:
         params["units"] = units

@@ -40,7 +40,11 @@ def dualpipev(p: int, m: int) -> Schedule:
     programs = []
     for d in range(p):
         stages = (d, 2 * p - 1 - d)
-        programs.append(tuple(dualpipe_program(p, d, m, lambda k, ph, i, st=stages: Op(k, st[ph], i))))
+
+        def op_of(k: str, ph: int, i: int, st: tuple[int, int] = stages) -> Op:
+            return Op(k, st[ph], i)
+
+        programs.append(tuple(dualpipe_program(p, d, m, op_of)))
     return Schedule(v_shape(p), m, tuple(programs), (0,) * m, "dualpipev", {"p": p, "m": m})
 
 

@@ -77,7 +77,7 @@ def hanayo(p: int, m: int, waves: int = 1) -> Schedule:
                 progs[d].append(Op(B, ids[d][-2 * (w + 1)], mb))
                 if back[d] < total:
                     progs[d].append(next_up_backward(d))
-    params = {"p": p, "m": m, "waves": waves}
+    params: dict[str, int | str] = {"p": p, "m": m, "waves": waves}
     if m != p:
         params["regime"] = OUTSIDE_REGIME
     return Schedule(pl, m, tuple(tuple(x) for x in progs), (0,) * m, "hanayo", params)

@@ -128,8 +128,8 @@ def interleaved_1f1b(p: int, m: int, v: int = 2, order: str = "pytorch") -> Sche
     if use_compiled(2 * total * p):  # vectorised, the same programs (tests/engines/test_kernels.py)
         from .fast_orders import interleaved_programs
 
-        programs = interleaved_programs(p, m, v, n, [megatron_warmup(p, m, v, d, order) for d in range(p)])
-        return Schedule(loop(p, v), m, programs, (0,) * m, "interleaved-1f1b", params)
+        compiled = interleaved_programs(p, m, v, n, [megatron_warmup(p, m, v, d, order) for d in range(p)])
+        return Schedule(loop(p, v), m, compiled, (0,) * m, "interleaved-1f1b", params)
     programs = []
     for d in range(p):
         # the k-th forward runs chunk (k // n) % v; each chunk takes its microbatches in order

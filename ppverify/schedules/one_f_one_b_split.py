@@ -29,6 +29,7 @@ def one_f_one_b_split(p: int, m: int) -> Schedule:
     for prog in base.programs:
         out: list[Op] = []
         for op in prog:
+            assert isinstance(op, Op)  # 1F1B programs hold compute ops only
             if op.kind == B:
                 out += [Op(I, op.stage, op.mb), Op(W, op.stage, op.mb)]
             else:

@@ -16,7 +16,7 @@ from typing import Any
 from ..core.comm import CommModel
 from ..core.costs import CostModel
 from ..core.dag import DagArrays, StepDAG, build_dag, build_dag_arrays
-from ..core.ops import Op, Overlap
+from ..core.ops import Action, Op, Overlap
 from ..core.schedule import Schedule
 from . import certify
 from .action_placement import Misplaced, check_action_placement
@@ -42,7 +42,7 @@ def clean_schedule(
     k = 0
     programs = []
     for r, prog in enumerate(schedule.programs):
-        out = []
+        out: list[Action] = []
         for n, a in enumerate(prog):
             if type(a) is Op:
                 if k not in bad:
@@ -144,6 +144,8 @@ class Run:
             return st
         schedule = self.schedule
         arrays = certify.structure_holds(schedule) if self.certificates else None
+        struct_v: list[Violation]
+        bad: set[int]
         if arrays is not None:  # every ground rule holds (3 per op), checked with numpy
             n_occ, struct_v, bad, nrules = arrays.num_ops, [], set(), 3 * arrays.num_ops
             self.certified += ["completeness", "placement"]
@@ -174,6 +176,7 @@ class Run:
         arrays = self.arrays
         t1 = time.perf_counter()
         explicit = has_explicit_comms(self.structure().clean)
+        order_v: list[Violation]
         if (
             arrays is not None
             and self.comm_semantics == "buffered"

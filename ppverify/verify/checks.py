@@ -127,6 +127,7 @@ def memory(run: Run) -> Outcome:
     t2 = time.perf_counter()
     arrays = run.arrays
     sure = certify.memory_levels(arrays, costs, cap, MAX_PEAK_READ) if arrays is not None else None
+    mem_v: list[Violation]
     if sure is not None:
         mem_v, peaks = [], sure[1]
         run.certified.append("memory")

@@ -168,6 +168,8 @@ def chimera_theorems(
     """
     H, N, I1, I2, T = z3.Ints("h n i1 i2 t")
     p = 2 * H
+    Fc: Callable[..., Any]  # F(p, n, s, i) when continuous, else F(p, s, i)
+    Bc: Callable[..., Any]
     if continuous:
         n = N
         Fc = F or (lambda pp, nn, s, i: chimera_cont_f(pp, nn, s, i, b))

@@ -175,6 +175,7 @@ def check_sharding(schedule: Schedule, skip: frozenset[int] = frozenset()) -> li
                     continue
                 s = o.stage
                 bad.add(s)
+                core: tuple[str, ...]
                 if s in last_reshard:
                     why, core = f"after {last_reshard[s]}", (str(o), last_reshard[s])
                 else:

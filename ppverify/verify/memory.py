@@ -111,7 +111,7 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
     m3 = s3.model()
     peaks = _peaks(m3, caps, p, scale)
     out = []
-    prev_bad = {}
+    prev_bad: dict[int, bool] = {}
     for name, d, k in caps:
         bad = z3.is_false(m3.eval(z3.Bool(f"ok{name}")))
         if bad and not prev_bad.get(d):
@@ -164,11 +164,11 @@ def _explain(
     )
     level = Fraction(sum(a for _, a in live), scale)
     starter = dag.ops[slots[k][0]]
-    held, capped = _held_and_cap(level, cap, unit)
+    held_txt, capped = _held_and_cap(level, cap, unit)
     return Violation(
         "memory",
         "activation memory <= cap at every instant",
-        f"device {d} holds {held} when {starter} starts (cap {capped})",
+        f"device {d} holds {held_txt} when {starter} starts (cap {capped})",
         ops,
     )
 

@@ -77,7 +77,7 @@ def _compact_text(pb: OrderProblem, active: set[int] | None = None) -> str:
     * the chain keeps only the nodes that cross-device edges touch, consecutive ones linked by
       their rank difference (eliminating the other variables, which occur only in the chain).
     """
-    touched = set()
+    touched: set[int] = set()
     ground = []
     cross = []
     for e, (a, b, c, _) in enumerate(pb.edges):

@@ -190,7 +190,7 @@ def prove_family(
     """
     if costs is None:
         costs = COSTS
-    out = []
+    out: list[tuple[str, Result]] = []
     orders = ("megatron", "pytorch") if family == "interleaved-1f1b" else ("megatron",)
     for v, order in [(v, o) for v in (INTERLEAVED_V if family == "interleaved-1f1b" else (None,)) for o in orders]:
         for f, b in costs:
@@ -219,7 +219,7 @@ def _interleaved_two_groups(on_result: Callable[[str, Result], None] | None) -> 
     theorems, then the grid."""
     from .prove_interleaved import GROUPS, interleaved_k_theorems
 
-    out = []
+    out: list[tuple[str, Result]] = []
     for k in GROUPS:
         label = f"interleaved-1f1b F=1,B=1 v=2, m={k}p"
         rs = [prove(th) for th in interleaved_k_theorems(k)]
@@ -233,7 +233,8 @@ def _interleaved_two_groups(on_result: Callable[[str, Result], None] | None) -> 
 def _chimera_continuous(b: int, on_result: Callable[[str, Result], None] | None) -> list[tuple[str, Result]]:
     """Chimera ``units=continuous`` beyond one unit (m = k p, k >= 2) at F = 1, B = b: the
     theorems, then the grid."""
-    label, out = f"chimera F=1,B={b} units=continuous, m = 2n >= 2p", []
+    label = f"chimera F=1,B={b} units=continuous, m = 2n >= 2p"
+    out: list[tuple[str, Result]] = []
     rs = [prove(th) for th in chimera_theorems(b, continuous=True)]
     t = time.perf_counter()
     n, bad = grid_check("chimera", 1, b, range(2, 13), units=range(2, 5))

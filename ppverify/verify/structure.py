@@ -32,12 +32,12 @@ from .smt import decide, load, plain_solver
 
 
 class Occurrence(NamedTuple):
-    """One compute op as written: device, index of its action in the program, the op (a named
+    """One compute op as written: device, position of its action in the program, the op (a named
     tuple, like :class:`~ppverify.core.ops.Op`: a schedule has one per op, made 10x faster than a
     dataclass)."""
 
     device: int
-    index: int
+    position: int  # not `index`: that name is tuple.index, which a field would shadow
     op: Op
 
 
@@ -47,7 +47,7 @@ def occurrences(schedule: Schedule) -> list[Occurrence]:
     Example:
         >>> from ppverify.schedules import build
         >>> occurrences(build("gpipe", p=2, m=1))[1]
-        Occurrence(device=0, index=1, op=Op(kind='B', stage=0, mb=0))
+        Occurrence(device=0, position=1, op=Op(kind='B', stage=0, mb=0))
     """
     out = []
     for d, prog in enumerate(schedule.programs):
@@ -115,8 +115,8 @@ def _rules(schedule: Schedule, occs: list[Occurrence], distinct: bool = False) -
         nb = len(by_id.get(Op(B, s, mb), []))
         niw = len(by_id.get(Op(I, s, mb), [])) + len(by_id.get(Op(W, s, mb), []))
         if nb:  # a pair without any B cannot break the rule; only mixed pairs get an instance
-            ks = tuple(by_id.get(Op(B, s, mb), []) + by_id.get(Op(I, s, mb), []) + by_id.get(Op(W, s, mb), []))
-            rules.append((f"mix{n}", "completeness", f"(not (and (> {nb} 0) (> {niw} 0)))", ks, Op(B, s, mb)))
+            mixed = tuple(by_id.get(Op(B, s, mb), []) + by_id.get(Op(I, s, mb), []) + by_id.get(Op(W, s, mb), []))
+            rules.append((f"mix{n}", "completeness", f"(not (and (> {nb} 0) (> {niw} 0)))", mixed, Op(B, s, mb)))
     return axioms, rules, len(rules) + skipped
 
 

@@ -94,7 +94,10 @@ def test_a_family_above_every_budget_says_so() -> None:
     for fam in ("1f1b", "gpipe"):
         assert rows[fam]["difference"] > 0  # one at a time is slower
         peak = rows[fam]["peak"]
-        assert rows[fam]["note"] == f"faster than the frontier: its peak {peak:g} is above every budget searched (the largest: 1)"
+        assert (
+            rows[fam]["note"]
+            == f"faster than the frontier: its peak {peak:g} is above every budget searched (the largest: 1)"
+        )
 
 
 def test_unconstrained_point_is_the_critical_path() -> None:
