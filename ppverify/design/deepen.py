@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
-from .points import EPS, Point, RunTasks, frontier, in_turn, monotone, solve_point
+from .points import EPS, Point, solve_point
+from .rework import Report, RunTasks, rework_front
 from .spec import Limits, Setup, Task
 
 
@@ -110,7 +111,7 @@ def deepen_front(
     split: bool,
     limits: Limits,
     until: float | None = None,
-    report: Callable[[int, int, Point, Point], None] | None = None,
+    report: Report | None = None,
     run_tasks: RunTasks | None = None,
 ) -> tuple[list[Point], bool]:
     """Every point with the frontier's points above the gap limit searched again
@@ -127,25 +128,17 @@ def deepen_front(
         >>> [(q.time, q.status) for q in deepen_front(pts, s, 4, False, Limits(1.0, search_work=1.0))[0]]
         [(15.0, 'OPTIMAL')]
     """
-    out = list(points)
     if limits.search_work <= 0 or (until is not None and time.time() >= until):
-        return out, False
+        return list(points), False
     by_label = {s.label: s for s in setups}
-    todo = sorted((q for q in frontier(out) if needs_more(q, limits)), key=lambda q: -q.budget)
-    tasks = [
-        replace(search_task(q, by_label[q.placement], m, split, limits, until), index=n) for n, q in enumerate(todo)
-    ]
-    again, interrupted = (run_tasks or in_turn)(tasks)
-    by_point = {(a.placement, a.budget): a for a in again}
-    for n, q in enumerate(todo):
-        a = by_point.get((q.placement, q.budget))
-        if a is None:  # not done (Ctrl-C)
-            continue
-        i = next(k for k, x in enumerate(out) if x is q)
-        out[i] = merge_search(q, a, limits)
-        if report is not None:
-            report(n + 1, len(todo), q, out[i])
-    return monotone(out), interrupted
+    return rework_front(
+        points,
+        lambda q: needs_more(q, limits),
+        lambda q: search_task(q, by_label[q.placement], m, split, limits, until),
+        lambda q, found: merge_search(q, found, limits),
+        run_tasks,
+        report,
+    )
 
 
 def deepen_line(done: int, total: int, before: Point, after: Point) -> str:

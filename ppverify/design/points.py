@@ -10,7 +10,7 @@ search worker, so a point's result is the same on any executor and at any machin
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -232,29 +232,6 @@ def bound_point(task: Task) -> Point:
         None,
         f"the relaxation of device {device}{on}",
     )
-
-
-#: runs tasks (in this process, a process pool, Ray) and returns the points done, in task order,
-#: and whether Ctrl-C stopped it: :func:`in_turn`, or :func:`~ppverify.design.run.run_points`
-#: without its skips
-RunTasks = Callable[[Sequence[Task]], tuple[list[Point], bool]]
-
-
-def in_turn(tasks: Sequence[Task]) -> tuple[list[Point], bool]:
-    """The tasks solved one after another in this process (:func:`solve_point`); on Ctrl-C the
-    points done so far and True.
-
-    Example:
-        >>> in_turn([])
-        ([], False)
-    """
-    done: list[Point] = []
-    try:
-        for t in tasks:
-            done.append(solve_point(t))
-    except KeyboardInterrupt:
-        return done, True
-    return done, False
 
 
 def skip_point(task: Task, problem: Any) -> Point | None:

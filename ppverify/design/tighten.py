@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
-from .points import EPS, Point, RunTasks, bound_point, frontier, in_turn, monotone
+from .points import EPS, Point, bound_point
+from .rework import Report, RunTasks, rework_front
 from .spec import Limits, Setup, Task
 
 
@@ -102,7 +103,7 @@ def tighten_front(
     split: bool,
     limits: Limits,
     until: float | None = None,
-    report: Callable[[int, int, Point, Point], None] | None = None,
+    report: Report | None = None,
     run_tasks: RunTasks | None = None,
 ) -> tuple[list[Point], bool]:
     """Every point with the frontier's bounds tightened (:func:`bound_task`, the largest budget
@@ -119,25 +120,17 @@ def tighten_front(
         >>> [(q.bound, q.status) for q in tighten_front(pts, s, 3, False, Limits(1.0))[0]]
         [(15.0, 'FEASIBLE')]
     """
-    out = list(points)
     if limits.tighten_work <= 0 or (until is not None and time.time() >= until):
-        return out, False
+        return list(points), False
     by_label = {s.label: s for s in setups}
-    todo = sorted((q for q in frontier(out) if wants_bound(q, limits)), key=lambda q: -q.budget)
-    tasks = [
-        replace(bound_task(q, by_label[q.placement], m, split, limits, until), index=n) for n, q in enumerate(todo)
-    ]
-    found, interrupted = (run_tasks or in_turn)(tasks)
-    by_point = {(f.placement, f.budget): f for f in found}
-    for n, q in enumerate(todo):
-        f = by_point.get((q.placement, q.budget))
-        if f is None:  # not done (Ctrl-C)
-            continue
-        i = next(k for k, x in enumerate(out) if x is q)
-        out[i] = merge_bound(q, f)
-        if report is not None:
-            report(n + 1, len(todo), q, out[i])
-    return monotone(out), interrupted
+    return rework_front(
+        points,
+        lambda q: wants_bound(q, limits),
+        lambda q: bound_task(q, by_label[q.placement], m, split, limits, until),
+        merge_bound,
+        run_tasks,
+        report,
+    )
 
 
 def tighten_line(done: int, total: int, before: Point, after: Point) -> str:

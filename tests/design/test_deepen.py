@@ -20,7 +20,7 @@ import pytest
 from ppverify.cli import main
 from ppverify.design.deepen import deepen_front, deepen_point, needs_more
 from ppverify.design.points import Point
-from ppverify.design.run import DesignRequest, design
+from ppverify.design.run import DesignRequest
 from ppverify.design.spec import Limits, setups
 from ppverify.systems.preset_models import PresetSettings
 
@@ -90,19 +90,11 @@ def _two_searched() -> DesignRequest:
     return DesignRequest(4, 12, "linear", "5,7", settings, Limits(0.2, bound_work=0, search_work=5.0))
 
 
-def test_the_second_searches_give_the_same_result_on_a_process_pool():
-    rq = _two_searched()
-    alone = design(rq, progress=False).to_dict()
+def test_the_second_searches_give_the_same_result_on_a_process_pool(same_result_on):
+    alone = same_result_on("pool", _two_searched())
     assert sum("design --search-work" in q.get("note", "") for q in alone["points"]) == 2
-    assert design(rq, workers=2, progress=False).to_dict() == alone
 
 
 @pytest.mark.slow
-def test_the_second_searches_give_the_same_result_on_a_ray_cluster():
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        rq = _two_searched()
-        assert design(rq, executor="ray", progress=False).to_dict() == design(rq, progress=False).to_dict()
-    finally:
-        ray.shutdown()
+def test_the_second_searches_give_the_same_result_on_a_ray_cluster(same_result_on):
+    same_result_on("ray", _two_searched())

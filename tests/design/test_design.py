@@ -136,11 +136,8 @@ def test_saved_files_load_verify_and_equal(tmp_path) -> None:
         assert loaded[1].programs == loaded[0].programs
 
 
-def test_pool_gives_the_same_result_as_one_process() -> None:
-    rq = DesignRequest(2, 4, "linear,v", "1,2", PresetSettings(costs="F=1,I=1,W=1"), Limits(1.0))
-    one = design(rq, workers=1, progress=False).to_dict()
-    two = design(rq, workers=2, progress=False).to_dict()
-    assert one == two
+def test_pool_gives_the_same_result_as_one_process(same_result_on) -> None:
+    same_result_on("pool", DesignRequest(2, 4, "linear,v", "1,2", PresetSettings(costs="F=1,I=1,W=1"), Limits(1.0)))
 
 
 def test_ctrl_c_keeps_the_points_done() -> None:
@@ -170,15 +167,8 @@ def test_bad_input_is_one_line(capsys) -> None:
 
 
 @pytest.mark.slow
-def test_ray_cluster_gives_the_same_result() -> None:
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        rq = DesignRequest(2, 4, "linear,v", "1,2", PresetSettings(costs="F=1,I=1,W=1"), Limits(1.0))
-        on_ray = design(rq, executor="ray", progress=False).to_dict()
-        assert on_ray == design(rq, progress=False).to_dict()
-    finally:
-        ray.shutdown()
+def test_ray_cluster_gives_the_same_result(same_result_on) -> None:
+    same_result_on("ray", DesignRequest(2, 4, "linear,v", "1,2", PresetSettings(costs="F=1,I=1,W=1"), Limits(1.0)))
 
 
 def test_monotone_points_by_generated_budgets() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from ppverify.cli import main
 from ppverify.design.points import Point, point_problem
-from ppverify.design.run import DesignRequest, design
+from ppverify.design.run import DesignRequest
 from ppverify.design.spec import Limits, setups
 from ppverify.design.tighten import tighten_front, tighten_point
 from ppverify.optimize import optimize
@@ -99,19 +99,11 @@ def _two_raised() -> DesignRequest:
     return DesignRequest(2, 6, "v", "1,1.5,2", COSTS, Limits(0.05, gap=None, bound_work=3.0))
 
 
-def test_the_bound_work_gives_the_same_result_on_a_process_pool():
-    rq = _two_raised()
-    alone = design(rq, progress=False).to_dict()
+def test_the_bound_work_gives_the_same_result_on_a_process_pool(same_result_on):
+    alone = same_result_on("pool", _two_raised())
     assert sum("design --bound-work" in q.get("note", "") for q in alone["points"]) == 2
-    assert design(rq, workers=2, progress=False).to_dict() == alone
 
 
 @pytest.mark.slow
-def test_the_bound_work_gives_the_same_result_on_a_ray_cluster():
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        rq = _two_raised()
-        assert design(rq, executor="ray", progress=False).to_dict() == design(rq, progress=False).to_dict()
-    finally:
-        ray.shutdown()
+def test_the_bound_work_gives_the_same_result_on_a_ray_cluster(same_result_on):
+    same_result_on("ray", _two_raised())
