@@ -221,6 +221,7 @@ def memory_window_idle(inst: Instance, deadline=None) -> list[int]:
         mb0 = dag.ops[ops[0]].mb
         f0 = pos[(F, mb0)]
         g0 = pos.get((I, mb0), pos.get((B, mb0)))
+        assert g0 is not None  # the forward's gradient op (I or B) runs on its device too
         w0 = pos.get((W, mb0))
         lag = _round_trip(inst, f0, g0)
         tf, tg = inst.dur[f0], inst.dur[g0]

@@ -63,7 +63,7 @@ def _min_free_work(need: int, hi: int, a: int, fg: int, fw: int, tg: int, tw: in
     if lo > top:
         return math.inf
 
-    def cost(ng: int) -> int:
+    def cost(ng: int) -> float:
         nw = max(0, -(-(need - fg * ng) // fw)) if fw > 0 else 0
         return ng * tg + nw * tw if nw <= ng else math.inf
 

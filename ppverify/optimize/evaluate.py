@@ -20,7 +20,7 @@ from .heuristic import time_programs
 from .interrupt import stoppable
 from .model import build_model
 from .problem import Problem, instance
-from .result import OptimizeResult
+from .result import CommonFields, OptimizeResult
 from .solver_setup import (
     STATUS,
     check_limits,
@@ -106,7 +106,7 @@ def evaluate(
     except WallLimitReached:
         return cut_result(problem, t0, time_limit, workers, seed)
     order = [list(inst.device_ops(d)) for d in range(inst.p)]
-    common = dict(
+    common: CommonFields = dict(
         objective_name=objective,
         bounds=bounds.as_dict(inst.tick),
         tick=inst.tick,

@@ -211,8 +211,14 @@ def memory_precedences(inst: Instance, ops: list[int], pos: dict[Op, int]) -> li
     mbs = sorted({dag.ops[i].mb for i in ops})
     fpos = [pos[Op(F, s, mb)] for mb in mbs]
     gpos = [pos.get(Op(I, s, mb), pos.get(Op(B, s, mb))) for mb in mbs]
+    assert inst.cap is not None  # called under a cap only
     k = inst.cap // inst.alloc[fpos[0]]
-    return [(fpos[j], gpos[j - k]) for j in range(k, len(mbs))]
+    pairs: list[tuple[int, int]] = []
+    for j in range(k, len(mbs)):
+        g = gpos[j - k]
+        assert g is not None  # every forward's gradient op (I or B) runs on its device too
+        pairs.append((fpos[j], g))
+    return pairs
 
 
 def memory_lags(inst: Instance, ops: list[int], pos: dict[Op, int]) -> list[tuple[int, int, int]]:
@@ -245,6 +251,7 @@ def memory_lags(inst: Instance, ops: list[int], pos: dict[Op, int]) -> list[tupl
     pairs = memory_precedences(inst, ops, pos)
     if not pairs:
         return []
+    assert inst.cap is not None  # memory_precedences gives pairs under a cap only
     op = inst.dag.ops[pairs[0][1]]
     w = pos.get(Op(W, op.stage, op.mb))
     extra = 0

@@ -135,8 +135,8 @@ def _solve_block(
     phase = {}
     for i in mine:
         r = model.new_int_var(0, period - 1, "")
-        q = model.new_int_var(0, horizon // period + 1, "")
-        model.add(start[i] == q * period + r)
+        quot = model.new_int_var(0, horizon // period + 1, "")
+        model.add(start[i] == quot * period + r)
         phase[i] = r
     by_device: dict[int, list[int]] = {}
     for i in mine:
@@ -176,10 +176,7 @@ def _solve_block(
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None, used
     at = {(dag.ops[i].kind, dag.ops[i].stage, dag.ops[i].mb): solver.value(start[i]) for i in mine}
-    block = [
-        at[(op.kind, op.stage, mbs[op.mb % copies])] + (op.mb // copies) * period - op.mb * step  # type: ignore[misc]
-        for op in dag.ops
-    ]
+    block = [at[(op.kind, op.stage, mbs[op.mb % copies])] + (op.mb // copies) * period - op.mb * step for op in dag.ops]
     return block, used
 
 

@@ -39,7 +39,9 @@ MAX_INTERVALS = 48
 _TIE = {W: 0, I: 1, B: 1, F: 2}
 
 
-def building_block(inst: Instance, interval: Fraction | None = None, w_last: bool = True) -> list | None:
+def building_block(
+    inst: Instance, interval: Fraction | None = None, w_last: bool = True
+) -> Sequence[Fraction | int] | None:
     """Each op's nominal offset within its microbatch's block. Without ``interval``: its
     earliest start from the dependencies and delays alone (``head``). With one (one pipe only),
     the block is modulo-scheduled as Qi et al. squeeze theirs: microbatch 0's ops in order of
@@ -82,7 +84,7 @@ def building_block(inst: Instance, interval: Fraction | None = None, w_last: boo
         at[i] = t
         placed[dag.device[i]].append((t, inst.dur[i]))
     key = {(op.kind, op.stage): at[i] for i, op in ((i, dag.ops[i]) for i in mine)}
-    return [key[(op.kind, op.stage)] for op in dag.ops]  # type: ignore[misc]
+    return [key[(op.kind, op.stage)] for op in dag.ops]
 
 
 def _free_slot(placed: list[tuple[Fraction, int]], ready: Fraction, dur: int, interval: Fraction) -> Fraction | None:

@@ -155,9 +155,9 @@ def device_bound(
         status = solver.solve(model)
     if status == cp_model.OPTIMAL:
         return round(solver.objective_value)
-    b = solver.best_objective_bound
+    proven = solver.best_objective_bound
     # an unfinished run may report no bound at all (presolve cut short): fall back to ``lower``
-    return max(lower, math.ceil(b - 1e-9) if math.isfinite(b) else 0)
+    return max(lower, math.ceil(proven - 1e-9) if math.isfinite(proven) else 0)
 
 
 def relaxation_bound(

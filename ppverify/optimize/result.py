@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.schedule import Schedule
 from ..core.timeline import Timeline
@@ -26,6 +26,18 @@ def relative_gap(value: float | None, bound: float) -> float | None:
     if value <= 0:
         return 0.0
     return max(0.0, (value - bound) / value)
+
+
+class CommonFields(TypedDict):
+    """The :class:`OptimizeResult` fields that every result of one run shares (passed as
+    ``**common`` by :func:`ppverify.optimize.optimize` and :func:`ppverify.optimize.evaluate`)."""
+
+    objective_name: str
+    bounds: Mapping[str, float]
+    tick: float
+    exact: bool
+    time_unit: str
+    collectives: str
 
 
 @dataclass(frozen=True, eq=False)

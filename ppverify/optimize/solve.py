@@ -25,7 +25,7 @@ from .model import build_model
 from .periodic import periodic_candidates
 from .problem import Problem, cap_infeasibility, instance
 from .relax import relaxation_bound
-from .result import OptimizeResult, relative_gap
+from .result import CommonFields, OptimizeResult, relative_gap
 from .solver_run import Progress
 from .solver_setup import (
     STATUS,
@@ -150,7 +150,7 @@ def optimize(
         cut.append("bounds")
     if progress is not None:
         progress.phase("starting schedules", bound=bounds.best * tick)
-    common = dict(
+    common: CommonFields = dict(
         objective_name=problem.objective,
         bounds=bounds.as_dict(inst.tick),
         tick=inst.tick,
@@ -183,16 +183,16 @@ def optimize(
     best: Candidate | None = best_candidate(inst, use_families, deadline=safety, hard=hard.end) if hints else None
     second: Candidate | None = None
     if hints:  # the zero-bubble paper's heuristic (8 variants) too: the result is never worse than it
-        starts = [c for c in (best, *zb_candidates(inst, hard.end)) if c is not None]
+        start_cands = [c for c in (best, *zb_candidates(inst, hard.end)) if c is not None]
         if several_stages_per_device(inst):  # building blocks at an interval (periodic.py): V, loop under a cap
-            starts += periodic_candidates(inst, safety)
+            start_cands += periodic_candidates(inst, safety)
             if inst.cap is not None and block_share > 0:  # blocks placed by CP-SAT (modulo.py, coarse.py)
-                top = min((c.objective for c in starts), default=None)
+                top = min((c.objective for c in start_cands), default=None)
                 blocks, block_work = block_candidates(
                     inst, top, block_share * work, max(0.0, safety - time.monotonic()), dl.stop
                 )
-                starts += [c for c in blocks if top is None or c.objective < top]
-        ranked = sorted(starts, key=lambda c: (c.objective, c.source))
+                start_cands += [c for c in blocks if top is None or c.objective < top]
+        ranked = sorted(start_cands, key=lambda c: (c.objective, c.source))
         best = ranked[0] if ranked else None
         # the fastest start of another source: the windows through the step also run from it
         # where they find nothing from the best (see there)
@@ -376,12 +376,13 @@ def optimize(
     bound_ticks = max(
         floor, int(np.ceil(solver_bound - 1e-9)) if solver_bound is not None and np.isfinite(solver_bound) else 0
     )
-    starts = None
-    value = None
+    starts: list[int] | None = None
+    value: int | None = None
     if status in ("OPTIMAL", "FEASIBLE"):
         starts = [solver.value(v) for v in built.start]
         value = round(solver.objective_value)
     if best is not None and (value is None or best.objective < value):
+        assert hint is not None  # set together with best (above)
         starts, value = list(hint), best.objective
     if status == "INFEASIBLE" and best is None:
         return OptimizeResult(
@@ -434,7 +435,7 @@ def optimize(
         # from the best start, then, where the windows find nothing there, from the fastest start
         # of another source: a slower start can leave them more to move (V, p = 8, m = 24, delay 1,
         # budget 5: nothing from two microbatches per 10 units, 158.5; 155.5 from one per 5, 159.5)
-        origins: list[tuple[Sequence[int], int]] = [(starts, value)]  # type: ignore[list-item]  # starts: ints here
+        origins: list[tuple[Sequence[int], int]] = [(starts, value)]
         if second is not None:
             origins.append((canonical_starts(inst, second.starts) if symmetry else second.starts, second.objective))
         ending = None

@@ -59,11 +59,12 @@ def warmup_end(inst: Instance, starts: Sequence[int]) -> int:
         >>> [str(o) for o in inst.dag.ops], warmup_end(inst, [0, 4, 1, 2])
         (['0F0', '0B0', '1F0', '1B0'], 4)
     """
-    first = [None] * inst.p
+    first: list[int | None] = [None] * inst.p
     for i, op in enumerate(inst.dag.ops):
         if op.kind in (I, B):
             d = inst.dag.device[i]
-            first[d] = starts[i] if first[d] is None else min(first[d], starts[i])
+            cur = first[d]
+            first[d] = starts[i] if cur is None else min(cur, starts[i])
     return max((t for t in first if t is not None), default=0)
 
 

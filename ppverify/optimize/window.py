@@ -163,6 +163,7 @@ def multi_stage_tail_idle(inst: Instance, d: int) -> int:
     if found is None:
         return 0
     ops, last_mb, best_ratio = found
+    assert inst.cap is not None  # _pending_rate is None without a cap
     idle = None
     for mb in last_mb.values():
         members = inst.mb_members[mb]
@@ -212,6 +213,7 @@ def multi_stage_end_gap(inst: Instance, d: int, tail: list[int]) -> int:
     if found is None:
         return 0
     ops, last_mb, best_ratio = found
+    assert inst.cap is not None  # _pending_rate is None without a cap
     gap = None
     for mb in last_mb.values():
         mine = [i for i in ops if dag.ops[i].mb == mb]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -21,6 +22,8 @@ from ..core.ops import KIND_CODE, B, W
 from ..core.schedule import Schedule
 
 ALLREDUCE, DP_ALLREDUCE = "allreduce", "dp-allreduce"
+
+_Num = TypeVar("_Num", int, float)  # ticks (the solver) or times: the result has the inputs' type
 
 
 def replica_groups(schedule: Schedule) -> list[tuple[int, tuple[int, ...]]]:
@@ -193,7 +196,7 @@ def step_collectives(
     return out
 
 
-def collective_tails(num_ops: int, durations: Sequence[float], colls: Sequence[StepCollective]) -> list[float]:
+def collective_tails(num_ops: int, durations: Sequence[_Num], colls: Sequence[StepCollective]) -> list[_Num]:
     """Per op, the least time that must follow its end because of the collectives waiting for it:
     the longest chain ``t_c + t_a + ...`` of a collective gated by the op and those after it.
     ``durations`` are the collectives' (in ``colls`` order; integer ticks give integer tails).
@@ -204,13 +207,13 @@ def collective_tails(num_ops: int, durations: Sequence[float], colls: Sequence[S
         >>> collective_tails(3, [2, 3], cs)   # op 0: 2 + 3; op 1: 2 + 3; op 2: 3
         [5, 5, 3]
     """
-    total: list[float] = list(durations)
+    total: list[_Num] = list(durations)
     # a collective's chain: its own time plus the longest chain of the collectives waiting for it;
     # "after" only points to earlier collectives, so one reverse pass settles every chain
     for n in reversed(range(len(colls))):
         for a in colls[n].after:
             total[a] = max(total[a], durations[a] + total[n])
-    tails: list[float] = [0] * num_ops
+    tails: list[_Num] = [0] * num_ops
     for n, c in enumerate(colls):
         for g in c.gates:
             tails[g] = max(tails[g], total[n])
