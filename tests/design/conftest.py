@@ -16,8 +16,7 @@ def _same_result_on(executor: str, rq: DesignRequest) -> dict[str, Any]:
     if executor == "pool":
         assert design(rq, workers=2, progress=False).to_dict() == alone
     else:
-        import ray
-
+        ray = pytest.importorskip("ray")  # the ray extra, which `make test` installs
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
         try:
             assert design(rq, executor="ray", progress=False).to_dict() == alone
