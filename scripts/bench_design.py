@@ -7,7 +7,7 @@ bubble at 1F1B's budget. Prints one block per run; asserts nothing about time.
     python scripts/bench_design.py --p 4 --delays 0 --work-limit 5
     python scripts/bench_design.py --p 8 --placements linear,v,loop:2 --budgets 1,2,3,4,5,8,none
     python scripts/bench_design.py --p 4 --zb-row 0 --work-limit 5    # a profiled row's cost ratios
-    python scripts/bench_design.py --p 8 --delays 1 --work-limit 5 --search-work 15
+    python scripts/bench_design.py --p 8 --delays 1 --work-limit 5 --budgets auto --search-work 30   # all within 1 %
 
 The limits are ``ppverify design``'s: ``--work-limit`` CP-SAT's deterministic seconds per point
 (the same result at any load), ``--time-limit`` a wall-clock ceiling on each run (alone it also
