@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .points import EPS, Point, solve_point
+from .points import EPS, Point, above_gap, solve_point
 from .rework import Report, RunTasks, rework_front
 from .spec import Limits, Setup, Task
 
@@ -33,9 +33,7 @@ def needs_more(point: Point, limits: Limits) -> bool:
         >>> needs_more(Point("v", 4.0, "FEASIBLE", 174.0, 173.5, 4.0, None, None), Limits(5.0))
         False
     """
-    if point.time is None or point.skipped or point.status == "OPTIMAL":
-        return False
-    return point.gap is None or limits.gap is None or point.gap > limits.gap + EPS
+    return not point.skipped and above_gap(point, limits)
 
 
 def search_task(point: Point, setup: Setup, m: int, split: bool, limits: Limits, until: float | None = None) -> Task:

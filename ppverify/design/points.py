@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core.errors import PPVerifyError
 from ..core.schedule import Schedule
-from .spec import Setup, Task
+from .spec import Limits, Setup, Task
 
 #: tolerance of peak and time comparisons (values are sums of costs and delays)
 EPS = 1e-9
@@ -126,7 +126,8 @@ def point_problem(setup: Setup, budget: float, m: int, split: bool = True) -> An
 def solve_point(task: Task) -> Point:
     """CP-SAT on one point (:func:`ppverify.optimize.optimize` with the budget as memory cap, the
     families and greedy rules as starts, one search worker, the work limit as its stop; with
-    ``task.search_only`` all of it on schedules, none on the one-device relaxation's bound). The
+    ``task.search_only`` all of it on schedules, none on the one-device relaxation's bound; with
+    ``task.bound_only`` no schedule, only that relaxation: :func:`bound_point`). The
     wall clock only stops it at :attr:`~ppverify.design.spec.Limits.wall` or at the run's ceiling
     ``task.until``, whichever comes first (then ``cut``); a point whose ceiling has passed is not
     run: no schedule, and the bounds that need no search.
@@ -146,8 +147,6 @@ def solve_point(task: Task) -> Point:
 
     from ..optimize import optimize
 
-    if task.bound_only:
-        return bound_point(task)
     st, lim = task.setup, task.limits
     problem = point_problem(st, task.budget, task.m, task.split)
     cap = problem.memory_cap
@@ -159,6 +158,8 @@ def solve_point(task: Task) -> Point:
 
             bound = float(problem_bounds(problem)["best"])
             return Point(st.label, task.budget, "UNKNOWN", None, bound, None, None, None, NOT_RUN, cut=True)
+    if task.bound_only:
+        return bound_point(task, problem, wall)
     if task.beat is not None:
         skipped = skip_point(task, problem)
         if skipped is not None:
@@ -194,44 +195,48 @@ def solve_point(task: Task) -> Point:
     )  # fmt: skip
 
 
-def bound_point(task: Task) -> Point:
-    """No schedule, only a bound: the one-device relaxation of the critical device
-    (:func:`~ppverify.optimize.floored.critical_bound`, on a coarser grid rounded down where the
-    exact tick is too fine) given ``task.limits.work`` deterministic seconds; the note names the
-    device and the grid. Where the run's ceiling ``task.until`` has passed it is not run: bound 0,
-    ``cut``. The bound work of :mod:`.tighten`, run on the design's executor as the points are.
+def bound_point(task: Task, problem: Any, wall: float) -> Point:
+    """No schedule, only a bound on ``task``'s ``problem`` (:func:`point_problem`): the one-device
+    relaxation of the critical device (:func:`~ppverify.optimize.floored.critical_bound`, on a
+    coarser grid rounded down where the exact tick is too fine) given ``task.limits.work``
+    deterministic seconds, ``wall`` the wall-clock stop; the note names the device and the grid.
+    :func:`solve_point` runs it for a ``bound_only`` task (the bound work of :mod:`.tighten`, on
+    the design's executor as the points are), once the run's ceiling is checked.
 
     Example:
         >>> from ppverify.systems.preset_models import PresetSettings
         >>> from ppverify.design.spec import Limits, setups
         >>> s = setups("linear", 3, 3, PresetSettings(costs="F=1,B=2"))[0]
-        >>> pt = bound_point(Task(0, s, math.inf, 3, Limits(1.0), split=False, bound_only=True))
+        >>> t = Task(0, s, math.inf, 3, Limits(1.0), split=False, bound_only=True)
+        >>> pt = bound_point(t, point_problem(s, math.inf, 3, split=False), 60.0)
         >>> pt.time, pt.bound, pt.note  # (m + p - 1)(tF + tB): device 2's first F arrives at 2, 9 of work, 4 back
         (None, 15.0, 'the relaxation of device 2')
     """
-    import time
-
     from ..optimize.floored import critical_bound
     from ..optimize.problem import instance
 
-    st, lim = task.setup, task.limits
-    wall = lim.wall if task.until is None else min(lim.wall, task.until - time.time())
-    if wall <= 0:
-        return Point(st.label, task.budget, "UNKNOWN", None, 0.0, None, None, None, NOT_RUN, cut=True)
-    inst = instance(point_problem(st, task.budget, task.m, task.split))
-    ticks, device, grid = critical_bound(inst, lim.work, wall, lim.seed)
+    inst = instance(problem)
+    ticks, device, grid = critical_bound(inst, task.limits.work, wall, task.limits.seed)
     on = f" on a grid of {inst.to_time(grid):.4g} rounded down" if grid > 1 else ""
-    return Point(
-        st.label,
-        task.budget,
-        "UNKNOWN",
-        None,
-        float(inst.to_time(ticks)),
-        None,
-        None,
-        None,
-        f"the relaxation of device {device}{on}",
-    )
+    note = f"the relaxation of device {device}{on}"
+    return Point(task.setup.label, task.budget, "UNKNOWN", None, float(inst.to_time(ticks)), None, None, None, note)
+
+
+def above_gap(point: Point, limits: Limits) -> bool:
+    """Whether ``point`` has a schedule that is neither proven optimal nor within the gap limit of
+    its bound: the frontier points that get more work after the points (:mod:`.deepen`,
+    :mod:`.tighten`).
+
+    Example:
+        >>> from ppverify.design.spec import Limits
+        >>> above_gap(Point("v", 4.0, "FEASIBLE", 179.5, 173.5, 4.0, None, None), Limits(5.0))
+        True
+        >>> above_gap(Point("v", 4.0, "FEASIBLE", 174.0, 173.5, 4.0, None, None), Limits(5.0))
+        False
+    """
+    if point.time is None or point.status == "OPTIMAL":
+        return False
+    return point.gap is None or limits.gap is None or point.gap > limits.gap + EPS
 
 
 def skip_point(task: Task, problem: Any) -> Point | None:

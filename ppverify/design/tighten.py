@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .points import EPS, Point, bound_point
+from .points import EPS, Point, above_gap, solve_point
 from .rework import Report, RunTasks, rework_front
 from .spec import Limits, Setup, Task
 
@@ -33,9 +33,7 @@ def wants_bound(point: Point, limits: Limits) -> bool:
         >>> wants_bound(Point("v", 3.0, "OPTIMAL", 218.5, 218.5, 3.0, None, None), Limits(5.0))
         False
     """
-    if point.time is None or point.status == "OPTIMAL" or limits.tighten_work <= 0:
-        return False
-    return point.gap is None or limits.gap is None or point.gap > limits.gap + EPS
+    return limits.tighten_work > 0 and above_gap(point, limits)
 
 
 def bound_task(point: Point, setup: Setup, m: int, split: bool, limits: Limits, until: float | None = None) -> Task:
@@ -93,7 +91,7 @@ def tighten_point(point: Point, setup: Setup, m: int, split: bool, limits: Limit
     """
     if not wants_bound(point, limits) or wall <= 0:
         return point
-    return merge_bound(point, bound_point(bound_task(point, setup, m, split, limits, time.time() + wall)))
+    return merge_bound(point, solve_point(bound_task(point, setup, m, split, limits, time.time() + wall)))
 
 
 def tighten_front(
