@@ -39,6 +39,7 @@ from bisect import bisect_right
 
 from ..core.ops import B, F, I, Op, W
 from .problem import Instance
+from .stagepair import slot_cycle_bound
 from .window import _dist_from
 
 #: exact search over gradient-op counts up to this range, a linear floor beyond (still sound)
@@ -143,7 +144,9 @@ def cycle_offsets(inst: Instance, d: int) -> list[int] | None:
 
 
 def memory_cycle_bounds(inst: Instance, head: list[int], tail: list[int], objective: str) -> list[int]:
-    """Per device, the memory-cycle bound on the objective (module doc; 0 where it does not apply).
+    """Per device, the memory-cycle bound on the objective (module doc); on a device holding
+    several stages of one pipe under a cap with room for fewer microbatches than it runs, the
+    slot cycle of :func:`.stagepair.slot_cycle_bound` (0 where neither applies).
 
     Example:
         >>> from ppverify.core.placement import linear
@@ -163,7 +166,7 @@ def memory_cycle_bounds(inst: Instance, head: list[int], tail: list[int], object
     for d in range(inst.p):
         x = cycle_offsets(inst, d)
         if x is None:
-            out.append(0)
+            out.append(slot_cycle_bound(inst, d, head, tail, objective))
             continue
         ops = list(inst.device_ops(d))
         fwd = sorted((i for i in ops if dag.ops[i].kind == F), key=lambda i: dag.ops[i].mb)

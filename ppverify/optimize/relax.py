@@ -33,7 +33,7 @@ from .interrupt import stoppable
 from .model import memory_lags
 from .problem import Instance
 from .solver_setup import make_solver
-from .stagepair import slot_precedences
+from .stagepair import slot_cycle_lags, slot_precedences
 
 
 def _lags(inst: Instance, devices: Sequence[int]) -> list[tuple[int, int, int]]:
@@ -137,7 +137,8 @@ def device_bound(
             model.add_cumulative(ivs, demands, inst.cap)
             for f, g, extra in memory_lags(inst, list(inst.device_ops(dd)), pos):
                 model.add(start[f] >= start[g] + inst.dur[g] + extra)
-            for u, v, lag in slot_precedences(inst, dd):  # several stages per device (stagepair.py)
+            # several stages per device (stagepair.py): memory slots, and the slot cycle
+            for u, v, lag in slot_precedences(inst, dd) + slot_cycle_lags(inst, dd):
                 model.add(start[v] >= start[u] + lag)
     obj = model.new_int_var(lower, max(lower, 2 * horizon), "obj")
     if objective == "makespan":

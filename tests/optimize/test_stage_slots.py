@@ -19,12 +19,12 @@ from ppverify.core.placement import loop, v_shape
 from ppverify.core.schedule import Schedule
 from ppverify.engines import run
 from ppverify.optimize import Problem, instance, optimize
-from ppverify.optimize.bounds import lower_bounds
+from ppverify.optimize.bounds import heads_tails, lower_bounds
 from ppverify.optimize.heuristic import canonical_starts
 from ppverify.optimize.modulo import modulo_candidates
 from ppverify.optimize.periodic import periodic_candidates
 from ppverify.optimize.relax import device_bound
-from ppverify.optimize.stagepair import slot_precedences
+from ppverify.optimize.stagepair import slot_cycle_bound, slot_precedences
 from ppverify.verify import verify
 
 
@@ -126,3 +126,81 @@ def test_v_at_the_least_budget_is_proven_optimal_by_device_3():
     assert device_bound(inst, 3, "makespan", 60.0, work_limit=10.0) * inst.tick == by_hand
     best = min(periodic_candidates(inst), key=lambda c: c.objective)
     assert best.objective * inst.tick == by_hand
+
+
+def _least(m_max: int) -> st.SearchStrategy:
+    return st.tuples(
+        st.sampled_from(["v", "loop"]),
+        st.integers(2, 3),
+        st.integers(3, m_max),
+        st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)),
+        st.sampled_from([1.0, 1.5, 2.0]),  # k = 0, 0 with r = half a microbatch, 1
+        st.integers(0, 1),
+        st.sampled_from([0.0, 0.5]),
+    )
+
+
+def _assert_slot_cycle_at_most_the_optimum(case, objective: str) -> None:
+    pr = dataclasses.replace(_problem(*case), objective=objective)
+    inst = instance(pr)
+    bound = max(slot_cycle_bound(inst, d, *heads_tails(inst), objective) for d in range(inst.p))
+    assert bound > 0  # it applies at these caps (room for fewer microbatches than m)
+    assert lower_bounds(inst).memory_cycle == bound
+    r = optimize(pr, time_limit=60, workers=1, redundant_bounds=False, hints=False)
+    assert r.status == "OPTIMAL"
+    opt = round(r.objective / inst.tick)
+    assert bound <= opt
+    for c in periodic_candidates(inst):
+        assert bound <= c.objective
+    for d in range(inst.p):  # the relaxation with the cycle's lags (slot_cycle_lags)
+        assert device_bound(inst, d, objective, 30.0, work_limit=2.0) <= opt
+
+
+@given(_least(4), st.sampled_from(["makespan", "span"]))
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_slot_cycle_never_above_the_optimum(case, objective):
+    """The slot-cycle bound (``stagepair.slot_cycle_bound``, in the analytic bounds' memory
+    cycle) and the one-device relaxation with its lags (``stagepair.slot_cycle_lags``) stay at or
+    below the optimum CP-SAT proves with no analytic bound and no start, for both objectives;
+    the bound stays below every periodic schedule."""
+    _assert_slot_cycle_at_most_the_optimum(case, objective)
+
+
+@pytest.mark.slow
+@given(_least(6), st.sampled_from(["makespan", "span"]))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_slot_cycle_never_above_the_optimum_up_to_six_microbatches(case, objective):
+    """The same with more microbatches: more cycles, and k = 1 with m - k - 1 of them."""
+    _assert_slot_cycle_at_most_the_optimum(case, objective)
+
+
+def test_the_cycle_lags_let_the_relaxation_prove_the_profiled_budget_of_two():
+    """The same row at a cap of two microbatches (k = 1). Device 3: F(4) of microbatch 1 ends
+    no earlier than both microbatches' forwards after F(3, 0)'s release, 29.586 + 2 * 18.522;
+    F(4) ends two microbatches apart are R = 58.518 plus both forwards (18.522) plus the least
+    work that frees one microbatch's worth, two W's with their I's (27.423); after the last,
+    R, I(4) and its way back (51.6865). So the step is at least
+    66.63 + 5 * 104.463 + 58.518 + 51.6865 = 699.1495 ms in closed form, and device 3's
+    relaxation with those lags, one worker as ``design`` runs it, proves more, and no more than
+    the 754.30 ms that ``design`` finds there."""
+    pl = v_shape(4)
+    cm = CostModel.abstract(pl, F=18.522, I=18.086, W=9.337)
+    inst = instance(Problem(pl, 12, cm, FixedDelay(0.601), split=True, memory_cap=2.0))
+    assert lower_bounds(inst).memory_cycle * inst.tick == pytest.approx(66.63 + 5 * 104.463 + 58.518 + 51.6865)
+    relaxed = device_bound(inst, 3, "makespan", 60.0, work_limit=5.0, deterministic=True) * inst.tick
+    assert 699.1495 + 10 < relaxed <= 754.3045
+
+
+def test_slot_cycle_proves_the_profiled_least_budget_by_hand():
+    """V, p = 4, m = 12, the zero-bubble paper's profiled row 0 per stage (F 9.261, I 9.043,
+    W 4.6685 ms, transfers 0.601 ms), cap of one microbatch. Device 3 (stages 3 and 4): F(4, 0)
+    ends at 5 * 9.261 + 3 * 0.601 = 48.108; the gradient comes back through stages 5 to 7 in
+    R = 3 * 9.261 + 3 * 9.043 + 6 * 0.601 = 58.518; a cycle adds both I's, both W's and both F's
+    (45.945); the last microbatch's way back is R, I(4) and the path I(3), three hops to I(0) and
+    W(0): 58.518 + 9.043 + 9.043 + 3 * 9.644 + 4.6685 = 110.2045. So the step is at least
+    48.108 + 11 * 104.463 + 110.2045 = 1307.4055 ms, what the modulo start reaches."""
+    pl = v_shape(4)
+    cm = CostModel.abstract(pl, F=18.522, I=18.086, W=9.337)
+    pr = Problem(pl, 12, cm, FixedDelay(0.601), split=True, memory_cap=1.0)
+    inst = instance(pr)
+    assert lower_bounds(inst).best * inst.tick == pytest.approx(48.108 + 11 * 104.463 + 110.2045)
