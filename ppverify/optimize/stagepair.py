@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import product
 
 from ..core.ops import B, F, I, W
 from .problem import Instance
@@ -112,8 +113,6 @@ def least_work_to_free(items: list[tuple[int, int]], copies: int, need: int) -> 
         >>> least_work_to_free([(2, 5), (2, 3)], 1, 4)  # one of each
         8
     """
-    from itertools import product
-
     ranges = [range(min(copies, -(-need // a)) + 1) for a, _ in items]
     if math.prod(len(r) for r in ranges) <= 20000:
         costs = [
@@ -132,13 +131,16 @@ def least_work_to_free(items: list[tuple[int, int]], copies: int, need: int) -> 
 @dataclass(frozen=True)
 class _Cycle:
     """What :func:`slot_cycle_bound` and :func:`slot_cycle_lags` share on one device: forwards
-    of the first and last stage in microbatch order, the ops per microbatch, ``k``, ``R`` and
-    the least time between the ends of ``F(sn)`` ``k + 1`` apart."""
+    of the first and last stage in microbatch order, the ops per microbatch, the last stage
+    ``sn`` and its gradient op ``G(sn)`` of the first microbatch, one microbatch's forward work,
+    ``k``, ``R`` and the least time between the ends of ``F(sn)`` ``k + 1`` apart."""
 
     first: list[int]
     last: list[int]
     by_mb: dict[int, list[int]]
     sn: int
+    gn: int
+    fwd: int
     k: int
     rt: int
     cycle: int
@@ -174,7 +176,7 @@ def _slot_cycle(inst: Instance, d: int) -> _Cycle | None:
     rt = _dist_from(inst, fn, inst.mb_members[mb0])[gn] - inst.dur[fn]  # F(sn)'s end to G(sn)'s start
     fwd = sum(inst.dur[i] for i in by_mb[mb0] if dag.ops[i].kind == F)
     cycle = rt + (fwd if a1 > r else inst.dur[fn]) + least_work_to_free(items, k + 1, whole - r)
-    return _Cycle(first, last, by_mb, sn, k, rt, cycle)
+    return _Cycle(first, last, by_mb, sn, gn, fwd, k, rt, cycle)
 
 
 def slot_cycle_bound(inst: Instance, d: int, head: list[int], tail: list[int], objective: str) -> int:
@@ -211,10 +213,7 @@ def slot_cycle_bound(inst: Instance, d: int, head: list[int], tail: list[int], o
     if c is None:
         return 0
     dag, first, last, by_mb, k, rt, cycle = inst.dag, c.first, c.last, c.by_mb, c.k, c.rt, c.cycle
-    m, fn, mb0 = len(first), last[0], dag.ops[first[0]].mb
-    gn = _gradient(inst, by_mb[mb0], c.sn)
-    assert gn is not None  # _slot_cycle checked
-    fwd = sum(inst.dur[i] for i in by_mb[mb0] if dag.ops[i].kind == F)
+    m, fn, gn, fwd, mb0 = len(first), last[0], c.gn, c.fwd, dag.ops[first[0]].mb
     grads = [i for i in by_mb[mb0] if dag.ops[i].kind != F]
     grad_work = sum(inst.dur[i] for i in grads)
     if objective == "makespan":
