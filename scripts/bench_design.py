@@ -7,7 +7,7 @@ bubble at 1F1B's budget. Prints one block per run; asserts nothing about time.
     python scripts/bench_design.py --p 4 --delays 0 --work-limit 5
     python scripts/bench_design.py --p 8 --placements linear,v,loop:2 --budgets 1,2,3,4,5,8,none
     python scripts/bench_design.py --p 4 --zb-row 0 --work-limit 5    # a profiled row's cost ratios
-    python scripts/bench_design.py --p 8 --delays 1 --work-limit 5 --budgets auto --search-work 30   # all within 1 %
+    python scripts/bench_design.py --p 8 --delays 1 --work-limit 5 --budgets auto --search-work 0   # no second search
 
 The limits are ``ppverify design``'s: ``--work-limit`` CP-SAT's deterministic seconds per point
 (the same result at any load), ``--time-limit`` a wall-clock ceiling on each run (alone it also
@@ -95,7 +95,7 @@ def one(p: int, delay: float, args: argparse.Namespace, costs: dict[str, float] 
         r = by.get(fam)
         if r is not None and r["frontier"] is not None:
             print(
-                f"  at {fam}'s peak {r['peak']:g}: frontier {r['frontier']:g} vs {r['time']:g} (margin {0.0 - r['difference']:g})"
+                f"  at {fam}'s peak {r['peak']:g}: frontier {r['frontier']:g} vs {r['time']:g} (margin {0.0 - r['difference'] + 0.0:g})"
             )
     one_f = by.get("1f1b")
     if one_f is not None:
@@ -120,7 +120,10 @@ def main() -> None:
     ap.add_argument("--zb-row", type=int, default=None, help="costs of this zb_settings.csv row (0-based), in ms")
     ap.add_argument("--gap-limit", type=float, default=0.01)
     ap.add_argument(
-        "--search-work", type=float, default=0.0, help="design --search-work: a frontier point above the gap, again"
+        "--search-work",
+        type=float,
+        default=Limits.search_work,
+        help="design --search-work: a frontier point above the gap, again (default as design's; 0: none)",
     )
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--all-points", action="store_true", help="search every point (design --all-points)")

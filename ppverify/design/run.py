@@ -112,6 +112,8 @@ class Design:
         for f in self.families:
             at = value_at(self.front, f.peak)
             diff = None if at is None or at.time is None else at.time - f.time
+            if diff is not None and abs(diff) <= EPS:  # the same step summed in another order
+                diff = 0.0
             row = dict(f.to_dict(), frontier=None if at is None else at.time, difference=diff)
             if diff is not None and diff > EPS:
                 if f.placement not in searched:

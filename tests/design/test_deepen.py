@@ -36,14 +36,17 @@ def _point(capsys, *extra: str) -> tuple[dict, dict]:
 
 
 def test_a_second_search_reaches_the_optimum_the_first_missed(capsys):
-    info, short = _point(capsys)
-    assert info["search_work"] == 0.0  # off by default
+    info, short = _point(capsys, "--search-work", "0")
+    assert info["search_work"] == 0.0  # switched off
     assert short["time"] > BY_HAND and short["bound"] <= BY_HAND  # 0.2 deterministic s is not enough
     info, deep = _point(capsys, "--search-work", "5")
     assert info["search_work"] == 5.0
     assert deep["time"] == BY_HAND and deep["bound"] == BY_HAND and deep["status"] == "OPTIMAL"
     assert deep["verified"] == "valid" and deep["peak"] <= 7
     assert "searched again with 5 deterministic s (design --search-work)" in deep["note"]
+    info, default = _point(capsys)
+    assert info["search_work"] == 30.0  # on by default; it stops once the point is proven
+    assert default["time"] == BY_HAND and default["status"] == "OPTIMAL"
 
 
 def test_the_second_search_keeps_the_better_of_the_two_runs():
@@ -69,7 +72,7 @@ def test_proven_skipped_schedule_less_or_switched_off_points_are_left_alone():
     for pt in (proven, close, skipped, none_found):
         assert not needs_more(pt, lim) and deepen_point(pt, s, 12, True, lim) is pt
     slow = Point("linear", 7.0, "FEASIBLE", 60.0, 30.0, 7.0, None, None)
-    assert deepen_point(slow, s, 12, True, Limits(0.2)) is slow  # search work 0: none
+    assert deepen_point(slow, s, 12, True, Limits(0.2, search_work=0.0)) is slow  # search work 0: none
     # the run's ceiling has passed: nothing is started
     out, interrupted = deepen_front([slow], [s], 12, True, lim, until=time.time() - 1)
     assert out == [slow] and not interrupted

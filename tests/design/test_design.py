@@ -280,3 +280,16 @@ def test_all_points_flag(capsys) -> None:
     assert skipping["points_skipped"] >= 1
     # progress names every point searched, none skipped
     assert "skipped" not in captured.err and captured.err.count("design [") == len(every["points"])
+
+
+def test_a_family_that_is_the_frontier_point_differs_by_exactly_zero(capsys):
+    """Profiled costs (ms with three decimals) sum to a step whose float value depends on the
+    order of the sum: ZB-V at its own peak 4 is the frontier point there (its schedule is the
+    point's start and no search beats it within one deterministic second), so the difference is
+    0 by construction, not a float residue such as -2.3e-13."""
+    argv = ["design", "-p", "4", "-m", "12", "--costs", "F=18.522,I=18.086,W=9.337", "--comm-delay", "0.601"]
+    assert main([*argv, "--placements", "v", "--budgets", "4", "--work-limit", "1", "--no-progress", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (zbv,) = [r for r in out["families"] if r["family"] == "zbv"]
+    assert out["frontier"][0]["start"] == "zbv"
+    assert zbv["difference"] == 0.0 and zbv["frontier"] == pytest.approx(zbv["time"], abs=1e-9)

@@ -98,7 +98,7 @@ def _two_raised() -> DesignRequest:
     2.5 are short of what the bound work proves (no gap limit, so no point is left alone for being
     close; on V the slot cycle of ``optimize.stagepair`` lets the points' own relaxation prove what
     the bound work would)."""
-    return DesignRequest(3, 9, "loop:2", "2,2.5", COSTS, Limits(0.05, gap=None, bound_work=3.0))
+    return DesignRequest(3, 9, "loop:2", "2,2.5", COSTS, Limits(0.05, gap=None, bound_work=3.0, search_work=0.0))
 
 
 def test_the_bound_work_gives_the_same_result_on_a_process_pool(same_result_on):

@@ -61,10 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--search-work",
         type=float,
-        default=0.0,
+        default=Limits.search_work,
         metavar="S",
         help="then, per frontier point above the gap limit, its search again from the start with S "
-        "deterministic seconds, all on schedules, the better schedule and bound kept (default 0: none)",
+        "deterministic seconds, all on schedules, the better schedule and bound kept (default %(default)g; 0: none)",
     )
     s.add_argument(
         "--all-points",
