@@ -95,7 +95,7 @@ def one(p: int, delay: float, args: argparse.Namespace, costs: dict[str, float] 
         r = by.get(fam)
         if r is not None and r["frontier"] is not None:
             print(
-                f"  at {fam}'s peak {r['peak']:g}: frontier {r['frontier']:g} vs {r['time']:g} (margin {0.0 - r['difference'] + 0.0:g})"
+                f"  at {fam}'s peak {r['peak']:g}: frontier {r['frontier']:g} vs {r['time']:g} (margin {0.0 - r['difference']:g})"
             )
     one_f = by.get("1f1b")
     if one_f is not None:

@@ -87,6 +87,14 @@ def test_slot_precedences_hold_in_every_schedule_in_microbatch_order(case):
                 assert starts[v] >= starts[u] + lag
 
 
+def _proven_optimum(pr, inst) -> int:
+    """The optimum (ticks) CP-SAT proves with no analytic bound and no start, within a
+    deterministic work limit: the same proof at any machine load."""
+    r = optimize(pr, time_limit=600, workers=1, redundant_bounds=False, hints=False, work_limit=30, deterministic=True)
+    assert r.status == "OPTIMAL"
+    return round(r.objective / inst.tick)
+
+
 SMALL = [
     ("v", 2, 3, (1, 1, 1), 1.0, 0),
     ("v", 2, 4, (1, 1, 1), 1.0, 1),
@@ -103,11 +111,8 @@ def test_relaxation_never_above_the_optimum(case):
     """The one-device relaxation with the slot precedences, each device, and every analytic
     bound stay at or below the optimum CP-SAT proves with no analytic bound and no start."""
     pr = _problem(*case)
-    # a deterministic work limit: the same proof at any machine load (each takes about a second)
-    r = optimize(pr, time_limit=600, workers=1, redundant_bounds=False, hints=False, work_limit=30, deterministic=True)
-    assert r.status == "OPTIMAL"
     inst = instance(pr)
-    opt = round(r.objective / inst.tick)
+    opt = _proven_optimum(pr, inst)
     assert lower_bounds(inst).best <= opt
     for d in range(inst.p):
         assert device_bound(inst, d, "makespan", 30.0, work_limit=10.0) <= opt
@@ -147,10 +152,7 @@ def _assert_slot_cycle_at_most_the_optimum(case, objective: str) -> None:
     bound = max(slot_cycle_bound(inst, d, *heads_tails(inst), objective) for d in range(inst.p))
     assert bound > 0  # it applies at these caps (room for fewer microbatches than m)
     assert lower_bounds(inst).memory_cycle == bound
-    # a deterministic work limit, with the examples fixed (derandomize): the same proofs at any load
-    r = optimize(pr, time_limit=600, workers=1, redundant_bounds=False, hints=False, work_limit=30, deterministic=True)
-    assert r.status == "OPTIMAL"
-    opt = round(r.objective / inst.tick)
+    opt = _proven_optimum(pr, inst)  # the examples fixed (derandomize): the same proofs at any load
     assert bound <= opt
     for c in periodic_candidates(inst):
         assert bound <= c.objective
