@@ -58,7 +58,12 @@ def one(p: int, delay: float, args: argparse.Namespace, costs: dict[str, float] 
         args.budgets,
         PresetSettings(costs=text, comm_delay=delay),
         Limits(
-            args.work, args.gap_limit, 0, None if math.isinf(args.wall) else args.wall, search_work=args.search_work
+            args.work,
+            args.gap_limit,
+            0,
+            None if math.isinf(args.wall) else args.wall,
+            search_work=args.search_work,
+            pair_work=args.pair_work,
         ),
         skip=not args.all_points,
     )
@@ -73,6 +78,7 @@ def one(p: int, delay: float, args: argparse.Namespace, costs: dict[str, float] 
     print(
         f"p={p} m={m} costs {text} delay={delay:g} placements {args.placements} work {args.work:g}/point"
         f"{f' (+{args.search_work:g} again above the gap)' if args.search_work else ''}"
+        f"{f', pair bound {args.pair_work:g}' if args.pair_work else ''}"
     )
     print(
         f"  points {d.done}/{d.total} ({d.cut} cut by the ceiling, {d.skipped} skipped), frontier {len(d.front)} points, cpu {cpu:.1f} s, wall {wall:.1f} s"
@@ -124,6 +130,12 @@ def main() -> None:
         type=float,
         default=Limits.search_work,
         help="design --search-work: a frontier point above the gap, again (default as design's; 0: none)",
+    )
+    ap.add_argument(
+        "--pair-work",
+        type=float,
+        default=Limits.pair_work,
+        help="design --pair-work: the two-device bound above the gap (default as design's; 0: none)",
     )
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--all-points", action="store_true", help="search every point (design --all-points)")

@@ -232,6 +232,7 @@ def load_design(path: str | Path) -> Design:
                 info.get("time_limit"),
                 info.get("bound_work"),
                 float(info.get("search_work", 0.0)),  # files written before the second search had none
+                float(info.get("pair_work", 0.0)),  # nor before the two-device bound
             ),
             info.get("backward") == "split",
             not info.get("all_points", True),  # files written before skipping existed searched every point

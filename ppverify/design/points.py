@@ -199,7 +199,8 @@ def bound_point(task: Task, problem: Any, wall: float) -> Point:
     """No schedule, only a bound on ``task``'s ``problem`` (:func:`point_problem`): the one-device
     relaxation of the critical device (:func:`~ppverify.optimize.floored.critical_bound`, on a
     coarser grid rounded down where the exact tick is too fine) given ``task.limits.work``
-    deterministic seconds, ``wall`` the wall-clock stop; the note names the device and the grid.
+    deterministic seconds, then that device with its busier neighbour given
+    ``task.limits.pair_work``, ``wall`` the wall-clock stop; the note names the devices and the grid.
     :func:`solve_point` runs it for a ``bound_only`` task (the bound work of :mod:`.tighten`, on
     the design's executor as the points are), once the run's ceiling is checked.
 
@@ -216,9 +217,12 @@ def bound_point(task: Task, problem: Any, wall: float) -> Point:
     from ..optimize.problem import instance
 
     inst = instance(problem)
-    ticks, device, grid = critical_bound(inst, task.limits.work, wall, task.limits.seed)
+    ticks, devices, grid = critical_bound(
+        inst, task.limits.work, wall, task.limits.seed, pair_work=task.limits.pair_work
+    )
     on = f" on a grid of {inst.to_time(grid):.4g} rounded down" if grid > 1 else ""
-    note = f"the relaxation of device {device}{on}"
+    which = f"device {devices[0]}" if len(devices) == 1 else f"devices {' and '.join(map(str, devices))}"
+    note = f"the relaxation of {which}{on}"
     return Point(task.setup.label, task.budget, "UNKNOWN", None, float(inst.to_time(ticks)), None, None, None, note)
 
 

@@ -156,6 +156,7 @@ class Design:
                 "gap_limit": rq.limits.gap,
                 "bound_work": rq.limits.tighten_work,
                 "search_work": rq.limits.search_work,
+                "pair_work": rq.limits.pair_work,
                 "all_points": not rq.skip,
                 "memory_unit": "activations of one microbatch on a device's share",
             },

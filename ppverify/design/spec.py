@@ -173,6 +173,11 @@ class Limits:
     #: after the points (:mod:`.deepen`); 0: none. 30 by default: it brings the goal runs within their
     #: gaps (docs/design.md) and costs nothing where every frontier point is within the gap already
     search_work: float = 30.0
+    #: deterministic seconds of the two-device relaxation in each frontier point's bound work
+    #: (:func:`~ppverify.optimize.floored.critical_bound`), after the critical device's; 0: none.
+    #: 30 by default: devices 2 and 3 of V at p = 4 prove the profiled rows' points at V-Min's
+    #: peak within 1 % given about 20 (docs/design.md)
+    pair_work: float = 30.0
 
     @property
     def tighten_work(self) -> float:
@@ -201,8 +206,8 @@ class Task:
     of an earlier placement, or a family of a searched placement; :func:`~.run.incumbent`),
     which a point whose bound is no faster does not search for (None: search); ``search_only``:
     all the work on schedules, none on the one-device relaxation's bound (the second searches of
-    :mod:`.deepen`); ``bound_only``: no search, all the work on the critical device's relaxation
-    (the bound work of :mod:`.tighten`)."""
+    :mod:`.deepen`); ``bound_only``: no search, all the work on the critical device's relaxation, then
+    on that device with its neighbour (the bound work of :mod:`.tighten`)."""
 
     index: int
     setup: Setup

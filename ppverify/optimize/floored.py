@@ -19,27 +19,26 @@ optimum of the rounded problem, times ``g``, is a lower bound on the true one:
 * so the floored starts are a schedule of the rounded problem, no longer than the true one in
   coarse ticks, and any lower bound there, times ``g``, bounds the true step.
 
-The grid is chosen so that the shortest op spans about :data:`FLOOR_TICKS` coarse ticks: the
-relaxation then behaves as on the exact grid of unit costs, and what rounding down loses is a
-fraction of a tick per op (:func:`floor_factor`).
+The grid is the one that loses the least of the least interval (the busiest device's work and
+the activations' least holding times per microbatch) to the rounding, among those that leave the
+shortest op between :data:`FINEST_TICKS` and :data:`FLOOR_TICKS` coarse ticks
+(:func:`floor_factor`): for the zero-bubble paper's row 0 a grid of 53.5 us keeps 99.9 % of it,
+where the coarsest, 0.6455 ms (8 ticks of its W), keeps 98.3 % and drops every 0.601 ms
+transfer to 0; device 3 of V at p = 4, m = 12, budget 2 proves 725.62 ms on the first, 691.33 on
+the second.
 """
 
 from __future__ import annotations
 
-import math
-
 from .bounds import lower_bounds
-from .modulo import least_interval
+from .modulo import interval_terms
 from .problem import Instance, on_grid
 from .relax import device_bound
 
-#: the shortest op spans about this many coarse ticks: V, p = 4, m = 12, the zero-bubble paper's
-#: row 0, budget 1, 5 deterministic seconds on device 3: 1266.4, 1276.5 and 1277.4 ms on grids of
-#: 0.4, 0.5 and 0.6 ms (about 12, 9 and 8 ticks for W's 4.67 ms), nothing beyond the analytic
-#: bound on 0.25 ms (19) within 4 nor on the exact grid; the schedule found is 1307.41
+#: the coarsest grid leaves the shortest op this many coarse ticks (:func:`floor_factor`)
 FLOOR_TICKS = 8
-#: grids up to this factor above the least one are weighed (:func:`floor_factor`)
-FACTOR_SPAN = 1.25
+#: the finest grid weighed leaves it this many: on finer grids rounding down loses little more
+FINEST_TICKS = 128
 
 
 def floored_instance(inst: Instance, factor: int) -> Instance:
@@ -59,40 +58,59 @@ def floored_instance(inst: Instance, factor: int) -> Instance:
     return on_grid(inst, factor, up=False)
 
 
+def kept(inst: Instance, factor: int) -> float:
+    """How much of the least interval's two limits (:func:`~.modulo.interval_terms`: the busiest
+    device's work, the activations' least holding times over the cap) the grid of ``factor``
+    ticks keeps once rounded down: the smaller of the two ratios, at most 1.
+
+    Example:
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> inst = instance(Problem(linear(1), 2, CostModel.abstract(linear(1), F=0.7, B=0.6)))
+        >>> kept(inst, 3)  # F 7 -> 6 ticks, B 6 -> 6: 12 of 13 kept
+        0.9230769230769231
+    """
+    exact = interval_terms(inst)
+    rounded = interval_terms(floored_instance(inst, factor))
+    return float(min(r * factor / e for r, e in zip(rounded, exact) if e > 0))
+
+
 def floor_factor(inst: Instance) -> int:
     """The grid (in ticks) of :func:`critical_bound`: 1 where the shortest op lasts at most
-    :data:`FLOOR_TICKS` ticks; else, among the grids from the one that leaves it about that many
-    coarse ticks up to :data:`FACTOR_SPAN` times coarser, the one that keeps the most of the least
-    interval (:func:`~.modulo.least_interval`: the busiest device's work and the activations'
-    holding times) once rounded down.
+    :data:`FLOOR_TICKS` ticks; else, among the grids that leave it from :data:`FINEST_TICKS` down
+    to :data:`FLOOR_TICKS` coarse ticks, the one that :func:`kept` the most of the least interval
+    (at a tie the coarser: a smaller model).
 
     Example:
         >>> from ppverify.core.costs import CostModel
         >>> from ppverify.core.placement import v_shape
         >>> from ppverify.optimize.problem import Problem, instance
-        >>> zb = CostModel.abstract(v_shape(8), F=18.522, I=18.086, W=9.337)  # ms: ticks of 0.5 us
-        >>> round(floor_factor(instance(Problem(v_shape(8), 24, zb, memory_cap=4))) * 0.0005, 4)
-        0.6455
+        >>> zb = CostModel.abstract(v_shape(4), F=18.522, I=18.086, W=9.337)  # ms: ticks of 0.5 us
+        >>> round(floor_factor(instance(Problem(v_shape(4), 12, zb, memory_cap=2))) * 0.0005, 4)
+        0.0535
         >>> unit = CostModel.abstract(v_shape(8), F=1, I=1, W=1)  # the exact grid already
         >>> floor_factor(instance(Problem(v_shape(8), 24, unit, memory_cap=4)))
         1
     """
     shortest = min((d for d in inst.dur if d > 0), default=1)
-    lo = shortest // FLOOR_TICKS
-    if lo <= 1:
+    hi = shortest // FLOOR_TICKS
+    if hi <= 1:
         return 1
-    # the most of the least interval kept; at a tie the coarser grid (a smaller model)
-    grids = range(lo, math.floor(lo * FACTOR_SPAN) + 1)
-    return max(grids, key=lambda g: (least_interval(floored_instance(inst, g)) * g, g))
+    grids = range(max(2, shortest // FINEST_TICKS), hi + 1)
+    return max(grids, key=lambda g: (kept(inst, g), g))
 
 
 def critical_bound(
-    inst: Instance, work: float, wall: float, seed: int = 0, device: int | None = None
-) -> tuple[int, int, int]:
+    inst: Instance, work: float, wall: float, seed: int = 0, device: int | None = None, pair_work: float = 0.0
+) -> tuple[int, tuple[int, ...], int]:
     """A lower bound (ticks of ``inst``) on the makespan from the one-device relaxation of the
     critical device (the largest analytic bound; or ``device``) on the grid of
-    :func:`floor_factor`, given ``work`` deterministic seconds (``wall``: a wall-clock stop);
-    returns ``(bound, device, grid)``.
+    :func:`floor_factor`, given ``work`` deterministic seconds (``wall``: a wall-clock stop); then,
+    given ``pair_work`` more, from the relaxation that keeps it together with the busier of its
+    neighbours (both capacities and both memories: :func:`~.relax.device_bound` with two
+    devices); returns ``(bound, devices, grid)``, ``devices`` those of the relaxation that proved
+    the bound.
 
     Example:
         >>> from ppverify.core.placement import linear
@@ -100,14 +118,31 @@ def critical_bound(
         >>> from ppverify.optimize.problem import Problem, instance
         >>> pl = linear(3)  # device 2: its first F arrives at 2, then 9 of work, the last B's 4 back
         >>> critical_bound(instance(Problem(pl, 3, CostModel.abstract(pl, F=1, B=2), split=False)), 1.0, 60.0)
-        (15, 2, 1)
+        (15, (2,), 1)
     """
+    import time
+
+    stop = time.monotonic() + wall
     g = floor_factor(inst)
     coarse = floored_instance(inst, g)
     analytic = lower_bounds(coarse, "makespan")
     if device is None:
         device = max(range(inst.p), key=lambda d: (analytic.per_device[d], d))
-    found = device_bound(
-        coarse, device, "makespan", wall, 1, seed, analytic.per_device[device], work, deterministic=True
+    found = max(
+        analytic.best,
+        device_bound(coarse, device, "makespan", wall, 1, seed, analytic.per_device[device], work, deterministic=True),
     )
-    return max(found, analytic.best) * g, device, g
+    best = found
+    devices: tuple[int, ...] = (device,)
+    left = stop - time.monotonic()
+    neighbours = [d for d in (device - 1, device + 1) if 0 <= d < inst.p]
+    if pair_work > 0 and neighbours and left > 0:
+        # the two devices of the turn of a V (or the last two of a line) hold each other back in a
+        # way neither alone shows: V, p = 4, m = 12, the zero-bubble paper's row 0, budget 2:
+        # devices 2 and 3 prove 753.44 ms on this grid given 20 deterministic s, device 3 725.62
+        other = max(neighbours, key=lambda d: (analytic.per_device[d], d))
+        pair = tuple(sorted((device, other)))
+        both = device_bound(coarse, pair, "makespan", left, 1, seed, found, pair_work, deterministic=True)
+        if both > best:
+            best, devices = both, pair
+    return best * g, devices, g

@@ -241,26 +241,23 @@ def _timed(inst: Instance, block: list[Fraction] | None, interval: Fraction, cop
         return None
 
 
-def least_interval(inst: Instance) -> Fraction:
-    """The least interval (ticks) per microbatch of any periodic schedule in its steady state:
-    the busiest device's work per microbatch, and on every device the activations' least holding
-    times (the longest dependency path from each forward's start to the end of the op that frees
-    it), summed over one microbatch, over the cap (the memory-time argument of :mod:`.energy`,
-    per period).
+def interval_terms(inst: Instance) -> tuple[Fraction, Fraction]:
+    """The two limits of :func:`least_interval` (ticks per microbatch): the busiest device's work,
+    and the most any device's activations' least holding times over the cap (0 without a cap).
 
     Example:
         >>> from ppverify.core.placement import v_shape
         >>> from ppverify.core.costs import CostModel
         >>> from ppverify.optimize.problem import Problem, instance
-        >>> pl = v_shape(4)  # device 0: stage 0 held 17 ticks (8 F, 8 I, W), stage 7 3 ticks
+        >>> pl = v_shape(4)  # device 0: 12 ops of 0.5 per microbatch; 20 tick-activations over 3
         >>> inst = instance(Problem(pl, 12, CostModel.abstract(pl, F=1, I=1, W=1), split=True, memory_cap=1.5))
-        >>> least_interval(inst)  # 20 tick-activations over a cap of 3 (0.5 each): above the work's 6
-        Fraction(20, 3)
+        >>> interval_terms(inst)
+        (Fraction(6, 1), Fraction(20, 3))
     """
     dag, m = inst.dag, inst.problem.m
-    lo = Fraction(max(sum(inst.dur[i] for i in inst.device_ops(d)) for d in range(inst.p)), m)
+    work = Fraction(max(sum(inst.dur[i] for i in inst.device_ops(d)) for d in range(inst.p)), m)
     if inst.cap is None or inst.cap <= 0:
-        return lo
+        return work, Fraction(0)
     mb = min(inst.mb_members)
     members = inst.mb_members[mb]  # topological order
     held: dict[int, int] = {}
@@ -276,7 +273,26 @@ def least_interval(inst: Instance) -> Fraction:
             op = dag.ops[g]
             if g != u and inst.free[g] > 0 and (op.stage, dag.device[g]) == (dag.ops[u].stage, dag.device[u]):
                 held[dag.device[u]] = held.get(dag.device[u], 0) + inst.free[g] * (dg + inst.dur[g])
-    return max([lo] + [Fraction(v, inst.cap) for v in held.values()])
+    return work, max((Fraction(v, inst.cap) for v in held.values()), default=Fraction(0))
+
+
+def least_interval(inst: Instance) -> Fraction:
+    """The least interval (ticks) per microbatch of any periodic schedule in its steady state:
+    the busiest device's work per microbatch, and on every device the activations' least holding
+    times (the longest dependency path from each forward's start to the end of the op that frees
+    it), summed over one microbatch, over the cap (the memory-time argument of :mod:`.energy`,
+    per period): the larger of :func:`interval_terms`.
+
+    Example:
+        >>> from ppverify.core.placement import v_shape
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> pl = v_shape(4)  # device 0: stage 0 held 17 ticks (8 F, 8 I, W), stage 7 3 ticks
+        >>> inst = instance(Problem(pl, 12, CostModel.abstract(pl, F=1, I=1, W=1), split=True, memory_cap=1.5))
+        >>> least_interval(inst)  # 20 tick-activations over a cap of 3 (0.5 each): above the work's 6
+        Fraction(20, 3)
+    """
+    return max(interval_terms(inst))
 
 
 def intervals(lo: Fraction, below: Fraction, most: int = MAX_COPIES) -> list[tuple[Fraction, tuple[int, ...]]]:

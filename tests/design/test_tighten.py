@@ -1,7 +1,7 @@
 """More work on the frontier's bounds after the points (``ppverify.design.tighten``): a raised
 bound never exceeds the optimum (plain CP-SAT proves it here), points that are proven or within
 the gap limit are left alone, a raised bound holds for the smaller budgets of its placement, and
-``design --bound-work`` is recorded, checked and can be switched off; it runs on the design's
+``design --bound-work`` and ``--pair-work`` are recorded, checked and can be switched off; it runs on the design's
 executor and gives the same result there."""
 
 from __future__ import annotations
@@ -47,6 +47,17 @@ def test_a_raised_bound_is_at_most_the_optimum_and_says_where_it_comes_from():
     assert abs(q.bound / tick - round(q.bound / tick)) < 1e-6
 
 
+def test_two_devices_together_raise_the_bound_above_one_and_never_above_the_optimum():
+    # V, p = 2, m = 4 at 1.5: device 0 alone misses how busy device 1 keeps the turn
+    s = setups("v", 2, 4, COSTS)[0]
+    best = _optimum(s, 1.5, 4)
+    weak = Point("v", 1.5, "FEASIBLE", best + 2.0, 0.0, 1.5, None, None)
+    one = tighten_point(weak, s, 4, True, Limits(5.0, pair_work=0.0), 60.0)
+    two = tighten_point(weak, s, 4, True, Limits(5.0, pair_work=5.0), 60.0)
+    assert 0.0 < one.bound < two.bound <= best + 1e-9
+    assert "relaxation of device " in one.note and "relaxation of devices 0 and 1" in two.note
+
+
 def test_a_bound_that_meets_the_schedule_makes_the_point_optimal():
     s = setups("v", 2, 4, COSTS)[0]
     best = _optimum(s, 1.0, 4)
@@ -86,10 +97,15 @@ def test_design_records_the_bound_work_and_refuses_a_negative_one(capsys):
     assert json.loads(capsys.readouterr().out)["design"]["bound_work"] == 2.0  # the work limit
     assert main([*args, "--work-limit", "2", "--bound-work", "0", "--json", "--no-progress"]) == 0
     assert json.loads(capsys.readouterr().out)["design"]["bound_work"] == 0.0
-    for bad in ("-1", "nan", "inf"):
-        assert main([*args, "--bound-work", bad]) == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and "bound-work" in err[0], err
+    assert main([*args, "--work-limit", "2", "--json", "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["design"]["pair_work"] == 30.0  # the two-device bound's default
+    assert main([*args, "--work-limit", "2", "--pair-work", "0", "--json", "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["design"]["pair_work"] == 0.0
+    for flag in ("--bound-work", "--pair-work"):
+        for bad in ("-1", "nan", "inf"):
+            assert main([*args, flag, bad]) == 2
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and flag[2:] in err[0], err
     assert not math.isnan(Limits(1.0).tighten_work)
 
 

@@ -56,7 +56,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="S",
         help="then, per frontier point above the gap limit, this much more deterministic work on its "
-        "critical device's bound (default: the work limit; 0: none)",
+        "critical device's bound (default: the work limit; 0: none, and no --pair-work either)",
+    )
+    s.add_argument(
+        "--pair-work",
+        type=float,
+        default=Limits.pair_work,
+        metavar="S",
+        help="and, after --bound-work, S deterministic seconds on the bound of that device together with its "
+        "busier neighbour (default %(default)g; 0: none)",
     )
     s.add_argument(
         "--search-work",
@@ -103,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
     work, wall = run_limits(args.time_limit, args.work_limit, Limits.work, wall_factor=None)
     if args.bound_work is not None and not (math.isfinite(args.bound_work) and args.bound_work >= 0):
         raise ParameterError("bound-work", args.bound_work, "must be >= 0 deterministic seconds (0: none)")
+    if not (math.isfinite(args.pair_work) and args.pair_work >= 0):
+        raise ParameterError("pair-work", args.pair_work, "must be >= 0 deterministic seconds (0: none)")
     if not (math.isfinite(args.search_work) and args.search_work >= 0):
         raise ParameterError("search-work", args.search_work, "must be >= 0 deterministic seconds (0: none)")
     if args.gap_limit is not None and not 0 <= args.gap_limit < 1:
@@ -120,7 +130,15 @@ def run(args: argparse.Namespace) -> int:
         args.placements,
         args.budgets,
         settings_from(vars(args)),
-        Limits(work, args.gap_limit, args.seed, None if math.isinf(wall) else wall, args.bound_work, args.search_work),
+        Limits(
+            work,
+            args.gap_limit,
+            args.seed,
+            None if math.isinf(wall) else wall,
+            args.bound_work,
+            args.search_work,
+            args.pair_work,
+        ),
         split,
         skip=not args.all_points,
     )
