@@ -30,6 +30,8 @@ the second.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from .bounds import lower_bounds
 from .modulo import interval_terms
 from .problem import Instance, on_grid
@@ -58,10 +60,11 @@ def floored_instance(inst: Instance, factor: int) -> Instance:
     return on_grid(inst, factor, up=False)
 
 
-def kept(inst: Instance, factor: int) -> float:
+def kept(inst: Instance, factor: int, exact: tuple[Fraction, Fraction] | None = None) -> float:
     """How much of the least interval's two limits (:func:`~.modulo.interval_terms`: the busiest
     device's work, the activations' least holding times over the cap) the grid of ``factor``
-    ticks keeps once rounded down: the smaller of the two ratios, at most 1.
+    ticks keeps once rounded down: the smaller of the two ratios, at most 1 (``exact``: those
+    limits of ``inst`` when already known).
 
     Example:
         >>> from ppverify.core.costs import CostModel
@@ -71,7 +74,7 @@ def kept(inst: Instance, factor: int) -> float:
         >>> kept(inst, 3)  # F 7 -> 6 ticks, B 6 -> 6: 12 of 13 kept
         0.9230769230769231
     """
-    exact = interval_terms(inst)
+    exact = interval_terms(inst) if exact is None else exact
     rounded = interval_terms(floored_instance(inst, factor))
     return float(min(r * factor / e for r, e in zip(rounded, exact) if e > 0))
 
@@ -98,7 +101,8 @@ def floor_factor(inst: Instance) -> int:
     if hi <= 1:
         return 1
     grids = range(max(2, shortest // FINEST_TICKS), hi + 1)
-    return max(grids, key=lambda g: (kept(inst, g), g))
+    exact = interval_terms(inst)  # once, not per grid
+    return max(grids, key=lambda g: (kept(inst, g, exact), g))
 
 
 def critical_bound(

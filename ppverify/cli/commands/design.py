@@ -104,17 +104,14 @@ def run(args: argparse.Namespace) -> int:
     from ...optimize.solver_run import run_limits
     from ...schedules.registry import check_int
     from ...systems.preset_models import settings_from
+    from ..common import check_nonnegative
 
     check_int("p", args.p, 1)
     m = 3 * args.p if args.m is None else args.m
     check_int("m", m, 1)
     work, wall = run_limits(args.time_limit, args.work_limit, Limits.work, wall_factor=None)
-    if args.bound_work is not None and not (math.isfinite(args.bound_work) and args.bound_work >= 0):
-        raise ParameterError("bound-work", args.bound_work, "must be >= 0 deterministic seconds (0: none)")
-    if not (math.isfinite(args.pair_work) and args.pair_work >= 0):
-        raise ParameterError("pair-work", args.pair_work, "must be >= 0 deterministic seconds (0: none)")
-    if not (math.isfinite(args.search_work) and args.search_work >= 0):
-        raise ParameterError("search-work", args.search_work, "must be >= 0 deterministic seconds (0: none)")
+    for name in ("bound-work", "pair-work", "search-work"):  # deterministic seconds, 0: none
+        check_nonnegative(name, getattr(args, name.replace("-", "_")))
     if args.gap_limit is not None and not 0 <= args.gap_limit < 1:
         raise ParameterError("gap-limit", args.gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
     if args.plot:
