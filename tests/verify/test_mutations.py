@@ -354,7 +354,9 @@ def _exports():
                 yield add_send_recv(s)
 
 
-def _agreement(n: int, seed: int) -> dict:
+def _agreement(n: int, seed: int, double: bool = False) -> dict:
+    # double: a second fault on top of each first one (two faults may mask each other's symptom,
+    # e.g. a drop and a duplicate of the same op; the checker decides what the pair amounts to)
     rng = random.Random(seed)
     schedules = list(_exports())
     assert {s.family for s in schedules} >= set(FAMILIES)
@@ -364,6 +366,9 @@ def _agreement(n: int, seed: int) -> dict:
         s = rng.choice(schedules)
         for name, rows in _mutations(s, rng):
             t = with_rows(s, rows)
+            if double:
+                second, rows2 = rng.choice(_mutations(t, rng))
+                name, t = f"{name}+{second}", with_rows(t, rows2)
             want = independent_valid(t)
             got = verify(t).valid
             counts[(name, want)] = counts.get((name, want), 0) + 1
@@ -388,3 +393,11 @@ def test_verify_agrees_with_an_independent_checker_on_2000_mutations():
     # most faults break the schedule (a swap of independent ops may not): both verdicts occur
     assert sum(v for (_, ok), v in counts.items() if not ok) > 1000
     assert sum(v for (_, ok), v in counts.items() if ok) > 0
+
+
+@pytest.mark.slow
+def test_verify_agrees_with_an_independent_checker_on_double_faults():
+    counts = _agreement(2000, 23, double=True)
+    firsts = {n.split("+")[0] for n, _ in counts}
+    assert firsts == KINDS_OF_FAULT
+    assert sum(v for (_, ok), v in counts.items() if ok) > 0  # some pairs cancel out: VALID is right there
