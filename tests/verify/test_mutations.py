@@ -317,14 +317,27 @@ def _mutations(s, rng: random.Random):
         r[e].insert(rng.randrange(len(r[e]) + 1), a)
         out.append(("move", r))
     pos = {a: (d, n) for d, n in comps for a in [rows[d][n]] if type(a) is Op}
-    ws = [(pos[o], pos[o._replace(kind=W)]) for o in pos if o.kind == I and o._replace(kind=W) in pos]
+    # pairs on one device only (a first fault may have moved one of them: a second fault's list)
+    ws = [
+        (pos[o], pos[w])
+        for o in pos
+        if o.kind == I
+        for w in [o._replace(kind=W)]
+        if w in pos and pos[w][0] == pos[o][0]
+    ]
     if ws:
         (d, i), (_, j) = rng.choice(ws)
         r = copy()
         w = r[d].pop(j)
         r[d].insert(i, w)
         out.append(("W before its I", r))
-    fs = [(pos[o], pos[g]) for o in pos if o.kind == F for g in (o._replace(kind=B), o._replace(kind=I)) if g in pos]
+    fs = [
+        (pos[o], pos[g])
+        for o in pos
+        if o.kind == F
+        for g in (o._replace(kind=B), o._replace(kind=I))
+        if g in pos and pos[g][0] == pos[o][0]
+    ]
     if fs:
         (d, i), (_, j) = rng.choice(fs)
         r = copy()
