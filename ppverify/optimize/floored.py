@@ -30,6 +30,7 @@ the second.
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
 
 from .bounds import lower_bounds
@@ -124,8 +125,6 @@ def critical_bound(
         >>> critical_bound(instance(Problem(pl, 3, CostModel.abstract(pl, F=1, B=2), split=False)), 1.0, 60.0)
         (15, (2,), 1)
     """
-    import time
-
     stop = time.monotonic() + wall
     g = floor_factor(inst)
     coarse = floored_instance(inst, g)
