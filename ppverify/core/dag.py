@@ -146,7 +146,18 @@ def structural_problems(schedule: Schedule, limit: int | None = None) -> list[st
 
 
 def require_complete(schedule: Schedule) -> None:
-    """Raise :class:`InvalidScheduleError` listing (up to 10) structural problems, if any."""
+    """Raise :class:`InvalidScheduleError` listing (up to 10) structural problems, if any.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("gpipe", p=2, m=1)
+        >>> require_complete(s) is None
+        True
+        >>> require_complete(s.with_programs((s.programs[0], s.programs[1][:-1])))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.InvalidScheduleError: gpipe p=2 m=1: op 1B0 is missing (should run on device 1)
+    """
     problems = structural_problems(schedule, limit=11)
     if problems:
         more = " (and more)" if len(problems) > 10 else ""

@@ -211,7 +211,21 @@ def finish(
     info: TimelineInfo,
 ) -> Timeline:
     """Assemble the :class:`Timeline`: ops, transfers, exposed communication (op waits plus each
-    device's collective tail after its last op) and the memory capacity of a system."""
+    device's collective tail after its last op) and the memory capacity of a system.
+
+    Example:
+        Ops 0F0, 0B0, 1F0, 1B0 (F=1, B=2), each transfer 0.5: device 1 waits 0.5 for 0F0's output,
+        device 0 waits 0.5 for 1B0's; device 1 also has a collective tail of 0.25.
+
+        >>> from ppverify.schedules import build
+        >>> from ppverify.core.comm import FixedDelay
+        >>> s = build("gpipe", p=2, m=1)
+        >>> costs, comm = CostModel.abstract(s.placement, F=1, B=2), FixedDelay(0.5)
+        >>> start, end = np.array([0, 5, 1.5, 2.5]), np.array([1, 7, 2.5, 4.5])
+        >>> tl = finish(s, costs, comm, prepare(s, costs, comm), "async", start, end, Transfers(), np.array([0, 0.25]), TimelineInfo())
+        >>> tl.makespan, tl.info.exposed_comm
+        (7.0, [0.5, 0.75])
+    """
     dag = prep.dag
     exposed = exposed_comm(dag, start, end, schedule.p) + tails
     capacity = getattr(comm, "memory_bytes", None)
@@ -317,7 +331,27 @@ def run_collectives_uncontended(
     transfers: Transfers,
 ) -> np.ndarray:
     """Time the collectives with no contention, record them, and return each device's tail:
-    how long its last collective runs past its last op."""
+    how long its last collective runs past its last op.
+
+    Example:
+        Chimera holds each stage on both devices; with every op ending at 1, the two replica
+        all-reduces (2 each under a fixed delay of 1) run side by side from 1 to 3.
+
+        >>> from ppverify.schedules import build
+        >>> from ppverify.core.comm import FixedDelay
+        >>> s = build("chimera", p=2, m=2)
+        >>> dag, tr = build_dag_arrays(s), Transfers()
+        >>> end = np.ones(dag.num_ops)
+        >>> run_collectives_uncontended(s, CostModel.abstract(s.placement), FixedDelay(1), dag, end, "eager", 0, tr).tolist()
+        [2.0, 2.0]
+        >>> tr.kind, tr.end
+        (['allreduce', 'allreduce', 'allreduce', 'allreduce'], [3.0, 3.0, 3.0, 3.0])
+
+        With ``dp_allreduce=2``, each device's data-parallel all-reduce (2 more) follows its syncs:
+
+        >>> run_collectives_uncontended(s, CostModel.abstract(s.placement), FixedDelay(1), dag, end, "eager", 2, Transfers()).tolist()
+        [4.0, 4.0]
+    """
     dev_end = device_ends(dag, end, schedule.p)
     last = dev_end.copy()
     colls = collectives(schedule, costs, comm, dag, end, sync, dp_allreduce)

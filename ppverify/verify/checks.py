@@ -41,7 +41,19 @@ class Outcome:
 
 
 def completeness(run: Run) -> Outcome:
-    """Each required op exactly once, nothing extra (the structural analysis)."""
+    """Each required op exactly once, nothing extra (the structural analysis).
+
+    Example:
+        >>> from ppverify.core.comm import NO_COMM
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=2)
+        >>> completeness(Run(s, CostModel.unit(s.placement), NO_COMM)).statement
+        'each of the 8 required ops exactly once, nothing extra, stages 0..1, microbatches 0..1'
+        >>> dropped = s.with_programs((s.programs[0][:-1], s.programs[1]))
+        >>> [v.message for v in completeness(Run(dropped, CostModel.unit(s.placement), NO_COMM)).violations]
+        ['op 0B1 is missing (should run on device 0)']
+    """
     st, s = run.structure(), run.schedule
     return Outcome(
         f"each of the {st.num_ops - len(st.bad)} required ops exactly once, nothing extra, "
@@ -51,7 +63,19 @@ def completeness(run: Run) -> Outcome:
 
 
 def placement(run: Run) -> Outcome:
-    """Every op, SEND/RECV and marker on its stage's device (the structural analysis)."""
+    """Every op, SEND/RECV and marker on its stage's device (the structural analysis).
+
+    Example:
+        >>> from ppverify.core.comm import NO_COMM
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=2)
+        >>> placement(Run(s, CostModel.unit(s.placement), NO_COMM)).statement
+        "every op on its stage's device (linear placement)"
+        >>> moved = s.with_programs((s.programs[0][:-1], s.programs[1] + s.programs[0][-1:]))
+        >>> [v.message for v in placement(Run(moved, CostModel.unit(s.placement), NO_COMM)).violations]
+        ['op 0B1 is on device 1 but stage 0 of pipe 0 lives on device 0']
+    """
     st = run.structure()
     what = "every op, SEND/RECV and marker" if has_other_actions(run.schedule) else "every op"
     return Outcome(
@@ -61,7 +85,20 @@ def placement(run: Run) -> Outcome:
 
 
 def dependencies(run: Run) -> Outcome:
-    """Every edge of the step's DAG holds in program order (the order analysis)."""
+    """Every edge of the step's DAG holds in program order (the order analysis).
+
+    Example:
+        >>> from ppverify.core.comm import NO_COMM
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=2)
+        >>> dependencies(Run(s, CostModel.unit(s.placement), NO_COMM)).statement
+        "all 8 edges of the step's DAG hold in program order"
+        >>> p1 = s.programs[1]
+        >>> swapped = s.with_programs((s.programs[0], (p1[1], p1[0], *p1[2:])))
+        >>> [v.message for v in dependencies(Run(swapped, CostModel.unit(s.placement), NO_COMM)).violations]
+        ['device 1 runs 1B0 before 1F0, which it needs']
+    """
     od, arrays = run.order(), run.arrays
     if arrays is not None:
         nedges, split = certify.num_edges(arrays), certify.has_split(arrays)
@@ -75,7 +112,23 @@ def dependencies(run: Run) -> Outcome:
 
 
 def exclusivity(run: Run) -> Outcome:
-    """One compute op (or overlapped slot) at a time per device: program order is a chain."""
+    """One compute op (or overlapped slot) at a time per device: program order is a chain.
+
+    Example:
+        >>> from ppverify.core.comm import NO_COMM
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=2)
+        >>> exclusivity(Run(s, CostModel.unit(s.placement), NO_COMM)).statement
+        'one compute op (or overlapped slot) at a time on each of the 2 devices'
+
+        The order analysis is shared: each fault it finds is reported once, by the first check to ask.
+
+        >>> p1 = s.programs[1]
+        >>> run = Run(s.with_programs((s.programs[0], (p1[1], p1[0], *p1[2:]))), CostModel.unit(s.placement), NO_COMM)
+        >>> len(dependencies(run).violations), exclusivity(run).violations
+        (1, ())
+    """
     return Outcome(
         f"one compute op (or overlapped slot) at a time on each of the {run.schedule.p} devices",
         run.once("order", run.order().violations),
@@ -83,7 +136,21 @@ def exclusivity(run: Run) -> Outcome:
 
 
 def deadlock(run: Run) -> Outcome:
-    """A complete execution exists under the point-to-point semantics (the order analysis)."""
+    """A complete execution exists under the point-to-point semantics (the order analysis).
+
+    Example:
+        >>> from ppverify.core.comm import NO_COMM
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=2)
+        >>> deadlock(Run(s, CostModel.unit(s.placement), NO_COMM)).violations
+        ()
+        >>> bad = s.with_programs(tuple(tuple(prog[i] for i in (0, 2, 1, 3)) for prog in s.programs))
+        >>> [[str(op) for op in prog] for prog in bad.programs]
+        [['0F0', '0B0', '0F1', '0B1'], ['1F0', '1F1', '1B0', '1B1']]
+        >>> [v.message for v in deadlock(Run(bad, CostModel.unit(s.placement), NO_COMM)).violations]
+        ['rank 1 waits in 1F1 for rank 0, which waits in 0B0 for rank 1']
+    """
     od = run.order()
     grouped = " (grouped)" if run.comm_semantics == "rendezvous" and run.group else ""
     explicit = (
@@ -97,7 +164,20 @@ def deadlock(run: Run) -> Outcome:
 
 
 def reduction(run: Run) -> Outcome:
-    """``compute_comms`` files: one REDUCE_GRAD per stage, on its rank, after its last B/W."""
+    """``compute_comms`` files: one REDUCE_GRAD per stage, on its rank, after its last B/W.
+
+    Example:
+        >>> from ppverify.core.comm import NO_COMM
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> rank1 = ["1RECV_F0", "1F0", "1B0", "1SEND_B0", "1REDUCE_GRAD"]
+        >>> s = parse_rows([["0F0", "0SEND_F0", "0RECV_B0", "0B0", "0REDUCE_GRAD"], rank1])
+        >>> reduction(Run(s, CostModel.unit(s.placement), NO_COMM)).statement
+        'each of the 2 stages reduces its gradients once, on its rank, after its last B/W'
+        >>> s = parse_rows([["0F0", "0SEND_F0", "0RECV_B0", "0B0"], rank1])
+        >>> [v.message for v in reduction(Run(s, CostModel.unit(s.placement), NO_COMM)).violations]
+        ["stage 0's gradients are never reduced (no 0REDUCE_GRAD on rank 0 after 0B0): PyTorch's runtime leaves them m=1 times too large"]
+    """
     if not applies(run.schedule):
         return Outcome()
     s, st = run.schedule, run.structure()
@@ -108,7 +188,20 @@ def reduction(run: Run) -> Outcome:
 
 
 def sharding(run: Run) -> Outcome:
-    """``compute_comms`` files: every compute op between an UNSHARD and the next RESHARD."""
+    """``compute_comms`` files: every compute op between an UNSHARD and the next RESHARD.
+
+    Example:
+        >>> from ppverify.core.comm import NO_COMM
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> rank1 = ["1RECV_F0", "1F0", "1B0", "1SEND_B0", "1REDUCE_GRAD"]
+        >>> s = parse_rows([["0F0", "0SEND_F0", "0RECV_B0", "0B0", "0REDUCE_GRAD"], rank1])
+        >>> sharding(Run(s, CostModel.unit(s.placement), NO_COMM)).statement
+        'no UNSHARD/RESHARD: plain (unsharded) stages'
+        >>> s = parse_rows([["0UNSHARD", "0F0", "0SEND_F0", "0RECV_B0", "0B0", "0RESHARD", "0REDUCE_GRAD"], rank1])
+        >>> [v.message for v in sharding(Run(s, CostModel.unit(s.placement), NO_COMM)).violations]
+        ['rank 1 runs 1F0 while stage 1 is sharded (no 1UNSHARD on rank 1)']
+    """
     if not applies(run.schedule):
         return Outcome()
     st = run.structure()
@@ -119,7 +212,20 @@ def sharding(run: Run) -> Outcome:
 
 
 def memory(run: Run) -> Outcome:
-    """Activation memory under the cap on every device at every instant (when a cap is given)."""
+    """Activation memory under the cap on every device at every instant (when a cap is given).
+
+    Example:
+        >>> from ppverify.core.comm import NO_COMM
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=2)
+        >>> memory(Run(s, CostModel.unit(s.placement), NO_COMM, memory_cap=2)).statement
+        'activation memory <= 2 (activations) on every device at every instant (peaks 2, 1)'
+        >>> [v.message for v in memory(Run(s, CostModel.unit(s.placement), NO_COMM, memory_cap=1)).violations]
+        ['device 0 holds 2 activations when 0F1 starts (cap 1)']
+        >>> memory(Run(s, CostModel.unit(s.placement), NO_COMM)).unchecked
+        'no memory cap given (--memory-cap)'
+    """
     cap, costs = run.memory_cap, run.costs
     if cap is None:
         return Outcome(unchecked="no memory cap given (--memory-cap)")
@@ -145,7 +251,19 @@ def memory(run: Run) -> Outcome:
 
 
 def timing(run: Run) -> Outcome:
-    """ "Makespan <= T under the cost model", with a witness timeline (when a claim is given)."""
+    """ "Makespan <= T under the cost model", with a witness timeline (when a claim is given).
+
+    Example:
+        >>> from ppverify.core.comm import NO_COMM
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=2)
+        >>> out = timing(Run(s, CostModel.unit(s.placement), NO_COMM, makespan_le=6))
+        >>> out.statement, out.witness["0B1"]
+        ('makespan <= 6 under costs unit (witness finishes at 6)', 5.0)
+        >>> print(timing(Run(s, CostModel.unit(s.placement), NO_COMM, makespan_le=5)).violations[0].message)
+        no execution of these programs finishes by 5 under costs unit (Z3: infeasible; the core's ops lie on a chain of dependencies and program order longer than 5; for reference the earliest finish is 6)
+    """
     bound, costs = run.makespan_le, run.costs
     if bound is None:
         return Outcome(unchecked="no makespan claim given (--makespan-le)")

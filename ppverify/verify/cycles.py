@@ -20,7 +20,19 @@ def positive_cycle(pb: OrderProblem, edge_ids: list[int], max_tries: int = 200) 
     """A candidate minimal core: the guarded edges of one directed cycle, through at least one
     strictly positive step, in the graph of ``edge_ids`` plus program order between their nodes.
     Such a cycle sums to a positive bound ``t_x - t_x >= c > 0``: infeasible. Z3 still decides
-    it (and its minimality); this only saves deletion steps on large cores."""
+    it (and its minimality); this only saves deletion steps on large cores.
+
+    Example:
+        Rank 0 runs 0B0 then 0F1, rank 1 runs 1F1 then 1B0: each waits for the other.
+
+        >>> pb = OrderProblem()
+        >>> s0_b0, s0_f1 = pb.node("0B0", 0), pb.node("0F1", 0)
+        >>> s1_f1, s1_b0 = pb.node("1F1", 1), pb.node("1B0", 1)
+        >>> pb.edge(s0_f1, s1_f1, 1, "forward after the previous stage's forward")
+        >>> pb.edge(s1_b0, s0_b0, 1, "backward after the next stage's backward")
+        >>> positive_cycle(pb, [0, 1]), positive_cycle(pb, [0])
+        ([1, 0], None)
+    """
     nodes = sorted({x for e in edge_ids for x in pb.edges[e][:2]})
     succ: dict[int, list[tuple[int, int, int]]] = {n: [] for n in nodes}  # (next, weight, edge id or -1)
     for e in edge_ids:
@@ -61,7 +73,19 @@ def positive_cycle(pb: OrderProblem, edge_ids: list[int], max_tries: int = 200) 
 
 def scc_cycle(pb: OrderProblem, active: set[int]) -> list[int] | None:
     """Guarded edges of one cycle through a positive step (Tarjan's strongly connected
-    components over active edges + program order, then a breadth-first search inside one)."""
+    components over active edges + program order, then a breadth-first search inside one).
+
+    Example:
+        Rank 0 runs 0B0 then 0F1, rank 1 runs 1F1 then 1B0: each waits for the other.
+
+        >>> pb = OrderProblem()
+        >>> s0_b0, s0_f1 = pb.node("0B0", 0), pb.node("0F1", 0)
+        >>> s1_f1, s1_b0 = pb.node("1F1", 1), pb.node("1B0", 1)
+        >>> pb.edge(s0_f1, s1_f1, 1, "forward after the previous stage's forward")
+        >>> pb.edge(s1_b0, s0_b0, 1, "backward after the next stage's backward")
+        >>> scc_cycle(pb, {0, 1}), scc_cycle(pb, {1})
+        ([1, 0], None)
+    """
     n = len(pb.text)
     succ: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
     for e in active:
@@ -147,7 +171,15 @@ def scc_cycle(pb: OrderProblem, active: set[int]) -> list[int] | None:
 
 def describe_cycle(pb: OrderProblem, core: list[int]) -> Violation:
     """Words for a minimal infeasible set of edges: an op before its input on one device, or
-    the cycle of waits of a deadlock across devices."""
+    the cycle of waits of a deadlock across devices.
+
+    Example:
+        >>> pb = OrderProblem()
+        >>> b, f = pb.node("0B0", 0), pb.node("0F0", 0)
+        >>> pb.edge(f, b, 1, "backward after its forward")
+        >>> print(describe_cycle(pb, [0]).to_text())
+        dependencies: device 0 runs 0B0 before 0F0, which it needs [backward after its forward; core: 0B0 0F0]
+    """
     nodes = sorted(
         {x for e in core for x in pb.edges[e][:2] if pb.device[x] >= 0}, key=lambda n: (pb.device[n], pb.rank[n], n)
     )
@@ -213,6 +245,17 @@ def wait_cycle(pb: OrderProblem, core: list[int]) -> str:
 
     The cycle is cut into runs of consecutive nodes on one device (transfer events belong to
     none); a device waits at the first node of its run, for the device of the run before.
+
+    Example:
+        Rank 0 runs 0B0 then 0F1, rank 1 runs 1F1 then 1B0: each waits for the other.
+
+        >>> pb = OrderProblem()
+        >>> s0_b0, s0_f1 = pb.node("0B0", 0), pb.node("0F1", 0)
+        >>> s1_f1, s1_b0 = pb.node("1F1", 1), pb.node("1B0", 1)
+        >>> pb.edge(s0_f1, s1_f1, 1, "forward after the previous stage's forward")
+        >>> pb.edge(s1_b0, s0_b0, 1, "backward after the next stage's backward")
+        >>> wait_cycle(pb, [0, 1])
+        'rank 1 waits in 1F1 for rank 0, which waits in 0B0 for rank 1'
     """
     cyc = [n for n in _find_cycle(pb, core) if pb.device[n] >= 0]
     runs: list[tuple[int, int]] = []  # (device, entry node)
