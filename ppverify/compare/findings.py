@@ -163,7 +163,15 @@ def _mem(x: float, unit: str) -> str:
 def finding_abstraction(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
     """Some configuration where the bubble-ratio order (the formula's, or the slot table's where
     no exact formula exists) of two schedules is the opposite of ``level``'s makespan order, with
-    the makespans at least :data:`MATERIAL` apart. The evidence is the largest such inversion."""
+    the makespans at least :data:`MATERIAL` apart. The evidence is the largest such inversion.
+
+    Example:
+        >>> df = pd.DataFrame({"config": "c", "level": ["formula"] * 2 + ["async"] * 2, "schedule": ["x", "y"] * 2,
+        ...                    "bubble_ratio": [0.2, 0.3, None, None], "makespan": [None, None, 12.0, 10.0]})
+        >>> v = finding_abstraction(df, Setup(), "async")
+        >>> v.reproduced, v.evidence
+        (True, '1 of 1 configurations invert some pair; largest: c: x has the lower bubble ratio (0.200 [formula] vs 0.300 [formula] for y) but a 20.0% longer async makespan (12 vs 10)')
+    """
     if level == "formula":
         return Verdict(level, None, "the bubble-ratio order is the formula's own; compared against the other levels")
     unit = _unit(df)
@@ -213,7 +221,18 @@ def _peaks(row: pd.Series) -> list[float] | None:
 def finding_gpipe_1f1b(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
     """GPipe and 1F1B equal makespan; 1F1B's peak activation memory no higher than GPipe's on every
     device and strictly lower in total (at m <= p both peak at m on device 0, so the *global* peak
-    only drops once m > p: min(p, m) against m)."""
+    only drops once m > p: min(p, m) against m).
+
+    Example:
+        >>> from ppverify.compare.evaluate import evaluate_point
+        >>> from ppverify.compare.table import to_frame
+        >>> cfg = Config(4, 4, costs=(("F", 1.0), ("B", 2.0)), comm_delay=1.0)
+        >>> df = to_frame([evaluate_point(ScheduleEntry(n, n), cfg, ("slot", "async")) for n in ("gpipe", "1f1b")])
+        >>> finding_gpipe_1f1b(df, Setup(), "slot").reproduced
+        True
+        >>> finding_gpipe_1f1b(df, Setup(), "async").evidence
+        'differs in 1 of 1 configurations, e.g. p=4 m=4 F=1,B=2 c=1: GPipe 27 vs 1F1B 31'
+    """
     bad, good = [], 0
     for cfg, grp in df[df["level"] == level].groupby("config", sort=False):
         g = grp.set_index("schedule")
@@ -252,7 +271,15 @@ def _advantage(
 
 def finding_chimera(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
     """At m = p on ``fast`` Chimera is faster than 1F1B; at m = large*p on ``fast``, or at m = p on
-    ``slow``, its advantage is gone (Chimera no faster than 1F1B)."""
+    ``slow``, its advantage is gone (Chimera no faster than 1F1B).
+
+    Example:
+        >>> df = pd.DataFrame({"level": "async", "p": 4, "m": 4, "system": ["fast", "fast", "slow", "slow"],
+        ...                    "schedule": ["chimera", "1f1b"] * 2, "makespan": [8.0, 10.0, 12.0, 11.0]})
+        >>> v = finding_chimera(df, Setup("fast", "slow", ps=(4,)), "async")
+        >>> v.reproduced, v.evidence
+        (True, 'p=4: Chimera vs 1F1B +20.0% at m=p on fast, -9.1% on slow (+ = Chimera faster)')
+    """
     ev, ok, missing = [], True, True
     for p in setup.ps:
         base = _advantage(df, level, setup.fast, p, p, "chimera")
@@ -275,7 +302,15 @@ def finding_chimera(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
 
 
 def finding_hanayo(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
-    """At m = p, Hanayo (W = 1 and W = 2) is faster than 1F1B on ``fast`` and slower on ``slow``."""
+    """At m = p, Hanayo (W = 1 and W = 2) is faster than 1F1B on ``fast`` and slower on ``slow``.
+
+    Example:
+        >>> df = pd.DataFrame({"level": "async", "p": 4, "m": 4, "system": ["fast", "fast", "slow", "slow"],
+        ...                    "schedule": ["hanayo-w1", "1f1b"] * 2, "makespan": [8.0, 10.0, 12.0, 10.0]})
+        >>> v = finding_hanayo(df, Setup("fast", "slow", ps=(4,)), "async")
+        >>> v.reproduced, v.evidence
+        (True, 'p=4 W=1: +20.0% on fast, -20.0% on slow (Hanayo vs 1F1B, + = Hanayo faster)')
+    """
     ev, ok, missing = [], True, True
     for p in setup.ps:
         for w in (1, 2):
@@ -294,7 +329,17 @@ def finding_hanayo(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
 
 def finding_chimera_asym(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
     """Asymmetric vs symmetric Chimera: equal global peak activation memory everywhere; runtime gain
-    at most SMALL_GAIN, and positive only where p <= 4. The evidence counts each part separately."""
+    at most SMALL_GAIN, and positive only where p <= 4. The evidence counts each part separately.
+
+    Example:
+        >>> df = pd.DataFrame({"config": "c", "p": 4, "level": "async", "schedule": ["chimera", "chimera-asym"],
+        ...                    "makespan": [10.0, 9.75], "peak_activation": 4.0, "memory_unit": "activations"})
+        >>> finding_chimera_asym(df, Setup(), "async").evidence
+        "global peak equal to Chimera's in 1 of 1 configurations; largest runtime gain +2.5% (c)"
+        >>> df.loc[1, "makespan"] = 9.0  # a 10% gain is more than SMALL_GAIN
+        >>> finding_chimera_asym(df, Setup(), "async").reproduced
+        False
+    """
     n = 0
     mem_bad: list[str] = []
     big_gain: list[str] = []
@@ -367,6 +412,18 @@ def evaluate_findings(df: pd.DataFrame, setup: Setup, levels: tuple[str, ...] = 
 
     A closed form that is only a bound for some family (``exact`` False) is not a prediction of
     its makespan, so those formula rows are left out rather than compared as if exact.
+
+    Example:
+        >>> from ppverify.compare import run_comparison
+        >>> setup, cfgs = abstract_setup(0.0, 1.0, ps=(4,), large_m_factor=2)
+        >>> df = run_comparison(cfgs, FINDINGS_SCHEDULES, ("slot", "async"))
+        >>> for f in evaluate_findings(df, setup):
+        ...     print(f.key, "|", f.summary)
+        abstraction | reproduced under slot, async
+        gpipe-1f1b | reproduced under slot; NOT reproduced under async
+        chimera | NOT reproduced under slot, async
+        hanayo | reproduced under slot, async
+        chimera-asym | NOT reproduced under slot, async
     """
     df = df.copy()
     inexact = (df["level"] == "formula") & (df["exact"] == False)  # noqa: E712 (object column)
@@ -376,7 +433,17 @@ def evaluate_findings(df: pd.DataFrame, setup: Setup, levels: tuple[str, ...] = 
 
 
 def format_findings(findings: list[Finding]) -> str:
-    """Each finding, its overall summary and the evidence under each level."""
+    """Each finding, its overall summary and the evidence under each level.
+
+    Example:
+        >>> f = Finding("gpipe-1f1b", "GPipe and 1F1B take equal time",
+        ...             (Verdict("slot", True, "equal in 2 configurations"), Verdict("async", False, "GPipe 27 vs 1F1B 31")))
+        >>> print(format_findings([f]))
+        1. [gpipe-1f1b] GPipe and 1F1B take equal time
+           => reproduced under slot; NOT reproduced under async
+           - slot       reproduced: equal in 2 configurations
+           - async      NOT reproduced: GPipe 27 vs 1F1B 31
+    """
     out = []
     for n, f in enumerate(findings, 1):
         out.append(f"{n}. [{f.key}] {f.claim}")

@@ -115,6 +115,14 @@ def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
     makespan``, the bound being the CP-SAT optimum of the same placement at the optimum's memory, or
     its proven lower bound) and ``optimum_peak`` (async rows: the highest per-device activation peak
     of that optimum's schedule).
+
+    Example:
+        >>> rows = [("a", "slot", 10.0), ("b", "slot", 12.0), ("c", "slot", 10.0),
+        ...         ("a", "async", 11.0), ("b", "async", 10.0), ("c", "async", 13.0)]
+        >>> df = pd.DataFrame([{**dict.fromkeys(COLUMNS), "config": "k", "schedule": s, "level": lv, "makespan": t}
+        ...                    for s, lv, t in rows])
+        >>> add_ranks(df)[["schedule", "level", "rank", "rank_change"]].values.tolist()
+        [['a', 'slot', 1, ''], ['b', 'slot', 3, ''], ['c', 'slot', 1, ''], ['a', 'async', 2, '1->2'], ['b', 'async', 1, '3->1'], ['c', 'async', 3, '1->3']]
     """
     df = df.copy()
     key = ["config", "level"]
@@ -316,6 +324,13 @@ def format_legend(levels: Iterable[str], memory: str = "each schedule's own peak
 
 
 def rank_changes(df: pd.DataFrame) -> list[str]:
-    """One line per rank change: ``config: schedule rank a->b (level)``."""
+    """One line per rank change: ``config: schedule a->b under level``.
+
+    Example:
+        >>> df = pd.DataFrame({"config": "k", "schedule": ["a", "b", "a", "b"], "level": ["slot"] * 2 + ["async"] * 2,
+        ...                    "rank_change": ["", "", "1->2", "2->1"]})
+        >>> rank_changes(df)
+        ['k: a 1->2 under async', 'k: b 2->1 under async']
+    """
     sel = df[df["rank_change"] != ""]
     return [f"{r.config}: {r.schedule} {r.rank_change} under {r.level}" for r in sel.itertuples()]

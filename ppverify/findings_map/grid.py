@@ -233,6 +233,18 @@ def point_verdicts(
 
     ``results`` is the sweep's result frame; ``systems`` maps its system column to (bandwidth,
     latency).
+
+    Example:
+        >>> r = pd.DataFrame({"system": "s", "model": "gpt3-1.3b", "p": 4, "m": 4,
+        ...                   "schedule": ["gpipe", "1f1b", "chimera"] * 2, "level": ["formula"] * 3 + ["async"] * 3,
+        ...                   "makespan": [None, None, None, 16.0, 16.0, 12.0],
+        ...                   "bubble_ratio": [0.5, 0.5, 0.4, None, None, None], "exact": True, "peak_activation": 4.0,
+        ...                   "peak_activations": [None] * 3 + ["[4, 4, 4, 4]", "[4, 3, 2, 1]", "[3, 4, 4, 3]"]})
+        >>> v = point_verdicts(r, {"s": (900, 1)})
+        >>> v[["finding", "holds", "margin"]].values.tolist()
+        [['abstraction', False, 0.0], ['gpipe-1f1b', True, 0.0], ['chimera', True, 0.25], ['hanayo', None, nan], ['chimera-asym', None, nan]]
+        >>> v[["m_factor", "bandwidth_GBps", "latency_us", "params_B"]].to_dict("records")[0]
+        {'m_factor': 1, 'bandwidth_GBps': 900.0, 'latency_us': 1.0, 'params_B': 1.3}
     """
     params = {md: load_llm(md).total_params() / 1e9 for md in results["model"].unique()}
     cols = [

@@ -125,7 +125,20 @@ def plot_finding(res: MapResult, finding: FindingMap, path: str | Path) -> Path:
 
 
 def plot_map(res: MapResult, folder: str | Path, prefix: str = "findings-map") -> list[Path]:
-    """One PNG per finding in ``folder`` (``PREFIX-<finding>.png``); returns their paths."""
+    """One PNG per finding in ``folder`` (``PREFIX-<finding>.png``); returns their paths.
+
+    Example:
+        >>> import tempfile
+        >>> from ppverify.findings_map import MapGrid, summarize
+        >>> v = pd.DataFrame({"finding": "chimera", "p": 4, "model": "x", "m_factor": [1, 1, 4, 4],
+        ...                   "bandwidth_GBps": [1, 900, 1, 900], "latency_us": 1.0, "params_B": 1.3,
+        ...                   "holds": [False, True, False, False], "margin": [-0.1, 0.2, -0.3, -0.05]})
+        >>> grid = MapGrid(ps=(4,), m_factors=(1, 4), bandwidths_GBps=(1, 900), latencies_us=(1,), models=("x",))
+        >>> res = MapResult(grid, "async", pd.DataFrame(), v, tuple(summarize(v)))
+        >>> paths = plot_map(res, tempfile.mkdtemp())
+        >>> [x.name for x in paths], paths[0].stat().st_size > 1000
+        (['findings-map-chimera.png'], True)
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     return [plot_finding(res, f, folder / f"{prefix}-{f.key}.png") for f in res.findings]

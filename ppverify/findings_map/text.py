@@ -11,7 +11,21 @@ from .grid import SUBJECTS, MapResult
 
 
 def map_json(res: MapResult) -> dict[str, Any]:
-    """The summaries as plain data (what ``--json`` prints)."""
+    """The summaries as plain data (what ``--json`` prints).
+
+    Example:
+        >>> from ppverify.findings_map import MapGrid, summarize
+        >>> v = pd.DataFrame({"finding": "chimera", "p": 4, "model": "x", "m_factor": [1, 1, 4, 4],
+        ...                   "bandwidth_GBps": [1, 900, 1, 900], "latency_us": 1.0, "params_B": 1.3,
+        ...                   "holds": [False, True, False, False], "margin": [-0.1, 0.2, -0.3, -0.05]})
+        >>> grid = MapGrid(ps=(4,), m_factors=(1, 4), bandwidths_GBps=(1, 900), latencies_us=(1,), models=("x",))
+        >>> res = MapResult(grid, "async", pd.DataFrame(), v, tuple(summarize(v)))
+        >>> j = map_json(res)
+        >>> j["level"], [(f["key"], f["holds"], f["points"]) for f in j["findings"]]
+        ('async', [('chimera', 1, 4)])
+        >>> j["findings"][0]["rule"]
+        {'holds_inside': True, 'conditions': ['m = p', 'bandwidth = 900 GB/s'], 'matched': 4}
+    """
     return {
         "grid": res.grid.describe(),
         "level": res.level,
@@ -38,7 +52,23 @@ def map_json(res: MapResult) -> dict[str, Any]:
 
 def format_map(res: MapResult, local: bool = True) -> str:
     """The map in text: per finding, how often it holds, the fitted boundary and (``local``) the
-    boundary per (p, model)."""
+    boundary per (p, model).
+
+    Example:
+        >>> from ppverify.findings_map import MapGrid, summarize
+        >>> v = pd.DataFrame({"finding": "chimera", "p": 4, "model": "x", "m_factor": [1, 1, 4, 4],
+        ...                   "bandwidth_GBps": [1, 900, 1, 900], "latency_us": 1.0, "params_B": 1.3,
+        ...                   "holds": [False, True, False, False], "margin": [-0.1, 0.2, -0.3, -0.05]})
+        >>> grid = MapGrid(ps=(4,), m_factors=(1, 4), bandwidths_GBps=(1, 900), latencies_us=(1,), models=("x",))
+        >>> res = MapResult(grid, "async", pd.DataFrame(), v, tuple(summarize(v)))
+        >>> print(format_map(res))  # doctest: +ELLIPSIS
+        Where the seed paper's findings hold (async makespans; p in {4}, m in {p, 4p}, ...: 4 configurations)
+        <BLANKLINE>
+        1. [chimera] per point: Chimera's makespan below 1F1B's
+           holds at 1 of 4 grid points (25%)
+           => Chimera is faster than 1F1B when m = p and bandwidth = 900 GB/s (all 4 grid points agree)
+           - p=4 x: Chimera is faster than 1F1B when m = p and bandwidth = 900 GB/s (all 4 grid points agree)
+    """
     out = [f"Where the seed paper's findings hold ({res.level} makespans; {res.grid.describe()})", ""]
     for n, f in enumerate(res.findings, 1):
         share = f"{100 * f.holds / f.total:.0f}%" if f.total else "-"
@@ -134,7 +164,27 @@ def map_markdown(
 ) -> str:
     """The map as a Markdown section: per finding the claim, how often it holds, the fitted
     boundary, the phase diagram (``images``: finding -> relative path) and the boundary per
-    (p, model), plus the bandwidth from which it holds at each m (middle latency of the grid)."""
+    (p, model), plus the bandwidth from which it holds at each m (middle latency of the grid).
+
+    Example:
+        >>> from ppverify.findings_map import MapGrid, summarize
+        >>> v = pd.DataFrame({"finding": "chimera", "p": 4, "model": "x", "m_factor": [1, 1, 4, 4],
+        ...                   "bandwidth_GBps": [1, 900, 1, 900], "latency_us": 1.0, "params_B": 1.3,
+        ...                   "holds": [False, True, False, False], "margin": [-0.1, 0.2, -0.3, -0.05]})
+        >>> grid = MapGrid(ps=(4,), m_factors=(1, 4), bandwidths_GBps=(1, 900), latencies_us=(1,), models=("x",))
+        >>> res = MapResult(grid, "async", pd.DataFrame(), v, tuple(summarize(v)))
+        >>> md = map_markdown(res, images={"chimera": "img/chimera.png"}, seconds=2)
+        >>> md.splitlines()[0]  # doctest: +ELLIPSIS
+        'Computed by `ppverify compare --findings --map` (async makespans; p in {4}, ...: 4 configurations) in 2 s.'
+        >>> for line in md.splitlines():
+        ...     if line.startswith(("###", "![", "|   4")):
+        ...         print(line)
+        ### 1. `chimera`
+        ![chimera phase diagram](img/chimera.png)
+        |   4 | x       | when m = p and bandwidth = 900 GB/s (all 4 grid points agree) |
+        |   4 |      20 |       -5 |
+        |   4 | x       | >= 900  | none     |
+    """
     from tabulate import tabulate
 
     lat = sorted(res.grid.latencies_us)[len(res.grid.latencies_us) // 2]
