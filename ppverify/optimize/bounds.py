@@ -190,7 +190,7 @@ def _round_trip(inst: Instance, src: int, dst: int) -> int:
     return dist.get(dst, 0)
 
 
-def memory_window_idle(inst: Instance, deadline=None) -> list[int]:
+def memory_window_idle(inst: Instance, deadline: Deadline | None = None) -> list[int]:
     """Per device, the idle time the memory-window argument forces into its span (module doc);
     for devices holding several stages the same two windows (:mod:`.window`).
 

@@ -22,6 +22,7 @@ Microbatches of one pipe have the same shape, so paths are computed once per pip
 from __future__ import annotations
 
 from ..core.ops import B, F, I, Op, W
+from .deadline import Deadline
 from .problem import Instance
 from .window import _dist_from
 
@@ -52,7 +53,7 @@ def available(cap: int, up_step: int, up_amount: int, down_step: int, down_amoun
     return total
 
 
-def memory_energy_spans(inst: Instance, deadline=None) -> list[int]:
+def memory_energy_spans(inst: Instance, deadline: Deadline | None = None) -> list[int]:
     """Per device, the least span (ticks) that holds its activations' memory-time under the cap
     (module doc); 0 without a cap.
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .deadline import Deadline
 from .problem import Instance
 
 
@@ -89,7 +90,7 @@ def _mb_paths(inst: Instance, members: list[int], order_rank: dict[int, int]) ->
     return rel, tail
 
 
-def cross_device_span_bounds(inst: Instance, deadline=None) -> list[int]:
+def cross_device_span_bounds(inst: Instance, deadline: Deadline | None = None) -> list[int]:
     """Per device a, a lower bound on its span from the one-machine bound on every device b
     (module doc). Valid for every schedule; dependencies link ops of one microbatch only, so paths
     are computed per microbatch (once per distinct microbatch shape).

@@ -74,7 +74,20 @@ def make_solver(
 def schedule_from_starts(inst: Instance, starts: Sequence[int], family: str) -> tuple[Schedule, Timeline]:
     """Per-device program order from start ticks (ties in op position order), and the timeline
     with exactly those times (collectives as early as their ops allow, one row per ring hop as the
-    engines record them)."""
+    engines record them).
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.optimize.problem import instance
+        >>> pl = linear(1)
+        >>> inst = instance(Problem(pl, 2, CostModel.abstract(pl, F=1, B=2), split=False))
+        >>> [(op.kind, op.mb) for op in inst.dag.ops]
+        [('F', 0), ('B', 0), ('F', 1), ('B', 1)]
+        >>> sched, tl = schedule_from_starts(inst, [0, 4, 1, 2], "demo")  # B1 at 2, before B0 at 4
+        >>> [(op.kind, op.mb) for op in sched.programs[0]], tl.makespan
+        ([('F', 0), ('F', 1), ('B', 1), ('B', 0)], 6.0)
+    """
     dag = inst.dag
     pr = inst.problem
     params = {"p": pr.p, "m": pr.m, "objective": pr.objective}
@@ -103,7 +116,19 @@ def schedule_from_starts(inst: Instance, starts: Sequence[int], family: str) -> 
 
 
 def collectives_text(inst: Instance) -> str:
-    """What the step's collectives are, for the result (empty on one-pipe steps without DP)."""
+    """What the step's collectives are, for the result (empty on one-pipe steps without DP).
+
+    Example:
+        >>> from ppverify.core.placement import bidirectional, linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.optimize.problem import instance
+        >>> pl = linear(2)
+        >>> collectives_text(instance(Problem(pl, 2, CostModel.abstract(pl, F=1, B=2), split=False)))
+        ''
+        >>> pl = bidirectional(2)  # two pipes, their replica all-reduce switched off
+        >>> collectives_text(instance(Problem(pl, 2, CostModel.abstract(pl, F=1, B=2), split=False, sync="none")))
+        'replica all-reduce left out (sync none)'
+    """
     pr = inst.problem
     text = describe(inst.colls, pr.sync, pr.dp_allreduce, pr.costs.time_unit)
     if text and pr.objective == "span":
@@ -138,7 +163,16 @@ def cut_reason(cut: list[str], interrupted: bool = False) -> str:
 
 def cut_result(problem: Problem, t0: float, time_limit: float, workers: int, seed: int) -> OptimizeResult:
     """The clock ran out while the problem was turned into ticks: nothing found; the bounds that
-    need no numbered ops (:func:`.bounds.problem_bounds`)."""
+    need no numbered ops (:func:`.bounds.problem_bounds`).
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> pl = linear(4)  # device work m (tF + tB) = 8 * 3
+        >>> r = cut_result(Problem(pl, 8, CostModel.abstract(pl, F=1, B=2), split=False), time.monotonic(), 1.0, 1, 0)
+        >>> r.status, r.objective, r.bound, r.reason
+        ('UNKNOWN', None, 24.0, 'wall-clock limit reached in: model building')
+    """
     names = (
         "critical_path",
         "device_work",

@@ -79,7 +79,17 @@ _FAMILIES: dict[str, Family] = {}
 
 
 def register(family: Family) -> Family:
-    """Add a family to the registry (done once, at import of its module)."""
+    """Add a family to the registry (done once, at import of its module).
+
+    Example:
+        >>> fam = get_family("gpipe")
+        >>> register(fam) is fam  # the same family again: nothing changes
+        True
+        >>> register(Family("gpipe", fam.generator, "another family under a taken name"))
+        Traceback (most recent call last):
+        ...
+        RuntimeError: schedule family 'gpipe' registered twice
+    """
     for key in (family.name, *family.aliases):
         if key in _FAMILIES and _FAMILIES[key] is not family:
             raise RuntimeError(f"schedule family {key!r} registered twice")

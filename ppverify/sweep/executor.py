@@ -13,17 +13,27 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ParameterError, PPVerifyError
 from .grid import SweepSpec, Task, iter_chunks, pending_tasks, results_frame, run_task
 from .store import Store, read_store
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 EXECUTORS = ("local", "ray")
 
 
 def run_batch(tasks: list[Task]) -> list[dict]:
-    """Evaluate a batch of tasks (the unit shipped to a worker)."""
+    """Evaluate a batch of tasks (the unit shipped to a worker).
+
+    Example:
+        >>> from ppverify.sweep import parse_sweep
+        >>> spec = parse_sweep({"schedules": ["gpipe"], "p": 2, "m": [1, 2], "costs": {"F": 1, "B": 2}, "levels": ["slot"]})
+        >>> [(r["m"], r["makespan"]) for r in run_batch(pending_tasks(spec, set()))]  # (m+p-1)(tF+tB)
+        [(1, 6.0), (2, 9.0)]
+    """
     return [row for t in tasks for row in run_task(t)]
 
 
@@ -35,7 +45,7 @@ def run_sweep(
     batch: int = 4,
     progress: bool = False,
     ranks: bool = True,
-):
+) -> pd.DataFrame:
     """Run the points of ``spec`` not yet in the store, appending rows as they complete; return
     the full result frame (stored + new rows of this spec, ranks recomputed unless ``ranks`` is
     False: ranking a large sweep costs more than running it when callers do not need them).
@@ -119,7 +129,17 @@ def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
 
 
 def drop_rows(path: str | Path, rows: list[dict]) -> None:
-    """Rewrite a store without ``rows`` (atomically: a kill leaves the old store or the new one)."""
+    """Rewrite a store without ``rows`` (atomically: a kill leaves the old store or the new one).
+
+    Example:
+        >>> import tempfile, os
+        >>> f = os.path.join(tempfile.mkdtemp(), "s.jsonl")
+        >>> with Store(f) as store:
+        ...     store.write([{"point": "a"}, {"point": "b"}, {"point": "c"}])
+        >>> drop_rows(f, [{"point": "b"}])
+        >>> [r["point"] for r in read_store(f)]
+        ['a', 'c']
+    """
     from ..core.files import atomic_write
 
     gone = {r["point"] for r in rows}

@@ -35,12 +35,15 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..compare.config import LEVELS, Config, ScheduleEntry, input_digests
 from ..core.errors import ParameterError, ScheduleFileError
 from ..core.limits import MAX_NUMBER
 from ..core.memory_cap import CapSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: bump when the meaning of a stored row changes (old rows then no longer match new points)
 STORE_VERSION = 1
@@ -283,7 +286,16 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
-    """Read and validate a sweep YAML file (see the module doc for the keys)."""
+    """Read and validate a sweep YAML file (see the module doc for the keys).
+
+    Example:
+        >>> import tempfile
+        >>> f = Path(tempfile.mkdtemp()) / "mini.yaml"
+        >>> _ = f.write_text("{schedules: [gpipe, 1f1b], p: 2, m: [2, 4], costs: {F: 1, B: 2}, levels: [slot]}")
+        >>> spec = load_sweep(f)
+        >>> spec.name, spec.num_points, [c.label for c in spec.configs]
+        ('mini', 4, ['p=2 m=2 F=1,B=2 c=0', 'p=2 m=4 F=1,B=2 c=0'])
+    """
     from ..core.files import load_yaml, read_text
 
     text = read_text(path)
@@ -410,7 +422,18 @@ def pending_tasks(spec: SweepSpec, done: set[str]) -> list[Task]:
 
 
 def run_task(task: Task) -> list[dict]:
-    """Evaluate one task; one raw row (no ranks yet) per level, keyed by its point hash."""
+    """Evaluate one task; one raw row (no ranks yet) per level, keyed by its point hash.
+
+    Example:
+        >>> spec = parse_sweep({"schedules": ["gpipe", "1f1b"], "p": 2, "m": 4, "costs": {"F": 1, "B": 2},
+        ...                     "levels": ["slot"]})
+        >>> task = pending_tasks(spec, set())[0]
+        >>> rows = run_task(task)  # (m+p-1)(tF+tB) = 15 each; GPipe holds m activations, 1F1B p
+        >>> [(r["schedule"], r["makespan"], r["peak_activation"]) for r in rows]
+        [('gpipe', 15.0, 4.0), ('1f1b', 15.0, 2.0)]
+        >>> [r["point"] for r in rows] == [h for _, _, hs in task.items for h in hs]
+        True
+    """
     from ..compare.evaluate import evaluate_point
     from ..compare.table import point_rows
 
@@ -437,9 +460,19 @@ def run_task(task: Task) -> list[dict]:
     return rows
 
 
-def results_frame(rows: list[dict], spec: SweepSpec | None = None, ranks: bool = True):
+def results_frame(rows: list[dict], spec: SweepSpec | None = None, ranks: bool = True) -> pd.DataFrame:
     """Rows of a store as the comparison frame (ranks, rank changes and gaps recomputed over the
-    whole sweep unless ``ranks`` is False), restricted to the points of ``spec`` when given."""
+    whole sweep unless ``ranks`` is False), restricted to the points of ``spec`` when given.
+
+    Example:
+        >>> grid = {"schedules": ["gpipe", "zb-h1"], "p": 2, "m": 4, "costs": {"F": 1, "B": 2}, "levels": ["slot"]}
+        >>> rows = run_task(pending_tasks(parse_sweep(grid), set())[0])
+        >>> results_frame(rows)[["schedule", "makespan", "rank"]].values.tolist()
+        [['gpipe', 15.0, 2], ['zb-h1', 13.0, 1]]
+        >>> only_gpipe = parse_sweep({**grid, "schedules": ["gpipe"]})
+        >>> results_frame(rows, only_gpipe)["schedule"].tolist(), "rank" in results_frame(rows, ranks=False)
+        (['gpipe'], False)
+    """
     import pandas as pd
 
     from ..compare.table import COLUMNS, DERIVED, add_ranks
@@ -457,6 +490,11 @@ def results_frame(rows: list[dict], spec: SweepSpec | None = None, ranks: bool =
 
 
 def iter_chunks(items: list, size: int) -> Iterator[list]:
-    """Consecutive slices of ``items`` of at most ``size``."""
+    """Consecutive slices of ``items`` of at most ``size``.
+
+    Example:
+        >>> list(iter_chunks([1, 2, 3, 4, 5], 2))
+        [[1, 2], [3, 4], [5]]
+    """
     for i in range(0, len(items), size):
         yield items[i : i + size]
