@@ -218,7 +218,17 @@ def parsed_costs(args: argparse.Namespace) -> tuple[tuple[str, float], ...] | No
 
 
 def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--costs F=1,B=2`` (per device share; default ``F=1,B=2,I=1,W=1``) and ``--comm-delay``."""
+    """``--costs F=1,B=2`` (per device share; default ``F=1,B=2,I=1,W=1``) and ``--comm-delay``.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_cost_arguments(parser)
+        >>> ns = parser.parse_args(["--costs", "F=1,I=1,W=1", "--comm-delay", "0.5"])
+        >>> ns.costs, ns.comm_delay
+        ('F=1,I=1,W=1', 0.5)
+        >>> vars(parser.parse_args([]))
+        {'costs': None, 'comm_delay': None}
+    """
     parser.add_argument(
         "--costs",
         default=None,
@@ -385,6 +395,17 @@ class DeprecatedAlias(argparse.Action):
 
 
 def warn_deprecated(args: argparse.Namespace, command: str) -> None:
-    """Print on stderr each deprecation noted while parsing ``args`` (:class:`DeprecatedAlias`)."""
+    """Print on stderr each deprecation noted while parsing ``args`` (:class:`DeprecatedAlias`).
+
+    Example:
+        >>> import contextlib, io
+        >>> args = argparse.Namespace(_deprecated=["--table is deprecated, use --style (the same values)"])
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err):
+        ...     warn_deprecated(args, "ppverify import")
+        ...     warn_deprecated(argparse.Namespace(), "ppverify import")  # nothing noted: nothing printed
+        >>> print(err.getvalue(), end="")
+        ppverify import: warning: --table is deprecated, use --style (the same values)
+    """
     for note in getattr(args, "_deprecated", []):
         print(f"{command}: warning: {note}", file=sys.stderr)

@@ -17,7 +17,15 @@ from .common import print_json
 
 def add_map_arguments(parser: argparse.ArgumentParser) -> None:
     """``--map``, ``--quick``, ``--store``, ``--plots``, ``--markdown``, ``--executor``, ``--workers``,
-    ``--batch`` (``--out``, ``--json``, ``--levels`` and ``--no-progress`` are compare's own)."""
+    ``--batch`` (``--out``, ``--json``, ``--levels`` and ``--no-progress`` are compare's own).
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_map_arguments(parser)
+        >>> ns = parser.parse_args(["--map", "--quick", "--workers", "2"])
+        >>> ns.map, ns.quick, ns.workers, ns.executor, ns.batch, ns.store
+        (True, True, 2, 'local', 8, None)
+    """
     g = parser.add_argument_group("findings map (with --findings --map)")
     g.add_argument(
         "--map",
@@ -43,7 +51,19 @@ def add_map_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_map_command(args: argparse.Namespace) -> int:
-    """Run (or resume) the map, print it, write the requested files."""
+    """Run (or resume) the map, print it, write the requested files.
+
+    Example:
+        The options are checked before the map runs:
+
+        >>> from ppverify.cli.commands.compare import add_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run_map_command(parser.parse_args(["--map", "--quick"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter map=True: --map maps the findings: give --findings --map
+    """
     from ..findings_map import DEFAULT_GRID, QUICK_GRID, format_map, map_json, map_markdown, run_map
 
     t0 = time.perf_counter()

@@ -19,7 +19,15 @@ from .common import add_cost_arguments, add_schedule_arguments, build_schedule, 
 
 def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool = True) -> None:
     """Arguments shared by ``optimize`` and ``gap``: schedule/placement, costs, presets, memory
-    and solver options."""
+    and solver options.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_problem_arguments(parser)
+        >>> ns = parser.parse_args(["-p", "4", "--placement", "v", "--costs", "F=1,I=1,W=1"])
+        >>> ns.schedule, ns.placement, ns.costs, ns.objective, ns.backward, ns.workers
+        (None, 'v', 'F=1,I=1,W=1', 'makespan', 'auto', 2)
+    """
     from .presets_args import add_preset_arguments
 
     add_schedule_arguments(

@@ -4,6 +4,7 @@ one mechanism for the global options, the crossover axis, and command modules th
 from __future__ import annotations
 
 import argparse
+import ast
 from pathlib import Path
 
 import pytest
@@ -20,10 +21,32 @@ from ppverify.core.limits import DEFAULT_MAX_OPS
 THIN = ("show", "simulate", "import_cmd", "optimize", "plot", "export", "gap", "list_cmd", "report")
 
 
+def _code_lines(source: str) -> int:
+    """Lines of a module that are not docstrings, comments or blank: thinness is about logic, and
+    the docstrings' examples (which the doctests run) should not count against it."""
+    tree = ast.parse(source)
+    docstring_lines: set[int] = set()
+    documented = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    for node in ast.walk(tree):
+        if isinstance(node, documented) and ast.get_docstring(node):
+            first = node.body[0]
+            docstring_lines.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    return sum(
+        1
+        for number, line in enumerate(source.splitlines(), start=1)
+        if number not in docstring_lines and line.strip() and not line.strip().startswith("#")
+    )
+
+
+def test_code_lines_skip_docstrings_comments_and_blanks():
+    source = '"""Module."""\n\n# why\ndef f():\n    """Doc.\n\n    >>> f()\n    """\n    return 1\n'
+    assert _code_lines(source) == 2  # the def line and the return
+
+
 @pytest.mark.parametrize("name", THIN)
-def test_command_modules_stay_under_150_lines(name):
+def test_command_modules_stay_under_120_lines_of_code(name):
     path = Path(commands_pkg.__file__).parent / f"{name}.py"
-    assert len(path.read_text().splitlines()) < 150
+    assert _code_lines(path.read_text()) < 120
 
 
 def _ns(*argv: str, optional: bool = False) -> argparse.Namespace:

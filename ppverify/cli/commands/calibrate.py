@@ -29,7 +29,15 @@ from ..common import check_nonnegative, print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--out``, ``--quick``, ``--timeout``, ``--json``."""
+    """``--out``, ``--quick``, ``--timeout``, ``--json``.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> ns = parser.parse_args(["--quick", "-o", "mine.yaml"])
+        >>> ns.out, ns.quick, ns.timeout, ns.from_trace
+        ('mine.yaml', True, 120.0, None)
+    """
     parser.add_argument(
         "--out", "-o", default=None, metavar="FILE.yaml", help="write the preset there (default: print it)"
     )
@@ -67,7 +75,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Measure, then print or write the preset."""
+    """Measure, then print or write the preset.
+
+    Example:
+        Bad options are refused before anything is measured:
+
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run(parser.parse_args(["--timeout", "0"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter timeout=0.0: must be a finite number of seconds in (0, 86400]
+    """
     from ...core.errors import ParameterError
     from ...core.files import atomic_write, check_output_path
     from ...measure import MeasureTimeout

@@ -26,7 +26,15 @@ from ..presets_args import add_preset_option_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Selections (schedules, systems, models, p, m, levels), solver budget and outputs."""
+    """Selections (schedules, systems, models, p, m, levels), solver budget and outputs.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> ns = parser.parse_args(["--schedules", "gpipe,1f1b", "-p", "4", "--levels", "slot,async"])
+        >>> ns.schedules, ns.ps, ns.ms, ns.levels, ns.time_limit
+        ('gpipe,1f1b', '4', None, 'slot,async', 0.5)
+    """
     parser.add_argument(
         "--schedules",
         help=f"comma-separated schedule labels or families (default: {','.join(e.label for e in DEFAULT_SCHEDULES)})",
@@ -99,7 +107,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the comparison (or the findings, or their map) and print tables or JSON."""
+    """Run the comparison (or the findings, or their map) and print tables or JSON.
+
+    Example:
+        Every option is checked before anything runs:
+
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run(parser.parse_args(["--levels", "slot,nosuch"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter levels=nosuch: unknown level; expected some of formula, slot, async, contention, optimum, measured
+    """
     t0 = time.perf_counter()
     selections = ("schedules", "systems", "models", "ps", "ms", "costs", "comm_delay")
     mapped = getattr(args, "map", False)  # the map sweeps its own grid and refuses these itself

@@ -26,7 +26,15 @@ from ..common import add_cost_arguments, print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Sizes, placements, budgets, costs and presets, limits, executor and outputs."""
+    """Sizes, placements, budgets, costs and presets, limits, executor and outputs.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> ns = parser.parse_args(["-p", "4", "--budgets", "2,4,none"])
+        >>> ns.p, ns.m, ns.budgets, ns.gap_limit, ns.workers
+        (4, None, '2,4,none', 0.01, 1)
+    """
     from ...design.spec import DEFAULT_PLACEMENTS, Limits
     from ..optimize_args import add_limit_arguments
     from ..presets_args import add_preset_arguments
@@ -95,7 +103,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the design and print it; write the files asked for."""
+    """Run the design and print it; write the files asked for.
+
+    Example:
+        Bad sizes are refused before any search:
+
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run(parser.parse_args(["-p", "0"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter p=0: must be an integer >= 1
+    """
     from ...core.errors import ParameterError
     from ...core.limits import TimeLimitError
     from ...design.output import design_text, plot_design, save_design

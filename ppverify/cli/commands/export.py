@@ -19,6 +19,7 @@ import argparse
 import sys
 
 from ...core.errors import ParameterError
+from ...core.schedule import Schedule
 from .. import Command
 from ..common import add_schedule_arguments, schedule_from_args
 
@@ -26,13 +27,21 @@ FORMATS = ("torch-csv", "torch-csv-comms", "json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Schedule source, ``--format``, ``-o``."""
+    """Schedule source, ``--format``, ``-o``.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> ns = parser.parse_args(["zbv", "-p", "2", "--format", "json"])
+        >>> ns.schedule, ns.p, ns.format, ns.output
+        ('zbv', 2, 'json', None)
+    """
     add_schedule_arguments(parser)
     parser.add_argument("--format", choices=FORMATS, default="torch-csv", help="output format (default torch-csv)")
     parser.add_argument("-o", "--output", default=None, metavar="OUT", help="file to write (default: standard output)")
 
 
-def export_text(schedule, fmt: str) -> str:
+def export_text(schedule: Schedule, fmt: str) -> str:
     """The exported text of a schedule in one of :data:`FORMATS`.
 
     Example:
@@ -53,7 +62,16 @@ def export_text(schedule, fmt: str) -> str:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    """Build or load the schedule and write it."""
+    """Build or load the schedule and write it.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run_export(parser.parse_args(["1f1b", "-p", "2", "-m", "2", "--format", "torch-csv-comms"]))
+        0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD
+        1UNSHARD,1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1RESHARD
+        0
+    """
     schedule = schedule_from_args(args)
     text = export_text(schedule, args.format)
     if args.output:

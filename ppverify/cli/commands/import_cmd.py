@@ -29,7 +29,15 @@ from ..common import DeprecatedAlias, add_cost_arguments, costs_from_args, print
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``FILE``, ``--placement``, ``-m``, ``--stages``, costs, ``--torch``, ``--json``."""
+    """``FILE``, ``--placement``, ``-m``, ``--stages``, costs, ``--torch``, ``--json``.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> ns = parser.parse_args(["run.csv", "--placement", "v", "--comm-semantics", "rendezvous"])
+        >>> ns.file, ns.placement, ns.m, ns.comm_semantics, ns.torch, ns.style
+        ('run.csv', 'v', None, 'rendezvous', False, None)
+    """
     parser.add_argument(
         "file",
         metavar="FILE.csv",
@@ -94,13 +102,39 @@ def report(
 ) -> dict[str, Any]:
     """Everything ``ppverify import`` prints, as a dict (``valid`` is the verdict); the costs are
     read from ``costs_args`` (``--costs``, default F=1,B=2,I=1,W=1; unit slots when None). See
-    :func:`ppverify.verify.import_audit.audit`."""
+    :func:`ppverify.verify.import_audit.audit`.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> report(build("gpipe", p=2, m=2))["valid"]
+        True
+    """
     costs = costs_from_args(costs_args, schedule) if costs_args is not None else None
     return audit(schedule, costs, with_torch, comm_semantics)[0]
 
 
 def run_import(args: argparse.Namespace) -> int:
-    """Load, check, print; 0 when valid, 1 when not."""
+    """Load, check, print; 0 when valid, 1 when not.
+
+    Example:
+        A 1F1B CSV with two ranks and two microbatches, as PyTorch writes it:
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "run.csv")
+        >>> with open(path, "w") as f:
+        ...     print("0F0,0F1,0B0,0B1", file=f)
+        ...     print("1F0,1B0,1F1,1B1", file=f)
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run_import(parser.parse_args([path]))  # doctest: +ELLIPSIS
+        file          run.csv p=2 m=2 format=compute_only placement=linear
+        ...
+        structure     ok: every F and B (or I+W) once, on its stage's rank
+        order         ok: every rank's list runs to completion in order
+        ...
+        verdict       VALID
+        0
+    """
     from ...io import load_torch_file
 
     if args.torch_class:

@@ -25,7 +25,15 @@ from ..timeline_outputs import add_timeline_outputs, check_timeline_outputs, wri
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Traces, the schedule to compare with, step, clock, costs and outputs."""
+    """Traces, the schedule to compare with, step, clock, costs and outputs.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> ns = parser.parse_args(["traces/", "--schedule", "1f1b", "--step", "3"])
+        >>> ns.traces, ns.schedule, ns.p, ns.step, ns.clock
+        (['traces/'], '1f1b', None, 3, 'auto')
+    """
     parser.add_argument("traces", nargs="+", metavar="DIR|FILE", help="a directory of per-rank traces, or the files")
     add_schedule_arguments(
         parser, as_option=True, help="the schedule the job meant to run: a family or a schedule file (optional)"
@@ -49,7 +57,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Import and print; 0 the recorded order is valid (and the schedule's), 1 otherwise."""
+    """Import and print; 0 the recorded order is valid (and the schedule's), 1 otherwise.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run(parser.parse_args(["no-such-dir"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: no-such-dir: no such trace file or directory
+    """
     from ...compare.trace_check import check_trace, trace_report, trace_text
     from ...io.profiler_trace import read_traces
     from ...measure import seconds_costs

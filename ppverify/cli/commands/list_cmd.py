@@ -12,12 +12,30 @@ from ..common import print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Only ``--json``."""
+    """Only ``--json``.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> parser.parse_args([]).json, parser.parse_args(["--json"]).json
+        (False, True)
+    """
     parser.add_argument("--json", action="store_true", help="print the families as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print one row per family."""
+    """Print one row per family.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run(parser.parse_args([]))  # doctest: +ELLIPSIS +NORMALIZE_WHITESPACE
+        family  description  parameters  rules
+        ...
+        gpipe  GPipe: all forwards, then all backwards  -  p >= 1, m >= 1
+        ...
+        0
+    """
     rows = []
     for fam in families():
         params = ", ".join(f"--{p.name.replace('_', '-')} (default {p.default}): {p.help}" for p in fam.params)

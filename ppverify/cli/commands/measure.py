@@ -25,7 +25,15 @@ from ..timeline_outputs import add_timeline_outputs, check_timeline_outputs, wri
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Schedule, costs, run and output options."""
+    """Schedule, costs, run and output options.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> ns = parser.parse_args(["1f1b", "-p", "2"])
+        >>> ns.costs, ns.compute, ns.steps, ns.warmup, ns.timeout
+        ('F=0.01,B=0.02', 'sleep', 3, 1, 60.0)
+    """
     add_schedule_arguments(parser)
     g = parser.add_argument_group("measurement")
     g.add_argument(
@@ -86,7 +94,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Measure and print (text or JSON); 0 ok, 1 gradient mismatch or hang."""
+    """Measure and print (text or JSON); 0 ok, 1 gradient mismatch or hang.
+
+    Example:
+        Bad run options are refused before any worker process starts:
+
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run(parser.parse_args(["1f1b", "-p", "2", "--steps", "0"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter steps=0: must be an integer in 1..10000
+    """
     from ...measure import MeasureTimeout, measure
     from ...measure.options import check_link_delay, check_run_options
     from ...measure.summary import measure_report, measure_text

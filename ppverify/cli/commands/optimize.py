@@ -31,14 +31,28 @@ __all__ = ["COMMAND", "add_problem_arguments", "build_namespace", "problem_from_
 
 
 def build_namespace(argv: list[str]) -> argparse.Namespace:
-    """Parse ``optimize`` arguments (for tests and scripts)."""
+    """Parse ``optimize`` arguments (for tests and scripts).
+
+    Example:
+        >>> ns = build_namespace(["1f1b", "-p", "4", "--memory-cap", "3"])
+        >>> ns.schedule, ns.p, ns.memory_cap, ns.objective, ns.workers
+        ('1f1b', 4, '3', 'makespan', 2)
+    """
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     return parser.parse_args(argv)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Problem, solver and output options."""
+    """Problem, solver and output options.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> ns = parser.parse_args(["-p", "2", "--placement", "v", "--save", "v.json"])
+        >>> ns.schedule, ns.placement, ns.save, ns.evaluate, ns.width
+        (None, 'v', 'v.json', False, 100)
+    """
     add_problem_arguments(parser)
     out = parser.add_argument_group("output")
     out.add_argument(
@@ -53,7 +67,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Solve and print (text or JSON); save the schedule when asked. Ctrl-C during the search:
-    the best schedule and bound so far are printed and saved, then exit code 130."""
+    the best schedule and bound so far are printed and saved, then exit code 130.
+
+    Example:
+        ``--evaluate`` without a family is refused before the search:
+
+        >>> run(build_namespace(["-p", "2", "--evaluate"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter evaluate=True: --evaluate needs a family or schedule file (its program order)
+    """
     from ...core.limits import time_limit
     from ...optimize.deadline import Deadline
     from ...optimize.solver_run import Progress, interruptible, run_limits

@@ -14,7 +14,14 @@ from ..common import add_cost_arguments, add_schedule_arguments, print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Schedule (for a Gantt chart) or --crossover, costs/presets, semantics, output file."""
+    """Schedule (for a Gantt chart) or --crossover, costs/presets, semantics, output file.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> parser.parse_args(["1f1b", "-o", "gantt.svg"]).output
+        'gantt.svg'
+    """
     from ...engines import registry
     from ..presets_args import add_preset_arguments
 
@@ -51,7 +58,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Draw and write the plot."""
+    """Draw and write the plot.
+
+    Example:
+        A Gantt chart of a tiny schedule (slot timing: no communication given):
+
+        >>> import os, tempfile
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> out = os.path.join(tempfile.mkdtemp(), "gantt.svg")
+        >>> run(parser.parse_args(["gpipe", "-p", "2", "-m", "2", "-o", out]))  # doctest: +ELLIPSIS
+        wrote ...gantt.svg: Gantt chart of gpipe p=2 m=2 under slot (makespan 9 units, 0 transfers drawn)
+        0
+        >>> os.path.exists(out)
+        True
+    """
     from ...report.plots import _check_path
 
     _check_path(args.output)

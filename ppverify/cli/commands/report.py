@@ -16,7 +16,15 @@ from . import compare
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The compare options, the output and the results file to read instead of running."""
+    """The compare options, the output and the results file to read instead of running.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> ns = parser.parse_args(["--from", "results.csv", "--title", "study"])
+        >>> ns.from_file, ns.output, ns.title, ns.levels
+        ('results.csv', 'ppverify-report.html', 'study', None)
+    """
     from ...report.study import DEFAULT_MAX_CHART_OPS
 
     compare.add_arguments(parser)
@@ -50,7 +58,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the comparison with a report, or build the report from a results file."""
+    """Run the comparison with a report, or build the report from a results file.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run(parser.parse_args(["--from", "results.csv", "--max-chart-ops", "0"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter max-chart-ops=0: must be >= 1
+    """
     from ...core.errors import ParameterError
 
     if args.max_chart_ops < 1:

@@ -31,7 +31,15 @@ from ..run_request import run_request
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Schedule source, costs, ``--style``, ``--json``, ``--save``, ``--no-table``."""
+    """Schedule source, costs, ``--style``, ``--json``, ``--save``, ``--no-table``.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> ns = parser.parse_args(["1f1b", "-p", "2", "--style", "torch"])
+        >>> ns.schedule, ns.style, ns.save, ns.width
+        ('1f1b', 'torch', None, None)
+    """
     add_schedule_arguments(parser)
     add_cost_arguments(parser)
     parser.add_argument(
@@ -66,7 +74,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Build or load the schedule, time it as a table, print (or save) the result."""
+    """Build or load the schedule, time it as a table, print (or save) the result.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run(parser.parse_args(["gpipe", "-p", "2", "-m", "2", "--width", "0"]))  # doctest: +ELLIPSIS
+        schedule      gpipe p=2 m=2
+        ...
+        tick    0   1   2   3   4   5   6   7   8
+        dev 0 0F0 0F1   .   .   . 0B0 0B0 0B1 0B1
+        dev 1   . 1F0 1F1 1B0 1B0 1B1 1B1   .   .
+        <BLANKLINE>
+        makespan      9 units (9 ticks)
+        ...
+        0
+    """
     from ...io.json_format import save_json
 
     check_nonnegative("comm-delay", args.comm_delay)

@@ -30,7 +30,15 @@ _write_frame = write_frame
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Schedule, costs, presets, semantics, collectives and output options."""
+    """Schedule, costs, presets, semantics, collectives and output options.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> ns = parser.parse_args(["1f1b", "-p", "4", "--semantics", "contention", "--json"])
+        >>> ns.schedule, ns.p, ns.semantics, ns.json, ns.width, ns.memory_gib
+        ('1f1b', 4, 'contention', True, 100, None)
+    """
     from ...engines import registry
 
     add_schedule_arguments(parser)
@@ -75,7 +83,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def simulate_request(request: RunRequest, semantics: str) -> tuple[Timeline, Any]:
-    """Build the schedule and models the request names and run the ``semantics`` engine."""
+    """Build the schedule and models the request names and run the ``semantics`` engine.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> request = run_request(parser.parse_args(["gpipe", "-p", "2", "-m", "2", "--comm-delay", "0.5"]))
+        >>> timeline, ctx = simulate_request(request, "async")
+        >>> timeline.makespan, len(timeline.transfers)
+        (10.0, 4)
+    """
     from ...engines import registry
 
     schedule = build_schedule(request.source)
@@ -89,12 +106,32 @@ def simulate_request(request: RunRequest, semantics: str) -> tuple[Timeline, Any
 
 
 def report(timeline: Timeline, ctx: Any, capacity: float | None, memory_cap: CapSpec | None = None) -> dict[str, Any]:
-    """Everything ``--json`` prints: :func:`~ppverify.views.run_report.timeline_report` with ``ctx``'s system and stage costs."""
+    """Everything ``--json`` prints: :func:`~ppverify.views.run_report.timeline_report` with ``ctx``'s system and stage costs.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> request = run_request(parser.parse_args(["gpipe", "-p", "2", "-m", "2", "--comm-delay", "0.5"]))
+        >>> rep = report(*simulate_request(request, "async"), capacity=None)
+        >>> rep["schedule"], rep["makespan"], rep["bubble_ratio"], rep["oom_devices"]
+        ('gpipe p=2 m=2', 10.0, 0.4, [])
+    """
     return timeline_report(timeline, ctx.system, ctx.stage_costs, capacity, memory_cap)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Simulate and print (text or JSON); write the trace/frame when asked."""
+    """Simulate and print (text or JSON); write the trace/frame when asked.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run(parser.parse_args(["gpipe", "-p", "2", "-m", "2", "--comm-delay", "0.5"]))  # doctest: +ELLIPSIS
+        schedule      gpipe p=2 m=2
+        ...
+        makespan      10
+        ...
+        0
+    """
     from ...core.trace import write_trace
 
     if args.memory_gib is not None and not args.memory_gib > 0:

@@ -13,7 +13,15 @@ from ..common import print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Config file, store, output, executor and worker count."""
+    """Config file, store, output, executor and worker count.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> ns = parser.parse_args(["grid.yaml", "--dry-run"])
+        >>> ns.config, ns.store, ns.executor, ns.batch, ns.dry_run
+        ('grid.yaml', None, 'local', 4, True)
+    """
     parser.add_argument("config", metavar="CONFIG.yaml", help="sweep config (see examples/sweep.yaml)")
     parser.add_argument(
         "--store",
@@ -35,7 +43,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, expand, run (resuming), summarise."""
+    """Load, expand, run (resuming), summarise.
+
+    Example:
+        ``--dry-run`` expands the grid and counts what is left to run:
+
+        >>> import os, tempfile
+        >>> config = os.path.join(tempfile.mkdtemp(), "tiny.yaml")
+        >>> with open(config, "w") as f:
+        ...     print("name: tiny", file=f)
+        ...     print("schedules: [gpipe, 1f1b]", file=f)
+        ...     print("p: [2]", file=f)
+        ...     print("m: [2, 4]", file=f)
+        ...     print("systems: [ideal]", file=f)
+        ...     print("models: [gpt3-1.3b]", file=f)
+        ...     print("levels: [slot]", file=f)
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run(parser.parse_args([config, "--dry-run"]))  # doctest: +ELLIPSIS
+        tiny: 4 rows = 2 schedules x 2 configurations x 1 levels; 0 already in ...tiny.results.jsonl, 4 to run
+        0
+    """
     from ...sweep.executor import run_sweep
     from ...sweep.grid import load_sweep, pending_tasks
     from ...sweep.store import read_store

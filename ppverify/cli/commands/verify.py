@@ -24,7 +24,15 @@ from ..run_request import request_timing, run_request
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Schedule, costs/presets, the properties' parameters and output options."""
+    """Schedule, costs/presets, the properties' parameters and output options.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> ns = parser.parse_args(["1f1b", "-p", "4", "--memory-cap", "4"])
+        >>> ns.schedule, ns.memory_cap, ns.comm_semantics, ns.max_violations
+        ('1f1b', '4', 'buffered', 20)
+    """
     add_schedule_arguments(parser)
     add_cost_arguments(parser)
     add_preset_arguments(parser)
@@ -85,7 +93,25 @@ class _ListProperties(argparse.Action):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Verify and print; 0 valid, 1 invalid."""
+    """Verify and print; 0 valid, 1 invalid.
+
+    Example:
+        A two-device file whose device 0 runs a backward before its forward:
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "swapped.csv")
+        >>> with open(path, "w") as f:
+        ...     print("0B0,0F0,0F1,0B1", file=f)
+        ...     print("1F0,1B0,1F1,1B1", file=f)
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> run(parser.parse_args([path]))  # doctest: +ELLIPSIS
+        INVALID: swapped.csv p=2 m=2 format=compute_only placement=linear
+        ...
+          VIOLATED dependencies: device 0 runs 0B0 before 0F0, which it needs [backward after its forward; core: 0B0 0F0]
+        ...
+        1
+    """
     from ...core.limits import time_limit
     from ...core.memory_cap import resolve_memory_cap
 
