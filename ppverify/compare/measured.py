@@ -196,8 +196,15 @@ def fill_from_trace(points: Sequence[PointResult], trace: Sequence[str], unit_s:
         >>> from ppverify.compare.evaluate import evaluate_point
         >>> cfg = Config(2, 4, costs=(("F", 1.0), ("B", 2.0)))
         >>> pt = evaluate_point(ScheduleEntry("1f1b", "1f1b"), cfg, ("async", "measured"))
-        >>> fill_from_trace([pt], ["prof/"])[0].level("measured").makespan  # doctest: +SKIP
-        17.0...
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> res = fill_from_trace([pt], [traces_dir])[0].level("measured")
+        >>> res.status, round(res.makespan, 1)  # 0.163 s in units of 10 ms
+        ('ok', 16.3)
+        >>> gp = evaluate_point(ScheduleEntry("gpipe", "gpipe"), cfg, ("async", "measured"))
+        >>> fill_from_trace([gp], [traces_dir])[0].level("measured").status
+        'not applicable'
     """
     from ..io.profiler_trace import read_traces
     from ..io.trace_step import recorded_step

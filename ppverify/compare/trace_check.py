@@ -31,9 +31,13 @@ class TraceCheck:
     makespan (``step_makespans``: ``(N, seconds)``).
 
     Example:
-        >>> tc = check_trace(["traces/"], "1f1b")  # doctest: +SKIP
-        >>> tc.report.valid, tc.differences  # doctest: +SKIP
-        (True, ())
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> from ppverify.schedules import build
+        >>> tc = check_trace([traces_dir], build("1f1b", p=2, m=4))
+        >>> tc.report.valid, tc.differences, tc.fitted
+        (True, (), True)
     """
 
     imported: Any
@@ -140,9 +144,17 @@ def check_trace(
     :func:`~ppverify.io.profiler_trace.read_traces` returned.
 
     Example:
-        >>> tc = check_trace(["/tmp/prof"], build("1f1b", p=2, m=4))  # doctest: +SKIP
-        >>> round(tc.timeline.makespan, 3)  # doctest: +SKIP
-        0.169
+        >>> import json
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> from ppverify.schedules import build
+        >>> tc = check_trace([traces_dir], build("1f1b", p=2, m=4))
+        >>> round(tc.timeline.makespan, 3), [(n, round(ms, 3)) for n, ms in tc.step_makespans]
+        (0.163, [(1, 0.163), (2, 0.178)])
+        >>> own = json.loads(Path(traces_dir + ".measure.json").read_text())["makespans"]  # measure's own clock
+        >>> [round(ms, 3) for ms in own]
+        [0.163, 0.178]
     """
     from ..core.errors import PPVerifyError
     from ..engines import run
@@ -185,9 +197,14 @@ def measured_beside(inputs: Sequence[Any], predicted: Timeline, step: int | None
     whether the recorded order is the schedule's, and which step was read.
 
     Example:
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> from ppverify.schedules import build
         >>> from ppverify.engines import run
-        >>> measured_beside(["prof/"], run(build("1f1b", p=2, m=4)))["makespan"]  # doctest: +SKIP
-        0.169...
+        >>> mb = measured_beside([traces_dir], run(build("1f1b", p=2, m=4)))
+        >>> round(mb["makespan"], 3), mb["step"], mb["steps"], mb["differences"]
+        (0.163, 1, [1, 2], [])
     """
     from ..io.profiler_trace import read_traces
     from ..io.trace_step import recorded_step
@@ -212,8 +229,16 @@ def trace_report(tc: TraceCheck, system_name: str | None = None) -> dict[str, An
     """Everything ``import-trace --json`` prints.
 
     Example:
-        >>> sorted(trace_report(tc))  # doctest: +SKIP
-        ['clock', 'differences', ...]
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> from ppverify.schedules import build
+        >>> tc = check_trace([traces_dir], build("1f1b", p=2, m=4))
+        >>> rep = trace_report(tc)
+        >>> rep["valid"], rep["step"], rep["steps"], rep["side"], rep["clock"], rep["differences"]
+        (True, 1, [1, 2], 'host', 'shared', [])
+        >>> rep["recorded_schedule"][1]
+        ['1F0', '1B0', '1F1', '1B1', '1F2', '1B2', '1F3', '1B3']
     """
     from ..views.run_report import timeline_report
 
@@ -256,8 +281,17 @@ def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> 
     and measured against predicted (step, kinds, ranks, steps).
 
     Example:
-        >>> print(trace_text(tc, trace_report(tc)))  # doctest: +SKIP
-        trace         2 ranks, ProfilerStep#2 (of 1, 2, 3), host-side ranges, one host's shared clock
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> from ppverify.schedules import build
+        >>> tc = check_trace([traces_dir], build("1f1b", p=2, m=4))
+        >>> print(trace_text(tc, trace_report(tc), width=None))  # doctest: +ELLIPSIS
+        trace         2 ranks, ProfilerStep#1 (of 1, 2), host-side ranges, one host's shared clock
+        recorded      16 ops, 2 stages, m=4
+        verify        VALID (the recorded order, every property of verify)
+        schedule      1f1b p=2 m=4: same op order on every rank
+        makespan      measured 163.062 ms   predicted ...
     """
     from ..core.timeline_text import fmt_time, gantt
 

@@ -323,8 +323,12 @@ def read_traces(inputs: Sequence[str | Path]) -> list[RankTrace]:
     record them).
 
     Example:
-        >>> read_traces(["tests/data/traces/1f1b-p2-m4"])[1].rank  # doctest: +SKIP
-        1
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> traces = read_traces([traces_dir])
+        >>> [t.rank for t in traces], [t.world_size for t in traces], [t.side for t in traces]
+        ([0, 1], [2, 2], ['host', 'host'])
     """
     traces = [read_rank_trace(p) for p in trace_files(inputs)]
     worlds = {t.world_size for t in traces if t.world_size is not None}

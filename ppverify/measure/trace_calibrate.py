@@ -54,9 +54,14 @@ class TraceFit:
     ``fit_steps`` and each fit step's measured makespan (``runs``), and the link samples.
 
     Example:
-        >>> fit = calibrate_from_trace(read_traces(["prof/"]))  # doctest: +SKIP
-        >>> fit.fit_steps  # doctest: +SKIP
-        (1, 2)
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> from ppverify.io.profiler_trace import read_traces
+        >>> traces = read_traces([traces_dir])
+        >>> fit = calibrate_from_trace(traces)
+        >>> fit.fit_steps, fit.dropped, fit.bytes_from
+        ((1, 2), (), 'recorded shapes')
     """
 
     calibration: Calibration
@@ -162,9 +167,16 @@ def calibrate_from_trace(
     sizes of transfers the trace recorded without bytes (no ``record_shapes``).
 
     Example:
-        >>> fit = calibrate_from_trace(read_traces(["prof/"]), fit_steps=[1, 2])  # doctest: +SKIP
-        >>> fit.calibration.action_overhead_s > 0  # doctest: +SKIP
-        True
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> from ppverify.io.profiler_trace import read_traces
+        >>> traces = read_traces([traces_dir])
+        >>> fit = calibrate_from_trace(traces, fit_steps=[1, 2])
+        >>> fit.calibration.action_overhead_s > 0, sorted({b for b, _ in fit.link_samples})
+        (True, [128.0])
+        >>> [(n, round(ms, 3)) for n, ms in fit.runs]
+        [(1, 0.163), (2, 0.178)]
     """
     from ..core.comm import FixedDelay
     from ..io.trace_step import recorded_step
@@ -249,8 +261,18 @@ def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
     schema, with comments saying it was fitted to a trace (which, which steps, the op costs).
 
     Example:
-        >>> print(trace_preset_text(fit, "mine", "prof/"))  # doctest: +SKIP
-        # Written by `ppverify calibrate --from-trace prof/` ...
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> from ppverify.io.profiler_trace import read_traces
+        >>> traces = read_traces([traces_dir])
+        >>> fit = calibrate_from_trace(traces)
+        >>> print(trace_preset_text(fit, "mine", "prof/"))  # doctest: +ELLIPSIS
+        # Written by `ppverify calibrate --from-trace prof/` on ...
+        # Trace: recorded p=2 m=4, fit steps ProfilerStep 1, 2 (makespans 163.06 ms, 177.54 ms).
+        ...
+        source: ppverify calibrate --from-trace (measured)
+        ...
     """
     from .preset_file import preset_text
 
@@ -307,8 +329,19 @@ def held_out(
     preset written) and the fit's op costs, as ``measure --system`` predicts a run.
 
     Example:
-        >>> held_out(fit, "mine.yaml", traces)  # doctest: +SKIP
-        [(3, 0.171, 0.168)]
+        >>> import shutil
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> from ppverify.io.profiler_trace import read_traces
+        >>> traces = read_traces([traces_dir])
+        >>> fit = calibrate_from_trace(traces, fit_steps=[1])
+        >>> preset = Path(tempfile.mkdtemp()) / "mine.yaml"
+        >>> _ = preset.write_text(trace_preset_text(fit, "mine", traces_dir))
+        >>> [(n, round(ms, 3), round(pr, 3)) for n, ms, pr in held_out(fit, str(preset), traces)]
+        [(2, 0.178, 0.161)]
+        >>> shutil.rmtree(preset.parent)
     """
     from ..io.trace_step import recorded_step
     from .calibrate import predict_on
@@ -369,7 +402,14 @@ def from_trace(
     (:class:`TransferSizes`) gives the bytes of transfers the trace recorded without shapes.
 
     Example:
-        >>> fit, text, rows = from_trace(["prof/"], None, "1,2", "mine")  # doctest: +SKIP
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> fit, text, rows = from_trace([traces_dir], None, "1", "mine")
+        >>> fit.fit_steps, [(n, round(ms, 3)) for n, ms, _ in rows]
+        ((1,), [(2, 0.178)])
+        >>> text.splitlines()[1]
+        '# Trace: recorded p=2 m=4, fit steps ProfilerStep 1 (makespans 163.06 ms).'
     """
     from ..io import load_schedule, looks_like_file
     from ..io.profiler_trace import read_traces
@@ -410,8 +450,13 @@ def all_posts(traces: Sequence[Any], schedule: Schedule | None = None, clock: st
     """:func:`~ppverify.measure.trace_posts.post_times` over every recorded step of ``traces``.
 
     Example:
-        >>> all_posts(read_traces(["prof/"])).describe()  # doctest: +SKIP
-        'median 80 us, 90th percentile 900 us; blocked 3.3-65.2 ms per step; ...'
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> from ppverify.io.profiler_trace import read_traces
+        >>> traces = read_traces([traces_dir])
+        >>> all_posts(traces).describe()
+        'median 365 us, 90th percentile 3786 us; blocked 5.2-7.2 ms per step'
     """
     from ..io.trace_step import recorded_step
     from .trace_posts import post_times
@@ -428,8 +473,15 @@ def summary_lines(fit: TraceFit, text: str, rows: Sequence[tuple[int, float, flo
     and overhead comments, and each held-out step's prediction and error.
 
     Example:
-        >>> print("\\n".join(summary_lines(fit, text, rows)))  # doctest: +SKIP
-        fit steps          ProfilerStep 1, 2 of recorded p=2 m=4
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> fit, text, rows = from_trace([traces_dir], None, "1", "mine")
+        >>> print("\\n".join(summary_lines(fit, text, rows)))  # doctest: +ELLIPSIS
+        fit steps          ProfilerStep 1 of recorded p=2 m=4
+        Op costs (median per stage and kind over the fit steps, ms per stage): F=10.24/10.59; ...
+        held-out step 2    measured 177.538 ms   predicted 161.304 ms   error -9.1%
+        SEND/RECV posts    median 365 us, 90th percentile 3786 us; blocked 5.2-7.2 ms per step
     """
     lines = [
         f"fit steps          ProfilerStep {', '.join(map(str, fit.fit_steps))} of {fit.schedule.describe()}"

@@ -51,9 +51,15 @@ class ImportedStep:
     start) and the :class:`~ppverify.io.trace_step.RecordedStep` read.
 
     Example:
-        >>> imp = import_step(traces, recorded_step(traces))  # doctest: +SKIP
-        >>> imp.timeline.semantics  # doctest: +SKIP
-        'measured'
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> from ppverify.io.profiler_trace import read_traces
+        >>> from ppverify.io.trace_step import recorded_step
+        >>> traces = read_traces([traces_dir])
+        >>> imp = import_step(traces, recorded_step(traces))
+        >>> imp.timeline.semantics, imp.step.step, imp.schedule.describe()
+        ('measured', 1, 'recorded p=2 m=4')
     """
 
     schedule: Schedule
@@ -277,7 +283,18 @@ def import_step(
     step itself (:func:`fitted_costs`).
 
     Example:
-        >>> imp = import_step(traces, recorded_step(traces))  # doctest: +SKIP
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
+        >>> from ppverify.io.profiler_trace import read_traces
+        >>> from ppverify.io.trace_step import recorded_step
+        >>> from ppverify.schedules import build
+        >>> traces = read_traces([traces_dir])
+        >>> imp = import_step(traces, recorded_step(traces, step=2), build("1f1b", p=2, m=4))
+        >>> [str(o) for o in imp.schedule.ops(0)]
+        ['0F0', '0F1', '0B0', '0F2', '0B1', '0F3', '0B2', '0B3']
+        >>> round(imp.timeline.makespan, 3)  # measure's own clock: 0.1776 s
+        0.178
     """
     events = step_events(step, traces, given)
     path = traces[0].path if traces else "trace"
