@@ -18,7 +18,7 @@ import statistics
 import time
 
 from ppverify.cli import build_parser
-from ppverify.core.limits import TimeLimitError
+from ppverify.core.time_limit import TimeLimitError
 
 
 def overshoot(argv: list[str], limit: float) -> tuple[float, bool]:

@@ -33,8 +33,8 @@ import time
 from ..core.comm import NO_COMM, SYNC_MODES, CommModel
 from ..core.costs import CostModel
 from ..core.errors import ParameterError
-from ..core.limits import check_time
 from ..core.schedule import Schedule
+from ..core.time_limit import check_time
 from . import properties
 from .analysis import Run, clean_schedule
 from .comm_model import COMM_SEMANTICS

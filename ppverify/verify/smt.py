@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import z3
 
-from ..core.limits import check_time, seconds_left, time_out_error
+from ..core.time_limit import check_time, seconds_left, time_out_error
 
 
 def idl_solver() -> z3.Solver:
@@ -69,12 +69,12 @@ def load(
 
     Why: Z3's parser is one C call that no interrupt stops, so a time limit could only act after a
     whole problem was parsed (0.7 s for a few 10^5 constraints). Between pieces Python checks the
-    ``--time-limit`` (:func:`ppverify.core.limits.check_time`), which stops the parse within one piece.
+    ``--time-limit`` (:func:`ppverify.core.time_limit.check_time`), which stops the parse within one piece.
     The solver keeps the declarations of earlier pieces, and the assertions arrive in the same
     order, so Z3 decides exactly the same problem. A line holds whole commands (the texts of this
     package write one command per line); a piece that would split an s-expression grows to the
     next line where the parentheses balance. Under a time limit, a parse that leaves less of it
-    than ``search_factor`` times the parse gives up at once (:func:`ppverify.core.limits.check_time`):
+    than ``search_factor`` times the parse gives up at once (:func:`ppverify.core.time_limit.check_time`):
     the search to follow would overrun the limit, and could not be stopped in time.
 
     Example:
@@ -100,7 +100,7 @@ def load(
 def decide(solver: z3.Solver, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
     """``solver.check(*assumptions)`` under the ``--time-limit`` in force: Z3's own ``timeout`` is
     set to the seconds left, so the search ends by the deadline, and its ``unknown`` then (or after
-    the limit's watchdog interrupted it) is the :class:`~ppverify.core.limits.TimeLimitError`, never
+    the limit's watchdog interrupted it) is the :class:`~ppverify.core.time_limit.TimeLimitError`, never
     read as an answer. Without a limit, plain ``check``.
 
     Example:

@@ -26,13 +26,12 @@ from ppverify.core.limits import (
     LimitError,
     check_json_text,
     check_ops,
-    check_time,
     family_ops,
     memory_limit,
     op_limit,
     ops_memory,
-    time_limit,
 )
+from ppverify.core.time_limit import check_time, time_limit
 from ppverify.io.json_format import dumps
 from ppverify.io.torch_csv import csv_text
 from ppverify.schedules import build

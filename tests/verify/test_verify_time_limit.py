@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppverify.cli import build_parser, main
-from ppverify.core.limits import HARD_STOP_FACTOR, TimeLimitError, check_time, seconds_left, time_limit
+from ppverify.core.time_limit import HARD_STOP_FACTOR, TimeLimitError, check_time, seconds_left, time_limit
 from ppverify.schedules import build
 from ppverify.verify import verify
 from ppverify.verify.smt import decide, idl_solver, load
@@ -168,7 +168,7 @@ def test_a_hard_stop_ends_native_work_that_polls_nothing():
     # machine 20 % busy; the exit code and line say which path ended it)
     run = _python(
         "import time\n"
-        "from ppverify.core.limits import time_limit\n"
+        "from ppverify.core.time_limit import time_limit\n"
         "with time_limit(0.5, hard_stop='ppverify verify'):\n"
         "    time.sleep(100)\n"
     )
@@ -184,7 +184,7 @@ def test_without_a_hard_stop_a_finished_block_is_not_stopped():
     # limit by far after the block still exits 0 with its output)
     run = _python(
         "import time\n"
-        "from ppverify.core.limits import time_limit\n"
+        "from ppverify.core.time_limit import time_limit\n"
         "with time_limit(0.2, hard_stop='ppverify verify'):\n"
         "    total = sum(range(1000))\n"
         "time.sleep(1.0)\n"

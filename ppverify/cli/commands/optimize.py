@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         ...
         ppverify.core.errors.ParameterError: parameter evaluate=True: --evaluate needs a family or schedule file (its program order)
     """
-    from ...core.limits import time_limit
+    from ...core.time_limit import time_limit
     from ...optimize.deadline import Deadline
     from ...optimize.solver_run import Progress, interruptible, run_limits
 
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
             "ppverify optimize", "the best schedule and bound found so far" if kept else "the bound so far"
         )
     if res.status == "UNKNOWN":
-        from ...core.limits import TimeLimitError
+        from ...core.time_limit import TimeLimitError
 
         unit = " s" if res.time_unit == "s" else ""
         raise TimeLimitError(

@@ -112,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
         ...
         1
     """
-    from ...core.limits import time_limit
     from ...core.memory_cap import resolve_memory_cap
+    from ...core.time_limit import time_limit
 
     check_nonnegative("makespan-le", args.makespan_le)
     # an interrupted proof is no verdict: exit 2, never 0 or 1; Z3's simplifier ignores interrupts,
