@@ -125,6 +125,7 @@ class Config:
         return self.costs is not None
 
     def label_parts(self) -> str:
+        """The label without ``p`` and ``m``: the costs and delay, or the system, model and options."""
         if self.costs is not None:
             c = ",".join(f"{k}={_num(v)}" for k, v in self.costs)
             return f"{c} c={_num(self.comm_delay)}"

@@ -34,9 +34,11 @@ class JsonReader:
         self.path = path
 
     def fail(self, where: str, rule: str) -> ScheduleFileError:
+        """The file error for ``where`` breaking ``rule``, to raise."""
         return ScheduleFileError(self.path, where, rule)
 
     def obj(self, value: Any, where: str) -> Mapping[str, Any]:
+        """``value`` if it is a JSON object, else the error naming ``where``."""
         if not isinstance(value, dict):
             raise self.fail(where, f"expected a JSON object, got {describe_value(value)}")
         return value
@@ -61,6 +63,7 @@ class JsonReader:
                 raise self.fail(where, f"missing key {k!r}" + (f" ({hint})" if hint else ""))
 
     def lst(self, value: Any, where: str, length: int | None = None, what: str = "entries") -> list:
+        """``value`` if it is a JSON list (of ``length`` entries when given), else the error."""
         if not isinstance(value, list):
             raise self.fail(where, f"expected a JSON list, got {describe_value(value)}")
         if length is not None and len(value) != length:
@@ -68,6 +71,7 @@ class JsonReader:
         return value
 
     def int_(self, value: Any, where: str, lo: int | None = None, hi: int | None = None) -> int:
+        """``value`` if it is an integer (not a bool) in ``lo..hi``, else the error."""
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(where, f"expected an integer, got {describe_value(value)}")
         if (lo is not None and value < lo) or (hi is not None and value > hi):
@@ -76,6 +80,7 @@ class JsonReader:
         return value
 
     def num(self, value: Any, where: str, lo: float = 0.0, hi: float | None = None) -> float:
+        """``value`` as a float if it is a finite number in ``lo..hi``, else the error."""
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise self.fail(where, f"expected a finite number, got {describe_value(value)}")
         if value < lo or (hi is not None and value > hi):
@@ -85,11 +90,13 @@ class JsonReader:
         return float(value)
 
     def str_(self, value: Any, where: str) -> str:
+        """``value`` if it is a string, else the error."""
         if not isinstance(value, str):
             raise self.fail(where, f"expected a string, got {describe_value(value)}")
         return value
 
     def action(self, value: Any, where: str) -> Action:
+        """The action of text such as ``"0F1"`` (``None``: an idle slot), else the error."""
         if value is None:
             return None
         if not isinstance(value, str):

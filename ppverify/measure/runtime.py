@@ -83,6 +83,7 @@ class TimedStage(PipelineStage):
         return ops
 
     def forward_one_chunk(self, fwd_chunk_id: int, *args: Any, **kwargs: Any) -> Any:
+        """PyTorch's forward of one microbatch, timed and recorded as ``F``."""
         return self._timed(
             "F", fwd_chunk_id, lambda: super(TimedStage, self).forward_one_chunk(fwd_chunk_id, *args, **kwargs)
         )
@@ -90,6 +91,7 @@ class TimedStage(PipelineStage):
     def backward_one_chunk(
         self, bwd_chunk_id: int, loss: Any = None, full_backward: bool = True, last_backward: bool = False
     ) -> Any:
+        """PyTorch's backward of one microbatch, timed and recorded as ``B`` (full) or ``I`` (input gradient)."""
         return self._timed(
             "B" if full_backward else "I",
             bwd_chunk_id,
@@ -99,6 +101,7 @@ class TimedStage(PipelineStage):
         )
 
     def backward_weight_one_chunk(self, bwd_chunk_id: int, last_backward: bool = False) -> Any:
+        """PyTorch's weight gradient of one microbatch, timed and recorded as ``W``."""
         return self._timed(
             "W",
             bwd_chunk_id,
@@ -106,12 +109,14 @@ class TimedStage(PipelineStage):
         )
 
     def get_fwd_send_ops(self, fwd_chunk_id: int) -> Any:
+        """PyTorch's send of a forward output, recorded as ``SEND_F`` when it is posted."""
         if self.events is not None:
             t = _now()
             self.events.append(Event("SEND_F", self.stage_index, fwd_chunk_id, t, t))
         return self._stamped_sends(super().get_fwd_send_ops(fwd_chunk_id))
 
     def get_bwd_send_ops(self, bwd_chunk_id: int) -> Any:
+        """PyTorch's send of an input gradient, recorded as ``SEND_B`` when it is posted."""
         if self.events is not None:
             t = _now()
             self.events.append(Event("SEND_B", self.stage_index, bwd_chunk_id, t, t))
@@ -119,12 +124,14 @@ class TimedStage(PipelineStage):
 
     # when a RECV is posted tells whether its hand-over was a late receiver's (see docs/measure.md)
     def get_fwd_recv_ops(self, fwd_chunk_id: int) -> Any:
+        """PyTorch's receive of a forward input, recorded as ``RECV_F`` when it is posted."""
         if self.events is not None:
             t = _now()
             self.events.append(Event("RECV_F", self.stage_index, fwd_chunk_id, t, t))
         return self._stamped_recvs("F", fwd_chunk_id, super().get_fwd_recv_ops(fwd_chunk_id))
 
     def get_bwd_recv_ops(self, bwd_chunk_id: int) -> Any:
+        """PyTorch's receive of an output gradient, recorded as ``RECV_B`` when it is posted."""
         if self.events is not None:
             t = _now()
             self.events.append(Event("RECV_B", self.stage_index, bwd_chunk_id, t, t))
