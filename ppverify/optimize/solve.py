@@ -2,28 +2,34 @@
 proven bound). :mod:`.evaluate` fixes the program order instead (CP-SAT's makespan then equals
 the async engine's); :mod:`.solver_setup` holds what both share. A family's makespan against the
 certified bound is ``ppverify gap``, with :func:`~ppverify.optimize.relative_gap`.
+
+:func:`optimize` runs its phases in turn, each able to end the run with a proof, the requested gap
+or the clock: the instance and its analytic bounds, the starting schedules (:mod:`.starts`) and the
+local search, a probe of the one-device relaxation, the search after the warm-up, the CP-SAT search
+(build, solve, read), the unhinted search and the search of the step's end, the rest of the
+relaxation, and the result.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
+from ortools.sat.python import cp_model
 
 from ..core.errors import ParameterError
 from .below import search_below
-from .bounds import lower_bounds, work_bounds
-from .coarse import block_candidates
+from .bounds import Bounds, lower_bounds, work_bounds
 from .deadline import Deadline, WallLimitReached
 from .ending import search_windows
-from .heuristic import Candidate, best_candidate, canonical_starts
+from .heuristic import Candidate, canonical_starts
 from .interrupt import stoppable
 from .localsearch import improve
 from .model import build_model
-from .periodic import periodic_candidates
-from .problem import Problem, cap_infeasibility, instance
+from .problem import Instance, Problem, cap_infeasibility, instance
 from .relax import relaxation_bound
 from .result import CommonFields, OptimizeResult, relative_gap
 from .solver_run import Progress
@@ -38,8 +44,8 @@ from .solver_setup import (
     schedule_from_starts,
     solver_stats,
 )
+from .starts import Starts, starting_schedules
 from .tail import search_after_warmup, several_stages_per_device
-from .zbheuristic import zb_candidates
 
 #: share of the relaxation's budget tried before the search (all of it runs after an unproven one)
 _RELAX_PROBE = 0.1
@@ -48,6 +54,211 @@ _RELAX_PROBE = 0.1
 UNHINTED_SHARE = 0.3
 #: and the search of the step's end and windows through it (ending.py) these shares, after the others
 ENDING_SHARE, MIDDLE_SHARE = 0.1, 0.4
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One call of :func:`optimize`: what its phases read, and the phases the clock cut so far
+    (``cut``, appended to as they happen; ``common["bounds"]`` follows the bounds as they rise)."""
+
+    inst: Instance
+    dl: Deadline
+    hard: Deadline  # the last 10 % of ``dl`` kept for the solver's answer and the result
+    time_limit: float
+    work: float
+    workers: int
+    seed: int
+    symmetry: bool
+    deterministic: bool
+    gap_limit: float | None
+    progress: Progress | None
+    common: CommonFields
+    limits_note: dict[str, Any]
+    cut: list[str] = field(default_factory=list)
+
+    def phase(self, name: str, value: int | None = None, bound: int | None = None) -> None:
+        # tell the progress display (if any) that a phase starts; value and bound in ticks
+        if self.progress is not None:
+            tick = self.inst.tick
+            self.progress.phase(name, None if value is None else value * tick, None if bound is None else bound * tick)
+
+    def gap_reached(self, value: int | None, bound: int) -> bool:
+        # a schedule within the requested gap of a proven bound (no gap limit: never)
+        return (
+            self.gap_limit is not None and value is not None and (relative_gap(value, bound) or 0.0) <= self.gap_limit
+        )
+
+    def within_gap(self, start: Candidate | None, bound: int) -> bool:
+        # a start already within the requested gap of the proven bound, without meeting it
+        return start is not None and start.objective > bound and self.gap_reached(start.objective, bound)
+
+
+def _infeasible(t0: float, common: CommonFields, reason: str, **solver: Any) -> OptimizeResult:
+    # no schedule meets the constraints (the cap, or CP-SAT's proof)
+    return OptimizeResult(
+        "INFEASIBLE",
+        objective=None,
+        bound=float("inf"),
+        wall_s=time.monotonic() - t0,
+        schedule=None,
+        timeline=None,
+        hint=None,
+        hint_objective=None,
+        reason=reason,
+        **solver,
+        **common,
+    )
+
+
+def _start_result(
+    run: _Run, best: Candidate | None, hint: Sequence[int] | None, bound: int, note: dict[str, Any], reason: str = ""
+) -> OptimizeResult:
+    # the starting schedule (if any) without search: OPTIMAL when it meets the bound, UNKNOWN without one
+    inst = run.inst
+    sched = tl = None
+    value = best.objective if best is not None else None
+    if value is not None and hint is not None:
+        sched, tl = schedule_from_starts(inst, hint, "cp-sat")
+    if value is not None:
+        bound = min(bound, value)
+    return OptimizeResult(
+        "UNKNOWN" if value is None else ("OPTIMAL" if bound >= value else "FEASIBLE"),
+        objective=None if value is None else value * inst.tick,
+        bound=bound * inst.tick,
+        wall_s=time.monotonic() - run.dl.start,
+        schedule=sched,
+        timeline=tl,
+        hint=best.source if best is not None else None,
+        hint_objective=None if value is None else value * inst.tick,
+        solver={**note, **run.limits_note, **cut_stats(run.cut, run.dl.stopped())},
+        reason=reason,
+        **run.common,
+    )
+
+
+def _proven(run: _Run, best: Candidate | None, hint: Sequence[int] | None, proof: str) -> OptimizeResult:
+    return _start_result(run, best, hint, best.objective if best is not None else 0, {"proof": proof})
+
+
+def _gap_met(run: _Run, best: Candidate | None, hint: Sequence[int] | None, bound: int, phase: str) -> OptimizeResult:
+    # stopped within the gap limit before the search: the start and the bound so far
+    note = {"stopped": f"within the gap limit after {phase}", "gap_limit": run.gap_limit}
+    reason = f"within the gap limit {run.gap_limit:.4g} of the bound after {phase}; not searched further"
+    return _start_result(run, best, hint, bound, note, reason)
+
+
+def _improved(run: _Run, best: Candidate | None, floor: int, safety: float) -> tuple[Candidate | None, str]:
+    # the local search (localsearch.py) on the best start, unless it already meets the bound or
+    # the requested gap; also the phase's name for the notes
+    if best is None or best.objective <= floor or time.monotonic() >= safety or run.gap_reached(best.objective, floor):
+        return best, "the starting schedules"
+    run.phase("local search", best.objective)
+    best = improve(run.inst, best, seed=run.seed, deadline=run.dl.at(0.5).end)
+    if time.monotonic() > run.dl.at(0.5).end:
+        run.cut.append("local search")
+    return best, "the local search"
+
+
+def _relaxed(run: _Run, bounds: Bounds, start: Bounds, wall: float, work: float) -> Bounds:
+    # ``bounds`` raised by the one-device relaxation (relax.py) run from ``start``'s bounds
+    relax_best, relax_per = relaxation_bound(
+        run.inst, start, wall, run.workers, run.seed, work, run.deterministic, run.dl.stop
+    )
+    raised = replace(
+        bounds,
+        device_relaxation=max(bounds.device_relaxation, relax_best),
+        per_device=tuple(max(a, b) for a, b in zip(bounds.per_device, relax_per)),
+    )
+    run.common["bounds"] = raised.as_dict(run.inst.tick)
+    return raised
+
+
+@dataclass(frozen=True)
+class _Searched:
+    """What the CP-SAT search gave: its solver (for the statistics), CP-SAT's status, the bound in
+    ticks (the floor or CP-SAT's), and the best schedule's starts and value (the hint's where the
+    search found nothing faster)."""
+
+    solver: cp_model.CpSolver
+    status: str
+    bound: int
+    starts: list[int] | None
+    value: int | None
+
+
+def _search(
+    run: _Run,
+    used_bounds: Bounds,
+    best: Candidate | None,
+    hint: Sequence[int] | None,
+    floor: int,
+    search_work: float,
+) -> _Searched | None:
+    # the CP-SAT search in three steps: build the model (hinted, cut at the start's value), solve,
+    # read the solution; None when the clock leaves no time to search
+    inst, hard = run.inst, run.hard
+    try:
+        built = build_model(
+            inst, used_bounds, hint=hint, upper=best.objective if best else None, symmetry=run.symmetry, deadline=hard
+        )
+    except WallLimitReached:
+        run.cut.append("model building")
+        return None
+    if hard.remaining() < 0.01:
+        run.cut.append("search")
+        return None
+
+    solver = make_solver(hard.remaining(), run.workers, run.seed, search_work, run.deterministic)
+    if run.gap_limit is not None:
+        solver.parameters.relative_gap_limit = float(run.gap_limit)  # CP-SAT's gap is ours: (value - bound) / value
+    callback = None
+    if run.progress is not None:
+        run.phase("search", best.objective if best else None, floor)
+        callback = run.progress.search_callback(inst.tick)
+        run.progress.watch_bound(solver, inst.tick)
+    with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
+        code = solver.solve(built.model, callback)
+    if hard.expired():
+        run.cut.append("search")
+
+    status = STATUS.get(code, "UNKNOWN")
+    solver_bound = solver.best_objective_bound if status in ("OPTIMAL", "FEASIBLE", "UNKNOWN") else None
+    # without redundant bounds (plain CP-SAT) only what the solver proved is reported
+    bound = max(
+        floor, int(np.ceil(solver_bound - 1e-9)) if solver_bound is not None and np.isfinite(solver_bound) else 0
+    )
+    starts: list[int] | None = None
+    value: int | None = None
+    if status in ("OPTIMAL", "FEASIBLE"):
+        starts = [solver.value(v) for v in built.start]
+        value = round(solver.objective_value)
+    if best is not None and (value is None or best.objective < value):
+        assert hint is not None  # set together with best
+        starts, value = list(hint), best.objective
+    if value is not None and status == "INFEASIBLE":
+        # the cut `objective <= hint` was infeasible below the hint: the hint is optimal
+        bound = value
+    return _Searched(solver, status, bound, starts, value)
+
+
+def _ending(
+    run: _Run,
+    used_bounds: Bounds,
+    origins: Sequence[tuple[Sequence[int], int]],
+    value: int,
+) -> Candidate | None:
+    # the search of the step's end and of windows through it (ending.py) from each origin in turn,
+    # until one finds a schedule faster than ``value``
+    for from_starts, from_value in origins:
+        if run.hard.expired():
+            break
+        found = search_windows(
+            run.inst, used_bounds, from_starts, from_value, run.hard, ENDING_SHARE * run.work, MIDDLE_SHARE * run.work,
+            run.seed, run.symmetry, run.deterministic,
+        )  # fmt: skip
+        if found is not None and found.objective < value:
+            return found
+    return None
 
 
 def optimize(
@@ -133,14 +344,14 @@ def optimize(
         raise ParameterError("tail_share", tail_share, "must be a fraction in [0, 1]; 0 turns it off")
     dl = deadline if deadline is not None else Deadline.after(time_limit)
     t0 = dl.start
-    cut: list[str] = []  # the phases the wall clock cut
     hard = dl.at(0.9)  # the last 10 % for the solver's answer and the result
+    cut: list[str] = []  # the phases the wall clock cut
+
+    # the instance and its analytic bounds
     try:
         inst = instance(problem, deadline=hard)
     except WallLimitReached:
         return cut_result(problem, t0, time_limit, workers, seed)
-    unit = problem.costs.time_unit
-    tick = inst.tick
     if progress is not None:
         progress.phase("bounds")
     try:
@@ -149,147 +360,61 @@ def optimize(
         bounds = work_bounds(inst)
         cut.append("bounds")
     if progress is not None:
-        progress.phase("starting schedules", bound=bounds.best * tick)
+        progress.phase("starting schedules", bound=bounds.best * inst.tick)
     common: CommonFields = dict(
         objective_name=problem.objective,
         bounds=bounds.as_dict(inst.tick),
         tick=inst.tick,
         exact=inst.exact,
-        time_unit=unit,
+        time_unit=problem.costs.time_unit,
         collectives=collectives_text(inst),
     )
     reason = cap_infeasibility(inst)
     if reason:
-        return OptimizeResult(
-            "INFEASIBLE",
-            objective=None,
-            bound=float("inf"),
-            wall_s=time.monotonic() - t0,
-            schedule=None,
-            timeline=None,
-            hint=None,
-            hint_objective=None,
-            reason=reason,
-            **common,
-        )
+        return _infeasible(t0, common, reason)
     work = float(time_limit if work_limit is None else work_limit)
-    limits_note = {"workers": workers, "seed": seed, "time_limit_s": time_limit}
+    limits_note: dict[str, Any] = {"workers": workers, "seed": seed, "time_limit_s": time_limit}
     if deterministic:
         limits_note.update(work_limit_s=work, deterministic=True)
-    # the hint phase is bounded by counts (greedy rules, families, local-search moves); the clock
-    # only cuts it on a machine too slow to finish them within most of the time limit
-    safety = dl.at(0.8).end
-    block_work = 0.0  # the work the modulo blocks took from the search's (modulo.py)
-    best: Candidate | None = best_candidate(inst, use_families, deadline=safety, hard=hard.end) if hints else None
-    second: Candidate | None = None
-    if hints:  # the zero-bubble paper's heuristic (8 variants) too: the result is never worse than it
-        start_cands = [c for c in (best, *zb_candidates(inst, hard.end)) if c is not None]
-        if several_stages_per_device(inst):  # building blocks at an interval (periodic.py): V, loop under a cap
-            start_cands += periodic_candidates(inst, safety)
-            if inst.cap is not None and block_share > 0:  # blocks placed by CP-SAT (modulo.py, coarse.py)
-                top = min((c.objective for c in start_cands), default=None)
-                blocks, block_work = block_candidates(
-                    inst, top, block_share * work, max(0.0, safety - time.monotonic()), dl.stop
-                )
-                start_cands += [c for c in blocks if top is None or c.objective < top]
-        ranked = sorted(start_cands, key=lambda c: (c.objective, c.source))
-        best = ranked[0] if ranked else None
-        # the fastest start of another source: the windows through the step also run from it
-        # where they find nothing from the best (see there)
-        second = next((c for c in ranked[1:] if c.source != ranked[0].source), None)
-    if hints and time.monotonic() > safety:
+    run = _Run(
+        inst, dl, hard, time_limit, work, workers, seed, symmetry, deterministic, gap_limit, progress, common,
+        limits_note, cut,
+    )  # fmt: skip
+
+    # the starting schedules, the best improved by the local search: the search's hint
+    safety = dl.at(0.8).end  # the clock cuts the counted phases only on a machine too slow for them
+    starts = (
+        starting_schedules(inst, use_families, block_share, work, safety, hard.end, dl.stop)
+        if hints
+        else Starts(None, None, 0.0, False)
+    )
+    if starts.cut:
         cut.append("starting schedules")
-    phase = "the starting schedules"
-    start_floor = bounds.best if redundant_bounds else 0
-
-    def gap_reached(value_ticks: int | None, bound_ticks: int) -> bool:
-        # a schedule within the requested gap of a proven bound (no gap limit: never)
-        return (
-            gap_limit is not None
-            and value_ticks is not None
-            and (relative_gap(value_ticks, bound_ticks) or 0.0) <= gap_limit
-        )
-
-    if (
-        best is not None
-        and local_search
-        and best.objective > start_floor
-        and time.monotonic() < safety
-        and not gap_reached(best.objective, start_floor)
-    ):
-        phase = "the local search"
-        if progress is not None:
-            progress.phase("local search", best.objective * tick)
-        best = improve(inst, best, seed=seed, deadline=dl.at(0.5).end)
-        if time.monotonic() > dl.at(0.5).end:
-            cut.append("local search")
-    hint = canonical_starts(inst, best.starts) if (best is not None and symmetry) else (best.starts if best else None)
+    best, second = starts.best, starts.second
     floor = bounds.best if redundant_bounds else 0
-
-    def start_result(bound_ticks: int, note: dict, reason: str = "") -> OptimizeResult:
-        # the starting schedule (if any) without search: OPTIMAL when it meets the bound, UNKNOWN
-        # without one (``best``, ``hint`` and ``common`` read at the call)
-        sched = tl = None
-        value = best.objective if best is not None else None
-        if value is not None and hint is not None:
-            sched, tl = schedule_from_starts(inst, hint, "cp-sat")
-        bound = bound_ticks if value is None else min(bound_ticks, value)
-        return OptimizeResult(
-            "UNKNOWN" if value is None else ("OPTIMAL" if bound >= value else "FEASIBLE"),
-            objective=None if value is None else value * inst.tick,
-            bound=bound * inst.tick,
-            wall_s=time.monotonic() - t0,
-            schedule=sched,
-            timeline=tl,
-            hint=best.source if best is not None else None,
-            hint_objective=None if value is None else value * inst.tick,
-            solver={**note, **limits_note, **cut_stats(cut, dl.stopped())},
-            reason=reason,
-            **common,
-        )
-
-    def hint_proven(proof: str) -> OptimizeResult:
-        return start_result(best.objective if best is not None else 0, {"proof": proof})
-
-    def within_gap(bound_ticks: int, cand: Candidate | None = None) -> bool:
-        # the best start (or ``cand``) is already within the requested gap of the proven bound
-        c = best if cand is None else cand
-        return c is not None and c.objective > bound_ticks and gap_reached(c.objective, bound_ticks)
-
-    def gap_met(bound_ticks: int, phase: str) -> OptimizeResult:
-        # stopped within the gap limit before the search: the start and the bound so far
-        note = {"stopped": f"within the gap limit after {phase}", "gap_limit": gap_limit}
-        reason = f"within the gap limit {gap_limit:.4g} of the bound after {phase}; not searched further"
-        return start_result(bound_ticks, note, reason)
-
+    phase = "the starting schedules"
+    if local_search:
+        best, phase = _improved(run, best, floor, safety)
+    hint = canonical_starts(inst, best.starts) if (best is not None and symmetry) else (best.starts if best else None)
     if best is not None and best.objective <= floor:
-        # the hint meets the analytic bound: proven optimal without search
-        return hint_proven("hint meets the analytic bound")
-    if best is not None and hint is not None and within_gap(floor):
-        return gap_met(floor, phase)
+        return _proven(run, best, hint, "hint meets the analytic bound")
+    if best is not None and hint is not None and run.within_gap(best, floor):
+        return _gap_met(run, best, hint, floor, phase)
+
+    # a probe of the one-device relaxation (relax.py): a small exact model per device. Unless
+    # relax_first, only _RELAX_PROBE of its share runs here: it often proves the start optimal at
+    # once (unit costs, cap p*M_F, c=1 at (16,32): 0.1 deterministic s); the rest runs after the
+    # search, and only when the search found no proof
     analytic = bounds
     if redundant_bounds and relax_share > 0 and not hard.expired():
-        # the one-device relaxation (relax.py): a small exact model per device, a share of the time.
-        # Unless relax_first, only a probe (_RELAX_PROBE of that share) runs here: it often proves
-        # the start optimal at once (unit costs, cap p*M_F, c=1 at (16,32): 0.1 deterministic s);
-        # the rest runs after the search, and only when the search found no proof
         share = 1.0 if relax_first else _RELAX_PROBE
         budget = min(share * relax_share * time_limit, 0.5 * hard.remaining())
-        if progress is not None:
-            progress.phase("device relaxation", best.objective * tick if best else None)
-        relax_best, relax_per = relaxation_bound(
-            inst, bounds, max(0.0, budget), workers, seed, share * relax_share * work, deterministic, dl.stop
-        )
-        bounds = replace(
-            bounds,
-            device_relaxation=relax_best,
-            per_device=tuple(max(a, b) for a, b in zip(bounds.per_device, relax_per)),
-        )
-        common["bounds"] = bounds.as_dict(inst.tick)
+        run.phase("device relaxation", best.objective if best else None)
+        bounds = _relaxed(run, bounds, bounds, max(0.0, budget), share * relax_share * work)
         if best is not None and best.objective <= bounds.best:
-            return hint_proven("hint meets the device-relaxation bound")
-        if best is not None and hint is not None and within_gap(bounds.best):
-            return gap_met(bounds.best, "the device relaxation")
+            return _proven(run, best, hint, "hint meets the device-relaxation bound")
+        if best is not None and hint is not None and run.within_gap(best, bounds.best):
+            return _gap_met(run, best, hint, bounds.best, "the device relaxation")
         # reported and kept as the floor, but not posted: the search proves faster on the analytic
         # bounds alone (unit costs, cap p*M_F, c=1 at (16,64): optimal at 3.9 deterministic s
         # without, not within 10.5 with the relaxation's per-device floors)
@@ -298,7 +423,7 @@ def optimize(
         cut.append("device relaxation")
     # the memory-cycle bound stays out of the model (bounds.py): a floor only, like the relaxation's
     used_bounds = replace(analytic, memory_cycle=0) if redundant_bounds else bounds.unposted()
-    search_work = max(0.01, (work * (1 - relax_share) if redundant_bounds else work) - block_work)
+    search_work = max(0.01, (work * (1 - relax_share) if redundant_bounds else work) - starts.block_work)
     # several stages per device under a cap, one pipe: an unhinted search (below.py) after the
     # hinted one, with work of its own (the blocks may leave the hinted search 0.01, and a
     # periodic hint holds it: V, p = 4, m = 12, delay 1, budget 3 stayed at 64.5, 62.5 unhinted);
@@ -309,7 +434,11 @@ def optimize(
         and several_stages_per_device(inst)
         and inst.problem.placement.num_pipes == 1
     )
-    unhinted_work = UNHINTED_SHARE * work if unhinted else 0.0
+
+    # placements with several stages per device: the search on the whole model rarely moves the
+    # start; the rest of the step after its warm-up does (tail.py). The search below still starts
+    # from the same start with its whole budget, so what it finds or proves is what it did
+    # without this step; the better of the two is kept
     tail_best: Candidate | None = None
     if (
         best is not None
@@ -318,187 +447,109 @@ def optimize(
         and several_stages_per_device(inst)
         and not hard.expired()
     ):
-        # placements with several stages per device: the search on the whole model rarely moves
-        # the start; the rest of the step after its warm-up does (tail.py). The search below
-        # still starts from the same start with its whole budget, so what it finds or proves is
-        # what it did without this step; the better of the two is kept
-        if progress is not None:
-            progress.phase("search after the warm-up", best.objective * tick, floor * tick)
+        run.phase("search after the warm-up", best.objective, floor)
         tail_best = search_after_warmup(
-            inst,
-            used_bounds,
-            best,
-            hint,
-            min(tail_share * time_limit, hard.remaining()),
-            tail_share * search_work,
-            workers,
-            seed,
-            gap_limit,
-            symmetry,
-            deterministic,
-            progress,
-        )
+            inst, used_bounds, best, hint, min(tail_share * time_limit, hard.remaining()), tail_share * search_work,
+            workers, seed, gap_limit, symmetry, deterministic, progress,
+        )  # fmt: skip
         if hard.expired():
             cut.append("search after the warm-up")
-        if tail_best is not None and (tail_best.objective <= floor or within_gap(floor, tail_best)):
-            best, hint = tail_best, tail_best.starts  # (start_result reads them)
-            if best.objective <= floor:
-                return hint_proven("the search after the warm-up meets the bound")
-            return gap_met(floor, "the search after the warm-up")
-    try:
-        built = build_model(
-            inst, used_bounds, hint=hint, upper=best.objective if best else None, symmetry=symmetry, deadline=hard
-        )
-    except WallLimitReached:
-        built = None
-        cut.append("model building")
-    if built is None or hard.remaining() < 0.01:
-        # no time left to search: the best schedule and bound found so far
-        if built is not None:
-            cut.append("search")
-        return start_result(floor, {}, cut_reason(cut, dl.stopped()))
-    tail_note: dict[str, str] = {}
-    solver = make_solver(hard.remaining(), workers, seed, search_work, deterministic)
-    if gap_limit is not None:
-        solver.parameters.relative_gap_limit = float(gap_limit)  # CP-SAT's gap is ours: (value - bound) / value
-    callback = None
-    if progress is not None:
-        progress.phase("search", best.objective * tick if best else None, floor * tick)
-        callback = progress.search_callback(tick)
-        progress.watch_bound(solver, tick)
-    with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
-        code = solver.solve(built.model, callback)
-    if hard.expired():
-        cut.append("search")
-    status = cp_status = STATUS.get(code, "UNKNOWN")
-    solver_bound = solver.best_objective_bound if status in ("OPTIMAL", "FEASIBLE", "UNKNOWN") else None
-    # without redundant bounds (plain CP-SAT) only what the solver proved is reported
-    bound_ticks = max(
-        floor, int(np.ceil(solver_bound - 1e-9)) if solver_bound is not None and np.isfinite(solver_bound) else 0
-    )
-    starts: list[int] | None = None
-    value: int | None = None
-    if status in ("OPTIMAL", "FEASIBLE"):
-        starts = [solver.value(v) for v in built.start]
-        value = round(solver.objective_value)
-    if best is not None and (value is None or best.objective < value):
-        assert hint is not None  # set together with best (above)
-        starts, value = list(hint), best.objective
+        if tail_best is not None and (tail_best.objective <= floor or run.within_gap(tail_best, floor)):
+            if tail_best.objective <= floor:
+                return _proven(run, tail_best, tail_best.starts, "the search after the warm-up meets the bound")
+            return _gap_met(run, tail_best, tail_best.starts, floor, "the search after the warm-up")
+
+    # the CP-SAT search from the hint
+    searched = _search(run, used_bounds, best, hint, floor, search_work)
+    if searched is None:  # no time left to search: the best schedule and bound found so far
+        return _start_result(run, best, hint, floor, {}, cut_reason(cut, dl.stopped()))
+    solver, cp_status = searched.solver, searched.status
+    status, bound_ticks, starts_found, value = cp_status, searched.bound, searched.starts, searched.value
     if status == "INFEASIBLE" and best is None:
-        return OptimizeResult(
-            "INFEASIBLE",
-            objective=None,
-            bound=float("inf"),
-            wall_s=time.monotonic() - t0,
-            schedule=None,
-            timeline=None,
-            hint=None,
-            hint_objective=None,
-            reason="CP-SAT proved that no schedule meets the constraints",
-            solver=solver_stats(solver, workers, seed, time_limit, cp_status),
-            **common,
-        )
-    if value is not None and status == "INFEASIBLE":
-        # the cut `objective <= hint` was infeasible below the hint: the hint is optimal
-        bound_ticks = value
+        stats = solver_stats(solver, workers, seed, time_limit, cp_status)
+        return _infeasible(t0, common, "CP-SAT proved that no schedule meets the constraints", solver=stats)
+
+    # the searches that may still move the schedule: unhinted, after the warm-up, the step's end
+    tail_note: dict[str, str] = {}
     if (
         unhinted
         and value is not None
         and bound_ticks < value
-        and not gap_reached(value, bound_ticks)
+        and not run.gap_reached(value, bound_ticks)
         and not hard.expired()
     ):
         below = search_below(
-            inst, used_bounds, value, hard.remaining(), unhinted_work, workers, seed, symmetry,
+            inst, used_bounds, value, hard.remaining(), UNHINTED_SHARE * work, workers, seed, symmetry,
             deterministic, gap_limit,
         )  # fmt: skip
         if hard.expired():
             cut.append("unhinted search")
         bound_ticks = max(bound_ticks, below.bound)
         if below.value is not None and below.starts is not None:
-            starts, value = below.starts, below.value
+            starts_found, value = below.starts, below.value
             tail_note = {"unhinted": "the unhinted search found the schedule"}
     if tail_best is not None and (value is None or tail_best.objective < value):
-        starts, value = tail_best.starts, tail_best.objective
+        starts_found, value = tail_best.starts, tail_best.objective
         tail_note = {"after_warmup": "the search after the warm-up found the schedule"}
     if (
         unhinted
-        and starts is not None
+        and starts_found is not None
         and value is not None
-        and not gap_reached(value, bound_ticks)
+        and not run.gap_reached(value, bound_ticks)
         and not hard.expired()
     ):
         # the same points: their best schedule is often periodic, and its end is what the
-        # searches above leave (ending.py: V, p = 8, m = 24, budget 4: 85.5 -> 84.5 in 0.1 CPU s)
-        if progress is not None:
-            progress.phase("search of the step's end", value * tick, bound_ticks * tick)
-        # from the best start, then, where the windows find nothing there, from the fastest start
+        # searches above leave (ending.py: V, p = 8, m = 24, budget 4: 85.5 -> 84.5 in 0.1 CPU s).
+        # From the best start, then, where the windows find nothing there, from the fastest start
         # of another source: a slower start can leave them more to move (V, p = 8, m = 24, delay 1,
         # budget 5: nothing from two microbatches per 10 units, 158.5; 155.5 from one per 5, 159.5)
-        origins: list[tuple[Sequence[int], int]] = [(starts, value)]
+        run.phase("search of the step's end", value, bound_ticks)
+        origins: list[tuple[Sequence[int], int]] = [(starts_found, value)]
         if second is not None:
             origins.append((canonical_starts(inst, second.starts) if symmetry else second.starts, second.objective))
-        ending = None
-        for from_starts, from_value in origins:
-            if hard.expired():
-                break
-            found = search_windows(
-                inst, used_bounds, from_starts, from_value, hard, ENDING_SHARE * work, MIDDLE_SHARE * work, seed,
-                symmetry, deterministic,
-            )  # fmt: skip
-            if found is not None and found.objective < value:
-                ending = found
-                break
+        ending = _ending(run, used_bounds, origins, value)
         if hard.expired():
             cut.append("search of the step's end")
         if ending is not None:
-            starts, value = ending.starts, ending.objective
+            starts_found, value = ending.starts, ending.objective
             where = "the step's end" if ending.source == "end" else "windows through the step"
             tail_note = {"ending": f"the search of {where} found the schedule"}
-    searched_within_gap = gap_reached(value, bound_ticks)
+
+    # no proof from the search: the one-device relaxation may still raise the bound. It runs after
+    # the search so that a proof by search costs nothing more (unit costs, cap p*M_F, c=1 at
+    # (16,64): 20 of 38 CPU seconds went to a relaxation the proof did not need)
     if (
         value is not None
         and bound_ticks < value
         and redundant_bounds
         and relax_share > 0
         and not relax_first
-        and not searched_within_gap
+        and not run.gap_reached(value, bound_ticks)
     ):
-        # no proof from the search: the one-device relaxation may still raise the bound.
-        # It runs after the search so that a proof by search costs nothing more (unit costs, cap
-        # p*M_F, c=1 at (16,64): 20 of 38 CPU seconds went to a relaxation the proof did not need)
         if hard.expired():
             cut.append("device relaxation")
         else:
             # the whole share again from the analytic bounds, not the rest of it after the probe's:
             # the same bound as a relaxation run first
             wall = max(0.0, min(relax_share * time_limit, hard.remaining()))
-            if progress is not None:
-                progress.phase("device relaxation", value * tick, bound_ticks * tick)
-            relax_best, relax_per = relaxation_bound(
-                inst, analytic, wall, workers, seed, relax_share * work, deterministic, dl.stop
-            )
-            bounds = replace(
-                bounds,
-                device_relaxation=max(bounds.device_relaxation, relax_best),
-                per_device=tuple(max(a, b) for a, b in zip(bounds.per_device, relax_per)),
-            )
-            common["bounds"] = bounds.as_dict(inst.tick)
+            run.phase("device relaxation", value, bound_ticks)
+            bounds = _relaxed(run, bounds, analytic, wall, relax_share * work)
             bound_ticks = max(bound_ticks, bounds.best)
+
+    # the result
     if value is not None:
         bound_ticks = min(bound_ticks, value)
         status = "OPTIMAL" if bound_ticks >= value else "FEASIBLE"
-        if progress is not None:
-            progress.phase("done", value * tick, bound_ticks * tick)
+        run.phase("done", value, bound_ticks)
     sched = tl = None
-    if starts is not None:
-        sched, tl = schedule_from_starts(inst, starts, "cp-sat")
+    if starts_found is not None:
+        sched, tl = schedule_from_starts(inst, starts_found, "cp-sat")
     stats = solver_stats(solver, workers, seed, time_limit, cp_status)
     stats.update(limits_note)
     stats.update(cut_stats(cut, dl.stopped()))
     stats.update(tail_note)
     reason = cut_reason(cut, dl.stopped()) if status != "OPTIMAL" else ""
-    if status == "FEASIBLE" and gap_reached(value, bound_ticks):
+    if status == "FEASIBLE" and run.gap_reached(value, bound_ticks):
         stats.update(stopped="within the gap limit during the search", gap_limit=gap_limit)
         reason = f"within the gap limit {gap_limit:.4g} of the bound during the search"
     return OptimizeResult(
