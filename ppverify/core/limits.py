@@ -34,8 +34,6 @@ MAX_SWEEP_POINTS = 1_000_000
 MAX_NUMBER = 1e15
 #: longest cell of a CSV or text table (an action is a few characters; an overlapped slot tens)
 MAX_CELL_CHARS = 1024
-#: longest ``--time-limit`` in seconds (about 30 years: the system's interval timer ends near 2**31 s)
-MAX_SECONDS = 1e9
 #: default of ``--max-memory-gib``: memory a command may plan to use (estimated before it builds)
 DEFAULT_MAX_MEMORY_GIB = 2.0
 #: largest ``--max-memory-gib`` accepted (a mebibyte short of a pebibyte: past any machine)

@@ -13,13 +13,15 @@ import contextvars
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .limits import MAX_SECONDS, LimitError
+from .limits import LimitError
 
 #: the :func:`time_limit` in force: (deadline, flag, seconds, clock), read by :func:`check_time`
 _DEADLINE: contextvars.ContextVar[tuple[float, str, float, Callable[[], float]] | None] = contextvars.ContextVar(
     "ppverify_deadline", default=None
 )
 
+#: longest ``--time-limit`` in seconds (about 30 years: the system's interval timer ends near 2**31 s)
+MAX_SECONDS = 1e9
 #: a command given ``--time-limit T`` with a hard stop ends by ``T`` times this (the issue's 10 %)
 HARD_STOP_FACTOR = 1.08
 
