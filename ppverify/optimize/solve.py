@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -74,7 +74,7 @@ class _Run:
     progress: Progress | None
     common: CommonFields
     limits_note: dict[str, Any]
-    cut: list[str] = field(default_factory=list)
+    cut: list[str]
 
     def phase(self, name: str, value: int | None = None, bound: int | None = None) -> None:
         # tell the progress display (if any) that a phase starts; value and bound in ticks
