@@ -75,6 +75,9 @@ def one(p: int, delay: float, args: argparse.Namespace, costs: dict[str, float] 
     rows = d.family_rows()
     faster = [r for r in rows if r["difference"] is not None and r["difference"] > EPS]
     faster_searched = [r for r in faster if r["placement"] in searched]
+    # families on placements this run does not search (bidirectional ones): named, not counted
+    others = [r for r in faster if r["placement"] not in searched]
+    others_text = ", ".join(f"{r['family']} on {r['placement']}" for r in others)
     print(
         f"p={p} m={m} costs {text} delay={delay:g} placements {args.placements} work {args.work:g}/point"
         f"{f' (+{args.search_work:g} again above the gap)' if args.search_work else ''}"
@@ -94,7 +97,8 @@ def one(p: int, delay: float, args: argparse.Namespace, costs: dict[str, float] 
         )
     print(
         f"  families faster than the frontier at their peak: {len(faster_searched)} on searched placements "
-        f"({', '.join(r['family'] for r in faster_searched) or 'none'}), {len(faster) - len(faster_searched)} on others"
+        f"({', '.join(r['family'] for r in faster_searched) or 'none'}), {len(others)} on others"
+        f"{' (' + others_text + ')' if others else ''}"
     )
     by = {r["family"]: r for r in rows}
     for fam in ("v-min", "v-half", "1f1b", "zb-h1", "zbv"):
