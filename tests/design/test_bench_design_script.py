@@ -57,6 +57,9 @@ def test_small_frontier_by_hand(bench, monkeypatch, capsys):
     assert "v budget 2: peak 2, step 12.5, bound 12.5, gap 0 %" in out
     assert "bubble 4.000%" in out
     assert "0 on searched placements" in out
+    # two pipes fill each other's fill: Chimera and DualPipe (bidirectional, not searched) take the
+    # busy time 12 itself at their peak of 3, where the frontier is 12.5; named, not hidden
+    assert "2 on others (chimera on bidirectional, dualpipe on bidirectional)" in out
 
 
 def test_time_limit_alone_caps_the_work(bench, monkeypatch, capsys):
