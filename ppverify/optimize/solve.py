@@ -14,33 +14,34 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
-
-import numpy as np
-from ortools.sat.python import cp_model
 
 from ..core.errors import ParameterError
 from .below import search_below
-from .bounds import Bounds, lower_bounds, work_bounds
+from .bounds import lower_bounds, work_bounds
 from .deadline import Deadline, WallLimitReached
-from .ending import search_windows
 from .heuristic import Candidate, canonical_starts
-from .interrupt import stoppable
-from .localsearch import improve
-from .model import build_model
-from .problem import Instance, Problem, cap_infeasibility, instance
-from .relax import relaxation_bound
-from .result import CommonFields, OptimizeResult, relative_gap
+from .phases import (
+    Run,
+    cp_search,
+    gap_met,
+    improved,
+    infeasible_result,
+    proven,
+    relaxed,
+    search_ending,
+    start_result,
+)
+from .problem import Problem, cap_infeasibility, instance
+from .result import CommonFields, OptimizeResult
 from .solver_run import Progress
 from .solver_setup import (
-    STATUS,
     check_limits,
     collectives_text,
     cut_reason,
     cut_result,
     cut_stats,
-    make_solver,
     schedule_from_starts,
     solver_stats,
 )
@@ -52,213 +53,6 @@ _RELAX_PROBE = 0.1
 #: share of a point's work the unhinted search adds on several stages per device under a cap
 #: (below.py)
 UNHINTED_SHARE = 0.3
-#: and the search of the step's end and windows through it (ending.py) these shares, after the others
-ENDING_SHARE, MIDDLE_SHARE = 0.1, 0.4
-
-
-@dataclass(frozen=True)
-class _Run:
-    """One call of :func:`optimize`: what its phases read, and the phases the clock cut so far
-    (``cut``, appended to as they happen; ``common["bounds"]`` follows the bounds as they rise)."""
-
-    inst: Instance
-    dl: Deadline
-    hard: Deadline  # the last 10 % of ``dl`` kept for the solver's answer and the result
-    time_limit: float
-    work: float
-    workers: int
-    seed: int
-    symmetry: bool
-    deterministic: bool
-    gap_limit: float | None
-    progress: Progress | None
-    common: CommonFields
-    limits_note: dict[str, Any]
-    cut: list[str]
-
-    def phase(self, name: str, value: int | None = None, bound: int | None = None) -> None:
-        # tell the progress display (if any) that a phase starts; value and bound in ticks
-        if self.progress is not None:
-            tick = self.inst.tick
-            self.progress.phase(name, None if value is None else value * tick, None if bound is None else bound * tick)
-
-    def gap_reached(self, value: int | None, bound: int) -> bool:
-        # a schedule within the requested gap of a proven bound (no gap limit: never)
-        return (
-            self.gap_limit is not None and value is not None and (relative_gap(value, bound) or 0.0) <= self.gap_limit
-        )
-
-    def within_gap(self, start: Candidate | None, bound: int) -> bool:
-        # a start already within the requested gap of the proven bound, without meeting it
-        return start is not None and start.objective > bound and self.gap_reached(start.objective, bound)
-
-
-def _infeasible(t0: float, common: CommonFields, reason: str, **solver: Any) -> OptimizeResult:
-    # no schedule meets the constraints (the cap, or CP-SAT's proof)
-    return OptimizeResult(
-        "INFEASIBLE",
-        objective=None,
-        bound=float("inf"),
-        wall_s=time.monotonic() - t0,
-        schedule=None,
-        timeline=None,
-        hint=None,
-        hint_objective=None,
-        reason=reason,
-        **solver,
-        **common,
-    )
-
-
-def _start_result(
-    run: _Run, best: Candidate | None, hint: Sequence[int] | None, bound: int, note: dict[str, Any], reason: str = ""
-) -> OptimizeResult:
-    # the starting schedule (if any) without search: OPTIMAL when it meets the bound, UNKNOWN without one
-    inst = run.inst
-    sched = tl = None
-    value = best.objective if best is not None else None
-    if value is not None and hint is not None:
-        sched, tl = schedule_from_starts(inst, hint, "cp-sat")
-    if value is not None:
-        bound = min(bound, value)
-    return OptimizeResult(
-        "UNKNOWN" if value is None else ("OPTIMAL" if bound >= value else "FEASIBLE"),
-        objective=None if value is None else value * inst.tick,
-        bound=bound * inst.tick,
-        wall_s=time.monotonic() - run.dl.start,
-        schedule=sched,
-        timeline=tl,
-        hint=best.source if best is not None else None,
-        hint_objective=None if value is None else value * inst.tick,
-        solver={**note, **run.limits_note, **cut_stats(run.cut, run.dl.stopped())},
-        reason=reason,
-        **run.common,
-    )
-
-
-def _proven(run: _Run, best: Candidate | None, hint: Sequence[int] | None, proof: str) -> OptimizeResult:
-    return _start_result(run, best, hint, best.objective if best is not None else 0, {"proof": proof})
-
-
-def _gap_met(run: _Run, best: Candidate | None, hint: Sequence[int] | None, bound: int, phase: str) -> OptimizeResult:
-    # stopped within the gap limit before the search: the start and the bound so far
-    note = {"stopped": f"within the gap limit after {phase}", "gap_limit": run.gap_limit}
-    reason = f"within the gap limit {run.gap_limit:.4g} of the bound after {phase}; not searched further"
-    return _start_result(run, best, hint, bound, note, reason)
-
-
-def _improved(run: _Run, best: Candidate | None, floor: int, safety: float) -> tuple[Candidate | None, str]:
-    # the local search (localsearch.py) on the best start, unless it already meets the bound or
-    # the requested gap; also the phase's name for the notes
-    if best is None or best.objective <= floor or time.monotonic() >= safety or run.gap_reached(best.objective, floor):
-        return best, "the starting schedules"
-    run.phase("local search", best.objective)
-    best = improve(run.inst, best, seed=run.seed, deadline=run.dl.at(0.5).end)
-    if time.monotonic() > run.dl.at(0.5).end:
-        run.cut.append("local search")
-    return best, "the local search"
-
-
-def _relaxed(run: _Run, bounds: Bounds, start: Bounds, wall: float, work: float) -> Bounds:
-    # ``bounds`` raised by the one-device relaxation (relax.py) run from ``start``'s bounds
-    relax_best, relax_per = relaxation_bound(
-        run.inst, start, wall, run.workers, run.seed, work, run.deterministic, run.dl.stop
-    )
-    raised = replace(
-        bounds,
-        device_relaxation=max(bounds.device_relaxation, relax_best),
-        per_device=tuple(max(a, b) for a, b in zip(bounds.per_device, relax_per)),
-    )
-    run.common["bounds"] = raised.as_dict(run.inst.tick)
-    return raised
-
-
-@dataclass(frozen=True)
-class _Searched:
-    """What the CP-SAT search gave: its solver (for the statistics), CP-SAT's status, the bound in
-    ticks (the floor or CP-SAT's), and the best schedule's starts and value (the hint's where the
-    search found nothing faster)."""
-
-    solver: cp_model.CpSolver
-    status: str
-    bound: int
-    starts: list[int] | None
-    value: int | None
-
-
-def _search(
-    run: _Run,
-    used_bounds: Bounds,
-    best: Candidate | None,
-    hint: Sequence[int] | None,
-    floor: int,
-    search_work: float,
-) -> _Searched | None:
-    # the CP-SAT search in three steps: build the model (hinted, cut at the start's value), solve,
-    # read the solution; None when the clock leaves no time to search
-    inst, hard = run.inst, run.hard
-    try:
-        built = build_model(
-            inst, used_bounds, hint=hint, upper=best.objective if best else None, symmetry=run.symmetry, deadline=hard
-        )
-    except WallLimitReached:
-        run.cut.append("model building")
-        return None
-    if hard.remaining() < 0.01:
-        run.cut.append("search")
-        return None
-
-    solver = make_solver(hard.remaining(), run.workers, run.seed, search_work, run.deterministic)
-    if run.gap_limit is not None:
-        solver.parameters.relative_gap_limit = float(run.gap_limit)  # CP-SAT's gap is ours: (value - bound) / value
-    callback = None
-    if run.progress is not None:
-        run.phase("search", best.objective if best else None, floor)
-        callback = run.progress.search_callback(inst.tick)
-        run.progress.watch_bound(solver, inst.tick)
-    with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
-        code = solver.solve(built.model, callback)
-    if hard.expired():
-        run.cut.append("search")
-
-    status = STATUS.get(code, "UNKNOWN")
-    solver_bound = solver.best_objective_bound if status in ("OPTIMAL", "FEASIBLE", "UNKNOWN") else None
-    # without redundant bounds (plain CP-SAT) only what the solver proved is reported
-    bound = max(
-        floor, int(np.ceil(solver_bound - 1e-9)) if solver_bound is not None and np.isfinite(solver_bound) else 0
-    )
-    starts: list[int] | None = None
-    value: int | None = None
-    if status in ("OPTIMAL", "FEASIBLE"):
-        starts = [solver.value(v) for v in built.start]
-        value = round(solver.objective_value)
-    if best is not None and (value is None or best.objective < value):
-        assert hint is not None  # set together with best
-        starts, value = list(hint), best.objective
-    if value is not None and status == "INFEASIBLE":
-        # the cut `objective <= hint` was infeasible below the hint: the hint is optimal
-        bound = value
-    return _Searched(solver, status, bound, starts, value)
-
-
-def _ending(
-    run: _Run,
-    used_bounds: Bounds,
-    origins: Sequence[tuple[Sequence[int], int]],
-    value: int,
-) -> Candidate | None:
-    # the search of the step's end and of windows through it (ending.py) from each origin in turn,
-    # until one finds a schedule faster than ``value``
-    for from_starts, from_value in origins:
-        if run.hard.expired():
-            break
-        found = search_windows(
-            run.inst, used_bounds, from_starts, from_value, run.hard, ENDING_SHARE * run.work, MIDDLE_SHARE * run.work,
-            run.seed, run.symmetry, run.deterministic,
-        )  # fmt: skip
-        if found is not None and found.objective < value:
-            return found
-    return None
 
 
 def optimize(
@@ -371,12 +165,12 @@ def optimize(
     )
     reason = cap_infeasibility(inst)
     if reason:
-        return _infeasible(t0, common, reason)
+        return infeasible_result(t0, common, reason)
     work = float(time_limit if work_limit is None else work_limit)
     limits_note: dict[str, Any] = {"workers": workers, "seed": seed, "time_limit_s": time_limit}
     if deterministic:
         limits_note.update(work_limit_s=work, deterministic=True)
-    run = _Run(
+    run = Run(
         inst, dl, hard, time_limit, work, workers, seed, symmetry, deterministic, gap_limit, progress, common,
         limits_note, cut,
     )  # fmt: skip
@@ -394,12 +188,12 @@ def optimize(
     floor = bounds.best if redundant_bounds else 0
     phase = "the starting schedules"
     if local_search:
-        best, phase = _improved(run, best, floor, safety)
+        best, phase = improved(run, best, floor, safety)
     hint = canonical_starts(inst, best.starts) if (best is not None and symmetry) else (best.starts if best else None)
     if best is not None and best.objective <= floor:
-        return _proven(run, best, hint, "hint meets the analytic bound")
+        return proven(run, best, hint, "hint meets the analytic bound")
     if best is not None and hint is not None and run.within_gap(best, floor):
-        return _gap_met(run, best, hint, floor, phase)
+        return gap_met(run, best, hint, floor, phase)
 
     # a probe of the one-device relaxation (relax.py): a small exact model per device. Unless
     # relax_first, only _RELAX_PROBE of its share runs here: it often proves the start optimal at
@@ -410,11 +204,11 @@ def optimize(
         share = 1.0 if relax_first else _RELAX_PROBE
         budget = min(share * relax_share * time_limit, 0.5 * hard.remaining())
         run.phase("device relaxation", best.objective if best else None)
-        bounds = _relaxed(run, bounds, bounds, max(0.0, budget), share * relax_share * work)
+        bounds = relaxed(run, bounds, bounds, max(0.0, budget), share * relax_share * work)
         if best is not None and best.objective <= bounds.best:
-            return _proven(run, best, hint, "hint meets the device-relaxation bound")
+            return proven(run, best, hint, "hint meets the device-relaxation bound")
         if best is not None and hint is not None and run.within_gap(best, bounds.best):
-            return _gap_met(run, best, hint, bounds.best, "the device relaxation")
+            return gap_met(run, best, hint, bounds.best, "the device relaxation")
         # reported and kept as the floor, but not posted: the search proves faster on the analytic
         # bounds alone (unit costs, cap p*M_F, c=1 at (16,64): optimal at 3.9 deterministic s
         # without, not within 10.5 with the relaxation's per-device floors)
@@ -456,18 +250,18 @@ def optimize(
             cut.append("search after the warm-up")
         if tail_best is not None and (tail_best.objective <= floor or run.within_gap(tail_best, floor)):
             if tail_best.objective <= floor:
-                return _proven(run, tail_best, tail_best.starts, "the search after the warm-up meets the bound")
-            return _gap_met(run, tail_best, tail_best.starts, floor, "the search after the warm-up")
+                return proven(run, tail_best, tail_best.starts, "the search after the warm-up meets the bound")
+            return gap_met(run, tail_best, tail_best.starts, floor, "the search after the warm-up")
 
     # the CP-SAT search from the hint
-    searched = _search(run, used_bounds, best, hint, floor, search_work)
+    searched = cp_search(run, used_bounds, best, hint, floor, search_work)
     if searched is None:  # no time left to search: the best schedule and bound found so far
-        return _start_result(run, best, hint, floor, {}, cut_reason(cut, dl.stopped()))
+        return start_result(run, best, hint, floor, {}, cut_reason(cut, dl.stopped()))
     solver, cp_status = searched.solver, searched.status
     status, bound_ticks, starts_found, value = cp_status, searched.bound, searched.starts, searched.value
     if status == "INFEASIBLE" and best is None:
         stats = solver_stats(solver, workers, seed, time_limit, cp_status)
-        return _infeasible(t0, common, "CP-SAT proved that no schedule meets the constraints", solver=stats)
+        return infeasible_result(t0, common, "CP-SAT proved that no schedule meets the constraints", solver=stats)
 
     # the searches that may still move the schedule: unhinted, after the warm-up, the step's end
     tail_note: dict[str, str] = {}
@@ -507,7 +301,7 @@ def optimize(
         origins: list[tuple[Sequence[int], int]] = [(starts_found, value)]
         if second is not None:
             origins.append((canonical_starts(inst, second.starts) if symmetry else second.starts, second.objective))
-        ending = _ending(run, used_bounds, origins, value)
+        ending = search_ending(run, used_bounds, origins, value)
         if hard.expired():
             cut.append("search of the step's end")
         if ending is not None:
@@ -533,7 +327,7 @@ def optimize(
             # the same bound as a relaxation run first
             wall = max(0.0, min(relax_share * time_limit, hard.remaining()))
             run.phase("device relaxation", value, bound_ticks)
-            bounds = _relaxed(run, bounds, analytic, wall, relax_share * work)
+            bounds = relaxed(run, bounds, analytic, wall, relax_share * work)
             bound_ticks = max(bound_ticks, bounds.best)
 
     # the result
