@@ -5,7 +5,8 @@ value the file was saved with.
 
 Precedence: ``--system/--model`` replace both; ``--costs`` replaces the cost model (and a stored
 system, whose times are seconds); ``--comm-delay`` replaces the communication; ``--sync`` and
-``--dp-allreduce`` replace the stored collectives.
+``--dp-allreduce`` replace the stored collectives. A ``--costs`` that frees activations otherwise
+than the stored cost model is noted on stderr (:func:`memory_model_notes`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 from dataclasses import dataclass, replace
 
 from ..core.comm import FixedDelay
+from ..core.costs import CostModel
 from ..core.errors import ScheduleFileError
 from ..core.schedule import Schedule
 from .presets_args import PresetContext
@@ -61,6 +63,8 @@ class Timing:
     dp_allreduce: int = 0
     #: which settings came from the file (``costs``, ``comm``), for the report
     from_file: tuple[str, ...] = ()
+    #: what the command line replaced that changes the result's meaning (printed on stderr)
+    notes: tuple[str, ...] = ()
 
 
 def timing_from_file(args: argparse.Namespace, schedule: Schedule, ctx: PresetContext) -> Timing:
@@ -129,6 +133,9 @@ def file_timing(path: str, given: FileOverrides, schedule: Schedule, ctx: Preset
 
     doc = read_json(path)
     used = []
+    notes = ()
+    if doc.costs is not None and given.costs:
+        notes = memory_model_notes(path, doc.costs, ctx.costs)
     if doc.costs is not None and not given.costs:
         if doc.costs.num_stages != schedule.num_stages:
             raise ScheduleFileError(
@@ -146,4 +153,33 @@ def file_timing(path: str, given: FileOverrides, schedule: Schedule, ctx: Preset
             used.append("comm")
         sync = sync or stored.sync
         dp = dp or stored.dp_allreduce
-    return Timing(ctx, sync or "eager", dp, tuple(used))
+    return Timing(ctx, sync or "eager", dp, tuple(used), notes)
+
+
+def memory_model_notes(path: str, saved: CostModel, given: CostModel) -> tuple[str, ...]:
+    """A note when ``--costs`` (``given``) frees activations otherwise than the cost model saved in
+    the file at ``path``: ``optimize --save`` stores its memory model (the zero-bubble paper's
+    ``I`` frees part of an activation), and abstract ``--costs`` let ``W`` free all of it, so the
+    same schedule's peaks can rise above the cap it was saved under.
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> pl = linear(2)
+        >>> saved = CostModel.abstract(pl, F=1, I=1, W=1, freed_by_I=0.25)
+        >>> memory_model_notes("s.json", saved, CostModel.abstract(pl, F=1, I=1, W=1))  # doctest: +ELLIPSIS
+        ("s.json: --costs replaces the file's cost model, whose I frees 25 % of an activation ...",)
+        >>> memory_model_notes("s.json", saved, saved)
+        ()
+    """
+    if tuple(saved.freed_by_I) == tuple(given.freed_by_I):
+        return ()
+
+    def share(model: CostModel) -> str:
+        shares = sorted(set(model.freed_by_I))
+        return f"{shares[0]:.0%}".replace("%", " %") if len(shares) == 1 else "a varying part"
+
+    return (
+        f"{path}: --costs replaces the file's cost model, whose I frees {share(saved)} of an activation "
+        f"(W the rest); with the given costs I frees {share(given)}, so peaks can differ from the ones "
+        "the file was saved with (leave out --costs to use the file's)",
+    )

@@ -8,6 +8,7 @@ after the boundary takes the request's values and never parses option text again
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass, replace
 
 from ..core.memory_cap import CapSpec, read_memory_cap
@@ -75,4 +76,7 @@ def request_timing(request: RunRequest, schedule: Schedule) -> Timing:
     ctx = resolve_presets(request.settings, schedule)
     s = request.settings
     given = FileOverrides(bool(s.costs), s.comm_delay is not None, request.sync, request.dp_allreduce)
-    return file_timing(request.source.name or "", given, schedule, ctx)
+    timing = file_timing(request.source.name or "", given, schedule, ctx)
+    for note in timing.notes:
+        print(f"ppverify: note: {note}", file=sys.stderr)
+    return timing

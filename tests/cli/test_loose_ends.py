@@ -284,3 +284,37 @@ def test_show_table_fits_100_columns_and_reads_back(capsys):
     # the wrapped blocks are still one table: the ops of every device, in program order
     want = [[str(a) for a in prog if a is not None] for prog in build("dualpipev", p=4, m=8).programs]
     assert [[str(a) for a in prog if a is not None] for prog in parse_paper_table(table)] == want
+
+
+# ---------------------------------------------------------------- --costs over a saved memory model
+
+
+def test_costs_over_a_saved_memory_model_say_so(tmp_path, capsys):
+    from ppverify.core.costs import CostModel
+    from ppverify.core.ops import parse_action
+    from ppverify.core.placement import linear
+    from ppverify.core.schedule import Schedule
+    from ppverify.io.json_format import save_json
+
+    # one device, F0 I0 F1 I1 W0 W1, one activation per microbatch. I frees half of it (as
+    # optimize --save stores its memory model): 1 at F0, 0.5 after I0, 1.5 at F1, then falling,
+    # so the peak is 1.5. With --costs W frees all of it: 2 at F1
+    pl = linear(1)
+    programs = (tuple(parse_action(a) for a in ["0F0", "0I0", "0F1", "0I1", "0W0", "0W1"]),)
+    path = save_json(
+        Schedule(pl, 2, programs, (0, 0)),
+        tmp_path / "s.json",
+        CostModel.abstract(pl, F=1, I=1, W=1, freed_by_I=0.5),
+    )
+    assert main(["simulate", str(path), "--memory-cap", "1.5"]) == 0
+    out, err = capsys.readouterr()
+    assert "highest peak 1.5" in out and "note" not in err
+    assert main(["simulate", str(path), "--memory-cap", "1.5", "--costs", "F=1,I=1,W=1"]) == 1
+    out, err = capsys.readouterr()
+    assert "device 0 over it (peak 2)" in out
+    assert f"ppverify: note: {path}: --costs replaces the file's cost model, whose I frees 50 %" in err
+    assert "with the given costs I frees 0 %" in err and err.count("note:") == 1
+    # verify reads the file the same way: VALID under the file's model, over the cap with --costs
+    assert main(["verify", str(path), "--memory-cap", "1.5"]) == 0
+    assert main(["verify", str(path), "--memory-cap", "1.5", "--costs", "F=1,I=1,W=1"]) == 1
+    assert capsys.readouterr().err.count("note:") == 1
