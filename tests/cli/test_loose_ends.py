@@ -318,3 +318,8 @@ def test_costs_over_a_saved_memory_model_say_so(tmp_path, capsys):
     assert main(["verify", str(path), "--memory-cap", "1.5"]) == 0
     assert main(["verify", str(path), "--memory-cap", "1.5", "--costs", "F=1,I=1,W=1"]) == 1
     assert capsys.readouterr().err.count("note:") == 1
+    # and show, which times the table with the same costs
+    assert main(["show", str(path), "--memory-cap", "1.5", "--no-table"]) == 0
+    assert "note" not in capsys.readouterr().err
+    assert main(["show", str(path), "--memory-cap", "1.5", "--no-table", "--costs", "F=1,I=1,W=1"]) == 1
+    assert capsys.readouterr().err.count("I frees 50 %") == 1
