@@ -211,7 +211,13 @@ def _worker_main(
 ) -> None:
     _die_with_parent(main_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
-    open_status(Path(status_path))
+    try:
+        open_status(Path(status_path))
+    except FileNotFoundError:
+        # the parent creates the file before it starts us and removes it as it ends: it is ending
+        # (Ctrl-C to the whole group while we started) and waits for no report; leave without the
+        # traceback multiprocessing would print
+        os._exit(1)
     set_status("importing torch", phase=-1)
     try:
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: no network needed

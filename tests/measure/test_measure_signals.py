@@ -176,3 +176,16 @@ def test_ctrl_c_to_the_process_group_is_130_in_one_line(when, tmp_path):
         assert wait_until(lambda: not session(proc.pid), 60)
     finally:
         cleanup(proc.pid)
+
+
+def test_a_worker_whose_run_is_gone_leaves_quietly(tmp_path):
+    # Ctrl-C to the group as a worker starts: the measuring process removes the run's directory,
+    # status files included, before the worker opens its own; the worker then exits 1, silently
+    code = textwrap.dedent(
+        f"""
+        from ppverify.measure.workers import _worker_main
+        _worker_main(1, 2, {str(tmp_path / "store")!r}, {str(tmp_path / "status-1")!r}, None, None, None, 1.0)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, timeout=120)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, b"", b"")
