@@ -12,6 +12,8 @@ than the stored cost model is noted on stderr (:func:`memory_model_notes`).
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..core.comm import FixedDelay
@@ -183,3 +185,18 @@ def memory_model_notes(path: str, saved: CostModel, given: CostModel) -> tuple[s
         f"(W the rest); with the given costs I frees {share(given)}, so peaks can differ from the ones "
         "the file was saved with (leave out --costs to use the file's)",
     )
+
+
+def print_notes(notes: Sequence[str]) -> None:
+    """Print each note (:attr:`Timing.notes`, :func:`memory_model_notes`) on stderr, one line each.
+
+    Example:
+        >>> import contextlib, io
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err):
+        ...     print_notes(["s.json: --costs replaces ..."])
+        >>> err.getvalue()
+        'ppverify: note: s.json: --costs replaces ...\\n'
+    """
+    for note in notes:
+        print(f"ppverify: note: {note}", file=sys.stderr)

@@ -8,14 +8,13 @@ after the boundary takes the request's values and never parses option text again
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass, replace
 
 from ..core.memory_cap import CapSpec, read_memory_cap
 from ..core.schedule import Schedule
 from ..systems.preset_models import PresetSettings, resolve_presets, settings_from
 from .common import ScheduleSource, parsed_costs, schedule_source
-from .file_settings import FileOverrides, Timing, file_timing
+from .file_settings import FileOverrides, Timing, file_timing, print_notes
 
 
 @dataclass(frozen=True)
@@ -77,6 +76,5 @@ def request_timing(request: RunRequest, schedule: Schedule) -> Timing:
     s = request.settings
     given = FileOverrides(bool(s.costs), s.comm_delay is not None, request.sync, request.dp_allreduce)
     timing = file_timing(request.source.name or "", given, schedule, ctx)
-    for note in timing.notes:
-        print(f"ppverify: note: {note}", file=sys.stderr)
+    print_notes(timing.notes)
     return timing

@@ -27,7 +27,7 @@ from ..common import (
     load_document,
     print_json,
 )
-from ..file_settings import memory_model_notes
+from ..file_settings import memory_model_notes, print_notes
 from ..run_request import run_request
 
 
@@ -105,8 +105,7 @@ def run(args: argparse.Namespace) -> int:
     text_table = Path(args.schedule).suffix.lower() in TABLE_SUFFIXES
     res = time_table(doc, request.costs, request.settings.comm_delay or 0.0, args.schedule, text_table)
     if doc.costs is not None and request.costs:  # --costs over a file's own cost model (file_settings.py)
-        for note in memory_model_notes(args.schedule, doc.costs, res.costs):
-            print(f"ppverify: note: {note}", file=sys.stderr)
+        print_notes(memory_model_notes(args.schedule, doc.costs, res.costs))
     spec = request.memory_cap
     cap = None if spec is None else resolve_memory_cap(spec, res.costs, doc.schedule.placement)
     check = None if cap is None else cap_check(res.timeline.peak_memory().tolist(), cap)
