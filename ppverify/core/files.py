@@ -245,6 +245,37 @@ def check_output_path(path: str | Path, flag: str = "-o") -> None:
         raise ParameterError(flag, str(path), f"folder {Path(path).parent} does not exist")
 
 
+def prepare_output_dir(path: str | Path, flag: str = "--save-dir") -> Path:
+    """Create the folder ``path`` (and its parents) if need be and check that a file can be
+    written in it, before a long run fills it; a path that is a file, or a folder that cannot be
+    created or written, is a one-line :class:`~ppverify.core.errors.ParameterError`.
+
+    Example:
+        >>> import tempfile, os
+        >>> d = os.path.join(tempfile.mkdtemp(), "out", "frontier")
+        >>> prepare_output_dir(d).is_dir()
+        True
+        >>> prepare_output_dir("/dev/null")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter --save-dir=/dev/null: exists and is not a folder
+    """
+    text = str(path)
+    if not text.strip():
+        raise ParameterError(flag, text, "give a folder name")
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ParameterError(flag, text, "exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / f".ppverify-probe-{secrets.token_hex(4)}", "xb") as fh:
+            os.unlink(fh.name)  # written and gone: the folder takes files
+    except (OSError, ValueError) as exc:  # not creatable, read-only, a NUL byte in the name
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ParameterError(flag, text, f"cannot write there: {why}") from None
+    return out
+
+
 def atomic_write(path: str | Path, data: str | bytes, flag: str = "-o") -> Path:
     """Write ``data`` (text as UTF-8) to ``path`` atomically; ``flag`` names the option in errors.
 

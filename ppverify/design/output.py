@@ -95,15 +95,11 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
     """
     import json
 
-    from ..core.errors import ParameterError
-    from ..core.files import atomic_write
+    from ..core.files import atomic_write, prepare_output_dir
     from ..io.json_format import save_json
     from ..io.torch_csv import COMPUTE_COMMS, COMPUTE_ONLY, save_csv
 
-    out = Path(directory)
-    if out.exists() and not out.is_dir():
-        raise ParameterError("save-dir", str(directory), "exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
+    out = prepare_output_dir(directory, "save-dir")
     by_label = {s.label: s for s in d.setups}
     written: list[Path] = []
     for i, q in enumerate(d.front):
@@ -116,7 +112,7 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
             path = out / f"{stem}.{flavour}.csv"
             save_csv(q.schedule, path, flavour)
             written.append(path)
-    atomic_write(out / "design.json", json.dumps(d.to_dict(), indent=1) + "\n")
+    atomic_write(out / "design.json", json.dumps(d.to_dict(), indent=1) + "\n", "save-dir")
     return written
 
 

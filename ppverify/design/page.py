@@ -176,5 +176,5 @@ def write_design_page(d: Design, path: str | Path) -> Path:
     target = Path(path)
     if target.suffix.lower() != ".html":
         raise ParameterError("report", str(path), "expected a file ending in .html")
-    atomic_write(target, design_page(d))
+    atomic_write(target, design_page(d), "report")
     return target

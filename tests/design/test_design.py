@@ -166,6 +166,26 @@ def test_bad_input_is_one_line(capsys) -> None:
         setups("loop:0", 2, 2, FULL)
 
 
+def test_bad_outputs_are_refused_before_the_search(tmp_path, capsys) -> None:
+    a_file = tmp_path / "taken"
+    a_file.write_text("")
+    argv = ["design", "-p", "2", "-m", "2", "--placements", "linear", "--budgets", "2"]
+    assert main([*argv, "--save-dir", str(a_file)]) == 2
+    err = capsys.readouterr().err
+    assert f"save-dir={a_file}: exists and is not a folder" in err
+    assert "design [" not in err  # no point searched: the progress line never came
+    assert main([*argv, "--save-dir", str(a_file / "sub")]) == 2  # under a file: cannot be made
+    err = capsys.readouterr().err
+    assert f"save-dir={a_file / 'sub'}: cannot write there" in err and "design [" not in err
+    assert main([*argv, "--report", str(tmp_path / "missing" / "page.html")]) == 2
+    err = capsys.readouterr().err
+    assert f"report={tmp_path / 'missing' / 'page.html'}: folder {tmp_path / 'missing'} does not exist" in err
+    assert "design [" not in err
+    made = tmp_path / "new" / "frontier"  # a folder that does not exist yet is made, and filled
+    assert main([*argv, "--save-dir", str(made), "--no-progress"]) == 0
+    assert (made / "design.json").is_file()
+
+
 @pytest.mark.slow
 def test_ray_cluster_gives_the_same_result(same_result_on) -> None:
     same_result_on("ray", DesignRequest(2, 4, "linear,v", "1,2", PresetSettings(costs="F=1,I=1,W=1"), Limits(1.0)))

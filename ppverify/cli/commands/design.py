@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from ...core.errors import ParameterError
     from ...core.time_limit import TimeLimitError
+    from ...core.files import check_output_path, prepare_output_dir
     from ...design.output import design_text, plot_design, save_design
     from ...design.run import DesignRequest, design
     from ...design.spec import Limits
@@ -137,8 +138,12 @@ def run(args: argparse.Namespace) -> int:
         from ...report.plots import _check_path
 
         _check_path(args.plot)  # before the search: a bad name costs nothing
-    if args.report and not str(args.report).lower().endswith(".html"):
-        raise ParameterError("report", args.report, "expected a file ending in .html")
+    if args.report:
+        if not str(args.report).lower().endswith(".html"):
+            raise ParameterError("report", args.report, "expected a file ending in .html")
+        check_output_path(args.report, "report")
+    if args.save_dir:
+        prepare_output_dir(args.save_dir, "save-dir")  # created now: a bad folder costs no search
     split = None if args.backward == "auto" else args.backward == "split"
     request = DesignRequest(
         args.p,
