@@ -217,9 +217,9 @@ def compare_request(
     if out and Path(out).suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError("out", out, "expected a .csv or .parquet file")
     if out:
-        from ..core.files import output_target
+        from ..core.files import check_output_path
 
-        output_target(out, "--out")  # a trailing '/', a FIFO, a device: refused before the run
+        check_output_path(out, "--out")  # a missing folder, a trailing '/', a FIFO: refused before the run
     if findings and not levels:
         lv = tuple(x for x in lv if x != "optimum")
     abstract = bool(costs or comm_delay)

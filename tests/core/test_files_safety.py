@@ -190,6 +190,24 @@ def test_commands_refuse_a_fifo_as_output(tmp_path, capsys, argv, one_line_exit_
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", "-p", "2", "-m", "2", "--costs", "F=1", "--levels", "slot", "--out", "{out}", "--no-progress"],
+        ["sweep", "{config}", "--out", "{out}", "--no-progress"],
+        ["design", "-p", "2", "-m", "2", "--placements", "linear", "--report", "{page}"],
+    ],
+)
+def test_an_output_in_a_missing_folder_is_refused_before_the_run(tmp_path, capsys, argv, one_line_exit_2):
+    config = tmp_path / "grid.yaml"
+    config.write_text("schedules: [gpipe]\np: 2\nm: 2\ncosts: {F: 1}\nlevels: [slot]\n")
+    missing = tmp_path / "missing"
+    names = {"{out}": str(missing / "rows.csv"), "{page}": str(missing / "page.html"), "{config}": str(config)}
+    argv = [names.get(a, a) for a in argv]
+    one_line_exit_2(argv, capsys, f"folder {missing} does not exist")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grid.yaml"]  # nothing ran: not even a sweep store
+
+
 def test_calibrate_refuses_a_trailing_slash_before_measuring(tmp_path, capsys, monkeypatch, one_line_exit_2):
     import ppverify.measure.calibrate as cal
 

@@ -73,9 +73,9 @@ def run(args: argparse.Namespace) -> int:
     if args.out and Path(args.out).suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError("out", args.out, "expected a .csv or .parquet file")
     if args.out:
-        from ...core.files import output_target
+        from ...core.files import check_output_path
 
-        output_target(args.out, "--out")  # a trailing '/', a FIFO, a device: refused before the run
+        check_output_path(args.out, "--out")  # a missing folder, a trailing '/', a FIFO: refused before the run
     if args.batch < 1:
         raise ParameterError("batch", args.batch, "must be >= 1")
     done = {r.get("point") for r in read_store(store)}
