@@ -116,8 +116,8 @@ def run(args: argparse.Namespace) -> int:
         ppverify.core.errors.ParameterError: parameter p=0: must be an integer >= 1
     """
     from ...core.errors import ParameterError
-    from ...core.time_limit import TimeLimitError
     from ...core.files import check_output_path, prepare_output_dir
+    from ...core.time_limit import TimeLimitError
     from ...design.output import design_text, plot_design, save_design
     from ...design.run import DesignRequest, design
     from ...design.spec import Limits
