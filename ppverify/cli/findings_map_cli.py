@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from ..core.errors import ParameterError
-from ..core.files import atomic_path, atomic_write
+from ..core.files import atomic_path, atomic_write, check_output_path, prepare_output_dir
 from ..engines.registry import names as engine_names
 from .common import print_json
 
@@ -24,7 +24,10 @@ def add_map_arguments(parser: argparse.ArgumentParser) -> None:
         >>> add_map_arguments(parser)
         >>> ns = parser.parse_args(["--map", "--quick", "--workers", "2"])
         >>> ns.map, ns.quick, ns.workers, ns.executor, ns.batch, ns.store
-        (True, True, 2, 'local', 8, None)
+        (True, True, 2, None, None, None)
+
+    ``--executor`` and ``--batch`` default to ``None`` (``local`` and 8 when the map runs), so
+    that :func:`check_map_options` sees every one of these options a user gave without ``--map``.
     """
     g = parser.add_argument_group("findings map (with --findings --map)")
     g.add_argument(
@@ -43,11 +46,56 @@ def add_map_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--executor",
         choices=("local", "ray"),
-        default="local",
+        default=None,
         help="local process pool (default) or a Ray cluster (the store's folder must be shared)",
     )
     g.add_argument("--workers", type=int, default=None, help="local worker processes (default: CPU count)")
-    g.add_argument("--batch", type=int, default=8, help="configurations per shipped batch (default 8)")
+    g.add_argument("--batch", type=int, default=None, help="configurations per shipped batch (default 8)")
+
+
+#: the options only the findings map reads (``dest`` names, as the user spells them)
+MAP_ONLY = {
+    "quick": "--quick",
+    "store": "--store",
+    "plots": "--plots",
+    "markdown": "--markdown",
+    "executor": "--executor",
+    "workers": "--workers",
+    "batch": "--batch",
+}
+
+
+def check_map_options(args: argparse.Namespace) -> None:
+    """Refuse the map's own options on a run without ``--map`` (they would be ignored), and a
+    report page with ``--map`` (the map writes plots and Markdown, not a page).
+
+    Example:
+        >>> from ppverify.cli.commands.compare import add_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> check_map_options(parser.parse_args(["--findings", "--map", "--plots", "maps"]))
+        >>> check_map_options(parser.parse_args(["--plots", "maps"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter plots=maps: --plots belongs to the findings map, which this run does not make: give --findings --map, or leave it out
+    """
+    if getattr(args, "map", False):
+        if getattr(args, "report", None):
+            raise ParameterError(
+                "report",
+                args.report,
+                "the findings map writes plots and Markdown, not a report page: run the map with "
+                "--plots DIR, then `ppverify report --findings-map DIR`",
+            )
+        return
+    for dest, flag in MAP_ONLY.items():
+        value = getattr(args, dest, None)
+        if value not in (None, False):
+            raise ParameterError(
+                dest,
+                value,
+                f"{flag} belongs to the findings map, which this run does not make: give --findings --map, or leave it out",
+            )
 
 
 def run_map_command(args: argparse.Namespace) -> int:
@@ -81,18 +129,23 @@ def run_map_command(args: argparse.Namespace) -> int:
         raise ParameterError("levels", args.levels, f"the map takes one of {', '.join(engines)}")
     if args.workers is not None and args.workers < 1:
         raise ParameterError("workers", args.workers, "must be >= 1")
-    if args.batch < 1:
-        raise ParameterError("batch", args.batch, "must be >= 1")
+    batch = 8 if args.batch is None else args.batch
+    if batch < 1:
+        raise ParameterError("batch", batch, "must be >= 1")
     if args.markdown and Path(args.markdown).suffix.lower() != ".md":
         raise ParameterError("markdown", args.markdown, "expected a .md file")
+    if args.plots:  # made first: the Markdown may go into the same folder
+        prepare_output_dir(args.plots, "--plots")
+    if args.markdown:
+        check_output_path(args.markdown, "--markdown")  # before the map: a bad name costs no run
     store = args.store or ("findings-map-quick.results.jsonl" if args.quick else "findings-map.results.jsonl")
     res = run_map(
         QUICK_GRID if args.quick else DEFAULT_GRID,
         store,
         levels[0],
-        args.executor,
+        args.executor or "local",
         args.workers,
-        args.batch,
+        batch,
         progress=not args.no_progress,
     )
     seconds = time.perf_counter() - t0

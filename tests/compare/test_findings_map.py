@@ -251,3 +251,40 @@ def test_cli_map_refuses_a_selection_it_would_ignore(capsys):
     assert main(["compare", "--findings", "--map", "--quick", "-p", "4"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "parameter p=4" in err[0] and "own grid" in err[0]
+
+
+@pytest.mark.parametrize(
+    "option",
+    [["--quick"], ["--store", "s.jsonl"], ["--plots", "maps"], ["--markdown", "m.md"], ["--executor", "local"]]
+    + [["--workers", "2"], ["--batch", "3"]],
+)
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_a_map_option_without_the_map_is_refused_not_ignored(tmp_path, capsys, monkeypatch, command, option):
+    monkeypatch.chdir(tmp_path)
+    argv = [command, "-p", "2", "-m", "2", "--costs", "F=1", "--levels", "slot", "--no-progress", *option]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{option[0]} belongs to the findings map" in err[0] and "give --findings --map" in err[0]
+    assert list(tmp_path.iterdir()) == []  # nothing ran, nothing written
+
+
+def test_the_map_writes_no_report_page_and_says_so(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", "--findings", "--map", "--quick", "--report", "r.html"]) == 2
+    err = capsys.readouterr().err
+    assert "parameter report=r.html: the findings map writes plots and Markdown, not a report page" in err
+    assert "report --findings-map DIR" in err
+    assert main(["report", "--findings", "--map", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "the findings map is not a report page" in err and "report --findings-map DIR" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_maps_outputs_are_checked_before_it_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("taken").write_text("")
+    assert main(["compare", "--findings", "--map", "--quick", "--markdown", "missing/m.md"]) == 2
+    assert "--markdown=missing/m.md: folder missing does not exist" in capsys.readouterr().err
+    assert main(["compare", "--findings", "--map", "--quick", "--plots", "taken"]) == 2
+    assert "--plots=taken: exists and is not a folder" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]  # no store: the map never ran

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -166,24 +167,22 @@ def test_bad_input_is_one_line(capsys) -> None:
         setups("loop:0", 2, 2, FULL)
 
 
-def test_bad_outputs_are_refused_before_the_search(tmp_path, capsys) -> None:
-    a_file = tmp_path / "taken"
-    a_file.write_text("")
+def test_bad_outputs_are_refused_before_the_search(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # short relative names: the error shows them whole
+    Path("taken").write_text("")
     argv = ["design", "-p", "2", "-m", "2", "--placements", "linear", "--budgets", "2"]
-    assert main([*argv, "--save-dir", str(a_file)]) == 2
+    assert main([*argv, "--save-dir", "taken"]) == 2
     err = capsys.readouterr().err
-    assert f"save-dir={a_file}: exists and is not a folder" in err
+    assert "save-dir=taken: exists and is not a folder" in err
     assert "design [" not in err  # no point searched: the progress line never came
-    assert main([*argv, "--save-dir", str(a_file / "sub")]) == 2  # under a file: cannot be made
+    assert main([*argv, "--save-dir", "taken/sub"]) == 2  # under a file: cannot be made
     err = capsys.readouterr().err
-    assert f"save-dir={a_file / 'sub'}: cannot write there" in err and "design [" not in err
-    assert main([*argv, "--report", str(tmp_path / "missing" / "page.html")]) == 2
+    assert "save-dir=taken/sub: cannot write there: Not a directory" in err and "design [" not in err
+    assert main([*argv, "--report", "missing/page.html"]) == 2
     err = capsys.readouterr().err
-    assert f"report={tmp_path / 'missing' / 'page.html'}: folder {tmp_path / 'missing'} does not exist" in err
-    assert "design [" not in err
-    made = tmp_path / "new" / "frontier"  # a folder that does not exist yet is made, and filled
-    assert main([*argv, "--save-dir", str(made), "--no-progress"]) == 0
-    assert (made / "design.json").is_file()
+    assert "report=missing/page.html: folder missing does not exist" in err and "design [" not in err
+    assert main([*argv, "--save-dir", "new/frontier", "--no-progress"]) == 0  # made, and filled
+    assert Path("new/frontier/design.json").is_file()
 
 
 @pytest.mark.slow

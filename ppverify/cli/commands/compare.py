@@ -119,7 +119,10 @@ def run(args: argparse.Namespace) -> int:
         ...
         ppverify.core.errors.ParameterError: parameter levels=nosuch: unknown level; expected some of formula, slot, async, contention, optimum, measured
     """
+    from ..findings_map_cli import check_map_options
+
     t0 = time.perf_counter()
+    check_map_options(args)  # the map's options without --map, a report page with it
     selections = ("schedules", "systems", "models", "ps", "ms", "costs", "comm_delay")
     mapped = getattr(args, "map", False)  # the map sweeps its own grid and refuses these itself
     req = compare_request(  # every option parsed and checked once, here; bad ones fail before anything runs

@@ -69,7 +69,16 @@ def run(args: argparse.Namespace) -> int:
         ppverify.core.errors.ParameterError: parameter max-chart-ops=0: must be >= 1
     """
     from ...core.errors import ParameterError
+    from ..findings_map_cli import check_map_options
 
+    if args.map:
+        raise ParameterError(
+            "map",
+            True,
+            "the findings map is not a report page: run `ppverify compare --findings --map --plots DIR`, "
+            "then `ppverify report --findings-map DIR` to embed its plots",
+        )
+    check_map_options(args)  # the map's other options: nothing here reads them
     if args.max_chart_ops < 1:
         raise ParameterError("max-chart-ops", args.max_chart_ops, "must be >= 1")
     if not args.from_file:
