@@ -109,11 +109,27 @@ def point_rows(points: Iterable[PointResult]) -> list[dict]:
     return rows
 
 
+def over_cap(family_peak: object, cap: object) -> bool:
+    """Whether a family's own peak (its async row) is above the cap its optimum was solved at: the
+    optimum and its bound then hold for other schedules (those within the cap), so the family
+    gets no gap to bound. A missing cap or peak (unlimited memory, no timeline) is never over.
+
+    Example:
+        >>> over_cap(4.0, 2.0), over_cap(4.0, 4.0), over_cap(4.0, None), over_cap(float("nan"), 2.0)
+        (True, False, False, False)
+    """
+    if family_peak is None or cap is None or pd.isna(family_peak) or pd.isna(cap):
+        return False
+    peak, limit = float(family_peak), float(cap)  # type: ignore[arg-type]
+    return peak > limit + 1e-9 * max(1.0, abs(limit))  # bytes or activations: a relative tolerance
+
+
 def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
     """Add ``rank`` (by makespan within config and level), ``rank_change`` (``"2->3"`` when it differs
     from the previous level with numbers), ``gap_to_bound`` (async rows: ``(makespan - bound) /
     makespan``, the bound being the CP-SAT optimum of the same placement at the optimum's memory, or
-    its proven lower bound) and ``optimum_peak`` (async rows: the highest per-device activation peak
+    its proven lower bound; none for a family whose own peak is over that memory, see
+    :func:`over_cap`) and ``optimum_peak`` (async rows: the highest per-device activation peak
     of that optimum's schedule).
 
     Example:
@@ -148,7 +164,8 @@ def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
         if len(opt) and len(asy) and asy["makespan"].notna().all():
             ref = opt["makespan"].iloc[0] if opt["status"].iloc[0] == "optimal" else opt["lower_bound"].iloc[0]
             value = float(asy["makespan"].iloc[0])
-            if ref is not None and not pd.isna(ref) and value > 0:
+            fits = not over_cap(asy["peak_activation"].iloc[0], opt["memory_cap"].iloc[0])
+            if ref is not None and not pd.isna(ref) and value > 0 and fits:
                 gaps[df.index.get_loc(asy.index[0])] = (value - float(ref)) / value
             peak = opt["peak_activation"].iloc[0]
             if peak is not None and not pd.isna(peak):
@@ -204,7 +221,14 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
     has_measured_peak = "measured" in shown and sub[sub["level"] == "measured"]["peak_activation"].notna().any()
     if has_measured_peak:
         headers.append("peak act. (measured)")
-    has_gap = sub["gap_to_bound"].notna().any()
+    over = {  # families whose own peak is above their optimum's cap: no gap, and a note says why
+        sched: over_cap(
+            g[g["level"] == "async"]["peak_activation"].iloc[0], g[g["level"] == "optimum"]["memory_cap"].iloc[0]
+        )
+        for sched, g in sub.groupby("schedule", sort=False)
+        if {"async", "optimum"} <= set(g["level"])
+    }
+    has_gap = sub["gap_to_bound"].notna().any() or any(over.values())
     if has_gap:
         headers += ["peak act. (opt.)", "gap to bound"]
     has_z3 = "verified" in sub and (sub["verified"].fillna("") != "").any()
@@ -240,7 +264,14 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
             opt = srow.loc["optimum"] if "optimum" in srow.index else None
             ok = opt is not None and not pd.isna(opt["peak_activation"])
             row.append(_fmt_mem(opt["peak_activation"], mu) if ok else "-")
-            if g is None or pd.isna(g) or opt is None:
+            if over.get(sched) and opt is not None:
+                row.append("over cap")
+                notes.append(
+                    f"{sched}: its own peak {_fmt_mem(srow.loc['async']['peak_activation'], mu)} is over the cap "
+                    f"{_fmt_mem(opt['memory_cap'], mu)}; the optimum and its bound hold for the schedules within "
+                    "the cap: no gap to state"
+                )
+            elif g is None or pd.isna(g) or opt is None:
                 row.append("-")
             else:
                 # against a proven bound only: the true gap is at most this

@@ -221,3 +221,32 @@ def test_a_sweep_caps_its_optima_as_compare_does():
     assert len({r["point"] for r in rows.values()}) == 3  # each cap is its own stored point
     with pytest.raises(ScheduleFileError, match="memory_cap.*a size needs presets"):
         parse_sweep({**base, "memory_cap": "8GiB"})
+
+
+def test_a_family_over_the_cap_gets_no_gap(capsys):
+    # 1F1B at p = 4 holds min(p, m) = 4 activations on device 0, GPipe m = 8: a cap of 2 fits neither,
+    # so the optimum at 2 bounds other schedules, and no gap to bound may be stated for them
+    family = ["-p", "4", "-m", "8", "--costs", "F=1,B=2", "--time-limit", "5", "--workers", "1"]
+    out = _json(capsys, ["gap", "1f1b", *family, "--memory-cap", "2"])
+    assert out["family_over_cap"] and out["family_peak_memory"] == 4 and out["gap_to_bound"] is None
+    assert main(["gap", "1f1b", *family, "--memory-cap", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "gap to bound -  (the family's peak 4 is over the cap 2" in text
+    assert "the family, over the cap, is" in text and "faster)" in text
+    # at its own peak 1F1B is optimal with c = 0: device 0 works m(F+B) = 24 after (p-1)F = 3 of
+    # fill and before (p-1)B = 6 of drain, 33 = (m+p-1)(F+B), its own makespan: a gap of 0
+    assert _json(capsys, ["gap", "1f1b", *family, "--memory-cap", "4"])["gap_to_bound"] == 0
+
+
+def test_compare_marks_a_family_over_the_cap(capsys):
+    argv = ["compare", "-p", "4", "-m", "8", "--costs", "F=1,B=2", "--levels", "async,optimum"]
+    argv += ["--schedules", "1f1b,gpipe", "--memory-cap", "4", "--no-progress", "--no-verify"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in text.splitlines() if line.startswith(("1f1b ", "gpipe "))}
+    assert rows["1f1b"].split()[-1] == "0.0%"  # within the cap (its own 4): optimal, as above
+    assert rows["gpipe"].split()[-2:] == ["over", "cap"]  # GPipe holds m = 8 > 4
+    assert "gpipe: its own peak 8 is over the cap 4" in text and "no gap to state" in text
+    data = _json(capsys, argv)
+    gaps = {r["schedule"]: r["gap_to_bound"] for r in data["rows"] if r["level"] == "async"}
+    assert gaps == {"1f1b": 0.0, "gpipe": None}

@@ -114,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
         family_peak_memory=float(peak),
         family_over_cap=bool(over_cap),
         bound=bound,
-        gap_to_bound=relative_gap(value, bound),
+        # over the cap the bound is for other schedules (those within it): no gap to state
+        gap_to_bound=None if over_cap else relative_gap(value, bound),
         optimum=res.objective if res.status == "OPTIMAL" else None,
         best_found=res.objective,
         status=res.status,
@@ -140,12 +141,22 @@ def run(args: argparse.Namespace) -> int:
         f"bound        {bound:g}{u}  certified lower bound on every schedule of these ops within that memory"
         + (f" ({res.collectives})" if res.collectives else "")
     )
-    print(f"gap to bound {'-' if gap is None else f'{100 * gap:.2f}%'}  ({pr.objective} - bound) / {pr.objective}")
+    if over_cap:
+        print(
+            f"gap to bound -  (the family's peak {mem(peak)} is over the cap {mem(pr.memory_cap)}: "
+            "the bound holds for the schedules within the cap)"
+        )
+    else:
+        print(f"gap to bound {'-' if gap is None else f'{100 * gap:.2f}%'}  ({pr.objective} - bound) / {pr.objective}")
     peak_text = "" if opt_peak is None else f", peak {mem(opt_peak)}"
     if res.status == "OPTIMAL":
-        print(
-            f"optimum      {res.objective:g}{u}  (proven{peak_text}; the family is {value - res.objective:g}{u} above it)"
+        ahead = value - res.objective
+        than = (
+            f"the family is {ahead:g}{u} above it"
+            if not over_cap
+            else f"the family, over the cap, is {abs(ahead):g}{u} {'faster' if ahead < 0 else 'slower'}"
         )
+        print(f"optimum      {res.objective:g}{u}  (proven{peak_text}; {than})")
     elif res.objective is not None:
         print(f"best found   {res.objective:g}{u}  (CP-SAT {res.status} within {wall:g} s{peak_text})")
     print()
