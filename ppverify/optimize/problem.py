@@ -395,14 +395,20 @@ def _build_instance(problem: Problem, schedule: Schedule | None, deadline: Deadl
 
 
 def cap_infeasibility(inst: Instance) -> str:
-    """Why no schedule meets the cap, where one activation alone exceeds it; else "".
+    """Why no schedule meets the cap, where one activation alone exceeds it, or one microbatch's
+    activations on a device's stages do; else "". A microbatch's forward reaches the last of a
+    device's stages before any of its backwards there can run (each needs the backward of the
+    stage after it), so those activations are all held when that last forward starts.
 
     Example:
-        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.placement import linear, v_shape
         >>> from ppverify.core.costs import CostModel
         >>> pl = linear(2)
         >>> cap_infeasibility(instance(Problem(pl, 2, CostModel.abstract(pl), memory_cap=0.5)))
         'memory cap 0.5 is below one activation of stage 0 (1): no forward of that stage can ever run'
+        >>> pl = v_shape(2)  # device 0 holds stages 0 and 3, half a share each
+        >>> cap_infeasibility(instance(Problem(pl, 2, CostModel.abstract(pl), memory_cap=0.5)))
+        "memory cap 0.5 is below one microbatch's activations on device 0 (1: stages 0, 3): its forward reaches stage 3 before a backward frees stage 0's, so they are held together"
     """
     if inst.cap is None:
         return ""
@@ -414,6 +420,21 @@ def cap_infeasibility(inst: Instance) -> str:
                 f"memory cap {cap:g} is below one activation of stage {op.stage} ({need:g}): "
                 f"no forward of that stage can ever run"
             )
+    for members in inst.mb_members.values():
+        held: dict[int, list[int]] = {}  # device -> this microbatch's forwards there
+        for i in members:
+            if inst.alloc[i] > 0:
+                held.setdefault(inst.dag.device[i], []).append(i)
+        for d, fwd in sorted(held.items()):
+            if sum(inst.alloc[i] for i in fwd) > inst.cap:
+                stages = sorted(inst.dag.ops[i].stage for i in fwd)
+                cap = float(inst.cap * inst.mem_unit)
+                need = float(sum(inst.alloc[i] for i in fwd) * inst.mem_unit)
+                return (
+                    f"memory cap {cap:g} is below one microbatch's activations on device {d} ({need:g}: stages "
+                    f"{', '.join(map(str, stages))}): its forward reaches stage {stages[-1]} before a backward "
+                    f"frees stage {stages[0]}'s, so they are held together"
+                )
     return ""
 
 

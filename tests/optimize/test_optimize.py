@@ -201,6 +201,20 @@ def test_cap_below_one_activation_is_infeasible_with_reason():
     assert res.status == "INFEASIBLE" and "below one activation" in res.reason and res.schedule is None
 
 
+@pytest.mark.parametrize("split", [False, True])
+def test_cap_below_a_devices_stages_of_one_microbatch_is_infeasible_with_reason(split):
+    # V, p = 2: device 0 holds stages 0 and 3, half a share each (0.5 activations). Stage 3's forward
+    # comes before stage 0's backward, so one microbatch alone needs 0.5 + 0.5 = 1 there; a cap of
+    # 0.75 admits every single activation but no schedule, and 1 admits the one-at-a-time schedule
+    pl = v_shape(2)
+    costs = CostModel.abstract(pl, F=1, I=1, W=1) if split else CostModel.abstract(pl, F=1, B=2)
+    res = optimize(Problem(pl, 2, costs, split=split, memory_cap=0.75), time_limit=5)
+    assert res.status == "INFEASIBLE" and res.schedule is None
+    assert "one microbatch's activations on device 0 (1: stages 0, 3)" in res.reason
+    fits = optimize(Problem(pl, 2, costs, split=split, memory_cap=1.0), time_limit=5)
+    assert fits.status == "OPTIMAL" and fits.timeline.peak_memory().max() <= 1.0 + 1e-9
+
+
 def test_m_below_one_rejected():
     pl = linear(2)
     with pytest.raises(ParameterError, match="m=0"):
