@@ -175,3 +175,22 @@ def test_crossover_axes_turn_logarithmic_past_a_decade(tmp_path_factory, x_decad
     assert ax.get_xscale() == ("log" if 10**x_decades > 10 else "linear")
     assert ax.get_yscale() == ("log" if spread > 10 else "linear")
     matplotlib.pyplot.close(figures[-1])
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["1f1b", "--crossover", "latency"], "schedule=1f1b: --crossover draws the schedules of --schedules"),
+        (["--crossover", "latency", "--comm-delay", "1"], "--crossover sweeps the per-hop delay itself"),
+        (["--crossover", "latency", "--v", "3"], "v=3: --v shapes a FAMILY's Gantt chart"),
+        (["--crossover", "latency", "--waves", "2"], "waves=2: --waves shapes a FAMILY's Gantt chart"),
+        (["1f1b", "--schedules", "gpipe"], "schedules=gpipe: --schedules applies with --crossover"),
+        (["1f1b", "--range", "0,1"], "range=0,1: --range applies with --crossover"),
+    ],
+)
+def test_plot_refuses_an_option_its_drawing_would_ignore(tmp_path, capsys, extra, needle):
+    out = tmp_path / "x.png"
+    assert main(["plot", *extra, "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0]
+    assert not out.exists()

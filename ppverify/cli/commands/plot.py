@@ -74,12 +74,12 @@ def run(args: argparse.Namespace) -> int:
         True
     """
     from ...report.plots import _check_path
+    from ..plot_modes import check_plot_mode
 
     _check_path(args.output)
+    check_plot_mode(args)  # an option the chosen drawing would ignore: refused
     if args.crossover:
         return _crossover(args)
-    if not args.schedule:
-        raise ParameterError("schedule", None, "give a FAMILY|FILE for a Gantt chart, or --crossover latency|bandwidth")
     from ...engines import registry
     from ...engines import run as run_engine
     from ...report.plots import gantt
@@ -123,14 +123,13 @@ def _crossover(args: argparse.Namespace) -> int:
     entries = select_schedules(given_csv("schedules", args.schedules))  # ',' names nothing: refused
     m = args.m if args.m is not None else args.p
     preset = bool(args.system or args.model)
+    vals = axis_values(args.crossover, args.xrange, preset)
     if preset:
         if not (args.system and args.model):
             raise ParameterError("system", args.system, "--system and --model go together")
         opts = tuple((k, getattr(args, k)) for k in PRESET_OPTIONS if getattr(args, k, None) is not None)
         cfg = Config(args.p, m, args.system, args.model, options=opts)
-        vals = axis_values(args.crossover, args.xrange, preset)
     else:
-        vals = axis_values(args.crossover, args.xrange, preset)
         costs = parse_costs(args.costs or "F=1,B=2")
         cfg = Config(args.p, m, costs=tuple((k, float(v)) for k, v in costs.items()))
     semantics = args.semantics or "async"
