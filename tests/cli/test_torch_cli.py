@@ -91,6 +91,25 @@ def test_export_comms_flavour_and_json(tmp_path, capsys):
     assert [list(map(str, p)) for p in back.programs] == [list(map(str, p)) for p in ref.programs]
 
 
+def test_export_takes_its_format_from_the_name_and_refuses_a_contradiction(tmp_path, capsys):
+    j = tmp_path / "s.json"
+    assert main(["export", "gpipe", "-p", "2", "-m", "2", "-o", str(j)]) == 0  # no --format: JSON
+    assert json.loads(j.read_text())["format"] == "ppverify-schedule"
+    c = tmp_path / "s.csv"
+    assert main(["export", "gpipe", "-p", "2", "-m", "2", "-o", str(c)]) == 0  # GPipe by hand, p = m = 2
+    assert c.read_text() == "0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n"
+    capsys.readouterr()
+    for name, fmt, holds in (
+        ("x.json", "torch-csv", "CSV"),
+        ("x.json", "torch-csv-comms", "CSV"),
+        ("x.csv", "json", "JSON"),
+    ):
+        out = tmp_path / name
+        assert main(["export", "gpipe", "-p", "2", "-m", "2", "--format", fmt, "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"a .{name[2:]} name for --format {fmt} would hold {holds}" in err and not out.exists()
+
+
 def test_export_two_pipes_refused(capsys):
     assert main(["export", "dualpipe", "-p", "4", "-m", "8"]) == 2
     assert "two-pipe" in capsys.readouterr().err

@@ -6,7 +6,7 @@ Writes a schedule in a form other tools run unchanged:
   torchtitan's ``pipeline_parallel_schedule_csv``);
 * ``torch-csv-comms``: the ``compute_comms`` flavour, lowered with SEND/RECV exactly as PyTorch's
   ``_add_send_recv`` would;
-* ``json``: ppverify's schedule file.
+* ``json``: ppverify's schedule file (the default for an ``-o`` name ending in ``.json``).
 
 The schedule is a registered family with its parameters, or any file ppverify reads (a CP-SAT
 optimum saved as JSON, a PyTorch CSV to convert). Two-pipe schedules (chimera, dualpipe) have no
@@ -37,7 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ('zbv', 2, 'json', None)
     """
     add_schedule_arguments(parser)
-    parser.add_argument("--format", choices=FORMATS, default="torch-csv", help="output format (default torch-csv)")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="output format (default: json for an -o name ending in .json, else torch-csv)",
+    )
     parser.add_argument("-o", "--output", default=None, metavar="OUT", help="file to write (default: standard output)")
 
 
@@ -61,6 +66,32 @@ def export_text(schedule: Schedule, fmt: str) -> str:
     raise ParameterError("format", fmt, f"expected one of {', '.join(FORMATS)}")
 
 
+def export_format(fmt: str | None, output: str | None) -> str:
+    """The format to write: ``fmt`` when given, else the one ``output``'s name says (``.json``:
+    ppverify JSON; anything else, standard output included: ``torch-csv``). A format whose text
+    the name contradicts (CSV in a ``.json`` file, JSON in a ``.csv`` one) is refused: every
+    reader picks its parser by that name.
+
+    Example:
+        >>> export_format(None, "s.json"), export_format(None, "s.csv"), export_format(None, None)
+        ('json', 'torch-csv', 'torch-csv')
+        >>> export_format("torch-csv", "s.json")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter -o=s.json: a .json name for --format torch-csv would hold CSV: name it .csv, or give --format json
+    """
+    ext = "" if output is None else str(output).lower().rsplit(".", 1)[-1] if "." in str(output) else ""
+    if fmt is None:
+        return "json" if ext == "json" else "torch-csv"
+    if (ext == "json" and fmt != "json") or (ext == "csv" and fmt == "json"):
+        holds, other = ("CSV", "csv") if fmt != "json" else ("JSON", "json")
+        instead = "--format json" if fmt != "json" else "--format torch-csv"
+        raise ParameterError(
+            "-o", output, f"a .{ext} name for --format {fmt} would hold {holds}: name it .{other}, or give {instead}"
+        )
+    return fmt
+
+
 def run_export(args: argparse.Namespace) -> int:
     """Build or load the schedule and write it.
 
@@ -72,13 +103,14 @@ def run_export(args: argparse.Namespace) -> int:
         1UNSHARD,1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1RESHARD
         0
     """
+    fmt = export_format(args.format, args.output)  # before the build: a contradiction costs nothing
     schedule = schedule_from_args(args)
-    text = export_text(schedule, args.format)
+    text = export_text(schedule, fmt)
     if args.output:
         from ...core.files import atomic_write
 
         atomic_write(args.output, text, "-o")
-        print(f"wrote {args.output} ({args.format}, {schedule.describe()})", file=sys.stderr)
+        print(f"wrote {args.output} ({fmt}, {schedule.describe()})", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0
