@@ -228,10 +228,11 @@ def atomic_path(path: str | Path, flag: str = "-o") -> Iterator[Path]:
             tmp_path.unlink()
 
 
-def check_output_path(path: str | Path, flag: str = "-o") -> None:
+def check_output_path(path: str | Path, flag: str = "-o", json_file: bool = False) -> None:
     """Refuse, before a long run, an output path that cannot be written: empty, ending in a
     separator, a directory, not a regular file (a FIFO, a device node), or in a folder that does
-    not exist (the write itself still reports what only it can see).
+    not exist (the write itself still reports what only it can see). ``json_file``: the output is
+    a ppverify JSON file, so a ``.csv`` name (which readers take for PyTorch's CSV) is refused.
 
     Example:
         >>> check_output_path("preset.yaml", "--out")
@@ -239,7 +240,18 @@ def check_output_path(path: str | Path, flag: str = "-o") -> None:
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter --out=/nonexistent-dir/p.yaml: folder /nonexistent-dir does not exist
+        >>> check_output_path("best.csv", "--save", json_file=True)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter --save=best.csv: this writes ppverify JSON, and a .csv name tells every reader PyTorch's CSV: name it .json (ppverify export FILE.json -o OUT.csv writes the CSV)
     """
+    if json_file and str(path).lower().endswith(".csv"):
+        raise ParameterError(
+            flag,
+            str(path),
+            "this writes ppverify JSON, and a .csv name tells every reader PyTorch's CSV: name it .json "
+            "(ppverify export FILE.json -o OUT.csv writes the CSV)",
+        )
     target, _ = output_target(path, flag)
     if not target.parent.is_dir():
         raise ParameterError(flag, str(path), f"folder {Path(path).parent} does not exist")

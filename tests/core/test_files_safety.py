@@ -208,6 +208,14 @@ def test_an_output_in_a_missing_folder_is_refused_before_the_run(tmp_path, capsy
     assert sorted(p.name for p in tmp_path.iterdir()) == ["grid.yaml"]  # nothing ran: not even a sweep store
 
 
+@pytest.mark.parametrize("command", [["show", "gpipe"], ["optimize", "--placement", "linear"]])
+def test_a_json_output_named_csv_is_refused(tmp_path, capsys, command, one_line_exit_2):
+    out = tmp_path / "best.csv"
+    argv = [*command, "-p", "2", "-m", "2", "--save", str(out)]
+    one_line_exit_2(argv, capsys, "this writes ppverify JSON, and a .csv name tells every reader PyTorch's CSV")
+    assert not out.exists()
+
+
 def test_calibrate_refuses_a_trailing_slash_before_measuring(tmp_path, capsys, monkeypatch, one_line_exit_2):
     import ppverify.measure.calibrate as cal
 

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if args.save:  # a path that cannot be written is bad input: refused before the search, not after
         from ...core.files import check_output_path
 
-        check_output_path(args.save, "--save")
+        check_output_path(args.save, "--save", json_file=True)
     progress = Progress.for_command("optimize", args.progress)
     with interruptible() as stop:
         deadline = Deadline.after(wall, stop)  # the whole command, argument handling included

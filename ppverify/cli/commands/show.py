@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     if args.save:  # before the build (a minute for a large schedule), not after it
         from ...core.files import check_output_path
 
-        check_output_path(args.save, "--save")
+        check_output_path(args.save, "--save", json_file=True)
     request = run_request(args)  # costs and cap read once, before the build
     doc = load_document(request.source)
     text_table = Path(args.schedule).suffix.lower() in TABLE_SUFFIXES
