@@ -3,10 +3,12 @@ or as text. The command parses, calls :func:`~ppverify.measure.measure` and prin
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 from typing import Any
 
 from ..core.errors import PPVerifyError
+from ..core.memory_cap import MemoryCap
 from ..core.schedule import Schedule
 from ..core.timeline_text import fmt_time, gantt
 from ..views.run_report import timeline_report
@@ -109,6 +111,8 @@ def measure_text(
         f"step time     {', '.join(fmt_time(t, 's') for t in result.step_times)} (first rank's start to last rank's end)"
     )
     lines += memory_lines(result)
+    if rep.get("memory_cap_line"):  # measure --memory-cap: the measured peaks against it
+        lines.append(f"memory cap    {rep['memory_cap_line']}")
     lines.append(f"gradients     {result.grad_check.message}")
     return "\n".join(lines)
 
@@ -140,3 +144,65 @@ def memory_lines(result: MeasureResult) -> list[str]:
         per = mm.stage_bytes * sched.num_stages / sched.p
         how += f"; predicted = {', '.join(f'{x:g}' for x in pred.peak_memory())} activations x {per:,.0f} B"
     return [line, how]
+
+
+def measured_cap_check(result: MeasureResult, cap: MemoryCap) -> dict[str, Any] | None:
+    """The measured per-device peaks (bytes of saved activations) held against ``cap``, counted in
+    activations of the run's own model: one activation is a device's share of its stages for one
+    microbatch, ``stage_bytes * stages / p`` bytes. The dict of :func:`~ppverify.core.memory_cap.cap_check`
+    (``cap``, ``over``, ``line``) plus ``cap_bytes``; None when the run recorded no memory.
+
+    Example:
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.memory_cap import parse_memory_cap
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.measure.memory import MeasuredMemory
+        >>> class Run:  # a measured 1F1B, p = 2: device 0 saved two activations of 800 B, device 1 one
+        ...     memory = MeasuredMemory((), (), (), (1600, 800), None, 800)
+        ...     schedule = type("S", (), {"num_stages": 2, "p": 2})()
+        >>> cap = parse_memory_cap("1", CostModel.abstract(linear(2)), linear(2))
+        >>> r = measured_cap_check(Run(), cap)
+        >>> r["over"], r["cap_bytes"], r["line"]
+        ([0], 800.0, 'cap 1 activations: device 0 over it (peak 2)')
+    """
+    from ..core.memory_cap import cap_check
+
+    mm = result.memory
+    if mm is None:
+        return None
+    per = mm.stage_bytes * result.schedule.num_stages / result.schedule.p  # bytes of one activation
+    activations = dataclasses.replace(cap, value=cap.activations, unit="activations")
+    out = cap_check([pk / per for pk in mm.peaks], activations)
+    out["cap_bytes"] = None if cap.activations is None else cap.activations * per
+    return out
+
+
+def measure_cap(text: str | None, schedule: Schedule) -> MemoryCap | None:
+    """``measure --memory-cap``: read once, in activations (``N``) or stage activations
+    (``NMF``) of the measured run's own model, before any process starts; a size is refused (the
+    run's small model saves bytes of its own, not those of a preset's model). None without a cap.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> measure_cap("2", build("1f1b", p=2, m=4)).describe()
+        'cap 2 activations'
+        >>> measure_cap("1GiB", build("1f1b", p=2, m=4))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter memory-cap=1GiB: measure runs a small model of its own, whose saved bytes are not a real model's: give the cap in activations (N) or stage activations (NMF)
+    """
+    from ..core.costs import CostModel
+    from ..core.errors import ParameterError
+    from ..core.memory_cap import read_memory_cap, resolve_memory_cap
+
+    spec = read_memory_cap(text)
+    if spec is None:
+        return None
+    if spec.kind == "bytes":
+        raise ParameterError(
+            spec.option,
+            spec.text,
+            "measure runs a small model of its own, whose saved bytes are not a real model's: give the cap in "
+            "activations (N) or stage activations (NMF)",
+        )
+    return resolve_memory_cap(spec, CostModel.abstract(schedule.placement), schedule.placement)

@@ -89,6 +89,31 @@ def test_cli_prints_and_writes_the_measured_curve(tmp_path, capsys):
     assert "peak memory   measured 1,600, 1,600 B   predicted 1,600, 1,600 B   equal (to the byte)" in out
 
 
+def test_cli_holds_the_measured_peaks_to_a_memory_cap(capsys):
+    # 1F1B at p = 2, m = 4: device 0 saves min(p, m) = 2 activations, device 1 one (by hand); one
+    # activation of a device's share is one stage's 800 B on a linear placement
+    args = ["measure", "1f1b", "-p", "2", "-m", "4", "--costs", "F=0.002,B=0.004", "--steps", "1", "--no-table"]
+    assert main([*args, "--memory-cap", "1"]) == 1  # over it on device 0: exit 1, gradients right
+    out = capsys.readouterr().out
+    assert "memory cap    cap 1 activations: device 0 over it (peak 2); measured, the cap being 800 B" in out
+    assert "gradients match" in out
+    assert main([*args, "--memory-cap", "2", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["over_memory_cap"] == [] and rep["memory_cap_bytes"] == 2 * STAGE
+    assert rep["memory_cap"]["activations"] == 2
+    # a V placement: two stages per device, so 2MF (two stage activations) is one activation
+    zbv = ["measure", "zbv", "-p", "2", "-m", "4", "--costs", "F=0.002,I=0.002,W=0.002", "--steps", "1"]
+    assert main([*zbv, "--memory-cap", "2MF", "--json"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["memory_cap"]["activations"] == 1 and rep["memory_cap_bytes"] == 2 * STAGE
+    # ZB-V's order at p = 2 (Qi et al., arXiv 2401.10241): device 0 runs F of stage 0 for
+    # microbatches 0-2 and of stage 3 for microbatch 0 before its first W, device 1 F of stages 1
+    # and 2 for microbatches 0 and 1: four stage activations, two activations, on both
+    assert rep["over_memory_cap"] == [0, 1]
+    assert main([*args, "--memory-cap", "1GiB"]) == 2
+    assert "measure runs a small model of its own" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [*NAMES, "hanayo-w2"])
 def test_measured_peak_is_the_predicted_one_at_p4(p4_runs, name):

@@ -78,6 +78,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "after its SEND was posted; the predictions add S to every transfer (default: the --system "
         "preset's runtime.link_delay_us, else 0)",
     )
+    g.add_argument(
+        "--memory-cap",
+        default=None,
+        metavar="N|NMF|none",
+        help="hold every device's measured activation memory to this cap: N activations (one "
+        "microbatch on a device's share of stages) or N stage activations (NMF) of the run's own "
+        "model; exit 1 over it",
+    )
     out = add_timeline_outputs(parser)
     out.add_argument(
         "--profile",
@@ -108,11 +116,12 @@ def run(args: argparse.Namespace) -> int:
     """
     from ...measure import MeasureTimeout, measure
     from ...measure.options import check_link_delay, check_run_options
-    from ...measure.summary import measure_report, measure_text
+    from ...measure.summary import measure_cap, measure_report, measure_text, measured_cap_check
     from ...systems.system import link_delay_of, load_system
 
     costs = dict(parsed_costs(args) or ())  # read once, before the build
     schedule = build_schedule(schedule_source(args))
+    cap = measure_cap(args.memory_cap, schedule)  # before any process starts
     system = load_system(args.system) if args.system else None  # bad presets fail before any process starts
     check_run_options(args.steps, args.warmup, args.timeout, args.seed)
     link_delay = args.link_delay if args.link_delay is not None else link_delay_of(system)
@@ -141,6 +150,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"schedule      {schedule.describe()}\n{exc}\nall worker processes stopped")
         return 1
     rep = measure_report(schedule, res, system, args.system)
+    held = measured_cap_check(res, cap) if cap is not None else None
+    if held is not None:
+        rep.update(memory_cap=held["cap"], memory_cap_bytes=held["cap_bytes"], over_memory_cap=held["over"])
+        rep["memory_cap_line"] = (
+            f"{held['line']}; measured, the cap being {held['cap_bytes']:,.0f} B of this run's model"
+        )
     if args.profile:
         rep["profile"] = args.profile
     write_timeline_outputs(args, res.timeline, rep, memory=res.memory)  # the measured memory curve too
@@ -152,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         if args.profile:
             print(f"{'profile':<13} torch.profiler traces written to {args.profile}/rank<r>.pt.trace.json")
-    return 0 if res.grad_check.ok else 1
+    return 0 if res.grad_check.ok and not (held and held["over"]) else 1
 
 
 COMMAND = Command(
