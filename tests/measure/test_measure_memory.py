@@ -110,6 +110,8 @@ def test_cli_holds_the_measured_peaks_to_a_memory_cap(capsys):
     # microbatches 0-2 and of stage 3 for microbatch 0 before its first W, device 1 F of stages 1
     # and 2 for microbatches 0 and 1: four stage activations, two activations, on both
     assert rep["over_memory_cap"] == [0, 1]
+    assert main([*args, "--memory-cap", "none"]) == 0  # unlimited memory: said, never over
+    assert "memory cap    unlimited memory: no cap to hold the measured peaks to\n" in capsys.readouterr().out
     assert main([*args, "--memory-cap", "1GiB"]) == 2
     assert "measure runs a small model of its own" in capsys.readouterr().err
 

@@ -153,8 +153,10 @@ def run(args: argparse.Namespace) -> int:
     held = measured_cap_check(res, cap) if cap is not None else None
     if held is not None:
         rep.update(memory_cap=held["cap"], memory_cap_bytes=held["cap_bytes"], over_memory_cap=held["over"])
-        rep["memory_cap_line"] = (
-            f"{held['line']}; measured, the cap being {held['cap_bytes']:,.0f} B of this run's model"
+        rep["memory_cap_line"] = held["line"] + (
+            ": no cap to hold the measured peaks to"
+            if held["cap_bytes"] is None
+            else f"; measured, the cap being {held['cap_bytes']:,.0f} B of this run's model"
         )
     if args.profile:
         rep["profile"] = args.profile
