@@ -42,7 +42,8 @@ def design_text(d: Design) -> str:
         f"{f'{d.skipped} skipped (bound no faster than a step found within the budget; --all-points); ' if d.skipped else ''}"
         f"work limit {rq.limits.work:g} per point"
         f"{f' (+{rq.limits.search_work:g} for a frontier point above the gap)' if rq.limits.search_work > 0 else ''}, gap limit "
-        f"{'none' if rq.limits.gap is None else f'{100 * rq.limits.gap:g} %'}; peaks in activations of one microbatch on a device's share",
+        f"{'none' if rq.limits.gap is None else f'{100 * rq.limits.gap:g} %'}; times in {_time_unit(d)}; "
+        "peaks in activations of one microbatch on a device's share",
         "frontier",
         f"  {'peak':>6} {'time':>9} {'bound':>9} {'gap':>8}  {'placement':<15} {'budget':>6}  {'start':<10} verified",
     ]
@@ -67,6 +68,11 @@ def design_text(d: Design) -> str:
                 f"{_num(r['frontier'], 8):>9} {_num(r['difference'], 6):>10}{note}"
             )
     return "\n".join(lines)
+
+
+def _time_unit(d: Design) -> str:
+    """What the step times count: seconds with presets, the cost model's units otherwise."""
+    return d.setups[0].costs.time_unit if d.setups else "units"
 
 
 def point_name(i: int, label: str, budget: float) -> str:

@@ -23,6 +23,7 @@ from ppverify.design.run import plan, run_points
 from ppverify.design.spec import setups
 from ppverify.engines import run
 from ppverify.io import load_schedule
+from ppverify.schedules import build
 from ppverify.systems.preset_models import PresetSettings
 from ppverify.verify import verify
 
@@ -312,3 +313,20 @@ def test_a_family_that_is_the_frontier_point_differs_by_exactly_zero(capsys):
     (zbv,) = [r for r in out["families"] if r["family"] == "zbv"]
     assert out["frontier"][0]["start"] == "zbv"
     assert zbv["difference"] == 0.0 and zbv["frontier"] == pytest.approx(zbv["time"], abs=1e-9)
+
+
+def test_frontier_times_with_presets_are_the_schedules_own():
+    # preset durations in seconds share no small tick: CP-SAT sees them rounded down, so its value
+    # is a little under the schedule's time; the frontier reports the schedule's own async time (the
+    # families' level), never a rounded one that would look faster than the family it started from
+    settings = PresetSettings(system="dgx-h100", model="gpt3-1.3b")
+    d = design(DesignRequest(2, 4, "linear", "1,2", settings, Limits(2.0)), progress=False)
+    setup = d.setups[0]
+    assert d.front and all(q.schedule is not None for q in d.front)
+    for q in d.front:
+        own = run(q.schedule, setup.costs, setup.comm, semantics="async").makespan
+        assert q.time == pytest.approx(own, rel=1e-12) and q.bound <= q.time
+    fam = {r["family"]: r for r in d.family_rows()}["1f1b"]  # 1F1B fits budget 2: the frontier is never slower
+    assert fam["frontier"] <= fam["time"] * (1 + 1e-12) and fam["difference"] <= 1e-12
+    one_f_one_b = run(build("1f1b", p=2, m=4), setup.costs, setup.comm, semantics="async").makespan
+    assert fam["time"] == pytest.approx(one_f_one_b, rel=1e-12)
