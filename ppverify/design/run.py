@@ -159,6 +159,7 @@ class Design:
                 "pair_work": rq.limits.pair_work,
                 "all_points": not rq.skip,
                 "memory_unit": "activations of one microbatch on a device's share",
+                "time_unit": self.setups[0].costs.time_unit if self.setups else "units",
             },
             "points_done": self.done,
             "points_cut": self.cut,
