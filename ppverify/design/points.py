@@ -185,15 +185,15 @@ def solve_point(task: Task) -> Point:
         # 20 ticks) after 4 deterministic s of blocks, 96.5 after 2 (two per 14), 109 without
         block_share=0.8 if several else 0.2,
     )
-    peak, time = None, res.objective
+    peak, step = None, res.objective
     if res.schedule is not None:
         peak, timed = _peak_and_time(res.schedule, st)
         # durations that share no small tick (presets, in seconds) were rounded down for CP-SAT: its
         # value is then a little under the schedule's own time, which the families are timed at
-        time = timed if not res.exact else time
+        step = timed if not res.exact else step
     cut = bool(res.solver.get("wall_limited"))
     return Point(
-        st.label, task.budget, res.status, time, float(res.bound), peak, res.hint, res.schedule, res.reason,
+        st.label, task.budget, res.status, step, float(res.bound), peak, res.hint, res.schedule, res.reason,
         cut=cut,
     )  # fmt: skip
 
