@@ -47,6 +47,7 @@ ROW_FIELDS: tuple[str, ...] = (
     "verified",
     "note",
     "semantics",
+    "memory_cap",
 )
 
 

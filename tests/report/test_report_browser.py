@@ -208,6 +208,28 @@ def test_measured_peaks_show_beside_the_models(browser, tmp_path):
     assert errors == []
 
 
+def test_a_schedule_over_the_cap_shows_no_gap(browser, tmp_path):
+    # compare --memory-cap 4 at p = 4, m = 8: 1F1B peaks at min(p, m) = 4 and is optimal there with
+    # c = 0 ((m+p-1)(F+B) = 33, device 0's work plus fill and drain): gap 0; GPipe holds m = 8
+    out = tmp_path / "capped.html"
+    argv = ["report", "--schedules", "1f1b,gpipe", "-p", "4", "-m", "8", "--costs", "F=1,B=2"]
+    assert (
+        main([*argv, "--levels", "async,optimum", "--memory-cap", "4", "--no-progress", "--no-verify", "-o", str(out)])
+        == 0
+    )
+    page, errors = _open(browser, out)
+    table = page.locator("table.cmp").first
+    heads = table.locator("th").all_inner_texts()
+    col = heads.index("gap to bound")
+    cells = {r.locator("td").nth(0).inner_text(): r.locator("td").nth(col) for r in table.locator("tr").all()[1:]}
+    assert {k: c.inner_text() for k, c in cells.items()} == {"1f1b": "0.0%", "gpipe": "over cap"}
+    assert cells["gpipe"].get_attribute("title") == (
+        "its own peak 8 is over the cap 4: the optimum and its bound hold for the schedules within the cap"
+    )
+    assert "over cap: the schedule's own peak is above that cap" in page.locator("#legend").inner_text()
+    assert errors == []
+
+
 def _open_report(browser, tmp_path: Path, schedule: str, argv: list[str]):
     """``ppverify report`` of one schedule (argv: the rest of its options), opened on that schedule."""
     out = tmp_path / f"{schedule}.html"

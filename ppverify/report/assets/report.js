@@ -112,10 +112,17 @@
         }
         const a = by.async, o = by.optimum;
         tr.appendChild(el("td", {}, o ? fmtMem(o.peak_activation, o.memory_unit) : "-"));
-        let gap = "-";
-        if (a && o && a.gap_to_bound !== null && a.gap_to_bound !== undefined)
+        let gap = "-", gapTitle = "";
+        // a schedule whose own peak is over the optimum's cap: the bound holds for the schedules
+        // within the cap, not for it, so no gap (the command line says the same)
+        const known = (x) => x !== null && x !== undefined && !Number.isNaN(x);
+        if (a && o && known(o.memory_cap) && known(a.peak_activation) && a.peak_activation > o.memory_cap * (1 + 1e-9)) {
+          gap = "over cap";
+          gapTitle = "its own peak " + fmtMem(a.peak_activation, a.memory_unit) + " is over the cap " +
+            fmtMem(o.memory_cap, o.memory_unit) + ": the optimum and its bound hold for the schedules within the cap";
+        } else if (a && o && known(a.gap_to_bound))
           gap = (o.status === "optimal" ? "" : "\u2264") + (100 * Math.max(a.gap_to_bound, 0)).toFixed(1) + "%";
-        tr.appendChild(el("td", {}, gap));
+        tr.appendChild(el("td", { title: gapTitle }, gap));
         const v = (sub.find((r) => r.schedule === sched) || {}).verified || "";
         const z = el("td", { class: v === "valid" ? "valid" : v.startsWith("INVALID") ? "invalid" : "na", title: v },
           v === "valid" ? "valid" : v.startsWith("INVALID") ? "INVALID" : v ? "n/a" : "-");
@@ -135,7 +142,7 @@
       ["\u25B2 \u25BC", "rank better / worse than under the previous level that produced numbers"],
       ["~", "the closed form is only a bound here: shown, not ranked"],
       ["peak act. (opt.)", "the optimum schedule's highest per-device activation peak"],
-      ["gap to bound", "(async makespan \u2212 bound) / async makespan; the bound is the CP-SAT optimum of the same placement capped at each schedule's own peak unless --memory-cap says otherwise (\u2264: against the proven bound)"],
+      ["gap to bound", "(async makespan \u2212 bound) / async makespan; the bound is the CP-SAT optimum of the same placement capped at each schedule's own peak unless --memory-cap says otherwise (\u2264: against the proven bound; over cap: the schedule's own peak is above that cap, so the bound is not its)"],
       ["Z3", "the verifier proved " + PROVED]];
     if (LEVEL_ORDER.includes("measured"))
       extra.push(["peak act. (measured)", "highest device's activations autograd saved in the real run, each stage's measured bytes counted as that stage's activation"]);
