@@ -3,7 +3,6 @@ or as text. The command parses, calls :func:`~ppverify.measure.measure` and prin
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import replace
 from typing import Any
 
@@ -149,8 +148,9 @@ def memory_lines(result: MeasureResult) -> list[str]:
 def measured_cap_check(result: MeasureResult, cap: MemoryCap) -> dict[str, Any] | None:
     """The measured per-device peaks (bytes of saved activations) held against ``cap``, counted in
     activations of the run's own model: one activation is a device's share of its stages for one
-    microbatch, ``stage_bytes * stages / p`` bytes. The dict of :func:`~ppverify.core.memory_cap.cap_check`
-    (``cap``, ``over``, ``line``) plus ``cap_bytes``; None when the run recorded no memory.
+    microbatch, ``stage_bytes * stages / p`` bytes. The report's fields, named as ``simulate``
+    names them (``memory_cap``, ``over_memory_cap``, ``memory_cap_line``), plus
+    ``memory_cap_bytes``; None when the run recorded no memory.
 
     Example:
         >>> from ppverify.core.costs import CostModel
@@ -162,8 +162,8 @@ def measured_cap_check(result: MeasureResult, cap: MemoryCap) -> dict[str, Any] 
         ...     schedule = type("S", (), {"num_stages": 2, "p": 2})()
         >>> cap = parse_memory_cap("1", CostModel.abstract(linear(2)), linear(2))
         >>> r = measured_cap_check(Run(), cap)
-        >>> r["over"], r["cap_bytes"], r["line"]
-        ([0], 800.0, 'cap 1 activations: device 0 over it (peak 2)')
+        >>> r["over_memory_cap"], r["memory_cap_bytes"], r["memory_cap_line"]
+        ([0], 800.0, "cap 1 activations: device 0 over it (peak 2); measured, the cap being 800 B of this run's model")
     """
     from ..core.memory_cap import cap_check
 
@@ -171,10 +171,19 @@ def measured_cap_check(result: MeasureResult, cap: MemoryCap) -> dict[str, Any] 
     if mm is None:
         return None
     per = mm.stage_bytes * result.schedule.num_stages / result.schedule.p  # bytes of one activation
-    activations = dataclasses.replace(cap, value=cap.activations, unit="activations")
-    out = cap_check([pk / per for pk in mm.peaks], activations)
-    out["cap_bytes"] = None if cap.activations is None else cap.activations * per
-    return out
+    check = cap_check([pk / per for pk in mm.peaks], replace(cap, value=cap.activations, unit="activations"))
+    in_bytes = None if cap.activations is None else cap.activations * per
+    line = check["line"] + (
+        ": no cap to hold the measured peaks to"
+        if in_bytes is None
+        else f"; measured, the cap being {in_bytes:,.0f} B of this run's model"
+    )
+    return {
+        "memory_cap": check["cap"],
+        "memory_cap_bytes": in_bytes,
+        "over_memory_cap": check["over"],
+        "memory_cap_line": line,
+    }
 
 
 def measure_cap(text: str | None, schedule: Schedule) -> MemoryCap | None:

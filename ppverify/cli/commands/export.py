@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ...core.errors import ParameterError
 from ...core.schedule import Schedule
@@ -80,7 +81,7 @@ def export_format(fmt: str | None, output: str | None) -> str:
         ...
         ppverify.core.errors.ParameterError: parameter -o=s.json: a .json name for --format torch-csv would hold CSV: name it .csv, or give --format json
     """
-    ext = "" if output is None else str(output).lower().rsplit(".", 1)[-1] if "." in str(output) else ""
+    ext = Path(output).suffix.lower().lstrip(".") if output else ""
     if fmt is None:
         return "json" if ext == "json" else "torch-csv"
     if (ext == "json" and fmt != "json") or (ext == "csv" and fmt == "json"):

@@ -151,13 +151,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     rep = measure_report(schedule, res, system, args.system)
     held = measured_cap_check(res, cap) if cap is not None else None
-    if held is not None:
-        rep.update(memory_cap=held["cap"], memory_cap_bytes=held["cap_bytes"], over_memory_cap=held["over"])
-        rep["memory_cap_line"] = held["line"] + (
-            ": no cap to hold the measured peaks to"
-            if held["cap_bytes"] is None
-            else f"; measured, the cap being {held['cap_bytes']:,.0f} B of this run's model"
-        )
+    rep.update(held or {})
     if args.profile:
         rep["profile"] = args.profile
     write_timeline_outputs(args, res.timeline, rep, memory=res.memory)  # the measured memory curve too
@@ -169,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         if args.profile:
             print(f"{'profile':<13} torch.profiler traces written to {args.profile}/rank<r>.pt.trace.json")
-    return 0 if res.grad_check.ok and not (held and held["over"]) else 1
+    return 0 if res.grad_check.ok and not rep.get("over_memory_cap") else 1
 
 
 COMMAND = Command(
