@@ -60,10 +60,16 @@ def parse_size(text: str | float, option: str = "memory-cap") -> Size:
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter memory-cap=40 parsecs: unknown unit 'parsecs'; use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB or none
+        >>> parse_size("-2GiB")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter memory-cap=-2GiB: must be > 0: a number (e.g. 8) or a size (e.g. 40GiB)
     """
     t = str(text).strip().replace(" ", "")
     m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)([A-Za-z]*)", t)
     if not m:
+        if re.fullmatch(r"-[0-9.eE+-]+[A-Za-z]*", t):
+            raise ParameterError(option, text, "must be > 0: a number (e.g. 8) or a size (e.g. 40GiB)")
         raise ParameterError(option, text, "expected a number (e.g. 8) or a size (e.g. 40GiB)")
     value = Fraction(m.group(1))
     unit = m.group(2).upper()

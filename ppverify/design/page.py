@@ -119,8 +119,9 @@ def frontier_svg(d: Design) -> str:
     return "\n".join(parts)
 
 
-def design_page(d: Design) -> str:
-    """The whole page: the report text, the frontier SVG and every timeline (closed until clicked).
+def design_page(d: Design, title: str | None = None) -> str:
+    """The whole page: the report text, the frontier SVG and every timeline (closed until clicked);
+    ``title`` heads it (default: the design's p and m).
 
     Example:
         >>> from ppverify.design.run import DesignRequest, design
@@ -134,12 +135,13 @@ def design_page(d: Design) -> str:
     from .output import design_text
 
     searched = {s.label for s in d.setups}
+    heading = html.escape(title or f"Design p={d.request.p} m={d.request.m}")
     body = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>ppverify design p={d.request.p} m={d.request.m}</title>",
+        f"<title>ppverify {heading}</title>",
         "<style>body{font-family:sans-serif;margin:20px} pre{font-size:12px} details{margin:6px 0}"
         " a.pt{cursor:pointer} summary{cursor:pointer}</style></head><body>",
-        f"<h1>Design p={d.request.p} m={d.request.m}</h1>",
+        f"<h1>{heading}</h1>",
         "<p>Hover a point for its schedule, bound and gap; click it for its timeline.</p>",
         frontier_svg(d),
         f"<pre>{html.escape(design_text(d))}</pre>",
@@ -161,8 +163,8 @@ def design_page(d: Design) -> str:
     return "\n".join(body)
 
 
-def write_design_page(d: Design, path: str | Path) -> Path:
-    """Write :func:`design_page` to ``path`` (an ``.html`` file).
+def write_design_page(d: Design, path: str | Path, title: str | None = None) -> Path:
+    """Write :func:`design_page` (headed ``title``) to ``path`` (an ``.html`` file).
 
     Example:
         >>> write_design_page(None, "x.txt")  # doctest: +ELLIPSIS
@@ -176,5 +178,5 @@ def write_design_page(d: Design, path: str | Path) -> Path:
     target = Path(path)
     if target.suffix.lower() != ".html":
         raise ParameterError("report", str(path), "expected a file ending in .html")
-    atomic_write(target, design_page(d), "report")
+    atomic_write(target, design_page(d, title), "report")
     return target

@@ -245,6 +245,13 @@ def _json_rows(p: Path) -> list[dict]:
             str(p), f"line {exc.lineno}", "not valid JSON: the file is truncated or corrupt"
         ) from None
     rows = doc.get("rows") if isinstance(doc, dict) else doc
+    if isinstance(doc, dict) and "programs" in doc and "rows" not in doc:  # a saved schedule
+        raise ScheduleFileError(
+            str(p),
+            "rows",
+            "a schedule file, not results: a report reads the rows of `compare --json`/`--out`, a sweep store "
+            "or a design result; `ppverify report --schedules FILE` runs a comparison of this schedule and writes its page",
+        )
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ScheduleFileError(
             str(p), "rows", "expected the output of `ppverify compare --json` (an object with rows)"

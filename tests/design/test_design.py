@@ -228,6 +228,14 @@ def test_report_of_a_design_result(tmp_path, capsys) -> None:
     # two frontier points by hand: budget 1, one microbatch at a time (2 * 2 * 3 = 12); budget 2, 1F1B's 9
     assert text.count('class="pt frontier"') == 2 and "time 12, bound 12" in text and "time 9, bound 9" in text
     assert text.count('<details id="point-') == 2
+    # --title heads the page; what only the comparison page reads is refused, not ignored
+    assert main(["report", "--from", str(out / "design.json"), "--title", "My <plan>", "-o", str(page)]) == 0
+    assert "<h1>My &lt;plan&gt;</h1>" in page.read_text()
+    capsys.readouterr()
+    for extra in (["--time-limit", "5"], ["--max-chart-ops", "10"], ["--findings-json", "f.json"], ["-p", "4"]):
+        assert main(["report", "--from", str(out / "design.json"), *extra, "-o", str(page)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"parameter {extra[0].lstrip('-')}=" in err and "leave it out" in err
 
 
 def test_v_at_its_least_budget_is_proven_optimal_and_verified() -> None:

@@ -176,6 +176,45 @@ def test_other_version_and_bad_field(tmp_path, capsys):
         load_results(tmp_path / "bad.csv")
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["-p", "4"],
+        ["--schedules", "gpipe"],
+        ["--costs", "F=1,B=1"],
+        ["--memory-cap", "2"],
+        ["--findings"],
+        ["--measured"],
+        ["--no-verify"],
+        ["--out", "x.csv"],
+        ["--json"],
+    ],
+)
+def test_from_refuses_what_only_a_run_reads(tmp_path, capsys, extra):
+    # these choose what a comparison runs; with --from the rows are the file's, so they were ignored
+    f = _write_csv(tmp_path)
+    capsys.readouterr()
+    assert main(["report", "--from", str(f), *extra, "-o", str(tmp_path / "x.html")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert f"parameter {extra[0].lstrip('-')}=" in err and "with --from the rows are" in err
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_report_refuses_report_and_a_schedule_file(tmp_path, capsys):
+    # --report is compare's; this command writes -o (it silently wrote ppverify-report.html instead)
+    assert main(["report", *ARGS, "--report", str(tmp_path / "a.html")]) == 2
+    assert "give -o " in capsys.readouterr().err
+    sched = tmp_path / "s.json"
+    assert main(["show", "1f1b", "-p", "2", "-m", "2", "--save", str(sched)]) == 0
+    capsys.readouterr()
+    assert main(["report", "--from", str(sched), "-o", str(tmp_path / "b.html")]) == 2
+    err = capsys.readouterr().err
+    assert "a schedule file, not results" in err and "ppverify report --schedules FILE" in err
+    # the route it names works
+    assert main(["report", "--schedules", str(sched), "-p", "2", "-m", "2", "-o", str(tmp_path / "c.html")]) == 0
+
+
 def test_a_fractional_rank_is_refused_naming_its_row(tmp_path):
     # found by scripts/fuzz.py: a rank of 1.5 reached pandas' integer cast (exit 3)
     f = _write_csv(tmp_path)

@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from ...core.errors import ParameterError
     from ..findings_map_cli import check_map_options
+    from ..report_options import check_report_options
 
     if args.map:
         raise ParameterError(
@@ -81,16 +82,20 @@ def run(args: argparse.Namespace) -> int:
     check_map_options(args)  # the map's other options: nothing here reads them
     if args.max_chart_ops < 1:
         raise ParameterError("max-chart-ops", args.max_chart_ops, "must be >= 1")
+    from ...design.output import is_design_result
+
+    design_file = bool(args.from_file) and is_design_result(args.from_file)
+    defaults = argparse.ArgumentParser()
+    add_arguments(defaults)
+    check_report_options(args, design_file, vars(defaults.parse_args([])))
     if not args.from_file:
         args.report = args.output
         return compare.run(args)
-    from ...design.output import is_design_result
-
-    if is_design_result(args.from_file):  # a `design` result: its frontier page
+    if design_file:  # a `design` result: its frontier page
         from ...design.output import load_design
         from ...design.page import write_design_page
 
-        write_design_page(load_design(args.from_file), args.output)
+        write_design_page(load_design(args.from_file), args.output, args.title)
         print(f"report written to {args.output} (the design's frontier)")
         return 0
     from ...report.build import report_from_file
