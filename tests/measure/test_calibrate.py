@@ -251,6 +251,25 @@ def test_calibrate_realtime_is_refused_in_one_line_where_the_policy_cannot_be_se
     assert "--from-trace runs nothing" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--fit-steps", "1,2"], "fit-steps"),  # without --from-trace these ran a whole calibration, unread
+        (["--schedule", "1f1b", "--quick"], "schedule"),
+        (["--from-trace", "nowhere", "--quick"], "quick"),  # with it, a fit runs nothing
+        (["--from-trace", "nowhere", "--timeout", "30"], "timeout"),
+        (["--from-trace", "nowhere", "--wait-quiet", "60"], "wait-quiet"),
+    ],
+)
+def test_an_option_the_mode_ignores_is_refused_before_anything_runs(monkeypatch, capsys, argv, flag):
+    from ppverify.cli import main
+
+    monkeypatch.setattr(cal, "calibrate", lambda **kw: pytest.fail("measured despite an ignored option"))
+    assert main(["calibrate", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"parameter {flag}=" in err and "leave it out" in err
+
+
 def test_wait_quiet_waits_before_the_first_run_and_says_what_it_saw(monkeypatch, capsys):
     # calibrate --wait-quiet S: machine_load.wait_quiet(S) runs before calibrate(), and its
     # last window is printed; nothing is measured here (both are stand-ins)

@@ -36,7 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> add_arguments(parser)
         >>> ns = parser.parse_args(["--quick", "-o", "mine.yaml"])
         >>> ns.out, ns.quick, ns.timeout, ns.from_trace
-        ('mine.yaml', True, 120.0, None)
+        ('mine.yaml', True, None, None)
+
+    ``--timeout`` and ``--wait-quiet`` default to ``None`` (120 s and no wait when measuring), so
+    that a trace fit, which runs nothing, sees them given and refuses them.
     """
     parser.add_argument(
         "--out", "-o", default=None, metavar="FILE.yaml", help="write the preset there (default: print it)"
@@ -45,12 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
         type=float,
-        default=120.0,
+        default=None,
         help="seconds allowed to each measured run before it counts as a hang (default 120)",
     )
     parser.add_argument("--json", action="store_true", help="print the measured figures as one JSON object")
     parser.add_argument(
-        "--wait-quiet", type=float, default=0.0, metavar="S", help="first wait up to S s for a quiet machine"
+        "--wait-quiet", type=float, default=None, metavar="S", help="first wait up to S s for a quiet machine"
     )
     parser.add_argument(
         "--realtime",
@@ -95,12 +98,11 @@ def run(args: argparse.Namespace) -> int:
     from ...measure.options import check_timeout
 
     # bad options are refused now, not after a minute of measuring
-    check_timeout(args.timeout)
-    check_nonnegative("wait-quiet", args.wait_quiet)
-    if args.realtime and args.from_trace:
-        raise ParameterError(
-            "realtime", True, "runs workers; --from-trace runs nothing (record the trace with measure --realtime)"
-        )
+    check_calibrate_mode(args)
+    if args.timeout is not None:
+        check_timeout(args.timeout)
+    if args.wait_quiet is not None:
+        check_nonnegative("wait-quiet", args.wait_quiet)
     if args.realtime:  # refused before --wait-quiet waits, not after
         from ...measure.realtime import check_realtime
 
@@ -110,16 +112,17 @@ def run(args: argparse.Namespace) -> int:
     sized = (args.model, args.microbatch_size, args.seq_len, args.boundary_bytes)
     if args.from_trace or any(x is not None for x in sized):
         return _from_trace(args)
+    timeout = 120.0 if args.timeout is None else args.timeout
     try:
-        if args.wait_quiet > 0:
+        if args.wait_quiet:
             from ...measure.machine_load import wait_quiet
 
             share = wait_quiet(args.wait_quiet)
             print(f"waited for quiet   {share.describe() if share else 'no /proc/stat'}", file=sys.stderr)
-        cal = calibrate(quick=args.quick, timeout=args.timeout, realtime=args.realtime)
+        cal = calibrate(quick=args.quick, timeout=timeout, realtime=args.realtime)
     except MeasureTimeout as exc:  # the runs are known-good schedules: the limit is too short here
         raise ParameterError(
-            "timeout", args.timeout, f"a calibration run needs longer on this machine ({exc}); give more seconds"
+            "timeout", timeout, f"a calibration run needs longer on this machine ({exc}); give more seconds"
         ) from None
     name = Path(args.out).stem if args.out else "calibrated"
     text = preset_text(cal, name)
@@ -133,6 +136,48 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     return 0
+
+
+#: options of a measuring run (``dest``: flag), which a trace fit would ignore
+RUN_ONLY = {"quick": "--quick", "timeout": "--timeout", "wait_quiet": "--wait-quiet", "realtime": "--realtime"}
+#: options of a trace fit, which a measuring run would ignore (the sizing ones are refused by
+#: ``transfer_sizes`` with the same advice)
+TRACE_ONLY = {"fit_steps": "--fit-steps", "schedule": "--schedule"}
+
+
+def check_calibrate_mode(args: argparse.Namespace) -> None:
+    """Refuse an option the chosen mode would ignore: a measuring run's with ``--from-trace``
+    (which runs nothing), and a trace fit's without it.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> check_calibrate_mode(parser.parse_args(["--fit-steps", "1,2"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter fit-steps=1,2: belongs to a fit to a profiler trace, which this run does not make: give --from-trace DIR, or leave it out
+        >>> check_calibrate_mode(parser.parse_args(["--from-trace", "t", "--quick"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter quick=True: shapes a measuring run; --from-trace runs nothing (record the trace with measure --profile, with --realtime there if wanted): leave it out
+    """
+    from ...core.errors import ParameterError
+
+    given = {d: getattr(args, d) for d in (*RUN_ONLY, *TRACE_ONLY) if getattr(args, d) not in (None, False)}
+    for dest, value in given.items():
+        if args.from_trace and dest in RUN_ONLY:
+            raise ParameterError(
+                RUN_ONLY[dest].lstrip("-"),
+                value,
+                "shapes a measuring run; --from-trace runs nothing (record the trace with measure --profile, "
+                "with --realtime there if wanted): leave it out",
+            )
+        if not args.from_trace and dest in TRACE_ONLY:
+            raise ParameterError(
+                TRACE_ONLY[dest].lstrip("-"),
+                value,
+                "belongs to a fit to a profiler trace, which this run does not make: give --from-trace DIR, or leave it out",
+            )
 
 
 def _from_trace(args: argparse.Namespace) -> int:
