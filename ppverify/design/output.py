@@ -5,6 +5,7 @@ plot (``--plot``)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from .run import Design
@@ -12,6 +13,10 @@ from .run import Design
 
 def _num(x: float | None, digits: int = 6) -> str:
     return "-" if x is None else f"{x:.{digits}g}"
+
+
+def _widths(head: Sequence[str], rows: Sequence[Sequence[str]], least: Sequence[int]) -> list[int]:
+    return [max([least[i], len(head[i])] + [len(r[i]) for r in rows]) for i in range(len(head))]
 
 
 def _budget(b: float) -> str:
@@ -43,29 +48,53 @@ def design_text(d: Design) -> str:
         f"work limit {rq.limits.work:g} per point"
         f"{f' (+{rq.limits.search_work:g} for a frontier point above the gap)' if rq.limits.search_work > 0 else ''}, gap limit "
         f"{'none' if rq.limits.gap is None else f'{100 * rq.limits.gap:g} %'}; times in {_time_unit(d)}; "
-        "peaks in activations of one microbatch on a device's share",
+        f"peaks in {d.memory_unit()}",
         "frontier",
-        f"  {'peak':>6} {'time':>9} {'bound':>9} {'gap':>8}  {'placement':<15} {'budget':>6}  {'start':<10} verified",
     ]
-    for q, v in zip(d.front, d.verified):
-        gap = "-" if q.gap is None else f"{100 * q.gap:.3g} %"
-        start = (q.start or "-")[:10]
-        start = start if len(q.start or "") <= 10 else start[:7] + "..."
+    # columns as wide as their widest entry (preset times in seconds take more digits than units)
+    front: list[tuple[str, ...]] = [
+        (
+            _num(q.peak),
+            _num(q.time, 8),
+            _num(q.bound, 8),
+            "-" if q.gap is None else f"{100 * q.gap:.3g} %",
+            q.placement,
+            _budget(q.budget),
+            (q.start or "-") if len(q.start or "") <= 10 else (q.start or "")[:7] + "...",
+            v,
+        )
+        for q, v in zip(d.front, d.verified)
+    ]
+    head: tuple[str, ...] = ("peak", "time", "bound", "gap", "placement", "budget", "start", "verified")
+    w = _widths(head, front, (6, 9, 9, 8, 15, 6, 10, 0))
+    for row in [head, *front]:
         lines.append(
-            f"  {_num(q.peak):>6} {_num(q.time, 8):>9} {_num(q.bound, 8):>9} {gap:>8}  {q.placement:<15} "
-            f"{_budget(q.budget):>6}  {start:<10} {v}"
+            f"  {row[0]:>{w[0]}} {row[1]:>{w[1]}} {row[2]:>{w[2]}} {row[3]:>{w[3]}}  {row[4]:<{w[4]}} "
+            f"{row[5]:>{w[5]}}  {row[6]:<{w[6]}} {row[7]}"
         )
     if not d.front:
         lines.append("  (no schedule found within the limits)")
     rows = d.family_rows()
     if rows:
         lines.append("families   (frontier: its value at the family's peak; difference: frontier - family)")
-        lines.append(f"  {'family':<22} {'placement':<15} {'peak':>6} {'time':>9} {'frontier':>9} {'difference':>10}")
-        for r in rows:
-            note = f"  {r['note']}" if "note" in r else ""
+        fam: list[tuple[str, ...]] = [
+            (
+                str(r["family"]),
+                str(r["placement"]),
+                _num(r["peak"]),
+                _num(r["time"], 8),
+                _num(r["frontier"], 8),
+                _num(r["difference"], 6),
+                f"  {r['note']}" if "note" in r else "",
+            )
+            for r in rows
+        ]
+        head = ("family", "placement", "peak", "time", "frontier", "difference", "")
+        w = _widths(head, fam, (22, 15, 6, 9, 9, 10, 0))
+        for row in [head, *fam]:
             lines.append(
-                f"  {r['family']:<22} {r['placement']:<15} {_num(r['peak']):>6} {_num(r['time'], 8):>9} "
-                f"{_num(r['frontier'], 8):>9} {_num(r['difference'], 6):>10}{note}"
+                f"  {row[0]:<{w[0]}} {row[1]:<{w[1]}} {row[2]:>{w[2]}} {row[3]:>{w[3]}} "
+                f"{row[4]:>{w[4]}} {row[5]:>{w[5]}}{row[6]}".rstrip()
             )
     return "\n".join(lines)
 
@@ -158,7 +187,7 @@ def plot_design(d: Design, path: str | Path) -> Path:
     for f in d.families:
         ax.scatter([f.peak], [f.time], marker="x", color="#4C72B0", s=30)
         ax.annotate(f.family, (f.peak, f.time), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    ax.set_xlabel("peak activations (one microbatch on a device's share = 1)")
+    ax.set_xlabel(f"peak, in {d.memory_unit()}")
     ax.set_ylabel(f"step time ({d.setups[0].costs.time_unit if d.setups else 'units'})")
     ax.set_title(f"design p={d.request.p} m={d.request.m}: frontier and families", fontsize=10)
     ax.legend(fontsize=8)

@@ -81,8 +81,8 @@ def frontier_svg(d: Design) -> str:
     parts.append(f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - 10}" y2="{_H - _PAD}" stroke="#444"/>')
     parts.append(f'<line x1="{_PAD}" y1="10" x2="{_PAD}" y2="{_H - _PAD}" stroke="#444"/>')
     parts.append(
-        f'<text x="{_W / 2}" y="{_H - 14}" text-anchor="middle" font-size="12">peak activations '
-        "(one microbatch on a device's share = 1)</text>"
+        f'<text x="{_W / 2}" y="{_H - 14}" text-anchor="middle" font-size="12">peak, in '
+        f"{html.escape(d.memory_unit())}</text>"
     )
     parts.append(f'<text x="14" y="{_H / 2}" font-size="12" transform="rotate(-90 14 {_H / 2})">step time</text>')
     for v in sorted(set(xs)):

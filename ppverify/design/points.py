@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core.errors import PPVerifyError
 from ..core.schedule import Schedule
-from .spec import Limits, Setup, Task
+from .spec import Limits, Setup, Task, design_unit
 
 #: tolerance of peak and time comparisons (values are sums of costs and delays)
 EPS = 1e-9
@@ -316,7 +316,7 @@ def family_points(setups: Sequence[Setup], p: int, m: int, settings: Any) -> lis
                 continue
             seen.add(key)
             ctx = resolve_presets(settings, sched)
-            unit = max(ctx.costs.activation) / sched.placement.share_per_stage
+            unit = design_unit(ctx.costs, sched.placement, settings, m)
             label = placement_label(sched)
             st = Setup(label, sched.placement, ctx.costs, ctx.comm, tuple(sched.pipe_of_mb), float(unit))
             try:

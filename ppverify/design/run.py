@@ -138,6 +138,21 @@ class Design:
         largest = "none was" if not done else f"the largest: {max(done):g}"
         return f"its peak {peak:g} is above every budget searched ({largest})"
 
+    def activation_bytes(self) -> float | None:
+        """The bytes of one budget unit with presets (None with abstract costs)."""
+        if not self.setups or self.setups[0].costs.memory_unit != "bytes":
+            return None
+        return self.setups[0].unit
+
+    def memory_unit(self) -> str:
+        """What budgets and peaks count, in words (with presets, the bytes of one)."""
+        size = self.activation_bytes()
+        if size is None:
+            return "activations of one microbatch on a device's share"
+        from ..core.sizes import format_bytes
+
+        return f"activations of {format_bytes(size)} (one microbatch on a linear pipeline's largest stage)"
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, free of wall-clock times: the same at any machine load."""
         rq = self.request
@@ -158,7 +173,8 @@ class Design:
                 "search_work": rq.limits.search_work,
                 "pair_work": rq.limits.pair_work,
                 "all_points": not rq.skip,
-                "memory_unit": "activations of one microbatch on a device's share",
+                "memory_unit": self.memory_unit(),
+                "activation_bytes": self.activation_bytes(),
                 "time_unit": self.setups[0].costs.time_unit if self.setups else "units",
             },
             "points_done": self.done,
@@ -441,7 +457,7 @@ def design(
     until = None if ceiling is None or math.isinf(ceiling) else time.time() + ceiling
     sets = setups(request.placements, request.p, request.m, request.settings)
     fams = family_points(sets, request.p, request.m, request.settings)
-    given = parse_budgets(request.budgets)
+    given = parse_budgets(request.budgets, sets)
     budgets = auto_budgets(sets, fams, request.p) if given is None else given
     tasks = plan(request, sets, budgets, until)
     t0 = time.monotonic()

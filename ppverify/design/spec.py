@@ -4,11 +4,13 @@ placement x budget points it splits into.
 
 Budgets count activations as the cost model does: one microbatch on a device's whole share of
 layers is 1 (1F1B's first device peaks at ``p``; with v stages per device one stage's activation
-is ``1/v``). With presets (bytes) a budget of 1 is one microbatch's bytes on a device's share.
+is ``1/v``). With presets (bytes) a budget of 1 is one microbatch's bytes on a device's share,
+and a budget may be given as a size (``40GiB``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.comm import CommModel
@@ -83,6 +85,31 @@ def parse_placement(text: str, p: int) -> tuple[str, Placement]:
     return name, placement_from_text(name, p)
 
 
+def design_unit(costs: CostModel, placement: Placement, settings: PresetSettings, m: int) -> float:
+    """One budget unit in ``costs``' memory unit. Abstract costs: one microbatch on a device's
+    whole share (``M_F`` over the share one stage is). Presets count bytes, and there a share's
+    largest stage differs by placement (the last stage holds the logits whatever its share), so
+    every placement takes one common unit, the bytes of a linear pipeline's largest stage: the
+    same budget is then the same bytes on every placement, and peaks compare like for like.
+
+    Example:
+        >>> from ppverify.core.placement import linear, v_shape
+        >>> s = PresetSettings(system="dgx-h100", model="gpt3-1.3b")
+        >>> costs = lambda pl: resolve_presets(s, Schedule(pl, 8, tuple(() for _ in range(4)), (0,) * 8)).costs
+        >>> design_unit(costs(v_shape(4)), v_shape(4), s, 8) == design_unit(costs(linear(4)), linear(4), s, 8)
+        True
+        >>> max(costs(v_shape(4)).activation) * 2 > design_unit(costs(linear(4)), linear(4), s, 8)
+        True
+    """
+    from ..core.placement import linear
+
+    if costs.memory_unit != "bytes":
+        return float(max(costs.activation) / placement.share_per_stage)
+    ref = linear(placement.p)
+    carrier = Schedule(ref, m, tuple(() for _ in range(ref.p)), (0,) * m)
+    return float(max(resolve_presets(settings, carrier).costs.activation))
+
+
 def setups(placements: str, p: int, m: int, settings: PresetSettings) -> tuple[Setup, ...]:
     """The placements of ``--placements`` (comma separated), each with its costs and communication.
     A placement that does not fit ``p`` or ``m`` is refused in one line (a two-pipe placement needs
@@ -112,18 +139,22 @@ def setups(placements: str, p: int, m: int, settings: PresetSettings) -> tuple[S
         pipes = default_pipes(pl, m)
         carrier = Schedule(pl, m, tuple(() for _ in range(p)), pipes)
         ctx = resolve_presets(settings, carrier)
-        unit = max(ctx.costs.activation) / pl.share_per_stage
+        unit = design_unit(ctx.costs, pl, settings, m)
         out.append(Setup(label, pl, ctx.costs, ctx.comm, pipes, float(unit)))
     return tuple(out)
 
 
-def parse_budgets(text: str) -> tuple[float, ...] | None:
-    """``--budgets``: ``auto`` (``None``) or a comma list of positive numbers, ``none`` (or
-    ``inf``) meaning unconstrained.
+def parse_budgets(text: str, sets: Sequence[Setup] = ()) -> tuple[float, ...] | None:
+    """``--budgets``: ``auto`` (``None``) or a comma list of budgets in activations, ``none`` (or
+    ``inf``) meaning unconstrained. A budget may be spelled as ``--memory-cap`` is: ``NMF`` stage
+    activations, or a size (``40GiB``) with presets; these are read in activations with the
+    placements of ``sets``, and refused where two placements would read them differently.
 
     Example:
         >>> parse_budgets("auto"), parse_budgets("2, 4,none")
         (None, (2.0, 4.0, inf))
+        >>> parse_budgets("4MF", setups("v", 4, 8, PresetSettings(costs="F=1,I=1,W=1")))
+        (2.0,)
         >>> parse_budgets("2,-1")
         Traceback (most recent call last):
         ...
@@ -140,13 +171,41 @@ def parse_budgets(text: str) -> tuple[float, ...] | None:
         try:
             value = float(word)
         except ValueError:
-            value = float("nan")
+            value = _spelled_budget(item.strip(), text, sets)
         if not value > 0 or value == float("inf"):
             raise ParameterError("budgets", text, f"every budget must be a number > 0 (or none), got {item.strip()!r}")
         out.append(value)
     if not out:
         raise ParameterError("budgets", text, "name at least one budget, or auto")
     return tuple(sorted(set(out)))
+
+
+def _spelled_budget(item: str, text: str, sets: Sequence[Setup]) -> float:
+    """One budget spelled as a cap (``8MF``, ``40GiB``), in activations; nan when it is no cap."""
+    from ..core.memory_cap import read_memory_cap, resolve_memory_cap
+
+    if not item or item.startswith("-"):
+        return float("nan")
+    try:
+        spec = read_memory_cap(item, "budgets")
+    except ParameterError:
+        return float("nan")
+    if spec is None or spec.amount is None:
+        return float("nan")
+    caps = {s.label: (resolve_memory_cap(spec, s.costs, s.placement).value, s.unit) for s in sets}
+    read = {label: value / unit for label, (value, unit) in caps.items() if value is not None}
+    values = list(read.values())
+    if not values:
+        raise ParameterError("budgets", text, f"{item} needs the placements' cost models to be read")
+    if max(values) > min(values) * (1 + 1e-9):
+        each = ", ".join(f"{label} {v:.4g}" for label, v in read.items())
+        raise ParameterError(
+            "budgets",
+            text,
+            f"{item} is a different number of activations on each placement ({each}): "
+            "give it in activations, or search one placement",
+        )
+    return float(values[0])
 
 
 @dataclass(frozen=True)

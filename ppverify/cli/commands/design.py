@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--budgets",
         default="auto",
         help="auto (least feasible, the families' peaks, unconstrained) or a comma list in activations "
-        "of one microbatch on a device's share, none = unconstrained",
+        "of one microbatch on a device's share, none = unconstrained; with presets also sizes (8GiB)",
     )
     add_cost_arguments(parser)
     add_preset_arguments(parser)
