@@ -74,6 +74,10 @@ class MeasureResult:
     memories: tuple[MeasuredMemory, ...] = ()
     #: the emulated link delay the run used (seconds; :mod:`.link_delay`), 0 for the link as it is
     link_delay: float = 0.0
+    #: what the prediction's op costs are: ``"given"`` (the costs, as slept under ``--compute
+    #: sleep``) or ``"measured"`` (real compute without costs: each stage's median op of each
+    #: kind in this run, so the prediction times the schedule and the runtime, not a guess)
+    costs_from: str = "given"
 
     @property
     def makespan(self) -> float:
@@ -91,7 +95,7 @@ class MeasureResult:
         Example:
             >>> r = measure(build("1f1b", p=2, m=4))  # doctest: +SKIP
             >>> sorted(r.summary())  # doctest: +SKIP
-            ['compute', 'error', 'grad_check', 'link_delay', 'makespan_measured', 'makespan_predicted', 'makespans', 'memory', 'runner', 'step_times', 'steps']
+            ['compute', 'costs_from', 'error', 'grad_check', 'link_delay', 'makespan_measured', 'makespan_predicted', 'makespans', 'memory', 'runner', 'step_times', 'steps']
         """
         pred = self.predicted.makespan if self.predicted is not None else None
         return {
@@ -106,6 +110,7 @@ class MeasureResult:
             "grad_check": self.grad_check.to_dict(),
             "memory": self.memory.to_dict() if self.memory is not None else None,
             "link_delay": self.link_delay,
+            "costs_from": self.costs_from,
         }
 
 
@@ -209,6 +214,25 @@ def _result(
     )
 
 
+def measured_costs(schedule: Schedule, costs: CostModel, per_rank: Sequence[RankResult]) -> CostModel:
+    """``costs`` with each stage's op durations replaced by the medians measured over every
+    step of ``per_rank`` (real compute takes the time it takes; memory and bytes are kept).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=1, m=2)
+        >>> ev = [[Event("F", 0, 0, 0, 10**7), Event("B", 0, 0, 10**7, 3 * 10**7)]]
+        >>> rr = RankResult([ev[0]], [0], [3 * 10**7], {})
+        >>> measured_costs(s, seconds_costs(s, None), [rr]).duration["B"]
+        (0.02,)
+    """
+    from .trace_import import fitted_costs
+
+    pooled = [[e for step in rr.events for e in step] for rr in per_rank]
+    fitted = fitted_costs(pooled, schedule.placement)
+    return replace(costs, duration=fitted.duration)
+
+
 def _predict(schedule: Schedule, costs: CostModel, link_delay: float = 0.0) -> Timeline | None:
     from ..core.comm import NO_COMM, FixedDelay
     from ..core.errors import PPVerifyError
@@ -263,9 +287,11 @@ def measure_many(
         _check_profile_dir(profile, len(items))
         quiet_profiler_logs()
     prepared = []
+    given = []  # real compute without costs: the prediction takes the measured op costs
     for item in items:
         sched, costs = item if isinstance(item, tuple) else (item, None)
         c = seconds_costs(sched, costs)
+        given.append(compute == "sleep" or costs is not None)
         prepared.append((sched, c, _job(sched, c, compute, steps, warmup, record, seed, format, profile, link_delay)))
     # every input checked: the workers' torch import runs while the predictions are made here
     prestart()
@@ -276,7 +302,12 @@ def measure_many(
         per_rank = run_workers(p, run_jobs, [prepared[i][2] for i in idx], timeout, realtime=realtime)
         for k, i in enumerate(idx):
             sched, c, job = prepared[i]
-            out[i] = _result(job, c, compute, [per_rank[r][k] for r in range(p)], predicted[i])
+            ranks = [per_rank[r][k] for r in range(p)]
+            if given[i]:
+                out[i] = _result(job, c, compute, ranks, predicted[i])
+            else:
+                c = measured_costs(sched, c, ranks)
+                out[i] = replace(_result(job, c, compute, ranks, _predict(sched, c, link_delay)), costs_from="measured")
     return [r for r in out if r is not None]
 
 

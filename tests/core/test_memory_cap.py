@@ -138,7 +138,7 @@ def test_gap_and_compare_give_one_gap(capsys):
         ("64GiB", "a size needs presets"),
         ("none64GiB", "none (unlimited memory) takes no size"),
         ("4x", "the x suffix is gone"),
-        ("-1", "expected a number"),
+        ("-1", "must be > 0"),
     ],
 )
 def test_bad_caps_are_refused_in_one_line(capsys, command, cap, rule):

@@ -322,6 +322,26 @@ def test_stored_measure_trace_imports_to_measures_own_timeline():
     assert tc.report.valid and tc.differences == ()
 
 
+@pytest.mark.parametrize("extra", [["-p", "4"], ["-m", "8"], ["--v", "2"], ["--units", "concat"]])
+def test_family_options_without_a_schedule_are_refused(capsys, extra):
+    # they shape --schedule's family; without it the trace decides, and they were ignored
+    from pathlib import Path
+
+    d = Path(__file__).resolve().parents[1] / "data" / "traces" / "measure-1f1b-p2-m4"
+    err = _cli_error(["import-trace", str(d), *extra], capsys)
+    assert f"{extra[0]} shapes the family of --schedule" in err and "give --schedule FAMILY" in err
+
+
+def test_the_costs_line_names_the_kinds_that_ran(capsys):
+    # a 1F1B trace runs F and B: the fit's derived I and W (B / 2) are not printed as if they ran
+    from pathlib import Path
+
+    d = Path(__file__).resolve().parents[1] / "data" / "traces" / "measure-1f1b-p2-m4"
+    assert main(["import-trace", str(d)]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("costs"))
+    assert "F=" in line and "B=" in line and "I=" not in line and "W=" not in line
+
+
 def test_older_schedules_forward_backward_ranges_need_the_schedule(tmp_path, capsys):
     # ScheduleGPipe / Schedule1F1B record "Forward i" / "Backward i" on each rank's one stage: with
     # --schedule gpipe p=2 m=2 rank 1's ranges are stage 1's ops, in the order recorded

@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from ...measure.trace_import import recorded_size
     from ...systems.system import load_system
 
+    check_schedule_options(args)
     check_timeline_outputs(args)
     system = load_system(args.system) if args.system else None
     traces = read_traces(args.traces)
@@ -96,6 +97,35 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join([trace_text(tc, rep, None if args.no_table else args.width), *written_lines(args)]))
     return 0 if tc.report.valid and not tc.differences else 1
+
+
+def check_schedule_options(args: argparse.Namespace) -> None:
+    """Refuse ``-p``, ``-m`` and the family options without ``--schedule``: they shape its family,
+    and without it the trace alone decides what ran (they were ignored).
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> check_schedule_options(parser.parse_args(["traces/", "--v", "2"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter v=2: --v shapes the family of --schedule; without --schedule the trace alone says what ran: give --schedule FAMILY, or leave it out
+    """
+    from ...core.errors import ParameterError
+
+    if args.schedule is not None:
+        return
+    given = {"p": args.p, "m": args.m}
+    given.update({d[4:]: v for d, v in vars(args).items() if d.startswith("fam_")})
+    for name, value in given.items():
+        if value is not None:
+            flag = f"-{name}" if name in ("p", "m") else f"--{name.replace('_', '-')}"
+            raise ParameterError(
+                name,
+                value,
+                f"{flag} shapes the family of --schedule; without --schedule the trace alone says what ran: "
+                "give --schedule FAMILY, or leave it out",
+            )
 
 
 COMMAND = Command(

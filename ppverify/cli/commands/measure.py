@@ -32,14 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> add_arguments(parser)
         >>> ns = parser.parse_args(["1f1b", "-p", "2"])
         >>> ns.costs, ns.compute, ns.steps, ns.warmup, ns.timeout
-        ('F=0.01,B=0.02', 'sleep', 3, 1, 60.0)
+        (None, 'sleep', 3, 1, 60.0)
     """
     add_schedule_arguments(parser)
     g = parser.add_argument_group("measurement")
     g.add_argument(
         "--costs",
-        default="F=0.01,B=0.02",
-        help="op costs in seconds per device share, e.g. F=0.01,B=0.02 or F=0.01,I=0.01,W=0.01 (default F=0.01,B=0.02)",
+        default=None,
+        help="op costs in seconds per device share, e.g. F=0.01,B=0.02 or F=0.01,I=0.01,W=0.01 (default F=0.01,B=0.02; with --compute real the prediction then takes the op costs measured in the run)",
     )
     g.add_argument(
         "--compute",
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from ...measure.summary import measure_cap, measure_report, measure_text, measured_cap_check
     from ...systems.system import link_delay_of, load_system
 
-    costs = dict(parsed_costs(args) or ())  # read once, before the build
+    costs = dict(parsed_costs(args) or ()) or None  # read once, before the build; None: the default
     schedule = build_schedule(schedule_source(args))
     cap = measure_cap(args.memory_cap, schedule)  # before any process starts
     system = load_system(args.system) if args.system else None  # bad presets fail before any process starts
