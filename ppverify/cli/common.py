@@ -17,6 +17,15 @@ from ..core.schedule import Schedule
 from ..io.json_format import ScheduleDocument
 
 
+class _Given(argparse.Action):
+    """Store the value and note that it was given (``p_given``): ``-p`` has a default, and a
+    schedule file refuses a ``-p`` it would ignore but not the default."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
 def add_schedule_arguments(
     parser: argparse.ArgumentParser, optional: bool = False, help: str | None = None, as_option: bool = False
 ) -> None:
@@ -40,7 +49,7 @@ def add_schedule_arguments(
         default=None,
         help=help or "a registered family (see `ppverify list`) or a schedule file (.json, .csv)",
     )
-    parser.add_argument("-p", type=int, default=4, help="pipeline devices (default 4)")
+    parser.add_argument("-p", type=int, default=4, action=_Given, help="pipeline devices (default 4)")
     parser.add_argument("-m", type=int, default=None, help="microbatches per step (default: p)")
     seen: dict[str, Any] = {}
     for fam in families():
@@ -75,6 +84,8 @@ class ScheduleSource:
     m: int | None
     params: tuple[tuple[str, Any], ...] = ()
     placement: str | None = None
+    #: whether ``-p`` was given (it has a default): a schedule file refuses one it would ignore
+    p_given: bool = False
 
     def param(self, name: str) -> Any:
         """The family parameter ``name`` as given, ``None`` when not given.
@@ -92,10 +103,17 @@ def schedule_source(args: argparse.Namespace) -> ScheduleSource:
 
     Example:
         >>> schedule_source(argparse.Namespace(schedule="1f1b", p=2, m=None, fam_v=3, fam_waves=None))
-        ScheduleSource(name='1f1b', p=2, m=None, params=(('v', 3),), placement=None)
+        ScheduleSource(name='1f1b', p=2, m=None, params=(('v', 3),), placement=None, p_given=False)
     """
     params = tuple((k[4:], v) for k, v in sorted(vars(args).items()) if k.startswith("fam_") and v is not None)
-    return ScheduleSource(getattr(args, "schedule", None), args.p, args.m, params, getattr(args, "placement", None))
+    return ScheduleSource(
+        getattr(args, "schedule", None),
+        args.p,
+        args.m,
+        params,
+        getattr(args, "placement", None),
+        bool(getattr(args, "p_given", False)),
+    )
 
 
 def build_schedule(source: ScheduleSource) -> Schedule:
@@ -109,11 +127,46 @@ def build_schedule(source: ScheduleSource) -> Schedule:
     from ..schedules import build, get_family
 
     if looks_like_file(source.name):
-        return load_schedule(source.name)
+        return check_file_options(source, load_schedule(source.name))
     fam = get_family(source.name)
     params = {pr.name: source.param(pr.name) for pr in fam.params}
     m = source.m if source.m is not None else source.p
     return build(fam.name, source.p, m, **params)
+
+
+def check_file_options(source: ScheduleSource, schedule: Schedule, taken: tuple[str, ...] = ()) -> Schedule:
+    """Refuse what a schedule file would ignore: a family option (a file carries its schedule)
+    and a ``-p`` or ``-m`` other than the file's; ``taken``: the options a text table reads.
+    Returns ``schedule``.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> check_file_options(ScheduleSource("s.json", 4, 8, (("v", 2),)), build("1f1b", 4, 8))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter v=2: --v shapes a family; s.json is a schedule file, which carries its own schedule: leave it out
+        >>> check_file_options(ScheduleSource("s.json", 8, None, p_given=True), build("1f1b", 4, 8))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter p=8: s.json holds a schedule of p=4: leave -p out (the file decides), or give -p 4
+    """
+    for name, value in source.params:
+        if name not in taken:
+            raise ParameterError(
+                name,
+                value,
+                f"--{name.replace('_', '-')} shapes a family; {source.name} is a schedule file, which carries its "
+                "own schedule: leave it out",
+            )
+    for flag, given, held in (("p", source.p if source.p_given else None, schedule.p), ("m", source.m, schedule.m)):
+        if given is not None and given != held and flag not in taken:
+            raise ParameterError(
+                flag,
+                given,
+                f"{source.name} holds a schedule of {flag}={held}: leave -{flag} out (the file decides), "
+                f"or give -{flag} {held}",
+            )
+    return schedule
 
 
 def schedule_from_args(args: argparse.Namespace) -> Schedule:
@@ -175,9 +228,12 @@ def load_document(source: ScheduleSource) -> ScheduleDocument:
             extra = {k: source.param(k) for k in ("v", "waves", "offset")}
             pl = placement_from_text(placement or "linear", len(programs), **extra)
         schedule = schedule_from_programs(programs, pl, source.m, None, "table", {"file": path.name}, str(path))
+        check_file_options(source, schedule, taken=("m", "v", "waves", "offset"))
         return ScheduleDocument(schedule, table=cells)
     if looks_like_file(source.name) and suffix == ".json":
-        return read_json(source.name)
+        doc = read_json(source.name)
+        check_file_options(source, doc.schedule)
+        return doc
     if placement:
         raise ParameterError(
             "placement",
