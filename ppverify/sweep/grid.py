@@ -145,6 +145,8 @@ def _entries(path: str, value: Any) -> tuple[ScheduleEntry, ...]:
     for n, item in enumerate(value):
         key = f"schedules[{n}]"
         if isinstance(item, str):
+            if Path(item).suffix or "/" in item:  # a path where a family name goes: say how to give a file
+                raise _err(path, key, f"{item!r} is no family name; a schedule file is given as {{file: {item}}}")
             item = {"family": item}
         if isinstance(item, dict) and isinstance(item.get("file"), str):
             fpath = Path(item["file"])

@@ -66,6 +66,7 @@ def test_preset_grid():
         ({**ABSTRACT, "p": [0]}, "p", "integer >= 1"),
         ({**ABSTRACT, "m": "x"}, "m", "integer >= 1"),
         ({**ABSTRACT, "schedules": ["nosuch"]}, "schedules[0].family", "unknown schedule family"),
+        ({**ABSTRACT, "schedules": ["mine.json"]}, "schedules[0]", "a schedule file is given as {file: mine.json}"),
         ({**ABSTRACT, "schedules": [{"family": "gpipe", "v": 2}]}, "schedules[0].v", "no parameter"),
         ({**ABSTRACT, "schedules": []}, "schedules", "non-empty list"),
         ({**ABSTRACT, "levels": ["magic"]}, "levels", "unknown level"),
