@@ -466,39 +466,3 @@ def all_posts(traces: Sequence[Any], schedule: Schedule | None = None, clock: st
         imp = import_step(traces, recorded_step(traces, n, clock), schedule)
         out.append((n, imp.timeline.makespan, imp.events))
     return post_times(out)
-
-
-def summary_lines(fit: TraceFit, text: str, rows: Sequence[tuple[int, float, float]]) -> list[str]:
-    """What ``calibrate --from-trace --out FILE`` prints: the fit steps, the preset's costs, link
-    and overhead comments, and each held-out step's prediction and error.
-
-    Example:
-        >>> from pathlib import Path
-        >>> import ppverify
-        >>> traces_dir = str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")
-        >>> fit, text, rows = from_trace([traces_dir], None, "1", "mine")
-        >>> print("\\n".join(summary_lines(fit, text, rows)))  # doctest: +ELLIPSIS
-        fit steps          ProfilerStep 1 of recorded p=2 m=4
-        Op costs (median per stage and kind over the fit steps, ms per stage): F=10.24/10.59; ...
-        held-out step 2    measured 177.538 ms   predicted 161.304 ms   error -9.1%
-        SEND/RECV posts    median 365 us, 90th percentile 3786 us; blocked 5.2-7.2 ms per step
-    """
-    lines = [
-        f"fit steps          ProfilerStep {', '.join(map(str, fit.fit_steps))} of {fit.schedule.describe()}"
-        + (f" (left out as outliers: {', '.join(map(str, fit.dropped))})" if fit.dropped else "")
-    ]
-    lines += [line[2:] for line in text.splitlines()[2:5]]
-    lines += [
-        f"held-out step {n:<4} measured {ms * 1e3:.3f} ms   predicted {pr * 1e3:.3f} ms   error {100 * (pr - ms) / ms:+.1f}%"
-        for n, ms, pr in rows
-    ]
-    if len(rows) > 1:
-        med = statistics.median(ms for _, ms, _ in rows)
-        spans = [ms for _, ms, _ in rows]
-        lines.append(
-            f"held-out median    measured {med * 1e3:.3f} ms   predicted {rows[0][2] * 1e3:.3f} ms   "
-            f"error {100 * (rows[0][2] - med) / med:+.1f}%   (the steps spread {100 * (max(spans) - min(spans)) / med:.1f}%)"
-        )
-    if fit.posts is not None:
-        lines.append(f"SEND/RECV posts    {fit.posts.describe()}")
-    return lines

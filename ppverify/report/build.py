@@ -18,8 +18,9 @@ from .study import DEFAULT_MAX_CHART_OPS, Study, study_from_points, study_from_r
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def check_output(path: str) -> None:
-    """Refuse an output that is not an .html file in an existing directory (before a long run).
+def check_output(path: str, option: str = "output") -> None:
+    """Refuse an output that is not an .html file in an existing directory (before a long run);
+    errors name ``option``.
 
     Example:
         >>> check_output("study.html")
@@ -30,9 +31,9 @@ def check_output(path: str) -> None:
     """
     p = Path(path)
     if p.suffix.lower() not in (".html", ".htm"):
-        raise ParameterError("output", path, "expected an .html file")
+        raise ParameterError(option, path, "expected an .html file")
     if p.parent and not p.parent.exists():
-        raise ParameterError("output", path, f"directory {p.parent} does not exist")
+        raise ParameterError(option, path, f"directory {p.parent} does not exist")
 
 
 def findings_to_dicts(findings: Iterable[Any]) -> list[dict[str, Any]]:

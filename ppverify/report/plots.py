@@ -29,15 +29,15 @@ MAX_LABELLED_OPS = 400
 MAX_DRAWN_TRANSFERS = 3000
 
 
-def _check_path(path: str | Path) -> Path:
+def _check_path(path: str | Path, option: str = "output") -> Path:
     from ..core.files import output_target
 
-    output_target(path, "--output")  # a trailing '/', a FIFO, a device: refused before drawing
+    output_target(path, f"--{option}")  # a trailing '/', a FIFO, a device: refused before drawing
     p = Path(path)
     if p.suffix.lower() not in FORMATS:
-        raise ParameterError("output", str(path), f"expected a file ending in {', '.join(FORMATS)}")
+        raise ParameterError(option, str(path), f"expected a file ending in {', '.join(FORMATS)}")
     if not p.parent.exists():
-        raise ParameterError("output", str(path), f"directory {p.parent} does not exist")
+        raise ParameterError(option, str(path), f"directory {p.parent} does not exist")
     return p
 
 

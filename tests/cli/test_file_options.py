@@ -52,3 +52,20 @@ def test_a_text_table_still_reads_m_and_its_placement_options(tmp_path, capsys):
     assert main(["show", str(grid), "-m", "2", "--no-table"]) == 0
     assert main(["show", str(grid), "-p", "3"]) == 2
     assert "holds a schedule of p=2" in capsys.readouterr().err
+
+
+def test_output_names_are_checked_before_the_run_and_named_as_given(tmp_path, capsys, monkeypatch):
+    # measure --plot x.txt ran the whole job and then failed as "output"; compare --report named
+    # itself "output" too; report -o named itself "report"
+    import ppverify.measure as measure_pkg
+
+    monkeypatch.setattr(measure_pkg, "measure_many", lambda *a, **k: pytest.fail("ran before refusing"))
+    cases = [
+        (["measure", "1f1b", "-p", "2", "--plot", "x.txt"], "parameter plot=x.txt: expected a file ending in .png"),
+        (["compare", "--schedules", "1f1b", "-p", "2", "-m", "2", "--report", "x.txt"], "parameter report=x.txt"),
+        (["report", "--schedules", "1f1b", "-p", "2", "-m", "2", "-o", "x.txt"], "parameter output=x.txt"),
+    ]
+    for argv, says in cases:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and says in err, err

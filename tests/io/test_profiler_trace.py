@@ -447,7 +447,8 @@ def test_a_step_far_off_the_others_is_left_out_of_the_fit(base, outlier, at):
 
 def test_the_fit_names_the_steps_it_left_out(tmp_path):
     # four steps of the engine's 1F1B, the third stretched x 1.5 (an outlier): fitted on 1, 2, 4
-    from ppverify.measure.trace_calibrate import calibrate_from_trace, from_trace, summary_lines
+    from ppverify.measure.calibration_report import summary_lines
+    from ppverify.measure.trace_calibrate import calibrate_from_trace, from_trace
 
     _, tl = _timeline("1f1b", 2, 4)
     steps = [synthetic_traces(tl, steps=1, first_step=n, jitter=0.0) for n in (1, 2, 4)]

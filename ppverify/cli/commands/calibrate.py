@@ -182,8 +182,8 @@ def check_calibrate_mode(args: argparse.Namespace) -> None:
 
 def _from_trace(args: argparse.Namespace) -> int:
     from ...core.files import atomic_write
-    from ...measure.calibration_report import trace_fit_json
-    from ...measure.trace_calibrate import from_trace, summary_lines
+    from ...measure.calibration_report import summary_lines, trace_fit_json
+    from ...measure.trace_calibrate import from_trace
     from ...measure.trace_sizes import transfer_sizes
 
     # bad sizes (or sizes without a trace) are refused before any trace is read

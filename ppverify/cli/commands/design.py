@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from ...report.plots import _check_path
 
-        _check_path(args.plot)  # before the search: a bad name costs nothing
+        _check_path(args.plot, "plot")  # before the search: a bad name costs nothing
     if args.report:
         if not str(args.report).lower().endswith(".html"):
             raise ParameterError("report", args.report, "expected a file ending in .html")

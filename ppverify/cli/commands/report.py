@@ -89,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
     add_arguments(defaults)
     check_report_options(args, design_file, vars(defaults.parse_args([])))
     if not args.from_file:
+        from ...report.build import check_output
+
+        check_output(args.output)  # named as this command spells it (compare's is --report)
         args.report = args.output
         return compare.run(args)
     if design_file:  # a `design` result: its frontier page
