@@ -158,6 +158,47 @@ def _labelled(c: CostModel, time_unit: str, label: str) -> CostModel:
     )
 
 
+#: options that shape a model preset's durations and bytes, with the value that changes nothing
+MODEL_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("mfu", DEFAULT_MFU),
+    ("microbatch_size", 1),
+    ("seq_len", None),
+    ("tp", 1),
+    ("recompute", False),
+    ("flash_attention", False),
+    ("layers_per_stage", None),
+)
+
+
+def check_model_options(settings: PresetSettings, system_too: bool = False) -> None:
+    """Refuse a model option (``--mfu``, ``--seq-len``, ``--tp``...) without ``--model``, and
+    with ``system_too`` ``--ranks-per-node`` without ``--system``: abstract ``--costs`` take
+    their durations as given, so these would change nothing (they were silently ignored).
+
+    Example:
+        >>> check_model_options(PresetSettings(costs="F=1,B=2"))
+        >>> check_model_options(PresetSettings(costs="F=1,B=2", mfu=0.5))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter mfu=0.5: shapes a model preset's durations and bytes; these costs are abstract (--costs), which it does not change: give --system and --model, or leave it out
+    """
+    for name, neutral in MODEL_OPTIONS:
+        value = getattr(settings, name)
+        if value is not None and value != neutral:
+            raise ParameterError(
+                name.replace("_", "-"),
+                value,
+                "shapes a model preset's durations and bytes; these costs are abstract (--costs), which it "
+                "does not change: give --system and --model, or leave it out",
+            )
+    if system_too and settings.ranks_per_node is not None:
+        raise ParameterError(
+            "ranks-per-node",
+            settings.ranks_per_node,
+            "places ranks on a system preset's nodes; without --system there are none: give --system, or leave it out",
+        )
+
+
 def resolve_presets(settings: PresetSettings, schedule: Schedule) -> PresetContext:
     """Resolve ``settings`` (see the module doc for the three modes) for ``schedule``.
 
@@ -179,8 +220,10 @@ def resolve_presets(settings: PresetSettings, schedule: Schedule) -> PresetConte
     costs_text, delay = settings.costs, settings.comm_delay
     _check_delay(delay)
     if system_name is None and model_name is None:
+        check_model_options(settings, system_too=True)
         return PresetContext(_abstract_costs(costs_text, schedule), FixedDelay(delay or 0.0))
     if system_name is not None and model_name is None and costs_text and delay is None:
+        check_model_options(settings)
         # measured-style costs: seconds per device share, links and runtime overhead from the
         # system (a calibrated preset, ppverify calibrate)
         system = load_system(system_name, settings.ranks_per_node)

@@ -112,3 +112,38 @@ def test_settings_from_treats_absent_as_not_given():
     s = build("gpipe", p=2, m=2)
     # None falls back to the same defaults as the dataclass' own
     assert resolve_presets(st_, s).costs == resolve_presets(PresetSettings("dgx-h100", "gpt3-1.3b"), s).costs
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--mfu", "0.5"],
+        ["--microbatch-size", "2"],
+        ["--seq-len", "1024"],
+        ["--tp", "2"],
+        ["--recompute"],
+        ["--flash-attention"],
+        ["--layers-per-stage", "1,1,1,1"],
+        ["--ranks-per-node", "2"],
+    ],
+)
+def test_a_model_option_without_presets_is_refused(capsys, extra):
+    # abstract --costs are taken as given: these changed nothing and were silently ignored
+    from ppverify.cli import main
+
+    for command in ("simulate", "verify"):
+        assert main([command, "1f1b", "-p", "4", "--costs", "F=1,B=2", *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"parameter {extra[0].lstrip('-')}=" in err and "leave it out" in err
+
+
+def test_a_calibrated_system_with_costs_refuses_model_options_but_takes_ranks_per_node(capsys):
+    from pathlib import Path
+
+    from ppverify.cli import main
+
+    preset = str(Path(__file__).resolve().parents[2] / "examples" / "systems" / "calibrated-2core.yaml")
+    base = ["simulate", "1f1b", "-p", "4", "--costs", "F=0.01,B=0.02", "--system", preset]
+    assert main([*base, "--tp", "2"]) == 2
+    assert "parameter tp=2" in capsys.readouterr().err
+    assert main([*base, "--ranks-per-node", "2"]) == 0
