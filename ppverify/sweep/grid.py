@@ -239,6 +239,10 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
             path, "costs", "give either systems+models (presets) or costs+comm_delays (abstract units), not both"
         )
     configs: list[Config] = []
+    if abstract and options:  # they shape presets' durations; abstract costs are taken as given
+        raise _err(
+            path, "options", "preset options (mfu, microbatch_size, ...) need systems+models; these costs are abstract"
+        )
     if abstract:
         costs = data.get("costs", {"F": 1, "B": 2})
         if not isinstance(costs, dict) or not costs:

@@ -72,6 +72,7 @@ def test_preset_grid():
         ({**ABSTRACT, "levels": ["magic"]}, "levels", "unknown level"),
         ({**ABSTRACT, "costs": {"F": 1, "X": 2}}, "costs", "unknown kind"),
         ({**ABSTRACT, "comm_delays": [-1]}, "comm_delays", ">= 0"),
+        ({**ABSTRACT, "options": {"mfu": 0.5}}, "options", "need systems+models"),  # was dropped unread
         ({**ABSTRACT, "systems": ["dgx-h100"]}, "costs", "not both"),
         ({"schedules": ["gpipe"], "systems": ["nosuch"], "models": ["gpt3-1.3b"]}, "systems", "unknown preset"),
         ({**ABSTRACT, "time_limit": 0}, "time_limit", "> 0"),
