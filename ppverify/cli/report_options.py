@@ -30,7 +30,6 @@ RUN_ONLY = {
     "json": "--json",
     "findings": "--findings",
     "no_verify": "--no-verify",
-    "report": "--report",
 }
 #: what the page of comparison rows reads and a design's frontier page does not
 ROWS_ONLY = {
@@ -63,14 +62,13 @@ def check_report_options(args: argparse.Namespace, design_file: bool, default: d
         ...
         ppverify.core.errors.ParameterError: parameter time-limit=5.0: --time-limit shapes a comparison's page; d.json is a design result, whose page is its frontier: leave it out
     """
-    given = [d for d in (*RUN_ONLY, *ROWS_ONLY) if getattr(args, d, None) != default[d]]
     if args.report is not None:
         raise ParameterError(
             "report", args.report, f"this command writes its page to -o/--output: give -o {args.report}"
         )
     if not args.from_file:
         return
-    for dest in given:
+    for dest in [d for d in (*RUN_ONLY, *ROWS_ONLY) if getattr(args, d, None) != default[d]]:
         if dest in RUN_ONLY:
             raise ParameterError(
                 RUN_ONLY[dest].lstrip("-"),

@@ -38,13 +38,13 @@ def check_timeline_outputs(args: argparse.Namespace) -> None:
         >>> check_timeline_outputs(argparse.Namespace(trace=None, frame=None, plot=None))
     """
     from ..core.files import check_output_path
-    from ..report.plots import _check_path
+    from ..report.plots import check_plot_path
 
     for flag in FILE_OUTPUTS:
         if getattr(args, flag):
             check_output_path(getattr(args, flag), f"--{flag}")
     if getattr(args, "plot", None):  # its format too: measure ran the whole job, then refused x.txt
-        _check_path(args.plot, "plot")
+        check_plot_path(args.plot, "plot")
 
 
 def write_timeline_outputs(args: argparse.Namespace, timeline: Any, rep: dict[str, Any], memory: Any = None) -> None:

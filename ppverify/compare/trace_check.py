@@ -345,13 +345,7 @@ def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> 
                 for n, m in rep["step_makespans"].items()
             )
         )
-    lines.append(
-        "costs         "
-        + ", ".join(
-            f"{k}={'/'.join(f'{x * 1e3:.3g}' for x in v)} ms"
-            for k, v in tl.costs.duration.items()
-            if k in {op.kind for op in tl.ops}  # the kinds that ran: a fitted B gives I and W too
-        )
-        + " (per stage)"
-    )
+    from ..measure.summary import stage_durations
+
+    lines.append(f"costs         {stage_durations(tl.costs, tl.ops)} (per stage)")
     return "\n".join(lines)

@@ -164,9 +164,9 @@ def plot_design(d: Design, path: str | Path) -> Path:
         >>> plot_design(d, os.path.join(tempfile.mkdtemp(), "f.png")).suffix
         '.png'
     """
-    from ..report.plots import _check_path, _save, plt
+    from ..report.plots import _save, check_plot_path, plt
 
-    target = _check_path(path)
+    target = check_plot_path(path)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     searched = [(q.peak, q.time) for q in d.points if q.time is not None and q.peak is not None and not q.skipped]
     ax.scatter([x for x, _ in searched], [y for _, y in searched], color="#bbbbbb", s=14, label="points searched")

@@ -295,7 +295,8 @@ def measure_many(
         prepared.append((sched, c, _job(sched, c, compute, steps, warmup, record, seed, format, profile, link_delay)))
     # every input checked: the workers' torch import runs while the predictions are made here
     prestart()
-    predicted = [_predict(s, c, link_delay) for s, c, _ in prepared]
+    # a run without given costs is predicted after it, from its measured ops
+    predicted = [_predict(s, c, link_delay) if g else None for (s, c, _), g in zip(prepared, given)]
     out: list[MeasureResult | None] = [None] * len(prepared)
     for p in sorted({s.p for s, _, _ in prepared}):
         idx = [i for i, (s, _, _) in enumerate(prepared) if s.p == p]

@@ -3,6 +3,7 @@ or as text. The command parses, calls :func:`~ppverify.measure.measure` and prin
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -85,7 +86,7 @@ def measure_text(
         f"{len(steps)} steps after {warmup} warm-up",
         f"costs         {result.costs.label} (s per device share)"
         if result.costs_from == "given"
-        else f"costs         measured in this run: {_stage_medians(result.costs, schedule)} "
+        else f"costs         measured in this run: {stage_durations(result.costs, schedule.ops(), '; ')} "
         "(median per stage, the prediction's: real compute takes the time it takes)",
     ]
     if result.link_delay:
@@ -119,11 +120,21 @@ def measure_text(
     return "\n".join(lines)
 
 
-def _stage_medians(costs: Any, schedule: Schedule) -> str:
-    """Each kind's per-stage durations, as ``F=1.23/1.30 ms``, for the kinds ``schedule`` runs."""
-    ran = {op.kind for op in schedule.ops()}
-    kinds = [k for k in ("F", "B", "I", "W") if k in ran]
-    return "; ".join(f"{k}={'/'.join(f'{x * 1e3:.3g}' for x in costs.duration[k])} ms" for k in kinds)
+def stage_durations(costs: Any, ops: Iterable[Any], sep: str = ", ") -> str:
+    """Each kind's per-stage durations in ms, for the kinds of ``ops`` (a fit gives I and W from
+    B too, which a schedule of B alone never ran).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=2)
+        >>> from ppverify.measure import seconds_costs
+        >>> stage_durations(seconds_costs(s, {"F": 0.01, "B": 0.02}), s.ops())
+        'F=10/10 ms, B=20/20 ms'
+    """
+    from ..core.ops import KINDS
+
+    ran = {op.kind for op in ops}
+    return sep.join(f"{k}={'/'.join(f'{x * 1e3:.3g}' for x in costs.duration[k])} ms" for k in KINDS if k in ran)
 
 
 def _bytes(values: Any) -> str:

@@ -29,7 +29,18 @@ MAX_LABELLED_OPS = 400
 MAX_DRAWN_TRANSFERS = 3000
 
 
-def _check_path(path: str | Path, option: str = "output") -> Path:
+def check_plot_path(path: str | Path, option: str = "output") -> Path:
+    """Refuse, before any drawing or run, a plot path matplotlib could not write: not a regular
+    file, not ``.png``/``.svg``/``.pdf``, or in a missing folder; errors name ``option``.
+
+    Example:
+        >>> check_plot_path("frontier.png").name
+        'frontier.png'
+        >>> check_plot_path("x.txt", "plot")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter plot=x.txt: expected a file ending in .png, .svg, .pdf
+    """
     from ..core.files import output_target
 
     output_target(path, f"--{option}")  # a trailing '/', a FIFO, a device: refused before drawing
@@ -119,7 +130,7 @@ def gantt(
         >>> out.stat().st_size > 1000
         True
     """
-    path = _check_path(path)
+    path = check_plot_path(path)
     scale, unit = _time_scale(timeline.time_unit)
     p = timeline.p
     sched = timeline.schedule
@@ -291,7 +302,7 @@ def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str
     """
     from ..compare.crossover import crossings
 
-    path = _check_path(path)
+    path = check_plot_path(path)
     if not len(curves):
         raise ParameterError("curves", "empty", "no schedule produced a makespan to plot")
     unit = curves["time_unit"].iloc[0] if "time_unit" in curves else "units"

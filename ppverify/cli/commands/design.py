@@ -135,9 +135,9 @@ def run(args: argparse.Namespace) -> int:
     if args.gap_limit is not None and not 0 <= args.gap_limit < 1:
         raise ParameterError("gap-limit", args.gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
     if args.plot:
-        from ...report.plots import _check_path
+        from ...report.plots import check_plot_path
 
-        _check_path(args.plot, "plot")  # before the search: a bad name costs nothing
+        check_plot_path(args.plot, "plot")  # before the search: a bad name costs nothing
     if args.report:
         if not str(args.report).lower().endswith(".html"):
             raise ParameterError("report", args.report, "expected a file ending in .html")

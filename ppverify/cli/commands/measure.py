@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
     from ...measure.summary import measure_cap, measure_report, measure_text, measured_cap_check
     from ...systems.system import link_delay_of, load_system
 
-    costs = dict(parsed_costs(args) or ()) or None  # read once, before the build; None: the default
+    pairs = parsed_costs(args)  # read once, before the build
+    costs = dict(pairs) if pairs else None  # None: the default (or, real compute, the measured ops)
     schedule = build_schedule(schedule_source(args))
     cap = measure_cap(args.memory_cap, schedule)  # before any process starts
     system = load_system(args.system) if args.system else None  # bad presets fail before any process starts

@@ -73,10 +73,10 @@ def run(args: argparse.Namespace) -> int:
         >>> os.path.exists(out)
         True
     """
-    from ...report.plots import _check_path
+    from ...report.plots import check_plot_path
     from ..plot_modes import check_plot_mode
 
-    _check_path(args.output)
+    check_plot_path(args.output)
     check_plot_mode(args)  # an option the chosen drawing would ignore: refused
     if args.crossover:
         return _crossover(args)
