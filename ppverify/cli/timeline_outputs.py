@@ -1,6 +1,7 @@
 """The outputs of a command that prints one measured timeline (``measure``, ``import-trace``):
 ``--json``, ``--trace``, ``--frame``, ``--plot``, ``--no-table`` and ``--width``; the paths checked
-before any work, the files written after it, and the lines saying where they went."""
+before any work, the files written after it, and the lines saying where they went. The chart's
+``--width`` is read the same way by ``simulate`` and ``optimize``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,34 @@ from typing import Any
 
 #: the file outputs, in the order they are written
 FILE_OUTPUTS = ("trace", "frame", "plot")
+#: the timeline chart's columns when ``--width`` is not given, and the most it takes (the chart
+#: allocates devices x columns cells)
+DEFAULT_WIDTH, MAX_WIDTH = 100, 10_000
+WIDTH_HELP = f"columns of the timeline chart (default {DEFAULT_WIDTH}, at most {MAX_WIDTH})"
+
+
+def chart_width(args: argparse.Namespace, chartless: tuple[str, ...] = ("no_table", "json")) -> int:
+    """The chart's columns: ``--width`` checked (1..10000), or the default when not given; a
+    ``--width`` beside an option that prints no chart (``chartless``) is refused, not ignored.
+
+    Example:
+        >>> chart_width(argparse.Namespace(width=None, no_table=False, json=False))
+        100
+        >>> chart_width(argparse.Namespace(width=60, no_table=True, json=False))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter width=60: --no-table prints no chart: drop --width
+    """
+    from ..core.errors import ParameterError
+
+    if args.width is None:
+        return DEFAULT_WIDTH
+    if not 1 <= args.width <= MAX_WIDTH:
+        raise ParameterError("width", args.width, f"must be in 1..{MAX_WIDTH} columns")
+    for flag in chartless:
+        if getattr(args, flag, False):
+            raise ParameterError("width", args.width, f"--{flag.replace('_', '-')} prints no chart: drop --width")
+    return int(args.width)
 
 
 def add_timeline_outputs(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -19,7 +48,7 @@ def add_timeline_outputs(parser: argparse.ArgumentParser) -> argparse._ArgumentG
         >>> _ = add_timeline_outputs(p)
         >>> ns = p.parse_args(["--plot", "g.png"])
         >>> ns.plot, ns.json, ns.width
-        ('g.png', False, 100)
+        ('g.png', False, None)
     """
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -27,19 +56,21 @@ def add_timeline_outputs(parser: argparse.ArgumentParser) -> argparse._ArgumentG
     out.add_argument("--frame", metavar="OUT.csv", default=None, help="write every op and transfer as rows")
     out.add_argument("--plot", metavar="OUT.png", default=None, help="write a Gantt chart (.png, .svg, .pdf)")
     out.add_argument("--no-table", action="store_true", help="print the figures only")
-    out.add_argument("--width", type=int, default=100, help="columns of the timeline chart (default 100)")
+    out.add_argument("--width", type=int, default=None, metavar="COLUMNS", help=WIDTH_HELP)
     return out
 
 
 def check_timeline_outputs(args: argparse.Namespace) -> None:
-    """Refuse an unwritable output path now (bad input), not after the run.
+    """Refuse an unwritable output path or a ``--width`` the chart cannot take now (bad input),
+    not after the run.
 
     Example:
-        >>> check_timeline_outputs(argparse.Namespace(trace=None, frame=None, plot=None))
+        >>> check_timeline_outputs(argparse.Namespace(trace=None, frame=None, plot=None, width=None))
     """
     from ..core.files import check_output_path
     from ..report.plots import check_plot_path
 
+    chart_width(args)
     for flag in FILE_OUTPUTS:
         if getattr(args, flag):
             check_output_path(getattr(args, flag), f"--{flag}")

@@ -209,6 +209,16 @@ def test_cli_prove(capsys):
     assert "52/52 proved" in out
     assert main(["prove", "chimera", "--costs", "F=2,B=4"]) == 2
     assert main(["prove", "hanayo"]) == 2
+    err = capsys.readouterr().err
+    assert "no closed form to prove for all sizes" in err and "ppverify verify hanayo" in err
+
+
+def test_cli_prove_unknown_family_is_named(capsys):
+    # A misspelt family is unknown, not "without a closed form"; an alias or a capital resolves.
+    assert main(["prove", "1f1bx"]) == 2
+    assert "unknown schedule family" in capsys.readouterr().err
+    assert main(["prove", "GPipe", "--costs", "F=1,B=1"]) == 0
+    assert "11/11 proved" in capsys.readouterr().out
 
 
 def test_chimera_memory_bounds_are_attained():

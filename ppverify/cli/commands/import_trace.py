@@ -21,7 +21,13 @@ import argparse
 from ...io.trace_step import CLOCKS
 from .. import Command
 from ..common import add_schedule_arguments, build_schedule, parsed_costs, print_json, schedule_source
-from ..timeline_outputs import add_timeline_outputs, check_timeline_outputs, write_timeline_outputs, written_lines
+from ..timeline_outputs import (
+    add_timeline_outputs,
+    chart_width,
+    check_timeline_outputs,
+    write_timeline_outputs,
+    written_lines,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rep)
     else:
-        print("\n".join([trace_text(tc, rep, None if args.no_table else args.width), *written_lines(args)]))
+        print("\n".join([trace_text(tc, rep, None if args.no_table else chart_width(args)), *written_lines(args)]))
     return 0 if tc.report.valid and not tc.differences else 1
 
 

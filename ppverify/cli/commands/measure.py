@@ -21,7 +21,13 @@ import argparse
 
 from .. import Command
 from ..common import add_schedule_arguments, build_schedule, parsed_costs, print_json, schedule_source
-from ..timeline_outputs import add_timeline_outputs, check_timeline_outputs, write_timeline_outputs, written_lines
+from ..timeline_outputs import (
+    add_timeline_outputs,
+    chart_width,
+    check_timeline_outputs,
+    write_timeline_outputs,
+    written_lines,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -159,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rep)
     else:
-        print(measure_text(schedule, res, rep, args.warmup, None if args.no_table else args.width, system))
+        print(measure_text(schedule, res, rep, args.warmup, None if args.no_table else chart_width(args), system))
         for line in written_lines(args):
             print(line)
         if args.profile:

@@ -26,6 +26,7 @@ from ...optimize.request import result_text, save_result, solve, summary_lines
 from .. import Command
 from ..common import interrupted, print_json
 from ..optimize_args import add_problem_arguments, problem_from_args
+from ..timeline_outputs import WIDTH_HELP, chart_width
 
 __all__ = ["COMMAND", "add_problem_arguments", "build_namespace", "problem_from_args", "summary_lines"]
 
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> add_arguments(parser)
         >>> ns = parser.parse_args(["-p", "2", "--placement", "v", "--save", "v.json"])
         >>> ns.schedule, ns.placement, ns.save, ns.evaluate, ns.width
-        (None, 'v', 'v.json', False, 100)
+        (None, 'v', 'v.json', False, None)
     """
     add_problem_arguments(parser)
     out = parser.add_argument_group("output")
@@ -61,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--save", metavar="OUT.json", default=None, help="write the schedule found (ppverify JSON)")
     out.add_argument("--table", action="store_true", help="print the schedule found as a slot table")
     out.add_argument("--no-chart", action="store_true", help="do not print the timeline chart")
-    out.add_argument("--width", type=int, default=100, help="columns of the timeline chart (default 100)")
+    out.add_argument("--width", type=int, default=None, metavar="COLUMNS", help=WIDTH_HELP)
     out.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
@@ -82,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from ...optimize.solver_run import Progress, interruptible, run_limits
 
     work, wall = run_limits(args.time_limit, args.work_limit)
+    width = chart_width(args, ("no_chart", "json"))  # checked before the search
     if args.save:  # a path that cannot be written is bad input: refused before the search, not after
         from ...core.files import check_output_path
 
@@ -104,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(dict(info, **res.to_dict()))
     else:
-        print(result_text(res, info, pr, None if args.no_chart else args.width, args.table))
+        print(result_text(res, info, pr, None if args.no_chart else width, args.table))
         if args.save and res.schedule is not None:
             print(f"saved      {args.save}")
     if stop.is_set():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from ...core.errors import ParameterError
+from ...schedules.registry import get_family
 from ...verify.prove import PROVABLE, prove_family
 from .. import Command
 from ..common import print_json
@@ -69,10 +70,15 @@ def run(args: argparse.Namespace) -> int:
         11/11 proved
         0
     """
-    fams = list(PROVABLE) if args.family == "all" else [args.family.strip().lower()]
+    fams = list(PROVABLE) if args.family.strip().lower() == "all" else [get_family(args.family).name]
     for fam in fams:
         if fam not in PROVABLE:
-            raise ParameterError("family", args.family, f"no closed form to prove; provable: {', '.join(PROVABLE)}")
+            raise ParameterError(
+                "family",
+                args.family,
+                f"no closed form to prove for all sizes ({fam} is checked size by size: ppverify verify {fam}"
+                f" -p P -m M); provable: {', '.join(PROVABLE)}",
+            )
     costs = _costs(args.costs)
     results = []
     last = [None]

@@ -24,6 +24,7 @@ from ..common import add_cost_arguments, add_schedule_arguments, build_schedule,
 from ..file_settings import add_collective_arguments
 from ..presets_args import add_preset_arguments
 from ..run_request import RunRequest, request_timing, run_request
+from ..timeline_outputs import WIDTH_HELP, chart_width
 
 __all__ = ["COMMAND", "_write_frame", "fmt_time", "gantt", "report"]  # measure prints with them
 _write_frame = write_frame
@@ -37,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> add_arguments(parser)
         >>> ns = parser.parse_args(["1f1b", "-p", "4", "--semantics", "contention", "--json"])
         >>> ns.schedule, ns.p, ns.semantics, ns.json, ns.width, ns.memory_gib
-        ('1f1b', 4, 'contention', True, 100, None)
+        ('1f1b', 4, 'contention', True, None, None)
     """
     from ...engines import registry
 
@@ -78,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--stages", action="store_true", help="also print the per-stage costs derived from the model (preset mode)"
     )
-    out.add_argument("--width", type=int, default=100, help="columns of the timeline chart (default 100)")
+    out.add_argument("--width", type=int, default=None, metavar="COLUMNS", help=WIDTH_HELP)
     out.add_argument("--measured-trace", nargs="+", metavar="DIR", help="also the step of these profiler traces")
 
 
@@ -136,8 +137,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.memory_gib is not None and not args.memory_gib > 0:
         raise ParameterError("memory-GiB", args.memory_gib, "must be > 0")
-    if not 1 <= args.width <= 10_000:  # the chart allocates p x width cells
-        raise ParameterError("width", args.width, "must be in 1..10000 columns")
+    width = chart_width(args)
     request = run_request(args)  # costs and cap read once, before the run; the cap resolved in its cost model
     timeline, ctx = simulate_request(request, args.semantics)
     capacity = args.memory_gib * GiB if args.memory_gib is not None else None
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(rep)
         return code
     stages, chart = bool(getattr(args, "stages", False)), not args.no_table
-    print(report_text(timeline, rep, ctx.comm, ctx.stage_costs, show_stages=stages, chart=chart, width=args.width))
+    print(report_text(timeline, rep, ctx.comm, ctx.stage_costs, show_stages=stages, chart=chart, width=width))
     if args.trace:
         print(f"\ntrace written to {args.trace}")
     if args.frame:
