@@ -110,6 +110,16 @@ def test_export_takes_its_format_from_the_name_and_refuses_a_contradiction(tmp_p
         assert f"a .{name[2:]} name for --format {fmt} would hold {holds}" in err and not out.exists()
 
 
+def test_export_name_without_a_format_is_refused(tmp_path, capsys):
+    # x.yaml received CSV that no reader of ppverify takes back; with --format the name is free
+    out = tmp_path / "x.yaml"
+    assert main(["export", "gpipe", "-p", "2", "-m", "2", "-o", str(out)]) == 2
+    assert "the format is read from the name" in capsys.readouterr().err and not out.exists()
+    txt = tmp_path / "x.txt"
+    assert main(["export", "gpipe", "-p", "2", "-m", "2", "--format", "torch-csv", "-o", str(txt)]) == 0
+    assert txt.read_text() == "0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n"  # GPipe by hand, p = m = 2
+
+
 def test_export_two_pipes_refused(capsys):
     assert main(["export", "dualpipe", "-p", "4", "-m", "8"]) == 2
     assert "two-pipe" in capsys.readouterr().err

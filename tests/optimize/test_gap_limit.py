@@ -60,3 +60,14 @@ def test_cli_gap_limit(capsys, optimum):
     assert out["gap"] <= 0.05 and out["value"] >= optimum
     assert main(argv + ["--gap-limit", "-1"]) == 2
     assert "gap-limit" in capsys.readouterr().err
+
+
+def test_cli_gap_command_reads_the_gap_limit(capsys, optimum):
+    # `gap` ran its optimization to the proof whatever --gap-limit said, and took -1 without a word
+    argv = ["gap", "zb-h1", "-p", "4", "-m", "16", "--costs", "F=1,I=1,W=1", "--comm-delay", "1", "--memory-cap", "4"]
+    assert main(argv + ["--gap-limit", "0.05", "--workers", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["bound"] <= optimum <= out["best_found"]
+    assert (out["best_found"] - out["bound"]) / out["best_found"] <= 0.05
+    assert main(["gap", "gpipe", "-p", "2", "-m", "2", "--gap-limit", "-1"]) == 2
+    assert "parameter gap-limit=-1.0: must be a fraction in [0, 1)" in capsys.readouterr().err

@@ -69,7 +69,7 @@ def export_text(schedule: Schedule, fmt: str) -> str:
 
 def export_format(fmt: str | None, output: str | None) -> str:
     """The format to write: ``fmt`` when given, else the one ``output``'s name says (``.json``:
-    ppverify JSON; anything else, standard output included: ``torch-csv``). A format whose text
+    ppverify JSON; ``.csv`` and standard output: ``torch-csv``; another name needs ``fmt``). A format whose text
     the name contradicts (CSV in a ``.json`` file, JSON in a ``.csv`` one) is refused: every
     reader picks its parser by that name.
 
@@ -82,6 +82,13 @@ def export_format(fmt: str | None, output: str | None) -> str:
         ppverify.core.errors.ParameterError: parameter -o=s.json: a .json name for --format torch-csv would hold CSV: name it .csv, or give --format json
     """
     ext = Path(output).suffix.lower().lstrip(".") if output else ""
+    if fmt is None and output and ext not in ("json", "csv"):  # x.yaml got CSV that no reader takes back
+        raise ParameterError(
+            "-o",
+            output,
+            "the format is read from the name (.json: ppverify JSON, .csv: PyTorch CSV); give --format "
+            "to write another name",
+        )
     if fmt is None:
         return "json" if ext == "json" else "torch-csv"
     if (ext == "json" and fmt != "json") or (ext == "csv" and fmt == "json"):

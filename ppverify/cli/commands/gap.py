@@ -99,7 +99,15 @@ def run(args: argparse.Namespace) -> int:
     with interruptible() as stop:  # Ctrl-C: the bound so far is printed, then exit code 130
         deadline = Deadline.after(wall, stop)
         res = optimize(
-            pr, wall, args.workers, args.seed, work_limit=work, deadline=deadline, deterministic=True, progress=progress
+            pr,
+            wall,
+            args.workers,
+            args.seed,
+            work_limit=work,
+            deadline=deadline,
+            gap_limit=args.gap_limit,
+            deterministic=True,
+            progress=progress,
         )
         if progress is not None:
             progress.close()
