@@ -262,8 +262,7 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
         if has_gap:
             g = srow.loc["async"]["gap_to_bound"] if "async" in srow.index else None
             opt = srow.loc["optimum"] if "optimum" in srow.index else None
-            ok = opt is not None and not pd.isna(opt["peak_activation"])
-            row.append(_fmt_mem(opt["peak_activation"], mu) if ok else "-")
+            row.append("-" if opt is None or pd.isna(opt["peak_activation"]) else _fmt_mem(opt["peak_activation"], mu))
             if over.get(sched) and opt is not None:
                 row.append("over cap")
                 notes.append(
