@@ -25,16 +25,15 @@ def _vary(comm: CommModel, axis: str, value: float) -> CommModel:
         if axis != "latency":
             raise ParameterError("axis", axis, "abstract costs (a fixed per-hop delay) only have a latency axis")
         return FixedDelay(value)
-    from ..systems.system import LinkTier
+    from ..systems.system import LinkTier, System
 
-    tiers = {}
-    for name in ("intra", "inter"):
-        t = getattr(comm, name, None)
-        if t is not None:
-            tiers[name] = (
-                LinkTier(t.name, value, t.bandwidth_Bps) if axis == "latency" else LinkTier(t.name, t.latency_s, value)
-            )
-    return replace(comm, **tiers)
+    if not isinstance(comm, System):  # a preset's system is the only other model a config resolves to
+        raise TypeError(f"cannot vary the links of a {type(comm).__name__} communication model")
+
+    def vary(t: LinkTier) -> LinkTier:
+        return LinkTier(t.name, value, t.bandwidth_Bps) if axis == "latency" else LinkTier(t.name, t.latency_s, value)
+
+    return replace(comm, intra=None if comm.intra is None else vary(comm.intra), inter=vary(comm.inter))
 
 
 def makespan_curves(

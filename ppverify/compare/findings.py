@@ -177,7 +177,7 @@ def finding_abstraction(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
     unit = _unit(df)
     seen_any, best, count = False, None, 0
     for cfg, grp in df.groupby("config", sort=False):
-        ratios = {}
+        ratios: dict[str, tuple[float, str]] = {}  # schedule -> (bubble ratio, the level that gave it)
         for src in ("formula", "slot"):
             r = grp[grp["level"] == src].set_index("schedule")["bubble_ratio"].dropna()
             for sname, v in r.items():
@@ -364,7 +364,7 @@ def finding_chimera_asym(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
             big_gain.append(f"{cfg}: {_pct(gain)}")
         if gain > REL_TOL and p > 4:
             deep_gain.append(f"{cfg}: {_pct(gain)}")
-    if not n:
+    if best_gain is None:  # set by every counted configuration: None when n == 0
         return Verdict(level, None, "needs Chimera and asymmetric Chimera")
     parts = [
         f"global peak equal to Chimera's in {n - len(mem_bad)} of {n} configurations"

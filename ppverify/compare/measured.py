@@ -28,6 +28,7 @@ import numpy as np
 
 from ..core.costs import CostModel
 from ..core.errors import PPVerifyError
+from ..core.schedule import Schedule
 from ..core.timeline import Timeline, Transfers
 from .config import Config
 from .resolve import build_entry, resolve
@@ -111,8 +112,9 @@ def fill_measured(
     """
     if trace is not None:
         return fill_from_trace(points, trace, unit_s)
-    todo = []
-    costs_of = {}
+    todo: list[tuple[int, float, str]] = []  # (index, scale, error before any run) of each pending point
+    runnable: list[tuple[int, Schedule, CostModel, float]] = []  # (index, schedule, slept costs, link delay)
+    costs_of: dict[int, CostModel] = {}
     for i, pt in enumerate(points):
         r = pt.level(MEASURED)
         if r is None or r.status != PENDING:
@@ -122,7 +124,7 @@ def fill_measured(
             resolved = resolve(pt.config, schedule)
             costs = resolved.costs
         except PPVerifyError as exc:
-            todo.append((i, None, None, 1.0, str(exc), None, 0.0))
+            todo.append((i, 1.0, str(exc)))
             continue
         costs_of[i] = costs
         scale = unit_s if pt.config.abstract else 1.0
@@ -132,9 +134,9 @@ def fill_measured(
         )
         # a fixed delay per transfer (--comm-delay, a preset's link_delay_us) is emulated in the run
         delay = float(pt.config.comm_delay or 0.0) * scale if pt.config.abstract else resolved.link_delay
-        todo.append((i, schedule, sleep, scale, "", costs, delay))
+        todo.append((i, scale, ""))
+        runnable.append((i, schedule, sleep, delay))
     out = list(points)
-    runnable = [t for t in todo if t[1] is not None]
     results: list = []
     failure, failure_status = "", "error"
     if runnable:
@@ -143,8 +145,8 @@ def fill_measured(
 
         try:
             # one set of worker processes per (p, link delay): the delay is the run's, not the op's
-            for delay in sorted({t[6] for t in runnable}):
-                group = [t for t in runnable if t[6] == delay]
+            for delay in sorted({t[3] for t in runnable}):
+                group = [t for t in runnable if t[3] == delay]
                 got = measure_many(
                     [(t[1], t[2]) for t in group], steps=steps, warmup=warmup, timeout=timeout, link_delay=delay
                 )
@@ -154,7 +156,7 @@ def fill_measured(
         except Exception as exc:  # a failed run is the level's error cell, not the comparison's end
             failure = f"{type(exc).__name__}: {exc}"
     by_index = {t[0]: r for t, r in results}
-    for i, _schedule, _, scale, err, units, _delay in todo:
+    for i, scale, err in todo:
         if err or failure:
             status = failure_status if failure else "error"
             res = LevelResult(MEASURED, status, note=err or failure)
@@ -166,7 +168,8 @@ def fill_measured(
             )
             if m.grad_check.ok:
                 # the measured saved activations, each stage's bytes counted as the config's activation
-                peaks = m.memory.peaks_in(costs_of[i].activation) if m.memory is not None else None
+                units = costs_of[i]
+                peaks = m.memory.peaks_in(units.activation) if m.memory is not None else None
                 res = LevelResult(
                     MEASURED,
                     "ok",

@@ -26,6 +26,7 @@ from ..core.comm import CommModel
 from ..core.costs import CostModel
 from ..core.errors import ParameterError
 from ..core.schedule import Schedule
+from ..core.timeline import Timeline
 from .results import LevelResult
 
 #: CP-SAT workers per solve: the comparison runs many small solves on a shared machine
@@ -136,6 +137,7 @@ def solve_placement(
             note="; ".join(notes),
             memory_cap=memory_cap,
         )
+    tl: Timeline | None
     if grid:
         # the grid optimum is a bound only; the found order re-timed with the true costs is a real schedule
         tl = run(r.schedule, costs, comm, semantics="async")

@@ -81,6 +81,7 @@ def run_comparison(
         from .measured import fill_measured
 
         points = fill_measured(points, trace=measured_trace)
-        for pt in points if on_point is not None else ():
-            on_point(pt)
+        if on_point is not None:
+            for pt in points:
+                on_point(pt)
     return to_frame(points)

@@ -18,6 +18,7 @@ infinite bandwidth (the ``ideal`` system) is written as ``null``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,8 +111,9 @@ def comm_to_dict(settings: CommSettings) -> dict[str, Any]:
         for key in ("action_overhead", "transfer_overhead", "link_delay"):  # the runtime's costs, when modeled
             if getattr(c, f"{key}_s", 0.0):
                 sysd[f"{key}_us"] = getattr(c, f"{key}_s") * 1e6
-        if getattr(c, "two_pipe_overhead_s", None) is not None:  # [action, transfer] of the two-pipe runner
-            sysd["two_pipe_overhead_us"] = [x * 1e6 for x in c.two_pipe_overhead_s]
+        two_pipe = getattr(c, "two_pipe_overhead_s", None)
+        if two_pipe is not None:  # [action, transfer] of the two-pipe runner
+            sysd["two_pipe_overhead_us"] = [x * 1e6 for x in two_pipe]
         return {"model": "system", "system": sysd, **tail}
     raise TypeError(f"cannot store a {type(c).__name__} communication model in a schedule file")
 
@@ -125,6 +127,11 @@ def _two_pipe(rd: JsonReader, value: Any) -> tuple[float, float] | None:
         rd.num(value[0], "comm.system.two_pipe_overhead_us[0]") / 1e6,
         rd.num(value[1], "comm.system.two_pipe_overhead_us[1]") / 1e6,
     )
+
+
+def _seconds(rd: JsonReader, system: Mapping[str, Any], key: str) -> float:
+    # ``<key>_us`` of a stored system in seconds; 0 (the System default) when absent
+    return rd.num(system[f"{key}_us"], f"comm.system.{key}_us") / 1e6 if f"{key}_us" in system else 0.0
 
 
 def _parse_link(rd: JsonReader, value: Any, where: str):
@@ -190,11 +197,9 @@ def comm_from_dict(rd: JsonReader, value: Any) -> CommSettings:
             None if rpn is None else rd.int_(rpn, "comm.system.ranks_per_node", 1),
             rd.str_(s.get("description", ""), "comm.system.description"),
             rd.str_(s.get("topology", "switch"), "comm.system.topology"),
-            **{
-                f"{k}_s": rd.num(s[f"{k}_us"], f"comm.system.{k}_us") / 1e6
-                for k in ("action_overhead", "transfer_overhead", "link_delay")
-                if f"{k}_us" in s
-            },
+            action_overhead_s=_seconds(rd, s, "action_overhead"),
+            transfer_overhead_s=_seconds(rd, s, "transfer_overhead"),
+            link_delay_s=_seconds(rd, s, "link_delay"),
             two_pipe_overhead_s=_two_pipe(rd, s.get("two_pipe_overhead_us")),
         )
     except ParameterError as exc:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import io
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -177,7 +177,7 @@ def torch_pipeline_order(name: str, p: int, m: int, v: int | None = None) -> dic
 
 
 def order_to_rows(
-    order: dict[int, Sequence[Any]] | Sequence[Sequence[Any]], strip_reduce_grad: bool = False
+    order: Mapping[int, Sequence[Any]] | Sequence[Sequence[Any]], strip_reduce_grad: bool = False
 ) -> list[list[str]]:
     """CSV cells of a ``pipeline_order`` (``None`` -> empty cell); optionally without REDUCE_GRAD.
 
@@ -185,7 +185,7 @@ def order_to_rows(
         >>> order_to_rows({0: ["0F0", None, "0B0", "0REDUCE_GRAD"]}, strip_reduce_grad=True)
         [['0F0', '', '0B0']]
     """
-    rows = [order[k] for k in sorted(order)] if isinstance(order, dict) else list(order)
+    rows = [order[k] for k in sorted(order)] if isinstance(order, Mapping) else list(order)
     out = []
     for row in rows:
         cells = ["" if a is None else str(a) for a in row]
@@ -196,7 +196,7 @@ def order_to_rows(
 
 
 def from_torch(
-    order: dict[int, Sequence[Any]] | Sequence[Sequence[Any]],
+    order: Mapping[int, Sequence[Any]] | Sequence[Sequence[Any]],
     name: str = "torch",
     strip_reduce_grad: bool = False,
     **options: Any,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.lowering import add_send_recv
-from ..core.ops import Action, B, Marker, Op, Overlap, W
+from ..core.ops import Action, B, Comm, Marker, Op, Overlap, W
 from ..core.schedule import Schedule
 
 UNSHARD, RESHARD, REDUCE_GRAD = "UNSHARD", "RESHARD", "REDUCE_GRAD"
@@ -50,11 +50,11 @@ def _next_stages(count: int, rest: Sequence[Action]) -> list[int]:
     return out
 
 
-def next_stage_windows(count: int, compute: Sequence[Action]) -> list[list[int]]:
-    """``_next_stages(count, compute[i:])`` for every ``i``, in one backward pass: linear in the
-    cells times the rank's distinct stages. Calling it for each ``i`` was quadratic where a rank
-    holds fewer than ``count`` stages (a V placement's two): every window scanned to the end
-    (``export zbv -p 8 -m 2048 --format torch-csv-comms`` took 64 s).
+def next_stage_windows(count: int, compute: Sequence[Op | Comm | Overlap | Marker]) -> list[list[int]]:
+    """``_next_stages(count, compute[i:])`` for every ``i`` of a rank's cells without its idle ones,
+    in one backward pass: linear in the cells times the rank's distinct stages. Calling it for each
+    ``i`` was quadratic where a rank holds fewer than ``count`` stages (a V placement's two): every
+    window scanned to the end (``export zbv -p 8 -m 2048 --format torch-csv-comms`` took 64 s).
 
     Going backwards, the stages in order of first appearance from ``i`` on are cell ``i``'s own,
     then those from ``i + 1`` on that cell ``i`` does not hold; each keeps the kind of the cell

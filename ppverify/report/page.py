@@ -52,7 +52,7 @@ ROW_FIELDS: tuple[str, ...] = (
 
 
 def _asset(name: str) -> str:
-    return resources.files("ppverify.report").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("ppverify.report").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def _clean(v: Any) -> Any:

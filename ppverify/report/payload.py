@@ -66,9 +66,9 @@ def op_waits(tl: Timeline) -> tuple[list[int], list[int]]:
         index.setdefault(op, i)
     arrivals: dict[tuple[int, int], int] = {}
     tr = tl.transfers
-    for t in range(len(tr)):
-        if tr.src_op[t] >= 0 and tr.dst_op[t] >= 0:
-            arrivals[(tr.src_op[t], tr.dst_op[t])] = t
+    for k in range(len(tr)):
+        if tr.src_op[k] >= 0 and tr.dst_op[k] >= 0:
+            arrivals[(tr.src_op[k], tr.dst_op[k])] = k
     prev = np.full(n, -1)
     for d in np.unique(dev):
         idx = np.flatnonzero(dev == d)

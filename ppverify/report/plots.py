@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 
 from ..core.errors import ParameterError
 from ..core.timeline import Timeline
@@ -193,7 +194,7 @@ def gantt(
     ax.set_yticks(range(p))
     ax.set_yticklabels([f"dev {d}" for d in range(p)])
     ax.set_ylim(p - 0.45, -0.55)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for k, c in KIND_COLORS.items()]
+    handles: list[Artist] = [plt.Rectangle((0, 0), 1, 1, color=c) for k, c in KIND_COLORS.items()]
     names = [{"F": "F forward", "B": "B backward", "I": "I input-grad", "W": "W weight-grad"}[k] for k in KIND_COLORS]
     if len(tr):
         kinds = sorted(set(tr.kind))

@@ -68,7 +68,7 @@ def run_sweep(
     stale = superseded(stored, spec)
     if stale:  # rows of points whose files (or budget) changed since: computed again below
         drop_rows(store_path, stale)
-    done = {r.get("point") for r in stored} - {r["point"] for r in stale}
+    done = {r["point"] for r in stored} - {r["point"] for r in stale}  # read_store: every row has its point
     tasks = pending_tasks(spec, done)
     batches = list(iter_chunks(tasks, max(1, batch)))
     bar = None
@@ -122,8 +122,8 @@ def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
                 current[(task.config.label, entry.label, lv)] = h
     out = []
     for r in rows:
-        h = current.get((str(r.get("config")), str(r.get("schedule")), str(r.get("level"))))
-        if h is not None and h != r["point"]:
+        now = current.get((str(r.get("config")), str(r.get("schedule")), str(r.get("level"))))
+        if now is not None and now != r["point"]:
             out.append(r)
     return out
 

@@ -45,6 +45,8 @@ from ..core.memory_cap import CapSpec
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..compare.results import PointResult
+
 #: bump when the meaning of a stored row changes (old rows then no longer match new points)
 STORE_VERSION = 1
 KEYS = (
@@ -444,7 +446,8 @@ def run_task(task: Task) -> list[dict]:
     from ..compare.table import point_rows
 
     cache: dict = {}
-    points, hashes = [], []
+    points: list[PointResult] = []
+    hashes: list[str] = []
     for entry, levels, hs in task.items:
         points.append(
             evaluate_point(

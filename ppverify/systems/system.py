@@ -205,6 +205,8 @@ def load_system(name_or_path: str, ranks_per_node: int | None = None) -> System:
     assert inter is not None
     topology = d["intra_node"]["topology"] if d["intra_node"] is not None else "switch"
     rt = d.get("runtime") or {}
+    handover = rt.get("handover") or {}
+    # the runtime's optional figures by keyword: a positional run of them shifts unnoticed
     return System(
         name,
         d["device"]["name"],
@@ -217,32 +219,37 @@ def load_system(name_or_path: str, ranks_per_node: int | None = None) -> System:
         ranks_per_node,
         d["description"],
         topology,
-        rt.get("action_overhead_us", 0.0) / 1e6,
-        rt.get("transfer_overhead_us", 0.0) / 1e6,
-        (rt["two_pipe"]["action_overhead_us"] / 1e6, rt["two_pipe"]["transfer_overhead_us"] / 1e6)
+        action_overhead_s=rt.get("action_overhead_us", 0.0) / 1e6,
+        transfer_overhead_s=rt.get("transfer_overhead_us", 0.0) / 1e6,
+        two_pipe_overhead_s=(
+            rt["two_pipe"]["action_overhead_us"] / 1e6,
+            rt["two_pipe"]["transfer_overhead_us"] / 1e6,
+        )
         if rt.get("two_pipe")
         else None,
-        *_handover_terms(rt.get("handover")),
-        tuple(
-            (int(key.split("_", 1)[1]), *_handover_terms(sec))
+        handover_s=_handover_terms(handover) if handover else None,
+        handover_deciles_s=_handover_deciles(handover),
+        handover_by_ranks_s=tuple(
+            (int(key.split("_", 1)[1]), _handover_terms(sec), _handover_deciles(sec))
             for key, sec in sorted(
-                ((k, v) for k, v in (rt.get("handover") or {}).items() if k.startswith("ranks_") and v),
+                ((k, v) for k, v in handover.items() if k.startswith("ranks_") and v),
                 key=lambda kv: int(kv[0].split("_", 1)[1]),
             )
         ),
-        rt.get("link_delay_us", 0.0) / 1e6,
+        link_delay_s=rt.get("link_delay_us", 0.0) / 1e6,
     )
 
 
-def _handover_terms(section: Mapping[str, Any] | None) -> tuple[Any, ...]:
-    # (terms s in HANDOVER_KEYS order or None, ((term, ten quantiles s), ...)) of a handover section
-    if not section:
-        return None, ()
-    terms = tuple(section[k] / 1e6 for k in HANDOVER_KEYS)
-    deciles = tuple(
+def _handover_terms(section: Mapping[str, Any]) -> tuple[float, ...]:
+    # the terms (s) of a handover section, in HANDOVER_KEYS order
+    return tuple(section[k] / 1e6 for k in HANDOVER_KEYS)
+
+
+def _handover_deciles(section: Mapping[str, Any]) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    # ((term, ten quantiles s), ...) of a handover section; () when it has none
+    return tuple(
         (t, tuple(q[f"d{i}_us"] / 1e6 for i in range(1, 11))) for t, q in (section.get("deciles") or {}).items() if q
     )
-    return terms, deciles
 
 
 #: the ``runtime.handover`` keys of a preset, in the order of ``System.handover_s``
