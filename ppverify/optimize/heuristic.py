@@ -1,6 +1,7 @@
 """Starting points for the solver: schedules of registered families whose placement matches, and a
 memory-aware greedy list scheduler; each is timed with the shared program-order engine
-(:func:`ppverify.engines.core.list_schedule`) and the best one becomes the CP-SAT hint.
+(:func:`ppverify.engines.core.list_schedule`). :func:`.starts.best_candidate` picks the best of
+them for the CP-SAT hint.
 
 All times are ticks of the :class:`~ppverify.optimize.problem.Instance`; ``starts`` lists are
 indexed by the instance's op positions.
@@ -19,7 +20,6 @@ from ..core.ops import B, F, I, Op, W, compute_ops
 from ..core.program_order import list_schedule
 from ..core.schedule import Schedule
 from .problem import Instance
-from .variants import forward_first_rules, named_rules
 
 
 @dataclass(frozen=True, eq=False)
@@ -448,59 +448,3 @@ def canonical_starts(inst: Instance, starts: Sequence[int]) -> list[int]:
         for i, t in zip(members, sorted(starts[i] for i in members)):
             out[i] = t
     return out
-
-
-def _past(deadline: float | None, hard: float | None, found: bool) -> bool:
-    """Whether to try no further rule: past ``deadline`` with a start ``found``, or past
-    ``hard`` (without a start the rules keep trying until the hard stop)."""
-    now = time.monotonic()
-    return (deadline is not None and now > deadline and found) or (hard is not None and now > hard)
-
-
-def best_candidate(
-    inst: Instance, use_families: bool = True, deadline: float | None = None, hard: float | None = None
-) -> Candidate | None:
-    """The best of the greedy variants and the family schedules (``None`` if none is feasible);
-    stops trying further variants once ``time.monotonic()`` passes ``deadline``, and stops any
-    variant at ``hard`` (what was found by then is kept).
-
-    Example:
-        >>> from ppverify.core.placement import linear
-        >>> from ppverify.core.costs import CostModel
-        >>> from ppverify.optimize.problem import Problem, instance
-        >>> pl = linear(3)
-        >>> best_candidate(instance(Problem(pl, 6, CostModel.abstract(pl, F=1, B=2), split=False))).objective
-        24
-    """
-    if hard is not None and time.monotonic() > hard:
-        return None  # the rules' own set-up is linear in the ops: not even that once past the stop
-    cands: list[Candidate] = []
-    for name, (prio, look, infl, wait) in named_rules(inst):
-        if _past(deadline, hard, bool(cands)):
-            break
-        c = greedy(inst, prio, look, infl, wait, hard)
-        if c is not None:
-            tag = "" if infl is None else "-open" + ",".join(map(str, infl[:2])) + (",..." if len(infl) > 2 else "")
-            tag = f"-{name}" if name else tag
-            cands.append(
-                Candidate(
-                    c.source + ("-lookahead" if look else "") + ("-wait" if wait else "") + tag,
-                    c.programs,
-                    c.starts,
-                    c.objective,
-                )
-            )
-    # the forward-first rules replace the start only where strictly faster: on a tie the start
-    # stays what the rules above give (and with it the search that follows)
-    for prio, look, infl, wait in forward_first_rules(inst):
-        if _past(deadline, hard, bool(cands)):
-            break
-        c = greedy(inst, prio, look, infl, wait, hard)
-        if c is not None and (not cands or c.objective < min(x.objective for x in cands)):
-            cands.append(c)
-    late = deadline is not None and time.monotonic() > (deadline if cands else (hard or deadline))
-    if use_families and not late:  # after the greedy rules: on large instances those start better
-        cands += family_candidates(inst, deadline if cands else hard)
-    if not cands:
-        return None
-    return min(cands, key=lambda c: (c.objective, c.source))

@@ -1,5 +1,5 @@
 """The greedy's variants: priority rules and per-device open-forward limits tried for the
-starting schedule (:func:`.heuristic.best_candidate`) and tuned by the local search
+starting schedule (:func:`.starts.best_candidate`) and tuned by the local search
 (:mod:`.localsearch`).
 """
 

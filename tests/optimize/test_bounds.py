@@ -10,9 +10,10 @@ from ppverify.core.costs import CostModel
 from ppverify.core.placement import linear, loop, v_shape
 from ppverify.engines import run
 from ppverify.optimize import Problem, instance, lower_bounds, optimize, zero_bubble
-from ppverify.optimize.heuristic import best_candidate, canonical_starts, greedy, objective_value
+from ppverify.optimize.heuristic import canonical_starts, greedy, objective_value
 from ppverify.optimize.memory import zb_settings
 from ppverify.optimize.relax import device_bound
+from ppverify.optimize.starts import best_candidate
 from ppverify.schedules import build
 
 

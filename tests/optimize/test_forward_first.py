@@ -12,7 +12,8 @@ from ppverify.core.costs import CostModel
 from ppverify.core.placement import linear, loop, v_shape
 from ppverify.core.schedule import Schedule
 from ppverify.optimize import Problem, instance, lower_bounds
-from ppverify.optimize.heuristic import best_candidate, greedy, memory_ok
+from ppverify.optimize.heuristic import greedy, memory_ok
+from ppverify.optimize.starts import best_candidate
 from ppverify.optimize.variants import forward_first_rules
 from ppverify.verify import verify
 from tests.optimize.test_stage_slots import assert_valid_start
