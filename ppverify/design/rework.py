@@ -15,7 +15,7 @@ from .points import Point, frontier, monotone, solve_point
 from .spec import Task
 
 #: runs tasks (in this process, a process pool, Ray) and returns the points done, in task order,
-#: and whether Ctrl-C stopped it: :func:`in_turn`, or :func:`~ppverify.design.run.run_points`
+#: and whether Ctrl-C stopped it: :func:`in_turn`, or :func:`~ppverify.design.execute.run_points`
 #: without its skips
 RunTasks = Callable[[Sequence[Task]], tuple[list[Point], bool]]
 

@@ -1,5 +1,5 @@
 """A design run: the budgets, the placement x budget points solved on an executor (in-process, a
-process pool or a Ray cluster), the families beside them, the frontier, and Z3's verdict on every
+process pool or a Ray cluster: :mod:`.execute`), the families beside them, the frontier, and Z3's verdict on every
 frontier schedule.
 
 Ctrl-C stops the points in flight and keeps the finished ones: the frontier is then that of the
@@ -11,19 +11,17 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ParameterError
 from ..systems.preset_models import PresetSettings
 from .deepen import deepen_front, deepen_line
-from .points import EPS, FamilyPoint, Point, adopt_families, family_points, frontier, monotone, solve_point, value_at
+from .execute import run_points
+from .points import EPS, FamilyPoint, Point, adopt_families, family_points, frontier, monotone, value_at
 from .spec import Limits, Setup, Task, parse_budgets, setups
 from .tighten import tighten_front, tighten_line
-
-EXECUTORS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -45,7 +43,7 @@ class DesignRequest:
     limits: Limits = field(default_factory=Limits)
     split: bool | None = None
     #: skip a point whose bound is no faster than a step already found within its budget
-    #: (:func:`incumbent`); False: search every point (``--all-points``)
+    #: (:func:`~.execute.incumbent`); False: search every point (``--all-points``)
     skip: bool = True
 
     @property
@@ -247,172 +245,6 @@ def progress_line(done: int, total: int, pt: Point, wall: float) -> str:
     gap = "" if pt.gap is None else f", gap {100 * pt.gap:.3g} %"
     start = f", from {pt.start}" if pt.start else ""
     return f"design [{done}/{total}] {pt.placement} budget {budget}: {value}, bound {pt.bound:.10g}{gap} ({pt.status}{start}) {wall:.1f} s"
-
-
-def blockers(task: Task, tasks: Sequence[Task]) -> list[Task]:
-    """The tasks whose points may let ``task`` be skipped: those of the placements before its
-    own (in ``--placements`` order) at a budget within its own. Only they, never whichever
-    finished first, so the skipped points are the same on every executor.
-
-    Example:
-        >>> from ppverify.systems.preset_models import PresetSettings
-        >>> rq = DesignRequest(2, 4, "linear,v", "1,2", PresetSettings(costs="F=1,I=1,W=1"))
-        >>> ts = plan(rq, setups(rq.placements, 2, 4, rq.settings), [1.0, 2.0])
-        >>> [(b.setup.label, b.budget) for b in blockers(ts[3], ts)]  # v at budget 2
-        [('linear', 1.0), ('linear', 2.0)]
-    """
-    return [
-        t for t in tasks if t.index < task.index and t.setup.label != task.setup.label and t.budget <= task.budget + EPS
-    ]
-
-
-def incumbent(
-    task: Task, done: Sequence[Point], fams: Sequence[FamilyPoint], split: bool = True
-) -> tuple[float, str] | None:
-    """The fastest step already found within ``task``'s budget, and what found it: a point
-    ``done`` (its :func:`blockers`) or a family of a searched placement that fits the budget
-    (:func:`~.points.adopt_families` puts it on its placement's point), None when none is.
-
-    Example:
-        >>> from ppverify.systems.preset_models import PresetSettings
-        >>> s = setups("linear,v", 2, 4, PresetSettings(costs="F=1,I=1,W=1"))
-        >>> t = Task(1, s[1], 2.0, 4, Limits(1.0))
-        >>> incumbent(t, [Point("linear", 2.0, "OPTIMAL", 15.0, 15.0, 2.0, None, None)], [])
-        (15.0, 'linear at budget 2')
-        >>> incumbent(t, [], [FamilyPoint("zbv", "v", 2.0, 12.0, None)])
-        (12.0, 'the family zbv')
-    """
-    best: tuple[float, str] | None = None
-    for q in done:
-        if q.time is not None and (best is None or q.time < best[0] - EPS):
-            budget = "none" if math.isinf(q.budget) else f"{q.budget:g}"
-            best = (q.time, f"{q.placement} at budget {budget}")
-    for f in fams:
-        if (
-            f.peak <= task.budget + EPS
-            and (split or f.schedule is None or not f.schedule.has_split_backward)
-            and (best is None or f.time < best[0] - EPS)
-        ):
-            best = (f.time, f"the family {f.family}")
-    return best
-
-
-def run_points(
-    tasks: Sequence[Task],
-    executor: str = "local",
-    workers: int = 1,
-    report: Callable[[Point], None] | None = None,
-    skip: Sequence[FamilyPoint] | None = None,
-    split: bool = True,
-) -> tuple[list[Point], bool]:
-    """Solve every task; returns the points in task order and whether Ctrl-C cut the run (the
-    points done by then are kept). ``workers`` > 1 runs a process pool; ``executor="ray"`` a Ray
-    cluster (``RAY_ADDRESS``, else a local Ray). The result does not depend on either. ``skip``:
-    the families of the searched placements; then a task waits for its :func:`blockers` and is
-    skipped when its bound is no faster than their :func:`incumbent` (None: every task runs,
-    all at once).
-
-    Example:
-        >>> run_points([])
-        ([], False)
-    """
-    if executor not in EXECUTORS:
-        raise ParameterError("executor", executor, f"expected one of {', '.join(EXECUTORS)}")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ParameterError("workers", workers, "must be an integer >= 1")
-    found: dict[int, Point] = {}
-    waits = {t.index: blockers(t, tasks) if skip is not None else [] for t in tasks}
-
-    def keep(i: int, pt: Point) -> None:
-        found[i] = pt
-        if report is not None:
-            report(pt)
-
-    def ready(t: Task) -> Task | None:  # t with what it must beat, once its blockers are done
-        if any(b.index not in found for b in waits[t.index]):
-            return None
-        if skip is None:
-            return t
-        return replace(t, beat=incumbent(t, [found[b.index] for b in waits[t.index]], skip, split))
-
-    interrupted = False
-    try:
-        if executor == "ray":
-            _run_ray(tasks, keep, ready)
-        elif workers == 1 or len(tasks) <= 1:
-            for t in tasks:
-                r = ready(t)
-                assert r is not None  # in order, every blocker comes first
-                keep(t.index, solve_point(r))
-        else:
-            _run_pool(tasks, keep, ready, workers)
-    except KeyboardInterrupt:
-        interrupted = True
-    return [found[t.index] for t in tasks if t.index in found], interrupted
-
-
-def _worker_init() -> None:
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the pool on Ctrl-C
-
-
-def _submit_ready(pending: list[Task], ready: Callable[[Task], Task | None], submit: Callable[[Task], None]) -> None:
-    """Submit, in task order, every pending task whose blockers are done."""
-    for t in list(pending):
-        r = ready(t)
-        if r is not None:
-            pending.remove(t)
-            submit(r)
-
-
-def _run_pool(
-    tasks: Sequence[Task],
-    keep: Callable[[int, Point], None],
-    ready: Callable[[Task], Task | None],
-    workers: int,
-) -> None:
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), initializer=_worker_init)
-    try:
-        live: dict[Any, int] = {}
-        pending = list(tasks)
-
-        def submit(t: Task) -> None:
-            live[pool.submit(solve_point, t)] = t.index
-
-        _submit_ready(pending, ready, submit)
-        while live:
-            finished, _ = wait(set(live), return_when=FIRST_COMPLETED)
-            for fut in sorted(finished, key=lambda f: live[f]):
-                keep(live.pop(fut), fut.result())
-            _submit_ready(pending, ready, submit)
-        pool.shutdown()
-    except BaseException:
-        procs = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-        raise
-
-
-def _run_ray(tasks: Sequence[Task], keep: Callable[[int, Point], None], ready: Callable[[Task], Task | None]) -> None:
-    from ..sweep.executor import connect_ray
-
-    ray = connect_ray()
-    remote = ray.remote(solve_point)
-    refs: dict[Any, int] = {}
-    pending = list(tasks)
-
-    def submit(t: Task) -> None:
-        refs[remote.remote(t)] = t.index
-
-    _submit_ready(pending, ready, submit)
-    while refs:
-        done, _ = ray.wait(list(refs), num_returns=1)
-        for ref in done:
-            keep(refs.pop(ref), ray.get(ref))
-        _submit_ready(pending, ready, submit)
 
 
 def verify_front(front: Sequence[Point], sets: Sequence[Setup]) -> tuple[str, ...]:
