@@ -97,7 +97,9 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         """Nothing to run (the module ran under its own name): give it its own spec back."""
-        module.__spec__ = module.__spec__.loader_state
+        spec = module.__spec__
+        assert spec is not None  # the import machinery sets it before exec_module
+        module.__spec__ = spec.loader_state
 
 
 if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):

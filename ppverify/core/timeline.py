@@ -212,8 +212,9 @@ class TimelineInfo:
 
     tick: float | None = None
     ticks: int | None = None
-    start_tick: Sequence[int] | None = None
-    end_tick: Sequence[int] | None = None
+    # whole numbers of ticks, held as the floats list_schedule returns
+    start_tick: Sequence[float] | None = None
+    end_tick: Sequence[float] | None = None
     charge_comm: bool | None = None
     steps: int | None = None
     grid: Sequence[Sequence[object | None]] | None = None

@@ -11,6 +11,7 @@ other than the dropped ones) return ``None`` and the callers run the pure-Python
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -18,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from ..core.costs import CostModel
-from ..core.ops import KIND_CODE, Comm, Marker, Op, Overlap
+from ..core.ops import KIND_CODE, Action, Comm, Marker, Op, Overlap
 from ..core.schedule import Schedule
 from ..core.timeline import Timeline, TimelineInfo, Transfers
 
@@ -191,14 +192,13 @@ def lowered_compiled(schedule: Schedule) -> Schedule:
     idle, marker = ("", -1, 0), ("", -2, 0)
     for prog in schedule.programs:
         for a in prog:
-            t = type(a)
-            if t is Op:
+            if type(a) is Op:
                 fields.append(a)
                 n_parts.append(1)
-            elif a is None or t is Marker:
+            elif a is None or type(a) is Marker:
                 fields.append(idle if a is None else marker)
                 n_parts.append(1)
-            elif t is Overlap:
+            elif type(a) is Overlap:
                 fields.extend(a.ops)
                 n_parts.append(len(a.ops))
             else:
@@ -250,21 +250,22 @@ def _encode(schedule: Schedule) -> tuple[list[Any], np.ndarray, np.ndarray, np.n
     n_parts: list[int] = []
     for prog in schedule.programs:
         types = set(map(type, prog))
+        acts: Sequence[Action] = prog
         if type(None) in types and not types & {Marker, Overlap}:
-            prog = [a for a in prog if a is not None]  # idle slots: dropped, as the reference does
+            acts = [a for a in prog if a is not None]  # idle slots: dropped, as the reference does
             types.discard(type(None))
         if types <= {Op, Comm}:
-            actions.extend(prog)
-            fields.extend(map(_fields, prog))
-            n_parts.extend([1] * len(prog))
+            actions.extend(acts)
+            fields.extend(map(_fields, acts))
+            n_parts.extend([1] * len(acts))
         else:
-            for a in prog:
+            for a in acts:
                 if a is None or type(a) is Marker:
                     continue
-                parts = a.ops if type(a) is Overlap else (a,)
+                a_parts = a.ops if type(a) is Overlap else (a,)
                 actions.append(a)
-                fields.extend(map(_fields, parts))
-                n_parts.append(len(parts))
+                fields.extend(map(_fields, a_parts))
+                n_parts.append(len(a_parts))
         act_ptr.append(len(actions))
     kinds, stages, mbs_ = zip(*fields) if fields else ((), (), ())
     try:

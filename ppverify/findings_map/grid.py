@@ -26,6 +26,7 @@ Pipeline-Parallel LLM Training", arXiv 2605.24006):
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -301,6 +302,11 @@ class FindingMap:
         return self.rule.sentence(SUBJECTS[self.key][0])
 
 
+def _model_fmt(names: dict[float, str]) -> Callable[[float], str]:
+    # the params_B axis names each size's model; a closure of its own keeps this finding's names
+    return lambda x: f"{x:g}B ({names.get(x, '?')})"
+
+
 def summarize(verdicts: pd.DataFrame) -> list[FindingMap]:
     """Fit the boundary of every finding, globally and per (p, model).
 
@@ -320,7 +326,7 @@ def summarize(verdicts: pd.DataFrame) -> list[FindingMap]:
         known = v[v["holds"].notna()]
         names = dict(zip(v["params_B"], v["model"]))
         axes = [
-            a if a.column != "params_B" else Axis(a.column, a.name, lambda x, n=names: f"{x:g}B ({n.get(x, '?')})")
+            a if a.column != "params_B" else Axis(a.column, a.name, _model_fmt(names))
             for a in MAP_AXES
             if not (key == "hanayo" and a.column == "m_factor")
         ]

@@ -42,13 +42,14 @@ import numpy as np
 from ..core.costs import CostModel
 from ..core.schedule import Schedule
 from ..engines.runtime import DRAWS
+from ..systems.system import System
 from .calibration import CALIBRATION_COSTS, OVERHEAD_SCHEDULES, PINGPONG_SIZES, QUICK_SCHEDULES, Calibration
 from .fit import RuntimeFit, fit_link, fit_overhead, fit_runtime, fit_terms, op_ratio, predict
 from .preset_file import machine_name, preset_text
 
 
 def predict_on(
-    schedule: Schedule, costs: CostModel | dict[str, float], system: object, semantics: str | None = None
+    schedule: Schedule, costs: CostModel | dict[str, float], system: System | str, semantics: str | None = None
 ) -> float:
     """The makespan ``simulate --system SYSTEM --costs ... --semantics S`` predicts for a measured
     run; ``semantics`` defaults to the one :func:`prediction_method` picks: ``runtime`` (the

@@ -110,11 +110,15 @@ def fit_terms(
     """
     from ..core.comm import FixedDelay
 
+    # checked before the empty case too, which reads the link's delay
+    delay: float | None = None
+    if latency:
+        if not isinstance(comm, FixedDelay):
+            raise TypeError("fitting the latency needs a FixedDelay link")
+        delay = comm.delay
     measured = np.array([r[2] for r in runs], dtype=float)
     if not len(runs):
-        return 0.0, 0.0, (comm.delay if latency else None), 0.0
-    if latency and not isinstance(comm, FixedDelay):
-        raise TypeError("fitting the latency needs a FixedDelay link")
+        return 0.0, 0.0, delay, 0.0
     w = 1.0 / measured  # relative residuals: the prediction's goal is a relative error
 
     def pred(x: np.ndarray) -> np.ndarray:
@@ -130,7 +134,7 @@ def fit_terms(
     )
     if latency:
         dirs.append(np.array([0.0, 0.0, 1.0]))
-    x = np.array([0.0, 0.0, comm.delay if latency else 0.0])
+    x = np.array([0.0, 0.0, 0.0 if delay is None else delay])
     coef = np.zeros(len(dirs))  # x = x0 + sum(coef * dirs) with every coef >= 0
     x0 = x - (dirs[-1] * x[2] if latency else 0.0)
     coef[-1] = x[2] if latency else coef[-1]

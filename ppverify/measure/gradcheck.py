@@ -97,6 +97,7 @@ def reference_grads(spec: Any, num_stages: int, m: int) -> dict[int, dict[str, n
             h = mod(h)
         loss = loss_fn(h, ym)
         total = loss if total is None else total + loss
+    assert total is not None  # m >= 1: tensor_split gave at least one microbatch
     (total / m).backward()
     return {s: {n: p.grad.detach().numpy().copy() for n, p in mod.named_parameters()} for s, mod in enumerate(mods)}
 
@@ -118,7 +119,7 @@ def check(
         >>> bad.ok, bad.stage, bad.param, bad.max_abs_diff
         (False, 1, 'w', 1.5)
     """
-    worst = (0.0, None, None, 0)
+    worst: tuple[float, int | None, str | None, int] = (0.0, None, None, 0)  # (diff, stage, param, pipe)
     checked = 0
     for pipe, stage in sorted(grads, key=lambda k: (k[1], k[0])):
         got = grads[(pipe, stage)]

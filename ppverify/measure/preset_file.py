@@ -28,7 +28,7 @@ def machine_name() -> str:
     try:
         import torch
 
-        tv = torch.__version__
+        tv: str = torch.__version__  # a TorchVersion, a str subclass
     except Exception:  # torch is optional for the name only
         tv = "no torch"
     return (

@@ -75,7 +75,7 @@ def enter_realtime() -> None:
     Example:
         >>> enter_realtime() if realtime_allowed() and os.cpu_count() else None  # doctest: +SKIP
     """
-    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(REALTIME_PRIORITY))  # type: ignore[attr-defined]
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(REALTIME_PRIORITY))
 
 
 def leave_realtime() -> None:
@@ -89,5 +89,5 @@ def leave_realtime() -> None:
     """
     if not hasattr(os, "sched_getscheduler"):
         return
-    if os.sched_getscheduler(0) in (os.SCHED_FIFO, os.SCHED_RR):  # type: ignore[attr-defined]
-        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))  # type: ignore[attr-defined]
+    if os.sched_getscheduler(0) in (os.SCHED_FIFO, os.SCHED_RR):
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))

@@ -21,8 +21,9 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import torch
 import torch.distributed as dist
@@ -141,7 +142,7 @@ class TimedStage(PipelineStage):
 class _StatusList(list):
     """The rank's action list; iterating it publishes each action as the worker's status."""
 
-    def __iter__(self):  # type: ignore[override]
+    def __iter__(self) -> Iterator[Any]:
         for action in list.__iter__(self):
             set_status(str(action))
             yield action
@@ -173,7 +174,8 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
     try:
         with os.fdopen(fd, "w", newline="") as fh:
             fh.write("".join(",".join(row) + "\n" for row in job.rows))
-        rt._load_csv(path, format=job.format)
+        # PyTorch types the flavour as a Literal; job.format is one of them (io.torch_csv.FLAVOURS)
+        rt._load_csv(path, format=cast(Literal["compute_only", "compute_comms"], job.format))
     finally:
         Path(path).unlink(missing_ok=True)
     rt.pipeline_order_with_comms[rank] = _StatusList(rt.pipeline_order_with_comms[rank])

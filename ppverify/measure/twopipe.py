@@ -173,6 +173,7 @@ class _Runner:
                 tag = self._tag(2, s, 0)
                 work = dist.isend(mine, dst=peer, tag=tag)
                 dist.recv(theirs, src=peer, tag=tag)
+                assert work is not None  # None only for a rank outside the group: all are in the default one
                 work.wait()
                 if delay_ns:
                     # with a link delay, a ring all-reduce of two replicas crosses the link twice
@@ -180,6 +181,7 @@ class _Runner:
                     sent, theirs_at = stamp(), torch.zeros(1, dtype=torch.float64)
                     ack = dist.isend(sent, dst=peer, tag=self._stamp_tag(tag))
                     dist.recv(theirs_at, src=peer, tag=self._stamp_tag(tag))
+                    assert ack is not None
                     ack.wait()
                     end = max(int(sent[0].item()), int(theirs_at[0].item())) + delay_ns
                 total = mine + theirs

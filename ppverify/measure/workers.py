@@ -159,10 +159,11 @@ def _die_with_parent(main_pid: int | None = None) -> None:
     with contextlib.suppress(Exception):  # 2. the server ends once the measuring process is gone
         from multiprocessing import forkserver
 
-        fd = forkserver._forkserver._forkserver_alive_fd
+        server: Any = forkserver._forkserver  # its alive fd is private to CPython: not in typeshed
+        fd = server._forkserver_alive_fd
         if fd is not None:
             os.close(fd)
-            forkserver._forkserver._forkserver_alive_fd = None
+            server._forkserver_alive_fd = None
     if main_pid is not None:  # 3. any system: a thread that ends this worker when its starter is gone
         threading.Thread(target=_watch_parent, args=(main_pid,), name="ppverify-parent-watch", daemon=True).start()
 

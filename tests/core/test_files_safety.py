@@ -151,7 +151,8 @@ def test_a_target_that_is_not_a_regular_file_is_never_replaced(tmp_path, kind):
 @needs_root
 def test_export_to_a_copy_of_dev_full_leaves_the_device_in_place(tmp_path, capsys, one_line_exit_2):
     full = device(tmp_path / "full")
-    err = one_line_exit_2(["export", "gpipe", "-p", "2", "-m", "2", "-o", str(full)], capsys, "-o=")
+    argv = ["export", "gpipe", "-p", "2", "-m", "2", "--format", "torch-csv", "-o", str(full)]  # a name without suffix
+    err = one_line_exit_2(argv, capsys, "-o=")
     assert "is a character device, not a regular file" in err
     st_ = os.stat(full)
     assert stat.S_ISCHR(st_.st_mode) and (os.major(st_.st_rdev), os.minor(st_.st_rdev)) == FULL
