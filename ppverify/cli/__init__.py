@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 
 def _quiet_start_up() -> None:
@@ -22,7 +23,10 @@ def _quiet_start_up() -> None:
     command's own handlers in place. A program importing :mod:`ppverify.cli` keeps its handlers."""
     if os.name != "posix" or os.path.basename(sys.argv[0] if sys.argv else "") not in ("ppverify", "__main__.py"):
         return
-    import _signal
+    if TYPE_CHECKING:  # typeshed has no stub of _signal, the C module signal wraps: signal's types
+        import signal as _signal
+    else:
+        import _signal
 
     name = _command_name(sys.argv[1:]).encode("utf-8", "replace")
 
@@ -275,7 +279,7 @@ def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None =
         return 0
     except KeyboardInterrupt as exc:  # before the command line is parsed: the word that names it
         return _interrupted(exc, _named(command, words))
-    except tuple(_INPUT_FAILURES) as exc:  # type: ignore[misc]
+    except tuple(_INPUT_FAILURES) as exc:
         if signals is not None and signals.received and not debug:
             return _interrupted(signals.interrupt(), _named(command, words))
         if debug:

@@ -42,10 +42,11 @@ def add_schedule_arguments(
     """
     from ..schedules import families
 
+    nargs: dict[str, Any] = {} if as_option else {"nargs": "?" if optional else None}  # an option may be left out
     parser.add_argument(
         *(("--schedule",) if as_option else ("schedule",)),
         metavar="FAMILY|FILE",
-        **({} if as_option else {"nargs": "?" if optional else None}),
+        **nargs,
         default=None,
         help=help or "a registered family (see `ppverify list`) or a schedule file (.json, .csv)",
     )
@@ -116,6 +117,23 @@ def schedule_source(args: argparse.Namespace) -> ScheduleSource:
     )
 
 
+def schedule_name(source: ScheduleSource) -> str:
+    """The family or file ``source`` names; refused when none was given (a command whose schedule
+    is optional checks that before it builds one).
+
+    Example:
+        >>> schedule_name(ScheduleSource("1f1b", 2, None))
+        '1f1b'
+        >>> schedule_name(ScheduleSource(None, 2, None))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter schedule=None: a registered family or a schedule file is required
+    """
+    if source.name is None:
+        raise ParameterError("schedule", None, "a registered family or a schedule file is required")
+    return source.name
+
+
 def build_schedule(source: ScheduleSource) -> Schedule:
     """Build (family) or load (file) the schedule ``source`` names.
 
@@ -126,9 +144,10 @@ def build_schedule(source: ScheduleSource) -> Schedule:
     from ..io import load_schedule, looks_like_file
     from ..schedules import build, get_family
 
-    if looks_like_file(source.name):
-        return check_file_options(source, load_schedule(source.name))
-    fam = get_family(source.name)
+    name = schedule_name(source)
+    if looks_like_file(name):
+        return check_file_options(source, load_schedule(name))
+    fam = get_family(name)
     params = {pr.name: source.param(pr.name) for pr in fam.params}
     m = source.m if source.m is not None else source.p
     return build(fam.name, source.p, m, **params)
@@ -213,14 +232,15 @@ def load_document(source: ScheduleSource) -> ScheduleDocument:
     from ..io import looks_like_file
     from ..io.json_format import read_json
 
-    suffix = Path(source.name).suffix.lower()
+    name = schedule_name(source)
+    suffix = Path(name).suffix.lower()
     placement = source.placement
     if suffix in TABLE_SUFFIXES:
         from ..core.files import read_text
         from ..core.placement import placement_from_text
         from ..io.table_text import read_text_table, schedule_from_programs
 
-        path = Path(source.name)
+        path = Path(name)
         text = read_text(path)  # as every reader: size, encoding and byte-order mark alike
         programs, cells = read_text_table(text, str(path))
         pl = None
@@ -230,8 +250,8 @@ def load_document(source: ScheduleSource) -> ScheduleDocument:
         schedule = schedule_from_programs(programs, pl, source.m, None, "table", {"file": path.name}, str(path))
         check_file_options(source, schedule, taken=("m", "v", "waves", "offset"))
         return ScheduleDocument(schedule, table=cells)
-    if looks_like_file(source.name) and suffix == ".json":
-        doc = read_json(source.name)
+    if looks_like_file(name) and suffix == ".json":
+        doc = read_json(name)
         check_file_options(source, doc.schedule)
         return doc
     if placement:

@@ -135,7 +135,7 @@ def file_timing(path: str, given: FileOverrides, schedule: Schedule, ctx: Preset
 
     doc = read_json(path)
     used = []
-    notes = ()
+    notes: tuple[str, ...] = ()
     if doc.costs is not None and given.costs:
         notes = memory_model_notes(path, doc.costs, ctx.costs)
     if doc.costs is not None and not given.costs:

@@ -7,7 +7,7 @@ parameter); in abstract mode the per-hop delay ``c`` is the latency axis.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 import pandas as pd
@@ -40,7 +40,7 @@ def makespan_curves(
     entries: Sequence[ScheduleEntry],
     config: Config,
     axis: str,
-    values: Sequence[float],
+    values: Collection[float],  # a list or a NumPy array (axis_values)
     semantics: str = "async",
 ) -> pd.DataFrame:
     """Makespan of each entry at each value of ``axis`` (seconds for latency, bytes/s for

@@ -11,6 +11,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from ...compare import DEFAULT_M, DEFAULT_MODELS, DEFAULT_SCHEDULES, DEFAULT_SYSTEMS, LEVELS
 from ...compare.request import (
@@ -125,10 +126,11 @@ def run(args: argparse.Namespace) -> int:
     check_map_options(args)  # the map's options without --map, a report page with it
     selections = ("schedules", "systems", "models", "ps", "ms", "costs", "comm_delay")
     mapped = getattr(args, "map", False)  # the map sweeps its own grid and refuses these itself
+    given: dict[str, Any] = {k: None if mapped else getattr(args, k) for k in selections}  # argparse's values
+    given |= {k: getattr(args, k, None) for k in ("levels", "time_limit", "out", "max_opt_ops", "findings")}
+    given |= {k: getattr(args, k, None) for k in ("memory_cap", "measured_trace")}
     req = compare_request(  # every option parsed and checked once, here; bad ones fail before anything runs
-        **{k: None if mapped else getattr(args, k) for k in selections},
-        **{k: getattr(args, k, None) for k in ("levels", "time_limit", "out", "max_opt_ops", "findings")},
-        **{k: getattr(args, k, None) for k in ("memory_cap", "measured_trace")},
+        **given,
         measured=getattr(args, "measured", False),
         options=tuple((k, getattr(args, k)) for k in PRESET_OPTIONS if getattr(args, k, None) is not None),
         verify=not args.no_verify,

@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"gap to bound {'-' if gap is None else f'{100 * gap:.2f}%'}  ({pr.objective} - bound) / {pr.objective}")
     peak_text = "" if opt_peak is None else f", peak {mem(opt_peak)}"
-    if res.status == "OPTIMAL":
+    if res.status == "OPTIMAL" and res.objective is not None:  # an optimum always has its value
         ahead = value - res.objective
         than = (
             f"the family is {ahead:g}{u} above it"

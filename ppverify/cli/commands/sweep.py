@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         check_output_path(args.out, "--out")  # a missing folder, a trailing '/', a FIFO: refused before the run
     if args.batch < 1:
         raise ParameterError("batch", args.batch, "must be >= 1")
-    done = {r.get("point") for r in read_store(store)}
+    done: set[str] = {r["point"] for r in read_store(store)}  # read_store refuses a row without its point
     todo = sum(t.num_rows for t in pending_tasks(spec, done))
     summary = {
         "sweep": spec.name,
