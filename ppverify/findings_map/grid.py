@@ -37,8 +37,8 @@ from ..compare.findings import FINDINGS_SCHEDULES, MATERIAL, REL_TOL, SMALL_GAIN
 from ..core.errors import ParameterError
 from ..core.files import atomic_write
 from ..engines.registry import names as engine_names
+from ..sweep.config import SweepSpec
 from ..sweep.executor import run_sweep
-from ..sweep.grid import SweepSpec
 from ..systems.llm import load_llm
 from .boundary import MAP_AXES, Axis, Rule, fit_rule
 

@@ -1,8 +1,8 @@
-"""Sweeps: a YAML grid of comparisons (:mod:`ppverify.sweep.grid`: the file, its points and their
-content hashes; :mod:`ppverify.sweep.store`: the resumable store) run on a process pool or a Ray
+"""Sweeps: a YAML grid of comparisons (:mod:`ppverify.sweep.config`: the file;
+:mod:`ppverify.sweep.grid`: its points and their content hashes; :mod:`ppverify.sweep.store`: the resumable store) run on a process pool or a Ray
 cluster (:mod:`ppverify.sweep.executor`).
 
-The grid's and the store's names are re-exported here, so ``from ppverify.sweep import parse_sweep`` keeps working.
+The config's, the grid's and the store's names are re-exported here, so ``from ppverify.sweep import parse_sweep`` keeps working.
 
 Example:
     >>> from ppverify.sweep import parse_sweep
@@ -13,13 +13,10 @@ Example:
 
 from __future__ import annotations
 
+from .config import SweepSpec, check_encodable, load_sweep, parse_sweep
 from .grid import (
-    SweepSpec,
     Task,
-    check_encodable,
     iter_chunks,
-    load_sweep,
-    parse_sweep,
     pending_tasks,
     point_hash,
     results_frame,

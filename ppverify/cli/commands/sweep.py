@@ -64,8 +64,9 @@ def run(args: argparse.Namespace) -> int:
         tiny: 4 rows = 2 schedules x 2 configurations x 1 levels; 0 already in ...tiny.results.jsonl, 4 to run
         0
     """
+    from ...sweep.config import load_sweep
     from ...sweep.executor import run_sweep
-    from ...sweep.grid import load_sweep, pending_tasks
+    from ...sweep.grid import pending_tasks
     from ...sweep.store import read_store
 
     spec = load_sweep(args.config)
