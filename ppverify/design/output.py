@@ -131,8 +131,10 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
     import json
 
     from ..core.files import atomic_write, prepare_output_dir
+    from ..io.json_comm import CommSettings
     from ..io.json_format import save_json
     from ..io.torch_csv import COMPUTE_COMMS, COMPUTE_ONLY, save_csv
+    from .points import point_problem
 
     out = prepare_output_dir(directory, "save-dir")
     by_label = {s.label: s for s in d.setups}
@@ -142,7 +144,10 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
             continue
         stem = point_name(i, q.placement, q.budget)
         note = f"ppverify design p={d.request.p} m={d.request.m}: {q.placement} budget {_budget(q.budget)}, time {q.time:g}, bound {q.bound:g}"
-        written.append(save_json(q.schedule, out / f"{stem}.json", by_label[q.placement].costs, comment=note))
+        # the costs and the communication it was designed with: every command then times it as design did
+        pr = point_problem(by_label[q.placement], q.budget, d.request.m)
+        comm = CommSettings(pr.comm, pr.sync, pr.dp_allreduce)
+        written.append(save_json(q.schedule, out / f"{stem}.json", pr.costs, comment=note, comm=comm))
         for flavour in (COMPUTE_ONLY, COMPUTE_COMMS):
             path = out / f"{stem}.{flavour}.csv"
             save_csv(q.schedule, path, flavour)
