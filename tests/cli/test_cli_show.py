@@ -104,6 +104,19 @@ def test_save_and_show_the_file(capsys, tmp_path):
     assert unit["makespan"] == 22 and unit["embedded_table"]["checked"] is False
 
 
+def test_save_keeps_the_files_communication(capsys, tmp_path):
+    # show FILE --save dropped the transfers an optimized schedule was made for
+    made, copy = tmp_path / "opt.json", tmp_path / "copy.json"
+    argv = ["optimize", "-p", "2", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "1", "--save", str(made)]
+    assert main([*argv, "--no-chart"]) == 0
+    assert main(["show", str(made), "--save", str(copy), "--no-table"]) == 0
+    assert read_json(copy).comm == read_json(made).comm and read_json(copy).comm.comm.delay == 1.0
+    capsys.readouterr()
+    assert main(["simulate", str(copy), "--json"]) == 0
+    # 1F1B-like optimum on two devices: (m + p - 1)(F + B) + 2(p - 1)c = 15 + 2
+    assert json.loads(capsys.readouterr().out)["makespan"] == 17
+
+
 def test_embedded_table_that_disagrees_is_reported(capsys, tmp_path):
     s = build("gpipe", p=2, m=1)
     d = schedule_to_dict(s)

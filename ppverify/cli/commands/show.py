@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             # a table timed with communication charged is not the file's costs' table: leave it out
             grid = None if res.comm_delay else res.grid
-            save_json(doc.schedule, args.save, res.costs, grid, comment=doc.comment)
+            save_json(doc.schedule, args.save, res.costs, grid, comment=doc.comment, comm=doc.comm)
         except OSError as exc:
             raise ScheduleFileError(args.save, "", f"cannot write: {exc.strerror or exc}") from None
     if args.json:
