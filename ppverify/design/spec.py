@@ -155,6 +155,10 @@ def parse_budgets(text: str, sets: Sequence[Setup] = ()) -> tuple[float, ...] | 
         (None, (2.0, 4.0, inf))
         >>> parse_budgets("4MF", setups("v", 4, 8, PresetSettings(costs="F=1,I=1,W=1")))
         (2.0,)
+        >>> parse_budgets("2,2.0")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter budgets=2,2.0: 2 is named twice (each budget is one point per placement)
         >>> parse_budgets("2,-1")
         Traceback (most recent call last):
         ...
@@ -177,7 +181,11 @@ def parse_budgets(text: str, sets: Sequence[Setup] = ()) -> tuple[float, ...] | 
         out.append(value)
     if not out:
         raise ParameterError("budgets", text, "name at least one budget, or auto")
-    return tuple(sorted(set(out)))
+    repeated = sorted({b for b in out if out.count(b) > 1})
+    if repeated:  # as a placement named twice: a slip, not a second point
+        shown = ", ".join("none" if b == float("inf") else f"{b:g}" for b in repeated)
+        raise ParameterError("budgets", text, f"{shown} is named twice (each budget is one point per placement)")
+    return tuple(sorted(out))
 
 
 def _spelled_budget(item: str, text: str, sets: Sequence[Setup]) -> float:

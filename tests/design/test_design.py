@@ -180,6 +180,8 @@ def test_bad_input_is_one_line(capsys) -> None:
     assert "budgets=0.5: below the least feasible budget 1" in err and "Traceback" not in err
     assert main(["design", "-p", "3", "-m", "3", "--placements", "linear,bidirectional"]) == 2
     assert "placements=bidirectional: needs an even p (p=3)" in capsys.readouterr().err
+    assert main(["design", "-p", "2", "-m", "2", "--budgets", "2,1,2", "--placements", "linear"]) == 2
+    assert "budgets=2,1,2: 2 is named twice" in capsys.readouterr().err
     assert main(["design", "-p", "2", "--placements", "ring"]) == 2
     assert "placements=ring: expected one of linear, v, loop:V, wave:W, bidirectional" in capsys.readouterr().err
     with pytest.raises(ParameterError, match="loop:V needs a whole number"):
