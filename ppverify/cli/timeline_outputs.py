@@ -34,10 +34,25 @@ def chart_width(args: argparse.Namespace, chartless: tuple[str, ...] = ("no_tabl
         return DEFAULT_WIDTH
     if not 1 <= args.width <= MAX_WIDTH:
         raise ParameterError("width", args.width, f"must be in 1..{MAX_WIDTH} columns")
-    for flag in chartless:
-        if getattr(args, flag, False):
-            raise ParameterError("width", args.width, f"--{flag.replace('_', '-')} prints no chart: drop --width")
+    check_width_shown(args, chartless)
     return int(args.width)
+
+
+def check_width_shown(args: argparse.Namespace, hiding: tuple[str, ...], shown: str = "chart") -> None:
+    """Refuse a given ``--width`` beside an option of ``hiding`` that prints no ``shown`` (the
+    chart here, ``show``'s table there): it would be ignored.
+
+    Example:
+        >>> check_width_shown(argparse.Namespace(width=60, json=True), ("json",), "table")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter width=60: --json prints no table: drop --width
+    """
+    from ..core.errors import ParameterError
+
+    for flag in hiding:
+        if args.width is not None and getattr(args, flag, False):
+            raise ParameterError("width", args.width, f"--{flag.replace('_', '-')} prints no {shown}: drop --width")
 
 
 def add_timeline_outputs(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:

@@ -115,9 +115,6 @@ def trace_fit_json(fit: Any, rows: Sequence[tuple[int, float, float]], preset: s
     }
 
 
-__all__ = ["calibration_json", "calibration_lines", "trace_fit_json"]
-
-
 def summary_lines(fit: Any, text: str, rows: Sequence[tuple[int, float, float]]) -> list[str]:
     """What ``calibrate --from-trace --out FILE`` prints: the fit steps, the preset's costs, link
     and overhead comments, and each held-out step's prediction and error; ``fit`` is
@@ -154,3 +151,6 @@ def summary_lines(fit: Any, text: str, rows: Sequence[tuple[int, float, float]])
     if fit.posts is not None:
         lines.append(f"SEND/RECV posts    {fit.posts.describe()}")
     return lines
+
+
+__all__ = ["calibration_json", "calibration_lines", "summary_lines", "trace_fit_json"]

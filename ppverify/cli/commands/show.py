@@ -29,6 +29,7 @@ from ..common import (
 )
 from ..file_settings import memory_model_notes, print_notes
 from ..run_request import run_request
+from ..timeline_outputs import check_width_shown
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -96,9 +97,7 @@ def run(args: argparse.Namespace) -> int:
     check_nonnegative("comm-delay", args.comm_delay)
     if args.width is not None and args.width < 0:
         raise ParameterError("width", args.width, "must be >= 0 (0: never wrap)")
-    for flag in ("no_table", "json"):  # the width wraps the printed table: refused where none is printed
-        if args.width is not None and getattr(args, flag):
-            raise ParameterError("width", args.width, f"--{flag.replace('_', '-')} prints no table: drop --width")
+    check_width_shown(args, ("no_table", "json"), "table")  # the width wraps the printed table
     if args.save:  # before the build (a minute for a large schedule), not after it
         from ...core.files import check_output_path
 
