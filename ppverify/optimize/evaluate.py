@@ -90,7 +90,7 @@ def evaluate(
         >>> evaluate(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(1)).objective
         31.0
     """
-    check_limits(time_limit, workers)
+    check_limits(time_limit, workers, seed)
     if any(type(a) is Overlap for prog in schedule.programs for a in prog):
         raise ParameterError(
             "schedule",

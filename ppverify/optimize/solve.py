@@ -129,7 +129,7 @@ def optimize(
         >>> r.status, r.objective, r.bound  # (m+p-1)(tF+tB) + 2(p-1)c = 18 + 4
         ('OPTIMAL', 22.0, 22.0)
     """
-    check_limits(time_limit, workers)
+    check_limits(time_limit, workers, seed)
     if gap_limit is not None and not 0 <= gap_limit < 1:
         raise ParameterError("gap-limit", gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
     if not 0 <= block_share <= 1:

@@ -63,12 +63,12 @@ def run_limits(
         >>> run_limits(10.0, 0.0)
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter work-limit=0.0: must be > 0 deterministic seconds
+        ppverify.core.errors.ParameterError: parameter work-limit=0.0: must be > 0 and at most 1e9 deterministic seconds
     """
     if work_limit is not None and not 0 < work_limit <= 1e9:
-        raise ParameterError("work-limit", work_limit, "must be > 0 deterministic seconds")
+        raise ParameterError("work-limit", work_limit, "must be > 0 and at most 1e9 deterministic seconds")
     if time_limit is not None and not 0 < time_limit <= 1e9:
-        raise ParameterError("time-limit", time_limit, "must be > 0 seconds")
+        raise ParameterError("time-limit", time_limit, "must be > 0 and at most 1e9 seconds")
     if work_limit is None:
         work = default_work if time_limit is None else min(default_work, float(time_limit))
     else:

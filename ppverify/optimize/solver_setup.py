@@ -28,8 +28,28 @@ STATUS = {
 }
 
 
-def check_limits(time_limit: float, workers: int) -> None:
-    """Refuse a non-positive time limit or a worker count that is not an integer >= 1.
+#: CP-SAT's random seed is a signed 32-bit integer: a larger one fails deep in the solver
+SEED_RANGE = (-(2**31), 2**31 - 1)
+
+
+def check_seed(seed: int) -> None:
+    """Refuse a seed CP-SAT cannot take (an integer outside :data:`SEED_RANGE`).
+
+    Example:
+        >>> check_seed(7)
+        >>> check_seed(2**31)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter seed=2147483648: must be an integer from -2147483648 to 2147483647 (CP-SAT's seed is 32-bit)
+    """
+    low, high = SEED_RANGE
+    if isinstance(seed, bool) or not isinstance(seed, int) or not low <= seed <= high:
+        raise ParameterError("seed", seed, f"must be an integer from {low} to {high} (CP-SAT's seed is 32-bit)")
+
+
+def check_limits(time_limit: float, workers: int, seed: int = 0) -> None:
+    """Refuse a non-positive time limit, a worker count that is not an integer >= 1, or a seed
+    CP-SAT cannot take.
 
     Example:
         >>> check_limits(1.0, 0)
@@ -41,6 +61,7 @@ def check_limits(time_limit: float, workers: int) -> None:
         raise ParameterError("time-limit", time_limit, "must be > 0 seconds")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ParameterError("workers", workers, "must be an integer >= 1")
+    check_seed(seed)
 
 
 def make_solver(
@@ -229,6 +250,7 @@ def solver_stats(solver: cp_model.CpSolver, workers: int, seed: int, time_limit:
 __all__ = [
     "STATUS",
     "check_limits",
+    "check_seed",
     "collectives_text",
     "cut_reason",
     "cut_result",

@@ -181,3 +181,27 @@ def test_gap_takes_the_same_limits(capsys):
     assert main([*argv, "--progress"]) == 0
     err = capsys.readouterr().err
     assert err.splitlines()[0].startswith("gap: bounds")
+
+
+@pytest.mark.parametrize("command", ["optimize", "gap", "design"])
+@pytest.mark.parametrize("seed", [2**31, -(2**31) - 1, 99999999999])
+def test_a_seed_cp_sat_cannot_take_is_refused_before_any_work(command, seed, capsys):
+    # CP-SAT's random_seed is a signed 32-bit field: 2**31 and beyond failed inside the solver
+    # (an internal error, exit 3) after the starting schedules had run
+    args = {
+        "optimize": ["optimize", *SEARCHED],
+        "gap": ["gap", "1f1b", "-p", "2", "-m", "2"],
+        "design": ["design", "-p", "2", "-m", "2", "--placements", "linear", "--budgets", "2"],
+    }[command]
+    assert main([*args, "--seed", str(seed)]) == 2
+    err = capsys.readouterr().err
+    assert f"parameter seed={seed}: must be an integer from -2147483648 to 2147483647" in err
+    assert "Traceback" not in err and "internal error" not in err
+
+
+def test_the_seed_range_ends_reach_the_solver():
+    from ppverify.optimize.solver_setup import check_seed, make_solver
+
+    for seed in (-(2**31), 2**31 - 1):
+        check_seed(seed)
+        assert make_solver(1.0, 1, seed).parameters.random_seed == seed

@@ -122,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from ...design.run import DesignRequest, design
     from ...design.spec import Limits
     from ...optimize.solver_run import run_limits
+    from ...optimize.solver_setup import check_seed
     from ...schedules.registry import check_int
     from ...systems.preset_models import settings_from
     from ..common import check_nonnegative
@@ -130,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
     m = 3 * args.p if args.m is None else args.m
     check_int("m", m, 1)
     work, wall = run_limits(args.time_limit, args.work_limit, Limits.work, wall_factor=None)
+    check_seed(args.seed)  # before any work: CP-SAT takes 32 bits only
     for name in ("bound-work", "pair-work", "search-work"):  # deterministic seconds, 0: none
         check_nonnegative(name, getattr(args, name.replace("-", "_")))
     if args.gap_limit is not None and not 0 <= args.gap_limit < 1:
