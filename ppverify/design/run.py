@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ParameterError
+from ..optimize.solver_setup import check_seed
 from ..systems.preset_models import PresetSettings
 from .deepen import deepen_front, deepen_line
 from .execute import run_points
@@ -285,6 +286,7 @@ def design(
         >>> [(q.peak, q.time, q.bound, v) for q, v in zip(d.front, d.verified)]
         [(1.0, 12.0, 12.0, 'valid'), (2.0, 9.0, 9.0, 'valid')]
     """
+    check_seed(request.limits.seed)  # here, not in a worker after the families have run
     ceiling = request.limits.ceiling
     until = None if ceiling is None or math.isinf(ceiling) else time.time() + ceiling
     sets = setups(request.placements, request.p, request.m, request.settings)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ppverify.cli import main
+from ppverify.core.errors import ParameterError
 from ppverify.design.points import NOT_RUN
 
 ARGS = ["design", "-p", "2", "-m", "4", "--costs", "F=1,I=1,W=1", "--placements", "linear,v", "--no-progress"]
@@ -56,3 +59,13 @@ def test_time_limit_too_short_for_any_point(capsys) -> None:
     # what was found is returned: the families that fit a budget, Z3-valid under it
     assert out["frontier"] and all(q["verified"] == "valid" for q in out["frontier"])
     assert {q["start"] for q in out["frontier"]} <= {f["family"] for f in out["families"]}
+
+
+def test_the_library_refuses_a_seed_beyond_32_bits_before_the_families_run():
+    from ppverify.design.run import DesignRequest, design
+    from ppverify.design.spec import Limits
+    from ppverify.systems.preset_models import PresetSettings
+
+    rq = DesignRequest(2, 2, "linear", "auto", PresetSettings(costs="F=1,B=2"), Limits(5.0, seed=2**31))
+    with pytest.raises(ParameterError, match=r"seed=2147483648: must be an integer from -2147483648"):
+        design(rq, progress=False)
