@@ -128,6 +128,20 @@ class ActionSyntaxError(ValueError):
     """Text that is not a valid action; the message names the text and the expected forms."""
 
 
+def _f_and_b(text: str, ops: tuple[Op, ...]) -> Overlap:
+    """An overlapped slot of exactly one forward and one backward (``B``, ``I`` or ``W``), as
+    PyTorch's ``OVERLAP_F_B`` and DualPipe's overlapped chunks are: the slot is timed as one
+    (``CostModel.overlap``), so two forwards or two backwards written as one would be a
+    concurrency no runtime provides."""
+    kinds = sorted(o.kind == F for o in ops)
+    if kinds != [False, True]:
+        raise ActionSyntaxError(
+            f"{_shorten(text)} is not an action: an overlapped slot holds exactly one forward (F) and one "
+            f"backward (B, I or W), here {', '.join(str(o) for o in ops)}"
+        )
+    return Overlap(ops)
+
+
 def parse_action(text: str) -> Action:
     """Parse one action in PyTorch's text form; the whole string must match (no trailing junk).
 
@@ -164,7 +178,7 @@ def parse_action(text: str) -> Action:
     if m:
         return Marker(m.group(2), int(m.group(1)))
     if _COMPACT_OVERLAP_RE.fullmatch(s):  # the paper layout's short form, 0F7&7B3
-        return Overlap(tuple(Op(k, int(st), int(mb)) for st, k, mb in _OP_RE.findall(s)))
+        return _f_and_b(text, tuple(Op(k, int(st), int(mb)) for st, k, mb in _OP_RE.findall(s)))
     m = _OVERLAP_RE.fullmatch(s)
     if m:
         parts = [p.strip() for p in m.group(1).split(";")]
@@ -176,7 +190,7 @@ def parse_action(text: str) -> Action:
             ops.append(Op(mm.group(2), int(mm.group(1)), int(mm.group(3))))
         else:
             if len(ops) >= 2:
-                return Overlap(tuple(ops))
+                return _f_and_b(text, tuple(ops))
     raise ActionSyntaxError(
         f"{_shorten(text)} is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, "
         "(0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)"

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from ..core.errors import ScheduleFileError
-from ..core.ops import Action, ActionSyntaxError, parse_action
+from ..core.costs import CostModel
+from ..core.errors import PPVerifyError, ScheduleFileError
+from ..core.limits import MAX_NUMBER
+from ..core.ops import KINDS, Action, ActionSyntaxError, parse_action
+from ..core.placement import Placement
 
 
 class JsonReader:
@@ -24,6 +29,10 @@ class JsonReader:
         >>> rd = JsonReader("s.json")
         >>> rd.int_(3, "p", 1), rd.num(2, "costs.overlap")
         (3, 2.0)
+        >>> rd.num(1e308, "costs.duration.F[0]")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: s.json: costs.duration.F[0]: 1e+308 out of range; must be at most 1e+15 in magnitude
         >>> rd.lst({"a": 1}, "programs")
         Traceback (most recent call last):
         ...
@@ -87,6 +96,8 @@ class JsonReader:
             raise self.fail(
                 where, f"{value} out of range; must be >= {lo}" + (f" and <= {hi}" if hi is not None else "")
             )
+        if abs(value) > MAX_NUMBER:  # a 1e308 duration sums to inf: every makespan would be inf or NaN
+            raise self.fail(where, f"{value:g} out of range; must be at most {MAX_NUMBER:g} in magnitude")
         return float(value)
 
     def str_(self, value: Any, where: str) -> str:
@@ -163,3 +174,38 @@ def reject_constant(path: str) -> Callable[[str], Any]:
         raise ScheduleFileError(path, "", f"{name} is not valid JSON (numbers must be finite)")
 
     return hook
+
+
+_ABSTRACT_LABEL = re.compile(r"F=([^,]+),B=([^,]+),I=([^,]+),W=([^,]+)$")
+
+
+def honest_label(costs: CostModel, placement: Placement, path: str) -> CostModel:
+    """``costs``, relabelled when its ``label`` is in the form ``CostModel.abstract`` writes
+    (``F=1,B=2,I=1,W=1``) and its durations contradict it: ``verify`` and ``show`` print the label
+    as the costs a proof or a table holds under, so a hand-edited duration (or label) would be
+    stated as something it is not. Other labels (presets, free text) are names, kept as they are.
+
+    Example:
+        >>> from dataclasses import replace
+        >>> from ppverify.core.placement import linear
+        >>> pl = linear(2)
+        >>> honest_label(CostModel.abstract(pl, F=1, B=2), pl, "s.json").label
+        'F=1,B=2,I=1,W=1'
+        >>> edited = CostModel.abstract(pl, F=1, B=2)
+        >>> edited = replace(edited, duration={**edited.duration, "B": (2.0, 5.0)})
+        >>> honest_label(edited, pl, "s.json").label
+        'the durations in s.json (not its label F=1,B=2,I=1,W=1: B of stage 1 is 5, not 2)'
+    """
+    m = _ABSTRACT_LABEL.match(costs.label.replace(" ", ""))
+    if m is None:
+        return costs
+    try:
+        want = CostModel.abstract(placement, **{k: float(x) for k, x in zip(KINDS, m.groups())})
+    except (ValueError, PPVerifyError):
+        return costs  # not numbers after all: a name
+    for k in KINDS:
+        for s, (got, exp) in enumerate(zip(costs.duration[k], want.duration[k])):
+            if not math.isclose(got, exp, rel_tol=1e-9, abs_tol=1e-12):
+                why = f"{k} of stage {s} is {got:g}, not {exp:g}"
+                return replace(costs, label=f"the durations in {path} (not its label {costs.label}: {why})")
+    return costs

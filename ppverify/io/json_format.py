@@ -48,7 +48,7 @@ from ..core.errors import ParameterError, ScheduleFileError
 from ..core.ops import KINDS, compute_ops, format_action
 from ..core.placement import Placement
 from ..core.schedule import Schedule
-from .json_checks import JsonReader, describe_value, no_duplicate_keys, reject_constant
+from .json_checks import JsonReader, describe_value, honest_label, no_duplicate_keys, reject_constant
 from .json_comm import CommSettings, comm_from_dict, comm_to_dict
 from .table_text import TableGrid, programs_from_cells
 
@@ -369,6 +369,8 @@ def document_from_dict(data: Any, path: str = "<dict>") -> ScheduleDocument:
             for d, prog in enumerate(progs)
         )
     costs = _parse_costs(rd, data["costs"], placement.num_stages) if "costs" in data else None
+    if costs is not None:
+        costs = honest_label(costs, placement, Path(path).name)
     table = _parse_table(rd, data["table"], p) if "table" in data else None
     comm = comm_from_dict(rd, data["comm"]) if "comm" in data else None
     if programs is not None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 import zlib
 from collections.abc import Sequence
@@ -47,6 +48,8 @@ HOW_TO_RECORD = (
 )
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
 _LEGACY = re.compile(r"(Forward|Backward) (\d+)$")
+#: a compute action (F, B, I, W, an overlapped cell, or the older classes' Forward i / Backward i)
+_COMPUTE_ACTION = re.compile(r"(\d+[FBIW]\d+|\(.*\)OVERLAP_F_B|(Forward|Backward) \d+)$")
 _P2P_HOST = ("gloo:send", "gloo:recv", "nccl:send", "nccl:recv")
 _COLLECTIVE_HOST = ("gloo:barrier", "gloo:all_reduce", "nccl:barrier", "nccl:all_reduce")
 _DTYPE_BYTES = {
@@ -216,6 +219,7 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
     kernels: list[tuple[Span, Any]] = []
     launches: dict[Any, float] = {}
     collectives: list[Span] = []
+    threads: dict[tuple[Any, Any], list[tuple[Span, int]]] = {}  # host compute ranges per thread
     for k, ev in enumerate(data["traceEvents"]):
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
@@ -224,9 +228,16 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
             continue
         try:
             start = float(ev["ts"])
-            end = start + float(ev.get("dur", 0.0))
+            dur = float(ev.get("dur", 0.0))
         except (KeyError, TypeError, ValueError):
             raise ScheduleFileError(path, f"traceEvents[{k}]", f"event {name!r} has no numeric ts/dur") from None
+        if not (math.isfinite(start) and math.isfinite(dur)) or isinstance(ev["ts"], bool):
+            raise ScheduleFileError(
+                path, f"traceEvents[{k}]", f"event {name!r} has a ts/dur that is not a finite number"
+            )
+        if dur < 0:  # an end before the start would time the op as 0 and fit nonsense costs
+            raise ScheduleFileError(path, f"traceEvents[{k}]", f"event {name!r} has a negative duration ({dur:g} us)")
+        end = start + dur
         if cat == "kernel":
             if "nccl" in name.lower():
                 corr = ev.get("args", {}).get("correlation") if isinstance(ev.get("args"), dict) else None
@@ -241,6 +252,8 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
         if name.startswith("PP:") or _LEGACY.match(name):
             span = Span(name[3:] if name.startswith("PP:") else name, start, end)
             (dev_pp if cat == "gpu_user_annotation" else host_pp).append(span)
+            if cat != "gpu_user_annotation" and _COMPUTE_ACTION.match(span.name):
+                threads.setdefault((ev.get("pid"), ev.get("tid")), []).append((span, k))
         elif name.startswith("ProfilerStep#"):
             m = _STEP.match(name)
             if m and cat != "gpu_user_annotation":
@@ -249,6 +262,7 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
             works.append(Span(name, start, end, _nbytes(ev.get("args"))))
         elif name.startswith(_COLLECTIVE_HOST):
             collectives.append(Span(name, start, end))
+    _no_overlapping_compute(path, threads)
     host_pp.sort(key=lambda s: s.start)
     dev_pp.sort(key=lambda s: s.start)
     starts = [s.start for s in host_pp]
@@ -281,6 +295,30 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
         tuple(sorted(transfers, key=lambda t: t.span.start)),
         tuple(sorted(collectives, key=lambda s: s.start)),
     )
+
+
+def _no_overlapping_compute(path: str, threads: dict[tuple[Any, Any], list[tuple[Span, int]]]) -> None:
+    """Refuse two host-side compute ranges of one thread that overlap: the runtime runs one action
+    at a time on its thread, so such a file is not one job's trace (two merged, or edited), and
+    reading it would verify an order that did not run and fit costs from the overlap.
+
+    Example:
+        >>> _no_overlapping_compute("r0.json", {(1, 1): [(Span("0F0", 0.0, 10.0), 3), (Span("0F1", 5.0, 15.0), 4)]})
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: r0.json: traceEvents[4]: PP:0F1 starts at 5 us while PP:0F0 (traceEvents[3], 0 to 10 us) still runs on the same thread; the runtime runs one action at a time, so this is not one job's trace
+    """
+    for spans in threads.values():
+        spans.sort(key=lambda x: (x[0].start, -x[0].end))
+        for (a, ka), (b, kb) in zip(spans, spans[1:]):
+            if b.start < a.end:
+                raise ScheduleFileError(
+                    path,
+                    f"traceEvents[{kb}]",
+                    f"PP:{b.name} starts at {b.start:g} us while PP:{a.name} (traceEvents[{ka}], {a.start:g} to "
+                    f"{a.end:g} us) still runs on the same thread; the runtime runs one action at a time, so this is "
+                    "not one job's trace",
+                )
 
 
 def _rank_from_name(path: str) -> int:

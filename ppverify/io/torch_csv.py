@@ -117,6 +117,28 @@ def resolve_placement(
     return pl
 
 
+def _no_idle_cells(programs: Sequence[Sequence[Action]], source: str) -> None:
+    """Refuse an empty cell in a ``compute_comms`` file: PyTorch's runtime raises on an idle
+    action in that flavour (``_prepare_schedule_with_comms``), so the file does not run at all,
+    whatever its order.
+
+    Example:
+        >>> _no_idle_cells([[parse_action("0F0"), None, parse_action("0SEND_F0")]], "c.csv")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: c.csv: row 1 (rank 0), column 2: an empty cell in a compute_comms file (it holds SEND/RECV): PyTorch's runtime refuses idle cells in this flavour; remove the cell (a trailing comma makes one too)
+    """
+    for r, prog in enumerate(programs):
+        for c, a in enumerate(prog):
+            if a is None:
+                raise ScheduleFileError(
+                    source,
+                    f"row {r + 1} (rank {r}), column {c + 1}",
+                    "an empty cell in a compute_comms file (it holds SEND/RECV): PyTorch's runtime refuses idle "
+                    "cells in this flavour; remove the cell (a trailing comma makes one too)",
+                )
+
+
 def parse_rows(
     rows: Iterable[Sequence[str]],
     source: str = "<rows>",
@@ -139,6 +161,8 @@ def parse_rows(
         ...
         ppverify.core.errors.ScheduleFileError: s.csv: row 1 (rank 0), column 2: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
     """
+    if num_stages is not None and (isinstance(num_stages, bool) or num_stages < 1):
+        raise ParameterError("stages", num_stages, "must be >= 1")  # else a later check names v
     programs: list[tuple[Action, ...]] = []
     for r, row in enumerate(rows):
         prog = []
@@ -162,6 +186,8 @@ def parse_rows(
     inferred = infer_stage_ranks(programs, S)
     pl = resolve_placement(placement, p, S, inferred, source)
     flavour = COMPUTE_COMMS if any(isinstance(a, Comm) for a in actions) else COMPUTE_ONLY
+    if flavour == COMPUTE_COMMS:
+        _no_idle_cells(programs, source)
     params = {"p": p, "m": mm, "format": flavour, "placement": pl.name}
     return Schedule(
         pl, mm, tuple(programs), (0,) * mm, Path(source).name if source != "<rows>" else "torch-csv", params

@@ -34,6 +34,7 @@ from ..core.errors import PPVerifyError
 from ..core.ops import KIND_CODE, B, F, I, W
 from ..core.schedule import Schedule
 from .order_problem import OrderProblem
+from .smt import exact_fraction
 
 #: int64 prefix sums stay exact while |amount| * ops stays below this
 _EXACT_LIMIT = 2**62
@@ -187,7 +188,7 @@ def order_witness(pb: OrderProblem) -> np.ndarray | None:
 
 
 def _frac(x: float) -> Fraction:
-    return Fraction(x).limit_denominator(10**6)
+    return exact_fraction(x)  # never rounded to another number (1e-7 is not 0)
 
 
 def memory_levels(

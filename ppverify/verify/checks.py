@@ -20,7 +20,7 @@ from .analysis import Run
 from .grad_sync import applies, check_reduction, check_sharding
 from .memory import MAX_PEAK_READ, check_memory
 from .report import Violation
-from .timing import check_makespan, witness_finish
+from .timing import check_makespan, times_apart, witness_finish
 
 
 @dataclass(frozen=True)
@@ -279,7 +279,8 @@ def timing(run: Run) -> Outcome:
     colls = replica_groups(run.schedule) and run.sync != "none"
     sync = f", replica all-reduce after {run.sync} sync" if colls else ""
     dp = f", data-parallel all-reduce over {run.dp_allreduce} replicas" if run.dp_allreduce >= 2 else ""
+    shown = times_apart(bound, ms)
     return Outcome(
-        f"makespan <= {bound:g} under costs {costs.label or 'given'}{sync}{dp} (witness finishes at {ms:g})",
+        f"makespan <= {shown[0]} under costs {costs.label or 'given'}{sync}{dp} (witness finishes at {shown[1]})",
         witness=witness,
     )

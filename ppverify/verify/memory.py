@@ -25,14 +25,14 @@ from ..core.costs import CostModel
 from ..core.dag import StepDAG
 from ..core.ops import Op
 from .report import Violation
-from .smt import decide, load, minimize_core, num, plain_solver
+from .smt import decide, exact_fraction, load, minimize_core, num, plain_solver
 
 #: reading a model value costs ~20 us in Python; above this many slots peaks are not read back
 MAX_PEAK_READ = 5000
 
 
 def _frac(x: float) -> Fraction:
-    return Fraction(x).limit_denominator(10**6)
+    return exact_fraction(x)  # never rounded to another number (1e-7 is not 0)
 
 
 def _slots(dag: StepDAG, d: int) -> list[list[int]]:

@@ -37,11 +37,27 @@ from ..core.dag import StepDAG
 from ..core.program_order import list_schedule, op_durations
 from ..systems.replica_sync import collective_tails, step_collectives
 from .report import Violation
-from .smt import IDL_SEARCH_FACTOR, decide, diff_ge, idl_solver, load, num
+from .smt import IDL_SEARCH_FACTOR, decide, diff_ge, exact_fraction, idl_solver, load, num
 
 
 def _frac(x: float) -> Fraction:
-    return Fraction(x).limit_denominator(10**6)
+    return exact_fraction(x)  # never rounded to another number (1e-7 is not 0)
+
+
+def times_apart(a: float, b: float) -> tuple[str, str]:
+    """Both times with ``%g``'s six digits, or with just as many more as unequal times need to
+    read differently: a bound of 6.0000008 refuted against a finish of 6.0000012 must not print as
+    "6" against "6" (as :func:`~ppverify.core.sizes.format_bytes_apart` does for bytes).
+
+    Example:
+        >>> times_apart(21.0, 20.5), times_apart(6.0000008, 6.0000012), times_apart(1.0, 0.12227252438764184)
+        (('21', '20.5'), ('6.0000008', '6.0000012'), ('1', '0.122273'))
+    """
+    for digits in range(6, 18):
+        ta, tb = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        if ta != tb or a == b:
+            return ta, tb
+    return repr(float(a)), repr(float(b))
 
 
 def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel) -> list[list[float]]:
@@ -130,10 +146,11 @@ def check_makespan(
         "\n".join(lines) + "\n" + "\n".join(f"(assert {a})" for a in reversed(atoms + [g for g, _ in guarded])),
         search_factor=IDL_SEARCH_FACTOR,
     )
-    tick = 1.0 / scale
+    # exact binary values can make the scale larger than a float holds: divide as fractions
+    tick = float(Fraction(1, scale))
     if decide(s) == z3.sat:
         model = s.model()
-        witness = {str(dag.ops[i]): model.eval(z3.Int(f"t{i}")).as_long() * tick for i in range(n)}
+        witness = {str(dag.ops[i]): float(Fraction(model.eval(z3.Int(f"t{i}")).as_long(), scale)) for i in range(n)}
         return None, witness, tick
     # proof of infeasibility: the guarded version's core is a chain longer than the bound
     s = idl_solver()
@@ -154,12 +171,13 @@ def check_makespan(
     finish = max((e + tails[i] * tick for i, e in enumerate(end)), default=0.0)
     what = " and their collectives" if colls else ""
     chain = " (with the collectives after its last op)" if colls else ""
+    b, earliest = times_apart(bound, finish)
     msg = (
-        f"no execution of these programs{what} finishes by {bound:g} under costs {costs.label or 'given'} "
+        f"no execution of these programs{what} finishes by {b} under costs {costs.label or 'given'} "
         f"(Z3: infeasible; the core's ops lie on a chain of dependencies and program order{chain} longer than "
-        f"{bound:g}; for reference the earliest finish is {finish:g})"
+        f"{b}; for reference the earliest finish is {earliest})"
     )
-    return Violation("timing", f"makespan <= {bound:g}", msg, tuple(ops)), None, tick
+    return Violation("timing", f"makespan <= {b}", msg, tuple(ops)), None, tick
 
 
 def witness_finish(

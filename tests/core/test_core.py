@@ -44,6 +44,15 @@ def test_compact_overlap_text_reads_as_the_long_form():
             parse_action(bad)
 
 
+@pytest.mark.parametrize("text", ["(0B0;0B1)OVERLAP_F_B", "0F1&1F0", "(0F1;1B0;2B3)OVERLAP_F_B", "0W0&1I1"])
+def test_an_overlapped_slot_is_one_forward_and_one_backward(text):
+    # OVERLAP_F_B runs a forward beside a backward; two of a kind (or three ops) timed as one slot
+    # would claim a concurrency no runtime has, so such a cell is refused where it is read
+    with pytest.raises(ActionSyntaxError, match=r"exactly one forward \(F\) and one backward"):
+        parse_action(text)
+    assert parse_action("0W0&1F1") == Overlap((Op("W", 0, 0), Op("F", 1, 1)))  # either order
+
+
 @pytest.mark.parametrize("bad", ["0F1xyz", "F1", "0X1", "0F", "-1F0", "(0F1)OVERLAP_F_B", "0SEND_X1"])
 def test_bad_action_text_rejected(bad):
     with pytest.raises(ActionSyntaxError, match="is not an action"):

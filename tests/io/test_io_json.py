@@ -157,7 +157,13 @@ def random_schedules(draw):
             Comm, st.sampled_from(["SEND_F", "RECV_F", "SEND_B", "RECV_B"]), st.integers(0, 9), st.integers(0, 9)
         ),
         st.builds(Marker, st.sampled_from(["UNSHARD", "RESHARD", "REDUCE_GRAD"]), st.integers(0, 9)),
-        st.builds(lambda a, b: Overlap((a, b)), op, op),
+        st.builds(  # an overlapped slot pairs one forward with one backward (PyTorch's OVERLAP_F_B)
+            lambda a, b: Overlap(
+                (Op("F", a.stage, a.mb), Op(b.kind, b.stage, b.mb) if b.kind != "F" else Op("B", b.stage, b.mb))
+            ),
+            op,
+            op,
+        ),
     )
     programs = tuple(tuple(draw(st.lists(action, max_size=8))) for _ in range(p))
     name = draw(st.sampled_from(["custom", "linear", "x y"]))
