@@ -251,6 +251,12 @@ def resolve_memory_cap(
         return unlimited_cap(costs, placement)
     unit = activation_unit(costs, placement)
     mf = max(costs.activation)
+    if not mf > 0:
+        raise ParameterError(
+            option, raw, "the cost model holds no activation memory (every stage's activation is 0): nothing to cap"
+        )
+    if spec.amount > MAX_NUMBER:  # checked as a fraction: 1e400 would overflow a float below
+        raise ParameterError(option, raw, f"must be at most {MAX_NUMBER:g}{' bytes' if spec.kind == 'bytes' else ''}")
     if spec.kind == "bytes":
         if costs.memory_unit != "bytes" and stage_activation_bytes:
             value = float(spec.amount) / stage_activation_bytes * mf
@@ -275,7 +281,7 @@ def resolve_memory_cap(
             )
         value = float(Fraction(spec.amount)) * unit
     if not math.isfinite(value) or value <= 0 or value > MAX_NUMBER * max(unit, 1.0):
-        raise ParameterError(option, raw, "must be a finite number > 0")
+        raise ParameterError(option, raw, f"must be a finite number > 0 and at most {MAX_NUMBER:g} activations")
     if value < mf * (1 - 1e-9):
         raise ParameterError(
             option,

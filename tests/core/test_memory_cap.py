@@ -139,6 +139,9 @@ def test_gap_and_compare_give_one_gap(capsys):
         ("none64GiB", "none (unlimited memory) takes no size"),
         ("4x", "the x suffix is gone"),
         ("-1", "must be > 0"),
+        ("1e400", "must be at most 1e+15"),  # it overflowed a float: "a number is too large"
+        ("1e300", "must be at most 1e+15"),  # it said "must be a finite number > 0"
+        ("1e400GiB", "must be at most 1e+15 bytes"),
     ],
 )
 def test_bad_caps_are_refused_in_one_line(capsys, command, cap, rule):
@@ -250,3 +253,15 @@ def test_compare_marks_a_family_over_the_cap(capsys):
     data = _json(capsys, argv)
     gaps = {r["schedule"]: r["gap_to_bound"] for r in data["rows"] if r["level"] == "async"}
     assert gaps == {"1f1b": 0.0, "gpipe": None}
+
+
+def test_a_cap_on_a_file_without_activation_memory_says_so(capsys, tmp_path):
+    # every activation 0: no cap can bind, and "must be a finite number > 0" named the wrong cause
+    from ppverify.io.json_format import dumps
+
+    s = build("1f1b", p=2, m=2)
+    c = CostModel.abstract(s.placement)
+    path = tmp_path / "nomem.json"
+    path.write_text(dumps(s, CostModel(**{**c.__dict__, "activation": (0.0, 0.0)})))
+    err = _refused(capsys, ["verify", str(path), "--memory-cap", "2"])
+    assert "memory-cap=2: the cost model holds no activation memory (every stage's activation is 0)" in err
