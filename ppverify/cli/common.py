@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.costs import CostModel, parse_costs
+from ..core.costs import CostModel
 from ..core.errors import ParameterError
 from ..core.schedule import Schedule
 from ..io.json_format import ScheduleDocument
@@ -148,9 +148,32 @@ def build_schedule(source: ScheduleSource) -> Schedule:
     if looks_like_file(name):
         return check_file_options(source, load_schedule(name))
     fam = get_family(name)
+    check_family_options(fam.name, tuple(pr.name for pr in fam.params), source.params)
     params = {pr.name: source.param(pr.name) for pr in fam.params}
     m = source.m if source.m is not None else source.p
     return build(fam.name, source.p, m, **params)
+
+
+def check_family_options(family: str, declared: tuple[str, ...], given: tuple[tuple[str, Any], ...]) -> None:
+    """Refuse a family option (``--v``, ``--waves`` ...) that ``family`` does not declare: the
+    build would ignore it, and ``1f1b --v 2`` would print plain 1F1B as if it were interleaved.
+
+    Example:
+        >>> check_family_options("interleaved-1f1b", ("v", "order"), (("v", 3),))
+        >>> check_family_options("1f1b", (), (("v", 2),))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter v=2: 1f1b has no parameter --v (it takes none; see ppverify list): leave it out
+    """
+    takes = ", ".join(f"--{d.replace('_', '-')}" for d in declared) or "none"
+    for pname, value in given:
+        if pname not in declared:
+            raise ParameterError(
+                pname,
+                value,
+                f"{family} has no parameter --{pname.replace('_', '-')} (it takes {takes}; see ppverify list): "
+                "leave it out",
+            )
 
 
 def check_file_options(source: ScheduleSource, schedule: Schedule, taken: tuple[str, ...] = ()) -> Schedule:
@@ -250,16 +273,16 @@ def load_document(source: ScheduleSource) -> ScheduleDocument:
         schedule = schedule_from_programs(programs, pl, source.m, None, "table", {"file": path.name}, str(path))
         check_file_options(source, schedule, taken=("m", "v", "waves", "offset"))
         return ScheduleDocument(schedule, table=cells)
-    if looks_like_file(name) and suffix == ".json":
-        doc = read_json(name)
-        check_file_options(source, doc.schedule)
-        return doc
-    if placement:
+    if placement:  # before a JSON file too, which used to take it and ignore it
         raise ParameterError(
             "placement",
             placement,
             "only a text table (.txt) takes --placement; families and schedule files carry their own",
         )
+    if looks_like_file(name) and suffix == ".json":
+        doc = read_json(name)
+        check_file_options(source, doc.schedule)
+        return doc
     return ScheduleDocument(build_schedule(source))
 
 
@@ -287,6 +310,8 @@ def parsed_costs(args: argparse.Namespace) -> tuple[tuple[str, float], ...] | No
         >>> parsed_costs(ns), ns.costs
         ((('F', 1.0), ('B', 2.0)), 'F=1,B=2')
     """
+    from ..core.costs import parse_costs
+
     value = getattr(args, "costs", None)
     if isinstance(value, str):
         value = tuple(parse_costs(value).items())

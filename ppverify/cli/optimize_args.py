@@ -148,9 +148,11 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
     from ..io import looks_like_file
     from ..optimize.footprint import check_family_footprint, checked_footprint
     from ..optimize.problem import default_pipes
+    from ..optimize.solver_setup import check_seed
     from ..schedules import get_family
     from ..systems.preset_models import resolve_presets, settings_from
 
+    check_seed(getattr(args, "seed", 0))  # before any build: CP-SAT takes 32 bits only
     workers = getattr(args, "workers", 2)
     # --costs, --memory-model and --memory-cap read once, here, before any build; the presets get the parsed costs
     text = {k: getattr(args, k) for k in ("backward", "memory_model", "memory_cap", "objective")}

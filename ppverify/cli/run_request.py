@@ -78,3 +78,32 @@ def request_timing(request: RunRequest, schedule: Schedule) -> Timing:
     timing = file_timing(request.source.name or "", given, schedule, ctx)
     print_notes(timing.notes)
     return timing
+
+
+def check_timed_options(args: argparse.Namespace) -> None:
+    """Refuse timing options beside a semantics that counts unit steps (``torch``: every action
+    one step, zero latency): they would change nothing, and a preset made its step count read
+    as seconds (``makespan 33.0000 s`` for 33 steps).
+
+    Example:
+        >>> check_timed_options(argparse.Namespace(semantics="async", costs="F=1", comm_delay=None))
+        >>> check_timed_options(argparse.Namespace(semantics="torch", costs=None, comm_delay=1.0))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter comm-delay=1.0: the torch semantics counts unit steps (every action one step, zero latency), which --comm-delay does not change: leave it out, or pick a timed semantics
+    """
+    from ..core.errors import ParameterError
+    from ..engines import registry
+
+    if not registry.engine(args.semantics).unit_steps:
+        return
+    for option in ("costs", "comm_delay", "system", "model"):
+        value = getattr(args, option, None)
+        if value is not None:
+            flag = option.replace("_", "-")
+            raise ParameterError(
+                flag,
+                value,
+                f"the {args.semantics} semantics counts unit steps (every action one step, zero latency), which "
+                f"--{flag} does not change: leave it out, or pick a timed semantics",
+            )

@@ -194,10 +194,10 @@ def compare_request(
     (:func:`request_configs`).
 
     Example:
-        >>> req = compare_request(schedules="gpipe,1f1b", ps="4,8,4", costs="F=1,B=2", levels="slot,async",
+        >>> req = compare_request(schedules="gpipe,1f1b", ps="4,8,4", costs="F=1,B=2", levels="slot,optimum",
         ...                       measured=True, memory_cap="8MF")
         >>> [e.label for e in req.schedules], req.ps, req.costs, req.levels, req.memory_cap.kind
-        (['gpipe', '1f1b'], (4, 8), (('F', 1.0), ('B', 2.0)), ('slot', 'async', 'measured'), 'stage_activations')
+        (['gpipe', '1f1b'], (4, 8), (('F', 1.0), ('B', 2.0)), ('slot', 'optimum', 'measured'), 'stage_activations')
         >>> compare_request(levels="slot,fast")
         Traceback (most recent call last):
         ...
@@ -214,6 +214,8 @@ def compare_request(
             raise ParameterError(name, text, "an empty value; give one, or leave the option out for its default")
     if time_limit is not None and not time_limit > 0:
         raise ParameterError("time-limit", time_limit, "must be > 0 seconds")
+    if max_opt_ops is not None and max_opt_ops < 0:
+        raise ParameterError("max-opt-ops", max_opt_ops, "must be an integer >= 0 (0: no optimum is solved)")
     if out and Path(out).suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError("out", out, "expected a .csv or .parquet file")
     if out:
@@ -223,6 +225,13 @@ def compare_request(
     if findings and not levels:
         lv = tuple(x for x in lv if x != "optimum")
     abstract = bool(costs or comm_delay)
+    check_mode_options(abstract, findings, systems, models, ms, options)
+    if memory_cap is not None and "optimum" not in lv:  # it caps the optimum alone
+        raise ParameterError(
+            "memory-cap",
+            memory_cap,
+            "caps the CP-SAT optimum, a level this run leaves out: add optimum to --levels, or leave it out",
+        )
     cap = None
     if memory_cap is not None:  # the spelling read once, in the mode's unit (each point's size later)
         from ..core.memory_cap import check_cap_text
@@ -263,6 +272,47 @@ def compare_request(
     sy = tuple(given_csv("systems", systems) or DEFAULT_SYSTEMS)
     md = tuple(given_csv("models", models) or DEFAULT_MODELS)
     return CompareRequest(systems=sy, models=md, ps=pn, ms=mn, **given)  # type: ignore[arg-type]
+
+
+def check_mode_options(
+    abstract: bool,
+    findings: bool,
+    systems: str | None,
+    models: str | None,
+    ms: str | None,
+    options: Sequence[tuple[str, Any]],
+) -> None:
+    """Refuse what the chosen mode would ignore: presets or preset options beside abstract
+    ``--costs``/``--comm-delay`` (the table would be in abstract units, the presets silently
+    dropped), and with ``findings`` a ``-m`` (the findings take m = p and 4p) or a second model.
+
+    Example:
+        >>> check_mode_options(False, False, "dgx-h100", "gpt3-1.3b", "4", (("mfu", 0.5),))
+        >>> check_mode_options(True, False, "dgx-h100", None, None, ())
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter systems=dgx-h100: presets and abstract --costs/--comm-delay do not mix (the presets would be ignored): give either --systems/--models or --costs/--comm-delay
+    """
+    if abstract:
+        for name, value in (("systems", systems), ("models", models)):
+            if value is not None:
+                raise ParameterError(
+                    name,
+                    value,
+                    "presets and abstract --costs/--comm-delay do not mix (the presets would be ignored): "
+                    "give either --systems/--models or --costs/--comm-delay",
+                )
+        for name, value in options:
+            raise ParameterError(
+                name.replace("_", "-"),
+                value,
+                "shapes a model preset's durations and bytes; these costs are abstract (--costs/--comm-delay), "
+                "which it does not change: give --systems and --models, or leave it out",
+            )
+    if findings and ms is not None:
+        raise ParameterError("m", ms, "--findings runs m = p and m = 4p of each -p: leave -m out")
+    if findings and not abstract and len(given_csv("models", models) or ()) > 1:
+        raise ParameterError("models", models, "--findings checks one model: give one")
 
 
 def check_presets(systems: Sequence[str], models: Sequence[str]) -> None:
@@ -466,7 +516,8 @@ def format_outcome(outcome: CompareOutcome, seconds: float, out: str | None = No
     out_lines = []
     for cfg in dict.fromkeys(df["config"]):
         out_lines += [format_config_table(df, cfg), ""]
-    out_lines.append(format_legend(list(outcome.levels), optimum_memory(outcome.memory_cap)))
+    verified = "verified" in df and bool((df["verified"].fillna("") != "").any())  # the Z3 column is shown
+    out_lines.append(format_legend(list(outcome.levels), optimum_memory(outcome.memory_cap), verified))
     out_lines += [f"  level {lv} produced no numbers: {why}" for lv, why in unavailable_levels(df).items()]
     out_lines.append(
         f"\n{len(df)} rows ({outcome.num_configs} configurations x {outcome.num_schedules} schedules x "
@@ -481,6 +532,7 @@ __all__ = [
     "PRESET_OPTIONS",
     "CompareOutcome",
     "CompareRequest",
+    "check_mode_options",
     "check_options",
     "check_presets",
     "compare_request",

@@ -319,13 +319,17 @@ def unavailable_levels(df: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def format_legend(levels: Iterable[str], memory: str = "each schedule's own peak") -> str:
+def format_legend(levels: Iterable[str], memory: str = "each schedule's own peak", verified: bool = True) -> str:
     """Which semantics produced each column, what the marks mean and at what memory the optimum
-    was solved (``memory``: "each schedule's own peak", "unlimited memory" or a cap).
+    was solved (``memory``: "each schedule's own peak", "unlimited memory" or a cap). Only the
+    columns a run prints are explained: the optimum's (its peak, the gap, ``lb``) when ``levels``
+    holds ``optimum``, and ``Z3`` when the schedules were ``verified``.
 
     Example:
         >>> format_legend(["optimum"]).splitlines()[1]
         "  optimum    CP-SAT: best op order for the same placement, costs, transfers, replica all-reduce (async timing), at each schedule's own peak"
+        >>> "gap to bound" in format_legend(["slot"]), "Z3" in format_legend(["slot"], verified=False)
+        (False, False)
     """
     levels = list(levels)
     lines = ["Columns: makespan (rank by makespan, 1 = fastest) under each abstraction level:"]
@@ -333,16 +337,22 @@ def format_legend(levels: Iterable[str], memory: str = "each schedule's own peak
     lines.append("  *          rank differs from the previous level's (a rank change between abstractions)")
     lines.append("  bubble     idle/total = (makespan - busy) / makespan per device, averaged")
     lines.append("  ~ (-)      the closed form is only a bound for this family here: shown, not ranked")
-    lines.append("  peak act. (opt.)  the optimum schedule's highest per-device activation peak")
-    lines.append("  gap to bound  (async makespan - bound) / async makespan, the bound being the CP-SAT optimum of the")
-    lines.append(f"             same placement at {memory}; <= when measured against the")
-    lines.append("             proven lower bound (an upper bound on the true gap); the replica gradient all-reduce of")
-    lines.append("             two-pipe schedules is in both; + the family runs ops the solver does not model")
-    lines.append("             (overlapped F&B slots, B mixed with I/W): unlike steps, read with care")
-    lines.append("  lb         CP-SAT stopped at its time limit: best schedule found and its proven lower bound")
-    lines.append(
-        "  Z3         the verifier proved completeness, placement, dependencies, exclusivity and deadlock freedom"
-    )
+    if "optimum" in levels:
+        lines.append("  peak act. (opt.)  the optimum schedule's highest per-device activation peak")
+        lines.append(
+            "  gap to bound  (async makespan - bound) / async makespan, the bound being the CP-SAT optimum of the"
+        )
+        lines.append(f"             same placement at {memory}; <= when measured against the")
+        lines.append(
+            "             proven lower bound (an upper bound on the true gap); the replica gradient all-reduce of"
+        )
+        lines.append("             two-pipe schedules is in both; + the family runs ops the solver does not model")
+        lines.append("             (overlapped F&B slots, B mixed with I/W): unlike steps, read with care")
+        lines.append("  lb         CP-SAT stopped at its time limit: best schedule found and its proven lower bound")
+    if verified:
+        lines.append(
+            "  Z3         the verifier proved completeness, placement, dependencies, exclusivity and deadlock freedom"
+        )
     if "measured" in levels:
         lines.append(
             "  peak act. (measured)  highest device's activations autograd saved in the real run, each stage's"

@@ -171,7 +171,8 @@ def complete_costs(given: Mapping[str, float | None]) -> dict[str, float]:
 
 
 def parse_costs(text: str) -> dict[str, float]:
-    """Parse ``F=1,B=2`` (keys among F, B, I, W) into a dict; missing kinds are not filled in.
+    """Parse ``F=1,B=2`` (keys among F, B, I, W, each at most once) into a dict; missing kinds are
+    not filled in.
 
     Example:
         >>> parse_costs("F=1,B=2")
@@ -180,6 +181,10 @@ def parse_costs(text: str) -> dict[str, float]:
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter costs=F=1,X=2: unknown kind 'X'; expected KIND=NUMBER pairs with KIND in F, B, I, W, e.g. F=1,B=2
+        >>> parse_costs("F=1,b=3,B=2")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter costs=F=1,b=3,B=2: B is given twice; give each kind once
     """
     out: dict[str, float] = {}
     rule = "expected KIND=NUMBER pairs with KIND in F, B, I, W, e.g. F=1,B=2"
@@ -198,6 +203,8 @@ def parse_costs(text: str) -> dict[str, float]:
             raise ParameterError("costs", text, f"{val.strip()!r} is not a number; {rule}") from None
         if not num > 0 or not math.isfinite(num) or num > MAX_NUMBER:
             raise ParameterError("costs", text, f"{key} must be > 0, finite and at most {MAX_NUMBER:g}")
+        if key in out:  # F=1,F=2 would otherwise be read as F=2 without a word
+            raise ParameterError("costs", text, f"{key} is given twice; give each kind once")
         out[key] = num
     if not out:
         raise ParameterError("costs", text, rule)

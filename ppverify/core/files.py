@@ -24,6 +24,7 @@ import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .errors import ParameterError, ScheduleFileError
 from .limits import MAX_FILE_BYTES, LimitError
@@ -342,10 +343,47 @@ def csv_rows(text: str, path: str) -> list[list[str]]:
     return rows
 
 
+def _unique_keys(text: str, label: str) -> None:
+    """Refuse YAML text (already known to parse) that gives a key twice in one mapping, naming
+    the file, the line and column of the second: YAML's loader keeps the last one without a word,
+    so ``gpus_per_node: 8`` followed by ``gpus_per_node: 1`` would silently time another system.
+
+    Example:
+        >>> _unique_keys("a: 1\\nb: {c: 2, d: 3}", "x.yaml")
+        >>> _unique_keys("a: 1\\nb: 2\\na: 3", "x.yaml")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: x.yaml:3:1: key 'a' is given twice (first on line 1); keep one
+    """
+    import yaml
+
+    stack = [yaml.compose(text, Loader=yaml.SafeLoader)]
+    seen_nodes: set[int] = set()  # an alias is the node it names: walk it once
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            first: dict[str, Any] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                    if key.value in first:
+                        where = f"{key.start_mark.line + 1}:{key.start_mark.column + 1}"
+                        line = first[key.value].start_mark.line + 1
+                        raise ScheduleFileError(
+                            label, where, f"key {key.value[:60]!r} is given twice (first on line {line}); keep one"
+                        )
+                    first[key.value] = key
+                stack.extend((key, value))
+
+
 def load_yaml(text: str, path: str) -> object:
     """``yaml.safe_load`` of a preset or config, every failure one line naming the file, line and
     column: YAML syntax, an integer of more than :data:`~ppverify.core.limits.MAX_INT_DIGITS` digits
-    (refused before ``int()``), nesting too deep for the parser.
+    (refused before ``int()``), nesting too deep for the parser, a key given twice in one mapping.
 
     Example:
         >>> load_yaml("a: [1, 2]", "c.yaml")
@@ -367,7 +405,9 @@ def load_yaml(text: str, path: str) -> object:
         line, col = line_col(text, deep.start())
         raise LimitError(f"{path}:{line}:{col}", f"lists and mappings nested more than {MAX_JSON_DEPTH} deep")
     try:
-        return yaml.safe_load(text)
+        data = yaml.safe_load(text)
+        _unique_keys(text, path)  # YAML keeps the last of a key given twice without a word
+        return data
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"{mark.line + 1}:{mark.column + 1}" if mark is not None else ""

@@ -253,6 +253,15 @@ def stage_costs(llm: LLM, peak_flops: float, stages: int, training: Training) ->
     t = training
     if stages < 1:
         raise ParameterError("stages", stages, "must be >= 1")
+    groups = llm.kv_heads or llm.attention_heads
+    if llm.attention_heads % t.tp or groups % t.tp:  # tp=3 of 16 heads, tp=1024: no rank holds whole heads
+        kv = f" and {groups} key/value heads" if groups != llm.attention_heads else ""
+        raise ParameterError(
+            "tp",
+            t.tp,
+            f"must divide the model's {llm.attention_heads} attention heads{kv} (tensor parallelism splits "
+            "whole heads across its ranks)",
+        )
     if t.layers_per_stage is not None:
         lps = tuple(t.layers_per_stage)
         if len(lps) != stages or any(x < 0 for x in lps) or sum(lps) != llm.layers:

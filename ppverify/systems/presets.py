@@ -240,7 +240,8 @@ def read_preset(kind: str, name_or_path: str) -> tuple[str, dict[str, Any]]:
 @functools.lru_cache(maxsize=256)
 def _load_yaml(text: str, label: str = "<preset>") -> Any:
     """YAML parsed once per distinct text (sweeps resolve the same presets thousands of times);
-    every failure is one line naming the file, line and column (:func:`ppverify.core.files.load_yaml`)."""
+    every failure is one line naming the file, line and column (:func:`ppverify.core.files.load_yaml`),
+    a key given twice in one mapping included."""
     from ..core.files import load_yaml
 
     return load_yaml(text, label)

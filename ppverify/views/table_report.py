@@ -302,6 +302,11 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
     ]
     if doc.comment:
         lines.append(f"comment       {doc.comment}")
+    if doc.comm is not None and not run.comm_delay:  # the file's communication: said, not silently dropped
+        lines.append(
+            f"file's comm   {doc.comm.describe()}: not in this idealized table "
+            "(simulate FILE times it; --comm-delay charges a delay per column)"
+        )
     if table:
         lines += ["", format_table(timeline, style, width=width or None)]
     lines += [

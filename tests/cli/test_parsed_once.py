@@ -94,9 +94,10 @@ def test_compare_abstract_reads_each_option_once(calls, capsys):
 
 def test_compare_presets_reads_and_checks_each_option_once(calls, capsys):
     argv = ["compare", "--schedules", "gpipe", "--systems", "dgx-h100", "--models", "gpt3-1.3b", "-p", "2"]
-    argv += ["-m", "4", "--levels", "async", "--memory-cap", "40GiB", "--mfu", "0.5", "--no-progress", "--no-verify"]
-    out = _run([*argv, "--json"], capsys)
-    assert [r["schedule"] for r in out["rows"]] == ["gpipe"]
+    # the cap is the optimum's: a run without that level refuses it (it would be ignored)
+    argv += ["-m", "4", "--levels", "async,optimum", "--memory-cap", "40GiB", "--mfu", "0.5", "--no-progress"]
+    out = _run([*argv, "--no-verify", "--time-limit", "0.2", "--json"], capsys)
+    assert [r["schedule"] for r in out["rows"]] == ["gpipe", "gpipe"]
     assert _by_function(calls, "read_memory_cap") == {"40GiB": 1}
     assert sum(_by_function(calls, "check_cap_mode").values()) == 1
     assert _by_function(calls, "parse_ints") == {"p": 1, "m": 1}

@@ -326,3 +326,14 @@ def test_interleaved_orders_never_share_a_closed_form(monkeypatch):
     f_next = pt.pytorch_f(p, 2, 1, d, e + i + 1, 1, 2) if e + i + 1 < p else None
     b_i = megatron_b(p, 2, 1, d, i, 1, 2)
     assert b_i < pt.pytorch_f(p, 2, 1, d, e + i, 1, 2) + 1 or (f_next is not None and f_next < b_i + 2)
+
+
+def test_prove_says_which_order_it_leaves_out_when_f_exceeds_b(capsys):
+    # F=3 > B=1: PyTorch's order has no closed form there, so only Megatron's is proved; the
+    # output says so instead of printing fewer results without a word
+    assert main(["prove", "interleaved-1f1b", "--costs", "F=3,B=1"]) == 0
+    out = capsys.readouterr().out
+    assert "order=pytorch" not in out and "order=megatron" in out
+    assert "PyTorch's order: its m = p closed form is derived for F <= B, not proved here" in out
+    assert main(["prove", "interleaved-1f1b", "--costs", "F=1,B=2"]) == 0
+    assert "not proved here" not in capsys.readouterr().out

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from ...core.errors import ParameterError
 from ...core.schedule import Schedule
+from ...io.json_format import ScheduleDocument
 from .. import Command
-from ..common import add_schedule_arguments, schedule_from_args
+from ..common import add_schedule_arguments, document_from_args
 
 FORMATS = ("torch-csv", "torch-csv-comms", "json")
 
@@ -47,8 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", default=None, metavar="OUT", help="file to write (default: standard output)")
 
 
-def export_text(schedule: Schedule, fmt: str) -> str:
-    """The exported text of a schedule in one of :data:`FORMATS`.
+def export_text(schedule: Schedule | ScheduleDocument, fmt: str) -> str:
+    """The exported text of a schedule (or of a schedule file's document) in one of :data:`FORMATS`.
+    JSON keeps what a document carries besides the programs (costs, table, comment, communication):
+    ``simulate`` of the copy then times it as it times the original.
 
     Example:
         >>> from ppverify.schedules import build
@@ -56,10 +59,12 @@ def export_text(schedule: Schedule, fmt: str) -> str:
         0F0,0F1,0B0,0B1
         1F0,1F1,1B0,1B1
     """
+    doc = schedule if isinstance(schedule, ScheduleDocument) else ScheduleDocument(schedule)
+    schedule = doc.schedule
     if fmt == "json":
         from ...io.json_format import dumps
 
-        return dumps(schedule)
+        return dumps(schedule, doc.costs, doc.table, doc.comment, doc.comm)
     if fmt in ("torch-csv", "torch-csv-comms"):
         from ...io.torch_csv import COMPUTE_COMMS, COMPUTE_ONLY, csv_text
 
@@ -112,8 +117,9 @@ def run_export(args: argparse.Namespace) -> int:
         0
     """
     fmt = export_format(args.format, args.output)  # before the build: a contradiction costs nothing
-    schedule = schedule_from_args(args)
-    text = export_text(schedule, fmt)
+    doc = document_from_args(args)  # a JSON file's costs and communication travel with it
+    schedule = doc.schedule
+    text = export_text(doc, fmt)
     if args.output:
         from ...core.files import atomic_write
 

@@ -83,10 +83,8 @@ def run(args: argparse.Namespace) -> int:
     from ...optimize import optimize, relative_gap
     from ...optimize.deadline import Deadline
     from ...optimize.solver_run import Progress, interruptible, run_limits
-    from ...optimize.solver_setup import check_seed
 
     work, wall = run_limits(args.time_limit, args.work_limit)
-    check_seed(args.seed)  # before any work: CP-SAT takes 32 bits only
     pr, sched, info = problem_from_args(args)
     if sched is None:  # an empty FAMILY|FILE
         from ...core.errors import ParameterError

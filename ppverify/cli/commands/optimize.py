@@ -81,10 +81,8 @@ def run(args: argparse.Namespace) -> int:
     from ...core.time_limit import time_limit
     from ...optimize.deadline import Deadline
     from ...optimize.solver_run import Progress, interruptible, run_limits
-    from ...optimize.solver_setup import check_seed
 
     work, wall = run_limits(args.time_limit, args.work_limit)
-    check_seed(args.seed)  # before any work: CP-SAT takes 32 bits only
     width = chart_width(args, ("no_chart", "json"))  # checked before the search
     if args.save:  # a path that cannot be written is bad input: refused before the search, not after
         from ...core.files import check_output_path

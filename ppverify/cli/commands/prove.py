@@ -50,6 +50,8 @@ def _costs(text: str | None) -> tuple[tuple[int, int], ...] | None:
         k = k.strip().upper()
         if k not in ("F", "B") or not v.strip().isdigit() or len(v.strip()) > 6 or int(v) < 1:
             raise ParameterError("costs", text, "expected positive integers F=f,B=b of at most 6 digits, e.g. F=1,B=2")
+        if k in vals:  # F=1,B=2,B=3 proved B=3 alone without a word
+            raise ParameterError("costs", text, f"{k} is given twice; give each kind once")
         vals[k] = int(v)
     return ((vals.get("F", 1), vals.get("B", 2 * vals.get("F", 1))),)
 
@@ -80,6 +82,13 @@ def run(args: argparse.Namespace) -> int:
                 f" -p P -m M); provable: {', '.join(PROVABLE)}",
             )
     costs = _costs(args.costs)
+    if costs and "chimera" in fams and costs[0][0] != 1:  # refused before anything is printed, not midway
+        f, b = costs[0]
+        raise ParameterError(
+            "costs",
+            f"F={f},B={b}",
+            "chimera's closed form is derived for F=1 (any integer B >= 1); scale both costs so that F=1",
+        )
     results = []
     last = [None]
 
@@ -102,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         n = sum(r.status == "proved" for _, r in results)
         print(f"{n}/{len(results)} proved" + ("" if ok else " (see the counterexamples above)"))
+        if "interleaved-1f1b" in fams and costs and any(f > b for f, b in costs):  # else silently fewer results
+            print("(interleaved-1f1b in PyTorch's order: its m = p closed form is derived for F <= B, not proved here)")
     return 0 if ok else 1
 
 

@@ -14,22 +14,14 @@ import shutil
 import sys
 from pathlib import Path
 
-from ...core.errors import ParameterError, ScheduleFileError
 from ...core.memory_cap import MEMORY_CAP_HELP, cap_check, resolve_memory_cap
 from ...io.table_text import STYLES
 from ...views.table_report import formula_contradicted, table_json, table_text, time_table
 from .. import Command
-from ..common import (
-    TABLE_SUFFIXES,
-    add_cost_arguments,
-    add_schedule_arguments,
-    check_nonnegative,
-    load_document,
-    print_json,
-)
+from ..common import TABLE_SUFFIXES, add_cost_arguments, add_schedule_arguments, load_document, print_json
 from ..file_settings import memory_model_notes, print_notes
 from ..run_request import run_request
-from ..timeline_outputs import check_width_shown
+from ..show_options import check_show_options, save_shown
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,16 +84,7 @@ def run(args: argparse.Namespace) -> int:
         ...
         0
     """
-    from ...io.json_format import save_json
-
-    check_nonnegative("comm-delay", args.comm_delay)
-    if args.width is not None and args.width < 0:
-        raise ParameterError("width", args.width, "must be >= 0 (0: never wrap)")
-    check_width_shown(args, ("no_table", "json"), "table")  # the width wraps the printed table
-    if args.save:  # before the build (a minute for a large schedule), not after it
-        from ...core.files import check_output_path
-
-        check_output_path(args.save, "--save", json_file=True)
+    check_show_options(args)  # --width, --style, --save: before the build, not after it
     request = run_request(args)  # costs and cap read once, before the build
     doc = load_document(request.source)
     text_table = Path(args.schedule).suffix.lower() in TABLE_SUFFIXES
@@ -113,12 +96,7 @@ def run(args: argparse.Namespace) -> int:
     check = None if cap is None else cap_check(res.timeline.peak_memory().tolist(), cap)
     code = 1 if check and check["over"] else 0
     if args.save:
-        try:
-            # a table timed with communication charged is not the file's costs' table: leave it out
-            grid = None if res.comm_delay else res.grid
-            save_json(doc.schedule, args.save, res.costs, grid, comment=doc.comment, comm=doc.comm)
-        except OSError as exc:
-            raise ScheduleFileError(args.save, "", f"cannot write: {exc.strerror or exc}") from None
+        save_shown(args, doc, res)
     if args.json:
         out = table_json(res)
         if args.save:

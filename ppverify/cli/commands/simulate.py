@@ -12,6 +12,7 @@ transfers, peak memory against the device capacity) and the timeline as a device
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from ...core.errors import ParameterError
@@ -23,7 +24,7 @@ from .. import Command
 from ..common import add_cost_arguments, add_schedule_arguments, build_schedule, measured_from_trace, print_json
 from ..file_settings import add_collective_arguments
 from ..presets_args import add_preset_arguments
-from ..run_request import RunRequest, request_timing, run_request
+from ..run_request import RunRequest, check_timed_options, request_timing, run_request
 from ..timeline_outputs import WIDTH_HELP, chart_width
 
 __all__ = ["COMMAND", "_write_frame", "fmt_time", "gantt", "report"]  # measure prints with them
@@ -137,6 +138,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.memory_gib is not None and not args.memory_gib > 0:
         raise ParameterError("memory-GiB", args.memory_gib, "must be > 0")
+    if getattr(args, "stages", False) and not args.model:  # nothing to print: it would be ignored
+        raise ParameterError(
+            "stages",
+            True,
+            "prints the per-stage costs derived from --model: give --system and --model, or leave it out",
+        )
+    check_timed_options(args)  # torch counts unit steps: costs and presets would change nothing
+    if args.trace and args.frame and Path(args.trace).resolve() == Path(args.frame).resolve():
+        raise ParameterError("frame", args.frame, "is also the --trace file, which it would overwrite: give two names")
     width = chart_width(args)
     request = run_request(args)  # costs and cap read once, before the run; the cap resolved in its cost model
     timeline, ctx = simulate_request(request, args.semantics)

@@ -79,6 +79,13 @@ def run(args: argparse.Namespace) -> int:
         check_output_path(args.out, "--out")  # a missing folder, a trailing '/', a FIFO: refused before the run
     if args.batch < 1:
         raise ParameterError("batch", args.batch, "must be >= 1")
+    if args.workers is not None and (args.workers < 1 or args.executor == "ray"):  # --dry-run too
+        why = (
+            "must be >= 1"
+            if args.workers < 1
+            else "sizes the local pool; Ray places batches on its cluster: leave it out"
+        )
+        raise ParameterError("workers", args.workers, why)
     done: set[str] = {r["point"] for r in read_store(store)}  # read_store refuses a row without its point
     todo = sum(t.num_rows for t in pending_tasks(spec, done))
     summary = {
