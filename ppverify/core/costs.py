@@ -12,10 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from .errors import ParameterError
+from .exact import exact_fraction
 from .limits import MAX_NUMBER
-from .ops import KINDS, B, F, I, Op
+from .ops import KINDS, B, F, I, Op, W
 from .placement import Placement
 
 
@@ -122,8 +124,11 @@ class CostModel:
         S = placement.num_stages
         if not 0.0 <= freed_by_I <= 1.0:
             raise ParameterError("freed_by_I", freed_by_I, "must be a fraction in [0, 1]")
+        # a stage's cost is the float of the exact product: 18.522 / 3 in floats is
+        # 6.1739999999999995, which reads back as itself, not as the 6.174 the costs mean
+        exact_share = Fraction(placement.p, S)
         return CostModel(
-            duration={k: (costs[k] * share,) * S for k in KINDS},
+            duration={k: (float(exact_fraction(costs[k]) * exact_share),) * S for k in KINDS},
             activation=(share,) * S,
             freed_by_I=(freed_by_I,) * S,
             boundary_bytes=(0.0,) * max(S - 1, 0),
@@ -145,19 +150,23 @@ def complete_costs(given: Mapping[str, float | None]) -> dict[str, float]:
         {'F': 1.0, 'B': 2.0, 'I': 1.0, 'W': 1.0}
         >>> complete_costs({"F": 1, "I": 1, "W": 0.5})
         {'F': 1.0, 'B': 1.5, 'I': 1.0, 'W': 0.5}
+        >>> complete_costs({"I": 0.1, "W": 1e-7})["B"], complete_costs({"B": 0.7, "W": 0.1})["I"]
+        (0.1000001, 0.6)
     """
     f = given.get("F")
     b, i, w = given.get("B"), given.get("I"), given.get("W")
     f = 1.0 if f is None else float(f)
+    # a derived kind is the float of the exact sum or difference, which reads back as it: the
+    # float sum 0.1 + 1e-7 is 0.10000010000000001, a longer B than the verifier's I + W
     if (i is None) != (w is None):
         if b is None:
             raise ParameterError("costs", dict(given), "give both I and W, or B")
         if i is None and w is not None:
-            i = float(b) - float(w)
+            i = float(exact_fraction(b) - exact_fraction(w))
         elif w is None and i is not None:
-            w = float(b) - float(i)
+            w = float(exact_fraction(b) - exact_fraction(i))
     if i is not None and w is not None:
-        b = float(i) + float(w) if b is None else b
+        b = float(exact_fraction(i) + exact_fraction(w)) if b is None else b
         if abs(float(b) - float(i) - float(w)) > 1e-9:
             raise ParameterError("costs", dict(given), "B must equal I + W")
     b = 2.0 * f if b is None else float(b)
@@ -208,4 +217,27 @@ def parse_costs(text: str) -> dict[str, float]:
         out[key] = num
     if not out:
         raise ParameterError("costs", text, rule)
+    return out
+
+
+def exact_memory_deltas(costs: CostModel) -> dict[tuple[str, int], tuple[Fraction, Fraction]]:
+    """``(allocated at start, freed at end)`` of each (kind, stage), as exact rationals:
+    :meth:`CostModel.memory_delta` read exactly. ``I`` frees ``a * f`` and ``W`` ``a * (1 - f)`` of
+    the exact activation ``a`` and fraction ``f``, so the two free all of it; reading the floats
+    ``a * f`` and ``a * (1 - f)`` one by one would leave a residue (a preset's zero-bubble split
+    left device 0 of ``zbv -p 2 -m 4`` over a cap of its own peak).
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> c = CostModel.abstract(linear(1), F=1, I=1, W=1, freed_by_I=0.3)
+        >>> d = exact_memory_deltas(c)
+        >>> d[("F", 0)], d[("I", 0)], d[("W", 0)]
+        ((Fraction(1, 1), Fraction(0, 1)), (Fraction(0, 1), Fraction(3, 10)), (Fraction(0, 1), Fraction(7, 10)))
+    """
+    zero = Fraction(0)
+    out: dict[tuple[str, int], tuple[Fraction, Fraction]] = {}
+    for st, (x, fx) in enumerate(zip(costs.activation, costs.freed_by_I)):
+        a, f = exact_fraction(x), exact_fraction(fx)
+        out[(F, st)], out[(B, st)] = (a, zero), (zero, a)
+        out[(I, st)], out[(W, st)] = (zero, a * f), (zero, a - a * f)
     return out

@@ -27,6 +27,7 @@ from ..core.comm import NO_COMM, CommModel
 from ..core.costs import CostModel
 from ..core.dag import StepDAG, build_dag
 from ..core.errors import ParameterError
+from ..core.exact import exact_fraction
 from ..core.ops import B, F, I, Op, W
 from ..core.placement import Placement
 from ..core.schedule import Schedule
@@ -206,7 +207,9 @@ def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel, deadline: Deadl
 
 
 def _frac(x: float) -> Fraction:
-    return Fraction(x).limit_denominator(10**6)
+    # the verifier's reading: a denominator-10**6 rounding made 1e-7 a 0 (then one whole tick)
+    # and 1.0000004 a 1, so the optimum and its bound were of other costs
+    return exact_fraction(x)
 
 
 def _gcd_frac(values: Sequence[Fraction]) -> Fraction:

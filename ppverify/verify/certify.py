@@ -28,7 +28,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..core.costs import CostModel
+from ..core.costs import CostModel, exact_memory_deltas
 from ..core.dag import DagArrays, arrays_complete, build_dag_arrays
 from ..core.errors import PPVerifyError
 from ..core.ops import KIND_CODE, B, F, I, W
@@ -211,29 +211,23 @@ def memory_levels(
     p = len(a.offsets) - 1
     if n == 0:
         return True, ([0.0] * p if max_peak_read >= 0 else None)
-    # (allocated, freed) per (kind, stage), the same floats as CostModel.memory_delta
-    act = list(costs.activation)
-    fr = list(costs.freed_by_I)
-    table = {
-        KIND_CODE[F]: [(x, 0.0) for x in act],
-        KIND_CODE[B]: [(0.0, x) for x in act],
-        KIND_CODE[I]: [(0.0, x * f) for x, f in zip(act, fr)],
-        KIND_CODE[W]: [(0.0, x * (1.0 - f)) for x, f in zip(act, fr)],
-    }
+    # (allocated, freed) per (kind, stage), exact: I and W free exactly what F allocated
+    exact = exact_memory_deltas(costs)
+    kinds = {KIND_CODE[k]: k for k in (F, B, I, W)}
     code = a.kind * S + a.stage
     present = np.unique(code).tolist()
-    vals = {x for c in present for x in table[c // S][c % S]} | {cap}
-    exact = {v: _frac(v) for v in vals}
-    scale = math.lcm(*(v.denominator for v in exact.values()))
-    as_int = {v: int(f * scale) for v, f in exact.items()}
-    big = max(abs(x) for x in as_int.values())
+    table = {c: exact[(kinds[c // S], c % S)] for c in present}
+    cap_f = _frac(cap)
+    scale = math.lcm(*(x.denominator for pair in table.values() for x in pair), cap_f.denominator)
+    as_int = {c: (int(x * scale), int(y * scale)) for c, (x, y) in table.items()}
+    big = max([abs(x) for pair in as_int.values() for x in pair] + [abs(math.floor(cap_f * scale))])
     if big * (n + 1) >= _EXACT_LIMIT:
         return None
     alloc_t = np.zeros(4 * S, dtype=np.int64)
     freed_t = np.zeros(4 * S, dtype=np.int64)
     for c in present:
-        alloc_t[c], freed_t[c] = (as_int[x] for x in table[c // S][c % S])
-    cap_i = math.floor(_frac(cap) * scale)
+        alloc_t[c], freed_t[c] = as_int[c]
+    cap_i = math.floor(cap_f * scale)
     _slot, new = _slots(a)
     starts = np.flatnonzero(new)
     alloc = np.add.reduceat(alloc_t[code], starts)

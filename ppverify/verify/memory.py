@@ -21,7 +21,7 @@ from fractions import Fraction
 
 import z3
 
-from ..core.costs import CostModel
+from ..core.costs import CostModel, exact_memory_deltas
 from ..core.dag import StepDAG
 from ..core.ops import Op
 from .report import Violation
@@ -67,12 +67,12 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
         ('device 0 holds 4 activations when 0F3 starts (cap 3)', ('0F0', '0F1', '0F2', '0F3'))
     """
     p = len(dag.offsets) - 1
-    deltas = [costs.memory_delta(op) for op in dag.ops]
-    # few distinct amounts: convert each once (Fractions are slow to build)
-    exact = {v: _frac(v) for v in {x for a in deltas for x in a} | {cap}}
-    scale = math.lcm(*(v.denominator for v in exact.values()))
-    as_int = {v: int(f * scale) for v, f in exact.items()}
-    ints = [(as_int[a], as_int[f]) for a, f in deltas]
+    # few distinct amounts, one per (kind, stage): I and W free exactly what F allocated
+    table = exact_memory_deltas(costs)
+    used = {(op.kind, op.stage) for op in dag.ops}
+    scale = math.lcm(*(x.denominator for key in used for x in table[key]), _frac(cap).denominator)
+    as_int = {key: (int(table[key][0] * scale), int(table[key][1] * scale)) for key in used}
+    ints = [as_int[(op.kind, op.stage)] for op in dag.ops]
     cap_i = math.floor(_frac(cap) * scale)
     lines: list[str] = []
     caps: list[tuple[str, int, int]] = []  # (name, device, slot index)

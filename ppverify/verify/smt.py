@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from fractions import Fraction
 
 import z3
 
+from ..core.exact import exact_fraction as exact_fraction  # re-exported: the verifier reads amounts through it
 from ..core.time_limit import check_time, seconds_left, time_out_error
 
 
@@ -120,27 +120,6 @@ def decide(solver: z3.Solver, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
         if error is not None:
             raise error
     return result
-
-
-def exact_fraction(x: float) -> Fraction:
-    """The rational a cost, cap or bound stands for, never another number: the fraction of
-    denominator at most 10**6 nearest to ``x`` when it reads back as the same float (``0.1`` is
-    1/10, ``1/11`` of a device's share is 1/11, as the optimizer counts them), else the shortest
-    decimal that does (``repr``: ``1e-7`` is 10**-7, ``1.0000004`` is 10000004/10**7). Either
-    rounds to ``x`` itself, so a proof is about the numbers given; a plain
-    ``limit_denominator(10**6)`` (used before) rounded ``1e-7`` to 0 and ``1.0000004`` to 1. The
-    small fraction comes first because ``repr`` of a float made by a division (``1/11`` is
-    ``0.09090909090909091``) lies above the quotient: eleven of them would exceed a cap of 1.
-
-    Example:
-        >>> exact_fraction(0.1), exact_fraction(1 / 11), exact_fraction(1e-7)
-        (Fraction(1, 10), Fraction(1, 11), Fraction(1, 10000000))
-        >>> 3 * (exact_fraction(1.0000004) + 1) == exact_fraction(6.0000012)
-        True
-    """
-    x = float(x)
-    near = Fraction(x).limit_denominator(10**6)
-    return near if float(near) == x else Fraction(repr(x))
 
 
 def num(x: int) -> str:
