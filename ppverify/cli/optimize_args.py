@@ -76,7 +76,7 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
     )
     from .file_settings import add_collective_arguments
 
-    add_collective_arguments(s, sync_default="eager")  # as simulate runs them, no saved file read
+    add_collective_arguments(s)  # unset: a saved file's own settings, else eager (as simulate)
     add_limit_arguments(s)
     s.add_argument(
         "--progress",
@@ -156,8 +156,8 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
     workers = getattr(args, "workers", 2)
     # --costs, --memory-model and --memory-cap read once, here, before any build; the presets get the parsed costs
     text = {k: getattr(args, k) for k in ("backward", "memory_model", "memory_cap", "objective")}
-    sync, dp = getattr(args, "sync", "eager"), getattr(args, "dp_allreduce", 0) or 0
-    request = optimize_request(parsed_costs(args), **text, sync=sync, dp_allreduce=dp)
+    sync, dp = getattr(args, "sync", None), getattr(args, "dp_allreduce", 0) or 0
+    request = optimize_request(parsed_costs(args), **text, sync=sync or "eager", dp_allreduce=dp)
     if args.schedule and not looks_like_file(args.schedule):  # --max-memory-gib before the build
         fam = get_family(args.schedule)
         params = {q.name: getattr(args, f"fam_{q.name}", None) for q in fam.params}
@@ -169,9 +169,9 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
     if sched is not None:
         placement, m, pipes = sched.placement, sched.m, tuple(sched.pipe_of_mb)
     else:
-        # a given --v 0 or --waves 0 takes the default, as it always has here
-        v, waves = getattr(args, "fam_v", None) or None, getattr(args, "fam_waves", None) or None
-        placement = placement_from_text(getattr(args, "placement", None) or "linear", args.p, v=v, waves=waves)
+        name = getattr(args, "placement", None) or "linear"
+        v, waves = placement_options(name, getattr(args, "fam_v", None), getattr(args, "fam_waves", None))
+        placement = placement_from_text(name, args.p, v=v, waves=waves)
         m = args.m if args.m is not None else args.p
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise ParameterError("m", m, "must be an integer >= 1")
@@ -179,10 +179,76 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
         pipes = default_pipes(placement, m)
     carrier = sched or Schedule(placement, m, tuple(() for _ in range(placement.p)), pipes)
     ctx = resolve_presets(dataclasses.replace(settings_from(vars(args)), costs=request.costs), carrier)
+    if sched is not None:  # a saved file's costs and communication, as simulate reads them
+        ctx, sync, dp = saved_timing(args, sched, ctx, sync, dp)
     comm = f"system {getattr(ctx.system, 'name', ctx.system)}" if ctx.system is not None else None
     comm = comm or f"fixed delay {getattr(ctx.comm, 'delay', 0):g}"
-    request = dataclasses.replace(request, preset_mode=ctx.preset_mode, comm_text=comm)
+    request = dataclasses.replace(
+        request, preset_mode=ctx.preset_mode, comm_text=comm, sync=sync or "eager", dp_allreduce=dp
+    )
     splits = sched is not None and sched.has_split_backward
     pr, info = build_problem(placement, m, pipes, ctx.costs, ctx.comm, request, splits)
     pr = checked_footprint(pr, workers)  # before gap runs the family or optimize builds anything; once
     return pr, sched, info
+
+
+def saved_timing(
+    args: argparse.Namespace, schedule: Schedule, ctx: Any, sync: str | None, dp: int
+) -> tuple[Any, str | None, int]:
+    """The costs, communication and collectives a ppverify JSON file was saved with
+    (``optimize --save``, ``design --save-dir``), where the command line leaves them open:
+    ``--evaluate`` of such a file then times it as ``simulate`` does (it used delay 0 and the
+    default costs instead). ``(context, sync, dp_allreduce)``; other files leave ``ctx`` as it is.
+
+    Example:
+        >>> import tempfile, os
+        >>> from ppverify.schedules import build
+        >>> from ppverify.core.comm import FixedDelay
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.io.json_comm import CommSettings
+        >>> from ppverify.io.json_format import save_json
+        >>> from ppverify.systems.preset_models import PresetContext
+        >>> s = build("gpipe", p=2, m=2)
+        >>> f = save_json(s, os.path.join(tempfile.mkdtemp(), "s.json"), CostModel.abstract(s.placement, F=1, B=3),
+        ...               comm=CommSettings(FixedDelay(2.0)))
+        >>> ns = argparse.Namespace(schedule=str(f), costs=None, comm_delay=None)
+        >>> ctx, sync, dp = saved_timing(ns, s, PresetContext(CostModel.unit(s.placement), FixedDelay(0.0)), None, 0)
+        >>> ctx.comm.delay, ctx.costs.duration["B"], sync
+        (2.0, (3.0, 3.0), 'eager')
+    """
+    from .file_settings import FileOverrides, file_timing
+
+    given = FileOverrides(bool(getattr(args, "costs", None)), getattr(args, "comm_delay", None) is not None, sync, dp)
+    timing = file_timing(str(args.schedule), given, schedule, ctx)
+    return timing.ctx, timing.sync, timing.dp_allreduce
+
+
+def placement_options(placement: str, v: int | None, waves: int | None) -> tuple[int | None, int | None]:
+    """``--v`` and ``--waves`` for ``--placement``: ``loop`` reads ``--v`` and ``wave`` reads
+    ``--waves``; any other placement would ignore them (``--placement v --v 3`` ran the V's two
+    stages per device), so they are refused there, and 0 is refused as it is with a family
+    (it used to take the default).
+
+    Example:
+        >>> placement_options("loop", 3, None)
+        (3, None)
+        >>> placement_options("v", 3, None)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter v=3: --v shapes --placement loop (its chunks per device); --placement v does not read it: leave it out
+    """
+    from ..schedules.registry import check_int
+
+    for flag, value, reader in (("v", v, "loop"), ("waves", waves, "wave")):
+        if value is None:
+            continue
+        if placement != reader:
+            what = "its chunks per device" if reader == "loop" else "its waves"
+            raise ParameterError(
+                flag,
+                value,
+                f"--{flag} shapes --placement {reader} ({what}); --placement {placement} does not read it: "
+                "leave it out",
+            )
+        check_int(flag, value, 1)
+    return v, waves

@@ -49,6 +49,10 @@ class TraceCheck:
     step_makespans: tuple[tuple[int, float], ...] = field(default_factory=tuple)
     #: True when the costs were fitted from the trace, False when given
     fitted: bool = True
+    #: why there is no prediction to set beside the measurement ("" when there is one): stages of
+    #: the schedule that never ran (fitted costs have none for them: a cost of 0 would make one
+    #: up), or a schedule of more microbatches than the step ran (another step's time)
+    unpredicted: str = ""
 
     @property
     def timeline(self) -> Timeline:
@@ -131,6 +135,32 @@ def prediction_errors(measured: Timeline, predicted: Timeline) -> dict[str, Any]
     }
 
 
+def _unpredicted(recorded: Schedule, target: Schedule, fitted: bool) -> str:
+    """Why no prediction is set beside the recorded step ("" when one is): a stage of ``target``
+    that never ran (with costs ``fitted`` from the trace it has none), or microbatches ``target``
+    has that the step did not run.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=4)
+        >>> _unpredicted(s, s, True)
+        ''
+        >>> _unpredicted(s.with_programs(tuple(p[:2] for p in s.programs)), s, True)
+        'the step ran microbatches 0..1; the schedule has m=4 (give -m 2, or the schedule that ran)'
+    """
+    ran = {o.stage for r in range(recorded.p) for o in recorded.ops(r)}
+    missing = [s for s in range(target.num_stages) if s not in ran]
+    if fitted and missing:
+        return (
+            f"stage{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} of the schedule never ran in the "
+            "trace, so no cost was fitted for them (give --costs, or the schedule that ran)"
+        )
+    mbs = {o.mb for r in range(recorded.p) for o in recorded.ops(r)}
+    if mbs and mbs == set(range(max(mbs) + 1)) and max(mbs) + 1 < target.m:
+        return f"the step ran microbatches 0..{max(mbs)}; the schedule has m={target.m} (give -m {max(mbs) + 1}, or the schedule that ran)"
+    return ""
+
+
 def check_trace(
     inputs: Sequence[Any],
     schedule: Schedule | None = None,
@@ -173,12 +203,13 @@ def check_trace(
     target = schedule if schedule is not None else recorded
     differences = tuple(schedule_differences(schedule, recorded)) if schedule is not None else ()
     c = imported.timeline.costs
+    unpredicted = _unpredicted(recorded, target, costs is None)
     try:
-        predicted: Timeline | None = run(target, c, semantics="async")
+        predicted: Timeline | None = None if unpredicted else run(target, c, semantics="async")
     except PPVerifyError:
         predicted = None
     calibrated = None
-    if system is not None:
+    if system is not None and not unpredicted:
         try:
             calibrated = predict_on(target, seconds_costs(target, c), system)
         except PPVerifyError:
@@ -187,7 +218,9 @@ def check_trace(
     for n in rec.steps:
         other = rec if n == rec.step else recorded_step(traces, n, clock)
         per_step.append((n, import_step(traces, other, schedule, c).timeline.makespan))
-    return TraceCheck(imported, report, differences, schedule, predicted, calibrated, tuple(per_step), costs is None)
+    return TraceCheck(
+        imported, report, differences, schedule, predicted, calibrated, tuple(per_step), costs is None, unpredicted
+    )
 
 
 def measured_beside(inputs: Sequence[Any], predicted: Timeline, step: int | None = None) -> dict[str, Any]:
@@ -261,6 +294,7 @@ def trace_report(tc: TraceCheck, system_name: str | None = None) -> dict[str, An
             "costs": {k: list(v) for k, v in tl.costs.duration.items()},
             "makespan_measured": tl.makespan,
             "makespan_predicted": pred.makespan if pred is not None else None,
+            "no_prediction": tc.unpredicted or None,
             "errors": prediction_errors(tl, pred) if pred is not None else None,
             "step_makespans": {str(n): ms for n, ms in tc.step_makespans},
             "step_errors": {str(n): (ms - pred.makespan) / pred.makespan for n, ms in tc.step_makespans}
@@ -273,6 +307,28 @@ def trace_report(tc: TraceCheck, system_name: str | None = None) -> dict[str, An
         rep["makespan_predicted_calibrated"] = tc.calibrated
         rep["error_calibrated"] = (tl.makespan - tc.calibrated) / tc.calibrated if tc.calibrated else None
     return rep
+
+
+def _microbatches_ran(recorded: Schedule) -> str:
+    """Where the recorded step ran fewer microbatches than the schedule it is read with has, how
+    many ran (the recorded schedule carries the given schedule's ``m``).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=4)
+        >>> _microbatches_ran(s)
+        ''
+        >>> print(_microbatches_ran(s.with_programs(tuple(p[:2] for p in s.programs))))
+         (the schedule's; microbatches 0..1 ran)
+    """
+    mbs = {o.mb for r in range(recorded.p) for o in recorded.ops(r)}
+    if not mbs or len(mbs) == recorded.m:
+        return ""
+    return (
+        f" (the schedule's; microbatches {min(mbs)}..{max(mbs)} ran)"
+        if mbs == set(range(min(mbs), max(mbs) + 1))
+        else f" (the schedule's; {len(mbs)} microbatches ran)"
+    )
 
 
 def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> str:
@@ -301,7 +357,8 @@ def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> 
     lines = [
         f"trace         {tc.imported.schedule.p} rank{'s' if tc.imported.schedule.p != 1 else ''}, ProfilerStep#{rec.step} (of {steps}), {rec.side}-side ranges, "
         + ("one host's shared clock" if rec.clock == "shared" else "clocks aligned on the collective before the step"),
-        f"recorded      {tc.imported.schedule.num_ops} ops, {tc.imported.schedule.num_stages} stages, m={tc.imported.schedule.m}",
+        f"recorded      {tc.imported.schedule.num_ops} ops, {tc.imported.schedule.num_stages} stages, m={tc.imported.schedule.m}"
+        + _microbatches_ran(tc.imported.schedule),
     ]
     if width is not None:
         lines += ["", gantt(tl, width), ""]
@@ -321,7 +378,9 @@ def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> 
             lines.append(f"schedule      {tc.given.describe()}: same op order on every rank")
     ms = tl.makespan
     line = f"makespan      measured {fmt_time(ms, 's')}"
-    if pred is not None:
+    if tc.unpredicted:
+        line += f"   no prediction: {tc.unpredicted}"
+    elif pred is not None:
         line += f"   predicted {fmt_time(pred.makespan, 's')} (async, {'costs fitted from the trace' if tc.fitted else 'costs given'})   error {100 * (ms - pred.makespan) / pred.makespan:+.1f}%"
     lines.append(line)
     if rep.get("makespan_predicted_calibrated"):

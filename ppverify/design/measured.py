@@ -64,6 +64,45 @@ def in_seconds(costs: CostModel, scale: float) -> CostModel:
     return replace(costs, duration={k: tuple(x * scale for x in v) for k, v in costs.duration.items()}, time_unit="s")
 
 
+#: seconds each abstract cost unit sleeps under ``design --measure`` unless ``--measure-scale`` says
+DEFAULT_SCALE = 0.01
+
+
+def measure_scale(measure: bool, scale: float | None, preset: bool) -> float:
+    """The seconds per abstract unit ``design --measure`` sleeps, checked before the search:
+    ``--measure-scale`` without ``--measure``, or with presets (their ops sleep their own
+    seconds), would be read by nobody, and one that is not a finite number > 0 would fail only
+    after every point was searched.
+
+    Example:
+        >>> measure_scale(True, None, False), measure_scale(True, 0.05, False)
+        (0.01, 0.05)
+        >>> measure_scale(False, 0.05, False)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter measure-scale=0.05: scales the measured runs of --measure, which this run does not make: give --measure, or leave it out
+    """
+    import math
+
+    from ..core.errors import ParameterError
+
+    if scale is None:
+        return DEFAULT_SCALE
+    if not measure:
+        raise ParameterError(
+            "measure-scale",
+            scale,
+            "scales the measured runs of --measure, which this run does not make: give --measure, or leave it out",
+        )
+    if preset:
+        raise ParameterError(
+            "measure-scale", scale, "with --system/--model the ops sleep their own costs in seconds: leave it out"
+        )
+    if not (math.isfinite(scale) and 0 < scale <= 60):
+        raise ParameterError("measure-scale", scale, "must be seconds per abstract unit in (0, 60]")
+    return float(scale)
+
+
 def measure_design(
     d: Design, scale: float = 0.01, steps: int = 3, timeout: float = 300.0, compute: str = "sleep"
 ) -> list[Measured]:

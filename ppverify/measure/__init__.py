@@ -281,11 +281,6 @@ def measure_many(
     for item in items:
         check_world_size((item[0] if isinstance(item, tuple) else item).p)
         check_realtime(realtime, (item[0] if isinstance(item, tuple) else item).p, compute)
-    if profile is not None:
-        from .profile import quiet_profiler_logs
-
-        _check_profile_dir(profile, len(items))
-        quiet_profiler_logs()
     prepared = []
     given = []  # real compute without costs: the prediction takes the measured op costs
     for item in items:
@@ -293,10 +288,19 @@ def measure_many(
         c = seconds_costs(sched, costs)
         given.append(compute == "sleep" or costs is not None)
         prepared.append((sched, c, _job(sched, c, compute, steps, warmup, record, seed, format, profile, link_delay)))
+    if profile is not None:
+        from .profile import quiet_profiler_logs
+
+        quiet_profiler_logs()  # before the fork server starts: its workers inherit it
     # every input checked: the workers' torch import runs while the predictions are made here
     prestart()
     # a run without given costs is predicted after it, from its measured ops
     predicted = [_predict(s, c, link_delay) if g else None for (s, c, _), g in zip(prepared, given)]
+    if compute == "sleep":
+        for (sched, _, _), pred in zip(prepared, predicted):
+            check_run_fits(sched.describe(), pred.makespan if pred is not None else None, steps, warmup, timeout)
+    if profile is not None:  # made after every check: a refused run leaves no empty folder behind
+        _check_profile_dir(profile, len(items))
     out: list[MeasureResult | None] = [None] * len(prepared)
     for p in sorted({s.p for s, _, _ in prepared}):
         idx = [i for i, (s, _, _) in enumerate(prepared) if s.p == p]
@@ -363,6 +367,29 @@ def measure(
     )[0]
 
 
+def check_run_fits(name: str, step_s: float | None, steps: int, warmup: int, timeout: float) -> None:
+    """Refuse a sleeping run whose predicted steps (``warmup + steps`` of ``step_s`` seconds each)
+    outlast ``timeout``: the watchdog, which allows each schedule's whole run ``timeout`` seconds,
+    would stop it and report a hang, a negative verdict on a schedule that only sleeps long.
+
+    Example:
+        >>> check_run_fits("1f1b p=2 m=2", 4.5, 1, 1, 60.0)
+        >>> check_run_fits("1f1b p=2 m=2", 4.5, 1, 1, 5.0)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter timeout=5: 1f1b p=2 m=2's 2 steps (1 warm-up) sleep about 9 s by the prediction (4.5 s a step), longer than the timeout, after which a run counts as hung: raise --timeout or lower the costs
+    """
+    if step_s is None or not step_s * (steps + warmup) > timeout:
+        return
+    raise ParameterError(
+        "timeout",
+        f"{timeout:g}",
+        f"{name}'s {steps + warmup} steps ({warmup} warm-up) sleep about {step_s * (steps + warmup):.3g} s by the "
+        f"prediction ({step_s:.3g} s a step), longer than the timeout, after which a run counts as hung: "
+        "raise --timeout or lower the costs",
+    )
+
+
 def _check_profile_dir(directory: str, schedules: int) -> None:
     # refused before any worker starts: one schedule per trace directory, and a directory to write into
     from pathlib import Path
@@ -399,6 +426,7 @@ __all__ = [
     "MeasuredMemory",
     "WorkerError",
     "build",
+    "check_run_fits",
     "max_workers",
     "measure",
     "measure_many",

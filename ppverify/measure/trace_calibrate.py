@@ -155,6 +155,37 @@ def _arrivals(step: Any) -> dict[tuple[str, int, int], tuple[float, float]]:
     return out
 
 
+def check_ran(schedule: Schedule, recorded: Schedule, step: int) -> None:
+    """Refuse a ``--schedule`` that is not the order the traces ran: the fit predicts the given
+    schedule's order and trades its terms against the recorded makespans, so another order (GPipe
+    named for a 1F1B trace) wrote a preset of 55 ms per SEND/RECV, 351 % off its own steps.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> check_ran(build("1f1b", p=2, m=2), build("1f1b", p=2, m=2), 1)
+        >>> check_ran(build("gpipe", p=2, m=2), build("1f1b", p=2, m=2), 1)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter schedule=gpipe p=2 m=2: is not what ProfilerStep#1 ran: rank 1 ran 1B0 at position 1, the schedule has 1F1; a fit needs the schedule the trace ran (leave --schedule out for a one-pipe trace; import-trace --schedule lists every difference)
+    """
+    for rank in range(max(schedule.p, recorded.p)):
+        meant = [str(o) for o in schedule.ops(rank)] if rank < schedule.p else []
+        ran = [str(o) for o in recorded.ops(rank)] if rank < recorded.p else []
+        if meant == ran:
+            continue
+        i = next((k for k, (a, b) in enumerate(zip(ran, meant)) if a != b), min(len(ran), len(meant)))
+        what = (
+            f"ran {ran[i] if i < len(ran) else 'nothing more'} at position {i}, "
+            f"the schedule has {meant[i] if i < len(meant) else 'nothing more'}"
+        )
+        raise ParameterError(
+            "schedule",
+            schedule.describe(),
+            f"is not what ProfilerStep#{step} ran: rank {rank} {what}; a fit needs the schedule the trace ran "
+            "(leave --schedule out for a one-pipe trace; import-trace --schedule lists every difference)",
+        )
+
+
 def calibrate_from_trace(
     traces: Sequence[Any],
     schedule: Schedule | None = None,
@@ -188,6 +219,11 @@ def calibrate_from_trace(
 
     first = recorded_step(traces, None, clock)
     steps = tuple(fit_steps) if fit_steps else first.steps
+    twice = sorted({n for n in steps if steps.count(n) > 1})
+    if twice:  # it was fitted twice, weighing that step double
+        raise ParameterError(
+            "fit-steps", ",".join(map(str, steps)), f"ProfilerStep {twice[0]} is named twice; name each step once"
+        )
     unknown = [n for n in steps if n not in first.steps]
     if unknown:
         raise ParameterError(
@@ -196,6 +232,9 @@ def calibrate_from_trace(
             f"not recorded; the traces hold ProfilerStep {', '.join(map(str, first.steps))}",
         )
     imported = [import_step(traces, recorded_step(traces, n, clock), schedule) for n in steps]
+    if schedule is not None:
+        for n, imp in zip(steps, imported):
+            check_ran(schedule, imp.schedule, n)
     # a step far off the others (a burst of other work on the machine) is no sample of the runtime
     keep = typical_steps([imp.timeline.makespan for imp in imported])
     dropped = tuple(n for n, k in zip(steps, keep) if not k)

@@ -121,9 +121,13 @@ def parse_memory_model(text: str) -> MemoryModel:
     if name not in ("zero-bubble", "zb"):
         raise ParameterError("memory-model", text, rule)
     args = {"h": 2304, "a": 24, "s": 1024, "b": 1, "layers": 1}
+    seen: set[str] = set()
     for part in filter(None, (x.strip() for x in rest.split(","))):
         key, sep, val = part.partition("=")
         if not sep or key not in args or not val.strip().isdigit():
             raise ParameterError("memory-model", text, f"bad setting {part!r}; {rule}")
+        if key in seen:  # the last one silently won
+            raise ParameterError("memory-model", text, f"{key} is given twice; give each setting once")
+        seen.add(key)
         args[key] = int(val)
     return zero_bubble(**args)

@@ -99,7 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     o.add_argument("--report", metavar="PAGE.html", default=None, help="an HTML page: frontier, hover, timelines")
     o.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     o.add_argument("--measure", action="store_true", help="run the frontier and the families in PyTorch's runtime")
-    o.add_argument("--measure-scale", type=float, default=0.01, help="seconds slept per abstract unit (default 0.01)")
+    o.add_argument("--measure-scale", type=float, default=None, help="seconds slept per abstract unit (default 0.01)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
         if not str(args.report).lower().endswith(".html"):
             raise ParameterError("report", args.report, "expected a file ending in .html")
         check_output_path(args.report, "report")
+    from ...design.measured import measure_scale
+
+    scale = measure_scale(args.measure, args.measure_scale, bool(args.system or args.model))
     if args.save_dir:
         prepare_output_dir(args.save_dir, "save-dir")  # created now: a bad folder costs no search
     split = None if args.backward == "auto" else args.backward == "split"
@@ -178,9 +181,7 @@ def run(args: argparse.Namespace) -> int:
     if args.measure:
         from ...design.measured import measure_design, measured_text
 
-        if not args.measure_scale > 0:
-            raise ParameterError("measure-scale", args.measure_scale, "must be > 0 (seconds per abstract unit)")
-        rows = measure_design(result, args.measure_scale)
+        rows = measure_design(result, scale)
     if args.json:
         out = result.to_dict()
         if rows is not None:
