@@ -9,6 +9,7 @@ build cost models in seconds and bytes from an LLM and a system.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -234,10 +235,17 @@ def exact_memory_deltas(costs: CostModel) -> dict[tuple[str, int], tuple[Fractio
         >>> d[("F", 0)], d[("I", 0)], d[("W", 0)]
         ((Fraction(1, 1), Fraction(0, 1)), (Fraction(0, 1), Fraction(3, 10)), (Fraction(0, 1), Fraction(7, 10)))
     """
+    return dict(_exact_deltas(tuple(costs.activation), tuple(costs.freed_by_I)))
+
+
+@functools.lru_cache(maxsize=256)
+def _exact_deltas(
+    activation: tuple[float, ...], freed_by_I: tuple[float, ...]
+) -> tuple[tuple[tuple[str, int], tuple[Fraction, Fraction]], ...]:
+    # cached: every timeline's peaks read them (a sweep times thousands of one cost model's)
     zero = Fraction(0)
-    out: dict[tuple[str, int], tuple[Fraction, Fraction]] = {}
-    for st, (x, fx) in enumerate(zip(costs.activation, costs.freed_by_I)):
+    out: list[tuple[tuple[str, int], tuple[Fraction, Fraction]]] = []
+    for st, (x, fx) in enumerate(zip(activation, freed_by_I)):
         a, f = exact_fraction(x), exact_fraction(fx)
-        out[(F, st)], out[(B, st)] = (a, zero), (zero, a)
-        out[(I, st)], out[(W, st)] = (zero, a * f), (zero, a - a * f)
-    return out
+        out += [((F, st), (a, zero)), ((B, st), (zero, a)), ((I, st), (zero, a * f)), ((W, st), (zero, a - a * f))]
+    return tuple(out)

@@ -26,6 +26,7 @@ from typing import Any
 
 from .costs import CostModel
 from .errors import ParameterError
+from .exact import exact_fraction
 from .limits import MAX_NUMBER
 from .placement import Placement
 from .sizes import format_bytes, parse_size
@@ -259,7 +260,7 @@ def resolve_memory_cap(
         raise ParameterError(option, raw, f"must be at most {MAX_NUMBER:g}{' bytes' if spec.kind == 'bytes' else ''}")
     if spec.kind == "bytes":
         if costs.memory_unit != "bytes" and stage_activation_bytes:
-            value = float(spec.amount) / stage_activation_bytes * mf
+            value = float(spec.amount / exact_fraction(stage_activation_bytes) * exact_fraction(mf))
         elif costs.memory_unit != "bytes":
             raise ParameterError(
                 option,
@@ -270,7 +271,7 @@ def resolve_memory_cap(
         else:
             value = float(spec.amount)
     elif spec.kind == "stage_activations":
-        value = float(spec.amount) * mf
+        value = float(spec.amount * exact_fraction(mf))
     else:
         if costs.memory_unit == "bytes" and spec.amount >= BYTES_LOOKALIKE:
             raise ParameterError(
@@ -279,7 +280,9 @@ def resolve_memory_cap(
                 f"a plain number counts activations (one microbatch on a device's share), not bytes: "
                 f"write {raw}B for bytes, or a size such as 40GiB",
             )
-        value = float(Fraction(spec.amount)) * unit
+        # the float of the exact product, as the peaks are counted: 3 x 0.7 in floats is
+        # 2.0999999999999996, under a peak of three such activations
+        value = float(spec.amount * exact_fraction(mf) * Fraction(placement.num_stages, placement.p))
     if not math.isfinite(value) or value <= 0 or value > MAX_NUMBER * max(unit, 1.0):
         raise ParameterError(option, raw, f"must be a finite number > 0 and at most {MAX_NUMBER:g} activations")
     if value < mf * (1 - 1e-9):
@@ -322,7 +325,7 @@ def parse_memory_cap(
     return None if spec is None else resolve_memory_cap(spec, costs, placement, stage_activation_bytes)
 
 
-def cap_check(peaks: Sequence[float], cap: MemoryCap) -> dict[str, Any]:
+def cap_check(peaks: Sequence[float], cap: MemoryCap, slack: float = 0.0) -> dict[str, Any]:
     """Per-device activation ``peaks`` (the cost model's unit) held against ``cap``: the cap
     (:meth:`MemoryCap.to_dict`), the devices over it and one line saying so, as ``show`` and
     ``simulate`` print it.
@@ -336,11 +339,15 @@ def cap_check(peaks: Sequence[float], cap: MemoryCap) -> dict[str, Any]:
     """
     if cap.value is None:
         return {"cap": cap.to_dict(), "over": [], "line": UNLIMITED_LABEL}
-    over = [d for d, x in enumerate(peaks) if x > cap.value * (1 + 1e-9)]
+    # the timelines' peaks are exact (each the float nearest the exact sum), so a peak over the
+    # cap by any amount is over it; ``slack``: a relative allowance for peaks measured in floats
+    over = [d for d, x in enumerate(peaks) if x > cap.value * (1 + slack)]
     fmt = format_bytes if cap.unit == "bytes" else _num
     if over:
         worst = max(peaks[d] for d in over)
-        where = f"device{'s' if len(over) > 1 else ''} {', '.join(map(str, over))} over it (peak {fmt(worst)})"
+        # a peak a hair over the cap prints as the cap: say by how much
+        by = f", {fmt(worst - cap.value)} above it" if fmt(worst) == fmt(cap.value) else ""
+        where = f"device{'s' if len(over) > 1 else ''} {', '.join(map(str, over))} over it (peak {fmt(worst)}{by})"
     else:
         where = f"every device within it (highest peak {fmt(max(peaks, default=0.0))})"
     return {"cap": cap.to_dict(), "over": over, "line": f"{cap.describe()}: {where}"}

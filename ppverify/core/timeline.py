@@ -7,6 +7,7 @@ Metrics: makespan; per-device busy and idle time; bubble ratio (convention ``idl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -446,6 +447,45 @@ class Timeline:
         }
 
 
+def _exact_peaks(
+    kc: np.ndarray, st: np.ndarray, device: np.ndarray, start: np.ndarray, end: np.ndarray, costs: CostModel, p: int
+) -> np.ndarray | None:
+    """:func:`activation_peaks` in exact integers (each amount read as
+    :func:`~ppverify.core.exact.exact_fraction` reads it, scaled by the common denominator, as
+    the verifier counts), each peak the float nearest to the exact one; None where the integers
+    could overflow. A float sum leaves residues (``I`` freeing ``a * f`` and ``W`` ``a * (1 - f)``
+    of ``a`` need not free ``a``), so a peak equal to a cap could read over it or just under it."""
+    from .costs import exact_memory_deltas
+    from .ops import KIND_CODE
+
+    table = exact_memory_deltas(costs)
+    scale = math.lcm(*(x.denominator for pair in table.values() for x in pair))
+    S = len(costs.activation)
+    alloc_t = np.zeros(4 * S, dtype=np.int64)
+    free_t = np.zeros(4 * S, dtype=np.int64)
+    big = 0
+    for (kind, stage), (a, f) in table.items():
+        ai, fi = int(a * scale), int(f * scale)
+        big = max(big, abs(ai), abs(fi))
+        if big * (len(kc) + 1) >= 2**62:
+            return None
+        alloc_t[KIND_CODE[kind] * S + stage], free_t[KIND_CODE[kind] * S + stage] = ai, fi
+    code = kc * S + st
+    alloc, free = alloc_t[code], free_t[code]
+    ia, iff = np.flatnonzero(alloc != 0), np.flatnonzero(free != 0)
+    dev = np.concatenate((device[ia], device[iff]))
+    t = np.concatenate((start[ia], end[iff])).astype(float)
+    dl = np.concatenate((alloc[ia], -free[iff]))
+    order = np.lexsort((dl, t, dev))  # per device, by time, frees (negative) first
+    dev, dl = dev[order], dl[order]
+    bounds = np.searchsorted(dev, np.arange(p + 1))
+    out = np.zeros(p)
+    for d in range(p):
+        if bounds[d + 1] > bounds[d]:
+            out[d] = max(int(np.cumsum(dl[bounds[d] : bounds[d + 1]]).max()), 0) / scale  # correctly rounded
+    return out
+
+
 def activation_peaks(
     ops: list[Op], device: np.ndarray, start: np.ndarray, end: np.ndarray, costs: CostModel, p: int
 ) -> np.ndarray:
@@ -468,6 +508,9 @@ def activation_peaks(
     if cols is None:
         return out
     kc, st, _ = cols
+    exact = _exact_peaks(kc, st, device, start, end, costs, p)
+    if exact is not None:
+        return exact
     a = np.asarray(costs.activation, dtype=float)[st]
     frac = np.asarray(costs.freed_by_I, dtype=float)[st]
     alloc = np.where(kc == KIND_CODE[F], a, 0.0)

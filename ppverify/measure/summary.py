@@ -192,7 +192,8 @@ def measured_cap_check(result: MeasureResult, cap: MemoryCap) -> dict[str, Any] 
     if mm is None:
         return None
     per = mm.stage_bytes * result.schedule.num_stages / result.schedule.p  # bytes of one activation
-    check = cap_check([pk / per for pk in mm.peaks], replace(cap, value=cap.activations, unit="activations"))
+    # measured bytes over a float's bytes per activation: a ratio, not an exact count
+    check = cap_check([pk / per for pk in mm.peaks], replace(cap, value=cap.activations, unit="activations"), 1e-9)
     in_bytes = None if cap.activations is None else cap.activations * per
     line = check["line"] + (
         ": no cap to hold the measured peaks to"

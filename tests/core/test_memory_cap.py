@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from ppverify.cli import main
 from ppverify.core.costs import CostModel
 from ppverify.core.errors import ParameterError
 from ppverify.core.memory_cap import cap_check, parse_memory_cap
+from ppverify.core.ops import Op
 from ppverify.core.placement import bidirectional, linear, loop, v_shape, wave
 from ppverify.schedules import build
 from ppverify.systems.preset_models import PresetSettings, resolve_presets
@@ -265,3 +267,28 @@ def test_a_cap_on_a_file_without_activation_memory_says_so(capsys, tmp_path):
     path.write_text(dumps(s, CostModel(**{**c.__dict__, "activation": (0.0, 0.0)})))
     err = _refused(capsys, ["verify", str(path), "--memory-cap", "2"])
     assert "memory-cap=2: the cost model holds no activation memory (every stage's activation is 0)" in err
+
+
+def test_simulate_and_verify_agree_on_a_cap_a_hair_under_the_peak(capsys):
+    # 1F1B p = 4: device 0 holds p = 4 activations; a cap of 3.9999999999 is under that by 1e-10,
+    # which a relative slack of 1e-9 let simulate call "within it" while verify said INVALID
+    args = ["1f1b", "-p", "4", "-m", "8", "--memory-cap", "3.9999999999"]
+    sim = _json(capsys, ["simulate", *args], code=1)
+    assert sim["over_memory_cap"] == [0]
+    assert main(["verify", *args]) == 1
+    capsys.readouterr()
+    assert _json(capsys, ["simulate", "1f1b", "-p", "4", "-m", "8", "--memory-cap", "4"])["over_memory_cap"] == []
+
+
+def test_a_cap_of_three_activations_of_seven_tenths_holds_them():
+    # three activations of 0.7 each: the float product 3 x 0.7 is 2.0999999999999996, under the
+    # float sum of the three; the cap and the peak are both the float nearest 21/10
+    from ppverify.core.timeline import activation_peaks
+
+    pl = linear(1)
+    c = CostModel(**{**CostModel.abstract(pl).__dict__, "activation": (0.7,)})
+    cap = parse_memory_cap("3", c, pl)
+    assert cap.value == 2.1
+    ops = [Op("F", 0, j) for j in range(3)] + [Op("B", 0, j) for j in range(3)]
+    peaks = activation_peaks(ops, np.zeros(6, int), np.arange(6.0), np.arange(1.0, 7.0), c, 1).tolist()
+    assert peaks == [2.1] and cap_check(peaks, cap)["over"] == []
