@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     peak = tl.peak_memory().max() if len(tl.ops) else 0.0
     if info["memory_cap"] is None:  # like for like: the optimum may use the family's own peak
         pr, info = own_peak_problem(pr, info, float(peak))
-    over_cap = pr.memory_cap is not None and peak > pr.memory_cap + 1e-9
+    over_cap = pr.memory_cap is not None and peak > pr.memory_cap  # exact peaks, exact caps
     progress = Progress.for_command("gap", args.progress)
     with interruptible() as stop:  # Ctrl-C: the bound so far is printed, then exit code 130
         deadline = Deadline.after(wall, stop)
