@@ -101,6 +101,32 @@ def zb_h2(p: int, m: int) -> Schedule:
     return Schedule(linear(p), m, tuple(tuple(pr) for pr in programs), (0,) * m, "zb-h2", {"p": p, "m": m})
 
 
+def zb_round_size(p: int, m: int, v: int) -> int:
+    """Microbatches per round of ``interleaved-zb`` (PyTorch's ``m // max(1, m // p)``); raises
+    :class:`ParameterError` where PyTorch's rule refuses the size (for v > 1, m not a multiple of the
+    number of rounds). The generator and the formula both ask it, so neither accepts what the
+    other refuses.
+
+    Example:
+        >>> zb_round_size(5, 6, 2), zb_round_size(3, 7, 1)
+        (6, 3)
+        >>> zb_round_size(4, 9, 2)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter m=9: interleaved-zb needs m to be a multiple of the number of rounds max(1, m // p) = 2 (PyTorch's rule)
+    """
+    check_int("v", v, 1)
+    rounds = max(1, m // p)
+    if v > 1 and m % rounds:  # with one chunk the rounds do not matter (PyTorch still asks it)
+        raise ParameterError(
+            "m",
+            m,
+            f"interleaved-zb needs m to be a multiple of the number of rounds "
+            f"max(1, m // p) = {rounds} (PyTorch's rule)",
+        )
+    return m // rounds
+
+
 def interleaved_zb(p: int, m: int, v: int = 2) -> Schedule:
     """Interleaved zero bubble (ZB1P over ``v`` chunks per device, ``loop`` placement): PyTorch's
     ``ScheduleInterleavedZeroBubble`` order, idle padding removed.
@@ -115,16 +141,7 @@ def interleaved_zb(p: int, m: int, v: int = 2) -> Schedule:
         >>> [str(o) for o in interleaved_zb(2, 2, v=2).programs[1]]
         ['1F0', '1F1', '3F0', '3I0', '3F1', '3I1', '3W0', '1I0', '3W1', '1I1', '1W0', '1W1']
     """
-    check_int("v", v, 1)
-    rounds = max(1, m // p)
-    if v > 1 and m % rounds:  # with one chunk the rounds do not matter (PyTorch still asks it)
-        raise ParameterError(
-            "m",
-            m,
-            f"interleaved-zb needs m to be a multiple of the number of rounds "
-            f"max(1, m // p) = {rounds} (PyTorch's rule)",
-        )
-    per_round = m // rounds
+    per_round = zb_round_size(p, m, v)
     total = m * v
     programs = []
     for d in range(p):
@@ -176,7 +193,7 @@ def interleaved_zb_formula(p: int, m: int, costs: Mapping[str, float] | None = N
     """
     check_int("p", p, 1)
     check_int("m", m, 1)
-    check_int("v", v, 1)
+    zb_round_size(p, m, v)  # the sizes the generator refuses have no formula either
     c = exact_costs(costs)
     busy = m * (c["F"] + c["I"] + c["W"])
     makespan = busy + Fraction(p - 1, v) * c["F"]
