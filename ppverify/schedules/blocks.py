@@ -9,7 +9,7 @@ order of their start times. Ops of microbatches ``>= m`` are left out, and the i
 repetition leaves at both ends is *squeezed* out by the program-order timing every ppverify level
 uses (an op starts once its device is free and its inputs are there), which never reorders a
 device's passes. :func:`squeeze` also moves later passes into the warm-up's idle slots, as Qi et
-al. reorder the warm-up (ZB-V needs it: :func:`zbv_from_block`).
+al. reorder the warm-up (ZB-V needs it: :func:`~ppverify.schedules.block_zbv.zbv_from_block`).
 
 A device runs its ops one at a time, an ``F`` allocates its stage's activations at its start and
 the ``B`` (or ``W``) frees them at its end, so a device's peak memory depends on its order alone:
@@ -26,14 +26,26 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 from ..core.errors import ParameterError
 from ..core.ops import B, F, I, Op, W
 from ..core.placement import Placement, linear, v_shape
 from ..core.schedule import Schedule
+
+
+def _integer(name: str, value: Any, minimum: int | None = None) -> int:
+    """``value`` as an int; a bool, a fraction, a non-number or a value below ``minimum`` raises
+    :class:`ParameterError` (offsets and lengths are whole block units: rounding would build
+    another block than the one written)."""
+    if isinstance(value, bool) or not isinstance(value, (Integral, float)) or value != int(value):
+        raise ParameterError(name, value, "must be a whole number of block units")
+    if minimum is not None and value < minimum:
+        raise ParameterError(name, value, f"must be an integer >= {minimum}")
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -67,22 +79,28 @@ class Block:
     interval: int
     name: str = "block"
 
+    def __post_init__(self) -> None:
+        self.check()  # a Block built directly, not through :meth:`of`, is checked too
+
     @staticmethod
     def of(
         placement: Placement,
         interval: int,
-        F: Sequence[int],
-        B: Sequence[int] | None = None,
-        I: Sequence[int] | None = None,
-        W: Sequence[int] | None = None,
+        F: Iterable[int],
+        B: Iterable[int] | None = None,
+        I: Iterable[int] | None = None,
+        W: Iterable[int] | None = None,
         lengths: Mapping[str, int] | None = None,
         name: str = "block",
     ) -> Block:
         """A block from per-stage offsets: ``F[s]`` is stage s's forward offset, and either ``B``
         (a full backward) or ``I`` and ``W`` (a split one). ``lengths`` gives each kind's length
-        (1 when not given). Raises :class:`ParameterError` naming the pass and the rule broken:
-        a pass before its input (the previous stage's forward, the next stage's gradient, its own
-        ``I`` for a ``W``) has ended, or two passes of one device colliding modulo the interval.
+        (1 when not given). Offsets may be negative (only their differences matter); offsets and
+        lengths are whole block units. Raises :class:`ParameterError` naming the pass and the rule
+        broken: a pass before its input (the previous stage's forward, the next stage's gradient,
+        its own ``I`` for a ``W``) has ended, two passes of one device colliding modulo the
+        interval (a device whose passes need more than the interval always has one), a missing or
+        fractional offset, or a length for a kind the block does not have.
 
         Example:
             >>> from ppverify.core.placement import linear
@@ -91,24 +109,29 @@ class Block:
             ...
             ppverify.core.errors.ParameterError: parameter block=block: 0F (offset 0) and 0B (offset 4) collide on device 0 modulo the interval 2
         """
+        if not isinstance(placement, Placement):
+            raise ParameterError("placement", placement, "must be a Placement (ppverify.core.placement)")
         S = placement.num_stages
-        if placement.num_pipes != 1:
-            raise ParameterError("block", name, "a building block needs a one-pipe placement")
-        if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
-            raise ParameterError("interval", interval, "must be an integer >= 1")
+        if F is None:
+            raise ParameterError("block", name, "give the offsets of F")
         if (B is None) == (I is None) or (I is None) != (W is None):
             raise ParameterError("block", name, "give the offsets of B, or of both I and W")
-        length = {"F": 1, "B": 1, "I": 1, "W": 1, **(lengths or {})}
+        given = {"F": F, "B": B, "I": I, "W": W}  # the arguments shadow the kind names here
+        kinds = [k for k, offs in given.items() if offs is not None]
+        for k in lengths or {}:
+            if k not in kinds:
+                raise ParameterError("lengths", k, f"is not a pass of this block (its passes: {', '.join(kinds)})")
+        length = {k: _integer(f"length of {k}", (lengths or {}).get(k, 1), 1) for k in kinds}
         ops = []
-        for kind, offs in (("F", F), ("B", B), ("I", I), ("W", W)):
-            if offs is None:
-                continue
+        for kind in kinds:
+            offs = given[kind]
+            if isinstance(offs, (str, bytes)) or not isinstance(offs, Iterable):
+                raise ParameterError(kind, offs, f"must be a sequence of one offset per stage ({S})")
+            offs = list(offs)
             if len(offs) != S:
-                raise ParameterError(kind, list(offs), f"needs one offset per stage ({S})")
-            ops += [BlockOp(kind, s, int(o), int(length[kind])) for s, o in enumerate(offs)]
-        blk = Block(placement, tuple(ops), interval, name)
-        blk.check()
-        return blk
+                raise ParameterError(kind, offs, f"needs one offset per stage ({S})")
+            ops += [BlockOp(kind, s, _integer(f"{s}{kind} offset", o), length[kind]) for s, o in enumerate(offs)]
+        return Block(placement, tuple(ops), interval, name)
 
     def offset(self, kind: str, stage: int) -> int:
         """Start offset of ``kind`` at ``stage``."""
@@ -128,9 +151,42 @@ class Block:
         return any(o.kind == I for o in self.ops)
 
     def check(self) -> None:
-        """Raise :class:`ParameterError` unless every pass starts after its inputs end and no two
-        passes of a device collide modulo the interval (see :meth:`of`)."""
+        """Raise :class:`ParameterError` unless the block holds each pass of every stage once,
+        every pass starts after its inputs end and no two passes of a device collide modulo the
+        interval (see :meth:`of`).
+
+        Example:
+            >>> from ppverify.core.placement import linear
+            >>> Block(linear(2), (BlockOp("F", 0, 0), BlockOp("B", 0, 1)), 2)
+            Traceback (most recent call last):
+            ...
+            ppverify.core.errors.ParameterError: parameter block=block: stage 1 has no F
+        """
+        if not isinstance(self.placement, Placement):
+            raise ParameterError("placement", self.placement, "must be a Placement (ppverify.core.placement)")
+        if self.placement.num_pipes != 1:
+            raise ParameterError("block", self.name, "a building block needs a one-pipe placement")
+        if isinstance(self.interval, bool) or not isinstance(self.interval, int) or self.interval < 1:
+            raise ParameterError("interval", self.interval, "must be an integer >= 1")
+        if not isinstance(self.name, str) or not self.name:
+            raise ParameterError("name", self.name, "must be a non-empty string")
         S = self.placement.num_stages
+        kinds = (F, I, W) if self.split else (F, B)
+        seen: set[tuple[str, int]] = set()
+        for o in self.ops:
+            if o.kind not in kinds or isinstance(o.stage, bool) or not isinstance(o.stage, int) or not 0 <= o.stage < S:
+                raise ParameterError(
+                    "block", self.name, f"pass {o.kind} of stage {o.stage}: kinds {'/'.join(kinds)}, stages 0..{S - 1}"
+                )
+            _integer(f"{o.stage}{o.kind} offset", o.offset)
+            _integer(f"{o.stage}{o.kind} length", o.length, 1)
+            if (o.kind, o.stage) in seen:
+                raise ParameterError("block", self.name, f"{o.stage}{o.kind} appears twice")
+            seen.add((o.kind, o.stage))
+        for s in range(S):
+            for k in kinds:
+                if (k, s) not in seen:
+                    raise ParameterError("block", self.name, f"stage {s} has no {k}")
         grad = I if self.split else B
         need: list[tuple[tuple[str, int], tuple[str, int]]] = []
         for s in range(S):
@@ -149,10 +205,17 @@ class Block:
         T = self.interval
         by_dev: dict[int, list[BlockOp]] = {}
         for o in self.ops:
-            if o.length < 1 or o.length > T:
+            if o.length > T:
                 raise ParameterError("block", self.name, f"{o.stage}{o.kind} length {o.length} not in 1..{T}")
             by_dev.setdefault(self.placement.device(0, o.stage), []).append(o)
         for d, ops in sorted(by_dev.items()):
+            work = sum(o.length for o in ops)
+            if work > T:
+                raise ParameterError(
+                    "interval",
+                    T,
+                    f"below the work of device {d} in block {self.name} ({work} units): its passes must collide",
+                )
             for i, a in enumerate(ops):
                 for b in ops[i + 1 :]:
                     if (b.offset - a.offset) % T < a.length or (a.offset - b.offset) % T < b.length:
@@ -186,14 +249,18 @@ def repeat(block: Block, m: int, family: str | None = None, params: Mapping[str,
 
 
 def block_span(block: Block, m: int) -> int:
-    """End of the last pass of the unsqueezed repetition of ``m`` microbatches, in block units:
-    an upper bound on the squeezed makespan at the block's lengths.
+    """Length of the unsqueezed repetition of ``m`` microbatches, from the first pass's start to
+    the last pass's end, in block units: an upper bound on the squeezed makespan at the block's
+    lengths (only the offsets' differences count, so a block may start anywhere).
 
     Example:
         >>> block_span(one_f_one_b_block(4), 8)
         33
     """
-    return max(o.offset + o.length for o in block.ops) + (m - 1) * block.interval
+    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+        raise ParameterError("m", m, "must be an integer >= 1")
+    first = min(o.offset for o in block.ops)
+    return max(o.offset + o.length for o in block.ops) - first + (m - 1) * block.interval
 
 
 def block_peaks(block: Block, m: int) -> tuple[float, ...]:
@@ -297,6 +364,7 @@ def squeeze(block: Block, m: int, build: int = 0, family: str | None = None, def
     next device waits for) goes before any ``W``, whose stage order it may then pass.
 
     Example:
+        >>> from ppverify.schedules.block_zbv import zbv_block
         >>> [str(o) for o in squeeze(zbv_block(2), 4).programs[0]][:6]
         ['0F0', '0F1', '0F2', '3F0', '3I0', '3W0']
         >>> [str(o) for o in repeat(zbv_block(2), 4).programs[0]][:6]
@@ -304,6 +372,8 @@ def squeeze(block: Block, m: int, build: int = 0, family: str | None = None, def
     """
     if isinstance(m, bool) or not isinstance(m, int) or m < 1:
         raise ParameterError("m", m, "must be an integer >= 1")
+    if isinstance(build, bool) or not isinstance(build, int) or build < 0:
+        raise ParameterError("build", build, "must be an integer >= 0")
     pl, T, n = block.placement, block.interval, max(m, build)
     S = pl.num_stages
     grad = I if block.split else B
@@ -350,70 +420,3 @@ def squeeze(block: Block, m: int, build: int = 0, family: str | None = None, def
         t += 1
     kept = tuple(tuple(op for op in prog if op.mb < m) for prog in programs)
     return Schedule(pl, m, kept, (0,) * m, family or block.name, {"p": pl.p, "m": m})
-
-
-def zbv_block(p: int) -> Block:
-    """ZB-V's block (V placement, ``F = I = W = 1`` per chunk pass, interval 6): device d runs
-    ``F, I, W`` of its first chunk then of its second in every interval. The forwards run down the
-    first leg without a gap (``F[s] = s``) and the input gradients up the second
-    (``I[s] = 8p - 3 - s`` for ``s >= p``); the second leg's forwards and the first leg's input
-    gradients step 5 per stage (``F[s] = 5s - 4p + 2``, ``I[s] = 12p - 5 - 5s``), each ``W`` one
-    after its ``I``. Squeezed and with ZB-V's cool-down (:func:`zbv_cooldown`), it is ``zbv`` op
-    for op (tests).
-
-    Example:
-        >>> [(o.kind, o.stage, o.offset) for o in zbv_block(2).ops if o.stage in (0, 3)]
-        [('F', 0, 0), ('F', 3, 9), ('I', 0, 19), ('I', 3, 10), ('W', 0, 20), ('W', 3, 11)]
-    """
-    S = 2 * p
-    f_off = [s if s < p else 5 * s - 4 * p + 2 for s in range(S)]
-    i_off = [12 * p - 5 - 5 * s if s < p else 8 * p - 3 - s for s in range(S)]
-    return Block.of(v_shape(p), 6, F=f_off, I=i_off, W=[o + 1 for o in i_off], name="zbv")
-
-
-def zbv_cooldown(schedule: Schedule) -> Schedule:
-    """ZB-V's cool-down (Qi et al.; PyTorch's ``ScheduleZBVZeroBubble``): on a V schedule whose
-    devices end each interval with the second chunk's ``F, I, W``, the passes after a device's
-    last such triple are reordered so that input gradients, which the next device waits for, go
-    first: device d runs ``d`` pairs (first-chunk ``I``, second-chunk ``I``), then ``p - d`` pairs
-    (first-chunk ``I``, its oldest ``W``), then the remaining second-chunk and first-chunk ``W``'s.
-
-    Example:
-        >>> sq = squeeze(zbv_block(2), 3)
-        >>> [str(o) for o in sq.programs[1][-6:]], [str(o) for o in zbv_cooldown(sq).programs[1][-6:]]
-        (['1I1', '1W1', '2I2', '2W2', '1I2', '1W2'], ['1I1', '2I2', '1I2', '1W1', '2W2', '1W2'])
-    """
-    pl = schedule.placement
-    p = pl.p
-    programs = []
-    for d, actions in enumerate(schedule.programs):
-        prog = [op for op in actions if isinstance(op, Op)]  # a block's schedule holds compute ops only
-        c0, c1 = d, 2 * p - 1 - d
-        last = max((i for i, op in enumerate(prog) if op.kind == F), default=-1)
-        head: list[Op] = prog[: last + 3]
-        rest = prog[last + 3 :]
-        pick = {(k, s): [op for op in rest if op.kind == k and op.stage == s] for k in (I, W) for s in (c0, c1)}
-        for _ in range(d):
-            head += pick[(I, c0)][:1] + pick[(I, c1)][:1]
-            pick[(I, c0)], pick[(I, c1)] = pick[(I, c0)][1:], pick[(I, c1)][1:]
-        for _ in range(p - d):
-            head += pick[(I, c0)][:1] + pick[(W, c0)][:1]
-            pick[(I, c0)], pick[(W, c0)] = pick[(I, c0)][1:], pick[(W, c0)][1:]
-        head += pick[(I, c0)] + pick[(I, c1)] + pick[(W, c1)] + pick[(W, c0)]
-        programs.append(tuple(head))
-    return replace(schedule, programs=tuple(programs))
-
-
-def zbv_from_block(p: int, m: int) -> Schedule:
-    """ZB-V from its building block: :func:`zbv_block` squeezed (built for at least ``2p - 1``
-    microbatches, as PyTorch does) and given ZB-V's cool-down; equal to ``zbv`` op for op.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> zbv_from_block(3, 7).programs == build("zbv", p=3, m=7).programs
-        True
-    """
-    n = max(m, 2 * p - 1)
-    full = zbv_cooldown(squeeze(zbv_block(p), n, family="zbv"))
-    programs = tuple(tuple(op for op in prog if isinstance(op, Op) and op.mb < m) for prog in full.programs)
-    return Schedule(full.placement, m, programs, (0,) * m, "zbv", {"p": p, "m": m})

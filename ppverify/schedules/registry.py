@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.closed_form import FormulaFn
-from ..core.errors import ParameterError
+from ..core.errors import ParameterError, PPVerifyError
 from ..core.limits import check_family
 from ..core.schedule import Schedule
 
@@ -81,18 +81,45 @@ _FAMILIES: dict[str, Family] = {}
 def register(family: Family) -> Family:
     """Add a family to the registry (done once, at import of its module).
 
+    The built-in families are loaded first, so a name (or alias) already taken is refused here,
+    at the call, with :class:`ParameterError`, and nothing of the family is registered. Names
+    are looked up case-insensitively (``build("My-Sched")`` finds ``My-Sched``); an empty name,
+    or one with blanks or commas (``compare --schedules`` splits on commas), a generator that is
+    not callable or a :class:`Param` named ``p``, ``m`` or twice are refused too.
+
     Example:
         >>> fam = get_family("gpipe")
         >>> register(fam) is fam  # the same family again: nothing changes
         True
-        >>> register(Family("gpipe", fam.generator, "another family under a taken name"))
+        >>> register(Family("GPipe", fam.generator, "another family under a taken name"))
         Traceback (most recent call last):
         ...
-        RuntimeError: schedule family 'gpipe' registered twice
+        ppverify.core.errors.ParameterError: parameter family=gpipe: another family is registered under this name (registered twice); pick another name
     """
-    for key in (family.name, *family.aliases):
+    from . import _load_all
+
+    if not isinstance(family, Family):
+        raise ParameterError("family", family, "register() takes a Family")
+    _load_all()  # the built-in families first: a clash with one is refused now, not at their import
+    keys = []
+    for name in (family.name, *family.aliases):
+        if not isinstance(name, str) or not name or any(c.isspace() or c == "," for c in name):
+            raise ParameterError("family", name, "a family name must be non-empty, without blanks or commas")
+        key = name.lower()
         if key in _FAMILIES and _FAMILIES[key] is not family:
-            raise RuntimeError(f"schedule family {key!r} registered twice")
+            raise ParameterError(
+                "family", key, "another family is registered under this name (registered twice); pick another name"
+            )
+        keys.append(key)
+    if not callable(family.generator):
+        raise ParameterError("generator", family.generator, f"family {family.name}: must be callable (p, m, **params)")
+    if family.formula is not None and not callable(family.formula):
+        raise ParameterError("formula", family.formula, f"family {family.name}: must be callable or None")
+    names = [pr.name for pr in family.params]
+    for n in names:
+        if n in ("p", "m") or names.count(n) > 1:
+            raise ParameterError("params", n, f"family {family.name}: a parameter name must be unique and not p or m")
+    for key in keys:
         _FAMILIES[key] = family
     return family
 
@@ -183,7 +210,24 @@ def build(name: str, p: int, m: int, **params: Any) -> Schedule:
     check_int("p", p, 1)
     check_int("m", m, 1)
     check_family(fam.name, p, m, args)  # before generating: a huge p or m is refused at once
-    return fam.generator(p, m, **args)
+    own = getattr(fam.generator, "__module__", "").startswith("ppverify.")
+    try:
+        sched = fam.generator(p, m, **args)
+    except PPVerifyError:
+        raise
+    except Exception as exc:
+        if own:
+            raise  # a bug in ppverify itself: the CLI reports it as an internal error
+        raise ParameterError(
+            "family", fam.name, f"its generator failed at p={p} m={m}: {type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(sched, Schedule):
+        raise ParameterError("family", fam.name, f"its generator returned a {type(sched).__name__}, not a Schedule")
+    if sched.p != p or sched.m != m:
+        raise ParameterError(
+            "family", fam.name, f"asked for p={p} m={m}, its generator built a schedule for p={sched.p} m={sched.m}"
+        )
+    return sched
 
 
 def check_int(name: str, value: Any, minimum: int) -> None:

@@ -13,6 +13,7 @@ from ppverify.core.errors import ParameterError
 from ppverify.core.placement import linear, v_shape
 from ppverify.engines import run
 from ppverify.schedules import build
+from ppverify.schedules.block_zbv import zbv_block, zbv_cooldown, zbv_from_block
 from ppverify.schedules.blocks import (
     Block,
     block_peaks,
@@ -22,9 +23,6 @@ from ppverify.schedules.blocks import (
     squeeze,
     v_block,
     zb_h1_block,
-    zbv_block,
-    zbv_cooldown,
-    zbv_from_block,
 )
 from ppverify.schedules.v_half import v_half_delay
 from ppverify.verify import verify
@@ -168,3 +166,73 @@ def test_v_half_buys_time_with_its_memory(p: int, extra: int) -> None:
     assert t_half < t_min
     # never below the bound every V schedule meets: busy 3m plus the fill (p - 1)/2
     assert t_half >= 3 * m + (p - 1) / 2
+
+
+def test_offsets_and_lengths_must_be_whole_block_units() -> None:
+    # 1.5 was truncated to 1 before: another block than the one written
+    with pytest.raises(ParameterError, match="1F offset=1.5: must be a whole number of block units"):
+        Block.of(linear(2), 3, F=(0, 1.5), B=(4, 2))
+    with pytest.raises(ParameterError, match="length of B=2.5: must be a whole number"):
+        Block.of(linear(2), 3, F=(0, 1), B=(4, 2), lengths={"F": 1, "B": 2.5})
+    with pytest.raises(ParameterError, match="0F offset=None"):
+        Block.of(linear(2), 3, F=(None, 1), B=(4, 2))
+    with pytest.raises(ParameterError, match="give the offsets of F"):
+        Block.of(linear(2), 3, F=None, B=(4, 2))  # type: ignore[arg-type]
+    # a length for a kind the block lacks (here I in a full-backward block) was silently ignored
+    with pytest.raises(ParameterError, match=r"lengths=I: is not a pass of this block \(its passes: F, B\)"):
+        Block.of(linear(2), 3, F=(0, 1), B=(4, 2), lengths={"F": 1, "B": 2, "I": 2})
+    # a whole float is its integer: 1F1B's block for p = 2 (F at 0, 1; B at 4, 2)
+    assert Block.of(linear(2), 3, F=(0, 1.0), B=(4, 2), lengths={"F": 1, "B": 2}).ops == one_f_one_b_block(2).ops
+
+
+def test_interval_below_a_devices_work_is_named() -> None:
+    # one stage, F = 1 and B = 2: 3 units of work cannot repeat every 2
+    with pytest.raises(ParameterError, match=r"interval=2: below the work of device 0 in block block \(3 units\)"):
+        Block.of(linear(1), 2, F=(0,), B=(1,), lengths={"F": 1, "B": 2})
+
+
+def test_negative_offsets_shift_the_block_only() -> None:
+    # 1F1B's p = 2 block moved 3 units earlier: F at -3, -2, B at 1, -1 (length 2); same schedule,
+    # and the span still runs from the first start (-3) to the last end (1 + 2) plus 3 per microbatch
+    shifted = Block.of(linear(2), 3, F=(-3, -2), B=(1, -1), lengths={"F": 1, "B": 2})
+    assert repeat(shifted, 4).programs == build("1f1b", p=2, m=4).programs
+    assert block_span(shifted, 4) == 6 + 3 * 3 == block_span(one_f_one_b_block(2), 4)
+    late = Block.of(linear(2), 3, F=(10, 11), B=(14, 12), lengths={"F": 1, "B": 2})
+    assert block_span(late, 4) == 15
+    with pytest.raises(ParameterError, match="m=0"):
+        block_span(late, 0)
+
+
+def test_block_built_directly_is_checked() -> None:
+    from ppverify.schedules.blocks import BlockOp
+
+    with pytest.raises(ParameterError, match="stage 1 has no B"):
+        Block(linear(2), (BlockOp("F", 0, 0), BlockOp("F", 1, 1), BlockOp("B", 0, 4)), 3)
+    with pytest.raises(ParameterError, match="0B starts at 1, before its input 1B ends"):
+        Block(linear(2), (BlockOp("F", 0, 0), BlockOp("F", 1, 0), BlockOp("B", 0, 1), BlockOp("B", 1, 1)), 3)
+
+
+def test_block_with_two_stages_per_device() -> None:
+    # loop(2, 2): stages 0, 2 on device 0 and 1, 3 on device 1; F[s] = s, B = 7, 6, 5, 4, interval 4.
+    # Device 0 mod 4: F0 0, F2 2, B2 1, B0 3; device 1: F1 1, F3 3, B3 0, B1 2: no collision.
+    from ppverify.core.placement import loop
+
+    blk = Block.of(loop(2, 2), 4, F=range(4), B=(7, 6, 5, 4))
+    sched = repeat(blk, 2)
+    assert [str(o) for o in sched.programs[0]] == ["0F0", "2F0", "0F1", "2B0", "2F1", "0B0", "2B1", "0B1"]
+    assert [str(o) for o in sched.programs[1]] == ["1F0", "3F0", "3B0", "1F1", "1B0", "3F1", "3B1", "1B1"]
+    assert verify(sched).valid and verify(squeeze(blk, 2)).valid
+    # device 0 holds 0F0, 2F0, 0F1 (three chunks of half a share) before 2B0; device 1 at most two
+    assert block_peaks(blk, 2) == (1.5, 1.0)
+    with pytest.raises(ParameterError, match="0F \\(offset 0\\) and 2F \\(offset 4\\) collide on device 0"):
+        Block.of(loop(2, 2), 4, F=(0, 1, 4, 5), B=(9, 8, 7, 6))
+
+
+def test_zbv_cooldown_refuses_other_schedules() -> None:
+    # it used to drop 1F1B's B's (24 ops in, 23 out) and to reorder V-Min into a deadlock
+    with pytest.raises(ParameterError, match="needs the V placement"):
+        zbv_cooldown(repeat(one_f_one_b_block(3), 4))
+    with pytest.raises(ParameterError, match="would deadlock"):
+        zbv_cooldown(repeat(v_block(3), 6))
+    with pytest.raises(ParameterError, match="build=-1"):
+        squeeze(zbv_block(2), 2, build=-1)
