@@ -191,9 +191,15 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
     mo = data.get("max_opt_ops", 256)
     if isinstance(mo, bool) or not isinstance(mo, int) or mo < 0:
         raise _err(path, "max_opt_ops", f"expected an integer >= 0, got {mo!r}")
-    options = data.get("options", {}) or {}
+    options = {} if data.get("options") is None else data["options"]
     if not isinstance(options, dict):
         raise _err(path, "options", "expected a mapping of preset options (mfu, microbatch_size, ...)")
+    from ..systems.preset_models import SETTINGS_FIELDS
+
+    known_opts = [f for f in SETTINGS_FIELDS if f not in ("system", "model", "costs", "comm_delay")]  # grid keys
+    for key in options:
+        if key not in known_opts:  # an unknown name was ignored: every point ran without it
+            raise _err(path, f"options.{key}", f"unknown preset option; expected some of {', '.join(known_opts)}")
     abstract = "costs" in data or "comm_delays" in data
     preset = "systems" in data or "models" in data
     if abstract and preset:
@@ -241,7 +247,10 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
         configs = [
             Config(p, m, s, md, options=opts) for md in models for s in systems for p in ps for m in (ms or (p,))
         ]
-    name = str(data.get("name") or Path(path).stem)
+    name = data.get("name")
+    if name is not None and (isinstance(name, (bool, list, dict)) or not str(name).strip()):
+        raise _err(path, "name", f"expected the sweep's name (its rows carry it in the store), got {name!r}")
+    name = str(name).strip() if name is not None else Path(path).stem
     cap = None
     if data.get("memory_cap") is not None:  # read once, here; each point resolves it in its own units
         from ..core.memory_cap import check_cap_text

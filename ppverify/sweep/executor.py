@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ParameterError, PPVerifyError
 from .grid import SweepSpec, Task, iter_chunks, pending_tasks, results_frame, run_task
-from .store import Store, read_store
+from .store import Store, check_owner, read_store, store_lock
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,9 +46,12 @@ def run_sweep(
     progress: bool = False,
     ranks: bool = True,
 ) -> pd.DataFrame:
-    """Run the points of ``spec`` not yet in the store, appending rows as they complete; return
-    the full result frame (stored + new rows of this spec, ranks recomputed unless ``ranks`` is
-    False: ranking a large sweep costs more than running it when callers do not need them).
+    """Run the points of ``spec`` not yet in the store, appending rows (each tagged with the
+    sweep's name) as they complete; return the full result frame (stored + new rows of this spec,
+    in the grid's order, ranks recomputed unless ``ranks`` is False: ranking a large sweep costs
+    more than running it when callers do not need them). The store is locked for the run
+    (:func:`~ppverify.sweep.store.store_lock`) and must hold no other sweep's rows
+    (:func:`~ppverify.sweep.store.check_owner`).
 
     Example:
         >>> import tempfile, os
@@ -64,7 +67,24 @@ def run_sweep(
         raise ParameterError("executor", executor, f"expected one of {', '.join(EXECUTORS)}")
     if workers is not None and workers < 1:
         raise ParameterError("workers", workers, "must be >= 1")
+    from ..core.files import output_target
+
+    output_target(Path(store_path), "--store")  # a folder, a FIFO, a device: refused before the lock
+    with store_lock(store_path):  # a second sweep on this store is refused, not run beside it
+        return _run_locked(spec, store_path, executor, workers, batch, progress, ranks)
+
+
+def _run_locked(
+    spec: SweepSpec,
+    store_path: str | Path,
+    executor: str,
+    workers: int | None,
+    batch: int,
+    progress: bool,
+    ranks: bool,
+) -> pd.DataFrame:
     stored = read_store(store_path)
+    check_owner(stored, spec.name, store_path)
     stale = superseded(stored, spec)
     if stale:  # rows of points whose files (or budget) changed since: computed again below
         drop_rows(store_path, stale)
@@ -86,7 +106,7 @@ def run_sweep(
     with Store(store_path) as store:
 
         def sink(rows: list[dict]) -> None:
-            store.write(rows)
+            store.write([{**r, "sweep": spec.name} for r in rows])
             if bar is not None:
                 bar.update(len(rows))
 
@@ -101,6 +121,23 @@ def run_sweep(
     if bar is not None:
         bar.close()
     return results_frame(read_store(store_path), spec, ranks)
+
+
+def rows_to_run(spec: SweepSpec, store_path: str | Path) -> int:
+    """Rows of ``spec`` a run would compute now: what ``--dry-run`` reports. It reads the store
+    without repairing it (a sweep may be appending to it) and refuses what the run would refuse.
+
+    Example:
+        >>> import tempfile, os
+        >>> from ppverify.sweep import parse_sweep
+        >>> spec = parse_sweep({"schedules": ["gpipe"], "p": 2, "m": [1, 2], "costs": {"F": 1}, "levels": ["slot"]})
+        >>> store = os.path.join(tempfile.mkdtemp(), "s.jsonl")
+        >>> rows_to_run(spec, store), len(run_sweep(spec, store, workers=1)), rows_to_run(spec, store)
+        (2, 2, 0)
+    """
+    stored = read_store(store_path, repair=False)
+    check_owner(stored, spec.name, store_path)
+    return sum(t.num_rows for t in pending_tasks(spec, {r["point"] for r in stored}))
 
 
 def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
@@ -195,11 +232,23 @@ def _run_pool(batches: list[list[Task]], sink: Callable[[list[dict]], None], wor
 
 def _worker_init() -> None:
     import signal
+    import threading
 
     # Ctrl-C reaches the whole process group: the parent stops the workers, they print nothing;
     # a forked worker inherits the parent's SIGTERM handler (raising in Python): back to the default
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # a parent killed outright (SIGKILL, the OOM killer) cannot stop its workers: they would finish
+    # their batch for nobody and then wait forever; each one leaves as soon as its parent is gone
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+
+
+def _exit_with_parent(parent: int, every: float = 0.5) -> None:
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:

@@ -185,7 +185,9 @@ def run_task(task: Task) -> list[dict]:
 
 def results_frame(rows: list[dict], spec: SweepSpec | None = None, ranks: bool = True) -> pd.DataFrame:
     """Rows of a store as the comparison frame (ranks, rank changes and gaps recomputed over the
-    whole sweep unless ``ranks`` is False), restricted to the points of ``spec`` when given.
+    whole sweep unless ``ranks`` is False), restricted to the points of ``spec`` when given, and
+    then in the grid's order (configurations, schedules, levels), whatever order the rows finished
+    in: an interrupted and resumed sweep writes the same table as one run straight through.
 
     Example:
         >>> from ppverify.sweep.config import parse_sweep
@@ -202,8 +204,9 @@ def results_frame(rows: list[dict], spec: SweepSpec | None = None, ranks: bool =
     from ..compare.table import COLUMNS, DERIVED, add_ranks
 
     if spec is not None:
-        wanted = {h for task in pending_tasks(spec, set()) for _, _, hs in task.items for h in hs}
-        rows = [r for r in rows if r.get("point") in wanted]
+        hashes = (h for task in pending_tasks(spec, set()) for _, _, hs in task.items for h in hs)
+        order = {h: n for n, h in enumerate(hashes)}
+        rows = sorted((r for r in rows if r.get("point") in order), key=lambda r: order[r["point"]])
     base = [c for c in COLUMNS if c not in DERIVED]
     df = pd.DataFrame(rows, columns=base + ["point"])
     if not ranks:

@@ -1,23 +1,28 @@
 """The sweep's store: an append-only JSON-lines file, one row per (schedule, configuration,
 level) point, each row written, flushed and fsynced as soon as its task returns; read back with a
-torn last line dropped (see :mod:`ppverify.sweep.grid` for what a point's hash covers).
+torn last line dropped (see :mod:`ppverify.sweep.grid` for what a point's hash covers). One sweep
+writes a store at a time (:func:`store_lock`), and a store holds one sweep's rows
+(:func:`check_owner`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import ParameterError, ScheduleFileError
 
 
-def read_store(path: str | Path) -> list[dict]:
+def read_store(path: str | Path, repair: bool = True) -> list[dict]:
     """Intact rows of a store, each point once; a torn last line (a kill while writing) is dropped
-    and the file rewritten without it (atomically). Any other damaged line (not UTF-8, not JSON,
-    not a row object with its ``point``) is refused naming the line: rows are never silently lost.
+    and, when ``repair`` (only the sweep holding :func:`store_lock` may: a rewrite under a running
+    sweep would lose the rows it appends), the file rewritten without it (atomically). Any other
+    damaged line (not UTF-8, not JSON, not a row object with its ``point``) is refused naming the
+    line: rows are never silently lost.
 
     Example:
         >>> import tempfile, os
@@ -60,7 +65,7 @@ def read_store(path: str | Path) -> list[dict]:
                 f"{path}:{n}", "", f"damaged store line ({why}); delete the line to recompute its point"
             )
         rows.append(row)
-    if torn:
+    if torn and repair:
         atomic_write(p, "".join(json.dumps(r) + "\n" for r in rows), "--store")
     seen: set[str] = set()
     unique = []
@@ -69,6 +74,101 @@ def read_store(path: str | Path) -> list[dict]:
             seen.add(r["point"])
             unique.append(r)
     return unique
+
+
+def check_owner(rows: list[dict], name: str, path: str | Path) -> None:
+    """Refuse a store holding rows of another sweep (rows carry their sweep's ``sweep`` name;
+    rows written before they did carry none and are taken as this sweep's): one store, one sweep,
+    so that resuming never mixes two grids' rows in the store that ``report --from`` reads.
+
+    Example:
+        >>> check_owner([{"point": "a", "sweep": "grid"}, {"point": "b"}], "grid", "s.jsonl")
+        >>> check_owner([{"point": "a", "sweep": "grid"}], "other", "s.jsonl")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: s.jsonl: holds 1 row of sweep 'grid', not of 'other' (this config's name): one store holds one sweep; give 'other' its own --store, or name it 'grid' to extend that sweep
+    """
+    others: dict[str, int] = {}
+    for r in rows:
+        owner = r.get("sweep")
+        if owner is not None and owner != name:
+            others[str(owner)] = others.get(str(owner), 0) + 1
+    if others:
+        owner, n = max(others.items(), key=lambda kv: kv[1])
+        raise ScheduleFileError(
+            str(path),
+            "",
+            f"holds {n} row{'s' if n > 1 else ''} of sweep {owner!r}, not of {name!r} (this config's name): "
+            f"one store holds one sweep; give {name!r} its own --store, or name it {owner!r} to extend that sweep",
+        )
+
+
+@contextmanager
+def store_lock(path: str | Path) -> Iterator[None]:
+    """Hold ``STORE.lock`` exclusively while a sweep reads, repairs and appends to ``STORE``: a
+    second sweep on the same store is refused at once, in one line, rather than computing every
+    point again beside the first and appending each row twice (or rewriting a torn line under it,
+    losing the rows it appends). The lock is the kernel's (``flock``), so a killed sweep leaves no
+    stale lock; a file system without locks runs unlocked.
+
+    Example:
+        >>> import tempfile, os
+        >>> f = os.path.join(tempfile.mkdtemp(), "s.jsonl")
+        >>> with store_lock(f):  # doctest: +ELLIPSIS
+        ...     with store_lock(f):
+        ...         pass
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter store=...: another sweep (pid ...) is writing this store; wait for it to finish, or give another --store
+        >>> os.path.exists(f + ".lock")  # removed on release
+        False
+    """
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+    lock = Path(str(path) + ".lock")
+    while True:
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ParameterError("store", str(path), f"cannot write there: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise ParameterError(
+                "store",
+                str(path),
+                f"another sweep (pid {holder}) is writing this store; wait for it to finish, or give another --store",
+            ) from None
+        except OSError:  # no locks on this file system (ENOLCK, EINVAL): run unlocked
+            os.close(fd)
+            fd = -1
+            break
+        try:
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the holder removed the file as we opened it: lock the one there now
+    if fd < 0:
+        yield
+        return
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        try:
+            os.unlink(lock)  # still locked: a sweep starting now opens a new file, and retries
+        except OSError:
+            pass
+        os.close(fd)
 
 
 def _json_kind(value: Any) -> str:

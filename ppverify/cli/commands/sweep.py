@@ -65,8 +65,7 @@ def run(args: argparse.Namespace) -> int:
         0
     """
     from ...sweep.config import load_sweep
-    from ...sweep.executor import run_sweep
-    from ...sweep.grid import pending_tasks
+    from ...sweep.executor import rows_to_run, run_sweep
     from ...sweep.store import read_store
 
     spec = load_sweep(args.config)
@@ -86,8 +85,7 @@ def run(args: argparse.Namespace) -> int:
             else "sizes the local pool; Ray places batches on its cluster: leave it out"
         )
         raise ParameterError("workers", args.workers, why)
-    done: set[str] = {r["point"] for r in read_store(store)}  # read_store refuses a row without its point
-    todo = sum(t.num_rows for t in pending_tasks(spec, done))
+    todo = rows_to_run(spec, store)  # read only: a sweep may be appending to it; another sweep's store refused
     summary = {
         "sweep": spec.name,
         "points": spec.num_points,
@@ -108,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         df = run_sweep(spec, store, args.executor, args.workers, args.batch, progress=not args.no_progress)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (ppverify.cli.Terminated)
-        kept = len(read_store(store))
+        kept = len(read_store(store, repair=False))
         print(f"\ninterrupted: {kept} rows are safe in {store}; rerun the same command to resume", file=sys.stderr)
         return 143 if type(exc).__name__ == "Terminated" else 130
     summary["seconds"] = round(time.perf_counter() - t0, 2)
