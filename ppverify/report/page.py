@@ -120,7 +120,10 @@ def render_html(study: Study) -> str:
         (True, False, False)
     """
     data = json.dumps(page_data(study), separators=(",", ":"), allow_nan=False)
-    data = data.replace("</", "<\\/")  # no "</script>" inside the data block
+    # no "<" at all inside the data block: "</script>" would end it, and "<!--" followed by
+    # "<script" (a --title, a schedule file's name) would keep the block's own end tag from closing
+    # it, so the page script never ran; JSON reads "\u003c" back as "<"
+    data = data.replace("<", "\\u003c")
     n_cfg = study.rows["config"].nunique() if "config" in study.rows else 0
     n_sched = study.rows["schedule"].nunique() if "schedule" in study.rows else 0
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

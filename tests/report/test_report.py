@@ -7,6 +7,7 @@ its device is free and its inputs have arrived); the browser tests are in test_r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -286,3 +287,17 @@ def test_findings_map_images(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", "--from", str(f), "--findings-map", str(tmp_path / "x.png"), "-o", str(out)]) == 2
     assert "x.png: not a PNG image" in capsys.readouterr().err
+
+
+def test_data_block_holds_no_markup_whatever_the_title(tmp_path):
+    """A title holding "<!--<script>" (or "</script>") must not reach the JSON data block raw: after
+    "<!--<script" the HTML parser would not end the block at its own "</script>", and the page
+    script would never run. The block keeps no "<" at all and still reads back the exact title."""
+    f = _write_csv(tmp_path)
+    title = 'A "quoted" </script><script>alert(1)</script> & <!--<script> title'
+    page = render_html(dataclasses.replace(study_from_rows(load_results(f)), title=title))
+    block = page.split('<script id="ppverify-data" type="application/json">')[1].split("</script>")[0]
+    assert "<" not in block
+    assert json.loads(block)["title"] == title
+    # the visible title is escaped text: the page holds exactly the two script elements it wrote
+    assert page.count("<script") == 2 and "<title>A &quot;quoted&quot; &lt;/script&gt;" in page

@@ -328,3 +328,73 @@ def test_a_traced_step_with_abstract_costs_is_drawn_in_units(browser, tmp_path):
     assert page.evaluate("window.ppverifyReport.view()")[1] == pytest.approx(16.5 * 1.02)
     _keep(page, tmp_path, "report-traced-abstract.png")
     assert errors == []
+
+
+def test_a_title_with_markup_opens_and_reads_as_written(browser, tmp_path):
+    # a --title holding "<!--<script>" once kept the data block's own "</script>" from closing it:
+    # the page script never ran (no tables, no charts) and no console error said why
+    title = 'A "quoted" </script><script>alert(1)</script> & <!--<script> title'
+    out = tmp_path / "titled.html"
+    argv = ["report", "--schedules", "gpipe", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--levels", "async"]
+    assert main([*argv, "--no-verify", "--no-progress", "--title", title, "-o", str(out)]) == 0
+    page, errors = _open(browser, out)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    assert page.title() == title and page.locator("h1").inner_text() == title
+    assert Counter(page.evaluate("window.ppverifyReport.opsDrawn('gpipe', 'async')")) == _ops(2, 2, "FB")
+    assert dialogs == [] and errors == []
+
+
+def test_a_schedule_named_like_markup_is_shown_as_text(browser, tmp_path):
+    # a schedule file's name is its label: "<img src=x onerror=...>" once went into the verdict
+    # line as markup (the handler ran); it must read as written in the tables, verdict and tooltip
+    name = "<img src=x onerror=alert(1)>"
+    f = tmp_path / f"{name}.json"
+    programs = [["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]  # 1F1B, p=2 m=2
+    f.write_text(
+        json.dumps(
+            {
+                "format": "ppverify-schedule",
+                "version": 1,
+                "family": "custom",
+                "params": {},
+                "p": 2,
+                "m": 2,
+                "placement": {"name": "linear", "maps": [[0, 1]]},
+                "pipe_of_mb": [0, 0],
+                "programs": programs,
+            }
+        )
+    )
+    out = tmp_path / "named.html"
+    argv = ["report", "--schedules", str(f), "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--levels", "async"]
+    assert main([*argv, "--no-verify", "--no-progress", "-o", str(out)]) == 0
+    page, errors = _open(browser, out)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    assert page.evaluate("s => window.ppverifyReport.select(s)", name)
+    page.wait_for_timeout(200)  # an injected image's error handler would have fired by now
+    assert page.locator("#verdict").inner_text().startswith(f"{name} · p=2 m=2 · 8 ops")
+    assert page.locator("img").count() == 0
+    assert page.locator("table.cmp").first.locator("td").first.inner_text() == name
+    assert dialogs == [] and errors == []
+
+
+def test_bytes_have_round_gib_ticks_and_the_verdict_reads_as_the_command_says(browser, tmp_path, capsys):
+    # 1F1B p=4 m=8 on dgx-h100 with gpt3-1.3b: the command's table gives its async peak as 10.7 GiB.
+    # The memory scale is drawn in GiB with round steps (0, 5, 10 for about four ticks up to 10.7),
+    # not at round byte counts (5e9 B read 4.66 GiB, 1e10 B 9.31 GiB, as they once did)
+    out = tmp_path / "sys.html"
+    argv = ["report", "--schedules", "1f1b", "-p", "4", "-m", "8", "--system", "dgx-h100", "--model", "gpt3-1.3b"]
+    assert main([*argv, "--levels", "async", "--no-progress", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    row = next(line.split() for line in text.splitlines() if line.startswith("1f1b "))
+    assert row[-2:] == ["10.7", "valid"]  # peak act. (async), Z3
+    page, errors = _open(browser, out)
+    assert page.evaluate("window.ppverifyReport.memoryTicks('async')") == ["0", "5", "10"]
+    # "valid" proves deadlock freedom: the page's legend says it in the command's own words
+    said = next(line.split("Z3", 1)[1].strip() for line in text.splitlines() if line.strip().startswith("Z3 "))
+    assert said == "the verifier proved completeness, placement, dependencies, exclusivity and deadlock freedom"
+    assert said in page.locator("#legend").inner_text()
+    assert page.locator("#verif td").nth(4).inner_text() == said.removeprefix("the verifier proved ")
+    assert errors == []

@@ -19,8 +19,16 @@
     return (HATCH = ctx.createPattern(c, "repeat"));
   }
   const WAIT_TEXT = DATA.wait_codes;
-  const PROVED = (DATA.verifier || []).map((x) => x.name).join(", ");  // what a valid verdict proves
+  // what a valid verdict proves, in the words of the command's own legend: "completeness, ...,
+  // exclusivity and deadlock freedom" (the property named "deadlock" is proven absent)
+  const PROVED = (() => {
+    const names = (DATA.verifier || []).map((x) => (x.name === "deadlock" ? "deadlock freedom" : x.name));
+    return names.length > 1 ? names.slice(0, -1).join(", ") + " and " + names[names.length - 1] : names.join("");
+  })();
   const $ = (id) => document.getElementById(id);
+  // text from the data (schedule names, levels, units: a results file's or a file name's own)
+  // goes into markup escaped: a name such as "<img onerror=...>" is shown, never run
+  const esc = (x) => String(x).replace(/[&<>"']/g, (c) => "&#" + c.charCodeAt(0) + ";");
   const el = (tag, attrs, text) => {
     const e = document.createElement(tag);
     for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
@@ -45,16 +53,16 @@
   const rows = DATA.rows;
   const configs = [...new Set(rows.map((r) => r.config))];
   function cell(r) {
-    if (r.makespan === null || r.makespan === undefined) return [r.status, "na", r.note || r.status];
-    let t = fmtTime(r.makespan, r.time_unit).replace(/ (ms|units)$/, "");
+    if (r.makespan === null || r.makespan === undefined) return [esc(r.status), "na", r.note || r.status];
+    let t = esc(fmtTime(r.makespan, r.time_unit).replace(/ (ms|units)$/, ""));
     if (r.level === "formula" && r.exact === false) t = "~" + t;
     let html = t + ' <span class="rk">(' + (r.rank === null || r.rank === undefined ? "-" : r.rank) + ")</span>";
     if (r.rank_change) {
       const [a, b] = r.rank_change.split("->").map(Number);
-      html += b < a ? ' <span class="up" title="rank ' + r.rank_change + ' vs the previous level">&#9650;</span>'
-                    : ' <span class="down" title="rank ' + r.rank_change + ' vs the previous level">&#9660;</span>';
+      html += b < a ? ' <span class="up" title="rank ' + esc(r.rank_change) + ' vs the previous level">&#9650;</span>'
+                    : ' <span class="down" title="rank ' + esc(r.rank_change) + ' vs the previous level">&#9660;</span>';
     }
-    if (r.level === "optimum" && r.status === "feasible" && r.lower_bound !== null) html += ' <span class="rk">lb ' + fmtTime(r.lower_bound, r.time_unit).replace(/ (ms|units)$/, "") + "</span>";
+    if (r.level === "optimum" && r.status === "feasible" && r.lower_bound !== null) html += ' <span class="rk">lb ' + esc(fmtTime(r.lower_bound, r.time_unit).replace(/ (ms|units)$/, "")) + "</span>";
     return [html, "", r.note || r.semantics || ""];
   }
   function renderTables() {
@@ -375,16 +383,19 @@
     ymax = ymax || 1;
     const Y = (v) => top + h - (v / ymax) * (h - 4);
     ctx.textAlign = "left"; ctx.fillStyle = "#1d2330"; ctx.font = "600 12px system-ui, sans-serif";
-    ctx.fillText("memory per device (" + state.memLevel + ")", 6, top - 2);
+    // bytes are shown in GiB: the ticks are round in GiB (0, 5, 10), not in bytes (5e9 = 4.66 GiB),
+    // and the unit goes in the heading so the labels stay short beside the "peak" line
+    const gib = L.memory_unit === "bytes" || L.memory_unit === "B", scale = gib ? 2 ** 30 : 1;
+    ctx.fillText("memory per device (" + state.memLevel + (gib ? ", GiB" : "") + ")", 6, top - 2);
     ctx.font = "11px system-ui, sans-serif"; ctx.fillStyle = "#5f6b7a";
     // the y scale: round values from 0 to the peak, labelled at the gutter's right edge, with grid lines
     ctx.textAlign = "right"; ctx.font = "10px system-ui, sans-serif";
-    const yticks = niceTicks(0, ymax, 4);
-    for (const v of yticks) {
-      const y = Math.round(Y(v)) + 0.5;
+    const yticks = niceTicks(0, ymax / scale, 4);
+    for (const g of yticks) {
+      const v = g * scale, y = Math.round(Y(v)) + 0.5, label = gib ? String(+g.toPrecision(3)) : fmtMem(v, L.memory_unit);
       ctx.strokeStyle = "#edf0f4"; ctx.lineWidth = 1; ctx.beginPath(); ctx.moveTo(GUTTER, y); ctx.lineTo(width, y); ctx.stroke();
-      ctx.fillStyle = "#5f6b7a"; ctx.fillText(fmtMem(v, L.memory_unit), GUTTER - 4, Math.min(Math.max(y, top + 4), top + h - 2));
-      state.memTicks.push(fmtMem(v, L.memory_unit));
+      ctx.fillStyle = "#5f6b7a"; ctx.fillText(label, GUTTER - 4, Math.min(Math.max(y, top + 4), top + h - 2));
+      state.memTicks.push(label);
     }
     ctx.textAlign = "left";
     ctx.save(); ctx.beginPath(); ctx.rect(GUTTER, top - 4, width - GUTTER, h + 8); ctx.clip();
@@ -446,23 +457,23 @@
   }
 
   function tipHtml(h) {
-    const pt = state.point, L = h.L, u = L.time_unit;
+    const pt = state.point, L = h.L, u = esc(L.time_unit), op = (j) => esc(pt.ops[L.o[j]]), kind = (t) => esc(L.tr.kinds[L.tr.k[t]]);
     let html;
     if (h.type === "op") {
-      const i = h.i, label = pt.ops[L.o[i]];
-      html = "<b>" + label + "</b> &middot; " + h.b.level + " &middot; device " + L.d[i] +
+      const i = h.i, label = op(i);
+      html = "<b>" + label + "</b> &middot; " + esc(h.b.level) + " &middot; device " + L.d[i] +
         "<br>start " + fmtTime(L.s[i], u) + ", end " + fmtTime(L.e[i], u) + " (" + fmtTime(L.e[i] - L.s[i], u) + ")" +
-        '<br><span class="w">waited for: ' + waitText(pt, L, i) + "</span>";
+        '<br><span class="w">waited for: ' + esc(waitText(pt, L, i)) + "</span>";
       if ((pt.verdict.core || []).includes(L.o[i])) html += '<br><span class="w">in the minimal core of the violation</span>';
     } else {
       const t = h.i, so = L.tr.so[t], dd = L.tr.do[t];
-      html = "<b>" + L.tr.kinds[L.tr.k[t]] + "</b> &middot; link " + L.tr.sd[t] + "\u2192" + L.tr.dd[t] +
-        (so >= 0 ? "<br>" + pt.ops[L.o[so]] + (dd >= 0 ? " \u2192 " + pt.ops[L.o[dd]] : "") : "") +
+      html = "<b>" + kind(t) + "</b> &middot; link " + L.tr.sd[t] + "\u2192" + L.tr.dd[t] +
+        (so >= 0 ? "<br>" + op(so) + (dd >= 0 ? " \u2192 " + op(dd) : "") : "") +
         "<br>" + fmtTime(L.tr.s[t], u) + " \u2192 " + fmtTime(L.tr.e[t], u) + (L.tr.b[t] ? ", " + fmtMem(L.tr.b[t], "bytes") : "");
       const q = L.tr.q ? L.tr.q[t] : -1;
       if (q >= 0) {
         const qs = L.tr.so[q];
-        html += '<br><span class="w">queued behind: ' + L.tr.kinds[L.tr.k[q]] + (qs >= 0 ? " of " + pt.ops[L.o[qs]] : "") +
+        html += '<br><span class="w">queued behind: ' + kind(q) + (qs >= 0 ? " of " + op(qs) : "") +
           " on link " + L.tr.sd[q] + "\u2192" + L.tr.dd[q] + " until " + fmtTime(L.tr.e[q], u) +
           (so >= 0 ? " (its data was ready at " + fmtTime(L.e[so], u) + ")" : "") + "</span>";
       }
@@ -599,7 +610,7 @@
     host.className = "verdict" + (v.verdict === "INVALID" ? " bad" : "");
     host.textContent = "";
     const head = el("div");
-    head.innerHTML = "<b>" + pt.schedule + "</b> &middot; p=" + pt.p + " m=" + pt.m + " &middot; " + pt.ops.length + " ops &middot; Z3: ";
+    head.innerHTML = "<b>" + esc(pt.schedule) + "</b> &middot; p=" + pt.p + " m=" + pt.m + " &middot; " + pt.ops.length + " ops &middot; Z3: ";
     head.appendChild(el("span", { class: v.verdict === "valid" ? "valid" : v.verdict === "INVALID" ? "invalid" : "na" },
       v.verdict === "valid" ? "VALID (completeness, placement, dependencies, exclusivity, deadlock freedom proven)" : v.verdict === "INVALID" ? "INVALID" : "not checked"));
     host.appendChild(head);
@@ -646,7 +657,7 @@
       tab.appendChild(head);
       for (const f of F) {
         const tr = el("tr"), td = el("td");
-        td.innerHTML = "<b>" + f.key + "</b> &mdash; ";
+        td.innerHTML = "<b>" + esc(f.key) + "</b> &mdash; ";
         td.appendChild(document.createTextNode(f.claim));
         tr.appendChild(td);
         for (const lv of levels) {
