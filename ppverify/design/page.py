@@ -96,14 +96,30 @@ def frontier_svg(d: Design) -> str:
             if nxt is not None:
                 pts.append(f"{X(nxt[1]):.1f},{Y(y):.1f}")
         parts.append(f'<polyline points="{" ".join(pts)}" fill="none" stroke="#C44E52" stroke-width="2"/>')
-    # the families first: the frontier's points are drawn over them and stay clickable
+    # the families first: the frontier's points are drawn over them and stay clickable. Families
+    # at one (peak, time) share one marker, whose hover names them all, and each keeps its own
+    # label stacked above it, a link of its own (one marker over another could not be reached)
+    at: dict[tuple[float, float], list[int]] = {}
     for j, f in enumerate(fams):
-        tip = f"{f.family} ({f.placement}): time {f.time:g}, peak {f.peak:g}"
+        at.setdefault((f.peak, f.time), []).append(j)
+    taken: dict[int, list[float]] = {}  # label baselines per pixel column: none closer than 10 px
+    for (peak, time), js in at.items():
+        tips = [f"{fams[j].family} ({fams[j].placement}): time {time:g}, peak {peak:g}" for j in js]
         parts.append(
-            f'<a class="pt family" href="#family-{j}"><rect x="{X(f.peak) - 4:.1f}" y="{Y(f.time) - 4:.1f}" '
-            f'width="8" height="8" fill="#4C72B0"><title>{html.escape(tip)}</title></rect>'
-            f'<text x="{X(f.peak) + 6:.1f}" y="{Y(f.time) - 6:.1f}" font-size="9">{html.escape(f.family)}</text></a>'
+            f'<a class="pt family" href="#family-{js[0]}"><rect x="{X(peak) - 4:.1f}" y="{Y(time) - 4:.1f}" '
+            f'width="8" height="8" fill="#4C72B0"><title>{html.escape(chr(10).join(tips))}</title></rect></a>'
         )
+        column = taken.setdefault(round(X(peak)), [])
+        for j, tip in zip(js, tips):
+            y_label = Y(time) - 6
+            while any(abs(y_label - u) < 10 for u in column):
+                y_label -= 10
+            column.append(y_label)
+            parts.append(
+                f'<a class="pt family-label" href="#family-{j}"><text x="{X(peak) + 6:.1f}" '
+                f'y="{y_label:.1f}" font-size="9">{html.escape(fams[j].family)}'
+                f"<title>{html.escape(tip)}</title></text></a>"
+            )
     for i, (q, x, y) in enumerate(front):
         gap = "-" if q.gap is None else f"{100 * q.gap:.3g} %"
         budget = "none" if math.isinf(q.budget) else f"{q.budget:g}"

@@ -39,3 +39,38 @@ def test_design_page_hover_and_click(tmp_path: Path) -> None:
             assert page.locator("a.pt.family").count() >= 2 and not errors
         finally:
             browser.close()
+
+
+@pytest.mark.slow
+def test_families_at_one_point_each_stay_reachable(tmp_path: Path) -> None:
+    # p = 2, m = 4, F = 1, B = 2, delay 1: 1F1B-split and ZB-H1 both peak at 2 with a step of
+    # (m + p - 1)(F + B) + 2(p - 1) = 17 on their shared placement; one marker drawn over the other
+    # left one of them impossible to hover or click
+    playwright = pytest.importorskip("playwright.sync_api")
+    page_path = tmp_path / "design.html"
+    argv = ["design", "-p", "2", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "1", "--placements", "linear,v"]
+    assert main([*argv, "--work-limit", "1", "--no-progress", "--report", str(page_path)]) == 0
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.goto(page_path.as_uri())
+            labels = page.locator("a.pt.family-label")
+            names = [
+                labels.nth(i).locator("text").evaluate("t => t.firstChild.textContent") for i in range(labels.count())
+            ]
+            assert {"1f1b-split", "zb-h1"} <= set(names)
+            shared = [
+                page.locator("a.pt.family").nth(i).locator("title").text_content()
+                for i in range(page.locator("a.pt.family").count())
+            ]
+            both = [t for t in shared if "1f1b-split" in t and "zb-h1" in t]
+            assert len(both) == 1 and "time 17, peak 2" in both[0]
+            for name in ("1f1b-split", "zb-h1"):  # each label opens its own family's timeline
+                link = labels.nth(names.index(name))
+                target = link.get_attribute("href")
+                link.locator("text").click()
+                assert page.locator(target).evaluate("d => d.open")
+                assert name in page.locator(f"{target} summary").text_content()
+        finally:
+            browser.close()
