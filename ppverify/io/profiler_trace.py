@@ -325,7 +325,11 @@ def _rank_from_name(path: str) -> int:
     m = re.search(r"rank[_-]?(\d+)", Path(path).name)
     if m is None:
         raise ScheduleFileError(
-            path, "distributedInfo", "no rank: the trace has no distributedInfo.rank and its name holds no rank<N>"
+            path,
+            "distributedInfo",
+            "no rank: the trace has no distributedInfo.rank and its name holds no rank<N> (import-trace reads the "
+            "PyTorch profiler's trace of each rank, as `measure --profile DIR` writes them; the timeline "
+            "`--trace` writes is for Perfetto)",
         )
     return int(m.group(1))
 

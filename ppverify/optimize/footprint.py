@@ -68,7 +68,7 @@ def check_footprint(problem: Any, workers: int = 2) -> None:
     capped = problem.memory_cap is not None
     what = f"optimize {pl.name} placement, p={pl.p}, m={problem.m}, {pl.num_stages} stages ({problem.num_ops} ops)"
     how = f"{PER_OP_BYTES[capped] / 1000:.1f} KB per op, {'with a' if capped else 'no'} memory cap"
-    check_memory(estimate_bytes(problem, workers), what, how)
+    check_memory(estimate_bytes(problem, workers), what, how + _workers_text(workers))
 
 
 def footprint_key(problem: Any) -> tuple[int, bool]:
@@ -132,7 +132,18 @@ def check_family_footprint(
     ops = family_ops(name, p, m, params) * 2 // 3  # family_ops counts F, I and W: 3 per stage and mb
     how = f"{PER_OP_BYTES[False] / 1000:.1f} KB per op, no memory cap"
     needed = BASE_BYTES + PER_OP_BYTES[False] * ops + PER_WORKER_BYTES * max(0, workers - 2)
-    check_memory(needed, f"optimize {name} -p {p} -m {m} (at least {ops} ops)", how)
+    check_memory(needed, f"optimize {name} -p {p} -m {m} (at least {ops} ops)", how + _workers_text(workers))
+
+
+def _workers_text(workers: int) -> str:
+    """The workers' share of the estimate where they add one, so that a refusal names its cause
+    (``--workers 100000`` alone asks 390 GiB).
+
+    Example:
+        >>> _workers_text(2), _workers_text(100000)
+        ('', ', 4 MiB per CP-SAT worker past two: --workers 100000')
+    """
+    return "" if workers <= 2 else f", {PER_WORKER_BYTES // 2**20} MiB per CP-SAT worker past two: --workers {workers}"
 
 
 def _over_op_limit(n: int) -> bool:

@@ -145,3 +145,16 @@ def test_trace_that_cannot_be_one_jobs_is_refused(tmp_path, capsys, r1, rule):
         read_traces([tmp_path])
     assert main(["import-trace", str(tmp_path), "--no-table"]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_timeline_without_rank_points_at_the_profiler_traces(tmp_path, capsys):
+    # the Chrome timeline `simulate/measure --trace` writes has no rank: import-trace says which
+    # traces it reads instead of only "no rank"
+    from ppverify.cli import main
+
+    path = tmp_path / "tr.json"
+    assert main(["simulate", "1f1b", "-p", "2", "-m", "2", "--trace", str(path), "--no-table"]) == 0
+    capsys.readouterr()
+    assert main(["import-trace", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "no rank" in err and "measure --profile DIR" in err and "Perfetto" in err

@@ -141,3 +141,12 @@ def test_a_problem_just_under_the_budget_stays_under_it(budget_gib, m, limit_s, 
     assert "model building" not in status and "starting schedules" not in status, status
     peak = max(peak, maxrss)
     assert peak < budget_gib * 10**9, f"peak {peak / 2**20:.0f} MiB"  # GB, not GiB: stricter
+
+
+def test_a_refusal_for_many_workers_names_them(capsys):
+    # 8 ops need about 192 MiB; 4 MiB for each of the 99,998 workers past two make ~390 GiB: the
+    # refusal says where the memory goes, not only how much
+    assert main(["optimize", "1f1b", "-p", "2", "-m", "2", "--workers", "100000"]) == 2
+    err = capsys.readouterr().err
+    assert "4 MiB per CP-SAT worker past two: --workers 100000" in err and "390.8 GiB" in err
+    assert main(["optimize", "1f1b", "-p", "2", "-m", "2", "--workers", "2", "--work-limit", "1"]) == 0
