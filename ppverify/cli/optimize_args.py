@@ -180,7 +180,10 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
     carrier = sched or Schedule(placement, m, tuple(() for _ in range(placement.p)), pipes)
     ctx = resolve_presets(dataclasses.replace(settings_from(vars(args)), costs=request.costs), carrier)
     if sched is not None:  # a saved file's costs and communication, as simulate reads them
-        ctx, sync, dp = saved_timing(args, sched, ctx, sync, dp)
+        from .file_settings import timing_from_file
+
+        saved = timing_from_file(args, sched, ctx)
+        ctx, sync, dp = saved.ctx, saved.sync, saved.dp_allreduce
     comm = f"system {getattr(ctx.system, 'name', ctx.system)}" if ctx.system is not None else None
     comm = comm or f"fixed delay {getattr(ctx.comm, 'delay', 0):g}"
     request = dataclasses.replace(
@@ -190,37 +193,6 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
     pr, info = build_problem(placement, m, pipes, ctx.costs, ctx.comm, request, splits)
     pr = checked_footprint(pr, workers)  # before gap runs the family or optimize builds anything; once
     return pr, sched, info
-
-
-def saved_timing(
-    args: argparse.Namespace, schedule: Schedule, ctx: Any, sync: str | None, dp: int
-) -> tuple[Any, str | None, int]:
-    """The costs, communication and collectives a ppverify JSON file was saved with
-    (``optimize --save``, ``design --save-dir``), where the command line leaves them open:
-    ``--evaluate`` of such a file then times it as ``simulate`` does (it used delay 0 and the
-    default costs instead). ``(context, sync, dp_allreduce)``; other files leave ``ctx`` as it is.
-
-    Example:
-        >>> import tempfile, os
-        >>> from ppverify.schedules import build
-        >>> from ppverify.core.comm import FixedDelay
-        >>> from ppverify.core.costs import CostModel
-        >>> from ppverify.io.json_comm import CommSettings
-        >>> from ppverify.io.json_format import save_json
-        >>> from ppverify.systems.preset_models import PresetContext
-        >>> s = build("gpipe", p=2, m=2)
-        >>> f = save_json(s, os.path.join(tempfile.mkdtemp(), "s.json"), CostModel.abstract(s.placement, F=1, B=3),
-        ...               comm=CommSettings(FixedDelay(2.0)))
-        >>> ns = argparse.Namespace(schedule=str(f), costs=None, comm_delay=None)
-        >>> ctx, sync, dp = saved_timing(ns, s, PresetContext(CostModel.unit(s.placement), FixedDelay(0.0)), None, 0)
-        >>> ctx.comm.delay, ctx.costs.duration["B"], sync
-        (2.0, (3.0, 3.0), 'eager')
-    """
-    from .file_settings import FileOverrides, file_timing
-
-    given = FileOverrides(bool(getattr(args, "costs", None)), getattr(args, "comm_delay", None) is not None, sync, dp)
-    timing = file_timing(str(args.schedule), given, schedule, ctx)
-    return timing.ctx, timing.sync, timing.dp_allreduce
 
 
 def placement_options(placement: str, v: int | None, waves: int | None) -> tuple[int | None, int | None]:
