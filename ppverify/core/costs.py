@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -236,6 +236,27 @@ def exact_memory_deltas(costs: CostModel) -> dict[tuple[str, int], tuple[Fractio
         ((Fraction(1, 1), Fraction(0, 1)), (Fraction(0, 1), Fraction(3, 10)), (Fraction(0, 1), Fraction(7, 10)))
     """
     return dict(_exact_deltas(tuple(costs.activation), tuple(costs.freed_by_I)))
+
+
+def scaled_memory_deltas(
+    costs: CostModel, keys: Iterable[tuple[str, int]] | None = None, extra: Iterable[Fraction] = ()
+) -> tuple[int, dict[tuple[str, int], tuple[int, int]]]:
+    """:func:`exact_memory_deltas` of ``keys`` (every (kind, stage) by default) as integers of one
+    unit, ``1 / scale``: ``(scale, {key: (allocated, freed)})``, ``scale`` the common denominator of
+    those amounts and of the ``extra`` ones (a cap the levels are held against). Integer sums of
+    them are exact, which is how the verifier and the timelines' peaks count memory.
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> c = CostModel.abstract(linear(1), F=1, I=1, W=1, freed_by_I=0.3)
+        >>> scaled_memory_deltas(c, [("F", 0), ("I", 0), ("W", 0)], [Fraction(1, 4)])
+        (20, {('F', 0): (20, 0), ('I', 0): (0, 6), ('W', 0): (0, 14)})
+    """
+    table = exact_memory_deltas(costs)
+    keys = list(table if keys is None else keys)
+    extra = list(extra)
+    scale = math.lcm(*(x.denominator for key in keys for x in table[key]), *(x.denominator for x in extra))
+    return scale, {key: (int(table[key][0] * scale), int(table[key][1] * scale)) for key in keys}
 
 
 @functools.lru_cache(maxsize=256)

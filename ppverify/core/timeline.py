@@ -7,7 +7,6 @@ Metrics: makespan; per-device busy and idle time; bubble ratio (convention ``idl
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -455,23 +454,28 @@ def _exact_peaks(
     the verifier counts), each peak the float nearest to the exact one; None where the integers
     could overflow. A float sum leaves residues (``I`` freeing ``a * f`` and ``W`` ``a * (1 - f)``
     of ``a`` need not free ``a``), so a peak equal to a cap could read over it or just under it."""
-    from .costs import exact_memory_deltas
+    from .costs import scaled_memory_deltas
     from .ops import KIND_CODE
 
-    table = exact_memory_deltas(costs)
-    scale = math.lcm(*(x.denominator for pair in table.values() for x in pair))
+    scale, table = scaled_memory_deltas(costs)
+    if max((abs(x) for pair in table.values() for x in pair), default=0) * (len(kc) + 1) >= 2**62:
+        return None
     S = len(costs.activation)
     alloc_t = np.zeros(4 * S, dtype=np.int64)
     free_t = np.zeros(4 * S, dtype=np.int64)
-    big = 0
     for (kind, stage), (a, f) in table.items():
-        ai, fi = int(a * scale), int(f * scale)
-        big = max(big, abs(ai), abs(fi))
-        if big * (len(kc) + 1) >= 2**62:
-            return None
-        alloc_t[KIND_CODE[kind] * S + stage], free_t[KIND_CODE[kind] * S + stage] = ai, fi
+        alloc_t[KIND_CODE[kind] * S + stage], free_t[KIND_CODE[kind] * S + stage] = a, f
     code = kc * S + st
-    alloc, free = alloc_t[code], free_t[code]
+    peaks = _device_peaks(alloc_t[code], free_t[code], device, start, end, p)
+    return np.array([int(x) / scale for x in peaks])  # int / int: correctly rounded
+
+
+def _device_peaks(
+    alloc: np.ndarray, free: np.ndarray, device: np.ndarray, start: np.ndarray, end: np.ndarray, p: int
+) -> np.ndarray:
+    """Each device's most held (at least 0), in the amounts' own dtype: allocations at the ops'
+    ``start``, frees at their ``end``, frees first at equal times, all devices sorted at once and
+    summed device by device in that order (as :meth:`Timeline.memory_events` does)."""
     ia, iff = np.flatnonzero(alloc != 0), np.flatnonzero(free != 0)
     dev = np.concatenate((device[ia], device[iff]))
     t = np.concatenate((start[ia], end[iff])).astype(float)
@@ -479,10 +483,10 @@ def _exact_peaks(
     order = np.lexsort((dl, t, dev))  # per device, by time, frees (negative) first
     dev, dl = dev[order], dl[order]
     bounds = np.searchsorted(dev, np.arange(p + 1))
-    out = np.zeros(p)
+    out = np.zeros(p, dtype=dl.dtype)
     for d in range(p):
         if bounds[d + 1] > bounds[d]:
-            out[d] = max(int(np.cumsum(dl[bounds[d] : bounds[d + 1]]).max()), 0) / scale  # correctly rounded
+            out[d] = max(np.cumsum(dl[bounds[d] : bounds[d + 1]]).max(), 0)  # one cumsum per device
     return out
 
 
@@ -519,15 +523,4 @@ def activation_peaks(
         a,
         np.where(kc == KIND_CODE[I], a * frac, np.where(kc == KIND_CODE[W], a * (1.0 - frac), 0.0)),
     )
-    ia, iff = np.flatnonzero(alloc != 0), np.flatnonzero(free != 0)
-    dev = np.concatenate((device[ia], device[iff]))
-    t = np.concatenate((start[ia], end[iff])).astype(float)
-    dl = np.concatenate((alloc[ia], -free[iff]))
-    order = np.lexsort((dl, t, dev))  # per device, by time, frees (negative) first
-    dev, dl = dev[order], dl[order]
-    bounds = np.searchsorted(dev, np.arange(p + 1))
-    for d in range(p):
-        if bounds[d + 1] > bounds[d]:
-            # one cumsum per device: the same additions, in the same order, as memory_events
-            out[d] = max(float(np.cumsum(dl[bounds[d] : bounds[d + 1]]).max()), 0.0)
-    return out
+    return _device_peaks(alloc, free, device, start, end, p).astype(float)

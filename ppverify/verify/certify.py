@@ -28,7 +28,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..core.costs import CostModel, exact_memory_deltas
+from ..core.costs import CostModel, scaled_memory_deltas
 from ..core.dag import DagArrays, arrays_complete, build_dag_arrays
 from ..core.errors import PPVerifyError
 from ..core.ops import KIND_CODE, B, F, I, W
@@ -212,14 +212,12 @@ def memory_levels(
     if n == 0:
         return True, ([0.0] * p if max_peak_read >= 0 else None)
     # (allocated, freed) per (kind, stage), exact: I and W free exactly what F allocated
-    exact = exact_memory_deltas(costs)
     kinds = {KIND_CODE[k]: k for k in (F, B, I, W)}
     code = a.kind * S + a.stage
     present = np.unique(code).tolist()
-    table = {c: exact[(kinds[c // S], c % S)] for c in present}
     cap_f = _frac(cap)
-    scale = math.lcm(*(x.denominator for pair in table.values() for x in pair), cap_f.denominator)
-    as_int = {c: (int(x * scale), int(y * scale)) for c, (x, y) in table.items()}
+    scale, by_key = scaled_memory_deltas(costs, [(kinds[c // S], c % S) for c in present], [cap_f])
+    as_int = {c: by_key[(kinds[c // S], c % S)] for c in present}
     big = max([abs(x) for pair in as_int.values() for x in pair] + [abs(math.floor(cap_f * scale))])
     if big * (n + 1) >= _EXACT_LIMIT:
         return None

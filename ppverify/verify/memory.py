@@ -21,7 +21,7 @@ from fractions import Fraction
 
 import z3
 
-from ..core.costs import CostModel, exact_memory_deltas
+from ..core.costs import CostModel, scaled_memory_deltas
 from ..core.dag import StepDAG
 from ..core.ops import Op
 from .report import Violation
@@ -68,10 +68,8 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
     """
     p = len(dag.offsets) - 1
     # few distinct amounts, one per (kind, stage): I and W free exactly what F allocated
-    table = exact_memory_deltas(costs)
     used = {(op.kind, op.stage) for op in dag.ops}
-    scale = math.lcm(*(x.denominator for key in used for x in table[key]), _frac(cap).denominator)
-    as_int = {key: (int(table[key][0] * scale), int(table[key][1] * scale)) for key in used}
+    scale, as_int = scaled_memory_deltas(costs, used, [_frac(cap)])
     ints = [as_int[(op.kind, op.stage)] for op in dag.ops]
     cap_i = math.floor(_frac(cap) * scale)
     lines: list[str] = []
