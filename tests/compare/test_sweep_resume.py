@@ -21,16 +21,10 @@ from ppverify.core.errors import ParameterError, ScheduleFileError
 from ppverify.sweep import load_sweep, parse_sweep, read_store, results_frame
 from ppverify.sweep.executor import rows_to_run, run_sweep
 from ppverify.sweep.store import store_lock
+from tests.compare.test_sweep import ABSTRACT
 
 # 2 schedules x (2 p x 2 m x 2 delays) configurations x 1 level = 16 points
-GRID = {
-    "schedules": ["gpipe", "1f1b"],
-    "p": [2, 4],
-    "m": [2, 4],
-    "costs": {"F": 1, "B": 2},
-    "comm_delays": [0, 0.5],
-    "levels": ["slot"],
-}
+GRID = ABSTRACT
 
 
 def _write(tmp_path: Path, data: dict, name: str) -> Path:

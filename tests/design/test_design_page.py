@@ -4,6 +4,8 @@ gap on hover (SVG ``<title>``), and clicking a point opens that schedule's timel
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -13,12 +15,12 @@ from ppverify.cli import main
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
-@pytest.mark.slow
-def test_design_page_hover_and_click(tmp_path: Path) -> None:
+@contextmanager
+def _design_page(tmp_path: Path, argv: list[str]) -> Iterator[tuple[object, list[str]]]:
+    """``design ARGV --report`` opened in headless Chromium: the page and its script errors."""
     playwright = pytest.importorskip("playwright.sync_api")
     page_path = tmp_path / "design.html"
-    argv = ["design", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--placements", "linear", "--budgets", "1,2"]
-    assert main([*argv, "--work-limit", "2", "--no-progress", "--report", str(page_path)]) == 0
+    assert main(["design", *argv, "--no-progress", "--report", str(page_path)]) == 0
     with playwright.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
         try:
@@ -26,19 +28,26 @@ def test_design_page_hover_and_click(tmp_path: Path) -> None:
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(page_path.as_uri())
-            points = page.locator("a.pt.frontier")
-            assert points.count() == 2
-            # by hand: budget 1 runs the microbatches one at a time, 2 * 2 * (1 + 2) = 12; budget 2 is
-            # 1F1B's (m + p - 1)(tF + tB) = 9; both proven optimal (gap 0)
-            tips = [points.nth(i).locator("title").text_content() for i in range(2)]
-            assert "time 12, bound 12, gap 0 %" in tips[0] and "time 9, bound 9, gap 0 %" in tips[1]
-            assert not page.locator("#point-1").evaluate("d => d.open")
-            points.nth(1).locator("circle").click()
-            assert page.locator("#point-1").evaluate("d => d.open")
-            assert page.locator("#point-1 svg").count() == 1  # the timeline is there
-            assert page.locator("a.pt.family").count() >= 2 and not errors
+            yield page, errors
         finally:
             browser.close()
+
+
+@pytest.mark.slow
+def test_design_page_hover_and_click(tmp_path: Path) -> None:
+    argv = ["-p", "2", "-m", "2", "--costs", "F=1,B=2", "--placements", "linear", "--budgets", "1,2"]
+    with _design_page(tmp_path, [*argv, "--work-limit", "2"]) as (page, errors):
+        points = page.locator("a.pt.frontier")
+        assert points.count() == 2
+        # by hand: budget 1 runs the microbatches one at a time, 2 * 2 * (1 + 2) = 12; budget 2 is
+        # 1F1B's (m + p - 1)(tF + tB) = 9; both proven optimal (gap 0)
+        tips = [points.nth(i).locator("title").text_content() for i in range(2)]
+        assert "time 12, bound 12, gap 0 %" in tips[0] and "time 9, bound 9, gap 0 %" in tips[1]
+        assert not page.locator("#point-1").evaluate("d => d.open")
+        points.nth(1).locator("circle").click()
+        assert page.locator("#point-1").evaluate("d => d.open")
+        assert page.locator("#point-1 svg").count() == 1  # the timeline is there
+        assert page.locator("a.pt.family").count() >= 2 and not errors
 
 
 @pytest.mark.slow
@@ -46,31 +55,21 @@ def test_families_at_one_point_each_stay_reachable(tmp_path: Path) -> None:
     # p = 2, m = 4, F = 1, B = 2, delay 1: 1F1B-split and ZB-H1 both peak at 2 with a step of
     # (m + p - 1)(F + B) + 2(p - 1) = 17 on their shared placement; one marker drawn over the other
     # left one of them impossible to hover or click
-    playwright = pytest.importorskip("playwright.sync_api")
-    page_path = tmp_path / "design.html"
-    argv = ["design", "-p", "2", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "1", "--placements", "linear,v"]
-    assert main([*argv, "--work-limit", "1", "--no-progress", "--report", str(page_path)]) == 0
-    with playwright.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page()
-            page.goto(page_path.as_uri())
-            labels = page.locator("a.pt.family-label")
-            names = [
-                labels.nth(i).locator("text").evaluate("t => t.firstChild.textContent") for i in range(labels.count())
-            ]
-            assert {"1f1b-split", "zb-h1"} <= set(names)
-            shared = [
-                page.locator("a.pt.family").nth(i).locator("title").text_content()
-                for i in range(page.locator("a.pt.family").count())
-            ]
-            both = [t for t in shared if "1f1b-split" in t and "zb-h1" in t]
-            assert len(both) == 1 and "time 17, peak 2" in both[0]
-            for name in ("1f1b-split", "zb-h1"):  # each label opens its own family's timeline
-                link = labels.nth(names.index(name))
-                target = link.get_attribute("href")
-                link.locator("text").click()
-                assert page.locator(target).evaluate("d => d.open")
-                assert name in page.locator(f"{target} summary").text_content()
-        finally:
-            browser.close()
+    argv = ["-p", "2", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "1", "--placements", "linear,v"]
+    with _design_page(tmp_path, [*argv, "--work-limit", "1"]) as (page, errors):
+        labels = page.locator("a.pt.family-label")
+        names = [labels.nth(i).locator("text").evaluate("t => t.firstChild.textContent") for i in range(labels.count())]
+        assert {"1f1b-split", "zb-h1"} <= set(names)
+        shared = [
+            page.locator("a.pt.family").nth(i).locator("title").text_content()
+            for i in range(page.locator("a.pt.family").count())
+        ]
+        both = [t for t in shared if "1f1b-split" in t and "zb-h1" in t]
+        assert len(both) == 1 and "time 17, peak 2" in both[0]
+        for name in ("1f1b-split", "zb-h1"):  # each label opens its own family's timeline
+            link = labels.nth(names.index(name))
+            target = link.get_attribute("href")
+            link.locator("text").click()
+            assert page.locator(target).evaluate("d => d.open")
+            assert name in page.locator(f"{target} summary").text_content()
+        assert not errors

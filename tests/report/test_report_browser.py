@@ -78,25 +78,27 @@ def _ops(p: int, m: int, kinds: str, stages: int | None = None) -> Counter:
     return Counter(f"{s}{k}{mb}" for s in range(stages or p) for mb in range(m) for k in kinds)
 
 
+def _schedule_file(path, programs):
+    """A hand-written ppverify JSON schedule of a linear p=2, m=2 step, its programs as given."""
+    doc = {
+        "format": "ppverify-schedule",
+        "version": 1,
+        "family": "custom",
+        "params": {},
+        "p": 2,
+        "m": 2,
+        "placement": {"name": "linear", "maps": [[0, 1]]},
+        "pipe_of_mb": [0, 0],
+        "programs": programs,
+    }
+    path.write_text(json.dumps(doc))
+
+
 @pytest.fixture(scope="module")
 def study_page(tmp_path_factory):
     d = tmp_path_factory.mktemp("report")
     bad = d / "deadlock.json"  # 1F1B p=2 m=2 whose stage 1 runs both forwards first: a deadlock
-    bad.write_text(
-        json.dumps(
-            {
-                "format": "ppverify-schedule",
-                "version": 1,
-                "family": "custom",
-                "params": {},
-                "p": 2,
-                "m": 2,
-                "placement": {"name": "linear", "maps": [[0, 1]]},
-                "pipe_of_mb": [0, 0],
-                "programs": [["0F0", "0B0", "0F1", "0B1"], ["1F0", "1F1", "1B0", "1B1"]],
-            }
-        )
-    )
+    _schedule_file(bad, [["0F0", "0B0", "0F1", "0B1"], ["1F0", "1F1", "1B0", "1B1"]])
     out = d / "study.html"
     assert (
         main(
@@ -351,21 +353,7 @@ def test_a_schedule_named_like_markup_is_shown_as_text(browser, tmp_path):
     name = "<img src=x onerror=alert(1)>"
     f = tmp_path / f"{name}.json"
     programs = [["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]  # 1F1B, p=2 m=2
-    f.write_text(
-        json.dumps(
-            {
-                "format": "ppverify-schedule",
-                "version": 1,
-                "family": "custom",
-                "params": {},
-                "p": 2,
-                "m": 2,
-                "placement": {"name": "linear", "maps": [[0, 1]]},
-                "pipe_of_mb": [0, 0],
-                "programs": programs,
-            }
-        )
-    )
+    _schedule_file(f, programs)
     out = tmp_path / "named.html"
     argv = ["report", "--schedules", str(f), "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--levels", "async"]
     assert main([*argv, "--no-verify", "--no-progress", "-o", str(out)]) == 0
