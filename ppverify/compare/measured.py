@@ -190,7 +190,7 @@ def fill_measured(
 def fill_from_trace(points: Sequence[PointResult], trace: Sequence[str], unit_s: float = UNIT_S) -> list[PointResult]:
     """The points with their pending measured results read from a profiler trace
     (``compare --measured-trace DIR``): a point whose schedule is the one the trace ran (same p,
-    the same op order on every rank; :func:`~ppverify.compare.trace_check.schedule_differences`)
+    the same op order on every rank; :func:`~ppverify.measure.trace_import.schedule_differences`)
     gets the recorded step's makespan (the median step, :mod:`ppverify.io.trace_step`; abstract
     configurations in units of ``unit_s`` seconds), every other point ``not applicable``.
 
@@ -211,8 +211,7 @@ def fill_from_trace(points: Sequence[PointResult], trace: Sequence[str], unit_s:
     """
     from ..io.profiler_trace import read_traces
     from ..io.trace_step import recorded_step
-    from ..measure.trace_import import import_step
-    from .trace_check import schedule_differences
+    from ..measure.trace_import import import_step, schedule_differences
 
     traces = read_traces(trace)  # bad traces are bad input: one line, exit 2
     rec = recorded_step(traces)

@@ -60,42 +60,6 @@ class TraceCheck:
         return self.imported.timeline
 
 
-def schedule_differences(given: Schedule, recorded: Schedule) -> list[str]:
-    """Every difference between what ran (``recorded``) and what was meant (``given``), rank by
-    rank: missing ops, extra ops, and the op order (the first position where the common ops
-    differ, and how many positions do). Empty: the same programs.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> g = build("1f1b", p=2, m=2)
-        >>> r = g.with_programs((g.programs[0][:1] + g.programs[0][2:] + g.programs[0][1:2], g.programs[1][:-1]))
-        >>> for line in schedule_differences(g, r): print(line)
-        rank 0: op order differs at position 1: ran 0B0, the schedule has 0F1 (3 of 4 positions differ)
-        rank 1: missing 1B1 (in the schedule, not in the trace)
-    """
-    out = []
-    for rank in range(max(given.p, recorded.p)):
-        g = [str(o) for o in given.ops(rank)] if rank < given.p else []
-        r = [str(o) for o in recorded.ops(rank)] if rank < recorded.p else []
-        gs, rs = set(g), set(r)
-        missing = [o for o in g if o not in rs]
-        extra = [o for o in r if o not in gs]
-        gc = [o for o in g if o in rs]
-        rc = [o for o in r if o in gs]
-        diff = [i for i, (a, b) in enumerate(zip(rc, gc)) if a != b]
-        if diff:
-            i = diff[0]
-            out.append(
-                f"rank {rank}: op order differs at position {i}: ran {rc[i]}, the schedule has {gc[i]} "
-                f"({len(diff)} of {len(gc)} positions differ)"
-            )
-        if missing:
-            out.append(f"rank {rank}: missing {' '.join(missing)} (in the schedule, not in the trace)")
-        if extra:
-            out.append(f"rank {rank}: extra {' '.join(extra)} (in the trace, not in the schedule)")
-    return out
-
-
 def prediction_errors(measured: Timeline, predicted: Timeline) -> dict[str, Any]:
     """Relative errors of a measured timeline against a prediction (``(measured - predicted) /
     predicted``): ``step`` (makespan), ``kind`` (total duration of each op kind), ``rank`` (end
@@ -192,7 +156,7 @@ def check_trace(
     from ..io.trace_step import recorded_step
     from ..measure import seconds_costs
     from ..measure.calibrate import predict_on
-    from ..measure.trace_import import import_step
+    from ..measure.trace_import import import_step, schedule_differences
     from ..verify import verify
 
     traces = list(inputs) if inputs and all(isinstance(x, RankTrace) for x in inputs) else read_traces(inputs)
@@ -241,7 +205,7 @@ def measured_beside(inputs: Sequence[Any], predicted: Timeline, step: int | None
     """
     from ..io.profiler_trace import read_traces
     from ..io.trace_step import recorded_step
-    from ..measure.trace_import import import_step
+    from ..measure.trace_import import import_step, schedule_differences
 
     traces = read_traces(inputs)
     rec = recorded_step(traces, step)

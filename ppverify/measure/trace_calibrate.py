@@ -166,22 +166,16 @@ def check_ran(schedule: Schedule, recorded: Schedule, step: int) -> None:
         >>> check_ran(build("gpipe", p=2, m=2), build("1f1b", p=2, m=2), 1)
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter schedule=gpipe p=2 m=2: is not what ProfilerStep#1 ran: rank 1 ran 1B0 at position 1, the schedule has 1F1; a fit needs the schedule the trace ran (leave --schedule out for a one-pipe trace; import-trace --schedule lists every difference)
+        ppverify.core.errors.ParameterError: parameter schedule=gpipe p=2 m=2: is not what ProfilerStep#1 ran: rank 1: op order differs at position 1: ran 1B0, the schedule has 1F1 (2 of 4 positions differ); a fit needs the schedule the trace ran (leave --schedule out for a one-pipe trace; import-trace --schedule lists every difference)
     """
-    for rank in range(max(schedule.p, recorded.p)):
-        meant = [str(o) for o in schedule.ops(rank)] if rank < schedule.p else []
-        ran = [str(o) for o in recorded.ops(rank)] if rank < recorded.p else []
-        if meant == ran:
-            continue
-        i = next((k for k, (a, b) in enumerate(zip(ran, meant)) if a != b), min(len(ran), len(meant)))
-        what = (
-            f"ran {ran[i] if i < len(ran) else 'nothing more'} at position {i}, "
-            f"the schedule has {meant[i] if i < len(meant) else 'nothing more'}"
-        )
+    from .trace_import import schedule_differences
+
+    diffs = schedule_differences(schedule, recorded)
+    if diffs:
         raise ParameterError(
             "schedule",
             schedule.describe(),
-            f"is not what ProfilerStep#{step} ran: rank {rank} {what}; a fit needs the schedule the trace ran "
+            f"is not what ProfilerStep#{step} ran: {diffs[0]}; a fit needs the schedule the trace ran "
             "(leave --schedule out for a one-pipe trace; import-trace --schedule lists every difference)",
         )
 

@@ -205,6 +205,47 @@ def recorded_schedule(
     return Schedule(placement, mbs, tuple(progs), (0,) * mbs, "recorded", {"p": p, "m": mbs})
 
 
+def schedule_differences(given: Schedule, recorded: Schedule) -> list[str]:
+    """Every difference between what ran (``recorded``) and what was meant (``given``), rank by
+    rank: missing ops, extra ops, and the op order (the first position where the common ops
+    differ, and how many positions do). Empty: the same programs.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> g = build("1f1b", p=2, m=2)
+        >>> r = g.with_programs((g.programs[0][:1] + g.programs[0][2:] + g.programs[0][1:2], g.programs[1][:-1]))
+        >>> for line in schedule_differences(g, r): print(line)
+        rank 0: op order differs at position 1: ran 0B0, the schedule has 0F1 (3 of 4 positions differ)
+        rank 1: missing 1B1 (in the schedule, not in the trace)
+        >>> schedule_differences(g, g.with_programs((g.programs[0] + g.programs[0][-1:], g.programs[1])))
+        ['rank 0: ran 5 ops, the schedule has 4 (repeated: 0B1)']
+    """
+    out = []
+    for rank in range(max(given.p, recorded.p)):
+        g = [str(o) for o in given.ops(rank)] if rank < given.p else []
+        r = [str(o) for o in recorded.ops(rank)] if rank < recorded.p else []
+        gs, rs = set(g), set(r)
+        missing = [o for o in g if o not in rs]
+        extra = [o for o in r if o not in gs]
+        gc = [o for o in g if o in rs]
+        rc = [o for o in r if o in gs]
+        diff = [i for i, (a, b) in enumerate(zip(rc, gc)) if a != b]
+        if diff:
+            i = diff[0]
+            out.append(
+                f"rank {rank}: op order differs at position {i}: ran {rc[i]}, the schedule has {gc[i]} "
+                f"({len(diff)} of {len(gc)} positions differ)"
+            )
+        if missing:
+            out.append(f"rank {rank}: missing {' '.join(missing)} (in the schedule, not in the trace)")
+        if extra:
+            out.append(f"rank {rank}: extra {' '.join(extra)} (in the trace, not in the schedule)")
+        if not (diff or missing or extra) and r != g:  # the same ops and order, one of them run twice
+            repeated = sorted({o for o in r if r.count(o) != g.count(o)})
+            out.append(f"rank {rank}: ran {len(r)} ops, the schedule has {len(g)} (repeated: {' '.join(repeated)})")
+    return out
+
+
 def fitted_costs(
     events: Sequence[Sequence[Event]], placement: Placement, boundary_bytes: Sequence[float] = ()
 ) -> CostModel:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppverify.cli import main
-from ppverify.compare.trace_check import check_trace, schedule_differences
+from ppverify.compare.trace_check import check_trace
 from ppverify.core.comm import FixedDelay
 from ppverify.core.costs import CostModel
 from ppverify.core.errors import ScheduleFileError
@@ -24,7 +24,7 @@ from ppverify.engines import run
 from ppverify.io.profiler_trace import read_traces
 from ppverify.io.trace_step import recorded_step
 from ppverify.io.trace_synth import synthetic_traces, write_synthetic
-from ppverify.measure.trace_import import import_step, recorded_size
+from ppverify.measure.trace_import import import_step, recorded_size, schedule_differences
 from ppverify.schedules import build
 
 FAMILIES = [("gpipe", {}), ("1f1b", {}), ("interleaved-1f1b", {"v": 2}), ("zbv", {}), ("zb-h1", {})]
