@@ -3,7 +3,7 @@
 
     python scripts/reproduce_paper.py [--out docs/results.md] [--images docs/images]
 
-Runs the default comparison (`ppverify compare`: seven schedules, five systems, two models, three
+Runs the default comparison (`ppverify compare`: eight schedules, five systems, two models, three
 microbatch counts, every abstraction level), checks the findings with presets and in abstract
 units, draws the crossover plots and a Gantt chart, and writes a Markdown section with the tables,
 the findings (reproduced or not, under which semantics) and the pictures. Everything printed in it
@@ -190,7 +190,7 @@ the GPT-3 presets, where the all-reduce moves every replica's gradients.
 
 ## Where rankings cross
 
-Makespan of the seven schedules on {cfg.label} as the per-hop latency or the link bandwidth varies
+Makespan of the default schedules on {cfg.label} as the per-hop latency or the link bandwidth varies
 (async semantics; background = fastest schedule, `x` = two schedules swap order):
 {len(crossings(lat))} crossings along latency, {len(crossings(bw))} along bandwidth.
 

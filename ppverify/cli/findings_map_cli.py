@@ -5,12 +5,13 @@ of the ``compare`` command module so that stays thin; the work is in
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
 from ..core.errors import ParameterError
-from ..core.files import atomic_path, atomic_write, check_output_path, prepare_output_dir
+from ..core.files import atomic_path, atomic_write, check_output_path, output_target, prepare_output_dir
 from ..engines.registry import names as engine_names
 from .common import print_json
 
@@ -98,6 +99,21 @@ def check_map_options(args: argparse.Namespace) -> None:
             )
 
 
+def _link(image: str, markdown: str) -> str:
+    """The path of ``image`` as a link from the Markdown file ``markdown``: relative to its folder
+    (``../plots/x.png`` when the plots sit beside that folder), absolute only where no relative path
+    exists (another drive).
+
+    Example:
+        >>> _link("plots/a.png", "docs/map.md"), _link("docs/img/a.png", "docs/map.md")
+        ('../plots/a.png', 'img/a.png')
+    """
+    try:
+        return Path(os.path.relpath(Path(image).resolve(), Path(markdown).resolve().parent)).as_posix()
+    except ValueError:
+        return str(Path(image).resolve())
+
+
 def run_map_command(args: argparse.Namespace) -> int:
     """Run (or resume) the map, print it, write the requested files.
 
@@ -129,16 +145,21 @@ def run_map_command(args: argparse.Namespace) -> int:
         raise ParameterError("levels", args.levels, f"the map takes one of {', '.join(engines)}")
     if args.workers is not None and args.workers < 1:
         raise ParameterError("workers", args.workers, "must be >= 1")
+    if args.workers is not None and args.executor == "ray":  # as `sweep`: it would be ignored
+        raise ParameterError(
+            "workers", args.workers, "sizes the local pool; Ray places batches on its cluster: leave it out"
+        )
     batch = 8 if args.batch is None else args.batch
     if batch < 1:
         raise ParameterError("batch", batch, "must be >= 1")
     if args.markdown and Path(args.markdown).suffix.lower() != ".md":
         raise ParameterError("markdown", args.markdown, "expected a .md file")
+    store = args.store or ("findings-map-quick.results.jsonl" if args.quick else "findings-map.results.jsonl")
+    output_target(store, "--store")  # a folder: refused before --plots makes its folder
     if args.plots:  # made first: the Markdown may go into the same folder
         prepare_output_dir(args.plots, "--plots")
     if args.markdown:
         check_output_path(args.markdown, "--markdown")  # before the map: a bad name costs no run
-    store = args.store or ("findings-map-quick.results.jsonl" if args.quick else "findings-map.results.jsonl")
     res = run_map(
         QUICK_GRID if args.quick else DEFAULT_GRID,
         store,
@@ -160,13 +181,7 @@ def run_map_command(args: argparse.Namespace) -> int:
         with atomic_path(args.out, "--out") as tmp:  # as given: Path() would drop a trailing '/'
             (res.results.to_parquet if out.suffix.lower() == ".parquet" else res.results.to_csv)(tmp, index=False)
     if args.markdown:
-        md = Path(args.markdown)
-        rel = {
-            k: str(Path(v).resolve().relative_to(md.resolve().parent))
-            if Path(v).resolve().is_relative_to(md.resolve().parent)
-            else v
-            for k, v in images.items()
-        }
+        rel = {k: _link(v, args.markdown) for k, v in images.items()}
         atomic_write(args.markdown, map_markdown(res, rel, seconds) + "\n", "--markdown")
     if args.json:
         print_json(dict(map_json(res), seconds=round(seconds, 1), store=str(store)))

@@ -5,8 +5,12 @@ rather than dropped without a word."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ..core.errors import ParameterError
+
+if TYPE_CHECKING:
+    from ..compare import Config
 
 #: the family options of a Gantt chart's FAMILY (``dest``, as spelled on the command line)
 _FAMILY_OPTIONS = {
@@ -67,3 +71,47 @@ def check_plot_mode(args: argparse.Namespace) -> None:
                     getattr(args, dest),
                     f"{flag} applies with --crossover latency|bandwidth; a Gantt chart draws one FAMILY|FILE",
                 )
+
+
+def crossover_config(args: argparse.Namespace) -> Config:
+    """The configuration a ``--crossover`` plot sweeps: ``--system``/``--model`` with every preset
+    option given (``--recompute``, ``--flash-attention`` and ``--layers-per-stage`` included), or
+    abstract ``--costs``. Refused rather than dropped: ``--costs`` beside the presets (they give the
+    durations), and a model or system option without them (abstract costs have nothing it shapes).
+
+    Example:
+        >>> from ppverify.cli.commands.plot import add_arguments
+        >>> parser = argparse.ArgumentParser()
+        >>> add_arguments(parser)
+        >>> argv = ["--crossover", "latency", "-p", "2", "--system", "dgx-h100", "--model", "gpt3-1.3b"]
+        >>> crossover_config(parser.parse_args([*argv, "--recompute", "-o", "c.png"])).label
+        'p=2 m=2 dgx-h100 gpt3-1.3b mfu=0.4 microbatch-size=1 tp=1 recompute=True'
+        >>> crossover_config(parser.parse_args([*argv, "--costs", "F=1,B=3", "-o", "c.png"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter costs=F=1,B=3: abstract --costs cannot be combined with --system/--model (the presets give the durations): leave --costs out, or the presets
+    """
+    from ..compare import Config
+    from ..compare.request import PRESET_OPTIONS
+    from ..core.costs import parse_costs
+    from ..systems.preset_models import check_model_options, settings_from
+
+    m = args.m if args.m is not None else args.p
+    if not (args.system or args.model):
+        check_model_options(settings_from(vars(args)), system_too=True)  # --mfu etc. would change nothing
+        costs = parse_costs(args.costs or "F=1,B=2")
+        return Config(args.p, m, costs=tuple((k, float(v)) for k, v in costs.items()))
+    if not (args.system and args.model):
+        raise ParameterError("system", args.system, "--system and --model go together")
+    if args.costs is not None:
+        raise ParameterError(
+            "costs",
+            args.costs,
+            "abstract --costs cannot be combined with --system/--model (the presets give the durations): "
+            "leave --costs out, or the presets",
+        )
+    given = [(k, getattr(args, k)) for k in PRESET_OPTIONS if getattr(args, k, None) is not None]
+    given += [(k, True) for k in ("recompute", "flash_attention") if getattr(args, k, False)]
+    if getattr(args, "layers_per_stage", None) is not None:
+        given.append(("layers_per_stage", args.layers_per_stage))
+    return Config(args.p, m, args.system, args.model, options=tuple(given))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -214,8 +214,34 @@ def select_schedules(
         if not hit:
             fam = get_family(key)  # raises ParameterError listing known families
             hit = [ScheduleEntry(fam.name, fam.name)]
-        out.extend(e for e in hit if e not in out)
-    return tuple(out)
+        out.extend(hit)
+    return tuple(distinct_entries(out))
+
+
+def distinct_entries(entries: Sequence[ScheduleEntry]) -> list[ScheduleEntry]:
+    """``entries`` without repeats; two different schedules under one label are refused, since
+    tables and curves are keyed by label and would merge them (a file is labelled by its name).
+
+    Example:
+        >>> one = ScheduleEntry("1f1b", "1f1b")
+        >>> [e.label for e in distinct_entries([one, one])]
+        ['1f1b']
+        >>> distinct_entries([one, ScheduleEntry("1f1b", "file", file="mine/1f1b.json")])
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter schedules=1f1b: two different schedules are labelled '1f1b' (family 1f1b, file mine/1f1b.json): their results would merge; rename the file
+    """
+    seen: dict[str, ScheduleEntry] = {}
+    for e in entries:
+        other = seen.setdefault(e.label, e)
+        if other != e:
+            what = ", ".join(f"file {x.file}" if x.file else f"family {x.family}" for x in (other, e))
+            raise ParameterError(
+                "schedules",
+                e.label,
+                f"two different schedules are labelled {e.label!r} ({what}): their results would merge; rename the file",
+            )
+    return list(seen.values())
 
 
 def input_digests(

@@ -24,15 +24,23 @@ def parse_range(text: str | None, default: tuple[float, float, int]) -> tuple[fl
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter range=5,1: need 0 <= LO < HI <= 1e15 and 2 <= N <= 1000
+        >>> parse_range("1,100,5,7", (1.0, 10.0, 5))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter range=1,100,5,7: expected LO,HI or LO,HI,N (two or three numbers), e.g. 1,1000,13
     """
     if not text:
         return default
     parts = text.split(",")
+    if len(parts) not in (2, 3):  # a fourth number would be dropped unread
+        raise ParameterError("range", text, "expected LO,HI or LO,HI,N (two or three numbers), e.g. 1,1000,13")
     try:
         lo, hi = float(parts[0]), float(parts[1])
         n = int(parts[2]) if len(parts) > 2 else default[2]
     except (ValueError, IndexError):
-        raise ParameterError("range", text, "expected LO,HI or LO,HI,N, e.g. 1,1000,13") from None
+        raise ParameterError(
+            "range", text, "expected LO,HI or LO,HI,N (N a whole number of points), e.g. 1,1000,13"
+        ) from None
     if not (0 <= lo < hi <= 1e15) or not 2 <= n <= 1000:
         raise ParameterError("range", text, "need 0 <= LO < HI <= 1e15 and 2 <= N <= 1000")
     return lo, hi, n
@@ -65,6 +73,37 @@ def axis_values(axis: str, text: str | None, preset: bool) -> np.ndarray:
     return np.linspace(lo, hi, n)
 
 
+def swept_config(cfg: Any, axis: str) -> str:
+    """The configuration ``cfg`` (a :class:`~ppverify.compare.Config`) named without the value
+    the crossover sweeps along ``axis``: its label would claim one latency (or delay c) or
+    bandwidth that the x axis varies.
+
+    Example:
+        >>> from ppverify.compare import Config
+        >>> swept_config(Config(4, 8, costs=(("F", 1.0), ("B", 2.0))), "latency")
+        'p=4 m=8 F=1,B=2'
+    """
+    what = (
+        f"{cfg.label_parts()}, {axis} varied"
+        if not cfg.abstract
+        else ",".join(f"{k}={v:g}" for k, v in cfg.costs or ())
+    )
+    return f"p={cfg.p} m={cfg.m} {what}"
+
+
+def axis_unit(axis: str, preset: bool) -> tuple[str, float]:
+    """The unit ``--range`` takes along ``axis`` and the factor from the curves' values (seconds,
+    bytes/s, or abstract units) to it.
+
+    Example:
+        >>> axis_unit("latency", True), axis_unit("bandwidth", True), axis_unit("latency", False)
+        (('us', 1000000.0), ('GB/s', 1e-09), ('units', 1.0))
+    """
+    if not preset:
+        return "units", 1.0
+    return ("us", 1e6) if axis == "latency" else ("GB/s", 1e-9)
+
+
 def crossover_title(cfg: Any, axis: str, semantics: str) -> str:
     """The title of a crossover plot of the configuration ``cfg`` (a
     :class:`~ppverify.compare.Config`): the swept axis replaces the configuration's own latency
@@ -76,12 +115,7 @@ def crossover_title(cfg: Any, axis: str, semantics: str) -> str:
         >>> crossover_title(Config(4, 8, costs=(("F", 1.0), ("B", 2.0))), "latency", "async")
         'p=4 m=8 F=1,B=2: makespan vs per-hop delay under async (x = order swaps)'
     """
-    what = (
-        f"{cfg.label_parts()}, {axis} varied"
-        if not cfg.abstract
-        else ",".join(f"{k}={v:g}" for k, v in cfg.costs or ())
-    )
     return (
-        f"p={cfg.p} m={cfg.m} {what}: makespan vs {'per-hop delay' if cfg.abstract else axis} "
+        f"{swept_config(cfg, axis)}: makespan vs {'per-hop delay' if cfg.abstract else axis} "
         f"under {semantics} (x = order swaps)"
     )

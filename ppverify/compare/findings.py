@@ -202,7 +202,9 @@ def finding_abstraction(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
                         )
         count += inverted
     if not seen_any:
-        return Verdict(level, None, "needs bubble ratios and makespans of two schedules in one configuration")
+        has_ratios = df["level"].isin(("formula", "slot")) & df["bubble_ratio"].notna()
+        hint = "" if has_ratios.any() else " (no formula or slot level ran: add formula to --levels)"
+        return Verdict(level, None, f"needs bubble ratios and makespans of two schedules in one configuration{hint}")
     if best is None:
         return Verdict(
             level,
@@ -250,7 +252,9 @@ def finding_gpipe_1f1b(df: pd.DataFrame, setup: Setup, level: str) -> Verdict:
         elif pg is None or p1 is None:
             bad.append(f"{cfg}: equal time, no per-device peaks at this level")
         elif not (all(a <= b * (1 + REL_TOL) for a, b in zip(p1, pg)) and sum(p1) < sum(pg) * (1 - REL_TOL)):
-            bad.append(f"{cfg}: equal time but 1F1B peaks {p1} not below GPipe {pg}")
+            mu = str(grp["memory_unit"].iloc[0]) if "memory_unit" in grp else "activations"
+            shown = [", ".join(_mem(x, mu) for x in peaks) for peaks in (p1, pg)]
+            bad.append(f"{cfg}: equal time but 1F1B peaks [{shown[0]}] not below GPipe [{shown[1]}]")
         else:
             good += 1
     if not bad and not good:

@@ -117,18 +117,23 @@ class Rule:
             'Chimera is faster than 1F1B when m ≤ 2p and bandwidth ≥ 50 GB/s (all 10 grid points agree)'
             >>> Rule((), True, 10, 10).sentence("X"), Rule((), True, 9, 10).sentence("X")
             ('X everywhere on the grid (all 10 grid points)', 'X at 9 of 10 grid points')
+
+        No point with a verdict is no evidence either way (not "nowhere"), and one point is one:
+            >>> Rule((), True, 0, 0).sentence("X"), Rule((), True, 1, 1).sentence("X")
+            ('X: no verdict at any grid point (the schedules it compares do not apply there)', 'X everywhere on the grid (its 1 grid point)')
         """
-        conds = " and ".join(_merged(self.conditions))
+        if self.total == 0:
+            none = "no verdict at any grid point (the schedules it compares do not apply there)"
+            return f"{subject}: {none}" if subject else none
+        every = f"all {self.total} grid points" if self.total > 1 else "its 1 grid point"
         if not self.conditions:  # no boundary: say where it holds, by count
             holding = self.matched if self.holds_inside else self.total - self.matched
             if holding in (0, self.total):
-                return f"{subject} {'nowhere' if holding == 0 else 'everywhere'} on the grid (all {self.total} grid points)"
+                return f"{subject} {'nowhere' if holding == 0 else 'everywhere'} on the grid ({every})"
             return f"{subject} at {holding} of {self.total} grid points"
-        else:
-            body = f"{subject} {'when' if self.holds_inside else 'unless'} {conds}"
-        agree = (
-            f"all {self.total} grid points agree" if self.exact else f"{self.matched} of {self.total} grid points agree"
-        )
+        # a condition needs two values on its axis, so a rule with one always covers >= 2 points
+        body = f"{subject} {'when' if self.holds_inside else 'unless'} {' and '.join(_merged(self.conditions))}"
+        agree = f"{every} agree" if self.exact else f"{self.matched} of {self.total} grid points agree"
         return f"{body} ({agree})"
 
 

@@ -35,7 +35,7 @@ import pandas as pd
 from ..compare.config import Config
 from ..compare.findings import FINDINGS_SCHEDULES, MATERIAL, REL_TOL, SMALL_GAIN
 from ..core.errors import ParameterError
-from ..core.files import atomic_write
+from ..core.files import atomic_write, output_target
 from ..engines.registry import names as engine_names
 from ..sweep.config import SweepSpec
 from ..sweep.executor import run_sweep
@@ -72,13 +72,19 @@ class MapGrid:
         )
 
     def describe(self) -> str:
-        """One line naming every axis."""
-        bw = self.bandwidths_GBps
+        """One line naming every axis.
+
+        Example:
+            >>> MapGrid(ps=(4,), m_factors=(1,), bandwidths_GBps=(900,), latencies_us=(1,), models=("x",)).describe()
+            'p in {4}, m in {p}, bandwidth 900 GB/s, latency {1} us, models x, MFU 0.4: 1 configuration'
+        """
+        bw = sorted(set(self.bandwidths_GBps))
+        bws = f"{bw[0]:g} GB/s" if len(bw) == 1 else f"{bw[0]:g}-{bw[-1]:g} GB/s ({len(bw)} values)"
         return (
             f"p in {{{', '.join(map(str, self.ps))}}}, m in {{{', '.join(f'{k}p' if k > 1 else 'p' for k in self.m_factors)}}}, "
-            f"bandwidth {min(bw):g}-{max(bw):g} GB/s ({len(bw)} values), latency "
+            f"bandwidth {bws}, latency "
             f"{{{', '.join(f'{x:g}' for x in self.latencies_us)}}} us, models {', '.join(self.models)}, "
-            f"MFU {self.mfu:g}: {self.num_configs} configurations"
+            f"MFU {self.mfu:g}: {self.num_configs} configuration{'s' if self.num_configs != 1 else ''}"
         )
 
 
@@ -381,11 +387,12 @@ def run_map(
         >>> g = MapGrid(ps=(4,), m_factors=(1,), bandwidths_GBps=(900,), latencies_us=(1,), models=("gpt3-1.3b",))
         >>> r = run_map(g, os.path.join(tempfile.mkdtemp(), "m.jsonl"), workers=1)  # doctest: +SKIP
         >>> [(f.key, f.holds, f.total) for f in r.findings][2]  # doctest: +SKIP
-        ('chimera', 0, 1)
+        ('chimera', 1, 1)
     """
     engines = engine_names(levels_only=True)
     if level not in engines:
         raise ParameterError("level", level, f"the map's makespans come from one of {', '.join(engines)}")
+    output_target(store, "--store")  # a folder or a device: refused before the presets are written beside it
     store = Path(store)
     systems = write_systems(grid, store.parent / (store.name.split(".")[0] + ".systems"))
     spec = map_spec(grid, systems, level)

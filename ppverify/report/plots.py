@@ -53,10 +53,20 @@ def check_plot_path(path: str | Path, option: str = "output") -> Path:
     return p
 
 
-def _save(fig, path: str | Path) -> None:
+def save_figure(fig: Any, path: str | Path, option: str = "--output") -> None:
+    """Write ``fig`` to ``path`` in the format its suffix names, atomically (a reader never sees
+    half an image); a failure names ``option``, the option the path came from.
+
+    Example:
+        >>> import os, tempfile
+        >>> fig = plt.figure()
+        >>> out = os.path.join(tempfile.mkdtemp(), "f.png")
+        >>> save_figure(fig, out, "--plot"); os.path.getsize(out) > 0
+        True
+    """
     from ..core.files import atomic_path
 
-    with atomic_path(path, "--output") as tmp:  # a reader never sees half an image
+    with atomic_path(path, option) as tmp:
         fig.savefig(tmp, dpi=130, format=Path(path).suffix.lstrip(".").lower() or None)
 
 
@@ -116,12 +126,18 @@ def _time_scale(unit: str) -> tuple[float, str]:
 
 
 def gantt(
-    timeline: Timeline, path: str | Path, title: str | None = None, memory: bool = True, measured_memory: Any = None
+    timeline: Timeline,
+    path: str | Path,
+    title: str | None = None,
+    memory: bool = True,
+    measured_memory: Any = None,
+    option: str = "--output",
 ) -> Path:
     """Write a Gantt chart of ``timeline``: one row per device, one bar per op (color = kind,
     label = microbatch, hatched = second pipe), transfers as lines from the sender's row at their
     start to the receiver's row at their end, and per-device memory beneath (a measured run's own
-    curve, per device ``(times, bytes)``, when ``measured_memory`` is given).
+    curve, per device ``(times, bytes)``, when ``measured_memory`` is given); a failed write names
+    ``option``, the option ``path`` came from.
 
     Example:
         >>> import tempfile, os
@@ -251,7 +267,7 @@ def gantt(
         ax.set_xlabel(f"time ({unit})")
     fig.tight_layout()
     _fit_labels(fig, ax, labels)
-    _save(fig, path)
+    save_figure(fig, path, option)
     plt.close(fig)
     return path
 
@@ -289,6 +305,21 @@ def spans_decades(values: Sequence[float] | np.ndarray | pd.Series) -> bool:
     return bool(arr.size and (arr > 0).all() and arr.max() > LOG_SPAN * arr.min())
 
 
+def _fastest(makespans: pd.Series) -> tuple[str, ...]:
+    """The schedules of least makespan at one sample, all of them where several tie (within
+    :data:`~ppverify.compare.crossover.TIE`, the crossings' rule): naming one of equals
+    "fastest" told a reader the others were slower.
+
+    Example:
+        >>> _fastest(pd.Series({"1f1b": 9.0, "gpipe": 9.0, "zbv": 10.0}))
+        ('1f1b', 'gpipe')
+    """
+    from ..compare.crossover import TIE
+
+    best = float(makespans.min())
+    return tuple(str(k) for k, v in makespans.items() if v <= best + TIE * abs(best))
+
+
 def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str = "") -> Path:
     """Makespan of each schedule against ``axis`` (``latency`` or ``bandwidth``); each axis is
     logarithmic where its values span more than a decade (:func:`spans_decades`). The background is banded by the fastest schedule at each value (its
@@ -322,7 +353,7 @@ def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str
         ax.set_yscale("log")
     wide = curves.pivot_table(index="x", columns="schedule", values="makespan").sort_index()
     xs = list(wide.index)
-    winners = [wide.loc[x].idxmin() for x in xs]
+    winners = [_fastest(wide.loc[x]) for x in xs]
     # band edges halfway (geometrically when log x) between sample points
     mids = [np.sqrt(a * b) if logx else (a + b) / 2 for a, b in zip(xs, xs[1:])]
     edges = [xs[0]] + mids + [xs[-1]]
@@ -333,15 +364,16 @@ def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str
         while j + 1 < len(xs) and winners[j + 1] == winners[i]:
             j += 1
         lo, hi = edges[i] * xfac, edges[j + 1] * xfac
-        ax.axvspan(lo, hi, color=colors[winners[i]], alpha=0.10, linewidth=0)
+        color = colors[winners[i][0]] if len(winners[i]) == 1 else "#888888"
+        ax.axvspan(lo, hi, color=color, alpha=0.10, linewidth=0)
         ax.text(
             np.sqrt(lo * hi) if logx and lo > 0 else (lo + hi) / 2,
             ytop,
-            f"fastest:\n{winners[i]}",
+            ("fastest:\n" if len(winners[i]) == 1 else "tie:\n") + "\n".join(winners[i]),
             ha="center",
             va="top",
             fontsize=7,
-            color=colors[winners[i]],
+            color=color,
         )
         i = j + 1
     for a, b, x0, x1 in crossings(curves):
@@ -364,6 +396,6 @@ def crossover_plot(curves: pd.DataFrame, axis: str, path: str | Path, title: str
         fontsize=10,
     )
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
     return path

@@ -86,7 +86,7 @@ def check_owner(rows: list[dict], name: str, path: str | Path) -> None:
         >>> check_owner([{"point": "a", "sweep": "grid"}], "other", "s.jsonl")
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ScheduleFileError: s.jsonl: holds 1 row of sweep 'grid', not of 'other' (this config's name): one store holds one sweep; give 'other' its own --store, or name it 'grid' to extend that sweep
+        ppverify.core.errors.ScheduleFileError: s.jsonl: holds 1 row of sweep 'grid', not of 'other': one store holds one sweep; give this run its own --store (a sweep config named 'grid' extends that sweep)
     """
     others: dict[str, int] = {}
     for r in rows:
@@ -98,8 +98,8 @@ def check_owner(rows: list[dict], name: str, path: str | Path) -> None:
         raise ScheduleFileError(
             str(path),
             "",
-            f"holds {n} row{'s' if n > 1 else ''} of sweep {owner!r}, not of {name!r} (this config's name): "
-            f"one store holds one sweep; give {name!r} its own --store, or name it {owner!r} to extend that sweep",
+            f"holds {n} row{'s' if n > 1 else ''} of sweep {owner!r}, not of {name!r}: one store holds one sweep; "
+            f"give this run its own --store (a sweep config named {owner!r} extends that sweep)",
         )
 
 

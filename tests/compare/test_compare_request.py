@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ppverify.cli import main
-from ppverify.compare.config import Config, ScheduleEntry
+from ppverify.compare.config import Config, ScheduleEntry, select_schedules
 from ppverify.compare.evaluate import evaluate_point
 from ppverify.compare.measured import fill_measured
 from ppverify.compare.request import (
@@ -150,3 +150,17 @@ def test_a_failed_measurement_is_an_error_whatever_its_message(monkeypatch):
     monkeypatch.setattr(measure, "measure_many", broken)
     r = fill_measured([_pending_point()])[0].level("measured")
     assert r.status == "error" and "RuntimeError" in r.note
+
+
+def test_compare_refuses_two_schedules_under_one_label(tmp_path, capsys):
+    # a GPipe file named 1f1b.json is labelled "1f1b" like the 1F1B family: the table is keyed by
+    # label, so the two would land in one row (it raised "truth value of a Series is ambiguous")
+    path = tmp_path / "1f1b.json"
+    assert main(["export", "gpipe", "-p", "4", "-m", "4", "-o", str(path)]) == 0
+    capsys.readouterr()
+    argv = ["compare", "-p", "4", "-m", "4", "--costs", "F=1,B=2", "--levels", "async", "--schedules", f"1f1b,{path}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "two different schedules are labelled '1f1b' (family 1f1b, file" in err and "Traceback" not in err
+    # one entry named twice (hanayo selects hanayo-w1 too) is one row each, no error
+    assert [e.label for e in select_schedules(["hanayo", "hanayo-w1", "gpipe"])] == ["hanayo-w1", "hanayo-w2", "gpipe"]

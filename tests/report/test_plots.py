@@ -194,3 +194,56 @@ def test_plot_refuses_an_option_its_drawing_would_ignore(tmp_path, capsys, extra
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0]
     assert not out.exists()
+
+
+def test_a_failed_image_write_names_the_option_the_path_came_from(tmp_path, monkeypatch, capsys):
+    # the disk fills while import-trace --plot writes: the error named --output, an option
+    # import-trace does not have; it names --plot now (the image was written through a temporary file, so no
+    # half image is left either)
+    from matplotlib.figure import Figure
+
+    from ppverify.cli import main
+
+    def full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full)
+    out = tmp_path / "g.png"
+    from pathlib import Path
+
+    traces = Path(__file__).resolve().parents[1] / "data" / "traces" / "measure-1f1b-p2-m4"
+    assert main(["import-trace", str(traces), "--plot", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "parameter --plot=" in err and "No space left on device" in err and "--output" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_crossover_json_names_the_config_without_the_swept_value_and_crossings_in_range_units(tmp_path, capsys):
+    # abstract p=2 m=2 with the default costs F=1,B=2: the config line said "c=0", while the
+    # per-hop delay c is what the x axis varies
+    out = tmp_path / "c.png"
+    argv = ["plot", "--crossover", "latency", "-p", "2", "-m", "2", "--schedules", "gpipe,1f1b", "-o", str(out)]
+    assert main([*argv, "--json"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["config"] == "p=2 m=2 F=1,B=2" and js["axis"] == "latency" and js["unit"] == "units"
+    # with presets the latency runs over --range's µs: 1, 10, 100 µs sampled, so a crossing lies
+    # between two of those numbers, not between 1e-6 and 1e-5 seconds
+    argv = ["plot", "--crossover", "latency", "-p", "4", "-m", "4", "--system", "dgx-h100", "--model", "gpt3-1.3b"]
+    assert main([*argv, "--schedules", "1f1b,chimera-asym", "--range", "1,10000,5", "-o", str(out), "--json"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["unit"] == "us" and js["config"].endswith(", latency varied")
+    samples = {1.0, 10.0, 100.0, 1000.0, 10000.0}
+    assert js["crossings"] and all(set(c["between"]) <= samples for c in js["crossings"])
+
+
+def test_a_tie_is_banded_as_a_tie_not_as_the_first_name():
+    # p=2 m=2, F=1,B=2, delay c per hop, by hand: GPipe ends at 9 + 2c (dev 0's last B starts
+    # after dev 1's two Bs and the hop back) and 1F1B at 9 + 2c too (dev 1 runs F0 B0 F1 B1): equal
+    # at every c, so the band said "fastest: 1f1b" by the order of the columns
+    from ppverify.report.plots import _fastest
+
+    entries = [ScheduleEntry("gpipe", "gpipe"), ScheduleEntry("1f1b", "1f1b")]
+    curves = makespan_curves(entries, Config(2, 2, costs=(("F", 1.0), ("B", 2.0))), "latency", [0.0, 1.0])
+    wide = curves.pivot_table(index="x", columns="schedule", values="makespan")
+    assert wide.loc[0.0].tolist() == [9.0, 9.0] and wide.loc[1.0].tolist() == [11.0, 11.0]
+    assert [_fastest(wide.loc[x]) for x in (0.0, 1.0)] == [("1f1b", "gpipe")] * 2

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 
-from ...core.errors import ParameterError
 from .. import Command
 from ..common import add_cost_arguments, add_schedule_arguments, print_json
 
@@ -50,8 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="xrange",
         default=None,
         metavar="LO,HI[,N]",
-        help="with --crossover: x range (latency in µs or abstract delay; bandwidth in GB/s), "
-        "log-spaced; default 1,10000,13 (µs) / 1,1000,13 (GB/s) / 0,2,9 (abstract)",
+        help="with --crossover: x range, N points (latency in µs or bandwidth in GB/s, log-spaced; an "
+        "abstract per-hop delay, evenly spaced); default 1,10000,13 (µs) / 1,1000,13 (GB/s) / 0,2,9 (abstract)",
     )
     parser.add_argument("-o", "--output", required=True, help="output file (.png, .svg or .pdf)")
     parser.add_argument("--json", action="store_true", help="print what was drawn as JSON")
@@ -113,36 +112,33 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _crossover(args: argparse.Namespace) -> int:
-    from ...compare import Config, select_schedules
+    from ...compare import select_schedules
     from ...compare.crossover import crossings, makespan_curves
-    from ...compare.crossover_axis import axis_values, crossover_title
-    from ...compare.request import PRESET_OPTIONS, given_csv
-    from ...core.costs import parse_costs
+    from ...compare.crossover_axis import axis_unit, axis_values, crossover_title, swept_config
+    from ...compare.request import given_csv
     from ...report.plots import crossover_plot
+    from ..plot_modes import crossover_config
 
     entries = select_schedules(given_csv("schedules", args.schedules))  # ',' names nothing: refused
-    m = args.m if args.m is not None else args.p
-    preset = bool(args.system or args.model)
-    vals = axis_values(args.crossover, args.xrange, preset)
-    if preset:
-        if not (args.system and args.model):
-            raise ParameterError("system", args.system, "--system and --model go together")
-        opts = tuple((k, getattr(args, k)) for k in PRESET_OPTIONS if getattr(args, k, None) is not None)
-        cfg = Config(args.p, m, args.system, args.model, options=opts)
-    else:
-        costs = parse_costs(args.costs or "F=1,B=2")
-        cfg = Config(args.p, m, costs=tuple((k, float(v)) for k, v in costs.items()))
+    cfg = crossover_config(args)  # every preset option carried; one the sweep would ignore refused
+    vals = axis_values(args.crossover, args.xrange, not cfg.abstract)
     semantics = args.semantics or "async"
     curves = makespan_curves(entries, cfg, args.crossover, vals, semantics)
     out = crossover_plot(curves, args.crossover, args.output, crossover_title(cfg, args.crossover, semantics))
     cross = crossings(curves)
-    if args.json:
+    if args.json:  # the config without the swept value, and crossings in --range's unit
+        unit, k = axis_unit(args.crossover, not cfg.abstract)
         print_json(
             {
                 "output": str(out),
-                "config": cfg.label,
+                "config": swept_config(cfg, args.crossover),
                 "semantics": semantics,
-                "crossings": [{"faster_before": a, "faster_after": b, "between": [x0, x1]} for a, b, x0, x1 in cross],
+                "axis": args.crossover,
+                "unit": unit,
+                "crossings": [
+                    {"faster_before": a, "faster_after": b, "between": [float(f"{x * k:.12g}") for x in (x0, x1)]}
+                    for a, b, x0, x1 in cross
+                ],
             }
         )
     else:
