@@ -131,4 +131,4 @@ def written_lines(args: argparse.Namespace) -> list[str]:
 def _plot(timeline: Any, path: str, curves: Any = None) -> None:
     from ..report.plots import gantt as plot_gantt
 
-    plot_gantt(timeline, path, measured_memory=curves)
+    plot_gantt(timeline, path, measured_memory=curves, option="--plot")

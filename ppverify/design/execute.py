@@ -128,6 +128,10 @@ def _worker_init() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the pool on Ctrl-C
+    # by terminate(): the handler a worker inherits from the command raises in Python, which
+    # waits for CP-SAT's solve to return, and the pool's worker loop then takes the exception for
+    # a task's result and runs the next queued point, while the parent waits at its exit for it
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _submit_ready(pending: list[Task], ready: Callable[[Task], Task | None], submit: Callable[[Task], None]) -> None:

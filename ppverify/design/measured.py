@@ -166,15 +166,16 @@ def measured_text(rows: list[Measured]) -> str:
           schedule                  predicted   measured   peak  measured peak  budget  gradients
           1f1b                         0.1500     0.1600      2              2       -  ok
     """
+    w = max([24] + [len(r.name) for r in rows])  # "frontier 0 (bidirectional)" is 26
     lines = [
         "measured   (PyTorch's runtime, sleep compute; seconds)",
-        f"  {'schedule':<24} {'predicted':>10} {'measured':>10} {'peak':>6} {'measured peak':>14} {'budget':>7}  gradients",
+        f"  {'schedule':<{w}} {'predicted':>10} {'measured':>10} {'peak':>6} {'measured peak':>14} {'budget':>7}  gradients",
     ]
     for r in rows:
         pred = "-" if r.predicted_s is None else f"{r.predicted_s:.4f}"
         budget = "-" if r.budget is None else f"{r.budget:g}"
         lines.append(
-            f"  {r.name:<24} {pred:>10} {r.measured_s:>10.4f} {r.predicted_peak:>6g} {r.measured_peak:>14g} "
+            f"  {r.name:<{w}} {pred:>10} {r.measured_s:>10.4f} {r.predicted_peak:>6g} {r.measured_peak:>14g} "
             f"{budget:>7}  {'ok' if r.grad_ok else 'WRONG'}"
         )
     return "\n".join(lines)

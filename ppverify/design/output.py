@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..core.schedule import Schedule
 from .run import Design
 
 
@@ -60,7 +61,7 @@ def design_text(d: Design) -> str:
             "-" if q.gap is None else f"{100 * q.gap:.3g} %",
             q.placement,
             _budget(q.budget),
-            (q.start or "-") if len(q.start or "") <= 10 else (q.start or "")[:7] + "...",
+            q.start or "-",  # whole: cut short, interleaved-zb and interleaved-1f1b read the same
             v,
         )
         for q, v in zip(d.front, d.verified)
@@ -114,10 +115,22 @@ def point_name(i: int, label: str, budget: float) -> str:
     return f"frontier-{i:02d}-{label.replace(':', '')}-budget{_budget(budget)}"
 
 
+def one_pipe(schedule: Schedule) -> bool:
+    """Whether ``schedule`` has PyTorch's CSV (one pipe: each stage on one rank); a two-pipe one
+    (bidirectional) is saved as ppverify JSON only.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> one_pipe(build("1f1b", 2, 4)), one_pipe(build("chimera", 2, 4))
+        (True, False)
+    """
+    return schedule.placement.num_pipes == 1 and not any(schedule.pipe_of_mb)
+
+
 def save_design(d: Design, directory: str | Path) -> list[Path]:
     """Write every frontier schedule as ppverify JSON (with its costs) and PyTorch CSV
-    (``.compute_only.csv`` and ``.compute_comms.csv``), plus ``design.json`` (the result);
-    returns the schedule files. Every file loads with every command.
+    (``.compute_only.csv`` and ``.compute_comms.csv``; one-pipe schedules only, :func:`one_pipe`),
+    plus ``design.json`` (the result); returns the schedule files. Every file loads with every command.
 
     Example:
         >>> import tempfile
@@ -148,12 +161,51 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
         pr = point_problem(by_label[q.placement], q.budget, d.request.m)
         comm = CommSettings(pr.comm, pr.sync, pr.dp_allreduce)
         written.append(save_json(q.schedule, out / f"{stem}.json", pr.costs, comment=note, comm=comm))
+        if not one_pipe(q.schedule):
+            continue  # PyTorch's CSV maps each stage to one rank: a two-pipe schedule has no CSV
         for flavour in (COMPUTE_ONLY, COMPUTE_COMMS):
             path = out / f"{stem}.{flavour}.csv"
             save_csv(q.schedule, path, flavour)
             written.append(path)
     atomic_write(out / "design.json", json.dumps(d.to_dict(), indent=1) + "\n", "save-dir")
+    _drop_earlier_frontiers(out, written)
     return written
+
+
+def _drop_earlier_frontiers(out: Path, written: Sequence[Path]) -> None:
+    """Remove the frontier files an earlier design left in ``out`` (named as :func:`point_name`
+    names them, not written now): beside this run's ``design.json`` they would pass for its
+    frontier (a run of 6 frontier points, then one of 2 in the same folder, left 4 strangers)."""
+    import re
+
+    mine = {p.name for p in written}
+    named = re.compile(
+        r"frontier-\d{2,}-[A-Za-z0-9]+-budget(none|[0-9.e+-]+)\.(json|compute_only\.csv|compute_comms\.csv)"
+    )
+    for f in out.iterdir():
+        if f.name not in mine and named.fullmatch(f.name) and f.is_file():
+            f.unlink()
+
+
+def saved_text(written: Sequence[Path]) -> str:
+    """What :func:`save_design` wrote, in words: the schedules, and which have PyTorch's CSV.
+
+    Example:
+        >>> saved_text([Path("a.json"), Path("a.compute_only.csv"), Path("a.compute_comms.csv"), Path("b.json")])
+        '2 frontier schedules (JSON; CSV for the 1 of one pipe: a two-pipe schedule has none)'
+        >>> saved_text([Path("a.json"), Path("a.compute_only.csv"), Path("a.compute_comms.csv")])
+        '1 frontier schedules (JSON and CSV)'
+    """
+    n = sum(p.suffix == ".json" for p in written)
+    csv = sum(p.name.endswith(".compute_only.csv") for p in written)
+    both = (
+        "JSON and CSV"
+        if csv == n
+        else "JSON only: a two-pipe schedule has no PyTorch CSV"
+        if csv == 0
+        else f"JSON; CSV for the {csv} of one pipe: a two-pipe schedule has none"
+    )
+    return f"{n} frontier schedules ({both})"
 
 
 def plot_design(d: Design, path: str | Path) -> Path:
@@ -169,9 +221,9 @@ def plot_design(d: Design, path: str | Path) -> Path:
         >>> plot_design(d, os.path.join(tempfile.mkdtemp(), "f.png")).suffix
         '.png'
     """
-    from ..report.plots import _save, check_plot_path, plt
+    from ..report.plots import check_plot_path, plt, save_figure
 
-    target = check_plot_path(path)
+    target = check_plot_path(path, "plot")
     fig, ax = plt.subplots(figsize=(7, 4.5))
     searched = [(q.peak, q.time) for q in d.points if q.time is not None and q.peak is not None and not q.skipped]
     ax.scatter([x for x, _ in searched], [y for _, y in searched], color="#bbbbbb", s=14, label="points searched")
@@ -196,8 +248,33 @@ def plot_design(d: Design, path: str | Path) -> Path:
     ax.set_ylabel(f"step time ({d.setups[0].costs.time_unit if d.setups else 'units'})")
     ax.set_title(f"design p={d.request.p} m={d.request.m}: frontier and families", fontsize=10)
     ax.legend(fontsize=8)
-    _save(fig, target)
+    save_figure(fig, target, "--plot")
     return target
+
+
+def check_writable(path: str | Path, option: str) -> None:
+    """Refuse, before the search, an output file (``--report``, ``--plot``) whose folder exists but
+    takes no new file (``/proc``, a read-only mount): otherwise the write fails after the whole
+    search. The name itself is checked by the option's own rules first.
+
+    Example:
+        >>> check_writable("/proc/frontier.png", "plot")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter plot=/proc/frontier.png: cannot write in its folder /proc: No such file or directory
+    """
+    import os
+    import secrets
+
+    from ..core.errors import ParameterError
+
+    folder = Path(os.path.realpath(path)).parent
+    try:
+        with open(folder / f".ppverify-probe-{secrets.token_hex(4)}", "xb") as fh:
+            os.unlink(fh.name)  # written and gone: the folder takes files
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ParameterError(option, str(path), f"cannot write in its folder {folder}: {why}") from None
 
 
 def is_design_result(path: str | Path) -> bool:
@@ -291,8 +368,9 @@ def load_design(path: str | Path) -> Design:
         points = tuple(point(r) for r in data["points"])
         front = tuple(point(r) for r in data["frontier"])
         verified = tuple(str(r["verified"]) for r in data["frontier"])
+        done = int(data.get("points_done", len(points)))
+        total = int(data.get("points_total", len(points)))  # files written before it: the points done
     except (KeyError, TypeError, ValueError, ActionSyntaxError) as exc:
         raise ScheduleFileError(str(path), "design", f"not a design result ({type(exc).__name__}: {exc})") from None
     fams = tuple(family_points(sets, rq.p, rq.m, settings))
-    return Design(rq, sets, points, fams, front, int(data.get("points_done", len(points))), len(points),
-                  bool(data.get("interrupted")), verified)  # fmt: skip
+    return Design(rq, sets, points, fams, front, done, total, bool(data.get("interrupted")), verified)

@@ -317,7 +317,7 @@ def family_points(setups: Sequence[Setup], p: int, m: int, settings: Any) -> lis
             seen.add(key)
             ctx = resolve_presets(settings, sched)
             unit = design_unit(ctx.costs, sched.placement, settings, m)
-            label = placement_label(sched)
+            label = searched_label(sched, setups)
             st = Setup(label, sched.placement, ctx.costs, ctx.comm, tuple(sched.pipe_of_mb), float(unit))
             try:
                 peak, time = _peak_and_time(sched, st)
@@ -342,6 +342,26 @@ def placement_label(schedule: Schedule) -> str:
     if pl.name == "wave":
         return f"wave:{pl.num_stages // (2 * pl.p)}"
     return pl.name
+
+
+def searched_label(schedule: Schedule, setups: Sequence[Setup]) -> str:
+    """The label of ``schedule``'s placement: a searched placement's own where it is the same
+    placement under another name (Hanayo's one wave is V: ``wave:1`` is ``v``), so the family is a
+    start of that placement's points and is compared with them; else :func:`placement_label`.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> from ppverify.design.spec import setups
+        >>> h = build("hanayo", 3, 6)
+        >>> searched_label(h, setups("v", 3, 6, PresetSettings())), searched_label(h, setups("linear", 3, 6, PresetSettings()))
+        ('v', 'wave:1')
+    """
+    label = placement_label(schedule)
+    if any(s.label == label for s in setups):
+        return label
+    same = [s.label for s in setups if s.placement.maps == schedule.placement.maps]
+    return same[0] if same else label
 
 
 def adopt_families(points: Sequence[Point], fams: Sequence[FamilyPoint], split: bool = True) -> list[Point]:

@@ -21,7 +21,7 @@ from ..systems.preset_models import PresetSettings
 from .deepen import deepen_front, deepen_line
 from .execute import run_points
 from .points import EPS, FamilyPoint, Point, adopt_families, family_points, frontier, monotone, value_at
-from .spec import Limits, Setup, Task, parse_budgets, setups
+from .spec import Limits, Setup, Task, budget_items, parse_budgets, setups
 from .tighten import tighten_front, tighten_line
 
 
@@ -177,6 +177,7 @@ class Design:
                 "time_unit": self.setups[0].costs.time_unit if self.setups else "units",
             },
             "points_done": self.done,
+            "points_total": self.total,  # more than done when interrupted
             "points_cut": self.cut,
             "points_skipped": self.skipped,
             "points": [q.to_dict() for q in self.points],
@@ -217,12 +218,20 @@ def plan(
         ppverify.core.errors.ParameterError: parameter budgets=0.5: below the least feasible budget 1 (one microbatch's activations on a device's stages of one pipe)
     """
     least = min(s.least_budget() for s in sets)
+    typed = (
+        {}
+        if parse_budgets(request.budgets, sets) is None
+        else dict((v, w) for w, v in budget_items(request.budgets, sets))
+    )
     for b in budgets:
         if b < least - EPS:
+            word = typed.get(b, f"{b:g}")
+            # a size or NMF is named as typed, with what it reads as: 5GiB is no number to compare
+            read = "" if word == f"{b:g}" else f"{b:g} activations, "
             raise ParameterError(
                 "budgets",
-                f"{b:g}",
-                f"below the least feasible budget {least:g} (one microbatch's activations on a device's stages of one pipe)",
+                word,
+                f"{read}below the least feasible budget {least:g} (one microbatch's activations on a device's stages of one pipe)",
             )
     tasks: list[Task] = []
     for s in sets:

@@ -23,6 +23,8 @@ from ..systems.preset_models import PresetSettings, resolve_presets
 #: the placements ``--placements`` accepts (``loop:V``, ``wave:W`` with their chunk counts)
 PLACEMENT_NAMES = ("linear", "v", "loop:V", "wave:W", "bidirectional")
 DEFAULT_PLACEMENTS = "linear,v,loop:2"
+#: the placements that are another under a second name at every p
+_ALIASES = {"loop:1": "linear", "wave:1": "v"}
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,10 @@ def setups(placements: str, p: int, m: int, settings: PresetSettings) -> tuple[S
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter placements=bidirectional: needs an even p (p=3)
+        >>> setups("linear,loop:1", 2, 4, PresetSettings())
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter placements=linear,loop:1: linear and loop:1 are one placement (the same stages on the same devices): name it once
     """
     from ..optimize.problem import default_pipes
 
@@ -133,6 +139,15 @@ def setups(placements: str, p: int, m: int, settings: PresetSettings) -> tuple[S
         label, pl = parse_placement(text, p)
         if label in (s.label for s in out):
             raise ParameterError("placements", placements, f"{label} is named twice")
+        # loop:1 is linear and wave:1 is v at every p: the same points searched twice under two
+        # names (v and loop:2 coincide at p = 1 only, where the default lists both: kept)
+        same = [s.label for s in out if _ALIASES.get(s.label, s.label) == _ALIASES.get(label, label)]
+        if same:
+            raise ParameterError(
+                "placements",
+                placements,
+                f"{same[0]} and {label} are one placement (the same stages on the same devices): name it once",
+            )
         if pl.num_pipes == 2 and (p % 2 or m < 2):
             rule = f"needs an even p (p={p})" if p % 2 else f"needs m >= 2 (m={m})"
             raise ParameterError("placements", text.strip(), rule)
@@ -159,6 +174,10 @@ def parse_budgets(text: str, sets: Sequence[Setup] = ()) -> tuple[float, ...] | 
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter budgets=2,2.0: 2 is named twice (each budget is one point per placement)
+        >>> parse_budgets("2MF,1", setups("v", 4, 8, PresetSettings(costs="F=1,I=1,W=1")))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter budgets=2MF,1: 2MF and 1 are the same budget, 1 activations (each budget is one point per placement)
         >>> parse_budgets("2,-1")
         Traceback (most recent call last):
         ...
@@ -166,11 +185,36 @@ def parse_budgets(text: str, sets: Sequence[Setup] = ()) -> tuple[float, ...] | 
     """
     if str(text).strip().lower() == "auto":
         return None
+    items = budget_items(text, sets)
+    values = [v for _, v in items]
+    repeated = sorted({b for b in values if values.count(b) > 1})
+    if repeated:  # as a placement named twice: a slip, not a second point
+        b = repeated[0]
+        shown = "none" if b == float("inf") else f"{b:g}"
+        words = [w for w, v in items if v == b]
+        if all(_plain(w) for w in words):
+            raise ParameterError("budgets", text, f"{shown} is named twice (each budget is one point per placement)")
+        raise ParameterError(
+            "budgets",
+            text,
+            f"{' and '.join(words)} are the same budget, {shown} activations (each budget is one point per placement)",
+        )
+    return tuple(sorted(values))
+
+
+def budget_items(text: str, sets: Sequence[Setup] = ()) -> list[tuple[str, float]]:
+    """Each budget of a ``--budgets`` list as typed (stripped) with its value in activations
+    (``inf``: none), in the order given; errors name the whole list.
+
+    Example:
+        >>> budget_items("4MF, none", setups("v", 4, 8, PresetSettings(costs="F=1,I=1,W=1")))
+        [('4MF', 2.0), ('none', inf)]
+    """
     out = []
     for item in str(text).split(","):
         word = item.strip().lower()
         if word in ("none", "inf"):
-            out.append(float("inf"))
+            out.append((item.strip(), float("inf")))
             continue
         try:
             value = float(word)
@@ -178,18 +222,27 @@ def parse_budgets(text: str, sets: Sequence[Setup] = ()) -> tuple[float, ...] | 
             value = _spelled_budget(item.strip(), text, sets)
         if not value > 0 or value == float("inf"):
             raise ParameterError("budgets", text, f"every budget must be a number > 0 (or none), got {item.strip()!r}")
-        out.append(value)
+        out.append((item.strip(), value))
     if not out:
         raise ParameterError("budgets", text, "name at least one budget, or auto")
-    repeated = sorted({b for b in out if out.count(b) > 1})
-    if repeated:  # as a placement named twice: a slip, not a second point
-        shown = ", ".join("none" if b == float("inf") else f"{b:g}" for b in repeated)
-        raise ParameterError("budgets", text, f"{shown} is named twice (each budget is one point per placement)")
-    return tuple(sorted(out))
+    return out
+
+
+def _plain(word: str) -> bool:
+    """Whether a budget is typed as a plain number of activations (or none)."""
+    if word.strip().lower() == "none":
+        return True
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 def _spelled_budget(item: str, text: str, sets: Sequence[Setup]) -> float:
-    """One budget spelled as a cap (``8MF``, ``40GiB``), in activations; nan when it is no cap."""
+    """One budget spelled as a cap (``8MF``, ``40GiB``), in activations; nan when it is no cap.
+    One below a stage activation is read too (not refused as ``--memory-cap`` refuses it): it is
+    below the least feasible budget, which :func:`~.run.plan` then names."""
     from ..core.memory_cap import read_memory_cap, resolve_memory_cap
 
     if not item or item.startswith("-"):
@@ -200,8 +253,20 @@ def _spelled_budget(item: str, text: str, sets: Sequence[Setup]) -> float:
         return float("nan")
     if spec is None or spec.amount is None:
         return float("nan")
-    caps = {s.label: (resolve_memory_cap(spec, s.costs, s.placement).value, s.unit) for s in sets}
-    read = {label: value / unit for label, (value, unit) in caps.items() if value is not None}
+    read = {}
+    for s in sets:
+        mf = max(s.costs.activation)
+        below = None  # in the cost model's memory unit, where it can be read without resolving
+        if spec.kind == "stage_activations":
+            below = float(spec.amount) * mf
+        elif spec.kind == "bytes" and s.costs.memory_unit == "bytes":
+            below = float(spec.amount)
+        if below is not None and 0 < below < mf * (1 - 1e-9):
+            read[s.label] = below / s.unit
+            continue
+        value = resolve_memory_cap(spec, s.costs, s.placement).value
+        if value is not None:
+            read[s.label] = value / s.unit
     values = list(read.values())
     if not values:
         raise ParameterError("budgets", text, f"{item} needs the placements' cost models to be read")

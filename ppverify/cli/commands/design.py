@@ -13,7 +13,7 @@ family of a searched placement) is skipped: the fastest step at each budget is t
 ``--all-points`` searches it anyway. Progress goes to stderr; Ctrl-C
 keeps the points done. Exit code 0 when a point's search found a schedule, 1 when a frontier
 schedule fails Z3 or its gradients, 2 when no point found one in time (what was found, the
-families and the bounds, still prints).
+families and the bounds, still prints), 130 after Ctrl-C (the frontier of the points done printed).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import argparse
 import math
 
 from .. import Command
-from ..common import add_cost_arguments, print_json
+from ..common import add_cost_arguments, interrupted, print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,10 +69,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--pair-work",
         type=float,
-        default=Limits.pair_work,
+        default=None,
         metavar="S",
         help="and, after --bound-work, S deterministic seconds on the bound of that device together with its "
-        "busier neighbour (default %(default)g; 0: none)",
+        f"busier neighbour (default {Limits.pair_work:g}; 0: none)",
     )
     s.add_argument(
         "--search-work",
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     from ...core.errors import ParameterError
     from ...core.files import check_output_path, prepare_output_dir
     from ...core.time_limit import TimeLimitError
-    from ...design.output import design_text, plot_design, save_design
+    from ...design.output import check_writable, design_text, plot_design, save_design, saved_text
     from ...design.run import DesignRequest, design
     from ...design.spec import Limits
     from ...optimize.solver_run import run_limits
@@ -134,16 +134,26 @@ def run(args: argparse.Namespace) -> int:
     check_seed(args.seed)  # before any work: CP-SAT takes 32 bits only
     for name in ("bound-work", "pair-work", "search-work"):  # deterministic seconds, 0: none
         check_nonnegative(name, getattr(args, name.replace("-", "_")))
+    if args.pair_work is not None and args.pair_work > 0 and args.bound_work == 0:  # read by nobody
+        raise ParameterError(
+            "pair-work", args.pair_work, "runs within the bound work, which --bound-work 0 switches off: leave one out"
+        )
+    if args.executor == "ray" and args.workers > 1:  # as sweep: Ray would run as many as its cluster has
+        raise ParameterError(
+            "workers", args.workers, "sizes the local pool; Ray places the points on its cluster: leave it out"
+        )
     if args.gap_limit is not None and not 0 <= args.gap_limit < 1:
         raise ParameterError("gap-limit", args.gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
     if args.plot:
         from ...report.plots import check_plot_path
 
         check_plot_path(args.plot, "plot")  # before the search: a bad name costs nothing
+        check_writable(args.plot, "plot")  # nor a folder that takes no file (/proc, read-only)
     if args.report:
         if not str(args.report).lower().endswith(".html"):
             raise ParameterError("report", args.report, "expected a file ending in .html")
         check_output_path(args.report, "report")
+        check_writable(args.report, "report")
     from ...design.measured import measure_scale
 
     scale = measure_scale(args.measure, args.measure_scale, bool(args.system or args.model))
@@ -163,14 +173,14 @@ def run(args: argparse.Namespace) -> int:
             None if math.isinf(wall) else wall,
             args.bound_work,
             args.search_work,
-            args.pair_work,
+            Limits.pair_work if args.pair_work is None else args.pair_work,
         ),
         split,
         skip=not args.all_points,
     )
     result = design(request, args.executor, args.workers, progress=not args.no_progress)
     if args.save_dir:
-        save_design(result, args.save_dir)
+        saved = save_design(result, args.save_dir)
     if args.plot:
         plot_design(result, args.plot)
     if args.report:
@@ -192,13 +202,13 @@ def run(args: argparse.Namespace) -> int:
         if rows is not None:
             print(measured_text(rows))
         if args.save_dir:
-            print(
-                f"saved      {len(result.front)} frontier schedules (JSON and CSV) and design.json in {args.save_dir}"
-            )
+            print(f"saved      {saved_text(saved)} and design.json in {args.save_dir}")
         if args.plot:
             print(f"plot       {args.plot}")
         if args.report:
             print(f"report     {args.report}")
+    if result.interrupted:  # what was done is printed; the exit code says it is not all (as optimize)
+        return interrupted("ppverify design", "the frontier of the points done")
     if not result.front or not result.found:
         flag = f"--time-limit {wall:g}" if result.cut else f"--work-limit {work:g}"
         raise TimeLimitError(flag, f"no point's search found a schedule in time ({result.cut} of {result.total} cut)")
