@@ -76,7 +76,9 @@ class MeasureResult:
     link_delay: float = 0.0
     #: what the prediction's op costs are: ``"given"`` (the costs, as slept under ``--compute
     #: sleep``) or ``"measured"`` (real compute without costs: each stage's median op of each
-    #: kind in this run, so the prediction times the schedule and the runtime, not a guess)
+    #: kind in this run, so the prediction times the schedule and the runtime, not a guess) or
+    #: ``"file"`` (``measure FILE.json`` without ``--costs``: the file's own costs, slept;
+    #: :func:`~ppverify.measure.options.file_costs`)
     costs_from: str = "given"
 
     @property
@@ -145,27 +147,30 @@ def _job(
     warmup: int,
     record: bool,
     seed: int,
-    format: str,
+    format: str | None,
     profile: str | None = None,
     link_delay: float = 0.0,
 ) -> Job:
     from ..core.ops import Comm, format_action
-    from ..io.torch_csv import COMPUTE_COMMS, FLAVOURS, to_rows
+    from ..io.torch_csv import COMPUTE_COMMS, COMPUTE_ONLY, FLAVOURS, to_rows
 
-    if format not in FLAVOURS:
+    if format is not None and format not in FLAVOURS:
         raise ParameterError("format", format, f"expected one of {', '.join(FLAVOURS)}")
     if steps < 1:
         raise ParameterError("steps", steps, "must be >= 1")
     if warmup < 0:
         raise ParameterError("warmup", warmup, "must be >= 0")
-    two_pipe = schedule.placement.num_pipes > 1
-    if two_pipe:
-        rows: list[list[str]] = []
-    elif any(isinstance(a, Comm) for prog in schedule.programs for a in prog):
+    lowered = any(isinstance(a, Comm) for prog in schedule.programs for a in prog)
+    check_format(schedule, format, lowered)
+    rows: list[list[str]] = []
+    if schedule.placement.num_pipes > 1:
+        format = COMPUTE_ONLY  # no CSV: the two-pipe runner runs the programs themselves
+    elif lowered:
         # an already lowered schedule (a compute_comms file) runs exactly as written
         format = COMPUTE_COMMS
         rows = [[format_action(a) for a in prog if a is not None] for prog in schedule.programs]
     else:
+        format = format or COMPUTE_ONLY
         rows = to_rows(schedule, format)
     # real compute takes the time it takes: the costs then only serve the prediction
     durations = {k: tuple(float(x) if compute == "sleep" else 0.0 for x in v) for k, v in costs.duration.items()}
@@ -253,7 +258,7 @@ def measure_many(
     timeout: float = 60.0,
     record: bool = True,
     seed: int = 0,
-    format: str = "compute_only",
+    format: str | None = None,
     profile: str | None = None,
     link_delay: float = 0.0,
     realtime: bool = False,
@@ -300,7 +305,7 @@ def measure_many(
         for (sched, _, _), pred in zip(prepared, predicted):
             check_run_fits(sched.describe(), pred.makespan if pred is not None else None, steps, warmup, timeout)
     if profile is not None:  # made after every check: a refused run leaves no empty folder behind
-        _check_profile_dir(profile, len(items))
+        _check_profile_dir(profile, len(items), prepared[0][0].p)
     out: list[MeasureResult | None] = [None] * len(prepared)
     for p in sorted({s.p for s, _, _ in prepared}):
         idx = [i for i, (s, _, _) in enumerate(prepared) if s.p == p]
@@ -326,7 +331,7 @@ def measure(
     timeout: float = 60.0,
     record: bool = True,
     seed: int = 0,
-    format: str = "compute_only",
+    format: str | None = None,
     profile: str | None = None,
     link_delay: float = 0.0,
     realtime: bool = False,
@@ -338,7 +343,9 @@ def measure(
     or :data:`DEFAULT_COSTS`); under ``compute="sleep"`` each op sleeps its cost, under ``"real"``
     the blocks are wider and the costs only serve the prediction. ``record=False`` skips event
     recording (to measure its overhead; step times remain). ``format`` is the CSV flavour handed
-    to PyTorch's runtime (``compute_only`` or ``compute_comms``). ``profile``: a directory where
+    to PyTorch's runtime (``compute_only`` or ``compute_comms``); None (the default): ``compute_only``,
+    or, for a schedule that holds SEND/RECV actions (a ``compute_comms`` file), the file as
+    written. A flavour that would not be used is refused (:func:`check_format`). ``profile``: a directory where
     every rank writes a ``torch.profiler`` trace of the measured steps (:mod:`.profile`).
     ``link_delay``: seconds every cross-rank input arrives after its SEND's post at the earliest,
     an emulated slow link (:mod:`.link_delay`; the prediction adds it to every transfer).
@@ -367,10 +374,18 @@ def measure(
     )[0]
 
 
-def check_run_fits(name: str, step_s: float | None, steps: int, warmup: int, timeout: float) -> None:
+def check_run_fits(
+    name: str,
+    step_s: float | None,
+    steps: int,
+    warmup: int,
+    timeout: float,
+    advice: str = "raise --timeout or lower the costs",
+) -> None:
     """Refuse a sleeping run whose predicted steps (``warmup + steps`` of ``step_s`` seconds each)
     outlast ``timeout``: the watchdog, which allows each schedule's whole run ``timeout`` seconds,
     would stop it and report a hang, a negative verdict on a schedule that only sleeps long.
+    ``advice`` ends the message (``calibrate``'s runs sleep fixed costs: only the timeout can move).
 
     Example:
         >>> check_run_fits("1f1b p=2 m=2", 4.5, 1, 1, 60.0)
@@ -385,13 +400,44 @@ def check_run_fits(name: str, step_s: float | None, steps: int, warmup: int, tim
         "timeout",
         f"{timeout:g}",
         f"{name}'s {steps + warmup} steps ({warmup} warm-up) sleep about {step_s * (steps + warmup):.3g} s by the "
-        f"prediction ({step_s:.3g} s a step), longer than the timeout, after which a run counts as hung: "
-        "raise --timeout or lower the costs",
+        f"prediction ({step_s:.3g} s a step), longer than the timeout, after which a run counts as hung: " + advice,
     )
 
 
-def _check_profile_dir(directory: str, schedules: int) -> None:
+def check_format(schedule: Schedule, format: str | None, lowered: bool) -> None:
+    """Refuse a CSV flavour the run would not use: two-pipe schedules run on ppverify's own
+    runner, which reads no CSV, and a lowered schedule (its programs hold SEND/RECV: a
+    ``compute_comms`` file) runs as written, never re-lowered by PyTorch. None: no flavour given.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> check_format(build("1f1b", p=2, m=2), "compute_comms", False)
+        >>> check_format(build("chimera", p=2, m=2), "compute_comms", False)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter format=compute_comms: chimera p=2 m=2 runs on ppverify's two-pipe runner, which reads no CSV (PyTorch's runtime cannot run two pipes): leave --format out
+    """
+    if format is None:
+        return
+    if schedule.placement.num_pipes > 1:
+        raise ParameterError(
+            "format",
+            format,
+            f"{schedule.describe()} runs on ppverify's two-pipe runner, which reads no CSV (PyTorch's runtime "
+            "cannot run two pipes): leave --format out",
+        )
+    if lowered and format != "compute_comms":
+        raise ParameterError(
+            "format",
+            format,
+            f"{schedule.describe()} already holds its SEND/RECV actions (a compute_comms file), which PyTorch's "
+            "runtime runs as written: leave --format out, or give compute_comms",
+        )
+
+
+def _check_profile_dir(directory: str, schedules: int, p: int) -> None:
     # refused before any worker starts: one schedule per trace directory, and a directory to write into
+    import re
     from pathlib import Path
 
     if schedules != 1:
@@ -399,6 +445,20 @@ def _check_profile_dir(directory: str, schedules: int) -> None:
     path = Path(directory)
     if path.exists() and not path.is_dir():
         raise ParameterError("profile", directory, "is a file; expected a directory for the per-rank traces")
+    # this run overwrites rank0..rank<p-1>; a higher rank's trace of an earlier, wider run would stay
+    # and mix two jobs in one directory, which import-trace and calibrate --from-trace then refuse
+    stale = sorted(
+        (int(mt.group(1)), f.name)
+        for f in (path.iterdir() if path.is_dir() else ())
+        if (mt := re.fullmatch(r"rank(\d+)\.pt\.trace\.json", f.name)) and int(mt.group(1)) >= p
+    )
+    if stale:
+        raise ParameterError(
+            "profile",
+            directory,
+            f"holds {stale[0][1]}, a trace of an earlier run with more ranks than this one's {p}: its traces would "
+            "mix with this run's; give an empty directory or remove it",
+        )
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -180,6 +180,28 @@ def overhead_runs(
     return [(s, c, float(statistics.median(r.makespans))) for (s, c), r in zip(items, results)]
 
 
+def check_calibration_fits(schedules: Sequence[tuple[str, int, int, dict]], steps: int, timeout: float) -> None:
+    """Refuse a ``--timeout`` shorter than a calibration run's predicted sleep (its warm-up and
+    ``steps`` at :data:`CALIBRATION_COSTS`) before any worker starts: the costs are fixed, so the
+    advice is the timeout alone.
+
+    Example:
+        >>> check_calibration_fits((("1f1b", 2, 4, {}),), 3, 0.2)   # 4 steps of (4 + 1) x 15 ms = 0.3 s
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter timeout=0.2: 1f1b p=2 m=4's 4 steps (1 warm-up) sleep about 0.3 s by the prediction (0.075 s a step), longer than the timeout, after which a run counts as hung: raise --timeout (calibrate's runs sleep fixed costs)
+    """
+    from ..core.comm import NO_COMM
+    from ..engines import run
+    from ..schedules import build
+    from . import check_run_fits, seconds_costs
+
+    for fam, p, m, params in schedules:
+        s = build(fam, p=p, m=m, **params)
+        step = run(s, seconds_costs(s, dict(CALIBRATION_COSTS)), NO_COMM, semantics="async").makespan
+        check_run_fits(s.describe(), step, steps, 1, timeout, "raise --timeout (calibrate's runs sleep fixed costs)")
+
+
 def calibrate(quick: bool = False, timeout: float = 120.0, realtime: bool = False) -> Calibration:
     """Measure the link and the runtime overhead of this machine (see the module doc); ``quick``
     uses fewer sizes, repeats, schedules and steps; ``realtime`` runs every worker at real-time
@@ -196,6 +218,7 @@ def calibrate(quick: bool = False, timeout: float = 120.0, realtime: bool = Fals
     schedules = QUICK_SCHEDULES if quick else OVERHEAD_SCHEDULES
     for fam, p, m, params in schedules:  # --max-ops refuses them now, before any worker starts
         check_family(fam, p, m, params)
+    check_calibration_fits(schedules, 3 if quick else 7, timeout)
     sizes = PINGPONG_SIZES[::2] if quick else PINGPONG_SIZES
     # (run_workers refuses a realtime the machine does not allow before any worker starts)
     samples = pingpong(sizes, repeats=5 if quick else 20, timeout=timeout, realtime=realtime)
@@ -253,6 +276,9 @@ def calibrate(quick: bool = False, timeout: float = 120.0, realtime: bool = Fals
         datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         {
             "residual_two_pipe": fit.residual_two_pipe,
+            # each residual is over its own runs: the one-pipe fit (and the hand-over model) and the two-pipe fit
+            "one_pipe_runs": len(one),
+            "two_pipe_runs": len(runs) - len(one),
             "breakdown": ops,
             "handover_residual": ho_res,
             "load": load,

@@ -30,9 +30,20 @@ def calibration_json(cal: Calibration, preset: str | None) -> dict[str, Any]:
         "handover_us": cal.handover.as_us() if cal.handover is not None else None,
         "handover_by_ranks_us": {str(n): h.as_us() for n, h in cal.handover_by_ranks},
         "residual": cal.residual,
+        "residual_two_pipe": cal.extra.get("residual_two_pipe"),
+        "residual_handover": cal.extra.get("handover_residual"),
+        "one_pipe_runs": cal.extra.get("one_pipe_runs", len(cal.runs)),
+        "two_pipe_runs": cal.extra.get("two_pipe_runs", 0),
         "pingpong": [list(x) for x in cal.pingpong],
         "runs": [list(x) for x in cal.runs],
-        "load": {"busy": load.busy, "niced": load.niced, "seconds": load.seconds} if load is not None else None,
+        "load": {
+            "busy": load.busy,
+            "niced": load.niced,
+            "seconds": load.seconds,
+            "quiet": load.quiet and not load.crowded,  # what the text's "not quiet, calibrate again" says
+        }
+        if load is not None
+        else None,
         "machine": cal.machine,
         "date": cal.date,
         "preset": preset,
@@ -48,7 +59,7 @@ def calibration_lines(cal: Calibration) -> list[str]:
         action overhead    1000.0 us per compute action
         transfer overhead  200.0 us per SEND/RECV
         link               50.0 us + bytes / 1 GB/s
-        fit residual       0.00 % rms over 0 schedules
+        fit residual       0.00 % rms over 0 one-pipe schedules (async engine, overheads folded in)
     """
     lines = [
         f"action overhead    {cal.action_overhead_s * 1e6:.1f} us per compute action",
@@ -67,15 +78,53 @@ def calibration_lines(cal: Calibration) -> list[str]:
             for n, hn in cal.handover_by_ranks
         ]
     lines.append(f"link               {cal.latency_s * 1e6:.1f} us + bytes / {cal.bandwidth_Bps / 1e9:.3g} GB/s")
-    lines.append(f"fit residual       {cal.residual * 100:.2f} % rms over {len(cal.runs)} schedules")
+    lines += residual_lines(cal)
     if (load := cal.extra.get("load")) is not None:
         rt = bool(cal.extra.get("realtime"))
-        note = (
-            ""
-            if load.quiet
-            else (": workers at real-time priority, ahead of them" if rt else ": not quiet, calibrate again")
-        )
+        if rt and not (load.quiet and not load.crowded):
+            note = ": workers at real-time priority, ahead of them"
+        elif load.crowded:  # the niced share misses other jobs at normal priority
+            note = ": not quiet (more than half the CPUs busy, beyond the calibration's own sleeping workers), calibrate again"
+        else:
+            note = "" if load.quiet else ": not quiet, calibrate again"
         lines.append(f"machine load       {load.describe()}{note}")
+    return lines
+
+
+def residual_lines(cal: Calibration) -> list[str]:
+    r"""Each fit's rms relative residual over the runs it was fitted to: the one-pipe overheads
+    (the async engine with them folded in) over the one-pipe runs, the two-pipe runner's figure
+    over the two-pipe runs, and the hand-over model (what ``measure --system`` predicts for
+    one-pipe schedules) over the one-pipe runs. A calibration that does not say how its runs
+    split counts every run as one-pipe.
+
+    Example:
+        >>> cal = Calibration(1e-3, 2e-4, 5e-5, 1e9, runs=(("1f1b p=2 m=4", 0.08), ("chimera p=2 m=4", 0.07)),
+        ...     residual=0.02, extra={"one_pipe_runs": 1, "two_pipe_runs": 1, "residual_two_pipe": 0.03})
+        >>> print("\n".join(residual_lines(cal)))  # no hand-over model fitted: no third line
+        fit residual       2.00 % rms over 1 one-pipe schedule (async engine, overheads folded in)
+                           3.00 % rms over 1 two-pipe schedule (ppverify's runner, its own overhead)
+    """
+
+    def runs(n: int, kind: str) -> str:
+        return f"{n} {kind} schedule{'' if n == 1 else 's'}"
+
+    one = int(cal.extra.get("one_pipe_runs", len(cal.runs)))
+    two = int(cal.extra.get("two_pipe_runs", 0))
+    pad = " " * 19
+    lines = [
+        f"fit residual       {cal.residual * 100:.2f} % rms over {runs(one, 'one-pipe')} (async engine, overheads folded in)"
+    ]
+    if two and cal.extra.get("residual_two_pipe") is not None:
+        lines.append(
+            f"{pad}{cal.extra['residual_two_pipe'] * 100:.2f} % rms over {runs(two, 'two-pipe')} "
+            "(ppverify's runner, its own overhead)"
+        )
+    if one and cal.handover is not None and cal.extra.get("handover_residual") is not None:
+        lines.append(
+            f"{pad}{cal.extra['handover_residual'] * 100:.2f} % rms over {runs(one, 'one-pipe')} by the hand-over "
+            "model (measure --system's prediction)"
+        )
     return lines
 
 
@@ -98,6 +147,9 @@ def trace_fit_json(fit: Any, rows: Sequence[tuple[int, float, float]], preset: s
         "bytes_from": fit.bytes_from,
         "action_overhead_s": cal.action_overhead_s,
         "transfer_overhead_s": cal.transfer_overhead_s,
+        # a two-pipe trace fits only its runner's figure; the one-pipe pair then stays 0
+        "two_pipe_overhead_s": list(cal.two_pipe_overhead_s) if cal.two_pipe_overhead_s is not None else None,
+        "residual": fit.residual,
         "held_out": [{"step": n, "measured": ms, "predicted": pr, "error": (pr - ms) / ms} for n, ms, pr in rows],
         "preset": preset,
         "posts": None

@@ -45,6 +45,21 @@ class CpuShare:
         """Whether other (niced) jobs held less than :attr:`QUIET_NICED` of the CPUs."""
         return self.niced < self.QUIET_NICED
 
+    #: busy share above which a calibration's CPUs were not its own: its workers sleep most
+    #: of the time, 15-17 % of this 2-core machine's CPUs on a quiet machine (docs/calibrate.md)
+    CROWDED_BUSY = 0.50
+
+    @property
+    def crowded(self) -> bool:
+        """Whether more than half the CPUs were busy while the niced share stayed low: other jobs at
+        normal priority, which :attr:`quiet` (niced jobs only) does not see.
+
+        Example:
+            >>> CpuShare(busy=0.87, niced=0.0, seconds=10.0).crowded, CpuShare(0.17, 0.0, 10.0).crowded
+            (True, False)
+        """
+        return self.quiet and self.busy > self.CROWDED_BUSY
+
     def describe(self) -> str:
         """One phrase: ``'B % of the CPUs busy, N % by niced processes (other jobs)'``."""
         return f"{self.busy * 100:.0f} % of the CPUs busy, {self.niced * 100:.0f} % by niced processes (other jobs)"
@@ -96,10 +111,11 @@ def cpu_share(before: tuple[int, ...] | None, after: tuple[int, ...] | None) -> 
 
 
 def wait_quiet(timeout_s: float, window_s: float = 5.0, stat: Path = PROC_STAT) -> CpuShare | None:
-    """Wait until a ``window_s`` interval passes in which other (niced) jobs held less than
+    """Wait until a ``window_s`` interval passes in which other jobs held less than
     :attr:`CpuShare.QUIET_NICED` of the CPUs, for at most ``timeout_s`` seconds; the last window's
-    :class:`CpuShare` (quiet or not: check :attr:`CpuShare.quiet`), None where there is no
-    ``/proc/stat``. For benchmarks that should measure a quiet machine.
+    :class:`CpuShare` (quiet or not: check :func:`idle_enough`), None where there is no
+    ``/proc/stat``. For benchmarks that should measure a quiet machine. Nothing is measured while
+    it waits, so every busy tick is another job's, niced or not: jobs at normal priority count too.
 
     Example:
         >>> wait_quiet(0.0, 0.01, Path("/nonexistent")) is None
@@ -114,11 +130,23 @@ def wait_quiet(timeout_s: float, window_s: float = 5.0, stat: Path = PROC_STAT) 
             return None
         time.sleep(window_s)
         share = cpu_share(before, cpu_ticks(stat))
-        if share is None or share.quiet or time.monotonic() >= deadline:
+        if share is None or idle_enough(share) or time.monotonic() >= deadline:
             return share
 
 
-__all__ = ["CpuShare", "cpu_share", "cpu_ticks", "wait_quiet"]
+def idle_enough(share: CpuShare) -> bool:
+    """Whether a window in which nothing was measured was quiet: other jobs, niced or not, held
+    less than :attr:`CpuShare.QUIET_NICED` of the CPUs (the niced share alone misses jobs at normal
+    priority, as other engineers' runs on a shared machine are).
+
+    Example:
+        >>> idle_enough(CpuShare(0.99, 0.0, 10.0)), idle_enough(CpuShare(0.05, 0.0, 10.0))
+        (False, True)
+    """
+    return share.quiet and share.busy < CpuShare.QUIET_NICED
+
+
+__all__ = ["CpuShare", "cpu_share", "cpu_ticks", "idle_enough", "wait_quiet"]
 
 
 def add_wait_quiet_argument(parser: Any, when: str = "before measuring") -> None:
@@ -136,5 +164,5 @@ def add_wait_quiet_argument(parser: Any, when: str = "before measuring") -> None
         type=float,
         default=0.0,
         metavar="S",
-        help=f"{when}, wait up to S seconds for 5 s in which other (niced) jobs hold < 10 %% of the CPUs",
+        help=f"{when}, wait up to S seconds for 5 s in which other jobs (niced or not) hold < 10 %% of the CPUs",
     )

@@ -6,8 +6,13 @@ that would import torch for seconds and then fail, hang or overflow a timer.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from ..core.errors import ParameterError
+
+if TYPE_CHECKING:
+    from ..core.costs import CostModel
+    from ..core.schedule import Schedule
 
 #: most measured (and most warm-up) steps of one run: each step runs the whole schedule
 MAX_STEPS = 10_000
@@ -75,3 +80,56 @@ def check_link_delay(delay: object) -> None:
     ok = isinstance(delay, (int, float)) and not isinstance(delay, bool) and 0 <= float(delay) <= MAX_LINK_DELAY_S
     if not ok:
         raise ParameterError("link-delay", delay, "must be seconds in 0..60 (0: the link as it is)")
+
+
+#: seconds one abstract time unit of a schedule file's costs sleeps: the default costs
+#: (F=0.01,B=0.02 per device share) are the abstract F=1,B=2 at this scale
+SECONDS_PER_UNIT = 0.01
+
+
+def file_costs(path: str, schedule: Schedule) -> CostModel | None:
+    """The cost model a ppverify JSON schedule file stores (``design``, ``optimize --save``,
+    ``show --save``), in seconds, for a run given no ``--costs``: ``simulate`` of the same file times it
+    with these costs, so a schedule optimized for unequal stages is measured with them too. Costs
+    in seconds are taken as they are; abstract ones at :data:`SECONDS_PER_UNIT` a unit, which
+    leaves a file of the default F=1,B=2 costs measured exactly as before. None: no stored costs.
+
+    Example:
+        >>> import os, tempfile
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.io.json_format import save_json
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=2)
+        >>> f = save_json(s, os.path.join(tempfile.mkdtemp(), "s.json"), CostModel.abstract(s.placement, F=1, B=3))
+        >>> c = file_costs(str(f), s)
+        >>> c.duration["B"], c.time_unit, c.label
+        ((0.03, 0.03), 's', "the file's costs F=1,B=3,I=1.5,W=1.5 at 10 ms a unit")
+        >>> file_costs("1f1b", s) is None
+        True
+    """
+    from dataclasses import replace
+
+    from ..core.files import read_text
+    from ..io import sniff_format
+    from ..io.json_format import read_json
+
+    if not path.lower().endswith(".json") or sniff_format(read_text(path)) != "json":
+        return None
+    costs = read_json(path).costs
+    if costs is None:
+        return None
+    if costs.num_stages != schedule.num_stages:  # refused as simulate refuses it, not replaced by the default
+        from ..core.errors import ScheduleFileError
+
+        raise ScheduleFileError(
+            path, "costs", f"describes {costs.num_stages} stages; the placement has {schedule.num_stages}"
+        )
+    if costs.time_unit == "s":
+        return replace(costs, label=f"the file's costs {costs.label or ''}".rstrip())
+    k = SECONDS_PER_UNIT
+    return replace(
+        costs,
+        duration={kind: tuple(x * k for x in v) for kind, v in costs.duration.items()},
+        time_unit="s",
+        label=f"the file's costs {costs.label or 'custom'} at {k * 1e3:g} ms a unit",
+    )

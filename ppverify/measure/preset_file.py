@@ -58,12 +58,34 @@ def _breakdown_lines(b: Any) -> list[str]:
 def _load_lines(load: Any, realtime: bool = False) -> list[str]:
     if load is None:
         return []
-    if load.quiet or realtime:  # at real-time priority other jobs wait for the workers, not the reverse
+    if realtime or (load.quiet and not load.crowded):  # at real-time priority other jobs wait for the workers
         return [f"# Machine load during the runs (/proc/stat): {load.describe()}."]
+    if load.quiet:  # crowded: other jobs at normal priority, which the niced share does not count
+        return [
+            f"# Machine load during the runs (/proc/stat): {load.describe()}"
+            "; NOT a quiet machine: more than half the CPUs busy, beyond what the calibration's sleeping workers use"
+            " (other jobs at normal priority): the runtime's terms come out larger than on a quiet one."
+        ]
     return [
         f"# Machine load during the runs (/proc/stat): {load.describe()}"
         "; NOT a quiet machine: the runtime's terms come out larger than on a quiet one."
     ]
+
+
+def _residual_text(cal: Calibration) -> str:
+    # each fit's residual over its own runs: the one-pipe figures never saw the two-pipe runs
+    two = cal.extra.get("residual_two_pipe")
+    text = f"rms relative residual {cal.residual * 100:.2f} % over the one-pipe runs"
+    return text + (f", the two-pipe runner's {two * 100:.2f} % over the two-pipe runs" if two is not None else "")
+
+
+def _handover_residual_text(cal: Calibration) -> str:
+    # only a calibration that walked the model over its runs has a residual: a trace fit has no
+    # such runs (its held-out steps' errors are its check), and 0.00 % would claim a perfect fit
+    res = cal.extra.get("handover_residual")
+    if res is None:
+        return "(no residual here: no calibration runs were walked)"
+    return f"(rms relative residual on the\n  # one-pipe runs above {res * 100:.2f} %)"
 
 
 def preset_text(cal: Calibration, name: str = "calibrated") -> str:
@@ -87,7 +109,7 @@ def preset_text(cal: Calibration, name: str = "calibrated") -> str:
         f"# Runtime overhead: schedules run in PyTorch's pipeline runtime, ops sleeping {_costs_text()}; the async",
         "# engine's makespan with the overheads folded into op durations fitted to the measured medians",
         "# (the transfer/action proportion from the op-by-op trimmed means, their level by least squares)",
-        f"# (rms relative residual {cal.residual * 100:.2f} %). Runs: {runs or 'none'}.",
+        f"# ({_residual_text(cal)}). Runs: {runs or 'none'}.",
         *_breakdown_lines(cal.extra.get("breakdown")),
         *_load_lines(cal.extra.get("load"), bool(cal.extra.get("realtime"))),
         *(
@@ -130,8 +152,7 @@ def preset_text(cal: Calibration, name: str = "calibrated") -> str:
             "  # rendezvous makes a RECV posted after its SEND (late) cost a round trip; one-pipe predictions",
             "  # (simulate --semantics runtime, measure --system) walk each rank's",
             "  # actions with these terms (means of the op-by-op samples, none fitted to a makespan), each",
-            f"  # drawn per action from its deciles, median of {DRAWS} walks (rms relative residual on the",
-            f"  # one-pipe runs above {cal.extra.get('handover_residual', 0.0) * 100:.2f} %)",
+            f"  # drawn per action from its deciles, median of {DRAWS} walks {_handover_residual_text(cal)}",
             "  # pooled over every run; ranks_<n>: measured with n worker processes, which a prediction",
             "  # for n ranks uses (the nearest n it has otherwise)",
             "  handover:",

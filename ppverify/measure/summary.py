@@ -82,10 +82,13 @@ def measure_text(
     steps = result.makespans
     lines = [
         f"schedule      {schedule.describe()}",
-        f"runner        {runner}; {schedule.p} processes, gloo; compute {result.compute}; "
-        f"{len(steps)} steps after {warmup} warm-up",
+        f"runner        {runner}; {_count(schedule.p, 'process', 'processes')}, gloo; compute {result.compute}; "
+        f"{_count(len(steps), 'step', 'steps')} after {warmup} warm-up"
+        + ("; workers at real-time priority (SCHED_FIFO)" if rep.get("realtime") else ""),
         f"costs         {result.costs.label} (s per device share)"
         if result.costs_from == "given"
+        else f"costs         {result.costs.label}: {stage_durations(result.costs, schedule.ops(), '; ')} (per stage)"
+        if result.costs_from == "file"
         else f"costs         measured in this run: {stage_durations(result.costs, schedule.ops(), '; ')} "
         "(median per stage, the prediction's: real compute takes the time it takes)",
     ]
@@ -135,6 +138,11 @@ def stage_durations(costs: Any, ops: Iterable[Any], sep: str = ", ") -> str:
 
     ran = {op.kind for op in ops}
     return sep.join(f"{k}={'/'.join(f'{x * 1e3:.3g}' for x in costs.duration[k])} ms" for k in KINDS if k in ran)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    """``n`` and its noun, singular for 1 (``1 step``, ``3 steps``)."""
+    return f"{n} {one if n == 1 else many}"
 
 
 def _bytes(values: Any) -> str:
@@ -221,12 +229,22 @@ def measure_cap(text: str | None, schedule: Schedule) -> MemoryCap | None:
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter memory-cap=1GiB: measure runs a small model of its own, whose saved bytes are not a real model's: give the cap in activations (N) or stage activations (NMF)
+        >>> measure_cap("-1", build("1f1b", p=2, m=4))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter memory-cap=-1: must be > 0: activations (e.g. 2) or stage activations (2MF)
     """
     from ..core.costs import CostModel
     from ..core.errors import ParameterError
     from ..core.memory_cap import read_memory_cap, resolve_memory_cap
 
-    spec = read_memory_cap(text)
+    try:
+        spec = read_memory_cap(text)
+    except ParameterError as e:  # the shared reader offers sizes, which measure refuses
+        rule = e.rule.replace(
+            "a number (e.g. 8) or a size (e.g. 40GiB)", "activations (e.g. 2) or stage activations (2MF)"
+        )
+        raise ParameterError(e.name, e.value, rule) from None
     if spec is None:
         return None
     if spec.kind == "bytes":

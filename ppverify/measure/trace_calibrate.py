@@ -78,6 +78,25 @@ class TraceFit:
     #: the SEND/RECV posts' lengths over every recorded step (:mod:`.trace_posts`; None: not known)
     posts: Any = None
 
+    @property
+    def residual(self) -> float:
+        """The rms relative residual of the fit that times this trace's schedule: for a two-pipe
+        trace its runner's fit (the one-pipe figure is over no runs then).
+
+        Example:
+            >>> from pathlib import Path
+            >>> import ppverify
+            >>> from ppverify.io.profiler_trace import read_traces
+            >>> d = Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4"
+            >>> fit = calibrate_from_trace(read_traces([str(d)]))
+            >>> fit.residual == fit.calibration.residual  # one pipe: the one-pipe fit's
+            True
+        """
+        two = self.calibration.extra.get("residual_two_pipe")
+        if self.schedule.placement.num_pipes > 1 and two is not None:
+            return float(two)
+        return float(self.calibration.residual)
+
 
 #: a fit step whose makespan lies more than this many robust deviations (1.4826 x the median
 #: absolute deviation) from the fit steps' median is left out of the fit
@@ -318,7 +337,8 @@ def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
     lines = [
         f"# Written by `ppverify calibrate --from-trace {source}` on {cal.date}, machine: {cal.machine}.",
         f"# Trace: {fit.schedule.describe()}, fit steps ProfilerStep {', '.join(map(str, fit.fit_steps))} "
-        f"(makespans {', '.join(f'{ms * 1e3:.2f} ms' for _, ms in fit.runs)}).",
+        f"(makespans {', '.join(f'{ms * 1e3:.2f} ms' for _, ms in fit.runs)})"
+        + (f"; left out as outliers: ProfilerStep {', '.join(map(str, fit.dropped))}." if fit.dropped else "."),
         f"# Op costs (median per stage and kind over the fit steps, ms per stage): {costs}.",
         f"# Link: {len(fit.link_samples)} transfers whose RECV was posted before the SEND (SEND post to receive completion),"
         f" sizes {', '.join(f'{b:g} B' for b in sizes) or 'none'} (bytes from {fit.bytes_from}); "
@@ -335,9 +355,9 @@ def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
         (
             f"# Runtime overhead and latency read off the events: {cal.action_overhead_s * 1e6:.0f} us per action,"
             f" {cal.transfer_overhead_s * 1e6:.0f} us per SEND/RECV, latency {cal.latency_s * 1e6:.0f} us"
-            f" (the async makespans' rms relative residual {cal.residual * 100:.2f} %)."
+            f" (the async makespans' rms relative residual {fit.residual * 100:.2f} %)."
             if cal.handover is not None
-            else f"# Runtime overhead fitted as `ppverify calibrate` fits it (rms relative residual {cal.residual * 100:.2f} %)."
+            else f"# Runtime overhead fitted as `ppverify calibrate` fits it (rms relative residual {fit.residual * 100:.2f} %)."
         ),
     ]
     return (

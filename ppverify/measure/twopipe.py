@@ -120,6 +120,7 @@ class _Runner:
                 outgoing = ("F", s + 1, mb, mp[s + 1], out.detach())
             self.saved[(s, mb)] = (inp, out, None)
         else:
+            self._check_order(kind, s, mb, label)
             inp, out, grad = self.saved[(s, mb)]
             if grad is None and s < self.S - 1 and kind in ("B", "I"):
                 grad = self._get("B", s, mb, mp[s + 1], self.xs[mb], label)
@@ -147,6 +148,21 @@ class _Runner:
             self.events.append(Event(kind, s, mb, t0, _now()))
         if outgoing is not None:
             self._put(*outgoing)
+
+    def _check_order(self, kind: str, s: int, mb: int, label: str) -> None:
+        # a backward needs what its forward saved on this rank, and a W the output gradient its I
+        # received: one line naming the ops, as PyTorch's runtime names an action run too early
+        if (s, mb) not in self.saved:
+            raise RuntimeError(
+                f"rank {self.rank} runs {label} before {s}F{mb}, its forward on this rank (or after a {s}B{mb} or "
+                f"{s}W{mb} that already released it): the two-pipe runner, like PyTorch's runtime, needs each "
+                "backward after its forward"
+            )
+        if kind == "W" and s < self.S - 1 and self.saved[(s, mb)][2] is None:
+            raise RuntimeError(
+                f"rank {self.rank} runs {label} before {s}I{mb}: a weight gradient needs the output gradient "
+                "its input-gradient op received"
+            )
 
     def reduce_replicas(self) -> None:
         # sum each stage's two replicas' gradients, then divide by m (as REDUCE_GRAD does)

@@ -436,7 +436,7 @@ def _collect(procs: list, results: Any, status_paths: list[Path], world_size: in
             pass
         else:
             if not ok:
-                raise _first_cause(rank, value, results)
+                raise _first_cause(rank, value, results, procs, status_paths)
             out[rank] = value
             continue
         now = time.monotonic()
@@ -454,7 +454,7 @@ def _collect(procs: list, results: Any, status_paths: list[Path], world_size: in
             time.sleep(0.2)  # a dying worker may still be flushing its error
             if results.empty():
                 r = dead[0]
-                raise WorkerError(r, f"worker process exited with code {procs[r].exitcode}")
+                raise WorkerError(r, death_message(procs[r].exitcode, states.get(r, (-1, ""))[1]))
         if late:
             blocked = {r: text for r, (_, text) in states.items()}
             _kill_all(procs)
@@ -462,12 +462,36 @@ def _collect(procs: list, results: Any, status_paths: list[Path], world_size: in
     return [out[r] for r in range(world_size)]
 
 
+def death_message(exitcode: int, doing: str) -> str:
+    """Why a worker process ended without reporting: the signal that killed it (a negative exit
+    code, as multiprocessing gives it) or its exit code, and what it was doing then.
+
+    Example:
+        >>> death_message(-9, "1B0")
+        'worker process killed by signal 9 (SIGKILL) while in 1B0; every worker stopped'
+        >>> death_message(3, "")
+        'worker process exited with code 3; every worker stopped'
+    """
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = "unknown signal"
+        what = f"killed by signal {-exitcode} ({name})"
+    else:
+        what = f"exited with code {exitcode}"
+    return f"worker process {what}{f' while in {doing}' if doing else ''}; every worker stopped"
+
+
 _SECONDARY = ("Connection closed by peer", "Connection reset by peer", "gloo/transport")
 
 
-def _first_cause(rank: int, message: str, results: Any) -> WorkerError:
+def _first_cause(
+    rank: int, message: str, results: Any, procs: list | None = None, status_paths: list[Path] | None = None
+) -> WorkerError:
     # when one rank fails, its peers' sockets close and they fail too ("connection closed"):
     # gather errors for a moment and report the one that is not such a consequence
+    status = [read_status(sp)[1] for sp in status_paths] if status_paths else []
     errors = [(rank, message)]
     end = time.monotonic() + 0.5
     while time.monotonic() < end:
@@ -480,6 +504,11 @@ def _first_cause(rank: int, message: str, results: Any) -> WorkerError:
     for r, msg in errors:
         if not any(word in msg for word in _SECONDARY):
             return WorkerError(r, msg)
+    # every error is a closed connection: a worker that died without a word (killed) is the cause
+    reported = {r for r, _ in errors}
+    for r, pr in enumerate(procs or []):
+        if r not in reported and not pr.is_alive() and pr.exitcode not in (0, None):
+            return WorkerError(r, death_message(pr.exitcode, status[r] if r < len(status) else ""))
     return WorkerError(*errors[0])
 
 
@@ -501,3 +530,17 @@ def _demo_hang(rank: int, world_size: int, payload: Any) -> None:
     set_status(f"{rank}RECV_F0 from rank {(rank + 1) % world_size}", phase=0)
     t = torch.zeros(1)
     dist.recv(t, src=(rank + 1) % world_size)
+
+
+def _demo_die(rank: int, world_size: int, payload: Any) -> None:
+    """A worker target whose last rank is killed (SIGKILL, as the OOM killer does) while the
+    others wait to receive from it (for tests)."""
+    import torch
+    import torch.distributed as dist
+
+    if rank == world_size - 1:
+        set_status(f"{rank}F0", phase=0)
+        time.sleep(0.2)  # the others post their receives first
+        os.kill(os.getpid(), signal.SIGKILL)
+    set_status(f"{rank}RECV_B0 from rank {world_size - 1}", phase=0)
+    dist.recv(torch.zeros(1), src=world_size - 1)

@@ -51,7 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="seconds allowed to each measured run before it counts as a hang (default 120)",
     )
-    parser.add_argument("--json", action="store_true", help="print the measured figures as one JSON object")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the measured figures as one JSON object (without --out, the preset too: preset_text)",
+    )
     parser.add_argument(
         "--wait-quiet", type=float, default=None, metavar="S", help="first wait up to S s for a quiet machine"
     )
@@ -115,10 +119,15 @@ def run(args: argparse.Namespace) -> int:
     timeout = 120.0 if args.timeout is None else args.timeout
     try:
         if args.wait_quiet:
-            from ...measure.machine_load import wait_quiet
+            from ...measure.machine_load import idle_enough, wait_quiet
 
             share = wait_quiet(args.wait_quiet)
-            print(f"waited for quiet   {share.describe() if share else 'no /proc/stat'}", file=sys.stderr)
+            late = (
+                f"; still busy after {args.wait_quiet:g} s, calibrating anyway"
+                if share and not idle_enough(share)
+                else ""
+            )
+            print(f"waited for quiet   {share.describe() if share else 'no /proc/stat'}{late}", file=sys.stderr)
         cal = calibrate(quick=args.quick, timeout=timeout, realtime=args.realtime)
     except MeasureTimeout as exc:  # the runs are known-good schedules: the limit is too short here
         raise ParameterError(
@@ -129,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         atomic_write(args.out, text, "--out")
     if args.json:
-        print_json(calibration_json(cal, args.out))
+        print_json({**calibration_json(cal, args.out), **({} if args.out else {"preset_text": text})})
     elif args.out:
         print("\n".join(calibration_lines(cal)))
         print(f"wrote              {args.out}")
@@ -198,7 +207,7 @@ def _from_trace(args: argparse.Namespace) -> int:
     if args.out:
         atomic_write(args.out, text, "--out")
     if args.json:
-        print_json(trace_fit_json(fit, rows, args.out))
+        print_json({**trace_fit_json(fit, rows, args.out), **({} if args.out else {"preset_text": text})})
     elif args.out:
         print("\n".join(summary_lines(fit, text, rows)))
         print(f"wrote              {args.out}")

@@ -18,6 +18,7 @@ files written carry the measured curve.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from .. import Command
 from ..common import add_schedule_arguments, build_schedule, parsed_costs, print_json, schedule_source
@@ -45,7 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--costs",
         default=None,
-        help="op costs in seconds per device share, e.g. F=0.01,B=0.02 or F=0.01,I=0.01,W=0.01 (default F=0.01,B=0.02; with --compute real the prediction then takes the op costs measured in the run)",
+        help="op costs in seconds per device share, e.g. F=0.01,B=0.02 or F=0.01,I=0.01,W=0.01 (default: a JSON schedule "
+        "file's own costs at 10 ms a unit, else F=0.01,B=0.02; with --compute real the prediction then takes the op "
+        "costs measured in the run)",
     )
     g.add_argument(
         "--compute",
@@ -65,8 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--format",
         choices=("compute_only", "compute_comms"),
-        default="compute_only",
-        help="CSV flavour handed to PyTorch's runtime (default compute_only)",
+        default=None,
+        help="CSV flavour handed to PyTorch's runtime (default compute_only; a compute_comms file runs as written; "
+        "two-pipe schedules read no CSV)",
     )
     g.add_argument(
         "--system",
@@ -120,14 +124,17 @@ def run(args: argparse.Namespace) -> int:
         ...
         ppverify.core.errors.ParameterError: parameter steps=0: must be an integer in 1..10000
     """
+    from ...core.costs import CostModel
     from ...measure import MeasureTimeout, measure
-    from ...measure.options import check_link_delay, check_run_options
+    from ...measure.options import check_link_delay, check_run_options, file_costs
     from ...measure.summary import measure_cap, measure_report, measure_text, measured_cap_check
     from ...systems.system import link_delay_of, load_system
 
     pairs = parsed_costs(args)  # read once, before the build
-    costs = dict(pairs) if pairs else None  # None: the default (or, real compute, the measured ops)
     schedule = build_schedule(schedule_source(args))
+    # None: a saved schedule's own costs (as simulate times the file), else the default (real compute: the measured ops)
+    from_file = file_costs(args.schedule, schedule) if not pairs and args.compute == "sleep" else None
+    costs: CostModel | dict[str, float] | None = dict(pairs) if pairs else from_file
     cap = measure_cap(args.memory_cap, schedule)  # before any process starts
     system = load_system(args.system) if args.system else None  # bad presets fail before any process starts
     check_run_options(args.steps, args.warmup, args.timeout, args.seed)
@@ -156,9 +163,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"schedule      {schedule.describe()}\n{exc}\nall worker processes stopped")
         return 1
+    res = replace(res, costs_from="file") if from_file is not None else res
     rep = measure_report(schedule, res, system, args.system)
     held = measured_cap_check(res, cap) if cap is not None else None
     rep.update(held or {})
+    rep["realtime"] = args.realtime  # how the run was taken: its timings depend on it
     if args.profile:
         rep["profile"] = args.profile
     write_timeline_outputs(args, res.timeline, rep, memory=res.memory)  # the measured memory curve too
