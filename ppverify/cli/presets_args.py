@@ -82,7 +82,11 @@ def add_preset_arguments(parser: argparse.ArgumentParser) -> None:
         help="tensor-parallel size per pipeline rank (divides compute, weights, activations "
         "and boundary bytes; sequence parallelism assumed; default 1)",
     )
-    g.add_argument("--recompute", action="store_true", help="full activation recomputation (tB = 3 tF)")
+    g.add_argument(
+        "--recompute",
+        action="store_true",
+        help="full activation recomputation (tB = 3 tF, but on the last stage, whose head is not recomputed)",
+    )
     g.add_argument(
         "--flash-attention", action="store_true", help="drop the 5as/h attention term from activation memory"
     )
@@ -90,7 +94,7 @@ def add_preset_arguments(parser: argparse.ArgumentParser) -> None:
         "--ranks-per-node",
         type=int,
         default=None,
-        help="pipeline ranks per node (default: every GPU of a node; 1 = pipeline across nodes)",
+        help="pipeline ranks per node (default: GPUs per node // --tp, at least 1; 1 = pipeline across nodes)",
     )
 
 
@@ -113,7 +117,7 @@ def add_preset_option_arguments(parser: argparse.ArgumentParser) -> None:
         "--ranks-per-node",
         type=int,
         default=None,
-        help="pipeline ranks per node (default: every GPU of a node; 1 = every hop on the network)",
+        help="pipeline ranks per node (default: GPUs per node // --tp, at least 1; 1 = every hop on the network)",
     )
 
 

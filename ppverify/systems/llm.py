@@ -10,18 +10,26 @@ FFN size f, vocabulary V, tensor-parallel size t:
   (GPT-3: ``24*b*s*h^2 + 4*b*s^2*h``). The output head adds ``2*b*s*h*V`` on the last stage.
 * backward = 2 x forward, split into ``I`` (input gradient: the matmuls once, attention's
   score/value products twice since they have no weights) and ``W`` (weight gradient: the matmuls
-  once). Full recomputation (``recompute``) adds one forward to ``I`` (so tB = 3 tF).
+  once). Full recomputation (``recompute``) adds the layers' forward to ``I`` (so tB = 3 tF on a
+  stage without the head); the head is not recomputed, since its logits are kept (below), so a
+  microbatch of a GPT-3-shaped model of l layers costs ``96*b*s*l*h^2*(1 + s/(6h) + V/(16*l*h))``
+  over all stages, Narayanan et al.'s F.
 * time = FLOPs / t / (peak FLOP/s x MFU).
 * boundary bytes: ``b*s*h`` elements of ``dtype_bytes`` (divided by t under sequence parallelism).
 * activations per microbatch and layer: ``s*b*h*(34 + 5*a*s/h) / t`` bytes (Korthikanti et al.
-  2022, arXiv 2205.05198, with sequence parallelism); the ``5as/h`` term vanishes with flash
-  attention; full recomputation keeps only the layer input, ``2*s*b*h / t``. The last stage also
-  holds the fp32 logits, ``4*s*b*V / t``. ``I`` frees ``(2h + 5as)/(34h + 5as)`` of it (zero-bubble
-  memory model, Qi et al. 2024), ``W`` the rest.
+  2022, arXiv 2205.05198, with sequence parallelism) for 2-byte elements; with ``dtype_bytes`` d
+  the tensors scale and the 1-byte dropout masks do not: ``s*b*h*(16d + 2 + (2d + 1)*a*s/h) / t``.
+  The ``a*s/h`` term vanishes with flash attention; full recomputation keeps only the layer
+  input, ``d*s*b*h / t``. The last stage also holds the fp32 logits, ``4*s*b*V / t``. ``I`` frees
+  ``(2h + 5as)/(34h + 5as)`` of it (zero-bubble memory model, Qi et al. 2024: the 1-byte dropout
+  masks and the attention scores; ``(2h + (2d + 1)as) / ((16d + 2)h + (2d + 1)as)`` in general,
+  ``2/34`` with flash attention), ``W`` the rest.
 * weights + gradients + optimizer state: ``state_bytes_per_param`` per parameter (16 for
   mixed-precision Adam: bf16 weights and gradients, fp32 master weights, momentum and variance;
-  Rajbhandari et al. 2020), divided by t. The embedding sits on the first stage, the final norm
-  and output head on the last (a tied head is a second copy there, as in Megatron).
+  Rajbhandari et al. 2020), divided by t. The embedding sits on the first stage (a learned
+  position table of max(s, the model's context) rows), the final norm and output head on the last
+  (a tied head is a second copy there, as in Megatron, unless the last stage runs on the first
+  stage's device, as in V-shape placements).
 """
 
 from __future__ import annotations
@@ -78,11 +86,18 @@ class LLM:
         norms = 2 * (2 * h if self.biases else h)
         return attn + mlp + norms
 
-    def embedding_params(self) -> int:
-        """Token (and learned position) embedding: on the first stage."""
-        return self.vocab_size * self.hidden_size + (
-            self.seq_len * self.hidden_size if self.learned_position_embeddings else 0
-        )
+    def embedding_params(self, seq_len: int | None = None) -> int:
+        """Token (and learned position) embedding: on the first stage. A learned position table
+        has a row per position up to ``seq_len`` (trained longer than the model's context, it
+        grows to the training length).
+
+        Example:
+            >>> m = load_llm("gpt3-1.3b")
+            >>> m.embedding_params() == (50257 + 2048) * 2048, m.embedding_params(4096) == (50257 + 4096) * 2048
+            (True, True)
+        """
+        rows = max(self.seq_len, seq_len or 0)
+        return self.vocab_size * self.hidden_size + (rows * self.hidden_size if self.learned_position_embeddings else 0)
 
     def head_params(self, separate_copy: bool = True) -> int:
         """Final norm plus output projection: on the last stage (a tied projection is a copy when
@@ -118,10 +133,15 @@ def load_llm(name_or_path: str) -> LLM:
     """
     label, d = read_preset("llms", name_or_path)
     name = label.split("/")[-1].rsplit(".", 1)[0]
-    if d["hidden_size"] % d["attention_heads"]:
-        from .presets import PresetError
+    from .presets import PresetError
 
+    if d["hidden_size"] % d["attention_heads"]:
         raise PresetError(label, "hidden_size", f"must be divisible by attention_heads ({d['attention_heads']})")
+    if d["kv_heads"] is not None and d["attention_heads"] % d["kv_heads"]:
+        # grouped-query attention: each key/value head serves a whole group of query heads
+        raise PresetError(
+            label, "kv_heads", f"must divide attention_heads ({d['attention_heads']}), got {d['kv_heads']}"
+        )
     return LLM(
         name,
         d["layers"],
@@ -143,7 +163,8 @@ def load_llm(name_or_path: str) -> LLM:
 @dataclass(frozen=True)
 class Training:
     """How the model is trained: microbatch size, sequence length (default: the model's), MFU,
-    tensor-parallel size, recomputation, flash attention, bytes per element and per parameter,
+    tensor-parallel size, recomputation, flash attention, bytes per element (``dtype_bytes``: of
+    the boundary activations and of the stored activations, dropout masks aside) and per parameter,
     and an optional explicit ``layers_per_stage`` split.
 
     Example:
@@ -241,9 +262,13 @@ class StageCosts:
         )
 
 
-def stage_costs(llm: LLM, peak_flops: float, stages: int, training: Training) -> StageCosts:
+def stage_costs(
+    llm: LLM, peak_flops: float, stages: int, training: Training, head_with_embedding: bool = False
+) -> StageCosts:
     """Derive every per-stage cost of ``llm`` split into ``stages`` stages on a device of
-    ``peak_flops`` FLOP/s (see the module doc for the formulas).
+    ``peak_flops`` FLOP/s (see the module doc for the formulas). ``head_with_embedding``: the
+    last stage runs on the first stage's device (a V-shape placement), so a tied head uses the
+    embedding's weights there instead of a copy.
 
     Example:
         >>> sc = stage_costs(load_llm("gpt3-13b"), 989e12, 4, Training())
@@ -278,28 +303,34 @@ def stage_costs(llm: LLM, peak_flops: float, stages: int, training: Training) ->
     head = 2.0 * b * s * h * V
     fl: dict[str, list[float]] = {k: [] for k in KINDS}
     act, freed, params = [], [], []
-    attn_term = 0.0 if t.flash_attention else 5.0 * a * s / h
+    d = t.dtype_bytes
+    # Korthikanti et al.'s 34sbh + 5as^2b counts 2-byte tensors plus 1-byte dropout masks (2sbh and
+    # as^2b of it): with d-byte elements that is sbh(16d + 2) + as^2b(2d + 1), the same at d = 2
+    dense = 16.0 * d + 2.0
+    score = 0.0 if t.flash_attention else (2.0 * d + 1.0) * a * s / h
     for st, n in enumerate(lps):
         last = st == stages - 1
         f = n * (mm + attn) + (head if last else 0.0)
         i = n * (mm + 2 * attn) + (head if last else 0.0)
         w = n * mm + (head if last else 0.0)
         if t.recompute:
-            i += f
+            # the layers' forward again; the head is not recomputed (its logits are kept, see the
+            # activations below), so F + B = 4 layer forwards + 3 heads (Narayanan et al., F)
+            i += n * (mm + attn)
         fl["F"].append(f)
         fl["I"].append(i)
         fl["W"].append(w)
         fl["B"].append(i + w)
-        per_layer = 2.0 * s * b * h if t.recompute else s * b * h * (34.0 + attn_term)
+        per_layer = d * s * b * h if t.recompute else s * b * h * (dense + score)
         a_bytes = (n * per_layer + (4.0 * s * b * V if last else 0.0)) / t.tp
         act.append(a_bytes)
-        freed.append(
-            0.0 if t.recompute else (2.0 * h + 5.0 * a * s * (0 if t.flash_attention else 1)) / (h * (34.0 + attn_term))
-        )
+        # I frees what only the input gradient reads: the two 1-byte dropout masks (the 2h of Qi et
+        # al.'s 2h + 5as) and the attention score side
+        freed.append(0.0 if t.recompute else (2.0 + score) / (dense + score))
         pr = (
             n * llm.layer_params()
-            + (llm.embedding_params() if st == 0 else 0)
-            + (llm.head_params(separate_copy=stages > 1) if last else 0)
+            + (llm.embedding_params(s) if st == 0 else 0)
+            + (llm.head_params(separate_copy=stages > 1 and not head_with_embedding) if last else 0)
         )
         params.append(pr)
     dur = {k: tuple(x / rate for x in v) for k, v in fl.items()}

@@ -4,7 +4,8 @@ cost and communication models of one schedule.
 Three modes, chosen by which settings are given:
 
 * **preset** (``system`` and ``model``): durations in seconds from FLOPs, peak TFLOP/s and MFU;
-  transfers from the system's link tiers; memory in bytes.
+  transfers from the system's link tiers, a pipeline rank being ``tp`` GPUs wide (so a node holds
+  ``gpus_per_node // tp`` ranks unless ``ranks_per_node`` says fewer); memory in bytes.
 * **abstract** (neither): ``costs`` such as ``F=1,B=2`` per device share (unit slots by default)
   and ``comm_delay`` for every cross-device transfer (0 by default).
 * **measured** (``system`` and ``costs``, no ``model``): the costs are seconds per device share
@@ -23,13 +24,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.comm import CommModel, FixedDelay
 from ..core.costs import CostModel, parse_costs
 from ..core.errors import ParameterError
 from ..core.limits import MAX_NUMBER
 from ..core.schedule import Schedule
+
+if TYPE_CHECKING:  # the system module loads presets; imported where it is used
+    from .system import System
 
 DEFAULT_MFU = 0.4
 
@@ -199,6 +203,32 @@ def check_model_options(settings: PresetSettings, system_too: bool = False) -> N
         )
 
 
+def _ranks_for_tp(system: System, given: int | None, tp: int) -> System:
+    """``system`` with each pipeline rank ``tp`` GPUs wide: by default a node holds
+    ``gpus_per_node // tp`` ranks (at least 1: a wider rank spans nodes), and a given
+    ``ranks_per_node`` that needs more GPUs than a node has is refused (it would put hops on the
+    intra-node link that cross nodes).
+
+    Example:
+        >>> from .system import load_system
+        >>> _ranks_for_tp(load_system("dgx-h100"), None, 2).per_node, _ranks_for_tp(load_system("dgx-h100"), None, 16).per_node
+        (4, 1)
+    """
+    if tp <= 1:
+        return system
+    fit = max(1, system.gpus_per_node // tp)
+    if given is None:
+        return system.with_ranks_per_node(fit)
+    if given > fit:
+        raise ParameterError(
+            "ranks-per-node",
+            given,
+            f"{given} pipeline ranks of --tp {tp} GPUs each need {given * tp} GPUs, and a node of {system.name} "
+            f"has {system.gpus_per_node}: give at most {fit}, or leave it out",
+        )
+    return system
+
+
 def resolve_presets(settings: PresetSettings, schedule: Schedule) -> PresetContext:
     """Resolve ``settings`` (see the module doc for the three modes) for ``schedule``.
 
@@ -260,7 +290,10 @@ def resolve_presets(settings: PresetSettings, schedule: Schedule) -> PresetConte
         flash_attention=bool(settings.flash_attention),
         layers_per_stage=_layers(settings.layers_per_stage),
     )
-    sc = stage_costs(model, system.peak_flops, schedule.num_stages, training)
+    system = _ranks_for_tp(system, settings.ranks_per_node, training.tp)
+    # V-shape placements run the last stage on the first stage's device: a tied head needs no copy
+    shared = all(m[0] == m[-1] for m in schedule.placement.maps)
+    sc = stage_costs(model, system.peak_flops, schedule.num_stages, training, head_with_embedding=shared)
     costs = sc.cost_model()
     costs = _labelled(costs, costs.time_unit, f"{costs.label} on {system.name}")
     folded = system_overhead(costs, schedule.placement, system)  # the runtime's per-action time, if stated

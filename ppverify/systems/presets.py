@@ -62,7 +62,8 @@ class Field:
 
     ``kind`` is ``"number"``, ``"int"``, ``"bool"``, ``"str"`` or ``"section"`` (a nested mapping
     validated by ``fields``). ``positive`` rejects 0 and negatives, ``nonneg`` only negatives;
-    ``choices`` restricts a string.
+    ``choices`` restricts a string. ``infinite`` admits ``.inf`` (an ideal link's bandwidth);
+    elsewhere it is refused (an infinite latency, peak or memory is no device: use a large number).
     """
 
     kind: str
@@ -72,6 +73,7 @@ class Field:
     fields: Mapping[str, Field] | None = None
     default: Any = None
     choices: tuple[str, ...] | None = None
+    infinite: bool = False
 
 
 #: unit suffixes a number key may carry; a key whose stem is known but whose suffix is missing or
@@ -81,7 +83,7 @@ UNIT_STEMS = {"bandwidth": "GBps", "latency": "us", "memory": "GiB", "peak": "TF
 _LINK = {
     "name": Field("str", required=False, default=""),
     "latency_us": Field("number", nonneg=True),
-    "bandwidth_GBps": Field("number", positive=True),
+    "bandwidth_GBps": Field("number", positive=True, infinite=True),
 }
 
 _INTRA = {
@@ -312,8 +314,11 @@ def _check_value(value: Any, f: Field, label: str, where: str) -> Any:
         raise PresetError(label, where, f"expected an integer, got {value!r}")
     if math.isnan(value):
         raise PresetError(label, where, "must be a number, not NaN")
+    if math.isinf(value) and not f.infinite and f.kind != "int":
+        raise PresetError(label, where, f"must be finite (at most {MAX_NUMBER:g}), got {value!r}")
     if math.isfinite(value) and abs(value) > MAX_NUMBER:  # .inf is meaningful (an ideal link); 1e300 is not
-        raise PresetError(label, where, f"must be at most {MAX_NUMBER:g} (or .inf), got {value!r}")
+        more = " (or .inf)" if f.infinite else ""
+        raise PresetError(label, where, f"must be at most {MAX_NUMBER:g}{more}, got {value!r}")
     if f.positive and not value > 0:
         raise PresetError(label, where, f"must be > 0, got {value!r}")
     if f.nonneg and not value >= 0:

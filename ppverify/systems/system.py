@@ -96,10 +96,10 @@ class System:
         rpn = self.per_node
         if rpn < 1 or rpn > self.gpus_per_node:
             raise ParameterError(
-                "ranks_per_node", rpn, f"must be in 1..{self.gpus_per_node} (GPUs per node of {self.name})"
+                "ranks-per-node", rpn, f"must be in 1..{self.gpus_per_node} (GPUs per node of {self.name})"
             )
         if rpn > 1 and self.intra is None:
-            raise ParameterError("ranks_per_node", rpn, f"{self.name} has no intra-node link tier")
+            raise ParameterError("ranks-per-node", rpn, f"{self.name} has no intra-node link tier")
         if self.intra_topology not in ("switch", "mesh"):
             raise ParameterError("intra_topology", self.intra_topology, "expected switch or mesh")
 
@@ -167,14 +167,21 @@ class System:
         Example:
             >>> load_system("ethernet-100g").summary()
             'ethernet-100g: 1 x H100 SXM5 80GB per node (989 TFLOP/s, 80 GiB); inter-node 100 GbE 30 us, 12.5 GB/s'
+            >>> load_system("dgx-h100").with_ranks_per_node(2).summary().split(";")[0]
+            'dgx-h100: 2 pipeline ranks per node of 8 x H100 SXM5 80GB (989 TFLOP/s, 80 GiB)'
         """
 
         def tier(t: LinkTier) -> str:
             bw = "inf" if math.isinf(t.bandwidth_Bps) else f"{t.bandwidth_Bps / 1e9:g}"
             return f"{t.name} {t.latency_s * 1e6:g} us, {bw} GB/s"
 
+        ranks = (  # fewer pipeline ranks than GPUs on a node: TP, or --ranks-per-node
+            ""
+            if self.per_node == self.gpus_per_node
+            else f"{self.per_node} pipeline rank{'s' if self.per_node > 1 else ''} per node of "
+        )
         parts = [
-            f"{self.name}: {self.per_node} x {self.device_name} per node "
+            f"{self.name}: {ranks}{self.gpus_per_node} x {self.device_name}{'' if ranks else ' per node'} "
             f"({self.peak_flops / 1e12:g} TFLOP/s, {self.memory_bytes / GiB:g} GiB)"
         ]
         if self.intra is not None and self.per_node > 1:

@@ -413,7 +413,8 @@ def test_cli_ranks_per_node(capsys):
     assert main(args + ["--ranks-per-node", "1"]) == 0
     spread = json.loads(capsys.readouterr().out)
     assert spread["makespan"] > packed["makespan"]  # every hop on InfiniBand instead of NVLink
-    assert "1 x H100" in spread["system"]
+    # one pipeline rank on each 8-GPU node: the line named the ranks as if they were the GPUs
+    assert "1 pipeline rank per node of 8 x H100" in spread["system"] and "8 x H100" in packed["system"]
 
 
 def test_cli_uses_costs_saved_in_a_json_schedule(tmp_path, capsys):
@@ -449,3 +450,13 @@ def test_cli_stage_table(capsys):
     out = capsys.readouterr().out
     rows = [ln.split() for ln in out.splitlines() if ln.strip()[:1].isdigit() and "ms" in ln and "GiB" in ln]
     assert [r[1] for r in rows[:4]] == ["9", "6", "6", "3"]
+
+
+def test_memory_gib_is_refused_where_it_cannot_mean_bytes(capsys):
+    # abstract costs count activations: 1 GiB was read as 1 activation (1F1B p=2 m=2 holds 2 on
+    # device 0, so it printed "OOM" and exit 1); inf printed "memory_capacity": Infinity, not JSON
+    assert main(["simulate", "1f1b", "-p", "2", "-m", "2", "--memory-GiB", "1"]) == 2
+    assert "parameter memory-GiB=1.0: is a device's capacity in bytes" in capsys.readouterr().err
+    presets = ["--system", "dgx-h100", "--model", "gpt3-1.3b"]
+    assert main(["simulate", "1f1b", "-p", "2", "-m", "2", *presets, "--memory-GiB", "inf"]) == 2
+    assert "must be a finite number of GiB > 0" in capsys.readouterr().err

@@ -59,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="memory_gib",
         type=float,
         default=None,
-        help="device memory capacity for the out-of-memory check (default: the system's)",
+        help="device memory capacity in GiB for the out-of-memory check, with presets (default: the system's)",
     )
     g.add_argument("--memory-cap", default=None, metavar="N|NMF|SIZE|none", help=MEMORY_CAP_HELP + " (exit 1 over it)")
     out = parser.add_argument_group("output")
@@ -136,8 +136,8 @@ def run(args: argparse.Namespace) -> int:
     """
     from ...core.trace import write_trace
 
-    if args.memory_gib is not None and not args.memory_gib > 0:
-        raise ParameterError("memory-GiB", args.memory_gib, "must be > 0")
+    if args.memory_gib is not None and not 0 < args.memory_gib < 1e9:  # inf would print as JSON's Infinity
+        raise ParameterError("memory-GiB", args.memory_gib, "must be a finite number of GiB > 0")
     if getattr(args, "stages", False) and not args.model:  # nothing to print: it would be ignored
         raise ParameterError(
             "stages",
@@ -151,8 +151,13 @@ def run(args: argparse.Namespace) -> int:
     request = run_request(args)  # costs and cap read once, before the run; the cap resolved in its cost model
     timeline, ctx = simulate_request(request, args.semantics)
     capacity = args.memory_gib * GiB if args.memory_gib is not None else None
-    if capacity is not None and timeline.costs.memory_unit != "bytes":
-        capacity = args.memory_gib  # abstract activations: the capacity is in the same units
+    if capacity is not None and timeline.costs.memory_unit != "bytes":  # 1 GiB is not 1 activation
+        raise ParameterError(
+            "memory-GiB",
+            args.memory_gib,
+            "is a device's capacity in bytes, which abstract costs do not count: give --system and --model, or "
+            "cap activations with --memory-cap N",
+        )
     rep = report(timeline, ctx, capacity, request.memory_cap)
     code = 1 if rep["oom_devices"] or rep.get("over_memory_cap") else 0  # out of memory, or over the cap
     rep.update(measured_from_trace(args.measured_trace, timeline))  # the measured level, as import-trace reads it
