@@ -176,7 +176,7 @@ def reduction(run: Run) -> Outcome:
         'each of the 2 stages reduces its gradients once, on its rank, after its last B/W'
         >>> s = parse_rows([["0F0", "0SEND_F0", "0RECV_B0", "0B0"], rank1])
         >>> [v.message for v in reduction(Run(s, CostModel.unit(s.placement), NO_COMM)).violations]
-        ["stage 0's gradients are never reduced (no 0REDUCE_GRAD on rank 0 after 0B0): PyTorch's runtime leaves them m=1 times too large"]
+        ["stage 0's gradients are never reduced (no 0REDUCE_GRAD on rank 0 after 0B0): PyTorch's runtime never runs the stage's gradient reduction step"]
     """
     if not applies(run.schedule):
         return Outcome()

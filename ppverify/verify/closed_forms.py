@@ -253,7 +253,7 @@ def interleaved_k_f(p: Any, k: int, c: int, g: int, d: Any, r: Any) -> Any:
     With ``q = 2g + c`` (the order in which the chunk-groups are issued): the max of a fill line
     (``q p + d + r`` for q <= 2, Megatron's warm-up; ``2(q-1) p + d + 2r`` after it) and the
     steady line ``2r + (2q-3) p + 2 + 3d`` (one F per 2 ticks, alternating with backwards). Read
-    off the slot table block by block; proved in :mod:`.prove_interleaved` for k = 2, 3, 4.
+    off the slot table block by block; proved in :mod:`.prove_interleaved` for k = 2..8.
 
     Example:
         >>> [interleaved_k_f(4, 2, 1, 0, 3, r) for r in range(4)], [interleaved_k_f(4, 2, 1, 1, 0, r) for r in range(4)]

@@ -60,7 +60,7 @@ def check_reduction(schedule: Schedule, skip: frozenset[int] = frozenset()) -> l
         >>> from ppverify.io.torch_csv import parse_rows
         >>> s = parse_rows([["0F0", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0", "1SEND_B0", "1REDUCE_GRAD"]])
         >>> print(check_reduction(s)[0].to_text())
-        reduction: stage 0's gradients are never reduced (no 0REDUCE_GRAD on rank 0 after 0B0): PyTorch's runtime leaves them m=1 times too large [each stage's gradients reduced once (REDUCE_GRAD), on its rank; core: 0B0]
+        reduction: stage 0's gradients are never reduced (no 0REDUCE_GRAD on rank 0 after 0B0): PyTorch's runtime never runs the stage's gradient reduction step [each stage's gradients reduced once (REDUCE_GRAD), on its rank; core: 0B0]
     """
     rank_of = schedule.placement.maps[0]
     last_acc: dict[int, tuple[int, int, Op]] = {}  # stage -> (rank, position, op) of its last B/W
@@ -88,7 +88,11 @@ def check_reduction(schedule: Schedule, skip: frozenset[int] = frozenset()) -> l
                     REDUCTION,
                     RULE_REDUCE_ONCE,
                     f"stage {s}'s gradients are never reduced (no {red} on rank {rank_of[s]}{acc_txt}): "
-                    f"PyTorch's runtime leaves them m={schedule.m} times too large",
+                    + (
+                        f"PyTorch's runtime leaves them m={schedule.m} times too large"
+                        if schedule.m > 1  # at m = 1 the 1/m scale is 1: the reduction step is what is lost
+                        else "PyTorch's runtime never runs the stage's gradient reduction step"
+                    ),
                     (str(acc[2]),) if acc else (),
                 )
             )

@@ -178,7 +178,12 @@ def audit_text(rep: dict[str, Any]) -> str:
             lines += _problems_text("send/recv", cm["problems"])
     od = rep["order"]
     if od["ok"] is True:
-        lines.append("order         ok: every rank's list runs to completion in order")
+        lines.append(
+            "order         ok: every rank's compute ops run to completion in order (SEND/RECV are "
+            "send/recv's and Z3's to check)"
+            if cm["explicit"]
+            else "order         ok: every rank's list runs to completion in order"
+        )
     elif od["ok"] is False:
         lines.append(f"order         {od['problem']}")
     else:

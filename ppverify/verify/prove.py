@@ -66,7 +66,23 @@ def closed_form_starts(
     Example:
         >>> closed_form_starts("gpipe", 2, 1, 1, 2)
         {'0F0': 0, '0B0': 4, '1F0': 1, '1B0': 2}
+        >>> closed_form_starts("zb-h1", 2, 1, 1, 2)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter family=zb-h1: no closed form; provable: gpipe, 1f1b, chimera, interleaved-1f1b
     """
+    # an unknown family got 1F1B's starts, and a chimera shape the generator refuses got starts
+    # outside the proved domain, without a word
+    if family not in PROVABLE:
+        raise ParameterError("family", family, f"no closed form; provable: {', '.join(PROVABLE)}")
+    if p < 1 or m < 1:
+        raise ParameterError("p" if p < 1 else "m", p if p < 1 else m, "closed forms need p >= 1 and m >= 1")
+    if family == "chimera" and (p % 2 or m % p):
+        raise ParameterError(
+            "p" if p % 2 else "m", p if p % 2 else m, "chimera's closed forms: p even, m a multiple of p"
+        )
+    if family == "interleaved-1f1b" and order not in ("megatron", "pytorch"):
+        raise ParameterError("order", order, "closed forms: order=megatron or order=pytorch")
     out: dict[str, float] = {}
     if family == "interleaved-1f1b" and m > p and m % p == 0 and v == 2 and (f, b) == (1, 1):
         k = m // p
@@ -89,8 +105,6 @@ def closed_form_starts(
                     "interleaved 1F1B's m = p closed form in PyTorch's order is derived for F <= B",
                 )
             return pytorch_starts(p, v, f, b)
-        if order != "megatron":
-            raise ParameterError("order", order, "closed forms: order=megatron or order=pytorch")
         for s in range(v * p):
             for j in range(m):
                 out[f"{s}F{j}"] = interleaved_f(p, v, s, j, f, b) / v

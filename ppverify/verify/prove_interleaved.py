@@ -1,4 +1,4 @@
-"""Proofs for all p: interleaved 1F1B with v = 2 chunks and m = k p microbatches (k = 2, 3, 4)
+"""Proofs for all p: interleaved 1F1B with v = 2 chunks and m = k p microbatches (k = 2..8, :data:`GROUPS`)
 at F = B = 1 (for m = k p, k >= 2, PyTorch's and Megatron's warm-up rules give the same order).
 
 Device d holds stages d (chunk 0) and p + d (chunk 1); microbatch ``g p + r`` is in group g.

@@ -53,3 +53,22 @@ def test_long_problem_lists_are_cut():
     rep, _ = audit(parse_rows(rows, m=m))
     text = audit_text(rep)
     assert f"... and {len(rep['structure']['problems']) - MAX_LISTED} more" in text
+
+
+def test_order_ok_of_a_comms_file_says_it_leaves_send_recv_out(tmp_path, capsys):
+    # 1F1B p=2 m=2 lowered, rank 1's 1SEND_B0 removed: rank 0's 0RECV_B0 waits forever (Z3:
+    # deadlock), while the slot engine, which runs compute ops only, finishes; its "order ok" read
+    # as if the lists ran to completion
+    path = tmp_path / "c.csv"
+    path.write_text(
+        "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD\n"
+        "1UNSHARD,1RECV_F0,1F0,1RECV_F1,1B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1RESHARD\n",
+        encoding="utf-8",
+    )
+    from ppverify.cli import main
+
+    assert main(["import", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "1SEND_B0 is missing (rank 1, after 1B0)" in out and "deadlock: rank 0 waits forever in 0RECV_B0" in out
+    assert "order         ok: every rank's compute ops run to completion in order (SEND/RECV are" in out
+    assert "list runs to completion" not in out

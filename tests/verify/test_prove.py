@@ -17,7 +17,6 @@ from ppverify.verify.closed_forms import (
     f1b1_b,
     f1b1_f,
     gpipe_b,
-    gpipe_f,
     ite,
     zmin,
 )
@@ -179,17 +178,24 @@ def test_wrong_memory_bound_gives_a_real_counterexample():
     assert len(held_now) == j - i0 + 1 > min(p - d, m) - 1
 
 
-def test_wrong_closed_form_is_caught_by_a_dependency():
-    # a 1F1B variant whose warm-up forwards are not delayed by the stage index violates F<-F
-    r = prove(
-        Theorem(
-            "bad",
-            "F(d,j) = j",
-            z3.And(P >= 2, M >= 1, D >= 1, D < P, J >= 0, J < M),
-            gpipe_f(P, M, 0, J, 1, 1) >= gpipe_f(P, M, 0, J, 1, 1) + 1,
-        )
-    )
+def test_wrong_closed_form_is_caught_by_a_dependency(monkeypatch):
+    # a GPipe variant whose forwards are not delayed by the stage index, F(d, j) = j f, runs every
+    # stage of a microbatch at once: the family's own "dep F<-F" theorem must refute it, with a
+    # counterexample where F(d, j) really starts before F(d-1, j) ends (the old version of this
+    # test asserted x >= x + 1, false whatever the closed form)
+    from ppverify.verify import family_theorems as ft
+
+    def flat(p, m, d, j, f, b):
+        return j * f
+
+    monkeypatch.setattr(ft, "gpipe_f", flat)
+    dep = next(th for th in ft.theorems("gpipe", 1, 1) if th.name == "dep F<-F")
+    r = prove(dep)
     assert r.status == "counterexample"
+    c = r.counterexample
+    assert (
+        c["d"] >= 1 and flat(c["p"], c["m"], c["d"], c["j"], 1, 1) < flat(c["p"], c["m"], c["d"] - 1, c["j"], 1, 1) + 1
+    )
 
 
 def test_cli_prove(capsys):
@@ -336,4 +342,14 @@ def test_prove_says_which_order_it_leaves_out_when_f_exceeds_b(capsys):
     assert "order=pytorch" not in out and "order=megatron" in out
     assert "PyTorch's order: its m = p closed form is derived for F <= B, not proved here" in out
     assert main(["prove", "interleaved-1f1b", "--costs", "F=1,B=2"]) == 0
-    assert "not proved here" not in capsys.readouterr().out
+    assert "PyTorch's order: its m = p closed form" not in capsys.readouterr().out
+
+
+def test_prove_says_the_m_kp_interleaved_theorems_are_left_out_at_other_costs(capsys):
+    # the m = k p closed forms of interleaved 1F1B are derived at F=1,B=1 only: at F=1,B=2 the
+    # command proved the m = p ones and printed "42/42 proved" without a word about the rest
+    assert main(["prove", "interleaved-1f1b", "--costs", "F=1,B=2"]) == 0
+    out = capsys.readouterr().out
+    assert "m = k p: its closed form is derived at F=1,B=1 only, not proved here" in out
+    assert main(["prove", "interleaved-1f1b", "--costs", "F=1,B=1"]) == 0
+    assert "m = k p: its closed form" not in capsys.readouterr().out
