@@ -112,6 +112,29 @@ def execute_notebook() -> Callable[[Path, Path], tuple[list[dict], str]]:
     return _execute_notebook
 
 
+def _printed(outputs: list[dict]) -> str:
+    """Everything printed on stdout, with the seconds a run took masked (they vary run to run);
+    one text, as a run may cut it into stream outputs at other points."""
+    import re
+
+    text = "".join(o["text"] for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    return re.sub(r"\b\d+(\.\d+)? s\b", "<t> s", text)
+
+
+def _prints_as_saved(path: Path, outputs: list[dict]) -> None:
+    import nbformat
+
+    saved = [o for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert _printed(outputs) == _printed(saved), f"{path.name}: its saved output is stale; re-run and save it"
+
+
+@pytest.fixture
+def prints_as_saved() -> Callable[[Path, list[dict]], None]:
+    """``check(notebook, outputs)``: what a run of the notebook printed on stdout equals what the
+    file shows saved (the seconds it took aside), so the saved pages a reader sees cannot rot."""
+    return _prints_as_saved
+
+
 @pytest.fixture
 def refused_in_one_line(capsys) -> Callable[[list[str], str], str]:
     """``refused(argv, needle)``: ``ppverify.cli.main(argv)`` run in process must exit 2 with one

@@ -53,6 +53,7 @@ import argparse  # noqa: E402  (after the start-up handlers: the imports below t
 import contextlib  # noqa: E402
 import importlib  # noqa: E402
 import pkgutil  # noqa: E402
+import re  # noqa: E402
 import signal  # noqa: E402
 import traceback  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
@@ -140,13 +141,29 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(
             cmd.name,
             help=cmd.help,
-            description=cmd.description or cmd.help,
+            description=terminal_text(cmd.description or cmd.help),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         cmd.add_arguments(sp)
         add_global_options(sp, after_command=True)
         sp.set_defaults(_run=cmd.run)
     return parser
+
+
+#: a Sphinx role in a docstring (func, class, ...; a leading ~ too): its target is what a terminal shows
+_ROLE = re.compile(r":(?:func|class|meth|mod|attr|data|exc|obj):`~?([^`]+)`")
+
+
+def terminal_text(text: str) -> str:
+    """A command module's docstring as ``--help`` prints it. The reST markup the manual renders (a
+    Sphinx role naming a function or class, a literal in double backquotes) is noise in a terminal:
+    a role becomes its target, a literal takes the single backquotes the options' help uses.
+
+    Example:
+        >>> terminal_text("the verifier (:func:`ppverify.verify.verify`), ``--comm-semantics``")
+        'the verifier (ppverify.verify.verify), `--comm-semantics`'
+    """
+    return _ROLE.sub(r"\1", text).replace("``", "`")
 
 
 def add_global_options(parser: argparse.ArgumentParser, after_command: bool = False) -> None:

@@ -52,20 +52,22 @@ def add_schedule_arguments(
     )
     parser.add_argument("-p", type=int, default=4, action=_Given, help="pipeline devices (default 4)")
     parser.add_argument("-m", type=int, default=None, help="microbatches per step (default: p)")
-    seen: dict[str, Any] = {}
+    taking: dict[str, list[Any]] = {}  # each option once, with every family that takes it
     for fam in families():
         for pr in fam.params:
-            if pr.name in seen:
-                continue
-            seen[pr.name] = pr
-            parser.add_argument(
-                f"--{pr.name.replace('_', '-')}",
-                dest=f"fam_{pr.name}",
-                type=pr.type,
-                default=None,
-                metavar=pr.name.upper(),
-                help=f"{pr.help} ({fam.name}" + ("" if pr.default is None else f"; default {pr.default}") + ")",
-            )
+            taking.setdefault(pr.name, []).append((fam, pr))
+    for name, users in taking.items():
+        fam, pr = users[0]
+        defaults = {str(q.default) for _, q in users}
+        shown = "" if pr.default is None or len(defaults) > 1 else f"; default {pr.default}"
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            dest=f"fam_{name}",
+            type=pr.type,
+            default=None,
+            metavar=name.upper(),
+            help=f"{pr.help} ({', '.join(f.name for f, _ in users)}{shown})",
+        )
 
 
 @dataclass(frozen=True)
@@ -243,9 +245,10 @@ def document_from_args(args: argparse.Namespace) -> ScheduleDocument:
 def load_document(source: ScheduleSource) -> ScheduleDocument:
     """The schedule ``source`` names with what its file carries: a ppverify JSON file brings
     its costs and table; a text table (``.txt``, ``.table``) brings its grid and is read with
-    ``--placement`` (default linear over its rows; ``loop`` takes ``--v``, ``wave`` ``--waves``,
-    ``bidirectional`` ``--offset``) and ``-m``; anything else is :func:`build_schedule`, which
-    takes no ``--placement``.
+    ``--placement`` (``loop`` takes ``--v``, ``wave`` ``--waves``, ``bidirectional`` ``--offset``;
+    without it linear over its rows, or the one-pipe map its rows show when it names more stages,
+    as :func:`~ppverify.io.table_schedule.schedule_from_programs` reads it) and ``-m``; anything
+    else is :func:`build_schedule`, which takes no ``--placement``.
 
     Example:
         >>> doc = load_document(ScheduleSource("gpipe", 2, None))
@@ -267,9 +270,15 @@ def load_document(source: ScheduleSource) -> ScheduleDocument:
         text = read_text(path)  # as every reader: size, encoding and byte-order mark alike
         programs, cells = read_text_table(text, str(path))
         pl = None
-        if programs:
-            extra = {k: source.param(k) for k in ("v", "waves", "offset")}
-            pl = placement_from_text(placement or "linear", len(programs), **extra)
+        extra = {k: source.param(k) for k in ("v", "waves", "offset")}
+        reads = {"v": "loop", "waves": "wave", "offset": "bidirectional"}
+        for k, value in extra.items():  # linear or another placement would drop it without a word
+            if value is not None and str(placement or "").strip().lower() != reads[k]:
+                raise ParameterError(
+                    k, value, f"reads a {reads[k]} table: give --placement {reads[k]} with it, or leave it out"
+                )
+        if programs and placement:  # else linear, or the one-pipe map the rows show (V, loop...)
+            pl = placement_from_text(placement, len(programs), **extra)
         schedule = schedule_from_programs(programs, pl, source.m, None, "table", {"file": path.name}, str(path))
         check_file_options(source, schedule, taken=("m", "v", "waves", "offset"))
         return ScheduleDocument(schedule, table=cells)

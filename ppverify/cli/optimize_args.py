@@ -34,7 +34,7 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
         parser,
         optional=family_optional,
         help="a registered family or schedule file giving the placement, microbatch pipes "
-        "(and, with --evaluate or for gap, the program order)",
+        + ("(and, with --evaluate, the program order)" if family_optional else "and the program order compared"),
     )
     if family_optional:
         parser.add_argument(
@@ -50,7 +50,8 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
         "--memory-cap",
         default=None,
         metavar="N|NMF|SIZE|none",
-        help=MEMORY_CAP_HELP + " (gap: default the family's own peak)",
+        help=MEMORY_CAP_HELP
+        + (" (default none: unlimited)" if family_optional else " (default: the family's own peak)"),
     )
     from ..optimize import DEFAULT_MEMORY_MODEL
 

@@ -2,7 +2,8 @@
 
 A table names actions per device and tick but not where stages live, how many microbatches there
 are or which pipe each microbatch takes; :func:`schedule_from_programs` fills these in (linear
-placement, ``m`` from the largest microbatch, pipes inferred from the devices ops sit on).
+placement, or the rows' own one-pipe map when the table names more stages than devices; ``m``
+from the largest microbatch; pipes inferred from the devices ops sit on).
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ def schedule_from_programs(
 ) -> Schedule:
     """Wrap parsed programs into a :class:`Schedule`, filling in what a table does not say.
 
-    Defaults: ``placement`` linear over ``len(programs)`` devices; ``m`` one more than the largest
-    microbatch named; ``pipe_of_mb`` all 0 with one pipe, else inferred per microbatch from the
-    devices its ops sit on (an error when that is ambiguous).
+    Defaults: ``placement`` linear over ``len(programs)`` devices, or, when the table names more
+    stages than it has devices (a loop, V or wave table, which linear cannot hold), the one-pipe
+    map its rows show (each stage on the device whose row holds its ops, as a PyTorch CSV is read);
+    ``m`` one more than the largest microbatch named; ``pipe_of_mb`` all 0 with one pipe, else
+    inferred per microbatch from the devices its ops sit on (an error when that is ambiguous).
 
     Example:
         >>> from ppverify.core.placement import bidirectional
@@ -47,11 +50,14 @@ def schedule_from_programs(
         >>> progs = programs_from_cells([["0F0", "1F1"], ["1F0", "0F1"]])
         >>> schedule_from_programs(progs, bidirectional(2)).pipe_of_mb
         (0, 1)
+        >>> v_table = programs_from_cells([["0F0", "3F0", "3B0", "0B0"], ["1F0", "2F0", "2B0", "1B0"]])
+        >>> schedule_from_programs(v_table).placement.name
+        'v'
     """
     p = len(programs)
     if p == 0:
         raise ScheduleFileError(path, "", "the table has no device rows")
-    placement = placement or linear(p)
+    placement = placement or _rows_placement(programs, path)
     if placement.p != p:
         raise ScheduleFileError(path, "", f"the table has {p} device rows but the placement has p={placement.p}")
     named = [(d, s, mb) for d, prog in enumerate(programs) for a in prog for s, mb in _mb_of(a)]
@@ -67,6 +73,23 @@ def schedule_from_programs(
         if len(pipe_of_mb) != m or any(not 0 <= x < placement.num_pipes for x in pipe_of_mb):
             raise ScheduleFileError(path, "", f"pipe_of_mb needs {m} entries in 0..{placement.num_pipes - 1}")
     return Schedule(placement, m, programs, tuple(pipe_of_mb), family, dict(params or {}))
+
+
+def _rows_placement(programs: tuple[tuple[Action, ...], ...], path: str) -> Placement:
+    """Linear over the rows when the table names no stage beyond the last device; else the map
+    the rows show (linear would put every op of a stage >= p out of range)."""
+    p = len(programs)
+    named = [pair for prog in programs for a in prog for pair in _mb_of(a)]
+    num_stages = 1 + max((s for s, _ in named), default=-1)
+    if num_stages <= p:
+        return linear(p)
+    from .torch_csv import infer_stage_ranks, resolve_placement
+
+    # before a walk over every stage: one mistyped 999999999F0 must not mean a billion of them
+    m = 1 + max(mb for _, mb in named)
+    check_stages_mbs(num_stages, m, path, held=sum(1 for prog in programs for _ in compute_ops(prog)))
+
+    return resolve_placement(None, p, num_stages, infer_stage_ranks(programs, num_stages), path)
 
 
 def _infer_pipes(placement: Placement, m: int, named: list[tuple[int, int, int]], path: str) -> tuple[int, ...]:

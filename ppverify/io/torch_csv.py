@@ -5,13 +5,16 @@ form (``0F1``, ``2I3``, ``0W3``, ``1B0``, ``3SEND_F1``, ``0UNSHARD``, ``(0F7;7B3
 empty cell is an idle slot. Two flavours:
 
 * ``compute_only``: compute actions (and idle cells); PyTorch lowers it to add SEND/RECV;
-* ``compute_comms``: the lowered form with explicit SEND/RECV actions and no idle cells.
+* ``compute_comms``: the lowered form with explicit SEND/RECV actions and no idle cells (a file
+  holding SEND/RECV or UNSHARD/RESHARD/REDUCE_GRAD markers, which PyTorch's compute-only loader
+  refuses, is read in this flavour).
 
 Stage indices are global. Which rank holds a stage is not written in the file: it is inferred
 from the rank whose row holds the stage's actions (so ``loop``, ``v`` and arbitrary maps all load),
 or given explicitly with ``placement=``. UNSHARD/RESHARD/REDUCE_GRAD are kept as
-:class:`~ppverify.core.ops.Marker` actions (free in time) so that a load/save round trip gives back the
-same cells.
+:class:`~ppverify.core.ops.Marker` actions (free in time) so that a load/save round trip in the
+``compute_comms`` flavour gives back the same cells; ``compute_only`` output leaves them out, as
+PyTorch's compute-only loader refuses them.
 
 Unlike PyTorch, whose parser matches a prefix (it reads ``0F1xyz`` as ``0F1`` and the old ``2BW0``
 as ``2B`` with no microbatch), every cell must be exactly one action; anything else raises
@@ -28,7 +31,7 @@ from pathlib import Path
 
 from ..core.errors import ParameterError, ScheduleFileError
 from ..core.limits import check_stages_mbs
-from ..core.ops import Action, ActionSyntaxError, Comm, Op, Overlap, format_action, parse_action
+from ..core.ops import Action, ActionSyntaxError, Comm, Marker, Op, Overlap, format_action, parse_action
 from ..core.placement import Placement, placement_from_map, placement_from_text
 from ..core.schedule import Schedule
 
@@ -126,7 +129,7 @@ def _no_idle_cells(programs: Sequence[Sequence[Action]], source: str) -> None:
         >>> _no_idle_cells([[parse_action("0F0"), None, parse_action("0SEND_F0")]], "c.csv")
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ScheduleFileError: c.csv: row 1 (rank 0), column 2: an empty cell in a compute_comms file (it holds SEND/RECV): PyTorch's runtime refuses idle cells in this flavour; remove the cell (a trailing comma makes one too)
+        ppverify.core.errors.ScheduleFileError: c.csv: row 1 (rank 0), column 2: an empty cell in a compute_comms file (it holds SEND/RECV or UNSHARD/RESHARD/REDUCE_GRAD, which only that flavour takes): PyTorch's runtime refuses idle cells in this flavour; remove the cell (a trailing comma makes one too)
     """
     for r, prog in enumerate(programs):
         for c, a in enumerate(prog):
@@ -134,8 +137,9 @@ def _no_idle_cells(programs: Sequence[Sequence[Action]], source: str) -> None:
                 raise ScheduleFileError(
                     source,
                     f"row {r + 1} (rank {r}), column {c + 1}",
-                    "an empty cell in a compute_comms file (it holds SEND/RECV): PyTorch's runtime refuses idle "
-                    "cells in this flavour; remove the cell (a trailing comma makes one too)",
+                    "an empty cell in a compute_comms file (it holds SEND/RECV or UNSHARD/RESHARD/REDUCE_GRAD, "
+                    "which only that flavour takes): PyTorch's runtime refuses idle cells in this flavour; remove "
+                    "the cell (a trailing comma makes one too)",
                 )
 
 
@@ -185,7 +189,9 @@ def parse_rows(
     check_stages_mbs(S, mm, source, held=sum(len(_mbs_of(a)) for a in actions if not isinstance(a, Comm)))
     inferred = infer_stage_ranks(programs, S)
     pl = resolve_placement(placement, p, S, inferred, source)
-    flavour = COMPUTE_COMMS if any(isinstance(a, Comm) for a in actions) else COMPUTE_ONLY
+    # PyTorch's compute-only loader refuses markers as it refuses SEND/RECV: a file holding either
+    # (a lowered p=1 file has markers and no SEND/RECV) only runs as compute_comms
+    flavour = COMPUTE_COMMS if any(isinstance(a, (Comm, Marker)) for a in actions) else COMPUTE_ONLY
     if flavour == COMPUTE_COMMS:
         _no_idle_cells(programs, source)
     params = {"p": p, "m": mm, "format": flavour, "placement": pl.name}
@@ -220,7 +226,10 @@ def load_csv(
 def to_rows(schedule: Schedule, format: str = COMPUTE_ONLY) -> list[list[str]]:
     """The CSV cells of a schedule in one flavour.
 
-    ``compute_only`` writes the programs as they are, minus any SEND/RECV (idle cells kept).
+    ``compute_only`` writes the programs as they are, minus any SEND/RECV and UNSHARD/RESHARD/
+    REDUCE_GRAD markers (idle cells kept): PyTorch's compute-only loader refuses every action that
+    is not compute ("Expected compute-only schedule but found communication action '0UNSHARD'"),
+    and its lowering adds them back.
     ``compute_comms`` writes them as they are when they already hold SEND/RECV, else lowers them
     first exactly as PyTorch's runtime does when it loads a compute-only file (UNSHARD/RESHARD,
     REDUCE_GRAD, SEND/RECV: :func:`ppverify.io.torch_lowering.lower_like_pytorch`), so the file
@@ -232,6 +241,8 @@ def to_rows(schedule: Schedule, format: str = COMPUTE_ONLY) -> list[list[str]]:
         >>> from ppverify.schedules import build
         >>> to_rows(build("gpipe", p=2, m=1), "compute_comms")[0]
         ['0UNSHARD', '0F0', '0SEND_F0', '0RECV_B0', '0B0', '0REDUCE_GRAD', '0RESHARD']
+        >>> to_rows(parse_rows([["0UNSHARD", "0F0", "0B0", "0REDUCE_GRAD", "0RESHARD"]]))
+        [['0F0', '0B0']]
     """
     if format not in FLAVOURS:
         raise ParameterError("format", format, f"expected one of {', '.join(FLAVOURS)}")
@@ -240,10 +251,10 @@ def to_rows(schedule: Schedule, format: str = COMPUTE_ONLY) -> list[list[str]]:
             "schedule",
             schedule.describe(),
             "PyTorch's format has one pipe (stage index -> one rank); a two-pipe schedule "
-            "(chimera, dualpipe) cannot be written; use dualpipev for PyTorch",
+            "(chimera, dualpipe) cannot be written: --format json keeps it; dualpipev is DualPipe's one-pipe form",
         )
     if format == COMPUTE_ONLY:
-        return [[format_action(a) for a in prog if not isinstance(a, Comm)] for prog in schedule.programs]
+        return [[format_action(a) for a in prog if not isinstance(a, (Comm, Marker))] for prog in schedule.programs]
     if any(isinstance(a, Comm) for prog in schedule.programs for a in prog):
         lowered = schedule
     else:

@@ -222,7 +222,9 @@ def build(name: str, p: int, m: int, **params: Any) -> Schedule:
             "family", fam.name, f"its generator failed at p={p} m={m}: {type(exc).__name__}: {exc}"
         ) from exc
     if not isinstance(sched, Schedule):
-        raise ParameterError("family", fam.name, f"its generator returned a {type(sched).__name__}, not a Schedule")
+        raise ParameterError(
+            "family", fam.name, f"its generator returned {type(sched).__name__} {sched!r:.60}, not a Schedule"
+        )
     if sched.p != p or sched.m != m:
         raise ParameterError(
             "family", fam.name, f"asked for p={p} m={m}, its generator built a schedule for p={sched.p} m={sched.m}"

@@ -161,8 +161,8 @@ def placement_text(schedule: Schedule) -> str:
     pl = schedule.placement
     pipes = "; ".join(f"pipe {i}: " + " ".join(map(str, mp)) for i, mp in enumerate(pl.maps))
     return (
-        f"{pl.name}, {pl.num_pipes} pipe{'s' if pl.num_pipes > 1 else ''}, {pl.num_stages} stages on "
-        f"{pl.p} devices (device of each stage, {pipes})"
+        f"{pl.name}, {pl.num_pipes} pipe{'s' if pl.num_pipes > 1 else ''}, {pl.num_stages} stage"
+        f"{'s' if pl.num_stages > 1 else ''} on {pl.p} device{'s' if pl.p > 1 else ''} (device of each stage, {pipes})"
     )
 
 

@@ -352,3 +352,36 @@ def test_costs_in_seconds_with_a_tiny_tick(capsys, tmp_path):
     assert out["formula"] == {"unavailable": "the costs are not uniform abstract costs per device share"}
     assert main(["show", str(path)]) == 0
     assert "not rendered" in capsys.readouterr().out
+
+
+def test_show_reads_a_v_table_with_the_map_its_rows_show(tmp_path, capsys):
+    # ZB-V at p = 2 as show --style torch prints it: stages 0 and 3 on rank 0, 1 and 2 on rank 1
+    # (V: 0 1 1 0); read as linear over its two rows, stage 3 "must be in 0..1" and show failed,
+    # while simulate and verify of the same file read it
+    grid = tmp_path / "zbv.txt"
+    grid.write_text(
+        "         Rank 0 Rank 1\n"
+        "Step 00: 0F0\n"
+        "Step 01: 0F1    1F0\n"
+        "Step 02:        2F0\n"
+        "Step 03: 3F0    1F1\n"
+        "Step 04: 3I0    2F1\n"
+        "Step 05: 3W0    2I0\n"
+        "Step 06: 3F1    2W0\n"
+        "Step 07: 3I1    1I0\n"
+        "Step 08: 3W1    1W0\n"
+        "Step 09: 0I0    2I1\n"
+        "Step 10: 0W0    2W1\n"
+        "Step 11:        1I1\n"
+        "Step 12: 0I1    1W1\n"
+        "Step 13: 0W1\n",
+        encoding="utf-8",
+    )
+    assert main(["show", str(grid), "--no-table"]) == 0
+    assert (
+        "placement     v, 1 pipe, 4 stages on 2 devices (device of each stage, pipe 0: 0 1 1 0)"
+        in capsys.readouterr().out
+    )
+    # --v reads a loop table: beside no --placement (linear) it was dropped without a word
+    assert main(["show", str(grid), "--v", "2"]) == 2
+    assert "parameter v=2: reads a loop table: give --placement loop with it" in capsys.readouterr().err

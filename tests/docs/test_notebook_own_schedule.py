@@ -7,7 +7,7 @@ from pathlib import Path
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "your_own_schedule.ipynb"
 
 
-def test_your_own_schedule_notebook_executes(tmp_path: Path, execute_notebook) -> None:
+def test_your_own_schedule_notebook_executes(tmp_path: Path, execute_notebook, prints_as_saved) -> None:
     outputs, text = execute_notebook(NOTEBOOK, tmp_path)
     # device 0 holds p + extra = 5 activations at p=4: a cap of 5 is proved, 4 refuted on device 0
     assert "VALID: eager-1f1b p=4 m=8" in text and "INVALID: eager-1f1b p=4 m=8" in text
@@ -17,6 +17,8 @@ def test_your_own_schedule_notebook_executes(tmp_path: Path, execute_notebook) -
     assert any("image/png" in o.get("data", {}) for o in outputs)
     # the CSV round trip writes into a temporary folder: nothing lands next to the notebook
     assert "eager-1f1b.csv" in "".join(nb_source(NOTEBOOK)) and not list(tmp_path.iterdir())
+    # what the notebook shows saved is what it prints today (the seconds it took aside)
+    prints_as_saved(NOTEBOOK, outputs)
 
 
 def nb_source(path: Path) -> list[str]:

@@ -114,15 +114,24 @@ def test_given_m_reports_missing_microbatches_instead_of_shrinking():
 
 
 def test_markers_are_kept_and_free_in_time(tmp_path):
-    text = "0UNSHARD,0F0,0F1,,0B0,0B1,0RESHARD,0REDUCE_GRAD\n,1UNSHARD,1F0,1B0,1F1,1B1,1RESHARD,1REDUCE_GRAD\n"
+    text = "0UNSHARD,0F0,0F1,0B0,0B1,0RESHARD,0REDUCE_GRAD\n1UNSHARD,1F0,1B0,1F1,1B1,1RESHARD,1REDUCE_GRAD\n"
     f = tmp_path / "m.csv"
     f.write_text(text)
     s = load_csv(f)
-    assert s.programs[0][0] == Marker("UNSHARD", 0)
-    assert csv_text(s) == text
-    plain = parse_rows([["0F0", "0F1", "", "0B0", "0B1"], ["", "1F0", "1B0", "1F1", "1B1"]])
+    # PyTorch's compute-only loader refuses markers: a file holding them is a compute_comms one
+    assert s.programs[0][0] == Marker("UNSHARD", 0) and s.params["format"] == "compute_comms"
+    # written back as compute_only, the markers go (PyTorch's lowering adds them back)
+    assert csv_text(s) == "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n"
+    plain = parse_rows([["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]])
     a, b = run(s, semantics="slot"), run(plain, semantics="slot")
     assert a.makespan == b.makespan and a.start.tolist() == b.start.tolist()
+
+
+def test_markers_beside_an_idle_cell_are_refused():
+    # markers make the file compute_comms, whose runtime refuses idle cells: neither of PyTorch's
+    # loaders takes it (compute_only refuses the marker, compute_comms the empty cell)
+    with pytest.raises(ScheduleFileError, match="row 1 .rank 0., column 3: an empty cell in a compute_comms file"):
+        parse_rows([["0UNSHARD", "0F0", "", "0B0", "0RESHARD"]], "m.csv")
 
 
 def test_export_compute_comms_by_hand():
@@ -187,19 +196,24 @@ def test_round_trip_with_idle_slots_and_markers(fam, p, k, data):
     m = k * p if name != "dualpipev" else 2 * p + k
     s = build(name, p=p, m=m, **params)
     progs = []
+    # idle cells (a compute_only file) or markers (a compute_comms one, which has no idle cell)
+    noise = [None] if data.draw(st.booleans()) else ["UNSHARD", "RESHARD"]
     for d, prog in enumerate(s.programs):
         out = []
         for a in prog:
-            extra = data.draw(st.lists(st.sampled_from([None, "UNSHARD", "RESHARD"]), max_size=2))
+            extra = data.draw(st.lists(st.sampled_from(noise), max_size=2))
             for e in extra:
                 out.append(None if e is None else Marker(e, s.placement.stages_on(d)[0][1]))
             out.append(a)
         progs.append(tuple(out))
     noisy = s.with_programs(tuple(progs))
-    text = csv_text(noisy)
-    back = parse_rows([row.split(",") if row else [] for row in text.splitlines()])
+    cells = [["" if a is None else str(a) for a in prog] for prog in noisy.programs]
+    back = parse_rows(cells)
     assert back.programs == noisy.programs and back.placement.maps == s.placement.maps
-    assert csv_text(back) == text
+    # written as compute_only, the markers go (PyTorch's compute-only loader refuses them) and
+    # every idle slot stays where it was
+    kept = [[c for c in row if not c.endswith(("UNSHARD", "RESHARD"))] for row in cells]
+    assert csv_text(back) == "".join(",".join(row) + "\n" for row in kept)
     # idle slots and markers do not change which ops run, nor the order check
     assert structural_problems(back) == []
 

@@ -77,7 +77,7 @@ def test_generator_building_the_wrong_schedule_is_refused() -> None:
     with pytest.raises(ParameterError, match="asked for p=2 m=2, its generator built a schedule for p=2 m=3"):
         build("ignores-m", p=2, m=2)
     register(Family("not-a-schedule", lambda p, m: "hello", "returns a string"))
-    with pytest.raises(ParameterError, match="its generator returned a str, not a Schedule"):
+    with pytest.raises(ParameterError, match="its generator returned str 'hello', not a Schedule"):
         build("not-a-schedule", p=2, m=2)
 
     def broken(p: int, m: int) -> object:

@@ -80,13 +80,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=256,
         help="solve the optimum only for schedules with at most this many ops (default 256)",
     )
-    from ...core.memory_cap import MEMORY_CAP_HELP
-
     parser.add_argument(
         "--memory-cap",
         default=None,
         metavar="N|NMF|SIZE|none",
-        help="cap every schedule's optimum at this memory: " + MEMORY_CAP_HELP + " (default: each schedule's own peak)",
+        help="the optimum level's per-device activation memory cap, the same for every schedule (the other "
+        "levels are not capped): N activations of one microbatch on a device's whole share of layers (1F1B's "
+        "first device peaks at p), NMF stage activations, a size such as 64GiB with presets, or none "
+        "(unlimited memory) (default: each schedule's own peak)",
     )
     parser.add_argument("--out", help="write one row per (schedule, configuration, level) to .csv or .parquet")
     parser.add_argument("--json", action="store_true", help="print the rows (and findings) as JSON")

@@ -120,6 +120,14 @@ def run_export(args: argparse.Namespace) -> int:
     doc = document_from_args(args)  # a JSON file's costs and communication travel with it
     schedule = doc.schedule
     text = export_text(doc, fmt)
+    left = [w for w, v in (("costs", doc.costs), ("communication", doc.comm)) if v is not None]
+    if fmt != "json" and left:  # simulate of the CSV would time it otherwise, without a word
+        what = " and ".join(left)
+        print(
+            f"ppverify: note: {args.schedule}: a PyTorch CSV holds the order only; the file's {what} stay behind, "
+            "so a command reading the CSV times it with its own options (--format json keeps them)",
+            file=sys.stderr,
+        )
     if args.output:
         from ...core.files import atomic_write
 

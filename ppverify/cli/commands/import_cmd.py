@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(GPipe, 1F1B, LoopedBFS, Interleaved1F1B, InterleavedZeroBubble, ZBVZeroBubble, "
         "DualPipeV) with -p, -m and --v; needs torch",
     )
-    parser.add_argument("-p", type=int, default=4, help="ranks for --torch-class (default 4)")
+    parser.add_argument("-p", type=int, default=None, help="ranks for --torch-class (default 4)")
     parser.add_argument("--v", type=int, default=None, help="stages per rank for --torch-class")
     parser.add_argument(
         "--placement",
@@ -137,12 +137,21 @@ def run_import(args: argparse.Namespace) -> int:
     """
     from ...io import load_torch_file
 
+    if args.json and args.style:  # as show: the JSON holds no table, so --style would be dropped
+        raise ParameterError("style", args.style, "--json prints no table: drop --style")
+    # the options of the other source were dropped unread
+    misplaced = (("--placement", args.placement), ("--stages", args.stages)) if args.torch_class else ()
+    for flag, value in misplaced or ((("-p", args.p), ("--v", args.v)) if args.file else ()):
+        if value is not None:
+            why = "reads a file, not --torch-class" if args.torch_class else "sizes --torch-class, not a file"
+            raise ParameterError(flag.lstrip("-"), value, f"{flag} {why}: leave it out")
     if args.torch_class:
         from ...io.torch_interop import torch_schedule
 
         if args.file:
             raise ParameterError("file", args.file, "give a file or --torch-class, not both")
-        schedule = torch_schedule(args.torch_class, args.p, args.m if args.m is not None else args.p, args.v)
+        p = args.p if args.p is not None else 4
+        schedule = torch_schedule(args.torch_class, p, args.m if args.m is not None else p, args.v)
         if args.torch_class == "1F1B" and not args.json:
             from ...io.torch_interop import SCHEDULE_1F1B_BUG
 
@@ -151,7 +160,11 @@ def run_import(args: argparse.Namespace) -> int:
         schedule = load_torch_file(args.file, placement=args.placement, m=args.m, num_stages=args.stages)
     else:
         raise ParameterError("file", None, "give a PyTorch CSV file or --torch-class NAME")
+    if args.torch and schedule.placement.num_pipes > 1:  # else to_rows' "cannot be written" error
+        pipes = f"{schedule.describe()} has {schedule.placement.num_pipes} pipes"
+        raise ParameterError("torch", True, f"PyTorch's validation takes one pipe; {pipes}: leave --torch out")
     rep, tl = audit(schedule, costs_from_args(args, schedule), args.torch, args.comm_semantics)
+    rep["format"] = rep["format"] or _file_kind(args.file)  # a JSON file or a table has no CSV flavour
     if args.json:
         print_json(rep)
     else:
@@ -163,6 +176,23 @@ def run_import(args: argparse.Namespace) -> int:
             print(format_table(tl, style=args.style))
     warn_deprecated(args, "ppverify import")  # after the output: a failed run keeps its one line
     return 0 if rep["valid"] else 1
+
+
+def _file_kind(path: str) -> str:
+    """What a file that is not a PyTorch CSV holds, as ``import`` reads it (by content, as
+    :func:`ppverify.io.load_torch_file` does).
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "grid.txt")
+        >>> _ = open(path, "w").write("        Rank 0\\nStep 0: 0F0\\nStep 1: 0B0\\n")
+        >>> _file_kind(path)
+        'text table'
+    """
+    from ...core.files import read_text
+    from ...io import sniff_format
+
+    return "ppverify JSON" if sniff_format(read_text(path)) == "json" else "text table"
 
 
 COMMAND = Command(

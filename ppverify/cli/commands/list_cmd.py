@@ -38,7 +38,11 @@ def run(args: argparse.Namespace) -> int:
     """
     rows = []
     for fam in families():
-        params = ", ".join(f"--{p.name.replace('_', '-')} (default {p.default}): {p.help}" for p in fam.params)
+        # a None default is computed from p, m...: its help says how ("default p/2"), not "default None"
+        params = ", ".join(
+            f"--{p.name.replace('_', '-')}{'' if p.default is None else f' (default {p.default})'}: {p.help}"
+            for p in fam.params
+        )
         rows.append(
             {
                 "family": fam.name,

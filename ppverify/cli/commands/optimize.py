@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     "optimize",
-    "optimal makespan/span or a certified lower bound (CP-SAT), with comm and memory caps",
+    "optimal makespan/span or a certified lower bound (CP-SAT), with communication and a memory cap",
     add_arguments,
     run,
     description=__doc__ or "",

@@ -14,7 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ...core.memory_cap import MEMORY_CAP_HELP, cap_check, resolve_memory_cap
+from ...core.memory_cap import cap_check, resolve_memory_cap
 from ...io.table_text import STYLES
 from ...views.table_report import formula_contradicted, table_json, table_text, time_table
 from .. import Command
@@ -50,7 +50,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write the schedule, its costs and its table as a ppverify JSON file",
     )
     parser.add_argument("--no-table", action="store_true", help="print the metrics only")
-    parser.add_argument("--memory-cap", default=None, metavar="N|NMF|none", help=MEMORY_CAP_HELP + " (exit 1 over it)")
+    parser.add_argument(
+        "--memory-cap",
+        default=None,
+        metavar="N|NMF|none",
+        # not MEMORY_CAP_HELP: show has no --system/--model, so no size in bytes
+        help="per-device activation memory cap: N activations of one microbatch on a device's whole share of "
+        "layers (1F1B's first device peaks at p), NMF stage activations, or none (exit 1 over it)",
+    )
     parser.add_argument(
         "--width",
         type=int,
