@@ -182,3 +182,16 @@ def test_a_mistyped_huge_stage_in_a_table_is_refused_before_inferring_its_map():
     text = "        Rank 0      Rank 1\nStep 0: 0F0         1F0\nStep 1: 999999999F0 1B0\nStep 2: 0B0\n"
     with pytest.raises(LimitError, match="t.txt: 1000000000 stages x 1 microbatches"):
         parse_table(text, path="t.txt")
+
+
+def test_export_of_a_table_read_with_a_larger_m_refuses_a_csv(tmp_path, capsys):
+    # 1F1B p=2 m=2 as a grid: -m 3 reads it as a schedule of 3 microbatches whose third has no
+    # ops; a CSV carries no m, so the file would hold m=2 while "wrote ... m=3" said otherwise
+    grid = tmp_path / "g.txt"
+    grid.write_text("tick   0   1   2   3\ndev 0 0F0 0F1 0B0 0B1\ndev 1   . 1F0 1B0 1F1\n", encoding="utf-8")
+    assert main(["export", str(grid), "-m", "3", "-o", str(tmp_path / "g.csv")]) == 2
+    assert "a PyTorch CSV does not carry m, and the schedule's ops name 2 microbatches" in capsys.readouterr().err
+    assert not (tmp_path / "g.csv").exists()
+    # JSON carries m: the 3 is written (and verify then names mb 2's missing ops)
+    assert main(["export", str(grid), "-m", "3", "-o", str(tmp_path / "g.json")]) == 0
+    assert '"m": 3' in (tmp_path / "g.json").read_text(encoding="utf-8")

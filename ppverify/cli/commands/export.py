@@ -119,6 +119,14 @@ def run_export(args: argparse.Namespace) -> int:
     fmt = export_format(args.format, args.output)  # before the build: a contradiction costs nothing
     doc = document_from_args(args)  # a JSON file's costs and communication travel with it
     schedule = doc.schedule
+    named = 1 + max((op.mb for op in schedule.ops()), default=-1)
+    if fmt != "json" and schedule.m > named:  # a table read with -m: the CSV cannot say it
+        raise ParameterError(
+            "m",
+            schedule.m,
+            f"a PyTorch CSV does not carry m, and the schedule's ops name {named} microbatches: "
+            f"the file would hold m={named}; leave -m out, or give --format json",
+        )
     text = export_text(doc, fmt)
     left = [w for w, v in (("costs", doc.costs), ("communication", doc.comm)) if v is not None]
     if fmt != "json" and left:  # simulate of the CSV would time it otherwise, without a word
