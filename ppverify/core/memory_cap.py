@@ -195,7 +195,7 @@ class CapSpec:
         return self.kind == UNLIMITED
 
 
-def read_memory_cap(text: str | float | None, option: str = "memory-cap") -> CapSpec | None:
+def read_memory_cap(text: str | float | None, option: str = "memory-cap", forms: str | None = None) -> CapSpec | None:
     """Read ``--memory-cap``'s spelling once: ``None`` when not given; ``none`` (unlimited
     memory); a plain number of activations; ``NMF`` stage activations; a size (``64GiB``).
     Refused with one line naming ``option``: ``none`` with a size, the old ``8x`` spelling, a
@@ -225,7 +225,7 @@ def read_memory_cap(text: str | float | None, option: str = "memory-cap") -> Cap
             f"the x suffix is gone: {low[:-1]}x counted stage activations; write {low[:-1]}MF for that cap, "
             "or a plain number of activations of a device's whole share",
         )
-    size = parse_size(raw, option)
+    size = parse_size(raw, option) if forms is None else parse_size(raw, option, forms)
     if low.endswith("mf"):
         return CapSpec("stage_activations", size.value, raw, option)
     return CapSpec("bytes" if size.is_bytes else "activations", size.value, raw, option)

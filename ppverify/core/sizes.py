@@ -47,9 +47,14 @@ class Size:
     is_bytes: bool
 
 
-def parse_size(text: str | float, option: str = "memory-cap") -> Size:
+#: what a size may be, as the errors say it
+SIZE_FORMS = "a number (e.g. 8) or a size (e.g. 40GiB)"
+
+
+def parse_size(text: str | float, option: str = "memory-cap", forms: str = SIZE_FORMS) -> Size:
     """Parse ``text``: a number with an optional byte unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB;
-    any case, spaces allowed) or a plain-multiple suffix (``x``, ``MF``). Errors name ``option``.
+    any case, spaces allowed) or a plain-multiple suffix (``x``, ``MF``). Errors name ``option``
+    and say what the caller accepts (``forms``).
 
     Example:
         >>> parse_size("64 gib").value == 64 * 2**30, parse_size("8x").is_bytes
@@ -69,8 +74,8 @@ def parse_size(text: str | float, option: str = "memory-cap") -> Size:
     m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)([A-Za-z]*)", t)
     if not m:
         if re.fullmatch(r"-[0-9.eE+-]+[A-Za-z]*", t):
-            raise ParameterError(option, text, "must be > 0: a number (e.g. 8) or a size (e.g. 40GiB)")
-        raise ParameterError(option, text, "expected a number (e.g. 8) or a size (e.g. 40GiB)")
+            raise ParameterError(option, text, f"must be > 0: {forms}")
+        raise ParameterError(option, text, f"expected {forms}")
     value = Fraction(m.group(1))
     unit = m.group(2).upper()
     if unit in PLAIN_UNITS:

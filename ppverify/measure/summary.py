@@ -238,13 +238,8 @@ def measure_cap(text: str | None, schedule: Schedule) -> MemoryCap | None:
     from ..core.errors import ParameterError
     from ..core.memory_cap import read_memory_cap, resolve_memory_cap
 
-    try:
-        spec = read_memory_cap(text)
-    except ParameterError as e:  # the shared reader offers sizes, which measure refuses
-        rule = e.rule.replace(
-            "a number (e.g. 8) or a size (e.g. 40GiB)", "activations (e.g. 2) or stage activations (2MF)"
-        )
-        raise ParameterError(e.name, e.value, rule) from None
+    # the reader's errors offer only what measure takes (a size is refused below)
+    spec = read_memory_cap(text, forms="activations (e.g. 2) or stage activations (2MF)")
     if spec is None:
         return None
     if spec.kind == "bytes":
