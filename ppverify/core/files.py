@@ -256,6 +256,28 @@ def check_output_path(path: str | Path, flag: str = "-o", json_file: bool = Fals
     target, _ = output_target(path, flag)
     if not target.parent.is_dir():
         raise ParameterError(flag, str(path), f"folder {Path(path).parent} does not exist")
+    check_folder_takes_files(target.parent, flag, str(path))
+
+
+def check_folder_takes_files(folder: str | Path, flag: str, text: str) -> None:
+    """Refuse, in one line naming ``flag`` and the path ``text``, a folder that exists but takes no
+    new file (``/proc``, a read-only mount, no write permission): the write would fail only after
+    the run. A file is created there and removed, as the atomic write later does.
+
+    Example:
+        >>> import tempfile
+        >>> check_folder_takes_files(tempfile.mkdtemp(), "-o", "out.json")
+        >>> check_folder_takes_files("/proc", "--plot", "/proc/f.png")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter --plot=/proc/f.png: cannot write in its folder /proc: No such file or directory
+    """
+    try:
+        with open(Path(folder) / f".ppverify-probe-{secrets.token_hex(4)}", "xb") as fh:
+            os.unlink(fh.name)  # written and gone: the folder takes files
+    except (OSError, ValueError) as exc:  # read-only, no permission, a NUL byte in the name
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ParameterError(flag, text, f"cannot write in its folder {folder}: {why}") from None
 
 
 def prepare_output_dir(path: str | Path, flag: str = "--save-dir") -> Path:

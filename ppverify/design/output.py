@@ -252,31 +252,6 @@ def plot_design(d: Design, path: str | Path) -> Path:
     return target
 
 
-def check_writable(path: str | Path, option: str) -> None:
-    """Refuse, before the search, an output file (``--report``, ``--plot``) whose folder exists but
-    takes no new file (``/proc``, a read-only mount): otherwise the write fails after the whole
-    search. The name itself is checked by the option's own rules first.
-
-    Example:
-        >>> check_writable("/proc/frontier.png", "plot")
-        Traceback (most recent call last):
-        ...
-        ppverify.core.errors.ParameterError: parameter plot=/proc/frontier.png: cannot write in its folder /proc: No such file or directory
-    """
-    import os
-    import secrets
-
-    from ..core.errors import ParameterError
-
-    folder = Path(os.path.realpath(path)).parent
-    try:
-        with open(folder / f".ppverify-probe-{secrets.token_hex(4)}", "xb") as fh:
-            os.unlink(fh.name)  # written and gone: the folder takes files
-    except (OSError, ValueError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ParameterError(option, str(path), f"cannot write in its folder {folder}: {why}") from None
-
-
 def is_design_result(path: str | Path) -> bool:
     """True when ``path`` is a ``design.json`` (``--save-dir``) or ``design --json`` output.
 

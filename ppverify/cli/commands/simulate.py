@@ -134,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         ...
         0
     """
+    from ...core.files import check_output_path
     from ...core.trace import write_trace
 
     if args.memory_gib is not None and not 0 < args.memory_gib < 1e9:  # inf would print as JSON's Infinity
@@ -147,6 +148,9 @@ def run(args: argparse.Namespace) -> int:
     check_timed_options(args)  # torch counts unit steps: costs and presets would change nothing
     if args.trace and args.frame and Path(args.trace).resolve() == Path(args.frame).resolve():
         raise ParameterError("frame", args.frame, "is also the --trace file, which it would overwrite: give two names")
+    for flag in ("trace", "frame"):  # a missing or unwritable folder: refused before the run
+        if getattr(args, flag):
+            check_output_path(getattr(args, flag), f"--{flag}")
     width = chart_width(args)
     request = run_request(args)  # costs and cap read once, before the run; the cap resolved in its cost model
     timeline, ctx = simulate_request(request, args.semantics)
