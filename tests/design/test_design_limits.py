@@ -69,3 +69,26 @@ def test_the_library_refuses_a_seed_beyond_32_bits_before_the_families_run():
     rq = DesignRequest(2, 2, "linear", "auto", PresetSettings(costs="F=1,B=2"), Limits(5.0, seed=2**31))
     with pytest.raises(ParameterError, match=r"seed=2147483648: must be an integer from -2147483648"):
         design(rq, progress=False)
+
+
+def test_points_cut_but_proven_optimal_are_said_so() -> None:
+    # A point the clock cut whose search had closed its gap (OPTIMAL) keeps its time and bound at
+    # any load: the points line says how many of the cut points are such. By hand: p = 2, m = 2,
+    # F = 1, B = 2 on one placement, budgets 1 and 2: both points are tiny and proven optimal
+    # (gap 0); marked cut, both count; one turned FEASIBLE leaves one.
+    from dataclasses import replace
+
+    from ppverify.design.output import design_text
+    from ppverify.design.run import DesignRequest, design
+    from ppverify.design.spec import Limits
+    from ppverify.systems.preset_models import PresetSettings
+
+    rq = DesignRequest(2, 2, "linear", "1,2", PresetSettings(costs="F=1,B=2"), Limits(5.0, ceiling=600.0))
+    d = design(rq, progress=False)
+    assert [q.status for q in d.points] == ["OPTIMAL", "OPTIMAL"]
+    both = replace(d, points=tuple(replace(q, cut=True) for q in d.points))
+    assert "2 cut by --time-limit" in design_text(both).splitlines()[1]
+    assert "(2 of them proven optimal all the same)" in design_text(both).splitlines()[1]
+    one = replace(both, points=(replace(both.points[0], status="FEASIBLE"), both.points[1]))
+    assert "(1 of them proven optimal all the same)" in design_text(one).splitlines()[1]
+    assert "proven optimal" not in design_text(d).splitlines()[1]  # nothing cut: nothing said
