@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--images", default=str(ROOT / "docs" / "images"))
     args = ap.parse_args(argv)
     store = args.store or f"/tmp/ppverify-findings-map-{os.getpid()}/map.results.jsonl"
+    if not args.store:  # a store's folder must exist (a typo'd one is refused): make the fresh one
+        Path(store).parent.mkdir(parents=True, exist_ok=True)
     load0 = os.getloadavg()
     t0, c0 = time.perf_counter(), cpu_seconds()
     res = run_map(QUICK_GRID if args.quick else DEFAULT_GRID, store, workers=args.workers, progress=True)

@@ -1300,8 +1300,8 @@ def resume_base() -> dict[str, bytes]:
 
 def _resume_case(rng: random.Random, seeds: dict[str, bytes]) -> Case:
     """The base sweep's files with some edited, then ``sweep --dry-run --json``: exactly the rows that
-    read a file whose bytes changed (or that is gone) are to run; a FIFO, or a schedule file gone, is
-    refused."""
+    read a file whose bytes changed are to run; a FIFO, or a schedule or preset file gone, is refused
+    (a preset's name is a path relative to the config: a typo would make every row not applicable)."""
     base = resume_base()
     files = dict(base)
     nodes: dict[str, str] = {}
@@ -1318,7 +1318,7 @@ def _resume_case(rng: random.Random, seeds: dict[str, bytes]) -> Case:
             del files[name]
             if edit == "fifo":
                 nodes[name] = "fifo"
-            refused = refused or edit == "fifo" or name == "s.json"
+            refused = True  # a FIFO, or a schedule or preset file gone, is refused naming it
         if files.get(name) != base[name]:
             changed.add(name)
     readers = {"sys.yaml": "sys.yaml", "llm.yaml": "llm.yaml", "s.json": "mine"}

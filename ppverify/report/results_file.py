@@ -215,14 +215,19 @@ def _jsonl_rows(p: Path) -> list[dict]:
         for n, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
+            if not line.endswith("\n"):  # cut short: a sweep killed while writing, or one still running
+                raise ScheduleFileError(
+                    str(p),
+                    f"row {n}",
+                    "the last row has no line end: the file is truncated (a sweep store is repaired by "
+                    "rerunning its sweep, and complete once the sweep has finished)",
+                )
             try:
                 r = json.loads(line)
             except json.JSONDecodeError:
                 raise ScheduleFileError(
                     str(p), f"row {n}", "not a JSON object: the file is truncated or corrupt"
                 ) from None
-            if not line.endswith("\n"):
-                raise ScheduleFileError(str(p), f"row {n}", "the last row has no line end: the file is truncated")
             if not isinstance(r, dict):
                 raise ScheduleFileError(str(p), f"row {n}", "not a JSON object")
             rows.append(r)

@@ -248,6 +248,16 @@ def config_of_row(row: dict[str, Any]) -> Config:
 
 
 def _number(text: str) -> Any:
+    """An option value as the label shows it: a number, a flag, or the text itself.
+
+    Example:
+        >>> _number("4"), _number("0.5"), _number("False"), _number("None"), _number("3,3,2")
+        (4, 0.5, False, None, '3,3,2')
+    """
+    if text in ("True", "False"):  # recompute=False stays off: bool("False") would turn it on
+        return text == "True"
+    if text == "None":  # an option given as null (its default)
+        return None
     for cast in (int, float):
         try:
             return cast(text)
@@ -290,6 +300,13 @@ def study_from_rows(
         for sched, srows in grp.groupby("schedule", sort=False):
             r0 = srows.iloc[0]
             levels = tuple(lv for lv in RECOMPUTABLE if lv in set(srows["level"]))
+            # a level whose row has no number (an optimum past --max-opt-ops, a solve that found
+            # nothing) gets no chart, as in `compare --report`: a chart beside 'not applicable'
+            # would show what the table says was not computed
+            numbered = tuple(lv for lv in levels if lv in set(srows.loc[srows["makespan"].notna(), "level"]))
+            if not numbered and not str(r0["verified"] or "").startswith("INVALID"):
+                continue  # (an INVALID schedule has no numbers: it is charted as written, its core outlined)
+            levels = numbered or levels
             if (
                 r0["family"] == "file"
                 or not levels

@@ -8,7 +8,8 @@ Config file keys (``examples/sweep.yaml``)::
                 {file: mine.json}]          # a schedule file: its own p and m only; keyed by content
     p: [4, 8]
     m: [4, 8, 16]
-    systems: [dgx-h100, ethernet-100g]      # with models: preset mode (seconds, bytes)
+    systems: [dgx-h100, ethernet-100g]      # with models: preset mode (seconds, bytes); a .yaml file:
+                                            #   relative to the config, as a schedule file
     models: [gpt3-1.3b]
     costs: {F: 1, B: 2}                     # or abstract mode (units) ...
     comm_delays: [0, 0.5, 1]                # ... with these per-hop delays
@@ -21,7 +22,7 @@ Config file keys (``examples/sweep.yaml``)::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,11 +92,89 @@ def _finite(v: Any) -> bool:
     return not isinstance(v, bool) and isinstance(v, (int, float)) and abs(v) <= MAX_NUMBER  # NaN fails too
 
 
+#: the preset options' value types (``PresetSettings``); ``None`` (YAML ``null``) is the default
+_OPTION_TYPES: dict[str, tuple[type, ...]] = {
+    "mfu": (int, float),
+    "microbatch_size": (int,),
+    "seq_len": (int,),
+    "tp": (int,),
+    "ranks_per_node": (int,),
+    "recompute": (bool,),
+    "flash_attention": (bool,),
+    "layers_per_stage": (str, list),
+}
+
+
+def _check_option(path: str, key: str, value: Any) -> None:
+    """Refuse a preset option of the wrong type: ``recompute: "no"`` would read as true, and
+    ``mfu: "0.4"`` would fail inside every point."""
+    kinds = _OPTION_TYPES.get(key)
+    if value is None or kinds is None:
+        return
+    wrong = isinstance(value, bool) != (bool in kinds) or not isinstance(value, kinds)
+    if key == "layers_per_stage" and isinstance(value, list):
+        wrong = any(isinstance(v, bool) or not isinstance(v, int) for v in value)
+    if wrong:
+        want = {"mfu": "a number", "recompute": "true or false", "flash_attention": "true or false"}.get(key)
+        want = want or ("a list of layer counts or '3,3,2'" if key == "layers_per_stage" else "an integer")
+        raise _err(path, f"options.{key}", f"expected {want}, got {value!r}")
+
+
+def _check_options(path: str, configs: list[Config]) -> None:
+    """Refuse options that no (p, system, model) of the grid accepts (``mfu: 2``): every point would
+    be 'not applicable' for the same reason. One that fits some p only (``layers_per_stage``) is
+    left to the points it does not fit, which say why in their note."""
+    from ..compare.request import check_options
+
+    first: ParameterError | None = None
+    seen: set[tuple[int, str | None, str | None]] = set()
+    for cfg in configs:
+        if not cfg.options or (cfg.p, cfg.system, cfg.model) in seen:
+            continue
+        seen.add((cfg.p, cfg.system, cfg.model))
+        try:
+            check_options(replace(cfg, m=1))  # options do not depend on m: the smallest schedule
+            return
+        except ParameterError as exc:
+            first = first or exc
+    if first is not None:
+        raise _err(path, f"options.{first.name.replace('-', '_')}", f"{first.value}: {first.rule}")
+
+
+def _preset_files(path: str, key: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """Preset file paths (``.yaml``) read relative to the config, as schedule files are, and
+    checked now: a missing one made every point 'not applicable' (``file not found``)."""
+    from ..core.files import check_input_file
+
+    out = []
+    for nm in names:
+        if nm.endswith((".yaml", ".yml")):
+            fpath = Path(nm) if Path(nm).is_absolute() else Path(path).parent / nm
+            try:
+                check_input_file(fpath)
+            except ScheduleFileError as exc:
+                raise _err(path, key, f"preset file {fpath}: {exc.rule}") from None
+            nm = str(fpath)
+        out.append(nm)
+    return tuple(dict.fromkeys(out))
+
+
 def _check_grid(path: str, points: int) -> None:
     from ..core.limits import MAX_SWEEP_POINTS, LimitError
 
     if points > MAX_SWEEP_POINTS:  # refused before the grid is expanded
         raise LimitError(path, f"the grid has {points} points; at most {MAX_SWEEP_POINTS} are allowed")
+
+
+def _check_param(path: str, key: str, param: Any, value: Any) -> None:
+    """Refuse a family parameter of the wrong type at load time: the generator would refuse it at
+    every point, and the sweep would report each one 'not applicable' instead of naming the key."""
+    if value is None and param.default is None:  # a parameter whose default is None takes null
+        return
+    if param.type is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise _err(path, key, f"expected an integer, got {value!r}")
+    if param.type is str and not isinstance(value, str):
+        raise _err(path, key, f"expected a name, got {value!r}")
 
 
 def _entries(path: str, value: Any) -> tuple[ScheduleEntry, ...]:
@@ -142,10 +221,14 @@ def _entries(path: str, value: Any) -> tuple[ScheduleEntry, ...]:
                 )
             if isinstance(v, (list, dict)):
                 raise _err(path, f"{key}.{k}", "expected a single value")
+            _check_param(path, f"{key}.{k}", next(pr for pr in fam.params if pr.name == k), v)
+        flag = item.get("only_m_eq_p", False)
+        if not isinstance(flag, bool):  # bool("no") is True: a quoted word would restrict the entry silently
+            raise _err(path, f"{key}.only_m_eq_p", f"expected true or false, got {flag!r}")
+        if isinstance(item.get("label"), (bool, list, dict)):
+            raise _err(path, f"{key}.label", f"expected a name, got {item['label']!r}")
         label = item.get("label") or (fam.name + "".join(f"-{k}{v}" for k, v in sorted(params.items())))
-        out.append(
-            ScheduleEntry(str(label), fam.name, tuple(sorted(params.items())), bool(item.get("only_m_eq_p", False)))
-        )
+        out.append(ScheduleEntry(str(label), fam.name, tuple(sorted(params.items())), flag))
     labels = [e.label for e in out]
     dup = next((lb for lb in labels if labels.count(lb) > 1), None)
     if dup:
@@ -197,9 +280,10 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
     from ..systems.preset_models import SETTINGS_FIELDS
 
     known_opts = [f for f in SETTINGS_FIELDS if f not in ("system", "model", "costs", "comm_delay")]  # grid keys
-    for key in options:
+    for key, value in options.items():
         if key not in known_opts:  # an unknown name was ignored: every point ran without it
             raise _err(path, f"options.{key}", f"unknown preset option; expected some of {', '.join(known_opts)}")
+        _check_option(path, key, value)
     abstract = "costs" in data or "comm_delays" in data
     preset = "systems" in data or "models" in data
     if abstract and preset:
@@ -235,23 +319,37 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
     else:
         from ..systems.presets import available
 
-        systems = _str_list(path, "systems", data.get("systems", ["dgx-h100"]))
-        models = _str_list(path, "models", data.get("models", ["gpt3-1.3b"]))
+        systems = _preset_files(path, "systems", _str_list(path, "systems", data.get("systems", ["dgx-h100"])))
+        models = _preset_files(path, "models", _str_list(path, "models", data.get("models", ["gpt3-1.3b"])))
         for key, names, kind in (("systems", systems, "systems"), ("models", models, "llms")):
             known = available(kind)
             for nm in names:
                 if nm not in known and not nm.endswith((".yaml", ".yml")):
                     raise _err(path, key, f"unknown preset {nm!r}; available: {', '.join(known)}")
-        opts = tuple(sorted(options.items()))
+        # a list of layer counts is written as --layers-per-stage takes it: the configuration's label
+        # (which `report --from` reads back) then holds no space
+        # (null is the option's default: left out, so the label never shows "mfu=None")
+        opts = tuple(
+            sorted(
+                (k, ",".join(map(str, v)) if isinstance(v, list) else v) for k, v in options.items() if v is not None
+            )
+        )
         _check_grid(path, len(entries) * len(ps) * len(ms or (1,)) * len(systems) * len(models) * len(levels))
         configs = [
             Config(p, m, s, md, options=opts) for md in models for s in systems for p in ps for m in (ms or (p,))
         ]
+        _check_options(path, configs)
     name = data.get("name")
     if name is not None and (isinstance(name, (bool, list, dict)) or not str(name).strip()):
         raise _err(path, "name", f"expected the sweep's name (its rows carry it in the store), got {name!r}")
     name = str(name).strip() if name is not None else Path(path).stem
     cap = None
+    if data.get("memory_cap") is not None and "optimum" not in levels:  # as compare --memory-cap: not ignored
+        raise _err(
+            path,
+            "memory_cap",
+            "caps the CP-SAT optimum, a level this sweep leaves out: add optimum to levels, or leave it out",
+        )
     if data.get("memory_cap") is not None:  # read once, here; each point resolves it in its own units
         from ..core.memory_cap import check_cap_text
 

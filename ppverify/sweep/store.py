@@ -44,7 +44,13 @@ def read_store(path: str | Path, repair: bool = True) -> list[dict]:
         return []
     raw = read_bytes(p, max_bytes=None)  # a store grows with its sweep: no size limit
     lines = raw.split(b"\n")
-    torn = lines.pop() != b""  # the text after the last newline: empty unless a write was cut short
+    tail = lines.pop()  # the text after the last newline: empty unless a write was cut short
+    torn = tail != b""
+    if torn and not _torn_row(tail):
+        # other text (a config or notes given as --store by mistake, with no final newline) is
+        # checked as a line, so refused: the repair must never drop it
+        lines.append(tail)
+        torn = False
     rows = []
     for n, line in enumerate(lines, 1):
         why = ""
@@ -60,6 +66,13 @@ def read_store(path: str | Path, repair: bool = True) -> list[dict]:
             why = "not UTF-8"
         except (ValueError, RecursionError):
             why = "not JSON"
+        if why and n == 1:  # not even a first row: another kind of file
+            raise ScheduleFileError(
+                f"{path}:1",
+                "",
+                f"not a sweep store (line 1 is {why}, a store holds one JSON row a line); give --store "
+                "the store of this sweep or a new file name",
+            )
         if why:
             raise ScheduleFileError(
                 f"{path}:{n}", "", f"damaged store line ({why}); delete the line to recompute its point"
@@ -74,6 +87,17 @@ def read_store(path: str | Path, repair: bool = True) -> list[dict]:
             seen.add(r["point"])
             unique.append(r)
     return unique
+
+
+def _torn_row(tail: bytes) -> bool:
+    """Whether the text after a store's last newline is a row cut short (it starts as every row
+    does and is not whole JSON) or a whole row whose newline was not written: either is dropped
+    and its point computed again."""
+    try:
+        row = json.loads(tail.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return b'{"'.startswith(tail[:2])
+    return isinstance(row, dict) and isinstance(row.get("point"), str)
 
 
 def check_owner(rows: list[dict], name: str, path: str | Path) -> None:
@@ -103,6 +127,14 @@ def check_owner(rows: list[dict], name: str, path: str | Path) -> None:
         )
 
 
+def _check_folder(path: str | Path) -> None:
+    """Refuse a store in a folder that does not exist, as every other output is refused: a typo
+    (``--store reslts/s.jsonl``) would otherwise create a folder and start the sweep over in it."""
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise ParameterError("store", str(path), f"folder {folder} does not exist")
+
+
 @contextmanager
 def store_lock(path: str | Path) -> Iterator[None]:
     """Hold ``STORE.lock`` exclusively while a sweep reads, repairs and appends to ``STORE``: a
@@ -130,8 +162,8 @@ def store_lock(path: str | Path) -> Iterator[None]:
         return
     lock = Path(str(path) + ".lock")
     while True:
+        _check_folder(path)
         try:
-            lock.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise ParameterError("store", str(path), f"cannot write there: {exc.strerror or exc}") from None
@@ -183,8 +215,8 @@ class Store:
 
         self.path = Path(path)
         output_target(self.path, "--store")  # a FIFO or a device is never appended to (or blocked on)
+        _check_folder(self.path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.path.open("a", encoding="utf-8")
         except OSError as exc:
             raise ParameterError("store", str(path), f"cannot write there: {exc.strerror or exc}") from None

@@ -72,10 +72,13 @@ def run(args: argparse.Namespace) -> int:
     store = Path(args.store) if args.store else Path(args.config).with_suffix(".results.jsonl")
     if args.out and Path(args.out).suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError("out", args.out, "expected a .csv or .parquet file")
-    if args.out:
-        from ...core.files import check_output_path
+    from ...core.files import check_output_path
 
+    check_output_path(store, "--store")  # as --out: a typo'd folder is refused, --dry-run too, never created
+    if args.out:
         check_output_path(args.out, "--out")  # a missing folder, a trailing '/', a FIFO: refused before the run
+        if Path(args.out).resolve() == store.resolve():  # the table would replace the store's rows
+            raise ParameterError("out", args.out, "names the --store file; give the table another name")
     if args.batch < 1:
         raise ParameterError("batch", args.batch, "must be >= 1")
     if args.workers is not None and (args.workers < 1 or args.executor == "ray"):  # --dry-run too
