@@ -75,22 +75,25 @@ def add_timeline_outputs(parser: argparse.ArgumentParser) -> argparse._ArgumentG
     return out
 
 
-def check_timeline_outputs(args: argparse.Namespace) -> None:
+def check_timeline_outputs(args: argparse.Namespace) -> int:
     """Refuse an unwritable output path or a ``--width`` the chart cannot take now (bad input),
-    not after the run.
+    not after the run; returns the chart's width. A command without one of the outputs (``simulate``
+    draws no ``--plot``) has it checked as not given.
 
     Example:
         >>> check_timeline_outputs(argparse.Namespace(trace=None, frame=None, plot=None, width=None))
+        100
     """
     from ..core.files import check_output_path
     from ..report.plots import check_plot_path
 
-    chart_width(args)
+    width = chart_width(args)
     for flag in FILE_OUTPUTS:
-        if getattr(args, flag):
+        if getattr(args, flag, None):
             check_output_path(getattr(args, flag), f"--{flag}")
     if getattr(args, "plot", None):  # its format too: measure ran the whole job, then refused x.txt
         check_plot_path(args.plot, "plot")
+    return width
 
 
 def write_timeline_outputs(args: argparse.Namespace, timeline: Any, rep: dict[str, Any], memory: Any = None) -> None:

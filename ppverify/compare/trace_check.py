@@ -111,6 +111,8 @@ def _unpredicted(recorded: Schedule, target: Schedule, fitted: bool) -> str:
         ''
         >>> _unpredicted(s.with_programs(tuple(p[:2] for p in s.programs)), s, True)
         'the step ran microbatches 0..1; the schedule has m=4 (give -m 2, or the schedule that ran)'
+        >>> _unpredicted(s, build("1f1b", p=2, m=2), False)  # four ran, read as a schedule of two
+        'the step ran microbatches 0..3; the schedule has m=2 (give -m 4, or the schedule that ran)'
     """
     ran = {o.stage for r in range(recorded.p) for o in recorded.ops(r)}
     missing = [s for s in range(target.num_stages) if s not in ran]
@@ -120,7 +122,7 @@ def _unpredicted(recorded: Schedule, target: Schedule, fitted: bool) -> str:
             "trace, so no cost was fitted for them (give --costs, or the schedule that ran)"
         )
     mbs = {o.mb for r in range(recorded.p) for o in recorded.ops(r)}
-    if mbs and mbs == set(range(max(mbs) + 1)) and max(mbs) + 1 < target.m:
+    if mbs and mbs == set(range(max(mbs) + 1)) and max(mbs) + 1 != target.m:  # fewer or more: another step's time
         return f"the step ran microbatches 0..{max(mbs)}; the schedule has m={target.m} (give -m {max(mbs) + 1}, or the schedule that ran)"
     return ""
 
@@ -211,6 +213,8 @@ def measured_beside(inputs: Sequence[Any], predicted: Timeline, step: int | None
     rec = recorded_step(traces, step)
     imported = import_step(traces, rec, predicted.schedule)
     diffs = schedule_differences(predicted.schedule, imported.schedule)
+    # a step of other microbatches than the schedule's is another step's time: no error against it
+    unpredicted = _unpredicted(imported.schedule, predicted.schedule, fitted=False)
     return {
         "makespan": imported.timeline.makespan,
         "step": rec.step,
@@ -218,7 +222,8 @@ def measured_beside(inputs: Sequence[Any], predicted: Timeline, step: int | None
         "clock": rec.clock,
         "side": rec.side,
         "differences": diffs,
-        "errors": prediction_errors(imported.timeline, predicted),
+        "errors": None if unpredicted else prediction_errors(imported.timeline, predicted),
+        "no_prediction": unpredicted or None,
     }
 
 
@@ -318,10 +323,17 @@ def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> 
     rec = tc.imported.step
     tl, pred = tc.timeline, tc.predicted
     steps = ", ".join(map(str, rec.steps))
+    # without ProfilerStep ranges a step is the actions' n-th occurrence (io.trace_step)
+    which = (
+        f"ProfilerStep#{rec.step} (of {steps})"
+        if rec.profiler_steps
+        else f"step {rec.step} (of {steps}: no ProfilerStep ranges, the actions' occurrences)"
+    )
+    n_stages = tc.imported.schedule.num_stages
     lines = [
-        f"trace         {tc.imported.schedule.p} rank{'s' if tc.imported.schedule.p != 1 else ''}, ProfilerStep#{rec.step} (of {steps}), {rec.side}-side ranges, "
+        f"trace         {tc.imported.schedule.p} rank{'s' if tc.imported.schedule.p != 1 else ''}, {which}, {rec.side}-side ranges, "
         + ("one host's shared clock" if rec.clock == "shared" else "clocks aligned on the collective before the step"),
-        f"recorded      {tc.imported.schedule.num_ops} ops, {tc.imported.schedule.num_stages} stages, m={tc.imported.schedule.m}"
+        f"recorded      {tc.imported.schedule.num_ops} ops, {n_stages} stage{'s' if n_stages != 1 else ''}, m={tc.imported.schedule.m}"
         + _microbatches_ran(tc.imported.schedule),
     ]
     if width is not None:

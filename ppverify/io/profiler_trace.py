@@ -49,7 +49,7 @@ HOW_TO_RECORD = (
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
 _LEGACY = re.compile(r"(Forward|Backward) (\d+)$")
 #: a compute action (F, B, I, W, an overlapped cell, or the older classes' Forward i / Backward i)
-_COMPUTE_ACTION = re.compile(r"(\d+[FBIW]\d+|\(.*\)OVERLAP_F_B|(Forward|Backward) \d+)$")
+COMPUTE_ACTION = re.compile(r"(\d+[FBIW]\d+|\(.*\)OVERLAP_F_B|(Forward|Backward) \d+)$")
 _P2P_HOST = ("gloo:send", "gloo:recv", "nccl:send", "nccl:recv")
 _COLLECTIVE_HOST = ("gloo:barrier", "gloo:all_reduce", "nccl:barrier", "nccl:all_reduce")
 _DTYPE_BYTES = {
@@ -231,12 +231,20 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
             dur = float(ev.get("dur", 0.0))
         except (KeyError, TypeError, ValueError):
             raise ScheduleFileError(path, f"traceEvents[{k}]", f"event {name!r} has no numeric ts/dur") from None
-        if not (math.isfinite(start) and math.isfinite(dur)) or isinstance(ev["ts"], bool):
+        if (
+            not (math.isfinite(start) and math.isfinite(dur))
+            or isinstance(ev["ts"], bool)
+            or isinstance(ev.get("dur"), bool)
+        ):
             raise ScheduleFileError(
                 path, f"traceEvents[{k}]", f"event {name!r} has a ts/dur that is not a finite number"
             )
         if dur < 0:  # an end before the start would time the op as 0 and fit nonsense costs
             raise ScheduleFileError(path, f"traceEvents[{k}]", f"event {name!r} has a negative duration ({dur:g} us)")
+        if "dur" not in ev and _is_read(name, cat):  # timed as 0 it fitted a cost of 0
+            raise ScheduleFileError(
+                path, f"traceEvents[{k}]", f"event {name!r} has no dur: a complete event (ph X) needs its duration"
+            )
         end = start + dur
         if cat == "kernel":
             if "nccl" in name.lower():
@@ -252,7 +260,7 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
         if name.startswith("PP:") or _LEGACY.match(name):
             span = Span(name[3:] if name.startswith("PP:") else name, start, end)
             (dev_pp if cat == "gpu_user_annotation" else host_pp).append(span)
-            if cat != "gpu_user_annotation" and _COMPUTE_ACTION.match(span.name):
+            if cat != "gpu_user_annotation" and COMPUTE_ACTION.match(span.name):
                 threads.setdefault((ev.get("pid"), ev.get("tid")), []).append((span, k))
         elif name.startswith("ProfilerStep#"):
             m = _STEP.match(name)
@@ -295,6 +303,18 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
         tuple(sorted(transfers, key=lambda t: t.span.start)),
         tuple(sorted(collectives, key=lambda s: s.start)),
     )
+
+
+def _is_read(name: str, cat: Any) -> bool:
+    """Whether an event's times are read: actions, steps, transfers and collectives.
+
+    Example:
+        >>> _is_read("PP:0F1", "user_annotation"), _is_read("aten::mm", "cpu_op")
+        (True, False)
+    """
+    if cat == "kernel":
+        return "nccl" in name.lower()
+    return name.startswith(("PP:", "ProfilerStep#", *_P2P_HOST, *_COLLECTIVE_HOST)) or bool(_LEGACY.match(name))
 
 
 def _no_overlapping_compute(path: str, threads: dict[tuple[Any, Any], list[tuple[Span, int]]]) -> None:
@@ -382,9 +402,21 @@ def read_traces(inputs: Sequence[str | Path]) -> list[RankTrace]:
     by_rank: dict[int, RankTrace] = {}
     for t in traces:
         if t.rank in by_rank:
-            raise ScheduleFileError(t.path, "distributedInfo.rank", f"rank {t.rank} also in {by_rank[t.rank].path}")
+            raise ScheduleFileError(
+                t.path,
+                "distributedInfo.rank",
+                f"rank {t.rank} also in {by_rank[t.rank].path}: give one trace file per rank (a profiler schedule "
+                "with repeat > 1 writes one per cycle)",
+            )
         by_rank[t.rank] = t
     world = worlds.pop() if worlds else max(by_rank) + 1
+    if world < 1:
+        raise ScheduleFileError(traces[0].path, "distributedInfo.world_size", f"{world}: a job has at least one rank")
+    for t in traces:  # a rank beyond the world size is another job's file, not a missing rank
+        if not 0 <= t.rank < world:
+            raise ScheduleFileError(
+                t.path, "distributedInfo.rank", f"rank {t.rank} is outside world size {world} (ranks 0..{world - 1})"
+            )
     missing = [r for r in range(world) if r not in by_rank]
     if missing or len(by_rank) != world:
         where = Path(traces[0].path).parent
@@ -399,5 +431,12 @@ def read_traces(inputs: Sequence[str | Path]) -> list[RankTrace]:
                 t.path,
                 "traceEvents",
                 f"no pipeline actions (PP:<action> or Forward i / Backward i ranges); {HOW_TO_RECORD}",
+            )
+        if not t.host_actions:  # a device copy's step is its host range's: none to match
+            raise ScheduleFileError(
+                t.path,
+                "traceEvents",
+                "device-side PP:<action> copies (gpu_user_annotation) but no host-side ranges, which give each "
+                f"action its step and its transfers: record the CPU activity too; {HOW_TO_RECORD}",
             )
     return [by_rank[r] for r in range(world)]

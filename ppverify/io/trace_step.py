@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..core.errors import ParameterError, ScheduleFileError
-from .profiler_trace import RankTrace, Span, Transfer
+from .profiler_trace import COMPUTE_ACTION, RankTrace, Span, Transfer
 
 CLOCKS = ("auto", "shared", "collective")
 
@@ -35,7 +35,8 @@ class RecordedStep:
     microseconds from ``origin`` (the earliest action start of the step, any rank), the step
     number ``step`` among ``steps`` (all recorded), each step's makespan (µs, same order),
     ``clock`` (``shared`` or ``collective``), ``offsets`` (µs added to each rank's times) and
-    ``side`` (``device`` or ``host``).
+    ``side`` (``device`` or ``host``); ``profiler_steps``: the steps are ``ProfilerStep#N`` ranges
+    (False: the actions' n-th occurrences, in a trace recorded without them).
 
     Example:
         >>> s = RecordedStep(0, (0,), (5.0,), "shared", (0.0,), "host", ((Span("0F0", 0.0, 5.0),),), ((),), 0.0)
@@ -52,11 +53,38 @@ class RecordedStep:
     actions: tuple[tuple[Span, ...], ...]
     transfers: tuple[tuple[Transfer, ...], ...]
     origin: float
+    profiler_steps: bool = True
 
     @property
     def makespan(self) -> float:
-        """The step's makespan: first action start to last action end, any rank (µs)."""
-        return max((a.end for acts in self.actions for a in acts), default=0.0)
+        """The step's makespan: first action start to the last compute action's end, any rank
+        (µs; :func:`last_end`)."""
+        return last_end([a for acts in self.actions for a in acts], _replica_reduces(self.actions))
+
+
+def last_end(spans: Sequence[Span], reduced: Collection[str] = ()) -> float:
+    """The end of a step's last compute action (F, B, I, W, an overlapped cell, ``Forward i``) or
+    of an action named in ``reduced`` (a two-pipe stage's ``REDUCE_GRAD``, the all-reduce of its
+    replicas), as the step's timeline ends: a one-pipe ``REDUCE_GRAD``, ``RESHARD`` or SEND/RECV
+    post takes no place in it (the latest end of any action where none counts).
+
+    Example:
+        >>> last_end([Span("0B0", 10.0, 80.0), Span("0REDUCE_GRAD", 81.0, 231.0)])
+        80.0
+        >>> last_end([Span("0B0", 10.0, 80.0), Span("0REDUCE_GRAD", 81.0, 231.0)], {"0REDUCE_GRAD"})
+        231.0
+    """
+    ends = [a.end for a in spans if COMPUTE_ACTION.match(a.name) or a.name in reduced]
+    return max(ends or [a.end for a in spans], default=0.0)
+
+
+def _replica_reduces(acts: Sequence[Sequence[Span]]) -> set[str]:
+    # a stage's REDUCE_GRAD on two ranks is the all-reduce of its two replicas (two pipes)
+    ranks: dict[str, int] = defaultdict(int)
+    for a in acts:
+        for name in {x.name for x in a if x.name.endswith("REDUCE_GRAD")}:
+            ranks[name] += 1
+    return {name for name, n in ranks.items() if n > 1}
 
 
 def _step_numbers(trace: RankTrace) -> tuple[list[int | None], list[int | None]]:
@@ -123,14 +151,19 @@ def _offsets(
     traces: Sequence[RankTrace], acts: Sequence[dict[int, list[Span]]], step: int, clock: str
 ) -> tuple[str, list[float]]:
     hosts = {t.host for t in traces}
-    if clock == "shared" or (clock == "auto" and len(hosts) == 1 and None not in hosts):
+    # one rank has one clock: nothing to align, with or without a host name
+    one = len(traces) == 1 or (len(hosts) == 1 and None not in hosts)
+    if clock == "shared" or (clock == "auto" and one):
         return "shared", [0.0] * len(traces)
     anchors = []
     for t, a in zip(traces, acts):
         first = min(x.start for x in a[step])
         end = _collective_end(t, first)
         if end is None:
-            why = "hosts differ" if len(hosts) > 1 else "no host names recorded"
+            if clock == "collective":
+                why = "--clock collective"
+            else:
+                why = "hosts differ" if len(hosts) > 1 else "no host names recorded"
             raise ScheduleFileError(
                 t.path,
                 f"ProfilerStep#{step}",
@@ -139,6 +172,20 @@ def _offsets(
             )
         anchors.append(end)
     return "collective", [anchors[0] - x for x in anchors]
+
+
+def steps_held(traces: Sequence[RankTrace], steps: Sequence[int]) -> str:
+    """How the traces number their ``steps``, for a message: ``ProfilerStep 1, 2``, or, without
+    ``ProfilerStep`` ranges, the actions' occurrences.
+
+    Example:
+        >>> steps_held([RankTrace("r0", 0, 1, None, "host", (), (), (), (), ())], [0, 1])
+        "no ProfilerStep ranges; steps are the actions' occurrences 0, 1"
+    """
+    listed = ", ".join(map(str, steps))
+    if any(t.steps for t in traces):
+        return f"ProfilerStep {listed}"
+    return f"no ProfilerStep ranges; steps are the actions' occurrences {listed}"
 
 
 def recorded_step(traces: Sequence[RankTrace], step: int | None = None, clock: str = "auto") -> RecordedStep:
@@ -171,13 +218,15 @@ def recorded_step(traces: Sequence[RankTrace], step: int | None = None, clock: s
         how, off = _offsets(traces, acts, st, clock)
         offsets_of[st] = (how, off)
         lo = min(x.start + o for a, o in zip(acts, off) for x in a[st])
-        hi = max(x.end + o for a, o in zip(acts, off) for x in a[st])
+        # the step's end as its timeline's (the median step is the median of those makespans)
+        shifted = [[Span(x.name, x.start + o, x.end + o) for x in a[st]] for a, o in zip(acts, off)]
+        hi = last_end([x for a in shifted for x in a], _replica_reduces(shifted))
         spans.append(hi - lo)
     if step is None:
         order = sorted(range(len(steps)), key=lambda i: (spans[i], i))
         step = steps[order[(len(order) - 1) // 2]]
     elif step not in common:
-        raise ParameterError("step", step, f"not recorded; the traces hold ProfilerStep {', '.join(map(str, steps))}")
+        raise ParameterError("step", step, f"not recorded; the traces hold {steps_held(traces, steps)}")
     how, off = offsets_of[step]
     origin = min(x.start + o for a, o in zip(acts, off) for x in a[step])
 
@@ -194,4 +243,5 @@ def recorded_step(traces: Sequence[RankTrace], step: int | None = None, clock: s
         tuple(tuple(shift(x, o) for x in a[step]) for a, o in zip(acts, off)),
         tuple(tuple(Transfer(t.action, shift(t.span, o)) for t in tr.get(step, [])) for (_, tr), o in zip(split, off)),
         origin,
+        any(t.steps for t in traces),
     )

@@ -7,11 +7,15 @@ shape PyTorch's exporter gives it: ``distributedInfo`` (backend ``nccl``), ``hos
 step, and per action:
 
 * a host-side ``PP:<action>`` range (``cat: user_annotation``) at launch time, ahead of the GPU,
-  holding a ``cudaLaunchKernel`` (``cat: cuda_runtime``) with a ``correlation`` id;
+  holding a ``cudaLaunchKernel`` (``cat: cuda_runtime``) with a ``correlation`` id; an overlapped
+  F&B cell of ``dualpipe`` / ``dualpipev`` is one action, ``PP:(a;b)OVERLAP_F_B``, as PyTorch's
+  runtime records it;
 * its kernel (``cat: kernel``) and the device-side copy of the range (``cat:
   gpu_user_annotation``) at the op's own start and end on the GPU;
 * for every transfer, ``SEND_F/SEND_B`` on the sender and ``RECV_F/RECV_B`` on the receiver with
   an ``ncclDevKernel_SendRecv`` kernel spanning the transfer (``In msg nelems``, ``dtype``);
+* for a two-pipe timeline's all-reduce of a stage's two replicas, ``PP:<s>REDUCE_GRAD`` with an
+  NCCL ``AllReduce`` kernel (as ppverify's two-pipe runner records it);
 
 then filler ``aten::`` host ops up to ``events`` per rank. Ranks may sit on different hosts whose
 clocks differ by ``offsets_us`` (each rank's timestamps shifted), which is what alignment on the
@@ -26,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.ops import Overlap
 from ..core.timeline import Timeline
 
 #: microseconds between the end of one step and the next step's barrier
@@ -61,6 +66,11 @@ def synthetic_traces(
     offsets = list(offsets_us) if offsets_us is not None else [0.0] * p
     span_us = timeline.makespan * 1e6
     tr = timeline.transfers
+    # each op of an overlapped slot (DualPipe's F&B) -> the slot's action, ``(a;b)OVERLAP_F_B``
+    cells = {
+        str(o): str(a) for prog in timeline.schedule.programs for a in prog if isinstance(a, Overlap) for o in a.ops
+    }
+    reduced = _reduced_stages(timeline)
     out = []
     for rank in range(p):
         evs: list[dict[str, Any]] = []
@@ -75,11 +85,19 @@ def synthetic_traces(
 
             # (device start, device end, action, stream, kernel name, bytes)
             acts: list[tuple[float, float, str, int, str, float]] = []
+            done: set[str] = set()
             for op, s, e, d in zip(timeline.ops, timeline.start, timeline.end, timeline.device):
-                if int(d) == rank:
-                    acts.append((t(float(s)), t(float(e)), str(op), 7, f"void gemm_{op.kind}_kernel", 0.0))
+                if int(d) == rank and str(op) not in done:
+                    # an overlapped F&B cell is one action, as PyTorch's runtime records it
+                    name = cells.get(str(op), str(op))
+                    done.update(name[1 : name.index(")")].split(";") if name != str(op) else [name])
+                    acts.append((t(float(s)), t(float(e)), name, 7, f"void gemm_{op.kind}_kernel", 0.0))
             for i in range(len(tr)):
                 kind = tr.kind[i]
+                if kind == "allreduce" and int(tr.src_dev[i]) == rank and reduced[i] is not None:
+                    name = f"{reduced[i]}REDUCE_GRAD"  # the two replicas' gradients, as the runner records it
+                    s, e = t(float(tr.start[i])), t(float(tr.end[i]))
+                    acts.append((s, e, name, 24, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", float(tr.nbytes[i])))
                 if kind not in ("activation", "gradient"):
                     continue
                 s, e, nb = t(float(tr.start[i])), t(float(tr.end[i])), float(tr.nbytes[i])
@@ -132,6 +150,38 @@ def synthetic_traces(
                 "traceEvents": evs,
             }
         )
+    return out
+
+
+def _reduced_stages(timeline: Timeline) -> list[int | None]:
+    """The stage each ``allreduce`` transfer of a two-pipe timeline reduces (None for any other
+    transfer): of the stages held on both its devices, the one whose last gradient op (B or W)
+    on them ended last at or before the all-reduce's start (it starts once both replicas are done).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> tl = run(build("chimera", p=2, m=2))
+        >>> sorted((round(float(tl.transfers.start[i]), 3), s) for i, s in enumerate(_reduced_stages(tl)) if s is not None)
+        [(3.0, 1), (3.0, 1), (4.0, 0), (4.0, 0)]
+    """
+    tr = timeline.transfers
+    last: dict[tuple[int, int], float] = {}  # (stage, device) -> end of its last gradient op there
+    for op, e, d in zip(timeline.ops, timeline.end, timeline.device):
+        if op.kind in ("B", "W"):
+            last[(op.stage, int(d))] = max(last.get((op.stage, int(d)), 0.0), float(e))
+    out: list[int | None] = []
+    for i in range(len(tr)):
+        if tr.kind[i] != "allreduce":
+            out.append(None)
+            continue
+        a, b, t0 = int(tr.src_dev[i]), int(tr.dst_dev[i]), float(tr.start[i])
+        done = [
+            (max(last[(st, a)], last[(st, b)]), st)
+            for st in sorted({st for st, _ in last})
+            if (st, a) in last and (st, b) in last and max(last[(st, a)], last[(st, b)]) <= t0 + 1e-12
+        ]
+        out.append(max(done)[1] if done else None)
     return out
 
 

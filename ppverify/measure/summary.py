@@ -133,11 +133,16 @@ def stage_durations(costs: Any, ops: Iterable[Any], sep: str = ", ") -> str:
         >>> from ppverify.measure import seconds_costs
         >>> stage_durations(seconds_costs(s, {"F": 0.01, "B": 0.02}), s.ops())
         'F=10/10 ms, B=20/20 ms'
+        >>> stage_durations(seconds_costs(s, {"F": 1.1, "B": 2.25}), s.ops())
+        'F=1100/1100 ms, B=2250/2250 ms'
     """
     from ..core.ops import KINDS
 
+    def ms(x: float) -> str:  # three digits, but a second or more in whole ms (not 1.1e+03)
+        return f"{x * 1e3:.3g}" if x * 1e3 < 999.5 else f"{x * 1e3:.0f}"
+
     ran = {op.kind for op in ops}
-    return sep.join(f"{k}={'/'.join(f'{x * 1e3:.3g}' for x in costs.duration[k])} ms" for k in KINDS if k in ran)
+    return sep.join(f"{k}={'/'.join(ms(x) for x in costs.duration[k])} ms" for k in KINDS if k in ran)
 
 
 def _count(n: int, one: str, many: str) -> str:

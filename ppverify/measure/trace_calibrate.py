@@ -12,7 +12,8 @@ The fit steps of the trace (:func:`~ppverify.io.trace_step.recorded_step`, rebui
 * **hand-over terms** (one pipe) from the steps' events (:mod:`.handover`): the gap between a
   rank's ops when the input was there, the cost of each SEND/RECV post, the delay from a SEND post
   to the waiting consumer's start (early receivers) and from a RECV post to the start (late
-  ones), each op's overshoot;
+  ones), each op's overshoot; where no consumer waited on a SEND posted after its RECV (device-side
+  NCCL kernels of both ends start together) the link's one-way time is that delay;
 * **runtime overhead and link latency** (one pipe) read off those terms
   (:func:`~ppverify.measure.handover.async_terms`), never fitted against the makespans: a few
   steps of one schedule cannot tell a per-action cost from a per-hand-over one: against a link
@@ -223,7 +224,7 @@ def calibrate_from_trace(
         [(1, 0.163), (2, 0.178)]
     """
     from ..core.comm import FixedDelay
-    from ..io.trace_step import recorded_step
+    from ..io.trace_step import recorded_step, steps_held
     from .breakdown import breakdown
     from .fit import RuntimeFit, fit_link, fit_runtime, op_ratio, predict
     from .handover import async_terms, fit_by_ranks
@@ -242,7 +243,7 @@ def calibrate_from_trace(
         raise ParameterError(
             "fit-steps",
             ",".join(map(str, unknown)),
-            f"not recorded; the traces hold ProfilerStep {', '.join(map(str, first.steps))}",
+            f"not recorded; the traces hold {steps_held(traces, first.steps)}",
         )
     imported = [import_step(traces, recorded_step(traces, n, clock), schedule) for n in steps]
     if schedule is not None:
@@ -265,7 +266,9 @@ def calibrate_from_trace(
     bytes_from = "recorded shapes" if recorded else (model_bytes[0] if model_bytes else "none")
     if not recorded and len(fallback) == max(sched.num_stages - 1, 0):
         costs = replace(costs, boundary_bytes=fallback)  # the predictions' transfers carry them too
-    samples = [s for imp in imported for s in link_samples(imp.events, _arrivals(imp.step), fallback)]
+    # a receive recorded without shapes (only its SEND's were) takes its boundary's recorded bytes
+    sizes = fallback if not recorded else costs.boundary_bytes
+    samples = [s for imp in imported for s in link_samples(imp.events, _arrivals(imp.step), sizes)]
     if samples:
         by_size: dict[float, list[float]] = {}
         for b, t in samples:
@@ -283,7 +286,17 @@ def calibrate_from_trace(
     ho_by: dict[int, Any] = {}
     if one_pipe:
         # every term read off the events (no trade between terms against a few makespans)
-        ho, ho_by = fit_by_ranks([(sched.p, samples_of(sched, costs, imp.events, 0)) for imp in imported])
+        per_step = [(sched.p, samples_of(sched, costs, imp.events, 0)) for imp in imported]
+        ho, ho_by = fit_by_ranks(per_step)
+        # a preset holds ranks_2 .. ranks_64 (ranks_1 made the preset unreadable); one rank's terms
+        # are the pooled ones anyway, every step of a trace having its p ranks
+        ho_by = {n: h for n, h in ho_by.items() if n > 1}
+        device = imported[0].step.side == "device"
+        if device and samples and not any(d["wake"] for _, d in per_step):
+            # no consumer woke on a SEND posted after its RECV (device-side: both NCCL kernels
+            # start together): the link's one-way time is the wake, not 0 (a 1 ms link fitted 0)
+            ho = replace(ho, wake=latency)
+            ho_by = {k: replace(h, wake=latency) for k, h in ho_by.items()}
         action, transfer, latency = async_terms(ho)
         folded = predict(sched, costs, FixedDelay(latency), action, transfer)
         rms = float(np.sqrt(np.mean([((folded - ms) / ms) ** 2 for ms in makespans])))
@@ -333,25 +346,13 @@ def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
     c = fit.costs
     cal = fit.calibration
     costs = "; ".join(f"{k}=" + "/".join(f"{x * 1e3:.4g}" for x in c.duration[k]) for k in ("F", "B", "I", "W"))
-    sizes = sorted({b for b, _ in fit.link_samples})
     lines = [
         f"# Written by `ppverify calibrate --from-trace {source}` on {cal.date}, machine: {cal.machine}.",
         f"# Trace: {fit.schedule.describe()}, fit steps ProfilerStep {', '.join(map(str, fit.fit_steps))} "
         f"(makespans {', '.join(f'{ms * 1e3:.2f} ms' for _, ms in fit.runs)})"
         + (f"; left out as outliers: ProfilerStep {', '.join(map(str, fit.dropped))}." if fit.dropped else "."),
         f"# Op costs (median per stage and kind over the fit steps, ms per stage): {costs}.",
-        f"# Link: {len(fit.link_samples)} transfers whose RECV was posted before the SEND (SEND post to receive completion),"
-        f" sizes {', '.join(f'{b:g} B' for b in sizes) or 'none'} (bytes from {fit.bytes_from}); "
-        + (
-            ("bandwidth by least squares" if len(sizes) > 1 else "one size: bandwidth not measurable")
-            + "; latency from the hand-overs' events (below)."
-            if cal.handover is not None
-            else (
-                "latency and bandwidth by least squares."
-                if len(sizes) > 1
-                else "one size: latency only (bandwidth not measurable)."
-            )
-        ),
+        _link_line(fit),
         (
             f"# Runtime overhead and latency read off the events: {cal.action_overhead_s * 1e6:.0f} us per action,"
             f" {cal.transfer_overhead_s * 1e6:.0f} us per SEND/RECV, latency {cal.latency_s * 1e6:.0f} us"
@@ -365,6 +366,45 @@ def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
         + "\n"
         + body.replace("source: ppverify calibrate (measured)", "source: ppverify calibrate --from-trace (measured)")
     )
+
+
+def _link_line(fit: TraceFit) -> str:
+    """The preset's comment on the link: how many transfers were timed, their sizes and where the
+    bytes came from, and what they measure.
+
+    Example:
+        >>> from ppverify.measure.calibration import Calibration
+        >>> from ppverify.schedules import build
+        >>> fit = TraceFit(Calibration(0, 0, 1e-5, 1e15), None, build("1f1b", p=2, m=2), (1,), (), ((0.0, 1e-5),), "none")
+        >>> _link_line(fit)
+        '# Link: 1 transfers whose RECV was posted before the SEND (SEND post to receive completion), sizes not recorded (no record_shapes: --model or --boundary-bytes size them): latency only (bandwidth not measurable).'
+    """
+    sizes = sorted({b for b, _ in fit.link_samples})
+    timed = "whose RECV was posted before the SEND (SEND post to receive completion)"
+    handover = fit.calibration.handover is not None
+    if not sizes:
+        what = (
+            "bandwidth not measurable; latency from the hand-overs' events (below)"
+            if handover
+            else "latency and bandwidth not measurable"
+        )
+        return f"# Link: no transfer {timed}: {what}."
+    if sizes == [0.0]:
+        head = "sizes not recorded (no record_shapes: --model or --boundary-bytes size them): "
+    else:
+        head = f"sizes {', '.join(f'{b:g} B' for b in sizes)} (bytes from {fit.bytes_from}); "
+        head += "" if len(sizes) > 1 else "one size: "
+    if len(sizes) > 1:
+        what = (
+            "bandwidth by least squares; latency from the hand-overs' events (below)"
+            if handover
+            else "latency and bandwidth by least squares"
+        )
+    elif handover:
+        what = "bandwidth not measurable; latency from the hand-overs' events (below)"
+    else:
+        what = "latency only (bandwidth not measurable)"
+    return f"# Link: {len(fit.link_samples)} transfers {timed}, {head}{what}."
 
 
 def held_out(

@@ -95,13 +95,16 @@ def measured_line(meas: dict[str, Any], predicted: float, semantics: str) -> str
     Example:
         >>> print(measured_line({"makespan": 0.18, "step": 2, "differences": [], "errors": {"step": 0.2}}, 0.15, "async"))
         measured      180.000 ms (trace, ProfilerStep#2; same op order)   predicted 150.000 ms (async)   error +20.0%
+        >>> print(measured_line({"makespan": 0.05, "step": 2, "differences": [], "errors": None,
+        ...                      "no_prediction": "the step ran microbatches 0..0; the schedule has m=4"}, 0.15, "async"))
+        measured      50.000 ms (trace, ProfilerStep#2; same op order)   no prediction: the step ran microbatches 0..0; the schedule has m=4
     """
     diffs = meas["differences"]
     order = f"{len(diffs)} order difference(s)" if diffs else "same op order"
-    return (
-        f"measured      {fmt_time(meas['makespan'], 's')} (trace, ProfilerStep#{meas['step']}; {order})   "
-        f"predicted {fmt_time(predicted, 's')} ({semantics})   error {100 * meas['errors']['step']:+.1f}%"
-    )
+    head = f"measured      {fmt_time(meas['makespan'], 's')} (trace, ProfilerStep#{meas['step']}; {order})   "
+    if meas.get("errors") is None:  # another step's microbatches: no error against this prediction
+        return head + f"no prediction: {meas.get('no_prediction')}"
+    return head + f"predicted {fmt_time(predicted, 's')} ({semantics})   error {100 * meas['errors']['step']:+.1f}%"
 
 
 def report_text(

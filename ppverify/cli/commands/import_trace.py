@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser, as_option=True, help="the schedule the job meant to run: a family or a schedule file (optional)"
     )
     parser.set_defaults(p=None)
+    for action in parser._actions:  # the trace, not the family's own defaults, sizes --schedule
+        if action.dest in ("p", "m"):
+            action.help = f"{'ranks' if action.dest == 'p' else 'microbatches'} of --schedule (default: the trace's)"
     g = parser.add_argument_group("reading")
     g.add_argument("--step", type=int, default=None, help="ProfilerStep#N to read (default: the median step)")
     g.add_argument(

@@ -25,7 +25,7 @@ from ..common import add_cost_arguments, add_schedule_arguments, build_schedule,
 from ..file_settings import add_collective_arguments
 from ..presets_args import add_preset_arguments
 from ..run_request import RunRequest, check_timed_options, request_timing, run_request
-from ..timeline_outputs import WIDTH_HELP, chart_width
+from ..timeline_outputs import WIDTH_HELP, check_timeline_outputs
 
 __all__ = ["COMMAND", "_write_frame", "fmt_time", "gantt", "report"]  # measure prints with them
 _write_frame = write_frame
@@ -134,7 +134,6 @@ def run(args: argparse.Namespace) -> int:
         ...
         0
     """
-    from ...core.files import check_output_path
     from ...core.trace import write_trace
 
     if args.memory_gib is not None and not 0 < args.memory_gib < 1e9:  # inf would print as JSON's Infinity
@@ -148,10 +147,7 @@ def run(args: argparse.Namespace) -> int:
     check_timed_options(args)  # torch counts unit steps: costs and presets would change nothing
     if args.trace and args.frame and Path(args.trace).resolve() == Path(args.frame).resolve():
         raise ParameterError("frame", args.frame, "is also the --trace file, which it would overwrite: give two names")
-    for flag in ("trace", "frame"):  # a missing or unwritable folder: refused before the run
-        if getattr(args, flag):
-            check_output_path(getattr(args, flag), f"--{flag}")
-    width = chart_width(args)
+    width = check_timeline_outputs(args)  # a missing or unwritable folder: refused before the run
     request = run_request(args)  # costs and cap read once, before the run; the cap resolved in its cost model
     timeline, ctx = simulate_request(request, args.semantics)
     capacity = args.memory_gib * GiB if args.memory_gib is not None else None
