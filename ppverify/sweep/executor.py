@@ -91,6 +91,8 @@ def _run_locked(
     done = {r["point"] for r in stored} - {r["point"] for r in stale}  # read_store: every row has its point
     tasks = pending_tasks(spec, done)
     batches = list(iter_chunks(tasks, max(1, batch)))
+    if batches and executor == "ray":  # before the store and the progress bar: a bad address made a store
+        connect_ray()
     bar = None
     if progress:
         from tqdm import tqdm
@@ -274,8 +276,39 @@ def connect_ray() -> Any:
     except ImportError:
         raise PPVerifyError("--executor ray needs Ray: pip install 'ppverify[ray]'") from None
     if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS") or None, include_dashboard=False, log_to_driver=False)
+        address = os.environ.get("RAY_ADDRESS") or None
+        if address:
+            check_ray_address(address)
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
     return ray
+
+
+def check_ray_address(address: str, timeout: float = 10.0) -> None:
+    """Refuse, within ``timeout`` seconds, a ``RAY_ADDRESS`` of the form ``HOST:PORT`` (or
+    ``ray://HOST:PORT``) where nothing accepts a connection: Ray itself retries such an address
+    for about two minutes before it fails. ``auto`` and ``local`` are left to Ray.
+
+    Example:
+        >>> check_ray_address("auto")
+        >>> check_ray_address("127.0.0.1:1")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.PPVerifyError: RAY_ADDRESS=127.0.0.1:1: no Ray cluster answers there (Connection refused); start one with `ray start --head`, or unset RAY_ADDRESS for a local one
+    """
+    import socket
+
+    hostport = address.removeprefix("ray://")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return  # auto, local, or a form Ray reads itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise PPVerifyError(
+            f"RAY_ADDRESS={address}: no Ray cluster answers there ({why}); start one with `ray start --head`, "
+            "or unset RAY_ADDRESS for a local one"
+        ) from None
 
 
 def _run_ray(batches: list[list[Task]], sink: Callable[[list[dict]], None]) -> None:
