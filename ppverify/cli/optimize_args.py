@@ -171,6 +171,7 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
         placement, m, pipes = sched.placement, sched.m, tuple(sched.pipe_of_mb)
     else:
         name = getattr(args, "placement", None) or "linear"
+        check_no_family_options(args, name)
         v, waves = placement_options(name, getattr(args, "fam_v", None), getattr(args, "fam_waves", None))
         placement = placement_from_text(name, args.p, v=v, waves=waves)
         m = args.m if args.m is not None else args.p
@@ -180,20 +181,48 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
         pipes = default_pipes(placement, m)
     carrier = sched or Schedule(placement, m, tuple(() for _ in range(placement.p)), pipes)
     ctx = resolve_presets(dataclasses.replace(settings_from(vars(args)), costs=request.costs), carrier)
+    file_memory = False
     if sched is not None:  # a saved file's costs and communication, as simulate reads them
         from .file_settings import timing_from_file
 
         saved = timing_from_file(args, sched, ctx)
         ctx, sync, dp = saved.ctx, saved.sync, saved.dp_allreduce
+        file_memory = "costs" in saved.from_file  # and its activation memory, as verify reads it
     comm = f"system {getattr(ctx.system, 'name', ctx.system)}" if ctx.system is not None else None
     comm = comm or f"fixed delay {getattr(ctx.comm, 'delay', 0):g}"
     request = dataclasses.replace(
-        request, preset_mode=ctx.preset_mode, comm_text=comm, sync=sync or "eager", dp_allreduce=dp
+        request,
+        preset_mode=ctx.preset_mode,
+        comm_text=comm,
+        sync=sync or "eager",
+        dp_allreduce=dp,
+        file_memory=file_memory,
     )
     splits = sched is not None and sched.has_split_backward
     pr, info = build_problem(placement, m, pipes, ctx.costs, ctx.comm, request, splits)
     pr = checked_footprint(pr, workers)  # before gap runs the family or optimize builds anything; once
     return pr, sched, info
+
+
+def check_no_family_options(args: argparse.Namespace, placement: str) -> None:
+    """Refuse the family parameters that nothing reads when no family is given (``optimize -p 4
+    --units concat`` ran the linear placement and ignored ``--units``); ``--v`` and ``--waves``
+    shape ``--placement loop`` and ``wave`` (:func:`placement_options`).
+
+    Example:
+        >>> check_no_family_options(argparse.Namespace(fam_units="concat", fam_v=None), "linear")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter units=concat: --units is a family parameter and no family is given (--placement linear reads none): name a family or leave it out
+    """
+    for key, value in sorted(vars(args).items()):
+        if key.startswith("fam_") and key not in ("fam_v", "fam_waves") and value is not None:
+            raise ParameterError(
+                key[4:],
+                value,
+                f"--{key[4:]} is a family parameter and no family is given (--placement {placement} reads none): "
+                "name a family or leave it out",
+            )
 
 
 def placement_options(placement: str, v: int | None, waves: int | None) -> tuple[int | None, int | None]:
@@ -225,3 +254,84 @@ def placement_options(placement: str, v: int | None, waves: int | None) -> tuple
             )
         check_int(flag, value, 1)
     return v, waves
+
+
+def evaluated_problem(
+    args: argparse.Namespace, problem: Any, sched: Schedule | None, info: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """The problem and description ``optimize --evaluate`` reports: the family's own order is
+    timed, so its backward (``B``, or ``I`` and ``W``) is the problem's whatever ``--costs``
+    names (``1f1b --costs F=1,I=1,W=1`` was described as a split backward while its ``B`` ran).
+    Options that the fixed order would ignore are refused: a ``--backward`` the order does not
+    have, ``--gap-limit`` (nothing is searched) and ``--table`` with ``--json``. Without
+    ``--evaluate``: only the last check, and the problem as given.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> ns = argparse.Namespace(evaluate=True, backward="split", gap_limit=None, json=False, table=False)
+        >>> evaluated_problem(ns, None, build("1f1b", p=2, m=2), {})
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter backward=split: --evaluate times 1f1b p=2 m=2 in its own order, whose backward is full: drop --backward (or --evaluate to search)
+    """
+    if getattr(args, "json", False) and getattr(args, "table", False):
+        raise ParameterError("table", True, "--json prints no slot table (its programs are in the JSON): drop --table")
+    if not args.evaluate:
+        return problem, info
+    if sched is None:
+        raise ParameterError("evaluate", True, "--evaluate needs a family or schedule file (its program order)")
+    own = "split" if sched.has_split_backward else "full"
+    if args.backward not in ("auto", own):
+        raise ParameterError(
+            "backward",
+            args.backward,
+            f"--evaluate times {sched.describe()} in its own order, whose backward is {own}: drop --backward "
+            "(or --evaluate to search)",
+        )
+    if getattr(args, "gap_limit", None) is not None:
+        raise ParameterError(
+            "gap-limit", args.gap_limit, "--evaluate times one fixed order (no search to stop early): drop --gap-limit"
+        )
+    return dataclasses.replace(problem, split=own == "split"), dict(info, backward=own)
+
+
+def wall_flag(time_limit: float | None, work_limit: float | None, work: float, wall: float) -> str:
+    """How an error names the wall clock that stopped a run, followed by its seconds: ``--time-limit``
+    when given, else the default it took from the work limit (the errors said ``--time-limit
+    0.004`` to a user who had given only ``--work-limit 0.001``).
+
+    Example:
+        >>> wall_flag(2.0, None, 2.0, 2.0)
+        '--time-limit'
+        >>> wall_flag(None, 0.5, 0.5, 2.0)
+        '--time-limit (default 4 x --work-limit 0.5)'
+        >>> wall_flag(None, None, 60.0, 240.0)
+        '--time-limit (default 4 x the default --work-limit 60)'
+    """
+    if time_limit is not None:
+        return "--time-limit"
+    work_text = f"--work-limit {work:g}" if work_limit is not None else f"the default --work-limit {work:g}"
+    return f"--time-limit (default {wall / work:g} x {work_text})"
+
+
+def unknown_error(res: Any, clock_flag: str, wall: float, work: float) -> Exception:
+    """The one-line error of a run that ended without a schedule (status UNKNOWN), naming the
+    limit that ended it: the wall clock (``clock_flag``, :func:`wall_flag`, and ``wall`` seconds)
+    when it cut a phase, else CP-SAT's deterministic work (``--work-limit``).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> res = SimpleNamespace(solver={}, reason="", bound=96.0, time_unit="units")
+        >>> str(unknown_error(res, "--time-limit", 8.0, 2.0))
+        '--work-limit 2: no schedule found within that work (status UNKNOWN, best bound 96)'
+        >>> res = SimpleNamespace(solver={"wall_limited": "search"}, reason="", bound=96.0, time_unit="units")
+        >>> str(unknown_error(res, "--time-limit", 8.0, 2.0))
+        '--time-limit 8: no schedule found in time (status UNKNOWN, best bound 96)'
+    """
+    from ..core.time_limit import TimeLimitError
+
+    unit = " s" if res.time_unit == "s" else ""
+    best = f"status UNKNOWN, best bound {res.bound:g}{unit}"
+    if "wall_limited" in res.solver or res.reason.startswith("wall-clock"):
+        return TimeLimitError(f"{clock_flag} {wall:g}", f"no schedule found in time ({best})")
+    return TimeLimitError(f"--work-limit {work:g}", f"no schedule found within that work ({best})")

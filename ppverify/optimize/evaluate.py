@@ -5,6 +5,7 @@ and pipes)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -19,14 +20,16 @@ from .deadline import Deadline, WallLimitReached
 from .heuristic import time_programs
 from .interrupt import stoppable
 from .model import build_model
-from .problem import Problem, instance
+from .problem import Instance, Problem, instance
 from .result import CommonFields, OptimizeResult
+from .solver_run import Progress
 from .solver_setup import (
     STATUS,
     check_limits,
     collectives_text,
     cut_reason,
     cut_result,
+    cut_stats,
     make_solver,
     schedule_from_starts,
     solver_stats,
@@ -77,11 +80,17 @@ def evaluate(
     sync: str = "eager",
     dp_allreduce: int = 0,
     deadline: Deadline | None = None,
+    work_limit: float | None = None,
+    progress: Progress | None = None,
 ) -> OptimizeResult:
     """CP-SAT with each device's program order fixed to the schedule's: the optimum is the
     schedule's own value (for the makespan, what the async engine computes with the same ``sync``
-    and ``dp_allreduce``); INFEASIBLE when the order breaks the memory cap. ``deadline`` as for
-    :func:`optimize` (UNKNOWN when the clock runs out before the solver).
+    and ``dp_allreduce``); INFEASIBLE when the order breaks the memory cap (decided from the
+    order alone, :func:`order_peaks`, before any search). ``deadline`` as for :func:`optimize`
+    (UNKNOWN when the clock runs out before the solver on the span; the makespan is then the
+    order's as-soon-as-possible timing, exact without CP-SAT); ``work_limit``: CP-SAT's deterministic
+    seconds, as for :func:`optimize`; ``progress`` is told the order's value and bound as the
+    timing finds them.
 
     Example:
         >>> from ppverify.schedules import build
@@ -129,10 +138,53 @@ def evaluate(
             reason=f"the program order cannot run: {exc}",
             **common,
         )
+    over = cap_breach(inst, order)
+    if over:
+        return OptimizeResult(
+            "INFEASIBLE",
+            objective=None,
+            bound=bounds.best * inst.tick,
+            wall_s=time.monotonic() - t0,
+            schedule=schedule,
+            timeline=None,
+            hint=schedule.family,
+            hint_objective=None,
+            reason=f"the program order breaks the memory cap: {over}",
+            **common,
+        )
     hint = asap.starts
+    if progress is not None:  # the order's own timing; the bounds on all schedules are no bound on it
+        progress.phase("timing the order", asap.objective * inst.tick)
+
+    def timed_asap(stats: dict, chart: bool = True) -> OptimizeResult:
+        # the makespan of a fixed order is its as-soon-as-possible timing (each op starts when its
+        # inputs and the op before it on its device allow; collectives after the ops they wait
+        # for): exact without CP-SAT, so a limit that stops CP-SAT does not make it UNKNOWN
+        value = asap.objective * inst.tick
+        note = "the order timed as soon as possible (the least makespan of a fixed order)"
+        tl = None
+        if chart:  # not where the clock cut the model building: the timeline is as large
+            _, tl = schedule_from_starts(inst, hint, schedule.family)
+            tl = Timeline(schedule, costs, "asap", tl.ops, tl.device, tl.start, tl.end, tl.transfers, info=tl.info)
+        return OptimizeResult(
+            "OPTIMAL",
+            objective=value,
+            bound=value,
+            wall_s=time.monotonic() - t0,
+            schedule=schedule,
+            timeline=tl,
+            hint=schedule.family,
+            hint_objective=value,
+            solver=dict(stats, proof=note),
+            **common,
+        )
+
     try:
         built = build_model(inst, bounds, order=order, hint=hint, deadline=hard)
     except WallLimitReached:
+        cut = {"workers": workers, "seed": seed, "time_limit_s": time_limit, "wall_limited": "model building"}
+        if objective == "makespan":
+            return timed_asap(cut, chart=False)
         return OptimizeResult(
             "UNKNOWN",
             objective=None,
@@ -146,14 +198,25 @@ def evaluate(
             solver={"workers": workers, "seed": seed, "time_limit_s": time_limit, "wall_limited": "model building"},
             **common,
         )
-    solver = make_solver(max(0.01, hard.remaining()), workers, seed)
+    solver = make_solver(max(0.01, hard.remaining()), workers, seed, work_limit, work_limit is not None)
+    if progress is not None:
+        progress.watch_bound(solver, inst.tick)
     with stoppable(solver):
         status = STATUS.get(solver.solve(built.model), "UNKNOWN")
     stats = solver_stats(solver, workers, seed, time_limit, status)
     if status not in ("OPTIMAL", "FEASIBLE"):
-        reason = (
-            "the program order breaks the memory cap" if status == "INFEASIBLE" else "no solution within the time limit"
-        )
+        # UNKNOWN: CP-SAT's work ran out, or else the wall clock (or Ctrl-C) stopped it; the
+        # command names the limit from this
+        worked_out = work_limit is not None and solver.deterministic_time >= 0.99 * work_limit
+        if status == "INFEASIBLE":
+            reason = "the program order breaks the memory cap"
+        elif worked_out:
+            reason = "no solution within the work limit"
+        else:
+            reason = cut_reason(["search"], dl.stopped())
+            stats.update(cut_stats(["search"], dl.stopped()))
+        if status == "UNKNOWN" and objective == "makespan":
+            return timed_asap(stats)
         return OptimizeResult(
             status,
             objective=None,
@@ -168,6 +231,8 @@ def evaluate(
             **common,
         )
     starts = [solver.value(v) for v in built.start]
+    if progress is not None:
+        progress.phase("done", solver.objective_value * inst.tick, solver.best_objective_bound * inst.tick)
     value = round(solver.objective_value)
     bound = max(bounds.best, int(np.ceil(solver.best_objective_bound - 1e-9)))
     _, tl = schedule_from_starts(inst, starts, schedule.family)
@@ -186,4 +251,54 @@ def evaluate(
     )
 
 
-__all__ = ["evaluate", "problem_for"]
+def order_peaks(inst: Instance, order: Sequence[Sequence[int]]) -> list[int]:
+    """Each device's activation peak (in the instance's memory units) when it runs its ops in
+    ``order`` (positions of ``inst``), whatever their times: one op at a time per device, and
+    each activation is allocated and freed by ops of its own device (F at its start, I, W or B
+    at its end), so what a device holds is fixed by how far along its order it is.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=4, m=8)  # device d runs p - d forwards before its first backward
+        >>> inst = instance(problem_for(s, CostModel.abstract(s.placement, F=1, B=2)), s)
+        >>> order_peaks(inst, [list(inst.device_ops(d)) for d in range(inst.p)])
+        [4, 3, 2, 1]
+    """
+    peaks = []
+    for ops in order:
+        held = peak = 0
+        for i in ops:
+            held += inst.alloc[i]
+            peak = max(peak, held)
+            held -= inst.free[i]
+        peaks.append(peak)
+    return peaks
+
+
+def cap_breach(inst: Instance, order: Sequence[Sequence[int]]) -> str:
+    """Where running ``order`` breaks the instance's cap: the first device over it, its peak and
+    the cap in words; "" when no cap or the order keeps it.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=8, m=32)
+        >>> inst = instance(problem_for(s, CostModel.abstract(s.placement, F=1, B=2), memory_cap=7), s)
+        >>> cap_breach(inst, [list(inst.device_ops(d)) for d in range(inst.p)])
+        'device 0 holds 8 activations at its peak, over the cap 7 activations'
+    """
+    if inst.cap is None:
+        return ""
+    from ..core.memory_cap import cap_from_value
+
+    pr = inst.problem
+    for d, peak in enumerate(order_peaks(inst, order)):
+        if peak > inst.cap:
+
+            def words(x: int) -> str:
+                return cap_from_value(float(x * inst.mem_unit), pr.costs, pr.placement).describe().removeprefix("cap ")
+
+            return f"device {d} holds {words(peak)} at its peak, over the cap {words(inst.cap)}"
+    return ""
+
+
+__all__ = ["cap_breach", "evaluate", "order_peaks", "problem_for"]

@@ -27,8 +27,9 @@ class Request:
     (``None``: not given, the default model), ``memory_cap`` the ``--memory-cap`` read
     (:class:`~ppverify.core.memory_cap.CapSpec`, resolved in the problem's cost model),
     ``preset_mode`` whether the costs come from a model preset (bytes; its activation memory is
-    used unless a memory model is given), ``comm_text`` how the communication is named in the
-    description.
+    used unless a memory model is given), ``file_memory`` whether they come from a saved file
+    (its activation memory, what ``simulate`` and ``verify`` of the file use, is kept unless a
+    memory model is given), ``comm_text`` how the communication is named in the description.
 
     Example:
         >>> Request(costs=(("F", 1.0), ("I", 1.0))).backward
@@ -44,6 +45,7 @@ class Request:
     dp_allreduce: int = 0
     preset_mode: bool = False
     comm_text: str = "fixed delay 0"
+    file_memory: bool = False
 
 
 def optimize_request(
@@ -110,7 +112,9 @@ def build_problem(
     else:
         split = request.backward == "split"
     mm = request.memory_model or parse_memory_model(DEFAULT_MEMORY_MODEL)
-    applied = request.memory_model is not None or not request.preset_mode
+    # the costs' own activation memory is kept where it is a preset's or a saved file's (an
+    # optimize --save file of w-frees-all came back under the default zero-bubble model)
+    applied = request.memory_model is not None or not (request.preset_mode or request.file_memory)
     if applied:
         costs = mm.apply(costs)
     from ..core.memory_cap import resolve_memory_cap
@@ -127,7 +131,7 @@ def build_problem(
         "stages": placement.num_stages,
         "costs": costs.label or "custom",
         "comm": request.comm_text,
-        "memory_model": mm.name if applied else "the model preset's activation memory",
+        "memory_model": mm.name if applied else kept_memory_label(costs, request.preset_mode, split),
         "memory_cap": None if spec is None else spec.text,
         "memory_cap_label": parsed.describe() if parsed is not None else UNLIMITED_LABEL,
         "memory_cap_value": cap,
@@ -139,6 +143,26 @@ def build_problem(
         placement, m, costs, comm, split, cap, request.objective, pipes, request.sync, request.dp_allreduce or 0
     )
     return pr, info
+
+
+def kept_memory_label(costs: CostModel, preset: bool, split: bool) -> str:
+    """How the description names activation memory kept from the costs: a preset's, or a saved
+    file's with the share its ``I`` frees (the zero-bubble default frees 63 %).
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> pl = linear(2)
+        >>> kept_memory_label(CostModel.abstract(pl, F=1, I=1, W=1, freed_by_I=0.25), False, True)
+        "the file's activation memory (I frees 25 %, W the rest)"
+        >>> kept_memory_label(CostModel.abstract(pl), True, False)
+        "the model preset's activation memory"
+    """
+    if preset:
+        return "the model preset's activation memory"
+    shares = sorted(set(costs.freed_by_I))
+    if not split or len(shares) != 1:
+        return "the file's activation memory"
+    return f"the file's activation memory (I frees {100 * shares[0]:.4g} %, W the rest)"
 
 
 def own_peak_problem(problem: Any, info: dict[str, Any], peak: float) -> tuple[Any, dict[str, Any]]:
@@ -179,6 +203,13 @@ def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
     u = "" if res.time_unit != "s" else " s"
     b = res.bounds
     val = "-" if res.objective is None else f"{res.objective:.10g}{u}"
+    # the clock (or Ctrl-C) cut the bounds: those left at 0 were not computed, not proven 0
+    cut = f"{res.solver.get('wall_limited', '')}, {res.solver.get('interrupted', '')}".split(", ")
+    unknown = "bounds" in cut or "model building" in cut
+
+    def bnd(name: str) -> str:
+        return "-" if unknown and not b.get(name) else f"{b.get(name, 0):.10g}"
+
     lines = [
         f"problem    {info['placement']} placement, p={info['p']}, m={info['m']}, {info['stages']} stages, "
         f"{info['backward']} backward, costs {info['costs']}, {info['comm']}",
@@ -186,8 +217,8 @@ def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
         f"status     {res.status}" + (f" ({res.reason})" if res.reason else ""),
         f"{res.objective_name:<10} {val}",
         *([f"collective {res.collectives}"] if res.collectives else []),
-        f"bound      {res.bound:.10g}{u}  (critical path {b['critical_path']:.10g}, device work {b['device_work']:.10g}, "
-        f"memory window {b['memory_window']:.10g}"
+        f"bound      {res.bound:.10g}{u}  (critical path {bnd('critical_path')}, device work {bnd('device_work')}, "
+        f"memory window {bnd('memory_window')}"
         + (f", one machine {b['one_machine']:.10g}" if b.get("one_machine") else "")
         + (f", device relaxation {b['device_relaxation']:.10g}" if b.get("device_relaxation") else "")
         + (f", memory cycle {b['memory_cycle']:.10g}" if b.get("memory_cycle") else "")
@@ -258,13 +289,18 @@ def solve(
         problem.sync,
         problem.dp_allreduce,
         deadline=deadline,
+        work_limit=work_limit,
+        progress=progress,
     )
 
 
 def save_result(res: Any, problem: Problem, path: str) -> None:
     """Write the schedule of ``res`` as a ppverify JSON file with the problem's costs and
     communication (transfers and collectives too, so ``simulate`` and ``plot`` of the file
-    reproduce the value); nothing when no schedule was found.
+    reproduce the value); nothing when no schedule was found (``--evaluate`` of an order that
+    breaks the cap or was not timed in time has no value: the order is not a result to save).
+    The file's comment gives the status, value and bound as printed, and the cap they hold for
+    (the file keeps no cap: a command reading it back is given ``--memory-cap`` again).
 
     Example:
         >>> import os, tempfile
@@ -276,10 +312,11 @@ def save_result(res: Any, problem: Problem, path: str) -> None:
         >>> pr, _ = build_problem(pl, 2, (0, 0), CostModel.abstract(pl, F=1, B=2), FixedDelay(0), Request())
         >>> path = os.path.join(tempfile.mkdtemp(), "best.json")
         >>> save_result(optimize(pr, time_limit=10), pr, path)
-        >>> load_schedule(path).m
-        2
+        >>> import json
+        >>> load_schedule(path).m, json.load(open(path))["comment"]  # (m+p-1)(F+B) = 9
+        (2, 'ppverify optimize: OPTIMAL makespan 9 bound 9, unlimited memory')
     """
-    if res.schedule is None:
+    if res.schedule is None or res.objective is None:
         return
     from ..io.json_comm import CommSettings
     from ..io.json_format import save_json
@@ -289,7 +326,33 @@ def save_result(res: Any, problem: Problem, path: str) -> None:
         path,
         costs=problem.costs,
         comm=CommSettings(problem.comm, problem.sync, problem.dp_allreduce),
-        comment=f"ppverify optimize: {res.status} {res.objective_name} {res.objective} bound {res.bound}",
+        comment=saved_comment(res, problem),
+    )
+
+
+def saved_comment(res: Any, problem: Problem) -> str:
+    """The comment :func:`save_result` writes: status, value and bound in the cost model's unit
+    (as :func:`summary_lines` prints them) and the memory cap of the problem they belong to.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> from ppverify.core.placement import v_shape
+        >>> pl = v_shape(2)
+        >>> pr = Problem(pl, 4, CostModel.abstract(pl), memory_cap=1.5)
+        >>> res = SimpleNamespace(status="FEASIBLE", objective_name="makespan", objective=0.1 + 0.2, bound=0.25, time_unit="units")
+        >>> saved_comment(res, pr)
+        'ppverify optimize: FEASIBLE makespan 0.3 bound 0.25, cap 1.5 activations (3 stage activations, 2 stages per device)'
+    """
+    from ..core.memory_cap import cap_from_value
+
+    u = " s" if res.time_unit == "s" else ""
+    cap = (
+        UNLIMITED_LABEL
+        if problem.memory_cap is None
+        else cap_from_value(problem.memory_cap, problem.costs, problem.placement).describe()
+    )
+    return (
+        f"ppverify optimize: {res.status} {res.objective_name} {res.objective:.10g}{u} bound {res.bound:.10g}{u}, {cap}"
     )
 
 
@@ -316,7 +379,7 @@ def result_text(
         from ..core.timeline_text import gantt
 
         parts.append(gantt(res.timeline, chart_width))
-    if table and res.schedule is not None:
+    if table and res.schedule is not None and res.objective is not None:  # an order timed, not one refused
         from ..engines import format_table
         from ..engines import run as run_engine
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -75,12 +76,20 @@ class OptimizeResult:
         return relative_gap(self.objective, self.bound)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (the schedule as per-device action text)."""
+        """JSON-ready summary (the schedule as per-device action text). An INFEASIBLE problem's
+        bound is infinite, which JSON cannot hold (Python wrote ``Infinity``, which strict
+        parsers refuse): it is ``null`` there, and ``reason`` says why.
+
+        Example:
+            >>> r = OptimizeResult("INFEASIBLE", "makespan", None, float("inf"), 0.0, None, None, {}, None, None, 1.0, True, "units", reason="cap")
+            >>> r.to_dict()["bound"], r.to_dict()["reason"]
+            (None, 'cap')
+        """
         out: dict[str, Any] = {
             "status": self.status,
             "objective": self.objective_name,
             "value": self.objective,
-            "bound": self.bound,
+            "bound": self.bound if math.isfinite(self.bound) else None,
             "gap": self.gap,
             "gap_to_bound": self.gap,  # the name gap, compare and report give (value - bound) / value
             "wall_s": round(self.wall_s, 3),

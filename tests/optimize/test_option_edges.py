@@ -42,3 +42,15 @@ def test_a_memory_model_setting_given_twice_is_refused():
     # once each still reads: F allocates 34h + 5as = 34 + 5*1*1 = 39, I frees 2h + 5as = 7
     zb = parse_memory_model("zero-bubble:h=1,a=1,s=1")
     assert (zb.alloc_per_row, zb.freed_by_I_per_row) == (39, 7)
+
+
+@pytest.mark.parametrize("extra", [["--units", "concat"], ["--offset", "2"], ["--down", "1"], ["--order", "megatron"]])
+def test_family_parameters_without_a_family_are_refused(capsys, extra):
+    # no family: the linear placement's ops, and nothing reads --units/--offset/--down/--order
+    # (they were accepted and ignored)
+    assert main(["optimize", "-p", "2", "-m", "2", "--work-limit", "0.5", "--no-chart", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(
+        f"ppverify optimize: error: parameter {extra[0][2:]}={extra[1]}: --{extra[0][2:]} is a family"
+    )

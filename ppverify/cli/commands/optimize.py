@@ -8,8 +8,9 @@ as in every command: activations of a device's whole share (``8``), ``8MF`` stag
 a size (``64GiB``) or ``none``;
 ``--memory-model`` says how I and W free memory. ``--evaluate`` fixes each device's program order
 to the family's instead (CP-SAT then reproduces the async engine's makespan). Exit code 0 when a
-schedule was found, 1 when INFEASIBLE (a verdict), 2 when the time limit ended the run without a
-schedule (UNKNOWN: a limit, as for ``verify --time-limit``; the report and its bound still print).
+schedule was found, 1 when INFEASIBLE (a verdict), 2 when a limit ended the run without a
+schedule (UNKNOWN: the wall clock or CP-SAT's work, named in the error line, as for ``verify
+--time-limit``; the report and its bound still print).
 
 The search stops on CP-SAT's deterministic work (``--work-limit``), so the same command gives the
 same answer at any load; ``--time-limit`` is a wall-clock ceiling. ``--progress`` (always on a
@@ -21,11 +22,10 @@ from __future__ import annotations
 
 import argparse
 
-from ...core.errors import ParameterError
 from ...optimize.request import result_text, save_result, solve, summary_lines
 from .. import Command
 from ..common import interrupted, print_json
-from ..optimize_args import add_problem_arguments, problem_from_args
+from ..optimize_args import add_problem_arguments, evaluated_problem, problem_from_args, unknown_error, wall_flag
 from ..timeline_outputs import WIDTH_HELP, chart_width
 
 __all__ = ["COMMAND", "add_problem_arguments", "build_namespace", "problem_from_args", "summary_lines"]
@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from ...optimize.solver_run import Progress, interruptible, run_limits
 
     work, wall = run_limits(args.time_limit, args.work_limit)
+    clock = wall_flag(args.time_limit, args.work_limit, work, wall)
     width = chart_width(args, ("no_chart", "json"))  # checked before the search
     if args.save:  # a path that cannot be written is bad input: refused before the search, not after
         from ...core.files import check_output_path
@@ -91,37 +92,31 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress.for_command("optimize", args.progress)
     with interruptible() as stop:
         deadline = Deadline.after(wall, stop)  # the whole command, argument handling included
-        with time_limit(wall):  # building a family or reading a file checks no deadline
+        with time_limit(wall, clock):  # building a family or reading a file checks no deadline
             pr, sched, info = problem_from_args(args)
-        if args.evaluate and sched is None:
-            raise ParameterError("evaluate", True, "--evaluate needs a family or schedule file (its program order)")
+        pr, info = evaluated_problem(args, pr, sched, info)
         gap_limit = getattr(args, "gap_limit", None)
         res = solve(
             pr, sched if args.evaluate else None, wall, args.workers, args.seed, deadline, gap_limit, work, progress
         )
         if progress is not None:
             progress.close()
-    if args.save:
+    saved = bool(args.save) and res.schedule is not None and res.objective is not None
+    if saved:
         save_result(res, pr, args.save)
     if args.json:
-        print_json(dict(info, **res.to_dict()))
+        print_json(dict(info, **res.to_dict(), **({"saved": args.save if saved else None} if args.save else {})))
     else:
         print(result_text(res, info, pr, None if args.no_chart else width, args.table))
-        if args.save and res.schedule is not None:
-            print(f"saved      {args.save}")
+        if args.save:
+            print(f"saved      {args.save}" if saved else f"not saved  {args.save}: no schedule found ({res.status})")
     if stop.is_set():
-        kept = res.schedule is not None
+        kept = res.objective is not None  # --evaluate keeps the order given, not a schedule found
         return interrupted(
             "ppverify optimize", "the best schedule and bound found so far" if kept else "the bound so far"
         )
     if res.status == "UNKNOWN":
-        from ...core.time_limit import TimeLimitError
-
-        unit = " s" if res.time_unit == "s" else ""
-        raise TimeLimitError(
-            f"--time-limit {wall:g}",
-            f"no schedule found in time (status UNKNOWN, best bound {res.bound:g}{unit})",
-        )
+        raise unknown_error(res, clock, wall, work)
     return 0 if res.status in ("OPTIMAL", "FEASIBLE") else 1
 
 
