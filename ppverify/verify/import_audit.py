@@ -196,6 +196,8 @@ def audit_text(rep: dict[str, Any]) -> str:
             f"({vr['comm_semantics']} semantics, SEND/RECV {vr['send_recv']})"
         )
         lines += [f"  - {v}" for v in vr["violations"][:MAX_LISTED]]
+        if len(vr["violations"]) > MAX_LISTED:  # as the other lists say: the head's count, not 10, is all
+            lines.append(f"  ... and {len(vr['violations']) - MAX_LISTED} more")
     if "pytorch_validate" in rep:
         pv = rep["pytorch_validate"]
         lines.append(

@@ -13,6 +13,7 @@ grid. Exit code 0 when everything is proved, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ...core.errors import ParameterError
 from ...schedules.registry import get_family
@@ -106,15 +107,22 @@ def run(args: argparse.Namespace) -> int:
     for fam in fams:
         results += prove_family(fam, costs, on_result=show)
     ok = all(r.status == "proved" for _, r in results)
-    if args.json:
+    notes = []  # else silently fewer results
+    if "interleaved-1f1b" in fams and costs and any(f > b for f, b in costs):
+        notes.append(
+            "(interleaved-1f1b in PyTorch's order: its m = p closed form is derived for F <= B, not proved here)"
+        )
+    if "interleaved-1f1b" in fams and costs and (1, 1) not in costs:
+        notes.append("(interleaved-1f1b with m = k p: its closed form is derived at F=1,B=1 only, not proved here)")
+    if args.json:  # the list stays the results; what was left out goes beside it, on stderr
         print_json([{"setting": lbl, **r.to_dict()} for lbl, r in results])
+        if notes:
+            print("\n".join(notes), file=sys.stderr)
     else:
         n = sum(r.status == "proved" for _, r in results)
         print(f"{n}/{len(results)} proved" + ("" if ok else " (see the counterexamples above)"))
-        if "interleaved-1f1b" in fams and costs and any(f > b for f, b in costs):  # else silently fewer results
-            print("(interleaved-1f1b in PyTorch's order: its m = p closed form is derived for F <= B, not proved here)")
-        if "interleaved-1f1b" in fams and costs and (1, 1) not in costs:
-            print("(interleaved-1f1b with m = k p: its closed form is derived at F=1,B=1 only, not proved here)")
+        if notes:
+            print("\n".join(notes))
     return 0 if ok else 1
 
 

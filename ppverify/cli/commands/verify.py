@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from dataclasses import replace
 
+from ...core.errors import ParameterError
 from ...core.memory_cap import MEMORY_CAP_HELP
 from ...verify import COMM_SEMANTICS, properties, verify
 from .. import Command
@@ -36,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_schedule_arguments(parser)
     add_cost_arguments(parser)
     add_preset_arguments(parser)
+    parser.add_argument("--placement", help="a text table's placement (.txt): linear, loop, v, wave, bidirectional")
     parser.epilog = "properties, checked in this order:\n" + textwrap.indent(properties.listing(), "  ")
     g = parser.add_argument_group("properties")
     g.add_argument(
@@ -114,40 +117,66 @@ def run(args: argparse.Namespace) -> int:
     """
     from ...core.memory_cap import resolve_memory_cap
     from ...core.time_limit import time_limit
+    from ..common import load_document  # a text table with its --placement, as show reads it
 
     check_nonnegative("makespan-le", args.makespan_le)
+    refuse_unused_options(args)
     # an interrupted proof is no verdict: exit 2, never 0 or 1; Z3's simplifier ignores interrupts,
     # so the process is stopped outright at 8 % past the limit
-    hard_stop = "ppverify verify" if getattr(args, "_own_process", False) else None
-    with time_limit(args.time_limit, hard_stop=hard_stop):
+    with time_limit(args.time_limit, hard_stop="ppverify verify" if getattr(args, "_own_process", False) else None):
         request = run_request(args)  # costs and cap read once, before the build
-        schedule = build_schedule(request.source)
+        src = request.source  # --placement: a text table as show reads it; else read by its content
+        schedule = load_document(src).schedule if src.placement else build_schedule(src)
         timing = request_timing(request, schedule)
-        ctx = timing.ctx
-        cap = (
-            None
-            if request.memory_cap is None
-            else resolve_memory_cap(request.memory_cap, ctx.costs, schedule.placement)
-        )
+        spec = request.memory_cap
+        cap = None if spec is None else resolve_memory_cap(spec, timing.ctx.costs, schedule.placement)
         report = verify(
             schedule,
-            ctx.costs,
-            ctx.comm,
+            timing.ctx.costs,
+            timing.ctx.comm,
             memory_cap=None if cap is None else cap.value,
             makespan_le=args.makespan_le,
             comm_semantics=args.comm_semantics,
             group=not args.ungrouped,
-            max_violations=max(1, args.max_violations),
+            max_violations=args.max_violations,
             sync=timing.sync,  # the collectives as simulate takes them (options, saved file)
             dp_allreduce=timing.dp_allreduce,
         )
+    if cap is not None and cap.unlimited:  # `none` was given: not "no memory cap given"
+        why = "--memory-cap none: unlimited memory, nothing to check"
+        report = replace(report, unchecked=tuple((p, why if p == "memory" else w) for p, w in report.unchecked))
     if args.json:
         print_json(dict(report.to_dict(), **({"memory_cap": cap.to_dict()} if cap is not None else {})))
     else:
         print(report.to_text())
-        if cap is not None and cap.two_units:  # the proof states the cost model's unit; add the other
+        if cap is not None and cap.two_units and not cap.unlimited:  # the proof states one unit; add the other
             print(f"  memory {cap.describe()}")
     return 0 if report.valid else 1
+
+
+def refuse_unused_options(args: argparse.Namespace) -> None:
+    """Refuse an option this run would ignore: the transfer times and collectives of a timing
+    claim without ``--makespan-le``, ``--ungrouped`` outside rendezvous semantics (a buffered SEND
+    never blocks), and ``--max-violations`` below 1 (it once read as 1 without a word).
+
+    Example:
+        >>> ns = argparse.Namespace(max_violations=20, ungrouped=False, comm_semantics="buffered",
+        ...     makespan_le=None, comm_delay=1.0, sync=None, dp_allreduce=0)
+        >>> refuse_unused_options(ns)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter comm-delay=1.0: only a timing claim uses it (the transfer times and collectives of --makespan-le T), and this run makes none: give --makespan-le T, or leave it out
+    """
+    if args.max_violations < 1:
+        raise ParameterError("max-violations", args.max_violations, "must be >= 1 (order violations to find)")
+    if args.ungrouped and args.comm_semantics != "rendezvous":  # a buffered SEND never blocks: nothing to group
+        why = "--ungrouped posts each rendezvous SEND/RECV on its own: it changes nothing under buffered semantics"
+        raise ParameterError("comm-semantics", args.comm_semantics, f"{why}; give rendezvous, or leave --ungrouped out")
+    timing_only = {"comm-delay": args.comm_delay, "sync": args.sync, "dp-allreduce": args.dp_allreduce or None}
+    for flag, value in timing_only.items():
+        if value is not None and args.makespan_le is None:
+            why = "only a timing claim uses it (the transfer times and collectives of --makespan-le T), and this run makes none"
+            raise ParameterError(flag, value, f"{why}: give --makespan-le T, or leave it out")
 
 
 COMMAND = Command(
