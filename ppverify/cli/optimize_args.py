@@ -280,6 +280,17 @@ def evaluated_problem(
         return problem, info
     if sched is None:
         raise ParameterError("evaluate", True, "--evaluate needs a family or schedule file (its program order)")
+    from ..core.dag import build_dag
+    from ..core.send_gates import late_sends
+
+    late = late_sends(build_dag(sched, check=False)) if sched.programs else []
+    if late:  # CP-SAT's model sends each output at its producer's end: it would time a faster order
+        raise ParameterError(
+            "evaluate",
+            True,
+            f"the file posts SENDs after a later op than their producer ({', '.join(late[:3])}), which the "
+            "optimizer's model does not hold: simulate or verify --makespan-le time it as written",
+        )
     own = "split" if sched.has_split_backward else "full"
     if args.backward not in ("auto", own):
         raise ParameterError(

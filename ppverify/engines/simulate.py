@@ -38,6 +38,7 @@ from ..core.dag import DagArrays, build_dag_arrays
 from ..core.errors import DeadlockError, ParameterError
 from ..core.ops import KINDS
 from ..core.schedule import Schedule
+from ..core.send_gates import gated_pred
 from ..core.timeline import Timeline, TimelineInfo, Transfers
 from ..systems.replica_sync import DP_ALLREDUCE, Collective, collectives, device_ends
 from .core import _waits, list_schedule_flat
@@ -60,6 +61,20 @@ class Prepared:
     edge_q: np.ndarray
     edge_bytes: np.ndarray
     edge_time: np.ndarray
+    #: the predecessors timing uses: ``dag.pred``, but where a file's SEND is posted after a later
+    #: op than its producer, that op (:mod:`ppverify.core.send_gates`); None: ``dag.pred``
+    timing_pred: np.ndarray | None = None
+
+    @property
+    def pred(self) -> np.ndarray:
+        """The predecessors timing uses (see ``timing_pred``)."""
+        return self.dag.pred if self.timing_pred is None else self.timing_pred
+
+    @property
+    def edge_start_op(self) -> np.ndarray:
+        """Per cross-device edge, the op whose end starts the transfer: its producer, or the op
+        its SEND is posted after."""
+        return self.edge_q if self.timing_pred is None else self.timing_pred[self.edge_i, self.edge_k]
 
 
 def op_durations(dag: DagArrays, costs: CostModel) -> np.ndarray:
@@ -161,7 +176,8 @@ def prepare(schedule: Schedule, costs: CostModel, comm: CommModel) -> Prepared:
     nbytes, times = _edge_times(
         comm, dag.device[qq], dag.device[ii], np.minimum(lo, max(len(bb) - 1, 0)), bb, schedule.p
     )
-    return Prepared(dag, dur, ii, kk, qq, nbytes, times)
+    gated = gated_pred(dag)
+    return Prepared(dag, dur, ii, kk, qq, nbytes, times, None if gated is None else np.asarray(gated, dtype=np.int64))
 
 
 def exposed_comm(dag: DagArrays, start: np.ndarray, end: np.ndarray, p: int) -> np.ndarray:
@@ -287,12 +303,12 @@ def simulate_async(
         from .kernels import list_schedule_arrays
 
         start_l, end_l, ptr, done = list_schedule_arrays(
-            dag.pred, d, prep.duration, dag.fused, dag.idle_before, dag.offsets
+            prep.pred, d, prep.duration, dag.fused, dag.idle_before, dag.offsets
         )
     else:
         start_l, end_l, ptr, done = list_schedule_flat(
-            dag.pred[:, 0].tolist(),
-            dag.pred[:, 1].tolist(),
+            prep.pred[:, 0].tolist(),
+            prep.pred[:, 1].tolist(),
             d[:, 0].tolist(),
             d[:, 1].tolist(),
             prep.duration.tolist(),
@@ -303,7 +319,7 @@ def simulate_async(
     if ptr is not None:
         raise DeadlockError(_waits(dag, ptr, done))  # type: ignore[arg-type]
     start, end = np.asarray(start_l, dtype=float), np.asarray(end_l, dtype=float)
-    t0 = end[prep.edge_q]
+    t0 = end[prep.edge_start_op]  # the producer's end, or a late SEND's post
     transfers = _record_p2p(prep, t0, t0 + prep.edge_time)
     tails = run_collectives_uncontended(schedule, costs, comm, dag, end, sync, dp_allreduce, transfers)
     return finish(

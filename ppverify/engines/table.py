@@ -13,6 +13,7 @@ The table's grid and its text form (both layouts, written and read) belong to th
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -24,6 +25,7 @@ from ..core.dag import build_dag
 from ..core.ops import Action, Op, Overlap, format_action
 from ..core.program_order import list_schedule, op_durations
 from ..core.schedule import Schedule
+from ..core.send_gates import gated_pred
 from ..core.timeline import Timeline, TimelineInfo
 from ..io.table_text import TableGrid, format_grid
 
@@ -68,7 +70,9 @@ def slot_timeline(
         )
     per_tick = {f: int(f / tick) for f in set(fracs)}
     ticks = [per_tick[f] for f in fracs]
-    start, end = list_schedule(dag, ticks, None, idle_tick=1.0)
+    gated = gated_pred(dag)  # a file's SEND posted after a later op than its producer waits for it
+    timed = dag if gated is None else dataclasses.replace(dag, pred=gated)
+    start, end = list_schedule(timed, ticks, None, idle_tick=1.0)
     tk = float(tick)
     return Timeline(
         schedule,

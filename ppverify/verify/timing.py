@@ -26,6 +26,7 @@ dependencies and program order whose length exceeds T.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -35,6 +36,7 @@ from ..core.comm import NO_COMM, CommModel
 from ..core.costs import CostModel
 from ..core.dag import StepDAG
 from ..core.program_order import list_schedule, op_durations
+from ..core.send_gates import gated_pred
 from ..systems.replica_sync import collective_tails, step_collectives
 from .report import Violation
 from .smt import IDL_SEARCH_FACTOR, decide, diff_ge, exact_fraction, idl_solver, load, num
@@ -135,7 +137,10 @@ def check_makespan(
             else:
                 atoms.append(diff_ge(f"t{i + 1}", f"t{i}", di[i]))
         guarded.append((f"(<= t{hi - 1} {num(T - di[hi - 1])})", (hi - 1,)))
-    for i, preds in enumerate(dag.pred):
+    # a file's SEND posted after a later op than its producer: the transfer waits for that op (the
+    # delays stay the producer's edge's: same devices, same bytes)
+    timed = dag if (gated := gated_pred(dag)) is None else dataclasses.replace(dag, pred=gated)
+    for i, preds in enumerate(timed.pred):
         for e, q in enumerate(preds):
             if q >= 0:
                 guarded.append((diff_ge(f"t{i}", f"t{q}", di[q] + ticks[delays[i][e]]), (q, i)))
@@ -167,7 +172,7 @@ def check_makespan(
     core = sorted(int(str(x)[1:]) for x in s.unsat_core())
     ops = sorted({str(dag.ops[i]) for j in core for i in guarded[j][1]}, key=lambda t: (len(t), t))
 
-    _, end = list_schedule(dag, dur, delays)
+    _, end = list_schedule(timed, dur, delays)
     finish = max((e + tails[i] * tick for i, e in enumerate(end)), default=0.0)
     what = " and their collectives" if colls else ""
     chain = " (with the collectives after its last op)" if colls else ""
