@@ -191,15 +191,35 @@ def family_candidates(inst: Instance, deadline: float | None = None) -> list[Can
                 continue
             if sched.placement.maps != pl.maps or tuple(sched.pipe_of_mb) != tuple(inst.dag.schedule.pipe_of_mb):
                 continue
-            programs = adapt_schedule(sched, pr.split)
-            trial = sched.with_programs(programs)
-            if structural_problems(trial, limit=1) or not memory_ok(inst, programs):
-                continue
-            try:
-                out.append(time_programs(inst, programs, fam.name))
-            except PPVerifyError:
-                continue
+            cand = schedule_candidate(inst, sched, fam.name)
+            if cand is not None:
+                out.append(cand)
     return out
+
+
+def schedule_candidate(inst: Instance, schedule: Schedule, source: str) -> Candidate | None:
+    """``schedule``'s program order (its backward made the instance's, :func:`adapt_schedule`)
+    timed as a start named ``source``; ``None`` when it is not one of the instance's schedules or
+    breaks its cap. Placement and pipes are the caller's to match.
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.optimize.problem import Problem, instance
+        >>> from ppverify.schedules import build
+        >>> pl = linear(2)
+        >>> inst = instance(Problem(pl, 4, CostModel.abstract(pl, F=1, B=2), split=False))
+        >>> schedule_candidate(inst, build("gpipe", p=2, m=4), "given").objective  # (m + p - 1)(F + B)
+        15
+    """
+    programs = adapt_schedule(schedule, inst.problem.split)
+    trial = schedule.with_programs(programs)
+    if structural_problems(trial, limit=1) or not memory_ok(inst, programs):
+        return None
+    try:
+        return time_programs(inst, programs, source)
+    except PPVerifyError:
+        return None
 
 
 def greedy(

@@ -245,10 +245,12 @@ def solve(
     gap_limit: float | None = None,
     work_limit: float | None = None,
     progress: Any = None,
+    start: Any = None,
 ) -> Any:
-    """Solve ``problem`` with CP-SAT: the best schedule of its ops, or, given ``schedule``, the
-    timing of that schedule's program order on every device (its makespan under the problem's
-    costs, communication and cap). ``gap_limit``: stop the search within that relative gap (see
+    """Solve ``problem`` with CP-SAT: the best schedule of its ops (``start``, a schedule of the
+    problem, among the starting schedules: the result is never slower than it within the cap),
+    or, given ``schedule``, the timing of that schedule's program order on every device (its
+    makespan under the problem's costs, communication and cap). ``gap_limit``: stop the search within that relative gap (see
     :func:`~ppverify.optimize.optimize`). ``work_limit`` (CP-SAT's deterministic seconds): the
     search stops on that work, in a fixed order (deterministic), with ``time_limit`` as a
     wall-clock ceiling; ``progress``: a :class:`~ppverify.optimize.solver_run.Progress`.
@@ -276,6 +278,7 @@ def solve(
             work_limit=work_limit,
             deterministic=work_limit is not None,
             progress=progress,
+            start=start,
         )
     return evaluate(
         schedule,

@@ -11,8 +11,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.schedule import Schedule
 from .coarse import block_candidates
-from .heuristic import Candidate, family_candidates, greedy
+from .heuristic import Candidate, family_candidates, greedy, schedule_candidate
 from .periodic import periodic_candidates
 from .problem import Instance
 from .tail import several_stages_per_device
@@ -102,6 +103,7 @@ def starting_schedules(
     safety: float | None = None,
     hard: float | None = None,
     stop: Any = None,
+    given: Schedule | None = None,
 ) -> Starts:
     """Every starting schedule of the search, ranked by makespan (then source).
 
@@ -109,6 +111,8 @@ def starting_schedules(
     clock only cuts it on a machine too slow to finish them: no further variant starts once
     ``time.monotonic()`` passes ``safety``, and none runs past ``hard``. The CP-SAT blocks get at
     most ``block_share`` of ``work`` (deterministic seconds) and stop on ``stop`` (an event).
+    ``given``: a schedule of the instance (``optimize FILE``) whose order is a start too, so the
+    search never ends slower than the schedule it was given (unless that breaks the cap).
 
     Example:
         >>> from ppverify.core.placement import linear
@@ -122,6 +126,10 @@ def starting_schedules(
     block_work = 0.0
     best = best_candidate(inst, use_families, deadline=safety, hard=hard)
     candidates = [c for c in (best, *zb_candidates(inst, hard)) if c is not None]
+    if given is not None:  # only where strictly faster: on a tie the starts (and search) stay as without it
+        own = schedule_candidate(inst, given, "given")
+        if own is not None and all(own.objective < c.objective for c in candidates):
+            candidates.append(own)
     if several_stages_per_device(inst):  # building blocks at an interval: V, loop under a cap
         candidates += periodic_candidates(inst, safety)
         if inst.cap is not None and block_share > 0:

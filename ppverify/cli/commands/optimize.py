@@ -97,8 +97,9 @@ def run(args: argparse.Namespace) -> int:
         pr, info = evaluated_problem(args, pr, sched, info)
         gap_limit = getattr(args, "gap_limit", None)
         res = solve(
-            pr, sched if args.evaluate else None, wall, args.workers, args.seed, deadline, gap_limit, work, progress
-        )
+            pr, sched if args.evaluate else None, wall, args.workers, args.seed, deadline, gap_limit, work, progress,
+            start=sched,  # a file's or family's order starts the search too: never slower than it
+        )  # fmt: skip
         if progress is not None:
             progress.close()
     saved = bool(args.save) and res.schedule is not None and res.objective is not None
