@@ -46,20 +46,38 @@ def _frac(x: float) -> Fraction:
     return exact_fraction(x)  # never rounded to another number (1e-7 is not 0)
 
 
-def times_apart(a: float, b: float) -> tuple[str, str]:
+def times_apart(a: float | Fraction, b: float | Fraction) -> tuple[str, str]:
     """Both times with ``%g``'s six digits, or with just as many more as unequal times need to
     read differently: a bound of 6.0000008 refuted against a finish of 6.0000012 must not print as
-    "6" against "6" (as :func:`~ppverify.core.sizes.format_bytes_apart` does for bytes).
+    "6" against "6" (as :func:`~ppverify.core.sizes.format_bytes_apart` does for bytes). A
+    :class:`~fractions.Fraction` is printed from its exact value, so an exact finish just above a
+    bound never prints at or below it.
 
     Example:
         >>> times_apart(21.0, 20.5), times_apart(6.0000008, 6.0000012), times_apart(1.0, 0.12227252438764184)
         (('21', '20.5'), ('6.0000008', '6.0000012'), ('1', '0.122273'))
+        >>> times_apart(11.999999999999998, Fraction(12))
+        ('11.999999999999998', '12')
     """
-    for digits in range(6, 18):
-        ta, tb = f"{a:.{digits}g}", f"{b:.{digits}g}"
-        if ta != tb or a == b:
-            return ta, tb
-    return repr(float(a)), repr(float(b))
+    from decimal import Decimal, localcontext
+
+    def text(x: float | Fraction | Decimal, digits: int) -> str:
+        if not isinstance(x, Decimal):
+            return f"{x:.{digits}g}"  # a float as %g writes it (the bound as typed)
+        head, e, tail = f"{x:.{digits}g}".partition("e")  # Decimal keeps trailing zeros: %g drops them
+        return (head.rstrip("0").rstrip(".") if "." in head else head) + (e + tail if e else "")
+
+    with localcontext() as ctx:
+        ctx.prec = 60  # far beyond the 17 digits a float needs
+        da, db = (
+            Decimal(x.numerator) / Decimal(x.denominator) if isinstance(x, Fraction) else Decimal(x) for x in (a, b)
+        )
+        xa, xb = (da if isinstance(a, Fraction) else a), (db if isinstance(b, Fraction) else b)
+        for digits in range(6, 41):
+            ta, tb = text(xa, digits), text(xb, digits)
+            if ta != tb or da == db:
+                return ta, tb
+    return str(da), str(db)
 
 
 def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel) -> list[list[float]]:
@@ -172,8 +190,10 @@ def check_makespan(
     core = sorted(int(str(x)[1:]) for x in s.unsat_core())
     ops = sorted({str(dag.ops[i]) for j in core for i in guarded[j][1]}, key=lambda t: (len(t), t))
 
-    _, end = list_schedule(timed, dur, delays)
-    finish = max((e + tails[i] * tick for i, e in enumerate(end)), default=0.0)
+    # the earliest finish in whole ticks (integer sums, exact), as the verdict was decided: a float
+    # sum could print below the bound it was refuted against
+    _, end_ticks = list_schedule(timed, di, [[ticks[x] for x in row] for row in delays])
+    finish = Fraction(max((int(e) + tails[i] for i, e in enumerate(end_ticks)), default=0), scale)
     what = " and their collectives" if colls else ""
     chain = " (with the collectives after its last op)" if colls else ""
     b, earliest = times_apart(bound, finish)

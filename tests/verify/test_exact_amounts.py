@@ -74,3 +74,15 @@ def test_a_share_made_by_division_is_the_quotient(certificates):
     assert exact_fraction(1 / 11) == Fraction(1, 11)
     assert verify(s, costs, memory_cap=1.0, certificates=certificates).valid
     assert not verify(s, costs, memory_cap=10 / 11 + 0.01, certificates=certificates).valid
+
+
+def test_the_earliest_finish_is_printed_exactly(capsys):
+    # 1F1B, p = 3, m = 7, F = 0.1, B = 0.3, 0.7 per transfer: each of the three rounds of
+    # microbatches 0, 3, 6 is F+c+F+c+F+B+c+B+c+B = 4.0, so the step takes exactly 12; the float
+    # just below it is refuted, and the message must not say the finish is that float (a float sum)
+    from ppverify.cli import main
+
+    argv = ["verify", "1f1b", "-p", "3", "-m", "7", "--costs", "F=0.1,B=0.3", "--comm-delay", "0.7"]
+    assert main([*argv, "--makespan-le", "11.999999999999998"]) == 1
+    out = capsys.readouterr().out
+    assert "finishes by 11.999999999999998 " in out and "earliest finish is 12)" in out
