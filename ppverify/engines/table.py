@@ -29,6 +29,9 @@ from ..core.send_gates import gated_pred
 from ..core.timeline import Timeline, TimelineInfo
 from ..io.table_text import TableGrid, format_grid
 
+#: a table longer than this many ticks has no common tick worth the name (durations in seconds
+#: whose gcd is a float rounding's: 10**22 ticks for a 0.15 s step)
+NO_COMMON_TICK = 10**9
 #: tables wider than this many ticks are timed but not rendered cell by cell
 MAX_RENDER_TICKS = 20_000
 
@@ -175,6 +178,8 @@ def format_table(
         Step 3: 0B0
     """
     T = timeline.info.ticks or 0  # None off a slot timeline: table_actions below says so
+    if T > NO_COMMON_TICK:
+        return "(no table: the durations share no common tick a table can draw; unit costs, e.g. --costs F=1,B=2, give one)"
     if max_ticks < T:
         return f"(table of {T} ticks not rendered; limit {max_ticks})"
     grid = timeline_table(timeline)

@@ -290,14 +290,22 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
         >>> text.splitlines()[4]   # (m + p - 1)(tF + tB) at the default tF = 1, tB = 2
         'makespan      9 units (9 ticks)'
     """
-    from ..engines.table import format_table
+    from ..engines.table import NO_COMMON_TICK, format_table
 
     schedule, timeline, doc = run.doc.schedule, run.timeline, run.doc
     unit, metrics = timeline.time_unit, timeline.metrics()
+    ticks = int(timeline.info.ticks or 0)
+    # durations in seconds (presets) share no tick a table can draw: their gcd is a rounding's
+    no_tick = ticks > NO_COMMON_TICK
+    tick_text = (
+        "the durations share no common tick a table can draw: timed exactly, not drawn"
+        if no_tick
+        else f"one table tick = {fmt_number(timeline.info.tick or 0.0)} {unit}"
+    )
     lines = [
         f"schedule      {schedule.describe()}",
         f"placement     {placement_text(schedule)}",
-        f"costs         {run.costs.label or 'custom'} ({unit}; one table tick = {fmt_number(timeline.info.tick or 0.0)} {unit})"
+        f"costs         {run.costs.label or 'custom'} ({unit}; {tick_text})"
         + (f"; communication {fmt_number(run.comm_delay)} charged per column" if run.comm_delay else ""),
     ]
     if doc.comment:
@@ -307,11 +315,11 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
             f"file's comm   {doc.comm.describe()}: not in this idealized table "
             "(simulate FILE times it; --comm-delay charges a delay per column)"
         )
-    if table:
+    if table and not no_tick:
         lines += ["", format_table(timeline, style, width=width or None)]
     lines += [
         "",
-        f"makespan      {fmt_number(timeline.makespan)} {unit} ({int(timeline.info.ticks or 0)} ticks)",
+        f"makespan      {fmt_number(timeline.makespan)} {unit}" + ("" if no_tick else f" ({ticks} ticks)"),
         f"bubble ratio  {timeline.bubble_ratio:.4f}  (convention {metrics['bubble_convention']})",
     ]
     busy, idle, peaks = metrics["busy"], metrics["idle"], metrics["peak_activations"]
