@@ -76,14 +76,22 @@ def zero_bubble(h: int, a: int, s: int, b: int = 1, layers: int = 1) -> MemoryMo
     Example:
         >>> zero_bubble(h=2304, a=24, s=1024, layers=2).bytes_per_activation
         412090368.0
+        >>> zero_bubble(h=2304, a=24, s=1024, b=2, layers=6).name, zero_bubble(h=2304, a=24, s=1024).name
+        ('zero-bubble(h=2304,a=24,s=1024,b=2,layers=6)', 'zero-bubble(h=2304,a=24,s=1024)')
     """
     for name, val in (("h", h), ("a", a), ("s", s), ("b", b), ("layers", layers)):
         if not isinstance(val, int) or val < 1:
             raise ParameterError(f"memory-model {name}", val, "must be an integer >= 1")
     alloc = 34 * h + 5 * a * s
     freed_i = 2 * h + 5 * a * s
+    # b and layers scale the bytes only; named where not 1, so the label says which size was meant
+    extra = "".join(f",{k}={v}" for k, v in (("b", b), ("layers", layers)) if v != 1)
     return MemoryModel(
-        f"zero-bubble(h={h},a={a},s={s})", Fraction(freed_i, alloc), alloc, freed_i, float(layers * b * s * alloc)
+        f"zero-bubble(h={h},a={a},s={s}{extra})",
+        Fraction(freed_i, alloc),
+        alloc,
+        freed_i,
+        float(layers * b * s * alloc),
     )
 
 
