@@ -281,9 +281,9 @@ def evaluated_problem(
     if sched is None:
         raise ParameterError("evaluate", True, "--evaluate needs a family or schedule file (its program order)")
     from ..core.dag import build_dag
-    from ..core.send_gates import late_sends
+    from ..core.send_gates import late_sends, send_gates
 
-    late = late_sends(build_dag(sched, check=False)) if sched.programs else []
+    late = late_sends(build_dag(sched, check=False)) if send_gates(sched) else []  # a DAG only where SENDs are
     if late:  # CP-SAT's model sends each output at its producer's end: it would time a faster order
         raise ParameterError(
             "evaluate",

@@ -43,6 +43,7 @@ from ..core.costs import CostModel
 from ..core.errors import DeadlockError, ParameterError
 from ..core.ops import Comm, Op, Overlap
 from ..core.schedule import Schedule
+from ..core.send_gates import send_key
 from ..core.timeline import Timeline, TimelineInfo, Transfers
 from ..systems.system import link_delay_of
 
@@ -151,10 +152,8 @@ def comm_key(c: Comm) -> tuple[str, int, int]:
         >>> comm_key(Comm("SEND_F", 1, 0)) == comm_key(Comm("RECV_F", 2, 0)) == ("F", 2, 0)
         True
     """
-    if c.kind == "SEND_F":
-        return ("F", c.stage + 1, c.mb)
-    if c.kind == "SEND_B":
-        return ("B", c.stage - 1, c.mb)
+    if c.kind in ("SEND_F", "SEND_B"):
+        return send_key(c)
     return ("F" if c.kind == "RECV_F" else "B", c.stage, c.mb)
 
 

@@ -17,7 +17,7 @@ from ..core.schedule import Schedule
 from ..core.timeline import Timeline
 from .bounds import lower_bounds
 from .deadline import Deadline, WallLimitReached
-from .heuristic import time_programs
+from .heuristic import order_peaks, time_programs
 from .interrupt import stoppable
 from .model import build_model
 from .problem import Instance, Problem, instance
@@ -123,35 +123,28 @@ def evaluate(
         time_unit=costs.time_unit,
         collectives=collectives_text(inst),
     )
+
+    def infeasible(reason: str) -> OptimizeResult:  # decided from the order alone, before any search
+        return OptimizeResult(
+            "INFEASIBLE",
+            objective=None,
+            bound=bounds.best * inst.tick,
+            wall_s=time.monotonic() - t0,
+            schedule=schedule,
+            timeline=None,
+            hint=schedule.family,
+            hint_objective=None,
+            reason=reason,
+            **common,
+        )
+
     try:
         asap = time_programs(inst, [[inst.dag.ops[i] for i in prog] for prog in order], schedule.family)
     except DeadlockError as exc:
-        return OptimizeResult(
-            "INFEASIBLE",
-            objective=None,
-            bound=bounds.best * inst.tick,
-            wall_s=time.monotonic() - t0,
-            schedule=schedule,
-            timeline=None,
-            hint=schedule.family,
-            hint_objective=None,
-            reason=f"the program order cannot run: {exc}",
-            **common,
-        )
+        return infeasible(f"the program order cannot run: {exc}")
     over = cap_breach(inst, order)
     if over:
-        return OptimizeResult(
-            "INFEASIBLE",
-            objective=None,
-            bound=bounds.best * inst.tick,
-            wall_s=time.monotonic() - t0,
-            schedule=schedule,
-            timeline=None,
-            hint=schedule.family,
-            hint_objective=None,
-            reason=f"the program order breaks the memory cap: {over}",
-            **common,
-        )
+        return infeasible(f"the program order breaks the memory cap: {over}")
     hint = asap.starts
     if progress is not None:  # the order's own timing; the bounds on all schedules are no bound on it
         progress.phase("timing the order", asap.objective * inst.tick)
@@ -249,30 +242,6 @@ def evaluate(
         solver=stats,
         **common,
     )
-
-
-def order_peaks(inst: Instance, order: Sequence[Sequence[int]]) -> list[int]:
-    """Each device's activation peak (in the instance's memory units) when it runs its ops in
-    ``order`` (positions of ``inst``), whatever their times: one op at a time per device, and
-    each activation is allocated and freed by ops of its own device (F at its start, I, W or B
-    at its end), so what a device holds is fixed by how far along its order it is.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> s = build("1f1b", p=4, m=8)  # device d runs p - d forwards before its first backward
-        >>> inst = instance(problem_for(s, CostModel.abstract(s.placement, F=1, B=2)), s)
-        >>> order_peaks(inst, [list(inst.device_ops(d)) for d in range(inst.p)])
-        [4, 3, 2, 1]
-    """
-    peaks = []
-    for ops in order:
-        held = peak = 0
-        for i in ops:
-            held += inst.alloc[i]
-            peak = max(peak, held)
-            held -= inst.free[i]
-        peaks.append(peak)
-    return peaks
 
 
 def cap_breach(inst: Instance, order: Sequence[Sequence[int]]) -> str:

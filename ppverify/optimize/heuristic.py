@@ -77,15 +77,34 @@ def memory_ok(inst: Instance, programs: Sequence[Sequence[Op]]) -> bool:
     if inst.cap is None:
         return True
     pos = position_map(inst)
-    for prog in programs:
-        level = 0
-        for op in prog:
-            i = pos[op]
-            level += inst.alloc[i]
-            if level > inst.cap:
-                return False
-            level -= inst.free[i]
-    return True
+    return all(peak <= inst.cap for peak in order_peaks(inst, [[pos[op] for op in prog] for prog in programs]))
+
+
+def order_peaks(inst: Instance, order: Sequence[Sequence[int]]) -> list[int]:
+    """Each device's activation peak (in the instance's memory units) when it runs its ops in
+    ``order`` (positions of ``inst``), whatever their times: one op at a time per device, and
+    each activation is allocated and freed by ops of its own device (F at its start, I, W or B
+    at its end), so what a device holds is fixed by how far along its order it is.
+
+    Example:
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.optimize.evaluate import problem_for
+        >>> from ppverify.optimize.problem import instance
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=4, m=8)  # device d runs p - d forwards before its first backward
+        >>> inst = instance(problem_for(s, CostModel.abstract(s.placement, F=1, B=2)), s)
+        >>> order_peaks(inst, [list(inst.device_ops(d)) for d in range(inst.p)])
+        [4, 3, 2, 1]
+    """
+    peaks = []
+    for ops in order:
+        held = peak = 0
+        for i in ops:
+            held += inst.alloc[i]
+            peak = max(peak, held)
+            held -= inst.free[i]
+        peaks.append(peak)
+    return peaks
 
 
 def position_map(inst: Instance) -> dict[Op, int]:
