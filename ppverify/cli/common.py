@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.costs import CostModel
-from ..core.errors import ParameterError
+from ..core.errors import ParameterError, ScheduleFileError
 from ..core.schedule import Schedule
 from ..io.json_format import ScheduleDocument
 
@@ -26,19 +26,34 @@ class _Given(argparse.Action):
         setattr(namespace, f"{self.dest}_given", True)
 
 
+#: ``--placement``'s help, declared once for every command that reads a schedule file
+PLACEMENT_HELP = (
+    "for a text table (.txt): where its stages live: linear (default), loop (with --v), v, wave (with --waves), "
+    "bidirectional (with --offset)"
+)
+
+
 def add_schedule_arguments(
-    parser: argparse.ArgumentParser, optional: bool = False, help: str | None = None, as_option: bool = False
+    parser: argparse.ArgumentParser,
+    optional: bool = False,
+    help: str | None = None,
+    as_option: bool = False,
+    placement: bool = False,
+    p_help: str = "pipeline devices (default 4)",
+    m_help: str = "microbatches per step (default: p)",
 ) -> None:
     """``SCHEDULE`` (a family name or a schedule file; ``optional``: may be left out; ``as_option``:
-    the option ``--schedule`` instead of a positional), ``-p``, ``-m`` and every family parameter
-    known to the registry (``--v``, ``--waves`` ...).
+    the option ``--schedule`` instead of a positional), ``-p``, ``-m`` (``p_help``, ``m_help``:
+    their help, for a command that sizes them otherwise), every family parameter known to the
+    registry (``--v``, ``--waves`` ...) and, with ``placement``, ``--placement`` (a text table's,
+    read by :func:`load_document`).
 
     Example:
         >>> parser = argparse.ArgumentParser()
-        >>> add_schedule_arguments(parser, optional=True)
+        >>> add_schedule_arguments(parser, optional=True, placement=True)
         >>> ns = parser.parse_args(["-p", "2", "--v", "3"])
-        >>> ns.schedule, ns.p, ns.m, ns.fam_v
-        (None, 2, None, 3)
+        >>> ns.schedule, ns.p, ns.m, ns.fam_v, ns.placement
+        (None, 2, None, 3, None)
     """
     from ..schedules import families
 
@@ -50,8 +65,8 @@ def add_schedule_arguments(
         default=None,
         help=help or "a registered family (see `ppverify list`) or a schedule file (.json, .csv)",
     )
-    parser.add_argument("-p", type=int, default=4, action=_Given, help="pipeline devices (default 4)")
-    parser.add_argument("-m", type=int, default=None, help="microbatches per step (default: p)")
+    parser.add_argument("-p", type=int, default=4, action=_Given, help=p_help)
+    parser.add_argument("-m", type=int, default=None, help=m_help)
     taking: dict[str, list[Any]] = {}  # each option once, with every family that takes it
     for fam in families():
         for pr in fam.params:
@@ -68,6 +83,8 @@ def add_schedule_arguments(
             metavar=name.upper(),
             help=f"{pr.help} ({', '.join(f.name for f, _ in users)}{shown})",
         )
+    if placement:  # after --v, --waves and --offset, which go with it
+        parser.add_argument("--placement", default=None, metavar="NAME", help=PLACEMENT_HELP)
 
 
 @dataclass(frozen=True)
@@ -137,19 +154,20 @@ def schedule_name(source: ScheduleSource) -> str:
 
 
 def build_schedule(source: ScheduleSource) -> Schedule:
-    """Build (family) or load (file) the schedule ``source`` names.
+    """Build (family) or load (file, by :func:`read_document`) the schedule ``source`` names.
 
     Example:
         >>> build_schedule(ScheduleSource("1f1b", 2, None)).describe()
         '1f1b p=2 m=2'
     """
-    from ..io import load_schedule, looks_like_file
+    return read_document(source)[0].schedule
+
+
+def _build_family(source: ScheduleSource) -> Schedule:
+    """The family ``source`` names, built with its parameters (each checked to be the family's)."""
     from ..schedules import build, get_family
 
-    name = schedule_name(source)
-    if looks_like_file(name):
-        return check_file_options(source, load_schedule(name))
-    fam = get_family(name)
+    fam = get_family(schedule_name(source))
     check_family_options(fam.name, tuple(pr.name for pr in fam.params), source.params)
     params = {pr.name: source.param(pr.name) for pr in fam.params}
     m = source.m if source.m is not None else source.p
@@ -225,7 +243,8 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
     return build_schedule(schedule_source(args))
 
 
-#: suffixes read as text tables (paper layout or PyTorch's printed grid) by :func:`document_from_args`
+#: names that say "a text table" (paper layout or PyTorch's printed grid): a file whose content
+#: does not say what it holds is read as one (:func:`read_document`), and ``show --save`` refuses them
 TABLE_SUFFIXES = (".txt", ".table")
 
 
@@ -243,56 +262,106 @@ def document_from_args(args: argparse.Namespace) -> ScheduleDocument:
 
 
 def load_document(source: ScheduleSource) -> ScheduleDocument:
-    """The schedule ``source`` names with what its file carries: a ppverify JSON file brings
-    its costs and table; a text table (``.txt``, ``.table``) brings its grid and is read with
-    ``--placement`` (``loop`` takes ``--v``, ``wave`` ``--waves``, ``bidirectional`` ``--offset``;
-    without it linear over its rows, or the one-pipe map its rows show when it names more stages,
-    as :func:`~ppverify.io.table_schedule.schedule_from_programs` reads it) and ``-m``; anything
-    else is :func:`build_schedule`, which takes no ``--placement``.
+    """The schedule ``source`` names with what its file carries (:func:`read_document`): the one
+    loader of every command that reads a schedule file, so that each reads a file by its content
+    and a text table with ``--placement`` alike.
 
     Example:
         >>> doc = load_document(ScheduleSource("gpipe", 2, None))
         >>> doc.schedule.describe(), doc.table is None
         ('gpipe p=2 m=2', True)
     """
-    from ..io import looks_like_file
-    from ..io.json_format import read_json
+    return read_document(source)[0]
+
+
+def read_document(source: ScheduleSource) -> tuple[ScheduleDocument, str]:
+    """The schedule ``source`` names with what its file carries, and what it was read as:
+    ``"family"``, or what the file holds by its content (``"json"``, ``"csv"``, ``"table"``; by
+    its extension when the content does not say, as :func:`~ppverify.io.load_schedule` decides).
+    A ppverify JSON file brings its costs and table; a text table brings its grid and is read
+    with ``--placement`` (``loop`` takes ``--v``, ``wave`` ``--waves``, ``bidirectional``
+    ``--offset``; without it linear over its rows, or the one-pipe map its rows show when it
+    names more stages, as :func:`~ppverify.io.table_text.schedule_from_programs` reads it) and
+    ``-m``. Anything else refuses ``--placement``: it carries its own.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "run.txt")  # a PyTorch CSV, whatever its name says
+        >>> with open(path, "w") as f:
+        ...     print("0F0,0F1,0B0,0B1", file=f)
+        ...     print("1F0,1F1,1B0,1B1", file=f)
+        >>> doc, kind = read_document(ScheduleSource(path, 4, None))
+        >>> kind, doc.schedule.p, doc.schedule.m
+        ('csv', 2, 2)
+        >>> read_document(ScheduleSource(path, 4, None, placement="v"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter placement=v: only a text table (.txt) takes --placement; ...run.txt holds a PyTorch pipelining CSV, placed as its rows show (`ppverify import ...run.txt --placement v` reads it otherwise)
+    """
+    from ..core.files import read_text
+    from ..io import FORMATS, load_schedule, looks_like_file, sniff_format
 
     name = schedule_name(source)
+    if not looks_like_file(name):
+        _refuse_placement(source, f"{name} is a family, which carries its own")  # before a build of minutes
+        return ScheduleDocument(_build_family(source)), "family"
     suffix = Path(name).suffix.lower()
-    placement = source.placement
-    if suffix in TABLE_SUFFIXES:
-        from ..core.files import read_text
-        from ..core.placement import placement_from_text
-        from ..io.table_text import read_text_table, schedule_from_programs
+    if suffix not in FORMATS:  # not found, or an unknown format: refused as every reader refuses it
+        return ScheduleDocument(check_file_options(source, load_schedule(name))), "file"
+    text = read_text(name)  # once, for every format: size, encoding and byte-order mark alike
+    kind = sniff_format(text) or {".json": "json", ".csv": "csv"}.get(suffix, "table")
+    if kind == "table":
+        return _table_document(source, text), kind
+    if kind == "json":
+        from ..io.json_format import loads_document
 
-        path = Path(name)
-        text = read_text(path)  # as every reader: size, encoding and byte-order mark alike
-        programs, cells = read_text_table(text, str(path))
-        pl = None
-        extra = {k: source.param(k) for k in ("v", "waves", "offset")}
-        reads = {"v": "loop", "waves": "wave", "offset": "bidirectional"}
-        for k, value in extra.items():  # linear or another placement would drop it without a word
-            if value is not None and str(placement or "").strip().lower() != reads[k]:
-                raise ParameterError(
-                    k, value, f"reads a {reads[k]} table: give --placement {reads[k]} with it, or leave it out"
-                )
-        if programs and placement:  # else linear, or the one-pipe map the rows show (V, loop...)
-            pl = placement_from_text(placement, len(programs), **extra)
-        schedule = schedule_from_programs(programs, pl, source.m, None, "table", {"file": path.name}, str(path))
-        check_file_options(source, schedule, taken=("m", "v", "waves", "offset"))
-        return ScheduleDocument(schedule, table=cells)
-    if placement:  # before a JSON file too, which used to take it and ignore it
-        raise ParameterError(
-            "placement",
-            placement,
-            "only a text table (.txt) takes --placement; families and schedule files carry their own",
-        )
-    if looks_like_file(name) and suffix == ".json":
-        doc = read_json(name)
+        _refuse_placement(source, f"{name} holds a ppverify JSON schedule, which carries its own")
+        doc = loads_document(text, name)
         check_file_options(source, doc.schedule)
-        return doc
-    return ScheduleDocument(build_schedule(source))
+        return doc, kind
+    why = f"{name} holds a PyTorch pipelining CSV, placed as its rows show"
+    _refuse_placement(source, f"{why} (`ppverify import {name} --placement {source.placement}` reads it otherwise)")
+    # io's own reader (read again): a CSV read here is read with the checks every reader makes
+    schedule = load_schedule(name)
+    if source.m is not None and schedule.m > source.m:
+        try:  # name the first cell beyond -m: a typo (0F3 at m=3) is found where it is
+            load_schedule(name, m=source.m)
+        except ScheduleFileError as exc:
+            raise ScheduleFileError(
+                exc.path,
+                exc.location,
+                f"{exc.rule}; read whole, the file holds m={schedule.m}: leave -m out to take it so",
+            ) from None
+    return ScheduleDocument(check_file_options(source, schedule)), kind
+
+
+def _refuse_placement(source: ScheduleSource, why: str) -> None:
+    """Refuse ``--placement`` beside a schedule that is not a text table: it would be ignored."""
+    if source.placement:
+        raise ParameterError("placement", source.placement, f"only a text table (.txt) takes --placement; {why}")
+
+
+def _table_document(source: ScheduleSource, text: str) -> ScheduleDocument:
+    """A text table's schedule, read with ``source``'s ``--placement`` (with its ``--v``,
+    ``--waves`` or ``--offset``) and ``-m``, and its grid."""
+    from ..core.placement import placement_from_text
+    from ..io.table_text import read_text_table, schedule_from_programs
+
+    path = Path(schedule_name(source))
+    programs, cells = read_text_table(text, str(path))
+    placement, pl = source.placement, None
+    extra = {k: source.param(k) for k in ("v", "waves", "offset")}
+    reads = {"v": "loop", "waves": "wave", "offset": "bidirectional"}
+    for k, value in extra.items():  # linear or another placement would drop it without a word
+        if value is not None and str(placement or "").strip().lower() != reads[k]:
+            raise ParameterError(
+                k, value, f"reads a {reads[k]} table: give --placement {reads[k]} with it, or leave it out"
+            )
+    if programs and placement:  # else linear, or the one-pipe map the rows show (V, loop...)
+        pl = placement_from_text(placement, len(programs), **extra)
+    schedule = schedule_from_programs(programs, pl, source.m, None, "table", {"file": path.name}, str(path))
+    check_file_options(source, schedule, taken=("m", "v", "waves", "offset"))
+    return ScheduleDocument(schedule, table=cells)
 
 
 def check_costs_first(args: argparse.Namespace) -> None:

@@ -35,13 +35,15 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
         optional=family_optional,
         help="a registered family or schedule file giving the placement, microbatch pipes "
         + ("(and, with --evaluate, the program order)" if family_optional else "and the program order compared"),
+        placement=not family_optional,  # optimize's own --placement (below) reads a text table too
     )
     if family_optional:
         parser.add_argument(
             "--placement",
             choices=sorted(NAMED),
             default=None,
-            help="placement when no family is given (default linear); loop uses --v chunks, wave --waves waves",
+            help="placement when no family is given (default linear); loop uses --v chunks, wave --waves waves; "
+            "with a text table (.txt), where its stages live",
         )
     add_cost_arguments(parser)
     add_preset_arguments(parser)
@@ -164,9 +166,8 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
         params = {q.name: getattr(args, f"fam_{q.name}", None) for q in fam.params}
         m = args.m if args.m is not None else args.p  # the op limit: the build's, below
         check_family_footprint(fam.name, args.p, m, params, workers, then_build=True)
-    sched = build_schedule(schedule_source(args)) if args.schedule else None  # --costs read above
-    if sched is not None and getattr(args, "placement", None):
-        raise ParameterError("placement", args.placement, "give either a family/file or --placement, not both")
+    # --costs read above; --placement beside a FAMILY|FILE reads a text table, and is refused by anything else
+    sched = build_schedule(schedule_source(args)) if args.schedule else None
     if sched is not None:
         placement, m, pipes = sched.placement, sched.m, tuple(sched.pipe_of_mb)
     else:

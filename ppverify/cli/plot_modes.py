@@ -24,8 +24,8 @@ _FAMILY_OPTIONS = {
 
 
 def check_plot_mode(args: argparse.Namespace) -> None:
-    """Refuse an option the chosen drawing would ignore: a FAMILY|FILE, its family options or
-    ``--comm-delay`` with ``--crossover`` (which draws ``--schedules`` over a swept delay), and
+    """Refuse an option the chosen drawing would ignore: a FAMILY|FILE, its family options,
+    ``--placement`` or ``--comm-delay`` with ``--crossover`` (which draws ``--schedules`` over a swept delay), and
     ``--schedules`` or ``--range`` on a Gantt chart.
 
     Example:
@@ -53,6 +53,12 @@ def check_plot_mode(args: argparse.Namespace) -> None:
                     f"{flag} shapes a FAMILY's Gantt chart; --crossover draws the labels of --schedules "
                     "(e.g. interleaved-v2, hanayo-w2)",
                 )
+        if getattr(args, "placement", None) is not None:
+            raise ParameterError(
+                "placement",
+                args.placement,
+                "reads the text table of a Gantt chart's FILE; --crossover draws --schedules: leave it out",
+            )
         if args.comm_delay is not None:
             raise ParameterError(
                 "comm-delay",

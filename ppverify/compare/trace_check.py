@@ -61,18 +61,21 @@ class TraceCheck:
 
 
 def prediction_errors(measured: Timeline, predicted: Timeline) -> dict[str, Any]:
-    """Relative errors of a measured timeline against a prediction (``(measured - predicted) /
-    predicted``): ``step`` (makespan), ``kind`` (total duration of each op kind), ``rank`` (end
-    of each rank's last op).
+    """Relative errors of a prediction against a measured timeline
+    (:func:`~ppverify.views.run_report.prediction_error`, ``(predicted - measured) / measured``;
+    ``None`` where nothing was measured): ``step`` (makespan), ``kind`` (total duration of each op
+    kind the prediction has), ``rank`` (end of each rank's last op).
 
     Example:
         >>> from ppverify.schedules import build
         >>> from ppverify.engines import run
         >>> s = build("gpipe", p=2, m=1)
+        >>> # measured at twice the predicted costs: every time doubles, so (x - 2x) / 2x = -0.5
         >>> e = prediction_errors(run(s, CostModel.abstract(s.placement, F=2, B=4)), run(s, CostModel.abstract(s.placement, F=1, B=2)))
         >>> e["step"], e["kind"], e["rank"]
-        (1.0, {'F': 1.0, 'B': 1.0}, {'0': 1.0, '1': 1.0})
+        (-0.5, {'F': -0.5, 'B': -0.5}, {'0': -0.5, '1': -0.5})
     """
+    from ..views.run_report import prediction_error
 
     def total(tl: Timeline, kind: str) -> float:
         return float(sum(e - s for op, s, e in zip(tl.ops, tl.start, tl.end) if op.kind == kind))
@@ -83,19 +86,16 @@ def prediction_errors(measured: Timeline, predicted: Timeline) -> dict[str, Any]
             out[int(d)] = max(out.get(int(d), 0.0), float(e))
         return out
 
-    def rel(a: float, b: float) -> float | None:
-        return (a - b) / b if b else None
-
     kinds = {}
     for k in KINDS:
         pk = total(predicted, k)
         if pk:
-            kinds[k] = rel(total(measured, k), pk)
+            kinds[k] = prediction_error(pk, total(measured, k))
     me, pe = ends(measured), ends(predicted)
     return {
-        "step": rel(measured.makespan, predicted.makespan),
+        "step": prediction_error(predicted.makespan, measured.makespan),
         "kind": kinds,
-        "rank": {str(r): rel(me.get(r, 0.0), pe[r]) for r in sorted(pe)},
+        "rank": {str(r): prediction_error(pe[r], me.get(r, 0.0)) for r in sorted(pe)},
     }
 
 
@@ -242,7 +242,7 @@ def trace_report(tc: TraceCheck, system_name: str | None = None) -> dict[str, An
         >>> rep["recorded_schedule"][1]
         ['1F0', '1B0', '1F1', '1B1', '1F2', '1B2', '1F3', '1B3']
     """
-    from ..views.run_report import timeline_report
+    from ..views.run_report import prediction_error, timeline_report
 
     rec = tc.imported.step
     tl = tc.timeline
@@ -266,15 +266,15 @@ def trace_report(tc: TraceCheck, system_name: str | None = None) -> dict[str, An
             "no_prediction": tc.unpredicted or None,
             "errors": prediction_errors(tl, pred) if pred is not None else None,
             "step_makespans": {str(n): ms for n, ms in tc.step_makespans},
-            "step_errors": {str(n): (ms - pred.makespan) / pred.makespan for n, ms in tc.step_makespans}
-            if pred is not None and pred.makespan
+            "step_errors": {str(n): prediction_error(pred.makespan, ms) for n, ms in tc.step_makespans}
+            if pred is not None
             else None,
         }
     )
     if system_name is not None:
         rep["system"] = system_name
         rep["makespan_predicted_calibrated"] = tc.calibrated
-        rep["error_calibrated"] = (tl.makespan - tc.calibrated) / tc.calibrated if tc.calibrated else None
+        rep["error_calibrated"] = prediction_error(tc.calibrated, tl.makespan) if tc.calibrated else None
     return rep
 
 
@@ -319,6 +319,7 @@ def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> 
         makespan      measured 163.062 ms   predicted ...
     """
     from ..core.timeline_text import fmt_time, gantt
+    from ..views.run_report import error_percent, error_text
 
     rec = tc.imported.step
     tl, pred = tc.timeline, tc.predicted
@@ -354,31 +355,35 @@ def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> 
             lines.append(f"schedule      {tc.given.describe()}: same op order on every rank")
     ms = tl.makespan
     line = f"makespan      measured {fmt_time(ms, 's')}"
+    said = False  # the sign's convention is stated with the first error printed
     if tc.unpredicted:
         line += f"   no prediction: {tc.unpredicted}"
     elif pred is not None:
-        line += f"   predicted {fmt_time(pred.makespan, 's')} (async, {'costs fitted from the trace' if tc.fitted else 'costs given'})   error {100 * (ms - pred.makespan) / pred.makespan:+.1f}%"
+        fitted = "costs fitted from the trace" if tc.fitted else "costs given"
+        line += f"   predicted {fmt_time(pred.makespan, 's')} (async, {fitted})   {error_text(rep['errors']['step'])}"
+        said = True
     lines.append(line)
     if rep.get("makespan_predicted_calibrated"):
         cal = rep["makespan_predicted_calibrated"]
         lines.append(
-            f"calibrated    predicted {fmt_time(cal, 's')} (--system {rep['system']})   error {100 * (ms - cal) / cal:+.1f}%"
+            f"calibrated    predicted {fmt_time(cal, 's')} (--system {rep['system']})   "
+            + error_text(rep["error_calibrated"], labelled=not said)
         )
-    err = rep.get("errors")
+        said = True
+    err = rep.get("errors")  # set with a prediction, so after the makespan line's stated convention
     if err:
         lines.append(
-            "error by kind " + "  ".join(f"{k} {100 * v:+.1f}%" for k, v in err["kind"].items() if v is not None)
+            "error by kind " + "  ".join(f"{k} {error_percent(v)}" for k, v in err["kind"].items() if v is not None)
         )
         lines.append(
-            "error by rank " + "  ".join(f"{r}: {100 * v:+.1f}%" for r, v in err["rank"].items() if v is not None)
+            "error by rank " + "  ".join(f"{r}: {error_percent(v)}" for r, v in err["rank"].items() if v is not None)
         )
     if rep.get("step_errors"):
+        # each step's makespan and the error of the prediction against it
+        errs = {n: "-" if e is None else error_percent(e) for n, e in rep["step_errors"].items()}
         lines.append(
             "steps         "
-            + "  ".join(
-                f"#{n} {fmt_time(m, 's')} ({100 * rep['step_errors'][n]:+.1f}%)"
-                for n, m in rep["step_makespans"].items()
-            )
+            + "  ".join(f"#{n} {fmt_time(m, 's')} ({errs[n]})" for n, m in rep["step_makespans"].items())
         )
     from ..measure.summary import stage_durations
 

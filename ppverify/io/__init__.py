@@ -81,7 +81,7 @@ def _parse(kind: str, text: str, path: str, options: dict) -> Schedule:
         from ..core.files import csv_rows
         from .torch_csv import parse_rows
 
-        return parse_rows(csv_rows(text, path), path, **options)
+        return parse_rows(csv_rows(text, path), path, strict=True, **options)  # a file: typos named at their cell
     from .table_text import parse_table
 
     return parse_table(text, path=path, **options)

@@ -18,7 +18,11 @@ PyTorch's compute-only loader refuses them.
 
 Unlike PyTorch, whose parser matches a prefix (it reads ``0F1xyz`` as ``0F1`` and the old ``2BW0``
 as ``2B`` with no microbatch), every cell must be exactly one action; anything else raises
-:class:`~ppverify.core.errors.ScheduleFileError` naming the row, the column and the text.
+:class:`~ppverify.core.errors.ScheduleFileError` naming the row, the column and the text. So does
+a mistyped number: an action beyond the stages or microbatches a file is read with (given, or
+implied by the placement), or, when they are inferred, one beyond numbers no cell names (``5F0``
+in a file of stages 0..2), is named at its cell rather than inferred into a larger step whose
+missing ops hide it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from ..core.errors import ParameterError, ScheduleFileError
@@ -53,6 +57,107 @@ def _mbs_of(action: Action) -> list[int]:
     if isinstance(action, (Op, Comm)):
         return [action.mb]
     return []
+
+
+#: the stage or microbatch numbers an action names (:func:`_stages_of`, :func:`_mbs_of`)
+_Numbers = Callable[[Action], list[int]]
+
+
+def _cell(r: int, c: int) -> str:
+    return f"row {r + 1} (rank {r}), column {c + 1}"
+
+
+def _numbers(what: str, lo: int, hi: int) -> str:
+    """``stage 3`` or ``stages 3..4``.
+
+    Example:
+        >>> _numbers("stage", 3, 3), _numbers("microbatch", 3, 8)
+        ('stage 3', 'microbatches 3..8')
+    """
+    return f"{what} {lo}" if lo == hi else f"{what}{'es' if what.endswith('ch') else 's'} {lo}..{hi}"
+
+
+def _first_gap(seen: set[int]) -> tuple[int, int] | None:
+    """The first run ``(lo, hi)`` of numbers below the largest seen that no action names, or None.
+
+    Example:
+        >>> _first_gap({0, 1, 2, 9}), _first_gap({0, 1}), _first_gap({1})
+        ((3, 8), None, (0, 0))
+    """
+    lo = next(i for i in range(len(seen) + 1) if i not in seen)  # at most len(seen): pigeonhole
+    if lo > max(seen):
+        return None
+    return lo, min(x for x in seen if x > lo) - 1
+
+
+def check_cells_within(
+    programs: Sequence[Sequence[Action]],
+    source: str,
+    m: int | None = None,
+    num_stages: int | None = None,
+    stages_from: str = "given",
+) -> None:
+    """Refuse the first cell (row by row) whose action names a microbatch ``>= m`` or a stage
+    ``>= num_stages``, naming the cell, the action and the bound (``stages_from`` says where the
+    stage count comes from, e.g. ``"of placement linear"``). ``programs`` are the cells as
+    :func:`parse_rows` keeps them, one tuple per row, idle cells included.
+
+    Example:
+        >>> rows = [[parse_action("0F0"), parse_action("0F9")]]
+        >>> check_cells_within(rows, "x.csv", m=3)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: x.csv: row 1 (rank 0), column 2: 0F9 names microbatch 9, outside the m=3 given (microbatches 0..2)
+    """
+    for what, limit, of in (("stage", num_stages, _stages_of), ("microbatch", m, _mbs_of)):
+        if limit is None:
+            continue
+        bound = f"m={limit} given" if what == "microbatch" else f"{limit} stages {stages_from}"
+        _refuse_beyond(programs, source, what, limit, of, f"outside the {bound} ({_numbers(what, 0, limit - 1)})")
+
+
+def _refuse_beyond(
+    programs: Sequence[Sequence[Action]], source: str, what: str, limit: int, of: _Numbers, why: str
+) -> None:
+    """Raise at the first cell whose action names a ``what`` (``of`` lists them) ``>= limit``."""
+    for r, prog in enumerate(programs):
+        for c, a in enumerate(prog):
+            for x in of(a):
+                if x >= limit:
+                    raise ScheduleFileError(source, _cell(r, c), f"{format_action(a)} names {what} {x}, {why}")
+
+
+def _refuse_gaps(
+    programs: Sequence[Sequence[Action]], source: str, what: str, seen: set[int], of: _Numbers, fix: str
+) -> None:
+    """With the count inferred (one more than the largest number seen), numbers no cell names
+    below it are more likely one mistyped action than whole stages or microbatches left out:
+    name the first action beyond the gap rather than report every op of the gap missing."""
+    gap = _first_gap(seen)
+    if gap is not None:
+        lo, hi = gap
+        absent = "it is" if lo == hi else "they are"
+        why = f"but no cell names {_numbers(what, lo, hi)}: a typo? (if {absent} really absent, {fix})"
+        _refuse_beyond(programs, source, what, lo, of, why)
+
+
+def _implied_stages(spec: str | Sequence[int] | Placement | None, p: int) -> tuple[int, str] | None:
+    """The stage count a placement names by itself and its name; None for none, and for
+    ``loop`` and ``wave``, whose chunks per rank follow from the file's stages.
+
+    Example:
+        >>> _implied_stages("v", 2), _implied_stages("loop", 2), _implied_stages([0, 1, 0], 2)
+        ((4, 'v'), None, (3, 'custom'))
+    """
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() in ("loop", "wave", "bidirectional")):
+        return None  # bidirectional has two pipes: refused by resolve_placement
+    if isinstance(spec, Placement):
+        pl = spec
+    elif isinstance(spec, str):
+        pl = placement_from_text(spec, p)
+    else:
+        pl = placement_from_map(p, list(spec))
+    return pl.num_stages, pl.name
 
 
 def infer_stage_ranks(programs: Sequence[Sequence[Action]], num_stages: int) -> dict[int, int]:
@@ -136,7 +241,7 @@ def _no_idle_cells(programs: Sequence[Sequence[Action]], source: str) -> None:
             if a is None:
                 raise ScheduleFileError(
                     source,
-                    f"row {r + 1} (rank {r}), column {c + 1}",
+                    _cell(r, c),
                     "an empty cell in a compute_comms file (it holds SEND/RECV or UNSHARD/RESHARD/REDUCE_GRAD, "
                     "which only that flavour takes): PyTorch's runtime refuses idle cells in this flavour; remove "
                     "the cell (a trailing comma makes one too)",
@@ -149,12 +254,18 @@ def parse_rows(
     placement: str | Sequence[int] | Placement | None = None,
     m: int | None = None,
     num_stages: int | None = None,
+    strict: bool = False,
 ) -> Schedule:
     """Build a :class:`Schedule` from CSV rows (one per rank) of PyTorch action text.
 
     ``m`` and ``num_stages`` default to one more than the largest microbatch and stage index in
     the file; give them when the file might lack the last ones (missing ops are then reported by
-    the structural check instead of shrinking the step).
+    the structural check instead of shrinking the step). An inferred count with a gap (stages
+    0..2 and 5, none of 3..4) is refused at the first cell beyond the gap: one mistyped action is
+    likelier than whole stages left out. ``strict`` (files a user wrote): an action beyond a given
+    ``m`` or ``num_stages``, or the stages the placement names (``linear``, ``v``, a map), is
+    refused at its cell; without it (PyTorch's own action lists, whose bugs are audited) it is
+    kept and the structural check reports it.
 
     Example:
         >>> s = parse_rows([["0F0", "0F1", "", "0B0", "", "0B1"], ["", "1F0", "1B0", "1F1", "1B1"]])
@@ -164,6 +275,10 @@ def parse_rows(
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ScheduleFileError: s.csv: row 1 (rank 0), column 2: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
+        >>> parse_rows([["0F0", "0B0"], ["1F0", "1B0"], ["5F0", "2B0"]], "s.csv")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: s.csv: row 3 (rank 2), column 1: 5F0 names stage 5, but no cell names stages 3..4: a typo? (if they are really absent, give the stage count or the placement: ppverify import --stages 6 or --placement)
     """
     if num_stages is not None and (isinstance(num_stages, bool) or num_stages < 1):
         raise ParameterError("stages", num_stages, "must be >= 1")  # else a later check names v
@@ -174,7 +289,7 @@ def parse_rows(
             try:
                 prog.append(parse_action(cell))
             except ActionSyntaxError as exc:
-                raise ScheduleFileError(source, f"row {r + 1} (rank {r}), column {c + 1}", str(exc)) from None
+                raise ScheduleFileError(source, _cell(r, c), str(exc)) from None
         programs.append(tuple(prog))
     if not programs:
         raise ScheduleFileError(source, "", "no rows: a PyTorch schedule has one row per rank")
@@ -182,11 +297,25 @@ def parse_rows(
     actions = [a for prog in programs for a in prog if a is not None]
     if not any(isinstance(a, (Op, Overlap)) for a in actions):
         raise ScheduleFileError(source, "", "no compute action (F, B, I, W) in any row")
-    max_stage = max(s for a in actions for s in _stages_of(a))
-    max_mb = max((mb for a in actions for mb in _mbs_of(a)), default=0)
-    S = num_stages if num_stages is not None else max_stage + 1
-    mm = m if m is not None else max_mb + 1
+    seen_stages = {s for a in actions for s in _stages_of(a)}
+    seen_mbs = {mb for a in actions for mb in _mbs_of(a)}
+    implied = _implied_stages(placement, p) if num_stages is None else None
+    if num_stages is not None:
+        S = num_stages
+    else:  # a placement's count bounds a file; PyTorch's lists keep their largest stage, audited
+        S = implied[0] if implied is not None and strict else max(seen_stages) + 1
+    mm = m if m is not None else max(seen_mbs, default=0) + 1
+    # the limits first: 0F1000000 is refused for its size (naming the counts), not as a gap
     check_stages_mbs(S, mm, source, held=sum(len(_mbs_of(a)) for a in actions if not isinstance(a, Comm)))
+    if strict:
+        stages_from = "given" if implied is None else f"of placement {implied[1]}"
+        check_cells_within(programs, source, m, S if num_stages is not None or implied else None, stages_from)
+    if num_stages is None and implied is None:
+        fix = f"give the stage count or the placement: ppverify import --stages {S} or --placement"
+        _refuse_gaps(programs, source, "stage", seen_stages, _stages_of, fix)
+    if m is None and seen_mbs:
+        fix = f"give m: ppverify import -m {mm} reports their ops missing"
+        _refuse_gaps(programs, source, "microbatch", seen_mbs, _mbs_of, fix)
     inferred = infer_stage_ranks(programs, S)
     pl = resolve_placement(placement, p, S, inferred, source)
     # PyTorch's compute-only loader refuses markers as it refuses SEND/RECV: a file holding either
@@ -207,7 +336,9 @@ def load_csv(
     num_stages: int | None = None,
     **_: object,
 ) -> Schedule:
-    """Load a PyTorch pipelining CSV (either flavour, detected from its cells); see :func:`parse_rows`.
+    """Load a PyTorch pipelining CSV (either flavour, detected from its cells) as :func:`parse_rows`
+    reads a file (``strict``: an action beyond a given ``m``, ``num_stages`` or placement is refused
+    at its cell).
 
     Example:
         >>> import tempfile, os
@@ -220,7 +351,7 @@ def load_csv(
 
     path = Path(path)
     rows = csv_rows(read_text(path), str(path))  # size, encoding, BOM and cell length checked there
-    return parse_rows(rows, str(path), placement=placement, m=m, num_stages=num_stages)
+    return parse_rows(rows, str(path), placement=placement, m=m, num_stages=num_stages, strict=True)
 
 
 def to_rows(schedule: Schedule, format: str = COMPUTE_ONLY) -> list[list[str]]:

@@ -99,6 +99,8 @@ class MeasureResult:
             >>> sorted(r.summary())  # doctest: +SKIP
             ['compute', 'costs_from', 'error', 'grad_check', 'link_delay', 'makespan_measured', 'makespan_predicted', 'makespans', 'memory', 'runner', 'step_times', 'steps']
         """
+        from ..views.run_report import prediction_error
+
         pred = self.predicted.makespan if self.predicted is not None else None
         return {
             "runner": self.runner,
@@ -108,7 +110,7 @@ class MeasureResult:
             "makespans": self.makespans,
             "step_times": list(self.step_times),
             "makespan_predicted": pred,
-            "error": (self.makespan - pred) / pred if pred else None,
+            "error": prediction_error(pred, self.makespan) if pred is not None else None,
             "grad_check": self.grad_check.to_dict(),
             "memory": self.memory.to_dict() if self.memory is not None else None,
             "link_delay": self.link_delay,

@@ -9,6 +9,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from ..views.run_report import error_text, prediction_error
 from .calibration import Calibration
 
 
@@ -150,7 +151,9 @@ def trace_fit_json(fit: Any, rows: Sequence[tuple[int, float, float]], preset: s
         # a two-pipe trace fits only its runner's figure; the one-pipe pair then stays 0
         "two_pipe_overhead_s": list(cal.two_pipe_overhead_s) if cal.two_pipe_overhead_s is not None else None,
         "residual": fit.residual,
-        "held_out": [{"step": n, "measured": ms, "predicted": pr, "error": (pr - ms) / ms} for n, ms, pr in rows],
+        "held_out": [
+            {"step": n, "measured": ms, "predicted": pr, "error": prediction_error(pr, ms)} for n, ms, pr in rows
+        ],
         "preset": preset,
         "posts": None
         if getattr(fit, "posts", None) is None
@@ -181,7 +184,7 @@ def summary_lines(fit: Any, text: str, rows: Sequence[tuple[int, float, float]])
         >>> print("\\n".join(summary_lines(fit, text, rows)))  # doctest: +ELLIPSIS
         fit steps          ProfilerStep 1 of recorded p=2 m=4
         Op costs (median per stage and kind over the fit steps, ms per stage): F=10.24/10.59; ...
-        held-out step 2    measured 177.538 ms   predicted 161.304 ms   error -9.1%
+        held-out step 2    measured 177.538 ms   predicted 161.304 ms   error (pred-meas)/meas -9.1%
         SEND/RECV posts    median 365 us, 90th percentile 3786 us; blocked 5.2-7.2 ms per step
     """
     lines = [
@@ -189,16 +192,18 @@ def summary_lines(fit: Any, text: str, rows: Sequence[tuple[int, float, float]])
         + (f" (left out as outliers: {', '.join(map(str, fit.dropped))})" if fit.dropped else "")
     ]
     lines += [line[2:] for line in text.splitlines()[2:5]]
-    lines += [
-        f"held-out step {n:<4} measured {ms * 1e3:.3f} ms   predicted {pr * 1e3:.3f} ms   error {100 * (pr - ms) / ms:+.1f}%"
-        for n, ms, pr in rows
+    lines += [  # the first error printed states the sign's convention
+        f"held-out step {n:<4} measured {ms * 1e3:.3f} ms   predicted {pr * 1e3:.3f} ms   "
+        + error_text(prediction_error(pr, ms), labelled=i == 0)
+        for i, (n, ms, pr) in enumerate(rows)
     ]
     if len(rows) > 1:
         med = statistics.median(ms for _, ms, _ in rows)
         spans = [ms for _, ms, _ in rows]
         lines.append(
             f"held-out median    measured {med * 1e3:.3f} ms   predicted {rows[0][2] * 1e3:.3f} ms   "
-            f"error {100 * (rows[0][2] - med) / med:+.1f}%   (the steps spread {100 * (max(spans) - min(spans)) / med:.1f}%)"
+            f"{error_text(prediction_error(rows[0][2], med), labelled=False)}   "
+            f"(the steps spread {100 * (max(spans) - min(spans)) / med:.1f}%)"
         )
     if fit.posts is not None:
         lines.append(f"SEND/RECV posts    {fit.posts.describe()}")

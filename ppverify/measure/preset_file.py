@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..engines.runtime import DRAWS
+from ..systems.presets import HANDOVER_RANKS
 from .calibration import CALIBRATION_COSTS, Calibration
 
 
@@ -160,6 +161,8 @@ def preset_text(cal: Calibration, name: str = "calibrated") -> str:
         ]
         lines += _handover_lines(cal.handover, "    ")
         for n, h in cal.handover_by_ranks:
+            if n not in HANDOVER_RANKS:  # one rank hands nothing over: the pooled terms serve it
+                continue
             lines.append(f"    ranks_{n}:   # the same terms from the runs with {n} worker processes")
             lines += _handover_lines(h, "      ", terms=True)
     return "\n".join(lines) + "\n"

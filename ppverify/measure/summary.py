@@ -11,7 +11,7 @@ from ..core.errors import PPVerifyError
 from ..core.memory_cap import MemoryCap
 from ..core.schedule import Schedule
 from ..core.timeline_text import fmt_time, gantt
-from ..views.run_report import timeline_report
+from ..views.run_report import error_text, prediction_error, timeline_report
 from . import MeasureResult
 from .calibrate import predict_on, prediction_method
 
@@ -53,7 +53,7 @@ def measure_report(
         calibrated = calibrated_prediction(schedule, result, system)
         rep["system"] = system_name
         rep["makespan_predicted_calibrated"] = calibrated
-        rep["error_calibrated"] = (result.makespan - calibrated) / calibrated if calibrated else None
+        rep["error_calibrated"] = prediction_error(calibrated, result.makespan) if calibrated else None
     return rep
 
 
@@ -102,14 +102,16 @@ def measure_text(
     lines.append("")
     ms = tl.makespan
     line = f"makespan      measured {fmt_time(ms, 's')} (median step; {fmt_time(min(steps), 's')} .. {fmt_time(max(steps), 's')})"
-    if pred is not None:
-        line += f"   predicted {fmt_time(pred.makespan, 's')} (async)   error {100 * (ms - pred.makespan) / pred.makespan:+.1f}%"
+    if pred is not None:  # the first error printed states the sign's convention
+        line += (
+            f"   predicted {fmt_time(pred.makespan, 's')} (async)   {error_text(prediction_error(pred.makespan, ms))}"
+        )
     lines.append(line)
     calibrated = rep.get("makespan_predicted_calibrated")
     if calibrated is not None:
         lines.append(
             f"calibrated    predicted {fmt_time(calibrated, 's')} ({prediction_method(schedule, system)}, "
-            f"--system {rep['system']})   error {100 * (ms - calibrated) / calibrated:+.1f}%"
+            f"--system {rep['system']})   {error_text(prediction_error(calibrated, ms), labelled=pred is None)}"
         )
     bubble = f"bubble ratio  measured {tl.bubble_ratio:.4f}"
     lines.append(bubble + (f"   predicted {pred.bubble_ratio:.4f}" if pred is not None else ""))

@@ -288,9 +288,6 @@ def calibrate_from_trace(
         # every term read off the events (no trade between terms against a few makespans)
         per_step = [(sched.p, samples_of(sched, costs, imp.events, 0)) for imp in imported]
         ho, ho_by = fit_by_ranks(per_step)
-        # a preset holds ranks_2 .. ranks_64 (ranks_1 made the preset unreadable); one rank's terms
-        # are the pooled ones anyway, every step of a trace having its p ranks
-        ho_by = {n: h for n, h in ho_by.items() if n > 1}
         device = imported[0].step.side == "device"
         if device and samples and not any(d["wake"] for _, d in per_step):
             # no consumer woke on a SEND posted after its RECV (device-side: both NCCL kernels

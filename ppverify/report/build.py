@@ -18,22 +18,27 @@ from .study import DEFAULT_MAX_CHART_OPS, Study, study_from_points, study_from_r
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def check_output(path: str, option: str = "output") -> None:
-    """Refuse an output that is not an .html file in an existing directory (before a long run);
-    errors name ``option``.
+def check_output(path: str, option: str = "-o") -> None:
+    """Refuse, before a long run, an output that is not an .html file or cannot be written (a
+    missing folder, a folder, a FIFO: :func:`~ppverify.core.files.check_output_path`); errors name
+    ``option`` as the command spells it (``report``'s ``-o``, ``compare``'s ``--report``).
 
     Example:
         >>> check_output("study.html")
         >>> check_output("study.pdf")
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter output=study.pdf: expected an .html file
+        ppverify.core.errors.ParameterError: parameter -o=study.pdf: expected a file ending in .html (or .htm)
+        >>> check_output("/nonexistent-dir/study.html", "--report")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter --report=/nonexistent-dir/study.html: folder /nonexistent-dir does not exist
     """
-    p = Path(path)
-    if p.suffix.lower() not in (".html", ".htm"):
-        raise ParameterError(option, path, "expected an .html file")
-    if p.parent and not p.parent.exists():
-        raise ParameterError(option, path, f"directory {p.parent} does not exist")
+    from ..core.files import check_output_path
+
+    if Path(path).suffix.lower() not in (".html", ".htm"):
+        raise ParameterError(option, path, "expected a file ending in .html (or .htm)")
+    check_output_path(path, option)
 
 
 def findings_to_dicts(findings: Iterable[Any]) -> list[dict[str, Any]]:

@@ -127,14 +127,6 @@ def check_owner(rows: list[dict], name: str, path: str | Path) -> None:
         )
 
 
-def _check_folder(path: str | Path) -> None:
-    """Refuse a store in a folder that does not exist, as every other output is refused: a typo
-    (``--store reslts/s.jsonl``) would otherwise create a folder and start the sweep over in it."""
-    folder = Path(path).parent
-    if not folder.is_dir():
-        raise ParameterError("store", str(path), f"folder {folder} does not exist")
-
-
 @contextmanager
 def store_lock(path: str | Path) -> Iterator[None]:
     """Hold ``STORE.lock`` exclusively while a sweep reads, repairs and appends to ``STORE``: a
@@ -151,10 +143,12 @@ def store_lock(path: str | Path) -> Iterator[None]:
         ...         pass
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter store=...: another sweep (pid ...) is writing this store; wait for it to finish, or give another --store
+        ppverify.core.errors.ParameterError: parameter --store=...: another sweep (pid ...) is writing this store; wait for it to finish, or give another --store
         >>> os.path.exists(f + ".lock")  # removed on release
         False
     """
+    from ..core.files import check_output_path
+
     try:
         import fcntl
     except ImportError:  # not POSIX: no lock
@@ -162,18 +156,19 @@ def store_lock(path: str | Path) -> Iterator[None]:
         return
     lock = Path(str(path) + ".lock")
     while True:
-        _check_folder(path)
+        # as every output: a typo'd folder (--store reslts/s.jsonl) is refused, never created
+        check_output_path(path, "--store")
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise ParameterError("store", str(path), f"cannot write there: {exc.strerror or exc}") from None
+            raise ParameterError("--store", str(path), f"cannot write there: {exc.strerror or exc}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
             os.close(fd)
             raise ParameterError(
-                "store",
+                "--store",
                 str(path),
                 f"another sweep (pid {holder}) is writing this store; wait for it to finish, or give another --store",
             ) from None
@@ -211,15 +206,16 @@ class Store:
     """Append-only JSON-lines store; every row is flushed and fsynced when written."""
 
     def __init__(self, path: str | Path) -> None:
-        from ..core.files import output_target
+        from ..core.files import check_output_path
 
         self.path = Path(path)
-        output_target(self.path, "--store")  # a FIFO or a device is never appended to (or blocked on)
-        _check_folder(self.path)
+        # a missing folder, a folder, a FIFO or a device is refused (never appended to or blocked
+        # on); an existing store file is appended to
+        check_output_path(path, "--store")
         try:
             self._fh = self.path.open("a", encoding="utf-8")
         except OSError as exc:
-            raise ParameterError("store", str(path), f"cannot write there: {exc.strerror or exc}") from None
+            raise ParameterError("--store", str(path), f"cannot write there: {exc.strerror or exc}") from None
 
     def write(self, rows: Iterable[dict]) -> None:
         """Append rows (one line each) durably."""

@@ -109,9 +109,13 @@ _HANDOVER_TERMS = {
         },
     ),
 }
+#: the worker-process counts a ``runtime.handover.ranks_<n>`` section may hold: one rank hands
+#: nothing over to another (its terms are the pooled ones), and the preset writer
+#: (:mod:`ppverify.measure.preset_file`) writes no other count
+HANDOVER_RANKS = range(2, 65)
 # the same terms measured with a given number of worker processes (``ranks_4``): a machine with
 # fewer cores than processes stretches the round trips as the processes grow in number
-_HANDOVER_BY_RANKS = {f"ranks_{n}": Field("section", required=False, fields=_HANDOVER_TERMS) for n in range(2, 65)}
+_HANDOVER_BY_RANKS = {f"ranks_{n}": Field("section", required=False, fields=_HANDOVER_TERMS) for n in HANDOVER_RANKS}
 
 # the pipeline runtime's own cost, folded into op durations (ppverify.core.overhead); 0 when absent
 _RUNTIME = {
@@ -287,6 +291,23 @@ def _validate(data: Mapping[str, Any], schema: Mapping[str, Field], label: str, 
 
 
 def _unknown_key_rule(key: str, schema: Mapping[str, Field]) -> str:
+    """Why ``key`` is not a key of ``schema``: a missing unit, a ``ranks_<n>`` count a hand-over
+    section cannot hold, or a key it does not know.
+
+    Example:
+        >>> _unknown_key_rule("ranks_1", _RUNTIME["handover"].fields or {})
+        "one rank hands nothing over to another rank, so it has no ranks_1 section (ranks_2 .. ranks_64 hold the terms measured with that many worker processes): delete it (a prediction for one rank takes the section's own terms)"
+    """
+    lo, hi = HANDOVER_RANKS[0], HANDOVER_RANKS[-1]
+    count = key.removeprefix("ranks_")
+    if f"ranks_{lo}" in schema and key.startswith("ranks_") and count.isdigit():
+        held = f"ranks_{lo} .. ranks_{hi} hold the terms measured with that many worker processes"
+        if int(count) == 1:
+            return (
+                f"one rank hands nothing over to another rank, so it has no {key} section ({held}): "
+                "delete it (a prediction for one rank takes the section's own terms)"
+            )
+        return f"not a rank count a preset holds ({held}; a prediction for another count uses the nearest one's)"
     stem = key.split("_")[0].lower()
     if stem in UNIT_STEMS:
         want = [k for k in schema if k.split("_")[0].lower() == stem]

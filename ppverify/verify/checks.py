@@ -13,14 +13,13 @@ import time
 from dataclasses import dataclass
 
 from ..core.ops import Marker
-from ..systems.replica_sync import replica_groups
 from . import certify
 from .action_placement import has_other_actions
 from .analysis import Run
 from .grad_sync import applies, check_reduction, check_sharding
 from .memory import MAX_PEAK_READ, check_memory
 from .report import Violation
-from .timing import check_makespan, times_apart, witness_finish
+from .timing import check_makespan, times_apart, timing_model, witness_finish
 
 
 @dataclass(frozen=True)
@@ -264,9 +263,9 @@ def timing(run: Run) -> Outcome:
         >>> s = build("1f1b", p=2, m=2)
         >>> out = timing(Run(s, CostModel.unit(s.placement), NO_COMM, makespan_le=6))
         >>> out.statement, out.witness["0B1"]
-        ('makespan <= 6 under costs unit (witness finishes at 6)', 5.0)
+        ('makespan <= 6 under costs unit with no comm delay, async engine (witness finishes at 6)', 5.0)
         >>> print(timing(Run(s, CostModel.unit(s.placement), NO_COMM, makespan_le=5)).violations[0].message)
-        no execution of these programs finishes by 5 under costs unit (Z3: infeasible; the core's ops lie on a chain of dependencies and program order longer than 5; for reference the earliest finish is 6)
+        no execution of these programs finishes by 5 under costs unit with no comm delay, async engine (Z3: infeasible; the core's ops lie on a chain of dependencies and program order longer than 5; for reference the earliest finish is 6)
     """
     bound, costs = run.makespan_le, run.costs
     if bound is None:
@@ -280,11 +279,6 @@ def timing(run: Run) -> Outcome:
     if tv:
         return Outcome(violations=(tv,))
     ms = witness_finish(dag, costs, witness, run.comm, run.sync, run.dp_allreduce) if witness else 0.0
-    colls = replica_groups(run.schedule) and run.sync != "none"
-    sync = f", replica all-reduce after {run.sync} sync" if colls else ""
-    dp = f", data-parallel all-reduce over {run.dp_allreduce} replicas" if run.dp_allreduce >= 2 else ""
+    model = timing_model(costs, run.comm, run.schedule, run.sync, run.dp_allreduce)
     shown = times_apart(bound, ms)
-    return Outcome(
-        f"makespan <= {shown[0]} under costs {costs.label or 'given'}{sync}{dp} (witness finishes at {shown[1]})",
-        witness=witness,
-    )
+    return Outcome(f"makespan <= {shown[0]} under {model} (witness finishes at {shown[1]})", witness=witness)

@@ -32,12 +32,13 @@ from fractions import Fraction
 
 import z3
 
-from ..core.comm import NO_COMM, CommModel
+from ..core.comm import NO_COMM, CommModel, FixedDelay
 from ..core.costs import CostModel
 from ..core.dag import StepDAG
 from ..core.program_order import list_schedule, op_durations
+from ..core.schedule import Schedule
 from ..core.send_gates import gated_pred
-from ..systems.replica_sync import collective_tails, step_collectives
+from ..systems.replica_sync import collective_tails, replica_groups, step_collectives
 from .report import Violation
 from .smt import IDL_SEARCH_FACTOR, decide, diff_ge, exact_fraction, idl_solver, load, num
 
@@ -78,6 +79,45 @@ def times_apart(a: float | Fraction, b: float | Fraction) -> tuple[str, str]:
             if ta != tb or da == db:
                 return ta, tb
     return str(da), str(db)
+
+
+def _number(x: float) -> str:
+    """The shortest text that reads back as ``x`` (``1``, ``0.5``, ``1e-07``): a delay shown
+    rounded would name another model."""
+    text = repr(float(x))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def timing_model(
+    costs: CostModel, comm: CommModel, schedule: Schedule, sync: str = "eager", dp_allreduce: int = 0
+) -> str:
+    """What a timing claim is decided under, briefly: the costs, the transfer times, the
+    collectives that end the step (the replicas' all-reduce only where stages have replicas) and
+    the engine whose timing it is; a claim proved under one of them says nothing of another.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> s = build("chimera", p=2, m=2)
+        >>> timing_model(CostModel.abstract(s.placement, F=1, B=2), FixedDelay(1), s)
+        'costs F=1,B=2,I=1,W=1 with comm delay 1, replica all-reduce (sync eager), async engine'
+        >>> s = build("1f1b", p=2, m=2)
+        >>> timing_model(CostModel.unit(s.placement), NO_COMM, s, "none", 4)
+        'costs unit with no comm delay, data-parallel all-reduce over 4 replicas, async engine'
+    """
+    if isinstance(comm, FixedDelay):
+        links = f"comm delay {_number(comm.delay)}" if comm.delay else "no comm delay"
+    else:  # a system preset's links (latency + bytes / bandwidth per tier); else a caller's model
+        name = getattr(comm, "name", None)
+        links = f"{name} links" if isinstance(name, str) else f"transfer times of {type(comm).__name__}"
+        rpn = getattr(comm, "ranks_per_node", None)  # which pairs share a node's faster tier
+        links += f" ({rpn} rank{'s' if rpn != 1 else ''} per node)" if isinstance(rpn, int) else ""
+    parts = [links]
+    if replica_groups(schedule):
+        parts.append("no replica all-reduce (sync none)" if sync == "none" else f"replica all-reduce (sync {sync})")
+    if dp_allreduce >= 2:
+        parts.append(f"data-parallel all-reduce over {dp_allreduce} replicas")
+    # "with" sets the rest apart from a preset's label, which holds commas of its own
+    return f"costs {costs.label or 'given'} with {', '.join(parts)}, async engine"
 
 
 def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel) -> list[list[float]]:
@@ -197,8 +237,9 @@ def check_makespan(
     what = " and their collectives" if colls else ""
     chain = " (with the collectives after its last op)" if colls else ""
     b, earliest = times_apart(bound, finish)
+    model = timing_model(costs, comm, dag.schedule, sync, dp_allreduce)
     msg = (
-        f"no execution of these programs{what} finishes by {b} under costs {costs.label or 'given'} "
+        f"no execution of these programs{what} finishes by {b} under {model} "
         f"(Z3: infeasible; the core's ops lie on a chain of dependencies and program order{chain} longer than "
         f"{b}; for reference the earliest finish is {earliest})"
     )

@@ -15,6 +15,47 @@ from ..core.memory_cap import CapSpec, cap_check, resolve_memory_cap
 from ..core.timeline import Timeline
 from ..core.timeline_text import fmt_mem, fmt_time, gantt, stage_table
 
+#: ppverify's one convention for a prediction's error against a measurement, stated once in every
+#: output that prints one: positive when ppverify predicted slower than what was measured
+ERROR_CONVENTION = "(pred-meas)/meas"
+
+
+def prediction_error(predicted: float, measured: float) -> float | None:
+    """The relative error of a prediction against a measurement, ``(predicted - measured) /
+    measured`` (:data:`ERROR_CONVENTION`: positive when the prediction is slower); ``None`` when
+    nothing was measured (0).
+
+    Example:
+        >>> # 150 ms predicted, 180 ms measured: -30 / 180 = -1/6; 5 against 4: +1 / 4 = +0.25
+        >>> round(prediction_error(0.15, 0.18), 4), prediction_error(5.0, 4.0), prediction_error(1.0, 0.0)
+        (-0.1667, 0.25, None)
+    """
+    return (predicted - measured) / measured if measured else None
+
+
+def error_percent(error: float) -> str:
+    """A prediction's error in per cent with its sign, as every output prints it; an error that
+    rounds to zero prints ``+0.0%`` (a ``-0.0%`` reads as a sign that is not there).
+
+    Example:
+        >>> error_percent(-0.0004), error_percent(-0.0006), error_percent(0.25)
+        ('+0.0%', '-0.1%', '+25.0%')
+    """
+    text = f"{100 * error:+.1f}%"
+    return "+0.0%" if text == "-0.0%" else text
+
+
+def error_text(error: float | None, labelled: bool = True) -> str:
+    """A prediction's error as printed, in per cent; ``labelled``: with :data:`ERROR_CONVENTION`
+    (the first error an output prints), so every output says which way its sign points.
+
+    Example:
+        >>> error_text(-1 / 6), error_text(0.25, labelled=False), error_text(None)
+        ('error (pred-meas)/meas -16.7%', 'error +25.0%', 'error (pred-meas)/meas -')
+    """
+    value = "-" if error is None else error_percent(error)
+    return f"error {ERROR_CONVENTION} {value}" if labelled else f"error {value}"
+
 
 def timeline_report(
     timeline: Timeline,
@@ -90,11 +131,11 @@ def timeline_report(
 
 def measured_line(meas: dict[str, Any], predicted: float, semantics: str) -> str:
     """The line a measured step (``compare.trace_check.measured_beside``) prints beside a
-    prediction's makespan (seconds).
+    prediction's makespan (seconds), its error as :func:`prediction_error` has it.
 
     Example:
-        >>> print(measured_line({"makespan": 0.18, "step": 2, "differences": [], "errors": {"step": 0.2}}, 0.15, "async"))
-        measured      180.000 ms (trace, ProfilerStep#2; same op order)   predicted 150.000 ms (async)   error +20.0%
+        >>> print(measured_line({"makespan": 0.18, "step": 2, "differences": [], "errors": {"step": -1 / 6}}, 0.15, "async"))
+        measured      180.000 ms (trace, ProfilerStep#2; same op order)   predicted 150.000 ms (async)   error (pred-meas)/meas -16.7%
         >>> print(measured_line({"makespan": 0.05, "step": 2, "differences": [], "errors": None,
         ...                      "no_prediction": "the step ran microbatches 0..0; the schedule has m=4"}, 0.15, "async"))
         measured      50.000 ms (trace, ProfilerStep#2; same op order)   no prediction: the step ran microbatches 0..0; the schedule has m=4
@@ -104,7 +145,7 @@ def measured_line(meas: dict[str, Any], predicted: float, semantics: str) -> str
     head = f"measured      {fmt_time(meas['makespan'], 's')} (trace, ProfilerStep#{meas['step']}; {order})   "
     if meas.get("errors") is None:  # another step's microbatches: no error against this prediction
         return head + f"no prediction: {meas.get('no_prediction')}"
-    return head + f"predicted {fmt_time(predicted, 's')} ({semantics})   error {100 * meas['errors']['step']:+.1f}%"
+    return head + f"predicted {fmt_time(predicted, 's')} ({semantics})   {error_text(meas['errors']['step'])}"
 
 
 def report_text(

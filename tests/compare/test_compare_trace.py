@@ -59,17 +59,19 @@ def test_report_carries_the_traced_measured_level(trace_dir, tmp_path, capsys):
 
 
 def test_simulate_prints_the_traced_step_beside_its_prediction(trace_dir, capsys):
-    # async at F = 10 ms, B = 20 ms: 150 ms; the trace's median step 165 ms: error +10.0 %
+    # async at F = 10 ms, B = 20 ms: 150 ms; the trace's median step 165 ms: error (pred - meas) / meas
+    # = (150 - 165) / 165 = -1/11, -9.1 %
     argv = ["simulate", "1f1b", "-p", "2", "-m", "4", "--costs", "F=0.01,B=0.02", "--no-table"]
     assert main([*argv, "--measured-trace", trace_dir]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("measured"))
     assert line == (
-        "measured      165.000 ms (trace, ProfilerStep#2; same op order)   predicted 150.000 ms (async)   error +10.0%"
+        "measured      165.000 ms (trace, ProfilerStep#2; same op order)   predicted 150.000 ms (async)   "
+        "error (pred-meas)/meas -9.1%"
     )
     assert main([*argv, "--measured-trace", trace_dir, "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["measured"]["makespan"] == pytest.approx(0.165) and rep["measured"]["errors"]["step"] == pytest.approx(
-        0.1
+        -1 / 11
     )
     assert (
         main(["simulate", "gpipe", "-p", "2", "-m", "4", "--costs", "F=0.01,B=0.02", "--measured-trace", trace_dir])

@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     if args.report:
         from ...report.build import check_output
 
-        check_output(args.report, "report")
+        check_output(args.report, "--report")
     if mapped:
         from ..findings_map_cli import run_map_command
 

@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> ns.schedule, ns.p, ns.format, ns.output
         ('zbv', 2, 'json', None)
     """
-    add_schedule_arguments(parser)
+    add_schedule_arguments(parser, placement=True)  # a text table's --placement too
     parser.add_argument(
         "--format",
         choices=FORMATS,

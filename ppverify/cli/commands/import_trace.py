@@ -42,12 +42,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """
     parser.add_argument("traces", nargs="+", metavar="DIR|FILE", help="a directory of per-rank traces, or the files")
     add_schedule_arguments(
-        parser, as_option=True, help="the schedule the job meant to run: a family or a schedule file (optional)"
+        parser,
+        as_option=True,
+        help="the schedule the job meant to run: a family or a schedule file (optional)",
+        placement=True,
+        # the trace, not the family's own defaults, sizes --schedule
+        p_help="ranks of --schedule (default: the trace's)",
+        m_help="microbatches of --schedule (default: the trace's)",
     )
     parser.set_defaults(p=None)
-    for action in parser._actions:  # the trace, not the family's own defaults, sizes --schedule
-        if action.dest in ("p", "m"):
-            action.help = f"{'ranks' if action.dest == 'p' else 'microbatches'} of --schedule (default: the trace's)"
     g = parser.add_argument_group("reading")
     g.add_argument("--step", type=int, default=None, help="ProfilerStep#N to read (default: the median step)")
     g.add_argument(
@@ -109,8 +112,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def check_schedule_options(args: argparse.Namespace) -> None:
-    """Refuse ``-p``, ``-m`` and the family options without ``--schedule``: they shape its family,
-    and without it the trace alone decides what ran (they were ignored).
+    """Refuse ``-p``, ``-m``, the family options and ``--placement`` without ``--schedule``: they
+    shape its family or its text table, and without it the trace alone decides what ran (they
+    were ignored).
 
     Example:
         >>> parser = argparse.ArgumentParser()
@@ -124,6 +128,10 @@ def check_schedule_options(args: argparse.Namespace) -> None:
 
     if args.schedule is not None:
         return
+    if args.placement is not None:  # it reads the text table of --schedule, and there is none
+        raise ParameterError(
+            "placement", args.placement, "reads the text table of --schedule: give --schedule FILE.txt, or leave it out"
+        )
     given = {"p": args.p, "m": args.m}
     given.update({d[4:]: v for d, v in vars(args).items() if d.startswith("fam_")})
     for name, value in given.items():

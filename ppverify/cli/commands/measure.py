@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> ns.costs, ns.compute, ns.steps, ns.warmup, ns.timeout
         (None, 'sleep', 3, 1, 60.0)
     """
-    add_schedule_arguments(parser)
+    add_schedule_arguments(parser, placement=True)  # a text table's --placement too
     g = parser.add_argument_group("measurement")
     g.add_argument(
         "--costs",

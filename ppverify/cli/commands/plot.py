@@ -25,7 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..presets_args import add_preset_arguments
 
     add_schedule_arguments(
-        parser, optional=True, help="a registered family or a schedule file (Gantt chart); omit with --crossover"
+        parser,
+        optional=True,
+        help="a registered family or a schedule file (Gantt chart); omit with --crossover",
+        placement=True,
     )
     add_cost_arguments(parser)
     add_preset_arguments(parser)

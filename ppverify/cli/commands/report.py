@@ -88,10 +88,11 @@ def run(args: argparse.Namespace) -> int:
     defaults = argparse.ArgumentParser()
     add_arguments(defaults)
     check_report_options(args, design_file, vars(defaults.parse_args([])))
-    if not args.from_file:
-        from ...report.build import check_output
+    from ...report.build import check_output
 
-        check_output(args.output)  # named as this command spells it (compare's is --report)
+    # every page this command writes (a run's, a results file's, a design's) is -o's: named so
+    check_output(args.output, "-o")
+    if not args.from_file:
         args.report = args.output
         return compare.run(args)
     if design_file:  # a `design` result: its frontier page

@@ -12,20 +12,19 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from pathlib import Path
 
 from ...core.memory_cap import cap_check, resolve_memory_cap
 from ...io.table_text import STYLES
 from ...views.table_report import formula_contradicted, table_json, table_text, time_table
 from .. import Command
-from ..common import TABLE_SUFFIXES, add_cost_arguments, add_schedule_arguments, load_document, print_json
+from ..common import add_cost_arguments, add_schedule_arguments, print_json, read_document
 from ..file_settings import memory_model_notes, print_notes
 from ..run_request import run_request
 from ..show_options import check_show_options, save_shown
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Schedule source, costs, ``--style``, ``--json``, ``--save``, ``--no-table``.
+    """Schedule source (a text table's ``--placement`` too), costs, ``--style``, ``--json``, ``--save``, ``--no-table``.
 
     Example:
         >>> parser = argparse.ArgumentParser()
@@ -34,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> ns.schedule, ns.style, ns.save, ns.width
         ('1f1b', 'torch', None, None)
     """
-    add_schedule_arguments(parser)
+    add_schedule_arguments(parser, placement=True)
     add_cost_arguments(parser)
     parser.add_argument(
         "--style",
@@ -66,12 +65,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="wrap a wider paper table into blocks of ticks that fit (default: the terminal's "
         "width, 100 when unknown; 0: never wrap)",
     )
-    parser.add_argument(
-        "--placement",
-        default=None,
-        help="for a text table (.txt): where its stages live: linear (default), loop "
-        "(with --v), v, wave (with --waves), bidirectional (with --offset)",
-    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
     """
     check_show_options(args)  # --width, --style, --save: before the build, not after it
     request = run_request(args)  # costs and cap read once, before the build
-    doc = load_document(request.source)
-    text_table = Path(args.schedule).suffix.lower() in TABLE_SUFFIXES
+    doc, kind = read_document(request.source)  # a file by its content: a CSV named .txt is no table
+    text_table = kind == "table"
     res = time_table(doc, request.costs, request.settings.comm_delay or 0.0, args.schedule, text_table)
     if doc.costs is not None and request.costs:  # --costs over a file's own cost model (file_settings.py)
         print_notes(memory_model_notes(args.schedule, doc.costs, res.costs))

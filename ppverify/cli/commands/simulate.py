@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """
     from ...engines import registry
 
-    add_schedule_arguments(parser)
+    add_schedule_arguments(parser, placement=True)  # a text table's --placement too
     add_cost_arguments(parser)
     add_preset_arguments(parser)
     g = parser.add_argument_group("simulation")

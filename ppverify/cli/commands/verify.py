@@ -35,10 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> ns.schedule, ns.memory_cap, ns.comm_semantics, ns.max_violations
         ('1f1b', '4', 'buffered', 20)
     """
-    add_schedule_arguments(parser)
+    add_schedule_arguments(parser, placement=True)  # a text table's --placement too
     add_cost_arguments(parser)
     add_preset_arguments(parser)
-    parser.add_argument("--placement", help="a text table's placement (.txt): linear, loop, v, wave, bidirectional")
     parser.epilog = "properties, checked in this order:\n" + textwrap.indent(properties.listing(), "  ")
     g = parser.add_argument_group("properties")
     g.add_argument(
@@ -117,7 +116,6 @@ def run(args: argparse.Namespace) -> int:
     """
     from ...core.memory_cap import resolve_memory_cap
     from ...core.time_limit import time_limit
-    from ..common import load_document  # a text table with its --placement, as show reads it
 
     check_nonnegative("makespan-le", args.makespan_le)
     refuse_unused_options(args)
@@ -125,8 +123,7 @@ def run(args: argparse.Namespace) -> int:
     # so the process is stopped outright at 8 % past the limit
     with time_limit(args.time_limit, hard_stop="ppverify verify" if getattr(args, "_own_process", False) else None):
         request = run_request(args)  # costs and cap read once, before the build
-        src = request.source  # --placement: a text table as show reads it; else read by its content
-        schedule = load_document(src).schedule if src.placement else build_schedule(src)
+        schedule = build_schedule(request.source)  # by its content; a text table with its --placement
         timing = request_timing(request, schedule)
         spec = request.memory_cap
         cap = None if spec is None else resolve_memory_cap(spec, timing.ctx.costs, schedule.placement)
