@@ -2,9 +2,10 @@
 
 For every placement and memory budget, CP-SAT's best schedule and its certified lower bound
 (:mod:`.points`, with the registered families and greedy rules as starts); the frontier of
-Pareto-optimal (peak memory, step time) points; the registered families as points beside it; Z3's
-verdict on every frontier schedule (:mod:`.run`); the files of each (:mod:`.save`). :mod:`.spec`
-says what is explored and in which units.
+Pareto-optimal (peak memory, step time) points; the registered families as points beside it
+(:mod:`.families`); Z3's verdict on every frontier schedule (:mod:`.run`); the files of each
+(:mod:`.output`). :mod:`.spec` says what is explored and in which units, :mod:`.options` the
+command's own options and their checks.
 """
 
 from .points import FamilyPoint, Point, frontier, solve_point, value_at

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.schedule import Schedule
+from .points import EPS, NOT_RUN, FamilyPoint, same_time
 from .run import Design
+from .spec import stage_split
 
 
 def _num(x: float | None, digits: int = 6) -> str:
@@ -76,8 +78,12 @@ def design_text(d: Design) -> str:
     if not d.front:
         lines.append("  (no schedule found within the limits)")
     rows = d.family_rows()
+    if d.families_cut:  # else a short list reads as every family there is
+        lines.append(f"families   the run's --time-limit passed while they were timed: {len(rows)} of them listed")
     if rows:
-        lines.append("families   (frontier: its value at the family's peak; difference: frontier - family)")
+        split = stage_split(st)
+        only = "" if split is None else f"those of {split} stages, as --layers-per-stage splits the model; "
+        lines.append(f"families   ({only}frontier: its value at the family's peak; difference: frontier - family)")
         fam: list[tuple[str, ...]] = [
             (
                 str(r["family"]),
@@ -157,6 +163,10 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
             continue
         stem = point_name(i, q.placement, q.budget)
         note = f"ppverify design p={d.request.p} m={d.request.m}: {q.placement} budget {_budget(q.budget)}, time {q.time:g}, bound {q.bound:g}"
+        size = d.activation_bytes()
+        if size is not None and not math.isinf(q.budget):
+            # verify's plain --memory-cap counts this placement's own largest stage, not design's unit
+            note += f"; budget in bytes: verify FILE --memory-cap {math.ceil(q.budget * size)}B"
         # the costs and the communication it was designed with: every command then times it as design did
         pr = point_problem(by_label[q.placement], q.budget, d.request.m)
         comm = CommSettings(pr.comm, pr.sync, pr.dp_allreduce)
@@ -241,9 +251,16 @@ def plot_design(d: Design, path: str | Path) -> Path:
             color="#C44E52",
             alpha=0.4,
         )
-    for f in d.families:
-        ax.scatter([f.peak], [f.time], marker="x", color="#4C72B0", s=30)
-        ax.annotate(f.family, (f.peak, f.time), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    labels = family_labels(d.families)
+    right = max([k[0] for k in labels] + [x for x, _, _ in front], default=0.0)
+    for (peak, step), names in labels.items():
+        ax.scatter([peak], [step], marker="x", color="#4C72B0", s=30)
+        # at the right edge the label goes left of its mark: to the right it ran off the figure
+        edge = peak >= right - EPS
+        ax.annotate(
+            names, (peak, step), fontsize=7, xytext=(-3 if edge else 3, 3), textcoords="offset points",
+            ha="right" if edge else "left",
+        )  # fmt: skip
     ax.set_xlabel(f"peak, in {d.memory_unit()}")
     ax.set_ylabel(f"step time ({d.setups[0].costs.time_unit if d.setups else 'units'})")
     ax.set_title(f"design p={d.request.p} m={d.request.m}: frontier and families", fontsize=10)
@@ -252,11 +269,45 @@ def plot_design(d: Design, path: str | Path) -> Path:
     return target
 
 
+def family_labels(fams: Sequence[FamilyPoint]) -> dict[tuple[float, float], str]:
+    """The families by their (peak, step) point, the names of those on one point joined: drawn one
+    over another they read as neither (chimera and dualpipe, 1f1b-split and v-min at p = 2).
+
+    Example:
+        >>> family_labels([FamilyPoint("chimera", "bidirectional", 3.0, 12.0, None),
+        ...                FamilyPoint("dualpipe", "bidirectional", 3.0, 12.000000000000002, None)])
+        {(3.0, 12.0): 'chimera, dualpipe'}
+    """
+    out: dict[tuple[float, float], list[str]] = {}
+    for f in fams:
+        key = next((k for k in out if abs(k[0] - f.peak) <= EPS and same_time(k[1], f.time)), (f.peak, f.time))
+        out.setdefault(key, []).append(f.family)
+    return {k: ", ".join(v) for k, v in out.items()}
+
+
 def _optimal_anyway(d: Design) -> str:
-    """The cut points proven optimal all the same: their time and bound stand whatever the clock
-    (only which optimal schedule was kept may differ with machine load)."""
+    """The cut points not started at all (counted as done, they hold no search), and those proven
+    optimal all the same: their time and bound stand whatever the clock (only which optimal
+    schedule was kept may differ with machine load)."""
     n = sum(q.cut and q.status == "OPTIMAL" for q in d.points)
-    return f" ({n} of them proven optimal all the same)" if n else ""
+    late = sum(q.note.startswith(NOT_RUN) for q in d.points)
+    parts = ([f"{late} of them not started"] if late else []) + (
+        [f"{n} of them proven optimal all the same"] if n else []
+    )
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+#: the keys of a design JSON's ``model_options`` read back (:func:`~.spec.model_options`)
+_MODEL_OPTION_NAMES = (
+    "mfu",
+    "microbatch_size",
+    "seq_len",
+    "tp",
+    "recompute",
+    "flash_attention",
+    "layers_per_stage",
+    "ranks_per_node",
+)
 
 
 def is_design_result(path: str | Path) -> bool:
@@ -301,7 +352,8 @@ def load_design(path: str | Path) -> Design:
     from ..core.ops import ActionSyntaxError, parse_action
     from ..core.schedule import Schedule
     from ..systems.preset_models import PresetSettings
-    from .points import Point, family_points
+    from .families import family_points
+    from .points import Point
     from .run import DesignRequest
     from .spec import Limits, setups
 
@@ -313,6 +365,7 @@ def load_design(path: str | Path) -> Design:
             model=info.get("model"),
             costs=info.get("costs"),
             comm_delay=info.get("comm_delay"),
+            **{k: v for k, v in (info.get("model_options") or {}).items() if k in _MODEL_OPTION_NAMES},
         )
         rq = DesignRequest(
             int(info["p"]),
@@ -323,7 +376,7 @@ def load_design(path: str | Path) -> Design:
             Limits(
                 float(info["work_limit"]),
                 info.get("gap_limit"),
-                0,
+                int(info.get("seed", 0)),  # files written before it: the default seed
                 info.get("time_limit"),
                 info.get("bound_work"),
                 float(info.get("search_work", 0.0)),  # files written before the second search had none

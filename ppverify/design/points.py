@@ -1,6 +1,6 @@
 """The values of a design: one point (CP-SAT's best schedule and certified bound for a placement
-under a budget), the registered families as points, and the frontier (the Pareto-optimal points in
-peak memory and step time).
+under a budget), the registered families as points (built and adopted in :mod:`.families`), and
+the frontier (the Pareto-optimal points in peak memory and step time).
 
 :func:`solve_point` is the unit of work a process pool or a Ray worker runs; it depends on nothing
 but its :class:`~ppverify.design.spec.Task`, and CP-SAT stops on deterministic work with one
@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core.errors import PPVerifyError
 from ..core.schedule import Schedule
-from .spec import Limits, Setup, Task, design_unit
+from .spec import Limits, Setup, Task
 
 #: tolerance of peak and time comparisons (values are sums of costs and delays)
 EPS = 1e-9
@@ -52,9 +51,17 @@ class Point:
 
     @property
     def gap(self) -> float | None:
-        """``(time - bound) / time`` (0 = proven optimal), None without a schedule."""
+        """``(time - bound) / time`` (0 = proven optimal), None without a schedule; 0 where the two
+        are one step summed in another order (:func:`same_time`), not a gap of 1e-14 %.
+
+        Example:
+            >>> Point("linear", 2.0, "OPTIMAL", 1.5000000000000002, 1.5, 2.0, "1f1b", None).gap
+            0.0
+        """
         from ..optimize import relative_gap
 
+        if self.time is not None and same_time(self.time, self.bound):
+            return 0.0
         return relative_gap(self.time, self.bound)
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,7 +107,18 @@ class FamilyPoint:
         return {"family": self.family, "placement": self.placement, "peak": self.peak, "time": self.time}
 
 
-def _peak_and_time(schedule: Schedule, setup: Setup) -> tuple[float, float]:
+def peak_and_time(schedule: Schedule, setup: Setup) -> tuple[float, float]:
+    """A schedule's peak (in budget units) and step time, timed by the async engine under the
+    setup's costs and communication, as every point and family is.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> from ppverify.design.spec import setups
+        >>> s = setups("linear", 2, 4, PresetSettings(costs="F=1,B=2"))[0]
+        >>> peak_and_time(build("1f1b", 2, 4), s)  # (m + p - 1)(tF + tB) at peak p
+        (2.0, 15.0)
+    """
     from ..engines import run
 
     tl = run(schedule, setup.costs, setup.comm, semantics="async")
@@ -116,10 +134,14 @@ def point_problem(setup: Setup, budget: float, m: int, split: bool = True) -> An
         >>> s = setups("v", 2, 4, PresetSettings(costs="F=1,I=1,W=1"))[0]
         >>> point_problem(s, 1.5, 4).memory_cap
         1.5
+        >>> point_problem(s, 1e9, 4).memory_cap is None  # above the most a device can hold (4)
+        True
     """
     from ..optimize import Problem
 
-    cap = None if math.isinf(budget) else budget * setup.unit
+    # a budget no schedule can fill is no cap: the memory bounds' work grows with the cap (a
+    # budget of 1e7 ran out of memory in the energy bound), the answer is the unconstrained one
+    cap = None if budget >= setup.most_held() else budget * setup.unit
     return Problem(setup.placement, m, setup.costs, setup.comm, split, cap, pipe_of_mb=setup.pipes)
 
 
@@ -187,7 +209,7 @@ def solve_point(task: Task) -> Point:
     )
     peak, step = None, res.objective
     if res.schedule is not None:
-        peak, timed = _peak_and_time(res.schedule, st)
+        peak, timed = peak_and_time(res.schedule, st)
         # durations that share no small tick (presets, in seconds) were rounded down for CP-SAT: its
         # value is then a little under the schedule's own time, which the families are timed at
         step = timed if not res.exact else step
@@ -276,127 +298,15 @@ def skip_point(task: Task, problem: Any) -> Point | None:
     return Point(task.setup.label, task.budget, "UNKNOWN", None, bound, None, None, None, note, skipped=True)
 
 
-def family_points(setups: Sequence[Setup], p: int, m: int, settings: Any) -> list[FamilyPoint]:
-    """Every registered family that builds at ``(p, m)`` (default parameters; ``v`` or ``waves``
-    as the searched ``loop:V`` and ``wave:W`` placements ask), simulated by the async engine under
-    the design's costs and communication (two-pipe families with their replica all-reduce).
+def same_time(a: float, b: float) -> bool:
+    """Whether two step times are the same step (within :data:`EPS`, relative beyond 1: one step
+    summed in two orders differs in its last bits, at any scale).
 
     Example:
-        >>> from ppverify.systems.preset_models import PresetSettings
-        >>> from ppverify.design.spec import setups
-        >>> pts = family_points(setups("linear", 2, 2, PresetSettings(costs="F=1,B=2")), 2, 2, PresetSettings(costs="F=1,B=2"))
-        >>> [(f.family, f.peak, f.time) for f in pts if f.family == "1f1b"]
-        [('1f1b', 2.0, 9.0)]
+        >>> same_time(1.5, 1.5000000000000002), same_time(1.5e10, 1.5e10 + 2e-6), same_time(1.5, 1.6)
+        (True, True, False)
     """
-    from ..core.limits import check_family
-    from ..schedules import build, families
-    from ..systems.preset_models import resolve_presets
-
-    tries: list[dict[str, int]] = [{}]
-    for s in setups:
-        if s.placement.name == "loop":
-            tries.append({"v": s.placement.num_stages // p})
-        if s.placement.name == "wave":
-            tries.append({"waves": s.placement.num_stages // (2 * p)})
-    out: list[FamilyPoint] = []
-    seen: set[tuple[str, tuple]] = set()
-    for fam in families():
-        names = {prm.name for prm in fam.params}
-        for extra in tries:
-            if not set(extra) <= names:
-                continue
-            try:
-                args = fam.arguments(dict(extra))
-                check_family(fam.name, p, m, args)
-                sched = build(fam.name, p, m, **extra)
-            except (PPVerifyError, ValueError, TypeError):
-                continue
-            key = (fam.name, tuple(sorted(args.items())))
-            if key in seen:
-                continue
-            seen.add(key)
-            ctx = resolve_presets(settings, sched)
-            unit = design_unit(ctx.costs, sched.placement, settings, m)
-            label = searched_label(sched, setups)
-            st = Setup(label, sched.placement, ctx.costs, ctx.comm, tuple(sched.pipe_of_mb), float(unit))
-            try:
-                peak, time = _peak_and_time(sched, st)
-            except PPVerifyError:
-                continue
-            name = fam.name + "".join(f" {k}={v}" for k, v in extra.items())
-            out.append(FamilyPoint(name, label, peak, time, sched))
-    return out
-
-
-def placement_label(schedule: Schedule) -> str:
-    """The ``--placements`` label of a schedule's placement (``loop:2``, ``wave:1``, ``v``...).
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> placement_label(build("interleaved-1f1b", 2, 4, v=3)), placement_label(build("zbv", 2, 4))
-        ('loop:3', 'v')
-    """
-    pl = schedule.placement
-    if pl.name == "loop":
-        return f"loop:{pl.num_stages // pl.p}"
-    if pl.name == "wave":
-        return f"wave:{pl.num_stages // (2 * pl.p)}"
-    return pl.name
-
-
-def searched_label(schedule: Schedule, setups: Sequence[Setup]) -> str:
-    """The label of ``schedule``'s placement: a searched placement's own where it is the same
-    placement under another name (Hanayo's one wave is V: ``wave:1`` is ``v``), so the family is a
-    start of that placement's points and is compared with them; else :func:`placement_label`.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> from ppverify.systems.preset_models import PresetSettings
-        >>> from ppverify.design.spec import setups
-        >>> h = build("hanayo", 3, 6)
-        >>> searched_label(h, setups("v", 3, 6, PresetSettings())), searched_label(h, setups("linear", 3, 6, PresetSettings()))
-        ('v', 'wave:1')
-    """
-    label = placement_label(schedule)
-    if any(s.label == label for s in setups):
-        return label
-    same = [s.label for s in setups if s.placement.maps == schedule.placement.maps]
-    return same[0] if same else label
-
-
-def adopt_families(points: Sequence[Point], fams: Sequence[FamilyPoint], split: bool = True) -> list[Point]:
-    """Each point, or the fastest family of its placement within its budget when that family is
-    faster than what the search found (the point keeps its bound, which holds for every schedule
-    within the budget, and says so in its note). Without ``split`` only families with a full
-    backward count (a split one solves another problem).
-
-    Example:
-        >>> pt = Point("linear", 4.0, "FEASIBLE", 50.0, 40.0, 4.0, "greedy", None)
-        >>> adopt_families([pt], [FamilyPoint("1f1b", "linear", 4.0, 45.0, None)])[0].time
-        45.0
-    """
-    out = []
-    for pt in points:
-        fits = [
-            f
-            for f in fams
-            if f.placement == pt.placement
-            and f.peak <= pt.budget + EPS
-            and (split or f.schedule is None or not f.schedule.has_split_backward)
-        ]
-        best = min(fits, key=lambda f: (f.time, f.family), default=None)
-        if best is not None and (pt.time is None or best.time < pt.time - EPS):
-            if pt.skipped:
-                note = f"{pt.note}; the family {best.family} kept"
-            else:
-                note = f"the family {best.family} is faster than what the search found within its limit: kept"
-            pt = replace(pt, time=best.time, peak=best.peak, start=best.family, schedule=best.schedule, note=note)
-            if best.time <= pt.bound + EPS:
-                pt = replace(pt, status="OPTIMAL")
-            elif pt.status == "UNKNOWN":
-                pt = replace(pt, status="FEASIBLE")
-        out.append(pt)
-    return out
+    return abs(a - b) <= EPS * max(1.0, abs(a), abs(b))
 
 
 def monotone(points: Sequence[Point]) -> list[Point]:
@@ -418,7 +328,7 @@ def monotone(points: Sequence[Point]) -> list[Point]:
             prev, cur = out[idx[k - 1]], out[idx[k]]
             if prev.time is not None and (cur.time is None or prev.time < cur.time - EPS):
                 note = f"the schedule found under budget {prev.budget:g} is faster: kept"
-                if cur.skipped:
+                if cur.skipped or cur.note.startswith(NOT_RUN):  # what it was stays said
                     note = f"{cur.note}; {note}"
                 status = "OPTIMAL" if prev.time <= cur.bound + EPS else "FEASIBLE"
                 out[idx[k]] = replace(

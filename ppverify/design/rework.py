@@ -14,18 +14,19 @@ from dataclasses import replace
 from .points import Point, frontier, monotone, solve_point
 from .spec import Task
 
-#: runs tasks (in this process, a process pool, Ray) and returns the points done, in task order,
-#: and whether Ctrl-C stopped it: :func:`in_turn`, or :func:`~ppverify.design.execute.run_points`
-#: without its skips
-RunTasks = Callable[[Sequence[Task]], tuple[list[Point], bool]]
+#: runs tasks (in this process, a process pool, Ray), calling its second argument (when not None)
+#: with each point as it is done, and returns the points done, in task order, and whether Ctrl-C
+#: stopped it: :func:`in_turn`, or :func:`~ppverify.design.execute.run_points` without its skips
+RunTasks = Callable[[Sequence[Task], Callable[[Point], None] | None], tuple[list[Point], bool]]
 
 #: after each point: (how many done, how many in all, the point before, the point after)
 Report = Callable[[int, int, Point, Point], None]
 
 
-def in_turn(tasks: Sequence[Task]) -> tuple[list[Point], bool]:
+def in_turn(tasks: Sequence[Task], each: Callable[[Point], None] | None = None) -> tuple[list[Point], bool]:
     """The tasks solved one after another in this process
-    (:func:`~ppverify.design.points.solve_point`); on Ctrl-C the points done so far and True.
+    (:func:`~ppverify.design.points.solve_point`), ``each`` called with every point as it is
+    done; on Ctrl-C the points done so far and True.
 
     Example:
         >>> in_turn([])
@@ -35,6 +36,8 @@ def in_turn(tasks: Sequence[Task]) -> tuple[list[Point], bool]:
     try:
         for t in tasks:
             done.append(solve_point(t))
+            if each is not None:
+                each(done[-1])
     except KeyboardInterrupt:
         return done, True
     return done, False
@@ -50,7 +53,7 @@ def rework_front(
 ) -> tuple[list[Point], bool]:
     """Every point, with the frontier points that are ``wanted`` each given its task
     (``task_of``, the largest budget first, all run by ``run_tasks``: :func:`in_turn` by default)
-    and what it found merged in (``merge(point, found)``); then made consistent across budgets
+    and what it found merged in (``merge(point, found)``) and reported as each is done; then made consistent across budgets
     (:func:`~ppverify.design.points.monotone`). Returns the points and whether Ctrl-C stopped the
     work (what was done is kept).
 
@@ -63,21 +66,28 @@ def rework_front(
         ...     return Task(0, s, q.budget, 4, Limits(1.0), split=False)
         >>> def keep_faster(q, found):
         ...     return found if found.time < q.time else q
-        >>> out, stopped = rework_front(pts, lambda q: True, search_again, keep_faster)
-        >>> out[0].time, out[0].status, stopped  # 1F1B: (m + p - 1)(tF + tB)
-        (15.0, 'OPTIMAL', False)
+        >>> seen = []
+        >>> out, stopped = rework_front(pts, lambda q: True, search_again, keep_faster, report=lambda *a: seen.append(a[:2]))
+        >>> out[0].time, out[0].status, stopped, seen  # 1F1B: (m + p - 1)(tF + tB)
+        (15.0, 'OPTIMAL', False, [(1, 1)])
     """
     out = list(points)
     todo = sorted((q for q in frontier(out) if wanted(q)), key=lambda q: -q.budget)
     tasks = [replace(task_of(q), index=n) for n, q in enumerate(todo)]
-    done, interrupted = (run_tasks or in_turn)(tasks)
-    by_point = {(f.placement, f.budget): f for f in done}
-    for n, q in enumerate(todo):
-        f = by_point.get((q.placement, q.budget))
-        if f is None:  # not done (Ctrl-C)
-            continue
-        i = next(k for k, x in enumerate(out) if x is q)
-        out[i] = merge(q, f)
+    by_key = {(q.placement, q.budget): q for q in todo}
+    merged: dict[tuple[str, float], Point] = {}
+
+    def each(found: Point) -> None:  # merged and reported as it is done: a second search takes minutes
+        q = by_key[(found.placement, found.budget)]
+        merged[(q.placement, q.budget)] = merge(q, found)
         if report is not None:
-            report(n + 1, len(todo), q, out[i])
+            report(len(merged), len(todo), q, merged[(q.placement, q.budget)])
+
+    done, interrupted = (run_tasks or in_turn)(tasks, each)
+    for f in done:  # a runner that called no one back
+        if (f.placement, f.budget) not in merged:
+            each(f)
+    for i, q in enumerate(out):
+        if (q.placement, q.budget) in by_key and by_key[(q.placement, q.budget)] is q:
+            out[i] = merged.get((q.placement, q.budget), q)  # not done (Ctrl-C): as it was
     return monotone(out), interrupted

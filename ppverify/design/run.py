@@ -11,18 +11,19 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ParameterError
 from ..optimize.solver_setup import check_seed
 from ..systems.preset_models import PresetSettings
-from .deepen import deepen_front, deepen_line
+from .deepen import deepen_front, deepen_line, needs_more
 from .execute import run_points
-from .points import EPS, FamilyPoint, Point, adopt_families, family_points, frontier, monotone, value_at
-from .spec import Limits, Setup, Task, budget_items, parse_budgets, setups
-from .tighten import tighten_front, tighten_line
+from .families import adopt_families, families_until
+from .points import EPS, NOT_RUN, FamilyPoint, Point, frontier, monotone, same_time, value_at
+from .spec import Limits, Setup, Task, budget_items, model_options, parse_budgets, setups, stage_split
+from .tighten import tighten_front, tighten_line, wants_bound
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,8 @@ class Design:
     interrupted: bool
     verified: tuple[str, ...] = ()
     found: int | None = None
+    #: the run's ``--time-limit`` passed while the families were timed: those after were not
+    families_cut: bool = False
 
     @property
     def cut(self) -> int:
@@ -105,28 +108,62 @@ class Design:
 
     def family_rows(self) -> list[dict[str, Any]]:
         """Each family with the frontier's value at its peak and the difference (frontier minus
-        family: never positive unless the family's placement was not searched)."""
-        searched = {s.label for s in self.setups}
+        family). A family faster than the frontier at its peak, or fitting a peak below every
+        frontier point's, has a note saying why (:meth:`why_not_on_frontier`).
+
+        Example:
+            >>> from ppverify.systems.preset_models import PresetSettings
+            >>> rq = DesignRequest(2, 4, "linear", "1,none", PresetSettings(costs="F=1,B=2"))
+            >>> one = Point("linear", 1.0, "OPTIMAL", 24.0, 24.0, 1.0, None, None)
+            >>> wide = Point("linear", math.inf, "OPTIMAL", 14.0, 14.0, 4.0, None, None)
+            >>> fam = FamilyPoint("1f1b", "linear", 2.0, 15.0, None)
+            >>> d = Design(rq, setups("linear", 2, 4, rq.settings), (one, wide), (fam,), (one, wide), 2, 2, False)
+            >>> row = d.family_rows()[0]
+            >>> row["frontier"], row["difference"], row["note"]
+            (24.0, 9.0, 'faster than the frontier: no budget was searched between its peak 2 and none (the point there runs 14 at peak 4): add 2 to --budgets')
+        """
         rows = []
+        least = min((q.peak for q in self.front if q.peak is not None), default=None)
         for f in self.families:
             at = value_at(self.front, f.peak)
             diff = None if at is None or at.time is None else at.time - f.time
-            if diff is not None and abs(diff) <= EPS:  # the same step summed in another order
+            if diff is not None and same_time(f.time + diff, f.time):  # one step summed in another order
                 diff = 0.0
             row = dict(f.to_dict(), frontier=None if at is None else at.time, difference=diff)
-            if diff is not None and diff > EPS:
-                if f.placement not in searched:
-                    why = "its placement was not searched"
-                elif f.schedule is not None and f.schedule.has_split_backward and not self.request.split_backward:
-                    why = "it splits the backward, the design does not (--backward split)"
-                elif not any(q.placement == f.placement and q.budget >= f.peak - EPS for q in self.points):
-                    # a point whose budget holds the family's peak has it as a start (adopt_families)
-                    why = self._no_budget_fits(f.placement, f.peak)
-                else:
-                    why = "the search could not show otherwise within its limit"
-                row["note"] = f"faster than the frontier: {why}"
+            if diff is not None and diff > 0:
+                row["note"] = f"faster than the frontier: {self.why_not_on_frontier(f)}"
+            elif at is None:  # the family fits a peak no frontier point fits: better than nothing there
+                where = "the frontier is empty" if least is None else f"its least peak is {least:g}"
+                row["note"] = f"fits below every frontier point ({where}): {self.why_not_on_frontier(f)}"
             rows.append(row)
         return rows
+
+    def why_not_on_frontier(self, f: FamilyPoint) -> str:
+        """Why family ``f`` is not matched by the frontier at its peak: its placement was not
+        searched, it splits the backward where the design does not, no budget searched holds its
+        peak, or the least budget that holds it kept a faster step at a larger peak (a point keeps
+        the fastest schedule within its budget, a family among them: :func:`.adopt_families`).
+
+        Example:
+            >>> d = Design(DesignRequest(2, 4, "linear"), (), (), (), (), 0, 0, False)
+            >>> d.why_not_on_frontier(FamilyPoint("zbv", "v", 2.0, 12.5, None))
+            'its placement was not searched'
+        """
+        if f.placement not in {s.label for s in self.setups}:
+            return "its placement was not searched"
+        if f.schedule is not None and f.schedule.has_split_backward and not self.request.split_backward:
+            return "it splits the backward, the design does not (--backward split)"
+        holders = [q for q in self.points if q.placement == f.placement and q.budget >= f.peak - EPS]
+        if not holders:
+            return self._no_budget_fits(f.placement, f.peak)
+        q = min(holders, key=lambda x: x.budget)
+        if q.time is not None and q.peak is not None and q.peak > f.peak + EPS:
+            budget = "none" if math.isinf(q.budget) else f"{q.budget:g}"
+            return (
+                f"no budget was searched between its peak {f.peak:g} and {budget} (the point there runs "
+                f"{q.time:.10g} at peak {q.peak:g}): add {budget_above(f.peak)} to --budgets"
+            )
+        return "the search could not show otherwise within its limit"  # kept for safety: see the docstring
 
     def _no_budget_fits(self, placement: str, peak: float) -> str:
         """Why no point of ``placement`` holds a family of that peak: the run stopped first, or
@@ -150,7 +187,8 @@ class Design:
             return "activations of one microbatch on a device's share"
         from ..core.sizes import format_bytes
 
-        return f"activations of {format_bytes(size)} (one microbatch on a linear pipeline's largest stage)"
+        even = ", the layers split evenly" if stage_split(self.request.settings) is not None else ""
+        return f"activations of {format_bytes(size)} (one microbatch on a linear pipeline's largest stage{even})"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, free of wall-clock times: the same at any machine load."""
@@ -164,10 +202,12 @@ class Design:
                 "comm_delay": rq.settings.comm_delay,
                 "system": rq.settings.system,
                 "model": rq.settings.model,
+                "model_options": model_options(rq.settings),  # --mfu, --tp...: the costs need them
                 "backward": "split" if rq.split_backward else "full",
                 "work_limit": rq.limits.work,
                 "time_limit": rq.limits.ceiling,
                 "gap_limit": rq.limits.gap,
+                "seed": rq.limits.seed,
                 "bound_work": rq.limits.tighten_work,
                 "search_work": rq.limits.search_work,
                 "pair_work": rq.limits.pair_work,
@@ -184,7 +224,23 @@ class Design:
             "frontier": [dict(q.to_dict(), verified=v) for q, v in zip(self.front, self.verified)],
             "families": self.family_rows(),
             "interrupted": self.interrupted,
+            **({"families_cut": True} if self.families_cut else {}),  # absent: every family timed
         }
+
+
+def budget_above(peak: float) -> str:
+    """The shortest budget text, six digits or more, that holds ``peak``: a peak printed to six
+    digits may read below itself (4.809774 as 4.80977), and a budget typed so would not hold it.
+
+    Example:
+        >>> budget_above(4.809774), budget_above(2.0), budget_above(4.8097700000001)
+        ('4.809774', '2', '4.80977')
+    """
+    for digits in range(6, 18):
+        text = f"{peak:.{digits}g}"
+        if float(text) >= peak - EPS:  # a family fits a budget within EPS of its peak
+            return text
+    return repr(peak)
 
 
 def auto_budgets(sets: Sequence[Setup], fams: Sequence[FamilyPoint], p: int) -> tuple[float, ...]:
@@ -247,14 +303,17 @@ def progress_line(done: int, total: int, pt: Point, wall: float) -> str:
     Example:
         >>> progress_line(1, 4, Point("v", 2.0, "FEASIBLE", 41.5, 40.0, 2.0, "v-min", None), 1.25)
         'design [1/4] v budget 2: 41.5, bound 40, gap 3.61 % (FEASIBLE, from v-min) 1.2 s'
+        >>> progress_line(2, 4, Point("v", 3.0, "UNKNOWN", None, 36.0, None, None, None, NOT_RUN, cut=True), 2.0)
+        "design [2/4] v budget 3: not run: the run's --time-limit had passed 2.0 s"
     """
     budget = "none" if math.isinf(pt.budget) else f"{pt.budget:g}"
-    if pt.skipped:
+    if pt.skipped or pt.note == NOT_RUN:
         return f"design [{done}/{total}] {pt.placement} budget {budget}: {pt.note} {wall:.1f} s"
     value = "no schedule" if pt.time is None else f"{pt.time:.10g}"
     gap = "" if pt.gap is None else f", gap {100 * pt.gap:.3g} %"
     start = f", from {pt.start}" if pt.start else ""
-    return f"design [{done}/{total}] {pt.placement} budget {budget}: {value}, bound {pt.bound:.10g}{gap} ({pt.status}{start}) {wall:.1f} s"
+    cut = ", cut by the run's --time-limit" if pt.cut else ""  # else it reads as the work limit's answer
+    return f"design [{done}/{total}] {pt.placement} budget {budget}: {value}, bound {pt.bound:.10g}{gap} ({pt.status}{start}{cut}) {wall:.1f} s"
 
 
 def verify_front(front: Sequence[Point], sets: Sequence[Setup]) -> tuple[str, ...]:
@@ -299,7 +358,7 @@ def design(
     ceiling = request.limits.ceiling
     until = None if ceiling is None or math.isinf(ceiling) else time.time() + ceiling
     sets = setups(request.placements, request.p, request.m, request.settings)
-    fams = family_points(sets, request.p, request.m, request.settings)
+    fams, fams_cut = families_until(sets, request.p, request.m, request.settings, until)
     given = parse_budgets(request.budgets, sets)
     budgets = auto_budgets(sets, fams, request.p) if given is None else given
     tasks = plan(request, sets, budgets, until)
@@ -318,23 +377,45 @@ def design(
     found = sum(q.time is not None or q.skipped for q in points)
     points = monotone(adopt_families(points, fams, request.split_backward))
 
-    def on_executor(ts: Sequence[Task]) -> tuple[list[Point], bool]:  # as the points ran
-        return run_points(ts, executor, workers)
+    def on_executor(ts: Sequence[Task], each: Callable[[Point], None] | None = None) -> tuple[list[Point], bool]:
+        return run_points(ts, executor, workers, each)  # as the points ran
 
-    if not interrupted and request.limits.search_work > 0:
+    lim = request.limits
+
+    def begin(what: str, wanted: Callable[[Point], bool], work: str) -> None:  # a phase of minutes says so first
+        todo = [q for q in frontier(points) if wanted(q)]
+        if progress and todo and (until is None or time.time() < until):
+            print(
+                f"design {what}: {len(todo)} frontier point(s) above the gap limit, {work}", file=sys.stderr, flush=True
+            )
+
+    if not interrupted and lim.search_work > 0:
+        begin(
+            "search",
+            lambda q: needs_more(q, lim),
+            f"each searched again with {lim.search_work:g} deterministic s (--search-work)",
+        )
 
         def report_search(done: int, total: int, before: Point, after: Point) -> None:
             if progress:
-                print(deepen_line(done, total, before, after), file=sys.stderr, flush=True)
+                line = deepen_line(done, total, before, after)
+                print(f"{line} {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
 
         points, interrupted = deepen_front(
             points, sets, request.m, request.split_backward, request.limits, until, report_search, on_executor
         )
-    if not interrupted and request.limits.tighten_work > 0:
+    if not interrupted and lim.tighten_work > 0:
+        pair = f", then {lim.pair_work:g} on it with a neighbour (--pair-work)" if lim.pair_work > 0 else ""
+        begin(
+            "bound",
+            lambda q: wants_bound(q, lim),
+            f"each bound given {lim.tighten_work:g} deterministic s (--bound-work){pair}",
+        )
 
         def report_bound(done: int, total: int, before: Point, after: Point) -> None:
             if progress:
-                print(tighten_line(done, total, before, after), file=sys.stderr, flush=True)
+                line = tighten_line(done, total, before, after)
+                print(f"{line} {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
 
         points, interrupted = tighten_front(
             points, sets, request.m, request.split_backward, request.limits, until, report_bound, on_executor
@@ -342,5 +423,6 @@ def design(
     front = frontier(points)
     verified = verify_front(front, sets)
     return Design(
-        request, sets, tuple(points), tuple(fams), tuple(front), len(points), len(tasks), interrupted, verified, found
-    )
+        request, sets, tuple(points), tuple(fams), tuple(front), len(points), len(tasks), interrupted, verified, found,
+        fams_cut,
+    )  # fmt: skip

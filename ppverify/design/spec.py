@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.comm import CommModel
 from ..core.costs import CostModel
@@ -59,6 +60,21 @@ class Setup:
         need = max(sum(act[s] for s, dd in enumerate(mp) if dd == d) for mp in pl.maps for d in range(pl.p))
         return need / self.unit
 
+    def most_held(self) -> float:
+        """The most any schedule of this placement can hold on a device: every microbatch's
+        activations on every stage the device holds (of its pipe). A budget at or above it never
+        binds: it is the unconstrained point.
+
+        Example:
+            >>> setups("linear", 2, 4, PresetSettings(costs="F=1,B=2"))[0].most_held()  # 4 microbatches
+            4.0
+            >>> setups("v", 2, 4, PresetSettings(costs="F=1,B=2"))[0].most_held()  # 2 stages of 0.5 each
+            4.0
+        """
+        pl, act = self.placement, self.costs.activation
+        share = [[sum(act[s] for s, dd in enumerate(mp) if dd == d) for d in range(pl.p)] for mp in pl.maps]
+        return max(sum(share[pipe][d] for pipe in self.pipes) for d in range(pl.p)) / self.unit
+
 
 def parse_placement(text: str, p: int) -> tuple[str, Placement]:
     """``(label, placement)`` for one item of ``--placements``: ``linear``, ``v``, ``loop:V``,
@@ -91,8 +107,9 @@ def design_unit(costs: CostModel, placement: Placement, settings: PresetSettings
     """One budget unit in ``costs``' memory unit. Abstract costs: one microbatch on a device's
     whole share (``M_F`` over the share one stage is). Presets count bytes, and there a share's
     largest stage differs by placement (the last stage holds the logits whatever its share), so
-    every placement takes one common unit, the bytes of a linear pipeline's largest stage: the
-    same budget is then the same bytes on every placement, and peaks compare like for like.
+    every placement takes one common unit, the bytes of a linear pipeline's largest stage (the
+    model's layers split evenly, also under ``--layers-per-stage``): the same budget is then the
+    same bytes on every placement, and peaks compare like for like.
 
     Example:
         >>> from ppverify.core.placement import linear, v_shape
@@ -103,13 +120,63 @@ def design_unit(costs: CostModel, placement: Placement, settings: PresetSettings
         >>> max(costs(v_shape(4)).activation) * 2 > design_unit(costs(linear(4)), linear(4), s, 8)
         True
     """
+    from dataclasses import replace
+
     from ..core.placement import linear
 
     if costs.memory_unit != "bytes":
         return float(max(costs.activation) / placement.share_per_stage)
     ref = linear(placement.p)
     carrier = Schedule(ref, m, tuple(() for _ in range(ref.p)), (0,) * m)
-    return float(max(resolve_presets(settings, carrier).costs.activation))
+    # the model's layers split evenly, whatever --layers-per-stage says: the same budget is then the
+    # same bytes with or without it (and its counts, one per stage, need not fit p stages)
+    even = replace(settings, layers_per_stage=None)
+    return float(max(resolve_presets(even, carrier).costs.activation))
+
+
+def stage_split(settings: PresetSettings) -> int | None:
+    """How many stages ``--layers-per-stage`` splits the model into (None: not given, or abstract
+    costs, which refuse it, or counts that are no integers, which the presets refuse).
+
+    Example:
+        >>> stage_split(PresetSettings(system="dgx-h100", model="gpt3-1.3b", layers_per_stage="6,6,6,6"))
+        4
+        >>> stage_split(PresetSettings(costs="F=1,B=2")) is None
+        True
+    """
+    lps = settings.layers_per_stage
+    if lps is None or settings.model is None or lps == "":
+        return None
+    items = lps.split(",") if isinstance(lps, str) else list(lps)
+    try:
+        [int(x) for x in items]
+    except (TypeError, ValueError):
+        return None
+    return len(items)
+
+
+def model_options(settings: PresetSettings) -> dict[str, Any]:
+    """The model and system options given beside the presets (``--mfu``, ``--tp``,
+    ``--layers-per-stage``...), those that change the durations or bytes: a design's JSON records
+    them, so that it is read back (``report --from design.json``) under the same costs.
+
+    Example:
+        >>> model_options(PresetSettings(system="dgx-h100", model="gpt3-1.3b", mfu=0.2, layers_per_stage=(6, 6, 6, 6)))
+        {'mfu': 0.2, 'layers_per_stage': '6,6,6,6'}
+        >>> model_options(PresetSettings(costs="F=1,B=2"))
+        {}
+    """
+    from ..systems.preset_models import MODEL_OPTIONS
+
+    out: dict[str, Any] = {}
+    for name, neutral in (*MODEL_OPTIONS, ("ranks_per_node", None)):
+        value = getattr(settings, name)
+        if value is None or value == neutral or value == "":
+            continue
+        if name == "layers_per_stage" and not isinstance(value, str):
+            value = ",".join(str(x) for x in value)
+        out[name] = value
+    return out
 
 
 def setups(placements: str, p: int, m: int, settings: PresetSettings) -> tuple[Setup, ...]:
@@ -128,6 +195,10 @@ def setups(placements: str, p: int, m: int, settings: PresetSettings) -> tuple[S
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter placements=linear,loop:1: linear and loop:1 are one placement (the same stages on the same devices): name it once
+        >>> setups("linear,v", 4, 8, PresetSettings(system="dgx-h100", model="gpt3-1.3b", layers_per_stage="6,6,6,6"))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter layers-per-stage=6,6,6,6: gives 4 stages, but v has 8 at p=4 (one count per stage of every searched placement): search placements of 4 stages, or give 8 counts
     """
     from ..optimize.problem import default_pipes
 
@@ -147,6 +218,14 @@ def setups(placements: str, p: int, m: int, settings: PresetSettings) -> tuple[S
                 "placements",
                 placements,
                 f"{same[0]} and {label} are one placement (the same stages on the same devices): name it once",
+            )
+        split = stage_split(settings)
+        if split is not None and pl.num_stages != split:
+            raise ParameterError(
+                "layers-per-stage",
+                settings.layers_per_stage,
+                f"gives {split} stages, but {label} has {pl.num_stages} at p={p} (one count per stage of every "
+                f"searched placement): search placements of {split} stages, or give {pl.num_stages} counts",
             )
         if pl.num_pipes == 2 and (p % 2 or m < 2):
             rule = f"needs an even p (p={p})" if p % 2 else f"needs m >= 2 (m={m})"

@@ -35,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> ns.p, ns.m, ns.budgets, ns.gap_limit, ns.workers
         (4, None, '2,4,none', 0.01, 1)
     """
+    from ...design.options import OUTPUT_OPTIONS, SOLVER_OPTIONS, add_options
     from ...design.spec import DEFAULT_PLACEMENTS, Limits
     from ..optimize_args import add_limit_arguments
     from ..presets_args import add_preset_arguments
@@ -57,49 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backward", choices=("auto", "split", "full"), default="auto", help="split (I + W) or full B")
     s = parser.add_argument_group("solver")
     add_limit_arguments(s, Limits.work, " per point", "none: the work limit decides")
-    s.add_argument("--gap-limit", type=float, default=0.01, help="stop a point within this relative gap (default 0.01)")
-    s.add_argument(
-        "--bound-work",
-        type=float,
-        default=None,
-        metavar="S",
-        help="then, per frontier point above the gap limit, this much more deterministic work on its "
-        "critical device's bound (default: the work limit; 0: none, and no --pair-work either)",
-    )
-    s.add_argument(
-        "--pair-work",
-        type=float,
-        default=None,
-        metavar="S",
-        help="and, after --bound-work, S deterministic seconds on the bound of that device together with its "
-        f"busier neighbour (default {Limits.pair_work:g}; 0: none)",
-    )
-    s.add_argument(
-        "--search-work",
-        type=float,
-        default=Limits.search_work,
-        metavar="S",
-        help="then, per frontier point above the gap limit, its search again from the start with S "
-        "deterministic seconds, all on schedules, the better schedule and bound kept (default %(default)g; 0: none)",
-    )
-    s.add_argument(
-        "--all-points",
-        action="store_true",
-        help="search every point, even one whose bound is no faster than a step already found within its "
-        "budget by an earlier placement or a family (default: skip it; the fastest step at each budget is "
-        "the same)",
-    )
-    s.add_argument("--seed", type=int, default=0, help="CP-SAT random seed (default 0)")
-    s.add_argument("--executor", choices=("local", "ray"), default="local", help="process pool (default) or Ray")
-    s.add_argument("--workers", type=int, default=1, help="points solved at once (default 1)")
-    o = parser.add_argument_group("output")
-    o.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    o.add_argument("--save-dir", metavar="DIR", default=None, help="write every frontier schedule (JSON and CSV)")
-    o.add_argument("--plot", metavar="FRONTIER.png", default=None, help="draw the frontier and the families")
-    o.add_argument("--report", metavar="PAGE.html", default=None, help="an HTML page: frontier, hover, timelines")
-    o.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
-    o.add_argument("--measure", action="store_true", help="run the frontier and the families in PyTorch's runtime")
-    o.add_argument("--measure-scale", type=float, default=None, help="seconds slept per abstract unit (default 0.01)")
+    add_options(s, SOLVER_OPTIONS)
+    add_options(parser.add_argument_group("output"), OUTPUT_OPTIONS)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -115,16 +75,14 @@ def run(args: argparse.Namespace) -> int:
         ...
         ppverify.core.errors.ParameterError: parameter p=0: must be an integer >= 1
     """
-    from ...core.errors import ParameterError
-    from ...core.files import check_output_path, prepare_output_dir
     from ...core.time_limit import TimeLimitError
+    from ...design.options import check_options, request_of
     from ...design.output import design_text, plot_design, save_design, saved_text
-    from ...design.run import DesignRequest, design
+    from ...design.run import design
     from ...design.spec import Limits
     from ...optimize.solver_run import run_limits
     from ...optimize.solver_setup import check_seed
     from ...schedules.registry import check_int
-    from ...systems.preset_models import settings_from
     from ..common import check_nonnegative
 
     check_int("p", args.p, 1)
@@ -134,57 +92,20 @@ def run(args: argparse.Namespace) -> int:
     check_seed(args.seed)  # before any work: CP-SAT takes 32 bits only
     for name in ("bound-work", "pair-work", "search-work"):  # deterministic seconds, 0: none
         check_nonnegative(name, getattr(args, name.replace("-", "_")))
-    if args.pair_work is not None and args.pair_work > 0 and args.bound_work == 0:  # read by nobody
-        raise ParameterError(
-            "pair-work", args.pair_work, "runs within the bound work, which --bound-work 0 switches off: leave one out"
-        )
-    if args.executor == "ray" and args.workers > 1:  # as sweep: Ray would run as many as its cluster has
-        raise ParameterError(
-            "workers", args.workers, "sizes the local pool; Ray places the points on its cluster: leave it out"
-        )
-    if args.gap_limit is not None and not 0 <= args.gap_limit < 1:
-        raise ParameterError("gap-limit", args.gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
-    if args.plot:
-        from ...report.plots import check_plot_path
-
-        check_plot_path(args.plot, "plot")  # before the search: a bad name or folder costs nothing
-    if args.report:
-        if not str(args.report).lower().endswith(".html"):
-            raise ParameterError("report", args.report, "expected a file ending in .html")
-        check_output_path(args.report, "report")
-    from ...design.measured import measure_scale
-
-    scale = measure_scale(args.measure, args.measure_scale, bool(args.system or args.model))
-    if args.save_dir:
-        prepare_output_dir(args.save_dir, "save-dir")  # created now: a bad folder costs no search
-    split = None if args.backward == "auto" else args.backward == "split"
-    request = DesignRequest(
-        args.p,
-        m,
-        args.placements,
-        args.budgets,
-        settings_from(vars(args)),
-        Limits(
-            work,
-            args.gap_limit,
-            args.seed,
-            None if math.isinf(wall) else wall,
-            args.bound_work,
-            args.search_work,
-            Limits.pair_work if args.pair_work is None else args.pair_work,
-        ),
-        split,
-        skip=not args.all_points,
-    )
+    scale = check_options(args)
+    request = request_of(args, m, work, None if math.isinf(wall) else wall)
     result = design(request, args.executor, args.workers, progress=not args.no_progress)
+    done = []
     if args.save_dir:
-        saved = save_design(result, args.save_dir)
+        done.append(f"saved      {saved_text(save_design(result, args.save_dir))} and design.json in {args.save_dir}")
     if args.plot:
         plot_design(result, args.plot)
+        done.append(f"plot       {args.plot}")
     if args.report:
         from ...design.page import write_design_page
 
         write_design_page(result, args.report)
+        done.append(f"report     {args.report}")
     rows = None
     if args.measure:
         from ...design.measured import measure_design, measured_text
@@ -196,15 +117,7 @@ def run(args: argparse.Namespace) -> int:
             out["measured"] = [r.to_dict() for r in rows]
         print_json(out)
     else:
-        print(design_text(result))
-        if rows is not None:
-            print(measured_text(rows))
-        if args.save_dir:
-            print(f"saved      {saved_text(saved)} and design.json in {args.save_dir}")
-        if args.plot:
-            print(f"plot       {args.plot}")
-        if args.report:
-            print(f"report     {args.report}")
+        print("\n".join([design_text(result), *([measured_text(rows)] if rows is not None else []), *done]))
     if result.interrupted:  # what was done is printed; the exit code says it is not all (as optimize)
         return interrupted("ppverify design", "the frontier of the points done")
     if not result.front or not result.found:

@@ -1,0 +1,144 @@
+"""The options of ``ppverify design`` that are its own (the solver's extra work, the executor, the
+outputs), as data the command adds to its parser, and the checks every option passes before any
+search: a bad value costs nothing, and is refused in one line naming the option and its rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..core.errors import ParameterError
+from .spec import Limits
+
+#: the solver group's own options (``--work-limit`` and ``--time-limit`` are optimize's)
+SOLVER_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--gap-limit", dict(type=float, default=0.01, help="stop a point within this relative gap (default 0.01)")),
+    (
+        "--bound-work",
+        dict(
+            type=float,
+            default=None,
+            metavar="S",
+            help="then, per frontier point above the gap limit, this much more deterministic work on its "
+            "critical device's bound (default: the work limit; 0: none, and no --pair-work either)",
+        ),
+    ),
+    (
+        "--pair-work",
+        dict(
+            type=float,
+            default=None,
+            metavar="S",
+            help="and, after --bound-work, S deterministic seconds on the bound of that device together with "
+            f"its busier neighbour (default {Limits.pair_work:g}; 0: none)",
+        ),
+    ),
+    (
+        "--search-work",
+        dict(
+            type=float,
+            default=Limits.search_work,
+            metavar="S",
+            help="then, per frontier point above the gap limit, its search again from the start with S "
+            "deterministic seconds, all on schedules, the better schedule and bound kept (default %(default)g; "
+            "0: none)",
+        ),
+    ),
+    (
+        "--all-points",
+        dict(
+            action="store_true",
+            help="search every point, even one whose bound is no faster than a step already found within its "
+            "budget by an earlier placement or a family (default: skip it; the fastest step at each budget is "
+            "the same)",
+        ),
+    ),
+    ("--seed", dict(type=int, default=0, help="CP-SAT random seed (default 0)")),
+    ("--executor", dict(choices=("local", "ray"), default="local", help="process pool (default) or Ray")),
+    ("--workers", dict(type=int, default=1, help="points solved at once (default 1)")),
+)
+
+#: the output group
+OUTPUT_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--json", dict(action="store_true", help="print one JSON object instead of text")),
+    ("--save-dir", dict(metavar="DIR", default=None, help="write every frontier schedule (JSON and CSV)")),
+    ("--plot", dict(metavar="FRONTIER.png", default=None, help="draw the frontier and the families")),
+    ("--report", dict(metavar="PAGE.html", default=None, help="an HTML page: frontier, hover, timelines")),
+    ("--no-progress", dict(action="store_true", help="no progress lines on stderr")),
+    ("--measure", dict(action="store_true", help="run the frontier and the families in PyTorch's runtime")),
+    ("--measure-scale", dict(type=float, default=None, help="seconds slept per abstract unit (default 0.01)")),
+)
+
+
+def add_options(group: Any, options: tuple[tuple[str, dict[str, Any]], ...]) -> None:
+    """Add ``options`` (:data:`SOLVER_OPTIONS`, :data:`OUTPUT_OPTIONS`) to a parser or group.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_options(parser, SOLVER_OPTIONS)
+        >>> parser.parse_args(["--workers", "2"]).workers
+        2
+    """
+    for flag, kwargs in options:
+        group.add_argument(flag, **kwargs)
+
+
+def check_options(args: argparse.Namespace) -> float:
+    """Refuse, before any search, what would be read by nobody or fail only after it: the extra
+    works, the executor with ``--workers``, the gap limit, the output paths (the save folder is
+    created now); returns the seconds per abstract unit of ``--measure``.
+
+    Example:
+        >>> ns = argparse.Namespace(bound_work=0.0, pair_work=5.0, search_work=30.0)
+        >>> check_options(ns)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter pair-work=5.0: runs within the bound work, which --bound-work 0 switches off: leave one out
+    """
+    from ..core.files import check_output_path, prepare_output_dir
+    from .measured import measure_scale
+
+    if args.pair_work is not None and args.pair_work > 0 and args.bound_work == 0:  # read by nobody
+        raise ParameterError(
+            "pair-work", args.pair_work, "runs within the bound work, which --bound-work 0 switches off: leave one out"
+        )
+    if args.executor == "ray" and args.workers > 1:  # as sweep: Ray would run as many as its cluster has
+        raise ParameterError(
+            "workers", args.workers, "sizes the local pool; Ray places the points on its cluster: leave it out"
+        )
+    if args.gap_limit is not None and not 0 <= args.gap_limit < 1:
+        raise ParameterError("gap-limit", args.gap_limit, "must be a fraction in [0, 1), e.g. 0.01 for 1 %")
+    if args.plot:
+        from ..report.plots import check_plot_path
+
+        check_plot_path(args.plot, "plot")  # before the search: a bad name or folder costs nothing
+    if args.report:
+        if not str(args.report).lower().endswith(".html"):
+            raise ParameterError("report", args.report, "expected a file ending in .html")
+        check_output_path(args.report, "report")
+    scale = measure_scale(args.measure, args.measure_scale, bool(args.system or args.model))
+    if args.save_dir:
+        prepare_output_dir(args.save_dir, "save-dir")  # created now: a bad folder costs no search
+    return scale
+
+
+def request_of(args: argparse.Namespace, m: int, work: float, wall: float | None) -> Any:
+    """The :class:`~.run.DesignRequest` of the command's options (``wall``: the ceiling, None: none).
+
+    Example:
+        >>> ns = argparse.ArgumentParser()
+        >>> add_options(ns, SOLVER_OPTIONS)
+        >>> args = ns.parse_args([])
+        >>> args.p, args.placements, args.budgets, args.backward = 2, "linear", "auto", "auto"
+        >>> request_of(args, 4, 1.0, None).limits.search_work
+        30.0
+    """
+    from ..systems.preset_models import settings_from
+    from .run import DesignRequest
+
+    pair = Limits.pair_work if args.pair_work is None else args.pair_work
+    limits = Limits(work, args.gap_limit, args.seed, wall, args.bound_work, args.search_work, pair)
+    split = None if args.backward == "auto" else args.backward == "split"
+    settings = settings_from(vars(args))
+    return DesignRequest(args.p, m, args.placements, args.budgets, settings, limits, split, skip=not args.all_points)
