@@ -92,7 +92,7 @@ def check_timeline_outputs(args: argparse.Namespace) -> int:
         if getattr(args, flag, None):
             check_output_path(getattr(args, flag), f"--{flag}")
     if getattr(args, "plot", None):  # its format too: measure ran the whole job, then refused x.txt
-        check_plot_path(args.plot, "plot")
+        check_plot_path(args.plot, "--plot")
     return width
 
 

@@ -26,7 +26,10 @@ ENGINE_LEVELS: tuple[str, ...] = engine_names(levels_only=True)
 LEVELS: tuple[str, ...] = ("formula", *ENGINE_LEVELS, "optimum")
 
 LEVEL_SEMANTICS: dict[str, str] = {
-    "formula": "closed-form formula of the family (communication ignored)",
+    # the closed forms take one cost per op kind: each stage costs the mean device share, so a
+    # model whose first and last stages are heavier (embedding, head) is slower in the table
+    "formula": "closed-form formula of the family on uniform stages (each op its mean cost per device share; "
+    "communication ignored)",
     **{name: ENGINES[name].level_help or ENGINES[name].help for name in ENGINE_LEVELS},
     "optimum": "CP-SAT: best op order for the same placement, costs, transfers, replica all-reduce (async timing)",
     "measured": "PyTorch's pipeline runtime on this machine, ops sleeping their durations (p <= 4; compare --measured)",
@@ -197,7 +200,7 @@ def select_schedules(
     if not names:
         return entries
     from ..io import looks_like_file
-    from ..schedules import get_family
+    from ..schedules import families, get_family
 
     out: list[ScheduleEntry] = []
     for name in names:
@@ -212,7 +215,15 @@ def select_schedules(
         key = name.strip().lower()
         hit = [e for e in entries if e.label == key] or [e for e in entries if e.family == key]
         if not hit:
-            fam = get_family(key)  # raises ParameterError listing known families
+            try:
+                fam = get_family(key)
+            except ParameterError:  # name the option and every accepted spelling, labels included
+                raise ParameterError(
+                    "schedules",
+                    name.strip(),
+                    "unknown schedule family or label (nor a schedule file: .json, .csv, .txt); labels: "
+                    f"{', '.join(e.label for e in entries)}; families: {', '.join(f.name for f in families())}",
+                ) from None
             hit = [ScheduleEntry(fam.name, fam.name)]
         out.extend(hit)
     return tuple(distinct_entries(out))

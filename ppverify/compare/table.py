@@ -10,6 +10,7 @@ previous level that produced numbers (formula -> slot -> async -> contention -> 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 
 import pandas as pd
@@ -176,10 +177,22 @@ def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
     return df[list(COLUMNS)]
 
 
-def _fmt_time(x: float, unit: str) -> str:
-    if unit == "s":
-        return f"{x * 1e3:.4g}"
-    return f"{x:.4g}"
+def fmt_time(x: float, unit: str) -> str:
+    """A makespan as the tables print it: seconds in ms to 4 significant digits, abstract units
+    to 6 (their values are exact sums of the costs given); never in scientific notation, whose
+    ``1.2e+04`` hid everything past the second digit of a long step.
+
+    Example:
+        >>> # 49.4503 s is 49450.3 ms: all five integer digits; 12004.5 units stays exact
+        >>> fmt_time(49.4503, "s"), fmt_time(0.0822, "s"), fmt_time(12004.5, "units"), fmt_time(16.5, "units")
+        ('49450', '82.2', '12004.5', '16.5')
+    """
+    value, digits = (x * 1e3, 4) if unit == "s" else (x, 6)
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    whole = math.floor(math.log10(abs(value))) + 1  # digits before the point
+    text = f"{value:.{max(0, digits - whole)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _fmt_mem(x: float, unit: str) -> str:
@@ -244,13 +257,13 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
             if pd.isna(r["makespan"]):
                 row.append(r["status"])
                 continue
-            cell = f"{_fmt_time(r['makespan'], tu)} ({'-' if pd.isna(r['rank']) else r['rank']})"
+            cell = f"{fmt_time(r['makespan'], tu)} ({'-' if pd.isna(r['rank']) else r['rank']})"
             if lv == "formula" and r["exact"] is not None and not pd.isna(r["exact"]) and not bool(r["exact"]):
                 cell = "~" + cell
             if r["rank_change"]:
                 cell += "*"
             if lv == "optimum" and r["status"] == "feasible" and not pd.isna(r["lower_bound"]):
-                cell += f" lb {_fmt_time(r['lower_bound'], tu)}"
+                cell += f" lb {fmt_time(r['lower_bound'], tu)}"
             row.append(cell)
         if sim:
             r = srow.loc[sim]

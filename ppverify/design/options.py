@@ -112,11 +112,11 @@ def check_options(args: argparse.Namespace) -> float:
     if args.plot:
         from ..report.plots import check_plot_path
 
-        check_plot_path(args.plot, "plot")  # before the search: a bad name or folder costs nothing
+        check_plot_path(args.plot, "--plot")  # before the search: a bad name or folder costs nothing
     if args.report:
         if not str(args.report).lower().endswith(".html"):
-            raise ParameterError("report", args.report, "expected a file ending in .html")
-        check_output_path(args.report, "report")
+            raise ParameterError("--report", args.report, "expected a file ending in .html")
+        check_output_path(args.report, "--report")
     scale = measure_scale(args.measure, args.measure_scale, bool(args.system or args.model))
     if args.save_dir:
         prepare_output_dir(args.save_dir, "save-dir")  # created now: a bad folder costs no search

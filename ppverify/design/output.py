@@ -233,7 +233,7 @@ def plot_design(d: Design, path: str | Path) -> Path:
     """
     from ..report.plots import check_plot_path, plt, save_figure
 
-    target = check_plot_path(path, "plot")
+    target = check_plot_path(path, "--plot")
     fig, ax = plt.subplots(figsize=(7, 4.5))
     searched = [(q.peak, q.time) for q in d.points if q.time is not None and q.peak is not None and not q.skipped]
     ax.scatter([x for x, _ in searched], [y for _, y in searched], color="#bbbbbb", s=14, label="points searched")

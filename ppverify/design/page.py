@@ -179,20 +179,21 @@ def design_page(d: Design, title: str | None = None) -> str:
     return "\n".join(body)
 
 
-def write_design_page(d: Design, path: str | Path, title: str | None = None) -> Path:
-    """Write :func:`design_page` (headed ``title``) to ``path`` (an ``.html`` file).
+def write_design_page(d: Design, path: str | Path, title: str | None = None, option: str = "--report") -> Path:
+    """Write :func:`design_page` (headed ``title``) to ``path`` (an ``.html`` file); errors name
+    ``option``, the option the path came from.
 
     Example:
         >>> write_design_page(None, "x.txt")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter report=x.txt: expected a file ending in .html
+        ppverify.core.errors.ParameterError: parameter --report=x.txt: expected a file ending in .html
     """
     from ..core.errors import ParameterError
     from ..core.files import atomic_write
 
     target = Path(path)
     if target.suffix.lower() != ".html":
-        raise ParameterError("report", str(path), "expected a file ending in .html")
-    atomic_write(target, design_page(d, title), "report")
+        raise ParameterError(option, str(path), "expected a file ending in .html")
+    atomic_write(target, design_page(d, title), option)
     return target

@@ -30,21 +30,21 @@ MAX_LABELLED_OPS = 400
 MAX_DRAWN_TRANSFERS = 3000
 
 
-def check_plot_path(path: str | Path, option: str = "output") -> Path:
+def check_plot_path(path: str | Path, option: str = "-o") -> Path:
     """Refuse, before any drawing or run, a plot path matplotlib could not write: not a regular
     file, not ``.png``/``.svg``/``.pdf``, or in a missing folder; errors name ``option``.
 
     Example:
         >>> check_plot_path("frontier.png").name
         'frontier.png'
-        >>> check_plot_path("x.txt", "plot")
+        >>> check_plot_path("x.txt", "--plot")
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter plot=x.txt: expected a file ending in .png, .svg, .pdf
+        ppverify.core.errors.ParameterError: parameter --plot=x.txt: expected a file ending in .png, .svg, .pdf
     """
     from ..core.files import check_folder_takes_files, output_target
 
-    target, _ = output_target(path, f"--{option}")  # a trailing '/', a FIFO, a device: refused before drawing
+    target, _ = output_target(path, option)  # a trailing '/', a FIFO, a device: refused before drawing
     p = Path(path)
     if p.suffix.lower() not in FORMATS:
         raise ParameterError(option, str(path), f"expected a file ending in {', '.join(FORMATS)}")
@@ -54,7 +54,7 @@ def check_plot_path(path: str | Path, option: str = "output") -> Path:
     return p
 
 
-def save_figure(fig: Any, path: str | Path, option: str = "--output") -> None:
+def save_figure(fig: Any, path: str | Path, option: str = "-o") -> None:
     """Write ``fig`` to ``path`` in the format its suffix names, atomically (a reader never sees
     half an image); a failure names ``option``, the option the path came from.
 
@@ -132,7 +132,7 @@ def gantt(
     title: str | None = None,
     memory: bool = True,
     measured_memory: Any = None,
-    option: str = "--output",
+    option: str = "-o",
 ) -> Path:
     """Write a Gantt chart of ``timeline``: one row per device, one bar per op (color = kind,
     label = microbatch, hatched = second pipe), transfers as lines from the sender's row at their
@@ -148,7 +148,7 @@ def gantt(
         >>> out.stat().st_size > 1000
         True
     """
-    path = check_plot_path(path)
+    path = check_plot_path(path, option)
     scale, unit = _time_scale(timeline.time_unit)
     p = timeline.p
     sched = timeline.schedule

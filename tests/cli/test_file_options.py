@@ -61,7 +61,7 @@ def test_output_names_are_checked_before_the_run_and_named_as_given(tmp_path, ca
 
     monkeypatch.setattr(measure_pkg, "measure_many", lambda *a, **k: pytest.fail("ran before refusing"))
     cases = [
-        (["measure", "1f1b", "-p", "2", "--plot", "x.txt"], "parameter plot=x.txt: expected a file ending in .png"),
+        (["measure", "1f1b", "-p", "2", "--plot", "x.txt"], "parameter --plot=x.txt: expected a file ending in .png"),
         (["compare", "--schedules", "1f1b", "-p", "2", "-m", "2", "--report", "x.txt"], "parameter --report=x.txt"),
         (["report", "--schedules", "1f1b", "-p", "2", "-m", "2", "-o", "x.txt"], "parameter -o=x.txt"),
     ]

@@ -22,11 +22,11 @@ pytestmark = pytest.mark.skipif(
         (["simulate", "1f1b", "-p", "2", "-m", "4", "--trace", "/proc/t.json"], "--trace"),
         (["simulate", "1f1b", "-p", "2", "-m", "4", "--frame", "/proc/t.csv"], "--frame"),
         (["compare", "--findings", "--map", "--quick", "--markdown", "/proc/m.md"], "--markdown"),
-        (["plot", "1f1b", "-p", "2", "-m", "4", "-o", "/proc/t.png"], "output"),
+        (["plot", "1f1b", "-p", "2", "-m", "4", "-o", "/proc/t.png"], "-o"),
         (["optimize", "1f1b", "-p", "2", "-m", "4", "--save", "/proc/o.json"], "--save"),
         (["compare", "-p", "2", "-m", "4", "--out", "/proc/c.csv"], "--out"),
-        (["design", "-p", "2", "-m", "2", "--budgets", "1", "--plot", "/proc/f.png"], "plot"),
-        (["design", "-p", "2", "-m", "2", "--budgets", "1", "--report", "/proc/f.html"], "report"),
+        (["design", "-p", "2", "-m", "2", "--budgets", "1", "--plot", "/proc/f.png"], "--plot"),
+        (["design", "-p", "2", "-m", "2", "--budgets", "1", "--report", "/proc/f.html"], "--report"),
     ],
 )
 def test_a_folder_that_takes_no_file_is_refused_before_the_run(capsys, argv, option):

@@ -204,7 +204,7 @@ def test_bad_outputs_are_refused_before_the_search(tmp_path, capsys, monkeypatch
     assert "report=missing/page.html: folder missing does not exist" in err and "design [" not in err
     assert main([*argv, "--plot", "frontier.txt"]) == 2  # named as the user spells it (it said "output")
     err = capsys.readouterr().err
-    assert "parameter plot=frontier.txt: expected a file ending in .png" in err and "design [" not in err
+    assert "parameter --plot=frontier.txt: expected a file ending in .png" in err and "design [" not in err
     assert main([*argv, "--save-dir", "new/frontier", "--no-progress"]) == 0  # made, and filled
     assert Path("new/frontier/design.json").is_file()
 

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         from ...design.output import load_design
         from ...design.page import write_design_page
 
-        write_design_page(load_design(args.from_file), args.output, args.title)
+        write_design_page(load_design(args.from_file), args.output, args.title, "-o")
         print(f"report written to {args.output} (the design's frontier)")
         return 0
     from ...report.build import report_from_file
