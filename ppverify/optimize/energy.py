@@ -100,7 +100,9 @@ def memory_energy_spans(inst: Instance, deadline: Deadline | None = None) -> lis
         up_amount = max(inst.alloc[i] for i in fwd)
         down_step = min(inst.dur[i] for i in frees)
         down_amount = max(inst.free[i] for i in frees)
-        cap = inst.cap
+        # a device never holds more than all its forwards allocate: a larger cap reads as that
+        # (still an upper bound on what it holds, and the ramps' work no longer grows with the cap)
+        cap = min(inst.cap, sum(inst.alloc[i] for i in fwd))
         lo = -(-energy // cap)
         hi = lo + up_step * (-(-cap // up_amount)) + down_step * (-(-cap // down_amount)) + 1
         while available(cap, up_step, up_amount, down_step, down_amount, hi) < energy:
