@@ -143,6 +143,11 @@ def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
+def _typed(given: Mapping[str, float | None]) -> str:
+    """The kinds given, as ``--costs`` spells them (``F=1,I=1``): an error quotes what was typed."""
+    return ",".join(f"{k}={_fmt(float(v))}" for k, v in given.items() if v is not None)
+
+
 def complete_costs(given: Mapping[str, float | None]) -> dict[str, float]:
     """Fill in missing kinds: ``B = I + W``; ``I = W = B/2``; default ``F = 1``, ``B = 2F``.
 
@@ -161,7 +166,7 @@ def complete_costs(given: Mapping[str, float | None]) -> dict[str, float]:
     # float sum 0.1 + 1e-7 is 0.10000010000000001, a longer B than the verifier's I + W
     if (i is None) != (w is None):
         if b is None:
-            raise ParameterError("costs", dict(given), "give both I and W, or B")
+            raise ParameterError("costs", _typed(given), "give both I and W, or B")
         if i is None and w is not None:
             i = float(exact_fraction(b) - exact_fraction(w))
         elif w is None and i is not None:
@@ -169,7 +174,7 @@ def complete_costs(given: Mapping[str, float | None]) -> dict[str, float]:
     if i is not None and w is not None:
         b = float(exact_fraction(i) + exact_fraction(w)) if b is None else b
         if abs(float(b) - float(i) - float(w)) > 1e-9:
-            raise ParameterError("costs", dict(given), "B must equal I + W")
+            raise ParameterError("costs", _typed(given), "B must equal I + W")
     b = 2.0 * f if b is None else float(b)
     i = b / 2 if i is None else float(i)
     w = b / 2 if w is None else float(w)
