@@ -83,7 +83,7 @@ class MeasureResult:
 
     @property
     def makespan(self) -> float:
-        """Makespan of the median step (first op start to last op end, seconds)."""
+        """Makespan of the median step (its start, the first rank out of the barrier, to the last op's end; seconds)."""
         return self.timeline.makespan
 
     @property
@@ -120,18 +120,21 @@ class MeasureResult:
 
 def seconds_costs(schedule: Schedule, costs: CostModel | dict[str, float] | None) -> CostModel:
     """The cost model of a measured run, in seconds: a ``CostModel`` as given (abstract units are
-    read as seconds), a ``{"F": .., "B": ..}`` dict per device share, or :data:`DEFAULT_COSTS`.
+    read as seconds), a ``{"F": .., "B": ..}`` dict per device share (F left out: :data:`DEFAULT_COSTS`'s
+    F; B = 2F, I = W = B/2 as for every cost model), or :data:`DEFAULT_COSTS`.
 
     Example:
         >>> from ppverify.schedules import build
         >>> c = seconds_costs(build("interleaved-1f1b", p=2, m=2), {"F": 0.01, "B": 0.02})
         >>> c.time_unit, c.duration["F"]
         ('s', (0.005, 0.005, 0.005, 0.005))
+        >>> seconds_costs(build("1f1b", p=2, m=2), {"B": 0.004}).label  # F left out: the default 10 ms
+        'F=0.01,B=0.004,I=0.002,W=0.002'
     """
     if costs is None:
         costs = dict(DEFAULT_COSTS)
-    if isinstance(costs, dict):
-        costs = CostModel.abstract(schedule.placement, **costs)
+    if isinstance(costs, dict):  # a missing F is the default's 10 ms, not the abstract default's 1 (second)
+        costs = CostModel.abstract(schedule.placement, **{"F": DEFAULT_COSTS["F"], **costs})
     if costs.num_stages != schedule.num_stages:
         raise ParameterError(
             "costs",
@@ -155,6 +158,7 @@ def _job(
 ) -> Job:
     from ..core.ops import Comm, format_action
     from ..io.torch_csv import COMPUTE_COMMS, COMPUTE_ONLY, FLAVOURS, to_rows
+    from ..io.torch_rules import check_runnable
 
     if format is not None and format not in FLAVOURS:
         raise ParameterError("format", format, f"expected one of {', '.join(FLAVOURS)}")
@@ -164,6 +168,7 @@ def _job(
         raise ParameterError("warmup", warmup, "must be >= 0")
     lowered = any(isinstance(a, Comm) for prog in schedule.programs for a in prog)
     check_format(schedule, format, lowered)
+    check_runnable(schedule)  # before any worker: PyTorch's own failure would be an autograd error
     rows: list[list[str]] = []
     if schedule.placement.num_pipes > 1:
         format = COMPUTE_ONLY  # no CSV: the two-pipe runner runs the programs themselves

@@ -192,7 +192,21 @@ def summary_lines(fit: Any, text: str, rows: Sequence[tuple[int, float, float]])
         + (f" (left out as outliers: {', '.join(map(str, fit.dropped))})" if fit.dropped else "")
     ]
     lines += [line[2:] for line in text.splitlines()[2:5]]
-    lines += [  # the first error printed states the sign's convention
+    return lines + held_out_lines(fit, rows)
+
+
+def held_out_lines(fit: Any, rows: Sequence[tuple[int, float, float]]) -> list[str]:
+    """Each held-out step's prediction and error (and their median, with more than one) and the
+    SEND/RECV posts: the end of :func:`summary_lines`, which ``calibrate --from-trace`` without
+    ``--out`` prints as comments after the preset.
+
+    Example:
+        >>> class Fit:
+        ...     posts = None
+        >>> held_out_lines(Fit(), [(3, 0.1, 0.11)])
+        ['held-out step 3    measured 100.000 ms   predicted 110.000 ms   error (pred-meas)/meas +10.0%']
+    """
+    lines = [  # the first error printed states the sign's convention
         f"held-out step {n:<4} measured {ms * 1e3:.3f} ms   predicted {pr * 1e3:.3f} ms   "
         + error_text(prediction_error(pr, ms), labelled=i == 0)
         for i, (n, ms, pr) in enumerate(rows)
@@ -210,4 +224,4 @@ def summary_lines(fit: Any, text: str, rows: Sequence[tuple[int, float, float]])
     return lines
 
 
-__all__ = ["calibration_json", "calibration_lines", "summary_lines", "trace_fit_json"]
+__all__ = ["calibration_json", "calibration_lines", "held_out_lines", "summary_lines", "trace_fit_json"]

@@ -133,3 +133,48 @@ def file_costs(path: str, schedule: Schedule) -> CostModel | None:
         time_unit="s",
         label=f"the file's costs {costs.label or 'custom'} at {k * 1e3:g} ms a unit",
     )
+
+
+def file_comm_note(path: str) -> str | None:
+    """The note ``measure FILE.json`` prints when the file stores the communication it was made for
+    (``optimize --save``): the run does not emulate it, so its prediction and timings leave it out
+    where ``simulate FILE.json`` charges it; a fixed delay comes with the ``--link-delay`` that
+    emulates it (a unit of abstract costs at :data:`SECONDS_PER_UNIT`). None: no stored communication.
+
+    Example:
+        >>> import os, tempfile
+        >>> from ppverify.core.comm import FixedDelay
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.io.json_comm import CommSettings
+        >>> from ppverify.io.json_format import save_json
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=2)
+        >>> f = os.path.join(tempfile.mkdtemp(), "s.json")
+        >>> _ = save_json(s, f, CostModel.abstract(s.placement), comm=CommSettings(FixedDelay(1.0)))
+        >>> print(file_comm_note(f))  # doctest: +NORMALIZE_WHITESPACE
+        s.json: the file's communication (fixed delay 1 per transfer, sync eager) is not emulated: the run's
+        transfers take this machine's own time and its prediction charges none; --link-delay 0.01 emulates the
+        delay (the file's 1 at 10 ms a unit)
+    """
+    from pathlib import Path
+
+    from ..core.comm import FixedDelay
+    from ..core.files import read_text
+    from ..io import sniff_format
+    from ..io.json_format import read_json
+
+    if not path.lower().endswith(".json") or sniff_format(read_text(path)) != "json":
+        return None
+    doc = read_json(path)
+    if doc.comm is None:
+        return None
+    how = "--link-delay S emulates a fixed delay"
+    if isinstance(doc.comm.comm, FixedDelay):
+        delay = doc.comm.comm.delay
+        seconds = doc.costs is not None and doc.costs.time_unit == "s"
+        s = delay if seconds else delay * SECONDS_PER_UNIT
+        how = f"--link-delay {s:g} emulates the delay" + ("" if seconds else f" (the file's {delay:g} at 10 ms a unit)")
+    return (
+        f"{Path(path).name}: the file's communication ({doc.comm.describe()}) is not emulated: the run's transfers "
+        f"take this machine's own time and its prediction charges none; {how}"
+    )

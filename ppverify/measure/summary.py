@@ -46,8 +46,13 @@ def measure_report(
         >>> sorted(k for k in r if k.startswith("makespan"))  # doctest: +SKIP
         ['makespan', 'makespan_measured', 'makespan_predicted']
     """
+    from ..io.torch_rules import message_order_problem
+
     rep = timeline_report(result.timeline)
     rep.update(result.summary())
+    crossed = message_order_problem(schedule)  # a compute_comms file's SEND/RECV order: why gradients went wrong
+    if crossed is not None:
+        rep["message_order"] = crossed
     rep["predicted"] = result.predicted.metrics() if result.predicted is not None else None
     if system is not None:
         calibrated = calibrated_prediction(schedule, result, system)
@@ -112,6 +117,7 @@ def measure_text(
         lines.append(
             f"calibrated    predicted {fmt_time(calibrated, 's')} ({prediction_method(schedule, system)}, "
             f"--system {rep['system']})   {error_text(prediction_error(calibrated, ms), labelled=pred is None)}"
+            + ("" if has_runtime(system) else _NO_RUNTIME)
         )
     bubble = f"bubble ratio  measured {tl.bubble_ratio:.4f}"
     lines.append(bubble + (f"   predicted {pred.bubble_ratio:.4f}" if pred is not None else ""))
@@ -121,8 +127,31 @@ def measure_text(
     lines += memory_lines(result)
     if rep.get("memory_cap_line"):  # measure --memory-cap: the measured peaks against it
         lines.append(f"memory cap    {rep['memory_cap_line']}")
+    if rep.get("message_order"):
+        lines.append(f"messages      {rep['message_order']}")
     lines.append(f"gradients     {result.grad_check.message}")
     return "\n".join(lines)
+
+
+#: the calibrated line of a preset that calibrates nothing of this machine (a cluster's, say)
+_NO_RUNTIME = "\n              (the preset has no runtime: section: its links only, no runtime overhead; `ppverify calibrate` writes one)"
+
+
+def has_runtime(system: Any) -> bool:
+    """Whether a system preset describes a pipeline runtime (a ``runtime:`` section with overheads
+    or hand-over terms, as ``ppverify calibrate`` writes), not only links.
+
+    Example:
+        >>> from ppverify.systems.system import load_system
+        >>> has_runtime(load_system("dgx-a100")), has_runtime(load_system("examples/systems/calibrated-2core.yaml"))
+        (False, True)
+    """
+    return bool(
+        getattr(system, "action_overhead_s", 0)
+        or getattr(system, "transfer_overhead_s", 0)
+        or getattr(system, "two_pipe_overhead_s", None)
+        or getattr(system, "handover_s", None)
+    )
 
 
 def stage_durations(costs: Any, ops: Iterable[Any], sep: str = ", ") -> str:
@@ -173,11 +202,17 @@ def memory_lines(result: MeasureResult) -> list[str]:
         line += f"   predicted {_bytes(mm.predicted)}   {verdict}"
     sched = result.schedule
     how = f"              saved tensors of each stage's block, {mm.stage_bytes:,} B per stage and microbatch"
-    pred = result.predicted
-    if pred is not None and result.costs.memory_unit == "activations":
-        # one activation of a device share is S/p stages' worth of one microbatch
+    if mm.predicted is not None:
+        # one activation of a device share is S/p stages' worth of one microbatch; the count is read
+        # off the predicted bytes, which take this run's memory model, not the costs' (a file's freed_by_I)
         per = mm.stage_bytes * sched.num_stages / sched.p
-        how += f"; predicted = {', '.join(f'{x:g}' for x in pred.peak_memory())} activations x {per:,.0f} B"
+        how += f"; predicted = {', '.join(f'{x / per:g}' for x in mm.predicted)} activations x {per:,.0f} B"
+        freed = sorted({f for f in result.costs.freed_by_I if f > 0})
+        if freed:
+            how += (
+                f" (the costs' freed_by_I {'/'.join(f'{f:g}' for f in freed)} is not this run's: PyTorch's I keeps "
+                "every saved tensor for the W, freed_by_I 0)"
+            )
     return [line, how]
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ParameterError, PPVerifyError
+from .hang import MeasureTimeout
 from .realtime import check_realtime, enter_realtime
 from .status import blank_status, open_status, read_status, set_status
 
@@ -46,22 +47,6 @@ STARTUP_TIMEOUT = 120.0
 WORKER_MEMORY_BYTES = 512 * 2**20
 #: hard cap on workers whatever the machine (they sleep most of the time, so cores are not the limit)
 MAX_WORKERS_CAP = 64
-
-
-class MeasureTimeout(Exception):
-    """The workers did not finish within the timeout: a hang (a negative verdict, not bad input).
-
-    ``blocked[rank]`` is the action (or phase) each rank was in when it was stopped.
-
-    Example:
-        >>> str(MeasureTimeout(2.0, {0: "0F1", 1: "1B0"}))
-        'hang: no progress within 2 s; rank 0 blocked in 0F1; rank 1 blocked in 1B0'
-    """
-
-    def __init__(self, timeout: float, blocked: dict[int, str]) -> None:
-        self.timeout, self.blocked = timeout, dict(blocked)
-        parts = [f"rank {r} blocked in {a}" for r, a in sorted(blocked.items())]
-        super().__init__(f"hang: no progress within {timeout:g} s; " + "; ".join(parts))
 
 
 class WorkerError(PPVerifyError):
@@ -429,6 +414,8 @@ def _collect(procs: list, results: Any, status_paths: list[Path], world_size: in
     out: dict[int, Any] = {}
     started = time.monotonic()
     phase_start: dict[int, float] = {}
+    seen: dict[int, tuple[int, str]] = {}
+    moved = started  # when a rank last changed action or finished: a stuck run stops moving, a slow one does not
     while len(out) < world_size:
         try:
             rank, ok, value = results.get(timeout=0.05)
@@ -438,9 +425,12 @@ def _collect(procs: list, results: Any, status_paths: list[Path], world_size: in
             if not ok:
                 raise _first_cause(rank, value, results, procs, status_paths)
             out[rank] = value
+            moved = time.monotonic()
             continue
         now = time.monotonic()
         states = {r: read_status(status_paths[r]) for r in range(world_size) if r not in out}
+        if states != seen:
+            seen, moved = states, now
         for phase, _ in states.values():
             if phase >= 0:
                 phase_start.setdefault(phase, now)
@@ -458,7 +448,7 @@ def _collect(procs: list, results: Any, status_paths: list[Path], world_size: in
         if late:
             blocked = {r: text for r, (_, text) in states.items()}
             _kill_all(procs)
-            raise MeasureTimeout(timeout if lagging >= 0 else STARTUP_TIMEOUT, blocked)
+            raise MeasureTimeout(timeout if lagging >= 0 else STARTUP_TIMEOUT, blocked, now - moved)
     return [out[r] for r in range(world_size)]
 
 

@@ -191,7 +191,7 @@ def check_calibrate_mode(args: argparse.Namespace) -> None:
 
 def _from_trace(args: argparse.Namespace) -> int:
     from ...core.files import atomic_write
-    from ...measure.calibration_report import summary_lines, trace_fit_json
+    from ...measure.calibration_report import held_out_lines, summary_lines, trace_fit_json
     from ...measure.trace_calibrate import from_trace
     from ...measure.trace_sizes import transfer_sizes
 
@@ -204,6 +204,13 @@ def _from_trace(args: argparse.Namespace) -> int:
         Path(args.out).stem if args.out else "from-trace",
         sizes,
     )
+    if sizes.given and fit.bytes_from == "recorded shapes":  # recorded shapes win: say so, not a silent no-op
+        option = "--boundary-bytes" if sizes.each is not None else "--model"
+        print(
+            f"ppverify: note: {option}: the traces record their transfers' shapes, which size the link "
+            f"(recorded shapes win); {option} sized nothing",
+            file=sys.stderr,
+        )
     if args.out:
         atomic_write(args.out, text, "--out")
     if args.json:
@@ -211,8 +218,9 @@ def _from_trace(args: argparse.Namespace) -> int:
     elif args.out:
         print("\n".join(summary_lines(fit, text, rows)))
         print(f"wrote              {args.out}")
-    else:
+    else:  # the held-out steps as comments: the preset stays one YAML document on standard output
         print(text, end="")
+        print("".join(f"# {line}\n" for line in held_out_lines(fit, rows)), end="")
     return 0
 
 

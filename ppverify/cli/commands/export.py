@@ -127,6 +127,13 @@ def run_export(args: argparse.Namespace) -> int:
             f"a PyTorch CSV does not carry m, and the schedule's ops name {named} microbatches: "
             f"the file would hold m={named}; leave -m out, or give --format json",
         )
+    if fmt != "json":  # a file PyTorch's runtime cannot run, or runs with crossed tensors, is not written
+        from ...io.torch_rules import check_runnable, message_order_problem
+
+        check_runnable(schedule, "; --format json keeps it as it is")
+        crossed = message_order_problem(schedule) if fmt == "torch-csv-comms" else None
+        if crossed is not None:
+            raise ParameterError("schedule", schedule.describe(), crossed)
     text = export_text(doc, fmt)
     left = [w for w, v in (("costs", doc.costs), ("communication", doc.comm)) if v is not None]
     if fmt != "json" and left:  # simulate of the CSV would time it otherwise, without a word

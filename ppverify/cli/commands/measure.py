@@ -18,6 +18,7 @@ files written carry the measured curve.
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 
 from .. import Command
@@ -46,9 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--costs",
         default=None,
-        help="op costs in seconds per device share, e.g. F=0.01,B=0.02 or F=0.01,I=0.01,W=0.01 (default: a JSON schedule "
-        "file's own costs at 10 ms a unit, else F=0.01,B=0.02; with --compute real the prediction then takes the op "
-        "costs measured in the run)",
+        help="op costs in seconds per device share, e.g. F=0.01,B=0.02 or F=0.01,I=0.01,W=0.01; a kind left out: F=0.01, "
+        "B=2F, I=W=B/2 (default: a JSON schedule file's own costs at 10 ms a unit, else F=0.01,B=0.02; with --compute "
+        "real the prediction then takes the op costs measured in the run)",
     )
     g.add_argument(
         "--compute",
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from ...core.costs import CostModel
     from ...measure import MeasureTimeout, measure
-    from ...measure.options import check_link_delay, check_run_options, file_costs
+    from ...measure.options import check_link_delay, check_run_options, file_comm_note, file_costs
     from ...measure.summary import measure_cap, measure_report, measure_text, measured_cap_check
     from ...systems.system import link_delay_of, load_system
 
@@ -141,6 +142,9 @@ def run(args: argparse.Namespace) -> int:
     link_delay = args.link_delay if args.link_delay is not None else link_delay_of(system)
     check_link_delay(link_delay)
     check_timeline_outputs(args)  # not after the run: a bad path is bad input
+    comm_note = file_comm_note(args.schedule) if args.link_delay is None else None
+    if comm_note:  # simulate of the file charges it: say why this prediction does not
+        print(f"ppverify: note: {comm_note}", file=sys.stderr)
     try:
         res = measure(
             schedule,
@@ -158,7 +162,13 @@ def run(args: argparse.Namespace) -> int:
     except MeasureTimeout as exc:
         if args.json:
             print_json(
-                {"schedule": schedule.describe(), "hang": str(exc), "blocked": exc.blocked, "timeout": exc.timeout}
+                {
+                    "schedule": schedule.describe(),
+                    "hang": str(exc),
+                    "blocked": exc.blocked,
+                    "timeout": exc.timeout,
+                    "still_running": exc.still_running,  # slow, not stuck: the timeout ended a moving run
+                }
             )
         else:
             print(f"schedule      {schedule.describe()}\n{exc}\nall worker processes stopped")

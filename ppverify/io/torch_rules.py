@@ -1,0 +1,131 @@
+"""Two things PyTorch 2.13's pipeline runtime needs of a schedule that ppverify's own rules
+(completeness, dependencies, deadlock) do not ask, each found by running such files in the
+runtime (``measure``) and checked before a file is written for it (``export``) or run (``measure``):
+
+* **The last stage's forwards in microbatch order.** ``_PipelineScheduleRuntime`` appends each
+  loss to a list as the last stage's forwards run (``_maybe_compute_loss``) and reads it back by
+  microbatch number at that stage's backward (``_maybe_get_loss``). A last stage that runs ``F1``
+  before ``F0`` hands microbatch 0's backward microbatch 1's loss: the step fails ("Failed to
+  run stage backward ... Output gradient: None", or "Loss for microbatch 2 is not available").
+  With a single stage nothing is received, each loss is back-propagated once and the gradients
+  come out right, so the rule applies from two stages on.
+* **Messages between two ranks in one order.** The runtime's SEND/RECV ops carry no tag
+  (``dist.P2POp(dist.isend, tensor, peer, group)``), so gloo and NCCL match the messages from one
+  rank to another in the order they are posted. A ``compute_comms`` file whose rank posts
+  ``1SEND_B1`` before ``1SEND_B0`` while the receiving rank posts ``0RECV_B0`` first delivers
+  microbatch 1's gradient as microbatch 0's: no error, wrong gradients. PyTorch's own lowering of a
+  ``compute_only`` file posts each RECV in its SEND's round, so only hand-written (or
+  hand-edited) ``compute_comms`` files can break this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..core.ops import Action, Comm, Op, Overlap
+from ..core.schedule import Schedule
+
+
+def _ops(action: Action) -> Iterator[Op]:
+    if isinstance(action, Op):
+        yield action
+    elif isinstance(action, Overlap):
+        yield from action.ops
+
+
+def loss_order_problem(schedule: Schedule) -> str | None:
+    """Why PyTorch's runtime cannot run ``schedule``'s last stage (its forwards out of microbatch
+    order; see the module docstring), or None. Two-pipe schedules and single-stage ones: None.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> loss_order_problem(parse_rows([["0F0", "0F1", "0B0", "0B1"], ["1F1", "1F0", "1B0", "1B1"]]))  # doctest: +ELLIPSIS
+        "rank 1 runs the last stage's forwards in the order 1F1, 1F0: PyTorch's runtime keeps ... in microbatch order"
+        >>> loss_order_problem(parse_rows([["0F0", "0F1", "0B0", "0B1"], ["1F0", "1F1", "1B1", "1B0"]])) is None
+        True
+    """
+    last = schedule.num_stages - 1
+    if last < 1 or schedule.placement.num_pipes != 1:
+        return None
+    rank = schedule.placement.maps[0][last]
+    fwd = [o for a in schedule.programs[rank] for o in _ops(a) if o.kind == "F" and o.stage == last]
+    if [o.mb for o in fwd] == sorted(o.mb for o in fwd):
+        return None
+    shown = ", ".join(map(str, fwd[:4])) + (", ..." if len(fwd) > 4 else "")
+    return (
+        f"rank {rank} runs the last stage's forwards in the order {shown}: PyTorch's runtime keeps the last "
+        "stage's losses in the order its forwards ran and reads them back by microbatch number, so a backward "
+        f"gets another microbatch's loss and the step fails; run stage {last}'s forwards in microbatch order"
+    )
+
+
+def _message(comm: Comm, r: int, rank: tuple[int, ...]) -> tuple[tuple[int, int], tuple[str, int, int]]:
+    """The rank pair ``(sender, receiver)`` a SEND/RECV on rank ``r`` joins and the message it
+    names: ``(direction, the sending stage, mb)``."""
+    if comm.kind == "SEND_F":
+        return (r, rank[comm.stage + 1]), ("F", comm.stage, comm.mb)
+    if comm.kind == "SEND_B":
+        return (r, rank[comm.stage - 1]), ("B", comm.stage, comm.mb)
+    if comm.kind == "RECV_F":
+        return (rank[comm.stage - 1], r), ("F", comm.stage - 1, comm.mb)
+    return (rank[comm.stage + 1], r), ("B", comm.stage + 1, comm.mb)
+
+
+def message_order_problem(schedule: Schedule) -> str | None:
+    """Where ``schedule``'s SEND/RECV actions (a ``compute_comms`` file) would deliver one
+    microbatch's tensor as another's in PyTorch's runtime (messages between two ranks are matched in
+    posting order; see the module docstring), or None. A schedule without SEND/RECV actions (PyTorch
+    lowers it itself) and a two-pipe one: None.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> rows = [["0F0", "0SEND_F0", "0F1", "0SEND_F1", "0RECV_B0", "0B0", "0RECV_B1", "0B1"],
+        ...         ["1RECV_F0", "1F0", "1RECV_F1", "1F1", "1B0", "1B1", "1SEND_B1", "1SEND_B0"]]
+        >>> message_order_problem(parse_rows(rows))  # doctest: +ELLIPSIS
+        "rank 1's first message to rank 0 is 1SEND_B1, which rank 0 receives as 0RECV_B0: ... gradient ..."
+    """
+    if schedule.placement.num_pipes != 1:
+        return None
+    rank = tuple(schedule.placement.maps[0])
+    sent: dict[tuple[int, int], list[tuple[tuple[str, int, int], Comm]]] = {}
+    received: dict[tuple[int, int], list[tuple[tuple[str, int, int], Comm]]] = {}
+    for r, program in enumerate(schedule.programs):
+        for a in program:
+            if not isinstance(a, Comm):
+                continue
+            pair, msg = _message(a, r, rank)
+            if pair[0] != pair[1]:  # a hand-over between two stages of one rank sends nothing
+                (sent if a.kind.startswith("SEND") else received).setdefault(pair, []).append((msg, a))
+    for (src, dst), sends in sorted(sent.items()):
+        for k, ((msg, send), (want, recv)) in enumerate(zip(sends, received.get((src, dst), []))):
+            if msg != want:
+                nth = {0: "first", 1: "second", 2: "third"}.get(k, f"{k + 1}th")
+                what = "activation" if msg[0] == "F" else "gradient"
+                return (
+                    f"rank {src}'s {nth} message to rank {dst} is {send}, which rank {dst} receives as {recv}: "
+                    "PyTorch's send/receive ops carry no tag, so two ranks match their messages in the order they "
+                    f"post them, and {recv} gets microbatch {msg[2]}'s {what} (no error, wrong gradients); post "
+                    f"the SENDs in the order rank {dst} receives them, or write compute_only and let PyTorch place them"
+                )
+    return None
+
+
+def check_runnable(schedule: Schedule, hint: str = "") -> None:
+    """Refuse (:class:`~ppverify.core.errors.ParameterError`, naming the schedule) a schedule whose
+    last stage PyTorch's runtime cannot run (:func:`loss_order_problem`); ``hint`` ends the message.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> check_runnable(parse_rows([["0F0", "0F1", "0B0", "0B1"], ["1F1", "1F0", "1B0", "1B1"]], "x.csv"))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter schedule=x.csv p=2 m=2 format=compute_only placement=linear: rank 1 runs the last stage's forwards in the order 1F1, 1F0: PyTorch's runtime keeps the last stage's losses in the order its forwards ran and reads them back by microbatch number, so a backward gets another microbatch's loss and the step fails; run stage 1's forwards in microbatch order
+    """
+    problem = loss_order_problem(schedule)
+    if problem is not None:
+        from ..core.errors import ParameterError
+
+        raise ParameterError("schedule", schedule.describe(), problem + hint)
+
+
+__all__ = ["check_runnable", "loss_order_problem", "message_order_problem"]
