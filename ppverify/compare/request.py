@@ -32,91 +32,17 @@ from .config import (
     default_configs,
     select_schedules,
 )
+from .csv_text import given_csv, parse_floats, parse_ints, split_csv
 from .findings import FINDINGS_SCHEDULES, Finding, Setup, abstract_setup, evaluate_findings, format_findings
 from .results import PointResult
 from .run import run_comparison
-from .table import format_config_table, format_legend, unavailable_levels
+from .table import format_config_table, format_legend, never_applicable, unavailable_levels
 
 #: the preset options ``compare`` passes on to every system and model
 PRESET_OPTIONS = ("mfu", "microbatch_size", "seq_len", "tp", "ranks_per_node")
 #: the two systems and the model of ``--findings`` when none are given
 FINDINGS_SYSTEMS = ("dgx-h100", "ethernet-100g")
 FINDINGS_MODEL = "gpt3-1.3b"
-
-
-def split_csv(text: str | None) -> list[str] | None:
-    """Comma-separated values, each once, blanks dropped; ``None`` when nothing is given.
-
-    Example:
-        >>> split_csv("gpipe, 1f1b,,gpipe"), split_csv(" , "), split_csv(None)
-        (['gpipe', '1f1b'], None, None)
-    """
-    if text is None:
-        return None
-    items = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))  # each value once
-    return items or None
-
-
-def given_csv(name: str, text: str | None) -> list[str] | None:
-    """:func:`split_csv` of an option's value, ``None`` only when the option is not given: a value
-    that names nothing (``''``, ``' , '``) is refused, never read as the default selection.
-
-    Example:
-        >>> given_csv("schedules", "gpipe,1f1b"), given_csv("schedules", None)
-        (['gpipe', '1f1b'], None)
-        >>> given_csv("schedules", " , ")
-        Traceback (most recent call last):
-        ...
-        ppverify.core.errors.ParameterError: parameter schedules= , : names nothing; give comma-separated values, or leave the option out for its default
-    """
-    if text is None:
-        return None
-    items = split_csv(text)
-    if items is None:
-        raise ParameterError(
-            name, text, "names nothing; give comma-separated values, or leave the option out for its default"
-        )
-    return items
-
-
-def parse_ints(name: str, text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
-    """Comma-separated integers >= 1 (each once), or ``default`` when ``text`` is ``None``.
-
-    Example:
-        >>> parse_ints("p", "4,8,4", (4,)), parse_ints("p", None, (4,))
-        ((4, 8), (4,))
-        >>> parse_ints("m", "0", (4,))
-        Traceback (most recent call last):
-        ...
-        ppverify.core.errors.ParameterError: parameter m=0: expected comma-separated integers >= 1
-    """
-    if text is None:
-        return default
-    try:
-        vals = tuple(int(t) for t in split_csv(text) or ())
-    except ValueError:
-        raise ParameterError(name, text, "expected comma-separated integers, e.g. 4,8,16") from None
-    if not vals or any(v < 1 for v in vals):
-        raise ParameterError(name, text, "expected comma-separated integers >= 1")
-    return tuple(dict.fromkeys(vals))  # a value given twice is one configuration
-
-
-def parse_floats(name: str, text: str | None, default: tuple[float, ...]) -> tuple[float, ...]:
-    """Comma-separated numbers >= 0 (repeats kept), or ``default`` when ``text`` is ``None``.
-
-    Example:
-        >>> parse_floats("comm-delay", "0,0.5", (0.0,))
-        (0.0, 0.5)
-    """
-    if text is None:
-        return default
-    try:
-        vals = tuple(float(t) for t in split_csv(text) or ())
-    except ValueError:
-        raise ParameterError(name, text, "expected comma-separated numbers, e.g. 0,0.5,1") from None
-    if not vals or any(not v >= 0 for v in vals):
-        raise ParameterError(name, text, "expected comma-separated numbers >= 0")
-    return vals
 
 
 @dataclass(frozen=True)
@@ -175,8 +101,8 @@ def compare_request(
     costs: str | None = None,
     comm_delay: str | None = None,
     options: tuple[tuple[str, Any], ...] = (),
-    time_limit: float = 0.5,
-    max_opt_ops: int = 256,
+    time_limit: float | None = None,
+    max_opt_ops: int | None = None,
     out: str | None = None,
     findings: bool = False,
     verify: bool = True,
@@ -190,8 +116,10 @@ def compare_request(
     (``measured`` added with ``measured`` or ``measured_trace``; ``findings`` without explicit
     levels skips the optimum), the time limit, the ``out`` suffix, the memory cap's spelling in
     the mode's unit, the schedules and the numbers. ``costs`` or ``comm_delay`` select abstract
-    mode. Preset names and options are checked when the configurations are built
-    (:func:`request_configs`).
+    mode. ``time_limit`` and ``max_opt_ops`` (``None``: not given, 0.5 and 256) budget the
+    optimum, and ``memory_cap`` caps it: each is refused when the levels leave the optimum out,
+    where it would be ignored. Preset names and options are checked when the configurations are
+    built (:func:`request_configs`).
 
     Example:
         >>> req = compare_request(schedules="gpipe,1f1b", ps="4,8,4", costs="F=1,B=2", levels="slot,optimum",
@@ -202,6 +130,10 @@ def compare_request(
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter levels=fast: unknown level; expected some of formula, slot, async, contention, optimum, measured
+        >>> compare_request(levels="slot,async", time_limit=5)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter time-limit=5: budgets the CP-SAT optimum, a level this run leaves out: add optimum to --levels, or leave it out
     """
     lv = tuple(given_csv("levels", levels) or LEVELS)
     if (measured or measured_trace) and "measured" not in lv:
@@ -212,18 +144,25 @@ def compare_request(
     for name, text in (("costs", costs), ("comm-delay", comm_delay)):
         if text is not None and not str(text).replace(",", " ").strip():
             raise ParameterError(name, text, "an empty value; give one, or leave the option out for its default")
+    if findings and not levels:
+        lv = tuple(x for x in lv if x != "optimum")
     if time_limit is not None and not time_limit > 0:
         raise ParameterError("time-limit", time_limit, "must be > 0 seconds")
     if max_opt_ops is not None and max_opt_ops < 0:
         raise ParameterError("max-opt-ops", max_opt_ops, "must be an integer >= 0 (0: no optimum is solved)")
+    for name, value in (("time-limit", time_limit), ("max-opt-ops", max_opt_ops)):
+        if value is not None and "optimum" not in lv:  # the solver's budget alone: it would be ignored
+            raise ParameterError(
+                name,
+                value,
+                "budgets the CP-SAT optimum, a level this run leaves out: add optimum to --levels, or leave it out",
+            )
     if out and Path(out).suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError("out", out, "expected a .csv or .parquet file")
     if out:
         from ..core.files import check_output_path
 
         check_output_path(out, "--out")  # a missing folder, a trailing '/', a FIFO: refused before the run
-    if findings and not levels:
-        lv = tuple(x for x in lv if x != "optimum")
     abstract = bool(costs or comm_delay)
     check_mode_options(abstract, findings, systems, models, ms, options)
     if memory_cap is not None and "optimum" not in lv:  # it caps the optimum alone
@@ -242,8 +181,8 @@ def compare_request(
         levels=lv,
         schedules=entries,
         options=tuple(options),
-        time_limit=time_limit,
-        max_opt_ops=max_opt_ops,
+        time_limit=0.5 if time_limit is None else time_limit,
+        max_opt_ops=256 if max_opt_ops is None else max_opt_ops,
         out=out,
         findings=findings,
         verify=verify,
@@ -519,6 +458,7 @@ def format_outcome(outcome: CompareOutcome, seconds: float, out: str | None = No
     verified = "verified" in df and bool((df["verified"].fillna("") != "").any())  # the Z3 column is shown
     out_lines.append(format_legend(list(outcome.levels), optimum_memory(outcome.memory_cap), verified))
     out_lines += [f"  level {lv} produced no numbers: {why}" for lv, why in unavailable_levels(df).items()]
+    out_lines += [f"  {s} is not applicable in any configuration: {why}" for s, why in never_applicable(df).items()]
     out_lines.append(
         f"\n{len(df)} rows ({outcome.num_configs} configurations x {outcome.num_schedules} schedules x "
         f"{len(outcome.levels)} levels) in {seconds:.1f} s" + (f"; written to {out}" if out else "")

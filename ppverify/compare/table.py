@@ -16,6 +16,7 @@ from collections.abc import Iterable
 import pandas as pd
 from tabulate import tabulate
 
+from ..views.table_report import exact_number
 from .config import ALL_LEVELS, LEVEL_SEMANTICS
 from .optimum import UNLIKE
 from .results import PointResult
@@ -127,7 +128,9 @@ def over_cap(family_peak: object, cap: object) -> bool:
 
 def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
     """Add ``rank`` (by makespan within config and level), ``rank_change`` (``"2->3"`` when it differs
-    from the previous level with numbers), ``gap_to_bound`` (async rows: ``(makespan - bound) /
+    from the previous level with numbers, both ranks taken among the schedules both levels rank: a
+    closed form that is only a bound has no rank, and its family ranked at the next level alone
+    moves no one), ``gap_to_bound`` (async rows: ``(makespan - bound) /
     makespan``, the bound being the CP-SAT optimum of the same placement at the optimum's memory, or
     its proven lower bound; none for a family whose own peak is over that memory, see
     :func:`over_cap`) and ``optimum_peak`` (async rows: the highest per-device activation peak
@@ -140,6 +143,13 @@ def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
         ...                    for s, lv, t in rows])
         >>> add_ranks(df)[["schedule", "level", "rank", "rank_change"]].values.tolist()
         [['a', 'slot', 1, ''], ['b', 'slot', 3, ''], ['c', 'slot', 1, ''], ['a', 'async', 2, '1->2'], ['b', 'async', 1, '3->1'], ['c', 'async', 3, '1->3']]
+        >>> # z has no rank under the formula (a bound) and is fastest under slot: a and b keep their order
+        >>> rows = [("a", "formula", 5.0, True), ("b", "formula", 6.0, True), ("z", "formula", 4.0, False),
+        ...         ("a", "slot", 5.0, True), ("b", "slot", 6.0, True), ("z", "slot", 4.5, True)]
+        >>> df = pd.DataFrame([{**dict.fromkeys(COLUMNS), "config": "k", "schedule": s, "level": lv, "makespan": t,
+        ...                     "exact": e} for s, lv, t, e in rows])
+        >>> add_ranks(df)[["schedule", "level", "rank", "rank_change"]].values.tolist()[3:]
+        [['a', 'slot', 2, ''], ['b', 'slot', 3, ''], ['z', 'slot', 1, '']]
     """
     df = df.copy()
     key = ["config", "level"]
@@ -148,18 +158,28 @@ def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
     ms[(df["level"] == "formula") & (df["exact"] == False)] = float("nan")  # noqa: E712 (object column)
     df["rank"] = ms.groupby([df[k] for k in key]).rank(method="min").astype("Int64")
     order = {lv: n for n, lv in enumerate(ALL_LEVELS)}
+    ranked: dict[tuple, dict] = {}  # (config, level) -> {schedule: makespan} of the ranked rows
+    for idx in ms.index[ms.notna()]:
+        ranked.setdefault((df.at[idx, "config"], df.at[idx, "level"]), {})[df.at[idx, "schedule"]] = ms[idx]
     changes = [""] * len(df)
     gaps: list[float | None] = [None] * len(df)
     opt_peaks: list[float | None] = [None] * len(df)
-    for _, grp in df.groupby(["config", "schedule"], sort=False):
+    for (config, sched), grp in df.groupby(["config", "schedule"], sort=False):
         prev = None
         for idx in sorted(grp.index, key=lambda i: order[df.at[i, "level"]]):
-            rk = df.at[idx, "rank"]
-            if pd.isna(rk):
+            if pd.isna(df.at[idx, "rank"]):
                 continue
-            if prev is not None and rk != prev:
-                changes[df.index.get_loc(idx)] = f"{prev}->{rk}"
-            prev = rk
+            level = df.at[idx, "level"]
+            if prev is not None:
+                before, now = ranked[(config, prev)], ranked[(config, level)]
+                common = before.keys() & now.keys()  # the same field at both levels
+
+                def rank(at: dict) -> int:
+                    return 1 + sum(at[o] < at[sched] for o in common)
+
+                if rank(before) != rank(now):
+                    changes[df.index.get_loc(idx)] = f"{rank(before)}->{rank(now)}"
+            prev = level
         opt = grp[grp["level"] == "optimum"]
         asy = grp[grp["level"] == "async"]
         if len(opt) and len(asy) and asy["makespan"].notna().all():
@@ -178,20 +198,22 @@ def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def fmt_time(x: float, unit: str) -> str:
-    """A makespan as the tables print it: seconds in ms to 4 significant digits, abstract units
-    to 6 (their values are exact sums of the costs given); never in scientific notation, whose
-    ``1.2e+04`` hid everything past the second digit of a long step.
+    """A makespan as the tables print it: seconds in ms to 4 significant digits, abstract units as
+    ``show`` prints them (their values are exact sums of the costs given); never in scientific
+    notation, whose ``1.2e+04`` hid everything past the second digit of a long step.
 
     Example:
         >>> # 49.4503 s is 49450.3 ms: all five integer digits; 12004.5 units stays exact
         >>> fmt_time(49.4503, "s"), fmt_time(0.0822, "s"), fmt_time(12004.5, "units"), fmt_time(16.5, "units")
         ('49450', '82.2', '12004.5', '16.5')
     """
-    value, digits = (x * 1e3, 4) if unit == "s" else (x, 6)
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    whole = math.floor(math.log10(abs(value))) + 1  # digits before the point
-    text = f"{value:.{max(0, digits - whole)}f}"
+    if unit != "s":
+        return exact_number(x)
+    ms = x * 1e3
+    if ms == 0 or not math.isfinite(ms):
+        return f"{ms:g}"
+    whole = math.floor(math.log10(abs(ms))) + 1  # digits before the point
+    text = f"{ms:.{max(0, 4 - whole)}f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
@@ -199,6 +221,10 @@ def _fmt_mem(x: float, unit: str) -> str:
     if unit in ("bytes", "B"):
         return f"{x / 2**30:.3g}"
     return f"{x:.3g}"
+
+
+def _inexact(exact: object) -> bool:
+    return exact is not None and not pd.isna(exact) and not bool(exact)
 
 
 def format_config_table(df: pd.DataFrame, config: str) -> str:
@@ -258,7 +284,7 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
                 row.append(r["status"])
                 continue
             cell = f"{fmt_time(r['makespan'], tu)} ({'-' if pd.isna(r['rank']) else r['rank']})"
-            if lv == "formula" and r["exact"] is not None and not pd.isna(r["exact"]) and not bool(r["exact"]):
+            if lv == "formula" and _inexact(r["exact"]):
                 cell = "~" + cell
             if r["rank_change"]:
                 cell += "*"
@@ -267,8 +293,10 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
             row.append(cell)
         if sim:
             r = srow.loc[sim]
-            row.append("-" if pd.isna(r["bubble_ratio"]) else f"{r['bubble_ratio']:.3f}")
-            row.append("-" if pd.isna(r["peak_activation"]) else _fmt_mem(r["peak_activation"], mu))
+            # a closed form that is only a bound gives bounds here too: marked as its makespan is
+            bound = "~" if sim == "formula" and _inexact(r["exact"]) else ""
+            row.append("-" if pd.isna(r["bubble_ratio"]) else f"{bound}{r['bubble_ratio']:.3f}")
+            row.append("-" if pd.isna(r["peak_activation"]) else bound + _fmt_mem(r["peak_activation"], mu))
         if has_measured_peak:
             r = srow.loc["measured"]
             row.append("-" if pd.isna(r["peak_activation"]) else _fmt_mem(r["peak_activation"], mu))
@@ -332,25 +360,51 @@ def unavailable_levels(df: pd.DataFrame) -> dict[str, str]:
     return out
 
 
+def never_applicable(df: pd.DataFrame) -> dict[str, str]:
+    """Schedules outside their rules in every configuration of a run, with the first reason: their
+    rows say only "not applicable", so without this a file at another p and m, or Chimera at an
+    odd p, would never say why it has no numbers.
+
+    Example:
+        >>> rows = {"schedule": ["a", "b", "b"], "status": ["ok", "not applicable", "not applicable"],
+        ...         "note": ["", "needs an even p", "needs an even p"]}
+        >>> never_applicable(pd.DataFrame(rows))
+        {'b': 'needs an even p'}
+    """
+    out = {}
+    for sched, grp in df.groupby("schedule", sort=False):
+        if (grp["status"] == "not applicable").all():
+            out[str(sched)] = str(grp["note"].iloc[0])
+    return out
+
+
 def format_legend(levels: Iterable[str], memory: str = "each schedule's own peak", verified: bool = True) -> str:
     """Which semantics produced each column, what the marks mean and at what memory the optimum
     was solved (``memory``: "each schedule's own peak", "unlimited memory" or a cap). Only the
-    columns a run prints are explained: the optimum's (its peak, the gap, ``lb``) when ``levels``
-    holds ``optimum``, and ``Z3`` when the schedules were ``verified``.
+    columns and marks a run prints are explained: ``*`` with two levels or more, ``bubble`` with a
+    level that times the table (formula, slot, async, contention), ``~`` with the formula, the
+    optimum's ``lb`` with ``optimum``, its peak and the gap with ``optimum`` and ``async`` (the gap
+    is the async makespan's), and ``Z3`` when the schedules were ``verified``.
 
     Example:
         >>> format_legend(["optimum"]).splitlines()[1]
         "  optimum    CP-SAT: best op order for the same placement, costs, transfers, replica all-reduce (async timing), at each schedule's own peak"
         >>> "gap to bound" in format_legend(["slot"]), "Z3" in format_legend(["slot"], verified=False)
         (False, False)
+        >>> # the optimum alone prints no bubble, no formula, no gap and no rank change to explain
+        >>> [line.split()[0] for line in format_legend(["optimum"], verified=False).splitlines()[1:]]
+        ['optimum', 'lb']
     """
     levels = list(levels)
     lines = ["Columns: makespan (rank by makespan, 1 = fastest) under each abstraction level:"]
     lines += [f"  {lv:<10} {LEVEL_SEMANTICS[lv]}" + (f", at {memory}" if lv == "optimum" else "") for lv in levels]
-    lines.append("  *          rank differs from the previous level's (a rank change between abstractions)")
-    lines.append("  bubble     idle/total = (makespan - busy) / makespan per device, averaged")
-    lines.append("  ~ (-)      the closed form is only a bound for this family here: shown, not ranked")
-    if "optimum" in levels:
+    if len(levels) > 1:
+        lines.append("  *          rank differs from the previous level's (a rank change between abstractions)")
+    if {"formula", "slot", "async", "contention"} & set(levels):  # the bubble column's sources
+        lines.append("  bubble     idle/total = (makespan - busy) / makespan per device, averaged")
+    if "formula" in levels:
+        lines.append("  ~ (-)      the closed form is only a bound for this family here: shown, not ranked")
+    if {"optimum", "async"} <= set(levels):  # the gap compares the two: both columns or neither
         lines.append("  peak act. (opt.)  the optimum schedule's highest per-device activation peak")
         lines.append(
             "  gap to bound  (async makespan - bound) / async makespan, the bound being the CP-SAT optimum of the"
@@ -361,6 +415,7 @@ def format_legend(levels: Iterable[str], memory: str = "each schedule's own peak
         )
         lines.append("             two-pipe schedules is in both; + the family runs ops the solver does not model")
         lines.append("             (overlapped F&B slots, B mixed with I/W): unlike steps, read with care")
+    if "optimum" in levels:
         lines.append("  lb         CP-SAT stopped at its time limit: best schedule found and its proven lower bound")
     if verified:
         lines.append(

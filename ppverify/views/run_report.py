@@ -174,11 +174,12 @@ def report_text(
     from ..engines.registry import engine
     from ..engines.table import MAX_RENDER_TICKS, format_table
 
-    unit, munit = timeline.time_unit, timeline.costs.memory_unit
+    unit, munit = time_unit_of(timeline), timeline.costs.memory_unit
+    steps = unit == "steps"  # every action one step: the costs time nothing
     lines = [
         f"schedule      {timeline.schedule.describe()}",
         f"semantics     {timeline.semantics} ({engine(timeline.semantics).help})",
-        f"costs         {rep['costs']} ({unit})",
+        f"costs         {rep['costs']} ({unit})" if not steps else "costs         not used: every action one step",
     ]
     if rep["system"]:
         lines.append(f"system        {rep['system']}")
@@ -196,7 +197,7 @@ def report_text(
     if chart:
         lines.append("")
         if timeline.semantics == "slot" and (timeline.info.ticks or 0) <= MAX_RENDER_TICKS:
-            lines.append(format_table(timeline))
+            lines.append(format_table(timeline, width=width))  # --width wraps the table as it sizes a chart
         else:
             # seconds from presets rarely share a small tick: chart the table's timing instead
             lines.append(gantt(timeline, width))
@@ -231,8 +232,23 @@ def report_text(
     return "\n".join(lines)
 
 
+def time_unit_of(timeline: Timeline) -> str:
+    """The unit a timed run's numbers are in: ``steps`` for an engine that counts unit steps
+    (``torch``: every action one step, whatever the costs), else the cost model's (``s``, ``units``).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> time_unit_of(run(build("1f1b", p=2, m=2), semantics="async"))
+        'units'
+    """
+    from ..engines.registry import engine
+
+    return "steps" if engine(timeline.semantics).unit_steps else timeline.time_unit
+
+
 def _device_table(timeline: Timeline, rep: dict[str, Any]) -> str:
-    unit, munit, ms = timeline.time_unit, timeline.costs.memory_unit, timeline.makespan
+    unit, munit, ms = time_unit_of(timeline), timeline.costs.memory_unit, timeline.makespan
     exposed = rep["exposed_comm"] or [None] * timeline.p
     cap = rep["memory_capacity"]
     rows = [
@@ -248,7 +264,9 @@ def _device_table(timeline: Timeline, rep: dict[str, Any]) -> str:
         ]
         for d in range(timeline.p)
     ]
-    headers = ["device", "busy", "idle", "idle %", "exposed comm", "weights", "peak memory"]
+    # seconds and bytes carry their unit in each cell (ms, GiB); abstract numbers name it here, as show does
+    t, mem = ("", "") if munit == "bytes" else (f" ({unit})", f" ({munit})")
+    headers = ["device", f"busy{t}", f"idle{t}", "idle %", f"exposed comm{t}", f"weights{mem}", f"peak memory{mem}"]
     headers.append(f"fits {fmt_mem(cap, munit)}" if cap is not None else "fits")
     return tabulate(rows, headers=headers, tablefmt="simple", stralign="right", disable_numparse=True)
 

@@ -68,6 +68,23 @@ def table_costs(
     return CostModel.abstract(schedule.placement, **given), given
 
 
+def exact_number(x: float | None) -> str:
+    """A time or activation count as ``show`` prints it: integers whole, others to 6 significant
+    digits and at least one decimal, never in scientific notation. Abstract values are exact sums
+    of the costs (215.25 is a makespan, not 215.2), so the 4 digits of a ratio would print a number
+    the table does not hold.
+
+    Example:
+        >>> # interleaved 1F1B p=32 m=64 v=4: m(tF+tB) + (p-1)(tF+tB)/v = 192 + 23.25
+        >>> exact_number(215.25), exact_number(12004.5), exact_number(39.75), exact_number(21.0), exact_number(1 / 3)
+        ('215.25', '12004.5', '39.75', '21', '0.333333')
+    """
+    if x is None or not math.isfinite(x) or float(x).is_integer():
+        return fmt_number(x)
+    whole = math.floor(math.log10(abs(x))) + 1  # digits before the point
+    return f"{x:.{max(1, 6 - whole)}f}".rstrip("0").rstrip(".")
+
+
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=_TOL, abs_tol=_TOL)
 
@@ -306,7 +323,7 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
         f"schedule      {schedule.describe()}",
         f"placement     {placement_text(schedule)}",
         f"costs         {run.costs.label or 'custom'} ({unit}; {tick_text})"
-        + (f"; communication {fmt_number(run.comm_delay)} charged per column" if run.comm_delay else ""),
+        + (f"; communication {exact_number(run.comm_delay)} charged per column" if run.comm_delay else ""),
     ]
     if doc.comment:
         lines.append(f"comment       {doc.comment}")
@@ -319,17 +336,17 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
         lines += ["", format_table(timeline, style, width=width or None)]
     lines += [
         "",
-        f"makespan      {fmt_number(timeline.makespan)} {unit}" + ("" if no_tick else f" ({ticks} ticks)"),
+        f"makespan      {exact_number(timeline.makespan)} {unit}" + ("" if no_tick else f" ({ticks} ticks)"),
         f"bubble ratio  {timeline.bubble_ratio:.4f}  (convention {metrics['bubble_convention']})",
     ]
     busy, idle, peaks = metrics["busy"], metrics["idle"], metrics["peak_activations"]
     rows = [
         [
             d,
-            fmt_number(busy[d]),
-            fmt_number(idle[d]),
+            exact_number(busy[d]),
+            exact_number(idle[d]),
             f"{100 * idle[d] / timeline.makespan:.1f}" if timeline.makespan else "-",
-            fmt_number(peaks[d]),
+            exact_number(peaks[d]),
         ]
         for d in range(schedule.p)
     ]
@@ -381,7 +398,7 @@ def _formula_text(formula: dict[str, Any] | None, timeline: Timeline) -> str:
         + (f"; source: {formula['source']}" if formula["source"] else "")
     )
     rows = [
-        ["makespan", fmt_number(formula["makespan"]), fmt_number(timeline.makespan), verdict("makespan")],
+        ["makespan", exact_number(formula["makespan"]), exact_number(timeline.makespan), verdict("makespan")],
         [
             "bubble ratio",
             fmt_number(formula["bubble_ratio"]),
@@ -390,8 +407,8 @@ def _formula_text(formula: dict[str, Any] | None, timeline: Timeline) -> str:
         ],
         [
             "peak activations",
-            " ".join(fmt_number(x) for x in peaks) if peaks else "-",
-            " ".join(fmt_number(x) for x in timeline.peak_memory().tolist()),
+            " ".join(exact_number(x) for x in peaks) if peaks else "-",
+            " ".join(exact_number(x) for x in timeline.peak_memory().tolist()),
             verdict("peak_activations"),
         ],
     ]

@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> add_arguments(parser)
         >>> ns = parser.parse_args(["--schedules", "gpipe,1f1b", "-p", "4", "--levels", "slot,async"])
         >>> ns.schedules, ns.ps, ns.ms, ns.levels, ns.time_limit
-        ('gpipe,1f1b', '4', None, 'slot,async', 0.5)
+        ('gpipe,1f1b', '4', None, 'slot,async', None)
     """
     parser.add_argument(
         "--schedules",
@@ -70,14 +70,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--time-limit",
         type=float,
-        default=0.5,
+        default=None,  # given or not: without the optimum level it is refused, not ignored
         help="CP-SAT work per solver point, in its deterministic seconds (default 0.5; the same table on a "
         "loaded machine; the wall clock stops a solve at 4x); larger points get a bound only",
     )
     parser.add_argument(
         "--max-opt-ops",
         type=int,
-        default=256,
+        default=None,
         help="solve the optimum only for schedules with at most this many ops (default 256)",
     )
     parser.add_argument(

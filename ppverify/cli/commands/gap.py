@@ -12,6 +12,7 @@ optimum, the gap is the family's distance to the best possible schedule at that 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from ...core.sizes import memory_formatter
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         ...
         0
     """
+    from ...core.errors import ParameterError
     from ...optimize import optimize, relative_gap
     from ...optimize.deadline import Deadline
     from ...optimize.solver_run import Progress, interruptible, run_limits
@@ -87,9 +89,16 @@ def run(args: argparse.Namespace) -> int:
     work, wall = run_limits(args.time_limit, args.work_limit)
     pr, sched, info = problem_from_args(args)
     if sched is None:  # an empty FAMILY|FILE
-        from ...core.errors import ParameterError
-
         raise ParameterError("schedule", args.schedule, "gap needs a family or a schedule file")
+    # the bound is on schedules of the family's own ops: a B against I and W compared different steps
+    # (zb-h1 --backward full printed a bound below a proven optimum and a family "-6 above it")
+    own = "split" if sched.has_split_backward else "full"
+    if args.backward not in ("auto", own):
+        why = f"gap bounds schedules of {sched.describe()}'s own ops, whose backward is {own}: leave it out"
+        raise ParameterError(
+            "backward", args.backward, f"{why} (optimize --backward {args.backward} bounds the others)"
+        )
+    pr, info = dataclasses.replace(pr, split=own == "split"), dict(info, backward=own)
     value, tl = family_value(sched, pr.costs, pr.comm, pr.objective, pr.sync, pr.dp_allreduce)
     peak = tl.peak_memory().max() if len(tl.ops) else 0.0
     if info["memory_cap"] is None:  # like for like: the optimum may use the family's own peak
@@ -97,18 +106,8 @@ def run(args: argparse.Namespace) -> int:
     over_cap = pr.memory_cap is not None and peak > pr.memory_cap  # exact peaks, exact caps
     progress = Progress.for_command("gap", args.progress)
     with interruptible() as stop:  # Ctrl-C: the bound so far is printed, then exit code 130
-        deadline = Deadline.after(wall, stop)
-        res = optimize(
-            pr,
-            wall,
-            args.workers,
-            args.seed,
-            work_limit=work,
-            deadline=deadline,
-            gap_limit=args.gap_limit,
-            deterministic=True,
-            progress=progress,
-        )
+        limits = dict(work_limit=work, deadline=Deadline.after(wall, stop), gap_limit=args.gap_limit)
+        res = optimize(pr, wall, args.workers, args.seed, **limits, deterministic=True, progress=progress)
         if progress is not None:
             progress.close()
     bound = min(res.bound, value) if not over_cap else res.bound

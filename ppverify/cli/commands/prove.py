@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--costs",
         default=None,
         metavar="F=f,B=b",
-        help="one integer cost setting (default: F=1,B=1 and F=1,B=2; chimera needs F=1)",
+        help="one integer cost setting (default: F=1,B=1 and F=1,B=2; a kind left out is F=1 or B=2F; "
+        "chimera needs F=1)",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
