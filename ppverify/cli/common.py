@@ -63,7 +63,7 @@ def add_schedule_arguments(
         metavar="FAMILY|FILE",
         **nargs,
         default=None,
-        help=help or "a registered family (see `ppverify list`) or a schedule file (.json, .csv)",
+        help=help or "a registered family (see `ppverify list`) or a schedule file (.json, .csv, .txt)",
     )
     parser.add_argument("-p", type=int, default=4, action=_Given, help=p_help)
     parser.add_argument("-m", type=int, default=None, help=m_help)

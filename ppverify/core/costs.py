@@ -143,9 +143,16 @@ def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
-def _typed(given: Mapping[str, float | None]) -> str:
-    """The kinds given, as ``--costs`` spells them (``F=1,I=1``): an error quotes what was typed."""
-    return ",".join(f"{k}={_fmt(float(v))}" for k, v in given.items() if v is not None)
+def costs_text(given: Mapping[str, float | None] | Iterable[tuple[str, float]]) -> str:
+    """The kinds given (a mapping or ``(kind, cost)`` pairs), as ``--costs`` spells them: an error
+    quotes what was typed, not a dict or tuple of every kind.
+
+    Example:
+        >>> costs_text({"F": 1.0, "B": None, "I": 0.5}), costs_text((("F", 2.0),))
+        ('F=1,I=0.5', 'F=2')
+    """
+    pairs = given.items() if isinstance(given, Mapping) else given
+    return ",".join(f"{k}={_fmt(float(v))}" for k, v in pairs if v is not None)
 
 
 def complete_costs(given: Mapping[str, float | None]) -> dict[str, float]:
@@ -166,7 +173,7 @@ def complete_costs(given: Mapping[str, float | None]) -> dict[str, float]:
     # float sum 0.1 + 1e-7 is 0.10000010000000001, a longer B than the verifier's I + W
     if (i is None) != (w is None):
         if b is None:
-            raise ParameterError("costs", _typed(given), "give both I and W, or B")
+            raise ParameterError("costs", costs_text(given), "give both I and W, or B")
         if i is None and w is not None:
             i = float(exact_fraction(b) - exact_fraction(w))
         elif w is None and i is not None:
@@ -174,7 +181,7 @@ def complete_costs(given: Mapping[str, float | None]) -> dict[str, float]:
     if i is not None and w is not None:
         b = float(exact_fraction(i) + exact_fraction(w)) if b is None else b
         if abs(float(b) - float(i) - float(w)) > 1e-9:
-            raise ParameterError("costs", _typed(given), "B must equal I + W")
+            raise ParameterError("costs", costs_text(given), "B must equal I + W")
     b = 2.0 * f if b is None else float(b)
     i = b / 2 if i is None else float(i)
     w = b / 2 if w is None else float(w)

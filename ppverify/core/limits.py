@@ -96,8 +96,9 @@ def op_limit(n: int) -> Iterator[None]:
         _MAX_OPS.reset(token)
 
 
-def check_ops(n: int, what: str) -> None:
-    """Refuse ``n`` ops (what ``what`` implies) when over the limit in force.
+def check_ops(n: int, what: str, up_to: bool = False) -> None:
+    """Refuse ``n`` ops (what ``what`` implies) when over the limit in force; ``up_to``: ``n`` is
+    an upper bound (a family counted at F, I and W per stage and microbatch), and is said so.
 
     Example:
         >>> check_ops(10, "gpipe -p 1 -m 5")
@@ -110,8 +111,12 @@ def check_ops(n: int, what: str) -> None:
     limit = max_ops()
     if n > limit:
         shown = f"{n}" if n < 10**15 else f"{float(n):.3g}"
-        raise LimitError(what, f"implies {shown} ops, over the limit of {limit} (raise it with ppverify --max-ops N)")
-    check_memory(ops_memory(n), what, f"{n} ops: {OPS_BASE_BYTES // 2**20} MiB + {BYTES_PER_OP} B per op")
+        raise LimitError(
+            what,
+            f"implies {'up to ' if up_to else ''}{shown} ops, over the limit of {limit} (raise it with ppverify --max-ops N)",
+        )
+    ops = f"up to {n} ops" if up_to else f"{n} ops"
+    check_memory(ops_memory(n), what, f"{ops}: {OPS_BASE_BYTES // 2**20} MiB + {BYTES_PER_OP} B per op")
 
 
 def ops_memory(n: int) -> int:
@@ -203,10 +208,10 @@ def check_family(name: str, p: int, m: int, params: dict[str, Any]) -> None:
         >>> check_family("gpipe", 100000, 100000, {})
         Traceback (most recent call last):
         ...
-        ppverify.core.limits.LimitError: gpipe -p 100000 -m 100000: implies 30000000000 ops, over the limit of 50000000 (raise it with ppverify --max-ops N)
+        ppverify.core.limits.LimitError: gpipe -p 100000 -m 100000: implies up to 30000000000 ops, over the limit of 50000000 (raise it with ppverify --max-ops N)
     """
     extra = "".join(f" --{k} {v}" for k, v in params.items() if isinstance(v, int) and not isinstance(v, bool))
-    check_ops(family_ops(name, p, m, params), f"{name} -p {p} -m {m}{extra}")
+    check_ops(family_ops(name, p, m, params), f"{name} -p {p} -m {m}{extra}", up_to=True)
 
 
 def check_stages_mbs(num_stages: int, m: int, where: str, held: int | None = None) -> None:

@@ -274,7 +274,10 @@ def resolve_presets(settings: PresetSettings, schedule: Schedule) -> PresetConte
             "FLOPs and the device's peak); for abstract units use --costs and --comm-delay",
         )
     if costs_text:
-        raise ParameterError("costs", costs_text, "abstract --costs cannot be combined with --system/--model")
+        from ..core.costs import costs_text as typed
+
+        shown = costs_text if isinstance(costs_text, str) else typed(costs_text)
+        raise ParameterError("costs", shown, "abstract --costs cannot be combined with --system/--model")
     if delay is not None:
         raise ParameterError(
             "comm-delay", delay, "--comm-delay is abstract; with --system the links set transfer times"

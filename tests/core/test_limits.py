@@ -63,10 +63,13 @@ def one_line_exit_2(argv, capsys, needle, max_bytes=REFUSAL_BYTES):
 @pytest.mark.parametrize(
     "argv,needle",
     [
-        (["show", "gpipe", "-p", "100000", "-m", "100000"], "implies 30000000000 ops, over the limit of 50000000"),
+        (
+            ["show", "gpipe", "-p", "100000", "-m", "100000"],
+            "implies up to 30000000000 ops, over the limit of 50000000",
+        ),
         (["verify", "gpipe", "-p", "2147483648"], "over the limit of 50000000"),
         (["simulate", "interleaved-1f1b", "-p", "4", "-m", "4", "--v", "10000000"], "over the limit"),
-        (["--max-ops", "10", "show", "1f1b"], "1f1b -p 4 -m 4: implies 48 ops, over the limit of 10"),
+        (["--max-ops", "10", "show", "1f1b"], "1f1b -p 4 -m 4: implies up to 48 ops, over the limit of 10"),
         (["show", "1f1b", "--max-ops", "0"], "--max-ops 0: must be an integer >= 1"),
         (["show", "1f1b", "--costs", "F=inf"], "F must be > 0, finite"),
         (["show", "1f1b", "--costs", "F=1e400"], "F must be > 0, finite"),
@@ -510,9 +513,9 @@ def test_a_killed_pool_worker_is_retried_then_reported(tmp_path, monkeypatch):
 )
 def test_builds_that_do_not_fit_are_refused_by_their_memory(argv, ops, capsys):
     line = one_line_exit_2(argv, capsys, "").strip()
-    # by hand: 192 MiB + 640 B per op (3 per stage and microbatch), in GiB, to four digits
+    # by hand: 192 MiB + 640 B per op (up to 3 per stage and microbatch: F, I, W), in GiB, to four digits
     gib = (192 * 2**20 + 640 * ops) / 2**30
-    assert f"needs about {gib:.4g} GiB of memory ({ops} ops" in line, line
+    assert f"needs about {gib:.4g} GiB of memory (up to {ops} ops" in line, line
     assert "over the limit of 2 GiB (raise it with ppverify --max-memory-gib X)" in line
 
 
