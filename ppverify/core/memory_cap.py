@@ -103,7 +103,10 @@ class MemoryCap:
             extra.append(
                 f"{_num(self.stage_activations)} stage activations, {_num(self.stages_per_device)} stages per device"
             )
-        return f"cap {_num(self.activations)} activations" + (f" ({'; '.join(extra)})" if extra else "")
+        one = self.activations == 1  # "cap 1 activation", as a count reads
+        return f"cap {_num(self.activations)} activation{'' if one else 's'}" + (
+            f" ({'; '.join(extra)})" if extra else ""
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``value`` in the cost model's unit; all ``None`` when unlimited).

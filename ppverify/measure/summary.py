@@ -234,7 +234,7 @@ def measured_cap_check(result: MeasureResult, cap: MemoryCap) -> dict[str, Any] 
         >>> cap = parse_memory_cap("1", CostModel.abstract(linear(2)), linear(2))
         >>> r = measured_cap_check(Run(), cap)
         >>> r["over_memory_cap"], r["memory_cap_bytes"], r["memory_cap_line"]
-        ([0], 800.0, "cap 1 activations: device 0 over it (peak 2); measured, the cap being 800 B of this run's model")
+        ([0], 800.0, "cap 1 activation: device 0 over it (peak 2); measured, the cap being 800 B of this run's model")
     """
     from ..core.memory_cap import cap_check
 

@@ -211,7 +211,7 @@ def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:
         return "-" if unknown and not b.get(name) else f"{b.get(name, 0):.10g}"
 
     lines = [
-        f"problem    {info['placement']} placement, p={info['p']}, m={info['m']}, {info['stages']} stages, "
+        f"problem    {info['placement']} placement, p={info['p']}, m={info['m']}, {info['stages']} stage{'' if info['stages'] == 1 else 's'}, "
         f"{info['backward']} backward, costs {info['costs']}, {info['comm']}",
         f"memory     {info.get('memory_cap_label') or UNLIMITED_LABEL}, {info['memory_model']}",
         f"status     {res.status}" + (f" ({res.reason})" if res.reason else ""),

@@ -183,7 +183,8 @@ def test_the_two_units_differ_by_the_stages_per_device(pl, n, suffix):
     assert cap.stage_activations == pytest.approx(cap.activations * v)
     assert cap.value == pytest.approx(n if not suffix else n / v)
     if not suffix and v != 1:
-        assert f"cap {n} activations ({n * v:g} stage activations, {v:g} stages per device)" == cap.describe()
+        word = "activation" if n == 1 else "activations"  # a count of one reads singular
+        assert f"cap {n} {word} ({n * v:g} stage activations, {v:g} stages per device)" == cap.describe()
     # a device holding exactly the cap is within it; a hair more is over
     assert cap_check([cap.value], cap)["over"] == [] and cap_check([cap.value * 1.001], cap)["over"] == [0]
 

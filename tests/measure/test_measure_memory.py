@@ -95,7 +95,7 @@ def test_cli_holds_the_measured_peaks_to_a_memory_cap(capsys):
     args = ["measure", "1f1b", "-p", "2", "-m", "4", "--costs", "F=0.002,B=0.004", "--steps", "1", "--no-table"]
     assert main([*args, "--memory-cap", "1"]) == 1  # over it on device 0: exit 1, gradients right
     out = capsys.readouterr().out
-    assert "memory cap    cap 1 activations: device 0 over it (peak 2); measured, the cap being 800 B" in out
+    assert "memory cap    cap 1 activation: device 0 over it (peak 2); measured, the cap being 800 B" in out
     assert "gradients match" in out
     assert main([*args, "--memory-cap", "2", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
