@@ -153,6 +153,7 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
     from ..io.json_comm import CommSettings
     from ..io.json_format import save_json
     from ..io.torch_csv import COMPUTE_COMMS, COMPUTE_ONLY, save_csv
+    from ..io.torch_rules import check_runnable
     from .points import point_problem
 
     out = prepare_output_dir(directory, "save-dir")
@@ -173,6 +174,9 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
         written.append(save_json(q.schedule, out / f"{stem}.json", pr.costs, comment=note, comm=comm))
         if not one_pipe(q.schedule):
             continue  # PyTorch's CSV maps each stage to one rank: a two-pipe schedule has no CSV
+        # never fires (the optimizer orders each stage's microbatches per kind): a CSV PyTorch's
+        # runtime would fail on is refused rather than written
+        check_runnable(q.schedule, f"; {stem}.json is written, its CSVs are not")
         for flavour in (COMPUTE_ONLY, COMPUTE_COMMS):
             path = out / f"{stem}.{flavour}.csv"
             save_csv(q.schedule, path, flavour)

@@ -21,6 +21,7 @@ runtime (``measure``) and checked before a file is written for it (``export``) o
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from ..core.ops import Action, Comm, Op, Overlap
 from ..core.schedule import Schedule
@@ -31,6 +32,41 @@ def _ops(action: Action) -> Iterator[Op]:
         yield action
     elif isinstance(action, Overlap):
         yield from action.ops
+
+
+def out_of_order_forwards(schedule: Schedule) -> tuple[int, tuple[Op, ...]] | None:
+    """The rank of a one-pipe schedule's last stage and that stage's forwards in the order it
+    runs them, when that is not microbatch order (see the module docstring), else None.
+    Two-pipe schedules and single-stage ones: None.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> rank, fwd = out_of_order_forwards(parse_rows([["0F0", "0F1", "0B0", "0B1"], ["1F1", "1F0", "1B0", "1B1"]]))
+        >>> rank, [str(o) for o in fwd]
+        (1, ['1F1', '1F0'])
+    """
+    last = schedule.num_stages - 1
+    if last < 1 or schedule.placement.num_pipes != 1:
+        return None
+    rank = schedule.placement.maps[0][last]
+    fwd = tuple(o for a in schedule.programs[rank] for o in _ops(a) if o.kind == "F" and o.stage == last)
+    if [o.mb for o in fwd] == sorted(o.mb for o in fwd):
+        return None
+    return rank, fwd
+
+
+def first_misplaced_forward(fwd: tuple[Op, ...]) -> tuple[Op, Op]:
+    """The first forward of ``fwd`` out of microbatch order and the forward that belongs in its
+    place (the lower microbatch PyTorch's runtime expects there): the two ops that explain it.
+
+    Example:
+        >>> from ppverify.core.ops import Op
+        >>> [str(o) for o in first_misplaced_forward(tuple(Op("F", 1, mb) for mb in (0, 2, 1)))]
+        ['1F2', '1F1']
+    """
+    want = sorted(o.mb for o in fwd)
+    k = next(i for i, o in enumerate(fwd) if o.mb != want[i])
+    return fwd[k], next(o for o in fwd[k:] if o.mb == want[k])
 
 
 def loss_order_problem(schedule: Schedule) -> str | None:
@@ -44,13 +80,11 @@ def loss_order_problem(schedule: Schedule) -> str | None:
         >>> loss_order_problem(parse_rows([["0F0", "0F1", "0B0", "0B1"], ["1F0", "1F1", "1B1", "1B0"]])) is None
         True
     """
+    found = out_of_order_forwards(schedule)
+    if found is None:
+        return None
+    rank, fwd = found
     last = schedule.num_stages - 1
-    if last < 1 or schedule.placement.num_pipes != 1:
-        return None
-    rank = schedule.placement.maps[0][last]
-    fwd = [o for a in schedule.programs[rank] for o in _ops(a) if o.kind == "F" and o.stage == last]
-    if [o.mb for o in fwd] == sorted(o.mb for o in fwd):
-        return None
     shown = ", ".join(map(str, fwd[:4])) + (", ..." if len(fwd) > 4 else "")
     return (
         f"rank {rank} runs the last stage's forwards in the order {shown}: PyTorch's runtime keeps the last "
@@ -71,11 +105,108 @@ def _message(comm: Comm, r: int, rank: tuple[int, ...]) -> tuple[tuple[int, int]
     return (rank[comm.stage + 1], r), ("B", comm.stage + 1, comm.mb)
 
 
+@dataclass(frozen=True)
+class Crossing:
+    """The first message between two ranks that PyTorch's runtime delivers to the wrong RECV:
+    rank ``src``'s ``nth`` message to rank ``dst`` (0 = first) is ``send``, which ``dst`` posts
+    ``recv`` to receive; ``payload`` is what ``send`` carries: ``(direction, sending stage, mb)``."""
+
+    src: int
+    dst: int
+    nth: int
+    send: Comm
+    recv: Comm
+    payload: tuple[str, int, int]
+
+    def to_text(self) -> str:
+        """The crossing in words, with the fix.
+
+        Example:
+            >>> Crossing(1, 0, 0, Comm("SEND_B", 1, 1), Comm("RECV_B", 0, 0), ("B", 1, 1)).to_text()  # doctest: +ELLIPSIS
+            "rank 1's first message to rank 0 is 1SEND_B1, which rank 0 receives as 0RECV_B0: ... gradient ..."
+        """
+        nth = {0: "first", 1: "second", 2: "third"}.get(self.nth, f"{self.nth + 1}th")
+        what = "activation" if self.payload[0] == "F" else "gradient"
+        src, dst, recv = self.src, self.dst, self.recv
+        return (
+            f"rank {src}'s {nth} message to rank {dst} is {self.send}, which rank {dst} receives as {recv}: "
+            "PyTorch's send/receive ops carry no tag, so two ranks match their messages in the order they "
+            f"post them, and {recv} gets microbatch {self.payload[2]}'s {what} (no error, wrong gradients); post "
+            f"the SENDs in the order rank {dst} receives them, or write compute_only and let PyTorch place them"
+        )
+
+
+def crossed_messages(schedule: Schedule, reordered_only: bool = False) -> list[Crossing]:
+    """For each pair of ranks, the first message PyTorch's runtime would deliver to another RECV
+    than the one written for it (messages between two ranks are matched in posting order; see the
+    module docstring), in rank-pair order. A schedule without SEND/RECV actions (PyTorch lowers it
+    itself) and a two-pipe one: none. ``reordered_only``: only pairs of ranks whose SENDs and
+    RECVs name the same messages in another order; where one is missing, extra or renamed, the
+    fault is that action (what ``verify`` reports by name), and the order follows from it.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> rows = [["0F0", "0SEND_F0", "0F1", "0SEND_F1", "0RECV_B0", "0B0", "0RECV_B1", "0B1"],
+        ...         ["1RECV_F0", "1F0", "1RECV_F1", "1F1", "1B0", "1B1", "1SEND_B1", "1SEND_B0"]]
+        >>> [(c.src, c.dst, str(c.send), str(c.recv)) for c in crossed_messages(parse_rows(rows))]
+        [(1, 0, '1SEND_B1', '0RECV_B0')]
+        >>> rows[1].remove("1SEND_B0")  # 0RECV_B0 gets microbatch 1's gradient, 0RECV_B1 nothing
+        >>> len(crossed_messages(parse_rows(rows))), crossed_messages(parse_rows(rows), reordered_only=True)
+        (1, [])
+    """
+    out = []
+    for (src, dst), (sends, recvs) in _messages(schedule).items():
+        if reordered_only and sorted(m for m, _ in sends) != sorted(m for m, _ in recvs):
+            continue
+        for k, ((msg, send), (want, recv)) in enumerate(zip(sends, recvs)):
+            if msg != want:
+                out.append(Crossing(src, dst, k, send, recv, msg))
+                break  # after the first crossing every later message of the pair is suspect
+    return out
+
+
+def unmatched_pairs(schedule: Schedule) -> list[tuple[int, int]]:
+    """The pairs of ranks ``(sender, receiver)`` whose SENDs and RECVs do not name the same
+    messages (one missing, extra or renamed), where :func:`crossed_messages` with
+    ``reordered_only`` does not look.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> unmatched_pairs(parse_rows([["0F0", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0"]]))
+        [(1, 0)]
+    """
+    return [
+        pair
+        for pair, (sends, recvs) in _messages(schedule).items()
+        if sorted(m for m, _ in sends) != sorted(m for m, _ in recvs)
+    ]
+
+
+_Posted = list[tuple[tuple[str, int, int], Comm]]
+
+
+def _messages(schedule: Schedule) -> dict[tuple[int, int], tuple[_Posted, _Posted]]:
+    """Per pair of ranks ``(sender, receiver)``, in pair order: the sender's SENDs and the
+    receiver's RECVs in posting order, each with the message it names. One pipe only (else none)."""
+    if schedule.placement.num_pipes != 1:
+        return {}
+    rank = tuple(schedule.placement.maps[0])
+    sent: dict[tuple[int, int], _Posted] = {}
+    received: dict[tuple[int, int], _Posted] = {}
+    for r, program in enumerate(schedule.programs):
+        for a in program:
+            if not isinstance(a, Comm):
+                continue
+            pair, msg = _message(a, r, rank)
+            if pair[0] != pair[1]:  # a hand-over between two stages of one rank sends nothing
+                (sent if a.kind.startswith("SEND") else received).setdefault(pair, []).append((msg, a))
+    return {pair: (sent.get(pair, []), received.get(pair, [])) for pair in sorted(set(sent) | set(received))}
+
+
 def message_order_problem(schedule: Schedule) -> str | None:
     """Where ``schedule``'s SEND/RECV actions (a ``compute_comms`` file) would deliver one
-    microbatch's tensor as another's in PyTorch's runtime (messages between two ranks are matched in
-    posting order; see the module docstring), or None. A schedule without SEND/RECV actions (PyTorch
-    lowers it itself) and a two-pipe one: None.
+    microbatch's tensor as another's in PyTorch's runtime (the first of :func:`crossed_messages`),
+    or None. A schedule without SEND/RECV actions (PyTorch lowers it itself) and a two-pipe one: None.
 
     Example:
         >>> from ppverify.io.torch_csv import parse_rows
@@ -84,30 +215,8 @@ def message_order_problem(schedule: Schedule) -> str | None:
         >>> message_order_problem(parse_rows(rows))  # doctest: +ELLIPSIS
         "rank 1's first message to rank 0 is 1SEND_B1, which rank 0 receives as 0RECV_B0: ... gradient ..."
     """
-    if schedule.placement.num_pipes != 1:
-        return None
-    rank = tuple(schedule.placement.maps[0])
-    sent: dict[tuple[int, int], list[tuple[tuple[str, int, int], Comm]]] = {}
-    received: dict[tuple[int, int], list[tuple[tuple[str, int, int], Comm]]] = {}
-    for r, program in enumerate(schedule.programs):
-        for a in program:
-            if not isinstance(a, Comm):
-                continue
-            pair, msg = _message(a, r, rank)
-            if pair[0] != pair[1]:  # a hand-over between two stages of one rank sends nothing
-                (sent if a.kind.startswith("SEND") else received).setdefault(pair, []).append((msg, a))
-    for (src, dst), sends in sorted(sent.items()):
-        for k, ((msg, send), (want, recv)) in enumerate(zip(sends, received.get((src, dst), []))):
-            if msg != want:
-                nth = {0: "first", 1: "second", 2: "third"}.get(k, f"{k + 1}th")
-                what = "activation" if msg[0] == "F" else "gradient"
-                return (
-                    f"rank {src}'s {nth} message to rank {dst} is {send}, which rank {dst} receives as {recv}: "
-                    "PyTorch's send/receive ops carry no tag, so two ranks match their messages in the order they "
-                    f"post them, and {recv} gets microbatch {msg[2]}'s {what} (no error, wrong gradients); post "
-                    f"the SENDs in the order rank {dst} receives them, or write compute_only and let PyTorch place them"
-                )
-    return None
+    crossed = crossed_messages(schedule)
+    return crossed[0].to_text() if crossed else None
 
 
 def check_runnable(schedule: Schedule, hint: str = "") -> None:
@@ -128,4 +237,13 @@ def check_runnable(schedule: Schedule, hint: str = "") -> None:
         raise ParameterError("schedule", schedule.describe(), problem + hint)
 
 
-__all__ = ["check_runnable", "loss_order_problem", "message_order_problem"]
+__all__ = [
+    "Crossing",
+    "check_runnable",
+    "crossed_messages",
+    "first_misplaced_forward",
+    "loss_order_problem",
+    "message_order_problem",
+    "out_of_order_forwards",
+    "unmatched_pairs",
+]

@@ -8,8 +8,12 @@
    point-to-point semantics, with explicit or derived SEND/RECV;
 3. for a ``compute_comms`` file, gradient reduction and sharding (:mod:`.grad_sync`): one
    REDUCE_GRAD per stage after its last B/W, every op on an unsharded stage;
-4. memory under a cap (:mod:`.memory`), when a cap is given;
-5. a timing claim "makespan <= T under cost model C" (:mod:`.timing`), when one is given: the
+4. for a PyTorch pipelining CSV, the two rules PyTorch's runtime adds (:mod:`.runtime_rules`):
+   the last stage's forwards in microbatch order, and (``compute_comms``) each rank's messages to
+   another in the order that rank receives them, which the order problem then matches in posting
+   order, as the runtime does; any other one-pipe schedule that breaks the first gets a note;
+5. memory under a cap (:mod:`.memory`), when a cap is given;
+6. a timing claim "makespan <= T under cost model C" (:mod:`.timing`), when one is given: the
    ``async`` engine's timing, collectives included (``sync``, ``dp_allreduce``).
 
 Each violation carries a minimized unsat core: the ops that explain it. Ops that break a
@@ -40,6 +44,7 @@ from .analysis import Run, clean_schedule
 from .comm_model import COMM_SEMANTICS
 from .properties import PROPERTIES, Property
 from .report import Report, Violation
+from .runtime_rules import runtime_note
 
 __all__ = ["COMM_SEMANTICS", "PROPERTIES", "Property", "Report", "Violation", "clean_schedule", "verify"]
 
@@ -56,6 +61,7 @@ def verify(
     certificates: bool = True,
     sync: str = "eager",
     dp_allreduce: int = 0,
+    pytorch: bool = False,
 ) -> Report:
     """Verify one schedule: run the check of every property of the registry
     (:data:`.properties.REGISTRY`), in order; see the module doc for the properties.
@@ -67,6 +73,9 @@ def verify(
     all-reduce), so the least T that holds is the ``async`` engine's makespan. ``certificates`` (default on)
     settles properties that hold with checked witnesses (:mod:`.certify`) and runs Z3 only where
     one fails; off, Z3 decides every property. Verdicts and cores are the same either way.
+    ``pytorch``: the schedule was read from a PyTorch pipelining CSV, so the rules of PyTorch's
+    runtime are properties of it (``pytorch-loss-order``, ``pytorch-message-order``); for any
+    other schedule, one that breaks the loss order gets ``runtime_note`` and its verdict is kept.
 
     Example:
         >>> from ppverify.schedules import build
@@ -110,6 +119,7 @@ def verify(
         certificates,
         sync=sync,
         dp_allreduce=dp_allreduce,
+        pytorch=pytorch,
         t0=t0,
     )
     proved: list[tuple[str, str]] = []
@@ -138,4 +148,5 @@ def verify(
         tuple(unchecked + run.notes),
         witness,
         stats,
+        runtime_note=None if pytorch else runtime_note(schedule),
     )

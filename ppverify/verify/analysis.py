@@ -18,6 +18,7 @@ from ..core.costs import CostModel
 from ..core.dag import DagArrays, StepDAG, build_dag, build_dag_arrays
 from ..core.ops import Action, Op, Overlap
 from ..core.schedule import Schedule
+from ..io.torch_rules import Crossing, crossed_messages
 from . import certify
 from .action_placement import Misplaced, check_action_placement
 from .comm_model import build_problem, has_explicit_comms
@@ -107,6 +108,9 @@ class Run:
     #: the collectives a timing claim includes (as the engines take them)
     sync: str = "eager"
     dp_allreduce: int = 0
+    #: the schedule was read from a PyTorch pipelining CSV: PyTorch's runtime rules apply
+    #: (:mod:`.runtime_rules`), and its messages are matched as that runtime matches them
+    pytorch: bool = False
     t0: float = field(default_factory=time.perf_counter)
     timings: dict[str, float] = field(default_factory=dict)
     #: properties settled by a checked certificate, not by Z3
@@ -166,6 +170,23 @@ class Run:
         self._cache["structure"] = st
         return st
 
+    def crossings(self) -> list[Crossing]:
+        """A PyTorch file's messages that its runtime delivers to another RECV than the one named
+        for them (:func:`~ppverify.io.torch_rules.crossed_messages` of the clean schedule, between
+        ranks whose SENDs and RECVs name the same messages: a missing or extra one is reported by
+        name, as the cause; cached); none for any other schedule."""
+        if "crossings" not in self._cache:
+            clean = self.structure().clean
+            self._cache["crossings"] = crossed_messages(clean, reordered_only=True) if self.pytorch else []
+        crossings: list[Crossing] = self._cache["crossings"]
+        return crossings
+
+    def posting_order(self) -> bool:
+        """Whether the order problem matches SEND/RECV in posting order, as PyTorch's runtime
+        does: for a PyTorch file whose messages cross (else matching by name decides the same),
+        unless actions were set aside (a placement fault: the runtime's pairing is then moot)."""
+        return bool(self.crossings()) and not self.structure().misplaced.positions
+
     def order(self) -> Order:
         """Dependencies, exclusivity and deadlock freedom: one order problem, settled by a checked
         witness or decided by Z3 (cached)."""
@@ -186,7 +207,8 @@ class Run:
             order_v, complete, n_actions, n_constraints = [], True, arrays.num_ops, certify.num_edges(arrays)
             self.certified += ["dependencies", "exclusivity", "deadlock"]
         else:
-            pb, _ = build_problem(self.dag(), self.comm_semantics, self.group, self.structure().misplaced.transfers)
+            excused = self.structure().misplaced.transfers
+            pb, _ = build_problem(self.dag(), self.comm_semantics, self.group, excused, self.posting_order())
             if self.certificates and certify.order_witness(pb) is not None:
                 order_v, complete = [], True
                 self.certified += ["dependencies", "exclusivity", "deadlock"]

@@ -107,8 +107,12 @@ def dependencies(run: Run) -> Outcome:
         nedges = sum(1 for row in run.dag().pred for q in row if q >= 0)
         split = run.structure().clean.has_split_backward
     wi = ", incl. W after its own I" if split else ""
+    # matched in posting order, a cross-rank edge is ordered up to its SEND and from its RECV:
+    # what travels between them is pytorch-message-order's to say
+    via = ", each edge across ranks through the SEND and RECV named for it" if run.posting_order() else ""
     return Outcome(
-        f"all {nedges} edges of the step's DAG hold in program order{wi}{run.scope()}", run.once("order", od.violations)
+        f"all {nedges} edges of the step's DAG hold in program order{wi}{via}{run.scope()}",
+        run.once("order", od.violations),
     )
 
 
@@ -157,9 +161,11 @@ def deadlock(run: Run) -> Outcome:
     explicit = (
         "explicit" if od.explicit_comms else "derived (SEND right after the producer, RECV right before the consumer)"
     )
+    how = f"{explicit} SEND/RECV"
+    if run.posting_order():  # the names cross: the runtime pairs the messages as posted, not by name
+        how = "explicit SEND/RECV matched in posting order, as PyTorch's runtime matches them"
     return Outcome(
-        f"a complete execution exists under {run.comm_semantics} point-to-point semantics{grouped}, "
-        f"{explicit} SEND/RECV{run.scope()}",
+        f"a complete execution exists under {run.comm_semantics} point-to-point semantics{grouped}, {how}{run.scope()}",
         run.once("order", od.violations),
     )
 

@@ -9,6 +9,11 @@ Where SEND/RECV come from:
   ``(s, mb)`` to stage s-1, whose ``(s-1)RECV_Bmb`` receives it. A SEND must follow the op it
   sends, the consumer must follow its RECV, and the k-th SEND of a transfer matches its k-th
   RECV. A RECV whose SEND is never posted (or, blocking, a SEND never received) waits forever.
+  ``posting=True`` matches them as PyTorch's runtime does instead (its ops carry no tag): the
+  k-th SEND from one rank to another with the k-th RECV the other rank posts from it, whatever
+  they name; each SEND still follows the op it names and each consumer the RECV named for it.
+  That differs only where the names cross (``pytorch message order``): what then arrives is
+  another microbatch's tensor, and whether the step completes is decided under that matching.
 * **derived** (compute-only programs), the placement policy: every dependency that crosses
   devices gets a SEND right after the producing op and a RECV right before the consuming op.
 
@@ -75,11 +80,13 @@ def build_problem(
     semantics: str = "buffered",
     group: bool = True,
     excused: frozenset[tuple[str, int, int]] = frozenset(),
+    posting: bool = False,
 ) -> tuple[OrderProblem, list[int]]:
     """The order problem of a (structurally clean) schedule's DAG; returns it and the node of
     each DAG position. ``excused`` transfers (``(direction, sending stage, microbatch)``) lost a
     SEND or RECV that the structural rules set aside (:mod:`.action_placement`): their missing
-    partner is not reported again.
+    partner is not reported again. ``posting``: explicit SEND/RECV between two ranks matched in
+    posting order, as PyTorch's runtime matches them (see the module doc).
 
     Example:
         >>> from ppverify.schedules import build
@@ -91,7 +98,7 @@ def build_problem(
     if semantics not in COMM_SEMANTICS:
         raise ParameterError("comm semantics", semantics, f"expected one of {', '.join(COMM_SEMANTICS)}")
     if has_explicit_comms(dag.schedule):
-        return _explicit(dag, semantics, group, excused)
+        return _explicit(dag, semantics, group, excused, posting)
     return _derived(dag, semantics, group)
 
 
@@ -172,14 +179,39 @@ def _rendezvous(pb: OrderProblem, send: tuple[int, int], recv: tuple[int, int], 
         pb.edge(a, b, 0, RENDEZVOUS_RULE)
 
 
+#: rule of a transfer matched as PyTorch's runtime matches it (``posting=True``)
+POSTING_RULE = "untagged: a RECV gets the SEND posted in the same place of the other rank's messages to it"
+
+
+def _rank_pair(key: tuple[str, int, int], rank: tuple[int, ...]) -> tuple[int, int]:
+    """The ranks ``(sender, receiver)`` a transfer ``(direction, sending stage, mb)`` joins."""
+    d, s, _ = key
+    return rank[s], rank[s + 1 if d == "F" else s - 1]
+
+
 def _explicit(
-    dag: StepDAG, semantics: str, group: bool, excused: frozenset[tuple[str, int, int]] = frozenset()
+    dag: StepDAG,
+    semantics: str,
+    group: bool,
+    excused: frozenset[tuple[str, int, int]] = frozenset(),
+    posting: bool = False,
 ) -> tuple[OrderProblem, list[int]]:
     pb = OrderProblem()
     node = [-1] * dag.num_ops
     sends: dict[tuple[str, int, int], list[tuple[int, int]]] = {}
     recvs: dict[tuple[str, int, int], list[tuple[int, int]]] = {}
     blocking = semantics == "rendezvous"
+    rank = tuple(dag.schedule.placement.maps[0])
+    # posting order: (is SEND, sender, receiver) -> nodes in program order; a hand-over between
+    # two stages of one rank sends nothing, so it keeps the matching by name
+    posted: dict[tuple[bool, int, int], list[tuple[tuple[int, int], str]]] = {}
+
+    def positional(key: tuple[str, int, int]) -> bool:
+        if not posting:
+            return False
+        src, dst = _rank_pair(key, rank)
+        return src != dst
+
     i = 0
     for d, prog in enumerate(dag.schedule.programs):
         pending: list[Comm] = []
@@ -192,7 +224,10 @@ def _explicit(
                 text = "+".join(str(c) for c in grp)
                 pd = _group_nodes(pb, text, d) if blocking else (pb.node(text, d),) * 2
                 for c in grp:
-                    (sends if c.kind.startswith("SEND") else recvs).setdefault(transfer_key(c), []).append(pd)
+                    key, is_send = transfer_key(c), c.kind.startswith("SEND")
+                    (sends if is_send else recvs).setdefault(key, []).append(pd)
+                    if positional(key):
+                        posted.setdefault((is_send, *_rank_pair(key, rank)), []).append((pd, str(c)))
             pending.clear()
 
         for a in prog:
@@ -224,6 +259,8 @@ def _explicit(
                     pb.edge(node[i2], node[i2], 1, f"input of {dag.ops[i2]} is never received (no RECV)")
                 continue
             pb.edge(rcv[1], node[i2], 1, "op after the RECV of its input")
+            if positional(key):
+                continue  # what the RECV receives is decided by posting order, below
             if snd is None:
                 if key not in excused:
                     pb.edge(rcv[1], rcv[1], 1, "its SEND is never posted")
@@ -233,13 +270,32 @@ def _explicit(
                 pb.edge(snd[0], rcv[1], 1, "buffered: RECV completes after its SEND")
     # comm actions no transfer uses
     for key, lst in recvs.items():
-        for rcv in lst[used_r.get(key, 0) :] if key not in excused else ():
+        for rcv in lst[used_r.get(key, 0) :] if key not in excused and not positional(key) else ():
             pb.edge(rcv[1], rcv[1], 1, "its SEND is never posted")
     for key, lst in sends.items():
-        for snd in lst[used_s.get(key, 0) :] if key not in excused else ():
+        for snd in lst[used_s.get(key, 0) :] if key not in excused and not (blocking and positional(key)) else ():
             # blocking: the sender hangs; buffered: harmless to progress, but no such transfer
             pb.edge(snd[1], snd[1], 1, "blocking SEND never received" if blocking else NO_TRANSFER)
+    _match_in_posting_order(pb, posted, blocking)
     return pb, node
+
+
+def _match_in_posting_order(
+    pb: OrderProblem, posted: dict[tuple[bool, int, int], list[tuple[tuple[int, int], str]]], blocking: bool
+) -> None:
+    """PyTorch's runtime: the k-th SEND from one rank to another meets the k-th RECV the other
+    rank posts from it; a RECV with no k-th SEND waits forever, and so does a blocking SEND with
+    no k-th RECV (a buffered one is left in its buffer)."""
+    for (is_send, src, dst), nodes in sorted(posted.items()):
+        other = posted.get((not is_send, src, dst), [])
+        if is_send:
+            for (snd, text), (rcv, _) in zip(nodes, other):
+                if blocking:
+                    _rendezvous(pb, snd, rcv, text)
+                else:
+                    pb.edge(snd[0], rcv[1], 1, POSTING_RULE)
+        for pd, _ in nodes[len(other) :] if blocking or not is_send else ():
+            pb.edge(pd[1], pd[1], 1, "blocking SEND never received" if is_send else "its SEND is never posted")
 
 
 def insert_comms(schedule: Schedule) -> Schedule:

@@ -1,7 +1,8 @@
 """The audit of an imported schedule (a PyTorch pipelining CSV, or the action lists of one of
 PyTorch's schedule classes): how it was read, its structure, its SEND/RECV, whether its ranks'
-lists run to completion, the Z3 verifier's verdict, its timing, and the text ``ppverify import``
-prints."""
+lists run to completion, the Z3 verifier's verdict (PyTorch's runtime rules included), what
+PyTorch's runtime does with a file that breaks those rules, its timing, and the text
+``ppverify import`` prints."""
 
 from __future__ import annotations
 
@@ -47,10 +48,14 @@ def audit(
     costs: CostModel | None = None,
     with_torch: bool = False,
     comm_semantics: str = "buffered",
+    pytorch: bool | None = None,
 ) -> tuple[dict[str, Any], Any]:
     """Every check ``ppverify import`` runs, as a dict (``valid`` is the verdict), and the slot
     timeline (``None`` when the schedule cannot be timed). ``costs`` times the table (unit slots
     when None); ``with_torch`` adds PyTorch's own ``_validate_schedule`` verdict (needs torch).
+    ``pytorch``: the schedule is one PyTorch runs as it is (a CSV, one of its classes), so the
+    rules of its runtime are part of the verdict (``pytorch_runtime``: what the runtime does
+    with a file that breaks them); None: when the schedule was read as a CSV (its ``format``).
 
     Example:
         >>> from ppverify.io.torch_csv import parse_rows
@@ -96,7 +101,12 @@ def audit(
             order = {"ok": False, "problem": str(exc)}
     rep["order"] = order
     rep["slot"] = slot
-    rep["verifier"] = _verifier(schedule, rep["comms"]["explicit"], comm_semantics)
+    if pytorch is None:
+        from ..io.torch_csv import FLAVOURS
+
+        pytorch = schedule.params.get("format") in FLAVOURS
+    rep["pytorch_runtime"] = runtime_problems(schedule) if pytorch else None
+    rep["verifier"] = _verifier(schedule, rep["comms"]["explicit"], comm_semantics, pytorch)
     rep["torch_steps"] = None
     if not problems and order["ok"]:
         try:
@@ -111,14 +121,56 @@ def audit(
         msg = torch_validate(schedule)
         rep["pytorch_validate"] = {"ok": msg is None, "message": msg}
     z3_valid = rep["verifier"] is None or rep["verifier"]["valid"]
-    rep["valid"] = bool(not problems and order["ok"] and not comms and z3_valid)
+    runs = not rep["pytorch_runtime"]  # also the verifier's verdict: said here on the file as written
+    rep["valid"] = bool(not problems and order["ok"] and not comms and z3_valid and runs)
     return rep, tl
 
 
-def _verifier(schedule: Schedule, explicit: bool, comm_semantics: str) -> dict[str, Any] | None:
+def runtime_problems(schedule: Schedule) -> list[dict[str, str]]:
+    """What PyTorch's runtime, which loads and validates ``schedule`` as it is, then does with it
+    where it breaks a rule of that runtime (:mod:`ppverify.io.torch_rules`): each problem as
+    ``{"property", "outcome", "problem"}``; empty when it runs correctly.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> [p["outcome"] for p in runtime_problems(parse_rows([["0F0", "0F1", "0B0", "0B1"], ["1F1", "1F0", "1B0", "1B1"]]))]
+        ['then fails the step']
+    """
+    from ..io.torch_rules import crossed_messages, loss_order_problem
+
+    loss = loss_order_problem(schedule)
+    out = [{"property": "pytorch-loss-order", "outcome": "then fails the step", "problem": loss}] if loss else []
+    for c in crossed_messages(schedule, reordered_only=True):  # a missing SEND/RECV: send/recv says so
+        out.append(
+            {"property": "pytorch-message-order", "outcome": "then computes wrong gradients", "problem": c.to_text()}
+        )
+    return out
+
+
+def source_kind(path: str | None) -> str | None:
+    """What ``ppverify import`` reads in the file ``path`` when it is no PyTorch CSV, by its
+    content as :func:`ppverify.io.load_torch_file` decides: ``"ppverify JSON"`` or ``"text table"``;
+    None for a CSV, and for no file (one of PyTorch's classes).
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "grid.txt")
+        >>> _ = open(path, "w").write("        Rank 0\\nStep 0: 0F0\\nStep 1: 0B0\\n")
+        >>> source_kind(path), source_kind(None)
+        ('text table', None)
+    """
+    if path is None:
+        return None
+    from ..core.files import read_text
+    from ..io import sniff_format
+
+    return {"json": "ppverify JSON", "table": "text table"}.get(sniff_format(read_text(path)) or "")
+
+
+def _verifier(schedule: Schedule, explicit: bool, comm_semantics: str, pytorch: bool) -> dict[str, Any] | None:
     """The Z3 verifier's verdict on what PyTorch would run: a compute_only file with SEND/RECV
     where its lowering puts them (receives posted early), which matters under rendezvous
-    semantics."""
+    semantics; with PyTorch's runtime rules when ``pytorch``."""
     from . import verify
 
     target, sendrecv = schedule, "from the file" if explicit else "derived"
@@ -129,7 +181,7 @@ def _verifier(schedule: Schedule, explicit: bool, comm_semantics: str) -> dict[s
             target, sendrecv = add_send_recv(schedule), "placed by PyTorch's lowering"
         except (InvalidScheduleError, ParameterError):
             pass  # the lowering itself deadlocks or cannot apply: verify the file as written
-    z3 = verify(target, None, comm_semantics=comm_semantics)
+    z3 = verify(target, None, comm_semantics=comm_semantics, pytorch=pytorch)
     return {
         "valid": z3.valid,
         "proved": [p for p, _ in z3.proved],
@@ -198,6 +250,9 @@ def audit_text(rep: dict[str, Any]) -> str:
         lines += [f"  - {v}" for v in vr["violations"][:MAX_LISTED]]
         if len(vr["violations"]) > MAX_LISTED:  # as the other lists say: the head's count, not 10, is all
             lines.append(f"  ... and {len(vr['violations']) - MAX_LISTED} more")
+    for rp in rep.get("pytorch_runtime") or ():
+        named = rp["problem"].split(": ", 1)[0]  # its first clause names the rank and the ops; the rest is above
+        lines.append(f"runtime       PyTorch's runtime accepts the file, {rp['outcome']} ({rp['property']}: {named})")
     if "pytorch_validate" in rep:
         pv = rep["pytorch_validate"]
         lines.append(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import checks
+from . import checks, runtime_rules
 from .analysis import Run
 from .checks import Outcome
 
@@ -55,6 +55,22 @@ REGISTRY: tuple[Property, ...] = (
         "every op, SEND/RECV, UNSHARD/RESHARD and REDUCE_GRAD on the device its stage is placed on",
         checks.placement,
         "placement",
+    ),
+    # PyTorch's runtime rules are ground rules over the order as written, like the two above, and
+    # come before the order problem: a crossed message is the cause of what that problem finds
+    Property(
+        "pytorch-loss-order",
+        "the last stage's forwards in microbatch order (PyTorch's runtime reads each loss back by microbatch)",
+        runtime_rules.loss_order,
+        "pytorch-loss-order",
+        "PyTorch CSV files",
+    ),
+    Property(
+        "pytorch-message-order",
+        "each rank's SENDs to another in the order that rank posts its RECVs (untagged, matched in posting order)",
+        runtime_rules.message_order,
+        "pytorch-message-order",
+        "PyTorch compute_comms files",
     ),
     Property(
         "dependencies",
@@ -113,7 +129,7 @@ def names() -> tuple[str, ...]:
 
     Example:
         >>> names()[:3]
-        ('completeness', 'placement', 'dependencies')
+        ('completeness', 'placement', 'pytorch-loss-order')
     """
     return tuple(p.name for p in REGISTRY)
 
@@ -134,7 +150,7 @@ def listing() -> str:
 
     Example:
         >>> print(listing().splitlines()[0])
-        completeness  each required op (F, B or I+W of every stage and microbatch) exactly once, nothing extra
+        completeness           each required op (F, B or I+W of every stage and microbatch) exactly once, nothing extra
     """
     width = max((len(p.name) for p in REGISTRY), default=0)
     return "\n".join(p.to_text(width) for p in REGISTRY)

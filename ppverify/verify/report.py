@@ -41,7 +41,9 @@ class Report:
 
     ``proved`` lists the properties Z3 proved (each with a short statement); ``unchecked`` those
     not asked for (no memory cap, no makespan claim) or not decidable because an earlier property
-    failed; ``witness`` is a timing witness (op text -> start time) when a makespan claim holds.
+    failed; ``witness`` is a timing witness (op text -> start time) when a makespan claim holds;
+    ``runtime_note`` says why PyTorch's runtime could not run a schedule that is no PyTorch file
+    (so its rules are no property of it) as it is.
 
     Example:
         >>> r = Report("gpipe p=2 m=1", (("completeness", "4 ops"),), (), ())
@@ -56,6 +58,7 @@ class Report:
     witness: dict[str, float] | None = None
     stats: dict[str, Any] = field(default_factory=dict)
     truncated: int = 0
+    runtime_note: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -74,6 +77,8 @@ class Report:
             lines.append(f"  ... and {more} more violation(s) not listed")
         for prop, why in self.unchecked:
             lines.append(f"  not checked  {prop}: {why}")
+        if self.runtime_note is not None:
+            lines.append(f"  note  {self.runtime_note}")
         if self.witness is not None:
             lines.append(f"  witness: {len(self.witness)} start times (use --json to see them)")
         if "seconds" in self.stats:
@@ -93,5 +98,6 @@ class Report:
             "violations_not_listed": self.truncated,
             "unchecked": [{"property": p, "reason": w} for p, w in self.unchecked],
             "witness": self.witness,
+            "pytorch_runtime_note": self.runtime_note,
             "stats": self.stats,
         }

@@ -59,7 +59,7 @@ def test_an_output_in_a_folder_that_takes_no_file_is_refused_before_the_search(o
     # no file, which came after the whole search
     assert main([*ARGV, "--budgets", "1", option, f"/proc/{name}"]) == 2
     err = capsys.readouterr().err
-    assert f"parameter {option[2:]}=/proc/{name}: cannot write in its folder /proc" in err
+    assert f"parameter {option}=/proc/{name}: cannot write in its folder /proc" in err
     assert "design [" not in err  # no point searched
 
 

@@ -20,7 +20,7 @@ from ppverify.io.torch_rules import loss_order_problem, message_order_problem
 from ppverify.measure import WorkerError, measure
 from ppverify.schedules import build
 
-# rank 1 (the last stage) runs F1 before F0: every dependency holds, ppverify's verifier proves it
+# rank 1 (the last stage) runs F1 before F0: every dependency holds (verify of it as a CSV: pytorch-loss-order)
 LAST_OUT_OF_ORDER = "0F0,0F1,0B0,0B1\n1F1,1F0,1B0,1B1\n"
 # GPipe p=2 m=2 lowered by hand, rank 1 posting its gradients B1 first while rank 0 receives B0 first
 CROSSED = (

@@ -21,6 +21,8 @@ from ppverify.verify.checks import Outcome
 SHIPPED = (
     "completeness",
     "placement",
+    "pytorch-loss-order",
+    "pytorch-message-order",
     "dependencies",
     "exclusivity",
     "deadlock",
@@ -59,6 +61,8 @@ def test_registry_order_and_fields():
     assert len({p.name for p in reg}) == len(reg)
     # conditional properties say when they are checked; the rest make a bare VALID verdict
     assert {p.name: p.when for p in reg if p.when} == {
+        "pytorch-loss-order": "PyTorch CSV files",
+        "pytorch-message-order": "PyTorch compute_comms files",
         "reduction": "compute_comms files",
         "sharding": "compute_comms files",
         "memory": "--memory-cap",
@@ -71,7 +75,9 @@ def test_verify_reports_in_registry_order():
     # peak activations per device p - d <= 4
     s = build("1f1b", p=4, m=8)
     r = verify(s, CostModel.abstract(s.placement, F=1, B=2), memory_cap=4, makespan_le=33)
-    assert [p for p, _ in r.proved] == [n for n in SHIPPED if n not in ("reduction", "sharding")]
+    # a family is no PyTorch file and has no compute_comms actions: those four do not apply
+    file_only = ("pytorch-loss-order", "pytorch-message-order", "reduction", "sharding")
+    assert [p for p, _ in r.proved] == [n for n in SHIPPED if n not in file_only]
     assert r.unchecked == ()
     bare = verify(s)
     assert [p for p, _ in bare.unchecked] == ["memory", "timing"]

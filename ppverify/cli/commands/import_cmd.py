@@ -9,7 +9,10 @@ inferred or given, counts of compute/comm/marker/idle cells) and the checks ppve
   own wait: cross-stage violations and deadlocks), via the ``slot`` engine;
 * the Z3 verifier (:func:`ppverify.verify.verify`): the properties it proves and each violation
   with the minimal set of ops that explains it, under ``buffered`` or ``rendezvous``
-  point-to-point semantics (``--comm-semantics``), with the file's SEND/RECV when it has them;
+  point-to-point semantics (``--comm-semantics``), with the file's SEND/RECV when it has them,
+  and the two rules of PyTorch's runtime for a CSV or one of PyTorch's classes;
+* runtime: where a file breaks one of those rules, that PyTorch's runtime accepts it and then
+  fails the step or computes wrong gradients;
 * optionally (``--torch``) PyTorch's own ``_validate_schedule`` verdict, to show what it misses.
 
 Then the timing of a valid file: the ``slot`` table's makespan, bubble ratio and peaks, and
@@ -23,7 +26,7 @@ from typing import Any
 
 from ...core.errors import ParameterError
 from ...core.schedule import Schedule
-from ...verify.import_audit import audit, audit_text
+from ...verify.import_audit import audit, audit_text, source_kind
 from .. import Command
 from ..common import DeprecatedAlias, add_cost_arguments, costs_from_args, print_json, warn_deprecated
 
@@ -163,8 +166,9 @@ def run_import(args: argparse.Namespace) -> int:
     if args.torch and schedule.placement.num_pipes > 1:  # else to_rows' "cannot be written" error
         pipes = f"{schedule.describe()} has {schedule.placement.num_pipes} pipes"
         raise ParameterError("torch", True, f"PyTorch's validation takes one pipe; {pipes}: leave --torch out")
-    rep, tl = audit(schedule, costs_from_args(args, schedule), args.torch, args.comm_semantics)
-    rep["format"] = rep["format"] or _file_kind(args.file)  # a JSON file or a table has no CSV flavour
+    kind = source_kind(args.file)  # None: a CSV or a PyTorch class, which PyTorch's runtime runs as it is
+    rep, tl = audit(schedule, costs_from_args(args, schedule), args.torch, args.comm_semantics, kind is None)
+    rep["format"] = rep["format"] or kind  # a JSON file or a table has no CSV flavour
     if args.json:
         print_json(rep)
     else:
@@ -176,23 +180,6 @@ def run_import(args: argparse.Namespace) -> int:
             print(format_table(tl, style=args.style))
     warn_deprecated(args, "ppverify import")  # after the output: a failed run keeps its one line
     return 0 if rep["valid"] else 1
-
-
-def _file_kind(path: str) -> str:
-    """What a file that is not a PyTorch CSV holds, as ``import`` reads it (by content, as
-    :func:`ppverify.io.load_torch_file` does).
-
-    Example:
-        >>> import os, tempfile
-        >>> path = os.path.join(tempfile.mkdtemp(), "grid.txt")
-        >>> _ = open(path, "w").write("        Rank 0\\nStep 0: 0F0\\nStep 1: 0B0\\n")
-        >>> _file_kind(path)
-        'text table'
-    """
-    from ...core.files import read_text
-    from ...io import sniff_format
-
-    return "ppverify JSON" if sniff_format(read_text(path)) == "json" else "text table"
 
 
 COMMAND = Command(

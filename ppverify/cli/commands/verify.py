@@ -6,7 +6,10 @@ minimal set of ops (a minimized Z3 unsat core) that explains it. Exit code 0 val
 number counts activations of one microbatch on a device's whole share of layers, ``8MF`` stage
 activations, a size such as ``40GiB`` bytes (with ``--system/--model``). A timing claim is timed
 as ``simulate`` times it (collectives per ``--sync``/``--dp-allreduce``, a saved file's settings):
-the least T ``--makespan-le`` accepts is ``simulate``'s makespan.
+the least T ``--makespan-le`` accepts is ``simulate``'s makespan. A PyTorch CSV is also held to the
+two rules of PyTorch's runtime (``pytorch-loss-order``, ``pytorch-message-order``; a crossed file's
+SEND/RECV matched in posting order, as the runtime matches them); any other one-pipe schedule whose
+last stage runs its forwards out of microbatch order keeps its verdict and gets a note.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from ...core.errors import ParameterError
 from ...core.memory_cap import MEMORY_CAP_HELP
 from ...verify import COMM_SEMANTICS, properties, verify
 from .. import Command
-from ..common import add_cost_arguments, add_schedule_arguments, build_schedule, check_nonnegative, print_json
+from ..common import add_cost_arguments, add_schedule_arguments, check_nonnegative, print_json, read_document
 from ..file_settings import add_collective_arguments
 from ..presets_args import add_preset_arguments
 from ..run_request import request_timing, run_request
@@ -123,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
     # so the process is stopped outright at 8 % past the limit
     with time_limit(args.time_limit, hard_stop="ppverify verify" if getattr(args, "_own_process", False) else None):
         request = run_request(args)  # costs and cap read once, before the build
-        schedule = build_schedule(request.source)  # by its content; a text table with its --placement
+        doc, kind = read_document(request.source)  # by its content; a text table with its --placement
+        schedule = doc.schedule
         timing = request_timing(request, schedule)
         spec = request.memory_cap
         cap = None if spec is None else resolve_memory_cap(spec, timing.ctx.costs, schedule.placement)
@@ -138,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             max_violations=args.max_violations,
             sync=timing.sync,  # the collectives as simulate takes them (options, saved file)
             dp_allreduce=timing.dp_allreduce,
+            pytorch=kind == "csv",  # PyTorch's runtime rules are properties of its own files only
         )
     if cap is not None and cap.unlimited:  # `none` was given: not "no memory cap given"
         why = "--memory-cap none: unlimited memory, nothing to check"
