@@ -26,7 +26,7 @@ def test_interleaved_theorems_cover_the_sizes_the_docs_state(capsys):
     }
     assert all("v=2" in s for s in settings if "m=p," not in s)  # m = kp only at v = 2
     readme = " ".join((ROOT / "README.md").read_text().split())
-    assert "m = kp for it with v = 2, k ≤ 8, F = B" in readme
+    assert "m = p (and kp, k ≤ 8, at v = 2, F = B) for interleaved 1F1B" in readme
     started = " ".join((ROOT / "docs" / "getting-started.md").read_text().split())
     assert "m = p and m = kp with k ≤ 8 for interleaved 1F1B" in started
 
