@@ -34,6 +34,8 @@ def load_schedule(path: str | Path, **options) -> Schedule:
     path = Path(path)
     ext = path.suffix.lower()
     if ext not in FORMATS:
+        if _is_dir(path):  # not "not found": it is there, and is no file
+            raise ScheduleFileError(str(path), "", "a folder, not a schedule file; give a .json, .csv or .txt file")
         if not _is_file(path):
             raise ScheduleFileError(str(path), "", "file not found")
         raise ScheduleFileError(str(path), "", f"unknown schedule format {ext!r}; expected one of {', '.join(FORMATS)}")
@@ -105,6 +107,13 @@ def sniff_format(text: str) -> str | None:
     if "," in first:
         return "csv"
     return None
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):  # a name too long, a NUL byte
+        return False
 
 
 def _is_file(path: Path) -> bool:
