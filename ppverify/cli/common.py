@@ -299,7 +299,7 @@ def read_document(source: ScheduleSource) -> tuple[ScheduleDocument, str]:
         ppverify.core.errors.ParameterError: parameter placement=v: only a text table (.txt) takes --placement; ...run.txt holds a PyTorch pipelining CSV, placed as its rows show (`ppverify import ...run.txt --placement v` reads it otherwise)
     """
     from ..core.files import read_text
-    from ..io import FORMATS, load_schedule, looks_like_file, sniff_format
+    from ..io import FORMATS, load_schedule, looks_like_file, parse_text, sniff_format
 
     name = schedule_name(source)
     if not looks_like_file(name):
@@ -321,11 +321,11 @@ def read_document(source: ScheduleSource) -> tuple[ScheduleDocument, str]:
         return doc, kind
     why = f"{name} holds a PyTorch pipelining CSV, placed as its rows show"
     _refuse_placement(source, f"{why} (`ppverify import {name} --placement {source.placement}` reads it otherwise)")
-    # io's own reader (read again): a CSV read here is read with the checks every reader makes
-    schedule = load_schedule(name)
+    # io's own reader, on the text read above: a CSV read here has the checks every reader makes
+    schedule = parse_text("csv", text, name, {})
     if source.m is not None and schedule.m > source.m:
         try:  # name the first cell beyond -m: a typo (0F3 at m=3) is found where it is
-            load_schedule(name, m=source.m)
+            parse_text("csv", text, name, {"m": source.m})
         except ScheduleFileError as exc:
             raise ScheduleFileError(
                 exc.path,

@@ -43,7 +43,7 @@ def load_schedule(path: str | Path, **options) -> Schedule:
     kind = sniff_format(text) or {".json": "json", ".csv": "csv"}.get(ext, "table")
     if kind == "json" and options:
         raise ScheduleFileError(str(path), "", f"a JSON schedule takes no options ({', '.join(options)})")
-    return _parse(kind, text, str(path), options)
+    return parse_text(kind, text, str(path), options)
 
 
 def load_torch_file(path: str | Path, **options) -> Schedule:
@@ -69,12 +69,18 @@ def load_torch_file(path: str | Path, **options) -> Schedule:
                 f"holds a {FORMATS['.json' if kind == 'json' else '.txt']}, "
                 f"which takes no --{given[0].replace('_', '-')}",
             )
-        return _parse(kind, text, str(path), {})
-    return _parse("csv", text, str(path), options)
+        return parse_text(kind, text, str(path), {})
+    return parse_text("csv", text, str(path), options)
 
 
-def _parse(kind: str, text: str, path: str, options: dict) -> Schedule:
-    """The schedule in ``text`` read as ``kind`` ("json", "csv" or "table"), errors naming ``path``."""
+def parse_text(kind: str, text: str, path: str, options: dict) -> Schedule:
+    """The schedule in ``text`` read as ``kind`` ("json", "csv" or "table"), errors naming ``path``:
+    what :func:`load_schedule` does once it has read the file, for a caller that holds its text.
+
+    Example:
+        >>> parse_text("csv", "0F0,0B0", "x.csv", {}).describe()
+        'x.csv p=1 m=1 format=compute_only placement=linear'
+    """
     if kind == "json":
         from .json_format import loads_document
 
