@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import pandas as pd
 from tabulate import tabulate
 
-from ..views.table_report import exact_number
+from ..views.table_report import exact_number, plain_number
 from .config import ALL_LEVELS, LEVEL_SEMANTICS
 from .optimum import UNLIKE
 from .results import PointResult
@@ -212,9 +212,7 @@ def fmt_time(x: float, unit: str) -> str:
     ms = x * 1e3
     if ms == 0 or not math.isfinite(ms):
         return f"{ms:g}"
-    whole = math.floor(math.log10(abs(ms))) + 1  # digits before the point
-    text = f"{ms:.{max(0, 4 - whole)}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    return plain_number(ms, 4)
 
 
 def _fmt_mem(x: float, unit: str) -> str:

@@ -81,8 +81,21 @@ def exact_number(x: float | None) -> str:
     """
     if x is None or not math.isfinite(x) or float(x).is_integer():
         return fmt_number(x)
+    return plain_number(x, 6, min_decimals=1)
+
+
+def plain_number(x: float, digits: int, min_decimals: int = 0) -> str:
+    """``x`` (finite, non-zero) to ``digits`` significant digits, and at least ``min_decimals``
+    decimals, never in scientific notation: every digit before the point is kept, trailing zeros
+    after it are dropped.
+
+    Example:
+        >>> plain_number(49450.3, 4), plain_number(82.2, 4), plain_number(215.25, 6, 1), plain_number(1 / 3, 6, 1)
+        ('49450', '82.2', '215.25', '0.333333')
+    """
     whole = math.floor(math.log10(abs(x))) + 1  # digits before the point
-    return f"{x:.{max(1, 6 - whole)}f}".rstrip("0").rstrip(".")
+    text = f"{x:.{max(min_decimals, digits - whole)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _close(a: float, b: float) -> bool:
