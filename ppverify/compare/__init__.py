@@ -13,6 +13,7 @@ seed paper's findings checked over the computed results.
 * :mod:`.measured` the opt-in measured level (``compare --measured``): real runs, batched per p
 * :mod:`.findings` the seed paper's findings as computed checks
 * :mod:`.request`  what ``ppverify compare`` is asked, run, written and printed, as library calls
+* :mod:`.options`  ``ppverify compare``'s options as data, read into a request
 
 Where each finding holds over a grid of systems and models is :mod:`ppverify.findings_map` (a sweep,
 so a layer above this package).

@@ -1,7 +1,10 @@
 """``design --report PAGE.html``: one self-contained page with the frontier drawn as SVG (the
 frontier as a step line, every family as a labelled point), where hovering a point names its
 schedule, bound and gap, and clicking it opens that schedule's timeline (a Gantt chart of the async
-engine, inlined as SVG) further down the page. Nothing is loaded from elsewhere: it opens offline.
+engine, inlined as SVG) further down the page. The notes the text report prints beside a family
+(why it is not on the frontier: its placement not searched, the budget to add...) are listed
+under the frontier, and repeated in that family's hover and timeline. Nothing is loaded from
+elsewhere: it opens offline.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from .run import Design
 _W, _H, _PAD = 720, 420, 56
 
 _SCRIPT = """
-document.querySelectorAll('a.pt').forEach(function (a) {
+document.querySelectorAll('a[href^="#point-"], a[href^="#family-"]').forEach(function (a) {
   a.addEventListener('click', function () {
     var d = document.getElementById(a.getAttribute('href').slice(1));
     if (d) { d.open = true; }
@@ -102,9 +105,14 @@ def frontier_svg(d: Design) -> str:
     at: dict[tuple[float, float], list[int]] = {}
     for j, f in enumerate(fams):
         at.setdefault((f.peak, f.time), []).append(j)
+    notes = family_notes(d)
     taken: dict[int, list[float]] = {}  # label baselines per pixel column: none closer than 10 px
     for (peak, time), js in at.items():
-        tips = [f"{fams[j].family} ({fams[j].placement}): time {time:g}, peak {peak:g}" for j in js]
+        tips = [
+            f"{fams[j].family} ({fams[j].placement}): time {time:g}, peak {peak:g}"
+            + (f"; {notes[j]}" if j in notes else "")
+            for j in js
+        ]
         parts.append(
             f'<a class="pt family" href="#family-{js[0]}"><rect x="{X(peak) - 4:.1f}" y="{Y(time) - 4:.1f}" '
             f'width="8" height="8" fill="#4C72B0"><title>{html.escape(chr(10).join(tips))}</title></rect></a>'
@@ -135,6 +143,52 @@ def frontier_svg(d: Design) -> str:
     return "\n".join(parts)
 
 
+def family_notes(d: Design) -> dict[int, str]:
+    """The note the text report prints beside a family (:meth:`~.run.Design.family_rows`: why one
+    faster than the frontier at its peak, or fitting below it, is not on it), by the family's index
+    in ``d.families``; families without a note are left out.
+
+    Example:
+        >>> from ppverify.design.points import FamilyPoint, Point
+        >>> from ppverify.design.run import DesignRequest
+        >>> from ppverify.design.spec import setups
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> rq = DesignRequest(2, 4, "linear", "1", PresetSettings(costs="F=1,B=2"))
+        >>> one = Point("linear", 1.0, "OPTIMAL", 24.0, 24.0, 1.0, None, None)
+        >>> fams = (FamilyPoint("gpipe", "linear", 4.0, 30.0, None), FamilyPoint("zbv", "v", 2.0, 12.5, None))
+        >>> family_notes(Design(rq, setups("linear", 2, 4, rq.settings), (one,), fams, (one,), 1, 1, False))
+        {1: 'faster than the frontier: its placement was not searched'}
+    """
+    return {j: str(row["note"]) for j, row in enumerate(d.family_rows()) if row.get("note")}
+
+
+def notes_html(d: Design) -> str:
+    """The families' notes as a list under the frontier, each naming its family (a link to its
+    timeline) and placement; with the families timed only in part (``--time-limit``), a first line
+    says so. Empty when there is nothing to note.
+
+    Example:
+        >>> from ppverify.design.points import FamilyPoint
+        >>> from ppverify.design.run import DesignRequest
+        >>> d = Design(DesignRequest(2, 4, "linear"), (), (), (FamilyPoint("zbv", "v", 2.0, 12.5, None),), (), 0, 0, False)
+        >>> print(notes_html(d))  # doctest: +NORMALIZE_WHITESPACE
+        <h2>Notes</h2><ul class="family-notes"><li><a href="#family-0">zbv</a> (v): fits below every frontier point
+        (the frontier is empty): its placement was not searched</li></ul>
+    """
+    items = []
+    if d.families_cut:  # else a short list reads as every family there is
+        items.append(
+            f"<li>the run's --time-limit passed while the families were timed: {len(d.families)} of them listed</li>"
+        )
+    for j, note in family_notes(d).items():
+        f = d.families[j]
+        items.append(
+            f'<li><a href="#family-{j}">{html.escape(f.family)}</a> ({html.escape(f.placement)}): '
+            f"{html.escape(note)}</li>"
+        )
+    return f'<h2>Notes</h2><ul class="family-notes">{"".join(items)}</ul>' if items else ""
+
+
 def design_page(d: Design, title: str | None = None) -> str:
     """The whole page: the report text, the frontier SVG and every timeline (closed until clicked);
     ``title`` heads it (default: the design's p and m).
@@ -160,6 +214,7 @@ def design_page(d: Design, title: str | None = None) -> str:
         f"<h1>{heading}</h1>",
         "<p>Hover a point for its schedule, bound and gap; click it for its timeline.</p>",
         frontier_svg(d),
+        notes_html(d),
         f"<pre>{html.escape(design_text(d))}</pre>",
         "<h2>Frontier schedules</h2>",
     ]
@@ -169,11 +224,13 @@ def design_page(d: Design, title: str | None = None) -> str:
             f"bound {q.bound:g}</summary>{_gantt_svg(q, d)}</details>"
         )
     body.append("<h2>Families</h2>")
+    notes = family_notes(d)
     for j, f in enumerate(d.families):
         chart = _gantt_svg(f, d) if f.placement in searched else "<p>(placement not searched)</p>"
+        note = f'<p class="note">{html.escape(notes[j])}</p>' if j in notes else ""
         body.append(
             f'<details id="family-{j}"><summary>{html.escape(f.family)} ({html.escape(f.placement)}), '
-            f"time {f.time:g}, peak {f.peak:g}</summary>{chart}</details>"
+            f"time {f.time:g}, peak {f.peak:g}</summary>{note}{chart}</details>"
         )
     body.append(f"<script>{_SCRIPT}</script></body></html>")
     return "\n".join(body)

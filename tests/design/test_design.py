@@ -8,6 +8,7 @@ import itertools
 import json
 import math
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -78,7 +79,7 @@ def test_frontier_equals_exhaustive_search_and_beats_every_family(p: int, m: int
         if q.status == "OPTIMAL":
             assert q.time == pytest.approx(best)
     # the exhaustive Pareto frontier, point for point
-    truth = []
+    truth: list[tuple[float, float]] = []
     for pk, t in sorted(every):
         if not truth or t < truth[-1][1] - EPS:
             truth.append((pk, t))
@@ -119,7 +120,7 @@ def test_frontier_and_value_at_by_hand() -> None:
     ]
     front = frontier(pts)
     assert [(q.placement, q.budget) for q in front] == [("linear", 1.0), ("v", 2.0)]
-    assert value_at(front, 2.5).time == 25.0 and value_at(front, 0.5) is None
+    assert cast(Point, value_at(front, 2.5)).time == 25.0 and value_at(front, 0.5) is None
 
 
 def test_saved_files_load_verify_and_equal(tmp_path) -> None:
@@ -231,11 +232,13 @@ def test_monotone_points_by_generated_budgets() -> None:
             for b, (o, (_, up, down)) in enumerate(zip(opts, rows))
         ]
         out = monotone(pts)
+        # every point here has a schedule: its time is a float. More memory: never slower, never a higher floor
         for a, b in zip(out, out[1:]):
-            assert b.time <= a.time and b.bound <= a.bound  # more memory: never slower, never a higher floor
+            assert cast(float, b.time) <= cast(float, a.time) and b.bound <= a.bound
         for q, orig in zip(out, pts):
-            assert q.bound <= q.time and q.time <= orig.time and q.bound >= orig.bound
-            assert q.time == min(p.time for p in pts if p.budget <= q.budget)
+            q_time, orig_time = cast(float, q.time), cast(float, orig.time)
+            assert q.bound <= q_time and q_time <= orig_time and q.bound >= orig.bound
+            assert q_time == min(cast(float, p.time) for p in pts if p.budget <= q.budget)
 
     check()
 

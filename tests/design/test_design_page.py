@@ -7,16 +7,20 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
 from ppverify.cli import main
 
+if TYPE_CHECKING:  # the page's type only: a run without the playwright extra skips these tests
+    from playwright.sync_api import Page
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @contextmanager
-def _design_page(tmp_path: Path, argv: list[str]) -> Iterator[tuple[object, list[str]]]:
+def _design_page(tmp_path: Path, argv: list[str]) -> Iterator[tuple[Page, list[str]]]:
     """``design ARGV --report`` opened in headless Chromium: the page and its script errors."""
     playwright = pytest.importorskip("playwright.sync_api")
     page_path = tmp_path / "design.html"
@@ -41,7 +45,7 @@ def test_design_page_hover_and_click(tmp_path: Path) -> None:
         assert points.count() == 2
         # by hand: budget 1 runs the microbatches one at a time, 2 * 2 * (1 + 2) = 12; budget 2 is
         # 1F1B's (m + p - 1)(tF + tB) = 9; both proven optimal (gap 0)
-        tips = [points.nth(i).locator("title").text_content() for i in range(2)]
+        tips = [cast(str, points.nth(i).locator("title").text_content()) for i in range(2)]  # a title has text
         assert "time 12, bound 12, gap 0 %" in tips[0] and "time 9, bound 9, gap 0 %" in tips[1]
         assert not page.locator("#point-1").evaluate("d => d.open")
         points.nth(1).locator("circle").click()
@@ -61,15 +65,15 @@ def test_families_at_one_point_each_stay_reachable(tmp_path: Path) -> None:
         names = [labels.nth(i).locator("text").evaluate("t => t.firstChild.textContent") for i in range(labels.count())]
         assert {"1f1b-split", "zb-h1"} <= set(names)
         shared = [
-            page.locator("a.pt.family").nth(i).locator("title").text_content()
+            cast(str, page.locator("a.pt.family").nth(i).locator("title").text_content())
             for i in range(page.locator("a.pt.family").count())
         ]
         both = [t for t in shared if "1f1b-split" in t and "zb-h1" in t]
         assert len(both) == 1 and "time 17, peak 2" in both[0]
         for name in ("1f1b-split", "zb-h1"):  # each label opens its own family's timeline
             link = labels.nth(names.index(name))
-            target = link.get_attribute("href")
+            target = cast(str, link.get_attribute("href"))  # every label links to its family
             link.locator("text").click()
             assert page.locator(target).evaluate("d => d.open")
-            assert name in page.locator(f"{target} summary").text_content()
+            assert name in cast(str, page.locator(f"{target} summary").text_content())
         assert not errors
