@@ -109,8 +109,9 @@ def test_calibrate_from_trace_prints_its_held_out_steps_as_comments(capsys):
 def test_a_model_that_sizes_nothing_is_said(capsys):
     # the stored trace recorded its shapes (128 B transfers), which win over --model
     assert main(["calibrate", "--from-trace", TRACES, "--fit-steps", "1", "--model", "gpt3-1.3b"]) == 0
-    err = capsys.readouterr().err.strip()
-    assert err == (
+    # (the next note: one fit step is too few for outlier rejection)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == (
         "ppverify: note: --model: the traces record their transfers' shapes, which size the link "
         "(recorded shapes win); --model sized nothing"
     )

@@ -14,8 +14,9 @@ Takes about a minute (``--quick``: about half).
 ``--from-trace DIR`` fits the same preset to a profiler trace instead (``measure --profile DIR``
 or a PyTorch job's, see docs/traces.md), nothing run: op costs per stage and kind (median),
 link from the transfers (bytes from the recorded shapes, else from ``--model`` or
-``--boundary-bytes``), overheads and hand-over terms from the ``--fit-steps`` (default: the
-first half of the recorded steps), and prints the prediction of the other (held-out) steps.
+``--boundary-bytes``), overheads and hand-over terms from the ``--fit-steps`` (default: all but
+the last quarter of the recorded steps, at least 3 fitted: outlier rejection needs 3), and
+prints the prediction of the other (held-out) steps, saying when none is left.
 """
 
 from __future__ import annotations
@@ -68,7 +69,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     t = parser.add_argument_group("from a profiler trace")
     t.add_argument("--from-trace", metavar="DIR|FILE", nargs="+", default=None, help="fit to these traces, run nothing")
     t.add_argument(
-        "--fit-steps", default=None, metavar="N,N,...", help="ProfilerStep numbers to fit (default: first half)"
+        "--fit-steps",
+        default=None,
+        metavar="N,N,...",
+        help="ProfilerStep numbers to fit (default: all but the last quarter, at least 3)",
     )
     t.add_argument(
         "--schedule", default=None, metavar="FAMILY|FILE", help="the schedule the trace ran (two-pipe traces)"
@@ -94,15 +98,14 @@ def run(args: argparse.Namespace) -> int:
         ...
         ppverify.core.errors.ParameterError: parameter timeout=0.0: must be a finite number of seconds in (0, 86400]
     """
-    from ...core.errors import ParameterError
     from ...core.files import atomic_write, check_output_path
-    from ...measure import MeasureTimeout
-    from ...measure.calibrate import calibrate, preset_text
+    from ...measure.calibrate import preset_text
+    from ...measure.calibrate_run import check_calibrate_mode, measure_calibration
     from ...measure.calibration_report import calibration_json, calibration_lines
     from ...measure.options import check_timeout
 
     # bad options are refused now, not after a minute of measuring
-    check_calibrate_mode(args)
+    check_calibrate_mode(vars(args), bool(args.from_trace))
     if args.timeout is not None:
         check_timeout(args.timeout)
     if args.wait_quiet is not None:
@@ -116,23 +119,7 @@ def run(args: argparse.Namespace) -> int:
     sized = (args.model, args.microbatch_size, args.seq_len, args.boundary_bytes)
     if args.from_trace or any(x is not None for x in sized):
         return _from_trace(args)
-    timeout = 120.0 if args.timeout is None else args.timeout
-    try:
-        if args.wait_quiet:
-            from ...measure.machine_load import idle_enough, wait_quiet
-
-            share = wait_quiet(args.wait_quiet)
-            late = (
-                f"; still busy after {args.wait_quiet:g} s, calibrating anyway"
-                if share and not idle_enough(share)
-                else ""
-            )
-            print(f"waited for quiet   {share.describe() if share else 'no /proc/stat'}{late}", file=sys.stderr)
-        cal = calibrate(quick=args.quick, timeout=timeout, realtime=args.realtime)
-    except MeasureTimeout as exc:  # the runs are known-good schedules: the limit is too short here
-        raise ParameterError(
-            "timeout", timeout, f"a calibration run needs longer on this machine ({exc}); give more seconds"
-        ) from None
+    cal = measure_calibration(args.quick, args.timeout, args.realtime, args.wait_quiet)
     name = Path(args.out).stem if args.out else "calibrated"
     text = preset_text(cal, name)
     if args.out:
@@ -147,70 +134,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-#: options of a measuring run (``dest``: flag), which a trace fit would ignore
-RUN_ONLY = {"quick": "--quick", "timeout": "--timeout", "wait_quiet": "--wait-quiet", "realtime": "--realtime"}
-#: options of a trace fit, which a measuring run would ignore (the sizing ones are refused by
-#: ``transfer_sizes`` with the same advice)
-TRACE_ONLY = {"fit_steps": "--fit-steps", "schedule": "--schedule"}
-
-
-def check_calibrate_mode(args: argparse.Namespace) -> None:
-    """Refuse an option the chosen mode would ignore: a measuring run's with ``--from-trace``
-    (which runs nothing), and a trace fit's without it.
-
-    Example:
-        >>> parser = argparse.ArgumentParser()
-        >>> add_arguments(parser)
-        >>> check_calibrate_mode(parser.parse_args(["--fit-steps", "1,2"]))
-        Traceback (most recent call last):
-        ...
-        ppverify.core.errors.ParameterError: parameter fit-steps=1,2: belongs to a fit to a profiler trace, which this run does not make: give --from-trace DIR, or leave it out
-        >>> check_calibrate_mode(parser.parse_args(["--from-trace", "t", "--quick"]))
-        Traceback (most recent call last):
-        ...
-        ppverify.core.errors.ParameterError: parameter quick=True: shapes a measuring run; --from-trace runs nothing (record the trace with measure --profile, with --realtime there if wanted): leave it out
-    """
-    from ...core.errors import ParameterError
-
-    given = {d: getattr(args, d) for d in (*RUN_ONLY, *TRACE_ONLY) if getattr(args, d) not in (None, False)}
-    for dest, value in given.items():
-        if args.from_trace and dest in RUN_ONLY:
-            raise ParameterError(
-                RUN_ONLY[dest].lstrip("-"),
-                value,
-                "shapes a measuring run; --from-trace runs nothing (record the trace with measure --profile, "
-                "with --realtime there if wanted): leave it out",
-            )
-        if not args.from_trace and dest in TRACE_ONLY:
-            raise ParameterError(
-                TRACE_ONLY[dest].lstrip("-"),
-                value,
-                "belongs to a fit to a profiler trace, which this run does not make: give --from-trace DIR, or leave it out",
-            )
-
-
 def _from_trace(args: argparse.Namespace) -> int:
     from ...core.files import atomic_write
     from ...measure.calibration_report import held_out_lines, summary_lines, trace_fit_json
-    from ...measure.trace_calibrate import from_trace
+    from ...measure.trace_calibrate import from_trace, trace_notes
     from ...measure.trace_sizes import transfer_sizes
 
     # bad sizes (or sizes without a trace) are refused before any trace is read
     sizes = transfer_sizes(args.model, args.microbatch_size, args.seq_len, args.boundary_bytes, args.from_trace)
-    fit, text, rows = from_trace(
-        args.from_trace,
-        args.schedule,
-        args.fit_steps,
-        Path(args.out).stem if args.out else "from-trace",
-        sizes,
-    )
-    if sizes.given and fit.bytes_from == "recorded shapes":  # recorded shapes win: say so, not a silent no-op
-        option = "--boundary-bytes" if sizes.each is not None else "--model"
-        print(
-            f"ppverify: note: {option}: the traces record their transfers' shapes, which size the link "
-            f"(recorded shapes win); {option} sized nothing",
-            file=sys.stderr,
-        )
+    name = Path(args.out).stem if args.out else "from-trace"
+    fit, text, rows = from_trace(args.from_trace, args.schedule, args.fit_steps, name, sizes)
+    for note in trace_notes(fit, rows, bool(args.fit_steps), sizes):  # recorded shapes won, too few steps
+        print(f"ppverify: note: {note}", file=sys.stderr)
     if args.out:
         atomic_write(args.out, text, "--out")
     if args.json:
