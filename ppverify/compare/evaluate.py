@@ -143,8 +143,13 @@ def _formula(entry: ScheduleEntry, config: Config, res: Resolved) -> LevelResult
     fam = get_family(entry.family)
     if fam.formula is None:
         return LevelResult("formula", "unavailable", note=f"{fam.name} has no closed form registered")
+    from ..core.closed_form import freed_share
+
+    # presets free part of an activation at I: the formulas follow the engines' memory model
+    freed = freed_share(res.costs)
+    costs = {**res.share_costs, "freed_by_I": freed} if freed > 0 else res.share_costs
     try:
-        f = fam.formula(config.p, config.m, res.share_costs, **entry.params)
+        f = fam.formula(config.p, config.m, costs, **entry.params)
     except PPVerifyError as exc:
         return LevelResult("formula", "not applicable", note=str(exc))
     if f is None:

@@ -11,6 +11,13 @@ count one microbatch over a whole device share as 1. The bubble ratio uses ppver
 :data:`ppverify.core.timeline.BUBBLE_CONVENTION` (idle/total per device, averaged); every family gives
 each device the same busy time ``m * (tF + tB)`` (``m * (tF + tI + tW)`` with a split backward),
 so ``bubble = 1 - busy / makespan``.
+
+Memory model (the engines' and the verifier's, :meth:`ppverify.core.costs.CostModel.memory_delta`):
+an ``F`` allocates its activation, a ``B`` frees it; with a split backward ``I`` frees the share
+``freed_by_I`` of it and ``W`` the rest. ``costs`` may carry that share under the key
+``"freed_by_I"`` (:func:`freed_by_I_of`; absent: 0, everything held until ``W``, the abstract
+default); presets free part at ``I`` (:func:`freed_share`), and the formulas of split-backward
+families whose peak depends on it take it into account.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any, Protocol
 
-from .costs import complete_costs
+from .costs import CostModel, complete_costs
+from .errors import ParameterError
 from .timeline import BUBBLE_CONVENTION
 
 EXACT, LOWER, UPPER = "exact", "lower bound", "upper bound"
@@ -115,6 +123,46 @@ def exact_costs(costs: Mapping[str, float] | None) -> dict[str, Fraction]:
         Fraction(3, 20)
     """
     return {k: Fraction(v).limit_denominator(10**6) for k, v in costs_of(costs).items()}
+
+
+def freed_by_I_of(costs: Mapping[str, float] | None) -> Fraction:
+    """The share of a microbatch's activation an ``I`` frees, from ``costs["freed_by_I"]`` (0 when
+    absent or ``costs`` is None: ``W`` frees everything); a value outside [0, 1] is refused.
+
+    Example:
+        >>> freed_by_I_of(None), freed_by_I_of({"F": 1, "freed_by_I": 0.25})
+        (Fraction(0, 1), Fraction(1, 4))
+        >>> freed_by_I_of({"freed_by_I": 2})
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter freed_by_I=2: must be a fraction in [0, 1] (the share of an activation its I frees; W frees the rest)
+    """
+    value = 0.0 if costs is None else costs.get("freed_by_I", 0.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not 0 <= value <= 1:
+        raise ParameterError(
+            "freed_by_I",
+            value,
+            "must be a fraction in [0, 1] (the share of an activation its I frees; W frees the rest)",
+        )
+    return Fraction(value).limit_denominator(10**6)
+
+
+def freed_share(costs: CostModel) -> float:
+    """The share of one microbatch's activation over a device share that the ``I`` ops free: each
+    stage's ``freed_by_I`` weighted by its activation (the formulas' uniform stages; equal to the
+    stages' common value when they all free the same share, as presets do).
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> freed_share(CostModel.abstract(linear(2), F=1, I=1, W=1, freed_by_I=0.25))
+        0.25
+        >>> freed_share(CostModel.abstract(linear(2)))
+        0.0
+    """
+    total = sum(costs.activation)
+    if total <= 0:
+        return 0.0
+    return float(sum(a * f for a, f in zip(costs.activation, costs.freed_by_I)) / total)
 
 
 def make_formula(

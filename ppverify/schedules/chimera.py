@@ -226,6 +226,25 @@ def _check_units(name: str, units: str) -> str:
     return units
 
 
+def units_note(p: int, m: int, units: str) -> str:
+    """Why ``units`` changes nothing at ``m == p`` (empty otherwise): one basic unit is the whole
+    step, so ``concat`` and ``continuous`` build the same schedule; the two differ from m = 2p on.
+    The family's formula puts it in its conditions (``show``, ``compare`` notes).
+
+    Example:
+        >>> units_note(4, 4, "concat")
+        'units=concat has no effect at m = p = 4: one basic unit is the whole step, the same schedule as units=continuous (they differ from m = 2p on)'
+        >>> units_note(4, 8, "concat")
+        ''
+    """
+    if m != p or units == DEFAULT_UNITS:
+        return ""
+    return (
+        f"units={units} has no effect at m = p = {p}: one basic unit is the whole step, the same schedule "
+        f"as units={DEFAULT_UNITS} (they differ from m = 2p on)"
+    )
+
+
 def _concatenated(unit: Schedule, m: int, family: str, params: dict) -> Schedule:
     k = m // unit.p
     return Schedule(
@@ -308,6 +327,7 @@ def _chimera_common(
     peaks = [min(p - d, n0) + min(p - (p - 1 + offset - d) % p, n1) for d in range(p)]
     if family == "chimera" and concat:
         return _chimera_concat(p, m, c, peaks)
+    note = units_note(p, m, units)
     if family == "chimera":
         return make_formula(
             family,
@@ -316,7 +336,8 @@ def _chimera_common(
             peaks,
             EXACT,
             EXACT,
-            "exact for any tF, tB (p even, m a multiple of p); the paper's bubble (p-2)/(2m+p-2) is the tF = tB case",
+            "exact for any tF, tB (p even, m a multiple of p); the paper's bubble (p-2)/(2m+p-2) is the tF = tB case"
+            + (f"; {note}" if note else ""),
             "Li & Hoefler SC'21, arXiv 2107.06925 (bubble for tF = tB); general tF, tB and peaks derived for "
             "ppverify's merge of two 1F1B pipes",
         )
@@ -334,7 +355,8 @@ def _chimera_common(
         "bounds only: makespan >= the busier pipe's (n+p-1)(tF+tB) and, per device with "
         "stages s0 (pipe 0) and s1 (pipe 1), min(s0, s1)(tF+tB) + m(tF+tB); peak on each "
         "device <= the sum of both pipes' 1F1B in-flight counts"
-        + (" within one basic unit (units=concat)" if concat else ""),
+        + (" within one basic unit (units=concat)" if concat else "")
+        + (f"; {note}" if note else ""),
         "derived for ppverify's two-pipe merge (the seed paper's construction is not given in arXiv 2605.24006)",
     )
 
@@ -458,7 +480,7 @@ UNITS_PARAM = Param(
     str,
     DEFAULT_UNITS,
     "m > p: 'continuous' (each pipe runs 1F1B over all its microbatches, peak p+1) or "
-    "'concat' (the paper's concatenated basic units, peak <= p)",
+    "'concat' (the paper's concatenated basic units, peak <= p); no effect at m = p (one basic unit)",
 )
 
 register(

@@ -172,7 +172,8 @@ def dualpipe_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -
     activations per device. Outside the domain the paper's value is neither exact nor a bound,
     and ppverify reports the plain lower bound: the middle devices' first forward waits for
     ``p/2-1`` forwards, then each device has ``m(tF+tB)`` of work. F&B slots last ``F + B``
-    (``overlap = 1``).
+    (``overlap = 1``). The peaks do not depend on ``freed_by_I`` (the share an I frees; checked
+    against the table for p <= 6 at four shares).
 
     Example:
         >>> f = dualpipe_formula(4, 8, {"F": 1, "B": 2})

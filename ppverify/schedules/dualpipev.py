@@ -58,7 +58,9 @@ def dualpipev_formula(p: int, m: int, costs: Mapping[str, float] | None = None) 
     exact in the domain above. Outside it the paper's value is neither a bound nor exact (the
     table is faster when ``tI > tF``, slower when ``tW > tF``), so ppverify reports the plain lower
     bound instead: the last device waits for ``p-1`` chunk forwards, then has ``m(tF+tB)`` of work.
-    Overlapped F&B slots are assumed to last ``F + B`` (cost model ``overlap = 1``).
+    Overlapped F&B slots are assumed to last ``F + B`` (cost model ``overlap = 1``). The peaks do
+    not depend on ``freed_by_I`` (the share an I frees; checked against the table for p <= 6 at
+    four shares).
 
     Example:
         >>> f = dualpipev_formula(4, 8, {"F": 1, "B": 2})

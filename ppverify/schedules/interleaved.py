@@ -7,11 +7,20 @@ multiple of the number of rounds ``max(1, m // p)``; Megatron's ``m % p == 0`` i
 ``n = p``). The k-th forward on a device runs chunk ``(k div n) mod v`` on that chunk's next
 microbatch; backwards walk the same sequence with the chunk mirrored (``v-1-c``). Warm-up on
 device d: ``min((v-1)*n + 2*(p-d-1), m*v)`` (PyTorch's rule, for every m; the default
-``order="pytorch"``). ``order="megatron"`` keeps Megatron-LM's one exception: every forward first
-when ``m == p`` (same makespan, higher activation peak on devices d >= p/2; tested);
-then one forward and one backward
-alternate; then the remaining backwards. ``v = 1`` is plain 1F1B (Megatron only interleaves for
-v > 1; the interleaved warm-up at v = 1 would give 2(p-d-1) forwards, which is not 1F1B).
+``order="pytorch"``); then one forward and one backward alternate; then the remaining backwards.
+``v = 1`` is plain 1F1B (Megatron only interleaves for v > 1; the interleaved warm-up at v = 1
+would give 2(p-d-1) forwards, which is not 1F1B).
+
+``order="megatron"`` is Megatron-LM's ``forward_backward_pipelining_with_interleaving``
+(megatron/core/pipeline_parallel/schedules.py, NVIDIA/Megatron-LM) up to Megatron Core 0.9: it
+refuses m not a multiple of p (so m < p too), takes the chunks in groups of p microbatches (the
+chunk of the k-th forward is ``(k mod v*p) div p``, PyTorch's rounds when m = k*p) with the same
+warm-up, except that at ``m == p`` every forward runs first (same makespan, higher activation peak
+on devices d >= p/2; tested). ppverify refuses ``order="megatron"`` with v > 1 where Megatron does
+(:func:`check_megatron_m`) rather than print PyTorch's order under Megatron's name. From Megatron
+Core 0.10 (its "tunable schedule", ``microbatch_group_size_per_vp_stage``, default p) the m == p
+exception is gone and, at the default group size, the order is PyTorch's for every m it accepts
+(m = k*p): use the default order for it.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from .registry import Family, Param, check_int, register
 
 RULES = (
     "p >= 1, m >= 1, v >= 1; for v > 1 m a multiple of the number of rounds max(1, m // p) "
-    "(PyTorch's rule; Megatron's m % p == 0 is a special case)"
+    "(PyTorch's rule); with order megatron and v > 1, m a multiple of p (Megatron-LM's rule)"
 )
 
 
@@ -77,11 +86,34 @@ def check_order(order: str) -> str:
     return order
 
 
+def check_megatron_m(p: int, m: int, v: int, order: str) -> None:
+    """Refuse ``order="megatron"`` with ``v > 1`` unless m is a multiple of p: Megatron-LM's
+    interleaved schedule (up to Megatron Core 0.9, and later at its default microbatch group of p)
+    refuses such m, so ppverify has no Megatron order to show for it.
+
+    Example:
+        >>> check_megatron_m(4, 8, 2, "megatron"), check_megatron_m(4, 6, 2, "pytorch")
+        (None, None)
+        >>> check_megatron_m(4, 6, 2, "megatron")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter m=6: order=megatron with v=2 needs m to be a multiple of p=4, as Megatron-LM's interleaved schedule does (it refuses other m); leave --order out for PyTorch's rounds
+    """
+    if check_order(order) == "megatron" and v > 1 and m % p:
+        raise ParameterError(
+            "m",
+            m,
+            f"order=megatron with v={v} needs m to be a multiple of p={p}, as Megatron-LM's interleaved "
+            "schedule does (it refuses other m); leave --order out for PyTorch's rounds",
+        )
+
+
 def megatron_warmup(p: int, m: int, v: int, d: int, order: str = "megatron") -> int:
     """Forwards device ``d`` runs before its first backward: ``min((v-1)*n + 2*(p-d-1), m*v)``
     with ``n`` the round size (:func:`round_size`); with ``order="megatron"`` (this function's
-    default, as its name says) every forward when ``m == p``, with ``order="pytorch"`` the same
-    rule for every m (PyTorch's ``ScheduleInterleaved1F1B``).
+    default, as its name says) every forward when ``m == p`` (and m a multiple of p:
+    :func:`check_megatron_m`), with ``order="pytorch"`` the same rule for every m (PyTorch's
+    ``ScheduleInterleaved1F1B``).
 
     Example:
         >>> [megatron_warmup(4, 8, 2, d) for d in range(4)]
@@ -90,11 +122,12 @@ def megatron_warmup(p: int, m: int, v: int, d: int, order: str = "megatron") -> 
         8
         >>> [megatron_warmup(4, 4, 2, d, order="pytorch") for d in range(4)]  # (v-1)p + 2(p-1-d)
         [8, 8, 6, 4]
-        >>> [megatron_warmup(5, 6, 2, d) for d in range(5)]  # one round of 6
+        >>> [megatron_warmup(5, 6, 2, d, order="pytorch") for d in range(5)]  # one round of 6
         [12, 12, 10, 8, 6]
     """
     total = m * v
-    if m == p and check_order(order) == "megatron":
+    check_megatron_m(p, m, v, order)
+    if m == p and order == "megatron":
         return total
     return min(2 * (p - d - 1) + (v - 1) * round_size(p, m, v), total)
 
@@ -102,7 +135,7 @@ def megatron_warmup(p: int, m: int, v: int, d: int, order: str = "megatron") -> 
 def interleaved_1f1b(p: int, m: int, v: int = 2, order: str = "pytorch") -> Schedule:
     """Interleaved 1F1B with ``v`` chunks per device (``loop`` placement, ``S = v*p``); ``order``
     is the warm-up rule (:func:`megatron_warmup`): ``"pytorch"`` or ``"megatron"`` (they differ
-    only at m == p).
+    only at m == p; ``"megatron"`` refuses m not a multiple of p, as Megatron-LM does).
 
     Example:
         >>> [str(o) for o in interleaved_1f1b(2, 2, v=2).programs[1]]  # PyTorch: warm-up 2
@@ -115,9 +148,13 @@ def interleaved_1f1b(p: int, m: int, v: int = 2, order: str = "pytorch") -> Sche
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter m=9: interleaved schedules with v=2 need m to be a multiple of the number of rounds max(1, m // p) = 2 (PyTorch's rule)
+        >>> interleaved_1f1b(4, 6, v=2, order="megatron")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter m=6: order=megatron with v=2 needs m to be a multiple of p=4, as Megatron-LM's interleaved schedule does (it refuses other m); leave --order out for PyTorch's rounds
     """
     check_int("v", v, 1)
-    check_order(order)
+    check_megatron_m(p, m, v, order)
     # the rules differ only at m == p; name the order only where it was asked for
     params = {"p": p, "m": m, "v": v, **({"order": order} if order != "pytorch" else {})}
     if v == 1:
@@ -182,6 +219,7 @@ def interleaved_formula(
     check_int("p", p, 1)
     check_int("m", m, 1)
     check_int("v", v, 1)
+    check_megatron_m(p, m, v, order)
     if v == 1:
         f = one_f_one_b_formula(p, m, costs)
         return Formula(
@@ -217,7 +255,13 @@ register(
         "Interleaved 1F1B: v chunks per device in the loop placement, PyTorch's order and rounds (Narayanan et al. 2021)",
         params=(
             Param("v", int, 2, "model chunks per device"),
-            Param("order", str, "pytorch", "warm-up rule: pytorch, or megatron (every forward first when m == p)"),
+            Param(
+                "order",
+                str,
+                "pytorch",
+                "warm-up rule: pytorch, or megatron (Megatron-LM up to Core 0.9: every forward first when m == p; "
+                "m a multiple of p)",
+            ),
         ),
         rules=RULES,
         formula=interleaved_formula,

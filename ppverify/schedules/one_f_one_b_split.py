@@ -2,7 +2,8 @@
 
 The program is 1F1B's with every ``B(s, mb)`` replaced by ``I(s, mb), W(s, mb)`` back to back. The
 gradient leaves the device after ``I``, so the previous stage may start its own ``I`` while this
-device runs ``W``; memory is freed when ``W`` ends (``I`` frees ``freed_by_I`` of it, 0 by default).
+device runs ``W``; memory is freed when ``W`` ends (``I`` frees ``freed_by_I`` of it, 0 by default;
+each W directly follows its I, so the peaks do not depend on that share).
 Zero-bubble's ZB-H1 goes further and delays the W's; this family is the plain split.
 """
 
@@ -40,7 +41,8 @@ def one_f_one_b_split(p: int, m: int) -> Schedule:
 
 def one_f_one_b_split_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
     """1F1B with B split into I then W: makespan ``m(tF+tI+tW) + (p-1)(tF+tI)``; peaks as 1F1B
-    (``min(p-d, m)``; activations are freed when W ends, I frees ``freed_by_I`` = 0 of them).
+    (``min(p-d, m)``, whatever ``freed_by_I``: a device peaks when a forward starts, and by then
+    every I it has run was followed by its W, which freed the rest).
 
     Derivation: the last device starts after ``(p-1)tF`` and then never idles (``m(tF+tI+tW)``);
     its last I ends tW before that, and the last gradient then crosses p-1 devices as I ops
@@ -64,7 +66,7 @@ def one_f_one_b_split_formula(p: int, m: int, costs: Mapping[str, float] | None 
         [min(p - d, m) for d in range(p)],
         EXACT,
         EXACT,
-        "exact for any tF, tI, tW (activations freed when W ends)",
+        "exact for any tF, tI, tW and any freed_by_I (each W directly follows its I)",
         "derived here; cf. zero-bubble (Qi et al. ICLR'24, arXiv 2401.10241)",
     )
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from ..core.closed_form import EXACT, LOWER, UPPER, Formula, exact_costs, make_formula
+from ..core.closed_form import EXACT, LOWER, UPPER, Formula, exact_costs, freed_by_I_of, make_formula
 from ..core.schedule import Schedule
 from .blocks import squeeze, v_block
 from .registry import Family, check_int, register
@@ -63,7 +63,9 @@ def v_half_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> 
     """V-Half: peak ``min(m, floor((p+2)/2))`` per device (exact for ``m >= p``; below, the
     step's peak still, some devices less); makespan
     ``t (3m + v_half_fill(p))`` when ``tF = tI = tW = t`` and ``m >= p`` (exact), otherwise the
-    lower bound every V schedule meets, ``m(tF+tI+tW) + (p-1)tF/2``.
+    lower bound every V schedule meets, ``m(tF+tI+tW) + (p-1)tF/2``. The peak counts every
+    activation as held until its ``W``: with ``freed_by_I`` > 0 in the costs (presets) some
+    devices peak lower, so it is then an upper bound (the largest per-device peak still reaches it).
 
     Example:
         >>> f = v_half_formula(8, 24)
@@ -79,15 +81,17 @@ def v_half_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> 
     equal = c["F"] == c["I"] == c["W"]
     exact = equal and m >= p
     makespan = c["F"] * (3 * m + v_half_fill(p)) if exact else busy + Fraction(p - 1, 2) * c["F"]
+    held_to_w = freed_by_I_of(costs) == 0
     return make_formula(
         "v-half",
         busy,
         makespan,
         [min(m, (p + 2) // 2)] * p,
         EXACT if exact else LOWER,
-        EXACT if m >= p else UPPER,
-        "peaks exact for m >= p (else upper bounds, the largest reached); makespan exact for tF = tI = tW and m >= p (checked against the async engine), "
-        "else a lower bound",
+        EXACT if m >= p and held_to_w else UPPER,
+        "peaks exact for m >= p (else upper bounds, the largest reached)"
+        + ("" if held_to_w else "; upper bounds when I frees part (the largest reached)")
+        + "; makespan exact for tF = tI = tW and m >= p (checked against the async engine), else a lower bound",
         "Qi et al. NeurIPS'24 (arXiv 2405.15362) V-Half; this block, its squeeze and the closed forms derived here",
     )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from ..core.closed_form import EXACT, LOWER, UPPER, Formula, exact_costs, make_formula
+from ..core.closed_form import EXACT, LOWER, UPPER, Formula, exact_costs, freed_by_I_of, make_formula
 from ..core.schedule import Schedule
 from .blocks import block_span, repeat, v_block
 from .registry import Family, check_int, register
@@ -47,7 +47,9 @@ def v_formula(name: str, p: int, m: int, costs: Mapping[str, float] | None, w_de
     bound for any V schedule: the last device's first pass waits for ``p-1`` chunk forwards, then
     has all its work ahead) and at most the block's span with each chunk pass lasting half the
     dearest of ``tF, tI, tW`` (the block's own start times are a valid timing of the same order),
-    printed in ``conditions``.
+    printed in ``conditions``. The peak counts every activation as held until its ``W``; when the
+    costs free a share at ``I`` (``freed_by_I`` > 0, as presets do) some devices peak lower, so
+    it is then an upper bound (the largest per-device peak still reaches it).
 
     Example:
         >>> f = v_formula("v-min", 4, 12, {"F": 1, "I": 1, "W": 1}, 0)
@@ -62,15 +64,16 @@ def v_formula(name: str, p: int, m: int, costs: Mapping[str, float] | None, w_de
     busy = m * (c["F"] + c["I"] + c["W"])
     slot = max(c["F"], c["I"], c["W"]) / 2
     span = block_span(v_block(p, w_delay), m) * Fraction(slot)
+    held_to_w = freed_by_I_of(costs) == 0
     return make_formula(
         name,
         busy,
         busy + Fraction(p - 1, 2) * c["F"],
         [v_peak(p, m, w_delay)] * p,
         LOWER,
-        EXACT if m >= 2 * p else UPPER,
-        f"peaks exact for m >= 2p (else upper bounds); makespan a lower bound, at most {float(span):g} "
-        "(the unsqueezed block)",
+        EXACT if m >= 2 * p and held_to_w else UPPER,
+        f"peaks exact for m >= 2p (else upper bounds){'' if held_to_w else ', upper bounds when I frees part'}; "
+        f"makespan a lower bound, at most {float(span):g} (the unsqueezed block)",
         "Qi et al. NeurIPS'24 (arXiv 2405.15362) building blocks; this block and its bounds derived here",
     )
 

@@ -90,7 +90,9 @@ def zbv_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> For
     fill left out (its post-validation overlaps it with the next step); PyTorch's order meets it
     in the domain above (checked against the table for p <= 8, m <= 4p) and exceeds it when W is
     much cheaper or dearer than F. Memory: PyTorch's order keeps ``p`` chunks of each leg in
-    flight on every device, ``p`` share units in all (``freed_by_I`` = 0).
+    flight on every device, ``p`` share units in all, whatever ``freed_by_I``: before the last
+    forward every I is directly followed by its W, and the I's whose W waits (the cool-down) come
+    after it, when memory only falls.
 
     Example:
         >>> f = zbv_formula(4, 8)

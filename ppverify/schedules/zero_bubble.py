@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from ..core.closed_form import EXACT, LOWER, UPPER, Formula, exact_costs
+from ..core.closed_form import EXACT, LOWER, UPPER, Formula, exact_costs, freed_by_I_of
 from ..core.errors import ParameterError
 from ..core.ops import F, I, Op, W
 from ..core.placement import linear, loop
@@ -184,7 +184,8 @@ def interleaved_zb(p: int, m: int, v: int = 2) -> Schedule:
 def interleaved_zb_formula(p: int, m: int, costs: Mapping[str, float] | None = None, v: int = 2) -> Formula:
     """Interleaved zero bubble: the one-step lower bound ``m(tF+tI+tW) + (p-1)tF/v`` (the last
     device waits for ``p-1`` chunk forwards of ``tF/v``, then has all its work); peak at most ``m``
-    (every activation of the step). Both are bounds: no closed form is claimed.
+    (every activation of the step, whatever ``freed_by_I``: freeing at I only lowers it). Both are
+    bounds: no closed form is claimed.
 
     Example:
         >>> f = interleaved_zb_formula(4, 8, v=2)
@@ -226,13 +227,22 @@ def zb_h1_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> F
     paper's bubble ``(p-1)(tF+tI-tW)`` is the case ``tW <= min(tF, tI)``; with a cheap input
     gradient (``tI < min(tF, tW)``) the fill ``(p-1)tF`` dominates. Exact for m >= p and any
     tF, tI, tW (property-tested against the table); for ``m < p`` a lower bound (both idle
-    times above still occur). Memory (freed when W ends): device d keeps 1F1B's ``min(p-d, m)``
-    in flight plus its ``d`` delayed W's.
+    times above still occur).
+
+    Memory, with ``f = freed_by_I`` (:func:`ppverify.core.closed_form.freed_by_I_of`: each I frees
+    ``f`` of its activation, its W the rest): device d holds the most when a forward starts. With
+    ``w = p-1-d`` warm-up forwards, the forward of step j (j = 0.., while ``w + j < m``) starts
+    after ``w + j + 1`` forwards, j I's and ``max(0, j-d)`` W's: ``w + 1 + j(1-f)`` for ``j <= d``,
+    then the constant ``w + 1 + d(1-f)``. So the peak is ``min(p-d, m) + min(d, max(0, m-p+d))(1-f)``
+    (``m`` when every forward is a warm-up one): at ``f = 0``, 1F1B's ``min(p-d, m)`` in flight plus
+    the ``d`` delayed W's, i.e. ``min(p, m)`` on every device.
 
     Example:
         >>> f = zb_h1_formula(4, 8)
         >>> f.makespan, f.peak_activations
         (27.0, (4.0, 4.0, 4.0, 4.0))
+        >>> zb_h1_formula(4, 8, {"F": 1, "B": 2, "freed_by_I": 0.5}).peak_activations  # 4-d + d/2
+        (4.0, 3.5, 3.0, 2.5)
         >>> zb_h1_formula(2, 2, {"F": 2, "I": 1, "W": 2}).makespan   # (p-1)tF: 10 + 2
         12.0
     """
@@ -241,16 +251,18 @@ def zb_h1_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> F
     c = exact_costs(costs)
     busy = m * (c["F"] + c["I"] + c["W"])
     makespan = busy + (p - 1) * max(c["F"], c["I"], c["F"] + c["I"] - c["W"])
+    held = 1 - freed_by_I_of(costs)  # what a pending W still holds
+    peaks = [min(p - d, m) + min(d, max(0, m - p + d)) * held for d in range(p)]
     return Formula(
         "zb-h1",
         float(makespan),
         float(1 - busy / makespan),
-        (float(min(p, m)),) * p,
+        tuple(float(x) for x in peaks),
         EXACT if m >= p else LOWER,
         EXACT,
         "makespan exact for m >= p (any tF, tI, tW), a lower bound for m < p; the "
         "paper's (p-1)(tF+tI-tW) is the case tW <= min(tF, tI); with tI < min(tF, tW) "
-        "the fill (p-1)tF dominates",
+        "the fill (p-1)tF dominates; peaks exact for any freed_by_I",
         "Qi et al. ICLR'24 (ZB-H1, arXiv 2401.10241); critical paths derived here",
     )
 
@@ -264,10 +276,18 @@ def zb_h2_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> F
     (0 at equal costs) leaves out that fill, which its optimizer post-validation overlaps with
     the next step; one step always pays it.
 
+    Memory, with ``f = freed_by_I`` (each I frees ``f`` of its activation, its W the rest): with
+    ``M = min(m, 2p-1)`` device d peaks when its M-th forward starts, before any W has run; the
+    greedy order has put ``max(0, M - (2p-1-2d))`` I's before it (device d warms up with
+    ``2p-1-2d`` forwards, then alternates I and F), so the peak is ``M - f·max(0, M-2p+1+2d)``
+    (``M`` at ``f = 0``; checked against the table for p <= 10, m <= 5p+1 and four values of f).
+
     Example:
         >>> f = zb_h2_formula(4, 8)
         >>> f.makespan, f.makespan_kind, f.peak_activations
         (27.0, 'exact', (7.0, 7.0, 7.0, 7.0))
+        >>> zb_h2_formula(4, 8, {"F": 1, "B": 2, "freed_by_I": 0.5}).peak_activations  # 7 - d
+        (7.0, 6.0, 5.0, 4.0)
     """
     check_int("p", p, 1)
     check_int("m", m, 1)
@@ -275,15 +295,17 @@ def zb_h2_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> F
     busy = m * (c["F"] + c["I"] + c["W"])
     makespan = busy + (p - 1) * c["F"]
     equal = c["F"] == c["I"] == c["W"]
+    top, freed = min(2 * p - 1, m), freed_by_I_of(costs)
+    peaks = [top - freed * max(0, top - (2 * p - 1 - 2 * d)) for d in range(p)]
     return Formula(
         "zb-h2",
         float(makespan),
         float(1 - busy / makespan),
-        (float(min(2 * p - 1, m)),) * p,
+        tuple(float(x) for x in peaks),
         EXACT if (equal and m >= p) else LOWER,
         EXACT,
         "makespan exact at tF = tI = tW with m >= p, otherwise a lower bound (the order is "
-        "built at equal costs); peaks exact",
+        "built at equal costs); peaks exact for any freed_by_I",
         "Qi et al. ICLR'24 (ZB-H2 memory 2p-1); greedy construction and bound derived here",
     )
 

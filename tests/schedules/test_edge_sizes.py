@@ -56,6 +56,8 @@ def accepted(family: str, p: int, m: int, params: dict) -> bool:
         return p % 2 == 0 and m % 2 == 0 and m >= 2 * p
     if family == "dualpipev":
         return m >= 2 * p
+    if family == "interleaved-1f1b" and params.get("order") == "megatron" and params.get("v", 2) > 1:
+        return m % p == 0  # Megatron-LM's interleaved schedule refuses other m
     if family in ("interleaved-1f1b", "interleaved-zb") and params.get("v", 2) > 1:
         return m % max(1, m // p) == 0  # PyTorch's rounds
     return True

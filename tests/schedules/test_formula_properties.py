@@ -50,6 +50,8 @@ def cases(draw, family: str, max_p: int, max_k: int):
             m = interleaved_m(p, m)
     if family == "interleaved-1f1b":
         params["order"] = draw(st.sampled_from(["pytorch", "megatron"]))  # they differ at m == p
+        if params["order"] == "megatron" and params["v"] > 1:
+            m = p * max(1, m // p)  # Megatron-LM's interleaved schedule takes m = k*p only
     if family == "hanayo":
         params["waves"] = draw(st.integers(1, 3))
     if family in ("chimera", "chimera-asym"):
