@@ -27,7 +27,9 @@ A table does not say where stages live, so parsing takes the placement (default:
 the table's devices), and ``m`` (default: one more than the largest microbatch in the table). The
 parsed programs keep the idle cells as idle slots (``None``), counted in ticks; so running the
 parsed schedule through the slot engine *with the same costs* reproduces the table exactly, and
-its compute-op order is the original schedule's. Trailing idle cells are dropped.
+its compute-op order is the original schedule's. Trailing idle cells are dropped. A mistyped
+stage or microbatch (``5F0`` among stages 0..2, ``0F9`` beyond ``m``) is named at its cell: the
+text line and the cell's rank or tick (:func:`~ppverify.io.table_schedule.schedule_from_programs`).
 """
 
 from __future__ import annotations
@@ -41,15 +43,12 @@ from typing import Any
 from ..core.errors import ScheduleFileError
 from ..core.files import read_text
 from ..core.limits import check_digits
-from ..core.ops import Action, ActionSyntaxError, parse_action
+from ..core.ops import Action, parse_action
 from ..core.placement import Placement
 from ..core.schedule import Schedule
+from .table_cells import CONTINUED, IDLE, cells_to_programs, programs_from_cells
 from .table_schedule import schedule_from_programs
 
-#: cell text of an idle cell in the paper layout
-IDLE = "."
-#: cell text of a tick still occupied by the action started above it (torch layout)
-CONTINUED = "~"
 STYLES = ("paper", "torch")
 
 
@@ -171,64 +170,6 @@ def format_grid(
     raise ValueError(f"unknown table style {style!r}; expected 'paper' or 'torch'")
 
 
-# --------------------------------------------------------------------------- cells -> programs
-
-
-def programs_from_cells(
-    cells: Sequence[Sequence[str | None]],
-    path: str = "<table>",
-    location: str = "table.grid",
-    continuation: str = "repeat",
-) -> tuple[tuple[Action, ...], ...]:
-    """Programs (with idle slots) read off a device x tick grid of cell text.
-
-    ``continuation="repeat"``: an action spanning several ticks repeats its text in each (paper
-    layout, JSON tables). ``continuation="tilde"``: every cell holding text starts a new action and
-    ``~`` continues the one before (torch layout). ``None``, ``""`` and ``.`` are idle cells; each
-    idle cell before an action becomes one idle slot; trailing idle cells are dropped.
-
-    Example:
-        >>> from ppverify.core.ops import format_action
-        >>> progs = programs_from_cells([["0F0", ".", "0B0", "0B0"], [".", "1F0", "1B0", None]])
-        >>> [[format_action(a) for a in prog] for prog in progs]
-        [['0F0', '', '0B0'], ['', '1F0', '1B0']]
-        >>> programs_from_cells([["0F0", "~", "0X1"]], "t.txt", "line 3", "tilde")
-        Traceback (most recent call last):
-        ...
-        ppverify.core.errors.ScheduleFileError: t.txt: line 3[0][2]: '0X1' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
-    """
-    programs = []
-    for d, row in enumerate(cells):
-        prog: list[Action] = []
-        idle = 0
-        prev: str | None = None  # text of the action occupying the previous cell (None if idle)
-        for t, cell in enumerate(row):
-            text = "" if cell is None else str(cell).strip()
-            where = f"{location}[{d}][{t}]"
-            if text in ("", IDLE):
-                idle += 1
-                prev = None
-                continue
-            if continuation == "tilde" and text == CONTINUED:
-                if prev is None:
-                    raise ScheduleFileError(
-                        path, where, f"'{CONTINUED}' continues an action but the cell before it is idle"
-                    )
-                continue
-            if continuation == "repeat" and text == prev:
-                continue
-            try:
-                action = parse_action(text)
-            except ActionSyntaxError as exc:
-                raise ScheduleFileError(path, where, str(exc)) from None
-            prog.extend([None] * idle)
-            prog.append(action)
-            idle = 0
-            prev = text
-        programs.append(tuple(prog))
-    return tuple(programs)
-
-
 # --------------------------------------------------------------------------- text -> schedule
 
 
@@ -250,7 +191,7 @@ def parse_paper_table(text: str, path: str = "<table>") -> tuple[tuple[Action, .
         [['0F0', '0B0']]
     """
     cells, rows = _paper_cells(text, path)
-    return _cells_to_programs(cells, path, rows, "repeat")
+    return cells_to_programs(cells, path, rows, "repeat")
 
 
 def _paper_cells(text: str, path: str) -> tuple[list[list[str]], list[int]]:
@@ -316,21 +257,6 @@ def _paper_cells(text: str, path: str) -> tuple[list[list[str]], list[int]]:
     return cells, row_lines
 
 
-def _cells_to_programs(
-    cells: list[list[str]], path: str, line_of_row: list[int], continuation: str, transposed: bool = False
-) -> tuple[tuple[Action, ...], ...]:
-    # re-raise cell errors with the text line and column the user sees
-    try:
-        return programs_from_cells(cells, path, "cell", continuation)
-    except ScheduleFileError as exc:
-        mt = re.fullmatch(r"cell\[(\d+)\]\[(\d+)\]", exc.location)
-        if not mt:
-            raise
-        d, t = int(mt.group(1)), int(mt.group(2))
-        where = f"line {line_of_row[t]} (rank {d})" if transposed else f"line {line_of_row[d]} (tick {t})"
-        raise ScheduleFileError(path, where, exc.rule) from None
-
-
 def parse_torch_grid(text: str, path: str = "<table>") -> tuple[tuple[Action, ...], ...]:
     """Programs from PyTorch's step x rank grid (``Rank r`` header, ``Step N:`` rows).
 
@@ -345,7 +271,7 @@ def parse_torch_grid(text: str, path: str = "<table>") -> tuple[tuple[Action, ..
         [['0F0', '', '0F1'], ['', '1F0', '1B0']]
     """
     cells, steps = _torch_cells(text, path)
-    return _cells_to_programs(cells, path, steps, "tilde", transposed=True)
+    return cells_to_programs(cells, path, steps, "tilde", transposed=True)
 
 
 def _torch_cells(text: str, path: str) -> tuple[list[list[str]], list[int]]:
@@ -418,10 +344,10 @@ def read_text_table(text: str, path: str = "<table>") -> tuple[tuple[tuple[Actio
     check_digits(text, path)  # before int() of a device, step or rank number
     if detect_style(text, path) == "paper":
         cells, rows = _paper_cells(text, path)
-        programs = _cells_to_programs(cells, path, rows, "repeat")
+        programs = cells_to_programs(cells, path, rows, "repeat")
     else:
         cells, steps = _torch_cells(text, path)
-        programs = _cells_to_programs(cells, path, steps, "tilde", transposed=True)
+        programs = cells_to_programs(cells, path, steps, "tilde", transposed=True)
     grid = []
     for row in cells:
         out: list[str | None] = []

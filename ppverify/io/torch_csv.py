@@ -30,7 +30,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..core.errors import ParameterError, ScheduleFileError
@@ -38,107 +38,14 @@ from ..core.limits import check_stages_mbs
 from ..core.ops import Action, ActionSyntaxError, Comm, Marker, Op, Overlap, format_action, parse_action
 from ..core.placement import Placement, placement_from_map, placement_from_text
 from ..core.schedule import Schedule
+from .cell_checks import check_cells_within, mbs_of, program_cells, refuse_gaps, stages_of
 
 COMPUTE_ONLY, COMPUTE_COMMS = "compute_only", "compute_comms"
 FLAVOURS: tuple[str, ...] = (COMPUTE_ONLY, COMPUTE_COMMS)
 
 
-def _stages_of(action: Action) -> list[int]:
-    if action is None:
-        return []
-    if isinstance(action, Overlap):
-        return [op.stage for op in action.ops]
-    return [action.stage]
-
-
-def _mbs_of(action: Action) -> list[int]:
-    if isinstance(action, Overlap):
-        return [op.mb for op in action.ops]
-    if isinstance(action, (Op, Comm)):
-        return [action.mb]
-    return []
-
-
-#: the stage or microbatch numbers an action names (:func:`_stages_of`, :func:`_mbs_of`)
-_Numbers = Callable[[Action], list[int]]
-
-
 def _cell(r: int, c: int) -> str:
     return f"row {r + 1} (rank {r}), column {c + 1}"
-
-
-def _numbers(what: str, lo: int, hi: int) -> str:
-    """``stage 3`` or ``stages 3..4``.
-
-    Example:
-        >>> _numbers("stage", 3, 3), _numbers("microbatch", 3, 8)
-        ('stage 3', 'microbatches 3..8')
-    """
-    return f"{what} {lo}" if lo == hi else f"{what}{'es' if what.endswith('ch') else 's'} {lo}..{hi}"
-
-
-def _first_gap(seen: set[int]) -> tuple[int, int] | None:
-    """The first run ``(lo, hi)`` of numbers below the largest seen that no action names, or None.
-
-    Example:
-        >>> _first_gap({0, 1, 2, 9}), _first_gap({0, 1}), _first_gap({1})
-        ((3, 8), None, (0, 0))
-    """
-    lo = next(i for i in range(len(seen) + 1) if i not in seen)  # at most len(seen): pigeonhole
-    if lo > max(seen):
-        return None
-    return lo, min(x for x in seen if x > lo) - 1
-
-
-def check_cells_within(
-    programs: Sequence[Sequence[Action]],
-    source: str,
-    m: int | None = None,
-    num_stages: int | None = None,
-    stages_from: str = "given",
-) -> None:
-    """Refuse the first cell (row by row) whose action names a microbatch ``>= m`` or a stage
-    ``>= num_stages``, naming the cell, the action and the bound (``stages_from`` says where the
-    stage count comes from, e.g. ``"of placement linear"``). ``programs`` are the cells as
-    :func:`parse_rows` keeps them, one tuple per row, idle cells included.
-
-    Example:
-        >>> rows = [[parse_action("0F0"), parse_action("0F9")]]
-        >>> check_cells_within(rows, "x.csv", m=3)
-        Traceback (most recent call last):
-        ...
-        ppverify.core.errors.ScheduleFileError: x.csv: row 1 (rank 0), column 2: 0F9 names microbatch 9, outside the m=3 given (microbatches 0..2)
-    """
-    for what, limit, of in (("stage", num_stages, _stages_of), ("microbatch", m, _mbs_of)):
-        if limit is None:
-            continue
-        bound = f"m={limit} given" if what == "microbatch" else f"{limit} stages {stages_from}"
-        _refuse_beyond(programs, source, what, limit, of, f"outside the {bound} ({_numbers(what, 0, limit - 1)})")
-
-
-def _refuse_beyond(
-    programs: Sequence[Sequence[Action]], source: str, what: str, limit: int, of: _Numbers, why: str
-) -> None:
-    """Raise at the first cell whose action names a ``what`` (``of`` lists them) ``>= limit``."""
-    for r, prog in enumerate(programs):
-        for c, a in enumerate(prog):
-            for x in of(a):
-                if x >= limit:
-                    raise ScheduleFileError(source, _cell(r, c), f"{format_action(a)} names {what} {x}, {why}")
-
-
-def _refuse_gaps(
-    programs: Sequence[Sequence[Action]], source: str, what: str, seen: set[int], of: _Numbers, fix: str
-) -> None:
-    """With the count inferred (one more than the largest number seen), numbers no cell names
-    below it are more likely one mistyped action than whole stages or microbatches left out:
-    name the first action beyond the gap rather than report every op of the gap missing."""
-    gap = _first_gap(seen)
-    if gap is not None:
-        lo, hi = gap
-        absent = "it is" if lo == hi else "they are"
-        why = f"but no cell names {_numbers(what, lo, hi)}: a typo? (if {absent} really absent, {fix})"
-        _refuse_beyond(programs, source, what, lo, of, why)
 
 
 def _implied_stages(spec: str | Sequence[int] | Placement | None, p: int) -> tuple[int, str] | None:
@@ -176,7 +83,7 @@ def infer_stage_ranks(programs: Sequence[Sequence[Action]], num_stages: int) -> 
     votes: dict[int, Counter] = {}
     for rank, prog in enumerate(programs):
         for a in prog:
-            for s in _stages_of(a):
+            for s in stages_of(a):
                 votes.setdefault(s, Counter())[rank] += 1
     out = {}
     for s in range(num_stages):
@@ -297,8 +204,8 @@ def parse_rows(
     actions = [a for prog in programs for a in prog if a is not None]
     if not any(isinstance(a, (Op, Overlap)) for a in actions):
         raise ScheduleFileError(source, "", "no compute action (F, B, I, W) in any row")
-    seen_stages = {s for a in actions for s in _stages_of(a)}
-    seen_mbs = {mb for a in actions for mb in _mbs_of(a)}
+    seen_stages = {s for a in actions for s in stages_of(a)}
+    seen_mbs = {mb for a in actions for mb in mbs_of(a)}
     implied = _implied_stages(placement, p) if num_stages is None else None
     if num_stages is not None:
         S = num_stages
@@ -306,16 +213,16 @@ def parse_rows(
         S = implied[0] if implied is not None and strict else max(seen_stages) + 1
     mm = m if m is not None else max(seen_mbs, default=0) + 1
     # the limits first: 0F1000000 is refused for its size (naming the counts), not as a gap
-    check_stages_mbs(S, mm, source, held=sum(len(_mbs_of(a)) for a in actions if not isinstance(a, Comm)))
+    check_stages_mbs(S, mm, source, held=sum(len(mbs_of(a)) for a in actions if not isinstance(a, Comm)))
+    cells = program_cells(programs, _cell)
     if strict:
         stages_from = "given" if implied is None else f"of placement {implied[1]}"
-        check_cells_within(programs, source, m, S if num_stages is not None or implied else None, stages_from)
+        check_cells_within(cells, source, m, S if num_stages is not None or implied else None, stages_from)
     if num_stages is None and implied is None:
         fix = f"give the stage count or the placement: ppverify import --stages {S} or --placement"
-        _refuse_gaps(programs, source, "stage", seen_stages, _stages_of, fix)
-    if m is None and seen_mbs:
-        fix = f"give m: ppverify import -m {mm} reports their ops missing"
-        _refuse_gaps(programs, source, "microbatch", seen_mbs, _mbs_of, fix)
+        refuse_gaps(cells, source, "stage", fix)
+    if m is None:
+        refuse_gaps(cells, source, "microbatch", f"give m: ppverify import -m {mm} reports their ops missing")
     inferred = infer_stage_ranks(programs, S)
     pl = resolve_placement(placement, p, S, inferred, source)
     # PyTorch's compute-only loader refuses markers as it refuses SEND/RECV: a file holding either

@@ -88,12 +88,15 @@ def test_a_v_table_without_a_placement_reads_the_rows_map():
 
 
 def test_a_table_with_a_stage_in_no_row_names_it():
-    # stages 0, 1 and 3 appear; stage 2 is in no row, so its device cannot be read off the table
+    # stages 0, 1 and 3 appear; stage 2 is in no row: one mistyped 3F0 is likelier than a stage
+    # left out, so the 3F0 is named at its cell (line 3 is Step 1, the cell under Rank 0)
     from ppverify.core.errors import ScheduleFileError
     from ppverify.io.table_text import parse_table
 
-    with pytest.raises(ScheduleFileError, match="stage 2: no row holds an action of stage 2"):
+    with pytest.raises(ScheduleFileError) as err:
         parse_table("        Rank 0 Rank 1\nStep 0: 0F0    1F0\nStep 1: 3F0\n", path="t.txt")
+    assert err.value.location == "line 3 (rank 0)"
+    assert err.value.rule.startswith("3F0 names stage 3, but no cell names stage 2: a typo?")
 
 
 def test_import_torch_of_a_two_pipe_schedule_is_refused_naming_the_option(tmp_path, capsys):
