@@ -82,6 +82,24 @@ def check_link_delay(delay: object) -> None:
         raise ParameterError("link-delay", delay, "must be seconds in 0..60 (0: the link as it is)")
 
 
+def delay_text(seconds: float) -> str:
+    """A link delay as ``measure`` prints it, with its significant digits at any size (a
+    nanosecond is not ``0.0 us``): from a millisecond up as every time is printed, below it in
+    us or, under a microsecond, ns, to four significant digits.
+
+    Example:
+        >>> delay_text(0.05), delay_text(4e-5), delay_text(1.5e-6), delay_text(1e-9), delay_text(2.5e-10)
+        ('50.000 ms', '40 us', '1.5 us', '1 ns', '0.25 ns')
+    """
+    from ..core.timeline_text import fmt_time
+
+    if seconds >= 1e-3:
+        return fmt_time(seconds, "s")
+    if seconds >= 1e-6:
+        return f"{seconds * 1e6:.4g} us"
+    return f"{seconds * 1e9:.4g} ns"
+
+
 #: seconds one abstract time unit of a schedule file's costs sleeps: the default costs
 #: (F=0.01,B=0.02 per device share) are the abstract F=1,B=2 at this scale
 SECONDS_PER_UNIT = 0.01

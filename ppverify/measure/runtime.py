@@ -30,6 +30,7 @@ import torch.distributed as dist
 from torch.distributed.pipelining import PipelineStage
 from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
 
+from .hang import LOADING
 from .jobs import Job, RankResult
 from .link_delay import stamped_recvs, stamped_sends, wait_for_link
 from .memrecord import SavedTensors
@@ -168,7 +169,7 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
     stages = [
         TimedStage(build_stage_module(job.spec, s), s, S, torch.device("cpu"), durations=job.durations) for s in mine
     ]
-    set_status("loading the schedule file")
+    set_status(LOADING)  # not a hang however long it lasts (.hang)
     rt = _PipelineScheduleRuntime(stages, m, loss_fn=loss_fn, scale_grads=True)
     fd, path = tempfile.mkstemp(prefix=f"ppverify-rank{rank}-", suffix=".csv")
     try:

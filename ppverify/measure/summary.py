@@ -12,8 +12,9 @@ from ..core.memory_cap import MemoryCap
 from ..core.schedule import Schedule
 from ..core.timeline_text import fmt_time, gantt
 from ..views.run_report import error_text, prediction_error, timeline_report
-from . import MeasureResult
 from .calibrate import predict_on, prediction_method
+from .options import delay_text
+from .result import MeasureResult
 
 
 def calibrated_prediction(schedule: Schedule, result: MeasureResult, system: Any) -> float | None:
@@ -99,7 +100,7 @@ def measure_text(
     ]
     if result.link_delay:
         lines.append(
-            f"link          emulated delay {fmt_time(result.link_delay, 's')} per cross-rank transfer "
+            f"link          emulated delay {delay_text(result.link_delay)} per cross-rank transfer "
             "(every prediction adds it)"
         )
     if width is not None:

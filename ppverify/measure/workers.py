@@ -197,6 +197,8 @@ def _worker_main(
 ) -> None:
     _die_with_parent(main_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
+    if hasattr(signal, "SIGHUP"):  # and a closed terminal's SIGHUP (.hangup)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
         open_status(Path(status_path))
     except FileNotFoundError:
@@ -291,12 +293,17 @@ def _start_server() -> None:
         forkserver.ensure_running()
         return
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGHUP too (a closed terminal's, to the whole group): the measuring process stops the run
+    # (.hangup); a resource tracker killed by it made the clean-up relaunch one and print tracebacks
+    old_hup = signal.signal(signal.SIGHUP, signal.SIG_IGN) if hasattr(signal, "SIGHUP") else None
     os.environ["PPVERIFY_FORK_SERVER"] = str(os.getpid())  # read by .server in the new server only
     try:
-        forkserver.ensure_running()
+        forkserver.ensure_running()  # starts multiprocessing's resource tracker first
     finally:
         del os.environ["PPVERIFY_FORK_SERVER"]
         signal.signal(signal.SIGINT, old)
+        if old_hup is not None:
+            signal.signal(signal.SIGHUP, old_hup)
 
 
 def _kill_all(procs: list) -> None:

@@ -23,6 +23,7 @@ from ..core.timeline import Timeline
 
 #: one color per op kind (F forward, B full backward, I input-grad, W weight-grad)
 KIND_COLORS = {"F": "#4C72B0", "B": "#55A868", "I": "#C44E52", "W": "#DD8452"}
+KIND_NAMES = {"F": "F forward", "B": "B backward", "I": "I input-grad", "W": "W weight-grad"}
 TRANSFER_COLORS = {"activation": "#4C72B0", "gradient": "#55A868", "allreduce": "#8172B2", "dp-allreduce": "#937860"}
 FORMATS = (".png", ".svg", ".pdf")
 #: above this many ops, labels are dropped (they would not be readable)
@@ -211,8 +212,10 @@ def gantt(
     ax.set_yticks(range(p))
     ax.set_yticklabels([f"dev {d}" for d in range(p)])
     ax.set_ylim(p - 0.45, -0.55)
-    handles: list[Artist] = [plt.Rectangle((0, 0), 1, 1, color=c) for k, c in KIND_COLORS.items()]
-    names = [{"F": "F forward", "B": "B backward", "I": "I input-grad", "W": "W weight-grad"}[k] for k in KIND_COLORS]
+    # only the kinds this schedule runs: a split-backward one (zb-h1) has no B to explain
+    present = [k for k in KIND_COLORS if any(op.kind == k for op in timeline.ops)]
+    handles: list[Artist] = [plt.Rectangle((0, 0), 1, 1, color=KIND_COLORS[k]) for k in present]
+    names = [KIND_NAMES[k] for k in present]
     if len(tr):
         kinds = sorted(set(tr.kind))
         handles += [plt.Line2D([0], [0], color=TRANSFER_COLORS.get(k, "gray")) for k in kinds]

@@ -247,3 +247,21 @@ def test_a_tie_is_banded_as_a_tie_not_as_the_first_name():
     wide = curves.pivot_table(index="x", columns="schedule", values="makespan")
     assert wide.loc[0.0].tolist() == [9.0, 9.0] and wide.loc[1.0].tolist() == [11.0, 11.0]
     assert [_fastest(wide.loc[x]) for x in (0.0, 1.0)] == [("1f1b", "gpipe")] * 2
+
+
+@pytest.mark.parametrize(
+    "family, expected",
+    [
+        # zb-h1 splits every backward into I and W: no B op, so no "B backward" entry
+        ("zb-h1", ["F forward", "I input-grad", "W weight-grad"]),
+        # 1f1b runs whole backwards only
+        ("1f1b", ["F forward", "B backward"]),
+    ],
+)
+def test_gantt_legend_lists_only_the_kinds_the_schedule_runs(tmp_path, family, expected):
+    tl = run(build(family, p=2, m=2), semantics="async")
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # text kept as text, so the legend is readable
+        out = gantt(tl, tmp_path / "g.svg", memory=False)
+    svg = out.read_text()
+    for name in ("F forward", "B backward", "I input-grad", "W weight-grad"):
+        assert (name in svg) == (name in expected), name

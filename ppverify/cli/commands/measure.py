@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 
 from .. import Command
 from ..common import add_schedule_arguments, build_schedule, parsed_costs, print_json, schedule_source
@@ -113,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Measure and print (text or JSON); 0 ok, 1 gradient mismatch or hang.
+    """Measure and print (text or JSON); 0 ok, 1 gradient mismatch or hang, 129 SIGHUP.
 
     Example:
         Bad run options are refused before any worker process starts:
@@ -125,66 +124,35 @@ def run(args: argparse.Namespace) -> int:
         ...
         ppverify.core.errors.ParameterError: parameter steps=0: must be an integer in 1..10000
     """
-    from ...core.costs import CostModel
-    from ...measure import MeasureTimeout, measure
-    from ...measure.options import check_link_delay, check_run_options, file_comm_note, file_costs
-    from ...measure.summary import measure_cap, measure_report, measure_text, measured_cap_check
-    from ...systems.system import link_delay_of, load_system
+    from ...measure.hangup import exit_on_hangup
+
+    # a closed terminal's SIGHUP stops the run like SIGTERM: one line, every worker stopped
+    return exit_on_hangup("ppverify measure", lambda: _run(args), getattr(args, "_own_process", False))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ...measure import MeasureTimeout
+    from ...measure.request import OPTIONS, hang_json, hang_text, measure_request
+    from ...measure.summary import measure_text
 
     pairs = parsed_costs(args)  # read once, before the build
     schedule = build_schedule(schedule_source(args))
-    # None: a saved schedule's own costs (as simulate times the file), else the default (real compute: the measured ops)
-    from_file = file_costs(args.schedule, schedule) if not pairs and args.compute == "sleep" else None
-    costs: CostModel | dict[str, float] | None = dict(pairs) if pairs else from_file
-    cap = measure_cap(args.memory_cap, schedule)  # before any process starts
-    system = load_system(args.system) if args.system else None  # bad presets fail before any process starts
-    check_run_options(args.steps, args.warmup, args.timeout, args.seed)
-    link_delay = args.link_delay if args.link_delay is not None else link_delay_of(system)
-    check_link_delay(link_delay)
+    options = {k: getattr(args, k) for k in OPTIONS}  # every one checked before any worker starts
+    req = measure_request(schedule, args.schedule, dict(pairs) if pairs else None, **options)
     check_timeline_outputs(args)  # not after the run: a bad path is bad input
-    comm_note = file_comm_note(args.schedule) if args.link_delay is None else None
-    if comm_note:  # simulate of the file charges it: say why this prediction does not
-        print(f"ppverify: note: {comm_note}", file=sys.stderr)
+    if req.note:
+        print(f"ppverify: note: {req.note}", file=sys.stderr)
     try:
-        res = measure(
-            schedule,
-            costs,
-            compute=args.compute,
-            steps=args.steps,
-            warmup=args.warmup,
-            timeout=args.timeout,
-            seed=args.seed,
-            format=args.format,
-            profile=args.profile,
-            link_delay=link_delay,
-            realtime=args.realtime,
-        )
+        res = req.run()
     except MeasureTimeout as exc:
-        if args.json:
-            print_json(
-                {
-                    "schedule": schedule.describe(),
-                    "hang": str(exc),
-                    "blocked": exc.blocked,
-                    "timeout": exc.timeout,
-                    "still_running": exc.still_running,  # slow, not stuck: the timeout ended a moving run
-                }
-            )
-        else:
-            print(f"schedule      {schedule.describe()}\n{exc}\nall worker processes stopped")
+        print_json(hang_json(schedule, exc)) if args.json else print(hang_text(schedule, exc))
         return 1
-    res = replace(res, costs_from="file") if from_file is not None else res
-    rep = measure_report(schedule, res, system, args.system)
-    held = measured_cap_check(res, cap) if cap is not None else None
-    rep.update(held or {})
-    rep["realtime"] = args.realtime  # how the run was taken: its timings depend on it
-    if args.profile:
-        rep["profile"] = args.profile
+    rep = req.report(res)
     write_timeline_outputs(args, res.timeline, rep, memory=res.memory)  # the measured memory curve too
     if args.json:
         print_json(rep)
     else:
-        print(measure_text(schedule, res, rep, args.warmup, None if args.no_table else chart_width(args), system))
+        print(measure_text(schedule, res, rep, args.warmup, None if args.no_table else chart_width(args), req.system))
         for line in written_lines(args):
             print(line)
         if args.profile:
