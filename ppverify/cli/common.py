@@ -171,7 +171,12 @@ def _build_family(source: ScheduleSource) -> Schedule:
     check_family_options(fam.name, tuple(pr.name for pr in fam.params), source.params)
     params = {pr.name: source.param(pr.name) for pr in fam.params}
     m = source.m if source.m is not None else source.p
-    return build(fam.name, source.p, m, **params)
+    schedule = build(fam.name, source.p, m, **params)
+    if fam.notes is not None:  # a parameter given that changes nothing here: said, not ignored
+        from .file_settings import print_notes
+
+        print_notes(fam.notes(source.p, m, **{k: v for k, v in params.items() if v is not None}))
+    return schedule
 
 
 def check_family_options(family: str, declared: tuple[str, ...], given: tuple[tuple[str, Any], ...]) -> None:

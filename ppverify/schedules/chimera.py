@@ -491,6 +491,7 @@ register(
         params=(UNITS_PARAM,),
         rules=CHIMERA_RULES,
         formula=chimera_formula,
+        notes=lambda p, m, units=DEFAULT_UNITS, **_: [n for n in [units_note(p, m, units)] if n],
     )
 )
 register(
@@ -505,5 +506,6 @@ register(
         ),
         rules=ASYM_RULES,
         formula=chimera_asym_formula,
+        notes=lambda p, m, units=DEFAULT_UNITS, **_: [n for n in [units_note(p, m, units)] if n],
     )
 )

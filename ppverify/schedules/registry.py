@@ -35,7 +35,8 @@ class Family:
     ``generator(p, m, **params)`` builds the schedule and raises :class:`ParameterError` on bad
     parameters. ``formula(p, m, costs, **params)`` (a :class:`ppverify.core.closed_form.FormulaFn`, or
     ``None`` when no closed form is known) returns a :class:`ppverify.core.closed_form.Formula`.
-    ``rules`` states the parameter rules in words.
+    ``rules`` states the parameter rules in words; ``notes(p, m, **params)`` (optional) the lines
+    that say a parameter given has no effect at this size.
     """
 
     name: str
@@ -45,6 +46,9 @@ class Family:
     rules: str = "p >= 1, m >= 1"
     formula: FormulaFn | None = None
     aliases: tuple[str, ...] = field(default_factory=tuple)
+    #: ``notes(p, m, **params)``: lines saying a given parameter changes nothing at this size
+    #: (printed by the CLI as notes), or ``None``
+    notes: Callable[..., list[str]] | None = None
 
     def defaults(self) -> dict[str, Any]:
         """Default values of the extra parameters."""
