@@ -5,7 +5,9 @@ Subcommands live one per module in :mod:`ppverify.cli.commands`; each module def
 bad input (:class:`~ppverify.core.errors.PPVerifyError`) print one line naming the file, location and
 rule, and exit with code 2; ``run`` returns the exit code (0 success, 1 a negative verdict).
 Anything unexpected is a bug of ppverify, never a verdict: one line and exit code 3 (``--debug``
-prints the traceback); Ctrl-C or SIGTERM stop with one line and exit code 130 / 143.
+prints the traceback); Ctrl-C or SIGTERM stop with one line and exit code 130 / 143. A command
+that keeps what it found on a signal (``design``, ``optimize``, ``gap``) prints it first and then
+names the signal received in that line (:mod:`ppverify.cli.signals`).
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ def _command_name(words: list[str]) -> str:
 _quiet_start_up()
 
 import argparse  # noqa: E402  (after the start-up handlers: the imports below take their time)
-import contextlib  # noqa: E402
 import importlib  # noqa: E402
 import pkgutil  # noqa: E402
 import re  # noqa: E402
@@ -58,13 +59,13 @@ import signal  # noqa: E402
 import traceback  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
-from typing import Any  # noqa: E402
 
 from ..core.errors import PPVerifyError  # noqa: E402
 from ..core.limits import DEFAULT_MAX_MEMORY_GIB, DEFAULT_MAX_OPS, int_text, memory_limit, op_limit  # noqa: E402
+from .signals import EXIT_INTERRUPT, EXIT_TERM, Terminated, _in_main_thread, _sigterm_raises  # noqa: E402
 
-#: exit codes: 2 bad input (or a limit), 3 an internal error, 130/143 interrupted
-EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT, EXIT_TERM = 2, 3, 130, 143
+#: exit codes: 2 bad input (or a limit), 3 an internal error, 130/143 interrupted (.signals)
+EXIT_INPUT, EXIT_INTERNAL = 2, 3
 #: exceptions that hostile input provokes deep inside Python itself: bad input, not a bug
 _INPUT_FAILURES = {
     RecursionError: "input nested too deeply",
@@ -79,10 +80,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_INPUT, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread so that commands stop as on Ctrl-C (saving what is done)."""
 
 
 def one_line(text: str) -> str:
@@ -275,6 +272,7 @@ def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None =
         # the console script owns its process (it may end it at a hard time limit); a call of
         # main() from Python code (tests, scripts) never does
         args._own_process = own_process
+        args._signals = signals  # which signal stopped it, for a command that keeps its result (stopped)
         debug = args.debug
         command = f"ppverify {args.command}" if getattr(args, "command", None) else command
         if not getattr(args, "_run", None):
@@ -330,93 +328,6 @@ def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     name = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
     print(f"{command}: {name}", file=sys.stderr)
     return EXIT_TERM if isinstance(exc, Terminated) else EXIT_INTERRUPT
-
-
-class _sigterm_raises:
-    """SIGTERM raises :class:`Terminated` in the main thread while a command runs; SIGINT and
-    SIGTERM also interrupt a Z3 call or a CP-SAT search in progress (Python runs signal handlers
-    only between bytecodes, so a long solver call would otherwise delay the exit): the signal's
-    byte reaches a watcher thread through :func:`signal.set_wakeup_fd`, which interrupts Z3 and
-    stops CP-SAT (:mod:`ppverify.optimize.interrupt`)."""
-
-    def __init__(self, own_process: bool = False) -> None:
-        self.own_process = own_process
-
-    def __enter__(self) -> _sigterm_raises:
-        self.received = 0  # the signal number once SIGINT or SIGTERM has arrived
-        self.old = self.old_int = None
-        self.old_hook: Callable[[Any], object] | None = None
-        self.old_fd = -1
-        self.pipe: tuple[int, int] | None = None
-        if os.name == "posix" and _in_main_thread():
-            self.old = signal.signal(signal.SIGTERM, self._on_signal)
-            try:
-                r, w = os.pipe()
-                os.set_blocking(w, False)
-                self.old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-                self.pipe = (r, w)
-                import threading
-
-                threading.Thread(target=_interrupt_solvers_on_signal, args=(r,), daemon=True).start()
-            except (OSError, ValueError):
-                self.pipe = None
-            # last: until here a Ctrl-C is the start-up's one line and exit (a KeyboardInterrupt
-            # inside Thread.start above would escape the command's handling)
-            self.old_int = signal.signal(signal.SIGINT, self._on_signal)
-        return self
-
-    def _on_signal(self, signum: int, frame: object) -> None:
-        self.received = signum
-        # the interrupt can land inside a library's constructor (z3's Context before its `owner`
-        # is set): the half-built object's __del__ then fails as it is freed, and Python would
-        # print that as "Exception ignored in ...". A consequence of the signal, not news: quiet
-        if self.old_hook is None:
-            self.old_hook = sys.unraisablehook
-            sys.unraisablehook = _ignore_unraisable
-        raise self.interrupt()
-
-    def interrupt(self) -> KeyboardInterrupt:
-        """The exception of the signal received: :class:`Terminated` for SIGTERM."""
-        return Terminated() if self.received == signal.SIGTERM else KeyboardInterrupt()
-
-    def __exit__(self, *exc: object) -> None:
-        if self.old_hook is not None and not self.own_process:
-            sys.unraisablehook = self.old_hook  # the console script keeps it for its shut-down
-        if self.old is not None:
-            signal.signal(signal.SIGTERM, self.old)
-            signal.signal(signal.SIGINT, self.old_int)
-        if self.pipe is not None:
-            signal.set_wakeup_fd(self.old_fd)
-            os.close(self.pipe[1])  # the watcher reads end-of-file and ends
-
-
-def _ignore_unraisable(unraisable: Any) -> None:
-    pass
-
-
-def _interrupt_solvers_on_signal(fd: int) -> None:
-    try:
-        while True:
-            data = os.read(fd, 16)
-            if not data:
-                break
-            if any(b in (signal.SIGINT, signal.SIGTERM) for b in data):
-                z3 = sys.modules.get("z3")
-                if z3 is not None:
-                    with contextlib.suppress(Exception):
-                        z3.main_ctx().interrupt()
-                cp_sat = sys.modules.get("ppverify.optimize.interrupt")
-                if cp_sat is not None:  # a CP-SAT search waits out its time limit otherwise
-                    with contextlib.suppress(Exception):
-                        cp_sat.stop_all()
-    finally:
-        os.close(fd)
-
-
-def _in_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 def _silence_stdout() -> None:

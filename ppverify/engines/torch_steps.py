@@ -24,6 +24,7 @@ runs once all of its ops are ready. Durations, and so a system's runtime overhea
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -169,17 +170,37 @@ def _position(pos: dict, stage: int, mb: int, forward: bool) -> int:
     return pos.get(Op(I, stage, mb), pos.get(Op(B, stage, mb), -1))
 
 
+#: the time unit of a ``torch`` timeline: simulator steps, whatever the costs' own unit
+STEPS = "steps"
+
+
+def in_steps(costs: CostModel) -> CostModel:
+    """``costs`` with their times labelled in :data:`STEPS`: the ``torch`` engine gives every
+    action one step and reads the costs only for memory, so its timeline's ``time_unit`` (the
+    JSON's, a trace's, a chart's axis) says steps, never the costs' ``units`` or ``s``.
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> c = in_steps(CostModel.abstract(linear(2), F=1, B=2))
+        >>> c.time_unit, c.memory_unit, c.duration["B"]
+        ('steps', 'activations', (2.0, 2.0))
+    """
+    return replace(costs, time_unit=STEPS)
+
+
 def torch_timeline(schedule: Schedule, costs: CostModel | None = None, **_: object) -> Timeline:
     """Timeline of the ``torch`` semantics: every compute op occupies its simulator step
     ``[step, step+1)``; each SEND/RECV pair is a transfer from the SEND's step to the end of the
-    RECV's step, so the makespan is the step count. ``costs`` only serve memory metrics.
+    RECV's step, so the makespan is the step count, in :data:`STEPS`. ``costs`` only serve memory
+    metrics.
 
     Example:
         >>> from ppverify.schedules import build
         >>> tl = torch_timeline(build("gpipe", p=2, m=1))
-        >>> tl.makespan, tl.info.steps, [str(o) for o in tl.ops], tl.start.tolist()
-        (6.0, 6, ['0F0', '1F0', '1B0', '0B0'], [0.0, 2.0, 3.0, 5.0])
+        >>> tl.makespan, tl.info.steps, [str(o) for o in tl.ops], tl.start.tolist(), tl.time_unit
+        (6.0, 6, ['0F0', '1F0', '1B0', '0B0'], [0.0, 2.0, 3.0, 5.0], 'steps')
     """
+    costs = in_steps(costs or CostModel.unit(schedule.placement))
     if use_compiled(sum(map(len, schedule.programs))):  # numba kernel, same timeline (tests/engines/test_kernels.py)
         from .torch_steps_kernel import torch_timeline_compiled
 
@@ -226,7 +247,7 @@ def torch_timeline(schedule: Schedule, costs: CostModel | None = None, **_: obje
     st = np.asarray(start)
     return Timeline(
         schedule,
-        costs or CostModel.unit(schedule.placement),
+        costs,
         "torch",
         ops,
         np.asarray(dev, dtype=np.int64),
@@ -242,8 +263,10 @@ __all__ = [
     "RECV_F",
     "SEND_B",
     "SEND_F",
+    "STEPS",
     "add_send_recv",
     "comm_problems",
+    "in_steps",
     "lowered",
     "merge_bw",
     "simulate_steps",

@@ -105,23 +105,25 @@ def _run_locked(
             file=sys.stderr,
             dynamic_ncols=True,
         )
-    with Store(store_path) as store:
+    try:
+        with Store(store_path) as store:
 
-        def sink(rows: list[dict]) -> None:
-            store.write([{**r, "sweep": spec.name} for r in rows])
-            if bar is not None:
-                bar.update(len(rows))
+            def sink(rows: list[dict]) -> None:
+                store.write([{**r, "sweep": spec.name} for r in rows])
+                if bar is not None:
+                    bar.update(len(rows))
 
-        if batches:
-            if executor == "ray":
-                _run_ray(batches, sink)
-            elif (n := pool_size(workers, len(batches))) == 1:
-                for b in batches:
-                    sink(run_batch(b))
-            else:
-                _run_pool(batches, sink, n)
-    if bar is not None:
-        bar.close()
+            if batches:
+                if executor == "ray":
+                    _run_ray(batches, sink)
+                elif (n := pool_size(workers, len(batches))) == 1:
+                    for b in batches:
+                        sink(run_batch(b))
+                else:
+                    _run_pool(batches, sink, n)
+    finally:  # also on Ctrl-C or SIGTERM: an open bar redrew itself at exit, after the command's last line
+        if bar is not None:
+            bar.close()
     return results_frame(read_store(store_path), spec, ranks)
 
 

@@ -169,7 +169,5 @@ def test_a_signal_stops_the_cp_sat_search_promptly(sig, code, line):
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert time.perf_counter() - t0 < 10.0  # long before the 40 s limit, with a loaded machine's margin
-    if sig == signal.SIGTERM:
-        assert proc.returncode == code and err.decode() == "ppverify optimize: terminated (SIGTERM)\n"
-    else:  # Ctrl-C ends the search; the best so far is printed first (tests/optimize/test_solver_run.py)
-        assert proc.returncode == code and err.decode().splitlines()[-1].startswith(f"ppverify optimize: {line}")
+    # either signal ends the search; the best so far is printed first (tests/cli/test_signal_wording.py)
+    assert proc.returncode == code and err.decode().splitlines()[-1].startswith(f"ppverify optimize: {line}")

@@ -10,10 +10,11 @@ is a wall-clock ceiling on the whole run (none by default): points not started b
 run and the point running stops with what it has, each marked cut. A point whose bound is no
 faster than a step already found within its budget (by a placement listed before its own, or a
 family of a searched placement) is skipped: the fastest step at each budget is the same, and
-``--all-points`` searches it anyway. Progress goes to stderr; Ctrl-C
+``--all-points`` searches it anyway. Progress goes to stderr; Ctrl-C or SIGTERM
 keeps the points done. Exit code 0 when a point's search found a schedule, 1 when a frontier
 schedule fails Z3 or its gradients, 2 when no point found one in time (what was found, the
-families and the bounds, still prints), 130 after Ctrl-C (the frontier of the points done printed).
+families and the bounds, still prints), 130 after Ctrl-C and 143 after SIGTERM (the frontier of
+the points done printed).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import argparse
 import math
 
 from .. import Command
-from ..common import add_cost_arguments, interrupted, print_json
+from ..common import add_cost_arguments, print_json
+from ..signals import stopped
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -119,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join([design_text(result), *([measured_text(rows)] if rows is not None else []), *done]))
     if result.interrupted:  # what was done is printed; the exit code says it is not all (as optimize)
-        return interrupted("ppverify design", "the frontier of the points done")
+        return stopped(args, "ppverify design", "the frontier of the points done")
     if not result.front or not result.found:
         flag = f"--time-limit {wall:g}" if result.cut else f"--work-limit {work:g}"
         raise TimeLimitError(flag, f"no point's search found a schedule in time ({result.cut} of {result.total} cut)")

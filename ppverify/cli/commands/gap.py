@@ -6,7 +6,8 @@ Like for like by default: the optimum is capped at the family's own peak (its hi
 activation peak), so a schedule is never compared with one that needs more memory;
 ``--memory-cap X`` caps it at X instead and ``--memory-cap none`` leaves memory unlimited. The bound
 is CP-SAT's proven bound (with the analytic and relaxation bounds); when CP-SAT also proves the
-optimum, the gap is the family's distance to the best possible schedule at that memory. Exit code 0.
+optimum, the gap is the family's distance to the best possible schedule at that memory. Exit code 0;
+130 after Ctrl-C, 143 after SIGTERM during the search (the bound and gap so far printed).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any
 from ...core.sizes import memory_formatter
 from ...optimize.request import own_peak_problem, summary_lines
 from .. import Command
-from ..common import interrupted, print_json
+from ..common import print_json
 from ..optimize_args import add_problem_arguments, problem_from_args
+from ..signals import interruptible, stopped
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from ...core.errors import ParameterError
     from ...optimize import optimize, relative_gap
     from ...optimize.deadline import Deadline
-    from ...optimize.solver_run import Progress, interruptible, run_limits
+    from ...optimize.solver_run import Progress, run_limits
 
     work, wall = run_limits(args.time_limit, args.work_limit)
     pr, sched, info = problem_from_args(args)
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         pr, info = own_peak_problem(pr, info, float(peak))
     over_cap = pr.memory_cap is not None and peak > pr.memory_cap  # exact peaks, exact caps
     progress = Progress.for_command("gap", args.progress)
-    with interruptible() as stop:  # Ctrl-C: the bound so far is printed, then exit code 130
+    with interruptible(args) as stop:  # Ctrl-C (SIGTERM): the bound so far is printed, then exit 130 (143)
         limits = dict(work_limit=work, deadline=Deadline.after(wall, stop), gap_limit=args.gap_limit)
         res = optimize(pr, wall, args.workers, args.seed, **limits, deterministic=True, progress=progress)
         if progress is not None:
@@ -134,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.json:
         print_json(out)
-        return interrupted("ppverify gap", "the bound and gap found so far") if stop.is_set() else 0
+        return stopped(args, "ppverify gap", "the bound and gap found so far") if stop.is_set() else 0
     u = "" if res.time_unit != "s" else " s"
     gap = out["gap_to_bound"]
     mem = memory_formatter(pr.costs.memory_unit)
@@ -168,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"best found   {res.objective:g}{u}  (CP-SAT {res.status} within {wall:g} s{peak_text})")
     print()
     print("\n".join(summary_lines(res, info)))
-    return interrupted("ppverify gap", "the bound and gap found so far") if stop.is_set() else 0
+    return stopped(args, "ppverify gap", "the bound and gap found so far") if stop.is_set() else 0
 
 
 COMMAND = Command(

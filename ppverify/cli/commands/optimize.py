@@ -15,7 +15,7 @@ schedule (UNKNOWN: the wall clock or CP-SAT's work, named in the error line, as 
 The search stops on CP-SAT's deterministic work (``--work-limit``), so the same command gives the
 same answer at any load; ``--time-limit`` is a wall-clock ceiling. ``--progress`` (always on a
 terminal) shows phase, incumbent, bound and gap on stderr; Ctrl-C ends the search, prints (and
-saves) the best schedule and bound so far, then exits with 130.
+saves) the best schedule and bound so far, then exits with 130 (SIGTERM likewise, exit 143).
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ import argparse
 
 from ...optimize.request import result_text, save_result, solve, summary_lines
 from .. import Command
-from ..common import interrupted, print_json
+from ..common import print_json
 from ..optimize_args import add_problem_arguments, evaluated_problem, problem_from_args, unknown_error, wall_flag
+from ..signals import interruptible, stopped
 from ..timeline_outputs import WIDTH_HELP, chart_width
 
 __all__ = ["COMMAND", "add_problem_arguments", "build_namespace", "problem_from_args", "summary_lines"]
@@ -67,8 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Solve and print (text or JSON); save the schedule when asked. Ctrl-C during the search:
-    the best schedule and bound so far are printed and saved, then exit code 130.
+    """Solve and print (text or JSON); save the schedule when asked. Ctrl-C (SIGTERM) during the
+    search: the best schedule and bound so far are printed and saved, then exit code 130 (143).
 
     Example:
         ``--evaluate`` without a family is refused before the search:
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from ...core.time_limit import time_limit
     from ...optimize.deadline import Deadline
-    from ...optimize.solver_run import Progress, interruptible, run_limits
+    from ...optimize.solver_run import Progress, run_limits
 
     work, wall = run_limits(args.time_limit, args.work_limit)
     clock = wall_flag(args.time_limit, args.work_limit, work, wall)
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
         check_output_path(args.save, "--save", json_file=True)
     progress = Progress.for_command("optimize", args.progress)
-    with interruptible() as stop:
+    with interruptible(args) as stop:
         deadline = Deadline.after(wall, stop)  # the whole command, argument handling included
         with time_limit(wall, clock):  # building a family or reading a file checks no deadline
             pr, sched, info = problem_from_args(args)
@@ -113,8 +114,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"saved      {args.save}" if saved else f"not saved  {args.save}: no schedule found ({res.status})")
     if stop.is_set():
         kept = res.objective is not None  # --evaluate keeps the order given, not a schedule found
-        return interrupted(
-            "ppverify optimize", "the best schedule and bound found so far" if kept else "the bound so far"
+        return stopped(
+            args, "ppverify optimize", "the best schedule and bound found so far" if kept else "the bound so far"
         )
     if res.status == "UNKNOWN":
         raise unknown_error(res, clock, wall, work)

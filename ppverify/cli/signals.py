@@ -1,0 +1,199 @@
+"""The signals a command stops on: Ctrl-C (SIGINT) and SIGTERM while ``ppverify COMMAND`` runs.
+
+SIGTERM raises :class:`Terminated` (a ``KeyboardInterrupt``) in the main thread, so commands stop
+as on Ctrl-C; both interrupt a solver call in progress (:class:`_sigterm_raises`). A command that
+keeps what it found runs its search :func:`interruptible` and ends with :func:`stopped`'s line,
+which names the signal received.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+#: exit codes after Ctrl-C (SIGINT) and SIGTERM: 128 + the signal's number, as a shell reports them
+EXIT_INTERRUPT, EXIT_TERM = 130, 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that commands stop as on Ctrl-C (saving what is done)."""
+
+
+def interruptible(args: argparse.Namespace) -> contextlib.AbstractContextManager[threading.Event]:
+    """Within the block, the first Ctrl-C or SIGTERM sets the yielded event instead of raising, so
+    a search ends with what it found (a second one raises as usual); :func:`stopped` then names the
+    signal. A command run from Python code (no handlers of :func:`ppverify.cli.main`) gets
+    :func:`ppverify.optimize.solver_run.interruptible`: Ctrl-C only.
+
+    Example:
+        >>> with interruptible(argparse.Namespace()) as stop:
+        ...     stop.is_set()
+        False
+    """
+    signals = getattr(args, "_signals", None)
+    if isinstance(signals, _sigterm_raises) and signals.old is not None:
+        return signals.stopping()
+    from ..optimize.solver_run import interruptible as on_ctrl_c
+
+    return on_ctrl_c()
+
+
+def stopped(args: argparse.Namespace, command: str, what: str) -> int:
+    """After a signal ended a run whose result so far (``what``) was printed: one line on stderr
+    naming the signal received, and its exit code (SIGTERM 143, Ctrl-C 130; a KeyboardInterrupt
+    without a signal, raised by Python code, reads as Ctrl-C).
+
+    Example:
+        >>> import contextlib, io
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err):
+        ...     stopped(argparse.Namespace(), "ppverify design", "the frontier of the points done")
+        130
+        >>> print(err.getvalue(), end="")
+        ppverify design: interrupted (Ctrl-C); printed the frontier of the points done
+    """
+    signals = getattr(args, "_signals", None)
+    if isinstance(signals, _sigterm_raises) and signals.received == signal.SIGTERM:
+        print(f"{command}: terminated (SIGTERM); printed {what}", file=sys.stderr)
+        return EXIT_TERM
+    from .common import interrupted
+
+    return interrupted(command, what)
+
+
+class _sigterm_raises:
+    """SIGTERM raises :class:`Terminated` in the main thread while a command runs; SIGINT and
+    SIGTERM also interrupt a Z3 call or a CP-SAT search in progress (Python runs signal handlers
+    only between bytecodes, so a long solver call would otherwise delay the exit): the signal's
+    byte reaches a watcher thread through :func:`signal.set_wakeup_fd`, which interrupts Z3 and
+    stops CP-SAT (:mod:`ppverify.optimize.interrupt`). Within :meth:`stopping` the first signal
+    sets an event instead of raising."""
+
+    def __init__(self, own_process: bool = False) -> None:
+        self.own_process = own_process
+
+    def __enter__(self) -> _sigterm_raises:
+        self.received = 0  # the signal number once SIGINT or SIGTERM has arrived
+        self.old = self.old_int = None
+        self.old_hook: Callable[[Any], object] | None = None
+        self.stop: threading.Event | None = None  # within stopping(): the event the first signal sets
+        self.raised: KeyboardInterrupt | None = None  # the last exception a signal raised
+        self.active, self.in_hook = True, False
+        self.old_fd = -1
+        self.pipe: tuple[int, int] | None = None
+        if os.name == "posix" and _in_main_thread():
+            self.old = signal.signal(signal.SIGTERM, self._on_signal)
+            try:
+                r, w = os.pipe()
+                os.set_blocking(w, False)
+                self.old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+                self.pipe = (r, w)
+                threading.Thread(target=_interrupt_solvers_on_signal, args=(r, self._again), daemon=True).start()
+            except (OSError, ValueError):
+                self.pipe = None
+            # last: until here a Ctrl-C is the start-up's one line and exit (a KeyboardInterrupt
+            # inside Thread.start above would escape the command's handling)
+            self.old_int = signal.signal(signal.SIGINT, self._on_signal)
+        return self
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.received = signum
+        if self.in_hook:  # the signal delivered again came too soon: once more, later
+            self._later()
+            return
+        if self.stop is not None and not self.stop.is_set():  # the search ends with what it has
+            self.stop.set()
+            return
+        # the interrupt can land inside a library's constructor (z3's Context before its `owner`
+        # is set): the half-built object's __del__ then fails as it is freed, and Python would
+        # print that as "Exception ignored in ...". A consequence of the signal, not news: quiet
+        if self.old_hook is None:
+            self.old_hook = sys.unraisablehook
+            sys.unraisablehook = self._unraisable
+        self.raised = self.interrupt()
+        raise self.raised
+
+    def _unraisable(self, unraisable: Any) -> None:
+        # the interrupt itself raised where Python can only report it (an at-fork callback while a
+        # process pool starts its workers: a sweep then ran to its end, the signal lost). The
+        # signal again once this hook is done (raised in here it would be lost as well): the
+        # watcher thread delivers it a moment later
+        if self.active and unraisable.exc_value is self.raised:
+            self.in_hook = True
+            try:
+                self._later()
+            finally:
+                self.in_hook = False
+
+    def _later(self) -> None:
+        if self.pipe is not None:
+            with contextlib.suppress(OSError):
+                os.write(self.pipe[1], _AGAIN)
+
+    def _again(self) -> None:  # in the watcher thread
+        if self.active and self.received:
+            import _thread
+
+            _thread.interrupt_main(signal.Signals(self.received))
+
+    @contextlib.contextmanager
+    def stopping(self) -> Iterator[threading.Event]:
+        """Within the block the first signal sets the yielded event instead of raising."""
+        stop, before = threading.Event(), self.stop
+        self.stop = stop
+        try:
+            yield stop
+        finally:
+            self.stop = before
+
+    def interrupt(self) -> KeyboardInterrupt:
+        """The exception of the signal received: :class:`Terminated` for SIGTERM."""
+        return Terminated() if self.received == signal.SIGTERM else KeyboardInterrupt()
+
+    def __exit__(self, *exc: object) -> None:
+        self.active = False
+        if self.old_hook is not None and not self.own_process:
+            sys.unraisablehook = self.old_hook  # the console script keeps it for its shut-down
+        if self.old is not None:
+            signal.signal(signal.SIGTERM, self.old)
+            signal.signal(signal.SIGINT, self.old_int)
+        if self.pipe is not None:
+            signal.set_wakeup_fd(self.old_fd)
+            os.close(self.pipe[1])  # the watcher reads end-of-file and ends
+
+
+#: the byte :meth:`_sigterm_raises._unraisable` writes to the watcher: deliver the signal again
+_AGAIN = b"\0"
+
+
+def _interrupt_solvers_on_signal(fd: int, again: Callable[[], None]) -> None:
+    try:
+        while True:
+            data = os.read(fd, 16)
+            if not data:
+                break
+            if _AGAIN[0] in data:
+                time.sleep(0.05)  # the main thread out of the hook that asked for it
+                again()
+            if any(b in (signal.SIGINT, signal.SIGTERM) for b in data):
+                z3 = sys.modules.get("z3")
+                if z3 is not None:
+                    with contextlib.suppress(Exception):
+                        z3.main_ctx().interrupt()
+                cp_sat = sys.modules.get("ppverify.optimize.interrupt")
+                if cp_sat is not None:  # a CP-SAT search waits out its time limit otherwise
+                    with contextlib.suppress(Exception):
+                        cp_sat.stop_all()
+    finally:
+        os.close(fd)
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
