@@ -18,6 +18,10 @@ The timeout is counted per *phase*: a worker calls ``set_status(text, phase=k)``
 phase k (one schedule of a batch, say), and each phase gets ``timeout`` seconds from the moment
 the first rank enters it. Process start-up and the torch import (seconds) have their own, larger
 allowance (:data:`STARTUP_TIMEOUT`).
+
+This module starts and stops the workers; what runs inside one is in :mod:`.worker_side`, and
+the collection of their results (hang detection, the first cause of a failure) in
+:mod:`.worker_results`. Their names stay importable from here.
 """
 
 from __future__ import annotations
@@ -25,20 +29,28 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
-import queue
 import signal
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ParameterError, PPVerifyError
-from .hang import MeasureTimeout
-from .realtime import check_realtime, enter_realtime
-from .status import blank_status, open_status, read_status, set_status
+from ..core.errors import ParameterError
+from .hang import MeasureTimeout as MeasureTimeout
+from .realtime import check_realtime
+from .status import blank_status, set_status
+
+# the two sides of a run live beside this module; their names stay importable from here (tests and
+# callers import them as ppverify.measure.workers.<name>)
+from .worker_results import WorkerError as WorkerError
+from .worker_results import _collect, _kill_all
+from .worker_results import death_message as death_message
+from .worker_side import PARENT_POLL_S as PARENT_POLL_S
+from .worker_side import _watch_parent as _watch_parent
+from .worker_side import _worker_main
+from .worker_side import process_alive as process_alive
 
 #: seconds allowed for starting the workers, importing torch and joining the group
 STARTUP_TIMEOUT = 120.0
@@ -47,19 +59,6 @@ STARTUP_TIMEOUT = 120.0
 WORKER_MEMORY_BYTES = 512 * 2**20
 #: hard cap on workers whatever the machine (they sleep most of the time, so cores are not the limit)
 MAX_WORKERS_CAP = 64
-
-
-class WorkerError(PPVerifyError):
-    """A worker raised: the schedule or input was rejected at run time (one line: rank and error).
-
-    Example:
-        >>> str(WorkerError(1, "AssertionError: Computing 1F0 before receiving input"))
-        'rank 1 failed: AssertionError: Computing 1F0 before receiving input'
-    """
-
-    def __init__(self, rank: int, message: str) -> None:
-        self.rank, self.message = rank, message
-        super().__init__(f"rank {rank} failed: {message}")
 
 
 def max_workers() -> int:
@@ -128,117 +127,7 @@ def require_torch() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# the worker side
-
-
-def _die_with_parent(main_pid: int | None = None) -> None:
-    # A worker's parent is the fork server, not the measuring process: three guards, so that no
-    # worker outlives the process that started it (a SIGKILL of it left workers and the server
-    # sleeping for good: every worker held the server's "alive" pipe open, so the server never
-    # saw its client go, and the workers never saw their parent die).
-    with contextlib.suppress(Exception):  # 1. Linux: SIGKILL this worker when the fork server dies
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    with contextlib.suppress(Exception):  # 2. the server ends once the measuring process is gone
-        from multiprocessing import forkserver
-
-        server: Any = forkserver._forkserver  # its alive fd is private to CPython: not in typeshed
-        fd = server._forkserver_alive_fd
-        if fd is not None:
-            os.close(fd)
-            server._forkserver_alive_fd = None
-    if main_pid is not None:  # 3. any system: a thread that ends this worker when its starter is gone
-        threading.Thread(target=_watch_parent, args=(main_pid,), name="ppverify-parent-watch", daemon=True).start()
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not).
-
-    Example:
-        >>> process_alive(os.getpid())
-        True
-    """
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc: alive as far as we can tell
-    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] not in ("Z", "X")
-
-
-#: how often a worker checks that the process that started it still runs, in seconds
-PARENT_POLL_S = 0.5
-
-
-def _watch_parent(main_pid: int) -> None:
-    while process_alive(main_pid):
-        time.sleep(PARENT_POLL_S)
-    os._exit(1)
-
-
-def _worker_main(
-    rank: int,
-    world_size: int,
-    store_path: str,
-    status_path: str,
-    target: Callable,
-    payload: Any,
-    results: Any,
-    pg_timeout: float,
-    main_pid: int | None = None,
-    realtime: bool = False,
-) -> None:
-    _die_with_parent(main_pid)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
-    if hasattr(signal, "SIGHUP"):  # and a closed terminal's SIGHUP (.hangup)
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    try:
-        open_status(Path(status_path))
-    except FileNotFoundError:
-        # the parent creates the file before it starts us and removes it as it ends: it is ending
-        # (Ctrl-C to the whole group while we started) and waits for no report; leave without the
-        # traceback multiprocessing would print
-        os._exit(1)
-    set_status("importing torch", phase=-1)
-    try:
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback: no network needed
-        # one compute thread per worker: p workers share the cores, and idle OpenMP threads that
-        # spin-wait would steal them from the ranks that have work
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
-        import datetime
-
-        import torch
-        import torch.distributed as dist
-
-        torch.set_num_threads(1)
-        set_status("joining the process group", phase=-1)
-        if realtime:  # before the process group: gloo's threads, started by it, inherit the policy
-            enter_realtime()
-        store = dist.FileStore(store_path, world_size)
-        dist.init_process_group(
-            "gloo", store=store, rank=rank, world_size=world_size, timeout=datetime.timedelta(seconds=pg_timeout)
-        )
-        out = target(rank, world_size, payload)
-        set_status("finished")
-        with contextlib.suppress(Exception):
-            dist.destroy_process_group()
-        results.put((rank, True, out))
-    except BaseException as exc:  # report every failure as one line to the parent
-        last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-        where = f" (at {Path(last[0].filename).name}:{last[0].lineno})" if last else ""
-        msg = " ".join(str(exc).split()) or type(exc).__name__
-        results.put((rank, False, f"{type(exc).__name__}: {msg[:500]}{where}"))
-
-
-# ---------------------------------------------------------------------------------------------
-# the parent side
+# the parent side: start the workers, stop them (collecting their results: .worker_results)
 
 
 #: modules the fork server imports once, so that every worker starts in a fraction of a second
@@ -304,16 +193,6 @@ def _start_server() -> None:
         signal.signal(signal.SIGINT, old)
         if old_hup is not None:
             signal.signal(signal.SIGHUP, old_hup)
-
-
-def _kill_all(procs: list) -> None:
-    for pr in procs:
-        with contextlib.suppress(Exception):
-            if pr.is_alive():
-                pr.kill()
-    for pr in procs:
-        with contextlib.suppress(Exception):
-            pr.join(timeout=5)
 
 
 @contextlib.contextmanager
@@ -409,7 +288,7 @@ def run_workers(
             with _sigterm_as_interrupt():
                 for pr in procs:
                     pr.start()
-                return _collect(procs, results, status_paths, world_size, timeout)
+                return _collect(procs, results, status_paths, world_size, timeout, STARTUP_TIMEOUT)
         finally:
             _kill_all(procs)
             with contextlib.suppress(Exception):
@@ -417,96 +296,8 @@ def run_workers(
                 results.cancel_join_thread()
 
 
-def _collect(procs: list, results: Any, status_paths: list[Path], world_size: int, timeout: float) -> list[Any]:
-    out: dict[int, Any] = {}
-    started = time.monotonic()
-    phase_start: dict[int, float] = {}
-    seen: dict[int, tuple[int, str]] = {}
-    moved = started  # when a rank last changed action or finished: a stuck run stops moving, a slow one does not
-    while len(out) < world_size:
-        try:
-            rank, ok, value = results.get(timeout=0.05)
-        except queue.Empty:
-            pass
-        else:
-            if not ok:
-                raise _first_cause(rank, value, results, procs, status_paths)
-            out[rank] = value
-            moved = time.monotonic()
-            continue
-        now = time.monotonic()
-        states = {r: read_status(status_paths[r]) for r in range(world_size) if r not in out}
-        if states != seen:
-            seen, moved = states, now
-        for phase, _ in states.values():
-            if phase >= 0:
-                phase_start.setdefault(phase, now)
-        lagging = min((ph for ph, _ in states.values()), default=-1)
-        if lagging < 0:
-            late = now - started > STARTUP_TIMEOUT
-        else:
-            late = now - phase_start.get(lagging, now) > timeout
-        dead = [r for r, pr in enumerate(procs) if r not in out and not pr.is_alive() and pr.exitcode not in (0, None)]
-        if dead and results.empty():
-            time.sleep(0.2)  # a dying worker may still be flushing its error
-            if results.empty():
-                r = dead[0]
-                raise WorkerError(r, death_message(procs[r].exitcode, states.get(r, (-1, ""))[1]))
-        if late:
-            blocked = {r: text for r, (_, text) in states.items()}
-            _kill_all(procs)
-            raise MeasureTimeout(timeout if lagging >= 0 else STARTUP_TIMEOUT, blocked, now - moved)
-    return [out[r] for r in range(world_size)]
-
-
-def death_message(exitcode: int, doing: str) -> str:
-    """Why a worker process ended without reporting: the signal that killed it (a negative exit
-    code, as multiprocessing gives it) or its exit code, and what it was doing then.
-
-    Example:
-        >>> death_message(-9, "1B0")
-        'worker process killed by signal 9 (SIGKILL) while in 1B0; every worker stopped'
-        >>> death_message(3, "")
-        'worker process exited with code 3; every worker stopped'
-    """
-    if exitcode < 0:
-        try:
-            name = signal.Signals(-exitcode).name
-        except ValueError:
-            name = "unknown signal"
-        what = f"killed by signal {-exitcode} ({name})"
-    else:
-        what = f"exited with code {exitcode}"
-    return f"worker process {what}{f' while in {doing}' if doing else ''}; every worker stopped"
-
-
-_SECONDARY = ("Connection closed by peer", "Connection reset by peer", "gloo/transport")
-
-
-def _first_cause(
-    rank: int, message: str, results: Any, procs: list | None = None, status_paths: list[Path] | None = None
-) -> WorkerError:
-    # when one rank fails, its peers' sockets close and they fail too ("connection closed"):
-    # gather errors for a moment and report the one that is not such a consequence
-    status = [read_status(sp)[1] for sp in status_paths] if status_paths else []
-    errors = [(rank, message)]
-    end = time.monotonic() + 0.5
-    while time.monotonic() < end:
-        try:
-            r, ok, value = results.get(timeout=0.05)
-        except queue.Empty:
-            continue
-        if not ok:
-            errors.append((r, value))
-    for r, msg in errors:
-        if not any(word in msg for word in _SECONDARY):
-            return WorkerError(r, msg)
-    # every error is a closed connection: a worker that died without a word (killed) is the cause
-    reported = {r for r, _ in errors}
-    for r, pr in enumerate(procs or []):
-        if r not in reported and not pr.is_alive() and pr.exitcode not in (0, None):
-            return WorkerError(r, death_message(pr.exitcode, status[r] if r < len(status) else ""))
-    return WorkerError(*errors[0])
+# ---------------------------------------------------------------------------------------------
+# worker targets for examples and tests
 
 
 def _demo_allreduce(rank: int, world_size: int, payload: Any) -> float:
