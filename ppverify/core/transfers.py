@@ -117,7 +117,7 @@ class Transfers:
         if name == "kind":
             names: np.ndarray = np.array(self._kind_names, dtype=object)
             if "kind" not in self._lists and self._kind_code is not None:
-                return names[self._kind_code]  # type: ignore[no-any-return]
+                return names[self._kind_code]
             return np.array(self._lists["kind"], dtype=object)
         arr = np.asarray(self._lists[name], dtype=float if name in ("start", "end", "nbytes") else np.int64)
         self._arrays[name] = arr

@@ -230,7 +230,8 @@ def test_cli_prove_unknown_family_is_named(capsys):
 def test_chimera_memory_bounds_are_attained():
     # the proved bounds are the generator's exact peaks (counted from its programs, which fixes
     # them for any costs): unit h + 1 + min(d, p-1-d), continuous (m >= 2p) p + 1 on every device
-    from ppverify.schedules.chimera import chimera, unit_peaks
+    from ppverify.schedules.chimera import chimera
+    from ppverify.schedules.chimera_concat import unit_peaks
 
     for p in (2, 4, 6, 8):
         h = p // 2
@@ -245,7 +246,7 @@ def test_interleaved_groups_formulas():
     # activations = Megatron's warm-up count (p-d-1)*2 + (v-1)*p, plus the one in flight:
     # 3p - 1 - 2d (cross-checked with the generator's programs, which fix it for any costs)
     from ppverify.schedules import build
-    from ppverify.schedules.chimera import unit_peaks
+    from ppverify.schedules.chimera_concat import unit_peaks
     from ppverify.verify.closed_forms import interleaved_k_b, interleaved_k_f
 
     for k in (2, 3, 5):
