@@ -8,7 +8,9 @@ runtime (``measure``) and checked before a file is written for it (``export``) o
   before ``F0`` hands microbatch 0's backward microbatch 1's loss: the step fails ("Failed to
   run stage backward ... Output gradient: None", or "Loss for microbatch 2 is not available").
   With a single stage nothing is received, each loss is back-propagated once and the gradients
-  come out right, so the rule applies from two stages on.
+  come out right, so the order rule applies from two stages on; but a lone stage's backward of
+  microbatch k still needs k+1 losses in the list: ``0F2,0B2,0F3,0B3,0F0,0B0,0F1,0B1`` fails at
+  ``0B2`` ("Loss for microbatch 2 is not available", found with ``measure``).
 * **Messages between two ranks in one order.** The runtime's SEND/RECV ops carry no tag
   (``dist.P2POp(dist.isend, tensor, peer, group)``), so gloo and NCCL match the messages from one
   rank to another in the order they are posted. A ``compute_comms`` file whose rank posts
@@ -69,6 +71,36 @@ def first_misplaced_forward(fwd: tuple[Op, ...]) -> tuple[Op, Op]:
     return fwd[k], next(o for o in fwd[k:] if o.mb == want[k])
 
 
+def early_backward(schedule: Schedule) -> tuple[int, Op, Op] | None:
+    """A one-stage, one-pipe schedule's first backward (``B`` or ``I``) of microbatch k that its
+    rank runs after fewer than k+1 forwards, with the forward it still lacks (the lowest
+    microbatch not yet run), and the rank; else None. PyTorch's runtime reads microbatch k's loss
+    back as the (k+1)-th it computed and fails the step when there are fewer (see the module
+    docstring). Schedules of two stages or more: None (there :func:`out_of_order_forwards` decides).
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> rank, bwd, fwd = early_backward(parse_rows([["0F2", "0B2", "0F3", "0B3", "0F0", "0B0", "0F1", "0B1"]]))
+        >>> rank, str(bwd), str(fwd)
+        (0, '0B2', '0F0')
+        >>> early_backward(parse_rows([["0F1", "0F0", "0B0", "0B1"]])) is None  # two losses by 0B0: it runs
+        True
+    """
+    if schedule.num_stages != 1 or schedule.placement.num_pipes != 1:
+        return None
+    rank = schedule.placement.maps[0][0]
+    ran: list[Op] = []
+    for a in schedule.programs[rank]:
+        for o in _ops(a):
+            if o.kind == "F":
+                ran.append(o)
+            elif o.kind in ("B", "I") and o.mb >= len(ran):
+                seen = {f.mb for f in ran}
+                later = [f for b in schedule.programs[rank] for f in _ops(b) if f.kind == "F" and f.mb not in seen]
+                return rank, o, min(later, key=lambda f: f.mb) if later else o
+    return None
+
+
 def loss_order_problem(schedule: Schedule) -> str | None:
     """Why PyTorch's runtime cannot run ``schedule``'s last stage (its forwards out of microbatch
     order; see the module docstring), or None. Two-pipe schedules and single-stage ones: None.
@@ -80,6 +112,21 @@ def loss_order_problem(schedule: Schedule) -> str | None:
         >>> loss_order_problem(parse_rows([["0F0", "0F1", "0B0", "0B1"], ["1F0", "1F1", "1B1", "1B0"]])) is None
         True
     """
+    early = early_backward(schedule)
+    if early is not None:
+        rank, bwd, _ = early
+        ran = sum(
+            1
+            for a in schedule.programs[rank][: schedule.programs[rank].index(_action_of(schedule, rank, bwd))]
+            for o in _ops(a)
+            if o.kind == "F"
+        )
+        return (
+            f"rank {rank} runs {bwd} after {ran} forward{'s' if ran != 1 else ''}: PyTorch's runtime keeps the "
+            f"losses in the order the forwards ran and reads microbatch {bwd.mb}'s back as number {bwd.mb + 1}, "
+            f"so the step fails ('Loss for microbatch {bwd.mb} is not available'); run each backward of "
+            "microbatch k after k+1 forwards (the forwards in microbatch order do)"
+        )
     found = out_of_order_forwards(schedule)
     if found is None:
         return None
@@ -93,9 +140,24 @@ def loss_order_problem(schedule: Schedule) -> str | None:
     )
 
 
-def _message(comm: Comm, r: int, rank: tuple[int, ...]) -> tuple[tuple[int, int], tuple[str, int, int]]:
+def _action_of(schedule: Schedule, rank: int, op: Op) -> Action:
+    """The action of ``rank``'s program that runs ``op`` (the op, or the overlapped cell holding it)."""
+    return next(a for a in schedule.programs[rank] if op in tuple(_ops(a)))
+
+
+def _message(comm: Comm, r: int, rank: tuple[int, ...]) -> tuple[tuple[int, int], tuple[str, int, int]] | None:
     """The rank pair ``(sender, receiver)`` a SEND/RECV on rank ``r`` joins and the message it
-    names: ``(direction, the sending stage, mb)``."""
+    names: ``(direction, the sending stage, mb)``; None when its peer stage does not exist (a
+    ``SEND_F`` of the last stage, a ``RECV_B`` of the last, ``SEND_B``/``RECV_F`` of stage 0,
+    which the verifier reports by name: no message of the step).
+
+    Example:
+        >>> _message(Comm("SEND_F", 0, 1), 0, (0, 1)), _message(Comm("SEND_F", 1, 0), 1, (0, 1))
+        (((0, 1), ('F', 0, 1)), None)
+    """
+    peer = comm.stage + (1 if comm.kind in ("SEND_F", "RECV_B") else -1)
+    if not 0 <= peer < len(rank) or not 0 <= comm.stage < len(rank):
+        return None
     if comm.kind == "SEND_F":
         return (r, rank[comm.stage + 1]), ("F", comm.stage, comm.mb)
     if comm.kind == "SEND_B":
@@ -197,7 +259,10 @@ def _messages(schedule: Schedule) -> dict[tuple[int, int], tuple[_Posted, _Poste
         for a in program:
             if not isinstance(a, Comm):
                 continue
-            pair, msg = _message(a, r, rank)
+            named = _message(a, r, rank)
+            if named is None:
+                continue
+            pair, msg = named
             if pair[0] != pair[1]:  # a hand-over between two stages of one rank sends nothing
                 (sent if a.kind.startswith("SEND") else received).setdefault(pair, []).append((msg, a))
     return {pair: (sent.get(pair, []), received.get(pair, [])) for pair in sorted(set(sent) | set(received))}
@@ -241,6 +306,7 @@ __all__ = [
     "Crossing",
     "check_runnable",
     "crossed_messages",
+    "early_backward",
     "first_misplaced_forward",
     "loss_order_problem",
     "message_order_problem",

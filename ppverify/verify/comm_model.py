@@ -207,8 +207,9 @@ def _explicit(
     posted: dict[tuple[bool, int, int], list[tuple[tuple[int, int], str]]] = {}
 
     def positional(key: tuple[str, int, int]) -> bool:
-        if not posting:
-            return False
+        d, s, _ = key
+        if not posting or not (0 <= s < len(rank) and 0 <= (s + 1 if d == "F" else s - 1) < len(rank)):
+            return False  # a SEND/RECV naming no stage pair (the last stage's SEND_F): matched by name, reported so
         src, dst = _rank_pair(key, rank)
         return src != dst
 

@@ -18,7 +18,13 @@ PyTorch CSVs keep their verdict: PyTorch never reads them as they are.
 from __future__ import annotations
 
 from ..core.schedule import Schedule
-from ..io.torch_rules import first_misplaced_forward, loss_order_problem, out_of_order_forwards, unmatched_pairs
+from ..io.torch_rules import (
+    early_backward,
+    first_misplaced_forward,
+    loss_order_problem,
+    out_of_order_forwards,
+    unmatched_pairs,
+)
 from .analysis import Run
 from .checks import Outcome
 from .comm_model import has_explicit_comms
@@ -26,13 +32,16 @@ from .report import Violation
 
 #: the rule a ``pytorch-loss-order`` violation names
 LOSS_RULE = "the last stage's forwards in microbatch order (PyTorch's runtime reads each loss back by microbatch)"
+#: the rule a ``pytorch-loss-order`` violation of a one-stage file names
+EARLY_RULE = "each backward of microbatch k after k+1 forwards (PyTorch's runtime reads its loss back as the (k+1)-th)"
 #: the rule a ``pytorch-message-order`` violation names
 MESSAGE_RULE = "one order of messages between two ranks (PyTorch's SEND/RECV carry no tag: matched in posting order)"
 
 
 def loss_order(run: Run) -> Outcome:
     """A PyTorch file's last stage runs its forwards in microbatch order (one pipe, two stages or
-    more; the property does not apply to other schedules).
+    more); with one stage, each backward of microbatch k runs after k+1 forwards (PyTorch's
+    runtime reads its loss back as the (k+1)-th). The property does not apply to other schedules.
 
     Example:
         >>> from ppverify.core.comm import NO_COMM
@@ -44,11 +53,26 @@ def loss_order(run: Run) -> Outcome:
         ('pytorch-loss-order', ('1F1', '1F0'), "rank 1 runs the last stage's forwards in the order 1F1, 1F0")
         >>> loss_order(Run(s, CostModel.unit(s.placement), NO_COMM)).statement is None  # not a PyTorch file
         True
+        >>> one = parse_rows([["0F2", "0B2", "0F3", "0B3", "0F0", "0B0", "0F1", "0B1"]], "one.csv")
+        >>> loss_order(Run(one, CostModel.unit(one.placement), NO_COMM, pytorch=True)).violations[0].ops
+        ('0B2', '0F0')
     """
     s = run.structure().clean
     last = s.num_stages - 1
-    if not run.pytorch or last < 1 or s.placement.num_pipes != 1:
+    if not run.pytorch or s.placement.num_pipes != 1:
         return Outcome()
+    if last == 0:  # one stage: any forward order runs, but microbatch k's backward needs k+1 losses
+        early = early_backward(s)
+        if early is None:
+            return Outcome(
+                f"rank {s.placement.maps[0][0]} runs each backward of microbatch k after k+1 forwards, "
+                "so PyTorch's runtime has its loss to read back"
+            )
+        return Outcome(
+            violations=(
+                Violation("pytorch-loss-order", EARLY_RULE, loss_order_problem(s) or "", tuple(map(str, early[1:]))),
+            ),
+        )
     found = out_of_order_forwards(s)
     if found is None:
         rank = s.placement.maps[0][last]
