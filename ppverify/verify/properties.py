@@ -60,7 +60,8 @@ REGISTRY: tuple[Property, ...] = (
     # come before the order problem: a crossed message is the cause of what that problem finds
     Property(
         "pytorch-loss-order",
-        "the last stage's forwards in microbatch order (PyTorch's runtime reads each loss back by microbatch)",
+        "the last stage's forwards in microbatch order; with one stage, each backward of microbatch k "
+        "after k+1 forwards (PyTorch's runtime reads each loss back by microbatch)",
         runtime_rules.loss_order,
         "pytorch-loss-order",
         "PyTorch CSV files",
