@@ -90,9 +90,11 @@ def _run_locked(
         drop_rows(store_path, stale)
     done = {r["point"] for r in stored} - {r["point"] for r in stale}  # read_store: every row has its point
     tasks = pending_tasks(spec, done)
-    batches = list(iter_chunks(tasks, max(1, batch)))
-    if batches and executor == "ray":  # before the store and the progress bar: a bad address made a store
-        connect_ray()
+    if tasks and executor == "ray":  # before the store and the progress bar: a bad address made a store
+        slots = max(1, int(connect_ray().cluster_resources().get("CPU", 1)))
+    else:
+        slots = pool_size(workers, len(tasks))
+    batches = list(iter_chunks(tasks, batch_size(len(tasks), batch, slots)))
     bar = None
     if progress:
         from tqdm import tqdm
@@ -141,13 +143,16 @@ def rows_to_run(spec: SweepSpec, store_path: str | Path) -> int:
     """
     stored = read_store(store_path, repair=False)
     check_owner(stored, spec.name, store_path)
-    return sum(t.num_rows for t in pending_tasks(spec, {r["point"] for r in stored}))
+    stale = {r["point"] for r in superseded(stored, spec)}  # the run computes them again
+    return sum(t.num_rows for t in pending_tasks(spec, {r["point"] for r in stored} - stale))
 
 
 def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
     """Rows of a store that a point of ``spec`` replaces: the same configuration, schedule and level
     under another hash (a preset or schedule file it read has been edited since, or the solver
-    budget changed). A resumed sweep drops them, so the store never serves a stale row.
+    budget changed), or under the same hash but without a column every row now carries (written by
+    an older ppverify, before its ``verified`` column, say, which the table would show blank). A
+    resumed sweep drops them, so the store never serves a stale row.
 
     Example:
         >>> from ppverify.sweep import parse_sweep
@@ -156,15 +161,19 @@ def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
         >>> [r["point"] for r in superseded([old, {**old, "level": "async"}], spec)]
         ['0000000000000000']
     """
+    from ..compare.table import COLUMNS, DERIVED
+
+    stored = [c for c in COLUMNS if c not in DERIVED]  # what run_task writes in every row
     current: dict[tuple[str, str, str], str] = {}
     for task in pending_tasks(spec, set()):
         for entry, levels, hashes in task.items:
             for lv, h in zip(levels, hashes):
                 current[(task.config.label, entry.label, lv)] = h
+    points = set(current.values())
     out = []
     for r in rows:
         now = current.get((str(r.get("config")), str(r.get("schedule")), str(r.get("level"))))
-        if now is not None and now != r["point"]:
+        if (now is not None and now != r["point"]) or (r["point"] in points and any(c not in r for c in stored)):
             out.append(r)
     return out
 
@@ -200,6 +209,18 @@ def pool_size(workers: int | None, batches: int, cores: int | None = None) -> in
     """
     cores = cores or os.cpu_count() or 1
     return max(1, min(workers or cores, batches, cores))
+
+
+def batch_size(tasks: int, batch: int, slots: int) -> int:
+    """Tasks per shipped batch: ``batch`` (``--batch``), but fewer where that would leave some of
+    the ``slots`` (worker processes, Ray CPUs) without a batch: 8 tasks in batches of 4 ran on 2 of
+    8 workers. The rows do not depend on how tasks are batched.
+
+    Example:
+        >>> batch_size(100, 4, 8), batch_size(8, 4, 8), batch_size(8, 4, 2), batch_size(3, 4, 1)
+        (4, 1, 4, 3)
+    """
+    return max(1, min(batch, -(-tasks // max(1, slots))))
 
 
 def _run_pool(batches: list[list[Task]], sink: Callable[[list[dict]], None], workers: int, retries: int = 1) -> None:

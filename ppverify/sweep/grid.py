@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..compare.config import Config, ScheduleEntry, input_digests
+from ..compare.config import LEVEL_SEMANTICS, Config, ScheduleEntry, input_digests
 from ..core.memory_cap import CapSpec
 from .config import SweepSpec
 
@@ -209,6 +209,9 @@ def results_frame(rows: list[dict], spec: SweepSpec | None = None, ranks: bool =
         rows = sorted((r for r in rows if r.get("point") in order), key=lambda r: order[r["point"]])
     base = [c for c in COLUMNS if c not in DERIVED]
     df = pd.DataFrame(rows, columns=base + ["point"])
+    # a level's description, not a result: rows stored by an older ppverify keep their numbers but
+    # show the current wording, so a resumed table reads as one run straight through
+    df["semantics"] = [LEVEL_SEMANTICS.get(lv, s) for lv, s in zip(df["level"], df["semantics"])]
     if not ranks:
         return df
     out = add_ranks(df[base])

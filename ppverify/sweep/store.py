@@ -22,7 +22,7 @@ def read_store(path: str | Path, repair: bool = True) -> list[dict]:
     and, when ``repair`` (only the sweep holding :func:`store_lock` may: a rewrite under a running
     sweep would lose the rows it appends), the file rewritten without it (atomically). Any other
     damaged line (not UTF-8, not JSON, not a row object with its ``point``) is refused naming the
-    line: rows are never silently lost.
+    line: rows are never silently lost. Blank lines hold no row and are skipped.
 
     Example:
         >>> import tempfile, os
@@ -51,8 +51,10 @@ def read_store(path: str | Path, repair: bool = True) -> list[dict]:
         # checked as a line, so refused: the repair must never drop it
         lines.append(tail)
         torn = False
-    rows = []
+    rows: list[dict] = []
     for n, line in enumerate(lines, 1):
+        if not line.strip():  # a blank line (an editor's final newline) holds no row: nothing lost
+            continue
         why = ""
         try:
             row = json.loads(line.decode("utf-8"))
@@ -66,11 +68,11 @@ def read_store(path: str | Path, repair: bool = True) -> list[dict]:
             why = "not UTF-8"
         except (ValueError, RecursionError):
             why = "not JSON"
-        if why and n == 1:  # not even a first row: another kind of file
+        if why and not rows:  # not even a first row: another kind of file
             raise ScheduleFileError(
-                f"{path}:1",
+                f"{path}:{n}",
                 "",
-                f"not a sweep store (line 1 is {why}, a store holds one JSON row a line); give --store "
+                f"not a sweep store (line {n} is {why}, a store holds one JSON row a line); give --store "
                 "the store of this sweep or a new file name",
             )
         if why:
@@ -154,7 +156,9 @@ def store_lock(path: str | Path) -> Iterator[None]:
     except ImportError:  # not POSIX: no lock
         yield
         return
-    lock = Path(str(path) + ".lock")
+    # beside the file the store resolves to: two sweeps naming one store through a symbolic link
+    # (or a linked folder) take the same lock, instead of both appending every row
+    lock = Path(str(Path(path).resolve()) + ".lock")
     while True:
         # as every output: a typo'd folder (--store reslts/s.jsonl) is refused, never created
         check_output_path(path, "--store")
