@@ -18,6 +18,8 @@ from .points import FamilyPoint, Point
 from .run import Design
 
 _W, _H, _PAD = 720, 420, 56
+#: an upper estimate of one character's width in the 9 px labels (sans-serif), to fit them in
+_LABEL_CHAR_PX = 5.0
 
 _SCRIPT = """
 document.querySelectorAll('a[href^="#point-"], a[href^="#family-"]').forEach(function (a) {
@@ -80,7 +82,7 @@ def frontier_svg(d: Design) -> str:
     def Y(v: float) -> float:
         return _H - _PAD - (v - y0) * sy
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" class="frontier">']
+    parts = ["<svg>"]  # the opening tag last: the labels decide how far the picture reaches
     parts.append(f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - 10}" y2="{_H - _PAD}" stroke="#444"/>')
     parts.append(f'<line x1="{_PAD}" y1="10" x2="{_PAD}" y2="{_H - _PAD}" stroke="#444"/>')
     parts.append(
@@ -101,33 +103,53 @@ def frontier_svg(d: Design) -> str:
         parts.append(f'<polyline points="{" ".join(pts)}" fill="none" stroke="#C44E52" stroke-width="2"/>')
     # the families first: the frontier's points are drawn over them and stay clickable. Families
     # at one (peak, time) share one marker, whose hover names them all, and each keeps its own
-    # label stacked above it, a link of its own (one marker over another could not be reached)
+    # label beside it, a link of its own (one marker over another could not be reached)
     at: dict[tuple[float, float], list[int]] = {}
     for j, f in enumerate(fams):
         at.setdefault((f.peak, f.time), []).append(j)
     notes = family_notes(d)
-    taken: dict[int, list[float]] = {}  # label baselines per pixel column: none closer than 10 px
+    tips = {
+        j: f"{f.family} ({f.placement}): time {f.time:g}, peak {f.peak:g}" + (f"; {notes[j]}" if j in notes else "")
+        for j, f in enumerate(fams)
+    }
     for (peak, time), js in at.items():
-        tips = [
-            f"{fams[j].family} ({fams[j].placement}): time {time:g}, peak {peak:g}"
-            + (f"; {notes[j]}" if j in notes else "")
-            for j in js
-        ]
         parts.append(
             f'<a class="pt family" href="#family-{js[0]}"><rect x="{X(peak) - 4:.1f}" y="{Y(time) - 4:.1f}" '
-            f'width="8" height="8" fill="#4C72B0"><title>{html.escape(chr(10).join(tips))}</title></rect></a>'
+            f'width="8" height="8" fill="#4C72B0"><title>{html.escape(chr(10).join(tips[j] for j in js))}</title></rect></a>'
         )
-        column = taken.setdefault(round(X(peak)), [])
-        for j, tip in zip(js, tips):
-            y_label = Y(time) - 6
-            while any(abs(y_label - u) < 10 for u in column):
-                y_label -= 10
-            column.append(y_label)
+    # one line of labels per marker, its families side by side, placed where it covers no marker,
+    # frontier point or other label (a covered one could be neither read nor clicked), as close
+    # above its marker as that allows, with a thin line back to the marker when it had to move
+    taken = [(X(x) - 6, X(x) + 6, Y(y) - 6, Y(y) + 6) for _, x, y in front]
+    taken += [(X(x) - 4, X(x) + 4, Y(y) - 4, Y(y) + 4) for x, y in at]
+    # how far the labels reach (right of the largest peak, above the fastest time): the picture
+    # grows to hold them, else a label there is cut off and its link cannot be clicked
+    right, top = float(_W), 0.0
+    for (peak, time), js in at.items():
+        lx0 = X(peak) + 8  # clear of a frontier circle (radius 6) drawn on the marker
+        lx1 = lx0 + sum(_LABEL_CHAR_PX * len(fams[j].family) + 5 for j in js)
+        y_label = Y(time) + 3  # a 9 px font's baseline that centres the text on the marker
+
+        def clear(y: float, lx0: float = lx0, lx1: float = lx1) -> bool:
+            return all(lx1 <= a or b <= lx0 or y + 2 <= c or e <= y - 9 for a, b, c, e in taken)
+
+        while not clear(y_label):
+            y_label -= 10
+        taken.append((lx0, lx1, y_label - 9, y_label + 2))
+        right, top = max(right, lx1), min(top, y_label - 10)
+        if y_label != Y(time) + 3:
             parts.append(
-                f'<a class="pt family-label" href="#family-{j}"><text x="{X(peak) + 6:.1f}" '
-                f'y="{y_label:.1f}" font-size="9">{html.escape(fams[j].family)}'
-                f"<title>{html.escape(tip)}</title></text></a>"
+                f'<line x1="{X(peak) + 4:.1f}" y1="{Y(time):.1f}" x2="{lx0 - 1:.1f}" y2="{y_label - 3:.1f}" '
+                'stroke="#999" stroke-width="0.6"/>'
             )
+        x_label = lx0
+        for j in js:
+            parts.append(
+                f'<a class="pt family-label" href="#family-{j}"><text x="{x_label:.1f}" '
+                f'y="{y_label:.1f}" font-size="9">{html.escape(fams[j].family)}'
+                f"<title>{html.escape(tips[j])}</title></text></a>"
+            )
+            x_label += _LABEL_CHAR_PX * len(fams[j].family) + 5
     for i, (q, x, y) in enumerate(front):
         gap = "-" if q.gap is None else f"{100 * q.gap:.3g} %"
         budget = "none" if math.isinf(q.budget) else f"{q.budget:g}"
@@ -140,6 +162,11 @@ def frontier_svg(d: Design) -> str:
             f'fill="#C44E52"><title>{html.escape(tip)}</title></circle></a>'
         )
     parts.append("</svg>")
+    width, height = math.ceil(right), math.ceil(_H - top)
+    parts[0] = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 {math.floor(top)} {width} {height}" class="frontier">'
+    )
     return "\n".join(parts)
 
 
@@ -237,20 +264,20 @@ def design_page(d: Design, title: str | None = None) -> str:
 
 
 def write_design_page(d: Design, path: str | Path, title: str | None = None, option: str = "--report") -> Path:
-    """Write :func:`design_page` (headed ``title``) to ``path`` (an ``.html`` file); errors name
-    ``option``, the option the path came from.
+    """Write :func:`design_page` (headed ``title``) to ``path`` (an ``.html`` or ``.htm`` file, as
+    every report page); errors name ``option``, the option the path came from.
 
     Example:
         >>> write_design_page(None, "x.txt")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter --report=x.txt: expected a file ending in .html
+        ppverify.core.errors.ParameterError: parameter --report=x.txt: expected a file ending in .html (or .htm)
     """
-    from ..core.errors import ParameterError
     from ..core.files import atomic_write
+    from ..report.build import check_output
 
+    # the comparison page's rule: `report -o page.htm` took a results file's page and refused a design's
+    check_output(str(path), option)
     target = Path(path)
-    if target.suffix.lower() != ".html":
-        raise ParameterError(option, str(path), "expected a file ending in .html")
     atomic_write(target, design_page(d, title), option)
     return target

@@ -143,14 +143,15 @@ def report_from_run(
 def report_from_file(
     results: str,
     output: str,
-    time_limit: float = 0.5,
-    max_opt_ops: int = 256,
+    time_limit: float | None = None,
+    max_opt_ops: int | None = None,
     findings_json: str | None = None,
     findings_map: str | None = None,
     title: str | None = None,
     max_chart_ops: int = DEFAULT_MAX_CHART_OPS,
 ) -> Study:
-    """Write the report of a results file (timelines recomputed from its rows).
+    """Write the report of a results file (timelines recomputed from its rows; ``None`` for
+    ``time_limit``/``max_opt_ops``: compare's defaults).
 
     Example:
         >>> import tempfile, os

@@ -26,6 +26,10 @@ from .payload import canonical_ops, program_payload, timeline_payload
 
 #: ops embedded with charts, all points and levels together, by default (the rest: table only)
 DEFAULT_MAX_CHART_OPS = 400_000
+#: the optimum's solver budget and size limit when the command leaves them out: compare's own
+#: defaults (``--time-limit 0.5``, ``--max-opt-ops 256``), so a page redraws the optimum a run solved
+DEFAULT_TIME_LIMIT = 0.5
+DEFAULT_MAX_OPT_OPS = 256
 #: levels whose timelines a results file lets the report recompute
 RECOMPUTABLE: tuple[str, ...] = (*engine_names(levels_only=True), "optimum")
 
@@ -268,25 +272,33 @@ def _number(text: str) -> Any:
 
 def study_from_rows(
     rows: pd.DataFrame,
-    time_limit: float = 0.5,
-    max_opt_ops: int = 256,
+    time_limit: float | None = None,
+    max_opt_ops: int | None = None,
     findings: Iterable[dict] = (),
     findings_maps: tuple[tuple[str, bytes], ...] = (),
     title: str = "ppverify study",
     max_chart_ops: int = DEFAULT_MAX_CHART_OPS,
 ) -> Study:
     """A study from result rows (a results file): each point's timelines are recomputed at the
-    levels the rows hold that an engine or the solver can redo (:data:`RECOMPUTABLE`).
+    levels the rows hold that an engine or the solver can redo (:data:`RECOMPUTABLE`). ``None``
+    for ``time_limit`` or ``max_opt_ops`` (an option left out) is compare's default.
 
     Example:
         >>> from ppverify.compare import abstract_configs, run_comparison, ScheduleEntry
         >>> df = run_comparison(abstract_configs({"F": 1, "B": 2}, (0.5,), (2,), (2,)), (ScheduleEntry("1f1b", "1f1b"),), ("formula", "slot"))
         >>> [list(p.levels) for p in study_from_rows(df).points]
         [['slot']]
+        >>> df = run_comparison(abstract_configs({"F": 1, "B": 2}, (0.0,), (2,), (2,)), (ScheduleEntry("1f1b", "1f1b"),), ("slot", "optimum"))
+        >>> [list(p.levels) for p in study_from_rows(df, None, None).points]
+        [['slot', 'optimum']]
     """
     from ..compare.evaluate import evaluate_point
     from ..core.limits import family_ops
 
+    # the CLI passes None for an option left out (given or not decides what --from refuses);
+    # None reaching the solver would fail every optimum and drop its charts without a word
+    time_limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
+    max_opt_ops = DEFAULT_MAX_OPT_OPS if max_opt_ops is None else max_opt_ops
     points = []
     notes: list[str] = []
     for cfg_label, grp in rows.groupby("config", sort=False):
