@@ -91,6 +91,10 @@ DEFAULT_MODELS: tuple[str, ...] = ("gpt3-1.3b", "gpt3-13b")
 DEFAULT_P: tuple[int, ...] = (4,)
 #: m = p (Chimera's and Hanayo's operating point), 2p and 4p
 DEFAULT_M: tuple[int, ...] = (4, 8, 16)
+#: the optimum level's CP-SAT work per point (deterministic seconds) and its size limit in ops,
+#: when ``--time-limit`` / ``--max-opt-ops`` are left out (``compare`` and ``report --from`` alike)
+DEFAULT_TIME_LIMIT = 0.5
+DEFAULT_MAX_OPT_OPS = 256
 
 
 @dataclass(frozen=True)

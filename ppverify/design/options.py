@@ -96,7 +96,7 @@ def check_options(args: argparse.Namespace) -> float:
         ...
         ppverify.core.errors.ParameterError: parameter pair-work=5.0: runs within the bound work, which --bound-work 0 switches off: leave one out
     """
-    from ..core.files import check_output_path, prepare_output_dir
+    from ..core.files import prepare_output_dir
     from .measured import measure_scale
 
     if args.pair_work is not None and args.pair_work > 0 and args.bound_work == 0:  # read by nobody
@@ -114,9 +114,9 @@ def check_options(args: argparse.Namespace) -> float:
 
         check_plot_path(args.plot, "--plot")  # before the search: a bad name or folder costs nothing
     if args.report:
-        if not str(args.report).lower().endswith(".html"):
-            raise ParameterError("--report", args.report, "expected a file ending in .html")
-        check_output_path(args.report, "--report")
+        from ..report.build import check_output
+
+        check_output(args.report, "--report")  # the report's own rule: .html or .htm, writable
     scale = measure_scale(args.measure, args.measure_scale, bool(args.system or args.model))
     if args.save_dir:
         prepare_output_dir(args.save_dir, "save-dir")  # created now: a bad folder costs no search

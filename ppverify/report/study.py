@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..compare.config import LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
+from ..compare.config import DEFAULT_MAX_OPT_OPS, DEFAULT_TIME_LIMIT, LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
 from ..core.errors import PPVerifyError
 from ..core.memory_cap import read_memory_cap
 from ..core.ops import Op
@@ -26,10 +26,6 @@ from .payload import canonical_ops, program_payload, timeline_payload
 
 #: ops embedded with charts, all points and levels together, by default (the rest: table only)
 DEFAULT_MAX_CHART_OPS = 400_000
-#: the optimum's solver budget and size limit when the command leaves them out: compare's own
-#: defaults (``--time-limit 0.5``, ``--max-opt-ops 256``), so a page redraws the optimum a run solved
-DEFAULT_TIME_LIMIT = 0.5
-DEFAULT_MAX_OPT_OPS = 256
 #: levels whose timelines a results file lets the report recompute
 RECOMPUTABLE: tuple[str, ...] = (*engine_names(levels_only=True), "optimum")
 

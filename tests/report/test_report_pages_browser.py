@@ -126,3 +126,13 @@ def test_a_preset_named_like_markup_reads_as_text(browser, tmp_path):
     assert f"{name}.yaml" in page.locator("table.cmp caption").first.inner_text()
     assert page.locator("#cmp-tables b, #cmp-tables i, #verif b").count() == 0
     assert problems == []
+
+
+def test_design_report_takes_htm_as_every_report_does(tmp_path):
+    # report's -o takes .html or .htm; design --report follows the same rule (it refused .htm)
+    from ppverify.cli import main
+
+    page = tmp_path / "front.htm"
+    argv = ["design", "-p", "2", "-m", "2", "--placements", "linear", "--budgets", "1", "--work-limit", "1"]
+    assert main([*argv, "--report", str(page)]) == 0
+    assert page.read_text().lstrip().lower().startswith("<!doctype html")
