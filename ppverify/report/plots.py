@@ -263,7 +263,9 @@ def gantt(
                     linestyle=styles[d % 4],
                     alpha=0.85,
                 )
-        axm.set_ylabel(f"activations\n({munit})", fontsize=9)
+        # the unit alone when it already says activations (abstract costs), not "activations (activations)"
+        label = munit if munit.startswith("activation") else f"activations\n({munit})"
+        axm.set_ylabel(label, fontsize=9)
         axm.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
         axm.grid(alpha=0.3)
         axm.set_xlabel(f"time ({unit})")

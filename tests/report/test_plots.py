@@ -265,3 +265,12 @@ def test_gantt_legend_lists_only_the_kinds_the_schedule_runs(tmp_path, family, e
     svg = out.read_text()
     for name in ("F forward", "B backward", "I input-grad", "W weight-grad"):
         assert (name in svg) == (name in expected), name
+
+
+def test_gantt_memory_axis_names_its_unit_once(tmp_path):
+    # abstract costs count memory in activations: the axis says so once, not "activations (activations)"
+    tl = run(build("1f1b", p=2, m=2), semantics="async")
+    assert tl.costs.memory_unit.startswith("activation")
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        svg = gantt(tl, tmp_path / "g.svg").read_text()
+    assert "(activations)" not in svg and "activations" in svg
