@@ -5,7 +5,7 @@ Subcommands live one per module in :mod:`ppverify.cli.commands`; each module def
 bad input (:class:`~ppverify.core.errors.PPVerifyError`) print one line naming the file, location and
 rule, and exit with code 2; ``run`` returns the exit code (0 success, 1 a negative verdict).
 Anything unexpected is a bug of ppverify, never a verdict: one line and exit code 3 (``--debug``
-prints the traceback); Ctrl-C or SIGTERM stop with one line and exit code 130 / 143. A command
+prints the traceback); Ctrl-C, SIGTERM or SIGHUP stop with one line and exit code 130 / 143 / 129. A command
 that keeps what it found on a signal (``design``, ``optimize``, ``gap``) prints it first and then
 names the signal received in that line (:mod:`ppverify.cli.signals`).
 """
@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING
 
 
 def _quiet_start_up() -> None:
-    """In the ``ppverify`` process itself (the console script or ``python -m ppverify``), a Ctrl-C
-    or SIGTERM while the command's modules are still being imported ends it with one line and exit
-    130 / 143, not an import-time traceback: nothing is done yet, so nothing is lost. Installed
-    with the C-level ``_signal`` module before anything heavier is imported; :func:`main` puts the
-    command's own handlers in place. A program importing :mod:`ppverify.cli` keeps its handlers."""
+    """In the ``ppverify`` process itself (the console script or ``python -m ppverify``), a Ctrl-C,
+    SIGTERM or SIGHUP while the command's modules are still being imported ends it with one line
+    and exit 130 / 143 / 129, not an import-time traceback: nothing is done yet, so nothing is
+    lost. Installed with the C-level ``_signal`` module before anything heavier is imported;
+    :func:`main` puts the command's own handlers in place. A program importing :mod:`ppverify.cli`
+    keeps its handlers, and an ignored SIGHUP (``nohup``) stays ignored."""
     if os.name != "posix" or os.path.basename(sys.argv[0] if sys.argv else "") not in ("ppverify", "__main__.py"):
         return
     if TYPE_CHECKING:  # typeshed has no stub of _signal, the C module signal wraps: signal's types
@@ -32,13 +33,22 @@ def _quiet_start_up() -> None:
 
     name = _command_name(sys.argv[1:]).encode("utf-8", "replace")
 
-    def stop(signum: int, frame: object) -> None:
-        interrupted = signum == _signal.SIGINT
-        os.write(2, name + (b": interrupted\n" if interrupted else b": terminated (SIGTERM)\n"))
-        os._exit(130 if interrupted else 143)
+    # each signal: its words and exit code (128 + its number)
+    said: dict[int, tuple[bytes, int]] = {
+        _signal.SIGINT: (b": interrupted\n", 130),
+        _signal.SIGTERM: (b": terminated (SIGTERM)\n", 143),
+    }
+    hup = getattr(_signal, "SIGHUP", None)
+    if hup is not None and _signal.getsignal(hup) != _signal.SIG_IGN:
+        said[hup] = (b": terminated (SIGHUP)\n", 129)
 
-    _signal.signal(_signal.SIGINT, stop)
-    _signal.signal(_signal.SIGTERM, stop)
+    def stop(signum: int, frame: object) -> None:
+        words, code = said[signum]
+        os.write(2, name + words)
+        os._exit(code)
+
+    for signum in said:
+        _signal.signal(signum, stop)
 
 
 def _command_name(words: list[str]) -> str:
@@ -60,11 +70,21 @@ import traceback  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
-from ..core.errors import PPVerifyError  # noqa: E402
+from ..core.errors import ParameterError, PPVerifyError  # noqa: E402
 from ..core.limits import DEFAULT_MAX_MEMORY_GIB, DEFAULT_MAX_OPS, int_text, memory_limit, op_limit  # noqa: E402
-from .signals import EXIT_INTERRUPT, EXIT_TERM, Terminated, _in_main_thread, _sigterm_raises  # noqa: E402
+from .signals import (  # noqa: E402
+    EXIT_HANGUP,
+    EXIT_INTERRUPT,
+    EXIT_TERM,
+    _in_main_thread,
+    _sigterm_raises,
+    stop_code,
+    stop_words,
+)
+from .signals import Hangup as Hangup  # noqa: E402  (what a signal raises, re-exported)
+from .signals import Terminated as Terminated  # noqa: E402
 
-#: exit codes: 2 bad input (or a limit), 3 an internal error, 130/143 interrupted (.signals)
+#: exit codes: 2 bad input (or a limit), 3 an internal error, 130/143/129 interrupted (.signals)
 EXIT_INPUT, EXIT_INTERNAL = 2, 3
 #: exceptions that hostile input provokes deep inside Python itself: bad input, not a bug
 _INPUT_FAILURES = {
@@ -246,11 +266,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _main(words, argv is None, signals)
     except KeyboardInterrupt as exc:  # between the handlers' set-up and the command (a moment)
         code = _interrupted(exc, _command_name(words))
-    if argv is None and code in (EXIT_INTERRUPT, EXIT_TERM) and _in_main_thread():
-        # the exit is decided: a further Ctrl-C or SIGTERM while the interpreter shuts down (the
-        # handlers then fall back to the default, exit -2 / -15, no message) changes nothing
+    if argv is None and code in (EXIT_INTERRUPT, EXIT_TERM, EXIT_HANGUP) and _in_main_thread():
+        # the exit is decided: a further Ctrl-C, SIGTERM or SIGHUP while the interpreter shuts
+        # down (the handlers then fall back to the default, exit -2 / -15 / -1, no message)
+        # changes nothing
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if hasattr(signal, "SIGHUP"):
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
     if argv is None:
         _forget_caught_interrupts()
     return code
@@ -266,6 +289,8 @@ def _forget_caught_interrupts() -> None:
 
 def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None = None) -> int:
     command, debug = "ppverify", False
+    parser: argparse.ArgumentParser | None = None
+    args: argparse.Namespace | None = None
     try:
         parser = build_parser()
         args = parser.parse_args(words)
@@ -287,7 +312,10 @@ def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None =
     except SystemExit as exc:  # argparse already printed its one line (or --help its text)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_INPUT)
     except PPVerifyError as exc:
-        print(f"{command}: error: {one_line(str(exc))}", file=sys.stderr)
+        text = str(exc)
+        if isinstance(exc, ParameterError) and parser is not None and args is not None:
+            text = as_typed(exc, _parsers(parser, args), args, words)
+        print(f"{command}: error: {one_line(text)}", file=sys.stderr)
         return EXIT_INPUT
     except BrokenPipeError:
         _silence_stdout()
@@ -319,15 +347,77 @@ def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None =
     return int(code or 0)
 
 
+def as_typed(
+    exc: ParameterError, parsers: Sequence[argparse.ArgumentParser], args: argparse.Namespace, words: Sequence[str]
+) -> str:
+    """The text of ``exc`` with the parameter named as the user typed it when it is one of the
+    command's options: ``parameter --workers=0: ...``, ``parameter -p=3: ...``. The one place that
+    applies the convention: a library raises with the bare name (``workers``), which Python
+    callers see. The name matches an option by its ``dest`` (``-`` read as ``_``) or by one of its
+    option strings, with or without its dashes (``p`` for ``-p``, whatever its ``dest``), and only when the option was given and holds the value the error names (a
+    file's ``m`` is not the ``-m`` given beside it); anything else (``programs``) keeps its name.
+
+    Example:
+        >>> p = argparse.ArgumentParser(prog="ppverify sweep")
+        >>> _ = p.add_argument("--workers", type=int); _ = p.add_argument("-p", type=int)
+        >>> args = p.parse_args(["--workers", "0", "-p", "3"])
+        >>> as_typed(ParameterError("workers", 0, "must be >= 1"), [p], args, ["--workers", "0"])
+        'parameter --workers=0: must be >= 1'
+        >>> as_typed(ParameterError("p", 3, "needs an even p"), [p], args, ["-p3"])
+        'parameter -p=3: needs an even p'
+        >>> as_typed(ParameterError("p", 5, "read from a file"), [p], args, ["-p", "3"])  # not the -p given
+        'parameter p=5: read from a file'
+    """
+    text = str(exc)
+    prefix = f"parameter {exc.name}="
+    if not text.startswith(prefix):
+        return text
+    dest = str(exc.name).replace("-", "_")
+    for parser in parsers:
+        for action in parser._actions:  # argparse keeps no public list of a parser's arguments
+            spelled = {*action.option_strings, *(o.lstrip("-") for o in action.option_strings)}
+            if not action.option_strings or (exc.name not in spelled and action.dest != dest):
+                continue
+            value = getattr(args, action.dest, action.default)
+            if value is action.default or not _holds(value, exc.value):
+                continue
+            typed = [o for o in action.option_strings if any(w == o or w.startswith(o + "=") for w in words)]
+            if not typed:  # ``-p3``, or an abbreviation (``--work``): its full name
+                typed = [max(action.option_strings, key=len)]
+            return f"parameter {typed[0]}=" + text[len(prefix) :]
+    return text
+
+
+def _holds(parsed: object, value: object) -> bool:
+    # the value an error names is the option's own: the same, or one of a list's items
+    items = parsed if isinstance(parsed, (list, tuple)) else [parsed]
+    for item in [parsed, *items]:
+        try:
+            if item is value or str(item) == str(value) or bool(item == value):
+                return True
+        except (ValueError, TypeError):  # an array's ambiguous truth: not the same value
+            continue
+    return False
+
+
+def _parsers(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[argparse.ArgumentParser]:
+    # the running command's parser first (its options), then the main one (the global options)
+    out = [
+        action.choices[args.command]
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction) and getattr(args, "command", None) in action.choices
+    ]
+    return [*out, parser]
+
+
 def _named(command: str, words: list[str]) -> str:
     # before the command line is parsed, the command is named by the word that names it
     return command if command != "ppverify" else _command_name(words)
 
 
 def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
-    name = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-    print(f"{command}: {name}", file=sys.stderr)
-    return EXIT_TERM if isinstance(exc, Terminated) else EXIT_INTERRUPT
+    print(f"{command}: {stop_words(exc)}", file=sys.stderr)
+    return stop_code(exc)
 
 
 def _silence_stdout() -> None:

@@ -527,25 +527,6 @@ def measured_from_trace(paths: list[str] | None, predicted: Any) -> dict[str, An
     return {"measured": measured_beside(paths, predicted)}
 
 
-def interrupted(command: str, what: str = "the best schedule and bound found so far") -> int:
-    """After Ctrl-C ended a solver run whose best result (``what``) was printed: one line on
-    stderr and the interrupt's exit code, 130.
-
-    Example:
-        >>> import contextlib, io
-        >>> err = io.StringIO()
-        >>> with contextlib.redirect_stderr(err):
-        ...     interrupted("ppverify optimize")
-        130
-        >>> print(err.getvalue(), end="")
-        ppverify optimize: interrupted (Ctrl-C); printed the best schedule and bound found so far
-    """
-    from . import EXIT_INTERRUPT
-
-    print(f"{command}: interrupted (Ctrl-C); printed {what}", file=sys.stderr)
-    return EXIT_INTERRUPT
-
-
 class DeprecatedAlias(argparse.Action):
     """An old option name kept working: it stores into the new option's ``dest`` and notes which
     name to use instead; :func:`warn_deprecated` prints the note once the command has run, so a

@@ -1,9 +1,11 @@
-"""The signals a command stops on: Ctrl-C (SIGINT) and SIGTERM while ``ppverify COMMAND`` runs.
+"""The signals a command stops on: Ctrl-C (SIGINT), SIGTERM and SIGHUP while ``ppverify COMMAND`` runs.
 
-SIGTERM raises :class:`Terminated` (a ``KeyboardInterrupt``) in the main thread, so commands stop
-as on Ctrl-C; both interrupt a solver call in progress (:class:`_sigterm_raises`). A command that
-keeps what it found runs its search :func:`interruptible` and ends with :func:`stopped`'s line,
-which names the signal received.
+SIGTERM raises :class:`Terminated` and SIGHUP (a closed terminal or ssh session) :class:`Hangup`,
+both ``KeyboardInterrupt``, in the main thread, so commands stop as on Ctrl-C; each interrupts a
+solver call in progress (:class:`_sigterm_raises`). A command that keeps what it found runs its
+search :func:`interruptible` and ends with :func:`stopped`'s line, which names the signal received.
+The exit code is 128 + the signal's number: 130, 143, 129. A SIGHUP ignored when the command
+started (``nohup``) stays ignored.
 """
 
 from __future__ import annotations
@@ -18,12 +20,44 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-#: exit codes after Ctrl-C (SIGINT) and SIGTERM: 128 + the signal's number, as a shell reports them
-EXIT_INTERRUPT, EXIT_TERM = 130, 143
+#: exit codes after Ctrl-C (SIGINT), SIGTERM and SIGHUP: 128 + the signal's number, as a shell reports them
+EXIT_INTERRUPT, EXIT_TERM, EXIT_HANGUP = 130, 143, 129
+#: the numbers of SIGTERM and SIGHUP (0 where there is none)
+_TERM, _HUP = int(getattr(signal, "SIGTERM", 0)), int(getattr(signal, "SIGHUP", 0))
 
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread so that commands stop as on Ctrl-C (saving what is done)."""
+
+
+class Hangup(KeyboardInterrupt):
+    """SIGHUP, raised in the main thread so that commands stop as on SIGTERM (saving what is done)."""
+
+
+def stop_words(exc: BaseException | None) -> str:
+    """What a command's last line says of the signal that stopped it: ``terminated (SIGTERM)``
+    for :class:`Terminated`, ``terminated (SIGHUP)`` for :class:`Hangup`, else (Ctrl-C, or a
+    ``KeyboardInterrupt`` raised by Python code) ``interrupted``.
+
+    Example:
+        >>> stop_words(Terminated()), stop_words(Hangup()), stop_words(KeyboardInterrupt())
+        ('terminated (SIGTERM)', 'terminated (SIGHUP)', 'interrupted')
+    """
+    if isinstance(exc, Terminated):
+        return "terminated (SIGTERM)"
+    return "terminated (SIGHUP)" if isinstance(exc, Hangup) else "interrupted"
+
+
+def stop_code(exc: BaseException | None) -> int:
+    """The exit code after the signal ``exc`` stands for: 143 SIGTERM, 129 SIGHUP, else 130.
+
+    Example:
+        >>> stop_code(Terminated()), stop_code(Hangup()), stop_code(KeyboardInterrupt())
+        (143, 129, 130)
+    """
+    if isinstance(exc, Terminated):
+        return EXIT_TERM
+    return EXIT_HANGUP if isinstance(exc, Hangup) else EXIT_INTERRUPT
 
 
 def interruptible(args: argparse.Namespace) -> contextlib.AbstractContextManager[threading.Event]:
@@ -47,8 +81,8 @@ def interruptible(args: argparse.Namespace) -> contextlib.AbstractContextManager
 
 def stopped(args: argparse.Namespace, command: str, what: str) -> int:
     """After a signal ended a run whose result so far (``what``) was printed: one line on stderr
-    naming the signal received, and its exit code (SIGTERM 143, Ctrl-C 130; a KeyboardInterrupt
-    without a signal, raised by Python code, reads as Ctrl-C).
+    naming the signal received, and its exit code (SIGTERM 143, SIGHUP 129, Ctrl-C 130; a
+    KeyboardInterrupt without a signal, raised by Python code, reads as Ctrl-C).
 
     Example:
         >>> import contextlib, io
@@ -60,28 +94,33 @@ def stopped(args: argparse.Namespace, command: str, what: str) -> int:
         ppverify design: interrupted (Ctrl-C); printed the frontier of the points done
     """
     signals = getattr(args, "_signals", None)
-    if isinstance(signals, _sigterm_raises) and signals.received == signal.SIGTERM:
-        print(f"{command}: terminated (SIGTERM); printed {what}", file=sys.stderr)
-        return EXIT_TERM
-    from .common import interrupted
-
-    return interrupted(command, what)
+    exc = signals.interrupt() if isinstance(signals, _sigterm_raises) and signals.received else None
+    words = stop_words(exc)
+    if words == "interrupted":
+        words = "interrupted (Ctrl-C)"
+    print(f"{command}: {words}; printed {what}", file=sys.stderr)
+    return stop_code(exc)
 
 
 class _sigterm_raises:
-    """SIGTERM raises :class:`Terminated` in the main thread while a command runs; SIGINT and
-    SIGTERM also interrupt a Z3 call or a CP-SAT search in progress (Python runs signal handlers
-    only between bytecodes, so a long solver call would otherwise delay the exit): the signal's
-    byte reaches a watcher thread through :func:`signal.set_wakeup_fd`, which interrupts Z3 and
-    stops CP-SAT (:mod:`ppverify.optimize.interrupt`). Within :meth:`stopping` the first signal
-    sets an event instead of raising."""
+    """SIGTERM raises :class:`Terminated` and SIGHUP :class:`Hangup` in the main thread while a
+    command runs; SIGINT, SIGTERM and SIGHUP also interrupt a Z3 call or a CP-SAT search in
+    progress (Python runs signal handlers only between bytecodes, so a long solver call would
+    otherwise delay the exit): the signal's byte reaches a watcher thread through
+    :func:`signal.set_wakeup_fd`, which interrupts Z3 and stops CP-SAT
+    (:mod:`ppverify.optimize.interrupt`). Within :meth:`stopping` the first signal sets an event
+    instead of raising. A SIGHUP ignored on entry (``nohup``) stays ignored; a SIGHUP after the
+    first one is ignored (a closed terminal may send two: the shell's and the terminal's), so it
+    cuts short neither the printing of what was found nor the clean-up. Each handler is restored
+    on exit."""
 
     def __init__(self, own_process: bool = False) -> None:
         self.own_process = own_process
 
     def __enter__(self) -> _sigterm_raises:
-        self.received = 0  # the signal number once SIGINT or SIGTERM has arrived
-        self.old = self.old_int = None
+        self.received = 0  # the signal number once SIGINT, SIGTERM or SIGHUP has arrived
+        self.old = self.old_int = self.old_hup = None
+        self.redelivered = False  # the next signal is the watcher's delivery again (_again)
         self.old_hook: Callable[[Any], object] | None = None
         self.stop: threading.Event | None = None  # within stopping(): the event the first signal sets
         self.raised: KeyboardInterrupt | None = None  # the last exception a signal raised
@@ -90,6 +129,9 @@ class _sigterm_raises:
         self.pipe: tuple[int, int] | None = None
         if os.name == "posix" and _in_main_thread():
             self.old = signal.signal(signal.SIGTERM, self._on_signal)
+            if _HUP and signal.getsignal(_HUP) is not signal.SIG_IGN:  # nohup's choice is kept
+                # (None: a handler set outside Python, which Python can only put back as the default)
+                self.old_hup = signal.signal(_HUP, self._on_signal) or signal.SIG_DFL
             try:
                 r, w = os.pipe()
                 os.set_blocking(w, False)
@@ -104,6 +146,9 @@ class _sigterm_raises:
         return self
 
     def _on_signal(self, signum: int, frame: object) -> None:
+        again, self.redelivered = self.redelivered, False
+        if signum == _HUP and self.received == _HUP and not again:  # the hang-up is being handled
+            return
         self.received = signum
         if self.in_hook:  # the signal delivered again came too soon: once more, later
             self._later()
@@ -141,21 +186,35 @@ class _sigterm_raises:
         if self.active and self.received:
             import _thread
 
+            self.redelivered = True
             _thread.interrupt_main(signal.Signals(self.received))
 
     @contextlib.contextmanager
     def stopping(self) -> Iterator[threading.Event]:
-        """Within the block the first signal sets the yielded event instead of raising."""
+        """Within the block the first signal sets the yielded event instead of raising; a
+        search's status then says which signal cut it (:func:`~ppverify.optimize.solver_setup.cut_reason`)."""
+        from ..optimize.solver_setup import stops_named
+
         stop, before = threading.Event(), self.stop
         self.stop = stop
         try:
-            yield stop
+            with stops_named(self.stop_words):
+                yield stop
         finally:
             self.stop = before
 
+    def stop_words(self) -> str:
+        """The words of the signal received (``terminated (SIGTERM)``, ``interrupted (Ctrl-C)``);
+        empty before one arrives."""
+        words = stop_words(self.interrupt()) if self.received else ""
+        return "interrupted (Ctrl-C)" if words == "interrupted" else words
+
     def interrupt(self) -> KeyboardInterrupt:
-        """The exception of the signal received: :class:`Terminated` for SIGTERM."""
-        return Terminated() if self.received == signal.SIGTERM else KeyboardInterrupt()
+        """The exception of the signal received: :class:`Terminated` for SIGTERM, :class:`Hangup`
+        for SIGHUP."""
+        if self.received == _TERM:
+            return Terminated()
+        return Hangup() if _HUP and self.received == _HUP else KeyboardInterrupt()
 
     def __exit__(self, *exc: object) -> None:
         self.active = False
@@ -164,6 +223,8 @@ class _sigterm_raises:
         if self.old is not None:
             signal.signal(signal.SIGTERM, self.old)
             signal.signal(signal.SIGINT, self.old_int)
+        if self.old_hup is not None:
+            signal.signal(_HUP, self.old_hup)
         if self.pipe is not None:
             signal.set_wakeup_fd(self.old_fd)
             os.close(self.pipe[1])  # the watcher reads end-of-file and ends
@@ -171,6 +232,20 @@ class _sigterm_raises:
 
 #: the byte :meth:`_sigterm_raises._unraisable` writes to the watcher: deliver the signal again
 _AGAIN = b"\0"
+
+
+def _hangup_default_in_child() -> None:
+    # a forked child (a process pool's worker) leaves the command's SIGHUP handler behind: raised
+    # in a worker, a Hangup would be taken for a task's result; there a hang-up ends the process,
+    # as it did before the command handled it (the parent stops its pool)
+    handler = signal.getsignal(_HUP)
+    if isinstance(getattr(handler, "__self__", None), _sigterm_raises):
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(_HUP, signal.SIG_DFL)
+
+
+if _HUP and hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_hangup_default_in_child)
 
 
 def _interrupt_solvers_on_signal(fd: int, again: Callable[[], None]) -> None:
@@ -182,7 +257,7 @@ def _interrupt_solvers_on_signal(fd: int, again: Callable[[], None]) -> None:
             if _AGAIN[0] in data:
                 time.sleep(0.05)  # the main thread out of the hook that asked for it
                 again()
-            if any(b in (signal.SIGINT, signal.SIGTERM) for b in data):
+            if any(b in (signal.SIGINT, _TERM, _HUP) for b in data if b):
                 z3 = sys.modules.get("z3")
                 if z3 is not None:
                     with contextlib.suppress(Exception):

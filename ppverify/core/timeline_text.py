@@ -62,7 +62,8 @@ def fmt_number(x: float | None, digits: int = 4) -> str:
 
 def gantt(timeline: Timeline, width: int = 100) -> str:
     """A device x time chart of a timeline: each column is ``makespan / width`` long and shows the
-    kind of the op running at its middle (``F``, ``B``, ``I``, ``W``; ``.`` idle).
+    kind of the op running at its middle (``F``, ``B``, ``I``, ``W``; ``.`` idle). The time axis
+    names the timeline's unit (``units``, ``steps``; seconds show as s, ms or us).
 
     Example:
         >>> from ppverify.schedules import build
@@ -71,17 +72,18 @@ def gantt(timeline: Timeline, width: int = 100) -> str:
         time    0 .. 4 units, 1 per column
         dev 0  F..B
         dev 1  .FB.
+        >>> print(gantt(run(build("gpipe", p=2, m=1), semantics="torch"), width=6))  # every action one step
+        time    0 .. 6 steps, 1 per column
+        dev 0  F....B
+        dev 1  ..FB..
     """
     ms = timeline.makespan
     width = max(1, int(width))
     if ms <= 0:
         return "(empty timeline)"
-    step = ms / width
+    step, unit = ms / width, timeline.time_unit
     mids = (np.arange(width) + 0.5) * step
-    lines = [
-        f"time    0 .. {fmt_time(ms, timeline.time_unit)}"
-        f"{' units' if timeline.time_unit != 's' else ''}, {fmt_time(step, timeline.time_unit)} per column"
-    ]
+    lines = [f"time    0 .. {fmt_time(ms, unit)}{'' if unit == 's' else f' {unit}'}, {fmt_time(step, unit)} per column"]
     kinds = np.array([o.kind for o in timeline.ops] or ["."])
     for d in range(timeline.p):
         sel = np.flatnonzero(timeline.device == d)

@@ -4,8 +4,9 @@ timeline, and the results returned when the clock runs out first."""
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -159,8 +160,35 @@ def collectives_text(inst: Instance) -> str:
     return text
 
 
+#: what a stop event stands for while a command's signal handling runs a search (stops_named):
+#: the innermost one's words for the signal received; none outside such a block
+_STOP_WORDS: list[Callable[[], str]] = []
+
+
+@contextlib.contextmanager
+def stops_named(words: Callable[[], str]) -> Iterator[None]:
+    """Within the block, :func:`cut_reason` names what set the stop event: ``words()``, the
+    signal received as the command's last line names it (``terminated (SIGTERM)``; empty while
+    none has arrived). The command's signal handling wraps its search in it
+    (:mod:`ppverify.cli.signals`); elsewhere the event's cause is unknown, and a status says only
+    ``interrupted``.
+
+    Example:
+        >>> with stops_named(lambda: "terminated (SIGTERM)"):
+        ...     cut_reason(["search"], interrupted=True)
+        'terminated (SIGTERM) in: search'
+        >>> cut_reason(["search"], interrupted=True)
+        'interrupted in: search'
+    """
+    _STOP_WORDS.append(words)
+    try:
+        yield
+    finally:
+        _STOP_WORDS.remove(words)
+
+
 def cut_stats(cut: list[str], interrupted: bool = False) -> dict:
-    """The solver statistics' note of the phases the clock (or Ctrl-C) cut short (none: empty).
+    """The solver statistics' note of the phases the clock (or a signal) cut short (none: empty).
 
     Example:
         >>> cut_stats(["local search"]), cut_stats([]), cut_stats(["search"], True)
@@ -171,15 +199,21 @@ def cut_stats(cut: list[str], interrupted: bool = False) -> dict:
 
 
 def cut_reason(cut: list[str], interrupted: bool = False) -> str:
-    """The result's reason when the clock (or, ``interrupted``, Ctrl-C) cut phases short.
+    """The result's reason when the clock (or, ``interrupted``, the stop event) cut phases short.
+    An interrupt names the signal where the command's signal handling says which
+    (:func:`stops_named`), else it is a plain ``interrupted``: the event may have been set by
+    SIGTERM, SIGHUP or Python code as well as by Ctrl-C.
 
     Example:
         >>> cut_reason(["model building"]), cut_reason(["search"], interrupted=True)
-        ('wall-clock limit reached in: model building', 'interrupted (Ctrl-C) in: search')
+        ('wall-clock limit reached in: model building', 'interrupted in: search')
     """
     if not cut:
         return ""
-    return f"{'interrupted (Ctrl-C)' if interrupted else 'wall-clock limit reached'} in: {', '.join(cut)}"
+    why = "wall-clock limit reached"
+    if interrupted:
+        why = (_STOP_WORDS[-1]() if _STOP_WORDS else "") or "interrupted"
+    return f"{why} in: {', '.join(cut)}"
 
 
 def cut_result(problem: Problem, t0: float, time_limit: float, workers: int, seed: int) -> OptimizeResult:

@@ -264,8 +264,8 @@ def gantt(
                     alpha=0.85,
                 )
         # the unit alone when it already says activations (abstract costs), not "activations (activations)"
-        label = munit if munit.startswith("activation") else f"activations\n({munit})"
-        axm.set_ylabel(label, fontsize=9)
+        axis_label = munit if munit.startswith("activation") else f"activations\n({munit})"
+        axm.set_ylabel(axis_label, fontsize=9)
         axm.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
         axm.grid(alpha=0.3)
         axm.set_xlabel(f"time ({unit})")

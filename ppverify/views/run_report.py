@@ -200,7 +200,7 @@ def report_text(
             lines.append(format_table(timeline, width=width))  # --width wraps the table as it sizes a chart
         else:
             # seconds from presets rarely share a small tick: chart the table's timing instead
-            lines.append(chart_text(timeline, width))
+            lines.append(gantt(timeline, width))  # its axis in the timeline's unit (steps for torch)
     ms = timeline.makespan
     lines += [
         "",
@@ -245,26 +245,6 @@ def time_unit_of(timeline: Timeline) -> str:
     from ..engines.registry import engine
 
     return "steps" if engine(timeline.semantics).unit_steps else timeline.time_unit
-
-
-def chart_text(timeline: Timeline, width: int = 100) -> str:
-    """The chart of a timed run (:func:`~ppverify.core.timeline_text.gantt`) with its time axis
-    in the run's unit (:func:`time_unit_of`): ``steps`` for the torch engine, where the chart
-    says ``units`` (its name for every unit but seconds).
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> from ppverify.engines import run
-        >>> print(chart_text(run(build("gpipe", p=2, m=1), semantics="torch"), width=6))
-        time    0 .. 6 steps, 1 per column
-        dev 0  F....B
-        dev 1  ..FB..
-    """
-    text, unit = gantt(timeline, width), time_unit_of(timeline)
-    if unit in ("s", "units"):
-        return text
-    head, sep, rows = text.partition("\n")
-    return head.replace(" units, ", f" {unit}, ", 1) + sep + rows
 
 
 def _device_table(timeline: Timeline, rep: dict[str, Any]) -> str:

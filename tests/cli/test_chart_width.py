@@ -19,7 +19,7 @@ from ppverify.cli import main
 def test_width_out_of_range_is_refused_before_any_work(argv, width, capsys):
     # import-trace would say its folder is missing if the width were checked after reading it
     assert main([*argv, "--width", width]) == 2
-    assert f"parameter width={width}: must be in 1..10000 columns" in capsys.readouterr().err
+    assert f"parameter --width={width}: must be in 1..10000 columns" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -223,12 +223,12 @@ def test_unknown_family_lists_known_ones(capsys):
 @pytest.mark.parametrize(
     "args,words",
     [
-        (["gpipe", "-p", "2", "-m", "0"], "parameter m=0"),
-        (["gpipe", "-p", "0"], "parameter p=0"),
+        (["gpipe", "-p", "2", "-m", "0"], "parameter -m=0"),
+        (["gpipe", "-p", "0"], "parameter -p=0"),
         (["gpipe", "--costs", "F=1,X=2"], "unknown kind 'X'"),
         (["gpipe", "--costs", "F=0"], "F must be > 0"),
         (["gpipe", "--comm-delay", "-1"], "comm-delay=-1.0"),
-        (["chimera", "-p", "3", "-m", "3"], "parameter p=3"),
+        (["chimera", "-p", "3", "-m", "3"], "parameter -p=3"),
         (["missing.json"], "missing.json: file not found"),
     ],
 )
@@ -307,7 +307,7 @@ def test_text_table_errors(capsys, tmp_path):
     path.write_text(CHIMERA_GRID)
     # with the default linear placement, pipe-1 ops sit on the wrong devices
     assert "op 3F2 is on device 0 but its stage lives on device 3" in error_of(capsys, str(path))
-    assert "parameter placement=ring" in error_of(capsys, str(path), "--placement", "ring")
+    assert "parameter --placement=ring" in error_of(capsys, str(path), "--placement", "ring")
     assert "only a text table (.txt) takes --placement" in error_of(capsys, "gpipe", "--placement", "v")
     path.write_text(CHIMERA_GRID.replace("3F3", "3Z3"))
     assert f"{path}: line 7 (rank 0): '3Z3' is not an action" in error_of(
@@ -384,4 +384,4 @@ def test_show_reads_a_v_table_with_the_map_its_rows_show(tmp_path, capsys):
     )
     # --v reads a loop table: beside no --placement (linear) it was dropped without a word
     assert main(["show", str(grid), "--v", "2"]) == 2
-    assert "parameter v=2: reads a loop table: give --placement loop with it" in capsys.readouterr().err
+    assert "parameter --v=2: reads a loop table: give --placement loop with it" in capsys.readouterr().err

@@ -47,7 +47,7 @@ def refused(refused_in_one_line):
         (["compare", "--schedules", ""], "--schedules"),
         (["compare", "--systems", ""], "--systems"),
         (["compare", "--models", ""], "--models"),
-        (["compare", "--levels", ""], "--semantics"),  # --levels and --semantics are one option
+        (["compare", "--levels", ""], "--levels"),  # one option with --semantics: named as typed
         (["compare", "--costs", ""], "--costs"),
         (["report", "--from", ""], "--from"),
         (["report", "--from", "r.csv", "--findings-json", ""], "--findings-json"),
@@ -56,7 +56,7 @@ def refused(refused_in_one_line):
         (["show", "1f1b", "--costs", ""], "--costs"),
         (["show", "1f1b", "--costs", "  "], "--costs"),
         (["show", ""], "schedule"),
-        (["export", "gpipe", "-p", "2", "-o", ""], "--output"),
+        (["export", "gpipe", "-p", "2", "-o", ""], "-o"),  # as typed
     ],
 )
 def test_an_empty_option_value_is_refused(argv, option, capsys, nothing_runs, refused):

@@ -27,11 +27,11 @@ def refused(argv, capsys) -> str:
     "argv,needle",
     [
         # PyTorch's helpers: a KeyError (p = 0, p < 0, v = 0) and a modulo by zero (ZBVZeroBubble)
-        (["import", "--torch-class", "GPipe", "-p", "0"], "parameter p=0: must be an integer >= 1"),
-        (["import", "--torch-class", "GPipe", "-p", "-1"], "parameter p=-1: must be an integer >= 1"),
-        (["import", "--torch-class", "Interleaved1F1B", "--v", "0"], "parameter v=0: must be an integer >= 1"),
-        (["import", "--torch-class", "ZBVZeroBubble", "-p", "0"], "parameter p=0: must be an integer >= 1"),
-        (["import", "--torch-class", "DualPipeV", "-p", "2", "-m", "0"], "parameter m=0: must be an integer >= 1"),
+        (["import", "--torch-class", "GPipe", "-p", "0"], "parameter -p=0: must be an integer >= 1"),
+        (["import", "--torch-class", "GPipe", "-p", "-1"], "parameter -p=-1: must be an integer >= 1"),
+        (["import", "--torch-class", "Interleaved1F1B", "--v", "0"], "parameter --v=0: must be an integer >= 1"),
+        (["import", "--torch-class", "ZBVZeroBubble", "-p", "0"], "parameter -p=0: must be an integer >= 1"),
+        (["import", "--torch-class", "DualPipeV", "-p", "2", "-m", "0"], "parameter -m=0: must be an integer >= 1"),
         # bounded in p before PyTorch is imported: p = m = 500 ran for minutes within the op limit
         (["import", "--torch-class", "Interleaved1F1B", "-p", "500", "-m", "500"], "over the limit of 4e+06"),
         (["import", "--torch-class", "GPipe", "-p", "4000", "-m", "1"], "steps, over the limit"),
@@ -72,7 +72,7 @@ def test_calibrate_with_a_timeout_too_short_is_one_line(monkeypatch, capsys):
 
     monkeypatch.setattr(cal, "calibrate", hang)
     line = refused(["calibrate", "--timeout", "0.5"], capsys)
-    assert line.startswith("ppverify calibrate: error: parameter timeout=0.5: a calibration run needs longer")
+    assert line.startswith("ppverify calibrate: error: parameter --timeout=0.5: a calibration run needs longer")
     assert "rank 0 blocked in 0B0" in line and line.endswith("give more seconds")
 
 

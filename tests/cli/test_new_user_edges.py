@@ -126,9 +126,9 @@ def test_sweep_worker_count_checked_even_in_a_dry_run(capsys, tmp_path):
 @pytest.mark.parametrize(
     "extra, flag",
     [
-        (["--system", "dgx-h100", "--model", "gpt3-1.3b"], "system"),
-        (["--costs", "F=2"], "costs"),
-        (["--comm-delay", "1"], "comm-delay"),
+        (["--system", "dgx-h100", "--model", "gpt3-1.3b"], "--system"),
+        (["--costs", "F=2"], "--costs"),
+        (["--comm-delay", "1"], "--comm-delay"),
     ],
 )
 def test_torch_unit_steps_refuse_timing_options(capsys, extra, flag):

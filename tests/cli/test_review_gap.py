@@ -31,7 +31,7 @@ def test_a_backward_the_family_does_not_run_is_refused(family, flag, own, capsys
     assert main(["gap", family, "-p", "4", "-m", "4", "--backward", flag, "--work-limit", "5"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
-    assert err.startswith(f"ppverify gap: error: parameter backward={flag}: ")
+    assert err.startswith(f"ppverify gap: error: parameter --backward={flag}: ")
     assert f"whose backward is {own}" in err
 
 

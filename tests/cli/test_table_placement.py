@@ -123,12 +123,12 @@ def test_placement_is_refused_beside_a_schedule_that_carries_its_own(capsys, tmp
     ]
     for schedule, says in cases:
         err = _one_line_error(capsys, [command, schedule, "--placement", "v", *extra], says)
-        assert "parameter placement=v: only a text table (.txt) takes --placement" in err
+        assert "parameter --placement=v: only a text table (.txt) takes --placement" in err
 
 
 def test_plot_crossover_and_import_trace_without_schedule_refuse_placement(capsys, tmp_path):
     argv = ["plot", "--crossover", "latency", "--placement", "v", "-o", str(tmp_path / "c.svg")]
-    _one_line_error(capsys, argv, "parameter placement=v: reads the text table of a Gantt chart's FILE")
+    _one_line_error(capsys, argv, "parameter --placement=v: reads the text table of a Gantt chart's FILE")
     from ppverify.cli.commands import import_trace
     from ppverify.core.errors import ParameterError
 

@@ -272,7 +272,7 @@ def test_the_map_writes_no_report_page_and_says_so(tmp_path, capsys, monkeypatch
     monkeypatch.chdir(tmp_path)
     assert main(["compare", "--findings", "--map", "--quick", "--report", "r.html"]) == 2
     err = capsys.readouterr().err
-    assert "parameter report=r.html: the findings map writes plots and Markdown, not a report page" in err
+    assert "parameter --report=r.html: the findings map writes plots and Markdown, not a report page" in err
     assert "report --findings-map DIR" in err
     assert main(["report", "--findings", "--map", "--quick"]) == 2
     err = capsys.readouterr().err

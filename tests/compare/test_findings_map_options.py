@@ -14,7 +14,7 @@ def test_workers_beside_ray_is_refused_as_sweep_refuses_it(tmp_path, capsys, mon
     argv = ["compare", "--findings", "--map", "--quick", "--no-progress", "--executor", "ray", "--workers", "2"]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "parameter workers=2: sizes the local pool; Ray places batches on its cluster: leave it out" in err
+    assert "parameter --workers=2: sizes the local pool; Ray places batches on its cluster: leave it out" in err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -92,9 +92,9 @@ def one_line_exit_2(argv, capsys, needle, max_bytes=REFUSAL_BYTES):
         (["nosuch-command"], "invalid choice"),
         # unknown names, values outside a parameter's rules, missing files
         (["show", "nosuch"], "known families: 1f1b"),
-        (["show", "chimera", "-p", "3"], "parameter p=3"),
-        (["show", "1f1b", "-p", "0"], "parameter p=0: must be an integer >= 1"),
-        (["show", "1f1b", "-m", "0"], "parameter m=0"),
+        (["show", "chimera", "-p", "3"], "parameter -p=3"),
+        (["show", "1f1b", "-p", "0"], "parameter -p=0: must be an integer >= 1"),
+        (["show", "1f1b", "-m", "0"], "parameter -m=0"),
         (["show", "interleaved-1f1b", "-p", "4", "-m", "9", "--v", "2"], "number of rounds max(1, m // p) = 2"),
         (["show", "1f1b", "--costs", "F=1,X=2"], "unknown kind 'X'"),
         (["simulate", "1f1b", "--system", "nosuch"], "unknown systems preset; available: dgx-a100"),
@@ -543,8 +543,8 @@ def test_the_estimate_admits_what_the_suite_builds():
     "argv,needle",
     [
         # a build of about 9e5 ops (a minute on this machine) never starts for a bad option
-        (["show", "1f1b", "-p", "300", "-m", "1000", "--costs", "F=-1"], "parameter costs=F=-1: F must be > 0"),
-        (["verify", "1f1b", "-p", "300", "-m", "1000", "--costs", "B=0"], "parameter costs=B=0: B must be > 0"),
+        (["show", "1f1b", "-p", "300", "-m", "1000", "--costs", "F=-1"], "parameter --costs=F=-1: F must be > 0"),
+        (["verify", "1f1b", "-p", "300", "-m", "1000", "--costs", "B=0"], "parameter --costs=B=0: B must be > 0"),
         (["show", "1f1b", "-p", "300", "-m", "1000", "--save", "nodir/o.json"], "folder nodir does not exist"),
         (
             ["optimize", "1f1b", "-p", "4", "-m", "64", "--save", "nodir/o.json", "--time-limit", "60"],

@@ -69,10 +69,10 @@ def test_a_spelled_budget_below_the_least_is_named_as_typed(capsys) -> None:
     argv = ["design", "-p", "2", "-m", "4", "--costs", "F=1,I=1,W=1", "--placements", "v", "--work-limit", "1"]
     assert main([*argv, "--budgets", "1MF"]) == 2
     err = capsys.readouterr().err
-    assert "parameter budgets=1MF: 0.5 activations, below the least feasible budget 1" in err
+    assert "parameter --budgets=1MF: 0.5 activations, below the least feasible budget 1" in err
     # a plain number keeps its line
     assert main([*argv, "--budgets", "0.5"]) == 2
-    assert "parameter budgets=0.5: below the least feasible budget 1" in capsys.readouterr().err
+    assert "parameter --budgets=0.5: below the least feasible budget 1" in capsys.readouterr().err
 
 
 def test_a_size_below_one_stage_is_below_the_least_feasible_budget(capsys) -> None:
@@ -81,7 +81,7 @@ def test_a_size_below_one_stage_is_below_the_least_feasible_budget(capsys) -> No
     argv = ["design", "-p", "2", "-m", "4", "--system", "dgx-h100", "--model", "gpt3-1.3b"]
     assert main([*argv, "--placements", "linear", "--budgets", "1B", "--work-limit", "1"]) == 2
     err = capsys.readouterr().err
-    assert "parameter budgets=1B:" in err and "activations, below the least feasible budget 1 (" in err
+    assert "parameter --budgets=1B:" in err and "activations, below the least feasible budget 1 (" in err
 
 
 def test_two_spellings_of_one_budget_name_both() -> None:
@@ -100,7 +100,9 @@ def test_workers_with_ray_is_refused(capsys) -> None:
     # --workers sizes the local pool; Ray runs as many points as its cluster holds, so a count
     # given with it would be ignored (sweep refuses it the same way); refused before Ray starts
     assert main([*ARGV, "--executor", "ray", "--workers", "2"]) == 2
-    assert "parameter workers=2: sizes the local pool; Ray places the points on its cluster" in capsys.readouterr().err
+    assert (
+        "parameter --workers=2: sizes the local pool; Ray places the points on its cluster" in capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize("given,first,second", [("linear,loop:1", "linear", "loop:1"), ("wave:1,v", "wave:1", "v")])
@@ -236,7 +238,7 @@ def test_pair_work_without_bound_work_is_refused(capsys) -> None:
     # work given with it would be read by nobody (0 with it says the same thing twice: accepted)
     argv = [*ARGV, "--budgets", "2", "--no-progress", "--bound-work", "0"]
     assert main([*argv, "--pair-work", "5"]) == 2
-    assert "parameter pair-work=5.0: runs within the bound work, which --bound-work 0 switches off" in (
+    assert "parameter --pair-work=5.0: runs within the bound work, which --bound-work 0 switches off" in (
         capsys.readouterr().err
     )
     assert main([*argv, "--pair-work", "0"]) == 0

@@ -108,15 +108,15 @@ def test_import_torch_of_a_two_pipe_schedule_is_refused_naming_the_option(tmp_pa
     capsys.readouterr()
     assert main(["import", str(path), "--torch"]) == 2
     err = capsys.readouterr().err
-    assert "parameter torch=True" in err and "has 2 pipes: leave --torch out" in err
+    assert "parameter --torch=True" in err and "has 2 pipes: leave --torch out" in err
     assert main(["import", str(path)]) == 0  # without --torch it is checked as any schedule
 
 
 @pytest.mark.parametrize(
     "argv,option",
     [
-        (["--v", "3"], "v"),  # a file's stages per rank are its own: --v was dropped unread
-        (["-p", "7"], "p"),  # a file's ranks are its rows: -p 7 was dropped unread
+        (["--v", "3"], "--v"),  # a file's stages per rank are its own: --v was dropped unread
+        (["-p", "7"], "-p"),  # a file's ranks are its rows: -p 7 was dropped unread
     ],
 )
 def test_import_refuses_torch_class_sizes_beside_a_file(tmp_path, capsys, argv, option):
@@ -126,7 +126,7 @@ def test_import_refuses_torch_class_sizes_beside_a_file(tmp_path, capsys, argv, 
     assert f"parameter {option}=" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv,option", [(["--placement", "v"], "placement"), (["--stages", "3"], "stages")])
+@pytest.mark.parametrize("argv,option", [(["--placement", "v"], "--placement"), (["--stages", "3"], "--stages")])
 def test_import_refuses_file_options_beside_torch_class(capsys, argv, option):
     # --placement and --stages describe a file; PyTorch's class builds its own lists and map
     assert main(["import", "--torch-class", "GPipe", "-p", "2", "-m", "2", *argv]) == 2
@@ -160,7 +160,7 @@ def test_import_refuses_style_beside_json(tmp_path, capsys):
     path = tmp_path / "s.csv"
     path.write_text("0F0,0B0\n1F0,1B0\n")
     assert main(["import", str(path), "--json", "--style", "torch"]) == 2
-    assert "parameter style=torch: --json prints no table" in capsys.readouterr().err
+    assert "parameter --style=torch: --json prints no table" in capsys.readouterr().err
 
 
 def test_a_lowered_one_rank_file_is_read_as_compute_comms(tmp_path, capsys):

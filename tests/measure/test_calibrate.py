@@ -268,7 +268,7 @@ def test_an_option_the_mode_ignores_is_refused_before_anything_runs(monkeypatch,
     monkeypatch.setattr(cal, "calibrate", lambda **kw: pytest.fail("measured despite an ignored option"))
     assert main(["calibrate", *argv]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and f"parameter {flag}=" in err and "leave it out" in err
+    assert len(err.splitlines()) == 1 and f"parameter --{flag}=" in err and "leave it out" in err
 
 
 def test_wait_quiet_waits_before_the_first_run_and_says_what_it_saw(monkeypatch, capsys):

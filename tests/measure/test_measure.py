@@ -200,7 +200,7 @@ def test_schedule_rejected_by_the_runtime_exits_2(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, words",
     [
-        (["--steps", "0"], "parameter steps=0"),
+        (["--steps", "0"], "parameter --steps=0"),
         (["-p", "1000"], "this machine holds at most"),
         (["--compute", "sleep", "--costs", "F=0"], "costs=F=0"),
     ],

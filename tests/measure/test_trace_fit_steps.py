@@ -130,7 +130,7 @@ def test_fit_steps_named_too_few_or_all_are_said():
 def test_bad_fit_steps_are_one_line(capsys):
     assert main(["calibrate", "--from-trace", TRACES, "--fit-steps", "1;2"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "parameter fit-steps=1;2: expected step numbers separated by commas" in err
+    assert len(err.splitlines()) == 1 and "parameter --fit-steps=1;2: expected step numbers separated by commas" in err
 
 
 def test_the_modes_options_are_checked_by_dest():

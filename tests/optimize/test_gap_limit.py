@@ -70,4 +70,4 @@ def test_cli_gap_command_reads_the_gap_limit(capsys, optimum):
     assert out["bound"] <= optimum <= out["best_found"]
     assert (out["best_found"] - out["bound"]) / out["best_found"] <= 0.05
     assert main(["gap", "gpipe", "-p", "2", "-m", "2", "--gap-limit", "-1"]) == 2
-    assert "parameter gap-limit=-1.0: must be a fraction in [0, 1)" in capsys.readouterr().err
+    assert "parameter --gap-limit=-1.0: must be a fraction in [0, 1)" in capsys.readouterr().err

@@ -16,11 +16,11 @@ from ppverify.optimize.memory import parse_memory_model
 @pytest.mark.parametrize(
     "extra, says",
     [
-        (["--placement", "v", "--v", "3"], "parameter v=3: --v shapes --placement loop"),
+        (["--placement", "v", "--v", "3"], "parameter --v=3: --v shapes --placement loop"),
         (["--v", "2"], "--placement linear does not read it"),
-        (["--placement", "loop", "--waves", "2"], "parameter waves=2: --waves shapes --placement wave"),
-        (["--placement", "loop", "--v", "0"], "parameter v=0: must be an integer >= 1"),
-        (["--placement", "wave", "--waves", "0"], "parameter waves=0: must be an integer >= 1"),
+        (["--placement", "loop", "--waves", "2"], "parameter --waves=2: --waves shapes --placement wave"),
+        (["--placement", "loop", "--v", "0"], "parameter --v=0: must be an integer >= 1"),
+        (["--placement", "wave", "--waves", "0"], "parameter --waves=0: must be an integer >= 1"),
     ],
 )
 def test_placement_options_it_would_ignore_are_refused(capsys, extra, says):
@@ -51,6 +51,4 @@ def test_family_parameters_without_a_family_are_refused(capsys, extra):
     assert main(["optimize", "-p", "2", "-m", "2", "--work-limit", "0.5", "--no-chart", *extra]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert err.startswith(
-        f"ppverify optimize: error: parameter {extra[0][2:]}={extra[1]}: --{extra[0][2:]} is a family"
-    )
+    assert err.startswith(f"ppverify optimize: error: parameter {extra[0]}={extra[1]}: --{extra[0][2:]} is a family")

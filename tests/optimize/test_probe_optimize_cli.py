@@ -80,9 +80,9 @@ def test_evaluate_reports_the_orders_own_backward(capsys):
 @pytest.mark.parametrize(
     "extra, says",
     [
-        (["1f1b", "--evaluate", "--backward", "split"], "parameter backward=split: --evaluate times 1f1b p=2 m=2"),
-        (["1f1b", "--evaluate", "--gap-limit", "0.1"], "parameter gap-limit=0.1: --evaluate times one fixed order"),
-        (["--json", "--table"], "parameter table=True: --json prints no slot table"),
+        (["1f1b", "--evaluate", "--backward", "split"], "parameter --backward=split: --evaluate times 1f1b p=2 m=2"),
+        (["1f1b", "--evaluate", "--gap-limit", "0.1"], "parameter --gap-limit=0.1: --evaluate times one fixed order"),
+        (["--json", "--table"], "parameter --table=True: --json prints no slot table"),
     ],
 )
 def test_options_the_run_would_ignore_are_refused(capsys, extra, says):

@@ -46,7 +46,7 @@ def test_run_limits_keep_the_clock_a_ceiling_over_the_work():
 def test_a_bad_work_limit_is_one_line_exit_2(capsys):
     assert main(["optimize", "-p", "2", "--work-limit", "0"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "parameter work-limit=0.0" in err
+    assert err.count("\n") == 1 and "parameter --work-limit=0.0" in err
 
 
 @settings(max_examples=60, deadline=None)
@@ -138,7 +138,8 @@ def test_an_interrupt_keeps_the_best_schedule_and_bound():
     tl = run_engine(res.schedule, pr.costs, pr.comm, "async")
     assert tl.makespan <= res.objective + 1e-9
     if res.status != "OPTIMAL":
-        assert res.reason.startswith("interrupted (Ctrl-C) in: search")
+        # no signal set the event (Python code did): the reason says only "interrupted"
+        assert res.reason.startswith("interrupted in: search")
         assert "search" in res.solver["interrupted"] and "wall_limited" not in res.solver
 
 
@@ -195,7 +196,7 @@ def test_a_seed_cp_sat_cannot_take_is_refused_before_any_work(command, seed, cap
     }[command]
     assert main([*args, "--seed", str(seed)]) == 2
     err = capsys.readouterr().err
-    assert f"parameter seed={seed}: must be an integer from -2147483648 to 2147483647" in err
+    assert f"parameter --seed={seed}: must be an integer from -2147483648 to 2147483647" in err
     assert "Traceback" not in err and "internal error" not in err
 
 

@@ -1,5 +1,5 @@
-"""``ppverify report`` names its output ``-o`` in every refusal, as ``export`` and the written page
-do (it said ``parameter output=...``), whether it runs a comparison or reads a results or design
+"""``ppverify report`` names its output as it was typed (``-o``, or ``--output``) in every refusal,
+as ``export`` and the written page do (it said ``parameter output=...``), whether it runs a comparison or reads a results or design
 file; ``compare --report`` names ``--report``."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ RUN = ["--schedules", "1f1b", "-p", "2", "-m", "2", "--no-progress"]
     ("argv", "says"),
     [
         (["report", *RUN, "-o", "study.pdf"], "parameter -o=study.pdf: expected a file ending in .html (or .htm)"),
-        (["report", *RUN, "--output", "study.pdf"], "parameter -o=study.pdf: expected a file ending in .html"),
+        (["report", *RUN, "--output", "study.pdf"], "parameter --output=study.pdf: expected a file ending in .html"),
         (["report", *RUN, "-o", "nodir/s.html"], "parameter -o=nodir/s.html: folder nodir does not exist"),
         (["report", "--from", "d.json", "-o", "study.pdf"], "parameter -o=study.pdf: expected a file ending in .html"),
         (["compare", *RUN, "--report", "study.pdf"], "parameter --report=study.pdf: expected a file ending in .html"),

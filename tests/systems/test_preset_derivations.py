@@ -144,7 +144,7 @@ def test_a_ranks_per_node_out_of_range_names_the_option(capsys):
     # the option is --ranks-per-node; the 8-GPU DGX H100 holds 1..8 ranks
     args = ["simulate", "1f1b", "-p", "4", "--system", "dgx-h100", "--model", "gpt3-1.3b", "--ranks-per-node", "9"]
     assert main(args) == 2
-    assert "parameter ranks-per-node=9: must be in 1..8" in capsys.readouterr().err
+    assert "parameter --ranks-per-node=9: must be in 1..8" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -134,7 +134,7 @@ def test_a_model_option_without_presets_is_refused(capsys, extra):
     for command in ("simulate", "verify"):
         assert main([command, "1f1b", "-p", "4", "--costs", "F=1,B=2", *extra]) == 2
         err = capsys.readouterr().err.strip()
-        assert len(err.splitlines()) == 1 and f"parameter {extra[0].lstrip('-')}=" in err and "leave it out" in err
+        assert len(err.splitlines()) == 1 and f"parameter {extra[0]}=" in err and "leave it out" in err
 
 
 def test_a_calibrated_system_with_costs_refuses_model_options_but_takes_ranks_per_node(capsys):
@@ -145,5 +145,5 @@ def test_a_calibrated_system_with_costs_refuses_model_options_but_takes_ranks_pe
     preset = str(Path(__file__).resolve().parents[2] / "examples" / "systems" / "calibrated-2core.yaml")
     base = ["simulate", "1f1b", "-p", "4", "--costs", "F=0.01,B=0.02", "--system", preset]
     assert main([*base, "--tp", "2"]) == 2
-    assert "parameter tp=2" in capsys.readouterr().err
+    assert "parameter --tp=2" in capsys.readouterr().err
     assert main([*base, "--ranks-per-node", "2"]) == 0

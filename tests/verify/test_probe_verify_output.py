@@ -24,10 +24,10 @@ def _one_line_error(capsys, argv: list[str], *needles: str) -> None:
 @pytest.mark.parametrize(
     "extra, option",
     [
-        (["--comm-delay", "1"], "comm-delay"),
-        (["--sync", "none"], "sync"),
-        (["--dp-allreduce", "4"], "dp-allreduce"),
-        (["--dp-allreduce"], "dp-allreduce"),
+        (["--comm-delay", "1"], "--comm-delay"),
+        (["--sync", "none"], "--sync"),
+        (["--dp-allreduce", "4"], "--dp-allreduce"),
+        (["--dp-allreduce"], "--dp-allreduce"),
     ],
 )
 def test_timing_only_options_without_a_claim_are_refused(capsys, extra, option):
@@ -57,7 +57,7 @@ def test_ungrouped_needs_rendezvous(capsys):
 @pytest.mark.parametrize("value", ["0", "-3"])
 def test_max_violations_below_one_is_refused(capsys, value):
     # read as 1 without a word before
-    _one_line_error(capsys, ["verify", "1f1b", "-p", "2", "--max-violations", value], "parameter max-violations=")
+    _one_line_error(capsys, ["verify", "1f1b", "-p", "2", "--max-violations", value], "parameter --max-violations=")
 
 
 def test_memory_statement_names_the_ops_it_covers(tmp_path, capsys):

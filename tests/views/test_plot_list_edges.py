@@ -36,7 +36,7 @@ def test_crossover_refuses_an_option_it_would_ignore(tmp_path, capsys, argv, opt
     out = tmp_path / "c.png"
     code = main(["plot", "--crossover", "latency", "-p", "2", "--schedules", "gpipe", "-o", str(out), *argv])
     assert code == 2 and not out.exists()
-    assert f"parameter {option}=" in capsys.readouterr().err
+    assert f"parameter --{option}=" in capsys.readouterr().err  # the option as typed
 
 
 def test_crossover_carries_recompute_and_flash_attention():

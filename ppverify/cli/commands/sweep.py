@@ -10,6 +10,7 @@ from pathlib import Path
 from ...core.errors import ParameterError
 from .. import Command
 from ..common import print_json
+from ..signals import stop_code, stop_words
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -108,10 +109,12 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         df = run_sweep(spec, store, args.executor, args.workers, args.batch, progress=not args.no_progress)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (ppverify.cli.Terminated)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP (signals.Terminated / Hangup)
         kept = len(read_store(store, repair=False))
-        print(f"\ninterrupted: {kept} rows are safe in {store}; rerun the same command to resume", file=sys.stderr)
-        return 143 if type(exc).__name__ == "Terminated" else 130
+        words = stop_words(exc)  # Ctrl-C keeps its short word; a signal sent is named with the command
+        said = "interrupted:" if words == "interrupted" else f"ppverify sweep: {words};"
+        print(f"\n{said} {kept} rows are safe in {store}; rerun the same command to resume", file=sys.stderr)
+        return stop_code(exc)
     summary["seconds"] = round(time.perf_counter() - t0, 2)
     summary["rows"] = len(df)
     if args.out:
