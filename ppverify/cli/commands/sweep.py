@@ -37,7 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="local process pool (default) or a Ray cluster (RAY_ADDRESS, else a local Ray)",
     )
     parser.add_argument("--workers", type=int, default=None, help="local worker processes (default: CPU count)")
-    parser.add_argument("--batch", type=int, default=4, help="tasks per shipped batch (default 4)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=4,
+        help="configurations per shipped batch (default 4; fewer when that would leave a worker idle)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the expanded grid size and exit")
     parser.add_argument("--json", action="store_true", help="print a JSON summary")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -73,9 +78,14 @@ def run(args: argparse.Namespace) -> int:
     store = Path(args.store) if args.store else Path(args.config).with_suffix(".results.jsonl")
     if args.out and Path(args.out).suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError("out", args.out, "expected a .csv or .parquet file")
-    from ...core.files import check_output_path
+    from ...core.files import check_output_path, output_target
 
-    check_output_path(store, "--store")  # as --out: a typo'd folder is refused, --dry-run too, never created
+    if args.dry_run:  # reads the store only: a read-only folder is fine, a missing one or a folder-as-store is not
+        target, _ = output_target(store, "--store")
+        if not target.parent.is_dir():
+            raise ParameterError("--store", str(store), f"folder {store.parent} does not exist")
+    else:
+        check_output_path(store, "--store")  # as --out: a typo'd folder is refused, never created
     if args.out:
         check_output_path(args.out, "--out")  # a missing folder, a trailing '/', a FIFO: refused before the run
         if Path(args.out).resolve() == store.resolve():  # the table would replace the store's rows
@@ -123,10 +133,10 @@ def run(args: argparse.Namespace) -> int:
         with atomic_path(args.out, "--out") as tmp:  # never a truncated table, even when killed
             (df.to_parquet if args.out.lower().endswith(".parquet") else df.to_csv)(tmp, index=False)
         summary["out"] = args.out
+    by_status = {str(k): int(v) for k, v in df["status"].value_counts().items()}
     if args.json:
-        print_json(summary)
+        print_json({**summary, "status": dict(sorted(by_status.items()))})  # the counts the text line gives
         return 0
-    by_status = df["status"].value_counts().to_dict()
     print(
         f"{spec.name}: {len(df)} rows ({summary['already_done']} resumed from {store}, {todo} computed "
         f"with {args.executor} in {summary['seconds']} s); status: "
