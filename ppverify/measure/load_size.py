@@ -75,7 +75,7 @@ def check_load_size(schedule: Schedule, rows: Sequence[Sequence[str]], format: s
         m,
         f"{schedule.describe()} is too large for PyTorch's schedule loader: its compute-only lowering "
         f"(_load_csv) takes time that grows with the square of each rank's actions ({len(rows[longest]):,} on "
-        f"rank {longest}; squares summed over the ranks {work:,}, {work / MAX_LOAD_WORK:.3g} times the limit of "
+        f"rank {longest}; squares summed over the ranks {work:,}, {work / MAX_LOAD_WORK:,.0f} times the limit of "
         f"{MAX_LOAD_WORK:,}, about 10 s of loading): give -m {most} or less, or --format compute_comms (loaded "
         "without that lowering)",
     )

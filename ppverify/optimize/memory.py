@@ -70,7 +70,8 @@ def zb_settings() -> list[dict[str, int]]:
 def zero_bubble(h: int, a: int, s: int, b: int = 1, layers: int = 1) -> MemoryModel:
     """The zero-bubble paper's model at hidden size ``h``, heads ``a``, sequence ``s``.
 
-    ``M_F`` in bytes is ``layers * b * s * (34h + 5as)`` (Korthikanti et al. 2022, bf16, no
+    ``M_F`` in bytes is ``layers * b * s * (34h + 5as)`` (Korthikanti et al., "Reducing Activation
+    Recomputation in Large Transformer Models", MLSys 2023, arXiv 2205.05198; bf16, no
     recomputation), with ``layers`` the transformer layers of one stage.
 
     Example:

@@ -86,6 +86,25 @@ def check_order(order: str) -> str:
     return order
 
 
+def megatron_note(p: int, m: int, v: int, order: str) -> str:
+    """Why ``order="megatron"`` changes nothing here (empty where it does): Megatron-LM's order
+    differs from PyTorch's rounds only in running every forward first at ``m == p`` with ``v > 1``
+    chunks (and ``p > 1``); at every other size it accepts, the two are the same schedule.
+
+    Example:
+        >>> megatron_note(4, 8, 2, "megatron")
+        'order=megatron gives the same schedule as order=pytorch at p=4, m=8, v=2: the two differ only at m = p with v > 1 (every forward first)'
+        >>> megatron_note(4, 4, 2, "megatron")
+        ''
+    """
+    if order != "megatron" or (m == p and v > 1 and p > 1):
+        return ""
+    return (
+        f"order=megatron gives the same schedule as order=pytorch at p={p}, m={m}, v={v}: the two differ only "
+        "at m = p with v > 1 (every forward first)"
+    )
+
+
 def check_megatron_m(p: int, m: int, v: int, order: str) -> None:
     """Refuse ``order="megatron"`` with ``v > 1`` unless m is a multiple of p: Megatron-LM's
     interleaved schedule (up to Megatron Core 0.9, and later at its default microbatch group of p)
@@ -265,5 +284,6 @@ register(
         ),
         rules=RULES,
         formula=interleaved_formula,
+        notes=lambda p, m, v=2, order="pytorch", **_: [n for n in [megatron_note(p, m, v, order)] if n],
     )
 )

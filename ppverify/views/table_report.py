@@ -327,10 +327,12 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
     ticks = int(timeline.info.ticks or 0)
     # durations in seconds (presets) share no tick a table can draw: their gcd is a rounding's
     no_tick = ticks > NO_COMMON_TICK
+    tick = timeline.info.tick or 0.0
     tick_text = (
         "the durations share no common tick a table can draw: timed exactly, not drawn"
         if no_tick
-        else f"one table tick = {fmt_number(timeline.info.tick or 0.0)} {unit}"
+        # "1 unit", "2 units": the count words take a plural, symbols (s, ms) do not
+        else f"one table tick = {fmt_number(tick)} {unit[:-1] if tick == 1 and unit in ('units', 'steps') else unit}"
     )
     lines = [
         f"schedule      {schedule.describe()}",

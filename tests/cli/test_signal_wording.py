@@ -90,6 +90,9 @@ def test_gap_prints_the_bound_so_far_and_names_sigterm(tmp_path) -> None:
     family = next(ln for ln in out.splitlines() if ln.startswith("family"))
     assert "zbv p=4 m=12" in family
     assert out.splitlines()[2].startswith("bound ")
+    # the search was cut by the signal, not by its 60 s: the best found says so
+    best = [ln for ln in out.splitlines() if ln.startswith("best found")]
+    assert all("when stopped" in ln and "within 60 s" not in ln for ln in best)
 
 
 def test_sweep_stops_on_sigterm_with_its_rows_kept(tmp_path) -> None:

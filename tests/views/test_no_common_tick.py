@@ -28,4 +28,4 @@ def test_unit_costs_keep_their_tick(capsys):
     # gpipe p = 2, m = 2 at the default F = 1, B = 2: a tick of 1, (m + p - 1)(F + B) = 9 ticks
     assert main(["show", "gpipe", "-p", "2", "-m", "2"]) == 0
     out = capsys.readouterr().out
-    assert "one table tick = 1 units" in out and "makespan      9 units (9 ticks)" in out
+    assert "one table tick = 1 unit" in out and "makespan      9 units (9 ticks)" in out

@@ -167,7 +167,8 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"optimum      {res.objective:g}{u}  (proven{peak_text}; {than})")
     elif res.objective is not None:
-        print(f"best found   {res.objective:g}{u}  (CP-SAT {res.status} within {wall:g} s{peak_text})")
+        ended = "when stopped" if stop.is_set() else f"within {wall:g} s"  # a signal cut it, not the limit
+        print(f"best found   {res.objective:g}{u}  (CP-SAT {res.status} {ended}{peak_text})")
     print()
     print("\n".join(summary_lines(res, info)))
     return stopped(args, "ppverify gap", "the bound and gap found so far") if stop.is_set() else 0

@@ -1,8 +1,10 @@
 """``ppverify simulate FAMILY|FILE``: run a schedule with communication on a modeled system.
 
 Semantics (``--semantics``): ``async`` (event-driven, transfers take latency + bytes/bandwidth,
-no contention; the default), ``contention`` (transfers sharing a link or NIC queue FIFO), or
-``slot`` (the idealized table, communication charged per column). Costs come from presets
+no contention; the default), ``contention`` (transfers sharing a link or NIC queue FIFO),
+``slot`` (the idealized table, communication charged per column), ``torch`` (PyTorch's unit-step
+simulator: one step per action, costs unused) or ``runtime`` (PyTorch's runtime on gloo, from a
+calibrated preset's hand-over model). Costs come from presets
 (``--system dgx-h100 --model gpt3-13b``, seconds and bytes) or are abstract (``--costs F=1,B=2
 --comm-delay 0.5``). Prints the metrics (makespan, bubble ratio, exposed communication,
 transfers, peak memory against the device capacity) and the timeline as a device x time chart
