@@ -136,7 +136,7 @@ def test_measure_refuses_a_load_too_slow_before_any_worker(monkeypatch, capsys):
     assert main(["measure", "1f1b", "-p", "2", "-m", "100000", "--costs", "F=1e-7"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("ppverify measure: error: parameter -m=100000: ")
-    assert "1.19e+03 times the limit of 67,108,864" in err and "give -m 2896 or less" in err
+    assert "1,192 times the limit of 67,108,864" in err and "give -m 2896 or less" in err
 
 
 def test_a_timeout_in_the_loader_is_a_slow_run_not_a_hang():
