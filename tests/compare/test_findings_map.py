@@ -250,7 +250,7 @@ def test_cli_map_needs_findings(capsys):
 def test_cli_map_refuses_a_selection_it_would_ignore(capsys):
     assert main(["compare", "--findings", "--map", "--quick", "-p", "4"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "parameter p=4" in err[0] and "own grid" in err[0]
+    assert len(err) == 1 and "parameter -p=4" in err[0] and "own grid" in err[0]
 
 
 @pytest.mark.parametrize(

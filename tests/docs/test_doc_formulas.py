@@ -173,6 +173,7 @@ QUOTES = (
     Quote(RANGE, "zbv", "busy + (p-1)·tF/2"),
     Quote(RANGE, "dualpipe", "busy + (p/2-1)(F&B + B - 3W)", **DUALPIPE),
     Quote(RANGE, "dualpipev", "busy + (p-1)(F&B + B - 3W)", **DUALPIPEV),
+    Quote(RANGE, "v-min", "busy + (p-1)·tF/2", sizes=lambda p, m: m >= 1),
 )
 
 #: formulas the tables quote that are not single expressions of the sizes and costs, with why
@@ -186,6 +187,11 @@ NOT_EXPRESSIONS = {
     (FAM, "chimera-asym", "≤ sum of both pipes' 1F1B in-flight counts"): "a bound in words",
     (RANGE, "chimera", "U + (k-1)·P (see the schedule families page)"): "--units concat: test_chimera_concat.py",
     (RANGE, "chimera-asym", "max of two fill bounds"): "a bound in words",
+    (
+        RANGE,
+        "v-half",
+        "t·(3m + K(p)) at tF = tI = tW = t ([building blocks](building-blocks.md))",
+    ): "K(p) is the block's fill, a rule of p (building-blocks.md): test_blocks.py checks it against the engine",
 }
 
 COSTS = (

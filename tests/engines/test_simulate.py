@@ -456,7 +456,7 @@ def test_memory_gib_is_refused_where_it_cannot_mean_bytes(capsys):
     # abstract costs count activations: 1 GiB was read as 1 activation (1F1B p=2 m=2 holds 2 on
     # device 0, so it printed "OOM" and exit 1); inf printed "memory_capacity": Infinity, not JSON
     assert main(["simulate", "1f1b", "-p", "2", "-m", "2", "--memory-GiB", "1"]) == 2
-    assert "parameter memory-GiB=1.0: is a device's capacity in bytes" in capsys.readouterr().err
+    assert "parameter --memory-GiB=1.0: is a device's capacity in bytes" in capsys.readouterr().err
     presets = ["--system", "dgx-h100", "--model", "gpt3-1.3b"]
     assert main(["simulate", "1f1b", "-p", "2", "-m", "2", *presets, "--memory-GiB", "inf"]) == 2
     assert "must be a finite number of GiB > 0" in capsys.readouterr().err
