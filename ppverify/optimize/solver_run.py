@@ -33,6 +33,7 @@ from ortools.sat.python import cp_model
 
 from ..core.errors import ParameterError
 from .result import relative_gap
+from .solver_setup import stops_named
 
 #: the search's default work in CP-SAT's deterministic seconds (what ``--time-limit 60`` gave before)
 DEFAULT_WORK = 60.0
@@ -215,7 +216,8 @@ def interruptible() -> Iterator[threading.Event]:
 
     old = signal.signal(signal.SIGINT, on_sigint)
     try:
-        yield stop
+        with stops_named(lambda: "interrupted (Ctrl-C)" if stop.is_set() else ""):  # the status names it
+            yield stop
     finally:
         signal.signal(signal.SIGINT, old)
 

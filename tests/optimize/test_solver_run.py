@@ -206,3 +206,23 @@ def test_the_seed_range_ends_reach_the_solver():
     for seed in (-(2**31), 2**31 - 1):
         check_seed(seed)
         assert make_solver(1.0, 1, seed).parameters.random_seed == seed
+
+
+def test_library_ctrl_c_names_itself_in_the_status():
+    # a library caller's Ctrl-C (no CLI signal watcher) is named as the CLI names it
+    import os
+    import signal
+    import time
+
+    from ppverify.optimize.solver_run import interruptible
+    from ppverify.optimize.solver_setup import cut_reason
+
+    with interruptible() as stop:
+        assert cut_reason(["search"], interrupted=True) == "interrupted in: search"  # nothing yet
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):
+            if stop.is_set():
+                break
+            time.sleep(0.001)
+        assert cut_reason(["search"], interrupted=True) == "interrupted (Ctrl-C) in: search"
+    assert cut_reason(["search"], interrupted=True) == "interrupted in: search"  # outside the block
