@@ -380,6 +380,11 @@ def test_bytes_have_round_gib_ticks_and_the_verdict_reads_as_the_command_says(br
     assert row[-2:] == ["10.7", "valid"]  # peak act. (async), Z3
     page, errors = _open(browser, out)
     assert page.evaluate("window.ppverifyReport.memoryTicks('async')") == ["0", "5", "10"]
+    # memory cells read as the text tables print them: 56 GiB, not 56.0 GiB; 1.5e9 B = 1.397 GiB -> 1.4
+    fmt = "([x, u]) => window.ppverifyReport.memoryText(x, u)"
+    assert page.evaluate(fmt, [56 * 2**30, "bytes"]) == "56 GiB"
+    assert page.evaluate(fmt, [1.5e9, "bytes"]) == "1.4 GiB"
+    assert page.evaluate(fmt, [10.7 * 2**30, "bytes"]) == "10.7 GiB"
     # "valid" proves deadlock freedom: the page's legend says it in the command's own words
     said = next(line.split("Z3", 1)[1].strip() for line in text.splitlines() if line.strip().startswith("Z3 "))
     assert said == "the verifier proved completeness, placement, dependencies, exclusivity and deadlock freedom"

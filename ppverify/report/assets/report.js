@@ -44,7 +44,8 @@
   }
   function fmtMem(x, unit) {
     if (x === null || x === undefined || Number.isNaN(x)) return "-";
-    if (unit === "bytes" || unit === "B") return (x / 2 ** 30).toPrecision(3) + " GiB";
+    // as the text tables print it: three significant digits, no trailing zeros (56, not 56.0)
+    if (unit === "bytes" || unit === "B") return String(+(x / 2 ** 30).toPrecision(3)) + " GiB";
     return (+x.toPrecision(3)).toString();
   }
   const opKind = (label) => label.replace(/^[0-9]+/, "")[0];
@@ -753,6 +754,8 @@
     },
     /** The colour a transfer kind is drawn in (collectives: their own). */
     transferColor(kind) { return trColor(kind); },
+    /** A memory value as the tables write it (bytes in GiB, three significant digits). */
+    memoryText(x, unit) { return fmtMem(x, unit); },
   };
   start();
 })();
