@@ -16,6 +16,8 @@ from .results_file import load_results
 from .study import DEFAULT_MAX_CHART_OPS, Study, study_from_points, study_from_rows
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+#: the last 12 bytes of every whole PNG: the empty IEND chunk (length 0, type, its CRC)
+PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"
 
 
 def check_output(path: str, option: str = "-o") -> None:
@@ -108,6 +110,8 @@ def load_map(path: str | None) -> tuple[tuple[str, bytes], ...]:
         data = read_bytes(f)  # missing, a FIFO, a device or over the size limit: one line
         if not data.startswith(PNG_MAGIC):
             raise ScheduleFileError(str(f), "", "not a PNG image")
+        if not data.endswith(PNG_END):  # a cut copy or a header alone would embed as a broken image
+            raise ScheduleFileError(str(f), "", "a PNG image cut short (it does not end with the IEND chunk)")
         out.append((f.stem, data))
     return tuple(out)
 

@@ -287,6 +287,11 @@ def test_findings_map_images(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", "--from", str(f), "--findings-map", str(tmp_path / "x.png"), "-o", str(out)]) == 2
     assert "x.png: not a PNG image" in capsys.readouterr().err
+    # a whole map cut in half (a copy interrupted) starts like a PNG but lacks its closing IEND chunk
+    whole = (maps / "findings-map-chimera.png").read_bytes()
+    (tmp_path / "cut.png").write_bytes(whole[: len(whole) // 2])
+    assert main(["report", "--from", str(f), "--findings-map", str(tmp_path / "cut.png"), "-o", str(out)]) == 2
+    assert "cut.png: a PNG image cut short" in capsys.readouterr().err
 
 
 def test_data_block_holds_no_markup_whatever_the_title(tmp_path):
