@@ -125,7 +125,8 @@ def add_limit_arguments(
         default=None,
         metavar="S",
         help=f"CP-SAT work{per} in its deterministic seconds: the same command gives the same answer at any "
-        f"machine load (default {work:g}, at most --time-limit)",
+        f"machine load, unless the wall-clock ceiling stops it first, which the status then says "
+        f"(default {work:g}, at most --time-limit)",
     )
     group.add_argument(
         "--time-limit",
