@@ -8,10 +8,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 import ppverify.measure as measure_mod
@@ -23,45 +21,12 @@ from ppverify.measure.hangup import exit_on_hangup
 from ppverify.measure.load_size import MAX_LOAD_WORK, check_load_size, load_work
 from ppverify.measure.options import delay_text
 from ppverify.schedules import build
+from tests.measure.test_measure_signals import session, wait_until, workers
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), TQDM_DISABLE="1")
 #: a deadlock (each rank receives first): the workers stay up until they are stopped
 DEADLOCK = "0F0,0RECV_B0,0B0,0SEND_F0\n1RECV_F0,1F0,1B0,1SEND_B0\n"
-
-
-def session(sid: int) -> list[psutil.Process]:
-    """Every live process of session ``sid`` (as tests/measure/test_measure_signals.py)."""
-    out = []
-    for pr in psutil.process_iter():
-        try:
-            if os.getsid(pr.pid) == sid and pr.status() != psutil.STATUS_ZOMBIE:
-                out.append(pr)
-        except (psutil.Error, ProcessLookupError, PermissionError):
-            pass
-    return out
-
-
-def workers(sid: int) -> list[psutil.Process]:
-    """The children of the session's fork server: the workers."""
-    procs = session(sid)
-    servers = set()
-    for pr in procs:
-        try:
-            if "forkserver import main" in " ".join(pr.cmdline()) and pr.ppid() == sid:
-                servers.add(pr.pid)
-        except psutil.Error:
-            pass
-    return [pr for pr in procs if pr.ppid() in servers]
-
-
-def wait_until(cond, guard_s: float = 180.0) -> bool:
-    end = time.monotonic() + guard_s  # a hang guard, not a timing claim
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_exit_on_hangup_is_one_line_and_129(capsys):
