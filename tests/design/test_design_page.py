@@ -20,11 +20,9 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @contextmanager
-def _design_page(tmp_path: Path, argv: list[str]) -> Iterator[tuple[Page, list[str]]]:
-    """``design ARGV --report`` opened in headless Chromium: the page and its script errors."""
+def open_page(page_path: Path) -> Iterator[tuple[Page, list[str]]]:
+    """A page file opened in headless Chromium: the page and its script errors."""
     playwright = pytest.importorskip("playwright.sync_api")
-    page_path = tmp_path / "design.html"
-    assert main(["design", *argv, "--no-progress", "--report", str(page_path)]) == 0
     with playwright.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
         try:
@@ -35,6 +33,15 @@ def _design_page(tmp_path: Path, argv: list[str]) -> Iterator[tuple[Page, list[s
             yield page, errors
         finally:
             browser.close()
+
+
+@contextmanager
+def _design_page(tmp_path: Path, argv: list[str]) -> Iterator[tuple[Page, list[str]]]:
+    """``design ARGV --report`` opened in headless Chromium: the page and its script errors."""
+    page_path = tmp_path / "design.html"
+    assert main(["design", *argv, "--no-progress", "--report", str(page_path)]) == 0
+    with open_page(page_path) as opened:
+        yield opened
 
 
 @pytest.mark.slow

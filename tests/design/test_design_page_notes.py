@@ -4,7 +4,6 @@ renders them: listed under the frontier, in the family's hover and in its timeli
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -12,11 +11,11 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from ppverify.cli import main
+from tests.design.test_design_page import open_page
 
 if TYPE_CHECKING:  # the page's type only: a run without the playwright extra skips this test
     from playwright.sync_api import Page
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 # p = 2, m = 4, F = 1, B = 2, one unit per hop, linear only, budgets 1 and none.
 # By hand: budget 1 runs one microbatch at a time, F + 1 + F + B + 1 + B = 8 each, 32 in all, at
@@ -60,18 +59,9 @@ def _check_notes(page: Page) -> None:
 
 
 def _render(path: Path, check: Callable[[Page], None]) -> None:
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(path.as_uri())
-            check(page)
-            assert not errors
-        finally:
-            browser.close()
+    with open_page(path) as (page, errors):
+        check(page)
+        assert not errors
 
 
 @pytest.mark.slow
