@@ -17,6 +17,7 @@ from ppverify.cli import main
 from ppverify.core.errors import ScheduleFileError
 from ppverify.core.ops import compute_ops
 from ppverify.io.table_text import parse_table, programs_from_cells, read_text_table, schedule_from_programs
+from tests.io.test_table_text import TORCH_1F1B
 
 # GPipe p=3 m=1 in PyTorch's grid; line 4 (Step 2) holds, under Rank 2, 5F0 where 2F0 belongs:
 # stages seen 0, 1, 2 (2B0), 5, so 3..4 is the gap the 5F0 opens
@@ -39,15 +40,7 @@ dev 1   . 1F0 1F1 1F2 1B0 1B1 1B2   .
 """
 
 # 1F1B p=2 m=2, a valid grid: microbatches 0 and 1, the first 0F1 on line 3 (Step 1) under Rank 0
-GRID = """\
-        Rank 0 Rank 1
-Step 0: 0F0
-Step 1: 0F1    1F0
-Step 2:        1B0
-Step 3: 0B0    1F1
-Step 4:        1B1
-Step 5: 0B1
-"""
+GRID = TORCH_1F1B
 
 
 def _error(text: str, **kwargs) -> ScheduleFileError:
