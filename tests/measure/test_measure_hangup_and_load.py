@@ -21,12 +21,10 @@ from ppverify.measure.hangup import exit_on_hangup
 from ppverify.measure.load_size import MAX_LOAD_WORK, check_load_size, load_work
 from ppverify.measure.options import delay_text
 from ppverify.schedules import build
-from tests.measure.test_measure_signals import session, wait_until, workers
+from tests.measure.test_measure_signals import _measure, cleanup, session, wait_until, workers
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), TQDM_DISABLE="1")
-#: a deadlock (each rank receives first): the workers stay up until they are stopped
-DEADLOCK = "0F0,0RECV_B0,0B0,0SEND_F0\n1RECV_F0,1F0,1B0,1SEND_B0\n"
 
 
 def test_exit_on_hangup_is_one_line_and_129(capsys):
@@ -46,15 +44,7 @@ def test_exit_on_hangup_is_one_line_and_129(capsys):
 def test_sighup_to_measure_is_129_terminated_in_one_line(tmp_path, to_group):
     # before: killed at once by SIGHUP's default action, no line, and the resource tracker warned
     # "There appear to be 3 leaked semaphore objects" (the run's queue: 2 locks and a semaphore)
-    (tmp_path / "dead.csv").write_text(DEADLOCK)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ppverify", "measure", "dead.csv", "--timeout", "600", "--costs", "F=0.002,B=0.004"],
-        cwd=tmp_path,
-        env=ENV,
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    proc = _measure(tmp_path)  # a deadlocked run: its workers stay up until stopped
     try:
         assert wait_until(lambda: len(workers(proc.pid)) == 2)
         if to_group:  # a closed terminal: SIGHUP to the whole foreground group, workers included
@@ -66,8 +56,7 @@ def test_sighup_to_measure_is_129_terminated_in_one_line(tmp_path, to_group):
         assert err.decode() == "ppverify measure: terminated (SIGHUP)\n"  # no leaked-semaphore warning
         assert wait_until(lambda: not session(proc.pid), 60)  # workers, fork server, tracker: all gone
     finally:
-        for pr in session(proc.pid):
-            pr.kill()
+        cleanup(proc.pid)
 
 
 def test_load_work_is_the_sum_of_squared_rows():
