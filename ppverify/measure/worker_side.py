@@ -90,7 +90,7 @@ def _worker_main(
 ) -> None:
     _die_with_parent(main_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
-    if hasattr(signal, "SIGHUP"):  # and a closed terminal's SIGHUP (.hangup)
+    if hasattr(signal, "SIGHUP"):  # and a closed terminal's SIGHUP (ppverify.cli.signals)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
         open_status(Path(status_path))

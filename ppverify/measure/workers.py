@@ -183,7 +183,7 @@ def _start_server() -> None:
         return
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     # SIGHUP too (a closed terminal's, to the whole group): the measuring process stops the run
-    # (.hangup); a resource tracker killed by it made the clean-up relaunch one and print tracebacks
+    # (ppverify.cli.signals); a resource tracker killed by it made the clean-up relaunch one and print tracebacks
     old_hup = signal.signal(signal.SIGHUP, signal.SIG_IGN) if hasattr(signal, "SIGHUP") else None
     os.environ["PPVERIFY_FORK_SERVER"] = str(os.getpid())  # read by .server in the new server only
     try:

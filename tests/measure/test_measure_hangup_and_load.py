@@ -17,7 +17,6 @@ from ppverify.cli import main
 from ppverify.core.errors import ParameterError
 from ppverify.io.torch_csv import to_rows
 from ppverify.measure.hang import LOADING, MeasureTimeout
-from ppverify.measure.hangup import exit_on_hangup
 from ppverify.measure.load_size import MAX_LOAD_WORK, check_load_size, load_work
 from ppverify.measure.options import delay_text
 from ppverify.schedules import build
@@ -25,18 +24,6 @@ from tests.measure.test_measure_signals import _measure, cleanup, session, wait_
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), TQDM_DISABLE="1")
-
-
-def test_exit_on_hangup_is_one_line_and_129(capsys):
-    def run() -> int:
-        signal.raise_signal(signal.SIGHUP)
-        return 0  # never reached: the handler raises first
-
-    before = signal.getsignal(signal.SIGHUP)
-    assert exit_on_hangup("ppverify measure", run) == 129  # 128 + SIGHUP's number, 1
-    assert capsys.readouterr().err == "ppverify measure: terminated (SIGHUP)\n"
-    assert signal.getsignal(signal.SIGHUP) == before  # not the console script: the old handler is back
-    assert exit_on_hangup("ppverify measure", lambda: 7) == 7
 
 
 @pytest.mark.slow

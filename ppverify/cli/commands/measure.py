@@ -124,10 +124,9 @@ def run(args: argparse.Namespace) -> int:
         ...
         ppverify.core.errors.ParameterError: parameter steps=0: must be an integer in 1..10000
     """
-    from ...measure.hangup import exit_on_hangup
-
-    # a closed terminal's SIGHUP stops the run like SIGTERM: one line, every worker stopped
-    return exit_on_hangup("ppverify measure", lambda: _run(args), getattr(args, "_own_process", False))
+    # a closed terminal's SIGHUP stops the run as SIGTERM does (ppverify.cli.signals raises Hangup,
+    # the workers' clean-up runs on it, and main prints one line and exits 129)
+    return _run(args)
 
 
 def _run(args: argparse.Namespace) -> int:
