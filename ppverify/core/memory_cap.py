@@ -133,14 +133,32 @@ def _num(x: float) -> str:
 
 def activation_unit(costs: CostModel, placement: Placement) -> float:
     """One activation in ppverify's unit (one microbatch on a device's whole share of layers) in
-    the cost model's memory unit: the largest stage activation over the share one stage is.
+    the cost model's memory unit: without presets the largest stage activation over the share one
+    stage is; with presets (bytes) the most one microbatch holds on one device, its stages of one
+    pipe summed.
 
     Example:
         >>> from ppverify.core.placement import loop
         >>> activation_unit(CostModel.abstract(loop(2, 2)), loop(2, 2))
         1.0
     """
-    return max(costs.activation) / placement.share_per_stage
+    return float(_exact_unit(costs, placement))
+
+
+def _exact_unit(costs: CostModel, placement: Placement) -> Fraction:
+    # With bytes the largest stage is the last, whose logits sit on it whatever its share: "v times
+    # the largest stage" would count the logits v times, and the same plain cap would allow an
+    # interleaved or V placement more bytes than a linear one (GPT-3 1.3B, V at p = 4: 12 % more).
+    # One microbatch on a device's stages is the bytes a linear pipeline's device holds (its layers
+    # plus the logits), the unit `design` compares every placement in.
+    acts = [exact_fraction(a) for a in costs.activation]
+    if costs.memory_unit != "bytes":
+        return max(acts) * Fraction(placement.num_stages, placement.p)
+    return max(
+        sum((acts[s] for pipe_s, s in placement.stages_on(d) if pipe_s == pipe), Fraction(0))
+        for pipe in range(placement.num_pipes)
+        for d in range(placement.p)
+    )
 
 
 def unlimited_cap(costs: CostModel, placement: Placement) -> MemoryCap:
@@ -285,7 +303,7 @@ def resolve_memory_cap(
             )
         # the float of the exact product, as the peaks are counted: 3 x 0.7 in floats is
         # 2.0999999999999996, under a peak of three such activations
-        value = float(spec.amount * exact_fraction(mf) * Fraction(placement.num_stages, placement.p))
+        value = float(spec.amount * _exact_unit(costs, placement))
     if not math.isfinite(value) or value <= 0 or value > MAX_NUMBER * max(unit, 1.0):
         raise ParameterError(option, raw, f"must be a finite number > 0 and at most {MAX_NUMBER:g} activations")
     if value < mf * (1 - 1e-9):

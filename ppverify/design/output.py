@@ -166,7 +166,7 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
         note = f"ppverify design p={d.request.p} m={d.request.m}: {q.placement} budget {_budget(q.budget)}, time {q.time:g}, bound {q.bound:g}"
         size = d.activation_bytes()
         if size is not None and not math.isinf(q.budget):
-            # verify's plain --memory-cap counts this placement's own largest stage, not design's unit
+            # verify's plain --memory-cap follows the file's own stages, which --layers-per-stage can split unevenly
             note += f"; budget in bytes: verify FILE --memory-cap {math.ceil(q.budget * size)}B"
         # the costs and the communication it was designed with: every command then times it as design did
         pr = point_problem(by_label[q.placement], q.budget, d.request.m)

@@ -105,11 +105,11 @@ def parse_placement(text: str, p: int) -> tuple[str, Placement]:
 
 def design_unit(costs: CostModel, placement: Placement, settings: PresetSettings, m: int) -> float:
     """One budget unit in ``costs``' memory unit. Abstract costs: one microbatch on a device's
-    whole share (``M_F`` over the share one stage is). Presets count bytes, and there a share's
-    largest stage differs by placement (the last stage holds the logits whatever its share), so
-    every placement takes one common unit, the bytes of a linear pipeline's largest stage (the
-    model's layers split evenly, also under ``--layers-per-stage``): the same budget is then the
-    same bytes on every placement, and peaks compare like for like.
+    whole share (``M_F`` over the share one stage is). Presets count bytes: every placement takes
+    one common unit, the bytes of a linear pipeline's largest stage with the model's layers split
+    evenly, also under ``--layers-per-stage`` (what ``--memory-cap`` reads a plain number as on any
+    placement while the layers split evenly: a device's stages hold the same layers and logits):
+    the same budget is then the same bytes on every placement, and peaks compare like for like.
 
     Example:
         >>> from ppverify.core.placement import linear, v_shape
@@ -118,6 +118,9 @@ def design_unit(costs: CostModel, placement: Placement, settings: PresetSettings
         >>> design_unit(costs(v_shape(4)), v_shape(4), s, 8) == design_unit(costs(linear(4)), linear(4), s, 8)
         True
         >>> max(costs(v_shape(4)).activation) * 2 > design_unit(costs(linear(4)), linear(4), s, 8)
+        True
+        >>> from ppverify.core.memory_cap import activation_unit
+        >>> activation_unit(costs(v_shape(4)), v_shape(4)) == design_unit(costs(v_shape(4)), v_shape(4), s, 8)
         True
     """
     from dataclasses import replace

@@ -293,3 +293,32 @@ def test_a_cap_of_three_activations_of_seven_tenths_holds_them():
     ops = [Op("F", 0, j) for j in range(3)] + [Op("B", 0, j) for j in range(3)]
     peaks = activation_peaks(ops, np.zeros(6, int), np.arange(6.0), np.arange(1.0, 7.0), c, 1).tolist()
     assert peaks == [2.1] and cap_check(peaks, cap)["over"] == []
+
+
+#: GPT-3 1.3B (Brown et al. 2020, Table 2.1, with Megatron-LM's 16 heads): one layer of one
+#: microbatch (b = 1, s = 2048, h = 2048, a = 16, 2-byte elements) holds s*b*h*(34 + 5*a*s/h) =
+#: 2048 * 2048 * (34 + 80) bytes (Korthikanti et al., MLSys'23, arXiv 2205.05198); the last stage
+#: adds the fp32 logits, 4*s*b*V = 4 * 2048 * 50257 bytes
+GPT3_LAYER = 2048 * 2048 * 114
+GPT3_LOGITS = 4 * 2048 * 50257
+
+
+@pytest.mark.parametrize(
+    ("family", "extra", "device_layers"),
+    [
+        # 1F1B at p = 2: 12 layers a stage, the last device holds its 12 and the logits
+        ("1f1b", [], 12),
+        # interleaved at p = 2, v = 2: 6 layers a stage; device 1 holds stages 1 and 3 (the last)
+        ("interleaved-1f1b", ["--v", "2"], 12),
+        # ZB-V at p = 2: 6 layers a stage; device 0 holds stages 0 and 3 (the last)
+        ("zbv", [], 12),
+    ],
+)
+def test_a_plain_cap_with_presets_is_the_same_bytes_on_every_placement(capsys, family, extra, device_layers):
+    # one activation is one microbatch on the device's stages where that is most, counted once:
+    # v times the largest stage would count the logits v times (2 x (6 layers + logits) = 6.11 GiB
+    # on the interleaved placement, 7 % more than 1F1B's 5.73 GiB at the same cap)
+    cli = [family, "-p", "2", "-m", "4", *extra, "--system", "dgx-h100", "--model", "gpt3-1.3b"]
+    sim = _json(capsys, ["simulate", *cli, "--memory-cap", "4"])
+    assert sim["memory_cap"]["value"] == 4 * (device_layers * GPT3_LAYER + GPT3_LOGITS)
+    assert sim["memory_cap"]["activations"] == 4
