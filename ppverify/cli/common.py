@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ParameterError, ScheduleFileError
+from ..core.errors import ParameterError
 from ..core.schedule import Schedule
 from ..io.json_format import ScheduleDocument
 from .cost_args import (  # re-exported (X as X): the commands import them from here
@@ -308,8 +308,9 @@ def read_document(source: ScheduleSource) -> tuple[ScheduleDocument, str]:
         ...
         ppverify.core.errors.ParameterError: parameter placement=v: only a text table (.txt) takes --placement; ...run.txt holds a PyTorch pipelining CSV, placed as its rows show (`ppverify import ...run.txt --placement v` reads it otherwise)
     """
-    from ..core.files import read_text
-    from ..io import FORMATS, load_schedule, looks_like_file, parse_text, sniff_format
+    from ..core.files import csv_rows, read_text
+    from ..io import FORMATS, load_schedule, looks_like_file, sniff_format
+    from ..io.torch_csv import parse_file_rows
 
     name = schedule_name(source)
     if not looks_like_file(name):
@@ -331,17 +332,8 @@ def read_document(source: ScheduleSource) -> tuple[ScheduleDocument, str]:
         return doc, kind
     why = f"{name} holds a PyTorch pipelining CSV, placed as its rows show"
     _refuse_placement(source, f"{why} (`ppverify import {name} --placement {source.placement}` reads it otherwise)")
-    # io's own reader, on the text read above: a CSV read here has the checks every reader makes
-    schedule = parse_text("csv", text, name, {})
-    if source.m is not None and schedule.m > source.m:
-        try:  # name the first cell beyond -m: a typo (0F3 at m=3) is found where it is
-            parse_text("csv", text, name, {"m": source.m})
-        except ScheduleFileError as exc:
-            raise ScheduleFileError(
-                exc.path,
-                exc.location,
-                f"{exc.rule}; read whole, the file holds m={schedule.m}: leave -m out to take it so",
-            ) from None
+    # io's own reader, on the text read above, with -m looked at before any gap (as a table's)
+    schedule = parse_file_rows(csv_rows(text, name), name, source.m)
     return ScheduleDocument(check_file_options(source, schedule)), kind
 
 

@@ -135,11 +135,19 @@ class CostModel:
             boundary_bytes=(0.0,) * max(S - 1, 0),
             weight_bytes=(0.0,) * S,
             overlap=overlap,
-            label=",".join(f"{k}={_fmt(costs[k])}" for k in KINDS),
+            label=",".join(f"{k}={number_text(costs[k])}" for k in KINDS),
         )
 
 
-def _fmt(x: float) -> str:
+def number_text(x: float) -> str:
+    """A cost or delay as text that reads back as the same float: whole numbers without ``.0``,
+    others as Python's shortest repr (a number shown rounded would name another model). For the
+    numbers every reader admits (at most :data:`~ppverify.core.limits.MAX_NUMBER`), the shortest.
+
+    Example:
+        >>> number_text(2.0), number_text(0.5), number_text(1e-07), number_text(18.522 / 3)
+        ('2', '0.5', '1e-07', '6.1739999999999995')
+    """
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
@@ -152,7 +160,7 @@ def costs_text(given: Mapping[str, float | None] | Iterable[tuple[str, float]]) 
         ('F=1,I=0.5', 'F=2')
     """
     pairs = given.items() if isinstance(given, Mapping) else given
-    return ",".join(f"{k}={_fmt(float(v))}" for k, v in pairs if v is not None)
+    return ",".join(f"{k}={number_text(float(v))}" for k, v in pairs if v is not None)
 
 
 def complete_costs(given: Mapping[str, float | None]) -> dict[str, float]:

@@ -38,7 +38,7 @@ from ..core.limits import check_stages_mbs
 from ..core.ops import Action, ActionSyntaxError, Comm, Marker, Op, Overlap, format_action, parse_action
 from ..core.placement import Placement, placement_from_map, placement_from_text
 from ..core.schedule import Schedule
-from .cell_checks import check_cells_within, mbs_of, program_cells, refuse_gaps, stages_of
+from .cell_checks import check_cells_within, first_gap, mbs_of, program_cells, refuse_gaps, stages_of
 
 COMPUTE_ONLY, COMPUTE_COMMS = "compute_only", "compute_comms"
 FLAVOURS: tuple[str, ...] = (COMPUTE_ONLY, COMPUTE_COMMS)
@@ -187,8 +187,20 @@ def parse_rows(
         ...
         ppverify.core.errors.ScheduleFileError: s.csv: row 3 (rank 2), column 1: 5F0 names stage 5, but no cell names stages 3..4: a typo? (if they are really absent, give the stage count or the placement: ppverify import --stages 6 or --placement)
     """
+    _check_counts(m, num_stages)
+    return _schedule(_programs(rows, source), source, placement, m, num_stages, strict)
+
+
+def _check_counts(m: int | None, num_stages: int | None) -> None:
+    """Refuse a given count below 1 before the cells are read."""
     if num_stages is not None and (isinstance(num_stages, bool) or num_stages < 1):
         raise ParameterError("stages", num_stages, "must be >= 1")  # else a later check names v
+    if m is not None and (isinstance(m, bool) or m < 1):
+        raise ParameterError("m", m, "must be an integer >= 1")  # else each cell is beyond "microbatches 0..-1"
+
+
+def _programs(rows: Iterable[Sequence[str]], source: str) -> list[tuple[Action, ...]]:
+    """The actions of each row, a cell that is not exactly one action refused at its cell."""
     programs: list[tuple[Action, ...]] = []
     for r, row in enumerate(rows):
         prog = []
@@ -200,6 +212,20 @@ def parse_rows(
         programs.append(tuple(prog))
     if not programs:
         raise ScheduleFileError(source, "", "no rows: a PyTorch schedule has one row per rank")
+    return programs
+
+
+def _schedule(
+    programs: Sequence[tuple[Action, ...]],
+    source: str,
+    placement: str | Sequence[int] | Placement | None,
+    m: int | None,
+    num_stages: int | None,
+    strict: bool,
+    m_note: str = "",
+) -> Schedule:
+    """:func:`parse_rows` once its cells are actions (the counts checked); ``m_note`` ends a
+    refusal of a microbatch beyond ``m``."""
     p = len(programs)
     actions = [a for prog in programs for a in prog if a is not None]
     if not any(isinstance(a, (Op, Overlap)) for a in actions):
@@ -217,7 +243,7 @@ def parse_rows(
     cells = program_cells(programs, _cell)
     if strict:
         stages_from = "given" if implied is None else f"of placement {implied[1]}"
-        check_cells_within(cells, source, m, S if num_stages is not None or implied else None, stages_from)
+        check_cells_within(cells, source, m, S if num_stages is not None or implied else None, stages_from, m_note)
     if num_stages is None and implied is None:
         fix = f"give the stage count or the placement: ppverify import --stages {S} or --placement"
         refuse_gaps(cells, source, "stage", fix)
@@ -234,6 +260,47 @@ def parse_rows(
     return Schedule(
         pl, mm, tuple(programs), (0,) * mm, Path(source).name if source != "<rows>" else "torch-csv", params
     )
+
+
+def parse_file_rows(rows: Iterable[Sequence[str]], source: str, m: int | None = None) -> Schedule:
+    """A file's CSV rows read as a command that takes its schedule reads them (``verify``,
+    ``simulate``, ``show``...), ``m`` its ``-m`` (None: not given, the file read whole by
+    :func:`parse_rows`).
+
+    The file holds one microbatch more than the largest it names, gaps or not. ``-m`` is looked at
+    before any gap, as a text table reads it: an ``m`` below that count names the first cell beyond
+    it (``outside the m=3 given``), adding, when the file read whole has no gap, that leaving ``-m``
+    out takes it so; an ``m`` at or above it reads the file at its own count, so that microbatches no
+    cell names are reported missing (``-m`` said they belong to the step), not refused as a typo. The
+    caller refuses an ``m`` above the file's count as one the file would ignore.
+
+    Example:
+        >>> rows = [["0F0", "0F1", "0F3", "0B0", "0B1", "0B3"]]  # no microbatch 2
+        >>> parse_file_rows(rows, "gap.csv", m=4).m  # 0F2 and 0B2 are then reported missing
+        4
+        >>> parse_file_rows(rows, "gap.csv", m=3)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: gap.csv: row 1 (rank 0), column 3: 0F3 names microbatch 3, outside the m=3 given (microbatches 0..2)
+        >>> parse_file_rows([["0F0", "0F1", "0B0", "0B1"]], "two.csv", m=1)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: two.csv: row 1 (rank 0), column 2: 0F1 names microbatch 1, outside the m=1 given (microbatch 0); read whole, the file holds m=2: leave -m out to take it so
+    """
+    _check_counts(m, None)
+    programs = _programs(rows, source)
+    if m is None:
+        return _schedule(programs, source, None, None, None, True)
+    actions = [a for prog in programs for a in prog if a is not None]
+    mbs = {mb for a in actions for mb in mbs_of(a)}
+    held = max(mbs, default=0) + 1
+    if m >= held:
+        return _schedule(programs, source, None, held, None, True)
+    # read whole (without -m) the file holds `held` microbatches; say so unless a gap, which leaving
+    # -m out would refuse in turn, says otherwise
+    whole = first_gap(mbs) is None and first_gap({s for a in actions for s in stages_of(a)}) is None
+    note = f"; read whole, the file holds m={held}: leave -m out to take it so" if whole else ""
+    return _schedule(programs, source, None, m, None, True, note)
 
 
 def load_csv(

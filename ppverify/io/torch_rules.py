@@ -22,7 +22,7 @@ runtime (``measure``) and checked before a file is written for it (``export``) o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..core.ops import Action, Comm, Op, Overlap
@@ -145,26 +145,43 @@ def _action_of(schedule: Schedule, rank: int, op: Op) -> Action:
     return next(a for a in schedule.programs[rank] if op in tuple(_ops(a)))
 
 
-def _message(comm: Comm, r: int, rank: tuple[int, ...]) -> tuple[tuple[int, int], tuple[str, int, int]] | None:
-    """The rank pair ``(sender, receiver)`` a SEND/RECV on rank ``r`` joins and the message it
-    names: ``(direction, the sending stage, mb)``; None when its peer stage does not exist (a
-    ``SEND_F`` of the last stage, a ``RECV_B`` of the last, ``SEND_B``/``RECV_F`` of stage 0,
-    which the verifier reports by name: no message of the step).
+#: a transfer between two stages: ``(direction, sending stage, microbatch)``, direction ``F`` (an
+#: activation to the next stage) or ``B`` (a gradient to the previous one)
+Transfer = tuple[str, int, int]
+
+
+def transfer_key(c: Comm) -> Transfer:
+    """The transfer a SEND or RECV belongs to: ``(direction, sending stage, microbatch)``. A SEND
+    names its own stage (``sSEND_Fmb`` sends ``F(s, mb)``'s output on), a RECV the stage it
+    receives at, so its sender is the stage before (``F``) or after (``B``). The verifier matches a
+    SEND with its RECV by this key; PyTorch's runtime, which ignores it, delivers in posting order.
 
     Example:
-        >>> _message(Comm("SEND_F", 0, 1), 0, (0, 1)), _message(Comm("SEND_F", 1, 0), 1, (0, 1))
-        (((0, 1), ('F', 0, 1)), None)
+        >>> transfer_key(Comm("RECV_F", 2, 0)), transfer_key(Comm("SEND_B", 2, 0))
+        (('F', 1, 0), ('B', 2, 0))
     """
-    peer = comm.stage + (1 if comm.kind in ("SEND_F", "RECV_B") else -1)
-    if not 0 <= peer < len(rank) or not 0 <= comm.stage < len(rank):
+    direction = c.kind[-1]
+    if c.kind.startswith("SEND"):
+        return direction, c.stage, c.mb
+    return direction, c.stage - 1 if direction == "F" else c.stage + 1, c.mb
+
+
+def transfer_ranks(key: Transfer, rank: Sequence[int]) -> tuple[int, int] | None:
+    """The ranks ``(sender, receiver)`` a transfer joins, ``rank`` giving each stage's rank (one
+    pipe); None when its sending or receiving stage does not exist (the last stage's ``SEND_F``,
+    stage 0's ``RECV_F``: no message of the step, which the verifier reports by name).
+
+    Example:
+        >>> transfer_ranks(("F", 0, 1), (0, 1, 1, 0)), transfer_ranks(("B", 3, 0), (0, 1, 1, 0))
+        ((0, 1), (0, 1))
+        >>> transfer_ranks(("F", 3, 0), (0, 1, 1, 0)) is None  # no stage 4
+        True
+    """
+    direction, src, _ = key
+    dst = src + 1 if direction == "F" else src - 1
+    if not (0 <= src < len(rank) and 0 <= dst < len(rank)):
         return None
-    if comm.kind == "SEND_F":
-        return (r, rank[comm.stage + 1]), ("F", comm.stage, comm.mb)
-    if comm.kind == "SEND_B":
-        return (r, rank[comm.stage - 1]), ("B", comm.stage, comm.mb)
-    if comm.kind == "RECV_F":
-        return (rank[comm.stage - 1], r), ("F", comm.stage - 1, comm.mb)
-    return (rank[comm.stage + 1], r), ("B", comm.stage + 1, comm.mb)
+    return rank[src], rank[dst]
 
 
 @dataclass(frozen=True)
@@ -178,7 +195,7 @@ class Crossing:
     nth: int
     send: Comm
     recv: Comm
-    payload: tuple[str, int, int]
+    payload: Transfer
 
     def to_text(self) -> str:
         """The crossing in words, with the fix.
@@ -244,7 +261,7 @@ def unmatched_pairs(schedule: Schedule) -> list[tuple[int, int]]:
     ]
 
 
-_Posted = list[tuple[tuple[str, int, int], Comm]]
+_Posted = list[tuple[Transfer, Comm]]
 
 
 def _messages(schedule: Schedule) -> dict[tuple[int, int], tuple[_Posted, _Posted]]:
@@ -259,12 +276,15 @@ def _messages(schedule: Schedule) -> dict[tuple[int, int], tuple[_Posted, _Poste
         for a in program:
             if not isinstance(a, Comm):
                 continue
-            named = _message(a, r, rank)
-            if named is None:
+            msg = transfer_key(a)
+            ranks = transfer_ranks(msg, rank)
+            if ranks is None:  # no such stage: the verifier reports the action by name
                 continue
-            pair, msg = named
+            # the action's own end is the rank it is written on (a misplaced one is reported as such)
+            send = a.kind.startswith("SEND")
+            pair = (r, ranks[1]) if send else (ranks[0], r)
             if pair[0] != pair[1]:  # a hand-over between two stages of one rank sends nothing
-                (sent if a.kind.startswith("SEND") else received).setdefault(pair, []).append((msg, a))
+                (sent if send else received).setdefault(pair, []).append((msg, a))
     return {pair: (sent.get(pair, []), received.get(pair, [])) for pair in sorted(set(sent) | set(received))}
 
 
@@ -304,6 +324,7 @@ def check_runnable(schedule: Schedule, hint: str = "") -> None:
 
 __all__ = [
     "Crossing",
+    "Transfer",
     "check_runnable",
     "crossed_messages",
     "early_backward",
@@ -311,5 +332,7 @@ __all__ = [
     "loss_order_problem",
     "message_order_problem",
     "out_of_order_forwards",
+    "transfer_key",
+    "transfer_ranks",
     "unmatched_pairs",
 ]

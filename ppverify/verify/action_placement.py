@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from ..core.ops import Comm, Marker
 from ..core.schedule import Schedule
+from ..io.torch_rules import transfer_key
 from .report import Violation
 
 RULE_COMM = "SEND/RECV on the rank holding its stage"
@@ -46,19 +47,6 @@ class Misplaced:
     positions: frozenset[tuple[int, int]] = frozenset()
     transfers: frozenset[tuple[str, int, int]] = frozenset()
     stages: frozenset[int] = frozenset()
-
-
-def transfer_key(c: Comm) -> tuple[str, int, int]:
-    """The transfer a SEND or RECV belongs to: ``(direction, sending stage, microbatch)``.
-
-    Example:
-        >>> transfer_key(Comm("RECV_F", 2, 0)), transfer_key(Comm("SEND_B", 2, 0))
-        (('F', 1, 0), ('B', 2, 0))
-    """
-    direction = c.kind[-1]
-    if c.kind.startswith("SEND"):
-        return direction, c.stage, c.mb
-    return direction, c.stage - 1 if direction == "F" else c.stage + 1, c.mb
 
 
 def has_other_actions(schedule: Schedule) -> bool:

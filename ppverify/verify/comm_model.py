@@ -37,7 +37,7 @@ from ..core.dag import ACT, GRAD, StepDAG
 from ..core.errors import ParameterError
 from ..core.ops import Comm, Op, Overlap, W
 from ..core.schedule import Schedule
-from .action_placement import transfer_key
+from ..io.torch_rules import Transfer, transfer_key, transfer_ranks
 from .order_problem import OrderProblem
 
 COMM_SEMANTICS: tuple[str, ...] = ("buffered", "rendezvous")
@@ -183,12 +183,6 @@ def _rendezvous(pb: OrderProblem, send: tuple[int, int], recv: tuple[int, int], 
 POSTING_RULE = "untagged: a RECV gets the SEND posted in the same place of the other rank's messages to it"
 
 
-def _rank_pair(key: tuple[str, int, int], rank: tuple[int, ...]) -> tuple[int, int]:
-    """The ranks ``(sender, receiver)`` a transfer ``(direction, sending stage, mb)`` joins."""
-    d, s, _ = key
-    return rank[s], rank[s + 1 if d == "F" else s - 1]
-
-
 def _explicit(
     dag: StepDAG,
     semantics: str,
@@ -206,12 +200,11 @@ def _explicit(
     # two stages of one rank sends nothing, so it keeps the matching by name
     posted: dict[tuple[bool, int, int], list[tuple[tuple[int, int], str]]] = {}
 
-    def positional(key: tuple[str, int, int]) -> bool:
-        d, s, _ = key
-        if not posting or not (0 <= s < len(rank) and 0 <= (s + 1 if d == "F" else s - 1) < len(rank)):
-            return False  # a SEND/RECV naming no stage pair (the last stage's SEND_F): matched by name, reported so
-        src, dst = _rank_pair(key, rank)
-        return src != dst
+    def positional(key: Transfer) -> tuple[int, int] | None:
+        """The ranks ``(sender, receiver)`` of a transfer matched in posting order, else None."""
+        # a SEND/RECV naming no stage pair (the last stage's SEND_F) is matched by name, reported so
+        pair = transfer_ranks(key, rank) if posting else None
+        return pair if pair is not None and pair[0] != pair[1] else None
 
     i = 0
     for d, prog in enumerate(dag.schedule.programs):
@@ -227,8 +220,9 @@ def _explicit(
                 for c in grp:
                     key, is_send = transfer_key(c), c.kind.startswith("SEND")
                     (sends if is_send else recvs).setdefault(key, []).append(pd)
-                    if positional(key):
-                        posted.setdefault((is_send, *_rank_pair(key, rank)), []).append((pd, str(c)))
+                    pair = positional(key)
+                    if pair is not None:
+                        posted.setdefault((is_send, *pair), []).append((pd, str(c)))
             pending.clear()
 
         for a in prog:
@@ -260,7 +254,7 @@ def _explicit(
                     pb.edge(node[i2], node[i2], 1, f"input of {dag.ops[i2]} is never received (no RECV)")
                 continue
             pb.edge(rcv[1], node[i2], 1, "op after the RECV of its input")
-            if positional(key):
+            if positional(key) is not None:
                 continue  # what the RECV receives is decided by posting order, below
             if snd is None:
                 if key not in excused:
@@ -271,10 +265,12 @@ def _explicit(
                 pb.edge(snd[0], rcv[1], 1, "buffered: RECV completes after its SEND")
     # comm actions no transfer uses
     for key, lst in recvs.items():
-        for rcv in lst[used_r.get(key, 0) :] if key not in excused and not positional(key) else ():
+        for rcv in lst[used_r.get(key, 0) :] if key not in excused and positional(key) is None else ():
             pb.edge(rcv[1], rcv[1], 1, "its SEND is never posted")
     for key, lst in sends.items():
-        for snd in lst[used_s.get(key, 0) :] if key not in excused and not (blocking and positional(key)) else ():
+        for snd in (
+            lst[used_s.get(key, 0) :] if key not in excused and not (blocking and positional(key) is not None) else ()
+        ):
             # blocking: the sender hangs; buffered: harmless to progress, but no such transfer
             pb.edge(snd[1], snd[1], 1, "blocking SEND never received" if blocking else NO_TRANSFER)
     _match_in_posting_order(pb, posted, blocking)

@@ -33,7 +33,7 @@ from fractions import Fraction
 import z3
 
 from ..core.comm import NO_COMM, CommModel, FixedDelay
-from ..core.costs import CostModel
+from ..core.costs import CostModel, number_text
 from ..core.dag import StepDAG
 from ..core.program_order import list_schedule, op_durations
 from ..core.schedule import Schedule
@@ -81,13 +81,6 @@ def times_apart(a: float | Fraction, b: float | Fraction) -> tuple[str, str]:
     return str(da), str(db)
 
 
-def _number(x: float) -> str:
-    """The shortest text that reads back as ``x`` (``1``, ``0.5``, ``1e-07``): a delay shown
-    rounded would name another model."""
-    text = repr(float(x))
-    return text[:-2] if text.endswith(".0") else text
-
-
 def timing_model(
     costs: CostModel, comm: CommModel, schedule: Schedule, sync: str = "eager", dp_allreduce: int = 0
 ) -> str:
@@ -105,7 +98,7 @@ def timing_model(
         'costs unit with no comm delay, data-parallel all-reduce over 4 replicas, async engine'
     """
     if isinstance(comm, FixedDelay):
-        links = f"comm delay {_number(comm.delay)}" if comm.delay else "no comm delay"
+        links = f"comm delay {number_text(comm.delay)}" if comm.delay else "no comm delay"
     else:  # a system preset's links (latency + bytes / bandwidth per tier); else a caller's model
         name = getattr(comm, "name", None)
         links = f"{name} links" if isinstance(name, str) else f"transfer times of {type(comm).__name__}"
