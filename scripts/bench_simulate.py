@@ -75,28 +75,17 @@ def interleaved_schedule(p: int, m: int, v: int):
 def preset_models(stages: int, layers: int | None = None):
     """DGX H100 system and an LLM cost model with ``stages`` stages (a synthetic model with
     Llama-2-7B layer shapes when more layers than GPT-3 175B's 96 are needed)."""
-    from ppverify.systems.llm import LLM, Training, llm_cost_model, load_llm
+    from ppverify.systems.llm import Training, llm_cost_model, load_llm
     from ppverify.systems.system import load_system
 
     sysm = load_system("dgx-h100")
     if layers is None:
         model = load_llm("gpt3-175b")
     else:
-        base = load_llm("llama2-7b")
-        model = LLM(
-            f"llama2-7b-shaped-{layers}L",
-            layers,
-            base.hidden_size,
-            base.attention_heads,
-            base.ffn_hidden_size,
-            base.vocab_size,
-            base.seq_len,
-            base.kv_heads,
-            True,
-            False,
-            False,
-            False,
-        )
+        from dataclasses import replace
+
+        # Llama 2 7B's shape (no dropout, gated MLP...) with another layer count
+        model = replace(load_llm("llama2-7b"), name=f"llama2-7b-shaped-{layers}L", layers=layers)
     costs = llm_cost_model(model, sysm.peak_flops, stages, Training(mfu=0.4))
     return costs, sysm
 

@@ -2,8 +2,9 @@
 :class:`~ppverify.core.costs.CostModel` in seconds and bytes.
 
 Formulas (FLOPs: Narayanan et al., SC'21, arXiv 2104.04473; activations: Korthikanti et al.,
-"Reducing Activation Recomputation in Large Transformer Models", MLSys'23, arXiv 2205.05198), for microbatch size b, sequence length s, hidden h, heads a,
-FFN size f, vocabulary V, tensor-parallel size t:
+"Reducing Activation Recomputation in Large Transformer Models", MLSys'23, arXiv 2205.05198), for
+microbatch size b, sequence length s, hidden h, heads a, key/value width h_kv, FFN size f,
+vocabulary V, tensor-parallel size t:
 
 * forward FLOPs of one layer: ``2*b*s*(h*(h + 2*h_kv) + h*h + k*h*f)`` for the matmuls (k = 2, or
   3 for a gated MLP; ``h_kv = h * kv_heads / a``) plus ``4*b*s*s*h`` for attention scores and values
@@ -16,14 +17,21 @@ FFN size f, vocabulary V, tensor-parallel size t:
   over all stages, Narayanan et al.'s F.
 * time = FLOPs / t / (peak FLOP/s x MFU).
 * boundary bytes: ``b*s*h`` elements of ``dtype_bytes`` (divided by t under sequence parallelism).
-* activations per microbatch and layer: ``s*b*h*(34 + 5*a*s/h) / t`` bytes (Korthikanti et al.
-  2022, arXiv 2205.05198, with sequence parallelism) for 2-byte elements; with ``dtype_bytes`` d
-  the tensors scale and the 1-byte dropout masks do not: ``s*b*h*(16d + 2 + (2d + 1)*a*s/h) / t``.
-  The ``a*s/h`` term vanishes with flash attention; full recomputation keeps only the layer
-  input, ``d*s*b*h / t``. The last stage also holds the fp32 logits, ``4*s*b*V / t``. ``I`` frees
-  ``(2h + 5as)/(34h + 5as)`` of it (zero-bubble memory model, Qi et al. 2024: the 1-byte dropout
-  masks and the attention scores; ``(2h + (2d + 1)as) / ((16d + 2)h + (2d + 1)as)`` in general,
-  ``2/34`` with flash attention), ``W`` the rest.
+* activations per microbatch and layer: the tensors the layer keeps for its backward, counted
+  one by one after Korthikanti et al. 2022 (arXiv 2205.05198, Section 4.1, with sequence
+  parallelism, so divided by t) with the architecture as parameters
+  (:mod:`ppverify.systems.activations`): in units of ``s*b*h`` bytes, with d = ``dtype_bytes``,
+  r = h_kv/h, δ = 1 with dropout (1-byte masks) and 0 without, ``d*(6 + 2r + k*f/h) + 2δ``
+  (k = 2 for a GeLU MLP, 4 for a gated one: gate output, SiLU output, up output, product) plus
+  ``(d + δ*(d + 1))*a*s/h`` for the attention scores. GPT-3 (r = 1, f = 4h, dropout):
+  ``s*b*h*(16d + 2 + (2d + 1)*a*s/h) / t``, Korthikanti's ``s*b*h*(34 + 5*a*s/h) / t`` at d = 2.
+  Llama 2 7B (SwiGLU f = 11008, no dropout) at d = 2: ``s*b*h*(37.5 + 2*a*s/h) / t``. The
+  ``a*s/h`` term vanishes with flash attention; full recomputation keeps only the layer input,
+  ``d*s*b*h / t``.
+  The last stage also holds the fp32 logits, ``4*s*b*V / t``. ``I`` frees the dropout masks and
+  the attention-score tensors (zero-bubble memory model, Qi et al. 2024: ``(2h + 5as)/(34h + 5as)``
+  for GPT-3 at d = 2, ``2/34`` with flash attention; ``2as/(37.5h + 2as)`` for Llama 2 7B, none
+  with flash attention), ``W`` the rest.
 * weights + gradients + optimizer state: ``state_bytes_per_param`` per parameter (16 for
   mixed-precision Adam: bf16 weights and gradients, fp32 master weights, momentum and variance;
   Rajbhandari et al. 2020), divided by t. The embedding sits on the first stage (a learned
@@ -39,6 +47,7 @@ from dataclasses import dataclass, field
 from ..core.costs import CostModel
 from ..core.errors import ParameterError
 from ..core.ops import KINDS
+from .activations import SavedTensor, layer_activation, saved_tensors
 from .presets import read_preset
 
 
@@ -64,6 +73,9 @@ class LLM:
     tied_embeddings: bool = True
     learned_position_embeddings: bool = False
     biases: bool = True
+    #: attention and hidden dropout in training (GPT-3 as Megatron-LM trains it); with it a layer
+    #: keeps 1-byte masks and the dropped-out attention probabilities for the backward
+    dropout: bool = True
     description: str = ""
     source: str = ""
 
@@ -123,6 +135,24 @@ class LLM:
         mm = 2.0 * b * s * (h * (h + 2 * kv) + h * h + (3 if self.gated_mlp else 2) * h * f)
         return mm, 4.0 * b * s * s * h
 
+    def saved_tensors(self, dtype_bytes: int = 2) -> tuple[SavedTensor, ...]:
+        """The tensors one layer keeps for its backward (:mod:`ppverify.systems.activations`).
+
+        Example:
+            >>> ts = load_llm("llama2-70b").saved_tensors()
+            >>> sum(t.width * t.element_bytes for t in ts if not t.scores)  # bytes per token
+            331776
+        """
+        return saved_tensors(
+            self.hidden_size,
+            self.attention_heads,
+            self.kv_heads or self.attention_heads,
+            self.ffn_hidden_size,
+            self.gated_mlp,
+            self.dropout,
+            dtype_bytes,
+        )
+
 
 def load_llm(name_or_path: str) -> LLM:
     """Load an LLM preset (a shipped name or a ``.yaml`` path).
@@ -155,6 +185,7 @@ def load_llm(name_or_path: str) -> LLM:
         d["tied_embeddings"],
         d["learned_position_embeddings"],
         d["biases"],
+        d["dropout"],
         d["description"],
         d["source"],
     )
@@ -297,17 +328,16 @@ def stage_costs(
             )
     else:
         lps = split_layers(llm.layers, stages)
-    b, s, h, a, V = t.microbatch_size, t.seq_len or llm.seq_len, llm.hidden_size, llm.attention_heads, llm.vocab_size
+    b, s, h, V = t.microbatch_size, t.seq_len or llm.seq_len, llm.hidden_size, llm.vocab_size
     rate = peak_flops * t.mfu * t.tp  # FLOP/s of the t devices sharing one stage
     mm, attn = llm.layer_flops(b, s)
     head = 2.0 * b * s * h * V
     fl: dict[str, list[float]] = {k: [] for k in KINDS}
     act, freed, params = [], [], []
     d = t.dtype_bytes
-    # Korthikanti et al.'s 34sbh + 5as^2b counts 2-byte tensors plus 1-byte dropout masks (2sbh and
-    # as^2b of it): with d-byte elements that is sbh(16d + 2) + as^2b(2d + 1), the same at d = 2
-    dense = 16.0 * d + 2.0
-    score = 0.0 if t.flash_attention else (2.0 * d + 1.0) * a * s / h
+    # the tensors one layer keeps for its backward, in units of s*b*h (see activations.py): GPT-3
+    # gives Korthikanti et al.'s sbh(16d + 2) + as^2b(2d + 1), Llama 2 no dropout and a SwiGLU MLP
+    layer = layer_activation(llm.saved_tensors(d), h, s, t.flash_attention)
     for st, n in enumerate(lps):
         last = st == stages - 1
         f = n * (mm + attn) + (head if last else 0.0)
@@ -321,12 +351,12 @@ def stage_costs(
         fl["I"].append(i)
         fl["W"].append(w)
         fl["B"].append(i + w)
-        per_layer = d * s * b * h if t.recompute else s * b * h * (dense + score)
+        per_layer = d * s * b * h if t.recompute else layer.bytes(s, b, h)
         a_bytes = (n * per_layer + (4.0 * s * b * V if last else 0.0)) / t.tp
         act.append(a_bytes)
-        # I frees what only the input gradient reads: the two 1-byte dropout masks (the 2h of Qi et
-        # al.'s 2h + 5as) and the attention score side
-        freed.append(0.0 if t.recompute else (2.0 + score) / (dense + score))
+        # I frees what only the input gradient reads: the dropout masks (the 2h of Qi et al.'s
+        # 2h + 5as; none without dropout) and the attention-score tensors
+        freed.append(0.0 if t.recompute else layer.freed_fraction())
         pr = (
             n * llm.layer_params()
             + (llm.embedding_params(s) if st == 0 else 0)

@@ -172,6 +172,9 @@ LLM_SCHEMA: dict[str, Field] = {
     "tied_embeddings": Field("bool", required=False, default=True),
     "learned_position_embeddings": Field("bool", required=False, default=False),
     "biases": Field("bool", required=False, default=True),
+    # attention and hidden dropout in training: true (the default) is GPT-3 as Megatron-LM and
+    # Korthikanti et al. train it, every preset's count before the key existed; Llama says false
+    "dropout": Field("bool", required=False, default=True),
 }
 
 SCHEMAS = {"systems": SYSTEM_SCHEMA, "llms": LLM_SCHEMA}
