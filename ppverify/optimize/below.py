@@ -25,7 +25,7 @@ from .bounds import Bounds
 from .interrupt import stoppable
 from .model import build_model
 from .problem import Instance
-from .solver_setup import make_solver
+from .solver_setup import make_solver, run_solver
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def search_below(
     if gap_limit is not None:
         solver.parameters.relative_gap_limit = float(gap_limit)
     with stoppable(solver):
-        code = solver.solve(built.model)
+        code = run_solver(solver, built.model)
     # read: a schedule better than the incumbent, and what the solve proved about the optimum
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return Below(None, None, _proven(solver, incumbent))

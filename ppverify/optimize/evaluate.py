@@ -31,6 +31,7 @@ from .solver_setup import (
     cut_result,
     cut_stats,
     make_solver,
+    run_solver,
     schedule_from_starts,
     solver_stats,
 )
@@ -195,7 +196,7 @@ def evaluate(
     if progress is not None:
         progress.watch_bound(solver, inst.tick)
     with stoppable(solver):
-        status = STATUS.get(solver.solve(built.model), "UNKNOWN")
+        status = STATUS.get(run_solver(solver, built.model), "UNKNOWN")
     stats = solver_stats(solver, workers, seed, time_limit, status)
     if status not in ("OPTIMAL", "FEASIBLE"):
         # UNKNOWN: CP-SAT's work ran out, or else the wall clock (or Ctrl-C) stopped it; the

@@ -51,7 +51,7 @@ from .heuristic import Candidate, memory_ok, time_programs
 from .interrupt import stoppable
 from .periodic import building_block, periodic_programs
 from .problem import Instance
-from .solver_setup import make_solver
+from .solver_setup import make_solver, run_solver
 
 #: CP-SAT's deterministic seconds for one block (:func:`modulo_block`'s default)
 WORK_PER_INTERVAL = 0.2
@@ -171,7 +171,7 @@ def _solve_block(
     # after 1 with it)
     solver.parameters.linearization_level = 0
     with stoppable(solver):
-        code = solver.solve(model)
+        code = run_solver(solver, model)
     used = float(solver.deterministic_time)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None, used

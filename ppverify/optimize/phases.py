@@ -45,7 +45,7 @@ from .problem import Instance
 from .relax import relaxation_bound
 from .result import CommonFields, OptimizeResult, relative_gap
 from .solver_run import Progress
-from .solver_setup import STATUS, cut_stats, make_solver, schedule_from_starts
+from .solver_setup import STATUS, cut_stats, make_solver, run_solver, schedule_from_starts
 
 #: the search of the step's end and windows through it (ending.py) get these shares of a point's
 #: work, after the other searches
@@ -218,7 +218,7 @@ def cp_search(
         callback = run.progress.search_callback(inst.tick)
         run.progress.watch_bound(solver, inst.tick)
     with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
-        code = solver.solve(built.model, callback)
+        code = run_solver(solver, built.model, callback)
     if hard.expired():
         run.cut.append("search")
 

@@ -32,7 +32,7 @@ from .bounds import Bounds, heads_tails
 from .interrupt import stoppable
 from .model import memory_lags
 from .problem import Instance
-from .solver_setup import make_solver
+from .solver_setup import make_solver, run_solver
 from .stagepair import slot_cycle_lags, slot_precedences
 
 
@@ -153,7 +153,7 @@ def device_bound(
     model.minimize(obj)
     solver = make_solver(time_limit, workers, seed, work_limit, deterministic)
     with stoppable(solver):  # Ctrl-C / SIGTERM stop it (interrupt.py)
-        status = solver.solve(model)
+        status = run_solver(solver, model)
     if status == cp_model.OPTIMAL:
         return round(solver.objective_value)
     proven = solver.best_objective_bound

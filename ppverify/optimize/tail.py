@@ -29,7 +29,7 @@ from .interrupt import stoppable
 from .model import build_model
 from .problem import Instance
 from .solver_run import Progress
-from .solver_setup import make_solver
+from .solver_setup import make_solver, run_solver
 
 
 def several_stages_per_device(inst: Instance) -> bool:
@@ -166,7 +166,7 @@ def search_after(
     if gap_limit is not None:
         solver.parameters.relative_gap_limit = float(gap_limit)
     with stoppable(solver):
-        code = solver.solve(built.model, callback)
+        code = run_solver(solver, built.model, callback)
     # read
     used = float(solver.deterministic_time)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or round(solver.objective_value) >= upper:

@@ -113,6 +113,12 @@ def run(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.close()
     bound = min(res.bound, value) if not over_cap else res.bound
+    best = res.objective
+    if not res.exact and res.schedule is not None:
+        # durations with no small common tick (presets, in seconds) were rounded down for CP-SAT:
+        # its optimum is a bound on that grid, the schedule's own time is what it takes
+        best = family_value(res.schedule, pr.costs, pr.comm, pr.objective, pr.sync, pr.dp_allreduce)[0]
+    proven = res.status == "OPTIMAL" and res.exact
     opt_peak = float(res.timeline.peak_memory().max()) if res.timeline is not None and len(res.timeline.ops) else None
     out = dict(
         info,
@@ -125,8 +131,8 @@ def run(args: argparse.Namespace) -> int:
         bound=bound,
         # over the cap the bound is for other schedules (those within it): no gap to state
         gap_to_bound=None if over_cap else relative_gap(value, bound),
-        optimum=res.objective if res.status == "OPTIMAL" else None,
-        best_found=res.objective,
+        optimum=res.objective if proven else None,
+        best_found=best,
         status=res.status,
         objective=res.objective_name,
         analytic_bounds=dict(res.bounds),
@@ -158,17 +164,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"gap to bound {'-' if gap is None else f'{100 * gap:.2f}%'}  ({pr.objective} - bound) / {pr.objective}")
     peak_text = "" if opt_peak is None else f", peak {mem(opt_peak)}"
-    if res.status == "OPTIMAL" and res.objective is not None:  # an optimum always has its value
-        ahead = value - res.objective
+    if res.status == "OPTIMAL" and best is not None:  # an optimum always has its value
+        ahead = value - best
         than = (
             f"the family is {ahead:g}{u} above it"
             if not over_cap
             else f"the family, over the cap, is {abs(ahead):g}{u} {'faster' if ahead < 0 else 'slower'}"
         )
-        print(f"optimum      {res.objective:g}{u}  (proven{peak_text}; {than})")
-    elif res.objective is not None:
+        if proven:
+            print(f"optimum      {best:g}{u}  (proven{peak_text}; {than})")
+        else:
+            grid = f"optimal on durations rounded down to ticks of {res.tick:g}{u}: the optimum is at most it"
+            print(f"best found   {best:g}{u}  ({grid}{peak_text}; {than})")
+    elif best is not None:
         ended = "when stopped" if stop.is_set() else f"within {wall:g} s"  # a signal cut it, not the limit
-        print(f"best found   {res.objective:g}{u}  (CP-SAT {res.status} {ended}{peak_text})")
+        print(f"best found   {best:g}{u}  (CP-SAT {res.status} {ended}{peak_text})")
     print()
     print("\n".join(summary_lines(res, info)))
     return stopped(args, "ppverify gap", "the bound and gap found so far") if stop.is_set() else 0
