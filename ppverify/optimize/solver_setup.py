@@ -132,7 +132,7 @@ def lp_magnitude(model: cp_model.CpModel) -> int:
     return int(cap) * max((max(abs(int(x)) for x in v.domain) for v in proto.variables), default=0)
 
 
-def run_solver(solver: cp_model.CpSolver, model: cp_model.CpModel, callback: Any = None) -> int:
+def run_solver(solver: cp_model.CpSolver, model: cp_model.CpModel, callback: Any = None) -> cp_model.CpSolverStatus:
     """``solver.solve(model, callback)``, with CP-SAT's level-2 LP kept out of a model whose
     magnitudes would overflow it: on a memory-capped model in bytes and 0.1 us ticks (DualPipe,
     p = 2, m = 4, GPT-3 1.3B on dgx-h100 under ``gap``), OR-Tools 9.15's LP simplification
