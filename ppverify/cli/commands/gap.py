@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any
 
 from ...core.sizes import memory_formatter
 from ...optimize.request import own_peak_problem, summary_lines
 from .. import Command
 from ..common import print_json
+from ..gap_text import best_value, family_value, optimum_line
 from ..optimize_args import add_problem_arguments, problem_from_args
 from ..signals import interruptible, stopped
 
@@ -36,34 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """
     add_problem_arguments(parser, family_optional=False)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-
-
-def family_value(
-    schedule: Any, costs: Any, comm: Any, objective: str, sync: str = "eager", dp_allreduce: int = 0
-) -> tuple[float, Any]:
-    """The schedule's makespan (or longest per-device span) under the async engine, and the
-    timeline. Replica all-reduces (two-pipe families) are included as the engine runs them under
-    ``sync`` (the bound includes the same collectives).
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> from ppverify.core.costs import CostModel
-        >>> from ppverify.core.comm import FixedDelay
-        >>> s = build("gpipe", p=4, m=4)
-        >>> family_value(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(1), "makespan")[0]
-        27.0
-    """
-    from ...engines import run as run_engine
-
-    tl = run_engine(schedule, costs, comm, "async", sync=sync, dp_allreduce=dp_allreduce)
-    if objective == "makespan":
-        return float(tl.makespan), tl
-    spans = [
-        float(tl.end[tl.device == d].max() - tl.start[tl.device == d].min())
-        for d in range(tl.p)
-        if (tl.device == d).any()
-    ]
-    return max(spans), tl
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,11 +85,7 @@ def run(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.close()
     bound = min(res.bound, value) if not over_cap else res.bound
-    best = res.objective
-    if not res.exact and res.schedule is not None:
-        # durations with no small common tick (presets, in seconds) were rounded down for CP-SAT:
-        # its optimum is a bound on that grid, the schedule's own time is what it takes
-        best = family_value(res.schedule, pr.costs, pr.comm, pr.objective, pr.sync, pr.dp_allreduce)[0]
+    best = best_value(res, pr)
     proven = res.status == "OPTIMAL" and res.exact
     opt_peak = float(res.timeline.peak_memory().max()) if res.timeline is not None and len(res.timeline.ops) else None
     out = dict(
@@ -163,22 +131,9 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(f"gap to bound {'-' if gap is None else f'{100 * gap:.2f}%'}  ({pr.objective} - bound) / {pr.objective}")
-    peak_text = "" if opt_peak is None else f", peak {mem(opt_peak)}"
-    if res.status == "OPTIMAL" and best is not None:  # an optimum always has its value
-        ahead = value - best
-        than = (
-            f"the family is {ahead:g}{u} above it"
-            if not over_cap
-            else f"the family, over the cap, is {abs(ahead):g}{u} {'faster' if ahead < 0 else 'slower'}"
-        )
-        if proven:
-            print(f"optimum      {best:g}{u}  (proven{peak_text}; {than})")
-        else:
-            grid = f"optimal on durations rounded down to ticks of {res.tick:g}{u}: the optimum is at most it"
-            print(f"best found   {best:g}{u}  ({grid}{peak_text}; {than})")
-    elif best is not None:
-        ended = "when stopped" if stop.is_set() else f"within {wall:g} s"  # a signal cut it, not the limit
-        print(f"best found   {best:g}{u}  (CP-SAT {res.status} {ended}{peak_text})")
+    line = optimum_line(res, best, value, over_cap, wall, stop.is_set(), "" if opt_peak is None else mem(opt_peak))
+    if line:
+        print(line)
     print()
     print("\n".join(summary_lines(res, info)))
     return stopped(args, "ppverify gap", "the bound and gap found so far") if stop.is_set() else 0

@@ -1,0 +1,82 @@
+"""What ``ppverify gap`` times and prints beside the solver's summary: the family's value under
+the async engine, the best schedule's own time, and the line that states the optimum."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def family_value(
+    schedule: Any, costs: Any, comm: Any, objective: str, sync: str = "eager", dp_allreduce: int = 0
+) -> tuple[float, Any]:
+    """The schedule's makespan (or longest per-device span) under the async engine, and the
+    timeline. Replica all-reduces (two-pipe families) are included as the engine runs them under
+    ``sync`` (the bound includes the same collectives).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.comm import FixedDelay
+        >>> s = build("gpipe", p=4, m=4)
+        >>> family_value(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(1), "makespan")[0]
+        27.0
+    """
+    from ..engines import run as run_engine
+
+    tl = run_engine(schedule, costs, comm, "async", sync=sync, dp_allreduce=dp_allreduce)
+    if objective == "makespan":
+        return float(tl.makespan), tl
+    spans = [
+        float(tl.end[tl.device == d].max() - tl.start[tl.device == d].min())
+        for d in range(tl.p)
+        if (tl.device == d).any()
+    ]
+    return max(spans), tl
+
+
+def best_value(res: Any, problem: Any) -> float | None:
+    """The best schedule's value: CP-SAT's, or, where durations with no small common tick
+    (presets, in seconds) were rounded down for it, the schedule's own time at the true
+    durations (CP-SAT's value is then a bound on that grid, a little under it).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> best_value(SimpleNamespace(objective=9.0, exact=True, schedule=None), None)
+        9.0
+    """
+    if res.exact or res.schedule is None:
+        return res.objective
+    pr = problem
+    return family_value(res.schedule, pr.costs, pr.comm, pr.objective, pr.sync, pr.dp_allreduce)[0]
+
+
+def optimum_line(
+    res: Any, best: float | None, value: float, over_cap: bool, wall: float, stopped: bool, peak: str
+) -> str:
+    """The line after the gap: the proven optimum, the best schedule on a rounded grid (optimal
+    there, the true optimum at most its own time), or the best found when the search ended
+    first; empty without a schedule. ``peak`` is the best schedule's peak as text.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> res = SimpleNamespace(status="OPTIMAL", exact=True, time_unit="units", tick=1.0)
+        >>> optimum_line(res, 9.0, 9.0, False, 60.0, False, "2")
+        'optimum      9  (proven, peak 2; the family is 0 above it)'
+    """
+    if best is None:
+        return ""
+    u = "" if res.time_unit != "s" else " s"
+    peak_text = f", peak {peak}" if peak else ""
+    if res.status != "OPTIMAL":
+        ended = "when stopped" if stopped else f"within {wall:g} s"  # a signal cut it, not the limit
+        return f"best found   {best:g}{u}  (CP-SAT {res.status} {ended}{peak_text})"
+    ahead = value - best
+    than = (
+        f"the family is {ahead:g}{u} above it"
+        if not over_cap
+        else f"the family, over the cap, is {abs(ahead):g}{u} {'faster' if ahead < 0 else 'slower'}"
+    )
+    if res.exact:
+        return f"optimum      {best:g}{u}  (proven{peak_text}; {than})"
+    grid = f"optimal on durations rounded down to ticks of {res.tick:g}{u}: the optimum is at most it"
+    return f"best found   {best:g}{u}  ({grid}{peak_text}; {than})"
