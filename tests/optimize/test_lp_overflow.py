@@ -50,3 +50,15 @@ def test_the_level2_subsolvers_are_capped_only_on_large_magnitudes():
     assert all(f'name: "{name}"' in text for name in LEVEL2_SUBSOLVERS)
     assert text.count("linearization_level: 1") >= len(LEVEL2_SUBSOLVERS)
     assert guarded.parameters.linearization_level <= 1
+
+
+def test_gap_json_leaves_a_rounded_grid_optimum_unproven(capsys):
+    import json
+
+    from ppverify.cli import main
+
+    argv = ["gap", "dualpipe", "-p", "2", "-m", "4", "--system", "pcie-gen4", "--model", "gpt3-1.3b", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    # CP-SAT's optimum is on 0.1 us ticks rounded down: a bound there, not a schedule's time
+    assert out["optimum"] is None and out["bound"] <= out["best_found"] <= out["family_value"]
