@@ -248,7 +248,7 @@ def _schedule(
         fix = f"give the stage count or the placement: ppverify import --stages {S} or --placement"
         refuse_gaps(cells, source, "stage", fix)
     if m is None:
-        refuse_gaps(cells, source, "microbatch", f"give m: ppverify import -m {mm} reports their ops missing")
+        refuse_gaps(cells, source, "microbatch", f"give m: -m {mm} reports their ops missing")
     inferred = infer_stage_ranks(programs, S)
     pl = resolve_placement(placement, p, S, inferred, source)
     # PyTorch's compute-only loader refuses markers as it refuses SEND/RECV: a file holding either

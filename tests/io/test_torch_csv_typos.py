@@ -54,7 +54,7 @@ def test_a_microbatch_typo_is_named_at_its_cell(mb_typo, capsys, command):
     # microbatches named: 0, 1, 2 (0B1 and the other rows keep 1) and 9; 3..8 nowhere
     err = _one_line_error([command, mb_typo], capsys)
     assert "y.csv: row 1 (rank 0), column 2: 0F9 names microbatch 9, but no cell names microbatches 3..8" in err
-    assert "ppverify import -m 10" in err  # 9 + 1: how to read the gap as missing microbatches
+    assert "give m: -m 10 reports their ops missing" in err  # 9 + 1: how to read the gap as missing microbatches
     assert "missing (should run" not in err
 
 
