@@ -271,7 +271,8 @@ def resolve_memory_cap(
     option, raw = spec.option, spec.text
     if spec.amount is None:
         return unlimited_cap(costs, placement)
-    unit = activation_unit(costs, placement)
+    exact_unit = _exact_unit(costs, placement)
+    unit = float(exact_unit)
     mf = max(costs.activation)
     if not mf > 0:
         raise ParameterError(
@@ -303,7 +304,7 @@ def resolve_memory_cap(
             )
         # the float of the exact product, as the peaks are counted: 3 x 0.7 in floats is
         # 2.0999999999999996, under a peak of three such activations
-        value = float(spec.amount * _exact_unit(costs, placement))
+        value = float(spec.amount * exact_unit)
     if not math.isfinite(value) or value <= 0 or value > MAX_NUMBER * max(unit, 1.0):
         raise ParameterError(option, raw, f"must be a finite number > 0 and at most {MAX_NUMBER:g} activations")
     if value < mf * (1 - 1e-9):

@@ -125,16 +125,17 @@ def design_unit(costs: CostModel, placement: Placement, settings: PresetSettings
     """
     from dataclasses import replace
 
+    from ..core.memory_cap import activation_unit
     from ..core.placement import linear
 
     if costs.memory_unit != "bytes":
-        return float(max(costs.activation) / placement.share_per_stage)
+        return activation_unit(costs, placement)
     ref = linear(placement.p)
     carrier = Schedule(ref, m, tuple(() for _ in range(ref.p)), (0,) * m)
     # the model's layers split evenly, whatever --layers-per-stage says: the same budget is then the
     # same bytes with or without it (and its counts, one per stage, need not fit p stages)
     even = replace(settings, layers_per_stage=None)
-    return float(max(resolve_presets(even, carrier).costs.activation))
+    return activation_unit(resolve_presets(even, carrier).costs, ref)
 
 
 def stage_split(settings: PresetSettings) -> int | None:
