@@ -222,10 +222,8 @@ def _schedule(
     m: int | None,
     num_stages: int | None,
     strict: bool,
-    m_note: str = "",
 ) -> Schedule:
-    """:func:`parse_rows` once its cells are actions (the counts checked); ``m_note`` ends a
-    refusal of a microbatch beyond ``m``."""
+    """:func:`parse_rows` once its cells are actions (the counts checked)."""
     p = len(programs)
     actions = [a for prog in programs for a in prog if a is not None]
     if not any(isinstance(a, (Op, Overlap)) for a in actions):
@@ -243,7 +241,8 @@ def _schedule(
     cells = program_cells(programs, _cell)
     if strict:
         stages_from = "given" if implied is None else f"of placement {implied[1]}"
-        check_cells_within(cells, source, m, S if num_stages is not None or implied else None, stages_from, m_note)
+        bound = S if num_stages is not None or implied else None
+        check_cells_within(cells, source, m, bound, stages_from, _whole_note(actions, m))
     if num_stages is None and implied is None:
         fix = f"give the stage count or the placement: ppverify import --stages {S} or --placement"
         refuse_gaps(cells, source, "stage", fix)
@@ -291,16 +290,21 @@ def parse_file_rows(rows: Iterable[Sequence[str]], source: str, m: int | None = 
     programs = _programs(rows, source)
     if m is None:
         return _schedule(programs, source, None, None, None, True)
-    actions = [a for prog in programs for a in prog if a is not None]
+    held = max((mb for prog in programs for a in prog if a is not None for mb in mbs_of(a)), default=0) + 1
+    return _schedule(programs, source, None, min(m, held), None, True)
+
+
+def _whole_note(actions: Sequence[Action], m: int | None) -> str:
+    """What ends the refusal of a cell beyond a given ``m`` below the file's own count: that the
+    file read whole (without ``-m``) holds ``held`` microbatches, unless it has a gap, which leaving
+    ``-m`` out would refuse in turn."""
     mbs = {mb for a in actions for mb in mbs_of(a)}
     held = max(mbs, default=0) + 1
-    if m >= held:
-        return _schedule(programs, source, None, held, None, True)
-    # read whole (without -m) the file holds `held` microbatches; say so unless a gap, which leaving
-    # -m out would refuse in turn, says otherwise
-    whole = first_gap(mbs) is None and first_gap({s for a in actions for s in stages_of(a)}) is None
-    note = f"; read whole, the file holds m={held}: leave -m out to take it so" if whole else ""
-    return _schedule(programs, source, None, m, None, True, note)
+    if m is None or m >= held or first_gap(mbs) is not None:
+        return ""
+    if first_gap({s for a in actions for s in stages_of(a)}) is not None:
+        return ""
+    return f"; read whole, the file holds m={held}: leave -m out to take it so"
 
 
 def load_csv(

@@ -102,3 +102,21 @@ def test_m_below_one_is_refused_before_the_cells(m):
     for read in (lambda: parse_file_rows(SIX, "s.csv", m), lambda: parse_rows(SIX, "s.csv", m=m, strict=True)):
         with pytest.raises(ParameterError, match="must be an integer >= 1"):
             read()
+
+
+def test_import_says_what_verify_says_of_an_m_below_the_file(tmp_path, capsys):
+    # import reads through load_csv (strict parse_rows), verify through parse_file_rows: -m 3 over
+    # microbatches 0..3 (no gap) is refused at 0F3 by both, and both add that the file holds m=4
+    from ppverify.cli import main
+
+    path = tmp_path / "four.csv"
+    path.write_text("0F0,0F1,0F2,0F3,0B0,0B1,0B2,0B3\n")
+    lines = []
+    for command in ("import", "verify"):
+        assert main([command, str(path), "-m", "3"]) == 2
+        lines.append(capsys.readouterr().err.strip().split(": error: ", 1)[1])
+    expected = (
+        f"{path}: row 1 (rank 0), column 4: 0F3 names microbatch 3, outside the m=3 given "
+        "(microbatches 0..2); read whole, the file holds m=4: leave -m out to take it so"
+    )
+    assert lines == [expected, expected]

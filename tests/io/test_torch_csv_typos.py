@@ -71,11 +71,13 @@ def test_given_sizes_bound_the_cells(stage_typo, mb_typo, capsys):
 
 
 def test_a_typo_next_to_the_last_number_is_named_when_m_is_given(tmp_path, capsys):
-    # 0F2 typed as 0F3: 3 follows 2, so no gap betrays it; -m 3 does
+    # 0F2 typed as 0F3: 3 follows 2, so no gap betrays it; -m 3 does. Read whole the file names
+    # microbatches 0..3 without a gap (m=4), which the refusal adds, as verify's does
     path = _csv(tmp_path, "z.csv", [GOOD[0].replace("0F2", "0F3"), *GOOD[1:]])
     err = _one_line_error(["import", path, "-m", "3"], capsys)
     assert err.endswith(
         "z.csv: row 1 (rank 0), column 3: 0F3 names microbatch 3, outside the m=3 given (microbatches 0..2)"
+        "; read whole, the file holds m=4: leave -m out to take it so"
     )
 
 
