@@ -389,8 +389,11 @@ def as_typed(
 
 
 def _holds(parsed: object, value: object) -> bool:
-    # the value an error names is the option's own: the same, or one of a list's items
-    items = parsed if isinstance(parsed, (list, tuple)) else [parsed]
+    # the value an error names is the option's own: the same, or one of a list's items (a comma
+    # list typed as one word too: --budgets 1,2 refused for its 1)
+    items = list(parsed) if isinstance(parsed, (list, tuple)) else [parsed]
+    if isinstance(parsed, str) and "," in parsed:
+        items += [word.strip() for word in parsed.split(",")]
     for item in [parsed, *items]:
         try:
             if item is value or str(item) == str(value) or bool(item == value):

@@ -111,12 +111,14 @@ def deepen_front(
     until: float | None = None,
     report: Report | None = None,
     run_tasks: RunTasks | None = None,
+    extra: Sequence[Point] = (),
 ) -> tuple[list[Point], bool]:
     """Every point with the frontier's points above the gap limit searched again
     (:func:`search_task`, the largest budget first, on ``run_tasks``: one after another in this
     process by default, or the run's executor) and merged (:func:`merge_search`), made consistent
-    across budgets again; ``until``: the run's wall-clock ceiling, after which no search starts.
-    Returns the points and whether Ctrl-C stopped the work (what was done is kept).
+    across budgets again; ``until``: the run's wall-clock ceiling, after which no search starts;
+    ``extra``: the families as frontier candidates (:func:`.rework_front`). Returns the points and
+    whether Ctrl-C stopped the work (what was done is kept).
 
     Example:
         >>> from ppverify.systems.preset_models import PresetSettings
@@ -136,6 +138,7 @@ def deepen_front(
         lambda q, found: merge_search(q, found, limits),
         run_tasks,
         report,
+        extra,
     )
 
 

@@ -178,3 +178,43 @@ def adopt_families(points: Sequence[Point], fams: Sequence[FamilyPoint], split: 
                 pt = replace(pt, status="FEASIBLE")
         out.append(pt)
     return out
+
+
+def family_candidates(points: Sequence[Point], fams: Sequence[FamilyPoint], split: bool = True) -> list[Point]:
+    """Every family of a searched placement as a frontier candidate: a valid schedule at its own
+    (peak, time), under the bound of the smallest budget of its placement that holds its peak (a
+    bound on every schedule within that budget, so on the family too). A point keeps the fastest
+    schedule within its budget, often at a larger peak than the family's; without these the
+    frontier at the family's peak would show a slower schedule, or none, though the family is
+    known (ZB-H1 at peak 3 in 29 where V's point of budget 5 gave 29.5, p = 3, delay 1). A family
+    above every budget of its placement has no bound and is not one.
+
+    Example:
+        >>> pt = Point("linear", 4.0, "OPTIMAL", 40.0, 40.0, 4.0, "greedy", None)
+        >>> [(q.peak, q.time, q.bound, q.budget, q.start) for q in
+        ...  family_candidates([pt], [FamilyPoint("zb-h1", "linear", 3.0, 45.0, None)])]
+        [(3.0, 45.0, 40.0, 4.0, 'zb-h1')]
+    """
+    out = []
+    for f in fams:
+        if not split and f.schedule is not None and f.schedule.has_split_backward:
+            continue  # another problem (adopt_families)
+        holders = [q for q in points if q.placement == f.placement and f.peak <= q.budget + EPS]
+        if not holders:
+            continue
+        q = min(holders, key=lambda x: x.budget)
+        status = "OPTIMAL" if f.time <= q.bound + EPS else "FEASIBLE"
+        budget = "none" if math.isinf(q.budget) else f"{q.budget:g}"
+        note = f"{on_its_own(f.family)}, under the bound of budget {budget}"
+        out.append(Point(f.placement, q.budget, status, f.time, q.bound, f.peak, f.family, f.schedule, note))
+    return out
+
+
+def on_its_own(family: str) -> str:
+    """How a frontier candidate made of a family begins its note (:func:`family_candidates`).
+
+    Example:
+        >>> on_its_own("zb-h1")
+        'the family zb-h1 at its own peak'
+    """
+    return f"the family {family} at its own peak"

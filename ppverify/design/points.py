@@ -348,9 +348,10 @@ def monotone(points: Sequence[Point]) -> list[Point]:
     return out
 
 
-def frontier(points: Sequence[Point]) -> list[Point]:
+def frontier(points: Sequence[Point], extra: Sequence[Point] = ()) -> list[Point]:
     """The Pareto-optimal points: by peak, each strictly faster than every point of smaller or
-    equal peak (ties: the smaller budget, then the placement's name).
+    equal peak (ties: the smaller budget, then the placement's name, then ``points`` before
+    ``extra``: the families as candidates, :func:`~ppverify.design.families.family_candidates`).
 
     Example:
         >>> a = Point("linear", 2.0, "OPTIMAL", 30.0, 30.0, 2.0, None, None)
@@ -360,9 +361,9 @@ def frontier(points: Sequence[Point]) -> list[Point]:
         [('v', 28.0)]
     """
     done = sorted(
-        (q for q in points if q.time is not None and q.peak is not None),
+        (q for q in [*points, *extra] if q.time is not None and q.peak is not None),
         key=lambda q: (q.peak, q.time, q.budget, q.placement),
-    )
+    )  # stable: a point before a family at the same key
     out: list[Point] = []
     for q in done:
         assert q.time is not None

@@ -50,12 +50,14 @@ def rework_front(
     merge: Callable[[Point, Point], Point],
     run_tasks: RunTasks | None = None,
     report: Report | None = None,
+    extra: Sequence[Point] = (),
 ) -> tuple[list[Point], bool]:
     """Every point, with the frontier points that are ``wanted`` each given its task
     (``task_of``, the largest budget first, all run by ``run_tasks``: :func:`in_turn` by default)
     and what it found merged in (``merge(point, found)``) and reported as each is done; then made consistent across budgets
-    (:func:`~ppverify.design.points.monotone`). Returns the points and whether Ctrl-C stopped the
-    work (what was done is kept).
+    (:func:`~ppverify.design.points.monotone`). ``extra``: the families as frontier candidates, so
+    that a point a family beats at its peak gets no work (a family itself gets none). Returns the
+    points and whether Ctrl-C stopped the work (what was done is kept).
 
     Example:
         >>> from ppverify.systems.preset_models import PresetSettings
@@ -72,7 +74,8 @@ def rework_front(
         (15.0, 'OPTIMAL', False, [(1, 1)])
     """
     out = list(points)
-    todo = sorted((q for q in frontier(out) if wanted(q)), key=lambda q: -q.budget)
+    ids = {id(q) for q in out}
+    todo = sorted((q for q in frontier(out, extra) if id(q) in ids and wanted(q)), key=lambda q: -q.budget)
     tasks = [replace(task_of(q), index=n) for n, q in enumerate(todo)]
     by_key = {(q.placement, q.budget): q for q in todo}
     merged: dict[tuple[str, float], Point] = {}

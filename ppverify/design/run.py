@@ -20,7 +20,7 @@ from ..optimize.solver_setup import check_seed
 from ..systems.preset_models import PresetSettings
 from .deepen import deepen_front, deepen_line, needs_more
 from .execute import run_points
-from .families import adopt_families, families_until
+from .families import adopt_families, families_until, family_candidates, on_its_own
 from .points import EPS, NOT_RUN, FamilyPoint, Point, frontier, monotone, same_time, value_at
 from .spec import Limits, Setup, Task, budget_items, model_options, parse_budgets, setups, stage_split
 from .tighten import tighten_front, tighten_line, wants_bound
@@ -109,18 +109,23 @@ class Design:
     def family_rows(self) -> list[dict[str, Any]]:
         """Each family with the frontier's value at its peak and the difference (frontier minus
         family). A family faster than the frontier at its peak, or fitting a peak below every
-        frontier point's, has a note saying why (:meth:`why_not_on_frontier`).
+        frontier point's, has a note saying why (:meth:`why_not_on_frontier`); so has one that is
+        the frontier there itself (:func:`.family_candidates`) because no budget searched its peak.
 
         Example:
             >>> from ppverify.systems.preset_models import PresetSettings
+            >>> from .points import frontier
             >>> rq = DesignRequest(2, 4, "linear", "1,none", PresetSettings(costs="F=1,B=2"))
             >>> one = Point("linear", 1.0, "OPTIMAL", 24.0, 24.0, 1.0, None, None)
             >>> wide = Point("linear", math.inf, "OPTIMAL", 14.0, 14.0, 4.0, None, None)
             >>> fam = FamilyPoint("1f1b", "linear", 2.0, 15.0, None)
-            >>> d = Design(rq, setups("linear", 2, 4, rq.settings), (one, wide), (fam,), (one, wide), 2, 2, False)
+            >>> front = tuple(frontier([one, wide], family_candidates([one, wide], [fam])))
+            >>> [(q.peak, q.time, q.bound) for q in front]  # 1F1B under the unconstrained bound
+            [(1.0, 24.0, 24.0), (2.0, 15.0, 14.0), (4.0, 14.0, 14.0)]
+            >>> d = Design(rq, setups("linear", 2, 4, rq.settings), (one, wide), (fam,), front, 2, 2, False)
             >>> row = d.family_rows()[0]
             >>> row["frontier"], row["difference"], row["note"]
-            (24.0, 9.0, 'faster than the frontier: no budget was searched between its peak 2 and none (the point there runs 14 at peak 4): add 2 to --budgets')
+            (15.0, 0.0, 'on the frontier as itself: no budget was searched between its peak 2 and none (the point there runs 14 at peak 4): add 2 to --budgets')
         """
         rows = []
         least = min((q.peak for q in self.front if q.peak is not None), default=None)
@@ -132,6 +137,11 @@ class Design:
             row = dict(f.to_dict(), frontier=None if at is None else at.time, difference=diff)
             if diff is not None and diff > 0:
                 row["note"] = f"faster than the frontier: {self.why_not_on_frontier(f)}"
+            elif at is not None and at.start == f.family and at.note.startswith(on_its_own(f.family)):
+                # the frontier there is the family itself: no point was searched at its peak
+                why = self.why_not_on_frontier(f)
+                if why.startswith("no budget was searched"):
+                    row["note"] = f"on the frontier as itself: {why}"
             elif at is None:  # the family fits a peak no frontier point fits: better than nothing there
                 where = "the frontier is empty" if least is None else f"its least peak is {least:g}"
                 row["note"] = f"fits below every frontier point ({where}): {self.why_not_on_frontier(f)}"
@@ -382,8 +392,12 @@ def design(
 
     lim = request.limits
 
+    def extra() -> list[Point]:  # the families as frontier candidates, under the points' bounds now
+        return family_candidates(points, fams, request.split_backward)
+
     def begin(what: str, wanted: Callable[[Point], bool], work: str) -> None:  # a phase of minutes says so first
-        todo = [q for q in frontier(points) if wanted(q)]
+        ids = {id(q) for q in points}  # a family on the frontier gets no work
+        todo = [q for q in frontier(points, extra()) if id(q) in ids and wanted(q)]
         if progress and todo and (until is None or time.time() < until):
             print(
                 f"design {what}: {len(todo)} frontier point(s) above the gap limit, {work}", file=sys.stderr, flush=True
@@ -402,7 +416,7 @@ def design(
                 print(f"{line} {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
 
         points, interrupted = deepen_front(
-            points, sets, request.m, request.split_backward, request.limits, until, report_search, on_executor
+            points, sets, request.m, request.split_backward, request.limits, until, report_search, on_executor, extra()
         )
     if not interrupted and lim.tighten_work > 0:
         pair = f", then {lim.pair_work:g} on it with a neighbour (--pair-work)" if lim.pair_work > 0 else ""
@@ -418,9 +432,9 @@ def design(
                 print(f"{line} {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
 
         points, interrupted = tighten_front(
-            points, sets, request.m, request.split_backward, request.limits, until, report_bound, on_executor
+            points, sets, request.m, request.split_backward, request.limits, until, report_bound, on_executor, extra()
         )
-    front = frontier(points)
+    front = frontier(points, extra())
     verified = verify_front(front, sets)
     return Design(
         request, sets, tuple(points), tuple(fams), tuple(front), len(points), len(tasks), interrupted, verified, found,

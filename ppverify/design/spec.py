@@ -17,6 +17,7 @@ from typing import Any
 from ..core.comm import CommModel
 from ..core.costs import CostModel
 from ..core.errors import ParameterError
+from ..core.limits import MAX_NUMBER
 from ..core.placement import Placement, placement_from_text
 from ..core.schedule import Schedule
 from ..systems.preset_models import PresetSettings, resolve_presets
@@ -261,6 +262,10 @@ def parse_budgets(text: str, sets: Sequence[Setup] = ()) -> tuple[float, ...] | 
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter budgets=2MF,1: 2MF and 1 are the same budget, 1 activations (each budget is one point per placement)
+        >>> parse_budgets("2,1e300")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter budgets=2,1e300: 1e300 is above 1e+15 activations: write none
         >>> parse_budgets("2,-1")
         Traceback (most recent call last):
         ...
@@ -305,6 +310,8 @@ def budget_items(text: str, sets: Sequence[Setup] = ()) -> list[tuple[str, float
             value = _spelled_budget(item.strip(), text, sets)
         if not value > 0 or value == float("inf"):
             raise ParameterError("budgets", text, f"every budget must be a number > 0 (or none), got {item.strip()!r}")
+        if value > MAX_NUMBER:  # as every number in an option (--memory-cap 1e300 is refused): none means no cap
+            raise ParameterError("budgets", text, f"{item.strip()} is above {MAX_NUMBER:g} activations: write none")
         out.append((item.strip(), value))
     if not out:
         raise ParameterError("budgets", text, "name at least one budget, or auto")

@@ -106,12 +106,14 @@ def tighten_front(
     until: float | None = None,
     report: Report | None = None,
     run_tasks: RunTasks | None = None,
+    extra: Sequence[Point] = (),
 ) -> tuple[list[Point], bool]:
     """Every point with the frontier's bounds tightened (:func:`bound_task`, the largest budget
     first, on ``run_tasks``: one after another in this process by default, or the run's executor;
     :func:`merge_bound`) and made consistent across budgets again; ``until``: the run's wall-clock
-    ceiling (a ``time.time()`` instant) after which no bound work starts. Returns the points and
-    whether Ctrl-C stopped the work (what was done is kept).
+    ceiling (a ``time.time()`` instant) after which no bound work starts; ``extra``: the families
+    as frontier candidates (:func:`.rework_front`). Returns the points and whether Ctrl-C stopped
+    the work (what was done is kept).
 
     Example:
         >>> from ppverify.systems.preset_models import PresetSettings
@@ -131,6 +133,7 @@ def tighten_front(
         merge_bound,
         run_tasks,
         report,
+        extra,
     )
 
 

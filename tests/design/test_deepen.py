@@ -32,7 +32,8 @@ def _point(capsys, *extra: str) -> tuple[dict, dict]:
     argv = [*ARGS, "--budgets", "7", "--work-limit", "0.2", "--bound-work", "0", "--no-progress", "--json", *extra]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    return out["design"], out["frontier"][0]
+    # the fastest frontier point: the families of smaller peaks come before it
+    return out["design"], out["frontier"][-1]
 
 
 def test_a_second_search_reaches_the_optimum_the_first_missed(capsys):

@@ -24,12 +24,13 @@ if TYPE_CHECKING:  # the page's type only: a run without the playwright extra sk
 # two devices does better: device 1 cannot start before 2 nor finish its 12 units of work before
 # 14, and device 0's last B follows device 1's last one by 1 + 2). 1F1B: device 0 runs F0 F1 B0 F2
 # B1 F3 B2 B3, waiting on every gradient's round trip: its B3 arrives at 17 and ends at 19, at
-# peak 2. So at 1F1B's peak 2 the frontier holds only budget 1's 32: 1F1B is faster there, and the
-# least budget that holds peak 2 ("none") kept GPipe's 17 at peak 4, so the note asks for budget 2.
+# peak 2. No point searched peak 2: the least budget that holds it ("none") kept GPipe's 17 at peak
+# 4, so at peak 2 the frontier is 1F1B itself (faster than budget 1's 32), and its note asks for
+# budget 2.
 ARGV = ["-p", "2", "-m", "4", "--costs", "F=1,B=2", "--comm-delay", "1", "--placements", "linear"]
 ARGV += ["--budgets", "1,none", "--work-limit", "1", "--no-progress"]
 ONE_F_ONE_B = (
-    "faster than the frontier: no budget was searched between its peak 2 and none "
+    "on the frontier as itself: no budget was searched between its peak 2 and none "
     "(the point there runs 17 at peak 4): add 2 to --budgets"
 )
 # Chimera is bidirectional, a placement --placements linear leaves out; its two pipes run at once,

@@ -97,13 +97,18 @@ def test_a_family_beside_the_frontier_is_told_why(capsys) -> None:
 
 def test_the_note_names_the_missing_budget_and_adding_it_clears_it(capsys) -> None:
     # V's unconstrained point runs at a peak above V-Min's 2; with budgets 1 and none no point of V
-    # holds a schedule of peak 2 or less but the one at budget 1, far slower. Before, the row read
-    # "the search could not show otherwise within its limit"
+    # holds a schedule of peak 2 or less but the one at budget 1, far slower. V-Min is then the
+    # frontier at peak 2 itself (a valid schedule of a searched placement), under the unconstrained
+    # bound, and its row says that no point searched its peak. Before, the row read "the search
+    # could not show otherwise within its limit", and later "faster than the frontier"
     argv = ["design", "-p", "4", "--costs", "F=1,I=1,W=1", "--placements", "linear,v", "--json", *FAST]
     d = _json(capsys, [*argv, "--budgets", "1,none"])
     vmin = next(r for r in d["families"] if r["family"] == "v-min")
-    assert vmin["note"].startswith("faster than the frontier: no budget was searched between its peak 2 and none")
+    assert vmin["difference"] == 0.0
+    assert vmin["note"].startswith("on the frontier as itself: no budget was searched between its peak 2 and none")
     assert vmin["note"].endswith("add 2 to --budgets")
+    (on_front,) = [q for q in d["frontier"] if q["start"] == "v-min"]
+    assert on_front["peak"] == 2 and on_front["budget"] is None and on_front["verified"] == "valid"
     # with that budget, V-Min starts the point at 2: the frontier there is at least as fast
     again = _json(capsys, [*argv, "--budgets", "1,2,none"])
     vmin = next(r for r in again["families"] if r["family"] == "v-min")
