@@ -15,7 +15,10 @@ def test_a_budget_above_1e15_is_refused_as_every_number_is(budget, capsys):
     # before, 1e300 was searched as budget 1e+300 (no cap at all): `none` says that
     assert main([*ARGS, "--budgets", f"2,{budget}", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"ppverify design: error: parameter --budgets=2,{budget}: {budget} is above 1e+15 activations: write none"
+    assert (
+        err
+        == f"ppverify design: error: parameter --budgets=2,{budget}: {budget} is above 1e+15 activations: write none"
+    )
 
 
 def test_one_budget_of_a_list_below_the_least_feasible_is_named_as_typed(capsys):
