@@ -77,6 +77,7 @@ def evaluate_point(
         return PointResult(entry, config, tuple(LevelResult(lv, status, note=str(exc)) for lv in levels), *units)
     try:
         res = resolve(config, schedule)
+        memory_cap = common_cap(memory_cap, config)
     except PPVerifyError as exc:
         return PointResult(
             entry, config, tuple(LevelResult(lv, "not applicable", note=str(exc)) for lv in levels), *units
@@ -185,6 +186,32 @@ def _engine(semantics: str, schedule: Schedule, res: Resolved) -> LevelResult:
         exact=True,
         timeline=tl,
     )
+
+
+def common_cap(memory_cap: CapSpec | None, config: Config) -> CapSpec | None:
+    """A plain ``--memory-cap N`` with presets as the bytes of ``N`` activations of the linear
+    pipeline of ``p`` devices (1F1B's, its layers split as presets split them), so that every
+    schedule's optimum shares one byte count: each placement's own unit (the most one microbatch
+    holds on one of its devices) differs when the layers do not split evenly (Llama 2 7B's 32 layers
+    at p = 3: 11 on linear's first device, 11 and the logits on interleaved's last). Any other cap
+    is returned as it is.
+
+    Example:
+        >>> from ppverify.core.memory_cap import read_memory_cap
+        >>> cfg = Config(3, 6, system="dgx-h100", model="llama2-7b")
+        >>> cap = common_cap(read_memory_cap("2"), cfg)
+        >>> cap.kind, int(cap.amount) == 2 * 11 * 4096 * 4096 * 1015 // 10  # 11 layers of 101.5 sbh
+        ('bytes', True)
+    """
+    if memory_cap is None or memory_cap.kind != "activations" or config.abstract:
+        return memory_cap
+    from ..core.memory_cap import exact_unit
+    from ..core.placement import linear
+
+    carrier = Schedule(linear(config.p), config.m, tuple(() for _ in range(config.p)), (0,) * config.m)
+    unit = exact_unit(resolve(config, carrier).costs, carrier.placement)
+    assert memory_cap.amount is not None
+    return replace(memory_cap, kind="bytes", amount=memory_cap.amount * unit)
 
 
 def optimum_cap(schedule: Schedule, res: Resolved, memory_cap: CapSpec | None) -> float | None:

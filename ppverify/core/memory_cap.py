@@ -41,7 +41,8 @@ BYTES_LOOKALIKE = 2**20
 #: ``--memory-cap``'s help, the same in every command
 MEMORY_CAP_HELP = (
     "per-device activation memory cap: N activations of one microbatch on a device's whole share of "
-    "layers (1F1B's first device peaks at p), NMF stage activations, a size such as 64GiB with "
+    "layers (with --costs 1F1B's first device peaks at p; with --system/--model the share of the device "
+    "that holds the most, the logits' one), NMF stage activations, a size such as 64GiB with "
     "--system/--model, or none (unlimited memory)"
 )
 
@@ -143,6 +144,17 @@ def activation_unit(costs: CostModel, placement: Placement) -> float:
         1.0
     """
     return float(_exact_unit(costs, placement))
+
+
+def exact_unit(costs: CostModel, placement: Placement) -> Fraction:
+    """:func:`activation_unit` as an exact rational (a cap read in it is an exact multiple).
+
+    Example:
+        >>> from ppverify.core.placement import loop
+        >>> exact_unit(CostModel.abstract(loop(2, 2)), loop(2, 2))
+        Fraction(1, 1)
+    """
+    return _exact_unit(costs, placement)
 
 
 def _exact_unit(costs: CostModel, placement: Placement) -> Fraction:
