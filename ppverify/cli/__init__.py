@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 
 def _quiet_start_up() -> None:
@@ -100,6 +100,17 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_INPUT, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """argparse's, with words no option takes refused by the command that was given (its name
+        and its ``--help``), not by ``ppverify``: ``show 1f1b --system x`` is a ``show`` mistake."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            subs = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
+            command = getattr(ns, "command", None)
+            owner = next((a.choices[command] for a in subs if command in a.choices), self)
+            owner.error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns
 
 
 def one_line(text: str) -> str:

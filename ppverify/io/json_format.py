@@ -422,9 +422,19 @@ def loads_document(text: str, path: str = "<string>") -> ScheduleDocument:
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ScheduleFileError: s.json: line 2 column 12: invalid JSON: Expecting ':' delimiter
+        >>> loads_document('{"traceEvents": []}', "rank0.pt.trace.json")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: rank0.pt.trace.json: a PyTorch profiler trace (it holds traceEvents), not a schedule: read it with ppverify import-trace
     """
     from ..core.limits import check_json_text
 
+    if '"traceEvents"' in text:  # else refused for a timestamp's 19 digits, unexplained
+        raise ScheduleFileError(
+            path,
+            "",
+            "a PyTorch profiler trace (it holds traceEvents), not a schedule: read it with ppverify import-trace",
+        )
     check_json_text(text, path)  # nesting and digit counts, before the decoder recurses or calls int()
     try:
         data = json.loads(text, object_pairs_hook=no_duplicate_keys(path), parse_constant=reject_constant(path))

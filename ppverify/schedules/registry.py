@@ -197,7 +197,13 @@ def get_family(name: str) -> Family:
     key = name.strip().lower()
     if key not in _FAMILIES:
         known = ", ".join(f.name for f in families())
-        raise ParameterError("family", name, f"unknown schedule family; known families: {known}")
+        from pathlib import Path
+
+        # a folder of that name: said, as a file of that name would be read instead of refused
+        folder = (
+            " (a folder of that name is here: a schedule file is .json, .csv or .txt)" if Path(name).is_dir() else ""
+        )
+        raise ParameterError("family", name, f"unknown schedule family{folder}; known families: {known}")
     return _FAMILIES[key]
 
 

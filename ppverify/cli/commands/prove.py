@@ -74,6 +74,15 @@ def run(args: argparse.Namespace) -> int:
         11/11 proved
         0
     """
+    from ...io import looks_like_file
+
+    if looks_like_file(args.family):  # else "unknown schedule family" for a file the README says commands take
+        raise ParameterError(
+            "family",
+            args.family,
+            "prove takes a family (its closed form, for all p and m), not a schedule file: "
+            f"ppverify verify {args.family} proves one schedule",
+        )
     fams = list(PROVABLE) if args.family.strip().lower() == "all" else [get_family(args.family).name]
     for fam in fams:
         if fam not in PROVABLE:
