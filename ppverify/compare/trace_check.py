@@ -4,7 +4,8 @@
 :func:`check_trace` reads the traces (:mod:`ppverify.io.profiler_trace`), picks and aligns a step
 (:mod:`ppverify.io.trace_step`), rebuilds it as a measured timeline
 (:mod:`ppverify.measure.trace_import`), verifies the recorded order as a schedule with every
-property of ``verify`` (:func:`ppverify.verify.verify`), lists every difference from the schedule
+property of ``verify`` (:func:`ppverify.verify.verify`; with the step's SEND/RECV and marker
+ranges, as a ``compute_comms`` CSV under PyTorch's rules: :func:`recorded_program`), lists every difference from the schedule
 given (op order, missing ops, extra ops) and predicts the same schedule with the ``async`` engine
 on costs fitted from the trace (median per stage and kind) or given, with, for a ``system``
 preset, the calibrated prediction ``measure --system`` makes. Errors are relative to the
@@ -53,6 +54,10 @@ class TraceCheck:
     #: the schedule that never ran (fitted costs have none for them: a cost of 0 would make one
     #: up), or a schedule of more microbatches than the step ran (another step's time)
     unpredicted: str = ""
+    #: what the verdict covers beyond the compute order (:func:`verified_what`): "comms" and/or
+    #: "markers" (the step's SEND/RECV and marker ranges, under PyTorch's rules), "two-pipe"
+    #: (ppverify's own runner: none), "" none recorded
+    checked: str = ""
 
     @property
     def timeline(self) -> Timeline:
@@ -121,10 +126,61 @@ def _unpredicted(recorded: Schedule, target: Schedule, fitted: bool) -> str:
             f"stage{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} of the schedule never ran in the "
             "trace, so no cost was fitted for them (give --costs, or the schedule that ran)"
         )
+    from ..io import looks_like_file
+
     mbs = {o.mb for r in range(recorded.p) for o in recorded.ops(r)}
     if mbs and mbs == set(range(max(mbs) + 1)) and max(mbs) + 1 != target.m:  # fewer or more: another step's time
-        return f"the step ran microbatches 0..{max(mbs)}; the schedule has m={target.m} (give -m {max(mbs) + 1}, or the schedule that ran)"
+        if target is recorded:  # no schedule given: the SEND/RECV ranges name microbatches no op ran
+            return (
+                f"the step ran compute ops of microbatches 0..{max(mbs)}, its SEND/RECV ranges name 0..{target.m - 1} "
+                "(see verify)"
+            )
+        # -m reshapes a family; a file is read at its own count
+        fix = "give " if looks_like_file(target.family) else f"give -m {max(mbs) + 1}, or "
+        return f"the step ran microbatches 0..{max(mbs)}; the schedule has m={target.m} ({fix}the schedule that ran)"
     return ""
+
+
+def recorded_program(traces: Sequence[Any], step: int, recorded: Schedule) -> Schedule | None:
+    """The step as PyTorch's runtime issued it: each rank's host-side actions of ``step`` in start
+    order, SEND/RECV posts and markers (UNSHARD, RESHARD, REDUCE_GRAD) included, as the actions a
+    ``compute_comms`` CSV parses to, on ``recorded``'s placement, so that ``verify`` checks it with
+    PyTorch's rules (message order, gradient reduction) as it checks such a file (``format``
+    ``trace_comms`` where no marker range was recorded: the reduction rules are then not
+    checked). None where the step has no SEND/RECV or marker ranges (only its compute order can
+    be verified), for the older
+    classes' ``Forward i`` ranges, and for two pipes (ppverify's own runner, not PyTorch's).
+
+    Example:
+        >>> from pathlib import Path
+        >>> import ppverify
+        >>> from ppverify.io.profiler_trace import read_traces
+        >>> from ppverify.io.trace_step import recorded_step
+        >>> traces = read_traces([str(Path(ppverify.__file__).parents[1] / "tests/data/traces/measure-1f1b-p2-m4")])
+        >>> from ppverify.measure.trace_import import import_step
+        >>> prog = recorded_program(traces, 1, import_step(traces, recorded_step(traces, 1)).schedule)
+        >>> prog.params["format"], [str(a) for a in prog.programs[1][:5]]
+        ('compute_comms', ['1UNSHARD', '1RECV_F0', '1F0', '1RECV_F1', '1B0'])
+    """
+    from ..core.ops import ActionSyntaxError, Comm, Marker, parse_action
+    from ..io.trace_step import step_host_actions
+
+    if recorded.placement.num_pipes != 1:
+        return None
+    programs = []
+    for t in traces:
+        try:
+            programs.append(tuple(parse_action(a.name) for a in step_host_actions(t, step)))
+        except ActionSyntaxError:  # Forward i / Backward i: no SEND/RECV recorded either
+            return None
+    actions = [a for prog in programs for a in prog]
+    if not any(isinstance(a, (Comm, Marker)) for a in actions):
+        return None
+    # without any marker range the gradients may be reduced outside the runtime's actions (a
+    # runtime that records none): only a compute_comms file is held to the reduction rules
+    fmt = "compute_comms" if any(isinstance(a, Marker) for a in actions) else "trace_comms"
+    params = {"p": recorded.p, "m": recorded.m, "format": fmt, "placement": recorded.placement.name}
+    return Schedule(recorded.placement, recorded.m, tuple(programs), recorded.pipe_of_mb, "recorded", params)
 
 
 def check_trace(
@@ -165,7 +221,12 @@ def check_trace(
     rec = recorded_step(traces, step, clock)
     imported = import_step(traces, rec, schedule, costs)
     recorded = imported.schedule
-    report = verify(recorded, max_violations=20)
+    # with its SEND/RECV and markers the step is verified as its compute_comms CSV would be, under
+    # PyTorch's rules (message order, gradient reduction); without them only the compute order
+    program = recorded_program(traces, rec.step, recorded)
+    report = (
+        verify(program, max_violations=20, pytorch=True) if program is not None else verify(recorded, max_violations=20)
+    )
     target = schedule if schedule is not None else recorded
     differences = tuple(schedule_differences(schedule, recorded)) if schedule is not None else ()
     c = imported.timeline.costs
@@ -185,7 +246,16 @@ def check_trace(
         other = rec if n == rec.step else recorded_step(traces, n, clock)
         per_step.append((n, import_step(traces, other, schedule, c).timeline.makespan))
     return TraceCheck(
-        imported, report, differences, schedule, predicted, calibrated, tuple(per_step), costs is None, unpredicted
+        imported,
+        report,
+        differences,
+        schedule,
+        predicted,
+        calibrated,
+        tuple(per_step),
+        costs is None,
+        unpredicted,
+        _checked(program) if recorded.placement.num_pipes == 1 else "two-pipe",
     )
 
 
@@ -257,6 +327,7 @@ def trace_report(tc: TraceCheck, system_name: str | None = None) -> dict[str, An
             "clock_offsets_us": list(rec.offsets),
             "recorded_schedule": [[str(o) for o in tc.imported.schedule.ops(r)] for r in range(tc.imported.schedule.p)],
             "valid": tc.report.valid,
+            "verified": verified_what(tc.checked),
             "verify": tc.report.to_dict(),
             "schedule": tc.given.describe() if tc.given is not None else None,
             "differences": list(tc.differences),
@@ -278,7 +349,7 @@ def trace_report(tc: TraceCheck, system_name: str | None = None) -> dict[str, An
     return rep
 
 
-def _microbatches_ran(recorded: Schedule) -> str:
+def _microbatches_ran(recorded: Schedule, given: bool = True) -> str:
     """Where the recorded step ran fewer microbatches than the schedule it is read with has, how
     many ran (the recorded schedule carries the given schedule's ``m``).
 
@@ -293,10 +364,51 @@ def _microbatches_ran(recorded: Schedule) -> str:
     mbs = {o.mb for r in range(recorded.p) for o in recorded.ops(r)}
     if not mbs or len(mbs) == recorded.m:
         return ""
+    if not given:  # the count came from the trace's SEND/RECV ranges
+        return f" (SEND/RECV ranges name microbatches 0..{recorded.m - 1}; {len(mbs)} ran compute ops)"
     return (
         f" (the schedule's; microbatches {min(mbs)}..{max(mbs)} ran)"
         if mbs == set(range(min(mbs), max(mbs) + 1))
         else f" (the schedule's; {len(mbs)} microbatches ran)"
+    )
+
+
+def _checked(program: Schedule | None) -> str:
+    """Which of the step's SEND/RECV ("comms") and marker ranges its verdict covers."""
+    from ..core.ops import Comm, Marker
+
+    if program is None:
+        return ""
+    acts = [a for prog in program.programs for a in prog]
+    kinds = [k for k, t in (("comms", Comm), ("markers", Marker)) if any(isinstance(a, t) for a in acts)]
+    return "+".join(kinds)
+
+
+def verified_what(checked: str) -> str:
+    """What the verdict on a recorded step covers, for its line (``checked``: :attr:`TraceCheck.checked`).
+
+    Example:
+        >>> verified_what("comms+markers")
+        "the recorded order with its SEND/RECV and markers, every property of verify under PyTorch's rules"
+        >>> verified_what("")
+        'the recorded compute order; no PP: SEND/RECV or marker ranges, so message order and gradient reduction not checked'
+    """
+    if checked == "comms+markers":
+        return "the recorded order with its SEND/RECV and markers, every property of verify under PyTorch's rules"
+    if checked == "comms":
+        return (
+            "the recorded order with its SEND/RECV, under PyTorch's rules; no PP: marker ranges, so gradient "
+            "reduction not checked"
+        )
+    if checked == "two-pipe":  # ppverify's own runner, not PyTorch's: its rules do not apply
+        return "the recorded compute order; two pipes, so PyTorch's message-order and reduction rules not checked"
+    if checked == "markers":
+        return (
+            "the recorded order with its markers, every property of verify under PyTorch's rules; no SEND/RECV ranges"
+        )
+    return (
+        "the recorded compute order; no PP: SEND/RECV or marker ranges, so message order and gradient "
+        "reduction not checked"
     )
 
 
@@ -314,7 +426,7 @@ def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> 
         >>> print(trace_text(tc, trace_report(tc), width=None))  # doctest: +ELLIPSIS
         trace         2 ranks, ProfilerStep#1 (of 1, 2), host-side ranges, one host's shared clock
         recorded      16 ops, 2 stages, m=4
-        verify        VALID (the recorded order, every property of verify)
+        verify        VALID (the recorded order with its SEND/RECV and markers, every property of verify under PyTorch's rules)
         schedule      1f1b p=2 m=4: same op order on every rank
         makespan      measured 163.062 ms   predicted ...
     """
@@ -335,14 +447,12 @@ def trace_text(tc: TraceCheck, rep: dict[str, Any], width: int | None = 100) -> 
         f"trace         {tc.imported.schedule.p} rank{'s' if tc.imported.schedule.p != 1 else ''}, {which}, {rec.side}-side ranges, "
         + ("one host's shared clock" if rec.clock == "shared" else "clocks aligned on the collective before the step"),
         f"recorded      {tc.imported.schedule.num_ops} ops, {n_stages} stage{'s' if n_stages != 1 else ''}, m={tc.imported.schedule.m}"
-        + _microbatches_ran(tc.imported.schedule),
+        + _microbatches_ran(tc.imported.schedule, tc.given is not None),
     ]
     if width is not None:
         lines += ["", gantt(tl, width), ""]
     first = tc.report.to_text().splitlines()[0]
-    lines.append(
-        f"verify        {'VALID' if tc.report.valid else 'INVALID'} (the recorded order, every property of verify)"
-    )
+    lines.append(f"verify        {'VALID' if tc.report.valid else 'INVALID'} ({verified_what(tc.checked)})")
     if not tc.report.valid:
         lines += ["  " + x for x in tc.report.to_text().splitlines()[1:]]
     elif first and not first.startswith("VALID"):

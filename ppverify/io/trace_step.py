@@ -108,14 +108,39 @@ def _step_numbers(trace: RankTrace) -> tuple[list[int | None], list[int | None]]
     by_name: dict[str, list[int | None]] = defaultdict(list)
     for a, st in zip(host, host_steps):
         by_name[a.name].append(st)
+    copies: dict[str, int] = defaultdict(int)
+    for a in trace.actions:
+        copies[a.name] += 1
+    for name, n in copies.items():
+        # the k-th copy is the k-th range's only when none was dropped: one missing record would
+        # shift every later copy into the next step (and read a valid order as invalid)
+        if n != len(by_name.get(name, ())):
+            raise ScheduleFileError(
+                trace.path,
+                f"PP:{name}",
+                f"{n} device-side copies (gpu_user_annotation) but {len(by_name.get(name, ()))} host-side ranges: "
+                "a record was dropped, so the copies cannot be matched to their steps (record the trace again)",
+            )
     count: dict[str, int] = defaultdict(int)
     out: list[int | None] = []
     for a in trace.actions:
         k = count[a.name]
         count[a.name] += 1
-        lst = by_name.get(a.name, [])
-        out.append(lst[k] if k < len(lst) else None)
+        out.append(by_name[a.name][k])
     return host_steps, out
+
+
+def step_host_actions(trace: RankTrace, step: int) -> list[Span]:
+    """The host-side ranges of ``step`` on one rank, in start order: the order in which the
+    runtime issued its actions (SEND/RECV posts and markers included), on the file's clock.
+
+    Example:
+        >>> t = RankTrace("r0", 0, 1, "h", "host", (), (Span("0F0", 1.0, 2.0), Span("0F0", 5.0, 6.0)), (), (), ())
+        >>> step_host_actions(t, 1)
+        [Span(name='0F0', start=5.0, end=6.0, nbytes=0.0)]
+    """
+    host_steps = _step_numbers(trace)[0]
+    return sorted((a for a, st in zip(trace.host_actions, host_steps) if st == step), key=lambda a: (a.start, -a.end))
 
 
 def _split(trace: RankTrace) -> tuple[dict[int, list[Span]], dict[int, list[Transfer]]]:
@@ -208,7 +233,11 @@ def recorded_step(traces: Sequence[RankTrace], step: int | None = None, clock: s
     for t, a in zip(traces, acts):
         if set(a) != common:
             counts = ", ".join(f"rank {u.rank}: {len(b)}" for u, b in zip(traces, acts))
-            raise ScheduleFileError(t.path, "ProfilerStep", f"traces of different jobs mixed (steps per rank {counts})")
+            # which steps each rank holds, so the odd one out can be seen
+            held = "; ".join(f"rank {u.rank} {', '.join(map(str, sorted(b))) or 'none'}" for u, b in zip(traces, acts))
+            raise ScheduleFileError(
+                t.path, "ProfilerStep", f"traces of different jobs mixed (steps per rank {counts}): step numbers {held}"
+            )
     steps = sorted(common)
     if not steps:
         raise ScheduleFileError(traces[0].path, "ProfilerStep", "no step holds pipeline actions")

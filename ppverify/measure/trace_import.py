@@ -18,6 +18,7 @@ same :func:`~ppverify.measure.record.to_timeline` turns them into a ``measured``
 
 The recorded order is a schedule: each rank's ops in start order, on the placement given (a
 schedule to compare with) or read from the trace (the rank that ran each stage; one pipe).
+Ranks read on one host's clock are checked for causality across ranks (:func:`check_causality`).
 """
 
 from __future__ import annotations
@@ -37,11 +38,14 @@ from ..io.profiler_trace import RankTrace
 from ..io.trace_step import RecordedStep
 from .record import Event, to_timeline
 
+_COMM_KINDS = ("SEND_F", "SEND_B", "RECV_F", "RECV_B")
 _COMPUTE = re.compile(r"(\d+)([FBIW])(\d+)$")
 _COMM = re.compile(r"(\d+)(SEND|RECV)_([FB])(\d+)$")
 _OVERLAP = re.compile(r"\((.*)\)OVERLAP_F_B$")
 _LEGACY = re.compile(r"(Forward|Backward) (\d+)$")
 _REDUCE = re.compile(r"(\d+)REDUCE_GRAD$")
+#: slack (us) of the causality checks: float stamps, and the collective that aligns clocks
+_TOLERANCE_US = 1.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,6 +132,16 @@ def step_events(step: RecordedStep, traces: Sequence[RankTrace], given: Schedule
                     if step.side == "host" and k == 0:
                         wait = arrival.get(("F" if kind == "F" else "B", s, mb))
                         if kind != "W" and wait is not None:
+                            if wait > end + _TOLERANCE_US:  # clamped, it timed the op as 0
+                                path = traces[rank].path if rank < len(traces) else "trace"
+                                raise ScheduleFileError(
+                                    path,
+                                    f"PP:{a.name}",
+                                    f"the receive posted by {s}RECV_{'F' if kind == 'F' else 'B'}{mb} completes at "
+                                    f"{wait / 1000:.3f} ms, after {sub} ended at {end / 1000:.3f} ms (from the step's "
+                                    "start): an op cannot end before its input arrives, so the receive's record is "
+                                    "wrong (a truncated or edited trace)",
+                                )
                             start = min(max(start, wait), end)
                     evs.append(Event(kind, s, mb, _ns(start), _ns(end)))
                     continue
@@ -169,7 +183,9 @@ def recorded_schedule(
     events: Sequence[Sequence[Event]], given: Schedule | None = None, path: str = "trace"
 ) -> Schedule:
     """The schedule the step ran: each rank's compute ops in start order, on ``given``'s
-    placement, or on the placement read from the trace (one pipe: the rank that ran each stage).
+    placement, or on the placement read from the trace (one pipe: the rank that ran each stage),
+    of the microbatches and stages its compute and SEND/RECV events name (a microbatch whose ops
+    are missing but whose transfers ran is then reported missing, not dropped).
 
     Example:
         >>> ev = [[Event("F", 0, 0, 0, 5), Event("B", 0, 0, 20, 30)], [Event("F", 1, 0, 6, 9), Event("B", 1, 0, 9, 19)]]
@@ -184,7 +200,9 @@ def recorded_schedule(
     for rank, evs in enumerate(events):
         ops = sorted((e for e in evs if e.kind in KINDS), key=lambda e: (e.start_ns, e.end_ns))
         progs.append(tuple(Op(e.kind, e.stage, e.mb) for e in ops))
-        for e in ops:
+        # SEND/RECV name their rank's stage and microbatch too: a microbatch (or stage) whose
+        # compute ranges are gone but whose transfers ran is then reported missing, not dropped
+        for e in (e for e in evs if e.kind in KINDS or e.kind in _COMM_KINDS):
             owner.setdefault(e.stage, set()).add(rank)
             mbs = max(mbs, e.mb + 1)
     if given is not None:
@@ -203,6 +221,118 @@ def recorded_schedule(
         stage_rank.append(ranks[0])
     placement: Placement = placement_from_map(p, stage_rank)
     return Schedule(placement, mbs, tuple(progs), (0,) * mbs, "recorded", {"p": p, "m": mbs})
+
+
+def _pairs(events: Sequence[Sequence[Event]]) -> list[tuple[int, Event, int, Event]]:
+    """``(send rank, SEND, receive rank, RECV)`` of every message between two ranks: the k-th
+    SEND one rank posts to another with the k-th RECV that rank posts from it, as PyTorch's
+    runtime matches its untagged messages (so a crossed pair is matched as it ran). Without
+    SEND/RECV (or a stage on two ranks) each compute op is paired with its input by name."""
+    owner: dict[int, set[int]] = {}
+    for rank, evs in enumerate(events):
+        for e in evs:
+            if e.kind in KINDS or e.kind in _COMM_KINDS:
+                owner.setdefault(e.stage, set()).add(rank)
+    out: list[tuple[int, Event, int, Event]] = []
+    if any(len(r) > 1 for r in owner.values()):  # two pipes: a stage's rank depends on the microbatch
+        return out
+    rank_of = {s: next(iter(r)) for s, r in owner.items()}
+    sends: dict[tuple[int, int], list[Event]] = {}
+    recvs: dict[tuple[int, int], list[Event]] = {}
+    for rank, evs in enumerate(events):
+        for e in sorted((e for e in evs if e.kind in _COMM_KINDS), key=lambda e: e.start_ns):
+            peer = rank_of.get(e.stage + (1 if e.kind in ("SEND_F", "RECV_B") else -1))
+            if peer is not None and peer != rank:
+                (sends if e.kind.startswith("SEND") else recvs).setdefault((rank, peer), []).append(e)
+    for (q, r), ss in sends.items():
+        out += [(q, snd, r, rcv) for snd, rcv in zip(ss, recvs.get((r, q), []))]
+    return out
+
+
+def _compute_of(rank_events: Sequence[Event], e: Event) -> Event | None:
+    # the op a SEND sends the output of, or a RECV receives the input of (F for _F, B or I for _B)
+    kinds = ("F",) if e.kind.endswith("F") else ("B", "I")
+    return next((x for x in rank_events if x.kind in kinds and x.stage == e.stage and x.mb == e.mb), None)
+
+
+def check_causality(events: Sequence[Sequence[Event]], step: RecordedStep, traces: Sequence[RankTrace] = ()) -> None:
+    """Refuse a step read on one host's shared clock whose ranks put an effect before its cause
+    (1 us of slack): a compute op that ends (device-side: starts; a host range also holds the
+    wait) before the op whose output it receives ends, or a receive that completes before its
+    SEND was posted. Messages are matched as the runtime matches them (:func:`_pairs`). Ranks read
+    on one clock that they do not share do that, and every time across them would be wrong by the
+    offset. The first such pair (earliest effect) is named. A step aligned on a collective is not
+    checked: the alignment is only as good as the ranks' exit skew from it (0.2 ms on the stored
+    CPU trace), and it is the fix this refusal offers.
+
+    Example:
+        >>> st = RecordedStep(1, (1,), (9.0,), "shared", (0.0, 0.0), "host", ((), ()), ((), ()), 0.0)
+        >>> check_causality([[Event("F", 0, 0, 0, 5000)], [Event("F", 1, 0, 1000, 3000)]], st)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: trace: ProfilerStep#1: rank 1's 1F0 ends at 0.003 ms, before rank 0's 0F0, whose output it takes, ends at 0.005 ms: the ranks' clocks disagree (read as one host's shared clock); give --clock collective to align them on the collective before the step
+    """
+    if step.clock != "shared":
+        # an alignment on a collective is only as good as the ranks' exit skew from it (0.2 ms on
+        # the stored CPU trace): it is the fix offered here, not checked to the microsecond
+        return
+    tol = _TOLERANCE_US * 1000
+    verb = "starts" if step.side == "device" else "ends"
+    pairs: list[tuple[int, Event | None, Event | None, int, Event | None, Event | None]] = []
+    matched = _pairs(events)
+    for q0, send, r0, recv in matched:
+        pairs.append((q0, send, _compute_of(events[q0], send), r0, recv, _compute_of(events[r0], recv)))
+    if not matched:  # no messages recorded: each op's input by name
+        at = {(e.kind, e.stage, e.mb): (rank, e) for rank, evs in enumerate(events) for e in evs if e.kind in KINDS}
+        for r, evs in enumerate(events):
+            for e in (e for e in evs if e.kind in ("F", "B", "I")):
+                src = [(e.kind if e.kind == "F" else k, e.stage + (-1 if e.kind == "F" else 1), e.mb) for k in "BI"]
+                hit = next((at[k] for k in src if k in at), None)
+                if hit is not None and hit[0] != r:
+                    pairs.append((hit[0], None, hit[1], r, None, e))
+    bad: list[tuple[int, int, str]] = []  # (time of the effect, its rank, what)
+    for q, snd, prod, r, rcv, cons in pairs:
+        if prod is not None and cons is not None:
+            mine = cons.start_ns if step.side == "device" else cons.end_ns
+            if mine < prod.end_ns - tol:
+                bad.append(
+                    (
+                        mine,
+                        r,
+                        f"rank {r}'s {cons.stage}{cons.kind}{cons.mb} {verb} at {mine / 1e6:.3f} ms, before rank "
+                        f"{q}'s {prod.stage}{prod.kind}{prod.mb}, whose output it takes"
+                        + (f" ({snd.stage}{snd.kind}{snd.mb})" if snd is not None and snd.mb != cons.mb else "")
+                        + f", ends at {prod.end_ns / 1e6:.3f} ms",
+                    )
+                )
+        if snd is None or rcv is None:
+            continue
+        name = f"{rcv.stage}{rcv.kind}{rcv.mb}"
+        done = max((_ns(t.span.end) for t in step.transfers[r] if t.action == name), default=None)
+        if done is not None and done < snd.start_ns - tol:
+            bad.append(
+                (
+                    done,
+                    r,
+                    f"rank {r}'s receive posted by {name} completes at {done / 1e6:.3f} ms, before rank {q} posted "
+                    f"{snd.stage}{snd.kind}{snd.mb} (its message) at {snd.start_ns / 1e6:.3f} ms",
+                )
+            )
+    if not bad:
+        return
+    _, rank, what = min(bad)
+    crossed = next(((q, r) for q, snd, _, r, rcv, _ in pairs if snd and rcv and snd.mb != rcv.mb), None)
+    if crossed is not None:  # then the order is wrong too; say so, as the refusal hides the verdict
+        what += (
+            f" (messages matched in posting order, as PyTorch's runtime matches them: rank {crossed[0]}'s SENDs "
+            f"cross rank {crossed[1]}'s RECVs, which breaks pytorch-message-order as well)"
+        )
+    path = traces[rank].path if rank < len(traces) else "trace"
+    fix = (
+        "the ranks' clocks disagree (read as one host's shared clock); give --clock collective to align them on "
+        "the collective before the step"
+    )
+    raise ScheduleFileError(path, f"ProfilerStep#{step.step}", f"{what}: {fix}")
 
 
 def schedule_differences(given: Schedule, recorded: Schedule) -> list[str]:
@@ -338,6 +468,7 @@ def import_step(
         0.178
     """
     events = step_events(step, traces, given)
+    check_causality(events, step, traces)
     path = traces[0].path if traces else "trace"
     schedule = recorded_schedule(events, given, path)
     if costs is None:
@@ -353,7 +484,7 @@ def import_step(
 
 def recorded_size(traces: Sequence[RankTrace]) -> tuple[int, int]:
     """``(p, m)`` of a recorded job: its ranks, and its microbatches (one more than the largest
-    microbatch of a ``PP:`` compute action; ``Forward i`` counts as microbatch i).
+    microbatch of a ``PP:`` compute or SEND/RECV action; ``Forward i`` counts as microbatch i).
 
     Example:
         >>> from ppverify.io.profiler_trace import Span
@@ -366,7 +497,7 @@ def recorded_size(traces: Sequence[RankTrace]) -> tuple[int, int]:
         for a in t.actions:
             om = _OVERLAP.match(a.name)
             for sub in om.group(1).split(";") if om else [a.name]:
-                cm = _COMPUTE.match(sub) or _LEGACY.match(sub)
+                cm = _COMPUTE.match(sub) or _LEGACY.match(sub) or _COMM.match(sub)
                 if cm:
                     m = max(m, int(cm.group(cm.lastindex or 1)) + 1)
     return len(traces), m

@@ -7,7 +7,8 @@ The actions are the ``PP:<action>`` ranges of PyTorch's ``_PipelineScheduleRunti
 ``gpu_user_annotation`` copies where present, else host-side), or ``Forward i`` / ``Backward i``
 with ``--schedule``. The step is ``ProfilerStep#N`` (``--step``; default the median step). Ranks of
 one host share its clock; otherwise they are aligned on the collective before the step
-(``--clock``). The recorded order is verified with every property of ``verify``; with
+(``--clock``). The recorded order is verified with every property of ``verify`` (with its
+SEND/RECV and marker ranges, as a ``compute_comms`` CSV under PyTorch's rules); with
 ``--schedule`` every difference is listed (exit 1 when the order is invalid or differs). The
 prediction is the ``async`` engine on costs fitted from the trace (median per stage and kind) or
 ``--costs``; ``--system`` adds the calibrated one. Record traces with ``ppverify measure
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         ppverify.core.errors.ScheduleFileError: no-such-dir: no such trace file or directory
     """
     from ...compare.trace_check import check_trace, trace_report, trace_text
+    from ...io import looks_like_file
     from ...io.profiler_trace import read_traces
     from ...measure import seconds_costs
     from ...measure.trace_import import recorded_size
@@ -91,9 +93,10 @@ def run(args: argparse.Namespace) -> int:
     traces = read_traces(args.traces)
     schedule, given = None, None
     if args.schedule is not None:
-        p, m = recorded_size(traces)
-        args.p = args.p if args.p is not None else p
-        args.m = args.m if args.m is not None else m
+        if not looks_like_file(args.schedule):  # a family is sized by the trace; a file by itself
+            p, m = recorded_size(traces)
+            args.p = args.p if args.p is not None else p
+            args.m = args.m if args.m is not None else m
         given = parsed_costs(args)  # read once, before the build
         schedule = build_schedule(schedule_source(args))
     costs = seconds_costs(schedule, dict(given or ())) if given and schedule is not None else None
