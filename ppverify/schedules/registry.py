@@ -200,9 +200,11 @@ def get_family(name: str) -> Family:
         from pathlib import Path
 
         # a folder of that name: said, as a file of that name would be read instead of refused
-        folder = (
-            " (a folder of that name is here: a schedule file is .json, .csv or .txt)" if Path(name).is_dir() else ""
-        )
+        try:
+            here = Path(name).is_dir()
+        except (OSError, ValueError):  # a name too long for a path, or holding NUL: no folder
+            here = False
+        folder = " (a folder of that name is here: a schedule file is .json, .csv or .txt)" if here else ""
         raise ParameterError("family", name, f"unknown schedule family{folder}; known families: {known}")
     return _FAMILIES[key]
 
