@@ -212,8 +212,8 @@ def _programs(rows: Iterable[Sequence[str]], source: str) -> list[tuple[Action, 
         programs.append(tuple(prog))
     if not programs:
         raise ScheduleFileError(source, "", "no rows: a PyTorch schedule has one row per rank")
-    for r, prog in enumerate(programs):
-        if all(a is None for a in prog):  # else a rank without a stage, which rescales every share
+    for r, actions in enumerate(programs):
+        if all(a is None for a in actions):  # else a rank without a stage, which rescales every share
             raise ScheduleFileError(
                 source,
                 f"row {r + 1} (rank {r})",
