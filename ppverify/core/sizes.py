@@ -2,17 +2,19 @@
 
 One parser for every option that takes a memory amount (``optimize --memory-cap``, ``verify
 --memory-cap``), so the same text means the same bytes everywhere, and one formatter that prints
-bytes as GiB.
+bytes as GiB (:func:`format_apart` where amounts must read apart, a proved cap as one that proves).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal, localcontext
 from fractions import Fraction
 
 from .errors import ParameterError
+from .exact import exact_fraction
 
 GiB = 2**30
 #: byte multiples accepted after a number (case-insensitive); decimal and binary prefixes
@@ -127,3 +129,66 @@ def memory_formatter(unit: str) -> Callable[[float], str]:
     if unit == "bytes":
         return format_bytes
     return lambda x: f"{x:g}"
+
+
+#: significant digits :func:`format_apart` starts from: format_bytes's, and ``:g``'s for numbers
+_START_DIGITS = {"bytes": 3}
+
+
+def _amount_text(x: Fraction, digits: int, unit: str) -> str:
+    return format_bytes(float(x), digits) if unit == "bytes" else f"{float(x):.{digits}g}"
+
+
+def _read_back(text: str, unit: str) -> Fraction:
+    # what the text means given back as --memory-cap (a size in bytes, or a plain number)
+    return parse_size(text).value if unit == "bytes" else Fraction(text)
+
+
+def _ceiling_text(x: Fraction, digits: int, unit: str) -> str:
+    # x rounded up at ``digits`` significant digits, in format_bytes's GiB or MiB
+    big = unit == "bytes" and x >= GiB
+    q = x / GiB if big else x / 2**20 if unit == "bytes" else x
+    with localcontext() as ctx:
+        ctx.prec, ctx.rounding = digits, ROUND_CEILING
+        up = Decimal(q.numerator) / Decimal(q.denominator)
+    return f"{up:g}" + (" GiB" if big else " MiB" if unit == "bytes" else "")
+
+
+def format_apart(values: Sequence[float | Fraction], unit: str, cap_first: bool = False) -> list[str]:
+    """Memory amounts (bytes as :func:`format_bytes`, any other unit as plain numbers) at one
+    number of significant digits, the fewest (from 3 for bytes, 6 otherwise) at which unequal
+    amounts read back (as ``--memory-cap`` reads them) apart and in their order. ``cap_first``:
+    ``values[0]`` is a cap the others are within, printed so that it reads back as at least the
+    highest of them: a proved cap never prints as one the program would refuse (17213423616 B is
+    not "16 GiB" beside a peak as high).
+
+    Example:
+        >>> format_apart([17213423616, 17213423616, 10194149376], "bytes", cap_first=True)
+        ['16.03125 GiB', '16.03125 GiB', '9.494041 GiB']
+        >>> format_apart([20 * GiB, 17213423616], "bytes", cap_first=True)
+        ['20 GiB', '16 GiB']
+        >>> format_apart([4, Fraction("3.9999999999")], "activations")
+        ['4', '3.9999999999']
+        >>> format_apart([Fraction(1, 3), Fraction(1, 3), Fraction(1, 6)], "activations", cap_first=True)
+        ['0.333334', '0.333334', '0.166667']
+    """
+    xs = [v if isinstance(v, Fraction) else exact_fraction(v) for v in values]
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    top = max(xs[1:], default=xs[0]) if cap_first and xs else None
+    texts: list[str] = []
+    for digits in range(_START_DIGITS.get(unit, 6), 18):
+        texts = [_amount_text(x, digits, unit) for x in xs]
+        reads = [_read_back(t, unit) for t in texts]
+        apart = all(reads[i] < reads[j] for i, j in zip(order, order[1:]) if xs[i] < xs[j])
+        if apart and (top is None or reads[0] >= top):
+            return texts
+    if top is None:
+        return texts
+    # no decimal of the cap up to 17 digits reaches the peak it equals (1/3): the cap, and the
+    # peaks equal to it, rounded up
+    for digits in range(_START_DIGITS.get(unit, 6), 18):
+        texts = [(_ceiling_text if x == xs[0] else _amount_text)(x, digits, unit) for x in xs]
+        reads = [_read_back(t, unit) for t in texts]
+        if all(reads[i] < reads[j] for i, j in zip(order, order[1:]) if xs[i] < xs[j]):
+            return texts
+    return texts

@@ -274,7 +274,7 @@ def simulate_contention(
                 request_dp(d)
     if any(ptr[d] < offsets[d + 1] for d in range(p)):
         done = [e >= 0 for e in end]
-        raise DeadlockError(_waits(dag, ptr, done))  # type: ignore[arg-type]
+        raise DeadlockError(_waits(dag, ptr, done))
     start_a, end_a = np.asarray(start, dtype=float), np.asarray(end, dtype=float)
     kinds = [ACTIVATION, GRADIENT]
     e_q_list = e_q.tolist()

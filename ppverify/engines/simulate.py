@@ -317,7 +317,7 @@ def simulate_async(
             dag.offsets,
         )
     if ptr is not None:
-        raise DeadlockError(_waits(dag, ptr, done))  # type: ignore[arg-type]
+        raise DeadlockError(_waits(dag, ptr, done, prep.pred))
     start, end = np.asarray(start_l, dtype=float), np.asarray(end_l, dtype=float)
     t0 = end[prep.edge_start_op]  # the producer's end, or a late SEND's post
     transfers = _record_p2p(prep, t0, t0 + prep.edge_time)

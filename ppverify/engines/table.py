@@ -22,12 +22,14 @@ import numpy as np
 from ..core.comm import NO_COMM, CommModel
 from ..core.costs import CostModel
 from ..core.dag import build_dag
+from ..core.errors import DeadlockError
 from ..core.ops import Action, Op, Overlap, format_action
-from ..core.program_order import list_schedule, op_durations
+from ..core.program_order import list_schedule_flat, op_durations
 from ..core.schedule import Schedule
 from ..core.send_gates import gated_pred
 from ..core.timeline import Timeline, TimelineInfo
 from ..io.table_text import TableGrid, format_grid
+from .core import _waits
 
 #: a table longer than this many ticks has no common tick worth the name (durations in seconds
 #: whose gcd is a float rounding's: 10**22 ticks for a 0.15 s step)
@@ -75,7 +77,12 @@ def slot_timeline(
     ticks = [per_tick[f] for f in fracs]
     gated = gated_pred(dag)  # a file's SEND posted after a later op than its producer waits for it
     timed = dag if gated is None else dataclasses.replace(dag, pred=gated)
-    start, end = list_schedule(timed, ticks, None, idle_tick=1.0)
+    # list_schedule's engine, so that a deadlock is worded by the engines (an overlapped slot, a late SEND)
+    p0, p1 = [pr[0] for pr in timed.pred], [pr[1] for pr in timed.pred]
+    start, end, ptr, done = list_schedule_flat(p0, p1, None, None, ticks, dag.fused, dag.idle_before, dag.offsets, 1.0)
+    if ptr is not None and done is not None:
+        raise DeadlockError(_waits(dag, ptr, done, timed.pred))
+    start, end = [float(x) for x in start], [float(x) for x in end]
     tk = float(tick)
     return Timeline(
         schedule,

@@ -21,7 +21,7 @@ from ..core.schedule import Schedule
 from ..io.torch_rules import Crossing, crossed_messages
 from . import certify
 from .action_placement import Misplaced, check_action_placement
-from .comm_model import build_problem, has_explicit_comms
+from .comm_model import build_problem, has_explicit_comms, pytorch_lowering
 from .order import check_order
 from .report import Violation
 from .structure import check_structure, occurrences
@@ -80,14 +80,16 @@ class Structure:
 @dataclass(frozen=True)
 class Order:
     """The order analysis: violations (dependencies, deadlock, or a SEND matching no transfer),
-    whether the search for them was complete, the problem's size, and whether the SEND/RECV were
-    explicit in the programs."""
+    whether the search for them was complete, the problem's size, whether the SEND/RECV were
+    explicit in the programs, and whether PyTorch's lowering placed them (a compute_only PyTorch
+    file: :meth:`Run.lowered`)."""
 
     violations: tuple[Violation, ...]
     complete: bool
     num_actions: int
     num_constraints: int
     explicit_comms: bool
+    lowered: bool = False
 
 
 @dataclass
@@ -187,6 +189,20 @@ class Run:
         unless actions were set aside (a placement fault: the runtime's pairing is then moot)."""
         return bool(self.crossings()) and not self.structure().misplaced.positions
 
+    def lowered(self) -> Schedule | None:
+        """A compute_only PyTorch file's clean schedule with SEND/RECV where PyTorch's runtime
+        places them when it lowers the file (:func:`.comm_model.pytorch_lowering`): the order
+        problem decides what that runtime runs, as ``ppverify import`` does. None for any other
+        schedule (a family, a JSON file or a table keeps the derived policy), for a file with its
+        own SEND/RECV, where the lowering cannot place them, or for a file that breaks a structural
+        rule (PyTorch's validation refuses it, and the SEND/RECV of a missing op would be reported
+        again; cached)."""
+        if "lowered" not in self._cache:
+            st = self.structure()
+            self._cache["lowered"] = pytorch_lowering(st.clean) if self.pytorch and not st.violations else None
+        lowered: Schedule | None = self._cache["lowered"]
+        return lowered
+
     def order(self) -> Order:
         """Dependencies, exclusivity and deadlock freedom: one order problem, settled by a checked
         witness or decided by Z3 (cached)."""
@@ -197,18 +213,21 @@ class Run:
         arrays = self.arrays
         t1 = time.perf_counter()
         explicit = has_explicit_comms(self.structure().clean)
+        lowered = self.lowered()
         order_v: list[Violation]
         if (
             arrays is not None
             and self.comm_semantics == "buffered"
             and not explicit
+            and lowered is None
             and certify.derived_order_witness(arrays) is not None
         ):
             order_v, complete, n_actions, n_constraints = [], True, arrays.num_ops, certify.num_edges(arrays)
             self.certified += ["dependencies", "exclusivity", "deadlock"]
         else:
             excused = self.structure().misplaced.transfers
-            pb, _ = build_problem(self.dag(), self.comm_semantics, self.group, excused, self.posting_order())
+            dag = self.dag() if lowered is None else build_dag(lowered, check=False)
+            pb, _ = build_problem(dag, self.comm_semantics, self.group, excused, self.posting_order())
             if self.certificates and certify.order_witness(pb) is not None:
                 order_v, complete = [], True
                 self.certified += ["dependencies", "exclusivity", "deadlock"]
@@ -224,7 +243,7 @@ class Run:
                     "(--max-violations or the time budget); there may be more",
                 )
             )
-        od = Order(tuple(order_v), complete, n_actions, n_constraints, explicit)
+        od = Order(tuple(order_v), complete, n_actions, n_constraints, explicit, lowered is not None)
         self._cache["order"] = od
         return od
 

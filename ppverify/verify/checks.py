@@ -162,6 +162,11 @@ def deadlock(run: Run) -> Outcome:
         "explicit" if od.explicit_comms else "derived (SEND right after the producer, RECV right before the consumer)"
     )
     how = f"{explicit} SEND/RECV"
+    if od.lowered:  # a compute_only PyTorch file: what its runtime runs, as `import` verifies it
+        how = (
+            "SEND/RECV placed by PyTorch's lowering (SEND right after the producer, RECV posted early: "
+            "where the receiving rank stands when the SEND is placed)"
+        )
     if run.posting_order():  # the names cross: the runtime pairs the messages as posted, not by name
         how = "explicit SEND/RECV matched in posting order, as PyTorch's runtime matches them"
     return Outcome(
@@ -249,14 +254,11 @@ def memory(run: Run) -> Outcome:
     run.timings["memory_s"] = time.perf_counter() - t2
     if mem_v:
         return Outcome(violations=tuple(mem_v))
-    from ..core.sizes import format_bytes
+    from .memory import memory_statement
 
-    fmt = format_bytes if costs.memory_unit == "bytes" else (lambda x: f"{x:g}")
-    pk = f" (peaks {', '.join(fmt(x) for x in peaks)})" if peaks else ""
-    cap_txt = fmt(cap) if costs.memory_unit == "bytes" else f"{cap:g} ({costs.memory_unit})"
     # like the order statements: a peak over the ops left once some were set aside (a missing B
     # frees nothing, a missing F allocates nothing) is no statement about the file as written
-    return Outcome(f"activation memory <= {cap_txt} on every device at every instant{pk}{run.scope()}")
+    return Outcome(memory_statement(cap, peaks, costs, run.schedule.placement) + run.scope())
 
 
 def timing(run: Run) -> Outcome:

@@ -265,16 +265,92 @@ def _explicit(
                 pb.edge(snd[0], rcv[1], 1, "buffered: RECV completes after its SEND")
     # comm actions no transfer uses
     for key, lst in recvs.items():
-        for rcv in lst[used_r.get(key, 0) :] if key not in excused and positional(key) is None else ():
-            pb.edge(rcv[1], rcv[1], 1, "its SEND is never posted")
+        if key not in excused and positional(key) is None:
+            _unused(pb, dag.schedule, key, False, lst[used_r.get(key, 0) :], len(lst), sends.get(key, []), blocking)
     for key, lst in sends.items():
-        for snd in (
-            lst[used_s.get(key, 0) :] if key not in excused and not (blocking and positional(key) is not None) else ()
-        ):
-            # blocking: the sender hangs; buffered: harmless to progress, but no such transfer
-            pb.edge(snd[1], snd[1], 1, "blocking SEND never received" if blocking else NO_TRANSFER)
+        if key not in excused and not (blocking and positional(key) is not None):
+            _unused(pb, dag.schedule, key, True, lst[used_s.get(key, 0) :], len(lst), recvs.get(key, []), blocking)
     _match_in_posting_order(pb, posted, blocking)
     return pb, node
+
+
+#: rule of a SEND or RECV written more than once (one message per transfer)
+DUPLICATE = "one SEND and one RECV per transfer"
+#: rule of a SEND/RECV between two stages of one rank (which hands over without a message)
+SAME_RANK = "SEND/RECV only between stages on different ranks"
+
+
+def _ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``... ``11th``, ``21st``.
+
+    Example:
+        >>> [_ordinal(n) for n in (1, 2, 3, 4, 11, 12, 21)]
+        ['1st', '2nd', '3rd', '4th', '11th', '12th', '21st']
+    """
+    tail = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{tail}"
+
+
+def _names(key: Transfer) -> tuple[str, str]:
+    """The SEND and the RECV of a transfer ``(direction, sending stage, microbatch)``.
+
+    Example:
+        >>> _names(("F", 1, 0)), _names(("B", 2, 3))
+        (('1SEND_F0', '2RECV_F0'), ('2SEND_B3', '1RECV_B3'))
+    """
+    d, s, mb = key
+    return f"{s}SEND_{d}{mb}", f"{s + 1 if d == 'F' else s - 1}RECV_{d}{mb}"
+
+
+def _unused(
+    pb: OrderProblem,
+    schedule: Schedule,
+    key: Transfer,
+    is_send: bool,
+    extra: list[tuple[int, int]],
+    count: int,
+    partners: list[tuple[int, int]],
+    blocking: bool,
+) -> None:
+    """Report the SENDs (``is_send``) or RECVs of ``key`` that no transfer of the step uses
+    (``extra``, of ``count`` written; ``partners``: the other side's, each as posted), each by
+    the rule it breaks: a SEND/RECV between two stages of one rank; one written ``count > 1``
+    times (the k-th SEND meets the k-th RECV, so an extra one with an extra partner is a second
+    message, and one without waits forever, a buffered SEND excepted); else a RECV whose SEND
+    is never posted, or a SEND of no transfer (blocking: never received)."""
+    send_name, recv_name = _names(key)
+    name, other = (send_name, recv_name) if is_send else (recv_name, send_name)
+    spare = len(partners) - (count - len(extra))  # the other side's copies that no transfer uses either
+    d, stage, mb = key
+    to = stage + 1 if d == "F" else stage - 1
+    pl = schedule.placement
+    pipe = schedule.pipe_of_mb[mb] if 0 <= mb < schedule.m else 0
+    ranks = {pl.maps[pipe][x] for x in (stage, to) if 0 <= x < schedule.num_stages}
+    for j, (post, done) in enumerate(extra):
+        r = pb.device[post]
+        if len(ranks) == 1 and 0 <= to < schedule.num_stages and 0 <= stage < schedule.num_stages:
+            what = "activation" if d == "F" else "gradient"
+            why = f"stages {stage} and {to} are both on rank {r}, which hands microbatch {mb}'s {what} over without a message"
+            pb.fault(done, SAME_RANK, "completeness", f"{name} on rank {r} matches no transfer between ranks: {why}")
+        elif count > 1:
+            times = f"{name} appears {count} times"
+            has = f"{other} " + ("once" if len(partners) == 1 else f"{len(partners)} times")
+            nth = _ordinal(count - len(extra) + j + 1)
+            if j < spare:  # met by an extra partner: the one message of the transfer is sent again
+                sent = min(count, len(partners))
+                msg = f"{times} on rank {r} (and {has}): the step's one message is sent {'twice' if sent == 2 else f'{sent} times'}"
+                pb.fault(done, DUPLICATE, "completeness", msg)
+            elif is_send and not blocking:  # left in its buffer: no hang, but no transfer either
+                msg = f"{times} on rank {r} (and {has}): no RECV takes the {nth}"
+                pb.fault(done, DUPLICATE, "completeness", msg)
+            else:
+                wait = "no RECV takes" if is_send else "no SEND comes for"
+                msg = f"rank {r} waits forever in {pb.text[done]}: {times} (and {has}), and {wait} the {nth}"
+                pb.fault(done, DUPLICATE, "deadlock", msg)
+        elif is_send:  # blocking: the sender hangs; buffered: harmless to progress, but no such transfer
+            pb.edge(done, done, 1, "blocking SEND never received" if blocking else NO_TRANSFER)
+        else:
+            pb.edge(done, done, 1, "its SEND is never posted")
 
 
 def _match_in_posting_order(
@@ -334,3 +410,30 @@ def insert_comms(schedule: Schedule) -> Schedule:
                 out.append(a)
         programs.append(tuple(out))
     return schedule.with_programs(tuple(programs))
+
+
+def pytorch_lowering(schedule: Schedule) -> Schedule | None:
+    """What PyTorch's runtime runs for a ``compute_only`` schedule: its SEND/RECV placed as
+    PyTorch's lowering places them (:func:`ppverify.core.lowering.add_send_recv`: a SEND right
+    after its producer, its RECV appended to the receiving rank's list at that moment, i.e.
+    posted early), which decides a rendezvous verdict. None when the programs hold SEND/RECV
+    already (run as written), for a two-pipe schedule (PyTorch has none), or when the lowering
+    cannot place them (no rank can place its next action: the file as written shows that
+    deadlock under the derived policy, as PyTorch's ``Malformed compute schedule`` would).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> [str(a) for a in pytorch_lowering(build("1f1b", p=2, m=2)).programs[1]]
+        ['1RECV_F0', '1F0', '1RECV_F1', '1B0', '1SEND_B0', '1F1', '1B1', '1SEND_B1']
+        >>> pytorch_lowering(insert_comms(build("1f1b", p=2, m=2))) is None
+        True
+    """
+    from ..core.errors import InvalidScheduleError
+    from ..core.lowering import add_send_recv
+
+    if has_explicit_comms(schedule) or schedule.placement.num_pipes != 1:
+        return None
+    try:
+        return add_send_recv(schedule)
+    except (InvalidScheduleError, ParameterError):
+        return None

@@ -186,9 +186,12 @@ def describe_cycle(pb: OrderProblem, core: list[int]) -> Violation:
     ops = tuple(dict.fromkeys(pb.text[n] for n in nodes))  # a group's post and completion share a text
     devices = {pb.device[n] for n in nodes}
     rules = sorted({pb.edges[e][3] for e in core})
-    loops = [pb.edges[e] for e in core if pb.edges[e][0] == pb.edges[e][1]]
+    loops = [e for e in core if pb.edges[e][0] == pb.edges[e][1]]
     if loops:
-        a, _, _, rule = loops[0]
+        a, _, _, rule = pb.edges[loops[0]]
+        if loops[0] in pb.notes:  # a fault its builder put into words (:meth:`OrderProblem.fault`)
+            prop, message = pb.notes[loops[0]]
+            return Violation(prop, rule, message, ops)
         if rule.startswith("SEND matches no transfer"):
             return Violation("completeness", rule, f"{pb.text[a]} on rank {pb.device[a]}: {rule}", ops)
         return Violation("deadlock", rule, f"rank {pb.device[a]} waits forever in {pb.text[a]}: {rule}", ops)

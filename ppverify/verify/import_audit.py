@@ -106,7 +106,7 @@ def audit(
 
         pytorch = schedule.params.get("format") in FLAVOURS
     rep["pytorch_runtime"] = runtime_problems(schedule) if pytorch else None
-    rep["verifier"] = _verifier(schedule, rep["comms"]["explicit"], comm_semantics, pytorch)
+    rep["verifier"] = _verifier(schedule, rep["comms"]["explicit"] or bool(problems), comm_semantics, pytorch)
     rep["torch_steps"] = None
     if not problems and order["ok"]:
         try:
@@ -167,20 +167,19 @@ def source_kind(path: str | None) -> str | None:
     return {"json": "ppverify JSON", "table": "text table"}.get(sniff_format(read_text(path)) or "")
 
 
-def _verifier(schedule: Schedule, explicit: bool, comm_semantics: str, pytorch: bool) -> dict[str, Any] | None:
+def _verifier(schedule: Schedule, as_written: bool, comm_semantics: str, pytorch: bool) -> dict[str, Any] | None:
     """The Z3 verifier's verdict on what PyTorch would run: a compute_only file with SEND/RECV
     where its lowering puts them (receives posted early), which matters under rendezvous
-    semantics; with PyTorch's runtime rules when ``pytorch``."""
+    semantics; with PyTorch's runtime rules when ``pytorch``. ``as_written`` (its SEND/RECV from
+    the file, or a file with structure problems, which PyTorch refuses): nothing is lowered."""
     from . import verify
+    from .comm_model import has_explicit_comms, pytorch_lowering
 
-    target, sendrecv = schedule, "from the file" if explicit else "derived"
-    if not explicit:
-        try:
-            from ..core.lowering import add_send_recv
-
-            target, sendrecv = add_send_recv(schedule), "placed by PyTorch's lowering"
-        except (InvalidScheduleError, ParameterError):
-            pass  # the lowering itself deadlocks or cannot apply: verify the file as written
+    own = has_explicit_comms(schedule)
+    target, sendrecv = schedule, "from the file" if own else "derived"
+    lowered = None if as_written else pytorch_lowering(schedule)  # `verify` lowers a PyTorch CSV alike
+    if lowered is not None:  # else the lowering deadlocks or cannot apply: the file as written
+        target, sendrecv = lowered, "placed by PyTorch's lowering"
     z3 = verify(target, None, comm_semantics=comm_semantics, pytorch=pytorch)
     return {
         "valid": z3.valid,

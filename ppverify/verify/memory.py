@@ -12,18 +12,26 @@ Amounts are the cost model's (per device share, or bytes for presets), scaled to
 their common denominator. When the cap is exceeded, the explanation is a minimal set of
 activations held at once whose sum exceeds the cap (an unsat core over "activation of op f is
 held here" literals), i.e. ``cap + 1`` forwards for unit activations.
+
+The text counts as ``--memory-cap`` does (docs/memory.md): bytes for presets, else ppverify's
+activations (one microbatch on a device's whole share, :func:`~ppverify.core.memory_cap.activation_unit`
+of the cost model's unit), so a cap reads back as given; :func:`memory_statement` is the proof's.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 
 import z3
 
 from ..core.costs import CostModel, scaled_memory_deltas
 from ..core.dag import StepDAG
+from ..core.memory_cap import activation_unit
 from ..core.ops import Op
+from ..core.placement import Placement
+from ..core.sizes import format_apart, format_bytes_apart
 from .report import Violation
 from .smt import decide, exact_fraction, load, minimize_core, num, plain_solver
 
@@ -44,8 +52,33 @@ def _slots(dag: StepDAG, d: int) -> list[list[int]]:
     return out
 
 
-def _fmt(x: Fraction) -> str:
-    return str(int(x)) if x.denominator == 1 else f"{float(x):g}"
+def _activation(costs: CostModel, placement: Placement) -> Fraction:
+    # one activation in the cost model's unit, exact (a share of 1/3 is 1/3): the unit a plain
+    # --memory-cap counts, which every amount in the text is divided by unless it counts bytes
+    if costs.memory_unit == "bytes":
+        return Fraction(1)
+    return _frac(activation_unit(costs, placement))
+
+
+def memory_statement(cap: float, peaks: Sequence[float] | None, costs: CostModel, placement: Placement) -> str:
+    """What a memory proof states: the cap and each device's peak (both in the cost model's unit)
+    as ``--memory-cap`` counts them (bytes as GiB, else activations of a device's whole share),
+    with the digits that tell them apart and print the cap as one that reads back at least the
+    highest peak (:func:`~ppverify.core.sizes.format_apart`): never one the proof then refuses.
+
+    Example:
+        >>> import dataclasses
+        >>> from ppverify.core.placement import linear
+        >>> costs = dataclasses.replace(CostModel.unit(linear(2)), activation=(1.0, 3.0))
+        >>> memory_statement(6.0, [2.0, 6.0], costs, linear(2))  # one activation is 3 of its units
+        'activation memory <= 2 (activations) on every device at every instant (peaks 0.666667, 2)'
+    """
+    unit = costs.memory_unit
+    one = _activation(costs, placement)
+    texts = format_apart([_frac(x) / one for x in [cap, *(peaks or [])]], unit, cap_first=True)
+    cap_txt = texts[0] if unit == "bytes" else f"{texts[0]} (activations)"
+    pk = f" (peaks {', '.join(texts[1:])})" if peaks else ""
+    return f"activation memory <= {cap_txt} on every device at every instant{pk}"
 
 
 def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Violation], list[float] | None]:
@@ -113,7 +146,7 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
     for name, d, k in caps:
         bad = z3.is_false(m3.eval(z3.Bool(f"ok{name}")))
         if bad and not prev_bad.get(d):
-            out.append(_explain(dag, ints, slots[d], k, d, cap_i, scale, cap, costs.memory_unit))
+            out.append(_explain(dag, ints, slots[d], k, d, cap_i, scale, cap, costs))
         prev_bad[d] = bad
     return out, peaks
 
@@ -128,7 +161,7 @@ def _peaks(model: z3.ModelRef, caps: list[tuple[str, int, int]], p: int, scale: 
 
 
 def _explain(
-    dag: StepDAG, ints, slots: list[list[int]], k: int, d: int, cap_i: int, scale: int, cap: float, unit: str
+    dag: StepDAG, ints, slots: list[list[int]], k: int, d: int, cap_i: int, scale: int, cap: float, costs: CostModel
 ) -> Violation:
     """Minimal set of activations held at the start of slot k whose sum exceeds the cap."""
     held: dict[tuple[int, int], int] = {}  # (stage, mb) -> amount still held
@@ -162,7 +195,8 @@ def _explain(
     )
     level = Fraction(sum(a for _, a in live), scale)
     starter = dag.ops[slots[k][0]]
-    held_txt, capped = _held_and_cap(level, cap, unit)
+    one = _activation(costs, dag.schedule.placement)
+    held_txt, capped = _held_and_cap(level / one, _frac(cap) / one, costs.memory_unit)
     return Violation(
         "memory",
         "activation memory <= cap at every instant",
@@ -171,18 +205,19 @@ def _explain(
     )
 
 
-def _held_and_cap(level: Fraction, cap: float, unit: str) -> tuple[str, str]:
-    """The held amount and the cap as text: bytes as GiB, with enough digits to tell them apart;
-    other units as numbers.
+def _held_and_cap(level: Fraction, cap: Fraction, unit: str) -> tuple[str, str]:
+    """The held amount and the cap as text (bytes, or activations of a device's share): bytes as
+    GiB with enough digits to tell them apart, activations as numbers told apart as well.
 
     Example:
-        >>> _held_and_cap(Fraction(47815065600), 47815065599, "bytes")
+        >>> _held_and_cap(Fraction(47815065600), Fraction(47815065599), "bytes")
         ('44.53125 GiB', '44.531249999 GiB')
-        >>> _held_and_cap(Fraction(4), 3, "activations")
+        >>> _held_and_cap(Fraction(4), Fraction(3), "activations")
         ('4 activations', '3')
+        >>> _held_and_cap(Fraction(4), Fraction("3.9999999999"), "activations")
+        ('4 activations', '3.9999999999')
     """
-    from ..core.sizes import format_bytes_apart
-
     if unit == "bytes":
         return format_bytes_apart(float(level), float(cap))
-    return f"{_fmt(level)} {unit}", f"{cap:g}"
+    held, capped = format_apart([level, cap], unit)
+    return f"{held} activation{'' if level == 1 else 's'}", capped

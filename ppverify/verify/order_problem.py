@@ -28,6 +28,8 @@ class OrderProblem:
     device: list[int] = field(default_factory=list)
     rank: list[int] = field(default_factory=list)
     edges: list[tuple[int, int, int, str]] = field(default_factory=list)
+    #: edge id -> ``(property, message)`` of a :meth:`fault`: words its builder knows better
+    notes: dict[int, tuple[str, str]] = field(default_factory=dict)
     _last: dict[int, int] = field(default_factory=dict)
 
     def node(self, text: str, device: int, fused_with_previous: bool = False) -> int:
@@ -49,6 +51,19 @@ class OrderProblem:
     def edge(self, a: int, b: int, c: int, rule: str) -> None:
         """Require ``t_b - t_a >= c`` (a guarded constraint: it may appear in a core)."""
         self.edges.append((a, b, c, rule))
+
+    def fault(self, a: int, rule: str, prop: str, message: str) -> None:
+        """Mark node ``a`` as a fault (an edge from it to itself, infeasible): reported as
+        ``prop`` with ``message`` (the node's action named in it), under ``rule``.
+
+        Example:
+            >>> pb = OrderProblem()
+            >>> pb.fault(pb.node("0SEND_F0", 0), "one SEND per transfer", "completeness", "0SEND_F0 appears 2 times")
+            >>> pb.edges, pb.notes
+            ([(0, 0, 1, 'one SEND per transfer')], {0: ('completeness', '0SEND_F0 appears 2 times')})
+        """
+        self.notes[len(self.edges)] = (prop, message)
+        self.edge(a, a, 1, rule)
 
     def chains(self) -> dict[int, list[int]]:
         """Nodes per device in program order."""

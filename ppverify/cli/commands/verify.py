@@ -8,8 +8,10 @@ activations, a size such as ``40GiB`` bytes (with ``--system/--model``). A timin
 as ``simulate`` times it (collectives per ``--sync``/``--dp-allreduce``, a saved file's settings):
 the least T ``--makespan-le`` accepts is ``simulate``'s makespan. A PyTorch CSV is also held to the
 two rules of PyTorch's runtime (``pytorch-loss-order``, ``pytorch-message-order``; a crossed file's
-SEND/RECV matched in posting order, as the runtime matches them); any other one-pipe schedule whose
-last stage runs its forwards out of microbatch order keeps its verdict and gets a note.
+SEND/RECV matched in posting order, as the runtime matches them), and a compute_only one is checked
+with its SEND/RECV where PyTorch's lowering places them, as ``import`` checks it (a family or a
+ppverify JSON file: the derived policy); any other one-pipe schedule whose last stage runs its
+forwards out of microbatch order keeps its verdict and gets a note.
 """
 
 from __future__ import annotations
