@@ -29,7 +29,7 @@ from .errors import ParameterError
 from .exact import exact_fraction
 from .limits import MAX_NUMBER
 from .placement import Placement
-from .sizes import format_bytes, parse_size
+from .sizes import format_apart, format_bytes, parse_size
 
 #: the text that asks for no cap
 UNLIMITED = "none"
@@ -98,8 +98,8 @@ class MemoryCap:
         if self.value is None or self.activations is None or self.stage_activations is None:
             return UNLIMITED_LABEL
         extra = []
-        if self.unit == "bytes":
-            extra.append(format_bytes(self.value))
+        if self.unit == "bytes":  # digits enough to read back as this cap, never one under it
+            extra.append(format_apart([self.value, self.value], "bytes", cap_first=True)[0])
         if not math.isclose(self.stages_per_device, 1.0):
             extra.append(
                 f"{_num(self.stage_activations)} stage activations, {_num(self.stages_per_device)} stages per device"
@@ -134,9 +134,9 @@ def _num(x: float) -> str:
 
 def activation_unit(costs: CostModel, placement: Placement) -> float:
     """One activation in ppverify's unit (one microbatch on a device's whole share of layers) in
-    the cost model's memory unit: without presets the largest stage activation over the share one
-    stage is; with presets (bytes) the most one microbatch holds on one device, its stages of one
-    pipe summed.
+    the cost model's memory unit: the most one microbatch holds on one device, its stages of one
+    pipe summed (with presets, the device with the logits; with devices of unequal shares, the
+    largest share), which is ``v`` stage activations where every device holds ``v`` equal stages.
 
     Example:
         >>> from ppverify.core.placement import loop
@@ -162,10 +162,10 @@ def _exact_unit(costs: CostModel, placement: Placement) -> Fraction:
     # the largest stage" would count the logits v times, and the same plain cap would allow an
     # interleaved or V placement more bytes than a linear one (GPT-3 1.3B, V at p = 4: 12 % more).
     # One microbatch on a device's stages is the bytes a linear pipeline's device holds (its layers
-    # plus the logits), the unit `design` compares every placement in.
+    # plus the logits), the unit `design` compares every placement in. Abstract costs take the same
+    # sum: with unequal shares (stages 0 | 1, 2) the average share read one cap as another than
+    # presets did, and gave opposite verdicts on one file.
     acts = [exact_fraction(a) for a in costs.activation]
-    if costs.memory_unit != "bytes":
-        return max(acts) * Fraction(placement.num_stages, placement.p)
     return max(
         sum((acts[s] for pipe_s, s in placement.stages_on(d) if pipe_s == pipe), Fraction(0))
         for pipe in range(placement.num_pipes)

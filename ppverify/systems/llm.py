@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from ..core.costs import CostModel
 from ..core.errors import ParameterError
 from ..core.ops import KINDS
-from .activations import SavedTensor, layer_activation, saved_tensors
+from .activations import LayerActivation, SavedTensor, layer_activation, saved_tensors
 from .presets import read_preset
 
 
@@ -293,6 +293,27 @@ class StageCosts:
         )
 
 
+def last_stage_freed(layer_bytes: float, stage_bytes: float, layer: LayerActivation) -> float:
+    """The fraction of the last stage's activation that ``I`` frees: the layers' own fraction of
+    their ``layer_bytes``, none of the logits (the rest of ``stage_bytes``). Rounded to a multiple
+    of 2^-19 (within 0.0001 % of the stage): the fraction of layers and logits is a ratio of large
+    integers, and memory is counted exactly in rationals of small denominators
+    (:func:`ppverify.core.costs.scaled_memory_deltas`), which a denominator of a million or more
+    would carry past the solver's 64-bit integers; a binary fraction reads back exactly.
+
+    Example:
+        >>> from ppverify.systems.activations import LayerActivation
+        >>> la = LayerActivation(34.0, 80.0, 82.0)  # GPT-3 1.3B at s = 2048: 82 of 114 sbh freed
+        >>> f = last_stage_freed(6 * 114.0, 6 * 114.0 + 98.0, la)  # 6 layers and the logits (4V/h)
+        >>> f * 2**19 == round(f * 2**19), abs(f - 6 * 82 / (6 * 114 + 98)) <= 2**-20
+        (True, True)
+    """
+    if not stage_bytes > 0:
+        return 0.0
+    exact = layer_bytes * layer.freed_fraction() / stage_bytes
+    return round(exact * 2**19) / 2**19
+
+
 def stage_costs(
     llm: LLM, peak_flops: float, stages: int, training: Training, head_with_embedding: bool = False
 ) -> StageCosts:
@@ -355,8 +376,12 @@ def stage_costs(
         a_bytes = (n * per_layer + (4.0 * s * b * V if last else 0.0)) / t.tp
         act.append(a_bytes)
         # I frees what only the input gradient reads: the dropout masks (the 2h of Qi et al.'s
-        # 2h + 5as; none without dropout) and the attention-score tensors
-        freed.append(0.0 if t.recompute else layer.freed_fraction())
+        # 2h + 5as; none without dropout) and the attention-score tensors, of the layers only: the
+        # logits' bytes stay until W, their gradient (as large) being what the head's W reads
+        if t.recompute:
+            freed.append(0.0)
+        else:
+            freed.append(last_stage_freed(n * per_layer, a_bytes * t.tp, layer) if last else layer.freed_fraction())
         pr = (
             n * llm.layer_params()
             + (llm.embedding_params(s) if st == 0 else 0)

@@ -80,10 +80,12 @@ def test_formula_peak_agrees_with_table(family, p, m, f):
 
 
 def _uniform(costs: CostModel) -> CostModel:
-    """The preset's cost model with every stage's activation the mean (the formulas' uniform
-    stages), keeping its durations and its share freed at I."""
+    """The preset's cost model with every stage's activation the mean and every stage freeing the
+    weighted share at I (the formulas' uniform stages: the last stage's logits, which I does not
+    free, make its own share smaller), keeping its durations."""
     mean = sum(costs.activation) / len(costs.activation)
-    return replace(costs, activation=(mean,) * len(costs.activation))
+    share = freed_share(costs)
+    return replace(costs, activation=(mean,) * len(costs.activation), freed_by_I=(share,) * len(costs.activation))
 
 
 @pytest.mark.parametrize(("family", "p", "m"), [("zb-h1", 4, 8), ("zb-h2", 4, 8), ("zbv", 4, 8), ("1f1b-split", 4, 8)])
