@@ -300,7 +300,7 @@ def resolve_memory_cap(
                 option,
                 raw,
                 "a size needs presets (--system/--model), whose cost model counts bytes; this one counts "
-                f"{costs.memory_unit} (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)",
+                f"{costs.memory_unit} (and no --memory-model with layers=L gives bytes): give a number of activations (one microbatch on a device's share of layers)",
             )
         else:
             value = float(spec.amount)
@@ -349,7 +349,7 @@ def parse_memory_cap(
         >>> parse_memory_cap("64GiB", CostModel.abstract(pl), pl)
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)
+        ppverify.core.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model with layers=L gives bytes): give a number of activations (one microbatch on a device's share of layers)
         >>> parse_memory_cap("0.25", CostModel.abstract(linear(2)), linear(2))
         Traceback (most recent call last):
         ...
@@ -398,7 +398,7 @@ def check_cap_mode(spec: CapSpec, counts_bytes: bool) -> None:
         >>> check_cap_mode(read_memory_cap("64GiB"), False)
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)
+        ppverify.core.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model with layers=L gives bytes): give a number of activations (one microbatch on a device's share of layers)
     """
     import dataclasses
 
@@ -420,7 +420,7 @@ def check_cap_text(text: str, counts_bytes: bool, option: str = "memory-cap") ->
         >>> check_cap_text("64GiB", False)
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model gives bytes): give a number of activations (one microbatch on a device's share of layers)
+        ppverify.core.errors.ParameterError: parameter memory-cap=64GiB: a size needs presets (--system/--model), whose cost model counts bytes; this one counts activations (and no --memory-model with layers=L gives bytes): give a number of activations (one microbatch on a device's share of layers)
     """
     spec = read_memory_cap(text, option)
     if spec is None:

@@ -109,6 +109,10 @@ def parse_memory_model(text: str) -> MemoryModel:
         466944
         >>> parse_memory_model("i-frees=0.5").freed_by_I
         Fraction(1, 2)
+        >>> parse_memory_model("zero-bubble").bytes_per_activation is None  # a stage's layers unknown
+        True
+        >>> parse_memory_model("zero-bubble:layers=6").bytes_per_activation  # 6 * 1024 * (34h + 5as)
+        1236271104.0
         >>> parse_memory_model("magic")
         Traceback (most recent call last):
         ...
@@ -139,4 +143,7 @@ def parse_memory_model(text: str) -> MemoryModel:
             raise ParameterError("memory-model", text, f"{key} is given twice; give each setting once")
         seen.add(key)
         args[key] = int(val)
-    return zero_bubble(**args)
+    model = zero_bubble(**args)
+    # M_F in bytes needs the layers of one stage: without layers= a size would be read as one
+    # layer's bytes (1GiB as 5.2 activations at the default h, a, s), unlike the default model
+    return model if "layers" in seen else dataclasses.replace(model, bytes_per_activation=None)
