@@ -77,6 +77,24 @@ def add_timeline_outputs(parser: argparse.ArgumentParser) -> argparse._ArgumentG
     return out
 
 
+def add_measured_trace(group: Any) -> None:
+    """``simulate --measured-trace DIR...``, its costs' unit said (``compare`` reads a unit as 10 ms).
+
+    Example:
+        >>> p = argparse.ArgumentParser()
+        >>> add_measured_trace(p)
+        >>> p.parse_args(["--measured-trace", "prof"]).measured_trace
+        ['prof']
+    """
+    group.add_argument(
+        "--measured-trace",
+        nargs="+",
+        metavar="DIR",
+        help="also the step of these profiler traces, beside the simulated one (--costs read as seconds per "
+        "device share, as measure sleeps them; compare --measured-trace counts 10 ms per unit)",
+    )
+
+
 def check_timeline_outputs(args: argparse.Namespace) -> int:
     """Refuse an unwritable output path or a ``--width`` the chart cannot take now (bad input),
     not after the run; returns the chart's width. A command without one of the outputs (``simulate``
@@ -93,6 +111,11 @@ def check_timeline_outputs(args: argparse.Namespace) -> int:
     for flag in FILE_OUTPUTS:
         if getattr(args, flag, None):
             check_output_path(getattr(args, flag), f"--{flag}")
+    trace = getattr(args, "trace", None)
+    if trace and str(trace).lower().endswith((".csv", ".txt")):  # a reader would take it for a schedule
+        from ..core.errors import ParameterError
+
+        raise ParameterError("--trace", trace, "this writes a Chrome/Perfetto trace (JSON): name it .json")
     if getattr(args, "plot", None):  # its format too: measure ran the whole job, then refused x.txt
         check_plot_path(args.plot, "--plot")
     return width

@@ -34,6 +34,10 @@ LEVEL_SEMANTICS: dict[str, str] = {
     "optimum": "CP-SAT: best op order for the same placement, costs, transfers, replica all-reduce (async timing)",
     "measured": "PyTorch's pipeline runtime on this machine, ops sleeping their durations (p <= 4; compare --measured)",
 }
+#: the measured level read from profiler traces (``--measured-trace``), not run here
+MEASURED_TRACE_SEMANTICS = (
+    "the step recorded in the PyTorch profiler traces given (compare --measured-trace), read as import-trace reads it"
+)
 #: every level, the opt-in ``measured`` last (real runs: never in the default set)
 ALL_LEVELS: tuple[str, ...] = LEVELS + ("measured",)
 

@@ -28,6 +28,7 @@ from .config import (
     DEFAULT_TIME_LIMIT,
     LEVEL_SEMANTICS,
     LEVELS,
+    MEASURED_TRACE_SEMANTICS,
     Config,
     ScheduleEntry,
     abstract_configs,
@@ -413,8 +414,9 @@ def outcome_json(outcome: CompareOutcome) -> dict[str, Any]:
             ]
         }
     df = outcome.rows
+    semantics = dict(LEVEL_SEMANTICS, measured=MEASURED_TRACE_SEMANTICS) if _from_trace(df) else LEVEL_SEMANTICS
     return {
-        "levels": {lv: LEVEL_SEMANTICS[lv] for lv in outcome.levels},
+        "levels": {lv: semantics[lv] for lv in outcome.levels},
         "memory_cap": optimum_memory(outcome.memory_cap),
         "rows": df.astype(object).where(df.notna(), None).to_dict(orient="records"),
     }
@@ -458,7 +460,11 @@ def format_outcome(outcome: CompareOutcome, seconds: float, out: str | None = No
     for cfg in dict.fromkeys(df["config"]):
         out_lines += [format_config_table(df, cfg), ""]
     verified = "verified" in df and bool((df["verified"].fillna("") != "").any())  # the Z3 column is shown
-    out_lines.append(format_legend(list(outcome.levels), optimum_memory(outcome.memory_cap), verified))
+    measured = df[df["level"] == "measured"] if "level" in df else df.iloc[:0]
+    peak = bool(measured["peak_activation"].notna().any()) if len(measured) else False
+    out_lines.append(
+        format_legend(list(outcome.levels), optimum_memory(outcome.memory_cap), verified, _from_trace(df), peak)
+    )
     out_lines += [f"  level {lv} produced no numbers: {why}" for lv, why in unavailable_levels(df).items()]
     out_lines += [f"  {s} is not applicable in any configuration: {why}" for s, why in never_applicable(df).items()]
     out_lines.append(
@@ -466,6 +472,13 @@ def format_outcome(outcome: CompareOutcome, seconds: float, out: str | None = No
         f"{len(outcome.levels)} levels) in {seconds:.1f} s" + (f"; written to {out}" if out else "")
     )
     return "\n".join(out_lines)
+
+
+def _from_trace(df: Any) -> bool:
+    """Whether the rows' measured level was read from profiler traces (``--measured-trace``)."""
+    if "level" not in df or "semantics" not in df:
+        return False
+    return bool((df[df["level"] == "measured"]["semantics"] == MEASURED_TRACE_SEMANTICS).any())
 
 
 __all__ = [

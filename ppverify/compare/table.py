@@ -17,9 +17,9 @@ import pandas as pd
 from tabulate import tabulate
 
 from ..views.table_report import exact_number, plain_number
-from .config import ALL_LEVELS, LEVEL_SEMANTICS
+from .config import ALL_LEVELS, LEVEL_SEMANTICS, MEASURED_TRACE_SEMANTICS
 from .optimum import UNLIKE
-from .results import PointResult
+from .results import LevelResult, PointResult
 
 #: columns of the result frame, in order (also the CSV/Parquet layout)
 COLUMNS: tuple[str, ...] = (
@@ -92,7 +92,7 @@ def point_rows(points: Iterable[PointResult]) -> list[dict]:
                     "family": pt.entry.family,
                     "params": json.dumps(pt.entry.params, sort_keys=True),
                     "level": r.level,
-                    "semantics": LEVEL_SEMANTICS[r.level],
+                    "semantics": MEASURED_TRACE_SEMANTICS if _from_trace(r) else LEVEL_SEMANTICS[r.level],
                     "status": r.status,
                     "makespan": r.makespan,
                     "time_unit": pt.time_unit,
@@ -376,13 +376,25 @@ def never_applicable(df: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def format_legend(levels: Iterable[str], memory: str = "each schedule's own peak", verified: bool = True) -> str:
+def _from_trace(r: LevelResult) -> bool:
+    # fill_from_trace's note: the measured number is a recorded step, not a run here
+    return bool(r.level == "measured" and str(r.note).startswith("profiler trace"))
+
+
+def format_legend(
+    levels: Iterable[str],
+    memory: str = "each schedule's own peak",
+    verified: bool = True,
+    from_trace: bool = False,
+    measured_peak: bool = True,
+) -> str:
     """Which semantics produced each column, what the marks mean and at what memory the optimum
     was solved (``memory``: "each schedule's own peak", "unlimited memory" or a cap). Only the
     columns and marks a run prints are explained: ``*`` with two levels or more, ``bubble`` with a
     level that times the table (formula, slot, async, contention), ``~`` with the formula, the
     optimum's ``lb`` with ``optimum``, its peak and the gap with ``optimum`` and ``async`` (the gap
-    is the async makespan's), and ``Z3`` when the schedules were ``verified``.
+    is the async makespan's), and ``Z3`` when the schedules were ``verified``. ``from_trace``: the
+    measured column was read from profiler traces; ``measured_peak``: it has its peak column.
 
     Example:
         >>> format_legend(["optimum"]).splitlines()[1]
@@ -395,7 +407,8 @@ def format_legend(levels: Iterable[str], memory: str = "each schedule's own peak
     """
     levels = list(levels)
     lines = ["Columns: makespan (rank by makespan, 1 = fastest) under each abstraction level:"]
-    lines += [f"  {lv:<10} {LEVEL_SEMANTICS[lv]}" + (f", at {memory}" if lv == "optimum" else "") for lv in levels]
+    semantics = dict(LEVEL_SEMANTICS, measured=MEASURED_TRACE_SEMANTICS) if from_trace else LEVEL_SEMANTICS
+    lines += [f"  {lv:<10} {semantics[lv]}" + (f", at {memory}" if lv == "optimum" else "") for lv in levels]
     if len(levels) > 1:
         lines.append("  *          rank differs from the previous level's (a rank change between abstractions)")
     if {"formula", "slot", "async", "contention"} & set(levels):  # the bubble column's sources
@@ -419,7 +432,7 @@ def format_legend(levels: Iterable[str], memory: str = "each schedule's own peak
         lines.append(
             "  Z3         the verifier proved completeness, placement, dependencies, exclusivity and deadlock freedom"
         )
-    if "measured" in levels:
+    if "measured" in levels and measured_peak:
         lines.append(
             "  peak act. (measured)  highest device's activations autograd saved in the real run, each stage's"
         )

@@ -326,8 +326,11 @@ def _no_overlapping_compute(path: str, threads: dict[tuple[Any, Any], list[tuple
         >>> _no_overlapping_compute("r0.json", {(1, 1): [(Span("0F0", 0.0, 10.0), 3), (Span("0F1", 5.0, 15.0), 4)]})
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ScheduleFileError: r0.json: traceEvents[4]: PP:0F1 starts at 5 us while PP:0F0 (traceEvents[3], 0 to 10 us) still runs on the same thread; the runtime runs one action at a time, so this is not one job's trace
+        ppverify.core.errors.ScheduleFileError: r0.json: traceEvents[4]: PP:0F1 starts at 5.000 us while PP:0F0 (traceEvents[3], 0.000 to 10.000 us) still runs on the same thread (times from the file's first compute range); the runtime runs one action at a time, so this is not one job's trace
     """
+    # a profiler's stamps are microseconds since an epoch (about 5e12): from the first range, so
+    # that the overlap reads (not "5.31863e+12 to 5.31863e+12 us")
+    t0 = min((sp.start for spans in threads.values() for sp, _ in spans), default=0.0)
     for spans in threads.values():
         spans.sort(key=lambda x: (x[0].start, -x[0].end))
         for (a, ka), (b, kb) in zip(spans, spans[1:]):
@@ -335,9 +338,9 @@ def _no_overlapping_compute(path: str, threads: dict[tuple[Any, Any], list[tuple
                 raise ScheduleFileError(
                     path,
                     f"traceEvents[{kb}]",
-                    f"PP:{b.name} starts at {b.start:g} us while PP:{a.name} (traceEvents[{ka}], {a.start:g} to "
-                    f"{a.end:g} us) still runs on the same thread; the runtime runs one action at a time, so this is "
-                    "not one job's trace",
+                    f"PP:{b.name} starts at {b.start - t0:.3f} us while PP:{a.name} (traceEvents[{ka}], "
+                    f"{a.start - t0:.3f} to {a.end - t0:.3f} us) still runs on the same thread (times from the "
+                    "file's first compute range); the runtime runs one action at a time, so this is not one job's trace",
                 )
 
 

@@ -36,3 +36,15 @@ def test_prove_says_it_takes_families_and_names_verify(tmp_path, capsys):
         f"ppverify prove: error: parameter family={path}: prove takes a family (its closed form, for all p and m), "
         f"not a schedule file: ppverify verify {path} proves one schedule"
     )
+
+
+def test_a_chrome_trace_is_not_written_under_a_schedule_name(tmp_path, capsys):
+    # --trace writes JSON; a .csv name is what every reader takes for a PyTorch schedule
+    out = tmp_path / "out.csv"
+    assert main(["simulate", "1f1b", "--trace", str(out), "--no-table"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err
+        == f"ppverify simulate: error: parameter --trace={out}: this writes a Chrome/Perfetto trace (JSON): name it .json"
+    )
+    assert not out.exists()

@@ -123,10 +123,12 @@ def test_trace_with_a_send_posted_inside_an_op_reads(tmp_path):
 @pytest.mark.parametrize(
     "r1, rule",
     [
-        # 1B0 starts at 15 while 1F0 runs until 20: one thread runs one action at a time
+        # 1B0 starts at 15 while 1F0 runs until 20: one thread runs one action at a time (times from
+        # the first compute range, 1F0's at 10)
         (
             [("PP:1RECV_F0", 0, 1), ("PP:1F0", 10, 10), ("PP:1B0", 15, 20), ("PP:1SEND_B0", 40, 1)],
-            r"traceEvents\[3\]: PP:1B0 starts at 15 us while PP:1F0 \(traceEvents\[2\], 10 to 20 us\) still runs",
+            r"traceEvents\[3\]: PP:1B0 starts at 5.000 us while PP:1F0 \(traceEvents\[2\], 0.000 to 10.000 us\) "
+            r"still runs",
         ),
         # an op whose end is before its start was timed as 0 and fitted a cost of 0
         (

@@ -27,7 +27,7 @@ from ..common import add_cost_arguments, add_schedule_arguments, build_schedule,
 from ..file_settings import add_collective_arguments
 from ..presets_args import add_preset_arguments
 from ..run_request import RunRequest, check_timed_options, request_timing, run_request
-from ..timeline_outputs import WIDTH_HELP, check_timeline_outputs
+from ..timeline_outputs import WIDTH_HELP, add_measured_trace, check_timeline_outputs
 
 __all__ = ["COMMAND", "_write_frame", "fmt_time", "gantt", "report"]  # measure prints with them
 _write_frame = write_frame
@@ -83,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--stages", action="store_true", help="also print the per-stage costs derived from the model (preset mode)"
     )
     out.add_argument("--width", type=int, default=None, metavar="COLUMNS", help=WIDTH_HELP)
-    out.add_argument("--measured-trace", nargs="+", metavar="DIR", help="also the step of these profiler traces")
+    add_measured_trace(out)
 
 
 def simulate_request(request: RunRequest, semantics: str) -> tuple[Timeline, Any]:
