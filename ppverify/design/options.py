@@ -138,6 +138,8 @@ def request_of(args: argparse.Namespace, m: int, work: float, wall: float | None
     from .run import DesignRequest
 
     pair = Limits.pair_work if args.pair_work is None else args.pair_work
+    if args.bound_work == 0:  # the pair work runs within the bound work: none runs, none is recorded
+        pair = 0.0
     limits = Limits(work, args.gap_limit, args.seed, wall, args.bound_work, args.search_work, pair)
     split = None if args.backward == "auto" else args.backward == "split"
     settings = settings_from(vars(args))

@@ -27,3 +27,13 @@ def test_one_budget_of_a_list_below_the_least_feasible_is_named_as_typed(capsys)
     assert main([*ARGS, "--budgets", "0.5,2", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("ppverify design: error: parameter --budgets=0.5: below the least feasible budget 1 ")
+
+
+def test_no_pair_work_is_recorded_when_no_bound_work_runs(capsys):
+    # the two-device bound runs inside the bound work: with --bound-work 0 none ran, and the JSON
+    # said pair_work 30 (the default)
+    import json
+
+    assert main([*ARGS, "--budgets", "1,2", "--bound-work", "0", "--no-progress", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)["design"]
+    assert (info["bound_work"], info["pair_work"]) == (0.0, 0.0)
