@@ -143,7 +143,7 @@ def activation_unit(costs: CostModel, placement: Placement) -> float:
         >>> activation_unit(CostModel.abstract(loop(2, 2)), loop(2, 2))
         1.0
     """
-    return float(_exact_unit(costs, placement))
+    return float(exact_unit(costs, placement))
 
 
 def exact_unit(costs: CostModel, placement: Placement) -> Fraction:
@@ -154,10 +154,6 @@ def exact_unit(costs: CostModel, placement: Placement) -> Fraction:
         >>> exact_unit(CostModel.abstract(loop(2, 2)), loop(2, 2))
         Fraction(1, 1)
     """
-    return _exact_unit(costs, placement)
-
-
-def _exact_unit(costs: CostModel, placement: Placement) -> Fraction:
     # With bytes the largest stage is the last, whose logits sit on it whatever its share: "v times
     # the largest stage" would count the logits v times, and the same plain cap would allow an
     # interleaved or V placement more bytes than a linear one (GPT-3 1.3B, V at p = 4: 12 % more).
@@ -283,8 +279,8 @@ def resolve_memory_cap(
     option, raw = spec.option, spec.text
     if spec.amount is None:
         return unlimited_cap(costs, placement)
-    exact_unit = _exact_unit(costs, placement)
-    unit = float(exact_unit)
+    one = exact_unit(costs, placement)
+    unit = float(one)
     mf = max(costs.activation)
     if not mf > 0:
         raise ParameterError(
@@ -316,7 +312,7 @@ def resolve_memory_cap(
             )
         # the float of the exact product, as the peaks are counted: 3 x 0.7 in floats is
         # 2.0999999999999996, under a peak of three such activations
-        value = float(spec.amount * exact_unit)
+        value = float(spec.amount * one)
     if not math.isfinite(value) or value <= 0 or value > MAX_NUMBER * max(unit, 1.0):
         raise ParameterError(option, raw, f"must be a finite number > 0 and at most {MAX_NUMBER:g} activations")
     if value < mf * (1 - 1e-9):

@@ -260,7 +260,7 @@ def _explicit(
                 if key not in excused:
                     pb.edge(rcv[1], rcv[1], 1, "its SEND is never posted")
             elif blocking:
-                _rendezvous(pb, snd, rcv, f"{key[1]}SEND_{key[0]}{key[2]}")
+                _rendezvous(pb, snd, rcv, _names(key)[0])
             else:
                 pb.edge(snd[0], rcv[1], 1, "buffered: RECV completes after its SEND")
     # comm actions no transfer uses

@@ -12,6 +12,7 @@ from ..core.costs import CostModel
 from ..core.errors import InvalidScheduleError, ParameterError
 from ..core.ops import Comm, Marker, Op, Overlap
 from ..core.schedule import Schedule
+from .comm_model import has_explicit_comms
 
 #: problems listed per check (the count says how many more)
 MAX_LISTED = 10
@@ -83,7 +84,7 @@ def audit(
     rep["comms"] = {
         "ok": not comms,
         "problems": comms,
-        "explicit": any(isinstance(a, Comm) for prog in schedule.programs for a in prog),
+        "explicit": has_explicit_comms(schedule),
     }
     order: dict[str, Any] = {"ok": None, "problem": None}
     slot = None
@@ -106,7 +107,7 @@ def audit(
 
         pytorch = schedule.params.get("format") in FLAVOURS
     rep["pytorch_runtime"] = runtime_problems(schedule) if pytorch else None
-    rep["verifier"] = _verifier(schedule, rep["comms"]["explicit"] or bool(problems), comm_semantics, pytorch)
+    rep["verifier"] = _verifier(schedule, rep["comms"]["explicit"], bool(problems), comm_semantics, pytorch)
     rep["torch_steps"] = None
     if not problems and order["ok"]:
         try:
@@ -167,17 +168,18 @@ def source_kind(path: str | None) -> str | None:
     return {"json": "ppverify JSON", "table": "text table"}.get(sniff_format(read_text(path)) or "")
 
 
-def _verifier(schedule: Schedule, as_written: bool, comm_semantics: str, pytorch: bool) -> dict[str, Any] | None:
+def _verifier(
+    schedule: Schedule, explicit: bool, refused: bool, comm_semantics: str, pytorch: bool
+) -> dict[str, Any] | None:
     """The Z3 verifier's verdict on what PyTorch would run: a compute_only file with SEND/RECV
     where its lowering puts them (receives posted early), which matters under rendezvous
-    semantics; with PyTorch's runtime rules when ``pytorch``. ``as_written`` (its SEND/RECV from
-    the file, or a file with structure problems, which PyTorch refuses): nothing is lowered."""
+    semantics; with PyTorch's runtime rules when ``pytorch``. Nothing is lowered for a file with
+    its own SEND/RECV (``explicit``) or with structure problems, which PyTorch refuses (``refused``)."""
     from . import verify
-    from .comm_model import has_explicit_comms, pytorch_lowering
+    from .comm_model import pytorch_lowering
 
-    own = has_explicit_comms(schedule)
-    target, sendrecv = schedule, "from the file" if own else "derived"
-    lowered = None if as_written else pytorch_lowering(schedule)  # `verify` lowers a PyTorch CSV alike
+    target, sendrecv = schedule, "from the file" if explicit else "derived"
+    lowered = None if refused else pytorch_lowering(schedule)  # None for explicit ones; `verify` lowers alike
     if lowered is not None:  # else the lowering deadlocks or cannot apply: the file as written
         target, sendrecv = lowered, "placed by PyTorch's lowering"
     z3 = verify(target, None, comm_semantics=comm_semantics, pytorch=pytorch)

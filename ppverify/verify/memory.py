@@ -14,7 +14,7 @@ activations held at once whose sum exceeds the cap (an unsat core over "activati
 held here" literals), i.e. ``cap + 1`` forwards for unit activations.
 
 The text counts as ``--memory-cap`` does (docs/memory.md): bytes for presets, else ppverify's
-activations (one microbatch on a device's whole share, :func:`~ppverify.core.memory_cap.activation_unit`
+activations (one microbatch on a device's whole share, :func:`~ppverify.core.memory_cap.exact_unit`
 of the cost model's unit), so a cap reads back as given; :func:`memory_statement` is the proof's.
 """
 
@@ -28,7 +28,7 @@ import z3
 
 from ..core.costs import CostModel, scaled_memory_deltas
 from ..core.dag import StepDAG
-from ..core.memory_cap import activation_unit
+from ..core.memory_cap import exact_unit
 from ..core.ops import Op
 from ..core.placement import Placement
 from ..core.sizes import format_apart, format_bytes_apart
@@ -57,7 +57,7 @@ def _activation(costs: CostModel, placement: Placement) -> Fraction:
     # --memory-cap counts, which every amount in the text is divided by unless it counts bytes
     if costs.memory_unit == "bytes":
         return Fraction(1)
-    return _frac(activation_unit(costs, placement))
+    return exact_unit(costs, placement)
 
 
 def memory_statement(cap: float, peaks: Sequence[float] | None, costs: CostModel, placement: Placement) -> str:
