@@ -12,7 +12,7 @@ from ..core.errors import ParameterError
 from ..core.limits import check_stages_mbs
 from ..core.memory_cap import MEMORY_CAP_HELP
 from ..core.placement import NAMED
-from ..core.schedule import Schedule
+from ..core.schedule import Schedule, carrier
 from ..optimize.request import build_problem, optimize_request
 from .common import add_cost_arguments, add_schedule_arguments, build_schedule, parsed_costs, schedule_source
 
@@ -181,8 +181,8 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
             raise ParameterError("m", m, "must be an integer >= 1")
         check_stages_mbs(placement.num_stages, m, f"--placement {placement.name} -p {placement.p} -m {m}")
         pipes = default_pipes(placement, m)
-    carrier = sched or Schedule(placement, m, tuple(() for _ in range(placement.p)), pipes)
-    ctx = resolve_presets(dataclasses.replace(settings_from(vars(args)), costs=request.costs), carrier)
+    target = sched or carrier(placement, m, pipes)
+    ctx = resolve_presets(dataclasses.replace(settings_from(vars(args)), costs=request.costs), target)
     file_memory = False
     if sched is not None:  # a saved file's costs and communication, as simulate reads them
         from .file_settings import timing_from_file

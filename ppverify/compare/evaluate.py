@@ -18,7 +18,7 @@ from typing import Any
 from ..core.errors import ParameterError, PPVerifyError, ScheduleFileError
 from ..core.limits import LimitError
 from ..core.memory_cap import CapSpec
-from ..core.schedule import Schedule
+from ..core.schedule import Schedule, carrier
 from ..engines import registry
 from .config import ALL_LEVELS, LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
 from .measured import placeholder
@@ -208,8 +208,8 @@ def common_cap(memory_cap: CapSpec | None, config: Config) -> CapSpec | None:
     from ..core.memory_cap import exact_unit
     from ..core.placement import linear
 
-    carrier = Schedule(linear(config.p), config.m, tuple(() for _ in range(config.p)), (0,) * config.m)
-    unit = exact_unit(resolve(config, carrier).costs, carrier.placement)
+    ref = linear(config.p)
+    unit = exact_unit(resolve(config, carrier(ref, config.m)).costs, ref)
     assert memory_cap.amount is not None
     return replace(memory_cap, kind="bytes", amount=memory_cap.amount * unit)
 

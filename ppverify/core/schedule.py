@@ -89,3 +89,16 @@ class Schedule:
     def with_programs(self, programs: tuple[tuple[Action, ...], ...]) -> Schedule:
         """Same schedule with other programs (used by transformations and mutation tests)."""
         return Schedule(self.placement, self.m, programs, self.pipe_of_mb, self.family, dict(self.params))
+
+
+def carrier(placement: Placement, m: int, pipe_of_mb: tuple[int, ...] | None = None) -> Schedule:
+    """A schedule of no ops on ``placement`` with ``m`` microbatches: what presets are resolved on
+    when only the placement and sizes matter (a unit, a search's costs), not an order.
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> s = carrier(linear(2), 3)
+        >>> s.programs, s.pipe_of_mb, s.num_ops
+        (((), ()), (0, 0, 0), 0)
+    """
+    return Schedule(placement, m, tuple(() for _ in range(placement.p)), pipe_of_mb or (0,) * m)

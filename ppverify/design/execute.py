@@ -61,11 +61,7 @@ def incumbent(
             budget = "none" if math.isinf(q.budget) else f"{q.budget:g}"
             best = (q.time, f"{q.placement} at budget {budget}")
     for f in fams:
-        if (
-            f.peak <= task.budget + EPS
-            and (split or f.schedule is None or not f.schedule.has_split_backward)
-            and (best is None or f.time < best[0] - EPS)
-        ):
+        if f.peak <= task.budget + EPS and f.fits_backward(split) and (best is None or f.time < best[0] - EPS):
             best = (f.time, f"the family {f.family}")
     return best
 

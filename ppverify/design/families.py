@@ -146,13 +146,7 @@ def adopt_families(points: Sequence[Point], fams: Sequence[FamilyPoint], split: 
     """
     out = []
     for pt in points:
-        fits = [
-            f
-            for f in fams
-            if f.placement == pt.placement
-            and f.peak <= pt.budget + EPS
-            and (split or f.schedule is None or not f.schedule.has_split_backward)
-        ]
+        fits = [f for f in fams if f.placement == pt.placement and f.peak <= pt.budget + EPS and f.fits_backward(split)]
         fastest = min((f.time for f in fits), default=math.inf)
         # one step summed in two orders differs in its last bits: the smaller peak wins a tie (GPipe's
         # 1.4999999999999998 at peak 4 beat 1F1B's 1.5000000000000002 at peak 2, off the frontier)
@@ -197,7 +191,7 @@ def family_candidates(points: Sequence[Point], fams: Sequence[FamilyPoint], spli
     """
     out = []
     for f in fams:
-        if not split and f.schedule is not None and f.schedule.has_split_backward:
+        if not f.fits_backward(split):
             continue  # another problem (adopt_families)
         holders = [q for q in points if q.placement == f.placement and f.peak <= q.budget + EPS]
         if not holders:

@@ -106,6 +106,18 @@ class FamilyPoint:
         """JSON-ready form."""
         return {"family": self.family, "placement": self.placement, "peak": self.peak, "time": self.time}
 
+    def fits_backward(self, split: bool) -> bool:
+        """Whether the family solves a design's problem: with a full backward (``split`` False)
+        one that splits it into I and W solves another.
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> zb = FamilyPoint("zb-h1", "linear", 2.0, 13.0, build("zb-h1", 2, 4))
+            >>> zb.fits_backward(True), zb.fits_backward(False)
+            (True, False)
+        """
+        return split or self.schedule is None or not self.schedule.has_split_backward
+
 
 def peak_and_time(schedule: Schedule, setup: Setup) -> tuple[float, float]:
     """A schedule's peak (in budget units) and step time, timed by the async engine under the

@@ -43,6 +43,22 @@ def in_turn(tasks: Sequence[Task], each: Callable[[Point], None] | None = None) 
     return done, False
 
 
+def points_to_rework(
+    points: Sequence[Point], wanted: Callable[[Point], bool], extra: Sequence[Point] = ()
+) -> list[Point]:
+    """The frontier's points (of ``points``, the families ``extra`` competing with them but never
+    picked: a family gets no work) that are ``wanted``.
+
+    Example:
+        >>> a = Point("linear", 2.0, "FEASIBLE", 16.0, 12.0, 2.0, None, None)
+        >>> fam = Point("linear", 4.0, "FEASIBLE", 15.0, 12.0, 2.0, "1f1b", None)
+        >>> points_to_rework([a], lambda q: True), points_to_rework([a], lambda q: True, [fam])
+        ([Point(placement='linear', budget=2.0, status='FEASIBLE', time=16.0, bound=12.0, peak=2.0, start=None, schedule=None, note='', cut=False, skipped=False)], [])
+    """
+    ids = {id(q) for q in points}
+    return [q for q in frontier(points, extra) if id(q) in ids and wanted(q)]
+
+
 def rework_front(
     points: Sequence[Point],
     wanted: Callable[[Point], bool],
@@ -74,8 +90,7 @@ def rework_front(
         (15.0, 'OPTIMAL', False, [(1, 1)])
     """
     out = list(points)
-    ids = {id(q) for q in out}
-    todo = sorted((q for q in frontier(out, extra) if id(q) in ids and wanted(q)), key=lambda q: -q.budget)
+    todo = sorted(points_to_rework(out, wanted, extra), key=lambda q: -q.budget)
     tasks = [replace(task_of(q), index=n) for n, q in enumerate(todo)]
     by_key = {(q.placement, q.budget): q for q in todo}
     merged: dict[tuple[str, float], Point] = {}

@@ -22,6 +22,7 @@ from .deepen import deepen_front, deepen_line, needs_more
 from .execute import run_points
 from .families import adopt_families, families_until, family_candidates, on_its_own
 from .points import EPS, NOT_RUN, FamilyPoint, Point, frontier, monotone, same_time, value_at
+from .rework import points_to_rework
 from .spec import Limits, Setup, Task, budget_items, model_options, parse_budgets, setups, stage_split
 from .tighten import tighten_front, tighten_line, wants_bound
 
@@ -161,7 +162,7 @@ class Design:
         """
         if f.placement not in {s.label for s in self.setups}:
             return "its placement was not searched"
-        if f.schedule is not None and f.schedule.has_split_backward and not self.request.split_backward:
+        if not f.fits_backward(self.request.split_backward):
             return "it splits the backward, the design does not (--backward split)"
         holders = [q for q in self.points if q.placement == f.placement and q.budget >= f.peak - EPS]
         if not holders:
@@ -396,8 +397,7 @@ def design(
         return family_candidates(points, fams, request.split_backward)
 
     def begin(what: str, wanted: Callable[[Point], bool], work: str) -> None:  # a phase of minutes says so first
-        ids = {id(q) for q in points}  # a family on the frontier gets no work
-        todo = [q for q in frontier(points, extra()) if id(q) in ids and wanted(q)]
+        todo = points_to_rework(points, wanted, extra())
         if progress and todo and (until is None or time.time() < until):
             print(
                 f"design {what}: {len(todo)} frontier point(s) above the gap limit, {work}", file=sys.stderr, flush=True

@@ -19,7 +19,7 @@ from ..core.costs import CostModel
 from ..core.errors import ParameterError
 from ..core.limits import MAX_NUMBER
 from ..core.placement import Placement, placement_from_text
-from ..core.schedule import Schedule
+from ..core.schedule import carrier
 from ..systems.preset_models import PresetSettings, resolve_presets
 
 #: the placements ``--placements`` accepts (``loop:V``, ``wave:W`` with their chunk counts)
@@ -115,7 +115,7 @@ def design_unit(costs: CostModel, placement: Placement, settings: PresetSettings
     Example:
         >>> from ppverify.core.placement import linear, v_shape
         >>> s = PresetSettings(system="dgx-h100", model="gpt3-1.3b")
-        >>> costs = lambda pl: resolve_presets(s, Schedule(pl, 8, tuple(() for _ in range(4)), (0,) * 8)).costs
+        >>> costs = lambda pl: resolve_presets(s, carrier(pl, 8)).costs
         >>> design_unit(costs(v_shape(4)), v_shape(4), s, 8) == design_unit(costs(linear(4)), linear(4), s, 8)
         True
         >>> max(costs(v_shape(4)).activation) * 2 > design_unit(costs(linear(4)), linear(4), s, 8)
@@ -132,11 +132,11 @@ def design_unit(costs: CostModel, placement: Placement, settings: PresetSettings
     if costs.memory_unit != "bytes":
         return activation_unit(costs, placement)
     ref = linear(placement.p)
-    carrier = Schedule(ref, m, tuple(() for _ in range(ref.p)), (0,) * m)
+    empty = carrier(ref, m)
     # the model's layers split evenly, whatever --layers-per-stage says: the same budget is then the
     # same bytes with or without it (and its counts, one per stage, need not fit p stages)
     even = replace(settings, layers_per_stage=None)
-    return activation_unit(resolve_presets(even, carrier).costs, ref)
+    return activation_unit(resolve_presets(even, empty).costs, ref)
 
 
 def stage_split(settings: PresetSettings) -> int | None:
@@ -236,8 +236,7 @@ def setups(placements: str, p: int, m: int, settings: PresetSettings) -> tuple[S
             rule = f"needs an even p (p={p})" if p % 2 else f"needs m >= 2 (m={m})"
             raise ParameterError("placements", text.strip(), rule)
         pipes = default_pipes(pl, m)
-        carrier = Schedule(pl, m, tuple(() for _ in range(p)), pipes)
-        ctx = resolve_presets(settings, carrier)
+        ctx = resolve_presets(settings, carrier(pl, m, pipes))
         unit = design_unit(ctx.costs, pl, settings, m)
         out.append(Setup(label, pl, ctx.costs, ctx.comm, pipes, float(unit)))
     return tuple(out)
