@@ -62,6 +62,9 @@ def optimum_line(
         >>> res = SimpleNamespace(status="OPTIMAL", exact=True, time_unit="units", tick=1.0)
         >>> optimum_line(res, 9.0, 9.0, False, 60.0, False, "2")
         'optimum      9  (proven, peak 2; the family is 0 above it)'
+        >>> res = SimpleNamespace(status="FEASIBLE", exact=True, time_unit="units", objective=12.0, hint="1f1b", hint_objective=12.0)
+        >>> optimum_line(res, 12.0, 12.0, False, 0.05, False, "2")
+        'best found   12  (the start 1f1b, nothing better found within 0.05 s; FEASIBLE, peak 2)'
     """
     if best is None:
         return ""
@@ -69,6 +72,12 @@ def optimum_line(
     peak_text = f", peak {peak}" if peak else ""
     if res.status != "OPTIMAL":
         ended = "when stopped" if stopped else f"within {wall:g} s"  # a signal cut it, not the limit
+        start, start_value = getattr(res, "hint", None), getattr(res, "hint_objective", None)
+        if start and start_value is not None and res.objective is not None and res.objective >= start_value - 1e-9:
+            # the best is the starting schedule (a family's, a heuristic's): CP-SAT found nothing better
+            return (
+                f"best found   {best:g}{u}  (the start {start}, nothing better found {ended}; {res.status}{peak_text})"
+            )
         return f"best found   {best:g}{u}  (CP-SAT {res.status} {ended}{peak_text})"
     ahead = value - best
     than = (

@@ -126,10 +126,12 @@ def evaluate(
     )
 
     def infeasible(reason: str) -> OptimizeResult:  # decided from the order alone, before any search
+        # no timing of this order holds the cap: its bound is infinite, as an INFEASIBLE optimize's
+        # (the free problem's bounds stay in ``bounds``: they bound other orders, not this one)
         return OptimizeResult(
             "INFEASIBLE",
             objective=None,
-            bound=bounds.best * inst.tick,
+            bound=float("inf"),
             wall_s=time.monotonic() - t0,
             schedule=schedule,
             timeline=None,
@@ -214,7 +216,7 @@ def evaluate(
         return OptimizeResult(
             status,
             objective=None,
-            bound=bounds.best * inst.tick,
+            bound=float("inf") if status == "INFEASIBLE" else bounds.best * inst.tick,
             wall_s=time.monotonic() - t0,
             schedule=schedule,
             timeline=None,

@@ -5,6 +5,7 @@ timeline, and the results returned when the clock runs out first."""
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -138,7 +139,9 @@ def run_solver(solver: cp_model.CpSolver, model: cp_model.CpModel, callback: Any
     p = 2, m = 4, GPT-3 1.3B on dgx-h100 under ``gap``), OR-Tools 9.15's LP simplification
     multiplies a cut's coefficients by variable bounds past 64 bits and aborts the process
     (``Check failed: threshold > 0``, exit 134, nothing printed). The other subsolvers run as
-    they would, so a model of ordinary size is solved exactly as before.
+    they would, so a model of ordinary size is solved exactly as before. An interleaved search
+    (``deterministic`` in :func:`make_solver`) runs in a forked child, which OR-Tools may abort
+    without taking the command with it (:mod:`.isolated`).
 
     Example:
         >>> model = cp_model.CpModel()
@@ -153,6 +156,11 @@ def run_solver(solver: cp_model.CpSolver, model: cp_model.CpModel, callback: Any
         solver.parameters.merge_text_format(
             " ".join(f'subsolver_params {{ name: "{name}" linearization_level: 1 }}' for name in LEVEL2_SUBSOLVERS)
         )
+    if solver.parameters.interleave_search and hasattr(os, "fork"):
+        # OR-Tools 9.15's interleaved search can abort the process: solved in a child (isolated.py)
+        from .isolated import solve_in_child
+
+        return solve_in_child(solver, model, callback)
     return solver.solve(model, callback) if callback is not None else solver.solve(model)
 
 

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         ...
         ppverify.core.errors.ParameterError: parameter evaluate=True: --evaluate needs a family or schedule file (its program order)
     """
-    from ...core.time_limit import time_limit
+    from ...core.time_limit import TimeLimitError, time_limit
     from ...optimize.deadline import Deadline
     from ...optimize.solver_run import Progress, run_limits
 
@@ -93,8 +93,16 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress.for_command("optimize", args.progress)
     with interruptible(args) as stop:
         deadline = Deadline.after(wall, stop)  # the whole command, argument handling included
-        with time_limit(wall, clock):  # building a family or reading a file checks no deadline
-            pr, sched, info = problem_from_args(args)
+        built = None
+        try:
+            with time_limit(wall, clock):  # building a family or reading a file checks no deadline
+                built = problem_from_args(args)
+        except TimeLimitError:
+            if built is None:  # the building itself ran out: no problem to report on
+                raise
+            # built, but after the limit: the search below finds the deadline passed and reports
+            # UNKNOWN with the bounds that need no search (exit 2), as --help promises
+        pr, sched, info = built
         pr, info = evaluated_problem(args, pr, sched, info)
         gap_limit = getattr(args, "gap_limit", None)
         res = solve(
