@@ -142,10 +142,12 @@ def _f_and_b(text: str, ops: tuple[Op, ...]) -> Overlap:
     return Overlap(ops)
 
 
-def parse_action(text: str) -> Action:
+def parse_action(text: str, compact: bool = True) -> Action:
     """Parse one action in PyTorch's text form; the whole string must match (no trailing junk).
 
-    Empty text (or ``.``) is an idle slot, returned as ``None``.
+    Empty text (or ``.``) is an idle slot, returned as ``None``. ``compact=False`` (a PyTorch CSV,
+    whose own parser reads ``0F7&7B3`` as ``0F7``) refuses the short form ``0F7&7B3`` and leaves it
+    out of the forms the error names.
 
     Example:
         >>> parse_action("2I3")
@@ -158,6 +160,10 @@ def parse_action(text: str) -> Action:
         Traceback (most recent call last):
         ...
         ppverify.core.ops.ActionSyntaxError: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
+        >>> parse_action("0F7&7B3", compact=False)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.ops.ActionSyntaxError: '0F7&7B3' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B, or empty for idle)
     """
     s = text.strip()
     if s in ("", "."):
@@ -177,7 +183,7 @@ def parse_action(text: str) -> Action:
     m = _MARKER_RE.fullmatch(s)
     if m:
         return Marker(m.group(2), int(m.group(1)))
-    if _COMPACT_OVERLAP_RE.fullmatch(s):  # the paper layout's short form, 0F7&7B3
+    if compact and _COMPACT_OVERLAP_RE.fullmatch(s):  # the paper layout's short form, 0F7&7B3
         return _f_and_b(text, tuple(Op(k, int(st), int(mb)) for st, k, mb in _OP_RE.findall(s)))
     m = _OVERLAP_RE.fullmatch(s)
     if m:
@@ -191,9 +197,9 @@ def parse_action(text: str) -> Action:
         else:
             if len(ops) >= 2:
                 return _f_and_b(text, tuple(ops))
+    forms = "(0F7;7B3)OVERLAP_F_B or 0F7&7B3" if compact else "(0F7;7B3)OVERLAP_F_B"
     raise ActionSyntaxError(
-        f"{_shorten(text)} is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, "
-        "(0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)"
+        f"{_shorten(text)} is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, {forms}, or empty for idle)"
     )
 
 

@@ -173,12 +173,14 @@ NAMED: dict[str, Callable[..., Placement]] = {
 
 
 def placement_from_map(p: int, stage_device: list[int] | tuple[int, ...]) -> Placement:
-    """A one-pipe placement for ``stage -> device``, named ``linear``/``loop``/``v`` when it is one
-    of those (so a map read from a file prints as the family it matches).
+    """A one-pipe placement for ``stage -> device``, named ``linear``/``loop``/``v``/``wave`` when it
+    is one of those (so a map read from a file prints as the family it matches; one wave is ``v``).
 
     Example:
         >>> placement_from_map(2, [0, 1, 1, 0]).name, placement_from_map(2, [0, 1, 0, 1]).name
         ('v', 'loop')
+        >>> placement_from_map(2, [0, 1, 1, 0, 0, 1, 1, 0]).name  # Hanayo's two waves
+        'wave'
         >>> placement_from_map(2, [1, 0]).name
         'custom'
     """
@@ -189,6 +191,8 @@ def placement_from_map(p: int, stage_device: list[int] | tuple[int, ...]) -> Pla
         candidates.append(loop(p, num_stages // p))
     if 2 * p == num_stages:
         candidates.append(v_shape(p))
+    elif num_stages % (2 * p) == 0:  # two waves or more (one is the V above)
+        candidates.append(wave(p, num_stages // (2 * p)))
     for cand in candidates:
         if cand.maps[0] == maps:
             return cand

@@ -294,7 +294,7 @@ def _waits(dag: Any, ptr: Any, done: Any, pred: Any = None) -> list[tuple[int, s
     Example:
         >>> from ppverify.core.dag import build_dag
         >>> from ppverify.io.torch_csv import parse_rows
-        >>> dag = build_dag(parse_rows([["0F0&0B0"], ["1F0", "1B0"]]), check=False)
+        >>> dag = build_dag(parse_rows([["(0F0;0B0)OVERLAP_F_B"], ["1F0", "1B0"]]), check=False)
         >>> [str(o) for o in dag.ops], dag.fused  # 0B0 needs 0F0, which runs in its own slot
         (['0F0', '0B0', '1F0', '1B0'], [True, False, False, False])
         >>> _waits(dag, [0, 2], [False] * 4)

@@ -18,7 +18,11 @@ PyTorch's compute-only loader refuses them.
 
 Unlike PyTorch, whose parser matches a prefix (it reads ``0F1xyz`` as ``0F1`` and the old ``2BW0``
 as ``2B`` with no microbatch), every cell must be exactly one action; anything else raises
-:class:`~ppverify.core.errors.ScheduleFileError` naming the row, the column and the text. So does
+:class:`~ppverify.core.errors.ScheduleFileError` naming the row, the column and the text. Each cell
+must also read the same in PyTorch's grammar (:func:`torch_reading`) as in ppverify's: ``measure``
+and ``export`` write ppverify's reading back, so a cell PyTorch reads otherwise (``0F2&0B0``, the
+short form of ppverify's text tables, which PyTorch reads as ``0F2``; ``.``, which it refuses)
+would make ppverify check a schedule the user's file does not hold. So does
 a mistyped number: an action beyond the stages or microbatches a file is read with (given, or
 implied by the placement), or, when they are inferred, one beyond numbers no cell names (``5F0``
 in a file of stages 0..2), is named at its cell rather than inferred into a larger step whose
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -38,7 +43,7 @@ from ..core.limits import check_stages_mbs
 from ..core.ops import Action, ActionSyntaxError, Comm, Marker, Op, Overlap, format_action, parse_action
 from ..core.placement import Placement, placement_from_map, placement_from_text
 from ..core.schedule import Schedule
-from .cell_checks import check_cells_within, first_gap, mbs_of, program_cells, refuse_gaps, stages_of
+from .cell_checks import check_cells_within, first_gap, mbs_of, numbers, program_cells, refuse_gaps, stages_of
 
 COMPUTE_ONLY, COMPUTE_COMMS = "compute_only", "compute_comms"
 FLAVOURS: tuple[str, ...] = (COMPUTE_ONLY, COMPUTE_COMMS)
@@ -46,6 +51,64 @@ FLAVOURS: tuple[str, ...] = (COMPUTE_ONLY, COMPUTE_COMMS)
 
 def _cell(r: int, c: int) -> str:
     return f"row {r + 1} (rank {r}), column {c + 1}"
+
+
+#: PyTorch's ``_action_regex`` (2.13), which ``_Action.from_str`` matches at the start of a cell
+_TORCH_ACTION_RE = re.compile(r"(\d+)(F|I|B|W|UNSHARD|RESHARD|REDUCE_GRAD|SEND_F|RECV_F|SEND_B|RECV_B)(\d*)")
+
+
+def torch_reading(cell: str) -> str | None:
+    """The action PyTorch's ``_Action.from_str`` (2.13) reads in a cell, as its text (None for an
+    empty cell, ``""`` for a cell it refuses): it matches a prefix, so ``0F2&0B0`` reads as ``0F2``.
+
+    Example:
+        >>> torch_reading(" 0F2&0B0"), torch_reading("(0F7; 7B3)OVERLAP_F_B"), torch_reading("."), torch_reading("")
+        ('0F2', '(0F7;7B3)OVERLAP_F_B', '', None)
+    """
+    s = cell.strip()
+    if s == "":
+        return None
+    if s.startswith("(") and ")" in s:  # sub-actions, then the computation type
+        end = s.find(")")
+        subs = [torch_reading(x) for x in s[1:end].split(";")]
+        return f"({';'.join(x for x in subs if x)}){s[end + 1 :]}"
+    m = _TORCH_ACTION_RE.match(s)
+    if not m:
+        return ""
+    return f"{int(m.group(1))}{m.group(2)}{int(m.group(3)) if m.group(3) else ''}"
+
+
+def _torch_cell(cell: str) -> Action:
+    """One CSV cell as ppverify reads it, refused unless it is exactly one action that PyTorch
+    reads the same (:func:`torch_reading`).
+
+    Example:
+        >>> _torch_cell("0F2&0B0")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.ops.ActionSyntaxError: PyTorch reads 0F2&0B0 as 0F2; write (0F2;0B0)OVERLAP_F_B
+    """
+    text = cell.strip()
+    if "&" in text:  # ppverify's text tables take it; PyTorch drops all after the first action
+        try:
+            both = parse_action(text)
+        except ActionSyntaxError:
+            both = None
+        fix = (
+            str(both)
+            if isinstance(both, Overlap)
+            else "one action per cell, an overlapped F and B as (0F7;7B3)OVERLAP_F_B"
+        )
+        read = torch_reading(text)
+        reads = f"reads {text} as {read}" if read else f"refuses {text}"
+        raise ActionSyntaxError(f"PyTorch {reads}; write {fix}")
+    action = parse_action(text, compact=False)
+    read = torch_reading(text)
+    if read != (None if action is None else format_action(action)):
+        reads = f"reads {text!r} as {read}" if read else f"refuses {text!r}"
+        fix = "leave the cell empty for an idle slot" if action is None else f"write {format_action(action)}"
+        raise ActionSyntaxError(f"PyTorch {reads}; {fix}")
+    return action
 
 
 def _implied_stages(spec: str | Sequence[int] | Placement | None, p: int) -> tuple[int, str] | None:
@@ -181,7 +244,7 @@ def parse_rows(
         >>> parse_rows([["0F0", "0F1xyz"]], "s.csv")
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ScheduleFileError: s.csv: row 1 (rank 0), column 2: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
+        ppverify.core.errors.ScheduleFileError: s.csv: row 1 (rank 0), column 2: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B, or empty for idle)
         >>> parse_rows([["0F0", "0B0"], ["1F0", "1B0"], ["5F0", "2B0"]], "s.csv")
         Traceback (most recent call last):
         ...
@@ -206,7 +269,7 @@ def _programs(rows: Iterable[Sequence[str]], source: str) -> list[tuple[Action, 
         prog = []
         for c, cell in enumerate(row):
             try:
-                prog.append(parse_action(cell))
+                prog.append(_torch_cell(cell))
             except ActionSyntaxError as exc:
                 raise ScheduleFileError(source, _cell(r, c), str(exc)) from None
         programs.append(tuple(prog))
@@ -269,6 +332,29 @@ def _schedule(
     )
 
 
+class MicrobatchesBeyondFile(ParameterError):
+    """``-m`` above the microbatches a CSV names, given to a command that runs a whole step: the
+    file read at that ``m`` is :attr:`schedule` (its extra microbatches' ops all missing), which
+    ``verify`` reports INVALID as ``import`` does.
+
+    Example:
+        >>> exc = MicrobatchesBeyondFile("m3.csv", 4, 3, None)
+        >>> str(exc)  # doctest: +NORMALIZE_WHITESPACE
+        'parameter m=4: m3.csv holds a schedule of m=3: leave -m out (the file decides), or give -m 3;
+        no cell names microbatch 3, so this command cannot run the step: `ppverify verify m3.csv -m 4` names its missing ops'
+    """
+
+    def __init__(self, source: str, m: int, held: int, schedule: Schedule | None) -> None:
+        self.schedule = schedule
+        super().__init__(
+            "m",
+            m,
+            f"{source} holds a schedule of m={held}: leave -m out (the file decides), or give -m {held}; "
+            f"no cell names {numbers('microbatch', held, m - 1)}, so this command cannot run the step: "
+            f"`ppverify verify {source} -m {m}` names its missing ops",
+        )
+
+
 def parse_file_rows(rows: Iterable[Sequence[str]], source: str, m: int | None = None) -> Schedule:
     """A file's CSV rows read as a command that takes its schedule reads them (``verify``,
     ``simulate``, ``show``...), ``m`` its ``-m`` (None: not given, the file read whole by
@@ -277,14 +363,20 @@ def parse_file_rows(rows: Iterable[Sequence[str]], source: str, m: int | None = 
     The file holds one microbatch more than the largest it names, gaps or not. ``-m`` is looked at
     before any gap, as a text table reads it: an ``m`` below that count names the first cell beyond
     it (``outside the m=3 given``), adding, when the file read whole has no gap, that leaving ``-m``
-    out takes it so; an ``m`` at or above it reads the file at its own count, so that microbatches no
-    cell names are reported missing (``-m`` said they belong to the step), not refused as a typo. The
-    caller refuses an ``m`` above the file's count as one the file would ignore.
+    out takes it so; an ``m`` at or above it reads the file at that ``m``, so that microbatches no
+    cell names are reported missing (``-m`` said they belong to the step), not refused as a typo.
+    An ``m`` above it raises :class:`MicrobatchesBeyondFile` holding the file so read: ``verify``
+    reports its missing ops as ``import`` does, a command that runs the step refuses it.
 
     Example:
         >>> rows = [["0F0", "0F1", "0F3", "0B0", "0B1", "0B3"]]  # no microbatch 2
         >>> parse_file_rows(rows, "gap.csv", m=4).m  # 0F2 and 0B2 are then reported missing
         4
+        >>> try:
+        ...     parse_file_rows(rows, "gap.csv", m=6)
+        ... except MicrobatchesBeyondFile as exc:
+        ...     exc.schedule.m  # microbatches 4 and 5 missing too
+        6
         >>> parse_file_rows(rows, "gap.csv", m=3)
         Traceback (most recent call last):
         ...
@@ -296,10 +388,11 @@ def parse_file_rows(rows: Iterable[Sequence[str]], source: str, m: int | None = 
     """
     _check_counts(m, None)
     programs = _programs(rows, source)
-    if m is None:
-        return _schedule(programs, source, None, None, None, True)
+    schedule = _schedule(programs, source, None, m, None, True)
     held = max((mb for prog in programs for a in prog if a is not None for mb in mbs_of(a)), default=0) + 1
-    return _schedule(programs, source, None, min(m, held), None, True)
+    if m is not None and m > held:
+        raise MicrobatchesBeyondFile(source, m, held, schedule)
+    return schedule
 
 
 def _whole_note(actions: Sequence[Action], m: int | None) -> str:

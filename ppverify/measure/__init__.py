@@ -76,8 +76,10 @@ def measure_many(
     """
     from .options import check_link_delay, check_run_options
     from .realtime import check_realtime
+    from .worker_side import refuse_main_reimport
     from .workers import check_world_size, prestart, require_torch
 
+    refuse_main_reimport()  # a script's unguarded top-level call, re-run in a starting worker
     if compute not in COMPUTE_MODES:
         raise ParameterError("compute", compute, f"expected one of {', '.join(COMPUTE_MODES)}")
     check_run_options(steps, warmup, timeout, seed)

@@ -22,7 +22,7 @@ the output to a weight, so ``I`` frees none of them and ``W`` frees all: the mea
 
 **The prediction in the same bytes** is the predicted timeline's per-device peak
 (:func:`ppverify.core.timeline.activation_peaks`: F allocates at its start, backward ops free at their
-end) with each stage's activation set to :func:`stage_activation_bytes` and ``freed_by_I`` to
+end, an overlapped cell's actions in the order written, as PyTorch runs them) with each stage's activation set to :func:`stage_activation_bytes` and ``freed_by_I`` to
 :data:`FREED_BY_I`. In the abstract unit (one microbatch over a device's whole share = 1), a
 stage's activation is ``p / S``, so an abstract peak ``a`` is ``a * S / p`` stage activations,
 ``a * S / p * stage_activation_bytes`` bytes. Ops run one at a time on a rank, so the measured
@@ -86,7 +86,7 @@ def predicted_peaks(timeline: Timeline, stage_bytes: float) -> list[float]:
     """
     tl = timeline
     costs = byte_costs(tl.costs, stage_bytes)
-    return [float(x) for x in activation_peaks(tl.ops, tl.device, tl.start, tl.end, costs, tl.p)]
+    return [float(x) for x in activation_peaks(tl.ops, tl.device, tl.start, tl.free_times, costs, tl.p)]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """A measured run's preparation, before any worker process starts: the :class:`~ppverify.measure.jobs.Job`
 each schedule becomes (its CSV rows for PyTorch's runtime, its sleeps, its model), and the checks
-that refuse, in one line, a run that could not succeed: a CSV flavour that would not be used
+that refuse, in one line, a run that could not succeed: a step whose ops are not complete
+(:func:`check_complete`), a CSV flavour that would not be used
 (:func:`check_format`), a schedule PyTorch cannot run or load in time
 (:mod:`~ppverify.io.torch_rules`, :mod:`.load_size`), sleeps that outlast the timeout
 (:func:`check_run_fits`), a profile directory that cannot hold the traces (:func:`check_profile_dir`).
@@ -49,6 +50,7 @@ def job_for(
         raise ParameterError("steps", steps, "must be >= 1")
     if warmup < 0:
         raise ParameterError("warmup", warmup, "must be >= 0")
+    check_complete(schedule)  # first: a missing op would read as a loss-order or PyTorch assertion error
     lowered = any(isinstance(a, Comm) for prog in schedule.programs for a in prog)
     check_format(schedule, format, lowered)
     check_runnable(schedule)  # before any worker: PyTorch's own failure would be an autograd error
@@ -67,6 +69,34 @@ def job_for(
     durations = {k: tuple(float(x) if compute == "sleep" else 0.0 for x in v) for k, v in costs.duration.items()}
     spec = ModelSpec.for_compute(compute, seed)
     return Job(schedule, rows, format, durations, spec, steps, warmup, record, profile, link_delay)
+
+
+def check_complete(schedule: Schedule) -> None:
+    """Refuse a schedule whose ops are not exactly one step's (an op missing, twice, on the wrong
+    rank, a B beside I/W of the same stage and microbatch: what ``verify`` reports as completeness
+    and placement), naming the ops, before any worker starts: PyTorch's runtime would fail on it
+    with its own assertion (``Got 2 ... FORWARD microbatches for stage 1, expected 3``) or a bare
+    ``KeyError``, after the workers' start-up.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> check_complete(parse_rows([["0F0", "0F1", "0B0", "0I1", "0W1"]], "ok.csv"))
+        >>> check_complete(parse_rows([["0F0", "0F1", "0B0"]], "m2.csv"))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter schedule=m2.csv p=1 m=2 format=compute_only placement=linear: op 0B1 is missing (should run on device 0): PyTorch's runtime cannot run a step whose ops are missing, doubled or misplaced; `ppverify verify FILE -m 2` names each with its rule
+    """
+    from ..core.dag import structural_problems
+
+    problems = structural_problems(schedule, limit=11)
+    if problems:
+        more = " (and more)" if len(problems) > 10 else ""
+        raise ParameterError(
+            "schedule",
+            schedule.describe(),
+            "; ".join(problems[:10]) + more + ": PyTorch's runtime cannot run a step whose ops are missing, doubled "
+            f"or misplaced; `ppverify verify FILE -m {schedule.m}` names each with its rule",
+        )
 
 
 def check_run_fits(
@@ -169,4 +199,4 @@ def check_profile_dir(directory: str, schedules: int, p: int) -> None:
         raise ParameterError("profile", directory, f"cannot create the directory ({exc.strerror})") from None
 
 
-__all__ = ["check_format", "check_profile_dir", "check_run_fits", "job_for"]
+__all__ = ["check_complete", "check_format", "check_profile_dir", "check_run_fits", "job_for"]

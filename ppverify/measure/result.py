@@ -29,7 +29,7 @@ DEFAULT_COSTS = {"F": 0.01, "B": 0.02}
 @dataclass(frozen=True, eq=False)
 class MeasureResult:
     """A measured run: ``timelines`` (one per measured step), ``timeline`` (the step with the
-    median makespan), ``step_times`` (per step: first rank's start to last rank's end, seconds,
+    median makespan; of an even number of steps, the lower of the two middle ones), ``step_times`` (per step: first rank's start to last rank's end, seconds,
     including the runtime's end-of-step work), ``grad_check``, and ``predicted`` (the ``async``
     engine's timeline for the same costs, or None when it cannot time the schedule), and
     ``memory`` (the median step's activation memory measured in the run, against the predicted

@@ -16,6 +16,7 @@ from typing import Any
 from ..core.errors import PPVerifyError
 from .hang import MeasureTimeout
 from .status import read_status
+from .worker_side import MAIN_GUARD_ADVICE, MAIN_REIMPORT_EXIT
 
 
 class WorkerError(PPVerifyError):
@@ -91,12 +92,20 @@ def death_message(exitcode: int, doing: str) -> str:
     """Why a worker process ended without reporting: the signal that killed it (a negative exit
     code, as multiprocessing gives it) or its exit code, and what it was doing then.
 
+    A worker that exits while starting may have failed to re-import the caller's main module,
+    which multiprocessing does first: its own error is on stderr, and one that re-ran measure (a
+    script without ``if __name__ == "__main__":``) exits with :data:`MAIN_REIMPORT_EXIT`, named.
+
     Example:
         >>> death_message(-9, "1B0")
         'worker process killed by signal 9 (SIGKILL) while in 1B0; every worker stopped'
         >>> death_message(3, "")
         'worker process exited with code 3; every worker stopped'
+        >>> death_message(86, "starting")  # doctest: +ELLIPSIS
+        'worker process exited while starting: a worker re-imports the main module ... every worker stopped'
     """
+    if exitcode == MAIN_REIMPORT_EXIT:
+        return f"worker process exited while starting: {MAIN_GUARD_ADVICE}; every worker stopped"
     if exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name
@@ -105,7 +114,10 @@ def death_message(exitcode: int, doing: str) -> str:
         what = f"killed by signal {-exitcode} ({name})"
     else:
         what = f"exited with code {exitcode}"
-    return f"worker process {what}{f' while in {doing}' if doing else ''}; every worker stopped"
+    hint = ""
+    if doing == "starting" and exitcode > 0:  # the re-import of the main module comes first in a worker
+        hint = " (its error is printed above; a worker first re-imports the main module of the measuring script)"
+    return f"worker process {what}{f' while in {doing}' if doing else ''}{hint}; every worker stopped"
 
 
 _SECONDARY = ("Connection closed by peer", "Connection reset by peer", "gloo/transport")

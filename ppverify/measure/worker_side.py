@@ -23,6 +23,34 @@ from typing import Any
 from .realtime import enter_realtime
 from .status import open_status, set_status
 
+#: exit code of a worker that, still starting, re-ran measure: multiprocessing re-imports the
+#: caller's main module in every worker, and a script calling measure at its top level calls it again
+MAIN_REIMPORT_EXIT = 86
+MAIN_GUARD_ADVICE = (
+    "a worker re-imports the main module of the measuring script, which called measure again: put the "
+    'script\'s calls under `if __name__ == "__main__":`'
+)
+
+
+def refuse_main_reimport() -> None:
+    """End this process at once (exit code :data:`MAIN_REIMPORT_EXIT`, a line on stderr) when it
+    is a worker still starting, re-importing the caller's main module (multiprocessing's
+    ``_inheriting``, the flag behind its own "bootstrapping phase" error): the script called
+    measure at its top level, without the ``if __name__ == "__main__":`` guard. ``os._exit``,
+    because the fork server turns any other exit into code 1, which the parent could not tell
+    from another failure. Does nothing in any other process.
+
+    Example:
+        >>> refuse_main_reimport()  # this process is no starting worker
+    """
+    import multiprocessing as mp
+    import sys
+
+    if getattr(mp.current_process(), "_inheriting", False):
+        with contextlib.suppress(Exception):
+            print(f"ppverify: error: {MAIN_GUARD_ADVICE}", file=sys.stderr, flush=True)
+        os._exit(MAIN_REIMPORT_EXIT)
+
 
 def _die_with_parent(main_pid: int | None = None) -> None:
     # A worker's parent is the fork server, not the measuring process: three guards, so that no

@@ -49,7 +49,7 @@ from .worker_results import _collect, _kill_all
 from .worker_results import death_message as death_message
 from .worker_side import PARENT_POLL_S as PARENT_POLL_S
 from .worker_side import _watch_parent as _watch_parent
-from .worker_side import _worker_main
+from .worker_side import _worker_main, refuse_main_reimport
 from .worker_side import process_alive as process_alive
 
 #: seconds allowed for starting the workers, importing torch and joining the group
@@ -245,6 +245,7 @@ def run_workers(
         >>> run_workers(2, _demo_allreduce, 10, timeout=30)  # doctest: +SKIP
         [21.0, 21.0]
     """
+    refuse_main_reimport()  # a script's unguarded top-level call, re-run in a starting worker
     require_torch()
     check_world_size(world_size)
     if not timeout > 0:

@@ -194,7 +194,8 @@ def available(kind: str) -> list[str]:
 
 
 def _is_path(text: str) -> bool:
-    return text.endswith((".yaml", ".yml")) or "/" in text or "\\" in text
+    # the suffix in any case: a file saved as SYSTEM.YAML is a file, not an unknown preset name
+    return text.lower().endswith((".yaml", ".yml")) or "/" in text or "\\" in text
 
 
 def preset_file(kind: str, name_or_path: str) -> Path | Any:

@@ -29,6 +29,10 @@ def saved(tmp_path_factory):
 )
 def test_an_option_a_file_ignores_is_refused(saved, capsys, command, extra, says):
     for name in ("s.json", "s.csv"):
+        if (command, name, extra) == ("verify", "s.csv", ["-m", "6"]):
+            # verify reads a CSV at an -m above its own count and reports the missing ops (INVALID),
+            # as import does: tests/verify/test_verify_csv_given_m.py
+            continue
         capsys.readouterr()
         argv = [command, str(saved / name), *extra]
         if command == "export":

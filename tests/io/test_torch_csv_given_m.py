@@ -11,7 +11,7 @@ from ppverify.core.dag import structural_problems
 from ppverify.core.errors import ParameterError, ScheduleFileError
 from ppverify.io.table_schedule import schedule_from_programs
 from ppverify.io.table_text import programs_from_cells
-from ppverify.io.torch_csv import parse_file_rows, parse_rows
+from ppverify.io.torch_csv import MicrobatchesBeyondFile, parse_file_rows, parse_rows
 
 # one rank, one stage: microbatches 0, 1 and 3; nothing names microbatch 2
 GAP = [["0F0", "0F1", "0F3", "0B0", "0B1", "0B3"]]
@@ -89,10 +89,22 @@ def test_the_wording_is_the_text_tables(rows, m):
     assert _refusal(rows, m).rule == table.value.rule.replace("the table holds", "the file holds")
 
 
-def test_m_above_the_file_reads_it_at_its_own_count():
-    # the file decides: read at the 4 microbatches it names (gap included), so that a caller's
-    # check of -m 6 against it says the file holds m=4
-    assert parse_file_rows(GAP, "gap.csv", 6).m == 4
+def test_m_above_the_file_is_read_at_that_m_for_verify_and_refused_for_the_rest():
+    # was: read at the file's own 4 (so that a caller refused -m 6 as one the file ignores), which
+    # made verify refuse an -m that import reads (missing ops reported, INVALID). Now the file read
+    # at m=6 travels in the refusal: verify reports it, a command that runs the step refuses it.
+    # GAP names microbatches 0, 1, 3 on one stage: at m=6, microbatches 2, 4, 5 have no op, so their
+    # F and B are missing: 3 x 2 = 6 problems
+    with pytest.raises(MicrobatchesBeyondFile) as exc:
+        parse_file_rows(GAP, "gap.csv", 6)
+    assert exc.value.schedule is not None and exc.value.schedule.m == 6
+    missing = sorted(p.split()[1] for p in structural_problems(exc.value.schedule))
+    assert missing == ["0B2", "0B4", "0B5", "0F2", "0F4", "0F5"]
+    # the refusal keeps the old advice and names the verify command that reports the ops
+    assert "gap.csv holds a schedule of m=4: leave -m out" in str(exc.value)
+    assert "no cell names microbatches 4..5" in str(exc.value)
+    assert "`ppverify verify gap.csv -m 6` names its missing ops" in str(exc.value)
+    # an -m equal to the file's count reads it as before
     assert parse_file_rows(SIX, "six.csv", 6).m == 6
 
 

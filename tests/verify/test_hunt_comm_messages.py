@@ -106,7 +106,7 @@ def test_an_overlapped_slot_waiting_on_itself_names_what_it_waits_for(semantics)
     # rank 0's one slot overlaps 0F0 with 0B0, which needs 0F0 (in the same slot: it cannot run
     # before the slot starts) and 1B0, behind 1F0, which needs 0F0. The old words named the slot's
     # first op and nothing after "for" (0F0 itself waits for nothing)
-    s = _rows(["0F0&0B0", "1F0,1B0"])
+    s = _rows(["(0F0;0B0)OVERLAP_F_B", "1F0,1B0"])  # a CSV takes PyTorch's form only
     with pytest.raises(DeadlockError) as exc:
         run(s, None, semantics=semantics)
     assert str(exc.value) == (

@@ -25,6 +25,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ...core.errors import ParameterError
 from .. import Command
 from ..common import check_nonnegative, print_json
 
@@ -116,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         check_realtime(True)
     if args.out is not None:
         check_output_path(args.out, "--out")
+        check_out_suffix(args.out)
     sized = (args.model, args.microbatch_size, args.seq_len, args.boundary_bytes)
     if args.from_trace or any(x is not None for x in sized):
         return _from_trace(args)
@@ -132,6 +134,27 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     return 0
+
+
+def check_out_suffix(out: str) -> None:
+    """Refuse an ``--out`` that ``--system`` would not read back: the preset is YAML, and
+    ``--system`` takes a file by its ``.yaml``/``.yml`` suffix (any case); checked before the
+    minute of measuring, not after.
+
+    Example:
+        >>> check_out_suffix("lab.YML")
+        >>> check_out_suffix("lab.json")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter --out=lab.json: the preset is YAML, and --system reads a file named .yaml or .yml: give e.g. lab.yaml
+    """
+    path = Path(out)
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        raise ParameterError(
+            "--out",
+            out,
+            f"the preset is YAML, and --system reads a file named .yaml or .yml: give e.g. {path.stem or 'lab'}.yaml",
+        )
 
 
 def _from_trace(args: argparse.Namespace) -> int:

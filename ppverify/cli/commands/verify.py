@@ -11,7 +11,9 @@ two rules of PyTorch's runtime (``pytorch-loss-order``, ``pytorch-message-order`
 SEND/RECV matched in posting order, as the runtime matches them), and a compute_only one is checked
 with its SEND/RECV where PyTorch's lowering places them, as ``import`` checks it (a family or a
 ppverify JSON file: the derived policy); any other one-pipe schedule whose last stage runs its
-forwards out of microbatch order keeps its verdict and gets a note.
+forwards out of microbatch order keeps its verdict and gets a note. A CSV given an ``-m`` above
+the microbatches it names is read at that ``m``, its missing ops reported (INVALID), as ``import``
+reads it.
 """
 
 from __future__ import annotations
@@ -22,9 +24,19 @@ from dataclasses import replace
 
 from ...core.errors import ParameterError
 from ...core.memory_cap import MEMORY_CAP_HELP
+from ...io.json_format import ScheduleDocument
+from ...io.torch_csv import MicrobatchesBeyondFile
 from ...verify import COMM_SEMANTICS, properties, verify
 from .. import Command
-from ..common import add_cost_arguments, add_schedule_arguments, check_nonnegative, print_json, read_document
+from ..common import (
+    ScheduleSource,
+    add_cost_arguments,
+    add_schedule_arguments,
+    check_file_options,
+    check_nonnegative,
+    print_json,
+    read_document,
+)
 from ..file_settings import add_collective_arguments
 from ..presets_args import add_preset_arguments
 from ..run_request import request_timing, run_request
@@ -128,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     # so the process is stopped outright at 8 % past the limit
     with time_limit(args.time_limit, hard_stop="ppverify verify" if getattr(args, "_own_process", False) else None):
         request = run_request(args)  # costs and cap read once, before the build
-        doc, kind = read_document(request.source)  # by its content; a text table with its --placement
+        doc, kind = _read(request.source)  # by its content; a text table with its --placement
         schedule = doc.schedule
         timing = request_timing(request, schedule)
         spec = request.memory_cap
@@ -156,6 +168,27 @@ def run(args: argparse.Namespace) -> int:
         if cap is not None and cap.two_units and not cap.unlimited:  # the proof states one unit; add the other
             print(f"  memory {cap.describe()}")
     return 0 if report.valid else 1
+
+
+def _read(source: ScheduleSource) -> tuple[ScheduleDocument, str]:
+    """:func:`read_document`, but a CSV given an ``-m`` above the microbatches it names is read at
+    that ``m``: verify reports the missing ops (INVALID), as ``import`` does, where a command that
+    runs the step refuses it.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "m1.csv")
+        >>> with open(path, "w") as f:
+        ...     print("0F0,0B0", file=f)
+        >>> _read(ScheduleSource(path, 4, 2))[0].schedule.m
+        2
+    """
+    try:
+        return read_document(source)
+    except MicrobatchesBeyondFile as exc:
+        if exc.schedule is None:
+            raise
+        return ScheduleDocument(check_file_options(source, exc.schedule)), "csv"
 
 
 def refuse_unused_options(args: argparse.Namespace) -> None:
