@@ -158,6 +158,7 @@ class Timeline:
         """
         times: list[float] = []
         deltas: list[float] = []
+        freed_at = self.free_times
         for i in np.flatnonzero(self.device == device):
             op = self.ops[i]
             alloc, free = self.costs.memory_delta(op)
@@ -165,7 +166,7 @@ class Timeline:
                 times.append(float(self.start[i]))
                 deltas.append(alloc)
             if free:
-                times.append(float(self.end[i]))
+                times.append(float(freed_at[i]))
                 deltas.append(-free)
         t = np.asarray(times, dtype=float)
         dl = np.asarray(deltas, dtype=float)
@@ -209,7 +210,30 @@ class Timeline:
 
     @cached_property
     def _activation_peak(self) -> np.ndarray:
-        return activation_peaks(self.ops, self.device, self.start, self.end, self.costs, self.p)
+        return activation_peaks(self.ops, self.device, self.start, self.free_times, self.costs, self.p)
+
+    @cached_property
+    def free_times(self) -> np.ndarray:
+        """When each op frees what it frees: at its end, except a backward written before the
+        forward of its overlapped slot, which PyTorch runs first (a cell's actions run in the
+        order written): its free comes before that forward allocates, at the slot's start
+        (:func:`freed_before_forward`).
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> from ppverify.engines import run
+            >>> tl = run(build("1f1b", p=2, m=2), semantics="slot")
+            >>> bool((tl.free_times == tl.end).all())
+            True
+        """
+        early = freed_before_forward(self.schedule)
+        if not early:
+            return self.end
+        out: np.ndarray = self.end.copy()
+        for i, op in enumerate(self.ops):
+            if op in early:
+                out[i] = self.start[i]
+        return out
 
     def to_frame(self) -> pd.DataFrame:
         """Every op and transfer as rows: ``type, kind, stage, mb, device, src, dst, start, end, bytes``.
@@ -322,6 +346,30 @@ def _device_peaks(
         if bounds[d + 1] > bounds[d]:
             out[d] = max(np.cumsum(dl[bounds[d] : bounds[d + 1]]).max(), 0)  # one cumsum per device
     return out
+
+
+def freed_before_forward(schedule: Schedule) -> frozenset[Op]:
+    """The backward ops written before the forward of their overlapped slot: PyTorch runs a
+    cell's actions one after another in the order written, so such an op frees its activation
+    before the forward allocates, and the slot never holds both (written forward first, it does).
+
+    Example:
+        >>> from ppverify.core.ops import Overlap
+        >>> from ppverify.core.placement import linear
+        >>> prog = (Op("F", 0, 0), Op("F", 0, 1), Overlap((Op("B", 0, 0), Op("F", 0, 2))), Op("B", 0, 1), Op("B", 0, 2))
+        >>> sorted(map(str, freed_before_forward(Schedule(linear(1), 3, (prog,), (0, 0, 0)))))
+        ['0B0']
+    """
+    from .ops import Overlap
+
+    out: set[Op] = set()
+    for prog in schedule.programs:
+        for a in prog:
+            if type(a) is Overlap:
+                kinds = [o.kind for o in a.ops]
+                if F in kinds:
+                    out.update(o for o in a.ops[: kinds.index(F)] if o.kind != F)
+    return frozenset(out)
 
 
 def activation_peaks(

@@ -407,7 +407,11 @@ def memory_report(timeline: Timeline, capacity: float | None = None) -> dict[str
         >>> r["peak"], r["oom"]
         ([2.0, 1.0], [0])
     """
-    cap = capacity if capacity is not None else timeline.info.memory_capacity
+    cap = capacity
+    if cap is None and timeline.costs.memory_unit == "bytes":
+        # the system's capacity is bytes: peaks of explicit --costs count activations, which no
+        # byte count can be checked against
+        cap = timeline.info.memory_capacity
     peak = timeline.peak_memory(include_weights=True)
     oom = [] if cap is None else [d for d in range(timeline.p) if peak[d] > cap]
     return {

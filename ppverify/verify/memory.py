@@ -1,7 +1,9 @@
 """Activation memory under a cap, at every instant, decided by Z3.
 
 Memory model: an ``F`` allocates its activation at its start; a ``B`` frees it at its
-end, or ``I`` frees the cost model's ``freed_by_I`` share and ``W`` the rest. A device runs one
+end, or ``I`` frees the cost model's ``freed_by_I`` share and ``W`` the rest. An overlapped slot's
+actions run in the order written (as PyTorch runs an ``OVERLAP_F_B`` cell): a backward written
+before the forward frees before the forward allocates. A device runs one
 slot at a time in program order, so its memory is a step function that changes only at slot
 boundaries and peaks at the start of a slot: level before slot k = what earlier slots allocated
 minus what they freed, plus the allocations of slot k. Z3 gets one integer ``L_k`` per
@@ -114,6 +116,8 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
         freed, prev = 0, None
         for k, slot in enumerate(slots[d]):
             alloc = sum(ints[i][0] for i in slot)
+            before = _before_alloc(slot, ints)
+            freed += sum(ints[i][1] for i in before)
             if alloc:
                 name = f"L{d}_{k}"
                 lines.append(f"(declare-const {name} Int)")
@@ -123,7 +127,7 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
                     lines.append(f"(assert (= {name} (+ {prev} {num(alloc - freed)})))")
                 caps.append((name, d, k))
                 prev, freed = name, 0
-            freed += sum(ints[i][1] for i in slot)
+            freed += sum(ints[i][1] for i in slot if i not in before)
     # the general solver's equation solving substitutes the level chains away (3x faster here
     # than difference logic)
     s2 = plain_solver()
@@ -151,6 +155,13 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
     return out, peaks
 
 
+def _before_alloc(slot: list[int], ints) -> list[int]:
+    # the ops of an overlapped slot written before its forward: PyTorch runs a cell's actions in
+    # the order written, so what they free is gone before the forward allocates
+    first = next((n for n, i in enumerate(slot) if ints[i][0]), 0)
+    return slot[:first]
+
+
 def _peaks(model: z3.ModelRef, caps: list[tuple[str, int, int]], p: int, scale: int) -> list[float] | None:
     if len(caps) > MAX_PEAK_READ:
         return None
@@ -173,12 +184,11 @@ def _explain(
             if ints[i][0]:
                 held[key] = held.get(key, 0) + ints[i][0]
                 first_f[key] = op
-        if j < k:
-            for i in slot:
-                op = dag.ops[i]
-                key = (op.stage, op.mb)
-                if ints[i][1] and key in held:
-                    held[key] -= ints[i][1]
+        for i in slot if j < k else _before_alloc(slot, ints):
+            op = dag.ops[i]
+            key = (op.stage, op.mb)
+            if ints[i][1] and key in held:
+                held[key] -= ints[i][1]
     live = [(key, amt) for key, amt in held.items() if amt > 0]
     s = plain_solver()
     lits = [z3.Bool(f"held_{s_}_{mb}") for (s_, mb), _ in live]
@@ -194,7 +204,7 @@ def _explain(
         sorted((str(first_f[key]) for key, _ in live if f"held_{key[0]}_{key[1]}" in names), key=lambda t: (len(t), t))
     )
     level = Fraction(sum(a for _, a in live), scale)
-    starter = dag.ops[slots[k][0]]
+    starter = dag.ops[next((i for i in slots[k] if ints[i][0]), slots[k][0])]  # the forward that allocates
     one = _activation(costs, dag.schedule.placement)
     held_txt, capped = _held_and_cap(level / one, _frac(cap) / one, costs.memory_unit)
     return Violation(

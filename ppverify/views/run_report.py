@@ -80,8 +80,8 @@ def timeline_report(
     """
     from ..engines.simulate import memory_report
 
-    if capacity is None and system is not None:
-        capacity = system.memory_bytes
+    if capacity is None and system is not None and timeline.costs.memory_unit == "bytes":
+        capacity = system.memory_bytes  # bytes: explicit --costs count activations, never checked against it
     mem = memory_report(timeline, capacity)
     tr = timeline.transfers
     counts = Counter(tr.kind)
