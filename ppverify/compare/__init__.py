@@ -35,9 +35,10 @@ from .config import (
     select_schedules,
 )
 from .evaluate import LevelResult, PointResult, evaluate_point, resolve
+from .ranks import rank_changes
 from .request import CompareOutcome, CompareRequest, compare_request, run_request
 from .run import run_comparison
-from .table import COLUMNS, format_config_table, format_legend, rank_changes, to_frame
+from .table import COLUMNS, format_config_table, format_legend, to_frame
 
 __all__ = [
     "COLUMNS",

@@ -12,6 +12,7 @@ Results are :mod:`.results`, the models of a point :mod:`.resolve` (both re-expo
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -101,6 +102,7 @@ def evaluate_point(
         except Exception as exc:
             r = LevelResult(lv, "error", note=f"{type(exc).__name__}: {exc}")
         out.append(_timed(r, time.perf_counter() - t0, res.note))
+    out = with_oom(out, schedule, res)
     return PointResult(
         entry,
         config,
@@ -109,6 +111,48 @@ def evaluate_point(
         res.costs.memory_unit,
         verify_schedule(schedule) if verify else "",
     )
+
+
+def with_oom(results: list[LevelResult], schedule: Schedule, res: Resolved) -> list[LevelResult]:
+    """``results`` with their ``oom_devices``: the devices whose peak (weights, gradients,
+    optimizer state and activations, as ``ppverify simulate`` counts it) is over the system's
+    memory. Every level but the optimum times the schedule itself, whose per-device op order (and
+    so its memory) is the same at each: they share the first engine run's verdict (an async run
+    made for it when no engine level ran). The optimum is another op order: its own timeline's.
+    Without a capacity (abstract costs) nothing is known and the results are returned as they are.
+
+    Example:
+        >>> from ppverify.compare.config import Config
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=4, m=4)
+        >>> res = resolve(Config(4, 4, "dgx-h100", "gpt3-13b"), s)  # device 0: 50.9 GiB weights + 44.5 GiB > 80
+        >>> [r.oom_devices for r in with_oom([LevelResult("formula", "ok", 0.7)], s, res)]
+        [(0, 1)]
+        >>> with_oom([LevelResult("formula", "ok", 0.7)], s, resolve(Config(4, 4, costs=(("F", 1.0),)), s))[0].oom_devices
+    """
+    from ..engines import run
+    from ..engines.simulate import memory_report
+
+    capacity = getattr(res.comm, "memory_bytes", None)
+    if capacity is None:
+        return results
+    engines = registry.names(levels_only=True)
+    tl = next((r.timeline for r in results if r.level in engines and r.timeline is not None), None)
+    if tl is None:
+        try:
+            tl = run(schedule, res.costs, res.comm, semantics="async")
+        except PPVerifyError:  # it does not run: no verdict on its memory
+            return results
+    own = tuple(memory_report(tl, capacity)["oom"])
+    out = []
+    for r in results:
+        if r.level != "optimum":
+            out.append(replace(r, oom_devices=own))
+        elif r.timeline is not None:
+            out.append(replace(r, oom_devices=tuple(memory_report(r.timeline, capacity)["oom"])))
+        else:
+            out.append(r)
+    return out
 
 
 def verify_schedule(schedule: Schedule) -> str:
@@ -189,12 +233,14 @@ def _engine(semantics: str, schedule: Schedule, res: Resolved) -> LevelResult:
 
 
 def common_cap(memory_cap: CapSpec | None, config: Config) -> CapSpec | None:
-    """A plain ``--memory-cap N`` with presets as the bytes of ``N`` activations of the linear
-    pipeline of ``p`` devices (1F1B's, its layers split as presets split them), so that every
-    schedule's optimum shares one byte count: each placement's own unit (the most one microbatch
-    holds on one of its devices) differs when the layers do not split evenly (Llama 2 7B's 32 layers
-    at p = 3: 11 on linear's first device, 11 and the logits on interleaved's last). Any other cap
-    is returned as it is.
+    """``--memory-cap N`` or ``NMF`` as one amount that every schedule's optimum shares, counted on
+    the linear pipeline of ``p`` devices (1F1B's, its layers split as presets split them): ``N``
+    activations are ``N`` times the most one microbatch holds on one of its devices, ``NMF`` ``N``
+    times its largest stage activation (a stage is a device's share there). With presets both
+    become bytes, in abstract units activations: each placement's own units differ (an
+    interleaved stage is half a device's share, so its ``1MF`` was half the bytes of 1F1B's; Llama
+    2 7B's 32 layers at p = 3 put 11 on linear's first device, 11 and the logits on interleaved's
+    last). A size or ``none`` is returned as it is.
 
     Example:
         >>> from ppverify.core.memory_cap import read_memory_cap
@@ -202,16 +248,64 @@ def common_cap(memory_cap: CapSpec | None, config: Config) -> CapSpec | None:
         >>> cap = common_cap(read_memory_cap("2"), cfg)
         >>> cap.kind, int(cap.amount) == 2 * 11 * 4096 * 4096 * 1015 // 10  # 11 layers of 101.5 sbh
         ('bytes', True)
+        >>> # abstract linear(4): a stage is a device's share, one activation: 8MF = 8 activations
+        >>> common_cap(read_memory_cap("8MF"), Config(4, 4, costs=(("F", 1.0),))).amount
+        Fraction(8, 1)
     """
-    if memory_cap is None or memory_cap.kind != "activations" or config.abstract:
+    if memory_cap is None or memory_cap.kind not in ("activations", "stage_activations"):
         return memory_cap
+    if config.abstract and memory_cap.kind == "activations":  # one unit for every placement already
+        return memory_cap
+    from ..core.exact import exact_fraction
     from ..core.memory_cap import exact_unit
     from ..core.placement import linear
 
     ref = linear(config.p)
-    unit = exact_unit(resolve(config, carrier(ref, config.m)).costs, ref)
+    costs = resolve(config, carrier(ref, config.m)).costs
+    unit = exact_unit(costs, ref)
+    per = unit if memory_cap.kind == "activations" else exact_fraction(max(costs.activation))
     assert memory_cap.amount is not None
-    return replace(memory_cap, kind="bytes", amount=memory_cap.amount * unit)
+    if config.abstract:
+        return replace(memory_cap, kind="activations", amount=memory_cap.amount * per / unit)
+    return replace(memory_cap, kind="bytes", amount=memory_cap.amount * per)
+
+
+def check_common_cap(memory_cap: CapSpec | None, configs: Iterable[Config]) -> None:
+    """Refuse, before anything runs, a cap that the linear pipeline of some configuration cannot
+    take (below one of its stage activations, so that no forward could start, or beyond any
+    count): every optimum row would be an error. A configuration whose presets do not resolve is
+    left to its rows, which say why.
+
+    Example:
+        >>> from ppverify.core.memory_cap import read_memory_cap
+        >>> check_common_cap(read_memory_cap("1MF"), [Config(4, 4, "dgx-h100", "gpt3-1.3b")])
+        >>> check_common_cap(read_memory_cap("10B"), [Config(4, 4, "dgx-h100", "gpt3-1.3b")])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter memory-cap=10B: is below one stage activation (... activations): no forward could start (p=4 m=4 dgx-h100 gpt3-1.3b)
+    """
+    from ..core.memory_cap import resolve_memory_cap
+    from ..core.placement import linear
+
+    if memory_cap is None or memory_cap.unlimited:
+        return
+    seen: set[tuple] = set()
+    for cfg in configs:
+        key = (cfg.p, cfg.system, cfg.model, cfg.options, cfg.costs)  # m changes no byte count
+        if key in seen:
+            continue
+        seen.add(key)
+        ref = linear(cfg.p)
+        try:
+            cap = common_cap(memory_cap, cfg)
+            costs = resolve(cfg, carrier(ref, cfg.m)).costs
+        except PPVerifyError:  # its rows say why
+            continue
+        assert cap is not None
+        try:
+            resolve_memory_cap(cap, costs, ref)
+        except ParameterError as exc:
+            raise ParameterError(exc.name, exc.value, f"{exc.rule} ({cfg.label})") from None
 
 
 def optimum_cap(schedule: Schedule, res: Resolved, memory_cap: CapSpec | None) -> float | None:
@@ -264,8 +358,11 @@ __all__ = [
     "Resolved",
     "activation_share",
     "build_entry",
+    "check_common_cap",
+    "common_cap",
     "evaluate_point",
     "resolve",
     "share_costs",
     "verify_schedule",
+    "with_oom",
 ]

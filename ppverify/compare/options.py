@@ -81,8 +81,9 @@ RUN_OPTIONS: tuple[Option, ...] = (
             metavar="N|NMF|SIZE|none",
             help="the optimum level's per-device activation memory cap, the same for every schedule (the other "
             "levels are not capped): N activations of one microbatch on a device's whole share of layers (1F1B's "
-            "first device peaks at p), NMF stage activations, a size such as 64GiB with presets, or none "
-            "(unlimited memory) (default: each schedule's own peak)",
+            "first device peaks at p) or NMF stage activations, both counted on the linear pipeline of p devices "
+            "(whose stage is a device's share), so every schedule gets the same bytes; a size such as 64GiB with "
+            "presets; or none (unlimited memory) (default: each schedule's own peak)",
         ),
     ),
     (("--out",), dict(help="write one row per (schedule, configuration, level) to .csv or .parquet")),

@@ -36,7 +36,9 @@ from .config import (
     select_schedules,
 )
 from .csv_text import given_csv, parse_floats, parse_ints, split_csv
+from .evaluate import check_common_cap
 from .findings import FINDINGS_SCHEDULES, Finding, Setup, abstract_setup, evaluate_findings, format_findings
+from .ranks import does_not_fit
 from .results import PointResult
 from .run import run_comparison
 from .table import format_config_table, format_legend, never_applicable, unavailable_levels
@@ -149,8 +151,10 @@ def compare_request(
             raise ParameterError(name, text, "an empty value; give one, or leave the option out for its default")
     if findings and not levels:
         lv = tuple(x for x in lv if x != "optimum")
-    if time_limit is not None and not time_limit > 0:
-        raise ParameterError("time-limit", time_limit, "must be > 0 seconds")
+    if time_limit is not None:
+        from ..optimize.solver_run import run_limits
+
+        run_limits(time_limit)  # optimize's rule: > 0 and at most 1e9 seconds (inf, nan, 1e300 refused)
     if max_opt_ops is not None and max_opt_ops < 0:
         raise ParameterError("max-opt-ops", max_opt_ops, "must be an integer >= 0 (0: no optimum is solved)")
     for name, value in (("time-limit", time_limit), ("max-opt-ops", max_opt_ops)):
@@ -258,21 +262,33 @@ def check_mode_options(
 
 
 def check_presets(systems: Sequence[str], models: Sequence[str]) -> None:
-    """Refuse unknown preset names up front (a ``.yaml`` path is loaded by the presets module).
+    """Refuse unknown preset names up front, and preset files (``.yaml``) that are missing or
+    break a rule of their kind: each would make every row 'not applicable'.
 
     Example:
-        >>> check_presets(["dgx-h100"], ["gpt3-1.3b", "mine.yaml"])
+        >>> check_presets(["dgx-h100"], ["gpt3-1.3b"])
         >>> check_presets(["dgx-h1000"], [])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter systems=dgx-h1000: unknown preset; available: ...
+        >>> check_presets([], ["/no/such/mine.yaml"])
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter models=/no/such/mine.yaml: preset file: file not found
     """
-    from ..systems.presets import available
+    from ..core.errors import ScheduleFileError
+    from ..systems.presets import available, read_preset
 
     for key, names, kind in (("systems", systems, "systems"), ("models", models, "llms")):
         known = available(kind)
         for name in names:
-            if name not in known and not name.endswith((".yaml", ".yml")):
+            if name.lower().endswith((".yaml", ".yml")):
+                try:
+                    read_preset(kind, name)
+                except ScheduleFileError as exc:
+                    where = f"{exc.location}: " if exc.location else ""
+                    raise ParameterError(key, name, f"preset file: {where}{exc.rule}") from None
+            elif name not in known:
                 raise ParameterError(key, name, f"unknown preset; available: {', '.join(known)}")
 
 
@@ -306,10 +322,13 @@ def request_configs(req: CompareRequest) -> tuple[Setup | None, list[Config]]:
     """
     if not req.findings:
         if req.costs is not None:
-            return None, abstract_configs(dict(req.costs), req.comm_delays, req.ps, req.ms)
+            configs = abstract_configs(dict(req.costs), req.comm_delays, req.ps, req.ms)
+            check_common_cap(req.memory_cap, configs)
+            return None, configs
         check_presets(req.systems, req.models)
         configs = default_configs(req.systems, req.models, req.ps, req.ms, req.options)
         check_options(configs[0])
+        check_common_cap(req.memory_cap, configs)
         return None, configs
     if req.costs is not None:
         return abstract_setup(req.comm_delays[0], req.comm_delays[1], req.costs, req.ps)
@@ -317,6 +336,7 @@ def request_configs(req: CompareRequest) -> tuple[Setup | None, list[Config]]:
     setup = Setup(req.systems[0], req.systems[1], req.models[0], req.ps, options=req.options)
     configs = setup.configs()
     check_options(configs[0])
+    check_common_cap(req.memory_cap, configs)
     return setup, configs
 
 
@@ -380,7 +400,7 @@ def write_rows(df: pd.DataFrame, out: str) -> Path:
 
     path = Path(out)
     if path.parent and not path.parent.exists():
-        raise ParameterError("out", out, f"directory {path.parent} does not exist")
+        raise ParameterError("out", out, f"folder {path.parent} does not exist")
     with atomic_path(out, "--out") as tmp:  # as given: Path() would drop a trailing '/'
         if path.suffix.lower() == ".parquet":
             df.to_parquet(tmp, index=False)
@@ -462,8 +482,9 @@ def format_outcome(outcome: CompareOutcome, seconds: float, out: str | None = No
     verified = "verified" in df and bool((df["verified"].fillna("") != "").any())  # the Z3 column is shown
     measured = df[df["level"] == "measured"] if "level" in df else df.iloc[:0]
     peak = bool(measured["peak_activation"].notna().any()) if len(measured) else False
+    oom = bool(does_not_fit(df).any())  # the OOM mark is explained where it is printed
     out_lines.append(
-        format_legend(list(outcome.levels), optimum_memory(outcome.memory_cap), verified, _from_trace(df), peak)
+        format_legend(list(outcome.levels), optimum_memory(outcome.memory_cap), verified, _from_trace(df), peak, oom)
     )
     out_lines += [f"  level {lv} produced no numbers: {why}" for lv, why in unavailable_levels(df).items()]
     out_lines += [f"  {s} is not applicable in any configuration: {why}" for s, why in never_applicable(df).items()]

@@ -8,6 +8,40 @@ from typing import Any
 
 from .config import Config, ScheduleEntry
 
+#: columns of the result frame, in order (also the CSV/Parquet layout)
+COLUMNS: tuple[str, ...] = (
+    "config",
+    "p",
+    "m",
+    "system",
+    "model",
+    "schedule",
+    "family",
+    "params",
+    "level",
+    "semantics",
+    "status",
+    "makespan",
+    "time_unit",
+    "bubble_ratio",
+    "peak_activation",
+    "peak_activations",
+    "memory_unit",
+    "lower_bound",
+    "exact",
+    "rank",
+    "rank_change",
+    "gap_to_bound",
+    "optimum_peak",
+    "verified",
+    "note",
+    "seconds",
+    "memory_cap",
+    "oom_devices",
+)
+#: the columns :func:`add_ranks` derives from the others (what a sweep or a stored CSV recomputes)
+DERIVED: tuple[str, ...] = ("rank", "rank_change", "gap_to_bound", "optimum_peak")
+
 
 @dataclass(frozen=True)
 class LevelResult:
@@ -17,6 +51,9 @@ class LevelResult:
     missing), ``not applicable`` (outside the family's rules or regime) or ``error``; ``note``
     says why. ``lower_bound`` is CP-SAT's proven bound and ``memory_cap`` the per-device cap the
     optimum was solved under, in the cost model's unit (optimum level only; ``None``: unlimited).
+    ``oom_devices`` are the devices whose peak (weights, gradients, optimizer state and
+    activations) is over the system's memory: ``()`` when it fits, ``None`` when no capacity is
+    known (abstract costs) or nothing ran.
     """
 
     level: str
@@ -29,6 +66,7 @@ class LevelResult:
     note: str = ""
     seconds: float = 0.0
     memory_cap: float | None = None
+    oom_devices: tuple[int, ...] | None = None
     #: the Timeline behind the numbers (engine and optimum levels), kept for ``ppverify report``
     timeline: Any = field(default=None, compare=False, repr=False)
 
@@ -36,6 +74,11 @@ class LevelResult:
     def has_value(self) -> bool:
         """True when the level produced a makespan."""
         return self.makespan is not None
+
+    @property
+    def fits_memory(self) -> bool | None:
+        """False when some device is out of memory, ``None`` when no capacity is known."""
+        return None if self.oom_devices is None else not self.oom_devices
 
 
 @dataclass(frozen=True)

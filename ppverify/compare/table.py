@@ -1,10 +1,5 @@
-"""Comparison results as a table: one row per (schedule, configuration, abstraction level), ranks
-under each level, rank changes between levels, gap to bound, and the printed per-configuration
-tables.
-
-Ranks are by makespan within one configuration and one level (1 = fastest; ties share the lower
-rank). A rank change is marked when a schedule's rank under a level differs from its rank under the
-previous level that produced numbers (formula -> slot -> async -> contention -> optimum).
+"""Comparison results as a table: one row per (schedule, configuration, abstraction level) and the
+printed per-configuration tables; the ranks, rank changes and gaps to bound are :mod:`.ranks`'.
 """
 
 from __future__ import annotations
@@ -19,40 +14,8 @@ from tabulate import tabulate
 from ..views.table_report import exact_number, plain_number
 from .config import ALL_LEVELS, LEVEL_SEMANTICS, MEASURED_TRACE_SEMANTICS
 from .optimum import UNLIKE
-from .results import LevelResult, PointResult
-
-#: columns of the result frame, in order (also the CSV/Parquet layout)
-COLUMNS: tuple[str, ...] = (
-    "config",
-    "p",
-    "m",
-    "system",
-    "model",
-    "schedule",
-    "family",
-    "params",
-    "level",
-    "semantics",
-    "status",
-    "makespan",
-    "time_unit",
-    "bubble_ratio",
-    "peak_activation",
-    "peak_activations",
-    "memory_unit",
-    "lower_bound",
-    "exact",
-    "rank",
-    "rank_change",
-    "gap_to_bound",
-    "optimum_peak",
-    "verified",
-    "note",
-    "seconds",
-    "memory_cap",
-)
-#: the columns :func:`add_ranks` derives from the others (what a sweep or a stored CSV recomputes)
-DERIVED: tuple[str, ...] = ("rank", "rank_change", "gap_to_bound", "optimum_peak")
+from .ranks import add_ranks, does_not_fit, over_cap
+from .results import COLUMNS, DERIVED, LevelResult, PointResult
 
 
 def to_frame(points: Iterable[PointResult]) -> pd.DataFrame:
@@ -106,95 +69,11 @@ def point_rows(points: Iterable[PointResult]) -> list[dict]:
                     "note": r.note,
                     "seconds": r.seconds,
                     "memory_cap": r.memory_cap,
+                    # as peak_activations: JSON text, one cell in a CSV (None: no capacity known)
+                    "oom_devices": None if r.oom_devices is None else json.dumps(list(r.oom_devices)),
                 }
             )
     return rows
-
-
-def over_cap(family_peak: object, cap: object) -> bool:
-    """Whether a family's own peak (its async row) is above the cap its optimum was solved at: the
-    optimum and its bound then hold for other schedules (those within the cap), so the family
-    gets no gap to bound. A missing cap or peak (unlimited memory, no timeline) is never over.
-
-    Example:
-        >>> over_cap(4.0, 2.0), over_cap(4.0, 4.0), over_cap(4.0, None), over_cap(float("nan"), 2.0)
-        (True, False, False, False)
-    """
-    if family_peak is None or cap is None or pd.isna(family_peak) or pd.isna(cap):
-        return False
-    peak, limit = float(family_peak), float(cap)  # type: ignore[arg-type]
-    return peak > limit + 1e-9 * max(1.0, abs(limit))  # bytes or activations: a relative tolerance
-
-
-def add_ranks(df: pd.DataFrame) -> pd.DataFrame:
-    """Add ``rank`` (by makespan within config and level), ``rank_change`` (``"2->3"`` when it differs
-    from the previous level with numbers, both ranks taken among the schedules both levels rank: a
-    closed form that is only a bound has no rank, and its family ranked at the next level alone
-    moves no one), ``gap_to_bound`` (async rows: ``(makespan - bound) /
-    makespan``, the bound being the CP-SAT optimum of the same placement at the optimum's memory, or
-    its proven lower bound; none for a family whose own peak is over that memory, see
-    :func:`over_cap`) and ``optimum_peak`` (async rows: the highest per-device activation peak
-    of that optimum's schedule).
-
-    Example:
-        >>> rows = [("a", "slot", 10.0), ("b", "slot", 12.0), ("c", "slot", 10.0),
-        ...         ("a", "async", 11.0), ("b", "async", 10.0), ("c", "async", 13.0)]
-        >>> df = pd.DataFrame([{**dict.fromkeys(COLUMNS), "config": "k", "schedule": s, "level": lv, "makespan": t}
-        ...                    for s, lv, t in rows])
-        >>> add_ranks(df)[["schedule", "level", "rank", "rank_change"]].values.tolist()
-        [['a', 'slot', 1, ''], ['b', 'slot', 3, ''], ['c', 'slot', 1, ''], ['a', 'async', 2, '1->2'], ['b', 'async', 1, '3->1'], ['c', 'async', 3, '1->3']]
-        >>> # z has no rank under the formula (a bound) and is fastest under slot: a and b keep their order
-        >>> rows = [("a", "formula", 5.0, True), ("b", "formula", 6.0, True), ("z", "formula", 4.0, False),
-        ...         ("a", "slot", 5.0, True), ("b", "slot", 6.0, True), ("z", "slot", 4.5, True)]
-        >>> df = pd.DataFrame([{**dict.fromkeys(COLUMNS), "config": "k", "schedule": s, "level": lv, "makespan": t,
-        ...                     "exact": e} for s, lv, t, e in rows])
-        >>> add_ranks(df)[["schedule", "level", "rank", "rank_change"]].values.tolist()[3:]
-        [['a', 'slot', 2, ''], ['b', 'slot', 3, ''], ['z', 'slot', 1, '']]
-    """
-    df = df.copy()
-    key = ["config", "level"]
-    ms = pd.to_numeric(df["makespan"], errors="coerce").round(12)
-    # a closed form that is only a bound is not a prediction: it gets no rank
-    ms[(df["level"] == "formula") & (df["exact"] == False)] = float("nan")  # noqa: E712 (object column)
-    df["rank"] = ms.groupby([df[k] for k in key]).rank(method="min").astype("Int64")
-    order = {lv: n for n, lv in enumerate(ALL_LEVELS)}
-    ranked: dict[tuple, dict] = {}  # (config, level) -> {schedule: makespan} of the ranked rows
-    for idx in ms.index[ms.notna()]:
-        ranked.setdefault((df.at[idx, "config"], df.at[idx, "level"]), {})[df.at[idx, "schedule"]] = ms[idx]
-    changes = [""] * len(df)
-    gaps: list[float | None] = [None] * len(df)
-    opt_peaks: list[float | None] = [None] * len(df)
-    for (config, sched), grp in df.groupby(["config", "schedule"], sort=False):
-        prev = None
-        for idx in sorted(grp.index, key=lambda i: order[df.at[i, "level"]]):
-            if pd.isna(df.at[idx, "rank"]):
-                continue
-            level = df.at[idx, "level"]
-            if prev is not None:
-                before, now = ranked[(config, prev)], ranked[(config, level)]
-                common = before.keys() & now.keys()  # the same field at both levels
-
-                def rank(at: dict) -> int:
-                    return 1 + sum(at[o] < at[sched] for o in common)
-
-                if rank(before) != rank(now):
-                    changes[df.index.get_loc(idx)] = f"{rank(before)}->{rank(now)}"
-            prev = level
-        opt = grp[grp["level"] == "optimum"]
-        asy = grp[grp["level"] == "async"]
-        if len(opt) and len(asy) and asy["makespan"].notna().all():
-            ref = opt["makespan"].iloc[0] if opt["status"].iloc[0] == "optimal" else opt["lower_bound"].iloc[0]
-            value = float(asy["makespan"].iloc[0])
-            fits = not over_cap(asy["peak_activation"].iloc[0], opt["memory_cap"].iloc[0])
-            if ref is not None and not pd.isna(ref) and value > 0 and fits:
-                gaps[df.index.get_loc(asy.index[0])] = (value - float(ref)) / value
-            peak = opt["peak_activation"].iloc[0]
-            if peak is not None and not pd.isna(peak):
-                opt_peaks[df.index.get_loc(asy.index[0])] = float(peak)
-    df["rank_change"] = changes
-    df["gap_to_bound"] = gaps
-    df["optimum_peak"] = opt_peaks
-    return df[list(COLUMNS)]
 
 
 def fmt_time(x: float, unit: str) -> str:
@@ -227,8 +106,9 @@ def _inexact(exact: object) -> bool:
 
 def format_config_table(df: pd.DataFrame, config: str) -> str:
     """One configuration's table: per schedule, the makespan and rank under each level (``*``
-    marks a rank that differs from the previous level's), bubble ratio, peak activation memory
-    and gap to bound.
+    marks a rank change, see :func:`add_ranks`; ``OOM`` a schedule that does not fit device
+    memory, unranked), bubble ratio, peak activation memory and gap to bound; below it a line
+    per reason a level gave ``error``.
 
     Example:
         >>> from ppverify.compare.config import Config, ScheduleEntry
@@ -273,19 +153,27 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
         headers.append("Z3")
     rows = []
     notes: list[str] = []
+    out_of_memory = does_not_fit(sub)
+    errors: dict[tuple[str, str], list[str]] = {}  # (level, reason) -> schedules: one footnote per reason
     for sched in dict.fromkeys(sub["schedule"]):
         srow = sub[sub["schedule"] == sched].set_index("level")
+        oom = dict(zip(srow.index, out_of_memory[sub["schedule"] == sched]))
+        all_blank = not shown or all(pd.isna(srow.loc[lv]["makespan"]) for lv in shown)
         row = [sched]
         for lv in shown:
             r = srow.loc[lv]
             if pd.isna(r["makespan"]):
                 row.append(r["status"])
+                if r["status"] == "error" and not all_blank:  # a blank row's note below says why
+                    errors.setdefault((lv, str(r["note"])), []).append(str(sched))
                 continue
             cell = f"{fmt_time(r['makespan'], tu)} ({'-' if pd.isna(r['rank']) else r['rank']})"
             if lv == "formula" and _inexact(r["exact"]):
                 cell = "~" + cell
             if r["rank_change"]:
                 cell += "*"
+            if oom[lv]:
+                cell += " OOM"
             if lv == "optimum" and r["status"] == "feasible" and not pd.isna(r["lower_bound"]):
                 cell += f" lb {fmt_time(r['lower_bound'], tu)}"
             row.append(cell)
@@ -324,11 +212,9 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
             if v.startswith("INVALID"):
                 notes.append(f"{sched}: {v}")
         rows.append(row)
-        first = srow.iloc[0]
-        if (not shown or all(pd.isna(srow.loc[lv]["makespan"]) for lv in shown)) and first[
-            "status"
-        ] != "not applicable":
+        if all_blank and srow.iloc[0]["status"] != "not applicable":
             notes.append(f"{sched}: {srow.iloc[0]['status']} ({srow.iloc[0]['note']})")
+    notes += [f"{lv} error for {', '.join(scheds)}: {why}" for (lv, why), scheds in errors.items()]
     title = f"== {config} ==  (time in {tu_txt}, memory in {mu_txt})"
     out = [title, tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
     # levels missing here but present elsewhere get a note; levels missing everywhere are
@@ -387,6 +273,7 @@ def format_legend(
     verified: bool = True,
     from_trace: bool = False,
     measured_peak: bool = True,
+    oom: bool = False,
 ) -> str:
     """Which semantics produced each column, what the marks mean and at what memory the optimum
     was solved (``memory``: "each schedule's own peak", "unlimited memory" or a cap). Only the
@@ -394,7 +281,8 @@ def format_legend(
     level that times the table (formula, slot, async, contention), ``~`` with the formula, the
     optimum's ``lb`` with ``optimum``, its peak and the gap with ``optimum`` and ``async`` (the gap
     is the async makespan's), and ``Z3`` when the schedules were ``verified``. ``from_trace``: the
-    measured column was read from profiler traces; ``measured_peak``: it has its peak column.
+    measured column was read from profiler traces; ``measured_peak``: it has its peak column;
+    ``oom``: some schedule does not fit device memory (its cells marked ``OOM``).
 
     Example:
         >>> format_legend(["optimum"]).splitlines()[1]
@@ -410,11 +298,21 @@ def format_legend(
     semantics = dict(LEVEL_SEMANTICS, measured=MEASURED_TRACE_SEMANTICS) if from_trace else LEVEL_SEMANTICS
     lines += [f"  {lv:<10} {semantics[lv]}" + (f", at {memory}" if lv == "optimum" else "") for lv in levels]
     if len(levels) > 1:
-        lines.append("  *          rank differs from the previous level's (a rank change between abstractions)")
+        lines.append(
+            "  *          order changed from the previous level's: the schedule overtook or fell behind one both rank"
+        )
     if {"formula", "slot", "async", "contention"} & set(levels):  # the bubble column's sources
         lines.append("  bubble     idle/total = (makespan - busy) / makespan per device, averaged")
     if "formula" in levels:
         lines.append("  ~ (-)      the closed form is only a bound for this family here: shown, not ranked")
+    if oom:
+        lines.append(
+            "  OOM (-)    does not fit device memory: weights, gradients, optimizer state and activations over the"
+        )
+        lines.append(
+            "             device's capacity (ppverify simulate names the devices): shown, not ranked; the others"
+        )
+        lines.append("             are ranked among themselves")
     if {"optimum", "async"} <= set(levels):  # the gap compares the two: both columns or neither
         lines.append("  peak act. (opt.)  the optimum schedule's highest per-device activation peak")
         lines.append(
@@ -440,16 +338,3 @@ def format_legend(
             "             measured bytes counted as that stage's activation (docs/measure.md, Memory measured)"
         )
     return "\n".join(lines)
-
-
-def rank_changes(df: pd.DataFrame) -> list[str]:
-    """One line per rank change: ``config: schedule a->b under level``.
-
-    Example:
-        >>> df = pd.DataFrame({"config": "k", "schedule": ["a", "b", "a", "b"], "level": ["slot"] * 2 + ["async"] * 2,
-        ...                    "rank_change": ["", "", "1->2", "2->1"]})
-        >>> rank_changes(df)
-        ['k: a 1->2 under async', 'k: b 2->1 under async']
-    """
-    sel = df[df["rank_change"] != ""]
-    return [f"{r.config}: {r.schedule} {r.rank_change} under {r.level}" for r in sel.itertuples()]

@@ -111,7 +111,8 @@ def load_results(path: str | Path) -> pd.DataFrame:
         # (an all-empty column reads as float: to text before the blanks are filled)
         df[c] = df[c].astype(object).where(df[c].notna(), "").astype(str)
     if df["rank"].isna().all():  # a sweep store keeps raw rows: rank them over the whole file
-        from ..compare.table import DERIVED, add_ranks
+        from ..compare.ranks import add_ranks
+        from ..compare.table import DERIVED
 
         extra = [c for c in df.columns if c not in COLUMNS]
         df = add_ranks(df[[c for c in COLUMNS if c not in DERIVED]]).join(df[extra])

@@ -201,7 +201,8 @@ def results_frame(rows: list[dict], spec: SweepSpec | None = None, ranks: bool =
     """
     import pandas as pd
 
-    from ..compare.table import COLUMNS, DERIVED, add_ranks
+    from ..compare.ranks import add_ranks
+    from ..compare.table import COLUMNS, DERIVED
 
     if spec is not None:
         hashes = (h for task in pending_tasks(spec, set()) for _, _, hs in task.items for h in hs)

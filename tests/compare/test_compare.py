@@ -24,7 +24,8 @@ from ppverify.compare import (
     run_comparison,
     select_schedules,
 )
-from ppverify.compare.table import DERIVED, add_ranks, rank_changes
+from ppverify.compare.ranks import add_ranks, rank_changes
+from ppverify.compare.table import DERIVED
 from ppverify.core.errors import ParameterError
 
 GP, OF = ScheduleEntry("gpipe", "gpipe"), ScheduleEntry("1f1b", "1f1b")

@@ -25,7 +25,8 @@ from ppverify.compare.findings import (
     finding_gpipe_1f1b,
     finding_hanayo,
 )
-from ppverify.compare.table import COLUMNS, DERIVED, add_ranks
+from ppverify.compare.ranks import add_ranks
+from ppverify.compare.table import COLUMNS, DERIVED
 
 LEVELS = ("formula", "slot", "async", "contention")
 
