@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..core.errors import ParameterError
+from ..core.limits import MAX_NUMBER
 
 #: what only a comparison run reads (``dest``: the flag as the user spells it): with ``--from`` the
 #: rows come from the file, so these would be ignored
@@ -83,3 +84,36 @@ def check_report_options(args: argparse.Namespace, design_file: bool, default: d
                 f"{ROWS_ONLY[dest]} shapes a comparison's page; {args.from_file} is a design result, whose page "
                 "is its frontier: leave it out",
             )
+
+
+def check_solver_budget(time_limit: float | None, max_opt_ops: int | None) -> None:
+    """Refuse a solver budget the page cannot use, with compare's words: a ``--time-limit`` not
+    > 0 (``nan`` included) or not finite (``inf``, ``1e300``: a solve that may never end), and a
+    negative ``--max-opt-ops``. With ``--from`` each optimum chart is solved again under them, so
+    a budget no solve can take dropped every optimum chart while the table kept its numbers.
+    ``None``: left out (compare's defaults).
+
+    Example:
+        >>> check_solver_budget(None, None), check_solver_budget(0.5, 0)
+        (None, None)
+        >>> check_solver_budget(float("nan"), None)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter time-limit=nan: must be > 0 seconds
+        >>> check_solver_budget(float("inf"), None)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter time-limit=inf: must be > 0 seconds and at most 1e+15 (a finite budget)
+        >>> check_solver_budget(None, -5)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter max-opt-ops=-5: must be an integer >= 0 (0: no optimum is solved)
+    """
+    if time_limit is not None and not time_limit > 0:
+        raise ParameterError("time-limit", time_limit, "must be > 0 seconds")
+    if time_limit is not None and not time_limit <= MAX_NUMBER:
+        raise ParameterError(
+            "time-limit", time_limit, f"must be > 0 seconds and at most {MAX_NUMBER:g} (a finite budget)"
+        )
+    if max_opt_ops is not None and max_opt_ops < 0:
+        raise ParameterError("max-opt-ops", max_opt_ops, "must be an integer >= 0 (0: no optimum is solved)")

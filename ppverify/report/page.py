@@ -155,7 +155,7 @@ def write_report(study: Study, path: str | Path) -> Path:
 
     out = Path(path)
     if out.parent and not out.parent.exists():
-        raise ParameterError("-o", str(path), f"directory {out.parent} does not exist")
+        raise ParameterError("-o", str(path), f"folder {out.parent} does not exist")
     from ..core.files import atomic_write
 
     atomic_write(path, render_html(study), "-o")  # as given: Path() would drop a trailing '/'

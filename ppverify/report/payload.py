@@ -153,16 +153,19 @@ def canonical_ops(schedule: Schedule) -> list[Op]:
 
 def timeline_payload(tl: Timeline, ops: list[Op]) -> dict[str, Any]:
     """One level's drawing data: ``o`` (index into ``ops``), ``d``, ``s``, ``e``, ``w``/``wr``
-    (waits), transfers ``tr`` (``q``: the transfer each queued behind, :func:`queued_behind`) and
-    per-device memory curves ``mem`` (times, values).
+    (waits), transfers ``tr`` (``q``: the transfer each queued behind, :func:`queued_behind`),
+    per-device activation curves ``mem`` (times, values) and ``weights``: each device's
+    weight/gradient/optimizer bytes (:meth:`Timeline.static_memory`, the ``weights`` column of
+    ``ppverify simulate``), held throughout, so the page draws what the device holds against
+    ``memory_capacity`` (the whole device's).
 
     Example:
         >>> from ppverify.schedules import build
         >>> from ppverify.engines import run
         >>> s = build("1f1b", p=2, m=2)
         >>> p = timeline_payload(run(s, semantics="slot"), canonical_ops(s))
-        >>> p["makespan"], p["s"][:3], p["mem"][0]
-        (6.0, [0.0, 1.0, 3.0], [[0.0, 1.0, 4.0, 6.0], [1.0, 2.0, 1.0, 0.0]])
+        >>> p["makespan"], p["s"][:3], p["mem"][0], p["weights"]
+        (6.0, [0.0, 1.0, 3.0], [[0.0, 1.0, 4.0, 6.0], [1.0, 2.0, 1.0, 0.0]], [0.0, 0.0])
     """
     where = {op: k for k, op in enumerate(ops)}
     ms = float(tl.makespan)
@@ -187,6 +190,7 @@ def timeline_payload(tl: Timeline, ops: list[Op]) -> dict[str, Any]:
         "w": codes,
         "wr": refs,
         "mem": mem,
+        "weights": np.round(tl.static_memory(), 6).tolist(),
         "tr": {
             "kinds": kinds,
             "k": [kinds.index(k) for k in tr.kind],
@@ -235,4 +239,5 @@ def program_payload(schedule: Schedule) -> dict[str, Any]:
         "wr": [-1] * len(o),
         "tr": {"kinds": [], "k": [], "sd": [], "dd": [], "so": [], "do": [], "s": [], "e": [], "b": [], "q": []},
         "mem": [],
+        "weights": [],
     }

@@ -50,7 +50,7 @@ def check_plot_path(path: str | Path, option: str = "-o") -> Path:
     if p.suffix.lower() not in FORMATS:
         raise ParameterError(option, str(path), f"expected a file ending in {', '.join(FORMATS)}")
     if not p.parent.exists():
-        raise ParameterError(option, str(path), f"directory {p.parent} does not exist")
+        raise ParameterError(option, str(path), f"folder {p.parent} does not exist")
     check_folder_takes_files(target.parent, option, str(path))  # /proc, a read-only mount
     return p
 

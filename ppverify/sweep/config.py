@@ -148,7 +148,7 @@ def _preset_files(path: str, key: str, names: tuple[str, ...]) -> tuple[str, ...
 
     out = []
     for nm in names:
-        if nm.endswith((".yaml", ".yml")):
+        if nm.lower().endswith((".yaml", ".yml")):
             fpath = Path(nm) if Path(nm).is_absolute() else Path(path).parent / nm
             try:
                 check_input_file(fpath)
@@ -269,11 +269,18 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
                     levels.append(lv)
     levels = [lv for lv in LEVELS if lv in levels] or list(LEVELS)
     tl = data.get("time_limit", 0.5)
-    if isinstance(tl, bool) or not isinstance(tl, (int, float)) or not tl > 0:
-        raise _err(path, "time_limit", f"expected seconds > 0, got {tl!r}")
+    if not _finite(tl) or not tl > 0:  # .inf (a solve that may never end) and .nan too
+        raise _err(path, "time_limit", f"expected finite seconds > 0 and <= {MAX_NUMBER:g}, got {tl!r}")
     mo = data.get("max_opt_ops", 256)
     if isinstance(mo, bool) or not isinstance(mo, int) or mo < 0:
         raise _err(path, "max_opt_ops", f"expected an integer >= 0, got {mo!r}")
+    for key in ("time_limit", "max_opt_ops"):  # as compare --time-limit/--max-opt-ops: not ignored
+        if key in data and "optimum" not in levels:
+            raise _err(
+                path,
+                key,
+                "budgets the CP-SAT optimum, a level this sweep leaves out: add optimum to levels, or leave it out",
+            )
     options = {} if data.get("options") is None else data["options"]
     if not isinstance(options, dict):
         raise _err(path, "options", "expected a mapping of preset options (mfu, microbatch_size, ...)")
@@ -324,7 +331,7 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
         for key, names, kind in (("systems", systems, "systems"), ("models", models, "llms")):
             known = available(kind)
             for nm in names:
-                if nm not in known and not nm.endswith((".yaml", ".yml")):
+                if nm not in known and not nm.lower().endswith((".yaml", ".yml")):
                     raise _err(path, key, f"unknown preset {nm!r}; available: {', '.join(known)}")
         # a list of layer counts is written as --layers-per-stage takes it: the configuration's label
         # (which `report --from` reads back) then holds no space

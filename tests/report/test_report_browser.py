@@ -369,9 +369,14 @@ def test_a_schedule_named_like_markup_is_shown_as_text(browser, tmp_path):
 
 
 def test_bytes_have_round_gib_ticks_and_the_verdict_reads_as_the_command_says(browser, tmp_path, capsys):
-    # 1F1B p=4 m=8 on dgx-h100 with gpt3-1.3b: the command's table gives its async peak as 10.7 GiB.
-    # The memory scale is drawn in GiB with round steps (0, 5, 10 for about four ticks up to 10.7),
-    # not at round byte counts (5e9 B read 4.66 GiB, 1e10 B 9.31 GiB, as they once did)
+    # 1F1B p=4 m=8 on dgx-h100 with gpt3-1.3b: the command's table gives its async peak as 10.7 GiB
+    # of activations. The panel draws each device's activations on its weights/optimizer state
+    # (16 B per parameter): device 0 holds 6 layers of 12h^2 + 13h = 50,358,272 parameters (h =
+    # 2048) plus the embedding (50257 + 2048) * 2048 = 107,120,640, i.e. 409,270,272 * 16 B =
+    # 6.10 GiB, so its curve peaks at 10.7 + 6.1 = 16.8 GiB (under the 80 GiB capacity, whose line
+    # is left off past three times the peak). The scale is drawn in GiB with round steps (0, 5, 10,
+    # 15 for about four ticks up to 16.8), not at round byte counts (5e9 B read 4.66 GiB, 1e10 B
+    # 9.31 GiB, as they once did)
     out = tmp_path / "sys.html"
     argv = ["report", "--schedules", "1f1b", "-p", "4", "-m", "8", "--system", "dgx-h100", "--model", "gpt3-1.3b"]
     assert main([*argv, "--levels", "async", "--no-progress", "-o", str(out)]) == 0
@@ -379,7 +384,7 @@ def test_bytes_have_round_gib_ticks_and_the_verdict_reads_as_the_command_says(br
     row = next(line.split() for line in text.splitlines() if line.startswith("1f1b "))
     assert row[-2:] == ["10.7", "valid"]  # peak act. (async), Z3
     page, errors = _open(browser, out)
-    assert page.evaluate("window.ppverifyReport.memoryTicks('async')") == ["0", "5", "10"]
+    assert page.evaluate("window.ppverifyReport.memoryTicks('async')") == ["0", "5", "10", "15"]
     # memory cells read as the text tables print them: 56 GiB, not 56.0 GiB; 1.5e9 B = 1.397 GiB -> 1.4
     fmt = "([x, u]) => window.ppverifyReport.memoryText(x, u)"
     assert page.evaluate(fmt, [56 * 2**30, "bytes"]) == "56 GiB"

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from ...core.errors import ParameterError
     from ..findings_map_cli import check_map_options
-    from ..report_options import check_report_options
+    from ..report_options import check_report_options, check_solver_budget
 
     if args.map:
         raise ParameterError(
@@ -88,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
     defaults = argparse.ArgumentParser()
     add_arguments(defaults)
     check_report_options(args, design_file, vars(defaults.parse_args([])))
+    # with or without --from (whose optimum charts are solved again under it): refused alike
+    check_solver_budget(args.time_limit, args.max_opt_ops)
     from ...report.build import check_output
 
     # every page this command writes (a run's, a results file's, a design's) is -o's: named so

@@ -43,7 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=4,
         help="configurations per shipped batch (default 4; fewer when that would leave a worker idle)",
     )
-    parser.add_argument("--dry-run", action="store_true", help="print the expanded grid size and exit")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the expanded grid size and exit; writes nothing (an --out given is checked, not written, "
+        "and stderr says so)",
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON summary")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
@@ -52,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     """Load, expand, run (resuming), summarise.
 
     Example:
-        ``--dry-run`` expands the grid and counts what is left to run:
+        ``--dry-run`` expands the grid and counts what is left to run; it writes nothing (an
+        ``--out`` given is checked, not written, and a line on stderr says so):
 
         >>> import os, tempfile
         >>> config = os.path.join(tempfile.mkdtemp(), "tiny.yaml")
@@ -111,6 +117,10 @@ def run(args: argparse.Namespace) -> int:
         "store": str(store),
     }
     if args.dry_run:
+        if args.out:  # kept, not refused: the command to run is dry-run as written, then run without --dry-run
+            print(
+                f"ppverify sweep: --dry-run writes nothing: --out {args.out} was checked, not written", file=sys.stderr
+            )
         print_json(summary) if args.json else print(
             f"{spec.name}: {spec.num_points} rows = {len(spec.entries)} schedules x {len(spec.configs)} configurations "
             f"x {len(spec.levels)} levels; {summary['already_done']} already in {store}, {todo} to run"

@@ -160,7 +160,7 @@
 
   // ---------- Gantt ----------
   const points = DATA.points;
-  const state = { point: null, levels: [], t0: 0, t1: 1, layout: null, drawn: {}, hatched: {}, memTicks: [], memLevel: null, hover: null, renderMs: 0 };
+  const state = { point: null, levels: [], t0: 0, t1: 1, layout: null, drawn: {}, hatched: {}, memTicks: [], memText: null, memLevel: null, hover: null, renderMs: 0 };
   const GUTTER = 112;
   function pointIndex(cfg, sched) { return points.findIndex((p) => p.config === cfg && p.schedule === sched); }
 
@@ -377,17 +377,23 @@
   const DEV_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
   function drawMemory(ctx, pt, width) {
     const L = pt.levels[state.memLevel], top = state.layout.memTop, h = state.layout.memH;
-    let ymax = 0;
-    for (const [, m] of L.mem) for (const v of m) ymax = Math.max(ymax, v);
+    // each curve is what its device holds: its activations on top of its weights, gradients and
+    // optimizer state (held all step, as `simulate` counts its peak), so the capacity line, the
+    // whole device's, is crossed exactly where the device runs out of memory
+    const w = L.weights || [], base = (d) => w[d] || 0, held = w.some((x) => x > 0);
+    const peaks = L.mem.map(([, m], d) => m.reduce((a, v) => Math.max(a, v), 0) + base(d));
+    const peak = Math.max(0, ...peaks);
     const cap = L.memory_capacity;
-    if (cap && cap < ymax * 3) ymax = Math.max(ymax, cap);
+    let ymax = peak;
+    if (cap && cap < ymax * 3) ymax = Math.max(ymax, cap);  // the axis reaches the line; the label says the peak
     ymax = ymax || 1;
     const Y = (v) => top + h - (v / ymax) * (h - 4);
     ctx.textAlign = "left"; ctx.fillStyle = "#1d2330"; ctx.font = "600 12px system-ui, sans-serif";
     // bytes are shown in GiB: the ticks are round in GiB (0, 5, 10), not in bytes (5e9 = 4.66 GiB),
     // and the unit goes in the heading so the labels stay short beside the "peak" line
     const gib = L.memory_unit === "bytes" || L.memory_unit === "B", scale = gib ? 2 ** 30 : 1;
-    ctx.fillText("memory per device (" + state.memLevel + (gib ? ", GiB" : "") + ")", 6, top - 2);
+    const heading = "memory per device (" + state.memLevel + (gib ? ", GiB" : "") + (held ? "; activations + weights/gradients/optimizer state" : "") + ")";
+    ctx.fillText(heading, 6, top - 2);
     ctx.font = "11px system-ui, sans-serif"; ctx.fillStyle = "#5f6b7a";
     // the y scale: round values from 0 to the peak, labelled at the gutter's right edge, with grid lines
     ctx.textAlign = "right"; ctx.font = "10px system-ui, sans-serif";
@@ -402,16 +408,29 @@
     ctx.save(); ctx.beginPath(); ctx.rect(GUTTER, top - 4, width - GUTTER, h + 8); ctx.clip();
     L.mem.forEach(([t, m], d) => {
       ctx.strokeStyle = DEV_COLORS[d % DEV_COLORS.length]; ctx.lineWidth = 1.5; ctx.beginPath();
-      let prev = 0; ctx.moveTo(X(state.t0), Y(0));
-      for (let k = 0; k < t.length; k++) { const x = X(t[k]); ctx.lineTo(x, Y(prev)); ctx.lineTo(x, Y(m[k])); prev = m[k]; }
+      const b0 = base(d);
+      let prev = b0; ctx.moveTo(X(state.t0), Y(b0));
+      for (let k = 0; k < t.length; k++) { const x = X(t[k]); ctx.lineTo(x, Y(prev)); ctx.lineTo(x, Y(m[k] + b0)); prev = m[k] + b0; }
       ctx.lineTo(X(state.t1), Y(prev)); ctx.stroke();
     });
-    if (cap && cap <= ymax) { ctx.strokeStyle = "#c62828"; ctx.setLineDash([5, 4]); ctx.beginPath(); ctx.moveTo(GUTTER, Y(cap)); ctx.lineTo(width, Y(cap)); ctx.stroke(); ctx.setLineDash([]); }
+    let capText = "";
+    if (cap && cap <= ymax) {
+      ctx.strokeStyle = "#c62828"; ctx.setLineDash([5, 4]); ctx.beginPath(); ctx.moveTo(GUTTER, Y(cap)); ctx.lineTo(width, Y(cap)); ctx.stroke(); ctx.setLineDash([]);
+      capText = "device capacity " + fmtMem(cap, L.memory_unit);
+      ctx.textAlign = "right"; ctx.fillStyle = "#c62828"; ctx.font = "10px system-ui, sans-serif";
+      ctx.fillText(capText, width - 14, Math.max(Y(cap) - 4, top + 6));
+      ctx.textAlign = "left";
+    }
     ctx.restore();
     ctx.font = "10px system-ui, sans-serif";
-    ctx.fillStyle = "#5f6b7a"; ctx.fillText("peak " + fmtMem(ymax, L.memory_unit), 8, top + 12);
-    // one column of device keys left of the scale's labels (the first seven; the rest share the colours)
-    L.mem.forEach((_, d) => { if (d < 7) { ctx.fillStyle = DEV_COLORS[d % DEV_COLORS.length]; ctx.fillText("\u2014 dev " + d + (d === 6 && L.mem.length > 7 ? " \u2026" : ""), 8, top + 26 + 11 * d); } });
+    // the highest curve's own top (never the axis' end, which reaches up to the capacity line)
+    const peakText = "peak " + fmtMem(peak, L.memory_unit);
+    ctx.fillStyle = "#5f6b7a"; ctx.fillText(peakText, 8, top + 12);
+    // one column of device keys left of the scale's labels (the first seven; the rest share the
+    // colours), each marked OOM when its curve crosses the capacity, as `simulate` marks it
+    const keys = L.mem.map((_, d) => "\u2014 dev " + d + (cap && peaks[d] > cap ? " OOM" : "") + (d === 6 && L.mem.length > 7 ? " \u2026" : ""));
+    keys.forEach((k, d) => { if (d < 7) { ctx.fillStyle = DEV_COLORS[d % DEV_COLORS.length]; ctx.fillText(k, 8, top + 26 + 11 * d); } });
+    state.memText = { heading, peak: peakText, capacity: capText, keys: keys.slice(0, 7), peaks };
   }
 
   // ---------- hover ----------
@@ -738,6 +757,12 @@
       if (!state.point || !state.point.levels[level]) return null;
       state.memLevel = level; $("pt-mem").value = level; draw();
       return state.memTicks.slice();
+    },
+    /** The memory panel's texts for a level (heading, peak, capacity line's label, device keys)
+     *  and each device's drawn peak (weights + activations), as last drawn. */
+    memoryLabels(level) {
+      if (this.memoryTicks(level) === null) return null;
+      return state.memText;
     },
     /** The hover text of transfer t at a level of the selected point (as the tooltip shows it). */
     transferTip(level, t) {
