@@ -176,7 +176,15 @@ def _build_family(source: ScheduleSource) -> Schedule:
     check_family_options(fam.name, tuple(pr.name for pr in fam.params), source.params)
     params = {pr.name: source.param(pr.name) for pr in fam.params}
     m = source.m if source.m is not None else source.p
-    schedule = build(fam.name, source.p, m, **params)
+    try:
+        schedule = build(fam.name, source.p, m, **params)
+    except ParameterError as exc:
+        if source.m is not None:
+            raise
+        from ..schedules.family_checks import default_m_refused
+
+        # -m left out: say that m = p was the default, and which -m the family takes
+        raise default_m_refused(exc, fam.name, source.p, params) from None
     if fam.notes is not None:  # a parameter given that changes nothing here: said, not ignored
         from .file_settings import print_notes
 

@@ -22,6 +22,7 @@ families whose peak depends on it take it into account.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -29,6 +30,7 @@ from typing import Any, Protocol
 
 from .costs import CostModel, complete_costs
 from .errors import ParameterError
+from .exact import exact_fraction
 from .timeline import BUBBLE_CONVENTION
 
 EXACT, LOWER, UPPER = "exact", "lower bound", "upper bound"
@@ -114,15 +116,49 @@ def costs_of(costs: Mapping[str, float] | None) -> dict[str, float]:
     return complete_costs(dict(costs))
 
 
+#: the most a cost may move, relative to itself, when read as the rational it stands for
+EXACT_COST_TOL = 1e-9
+
+
+def exact_cost(kind: str, x: float) -> Fraction:
+    """The rational a cost ``x`` of op kind ``kind`` stands for
+    (:func:`ppverify.core.exact.exact_fraction`: relative to its size, so ``4e-7`` stays ``4e-7``
+    where a denominator limited to 10**6 made it 0); a non-zero cost that would read as 0, or move
+    by more than :data:`EXACT_COST_TOL` of itself, is refused.
+
+    Example:
+        >>> exact_cost("F", 0.1), exact_cost("F", 4e-7)
+        (Fraction(1, 10), Fraction(1, 2500000))
+        >>> exact_cost("B", float("nan"))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter costs=B=nan: a B cost must be a finite number, read exactly (it rounds to 0 or moves by more than 1e-09 of itself)
+    """
+    x = float(x)
+    f = exact_fraction(x) if math.isfinite(x) else None
+    # exact_fraction reads back as x itself, so this refuses only what could not be read at all
+    if f is None or (x != 0 and (f == 0 or abs(float(f) - x) > EXACT_COST_TOL * abs(x))):
+        raise ParameterError(
+            "costs",
+            f"{kind}={x!r}",
+            f"a {kind} cost must be a finite number, read exactly (it rounds to 0 or moves by more than "
+            f"{EXACT_COST_TOL:g} of itself)",
+        )
+    return f
+
+
 def exact_costs(costs: Mapping[str, float] | None) -> dict[str, Fraction]:
-    """:func:`costs_of` as exact fractions (each limited to denominator 10**6), so that formulas
-    compare costs exactly (``tF == tI``) and round only their final figures.
+    """:func:`costs_of` as exact fractions (:func:`exact_cost`: the rational each float stands for,
+    relative to its size), so that formulas compare costs exactly (``tF == tI``) and round only
+    their final figures.
 
     Example:
         >>> exact_costs({"F": 0.1, "B": 0.3})["I"]
         Fraction(3, 20)
+        >>> exact_costs({"F": 4e-7, "B": 8e-7})["B"]  # 10**6 as denominator made F 0 and B 1e-6 before
+        Fraction(1, 1250000)
     """
-    return {k: Fraction(v).limit_denominator(10**6) for k, v in costs_of(costs).items()}
+    return {k: exact_cost(k, v) for k, v in costs_of(costs).items()}
 
 
 def freed_by_I_of(costs: Mapping[str, float] | None) -> Fraction:
@@ -144,7 +180,8 @@ def freed_by_I_of(costs: Mapping[str, float] | None) -> Fraction:
             value,
             "must be a fraction in [0, 1] (the share of an activation its I frees; W frees the rest)",
         )
-    return Fraction(value).limit_denominator(10**6)
+    # the cost model reads the share the same way (exact_fraction): 1e-7 is not 0 there either
+    return exact_fraction(value)
 
 
 def freed_share(costs: CostModel) -> float:

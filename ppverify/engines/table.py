@@ -19,6 +19,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..core.closed_form import exact_cost
 from ..core.comm import NO_COMM, CommModel
 from ..core.costs import CostModel
 from ..core.dag import build_dag
@@ -38,8 +39,9 @@ NO_COMMON_TICK = 10**9
 MAX_RENDER_TICKS = 20_000
 
 
-def _as_fraction(x: float) -> Fraction:
-    return Fraction(x).limit_denominator(10**6)
+def _as_fraction(x: float, kind: str = "op") -> Fraction:
+    # relative to the duration's size (exact_cost): a denominator limited to 10**6 made 1e-7 a 0 tick
+    return exact_cost(kind, x)
 
 
 def slot_timeline(
@@ -61,7 +63,10 @@ def slot_timeline(
     dur = op_durations(dag, costs, comm, charge_comm)
     # a step has a handful of distinct durations: each is made a fraction once, and the tick is
     # their gcd (per op, the fractions cost 150 us: minutes for show hanayo --waves 100000)
-    exact = {x: _as_fraction(x) for x in set(dur)}
+    kinds: dict[float, str] = {}
+    for x, op in zip(dur, dag.ops):
+        kinds.setdefault(x, op.kind)  # only to name the op kind of a duration refused
+    exact = {x: _as_fraction(x, kinds[x]) for x in kinds}
     fracs = [exact[x] for x in dur] or [Fraction(1)]
     tick = Fraction(0)
     for f in set(fracs):
@@ -73,6 +78,7 @@ def slot_timeline(
             if tick
             else f
         )
+    tick = tick or Fraction(1)  # every op of length 0: any tick counts them 0
     per_tick = {f: int(f / tick) for f in set(fracs)}
     ticks = [per_tick[f] for f in fracs]
     gated = gated_pred(dag)  # a file's SEND posted after a later op than its producer waits for it

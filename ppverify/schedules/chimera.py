@@ -200,29 +200,42 @@ def chimera_asym(p: int, m: int, offset: int = 1, down: int | None = None, units
         >>> chimera_asym(4, 4, down=4)
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter down=4: chimera-asym needs 1 <= down <= p-1 = 3 (microbatches of each basic unit sent down pipe 0; the rest go up pipe 1)
+        ppverify.core.errors.ParameterError: parameter down=4: chimera-asym needs an integer down with 1 <= down <= p-1 = 3 (microbatches of each basic unit sent down pipe 0; the rest go up pipe 1)
+    """
+    offset, down, units = _asym_arguments(p, m, offset, down, units)
+    params: dict[str, int | str] = {"p": p, "m": m, "offset": offset, "down": down}
+    if units != DEFAULT_UNITS:
+        params["units"] = units
+    if units == "concat" and m > p:
+        unit = two_pipe_schedule(p, p, offset, down, "chimera-asym", {})
+        return _concatenated(unit, m, "chimera-asym", params)
+    return two_pipe_schedule(p, m, offset, down, "chimera-asym", params)
+
+
+def _asym_arguments(p: int, m: int, offset: int, down: int | None, units: str) -> tuple[int, int, str]:
+    """chimera-asym's parameter rules, one place for the generator and the formula: ``(offset mod
+    p, down, units)`` with ``down``'s default p/2 filled in, or a :class:`ParameterError`.
+
+    Example:
+        >>> _asym_arguments(4, 8, 5, None, "concat")
+        (1, 2, 'concat')
+        >>> _asym_arguments(4, 8, 1, 2.0, "continuous")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter down=2.0: chimera-asym needs an integer down with 1 <= down <= p-1 = 3 (microbatches of each basic unit sent down pipe 0; the rest go up pipe 1)
     """
     _check("chimera-asym", p, m)
     if isinstance(offset, bool) or not isinstance(offset, int):
         raise ParameterError("offset", offset, "must be an integer (pipe-1 placement offset, taken mod p)")
-    if down is None:
-        down = p // 2
-    check_int("down", down, 0)
-    if not 1 <= down <= p - 1:
+    down = p // 2 if down is None else down
+    if isinstance(down, bool) or not isinstance(down, int) or not 1 <= down <= p - 1:
         raise ParameterError(
             "down",
             down,
-            f"chimera-asym needs 1 <= down <= p-1 = {p - 1} (microbatches "
+            f"chimera-asym needs an integer down with 1 <= down <= p-1 = {p - 1} (microbatches "
             "of each basic unit sent down pipe 0; the rest go up pipe 1)",
         )
-    params: dict[str, int | str] = {"p": p, "m": m, "offset": offset % p, "down": down}
-    units = _check_units("chimera-asym", units)
-    if units != DEFAULT_UNITS:
-        params["units"] = units
-    if units == "concat" and m > p:
-        unit = two_pipe_schedule(p, p, offset % p, down, "chimera-asym", {})
-        return _concatenated(unit, m, "chimera-asym", params)
-    return two_pipe_schedule(p, m, offset % p, down, "chimera-asym", params)
+    return offset % p, down, _check_units("chimera-asym", units)
 
 
 def _chimera_common(
@@ -378,12 +391,9 @@ def chimera_asym_formula(
     """
     check_int("p", p, 1)
     check_int("m", m, 1)
-    _check("chimera-asym", p, m)
-    down = p // 2 if down is None else down
-    if not 1 <= down <= p - 1:
-        raise ParameterError("down", down, f"chimera-asym needs 1 <= down <= p-1 = {p - 1}")
-    units = _check_units("chimera-asym", DEFAULT_UNITS if units is None else units)
-    return _chimera_common("chimera-asym", p, m, costs, offset % p, down, units)
+    # the generator's own rules: a formula for parameters build refuses describes no schedule
+    offset, down, units = _asym_arguments(p, m, offset, down, DEFAULT_UNITS if units is None else units)
+    return _chimera_common("chimera-asym", p, m, costs, offset, down, units)
 
 
 UNITS_PARAM = Param(

@@ -4,6 +4,7 @@ engine computes, and the text ``ppverify show`` prints."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -332,7 +333,7 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
         "the durations share no common tick a table can draw: timed exactly, not drawn"
         if no_tick
         # "1 unit", "2 units": the count words take a plural, symbols (s, ms) do not
-        else f"one table tick = {fmt_number(tick)} {unit[:-1] if tick == 1 and unit in ('units', 'steps') else unit}"
+        else f"one table tick = {exact_number(tick)} {unit[:-1] if tick == 1 and unit in ('units', 'steps') else unit}"
     )
     lines = [
         f"schedule      {schedule.describe()}",
@@ -431,3 +432,28 @@ def _formula_text(formula: dict[str, Any] | None, timeline: Timeline) -> str:
         rows, headers=["metric", "formula", "table", "formula vs table"], tablefmt="simple", disable_numparse=True
     )
     return head + "\n" + grid
+
+
+def file_formula(res: TableRun) -> TableRun:
+    """``res`` with its formula set aside when the file's schedule is not what its family builds
+    (a file saved from a family whose programs were edited into another order): the formula is
+    about the family's order, so a difference is no contradiction of it.
+
+    Example:
+        >>> from ppverify.io.json_format import ScheduleDocument
+        >>> from ppverify.schedules import build
+        >>> s = build("gpipe", p=2, m=2)
+        >>> edited = dataclasses.replace(s, family="1f1b")  # GPipe's programs under 1F1B's name
+        >>> file_formula(time_table(ScheduleDocument(edited))).formula["unavailable"]  # doctest: +ELLIPSIS
+        "the file's schedule is not 1f1b's: its programs are not 1f1b's at p=2 m=2 (device 1, action 1: 1F1 where 1f1b runs 1B0); the family's formula does not apply"
+    """
+    from ..schedules.family_checks import family_mismatch
+
+    if res.formula is None or "unavailable" in res.formula:
+        return res
+    why = family_mismatch(res.doc.schedule)
+    if why is None:
+        return res
+    name = res.doc.schedule.family
+    text = f"the file's schedule is not {name}'s: {why}; the family's formula does not apply"
+    return dataclasses.replace(res, formula={"unavailable": text})

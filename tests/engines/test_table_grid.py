@@ -62,7 +62,7 @@ def test_the_slot_tick_takes_one_fraction_per_distinct_duration(monkeypatch):
 
     made: list[float] = []
     original = table._as_fraction
-    monkeypatch.setattr(table, "_as_fraction", lambda x: made.append(x) or original(x))
+    monkeypatch.setattr(table, "_as_fraction", lambda x, kind="op": made.append(x) or original(x, kind))
     s = build("hanayo", p=2, m=2, waves=50)
     tl = table.slot_timeline(s, CostModel.abstract(s.placement, F=1, B=2))
     assert len(made) == len(set(made)) == 2

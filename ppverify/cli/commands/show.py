@@ -15,7 +15,7 @@ import sys
 
 from ...core.memory_cap import cap_check, resolve_memory_cap
 from ...io.table_text import STYLES
-from ...views.table_report import formula_contradicted, table_json, table_text, time_table
+from ...views.table_report import file_formula, formula_contradicted, table_json, table_text, time_table
 from .. import Command
 from ..common import add_cost_arguments, add_schedule_arguments, print_json, read_document
 from ..file_settings import memory_model_notes, print_notes
@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     doc, kind = read_document(request.source)  # a file by its content: a CSV named .txt is no table
     text_table = kind == "table"
     res = time_table(doc, request.costs, request.settings.comm_delay or 0.0, args.schedule, text_table)
+    if kind != "family":
+        res = file_formula(res)
     if doc.costs is not None and request.costs:  # --costs over a file's own cost model (file_settings.py)
         print_notes(memory_model_notes(args.schedule, doc.costs, res.costs))
     spec = request.memory_cap
