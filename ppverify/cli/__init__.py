@@ -407,7 +407,8 @@ def _holds(parsed: object, value: object) -> bool:
         items += [word.strip() for word in parsed.split(",")]
     for item in [parsed, *items]:
         try:
-            if item is value or str(item) == str(value) or bool(item == value):
+            # stripped too: a library reads "0.5 " as typed and names the value it read
+            if item is value or str(item).strip() == str(value).strip() or bool(item == value):
                 return True
         except (ValueError, TypeError):  # an array's ambiguous truth: not the same value
             continue

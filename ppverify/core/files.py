@@ -64,6 +64,8 @@ def check_input_file(path: str | Path) -> os.stat_result:
         raise ScheduleFileError(name, "", "file not found") from None
     except (OSError, ValueError) as exc:  # a loop of links, a name too long, a NUL byte
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        if isinstance(exc, FileNotFoundError):  # the folder exists: a virtual one (/proc) makes no files
+            why = "it takes no new files"
         raise ScheduleFileError(name, "", f"cannot read: {why}") from None
     if stat.S_ISDIR(st.st_mode):
         raise ScheduleFileError(name, "", "is a directory, not a file")
@@ -165,6 +167,8 @@ def output_target(path: str | Path, flag: str = "-o") -> tuple[Path, os.stat_res
         return real, None
     except (OSError, ValueError) as exc:  # a loop of links, a name too long, a NUL byte
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        if isinstance(exc, FileNotFoundError):  # the folder exists: a virtual one (/proc) makes no files
+            why = "it takes no new files"
         raise ParameterError(flag, text, f"cannot write there: {why}") from None
     if stat.S_ISDIR(st.st_mode):
         raise ParameterError(flag, text, "is a directory; give a file name")
@@ -270,13 +274,15 @@ def check_folder_takes_files(folder: str | Path, flag: str, text: str) -> None:
         >>> check_folder_takes_files("/proc", "--plot", "/proc/f.png")
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter --plot=/proc/f.png: cannot write in its folder /proc: No such file or directory
+        ppverify.core.errors.ParameterError: parameter --plot=/proc/f.png: cannot write in its folder /proc: it takes no new files
     """
     try:
         with open(Path(folder) / f".ppverify-probe-{secrets.token_hex(4)}", "xb") as fh:
             os.unlink(fh.name)  # written and gone: the folder takes files
     except (OSError, ValueError) as exc:  # read-only, no permission, a NUL byte in the name
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        if isinstance(exc, FileNotFoundError):  # the folder exists: a virtual one (/proc) makes no files
+            why = "it takes no new files"
         raise ParameterError(flag, text, f"cannot write in its folder {folder}: {why}") from None
 
 
@@ -307,6 +313,8 @@ def prepare_output_dir(path: str | Path, flag: str = "--save-dir") -> Path:
             os.unlink(fh.name)  # written and gone: the folder takes files
     except (OSError, ValueError) as exc:  # not creatable, read-only, a NUL byte in the name
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        if isinstance(exc, FileNotFoundError):  # the folder exists: a virtual one (/proc) makes no files
+            why = "it takes no new files"
         raise ParameterError(flag, text, f"cannot write there: {why}") from None
     return out
 

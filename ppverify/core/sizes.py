@@ -66,7 +66,7 @@ def parse_size(text: str | float, option: str = "memory-cap", forms: str = SIZE_
         >>> parse_size("40 parsecs")
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter memory-cap=40 parsecs: unknown unit 'parsecs'; use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB or none
+        ppverify.core.errors.ParameterError: parameter memory-cap=40 parsecs: unknown unit 'parsecs'; use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB, MF (stage activations) or none
         >>> parse_size("-2GiB")
         Traceback (most recent call last):
         ...
@@ -85,7 +85,9 @@ def parse_size(text: str | float, option: str = "memory-cap", forms: str = SIZE_
     if unit in BYTE_UNITS:
         return Size(value * BYTE_UNITS[unit], True)
     raise ParameterError(
-        option, text, f"unknown unit {m.group(2)!r}; use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB or none"
+        option,
+        text,
+        f"unknown unit {m.group(2)!r}; use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB, MF (stage activations) or none",
     )
 
 

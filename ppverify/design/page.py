@@ -89,7 +89,11 @@ def frontier_svg(d: Design) -> str:
         f'<text x="{_W / 2}" y="{_H - 14}" text-anchor="middle" font-size="12">peak, in '
         f"{html.escape(d.memory_unit())}</text>"
     )
-    parts.append(f'<text x="14" y="{_H / 2}" font-size="12" transform="rotate(-90 14 {_H / 2})">step time</text>')
+    unit = html.escape(d.setups[0].costs.time_unit if d.setups else "units")
+    parts.append(
+        f'<text x="14" y="{_H / 2}" text-anchor="middle" font-size="12" '
+        f'transform="rotate(-90 14 {_H / 2})">step time ({unit})</text>'
+    )
     for v in sorted(set(xs)):
         parts.append(f'<text x="{X(v):.1f}" y="{_H - _PAD + 16}" text-anchor="middle" font-size="10">{v:g}</text>')
     for v in (min(ys), max(ys)):

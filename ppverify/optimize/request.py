@@ -135,6 +135,8 @@ def build_problem(
         "memory_cap": None if spec is None else spec.text,
         "memory_cap_label": parsed.describe() if parsed is not None else UNLIMITED_LABEL,
         "memory_cap_value": cap,
+        # the unit of memory_cap_value, the peaks and the bounds' memory figures, as simulate's JSON
+        "memory_unit": costs.memory_unit,
         "backward": "split" if split else "full",
         "sync": request.sync,
         "dp_allreduce": request.dp_allreduce or 0,

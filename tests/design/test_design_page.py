@@ -84,3 +84,29 @@ def test_families_at_one_point_each_stay_reachable(tmp_path: Path) -> None:
             assert page.locator(target).evaluate("d => d.open")
             assert name in cast(str, page.locator(f"{target} summary").text_content())
         assert not errors
+
+
+def test_frontier_axis_names_the_time_unit() -> None:
+    """The HTML frontier's y axis names the unit the step times are in, as the PNG plot's does:
+    abstract costs count units, presets seconds (a bare "step time" left 0.0123 unread)."""
+    from ppverify.design.page import frontier_svg
+    from ppverify.design.run import DesignRequest, design
+    from ppverify.design.spec import Limits
+    from ppverify.systems.preset_models import PresetSettings
+
+    abstract = design(
+        DesignRequest(2, 2, "linear", "1,2", PresetSettings(costs="F=1,B=2"), Limits(2.0)), progress=False
+    )
+    assert ">step time (units)</text>" in frontier_svg(abstract)
+    presets = PresetSettings(system="dgx-h100", model="gpt3-1.3b")
+    timed = design(DesignRequest(2, 2, "linear", "1,2", presets, Limits(2.0)), progress=False)
+    assert ">step time (s)</text>" in frontier_svg(timed)
+
+
+def test_a_folder_that_takes_no_files_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """/proc exists but makes no new file: the refusal says that, not "No such file or directory"
+    of a folder that is there."""
+    argv = ["design", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--budgets", "1,2", "--work-limit", "1"]
+    assert main([*argv, "--report", "/proc/x.html"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write in its folder /proc: it takes no new files" in err and "No such file" not in err
