@@ -365,9 +365,14 @@ def theorems(family: str, f: int, b: int, v: int = 2, order: str = "megatron") -
             raise ParameterError(
                 "costs",
                 f"F={f},B={b}",
-                "chimera's closed form is derived for F=1 (any integer B >= 1); scale both costs so that F=1",
+                "chimera's closed form is derived for F=1 (any integer B >= 1); scale both costs so that F=1 "
+                "(possible where B is a multiple of F)",
             )
         return chimera_theorems(b)
+    if family == "interleaved-1f1b" and order not in ("megatron", "pytorch"):  # not Megatron's by default
+        raise ParameterError("order", order, "interleaved 1F1B's theorems: order=megatron or order=pytorch")
+    if family == "interleaved-1f1b" and v < 2:
+        raise ParameterError("v", v, "interleaved 1F1B's theorems need v >= 2 (v = 1 is 1f1b: prove 1f1b)")
     if family == "interleaved-1f1b" and order == "pytorch":
         from .prove_interleaved_pytorch import pytorch_theorems
 

@@ -130,7 +130,9 @@ def run(args: argparse.Namespace) -> int:
             print("\n".join(notes), file=sys.stderr)
     else:
         n = sum(r.status == "proved" for _, r in results)
-        print(f"{n}/{len(results)} proved" + ("" if ok else " (see the counterexamples above)"))
+        refuted = any(r.status == "counterexample" for _, r in results)
+        why = " (see the counterexamples above)" if refuted else " (the others unknown: Z3 stopped without an answer)"
+        print(f"{n}/{len(results)} proved" + ("" if ok else why))
         if notes:
             print("\n".join(notes))
     return 0 if ok else 1
