@@ -23,6 +23,11 @@ def refuse_empty_values(parser: argparse.ArgumentParser, args: argparse.Namespac
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter --store= : an empty value; give one, or leave the option out for its default
+        >>> _ = p.add_argument("-o", "--output", required=True)
+        >>> refuse_empty_values(p, p.parse_args(["-o", "", "--store", "s"]))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter --output=: an empty value; give one (the option is required)
     """
     for action in parser._actions:  # argparse keeps no public list of a parser's arguments
         value = getattr(args, action.dest, None)
@@ -32,7 +37,13 @@ def refuse_empty_values(parser: argparse.ArgumentParser, args: argparse.Namespac
         for item in given:
             if isinstance(item, str) and not item.strip():
                 name = max(action.option_strings, key=len, default=action.dest)
-                raise ParameterError(name, item, "an empty value; give one, or leave the option out for its default")
+                # a required option has no default to fall back on (plot -o)
+                fix = (
+                    "give one (the option is required)"
+                    if action.required
+                    else "give one, or leave the option out for its default"
+                )
+                raise ParameterError(name, item, f"an empty value; {fix}")
 
 
 def refuse_empty_command_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

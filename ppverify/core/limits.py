@@ -271,7 +271,9 @@ def line_col(text: str, index: int) -> tuple[int, int]:
 
 
 _LONG_DIGITS = re.compile(r"\d{%d,}" % (MAX_INT_DIGITS + 1))
-_LONG_INT = re.compile(r"(?<![\w.])-?\d{%d,}" % (MAX_INT_DIGITS + 1))
+# an integer only: a float's integer part (digits followed by "." or an exponent) is left to the
+# MAX_NUMBER range check (1401975668736.0 bytes, GPT-3 175B's weights on a device, is a fine float)
+_LONG_INT = re.compile(r"(?<![\w.])-?[0-9]{%d,}(?![0-9.eE])" % (MAX_INT_DIGITS + 1))
 _CONSTANT = re.compile(r"(?<![\w.])-?(?:NaN|Infinity)(?![\w.])")
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _INNER = re.compile(r"\[[^\[\]{}]*\]|\{[^\[\]{}]*\}")
@@ -302,6 +304,11 @@ def check_json_text(text: str, path: str) -> None:
 
     Example:
         >>> check_json_text('{"p": [1, 2]}', "s.json")
+        >>> check_json_text('{"weight_bytes": 1401975668736.0}', "s.json")  # a float: range-checked
+        >>> check_json_text('{"m": 1401975668736}', "s.json")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.LimitError: s.json:1:7: a number of 13 digits; at most 12 are allowed
         >>> check_json_text("[" * 100 + "]" * 100, "s.json")
         Traceback (most recent call last):
         ...

@@ -108,15 +108,17 @@ class Marker:
 
 Action = Union[Op, Comm, Overlap, Marker, None]  # noqa: UP007 (a runtime alias: | on classes needs 3.10 types)
 
-_OP_RE = re.compile(r"(\d+)([FBIW])(\d+)")
-_COMM_RE = re.compile(r"(\d+)(SEND_F|RECV_F|SEND_B|RECV_B)(\d+)")
-_MARKER_RE = re.compile(r"(\d+)(UNSHARD|RESHARD|REDUCE_GRAD)")
+# digits are ASCII [0-9]: a str pattern's \d also takes other scripts' digits ("\u0660F0", which
+# int() reads as 0F0), which no runtime writes
+_OP_RE = re.compile(r"([0-9]+)([FBIW])([0-9]+)")
+_COMM_RE = re.compile(r"([0-9]+)(SEND_F|RECV_F|SEND_B|RECV_B)([0-9]+)")
+_MARKER_RE = re.compile(r"([0-9]+)(UNSHARD|RESHARD|REDUCE_GRAD)")
 _OVERLAP_RE = re.compile(r"\(([^()]*)\)OVERLAP_F_B")
-_COMPACT_OVERLAP_RE = re.compile(r"\d+[FBIW]\d+(?:&\d+[FBIW]\d+)+")
+_COMPACT_OVERLAP_RE = re.compile(r"[0-9]+[FBIW][0-9]+(?:&[0-9]+[FBIW][0-9]+)+")
 
 
 MAX_ACTION_DIGITS = 12
-_LONG_NUMBER = re.compile(r"\d{%d,}" % (MAX_ACTION_DIGITS + 1))
+_LONG_NUMBER = re.compile(r"[0-9]{%d,}" % (MAX_ACTION_DIGITS + 1))
 
 
 def _shorten(text: str) -> str:
@@ -160,6 +162,10 @@ def parse_action(text: str, compact: bool = True) -> Action:
         Traceback (most recent call last):
         ...
         ppverify.core.ops.ActionSyntaxError: '0F1xyz' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
+        >>> parse_action("\\u0660F0")  # an Arabic-Indic zero: not a digit of the grammar
+        Traceback (most recent call last):
+        ...
+        ppverify.core.ops.ActionSyntaxError: '\u0660F0' is not an action (expected e.g. 0F1, 2I3, 3SEND_F1, 0UNSHARD, (0F7;7B3)OVERLAP_F_B or 0F7&7B3, or empty for idle)
         >>> parse_action("0F7&7B3", compact=False)
         Traceback (most recent call last):
         ...

@@ -44,6 +44,8 @@ _SYS_KEYS = (
     "link_delay_us",
 )
 _LINK_KEYS = ("name", "latency_us", "bandwidth_GBps")
+# System's parameter names in its errors -> the comm.system keys they come from
+_SYSTEM_KEYS = {"intra_topology": "topology", "ranks-per-node": "ranks_per_node"}
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,11 @@ def comm_from_dict(rd: JsonReader, value: Any) -> CommSettings:
             two_pipe_overhead_s=_two_pipe(rd, s.get("two_pipe_overhead_us")),
         )
     except ParameterError as exc:
-        raise rd.fail("comm.system", exc.rule) from None
+        # name the key the rule is about (System's parameter names are not the file's keys)
+        key = _SYSTEM_KEYS.get(exc.name)
+        if key is None:
+            raise rd.fail("comm.system", exc.rule) from None
+        raise rd.fail(f"comm.system.{key}", f"{exc.rule}, got {exc.value!r}") from None
     if system.inter is None:
         raise rd.fail("comm.system.inter_node", "must be a link, not null")
     return CommSettings(system, sync, dp)

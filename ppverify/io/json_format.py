@@ -11,7 +11,8 @@ A file is one JSON object::
       "comment": "free text",                # optional
       "p": 2,                                # devices
       "m": 2,                                # microbatches
-      "placement": {"name": "linear", "maps": [[0, 1]]},   # per pipe: stage -> device
+      "placement": {"name": "linear", "maps": [[0, 1]]},   # maps per pipe: stage -> device; name
+                                                           # an optional label (default "custom")
       "pipe_of_mb": [0, 0],                  # optional with one pipe (default all 0)
       "programs": [["0F0", "0F1", "0B0", "0B1"],           # one list per device; action text,
                    ["1F0", "1B0", "1F1", "1B1"]],          # null = idle slot

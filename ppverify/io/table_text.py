@@ -173,9 +173,9 @@ def format_grid(
 # --------------------------------------------------------------------------- text -> schedule
 
 
-_ROW_RE = re.compile(r"dev\s+(\d+)\s*(.*)")
-_STEP_RE = re.compile(r"Step\s+(\d+):(.*)")
-_RANK_RE = re.compile(r"Rank (\d+)")
+_ROW_RE = re.compile(r"dev\s+([0-9]+)\s*(.*)")
+_STEP_RE = re.compile(r"Step\s+([0-9]+):(.*)")
+_RANK_RE = re.compile(r"Rank ([0-9]+)")
 
 
 def _lines(text: str) -> list[tuple[int, str]]:

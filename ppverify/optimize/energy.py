@@ -34,7 +34,14 @@ def available(cap: int, up_step: int, up_amount: int, down_step: int, down_amoun
     Example:
         >>> available(4, 1, 1, 1, 2, 5)  # up 1,2,3,4,4; down 10,8,6,4,2 -> 1+2+3+4+2
         12
+        >>> available(4, 0, 1, 1, 2, 5)  # zero-length forwards: up is the cap -> 4+4+4+4+2
+        18
     """
+    # a step of 0 (zero-length ops): any number start or end at once, so that ramp is no limit
+    if up_step == 0:
+        up_step, up_amount = 1, cap
+    if down_step == 0:
+        down_step, down_amount = 1, cap
     cuts = {0, span}
     k = 1
     while k * up_step < span and up_amount * k < cap:

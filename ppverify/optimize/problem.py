@@ -279,7 +279,8 @@ class Instance:
         return float(ticks) * self.tick
 
     def programs_by_start(self, starts: Sequence[int]) -> tuple[tuple[Op, ...], ...]:
-        """Each device's ops in order of their start ticks (ties in op position order).
+        """Each device's ops in order of their start ticks (ties: zero-length ops first, then in op
+        position order).
 
         Example:
             >>> from ppverify.core.placement import linear
@@ -289,7 +290,9 @@ class Instance:
             [['0F0', '0F1', '0B1', '0B0']]
         """
         programs: list[list[Op]] = [[] for _ in range(self.p)]
-        for i in sorted(range(self.dag.num_ops), key=lambda i: (starts[i], i)):
+        # a zero-length op goes before an op of positive length that starts at the same tick (it
+        # ran at that instant; after it, it would wait for the other's end)
+        for i in sorted(range(self.dag.num_ops), key=lambda i: (starts[i], self.dur[i] > 0, i)):
             programs[self.dag.device[i]].append(self.dag.ops[i])
         return tuple(tuple(prog) for prog in programs)
 
@@ -361,13 +364,19 @@ def _build_instance(problem: Problem, schedule: Schedule | None, deadline: Deadl
         # durations from presets are measured floats: 0.1 us resolution, reported as rounded
         tick, exact = SECONDS_TICK, False
     if horizon / tick > MAX_HORIZON_TICKS:
-        tick = Fraction(horizon / MAX_HORIZON_TICKS * 4).limit_denominator(10**6) or tick
+        # denominators up to 1/target keep the tick above 0 (a tiny horizon of tiny times rounded it
+        # to 0, and the old tick, with far more than MAX_HORIZON_TICKS, was kept)
+        target = horizon / MAX_HORIZON_TICKS * 4
+        tick = target.limit_denominator(max(10**6, math.ceil(1 / target)))
         exact = False
     # exact ticks divide every time; otherwise times are rounded down, so that every schedule of the
     # true times is at least as long as some schedule of the ticks: bounds stay valid for the true times
     to_ticks = round if exact else math.floor
     ticks = {x: to_ticks(f / tick) for x, f in fracs.items()}
-    dur = [max(1, ticks[x]) for x in dur_x]
+    # a zero-length op stays 0 ticks (CP-SAT takes zero-size intervals: on a no-overlap a point that
+    # cannot sit strictly inside another op; as a holder of memory it starts at F and ends at B):
+    # stretching it to one tick made bounds exceed real makespans
+    dur = [ticks[x] for x in dur_x]
     check(deadline)
     delay = [[ticks[x] for x in row] for row in delay_x]
     coll_dur = tuple(ticks[x] for x in coll_x)

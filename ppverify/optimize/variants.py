@@ -40,7 +40,8 @@ def round_trip_limits(inst: Instance, extra: int = 0) -> list[int]:
             i for i in ops if dag.ops[i].stage == op.stage and dag.ops[i].mb == op.mb and dag.ops[i].kind in (I, B)
         )
         lag = _round_trip(inst, f0, g0)
-        out.append(max(1, -(-lag // inst.dur[f0]) + extra))
+        # a zero-length forward (JSON costs allow 0) counts as one tick: a limit, not a bound
+        out.append(max(1, -(-lag // max(1, inst.dur[f0])) + extra))
     return out
 
 

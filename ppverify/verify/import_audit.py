@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.comm import CommModel
 from ..core.costs import CostModel
 from ..core.errors import InvalidScheduleError, ParameterError
 from ..core.ops import Comm, Marker, Op, Overlap
@@ -50,6 +51,7 @@ def audit(
     with_torch: bool = False,
     comm_semantics: str = "buffered",
     pytorch: bool | None = None,
+    comm: CommModel | None = None,
 ) -> tuple[dict[str, Any], Any]:
     """Every check ``ppverify import`` runs, as a dict (``valid`` is the verdict), and the slot
     timeline (``None`` when the schedule cannot be timed). ``costs`` times the table (unit slots
@@ -57,6 +59,7 @@ def audit(
     ``pytorch``: the schedule is one PyTorch runs as it is (a CSV, one of its classes), so the
     rules of its runtime are part of the verdict (``pytorch_runtime``: what the runtime does
     with a file that breaks them); None: when the schedule was read as a CSV (its ``format``).
+    ``comm``: charged per column in the slot table, as ``show --comm-delay`` does (None: none).
 
     Example:
         >>> from ppverify.io.torch_csv import parse_rows
@@ -67,6 +70,7 @@ def audit(
     from ..core.dag import structural_problems
     from ..core.lowering import comm_problems
     from ..engines import run
+    from ..views.table_report import shown_peaks
 
     tl = None
     rep: dict[str, Any] = {
@@ -75,7 +79,12 @@ def audit(
         "ranks": schedule.p,
         "stages": schedule.num_stages,
         "microbatches": schedule.m,
-        "placement": {"name": schedule.placement.name, "stage_to_rank": list(schedule.placement.maps[0])},
+        "placement": {
+            "name": schedule.placement.name,
+            "stage_to_rank": list(schedule.placement.maps[0]),
+            # a bidirectional placement has one map per pipe: pipe 0's alone hides the others
+            "maps": [list(m) for m in schedule.placement.maps],
+        },
         "cells": cell_counts(schedule),
     }
     problems = structural_problems(schedule)
@@ -90,12 +99,16 @@ def audit(
     slot = None
     if not problems:
         try:
-            tl = run(schedule, costs, semantics="slot")
+            if comm is not None:  # charged per column, as show --comm-delay
+                tl = run(schedule, costs, comm, semantics="slot", charge_comm=True)
+            else:
+                tl = run(schedule, costs, semantics="slot")
             order["ok"] = True
             slot = {
                 "makespan": tl.makespan,
                 "bubble_ratio": tl.bubble_ratio,
-                "peak_activations": tl.peak_memory().tolist(),
+                # in the unit --memory-cap counts, as show and verify print them
+                "peak_activations": shown_peaks(tl),
                 "time_unit": tl.time_unit,
             }
         except InvalidScheduleError as exc:
@@ -201,6 +214,14 @@ def _problems_text(label: str, problems: list[str]) -> list[str]:
     return out
 
 
+def _maps_text(placement: dict[str, Any]) -> str:
+    """Every pipe's stage -> rank map: one list for one pipe, ``pipe 0 [..], pipe 1 [..]`` for more."""
+    maps = placement.get("maps") or [placement["stage_to_rank"]]
+    if len(maps) == 1:
+        return str(maps[0])
+    return ", ".join(f"pipe {i} {m}" for i, m in enumerate(maps))
+
+
 def audit_text(rep: dict[str, Any]) -> str:
     """The text ``ppverify import`` prints for :func:`audit`'s dict, ending with the verdict.
 
@@ -214,7 +235,7 @@ def audit_text(rep: dict[str, Any]) -> str:
     lines = [
         f"file          {rep['schedule']}",
         f"read as       {rep['format']}: {rep['ranks']} ranks, {rep['stages']} stages, {rep['microbatches']} microbatches",
-        f"placement     {pl['name']}: stage -> rank {pl['stage_to_rank']}",
+        f"placement     {pl['name']}: stage -> rank {_maps_text(pl)}",
         f"cells         {c['compute']} compute ops ({c['overlapped_cells']} overlapped cells), "
         f"{c['comm']} send/recv, {c['marker']} markers, {c['idle']} idle",
     ]
@@ -260,6 +281,8 @@ def audit_text(rep: dict[str, Any]) -> str:
             "PyTorch       _validate_schedule " + ("accepts it" if pv["ok"] else f"rejects it: {pv['message']}")
         )
     if rep["slot"]:
+        if rep.get("costs"):  # which cost model timed the table: the file's, --costs' or the default
+            lines.append(f"costs         {rep['costs']['text']}")
         s = rep["slot"]
         lines.append(
             f"slot table    makespan {s['makespan']:g} {s['time_unit']}, bubble {s['bubble_ratio']:.4f} (idle/total), "

@@ -11,9 +11,10 @@ import numpy as np
 from tabulate import tabulate
 
 from ..core.errors import ScheduleFileError
-from ..core.memory_cap import CapSpec, cap_check, resolve_memory_cap
+from ..core.memory_cap import CapSpec, resolve_memory_cap
 from ..core.timeline import Timeline
 from ..core.timeline_text import fmt_mem, fmt_time, gantt, stage_table
+from .memory_units import activation_unit, cap_check_in_activations, in_activations
 
 #: ppverify's one convention for a prediction's error against a measurement, stated once in every
 #: output that prints one: positive when ppverify predicted slower than what was measured
@@ -83,6 +84,8 @@ def timeline_report(
     if capacity is None and system is not None and timeline.costs.memory_unit == "bytes":
         capacity = system.memory_bytes  # bytes: explicit --costs count activations, never checked against it
     mem = memory_report(timeline, capacity)
+    # printed in the unit --memory-cap counts (verify's): one activation is a device's whole share
+    one = activation_unit(timeline.costs, timeline.schedule.placement)
     tr = timeline.transfers
     counts = Counter(tr.kind)
     out = timeline.metrics()
@@ -102,9 +105,10 @@ def timeline_report(
             "transfer_bytes": float(sum(tr.nbytes)),
             # the same differences, summed by the same sum(), without a Python loop over transfers
             "transfer_time": float(sum((tr.column("end") - tr.column("start")).tolist())),
-            "peak_memory": mem["peak"],
-            "weight_memory": mem["weights"],
-            "memory_capacity": mem["capacity"],
+            "peak_activations": in_activations(out["peak_activations"], one),
+            "peak_memory": in_activations(mem["peak"], one),
+            "weight_memory": in_activations(mem["weights"], one),
+            "memory_capacity": None if mem["capacity"] is None else in_activations([mem["capacity"]], one)[0],
             "oom_devices": mem["oom"],
             "sync": timeline.info.sync,
             "dp_allreduce": timeline.info.dp_allreduce,
@@ -112,7 +116,7 @@ def timeline_report(
     )
     if memory_cap is not None:
         cap = resolve_memory_cap(memory_cap, timeline.costs, timeline.schedule.placement)
-        check = cap_check(timeline.peak_memory().tolist(), cap)
+        check = cap_check_in_activations(timeline.peak_memory().tolist(), cap, one)
         out.update(memory_cap=check["cap"], over_memory_cap=check["over"], memory_cap_line=check["line"])
     if stage_costs is not None:
         sc = stage_costs

@@ -18,6 +18,8 @@ from ..core.schedule import Schedule
 from ..core.timeline import Timeline
 from ..core.timeline_text import fmt_number
 from ..io.json_format import ScheduleDocument, TableGrid
+from .memory_units import activation_unit, in_activations
+from .table_cells import difference_text, drawn_costs
 
 #: relative tolerance when comparing a formula with the table (costs are rationals in floats)
 _TOL = 1e-9
@@ -63,10 +65,37 @@ def table_costs(
         if doc.costs != CostModel.abstract(schedule.placement, **given):
             return doc.costs, UNKNOWN_COSTS
         return doc.costs, given
-    if doc.table is not None:  # a drawn table (a text table file): one slot per cell, as drawn
-        return CostModel.unit(schedule.placement), None
+    if doc.table is not None:  # a drawn table (a text table file): one tick per cell, as drawn
+        costs = drawn_costs(schedule, doc.table)
+        return costs, None if costs == CostModel.unit(schedule.placement) else UNKNOWN_COSTS
     given = complete_costs({})  # the default abstract costs: F=1, B=2, I=W=1
     return CostModel.abstract(schedule.placement, **given), given
+
+
+def shown_peaks(timeline: Timeline) -> list[float]:
+    """Each device's activation peak in the unit ``--memory-cap`` counts, as ``verify`` prints it
+    (:mod:`~ppverify.views.memory_units`): bytes as they are, else activations of a device's share.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> shown_peaks(run(build("1f1b", p=2, m=2), semantics="slot"))
+        [2.0, 1.0]
+    """
+    unit = activation_unit(timeline.costs, timeline.schedule.placement)
+    return in_activations(timeline.peak_memory().tolist(), unit)
+
+
+def shown_metrics(timeline: Timeline) -> dict[str, Any]:
+    """:meth:`Timeline.metrics` with ``peak_activations`` from :func:`shown_peaks`.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> shown_metrics(run(build("gpipe", p=2, m=2), semantics="slot"))["peak_activations"]
+        [2.0, 2.0]
+    """
+    return dict(timeline.metrics(), peak_activations=shown_peaks(timeline))
 
 
 def exact_number(x: float | None) -> str:
@@ -156,10 +185,10 @@ def formula_report(schedule: Schedule, given: Any, timeline: Timeline) -> dict[s
         "peak_activations": getattr(f, "peak_activations", None),
     }
     kinds = {"makespan": mk, "bubble_ratio": mk, "peak_activations": pk}
-    table = {
+    table: dict[str, Any] = {
         "makespan": timeline.makespan,
         "bubble_ratio": timeline.bubble_ratio,
-        "peak_activations": timeline.peak_memory().tolist(),
+        "peak_activations": shown_peaks(timeline),
     }
     agrees: dict[str, bool | None] = {}
     for k, v in values.items():
@@ -292,7 +321,7 @@ def table_json(run: TableRun) -> dict[str, Any]:
     """
     schedule, timeline = run.doc.schedule, run.timeline
     out = {
-        **timeline.metrics(),
+        **shown_metrics(timeline),
         "family": schedule.family,
         "params": dict(schedule.params),
         "p": schedule.p,
@@ -324,7 +353,7 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
     from ..engines.table import NO_COMMON_TICK, format_table
 
     schedule, timeline, doc = run.doc.schedule, run.timeline, run.doc
-    unit, metrics = timeline.time_unit, timeline.metrics()
+    unit, metrics = timeline.time_unit, shown_metrics(timeline)
     ticks = int(timeline.info.ticks or 0)
     # durations in seconds (presets) share no tick a table can draw: their gcd is a rounding's
     no_tick = ticks > NO_COMMON_TICK
@@ -377,7 +406,9 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
             lines.append("\ntable in the file: identical to the slot engine's table")
         else:
             hint = " (give --costs matching the table's op lengths)" if run.text_table else ""
-            lines.append(f"\ntable in the file: DIFFERS from the slot engine's table{hint}: {emb['first_difference']}")
+            lines.append(
+                f"\ntable in the file: DIFFERS from the slot engine's table{hint}: {difference_text(emb['first_difference'])}"
+            )
     return "\n".join(lines)
 
 
@@ -424,7 +455,7 @@ def _formula_text(formula: dict[str, Any] | None, timeline: Timeline) -> str:
         [
             "peak activations",
             " ".join(exact_number(x) for x in peaks) if peaks else "-",
-            " ".join(exact_number(x) for x in timeline.peak_memory().tolist()),
+            " ".join(exact_number(x) for x in shown_peaks(timeline)),
             verdict("peak_activations"),
         ],
     ]

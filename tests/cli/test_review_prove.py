@@ -26,9 +26,10 @@ def test_interleaved_theorems_cover_the_sizes_the_docs_state(capsys):
     }
     assert all("v=2" in s for s in settings if "m=p," not in s)  # m = kp only at v = 2
     readme = " ".join((ROOT / "README.md").read_text().split())
-    assert "m = p (and kp, k ≤ 8, at v = 2, F = B) for interleaved 1F1B" in readme
+    # m = p at v = 2 and 3 (the settings above), m = kp at v = 2 only
+    assert "m = p with v = 2 or 3 (and kp, k ≤ 8, at v = 2, F = B) for interleaved 1F1B" in readme
     started = " ".join((ROOT / "docs" / "getting-started.md").read_text().split())
-    assert "m = p (and m = kp with k ≤ 8, at v = 2 and F = B) for interleaved 1F1B" in started
+    assert "m = p with v = 2 or 3 (and m = kp with k ≤ 8, at v = 2 and F = B) for interleaved 1F1B" in started
 
 
 def test_a_cost_left_out_takes_what_the_help_says(capsys):

@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--format",
         choices=FORMATS,
         default=None,
-        help="output format (default: json for an -o name ending in .json, else torch-csv)",
+        help="output format (default: json for an -o name ending in .json, torch-csv for .csv or standard "
+        "output; another -o name needs --format)",
     )
     parser.add_argument("-o", "--output", default=None, metavar="OUT", help="file to write (default: standard output)")
 

@@ -29,6 +29,7 @@ from ...core.schedule import Schedule
 from ...verify.import_audit import audit, audit_text, source_kind
 from .. import Command
 from ..common import DeprecatedAlias, add_cost_arguments, costs_from_args, print_json, warn_deprecated
+from ..import_timing import import_timing
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -167,8 +168,10 @@ def run_import(args: argparse.Namespace) -> int:
         pipes = f"{schedule.describe()} has {schedule.placement.num_pipes} pipes"
         raise ParameterError("torch", True, f"PyTorch's validation takes one pipe; {pipes}: leave --torch out")
     kind = source_kind(args.file)  # None: a CSV or a PyTorch class, which PyTorch's runtime runs as it is
-    rep, tl = audit(schedule, costs_from_args(args, schedule), args.torch, args.comm_semantics, kind is None)
+    costs, comm, used = import_timing(args, schedule)
+    rep, tl = audit(schedule, costs, args.torch, args.comm_semantics, kind is None, comm)
     rep["format"] = rep["format"] or kind  # a JSON file or a table has no CSV flavour
+    rep["costs"] = used
     if args.json:
         print_json(rep)
     else:

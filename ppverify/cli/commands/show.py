@@ -13,8 +13,9 @@ import argparse
 import shutil
 import sys
 
-from ...core.memory_cap import cap_check, resolve_memory_cap
+from ...core.memory_cap import resolve_memory_cap
 from ...io.table_text import STYLES
+from ...views.memory_units import timeline_cap_check
 from ...views.table_report import file_formula, formula_contradicted, table_json, table_text, time_table
 from .. import Command
 from ..common import add_cost_arguments, add_schedule_arguments, print_json, read_document
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         print_notes(memory_model_notes(args.schedule, doc.costs, res.costs))
     spec = request.memory_cap
     cap = None if spec is None else resolve_memory_cap(spec, res.costs, doc.schedule.placement)
-    check = None if cap is None else cap_check(res.timeline.peak_memory().tolist(), cap)
+    check = None if cap is None else timeline_cap_check(res.timeline, cap)
     code = 1 if check and check["over"] else 0
     if args.save:
         save_shown(args, doc, res)
