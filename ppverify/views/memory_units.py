@@ -20,16 +20,16 @@ from ..core.placement import Placement
 from ..core.timeline import Timeline
 
 
-def activation_unit(costs: CostModel, placement: Placement) -> Fraction:
+def printed_unit(costs: CostModel, placement: Placement) -> Fraction:
     """One printed unit of memory in the cost model's own unit: 1 for bytes (or a cost model with
     no activation memory), else :func:`~ppverify.core.memory_cap.exact_unit`.
 
     Example:
         >>> from ppverify.core.placement import linear
         >>> pl = linear(2)
-        >>> activation_unit(dataclasses.replace(CostModel.abstract(pl), activation=(2.0, 1.0)), pl)
+        >>> printed_unit(dataclasses.replace(CostModel.abstract(pl), activation=(2.0, 1.0)), pl)
         Fraction(2, 1)
-        >>> activation_unit(CostModel.abstract(pl), pl)
+        >>> printed_unit(CostModel.abstract(pl), pl)
         Fraction(1, 1)
     """
     if costs.memory_unit == "bytes":
@@ -84,5 +84,5 @@ def timeline_cap_check(timeline: Timeline, cap: MemoryCap) -> dict[str, Any]:
         >>> timeline_cap_check(run(s), parse_memory_cap("1", CostModel.abstract(s.placement), s.placement))["line"]
         'cap 1 activation: device 0 over it (peak 2)'
     """
-    unit = activation_unit(timeline.costs, timeline.schedule.placement)
+    unit = printed_unit(timeline.costs, timeline.schedule.placement)
     return cap_check_in_activations(timeline.peak_memory().tolist(), cap, unit)

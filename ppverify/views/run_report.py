@@ -14,7 +14,7 @@ from ..core.errors import ScheduleFileError
 from ..core.memory_cap import CapSpec, resolve_memory_cap
 from ..core.timeline import Timeline
 from ..core.timeline_text import fmt_mem, fmt_time, gantt, stage_table
-from .memory_units import activation_unit, cap_check_in_activations, in_activations
+from .memory_units import cap_check_in_activations, in_activations, printed_unit
 
 #: ppverify's one convention for a prediction's error against a measurement, stated once in every
 #: output that prints one: positive when ppverify predicted slower than what was measured
@@ -85,7 +85,7 @@ def timeline_report(
         capacity = system.memory_bytes  # bytes: explicit --costs count activations, never checked against it
     mem = memory_report(timeline, capacity)
     # printed in the unit --memory-cap counts (verify's): one activation is a device's whole share
-    one = activation_unit(timeline.costs, timeline.schedule.placement)
+    one = printed_unit(timeline.costs, timeline.schedule.placement)
     tr = timeline.transfers
     counts = Counter(tr.kind)
     out = timeline.metrics()

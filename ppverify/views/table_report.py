@@ -18,7 +18,7 @@ from ..core.schedule import Schedule
 from ..core.timeline import Timeline
 from ..core.timeline_text import fmt_number
 from ..io.json_format import ScheduleDocument, TableGrid
-from .memory_units import activation_unit, in_activations
+from .memory_units import in_activations, printed_unit
 from .table_cells import difference_text, drawn_costs
 
 #: relative tolerance when comparing a formula with the table (costs are rationals in floats)
@@ -82,7 +82,7 @@ def shown_peaks(timeline: Timeline) -> list[float]:
         >>> shown_peaks(run(build("1f1b", p=2, m=2), semantics="slot"))
         [2.0, 1.0]
     """
-    unit = activation_unit(timeline.costs, timeline.schedule.placement)
+    unit = printed_unit(timeline.costs, timeline.schedule.placement)
     return in_activations(timeline.peak_memory().tolist(), unit)
 
 
