@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__
+from ..compare.ranks import does_not_fit
 from ..verify.properties import always_checked
 from .payload import WAIT_CODES
 from .study import Study, level_legend
@@ -65,6 +66,44 @@ def _clean(v: Any) -> Any:
     return v
 
 
+def _devices(cell: Any) -> list[int]:
+    """The devices a row's ``oom_devices`` names (JSON text or a list; missing: none)."""
+    if cell is None or cell is pd.NA or (isinstance(cell, float) and math.isnan(cell)):
+        return []
+    if isinstance(cell, str):
+        return [int(d) for d in json.loads(cell)] if cell.strip() else []
+    return [int(d) for d in cell]
+
+
+def oom_marks(rows: pd.DataFrame) -> list[list[int] | None]:
+    """Per row (in order), the devices its schedule does not fit, or ``None`` when it fits or no
+    capacity is known. Which rows are out is :func:`~ppverify.compare.ranks.does_not_fit`'s
+    verdict, so the page marks the cells the text table marks; a row that shares its schedule's
+    verdict (every level but the optimum) names the devices of its schedule's timed rows.
+
+    Example:
+        >>> df = pd.DataFrame({"config": "k", "schedule": ["a", "a", "a", "b"], "level": ["formula", "async", "optimum", "async"],
+        ...                    "oom_devices": [None, "[0, 1]", "[]", "[]"]})
+        >>> oom_marks(df)
+        [[0, 1], [0, 1], None, None]
+    """
+    out_rows = does_not_fit(rows).tolist()
+    if "oom_devices" not in rows or not any(out_rows):
+        return [None] * len(rows)
+    own = [_devices(c) for c in rows["oom_devices"]]
+    shared: dict[tuple[Any, Any], set[int]] = {}  # (config, schedule) -> devices of its timed rows
+    for c, s, lv, devs in zip(rows["config"], rows["schedule"], rows["level"], own):
+        if lv != "optimum":
+            shared.setdefault((c, s), set()).update(devs)
+    marks: list[list[int] | None] = []
+    for out, c, s, lv, devs in zip(out_rows, rows["config"], rows["schedule"], rows["level"], own):
+        if not out:
+            marks.append(None)
+        else:
+            marks.append(devs if devs or lv == "optimum" else sorted(shared.get((c, s), ())))
+    return marks
+
+
 def page_data(study: Study) -> dict[str, Any]:
     """Everything the page script reads, JSON-ready.
 
@@ -79,6 +118,9 @@ def page_data(study: Study) -> dict[str, Any]:
     """
     rows = study.rows
     recs = [{k: _clean(r.get(k)) for k in ROW_FIELDS} for r in rows.to_dict(orient="records")]
+    # the OOM mark: the devices a schedule does not fit, as the text table decides it
+    for r, devs in zip(recs, oom_marks(rows) if len(rows) else []):
+        r["oom"] = devs
     for r in recs:
         if r["exact"] is not None and not isinstance(r["exact"], bool):
             r["exact"] = str(r["exact"]).lower() == "true"

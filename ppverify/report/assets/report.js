@@ -63,8 +63,18 @@
       html += b < a ? ' <span class="up" title="rank ' + esc(r.rank_change) + ' vs the previous level">&#9650;</span>'
                     : ' <span class="down" title="rank ' + esc(r.rank_change) + ' vs the previous level">&#9660;</span>';
     }
+    let title = r.note || r.semantics || "";
+    if (r.oom) {  // does not fit device memory (compare's does_not_fit): shown, not ranked, as the text table
+      const why = oomText(r.oom);
+      html += ' <span class="oom" title="' + esc(why) + '">OOM</span>';
+      title = title ? why + "\n" + title : why;
+    }
     if (r.level === "optimum" && r.status === "feasible" && r.lower_bound !== null) html += ' <span class="rk">lb ' + esc(fmtTime(r.lower_bound, r.time_unit).replace(/ (ms|units)$/, "")) + "</span>";
-    return [html, "", r.note || r.semantics || ""];
+    return [html, "", title];
+  }
+  function oomText(devices) {
+    const named = devices.length ? ": device" + (devices.length > 1 ? "s " : " ") + devices.join(", ") : "";
+    return "does not fit device memory" + named + " (weights, gradients, optimizer state and activations over the device's capacity)";
   }
   function renderTables() {
     const host = $("cmp-tables");
@@ -153,6 +163,8 @@
       ["peak act. (opt.)", "the optimum schedule's highest per-device activation peak"],
       ["gap to bound", "(async makespan \u2212 bound) / async makespan; the bound is the CP-SAT optimum of the same placement capped at each schedule's own peak unless --memory-cap says otherwise (\u2264: against the proven bound; over cap: the schedule's own peak is above that cap, so the bound is not its)"],
       ["Z3", "the verifier proved " + PROVED]];
+    if (rows.some((r) => r.oom))  // after "~", where the text table's legend has it
+      extra.splice(3, 0, ["OOM (-)", "does not fit device memory: weights, gradients, optimizer state and activations over the device's capacity (hover the cell for the devices; ppverify simulate names them too): shown, not ranked; the others are ranked among themselves"]);
     if (LEVEL_ORDER.includes("measured"))
       extra.push(["peak act. (measured)", "highest device's activations autograd saved in the real run, each stage's measured bytes counted as that stage's activation"]);
     for (const [k, v] of extra) { host.appendChild(el("b", {}, k)); host.appendChild(el("span", {}, v)); }
