@@ -105,8 +105,8 @@ def test_readme_chimera_ranks_sentence(page):
     from ppverify.compare import DEFAULT_SCHEDULES, Config, run_comparison
 
     m = re.search(
-        r"Chimera is (\w+) in the slot table, (\w+) once its replicas' gradient all-reduce crosses 100 GbE "
-        r"\(`async`\) and (\w+) once transfers share its links \(`contention`\)",
+        r"Chimera is (\w+) in the slot table, (\w+) once its replicas' all-reduce crosses 100 GbE "
+        r"\(`async`\), (\w+) on shared links \(`contention`\)",
         _text(page),
     )
     assert m, "the README's compare sentence changed: keep it checked here"
