@@ -35,12 +35,18 @@ def over_cap(family_peak: object, cap: object) -> bool:
     return peak > limit + 1e-9 * max(1.0, abs(limit))  # bytes or activations: a relative tolerance
 
 
-def _oom(cell: object) -> bool:
-    """Whether a row's ``oom_devices`` (JSON text, a list, or missing) names a device."""
-    if cell is None or (isinstance(cell, float) and math.isnan(cell)) or (isinstance(cell, str) and not cell.strip()):
-        return False
-    devices = json.loads(cell) if isinstance(cell, str) else cell
-    return bool(len(devices))  # type: ignore[arg-type]
+def oom_devices_of(cell: object) -> list[int]:
+    """The devices a row's ``oom_devices`` names (JSON text or a list; missing or empty: none).
+
+    Example:
+        >>> oom_devices_of("[0, 1]"), oom_devices_of(None), oom_devices_of(float("nan")), oom_devices_of("")
+        ([0, 1], [], [], [])
+    """
+    if cell is None or cell is pd.NA or (isinstance(cell, float) and math.isnan(cell)):
+        return []
+    if isinstance(cell, str):
+        return [int(d) for d in json.loads(cell)] if cell.strip() else []
+    return [int(d) for d in cell]  # type: ignore[attr-defined]
 
 
 def does_not_fit(df: pd.DataFrame) -> pd.Series:
@@ -58,7 +64,7 @@ def does_not_fit(df: pd.DataFrame) -> pd.Series:
     """
     if "oom_devices" not in df:
         return pd.Series(False, index=df.index)
-    own = df["oom_devices"].map(_oom).astype(bool)
+    own = df["oom_devices"].map(lambda cell: bool(oom_devices_of(cell))).astype(bool)
     timed = df["level"] != "optimum"
     out_keys = set(zip(df["config"][own & timed], df["schedule"][own & timed]))
     shared = pd.Series([(c, s) in out_keys for c, s in zip(df["config"], df["schedule"])], index=df.index)
@@ -176,4 +182,4 @@ def rank_changes(df: pd.DataFrame) -> list[str]:
     return [f"{r.config}: {r.schedule} {r.rank_change} under {r.level}" for r in sel.itertuples()]
 
 
-__all__ = ["add_ranks", "does_not_fit", "over_cap", "rank_changes", "tie_ranks"]
+__all__ = ["add_ranks", "does_not_fit", "oom_devices_of", "over_cap", "rank_changes", "tie_ranks"]

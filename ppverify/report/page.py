@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__
-from ..compare.ranks import does_not_fit
+from ..compare.ranks import does_not_fit, oom_devices_of
 from ..verify.properties import always_checked
 from .payload import WAIT_CODES
 from .study import Study, level_legend
@@ -66,15 +66,6 @@ def _clean(v: Any) -> Any:
     return v
 
 
-def _devices(cell: Any) -> list[int]:
-    """The devices a row's ``oom_devices`` names (JSON text or a list; missing: none)."""
-    if cell is None or cell is pd.NA or (isinstance(cell, float) and math.isnan(cell)):
-        return []
-    if isinstance(cell, str):
-        return [int(d) for d in json.loads(cell)] if cell.strip() else []
-    return [int(d) for d in cell]
-
-
 def oom_marks(rows: pd.DataFrame) -> list[list[int] | None]:
     """Per row (in order), the devices its schedule does not fit, or ``None`` when it fits or no
     capacity is known. Which rows are out is :func:`~ppverify.compare.ranks.does_not_fit`'s
@@ -90,7 +81,7 @@ def oom_marks(rows: pd.DataFrame) -> list[list[int] | None]:
     out_rows = does_not_fit(rows).tolist()
     if "oom_devices" not in rows or not any(out_rows):
         return [None] * len(rows)
-    own = [_devices(c) for c in rows["oom_devices"]]
+    own = [oom_devices_of(c) for c in rows["oom_devices"]]
     shared: dict[tuple[Any, Any], set[int]] = {}  # (config, schedule) -> devices of its timed rows
     for c, s, lv, devs in zip(rows["config"], rows["schedule"], rows["level"], own):
         if lv != "optimum":
