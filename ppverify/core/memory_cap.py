@@ -132,6 +132,25 @@ def _num(x: float) -> str:
     return f"{x:.6g}"
 
 
+def printed_unit(costs: CostModel, placement: Placement) -> Fraction:
+    """One printed unit of memory in the cost model's own unit: 1 for bytes (or a cost model with
+    no activation memory), else :func:`~ppverify.core.memory_cap.exact_unit`.
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> pl = linear(2)
+        >>> import dataclasses
+        >>> printed_unit(dataclasses.replace(CostModel.abstract(pl), activation=(2.0, 1.0)), pl)
+        Fraction(2, 1)
+        >>> printed_unit(CostModel.abstract(pl), pl)
+        Fraction(1, 1)
+    """
+    if costs.memory_unit == "bytes":
+        return Fraction(1)
+    unit = exact_unit(costs, placement)
+    return unit if unit > 0 else Fraction(1)
+
+
 def activation_unit(costs: CostModel, placement: Placement) -> float:
     """One activation in ppverify's unit (one microbatch on a device's whole share of layers) in
     the cost model's memory unit: the most one microbatch holds on one device, its stages of one

@@ -30,7 +30,7 @@ import z3
 
 from ..core.costs import CostModel, scaled_memory_deltas
 from ..core.dag import StepDAG
-from ..core.memory_cap import exact_unit
+from ..core.memory_cap import printed_unit
 from ..core.ops import Op
 from ..core.placement import Placement
 from ..core.sizes import format_apart, format_bytes_apart
@@ -54,14 +54,6 @@ def _slots(dag: StepDAG, d: int) -> list[list[int]]:
     return out
 
 
-def _activation(costs: CostModel, placement: Placement) -> Fraction:
-    # one activation in the cost model's unit, exact (a share of 1/3 is 1/3): the unit a plain
-    # --memory-cap counts, which every amount in the text is divided by unless it counts bytes
-    if costs.memory_unit == "bytes":
-        return Fraction(1)
-    return exact_unit(costs, placement)
-
-
 def memory_statement(cap: float, peaks: Sequence[float] | None, costs: CostModel, placement: Placement) -> str:
     """What a memory proof states: the cap and each device's peak (both in the cost model's unit)
     as ``--memory-cap`` counts them (bytes as GiB, else activations of a device's whole share),
@@ -76,7 +68,7 @@ def memory_statement(cap: float, peaks: Sequence[float] | None, costs: CostModel
         'activation memory <= 2 (activations) on every device at every instant (peaks 0.666667, 2)'
     """
     unit = costs.memory_unit
-    one = _activation(costs, placement)
+    one = printed_unit(costs, placement)
     texts = format_apart([_frac(x) / one for x in [cap, *(peaks or [])]], unit, cap_first=True)
     cap_txt = texts[0] if unit == "bytes" else f"{texts[0]} (activations)"
     pk = f" (peaks {', '.join(texts[1:])})" if peaks else ""
@@ -205,7 +197,7 @@ def _explain(
     )
     level = Fraction(sum(a for _, a in live), scale)
     starter = dag.ops[next((i for i in slots[k] if ints[i][0]), slots[k][0])]  # the forward that allocates
-    one = _activation(costs, dag.schedule.placement)
+    one = printed_unit(costs, dag.schedule.placement)
     held_txt, capped = _held_and_cap(level / one, _frac(cap) / one, costs.memory_unit)
     return Violation(
         "memory",

@@ -13,29 +13,9 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..core.costs import CostModel
 from ..core.exact import exact_fraction
-from ..core.memory_cap import MemoryCap, cap_check, exact_unit
-from ..core.placement import Placement
+from ..core.memory_cap import MemoryCap, cap_check, printed_unit
 from ..core.timeline import Timeline
-
-
-def printed_unit(costs: CostModel, placement: Placement) -> Fraction:
-    """One printed unit of memory in the cost model's own unit: 1 for bytes (or a cost model with
-    no activation memory), else :func:`~ppverify.core.memory_cap.exact_unit`.
-
-    Example:
-        >>> from ppverify.core.placement import linear
-        >>> pl = linear(2)
-        >>> printed_unit(dataclasses.replace(CostModel.abstract(pl), activation=(2.0, 1.0)), pl)
-        Fraction(2, 1)
-        >>> printed_unit(CostModel.abstract(pl), pl)
-        Fraction(1, 1)
-    """
-    if costs.memory_unit == "bytes":
-        return Fraction(1)
-    unit = exact_unit(costs, placement)
-    return unit if unit > 0 else Fraction(1)
 
 
 def in_activations(amounts: Sequence[float], unit: Fraction) -> list[float]:
@@ -56,6 +36,8 @@ def cap_check_in_activations(peaks: Sequence[float], cap: MemoryCap, unit: Fract
     ``peaks`` against the raw cap, as ``verify`` decides them.
 
     Example:
+        >>> import dataclasses
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.core.placement import linear
         >>> from ppverify.core.memory_cap import parse_memory_cap
         >>> pl = linear(2)
@@ -77,6 +59,8 @@ def timeline_cap_check(timeline: Timeline, cap: MemoryCap) -> dict[str, Any]:
     """:func:`cap_check_in_activations` of ``timeline``'s activation peaks, in its cost model's unit.
 
     Example:
+        >>> import dataclasses
+        >>> from ppverify.core.costs import CostModel
         >>> from ppverify.schedules import build
         >>> from ppverify.engines import run
         >>> from ppverify.core.memory_cap import parse_memory_cap

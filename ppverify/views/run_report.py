@@ -11,10 +11,10 @@ import numpy as np
 from tabulate import tabulate
 
 from ..core.errors import ScheduleFileError
-from ..core.memory_cap import CapSpec, resolve_memory_cap
+from ..core.memory_cap import CapSpec, printed_unit, resolve_memory_cap
 from ..core.timeline import Timeline
 from ..core.timeline_text import fmt_mem, fmt_time, gantt, stage_table
-from .memory_units import cap_check_in_activations, in_activations, printed_unit
+from .memory_units import cap_check_in_activations, in_activations
 
 #: ppverify's one convention for a prediction's error against a measurement, stated once in every
 #: output that prints one: positive when ppverify predicted slower than what was measured

@@ -14,11 +14,12 @@ from tabulate import tabulate
 
 from ..core.costs import CostModel, complete_costs, parse_costs
 from ..core.errors import ParameterError, ScheduleFileError
+from ..core.memory_cap import printed_unit
 from ..core.schedule import Schedule
 from ..core.timeline import Timeline
 from ..core.timeline_text import fmt_number
 from ..io.json_format import ScheduleDocument, TableGrid
-from .memory_units import in_activations, printed_unit
+from .memory_units import in_activations
 from .table_cells import difference_text, drawn_costs
 
 #: relative tolerance when comparing a formula with the table (costs are rationals in floats)
