@@ -235,6 +235,7 @@ def plot_design(d: Design, path: str | Path) -> Path:
         >>> plot_design(d, os.path.join(tempfile.mkdtemp(), "f.png")).suffix
         '.png'
     """
+    from ..report.labels import place_labels
     from ..report.plots import check_plot_path, plt, save_figure
 
     target = check_plot_path(path, "--plot")
@@ -256,19 +257,14 @@ def plot_design(d: Design, path: str | Path) -> Path:
             alpha=0.4,
         )
     labels = family_labels(d.families)
-    right = max([k[0] for k in labels] + [x for x, _, _ in front], default=0.0)
-    for (peak, step), names in labels.items():
+    for peak, step in labels:
         ax.scatter([peak], [step], marker="x", color="#4C72B0", s=30)
-        # at the right edge the label goes left of its mark: to the right it ran off the figure
-        edge = peak >= right - EPS
-        ax.annotate(
-            names, (peak, step), fontsize=7, xytext=(-3 if edge else 3, 3), textcoords="offset points",
-            ha="right" if edge else "left",
-        )  # fmt: skip
     ax.set_xlabel(f"peak, in {d.memory_unit()}")
     ax.set_ylabel(f"step time ({d.setups[0].costs.time_unit if d.setups else 'units'})")
     ax.set_title(f"design p={d.request.p} m={d.request.m}: frontier and families", fontsize=10)
     ax.legend(fontsize=8)
+    # last, once the limits and the legend are fixed: families crowd one peak (1F1B, ZB-H1, ZB-V ...)
+    place_labels(ax, [(peak, step, names) for (peak, step), names in labels.items()])
     save_figure(fig, target, "--plot")
     return target
 
