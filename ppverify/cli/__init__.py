@@ -86,6 +86,8 @@ from .signals import Terminated as Terminated  # noqa: E402
 
 #: exit codes: 2 bad input (or a limit), 3 an internal error, 130/143/129 interrupted (.signals)
 EXIT_INPUT, EXIT_INTERNAL = 2, 3
+#: a closed pipe before the result was known (128 + SIGPIPE, as a shell reports it): never 0
+EXIT_BROKEN_PIPE = 141
 #: exceptions that hostile input provokes deep inside Python itself: bad input, not a bug
 _INPUT_FAILURES = {
     RecursionError: "input nested too deeply",
@@ -271,12 +273,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     # (measure and calibrate start their worker processes only once their input is checked: bad
     # input never leaves a process importing torch behind)
     words = list(sys.argv[1:] if argv is None else argv)
+    guard = _PipeGuard(sys.stdout)
+    sys.stdout = guard
     try:
         # from start-up on: the commands' imports take seconds
         with _sigterm_raises(own_process=argv is None) as signals:
             code = _main(words, argv is None, signals)
     except KeyboardInterrupt as exc:  # between the handlers' set-up and the command (a moment)
         code = _interrupted(exc, _command_name(words))
+    finally:
+        if sys.stdout is guard:
+            sys.stdout = guard.stream
     if argv is None and code in (EXIT_INTERRUPT, EXIT_TERM, EXIT_HANGUP) and _in_main_thread():
         # the exit is decided: a further Ctrl-C, SIGTERM or SIGHUP while the interpreter shuts
         # down (the handlers then fall back to the default, exit -2 / -15 / -1, no message)
@@ -328,9 +335,9 @@ def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None =
             text = as_typed(exc, _parsers(parser, args), args, words)
         print(f"{command}: error: {one_line(text)}", file=sys.stderr)
         return EXIT_INPUT
-    except BrokenPipeError:
+    except BrokenPipeError:  # a write the guard did not see (a binary stream): the verdict is lost
         _silence_stdout()
-        return 0
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt as exc:  # before the command line is parsed: the word that names it
         return _interrupted(exc, _named(command, words))
     except tuple(_INPUT_FAILURES) as exc:
@@ -433,6 +440,38 @@ def _named(command: str, words: list[str]) -> str:
 def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     print(f"{command}: {stop_words(exc)}", file=sys.stderr)
     return stop_code(exc)
+
+
+class _PipeGuard:
+    """Standard output that survives its reader going away (``ppverify verify s.csv | head -1``):
+    the rest of the output is dropped and the command runs on to its own exit code, so a closed
+    pipe never turns an INVALID (exit 1) into a success."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                return int(self.stream.write(text))
+            except BrokenPipeError:
+                self._lost()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._lost()
+
+    def _lost(self) -> None:
+        self.broken = True
+        _silence_stdout()  # the interpreter's last flush at exit then writes to /dev/null
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 def _silence_stdout() -> None:

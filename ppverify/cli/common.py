@@ -317,7 +317,7 @@ def read_document(source: ScheduleSource) -> tuple[ScheduleDocument, str]:
         ppverify.core.errors.ParameterError: parameter placement=v: only a text table (.txt) takes --placement; ...run.txt holds a PyTorch pipelining CSV, placed as its rows show (`ppverify import ...run.txt --placement v` reads it otherwise)
     """
     from ..core.files import csv_rows, read_text
-    from ..io import FORMATS, load_schedule, looks_like_file, sniff_format
+    from ..io import FORMATS, content_kind, load_schedule, looks_like_file
     from ..io.torch_csv import parse_file_rows
 
     name = schedule_name(source)
@@ -328,7 +328,7 @@ def read_document(source: ScheduleSource) -> tuple[ScheduleDocument, str]:
     if suffix not in FORMATS:  # not found, or an unknown format: refused as every reader refuses it
         return ScheduleDocument(check_file_options(source, load_schedule(name))), "file"
     text = read_text(name)  # once, for every format: size, encoding and byte-order mark alike
-    kind = sniff_format(text) or {".json": "json", ".csv": "csv"}.get(suffix, "table")
+    kind = content_kind(text, name)
     if kind == "table":
         return _table_document(source, text), kind
     if kind == "json":

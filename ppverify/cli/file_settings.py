@@ -1,7 +1,8 @@
-"""What a ppverify JSON schedule file says about its own timing: the cost model (``show --save``,
-``optimize --save``) and the communication and collectives (``optimize --save``). ``simulate`` and
-``plot`` of such a file use them unless the command line says otherwise, so they reproduce the
-value the file was saved with.
+"""What a schedule file says about its own timing: a ppverify JSON file's cost model (``show
+--save``, ``optimize --save``) and communication and collectives (``optimize --save``), and a text
+table's op widths as drawn. Every command that times such a file (``simulate``, ``verify``,
+``plot``, ``import``...) uses them unless the command line says otherwise, so it reproduces the
+value the file was saved or drawn with. A file is read by its content, whatever its name.
 
 Precedence: ``--system/--model`` replace both; ``--costs`` replaces the cost model (and a stored
 system, whose times are seconds); ``--comm-delay`` replaces the communication; ``--sync`` and
@@ -20,6 +21,7 @@ from ..core.comm import FixedDelay
 from ..core.costs import CostModel
 from ..core.errors import ScheduleFileError
 from ..core.schedule import Schedule
+from ..io.json_format import ScheduleDocument
 from .presets_args import PresetContext
 
 
@@ -63,7 +65,7 @@ class Timing:
     ctx: PresetContext
     sync: str = "eager"
     dp_allreduce: int = 0
-    #: which settings came from the file (``costs``, ``comm``), for the report
+    #: which settings came from the file (``costs``, ``comm``; ``drawn``: a text table's widths), for the report
     from_file: tuple[str, ...] = ()
     #: what the command line replaced that changes the result's meaning (printed on stderr)
     notes: tuple[str, ...] = ()
@@ -111,10 +113,13 @@ class FileOverrides:
     dp_allreduce: int = 0
 
 
-def file_timing(path: str, given: FileOverrides, schedule: Schedule, ctx: PresetContext) -> Timing:
-    """:func:`timing_from_file` with typed values: the settings the file at ``path`` stores,
-    applied to ``ctx`` where ``given`` leaves them open (``path`` not a ppverify JSON file, or
-    preset mode: ``ctx`` as it is).
+def file_timing(
+    path: str, given: FileOverrides, schedule: Schedule, ctx: PresetContext, unsniffed: str | None = None
+) -> Timing:
+    """:func:`timing_from_file` with typed values: the settings the file at ``path`` stores, read
+    by its content whatever its name (:func:`stored_document`), applied to ``ctx`` where ``given``
+    leaves them open: a ppverify JSON file's costs and communication, a text table's widths as
+    drawn (``show`` times it so). ``ctx`` as it is for a family, a CSV, or in preset mode.
 
     Example:
         >>> from ppverify.schedules import build
@@ -124,16 +129,19 @@ def file_timing(path: str, given: FileOverrides, schedule: Schedule, ctx: Preset
         'none'
     """
     sync, dp = given.sync, given.dp_allreduce
-    if not path.lower().endswith(".json") or ctx.preset_mode:
+    stored = None if ctx.preset_mode else stored_document(path, schedule, unsniffed)
+    if stored is None:
         return Timing(ctx, sync or "eager", dp)
-    from ..core.files import read_text
-    from ..io import sniff_format
-    from ..io.json_format import read_json
+    kind, doc = stored
+    if kind == "table":  # timed as drawn, one tick per cell, unless --costs say otherwise
+        if given.costs or doc.table is None:
+            return Timing(ctx, sync or "eager", dp)
+        from ..views.table_cells import drawn_costs
 
-    if sniff_format(read_text(path)) != "json":  # read by its content: a CSV named .json holds no settings
-        return Timing(ctx, sync or "eager", dp)
+        ctx = replace(ctx, costs=drawn_costs(schedule, doc.table), base_costs=None)
+        return Timing(ctx, sync or "eager", dp, ("drawn",))
+    from ..io.json_comm import charged_comm
 
-    doc = read_json(path)
     used = []
     notes: tuple[str, ...] = ()
     if doc.costs is not None and given.costs:
@@ -145,17 +153,54 @@ def file_timing(path: str, given: FileOverrides, schedule: Schedule, ctx: Preset
             )
         ctx = replace(ctx, costs=doc.costs, base_costs=None)
         used.append("costs")
-    stored = doc.comm
-    if stored is not None:
-        # a stored system times transfers in seconds: only with the file's own (seconds) costs
-        fits = isinstance(stored.comm, FixedDelay) or "costs" in used
-        if not given.comm_delay and fits:
-            system = None if isinstance(stored.comm, FixedDelay) else stored.comm
-            ctx = replace(ctx, comm=stored.comm, system=system)
+    stored_comm = doc.comm
+    if stored_comm is not None:
+        comm = None if given.comm_delay else charged_comm(stored_comm, "costs" in used)
+        if comm is not None:
+            system = None if isinstance(comm, FixedDelay) else comm
+            ctx = replace(ctx, comm=comm, system=system)
             used.append("comm")
-        sync = sync or stored.sync
-        dp = dp or stored.dp_allreduce
+        sync = sync or stored_comm.sync
+        dp = dp or stored_comm.dp_allreduce
     return Timing(ctx, sync or "eager", dp, tuple(used), notes)
+
+
+def stored_document(path: str, schedule: Schedule, unsniffed: str | None = None) -> tuple[str, ScheduleDocument] | None:
+    """What the schedule file at ``path`` carries beside ``schedule``, read by its content as its
+    loader read it (:func:`~ppverify.io.content_kind`; ``unsniffed``: ``import`` reads a file whose
+    content does not say as a CSV), whatever its name: ``("json", document)`` with its costs and
+    communication, ``("table", document)`` with a text table's grid; ``None`` for a family or a CSV.
+
+    Example:
+        >>> import os, tempfile
+        >>> from ppverify.schedules import build
+        >>> path = os.path.join(tempfile.mkdtemp(), "t.txt")
+        >>> with open(path, "w") as f:
+        ...     print("tick 0 1 2\\ndev 0 0F0 0B0 0B0", file=f)
+        >>> kind, doc = stored_document(path, build("gpipe", p=1, m=1))
+        >>> kind, doc.table.cells
+        ('table', (('0F0', '0B0', '0B0'),))
+        >>> stored_document("gpipe", build("gpipe", p=1, m=1)) is None
+        True
+    """
+    from pathlib import Path
+
+    from ..core.files import read_text
+    from ..io import content_kind, looks_like_file
+
+    if not path or not looks_like_file(path) or not Path(path).is_file():  # a family, or --torch-class
+        return None
+    text = read_text(path)
+    kind = content_kind(text, path, unsniffed)
+    if kind == "json":
+        from ..io.json_format import loads_document
+
+        return kind, loads_document(text, path)
+    if kind == "table":
+        from ..io.table_text import read_text_table
+
+        return kind, ScheduleDocument(schedule, table=read_text_table(text, path)[1])
+    return None
 
 
 def memory_model_notes(path: str, saved: CostModel, given: CostModel) -> tuple[str, ...]:

@@ -77,8 +77,8 @@ def save_shown(args: argparse.Namespace, doc: Any, res: Any) -> None:
     from ..io.json_format import dumps
 
     comm = doc.comm
-    if res.comm_delay:  # the command line's delay wins over a file's communication, as in simulate
+    if res.comm_source == "given" and res.comm_delay:  # the command line's delay wins, as in simulate
         kept = (comm.sync, comm.dp_allreduce) if comm is not None else ()
         comm = CommSettings(FixedDelay(float(res.comm_delay)), *kept)
-    grid = None if res.comm_delay else res.grid
+    grid = None if res.comm is not None else res.grid  # a table with communication charged is no costs' table
     atomic_write(args.save, dumps(doc.schedule, res.costs, grid, doc.comment, comm), "--save")

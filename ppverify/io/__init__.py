@@ -40,7 +40,7 @@ def load_schedule(path: str | Path, **options) -> Schedule:
             raise ScheduleFileError(str(path), "", "file not found")
         raise ScheduleFileError(str(path), "", f"unknown schedule format {ext!r}; expected one of {', '.join(FORMATS)}")
     text = read_text(path)  # one reading for every format: size, encoding and BOM checked alike
-    kind = sniff_format(text) or {".json": "json", ".csv": "csv"}.get(ext, "table")
+    kind = content_kind(text, path)
     if kind == "json" and options:
         raise ScheduleFileError(str(path), "", f"a JSON schedule takes no options ({', '.join(options)})")
     return parse_text(kind, text, str(path), options)
@@ -59,7 +59,7 @@ def load_torch_file(path: str | Path, **options) -> Schedule:
     from ..core.files import read_text
 
     text = read_text(path)
-    kind = sniff_format(text)
+    kind = content_kind(text, path, "csv")
     if kind in ("json", "table"):
         given = [k for k, v in options.items() if v is not None]
         if given:
@@ -93,6 +93,18 @@ def parse_text(kind: str, text: str, path: str, options: dict) -> Schedule:
     from .table_text import parse_table
 
     return parse_table(text, path=path, **options)
+
+
+def content_kind(text: str, path: str | Path, unsniffed: str | None = None) -> str:
+    """What a schedule file holds, as every reader decides it: what its content says
+    (:func:`sniff_format`), else ``unsniffed`` when given (``import`` reads such a file as a CSV),
+    else its name (``.json`` JSON, ``.csv`` CSV, anything else a text table).
+
+    Example:
+        >>> content_kind('{"format": 1}', "s.txt"), content_kind("", "s.json"), content_kind("", "s.txt", "csv")
+        ('json', 'json', 'csv')
+    """
+    return sniff_format(text) or unsniffed or {".json": "json", ".csv": "csv"}.get(Path(path).suffix.lower(), "table")
 
 
 def sniff_format(text: str) -> str | None:

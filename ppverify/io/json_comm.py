@@ -72,6 +72,22 @@ class CommSettings:
         return f"{what}, sync {self.sync}{dp}"
 
 
+def charged_comm(stored: CommSettings | None, own_costs: bool) -> CommModel | None:
+    """The communication a file stores, as every command that times the file charges it (unless
+    ``--comm-delay`` or presets replace it): a fixed delay always; a system only beside the file's
+    own cost model (``own_costs``), since it times transfers in seconds; ``None`` otherwise.
+
+    Example:
+        >>> charged_comm(CommSettings(FixedDelay(1.0)), own_costs=False)
+        FixedDelay(delay=1.0)
+        >>> charged_comm(None, own_costs=True) is None
+        True
+    """
+    if stored is None or not (isinstance(stored.comm, FixedDelay) or own_costs):
+        return None
+    return stored.comm
+
+
 def _link(t: Any) -> dict[str, Any] | None:
     if t is None:
         return None

@@ -127,11 +127,9 @@ def file_costs(path: str, schedule: Schedule) -> CostModel | None:
     """
     from dataclasses import replace
 
-    from ..core.files import read_text
-    from ..io import sniff_format
     from ..io.json_format import read_json
 
-    if not path.lower().endswith(".json") or sniff_format(read_text(path)) != "json":
+    if not _json_file(path):  # by content, whatever its name: as every reader decides it
         return None
     costs = read_json(path).costs
     if costs is None:
@@ -177,11 +175,9 @@ def file_comm_note(path: str) -> str | None:
     from pathlib import Path
 
     from ..core.comm import FixedDelay
-    from ..core.files import read_text
-    from ..io import sniff_format
     from ..io.json_format import read_json
 
-    if not path.lower().endswith(".json") or sniff_format(read_text(path)) != "json":
+    if not _json_file(path):  # by content, whatever its name: as every reader decides it
         return None
     doc = read_json(path)
     if doc.comm is None:
@@ -196,3 +192,13 @@ def file_comm_note(path: str) -> str | None:
         f"{Path(path).name}: the file's communication ({doc.comm.describe()}) is not emulated: the run's transfers "
         f"take this machine's own time and its prediction charges none; {how}"
     )
+
+
+def _json_file(path: str) -> bool:
+    """Whether ``path`` names a file holding a ppverify JSON document (a family name does not)."""
+    from pathlib import Path
+
+    from ..core.files import read_text
+    from ..io import sniff_format
+
+    return Path(path).is_file() and sniff_format(read_text(path)) == "json"

@@ -1,18 +1,21 @@
 """What a drawn table's cells say about its timing: the number of cells each kind of op spans
-(a table ``show --costs F=1,B=2`` drew has every B over two cells), so that ``show TABLE.txt``
-times the table as drawn, one tick per cell; and a difference between two grids in words.
+(a table ``show --costs F=1,B=2`` drew has every B over two cells), so that every command times
+``TABLE.txt`` as drawn, one tick per cell; whether a file's table is the engine's and a difference
+between two grids in words; and what ``show`` says of the communication it charges.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from typing import Any
 
+from ..core.comm import CommModel
 from ..core.costs import CostModel
 from ..core.ops import Op
 from ..core.schedule import Schedule
-from ..io.json_format import TableGrid
+from ..io.json_format import ScheduleDocument, TableGrid
 
 
 def drawn_widths(schedule: Schedule, table: TableGrid) -> dict[str, int] | None:
@@ -66,6 +69,72 @@ def drawn_costs(schedule: Schedule, table: TableGrid) -> CostModel:
     order = sorted(widths, key=lambda k: "FBIW".find(k) if k in "FBIW" else 9)
     label = ",".join(f"{k}={widths[k]:g}" for k in order) + " (cells as drawn)"
     return dataclasses.replace(unit, duration=duration, label=label)
+
+
+def embedded_check(
+    doc: ScheduleDocument, table: TableGrid, same_costs: bool, text_table: bool = False
+) -> dict[str, Any] | None:
+    """Whether a file's table equals ``table`` (the one the slot engine computes now). A JSON
+    file's table is compared only under the file's own costs (``same_costs``); a text table (which
+    has no costs) always, cells only. ``None`` when the file has no table.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> doc = ScheduleDocument(build("gpipe", p=1, m=1), table=TableGrid(1.0, (("0F0", "0B0"),)))
+        >>> embedded_check(doc, TableGrid(1.0, (("0F0", None),)), True)["first_difference"]
+        {'device': 0, 'tick': 1, 'file': '0B0', 'engine': None}
+    """
+    if doc.table is None:
+        return None
+    if not same_costs and not text_table:
+        return {"checked": False, "why": "the costs differ from the file's (--costs/--comm-delay given)"}
+    want, got = doc.table.cells, table.cells
+    for d in range(max(len(want), len(got))):
+        a = want[d] if d < len(want) else ()
+        b = got[d] if d < len(got) else ()
+        for t in range(max(len(a), len(b))):
+            x = a[t] if t < len(a) else None
+            y = b[t] if t < len(b) else None
+            if x != y:
+                return {
+                    "checked": True,
+                    "matches": False,
+                    "first_difference": {"device": d, "tick": t, "file": x, "engine": y},
+                }
+    if not text_table and not math.isclose(doc.table.tick, table.tick, rel_tol=1e-9, abs_tol=1e-9):
+        return {"checked": True, "matches": False, "first_difference": {"tick_length": [doc.table.tick, table.tick]}}
+    return {"checked": True, "matches": True}
+
+
+def comm_charged_text(comm: CommModel | None, delay: float, source: str) -> str:
+    """The tail of ``show``'s costs line: the communication charged per column (``delay``, else
+    the system ``comm`` names) and, ``source`` ``"file"``, that it is the file's.
+
+    Example:
+        >>> from ppverify.core.comm import FixedDelay
+        >>> comm_charged_text(FixedDelay(1.0), 1.0, "file"), comm_charged_text(None, 0.0, "")
+        ("; communication 1 charged per column (the file's)", '')
+    """
+    if comm is None:
+        return ""
+    what = f"{delay:g}" if delay else f"of system {getattr(comm, 'name', 'custom')}"
+    return f"; communication {what} charged per column" + (" (the file's)" if source == "file" else "")
+
+
+def file_comm_text(source: str) -> str:
+    """What became of a file's stored communication in ``show``'s table, by where the charged
+    communication came from (``TableRun.comm_source``).
+
+    Example:
+        >>> file_comm_text("given")
+        'replaced by --comm-delay'
+    """
+    if source == "file":
+        return "charged per column, as simulate --semantics slot charges it (--comm-delay replaces it)"
+    if source == "given":
+        return "replaced by --comm-delay"
+    # charged_comm leaves out only a system beside --costs
+    return "not charged: a system times transfers in seconds, which --costs are not (drop --costs to charge it)"
 
 
 def difference_text(diff: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from ..core.comm import CommModel, FixedDelay
 from ..core.costs import CostModel, complete_costs, parse_costs
 from ..core.errors import ParameterError, ScheduleFileError
 from ..core.memory_cap import printed_unit
@@ -20,7 +21,7 @@ from ..core.timeline import Timeline
 from ..core.timeline_text import fmt_number
 from ..io.json_format import ScheduleDocument, TableGrid
 from .memory_units import in_activations
-from .table_cells import difference_text, drawn_costs
+from .table_cells import comm_charged_text, difference_text, drawn_costs, embedded_check, file_comm_text
 
 #: relative tolerance when comparing a formula with the table (costs are rationals in floats)
 _TOL = 1e-9
@@ -227,41 +228,6 @@ def placement_text(schedule: Schedule) -> str:
     )
 
 
-def embedded_check(
-    doc: ScheduleDocument, table: TableGrid, same_costs: bool, text_table: bool = False
-) -> dict[str, Any] | None:
-    """Whether a file's table equals ``table`` (the one the slot engine computes now). A JSON
-    file's table is compared only under the file's own costs (``same_costs``); a text table (which
-    has no costs) always, cells only. ``None`` when the file has no table.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> doc = ScheduleDocument(build("gpipe", p=1, m=1), table=TableGrid(1.0, (("0F0", "0B0"),)))
-        >>> embedded_check(doc, TableGrid(1.0, (("0F0", None),)), True)["first_difference"]
-        {'device': 0, 'tick': 1, 'file': '0B0', 'engine': None}
-    """
-    if doc.table is None:
-        return None
-    if not same_costs and not text_table:
-        return {"checked": False, "why": "the costs differ from the file's (--costs/--comm-delay given)"}
-    want, got = doc.table.cells, table.cells
-    for d in range(max(len(want), len(got))):
-        a = want[d] if d < len(want) else ()
-        b = got[d] if d < len(got) else ()
-        for t in range(max(len(a), len(b))):
-            x = a[t] if t < len(a) else None
-            y = b[t] if t < len(b) else None
-            if x != y:
-                return {
-                    "checked": True,
-                    "matches": False,
-                    "first_difference": {"device": d, "tick": t, "file": x, "engine": y},
-                }
-    if not text_table and not _close(doc.table.tick, table.tick):
-        return {"checked": True, "matches": False, "first_difference": {"tick_length": [doc.table.tick, table.tick]}}
-    return {"checked": True, "matches": True}
-
-
 @dataclass(frozen=True)
 class TableRun:
     """A document timed as a table: the timeline, its cost model, the grid (``None`` when too
@@ -273,19 +239,26 @@ class TableRun:
     grid: TableGrid | None
     formula: dict[str, Any] | None
     embedded: dict[str, Any] | None
+    #: the fixed delay charged per column (0: none, or a system's transfers)
     comm_delay: float
     text_table: bool
+    #: the communication charged per column (``None``: none)
+    comm: CommModel | None = None
+    #: where the communication came from: ``"given"`` (``--comm-delay``, even 0), ``"file"`` (the
+    #: file's own, as ``simulate`` charges it) or ``""`` (none, or a file's left uncharged)
+    comm_source: str = ""
 
 
 def time_table(
     doc: ScheduleDocument,
     costs_given: str | Sequence[tuple[str, float]] | None = None,
-    comm_delay: float = 0.0,
+    comm_delay: float | None = None,
     source: str = "",
     text_table: bool = False,
 ) -> TableRun:
-    """Time ``doc`` with the ``slot`` engine (communication ``comm_delay`` charged per column when
-    given) and compare it with its formula and with the file's table.
+    """Time ``doc`` with the ``slot`` engine and compare it with its formula and with the file's
+    table. Communication is charged per column: ``comm_delay`` when given (``--comm-delay``, 0
+    included), else the file's own as ``simulate`` charges it (:func:`~ppverify.io.json_comm.charged_comm`).
 
     Example:
         >>> from ppverify.schedules import build
@@ -293,22 +266,31 @@ def time_table(
         >>> r.timeline.makespan, r.formula["agrees"]["makespan"], r.grid.ticks  # (m + p - 1)(F + B)
         (9.0, True, 9)
     """
-    from ..core.comm import FixedDelay
     from ..engines import run as run_engine
     from ..engines.table import MAX_RENDER_TICKS, timeline_table
+    from ..io.json_comm import charged_comm
 
     schedule = doc.schedule
     costs, given = table_costs(costs_given, doc, source)
-    if comm_delay:
-        timeline = run_engine(schedule, costs, FixedDelay(comm_delay), "slot", charge_comm=True)
+    if comm_delay is None:  # not given: the file's own, with its own costs when a system's (seconds)
+        comm, origin = charged_comm(doc.comm, own_costs=not costs_given and doc.costs is not None), "file"
+    else:
+        comm, origin = FixedDelay(comm_delay), "given"
+    comm_source = "" if comm is None else origin
+    if isinstance(comm, FixedDelay) and comm.delay == 0:  # nothing to charge
+        comm = None
+    if comm is not None:
+        timeline = run_engine(schedule, costs, comm, "slot", charge_comm=True)
     else:
         timeline = run_engine(schedule, costs, semantics="slot")
     # a cost model in seconds can make the tick tiny: time it, but do not build a giant grid
     grid = timeline_table(timeline) if int(timeline.info.ticks or 0) <= MAX_RENDER_TICKS else None
     formula = formula_report(schedule, given, timeline)
-    same = not costs_given and not comm_delay
-    embedded = None if grid is None else embedded_check(doc, grid, same, text_table)
-    return TableRun(doc, timeline, costs, grid, formula, embedded, comm_delay, text_table)
+    embedded = None if grid is None else embedded_check(doc, grid, not costs_given and comm is None, text_table)
+    if embedded is not None and not embedded["checked"] and comm_source == "file" and not costs_given:
+        embedded["why"] = "the file's communication is charged per column, which its table leaves out"
+    delay = comm.delay if isinstance(comm, FixedDelay) else 0.0
+    return TableRun(doc, timeline, costs, grid, formula, embedded, delay, text_table, comm, comm_source)
 
 
 def table_json(run: TableRun) -> dict[str, Any]:
@@ -329,7 +311,9 @@ def table_json(run: TableRun) -> dict[str, Any]:
         "m": schedule.m,
         "placement": schedule.placement.to_dict(),
         "costs": run.costs.label or "custom",
-        "comm_delay_per_column": run.comm_delay,
+        # None: a system's transfers are charged (a file's, beside its own costs in seconds)
+        "comm_delay_per_column": None if run.comm is not None and not run.comm_delay else run.comm_delay,
+        "comm_from_file": run.comm_source == "file",
         "tick": float(timeline.info.tick or 0.0),
         "ticks": int(timeline.info.ticks or 0),
         "formula": run.formula,
@@ -369,15 +353,12 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
         f"schedule      {schedule.describe()}",
         f"placement     {placement_text(schedule)}",
         f"costs         {run.costs.label or 'custom'} ({unit}; {tick_text})"
-        + (f"; communication {exact_number(run.comm_delay)} charged per column" if run.comm_delay else ""),
+        + comm_charged_text(run.comm, run.comm_delay, run.comm_source),
     ]
     if doc.comment:
         lines.append(f"comment       {doc.comment}")
-    if doc.comm is not None and not run.comm_delay:  # the file's communication: said, not silently dropped
-        lines.append(
-            f"file's comm   {doc.comm.describe()}: not in this idealized table "
-            "(simulate FILE times it; --comm-delay charges a delay per column)"
-        )
+    if doc.comm is not None:  # the file's communication: said, charged or not
+        lines.append(f"file's comm   {doc.comm.describe()}: {file_comm_text(run.comm_source)}")
     if table and not no_tick:
         lines += ["", format_table(timeline, style, width=width or None)]
     lines += [

@@ -44,8 +44,9 @@ def test_text_table_files_work_in_every_command(tmp_path, capsys):
     assert main(["verify", str(f)]) == 0
     assert main(["simulate", str(f), "--json"]) == 0
     out = capsys.readouterr().out
-    # simulate times the table's order at the default costs tF = 1, tB = 2: (m+p-1)(tF+tB) = 3 * 3
-    assert json.loads(out[out.index("{") :])["makespan"] == 9
-    assert main(["simulate", str(f), "--costs", "F=1,B=1", "--json"]) == 0
+    # simulate times the table as drawn (every op one cell: tF = tB = 1): (m+p-1)(tF+tB) = 3 * 2
+    assert json.loads(out[out.index("{") :])["makespan"] == 6
+    assert main(["simulate", str(f), "--costs", "F=1,B=2", "--json"]) == 0
     out = capsys.readouterr().out
-    assert json.loads(out[out.index("{") :])["makespan"] == 6  # the drawn table's 6 ticks
+    # explicit --costs win over the drawing: tF = 1, tB = 2, (m+p-1)(tF+tB) = 3 * 3
+    assert json.loads(out[out.index("{") :])["makespan"] == 9

@@ -48,8 +48,8 @@ def test_a_saved_delay_survives_show_save_and_export(capsys, tmp_path):
     assert main(["export", str(saved), "-o", str(copy)]) == 0  # JSON to JSON keeps costs and comm
     assert _json(capsys, ["simulate", str(copy), "--json"])["makespan"] == 8
     capsys.readouterr()
-    assert main(["show", str(copy), "--no-table"]) == 0  # the idealized table says what it leaves out
-    assert "file's comm   fixed delay 1 per transfer" in capsys.readouterr().out
+    assert main(["show", str(copy), "--no-table"]) == 0  # the table charges the file's delay and says so
+    assert "file's comm   fixed delay 1 per transfer, sync eager: charged per column" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("command", ["show", "simulate", "export", "verify"])

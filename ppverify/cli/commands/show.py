@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     request = run_request(args)  # costs and cap read once, before the build
     doc, kind = read_document(request.source)  # a file by its content: a CSV named .txt is no table
     text_table = kind == "table"
-    res = time_table(doc, request.costs, request.settings.comm_delay or 0.0, args.schedule, text_table)
+    # --comm-delay, else the file's own communication, charged per column as simulate --semantics slot does
+    res = time_table(doc, request.costs, request.settings.comm_delay, args.schedule, text_table)
     if kind != "family":
         res = file_formula(res)
     if doc.costs is not None and request.costs:  # --costs over a file's own cost model (file_settings.py)
