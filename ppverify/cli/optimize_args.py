@@ -62,7 +62,9 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
         default=None,
         metavar="MODEL",
         help=f"how I and W free activations: zero-bubble[:h=..,a=..,s=..,b=..,layers=..], "
-        f"w-frees-all, i-frees=FRACTION (default {DEFAULT_MEMORY_MODEL})",
+        f"w-frees-all, i-frees=FRACTION (default {DEFAULT_MEMORY_MODEL}); layers=L counts the layers "
+        "of ONE STAGE, not of a device: it gives a size cap (10GiB) its bytes per stage activation, so "
+        "on V or interleaved placements (v stages per device) give layers per device / v",
     )
     s = parser.add_argument_group("solver")
     s.add_argument(
@@ -92,7 +94,8 @@ def add_problem_arguments(parser: argparse.ArgumentParser, family_optional: bool
         default=None,
         metavar="FRACTION",
         help="stop once the best schedule is within this relative gap of the proven bound, "
-        "(value - bound) / value, e.g. 0.01 for 1 %% (default: search to the time limit)",
+        "(value - bound) / value, e.g. 0.01 for 1 %% (default: search until --work-limit, or the "
+        "--time-limit wall clock, stops it)",
     )
     s.add_argument("--workers", type=int, default=2, help="CP-SAT search workers (default 2)")
     s.add_argument("--seed", type=int, default=0, help="CP-SAT random seed (default 0)")

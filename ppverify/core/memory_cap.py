@@ -29,7 +29,7 @@ from .errors import ParameterError
 from .exact import exact_fraction
 from .limits import MAX_NUMBER
 from .placement import Placement
-from .sizes import format_apart, format_bytes, parse_size
+from .sizes import format_apart, format_bytes, format_bytes_apart, parse_size
 
 #: the text that asks for no cap
 UNLIMITED = "none"
@@ -52,7 +52,9 @@ class MemoryCap:
     """A parsed cap: ``value`` in the cost model's memory unit (``None``: unlimited memory),
     ``activations`` in ppverify's unit (one microbatch on a device's share), ``stage_activations``
     in multiples of ``M_F``, ``stages_per_device`` (``1 / share_per_stage``), ``unit`` the cost
-    model's memory unit and ``text`` as given.
+    model's memory unit and ``text`` as given. ``uneven_stages``: where devices hold unequal
+    numbers of stages (a custom placement ``0,1,1``), the stages of the device that one activation
+    counts (the largest share), else ``None``.
 
     Example:
         >>> from ppverify.core.placement import loop
@@ -68,6 +70,7 @@ class MemoryCap:
     stages_per_device: float
     unit: str
     text: str
+    uneven_stages: int | None = None
 
     @property
     def unlimited(self) -> bool:
@@ -84,7 +87,7 @@ class MemoryCap:
             >>> [parse_memory_cap("4", CostModel.abstract(pl), pl).two_units for pl in (linear(4), v_shape(4))]
             [False, True]
         """
-        return self.unit == "bytes" or not math.isclose(self.stages_per_device, 1.0)
+        return self.unit == "bytes" or self.uneven_stages is not None or not math.isclose(self.stages_per_device, 1.0)
 
     def describe(self) -> str:
         """The cap in words, in both units where they differ ("cap 4 activations (8 stage
@@ -100,7 +103,11 @@ class MemoryCap:
         extra = []
         if self.unit == "bytes":  # digits enough to read back as this cap, never one under it
             extra.append(format_apart([self.value, self.value], "bytes", cap_first=True)[0])
-        if not math.isclose(self.stages_per_device, 1.0):
+        if self.uneven_stages is not None:  # the average (1.5 on 0,1,1) is not what converts
+            extra.append(
+                f"{_num(self.stage_activations)} stage activations, {self.uneven_stages} stages on the largest device"
+            )
+        elif not math.isclose(self.stages_per_device, 1.0):
             extra.append(
                 f"{_num(self.stage_activations)} stage activations, {_num(self.stages_per_device)} stages per device"
             )
@@ -130,6 +137,29 @@ class MemoryCap:
 
 def _num(x: float) -> str:
     return f"{x:.6g}"
+
+
+def held_and_cap(level: Fraction, cap: Fraction, unit: str, cap_unit: bool = False) -> tuple[str, str]:
+    """An amount held over a cap and the cap as text (bytes, or activations of a device's share:
+    both already divided by :func:`printed_unit`), as ``verify`` and ``optimize`` explain a
+    breach: bytes as GiB with enough digits to tell them apart, activations as numbers told apart
+    as well (docs/memory.md: a level over its cap never prints as equal to it). ``cap_unit``:
+    the cap's activations named too ("3 activations"; bytes always say GiB).
+
+    Example:
+        >>> held_and_cap(Fraction(47815065600), Fraction(47815065599), "bytes")
+        ('44.53125 GiB', '44.531249999 GiB')
+        >>> held_and_cap(Fraction(4), Fraction(3), "activations")
+        ('4 activations', '3')
+        >>> held_and_cap(Fraction(7, 3), Fraction("2.3333333"), "activations", cap_unit=True)
+        ('2.33333333 activations', '2.3333333 activations')
+    """
+    if unit == "bytes":
+        return format_bytes_apart(float(level), float(cap))
+    held, capped = format_apart([level, cap], unit)
+    if cap_unit:
+        capped += f" activation{'' if cap == 1 else 's'}"
+    return f"{held} activation{'' if level == 1 else 's'}", capped
 
 
 def printed_unit(costs: CostModel, placement: Placement) -> Fraction:
@@ -188,6 +218,28 @@ def exact_unit(costs: CostModel, placement: Placement) -> Fraction:
     )
 
 
+def _uneven_stages(costs: CostModel, placement: Placement) -> int | None:
+    """Stages of one pipe on the device whose share is one activation (:func:`exact_unit`), where
+    devices hold unequal numbers of stages; ``None`` where every device holds as many.
+
+    Example:
+        >>> from ppverify.core.placement import Placement, v_shape
+        >>> pl = Placement(2, ((0, 1, 1),))
+        >>> _uneven_stages(CostModel.abstract(pl), pl), _uneven_stages(CostModel.abstract(v_shape(2)), v_shape(2))
+        (2, None)
+    """
+    held = [
+        [s for pipe_s, s in placement.stages_on(d) if pipe_s == pipe]
+        for pipe in range(placement.num_pipes)
+        for d in range(placement.p)
+    ]
+    if len({len(h) for h in held}) == 1:
+        return None
+    acts = [exact_fraction(a) for a in costs.activation]
+    # the largest share, and of equal shares the most stages (ties: the sum, not the count, converts)
+    return max((sum((acts[s] for s in h), Fraction(0)), len(h)) for h in held)[1]
+
+
 def unlimited_cap(costs: CostModel, placement: Placement) -> MemoryCap:
     """The cap ``none`` stands for.
 
@@ -196,7 +248,8 @@ def unlimited_cap(costs: CostModel, placement: Placement) -> MemoryCap:
         >>> unlimited_cap(CostModel.abstract(linear(2)), linear(2)).unlimited
         True
     """
-    return MemoryCap(None, None, None, 1.0 / placement.share_per_stage, costs.memory_unit, UNLIMITED)
+    per_device, uneven = 1.0 / placement.share_per_stage, _uneven_stages(costs, placement)
+    return MemoryCap(None, None, None, per_device, costs.memory_unit, UNLIMITED, uneven)
 
 
 def cap_from_value(value: float, costs: CostModel, placement: Placement, text: str | None = None) -> MemoryCap:
@@ -216,6 +269,7 @@ def cap_from_value(value: float, costs: CostModel, placement: Placement, text: s
         1.0 / placement.share_per_stage,
         costs.memory_unit,
         _num(value) if text is None else text,
+        _uneven_stages(costs, placement),
     )
 
 
@@ -284,10 +338,11 @@ def resolve_memory_cap(
 ) -> MemoryCap:
     """The cap ``spec`` stands for under one cost model and placement, in its memory unit.
 
-    Refused with one line naming the option and the rule: a cap below one stage activation (no
-    forward could start), a size without presets (or ``stage_activation_bytes``, the bytes of
-    ``M_F`` that an explicit memory model such as ``optimize --memory-model`` gives) and, with
-    presets, a plain number as large as a byte count.
+    Refused with one line naming the option and the rule: a cap below every stage's activation
+    (no forward could start) or below the largest stage's (its forwards never could), a size
+    without presets (or ``stage_activation_bytes``, the bytes of ``M_F`` that an explicit memory
+    model such as ``optimize --memory-model`` gives) and, with presets, a plain number as large as
+    a byte count.
 
     Example:
         >>> from ppverify.core.placement import loop
@@ -334,14 +389,26 @@ def resolve_memory_cap(
         value = float(spec.amount * one)
     if not math.isfinite(value) or value <= 0 or value > MAX_NUMBER * max(unit, 1.0):
         raise ParameterError(option, raw, f"must be a finite number > 0 and at most {MAX_NUMBER:g} activations")
-    if value < mf * (1 - 1e-9):
+    least = min(a for a in costs.activation if a > 0)
+    if value < least * (1 - 1e-9):
         raise ParameterError(
             option,
             raw,
-            f"is below one stage activation ({_num(value / unit)} < {_num(mf / unit)} activations): "
+            f"is below one stage activation ({_num(value / unit)} < {_num(least / unit)} activations): "
             "no forward could start",
         )
-    return MemoryCap(value, value / unit, value / mf, 1.0 / placement.share_per_stage, costs.memory_unit, raw)
+    if value < mf * (1 - 1e-9):  # some stages' forwards fit, the largest stage's never do
+        top = costs.activation.index(mf)
+        raise ParameterError(
+            option,
+            raw,
+            f"is below the largest stage's activation ({_num(value / unit)} < {_num(mf / unit)} "
+            f"activation{'' if mf == unit else 's'}, stage {top}): its forwards could never run",
+        )
+    return MemoryCap(
+        value, value / unit, value / mf, 1.0 / placement.share_per_stage, costs.memory_unit, raw,
+        _uneven_stages(costs, placement),
+    )  # fmt: skip
 
 
 def parse_memory_cap(

@@ -228,7 +228,8 @@ def memory_window_idle(inst: Instance, deadline: Deadline | None = None) -> list
         tw = inst.dur[w0] if w0 is not None else 0
         act = inst.alloc[f0]
         held_after_g = act - inst.free[g0] if w0 is not None else 0
-        k = m if inst.cap is None else min(m, inst.cap // act)
+        # a stage holding no activation (0 layers) is bounded by no cap: every forward fits
+        k = m if inst.cap is None or act == 0 else min(m, inst.cap // act)
         if k < 1:
             out.append(0)  # infeasible cap; reported elsewhere
             continue

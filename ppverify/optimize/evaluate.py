@@ -249,7 +249,8 @@ def evaluate(
 
 def cap_breach(inst: Instance, order: Sequence[Sequence[int]]) -> str:
     """Where running ``order`` breaks the instance's cap: the first device over it, its peak and
-    the cap in words; "" when no cap or the order keeps it.
+    the cap as ``verify`` words a breach (:func:`~ppverify.core.memory_cap.held_and_cap`: digits
+    enough to tell them apart); "" when no cap or the order keeps it.
 
     Example:
         >>> from ppverify.schedules import build
@@ -260,16 +261,16 @@ def cap_breach(inst: Instance, order: Sequence[Sequence[int]]) -> str:
     """
     if inst.cap is None:
         return ""
-    from ..core.memory_cap import cap_from_value
+    from ..core.memory_cap import held_and_cap, printed_unit
 
     pr = inst.problem
+    one = printed_unit(pr.costs, pr.placement)
     for d, peak in enumerate(order_peaks(inst, order)):
         if peak > inst.cap:
-
-            def words(x: int) -> str:
-                return cap_from_value(float(x * inst.mem_unit), pr.costs, pr.placement).describe().removeprefix("cap ")
-
-            return f"device {d} holds {words(peak)} at its peak, over the cap {words(inst.cap)}"
+            held, cap = held_and_cap(
+                peak * inst.mem_unit / one, inst.cap * inst.mem_unit / one, pr.costs.memory_unit, True
+            )
+            return f"device {d} holds {held} at its peak, over the cap {cap}"
     return ""
 
 

@@ -212,6 +212,8 @@ def memory_precedences(inst: Instance, ops: list[int], pos: dict[Op, int]) -> li
     fpos = [pos[Op(F, s, mb)] for mb in mbs]
     gpos = [pos.get(Op(I, s, mb), pos.get(Op(B, s, mb))) for mb in mbs]
     assert inst.cap is not None  # called under a cap only
+    if inst.alloc[fpos[0]] == 0:  # a stage holding nothing (0 layers): the cap orders none of its ops
+        return []
     k = inst.cap // inst.alloc[fpos[0]]
     pairs: list[tuple[int, int]] = []
     for j in range(k, len(mbs)):

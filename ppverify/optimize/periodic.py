@@ -70,7 +70,21 @@ def building_block(
     if len(set(dag.schedule.pipe_of_mb)) != 1:
         return None
     mine = inst.mb_members[dag.ops[0].mb]
-    order = sorted(mine, key=lambda i: (w_last and dag.ops[i].kind == W, head[i], i))
+    order: list[int] = []
+    seen: set[int] = set()
+
+    def take(i: int) -> None:
+        # at equal heads (a stage of 0 layers takes no time) an op could sort before its input:
+        # its inputs are taken first (the recursion is as deep as a chain of such ops)
+        if i not in seen:
+            seen.add(i)
+            for q in dag.pred[i]:
+                if q >= 0:
+                    take(q)
+            order.append(i)
+
+    for i in sorted(mine, key=lambda i: (w_last and dag.ops[i].kind == W, head[i], i)):
+        take(i)
     placed: dict[int, list[tuple[Fraction, int]]] = {}
     at: dict[int, Fraction] = {}
     for i in order:

@@ -30,10 +30,10 @@ import z3
 
 from ..core.costs import CostModel, scaled_memory_deltas
 from ..core.dag import StepDAG
-from ..core.memory_cap import printed_unit
+from ..core.memory_cap import held_and_cap, printed_unit
 from ..core.ops import Op
 from ..core.placement import Placement
-from ..core.sizes import format_apart, format_bytes_apart
+from ..core.sizes import format_apart
 from .report import Violation
 from .smt import decide, exact_fraction, load, minimize_core, num, plain_solver
 
@@ -198,28 +198,10 @@ def _explain(
     level = Fraction(sum(a for _, a in live), scale)
     starter = dag.ops[next((i for i in slots[k] if ints[i][0]), slots[k][0])]  # the forward that allocates
     one = printed_unit(costs, dag.schedule.placement)
-    held_txt, capped = _held_and_cap(level / one, _frac(cap) / one, costs.memory_unit)
+    held_txt, capped = held_and_cap(level / one, _frac(cap) / one, costs.memory_unit)
     return Violation(
         "memory",
         "activation memory <= cap at every instant",
         f"device {d} holds {held_txt} when {starter} starts (cap {capped})",
         ops,
     )
-
-
-def _held_and_cap(level: Fraction, cap: Fraction, unit: str) -> tuple[str, str]:
-    """The held amount and the cap as text (bytes, or activations of a device's share): bytes as
-    GiB with enough digits to tell them apart, activations as numbers told apart as well.
-
-    Example:
-        >>> _held_and_cap(Fraction(47815065600), Fraction(47815065599), "bytes")
-        ('44.53125 GiB', '44.531249999 GiB')
-        >>> _held_and_cap(Fraction(4), Fraction(3), "activations")
-        ('4 activations', '3')
-        >>> _held_and_cap(Fraction(4), Fraction("3.9999999999"), "activations")
-        ('4 activations', '3.9999999999')
-    """
-    if unit == "bytes":
-        return format_bytes_apart(float(level), float(cap))
-    held, capped = format_apart([level, cap], unit)
-    return f"{held} activation{'' if level == 1 else 's'}", capped
