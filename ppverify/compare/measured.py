@@ -220,13 +220,23 @@ def fill_from_trace(points: Sequence[PointResult], trace: Sequence[str], unit_s:
         r = pt.level(MEASURED)
         if r is None or r.status not in (PENDING, "not applicable"):
             continue
-        res = LevelResult(MEASURED, "not applicable", note=f"not the schedule of the trace {', '.join(trace)}")
+        why, imported = "", None
         try:
             schedule = build_entry(pt.entry, pt.config.p, pt.config.m)
-            imported = import_step(traces, rec, schedule) if schedule.p == len(traces) else None
-        except PPVerifyError:
-            imported = None
-        if imported is not None and not schedule_differences(schedule, imported.schedule):
+            if schedule.p != len(traces):
+                why = f"{schedule.describe()} has p={schedule.p}, the trace {len(traces)} ranks"
+            else:
+                imported = import_step(traces, rec, schedule)
+                diffs = schedule_differences(schedule, imported.schedule)
+                why = f"{schedule.describe()}, {diffs[0]}" if diffs else ""
+        except PPVerifyError as exc:
+            why = str(exc)
+        # "profiler trace ..." marks the level as read from the trace (its legend, its semantics),
+        # and the note says why this point is not the schedule that ran (before: only that it is not)
+        res = LevelResult(
+            MEASURED, "not applicable", note=f"profiler trace {', '.join(trace)}: not the schedule it ran ({why})"
+        )
+        if imported is not None and not why:
             scale = unit_s if pt.config.abstract else 1.0
             tl = imported.timeline
             note = (

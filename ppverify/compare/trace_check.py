@@ -69,7 +69,8 @@ def prediction_errors(measured: Timeline, predicted: Timeline) -> dict[str, Any]
     """Relative errors of a prediction against a measured timeline
     (:func:`~ppverify.views.run_report.prediction_error`, ``(predicted - measured) / measured``;
     ``None`` where nothing was measured): ``step`` (makespan), ``kind`` (total duration of each op
-    kind the prediction has), ``rank`` (end of each rank's last op).
+    kind the prediction has; each op of an overlapped F&B cell counts the whole cell on both
+    sides, as the engines time it and the import reads it), ``rank`` (end of each rank's last op).
 
     Example:
         >>> from ppverify.schedules import build
@@ -141,6 +142,34 @@ def _unpredicted(recorded: Schedule, target: Schedule, fitted: bool) -> str:
     return ""
 
 
+def _other_ops(recorded: Schedule, target: Schedule) -> str:
+    """Why a step that ran other stages or ops than ``target`` gets no error against its
+    prediction ("" when it ran the same ops, in any order): it is another schedule's time.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> _other_ops(build("1f1b", p=2, m=4), build("gpipe", p=2, m=4))
+        ''
+        >>> _other_ops(build("zbv", p=2, m=4), build("1f1b", p=2, m=4))
+        'the trace ran 4 stages, the schedule has 2 (another schedule: give the one that ran)'
+        >>> _other_ops(build("zb-h1", p=2, m=4), build("1f1b", p=2, m=4))
+        'the trace ran other ops than the schedule (16 not in it, 8 of it missing: another schedule; give the one that ran)'
+    """
+    if recorded.num_stages != target.num_stages:
+        return (
+            f"the trace ran {recorded.num_stages} stages, the schedule has {target.num_stages} (another schedule: "
+            "give the one that ran)"
+        )
+    ran = {str(o) for r in range(recorded.p) for o in recorded.ops(r)}
+    meant = {str(o) for r in range(target.p) for o in target.ops(r)}
+    if ran == meant:
+        return ""
+    return (
+        f"the trace ran other ops than the schedule ({len(ran - meant)} not in it, {len(meant - ran)} of it missing: "
+        "another schedule; give the one that ran)"
+    )
+
+
 def recorded_program(traces: Sequence[Any], step: int, recorded: Schedule) -> Schedule | None:
     """The step as PyTorch's runtime issued it: each rank's host-side actions of ``step`` in start
     order, SEND/RECV posts and markers (UNSHARD, RESHARD, REDUCE_GRAD) included, as the actions a
@@ -167,12 +196,19 @@ def recorded_program(traces: Sequence[Any], step: int, recorded: Schedule) -> Sc
 
     if recorded.placement.num_pipes != 1:
         return None
+    from ..core.errors import ScheduleFileError
+    from ..io.profiler_trace import LEGACY_ACTION
+
     programs = []
     for t in traces:
-        try:
-            programs.append(tuple(parse_action(a.name) for a in step_host_actions(t, step)))
-        except ActionSyntaxError:  # Forward i / Backward i: no SEND/RECV recorded either
+        acts = step_host_actions(t, step)
+        if any(LEGACY_ACTION.match(a.name) for a in acts):  # Forward i / Backward i: no SEND/RECV either
             return None
+        try:
+            programs.append(tuple(parse_action(a.name, compact=False) for a in acts))
+        except ActionSyntaxError as exc:  # read_rank_trace refuses these; a RankTrace built by hand
+            # any other name dropped the whole step to its compute order: a wrong VALID
+            raise ScheduleFileError(t.path, "traceEvents", f"range PP:{exc}") from None
     actions = [a for prog in programs for a in prog]
     if not any(isinstance(a, (Comm, Marker)) for a in actions):
         return None
@@ -277,14 +313,18 @@ def measured_beside(inputs: Sequence[Any], predicted: Timeline, step: int | None
     """
     from ..io.profiler_trace import read_traces
     from ..io.trace_step import recorded_step
-    from ..measure.trace_import import import_step, schedule_differences
+    from ..measure.trace_import import import_step, schedule_differences, step_events
 
     traces = read_traces(inputs)
     rec = recorded_step(traces, step)
-    imported = import_step(traces, rec, predicted.schedule)
-    diffs = schedule_differences(predicted.schedule, imported.schedule)
+    target = predicted.schedule
+    stages = 1 + max((e.stage for evs in step_events(rec, traces, target) for e in evs if e.kind in KINDS), default=-1)
+    # a trace of more stages than the schedule has is read as it ran (the schedule has no place
+    # for them), and another schedule's time: no error against it, as compare says not applicable
+    imported = import_step(traces, rec, target if stages <= target.num_stages else None)
+    diffs = schedule_differences(target, imported.schedule)
     # a step of other microbatches than the schedule's is another step's time: no error against it
-    unpredicted = _unpredicted(imported.schedule, predicted.schedule, fitted=False)
+    unpredicted = _unpredicted(imported.schedule, target, fitted=False) or _other_ops(imported.schedule, target)
     return {
         "makespan": imported.timeline.makespan,
         "step": rec.step,
@@ -364,8 +404,9 @@ def _microbatches_ran(recorded: Schedule, given: bool = True) -> str:
     mbs = {o.mb for r in range(recorded.p) for o in recorded.ops(r)}
     if not mbs or len(mbs) == recorded.m:
         return ""
-    if not given:  # the count came from the trace's SEND/RECV ranges
-        return f" (SEND/RECV ranges name microbatches 0..{recorded.m - 1}; {len(mbs)} ran compute ops)"
+    if not given:  # the count is the highest microbatch a compute or SEND/RECV range names
+        ran = f"0..{max(mbs)}" if mbs == set(range(max(mbs) + 1)) else f"{len(mbs)} of them"
+        return f" (the step's ranges name microbatches up to {recorded.m - 1}; compute ops ran for {ran})"
     return (
         f" (the schedule's; microbatches {min(mbs)}..{max(mbs)} ran)"
         if mbs == set(range(min(mbs), max(mbs) + 1))

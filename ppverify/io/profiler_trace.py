@@ -27,17 +27,16 @@ clock. Bad files raise :class:`~ppverify.core.errors.ScheduleFileError` naming t
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import re
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import ScheduleFileError
+from .trace_input import check_action, check_digits, correlation, gunzip, no_overlapping_compute, shorten
 
 #: how to record actions, said when a trace has none
 HOW_TO_RECORD = (
@@ -47,7 +46,15 @@ HOW_TO_RECORD = (
     "(or `ppverify measure --profile DIR`)"
 )
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
+#: largest trace read, as a file and as the JSON text a ``.json.gz`` expands to: a GPU job's
+#: trace of one rank (kernels, shapes) outgrows the 64 MiB of every other file ppverify reads
+MAX_TRACE_BYTES = 256 * 2**20
+#: a ``ts`` of at most this many microseconds (3,000 years from the epoch), a ``dur`` of at most
+#: ``MAX_DUR_US`` (11.6 days): beyond them a number is not a time any profiler writes
+MAX_TS_US, MAX_DUR_US = 1e17, 1e12
 _LEGACY = re.compile(r"(Forward|Backward) (\d+)$")
+#: the older schedule classes' ``Forward i`` / ``Backward i`` ranges
+LEGACY_ACTION = _LEGACY
 #: a compute action (F, B, I, W, an overlapped cell, or the older classes' Forward i / Backward i)
 COMPUTE_ACTION = re.compile(r"(\d+[FBIW]\d+|\(.*\)OVERLAP_F_B|(Forward|Backward) \d+)$")
 _P2P_HOST = ("gloo:send", "gloo:recv", "nccl:send", "nccl:recv")
@@ -132,20 +139,15 @@ def load_json(path: str | Path) -> dict[str, Any]:
         >>> load_json("/nonexistent/rank0.json")
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ScheduleFileError: /nonexistent/rank0.json: cannot read the trace (No such file or directory)
+        ppverify.core.errors.ScheduleFileError: /nonexistent/rank0.json: file not found
     """
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ScheduleFileError(str(path), "", f"cannot read the trace ({exc.strerror})") from None
+    from ..core.files import read_bytes
+
+    raw = read_bytes(path, MAX_TRACE_BYTES)
     if not raw.strip():
         raise ScheduleFileError(str(path), "", "empty file: no trace")
     if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise ScheduleFileError(str(path), "", f"corrupt or truncated gzip data ({exc})") from None
+        raw = gunzip(str(path), raw, MAX_TRACE_BYTES)
     try:
         data = json.loads(raw)
     except UnicodeDecodeError:
@@ -220,6 +222,7 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
     launches: dict[Any, float] = {}
     collectives: list[Span] = []
     threads: dict[tuple[Any, Any], list[tuple[Span, int]]] = {}  # host compute ranges per thread
+    step_at: dict[int, int] = {}  # step number -> its event's index
     for k, ev in enumerate(data["traceEvents"]):
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
@@ -229,6 +232,10 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
         try:
             start = float(ev["ts"])
             dur = float(ev.get("dur", 0.0))
+        except OverflowError:  # an integer past any float (10**400)
+            raise ScheduleFileError(
+                path, f"traceEvents[{k}]", f"event {shorten(name)} has a ts/dur out of range (past any float)"
+            ) from None
         except (KeyError, TypeError, ValueError):
             raise ScheduleFileError(path, f"traceEvents[{k}]", f"event {name!r} has no numeric ts/dur") from None
         if (
@@ -239,6 +246,13 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
             raise ScheduleFileError(
                 path, f"traceEvents[{k}]", f"event {name!r} has a ts/dur that is not a finite number"
             )
+        if abs(start) > MAX_TS_US or dur > MAX_DUR_US:  # 1e300 printed as 300 digits in a message, later
+            raise ScheduleFileError(
+                path,
+                f"traceEvents[{k}]",
+                f"event {shorten(name)} has ts {start:.6g} us and dur {dur:.6g} us: out of range (ts at most "
+                f"{MAX_TS_US:g} us from the epoch, dur at most {MAX_DUR_US:g} us)",
+            )
         if dur < 0:  # an end before the start would time the op as 0 and fit nonsense costs
             raise ScheduleFileError(path, f"traceEvents[{k}]", f"event {name!r} has a negative duration ({dur:g} us)")
         if "dur" not in ev and _is_read(name, cat):  # timed as 0 it fitted a cost of 0
@@ -248,16 +262,17 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
         end = start + dur
         if cat == "kernel":
             if "nccl" in name.lower():
-                corr = ev.get("args", {}).get("correlation") if isinstance(ev.get("args"), dict) else None
+                corr = correlation(path, k, ev)
                 span = Span(name, start, end, _nbytes(ev.get("args")))
                 kernels.append((span, corr))
                 if "allreduce" in name.lower():
                     collectives.append(span)
             continue
         if cat in ("cuda_runtime", "cuda_driver") and isinstance(ev.get("args"), dict) and "correlation" in ev["args"]:
-            launches[ev["args"]["correlation"]] = start
+            launches[correlation(path, k, ev)] = start
             continue
         if name.startswith("PP:") or _LEGACY.match(name):
+            check_action(path, k, name[3:]) if name.startswith("PP:") else check_digits(path, k, name)
             span = Span(name[3:] if name.startswith("PP:") else name, start, end)
             (dev_pp if cat == "gpu_user_annotation" else host_pp).append(span)
             if cat != "gpu_user_annotation" and COMPUTE_ACTION.match(span.name):
@@ -265,12 +280,22 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
         elif name.startswith("ProfilerStep#"):
             m = _STEP.match(name)
             if m and cat != "gpu_user_annotation":
-                steps.append((int(m.group(1)), start, end))
+                check_digits(path, k, name)
+                n = int(m.group(1))
+                if n in step_at:  # two steps of one number: which holds an action is a guess
+                    raise ScheduleFileError(
+                        path,
+                        f"traceEvents[{k}]",
+                        f"{name} recorded twice (also traceEvents[{step_at[n]}]): one profiler session numbers each "
+                        "step once (two sessions' traces merged?)",
+                    )
+                step_at[n] = k
+                steps.append((n, start, end))
         elif name.startswith(_P2P_HOST):
             works.append(Span(name, start, end, _nbytes(ev.get("args"))))
         elif name.startswith(_COLLECTIVE_HOST):
             collectives.append(Span(name, start, end))
-    _no_overlapping_compute(path, threads)
+    no_overlapping_compute(path, threads)
     host_pp.sort(key=lambda s: s.start)
     dev_pp.sort(key=lambda s: s.start)
     starts = [s.start for s in host_pp]
@@ -315,33 +340,6 @@ def _is_read(name: str, cat: Any) -> bool:
     if cat == "kernel":
         return "nccl" in name.lower()
     return name.startswith(("PP:", "ProfilerStep#", *_P2P_HOST, *_COLLECTIVE_HOST)) or bool(_LEGACY.match(name))
-
-
-def _no_overlapping_compute(path: str, threads: dict[tuple[Any, Any], list[tuple[Span, int]]]) -> None:
-    """Refuse two host-side compute ranges of one thread that overlap: the runtime runs one action
-    at a time on its thread, so such a file is not one job's trace (two merged, or edited), and
-    reading it would verify an order that did not run and fit costs from the overlap.
-
-    Example:
-        >>> _no_overlapping_compute("r0.json", {(1, 1): [(Span("0F0", 0.0, 10.0), 3), (Span("0F1", 5.0, 15.0), 4)]})
-        Traceback (most recent call last):
-        ...
-        ppverify.core.errors.ScheduleFileError: r0.json: traceEvents[4]: PP:0F1 starts at 5.000 us while PP:0F0 (traceEvents[3], 0.000 to 10.000 us) still runs on the same thread (times from the file's first compute range); the runtime runs one action at a time, so this is not one job's trace
-    """
-    # a profiler's stamps are microseconds since an epoch (about 5e12): from the first range, so
-    # that the overlap reads (not "5.31863e+12 to 5.31863e+12 us")
-    t0 = min((sp.start for spans in threads.values() for sp, _ in spans), default=0.0)
-    for spans in threads.values():
-        spans.sort(key=lambda x: (x[0].start, -x[0].end))
-        for (a, ka), (b, kb) in zip(spans, spans[1:]):
-            if b.start < a.end:
-                raise ScheduleFileError(
-                    path,
-                    f"traceEvents[{kb}]",
-                    f"PP:{b.name} starts at {b.start - t0:.3f} us while PP:{a.name} (traceEvents[{ka}], "
-                    f"{a.start - t0:.3f} to {a.end - t0:.3f} us) still runs on the same thread (times from the "
-                    "file's first compute range); the runtime runs one action at a time, so this is not one job's trace",
-                )
 
 
 def _rank_from_name(path: str) -> int:
@@ -420,6 +418,13 @@ def read_traces(inputs: Sequence[str | Path]) -> list[RankTrace]:
             raise ScheduleFileError(
                 t.path, "distributedInfo.rank", f"rank {t.rank} is outside world size {world} (ranks 0..{world - 1})"
             )
+    if world > 2 * len(by_rank) + 8:  # far more ranks than files (10**12): not a few missing to list
+        raise ScheduleFileError(
+            traces[0].path,
+            "distributedInfo.world_size",
+            f"{world} ranks, but {len(by_rank)} trace file{'s' if len(by_rank) != 1 else ''} given: give one file "
+            "per rank of the job (or these files are not its traces)",
+        )
     missing = [r for r in range(world) if r not in by_rank]
     if missing or len(by_rank) != world:
         where = Path(traces[0].path).parent

@@ -98,6 +98,7 @@ def _step_numbers(trace: RankTrace) -> tuple[list[int | None], list[int | None]]
             inside = i >= 0 and a.start <= trace.steps[i][2]
             host_steps.append(trace.steps[i][0] if inside else None)
     else:
+        _same_occurrences(trace)
         seen: dict[str, int] = defaultdict(int)
         host_steps = []
         for a in host:
@@ -128,6 +129,40 @@ def _step_numbers(trace: RankTrace) -> tuple[list[int | None], list[int | None]]
         count[a.name] += 1
         out.append(by_name[a.name][k])
     return host_steps, out
+
+
+def _same_occurrences(trace: RankTrace) -> None:
+    """Refuse a trace without ``ProfilerStep`` ranges whose actions do not all occur equally
+    often: the k-th occurrence is step k only when none was dropped, and one missing record would
+    shift every later occurrence of its action into the next step (a wrong time, or a refusal
+    that blames the clocks).
+
+    Example:
+        >>> sp = lambda n, t: Span(n, t, t + 1.0)
+        >>> t = RankTrace("r1", 1, 2, "h", "host", (), (sp("1F3", 0), sp("1B3", 2), sp("1F3", 5)), (), (), ())
+        >>> _same_occurrences(t)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: r1: PP:1B3: recorded 1 time, PP:1F3 2 times: without ProfilerStep ranges the k-th occurrence of each action is step k, so a dropped record would shift its action's later occurrences into the next step (record with a profiler schedule and prof.step(), or the whole trace again)
+    """
+    counts: dict[str, int] = defaultdict(int)
+    for a in trace.host_actions:
+        counts[a.name] += 1
+    if len(set(counts.values())) <= 1:
+        return
+    few = min(counts, key=lambda n: (counts[n], n))
+    many = max(counts, key=lambda n: (counts[n], n))
+
+    def times(n: int) -> str:
+        return f"{n} time{'s' if n != 1 else ''}"
+
+    raise ScheduleFileError(
+        trace.path,
+        f"PP:{few}",
+        f"recorded {times(counts[few])}, PP:{many} {times(counts[many])}: without ProfilerStep ranges the k-th "
+        "occurrence of each action is step k, so a dropped record would shift its action's later occurrences into "
+        "the next step (record with a profiler schedule and prof.step(), or the whole trace again)",
+    )
 
 
 def step_host_actions(trace: RankTrace, step: int) -> list[Span]:
@@ -227,6 +262,15 @@ def recorded_step(traces: Sequence[RankTrace], step: int | None = None, clock: s
     """
     if clock not in CLOCKS:
         raise ParameterError("clock", clock, f"expected one of {', '.join(CLOCKS)}")
+    with_steps = [t for t in traces if t.steps]
+    bare = next((t for t in traces if not t.steps), None)
+    if with_steps and bare is not None:  # numbered by occurrence, its steps would not match theirs
+        raise ScheduleFileError(
+            bare.path,
+            "ProfilerStep",
+            f"rank {bare.rank}'s trace has no ProfilerStep ranges while rank {with_steps[0].rank}'s has them: record "
+            "every rank with the same profiler schedule, calling prof.step() after each step",
+        )
     split = [_split(t) for t in traces]
     acts = [a for a, _ in split]
     common = set(acts[0])

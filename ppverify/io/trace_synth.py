@@ -110,7 +110,9 @@ def synthetic_traces(
                     acts.append(
                         (s, e, _comm_name(kind, "RECV", dst_op.stage, dst_op.mb), 24, "ncclDevKernel_SendRecv", nb)
                     )
-            acts.sort(key=lambda a: (a[0], a[2]))
+            # at equal times in PyTorch's issue order: a SEND of the op before, then the RECV of
+            # the op's input, then the op (by name, a consumer sorted before its RECV: INVALID)
+            acts.sort(key=lambda a: (a[0], _issue_rank(a[2]), a[2]))
             step_start = base - 40.0
             evs.append(
                 _x("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", base - 30.0, 25.0, 24, {"correlation": -1 - k})
@@ -151,6 +153,17 @@ def synthetic_traces(
             }
         )
     return out
+
+
+def _issue_rank(action: str) -> int:
+    """Where an action stands among those of one time in PyTorch's issue order: sends, then
+    receives, then the rest (the ops, whose inputs the receives bring).
+
+    Example:
+        >>> sorted(["0F1", "0RECV_F1", "0SEND_F0"], key=lambda a: (_issue_rank(a), a))
+        ['0SEND_F0', '0RECV_F1', '0F1']
+    """
+    return 0 if "SEND_" in action else 1 if "RECV_" in action else 2
 
 
 def _reduced_stages(timeline: Timeline) -> list[int | None]:

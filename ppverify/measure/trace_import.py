@@ -8,8 +8,10 @@ same :func:`~ppverify.measure.record.to_timeline` turns them into a ``measured``
   classes, one stage per rank, need the schedule) is op ``sKm``. Device-side ranges are the op
   as the GPU ran it. A host-side range also holds the wait for its input, so the op starts at the
   later of its range's start and the arrival of that input: the end of the receive work posted by
-  ``sRECV_Fm`` (for F) or ``sRECV_Bm`` (for B and I) of the same step. An overlapped action
-  ``(a;b)OVERLAP_F_B`` is split into its sub-actions in equal shares;
+  ``sRECV_Fm`` (for F) or ``sRECV_Bm`` (for B and I) of the same step. Each op of an
+  overlapped action ``(a;b)OVERLAP_F_B`` spans the whole cell, as the engines time a cell (so an
+  error by kind compares like with like); :func:`fitted_costs` fits costs from the ops that ran
+  on their own;
 * ``sSEND_Fm`` / ``sSEND_Bm`` are sends posted at the range's start; ``RECV`` posts likewise;
 * on host-side ranges, a send posted from inside an op's range (the two-pipe runner sends from within the op) ends
   the op there;
@@ -24,12 +26,12 @@ Ranks read on one host's clock are checked for causality across ranks (:func:`ch
 from __future__ import annotations
 
 import re
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.costs import KINDS, CostModel
 from ..core.errors import ParameterError, ScheduleFileError
+from ..core.limits import check_stages_mbs
 from ..core.ops import Op
 from ..core.placement import Placement, placement_from_map
 from ..core.schedule import Schedule
@@ -37,6 +39,7 @@ from ..core.timeline import Timeline, TimelineInfo
 from ..io.profiler_trace import RankTrace
 from ..io.trace_step import RecordedStep
 from .record import Event, to_timeline
+from .trace_costs import boundary_bytes_of, fitted_costs, overlapped_ops
 
 _COMM_KINDS = ("SEND_F", "SEND_B", "RECV_F", "RECV_B")
 _COMPUTE = re.compile(r"(\d+)([FBIW])(\d+)$")
@@ -123,27 +126,32 @@ def step_events(step: RecordedStep, traces: Sequence[RankTrace], given: Schedule
                 name = f"{stage}{'F' if lm.group(1) == 'Forward' else 'B'}{lm.group(2)}"
             om = _OVERLAP.match(name)
             subs = om.group(1).split(";") if om else [name]
-            width = (a.end - a.start) / len(subs)
-            for k, sub in enumerate(subs):
+            # an overlapped cell's ops each span the whole cell, as the engines time them (one
+            # convention on both sides of a prediction error; fitted_costs leaves them out)
+            start, end = a.start, a.end
+            # a host range also holds the wait for the input of its first op, which the cell
+            # runs first (a later op's wait falls inside the cell, as the runtime runs it)
+            for sub in subs[:1]:
+                cm = _COMPUTE.match(sub)
+                if cm and step.side == "host" and cm.group(2) != "W":
+                    s, kind, mb = int(cm.group(1)), cm.group(2), int(cm.group(3))
+                    wait = arrival.get(("F" if kind == "F" else "B", s, mb))
+                    if wait is not None:
+                        if wait > end + _TOLERANCE_US:  # clamped, it timed the op as 0
+                            path = traces[rank].path if rank < len(traces) else "trace"
+                            raise ScheduleFileError(
+                                path,
+                                f"PP:{a.name}",
+                                f"the receive posted by {s}RECV_{'F' if kind == 'F' else 'B'}{mb} completes at "
+                                f"{wait / 1000:.3f} ms, after {sub} ended at {end / 1000:.3f} ms (from the step's "
+                                "start): an op cannot end before its input arrives, so the receive's record is "
+                                "wrong (a truncated or edited trace)",
+                            )
+                        start = min(max(start, wait), end)
+            for sub in subs:
                 cm = _COMPUTE.match(sub)
                 if cm:
-                    s, kind, mb = int(cm.group(1)), cm.group(2), int(cm.group(3))
-                    start, end = a.start + k * width, a.start + (k + 1) * width
-                    if step.side == "host" and k == 0:
-                        wait = arrival.get(("F" if kind == "F" else "B", s, mb))
-                        if kind != "W" and wait is not None:
-                            if wait > end + _TOLERANCE_US:  # clamped, it timed the op as 0
-                                path = traces[rank].path if rank < len(traces) else "trace"
-                                raise ScheduleFileError(
-                                    path,
-                                    f"PP:{a.name}",
-                                    f"the receive posted by {s}RECV_{'F' if kind == 'F' else 'B'}{mb} completes at "
-                                    f"{wait / 1000:.3f} ms, after {sub} ended at {end / 1000:.3f} ms (from the step's "
-                                    "start): an op cannot end before its input arrives, so the receive's record is "
-                                    "wrong (a truncated or edited trace)",
-                                )
-                            start = min(max(start, wait), end)
-                    evs.append(Event(kind, s, mb, _ns(start), _ns(end)))
+                    evs.append(Event(cm.group(2), int(cm.group(1)), int(cm.group(3)), _ns(start), _ns(end)))
                     continue
                 mm = _COMM.match(sub)
                 if mm:
@@ -212,11 +220,19 @@ def recorded_schedule(
     if not owner:
         raise ScheduleFileError(path, "traceEvents", "no compute actions (F, B, I, W) in the step")
     S = max(owner) + 1
+    # the size the ranges imply, checked before anything of it is allocated (docs/limits.md)
+    r, e = next(
+        (r, e) for r, evs in enumerate(events) for e in evs if e.mb == mbs - 1 and e.kind in KINDS + _COMM_KINDS
+    )
+    check_stages_mbs(S, mbs, f"{path}: rank {r}'s PP:{e.stage}{e.kind}{e.mb}", held=sum(len(p) for p in progs))
     stage_rank = []
     for s in range(S):
         ranks = sorted(owner.get(s, ()))
         if len(ranks) != 1:
             where = f"ran on ranks {ranks}" if ranks else "never ran"
+            if not ranks:  # the stages are counted up to the highest one named: say which range named it
+                r, e = next((r, e) for r, evs in enumerate(events) for e in evs if e.stage == S - 1)
+                where += f", yet rank {r} recorded PP:{e.stage}{e.kind}{e.mb} (stages 0..{S - 1})"
             raise ScheduleFileError(path, f"stage {s}", f"{where}; give --schedule to read a two-pipe or partial trace")
         stage_rank.append(ranks[0])
     placement: Placement = placement_from_map(p, stage_rank)
@@ -376,77 +392,6 @@ def schedule_differences(given: Schedule, recorded: Schedule) -> list[str]:
     return out
 
 
-def fitted_costs(
-    events: Sequence[Sequence[Event]], placement: Placement, boundary_bytes: Sequence[float] = ()
-) -> CostModel:
-    """Op costs fitted from a step: the median duration of each stage's ops of each kind, in
-    seconds (a kind never recorded: B = I + W, I = W = B / 2, F from B / 2; zero if none).
-
-    Example:
-        >>> from ppverify.core.placement import linear
-        >>> ev = [[Event("F", 0, 0, 0, 10**7), Event("F", 0, 1, 0, 3 * 10**7), Event("B", 0, 0, 0, 4 * 10**7)]]
-        >>> c = fitted_costs(ev, linear(1))
-        >>> c.duration["F"], c.duration["B"], c.duration["I"]
-        ((0.02,), (0.04,), (0.02,))
-    """
-    S = placement.num_stages
-    per: dict[tuple[str, int], list[float]] = {}
-    for evs in events:
-        for e in evs:
-            if e.kind in KINDS:
-                per.setdefault((e.kind, e.stage), []).append((e.end_ns - e.start_ns) / 1e9)
-    dur: dict[str, list[float]] = {k: [] for k in KINDS}
-    for s in range(S):
-        med = {k: statistics.median(per[(k, s)]) for k in KINDS if (k, s) in per}
-        if "B" not in med and "I" in med and "W" in med:
-            med["B"] = med["I"] + med["W"]
-        if "B" in med:
-            med.setdefault("I", med["B"] / 2)
-            med.setdefault("W", med["B"] / 2)
-        med.setdefault("F", med.get("B", 0.0) / 2)
-        med.setdefault("B", 2 * med["F"])
-        med.setdefault("I", med["B"] / 2)
-        med.setdefault("W", med["B"] / 2)
-        for k in KINDS:
-            dur[k].append(float(med[k]))
-    share = placement.share_per_stage
-    bb = tuple(float(x) for x in boundary_bytes) if len(boundary_bytes) == max(S - 1, 0) else (0.0,) * max(S - 1, 0)
-    return CostModel(
-        duration={k: tuple(v) for k, v in dur.items()},
-        activation=(share,) * S,
-        freed_by_I=(0.0,) * S,
-        boundary_bytes=bb,
-        weight_bytes=(0.0,) * S,
-        time_unit="s",
-        label="fitted from the trace (median per stage and kind)",
-    )
-
-
-def boundary_bytes_of(step: RecordedStep, num_stages: int) -> tuple[float, ...]:
-    """Bytes of each stage boundary from the recorded shapes of the step's sends (the largest
-    seen; 0 where none was recorded).
-
-    Example:
-        >>> from ppverify.io.profiler_trace import Span, Transfer
-        >>> st = RecordedStep(0, (0,), (1.0,), "shared", (0.0,), "host", ((),), ((Transfer("0SEND_F0", Span("gloo:send", 0, 1, 128.0)),),), 0.0)
-        >>> boundary_bytes_of(st, 2)
-        (128.0,)
-    """
-    out = [0.0] * max(num_stages - 1, 0)
-    for trs in step.transfers:
-        for t in trs:
-            m = _COMM.match(t.action)
-            if not m:
-                continue
-            s = int(m.group(1))
-            b = s if m.group(3) == "F" else s - 1
-            if m.group(2) == "RECV":
-                b = s - 1 if m.group(3) == "F" else s
-            if 0 <= b < len(out):
-                out[b] = max(out[b], t.span.nbytes)
-    return tuple(out)
-
-
 def import_step(
     traces: Sequence[RankTrace], step: RecordedStep, given: Schedule | None = None, costs: CostModel | None = None
 ) -> ImportedStep:
@@ -468,11 +413,15 @@ def import_step(
         0.178
     """
     events = step_events(step, traces, given)
+    if given is not None:
+        _stages_in(events, given, traces)
     check_causality(events, step, traces)
     path = traces[0].path if traces else "trace"
     schedule = recorded_schedule(events, given, path)
     if costs is None:
-        costs = fitted_costs(events, schedule.placement, boundary_bytes_of(step, schedule.num_stages))
+        costs = fitted_costs(
+            events, schedule.placement, boundary_bytes_of(step, schedule.num_stages), overlapped_ops(step)
+        )
     elif costs.num_stages != schedule.num_stages:
         raise ParameterError(
             "costs", costs.label or "custom", f"describe {costs.num_stages} stages; the trace has {schedule.num_stages}"
@@ -480,6 +429,30 @@ def import_step(
     info = TimelineInfo(compute=f"trace ({step.side}-side)", runner="profiler trace", clock=step.clock, step=step.step)
     timeline = to_timeline(schedule, costs, events, 0, info)
     return ImportedStep(schedule, timeline, tuple(tuple(e) for e in events), step)
+
+
+def _stages_in(events: Sequence[Sequence[Event]], given: Schedule, traces: Sequence[RankTrace] = ()) -> None:
+    """Refuse a recorded action of a stage ``given`` does not have (its timeline has no place for
+    it): a trace of another schedule (ZBV's 4 stages read as 1F1B's 2), or a stray range.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> _stages_in([[Event("F", 0, 0, 0, 5)], [Event("F", 9, 0, 0, 5)]], build("1f1b", p=2, m=4))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: trace: PP:9F0: rank 1 ran stage 9; the schedule 1f1b p=2 m=4 has stages 0..1 (give the schedule that ran, or leave --schedule out)
+    """
+    S = given.num_stages
+    for rank, evs in enumerate(events):
+        bad = next((e for e in evs if e.kind in KINDS + _COMM_KINDS + ("ALLREDUCE",) and e.stage >= S), None)
+        if bad is not None:
+            path = traces[rank].path if rank < len(traces) else "trace"
+            raise ScheduleFileError(
+                path,
+                f"PP:{bad.stage}{bad.kind}{bad.mb}" if bad.kind != "ALLREDUCE" else f"PP:{bad.stage}REDUCE_GRAD",
+                f"rank {rank} ran stage {bad.stage}; the schedule {given.describe()} has stages 0..{S - 1} "
+                "(give the schedule that ran, or leave --schedule out)",
+            )
 
 
 def recorded_size(traces: Sequence[RankTrace]) -> tuple[int, int]:
@@ -492,12 +465,19 @@ def recorded_size(traces: Sequence[RankTrace]) -> tuple[int, int]:
         >>> recorded_size([t])
         (1, 6)
     """
-    m = 0
+    m, stages, held = 0, 0, 0
+    where = "trace"
     for t in traces:
         for a in t.actions:
             om = _OVERLAP.match(a.name)
             for sub in om.group(1).split(";") if om else [a.name]:
                 cm = _COMPUTE.match(sub) or _LEGACY.match(sub) or _COMM.match(sub)
                 if cm:
-                    m = max(m, int(cm.group(cm.lastindex or 1)) + 1)
+                    mb = int(cm.group(cm.lastindex or 1))
+                    if mb + 1 > m:
+                        m, where = mb + 1, f"{t.path}: {'PP:' if cm.re is not _LEGACY else ''}{a.name}"
+                    held += cm.re is not _COMM
+                    stages = max(stages, int(cm.group(1)) + 1 if cm.re is not _LEGACY else 1)
+    # a family is built at this size: one PP:0F200000 would build 200,001 microbatches
+    check_stages_mbs(max(stages, len(traces)), m, where, held=held)
     return len(traces), m

@@ -46,8 +46,13 @@ def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
         (
             f"# Runtime overhead and latency read off the events: {cal.action_overhead_s * 1e6:.0f} us per action,"
             f" {cal.transfer_overhead_s * 1e6:.0f} us per SEND/RECV, latency {cal.latency_s * 1e6:.0f} us"
-            f" (the async makespans' rms relative residual {fit.residual * 100:.2f} %)."
-            if cal.handover is not None
+            f" (the async makespans' rms relative residual {fit.residual * 100:.2f} %)"
+            + (
+                "."
+                if cal.handover is not None
+                else "; device-side ranges: no hand-over terms (gloo's), async predicts."
+            )
+            if _from_events(cal)
             else f"# Runtime overhead fitted as `ppverify calibrate` fits it (rms relative residual {fit.residual * 100:.2f} %)."
         ),
     ]
@@ -56,6 +61,18 @@ def trace_preset_text(fit: TraceFit, name: str, source: str) -> str:
         + "\n"
         + body.replace("source: ppverify calibrate (measured)", "source: ppverify calibrate --from-trace (measured)")
     )
+
+
+def _from_events(cal: Any) -> bool:
+    """Whether the latency and runtime overhead were read off the hand-overs' events (one pipe;
+    a device-side trace writes no hand-over terms, yet its terms come from them too).
+
+    Example:
+        >>> from ppverify.measure.calibration import Calibration
+        >>> _from_events(Calibration(0, 0, 1e-5, 1e15)), _from_events(Calibration(0, 0, 1e-5, 1e15, extra={"terms_from_events": True}))
+        (False, True)
+    """
+    return cal.handover is not None or bool(cal.extra.get("terms_from_events"))
 
 
 def _outliers(fit: TraceFit) -> str:
@@ -89,7 +106,7 @@ def _link_line(fit: TraceFit) -> str:
     """
     sizes = sorted({b for b, _ in fit.link_samples})
     timed = "whose RECV was posted before the SEND (SEND post to receive completion)"
-    handover = fit.calibration.handover is not None
+    handover = _from_events(fit.calibration)
     if not sizes:
         what = (
             "bandwidth not measurable; latency from the hand-overs' events (below)"
