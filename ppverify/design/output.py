@@ -40,7 +40,10 @@ def design_text(d: Design) -> str:
     """
     rq = d.request
     st = rq.settings
-    costs = st.costs or ("unit slots" if st.model is None else f"{st.system} / {st.model}")
+    # without --costs the abstract default (F=1,B=2,I=1,W=1), said as such: "unit slots" is every
+    # op lasting 1 (core/closed_form.py), which B = 2 is not
+    default = d.setups[0].costs.label if d.setups else "F=1,B=2,I=1,W=1"
+    costs = st.costs or (default if st.model is None else f"{st.system} / {st.model}")
     comm = f"delay {st.comm_delay:g}" if st.comm_delay is not None else ("system" if st.system else "none")
     lines = [
         f"design     p={rq.p} m={rq.m}  costs {costs}  comm {comm}  backward "
@@ -62,7 +65,7 @@ def design_text(d: Design) -> str:
             _num(q.bound, 8),
             "-" if q.gap is None else f"{100 * q.gap:.3g} %",
             q.placement,
-            _budget(q.budget),
+            d.budget_name(q.budget),  # as typed: inf stays inf, 1e9 is not 1e+09
             q.start or "-",  # whole: cut short, interleaved-zb and interleaved-1f1b read the same
             v,
         )
@@ -77,6 +80,7 @@ def design_text(d: Design) -> str:
         )
     if not d.front:
         lines.append("  (no schedule found within the limits)")
+    lines += _unscheduled(d)
     rows = d.family_rows()
     if d.families_cut:  # else a short list reads as every family there is
         lines.append(f"families   the run's --time-limit passed while they were timed: {len(rows)} of them listed")
@@ -104,6 +108,24 @@ def design_text(d: Design) -> str:
                 f"{row[4]:>{w[4]}} {row[5]:>{w[5]}}{row[6]}".rstrip()
             )
     return "\n".join(lines)
+
+
+def _unscheduled(d: Design) -> list[str]:
+    """The points searched or cut without a schedule, with their bounds: what a run the clock cut
+    short has proven (a skipped point has its answer within its budget: not listed)."""
+    rows = [
+        (q.placement, d.budget_name(q.budget), q.status, _num(q.bound, 8), q.note)
+        for q in d.points
+        if q.time is None and not q.skipped
+    ]
+    if not rows:
+        return []
+    head = ("placement", "budget", "status", "bound", "note")
+    w = _widths(head, rows, (15, 6, 10, 9, 0))
+    out = ["no schedule (bound: no schedule of the placement within the budget is faster)"]
+    for r in [head, *rows]:
+        out.append(f"  {r[0]:<{w[0]}} {r[1]:>{w[1]}}  {r[2]:<{w[2]}} {r[3]:>{w[3]}}  {r[4]}".rstrip())
+    return out
 
 
 def _time_unit(d: Design) -> str:

@@ -156,7 +156,7 @@ def frontier_svg(d: Design) -> str:
             x_label += _LABEL_CHAR_PX * len(fams[j].family) + 5
     for i, (q, x, y) in enumerate(front):
         gap = "-" if q.gap is None else f"{100 * q.gap:.3g} %"
-        budget = "none" if math.isinf(q.budget) else f"{q.budget:g}"
+        budget = d.budget_name(q.budget)  # as typed, as the text's table names it
         tip = (
             f"frontier {i}: {q.placement}, budget {budget}, from {q.start or '-'}: time {y:g}, "
             f"bound {q.bound:g}, gap {gap}, peak {x:g}"

@@ -21,6 +21,9 @@ from .spec import Limits, Setup, Task
 EPS = 1e-9
 #: the note of a point the run's ``--time-limit`` left no time to start
 NOT_RUN = "not run: the run's --time-limit had passed"
+#: wall-clock seconds a not-run point's bound may take past the ceiling (then the cheaper one):
+#: the skipped points' bound took 0.03 s at V, p = 8, m = 24, and 1.1 s at linear, m = 5000
+NOT_RUN_GRACE = 0.25
 
 
 @dataclass(frozen=True)
@@ -29,8 +32,9 @@ class Point:
     units) and the proven lower bound on every schedule of that placement within the budget.
     ``start`` names the schedule the search started from (a family or a greedy rule); ``cut``:
     the run's wall-clock ceiling (``--time-limit``) stopped the point before its work limit did
-    (or before it started: then no schedule and bound 0); ``skipped``: not searched, its bound
-    being no faster than a step already found within its budget (the note says which).
+    (or before it started: then no schedule, and the bound that needs no search,
+    :func:`analytic_bound`); ``skipped``: not searched, its bound being no faster than a step
+    already found within its budget (the note says which).
 
     Example:
         >>> Point("linear", 4.0, "FEASIBLE", 20.0, 19.0, 4.0, "1f1b", None).gap
@@ -174,8 +178,8 @@ def solve_point(task: Task) -> Point:
         >>> pt.status, pt.time, pt.bound, pt.peak  # 1F1B: (m + p - 1)(tF + tB)
         ('OPTIMAL', 9.0, 9.0, 2.0)
         >>> late = solve_point(Task(0, s, 2.0, 2, Limits(5.0), split=False, until=0.0))
-        >>> late.status, late.time, late.bound, late.cut  # critical path: 2 tF + 2 tB
-        ('UNKNOWN', None, 6.0, True)
+        >>> late.status, late.time, late.bound, late.cut  # the bound a skipped point gets: 1F1B's 9
+        ('UNKNOWN', None, 9.0, True)
     """
     import time
 
@@ -188,9 +192,7 @@ def solve_point(task: Task) -> Point:
     if task.until is not None:
         wall = min(wall, task.until - time.time())
         if wall <= 0:  # the bounds that need no search still hold
-            from ..optimize.bounds import problem_bounds
-
-            bound = float(problem_bounds(problem)["best"])
+            bound = analytic_bound(problem, NOT_RUN_GRACE)
             return Point(st.label, task.budget, "UNKNOWN", None, bound, None, None, None, NOT_RUN, cut=True)
     if task.bound_only:
         return bound_point(task, problem, wall)
@@ -230,6 +232,33 @@ def solve_point(task: Task) -> Point:
         st.label, task.budget, res.status, step, float(res.bound), peak, res.hint, res.schedule, res.reason,
         cut=cut,
     )  # fmt: skip
+
+
+def analytic_bound(problem: Any, wall: float | None = None) -> float:
+    """The bound of ``problem`` that needs no search: :func:`~ppverify.optimize.bounds.lower_bounds`
+    (the skipped points' bound: critical path, device work, what the memory cap forces), given
+    ``wall`` seconds (None: no limit); past them the bound of the problem alone
+    (:func:`~ppverify.optimize.bounds.problem_bounds`: device work and critical path, no cap).
+
+    Example:
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> from ppverify.design.spec import setups
+        >>> s = setups("linear", 2, 4, PresetSettings(costs="F=1,I=1,W=1"))[0]
+        >>> analytic_bound(point_problem(s, 1.0, 4)), analytic_bound(point_problem(s, 1.0, 4), 0.0)
+        (20.0, 12.0)
+    """
+    from ..optimize import instance
+    from ..optimize.bounds import lower_bounds, problem_bounds
+    from ..optimize.deadline import Deadline, WallLimitReached
+
+    deadline = None if wall is None else Deadline.after(wall)
+    try:
+        if deadline is not None and deadline.expired():
+            raise WallLimitReached
+        inst = instance(problem, deadline=deadline)
+        return float(lower_bounds(inst, deadline=deadline).best * inst.tick)
+    except WallLimitReached:
+        return float(problem_bounds(problem)["best"])
 
 
 def bound_point(task: Task, problem: Any, wall: float) -> Point:
@@ -297,12 +326,8 @@ def skip_point(task: Task, problem: Any) -> Point | None:
         >>> skip_point(replace(t, beat=(30.0, "v at budget 1")), point_problem(s, 1.0, 4, split=False)) is None
         True
     """
-    from ..optimize import instance
-    from ..optimize.bounds import lower_bounds
-
     assert task.beat is not None
-    inst = instance(problem)
-    bound = float(lower_bounds(inst).best * inst.tick)
+    bound = analytic_bound(problem)
     step, by = task.beat
     if bound < step - EPS:
         return None
@@ -332,14 +357,20 @@ def monotone(points: Sequence[Point]) -> list[Point]:
         >>> c = Point("loop:2", 6.0, "OPTIMAL", 51.0, 51.0, 5.5, None, None)
         >>> [(q.time, q.bound) for q in monotone([a, b, c])]
         [(68.0, 60.0), (68.0, 54.0), (51.0, 51.0)]
+        >>> monotone([a, b])[1].note, monotone([a, replace(b, time=None, peak=None)])[1].note
+        ('the schedule found under budget 4 is faster: kept', 'the schedule found under budget 4 fits this budget too: kept')
     """
     out = list(points)
     for label in {q.placement for q in points}:
         idx = sorted((i for i, q in enumerate(out) if q.placement == label), key=lambda i: out[i].budget)
+        origin = [out[i].budget for i in idx]  # the budget each point's schedule was found under
         for k in range(1, len(idx)):  # upwards: the best schedule of a smaller budget
             prev, cur = out[idx[k - 1]], out[idx[k]]
             if prev.time is not None and (cur.time is None or prev.time < cur.time - EPS):
-                note = f"the schedule found under budget {prev.budget:g} is faster: kept"
+                origin[k] = origin[k - 1]
+                # "faster" only beside a schedule of its own: a point skipped or cut has none to beat
+                fits = "is faster" if cur.time is not None else "fits this budget too"
+                note = f"the schedule found under budget {origin[k]:g} {fits}: kept"
                 if cur.skipped or cur.note.startswith(NOT_RUN):  # what it was stays said
                     note = f"{cur.note}; {note}"
                 status = "OPTIMAL" if prev.time <= cur.bound + EPS else "FEASIBLE"
@@ -362,8 +393,10 @@ def monotone(points: Sequence[Point]) -> list[Point]:
 
 def frontier(points: Sequence[Point], extra: Sequence[Point] = ()) -> list[Point]:
     """The Pareto-optimal points: by peak, each strictly faster than every point of smaller or
-    equal peak (ties: the smaller budget, then the placement's name, then ``points`` before
-    ``extra``: the families as candidates, :func:`~ppverify.design.families.family_candidates`).
+    equal peak. Ties (one peak, one step) go to the first found: ``points`` before ``extra`` (the
+    families as candidates, :func:`~ppverify.design.families.family_candidates`), then the
+    placement that comes first in ``points`` (their order is ``--placements``'), then the smaller
+    budget.
 
     Example:
         >>> a = Point("linear", 2.0, "OPTIMAL", 30.0, 30.0, 2.0, None, None)
@@ -371,11 +404,18 @@ def frontier(points: Sequence[Point], extra: Sequence[Point] = ()) -> list[Point
         >>> c = Point("linear", 4.0, "OPTIMAL", 29.0, 29.0, 3.0, None, None)
         >>> [(q.placement, q.time) for q in frontier([a, b, c])]
         [('v', 28.0)]
+        >>> v, loop = (Point(pl, 4.0, "OPTIMAL", 25.5, 25.5, 4.0, None, None) for pl in ("v", "loop:2"))
+        >>> [q.placement for q in frontier([v, loop])], [q.placement for q in frontier([loop, v])]
+        (['v'], ['loop:2'])
     """
+    order: dict[str, int] = {}
+    for q in points:
+        order.setdefault(q.placement, len(order))
+    extras = {id(q) for q in extra}
     done = sorted(
         (q for q in [*points, *extra] if q.time is not None and q.peak is not None),
-        key=lambda q: (q.peak, q.time, q.budget, q.placement),
-    )  # stable: a point before a family at the same key
+        key=lambda q: (q.peak, q.time, id(q) in extras, order.get(q.placement, len(order)), q.budget),
+    )
     out: list[Point] = []
     for q in done:
         assert q.time is not None

@@ -27,6 +27,21 @@ from .spec import Limits, Setup, Task, budget_items, model_options, parse_budget
 from .tighten import tighten_front, tighten_line, wants_bound
 
 
+def _typed_number(word: str) -> bool:
+    """Whether a budget was typed as a number (``1e9``, ``inf``, ``none``), not a size or ``NMF``."""
+    try:
+        float(word)
+    except ValueError:
+        return word.strip().lower() == "none"
+    return True
+
+
+#: wall-clock seconds the families are timed for at least, whatever ``--time-limit``: at small
+#: sizes they take milliseconds and are what a run cut short still shows (at m = 5000 they took
+#: 12 s: the ceiling, or this floor, stops them between one family and the next)
+FAMILY_FLOOR = 1.0
+
+
 @dataclass(frozen=True)
 class DesignRequest:
     """What ``ppverify design`` asks: sizes, placements, budgets (``auto`` or a list), costs and
@@ -201,6 +216,29 @@ class Design:
         even = ", the layers split evenly" if stage_split(self.request.settings) is not None else ""
         return f"activations of {format_bytes(size)} (one microbatch on a linear pipeline's largest stage{even})"
 
+    def budget_name(self, budget: float) -> str:
+        """``budget`` as ``--budgets`` typed it where it was typed as a number (``inf``, ``1e9``);
+        one typed as a size or ``NMF`` in activations, as the peaks beside it (``8GiB``: 2.6184),
+        and one not typed (``auto``, a result read back) as ``none`` or its number.
+
+        Example:
+            >>> sets = setups("linear", 2, 4, PresetSettings(costs="F=1,B=2"))
+            >>> d = Design(DesignRequest(2, 4, "linear", "2.0,1e9"), sets, (), (), (), 0, 0, False)
+            >>> d.budget_name(2.0), d.budget_name(1e9), d.budget_name(math.inf)
+            ('2.0', '1e9', 'none')
+            >>> Design(DesignRequest(2, 4, "linear", "1,inf"), sets, (), (), (), 0, 0, False).budget_name(math.inf)
+            'inf'
+        """
+        if str(self.request.budgets).strip().lower() != "auto":
+            try:
+                items = reversed(budget_items(self.request.budgets, self.setups))
+                typed = {v: w for w, v in items if _typed_number(w)}
+            except ParameterError:  # the run read it; a request built by hand may not be readable
+                typed = {}
+            if budget in typed:
+                return typed[budget]
+        return "none" if math.isinf(budget) else f"{budget:g}"
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, free of wall-clock times: the same at any machine load."""
         rq = self.request
@@ -369,7 +407,9 @@ def design(
     ceiling = request.limits.ceiling
     until = None if ceiling is None or math.isinf(ceiling) else time.time() + ceiling
     sets = setups(request.placements, request.p, request.m, request.settings)
-    fams, fams_cut = families_until(sets, request.p, request.m, request.settings, until)
+    # the families get FAMILY_FLOOR seconds whatever the ceiling: what a run cut short still shows
+    fams_until = None if until is None else max(until, time.time() + FAMILY_FLOOR)
+    fams, fams_cut = families_until(sets, request.p, request.m, request.settings, fams_until)
     given = parse_budgets(request.budgets, sets)
     budgets = auto_budgets(sets, fams, request.p) if given is None else given
     tasks = plan(request, sets, budgets, until)

@@ -10,6 +10,7 @@ and a budget may be given as a size (``40GiB``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -269,23 +270,43 @@ def parse_budgets(text: str, sets: Sequence[Setup] = ()) -> tuple[float, ...] | 
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter budgets=2,-1: every budget must be a number > 0 (or none), got '-1'
+        >>> parse_budgets("inf,none")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter budgets=inf,none: inf and none are the same budget: unconstrained (each budget is one point per placement)
+        >>> parse_budgets("1e9,none", setups("linear", 2, 4, PresetSettings(costs="F=1,B=2")))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter budgets=1e9,none: 1e9 and none are the same budget here: unconstrained (no device can hold more than 4 activations) (each budget is one point per placement)
     """
     if str(text).strip().lower() == "auto":
         return None
     items = budget_items(text, sets)
     values = [v for _, v in items]
-    repeated = sorted({b for b in values if values.count(b) > 1})
-    if repeated:  # as a placement named twice: a slip, not a second point
-        b = repeated[0]
-        shown = "none" if b == float("inf") else f"{b:g}"
-        words = [w for w, v in items if v == b]
-        if all(_plain(w) for w in words):
-            raise ParameterError("budgets", text, f"{shown} is named twice (each budget is one point per placement)")
-        raise ParameterError(
-            "budgets",
-            text,
-            f"{' and '.join(words)} are the same budget, {shown} activations (each budget is one point per placement)",
-        )
+    # a budget no device of any placement can fill is searched as unconstrained (point_problem):
+    # with none beside it, or another such budget, it would be the same point searched twice
+    most = max((st.most_held() for st in sets), default=math.inf)
+    keys = [math.inf if v >= most else v for v in values]
+    why = "(each budget is one point per placement)"
+    for i, (word, value) in enumerate(items):
+        j = next((j for j in range(i) if keys[j] == keys[i]), None)
+        if j is None:
+            continue
+        first = items[j][0]
+        if first.lower() == word.lower() or (values[j] == value and _number(first) and _number(word)):
+            # as a placement named twice: a slip, not a second point
+            shown = first if math.isinf(value) else f"{value:g}"
+            raise ParameterError("budgets", text, f"{shown} is named twice {why}")
+        if math.isinf(values[j]) and math.isinf(value):
+            raise ParameterError("budgets", text, f"{first} and {word} are the same budget: unconstrained {why}")
+        if math.isinf(keys[i]):
+            raise ParameterError(
+                "budgets",
+                text,
+                f"{first} and {word} are the same budget here: unconstrained (no device can hold more than "
+                f"{most:g} activations) {why}",
+            )
+        raise ParameterError("budgets", text, f"{first} and {word} are the same budget, {value:g} activations {why}")
     return tuple(sorted(values))
 
 
@@ -317,15 +338,12 @@ def budget_items(text: str, sets: Sequence[Setup] = ()) -> list[tuple[str, float
     return out
 
 
-def _plain(word: str) -> bool:
-    """Whether a budget is typed as a plain number of activations (or none)."""
-    if word.strip().lower() == "none":
-        return True
+def _number(word: str) -> bool:
+    """Whether a budget is typed as a plain finite number of activations (not none, inf, 8MF)."""
     try:
-        float(word)
+        return math.isfinite(float(word))
     except ValueError:
         return False
-    return True
 
 
 def _spelled_budget(item: str, text: str, sets: Sequence[Setup]) -> float:
@@ -353,6 +371,14 @@ def _spelled_budget(item: str, text: str, sets: Sequence[Setup]) -> float:
         if below is not None and 0 < below < mf * (1 - 1e-9):
             read[s.label] = below / s.unit
             continue
+        if spec.kind == "bytes" and s.costs.memory_unit != "bytes":
+            # said here: the cap's own message points at optimize's --memory-model, which design has not
+            raise ParameterError(
+                "budgets",
+                text,
+                "a size needs presets (--system/--model), whose cost model counts bytes; this one (--costs) "
+                "counts activations: give a number of activations (one microbatch on a device's share of layers)",
+            )
         value = resolve_memory_cap(spec, s.costs, s.placement).value
         if value is not None:
             read[s.label] = value / s.unit

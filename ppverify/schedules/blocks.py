@@ -13,7 +13,8 @@ al. reorder the warm-up (ZB-V needs it: :func:`~ppverify.schedules.block_zbv.zbv
 
 A device runs its ops one at a time, an ``F`` allocates its stage's activations at its start and
 the ``B`` (or ``W``) frees them at its end, so a device's peak memory depends on its order alone:
-:func:`block_peaks` replays it. Squeezing never lengthens the step: the block's own start times
+:func:`block_peaks` replays it, and :func:`squeeze` moves a forward up only where the device stays
+within it. Squeezing never lengthens the step: the block's own start times
 are a valid timing of the same order at the block's lengths, so the repetition's span
 (:func:`block_span`) bounds the squeezed makespan from above.
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import takewhile
 from numbers import Integral
 from typing import Any
 
@@ -131,7 +133,7 @@ class Block:
             if len(offs) != S:
                 raise ParameterError(kind, offs, f"needs one offset per stage ({S})")
             ops += [BlockOp(kind, s, _integer(f"{s}{kind} offset", o), length[kind]) for s, o in enumerate(offs)]
-        return Block(placement, tuple(ops), interval, name)
+        return Block(placement, tuple(ops), _integer("interval", interval, 1), name)
 
     def offset(self, kind: str, stage: int) -> int:
         """Start offset of ``kind`` at ``stage``."""
@@ -166,7 +168,8 @@ class Block:
             raise ParameterError("placement", self.placement, "must be a Placement (ppverify.core.placement)")
         if self.placement.num_pipes != 1:
             raise ParameterError("block", self.name, "a building block needs a one-pipe placement")
-        if isinstance(self.interval, bool) or not isinstance(self.interval, int) or self.interval < 1:
+        # any integral number (numpy's too, as offsets are): a bool, a fraction or 3.0 is refused
+        if isinstance(self.interval, bool) or not isinstance(self.interval, Integral) or self.interval < 1:
             raise ParameterError("interval", self.interval, "must be an integer >= 1")
         if not isinstance(self.name, str) or not self.name:
             raise ParameterError("name", self.name, "must be a non-empty string")
@@ -272,18 +275,28 @@ def block_peaks(block: Block, m: int) -> tuple[float, ...]:
         >>> block_peaks(one_f_one_b_block(4), 8)
         (4.0, 3.0, 2.0, 1.0)
     """
-    sched = repeat(block, m)
+    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+        raise ParameterError("m", m, "must be an integer >= 1")
     share = block.placement.share_per_stage
+    return tuple(float(n * share) for n in _held_peaks(block, m))
+
+
+def _held_peaks(block: Block, m: int) -> tuple[int, ...]:
+    """Each device's most activations held at once (counted in stages' forwards) in
+    :func:`repeat`'s order: the cap :func:`squeeze` keeps."""
     free = W if block.split else B
+    pl, T = block.placement, block.interval
+    timed: list[list[tuple[int, str]]] = [[] for _ in range(pl.p)]  # repeat's order, without its Schedule
+    for o in block.ops:
+        timed[pl.device(0, o.stage)] += [(o.offset + k * T, o.kind) for k in range(m)]
     peaks = []
-    for prog in sched.programs:
+    for prog in timed:
         held = peak = 0
-        for op in prog:
-            if type(op) is Op:
-                held += op.kind == F
-                peak = max(peak, held)
-                held -= op.kind == free
-        peaks.append(float(peak * share))
+        for _, kind in sorted(prog):  # no two passes of a device start together: the block has no collision
+            held += kind == F
+            peak = max(peak, held)
+            held -= kind == free
+        peaks.append(peak)
     return tuple(peaks)
 
 
@@ -357,7 +370,9 @@ def squeeze(block: Block, m: int, build: int = 0, family: str | None = None, def
     block's order of its own passes; a free device runs the ready pass that starts first in the
     block. In the steady state nothing is ready early, so the order is :func:`repeat`'s; in the
     warm-up a device runs passes of later microbatches (a first-chunk forward) in the slots the
-    repetition leaves idle, never more of them than the block holds in flight on that stage.
+    repetition leaves idle, but only a forward after which the passes left, run in the block's
+    order, keep the device within :func:`block_peaks` (of the microbatches built): squeezing
+    never raises a device's peak.
     Built for ``max(m, build)`` microbatches, then the ops of microbatches ``>= m`` are dropped
     (as PyTorch's ZB-V builds for at least ``2p - 1``). ``defer_w`` reorders the cool-down as the
     zero-bubble schedules do: once a device has run all its forwards, a ready ``I`` (which the
@@ -411,10 +426,32 @@ def squeeze(block: Block, m: int, build: int = 0, family: str | None = None, def
         tails = [q[-1] for q in pair if q]
         return [min(tails, key=lambda x: (x[0], -x[1]))] if tails else []
 
+    cap, held = _held_peaks(block, n), [0] * pl.p
+    frees = W if block.split else B
+
+    def fits(d: int, x: Item) -> bool:
+        # F x starts now, ahead of the device's remaining passes the block starts before it: in
+        # repeat's order from there on (x moved up) the device must stay within repeat's own peak,
+        # so that order stays open and a device never fills up with activations it cannot free
+        # (a V device running two first-chunk forwards before its second chunk's first one)
+        before = sorted(
+            y for s in stages_of[d] for q in queues[s] for y in takewhile(lambda y: y[0] < x[0], reversed(q))
+        )
+        run = held[d] + 1
+        if run > cap[d]:
+            return False
+        for _, _, o, _ in before:
+            run += o.kind == F
+            if run > cap[d]:
+                return False
+            run -= o.kind == frees
+        return True
+
     programs: list[list[Op]] = [[] for _ in range(pl.p)]
     free = [0] * pl.p
     t, left = 0, sum(len(q) for pair in queues.values() for q in pair)
     while left:
+        started = left
         for d in range(pl.p):
             if free[d] > t:
                 continue
@@ -425,7 +462,7 @@ def squeeze(block: Block, m: int, build: int = 0, family: str | None = None, def
                 heads = earliest(pair) if not cool else pair[0][-1:] + earliest(pair)
                 for x in heads:
                     dep = input_of(x[2], x[3])
-                    if dep is None or end.get(dep, t + 1) <= t:
+                    if (dep is None or end.get(dep, t + 1) <= t) and (x[2].kind != F or fits(d, x)):
                         ready.append(x)
             if ready:
                 x = min(ready, key=lambda x: (cool and x[2].kind == W, x[0]))
@@ -433,9 +470,14 @@ def squeeze(block: Block, m: int, build: int = 0, family: str | None = None, def
                 queues[o.stage][1 if o.kind == W else 0].pop()  # x is the tail of its own list
                 if o.kind == F:
                     forwards_left[d] -= 1
+                held[d] += (o.kind == F) - (o.kind == frees)  # a free ends before the device's next start
                 end[(o.kind, o.stage, k)] = free[d] = t + o.length
                 programs[d].append(Op(o.kind, o.stage, k))
                 left -= 1
+        if left and started == left and all(f <= t for f in free):
+            # all devices idle, every pass ended, none ready: nothing would change; cannot happen
+            # while repeat's order stays open (see fits), a guard against looping forever
+            raise ParameterError("block", block.name, "squeeze stalled: no pass can start (a ppverify bug)")
         t += 1
     kept = tuple(tuple(op for op in prog if op.mb < m) for prog in programs)
     return Schedule(pl, m, kept, (0,) * m, family or block.name, {"p": pl.p, "m": m})

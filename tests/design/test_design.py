@@ -162,8 +162,9 @@ def test_pool_gives_the_same_result_as_one_process(same_result_on) -> None:
 
 
 def test_ctrl_c_keeps_the_points_done() -> None:
-    rq = DesignRequest(2, 2, "linear", "1,2,none", FULL, Limits(1.0))
-    tasks = plan(rq, setups("linear", 2, 2, FULL), [1.0, 2.0, math.inf])
+    # m = 3: at m = 2 budget 2 is what a device can hold at most, the same point as none (refused)
+    rq = DesignRequest(2, 3, "linear", "1,2,none", FULL, Limits(1.0))
+    tasks = plan(rq, setups("linear", 2, 3, FULL), [1.0, 2.0, math.inf])
     seen = []
 
     def report(pt: Point) -> None:

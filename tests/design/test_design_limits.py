@@ -50,15 +50,37 @@ def test_time_limit_too_short_for_any_point(capsys) -> None:
     assert "--time-limit 0.001: no point's search found a schedule in time (4 of 4 cut)" in captured.err
     assert "Traceback" not in captured.err
     assert out["points_cut"] == out["points_done"] == 4
+    # no search ran, yet each point has the bound a skipped point gets (no search either), by hand:
+    # linear, budget 1: device 0 holds one activation, so microbatch k + 1's F0 waits for k's W0:
+    #   F0 + F1 + I1 + I0 + W0 = 5 per microbatch, x 4 = 20 (it used to be the 12 of device work)
+    # linear, budget 2: device 1 starts after F0 (1) and has m (tF + tI + tW) = 12 of work: 13
+    # v, budget 2: a chunk pass lasts 1/2; device 1 starts after F0 (0.5), then 4 x 6 x 0.5 = 12: 12.5
+    # v, budget 1: at least budget 2's (a schedule within 1 is within 2)
+    bounds = {(q["placement"], q["budget"]): q["bound"] for q in out["points"]}
+    assert bounds[("linear", 1.0)] == 20.0 and bounds[("linear", 2.0)] == 13.0
+    assert bounds[("v", 2.0)] == 12.5 and bounds[("v", 1.0)] >= 12.5
     for q in out["points"]:
         assert q["cut"] and q["status"] in ("UNKNOWN", "FEASIBLE", "OPTIMAL")
-        # no search ran: the bound is each device's work, m (tF + tI + tW) = 4 * 3, by hand
-        assert q["bound"] == 12.0
         if q["start"] is None:  # no family fits: nothing found
             assert q["time"] is None and q["note"] == NOT_RUN
     # what was found is returned: the families that fit a budget, Z3-valid under it
     assert out["frontier"] and all(q["verified"] == "valid" for q in out["frontier"])
     assert {q["start"] for q in out["frontier"]} <= {f["family"] for f in out["families"]}
+
+
+def test_time_limit_too_short_prints_the_families_and_the_bounds(capsys) -> None:
+    # exit 2 says "what was found, the families and the bounds, still prints": in the text too,
+    # not only in the JSON (it printed an empty frontier and "0 of them listed")
+    assert main([*ARGS, "--budgets", "1,2", "--time-limit", "0.001"]) == 2
+    text = capsys.readouterr().out
+    assert "0 of them listed" not in text
+    assert "  1f1b " in text and "  zbv " in text  # the families' table (1f1b: linear, zbv: v)
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("no schedule"))
+    rows = [line.split() for line in lines[head + 2 : head + 4]]
+    # the two budget-1 points found nothing (no family fits a peak of 1): linear's bound 20 by hand above
+    assert [r[:2] for r in rows] == [["linear", "1"], ["v", "1"]] and rows[0][3] == "20"
+    assert all(" ".join(r[4:]) == NOT_RUN for r in rows)
 
 
 def test_the_library_refuses_a_seed_beyond_32_bits_before_the_families_run():
