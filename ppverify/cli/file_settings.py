@@ -51,10 +51,10 @@ def add_collective_arguments(group: argparse._ArgumentGroup, sync_default: str |
         type=int,
         nargs="?",
         const=2,
-        default=0,
+        default=None,
         metavar="N",
         help="end the step with a data-parallel gradient all-reduce among N pipeline replicas "
-        "(N defaults to 2 when the flag is given)",
+        f"(N defaults to 2 when the flag is given; 0: none{saved})",
     )
 
 
@@ -92,7 +92,7 @@ def timing_from_file(args: argparse.Namespace, schedule: Schedule, ctx: PresetCo
         bool(getattr(args, "costs", None)),
         getattr(args, "comm_delay", None) is not None,
         getattr(args, "sync", None),
-        getattr(args, "dp_allreduce", 0) or 0,
+        getattr(args, "dp_allreduce", None),
     )
     return file_timing(str(getattr(args, "schedule", "") or ""), given, schedule, ctx)
 
@@ -100,7 +100,8 @@ def timing_from_file(args: argparse.Namespace, schedule: Schedule, ctx: PresetCo
 @dataclass(frozen=True)
 class FileOverrides:
     """What the command line says over a saved file's timing: whether ``--costs`` and
-    ``--comm-delay`` were given, and ``--sync`` (``None``: not given) and ``--dp-allreduce``.
+    ``--comm-delay`` were given, and ``--sync`` and ``--dp-allreduce`` (``None``: not given; an
+    explicit 0 replaces a file's all-reduce).
 
     Example:
         >>> FileOverrides().sync is None
@@ -110,7 +111,7 @@ class FileOverrides:
     costs: bool = False
     comm_delay: bool = False
     sync: str | None = None
-    dp_allreduce: int = 0
+    dp_allreduce: int | None = None
 
 
 def file_timing(
@@ -129,17 +130,22 @@ def file_timing(
         'none'
     """
     sync, dp = given.sync, given.dp_allreduce
-    stored = None if ctx.preset_mode else stored_document(path, schedule, unsniffed)
+    stored = stored_document(path, schedule, unsniffed)
     if stored is None:
-        return Timing(ctx, sync or "eager", dp)
+        return Timing(ctx, sync or "eager", dp or 0)
+    if ctx.preset_mode:  # the presets time it; the file's collectives stay where not replaced
+        kept = stored[1].comm if stored[0] == "json" else None
+        if kept is None:
+            return Timing(ctx, sync or "eager", dp or 0)
+        return Timing(ctx, sync or kept.sync, kept.dp_allreduce if dp is None else dp)
     kind, doc = stored
     if kind == "table":  # timed as drawn, one tick per cell, unless --costs say otherwise
         if given.costs or doc.table is None:
-            return Timing(ctx, sync or "eager", dp)
+            return Timing(ctx, sync or "eager", dp or 0)
         from ..views.table_cells import drawn_costs
 
         ctx = replace(ctx, costs=drawn_costs(schedule, doc.table), base_costs=None)
-        return Timing(ctx, sync or "eager", dp, ("drawn",))
+        return Timing(ctx, sync or "eager", dp or 0, ("drawn",))
     from ..io.json_comm import charged_comm
 
     used = []
@@ -161,8 +167,8 @@ def file_timing(
             ctx = replace(ctx, comm=comm, system=system)
             used.append("comm")
         sync = sync or stored_comm.sync
-        dp = dp or stored_comm.dp_allreduce
-    return Timing(ctx, sync or "eager", dp, tuple(used), notes)
+        dp = stored_comm.dp_allreduce if dp is None else dp  # an explicit 0 is no all-reduce
+    return Timing(ctx, sync or "eager", dp or 0, tuple(used), notes)
 
 
 def stored_document(path: str, schedule: Schedule, unsniffed: str | None = None) -> tuple[str, ScheduleDocument] | None:

@@ -163,8 +163,8 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
     workers = getattr(args, "workers", 2)
     # --costs, --memory-model and --memory-cap read once, here, before any build; the presets get the parsed costs
     text = {k: getattr(args, k) for k in ("backward", "memory_model", "memory_cap", "objective")}
-    sync, dp = getattr(args, "sync", None), getattr(args, "dp_allreduce", 0) or 0
-    request = optimize_request(parsed_costs(args), **text, sync=sync or "eager", dp_allreduce=dp)
+    sync, dp = getattr(args, "sync", None), getattr(args, "dp_allreduce", None)  # None: not given
+    request = optimize_request(parsed_costs(args), **text, sync=sync or "eager", dp_allreduce=dp or 0)
     if args.schedule and not looks_like_file(args.schedule):  # --max-memory-gib before the build
         fam = get_family(args.schedule)
         params = {q.name: getattr(args, f"fam_{q.name}", None) for q in fam.params}
@@ -200,7 +200,7 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
         preset_mode=ctx.preset_mode,
         comm_text=comm,
         sync=sync or "eager",
-        dp_allreduce=dp,
+        dp_allreduce=dp or 0,
         file_memory=file_memory,
     )
     splits = sched is not None and sched.has_split_backward

@@ -34,7 +34,7 @@ class RunRequest:
     settings: PresetSettings
     memory_cap: CapSpec | None = None
     sync: str | None = None
-    dp_allreduce: int = 0
+    dp_allreduce: int | None = None
 
     @property
     def costs(self) -> tuple[tuple[str, float], ...] | None:
@@ -56,7 +56,7 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     """
     settings = replace(settings_from(vars(args)), costs=parsed_costs(args))
     cap = read_memory_cap(getattr(args, "memory_cap", None))
-    sync, dp = getattr(args, "sync", None), getattr(args, "dp_allreduce", 0) or 0
+    sync, dp = getattr(args, "sync", None), getattr(args, "dp_allreduce", None)
     return RunRequest(schedule_source(args), settings, cap, sync, dp)
 
 
