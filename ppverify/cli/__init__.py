@@ -154,6 +154,25 @@ def _commands() -> list[Command]:
     return out
 
 
+def package_version() -> str:
+    """The installed package's version (its metadata, as pip installed it); the source tree's
+    ``ppverify.__version__`` when the package is not installed.
+
+    Example:
+        >>> import ppverify
+        >>> package_version() == ppverify.__version__
+        True
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ppverify")
+    except PackageNotFoundError:  # run from a checkout that pip never installed
+        from .. import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every discovered subcommand.
 
@@ -166,6 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Prove pipeline-parallel schedules correct, bound their speed, rank them with communication.",
     )
     add_global_options(parser)
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"ppverify {package_version()}",
+        help="print the installed version and exit",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for cmd in _commands():
         sp = sub.add_parser(

@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ParameterError
+from ..core.errors import InvalidScheduleError, ParameterError, ScheduleFileError
 from ..core.schedule import Schedule
 from ..io.json_format import ScheduleDocument
 from .cost_args import (  # re-exported (X as X): the commands import them from here
@@ -166,6 +168,35 @@ def build_schedule(source: ScheduleSource) -> Schedule:
         '1f1b p=2 m=2'
     """
     return read_document(source)[0].schedule
+
+
+@contextmanager
+def file_faults(source: ScheduleSource, schedule: Schedule) -> Iterator[None]:
+    """Run a block that times the schedule ``source`` names; a structural fault or a deadlock the
+    engines find in a schedule *file* is re-raised naming the file, as bad input is
+    (``s.json: programs: op 0B0 is missing (should run on device 0)``). A family's is left as is.
+
+    Example:
+        >>> from ppverify.core.errors import InvalidScheduleError
+        >>> from ppverify.schedules import build
+        >>> s = build("1f1b", p=2, m=2)
+        >>> with file_faults(ScheduleSource("s.json", 2, None), s):
+        ...     raise InvalidScheduleError("1f1b p=2 m=2: op 0B0 is missing (should run on device 0)")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: s.json: programs: op 0B0 is missing (should run on device 0)
+    """
+    from ..io import looks_like_file
+
+    try:
+        yield
+    except InvalidScheduleError as exc:
+        name = source.name
+        if name is None or not looks_like_file(name):
+            raise
+        # the engines name the schedule as it describes itself (a JSON file's family): the file instead
+        rule = str(exc).removeprefix(f"{schedule.describe()}: ")
+        raise ScheduleFileError(name, "programs", rule) from exc
 
 
 def _build_family(source: ScheduleSource) -> Schedule:
@@ -355,7 +386,7 @@ def _table_document(source: ScheduleSource, text: str) -> ScheduleDocument:
     """A text table's schedule, read with ``source``'s ``--placement`` (with its ``--v``,
     ``--waves`` or ``--offset``) and ``-m``, and its grid."""
     from ..core.placement import placement_from_text
-    from ..io.table_text import read_text_table, schedule_from_programs
+    from ..io.table_text import read_text_table, schedule_from_programs, shown_placement
 
     path = Path(schedule_name(source))
     programs, cells = read_text_table(text, str(path))
@@ -367,8 +398,10 @@ def _table_document(source: ScheduleSource, text: str) -> ScheduleDocument:
             raise ParameterError(
                 k, value, f"reads a {reads[k]} table: give --placement {reads[k]} with it, or leave it out"
             )
-    if programs and placement:  # else linear, or the one-pipe map the rows show (V, loop...)
+    if programs and placement:  # else show's own placement line, linear, or the one-pipe map the rows show
         pl = placement_from_text(placement, len(programs), **extra)
+    elif programs and (shown := shown_placement(text)) is not None and shown.p == len(programs):
+        pl = shown  # a table saved from show (show ... > t.txt): on the placement show printed
     schedule = schedule_from_programs(programs, pl, source.m, None, "table", {"file": path.name}, str(path))
     check_file_options(source, schedule, taken=("m", "v", "waves", "offset"))
     return ScheduleDocument(schedule, table=cells)

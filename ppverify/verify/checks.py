@@ -155,6 +155,14 @@ def deadlock(run: Run) -> Outcome:
         [['0F0', '0B0', '0F1', '0B1'], ['1F0', '1F1', '1B0', '1B1']]
         >>> [v.message for v in deadlock(Run(bad, CostModel.unit(s.placement), NO_COMM)).violations]
         ['rank 1 waits in 1F1 for rank 0, which waits in 0B0 for rank 1']
+
+        An op before its own input on one device is the dependencies' violation; no complete
+        execution exists, so deadlock freedom is not stated:
+
+        >>> p1 = s.programs[1]
+        >>> inv = s.with_programs((s.programs[0], (p1[1], p1[0], *p1[2:])))
+        >>> deadlock(Run(inv, CostModel.unit(s.placement), NO_COMM)).unchecked
+        'no complete execution exists: device 1 runs 1B0 before 1F0, which it needs, so it never gets past 1B0 (see dependencies)'
     """
     od = run.order()
     grouped = " (grouped)" if run.comm_semantics == "rendezvous" and run.group else ""
@@ -169,9 +177,20 @@ def deadlock(run: Run) -> Outcome:
         )
     if run.posting_order():  # the names cross: the runtime pairs the messages as posted, not by name
         how = "explicit SEND/RECV matched in posting order, as PyTorch's runtime matches them"
+    found = run.once("order", od.violations)
+    inverted = [v for v in od.violations if v.prop == "dependencies"]
+    if inverted and not any(v.prop == "deadlock" for v in od.violations):
+        # an op before its own input on one device is a wait that never ends there: no complete
+        # execution exists, though no cycle of waits crosses ranks (that cycle is dependencies')
+        more = f"; {len(inverted) - 1} more such violation(s)" if len(inverted) > 1 else ""
+        return Outcome(
+            violations=found,
+            unchecked=f"no complete execution exists: {inverted[0].message}, so it never gets past "
+            f"{inverted[0].ops[0]} (see dependencies{more})",
+        )
     return Outcome(
         f"a complete execution exists under {run.comm_semantics} point-to-point semantics{grouped}, {how}{run.scope()}",
-        run.once("order", od.violations),
+        found,
     )
 
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from ..core.comm import CommModel
 from ..core.costs import CostModel
-from ..core.ops import Op
+from ..core.dag import predecessors, split_pairs
+from ..core.ops import Op, Overlap
 from ..core.schedule import Schedule
 from ..io.json_format import ScheduleDocument, TableGrid
 
@@ -69,6 +70,44 @@ def drawn_costs(schedule: Schedule, table: TableGrid) -> CostModel:
     order = sorted(widths, key=lambda k: "FBIW".find(k) if k in "FBIW" else 9)
     label = ",".join(f"{k}={widths[k]:g}" for k in order) + " (cells as drawn)"
     return dataclasses.replace(unit, duration=duration, label=label)
+
+
+def drawn_break(schedule: Schedule, table: TableGrid) -> str | None:
+    """Where a drawn table's times break a dependency: the first op (by its drawn start) drawn
+    before one of its inputs ends, in words; ``None`` when every op starts at or after the end of
+    each input it needs. A table timed as drawn that still differs from the slot engine's is
+    either one of these or drawn later than the engine starts its ops.
+
+    Example:
+        >>> from ppverify.io.table_text import read_text_table, schedule_from_programs
+        >>> # 1F0 starts with 0F0 (which ends at 1); 0B0 at tick 1 needs 1B0, which ends at 2
+        >>> progs, grid = read_text_table("tick 0 1\\ndev 0 0F0 0B0\\ndev 1 1F0 1B0")
+        >>> drawn_break(schedule_from_programs(progs), grid)
+        'the drawn times break a dependency: 1F0 at tick 0 needs 0F0, which ends at tick 1 (1 more broken)'
+    """
+    span: dict[Op, tuple[int, int]] = {}  # op -> (first tick, tick after its last)
+    for program, row in zip(schedule.programs, table.cells):
+        held = {str(a): a.ops if isinstance(a, Overlap) else (a,) for a in program if isinstance(a, Op | Overlap)}
+        t = 0
+        for label, run in itertools.groupby(row):
+            n = len(list(run))
+            for op in held.get(label or "", ()):
+                span[op] = (t, t + n)
+            t += n
+    split = split_pairs(schedule)
+    broken = sorted(
+        (start, str(op), str(q), span[q][1])
+        for op, (start, _) in span.items()
+        for q, _ in predecessors(op, schedule.num_stages, split)
+        if q in span and start < span[q][1]
+    )
+    if not broken:
+        return None
+    start, op_text, q_text, end = broken[0]
+    more = f" ({len(broken) - 1} more broken)" if len(broken) > 1 else ""
+    return (
+        f"the drawn times break a dependency: {op_text} at tick {start} needs {q_text}, which ends at tick {end}{more}"
+    )
 
 
 def embedded_check(

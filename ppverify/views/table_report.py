@@ -17,11 +17,19 @@ from ..core.costs import CostModel, complete_costs, parse_costs
 from ..core.errors import ParameterError, ScheduleFileError
 from ..core.memory_cap import printed_unit
 from ..core.schedule import Schedule
+from ..core.sizes import format_apart
 from ..core.timeline import Timeline
 from ..core.timeline_text import fmt_number
 from ..io.json_format import ScheduleDocument, TableGrid
 from .memory_units import in_activations
-from .table_cells import comm_charged_text, difference_text, drawn_costs, embedded_check, file_comm_text
+from .table_cells import (
+    comm_charged_text,
+    difference_text,
+    drawn_break,
+    drawn_costs,
+    embedded_check,
+    file_comm_text,
+)
 
 #: relative tolerance when comparing a formula with the table (costs are rationals in floats)
 _TOL = 1e-9
@@ -289,6 +297,11 @@ def time_table(
     embedded = None if grid is None else embedded_check(doc, grid, not costs_given and comm is None, text_table)
     if embedded is not None and not embedded["checked"] and comm_source == "file" and not costs_given:
         embedded["why"] = "the file's communication is charged per column, which its table leaves out"
+    if embedded is not None and embedded.get("matches") is False and text_table and doc.table is not None:
+        # a drawn time that breaks a dependency is no cost's doing: --costs cannot reproduce it
+        broken = drawn_break(schedule, doc.table)
+        if broken is not None:
+            embedded["drawn_break"] = broken
     delay = comm.delay if isinstance(comm, FixedDelay) else 0.0
     return TableRun(doc, timeline, costs, grid, formula, embedded, delay, text_table, comm, comm_source)
 
@@ -367,17 +380,21 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
         f"bubble ratio  {timeline.bubble_ratio:.4f}  (convention {metrics['bubble_convention']})",
     ]
     busy, idle, peaks = metrics["busy"], metrics["idle"], metrics["peak_activations"]
+    # bytes as GiB, as verify and the memory line print them (docs/memory.md), told apart
+    in_bytes = metrics["memory_unit"] == "bytes"
+    peak_texts = format_apart(peaks, "bytes") if in_bytes else [exact_number(x) for x in peaks]
     rows = [
         [
             d,
             exact_number(busy[d]),
             exact_number(idle[d]),
             f"{100 * idle[d] / timeline.makespan:.1f}" if timeline.makespan else "-",
-            exact_number(peaks[d]),
+            peak_texts[d],
         ]
         for d in range(schedule.p)
     ]
-    headers = ["device", f"busy ({unit})", f"idle ({unit})", "idle %", f"peak activations ({metrics['memory_unit']})"]
+    peak_head = "peak activations" + ("" if in_bytes else f" ({metrics['memory_unit']})")
+    headers = ["device", f"busy ({unit})", f"idle ({unit})", "idle %", peak_head]
     lines += ["", tabulate(rows, headers=headers, tablefmt="simple", stralign="right", disable_numparse=True)]
     lines += ["", _formula_text(run.formula, timeline)]
     emb = run.embedded
@@ -388,8 +405,12 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
             lines.append("\ntable in the file: identical to the slot engine's table")
         else:
             hint = " (give --costs matching the table's op lengths)" if run.text_table else ""
+            tail = ""
+            if "drawn_break" in emb:  # no --costs makes such a drawing the engine's
+                hint, tail = "", f"; {emb['drawn_break']}"
             lines.append(
-                f"\ntable in the file: DIFFERS from the slot engine's table{hint}: {difference_text(emb['first_difference'])}"
+                f"\ntable in the file: DIFFERS from the slot engine's table{hint}: "
+                f"{difference_text(emb['first_difference'])}{tail}"
             )
     return "\n".join(lines)
 

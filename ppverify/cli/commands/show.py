@@ -18,7 +18,7 @@ from ...io.table_text import STYLES
 from ...views.memory_units import timeline_cap_check
 from ...views.table_report import file_formula, formula_contradicted, table_json, table_text, time_table
 from .. import Command
-from ..common import add_cost_arguments, add_schedule_arguments, print_json, read_document
+from ..common import add_cost_arguments, add_schedule_arguments, file_faults, print_json, read_document
 from ..file_settings import memory_model_notes, print_notes
 from ..run_request import run_request
 from ..show_options import check_show_options, save_shown
@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
     doc, kind = read_document(request.source)  # a file by its content: a CSV named .txt is no table
     text_table = kind == "table"
     # --comm-delay, else the file's own communication, charged per column as simulate --semantics slot does
-    res = time_table(doc, request.costs, request.settings.comm_delay, args.schedule, text_table)
+    with file_faults(request.source, doc.schedule):  # a file's missing op or deadlock names the file
+        res = time_table(doc, request.costs, request.settings.comm_delay, args.schedule, text_table)
     if kind != "family":
         res = file_formula(res)
     if doc.costs is not None and request.costs:  # --costs over a file's own cost model (file_settings.py)

@@ -98,6 +98,7 @@ def simulate_request(request: RunRequest, semantics: str) -> tuple[Timeline, Any
         (10.0, 4)
     """
     from ...engines import registry
+    from ..common import file_faults
 
     schedule = build_schedule(request.source)
     # a ppverify JSON file may carry its cost model and communication (show/optimize --save)
@@ -106,7 +107,8 @@ def simulate_request(request: RunRequest, semantics: str) -> tuple[Timeline, Any
         raise ParameterError("semantics", "slot", "--sync and --dp-allreduce need async or contention semantics")
     ctx = timing.ctx
     costs = ctx.costs_for(registry.engine(semantics).own_overhead)
-    return run_timed(schedule, costs, ctx.comm, semantics, timing.sync, timing.dp_allreduce), ctx
+    with file_faults(request.source, schedule):  # a file's missing op or deadlock names the file
+        return run_timed(schedule, costs, ctx.comm, semantics, timing.sync, timing.dp_allreduce), ctx
 
 
 def report(timeline: Timeline, ctx: Any, capacity: float | None, memory_cap: CapSpec | None = None) -> dict[str, Any]:
