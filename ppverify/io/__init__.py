@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..core.errors import ScheduleFileError
@@ -113,6 +114,8 @@ def sniff_format(text: str) -> str | None:
     Example:
         >>> sniff_format(' {"format": 1}'), sniff_format("tick 0 1"), sniff_format("0F0,0B0"), sniff_format("")
         ('json', 'table', 'csv', None)
+        >>> sniff_format("schedule      gpipe p=2 m=2")  # what `ppverify show` prints first
+        'table'
     """
     head = text.lstrip("\ufeff \t\r\n")[:4096]
     if not head:
@@ -121,6 +124,8 @@ def sniff_format(text: str) -> str | None:
         return "json"
     first = head.split("\n", 1)[0].strip()
     if first.startswith(("tick", "dev ", "Rank", "Step")) or "Rank 0" in first:
+        return "table"
+    if re.match(r"schedule {2,}\S", first):  # show's output saved whole (its header, then the table)
         return "table"
     if "," in first:
         return "csv"

@@ -21,8 +21,10 @@ from ..io.json_format import ScheduleDocument, TableGrid
 
 def drawn_widths(schedule: Schedule, table: TableGrid) -> dict[str, int] | None:
     """The cells each kind of op spans in ``table`` (``{"F": 1, "B": 2}``), or ``None`` when one
-    kind is drawn over different numbers of cells or a cell holds something other than one op
-    (an overlapped slot, a send or receive): no per-kind cost then reproduces the drawing.
+    kind is drawn over different numbers of cells, a cell holds something other than an op or an
+    overlapped slot (a send or receive), or a kind is drawn only inside overlapped slots: no
+    per-kind cost then reproduces the drawing. An overlapped slot (DualPipe's ``0F3&3B5``) gives
+    no length: the engines time it from its two ops' (and the overlap factor).
 
     Example:
         >>> from ppverify.io.table_text import read_text_table, schedule_from_programs
@@ -31,18 +33,23 @@ def drawn_widths(schedule: Schedule, table: TableGrid) -> dict[str, int] | None:
         {'F': 1, 'B': 2}
     """
     widths: dict[str, set[int]] = {}
+    overlapped: set[str] = set()
     for program, row in zip(schedule.programs, table.cells):
         ops = {str(a): a for a in program if isinstance(a, Op)}
+        pairs = {str(a): a for a in program if isinstance(a, Overlap)}
         # an op is drawn in consecutive cells; the same op never twice, so a run is one op
         for label, run in itertools.groupby(row):
             if label is None:
+                continue
+            if label in pairs:  # an overlapped slot's length is the engine's (both ops, overlap)
+                overlapped.update(op.kind for op in pairs[label].ops)
                 continue
             op = ops.get(label)
             if op is None:
                 return None
             widths.setdefault(op.kind, set()).add(len(list(run)))
-    if any(len(w) != 1 for w in widths.values()):
-        return None
+    if any(len(w) != 1 for w in widths.values()) or not overlapped <= set(widths):
+        return None  # a kind drawn only inside overlapped slots has no length of its own
     return {k: next(iter(w)) for k, w in widths.items()}
 
 

@@ -30,10 +30,13 @@ def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "ppverify", *args], cwd=cwd, capture_output=True, text=True)
 
 
-@pytest.mark.parametrize("command", ["show", "simulate"])
-def test_a_missing_op_names_the_file(tmp_path: Path, command: str):
+@pytest.mark.parametrize(
+    "command,extra",
+    [("show", ()), ("simulate", ()), ("plot", ("-o", "x.svg")), ("gap", ("--work-limit", "0.5"))],
+)
+def test_a_missing_op_names_the_file(tmp_path: Path, command: str, extra: tuple[str, ...]):
     _write(tmp_path, "g4.json", MISSING)
-    out = _run(command, "g4.json", cwd=tmp_path)
+    out = _run(command, "g4.json", *extra, cwd=tmp_path)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.splitlines() == [
         f"ppverify {command}: error: g4.json: programs: op 0B0 is missing (should run on device 0)"

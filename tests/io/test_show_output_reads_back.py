@@ -106,3 +106,43 @@ def test_a_placement_line_that_does_not_read_whole_is_not_guessed():
     # a device beyond p
     bad = "placement     linear, 1 pipe, 2 stages on 2 devices (device of each stage, pipe 0: 0 2)"
     assert shown_placement(head.format(bad)) is None
+
+
+def test_import_reads_shows_output_as_a_table(tmp_path):
+    # `import` reads an unrecognised file as a CSV: show's first line ("schedule      1f1b ...")
+    # must tell it that this is a table, as the other commands read it
+    import subprocess
+    import sys
+
+    shown = subprocess.run(
+        [sys.executable, "-m", "ppverify", "show", "1f1b", "-p", "3", "-m", "3"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (tmp_path / "t.txt").write_text(shown)
+    out = subprocess.run(
+        [sys.executable, "-m", "ppverify", "import", "t.txt"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    # 1F1B p = 3, m = 3: F and B of 3 microbatches on 3 stages, 18 compute ops
+    assert "18 compute ops" in out.stdout
+
+
+def test_a_drawn_dualpipe_is_timed_as_the_family(tmp_path):
+    # DualPipe's overlapped slots give no length of their own; the kinds drawn alone (F 1, B 2,
+    # I 1, W 1 cells) time the file as the family's default costs do
+    import json
+    import subprocess
+    import sys
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "ppverify", *args], cwd=tmp_path, capture_output=True, text=True, check=True
+        ).stdout
+
+    (tmp_path / "dp.txt").write_text(run("show", "dualpipe", "-p", "4", "-m", "8"))
+    family = json.loads(run("simulate", "dualpipe", "-p", "4", "-m", "8", "--json"))["makespan"]
+    drawn = json.loads(run("simulate", "dp.txt", "--json"))
+    assert drawn["makespan"] == family
+    assert "cells as drawn" in run("simulate", "dp.txt", "--no-table")

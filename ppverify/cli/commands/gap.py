@@ -18,7 +18,7 @@ import dataclasses
 from ...core.sizes import memory_formatter
 from ...optimize.request import own_peak_problem, summary_lines
 from .. import Command
-from ..common import print_json
+from ..common import file_faults, print_json, schedule_source
 from ..gap_text import best_value, family_value, optimum_line
 from ..optimize_args import add_problem_arguments, problem_from_args
 from ..signals import interruptible, stopped
@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
             "backward", args.backward, f"{why} (optimize --backward {args.backward} bounds the others)"
         )
     pr, info = dataclasses.replace(pr, split=own == "split"), dict(info, backward=own)
-    value, tl = family_value(sched, pr.costs, pr.comm, pr.objective, pr.sync, pr.dp_allreduce)
+    with file_faults(schedule_source(args), sched):  # a file's missing op or deadlock names the file
+        value, tl = family_value(sched, pr.costs, pr.comm, pr.objective, pr.sync, pr.dp_allreduce)
     peak = tl.peak_memory().max() if len(tl.ops) else 0.0
     if info["memory_cap"] is None:  # like for like: the optimum may use the family's own peak
         pr, info = own_peak_problem(pr, info, float(peak))

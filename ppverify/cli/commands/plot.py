@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from ...engines import registry
     from ...report.plots import gantt
     from ...views.run_report import run_timed
-    from ..common import build_schedule
+    from ..common import build_schedule, file_faults
     from ..run_request import request_timing, run_request
 
     request = run_request(args)  # --costs read once, before the build
@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     semantics = args.semantics or ("async" if has_comm or "comm" in timing.from_file else "slot")
     costs = ctx.costs_for(registry.engine(semantics).own_overhead)
     # as simulate times it: slot charges the communication per column (run_engine alone would not)
-    tl = run_timed(schedule, costs, ctx.comm, semantics, timing.sync, timing.dp_allreduce)
+    with file_faults(request.source, schedule):  # a file's missing op or deadlock names the file
+        tl = run_timed(schedule, costs, ctx.comm, semantics, timing.sync, timing.dp_allreduce)
     out = gantt(tl, args.output)
     info = {
         "output": str(out),
