@@ -83,11 +83,10 @@ from .signals import (  # noqa: E402
 )
 from .signals import Hangup as Hangup  # noqa: E402  (what a signal raises, re-exported)
 from .signals import Terminated as Terminated  # noqa: E402
+from .streams import EXIT_BROKEN_PIPE, PipeGuard, reconfigure_streams, silence_stdout  # noqa: E402
 
 #: exit codes: 2 bad input (or a limit), 3 an internal error, 130/143/129 interrupted (.signals)
 EXIT_INPUT, EXIT_INTERNAL = 2, 3
-#: a closed pipe before the result was known (128 + SIGPIPE, as a shell reports it): never 0
-EXIT_BROKEN_PIPE = 141
 #: exceptions that hostile input provokes deep inside Python itself: bad input, not a bug
 _INPUT_FAILURES = {
     RecursionError: "input nested too deeply",
@@ -276,17 +275,6 @@ def _max_memory_gib(text: str) -> float:
         return gib
 
 
-def _reconfigure_streams() -> None:
-    # a name like "\ud800" or a non-UTF-8 terminal must not turn a result into a crash
-    for stream in (sys.stdout, sys.stderr):
-        reconf = getattr(stream, "reconfigure", None)
-        if reconf is not None:
-            try:
-                reconf(errors="backslashreplace")
-            except (ValueError, OSError):  # a closed or detached stream
-                pass
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ppverify`` console script; returns the exit code.
 
@@ -294,11 +282,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["list", "--no-such-option"])
         2
     """
-    _reconfigure_streams()
+    reconfigure_streams()
     # (measure and calibrate start their worker processes only once their input is checked: bad
     # input never leaves a process importing torch behind)
     words = list(sys.argv[1:] if argv is None else argv)
-    guard = _PipeGuard(sys.stdout)
+    guard = PipeGuard(sys.stdout)
     sys.stdout = guard
     try:
         # from start-up on: the commands' imports take seconds
@@ -361,7 +349,7 @@ def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None =
         print(f"{command}: error: {one_line(text)}", file=sys.stderr)
         return EXIT_INPUT
     except BrokenPipeError:  # a write the guard did not see (a binary stream): the verdict is lost
-        _silence_stdout()
+        silence_stdout()
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt as exc:  # before the command line is parsed: the word that names it
         return _interrupted(exc, _named(command, words))
@@ -465,47 +453,6 @@ def _named(command: str, words: list[str]) -> str:
 def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     print(f"{command}: {stop_words(exc)}", file=sys.stderr)
     return stop_code(exc)
-
-
-class _PipeGuard:
-    """Standard output that survives its reader going away (``ppverify verify s.csv | head -1``):
-    the rest of the output is dropped and the command runs on to its own exit code, so a closed
-    pipe never turns an INVALID (exit 1) into a success."""
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
-        self.broken = False
-
-    def write(self, text: str) -> int:
-        if not self.broken:
-            try:
-                return int(self.stream.write(text))
-            except BrokenPipeError:
-                self._lost()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.broken:
-            try:
-                self.stream.flush()
-            except BrokenPipeError:
-                self._lost()
-
-    def _lost(self) -> None:
-        self.broken = True
-        _silence_stdout()  # the interpreter's last flush at exit then writes to /dev/null
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
-
-
-def _silence_stdout() -> None:
-    # the reader went away (``| head``): send the rest to /dev/null so exit does not complain
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

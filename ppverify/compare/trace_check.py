@@ -346,18 +346,3 @@ def _checked(program: Schedule | None) -> str:
     acts = [a for prog in program.programs for a in prog]
     kinds = [k for k, t in (("comms", Comm), ("markers", Marker)) if any(isinstance(a, t) for a in acts)]
     return "+".join(kinds)
-
-
-# the report of a checked trace lives in .trace_text; re-exported for the callers
-from .trace_text import trace_report, trace_text, verified_what  # noqa: E402
-
-__all__ = [
-    "TraceCheck",
-    "check_trace",
-    "measured_beside",
-    "prediction_errors",
-    "recorded_program",
-    "trace_report",
-    "trace_text",
-    "verified_what",
-]

@@ -46,6 +46,7 @@ from ..core.limits import check_digits
 from ..core.ops import Action, parse_action
 from ..core.placement import Placement
 from ..core.schedule import Schedule
+from .show_output import shown_placement, shown_table, table_of_show
 from .table_cells import CONTINUED, IDLE, cells_to_programs, programs_from_cells
 from .table_schedule import schedule_from_programs
 
@@ -329,94 +330,6 @@ def _split_positional(line: str, starts: list[int], widths: list[int | None], pa
     return out
 
 
-#: the labels of the lines ``ppverify show`` prints above its table, in order (the last two only
-#: for a file with a comment or its own communication), each padded to :data:`_SHOW_LABEL` columns
-_SHOW_HEAD = ("schedule", "placement", "costs", "comment", "file's comm")
-_SHOW_LABEL = 14
-
-
-def _show_line(line: str, label: str) -> bool:
-    return line.startswith(f"{label:<{_SHOW_LABEL}}") and line[_SHOW_LABEL : _SHOW_LABEL + 1] not in ("", " ")
-
-
-def table_of_show(text: str) -> str:
-    """``text`` with the lines ``ppverify show`` prints around its table left out, so that
-    ``ppverify show ... > t.txt`` reads back as a table: its ``schedule``/``placement``/``costs``
-    (``comment``, ``file's comm``) lines above become blank (line numbers stay the file's) and
-    everything from its ``makespan`` line on is dropped. Only show's own layout is recognised,
-    line by line; any other text is returned as it is.
-
-    Example:
-        >>> shown = "schedule      gpipe p=1 m=1\\nplacement     linear\\ncosts         unit\\n\\ntick 0 1\\ndev 0 0F0 0B0\\n\\nmakespan      2 units"
-        >>> table_of_show(shown).splitlines()
-        ['', '', '', '', 'tick 0 1', 'dev 0 0F0 0B0']
-        >>> table_of_show("tick 0\\ndev 0 0F0") == "tick 0\\ndev 0 0F0"
-        True
-    """
-    lines = text.splitlines()
-    first = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
-    if first >= len(lines) or not _show_line(lines[first].lstrip("\ufeff"), "schedule"):
-        return text
-    end, want = first + 1, 1
-    while end < len(lines) and lines[end].strip():
-        label = next((x for x in _SHOW_HEAD[want:] if _show_line(lines[end], x)), None)
-        if label is None:
-            return text
-        want = _SHOW_HEAD.index(label) + 1
-        end += 1
-    if want < 3:  # schedule, placement and costs, at least: show's header
-        return text
-    tail = next((i for i in range(end, len(lines)) if _show_line(lines[i], "makespan")), len(lines))
-    return "\n".join([""] * end + lines[end:tail])
-
-
-_SHOWN_PLACEMENT = re.compile(
-    r"placement {5}(?P<name>[^,]+), (?P<pipes>[0-9]+) pipes?, (?P<stages>[0-9]+) stages? on "
-    r"(?P<p>[0-9]+) devices? \(device of each stage, (?P<maps>pipe 0: [0-9 ;pie:]+)\)"
-)
-
-
-def shown_placement(text: str) -> Placement | None:
-    """The placement ``ppverify show`` printed above its table (its ``placement`` line: name and
-    the device of each stage, per pipe), or ``None`` when ``text`` is no show output or the line
-    does not read whole; a two-pipe table saved from ``show`` reads back on its own placement.
-
-    Example:
-        >>> shown = "schedule      chimera p=2 m=2\\nplacement     bidirectional, 2 pipes, 2 stages on 2 devices (device of each stage, pipe 0: 0 1; pipe 1: 1 0)\\ncosts         unit\\n\\ntick 0\\ndev 0 0F0\\ndev 1 0F1"
-        >>> pl = shown_placement(shown)
-        >>> pl.name, pl.maps
-        ('bidirectional', ((0, 1), (1, 0)))
-        >>> shown_placement("tick 0\\ndev 0 0F0") is None
-        True
-    """
-    if table_of_show(text) is text:
-        return None
-    line = next((x for x in text.splitlines() if _show_line(x, "placement")), "")
-    mt = _SHOWN_PLACEMENT.fullmatch(line.rstrip())
-    if mt is None:
-        return None
-    maps: list[tuple[int, ...]] = []
-    for k, part in enumerate(mt.group("maps").split("; ")):
-        label, _, devices = part.partition(": ")
-        if label != f"pipe {k}" or not devices:
-            return None
-        maps.append(tuple(int(d) for d in devices.split()))
-    p, stages = int(mt.group("p")), int(mt.group("stages"))
-    if len(maps) != int(mt.group("pipes")) or any(len(mp) != stages or max(mp) >= p for mp in maps):
-        return None
-    return Placement(p, tuple(maps), mt.group("name"))
-
-
-def _shown_table(text: str, path: str) -> str:
-    """:func:`table_of_show` of ``text``, refusing show's output printed without its table."""
-    table = table_of_show(text)
-    if table is not text and not table.strip():
-        raise ScheduleFileError(
-            path, "line 1", "ppverify show's output without its table (--no-table): no table to read"
-        )
-    return table
-
-
 def read_text_table(text: str, path: str = "<table>") -> tuple[tuple[tuple[Action, ...], ...], TableGrid]:
     """Programs and the grid itself (device x tick, ``None`` idle, an action repeated in every
     cell it occupies) of a table in either layout; the grid's ``tick`` is 1 (a text table does not
@@ -430,7 +343,7 @@ def read_text_table(text: str, path: str = "<table>") -> tuple[tuple[tuple[Actio
         (('(0F1;0B0)OVERLAP_F_B', '(0F1;0B0)OVERLAP_F_B'),)
     """
     check_digits(text, path)  # before int() of a device, step or rank number
-    text = _shown_table(text, path)  # `ppverify show ... > t.txt` reads back
+    text = shown_table(text, path)  # `ppverify show ... > t.txt` reads back
     if detect_style(text, path) == "paper":
         cells, rows = _paper_cells(text, path)
         programs = cells_to_programs(cells, path, rows, "repeat")
@@ -490,7 +403,7 @@ def parse_table(
     """
     check_digits(text, path)  # before int() of a device, step or rank number
     shown = shown_placement(text) if placement is None else None
-    text = _shown_table(text, path)
+    text = shown_table(text, path)
     style = style or detect_style(text, path)
     if style == "paper":
         programs = parse_paper_table(text, path)

@@ -10,12 +10,9 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.errors import ScheduleFileError
-
-if TYPE_CHECKING:  # profiler_trace imports this module
-    from .profiler_trace import Span
 
 
 def gunzip(path: str, raw: bytes, limit: int) -> bytes:
@@ -131,7 +128,7 @@ def check_action(path: str, k: int, action: str) -> None:
         raise ScheduleFileError(path, f"traceEvents[{k}]", f"{why}: PyTorch's runtime names each range PP:<action>")
 
 
-def no_overlapping_compute(path: str, threads: dict[tuple[Any, Any], list[tuple[Span, int]]]) -> None:
+def no_overlapping_compute(path: str, threads: dict[tuple[Any, Any], list[tuple[Any, int]]]) -> None:  # Any: a Span
     """Refuse two host-side compute ranges of one thread that overlap: the runtime runs one action
     at a time on its thread, so such a file is not one job's trace (two merged, or edited), and
     reading it would verify an order that did not run and fit costs from the overlap.

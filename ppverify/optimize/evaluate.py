@@ -249,7 +249,7 @@ def evaluate(
 
 def cap_breach(inst: Instance, order: Sequence[Sequence[int]]) -> str:
     """Where running ``order`` breaks the instance's cap: the first device over it, its peak and
-    the cap as ``verify`` words a breach (:func:`~ppverify.core.memory_cap.held_and_cap`: digits
+    the cap as ``verify`` words a breach (:func:`~ppverify.core.memory_text.held_and_cap`: digits
     enough to tell them apart); "" when no cap or the order keeps it.
 
     Example:
@@ -261,7 +261,8 @@ def cap_breach(inst: Instance, order: Sequence[Sequence[int]]) -> str:
     """
     if inst.cap is None:
         return ""
-    from ..core.memory_cap import held_and_cap, printed_unit
+    from ..core.memory_cap import printed_unit
+    from ..core.memory_text import held_and_cap
 
     pr = inst.problem
     one = printed_unit(pr.costs, pr.placement)

@@ -426,7 +426,8 @@ def cap_infeasibility(inst: Instance) -> str:
     """
     if inst.cap is None:
         return ""
-    from ..core.memory_cap import held_and_cap, printed_unit
+    from ..core.memory_cap import printed_unit
+    from ..core.memory_text import held_and_cap
 
     costs = inst.problem.costs
     one = printed_unit(costs, inst.problem.placement)

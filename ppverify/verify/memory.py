@@ -30,7 +30,8 @@ import z3
 
 from ..core.costs import CostModel, scaled_memory_deltas
 from ..core.dag import StepDAG
-from ..core.memory_cap import held_and_cap, printed_unit
+from ..core.memory_cap import printed_unit
+from ..core.memory_text import held_and_cap
 from ..core.ops import Op
 from ..core.placement import Placement
 from ..core.sizes import format_apart

@@ -14,7 +14,8 @@ import pytest
 from ppverify.cli import main
 from ppverify.core.costs import CostModel
 from ppverify.core.errors import ParameterError
-from ppverify.core.memory_cap import held_and_cap, parse_memory_cap
+from ppverify.core.memory_cap import parse_memory_cap
+from ppverify.core.memory_text import held_and_cap
 from ppverify.core.placement import Placement, linear, v_shape
 
 UNEVEN = Placement(2, ((0, 1, 1),))  # device 0: stage 0; device 1: stages 1 and 2

@@ -14,7 +14,9 @@ from ppverify.schedules import build
 
 def test_a_json_named_txt_keeps_its_costs_and_its_comm_note(tmp_path):
     s = build("1f1b", p=2, m=2)
-    src = save_json(s, tmp_path / "s.json", CostModel.abstract(s.placement, F=1, B=3), comm=CommSettings(FixedDelay(1.0)))
+    src = save_json(
+        s, tmp_path / "s.json", CostModel.abstract(s.placement, F=1, B=3), comm=CommSettings(FixedDelay(1.0))
+    )
     for name in ("s.txt", "s.sched", "s"):
         copy = tmp_path / name
         shutil.copy(src, copy)

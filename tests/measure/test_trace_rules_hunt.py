@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from ppverify.cli import main
-from ppverify.compare.trace_check import check_trace, trace_report, trace_text
+from ppverify.compare.trace_check import check_trace
+from ppverify.compare.trace_text import trace_report, trace_text
 from ppverify.core.comm import FixedDelay
 from ppverify.core.costs import CostModel
 from ppverify.core.errors import ScheduleFileError

@@ -89,7 +89,8 @@ def _synthetic(tmp_path: Path, family: str, steps: int = 3, jitter: float = 0.0,
 
 @pytest.mark.parametrize("family", ["dualpipev", "dualpipe"])
 def test_overlapped_cells_fit_plain_costs_and_kind_errors_are_zero(tmp_path, family):
-    from ppverify.compare.trace_check import check_trace, trace_report
+    from ppverify.compare.trace_check import check_trace
+    from ppverify.compare.trace_text import trace_report
     from ppverify.schedules import build
 
     # abstract costs per device share, scaled by p/S: dualpipev p=2 has S=4 stages, so per stage

@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         ...
         ppverify.core.errors.ScheduleFileError: no-such-dir: no such trace file or directory
     """
-    from ...compare.trace_check import check_trace, trace_report, trace_text
+    from ...compare.trace_check import check_trace
+    from ...compare.trace_text import trace_report, trace_text
     from ...io import looks_like_file
     from ...io.profiler_trace import read_traces
     from ...measure import seconds_costs
