@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -37,17 +38,7 @@ def test_uneven_placement_names_the_stages_that_convert():
 
 
 def test_verify_echoes_the_uneven_cap_the_same(tmp_path, capsys):
-    doc = {
-        "format": "ppverify-schedule",
-        "version": 1,
-        "family": "hand",
-        "params": {"p": 2, "m": 2},
-        "p": 2,
-        "m": 2,
-        "placement": {"name": "custom", "maps": [[0, 1, 1]]},
-        "pipe_of_mb": [0, 0],
-        "programs": [["0F0", "0F1", "0B0", "0B1"], ["1F0", "2F0", "1F1", "2F1", "2B0", "1B0", "2B1", "1B1"]],
-    }
+    doc = json.loads((Path(__file__).parents[1] / "data" / "uneven-0-1-1.json").read_text())
     path = tmp_path / "u.json"
     path.write_text(json.dumps(doc))
     main(["verify", str(path), "--memory-cap", "4MF"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -20,17 +21,7 @@ from ppverify.schedules import build
 from ppverify.systems.preset_models import PresetSettings, resolve_presets
 
 #: a hand schedule on the custom placement 0,1,1 (device 1 holds stages 1 and 2), 2 microbatches
-UNEVEN = {
-    "format": "ppverify-schedule",
-    "version": 1,
-    "family": "hand",
-    "params": {"p": 2, "m": 2},
-    "p": 2,
-    "m": 2,
-    "placement": {"name": "custom", "maps": [[0, 1, 1]]},
-    "pipe_of_mb": [0, 0],
-    "programs": [["0F0", "0F1", "0B0", "0B1"], ["1F0", "2F0", "1F1", "2F1", "2B0", "1B0", "2B1", "1B1"]],
-}
+UNEVEN = json.loads((Path(__file__).parents[1] / "data" / "uneven-0-1-1.json").read_text())
 
 
 def _status(capsys, argv: list[str], code: int) -> str:

@@ -42,6 +42,25 @@ def _cli(capsys, *argv: str) -> tuple[int, str, str]:
 # ---- 1. an unrecognised PP: range no longer turns the PyTorch-rule checks off ------------------
 
 
+def _simulate_beside_1f1b(capsys, trace_dir):
+    """simulate 1F1B p=2 m=4 at F=10, B=20 ms beside the trace in ``trace_dir``: exit code, measured object."""
+    rc, out, _ = _cli(
+        capsys,
+        "simulate",
+        "1f1b",
+        "-p",
+        "2",
+        "-m",
+        "4",
+        "--costs",
+        "F=0.01,B=0.02",
+        "--measured-trace",
+        str(trace_dir),
+        "--json",
+    )
+    return rc, json.loads(out)["measured"]
+
+
 def _reduce_before_last_backward(r, obj, first, extra: str | None):
     # rank 0's REDUCE_GRAD of step 1 moved between 0B2 and 0B3: the gradients are reduced before
     # the last backward has added its share, which PyTorch's rules refuse (INVALID)
@@ -194,42 +213,14 @@ def test_measured_trace_of_another_schedule_has_no_error(tmp_path, capsys, famil
     # a ZBV trace has 4 stages (v=2 per rank), a ZB-H1 trace the ops F, I, W where 1F1B has F, B:
     # neither ran 1F1B, so (docs/traces.md) no prediction is made up against it
     d = _synthetic(tmp_path / "tr", family, steps=1, F=0.010, B=0.020)
-    rc, out, _ = _cli(
-        capsys,
-        "simulate",
-        "1f1b",
-        "-p",
-        "2",
-        "-m",
-        "4",
-        "--costs",
-        "F=0.01,B=0.02",
-        "--measured-trace",
-        str(d),
-        "--json",
-    )
-    meas = json.loads(out)["measured"]
+    rc, meas = _simulate_beside_1f1b(capsys, d)
     assert rc == 0 and meas["errors"] is None and why in meas["no_prediction"]
 
 
 def test_measured_trace_of_the_schedule_keeps_its_error(tmp_path, capsys):
     # the trace of 1F1B itself, F=10, B=20 ms per stage, read beside the same prediction: error 0
     d = _synthetic(tmp_path / "tr", "1f1b", steps=1, F=0.010, B=0.020)
-    _, out, _ = _cli(
-        capsys,
-        "simulate",
-        "1f1b",
-        "-p",
-        "2",
-        "-m",
-        "4",
-        "--costs",
-        "F=0.01,B=0.02",
-        "--measured-trace",
-        str(d),
-        "--json",
-    )
-    meas = json.loads(out)["measured"]
+    _, meas = _simulate_beside_1f1b(capsys, d)
     assert meas["no_prediction"] is None and meas["errors"]["step"] == pytest.approx(0.0, abs=1e-9)
 
 
