@@ -15,7 +15,9 @@ cross-rank hand-over costs one of two things:
   busy machine ``late`` grows far beyond ``wake`` (and its tail is long).
 
 Data is ready at ``SEND post + wake`` when the RECV was posted first, else at ``RECV post +
-late``. GPipe's and looped BFS's ranks run their forward (and backward) chains with every RECV
+late``, plus its bytes' time on the link (``bytes / bandwidth``, :func:`wire_time`): the
+rendezvous starts the data moving, and the terms, measured with tensors of a few hundred bytes,
+hold the link's latency but not a real tensor's bytes. GPipe's and looped BFS's ranks run their forward (and backward) chains with every RECV
 late (the producer is always ahead), 1F1B's steady state waits for its producer; that is why a
 uniform per-SEND/RECV charge (:mod:`ppverify.core.overhead`, what ``async`` folds into op durations)
 cannot fit both.
@@ -210,10 +212,17 @@ class RuntimeWalk:
 
 
 def predict_runtime(
-    schedule: Schedule, costs: CostModel, model: Handover, draws: int = 0, seed: int = 0
+    schedule: Schedule,
+    costs: CostModel,
+    model: Handover,
+    draws: int = 0,
+    seed: int = 0,
+    comm: CommModel | None = None,
 ) -> RuntimeWalk:
     """The step of ``schedule`` in PyTorch's runtime under the hand-over ``model``: makespan
     (seconds from the step start), each op's start and end, each SEND's and RECV's post.
+    ``comm`` (a system): each hand-over also takes its tensor's bytes over the link between
+    the two ranks (:func:`wire_time`); without it, or with ``costs`` that carry no bytes, none.
 
     ``draws > 0`` (and a model with ``deciles``): walk ``draws`` times, each action's terms drawn
     from their deciles (seeded by ``seed``: the same answer every time), and return the walk of
@@ -234,21 +243,48 @@ def predict_runtime(
         >>> h = Handover(wake=0.5, deciles=(("wake", (0.0, 1.0)),))   # each hand-over 0 or 1: median of draws
         >>> predict_runtime(s, c, h, draws=9).makespan in (6.0, 7.0, 8.0)
         True
+        >>> from ppverify.core.comm import FixedDelay
+        >>> predict_runtime(s, c, Handover(wake=0.5), comm=FixedDelay(9.0)).makespan   # abstract: no bytes
+        7.0
     """
     progs = [flat_actions(p) for p in lowered_programs(schedule)]  # lowered once for every walk
     if draws > 0 and model.deciles:
         rng = random.Random(seed)
-        walks = sorted((_walk(progs, costs, _Drawn(model, rng)) for _ in range(draws)), key=lambda w: w.makespan)
+        walks = sorted((_walk(progs, costs, _Drawn(model, rng), comm) for _ in range(draws)), key=lambda w: w.makespan)
         return walks[(draws - 1) // 2]
-    return _walk(progs, costs, model)
+    return _walk(progs, costs, model, comm)
 
 
-def _walk(progs: list[list], costs: CostModel, model: Handover | _Drawn) -> RuntimeWalk:
+def wire_time(comm: CommModel | None, costs: CostModel, src: int, dst: int, key: tuple[str, int, int]) -> float:
+    """Seconds the bytes of the tensor ``key`` (:func:`comm_key`) take from rank ``src`` to
+    ``dst`` beyond the link's latency: ``bytes / bandwidth`` on a system's link (its transfer
+    time less that of 0 bytes, so the latency and an emulated delay are not counted: the
+    hand-over terms hold the one, the walk adds the other apart). 0 without ``comm`` or bytes.
+
+    Example:
+        >>> from ppverify.systems.system import System, LinkTier
+        >>> from ppverify.core.placement import linear
+        >>> sysm = System("x", "cpu", 1e12, 1e9, 2, 1, LinkTier("l", 1e-3, 1e6), LinkTier("l", 1e-3, 1e6))
+        >>> c = replace(CostModel.abstract(linear(2), F=1, B=2), boundary_bytes=(5e5,))
+        >>> round(wire_time(sysm, c, 0, 1, ("F", 1, 0)), 9)   # 5e5 B / 1e6 B/s, the 1 ms latency left out
+        0.5
+    """
+    d, stage, _ = key
+    boundary = stage - 1 if d == "F" else stage  # an activation comes from stage - 1, a gradient from stage + 1
+    sizes = costs.boundary_bytes
+    nbytes = float(sizes[boundary]) if 0 <= boundary < len(sizes) else 0.0
+    if comm is None or not nbytes or src == dst:
+        return 0.0
+    return max(0.0, comm.transfer_time(src, dst, nbytes) - comm.transfer_time(src, dst, 0.0))
+
+
+def _walk(progs: list[list], costs: CostModel, model: Handover | _Drawn, comm: CommModel | None = None) -> RuntimeWalk:
     p = len(progs)
     clock = [model.head for _ in range(p)]
     first = [True] * p
     ptr = [0] * p
     sent: dict[tuple[str, int, int], float] = {}
+    sender: dict[tuple[str, int, int], int] = {}
     posted: dict[tuple[str, int, int], float] = {}
     times: dict[Op, tuple[float, float]] = {}
     sends: dict[tuple[int, Comm], float] = {}
@@ -268,6 +304,7 @@ def _walk(progs: list[list], costs: CostModel, model: Handover | _Drawn) -> Runt
                     k = comm_key(a)
                     if a.kind.startswith("SEND"):
                         sent[k] = sends[(r, a)] = clock[r]
+                        sender[k] = r
                         clock[r] += model.send
                     else:
                         posted[k] = recvs[(r, a)] = clock[r]
@@ -280,9 +317,12 @@ def _walk(progs: list[list], costs: CostModel, model: Handover | _Drawn) -> Runt
                         if k not in sent:
                             break  # the producer has not sent yet: another rank moves first
                         # the rendezvous: the data moves at the SEND when the RECV was posted
-                        # first, else a round trip after the RECV's post
+                        # first, else a round trip after the RECV's post; either way its bytes
+                        # then cross the link (the terms were measured with tiny tensors)
                         ready = sent[k] + model.wake if posted[k] < sent[k] else posted[k] + model.late
-                        ready = max(ready, sent[k] + model.link_delay)  # an emulated slow link
+                        ready += wire_time(comm, costs, sender[k], r, k)
+                        # an emulated slow link: the consumer waits for the SEND's stamp + delay
+                        ready = max(ready, sent[k] + model.link_delay)
                         arrivals[a], rank_ready[a] = ready, start
                         start = max(start, ready)
                     end = start + float(costs.duration[a.kind][a.stage]) + model.overshoot
@@ -383,7 +423,7 @@ def runtime_timeline(
             "the runtime semantics needs a system preset with runtime.handover terms "
             "(ppverify calibrate writes one; e.g. --system examples/systems/calibrated-2core.yaml)",
         )
-    walk = predict_runtime(schedule, costs, model, draws=draws, seed=seed)
+    walk = predict_runtime(schedule, costs, model, draws=draws, seed=seed, comm=comm)
     rows = sorted(walk.ops.items(), key=lambda kv: (walk.ranks[kv[0]], kv[1][0]))
     ops = [op for op, _ in rows]
     index = {(op.kind, op.stage, op.mb): i for i, op in enumerate(ops)}

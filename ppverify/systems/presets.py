@@ -17,7 +17,7 @@ import copy
 import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -114,8 +114,14 @@ _HANDOVER_TERMS = {
 #: (:mod:`ppverify.measure.preset_file`) writes no other count
 HANDOVER_RANKS = range(2, 65)
 # the same terms measured with a given number of worker processes (``ranks_4``): a machine with
-# fewer cores than processes stretches the round trips as the processes grow in number
-_HANDOVER_BY_RANKS = {f"ranks_{n}": Field("section", required=False, fields=_HANDOVER_TERMS) for n in HANDOVER_RANKS}
+# fewer cores than processes stretches the round trips as the processes grow in number. A term
+# left out is None here, not 0: it takes the pooled section's value (System, load_system)
+_HANDOVER_RANK_TERMS = {
+    **{k: replace(f, default=None) if f.kind == "number" else f for k, f in _HANDOVER_TERMS.items()},
+}
+_HANDOVER_BY_RANKS = {
+    f"ranks_{n}": Field("section", required=False, fields=_HANDOVER_RANK_TERMS) for n in HANDOVER_RANKS
+}
 
 # the pipeline runtime's own cost, folded into op durations (ppverify.core.overhead); 0 when absent
 _RUNTIME = {

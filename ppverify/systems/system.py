@@ -237,7 +237,7 @@ def load_system(name_or_path: str, ranks_per_node: int | None = None) -> System:
         handover_s=_handover_terms(handover) if handover else None,
         handover_deciles_s=_handover_deciles(handover),
         handover_by_ranks_s=tuple(
-            (int(key.split("_", 1)[1]), _handover_terms(sec), _handover_deciles(sec))
+            (int(key.split("_", 1)[1]), *_inherit(sec, handover))
             for key, sec in sorted(
                 ((k, v) for k, v in handover.items() if k.startswith("ranks_") and v),
                 key=lambda kv: int(kv[0].split("_", 1)[1]),
@@ -257,6 +257,27 @@ def _handover_deciles(section: Mapping[str, Any]) -> tuple[tuple[str, tuple[floa
     return tuple(
         (t, tuple(q[f"d{i}_us"] / 1e6 for i in range(1, 11))) for t, q in (section.get("deciles") or {}).items() if q
     )
+
+
+def _inherit(
+    section: Mapping[str, Any], pooled: Mapping[str, Any]
+) -> tuple[tuple[float, ...], tuple[tuple[str, tuple[float, ...]], ...]]:
+    """The terms and deciles of a ``ranks_<n>`` section, each term it leaves out (None) taken
+    from the pooled section, its deciles with it; a term the section states keeps only its own
+    deciles (the pooled ones were drawn around another mean).
+
+    Example:
+        >>> pooled = {k: 100.0 for k in HANDOVER_KEYS} | {"deciles": {"late": {f"d{i}_us": 1.0 for i in range(1, 11)}}}
+        >>> terms, deciles = _inherit({k: None for k in HANDOVER_KEYS} | {"late_us": 2400.0}, pooled)
+        >>> [round(t * 1e6) for t in terms], deciles   # late_us 2400, the rest 100; no late deciles
+        ([100, 100, 100, 100, 100, 2400, 100], ())
+    """
+    merged = {k: pooled[k] if section.get(k) is None else section[k] for k in HANDOVER_KEYS}
+    own = dict(_handover_deciles(section))
+    for term, q in _handover_deciles(pooled):
+        if term not in own and section.get(f"{term}_us") is None:
+            own[term] = q
+    return _handover_terms(merged), tuple(own.items())
 
 
 #: the ``runtime.handover`` keys of a preset, in the order of ``System.handover_s``
@@ -299,14 +320,19 @@ def dp_allreduce_time(comm: CommModel, n: int, nbytes: float) -> float:
     """Ring all-reduce of ``nbytes`` among ``n`` data-parallel replicas of one pipeline rank.
 
     Data-parallel replicas of a pipeline live on other nodes, so a :class:`System` uses its
-    inter-node tier; any other model uses its rank 0 -> rank 1 transfer time.
+    inter-node tier, each of the ``2(n-1)`` steps a cross-device transfer that also pays the
+    system's emulated ``link_delay_s`` (as :meth:`System.transfer_time` does); any other model
+    uses its rank 0 -> rank 1 transfer time.
 
     Example:
         >>> round(dp_allreduce_time(load_system("ib-ndr-cluster"), 4, 1e9), 6)   # 6*10us + 1.5*1e9/50e9
         0.03006
+        >>> slow = replace(load_system("ib-ndr-cluster"), link_delay_s=1e-3)
+        >>> round(dp_allreduce_time(slow, 4, 1e9), 6)   # the same + 6 steps x 1 ms
+        0.03606
     """
     if n < 2:
         return 0.0
     if isinstance(comm, System):
-        return float(2 * (n - 1) * comm.inter.time(nbytes / n))
+        return float(2 * (n - 1) * (comm.inter.time(nbytes / n) + comm.link_delay_s))
     return float(2 * (n - 1) * comm.transfer_time(0, 1, nbytes / n))

@@ -66,3 +66,24 @@ def test_negative_delay_in_a_preset_is_refused(loopback_preset):
 
     with pytest.raises(PPVerifyError, match="link_delay_us"):
         load_system(loopback_preset({"link_delay_us": -5}))
+
+
+def test_data_parallel_allreduce_pays_the_delay_per_step(system):
+    from ppverify.systems.system import dp_allreduce_time
+
+    # a ring of N replicas takes 2(N-1) steps, each a cross-device transfer: N = 2, no bytes:
+    # 2 x (50 us + 10 ms) = 20.1 ms, as the replica all-reduce of two ranks above
+    assert dp_allreduce_time(system, 2, 0) == pytest.approx(0.0201)
+    # N = 4, 4e6 B: 6 steps of 50 us + 1e6 B / 2e9 B/s + 10 ms = 6 x 10.55 ms = 63.3 ms
+    assert dp_allreduce_time(system, 4, 4e6) == pytest.approx(0.0633)
+
+
+def test_data_parallel_allreduce_in_a_timeline(system):
+    from ppverify.engines import run
+
+    s = build("1f1b", p=2, m=2)
+    c = CostModel.abstract(s.placement, F=0.01, B=0.02)  # abstract: no gradient bytes
+    tl = run(s, c, system, "async", dp_allreduce=2)
+    spans = [e - b for k, b, e in zip(tl.transfers.kind, tl.transfers.start, tl.transfers.end) if k == "dp-allreduce"]
+    # one per device, each 2 x (50 us + 10 ms)
+    assert spans == pytest.approx([0.0201, 0.0201])
