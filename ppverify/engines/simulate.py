@@ -86,6 +86,9 @@ def op_durations(dag: DagArrays, costs: CostModel) -> np.ndarray:
         >>> s = build("gpipe", p=2, m=1)
         >>> op_durations(build_dag_arrays(s), CostModel.abstract(s.placement, F=1, B=2)).tolist()
         [1.0, 2.0, 1.0, 2.0]
+        >>> d = build("dualpipe", p=2, m=4)   # (1F3;0B0) on device 0: 0.5 x (1 + 2); the rest as costed
+        >>> sorted(set(op_durations(build_dag_arrays(d), CostModel.abstract(d.placement, F=1, B=2, overlap=0.5)).tolist()))
+        [1.0, 1.5, 2.0]
     """
     S = dag.schedule.num_stages
     if costs.num_stages != S:
@@ -97,8 +100,10 @@ def op_durations(dag: DagArrays, costs: CostModel) -> np.ndarray:
     if dag.fused.any():
         # chains of fused ops: op i+1 shares op i's slot while fused[i]
         starts = np.flatnonzero(~np.concatenate(([False], dag.fused[:-1])))
-        sums = np.add.reduceat(dur, starts) * costs.overlap if len(dur) else dur
         lengths = np.diff(np.append(starts, len(dur)))
+        sums = np.add.reduceat(dur, starts) if len(dur) else dur
+        # only an overlapped slot (a chain of two or more ops) is scaled: an op alone lasts its cost
+        sums = np.where(lengths > 1, sums * costs.overlap, sums)
         dur = np.repeat(sums, lengths)
     return dur
 

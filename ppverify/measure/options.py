@@ -140,14 +140,18 @@ def file_costs(path: str, schedule: Schedule) -> CostModel | None:
         raise ScheduleFileError(
             path, "costs", f"describes {costs.num_stages} stages; the placement has {schedule.num_stages}"
         )
+    # the run sleeps an overlapped cell's ops one after the other (as PyTorch's OVERLAP_F_B runs
+    # them): a factor below 1 would predict a step the run cannot take
+    serial = "" if costs.overlap == 1 else f" (overlap {costs.overlap:g} read as 1: a cell's ops run one after the other)"
+    costs = replace(costs, overlap=1.0)
     if costs.time_unit == "s":
-        return replace(costs, label=f"the file's costs {costs.label or ''}".rstrip())
+        return replace(costs, label=f"the file's costs {costs.label or ''}".rstrip() + serial)
     k = SECONDS_PER_UNIT
     return replace(
         costs,
         duration={kind: tuple(x * k for x in v) for kind, v in costs.duration.items()},
         time_unit="s",
-        label=f"the file's costs {costs.label or 'custom'} at {k * 1e3:g} ms a unit",
+        label=f"the file's costs {costs.label or 'custom'} at {k * 1e3:g} ms a unit{serial}",
     )
 
 

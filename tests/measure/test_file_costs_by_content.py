@@ -31,3 +31,13 @@ def test_a_family_name_or_a_missing_file_has_no_stored_settings(tmp_path):
     s = build("1f1b", p=2, m=2)
     assert file_costs("1f1b", s) is None
     assert file_comm_note(str(tmp_path / "missing.json")) is None
+
+
+def test_an_overlap_factor_is_read_as_1_for_the_run(tmp_path):
+    # measure sleeps an overlapped cell's F and then its B: its prediction must not shorten the
+    # cell by the file's overlap factor (0.5 x (F + B)), or it predicts a step the run cannot take
+    s = build("dualpipe", p=2, m=4)
+    f = save_json(s, tmp_path / "dp.json", CostModel.abstract(s.placement, F=1, B=2, overlap=0.5))
+    costs = file_costs(str(f), s)
+    assert costs is not None and costs.overlap == 1.0
+    assert "overlap 0.5 read as 1" in costs.label
