@@ -35,6 +35,21 @@ def _parts(action: Action) -> tuple:
     return action.ops if isinstance(action, Overlap) else (action,)
 
 
+def runs_as_written(schedule: Schedule) -> bool:
+    """True when the schedule's transfers run as written, with no lowering to place them: a
+    program holds SEND/RECV actions, or it is a PyTorch ``compute_comms`` file (its markers say
+    so), which PyTorch's runtime runs as it is, so a transfer it does not write is missing.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> runs_as_written(build("1f1b", p=2, m=2))
+        False
+    """
+    if schedule.params.get("format") == "compute_comms":
+        return True
+    return any(Comm in set(map(type, prog)) for prog in schedule.programs)  # C-speed scan per program
+
+
 def add_send_recv(schedule: Schedule) -> Schedule:
     """Lower a compute-only schedule to PyTorch's ``compute_comms`` form, action for action as
     PyTorch's ``_add_send_recv`` does (idle slots dropped, markers kept in place).
@@ -124,7 +139,8 @@ def add_send_recv(schedule: Schedule) -> Schedule:
 
 
 def comm_problems(schedule: Schedule) -> list[str]:
-    """Problems with the SEND/RECV of a ``compute_comms`` schedule (empty when it has none).
+    """Problems with the SEND/RECV of a schedule that runs its transfers as written
+(:func:`runs_as_written`: SEND/RECV in its programs, or a ``compute_comms`` file; empty otherwise).
 
     Every dependency between stages on different ranks (of the microbatch's pipe) needs exactly one
     SEND on the producer's rank, after the producing op, and one RECV on the consumer's rank, before the consuming op
@@ -136,8 +152,10 @@ def comm_problems(schedule: Schedule) -> list[str]:
         >>> from ppverify.io.torch_csv import parse_rows
         >>> comm_problems(parse_rows([["0F0", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0"]]))
         ['1SEND_B0 is missing (rank 1, after 1B0)']
+        >>> len(comm_problems(parse_rows([["0F0", "0B0", "0REDUCE_GRAD"], ["1F0", "1B0", "1REDUCE_GRAD"]])))  # markers: as written
+        4
     """
-    if not any(isinstance(a, Comm) for prog in schedule.programs for a in prog):
+    if not runs_as_written(schedule):
         return []
     maps, pipe_of = schedule.placement.maps, schedule.pipe_of_mb  # two-pipe files: each mb's own pipe
     S, m = schedule.num_stages, schedule.m

@@ -40,7 +40,7 @@ def job_for(
         >>> j.format, j.rows[0], j.durations["F"]
         ('compute_only', ['0F0', '0F1', '0B0', '0B1'], (0.01, 0.01))
     """
-    from ..core.ops import Comm, format_action
+    from ..core.ops import format_action
     from ..io.torch_csv import COMPUTE_COMMS, COMPUTE_ONLY, FLAVOURS, to_rows
     from ..io.torch_rules import check_runnable
 
@@ -51,7 +51,11 @@ def job_for(
     if warmup < 0:
         raise ParameterError("warmup", warmup, "must be >= 0")
     check_complete(schedule)  # first: a missing op would read as a loss-order or PyTorch assertion error
-    lowered = any(isinstance(a, Comm) for prog in schedule.programs for a in prog)
+    from ..core.lowering import runs_as_written
+
+    lowered = runs_as_written(schedule)  # a compute_comms file runs as written, SEND/RECV or not
+    if lowered and schedule.placement.num_pipes == 1:
+        check_transfers_written(schedule)
     check_format(schedule, format, lowered)
     check_runnable(schedule)  # before any worker: PyTorch's own failure would be an autograd error
     rows: list[list[str]] = []
@@ -69,6 +73,32 @@ def job_for(
     durations = {k: tuple(float(x) if compute == "sleep" else 0.0 for x in v) for k, v in costs.duration.items()}
     spec = ModelSpec.for_compute(compute, seed)
     return Job(schedule, rows, format, durations, spec, steps, warmup, record, profile, link_delay)
+
+
+def check_transfers_written(schedule: Schedule) -> None:
+    """Refuse, before any worker starts, a schedule PyTorch's runtime runs as written (SEND/RECV in
+    its rows, or a ``compute_comms`` file's markers) whose transfers are not all written: the
+    runtime would stop on ``Computing action=1F0 before receiving input`` (or hang) after the
+    workers' start-up.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> check_transfers_written(parse_rows([["0F0", "0B0", "0REDUCE_GRAD"], ["1F0", "1B0", "1REDUCE_GRAD"]], "mk.csv"))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter schedule=mk.csv p=2 m=1 format=compute_comms placement=linear: 0SEND_F0 is missing (rank 0, after 0F0); 1RECV_F0 is missing (rank 1, before 1F0); 1SEND_B0 is missing (rank 1, after 1B0); 0RECV_B0 is missing (rank 0, before 0B0): PyTorch's runtime runs a compute_comms file as written; `ppverify verify FILE` names each with its rule
+    """
+    from ..core.lowering import comm_problems
+
+    problems = comm_problems(schedule)
+    if problems:
+        more = " (and more)" if len(problems) > 10 else ""
+        raise ParameterError(
+            "schedule",
+            schedule.describe(),
+            "; ".join(problems[:10]) + more + ": PyTorch's runtime runs a compute_comms file as written; "
+            "`ppverify verify FILE` names each with its rule",
+        )
 
 
 def check_complete(schedule: Schedule) -> None:

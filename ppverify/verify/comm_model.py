@@ -60,14 +60,17 @@ def edge_rule(op: Op, kind: str) -> str:
 
 
 def has_explicit_comms(schedule: Schedule) -> bool:
-    """True when any program holds SEND/RECV actions.
+    """True when the schedule's transfers run as written (:func:`ppverify.core.lowering.runs_as_written`):
+    SEND/RECV in its programs, or a PyTorch ``compute_comms`` file.
 
     Example:
         >>> from ppverify.schedules import build
         >>> has_explicit_comms(build("1f1b", p=2, m=2))
         False
     """
-    return any(Comm in set(map(type, prog)) for prog in schedule.programs)  # C-speed scan per program
+    from ..core.lowering import runs_as_written
+
+    return runs_as_written(schedule)
 
 
 def _comm_text(kind: str, q: Op, i: Op, send: bool) -> str:

@@ -188,13 +188,15 @@ def test_cli_mismatch_exits_1(tmp_path, capsys):
 
 
 def test_schedule_rejected_by_the_runtime_exits_2(tmp_path, capsys):
-    # rank 1 computes 1F0 before its RECV_F0: PyTorch's runtime refuses it on that rank
+    # rank 1 computes 1F0 before its RECV_F0: PyTorch's runtime would refuse it on that rank
+    # ("Computing action=1F0 before receiving input"); measure refuses it before any worker
+    # starts, by the send/recv rule (a RECV before the op that consumes it)
     path = tmp_path / "early.csv"
     path.write_text("0F0,0SEND_F0,0RECV_B0,0B0\n1F0,1RECV_F0,1B0,1SEND_B0\n")
     code = main(["measure", str(path), "--timeout", "20"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
-    assert "rank 1 failed" in err and "1F0 before receiving input" in err
+    assert "1RECV_F0 must come before 1F0 on rank 1" in err
 
 
 @pytest.mark.parametrize(
