@@ -172,6 +172,10 @@ def compare_request(
         check_output_path(out, "--out")  # a missing folder, a trailing '/', a FIFO: refused before the run
     abstract = bool(costs or comm_delay)
     check_mode_options(abstract, findings, systems, models, ms, options)
+    if findings and schedules is not None:  # the findings are about the seed paper's seven: it would be ignored
+        raise ParameterError(
+            "schedules", schedules, "--findings checks the seed paper's seven schedules: leave --schedules out"
+        )
     if memory_cap is not None and "optimum" not in lv:  # it caps the optimum alone
         raise ParameterError(
             "memory-cap",

@@ -164,7 +164,7 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
             r = srow.loc[lv]
             if pd.isna(r["makespan"]):
                 row.append(r["status"])
-                if r["status"] == "error" and not all_blank:  # a blank row's note below says why
+                if r["status"] == "error":  # docs/comparison.md: each reason a level gave `error` is a line
                     errors.setdefault((lv, str(r["note"])), []).append(str(sched))
                 continue
             cell = f"{fmt_time(r['makespan'], tu)} ({'-' if pd.isna(r['rank']) else r['rank']})"
@@ -212,9 +212,12 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
             if v.startswith("INVALID"):
                 notes.append(f"{sched}: {v}")
         rows.append(row)
-        if all_blank and srow.iloc[0]["status"] != "not applicable":
+        if all_blank and srow.iloc[0]["status"] not in ("not applicable", "error"):  # an error has its line
             notes.append(f"{sched}: {srow.iloc[0]['status']} ({srow.iloc[0]['note']})")
-    notes += [f"{lv} error for {', '.join(scheds)}: {why}" for (lv, why), scheds in errors.items()]
+    merged: dict[tuple[str, tuple[str, ...]], list[str]] = {}  # one reason at several levels: one line
+    for (lv, why), scheds in errors.items():
+        merged.setdefault((why, tuple(scheds)), []).append(lv)
+    notes += [f"{', '.join(lvs)} error for {', '.join(sc)}: {why}" for (why, sc), lvs in merged.items()]
     title = f"== {config} ==  (time in {tu_txt}, memory in {mu_txt})"
     out = [title, tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
     # levels missing here but present elsewhere get a note; levels missing everywhere are

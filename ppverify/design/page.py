@@ -20,6 +20,8 @@ from .run import Design
 _W, _H, _PAD = 720, 420, 56
 #: an upper estimate of one character's width in the 9 px labels (sans-serif), to fit them in
 _LABEL_CHAR_PX = 5.0
+#: an upper estimate of one character's width in the 10 px tick labels
+_TICK_CHAR_PX = 6.0
 
 _SCRIPT = """
 document.querySelectorAll('a[href^="#point-"], a[href^="#family-"]').forEach(function (a) {
@@ -52,6 +54,29 @@ def _scale(values: list[float], lo_px: float, hi_px: float) -> tuple[float, floa
     if hi - lo < 1e-12:
         lo, hi = lo - 1, hi + 1
     return lo, (hi_px - lo_px) / (hi - lo)
+
+
+def y_ticks(lo: float, hi: float) -> list[float]:
+    """Three to five evenly spaced round values from ``lo`` to ``hi`` (one when they are equal):
+    the step is 1, 2 or 5 times a power of ten.
+
+    Example:
+        >>> y_ticks(0.212045, 4.80977)
+        [1.0, 2.0, 3.0, 4.0]
+        >>> y_ticks(36, 36), y_ticks(10, 11)
+        ([36], [10.0, 10.5, 11.0])
+    """
+    if hi - lo < 1e-12:
+        return [lo]
+    top = math.floor(math.log10(hi - lo))
+    for p10 in range(top + 1, top - 3, -1):
+        for mult in (5, 2, 1):
+            step = mult * 10.0**p10
+            first = math.ceil(lo / step - 1e-9)
+            ticks = [round(k * step, 12) for k in range(first, math.floor(hi / step + 1e-9) + 1)]
+            if len(ticks) >= 3:
+                return ticks[:: -(-len(ticks) // 5)] if len(ticks) > 5 else ticks
+    return [lo, hi]
 
 
 def frontier_svg(d: Design) -> str:
@@ -94,10 +119,19 @@ def frontier_svg(d: Design) -> str:
         f'<text x="14" y="{_H / 2}" text-anchor="middle" font-size="12" '
         f'transform="rotate(-90 14 {_H / 2})">step time ({unit})</text>'
     )
+    # a tick label per distinct peak, but none closer to the last one drawn than their half widths
+    # (peaks 1.74901 and 1.8745 once printed over each other)
+    last = -math.inf
     for v in sorted(set(xs)):
+        half = len(f"{v:g}") * _TICK_CHAR_PX / 2
+        if X(v) - half < last + 4:
+            continue
         parts.append(f'<text x="{X(v):.1f}" y="{_H - _PAD + 16}" text-anchor="middle" font-size="10">{v:g}</text>')
-    for v in (min(ys), max(ys)):
-        parts.append(f'<text x="{_PAD - 4}" y="{Y(v):.1f}" text-anchor="end" font-size="10">{v:g}</text>')
+        last = X(v) + half
+    # a few evenly spaced step times, left of the axis and clear of a frontier circle (radius 6)
+    # on it, vertically centred on their value
+    for v in y_ticks(min(ys), max(ys)):
+        parts.append(f'<text x="{_PAD - 9}" y="{Y(v):.1f}" dy="0.35em" text-anchor="end" font-size="10">{v:g}</text>')
     if front:
         pts = []
         for (_, x, y), nxt in zip(front, front[1:] + [None]):
@@ -235,7 +269,6 @@ def design_page(d: Design, title: str | None = None) -> str:
     """
     from .output import design_text
 
-    searched = {s.label for s in d.setups}
     heading = html.escape(title or f"Design p={d.request.p} m={d.request.m}")
     body = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -257,7 +290,7 @@ def design_page(d: Design, title: str | None = None) -> str:
     body.append("<h2>Families</h2>")
     notes = family_notes(d)
     for j, f in enumerate(d.families):
-        chart = _gantt_svg(f, d) if f.placement in searched else "<p>(placement not searched)</p>"
+        chart = _gantt_svg(f, d)  # an async run of the family's own schedule: no searched placement needed
         note = f'<p class="note">{html.escape(notes[j])}</p>' if j in notes else ""
         body.append(
             f'<details id="family-{j}"><summary>{html.escape(f.family)} ({html.escape(f.placement)}), '

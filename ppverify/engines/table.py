@@ -99,7 +99,14 @@ def slot_timeline(
         np.asarray(start) * tk,
         np.asarray(end) * tk,
         info=TimelineInfo(
-            tick=tk, ticks=int(max(end, default=0)), charge_comm=charge_comm, start_tick=start, end_tick=end
+            tick=tk,
+            ticks=int(max(end, default=0)),
+            charge_comm=charge_comm,
+            start_tick=start,
+            end_tick=end,
+            # the system's device memory, as the other engines record it (simulate.finish): the
+            # report's memory panel draws its capacity line and OOM keys from it
+            memory_capacity=getattr(comm, "memory_bytes", None),
         ),
     )
 

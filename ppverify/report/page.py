@@ -118,14 +118,20 @@ def page_data(study: Study) -> dict[str, Any]:
         for k in ("verified", "rank_change", "note", "semantics"):
             r[k] = "" if r[k] is None else str(r[k])
     levels = level_legend(rows)
+    timed = set(rows["level"]) - {"formula"} if len(rows) else set()
+    why: dict[str, None] = {}  # why a point is drawn as written, each reason once
+    for pt in study.points:
+        if "program" in pt.levels:
+            if str(pt.verdict.get("verdict", "")).startswith("INVALID"):
+                why["Z3 found the schedule INVALID"] = None
+            elif timed:
+                why["no engine could run this schedule"] = None
+            else:  # --levels formula: valid schedules, simply not timed
+                why["no timed level was asked for: --levels names only formula"] = None
     for pt in study.points:
         for lv in pt.levels:
             if lv not in levels:
-                levels[lv] = (
-                    "the programs as written, one slot per op (no engine could run this schedule)"
-                    if lv == "program"
-                    else lv
-                )
+                levels[lv] = f"the programs as written, one slot per op ({'; '.join(why)})" if lv == "program" else lv
     return {
         "title": study.title,
         "levels": levels,

@@ -211,8 +211,11 @@ def study_from_points(
                 continue
         n = sched.num_ops * max(1, len(tls))
         if n > budget:
+            drawn = max_chart_ops - budget
+            # the budget is the whole page's: name the ops already drawn when they are what tips it
+            why = f"{drawn} ops already drawn + these {n} = {drawn + n}" if drawn else f"{n} ops"
             notes.append(
-                f"{pt.entry.label} in {pt.config.label}: no chart ({n} ops over the page's "
+                f"{pt.entry.label} in {pt.config.label}: no chart ({why}, over the page's "
                 f"{max_chart_ops} chart-op budget; --max-chart-ops)"
             )
             continue

@@ -40,12 +40,20 @@ def test_flags_and_preset_options_reach_the_request():
 
 
 def test_the_map_drops_the_selections_it_sweeps_itself():
-    args = _args("--findings", "-p", "3", "--schedules", "gpipe")
+    args = _args("--findings", "-p", "3")
     # without the map the findings run on the p given; the map sweeps p (and the schedules) itself,
     # so the request falls back to the findings' own p = 4, 8 and their own schedule set
     assert request_from_options(vars(args)).ps == (3,)
-    mapped = request_from_options(vars(args), mapped=True)
+    mapped = request_from_options(vars(_args("--findings", "-p", "3", "--schedules", "gpipe")), mapped=True)
     assert (mapped.ps, mapped.schedules) == ((4, 8), None)
+
+
+def test_the_findings_refuse_schedules_as_they_refuse_m():
+    # docs/comparison.md: the findings are checked on the seed paper's seven schedules, so a
+    # --schedules would be silently ignored (as -m would): refused, naming the option
+    args = _args("--findings", "-p", "4", "--costs", "F=1,B=2", "--schedules", "gpipe,1f1b,zb-h1")
+    with pytest.raises(ParameterError, match=r"parameter schedules=gpipe,1f1b,zb-h1: --findings checks the seed"):
+        request_from_options(vars(args))
 
 
 def test_a_bad_option_fails_before_anything_runs():

@@ -105,3 +105,18 @@ def test_abstract_costs_keep_the_activation_panel(browser, tmp_path):
     assert panel["heading"] == "memory per device (async)"
     assert panel["keys"] == ["\u2014 dev 0", "\u2014 dev 1"]
     assert errors == []
+
+
+def test_the_slot_level_draws_the_same_capacity_and_oom_keys(browser, tmp_path):
+    # the slot table holds the same ops per device in the same order, so the same microbatches at
+    # once: the same HELD peaks against the same 80 GiB (the slot engine once left the capacity out:
+    # no line and no OOM keys while the table marked the cells OOM)
+    out = tmp_path / "slot.html"
+    argv = ["report", "--schedules", "1f1b", "-p", "4", "-m", "4", "--systems", "dgx-h100", "--models", "gpt3-13b"]
+    assert main([*argv, "--levels", "slot,async", "--no-progress", "-o", str(out)]) == 0
+    page, errors = _open(browser, out)
+    panel = page.evaluate("window.ppverifyReport.memoryLabels('slot')")
+    assert panel["peaks"] == pytest.approx(HELD, rel=1e-9)
+    assert panel["capacity"] == "device capacity 80 GiB"
+    assert panel["keys"] == ["\u2014 dev 0 OOM", "\u2014 dev 1 OOM", "\u2014 dev 2", "\u2014 dev 3"]
+    assert errors == []

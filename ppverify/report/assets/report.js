@@ -40,6 +40,7 @@
   function fmtTime(x, unit) {
     if (x === null || x === undefined || Number.isNaN(x)) return "-";
     if (unit === "s") return (x === 0 ? "0" : String(+(x * 1e3).toPrecision(4))) + " ms";
+    if (unit === "slots" && x === 1) return "1 slot";  // the program level's axis: "1 slot", not "1 slots"
     return (+x.toPrecision(6)).toString() + (unit === "units" ? "" : " " + unit);
   }
   function fmtMem(x, unit) {
@@ -94,7 +95,9 @@
       const head = el("tr");
       // a measured level brings its own peaks (the run's saved activations), shown beside the model's
       const measuredPeak = sub.some((r) => r.level === "measured" && r.peak_activation !== null && r.peak_activation !== undefined);
-      for (const h of ["schedule", ...levels, ...(sim ? ["bubble (" + sim + ")", "peak act. (" + sim + ")"] : []), ...(measuredPeak ? ["peak act. (measured)"] : []), "peak act. (opt.)", "gap to bound", "Z3"])
+      // both read the optimum: a configuration without it has neither column (as the text table)
+      const hasOpt = sub.some((r) => r.level === "optimum");
+      for (const h of ["schedule", ...levels, ...(sim ? ["bubble (" + sim + ")", "peak act. (" + sim + ")"] : []), ...(measuredPeak ? ["peak act. (measured)"] : []), ...(hasOpt ? ["peak act. (opt.)", "gap to bound"] : []), "Z3"])
         head.appendChild(el("th", {}, h));
       tab.appendChild(head);
       for (const sched of [...new Set(sub.map((r) => r.schedule))]) {
@@ -130,7 +133,7 @@
           tr.appendChild(el("td", {}, fmtMem(r.peak_activation, r.memory_unit)));
         }
         const a = by.async, o = by.optimum;
-        tr.appendChild(el("td", {}, o ? fmtMem(o.peak_activation, o.memory_unit) : "-"));
+        if (hasOpt) tr.appendChild(el("td", {}, o ? fmtMem(o.peak_activation, o.memory_unit) : "-"));
         let gap = "-", gapTitle = "";
         // a schedule whose own peak is over the optimum's cap: the bound holds for the schedules
         // within the cap, not for it, so no gap (the command line says the same)
@@ -141,7 +144,7 @@
             fmtMem(o.memory_cap, o.memory_unit) + ": the optimum and its bound hold for the schedules within the cap";
         } else if (a && o && known(a.gap_to_bound))
           gap = (o.status === "optimal" ? "" : "\u2264") + (100 * Math.max(a.gap_to_bound, 0)).toFixed(1) + "%";
-        tr.appendChild(el("td", { title: gapTitle }, gap));
+        if (hasOpt) tr.appendChild(el("td", { title: gapTitle }, gap));
         const v = (sub.find((r) => r.schedule === sched) || {}).verified || "";
         const z = el("td", { class: v === "valid" ? "valid" : v.startsWith("INVALID") ? "invalid" : "na", title: v },
           v === "valid" ? "valid" : v.startsWith("INVALID") ? "INVALID" : v ? "n/a" : "-");
@@ -163,6 +166,8 @@
       ["peak act. (opt.)", "the optimum schedule's highest per-device activation peak"],
       ["gap to bound", "(async makespan \u2212 bound) / async makespan; the bound is the CP-SAT optimum of the same placement capped at each schedule's own peak unless --memory-cap says otherwise (\u2264: against the proven bound; over cap: the schedule's own peak is above that cap, so the bound is not its)"],
       ["Z3", "the verifier proved " + PROVED]];
+    if (!LEVEL_ORDER.includes("optimum"))  // both read the optimum: no optimum level, nothing to explain
+      extra.splice(3, 2);
     if (rows.some((r) => r.oom))  // after "~", where the text table's legend has it
       extra.splice(3, 0, ["OOM (-)", "does not fit device memory: weights, gradients, optimizer state and activations over the device's capacity (hover the cell for the devices; ppverify simulate names them too): shown, not ranked; the others are ranked among themselves"]);
     if (LEVEL_ORDER.includes("measured"))
@@ -793,6 +798,8 @@
     transferColor(kind) { return trColor(kind); },
     /** A memory value as the tables write it (bytes in GiB, three significant digits). */
     memoryText(x, unit) { return fmtMem(x, unit); },
+    /** A time as the charts write it (the axis, the hover; seconds in ms, slots counted). */
+    timeText(x, unit) { return fmtTime(x, unit); },
   };
   start();
 })();
