@@ -37,17 +37,17 @@ def _parts(action: Action) -> tuple:
 
 def runs_as_written(schedule: Schedule) -> bool:
     """True when the schedule's transfers run as written, with no lowering to place them: a
-    program holds SEND/RECV actions, or it is a PyTorch ``compute_comms`` file (its markers say
-    so), which PyTorch's runtime runs as it is, so a transfer it does not write is missing.
+    program holds SEND/RECV actions or markers (``REDUCE_GRAD``, ``UNSHARD``/``RESHARD``: what
+    makes a PyTorch file ``compute_comms``, which PyTorch's runtime runs as it is), so a transfer
+    it does not write is missing. Decided by the programs alone, never by a file's labels.
 
     Example:
         >>> from ppverify.schedules import build
-        >>> runs_as_written(build("1f1b", p=2, m=2))
-        False
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> runs_as_written(build("1f1b", p=2, m=2)), runs_as_written(parse_rows([["0F0", "0B0", "0REDUCE_GRAD"]]))
+        (False, True)
     """
-    if schedule.params.get("format") == "compute_comms":
-        return True
-    return any(Comm in set(map(type, prog)) for prog in schedule.programs)  # C-speed scan per program
+    return any(not set(map(type, prog)).isdisjoint((Comm, Marker)) for prog in schedule.programs)  # C-speed scan
 
 
 def add_send_recv(schedule: Schedule) -> Schedule:

@@ -17,8 +17,9 @@ compute-only lowering would add (:mod:`ppverify.io.torch_lowering`). Two propert
   active at the end. A file with no UNSHARD/RESHARD at all runs plain (unsharded) stages, for
   which the runtime skips these actions.
 
-Schedules that are not ``compute_comms`` files (``params["format"]``) get both properties from
-the lowering, so the rules apply only to files read in that flavour. The rules are ground facts
+Schedules PyTorch lowers get both properties from the lowering, so the rules apply only to what
+its runtime runs as written: a ``compute_comms`` file, or a schedule whose programs hold markers
+(a file's markers decide, whatever its labels say). The rules are ground facts
 about positions in the programs, decided by one scan; each violation's core names the ops that
 break it (the marker and the compute op it is misplaced against, or the op left uncovered).
 """
@@ -38,14 +39,22 @@ RULE_ENDS_SHARDED = "a sharded stage ends the step resharded (RESHARD after its 
 
 
 def applies(schedule: Schedule) -> bool:
-    """True for a schedule read from a ``compute_comms`` file (the only flavour run as written).
+    """True for a one-pipe schedule in PyTorch's runtime flavour, run as written: one read from a
+    ``compute_comms`` file (``params["format"]``, which the CSV reader sets from the cells), or
+    one whose programs hold markers (``REDUCE_GRAD``, ``UNSHARD``/``RESHARD``), whatever its file
+    says. A ppverify schedule with SEND/RECV and no marker is not one: nothing reduces its
+    gradients in PyTorch's place. PyTorch's runtime has no two-pipe schedules.
 
     Example:
         >>> from ppverify.io.torch_csv import parse_rows
         >>> applies(parse_rows([["0F0", "0B0"]])), applies(parse_rows([["0F0", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0", "1SEND_B0"]]))
         (False, True)
     """
-    return schedule.params.get("format") == "compute_comms"
+    if schedule.placement.num_pipes != 1:
+        return False
+    if schedule.params.get("format") == "compute_comms":
+        return True
+    return any(Marker in set(map(type, prog)) for prog in schedule.programs)
 
 
 def _parts(a):
