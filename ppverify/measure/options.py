@@ -142,7 +142,9 @@ def file_costs(path: str, schedule: Schedule) -> CostModel | None:
         )
     # the run sleeps an overlapped cell's ops one after the other (as PyTorch's OVERLAP_F_B runs
     # them): a factor below 1 would predict a step the run cannot take
-    serial = "" if costs.overlap == 1 else f" (overlap {costs.overlap:g} read as 1: a cell's ops run one after the other)"
+    serial = (
+        "" if costs.overlap == 1 else f" (overlap {costs.overlap:g} read as 1: a cell's ops run one after the other)"
+    )
     costs = replace(costs, overlap=1.0)
     if costs.time_unit == "s":
         return replace(costs, label=f"the file's costs {costs.label or ''}".rstrip() + serial)

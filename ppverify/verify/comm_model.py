@@ -20,8 +20,9 @@ Where SEND/RECV come from:
 Semantics:
 
 * ``buffered``: a SEND never blocks (it is copied into a buffer, like ``isend`` with unlimited
-  buffering); a RECV blocks until its SEND has been posted. With the derived policy this is
-  exactly the step's DAG, so no extra nodes are needed.
+  buffering); a RECV is posted (``irecv``) and the op that consumes its data waits until its
+  SEND has been posted, as PyTorch's runtime waits on a RECV only at that op. With the derived
+  policy this is exactly the step's DAG, so no extra nodes are needed.
 * ``rendezvous``: NCCL-style blocking point-to-point: a transfer happens once both its SEND
   and its RECV are posted, and both devices resume only after it. Consecutive comm actions with
   no compute between them are posted as one group (``ncclGroupStart/End``,
@@ -240,6 +241,9 @@ def _explicit(
     _dep_edges(pb, dag, node, cross_too=False)
     used_s: dict[tuple, int] = {}
     used_r: dict[tuple, int] = {}
+    # buffered: a RECV is posted (irecv) and the op that consumes its data waits, as PyTorch's
+    # runtime waits on a RECV only at that op; the RECV itself blocks nothing
+    consumer: dict[int, int] = {}
     for i2, preds in enumerate(dag.pred):
         for e, q in enumerate(preds):
             if q < 0 or not dag.cross[i2][e]:
@@ -257,6 +261,7 @@ def _explicit(
                     pb.edge(node[i2], node[i2], 1, f"input of {dag.ops[i2]} is never received (no RECV)")
                 continue
             pb.edge(rcv[1], node[i2], 1, "op after the RECV of its input")
+            consumer.setdefault(rcv[1], node[i2])
             if positional(key) is not None:
                 continue  # what the RECV receives is decided by posting order, below
             if snd is None:
@@ -265,7 +270,7 @@ def _explicit(
             elif blocking:
                 _rendezvous(pb, snd, rcv, _names(key)[0])
             else:
-                pb.edge(snd[0], rcv[1], 1, "buffered: RECV completes after its SEND")
+                pb.edge(snd[0], node[i2], 1, "buffered: an op waits for its input's SEND")
     # comm actions no transfer uses
     for key, lst in recvs.items():
         if key not in excused and positional(key) is None:
@@ -273,7 +278,7 @@ def _explicit(
     for key, lst in sends.items():
         if key not in excused and not (blocking and positional(key) is not None):
             _unused(pb, dag.schedule, key, True, lst[used_s.get(key, 0) :], len(lst), recvs.get(key, []), blocking)
-    _match_in_posting_order(pb, posted, blocking)
+    _match_in_posting_order(pb, posted, blocking, consumer)
     return pb, node
 
 
@@ -357,11 +362,15 @@ def _unused(
 
 
 def _match_in_posting_order(
-    pb: OrderProblem, posted: dict[tuple[bool, int, int], list[tuple[tuple[int, int], str]]], blocking: bool
+    pb: OrderProblem,
+    posted: dict[tuple[bool, int, int], list[tuple[tuple[int, int], str]]],
+    blocking: bool,
+    consumer: dict[int, int] | None = None,
 ) -> None:
     """PyTorch's runtime: the k-th SEND from one rank to another meets the k-th RECV the other
     rank posts from it; a RECV with no k-th SEND waits forever, and so does a blocking SEND with
-    no k-th RECV (a buffered one is left in its buffer)."""
+    no k-th RECV (a buffered one is left in its buffer). Buffered, the op that consumes the
+    RECV's data waits for the SEND (``consumer``: RECV node -> that op's node), not the RECV."""
     for (is_send, src, dst), nodes in sorted(posted.items()):
         other = posted.get((not is_send, src, dst), [])
         if is_send:
@@ -369,7 +378,7 @@ def _match_in_posting_order(
                 if blocking:
                     _rendezvous(pb, snd, rcv, text)
                 else:
-                    pb.edge(snd[0], rcv[1], 1, POSTING_RULE)
+                    pb.edge(snd[0], (consumer or {}).get(rcv[1], rcv[1]), 1, POSTING_RULE)
         for pd, _ in nodes[len(other) :] if blocking or not is_send else ():
             pb.edge(pd[1], pd[1], 1, "blocking SEND never received" if is_send else "its SEND is never posted")
 

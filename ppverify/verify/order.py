@@ -8,8 +8,9 @@ constraints:
   this chain no two actions of a device can share an instant, so pairwise exclusivity follows.
 * dependencies: every edge ``q -> i`` of the step's DAG (:func:`ppverify.core.dag.build_dag`, which
   includes "W after its own I" and the B-vs-I/W rules) gives ``t_i - t_q >= 1``;
-* point-to-point semantics (:mod:`.comm_model` builds the SEND/RECV nodes): ``buffered``: a
-  RECV completes after its SEND was posted (``t_recv - t_send >= 1``), sends never block;
+* point-to-point semantics (:mod:`.comm_model` builds the SEND/RECV nodes): ``buffered``: the
+  op that consumes a RECV's data runs after its SEND was posted (``t_op - t_send >= 1``), a RECV
+  is only posted and sends never block, as in PyTorch's runtime;
   ``rendezvous``: a transfer happens once both its SEND and RECV are posted, and both sides
   resume only after it, so each blocks until the partner arrives.
 

@@ -153,7 +153,7 @@ def explicit_1f1b(p: int, m: int):
 
 @SETTINGS
 @given(st.integers(2, 6), st.integers(1, 8), st.data())
-def test_reorder_a_recv_into_a_deadlock(p, m, data):
+def test_reorder_a_recv_into_a_rendezvous_deadlock(p, m, data):
     s, rows = explicit_1f1b(p, m)
     assert verify(with_rows(s, rows)).valid
     # device d's RECV of the last forward moved to the front of its program. Device d-1 warms
@@ -165,10 +165,12 @@ def test_reorder_a_recv_into_a_deadlock(p, m, data):
     recv = Comm("RECV_F", d, m - 1)
     rows[d].remove(recv)
     rows[d].insert(0, recv)
-    for sem in ("buffered", "rendezvous"):
-        v = fault_core_ok(verify(with_rows(s, rows), comm_semantics=sem), {"deadlock"})
-        # (under rendezvous the moved RECV is posted in one group with the RECV after it)
-        assert any(str(recv) in o.split("+") for o in v.ops) and v.message.startswith("rank ")
+    v = fault_core_ok(verify(with_rows(s, rows), comm_semantics="rendezvous"), {"deadlock"})
+    # (under rendezvous the moved RECV is posted in one group with the RECV after it)
+    assert any(str(recv) in o.split("+") for o in v.ops) and v.message.startswith("rank ")
+    # buffered, as PyTorch's runtime runs it, a RECV is only posted early (as PyTorch's own
+    # lowering posts them): the op that consumes its data still waits where it did, so it runs
+    assert verify(with_rows(s, rows), comm_semantics="buffered").valid
 
 
 @SETTINGS
@@ -414,3 +416,41 @@ def test_verify_agrees_with_an_independent_checker_on_double_faults():
     firsts = {n.split("+")[0] for n, _ in counts}
     assert firsts == KINDS_OF_FAULT
     assert sum(v for (_, ok), v in counts.items() if ok) > 0  # some pairs cancel out: VALID is right there
+
+
+@SETTINGS
+@given(st.integers(2, 5), st.integers(1, 6), st.data())
+def test_a_schedule_valid_under_rendezvous_is_valid_buffered(p, m, data):
+    # buffered only weakens what blocks (a SEND never, a RECV only at the op consuming its data),
+    # so any program that completes with blocking, grouped rendezvous transfers completes buffered
+    # too: move a few RECVs earlier (before their consumers, as PyTorch's lowering posts them)
+    s, rows = explicit_1f1b(p, m)
+    for _ in range(data.draw(st.integers(1, 3))):
+        d = data.draw(st.integers(0, p - 1))
+        recvs = [a for a in rows[d] if isinstance(a, Comm) and a.kind.startswith("RECV")]
+        if not recvs:
+            continue
+        recv = data.draw(st.sampled_from(recvs))
+        k = rows[d].index(recv)
+        rows[d].remove(recv)
+        rows[d].insert(data.draw(st.integers(0, k)), recv)
+    mutant = with_rows(s, rows)
+    if verify(mutant, comm_semantics="rendezvous").valid:
+        assert verify(mutant, comm_semantics="buffered").valid
+
+
+def test_a_recv_posted_before_a_send_its_peer_needs_runs(tmp_path):
+    # rank 0 posts 0RECV_B0 before 0F1 and 0SEND_F1, which 1F1 needs; rank 1 posts 1RECV_F1
+    # before 1SEND_B0, which 0B0 needs. With RECVs that block until their SEND it is a cycle of
+    # waits; with RECVs only posted (irecv) and the wait at the consuming op, as PyTorch's runtime
+    # runs it, every op's input arrives: 0F1, 0SEND_F1, 1F1 ... and 0B0 after 1SEND_B0
+    from ppverify.io.torch_csv import load_csv
+
+    f = tmp_path / "grp.csv"
+    f.write_text(
+        "0UNSHARD,0F0,0SEND_F0,0RECV_B0,0F1,0SEND_F1,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD\n"
+        "1UNSHARD,1RECV_F0,1F0,1B0,1RECV_F1,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1RESHARD\n"
+    )
+    s = load_csv(f)
+    assert verify(s, comm_semantics="rendezvous").valid
+    assert verify(s).valid
