@@ -90,15 +90,7 @@ def check_transfers_written(schedule: Schedule) -> None:
     """
     from ..core.lowering import comm_problems
 
-    problems = comm_problems(schedule)
-    if problems:
-        more = " (and more)" if len(problems) > 10 else ""
-        raise ParameterError(
-            "schedule",
-            schedule.describe(),
-            "; ".join(problems[:10]) + more + ": PyTorch's runtime runs a compute_comms file as written; "
-            "`ppverify verify FILE` names each with its rule",
-        )
+    _refuse(schedule, comm_problems(schedule), "PyTorch's runtime runs a compute_comms file as written", "")
 
 
 def check_complete(schedule: Schedule) -> None:
@@ -118,14 +110,20 @@ def check_complete(schedule: Schedule) -> None:
     """
     from ..core.dag import structural_problems
 
-    problems = structural_problems(schedule, limit=11)
+    why = "PyTorch's runtime cannot run a step whose ops are missing, doubled or misplaced"
+    _refuse(schedule, structural_problems(schedule, limit=11), why, f" -m {schedule.m}")
+
+
+def _refuse(schedule: Schedule, problems: list[str], why: str, verify_options: str) -> None:
+    """Refuse ``schedule`` for the first ten of ``problems`` (none: nothing to refuse), saying
+    ``why`` the runtime cannot run it and which ``verify`` names each with its rule."""
     if problems:
         more = " (and more)" if len(problems) > 10 else ""
         raise ParameterError(
             "schedule",
             schedule.describe(),
-            "; ".join(problems[:10]) + more + ": PyTorch's runtime cannot run a step whose ops are missing, doubled "
-            f"or misplaced; `ppverify verify FILE -m {schedule.m}` names each with its rule",
+            "; ".join(problems[:10])
+            + f"{more}: {why}; `ppverify verify FILE{verify_options}` names each with its rule",
         )
 
 
