@@ -133,12 +133,12 @@ def file_timing(
     stored = stored_document(path, schedule, unsniffed)
     if stored is None:
         return Timing(ctx, sync or "eager", dp or 0)
+    kind, doc = stored
     if ctx.preset_mode:  # the presets time it; the file's collectives stay where not replaced
-        kept = stored[1].comm if stored[0] == "json" else None
+        kept = doc.comm if kind == "json" else None
         if kept is None:
             return Timing(ctx, sync or "eager", dp or 0)
         return Timing(ctx, sync or kept.sync, kept.dp_allreduce if dp is None else dp)
-    kind, doc = stored
     if kind == "table":  # timed as drawn, one tick per cell, unless --costs say otherwise
         if given.costs or doc.table is None:
             return Timing(ctx, sync or "eager", dp or 0)

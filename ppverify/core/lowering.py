@@ -140,20 +140,20 @@ def add_send_recv(schedule: Schedule) -> Schedule:
 
 def comm_problems(schedule: Schedule) -> list[str]:
     """Problems with the SEND/RECV of a schedule that runs its transfers as written
-    (:func:`runs_as_written`: SEND/RECV in its programs, or a ``compute_comms`` file; empty otherwise).
+    (:func:`runs_as_written`: SEND/RECV or markers in its programs; empty otherwise).
 
-        Every dependency between stages on different ranks (of the microbatch's pipe) needs exactly one
-        SEND on the producer's rank, after the producing op, and one RECV on the consumer's rank, before the consuming op
-        (``SEND_F``/``RECV_F`` for activations, ``SEND_B``/``RECV_B`` for gradients); nothing else.
-        PyTorch's runtime hangs or reads the wrong tensor otherwise, and its simulator misses an
-        unmatched SEND.
+    Every dependency between stages on different ranks (of the microbatch's pipe) needs exactly one
+    SEND on the producer's rank, after the producing op, and one RECV on the consumer's rank, before the consuming op
+    (``SEND_F``/``RECV_F`` for activations, ``SEND_B``/``RECV_B`` for gradients); nothing else.
+    PyTorch's runtime hangs or reads the wrong tensor otherwise, and its simulator misses an
+    unmatched SEND.
 
-        Example:
-            >>> from ppverify.io.torch_csv import parse_rows
-            >>> comm_problems(parse_rows([["0F0", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0"]]))
-            ['1SEND_B0 is missing (rank 1, after 1B0)']
-            >>> len(comm_problems(parse_rows([["0F0", "0B0", "0REDUCE_GRAD"], ["1F0", "1B0", "1REDUCE_GRAD"]])))  # markers: as written
-            4
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> comm_problems(parse_rows([["0F0", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0"]]))
+        ['1SEND_B0 is missing (rank 1, after 1B0)']
+        >>> len(comm_problems(parse_rows([["0F0", "0B0", "0REDUCE_GRAD"], ["1F0", "1B0", "1REDUCE_GRAD"]])))  # markers: as written
+        4
     """
     if not runs_as_written(schedule):
         return []

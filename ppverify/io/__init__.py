@@ -6,11 +6,11 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ..core.errors import ScheduleFileError
 from ..core.schedule import Schedule
+from .show_output import show_line
 
 FORMATS = {
     ".json": "ppverify JSON",
@@ -125,7 +125,7 @@ def sniff_format(text: str) -> str | None:
     first = head.split("\n", 1)[0].strip()
     if first.startswith(("tick", "dev ", "Rank", "Step")) or "Rank 0" in first:
         return "table"
-    if re.match(r"schedule {2,}\S", first):  # show's output saved whole (its header, then the table)
+    if show_line(first, "schedule"):  # show's output saved whole (its header, then the table)
         return "table"
     if "," in first:
         return "csv"

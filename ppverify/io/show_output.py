@@ -15,7 +15,14 @@ _SHOW_HEAD = ("schedule", "placement", "costs", "comment", "file's comm")
 _SHOW_LABEL = 14
 
 
-def _show_line(line: str, label: str) -> bool:
+def show_line(line: str, label: str) -> bool:
+    """Whether ``line`` is the one ``ppverify show`` prints under ``label`` (padded to its
+    column, then the value).
+
+    Example:
+        >>> show_line("schedule      gpipe p=2 m=2", "schedule"), show_line("schedule,0F0", "schedule")
+        (True, False)
+    """
     return line.startswith(f"{label:<{_SHOW_LABEL}}") and line[_SHOW_LABEL : _SHOW_LABEL + 1] not in ("", " ")
 
 
@@ -35,18 +42,18 @@ def table_of_show(text: str) -> str:
     """
     lines = text.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
-    if first >= len(lines) or not _show_line(lines[first].lstrip("\ufeff"), "schedule"):
+    if first >= len(lines) or not show_line(lines[first].lstrip("\ufeff"), "schedule"):
         return text
     end, want = first + 1, 1
     while end < len(lines) and lines[end].strip():
-        label = next((x for x in _SHOW_HEAD[want:] if _show_line(lines[end], x)), None)
+        label = next((x for x in _SHOW_HEAD[want:] if show_line(lines[end], x)), None)
         if label is None:
             return text
         want = _SHOW_HEAD.index(label) + 1
         end += 1
     if want < 3:  # schedule, placement and costs, at least: show's header
         return text
-    tail = next((i for i in range(end, len(lines)) if _show_line(lines[i], "makespan")), len(lines))
+    tail = next((i for i in range(end, len(lines)) if show_line(lines[i], "makespan")), len(lines))
     return "\n".join([""] * end + lines[end:tail])
 
 
@@ -71,7 +78,7 @@ def shown_placement(text: str) -> Placement | None:
     """
     if table_of_show(text) is text:
         return None
-    line = next((x for x in text.splitlines() if _show_line(x, "placement")), "")
+    line = next((x for x in text.splitlines() if show_line(x, "placement")), "")
     mt = _SHOWN_PLACEMENT.fullmatch(line.rstrip())
     if mt is None:
         return None

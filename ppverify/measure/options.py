@@ -13,6 +13,7 @@ from ..core.errors import ParameterError
 if TYPE_CHECKING:
     from ..core.costs import CostModel
     from ..core.schedule import Schedule
+    from ..io.json_format import ScheduleDocument
 
 #: most measured (and most warm-up) steps of one run: each step runs the whole schedule
 MAX_STEPS = 10_000
@@ -127,11 +128,8 @@ def file_costs(path: str, schedule: Schedule) -> CostModel | None:
     """
     from dataclasses import replace
 
-    from ..io.json_format import read_json
-
-    if not _json_file(path):  # by content, whatever its name: as every reader decides it
-        return None
-    costs = read_json(path).costs
+    doc = _json_document(path)  # by content, whatever its name: as every reader decides it
+    costs = doc.costs if doc is not None else None
     if costs is None:
         return None
     if costs.num_stages != schedule.num_stages:  # refused as simulate refuses it, not replaced by the default
@@ -181,12 +179,9 @@ def file_comm_note(path: str) -> str | None:
     from pathlib import Path
 
     from ..core.comm import FixedDelay
-    from ..io.json_format import read_json
 
-    if not _json_file(path):  # by content, whatever its name: as every reader decides it
-        return None
-    doc = read_json(path)
-    if doc.comm is None:
+    doc = _json_document(path)  # by content, whatever its name: as every reader decides it
+    if doc is None or doc.comm is None:
         return None
     how = "--link-delay S emulates a fixed delay"
     if isinstance(doc.comm.comm, FixedDelay):
@@ -200,11 +195,16 @@ def file_comm_note(path: str) -> str | None:
     )
 
 
-def _json_file(path: str) -> bool:
-    """Whether ``path`` names a file holding a ppverify JSON document (a family name does not)."""
+def _json_document(path: str) -> ScheduleDocument | None:
+    """The ppverify JSON document in the file ``path``, read once; ``None`` for a family name or
+    a file of another format."""
     from pathlib import Path
 
     from ..core.files import read_text
     from ..io import sniff_format
+    from ..io.json_format import loads_document
 
-    return Path(path).is_file() and sniff_format(read_text(path)) == "json"
+    if not Path(path).is_file():
+        return None
+    text = read_text(path)
+    return loads_document(text, path) if sniff_format(text) == "json" else None

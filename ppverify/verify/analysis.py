@@ -16,12 +16,13 @@ from typing import Any
 from ..core.comm import CommModel
 from ..core.costs import CostModel
 from ..core.dag import DagArrays, StepDAG, build_dag, build_dag_arrays
+from ..core.lowering import runs_as_written
 from ..core.ops import Action, Op, Overlap
 from ..core.schedule import Schedule
 from ..io.torch_rules import Crossing, crossed_messages
 from . import certify
 from .action_placement import Misplaced, check_action_placement
-from .comm_model import build_problem, has_explicit_comms, pytorch_lowering
+from .comm_model import build_problem, pytorch_lowering
 from .order import check_order
 from .report import Violation
 from .structure import check_structure, occurrences
@@ -212,7 +213,7 @@ class Run:
         self.structure()
         arrays = self.arrays
         t1 = time.perf_counter()
-        explicit = has_explicit_comms(self.structure().clean)
+        explicit = runs_as_written(self.structure().clean)
         lowered = self.lowered()
         order_v: list[Violation]
         if (

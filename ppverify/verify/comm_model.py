@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from ..core.dag import ACT, GRAD, StepDAG
 from ..core.errors import ParameterError
+from ..core.lowering import runs_as_written
 from ..core.ops import Comm, Op, Overlap, W
 from ..core.schedule import Schedule
 from ..io.torch_rules import Transfer, transfer_key, transfer_ranks
@@ -58,20 +59,6 @@ def edge_rule(op: Op, kind: str) -> str:
     if kind == GRAD:
         return "backward after the next stage's backward"
     return "W after its own I" if op.kind == W else "backward after its forward"
-
-
-def has_explicit_comms(schedule: Schedule) -> bool:
-    """True when the schedule's transfers run as written (:func:`ppverify.core.lowering.runs_as_written`):
-    SEND/RECV in its programs, or a PyTorch ``compute_comms`` file.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> has_explicit_comms(build("1f1b", p=2, m=2))
-        False
-    """
-    from ..core.lowering import runs_as_written
-
-    return runs_as_written(schedule)
 
 
 def _comm_text(kind: str, q: Op, i: Op, send: bool) -> str:
@@ -101,7 +88,7 @@ def build_problem(
     """
     if semantics not in COMM_SEMANTICS:
         raise ParameterError("comm semantics", semantics, f"expected one of {', '.join(COMM_SEMANTICS)}")
-    if has_explicit_comms(dag.schedule):
+    if runs_as_written(dag.schedule):
         return _explicit(dag, semantics, group, excused, posting)
     return _derived(dag, semantics, group)
 
@@ -443,7 +430,7 @@ def pytorch_lowering(schedule: Schedule) -> Schedule | None:
     from ..core.errors import InvalidScheduleError
     from ..core.lowering import add_send_recv
 
-    if has_explicit_comms(schedule) or schedule.placement.num_pipes != 1:
+    if runs_as_written(schedule) or schedule.placement.num_pipes != 1:
         return None
     try:
         return add_send_recv(schedule)

@@ -11,9 +11,9 @@ from typing import Any
 from ..core.comm import CommModel
 from ..core.costs import CostModel
 from ..core.errors import InvalidScheduleError, ParameterError
+from ..core.lowering import runs_as_written
 from ..core.ops import Comm, Marker, Op, Overlap
 from ..core.schedule import Schedule
-from .comm_model import has_explicit_comms
 
 #: problems listed per check (the count says how many more)
 MAX_LISTED = 10
@@ -93,7 +93,7 @@ def audit(
     rep["comms"] = {
         "ok": not comms,
         "problems": comms,
-        "explicit": has_explicit_comms(schedule),
+        "explicit": runs_as_written(schedule),
     }
     order: dict[str, Any] = {"ok": None, "problem": None}
     slot = None

@@ -17,6 +17,7 @@ PyTorch CSVs keep their verdict: PyTorch never reads them as they are.
 
 from __future__ import annotations
 
+from ..core.lowering import runs_as_written
 from ..core.schedule import Schedule
 from ..io.torch_rules import (
     early_backward,
@@ -27,7 +28,6 @@ from ..io.torch_rules import (
 )
 from .analysis import Run
 from .checks import Outcome
-from .comm_model import has_explicit_comms
 from .report import Violation
 
 #: the rule a ``pytorch-loss-order`` violation names
@@ -104,7 +104,7 @@ def message_order(run: Run) -> Outcome:
         ('pytorch-message-order', ('1SEND_B1', '0RECV_B0'), "rank 1's first message to rank 0 is 1SEND_B1, which rank 0 receives as 0RECV_B0")
     """
     s = run.structure().clean
-    if not run.pytorch or s.placement.num_pipes != 1 or not has_explicit_comms(s):
+    if not run.pytorch or s.placement.num_pipes != 1 or not runs_as_written(s):
         return Outcome()
     crossed = run.crossings()
     odd = unmatched_pairs(s)
