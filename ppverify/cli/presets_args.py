@@ -49,18 +49,20 @@ def add_preset_arguments(parser: argparse.ArgumentParser) -> None:
         >>> p.parse_args(["--system", "dgx-h100", "--model", "gpt3-13b"]).mfu
         0.4
     """
-    from ..systems.presets import available
+    from ..systems.presets import available, preset_name
 
     g = parser.add_argument_group("system and model presets (seconds and bytes instead of abstract units)")
     g.add_argument(
         "--system",
         default=None,
+        type=lambda text: preset_name("systems", text),
         metavar="NAME|FILE",
         help="system preset (" + ", ".join(available("systems")) + ") or a .yaml file",
     )
     g.add_argument(
         "--model",
         default=None,
+        type=lambda text: preset_name("llms", text),
         metavar="NAME|FILE",
         help="LLM preset (" + ", ".join(available("llms")) + ") or a .yaml file",
     )

@@ -35,8 +35,9 @@ from .config import (
     select_schedules,
 )
 from .evaluate import LevelResult, PointResult, evaluate_point, resolve
+from .outcome import CompareOutcome
 from .ranks import rank_changes
-from .request import CompareOutcome, CompareRequest, compare_request, run_request
+from .request import CompareRequest, compare_request, run_request
 from .run import run_comparison
 from .table import COLUMNS, format_config_table, format_legend, to_frame
 

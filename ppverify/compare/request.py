@@ -1,15 +1,15 @@
 """What ``ppverify compare`` is asked, as data, and everything it does with it: the options
 parsed and checked once into a typed :class:`CompareRequest` (:func:`compare_request`, the one
 place that reads their text), the configurations built from it (:func:`request_configs`), the
-comparison or the findings run (:func:`run_request`), the rows written (:func:`write_rows`), the
-outcome printed (:func:`format_outcome`) or given as JSON (:func:`outcome_json`). The command
-module only maps its options onto :func:`compare_request`.
+comparison or the findings run (:func:`run_request`) and the rows written (:func:`write_rows`);
+:mod:`.outcome` prints what it computed. The command module only maps its options onto
+:func:`compare_request`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,7 @@ from .config import (
     DEFAULT_SCHEDULES,
     DEFAULT_SYSTEMS,
     DEFAULT_TIME_LIMIT,
-    LEVEL_SEMANTICS,
     LEVELS,
-    MEASURED_TRACE_SEMANTICS,
     Config,
     ScheduleEntry,
     abstract_configs,
@@ -37,11 +35,10 @@ from .config import (
 )
 from .csv_text import given_csv, parse_floats, parse_ints, split_csv
 from .evaluate import check_common_cap
-from .findings import FINDINGS_SCHEDULES, Finding, Setup, abstract_setup, evaluate_findings, format_findings
-from .ranks import does_not_fit
+from .findings import FINDINGS_SCHEDULES, Setup, abstract_setup, evaluate_findings
+from .outcome import CompareOutcome
 from .results import PointResult
 from .run import run_comparison
-from .table import format_config_table, format_legend, never_applicable, unavailable_levels
 
 #: the preset options ``compare`` passes on to every system and model
 PRESET_OPTIONS = ("mfu", "microbatch_size", "seq_len", "tp", "ranks_per_node")
@@ -210,18 +207,25 @@ def compare_request(
             raise ParameterError("comm-delay", comm_delay, "--findings needs two delays: fast,slow")
         return CompareRequest(ps=parse_ints("p", ps, (4, 8)), costs=ct, comm_delays=delays, **given)  # type: ignore[arg-type]
     if findings:
-        sy = tuple(given_csv("systems", systems) or FINDINGS_SYSTEMS)
+        sy = _shipped("systems", given_csv("systems", systems) or FINDINGS_SYSTEMS)
         if len(sy) != 2:
             raise ParameterError("systems", systems, "--findings needs two systems: fast,slow")
-        md = tuple(given_csv("models", models) or (FINDINGS_MODEL,))[:1]
+        md = _shipped("llms", given_csv("models", models) or (FINDINGS_MODEL,))[:1]
         return CompareRequest(systems=sy, models=md, ps=parse_ints("p", ps, (4, 8)), **given)  # type: ignore[arg-type]
     pn, mn = parse_ints("p", ps, (4,)), parse_ints("m", ms, DEFAULT_M)
     if abstract:
         delays = parse_floats("comm-delay", comm_delay, (0.0,))
         return CompareRequest(ps=pn, ms=mn, costs=ct, comm_delays=delays, **given)  # type: ignore[arg-type]
-    sy = tuple(given_csv("systems", systems) or DEFAULT_SYSTEMS)
-    md = tuple(given_csv("models", models) or DEFAULT_MODELS)
+    sy = _shipped("systems", given_csv("systems", systems) or DEFAULT_SYSTEMS)
+    md = _shipped("llms", given_csv("models", models) or DEFAULT_MODELS)
     return CompareRequest(systems=sy, models=md, ps=pn, ms=mn, **given)  # type: ignore[arg-type]
+
+
+def _shipped(kind: str, names: Sequence[str]) -> tuple[str, ...]:
+    # shipped preset names in any case, as the other commands read them
+    from ..systems.presets import preset_name
+
+    return tuple(preset_name(kind, n) for n in names)
 
 
 def check_mode_options(
@@ -344,21 +348,6 @@ def request_configs(req: CompareRequest) -> tuple[Setup | None, list[Config]]:
     return setup, configs
 
 
-@dataclass(frozen=True)
-class CompareOutcome:
-    """What a request computed: the rows, the levels, the counts behind them, the findings (with
-    ``findings``) and, with ``keep_points``, every point result for a report."""
-
-    rows: pd.DataFrame = field(repr=False)
-    levels: tuple[str, ...]
-    num_configs: int
-    num_schedules: int
-    setup: Setup | None = None
-    findings: tuple[Finding, ...] = ()
-    points: tuple[PointResult, ...] = field(default=(), repr=False)
-    memory_cap: CapSpec | None = None
-
-
 def run_request(req: CompareRequest) -> CompareOutcome:
     """Run the comparison ``req`` asks for (or the findings' comparison and checks) and write
     ``req.out`` when given.
@@ -413,112 +402,15 @@ def write_rows(df: pd.DataFrame, out: str) -> Path:
     return path
 
 
-def outcome_json(outcome: CompareOutcome) -> dict[str, Any]:
-    """The outcome as plain data: the findings' verdicts with ``findings``, else the levels and
-    every row.
-
-    Example:
-        >>> o = run_request(compare_request(schedules="gpipe", ps="2", ms="2", costs="F=1,B=2", levels="slot"))
-        >>> d = outcome_json(o)
-        >>> list(d["levels"]), d["rows"][0]["makespan"], d["rows"][0]["verified"]   # (m+p-1)(tF+tB) = 3*3
-        (['slot'], 9.0, 'valid')
-    """
-    if outcome.setup is not None:
-        return {
-            "findings": [
-                {
-                    "key": f.key,
-                    "claim": f.claim,
-                    "summary": f.summary,
-                    "verdicts": [
-                        {"level": v.level, "reproduced": v.reproduced, "evidence": v.evidence} for v in f.verdicts
-                    ],
-                }
-                for f in outcome.findings
-            ]
-        }
-    df = outcome.rows
-    semantics = dict(LEVEL_SEMANTICS, measured=MEASURED_TRACE_SEMANTICS) if _from_trace(df) else LEVEL_SEMANTICS
-    return {
-        "levels": {lv: semantics[lv] for lv in outcome.levels},
-        "memory_cap": optimum_memory(outcome.memory_cap),
-        "rows": df.astype(object).where(df.notna(), None).to_dict(orient="records"),
-    }
-
-
-def optimum_memory(memory_cap: CapSpec | None) -> str:
-    """What the optimum column's memory is, in words: each family's own peak (the default),
-    unlimited memory (``none``) or the cap given.
-
-    Example:
-        >>> from ppverify.core.memory_cap import read_memory_cap
-        >>> [optimum_memory(read_memory_cap(t)) for t in (None, "none", " 8")]
-        ["each schedule's own peak", 'unlimited memory', 'cap 8']
-    """
-    from ..core.memory_cap import UNLIMITED_LABEL
-
-    if memory_cap is None:
-        return "each schedule's own peak"
-    return UNLIMITED_LABEL if memory_cap.unlimited else f"cap {memory_cap.text}"
-
-
-def format_outcome(outcome: CompareOutcome, seconds: float, out: str | None = None) -> str:
-    """The outcome in text: one table per configuration, the legend, the levels that produced
-    nothing and a closing count (or, with findings, the findings and their evidence).
-
-    Example:
-        >>> o = run_request(compare_request(schedules="gpipe", ps="2", ms="2", costs="F=1", levels="slot"))
-        >>> format_outcome(o, 0.5).splitlines()[-1]
-        '1 rows (1 configurations x 1 schedules x 1 levels) in 0.5 s'
-    """
-    if outcome.setup is not None:
-        setup = outcome.setup
-        head = (
-            f"Seed-paper findings, fast = {setup.fast}, slow = {setup.slow}"
-            + (f", model {setup.model}" if setup.model else "")
-            + f", p in {list(setup.ps)}, m in {{p, {setup.large_m_factor}p}}\n"
-        )
-        return f"{head}\n{format_findings(list(outcome.findings))}\n\n({seconds:.1f} s)"
-    df = outcome.rows
-    out_lines = []
-    for cfg in dict.fromkeys(df["config"]):
-        out_lines += [format_config_table(df, cfg), ""]
-    verified = "verified" in df and bool((df["verified"].fillna("") != "").any())  # the Z3 column is shown
-    measured = df[df["level"] == "measured"] if "level" in df else df.iloc[:0]
-    peak = bool(measured["peak_activation"].notna().any()) if len(measured) else False
-    oom = bool(does_not_fit(df).any())  # the OOM mark is explained where it is printed
-    out_lines.append(
-        format_legend(list(outcome.levels), optimum_memory(outcome.memory_cap), verified, _from_trace(df), peak, oom)
-    )
-    out_lines += [f"  level {lv} produced no numbers: {why}" for lv, why in unavailable_levels(df).items()]
-    out_lines += [f"  {s} is not applicable in any configuration: {why}" for s, why in never_applicable(df).items()]
-    out_lines.append(
-        f"\n{len(df)} rows ({outcome.num_configs} configurations x {outcome.num_schedules} schedules x "
-        f"{len(outcome.levels)} levels) in {seconds:.1f} s" + (f"; written to {out}" if out else "")
-    )
-    return "\n".join(out_lines)
-
-
-def _from_trace(df: Any) -> bool:
-    """Whether the rows' measured level was read from profiler traces (``--measured-trace``)."""
-    if "level" not in df or "semantics" not in df:
-        return False
-    return bool((df[df["level"] == "measured"]["semantics"] == MEASURED_TRACE_SEMANTICS).any())
-
-
 __all__ = [
     "FINDINGS_MODEL",
     "FINDINGS_SYSTEMS",
     "PRESET_OPTIONS",
-    "CompareOutcome",
     "CompareRequest",
     "check_mode_options",
     "check_options",
     "check_presets",
     "compare_request",
-    "format_outcome",
-    "optimum_memory",
-    "outcome_json",
     "parse_floats",
     "parse_ints",
     "request_configs",

@@ -172,6 +172,40 @@ NAMED: dict[str, Callable[..., Placement]] = {
 }
 
 
+def name_fits(p: int, maps: tuple[tuple[int, ...], ...], name: str) -> bool:
+    """Whether a placement's name says what its maps are, for the names ppverify gives
+    (``linear``, ``loop``, ``v``, ``wave``, ``bidirectional``, ``bidirectional+k``); any other name is
+    a person's own label and fits any maps. A file's name is echoed in every report, so one that
+    contradicts the maps would state a wrong fact.
+
+    Example:
+        >>> name_fits(2, ((0, 1, 1, 0),), "v"), name_fits(2, ((0, 1, 1, 0),), "wave")  # one wave is a V
+        (True, True)
+        >>> name_fits(2, ((0, 1, 1, 0),), "linear"), name_fits(2, ((0, 1, 1, 0),), "my-layout")
+        (False, True)
+        >>> name_fits(4, ((0, 1, 2, 3), (0, 3, 2, 1)), "bidirectional+1")
+        True
+    """
+    stages = len(maps[0]) if maps else 0
+    lowered = name.strip().lower()
+    if lowered.startswith("bidirectional"):
+        offset = lowered[len("bidirectional") :]
+        if offset and not (offset.startswith("+") and offset[1:].isdigit()):
+            return True  # not a name ppverify gives
+        return stages == p and maps == bidirectional(p, int(offset[1:]) if offset else 0).maps
+    if lowered not in ("linear", "loop", "v", "wave"):
+        return True
+    if len(maps) != 1 or stages == 0:
+        return False
+    expected = {
+        "linear": linear(p) if stages == p else None,
+        "loop": loop(p, stages // p) if stages % p == 0 else None,
+        "v": v_shape(p) if stages == 2 * p else None,
+        "wave": wave(p, stages // (2 * p)) if stages % (2 * p) == 0 else None,
+    }[lowered]
+    return expected is not None and expected.maps == maps
+
+
 def placement_from_map(p: int, stage_device: list[int] | tuple[int, ...]) -> Placement:
     """A one-pipe placement for ``stage -> device``, named ``linear``/``loop``/``v``/``wave`` when it
     is one of those (so a map read from a file prints as the family it matches; one wave is ``v``).

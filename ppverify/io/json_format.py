@@ -47,7 +47,7 @@ from typing import Any
 from ..core.costs import CostModel
 from ..core.errors import ParameterError, ScheduleFileError
 from ..core.ops import KINDS, compute_ops, format_action
-from ..core.placement import Placement
+from ..core.placement import Placement, name_fits
 from ..core.schedule import Schedule
 from .json_checks import JsonReader, describe_value, honest_label, no_duplicate_keys, reject_constant
 from .json_comm import CommSettings, comm_from_dict, comm_to_dict
@@ -267,6 +267,11 @@ def _parse_placement(rd: JsonReader, value: Any, p: int) -> Placement:
         if len(mp) != len(maps[0]):
             raise rd.fail(where, f"has {len(mp)} stages but pipe 0 has {len(maps[0])}; every pipe maps the same stages")
         out.append(tuple(rd.int_(d, f"{where}[{s}]", 0, p - 1) for s, d in enumerate(mp)))
+    if not name_fits(p, tuple(out), name):  # the name is printed as fact in every report
+        raise rd.fail(
+            "placement.name",
+            f"{name!r} disagrees with placement.maps {[list(m) for m in out]}; correct it or leave it out",
+        )
     return Placement(p, tuple(out), name)
 
 

@@ -138,7 +138,7 @@ def _rows_placement(
     num_stages = 1 + max((s for s, _ in named), default=-1)
     if num_stages <= p:
         return linear(p)
-    from .torch_csv import infer_stage_ranks, resolve_placement
+    from .rows_placement import infer_stage_ranks, resolve_placement
 
     # before a walk over every stage: one mistyped 999999999F0 must not mean a billion of them
     check_stages_mbs(num_stages, m, path, held=held)

@@ -324,10 +324,13 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
         ct = tuple((k, float(v)) for k, v in costs.items())
         configs = [Config(p, m, costs=ct, comm_delay=float(d)) for d in delays for p in ps for m in (ms or (p,))]
     else:
-        from ..systems.presets import available
+        from ..systems.presets import available, preset_name
 
         systems = _preset_files(path, "systems", _str_list(path, "systems", data.get("systems", ["dgx-h100"])))
         models = _preset_files(path, "models", _str_list(path, "models", data.get("models", ["gpt3-1.3b"])))
+        # shipped names in any case, as on the command line
+        systems = tuple(dict.fromkeys(preset_name("systems", n) for n in systems))
+        models = tuple(dict.fromkeys(preset_name("llms", n) for n in models))
         for key, names, kind in (("systems", systems, "systems"), ("models", models, "llms")):
             known = available(kind)
             for nm in names:

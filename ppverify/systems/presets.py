@@ -204,6 +204,21 @@ def _is_path(text: str) -> bool:
     return text.lower().endswith((".yaml", ".yml")) or "/" in text or "\\" in text
 
 
+def preset_name(kind: str, name_or_path: str) -> str:
+    """A shipped preset's name as it is spelled, whatever the case typed (``DGX-H100`` is
+    ``dgx-h100``, as family names are read in any case); a path or an unknown name unchanged (an
+    unknown one is refused where it is read, with the list of names).
+
+    Example:
+        >>> preset_name("systems", "DGX-H100"), preset_name("llms", "GPT3-1.3B"), preset_name("llms", "My.YAML")
+        ('dgx-h100', 'gpt3-1.3b', 'My.YAML')
+    """
+    if _is_path(name_or_path):
+        return name_or_path
+    by_case = {n.lower(): n for n in available(kind)}
+    return by_case.get(name_or_path.lower(), name_or_path)
+
+
 def preset_file(kind: str, name_or_path: str) -> Path | Any:
     """The file :func:`read_preset` reads for a preset: the path given, or the shipped preset's
     file (a :mod:`importlib.resources` traversable; it may not exist for an unknown name).
@@ -214,7 +229,7 @@ def preset_file(kind: str, name_or_path: str) -> Path | Any:
     """
     if _is_path(name_or_path):
         return Path(name_or_path)
-    return shipped_presets().joinpath(kind, f"{name_or_path}.yaml")
+    return shipped_presets().joinpath(kind, f"{preset_name(kind, name_or_path)}.yaml")
 
 
 def read_preset(kind: str, name_or_path: str) -> tuple[str, dict[str, Any]]:
@@ -243,6 +258,7 @@ def read_preset(kind: str, name_or_path: str) -> tuple[str, dict[str, Any]]:
             raise PresetError(exc.path, exc.location, exc.rule) from None
     else:
         names = available(kind)
+        name_or_path = preset_name(kind, name_or_path)
         if name_or_path not in names:
             what = "system" if kind == "systems" else "model"
             raise ParameterError(

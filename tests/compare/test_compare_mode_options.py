@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ppverify.compare.request import compare_request, format_outcome, run_request
+from ppverify.compare.outcome import format_outcome
+from ppverify.compare.request import compare_request, run_request
 from ppverify.core.errors import ParameterError
 
 ABSTRACT = dict(costs="F=1,B=2", levels="slot", ps="2", ms="2", schedules="gpipe")

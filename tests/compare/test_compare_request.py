@@ -14,10 +14,9 @@ from ppverify.cli import main
 from ppverify.compare.config import Config, ScheduleEntry, select_schedules
 from ppverify.compare.evaluate import evaluate_point
 from ppverify.compare.measured import fill_measured
+from ppverify.compare.outcome import format_outcome, outcome_json
 from ppverify.compare.request import (
     compare_request,
-    format_outcome,
-    outcome_json,
     parse_floats,
     parse_ints,
     request_configs,

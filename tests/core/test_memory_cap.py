@@ -82,7 +82,8 @@ def test_every_command_reads_the_same_cap(capsys, family, placement, per_device,
 
 @pytest.mark.parametrize("family, placement, per_device, peak", PLACEMENTS)
 def test_compare_caps_each_optimum_at_the_same_unit(capsys, family, placement, per_device, peak):
-    from ppverify.compare.request import compare_request, outcome_json, run_request
+    from ppverify.compare.outcome import outcome_json
+    from ppverify.compare.request import compare_request, run_request
 
     label = {"interleaved-1f1b": "interleaved-v2", "hanayo": "hanayo-w1"}.get(family[0], family[0])
     m = "2" if family[0] == "hanayo" else "4"  # compare runs Hanayo in its regime m = p only
@@ -112,7 +113,8 @@ def test_zb_h1_beats_1f1b_at_default_costs_with_the_same_peak(capsys):
 def test_gap_and_compare_give_one_gap(capsys):
     # 1F1B p=4, m=8, F=1, B=2, one unit per hop: 49 under async timing; with unlimited memory the
     # optimum is (m+p-1)(tF+tB) + 2(p-1)c = 33 + 6 = 39, so the gap to bound is (49 - 39) / 49
-    from ppverify.compare.request import compare_request, outcome_json, run_request
+    from ppverify.compare.outcome import outcome_json
+    from ppverify.compare.request import compare_request, run_request
 
     argv = ["gap", "1f1b", "-p", "4", "-m", "8", "--costs", "F=1,B=2", "--comm-delay", "1", "--time-limit", "10"]
     gap = _json(capsys, [*argv, "--memory-cap", "none"])

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from ppverify.core.errors import ParameterError
 from ppverify.core.placement import placement_from_map, placement_from_text
-from ppverify.io.torch_csv import resolve_placement
+from ppverify.io.rows_placement import resolve_placement
 
 
 @pytest.mark.parametrize(

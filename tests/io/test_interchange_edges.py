@@ -198,3 +198,27 @@ def test_export_of_a_table_read_with_a_larger_m_refuses_a_csv(tmp_path, capsys):
     # JSON carries m: the 3 is written (and verify then names mb 2's missing ops)
     assert main(["export", str(grid), "-m", "3", "-o", str(tmp_path / "g.json")]) == 0
     assert '"m": 3' in (tmp_path / "g.json").read_text(encoding="utf-8")
+
+
+def test_a_placement_name_that_contradicts_its_maps_is_refused(tmp_path, capsys):
+    # device 0 holds stages 0 and 3 of p=2: a V; calling it "linear" would be printed as fact in
+    # every report ("linear placement"), so the file is refused naming the key; a person's own
+    # label, or one wave called "wave" (Hanayo's one wave is a V), reads as before
+    base = {
+        "format": "ppverify-schedule",
+        "version": 1,
+        "p": 2,
+        "m": 1,
+        "placement": {"name": "linear", "maps": [[0, 1, 1, 0]]},
+        "programs": [["0F0", "3F0", "3B0", "0B0"], ["1F0", "2F0", "2B0", "1B0"]],
+    }
+    path = tmp_path / "named.json"
+    path.write_text(json.dumps(base))
+    capsys.readouterr()
+    assert main(["verify", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "placement.name" in err and "'linear' disagrees with placement.maps [[0, 1, 1, 0]]" in err
+    for name in ("v", "wave", "my-layout"):
+        path.write_text(json.dumps({**base, "placement": {"name": name, "maps": [[0, 1, 1, 0]]}}))
+        assert main(["verify", str(path)]) == 0, name
+    capsys.readouterr()

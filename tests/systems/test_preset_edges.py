@@ -69,3 +69,42 @@ def test_tp_that_divides_the_heads_divides_the_compute():
     one = stage_costs(load_llm("llama2-70b"), 989e12, 4, Training(tp=1)).duration["F"]
     eight = stage_costs(load_llm("llama2-70b"), 989e12, 4, Training(tp=8)).duration["F"]
     assert [a / 8 for a in one] == pytest.approx(list(eight))
+
+
+def test_shipped_preset_names_are_read_in_any_case(capsys, tmp_path):
+    # family names are read in any case; so are shipped preset names: the same step as typed in
+    # lower case (the whole table printed, both in the same unit)
+    tables = []
+    for system, model in (("dgx-h100", "gpt3-1.3b"), ("DGX-H100", "GPT3-1.3B")):
+        capsys.readouterr()
+        assert main(["simulate", "1f1b", "-p", "4", "-m", "8", "--system", system, "--model", model]) == 0
+        tables.append(capsys.readouterr().out)
+    assert tables[0] == tables[1]
+    # sweep configs and compare's lists too
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text("schedules: [1f1b]\np: [4]\nm: [8]\nsystems: [DGX-H100]\nmodels: [Gpt3-1.3b]\nlevels: [formula]\n")
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "out.csv")]) == 0
+    capsys.readouterr()
+    assert (
+        main(
+            [
+                "compare",
+                "-p",
+                "4",
+                "-m",
+                "8",
+                "--systems",
+                "DGX-H100",
+                "--models",
+                "GPT3-1.3B",
+                "--schedules",
+                "1f1b",
+                "--levels",
+                "formula",
+            ]
+        )
+        == 0
+    )
+    assert "dgx-h100" in capsys.readouterr().out
+    # an unknown name is still refused, with the list
+    assert "available: " in _error(capsys, ["simulate", "1f1b", "--system", "DGX-H1000", "--model", "gpt3-1.3b"])

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from ...compare.options import REPORT_OPTIONS, RUN_OPTIONS, SELECTION_OPTIONS, add_options, request_from_options
-from ...compare.request import format_outcome, outcome_json, run_request
+from ...compare.outcome import format_outcome, outcome_json
+from ...compare.request import run_request
 from .. import Command
 from ..common import print_json
 from ..presets_args import add_preset_option_arguments
