@@ -16,7 +16,7 @@ from typing import Any
 from ..core.errors import ScheduleFileError
 from ..core.limits import check_stages_mbs
 from ..core.ops import Action, Comm, Op, Overlap, compute_ops
-from ..core.placement import Placement, linear
+from ..core.placement import Placement, linear, name_fits
 from ..core.schedule import Schedule
 from .cell_checks import Located, check_cells_within, first_gap, program_cells, refuse_gaps
 
@@ -72,7 +72,12 @@ def schedule_from_programs(
     stages than it has devices (a loop, V or wave table, which linear cannot hold), the one-pipe
     map its rows show (each stage on the device whose row holds its ops, as a PyTorch CSV is read);
     ``m`` one more than the largest microbatch named; ``pipe_of_mb`` all 0 with one pipe, else
-    inferred per microbatch from the devices its ops sit on (an error when that is ambiguous).
+    inferred per microbatch from the devices its ops sit on (the pipe placing most of them; ties,
+    a microbatch without ops included, the lowest: the verifier then reports a misplaced op, and
+    an absent microbatch's ops missing).
+
+    A placement whose name contradicts its maps (``loop`` over ``0 1 1 0``, read off a ``show``
+    placement line) is refused, as a JSON file's is (:func:`~ppverify.core.placement.name_fits`).
 
     A mistyped number is refused at its cell (the text's line and column for
     :class:`TablePrograms`, else ``device d, slot k``), as a PyTorch CSV's is: a stage beyond the
@@ -108,6 +113,13 @@ def schedule_from_programs(
     placement = placement or _rows_placement(programs, cells, m, held, path)
     if placement.p != p:
         raise ScheduleFileError(path, "", f"the table has {p} device rows but the placement has p={placement.p}")
+    if not name_fits(p, placement.maps, placement.name):  # as a JSON file's: the name is printed as fact
+        shown = "; ".join(f"pipe {k}: {' '.join(map(str, mp))}" for k, mp in enumerate(placement.maps))
+        raise ScheduleFileError(
+            path,
+            "placement",
+            f"{placement.name!r} disagrees with its map ({shown}): correct the name, or give --placement",
+        )
     check_stages_mbs(placement.num_stages, m, path, held=held)
     # read whole (without -m) the table holds whole_m microbatches; say so unless it has a gap,
     # which leaving -m out would refuse in turn
@@ -118,7 +130,7 @@ def schedule_from_programs(
     if not given_m:
         refuse_gaps(cells, path, "microbatch", f"give m: -m {m} reports their ops missing")
     if pipe_of_mb is None:
-        pipe_of_mb = _infer_pipes(placement, m, named, path)
+        pipe_of_mb = _infer_pipes(placement, m, named)
     else:
         pipe_of_mb = tuple(int(x) for x in pipe_of_mb)
         if len(pipe_of_mb) != m or any(not 0 <= x < placement.num_pipes for x in pipe_of_mb):
@@ -146,20 +158,19 @@ def _rows_placement(
     return resolve_placement(None, p, num_stages, infer_stage_ranks(programs, num_stages), path)
 
 
-def _infer_pipes(placement: Placement, m: int, named: list[tuple[int, int, int]], path: str) -> tuple[int, ...]:
+def _infer_pipes(placement: Placement, m: int, named: list[tuple[int, int, int]]) -> tuple[int, ...]:
+    """Each microbatch's pipe: the one placing most of its ops on the devices the table has them
+    (ties, a microbatch without ops included: the lowest), so that a misplaced op is reported by
+    the placement check and an absent microbatch's ops as missing, not refused as unreadable."""
     if placement.num_pipes == 1:
         return (0,) * m
-    candidates = [set(range(placement.num_pipes)) for _ in range(m)]
+    fits = [[0] * placement.num_pipes for _ in range(m)]
     for d, s, mb in named:
         if 0 <= mb < m and 0 <= s < placement.num_stages:
-            candidates[mb] &= {pipe for pipe in range(placement.num_pipes) if placement.maps[pipe][s] == d}
-    out = []
-    for mb, cand in enumerate(candidates):
-        if len(cand) != 1:
-            why = "no pipe places all its ops where the table has them" if not cand else "several pipes fit"
-            raise ScheduleFileError(path, f"microbatch {mb}", f"cannot tell its pipe ({why}); pass pipe_of_mb")
-        out.append(cand.pop())
-    return tuple(out)
+            for pipe, stage_dev in enumerate(placement.maps):
+                fits[mb][pipe] += stage_dev[s] == d
+    # max() keeps the first of equal counts: the lowest pipe
+    return tuple(max(range(placement.num_pipes), key=row.__getitem__) for row in fits)
 
 
 __all__ = ["TablePrograms", "schedule_from_programs"]
