@@ -54,7 +54,9 @@ class MemoryCap:
     in multiples of ``M_F``, ``stages_per_device`` (``1 / share_per_stage``), ``unit`` the cost
     model's memory unit and ``text`` as given. ``uneven_stages``: where devices hold unequal
     numbers of stages (a custom placement ``0,1,1``), the stages of the device that one activation
-    counts (the largest share), else ``None``.
+    counts (the largest share), else ``None``. ``exact``: the cap in the cost model's unit as the
+    exact rational ``value`` is the float of (``8/3`` activations of 3 units each are 8, where
+    ``8/3 * 3`` in floats is under 8), for the verifier to hold exact peaks against.
 
     Example:
         >>> from ppverify.core.placement import loop
@@ -71,6 +73,7 @@ class MemoryCap:
     unit: str
     text: str
     uneven_stages: int | None = None
+    exact: Fraction | None = None
 
     @property
     def unlimited(self) -> bool:
@@ -237,16 +240,16 @@ def cap_from_value(value: float, costs: CostModel, placement: Placement, text: s
         >>> cap_from_value(2.0, CostModel.abstract(loop(2, 2)), loop(2, 2)).describe()
         'cap 2 activations (4 stage activations, 2 stages per device)'
     """
-    unit = activation_unit(costs, placement)
-    mf = max(costs.activation)
+    exact = exact_fraction(value)
     return MemoryCap(
-        float(value),
-        float(value) / unit,
-        float(value) / mf,
+        float(exact),
+        float(exact / exact_unit(costs, placement)),
+        float(exact / exact_fraction(max(costs.activation))),
         1.0 / placement.share_per_stage,
         costs.memory_unit,
         _num(value) if text is None else text,
         _uneven_stages(costs, placement),
+        exact,
     )
 
 
@@ -339,9 +342,13 @@ def resolve_memory_cap(
         )
     if spec.amount > MAX_NUMBER:  # checked as a fraction: 1e400 would overflow a float below
         raise ParameterError(option, raw, f"must be at most {MAX_NUMBER:g}{' bytes' if spec.kind == 'bytes' else ''}")
+    # a number of activations is read as every amount is (exact_fraction): 2.6666666666666665,
+    # the float of 8/3 that `show --json` prints, is 8/3; times the exact unit, the cap is the
+    # exact product, never the float under it that a peak equal to it would exceed
+    amount = spec.amount if spec.kind == "bytes" else exact_fraction(float(spec.amount))
     if spec.kind == "bytes":
         if costs.memory_unit != "bytes" and stage_activation_bytes:
-            value = float(spec.amount / exact_fraction(stage_activation_bytes) * exact_fraction(mf))
+            exact = amount / exact_fraction(stage_activation_bytes) * exact_fraction(mf)
         elif costs.memory_unit != "bytes":
             raise ParameterError(
                 option,
@@ -350,9 +357,9 @@ def resolve_memory_cap(
                 f"{costs.memory_unit} (and no --memory-model with layers=L gives bytes): give a number of activations (one microbatch on a device's share of layers)",
             )
         else:
-            value = float(spec.amount)
+            exact = amount
     elif spec.kind == "stage_activations":
-        value = float(spec.amount * exact_fraction(mf))
+        exact = amount * exact_fraction(mf)
     else:
         if costs.memory_unit == "bytes" and spec.amount >= BYTES_LOOKALIKE:
             raise ParameterError(
@@ -361,12 +368,12 @@ def resolve_memory_cap(
                 f"a plain number counts activations (one microbatch on a device's share), not bytes: "
                 f"write {raw}B for bytes, or a size such as 40GiB",
             )
-        # the float of the exact product, as the peaks are counted: 3 x 0.7 in floats is
-        # 2.0999999999999996, under a peak of three such activations
-        value = float(spec.amount * one)
+        exact = amount * one
+    value = float(exact)
     if not math.isfinite(value) or value <= 0 or value > MAX_NUMBER * max(unit, 1.0):
         raise ParameterError(option, raw, f"must be a finite number > 0 and at most {MAX_NUMBER:g} activations")
-    least = min(a for a in costs.activation if a > 0)
+    # a stage whose activation is 0 always starts its forwards: then only the largest can fail
+    least = min(costs.activation)
     if value < least * (1 - 1e-9):
         raise ParameterError(
             option,
@@ -383,8 +390,8 @@ def resolve_memory_cap(
             f"activation{'' if mf == unit else 's'}, stage {top}): its forwards could never run",
         )
     return MemoryCap(
-        value, value / unit, value / mf, 1.0 / placement.share_per_stage, costs.memory_unit, raw,
-        _uneven_stages(costs, placement),
+        value, float(exact / one), float(exact / exact_fraction(mf)), 1.0 / placement.share_per_stage,
+        costs.memory_unit, raw, _uneven_stages(costs, placement), exact,
     )  # fmt: skip
 
 

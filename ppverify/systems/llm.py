@@ -42,7 +42,9 @@ vocabulary V, tensor-parallel size t:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from ..core.costs import CostModel
 from ..core.errors import ParameterError
@@ -295,23 +297,26 @@ class StageCosts:
 
 def last_stage_freed(layer_bytes: float, stage_bytes: float, layer: LayerActivation) -> float:
     """The fraction of the last stage's activation that ``I`` frees: the layers' own fraction of
-    their ``layer_bytes``, none of the logits (the rest of ``stage_bytes``). Rounded to a multiple
-    of 2^-19 (within 0.0001 % of the stage): the fraction of layers and logits is a ratio of large
-    integers, and memory is counted exactly in rationals of small denominators
-    (:func:`ppverify.core.costs.scaled_memory_deltas`), which a denominator of a million or more
-    would carry past the solver's 64-bit integers; a binary fraction reads back exactly.
+    their ``layer_bytes``, none of the logits (the rest of ``stage_bytes``). Rounded down to a
+    multiple of 2^-19 (under 0.0002 % of the stage), so that no peak is under-stated: the fraction
+    of layers and logits is a ratio of large integers, and memory is counted exactly in rationals
+    of small denominators (:func:`ppverify.core.costs.scaled_memory_deltas`), which a denominator
+    of a million or more would carry past the solver's 64-bit integers; a binary fraction reads
+    back exactly.
 
     Example:
         >>> from ppverify.systems.activations import LayerActivation
         >>> la = LayerActivation(34.0, 80.0, 82.0)  # GPT-3 1.3B at s = 2048: 82 of 114 sbh freed
         >>> f = last_stage_freed(6 * 114.0, 6 * 114.0 + 98.0, la)  # 6 layers and the logits (4V/h)
-        >>> f * 2**19 == round(f * 2**19), abs(f - 6 * 82 / (6 * 114 + 98)) <= 2**-20
+        >>> f * 2**19 == round(f * 2**19), 0 <= 6 * 82 / (6 * 114 + 98) - f < 2**-19
         (True, True)
     """
     if not stage_bytes > 0:
         return 0.0
-    exact = layer_bytes * layer.freed_fraction() / stage_bytes
-    return round(exact * 2**19) / 2**19
+    # rounded down, never to nearest: freeing a hair more than the layers free would put each
+    # peak after an I under its exact bytes, and a byte cap just under it would be proved
+    exact = Fraction(layer_bytes) * Fraction(layer.freed) / (Fraction(layer.dense) + Fraction(layer.score))
+    return math.floor(exact / Fraction(stage_bytes) * 2**19) / 2**19
 
 
 def stage_costs(

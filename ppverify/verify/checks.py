@@ -17,7 +17,7 @@ from . import certify
 from .action_placement import has_other_actions
 from .analysis import Run
 from .grad_sync import applies, check_reduction, check_sharding
-from .memory import MAX_PEAK_READ, check_memory
+from .memory import MAX_PEAK_READ, check_memory, frees_before_forward
 from .report import Violation
 from .timing import check_makespan, times_apart, timing_model, witness_finish
 
@@ -261,6 +261,17 @@ def memory(run: Run) -> Outcome:
     if cap is None:
         return Outcome(unchecked="no memory cap given (--memory-cap)")
     run.structure()
+    if any(v.prop == "dependencies" for v in run.order().violations):
+        # a backward before its own forward frees what its device does not hold: the levels
+        # counted past it are too low, so no bound on that device is proved (as deadlock says)
+        early = frees_before_forward(run.dag(), costs)
+        if early:
+            d, op, fwd = early[0]
+            more = f"; {len(early) - 1} more device(s) alike" if len(early) > 1 else ""
+            return Outcome(
+                unchecked=f"device {d} runs {op} before {fwd}, so it would free an activation it does not "
+                f"hold yet (see dependencies{more})"
+            )
     t2 = time.perf_counter()
     arrays = run.arrays
     sure = certify.memory_levels(arrays, costs, cap, MAX_PEAK_READ) if arrays is not None else None

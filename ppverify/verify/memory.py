@@ -28,13 +28,13 @@ from fractions import Fraction
 
 import z3
 
-from ..core.costs import CostModel, scaled_memory_deltas
+from ..core.costs import CostModel, exact_memory_deltas, scaled_memory_deltas
 from ..core.dag import StepDAG
 from ..core.memory_cap import printed_unit
 from ..core.memory_text import held_and_cap
 from ..core.ops import Op
 from ..core.placement import Placement
-from ..core.sizes import format_apart
+from ..core.sizes import format_apart, format_bytes
 from .report import Violation
 from .smt import decide, exact_fraction, load, minimize_core, num, plain_solver
 
@@ -42,8 +42,9 @@ from .smt import decide, exact_fraction, load, minimize_core, num, plain_solver
 MAX_PEAK_READ = 5000
 
 
-def _frac(x: float) -> Fraction:
-    return exact_fraction(x)  # never rounded to another number (1e-7 is not 0)
+def _frac(x: float | Fraction) -> Fraction:
+    # never rounded to another number (1e-7 is not 0); a cap's exact value kept as it is
+    return x if isinstance(x, Fraction) else exact_fraction(x)
 
 
 def _slots(dag: StepDAG, d: int) -> list[list[int]]:
@@ -55,7 +56,9 @@ def _slots(dag: StepDAG, d: int) -> list[list[int]]:
     return out
 
 
-def memory_statement(cap: float, peaks: Sequence[float] | None, costs: CostModel, placement: Placement) -> str:
+def memory_statement(
+    cap: float | Fraction, peaks: Sequence[float] | None, costs: CostModel, placement: Placement
+) -> str:
     """What a memory proof states: the cap and each device's peak (both in the cost model's unit)
     as ``--memory-cap`` counts them (bytes as GiB, else activations of a device's whole share),
     with the digits that tell them apart and print the cap as one that reads back at least the
@@ -70,13 +73,25 @@ def memory_statement(cap: float, peaks: Sequence[float] | None, costs: CostModel
     """
     unit = costs.memory_unit
     one = printed_unit(costs, placement)
-    texts = format_apart([_frac(x) / one for x in [cap, *(peaks or [])]], unit, cap_first=True)
+    amounts = [_frac(x) / one for x in [cap, *(peaks or [])]]
+    texts = format_apart(amounts, unit, cap_first=True)
+    # the cap is rounded up where it must be to read back as at least the highest peak (4/3 is
+    # 1.33334); a peak equal to it is rounded to nearest at the cap's digits, as show prints it
+    texts[1:] = [_nearest(x, texts[0], unit) if x == amounts[0] else t for x, t in zip(amounts[1:], texts[1:])]
     cap_txt = texts[0] if unit == "bytes" else f"{texts[0]} (activations)"
     pk = f" (peaks {', '.join(texts[1:])})" if peaks else ""
     return f"activation memory <= {cap_txt} on every device at every instant{pk}"
 
 
-def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Violation], list[float] | None]:
+def _nearest(x: Fraction, like: str, unit: str) -> str:
+    """``x`` rounded to nearest at the significant digits of ``like`` (``1.33334``: 6), in the
+    same unit (GiB or MiB for bytes)."""
+    mantissa = like.split()[0].lower().split("e")[0].lstrip("-")
+    digits = max(len(mantissa.replace(".", "").lstrip("0")), 1)
+    return format_bytes(float(x), digits) if unit == "bytes" else f"{float(x):.{digits}g}"
+
+
+def check_memory(dag: StepDAG, costs: CostModel, cap: float | Fraction) -> tuple[list[Violation], list[float] | None]:
     """Decide ``memory <= cap`` on every device at every instant.
 
     Returns the violations (at most one per overflow episode per device) and each device's peak
@@ -148,6 +163,36 @@ def check_memory(dag: StepDAG, costs: CostModel, cap: float) -> tuple[list[Viola
     return out, peaks
 
 
+def frees_before_forward(dag: StepDAG, costs: CostModel) -> list[tuple[int, Op, Op]]:
+    """Each device's first op that frees an activation before its own forward allocated it there,
+    as ``(device, op, forward)``: a backward written before its forward (a dependencies violation)
+    would free what the device does not hold, and the levels counted past it would be too low,
+    so no memory statement holds for that device.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.core.dag import build_dag
+        >>> s = build("1f1b", p=2, m=2)
+        >>> p0 = s.programs[0]
+        >>> bad = s.with_programs(((p0[2], p0[0], p0[1], p0[3]), s.programs[1]))  # 0B0 0F0 0F1 0B1
+        >>> found = frees_before_forward(build_dag(bad, check=False), CostModel.unit(s.placement))
+        >>> [(d, str(op), str(f)) for d, op, f in found]
+        [(0, '0B0', '0F0')]
+    """
+    freed = exact_memory_deltas(costs)
+    out: list[tuple[int, Op, Op]] = []
+    for d in range(len(dag.offsets) - 1):
+        seen: set[tuple[int, int]] = set()
+        for i in range(dag.offsets[d], dag.offsets[d + 1]):
+            op = dag.ops[i]
+            if op.kind == "F":
+                seen.add((op.stage, op.mb))
+            elif freed[(op.kind, op.stage)][1] > 0 and (op.stage, op.mb) not in seen:
+                out.append((d, op, Op("F", op.stage, op.mb)))
+                break
+    return out
+
+
 def _before_alloc(slot: list[int], ints) -> list[int]:
     # the ops of an overlapped slot written before its forward: PyTorch runs a cell's actions in
     # the order written, so what they free is gone before the forward allocates
@@ -165,7 +210,15 @@ def _peaks(model: z3.ModelRef, caps: list[tuple[str, int, int]], p: int, scale: 
 
 
 def _explain(
-    dag: StepDAG, ints, slots: list[list[int]], k: int, d: int, cap_i: int, scale: int, cap: float, costs: CostModel
+    dag: StepDAG,
+    ints,
+    slots: list[list[int]],
+    k: int,
+    d: int,
+    cap_i: int,
+    scale: int,
+    cap: float | Fraction,
+    costs: CostModel,
 ) -> Violation:
     """Minimal set of activations held at the start of slot k whose sum exceeds the cap."""
     held: dict[tuple[int, int], int] = {}  # (stage, mb) -> amount still held

@@ -125,7 +125,8 @@ def test_verify_prints_a_tight_cap_that_proves_again(capsys):
     out = capsys.readouterr().out
     head = "activation memory <= 16.03125 GiB on every device at every instant (peaks 16.03125 GiB, "
     assert head in out
-    # device 1's peak: the last stage's fraction freed at I is a multiple of 2^-19 (docs/memory.md),
-    # so each of its two activations past their I is within 2^-20 of the stage of the hand count
+    # device 1's peak: the last stage's fraction freed at I is rounded down to a multiple of 2^-19
+    # (docs/memory.md), so each of its two activations past their I holds at most 2^-19 of the stage
+    # more than the hand count, never less: a peak is never under-stated
     peak1 = float(out.split(head, 1)[1].split(" GiB)", 1)[0])
-    assert abs(peak1 * GiB - PEAK1) <= 2 * STAGE1 * 2**-20 + 0.5e-6 * GiB  # and the printed digits
+    assert -0.5e-6 * GiB <= peak1 * GiB - PEAK1 <= 2 * STAGE1 * 2**-19 + 0.5e-6 * GiB  # and the printed digits
