@@ -158,6 +158,7 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
     from ..optimize.solver_setup import check_seed
     from ..schedules import get_family
     from ..systems.preset_models import resolve_presets, settings_from
+    from .presets_args import refuse_sync_without_replicas
 
     check_seed(getattr(args, "seed", 0))  # before any build: CP-SAT takes 32 bits only
     workers = getattr(args, "workers", 2)
@@ -184,6 +185,7 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
             raise ParameterError("m", m, "must be an integer >= 1")
         check_stages_mbs(placement.num_stages, m, f"--placement {placement.name} -p {placement.p} -m {m}")
         pipes = default_pipes(placement, m)
+    refuse_sync_without_replicas(sync, placement, pipes)  # an option given, not a file's (read below)
     target = sched or carrier(placement, m, pipes)
     ctx = resolve_presets(dataclasses.replace(settings_from(vars(args)), costs=request.costs), target)
     file_memory = False
@@ -205,6 +207,14 @@ def problem_from_args(args: argparse.Namespace) -> tuple[Any, Schedule | None, d
     )
     splits = sched is not None and sched.has_split_backward
     pr, info = build_problem(placement, m, pipes, ctx.costs, ctx.comm, request, splits)
+    mm = request.memory_model
+    if mm is not None and not pr.split and mm.name.startswith(("i-frees", "w-frees-all")):  # else unread
+        raise ParameterError(
+            "memory-model",
+            args.memory_model,
+            "says what I frees and what W frees, and this backward is full (its B frees it all), so it changes "
+            "nothing: leave it out, or split the backward (optimize --backward split, --costs F=1,I=1,W=1)",
+        )
     pr = checked_footprint(pr, workers)  # before gap runs the family or optimize builds anything; once
     return pr, sched, info
 

@@ -22,6 +22,8 @@ Usage in a command module::
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import Any
 
 from ..core.comm import CommModel
 from ..core.costs import CostModel
@@ -33,8 +35,10 @@ __all__ = [
     "PresetContext",
     "add_preset_arguments",
     "add_preset_option_arguments",
+    "check_simulate_options",
     "costs_and_comm_from_args",
     "preset_context_from_args",
+    "refuse_sync_without_replicas",
 ]
 
 
@@ -149,3 +153,64 @@ def costs_and_comm_from_args(args: argparse.Namespace, schedule: Schedule) -> tu
     """
     ctx = preset_context_from_args(args, schedule)
     return ctx.costs, ctx.comm
+
+
+def check_simulate_options(args: argparse.Namespace) -> None:
+    """``simulate``'s checks before any build: ``--memory-GiB`` a finite size, ``--stages`` only
+    with a ``--model`` to derive them from, ``--measured-trace`` only beside a timed semantics (a
+    unit-step count is no time: 10 steps read as 10 s, +10245 % against a 97 ms step).
+
+    Example:
+        >>> ns = argparse.Namespace(memory_gib=None, stages=False, model=None, measured_trace=["tr"], semantics="torch")
+        >>> check_simulate_options(ns)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter measured-trace=tr: the torch semantics counts unit steps, not time, which a measured step cannot be set beside: pick a timed semantics (slot, async, contention, runtime)
+    """
+    from ..core.errors import ParameterError
+    from ..engines import registry
+
+    if args.memory_gib is not None and not 0 < args.memory_gib < 1e9:  # inf would print as JSON's Infinity
+        raise ParameterError("memory-GiB", args.memory_gib, "must be a finite number of GiB > 0")
+    if getattr(args, "stages", False) and not args.model:  # nothing to print: it would be ignored
+        raise ParameterError(
+            "stages",
+            True,
+            "prints the per-stage costs derived from --model: give --system and --model, or leave it out",
+        )
+    if getattr(args, "measured_trace", None) and registry.engine(args.semantics).unit_steps:
+        timed = ", ".join(n for n in registry.names() if not registry.engine(n).unit_steps)
+        raise ParameterError(
+            "measured-trace",
+            " ".join(args.measured_trace),
+            f"the {args.semantics} semantics counts unit steps, not time, which a measured step cannot be set "
+            f"beside: pick a timed semantics ({timed})",
+        )
+
+
+def refuse_sync_without_replicas(sync: str | None, placement: Any, pipes: Sequence[int]) -> None:
+    """Refuse ``--sync after-flush`` or ``none`` for a schedule whose pipes (``pipes``: each
+    microbatch's) hold no stage on two devices: there is no replica all-reduce for it to move, so
+    it would change nothing (``simulate 1f1b --sync none`` was accepted in silence). ``eager``, the
+    default, and a saved file's own setting (``sync=None`` here) pass.
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> refuse_sync_without_replicas("eager", linear(2), (0, 0))
+        >>> refuse_sync_without_replicas("none", linear(2), (0, 0))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter sync=none: times the all-reduce of stage replicas (a stage on two devices, as chimera's), and no stage here has one: leave it out
+    """
+    from ..core.errors import ParameterError
+
+    if sync not in ("after-flush", "none"):
+        return
+    used = sorted(set(pipes))
+    if not any(len({placement.maps[pipe][s] for pipe in used}) > 1 for s in range(placement.num_stages)):
+        raise ParameterError(
+            "sync",
+            sync,
+            "times the all-reduce of stage replicas (a stage on two devices, as chimera's), and no stage here "
+            "has one: leave it out",
+        )

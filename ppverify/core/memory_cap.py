@@ -108,7 +108,8 @@ class MemoryCap:
             extra.append(format_apart([self.value, self.value], "bytes", cap_first=True)[0])
         if self.uneven_stages is not None:  # the average (1.5 on 0,1,1) is not what converts
             extra.append(
-                f"{_num(self.stage_activations)} stage activations, {self.uneven_stages} stages on the largest device"
+                f"{_num(self.stage_activations)} stage activations, {self.uneven_stages} "
+                f"stage{'' if self.uneven_stages == 1 else 's'} on the largest device"
             )
         elif not math.isclose(self.stages_per_device, 1.0):
             extra.append(

@@ -1,6 +1,8 @@
 """The options of ``ppverify design`` that are its own (the solver's extra work, the executor, the
 outputs), as data the command adds to its parser, and the checks every option passes before any
-search: a bad value costs nothing, and is refused in one line naming the option and its rule.
+search: a bad value costs nothing, and is refused in one line naming the option and its rule;
+and ``ppverify --max-ops`` as the design reads it (a placement over it refused, a family over it
+named as left out).
 """
 
 from __future__ import annotations
@@ -143,4 +145,74 @@ def request_of(args: argparse.Namespace, m: int, work: float, wall: float | None
     limits = Limits(work, args.gap_limit, args.seed, wall, args.bound_work, args.search_work, pair)
     split = None if args.backward == "auto" else args.backward == "split"
     settings = settings_from(vars(args))
-    return DesignRequest(args.p, m, args.placements, args.budgets, settings, limits, split, skip=not args.all_points)
+    request = DesignRequest(args.p, m, args.placements, args.budgets, settings, limits, split, skip=not args.all_points)
+    check_design_ops(request)
+    return request
+
+
+def check_design_ops(request: Any) -> None:
+    """Refuse, before any work, a placement whose schedules imply more compute ops than
+    ``ppverify --max-ops`` allows: ``kinds * S * m`` (F and B, or F, I and W when the backward is
+    split, of each of its ``S`` stages and ``m`` microbatches), as ``optimize`` and a family build do.
+
+    Example:
+        >>> from ppverify.core.limits import op_limit
+        >>> from ppverify.design.run import DesignRequest
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> check_design_ops(DesignRequest(4, 100, "linear", "none", PresetSettings(), Limits(1.0)))
+        >>> with op_limit(8):
+        ...     check_design_ops(DesignRequest(4, 100, "linear", "none", PresetSettings(), Limits(1.0)))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.LimitError: design -p 4 -m 100 --placements linear (F, B): implies 800 ops, over the limit of 8 (raise it with ppverify --max-ops N)
+    """
+    from ..core.limits import check_ops
+    from .spec import parse_placement
+
+    kinds = ("F", "I", "W") if request.split_backward else ("F", "B")
+    for text in str(request.placements).split(","):
+        if text.strip():  # a bad or empty item is named by the placements' own check, after this
+            label, placement = parse_placement(text, request.p)
+            what = f"design -p {request.p} -m {request.m} --placements {label} ({', '.join(kinds)})"
+            check_ops(len(kinds) * placement.num_stages * request.m, what)
+
+
+def families_over_limit(d: Any) -> list[tuple[str, int]]:
+    """The families (with the ``v``/``waves`` a searched placement gives them) that ``d``'s run
+    timed none of because their ops are over the op or memory limit in force (``--max-ops``,
+    ``--max-memory-gib``: the build's check), each with its ops: a family left out is said so.
+
+    Example:
+        >>> from ppverify.core.limits import op_limit
+        >>> from ppverify.design.run import DesignRequest, design
+        >>> from ppverify.design.spec import Limits
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> with op_limit(16):
+        ...     d = design(DesignRequest(2, 4, "linear", "none", PresetSettings(), Limits(1.0)), progress=False)
+        ...     families_over_limit(d)[:2]
+        [('1f1b', 24), ('1f1b-split', 24)]
+    """
+    from ..core.errors import PPVerifyError
+    from ..core.limits import family_ops, max_memory_gib, max_ops, ops_memory
+    from ..schedules import families
+
+    p, m = d.request.p, d.request.m
+    tries: list[dict[str, int]] = [{}]  # as design.families tries them: the placements' chunks too
+    for s in d.setups:
+        if s.placement.name == "loop":
+            tries.append({"v": s.placement.num_stages // p})
+        if s.placement.name == "wave":
+            tries.append({"waves": s.placement.num_stages // (2 * p)})
+    out: list[tuple[str, int]] = []
+    for fam in families():
+        names = {prm.name for prm in fam.params}
+        for extra in tries:
+            if not set(extra) <= names:
+                continue
+            try:
+                n = family_ops(fam.name, p, m, fam.arguments(dict(extra)))
+            except (PPVerifyError, ValueError, TypeError):
+                continue  # not a family of this size at all: not the limit's doing
+            if n > max_ops() or ops_memory(n) > max_memory_gib() * 2**30:
+                out.append((fam.name + "".join(f" {k}={v}" for k, v in extra.items()), n))
+    return out

@@ -8,7 +8,9 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..core.limits import max_ops
 from ..core.schedule import Schedule
+from .options import families_over_limit
 from .points import EPS, NOT_RUN, FamilyPoint, same_time
 from .run import Design
 from .spec import stage_split
@@ -84,6 +86,13 @@ def design_text(d: Design) -> str:
     rows = d.family_rows()
     if d.families_cut:  # else a short list reads as every family there is
         lines.append(f"families   the run's --time-limit passed while they were timed: {len(rows)} of them listed")
+    left = families_over_limit(d)
+    if left:  # else a family missing for the limit reads as one that does not fit the design
+        lines.append(
+            f"families   left out, over the op limit of {max_ops()} (ppverify --max-ops N) or the memory limit "
+            f"(--max-memory-gib X): "
+            f"{', '.join(f'{name} (up to {n} ops)' for name, n in left)}"
+        )
     if rows:
         split = stage_split(st)
         only = "" if split is None else f"those of {split} stages, as --layers-per-stage splits the model; "
@@ -108,6 +117,29 @@ def design_text(d: Design) -> str:
                 f"{row[4]:>{w[4]}} {row[5]:>{w[5]}}{row[6]}".rstrip()
             )
     return "\n".join(lines)
+
+
+def design_json(d: Design) -> dict:
+    """What ``design --json`` prints and ``--save-dir`` writes as ``design.json``: :meth:`Design.to_dict`
+    with the costs used named (the default ``F=1,B=2,I=1,W=1`` when none was given: ``null`` said
+    nothing; presets keep theirs as ``system`` and ``model``) and ``families_left_out``, the
+    families over the op limit (:func:`families_over_limit`).
+
+    Example:
+        >>> from ppverify.design.run import DesignRequest, design
+        >>> from ppverify.design.spec import Limits
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> d = design(DesignRequest(2, 2, "linear", "none", PresetSettings(), Limits(1.0)), progress=False)
+        >>> out = design_json(d)
+        >>> out["design"]["costs"], out["families_left_out"]
+        ('F=1,B=2,I=1,W=1', [])
+    """
+    out = d.to_dict()
+    st = d.request.settings
+    if out["design"]["costs"] is None and st.system is None and st.model is None and d.setups:
+        out["design"]["costs"] = d.setups[0].costs.label  # reads back as the same costs (load_design)
+    out["families_left_out"] = [{"family": name, "ops": n} for name, n in families_over_limit(d)]
+    return out
 
 
 def _unscheduled(d: Design) -> list[str]:
@@ -203,7 +235,7 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
             path = out / f"{stem}.{flavour}.csv"
             save_csv(q.schedule, path, flavour)
             written.append(path)
-    atomic_write(out / "design.json", json.dumps(d.to_dict(), indent=1) + "\n", "save-dir")
+    atomic_write(out / "design.json", json.dumps(design_json(d), indent=1) + "\n", "save-dir")
     _drop_earlier_frontiers(out, written)
     return written
 

@@ -268,8 +268,10 @@ def _device_table(timeline: Timeline, rep: dict[str, Any]) -> str:
         ]
         for d in range(timeline.p)
     ]
-    # seconds and bytes carry their unit in each cell (ms, GiB); abstract numbers name it here, as show does
-    t, mem = ("", "") if munit == "bytes" else (f" ({unit})", f" ({munit})")
+    # seconds and bytes carry their unit in each cell (ms, GiB); abstract numbers name it here, as show
+    # does (a calibrated preset's seconds beside activations: "busy (s)" over "134.407 ms" read twice)
+    t = "" if unit == "s" else f" ({unit})"
+    mem = "" if munit == "bytes" else f" ({munit})"
     headers = ["device", f"busy{t}", f"idle{t}", "idle %", f"exposed comm{t}", f"weights{mem}", f"peak memory{mem}"]
     headers.append(f"fits {fmt_mem(cap, munit)}" if cap is not None else "fits")
     return tabulate(rows, headers=headers, tablefmt="simple", stralign="right", disable_numparse=True)

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from ...core.time_limit import TimeLimitError
     from ...design.options import check_options, request_of
-    from ...design.output import design_text, plot_design, save_design, saved_text
+    from ...design.output import design_json, design_text, plot_design, save_design, saved_text
     from ...design.run import design
     from ...design.spec import Limits
     from ...optimize.solver_run import run_limits
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
         rows = measure_design(result, scale)
     if args.json:
-        out = result.to_dict()
+        out = design_json(result)
         if rows is not None:
             out["measured"] = [r.to_dict() for r in rows]
         print_json(out)

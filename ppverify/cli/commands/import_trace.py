@@ -61,7 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="auto (default): one host's shared clock, else aligned on the collective before the step",
     )
     g.add_argument(
-        "--costs", default=None, help="op costs in seconds per device share (default: fitted from the trace)"
+        "--costs",
+        default=None,
+        help="op costs in seconds per device share, with --schedule (the stages they describe; default: "
+        "fitted from the trace)",
     )
     g.add_argument(
         "--system", default=None, metavar="NAME|FILE", help="also print the prediction calibrated with this preset"

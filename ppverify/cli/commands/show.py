@@ -53,10 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--memory-cap",
         default=None,
-        metavar="N|NMF|none",
-        # not MEMORY_CAP_HELP: show has no --system/--model, so no size in bytes
+        metavar="N|NMF|none",  # tests/docs/test_newcomer_path.py reads this spelling; SIZE is in the help
+        # not MEMORY_CAP_HELP: show has no --system/--model; a size needs a file's preset costs (bytes)
         help="per-device activation memory cap: N activations of one microbatch on a device's whole share of "
-        "layers (1F1B's first device peaks at p), NMF stage activations, or none (exit 1 over it)",
+        "layers (1F1B's first device peaks at p), NMF stage activations, a size such as 40GiB for a file "
+        "saved with --system/--model costs (they count bytes), or none (exit 1 over it)",
     )
     parser.add_argument(
         "--width",

@@ -24,8 +24,9 @@ from ...core.timeline_text import GiB, fmt_time, gantt
 from ...views.run_report import report_text, run_timed, timeline_report, write_frame
 from .. import Command
 from ..common import add_cost_arguments, add_schedule_arguments, build_schedule, measured_from_trace, print_json
+from ..cost_args import costs_beside_trace
 from ..file_settings import add_collective_arguments
-from ..presets_args import add_preset_arguments
+from ..presets_args import add_preset_arguments, check_simulate_options, refuse_sync_without_replicas
 from ..run_request import RunRequest, check_timed_options, request_timing, run_request
 from ..timeline_outputs import WIDTH_HELP, add_measured_trace, check_timeline_outputs
 
@@ -86,8 +87,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_measured_trace(out)
 
 
-def simulate_request(request: RunRequest, semantics: str) -> tuple[Timeline, Any]:
-    """Build the schedule and models the request names and run the ``semantics`` engine.
+def simulate_request(request: RunRequest, semantics: str, trace: bool = False) -> tuple[Timeline, Any]:
+    """Build the schedule and models the request names and run the ``semantics`` engine; beside a
+    measured ``trace``, in seconds (:func:`~ppverify.cli.cost_args.costs_beside_trace`).
 
     Example:
         >>> parser = argparse.ArgumentParser()
@@ -101,11 +103,12 @@ def simulate_request(request: RunRequest, semantics: str) -> tuple[Timeline, Any
     from ..common import file_faults
 
     schedule = build_schedule(request.source)
+    refuse_sync_without_replicas(request.sync, schedule.placement, schedule.pipe_of_mb)  # else unread
     # a ppverify JSON file may carry its cost model and communication (show/optimize --save)
     timing = request_timing(request, schedule)
+    ctx = costs_beside_trace(timing.ctx, bool(request.costs)) if trace else timing.ctx
     if semantics == "slot" and (request.dp_allreduce or (request.sync or "eager") != "eager"):
         raise ParameterError("semantics", "slot", "--sync and --dp-allreduce need async or contention semantics")
-    ctx = timing.ctx
     costs = ctx.costs_for(registry.engine(semantics).own_overhead)
     with file_faults(request.source, schedule):  # a file's missing op or deadlock names the file
         return run_timed(schedule, costs, ctx.comm, semantics, timing.sync, timing.dp_allreduce), ctx
@@ -140,20 +143,13 @@ def run(args: argparse.Namespace) -> int:
     """
     from ...core.trace import write_trace
 
-    if args.memory_gib is not None and not 0 < args.memory_gib < 1e9:  # inf would print as JSON's Infinity
-        raise ParameterError("memory-GiB", args.memory_gib, "must be a finite number of GiB > 0")
-    if getattr(args, "stages", False) and not args.model:  # nothing to print: it would be ignored
-        raise ParameterError(
-            "stages",
-            True,
-            "prints the per-stage costs derived from --model: give --system and --model, or leave it out",
-        )
+    check_simulate_options(args)  # --memory-GiB, --stages, --measured-trace: refused before any build
     check_timed_options(args)  # torch counts unit steps: costs and presets would change nothing
     if args.trace and args.frame and Path(args.trace).resolve() == Path(args.frame).resolve():
         raise ParameterError("frame", args.frame, "is also the --trace file, which it would overwrite: give two names")
     width = check_timeline_outputs(args)  # a missing or unwritable folder: refused before the run
     request = run_request(args)  # costs and cap read once, before the run; the cap resolved in its cost model
-    timeline, ctx = simulate_request(request, args.semantics)
+    timeline, ctx = simulate_request(request, args.semantics, bool(args.measured_trace))
     capacity = args.memory_gib * GiB if args.memory_gib is not None else None
     if capacity is not None and timeline.costs.memory_unit != "bytes":  # 1 GiB is not 1 activation
         raise ParameterError(

@@ -38,7 +38,7 @@ from ..common import (
     read_document,
 )
 from ..file_settings import add_collective_arguments
-from ..presets_args import add_preset_arguments
+from ..presets_args import add_preset_arguments, refuse_sync_without_replicas
 from ..run_request import request_timing, run_request
 
 
@@ -140,8 +140,10 @@ def run(args: argparse.Namespace) -> int:
     # so the process is stopped outright at 8 % past the limit
     with time_limit(args.time_limit, hard_stop="ppverify verify" if getattr(args, "_own_process", False) else None):
         request = run_request(args)  # costs and cap read once, before the build
+        refuse_unread_costs(args)
         doc, kind = _read(request.source)  # by its content; a text table with its --placement
         schedule = doc.schedule
+        refuse_sync_without_replicas(request.sync, schedule.placement, schedule.pipe_of_mb)  # else unread
         timing = request_timing(request, schedule)
         spec = request.memory_cap
         cap = None if spec is None else resolve_memory_cap(spec, timing.ctx.costs, schedule.placement)
@@ -193,7 +195,7 @@ def _read(source: ScheduleSource) -> tuple[ScheduleDocument, str]:
 
 def refuse_unused_options(args: argparse.Namespace) -> None:
     """Refuse an option this run would ignore: the transfer times and collectives of a timing
-    claim without ``--makespan-le``, ``--ungrouped`` outside rendezvous semantics (a buffered SEND
+    claim without ``--makespan-le`` (and :func:`refuse_unread_costs`), ``--ungrouped`` outside rendezvous semantics (a buffered SEND
     never blocks), and ``--max-violations`` below 1 (it once read as 1 without a word).
 
     Example:
@@ -214,6 +216,26 @@ def refuse_unused_options(args: argparse.Namespace) -> None:
         if value is not None and args.makespan_le is None:
             why = "only a timing claim uses it (the transfer times and collectives of --makespan-le T), and this run makes none"
             raise ParameterError(flag, value, f"{why}: give --makespan-le T, or leave it out")
+
+
+def refuse_unread_costs(args: argparse.Namespace) -> None:
+    """Refuse ``--costs``, ``--system`` and ``--model`` without a timing claim or a ``--memory-cap``:
+    durations time a claim and a model's bytes size a cap; a verdict on order reads neither (called
+    after the request read ``--costs``, so a bad one is named for its own rule first).
+
+    Example:
+        >>> refuse_unread_costs(argparse.Namespace(costs="F=1,B=3", makespan_le=None, memory_cap=None))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter costs=F=1,B=3: only a timing claim or a memory cap uses it (--makespan-le T, --memory-cap), and this run gives neither: give one, or leave it out
+    """
+    if args.makespan_le is not None or getattr(args, "memory_cap", None) is not None:
+        return
+    for flag in ("costs", "system", "model"):
+        value = getattr(args, flag, None)
+        if value is not None:
+            why = "only a timing claim or a memory cap uses it (--makespan-le T, --memory-cap), and this run gives neither"
+            raise ParameterError(flag, value, f"{why}: give one, or leave it out")
 
 
 COMMAND = Command(
