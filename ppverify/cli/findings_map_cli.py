@@ -66,6 +66,26 @@ MAP_ONLY = {
 }
 
 
+#: compare's options the map would ignore (``dest`` names): its grid fixes the systems, models,
+#: p, m and the presets' options, and it runs one simulated level (no measured runs or traces)
+MAP_REFUSED = (
+    "systems",
+    "models",
+    "ps",
+    "ms",
+    "costs",
+    "comm_delay",
+    "schedules",
+    "mfu",
+    "microbatch_size",
+    "seq_len",
+    "tp",
+    "ranks_per_node",
+    "measured",
+    "measured_trace",
+)
+
+
 def check_map_options(args: argparse.Namespace) -> None:
     """Refuse the map's own options on a run without ``--map`` (they would be ignored), and a
     report page with ``--map`` (the map writes plots and Markdown, not a page).
@@ -133,11 +153,14 @@ def run_map_command(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if not args.findings:
         raise ParameterError("map", True, "--map maps the findings: give --findings --map")
-    for opt in ("systems", "models", "ps", "ms", "costs", "comm_delay", "schedules"):
-        if getattr(args, opt, None):
+    for opt in MAP_REFUSED:
+        value = getattr(args, opt, None)
+        if value is not None and value is not False:  # `is`: --mfu 0 or --tp 0 is given, and refused
             name = {"ps": "p", "ms": "m"}.get(opt, opt.replace("_", "-"))
             raise ParameterError(
-                name, getattr(args, opt), "the findings map sweeps its own grid (see --quick); leave out this selection"
+                name,
+                " ".join(value) if isinstance(value, list) else value,
+                "the findings map sweeps its own grid (see --quick); leave this option out",
             )
     levels = [x.strip() for x in (args.levels or "async").split(",") if x.strip() and x.strip() != "formula"]
     engines = engine_names(levels_only=True)
@@ -160,15 +183,18 @@ def run_map_command(args: argparse.Namespace) -> int:
         prepare_output_dir(args.plots, "--plots")
     if args.markdown:
         check_output_path(args.markdown, "--markdown")  # before the map: a bad name costs no run
-    res = run_map(
-        QUICK_GRID if args.quick else DEFAULT_GRID,
-        store,
-        levels[0],
-        args.executor or "local",
-        args.workers,
-        batch,
-        progress=not args.no_progress,
-    )
+    grid = QUICK_GRID if args.quick else DEFAULT_GRID
+    try:
+        res = run_map(grid, store, levels[0], args.executor or "local", args.workers, batch, not args.no_progress)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the line `sweep` prints, the same exit code
+        from ..findings_map.grid import kept_rows
+        from .signals import stop_code, stop_words
+
+        words = stop_words(exc)
+        said = "interrupted:" if words == "interrupted" else f"ppverify compare: {words};"
+        kept = kept_rows(grid, store, levels[0])
+        print(f"\n{said} {kept} rows are safe in {store}; rerun the same command to resume", file=sys.stderr)
+        return stop_code(exc)
     seconds = time.perf_counter() - t0
     images: dict[str, str] = {}
     if args.plots:
@@ -185,11 +211,14 @@ def run_map_command(args: argparse.Namespace) -> int:
         atomic_write(args.markdown, map_markdown(res, rel, seconds) + "\n", "--markdown")
     if args.json:
         print_json(dict(map_json(res), seconds=round(seconds, 1), store=str(store)))
-        return 0
-    print(format_map(res))
-    written = [x for x in (args.out, args.markdown) if x] + ([f"{len(images)} plots in {args.plots}"] if images else [])
-    print(
-        f"\n({seconds:.1f} s; rows in {store}" + (f"; wrote {', '.join(written)}" if written else "") + ")",
-        file=sys.stdout,
-    )
-    return 0
+    else:
+        print(format_map(res))
+        written = [x for x in (args.out, args.markdown) if x]
+        written += [f"{len(images)} plots in {args.plots}"] if images else []
+        print(
+            f"\n({seconds:.1f} s; rows in {store}" + (f"; wrote {', '.join(written)}" if written else "") + ")",
+            file=sys.stdout,
+        )
+    from ..compare.run import error_exit
+
+    return error_exit(res.results, "ppverify compare")  # as compare and sweep: 1 when a point failed

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.costs import parse_costs
+from ..core.costs import complete_costs, parse_costs
 from ..core.errors import ParameterError
 from ..core.memory_cap import CapSpec
 from .config import (
@@ -200,7 +200,10 @@ def compare_request(
         measured_trace=tuple(measured_trace) if measured_trace else None,
     )
     # abstract mode: the costs (default F=1,B=2) as (kind, cost) pairs
-    ct = tuple((k, float(v)) for k, v in parse_costs(costs or "F=1,B=2").items()) if abstract else None
+    parsed = parse_costs(costs or "F=1,B=2") if abstract else None
+    if parsed is not None:  # half a split backward, or B != I + W: refused now, not as every row's note
+        complete_costs(parsed)
+    ct = tuple((k, float(v)) for k, v in parsed.items()) if parsed is not None else None
     if findings and abstract:
         delays = parse_floats("comm-delay", comm_delay, (0.0, 1.0))
         if len(delays) != 2:
@@ -316,6 +319,30 @@ def check_options(config: Config) -> None:
         resolve(config, build("gpipe", config.p, config.m))
 
 
+def check_grid_ops(entries: Sequence[ScheduleEntry], configs: Sequence[Config]) -> None:
+    """Refuse, before any point runs, a grid whose largest point of a family is over the op limit
+    (``ppverify --max-ops``), as every command that builds one schedule refuses it: run, each
+    point over it would only be a 'not applicable' row. Schedule files are checked as they are read.
+
+    Example:
+        >>> from ppverify.core.limits import op_limit
+        >>> entries, configs = [ScheduleEntry("1f1b", "1f1b")], [Config(2, 2, costs=(("F", 1.0),)), Config(4, 4, costs=(("F", 1.0),))]
+        >>> check_grid_ops(entries, configs)
+        >>> with op_limit(20):   # the largest point, p=4 m=4: up to 3 x 4 x 4 = 48 ops
+        ...     check_grid_ops(entries, configs)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.LimitError: 1f1b -p 4 -m 4: implies up to 48 ops, over the limit of 20 (raise it with ppverify --max-ops N)
+    """
+    from ..core.limits import check_family, family_ops
+
+    for e in entries:
+        points = {(c.p, c.m) for c in configs if e.applies(c.p, c.m)}
+        if e.file is None and points:
+            p, m = max(points, key=lambda pm: family_ops(e.family, pm[0], pm[1], e.params))
+            check_family(e.family, p, m, e.params)
+
+
 def request_configs(req: CompareRequest) -> tuple[Setup | None, list[Config]]:
     """The configurations to evaluate (and the findings' :class:`Setup` with ``req.findings``),
     preset names and options checked; built from the typed request, no text read.
@@ -361,6 +388,7 @@ def run_request(req: CompareRequest) -> CompareOutcome:
     levels = req.levels
     entries = FINDINGS_SCHEDULES if req.findings else req.schedules or DEFAULT_SCHEDULES
     setup, configs = request_configs(req)
+    check_grid_ops(entries, configs)  # --max-ops: refused now (exit 2), not as every row's note
     points: list[PointResult] = []
     df = run_comparison(
         configs,
@@ -407,6 +435,7 @@ __all__ = [
     "FINDINGS_SYSTEMS",
     "PRESET_OPTIONS",
     "CompareRequest",
+    "check_grid_ops",
     "check_mode_options",
     "check_options",
     "check_presets",

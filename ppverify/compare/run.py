@@ -85,3 +85,30 @@ def run_comparison(
             for pt in points:
                 on_point(pt)
     return to_frame(points)
+
+
+def error_exit(rows: pd.DataFrame, command: str) -> int:
+    """The exit status of a run whose rows are ``rows`` (``compare``, ``sweep``): 1 when a row has
+    status ``error`` (a schedule that deadlocks, a file that breaks a rule), with one line on
+    stderr saying how many, else 0. The table or summary is printed first: the rows that did
+    compute are not lost, but a script sees the failure.
+
+    Example:
+        >>> import contextlib, io
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err):
+        ...     error_exit(pd.DataFrame({"status": ["ok", "error", "not applicable"]}), "ppverify compare")
+        1
+        >>> print(err.getvalue(), end="")
+        ppverify compare: 1 of 3 rows failed (status error; the notes say why)
+        >>> error_exit(pd.DataFrame({"status": ["ok", "not applicable"]}), "ppverify compare")
+        0
+    """
+    failed = int((rows["status"] == "error").sum()) if "status" in rows else 0
+    if not failed:
+        return 0
+    print(f"{command}: {failed} of {len(rows)} rows failed (status error; the notes say why)", file=sys.stderr)
+    return 1
+
+
+__all__ = ["error_exit", "run_comparison"]

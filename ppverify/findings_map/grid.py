@@ -134,6 +134,21 @@ def system_yaml(bandwidth_GBps: float, latency_us: float) -> str:
     )
 
 
+def systems_folder(store: str | Path) -> Path:
+    """The folder of a map's system presets, beside its store (``<store name>.systems``).
+
+    Example:
+        >>> systems_folder("out/fm.results.jsonl").as_posix()
+        'out/fm.systems'
+    """
+    store = Path(store)
+    return store.parent / (store.name.split(".")[0] + ".systems")
+
+
+def _system_path(folder: Path, bandwidth_GBps: float, latency_us: float) -> Path:
+    return folder / f"link-bw{bandwidth_GBps:g}-lat{latency_us:g}.yaml"
+
+
 def write_systems(grid: MapGrid, folder: str | Path) -> dict[str, tuple[float, float]]:
     """Write one system preset per (bandwidth, latency) of ``grid`` into ``folder``; returns
     ``{path: (bandwidth_GBps, latency_us)}`` (paths absolute, so a resumed map finds its rows).
@@ -148,12 +163,33 @@ def write_systems(grid: MapGrid, folder: str | Path) -> dict[str, tuple[float, f
     out = {}
     for bw in grid.bandwidths_GBps:
         for lat in grid.latencies_us:
-            path = folder / f"link-bw{bw:g}-lat{lat:g}.yaml"
+            path = _system_path(folder, bw, lat)
             text = system_yaml(bw, lat)
             if not path.exists() or path.read_text() != text:
                 atomic_write(path, text, "--store")
             out[str(path)] = (bw, lat)
     return out
+
+
+def kept_rows(grid: MapGrid, store: str | Path, level: str = "async") -> int:
+    """Rows of the map ``grid`` (at ``level``) that ``store`` holds: what a resumed run keeps, the
+    count an interrupted map reports. Reads only; 0 when the store or its presets are not there yet.
+
+    Example:
+        >>> import tempfile, os
+        >>> kept_rows(QUICK_GRID, os.path.join(tempfile.mkdtemp(), "m.jsonl"))
+        0
+    """
+    from ..sweep.executor import grid_rows
+
+    store = Path(store)
+    folder = systems_folder(store).resolve()
+    systems = {
+        str(_system_path(folder, bw, lat)): (bw, lat) for bw in grid.bandwidths_GBps for lat in grid.latencies_us
+    }
+    if not store.is_file() or not all(Path(p).is_file() for p in systems):
+        return 0
+    return grid_rows(map_spec(grid, systems, level), store)
 
 
 def map_spec(grid: MapGrid, systems: dict[str, tuple[float, float]], level: str = "async") -> SweepSpec:
@@ -394,7 +430,7 @@ def run_map(
         raise ParameterError("level", level, f"the map's makespans come from one of {', '.join(engines)}")
     output_target(store, "--store")  # a folder or a device: refused before the presets are written beside it
     store = Path(store)
-    systems = write_systems(grid, store.parent / (store.name.split(".")[0] + ".systems"))
+    systems = write_systems(grid, systems_folder(store))
     spec = map_spec(grid, systems, level)
     results = run_sweep(spec, store, executor, workers, batch, progress=progress, ranks=False)
     verdicts = point_verdicts(results, systems, level)
@@ -408,6 +444,7 @@ __all__ = [
     "FindingMap",
     "MapGrid",
     "MapResult",
+    "kept_rows",
     "map_spec",
     "point_verdicts",
     "run_map",

@@ -4,8 +4,10 @@ point-to-point link, written as a system preset (``ppverify calibrate``).
 Two measurements, both on real worker processes (:mod:`.workers`, gloo):
 
 * **link**: a ping-pong between two ranks over message sizes; the one-way time of each size is
-  half the median round trip; latency and bandwidth come from a least-squares line
-  ``time = latency + bytes / bandwidth`` (:func:`fit_link`).
+  half its least round trip (a loaded machine only adds time); latency and bandwidth come from
+  the line ``time = latency + bytes / bandwidth`` along the samples' lower envelope
+  (:func:`fit_link`: a stalled size cannot tilt it; times that do not grow with the size are
+  refused rather than read as an infinite bandwidth).
 * **overhead**: a few schedules run through :func:`~ppverify.measure.measure_many` with sleep
   costs (:data:`CALIBRATION_COSTS`): the measured makespan minus the prediction is the runtime's
   own time along the critical path (Python per action, and waking a sleeping or waiting process,
@@ -44,7 +46,7 @@ from ..core.schedule import Schedule
 from ..engines.runtime import DRAWS
 from ..systems.system import System
 from .calibration import CALIBRATION_COSTS, OVERHEAD_SCHEDULES, PINGPONG_SIZES, QUICK_SCHEDULES, Calibration
-from .fit import RuntimeFit, fit_link, fit_overhead, fit_runtime, fit_terms, op_ratio, predict
+from .fit import LinkFitError, RuntimeFit, fit_link, fit_overhead, fit_runtime, fit_terms, op_ratio, predict
 from .preset_file import machine_name, preset_text
 
 
@@ -118,14 +120,16 @@ def _pingpong_target(rank: int, world_size: int, payload: Any) -> list[tuple[int
                 dist.send(t, 0)
             if k:  # the first round trip of a size sets up buffers: not timed
                 trips.append(time.perf_counter() - t0)
-        out.append((t.numel() * 4, statistics.median(trips) / 2))
+        # the least trip: the others are this one plus the machine's other work (a stall of one
+        # size's median would make the small sizes look slower than the large ones)
+        out.append((t.numel() * 4, min(trips) / 2))
     return out
 
 
 def pingpong(
     sizes: Sequence[int] = PINGPONG_SIZES, repeats: int = 20, timeout: float = 120.0, realtime: bool = False
 ) -> list[tuple[int, float]]:
-    """Median one-way time per message size between two fresh gloo workers (``realtime``: at
+    """Least one-way time per message size between two fresh gloo workers (``realtime``: at
     real-time priority, as ``measure --realtime`` runs them).
 
     Example:
@@ -222,7 +226,7 @@ def calibrate(quick: bool = False, timeout: float = 120.0, realtime: bool = Fals
     sizes = PINGPONG_SIZES[::2] if quick else PINGPONG_SIZES
     # (run_workers refuses a realtime the machine does not allow before any worker starts)
     samples = pingpong(sizes, repeats=5 if quick else 20, timeout=timeout, realtime=realtime)
-    latency, bandwidth = fit_link(samples)
+    latency, bandwidth = fit_link(samples, strict=True)  # refused before the overhead runs
     from .breakdown import breakdown
     from .machine_load import cpu_share, cpu_ticks
 
@@ -296,6 +300,7 @@ __all__ = [
     "PINGPONG_SIZES",
     "QUICK_SCHEDULES",
     "Calibration",
+    "LinkFitError",
     "RuntimeFit",
     "calibrate",
     "fit_link",

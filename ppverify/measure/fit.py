@@ -12,24 +12,81 @@ import numpy as np
 
 from ..core.comm import CommModel
 from ..core.costs import CostModel
+from ..core.errors import PPVerifyError
 from ..core.schedule import Schedule
 
 
-def fit_link(samples: Sequence[tuple[float, float]]) -> tuple[float, float]:
-    """Least-squares ``time = latency + bytes / bandwidth`` over ``(bytes, seconds)`` samples:
-    ``(latency s, bandwidth bytes/s)``; latency clipped at 0, bandwidth inf for a flat line.
+class LinkFitError(PPVerifyError):
+    """Ping-pong samples whose one-way time does not grow with the message size: no bandwidth fits them.
+
+    Example:
+        >>> str(LinkFitError([(4, 2e-4), (1024, 1e-4)]))
+        'the ping-pong samples do not grow with the message size (4 B: 200.0 us, 1024 B: 100.0 us): no link bandwidth fits them; calibrate again, on a quieter machine or with --realtime'
+    """
+
+    def __init__(self, samples: Sequence[tuple[float, float]]) -> None:
+        shown = ", ".join(f"{b:.0f} B: {t * 1e6:.1f} us" for b, t in samples)
+        super().__init__(
+            f"the ping-pong samples do not grow with the message size ({shown}): no link bandwidth fits them; "
+            "calibrate again, on a quieter machine or with --realtime"
+        )
+
+
+def fit_link(samples: Sequence[tuple[float, float]], strict: bool = False) -> tuple[float, float]:
+    """``time = latency + bytes / bandwidth`` through the lower envelope of ``(bytes, seconds)``
+    samples: ``(latency s, bandwidth bytes/s)``.
+
+    A loaded machine only ever adds time to a transfer, so each size keeps its least time and the
+    line is the one below every sample that comes closest to them: the least sum of relative
+    residuals (all >= 0, each over its sample's time, as times span orders of magnitude), a
+    linear programme whose optimum is the edge of the samples' lower convex hull over their mean
+    size weighted by 1 / time (or, where that edge would cross zero bytes below zero, the line
+    from the origin under every sample). One slow size (a 4 B message stalled 5 ms) then cannot
+    tilt the line, as it tilts a least-squares one, and the latency is never above the smallest
+    message's time. A single size, or sizes whose times do not grow, give the flat line at the
+    least time and an infinite bandwidth; ``strict`` refuses those sizes instead
+    (:class:`LinkFitError`, naming them) rather than return an infinite bandwidth.
 
     Example:
         >>> lat, bw = fit_link([(0, 1e-4), (1e6, 1.1e-3), (2e6, 2.1e-3)])
         >>> round(lat, 9), round(bw)
         (0.0001, 1000000000)
+
+        A stalled smallest size is left above the line (from the two others by hand:
+        294.4 us / 1032192 B = 3.506 GB/s, latency 61.8 - 16384 B / 3.506 GB/s = 57.1 us):
+
+        >>> lat, bw = fit_link([(4, 5196.4e-6), (16384, 61.8e-6), (1048576, 356.2e-6)])
+        >>> round(lat * 1e6, 1), round(bw / 1e9, 3)
+        (57.1, 3.506)
     """
-    x = np.array([s[0] for s in samples], dtype=float)
-    y = np.array([s[1] for s in samples], dtype=float)
-    if len(x) < 2 or np.ptp(x) == 0:
-        return float(max(0.0, y.mean() if len(y) else 0.0)), float("inf")
-    slope, intercept = np.polyfit(x, y, 1)
-    return float(max(0.0, intercept)), (float(1.0 / slope) if slope > 0 else float("inf"))
+    least: dict[float, float] = {}
+    for b, t in samples:
+        least[float(b)] = min(float(t), least.get(float(b), float("inf")))
+    pts = sorted(least.items())
+    if len(pts) < 2:
+        return (max(0.0, pts[0][1]) if pts else 0.0), float("inf")
+    hull: list[tuple[float, float]] = []  # the lower convex hull, left to right (monotone chain)
+    for x, y in pts:
+        while len(hull) >= 2:
+            (x1, y1), (x2, y2) = hull[-2], hull[-1]
+            if (x2 - x1) * (y - y1) - (y2 - y1) * (x - x1) > 0:  # a left turn: hull[-1] stays below
+                break
+            hull.pop()
+        hull.append((x, y))
+    # sum((a + b x) / y) = a sum(1/y) + b sum(x/y): the best line below the samples is the highest
+    # at their mean size weighted by 1/time, the hull's edge over it (the first reaching beyond)
+    mean = sum(x / y for x, y in pts) / sum(1 / y for _, y in pts) if all(y > 0 for _, y in pts) else pts[0][0]
+    (x1, y1), (x2, y2) = next((a, b) for a, b in zip(hull, hull[1:]) if b[0] > mean)
+    slope = (y2 - y1) / (x2 - x1)
+    if slope <= 0:
+        if strict:
+            raise LinkFitError(pts)
+        return max(0.0, min(y for _, y in pts)), float("inf")
+    if y1 - slope * x1 >= 0:
+        return y1 - slope * x1, 1.0 / slope
+    # a latency >= 0 too: the steepest line from the origin that stays under every sample
+    slope = min(y / x for x, y in pts if x > 0)
+    return 0.0, (1.0 / slope if slope > 0 else float("inf"))
 
 
 def predict(schedule: Schedule, costs: CostModel, comm: CommModel, action_s: float, transfer_s: float) -> float:
@@ -249,4 +306,4 @@ def op_ratio(b: Any) -> float | None:
     return max(0.0, b.means[2]) / (b.means[0] + b.means[1])
 
 
-__all__ = ["RuntimeFit", "fit_link", "fit_overhead", "fit_runtime", "fit_terms", "op_ratio", "predict"]
+__all__ = ["LinkFitError", "RuntimeFit", "fit_link", "fit_overhead", "fit_runtime", "fit_terms", "op_ratio", "predict"]

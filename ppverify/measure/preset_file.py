@@ -105,7 +105,8 @@ def preset_text(cal: Calibration, name: str = "calibrated") -> str:
     lines = [
         f"# Written by `ppverify calibrate` on {cal.date or 'an unknown date'}, machine: {cal.machine or 'unknown'}.",
         "# Link: gloo ping-pong between two worker processes over message sizes; one-way time = half",
-        "# the median round trip; latency and bandwidth from a least-squares line time = latency + bytes/bandwidth.",
+        "# the least round trip; latency and bandwidth from the line time = latency + bytes/bandwidth along the",
+        "# samples' lower envelope (no sample under it).",
         f"# Samples: {pp or 'none'}.",
         f"# Runtime overhead: schedules run in PyTorch's pipeline runtime, ops sleeping {_costs_text()}; the async",
         "# engine's makespan with the overheads folded into op durations fitted to the measured medians",

@@ -78,9 +78,9 @@ def arrivals(step: Any) -> dict[tuple[str, int, int], tuple[float, float]]:
 
 
 def fit_trace_link(samples: Sequence[tuple[float, float]]) -> tuple[float, float]:
-    """``(latency s, bandwidth bytes/s)`` of ``(bytes, one-way s)`` samples: the least-squares
-    line through each size's median (a late transfer holds waits of its consumer's own), with
-    :data:`LATENCY_ONLY_BPS` for a line without slope (one size, or none: latency 0).
+    """``(latency s, bandwidth bytes/s)`` of ``(bytes, one-way s)`` samples: the line along
+    the lower envelope of each size's median (:func:`~ppverify.measure.fit.fit_link`; the median,
+    as a late transfer holds waits of its consumer's own), with :data:`LATENCY_ONLY_BPS` for a line without slope (one size, or none: latency 0).
 
     Example:
         >>> fit_trace_link([(128.0, 1e-4), (128.0, 3e-4), (128.0, 2e-4)])  # one size: the median

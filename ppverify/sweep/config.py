@@ -367,6 +367,13 @@ def parse_sweep(data: Any, path: str = "<sweep>") -> SweepSpec:
             cap = check_cap_text(str(data["memory_cap"]), counts_bytes=not abstract, option="memory_cap")
         except ParameterError as exc:
             raise _err(path, "memory_cap", exc.rule) from None
+    from ..compare.request import check_grid_ops
+    from ..core.limits import LimitError
+
+    try:  # --max-ops: the largest point refused now, not every point run to an error row
+        check_grid_ops(entries, configs)
+    except LimitError as exc:
+        raise LimitError(f"{path}: {exc.what}", exc.rule) from None
     return SweepSpec(name, entries, tuple(configs), tuple(levels), float(tl), int(mo), memory_cap=cap)
 
 

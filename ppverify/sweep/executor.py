@@ -86,7 +86,7 @@ def _run_locked(
     stored = read_store(store_path)
     check_owner(stored, spec.name, store_path)
     stale = superseded(stored, spec)
-    if stale:  # rows of points whose files (or budget) changed since: computed again below
+    if stale:  # rows the grid left, or whose files (or budget) changed since: those computed again below
         drop_rows(store_path, stale)
     done = {r["point"] for r in stored} - {r["point"] for r in stale}  # read_store: every row has its point
     tasks = pending_tasks(spec, done)
@@ -148,18 +148,20 @@ def rows_to_run(spec: SweepSpec, store_path: str | Path) -> int:
 
 
 def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
-    """Rows of a store that a point of ``spec`` replaces: the same configuration, schedule and level
-    under another hash (a preset or schedule file it read has been edited since, or the solver
-    budget changed), or under the same hash but without a column every row now carries (written by
+    """Rows of a store that the grid of ``spec`` no longer holds or replaces: a configuration,
+    schedule or level the grid has left (its costs, systems, p or m changed, say: ``report
+    --from`` would show the old grid beside the new one), the same configuration, schedule and
+    level under another hash (a preset or schedule file it read has been edited since, or the
+    solver budget changed), or the same hash without a column every row now carries (written by
     an older ppverify, before its ``verified`` column, say, which the table would show blank). A
-    resumed sweep drops them, so the store never serves a stale row.
+    resumed sweep drops them, so the store holds one grid and never serves a stale row.
 
     Example:
         >>> from ppverify.sweep import parse_sweep
         >>> spec = parse_sweep({"schedules": ["gpipe"], "p": 2, "m": 2, "costs": {"F": 1}, "levels": ["slot"]})
         >>> old = {"point": "0" * 16, "config": spec.configs[0].label, "schedule": "gpipe", "level": "slot"}
-        >>> [r["point"] for r in superseded([old, {**old, "level": "async"}], spec)]
-        ['0000000000000000']
+        >>> [r["level"] for r in superseded([old, {**old, "level": "async"}], spec)]  # a new hash; a level left
+        ['slot', 'async']
     """
     from ..compare.table import COLUMNS, DERIVED
 
@@ -169,13 +171,28 @@ def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
         for entry, levels, hashes in task.items:
             for lv, h in zip(levels, hashes):
                 current[(task.config.label, entry.label, lv)] = h
-    points = set(current.values())
     out = []
     for r in rows:
         now = current.get((str(r.get("config")), str(r.get("schedule")), str(r.get("level"))))
-        if (now is not None and now != r["point"]) or (r["point"] in points and any(c not in r for c in stored)):
+        if now != r["point"] or any(c not in r for c in stored):  # None: not in this grid
             out.append(r)
     return out
+
+
+def grid_rows(spec: SweepSpec, store_path: str | Path) -> int:
+    """Rows of the store that belong to the current grid of ``spec`` (what an interrupted sweep
+    keeps for its resume; rows it would drop as :func:`superseded` are not counted). Reads only.
+
+    Example:
+        >>> import tempfile, os
+        >>> from ppverify.sweep import parse_sweep
+        >>> spec = parse_sweep({"schedules": ["gpipe"], "p": 2, "m": [1, 2], "costs": {"F": 1}, "levels": ["slot"]})
+        >>> store = os.path.join(tempfile.mkdtemp(), "s.jsonl")
+        >>> grid_rows(spec, store), len(run_sweep(spec, store, workers=1)), grid_rows(spec, store)
+        (0, 2, 2)
+    """
+    stored = read_store(store_path, repair=False)
+    return len(stored) - len(superseded(stored, spec))
 
 
 def drop_rows(path: str | Path, rows: list[dict]) -> None:

@@ -2,7 +2,7 @@
 as a system preset.
 
 Measures the point-to-point link between two gloo worker processes (a ping-pong over message
-sizes: latency and bandwidth by least squares) and the per-action overhead of PyTorch's pipeline
+sizes: latency and bandwidth along their lower envelope) and the per-action overhead of PyTorch's pipeline
 runtime (a few schedules whose ops sleep 5/10 ms: the overhead per compute action and per
 SEND/RECV that makes ``simulate --semantics async`` reproduce the measured makespans; a separate
 figure for ppverify's two-pipe runner) and, action by action, its hand-overs (gloo's rendezvous:

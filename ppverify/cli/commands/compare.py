@@ -3,6 +3,9 @@
 With no arguments it runs the built-in default comparison (the seed paper's seven schedules and
 1F1B with a split backward, on five systems, two models and three microbatch counts) and prints
 one table per configuration.
+
+Exit status: 0, or 1 when a row has status error (a schedule file that deadlocks, say: the table
+is printed first, and one line on stderr counts those rows); 2 for a bad option.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from ...compare.options import REPORT_OPTIONS, RUN_OPTIONS, SELECTION_OPTIONS, add_options, request_from_options
 from ...compare.outcome import format_outcome, outcome_json
 from ...compare.request import run_request
+from ...compare.run import error_exit
 from .. import Command
 from ..common import print_json
 from ..presets_args import add_preset_option_arguments
@@ -83,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             f"report written to {args.report} ({len(st.points)} charted points, {st.num_ops_drawn} ops)",
             file=sys.stderr if args.json else sys.stdout,
         )
-    return 0
+    return error_exit(outcome.rows, "ppverify compare")  # 1 when a point failed (status error)
 
 
 COMMAND = Command(

@@ -1,4 +1,8 @@
-"""``ppverify sweep CONFIG.yaml``: expand a grid and run it, resumably, locally or on Ray."""
+"""``ppverify sweep CONFIG.yaml``: expand a grid and run it, resumably, locally or on Ray.
+
+Exit status: 0, or 1 when a row has status error (a schedule file that deadlocks, say: the summary
+is printed first, and one line on stderr counts those rows); 2 for a bad option or config.
+"""
 
 from __future__ import annotations
 
@@ -76,9 +80,9 @@ def run(args: argparse.Namespace) -> int:
         tiny: 4 rows = 2 schedules x 2 configurations x 1 levels; 0 already in ...tiny.results.jsonl, 4 to run
         0
     """
+    from ...compare.run import error_exit
     from ...sweep.config import load_sweep
-    from ...sweep.executor import rows_to_run, run_sweep
-    from ...sweep.store import read_store
+    from ...sweep.executor import grid_rows, rows_to_run, run_sweep
 
     spec = load_sweep(args.config)
     store = Path(args.store) if args.store else Path(args.config).with_suffix(".results.jsonl")
@@ -99,12 +103,8 @@ def run(args: argparse.Namespace) -> int:
     if args.batch < 1:
         raise ParameterError("batch", args.batch, "must be >= 1")
     if args.workers is not None and (args.workers < 1 or args.executor == "ray"):  # --dry-run too
-        why = (
-            "must be >= 1"
-            if args.workers < 1
-            else "sizes the local pool; Ray places batches on its cluster: leave it out"
-        )
-        raise ParameterError("workers", args.workers, why)
+        ray = "sizes the local pool; Ray places batches on its cluster: leave it out"
+        raise ParameterError("workers", args.workers, "must be >= 1" if args.workers < 1 else ray)
     todo = rows_to_run(spec, store)  # read only: a sweep may be appending to it; another sweep's store refused
     summary = {
         "sweep": spec.name,
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         df = run_sweep(spec, store, args.executor, args.workers, args.batch, progress=not args.no_progress)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP (signals.Terminated / Hangup)
-        kept = len(read_store(store, repair=False))
+        kept = grid_rows(spec, store)  # this grid's: rows the run drops are not kept
         words = stop_words(exc)  # Ctrl-C keeps its short word; a signal sent is named with the command
         said = "interrupted:" if words == "interrupted" else f"ppverify sweep: {words};"
         print(f"\n{said} {kept} rows are safe in {store}; rerun the same command to resume", file=sys.stderr)
@@ -146,15 +146,14 @@ def run(args: argparse.Namespace) -> int:
     by_status = {str(k): int(v) for k, v in df["status"].value_counts().items()}
     if args.json:
         print_json({**summary, "status": dict(sorted(by_status.items()))})  # the counts the text line gives
-        return 0
-    print(
-        f"{spec.name}: {len(df)} rows ({summary['already_done']} resumed from {store}, {todo} computed "
-        f"with {args.executor} in {summary['seconds']} s); status: "
-        + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items()))
-        + (f"; table written to {args.out}" if args.out else ""),
-        file=sys.stdout,
-    )
-    return 0
+    else:
+        print(
+            f"{spec.name}: {len(df)} rows ({summary['already_done']} resumed from {store}, {todo} computed "
+            f"with {args.executor} in {summary['seconds']} s); status: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items()))
+            + (f"; table written to {args.out}" if args.out else ""),
+        )
+    return error_exit(df, "ppverify sweep")  # 1 when a point failed (status error), as compare
 
 
 COMMAND = Command(
