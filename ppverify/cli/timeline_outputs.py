@@ -91,7 +91,7 @@ def add_measured_trace(group: Any) -> None:
         nargs="+",
         metavar="DIR",
         help="also the step of these profiler traces, beside the simulated one (--costs read as seconds per "
-        "device share, as measure sleeps them; compare --measured-trace counts 10 ms per unit)",
+        "device share, as measure sleeps them; without --costs a unit counts 10 ms, as in compare --measured-trace)",
     )
 
 

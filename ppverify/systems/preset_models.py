@@ -267,11 +267,12 @@ def resolve_presets(settings: PresetSettings, schedule: Schedule) -> PresetConte
         else:
             load_llm(str(model_name))
         missing = "--model" if model_name is None else "--system"
-        raise ParameterError(
-            missing.lstrip("-"),
-            None,
-            "--system and --model go together (durations in seconds need both the model's "
-            "FLOPs and the device's peak); for abstract units use --costs and --comm-delay",
+        given, value = ("system", system_name) if model_name is None else ("model", model_name)
+        raise ParameterError(  # named by what was given: "model=None" would name nothing typed
+            given,
+            value,
+            f"{missing} is missing: --system and --model go together (durations in seconds need both the "
+            "model's FLOPs and the device's peak); for abstract units use --costs and --comm-delay",
         )
     if costs_text:
         from ..core.costs import costs_text as typed

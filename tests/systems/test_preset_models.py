@@ -81,8 +81,10 @@ def test_layers_given_as_text_or_counts_are_the_same_split():
 @pytest.mark.parametrize(
     "kw,name",
     [
-        (dict(system="dgx-h100"), "model"),
-        (dict(model="gpt3-13b"), "system"),
+        # one of the pair: named by the one typed ("model=None" would name nothing the user wrote),
+        # the message says which is missing
+        (dict(system="dgx-h100"), "system"),
+        (dict(model="gpt3-13b"), "model"),
         (dict(system="dgx-h100", model="gpt3-13b", costs="F=1"), "costs"),
         (dict(system="dgx-h100", model="gpt3-13b", comm_delay=0.5), "comm-delay"),
         (dict(system="dgx-h100", model="gpt3-13b", layers_per_stage="a,b"), "layers-per-stage"),
@@ -131,8 +133,9 @@ def test_a_model_option_without_presets_is_refused(capsys, extra):
     # abstract --costs are taken as given: these changed nothing and were silently ignored
     from ppverify.cli import main
 
-    for command in ("simulate", "verify"):
-        assert main([command, "1f1b", "-p", "4", "--costs", "F=1,B=2", *extra]) == 2
+    # (verify reads costs only for a claim or a cap: --costs alone is refused before the model option)
+    for command in (["simulate"], ["verify", "--memory-cap", "4"]):
+        assert main([*command, "1f1b", "-p", "4", "--costs", "F=1,B=2", *extra]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and f"parameter {extra[0]}=" in err and "leave it out" in err
 
