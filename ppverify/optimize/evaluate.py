@@ -123,6 +123,7 @@ def evaluate(
         exact=inst.exact,
         time_unit=costs.time_unit,
         collectives=collectives_text(inst),
+        memory_cap=problem.memory_cap,
     )
 
     def infeasible(reason: str) -> OptimizeResult:  # decided from the order alone, before any search

@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from ..core.errors import PPVerifyError
 from ..core.ops import B, F, I, Op
@@ -55,11 +56,14 @@ def _key(inst: Instance, cand: Candidate) -> tuple[int, int]:
     return cand.objective, lasts
 
 
-def tune_greedy(inst: Instance, start: Candidate, max_evals: int = 120, deadline: float | None = None) -> Candidate:
+def tune_greedy(
+    inst: Instance, start: Candidate, max_evals: int = 120, deadline: float | None = None, stop: Any = None
+) -> Candidate:
     """Coordinate descent on the greedy's per-device open-forward limits (module doc), starting
     from ``start``'s peaks, for each greedy priority rule; at most ``max_evals`` greedy runs.
     Returns ``start`` unless something strictly better was found. ``deadline``
-    (``time.monotonic()``) is a safety stop for machines too slow to finish the count.
+    (``time.monotonic()``) is a safety stop for machines too slow to finish the count; ``stop``
+    (an event: Ctrl-C, SIGTERM) ends it between runs.
 
     Example:
         >>> from ppverify.core.placement import linear
@@ -82,7 +86,7 @@ def tune_greedy(inst: Instance, start: Candidate, max_evals: int = 120, deadline
             improved = False
             for d in range(inst.p):
                 for delta in (-1, 1, -2, 2):
-                    if evals >= max_evals or _late(deadline):
+                    if evals >= max_evals or _late(deadline, stop):
                         evals = max_evals
                         break
                     trial = list(limits)
@@ -100,7 +104,12 @@ def tune_greedy(inst: Instance, start: Candidate, max_evals: int = 120, deadline
 
 
 def swap_search(
-    inst: Instance, start: Candidate, max_evals: int = 300, seed: int = 0, deadline: float | None = None
+    inst: Instance,
+    start: Candidate,
+    max_evals: int = 300,
+    seed: int = 0,
+    deadline: float | None = None,
+    stop: Any = None,
 ) -> Candidate:
     """Adjacent-swap descent on the program orders (module doc), ``max_evals`` timed moves drawn
     with a seeded generator (same seed, same result). Returns ``start`` unless something strictly
@@ -127,7 +136,7 @@ def swap_search(
     if not devices:
         return best
     for _ in range(max_evals):
-        if _late(deadline):
+        if _late(deadline, stop):
             break
         ends = [s + d for s, d in zip(best.starts, inst.dur)]
         # favour the devices that end last: they decide the makespan
@@ -157,10 +166,16 @@ def swap_search(
 
 
 def improve(
-    inst: Instance, start: Candidate, max_evals: int = 400, seed: int = 0, deadline: float | None = None
+    inst: Instance,
+    start: Candidate,
+    max_evals: int = 400,
+    seed: int = 0,
+    deadline: float | None = None,
+    stop: Any = None,
 ) -> Candidate:
     """Greedy-limit tuning, then adjacent swaps, sharing ``max_evals`` evaluations (fewer on large
-    instances: each costs time linear in the ops); never worse than ``start``.
+    instances: each costs time linear in the ops); never worse than ``start``. Both stop at
+    ``deadline`` (``time.monotonic()``) or once ``stop`` (an event) is set.
 
     Example:
         >>> from ppverify.core.placement import linear
@@ -174,12 +189,12 @@ def improve(
     """
     # keep the work near 3e6 op-evaluations whatever the size (a count, not a clock)
     evals = max(8, min(max_evals, 3_000_000 // max(1, inst.dag.num_ops)))
-    best = tune_greedy(inst, start, evals // 3, deadline) if _is_greedy(start) else start
-    return swap_search(inst, best, evals - evals // 3, seed, deadline)
+    best = tune_greedy(inst, start, evals // 3, deadline, stop) if _is_greedy(start) else start
+    return swap_search(inst, best, evals - evals // 3, seed, deadline, stop)
 
 
-def _late(deadline: float | None) -> bool:
-    return deadline is not None and time.monotonic() > deadline
+def _late(deadline: float | None, stop: Any = None) -> bool:
+    return (deadline is not None and time.monotonic() > deadline) or (stop is not None and stop.is_set())
 
 
 def _is_greedy(c: Candidate) -> bool:

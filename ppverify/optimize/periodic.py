@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 from ..core.errors import PPVerifyError
 from ..core.ops import B, F, I, W
@@ -103,16 +104,25 @@ def building_block(
 
 def _free_slot(placed: list[tuple[Fraction, int]], ready: Fraction, dur: int, interval: Fraction) -> Fraction | None:
     """The earliest ``t >= ready`` whose slot ``[t, t + dur)`` repeated every ``interval`` meets
-    none of ``placed``'s; None when there is none within one interval.
+    none of ``placed``'s; None when there is none within one interval. A slot of 0 ticks meets
+    nothing (a zero-length op takes no time on its device).
 
     Example:
         >>> _free_slot([(Fraction(0), 2)], Fraction(0), 1, Fraction(3)), _free_slot([(Fraction(0), 2)], Fraction(0), 2, Fraction(3))
         (Fraction(2, 1), None)
+        >>> _free_slot([(Fraction(0), 0)], Fraction(0), 1, Fraction(3))
+        Fraction(0, 1)
     """
     if dur > interval:
         return None
+    # a slot of 0 ticks (a zero-length op) meets nothing; kept, it would "move" t by 0 forever.
+    # Every other meeting moves t forward to that slot's end, so the loop passes each slot's
+    # repeats at most twice within one interval: the count bounds it as well
+    placed = [(b, db) for b, db in placed if db > 0]
     t = ready
-    while t < ready + interval:
+    for _ in range(2 * len(placed) + 2):
+        if t >= ready + interval:
+            break
         for b, db in placed:
             r = (b - t) % interval
             if r < dur or r > interval - db:
@@ -125,7 +135,7 @@ def _free_slot(placed: list[tuple[Fraction, int]], ready: Fraction, dur: int, in
 
 def periodic_programs(inst: Instance, block: Sequence[Fraction | int], interval: Fraction) -> tuple[tuple, ...]:
     """Per device, the ops in order of their nominal times ``block[op] + mb * interval`` (ties:
-    ``W``, gradient, ``F``; then microbatch, then stage).
+    an op after its inputs, then ``W``, gradient, ``F``; then microbatch, then stage).
 
     Example:
         >>> from ppverify.core.placement import linear
@@ -137,12 +147,17 @@ def periodic_programs(inst: Instance, block: Sequence[Fraction | int], interval:
         ['0F0', '0F1', '0I0', '0W0', '0I1', '0W1']
     """
     dag = inst.dag
+    nominal = [block[i] + op.mb * interval for i, op in enumerate(dag.ops)]
+    # an op after an input at the same nominal time (a zero-length op, no delay) ranks after
+    # it, or the memory tie rule (I before F) could put it before its input: a deadlock. With
+    # no zero-length op every input is strictly earlier and every rank 0
+    rank = [0] * len(dag.ops)
+    for i in dag.topological_order():
+        rank[i] = max((rank[q] + 1 for q in dag.pred[i] if q >= 0 and nominal[q] == nominal[i]), default=0)
     out = []
     for d in range(inst.p):
         ops = list(inst.device_ops(d))
-        ops.sort(
-            key=lambda i: (block[i] + dag.ops[i].mb * interval, _TIE[dag.ops[i].kind], dag.ops[i].mb, dag.ops[i].stage)
-        )
+        ops.sort(key=lambda i: (nominal[i], rank[i], _TIE[dag.ops[i].kind], dag.ops[i].mb, dag.ops[i].stage))
         out.append(tuple(dag.ops[i] for i in ops))
     return tuple(out)
 
@@ -175,9 +190,10 @@ def interval_range(inst: Instance) -> list[Fraction]:
     return [Fraction(h, 2) for h in halves]
 
 
-def periodic_candidates(inst: Instance, deadline: float | None = None) -> list[Candidate]:
+def periodic_candidates(inst: Instance, deadline: float | None = None, stop: Any = None) -> list[Candidate]:
     """The periodic schedule (module doc) at every interval of :func:`interval_range` whose orders
-    keep the cap, timed; stops once ``time.monotonic()`` passes ``deadline``.
+    keep the cap, timed; stops once ``time.monotonic()`` passes ``deadline`` or ``stop`` (an
+    event: Ctrl-C, SIGTERM) is set.
 
     Example:
         >>> from ppverify.core.placement import v_shape
@@ -200,7 +216,7 @@ def periodic_candidates(inst: Instance, deadline: float | None = None) -> list[C
     for t in interval_range(inst):
         blocks = (("periodic", head), ("modulo", building_block(inst, t)), ("modulo-w", building_block(inst, t, False)))
         for name, block in blocks:
-            if deadline is not None and time.monotonic() > deadline:
+            if (deadline is not None and time.monotonic() > deadline) or (stop is not None and stop.is_set()):
                 return out
             if block is None:
                 continue

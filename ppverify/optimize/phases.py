@@ -45,7 +45,7 @@ from .problem import Instance
 from .relax import relaxation_bound
 from .result import CommonFields, OptimizeResult, relative_gap
 from .solver_run import Progress
-from .solver_setup import STATUS, cut_stats, make_solver, run_solver, schedule_from_starts
+from .solver_setup import STATUS, as_soon_as_possible, cut_stats, make_solver, run_solver, schedule_from_starts
 
 #: the search of the step's end and windows through it (ending.py) get these shares of a point's
 #: work, after the other searches
@@ -115,6 +115,7 @@ def start_result(
     sched = tl = None
     value = best.objective if best is not None else None
     if value is not None and hint is not None:
+        hint, value = as_soon_as_possible(inst, hint, value)
         sched, tl = schedule_from_starts(inst, hint, "cp-sat")
     if value is not None:
         bound = min(bound, value)
@@ -152,7 +153,7 @@ def improved(run: Run, best: Candidate | None, floor: int, safety: float) -> tup
     if best is None or best.objective <= floor or time.monotonic() >= safety or run.gap_reached(best.objective, floor):
         return best, "the starting schedules"
     run.phase("local search", best.objective)
-    best = improve(run.inst, best, seed=run.seed, deadline=run.dl.at(0.5).end)
+    best = improve(run.inst, best, seed=run.seed, deadline=run.dl.at(0.5).end, stop=run.dl.stop)
     if time.monotonic() > run.dl.at(0.5).end:
         run.cut.append("local search")
     return best, "the local search"

@@ -279,8 +279,8 @@ class Instance:
         return float(ticks) * self.tick
 
     def programs_by_start(self, starts: Sequence[int]) -> tuple[tuple[Op, ...], ...]:
-        """Each device's ops in order of their start ticks (ties: zero-length ops first, then in op
-        position order).
+        """Each device's ops in order of their start ticks (ties: zero-length ops first, an op
+        after its inputs, then in op position order).
 
         Example:
             >>> from ppverify.core.placement import linear
@@ -290,9 +290,15 @@ class Instance:
             [['0F0', '0F1', '0B1', '0B0']]
         """
         programs: list[list[Op]] = [[] for _ in range(self.p)]
+        # an op after its inputs that start at the same tick (zero-length ones, no delay), or a
+        # chain of them (an I of 0 ticks per stage) would run in position order: a deadlock
+        rank = [0] * self.dag.num_ops
+        for i in self.dag.topological_order() if 0 in self.dur else ():
+            same = (rank[q] + 1 for q in self.dag.pred[i] if q >= 0 and starts[q] == starts[i])
+            rank[i] = max(same, default=0)
         # a zero-length op goes before an op of positive length that starts at the same tick (it
         # ran at that instant; after it, it would wait for the other's end)
-        for i in sorted(range(self.dag.num_ops), key=lambda i: (starts[i], self.dur[i] > 0, i)):
+        for i in sorted(range(self.dag.num_ops), key=lambda i: (starts[i], self.dur[i] > 0, rank[i], i)):
             programs[self.dag.device[i]].append(self.dag.ops[i])
         return tuple(tuple(prog) for prog in programs)
 

@@ -185,7 +185,9 @@ def own_peak_problem(problem: Any, info: dict[str, Any], peak: float) -> tuple[A
 
     cap = cap_from_value(peak, problem.costs, problem.placement)
     label = f"{cap.describe()}: the family's own peak"
-    return dataclasses.replace(problem, memory_cap=peak), dict(info, memory_cap=cap.text, memory_cap_label=label)
+    # memory_cap_value: the number, as build_problem gives it for a cap asked for
+    info = dict(info, memory_cap=cap.text, memory_cap_label=label, memory_cap_value=peak)
+    return dataclasses.replace(problem, memory_cap=peak), info
 
 
 def summary_lines(res: Any, info: dict[str, Any]) -> list[str]:

@@ -39,6 +39,7 @@ class CommonFields(TypedDict):
     exact: bool
     time_unit: str
     collectives: str
+    memory_cap: float | None
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,7 +51,8 @@ class OptimizeResult:
     objective``. ``schedule`` is the best schedule found (per-device program order) and
     ``timeline`` its start/end times as the solver placed them. ``bounds`` holds the analytic
     bounds on their own; ``hint`` names the starting schedule (a family or a greedy rule);
-    ``collectives`` says which collectives the makespan includes (empty when the step has none).
+    ``collectives`` says which collectives the makespan includes (empty when the step has none);
+    ``memory_cap`` the cap the result holds for, in the cost model's memory unit (None: none).
     """
 
     status: str
@@ -69,6 +71,7 @@ class OptimizeResult:
     solver: Mapping[str, Any] = field(default_factory=dict)
     reason: str = ""
     collectives: str = ""
+    memory_cap: float | None = None
 
     @property
     def gap(self) -> float | None:
@@ -78,12 +81,13 @@ class OptimizeResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (the schedule as per-device action text). An INFEASIBLE problem's
         bound is infinite, which JSON cannot hold (Python wrote ``Infinity``, which strict
-        parsers refuse): it is ``null`` there, and ``reason`` says why.
+        parsers refuse): it is ``null`` there, and ``reason`` says why. ``memory_cap`` is a number
+        (the cost model's memory unit) or ``null`` for none, as in ``gap --json``.
 
         Example:
             >>> r = OptimizeResult("INFEASIBLE", "makespan", None, float("inf"), 0.0, None, None, {}, None, None, 1.0, True, "units", reason="cap")
-            >>> r.to_dict()["bound"], r.to_dict()["reason"]
-            (None, 'cap')
+            >>> r.to_dict()["bound"], r.to_dict()["reason"], r.to_dict()["memory_cap"]
+            (None, 'cap', None)
         """
         out: dict[str, Any] = {
             "status": self.status,
@@ -100,6 +104,7 @@ class OptimizeResult:
             "hint": self.hint,
             "hint_value": self.hint_objective,
             "solver": dict(self.solver),
+            "memory_cap": self.memory_cap,
         }
         if self.reason:
             out["reason"] = self.reason

@@ -38,6 +38,7 @@ from .problem import Problem, cap_infeasibility, instance
 from .result import CommonFields, OptimizeResult
 from .solver_run import Progress
 from .solver_setup import (
+    as_soon_as_possible,
     check_limits,
     collectives_text,
     cut_reason,
@@ -166,6 +167,7 @@ def optimize(
         exact=inst.exact,
         time_unit=problem.costs.time_unit,
         collectives=collectives_text(inst),
+        memory_cap=problem.memory_cap,
     )
     reason = cap_infeasibility(inst)
     if reason:
@@ -334,7 +336,10 @@ def optimize(
             bounds = relaxed(run, bounds, analytic, wall, relax_share * work)
             bound_ticks = max(bound_ticks, bounds.best)
 
-    # the result
+    # the result: the schedule's time is its order's ASAP timing (a FEASIBLE solver timeline may
+    # hold slack that simulate of the saved schedule would not show)
+    if starts_found is not None and value is not None:
+        starts_found, value = as_soon_as_possible(inst, starts_found, value)
     if value is not None:
         bound_ticks = min(bound_ticks, value)
         status = "OPTIMAL" if bound_ticks >= value else "FEASIBLE"

@@ -164,6 +164,33 @@ def run_solver(solver: cp_model.CpSolver, model: cp_model.CpModel, callback: Any
     return solver.solve(model, callback) if callback is not None else solver.solve(model)
 
 
+def as_soon_as_possible(inst: Instance, starts: Sequence[int], value: int) -> tuple[list[int], int]:
+    """The order of ``starts`` (:meth:`~ppverify.optimize.problem.Instance.programs_by_start`)
+    timed as soon as possible, and its value, where that is faster than ``value`` (the solver's);
+    else ``starts`` and ``value`` as given. A schedule's time is its order's ASAP timing (what
+    ``simulate`` gives): a FEASIBLE solver timeline may hold slack the order does not need, and
+    it only ever makes the timeline slower, never the order's ASAP timing.
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.optimize.problem import instance
+        >>> inst = instance(Problem(linear(1), 2, CostModel.abstract(linear(1), F=1, B=2), split=False))
+        >>> as_soon_as_possible(inst, [0, 5, 1, 2], 7)  # B1 at 2 ends 4, B0 waits to 5: it can start at 4
+        ([0, 4, 1, 2], 6)
+        >>> as_soon_as_possible(inst, [0, 4, 1, 2], 6)
+        ([0, 4, 1, 2], 6)
+    """
+    from ..core.errors import PPVerifyError
+    from .heuristic import time_programs
+
+    try:
+        asap = time_programs(inst, inst.programs_by_start(starts))
+    except PPVerifyError:  # pragma: no cover - the order of a feasible timeline cannot deadlock
+        return list(starts), value
+    return (list(asap.starts), asap.objective) if asap.objective < value else (list(starts), value)
+
+
 def schedule_from_starts(inst: Instance, starts: Sequence[int], family: str) -> tuple[Schedule, Timeline]:
     """Per-device program order from start ticks (ties in op position order), and the timeline
     with exactly those times (collectives as early as their ops allow, one row per ring hop as the
@@ -326,6 +353,7 @@ def cut_result(problem: Problem, t0: float, time_limit: float, workers: int, see
         time_unit=problem.costs.time_unit,
         solver={"workers": workers, "seed": seed, "time_limit_s": time_limit, "wall_limited": "model building"},
         reason=cut_reason(["model building"]),
+        memory_cap=problem.memory_cap,
     )
 
 
@@ -354,6 +382,7 @@ def solver_stats(solver: cp_model.CpSolver, workers: int, seed: int, time_limit:
 
 __all__ = [
     "STATUS",
+    "as_soon_as_possible",
     "check_limits",
     "check_seed",
     "collectives_text",

@@ -39,19 +39,26 @@ class Starts:
     cut: bool
 
 
-def _past(deadline: float | None, hard: float | None, found: bool) -> bool:
+def _past(deadline: float | None, hard: float | None, found: bool, stop: Any = None) -> bool:
     """Whether to try no further rule: past ``deadline`` with a start ``found``, or past
-    ``hard`` (without a start the rules keep trying until the hard stop)."""
+    ``hard`` (without a start the rules keep trying until the hard stop), or ``stop`` (an event:
+    Ctrl-C, SIGTERM) is set."""
     now = time.monotonic()
+    if stop is not None and stop.is_set():
+        return True
     return (deadline is not None and now > deadline and found) or (hard is not None and now > hard)
 
 
 def best_candidate(
-    inst: Instance, use_families: bool = True, deadline: float | None = None, hard: float | None = None
+    inst: Instance,
+    use_families: bool = True,
+    deadline: float | None = None,
+    hard: float | None = None,
+    stop: Any = None,
 ) -> Candidate | None:
     """The best of the greedy variants and the family schedules (``None`` if none is feasible);
-    stops trying further variants once ``time.monotonic()`` passes ``deadline``, and stops any
-    variant at ``hard`` (what was found by then is kept).
+    stops trying further variants once ``time.monotonic()`` passes ``deadline`` or ``stop`` (an
+    event) is set, and stops any variant at ``hard`` (what was found by then is kept).
 
     Example:
         >>> from ppverify.core.placement import linear
@@ -65,7 +72,7 @@ def best_candidate(
         return None  # the rules' own set-up is linear in the ops: not even that once past the stop
     cands: list[Candidate] = []
     for name, (prio, look, infl, wait) in named_rules(inst):
-        if _past(deadline, hard, bool(cands)):
+        if _past(deadline, hard, bool(cands), stop):
             break
         c = greedy(inst, prio, look, infl, wait, hard)
         if c is not None:
@@ -82,12 +89,13 @@ def best_candidate(
     # the forward-first rules replace the start only where strictly faster: on a tie the start
     # stays what the rules above give (and with it the search that follows)
     for prio, look, infl, wait in forward_first_rules(inst):
-        if _past(deadline, hard, bool(cands)):
+        if _past(deadline, hard, bool(cands), stop):
             break
         c = greedy(inst, prio, look, infl, wait, hard)
         if c is not None and (not cands or c.objective < min(x.objective for x in cands)):
             cands.append(c)
     late = deadline is not None and time.monotonic() > (deadline if cands else (hard or deadline))
+    late = late or (stop is not None and stop.is_set())
     if use_families and not late:  # after the greedy rules: on large instances those start better
         cands += family_candidates(inst, deadline if cands else hard)
     if not cands:
@@ -124,14 +132,14 @@ def starting_schedules(
         (24, 0.0, False)
     """
     block_work = 0.0
-    best = best_candidate(inst, use_families, deadline=safety, hard=hard)
+    best = best_candidate(inst, use_families, deadline=safety, hard=hard, stop=stop)
     candidates = [c for c in (best, *zb_candidates(inst, hard)) if c is not None]
     if given is not None:  # only where strictly faster: on a tie the starts (and search) stay as without it
         own = schedule_candidate(inst, given, "given")
         if own is not None and all(own.objective < c.objective for c in candidates):
             candidates.append(own)
     if several_stages_per_device(inst):  # building blocks at an interval: V, loop under a cap
-        candidates += periodic_candidates(inst, safety)
+        candidates += periodic_candidates(inst, safety, stop)
         if inst.cap is not None and block_share > 0:
             top = min((c.objective for c in candidates), default=None)
             wall = 60.0 if safety is None else max(0.0, safety - time.monotonic())

@@ -112,7 +112,7 @@ def test_optimize_reads_costs_model_and_cap_once_and_checks_the_size_once(calls,
     argv = ["optimize", "--placement", "linear", "-p", "2", "-m", "3", "--costs", "F=1,I=1,W=1"]
     argv += ["--memory-model", "w-frees-all", "--memory-cap", "2", "--work-limit", "1", "--no-chart"]
     out = _run([*argv, "--json"], capsys)
-    assert out["memory_cap"] == "2" and out["memory_cap_value"] == 2.0 and out["backward"] == "split"
+    assert out["memory_cap"] == 2.0 and out["memory_cap_value"] == 2.0 and out["backward"] == "split"
     assert _by_function(calls, "parse_costs") == {"F=1,I=1,W=1": 1}
     assert _by_function(calls, "parse_memory_model") == {"w-frees-all": 1}
     assert _by_function(calls, "read_memory_cap") == {"2": 1}
