@@ -153,6 +153,35 @@ def refused_in_one_line(capsys) -> Callable[[list[str], str], str]:
 
 
 @pytest.fixture()
+def sigterm_on_first_output() -> Callable[[list[str], Path], tuple[int, str, float]]:
+    """``run(argv, cwd)``: ``python -m ppverify ARGV`` in a real process, sent SIGTERM as soon as it
+    writes its first byte to stderr (the progress bar's first draw: the work is running); returns
+    its exit code, the rest of its stderr and the seconds it took to end after the signal."""
+    import contextlib
+    import signal
+    import time
+
+    def run(argv: list[str], cwd: Path) -> tuple[int, str, float]:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ppverify", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd
+        )
+        assert proc.stderr is not None
+        try:
+            proc.stderr.read(1)
+            t0 = time.monotonic()
+            os.kill(proc.pid, signal.SIGTERM)
+            _, rest = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                proc.communicate()
+        return proc.returncode, rest.decode(), time.monotonic() - t0
+
+    return run
+
+
+@pytest.fixture()
 def loopback_preset(tmp_path: Path) -> Callable[..., str]:
     """A writer of system presets for this machine's worker processes (every rank on one node,
     one loopback link tier): ``write(runtime, gpus=..., latency_us=..., ...)`` writes the preset

@@ -6,12 +6,10 @@ Each test starts the real command, waits for its first progress line, sends the 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -95,7 +93,7 @@ def test_gap_prints_the_bound_so_far_and_names_sigterm(tmp_path) -> None:
     assert all("when stopped" in ln and "within 60 s" not in ln for ln in best)
 
 
-def test_sweep_stops_on_sigterm_with_its_rows_kept(tmp_path) -> None:
+def test_sweep_stops_on_sigterm_with_its_rows_kept(tmp_path, sigterm_on_first_output) -> None:
     # the progress bar's first draw is its first output, just before the pool forks its workers:
     # a SIGTERM there landed in an at-fork callback, where Python could only report it, and the
     # sweep ran to its end (exit 0); the bar, left open, was drawn again after the last line
@@ -104,23 +102,10 @@ def test_sweep_stops_on_sigterm_with_its_rows_kept(tmp_path) -> None:
     argv = ["sweep", str(config), "--store", str(store), "--workers", "2"]
     for _ in range(3):  # the race's window is narrow: a few tries
         store.unlink(missing_ok=True)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ppverify", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path
-        )
-        assert proc.stderr is not None
-        try:
-            proc.stderr.read(1)
-            t0 = time.monotonic()
-            os.kill(proc.pid, signal.SIGTERM)
-            _, rest = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                proc.communicate()
-        assert proc.returncode == 143, rest.decode()[-500:]
-        assert time.monotonic() - t0 < 20  # the whole grid takes longer
-        last = _last_line(rest.decode())
+        code, rest, seconds = sigterm_on_first_output(argv, tmp_path)
+        assert code == 143, rest[-500:]
+        assert seconds < 20  # the whole grid takes longer
+        last = _last_line(rest)
         assert "rows are safe in" in last and last.endswith("rerun the same command to resume"), last
         kept = sum(1 for _ in store.open()) if store.exists() else 0
         assert last.startswith(f"ppverify sweep: terminated (SIGTERM); {kept} rows are safe"), last

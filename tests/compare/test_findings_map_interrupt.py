@@ -3,12 +3,6 @@ how many rows are safe in its store, and that rerunning the same command resumes
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
-
 import ppverify.findings_map as fm
 from ppverify.cli import main
 
@@ -45,23 +39,11 @@ def test_an_interrupt_before_any_row_counts_none(tmp_path, capsys, monkeypatch):
     )
 
 
-def test_sigterm_on_a_running_map_names_the_signal_and_the_rows(tmp_path):
+def test_sigterm_on_a_running_map_names_the_signal_and_the_rows(tmp_path, sigterm_on_first_output):
     argv = ["compare", "--findings", "--map", "--quick", "--store", "fm.jsonl", "--workers", "1"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ppverify", *argv], stderr=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tmp_path
-    )
-    assert proc.stderr is not None
-    try:
-        proc.stderr.read(1)  # the progress bar's first draw: the map is running
-        os.kill(proc.pid, signal.SIGTERM)
-        _, rest = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            proc.communicate()
-    assert proc.returncode == 143, rest.decode()[-500:]
-    last = rest.decode().strip().splitlines()[-1]
+    code, rest, _ = sigterm_on_first_output(argv, tmp_path)
+    assert code == 143, rest[-500:]
+    last = rest.strip().splitlines()[-1]
     store = tmp_path / "fm.jsonl"
     kept = sum(1 for _ in store.open()) if store.exists() else 0
     assert (
