@@ -13,9 +13,7 @@ FILE_OUTPUTS = ("trace", "frame", "plot")
 #: the timeline chart's columns when ``--width`` is not given, and the most it takes (the chart
 #: allocates devices x columns cells)
 DEFAULT_WIDTH, MAX_WIDTH = 100, 10_000
-WIDTH_HELP = (
-    f"columns of the timeline chart, and of simulate's slot table (default {DEFAULT_WIDTH}, at most {MAX_WIDTH})"
-)
+WIDTH_HELP = f"columns of the timeline chart, and of the slot table (simulate; optimize --table) (default {DEFAULT_WIDTH}, at most {MAX_WIDTH})"
 
 
 def chart_width(args: argparse.Namespace, chartless: tuple[str, ...] = ("no_table", "json")) -> int:

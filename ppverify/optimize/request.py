@@ -364,11 +364,17 @@ def saved_comment(res: Any, problem: Problem) -> str:
 
 
 def result_text(
-    res: Any, info: dict[str, Any], problem: Problem, chart_width: int | None = 100, table: bool = False
+    res: Any,
+    info: dict[str, Any],
+    problem: Problem,
+    chart_width: int | None = 100,
+    table: bool = False,
+    table_width: int | None = None,
 ) -> str:
     """The text ``ppverify optimize`` prints: :func:`summary_lines`, the timeline as a chart
     ``chart_width`` columns wide (``None``: no chart) and, with ``table``, the schedule found as a
-    slot table.
+    slot table, cut into blocks of at most ``table_width`` columns (``None``: one block), as
+    ``show --width`` cuts its own.
 
     Example:
         >>> from ppverify.core.comm import FixedDelay
@@ -390,5 +396,5 @@ def result_text(
         from ..engines import format_table
         from ..engines import run as run_engine
 
-        parts.append(format_table(run_engine(res.schedule, problem.costs, semantics="slot")))
+        parts.append(format_table(run_engine(res.schedule, problem.costs, semantics="slot"), width=table_width))
     return "\n\n".join(parts)

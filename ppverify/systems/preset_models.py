@@ -186,13 +186,19 @@ def check_model_options(settings: PresetSettings, system_too: bool = False) -> N
         ...
         ppverify.core.errors.ParameterError: parameter mfu=0.5: shapes a model preset's durations and bytes; these costs are abstract (--costs), which it does not change: give --system and --model, or leave it out
     """
+    # what the costs are instead: typed abstract ones, or (no --costs) a file's stored ones or the defaults
+    given = (
+        "these costs are abstract (--costs)"
+        if settings.costs
+        else "without --model the costs are taken as they are (a file's stored costs, or the defaults)"
+    )
     for name, neutral in MODEL_OPTIONS:
         value = getattr(settings, name)
         if value is not None and value != neutral:
             raise ParameterError(
                 name.replace("_", "-"),
                 value,
-                "shapes a model preset's durations and bytes; these costs are abstract (--costs), which it "
+                f"shapes a model preset's durations and bytes; {given}, which it "
                 "does not change: give --system and --model, or leave it out",
             )
     if system_too and settings.ranks_per_node is not None:

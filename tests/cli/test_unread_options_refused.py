@@ -75,3 +75,16 @@ def test_help_names_what_the_options_take():
     assert "a size such as 40GiB for a file saved with --system/--model costs" in show
     trace = " ".join(sub.choices["import-trace"].format_help().split())
     assert "op costs in seconds per device share, with --schedule" in trace
+
+
+def test_optimize_table_is_cut_at_width(capsys):
+    # 1F1B p=2 m=2 at F=1,B=2 takes (m+p-1)(F+B) = 9 ticks; --width 20 leaves room for 3 tick
+    # columns of 4 characters beside the 5-character row labels, so the table comes in blocks,
+    # every line within 20 columns; --no-chart beside --table keeps --width (the table uses it)
+    from ppverify.cli import main
+
+    argv = ["optimize", "1f1b", "-p", "2", "-m", "2", "--evaluate", "--table", "--no-chart", "--width", "20"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("tick") :]
+    assert table.count("tick") > 1 and all(len(line) <= 20 for line in table.splitlines())

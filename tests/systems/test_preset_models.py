@@ -150,3 +150,17 @@ def test_a_calibrated_system_with_costs_refuses_model_options_but_takes_ranks_pe
     assert main([*base, "--tp", "2"]) == 2
     assert "parameter --tp=2" in capsys.readouterr().err
     assert main([*base, "--ranks-per-node", "2"]) == 0
+
+
+def test_a_model_option_beside_a_file_says_its_stored_costs_are_taken(capsys, tmp_path):
+    # a saved file holds its own costs (seconds, from presets here): --mfu would change nothing,
+    # and the reason is not "abstract --costs", which were never typed
+    from ppverify.cli import main
+
+    saved = tmp_path / "pre.json"
+    argv = ["optimize", "1f1b", "-p", "2", "-m", "4", "--system", "dgx-h100", "--model", "gpt3-1.3b"]
+    assert main([*argv, "--evaluate", "--no-chart", "--save", str(saved)]) == 0
+    capsys.readouterr()
+    assert main(["simulate", str(saved), "--mfu", "0.1"]) == 2
+    err = capsys.readouterr().err
+    assert "a file's stored costs" in err and "--costs" not in err.split("parameter --mfu=0.1:", 1)[1]

@@ -85,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
 
     work, wall = run_limits(args.time_limit, args.work_limit)
     clock = wall_flag(args.time_limit, args.work_limit, work, wall)
-    width = chart_width(args, ("no_chart", "json"))  # checked before the search
+    # checked before the search; --table uses it too, so --no-chart beside --table keeps it
+    width = chart_width(args, ("json",) if args.table else ("no_chart", "json"))
     if args.save:  # a path that cannot be written is bad input: refused before the search, not after
         from ...core.files import check_output_path
 
@@ -117,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(dict(info, **res.to_dict(), **({"saved": args.save if saved else None} if args.save else {})))
     else:
-        print(result_text(res, info, pr, None if args.no_chart else width, args.table))
+        table_width = width if args.width is not None else None
+        print(result_text(res, info, pr, None if args.no_chart else width, args.table, table_width))
         if args.save:
             print(f"saved      {args.save}" if saved else f"not saved  {args.save}: no schedule found ({res.status})")
     if stop.is_set():
