@@ -51,46 +51,68 @@ def families_until(
     import time as clock
 
     from ..core.limits import check_family
-    from ..schedules import build, families
+    from ..schedules import build
     from ..systems.preset_models import resolve_presets
 
     split = stage_split(settings)
+    out: list[FamilyPoint] = []
+    seen: set[tuple[str, tuple]] = set()
+    for fam, extra in family_tries(setups, p):
+        if until is not None and clock.time() >= until:
+            return out, True
+        try:
+            args = fam.arguments(dict(extra))
+            check_family(fam.name, p, m, args)
+            sched = build(fam.name, p, m, **extra)
+        except (PPVerifyError, ValueError, TypeError):
+            continue
+        key = (fam.name, tuple(sorted(args.items())))
+        if key in seen or (split is not None and sched.num_stages != split):
+            continue  # --layers-per-stage's counts split the searched placements' stages only
+        seen.add(key)
+        ctx = resolve_presets(settings, sched)
+        unit = design_unit(ctx.costs, sched.placement, settings, m)
+        label = searched_label(sched, setups)
+        st = Setup(label, sched.placement, ctx.costs, ctx.comm, tuple(sched.pipe_of_mb), float(unit))
+        try:
+            peak, time = peak_and_time(sched, st)
+        except PPVerifyError:
+            continue
+        out.append(FamilyPoint(family_name(fam.name, extra), label, peak, time, sched))
+    return out, False
+
+
+def family_tries(setups: Sequence[Setup], p: int) -> list[tuple[Any, dict[str, int]]]:
+    """Each registered family with each set of parameters design tries it with, in order: its
+    defaults, and the ``v`` or ``waves`` a searched loop or wave placement gives it (where the
+    family takes that parameter).
+
+    Example:
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> from ppverify.design.spec import setups
+        >>> tries = family_tries(setups("linear,loop:3", 2, 6, PresetSettings()), 2)
+        >>> [e for f, e in tries if f.name == "interleaved-1f1b"], [e for f, e in tries if f.name == "gpipe"]
+        ([{}, {'v': 3}], [{}])
+    """
+    from ..schedules import families
+
     tries: list[dict[str, int]] = [{}]
     for s in setups:
         if s.placement.name == "loop":
             tries.append({"v": s.placement.num_stages // p})
         if s.placement.name == "wave":
             tries.append({"waves": s.placement.num_stages // (2 * p)})
-    out: list[FamilyPoint] = []
-    seen: set[tuple[str, tuple]] = set()
-    for fam in families():
-        names = {prm.name for prm in fam.params}
-        for extra in tries:
-            if not set(extra) <= names:
-                continue
-            if until is not None and clock.time() >= until:
-                return out, True
-            try:
-                args = fam.arguments(dict(extra))
-                check_family(fam.name, p, m, args)
-                sched = build(fam.name, p, m, **extra)
-            except (PPVerifyError, ValueError, TypeError):
-                continue
-            key = (fam.name, tuple(sorted(args.items())))
-            if key in seen or (split is not None and sched.num_stages != split):
-                continue  # --layers-per-stage's counts split the searched placements' stages only
-            seen.add(key)
-            ctx = resolve_presets(settings, sched)
-            unit = design_unit(ctx.costs, sched.placement, settings, m)
-            label = searched_label(sched, setups)
-            st = Setup(label, sched.placement, ctx.costs, ctx.comm, tuple(sched.pipe_of_mb), float(unit))
-            try:
-                peak, time = peak_and_time(sched, st)
-            except PPVerifyError:
-                continue
-            name = fam.name + "".join(f" {k}={v}" for k, v in extra.items())
-            out.append(FamilyPoint(name, label, peak, time, sched))
-    return out, False
+    return [(fam, extra) for fam in families() for extra in tries if set(extra) <= {prm.name for prm in fam.params}]
+
+
+def family_name(name: str, extra: dict[str, int]) -> str:
+    """A family's name on the frontier, with the parameters design gave it.
+
+    Example:
+        >>> family_name("interleaved-1f1b", {"v": 3}), family_name("gpipe", {})
+        ('interleaved-1f1b v=3', 'gpipe')
+    """
+    return name + "".join(f" {k}={v}" for k, v in extra.items())
 
 
 def placement_label(schedule: Schedule) -> str:

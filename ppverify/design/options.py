@@ -194,25 +194,15 @@ def families_over_limit(d: Any) -> list[tuple[str, int]]:
     """
     from ..core.errors import PPVerifyError
     from ..core.limits import family_ops, max_memory_gib, max_ops, ops_memory
-    from ..schedules import families
+    from .families import family_name, family_tries
 
     p, m = d.request.p, d.request.m
-    tries: list[dict[str, int]] = [{}]  # as design.families tries them: the placements' chunks too
-    for s in d.setups:
-        if s.placement.name == "loop":
-            tries.append({"v": s.placement.num_stages // p})
-        if s.placement.name == "wave":
-            tries.append({"waves": s.placement.num_stages // (2 * p)})
     out: list[tuple[str, int]] = []
-    for fam in families():
-        names = {prm.name for prm in fam.params}
-        for extra in tries:
-            if not set(extra) <= names:
-                continue
-            try:
-                n = family_ops(fam.name, p, m, fam.arguments(dict(extra)))
-            except (PPVerifyError, ValueError, TypeError):
-                continue  # not a family of this size at all: not the limit's doing
-            if n > max_ops() or ops_memory(n) > max_memory_gib() * 2**30:
-                out.append((fam.name + "".join(f" {k}={v}" for k, v in extra.items()), n))
+    for fam, extra in family_tries(d.setups, p):  # as the families are tried: the placements' chunks too
+        try:
+            n = family_ops(fam.name, p, m, fam.arguments(dict(extra)))
+        except (PPVerifyError, ValueError, TypeError):
+            continue  # not a family of this size at all: not the limit's doing
+        if n > max_ops() or ops_memory(n) > max_memory_gib() * 2**30:
+            out.append((family_name(fam.name, extra), n))
     return out
