@@ -203,11 +203,11 @@ def refuse_sync_without_replicas(sync: str | None, placement: Any, pipes: Sequen
         ppverify.core.errors.ParameterError: parameter sync=none: times the all-reduce of stage replicas (a stage on two devices, as chimera's), and no stage here has one: leave it out
     """
     from ..core.errors import ParameterError
+    from ..systems.replica_sync import stage_replicas
 
     if sync not in ("after-flush", "none"):
         return
-    used = sorted(set(pipes))
-    if not any(len({placement.maps[pipe][s] for pipe in used}) > 1 for s in range(placement.num_stages)):
+    if not stage_replicas(placement, pipes):
         raise ParameterError(
             "sync",
             sync,

@@ -19,6 +19,7 @@ from ..core.costs import CostModel
 from ..core.dag import DagArrays, StepDAG, build_dag_arrays
 from ..core.errors import ParameterError
 from ..core.ops import KIND_CODE, B, W
+from ..core.placement import Placement
 from ..core.schedule import Schedule
 
 ALLREDUCE, DP_ALLREDUCE = "allreduce", "dp-allreduce"
@@ -37,13 +38,24 @@ def replica_groups(schedule: Schedule) -> list[tuple[int, tuple[int, ...]]]:
         >>> replica_groups(build("1f1b", p=4, m=4))
         []
     """
-    pl = schedule.placement
-    used = sorted(set(schedule.pipe_of_mb))
+    return stage_replicas(schedule.placement, schedule.pipe_of_mb)
+
+
+def stage_replicas(placement: Placement, pipe_of_mb: Sequence[int]) -> list[tuple[int, tuple[int, ...]]]:
+    """:func:`replica_groups` of a placement whose microbatches run on the pipes ``pipe_of_mb``
+    (a schedule not built yet: its placement and pipe split are enough).
+
+    Example:
+        >>> from ppverify.core.placement import bidirectional
+        >>> stage_replicas(bidirectional(2), (0, 1)), stage_replicas(bidirectional(2), (0, 0))
+        ([(0, (0, 1)), (1, (0, 1))], [])
+    """
+    used = sorted(set(pipe_of_mb))
     if len(used) < 2:
         return []  # one pipe holds each stage on one device
     out = []
-    for s in range(pl.num_stages):
-        devs = tuple(sorted({pl.maps[pipe][s] for pipe in used}))
+    for s in range(placement.num_stages):
+        devs = tuple(sorted({placement.maps[pipe][s] for pipe in used}))
         if len(devs) > 1:
             out.append((s, devs))
     return out
