@@ -104,16 +104,11 @@ def check_nonnegative(name: str, value: float | None) -> None:
         raise ParameterError(name, value, f"must be a finite number >= 0 and <= {MAX_NUMBER:g}")
 
 
-#: seconds an abstract unit counts beside a measured trace: ``compare --measured-trace`` and
-#: ``compare --measured`` count a unit as 10 ms, and ``measure``'s default F=0.01,B=0.02 is F=1,B=2 so
-TRACE_UNIT_S = 0.01
-
-
 def costs_beside_trace(ctx: Any, given_costs: bool) -> Any:
     """The timing of ``simulate --measured-trace`` (a ``PresetContext``), in seconds as the trace's
     step is: seconds already (presets, a file's preset costs) as they are; ``--costs`` (and
     ``--comm-delay``) as seconds per device share, as ``measure`` sleeps them; else abstract units (the
-    default ``F=1,B=2,I=1,W=1``, a file's own) at :data:`TRACE_UNIT_S` each, the fixed delay with them,
+    default ``F=1,B=2,I=1,W=1``, a file's own) at :data:`~ppverify.compare.measured.UNIT_S` (10 ms) each, the fixed delay with them,
     as ``compare --measured-trace`` counts them (before, a unit was read as 1 s: 9 s beside a 97 ms step).
 
     Example:
@@ -130,21 +125,17 @@ def costs_beside_trace(ctx: Any, given_costs: bool) -> Any:
     """
     from dataclasses import replace
 
+    from ..compare.measured import UNIT_S
     from ..core.comm import FixedDelay
+    from ..core.costs import in_seconds
 
     costs = ctx.costs
     if costs.time_unit == "s":
         return ctx
     if given_costs:
         return replace(ctx, costs=replace(costs, time_unit="s"))
-    scale = TRACE_UNIT_S
-    seconds = replace(
-        costs,
-        duration={k: tuple(x * scale for x in v) for k, v in costs.duration.items()},
-        time_unit="s",
-        label=_scaled_label(costs.label),
-    )
-    comm = FixedDelay(ctx.comm.delay * scale) if isinstance(ctx.comm, FixedDelay) else ctx.comm
+    seconds = replace(in_seconds(costs, UNIT_S), label=_scaled_label(costs.label))
+    comm = FixedDelay(ctx.comm.delay * UNIT_S) if isinstance(ctx.comm, FixedDelay) else ctx.comm
     return replace(ctx, costs=seconds, comm=comm)
 
 
@@ -153,11 +144,12 @@ def _scaled_label(label: str) -> str:
     0.003); a label that names no costs says the scale instead."""
     from decimal import Decimal
 
+    from ..compare.measured import UNIT_S
     from ..core.costs import number_text, parse_costs
 
     try:
         costs = parse_costs(label)
     except ParameterError:
-        return f"{label} at {TRACE_UNIT_S * 1e3:g} ms a unit"
-    unit = Decimal(repr(TRACE_UNIT_S))
+        return f"{label} at {UNIT_S * 1e3:g} ms a unit"
+    unit = Decimal(repr(UNIT_S))
     return ",".join(f"{k}={number_text(float(Decimal(repr(v)) * unit))}" for k, v in costs.items())

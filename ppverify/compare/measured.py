@@ -26,7 +26,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..core.costs import CostModel
+from ..core.costs import CostModel, in_seconds
 from ..core.errors import PPVerifyError
 from ..core.schedule import Schedule
 from ..core.timeline import Timeline, Transfers
@@ -129,9 +129,7 @@ def fill_measured(
         costs_of[i] = costs
         scale = unit_s if pt.config.abstract else 1.0
         own = resolved.own_costs or costs  # the runtime adds its overhead by itself
-        sleep = replace(
-            own, duration={k: tuple(float(x) * scale for x in v) for k, v in own.duration.items()}, time_unit="s"
-        )
+        sleep = in_seconds(own, scale)
         # a fixed delay per transfer (--comm-delay, a preset's link_delay_us) is emulated in the run
         delay = float(pt.config.comm_delay or 0.0) * scale if pt.config.abstract else resolved.link_delay
         todo.append((i, scale, ""))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from .errors import ParameterError
@@ -137,6 +137,18 @@ class CostModel:
             overlap=overlap,
             label=",".join(f"{k}={number_text(costs[k])}" for k in KINDS),
         )
+
+
+def in_seconds(costs: CostModel, scale: float) -> CostModel:
+    """``costs`` with every duration times ``scale`` and counted in seconds (abstract units slept
+    or compared at ``scale`` seconds each).
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> in_seconds(CostModel.abstract(linear(1), F=1, B=2), 0.01).duration["B"]
+        (0.02,)
+    """
+    return replace(costs, duration={k: tuple(x * scale for x in v) for k, v in costs.duration.items()}, time_unit="s")
 
 
 def number_text(x: float) -> str:

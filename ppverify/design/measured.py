@@ -12,10 +12,10 @@ design's (the preset's links and overheads), and a preset's emulated link delay
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from ..core.costs import CostModel
+from ..core.costs import CostModel, in_seconds
 from ..core.schedule import Schedule
 from .run import Design
 
@@ -51,17 +51,6 @@ class Measured:
             "budget": self.budget,
             "grad_ok": self.grad_ok,
         }
-
-
-def in_seconds(costs: CostModel, scale: float) -> CostModel:
-    """``costs`` with every duration times ``scale`` and counted in seconds.
-
-    Example:
-        >>> from ppverify.core.placement import linear
-        >>> in_seconds(CostModel.abstract(linear(1), F=1, B=2), 0.01).duration["B"]
-        (0.02,)
-    """
-    return replace(costs, duration={k: tuple(x * scale for x in v) for k, v in costs.duration.items()}, time_unit="s")
 
 
 #: seconds each abstract cost unit sleeps under ``design --measure`` unless ``--measure-scale`` says
