@@ -188,13 +188,9 @@ def run_map_command(args: argparse.Namespace) -> int:
         res = run_map(grid, store, levels[0], args.executor or "local", args.workers, batch, not args.no_progress)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the line `sweep` prints, the same exit code
         from ..findings_map.grid import kept_rows
-        from .signals import stop_code, stop_words
+        from .signals import rows_kept
 
-        words = stop_words(exc)
-        said = "interrupted:" if words == "interrupted" else f"ppverify compare: {words};"
-        kept = kept_rows(grid, store, levels[0])
-        print(f"\n{said} {kept} rows are safe in {store}; rerun the same command to resume", file=sys.stderr)
-        return stop_code(exc)
+        return rows_kept(exc, "ppverify compare", kept_rows(grid, store, levels[0]), store)
     seconds = time.perf_counter() - t0
     images: dict[str, str] = {}
     if args.plots:

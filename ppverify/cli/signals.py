@@ -60,6 +60,25 @@ def stop_code(exc: BaseException | None) -> int:
     return EXIT_HANGUP if isinstance(exc, Hangup) else EXIT_INTERRUPT
 
 
+def rows_kept(exc: BaseException, command: str, kept: int, store: object) -> int:
+    """A resumable run stopped by ``exc`` (``sweep``, the findings map): one stderr line saying how
+    many rows its store keeps for the resume, and the exit code after the signal.
+
+    Example:
+        >>> import contextlib, io
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err):
+        ...     rows_kept(Terminated(), "ppverify sweep", 12, "s.jsonl")
+        143
+        >>> print(err.getvalue().strip())
+        ppverify sweep: terminated (SIGTERM); 12 rows are safe in s.jsonl; rerun the same command to resume
+    """
+    words = stop_words(exc)  # Ctrl-C keeps its short word; a signal sent is named with the command
+    said = "interrupted:" if words == "interrupted" else f"{command}: {words};"
+    print(f"\n{said} {kept} rows are safe in {store}; rerun the same command to resume", file=sys.stderr)
+    return stop_code(exc)
+
+
 def interruptible(args: argparse.Namespace) -> contextlib.AbstractContextManager[threading.Event]:
     """Within the block, the first Ctrl-C or SIGTERM sets the yielded event instead of raising, so
     a search ends with what it found (a second one raises as usual); :func:`stopped` then names the

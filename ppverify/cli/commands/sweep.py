@@ -14,7 +14,7 @@ from pathlib import Path
 from ...core.errors import ParameterError
 from .. import Command
 from ..common import print_json
-from ..signals import stop_code, stop_words
+from ..signals import rows_kept
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -130,11 +130,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         df = run_sweep(spec, store, args.executor, args.workers, args.batch, progress=not args.no_progress)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP (signals.Terminated / Hangup)
-        kept = grid_rows(spec, store)  # this grid's: rows the run drops are not kept
-        words = stop_words(exc)  # Ctrl-C keeps its short word; a signal sent is named with the command
-        said = "interrupted:" if words == "interrupted" else f"ppverify sweep: {words};"
-        print(f"\n{said} {kept} rows are safe in {store}; rerun the same command to resume", file=sys.stderr)
-        return stop_code(exc)
+        return rows_kept(exc, "ppverify sweep", grid_rows(spec, store), store)  # this grid's rows only
     summary["seconds"] = round(time.perf_counter() - t0, 2)
     summary["rows"] = len(df)
     if args.out:
