@@ -8,19 +8,13 @@ memory. Opened in headless Chromium (``/usr/bin/chromium``), as ``test_report_br
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
 
 from ppverify.cli import main
 from ppverify.engines import run
 from ppverify.report.payload import canonical_ops, timeline_payload
 from ppverify.schedules import build
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
 # GPT-3 13B (h = 5120, 40 layers, 40 heads, V = 50257, s = 2048, learned positions, b = 1) on p = 4
 # stages of 10 layers, 16 B per parameter (mixed-precision Adam), dgx-h100's 80 GiB per device:
@@ -41,29 +35,11 @@ HELD = [
 ]
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield b
-        b.close()
-
-
-def _open(browser, path: Path):
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(path.as_uri())
-    page.wait_for_function("window.ppverifyReport && window.ppverifyReport.ready", timeout=10_000)
-    return page, errors
-
-
-def test_each_curve_is_activations_on_weights_against_the_device_capacity(browser, tmp_path):
+def test_each_curve_is_activations_on_weights_against_the_device_capacity(open_report, tmp_path):
     out = tmp_path / "r13.html"
     argv = ["report", "--schedules", "1f1b", "-p", "4", "-m", "4", "--systems", "dgx-h100", "--models", "gpt3-13b"]
     assert main([*argv, "--levels", "async", "--no-progress", "-o", str(out)]) == 0
-    page, errors = _open(browser, out)
+    page, errors = open_report(out)
     panel = page.evaluate("window.ppverifyReport.memoryLabels('async')")
     assert panel["peaks"] == pytest.approx(HELD, rel=1e-9)
     # the real peak, 102,442,188,800 / 2^30 = 95.41 GiB (three digits: 95.4), not the axis's 80 GiB
@@ -92,11 +68,11 @@ def test_the_payload_has_no_weights_for_abstract_costs():
     assert timeline_payload(run(s, semantics="async"), canonical_ops(s))["weights"] == [0.0, 0.0]
 
 
-def test_abstract_costs_keep_the_activation_panel(browser, tmp_path):
+def test_abstract_costs_keep_the_activation_panel(open_report, tmp_path):
     out = tmp_path / "a.html"
     argv = ["report", "--schedules", "1f1b", "-p", "2", "-m", "2", "--costs", "F=1,B=2"]
     assert main([*argv, "--levels", "async", "--no-verify", "--no-progress", "-o", str(out)]) == 0
-    page, errors = _open(browser, out)
+    page, errors = open_report(out)
     panel = page.evaluate("window.ppverifyReport.memoryLabels('async')")
     # 1F1B p=2 m=2: device 0 holds both microbatches' activations (1 each) before its first
     # backward, device 1 one at a time; no weights, no capacity line
@@ -107,14 +83,14 @@ def test_abstract_costs_keep_the_activation_panel(browser, tmp_path):
     assert errors == []
 
 
-def test_the_slot_level_draws_the_same_capacity_and_oom_keys(browser, tmp_path):
+def test_the_slot_level_draws_the_same_capacity_and_oom_keys(open_report, tmp_path):
     # the slot table holds the same ops per device in the same order, so the same microbatches at
     # once: the same HELD peaks against the same 80 GiB (the slot engine once left the capacity out:
     # no line and no OOM keys while the table marked the cells OOM)
     out = tmp_path / "slot.html"
     argv = ["report", "--schedules", "1f1b", "-p", "4", "-m", "4", "--systems", "dgx-h100", "--models", "gpt3-13b"]
     assert main([*argv, "--levels", "slot,async", "--no-progress", "-o", str(out)]) == 0
-    page, errors = _open(browser, out)
+    page, errors = open_report(out)
     panel = page.evaluate("window.ppverifyReport.memoryLabels('slot')")
     assert panel["peaks"] == pytest.approx(HELD, rel=1e-9)
     assert panel["capacity"] == "device capacity 80 GiB"

@@ -4,34 +4,7 @@ from the options given, never from the page's own output."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
-import pytest
-from playwright.sync_api import sync_playwright
-
 from ppverify.cli import main
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield b
-        b.close()
-
-
-def _open(browser, path: Path, width: int = 1400):
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(path.as_uri())
-    page.wait_for_function("window.ppverifyReport && window.ppverifyReport.ready", timeout=10_000)
-    return page, errors
 
 
 def _legend(page) -> dict[str, str]:
@@ -42,14 +15,14 @@ def _legend(page) -> dict[str, str]:
     )
 
 
-def test_formula_only_legend_says_no_timed_level_not_no_engine(browser, tmp_path, capsys):
+def test_formula_only_legend_says_no_timed_level_not_no_engine(open_report, tmp_path, capsys):
     # --levels formula: GPipe and 1F1B are valid, simply not timed; the programs are drawn as
     # written, one slot per op, and no optimum ran, so nothing reads "gap to bound"
     out = tmp_path / "f.html"
     argv = ["report", "--schedules", "gpipe,1f1b", "-p", "4", "-m", "4", "--costs", "F=1,B=2", "--levels", "formula"]
     assert main([*argv, "--no-progress", "-o", str(out)]) == 0
     capsys.readouterr()
-    page, errors = _open(browser, out)
+    page, errors = open_report(out)
     legend = _legend(page)
     assert "no engine could run" not in legend["program"]
     assert "--levels names only formula" in legend["program"]
@@ -62,12 +35,12 @@ def test_formula_only_legend_says_no_timed_level_not_no_engine(browser, tmp_path
     assert errors == []
 
 
-def test_the_optimum_keeps_its_gap_legend(browser, tmp_path, capsys):
+def test_the_optimum_keeps_its_gap_legend(open_report, tmp_path, capsys):
     out = tmp_path / "o.html"
     argv = ["report", "--schedules", "1f1b", "-p", "2", "-m", "2", "--costs", "F=1,B=2", "--levels", "async,optimum"]
     assert main([*argv, "--no-progress", "-o", str(out)]) == 0
     capsys.readouterr()
-    page, errors = _open(browser, out)
+    page, errors = open_report(out)
     legend = _legend(page)
     assert "gap to bound" in legend and "peak act. (opt.)" in legend
     heads = page.evaluate("[...document.querySelectorAll('#cmp-tables table.cmp th')].map((t) => t.textContent)")
@@ -83,7 +56,7 @@ ONE_F_ONE_B = (
 )
 
 
-def test_a_long_schedule_name_stays_inside_its_card(browser, tmp_path, capsys):
+def test_a_long_schedule_name_stays_inside_its_card(open_report, tmp_path, capsys):
     name = "my_very_long_custom_schedule_name_for_a_production_run_with_interleaving_and_zero_bubble_v2_final_final"
     assert len(name) == 103  # the hunt's file name, ".json" left out
     path = tmp_path / f"{name}.json"
@@ -92,12 +65,12 @@ def test_a_long_schedule_name_stays_inside_its_card(browser, tmp_path, capsys):
     argv = ["report", "--schedules", f"1f1b,{path}", "-p", "2", "-m", "2", "--costs", "F=1,B=2"]
     assert main([*argv, "--no-verify", "--no-progress", "-o", str(out)]) == 0
     capsys.readouterr()
-    page, errors = _open(browser, out)
+    page, errors = open_report(out)
     # at 1400 px the table, its name wrapped, fits its card (its <section>)
     right = "(q) => document.querySelector(q).getBoundingClientRect().right"
     assert page.evaluate(f"({right})('#comparison table.cmp')") <= page.evaluate(f"({right})('#comparison')")
     # narrower than the table, the card scrolls it: the page itself never scrolls sideways
-    narrow, narrow_errors = _open(browser, out, width=900)
+    narrow, narrow_errors = open_report(out, width=900)
     assert narrow.evaluate("document.documentElement.scrollWidth") <= 900
     assert narrow.evaluate("getComputedStyle(document.getElementById('cmp-tables')).overflowX") == "auto"
     assert narrow_errors == []
