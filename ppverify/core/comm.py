@@ -7,8 +7,11 @@ one, and :data:`NO_COMM` is the idealized zero-cost network.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
+
+from .errors import ParameterError
 
 
 class CommModel(Protocol):
@@ -30,12 +33,78 @@ class FixedDelay:
 
     delay: float = 0.0
 
+    def __post_init__(self) -> None:
+        # a negative delay would let a consumer start before its input was made (a makespan below
+        # the one with no communication at all); NaN or inf time nothing
+        d = self.delay
+        try:
+            x = float(d)
+        except (TypeError, ValueError):
+            x = math.nan
+        if isinstance(d, bool) or not (math.isfinite(x) and x >= 0):
+            raise ParameterError("comm-delay", d, "must be a finite number >= 0")
+
     def transfer_time(self, src: int, dst: int, nbytes: float) -> float:
         """``delay`` between distinct devices, 0 on the same device."""
         return 0.0 if src == dst else self.delay
 
 
 NO_COMM = FixedDelay(0.0)
+
+
+def transfer_time(comm: CommModel, src: int, dst: int, nbytes: float) -> float:
+    """``comm.transfer_time(src, dst, nbytes)`` as a float, checked: any communication model's
+    transfer time must be a finite number >= 0 (a negative one lets a consumer start before its
+    input exists, NaN or inf times nothing), else a :class:`~ppverify.core.errors.ParameterError`.
+    Every engine, the verifier's timing claims and the optimizer read transfer times through it.
+
+    Example:
+        >>> transfer_time(FixedDelay(0.5), 0, 1, 1e6)
+        0.5
+        >>> class Back:
+        ...     def transfer_time(self, src, dst, nbytes): return -1.0
+        >>> transfer_time(Back(), 0, 1, 8.0)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter comm=Back: transfer times must be finite and >= 0, got -1.0 from device 0 to 1 (8 bytes)
+    """
+    t = comm.transfer_time(src, dst, nbytes)
+    try:
+        x = float(t)
+    except (TypeError, ValueError):
+        x = math.nan
+    if not (math.isfinite(x) and x >= 0):
+        raise ParameterError(
+            "comm",
+            type(comm).__name__,
+            f"transfer times must be finite and >= 0, got {t!r} from device {src} to {dst} ({nbytes:g} bytes)",
+        )
+    return x
+
+
+class CheckedComm:
+    """``comm`` with every transfer time read through :func:`transfer_time` (checked); any other
+    attribute (a preset's ``name``, ``memory_bytes`` ...) is ``comm``'s own. For engines that call
+    ``comm.transfer_time`` themselves.
+
+    Example:
+        >>> c = CheckedComm(FixedDelay(0.5))
+        >>> c.transfer_time(0, 1, 0.0), c.delay
+        (0.5, 0.5)
+    """
+
+    def __init__(self, comm: CommModel) -> None:
+        self.comm = comm
+
+    def transfer_time(self, src: int, dst: int, nbytes: float) -> float:
+        """The checked transfer time of ``comm``."""
+        return transfer_time(self.comm, src, dst, nbytes)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "comm":  # copy and pickle probe before __init__ ran
+            raise AttributeError(name)
+        return getattr(self.comm, name)
+
 
 #: when the weight-gradient all-reduce between stage replicas starts: as soon as a stage's last
 #: backward ends, after the whole pipeline flush, or never (the engines and the JSON files share it)

@@ -186,6 +186,9 @@ def complete_costs(given: Mapping[str, float | None]) -> dict[str, float]:
         >>> complete_costs({"I": 0.1, "W": 1e-7})["B"], complete_costs({"B": 0.7, "W": 0.1})["I"]
         (0.1000001, 0.6)
     """
+    for k, v in given.items():  # inf or NaN: no duration (and no exact rational to time it by)
+        if v is not None and not math.isfinite(float(v)):
+            raise ParameterError("costs", f"{k}={v}", "every op duration must be a finite number > 0")
     f = given.get("F")
     b, i, w = given.get("B"), given.get("I"), given.get("W")
     f = 1.0 if f is None else float(f)
@@ -207,8 +210,8 @@ def complete_costs(given: Mapping[str, float | None]) -> dict[str, float]:
     w = b / 2 if w is None else float(w)
     out = {"F": f, "B": b, "I": i, "W": w}
     for k, v in out.items():
-        if not v > 0:
-            raise ParameterError("costs", f"{k}={v}", "every op duration must be > 0")
+        if not (v > 0 and math.isfinite(v)):  # 2 * 1e308 is inf too
+            raise ParameterError("costs", f"{k}={v}", "every op duration must be a finite number > 0")
     return out
 
 

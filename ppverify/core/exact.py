@@ -7,6 +7,7 @@ schedule the optimizer times exactly verifies at the makespan and cap it reports
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from fractions import Fraction
 
@@ -35,6 +36,8 @@ def exact_fraction(x: float) -> Fraction:
         True
     """
     x = float(x)
+    if not math.isfinite(x):  # callers check their parameters first; this names the amount if one slips by
+        raise ValueError(f"{x!r} is not a finite number: no exact rational stands for it")
     text = repr(x)
     if len(Decimal(text).normalize().as_tuple().digits) <= 15:
         return Fraction(text)

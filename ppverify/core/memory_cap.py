@@ -29,7 +29,7 @@ from .errors import ParameterError
 from .exact import exact_fraction
 from .limits import MAX_NUMBER
 from .placement import Placement
-from .sizes import format_apart, format_bytes, parse_size
+from .sizes import SIZE_FORMS, format_apart, format_bytes, parse_size
 
 #: the text that asks for no cap
 UNLIMITED = "none"
@@ -292,6 +292,10 @@ def read_memory_cap(text: str | float | None, option: str = "memory-cap", forms:
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter memory-cap=8x: the x suffix is gone: 8x counted stage activations; write 8MF for that cap, or a plain number of activations of a device's whole share
+        >>> read_memory_cap("0")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter memory-cap=0: must be > 0: a number (e.g. 8) or a size (e.g. 40GiB)
     """
     if text is None:
         return None
@@ -309,6 +313,8 @@ def read_memory_cap(text: str | float | None, option: str = "memory-cap", forms:
             "or a plain number of activations of a device's whole share",
         )
     size = parse_size(raw, option) if forms is None else parse_size(raw, option, forms)
+    if not size.value > 0:  # 0, 0MF, 0GiB: no op could start (as -1, and as the CLI refuses it)
+        raise ParameterError(option, raw, f"must be > 0: {forms or SIZE_FORMS}")
     if low.endswith("mf"):
         return CapSpec("stage_activations", size.value, raw, option)
     return CapSpec("bytes" if size.is_bytes else "activations", size.value, raw, option)

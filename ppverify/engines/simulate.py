@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.comm import NO_COMM, CommModel
+from ..core.comm import NO_COMM, CommModel, transfer_time
 from ..core.compiled import use_compiled
 from ..core.costs import CostModel
 from ..core.dag import DagArrays, build_dag_arrays
@@ -128,12 +128,11 @@ def _edge_times(
         uniq = np.flatnonzero(seen)
     else:
         uniq, inv = np.unique(key, return_inverse=True)
+    # each time checked (finite, >= 0) by the one rule every engine, verify and optimize share
     times = np.array(
-        [comm.transfer_time(int(k // nb // p), int(k // nb % p), float(sizes[k % nb])) for k in uniq.tolist()],
+        [transfer_time(comm, int(k // nb // p), int(k // nb % p), float(sizes[k % nb])) for k in uniq.tolist()],
         dtype=float,
     )
-    if (times < 0).any() or not np.isfinite(times).all():
-        raise ParameterError("comm", type(comm).__name__, "transfer times must be finite and >= 0")
     if inv is None:
         table = np.zeros(p * p * nb)
         table[uniq] = times

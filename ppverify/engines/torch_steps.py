@@ -15,7 +15,10 @@ re-implemented here without importing torch:
 
 The step count is what PyTorch's tests assert (11, 24 and 113 for its fixtures). Known limits of
 this model, kept on purpose so that the counts match: W is never checked against its I, a backward
-is never checked against its own forward. Extensions where PyTorch raises instead: UNSHARD,
+is never checked against its own forward. The op set is checked as the other engines check it
+(:func:`ppverify.core.dag.require_complete`): :func:`torch_timeline` raises
+:class:`~ppverify.core.errors.InvalidScheduleError` for a missing, duplicated or misplaced op, an
+unknown kind or an out-of-range stage or microbatch, before any step is counted. Extensions where PyTorch raises instead: UNSHARD,
 RESHARD and REDUCE_GRAD are dropped (free in time), and an ``OVERLAP_F_B`` cell is one step that
 runs once all of its ops are ready. Durations, and so a system's runtime overhead
 (:mod:`ppverify.core.overhead`), are ignored: every action is one step.
@@ -30,6 +33,7 @@ import numpy as np
 
 from ..core.compiled import use_compiled
 from ..core.costs import CostModel
+from ..core.dag import build_dag_arrays
 from ..core.errors import DeadlockError
 from ..core.lowering import (
     RECV_B,
@@ -192,7 +196,8 @@ def torch_timeline(schedule: Schedule, costs: CostModel | None = None, **_: obje
     """Timeline of the ``torch`` semantics: every compute op occupies its simulator step
     ``[step, step+1)``; each SEND/RECV pair is a transfer from the SEND's step to the end of the
     RECV's step, so the makespan is the step count, in :data:`STEPS`. ``costs`` only serve memory
-    metrics.
+    metrics. A schedule whose op set is not one step's (an op missing, twice, on another device)
+    raises :class:`~ppverify.core.errors.InvalidScheduleError`, as in the other engines.
 
     Example:
         >>> from ppverify.schedules import build
@@ -200,6 +205,9 @@ def torch_timeline(schedule: Schedule, costs: CostModel | None = None, **_: obje
         >>> tl.makespan, tl.info.steps, [str(o) for o in tl.ops], tl.start.tolist(), tl.time_unit
         (6.0, 6, ['0F0', '1F0', '1B0', '0B0'], [0.0, 2.0, 3.0, 5.0], 'steps')
     """
+    # the op set first, as the slot and async engines check it (missing, duplicated, misplaced,
+    # unknown ops raise InvalidScheduleError): the step simulator would time any program it is given
+    build_dag_arrays(schedule)
     costs = in_steps(costs or CostModel.unit(schedule.placement))
     if use_compiled(sum(map(len, schedule.programs))):  # numba kernel, same timeline (tests/engines/test_kernels.py)
         from .torch_steps_kernel import torch_timeline_compiled

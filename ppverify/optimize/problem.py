@@ -23,7 +23,7 @@ from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..core.comm import NO_COMM, CommModel
+from ..core.comm import NO_COMM, CommModel, transfer_time
 from ..core.costs import CostModel
 from ..core.dag import StepDAG, build_dag
 from ..core.errors import ParameterError
@@ -115,8 +115,9 @@ class Problem:
                 self.costs.num_stages,
                 f"cost model has {self.costs.num_stages} stages, placement {self.placement.num_stages}",
             )
-        if self.memory_cap is not None and not self.memory_cap > 0:
-            raise ParameterError("memory-cap", self.memory_cap, "must be > 0")
+        if self.memory_cap is not None and not (math.isfinite(self.memory_cap) and self.memory_cap > 0):
+            # inf is no cap (leave it None); it would also have no exact rational (core.exact)
+            raise ParameterError("memory-cap", self.memory_cap, "must be a finite number > 0 (None: no cap)")
         if self.pipe_of_mb is not None and len(self.pipe_of_mb) != self.m:
             raise ParameterError("pipe_of_mb", len(self.pipe_of_mb), f"need one pipe per microbatch (m={self.m})")
 
@@ -180,7 +181,8 @@ def _check_pace(deadline: Deadline | None, t0: float, done: float) -> None:
 def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel, deadline: Deadline | None = None) -> list[list[float]]:
     """Delay between the end of ``dag.pred[i][k]`` and the earliest start of op i: the transfer
     time of the boundary between the two stages when the edge crosses devices, else 0
-    (``deadline`` checked every 65,536 ops).
+    (``deadline`` checked every 65,536 ops); a communication model's time that is not a finite
+    number >= 0 is refused (:func:`ppverify.core.comm.transfer_time`).
 
     Example:
         >>> from ppverify.schedules import build
@@ -201,7 +203,7 @@ def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel, deadline: Deadl
             q = dag.pred[i][k]
             if q >= 0 and dag.cross[i][k]:
                 lo = min(op.stage, dag.ops[q].stage)
-                row[k] = float(comm.transfer_time(dag.device[q], dag.device[i], bb[lo] if lo < len(bb) else 0.0))
+                row[k] = transfer_time(comm, dag.device[q], dag.device[i], bb[lo] if lo < len(bb) else 0.0)
         out.append(row)
     return out
 

@@ -32,6 +32,7 @@ shared analysis once. :func:`verify` runs the entries in order and assembles the
 
 from __future__ import annotations
 
+import math
 import time
 
 from ..core.comm import NO_COMM, SYNC_MODES, CommModel
@@ -45,6 +46,15 @@ from .comm_model import COMM_SEMANTICS
 from .properties import PROPERTIES, Property
 from .report import Report, Violation
 from .runtime_rules import runtime_note
+
+
+def _finite(x: object) -> bool:
+    """Whether ``x`` is a finite real number (not a bool, NaN or an infinity)."""
+    try:
+        return not isinstance(x, bool) and math.isfinite(float(x))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
 
 __all__ = ["COMM_SEMANTICS", "PROPERTIES", "Property", "Report", "Violation", "clean_schedule", "verify"]
 
@@ -95,10 +105,12 @@ def verify(
         raise ParameterError("dp-allreduce", dp_allreduce, "must be an integer >= 0 (data-parallel replicas)")
     if comm_semantics not in COMM_SEMANTICS:
         raise ParameterError("comm semantics", comm_semantics, f"expected one of {', '.join(COMM_SEMANTICS)}")
-    if memory_cap is not None and not memory_cap >= 0:
-        raise ParameterError("memory cap", memory_cap, "must be >= 0")
-    if makespan_le is not None and not makespan_le >= 0:
-        raise ParameterError("makespan bound", makespan_le, "must be >= 0")
+    # finite (an infinite cap or bound is no claim, and no exact rational: use none, or leave it
+    # out); a cap of 0 would let no op start, and is refused as --memory-cap 0 is
+    if memory_cap is not None and not (_finite(memory_cap) and memory_cap > 0):
+        raise ParameterError("memory cap", memory_cap, "must be a finite number > 0 (None: no cap)")
+    if makespan_le is not None and not (_finite(makespan_le) and makespan_le >= 0):
+        raise ParameterError("makespan bound", makespan_le, "must be a finite number >= 0 (None: no timing claim)")
     t0 = time.perf_counter()
     costs = costs or CostModel.unit(schedule.placement)
     if costs.num_stages != schedule.num_stages:

@@ -19,7 +19,7 @@ from .analysis import Run
 from .grad_sync import applies, check_reduction, check_sharding
 from .memory import MAX_PEAK_READ, check_memory, frees_before_forward
 from .report import Violation
-from .timing import check_makespan, times_apart, timing_model, witness_finish
+from .timing import check_makespan, claim_texts, timing_model, unit_suffix
 
 
 @dataclass(frozen=True)
@@ -301,7 +301,7 @@ def timing(run: Run) -> Outcome:
         >>> s = build("1f1b", p=2, m=2)
         >>> out = timing(Run(s, CostModel.unit(s.placement), NO_COMM, makespan_le=6))
         >>> out.statement, out.witness["0B1"]
-        ('makespan <= 6 under costs unit with no comm delay, async engine (witness finishes at 6)', 5.0)
+        ('makespan <= 6 units under costs unit with no comm delay, async engine (witness finishes at 6 units)', 5.0)
         >>> print(timing(Run(s, CostModel.unit(s.placement), NO_COMM, makespan_le=5)).violations[0].message)
         no execution of these programs finishes by 5 under costs unit with no comm delay, async engine (Z3: infeasible; the core's ops lie on a chain of dependencies and program order longer than 5; for reference the earliest finish is 6)
     """
@@ -312,11 +312,12 @@ def timing(run: Run) -> Outcome:
         return Outcome(unchecked="no execution exists (see the violations above)")
     t3 = time.perf_counter()
     dag = run.dag()
-    tv, witness, _ = check_makespan(dag, costs, bound, run.comm, run.sync, run.dp_allreduce)
+    tv, witness, _, finish = check_makespan(dag, costs, bound, run.comm, run.sync, run.dp_allreduce)
     run.timings["timing_s"] = time.perf_counter() - t3
     if tv:
         return Outcome(violations=(tv,))
-    ms = witness_finish(dag, costs, witness, run.comm, run.sync, run.dp_allreduce) if witness else 0.0
     model = timing_model(costs, run.comm, run.schedule, run.sync, run.dp_allreduce)
-    shown = times_apart(bound, ms)
+    # both numbers in the costs' unit (seconds with presets: a bound copied from simulate's ms
+    # would read 1000x too loose), T as typed, the witness's exact finish by the same rule
+    shown = claim_texts(bound, finish, unit_suffix(costs))
     return Outcome(f"makespan <= {shown[0]} under {model} (witness finishes at {shown[1]})", witness=witness)

@@ -29,10 +29,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
+from typing import NamedTuple
 
 import z3
 
-from ..core.comm import NO_COMM, CommModel, FixedDelay
+from ..core.comm import NO_COMM, CommModel, FixedDelay, transfer_time
 from ..core.costs import CostModel, number_text
 from ..core.dag import StepDAG
 from ..core.program_order import list_schedule, op_durations
@@ -81,6 +82,50 @@ def times_apart(a: float | Fraction, b: float | Fraction) -> tuple[str, str]:
     return str(da), str(db)
 
 
+def claim_texts(bound: float, finish: Fraction, unit: str = "") -> tuple[str, str]:
+    """A proved claim's bound and its witness's finish, as printed: the bound as typed (the
+    shortest text that reads back as it, :func:`~ppverify.core.costs.number_text`: ``3.3``, never
+    ``3.2999999999999998``), and the witness's exact finish as the same text when it equals the
+    bound, else with ``%g``'s six digits or as many more as it needs to read apart from it. The
+    finish is at most the bound (the claim holds) and rounding keeps the order, so the witness
+    never prints above the bound. ``unit`` follows each number (``" s"``, ``" units"``).
+
+    Example:
+        >>> claim_texts(3.3, Fraction(33, 10)), claim_texts(380, Fraction(37986, 100000), " s")
+        (('3.3', '3.3'), ('380 s', '0.37986 s'))
+        >>> claim_texts(6.0000008, Fraction(6)), claim_texts(6, Fraction(59999999, 10000000))
+        (('6.0000008', '6'), ('6', '5.9999999'))
+    """
+    from decimal import Decimal, localcontext
+
+    t = number_text(bound)
+    exact = exact_fraction(bound)
+    if finish == exact:
+        return t + unit, t + unit
+    with localcontext() as ctx:
+        ctx.prec = 60
+        d = Decimal(finish.numerator) / Decimal(finish.denominator)
+        text = str(d)
+        for digits in range(6, 41):
+            head, e, tail = f"{d:.{digits}g}".partition("e")
+            text = (head.rstrip("0").rstrip(".") if "." in head else head) + (e + tail if e else "")
+            if Fraction(Decimal(text)) != exact:
+                break
+    return t + unit, text + unit
+
+
+def unit_suffix(costs: CostModel) -> str:
+    """What follows a time of ``costs`` in a claim: `` s`` for presets' seconds, `` units`` for
+    abstract costs (their ``time_unit``).
+
+    Example:
+        >>> from ppverify.core.placement import linear
+        >>> unit_suffix(CostModel.abstract(linear(2)))
+        ' units'
+    """
+    return f" {costs.time_unit}" if costs.time_unit else ""
+
+
 def timing_model(
     costs: CostModel, comm: CommModel, schedule: Schedule, sync: str = "eager", dp_allreduce: int = 0
 ) -> str:
@@ -114,7 +159,8 @@ def timing_model(
 
 
 def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel) -> list[list[float]]:
-    """Transfer time of each DAG edge (0 for same-device edges).
+    """Transfer time of each DAG edge (0 for same-device edges); a communication model's time that
+    is not a finite number >= 0 is refused (:func:`ppverify.core.comm.transfer_time`).
 
     Example:
         >>> from ppverify.schedules import build
@@ -133,9 +179,20 @@ def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel) -> list[list[fl
                 row.append(0.0)
                 continue
             lo = min(dag.ops[i].stage, dag.ops[q].stage)
-            row.append(float(comm.transfer_time(dag.device[q], dag.device[i], bb[lo] if lo < len(bb) else 0.0)))
+            row.append(transfer_time(comm, dag.device[q], dag.device[i], bb[lo] if lo < len(bb) else 0.0))
         out.append(row)
     return out
+
+
+class MakespanCheck(NamedTuple):
+    """What :func:`check_makespan` decided: the violation (``None`` when the claim holds), the
+    witness's start times by op text (``None`` when it fails), the tick the times were counted in,
+    and ``finish``, exact: the witness's end (the claim holds) or the earliest finish (it fails)."""
+
+    violation: Violation | None
+    witness: dict[str, float] | None
+    tick: float
+    finish: Fraction
 
 
 def check_makespan(
@@ -145,20 +202,21 @@ def check_makespan(
     comm: CommModel = NO_COMM,
     sync: str = "eager",
     dp_allreduce: int = 0,
-) -> tuple[Violation | None, dict[str, float] | None, float]:
+) -> MakespanCheck:
     """Decide whether the programs, and the step's collectives (``sync``, ``dp_allreduce``, as
     the engines take them), can finish by ``bound``.
 
-    Returns ``(violation or None, witness start times by op text or None, tick)``.
+    Returns a :class:`MakespanCheck` ``(violation or None, witness start times by op text or None,
+    tick, exact finish)``.
 
     Example:
         >>> from ppverify.schedules import build
         >>> from ppverify.core.dag import build_dag
         >>> s = build("gpipe", p=4, m=4)
         >>> c = CostModel.abstract(s.placement, F=1, B=2)
-        >>> v, w, _ = check_makespan(build_dag(s), c, 21)
-        >>> v is None, max(w[k] for k in w) <= 21
-        (True, True)
+        >>> v, w, _, finish = check_makespan(build_dag(s), c, 21)
+        >>> v is None, max(w[k] for k in w) <= 21, finish
+        (True, True, Fraction(21, 1))
         >>> check_makespan(build_dag(s), c, 20.5)[0].message.startswith("no execution")
         True
     """
@@ -206,8 +264,12 @@ def check_makespan(
     tick = float(Fraction(1, scale))
     if decide(s) == z3.sat:
         model = s.model()
-        witness = {str(dag.ops[i]): float(Fraction(model.eval(z3.Int(f"t{i}")).as_long(), scale)) for i in range(n)}
-        return None, witness, tick
+        t_of = [model.eval(z3.Int(f"t{i}")).as_long() for i in range(n)]
+        witness = {str(dag.ops[i]): float(Fraction(t_of[i], scale)) for i in range(n)}
+        # the witness's end in whole ticks, exact (a float sum of its starts and durations can
+        # print above the bound it was proved for: 3.3000000000000003 against 3.3)
+        end = max((t_of[i] + di[i] + tails[i] for i in range(n)), default=0)
+        return MakespanCheck(None, witness, tick, Fraction(end, scale))
     # proof of infeasibility: the guarded version's core is a chain longer than the bound
     s = idl_solver()
     decl = [f"(declare-const k{j} Bool)" for j in range(len(guarded))]
@@ -236,7 +298,7 @@ def check_makespan(
         f"(Z3: infeasible; the core's ops lie on a chain of dependencies and program order{chain} longer than "
         f"{b}; for reference the earliest finish is {earliest})"
     )
-    return Violation("timing", f"makespan <= {b}", msg, tuple(ops)), None, tick
+    return MakespanCheck(Violation("timing", f"makespan <= {b}", msg, tuple(ops)), None, tick, finish)
 
 
 def witness_finish(
@@ -256,7 +318,7 @@ def witness_finish(
         >>> from ppverify.core.comm import FixedDelay
         >>> s = build("chimera", p=2, m=2)
         >>> dag, c = build_dag(s), CostModel.abstract(s.placement, F=1, B=2)
-        >>> _, w, _ = check_makespan(dag, c, 10, FixedDelay(1))
+        >>> _, w, _, _ = check_makespan(dag, c, 10, FixedDelay(1))
         >>> witness_finish(dag, c, w, FixedDelay(1)), witness_finish(dag, c, w, FixedDelay(1), "none") <= 8
         (10.0, True)
     """

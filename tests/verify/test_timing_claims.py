@@ -95,7 +95,7 @@ def test_the_issue_example_by_hand(capsys):
         assert main(base + flags + ["--makespan-le", str(expected)]) == 0
         data = json.loads(capsys.readouterr().out)
         proved = {x["property"]: x["statement"] for x in data["proved"]}
-        assert f"witness finishes at {expected})" in proved["timing"]
+        assert f"witness finishes at {expected} units)" in proved["timing"]
         assert main(base + flags + ["--makespan-le", str(expected - 0.5)]) == 1
         data = json.loads(capsys.readouterr().out)
         assert [v["property"] for v in data["violations"]] == ["timing"]

@@ -28,11 +28,13 @@ def _timing_line(argv, capsys):
 def test_the_proof_names_the_delay(capsys):
     line = _timing_line([*ARGS, "--comm-delay", "1", "--makespan-le", "11"], capsys)
     assert line == (
-        "proved  timing: makespan <= 11 under costs F=1,B=2,I=1,W=1 with comm delay 1, async engine "
-        "(witness finishes at 11)"
+        "proved  timing: makespan <= 11 units under costs F=1,B=2,I=1,W=1 with comm delay 1, async engine "
+        "(witness finishes at 11 units)"
     )
     line = _timing_line([*ARGS, "--makespan-le", "9"], capsys)
-    assert line.startswith("proved  timing: makespan <= 9 under costs F=1,B=2,I=1,W=1 with no comm delay, async engine")
+    assert line.startswith(
+        "proved  timing: makespan <= 9 units under costs F=1,B=2,I=1,W=1 with no comm delay, async engine"
+    )
 
 
 def test_the_refutation_names_it_too(capsys):

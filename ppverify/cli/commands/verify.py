@@ -71,7 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="T",
         help="timing claim: the programs and their collectives can finish by T under the cost model, "
-        "as simulate times them (answered with a witness timeline or a proof that none exists)",
+        "as simulate times them (answered with a witness timeline or a proof that none exists). T is in "
+        "the costs' unit: seconds with presets (--system/--model; simulate prints ms: 379.860 ms is "
+        "--makespan-le 0.37986), units with abstract costs (--costs, --comm-delay)",
     )
     add_collective_arguments(g)  # --sync, --dp-allreduce: the timing claim's collectives
     g.add_argument(
@@ -164,7 +166,9 @@ def run(args: argparse.Namespace) -> int:
         why = "--memory-cap none: unlimited memory, nothing to check"
         report = replace(report, unchecked=tuple((p, why if p == "memory" else w) for p, w in report.unchecked))
     if args.json:
-        print_json(dict(report.to_dict(), **({"memory_cap": cap.to_dict()} if cap is not None else {})))
+        # time_unit: of T, the witness's start times and the statements' times (s with presets)
+        out = dict(report.to_dict(), time_unit=timing.ctx.costs.time_unit)
+        print_json(dict(out, **({"memory_cap": cap.to_dict()} if cap is not None else {})))
     else:
         print(report.to_text())
         if cap is not None and cap.two_units and not cap.unlimited:  # the proof states one unit; add the other
