@@ -83,7 +83,14 @@ from .signals import (  # noqa: E402
 )
 from .signals import Hangup as Hangup  # noqa: E402  (what a signal raises, re-exported)
 from .signals import Terminated as Terminated  # noqa: E402
-from .streams import EXIT_BROKEN_PIPE, PipeGuard, reconfigure_streams, silence_stdout  # noqa: E402
+from .streams import (  # noqa: E402
+    EXIT_BROKEN_PIPE,
+    PipeGuard,
+    open_missing_descriptors,
+    reconfigure_streams,
+    silence_stdout,
+    write_failure,
+)
 
 #: exit codes: 2 bad input (or a limit), 3 an internal error, 130/143/129 interrupted (.signals)
 EXIT_INPUT, EXIT_INTERNAL = 2, 3
@@ -282,21 +289,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["list", "--no-such-option"])
         2
     """
+    # a standard stream closed from the start (``>&-``, ``2>&-``): /dev/null in its place, so that
+    # no file ppverify opens takes its number and the output is lost, not a crash
+    open_missing_descriptors()
+    saved_stderr = sys.stderr
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
     reconfigure_streams()
     # (measure and calibrate start their worker processes only once their input is checked: bad
     # input never leaves a process importing torch behind)
     words = list(sys.argv[1:] if argv is None else argv)
+    saved_stdout = sys.stdout
     guard = PipeGuard(sys.stdout)
     sys.stdout = guard
     try:
         # from start-up on: the commands' imports take seconds
         with _sigterm_raises(own_process=argv is None) as signals:
             code = _main(words, argv is None, signals)
+            guard.flush()  # what is still buffered: a failure to write it is this command's
     except KeyboardInterrupt as exc:  # between the handlers' set-up and the command (a moment)
         code = _interrupted(exc, _command_name(words))
     finally:
         if sys.stdout is guard:
-            sys.stdout = guard.stream
+            sys.stdout = saved_stdout
+        if saved_stdout is None:
+            guard.stream.close()  # the /dev/null the guard opened in its place
+    if guard.error is not None:
+        # the output asked for was not delivered (``>/dev/full``): one line and exit 2, whatever
+        # the verdict was (a reader that went away instead keeps it)
+        print(f"{_command_name(words)}: error: {write_failure(guard.error)}", file=sys.stderr)
+        if code in (0, 1):
+            code = EXIT_INPUT
+    if saved_stderr is None:
+        sys.stderr.close()
+        sys.stderr = saved_stderr
     if argv is None and code in (EXIT_INTERRUPT, EXIT_TERM, EXIT_HANGUP) and _in_main_thread():
         # the exit is decided: a further Ctrl-C, SIGTERM or SIGHUP while the interpreter shuts
         # down (the handlers then fall back to the default, exit -2 / -15 / -1, no message)

@@ -195,16 +195,22 @@ def abstract_configs(
 
 
 def select_schedules(
-    names: list[str] | None, entries: tuple[ScheduleEntry, ...] = DEFAULT_SCHEDULES
+    names: list[str] | str | None, entries: tuple[ScheduleEntry, ...] = DEFAULT_SCHEDULES
 ) -> tuple[ScheduleEntry, ...]:
     """Entries picked by label or family name (``hanayo`` selects both Hanayo entries); any other
     registered family name becomes a new entry with default parameters, a schedule file (``.json``,
     ``.csv``) an entry evaluated at the file's own p and m.
 
+    A string is one comma-separated list, as ``--schedules`` takes it (not its characters).
+
     Example:
         >>> [e.label for e in select_schedules(["gpipe", "hanayo"])]
         ['gpipe', 'hanayo-w1', 'hanayo-w2']
+        >>> [e.label for e in select_schedules("1f1b, gpipe")]
+        ['1f1b', 'gpipe']
     """
+    if isinstance(names, str):  # "1f1b" would otherwise be read as "1", "f", "1", "b"
+        names = [n for n in names.split(",") if n.strip()] or None
     if not names:
         return entries
     from ..io import looks_like_file

@@ -371,8 +371,9 @@ def build_dag_arrays(schedule: Schedule, check: bool = True, links: LinksFunctio
     cols = _op_columns(ops)
     if check and (cols is None or not _complete_fast(schedule, *cols, dev)):
         require_complete(schedule)  # names the problems
-    if cols is None:
-        raise InvalidScheduleError(f"{schedule.describe()}: unknown op kind")
+    if cols is None:  # named as the engines name it: the op, its device, its kind
+        d, bad = next((int(d), o) for o, d in zip(ops, dev) if o[0] not in KIND_CODE)
+        raise InvalidScheduleError(f"{schedule.describe()}: op {bad} on device {d}: unknown kind {bad[0]!r}")
     kc, st, mbs = cols
     linked = links(kc, st, mbs, dev, S, m) if links is not None and check else None
     if linked is not None:

@@ -355,7 +355,7 @@ def csv_rows(text: str, path: str) -> list[list[str]]:
     import csv
     import io
 
-    from .limits import MAX_CELL_CHARS
+    from .limits import MAX_CELL_CHARS, check_csv_cells
 
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows = []
@@ -370,6 +370,8 @@ def csv_rows(text: str, path: str) -> list[list[str]]:
             rows.append(row)
     except csv.Error as exc:
         raise ScheduleFileError(path, str(reader.line_num), f"malformed CSV: {exc}") from None
+    # the memory of what is built from the cells, before any is parsed (--max-memory-gib)
+    check_csv_cells(sum(1 for row in rows for cell in row if cell.strip()), path)
     return rows
 
 
@@ -410,14 +412,49 @@ def _unique_keys(text: str, label: str) -> None:
                 stack.extend((key, value))
 
 
+def _yaml_loader() -> Any:
+    """PyYAML's safe loader with YAML 1.2's floats: an exponent without a dot (``1e-3``, ``5e-1``,
+    ``1e15``) or without a sign (``1.0e15``) is a number, as in JSON and YAML 1.2, not the string
+    YAML 1.1 makes of it.
+
+    Example:
+        >>> import yaml
+        >>> yaml.load("[1e-3, 5.0e-1, 2E+2, 1.0e15, .5e1, 1_000, 0x10, '1e3', e3, 1e, 1.2.3e4]", Loader=_yaml_loader())
+        [0.001, 0.5, 200.0, 1000000000000000.0, 5.0, 1000, 16, '1e3', 'e3', '1e', '1.2.3e4']
+    """
+    global _LOADER
+    if _LOADER is None:
+        import re
+
+        import yaml
+
+        class Loader(yaml.SafeLoader):
+            """Safe loading, with YAML 1.2's exponent-only floats."""
+
+        # checked after YAML 1.1's own float and int forms (the first match wins): only what
+        # they leave a string, a number with an exponent, is read as a float here
+        Loader.add_implicit_resolver(
+            "tag:yaml.org,2002:float",
+            re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+            list("-+0123456789."),
+        )
+        _LOADER = Loader
+    return _LOADER
+
+
+_LOADER: Any = None
+
+
 def load_yaml(text: str, path: str) -> object:
-    """``yaml.safe_load`` of a preset or config, every failure one line naming the file, line and
-    column: YAML syntax, an integer of more than :data:`~ppverify.core.limits.MAX_INT_DIGITS` digits
+    """``yaml.safe_load`` of a preset or config (with YAML 1.2's floats: ``1e-3`` is a number, not
+    a string), every failure one line naming the file, line and column: YAML syntax, an integer of more than :data:`~ppverify.core.limits.MAX_INT_DIGITS` digits
     (refused before ``int()``), nesting too deep for the parser, a key given twice in one mapping.
 
     Example:
         >>> load_yaml("a: [1, 2]", "c.yaml")
         {'a': [1, 2]}
+        >>> load_yaml("costs: {F: 1e-3, B: 2e-3}", "c.yaml")
+        {'costs': {'F': 0.001, 'B': 0.002}}
         >>> load_yaml("a: [1, 2\\nb: 3", "c.yaml")
         Traceback (most recent call last):
         ...
@@ -435,7 +472,7 @@ def load_yaml(text: str, path: str) -> object:
         line, col = line_col(text, deep.start())
         raise LimitError(f"{path}:{line}:{col}", f"lists and mappings nested more than {MAX_JSON_DEPTH} deep")
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_yaml_loader())  # the safe loader, with YAML 1.2 floats
         _unique_keys(text, path)  # YAML keeps the last of a key given twice without a word
         return data
     except yaml.YAMLError as exc:

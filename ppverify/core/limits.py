@@ -46,6 +46,12 @@ MAX_MEMORY_GIB = 2.0**20
 #: is about 3 million: ``show 1f1b -p 1000 -m 10000`` (3e7 ops, a MemoryError after 3.8 GB) and
 #: ``show interleaved-1f1b -p 8 -m 8 --v 100000`` (1.9e7, 6.7 GB at 123 s) are refused at once
 OPS_BASE_BYTES, BYTES_PER_OP = 192 * 2**20, 640
+#: memory per op of a schedule read from a CSV file (a PyTorch CSV, a table), counted from its
+#: non-empty cells as soon as the text is read: the cells, their parsed actions, the per-cell
+#: checks and the schedule built from them. Measured peaks of ``verify`` of 1F1B's PyTorch CSV at
+#: p = 4 (RSS, Python 3.11): 398 MiB at 1e5 ops, 640 MiB at 2e5, 1350 MiB at 5e5, about 2.5 KB
+#: per op more (a JSON file of 2e5 ops: 253 MiB, within :data:`BYTES_PER_OP`); 3 KB keeps a margin
+CSV_BYTES_PER_OP = 3072
 
 _MAX_OPS: contextvars.ContextVar[int] = contextvars.ContextVar("ppverify_max_ops", default=DEFAULT_MAX_OPS)
 _MAX_MEMORY: contextvars.ContextVar[float] = contextvars.ContextVar(
@@ -128,6 +134,35 @@ def ops_memory(n: int) -> int:
         802.3515625
     """
     return OPS_BASE_BYTES + n * BYTES_PER_OP
+
+
+def csv_memory(n: int) -> int:
+    """Bytes a command that reads a CSV schedule of ``n`` ops (non-empty cells) is estimated to
+    need at its peak (see :data:`CSV_BYTES_PER_OP`); :func:`check_csv_cells` refuses it over
+    ``--max-memory-gib``.
+
+    Example:
+        >>> csv_memory(500_000) / 2**20  # 192 MiB + 500,000 x 3,072 B = 192 + 1464.84375 MiB
+        1656.84375
+    """
+    return OPS_BASE_BYTES + n * CSV_BYTES_PER_OP
+
+
+def check_csv_cells(n: int, what: str) -> None:
+    """Refuse a CSV schedule of ``n`` non-empty cells (about one op each) whose estimated memory
+    (:func:`csv_memory`) is over ``--max-memory-gib``, before any cell is parsed.
+
+    Example:
+        >>> check_csv_cells(500_000, "s.csv")
+        >>> with memory_limit(1):
+        ...     check_csv_cells(500_000, "s.csv")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.limits.LimitError: s.csv: needs about 1.618 GiB of memory (500000 ops of a CSV file: 192 MiB + 3072 B per op), over the limit of 1 GiB (raise it with ppverify --max-memory-gib X)
+    """
+    check_memory(
+        csv_memory(n), what, f"{n} ops of a CSV file: {OPS_BASE_BYTES // 2**20} MiB + {CSV_BYTES_PER_OP} B per op"
+    )
 
 
 def max_memory_gib() -> float:

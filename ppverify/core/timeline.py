@@ -135,8 +135,16 @@ class Timeline:
         return out
 
     def idle(self) -> np.ndarray:
-        """Per-device idle time: ``makespan - busy``."""
-        return self.makespan - self.busy()
+        """Per-device idle time: ``makespan - busy``, never below 0 (a device busy the whole step
+        sums its ops' lengths in floats, which may come out a rounding above the makespan).
+
+        Example:
+            >>> from ppverify.schedules import build
+            >>> from ppverify.engines import run
+            >>> run(build("gpipe", p=2, m=1), semantics="slot").idle().tolist()
+            [2.0, 2.0]
+        """
+        return np.maximum(self.makespan - self.busy(), 0.0)
 
     @property
     def bubble_ratio(self) -> float:
@@ -298,7 +306,7 @@ class Timeline:
             "bubble_ratio": self.bubble_ratio,
             "bubble_convention": BUBBLE_CONVENTION,
             "busy": busy.tolist(),
-            "idle": (self.makespan - busy).tolist(),
+            "idle": np.maximum(self.makespan - busy, 0.0).tolist(),  # as idle(): never below 0
             "peak_activations": self.peak_memory().tolist(),
             "memory_unit": self.costs.memory_unit,
         }

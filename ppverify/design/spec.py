@@ -426,6 +426,36 @@ class Limits:
     #: peak within 1 % given about 20 (docs/design.md)
     pair_work: float = 30.0
 
+    def __post_init__(self) -> None:
+        """Refuse what the command line refuses (``--work-limit``: > 0 and at most 1e9
+        deterministic seconds; the other works >= 0; a gap >= 0; a ceiling > 0): a negative or NaN
+        limit would otherwise run a design that stops at once or never.
+
+        Example:
+            >>> Limits(-1)
+            Traceback (most recent call last):
+            ...
+            ppverify.core.errors.ParameterError: parameter work=-1: must be > 0 and at most 1e9 deterministic seconds
+        """
+
+        def real(x: Any) -> bool:
+            return isinstance(x, (int, float)) and not isinstance(x, bool) and not math.isnan(x)
+
+        if not real(self.work) or not 0 < self.work <= 1e9:
+            raise ParameterError("work", self.work, "must be > 0 and at most 1e9 deterministic seconds")
+        for name in ("bound_work", "search_work", "pair_work"):
+            x = getattr(self, name)
+            if not (x is None and name == "bound_work") and (not real(x) or not 0 <= x <= 1e9):
+                raise ParameterError(name, x, "must be >= 0 and at most 1e9 deterministic seconds (0: none)")
+        if self.gap is not None and (not real(self.gap) or not 0 <= self.gap < math.inf):
+            raise ParameterError(
+                "gap", self.gap, "must be a finite relative gap >= 0 (or None: search to the work limit)"
+            )
+        if self.ceiling is not None and (not real(self.ceiling) or not self.ceiling > 0):
+            raise ParameterError("ceiling", self.ceiling, "must be > 0 seconds (or None: no ceiling)")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ParameterError("seed", self.seed, "must be an integer")
+
     @property
     def tighten_work(self) -> float:
         """The work of :mod:`~ppverify.design.tighten` per frontier point (``bound_work``, else

@@ -17,10 +17,13 @@ per-action part, the mean for the per-transfer part, which differs by stage).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from numbers import Real
 from typing import Any
 
 from ..core.closed_form import EXACT, LOWER, UPPER, Formula, FormulaFn, costs_of, exact_costs
+from ..core.errors import ParameterError
 from ..schedules import get_family
 from ..schedules.chimera import chimera_asym_formula, chimera_formula
 from ..schedules.gpipe import gpipe_formula
@@ -58,6 +61,45 @@ def formula_for(family: str, p: int, m: int, costs: Mapping[str, float] | None =
         14.0
     """
     fam = get_family(family)
+    _check_costs(costs)
     if fam.formula is None:
         return None
     return fam.formula(p, m, costs, **fam.arguments(params))
+
+
+def _check_costs(costs: Mapping[str, float] | None) -> None:
+    """Refuse costs a formula would misread: not a mapping, a kind other than F, B, I, W (it
+    would be ignored; ``freed_by_I``, the share of an activation an ``I`` frees, is read by
+    :func:`~ppverify.core.closed_form.freed_by_I_of`), or a value that is no finite real number >= 0
+    (``"3"`` would be read as 3).
+
+    Example:
+        >>> _check_costs({"F": 1, "B": 2.5})
+        >>> _check_costs({"X": 1})
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter costs=X: not an op kind; the kinds are F, B, I, W (and freed_by_I, a share)
+        >>> _check_costs({"F": "3"})
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter costs=F='3': must be a finite number >= 0, not a str
+    """
+    if costs is None:
+        return
+    if not isinstance(costs, Mapping):
+        raise ParameterError("costs", repr(costs)[:60], "must be a mapping of op kind to cost ({'F': 1, 'B': 2})")
+    for kind, value in costs.items():
+        if kind == "freed_by_I":  # the share an I frees (closed_form.freed_by_I_of checks it)
+            continue
+        if kind not in KINDS:
+            raise ParameterError(
+                "costs", kind, f"not an op kind; the kinds are {', '.join(KINDS)} (and freed_by_I, a share)"
+            )
+        number = isinstance(value, Real) and not isinstance(value, bool)
+        if not number or not math.isfinite(value) or value < 0:
+            kind_of = "" if number else f", not a {type(value).__name__}"
+            raise ParameterError("costs", f"{kind}={value!r}", f"must be a finite number >= 0{kind_of}")
+
+
+#: the op kinds a formula's costs name
+KINDS = ("F", "B", "I", "W")

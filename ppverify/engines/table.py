@@ -35,6 +35,9 @@ from .core import _waits
 #: a table longer than this many ticks has no common tick worth the name (durations in seconds
 #: whose gcd is a float rounding's: 10**22 ticks for a 0.15 s step)
 NO_COMMON_TICK = 10**9
+#: an op longer than this many ticks is not counted in ticks (no float holds a larger count
+#: exactly): the table is timed in the durations' unit and has no common tick
+MAX_COUNTED_TICKS = 2**53
 #: tables wider than this many ticks are timed but not rendered cell by cell
 MAX_RENDER_TICKS = 20_000
 
@@ -80,15 +83,39 @@ def slot_timeline(
         )
     tick = tick or Fraction(1)  # every op of length 0: any tick counts them 0
     per_tick = {f: int(f / tick) for f in set(fracs)}
-    ticks = [per_tick[f] for f in fracs]
+    # a duration of more than 2**53 ticks (--costs F=1e-308,B=1: 1e308 ticks) is counted in
+    # ticks no float holds exactly, and past 1e308 in none at all: such a table has no common tick
+    # (it is never drawn, as NO_COMMON_TICK says), and the ops are timed in the durations' own
+    # unit instead, an idle slot taking one tick of it
+    counted = max(per_tick.values(), default=0) <= MAX_COUNTED_TICKS
+    ticks: list[float] = [per_tick[f] for f in fracs] if counted else list(dur)
     gated = gated_pred(dag)  # a file's SEND posted after a later op than its producer waits for it
     timed = dag if gated is None else dataclasses.replace(dag, pred=gated)
     # list_schedule's engine, so that a deadlock is worded by the engines (an overlapped slot, a late SEND)
     p0, p1 = [pr[0] for pr in timed.pred], [pr[1] for pr in timed.pred]
-    start, end, ptr, done = list_schedule_flat(p0, p1, None, None, ticks, dag.fused, dag.idle_before, dag.offsets, 1.0)
+    idle = 1.0 if counted else float(tick)
+    start, end, ptr, done = list_schedule_flat(p0, p1, None, None, ticks, dag.fused, dag.idle_before, dag.offsets, idle)
     if ptr is not None and done is not None:
         raise DeadlockError(_waits(dag, ptr, done, timed.pred))
     start, end = [float(x) for x in start], [float(x) for x in end]
+    if not counted:
+        # the table's length in ticks, exact (an integer past any float): over NO_COMMON_TICK
+        length = math.ceil(Fraction(max(end, default=0.0)) / tick)
+        return Timeline(
+            schedule,
+            costs,
+            "slot",
+            dag.ops,
+            np.asarray(dag.device, dtype=np.int64),
+            np.asarray(start),
+            np.asarray(end),
+            info=TimelineInfo(
+                tick=float(tick),
+                ticks=max(length, NO_COMMON_TICK + 1),
+                charge_comm=charge_comm,
+                memory_capacity=getattr(comm, "memory_bytes", None),
+            ),
+        )
     tk = float(tick)
     return Timeline(
         schedule,
@@ -126,6 +153,8 @@ def table_grid(timeline: Timeline) -> list[list[Op | None]]:
     if timeline.semantics != "slot":
         raise ValueError("table_grid needs a slot timeline (run(..., semantics='slot'))")
     T, starts, ends = timeline.info.ticks, timeline.info.start_tick, timeline.info.end_tick
+    if T is not None and (T > NO_COMMON_TICK or starts is None):
+        raise ValueError(f"the durations share no common tick a table can draw ({T} ticks)")
     assert T is not None and starts is not None and ends is not None  # every slot timeline has them
     grid: list[list[Op | None]] = [[None] * T for _ in range(timeline.p)]
     for op, d, s, e in zip(timeline.ops, timeline.device.tolist(), starts, ends):

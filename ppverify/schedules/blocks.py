@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import takewhile
@@ -43,9 +44,28 @@ def _integer(name: str, value: Any, minimum: int | None = None) -> int:
     """``value`` as an int; a bool, a fraction, a non-number or a value below ``minimum`` raises
     :class:`ParameterError` (offsets and lengths are whole block units: rounding would build
     another block than the one written)."""
-    if isinstance(value, bool) or not isinstance(value, (Integral, float)) or value != int(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (Integral, float))
+        or (isinstance(value, float) and not math.isfinite(value))  # int(inf) would raise OverflowError
+        or value != int(value)
+    ):
         raise ParameterError(name, value, "must be a whole number of block units")
     if minimum is not None and value < minimum:
+        raise ParameterError(name, value, f"must be an integer >= {minimum}")
+    return int(value)
+
+
+def _count(name: str, value: Any, minimum: int) -> int:
+    """``value`` as an int when it is an integral number (numpy's included, never a bool) >=
+    ``minimum``, else :class:`ParameterError`.
+
+    Example:
+        >>> import numpy as np
+        >>> _count("m", np.int64(3), 1)
+        3
+    """
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
         raise ParameterError(name, value, f"must be an integer >= {minimum}")
     return int(value)
 
@@ -83,6 +103,11 @@ class Block:
 
     def __post_init__(self) -> None:
         self.check()  # a Block built directly, not through :meth:`of`, is checked too
+        # numpy's integers (accepted as any integral number) held as ints: the schedule's ops,
+        # its JSON and its text then hold plain ints
+        ops = tuple(BlockOp(o.kind, int(o.stage), int(o.offset), int(o.length)) for o in self.ops)
+        object.__setattr__(self, "ops", ops)
+        object.__setattr__(self, "interval", int(self.interval))
 
     @staticmethod
     def of(
@@ -127,8 +152,9 @@ class Block:
         ops = []
         for kind in kinds:
             offs = given[kind]
-            if isinstance(offs, (str, bytes)) or not isinstance(offs, Iterable):
-                raise ParameterError(kind, offs, f"must be a sequence of one offset per stage ({S})")
+            # a mapping's keys, a set's hash order: neither is the per-stage list it looks like
+            if isinstance(offs, (str, bytes, Mapping, set, frozenset)) or not isinstance(offs, Iterable):
+                raise ParameterError(kind, offs, f"must be a sequence of one offset per stage ({S}), in stage order")
             offs = list(offs)
             if len(offs) != S:
                 raise ParameterError(kind, offs, f"needs one offset per stage ({S})")
@@ -177,7 +203,12 @@ class Block:
         kinds = (F, I, W) if self.split else (F, B)
         seen: set[tuple[str, int]] = set()
         for o in self.ops:
-            if o.kind not in kinds or isinstance(o.stage, bool) or not isinstance(o.stage, int) or not 0 <= o.stage < S:
+            if (
+                o.kind not in kinds
+                or isinstance(o.stage, bool)
+                or not isinstance(o.stage, Integral)
+                or not 0 <= o.stage < S
+            ):
                 raise ParameterError(
                     "block", self.name, f"pass {o.kind} of stage {o.stage}: kinds {'/'.join(kinds)}, stages 0..{S - 1}"
                 )
@@ -239,8 +270,7 @@ def repeat(block: Block, m: int, family: str | None = None, params: Mapping[str,
         >>> [str(o) for o in repeat(one_f_one_b_block(3), 3).programs[2]]
         ['2F0', '2B0', '2F1', '2B1', '2F2', '2B2']
     """
-    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-        raise ParameterError("m", m, "must be an integer >= 1")
+    m = _count("m", m, 1)
     pl, T = block.placement, block.interval
     timed: list[list[tuple[int, Op]]] = [[] for _ in range(pl.p)]
     for o in block.ops:
@@ -260,8 +290,7 @@ def block_span(block: Block, m: int) -> int:
         >>> block_span(one_f_one_b_block(4), 8)
         33
     """
-    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-        raise ParameterError("m", m, "must be an integer >= 1")
+    m = _count("m", m, 1)
     first = min(o.offset for o in block.ops)
     return max(o.offset + o.length for o in block.ops) - first + (m - 1) * block.interval
 
@@ -275,8 +304,7 @@ def block_peaks(block: Block, m: int) -> tuple[float, ...]:
         >>> block_peaks(one_f_one_b_block(4), 8)
         (4.0, 3.0, 2.0, 1.0)
     """
-    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-        raise ParameterError("m", m, "must be an integer >= 1")
+    m = _count("m", m, 1)
     share = block.placement.share_per_stage
     return tuple(float(n * share) for n in _held_peaks(block, m))
 
@@ -354,10 +382,7 @@ def v_block(p: int, w_delay: int = 0, name: str = "v-block", i_delay: int = 0) -
         >>> [o.offset for o in v_block(2, i_delay=1).ops if o.stage == 0]
         [0, 17, 19]
     """
-    if isinstance(w_delay, bool) or not isinstance(w_delay, int) or w_delay < 0:
-        raise ParameterError("w_delay", w_delay, "must be an integer >= 0")
-    if isinstance(i_delay, bool) or not isinstance(i_delay, int) or i_delay < 0:
-        raise ParameterError("i_delay", i_delay, "must be an integer >= 0")
+    w_delay, i_delay = _count("w_delay", w_delay, 0), _count("i_delay", i_delay, 0)
     S = 2 * p
     c = 2 * p + (2 - 2 * p) % 6 + 6 * i_delay
     i_off = [c + S - 1 - s for s in range(S)]
@@ -385,10 +410,8 @@ def squeeze(block: Block, m: int, build: int = 0, family: str | None = None, def
         >>> [str(o) for o in repeat(zbv_block(2), 4).programs[0]][:6]
         ['0F0', '0F1', '3F0', '3I0', '3W0', '0F2']
     """
-    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-        raise ParameterError("m", m, "must be an integer >= 1")
-    if isinstance(build, bool) or not isinstance(build, int) or build < 0:
-        raise ParameterError("build", build, "must be an integer >= 0")
+    m = _count("m", m, 1)
+    build = _count("build", build, 0)
     pl, T, n = block.placement, block.interval, max(m, build)
     S = pl.num_stages
     grad = I if block.split else B

@@ -8,6 +8,7 @@ rules. Each family lives in its own module under ``ppverify/schedules/`` and reg
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,60 @@ class Param:
     type: type
     default: Any
     help: str
+
+
+def _of_type(value: Any, kind: type) -> bool:
+    """Whether ``value`` is a ``kind``: any integral number (numpy's included, never a bool) for
+    ``int``, any real one for ``float``.
+
+    Example:
+        >>> import numpy as np
+        >>> _of_type(np.int64(3), int), _of_type(True, int), _of_type(2, float), _of_type("2", int)
+        (True, False, True, False)
+    """
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def _a(kind: type) -> str:
+    """``an int``, ``a str``: a type's name with its article."""
+    name = kind.__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
+
+
+def typed_value(param: Param, value: Any, family: str) -> Any:
+    """``value`` for ``param`` as its declared type (an integral number as an ``int``, a real one
+    as a ``float``), else :class:`ParameterError`.
+
+    Example:
+        >>> typed_value(Param("k", int, 1, "a count"), 2, "demo")
+        2
+        >>> typed_value(Param("k", int, 1, "a count"), "2", "demo")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter k='2': demo takes an int here, not a str
+    """
+    if not _of_type(value, param.type):
+        raise ParameterError(
+            param.name,
+            repr(value) if isinstance(value, str) else value,
+            f"{family} takes {_a(param.type)} here, not {_a(type(value))}",
+        )
+    if param.type is int:
+        return int(value)
+    if param.type is float:
+        return float(value)
+    return value
+
+
+def k_given(params: dict[str, Any], name: str) -> bool:
+    """Whether ``name`` is given in ``params`` (a ``None`` value counts as not given)."""
+    return params.get(name) is not None
 
 
 @dataclass(frozen=True)
@@ -67,16 +122,29 @@ class Family:
             Traceback (most recent call last):
             ...
             ppverify.core.errors.ParameterError: parameter w=1: x has no such parameter (its parameters: v)
+            >>> get_family("chimera").arguments({"units": "CONCAT"})  # a built-in family's word: any case
+            {'units': 'concat'}
         """
         args = self.defaults()
+        words = {pr.name for pr in self.params if pr.type is str} if self._own() else set()
         for k, v in params.items():
             if v is None:
                 continue
             if k not in args:
                 known = ", ".join(args) or "none"
                 raise ParameterError(k, v, f"{self.name} has no such parameter (its parameters: {known})")
-            args[k] = v
+            # a built-in family's words (units, order) are read in any case, as family names
+            # are: --units CONCAT is concat, --order Megatron megatron
+            args[k] = v.strip().lower() if k in words and isinstance(v, str) else v
+        if not self._own():  # a plugin's generator gets values of its parameters' declared types
+            for pr in self.params:
+                if k_given(params, pr.name):
+                    args[pr.name] = typed_value(pr, args[pr.name], self.name)
         return args
+
+    def _own(self) -> bool:
+        """Whether this is one of ppverify's own families (not a plugin's)."""
+        return getattr(self.generator, "__module__", "").startswith("ppverify.")
 
 
 _FAMILIES: dict[str, Family] = {}
@@ -123,6 +191,21 @@ def register(family: Family) -> Family:
     for n in names:
         if n in ("p", "m") or names.count(n) > 1:
             raise ParameterError("params", n, f"family {family.name}: a parameter name must be unique and not p or m")
+    for pr in family.params:
+        # Param("k", "int", ...) or Param("k", int, "one"): the CLI would build its option, and the
+        # generator get values, of a type the family never meant
+        if not isinstance(pr.type, type):
+            raise ParameterError(
+                f"{pr.name}.type",
+                repr(pr.type),
+                f"family {family.name}: a Param's type must be a type (int, not 'int')",
+            )
+        if pr.default is not None and not _of_type(pr.default, pr.type):
+            raise ParameterError(
+                f"{pr.name}.default",
+                repr(pr.default),
+                f"family {family.name}: the default must be {_a(pr.type)} (or None), not {_a(type(pr.default))}",
+            )
     for key in keys:
         _FAMILIES[key] = family
     return family
@@ -193,6 +276,8 @@ def get_family(name: str) -> Family:
         >>> get_family("gpipe").name
         'gpipe'
     """
+    if not isinstance(name, str):
+        raise ParameterError("family", repr(name), f"a family's name is a str, not {type(name).__name__}")
     _load()
     key = name.strip().lower()
     if key not in _FAMILIES:
@@ -219,8 +304,7 @@ def build(name: str, p: int, m: int, **params: Any) -> Schedule:
     """
     fam = get_family(name)
     args = fam.arguments(params)
-    check_int("p", p, 1)
-    check_int("m", m, 1)
+    p, m = check_int("p", p, 1), check_int("m", m, 1)
     check_family(fam.name, p, m, args)  # before generating: a huge p or m is refused at once
     own = getattr(fam.generator, "__module__", "").startswith("ppverify.")
     try:
@@ -244,14 +328,23 @@ def build(name: str, p: int, m: int, **params: Any) -> Schedule:
     return sched
 
 
-def check_int(name: str, value: Any, minimum: int) -> None:
-    """Raise :class:`ParameterError` unless ``value`` is an int >= ``minimum``.
+def check_int(name: str, value: Any, minimum: int) -> int:
+    """``value`` as an ``int`` when it is an integral number (numpy's included, not a bool) >=
+    ``minimum``, else :class:`ParameterError` (a string shown quoted: ``p='4'`` is no integer).
 
     Example:
+        >>> import numpy as np
+        >>> check_int("m", np.int64(3), 1)
+        3
         >>> check_int("m", 0, 1)
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ParameterError: parameter m=0: must be an integer >= 1
+        >>> check_int("p", "4", 1)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter p='4': must be an integer >= 1
     """
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ParameterError(name, value, f"must be an integer >= {minimum}")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ParameterError(name, repr(value) if isinstance(value, str) else value, f"must be an integer >= {minimum}")
+    return int(value)

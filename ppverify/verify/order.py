@@ -173,6 +173,18 @@ def check_order(pb: OrderProblem, max_violations: int = 20, budget_s: float = 30
         return [], True
     active = set(range(len(pb.edges)))
     out: list[Violation] = []
+    # an edge between two actions of one device that program order contradicts is a core of its
+    # own (a dependency violation); reported first, as such, at every size: the cycle search of
+    # large problems may otherwise start from a deadlock through one of its actions and set the
+    # edge aside unreported
+    for e in _program_order_violations(pb):
+        if len(out) >= max_violations:
+            return out, False
+        if e not in active:
+            continue
+        out.append(describe_cycle(pb, [e]))
+        named = set(pb.edges[e][:2])
+        active = {x for x in active if pb.edges[x][0] not in named and pb.edges[x][1] not in named}
     complete = False
     while len(out) < max_violations and time.monotonic() < deadline:
         left = max(1.0, deadline - time.monotonic())
@@ -198,6 +210,26 @@ def check_order(pb: OrderProblem, max_violations: int = 20, budget_s: float = 30
         named = {x for e in core for x in pb.edges[e][:2]}
         active = {e for e in active if pb.edges[e][0] not in named and pb.edges[e][1] not in named}
     return out, complete
+
+
+def _program_order_violations(pb: OrderProblem) -> list[int]:
+    """Edges ``a -> b`` (``t_b - t_a >= c``) between two actions of one device that program order
+    alone refutes: the chain forces ``t_b - t_a <= rank_b - rank_a`` when b is not later than a
+    (equality for a shared slot), so the edge fails iff ``rank_b <= rank_a`` and ``c > rank_b -
+    rank_a``. By device, then the position of the action that runs too early.
+
+    Example:
+        >>> pb = OrderProblem()
+        >>> b, f, f1 = pb.node("0B0", 0), pb.node("0F0", 0), pb.node("0F1", 0)
+        >>> pb.edge(f, b, 1, "backward after its forward"); pb.edge(f, f1, 1, "program order")
+        >>> _program_order_violations(pb)
+        [0]
+    """
+    found = []
+    for e, (a, b, c, _) in enumerate(pb.edges):
+        if a != b and pb.device[a] == pb.device[b] >= 0 and pb.rank[b] <= pb.rank[a] and c > pb.rank[b] - pb.rank[a]:
+            found.append(e)
+    return sorted(found, key=lambda e: (pb.device[pb.edges[e][0]], pb.rank[pb.edges[e][1]], pb.rank[pb.edges[e][0]], e))
 
 
 def _guarded_core(pb: OrderProblem, active: set[int]) -> list[int] | None:

@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     "prove",
-    "prove a family's closed-form schedule correct for all p, m with Z3",
+    "prove a family's closed-form schedule correct for all p >= 2, m with Z3",
     add_arguments,
     run,
     description=__doc__ or "",
