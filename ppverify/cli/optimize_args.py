@@ -105,7 +105,7 @@ def add_limit_arguments(
     group: Any,
     default_work: float | None = None,
     per: str = "",
-    wall_default: str = "4 x the work limit",
+    wall_default: str = "4 x the work limit + 30 s for the phases it does not count",
 ) -> None:
     """``--work-limit`` (CP-SAT's deterministic seconds: the stop, so the same command gives the
     same answer at any load) and ``--time-limit`` (a wall-clock ceiling), read by
@@ -329,15 +329,17 @@ def wall_flag(time_limit: float | None, work_limit: float | None, work: float, w
     Example:
         >>> wall_flag(2.0, None, 2.0, 2.0)
         '--time-limit'
-        >>> wall_flag(None, 0.5, 0.5, 2.0)
-        '--time-limit (default 4 x --work-limit 0.5)'
-        >>> wall_flag(None, None, 60.0, 240.0)
-        '--time-limit (default 4 x the default --work-limit 60)'
+        >>> wall_flag(None, 0.5, 0.5, 32.0)
+        '--time-limit (default 4 x --work-limit 0.5 + 30 s)'
+        >>> wall_flag(None, None, 60.0, 270.0)
+        '--time-limit (default 4 x the default --work-limit 60 + 30 s)'
     """
+    from ..optimize.solver_run import WALL_ALLOWANCE
+
     if time_limit is not None:
         return "--time-limit"
     work_text = f"--work-limit {work:g}" if work_limit is not None else f"the default --work-limit {work:g}"
-    return f"--time-limit (default {wall / work:g} x {work_text})"
+    return f"--time-limit (default {(wall - WALL_ALLOWANCE) / work:g} x {work_text} + {WALL_ALLOWANCE:g} s)"
 
 
 def unknown_error(res: Any, clock_flag: str, wall: float, work: float) -> Exception:

@@ -31,8 +31,10 @@ from .results import LevelResult
 
 #: CP-SAT workers per solve: the comparison runs many small solves on a shared machine
 WORKERS = 1
-#: wall-clock stop of a solve, as a multiple of its deterministic work limit (``--time-limit``);
-#: ``PPVERIFY_WALL_FACTOR`` raises it where a table must not depend on load (the stored-run test)
+#: wall-clock stop of a solve, as a multiple of its deterministic work limit (``--time-limit``),
+#: with :data:`~ppverify.optimize.solver_run.WALL_ALLOWANCE` seconds on top for the phases the work
+#: count leaves out (:func:`wall_limit`); ``PPVERIFY_WALL_FACTOR`` raises it where a table must not
+#: depend on load (the stored-run test)
 WALL_FACTOR = 4.0
 
 
@@ -54,6 +56,21 @@ def wall_factor() -> float:
     if not (1.0 <= value <= 1e6):
         raise ParameterError("PPVERIFY_WALL_FACTOR", raw, "must be a number in 1..1e6")
     return value
+
+
+def wall_limit(work: float) -> float:
+    """The wall-clock ceiling of one optimum solve of ``work`` deterministic seconds: what
+    ``optimize`` takes by default (:func:`~ppverify.optimize.solver_run.wall_ceiling`), with
+    :func:`wall_factor` as the factor: 4 x the work + 30 s for the Python phases (starting
+    schedules, local search, periodic starts, model building) that CP-SAT's count leaves out.
+
+    Example:
+        >>> wall_limit(0.2)   # 4 x 0.2 + 30
+        30.8
+    """
+    from ..optimize.solver_run import wall_ceiling
+
+    return wall_ceiling(work, wall_factor())
 
 
 #: grid resolution for second-valued costs: ticks per shortest op duration
@@ -119,17 +136,19 @@ def solve_placement(
     else:
         gcosts, gcomm, tick = costs, comm, 1.0
     # the per-point limit is CP-SAT's deterministic work, so a loaded machine gives the same table;
-    # the wall clock only stops a machine that is far slower than that work implies
+    # the wall clock only stops a machine that is far slower than that work implies, and the row
+    # then says so (its note, exact False): its value may differ on a less loaded machine
     r = optimize(
         problem_for(schedule, gcosts, gcomm, memory_cap),
-        time_limit=wall_factor() * time_limit,
+        time_limit=wall_limit(time_limit),
         work_limit=time_limit,
         workers=WORKERS,
     )
     status = r.status.lower()
     bound = float(r.bound) * tick if math.isfinite(r.bound) else None
+    cut = clock_cut(r)
     if r.objective is None or r.schedule is None:
-        notes.insert(0, r.reason or "no schedule within the time limit")
+        notes.insert(0, r.reason or cut or "no schedule within the time limit")
         return LevelResult(
             "optimum",
             "error" if status == "infeasible" else status,
@@ -164,11 +183,33 @@ def solve_placement(
         bubble,
         peaks,
         bound,
-        exact=status == "optimal",
-        note="; ".join(notes),
+        exact=status == "optimal" and not cut,
+        note="; ".join(x for x in (r.reason or cut, *notes) if x),
         timeline=tl,
         memory_cap=memory_cap,
     )
+
+
+def clock_cut(r: object) -> str:
+    """What a solve's result says when the wall clock (or a stop event) cut a phase short, as the
+    row's note puts it (``optimize``'s own words, :func:`~ppverify.optimize.solver_setup.cut_reason`);
+    empty when nothing was cut: the row then does not depend on the machine's load.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> clock_cut(SimpleNamespace(solver={"wall_limited": "local search, search"}))
+        'wall-clock limit reached in: local search, search'
+        >>> clock_cut(SimpleNamespace(solver={"workers": 1}))
+        ''
+    """
+    from ..optimize.solver_setup import cut_reason
+
+    solver = getattr(r, "solver", {}) or {}
+    if solver.get("wall_limited"):
+        return cut_reason(str(solver["wall_limited"]).split(", "))
+    if solver.get("interrupted"):
+        return cut_reason(str(solver["interrupted"]).split(", "), interrupted=True)
+    return ""
 
 
 def unlike_ops(schedule: Schedule) -> str:

@@ -18,6 +18,16 @@ from .ranks import add_ranks, does_not_fit, over_cap
 from .results import COLUMNS, DERIVED, LevelResult, PointResult
 
 
+def _cut_words(note: str) -> str:
+    """The clock's part of an optimum row's note (its parts are joined by "; ").
+
+    Example:
+        >>> _cut_words("unlike ops: x; wall-clock limit reached in: search")
+        'wall-clock limit reached in: search'
+    """
+    return next(part for part in note.split("; ") if " limit reached in: " in part)
+
+
 def to_frame(points: Iterable[PointResult]) -> pd.DataFrame:
     """Flatten point results to the result frame, then add ranks, rank changes and gaps.
 
@@ -176,6 +186,9 @@ def format_config_table(df: pd.DataFrame, config: str) -> str:
                 cell += " OOM"
             if lv == "optimum" and r["status"] == "feasible" and not pd.isna(r["lower_bound"]):
                 cell += f" lb {fmt_time(r['lower_bound'], tu)}"
+            if lv == "optimum" and " limit reached in: " in str(r["note"]):
+                # the clock, not the work count, stopped it: a rerun on a quieter machine may differ
+                notes.append(f"{sched}: optimum {_cut_words(str(r['note']))} (a rerun may differ)")
             row.append(cell)
         if sim:
             r = srow.loc[sim]

@@ -165,6 +165,8 @@ def map_markdown(
     """The map as a Markdown section: per finding the claim, how often it holds, the fitted
     boundary, the phase diagram (``images``: finding -> relative path) and the boundary per
     (p, model), plus the bandwidth from which it holds at each m (middle latency of the grid).
+    The same map gives the same Markdown: ``seconds`` (the run's wall time, which varies) is not
+    written into it; the command prints it beside the summary instead.
 
     Example:
         >>> from ppverify.findings_map import MapGrid, summarize
@@ -175,7 +177,9 @@ def map_markdown(
         >>> res = MapResult(grid, "async", pd.DataFrame(), v, tuple(summarize(v)))
         >>> md = map_markdown(res, images={"chimera": "img/chimera.png"}, seconds=2)
         >>> md.splitlines()[0]  # doctest: +ELLIPSIS
-        'Computed by `ppverify compare --findings --map` (async makespans; p in {4}, ...: 4 configurations) in 2 s.'
+        'Computed by `ppverify compare --findings --map` (async makespans; p in {4}, ...: 4 configurations).'
+        >>> md == map_markdown(res, images={"chimera": "img/chimera.png"}, seconds=7)
+        True
         >>> for line in md.splitlines():
         ...     if line.startswith(("###", "![", "|   4")):
         ...         print(line)
@@ -188,11 +192,8 @@ def map_markdown(
     from tabulate import tabulate
 
     lat = sorted(res.grid.latencies_us)[len(res.grid.latencies_us) // 2]
-    out = [
-        f"Computed by `{command}` ({res.level} makespans; {res.grid.describe()})"
-        + (f" in {seconds:.0f} s." if seconds is not None else "."),
-        "",
-    ]
+    del seconds  # a wall time: the same map would give another file on every run
+    out = [f"Computed by `{command}` ({res.level} makespans; {res.grid.describe()}).", ""]
     for n, f in enumerate(res.findings, 1):
         share = f"{100 * f.holds / f.total:.0f}%" if f.total else "-"
         out += [

@@ -12,8 +12,9 @@ relaxation, and the result.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -46,6 +47,7 @@ from .solver_setup import (
     cut_stats,
     schedule_from_starts,
     solver_stats,
+    true_timed,
 )
 from .starts import Starts, starting_schedules
 from .tail import search_after_warmup, several_stages_per_device
@@ -57,6 +59,19 @@ _RELAX_PROBE = 0.1
 UNHINTED_SHARE = 0.3
 
 
+def _true_times(search: Callable[..., OptimizeResult]) -> Callable[..., OptimizeResult]:
+    """Every result of ``search`` with its schedule timed at the true durations where the ticks
+    were rounded (:func:`~ppverify.optimize.solver_setup.true_timed`): what ``simulate`` gives
+    the saved schedule, on every path that returns one."""
+
+    @functools.wraps(search)
+    def timed(problem: Problem, *args: Any, **kwargs: Any) -> OptimizeResult:
+        return true_timed(problem, search(problem, *args, **kwargs))
+
+    return timed
+
+
+@_true_times
 def optimize(
     problem: Problem,
     time_limit: float = 60.0,

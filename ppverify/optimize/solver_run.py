@@ -6,9 +6,11 @@ Three pieces any solver command can call (``optimize`` and ``gap`` do):
 * :func:`run_limits`: the work limit in CP-SAT's deterministic seconds and the wall-clock
   ceiling. The solver stops on its work count, so the same command gives the same answer at any
   machine load; ``--time-limit`` only stops a machine far slower than that work implies (the
-  result then says the clock cut it). :func:`~ppverify.optimize.solver_setup.make_solver` with
-  ``deterministic=True`` also makes several workers search in a fixed order (CP-SAT's
-  ``interleave_search``: its parallel portfolio otherwise depends on thread timing).
+  result then says the clock cut it). Its default, :func:`wall_ceiling`, is four times the work
+  plus :data:`WALL_ALLOWANCE` for the phases CP-SAT's work count leaves out.
+  :func:`~ppverify.optimize.solver_setup.make_solver` with ``deterministic=True`` also makes
+  several workers search in a fixed order (CP-SAT's ``interleave_search``: its parallel
+  portfolio otherwise depends on thread timing).
 * :class:`Progress`: phase, incumbent, bound and gap as they change, on one line rewritten in
   place on a terminal (one line per change otherwise, e.g. ``--progress`` into a log); fed by the
   optimizer between phases and by CP-SAT's solution and bound callbacks during a search.
@@ -39,6 +41,24 @@ from .solver_setup import stops_named
 DEFAULT_WORK = 60.0
 #: the default wall-clock ceiling as a multiple of the work limit (the same factor as ``compare``)
 WALL_FACTOR = 4.0
+#: seconds the default wall-clock ceiling adds to ``WALL_FACTOR`` x the work: what CP-SAT's work
+#: count leaves out (the instance, the starting schedules and local search, the periodic and modulo
+#: starts, the relaxation's and the windows' model building), which took 0.1-1.4 s on compare's
+#: points (work 0.2) and 6 s on ``optimize --placement v -p 4 -m 8 --memory-cap 3 --work-limit 1``
+#: on an idle machine, 17-20 s at load 4-6: without it the clock cut such runs at 4 x 1 s
+WALL_ALLOWANCE = 30.0
+
+
+def wall_ceiling(work: float, factor: float = WALL_FACTOR) -> float:
+    """The default wall-clock ceiling of a run of ``work`` deterministic seconds: ``factor`` x
+    ``work`` + :data:`WALL_ALLOWANCE`, so that the clock only stops a machine ``factor`` times
+    slower than the counted work implies, with the phases the count leaves out on top.
+
+    Example:
+        >>> wall_ceiling(0.2), wall_ceiling(60.0), wall_ceiling(1.0, factor=50.0)
+        (30.8, 270.0, 80.0)
+    """
+    return factor * float(work) + WALL_ALLOWANCE
 
 
 def run_limits(
@@ -51,14 +71,15 @@ def run_limits(
 
     The work defaults to ``default_work`` (:data:`DEFAULT_WORK`), but never more than a given
     ``time_limit`` (so ``--time-limit 10`` alone still means a ten-second run); the ceiling
-    defaults to ``wall_factor`` (:data:`WALL_FACTOR`) times the work, so that the clock only stops
-    a machine that many times slower than the work implies (and then the result says so).
+    defaults to :func:`wall_ceiling`: ``wall_factor`` (:data:`WALL_FACTOR`) times the work plus
+    :data:`WALL_ALLOWANCE` for the phases CP-SAT's work count leaves out, so that the clock only
+    stops a machine that many times slower than the work implies (and then the result says so).
     ``wall_factor=None``: no ceiling unless a ``time_limit`` is given (``inf``; ``design``, whose
     work limit is per point).
 
     Example:
         >>> run_limits(), run_limits(10.0), run_limits(work_limit=5.0), run_limits(10.0, 5.0)
-        ((60.0, 240.0), (10.0, 10.0), (5.0, 20.0), (5.0, 10.0))
+        ((60.0, 270.0), (10.0, 10.0), (5.0, 50.0), (5.0, 10.0))
         >>> run_limits(default_work=10.0, wall_factor=None), run_limits(2.0, default_work=10.0, wall_factor=None)
         ((10.0, inf), (2.0, 2.0))
         >>> run_limits(10.0, 0.0)
@@ -77,7 +98,7 @@ def run_limits(
     if time_limit is not None:
         wall = float(time_limit)
     else:
-        wall = float("inf") if wall_factor is None else wall_factor * work
+        wall = float("inf") if wall_factor is None else wall_ceiling(work, wall_factor)
     return work, wall
 
 
@@ -222,4 +243,4 @@ def interruptible() -> Iterator[threading.Event]:
         signal.signal(signal.SIGINT, old)
 
 
-__all__ = ["DEFAULT_WORK", "WALL_FACTOR", "Progress", "interruptible", "run_limits"]
+__all__ = ["DEFAULT_WORK", "WALL_ALLOWANCE", "WALL_FACTOR", "Progress", "interruptible", "run_limits", "wall_ceiling"]

@@ -166,17 +166,10 @@ def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
     from ..compare.table import COLUMNS, DERIVED
 
     stored = [c for c in COLUMNS if c not in DERIVED]  # what run_task writes in every row
-    current: dict[tuple[str, str, str], str] = {}
-    for task in pending_tasks(spec, set()):
-        for entry, levels, hashes in task.items:
-            for lv, h in zip(levels, hashes):
-                current[(task.config.label, entry.label, lv)] = h
-    out = []
-    for r in rows:
-        now = current.get((str(r.get("config")), str(r.get("schedule")), str(r.get("level"))))
-        if now != r["point"] or any(c not in r for c in stored):  # None: not in this grid
-            out.append(r)
-    return out
+    # by the point's hash, not by its configuration's label: a label names a preset file by the path
+    # it was reached by, which another working folder (or a moved store) spells differently
+    current = {h for task in pending_tasks(spec, set()) for _, _, hashes in task.items for h in hashes}
+    return [r for r in rows if r["point"] not in current or any(c not in r for c in stored)]
 
 
 def grid_rows(spec: SweepSpec, store_path: str | Path) -> int:

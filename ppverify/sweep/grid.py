@@ -5,7 +5,9 @@ incrementally so an interrupted sweep resumes without losing or duplicating a ro
 Storage is a JSON-lines file: one line per (schedule, configuration, level) row, carrying the
 content hash of its point (``point`` column: SHA-256 of the canonical JSON of schedule entry,
 configuration, level, solver budget and the content of every file the point reads: its schedule
-file, its system and model presets, shipped or given as paths). Editing a preset or schedule file
+file, its system and model presets, shipped or given as paths; a file by its name and content, never
+by the path it was reached by, so the same config run from another folder, or a moved store, finds
+its rows). Editing a preset or schedule file
 between a sweep and its resume therefore changes the hash of every point that reads it, and those
 points are computed again; the others resume. A line is written, flushed and fsynced as soon as its
 task returns. On resume, a torn last line (the process died mid-write) is dropped, the file is
@@ -56,6 +58,23 @@ class Task:
         return sum(len(levels) for _, levels, _ in self.items)
 
 
+def preset_identity(name: str | None) -> str | None:
+    """What a point's key holds of a system or model preset: a shipped preset's name as given,
+    and for a preset file (``.yaml``, or a name with a folder in it) only its file name, its
+    content being keyed by its digest: the path it was reached by (the config's folder as typed on
+    the command line, a store's folder after a move) is no part of the point.
+
+    Example:
+        >>> preset_identity("dgx-h100"), preset_identity("/abs/grid/sys.yaml"), preset_identity("sys.yaml")
+        ('dgx-h100', 'file sys.yaml', 'file sys.yaml')
+    """
+    from pathlib import PurePath
+
+    if name is None or not (name.lower().endswith((".yaml", ".yml")) or "/" in name or "\\" in name):
+        return name
+    return f"file {PurePath(name.replace(chr(92), '/')).name}"
+
+
 def point_hash(
     entry: ScheduleEntry,
     config: Config,
@@ -87,7 +106,9 @@ def point_hash(
         if level == "optimum"
         else {}
     )
-    # keyed by the content of the files read, so editing one invalidates the rows that read it
+    # keyed by the content of the files read, so editing one invalidates the rows that read it; a
+    # preset file by its name and content, not by the path it was reached by (a config run from
+    # another folder, a moved store: the same points)
     files = input_digests(entry, config) if digests is None else digests
     content = files.get("file")
     presets = {k: v for k, v in files.items() if k != "file"}
@@ -97,8 +118,8 @@ def point_hash(
         "config": [
             config.p,
             config.m,
-            config.system,
-            config.model,
+            preset_identity(config.system),
+            preset_identity(config.model),
             [list(x) for x in config.costs] if config.costs else None,
             config.comm_delay,
             [list(x) for x in config.options],
@@ -205,9 +226,13 @@ def results_frame(rows: list[dict], spec: SweepSpec | None = None, ranks: bool =
     from ..compare.table import COLUMNS, DERIVED
 
     if spec is not None:
-        hashes = (h for task in pending_tasks(spec, set()) for _, _, hs in task.items for h in hs)
-        order = {h: n for n, h in enumerate(hashes)}
+        points = [(h, task.config) for task in pending_tasks(spec, set()) for _, _, hs in task.items for h in hs]
+        order = {h: n for n, (h, _) in enumerate(points)}
         rows = sorted((r for r in rows if r.get("point") in order), key=lambda r: order[r["point"]])
+        # a row stored from another folder (or before the store moved) names its preset files by
+        # the path they were reached by then: it takes this run's, so one configuration is one label
+        key = {h: cfg.key() for h, cfg in points}
+        rows = [{**r, **key[r["point"]]} for r in rows]
     base = [c for c in COLUMNS if c not in DERIVED]
     df = pd.DataFrame(rows, columns=base + ["point"])
     # a level's description, not a result: rows stored by an older ppverify keep their numbers but

@@ -113,15 +113,9 @@ def test_the_saved_comment_gives_value_bound_and_cap(capsys, tmp_path):
     assert comment == "ppverify optimize: OPTIMAL makespan 16 bound 16, cap 2 activations"
 
 
-def test_a_clock_the_user_did_not_set_is_named_as_the_default(capsys):
-    # only --work-limit 0.0125 given: the clock's ceiling is 4 x 0.0125 = 0.05 s, which cuts this
-    # run (tests/optimize/test_optimize_deadline.py: p = 64, m = 1024 in 0.05 s is UNKNOWN); the
-    # error used to say "--time-limit 0.05", an option the user never gave
-    argv = ["optimize", "--placement", "linear", "-p", "64", "-m", "1024", "--work-limit", "0.0125", "--no-chart"]
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1
-    assert err.startswith("ppverify optimize: error: --time-limit (default 4 x --work-limit 0.0125) 0.05: ")
+# test_a_clock_the_user_did_not_set_is_named_as_the_default: moved to tests/optimize/test_wall_ceiling.py
+# (test_a_clock_the_user_did_not_set_is_named_with_its_formula), the default ceiling now being
+# 4 x the work + 30 s
 
 
 def test_unknown_after_the_work_names_the_work_limit():

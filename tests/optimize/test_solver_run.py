@@ -32,8 +32,8 @@ SEARCHED += ["--costs", "F=1,I=1,W=1", "--comm-delay", "1"]
 
 def test_run_limits_keep_the_clock_a_ceiling_over_the_work():
     assert (DEFAULT_WORK, WALL_FACTOR) == (60.0, 4.0)
-    assert run_limits() == (60.0, 240.0)  # the work, and four times it on the clock
-    assert run_limits(None, 2.0) == (2.0, 8.0)
+    assert run_limits() == (60.0, 270.0)  # the work, and four times it + 30 s on the clock
+    assert run_limits(None, 2.0) == (2.0, 38.0)  # 4 x 2 + 30
     assert run_limits(10.0) == (10.0, 10.0) and run_limits(100.0) == (60.0, 100.0)  # a clock alone still bounds
     assert run_limits(8.0, 0.5) == (0.5, 8.0)
     for bad in (0.0, -1.0, float("nan"), float("inf")):
