@@ -50,6 +50,33 @@ def best_value(res: Any, problem: Any) -> float | None:
     return family_value(res.schedule, pr.costs, pr.comm, pr.objective, pr.sync, pr.dp_allreduce)[0]
 
 
+def what_ended(res: Any, wall: float, stopped: bool) -> str:
+    """What ended a search that proved nothing, as the optimum line says it: a signal, the wall
+    clock (``--time-limit``, named in ``reason`` and ``solver["wall_limited"]``), the gap limit, or
+    CP-SAT's deterministic work (``--work-limit``), which gives the same answer at any load.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> cut = SimpleNamespace(solver={"wall_limited": "search", "work_limit_s": 0.5}, reason="wall-clock limit reached in: search")
+        >>> what_ended(cut, 32.0, False)
+        'when the wall clock stopped it at 32 s (wall-clock limit reached in: search)'
+        >>> what_ended(SimpleNamespace(solver={"work_limit_s": 0.5}, reason=""), 32.0, False)
+        'within the work limit of 0.5 deterministic s'
+    """
+    if stopped:  # a signal cut it, not a limit
+        return "when stopped"
+    solver = getattr(res, "solver", None) or {}
+    reason = getattr(res, "reason", "") or ""
+    if solver.get("wall_limited") or reason.startswith("wall-clock"):
+        return f"when the wall clock stopped it at {wall:g} s" + (f" ({reason})" if reason else "")
+    if solver.get("stopped") or reason.startswith("within the gap limit"):
+        return reason or "within the gap limit"
+    work = solver.get("work_limit_s")
+    if work is not None:
+        return f"within the work limit of {work:g} deterministic s"
+    return f"within {wall:g} s"
+
+
 def optimum_line(
     res: Any, best: float | None, value: float, over_cap: bool, wall: float, stopped: bool, peak: str
 ) -> str:
@@ -62,6 +89,8 @@ def optimum_line(
         >>> res = SimpleNamespace(status="OPTIMAL", exact=True, time_unit="units", tick=1.0)
         >>> optimum_line(res, 9.0, 9.0, False, 60.0, False, "2")
         'optimum      9  (proven, peak 2; the family is 0 above it)'
+        >>> optimum_line(res, 23 / 3, 23 * (1 / 3), False, 60.0, False, "")  # 23 ticks of 1/3, summed apart
+        'optimum      7.66667  (proven; the family is 0 above it)'
         >>> res = SimpleNamespace(status="FEASIBLE", exact=True, time_unit="units", objective=12.0, hint="1f1b", hint_objective=12.0)
         >>> optimum_line(res, 12.0, 12.0, False, 0.05, False, "2")
         'best found   12  (the start 1f1b, nothing better found within 0.05 s; FEASIBLE, peak 2)'
@@ -71,7 +100,7 @@ def optimum_line(
     u = "" if res.time_unit != "s" else " s"
     peak_text = f", peak {peak}" if peak else ""
     if res.status != "OPTIMAL":
-        ended = "when stopped" if stopped else f"within {wall:g} s"  # a signal cut it, not the limit
+        ended = what_ended(res, wall, stopped)
         start, start_value = getattr(res, "hint", None), getattr(res, "hint_objective", None)
         if start and start_value is not None and res.objective is not None and res.objective >= start_value - 1e-9:
             # the best is the starting schedule (a family's, a heuristic's): CP-SAT found nothing better
@@ -80,6 +109,8 @@ def optimum_line(
             )
         return f"best found   {best:g}{u}  (CP-SAT {res.status} {ended}{peak_text})"
     ahead = value - best
+    if abs(ahead) < 1e-9 * max(1.0, abs(value)):  # one value in two float sums: never "-2.66e-15 above it"
+        ahead = 0.0
     than = (
         f"the family is {ahead:g}{u} above it"
         if not over_cap

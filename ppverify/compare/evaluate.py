@@ -19,6 +19,7 @@ from typing import Any
 from ..core.errors import ParameterError, PPVerifyError, ScheduleFileError
 from ..core.limits import LimitError
 from ..core.memory_cap import CapSpec
+from ..core.placement import Placement
 from ..core.schedule import Schedule, carrier
 from ..engines import registry
 from .config import ALL_LEVELS, LEVEL_SEMANTICS, LEVELS, Config, ScheduleEntry
@@ -78,7 +79,7 @@ def evaluate_point(
         return PointResult(entry, config, tuple(LevelResult(lv, status, note=str(exc)) for lv in levels), *units)
     try:
         res = resolve(config, schedule)
-        memory_cap = common_cap(memory_cap, config)
+        memory_cap = common_cap(memory_cap, config, schedule.placement)
     except PPVerifyError as exc:
         return PointResult(
             entry, config, tuple(LevelResult(lv, "not applicable", note=str(exc)) for lv in levels), *units
@@ -226,13 +227,34 @@ def _engine(semantics: str, schedule: Schedule, res: Resolved) -> LevelResult:
         "ok",
         float(tl.makespan),
         float(tl.bubble_ratio),
-        tuple(float(x) for x in tl.peak_memory()),
+        tuple(shown_memory(tl.peak_memory().tolist(), res, schedule)),
         exact=True,
         timeline=tl,
     )
 
 
-def common_cap(memory_cap: CapSpec | None, config: Config) -> CapSpec | None:
+def shown_memory(amounts: Iterable[float], res: Resolved, schedule: Schedule) -> list[float]:
+    """Memory amounts of ``schedule`` (peaks, a cap) in the cost model's unit as every command
+    shows them: bytes as they are, else activations of one microbatch on a device's whole share
+    (:func:`~ppverify.core.memory_cap.printed_unit`). The solver and the engines keep the raw
+    unit; with unequal shares (map ``0,1,1``, stages of ``p/S = 2/3`` each) one activation is the
+    largest device's ``4/3``, not one raw unit.
+
+    Example:
+        >>> from ppverify.compare.config import Config
+        >>> from ppverify.core.placement import Placement
+        >>> from ppverify.core.schedule import carrier
+        >>> s = carrier(Placement(2, ((0, 1, 1),)), 2)
+        >>> shown_memory([4 / 3, 2.0], resolve(Config(2, 2, costs=(("F", 1.0),)), s), s)  # 4/3 / (4/3), 2 / (4/3)
+        [1.0, 1.5]
+    """
+    from ..core.memory_cap import printed_unit
+    from ..views.memory_units import in_activations
+
+    return in_activations(list(amounts), printed_unit(res.costs, schedule.placement))
+
+
+def common_cap(memory_cap: CapSpec | None, config: Config, placement: Placement | None = None) -> CapSpec | None:
     """``--memory-cap N`` or ``NMF`` as one amount that every schedule's optimum shares, counted on
     the linear pipeline of ``p`` devices (1F1B's, its layers split as presets split them): ``N``
     activations are ``N`` times the most one microbatch holds on one of its devices, ``NMF`` ``N``
@@ -240,7 +262,11 @@ def common_cap(memory_cap: CapSpec | None, config: Config) -> CapSpec | None:
     become bytes, in abstract units activations: each placement's own units differ (an
     interleaved stage is half a device's share, so its ``1MF`` was half the bytes of 1F1B's; Llama
     2 7B's 32 layers at p = 3 put 11 on linear's first device, 11 and the logits on interleaved's
-    last). A size or ``none`` is returned as it is.
+    last). In abstract units every placement's stages of one pipe hold ``p`` of them in all (a
+    stage ``p/S``), so one amount is one number of them; given the ``placement`` the cap is
+    returned in that placement's activations, which differ from linear's where devices hold
+    unequal shares (map ``0,1,1``: one activation is ``4/3`` units, linear's is 1). A size or
+    ``none`` is returned as it is.
 
     Example:
         >>> from ppverify.core.memory_cap import read_memory_cap
@@ -251,10 +277,12 @@ def common_cap(memory_cap: CapSpec | None, config: Config) -> CapSpec | None:
         >>> # abstract linear(4): a stage is a device's share, one activation: 8MF = 8 activations
         >>> common_cap(read_memory_cap("8MF"), Config(4, 4, costs=(("F", 1.0),))).amount
         Fraction(8, 1)
+        >>> # 0,1,1: 1.5 of linear's activations (1.5 units) are 1.5 / (4/3) = 9/8 of its own
+        >>> from ppverify.core.placement import Placement
+        >>> common_cap(read_memory_cap("1.5"), Config(2, 2, costs=(("F", 1.0),)), Placement(2, ((0, 1, 1),))).amount
+        Fraction(9, 8)
     """
     if memory_cap is None or memory_cap.kind not in ("activations", "stage_activations"):
-        return memory_cap
-    if config.abstract and memory_cap.kind == "activations":  # one unit for every placement already
         return memory_cap
     from ..core.exact import exact_fraction
     from ..core.memory_cap import exact_unit
@@ -266,6 +294,9 @@ def common_cap(memory_cap: CapSpec | None, config: Config) -> CapSpec | None:
     per = unit if memory_cap.kind == "activations" else exact_fraction(max(costs.activation))
     assert memory_cap.amount is not None
     if config.abstract:
+        if placement is not None:  # the same units, counted in this placement's activations
+            own = resolve(config, carrier(placement, config.m)).costs
+            unit = exact_unit(own, placement)
         return replace(memory_cap, kind="activations", amount=memory_cap.amount * per / unit)
     return replace(memory_cap, kind="bytes", amount=memory_cap.amount * per)
 
@@ -346,6 +377,12 @@ def _optimum(
         r = solve_placement(schedule, res.costs, res.comm, time_limit, cap)
         if cache is not None:
             cache[key] = r
+    # the solver and the cache count the cost model's raw unit; the row shows what every command shows
+    r = replace(
+        r,
+        peak_activations=None if r.peak_activations is None else tuple(shown_memory(r.peak_activations, res, schedule)),
+        memory_cap=None if r.memory_cap is None else shown_memory([r.memory_cap], res, schedule)[0],
+    )
     unlike = unlike_ops(schedule)  # per schedule: placements share the optimum, not the family's ops
     return replace(r, note="; ".join(x for x in (unlike, r.note) if x)) if unlike else r
 
@@ -363,6 +400,7 @@ __all__ = [
     "evaluate_point",
     "resolve",
     "share_costs",
+    "shown_memory",
     "verify_schedule",
     "with_oom",
 ]

@@ -50,7 +50,7 @@ class LevelResult:
     ``status`` is ``ok`` (a number), ``optimal``/``feasible`` (CP-SAT), ``unavailable`` (module
     missing), ``not applicable`` (outside the family's rules or regime) or ``error``; ``note``
     says why. ``lower_bound`` is CP-SAT's proven bound and ``memory_cap`` the per-device cap the
-    optimum was solved under, in the cost model's unit (optimum level only; ``None``: unlimited).
+    optimum was solved under, in the printed unit (activations of the largest device's share, or bytes) (optimum level only; ``None``: unlimited).
     ``oom_devices`` are the devices whose peak (weights, gradients, optimizer state and
     activations) is over the system's memory: ``()`` when it fits, ``None`` when no capacity is
     known (abstract costs) or nothing ran.

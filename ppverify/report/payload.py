@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from ..core.dag import predecessors, split_pairs
+from ..core.memory_cap import printed_unit
 from ..core.ops import Op
 from ..core.schedule import Schedule
 from ..core.timeline import Timeline
+from ..views.memory_units import in_activations
 
 #: what an op waited for, as the page shows it (the code is ``waits[i]``, ``wait_refs[i]`` names
 #: the op or transfer it waited for)
@@ -173,10 +175,10 @@ def timeline_payload(tl: Timeline, ops: list[Op]) -> dict[str, Any]:
     codes, refs = op_waits(tl)
     tr = tl.transfers
     kinds = sorted(set(tr.kind))
-    mem = []
-    for d in range(tl.p):
-        t, m = tl.memory_events(d)
-        mem.append([_round(t, nd), np.round(m, 6).tolist()])
+    # activations as every command prints them (one is the largest device's share: 4/3 units on
+    # 0,1,1), bytes as they are
+    one = printed_unit(tl.costs, tl.schedule.placement)
+    mem = [memory_curve(*tl.memory_events(d), nd, one) for d in range(tl.p)]
     return {
         "semantics": tl.semantics,
         "makespan": ms,
@@ -190,7 +192,7 @@ def timeline_payload(tl: Timeline, ops: list[Op]) -> dict[str, Any]:
         "w": codes,
         "wr": refs,
         "mem": mem,
-        "weights": np.round(tl.static_memory(), 6).tolist(),
+        "weights": np.round(in_activations(np.asarray(tl.static_memory(), dtype=float).tolist(), one), 6).tolist(),
         "tr": {
             "kinds": kinds,
             "k": [kinds.index(k) for k in tr.kind],
@@ -204,6 +206,23 @@ def timeline_payload(tl: Timeline, ops: list[Op]) -> dict[str, Any]:
             "q": queued_behind(tl),
         },
     }
+
+
+def memory_curve(times: Iterable[float], amounts: Iterable[float], nd: int, one: Any = 1) -> list[list[float]]:
+    """One device's memory curve as the page draws it: ``[times, amounts]``, the times rounded to
+    ``nd`` places, the amounts divided by ``one`` (:func:`~ppverify.core.memory_cap.printed_unit`)
+    and several events at one (rounded) instant collapsed to the level after the last of them, as
+    the PNG (:func:`ppverify.report.plots.gantt`) draws it: a release and an allocation at one
+    instant are no dip to the level between.
+
+    Example:
+        >>> memory_curve([0.0, 1.0, 1.0, 2.0], [1.0, 0.0, 3.0, 0.0], 3)  # (1, 0) then (1, 3): 3 kept
+        [[0.0, 1.0, 2.0], [1.0, 3.0, 0.0]]
+    """
+    t = _round(times, nd)
+    m = np.round(in_activations(np.asarray(list(amounts), dtype=float).tolist(), one), 6).tolist()
+    keep = [k for k in range(len(t)) if k + 1 == len(t) or t[k + 1] != t[k]]
+    return [[t[k] for k in keep], [m[k] for k in keep]]
 
 
 def program_payload(schedule: Schedule) -> dict[str, Any]:

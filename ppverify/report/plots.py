@@ -19,7 +19,9 @@ import pandas as pd
 from matplotlib.artist import Artist
 
 from ..core.errors import ParameterError
+from ..core.memory_cap import printed_unit
 from ..core.timeline import Timeline
+from ..views.memory_units import in_activations
 
 #: one color per op kind (F forward, B full backward, I input-grad, W weight-grad)
 KIND_COLORS = {"F": "#4C72B0", "B": "#55A868", "I": "#C44E52", "W": "#DD8452"}
@@ -239,12 +241,14 @@ def gantt(
         mscale, munit = (
             (1 / 2**30, "GiB") if timeline.costs.memory_unit == "bytes" else (1.0, timeline.costs.memory_unit)
         )
+        # activations as every command prints them: one is the largest device's share (4/3 units on 0,1,1)
+        one = printed_unit(timeline.costs, sched.placement)
         styles = ["-", "--", ":", "-."]
         if measured_memory is not None:
             mscale, munit = 1.0, "bytes saved, measured"
         for d in range(p):
             t, mem = (
-                timeline.memory_events(d)
+                _shown_events(timeline.memory_events(d), one)
                 if measured_memory is None
                 else (np.asarray(measured_memory[d][0], dtype=float), np.asarray(measured_memory[d][1], dtype=float))
             )
@@ -297,6 +301,13 @@ def _fit_labels(fig, ax, labels: list) -> None:
 
 #: an axis turns logarithmic when its positive values span more than this factor (a decade)
 LOG_SPAN = 10.0
+
+
+def _shown_events(events: tuple[np.ndarray, np.ndarray], one: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A device's memory events ``(times, amounts)`` with the amounts divided by ``one`` (the
+    printed unit, :func:`~ppverify.core.memory_cap.printed_unit`; 1 for bytes)."""
+    t, mem = events
+    return t, np.asarray(in_activations(np.asarray(mem, dtype=float).tolist(), one), dtype=float)
 
 
 def spans_decades(values: Sequence[float] | np.ndarray | pd.Series) -> bool:

@@ -21,6 +21,7 @@ from .. import Command
 from ..common import file_faults, print_json, schedule_source
 from ..gap_text import best_value, family_value, optimum_line
 from ..optimize_args import add_problem_arguments, problem_from_args
+from ..optimize_report import memory_shown, shown_json
 from ..signals import interruptible, stopped
 
 
@@ -103,18 +104,26 @@ def run(args: argparse.Namespace) -> int:
         optimum=res.objective if proven else None,
         best_found=best,
         status=res.status,
+        # what ended the search: a wall-clock cut (its value may differ at another load), the gap
+        # limit, or empty (CP-SAT's deterministic work, or a proof); solver: limits, workers, seed
+        reason=res.reason,
+        solver=dict(res.solver),
         objective=res.objective_name,
         analytic_bounds=dict(res.bounds),
         wall_s=round(res.wall_s, 3),
         time_unit=res.time_unit,
         collectives=res.collectives,
     )
-    if args.json:
-        print_json(out)
+    if args.json:  # memory in the unit the cap's label counts (activations of the largest share, or bytes)
+        print_json(shown_json(out, pr))
         return stopped(args, "ppverify gap", "the bound and gap found so far") if stop.is_set() else 0
     u = "" if res.time_unit != "s" else " s"
     gap = out["gap_to_bound"]
-    mem = memory_formatter(pr.costs.memory_unit)
+    shown, fmt = memory_shown(pr), memory_formatter(pr.costs.memory_unit)
+
+    def mem(x: float) -> str:  # raw units (the solver's) as printed: the cap's label counts the same
+        return fmt(shown(x))
+
     print(
         f"family       {sched.describe()}  ({pr.objective} under the async engine: {value:g}{u}; peak {mem(peak)}"
         + (f", over the cap {mem(pr.memory_cap)}" if over_cap else "")

@@ -26,6 +26,7 @@ from ...optimize.request import result_text, save_result, solve, summary_lines
 from .. import Command
 from ..common import print_json
 from ..optimize_args import add_problem_arguments, evaluated_problem, problem_from_args, unknown_error, wall_flag
+from ..optimize_report import shown_json
 from ..signals import interruptible, stopped
 from ..timeline_outputs import WIDTH_HELP, chart_width
 
@@ -116,7 +117,9 @@ def run(args: argparse.Namespace) -> int:
     if saved:
         save_result(res, pr, args.save)
     if args.json:
-        print_json(dict(info, **res.to_dict(), **({"saved": args.save if saved else None} if args.save else {})))
+        # memory in the unit the cap's label counts (activations of the largest share, or bytes)
+        out = shown_json(dict(info, **res.to_dict()), pr)
+        print_json(dict(out, **({"saved": args.save if saved else None} if args.save else {})))
     else:
         table_width = width if args.width is not None else None
         print(result_text(res, info, pr, None if args.no_chart else width, args.table, table_width))

@@ -53,6 +53,9 @@
 
   // ---------- comparison tables ----------
   const rows = DATA.rows;
+  // what the optimum level writes first in its note when the solver ran other ops than the family
+  // (compare.optimum.UNLIKE; the text table marks that gap with "+", compare/table.py)
+  const UNLIKE = "unlike ops";
   const configs = [...new Set(rows.map((r) => r.config))];
   function cell(r) {
     if (r.makespan === null || r.makespan === undefined) return [esc(r.status), "na", r.note || r.status];
@@ -125,8 +128,11 @@
         }
         if (sim) {
           const r = by[sim] || {};
-          tr.appendChild(el("td", {}, r.bubble_ratio === null || r.bubble_ratio === undefined ? "-" : r.bubble_ratio.toFixed(3)));
-          tr.appendChild(el("td", {}, fmtMem(r.peak_activation, r.memory_unit)));
+          // a closed form that is only a bound gives bounds here too: marked "~" as its makespan is
+          const bound = sim === "formula" && r.exact === false ? "~" : "";
+          const none = (x) => x === null || x === undefined || Number.isNaN(x);
+          tr.appendChild(el("td", {}, none(r.bubble_ratio) ? "-" : bound + r.bubble_ratio.toFixed(3)));
+          tr.appendChild(el("td", {}, none(r.peak_activation) ? "-" : bound + fmtMem(r.peak_activation, r.memory_unit)));
         }
         if (measuredPeak) {
           const r = by.measured || {};
@@ -142,8 +148,13 @@
           gap = "over cap";
           gapTitle = "its own peak " + fmtMem(a.peak_activation, a.memory_unit) + " is over the cap " +
             fmtMem(o.memory_cap, o.memory_unit) + ": the optimum and its bound hold for the schedules within the cap";
-        } else if (a && o && known(a.gap_to_bound))
+        } else if (a && o && known(a.gap_to_bound)) {
           gap = (o.status === "optimal" ? "" : "\u2264") + (100 * Math.max(a.gap_to_bound, 0)).toFixed(1) + "%";
+          if (String(o.note || "").startsWith(UNLIKE)) {  // as the text table: the optimum ran other ops
+            gap += "+";
+            gapTitle = o.note;
+          }
+        }
         if (hasOpt) tr.appendChild(el("td", { title: gapTitle }, gap));
         const v = (sub.find((r) => r.schedule === sched) || {}).verified || "";
         const z = el("td", { class: v === "valid" ? "valid" : v.startsWith("INVALID") ? "invalid" : "na", title: v },
@@ -168,6 +179,9 @@
       ["Z3", "the verifier proved " + PROVED]];
     if (!LEVEL_ORDER.includes("optimum"))  // both read the optimum: no optimum level, nothing to explain
       extra.splice(3, 2);
+    if (LEVEL_ORDER.includes("optimum") && rows.some((r) => r.level === "optimum" && String(r.note || "").startsWith(UNLIKE)))
+      // after "gap to bound", as the text table's legend says it; only where a gap carries it
+      extra.splice(5, 0, ["+", "beside a gap to bound: the family runs ops the solver does not model (overlapped F&B slots, B mixed with I/W): unlike steps, read with care (hover the gap for the note)"]);
     if (rows.some((r) => r.oom))  // after "~", where the text table's legend has it
       extra.splice(3, 0, ["OOM (-)", "does not fit device memory: weights, gradients, optimizer state and activations over the device's capacity (hover the cell for the devices; ppverify simulate names them too): shown, not ranked; the others are ranked among themselves"]);
     if (LEVEL_ORDER.includes("measured"))
