@@ -98,39 +98,26 @@ def slot_timeline(
     if ptr is not None and done is not None:
         raise DeadlockError(_waits(dag, ptr, done, timed.pred))
     start, end = [float(x) for x in start], [float(x) for x in end]
-    if not counted:
-        # the table's length in ticks, exact (an integer past any float): over NO_COMMON_TICK
-        length = math.ceil(Fraction(max(end, default=0.0)) / tick)
-        return Timeline(
-            schedule,
-            costs,
-            "slot",
-            dag.ops,
-            np.asarray(dag.device, dtype=np.int64),
-            np.asarray(start),
-            np.asarray(end),
-            info=TimelineInfo(
-                tick=float(tick),
-                ticks=max(length, NO_COMMON_TICK + 1),
-                charge_comm=charge_comm,
-                memory_capacity=getattr(comm, "memory_bytes", None),
-            ),
-        )
     tk = float(tick)
+    if counted:
+        scale, length = tk, int(max(end, default=0))
+    else:
+        # the table's length in ticks, exact (an integer past any float): over NO_COMMON_TICK
+        scale, length = 1.0, max(math.ceil(Fraction(max(end, default=0.0)) / tick), NO_COMMON_TICK + 1)
     return Timeline(
         schedule,
         costs,
         "slot",
         dag.ops,
         np.asarray(dag.device, dtype=np.int64),
-        np.asarray(start) * tk,
-        np.asarray(end) * tk,
+        np.asarray(start) * scale,
+        np.asarray(end) * scale,
         info=TimelineInfo(
             tick=tk,
-            ticks=int(max(end, default=0)),
+            ticks=length,
             charge_comm=charge_comm,
-            start_tick=start,
-            end_tick=end,
+            start_tick=start if counted else None,
+            end_tick=end if counted else None,
             # the system's device memory, as the other engines record it (simulate.finish): the
             # report's memory panel draws its capacity line and OOM keys from it
             memory_capacity=getattr(comm, "memory_bytes", None),
