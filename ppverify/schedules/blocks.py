@@ -38,6 +38,7 @@ from ..core.errors import ParameterError
 from ..core.ops import B, F, I, Op, W
 from ..core.placement import Placement, linear, v_shape
 from ..core.schedule import Schedule
+from .registry import check_int
 
 
 def _integer(name: str, value: Any, minimum: int | None = None) -> int:
@@ -52,20 +53,6 @@ def _integer(name: str, value: Any, minimum: int | None = None) -> int:
     ):
         raise ParameterError(name, value, "must be a whole number of block units")
     if minimum is not None and value < minimum:
-        raise ParameterError(name, value, f"must be an integer >= {minimum}")
-    return int(value)
-
-
-def _count(name: str, value: Any, minimum: int) -> int:
-    """``value`` as an int when it is an integral number (numpy's included, never a bool) >=
-    ``minimum``, else :class:`ParameterError`.
-
-    Example:
-        >>> import numpy as np
-        >>> _count("m", np.int64(3), 1)
-        3
-    """
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
         raise ParameterError(name, value, f"must be an integer >= {minimum}")
     return int(value)
 
@@ -270,7 +257,7 @@ def repeat(block: Block, m: int, family: str | None = None, params: Mapping[str,
         >>> [str(o) for o in repeat(one_f_one_b_block(3), 3).programs[2]]
         ['2F0', '2B0', '2F1', '2B1', '2F2', '2B2']
     """
-    m = _count("m", m, 1)
+    m = check_int("m", m, 1)
     pl, T = block.placement, block.interval
     timed: list[list[tuple[int, Op]]] = [[] for _ in range(pl.p)]
     for o in block.ops:
@@ -290,7 +277,7 @@ def block_span(block: Block, m: int) -> int:
         >>> block_span(one_f_one_b_block(4), 8)
         33
     """
-    m = _count("m", m, 1)
+    m = check_int("m", m, 1)
     first = min(o.offset for o in block.ops)
     return max(o.offset + o.length for o in block.ops) - first + (m - 1) * block.interval
 
@@ -304,7 +291,7 @@ def block_peaks(block: Block, m: int) -> tuple[float, ...]:
         >>> block_peaks(one_f_one_b_block(4), 8)
         (4.0, 3.0, 2.0, 1.0)
     """
-    m = _count("m", m, 1)
+    m = check_int("m", m, 1)
     share = block.placement.share_per_stage
     return tuple(float(n * share) for n in _held_peaks(block, m))
 
@@ -382,7 +369,7 @@ def v_block(p: int, w_delay: int = 0, name: str = "v-block", i_delay: int = 0) -
         >>> [o.offset for o in v_block(2, i_delay=1).ops if o.stage == 0]
         [0, 17, 19]
     """
-    w_delay, i_delay = _count("w_delay", w_delay, 0), _count("i_delay", i_delay, 0)
+    w_delay, i_delay = check_int("w_delay", w_delay, 0), check_int("i_delay", i_delay, 0)
     S = 2 * p
     c = 2 * p + (2 - 2 * p) % 6 + 6 * i_delay
     i_off = [c + S - 1 - s for s in range(S)]
@@ -410,8 +397,8 @@ def squeeze(block: Block, m: int, build: int = 0, family: str | None = None, def
         >>> [str(o) for o in repeat(zbv_block(2), 4).programs[0]][:6]
         ['0F0', '0F1', '3F0', '3I0', '3W0', '0F2']
     """
-    m = _count("m", m, 1)
-    build = _count("build", build, 0)
+    m = check_int("m", m, 1)
+    build = check_int("build", build, 0)
     pl, T, n = block.placement, block.interval, max(m, build)
     S = pl.num_stages
     grad = I if block.split else B
