@@ -9,9 +9,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from .errors import ParameterError
+
+
+def _seconds(value: object) -> float | None:
+    """``value`` as a float when it is a finite number >= 0 (a time), else ``None``.
+
+    Example:
+        >>> _seconds(0.5), _seconds(-1), _seconds(float("nan")), _seconds("x")
+        (0.5, None, None, None)
+    """
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) and x >= 0 else None
 
 
 class CommModel(Protocol):
@@ -36,13 +50,8 @@ class FixedDelay:
     def __post_init__(self) -> None:
         # a negative delay would let a consumer start before its input was made (a makespan below
         # the one with no communication at all); NaN or inf time nothing
-        d = self.delay
-        try:
-            x = float(d)
-        except (TypeError, ValueError):
-            x = math.nan
-        if isinstance(d, bool) or not (math.isfinite(x) and x >= 0):
-            raise ParameterError("comm-delay", d, "must be a finite number >= 0")
+        if isinstance(self.delay, bool) or _seconds(self.delay) is None:
+            raise ParameterError("comm-delay", self.delay, "must be a finite number >= 0")
 
     def transfer_time(self, src: int, dst: int, nbytes: float) -> float:
         """``delay`` between distinct devices, 0 on the same device."""
@@ -69,41 +78,14 @@ def transfer_time(comm: CommModel, src: int, dst: int, nbytes: float) -> float:
         ppverify.core.errors.ParameterError: parameter comm=Back: transfer times must be finite and >= 0, got -1.0 from device 0 to 1 (8 bytes)
     """
     t = comm.transfer_time(src, dst, nbytes)
-    try:
-        x = float(t)
-    except (TypeError, ValueError):
-        x = math.nan
-    if not (math.isfinite(x) and x >= 0):
+    x = _seconds(t)
+    if x is None:
         raise ParameterError(
             "comm",
             type(comm).__name__,
             f"transfer times must be finite and >= 0, got {t!r} from device {src} to {dst} ({nbytes:g} bytes)",
         )
     return x
-
-
-class CheckedComm:
-    """``comm`` with every transfer time read through :func:`transfer_time` (checked); any other
-    attribute (a preset's ``name``, ``memory_bytes`` ...) is ``comm``'s own. For engines that call
-    ``comm.transfer_time`` themselves.
-
-    Example:
-        >>> c = CheckedComm(FixedDelay(0.5))
-        >>> c.transfer_time(0, 1, 0.0), c.delay
-        (0.5, 0.5)
-    """
-
-    def __init__(self, comm: CommModel) -> None:
-        self.comm = comm
-
-    def transfer_time(self, src: int, dst: int, nbytes: float) -> float:
-        """The checked transfer time of ``comm``."""
-        return transfer_time(self.comm, src, dst, nbytes)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "comm":  # copy and pickle probe before __init__ ran
-            raise AttributeError(name)
-        return getattr(self.comm, name)
 
 
 #: when the weight-gradient all-reduce between stage replicas starts: as soon as a stage's last

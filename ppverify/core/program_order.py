@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from .comm import NO_COMM, CommModel
+from .comm import NO_COMM, CommModel, transfer_time
 from .costs import CostModel
 from .dag import StepDAG
 from .errors import DeadlockError
@@ -43,7 +43,8 @@ def op_durations(dag: StepDAG, costs: CostModel, comm: CommModel = NO_COMM, char
                 q = dag.pred[i][k]
                 if q >= 0 and dag.cross[i][k]:
                     lo = min(op.stage, dag.ops[q].stage)
-                    t = comm.transfer_time(dag.device[q], dag.device[i], bb[lo] if lo < len(bb) else 0.0)
+                    # checked (finite, >= 0) by the rule every engine, verify and optimize share
+                    t = transfer_time(comm, dag.device[q], dag.device[i], bb[lo] if lo < len(bb) else 0.0)
                     charge[i] = max(charge[i], t)
                     charge[q] = max(charge[q], t)
         dur = [a + b for a, b in zip(dur, charge)]

@@ -51,11 +51,9 @@ class Engine:
 
 
 def _slot(schedule: Schedule, costs: CostModel, comm: CommModel, **options: Any) -> Timeline:
-    from ..core.comm import CheckedComm
     from .table import slot_timeline
 
-    # the table charges transfer times itself (charge_comm): read through the shared check
-    return slot_timeline(schedule, costs, CheckedComm(comm), **options)
+    return slot_timeline(schedule, costs, comm, **options)
 
 
 def _async(schedule: Schedule, costs: CostModel, comm: CommModel, **options: Any) -> Timeline:
@@ -71,11 +69,9 @@ def _contention(schedule: Schedule, costs: CostModel, comm: CommModel, **options
 
 
 def _runtime(schedule: Schedule, costs: CostModel, comm: CommModel, **options: Any) -> Timeline:
-    from ..core.comm import CheckedComm
     from .runtime import runtime_timeline
 
-    # the walk reads a preset's link times itself: through the shared check, as the other engines
-    return runtime_timeline(schedule, costs, CheckedComm(comm), **options)
+    return runtime_timeline(schedule, costs, comm, **options)
 
 
 def _torch(schedule: Schedule, costs: CostModel, comm: CommModel, **options: Any) -> Timeline:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..core.comm import CommModel
+from ..core.comm import CommModel, transfer_time
 from ..core.costs import CostModel
 from ..core.errors import DeadlockError, ParameterError
 from ..core.ops import Comm, Op, Overlap
@@ -275,7 +275,8 @@ def wire_time(comm: CommModel | None, costs: CostModel, src: int, dst: int, key:
     nbytes = float(sizes[boundary]) if 0 <= boundary < len(sizes) else 0.0
     if comm is None or not nbytes or src == dst:
         return 0.0
-    return max(0.0, comm.transfer_time(src, dst, nbytes) - comm.transfer_time(src, dst, 0.0))
+    # both checked (finite, >= 0), as every engine reads a model's times
+    return max(0.0, transfer_time(comm, src, dst, nbytes) - transfer_time(comm, src, dst, 0.0))
 
 
 def _walk(progs: list[list], costs: CostModel, model: Handover | _Drawn, comm: CommModel | None = None) -> RuntimeWalk:

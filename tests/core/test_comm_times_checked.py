@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from ppverify.core.comm import CheckedComm, FixedDelay, transfer_time
+from ppverify.core.comm import FixedDelay, transfer_time
 from ppverify.core.costs import CostModel
 from ppverify.core.errors import ParameterError
 from ppverify.core.placement import linear
@@ -53,11 +53,21 @@ def test_the_shared_check_refuses_a_callers_model(t):
     assert transfer_time(_Model(t), 1, 1, 8.0) == 0.0  # same device: the model says 0, accepted
 
 
-def test_checked_comm_keeps_the_models_other_attributes():
-    c = CheckedComm(FixedDelay(0.25))
-    assert c.delay == 0.25 and c.transfer_time(0, 1, 0.0) == 0.25
-    with pytest.raises(ParameterError):
-        CheckedComm(_Model(-1.0)).transfer_time(0, 1, 0.0)
+@pytest.mark.parametrize("t", [-1.0, math.nan])
+def test_the_engines_own_readers_of_transfer_times_check_them_called_directly(t):
+    # the slot table (charge_comm) and the runtime walk read transfer times themselves: the check
+    # holds there, not only behind run()
+    from dataclasses import replace
+
+    from ppverify.engines.runtime import wire_time
+    from ppverify.engines.table import slot_timeline
+
+    s = build("1f1b", p=2, m=2)
+    with pytest.raises(ParameterError, match="transfer times must be finite and >= 0"):
+        slot_timeline(s, CostModel.unit(s.placement), _Model(t), charge_comm=True)
+    costs = replace(CostModel.abstract(linear(2), F=1, B=2), boundary_bytes=(5e5,))
+    with pytest.raises(ParameterError, match="transfer times must be finite and >= 0"):
+        wire_time(_Model(t), costs, 0, 1, ("F", 1, 0))
 
 
 @pytest.mark.parametrize("t", [-0.5, math.nan])
