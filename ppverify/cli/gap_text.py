@@ -1,5 +1,5 @@
 """What ``ppverify gap`` times and prints beside the solver's summary: the family's value under
-the async engine, the best schedule's own time, and the line that states the optimum."""
+the async engine, and the line that states the optimum."""
 
 from __future__ import annotations
 
@@ -22,32 +22,10 @@ def family_value(
         27.0
     """
     from ..engines import run as run_engine
+    from ..optimize.solver_setup import objective_value
 
     tl = run_engine(schedule, costs, comm, "async", sync=sync, dp_allreduce=dp_allreduce)
-    if objective == "makespan":
-        return float(tl.makespan), tl
-    spans = [
-        float(tl.end[tl.device == d].max() - tl.start[tl.device == d].min())
-        for d in range(tl.p)
-        if (tl.device == d).any()
-    ]
-    return max(spans), tl
-
-
-def best_value(res: Any, problem: Any) -> float | None:
-    """The best schedule's value: CP-SAT's, or, where durations with no small common tick
-    (presets, in seconds) were rounded down for it, the schedule's own time at the true
-    durations (CP-SAT's value is then a bound on that grid, a little under it).
-
-    Example:
-        >>> from types import SimpleNamespace
-        >>> best_value(SimpleNamespace(objective=9.0, exact=True, schedule=None), None)
-        9.0
-    """
-    if res.exact or res.schedule is None:
-        return res.objective
-    pr = problem
-    return family_value(res.schedule, pr.costs, pr.comm, pr.objective, pr.sync, pr.dp_allreduce)[0]
+    return objective_value(tl, objective), tl
 
 
 def what_ended(res: Any, wall: float, stopped: bool) -> str:

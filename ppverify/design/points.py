@@ -224,9 +224,9 @@ def solve_point(task: Task) -> Point:
     peak, step = None, res.objective
     if res.schedule is not None:
         peak, timed = peak_and_time(res.schedule, st)
-        # durations that share no small tick (presets, in seconds) were rounded down for CP-SAT: its
-        # value is then a little under the schedule's own time, which the families are timed at.
-        # With exact ticks the schedule's own time is its order timed as soon as possible, never
+        # durations that share no small tick (presets, in seconds) were rounded down for CP-SAT;
+        # optimize then reports the order timed at the true durations, as the families are timed
+        # here (the same async run). With exact ticks the schedule's own time is its order timed as soon as possible, never
         # slower than the solver's value (a FEASIBLE timeline may hold slack the order does not need)
         step = timed if not res.exact or step is None else min(step, timed)
     cut = bool(res.solver.get("wall_limited"))

@@ -220,18 +220,28 @@ def true_timed(problem: Problem, res: OptimizeResult) -> OptimizeResult:
 
     pr = problem
     tl = run(res.schedule, pr.costs, pr.comm, "async", sync=pr.sync, dp_allreduce=pr.dp_allreduce)
-    if pr.objective == "makespan":
-        value = float(tl.makespan)
-    else:  # the longest per-device span, as gap times a family's
-        value = max(
-            (
-                float(tl.end[tl.device == d].max() - tl.start[tl.device == d].min())
-                for d in range(tl.p)
-                if (tl.device == d).any()
-            ),
-            default=0.0,
-        )
-    return dataclasses.replace(res, objective=value, timeline=tl)
+    return dataclasses.replace(res, objective=objective_value(tl, pr.objective), timeline=tl)
+
+
+def objective_value(tl: Timeline, objective: str) -> float:
+    """A timeline's value under ``objective``: its makespan, or (``span``) the longest per-device
+    span from a device's first op start to its last op end (the zero-bubble paper's ILP objective).
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.engines import run
+        >>> tl = run(build("1f1b", p=2, m=1))  # unit slots: 0F0 0-1, 1F0 1-2, 1B0 2-3, 0B0 3-4
+        >>> objective_value(tl, "makespan"), objective_value(tl, "span")  # device 0 spans 0-4
+        (4.0, 4.0)
+    """
+    if objective == "makespan":
+        return float(tl.makespan)
+    spans = (
+        float(tl.end[tl.device == d].max() - tl.start[tl.device == d].min())
+        for d in range(tl.p)
+        if (tl.device == d).any()
+    )
+    return max(spans, default=0.0)
 
 
 def schedule_from_starts(inst: Instance, starts: Sequence[int], family: str) -> tuple[Schedule, Timeline]:
@@ -438,6 +448,7 @@ __all__ = [
     "cut_stats",
     "lp_magnitude",
     "make_solver",
+    "objective_value",
     "run_solver",
     "schedule_from_starts",
     "solver_stats",
