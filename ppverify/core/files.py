@@ -19,6 +19,7 @@ the process may set them, its owner and group).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import stat
@@ -412,6 +413,7 @@ def _unique_keys(text: str, label: str) -> None:
                 stack.extend((key, value))
 
 
+@functools.cache  # one class, built on first use (yaml is imported lazily)
 def _yaml_loader() -> Any:
     """PyYAML's safe loader with YAML 1.2's floats: an exponent without a dot (``1e-3``, ``5e-1``,
     ``1e15``) or without a sign (``1.0e15``) is a number, as in JSON and YAML 1.2, not the string
@@ -422,27 +424,21 @@ def _yaml_loader() -> Any:
         >>> yaml.load("[1e-3, 5.0e-1, 2E+2, 1.0e15, .5e1, 1_000, 0x10, '1e3', e3, 1e, 1.2.3e4]", Loader=_yaml_loader())
         [0.001, 0.5, 200.0, 1000000000000000.0, 5.0, 1000, 16, '1e3', 'e3', '1e', '1.2.3e4']
     """
-    global _LOADER
-    if _LOADER is None:
-        import re
+    import re
 
-        import yaml
+    import yaml
 
-        class Loader(yaml.SafeLoader):
-            """Safe loading, with YAML 1.2's exponent-only floats."""
+    class Loader(yaml.SafeLoader):
+        """Safe loading, with YAML 1.2's exponent-only floats."""
 
-        # checked after YAML 1.1's own float and int forms (the first match wins): only what
-        # they leave a string, a number with an exponent, is read as a float here
-        Loader.add_implicit_resolver(
-            "tag:yaml.org,2002:float",
-            re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-            list("-+0123456789."),
-        )
-        _LOADER = Loader
-    return _LOADER
-
-
-_LOADER: Any = None
+    # checked after YAML 1.1's own float and int forms (the first match wins): only what
+    # they leave a string, a number with an exponent, is read as a float here
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+        list("-+0123456789."),
+    )
+    return Loader
 
 
 def load_yaml(text: str, path: str) -> object:

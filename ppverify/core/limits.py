@@ -125,32 +125,24 @@ def check_ops(n: int, what: str, up_to: bool = False) -> None:
     check_memory(ops_memory(n), what, f"{ops}: {OPS_BASE_BYTES // 2**20} MiB + {BYTES_PER_OP} B per op")
 
 
-def ops_memory(n: int) -> int:
+def ops_memory(n: int, per_op: int = BYTES_PER_OP) -> int:
     """Bytes a command that builds or loads ``n`` ops is estimated to need at its peak (see
-    :data:`BYTES_PER_OP`); :func:`check_ops` refuses it over ``--max-memory-gib``.
+    :data:`BYTES_PER_OP`; ``per_op`` :data:`CSV_BYTES_PER_OP` for ops read from a CSV file);
+    :func:`check_ops` and :func:`check_csv_cells` refuse it over ``--max-memory-gib``.
 
     Example:
         >>> ops_memory(1_000_000) / 2**20
         802.3515625
-    """
-    return OPS_BASE_BYTES + n * BYTES_PER_OP
-
-
-def csv_memory(n: int) -> int:
-    """Bytes a command that reads a CSV schedule of ``n`` ops (non-empty cells) is estimated to
-    need at its peak (see :data:`CSV_BYTES_PER_OP`); :func:`check_csv_cells` refuses it over
-    ``--max-memory-gib``.
-
-    Example:
-        >>> csv_memory(500_000) / 2**20  # 192 MiB + 500,000 x 3,072 B = 192 + 1464.84375 MiB
+        >>> ops_memory(500_000, CSV_BYTES_PER_OP) / 2**20  # 192 MiB + 500,000 x 3,072 B = 192 + 1464.84375 MiB
         1656.84375
     """
-    return OPS_BASE_BYTES + n * CSV_BYTES_PER_OP
+    return OPS_BASE_BYTES + n * per_op
 
 
 def check_csv_cells(n: int, what: str) -> None:
     """Refuse a CSV schedule of ``n`` non-empty cells (about one op each) whose estimated memory
-    (:func:`csv_memory`) is over ``--max-memory-gib``, before any cell is parsed.
+    (:func:`ops_memory` at :data:`CSV_BYTES_PER_OP`) is over ``--max-memory-gib``, before any cell
+    is parsed.
 
     Example:
         >>> check_csv_cells(500_000, "s.csv")
@@ -161,7 +153,9 @@ def check_csv_cells(n: int, what: str) -> None:
         ppverify.core.limits.LimitError: s.csv: needs about 1.618 GiB of memory (500000 ops of a CSV file: 192 MiB + 3072 B per op), over the limit of 1 GiB (raise it with ppverify --max-memory-gib X)
     """
     check_memory(
-        csv_memory(n), what, f"{n} ops of a CSV file: {OPS_BASE_BYTES // 2**20} MiB + {CSV_BYTES_PER_OP} B per op"
+        ops_memory(n, CSV_BYTES_PER_OP),
+        what,
+        f"{n} ops of a CSV file: {OPS_BASE_BYTES // 2**20} MiB + {CSV_BYTES_PER_OP} B per op",
     )
 
 
