@@ -143,6 +143,18 @@ def _num(x: float) -> str:
     return f"{x:.6g}"
 
 
+def in_activations(amounts: Sequence[float], unit: Fraction) -> list[float]:
+    """``amounts`` (the cost model's unit) divided exactly by ``unit``.
+
+    Example:
+        >>> in_activations([4.0, 1.0], Fraction(2))
+        [2.0, 0.5]
+    """
+    if unit == 1:
+        return [float(x) for x in amounts]
+    return [float(exact_fraction(x) / unit) for x in amounts]
+
+
 def printed_unit(costs: CostModel, placement: Placement) -> Fraction:
     """One printed unit of memory in the cost model's own unit: 1 for bytes (or a cost model with
     no activation memory), else :func:`~ppverify.core.memory_cap.exact_unit`.

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ParameterError, ScheduleFileError
-from .exact import exact_fraction
-from .memory_cap import printed_unit
+from .memory_cap import in_activations, printed_unit
 from .timeline import Timeline
 
 COMPUTE_TID = 0
@@ -202,16 +201,12 @@ def chrome_trace(timeline: Timeline, memory: bool = True, measured_memory: Any =
         # activations as every command prints them (one is the largest device's share: 4/3 units on
         # a map 0,1,1 with --costs), bytes as they are
         one = printed_unit(timeline.costs, timeline.schedule.placement)
-
-        def shown(x: float) -> float:
-            return float(x) if one == 1 else float(exact_fraction(x) / one)
-
         for d in range(p):
             times, mem = timeline.memory_events(d, include_weights=True)
-            static = shown(float(timeline.static_memory()[d]))
+            [static] = in_activations([float(timeline.static_memory()[d])], one)
             events.append({"ph": "C", "name": "memory", "pid": d, "ts": 0.0, "args": {unit: static}})
-            for t, v in zip(times.tolist(), mem.tolist()):
-                events.append({"ph": "C", "name": "memory", "pid": d, "ts": t * sc, "args": {unit: shown(v)}})
+            for t, v in zip(times.tolist(), in_activations(mem.tolist(), one)):
+                events.append({"ph": "C", "name": "memory", "pid": d, "ts": t * sc, "args": {unit: v}})
     other = {
         "semantics": timeline.semantics,
         "schedule": timeline.schedule.describe(),

@@ -13,21 +13,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..core.exact import exact_fraction
-from ..core.memory_cap import MemoryCap, cap_check, printed_unit
+from ..core.memory_cap import MemoryCap, cap_check, in_activations, printed_unit
 from ..core.timeline import Timeline
-
-
-def in_activations(amounts: Sequence[float], unit: Fraction) -> list[float]:
-    """``amounts`` (the cost model's unit) divided exactly by ``unit``.
-
-    Example:
-        >>> in_activations([4.0, 1.0], Fraction(2))
-        [2.0, 0.5]
-    """
-    if unit == 1:
-        return [float(x) for x in amounts]
-    return [float(exact_fraction(x) / unit) for x in amounts]
 
 
 def cap_check_in_activations(peaks: Sequence[float], cap: MemoryCap, unit: Fraction) -> dict[str, Any]:
