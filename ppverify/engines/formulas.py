@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.closed_form import EXACT, LOWER, UPPER, Formula, FormulaFn, costs_of, exact_costs
 from ..core.errors import ParameterError
+from ..core.ops import KINDS
 from ..schedules import get_family
 from ..schedules.chimera import chimera_asym_formula, chimera_formula
 from ..schedules.gpipe import gpipe_formula
@@ -99,7 +100,3 @@ def _check_costs(costs: Mapping[str, float] | None) -> None:
         if not number or not math.isfinite(value) or value < 0:
             kind_of = "" if number else f", not a {type(value).__name__}"
             raise ParameterError("costs", f"{kind}={value!r}", f"must be a finite number >= 0{kind_of}")
-
-
-#: the op kinds a formula's costs name
-KINDS = ("F", "B", "I", "W")
