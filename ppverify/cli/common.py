@@ -220,7 +220,8 @@ def _build_family(source: ScheduleSource) -> Schedule:
     if fam.notes is not None:  # a parameter given that changes nothing here: said, not ignored
         from .file_settings import print_notes
 
-        print_notes(fam.notes(source.p, m, **{k: v for k, v in params.items() if v is not None}))
+        # the values as the build read them (a word in any case: --units CONCAT is concat)
+        print_notes(fam.notes(source.p, m, **fam.arguments(params)))
     return schedule
 
 

@@ -94,10 +94,9 @@ def megatron_note(p: int, m: int, v: int, order: str) -> str:
     Example:
         >>> megatron_note(4, 8, 2, "megatron")
         'order=megatron gives the same schedule as order=pytorch at p=4, m=8, v=2: the two differ only at m = p >= 2 with v > 1 (every forward first)'
-        >>> megatron_note(4, 4, 2, "megatron"), megatron_note(4, 8, 2, "Megatron") == megatron_note(4, 8, 2, "megatron")
-        ('', True)
+        >>> megatron_note(4, 4, 2, "megatron")
+        ''
     """
-    order = order.strip().lower() if isinstance(order, str) else order  # read in any case, as the build does
     if order != "megatron" or (m == p and v > 1 and p > 1):
         return ""
     return (

@@ -78,11 +78,6 @@ def typed_value(param: Param, value: Any, family: str) -> Any:
     return value
 
 
-def k_given(params: dict[str, Any], name: str) -> bool:
-    """Whether ``name`` is given in ``params`` (a ``None`` value counts as not given)."""
-    return params.get(name) is not None
-
-
 @dataclass(frozen=True)
 class Family:
     """A registered schedule family.
@@ -138,7 +133,7 @@ class Family:
             args[k] = v.strip().lower() if k in words and isinstance(v, str) else v
         if not self._own():  # a plugin's generator gets values of its parameters' declared types
             for pr in self.params:
-                if k_given(params, pr.name):
+                if params.get(pr.name) is not None:  # given (None: not given)
                     args[pr.name] = typed_value(pr, args[pr.name], self.name)
         return args
 
@@ -306,7 +301,7 @@ def build(name: str, p: int, m: int, **params: Any) -> Schedule:
     args = fam.arguments(params)
     p, m = check_int("p", p, 1), check_int("m", m, 1)
     check_family(fam.name, p, m, args)  # before generating: a huge p or m is refused at once
-    own = getattr(fam.generator, "__module__", "").startswith("ppverify.")
+    own = fam._own()
     try:
         sched = fam.generator(p, m, **args)
     except PPVerifyError:
