@@ -31,7 +31,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import takewhile
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 from ..core.errors import ParameterError
@@ -42,16 +42,28 @@ from .registry import check_int
 
 
 def _integer(name: str, value: Any, minimum: int | None = None) -> int:
-    """``value`` as an int; a bool, a fraction, a non-number or a value below ``minimum`` raises
-    :class:`ParameterError` (offsets and lengths are whole block units: rounding would build
-    another block than the one written)."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (Integral, float))
-        or (isinstance(value, float) and not math.isfinite(value))  # int(inf) would raise OverflowError
-        or value != int(value)
-    ):
-        raise ParameterError(name, value, "must be a whole number of block units")
+    """``value`` as an int when it is a whole number (an int, float or fraction, numpy's included;
+    not a bool); anything else, or a value below ``minimum``, raises :class:`ParameterError`.
+    Offsets, lengths and the interval are whole block units (rounding would build another block
+    than the one written), read by this one rule in :meth:`Block.of` and :meth:`Block.check`.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> _integer("interval", Fraction(3), 1), _integer("interval", 3.0, 1)
+        (3, 3)
+        >>> _integer("interval", 2.5, 1)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter interval=2.5: must be a whole number of block units (an int, float or fraction, numpy's included; not a bool)
+    """
+    # numpy's integers and floats are registered as Real (a bool is Integral, hence Real, too)
+    real = isinstance(value, Real) and not isinstance(value, bool)
+    if not real or not math.isfinite(value) or value != int(value):  # int(inf) would raise OverflowError
+        raise ParameterError(
+            name,
+            repr(value) if isinstance(value, str) else value,  # '3', quoted as check_int quotes it
+            "must be a whole number of block units (an int, float or fraction, numpy's included; not a bool)",
+        )
     if minimum is not None and value < minimum:
         raise ParameterError(name, value, f"must be an integer >= {minimum}")
     return int(value)
@@ -181,9 +193,7 @@ class Block:
             raise ParameterError("placement", self.placement, "must be a Placement (ppverify.core.placement)")
         if self.placement.num_pipes != 1:
             raise ParameterError("block", self.name, "a building block needs a one-pipe placement")
-        # any integral number (numpy's too, as offsets are): a bool, a fraction or 3.0 is refused
-        if isinstance(self.interval, bool) or not isinstance(self.interval, Integral) or self.interval < 1:
-            raise ParameterError("interval", self.interval, "must be an integer >= 1")
+        _integer("interval", self.interval, 1)  # the rule Block.of reads it by (3.0 was taken there only)
         if not isinstance(self.name, str) or not self.name:
             raise ParameterError("name", self.name, "must be a non-empty string")
         S = self.placement.num_stages

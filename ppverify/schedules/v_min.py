@@ -27,27 +27,46 @@ def v_min(p: int, m: int) -> Schedule:
     return repeat(v_block(p, 0, "v-min"), m, "v-min", {"p": p, "m": m})
 
 
-def v_peak(p: int, m: int, w_delay: int) -> int:
-    """Peak activations of the V block with ``w_delay``: ``min(m, floor((p+4)/3) + w_delay)``.
+def v_peak(p: int, m: int, w_delay: int, i_delay: int = 0) -> int:
+    """Peak activations of the V block with its delays:
+    ``min(m, floor((p+4)/3) + i_delay + w_delay)``: an upper bound for any ``m``, and every
+    device's peak once ``m >= v_peak_exact_from(p, w_delay, i_delay)``.
 
     Derivation (docs/building-blocks.md): stage s holds its activations from ``F[s] = s`` to
     ``W[s] + 1``, so the two stages of device d live ``2c + 6 + 12 w_delay`` block units together
-    (``c`` the I chain's start); every 6 units one microbatch enters each, and a chunk counts 1/2.
+    (``c`` the I chain's start, ``6 i_delay`` later per interval of delay); every 6 units one
+    microbatch enters each, and a chunk counts 1/2.
 
     Example:
-        >>> v_peak(8, 24, 0), v_peak(8, 2, 0), v_peak(8, 24, 1)
-        (4, 2, 5)
+        >>> v_peak(8, 24, 0), v_peak(8, 2, 0), v_peak(8, 24, 1), v_peak(8, 24, 1, i_delay=2)
+        (4, 2, 5, 7)
     """
-    return min(m, (p + 4) // 3 + w_delay)
+    return min(m, (p + 4) // 3 + i_delay + w_delay)
+
+
+def v_peak_exact_from(p: int, w_delay: int = 0, i_delay: int = 0) -> int:
+    """The ``m`` from which :func:`v_peak` is every device's peak (for every larger ``m`` too):
+    ``ceil(L0/6)``, stage 0's life ``L0 = W[0] + 1 = c + 2p + 2 + 6 w_delay`` in intervals, which
+    is ``2 floor((p+1)/3) + 1 + i_delay + w_delay`` (``c`` is ``2p`` to ``2p + 4``, 2 modulo 6,
+    plus ``6 i_delay``). From there each device holds, for at least a whole interval, what the
+    endless repetition holds (microbatch 0's longest life has ended, microbatch m's forward not
+    begun). A smaller ``m`` may reach it too or fall short on some devices (p = 3, w_delay = 1,
+    i_delay = 3, m = 6: 5.5 on device 0, not 6; docs/building-blocks.md).
+
+    Example:
+        >>> v_peak_exact_from(8), v_peak_exact_from(3, 1, 3)
+        (7, 7)
+    """
+    return 2 * ((p + 1) // 3) + 1 + i_delay + w_delay
 
 
 def v_formula(name: str, p: int, m: int, costs: Mapping[str, float] | None, w_delay: int) -> Formula:
     """The formula of a V block family: peak :func:`v_peak` on every device (exact for
-    ``m >= 2p``, an upper bound below); makespan at least ``m(tF+tI+tW) + (p-1)tF/2`` (a lower
-    bound for any V schedule: the last device's first pass waits for ``p-1`` chunk forwards, then
-    has all its work ahead) and at most the block's span with each chunk pass lasting half the
-    dearest of ``tF, tI, tW`` (the block's own start times are a valid timing of the same order),
-    printed in ``conditions``. The peak counts every activation as held until its ``W``; when the
+    ``m >= 2p`` once :func:`v_peak_exact_from` holds too, an upper bound below); makespan at least
+    ``m(tF+tI+tW) + (p-1)tF/2`` (a lower bound for any V schedule: the last device's first pass
+    waits for ``p-1`` chunk forwards, then has all its work ahead) and at most the block's span with
+    each chunk pass lasting half the dearest of ``tF, tI, tW`` (the block's own start times are a
+    valid timing of the same order), printed in ``conditions``. The peak counts every activation as held until its ``W``; when the
     costs free a share at ``I`` (``freed_by_I`` > 0, as presets do) some devices peak lower, so
     it is then an upper bound (the largest per-device peak still reaches it).
 
@@ -65,14 +84,18 @@ def v_formula(name: str, p: int, m: int, costs: Mapping[str, float] | None, w_de
     slot = max(c["F"], c["I"], c["W"]) / 2
     span = block_span(v_block(p, w_delay), m) * Fraction(slot)
     held_to_w = freed_by_I_of(costs) == 0
+    # v-min's documented rule is m >= 2p (formulas-and-range.md), where the block's own threshold
+    # (at most 2p without a delay) already holds; a W delay can push that threshold past 2p
+    exact_from = max(2 * p, v_peak_exact_from(p, w_delay))
+    when = "2p" if exact_from == 2 * p else str(exact_from)
     return make_formula(
         name,
         busy,
         busy + Fraction(p - 1, 2) * c["F"],
         [v_peak(p, m, w_delay)] * p,
         LOWER,
-        EXACT if m >= 2 * p and held_to_w else UPPER,
-        f"peaks exact for m >= 2p (else upper bounds){'' if held_to_w else ', upper bounds when I frees part'}; "
+        EXACT if m >= exact_from and held_to_w else UPPER,
+        f"peaks exact for m >= {when} (else upper bounds){'' if held_to_w else ', upper bounds when I frees part'}; "
         f"makespan a lower bound, at most {float(span):g} (the unsqueezed block)",
         "Qi et al. NeurIPS'24 (arXiv 2405.15362) building blocks; this block and its bounds derived here",
     )

@@ -4,6 +4,8 @@ and broken dependencies are refused."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,6 +27,7 @@ from ppverify.schedules.blocks import (
     zb_h1_block,
 )
 from ppverify.schedules.v_half import v_half_delay
+from ppverify.schedules.v_min import v_formula, v_peak, v_peak_exact_from
 from ppverify.verify import verify
 
 
@@ -101,14 +104,38 @@ def test_v_families_verify_and_peaks_match_simulator(name: str, p: int) -> None:
     assert [float(x) for x in tl.peak_memory()] == [float(expect)] * p
 
 
-@given(st.integers(1, 12), st.integers(1, 40), st.integers(0, 3))
+@given(st.integers(1, 12), st.integers(1, 40), st.integers(0, 3), st.integers(0, 3))
 @settings(max_examples=80, deadline=None)
-def test_v_block_peak_never_above_formula_exact_from_2p(p: int, m: int, w: int) -> None:
-    peaks = block_peaks(v_block(p, w), m)
-    bound = min(m, (p + 4) // 3 + w)
-    assert max(peaks) <= bound
-    if m >= 2 * p:
-        assert peaks == (float(bound),) * p
+def test_v_block_peak_never_above_formula_exact_from_stage_0s_life(p: int, m: int, w: int, i: int) -> None:
+    # docs/building-blocks.md: bound min(m, floor((p+4)/3) + i_delay + w_delay), on every device once
+    # m >= ceil(L0/6), L0 = c + 2p + 2 + 6w stage 0's life, c = 2p + ((2 - 2p) mod 6) + 6i. By hand,
+    # 2p + ((2 - 2p) mod 6) is 2p + 4, 2p + 2, 2p for p = 3j+2, 3j+3, 3j+1, so ceil((4p + 2 + that
+    # remainder)/6) is 2j+3, 2j+3, 2j+1 = 2 floor((p+1)/3) + 1 (p = 3: c = 8, L0 = 16, 3)
+    blk = v_block(p, w, i_delay=i)
+    bound = min(m, (p + 4) // 3 + i + w)
+    exact_from = 2 * ((p + 1) // 3) + 1 + i + w
+    sched = repeat(blk, m)
+    slot = run(sched, CostModel.abstract(sched.placement, F=1, I=1, W=1), semantics="slot").peak_memory()
+    for peaks in (block_peaks(blk, m), tuple(float(x) for x in slot)):
+        assert max(peaks) <= bound
+        if m >= exact_from:
+            assert peaks == (float(bound),) * p
+    assert v_peak(p, m, w, i) == bound and v_peak_exact_from(p, w, i) == exact_from
+
+
+def test_v_block_peak_below_stage_0s_life_falls_short() -> None:
+    # the hunt's case (docs/building-blocks.md): p = 3, w_delay = 1, i_delay = 3, m = 6 = 2p. c = 6 + 2
+    # + 18 = 26; stage 0 holds [6k, 40 + 6k), stage 5 [5 + 6k, 35 + 6k): at t = 30..35 device 0 holds
+    # 6 + 5 chunks, 5.5 activations, not floor(7/3) + 3 + 1 = 6; exact from ceil(40/6) = 7 (6 + 6/2)
+    blk = v_block(3, 1, i_delay=3)
+    assert block_peaks(blk, 6) == (5.5, 6.0, 6.0)  # devices 1 and 2 live shorter (L0 - 2d <= 36)
+    assert block_peaks(blk, 7) == (6.0, 6.0, 6.0)
+    # the formula of a block with a W delay claims exactness only from there: p = 3, w_delay = 4 is
+    # exact from 2 + 1 + 4 = 7 > 2p = 6 (p = 3: c = 8, stage 0 lives 8 + 6 + 2 + 24 = 40 units)
+    f6, f7 = v_formula("v", 3, 6, None, 4), v_formula("v", 3, 7, None, 4)
+    assert (f6.peak_kind, f7.peak_kind) == ("upper bound", "exact")
+    assert "peaks exact for m >= 7" in f7.conditions
+    assert "peaks exact for m >= 2p" in v_formula("v-min", 3, 6, None, 0).conditions
 
 
 @pytest.mark.parametrize("p", [2, 4])
@@ -210,6 +237,36 @@ def test_block_built_directly_is_checked() -> None:
         Block(linear(2), (BlockOp("F", 0, 0), BlockOp("F", 1, 1), BlockOp("B", 0, 4)), 3)
     with pytest.raises(ParameterError, match="0B starts at 1, before its input 1B ends"):
         Block(linear(2), (BlockOp("F", 0, 0), BlockOp("F", 1, 0), BlockOp("B", 0, 1), BlockOp("B", 1, 1)), 3)
+
+
+@pytest.mark.parametrize("path", ["of", "direct"])
+def test_interval_read_by_one_rule_on_both_paths(path: str) -> None:
+    # Block.of took 3.0 while Block(...) refused it as "not an integer >= 1", and Fraction(3) was
+    # called "not a whole number": both paths now read the interval as the offsets and lengths are
+    from fractions import Fraction
+
+    from ppverify.schedules.blocks import BlockOp
+
+    def make(interval: object) -> Block:
+        if path == "of":
+            return Block.of(linear(2), interval, F=(0, 1), B=(4, 2), lengths={"F": 1, "B": 2})  # type: ignore[arg-type]
+        ops = (BlockOp("F", 0, 0), BlockOp("F", 1, 1), BlockOp("B", 0, 4, 2), BlockOp("B", 1, 2, 2))
+        return Block(linear(2), ops, interval)  # type: ignore[arg-type]
+
+    # 1F1B's p = 2 block (F at 0, 1; B at 4, 2 of length 2), interval 3 however it is written
+    for whole in (3, 3.0, Fraction(3)):
+        blk = make(whole)
+        assert blk.interval == 3 and type(blk.interval) is int and blk.ops == one_f_one_b_block(2).ops
+    rule = r"must be a whole number of block units \(an int, float or fraction, numpy's included; not a bool\)"
+    for bad in (2.5, Fraction(5, 2), True, "3", math.inf, math.nan):
+        with pytest.raises(ParameterError, match=f"parameter interval=.*: {rule}"):
+            make(bad)
+    with pytest.raises(ParameterError, match="parameter interval='3': "):  # a string shown quoted
+        make("3")
+    # whole but too small: the minimum named (0 is a whole number)
+    for small in (0, 0.0, Fraction(0), -3):
+        with pytest.raises(ParameterError, match=r"parameter interval=\S+: must be an integer >= 1$"):
+            make(small)
 
 
 def test_block_with_two_stages_per_device() -> None:
