@@ -103,6 +103,9 @@ def verify(
         raise ParameterError("sync", sync, f"expected one of {', '.join(SYNC_MODES)}")
     if isinstance(dp_allreduce, bool) or not isinstance(dp_allreduce, int) or dp_allreduce < 0:
         raise ParameterError("dp-allreduce", dp_allreduce, "must be an integer >= 0 (data-parallel replicas)")
+    if isinstance(max_violations, bool) or not isinstance(max_violations, int) or max_violations < 1:
+        # none to find would leave a deadlock without a violation: a false VALID
+        raise ParameterError("max-violations", max_violations, "must be >= 1 (order violations to find)")
     if comm_semantics not in COMM_SEMANTICS:
         raise ParameterError("comm semantics", comm_semantics, f"expected one of {', '.join(COMM_SEMANTICS)}")
     # finite (an infinite cap or bound is no claim, and no exact rational: use none, or leave it

@@ -19,11 +19,12 @@ from ..core.dag import DagArrays, StepDAG, build_dag, build_dag_arrays
 from ..core.lowering import runs_as_written
 from ..core.ops import Action, Op, Overlap
 from ..core.schedule import Schedule
+from ..core.time_limit import TimeLimitError
 from ..io.torch_rules import Crossing, crossed_messages
 from . import certify
 from .action_placement import Misplaced, check_action_placement
 from .comm_model import build_problem, pytorch_lowering
-from .order import check_order
+from .order import check_order, core_budget
 from .report import Violation
 from .structure import check_structure, occurrences
 
@@ -216,6 +217,7 @@ class Run:
         explicit = runs_as_written(self.structure().clean)
         lowered = self.lowered()
         order_v: list[Violation]
+        budget = core_budget()  # the order check's seconds (more under a --time-limit)
         if (
             arrays is not None
             and self.comm_semantics == "buffered"
@@ -233,15 +235,24 @@ class Run:
                 order_v, complete = [], True
                 self.certified += ["dependencies", "exclusivity", "deadlock"]
             else:
-                order_v, complete = check_order(pb, max_violations=self.max_violations)
+                order_v, complete = check_order(pb, self.max_violations, budget, self.comm_semantics)
+                if not complete and not order_v:
+                    # an unfinished search that found nothing is no proof that an execution
+                    # exists: no verdict, as a --time-limit reached (check_order never gives it)
+                    raise TimeLimitError("the order check", f"no answer within {budget:g} s")
             n_actions, n_constraints = len(pb.text), len(pb.edges)
         self.timings["order_s"] = time.perf_counter() - t1
         if not complete:
+            n = len(order_v)
+            cut = (
+                f"--max-violations {self.max_violations}"
+                if n >= self.max_violations
+                else f"the {budget:g} s budget of the order check; a --time-limit T gives it half of what is left of T"
+            )
             self.notes.append(
                 (
                     "dependencies/deadlock",
-                    f"stopped after {len(order_v)} order violations "
-                    "(--max-violations or the time budget); there may be more",
+                    f"stopped after {n} order violation{'s' if n != 1 else ''} ({cut}); there may be more",
                 )
             )
         od = Order(tuple(order_v), complete, n_actions, n_constraints, explicit, lowered is not None)

@@ -27,12 +27,22 @@ import time
 
 import z3
 
+from ..core.errors import ParameterError
+from ..core.time_limit import seconds_left
 from .cycles import describe_cycle, positive_cycle, scc_cycle
 from .order_problem import OrderProblem
 from .report import Violation
 from .smt import IDL_SEARCH_FACTOR, decide, diff_ge, idl_solver, load, minimize_core, num
 
-__all__ = ["GUARDED_LIMIT", "OrderProblem", "check_order", "is_orderable"]
+__all__ = [
+    "CORE_BUDGET_S",
+    "GUARDED_LIMIT",
+    "OrderProblem",
+    "check_order",
+    "core_budget",
+    "is_orderable",
+    "unminimized",
+]
 
 
 def _program_order(pb: OrderProblem, nodes: list[int] | None = None) -> list[str]:
@@ -145,15 +155,63 @@ def _core_subproblem(pb: OrderProblem, core_edges: list[int], budget_s: float) -
 GUARDED_LIMIT = 20_000
 
 
-def check_order(pb: OrderProblem, max_violations: int = 20, budget_s: float = 30.0) -> tuple[list[Violation], bool]:
+#: seconds the order check may take to find its violations' cores (more under a ``--time-limit``:
+#: :func:`core_budget`); counted from its start, so the first decision spends it too
+CORE_BUDGET_S = 30.0
+
+
+def core_budget(budget_s: float = CORE_BUDGET_S) -> float:
+    """Seconds for :func:`check_order`: ``budget_s``, or under a ``--time-limit`` half the seconds
+    left of it when that is more (the other half for the step that runs past the budget, which
+    is not stopped midway, and for the properties after the order check).
+
+    Example:
+        >>> from ppverify.core.time_limit import time_limit
+        >>> core_budget()
+        30.0
+        >>> with time_limit(600, clock=lambda: 0.0):
+        ...     core_budget()
+        300.0
+    """
+    left = seconds_left()
+    return budget_s if left is None else max(budget_s, left / 2)
+
+
+def unminimized(semantics: str | None, budget_s: float) -> Violation:
+    """The violation of an order problem Z3 found infeasible whose core was not found within the
+    budget: no complete execution exists (a deadlock, or an op before its input through another
+    rank), but which cycle of waits is not named.
+
+    Example:
+        >>> print(unminimized("rendezvous", 30).to_text())  # doctest: +NORMALIZE_WHITESPACE
+        deadlock: no complete execution exists under rendezvous point-to-point semantics (Z3: unsat),
+        but its cycle of waits is not named: the core was not minimized within the 30 s budget of the
+        order check (a --time-limit T gives it half of what is left of T, e.g. --time-limit 600)
+        [dependencies, program order and point-to-point semantics together]
+    """
+    under = f"{semantics} point-to-point semantics" if semantics else "these point-to-point semantics"
+    return Violation(
+        "deadlock",
+        "dependencies, program order and point-to-point semantics together",
+        f"no complete execution exists under {under} (Z3: unsat), but its cycle of waits is not named: "
+        f"the core was not minimized within the {budget_s:g} s budget of the order check "
+        "(a --time-limit T gives it half of what is left of T, e.g. --time-limit 600)",
+    )
+
+
+def check_order(
+    pb: OrderProblem, max_violations: int = 20, budget_s: float | None = None, semantics: str | None = None
+) -> tuple[list[Violation], bool]:
     """Decide dependencies, exclusivity and deadlock freedom; every violation with its core.
 
     Z3 decides feasibility (the fast path, again after each violation). When infeasible, the
     relevant sub-problem is one cycle of a strongly connected component; Z3 confirms it unsat and
     minimizes it; its actions' edges are set aside before the next check, until the rest is
-    satisfiable (or
-    ``max_violations``/``budget_s`` is reached). Returns the violations and whether the search
-    was complete (False: stopped at a limit with more violations possibly left).
+    satisfiable (or ``max_violations``/``budget_s`` is reached: default :func:`core_budget`,
+    counted from the start). Returns the violations and whether the search was complete (False:
+    stopped at a limit with more violations possibly left). An infeasible problem always has a
+    violation: one whose core was not found within the budget is :func:`unminimized` (it names
+    ``semantics``, the point-to-point semantics of ``pb``).
 
     Example:
         >>> pb = OrderProblem()
@@ -162,7 +220,11 @@ def check_order(pb: OrderProblem, max_violations: int = 20, budget_s: float = 30
         >>> [v.message for v in check_order(pb)[0]]
         ['device 0 runs 0W0 before 0I0, which it needs']
     """
-    deadline = time.monotonic() + budget_s
+    if isinstance(max_violations, bool) or not isinstance(max_violations, int) or max_violations < 1:
+        # none to find would leave an infeasible problem without a violation: read as valid
+        raise ParameterError("max-violations", max_violations, "must be >= 1 (order violations to find)")
+    budget = core_budget() if budget_s is None else budget_s
+    deadline = time.monotonic() + budget
     large = len(pb.edges) > GUARDED_LIMIT
     # the fast path decides first at every size (Z3 answers it in about 5x its parse, sat or
     # unsat: 0.5-1.9 s at 128,512 edges, where the component search alone takes 0.5 s);
@@ -209,6 +271,8 @@ def check_order(pb: OrderProblem, max_violations: int = 20, budget_s: float = 30
         # when it closes several cycles
         named = {x for e in core for x in pb.edges[e][:2]}
         active = {e for e in active if pb.edges[e][0] not in named and pb.edges[e][1] not in named}
+    if not out:  # the budget spent before the first core (the first decision can take it all)
+        out.append(unminimized(semantics, budget))
     return out, complete
 
 

@@ -20,7 +20,29 @@ from collections.abc import Callable, Iterable, Sequence
 import z3
 
 from ..core.exact import exact_fraction as exact_fraction  # re-exported: the verifier reads amounts through it
+from ..core.limits import LimitError
 from ..core.time_limit import check_time, seconds_left, time_out_error
+
+#: Z3's ``reason_unknown`` after ``interrupt()`` on its context: ppverify's signal watcher
+#: (:mod:`ppverify.cli.signals`) or the ``--time-limit`` watchdog stopped the call
+INTERRUPTED = ("interrupted", "canceled", "interrupted from keyboard")
+
+
+def own_signals(solver: z3.Solver) -> z3.Solver:
+    """``solver`` with Z3's ``ctrl_c`` off: a Ctrl-C during its checks is Python's to handle.
+
+    Why: with ``ctrl_c`` on (Z3's default) each ``check`` installs Z3's own SIGINT handler, which
+    takes the signal and ends the check with ``unknown``: Python's handler never runs, so the
+    command went on, reading that ``unknown`` as an answer. Off, the signal reaches ppverify's
+    handler and its watcher thread, which interrupts Z3 (:mod:`ppverify.cli.signals`); the check
+    then ends with ``unknown`` and the handler raises ``KeyboardInterrupt``.
+
+    Example:
+        >>> own_signals(z3.Solver()).check()
+        sat
+    """
+    solver.set("ctrl_c", False)
+    return solver
 
 
 def idl_solver() -> z3.Solver:
@@ -32,7 +54,7 @@ def idl_solver() -> z3.Solver:
         >>> s.check()
         unsat
     """
-    s = z3.Tactic("smt").solver()
+    s = own_signals(z3.Tactic("smt").solver())
     s.set("auto_config", False)
     s.set("arith.solver", 1)
     s.set("unsat_core", True)
@@ -48,7 +70,7 @@ def plain_solver() -> z3.Solver:
         >>> s.check()
         unsat
     """
-    s = z3.Solver()
+    s = own_signals(z3.Solver())
     s.set("unsat_core", True)
     return s
 
@@ -58,7 +80,8 @@ PARSE_CHUNK_CHARS = 256 * 1024
 
 
 #: Z3's search on a parsed difference-logic problem (:func:`idl_solver`) takes 3-9x its parse (about 5x
-#: typically), and its simplification pass (about 1.5 to 3 parses in) stops at no interrupt; a general
+#: typically), and once its simplification pass is done (about 1.5 to 3 parses in) it stops at no
+#: interrupt (the whole problem is propagated at the base level, no decision: Z3's verbose log); a general
 #: problem's (:func:`plain_solver`: memory levels, ground rules) 0.5-3.6x (measured, 10^4-10^5 constraints)
 IDL_SEARCH_FACTOR, PLAIN_SEARCH_FACTOR = 5.0, 1.0
 
@@ -99,10 +122,11 @@ def load(
 
 
 def decide(solver: z3.Solver, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
-    """``solver.check(*assumptions)`` under the ``--time-limit`` in force: Z3's own ``timeout`` is
-    set to the seconds left, so the search ends by the deadline, and its ``unknown`` then (or after
-    the limit's watchdog interrupted it) is the :class:`~ppverify.core.time_limit.TimeLimitError`, never
-    read as an answer. Without a limit, plain ``check``.
+    """``solver.check(*assumptions)``, ``sat`` or ``unsat``: an ``unknown`` is never returned as an
+    answer but raised (:func:`no_answer`). Under the ``--time-limit`` in force Z3's own
+    ``timeout`` is set to the seconds left, so the search ends by the deadline, and its ``unknown``
+    then (or after the limit's watchdog interrupted it) is the
+    :class:`~ppverify.core.time_limit.TimeLimitError`. Without a limit, plain ``check``.
 
     Example:
         >>> s = plain_solver()
@@ -116,10 +140,36 @@ def decide(solver: z3.Solver, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
         solver.set("timeout", max(1, int(left * 1000)))
     result = solver.check(*assumptions)
     if result == z3.unknown:
-        error = time_out_error()
-        if error is not None:
-            raise error
+        raise no_answer(solver.reason_unknown())
     return result
+
+
+#: a Z3 call stopped within this many seconds of the ``--time-limit`` was stopped by it: Z3's
+#: ``timeout`` (the seconds left, in whole milliseconds) and an ``interrupt()`` both answer
+#: "canceled" to a check with assumptions, so the clock tells them apart
+LIMIT_MARGIN_S = 0.5
+
+
+def no_answer(reason: str) -> BaseException:
+    """The exception a Z3 ``unknown`` (for ``reason``, Z3's ``reason_unknown``) stands for: no
+    answer, never a verdict. The ``--time-limit``'s time-out when Z3's timeout (the seconds left)
+    or the limit's watchdog ended the call; ``KeyboardInterrupt`` when the call was interrupted
+    before the limit (a signal: ppverify's watcher interrupts Z3 on Ctrl-C, SIGTERM and SIGHUP,
+    and its handler raises at once, naming the signal, so this is only the fallback); else a
+    :class:`~ppverify.core.limits.LimitError` naming Z3's reason.
+
+    Example:
+        >>> type(no_answer("interrupted")).__name__
+        'KeyboardInterrupt'
+        >>> str(no_answer("max. memory exceeded"))
+        'Z3: gave no answer (max. memory exceeded): no verdict either way'
+    """
+    error, left = time_out_error(), seconds_left()
+    if error is not None and left is not None and (reason == "timeout" or left < LIMIT_MARGIN_S):
+        return error
+    if reason in INTERRUPTED:
+        return KeyboardInterrupt(f"Z3 {reason}")
+    return LimitError("Z3", f"gave no answer ({reason}): no verdict either way")
 
 
 def num(x: int) -> str:

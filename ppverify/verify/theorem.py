@@ -11,6 +11,8 @@ from typing import Any
 
 import z3
 
+from .smt import INTERRUPTED, own_signals
+
 __all__ = ["Result", "Theorem", "prove"]
 
 
@@ -63,7 +65,10 @@ class Result:
 
 
 def prove(th: Theorem, timeout_ms: int = 60_000) -> Result:
-    """Prove one theorem with Z3 (its negation must be unsat).
+    """Prove one theorem with Z3 (its negation must be unsat). ``unknown`` is Z3 stopping without
+    an answer within ``timeout_ms`` (or for another reason of its own); a call interrupted by a
+    signal (Ctrl-C, SIGTERM, SIGHUP: ppverify's watcher interrupts Z3) is no result: it raises
+    ``KeyboardInterrupt``, as the signal's handler does.
 
     Example:
         >>> x = z3.Int("x")
@@ -73,7 +78,7 @@ def prove(th: Theorem, timeout_ms: int = 60_000) -> Result:
         >>> r.status, r.counterexample
         ('counterexample', {'x': 1})
     """
-    s = z3.Solver()
+    s = own_signals(z3.Solver())  # a Ctrl-C is ppverify's, not read as "unknown" by Z3
     s.set("timeout", timeout_ms)
     s.add(th.hyp, z3.Not(th.concl))
     t = time.perf_counter()
@@ -87,4 +92,7 @@ def prove(th: Theorem, timeout_ms: int = 60_000) -> Result:
             d.name(): mdl[d].as_long() for d in sorted(mdl.decls(), key=lambda d: d.name()) if z3.is_int_value(mdl[d])
         }
         return Result(th.name, th.statement, "counterexample", cex, secs)
+    # a timeout also reads "canceled" to Z3: the time taken tells it from an interrupt
+    if s.reason_unknown() in INTERRUPTED and secs < timeout_ms / 1000:
+        raise KeyboardInterrupt(f"Z3 {s.reason_unknown()}")
     return Result(th.name, th.statement, "unknown", {}, secs)
