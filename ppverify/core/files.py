@@ -2,9 +2,10 @@
 
 :func:`read_text` reads every file ppverify parses (schedules, presets, sweep configs): it refuses
 directories, files over :data:`~ppverify.core.limits.MAX_FILE_BYTES` and text that is not UTF-8 (naming
-the line), and drops a UTF-8 byte-order mark, the same way for every format. Only regular files
-are read: a FIFO, a device node or a socket is refused before it is opened (reading one would
-block, or never end), by :func:`read_text`, :func:`read_bytes` and :func:`check_input_file`.
+the line), and drops a UTF-8 byte-order mark, the same way for every format (:func:`starts_with_bom`
+tells a reader that notes it). Only regular files are read: a FIFO, a device node or a socket is
+refused before it is opened (reading one would block, or never end), by :func:`read_text`,
+:func:`read_bytes` and :func:`check_input_file`.
 :func:`atomic_write` / :func:`atomic_path` write every output file: to a temporary name in the
 same directory, then :func:`os.replace`, so a reader never sees a half-written file, even after a
 kill. A path that cannot be written is a one-line :class:`~ppverify.core.errors.ParameterError`.
@@ -114,6 +115,32 @@ def read_bytes(path: str | Path, max_bytes: int | None = MAX_FILE_BYTES) -> byte
     return raw
 
 
+#: UTF-8's byte-order mark, which :func:`read_text` drops from the start of every file
+BYTE_ORDER_MARK = b"\xef\xbb\xbf"
+
+
+def starts_with_bom(path: str | Path) -> bool:
+    """Whether the regular file at ``path`` starts with the UTF-8 byte-order mark :func:`read_text`
+    drops, for a reader whose format's own tool keeps it (PyTorch's CSV loader); False for anything
+    else (a missing file, a FIFO: never opened), which the reading itself reports.
+
+    Example:
+        >>> import tempfile, os
+        >>> f = os.path.join(tempfile.mkdtemp(), "s.csv")
+        >>> _ = open(f, "wb").write(BYTE_ORDER_MARK + b"0F0,0B0\\n")
+        >>> starts_with_bom(f), starts_with_bom(f + ".missing")
+        (True, False)
+    """
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as fh:
+            return fh.read(len(BYTE_ORDER_MARK)) == BYTE_ORDER_MARK
+    except (OSError, ValueError):  # gone since, unreadable, a NUL byte in the name
+        return False
+
+
 def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     """The text of a UTF-8 file (a leading byte-order mark dropped), refused in one line when
     missing, not a regular file (:func:`read_bytes`), unreadable, larger than ``max_bytes`` or not
@@ -130,8 +157,8 @@ def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     """
     name = str(path)
     raw = read_bytes(path, max_bytes)
-    if raw.startswith(b"\xef\xbb\xbf"):  # a byte-order mark: dropped the same way in every format
-        raw = raw[3:]
+    if raw.startswith(BYTE_ORDER_MARK):  # dropped the same way in every format (see starts_with_bom)
+        raw = raw[len(BYTE_ORDER_MARK) :]
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

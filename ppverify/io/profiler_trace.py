@@ -221,7 +221,9 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
     kernels: list[tuple[Span, Any]] = []
     launches: dict[Any, float] = {}
     collectives: list[Span] = []
-    threads: dict[tuple[Any, Any], list[tuple[Span, int]]] = {}  # host compute ranges per thread
+    # host compute ranges of this rank, whatever their thread: the runtime issues every action
+    # from one loop, so two that overlap on two threads (two traces merged) are no less impossible
+    compute: list[tuple[Span, int]] = []
     step_at: dict[int, int] = {}  # step number -> its event's index
     for k, ev in enumerate(data["traceEvents"]):
         if not isinstance(ev, dict) or ev.get("ph") != "X":
@@ -276,7 +278,7 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
             span = Span(name[3:] if name.startswith("PP:") else name, start, end)
             (dev_pp if cat == "gpu_user_annotation" else host_pp).append(span)
             if cat != "gpu_user_annotation" and COMPUTE_ACTION.match(span.name):
-                threads.setdefault((ev.get("pid"), ev.get("tid")), []).append((span, k))
+                compute.append((span, k))
         elif name.startswith("ProfilerStep#"):
             m = _STEP.match(name)
             if m and cat != "gpu_user_annotation":
@@ -295,7 +297,7 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
             works.append(Span(name, start, end, _nbytes(ev.get("args"))))
         elif name.startswith(_COLLECTIVE_HOST):
             collectives.append(Span(name, start, end))
-    no_overlapping_compute(path, threads)
+    no_overlapping_compute(path, compute)
     host_pp.sort(key=lambda s: s.start)
     dev_pp.sort(key=lambda s: s.start)
     starts = [s.start for s in host_pp]

@@ -242,9 +242,47 @@ def _schedule(
     flavour = COMPUTE_COMMS if any(isinstance(a, (Comm, Marker)) for a in actions) else COMPUTE_ONLY
     if flavour == COMPUTE_COMMS:
         _no_idle_cells(programs, source)
+    if strict:  # a file a user wrote, read through read_text, which skipped a byte-order mark
+        note_byte_order_mark(source, flavour, programs[0][0])
     params = {"p": p, "m": mm, "format": flavour, "placement": pl.name}
     return Schedule(
         pl, mm, tuple(programs), (0,) * mm, Path(source).name if source != "<rows>" else "torch-csv", params
+    )
+
+
+def note_byte_order_mark(source: str, flavour: str, first: Action) -> None:
+    """One note on stderr, as ppverify prints its notes (``ppverify: note: ...``), when the CSV
+    file ``source`` starts with a UTF-8 byte-order mark: ppverify reads past it, as it does in every
+    format, but PyTorch's loader (``_PipelineScheduleRuntime._load_csv``) opens the file as plain
+    UTF-8, so its first cell reads ``'\\ufeff0F0'``, which ``_Action.from_str`` refuses (``strip()``
+    keeps U+FEFF). ``first`` is the first cell's action; ``export`` writes the file without the mark.
+
+    Example:
+        >>> import contextlib, io, os, tempfile
+        >>> f = os.path.join(tempfile.mkdtemp(), "bom.csv")
+        >>> _ = open(f, "wb").write(b"\\xef\\xbb\\xbf0F0,0B0\\n")
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err):
+        ...     note_byte_order_mark(f, COMPUTE_ONLY, parse_action("0F0"))
+        >>> print(err.getvalue().replace(os.path.dirname(f) + os.sep, ""), end="")  # doctest: +NORMALIZE_WHITESPACE
+        ppverify: note: bom.csv: starts with a UTF-8 byte-order mark, which ppverify skips but PyTorch's
+        loader (_PipelineScheduleRuntime._load_csv) keeps: it reads the first cell as '\\ufeff0F0' and
+        refuses the file as it stands; `ppverify export bom.csv --format torch-csv -o OUT.csv` writes it
+        without the mark
+    """
+    import sys
+
+    from ..core.files import starts_with_bom
+
+    if not starts_with_bom(source):
+        return
+    cell = "\ufeff" + ("" if first is None else format_action(first))  # what csv.reader hands PyTorch
+    fmt = "torch-csv" if flavour == COMPUTE_ONLY else "torch-csv-comms"
+    print(
+        f"ppverify: note: {source}: starts with a UTF-8 byte-order mark, which ppverify skips but PyTorch's "
+        f"loader (_PipelineScheduleRuntime._load_csv) keeps: it reads the first cell as {cell!r} and refuses the "
+        f"file as it stands; `ppverify export {source} --format {fmt} -o OUT.csv` writes it without the mark",
+        file=sys.stderr,
     )
 
 

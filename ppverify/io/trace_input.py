@@ -1,6 +1,6 @@
 """Checks of what a ``torch.profiler`` trace holds, before :mod:`.profiler_trace` reads it: the
 gzip data expanded within a limit, ``PP:`` range names that are actions, numbers of at most 12
-digits, correlation ids, and host-side compute ranges of one thread that do not overlap. Each
+digits, correlation ids, and host-side compute ranges of one rank that do not overlap. Each
 refusal is one :class:`~ppverify.core.errors.ScheduleFileError` (or
 :class:`~ppverify.core.limits.LimitError`) naming the file and the event.
 """
@@ -128,29 +128,31 @@ def check_action(path: str, k: int, action: str) -> None:
         raise ScheduleFileError(path, f"traceEvents[{k}]", f"{why}: PyTorch's runtime names each range PP:<action>")
 
 
-def no_overlapping_compute(path: str, threads: dict[tuple[Any, Any], list[tuple[Any, int]]]) -> None:  # Any: a Span
-    """Refuse two host-side compute ranges of one thread that overlap: the runtime runs one action
-    at a time on its thread, so such a file is not one job's trace (two merged, or edited), and
-    reading it would verify an order that did not run and fit costs from the overlap.
+def no_overlapping_compute(path: str, spans: list[tuple[Any, int]]) -> None:  # Any: a Span
+    """Refuse two host-side compute ranges of one rank's file that overlap, whatever threads they
+    were recorded on: ``_PipelineScheduleRuntime`` issues every action of a rank from one loop, one
+    at a time, so such a file is not one job's trace (two merged, which is where the thread ids
+    differ, or edited), and reading it would verify an order that did not run and fit costs from
+    the overlap. ``spans``: each range with its event's index; device-side copies
+    (``gpu_user_annotation``, kernels of several streams) are no part of it.
 
     Example:
         >>> from ppverify.io.profiler_trace import Span
-        >>> no_overlapping_compute("r0.json", {(1, 1): [(Span("0F0", 0.0, 10.0), 3), (Span("0F1", 5.0, 15.0), 4)]})
+        >>> no_overlapping_compute("r0.json", [(Span("0F0", 0.0, 10.0), 3), (Span("0F1", 5.0, 15.0), 4)])
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ScheduleFileError: r0.json: traceEvents[4]: PP:0F1 starts at 5.000 us while PP:0F0 (traceEvents[3], 0.000 to 10.000 us) still runs on the same thread (times from the file's first compute range); the runtime runs one action at a time, so this is not one job's trace
+        ppverify.core.errors.ScheduleFileError: r0.json: traceEvents[4]: PP:0F1 starts at 5.000 us while PP:0F0 (traceEvents[3], 0.000 to 10.000 us) still runs on the same rank (times from the file's first compute range); the runtime runs one action at a time, so this is not one job's trace
     """
     # a profiler's stamps are microseconds since an epoch (about 5e12): from the first range, so
     # that the overlap reads (not "5.31863e+12 to 5.31863e+12 us")
-    t0 = min((sp.start for spans in threads.values() for sp, _ in spans), default=0.0)
-    for spans in threads.values():
-        spans.sort(key=lambda x: (x[0].start, -x[0].end))
-        for (a, ka), (b, kb) in zip(spans, spans[1:]):
-            if b.start < a.end:
-                raise ScheduleFileError(
-                    path,
-                    f"traceEvents[{kb}]",
-                    f"PP:{b.name} starts at {b.start - t0:.3f} us while PP:{a.name} (traceEvents[{ka}], "
-                    f"{a.start - t0:.3f} to {a.end - t0:.3f} us) still runs on the same thread (times from the "
-                    "file's first compute range); the runtime runs one action at a time, so this is not one job's trace",
-                )
+    t0 = min((sp.start for sp, _ in spans), default=0.0)
+    spans = sorted(spans, key=lambda x: (x[0].start, -x[0].end))
+    for (a, ka), (b, kb) in zip(spans, spans[1:]):
+        if b.start < a.end:
+            raise ScheduleFileError(
+                path,
+                f"traceEvents[{kb}]",
+                f"PP:{b.name} starts at {b.start - t0:.3f} us while PP:{a.name} (traceEvents[{ka}], "
+                f"{a.start - t0:.3f} to {a.end - t0:.3f} us) still runs on the same rank (times from the "
+                "file's first compute range); the runtime runs one action at a time, so this is not one job's trace",
+            )

@@ -312,11 +312,13 @@ def timing(run: Run) -> Outcome:
         return Outcome(unchecked="no execution exists (see the violations above)")
     t3 = time.perf_counter()
     dag = run.dag()
-    tv, witness, _, finish = check_makespan(dag, costs, bound, run.comm, run.sync, run.dp_allreduce)
+    # timed by the async engine, buffered sends, whatever semantics the deadlock check used: the
+    # statement says so when they differ (a rendezvous step can take longer)
+    tv, witness, _, finish = check_makespan(dag, costs, bound, run.comm, run.sync, run.dp_allreduce, run.comm_semantics)
     run.timings["timing_s"] = time.perf_counter() - t3
     if tv:
         return Outcome(violations=(tv,))
-    model = timing_model(costs, run.comm, run.schedule, run.sync, run.dp_allreduce)
+    model = timing_model(costs, run.comm, run.schedule, run.sync, run.dp_allreduce, run.comm_semantics)
     # both numbers in the costs' unit (seconds with presets: a bound copied from simulate's ms
     # would read 1000x too loose), T as typed, the witness's exact finish by the same rule
     shown = claim_texts(bound, finish, unit_suffix(costs))

@@ -126,12 +126,24 @@ def unit_suffix(costs: CostModel) -> str:
     return f" {costs.time_unit}" if costs.time_unit else ""
 
 
+#: the point-to-point semantics of the timing model: the ``async`` engine's sends never block
+TIMING_SEMANTICS = "buffered"
+
+
 def timing_model(
-    costs: CostModel, comm: CommModel, schedule: Schedule, sync: str = "eager", dp_allreduce: int = 0
+    costs: CostModel,
+    comm: CommModel,
+    schedule: Schedule,
+    sync: str = "eager",
+    dp_allreduce: int = 0,
+    comm_semantics: str = TIMING_SEMANTICS,
 ) -> str:
     """What a timing claim is decided under, briefly: the costs, the transfer times, the
     collectives that end the step (the replicas' all-reduce only where stages have replicas) and
     the engine whose timing it is; a claim proved under one of them says nothing of another.
+    ``comm_semantics``: the semantics the verification was asked for; when it is not the timing
+    engine's (:data:`TIMING_SEMANTICS`: buffered sends), the engine's says so, since a rendezvous
+    step can take longer than the claim proved (a blocking SEND waits for its RECV).
 
     Example:
         >>> from ppverify.schedules import build
@@ -141,6 +153,8 @@ def timing_model(
         >>> s = build("1f1b", p=2, m=2)
         >>> timing_model(CostModel.unit(s.placement), NO_COMM, s, "none", 4)
         'costs unit with no comm delay, data-parallel all-reduce over 4 replicas, async engine'
+        >>> timing_model(CostModel.unit(s.placement), NO_COMM, s, comm_semantics="rendezvous")
+        'costs unit with no comm delay, async engine (buffered sends; --comm-semantics rendezvous applies to the deadlock check only)'
     """
     if isinstance(comm, FixedDelay):
         links = f"comm delay {number_text(comm.delay)}" if comm.delay else "no comm delay"
@@ -154,8 +168,11 @@ def timing_model(
         parts.append("no replica all-reduce (sync none)" if sync == "none" else f"replica all-reduce (sync {sync})")
     if dp_allreduce >= 2:
         parts.append(f"data-parallel all-reduce over {dp_allreduce} replicas")
+    engine = "async engine"
+    if comm_semantics != TIMING_SEMANTICS:  # the deadlock check's semantics: not the claim's
+        engine += f" ({TIMING_SEMANTICS} sends; --comm-semantics {comm_semantics} applies to the deadlock check only)"
     # "with" sets the rest apart from a preset's label, which holds commas of its own
-    return f"costs {costs.label or 'given'} with {', '.join(parts)}, async engine"
+    return f"costs {costs.label or 'given'} with {', '.join(parts)}, {engine}"
 
 
 def edge_delays(dag: StepDAG, costs: CostModel, comm: CommModel) -> list[list[float]]:
@@ -202,9 +219,12 @@ def check_makespan(
     comm: CommModel = NO_COMM,
     sync: str = "eager",
     dp_allreduce: int = 0,
+    comm_semantics: str = TIMING_SEMANTICS,
 ) -> MakespanCheck:
     """Decide whether the programs, and the step's collectives (``sync``, ``dp_allreduce``, as
-    the engines take them), can finish by ``bound``.
+    the engines take them), can finish by ``bound`` (with buffered sends, whatever
+    ``comm_semantics`` the deadlock check used: the refutation's text says so,
+    :func:`timing_model`).
 
     Returns a :class:`MakespanCheck` ``(violation or None, witness start times by op text or None,
     tick, exact finish)``.
@@ -292,7 +312,7 @@ def check_makespan(
     what = " and their collectives" if colls else ""
     chain = " (with the collectives after its last op)" if colls else ""
     b, earliest = times_apart(bound, finish)
-    model = timing_model(costs, comm, dag.schedule, sync, dp_allreduce)
+    model = timing_model(costs, comm, dag.schedule, sync, dp_allreduce, comm_semantics)
     msg = (
         f"no execution of these programs{what} finishes by {b} under {model} "
         f"(Z3: infeasible; the core's ops lie on a chain of dependencies and program order{chain} longer than "

@@ -81,7 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=COMM_SEMANTICS,
         default="buffered",
         help="point-to-point semantics for deadlock freedom: buffered (sends never block; "
-        "default) or rendezvous (NCCL-style blocking send/recv)",
+        "default) or rendezvous (NCCL-style blocking send/recv). A timing claim (--makespan-le) is timed "
+        "by the async engine with buffered sends either way, and says so under rendezvous",
     )
     g.add_argument(
         "--ungrouped",
