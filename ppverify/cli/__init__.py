@@ -268,7 +268,8 @@ def add_global_options(parser: argparse.ArgumentParser, after_command: bool = Fa
 
 
 def _max_ops(text: str) -> int:
-    if not text.strip().isdigit():
+    # a signed integer is a number: -1 gets op_limit's rule (">= 1") as 0 does, not "invalid int"
+    if not re.fullmatch(r"[+-]?\d+", text.strip()):
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}")
     return int_text(text, f"--max-ops {text}", 15)  # a LimitError: one line, exit code 2
 

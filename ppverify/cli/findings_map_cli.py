@@ -111,7 +111,7 @@ def check_map_options(args: argparse.Namespace) -> None:
         return
     for dest, flag in MAP_ONLY.items():
         value = getattr(args, dest, None)
-        if value not in (None, False):
+        if value is not None and value is not False:  # `is`: --workers 0 or --batch 0 is given (0 == False)
             raise ParameterError(
                 dest,
                 value,

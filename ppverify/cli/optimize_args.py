@@ -333,12 +333,17 @@ def wall_flag(time_limit: float | None, work_limit: float | None, work: float, w
         '--time-limit (default 4 x --work-limit 0.5 + 30 s)'
         >>> wall_flag(None, None, 60.0, 270.0)
         '--time-limit (default 4 x the default --work-limit 60 + 30 s)'
+        >>> wall_flag(None, 1e9, 1e9, 1e9)  # the default capped at the longest --time-limit
+        '--time-limit (default 4 x --work-limit 1e+09 + 30 s, at most 1e+09)'
     """
-    from ..optimize.solver_run import WALL_ALLOWANCE
+    from ..core.time_limit import MAX_SECONDS
+    from ..optimize.solver_run import WALL_ALLOWANCE, WALL_FACTOR
 
     if time_limit is not None:
         return "--time-limit"
     work_text = f"--work-limit {work:g}" if work_limit is not None else f"the default --work-limit {work:g}"
+    if wall >= MAX_SECONDS:  # wall_ceiling's cap: the factor is no longer (wall - 30) / work
+        return f"--time-limit (default {WALL_FACTOR:g} x {work_text} + {WALL_ALLOWANCE:g} s, at most {MAX_SECONDS:g})"
     return f"--time-limit (default {(wall - WALL_ALLOWANCE) / work:g} x {work_text} + {WALL_ALLOWANCE:g} s)"
 
 

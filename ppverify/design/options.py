@@ -101,6 +101,7 @@ def check_options(args: argparse.Namespace) -> float:
     from ..core.files import prepare_output_dir
     from .measured import measure_scale
 
+    check_works(args)
     if args.pair_work is not None and args.pair_work > 0 and args.bound_work == 0:  # read by nobody
         raise ParameterError(
             "pair-work", args.pair_work, "runs within the bound work, which --bound-work 0 switches off: leave one out"
@@ -123,6 +124,22 @@ def check_options(args: argparse.Namespace) -> float:
     if args.save_dir:
         prepare_output_dir(args.save_dir, "save-dir")  # created now: a bad folder costs no search
     return scale
+
+
+def check_works(args: argparse.Namespace) -> None:
+    """Refuse a ``--bound-work``, ``--pair-work`` or ``--search-work`` outside :class:`~.spec.Limits`'
+    own rule (>= 0, at most 1e9 deterministic seconds, as ``--work-limit``), checked by it, so the
+    first message states the limit that holds (a separate ``<= 1e+15`` check said so before).
+
+    Example:
+        >>> ns = argparse.Namespace(bound_work=1e12, pair_work=None, search_work=30.0)
+        >>> check_works(ns)
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter bound_work=1000000000000.0: must be >= 0 and at most 1e9 deterministic seconds (0: none)
+    """
+    pair = Limits.pair_work if args.pair_work is None else args.pair_work
+    Limits(bound_work=args.bound_work, search_work=args.search_work, pair_work=pair)
 
 
 def request_of(args: argparse.Namespace, m: int, work: float, wall: float | None) -> Any:

@@ -52,13 +52,18 @@ WALL_ALLOWANCE = 30.0
 def wall_ceiling(work: float, factor: float = WALL_FACTOR) -> float:
     """The default wall-clock ceiling of a run of ``work`` deterministic seconds: ``factor`` x
     ``work`` + :data:`WALL_ALLOWANCE`, so that the clock only stops a machine ``factor`` times
-    slower than the counted work implies, with the phases the count leaves out on top.
+    slower than the counted work implies, with the phases the count leaves out on top; at most
+    :data:`~ppverify.core.time_limit.MAX_SECONDS` (1e9 s, the longest ``--time-limit``), so that
+    every allowed work limit has a ceiling the clock can keep (``--work-limit 1e9`` was refused
+    for its own default of 4e9 + 30 s).
 
     Example:
-        >>> wall_ceiling(0.2), wall_ceiling(60.0), wall_ceiling(1.0, factor=50.0)
-        (30.8, 270.0, 80.0)
+        >>> wall_ceiling(0.2), wall_ceiling(60.0), wall_ceiling(1.0, factor=50.0), wall_ceiling(1e9)
+        (30.8, 270.0, 80.0, 1000000000.0)
     """
-    return factor * float(work) + WALL_ALLOWANCE
+    from ..core.time_limit import MAX_SECONDS
+
+    return min(factor * float(work) + WALL_ALLOWANCE, MAX_SECONDS)
 
 
 def run_limits(

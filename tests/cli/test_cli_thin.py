@@ -110,7 +110,7 @@ def test_global_options_do_not_clutter_command_help(capsys):
 @pytest.mark.parametrize(
     "argv,needle",
     [
-        (["show", "1f1b", "--max-ops", "-5"], "argument --max-ops: invalid int value: '-5'"),
+        (["show", "1f1b", "--max-ops", "-5"], "--max-ops -5: must be an integer >= 1"),  # op_limit's rule, as for 0
         (["--max-ops", "9999999999999999", "list"], "a number of 16 digits; at most 15 are allowed"),
         (["show", "1f1b", "--max-ops", "10"], "implies up to 48 ops, over the limit of 10"),  # 1F1B p=4 m=4: 3 ops x 16
     ],

@@ -85,16 +85,13 @@ def run(args: argparse.Namespace) -> int:
     from ...optimize.solver_run import run_limits
     from ...optimize.solver_setup import check_seed
     from ...schedules.registry import check_int
-    from ..common import check_nonnegative
 
     check_int("p", args.p, 1)
     m = 3 * args.p if args.m is None else args.m
     check_int("m", m, 1)
     work, wall = run_limits(args.time_limit, args.work_limit, Limits.work, wall_factor=None)
     check_seed(args.seed)  # before any work: CP-SAT takes 32 bits only
-    for name in ("bound-work", "pair-work", "search-work"):  # deterministic seconds, 0: none
-        check_nonnegative(name, getattr(args, name.replace("-", "_")))
-    scale = check_options(args)
+    scale = check_options(args)  # the extra works too: Limits' rule, >= 0 and at most 1e9
     request = request_of(args, m, work, None if math.isinf(wall) else wall)
     result = design(request, args.executor, args.workers, progress=not args.no_progress)
     done = []
