@@ -57,7 +57,8 @@ def save_shown(args: argparse.Namespace, doc: Any, res: Any) -> None:
     """Write ``show --save``: the schedule, the costs it was timed with and its table; with
     ``--comm-delay`` the delay instead of the table (a table with communication charged is not the
     costs' table), so that ``simulate`` of the file times it as asked; a file's own communication
-    is kept.
+    is kept where it was charged, else (a system in seconds beside ``--costs``, ``--comm-delay 0``)
+    saved as no delay, keeping its sync and all-reduce, as ``optimize FILE --costs ... --save`` does.
 
     Example:
         >>> import json, os, tempfile
@@ -77,8 +78,11 @@ def save_shown(args: argparse.Namespace, doc: Any, res: Any) -> None:
     from ..io.json_format import dumps
 
     comm = doc.comm
-    if res.comm_source == "given" and res.comm_delay:  # the command line's delay wins, as in simulate
-        kept = (comm.sync, comm.dp_allreduce) if comm is not None else ()
+    kept = (comm.sync, comm.dp_allreduce) if comm is not None else ()
+    if res.comm_source != "file" and (comm is not None or res.comm_delay):
+        # what the table was timed with, as optimize FILE --save stores it: the command line's
+        # delay (it wins, as in simulate), or none where the file's was not charged (a system
+        # beside --costs: its seconds are not the costs' units, and readers would charge it)
         comm = CommSettings(FixedDelay(float(res.comm_delay)), *kept)
     grid = None if res.comm is not None else res.grid  # a table with communication charged is no costs' table
     atomic_write(args.save, dumps(doc.schedule, res.costs, grid, doc.comment, comm), "--save")

@@ -5,6 +5,7 @@ one table per configuration with its legend (:func:`format_outcome`), or plain d
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,38 @@ from .findings import Finding, Setup, format_findings
 from .ranks import does_not_fit
 from .results import PointResult
 from .table import format_config_table, format_legend, never_applicable, unavailable_levels
+
+#: the frame's columns that hold a list or an object as JSON text, one cell each in a CSV or Parquet
+#: file (:func:`~ppverify.compare.table.point_rows` writes them so); ``--json`` gives their values
+JSON_TEXT_COLUMNS: tuple[str, ...] = ("params", "peak_activations", "oom_devices")
+
+
+def row_values(row: dict[str, Any]) -> dict[str, Any]:
+    """A frame row with its JSON-text cells (:data:`JSON_TEXT_COLUMNS`) as the lists and objects
+    they hold, as ``compare --json`` prints them; a missing cell stays ``None``.
+
+    Example:
+        >>> row_values({"params": '{"v": 2}', "oom_devices": "[0, 1]", "peak_activations": None, "p": 4})
+        {'params': {'v': 2}, 'oom_devices': [0, 1], 'peak_activations': None, 'p': 4}
+    """
+    return {
+        k: json.loads(v) if k in JSON_TEXT_COLUMNS and isinstance(v, str) and v.strip() else v for k, v in row.items()
+    }
+
+
+def row_cells(row: dict[str, Any]) -> dict[str, Any]:
+    """A row read back from ``compare --json`` with those lists and objects as the JSON text the
+    frame holds (:func:`row_values` undone; text cells, from an older ``--json``, kept): what
+    ``report --from`` reads either form through.
+
+    Example:
+        >>> row_cells({"params": {"v": 2}, "oom_devices": [0, 1], "peak_activations": "[2.0, 1.0]"})
+        {'params': '{"v": 2}', 'oom_devices': '[0, 1]', 'peak_activations': '[2.0, 1.0]'}
+    """
+    return {
+        k: json.dumps(v, sort_keys=True) if k in JSON_TEXT_COLUMNS and isinstance(v, (list, dict)) else v
+        for k, v in row.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -43,6 +76,8 @@ def outcome_json(outcome: CompareOutcome) -> dict[str, Any]:
         >>> d = outcome_json(o)
         >>> list(d["levels"]), d["rows"][0]["makespan"], d["rows"][0]["verified"]   # (m+p-1)(tF+tB) = 3*3
         (['slot'], 9.0, 'valid')
+        >>> d["rows"][0]["peak_activations"], d["rows"][0]["params"]   # GPipe holds all m = 2 on each
+        ([2.0, 2.0], {})
     """
     if outcome.setup is not None:
         return {
@@ -63,7 +98,8 @@ def outcome_json(outcome: CompareOutcome) -> dict[str, Any]:
     return {
         "levels": {lv: semantics[lv] for lv in outcome.levels},
         "memory_cap": optimum_memory(outcome.memory_cap),
-        "rows": df.astype(object).where(df.notna(), None).to_dict(orient="records"),
+        # the lists and objects the frame holds as JSON text (one CSV cell each) given as such
+        "rows": [row_values(r) for r in df.astype(object).where(df.notna(), None).to_dict(orient="records")],
     }
 
 
@@ -128,4 +164,12 @@ def _from_trace(df: Any) -> bool:
     return bool((df[df["level"] == "measured"]["semantics"] == MEASURED_TRACE_SEMANTICS).any())
 
 
-__all__ = ["CompareOutcome", "format_outcome", "optimum_memory", "outcome_json"]
+__all__ = [
+    "JSON_TEXT_COLUMNS",
+    "CompareOutcome",
+    "format_outcome",
+    "optimum_memory",
+    "outcome_json",
+    "row_cells",
+    "row_values",
+]

@@ -34,6 +34,7 @@ from .solver_setup import (
     run_solver,
     schedule_from_starts,
     solver_stats,
+    true_timed,
 )
 
 
@@ -99,6 +100,10 @@ def evaluate(
         >>> s = build("1f1b", p=4, m=4)
         >>> evaluate(s, CostModel.abstract(s.placement, F=1, B=2), FixedDelay(1)).objective
         31.0
+
+    Durations in seconds with no small common tick are rounded to ticks for CP-SAT; the value is
+    then the order timed at the true durations by the async engine, as ``optimize`` gives it
+    (:func:`~ppverify.optimize.solver_setup.true_timed`), so it is what ``simulate`` gives.
     """
     check_limits(time_limit, workers, seed)
     if any(type(a) is Overlap for prog in schedule.programs for a in prog):
@@ -107,9 +112,25 @@ def evaluate(
             schedule.describe(),
             "evaluate mode does not model overlapped F&B slots; run them in sequence first",
         )
-    dl = deadline if deadline is not None else Deadline.after(time_limit)
-    t0, hard = dl.start, dl.at(0.9)
     problem = problem_for(schedule, costs, comm, memory_cap, objective, sync, dp_allreduce)
+    dl = deadline if deadline is not None else Deadline.after(time_limit)
+    rounded = _on_ticks(problem, schedule, time_limit, workers, seed, dl, work_limit, progress)
+    return true_timed(problem, rounded)
+
+
+def _on_ticks(
+    problem: Problem,
+    schedule: Schedule,
+    time_limit: float,
+    workers: int,
+    seed: int,
+    dl: Deadline,
+    work_limit: float | None,
+    progress: Progress | None,
+) -> OptimizeResult:
+    """:func:`evaluate` on the instance's ticks (durations rounded where they share no small tick)."""
+    costs, objective = problem.costs, problem.objective
+    t0, hard = dl.start, dl.at(0.9)
     try:
         inst = instance(problem, schedule, deadline=hard)
         bounds = lower_bounds(inst, deadline=hard)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..compare.outcome import row_cells
 from ..compare.table import COLUMNS
 from ..core.errors import ScheduleFileError
 from ..core.files import check_input_file, read_text
@@ -83,7 +84,7 @@ def load_results(path: str | Path) -> pd.DataFrame:
         rows = _csv_rows(p)
         header_row = "row 1 (header)"
     elif suffix == ".json":
-        rows = _json_rows(p)
+        rows = [row_cells(r) for r in _json_rows(p)]  # compare --json's lists and objects as the frame's text
         header_row = "row 1"
     else:
         rows = _jsonl_rows(p)

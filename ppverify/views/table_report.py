@@ -327,14 +327,22 @@ def table_json(run: TableRun) -> dict[str, Any]:
         # None: a system's transfers are charged (a file's, beside its own costs in seconds)
         "comm_delay_per_column": None if run.comm is not None and not run.comm_delay else run.comm_delay,
         "comm_from_file": run.comm_source == "file",
-        "tick": float(timeline.info.tick or 0.0),
-        "ticks": int(timeline.info.ticks or 0),
+        # null where the text says the durations share no common tick (no table cell to measure)
+        "tick": None if _no_common_tick(timeline) else float(timeline.info.tick or 0.0),
+        "ticks": None if _no_common_tick(timeline) else int(timeline.info.ticks or 0),
         "formula": run.formula,
         "table": None if run.grid is None else [list(row) for row in run.grid.cells],
     }
     if run.embedded is not None:
         out["embedded_table"] = run.embedded
     return out
+
+
+def _no_common_tick(timeline: Timeline) -> bool:
+    # durations in seconds (presets) share no tick a table can draw: their gcd is a rounding's
+    from ..engines.table import NO_COMMON_TICK
+
+    return int(timeline.info.ticks or 0) > NO_COMMON_TICK
 
 
 def table_text(run: TableRun, style: str = "paper", width: int | None = None, table: bool = True) -> str:
@@ -348,13 +356,12 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
         >>> text.splitlines()[4]   # (m + p - 1)(tF + tB) at the default tF = 1, tB = 2
         'makespan      9 units (9 ticks)'
     """
-    from ..engines.table import NO_COMMON_TICK, format_table
+    from ..engines.table import format_table
 
     schedule, timeline, doc = run.doc.schedule, run.timeline, run.doc
     unit, metrics = timeline.time_unit, shown_metrics(timeline)
     ticks = int(timeline.info.ticks or 0)
-    # durations in seconds (presets) share no tick a table can draw: their gcd is a rounding's
-    no_tick = ticks > NO_COMMON_TICK
+    no_tick = _no_common_tick(timeline)
     tick = timeline.info.tick or 0.0
     tick_text = (
         "the durations share no common tick a table can draw: timed exactly, not drawn"

@@ -78,8 +78,8 @@ def test_measured_peaks_are_the_runs_saved_activations_in_the_tables_unit(capsys
     args = ["compare", "--schedules", "gpipe,1f1b,interleaved-v2", "-p", "2", "-m", "4", "--costs", "F=0.2,B=0.4"]
     assert main([*args, "--levels", "async", "--measured", "--no-progress", "--no-verify", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    meas = {r["schedule"]: json.loads(r["peak_activations"]) for r in rows if r["level"] == "measured"}
-    asyn = {r["schedule"]: json.loads(r["peak_activations"]) for r in rows if r["level"] == "async"}
+    meas = {r["schedule"]: r["peak_activations"] for r in rows if r["level"] == "measured"}
+    asyn = {r["schedule"]: r["peak_activations"] for r in rows if r["level"] == "async"}
     assert meas["gpipe"] == [4.0, 4.0] and meas["1f1b"] == [2.0, 1.0]
     assert meas == asyn
     df = to_frame(

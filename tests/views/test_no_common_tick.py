@@ -4,7 +4,13 @@ rounding's (10**22 ticks for a 0.15 s step). ``show`` and ``optimize --table`` s
 
 from __future__ import annotations
 
+import json
+
 from ppverify.cli import main
+from ppverify.io.json_comm import CommSettings
+from ppverify.io.json_format import save_json
+from ppverify.schedules import build
+from ppverify.systems.preset_models import PresetSettings, resolve_presets
 
 PRESETS = ["--system", "dgx-h100", "--model", "gpt3-1.3b"]
 
@@ -29,3 +35,18 @@ def test_unit_costs_keep_their_tick(capsys):
     assert main(["show", "gpipe", "-p", "2", "-m", "2"]) == 0
     out = capsys.readouterr().out
     assert "one table tick = 1 unit" in out and "makespan      9 units (9 ticks)" in out
+
+
+def test_show_json_gives_no_tick_where_the_text_says_there_is_none(tmp_path, capsys):
+    # docs/show-and-files.md: `tick` is the length of one table cell; preset seconds have none, so
+    # both are null (they were 1e-18 s and 122461655196530711 ticks, past 2**53)
+    s = build("1f1b", p=2, m=4)
+    ctx = resolve_presets(PresetSettings(system="dgx-h100", model="gpt3-1.3b"), s)
+    path = str(tmp_path / "pre.json")
+    save_json(s, path, costs=ctx.costs, comm=CommSettings(ctx.comm))
+    assert main(["show", path, "--no-table"]) == 0
+    assert "share no common tick a table can draw" in capsys.readouterr().out
+    assert main(["show", path, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["tick"], out["ticks"], out["table"]) == (None, None, None)
+    assert out["makespan"] > 0  # still timed exactly
