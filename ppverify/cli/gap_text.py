@@ -98,3 +98,25 @@ def optimum_line(
         return f"optimum      {best:g}{u}  (proven{peak_text}; {than})"
     grid = f"optimal on durations rounded down to ticks of {res.tick:g}{u}: the optimum is at most it"
     return f"best found   {best:g}{u}  ({grid}{peak_text}; {than})"
+
+
+def over_texts(peak: float, problem: Any) -> tuple[str, str]:
+    """A family's ``peak`` over ``problem``'s memory cap and the cap, both in the unit the cap's
+    label counts (bytes as GiB, else activations), with the digits that tell them apart, as
+    ``verify`` says a breach (:func:`~ppverify.core.memory_text.held_and_cap`; docs/memory.md: a
+    level over its cap never prints as equal to it).
+
+    Example:
+        >>> from ppverify.optimize import Problem
+        >>> from ppverify.core.costs import CostModel
+        >>> from ppverify.core.placement import linear
+        >>> over_texts(2.0, Problem(linear(2), 4, CostModel.abstract(linear(2)), memory_cap=1.9999999995))
+        ('2 activations', '1.999999999')
+    """
+    from ..core.exact import exact_fraction
+    from ..core.memory_text import held_and_cap
+    from ..core.memory_unit import printed_unit
+
+    one = printed_unit(problem.costs, problem.placement)
+    unit = problem.costs.memory_unit
+    return held_and_cap(exact_fraction(peak) / one, exact_fraction(problem.memory_cap) / one, unit)

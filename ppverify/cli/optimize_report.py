@@ -26,7 +26,7 @@ def memory_shown(problem: Any) -> Callable[[float], float]:
         >>> shown(4 / 3), shown(2.0)  # one activation is device 1's 2 x 2/3 = 4/3 units
         (1.0, 1.5)
     """
-    from ..core.memory_cap import printed_unit
+    from ..core.memory_unit import printed_unit
     from ..views.memory_units import in_activations
 
     one = printed_unit(problem.costs, problem.placement)

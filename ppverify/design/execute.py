@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.errors import ParameterError
-from ..sweep.executor import EXECUTORS
+from ..sweep.executor import EXECUTORS, stop_pool
 from .points import EPS, FamilyPoint, Point, solve_point
 from .spec import Task
 
@@ -33,9 +33,7 @@ def blockers(task: Task, tasks: Sequence[Task]) -> list[Task]:
         >>> [(b.setup.label, b.budget) for b in blockers(ts[3], ts)]  # v at budget 2
         [('linear', 1.0), ('linear', 2.0)]
     """
-    return [
-        t for t in tasks if t.index < task.index and t.setup.label != task.setup.label and t.budget <= task.budget + EPS
-    ]
+    return [t for t in tasks if t.index < task.index and t.setup.label != task.setup.label and t.budget <= task.budget]
 
 
 def incumbent(
@@ -61,7 +59,7 @@ def incumbent(
             budget = "none" if math.isinf(q.budget) else f"{q.budget:g}"
             best = (q.time, f"{q.placement} at budget {budget}")
     for f in fams:
-        if f.peak <= task.budget + EPS and f.fits_backward(split) and (best is None or f.time < best[0] - EPS):
+        if f.fits(task.budget) and f.fits_backward(split) and (best is None or f.time < best[0] - EPS):
             best = (f.time, f"the family {f.family}")
     return best
 
@@ -161,11 +159,7 @@ def _run_pool(
             _submit_ready(pending, ready, submit)
         pool.shutdown()
     except BaseException:
-        procs = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
+        stop_pool(pool)  # also when a worker was stopped halfway through sending its point
         raise
 
 

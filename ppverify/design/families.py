@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.errors import PPVerifyError
 from ..core.schedule import Schedule
-from .points import EPS, FamilyPoint, Point, peak_and_time, same_time
+from .points import EPS, FamilyPoint, Point, held_and_time, same_time
 from .spec import Setup, design_unit, stage_split
 
 
@@ -75,10 +75,10 @@ def families_until(
         label = searched_label(sched, setups)
         st = Setup(label, sched.placement, ctx.costs, ctx.comm, tuple(sched.pipe_of_mb), float(unit))
         try:
-            peak, time = peak_and_time(sched, st)
+            held, time = held_and_time(sched, st)
         except PPVerifyError:
             continue
-        out.append(FamilyPoint(family_name(fam.name, extra), label, peak, time, sched))
+        out.append(FamilyPoint(family_name(fam.name, extra), label, float(held), time, sched, held))
     return out, False
 
 
@@ -168,7 +168,7 @@ def adopt_families(points: Sequence[Point], fams: Sequence[FamilyPoint], split: 
     """
     out = []
     for pt in points:
-        fits = [f for f in fams if f.placement == pt.placement and f.peak <= pt.budget + EPS and f.fits_backward(split)]
+        fits = [f for f in fams if f.placement == pt.placement and f.fits(pt.budget) and f.fits_backward(split)]
         fastest = min((f.time for f in fits), default=math.inf)
         # one step summed in two orders differs in its last bits: the smaller peak wins a tie (GPipe's
         # 1.4999999999999998 at peak 4 beat 1F1B's 1.5000000000000002 at peak 2, off the frontier)
@@ -178,7 +178,7 @@ def adopt_families(points: Sequence[Point], fams: Sequence[FamilyPoint], split: 
             best is not None
             and pt.time is not None
             and same_time(best.time, pt.time)
-            and (pt.peak is None or best.peak < pt.peak - EPS)
+            and (pt.peak is None or best.peak < pt.peak)  # peaks: exact, as budgets
         )
         if best is not None and (faster or leaner):
             if pt.time is None:  # skipped, not run, or nothing found: no search to compare with
@@ -188,7 +188,7 @@ def adopt_families(points: Sequence[Point], fams: Sequence[FamilyPoint], split: 
             else:
                 note = f"the family {best.family} is faster than what the search found within its limit: kept"
             pt = replace(pt, time=best.time, peak=best.peak, start=best.family, schedule=best.schedule, note=note)
-            if best.time <= pt.bound + EPS:
+            if best.time <= pt.bound + EPS:  # times: one step summed in two orders
                 pt = replace(pt, status="OPTIMAL")
             elif pt.status == "UNKNOWN":
                 pt = replace(pt, status="FEASIBLE")
@@ -215,7 +215,7 @@ def family_candidates(points: Sequence[Point], fams: Sequence[FamilyPoint], spli
     for f in fams:
         if not f.fits_backward(split):
             continue  # another problem (adopt_families)
-        holders = [q for q in points if q.placement == f.placement and f.peak <= q.budget + EPS]
+        holders = [q for q in points if q.placement == f.placement and f.fits(q.budget)]
         if not holders:
             continue
         q = min(holders, key=lambda x: x.budget)

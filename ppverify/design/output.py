@@ -11,7 +11,7 @@ from pathlib import Path
 from ..core.limits import max_ops
 from ..core.schedule import Schedule
 from .options import families_over_limit
-from .points import EPS, NOT_RUN, FamilyPoint, same_time
+from .points import NOT_RUN, FamilyPoint, same_time
 from .run import Design
 from .spec import stage_split
 
@@ -334,7 +334,7 @@ def family_labels(fams: Sequence[FamilyPoint]) -> dict[tuple[float, float], str]
     """
     out: dict[tuple[float, float], list[str]] = {}
     for f in fams:
-        key = next((k for k in out if abs(k[0] - f.peak) <= EPS and same_time(k[1], f.time)), (f.peak, f.time))
+        key = next((k for k in out if k[0] == f.peak and same_time(k[1], f.time)), (f.peak, f.time))  # peaks: exact
         out.setdefault(key, []).append(f.family)
     return {k: ", ".join(v) for k, v in out.items()}
 

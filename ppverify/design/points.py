@@ -12,12 +12,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
+from ..core.exact import exact_fraction
 from ..core.schedule import Schedule
+from .budgets import budget_cap, exact_held, within_budget
 from .spec import Limits, Setup, Task
 
-#: tolerance of peak and time comparisons (values are sums of costs and delays)
+#: tolerance of step-time comparisons (sums of costs and delays in two orders differ in their last
+#: bits); peaks and budgets compare exactly (:mod:`.budgets`), as ``verify`` holds a cap
 EPS = 1e-9
 #: the note of a point the run's ``--time-limit`` left no time to start
 NOT_RUN = "not run: the run's --time-limit had passed"
@@ -105,6 +109,18 @@ class FamilyPoint:
     peak: float
     time: float
     schedule: Schedule | None
+    #: the peak in budget units exactly (None: read from ``peak``), what a budget holds or not
+    held: Fraction | None = None
+
+    def fits(self, budget: float) -> bool:
+        """Whether the family's peak is within ``budget``, exactly (:func:`.budgets.within_budget`).
+
+        Example:
+            >>> f = FamilyPoint("1f1b", "linear", 2.0, 15.0, None)
+            >>> f.fits(2.0), f.fits(1.9999999995), f.fits(math.inf)
+            (True, False, True)
+        """
+        return within_budget(exact_fraction(self.peak) if self.held is None else self.held, budget)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -135,10 +151,24 @@ def peak_and_time(schedule: Schedule, setup: Setup) -> tuple[float, float]:
         >>> peak_and_time(build("1f1b", 2, 4), s)  # (m + p - 1)(tF + tB) at peak p
         (2.0, 15.0)
     """
+    held, time = held_and_time(schedule, setup)
+    return float(held), time
+
+
+def held_and_time(schedule: Schedule, setup: Setup) -> tuple[Fraction, float]:
+    """:func:`peak_and_time` with the peak exact (budget units), as a budget holds it or not.
+
+    Example:
+        >>> from ppverify.schedules import build
+        >>> from ppverify.systems.preset_models import PresetSettings
+        >>> from ppverify.design.spec import setups
+        >>> held_and_time(build("1f1b", 2, 4), setups("linear", 2, 4, PresetSettings(costs="F=1,B=2"))[0])
+        (Fraction(2, 1), 15.0)
+    """
     from ..engines import run
 
     tl = run(schedule, setup.costs, setup.comm, semantics="async")
-    return float(max(tl.peak_memory())) / setup.unit, float(tl.makespan)
+    return exact_held(float(max(tl.peak_memory())), setup.unit), float(tl.makespan)
 
 
 def point_problem(setup: Setup, budget: float, m: int, split: bool = True) -> Any:
@@ -157,7 +187,8 @@ def point_problem(setup: Setup, budget: float, m: int, split: bool = True) -> An
 
     # a budget no schedule can fill is no cap: the memory bounds' work grows with the cap (a
     # budget of 1e7 ran out of memory in the energy bound), the answer is the unconstrained one
-    cap = None if budget >= setup.most_held() else budget * setup.unit
+    exact = budget_cap(budget, setup.unit)
+    cap = None if exact is None or budget >= setup.most_held() else float(exact)
     return Problem(setup.placement, m, setup.costs, setup.comm, split, cap, pipe_of_mb=setup.pipes)
 
 
@@ -258,7 +289,7 @@ def analytic_bound(problem: Any, wall: float | None = None) -> float:
         if deadline is not None and deadline.expired():
             raise WallLimitReached
         inst = instance(problem, deadline=deadline)
-        return float(lower_bounds(inst, deadline=deadline).best * inst.tick)
+        return inst.bound_time(lower_bounds(inst, deadline=deadline).best)
     except WallLimitReached:
         return float(problem_bounds(problem)["best"])
 
@@ -291,7 +322,7 @@ def bound_point(task: Task, problem: Any, wall: float) -> Point:
     on = f" on a grid of {inst.to_time(grid):.4g} rounded down" if grid > 1 else ""
     which = f"device {devices[0]}" if len(devices) == 1 else f"devices {' and '.join(map(str, devices))}"
     note = f"the relaxation of {which}{on}"
-    return Point(task.setup.label, task.budget, "UNKNOWN", None, float(inst.to_time(ticks)), None, None, None, note)
+    return Point(task.setup.label, task.budget, "UNKNOWN", None, inst.bound_time(ticks), None, None, None, note)
 
 
 def above_gap(point: Point, limits: Limits) -> bool:
@@ -435,5 +466,5 @@ def value_at(front: Sequence[Point], peak: float) -> Point | None:
         >>> value_at([a], 3.0).time, value_at([a], 1.0)
         (28.0, None)
     """
-    fits = [q for q in front if q.peak is not None and q.peak <= peak + EPS]
+    fits = [q for q in front if q.peak is not None and q.peak <= peak]  # peaks: exact
     return min(fits, key=lambda q: (q.time, q.peak), default=None)

@@ -13,15 +13,19 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from ..core.errors import ParameterError
+from ..core.exact import exact_fraction
+from ..core.sizes import format_apart
 from ..optimize.solver_setup import check_seed
 from ..systems.preset_models import PresetSettings
+from .budgets import budget_cap, budget_holding, within_budget
 from .deepen import deepen_front, deepen_line, needs_more
 from .execute import run_points
 from .families import adopt_families, families_until, family_candidates, on_its_own
-from .points import EPS, NOT_RUN, FamilyPoint, Point, frontier, monotone, same_time, value_at
+from .points import NOT_RUN, FamilyPoint, Point, frontier, held_and_time, monotone, same_time, value_at
 from .rework import points_to_rework
 from .spec import Limits, Setup, Task, budget_items, model_options, parse_budgets, setups, stage_split
 from .tighten import tighten_front, tighten_line, wants_bound
@@ -179,15 +183,15 @@ class Design:
             return "its placement was not searched"
         if not f.fits_backward(self.request.split_backward):
             return "it splits the backward, the design does not (--backward split)"
-        holders = [q for q in self.points if q.placement == f.placement and q.budget >= f.peak - EPS]
+        holders = [q for q in self.points if q.placement == f.placement and f.fits(q.budget)]
         if not holders:
             return self._no_budget_fits(f.placement, f.peak)
         q = min(holders, key=lambda x: x.budget)
-        if q.time is not None and q.peak is not None and q.peak > f.peak + EPS:
+        if q.time is not None and q.peak is not None and q.peak > f.peak:  # peaks: exact
             budget = "none" if math.isinf(q.budget) else f"{q.budget:g}"
             return (
                 f"no budget was searched between its peak {f.peak:g} and {budget} (the point there runs "
-                f"{q.time:.10g} at peak {q.peak:g}): add {budget_above(f.peak)} to --budgets"
+                f"{q.time:.10g} at peak {q.peak:g}): add {budget_above(f.peak if f.held is None else f.held)} to --budgets"
             )
         return "the search could not show otherwise within its limit"  # kept for safety: see the docstring
 
@@ -197,8 +201,11 @@ class Design:
         if self.interrupted:
             return "the run was stopped before a budget that holds its peak"
         done = [q.budget for q in self.points if q.placement == placement]
-        largest = "none was" if not done else f"the largest: {max(done):g}"
-        return f"its peak {peak:g} is above every budget searched ({largest})"
+        if not done:
+            return f"its peak {peak:g} is above every budget searched (none was)"
+        # with the digits that tell them apart: a peak of 2 is not "above" a budget printed as 2
+        top, held = format_apart([max(done), peak], "activations")
+        return f"its peak {held} is above every budget searched (the largest: {top})"
 
     def activation_bytes(self) -> float | None:
         """The bytes of one budget unit with presets (None with abstract costs)."""
@@ -277,19 +284,21 @@ class Design:
         }
 
 
-def budget_above(peak: float) -> str:
-    """The shortest budget text, six digits or more, that holds ``peak``: a peak printed to six
-    digits may read below itself (4.809774 as 4.80977), and a budget typed so would not hold it.
+def budget_above(peak: float | Fraction) -> str:
+    """The shortest budget text, six digits or more, that holds ``peak`` (budget units; exact
+    where a Fraction): a peak printed to six digits may read below itself (4.809774 as 4.80977),
+    and a budget typed so would not hold it; a budget holds a peak exactly (:mod:`.budgets`).
 
     Example:
         >>> budget_above(4.809774), budget_above(2.0), budget_above(4.8097700000001)
-        ('4.809774', '2', '4.80977')
+        ('4.809774', '2', '4.8097700000001')
     """
+    held = peak if isinstance(peak, Fraction) else exact_fraction(peak)
     for digits in range(6, 18):
-        text = f"{peak:.{digits}g}"
-        if float(text) >= peak - EPS:  # a family fits a budget within EPS of its peak
+        text = f"{float(held):.{digits}g}"
+        if within_budget(held, float(text)):
             return text
-    return repr(peak)
+    return repr(budget_holding(held))
 
 
 def auto_budgets(sets: Sequence[Setup], fams: Sequence[FamilyPoint], p: int) -> tuple[float, ...]:
@@ -303,7 +312,10 @@ def auto_budgets(sets: Sequence[Setup], fams: Sequence[FamilyPoint], p: int) -> 
         (1.0, 2.0, inf)
     """
     least = min(s.least_budget() for s in sets)
-    peaks = {round(f.peak, 9) for f in fams if least - EPS <= f.peak <= 2 * p + EPS}
+    # each family's own peak as the least budget that holds it exactly (rounded to 9 digits, a
+    # peak in bytes read below itself and the family did not fit its own budget)
+    peaks = {budget_holding(exact_fraction(f.peak) if f.held is None else f.held) for f in fams}
+    peaks = {b for b in peaks if least <= b <= 2 * p}
     return tuple(sorted({least, *peaks})) + (math.inf,)
 
 
@@ -329,7 +341,7 @@ def plan(
         else dict((v, w) for w, v in budget_items(request.budgets, sets))
     )
     for b in budgets:
-        if b < least - EPS:
+        if b < least:  # budgets: exact (the least is the least budget that holds the need)
             word = typed.get(b, f"{b:g}")
             # a size or NMF is named as typed, with what it reads as: 5GiB is no number to compare
             read = "" if word == f"{b:g}" else f"{b:g} activations, "
@@ -341,7 +353,7 @@ def plan(
     tasks: list[Task] = []
     for s in sets:
         for b in budgets:
-            if b >= s.least_budget() - EPS:
+            if b >= s.least_budget():
                 tasks.append(Task(len(tasks), s, float(b), request.m, request.limits, request.split_backward, until))
     return tasks
 
@@ -382,8 +394,12 @@ def verify_front(front: Sequence[Point], sets: Sequence[Setup]) -> tuple[str, ..
         if q.schedule is None:
             out.append("no schedule")
             continue
-        cap = (q.peak if math.isinf(q.budget) else q.budget) or 0.0
-        rep = verify(q.schedule, st.costs, st.comm, memory_cap=cap * st.unit * (1 + 1e-9))
+        # the budget's own cap as optimize was given it (point_problem), no slack: a schedule one
+        # byte over its budget is not valid within it; unconstrained: the schedule's own peak
+        cap = budget_cap(q.budget, st.unit)
+        if cap is None:
+            cap = held_and_time(q.schedule, st)[0] * exact_fraction(st.unit)
+        rep = verify(q.schedule, st.costs, st.comm, memory_cap=float(cap))
         out.append("valid" if rep.valid else rep.violations[0].to_text())
     return tuple(out)
 

@@ -13,15 +13,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from ..core.comm import CommModel
 from ..core.costs import CostModel
 from ..core.errors import ParameterError
+from ..core.exact import exact_fraction
 from ..core.limits import MAX_NUMBER
 from ..core.placement import Placement, placement_from_text
 from ..core.schedule import carrier
 from ..systems.preset_models import PresetSettings, resolve_presets
+from .budgets import budget_holding
 
 #: the placements ``--placements`` accepts (``loop:V``, ``wave:W`` with their chunk counts)
 PLACEMENT_NAMES = ("linear", "v", "loop:V", "wave:W", "bidirectional")
@@ -58,9 +61,12 @@ class Setup:
             >>> setups("loop:2", 2, 4, PresetSettings(costs="F=1,B=2"))[0].least_budget()
             1.0
         """
-        pl, act = self.placement, self.costs.activation
-        need = max(sum(act[s] for s, dd in enumerate(mp) if dd == d) for mp in pl.maps for d in range(pl.p))
-        return need / self.unit
+        pl, act = self.placement, [exact_fraction(a) for a in self.costs.activation]
+        need = max(
+            sum((act[s] for s, dd in enumerate(mp) if dd == d), Fraction(0)) for mp in pl.maps for d in range(pl.p)
+        )
+        # summed exactly: the least budget holds the need, as verify holds a cap (0.1 + 0.2 in floats is over 0.3)
+        return budget_holding(need / exact_fraction(self.unit))
 
     def most_held(self) -> float:
         """The most any schedule of this placement can hold on a device: every microbatch's
@@ -121,13 +127,13 @@ def design_unit(costs: CostModel, placement: Placement, settings: PresetSettings
         True
         >>> max(costs(v_shape(4)).activation) * 2 > design_unit(costs(linear(4)), linear(4), s, 8)
         True
-        >>> from ppverify.core.memory_cap import activation_unit
+        >>> from ppverify.core.memory_unit import activation_unit
         >>> activation_unit(costs(v_shape(4)), v_shape(4)) == design_unit(costs(v_shape(4)), v_shape(4), s, 8)
         True
     """
     from dataclasses import replace
 
-    from ..core.memory_cap import activation_unit
+    from ..core.memory_unit import activation_unit
     from ..core.placement import linear
 
     if costs.memory_unit != "bytes":
@@ -379,9 +385,9 @@ def _spelled_budget(item: str, text: str, sets: Sequence[Setup]) -> float:
                 "a size needs presets (--system/--model), whose cost model counts bytes; this one (--costs) "
                 "counts activations: give a number of activations (one microbatch on a device's share of layers)",
             )
-        value = resolve_memory_cap(spec, s.costs, s.placement).value
-        if value is not None:
-            read[s.label] = value / s.unit
+        exact = resolve_memory_cap(spec, s.costs, s.placement).exact
+        if exact is not None:  # the least budget that holds the cap: 17625128960B holds a peak of those bytes
+            read[s.label] = budget_holding(exact / exact_fraction(s.unit))
     values = list(read.values())
     if not values:
         raise ParameterError("budgets", text, f"{item} needs the placements' cost models to be read")

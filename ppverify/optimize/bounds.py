@@ -58,7 +58,7 @@ from .cycle import memory_cycle_bounds
 from .deadline import Deadline, check
 from .energy import memory_energy_spans
 from .onemachine import cross_device_span_bounds, makespan_bounds
-from .problem import Instance, Problem
+from .problem import Instance, Problem, bound_time
 from .warmup import warmup_bound
 from .window import multi_stage_end_gap, multi_stage_head_idle, multi_stage_tail_idle
 
@@ -129,17 +129,17 @@ class Bounds:
         )
 
     def as_dict(self, tick: float) -> dict[str, float]:
-        """The bounds in time units (for reports and ``--json``)."""
-        return {
-            "critical_path": self.critical_path * tick,
-            "device_work": self.device_work * tick,
-            "memory_window": self.memory_window * tick,
-            "device_relaxation": self.device_relaxation * tick,
-            "one_machine": self.one_machine * tick,
-            "memory_cycle": self.memory_cycle * tick,
-            "warmup": self.warmup * tick,
-            "best": self.best * tick,
-        }
+        """The bounds in time units (for reports and ``--json``), each rounded toward -inf
+        (:func:`~ppverify.optimize.problem.bound_time`): never above the exact optimum.
+
+        Example:
+            >>> b = Bounds("makespan", 12, 12, 0, (12, 12), (0, 0))  # 12 ticks of 1/10: 6/5
+            >>> b.as_dict(0.1)["best"], 12 * 0.1
+            (1.2, 1.2000000000000002)
+        """
+        names: tuple[str, ...] = ("critical_path", "device_work", "memory_window", "device_relaxation")
+        names += ("one_machine", "memory_cycle", "warmup", "best")
+        return {k: bound_time(getattr(self, k), tick) for k in names}
 
 
 def heads_tails(inst: Instance, deadline: Deadline | None = None) -> tuple[list[int], list[int]]:

@@ -206,7 +206,7 @@ def _on_ticks(
         return OptimizeResult(
             "UNKNOWN",
             objective=None,
-            bound=bounds.best * inst.tick,
+            bound=inst.bound_time(bounds.best),
             wall_s=time.monotonic() - t0,
             schedule=schedule,
             timeline=None,
@@ -238,7 +238,7 @@ def _on_ticks(
         return OptimizeResult(
             status,
             objective=None,
-            bound=float("inf") if status == "INFEASIBLE" else bounds.best * inst.tick,
+            bound=float("inf") if status == "INFEASIBLE" else inst.bound_time(bounds.best),
             wall_s=time.monotonic() - t0,
             schedule=schedule,
             timeline=None,
@@ -250,7 +250,7 @@ def _on_ticks(
         )
     starts = [solver.value(v) for v in built.start]
     if progress is not None:
-        progress.phase("done", solver.objective_value * inst.tick, solver.best_objective_bound * inst.tick)
+        progress.phase("done", solver.objective_value * inst.tick, inst.bound_time(solver.best_objective_bound))
     value = round(solver.objective_value)
     bound = max(bounds.best, int(np.ceil(solver.best_objective_bound - 1e-9)))
     _, tl = schedule_from_starts(inst, starts, schedule.family)
@@ -258,7 +258,7 @@ def _on_ticks(
     return OptimizeResult(
         status,
         objective=value * inst.tick,
-        bound=min(bound, value) * inst.tick,
+        bound=inst.bound_time(min(bound, value)),
         wall_s=time.monotonic() - t0,
         schedule=schedule,
         timeline=tl,
@@ -283,8 +283,8 @@ def cap_breach(inst: Instance, order: Sequence[Sequence[int]]) -> str:
     """
     if inst.cap is None:
         return ""
-    from ..core.memory_cap import printed_unit
     from ..core.memory_text import held_and_cap
+    from ..core.memory_unit import printed_unit
 
     pr = inst.problem
     one = printed_unit(pr.costs, pr.placement)

@@ -76,7 +76,9 @@ class Run:
         # tell the progress display (if any) that a phase starts; value and bound in ticks
         if self.progress is not None:
             tick = self.inst.tick
-            self.progress.phase(name, None if value is None else value * tick, None if bound is None else bound * tick)
+            self.progress.phase(
+                name, None if value is None else value * tick, None if bound is None else self.inst.bound_time(bound)
+            )
 
     def gap_reached(self, value: int | None, bound: int) -> bool:
         # a schedule within the requested gap of a proven bound (no gap limit: never)
@@ -122,7 +124,7 @@ def start_result(
     return OptimizeResult(
         "UNKNOWN" if value is None else ("OPTIMAL" if bound >= value else "FEASIBLE"),
         objective=None if value is None else value * inst.tick,
-        bound=bound * inst.tick,
+        bound=inst.bound_time(bound),
         wall_s=time.monotonic() - run.dl.start,
         schedule=sched,
         timeline=tl,

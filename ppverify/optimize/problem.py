@@ -277,8 +277,21 @@ class Instance:
         return range(self.dag.offsets[d], self.dag.offsets[d + 1])
 
     def to_time(self, ticks: float) -> float:
-        """Ticks to the cost model's time unit."""
+        """Ticks to the cost model's time unit (a value: the nearest float; a bound takes
+        :meth:`bound_time`)."""
         return float(ticks) * self.tick
+
+    def bound_time(self, ticks: float) -> float:
+        """A lower bound of ``ticks`` in the cost model's time unit, never above the exact one
+        (:func:`bound_time`).
+
+        Example:
+            >>> from ppverify.core.placement import linear
+            >>> inst = instance(Problem(linear(2), 3, CostModel.abstract(linear(2), F=0.1, B=0.2), split=False))
+            >>> inst.to_time(12), inst.bound_time(12)  # 12 ticks of 1/10: 6/5, whose nearest float is above it
+            (1.2000000000000002, 1.2)
+        """
+        return bound_time(ticks, self.tick)
 
     def programs_by_start(self, starts: Sequence[int]) -> tuple[tuple[Op, ...], ...]:
         """Each device's ops in order of their start ticks (ties: zero-length ops first, an op
@@ -434,8 +447,8 @@ def cap_infeasibility(inst: Instance) -> str:
     """
     if inst.cap is None:
         return ""
-    from ..core.memory_cap import printed_unit
     from ..core.memory_text import held_and_cap
+    from ..core.memory_unit import printed_unit
 
     costs = inst.problem.costs
     one = printed_unit(costs, inst.problem.placement)
@@ -496,3 +509,20 @@ def on_grid(inst: Instance, factor: int, up: bool) -> Instance:
         exact=False,
         coll_dur=tuple(rounded(x) for x in inst.coll_dur),
     )
+
+
+def bound_time(ticks: float, tick: float) -> float:
+    """``ticks`` x ``tick`` as a certified lower bound: the product taken exactly (the tick read as
+    :func:`~ppverify.core.exact.exact_fraction` reads every amount, as the instance made it) and
+    rounded toward -inf, so a bound never reads above the exact optimum (12 ticks of 0.1 are 6/5,
+    whose product in floats, 1.2000000000000002, is above it). Values (makespans) stay nearest.
+
+    Example:
+        >>> bound_time(12, 0.1), 12 * 0.1, bound_time(3, 0.5), bound_time(float("inf"), 0.1)
+        (1.2, 1.2000000000000002, 1.5, inf)
+    """
+    if not math.isfinite(ticks):  # an infeasible problem's bound
+        return float(ticks) * tick
+    exact = Fraction(ticks) * exact_fraction(tick)
+    near = float(exact)
+    return math.nextafter(near, -math.inf) if near > exact else near

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -79,21 +78,23 @@ class OptimizeResult:
         return relative_gap(self.objective, self.bound)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (the schedule as per-device action text). An INFEASIBLE problem's
-        bound is infinite, which JSON cannot hold (Python wrote ``Infinity``, which strict
-        parsers refuse): it is ``null`` there, and ``reason`` says why. ``memory_cap`` is a number
-        (the cost model's memory unit) or ``null`` for none, as in ``gap --json``.
+        """The summary ``--json`` prints (the schedule as per-device action text). An INFEASIBLE
+        problem's bound is infinite (no schedule; ``reason`` says why) and stays so here:
+        :func:`ppverify.cli.json_output.print_json` writes it ``null`` and names it under
+        ``non_finite_as_null``, as it does every number JSON cannot hold (nulled here, it went
+        unnamed). ``memory_cap`` is a number (the cost model's memory unit) or ``None`` for none,
+        as in ``gap --json``.
 
         Example:
             >>> r = OptimizeResult("INFEASIBLE", "makespan", None, float("inf"), 0.0, None, None, {}, None, None, 1.0, True, "units", reason="cap")
             >>> r.to_dict()["bound"], r.to_dict()["reason"], r.to_dict()["memory_cap"]
-            (None, 'cap', None)
+            (inf, 'cap', None)
         """
         out: dict[str, Any] = {
             "status": self.status,
             "objective": self.objective_name,
             "value": self.objective,
-            "bound": self.bound if math.isfinite(self.bound) else None,
+            "bound": self.bound,
             "gap": self.gap,
             "gap_to_bound": self.gap,  # the name gap, compare and report give (value - bound) / value
             "wall_s": round(self.wall_s, 3),

@@ -174,7 +174,7 @@ def optimize(
         bounds = work_bounds(inst)
         cut.append("bounds")
     if progress is not None:
-        progress.phase("starting schedules", bound=bounds.best * inst.tick)
+        progress.phase("starting schedules", bound=inst.bound_time(bounds.best))
     common: CommonFields = dict(
         objective_name=problem.objective,
         bounds=bounds.as_dict(inst.tick),
@@ -373,7 +373,7 @@ def optimize(
     return OptimizeResult(
         status,
         objective=None if value is None else value * inst.tick,
-        bound=bound_ticks * inst.tick,
+        bound=inst.bound_time(bound_ticks),
         wall_s=time.monotonic() - t0,
         schedule=sched,
         timeline=tl,

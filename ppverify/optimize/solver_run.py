@@ -34,6 +34,7 @@ from typing import Any, TextIO
 from ortools.sat.python import cp_model
 
 from ..core.errors import ParameterError
+from .problem import bound_time
 from .result import relative_gap
 from .solver_setup import stops_named
 
@@ -179,14 +180,14 @@ class Progress:
 
         class _Callback(cp_model.CpSolverSolutionCallback):
             def on_solution_callback(self) -> None:
-                bound = self.best_objective_bound * tick if bounds else None
+                bound = bound_time(self.best_objective_bound, tick) if bounds else None
                 progress.update(self.objective_value * tick, bound)
 
         return _Callback()
 
     def watch_bound(self, solver: cp_model.CpSolver, tick: float = 1.0) -> None:
         """Report the bounds CP-SAT proves during ``solver``'s next search."""
-        solver.best_bound_callback = lambda b: self.update(bound=b * tick)
+        solver.best_bound_callback = lambda b: self.update(bound=bound_time(b, tick))
 
     def _merge(self, incumbent: float | None, bound: float | None) -> bool:
         changed = False

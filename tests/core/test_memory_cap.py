@@ -239,7 +239,7 @@ def test_a_family_over_the_cap_gets_no_gap(capsys):
     assert out["family_over_cap"] and out["family_peak_memory"] == 4 and out["gap_to_bound"] is None
     assert main(["gap", "1f1b", *family, "--memory-cap", "2"]) == 0
     text = capsys.readouterr().out
-    assert "gap to bound -  (the family's peak 4 is over the cap 2" in text
+    assert "gap to bound -  (the family's peak 4 activations is over the cap 2" in text
     assert "the family, over the cap, is" in text and "faster)" in text
     # at its own peak 1F1B is optimal with c = 0: device 0 works m(F+B) = 24 after (p-1)F = 3 of
     # fill and before (p-1)B = 6 of drain, 33 = (m+p-1)(F+B), its own makespan: a gap of 0
