@@ -5,7 +5,9 @@ both ``KeyboardInterrupt``, in the main thread, so commands stop as on Ctrl-C; e
 solver call in progress (:class:`_sigterm_raises`). A command that keeps what it found runs its
 search :func:`interruptible` and ends with :func:`stopped`'s line, which names the signal received.
 The exit code is 128 + the signal's number: 130, 143, 129. A SIGHUP ignored when the command
-started (``nohup``) stays ignored.
+started (``nohup``) stays ignored. A command with nothing half-written to lose (``verify``,
+``prove``) also ends within a grace period of the signal (:func:`ends_within`), even when a
+solver call in progress polls no interrupt.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from typing import Any
 EXIT_INTERRUPT, EXIT_TERM, EXIT_HANGUP = 130, 143, 129
 #: the numbers of SIGTERM and SIGHUP (0 where there is none)
 _TERM, _HUP = int(getattr(signal, "SIGTERM", 0)), int(getattr(signal, "SIGHUP", 0))
+#: seconds :func:`ends_within` gives a command after a signal before it ends the process
+GRACE_S = 2.0
 
 
 class Terminated(KeyboardInterrupt):
@@ -58,6 +62,44 @@ def stop_code(exc: BaseException | None) -> int:
     if isinstance(exc, Terminated):
         return EXIT_TERM
     return EXIT_HANGUP if isinstance(exc, Hangup) else EXIT_INTERRUPT
+
+
+def signal_exception(signum: int) -> KeyboardInterrupt:
+    """The exception a signal stands for: :class:`Terminated` for SIGTERM, :class:`Hangup` for
+    SIGHUP, else (SIGINT) ``KeyboardInterrupt``.
+
+    Example:
+        >>> type(signal_exception(signal.SIGTERM)).__name__, type(signal_exception(signal.SIGINT)).__name__
+        ('Terminated', 'KeyboardInterrupt')
+    """
+    if signum == _TERM:
+        return Terminated()
+    return Hangup() if _HUP and signum == _HUP else KeyboardInterrupt()
+
+
+def ends_within(
+    args: argparse.Namespace, command: str, grace_s: float | None
+) -> contextlib.AbstractContextManager[None]:
+    """Within the block (the run of a command that writes nothing it could leave half-written:
+    ``verify``, ``prove``), a Ctrl-C, SIGTERM or SIGHUP ends the process at most ``grace_s``
+    seconds after it arrives, whatever the command is doing then. The signal is handled as
+    everywhere (Z3 interrupted, the exception raised); only if the command has not ended when the
+    grace is up (Z3's late search of a large difference-logic problem polls no interrupt), a
+    watchdog flushes the output, prints the command's usual one line (``ppverify verify:
+    interrupted``) and ends the process with the signal's exit code (130, 143, 129) through
+    :func:`os._exit`. Only in the ``ppverify`` process itself (the console script, ``python -m
+    ppverify``); a call of :func:`ppverify.cli.main` from Python code, or ``grace_s`` None, gets
+    the block unchanged. Commands that keep what they found (``design``, ``sweep``, ``optimize``)
+    never use it.
+
+    Example:
+        >>> with ends_within(argparse.Namespace(), "ppverify verify", GRACE_S):
+        ...     pass
+    """
+    signals = getattr(args, "_signals", None)
+    if grace_s is None or not isinstance(signals, _sigterm_raises):
+        return contextlib.nullcontext()
+    return signals.ending_within(command, grace_s)
 
 
 def rows_kept(exc: BaseException, command: str, kept: int, store: object) -> int:
@@ -146,6 +188,11 @@ class _sigterm_raises:
         self.active, self.in_hook = True, False
         self.old_fd = -1
         self.pipe: tuple[int, int] | None = None
+        # within ending_within(): the command's name and its grace; the lock orders its end
+        # (the block left) against the watchdog's exit, so that only one of them prints the line
+        self.grace: tuple[str, float] | None = None
+        self.grace_lock = threading.Lock()
+        self.watchdog: threading.Timer | None = None
         if os.name == "posix" and _in_main_thread():
             self.old = signal.signal(signal.SIGTERM, self._on_signal)
             if _HUP and signal.getsignal(_HUP) is not signal.SIG_IGN:  # nohup's choice is kept
@@ -156,7 +203,10 @@ class _sigterm_raises:
                 os.set_blocking(w, False)
                 self.old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
                 self.pipe = (r, w)
-                threading.Thread(target=_interrupt_solvers_on_signal, args=(r, self._again), daemon=True).start()
+                watcher = threading.Thread(
+                    target=_interrupt_solvers_on_signal, args=(r, self._again, self._grace_from), daemon=True
+                )
+                watcher.start()
             except (OSError, ValueError):
                 self.pipe = None
             # last: until here a Ctrl-C is the start-up's one line and exit (a KeyboardInterrupt
@@ -209,6 +259,38 @@ class _sigterm_raises:
             _thread.interrupt_main(signal.Signals(self.received))
 
     @contextlib.contextmanager
+    def ending_within(self, command: str, grace_s: float) -> Iterator[None]:
+        """See :func:`ends_within`: armed only in the process the command owns, with the watcher."""
+        if not self.own_process or self.pipe is None:
+            yield
+            return
+        self.grace = (command, grace_s)
+        try:
+            yield
+        finally:
+            with self.grace_lock:
+                self.grace = None
+
+    def _grace_from(self, signum: int) -> None:  # in the watcher thread, as a signal arrives
+        # the main thread may be inside a native call that polls nothing: its handler runs (and
+        # the command ends) only when the call returns. The first signal starts the watchdog
+        grace = self.grace
+        if grace is not None and self.watchdog is None:
+            self.watchdog = threading.Timer(grace[1], self._end_now, (grace[0], signum))
+            self.watchdog.daemon = True
+            self.watchdog.start()
+
+    def _end_now(self, command: str, signum: int) -> None:  # in the watchdog, when the grace is up
+        with self.grace_lock:
+            if self.grace is None or not self.active:  # the command ended in time
+                return
+            _flush_briefly()
+            exc = signal_exception(signum)
+            with contextlib.suppress(Exception):
+                os.write(2, f"{command}: {stop_words(exc)}\n".encode("utf-8", "replace"))
+            os._exit(stop_code(exc))
+
+    @contextlib.contextmanager
     def stopping(self) -> Iterator[threading.Event]:
         """Within the block the first signal sets the yielded event instead of raising; a
         search's status then says which signal cut it (:func:`~ppverify.optimize.solver_setup.cut_reason`)."""
@@ -231,9 +313,7 @@ class _sigterm_raises:
     def interrupt(self) -> KeyboardInterrupt:
         """The exception of the signal received: :class:`Terminated` for SIGTERM, :class:`Hangup`
         for SIGHUP."""
-        if self.received == _TERM:
-            return Terminated()
-        return Hangup() if _HUP and self.received == _HUP else KeyboardInterrupt()
+        return signal_exception(self.received)
 
     def __exit__(self, *exc: object) -> None:
         self.active = False
@@ -267,7 +347,22 @@ if _HUP and hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_hangup_default_in_child)
 
 
-def _interrupt_solvers_on_signal(fd: int, again: Callable[[], None]) -> None:
+def _flush_briefly(seconds: float = 0.5) -> None:
+    """Flush stdout and stderr, giving up after ``seconds`` (a full pipe nobody reads would
+    otherwise hold the caller forever)."""
+
+    def flush() -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                if stream is not None:
+                    stream.flush()
+
+    flusher = threading.Thread(target=flush, daemon=True)
+    flusher.start()
+    flusher.join(seconds)
+
+
+def _interrupt_solvers_on_signal(fd: int, again: Callable[[], None], arrived: Callable[[int], None]) -> None:
     try:
         while True:
             data = os.read(fd, 16)
@@ -276,7 +371,10 @@ def _interrupt_solvers_on_signal(fd: int, again: Callable[[], None]) -> None:
             if _AGAIN[0] in data:
                 time.sleep(0.05)  # the main thread out of the hook that asked for it
                 again()
-            if any(b in (signal.SIGINT, _TERM, _HUP) for b in data if b):
+            signums = [b for b in data if b and b in (signal.SIGINT, _TERM, _HUP)]
+            if signums:
+                with contextlib.suppress(Exception):
+                    arrived(signums[0])  # a grace's watchdog (ends_within)
                 z3 = sys.modules.get("z3")
                 if z3 is not None:
                     with contextlib.suppress(Exception):

@@ -18,6 +18,26 @@ from .registry import build, get_family
 SUGGEST_M_SPAN = 8
 
 
+def described(schedule: Schedule, checked: Schedule | None = None) -> str:
+    """How a report heads ``schedule``: the description of ``checked`` (what the report ran on;
+    default ``schedule``), with ``(edited)`` after it when ``schedule`` names a registered family
+    but is not what that family builds at its p, m and parameters (:func:`family_mismatch`). A
+    file saved from a family and then edited keeps the family's name in its header; its verdict,
+    timeline or table must not pass for the family's. ``verify``, ``simulate`` and ``show`` head
+    a schedule this way.
+
+    Example:
+        >>> s = build("1f1b", p=2, m=2)
+        >>> described(s)
+        '1f1b p=2 m=2'
+        >>> d0 = s.programs[0]
+        >>> described(s.with_programs(((d0[1], d0[0], *d0[2:]), s.programs[1])))
+        '1f1b p=2 m=2 (edited)'
+    """
+    text = (checked or schedule).describe()
+    return text if family_mismatch(schedule) is None else f"{text} (edited)"
+
+
 def family_mismatch(schedule: Schedule) -> str | None:
     """Why ``schedule`` is not what its family builds at its own p, m and parameters (its
     placement, microbatch pipes or programs differ, or the family refuses those parameters);

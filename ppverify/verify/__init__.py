@@ -40,6 +40,7 @@ from ..core.costs import CostModel
 from ..core.errors import ParameterError
 from ..core.schedule import Schedule
 from ..core.time_limit import check_time
+from ..schedules.family_checks import described
 from . import properties
 from .analysis import Run, clean_schedule
 from .comm_model import COMM_SEMANTICS
@@ -157,7 +158,7 @@ def verify(
     proved = [(p, w) for p, w in proved if rules[p] not in failed]  # e.g. a SEND matching no transfer
     stats = run.stats(proved)
     return Report(
-        run.structure().clean.describe(),
+        described(schedule, run.structure().clean),
         tuple(proved),
         tuple(violations),
         tuple(unchecked + run.notes),

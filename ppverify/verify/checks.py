@@ -303,7 +303,7 @@ def timing(run: Run) -> Outcome:
         >>> out.statement, out.witness["0B1"]
         ('makespan <= 6 units under costs unit with no comm delay, async engine (witness finishes at 6 units)', 5.0)
         >>> print(timing(Run(s, CostModel.unit(s.placement), NO_COMM, makespan_le=5)).violations[0].message)
-        no execution of these programs finishes by 5 under costs unit with no comm delay, async engine (Z3: infeasible; the core's ops lie on a chain of dependencies and program order longer than 5; for reference the earliest finish is 6)
+        no execution of these programs finishes by 5 units under costs unit with no comm delay, async engine (Z3: infeasible; the core's ops lie on a chain of dependencies and program order longer than 5 units; for reference the earliest finish is 6 units)
     """
     bound, costs = run.makespan_le, run.costs
     if bound is None:

@@ -30,8 +30,8 @@ import z3
 
 from ..core.costs import CostModel, exact_memory_deltas, scaled_memory_deltas
 from ..core.dag import StepDAG
-from ..core.memory_cap import printed_unit
 from ..core.memory_text import held_and_cap
+from ..core.memory_unit import printed_unit
 from ..core.ops import Op
 from ..core.placement import Placement
 from ..core.sizes import format_apart, format_bytes

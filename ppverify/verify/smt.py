@@ -167,9 +167,23 @@ def no_answer(reason: str) -> BaseException:
     error, left = time_out_error(), seconds_left()
     if error is not None and left is not None and (reason == "timeout" or left < LIMIT_MARGIN_S):
         return error
-    if reason in INTERRUPTED:
-        return KeyboardInterrupt(f"Z3 {reason}")
-    return LimitError("Z3", f"gave no answer ({reason}): no verdict either way")
+    stop = interrupt_error(reason)
+    return stop if stop is not None else LimitError("Z3", f"gave no answer ({reason}): no verdict either way")
+
+
+def interrupt_error(reason: str, timed_out: bool = False) -> KeyboardInterrupt | None:
+    """The ``KeyboardInterrupt`` to raise for a Z3 ``unknown`` (``reason``, Z3's
+    ``reason_unknown``) that an interrupt caused, ``None`` for any other: a call interrupted
+    before its time was up (a signal: ppverify's watcher interrupts Z3 on Ctrl-C, SIGTERM and
+    SIGHUP) is no answer and stops the command. ``timed_out``: the caller's own clock says the
+    call's time was up, so an interrupt-like reason is its timeout (Z3 answers "canceled" to
+    both). The rule :func:`no_answer` and :func:`ppverify.verify.theorem.prove` share.
+
+    Example:
+        >>> interrupt_error("canceled"), interrupt_error("canceled", timed_out=True), interrupt_error("timeout")
+        (KeyboardInterrupt('Z3 canceled'), None, None)
+    """
+    return KeyboardInterrupt(f"Z3 {reason}") if reason in INTERRUPTED and not timed_out else None
 
 
 def num(x: int) -> str:

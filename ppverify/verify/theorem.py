@@ -11,7 +11,7 @@ from typing import Any
 
 import z3
 
-from .smt import INTERRUPTED, own_signals
+from .smt import interrupt_error, own_signals
 
 __all__ = ["Result", "Theorem", "prove"]
 
@@ -93,6 +93,7 @@ def prove(th: Theorem, timeout_ms: int = 60_000) -> Result:
         }
         return Result(th.name, th.statement, "counterexample", cex, secs)
     # a timeout also reads "canceled" to Z3: the time taken tells it from an interrupt
-    if s.reason_unknown() in INTERRUPTED and secs < timeout_ms / 1000:
-        raise KeyboardInterrupt(f"Z3 {s.reason_unknown()}")
-    return Result(th.name, th.statement, "unknown", {}, secs)
+    stop = interrupt_error(s.reason_unknown(), timed_out=secs >= timeout_ms / 1000)
+    if stop is not None:
+        raise stop
+    return Result(th.name, th.statement, "unknown", {}, secs)  # a real timeout: a result, not an error

@@ -60,14 +60,22 @@ def times_apart(a: float | Fraction, b: float | Fraction) -> tuple[str, str]:
         (('21', '20.5'), ('6.0000008', '6.0000012'), ('1', '0.122273'))
         >>> times_apart(11.999999999999998, Fraction(12))
         ('11.999999999999998', '12')
+        >>> times_apart(8999999.0, Fraction(9000000)), times_apart(1.0000001e-5, Fraction("1.0000002e-5"))
+        (('8999999', '9000000'), ('1.0000001e-05', '1.0000002e-05'))
     """
     from decimal import Decimal, localcontext
 
     def text(x: float | Fraction | Decimal, digits: int) -> str:
         if not isinstance(x, Decimal):
             return f"{x:.{digits}g}"  # a float as %g writes it (the bound as typed)
-        head, e, tail = f"{x:.{digits}g}".partition("e")  # Decimal keeps trailing zeros: %g drops them
-        return (head.rstrip("0").rstrip(".") if "." in head else head) + (e + tail if e else "")
+        # a Decimal as %g writes a float, so that both numbers read alike: Decimal's own %g keeps
+        # trailing zeros, turns to an exponent only below 1e-6, and writes it without padding (e+6)
+        exp = int(f"{x:.{digits - 1}e}".partition("e")[2])  # after rounding, as %g decides
+        if -4 <= exp < digits:
+            fixed = f"{x:.{digits - 1 - exp}f}"
+            return fixed.rstrip("0").rstrip(".") if "." in fixed else fixed
+        head = f"{x:.{digits - 1}e}".partition("e")[0]
+        return (head.rstrip("0").rstrip(".") if "." in head else head) + f"e{exp:+03d}"
 
     with localcontext() as ctx:
         ctx.prec = 60  # far beyond the 17 digits a float needs
@@ -77,7 +85,7 @@ def times_apart(a: float | Fraction, b: float | Fraction) -> tuple[str, str]:
         xa, xb = (da if isinstance(a, Fraction) else a), (db if isinstance(b, Fraction) else b)
         for digits in range(6, 41):
             ta, tb = text(xa, digits), text(xb, digits)
-            if ta != tb or da == db:
+            if Fraction(ta) != Fraction(tb) or da == db:  # apart by what they say, not how
                 return ta, tb
     return str(da), str(db)
 
@@ -311,7 +319,8 @@ def check_makespan(
     finish = Fraction(max((int(e) + tails[i] for i, e in enumerate(end_ticks)), default=0), scale)
     what = " and their collectives" if colls else ""
     chain = " (with the collectives after its last op)" if colls else ""
-    b, earliest = times_apart(bound, finish)
+    # each time in the unit T was read in (seconds with presets), as a proved claim prints it
+    b, earliest = (t + unit_suffix(costs) for t in times_apart(bound, finish))
     model = timing_model(costs, comm, dag.schedule, sync, dp_allreduce, comm_semantics)
     msg = (
         f"no execution of these programs{what} finishes by {b} under {model} "

@@ -85,4 +85,4 @@ def test_the_earliest_finish_is_printed_exactly(capsys):
     argv = ["verify", "1f1b", "-p", "3", "-m", "7", "--costs", "F=0.1,B=0.3", "--comm-delay", "0.7"]
     assert main([*argv, "--makespan-le", "11.999999999999998"]) == 1
     out = capsys.readouterr().out
-    assert "finishes by 11.999999999999998 " in out and "earliest finish is 12)" in out
+    assert "finishes by 11.999999999999998 units " in out and "earliest finish is 12 units)" in out

@@ -40,10 +40,10 @@ def test_the_proof_names_the_delay(capsys):
 def test_the_refutation_names_it_too(capsys):
     line = _timing_line([*ARGS, "--comm-delay", "1", "--makespan-le", "10"], capsys)
     assert line.startswith(
-        "VIOLATED timing: no execution of these programs finishes by 10 under costs F=1,B=2,I=1,W=1 "
+        "VIOLATED timing: no execution of these programs finishes by 10 units under costs F=1,B=2,I=1,W=1 "
         "with comm delay 1, async engine (Z3: infeasible;"
     )
-    assert "the earliest finish is 11)" in line
+    assert "the earliest finish is 11 units)" in line
 
 
 def test_json_statement_names_it(capsys):

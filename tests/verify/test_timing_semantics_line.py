@@ -47,10 +47,10 @@ def test_rendezvous_refutation_says_it_too(capsys):
     assert rc == 1
     timing = next(ln for ln in lines if "timing:" in ln)
     assert timing.startswith(
-        f"VIOLATED timing: no execution of these programs finishes by 8 under costs F=1,B=2,I=1,W=1 with no "
+        f"VIOLATED timing: no execution of these programs finishes by 8 units under costs F=1,B=2,I=1,W=1 with no "
         f"comm delay, {ENGINE} (Z3: infeasible;"
     ), timing
-    assert "the earliest finish is 9)" in timing
+    assert "the earliest finish is 9 units)" in timing
 
 
 @pytest.mark.parametrize("given", [[], ["--comm-semantics", "buffered"]], ids=["default", "buffered"])

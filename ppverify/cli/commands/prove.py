@@ -144,4 +144,5 @@ COMMAND = Command(
     add_arguments,
     run,
     description=__doc__ or "",
+    ends_on_signal=True,  # nothing half-written: a signal ends it within seconds, whatever Z3 does
 )
