@@ -38,6 +38,7 @@ from .profile import profiler_step, start_profiler
 from .record import Event
 from .stages import build_stage_module, loss_fn, make_batch, sleep_remaining
 from .status import set_status
+from .worker_side import run_folder
 
 _now = time.monotonic_ns  # CLOCK_MONOTONIC on Linux: one clock for all processes
 
@@ -171,7 +172,9 @@ def run_torch_runtime(rank: int, world_size: int, job: Job) -> RankResult:
     ]
     set_status(LOADING)  # not a hang however long it lasts (.hang)
     rt = _PipelineScheduleRuntime(stages, m, loss_fn=loss_fn, scale_grads=True)
-    fd, path = tempfile.mkstemp(prefix=f"ppverify-rank{rank}-", suffix=".csv")
+    # in the run's folder, which the parent removes: a worker killed while loading (a timeout,
+    # Ctrl-C) never reaches the finally below, and a file in $TMPDIR outlived the run
+    fd, path = tempfile.mkstemp(prefix=f"ppverify-rank{rank}-", suffix=".csv", dir=run_folder())
     try:
         with os.fdopen(fd, "w", newline="") as fh:
             fh.write("".join(",".join(row) + "\n" for row in job.rows))

@@ -15,8 +15,8 @@ from ..core.placement import Placement
 from ..io.trace_step import RecordedStep
 from .record import Event
 
-_COMPUTE = re.compile(r"(\d+)([FBIW])(\d+)$")
-_COMM = re.compile(r"(\d+)(SEND|RECV)_([FB])(\d+)$")
+_COMPUTE = re.compile(r"([0-9]+)([FBIW])([0-9]+)$")
+_COMM = re.compile(r"([0-9]+)(SEND|RECV)_([FB])([0-9]+)$")
 _OVERLAP = re.compile(r"\((.*)\)OVERLAP_F_B$")
 #: an op as ``(kind, stage, mb)``
 OpKey = tuple[str, int, int]

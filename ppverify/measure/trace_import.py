@@ -42,11 +42,11 @@ from .record import Event, to_timeline
 from .trace_costs import boundary_bytes_of, fitted_costs, overlapped_ops
 
 _COMM_KINDS = ("SEND_F", "SEND_B", "RECV_F", "RECV_B")
-_COMPUTE = re.compile(r"(\d+)([FBIW])(\d+)$")
-_COMM = re.compile(r"(\d+)(SEND|RECV)_([FB])(\d+)$")
+_COMPUTE = re.compile(r"([0-9]+)([FBIW])([0-9]+)$")
+_COMM = re.compile(r"([0-9]+)(SEND|RECV)_([FB])([0-9]+)$")
 _OVERLAP = re.compile(r"\((.*)\)OVERLAP_F_B$")
-_LEGACY = re.compile(r"(Forward|Backward) (\d+)$")
-_REDUCE = re.compile(r"(\d+)REDUCE_GRAD$")
+_LEGACY = re.compile(r"(Forward|Backward) ([0-9]+)$")
+_REDUCE = re.compile(r"([0-9]+)REDUCE_GRAD$")
 #: slack (us) of the causality checks: float stamps, and the collective that aligns clocks
 _TOLERANCE_US = 1.0
 

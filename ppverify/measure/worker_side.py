@@ -97,6 +97,22 @@ def process_alive(pid: int) -> bool:
 #: how often a worker checks that the process that started it still runs, in seconds
 PARENT_POLL_S = 0.5
 
+#: this worker's run folder (set by :func:`_worker_main`), None in any other process
+_RUN_FOLDER: Path | None = None
+
+
+def run_folder() -> Path | None:
+    """The private temporary folder of the run this worker belongs to, for the files a rank
+    writes for itself: the parent removes it as the run ends, also after it kills the worker
+    (a timeout, Ctrl-C), where the worker's own clean-up never runs. None outside a worker (the
+    system's temporary folder then).
+
+    Example:
+        >>> run_folder() is None  # this process is no worker
+        True
+    """
+    return _RUN_FOLDER
+
 
 def _watch_parent(main_pid: int) -> None:
     while process_alive(main_pid):
@@ -116,7 +132,9 @@ def _worker_main(
     main_pid: int | None = None,
     realtime: bool = False,
 ) -> None:
+    global _RUN_FOLDER
     _die_with_parent(main_pid)
+    _RUN_FOLDER = Path(store_path).parent  # the gloo store lives in the run's temporary folder
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
     if hasattr(signal, "SIGHUP"):  # and a closed terminal's SIGHUP (ppverify.cli.signals)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)

@@ -254,7 +254,7 @@ def _run_pool(batches: list[list[Task]], sink: Callable[[list[dict]], None], wor
             pool.shutdown()
             return
         except BaseException as exc:
-            _stop(pool)  # Ctrl-C, SIGTERM, a dead worker: no waiting for batches in flight
+            stop_pool(pool)  # Ctrl-C, SIGTERM, a dead worker: no waiting for batches in flight
             if not isinstance(exc, BrokenProcessPool):
                 raise
             queue.extend(live.values())  # what was in flight runs again; stored rows stay stored
@@ -286,14 +286,40 @@ def _exit_with_parent(parent: int, every: float = 0.5) -> None:
     os._exit(1)
 
 
-def _stop(pool: ProcessPoolExecutor) -> None:
+def stop_pool(pool: ProcessPoolExecutor, grace: float = 1.0) -> None:
+    """Stop ``pool`` now (Ctrl-C, SIGTERM, a dead worker): cancel what is queued, end every worker
+    without waiting for its task, and leave nothing that keeps this process from exiting. A
+    worker ended while it wrote its result leaves the pool's manager thread waiting for the rest
+    of that message, which never comes: this process holds the write end of the result pipe too,
+    so no end of file either, and the interpreter's exit waited for that thread forever. Closing
+    our write end once the workers are gone gives the read its end of file: the thread takes the
+    pool for broken and ends.
+
+    Example:
+        >>> import time
+        >>> pool = ProcessPoolExecutor(max_workers=1)
+        >>> fut = pool.submit(time.sleep, 60)
+        >>> workers = list(pool._processes.values())
+        >>> stop_pool(pool)  # at once, not after the minute
+        >>> [w.is_alive() for w in workers]
+        [False]
+    """
     procs = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
+    results = getattr(pool, "_result_queue", None)  # shutdown() drops these references: taken first
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:
         if proc.is_alive():
             proc.terminate()
     for proc in procs:
-        proc.join(timeout=1)
+        proc.join(timeout=grace)
+        if proc.is_alive():  # one still starting, with the command's SIGTERM handler: never left running
+            proc.kill()
+            proc.join(timeout=grace)
+    if results is not None and not any(proc.is_alive() for proc in procs):
+        results._writer.close()  # only now: a live worker's result would be cut off
+    if manager is not None and manager.is_alive():
+        manager.join(timeout=grace)
 
 
 def connect_ray() -> Any:

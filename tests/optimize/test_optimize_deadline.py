@@ -38,11 +38,14 @@ def _problem(argv):
 def test_time_limit_is_honoured_in_process(argv):
     pr = _problem(argv)
     # CPU time of this process (one search worker): a loaded machine stretches the wall clock, not
-    # the work done before the one-second limit stops it
+    # the work done before the one-second limit stops it. The allowance beyond the limit (1 s) is
+    # the work after it (reading the result back, checking the schedule found), which cache
+    # contention on a busy two-core machine has stretched to 0.67 s; the second problem is still
+    # searching after a limit of 8 s, so 2.1 s still tells an honoured limit from an ignored one
     t0 = time.process_time()
     res = optimize(pr, time_limit=1.0, workers=1, seed=0)
     took = time.process_time() - t0
-    assert took <= 1.0 * 1.1 + 0.5, f"used {took:.2f} s of CPU for --time-limit 1"
+    assert took <= 1.0 * 1.1 + 1.0, f"used {took:.2f} s of CPU for --time-limit 1"
     assert res.status in ("OPTIMAL", "FEASIBLE", "UNKNOWN")
     # a bound is always reported, and never above the schedule found
     assert res.bound >= 0 and (res.objective is None or res.bound <= res.objective)
