@@ -63,8 +63,8 @@ def refusals(d: Path) -> None:
 
 
 def scaling() -> None:
-    from ppverify.core.files import csv_rows
     from ppverify.core.limits import check_json_text
+    from ppverify.core.text_formats import csv_rows
     from ppverify.engines.torch_steps import add_send_recv
     from ppverify.io.torch_csv import parse_rows
 

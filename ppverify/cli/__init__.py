@@ -76,8 +76,10 @@ from .signals import (  # noqa: E402
     EXIT_HANGUP,
     EXIT_INTERRUPT,
     EXIT_TERM,
+    GRACE_S,
     _in_main_thread,
     _sigterm_raises,
+    ends_within,
     stop_code,
     stop_words,
 )
@@ -104,7 +106,15 @@ _INPUT_FAILURES = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with its errors on one line (usage is one ``--help`` away)."""
+    """argparse, with its errors on one line (usage is one ``--help`` away), and every ``type=int``
+    option read in ASCII digits only (:func:`~ppverify.cli.common.ascii_int`: ``int()`` reads
+    ``-p \u0664`` as 4, which ppverify's schedule text refuses)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from .common import ascii_int
+
+        super().__init__(*args, **kwargs)
+        self.register("type", int, ascii_int)  # argparse looks a type up here first; commands' parsers are _Parsers too
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_INPUT, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
@@ -140,13 +150,18 @@ def one_line(text: str) -> str:
 
 @dataclass(frozen=True)
 class Command:
-    """One subcommand: its name, one-line help, argument setup and action."""
+    """One subcommand: its name, one-line help, argument setup and action. ``ends_on_signal``: a
+    command with nothing half-written to lose (``verify``, ``prove``) whose process ends within
+    :data:`.signals.GRACE_S` seconds of a Ctrl-C, SIGTERM or SIGHUP, even inside a native call
+    that polls no interrupt (:func:`.signals.ends_within`); off (the default), the command stops
+    where it polls for the signal, keeping what it has done (``design``, ``sweep``, ``optimize``)."""
 
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
     description: str = ""
+    ends_on_signal: bool = False
 
 
 def _commands() -> list[Command]:
@@ -207,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         cmd.add_arguments(sp)
         add_global_options(sp, after_command=True)
-        sp.set_defaults(_run=cmd.run)
+        sp.set_defaults(_run=cmd.run, _ends_on_signal=cmd.ends_on_signal)
     return parser
 
 
@@ -269,7 +284,7 @@ def add_global_options(parser: argparse.ArgumentParser, after_command: bool = Fa
 
 def _max_ops(text: str) -> int:
     # a signed integer is a number: -1 gets op_limit's rule (">= 1") as 0 does, not "invalid int"
-    if not re.fullmatch(r"[+-]?\d+", text.strip()):
+    if not re.fullmatch(r"[+-]?[0-9]+", text.strip()):
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}")
     return int_text(text, f"--max-ops {text}", 15)  # a LimitError: one line, exit code 2
 
@@ -365,7 +380,8 @@ def _main(words: list[str], own_process: bool, signals: _sigterm_raises | None =
         from .empty import refuse_empty_command_values
 
         refuse_empty_command_values(parser, args)  # `--schedules ''` is refused, never the default
-        with op_limit(args.max_ops), memory_limit(args.max_memory_gib):
+        grace = GRACE_S if getattr(args, "_ends_on_signal", False) else None
+        with op_limit(args.max_ops), memory_limit(args.max_memory_gib), ends_within(args, command, grace):
             code = args._run(args)
     except SystemExit as exc:  # argparse already printed its one line (or --help its text)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_INPUT)

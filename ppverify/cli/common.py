@@ -34,6 +34,26 @@ class _Given(argparse.Action):
         setattr(namespace, f"{self.dest}_given", True)
 
 
+def ascii_int(text: str) -> int:
+    """An integer option's value, in ASCII digits only: ``int()`` also reads other scripts' digits
+    (``-p \u0664`` as 4), which ppverify's schedule text refuses; refused with argparse's usual message.
+
+    Example:
+        >>> ascii_int("4"), ascii_int(" -2 ")
+        (4, -2)
+        >>> ascii_int("\u0664")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: invalid int value: '٤'
+    """
+    try:
+        if not text.isascii():  # argparse's message for any text int() refuses
+            raise ValueError(text)
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+
+
 #: ``--placement``'s help, declared once for every command that reads a schedule file
 PLACEMENT_HELP = (
     "for a text table (.txt): where its stages live: linear (default), loop (with --v), v, wave (with --waves), "
@@ -73,8 +93,8 @@ def add_schedule_arguments(
         default=None,
         help=help or "a registered family (see `ppverify list`) or a schedule file (.json, .csv, .txt)",
     )
-    parser.add_argument("-p", type=int, default=4, action=_Given, help=p_help)
-    parser.add_argument("-m", type=int, default=None, help=m_help)
+    parser.add_argument("-p", type=ascii_int, default=4, action=_Given, help=p_help)
+    parser.add_argument("-m", type=ascii_int, default=None, help=m_help)
     taking: dict[str, list[Any]] = {}  # each option once, with every family that takes it
     for fam in families():
         for pr in fam.params:
@@ -86,7 +106,7 @@ def add_schedule_arguments(
         parser.add_argument(
             f"--{name.replace('_', '-')}",
             dest=f"fam_{name}",
-            type=pr.type,
+            type=ascii_int if pr.type is int else pr.type,
             default=None,
             metavar=name.upper(),
             help=f"{pr.help} ({', '.join(f.name for f, _ in users)}{shown})",
@@ -349,7 +369,8 @@ def read_document(source: ScheduleSource) -> tuple[ScheduleDocument, str]:
         ...
         ppverify.core.errors.ParameterError: parameter placement=v: only a text table (.txt) takes --placement; ...run.txt holds a PyTorch pipelining CSV, placed as its rows show (`ppverify import ...run.txt --placement v` reads it otherwise)
     """
-    from ..core.files import csv_rows, read_text
+    from ..core.files import read_text
+    from ..core.text_formats import csv_rows
     from ..io import FORMATS, content_kind, load_schedule, looks_like_file
     from ..io.torch_csv import parse_file_rows
 

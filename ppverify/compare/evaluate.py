@@ -248,7 +248,7 @@ def shown_memory(amounts: Iterable[float], res: Resolved, schedule: Schedule) ->
         >>> shown_memory([4 / 3, 2.0], resolve(Config(2, 2, costs=(("F", 1.0),)), s), s)  # 4/3 / (4/3), 2 / (4/3)
         [1.0, 1.5]
     """
-    from ..core.memory_cap import printed_unit
+    from ..core.memory_unit import printed_unit
     from ..views.memory_units import in_activations
 
     return in_activations(list(amounts), printed_unit(res.costs, schedule.placement))
@@ -285,7 +285,7 @@ def common_cap(memory_cap: CapSpec | None, config: Config, placement: Placement 
     if memory_cap is None or memory_cap.kind not in ("activations", "stage_activations"):
         return memory_cap
     from ..core.exact import exact_fraction
-    from ..core.memory_cap import exact_unit
+    from ..core.memory_unit import exact_unit
     from ..core.placement import linear
 
     ref = linear(config.p)

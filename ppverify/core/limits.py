@@ -299,7 +299,9 @@ def line_col(text: str, index: int) -> tuple[int, int]:
     return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
-_LONG_DIGITS = re.compile(r"\d{%d,}" % (MAX_INT_DIGITS + 1))
+# ASCII digits only, as every reader takes them: a str pattern's \d also matches other scripts'
+# digits ("\u0663"), which no reader parses, so a long run of them is text, not a number
+_LONG_DIGITS = re.compile(r"[0-9]{%d,}" % (MAX_INT_DIGITS + 1))
 # an integer only: a float's integer part (digits followed by "." or an exponent) is left to the
 # MAX_NUMBER range check (1401975668736.0 bytes, GPT-3 175B's weights on a device, is a fine float)
 _LONG_INT = re.compile(r"(?<![\w.])-?[0-9]{%d,}(?![0-9.eE])" % (MAX_INT_DIGITS + 1))

@@ -251,6 +251,9 @@ class Timeline:
             >>> from ppverify.engines import run
             >>> run(build("gpipe", p=2, m=1), semantics="slot").to_frame()[["kind", "device", "start", "end"]].values.tolist()[:2]
             [['F', 0, 0.0, 1.0], ['B', 0, 3.0, 4.0]]
+            >>> rows = run(build("chimera", p=2, m=2)).to_frame()
+            >>> bool(rows[rows["kind"] == "allreduce"][["stage", "mb"]].isna().all(axis=None))
+            True
         """
         ops = pd.DataFrame(
             {
@@ -268,8 +271,11 @@ class Timeline:
         )
         tr = self.transfers
         if len(tr):
-            stage = [self.ops[j].stage if j >= 0 else -1 for j in tr.src_op]
-            mb = [self.ops[j].mb if j >= 0 else -1 for j in tr.src_op]
+            # a collective (an all-reduce) carries no one op's output: its stage and mb are missing
+            # (an empty CSV cell), not -1, which would read as a stage number; nullable integers keep
+            # every other row's stage a whole number
+            stage = pd.array([self.ops[j].stage if j >= 0 else None for j in tr.src_op], dtype="Int64")
+            mb = pd.array([self.ops[j].mb if j >= 0 else None for j in tr.src_op], dtype="Int64")
             trs = pd.DataFrame(
                 {
                     "type": "transfer",
@@ -284,7 +290,7 @@ class Timeline:
                     "bytes": tr.nbytes,
                 }
             )
-            ops = pd.concat([ops, trs], ignore_index=True)
+            ops = pd.concat([ops.astype({"stage": "Int64", "mb": "Int64"}), trs], ignore_index=True)
         return ops
 
     def metrics(self) -> dict[str, Any]:

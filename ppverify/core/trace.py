@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ParameterError, ScheduleFileError
-from .memory_cap import in_activations, printed_unit
+from .memory_unit import in_activations, printed_unit
 from .timeline import Timeline
 
 COMPUTE_TID = 0

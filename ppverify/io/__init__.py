@@ -87,7 +87,7 @@ def parse_text(kind: str, text: str, path: str, options: dict) -> Schedule:
 
         return loads_document(text, path).schedule
     if kind == "csv":
-        from ..core.files import csv_rows
+        from ..core.text_formats import csv_rows
         from .torch_csv import parse_rows
 
         return parse_rows(csv_rows(text, path), path, strict=True, **options)  # a file: typos named at their cell

@@ -45,18 +45,22 @@ HOW_TO_RECORD = (
     "_PipelineScheduleRuntime.step() and call prof.step() after each step "
     "(or `ppverify measure --profile DIR`)"
 )
-_STEP = re.compile(r"ProfilerStep#(\d+)$")
+# digits are ASCII [0-9], as in ppverify's action text (core/ops.py): a str pattern's \d also takes other
+# scripts' digits, which int() reads ("ProfilerStep#\u0663" as step 3) and no profiler writes
+_STEP = re.compile(r"ProfilerStep#([0-9]+)$")
 #: largest trace read, as a file and as the JSON text a ``.json.gz`` expands to: a GPU job's
 #: trace of one rank (kernels, shapes) outgrows the 64 MiB of every other file ppverify reads
 MAX_TRACE_BYTES = 256 * 2**20
 #: a ``ts`` of at most this many microseconds (3,000 years from the epoch), a ``dur`` of at most
 #: ``MAX_DUR_US`` (11.6 days): beyond them a number is not a time any profiler writes
 MAX_TS_US, MAX_DUR_US = 1e17, 1e12
-_LEGACY = re.compile(r"(Forward|Backward) (\d+)$")
+_LEGACY = re.compile(r"(Forward|Backward) ([0-9]+)$")
 #: the older schedule classes' ``Forward i`` / ``Backward i`` ranges
 LEGACY_ACTION = _LEGACY
 #: a compute action (F, B, I, W, an overlapped cell, or the older classes' Forward i / Backward i)
-COMPUTE_ACTION = re.compile(r"(\d+[FBIW]\d+|\(.*\)OVERLAP_F_B|(Forward|Backward) \d+)$")
+COMPUTE_ACTION = re.compile(r"([0-9]+[FBIW][0-9]+|\(.*\)OVERLAP_F_B|(Forward|Backward) [0-9]+)$")
+#: a step or older-class range numbered in any script's digits (\d), refused unless they are ASCII
+_ANY_DIGITS = re.compile(r"(?:ProfilerStep#|(?:Forward|Backward) )\d+$")
 _P2P_HOST = ("gloo:send", "gloo:recv", "nccl:send", "nccl:recv")
 _COLLECTIVE_HOST = ("gloo:barrier", "gloo:all_reduce", "nccl:barrier", "nccl:all_reduce")
 _DTYPE_BYTES = {
@@ -273,6 +277,13 @@ def read_rank_trace(path: str | Path, data: dict[str, Any] | None = None) -> Ran
         if cat in ("cuda_runtime", "cuda_driver") and isinstance(ev.get("args"), dict) and "correlation" in ev["args"]:
             launches[correlation(path, k, ev)] = start
             continue
+        if _ANY_DIGITS.match(name) and not name.isascii():  # int() would read them; ppverify's actions refuse them
+            raise ScheduleFileError(
+                path,
+                f"traceEvents[{k}]",
+                f"{shorten(name)} is numbered in digits other than ASCII 0-9: the profiler writes "
+                "ProfilerStep#<N>, and PyTorch's older schedules Forward <i> / Backward <i>, in ASCII digits",
+            )
         if name.startswith("PP:") or _LEGACY.match(name):
             check_action(path, k, name[3:]) if name.startswith("PP:") else check_digits(path, k, name)
             span = Span(name[3:] if name.startswith("PP:") else name, start, end)
@@ -345,7 +356,7 @@ def _is_read(name: str, cat: Any) -> bool:
 
 
 def _rank_from_name(path: str) -> int:
-    m = re.search(r"rank[_-]?(\d+)", Path(path).name)
+    m = re.search(r"rank[_-]?([0-9]+)", Path(path).name)
     if m is None:
         raise ScheduleFileError(
             path,

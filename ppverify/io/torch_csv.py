@@ -34,6 +34,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -53,7 +54,9 @@ def _cell(r: int, c: int) -> str:
     return f"row {r + 1} (rank {r}), column {c + 1}"
 
 
-#: PyTorch's ``_action_regex`` (2.13), which ``_Action.from_str`` matches at the start of a cell
+#: PyTorch's ``_action_regex`` (2.13), which ``_Action.from_str`` matches at the start of a cell; its
+#: ``\d`` (kept: this is what PyTorch reads) takes any script's digits, ``'\u0660F\u0663'`` as ``0F3``,
+#: which ppverify's reader refuses (:func:`_torch_cell`: digits are ASCII 0-9, as in ``core/ops.py``)
 _TORCH_ACTION_RE = re.compile(r"(\d+)(F|I|B|W|UNSHARD|RESHARD|REDUCE_GRAD|SEND_F|RECV_F|SEND_B|RECV_B)(\d*)")
 
 
@@ -87,8 +90,18 @@ def _torch_cell(cell: str) -> Action:
         Traceback (most recent call last):
         ...
         ppverify.core.ops.ActionSyntaxError: PyTorch reads 0F2&0B0 as 0F2; write (0F2;0B0)OVERLAP_F_B
+        >>> _torch_cell("\u0660F\u0663")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ppverify.core.ops.ActionSyntaxError: ... is numbered in digits other than ASCII 0-9 (... is U+0660 ARABIC-INDIC DIGIT ZERO), which PyTorch reads as 0F3: write 0F3
     """
     text = cell.strip()
+    digit = next((ch for ch in text if ch.isdecimal() and not ch.isascii()), None)
+    if digit is not None:  # PyTorch's \d and int() read them; ppverify's action text (core/ops.py) does not
+        read = torch_reading(text)
+        name = f"U+{ord(digit):04X} {unicodedata.name(digit, '')}".rstrip()
+        fix = f"which PyTorch reads as {read}: write {read}" if read else "which PyTorch refuses: write ASCII digits"
+        raise ActionSyntaxError(f"{text!r} is numbered in digits other than ASCII 0-9 ({digit!r} is {name}), {fix}")
     if "&" in text:  # ppverify's text tables take it; PyTorch drops all after the first action
         try:
             both = parse_action(text)
@@ -380,7 +393,8 @@ def load_csv(
         >>> load_csv(f).describe()
         's.csv p=2 m=2 format=compute_only placement=linear'
     """
-    from ..core.files import csv_rows, read_text
+    from ..core.files import read_text
+    from ..core.text_formats import csv_rows
 
     path = Path(path)
     rows = csv_rows(read_text(path), str(path))  # size, encoding, BOM and cell length checked there

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..core.dag import predecessors, split_pairs
-from ..core.memory_cap import printed_unit
+from ..core.memory_unit import printed_unit
 from ..core.ops import Op
 from ..core.schedule import Schedule
 from ..core.timeline import Timeline

@@ -19,7 +19,7 @@ import pandas as pd
 from matplotlib.artist import Artist
 
 from ..core.errors import ParameterError
-from ..core.memory_cap import printed_unit
+from ..core.memory_unit import printed_unit
 from ..core.timeline import Timeline
 from ..views.memory_units import in_activations
 

@@ -18,7 +18,8 @@ from ..core.ops import B, F, I, Op, W
 from ..core.placement import v_shape
 from ..core.program_order import list_schedule
 from ..core.schedule import Schedule
-from .blocks import Block, squeeze
+from .blocks import Block
+from .squeeze import squeeze
 
 
 def zbv_block(p: int) -> Block:

@@ -5,7 +5,7 @@ its schedules: a building block, repeated, squeezed, its cool-down reordered.
 The block is V-Min's (:func:`ppverify.schedules.blocks.v_block`) with the input-gradient chain
 started :func:`v_half_delay` intervals later: every stage's activations live that many intervals
 longer, which brings the peak to ``floor((p+2)/2)``, the paper's V-Half memory. Squeezing
-(:func:`~ppverify.schedules.blocks.squeeze`) lets each device fill its warm-up with the forwards
+(:func:`~ppverify.schedules.squeeze.squeeze`) lets each device fill its warm-up with the forwards
 that memory allows, and the cool-down runs input gradients before weight gradients; each interval
 of delay then takes one unit off the step at ``F = I = W`` (derivation and checks in
 docs/building-blocks.md).
@@ -18,8 +18,9 @@ from fractions import Fraction
 
 from ..core.closed_form import EXACT, LOWER, UPPER, Formula, exact_costs, freed_by_I_of, make_formula
 from ..core.schedule import Schedule
-from .blocks import squeeze, v_block
+from .blocks import v_block
 from .registry import Family, check_int, register
+from .squeeze import squeeze
 
 
 def v_half_delay(p: int) -> int:

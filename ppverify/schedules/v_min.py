@@ -62,7 +62,8 @@ def v_peak_exact_from(p: int, w_delay: int = 0, i_delay: int = 0) -> int:
 
 def v_formula(name: str, p: int, m: int, costs: Mapping[str, float] | None, w_delay: int) -> Formula:
     """The formula of a V block family: peak :func:`v_peak` on every device (exact for
-    ``m >= 2p`` once :func:`v_peak_exact_from` holds too, an upper bound below); makespan at least
+    ``m >= v_peak_exact_from(p, w_delay)``, ``2 floor((p+1)/3) + 1 + w_delay``, an upper bound
+    below); makespan at least
     ``m(tF+tI+tW) + (p-1)tF/2`` (a lower bound for any V schedule: the last device's first pass
     waits for ``p-1`` chunk forwards, then has all its work ahead) and at most the block's span with
     each chunk pass lasting half the dearest of ``tF, tI, tW`` (the block's own start times are a
@@ -84,10 +85,8 @@ def v_formula(name: str, p: int, m: int, costs: Mapping[str, float] | None, w_de
     slot = max(c["F"], c["I"], c["W"]) / 2
     span = block_span(v_block(p, w_delay), m) * Fraction(slot)
     held_to_w = freed_by_I_of(costs) == 0
-    # v-min's documented rule is m >= 2p (formulas-and-range.md), where the block's own threshold
-    # (at most 2p without a delay) already holds; a W delay can push that threshold past 2p
-    exact_from = max(2 * p, v_peak_exact_from(p, w_delay))
-    when = "2p" if exact_from == 2 * p else str(exact_from)
+    # stage 0's life in intervals (docs/building-blocks.md): below it a device may fall short
+    exact_from = v_peak_exact_from(p, w_delay)
     return make_formula(
         name,
         busy,
@@ -95,18 +94,20 @@ def v_formula(name: str, p: int, m: int, costs: Mapping[str, float] | None, w_de
         [v_peak(p, m, w_delay)] * p,
         LOWER,
         EXACT if m >= exact_from and held_to_w else UPPER,
-        f"peaks exact for m >= {when} (else upper bounds){'' if held_to_w else ', upper bounds when I frees part'}; "
+        f"peaks exact for m >= {exact_from} (else upper bounds){'' if held_to_w else ', upper bounds when I frees part'}; "
         f"makespan a lower bound, at most {float(span):g} (the unsqueezed block)",
         "Qi et al. NeurIPS'24 (arXiv 2405.15362) building blocks; this block and its bounds derived here",
     )
 
 
 def v_min_formula(p: int, m: int, costs: Mapping[str, float] | None = None) -> Formula:
-    """V-Min: peak ``min(m, floor((p+4)/3))`` per device (exact for ``m >= 2p``).
+    """V-Min: peak ``min(m, floor((p+4)/3))`` per device (exact for
+    ``m >= 2 floor((p+1)/3) + 1``, :func:`v_peak_exact_from`; an upper bound below).
 
     Example:
-        >>> v_min_formula(8, 24).peak_activations[0]
-        4.0
+        >>> # p = 8: peak floor(12/3) = 4, exact from 2 floor(9/3) + 1 = 7 (m = 6: an upper bound)
+        >>> v_min_formula(8, 24).peak_activations[0], v_min_formula(8, 7).peak_kind, v_min_formula(8, 6).peak_kind
+        (4.0, 'exact', 'upper bound')
     """
     return v_formula("v-min", p, m, costs, 0)
 

@@ -388,7 +388,8 @@ def load_sweep(path: str | Path) -> SweepSpec:
         >>> spec.name, spec.num_points, [c.label for c in spec.configs]
         ('mini', 4, ['p=2 m=2 F=1,B=2 c=0', 'p=2 m=4 F=1,B=2 c=0'])
     """
-    from ..core.files import load_yaml, read_text
+    from ..core.files import read_text
+    from ..core.text_formats import load_yaml
 
     text = read_text(path)
     data = load_yaml(text, str(path))

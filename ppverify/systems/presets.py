@@ -274,7 +274,7 @@ def _load_yaml(text: str, label: str = "<preset>") -> Any:
     """YAML parsed once per distinct text (sweeps resolve the same presets thousands of times);
     every failure is one line naming the file, line and column (:func:`ppverify.core.files.load_yaml`),
     a key given twice in one mapping included."""
-    from ..core.files import load_yaml
+    from ..core.text_formats import load_yaml
 
     return load_yaml(text, label)
 

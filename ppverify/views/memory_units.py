@@ -1,6 +1,6 @@
 """Memory amounts in the unit ``--memory-cap`` counts, as ``verify`` prints them: bytes as they
 are, else activations of one microbatch on a device's whole share of layers
-(:func:`~ppverify.core.memory_cap.exact_unit`). A cost model whose stages hold other
+(:func:`~ppverify.core.memory_unit.exact_unit`). A cost model whose stages hold other
 activations than ``1/v`` (``"activation": [2, 1]`` on a linear pipeline of p = 2: one activation
 is 2 of its units) would otherwise print its raw units labelled activations, next to a cap in
 activations.
@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..core.memory_cap import MemoryCap, cap_check, in_activations, printed_unit
+from ..core.memory_cap import MemoryCap, cap_check
+from ..core.memory_unit import in_activations, printed_unit
 from ..core.timeline import Timeline
 
 

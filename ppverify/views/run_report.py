@@ -11,9 +11,11 @@ import numpy as np
 from tabulate import tabulate
 
 from ..core.errors import ScheduleFileError
-from ..core.memory_cap import CapSpec, printed_unit, resolve_memory_cap
+from ..core.memory_cap import CapSpec, resolve_memory_cap
+from ..core.memory_unit import printed_unit
 from ..core.timeline import Timeline
 from ..core.timeline_text import fmt_mem, fmt_time, gantt, stage_table
+from ..schedules.family_checks import described
 from .memory_units import cap_check_in_activations, in_activations
 
 #: ppverify's one convention for a prediction's error against a measurement, stated once in every
@@ -181,7 +183,7 @@ def report_text(
     unit, munit = time_unit_of(timeline), timeline.costs.memory_unit
     steps = unit == "steps"  # every action one step: the costs time nothing
     lines = [
-        f"schedule      {timeline.schedule.describe()}",
+        f"schedule      {described(timeline.schedule)}",
         f"semantics     {timeline.semantics} ({engine(timeline.semantics).help})",
         f"costs         {rep['costs']} ({unit})" if not steps else "costs         not used: every action one step",
     ]

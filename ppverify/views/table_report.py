@@ -15,12 +15,13 @@ from tabulate import tabulate
 from ..core.comm import CommModel, FixedDelay
 from ..core.costs import CostModel, complete_costs, parse_costs
 from ..core.errors import ParameterError, ScheduleFileError
-from ..core.memory_cap import printed_unit
+from ..core.memory_unit import printed_unit
 from ..core.schedule import Schedule
 from ..core.sizes import format_apart
 from ..core.timeline import Timeline
 from ..core.timeline_text import fmt_number
 from ..io.json_format import ScheduleDocument, TableGrid
+from ..schedules.family_checks import described
 from .memory_units import in_activations
 from .table_cells import (
     comm_charged_text,
@@ -370,7 +371,7 @@ def table_text(run: TableRun, style: str = "paper", width: int | None = None, ta
         else f"one table tick = {exact_number(tick)} {unit[:-1] if tick == 1 and unit in ('units', 'steps') else unit}"
     )
     lines = [
-        f"schedule      {schedule.describe()}",
+        f"schedule      {described(schedule)}",
         f"placement     {placement_text(schedule)}",
         f"costs         {run.costs.label or 'custom'} ({unit}; {tick_text})"
         + comm_charged_text(run.comm, run.comm_delay, run.comm_source),

@@ -12,7 +12,8 @@ import pytest
 from ppverify.cli import main
 from ppverify.core.costs import CostModel
 from ppverify.core.errors import ParameterError
-from ppverify.core.memory_cap import exact_unit, parse_memory_cap
+from ppverify.core.memory_cap import parse_memory_cap
+from ppverify.core.memory_unit import exact_unit
 from ppverify.core.placement import Placement, linear, v_shape
 
 DOC = {

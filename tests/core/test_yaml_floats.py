@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ppverify.cli import main
-from ppverify.core.files import load_yaml
+from ppverify.core.text_formats import load_yaml
 
 
 @pytest.mark.parametrize(

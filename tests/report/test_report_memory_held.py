@@ -16,17 +16,20 @@ from ppverify.engines import run
 from ppverify.report.payload import canonical_ops, timeline_payload
 from ppverify.schedules import build
 
-# GPT-3 13B (h = 5120, 40 layers, 40 heads, V = 50257, s = 2048, learned positions, b = 1) on p = 4
-# stages of 10 layers, 16 B per parameter (mixed-precision Adam), dgx-h100's 80 GiB per device:
-#   layer parameters  12h^2 + 13h = 314,572,800 + 66,560 = 314,639,360; 10 layers 3,146,393,600
+# GPT-3 13B (h = 5120, 40 layers, 40 heads, f = 4h, V = 50257, s = 2048, learned positions, biases,
+# tied embeddings, b = 1; models/llms/gpt3-13b.yaml) on p = 4 stages of 10 layers, 16 B per
+# parameter (mixed-precision Adam, docs/simulation.md), dgx-h100's 80 GiB per device:
+#   layer parameters: QKV 3h^2 + 3h, output projection h^2 + h, MLP 4h^2 + 4h and 4h^2 + h, two
+#   layer norms 2 x 2h: 12h^2 + 13h = 314,572,800 + 66,560 = 314,639,360; 10 layers 3,146,393,600
 #   device 0: + embedding (50257 + 2048) * 5120 = 267,801,600 -> 3,414,195,200 * 16 = 54,627,123,200 B
 #   devices 1, 2: 3,146,393,600 * 16 = 50,342,297,600 B
-#   device 3: + final norm 2h = 10,240 and head V*h = 257,315,840 -> 3,403,719,680 * 16 = 54,459,514,880 B
+#   device 3: + final norm 2h = 10,240 and head V*h = 257,315,840 (the tied head is a second copy: the
+#   last stage is not on device 0) -> 3,403,719,680 * 16 = 54,459,514,880 B
+WEIGHTS = [54_627_123_200, 50_342_297_600, 50_342_297_600, 54_459_514_880]
 # activations of one microbatch per stage (Korthikanti: s*b*h*(34 + 5as/h) per layer):
 #   2048 * 5120 * (34 + 5 * 40 * 2048 / 5120 = 80) = 1,195,376,640 per layer; 10 layers 11,953,766,400 B;
 #   the last stage adds the logits, 4*s*b*V = 411,705,344 B
 # 1F1B p = 4 m = 4: stage d holds p - d microbatches at its peak (4, 3, 2, 1), so the devices hold
-WEIGHTS = [54_627_123_200, 50_342_297_600, 50_342_297_600, 54_459_514_880]
 HELD = [
     54_627_123_200 + 4 * 11_953_766_400,  # 102,442,188,800 B = 95.41 GiB: over 80 GiB
     50_342_297_600 + 3 * 11_953_766_400,  # 86,203,596,800 B = 80.28 GiB: over 80 GiB

@@ -22,12 +22,12 @@ from ppverify.schedules.blocks import (
     block_span,
     one_f_one_b_block,
     repeat,
-    squeeze,
     v_block,
     zb_h1_block,
 )
+from ppverify.schedules.squeeze import squeeze
 from ppverify.schedules.v_half import v_half_delay
-from ppverify.schedules.v_min import v_formula, v_peak, v_peak_exact_from
+from ppverify.schedules.v_min import v_formula, v_min_formula, v_peak, v_peak_exact_from
 from ppverify.verify import verify
 
 
@@ -135,7 +135,19 @@ def test_v_block_peak_below_stage_0s_life_falls_short() -> None:
     f6, f7 = v_formula("v", 3, 6, None, 4), v_formula("v", 3, 7, None, 4)
     assert (f6.peak_kind, f7.peak_kind) == ("upper bound", "exact")
     assert "peaks exact for m >= 7" in f7.conditions
-    assert "peaks exact for m >= 2p" in v_formula("v-min", 3, 6, None, 0).conditions
+    # without a delay: from 2 floor((3 + 1)/3) + 1 = 3, not from 2p = 6
+    assert "peaks exact for m >= 3" in v_formula("v-min", 3, 6, None, 0).conditions
+
+
+def test_v_min_peak_exact_below_2p() -> None:
+    # docs/formulas-and-range.md: v-min's peaks are upper bounds only for m < 2 floor((p+1)/3) + 1.
+    # p = 6: exact from 2 floor(7/3) + 1 = 5 (well below 2p = 12), at floor((6 + 4)/3) = 3 on all 6
+    # devices; m = 4 is below it (an upper bound there)
+    f = v_min_formula(6, 5)
+    assert f.peak_kind == "exact" and f.peak_activations == (3.0,) * 6
+    assert "peaks exact for m >= 5" in f.conditions and v_min_formula(6, 4).peak_kind == "upper bound"
+    tl = run(build("v-min", p=6, m=5), semantics="slot")
+    assert tl.peak_memory().tolist() == [3.0] * 6
 
 
 @pytest.mark.parametrize("p", [2, 4])

@@ -12,7 +12,8 @@ from ppverify.core.costs import CostModel
 from ppverify.core.errors import ParameterError
 from ppverify.core.placement import Placement, linear, loop, v_shape
 from ppverify.engines import run
-from ppverify.schedules.blocks import Block, block_peaks, block_span, repeat, squeeze
+from ppverify.schedules.blocks import Block, block_peaks, block_span, repeat
+from ppverify.schedules.squeeze import squeeze
 from ppverify.verify import verify
 
 

@@ -1,6 +1,6 @@
 """``show``, ``simulate`` and ``import`` print activation peaks and the memory-cap line in the unit
 ``--memory-cap`` counts (one activation: a device's whole share of one microbatch,
-``core.memory_cap.exact_unit``), as ``verify`` does; bytes and unit costs unchanged."""
+``core.memory_unit.exact_unit``), as ``verify`` does; bytes and unit costs unchanged."""
 
 from __future__ import annotations
 

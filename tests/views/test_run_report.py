@@ -96,3 +96,19 @@ def test_write_frame_and_its_errors(tmp_path):
     assert len(lines) == 1 + len(tl.ops) + len(tl.transfers)  # a header, then one row each
     with pytest.raises(PPVerifyError, match="cannot write"):  # bad input, one line naming the file
         write_frame(tl, os.path.join(str(tmp_path), "missing-dir", "rows.csv"))
+
+
+def test_write_frame_leaves_a_collectives_stage_and_mb_empty(tmp_path):
+    # docs/simulation.md: "a collective's rows (`allreduce`, `dp-allreduce`) leave `stage` and `mb`
+    # empty". chimera p=4 holds each of its 4 stages on two devices: 4 replica all-reduces of 2
+    # devices, one row per device, 8 rows; ops keep their stage (4 stages, 0..3) as whole numbers
+    import pandas as pd
+
+    path = tmp_path / "rows.csv"
+    write_frame(run(build("chimera", p=4, m=8)), str(path))
+    df = pd.read_csv(path)
+    coll = df[df["kind"] == "allreduce"]
+    assert len(coll) == 8 and coll["stage"].isna().all() and coll["mb"].isna().all()
+    assert sorted(set(df[df["type"] == "op"]["stage"])) == [0, 1, 2, 3]
+    assert "\ntransfer,allreduce,,,0,0,3," in path.read_text()  # empty cells, not -1 (device 0 -> 3)
+    assert "\nop,F,0,0,0," in path.read_text()  # an op's stage stays a whole number
