@@ -29,6 +29,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.measure.test_measure_signals import session
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), TQDM_DISABLE="1")
 
@@ -55,18 +57,6 @@ if any("multiprocessing.forkserver" in a for a in sys.orig_argv):
 """
 
 
-def live(sid: int) -> list[psutil.Process]:
-    """The live processes of session ``sid`` (zombies excluded)."""
-    out = []
-    for pr in psutil.process_iter():
-        try:
-            if os.getsid(pr.pid) == sid and pr.status() != psutil.STATUS_ZOMBIE:
-                out.append(pr)
-        except (psutil.Error, ProcessLookupError, PermissionError):
-            pass
-    return out
-
-
 def wait_until(cond, guard_s: float) -> bool:
     end = time.monotonic() + guard_s
     while time.monotonic() < end:
@@ -78,7 +68,7 @@ def wait_until(cond, guard_s: float) -> bool:
 
 def _names(sid: int) -> list[str]:
     names = []
-    for pr in live(sid):
+    for pr in session(sid):
         try:
             names.append(" ".join(pr.cmdline())[-70:])
         except psutil.Error:
@@ -114,10 +104,10 @@ def test_the_fork_server_ends_with_the_command_while_it_imports_torch(how, tmp_p
         assert proc.returncode == (130 if how == "ctrl-c to the group" else -9), err.read_text()
         gone = time.monotonic()
         # docs/limits.md: the server "ends once the command is gone"; before the fix: 60 s here
-        assert wait_until(lambda: not live(proc.pid), PROMPT_S), _names(proc.pid)
+        assert wait_until(lambda: not session(proc.pid), PROMPT_S), _names(proc.pid)
         assert time.monotonic() - gone < PROMPT_S
     finally:
-        for pr in live(proc.pid):
+        for pr in session(proc.pid):
             pr.kill()
 
 
