@@ -188,6 +188,17 @@ def _start_server() -> None:
     os.environ["PPVERIFY_FORK_SERVER"] = str(os.getpid())  # read by .server in the new server only
     try:
         forkserver.ensure_running()  # starts multiprocessing's resource tracker first
+    except OSError as exc:
+        if "AF_UNIX path too long" not in str(exc):
+            raise
+        # the server listens on a Unix socket in the temporary folder, whose path has at most
+        # 107 bytes: a long TMPDIR is the user's to shorten, not a bug
+        raise ParameterError(
+            "TMPDIR",
+            tempfile.gettempdir(),
+            "is too long a path for the Unix socket of the workers' fork server (at most 107 bytes "
+            "with the name multiprocessing adds): set TMPDIR to a shorter folder, e.g. TMPDIR=/tmp",
+        ) from None
     finally:
         del os.environ["PPVERIFY_FORK_SERVER"]
         signal.signal(signal.SIGINT, old)

@@ -20,9 +20,11 @@ process (zombies, dead and waiting for init to reap them, do not count).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -115,8 +117,9 @@ def test_the_fork_server_ends_with_the_command_while_it_imports_torch(how, tmp_p
 def test_a_run_stopped_while_its_ranks_load_leaves_no_csv(tmp_path):
     # PyTorch's loader takes 3.8-5.3 s at 1f1b p=2 m=2000 on a loaded 2-core machine
     # (tests/measure/test_measure_hangup_and_load.py): --timeout 1 kills both ranks inside it
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    # a short folder: the fork server's Unix socket lives there, and xdist's tmp_path is too long
+    # for one (see the test below)
+    tmp = Path(tempfile.mkdtemp(prefix="ppv-", dir="/tmp"))
     argv = ["measure", "1f1b", "-p", "2", "-m", "2000", "--steps", "1", "--warmup", "0"]
     argv += ["--costs", "F=0.0001,B=0.0002", "--timeout", "1"]
     done = subprocess.run(
@@ -132,3 +135,24 @@ def test_a_run_stopped_while_its_ranks_load_leaves_no_csv(tmp_path):
     assert "still in PyTorch's schedule loader (_load_csv)" in out, out  # killed while loading
     # docs/measure.md: a stopped run leaves "nothing of the run left behind"
     assert sorted(p.name for p in tmp.iterdir() if p.name.startswith("ppverify-")) == []
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_temporary_folder_too_long_for_a_socket_is_named(tmp_path):
+    # a Unix socket's path has at most 107 bytes (Linux's sun_path of 108, its NUL): a TMPDIR of
+    # 110 characters leaves no room for the fork server's socket, an input error (exit 2), one line
+    tmp = tmp_path / ("t" * max(1, 110 - len(str(tmp_path)) - 1))
+    tmp.mkdir()
+    argv = ["measure", "1f1b", "-p", "2", "-m", "2", "--costs", "F=0.0001,B=0.0002", "--steps", "1"]
+    done = subprocess.run(
+        [sys.executable, "-m", "ppverify", *argv],
+        cwd=tmp_path,
+        env=dict(ENV, TMPDIR=str(tmp)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("ppverify measure: error: parameter TMPDIR="), done.stderr
+    assert "set TMPDIR to a shorter folder" in done.stderr and len(done.stderr.strip().splitlines()) == 1
