@@ -113,6 +113,18 @@ def test_the_fork_server_ends_with_the_command_while_it_imports_torch(how, tmp_p
             pr.kill()
 
 
+def _measure(argv: list[str], cwd: Path, tmpdir: Path) -> subprocess.CompletedProcess[str]:
+    """``ppverify measure`` in a process of its own, with ``tmpdir`` as its TMPDIR."""
+    return subprocess.run(
+        [sys.executable, "-m", "ppverify", *argv],
+        cwd=cwd,
+        env=dict(ENV, TMPDIR=str(tmpdir)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 @pytest.mark.slow
 def test_a_run_stopped_while_its_ranks_load_leaves_no_csv(tmp_path):
     # PyTorch's loader takes 3.8-5.3 s at 1f1b p=2 m=2000 on a loaded 2-core machine
@@ -122,14 +134,7 @@ def test_a_run_stopped_while_its_ranks_load_leaves_no_csv(tmp_path):
     tmp = Path(tempfile.mkdtemp(prefix="ppv-", dir="/tmp"))
     argv = ["measure", "1f1b", "-p", "2", "-m", "2000", "--steps", "1", "--warmup", "0"]
     argv += ["--costs", "F=0.0001,B=0.0002", "--timeout", "1"]
-    done = subprocess.run(
-        [sys.executable, "-m", "ppverify", *argv],
-        cwd=tmp_path,
-        env=dict(ENV, TMPDIR=str(tmp)),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _measure(argv, tmp_path, tmp)
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     assert "still in PyTorch's schedule loader (_load_csv)" in out, out  # killed while loading
@@ -145,14 +150,7 @@ def test_a_temporary_folder_too_long_for_a_socket_is_named(tmp_path):
     tmp = tmp_path / ("t" * max(1, 110 - len(str(tmp_path)) - 1))
     tmp.mkdir()
     argv = ["measure", "1f1b", "-p", "2", "-m", "2", "--costs", "F=0.0001,B=0.0002", "--steps", "1"]
-    done = subprocess.run(
-        [sys.executable, "-m", "ppverify", *argv],
-        cwd=tmp_path,
-        env=dict(ENV, TMPDIR=str(tmp)),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _measure(argv, tmp_path, tmp)
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("ppverify measure: error: parameter TMPDIR="), done.stderr
     assert "set TMPDIR to a shorter folder" in done.stderr and len(done.stderr.strip().splitlines()) == 1
