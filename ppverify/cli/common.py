@@ -93,8 +93,8 @@ def add_schedule_arguments(
         default=None,
         help=help or "a registered family (see `ppverify list`) or a schedule file (.json, .csv, .txt)",
     )
-    parser.add_argument("-p", type=ascii_int, default=4, action=_Given, help=p_help)
-    parser.add_argument("-m", type=ascii_int, default=None, help=m_help)
+    parser.add_argument("-p", type=int, default=4, action=_Given, help=p_help)
+    parser.add_argument("-m", type=int, default=None, help=m_help)
     taking: dict[str, list[Any]] = {}  # each option once, with every family that takes it
     for fam in families():
         for pr in fam.params:
@@ -106,7 +106,7 @@ def add_schedule_arguments(
         parser.add_argument(
             f"--{name.replace('_', '-')}",
             dest=f"fam_{name}",
-            type=ascii_int if pr.type is int else pr.type,
+            type=pr.type,
             default=None,
             metavar=name.upper(),
             help=f"{pr.help} ({', '.join(f.name for f, _ in users)}{shown})",

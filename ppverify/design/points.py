@@ -112,6 +112,16 @@ class FamilyPoint:
     #: the peak in budget units exactly (None: read from ``peak``), what a budget holds or not
     held: Fraction | None = None
 
+    @property
+    def exact_peak(self) -> Fraction:
+        """The peak in budget units exactly: ``held``, else ``peak`` read exactly.
+
+        Example:
+            >>> FamilyPoint("1f1b", "linear", 0.5, 15.0, None).exact_peak
+            Fraction(1, 2)
+        """
+        return exact_fraction(self.peak) if self.held is None else self.held
+
     def fits(self, budget: float) -> bool:
         """Whether the family's peak is within ``budget``, exactly (:func:`.budgets.within_budget`).
 
@@ -120,7 +130,7 @@ class FamilyPoint:
             >>> f.fits(2.0), f.fits(1.9999999995), f.fits(math.inf)
             (True, False, True)
         """
-        return within_budget(exact_fraction(self.peak) if self.held is None else self.held, budget)
+        return within_budget(self.exact_peak, budget)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -191,7 +191,7 @@ class Design:
             budget = "none" if math.isinf(q.budget) else f"{q.budget:g}"
             return (
                 f"no budget was searched between its peak {f.peak:g} and {budget} (the point there runs "
-                f"{q.time:.10g} at peak {q.peak:g}): add {budget_above(f.peak if f.held is None else f.held)} to --budgets"
+                f"{q.time:.10g} at peak {q.peak:g}): add {budget_above(f.exact_peak)} to --budgets"
             )
         return "the search could not show otherwise within its limit"  # kept for safety: see the docstring
 
@@ -314,7 +314,7 @@ def auto_budgets(sets: Sequence[Setup], fams: Sequence[FamilyPoint], p: int) -> 
     least = min(s.least_budget() for s in sets)
     # each family's own peak as the least budget that holds it exactly (rounded to 9 digits, a
     # peak in bytes read below itself and the family did not fit its own budget)
-    peaks = {budget_holding(exact_fraction(f.peak) if f.held is None else f.held) for f in fams}
+    peaks = {budget_holding(f.exact_peak) for f in fams}
     peaks = {b for b in peaks if least <= b <= 2 * p}
     return tuple(sorted({least, *peaks})) + (math.inf,)
 
