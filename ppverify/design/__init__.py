@@ -8,9 +8,10 @@ Pareto-optimal (peak memory, step time) points; the registered families as point
 command's own options and their checks.
 """
 
+from .budget_list import parse_budgets
 from .points import FamilyPoint, Point, frontier, solve_point, value_at
 from .run import Design, DesignRequest, design
-from .spec import Limits, Setup, parse_budgets, setups
+from .spec import Limits, Setup, setups
 
 __all__ = [
     "Design",

@@ -21,13 +21,14 @@ from ..core.exact import exact_fraction
 from ..core.sizes import format_apart
 from ..optimize.solver_setup import check_seed
 from ..systems.preset_models import PresetSettings
+from .budget_list import budget_items, parse_budgets
 from .budgets import budget_cap, budget_holding, within_budget
 from .deepen import deepen_front, deepen_line, needs_more
 from .execute import run_points
 from .families import adopt_families, families_until, family_candidates, on_its_own
 from .points import NOT_RUN, FamilyPoint, Point, frontier, held_and_time, monotone, same_time, value_at
 from .rework import points_to_rework
-from .spec import Limits, Setup, Task, budget_items, model_options, parse_budgets, setups, stage_split
+from .spec import Limits, Setup, Task, model_options, setups, stage_split
 from .tighten import tighten_front, tighten_line, wants_bound
 
 

@@ -5,7 +5,6 @@ and pipes)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -16,11 +15,12 @@ from ..core.ops import Overlap
 from ..core.schedule import Schedule
 from ..core.timeline import Timeline
 from .bounds import lower_bounds
+from .cap_text import cap_breach
 from .deadline import Deadline, WallLimitReached
 from .heuristic import order_peaks, time_programs
 from .interrupt import stoppable
 from .model import build_model
-from .problem import Instance, Problem, instance
+from .problem import Problem, instance
 from .result import CommonFields, OptimizeResult
 from .solver_run import Progress
 from .solver_setup import (
@@ -269,32 +269,4 @@ def _on_ticks(
     )
 
 
-def cap_breach(inst: Instance, order: Sequence[Sequence[int]]) -> str:
-    """Where running ``order`` breaks the instance's cap: the first device over it, its peak and
-    the cap as ``verify`` words a breach (:func:`~ppverify.core.memory_text.held_and_cap`: digits
-    enough to tell them apart); "" when no cap or the order keeps it.
-
-    Example:
-        >>> from ppverify.schedules import build
-        >>> s = build("1f1b", p=8, m=32)
-        >>> inst = instance(problem_for(s, CostModel.abstract(s.placement, F=1, B=2), memory_cap=7), s)
-        >>> cap_breach(inst, [list(inst.device_ops(d)) for d in range(inst.p)])
-        'device 0 holds 8 activations at its peak, over the cap 7 activations'
-    """
-    if inst.cap is None:
-        return ""
-    from ..core.memory_text import held_and_cap
-    from ..core.memory_unit import printed_unit
-
-    pr = inst.problem
-    one = printed_unit(pr.costs, pr.placement)
-    for d, peak in enumerate(order_peaks(inst, order)):
-        if peak > inst.cap:
-            held, cap = held_and_cap(
-                peak * inst.mem_unit / one, inst.cap * inst.mem_unit / one, pr.costs.memory_unit, True
-            )
-            return f"device {d} holds {held} at its peak, over the cap {cap}"
-    return ""
-
-
-__all__ = ["cap_breach", "evaluate", "order_peaks", "problem_for"]
+__all__ = ["evaluate", "order_peaks", "problem_for"]

@@ -427,60 +427,6 @@ def _build_instance(problem: Problem, schedule: Schedule | None, deadline: Deadl
     return Instance(problem, dag, dur, delay, float(tick), alloc, free, cap, unit, exact, colls, coll_dur)
 
 
-def cap_infeasibility(inst: Instance) -> str:
-    """Why no schedule meets the cap, where one activation alone exceeds it, or one microbatch's
-    activations on a device's stages do; else "". A microbatch's forward reaches the last of a
-    device's stages before any of its backwards there can run (each needs the backward of the
-    stage after it), so those activations are all held when that last forward starts. Amounts
-    print as ``--memory-cap`` counts them (activations of a device's share, or bytes as GiB with
-    presets), the digits telling them apart.
-
-    Example:
-        >>> from ppverify.core.placement import linear, v_shape
-        >>> from ppverify.core.costs import CostModel
-        >>> pl = linear(2)
-        >>> cap_infeasibility(instance(Problem(pl, 2, CostModel.abstract(pl), memory_cap=0.5)))
-        "memory cap 0.5 activations is below stage 0's activation (1 activation): no forward of that stage can ever run"
-        >>> pl = v_shape(2)  # device 0 holds stages 0 and 3, half a share each
-        >>> cap_infeasibility(instance(Problem(pl, 2, CostModel.abstract(pl), memory_cap=0.75)))
-        "memory cap 0.75 activations is below one microbatch's activations on device 0 (1 activation: stages 0, 3): its forward reaches stage 3 before a backward frees stage 0's, so they are held together"
-    """
-    if inst.cap is None:
-        return ""
-    from ..core.memory_text import held_and_cap
-    from ..core.memory_unit import printed_unit
-
-    costs = inst.problem.costs
-    one = printed_unit(costs, inst.problem.placement)
-
-    def texts(need: int) -> tuple[str, str]:  # the need and the cap, both in the cap's own unit
-        assert inst.cap is not None
-        return held_and_cap(need * inst.mem_unit / one, inst.cap * inst.mem_unit / one, costs.memory_unit, True)
-
-    for i, op in enumerate(inst.dag.ops):
-        if inst.alloc[i] > inst.cap:
-            need, cap = texts(inst.alloc[i])
-            return (
-                f"memory cap {cap} is below stage {op.stage}'s activation ({need}): "
-                f"no forward of that stage can ever run"
-            )
-    for members in inst.mb_members.values():
-        held: dict[int, list[int]] = {}  # device -> this microbatch's forwards there
-        for i in members:
-            if inst.alloc[i] > 0:
-                held.setdefault(inst.dag.device[i], []).append(i)
-        for d, fwd in sorted(held.items()):
-            if sum(inst.alloc[i] for i in fwd) > inst.cap:
-                stages = sorted(inst.dag.ops[i].stage for i in fwd)
-                need, cap = texts(sum(inst.alloc[i] for i in fwd))
-                return (
-                    f"memory cap {cap} is below one microbatch's activations on device {d} ({need}: stages "
-                    f"{', '.join(map(str, stages))}): its forward reaches stage {stages[-1]} before a backward "
-                    f"frees stage {stages[0]}'s, so they are held together"
-                )
-    return ""
-
-
 def on_grid(inst: Instance, factor: int, up: bool) -> Instance:
     """``inst`` on a grid of ``factor`` ticks: durations, delays and the collectives' durations
     rounded up (``up``; a duration to at least one coarse tick) or down (it may become 0), memory

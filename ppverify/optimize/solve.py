@@ -22,6 +22,7 @@ from ..core.errors import ParameterError
 from ..core.schedule import Schedule
 from .below import search_below
 from .bounds import lower_bounds, work_bounds
+from .cap_text import cap_infeasibility
 from .deadline import Deadline, WallLimitReached
 from .heuristic import Candidate, canonical_starts
 from .phases import (
@@ -35,7 +36,7 @@ from .phases import (
     search_ending,
     start_result,
 )
-from .problem import Problem, cap_infeasibility, instance
+from .problem import Problem, instance
 from .result import CommonFields, OptimizeResult
 from .solver_run import Progress
 from .solver_setup import (

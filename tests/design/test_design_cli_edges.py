@@ -9,10 +9,11 @@ import pytest
 
 from ppverify.cli import main
 from ppverify.design import DesignRequest, Limits
+from ppverify.design.budget_list import parse_budgets
 from ppverify.design.output import design_text
 from ppverify.design.points import Point
 from ppverify.design.run import Design
-from ppverify.design.spec import parse_budgets, setups
+from ppverify.design.spec import setups
 from ppverify.systems.preset_models import PresetSettings
 
 UNIT = PresetSettings(costs="F=1,I=1,W=1")

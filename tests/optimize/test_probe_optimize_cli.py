@@ -12,7 +12,8 @@ import pytest
 
 from ppverify.cli import main
 from ppverify.core.costs import CostModel
-from ppverify.optimize.evaluate import cap_breach, order_peaks, problem_for
+from ppverify.optimize.cap_text import cap_breach
+from ppverify.optimize.evaluate import order_peaks, problem_for
 from ppverify.optimize.problem import instance
 from ppverify.schedules import build
 
