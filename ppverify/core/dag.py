@@ -348,6 +348,64 @@ def arrays_complete(arrays: DagArrays) -> bool:
     return _complete_fast(arrays.schedule, arrays.kind, arrays.stage, arrays.mb, arrays.device)
 
 
+def slot_dependency_problems(arrays: DagArrays, limit: int | None = None) -> list[str]:
+    """Overlapped slots holding an op and its own input (first ``limit``), one text each. The
+    ops of an overlapped slot run at the same time (docs/verification.md), so such an op would
+    read an output not yet made; the verifier reports it as a violated dependency, and every
+    engine refuses it (:func:`build_dag_arrays`) rather than time the slot's ops in turn.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> a = build_dag_arrays(parse_rows([["(0F0;0B0)OVERLAP_F_B"]]), check=False)
+        >>> slot_dependency_problems(a)
+        ["device 0's slot (0F0;0B0)OVERLAP_F_B runs 0B0 with 0F0, which it needs"]
+        >>> slot_dependency_problems(build_dag_arrays(parse_rows([["0F0", "0F1", "(0F2;0B0)OVERLAP_F_B", "0B1", "0B2"]])))
+        []
+    """
+    fused = arrays.fused
+    if not fused.any():  # the common case: no overlapped slot
+        return []
+    # slot number of each position: a new slot starts wherever the previous op is not fused to it
+    starts = np.ones(len(fused), dtype=bool)
+    starts[1:] = ~fused[:-1]
+    slot = np.cumsum(starts)
+    pred = arrays.pred
+    inside = (pred >= 0) & (slot[np.maximum(pred, 0)] == slot[:, None])
+    problems: list[str] = []
+    for i, e in zip(*np.nonzero(inside)):
+        first, last = int(i), int(i)
+        while first > 0 and fused[first - 1]:
+            first -= 1
+        while fused[last]:
+            last += 1
+        text = Overlap(tuple(arrays.ops[first : last + 1]))
+        need = arrays.ops[int(pred[i, e])]
+        problems.append(
+            f"device {int(arrays.device[i])}'s slot {text} runs {arrays.ops[i]} with {need}, which it needs"
+        )
+        if limit and len(problems) >= limit:
+            break
+    return problems
+
+
+def require_independent_slots(arrays: DagArrays) -> None:
+    """Raise :class:`InvalidScheduleError` naming (up to 10) overlapped slots that hold an op and
+    its own input (:func:`slot_dependency_problems`), if any.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> require_independent_slots(build_dag_arrays(parse_rows([["(0B0;0F0)OVERLAP_F_B"]], "x.csv"), check=False))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.InvalidScheduleError: x.csv p=1 m=1 format=compute_only placement=linear: device 0's slot (0B0;0F0)OVERLAP_F_B runs 0B0 with 0F0, which it needs: the ops of an overlapped slot run at the same time
+    """
+    problems = slot_dependency_problems(arrays, limit=11)
+    if problems:
+        more = " (and more)" if len(problems) > 10 else ""
+        rule = "the ops of an overlapped slot run at the same time"
+        raise InvalidScheduleError(f"{arrays.schedule.describe()}: " + "; ".join(problems[:10]) + f"{more}: {rule}")
+
+
 #: computes ``(pred, cross)`` from ``(kind code, stage, mb, device, S, m)`` columns, or returns
 #: ``None`` to leave it to :func:`build_dag_arrays`' numpy rules (the engines pass a compiled one)
 LinksFunction = Callable[
@@ -356,8 +414,10 @@ LinksFunction = Callable[
 
 
 def build_dag_arrays(schedule: Schedule, check: bool = True, links: LinksFunction | None = None) -> DagArrays:
-    """Build the :class:`DagArrays` of a schedule (raises if ops are missing/extra/misplaced;
-    ``check=False`` skips that check, for callers that made it already). ``links``, given a
+    """Build the :class:`DagArrays` of a schedule (raises if ops are missing/extra/misplaced, or
+    if an overlapped slot holds an op and its own input, :func:`require_independent_slots`;
+    ``check=False`` skips those checks, for callers that made them already or report them
+    themselves, as the verifier does). ``links``, given a
     complete schedule's op columns, may compute the predecessors instead of the numpy rules
     below (it must return the same arrays; ``None`` falls back to them).
 
@@ -377,7 +437,9 @@ def build_dag_arrays(schedule: Schedule, check: bool = True, links: LinksFunctio
     kc, st, mbs = cols
     linked = links(kc, st, mbs, dev, S, m) if links is not None and check else None
     if linked is not None:
-        return DagArrays(schedule, ops, kc, st, mbs, dev, offsets, linked[0], linked[1], fused, idle_before)
+        out = DagArrays(schedule, ops, kc, st, mbs, dev, offsets, linked[0], linked[1], fused, idle_before)
+        require_independent_slots(out)
+        return out
     # dense id -> position; id = (kind * S + stage) * m + mb
     pos = np.full(len(KINDS) * S * m, -1, dtype=np.int64)
     pos[(kc * S + st) * m + mbs] = np.arange(len(ops))
@@ -403,7 +465,7 @@ def build_dag_arrays(schedule: Schedule, check: bool = True, links: LinksFunctio
     p0[is_w] = pos[(KIND_CODE[I] * S + st) * m + mbs][is_w]
     c0 = (p0 >= 0) & (dev[np.maximum(p0, 0)] != dev)
     c1 = (p1 >= 0) & (dev[np.maximum(p1, 0)] != dev)
-    return DagArrays(
+    out = DagArrays(
         schedule,
         ops,
         kc,
@@ -416,11 +478,15 @@ def build_dag_arrays(schedule: Schedule, check: bool = True, links: LinksFunctio
         fused,
         idle_before,
     )
+    if check:  # every engine times a slot as one: an op inside it cannot wait for its neighbour
+        require_independent_slots(out)
+    return out
 
 
 def build_dag(schedule: Schedule, check: bool = True, between: Callable[[], None] | None = None) -> StepDAG:
-    """Build the :class:`StepDAG` of a schedule (raises if ops are missing/extra/misplaced;
-    ``check=False`` skips that check, for callers that made it already).
+    """Build the :class:`StepDAG` of a schedule (raises if ops are missing/extra/misplaced or an
+    overlapped slot holds an op and its own input; ``check=False`` skips those checks, as in
+    :func:`build_dag_arrays`).
 
     ``between`` is called between the build's phases (each linear in the ops): a deadline check
     that raises stops a build of millions of ops in time.

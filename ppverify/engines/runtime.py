@@ -42,6 +42,7 @@ import numpy as np
 
 from ..core.comm import CommModel, transfer_time
 from ..core.costs import CostModel
+from ..core.dag import build_dag_arrays
 from ..core.errors import DeadlockError, ParameterError
 from ..core.ops import Comm, Op, Overlap
 from ..core.schedule import Schedule
@@ -413,6 +414,9 @@ def runtime_timeline(
         )
     if dp_allreduce:
         raise ParameterError("dp-allreduce", dp_allreduce, "the runtime semantics times one pipeline replica")
+    # the op set and the overlapped slots first, as the other engines check them: PyTorch's runtime
+    # would run a slot's ops in turn, but ppverify's model runs them at once (docs/verification.md)
+    build_dag_arrays(schedule)
     if model is None:
         model = handover_of(comm, schedule.p)
     if model is not None and link_delay_of(comm):
