@@ -9,6 +9,8 @@ seed paper's findings checked over the computed results.
 * :mod:`.evaluate` one (schedule, configuration) point at every level
 * :mod:`.optimum`  the CP-SAT level (adapter over :mod:`ppverify.optimize`)
 * :mod:`.table`    result frame, ranks, rank changes, gap to bound, printed tables
+* :mod:`.stored_rows` the check every reader of stored rows makes (``report --from``, a sweep's
+  resume), and whether a sweep is still writing a store
 * :mod:`.run`      run a whole comparison with progress
 * :mod:`.measured` the opt-in measured level (``compare --measured``): real runs, batched per p
 * :mod:`.findings` the seed paper's findings as computed checks

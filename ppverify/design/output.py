@@ -10,6 +10,8 @@ from pathlib import Path
 
 from ..core.limits import max_ops
 from ..core.schedule import Schedule
+from .design_file import is_design_result as is_design_result  # re-exported: read where a design is written
+from .design_file import load_design as load_design
 from .options import families_over_limit
 from .points import NOT_RUN, FamilyPoint, same_time
 from .run import Design
@@ -349,117 +351,3 @@ def _optimal_anyway(d: Design) -> str:
         [f"{n} of them proven optimal all the same"] if n else []
     )
     return f" ({', '.join(parts)})" if parts else ""
-
-
-#: the keys of a design JSON's ``model_options`` read back (:func:`~.spec.model_options`)
-_MODEL_OPTION_NAMES = (
-    "mfu",
-    "microbatch_size",
-    "seq_len",
-    "tp",
-    "recompute",
-    "flash_attention",
-    "layers_per_stage",
-    "ranks_per_node",
-)
-
-
-def is_design_result(path: str | Path) -> bool:
-    """True when ``path`` is a ``design.json`` (``--save-dir``) or ``design --json`` output.
-
-    Example:
-        >>> is_design_result("no-such-file.json")
-        False
-    """
-    import json
-
-    p = Path(path)
-    if p.suffix.lower() != ".json" or not p.is_file():
-        return False
-    try:
-        data = json.loads(p.read_text())
-    except (ValueError, OSError):
-        return False
-    return isinstance(data, dict) and isinstance(data.get("design"), dict) and "frontier" in data
-
-
-def load_design(path: str | Path) -> Design:
-    """A :class:`Design` back from its JSON (``design.json`` or ``design --json``): the request,
-    the setups and families recomputed from it, the points and the frontier with their programs.
-    A malformed file is refused naming the file and the field.
-
-    Example:
-        >>> import tempfile, json
-        >>> from ppverify.design.run import DesignRequest, design
-        >>> from ppverify.design.spec import Limits
-        >>> from ppverify.systems.preset_models import PresetSettings
-        >>> d = design(DesignRequest(2, 2, "linear", "2", PresetSettings(costs="F=1,B=2"), Limits(2.0)), progress=False)
-        >>> path = Path(tempfile.mkdtemp()) / "design.json"
-        >>> _ = path.write_text(json.dumps(d.to_dict()))
-        >>> back = load_design(path)
-        >>> back.to_dict() == d.to_dict()
-        True
-    """
-    import json
-
-    from ..core.errors import ScheduleFileError
-    from ..core.ops import ActionSyntaxError, parse_action
-    from ..core.schedule import Schedule
-    from ..systems.preset_models import PresetSettings
-    from .families import family_points
-    from .points import Point
-    from .run import DesignRequest
-    from .spec import Limits, setups
-
-    data = json.loads(Path(path).read_text())
-    try:
-        info = data["design"]
-        settings = PresetSettings(
-            system=info.get("system"),
-            model=info.get("model"),
-            costs=info.get("costs"),
-            comm_delay=info.get("comm_delay"),
-            **{k: v for k, v in (info.get("model_options") or {}).items() if k in _MODEL_OPTION_NAMES},
-        )
-        rq = DesignRequest(
-            int(info["p"]),
-            int(info["m"]),
-            ",".join(info["placements"]),
-            "auto",
-            settings,
-            Limits(
-                float(info["work_limit"]),
-                info.get("gap_limit"),
-                int(info.get("seed", 0)),  # files written before it: the default seed
-                info.get("time_limit"),
-                info.get("bound_work"),
-                float(info.get("search_work", 0.0)),  # files written before the second search had none
-                float(info.get("pair_work", 0.0)),  # nor before the two-device bound
-            ),
-            info.get("backward") == "split",
-            not info.get("all_points", True),  # files written before skipping existed searched every point
-        )
-        sets = setups(rq.placements, rq.p, rq.m, settings)
-        by_label = {s.label: s for s in sets}
-
-        def point(row: dict) -> Point:
-            st = by_label[row["placement"]]
-            sched = None
-            if row.get("programs") is not None:
-                programs = tuple(tuple(parse_action(a) for a in prog) for prog in row["programs"])
-                sched = Schedule(st.placement, rq.m, programs, st.pipes, "cp-sat")
-            budget = math.inf if row["budget"] is None else float(row["budget"])
-            return Point(
-                row["placement"], budget, row["status"], row["time"], row["bound"], row["peak"], row["start"],
-                sched, row.get("note", ""), bool(row.get("cut", False)), bool(row.get("skipped", False)),
-            )  # fmt: skip
-
-        points = tuple(point(r) for r in data["points"])
-        front = tuple(point(r) for r in data["frontier"])
-        verified = tuple(str(r["verified"]) for r in data["frontier"])
-        done = int(data.get("points_done", len(points)))
-        total = int(data.get("points_total", len(points)))  # files written before it: the points done
-    except (KeyError, TypeError, ValueError, ActionSyntaxError) as exc:
-        raise ScheduleFileError(str(path), "design", f"not a design result ({type(exc).__name__}: {exc})") from None
-    fams = tuple(family_points(sets, rq.p, rq.m, settings))
-    return Design(rq, sets, points, fams, front, done, total, bool(data.get("interrupted")), verified)

@@ -1,8 +1,12 @@
 """Read the long-format result rows a report is built from: ``compare --out`` (.csv, .parquet),
 ``compare --json`` (.json) and the ``sweep`` store (.jsonl).
 
-A file written by another ppverify version (columns missing) or cut short (a torn last line, a row
-with too few fields) is refused with one line naming the file and the row.
+A file written by another ppverify version (columns missing, a level this one does not know) or
+cut short (a torn last line, a row with too few fields), or a cell that is not what compare writes
+(a makespan that is no finite number, a config that is no text), is refused with one line naming
+the file and the row: the check of :func:`ppverify.compare.stored_rows.row_problem`, which a
+resumed sweep applies to its store too. A store that a sweep is still writing is read as far as
+it is written, and one line on stderr says so.
 """
 
 from __future__ import annotations
@@ -10,50 +14,19 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
+import sys
 from pathlib import Path
 
 import pandas as pd
 
 from ..compare.outcome import row_cells
+from ..compare.stored_rows import NUMERIC, REQUIRED, row_problem, store_writer
 from ..compare.table import COLUMNS
 from ..core.errors import ScheduleFileError
 from ..core.files import check_input_file, read_text
 from ..core.limits import check_json_text
 
-#: the columns a report needs in every row
-REQUIRED: tuple[str, ...] = (
-    "config",
-    "p",
-    "m",
-    "system",
-    "model",
-    "schedule",
-    "family",
-    "params",
-    "level",
-    "status",
-    "makespan",
-    "time_unit",
-    "memory_unit",
-)
-#: the columns that must hold a number when present (empty allowed)
-NUMERIC: tuple[str, ...] = (
-    "p",
-    "m",
-    "makespan",
-    "bubble_ratio",
-    "peak_activation",
-    "lower_bound",
-    "seconds",
-    "rank",
-    "gap_to_bound",
-    "optimum_peak",
-    "memory_cap",
-)
 SUFFIXES: tuple[str, ...] = (".csv", ".jsonl", ".json", ".parquet")
-#: the largest p, m or rank a results file may hold (a 64-bit integer column holds every one exactly)
-MAX_COUNT = 10**12
 
 
 def load_results(path: str | Path) -> pd.DataFrame:
@@ -74,6 +47,7 @@ def load_results(path: str | Path) -> pd.DataFrame:
     """
     p = Path(path)
     suffix = p.suffix.lower()
+    writer = None
     if suffix not in SUFFIXES:
         raise ScheduleFileError(str(p), "", f"expected a results file ending in {', '.join(SUFFIXES)}")
     check_input_file(p)  # missing, a folder, a FIFO or a device: refused before it is opened
@@ -87,7 +61,8 @@ def load_results(path: str | Path) -> pd.DataFrame:
         rows = [row_cells(r) for r in _json_rows(p)]  # compare --json's lists and objects as the frame's text
         header_row = "row 1"
     else:
-        rows = _jsonl_rows(p)
+        writer = store_writer(p)  # a sweep still appending: its rows so far, said so below
+        rows = _jsonl_rows(p, writing=writer is not None)
         header_row = "row 1"
     if not rows:
         raise ScheduleFileError(str(p), "", "no result rows")
@@ -117,43 +92,19 @@ def load_results(path: str | Path) -> pd.DataFrame:
 
         extra = [c for c in df.columns if c not in COLUMNS]
         df = add_ranks(df[[c for c in COLUMNS if c not in DERIVED]]).join(df[extra])
+    if writer is not None:  # not refused: the rows so far are a fine page, but not the sweep's whole grid
+        print(
+            f"ppverify: note: a sweep (pid {writer}) is still writing {p}: the page holds the {len(df)} rows "
+            "done so far (rerun once it has finished for all of them)",
+            file=sys.stderr,
+        )
     return df
 
 
 def _check_row(path: str, n: int, r: dict) -> None:
-    for c in REQUIRED:
-        if c not in r:
-            raise ScheduleFileError(path, f"row {n}", f"missing field {c!r}: truncated, or written by another version")
-    rank = r.get("rank")  # optional: ranks are 1, 2, ... within a configuration and level
-    counts = (
-        ("p", "m", "rank") if rank not in (None, "") and not (isinstance(rank, float) and rank != rank) else ("p", "m")
-    )
-    for c in counts:
-        try:
-            ok = float(r[c]).is_integer() and 1 <= float(r[c]) <= MAX_COUNT
-        except (TypeError, ValueError, OverflowError):
-            ok = False
-        if not ok:
-            raise ScheduleFileError(path, f"row {n}", f"{c}={r[c]!r} is not an integer in 1..{MAX_COUNT:g}")
-    for c in NUMERIC:
-        v = r.get(c)
-        if v not in (None, "") and not (isinstance(v, float) and v != v):  # a Parquet null reads as NaN
-            try:
-                x = float(v)
-            except (TypeError, ValueError):
-                raise ScheduleFileError(path, f"row {n}", f"{c}={v!r} is not a number") from None
-            if not math.isfinite(x):  # CSV text 'nan' or 'inf': refused, as JSON refuses NaN
-                raise ScheduleFileError(path, f"row {n}", f"{c}={v!r} is not a finite number")
-    if not str(r["level"] or "").strip() or not str(r["schedule"] or "").strip():
-        raise ScheduleFileError(path, f"row {n}", "empty level or schedule")
-    params = r["params"]
-    if params not in (None, ""):  # the family's parameters, as compare writes them: '{"v": 2}'
-        try:
-            ok = isinstance(params, str) and isinstance(json.loads(params), dict)
-        except (ValueError, RecursionError):
-            ok = False
-        if not ok:
-            raise ScheduleFileError(path, f"row {n}", f"params={str(params)[:40]!r} is not a JSON object")
+    why = row_problem(r)  # the check a resumed sweep applies to its store's rows too
+    if why is not None:
+        raise ScheduleFileError(path, f"row {n}", why)
 
 
 def _parquet_rows(p: Path) -> list[dict]:
@@ -209,15 +160,19 @@ def _csv_rows(p: Path) -> list[dict]:
     return rows
 
 
-def _jsonl_rows(p: Path) -> list[dict]:
+def _jsonl_rows(p: Path, writing: bool = False) -> list[dict]:
+    """The rows of a sweep store; ``writing``: a sweep holds its lock, so a last line without its
+    line end is the row it is writing now, left out (else the store is cut short: refused)."""
     rows = []
     text = read_text(p)
+    if writing and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
     check_json_text(text, str(p))  # nesting and number sizes, before json.loads sees them
     with io.StringIO(text, newline=None) as fh:
         for n, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
-            if not line.endswith("\n"):  # cut short: a sweep killed while writing, or one still running
+            if not line.endswith("\n"):  # cut short: a sweep killed while writing
                 raise ScheduleFileError(
                     str(p),
                     f"row {n}",

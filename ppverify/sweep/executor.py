@@ -51,7 +51,8 @@ def run_sweep(
     in the grid's order, ranks recomputed unless ``ranks`` is False: ranking a large sweep costs
     more than running it when callers do not need them). The store is locked for the run
     (:func:`~ppverify.sweep.store.store_lock`) and must hold no other sweep's rows
-    (:func:`~ppverify.sweep.store.check_owner`).
+    (:func:`~ppverify.sweep.store.check_owner`); rows of an earlier grid of this sweep
+    (:func:`superseded`) are dropped, and one line on stderr counts them (:func:`dropped_line`).
 
     Example:
         >>> import tempfile, os
@@ -88,6 +89,7 @@ def _run_locked(
     stale = superseded(stored, spec)
     if stale:  # rows the grid left, or whose files (or budget) changed since: those computed again below
         drop_rows(store_path, stale)
+        print(dropped_line(spec.name, len(stale), store_path), file=sys.stderr, flush=True)  # never silently
     done = {r["point"] for r in stored} - {r["point"] for r in stale}  # read_store: every row has its point
     tasks = pending_tasks(spec, done)
     if tasks and executor == "ray":  # before the store and the progress bar: a bad address made a store
@@ -170,6 +172,22 @@ def superseded(rows: list[dict], spec: SweepSpec) -> list[dict]:
     # it was reached by, which another working folder (or a moved store) spells differently
     current = {h for task in pending_tasks(spec, set()) for _, _, hashes in task.items for h in hashes}
     return [r for r in rows if r["point"] not in current or any(c not in r for c in stored)]
+
+
+def dropped_line(name: str, n: int, store_path: str | Path) -> str:
+    """The line a sweep prints on stderr when it drops ``n`` :func:`superseded` rows from its store
+    (a grid grown, shrunk or changed under the same name: the findings map's ``--quick`` run on a
+    full map's store drops the full map's rows).
+
+    Example:
+        >>> dropped_line("tiny", 24, "t.jsonl")
+        'ppverify: note: sweep tiny: 24 rows of an earlier grid dropped from t.jsonl (points this grid no longer holds, or whose files, solver budget or ppverify changed since: those it holds are computed again)'
+    """
+    rows = "row" if n == 1 else "rows"
+    return (
+        f"ppverify: note: sweep {name}: {n} {rows} of an earlier grid dropped from {store_path} (points this grid "
+        "no longer holds, or whose files, solver budget or ppverify changed since: those it holds are computed again)"
+    )
 
 
 def grid_rows(spec: SweepSpec, store_path: str | Path) -> int:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..compare.stored_rows import lock_path, row_problem
 from ..core.errors import ParameterError, ScheduleFileError
 
 
@@ -21,8 +22,10 @@ def read_store(path: str | Path, repair: bool = True) -> list[dict]:
     """Intact rows of a store, each point once; a torn last line (a kill while writing) is dropped
     and, when ``repair`` (only the sweep holding :func:`store_lock` may: a rewrite under a running
     sweep would lose the rows it appends), the file rewritten without it (atomically). Any other
-    damaged line (not UTF-8, not JSON, not a row object with its ``point``) is refused naming the
-    line: rows are never silently lost. Blank lines hold no row and are skipped.
+    damaged line (not UTF-8, not JSON, NaN or Infinity, not a row object with its ``point``, or a
+    row whose cells ``report --from`` refuses: :func:`~ppverify.compare.stored_rows.row_problem`)
+    is refused naming the line: rows are never silently lost, nor resumed where a report of the
+    same store would refuse them. Blank lines hold no row and are skipped.
 
     Example:
         >>> import tempfile, os
@@ -35,6 +38,11 @@ def read_store(path: str | Path, repair: bool = True) -> list[dict]:
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ScheduleFileError: ...s.jsonl:3: damaged store line (a JSON number, not a row object); delete the line to recompute its point
+        >>> _ = open(f, "w").write('{"point": "a"}\\n{"point": "b", "makespan": NaN}\\n')
+        >>> read_store(f)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: ...s.jsonl:2: damaged store line (NaN is not valid JSON: numbers must be finite); delete the line to recompute its point
     """
     from ..core.files import atomic_write, output_target, read_bytes
 
@@ -55,17 +63,21 @@ def read_store(path: str | Path, repair: bool = True) -> list[dict]:
     for n, line in enumerate(lines, 1):
         if not line.strip():  # a blank line (an editor's final newline) holds no row: nothing lost
             continue
-        why = ""
+        why = damage = ""
         try:
-            row = json.loads(line.decode("utf-8"))
+            row = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
             if not isinstance(row, dict) or not isinstance(row.get("point"), str):
                 why = (
                     f"a JSON {_json_kind(row)}, not a row object"
                     if not isinstance(row, dict)
                     else "a row without its point"
                 )
+            else:  # the row check report --from makes; a row without a column is superseded, not damaged
+                damage = row_problem(row, complete=False) or ""
         except UnicodeDecodeError:
             why = "not UTF-8"
+        except _Constant as exc:
+            damage = f"{exc} is not valid JSON: numbers must be finite"
         except (ValueError, RecursionError):
             why = "not JSON"
         if why and not rows:  # not even a first row: another kind of file
@@ -75,9 +87,9 @@ def read_store(path: str | Path, repair: bool = True) -> list[dict]:
                 f"not a sweep store (line {n} is {why}, a store holds one JSON row a line); give --store "
                 "the store of this sweep or a new file name",
             )
-        if why:
+        if why or damage:
             raise ScheduleFileError(
-                f"{path}:{n}", "", f"damaged store line ({why}); delete the line to recompute its point"
+                f"{path}:{n}", "", f"damaged store line ({why or damage}); delete the line to recompute its point"
             )
         rows.append(row)
     if torn and repair:
@@ -89,6 +101,14 @@ def read_store(path: str | Path, repair: bool = True) -> list[dict]:
             seen.add(r["point"])
             unique.append(r)
     return unique
+
+
+class _Constant(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a store line: Python's JSON reads them, JSON has none."""
+
+
+def _no_constant(name: str) -> float:
+    raise _Constant(name)
 
 
 def _torn_row(tail: bytes) -> bool:
@@ -158,7 +178,7 @@ def store_lock(path: str | Path) -> Iterator[None]:
         return
     # beside the file the store resolves to: two sweeps naming one store through a symbolic link
     # (or a linked folder) take the same lock, instead of both appending every row
-    lock = Path(str(Path(path).resolve()) + ".lock")
+    lock = lock_path(path)
     while True:
         # as every output: a typo'd folder (--store reslts/s.jsonl) is refused, never created
         check_output_path(path, "--store")
@@ -167,7 +187,7 @@ def store_lock(path: str | Path) -> Iterator[None]:
         except OSError as exc:
             raise ParameterError("--store", str(path), f"cannot write there: {exc.strerror or exc}") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _flock_soon(fd, fcntl.LOCK_EX)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
             os.close(fd)
@@ -200,6 +220,24 @@ def store_lock(path: str | Path) -> Iterator[None]:
         except OSError:
             pass
         os.close(fd)
+
+
+def _flock_soon(fd: int, how: int, tries: int = 5, every: float = 0.02) -> None:
+    """``flock(fd, how)`` without blocking, tried ``tries`` times ``every`` seconds apart before
+    its BlockingIOError is raised: ``report --from`` holds a shared lock for the instant it asks
+    whether a sweep is writing (:func:`~ppverify.compare.stored_rows.store_writer`); a sweep
+    starting in that instant waits it out instead of taking the report for another sweep."""
+    import fcntl
+    import time
+
+    for n in range(tries):
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if n == tries - 1:
+                raise
+            time.sleep(every)
 
 
 def _json_kind(value: Any) -> str:
