@@ -42,11 +42,12 @@ import numpy as np
 
 from ..core.comm import CommModel, transfer_time
 from ..core.costs import CostModel
-from ..core.dag import build_dag_arrays
+from ..core.dag import DagArrays, build_dag_arrays
 from ..core.errors import DeadlockError, ParameterError
 from ..core.ops import Comm, Op, Overlap
+from ..core.program_order import _waits, list_schedule_flat
 from ..core.schedule import Schedule
-from ..core.send_gates import send_key
+from ..core.send_gates import gated_pred, send_key
 from ..core.timeline import Timeline, TimelineInfo, Transfers
 from ..systems.system import link_delay_of
 
@@ -378,6 +379,30 @@ def handover_of(comm: object, ranks: int | None = None) -> Handover | None:
     return Handover(**dict(zip(TERMS, terms)), deciles=tuple(deciles))
 
 
+def require_order(dag: DagArrays) -> None:
+    """Raise the :class:`DeadlockError` the ``slot`` and ``async`` engines raise (their check and
+    wording, :mod:`ppverify.core.program_order`) when the programs' order cannot complete: an op
+    before its own input on one device (``0B0,0F0``), or devices waiting on each other. The walk
+    would time such an order (it waits only for cross-rank data), which no runtime can run.
+
+    Example:
+        >>> from ppverify.io.torch_csv import parse_rows
+        >>> require_order(build_dag_arrays(parse_rows([["0B0", "0F0"]])))
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.DeadlockError: deadlock: device 0 waits in 0B0 for 0F0 on device 0
+    """
+    gated = gated_pred(dag)  # a file's SEND posted after a later op: its consumer waits for that op
+    pred = dag.pred.tolist() if gated is None else gated
+    p0, p1 = [q[0] for q in pred], [q[1] for q in pred]
+    ones = [1.0] * dag.num_ops  # any durations: only whether every op runs matters
+    _, _, ptr, done = list_schedule_flat(
+        p0, p1, None, None, ones, dag.fused.tolist(), dag.idle_before.tolist(), dag.offsets
+    )
+    if ptr is not None and done is not None:
+        raise DeadlockError(_waits(dag, ptr, done, pred))
+
+
 def runtime_timeline(
     schedule: Schedule,
     costs: CostModel,
@@ -414,9 +439,10 @@ def runtime_timeline(
         )
     if dp_allreduce:
         raise ParameterError("dp-allreduce", dp_allreduce, "the runtime semantics times one pipeline replica")
-    # the op set and the overlapped slots first, as the other engines check them: PyTorch's runtime
-    # would run a slot's ops in turn, but ppverify's model runs them at once (docs/verification.md)
-    build_dag_arrays(schedule)
+    # the op set, the overlapped slots and the programs' order first, as the other engines check
+    # them: PyTorch's runtime would run a slot's ops in turn, but ppverify's model runs them at once
+    # (docs/verification.md), and the walk below would time a backward before its own forward
+    require_order(build_dag_arrays(schedule))
     if model is None:
         model = handover_of(comm, schedule.p)
     if model is not None and link_delay_of(comm):
