@@ -44,7 +44,10 @@ def _quiet_start_up() -> None:
 
     def stop(signum: int, frame: object) -> None:
         words, code = said[signum]
-        os.write(2, name + words)
+        try:
+            os.write(2, name + words)
+        except OSError:  # a standard error that cannot be written (2>/dev/full): the exit code says it
+            pass
         os._exit(code)
 
     for signum in said:
@@ -88,6 +91,7 @@ from .signals import Terminated as Terminated  # noqa: E402
 from .streams import (  # noqa: E402
     EXIT_BROKEN_PIPE,
     PipeGuard,
+    StderrGuard,
     open_missing_descriptors,
     reconfigure_streams,
     silence_stdout,
@@ -308,10 +312,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a standard stream closed from the start (``>&-``, ``2>&-``): /dev/null in its place, so that
     # no file ppverify opens takes its number and the output is lost, not a crash
     open_missing_descriptors()
-    saved_stderr = sys.stderr
-    if sys.stderr is None:
-        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
     reconfigure_streams()
+    # a standard error that cannot be written (``2>/dev/full``, a reader gone; None: ``2>&-`` in
+    # a caller) drops its notes and messages, never the command's work or exit code
+    saved_stderr = sys.stderr
+    err_guard = StderrGuard(sys.stderr)
+    sys.stderr = err_guard
     # (measure and calibrate start their worker processes only once their input is checked: bad
     # input never leaves a process importing torch behind)
     words = list(sys.argv[1:] if argv is None else argv)
@@ -336,9 +342,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{_command_name(words)}: error: {write_failure(guard.error)}", file=sys.stderr)
         if code in (0, 1):
             code = EXIT_INPUT
-    if saved_stderr is None:
-        sys.stderr.close()
+    if sys.stderr is err_guard:
         sys.stderr = saved_stderr
+    if saved_stderr is None:
+        err_guard.stream.close()  # the /dev/null the guard opened in its place
     if argv is None and code in (EXIT_INTERRUPT, EXIT_TERM, EXIT_HANGUP) and _in_main_thread():
         # the exit is decided: a further Ctrl-C, SIGTERM or SIGHUP while the interpreter shuts
         # down (the handlers then fall back to the default, exit -2 / -15 / -1, no message)

@@ -1,10 +1,13 @@
 """The console's standard streams: text that cannot be encoded is escaped, not a crash, a reader
 that goes away (``ppverify verify s.csv | head -1``, or a standard output closed from the start,
 ``>&-``) costs the rest of the output, never the exit code, and a standard output that cannot be
-written (``>/dev/full``) is one line on stderr and exit code 2, never an internal error."""
+written (``>/dev/full``) is one line on stderr and exit code 2, never an internal error. A
+standard error that cannot be written (``2>/dev/full``, a reader gone) costs the notes, progress
+and messages it would have carried, never the command's work, output or exit code."""
 
 from __future__ import annotations
 
+import codecs
 import os
 import sys
 from typing import Any
@@ -13,18 +16,51 @@ from typing import Any
 EXIT_BROKEN_PIPE = 141
 
 
+#: the error handler of a stream that had Python's ``surrogateescape`` (:func:`bytes_or_escape`)
+BYTES_OR_ESCAPE = "ppverify.bytes_or_escape"
+
+
+def bytes_or_escape(exc: UnicodeError) -> tuple[str | bytes, int]:
+    """An encoding error handler: the bytes of a name Python could not decode (the lone surrogates
+    U+DC80..U+DCFF that ``surrogateescape`` made of them) are written back as those bytes, so a
+    file name printed is the file's name on the terminal; anything else that cannot be encoded
+    (``"\\ud800"``, ``é`` on an ASCII stream) is escaped with a backslash, as ``backslashreplace``.
+
+    Example:
+        >>> "é\\udcc3\\udca9".encode("ascii", BYTES_OR_ESCAPE)
+        b'\\\\xe9\\xc3\\xa9'
+    """
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    chunk = exc.object[exc.start : exc.end]
+    raw = len(chunk) - len(chunk.lstrip("".join(map(chr, range(0xDC80, 0xDD00)))))
+    if raw:  # a run of escaped bytes first: those bytes
+        return bytes(ord(ch) - 0xDC00 for ch in chunk[:raw]), exc.start + raw
+    escaped = next((i for i, ch in enumerate(chunk) if 0xDC80 <= ord(ch) < 0xDD00), len(chunk))
+    part = UnicodeEncodeError(exc.encoding, exc.object, exc.start, exc.start + escaped, exc.reason)
+    return codecs.backslashreplace_errors(part)
+
+
+codecs.register_error(BYTES_OR_ESCAPE, bytes_or_escape)
+
+
 def reconfigure_streams() -> None:
     """Escape what stdout and stderr cannot encode (a name like ``"\\ud800"``, a non-UTF-8
-    terminal) instead of failing on it: a result must not turn into a crash.
+    terminal) instead of failing on it: a result must not turn into a crash. Where Python gave
+    stdout its ``surrogateescape`` (the C locale, UTF-8 mode: file names it could not decode are
+    written back as their bytes), both streams keep doing so (:func:`bytes_or_escape`), so a name
+    printed (``wrote é.csv``, on stderr too) is the file's name, never ``\\udcc3\\udca9``.
 
     Example:
         >>> reconfigure_streams()  # idempotent; a stream without reconfigure() is left as it is
     """
-    for stream in (sys.stdout, sys.stderr):
+    streams = (sys.stdout, sys.stderr)
+    keep = any(getattr(s, "errors", None) in ("surrogateescape", BYTES_OR_ESCAPE) for s in streams)
+    for stream in streams:
         reconf = getattr(stream, "reconfigure", None)
         if reconf is not None:
             try:
-                reconf(errors="backslashreplace")
+                reconf(errors=BYTES_OR_ESCAPE if keep else "backslashreplace")
             except (ValueError, OSError):  # a closed or detached stream
                 pass
 
@@ -85,10 +121,46 @@ class PipeGuard:
         self.broken = True
         if error is not None and self.error is None:
             self.error = error
+        self._silence()
+
+    def _silence(self) -> None:
         silence_stdout()  # the interpreter's last flush at exit then writes to /dev/null
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
+
+
+class StderrGuard(PipeGuard):
+    """Standard error that never fails a command: a note, a progress line or an error message
+    that cannot be written (``2>/dev/full``, a reader gone, ``2>&-``) is dropped with the rest of
+    what stderr would carry, and the command goes on to its own output and exit code (exit code 1
+    is a verdict, never an I/O failure). The failure is kept in ``error``; the descriptor is then
+    pointed at ``/dev/null``, so the interpreter's last flush at exit cannot fail either.
+
+    Example:
+        >>> import io
+        >>> class Full(io.StringIO):
+        ...     def write(self, text):
+        ...         raise OSError(28, "No space left on device")
+        >>> guard = StderrGuard(Full())
+        >>> guard.write("a note\\n"), guard.broken, guard.error.errno
+        (7, True, 28)
+    """
+
+    def _silence(self) -> None:
+        _to_devnull(self.stream)
+
+
+def _to_devnull(stream: Any) -> None:
+    # the descriptor of ``stream`` now writes to /dev/null; one without a descriptor is left as it is
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def silence_stdout() -> None:
@@ -102,11 +174,7 @@ def silence_stdout() -> None:
         >>> silence_stdout()  # a StringIO has no descriptor: nothing to do
         >>> sys.stdout = saved
     """
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
+    _to_devnull(sys.stdout)
 
 
 def write_failure(error: OSError) -> str:

@@ -40,11 +40,19 @@ WALL_FACTOR = 4.0
 
 def wall_factor() -> float:
     """The wall-clock stop as a multiple of the work limit: ``PPVERIFY_WALL_FACTOR`` if set (a
-    number >= 1), else :data:`WALL_FACTOR`.
+    number >= 1), else :data:`WALL_FACTOR`. The commands that solve optimum rows (``compare``,
+    ``sweep``) call it once before any row, so a bad value is one line and exit code 2, never an
+    error row kept in a store.
 
     Example:
         >>> wall_factor()
         4.0
+        >>> os.environ["PPVERIFY_WALL_FACTOR"] = "abc"
+        >>> wall_factor()
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter PPVERIFY_WALL_FACTOR=abc: the environment variable must be a number in 1..1e6 (unset: 4)
+        >>> del os.environ["PPVERIFY_WALL_FACTOR"]
     """
     raw = os.environ.get("PPVERIFY_WALL_FACTOR")
     if raw is None:
@@ -54,7 +62,9 @@ def wall_factor() -> float:
     except ValueError:
         value = float("nan")
     if not (1.0 <= value <= 1e6):
-        raise ParameterError("PPVERIFY_WALL_FACTOR", raw, "must be a number in 1..1e6")
+        raise ParameterError(
+            "PPVERIFY_WALL_FACTOR", raw, f"the environment variable must be a number in 1..1e6 (unset: {WALL_FACTOR:g})"
+        )
     return value
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator
@@ -187,16 +188,17 @@ def output_target(path: str | Path, flag: str = "-o") -> tuple[Path, os.stat_res
         raise ParameterError(flag, text, "give a file name")
     if text.endswith(("/", os.sep)) or (os.altsep and text.endswith(os.altsep)):
         raise ParameterError(flag, text, f"ends in {text[-1]!r}, which names a folder; give a file name")
+    check_current_folder(text, flag)  # a relative name resolves against it
     try:
         real = Path(os.path.realpath(path))
+    except (OSError, ValueError) as exc:  # a NUL byte; an error of the system's
+        raise ParameterError(flag, text, f"cannot write there: {_why(exc)}") from None
+    try:
         st = os.stat(real)
     except FileNotFoundError:
         return real, None
     except (OSError, ValueError) as exc:  # a loop of links, a name too long, a NUL byte
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        if isinstance(exc, FileNotFoundError):  # the folder exists: a virtual one (/proc) makes no files
-            why = "it takes no new files"
-        raise ParameterError(flag, text, f"cannot write there: {why}") from None
+        raise ParameterError(flag, text, f"cannot write there: {_why(exc)}") from None
     if stat.S_ISDIR(st.st_mode):
         raise ParameterError(flag, text, "is a directory; give a file name")
     if not stat.S_ISREG(st.st_mode):
@@ -207,15 +209,39 @@ def output_target(path: str | Path, flag: str = "-o") -> tuple[Path, os.stat_res
     return real, st
 
 
+#: the longest suffix a temporary name keeps (``.csv``, ``.parquet``, ``.gz``: what a writer
+#: reads the format from); a longer "suffix" is part of the name, and would only lengthen it
+_SUFFIX_KEPT = 16
+
+
+def temporary_name(target: Path) -> str:
+    """The name of a temporary file next to ``target``: short whatever the target's length (a
+    legal name of up to 255 bytes must stay writable), random, and with the target's suffix, so a
+    writer that picks its format by extension (pandas, matplotlib) still does.
+
+    Example:
+        >>> name = temporary_name(Path("d" * 251 + ".csv"))
+        >>> name.startswith(".ppverify-") and name.endswith(".tmp.csv"), len(name)
+        (True, 26)
+    """
+    suffix = target.suffix if len(os.fsencode(target.suffix)) <= _SUFFIX_KEPT else ""
+    return f".ppverify-{secrets.token_hex(4)}.tmp{suffix}"
+
+
 def _temporary(target: Path, flag: str, shown: str) -> tuple[Path, int]:
     """A new empty file next to ``target`` (the umask gives its permissions) and its descriptor."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
-        tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp{target.suffix}"
+        tmp = target.parent / temporary_name(target)
         try:
             return tmp, os.open(tmp, flags, 0o666)
         except FileExistsError:
             continue
+        except FileNotFoundError:  # no such folder, or a virtual one (/proc) that makes no files
+            why = f"its folder {target.parent} takes no new files"
+            if not target.parent.is_dir():
+                why = missing_folder(shown, target)
+            raise ParameterError(flag, shown, f"cannot write there: {why}") from None
         except OSError as exc:
             raise ParameterError(flag, shown, f"cannot write there: {exc.strerror or exc}") from None
     raise ParameterError(flag, shown, "cannot write there: no free temporary name")
@@ -284,10 +310,65 @@ def check_output_path(path: str | Path, flag: str = "-o", json_file: bool = Fals
             "this writes ppverify JSON, and a .csv name tells every reader PyTorch's CSV: name it .json "
             "(ppverify export FILE.json -o OUT.csv writes the CSV)",
         )
+    check_output_folder(path, flag)
+
+
+def check_output_folder(path: str | Path, flag: str = "-o", probe: bool = True) -> Path:
+    """The file an output path writes (:func:`output_target`), refused in one line when its
+    folder does not exist (for a symbolic link, the folder the link points into:
+    :func:`missing_folder`) or, with ``probe``, takes no new file (:func:`check_folder_takes_files`).
+
+    Example:
+        >>> import tempfile, os
+        >>> d = tempfile.mkdtemp(); os.symlink("nowhere/x.json", os.path.join(d, "dang.json"))
+        >>> check_output_folder(os.path.join(d, "dang.json"), "--save")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ParameterError: parameter --save=...: the link points into .../nowhere, which does not exist
+    """
     target, _ = output_target(path, flag)
     if not target.parent.is_dir():
-        raise ParameterError(flag, str(path), f"folder {Path(path).parent} does not exist")
-    check_folder_takes_files(target.parent, flag, str(path))
+        raise ParameterError(flag, str(path), missing_folder(path, target))
+    if probe:
+        check_folder_takes_files(target.parent, flag, str(path))
+    return target
+
+
+def missing_folder(path: str | Path, target: Path) -> str:
+    """The words for an output ``path`` whose folder does not exist; ``target`` is the file it
+    writes (:func:`output_target`). A symbolic link names the folder it points into (the folder
+    the name is in may well exist); any other name, its folder as given.
+
+    Example:
+        >>> missing_folder("missing/rows.csv", Path("/w/missing/rows.csv"))
+        'folder missing does not exist'
+    """
+    if os.path.islink(path):
+        return f"the link points into {target.parent}, which does not exist"
+    return f"folder {Path(path).parent} does not exist"
+
+
+def check_current_folder(path: str | Path, flag: str) -> None:
+    """Refuse a relative output ``path`` when the folder the command runs in was deleted (it has
+    no name left to resolve the path against), in one line naming ``flag``; an absolute path
+    needs no current folder.
+
+    Example:
+        >>> check_current_folder("out.csv", "-o")  # the current folder exists: nothing to say
+    """
+    if os.path.isabs(path):
+        return
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        raise ParameterError(
+            flag, str(path), "cannot write there: the current folder no longer exists (give an absolute path)"
+        ) from None
+
+
+def _why(exc: BaseException) -> str:
+    # the system's words for a failed call (its strerror), else the exception's text
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
 def check_folder_takes_files(folder: str | Path, flag: str, text: str) -> None:
@@ -331,6 +412,7 @@ def prepare_output_dir(path: str | Path, flag: str = "--save-dir") -> Path:
     text = str(path)
     if not text.strip():
         raise ParameterError(flag, text, "give a folder name")
+    check_current_folder(text, flag)  # `sd` in a deleted folder: no folder to make it in
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise ParameterError(flag, text, "exists and is not a folder")
@@ -346,8 +428,32 @@ def prepare_output_dir(path: str | Path, flag: str = "--save-dir") -> Path:
     return out
 
 
+#: the characters ``surrogateescape`` makes of bytes it cannot decode (a file name's, in the C locale)
+_ESCAPED_BYTES = re.compile("[\udc80-\udcff]")
+
+
+def decoded_name(text: str) -> str:
+    """``text`` (a file name, or text holding one) with the bytes Python could not decode in the
+    locale's encoding decoded as UTF-8, for a file other programs read: in the C locale a name
+    ``é`` arrives as ``"\\udcc3\\udca9"`` (``surrogateescape``), which UTF-8 cannot encode and
+    JSON readers may refuse. Bytes that are not UTF-8 either are escaped with a backslash
+    (``\\xe9``); text without such bytes is returned as it is.
+
+    Example:
+        >>> decoded_name("\\udcc3\\udca9t\\udce6\\udc97\\udca5.csv"), decoded_name("caf\\udce9.csv"), decoded_name("1f1b")
+        ('ét日.csv', 'caf\\\\xe9.csv', '1f1b')
+    """
+    if not _ESCAPED_BYTES.search(text):
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # another lone surrogate as well (U+D800): not a file's bytes
+        return text
+
+
 def atomic_write(path: str | Path, data: str | bytes, flag: str = "-o") -> Path:
-    """Write ``data`` (text as UTF-8) to ``path`` atomically; ``flag`` names the option in errors.
+    """Write ``data`` (text as UTF-8, the bytes of an undecoded file name in it as those bytes:
+    :func:`decoded_name`) to ``path`` atomically; ``flag`` names the option in errors.
 
     Example:
         >>> import tempfile, os
@@ -357,9 +463,9 @@ def atomic_write(path: str | Path, data: str | bytes, flag: str = "-o") -> Path:
         >>> atomic_write("/nonexistent-dir/x.json", "{}", "--save")
         Traceback (most recent call last):
         ...
-        ppverify.core.errors.ParameterError: parameter --save=/nonexistent-dir/x.json: cannot write there: No such file or directory
+        ppverify.core.errors.ParameterError: parameter --save=/nonexistent-dir/x.json: cannot write there: folder /nonexistent-dir does not exist
     """
-    raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
+    raw = decoded_name(data).encode("utf-8", "backslashreplace") if isinstance(data, str) else data
     with atomic_path(path, flag) as tmp, open(tmp, "wb") as fh:
         fh.write(raw)
         fh.flush()

@@ -46,7 +46,7 @@ def is_design_result(path: str | Path) -> bool:
     if p.suffix.lower() != ".json" or not p.is_file():
         return False
     try:
-        data = json.loads(p.read_text())
+        data = json.loads(p.read_text(encoding="utf-8"))
     except (ValueError, OSError):
         return False
     return isinstance(data, dict) and isinstance(data.get("design"), dict) and "frontier" in data
@@ -82,7 +82,7 @@ def load_design(path: str | Path) -> Design:
     from .families import family_points
     from .spec import Limits, setups
 
-    data = json.loads(Path(path).read_text())
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
     try:
         info = data["design"]
         settings = PresetSettings(

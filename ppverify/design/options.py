@@ -122,7 +122,7 @@ def check_options(args: argparse.Namespace) -> float:
         check_output(args.report, "--report")  # the report's own rule: .html or .htm, writable
     scale = measure_scale(args.measure, args.measure_scale, bool(args.system or args.model))
     if args.save_dir:
-        prepare_output_dir(args.save_dir, "save-dir")  # created now: a bad folder costs no search
+        prepare_output_dir(args.save_dir, "--save-dir")  # created now: a bad folder costs no search
     return scale
 
 

@@ -212,7 +212,7 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
     from ..io.torch_rules import check_runnable
     from .points import point_problem
 
-    out = prepare_output_dir(directory, "save-dir")
+    out = prepare_output_dir(directory, "--save-dir")
     by_label = {s.label: s for s in d.setups}
     written: list[Path] = []
     for i, q in enumerate(d.front):
@@ -227,7 +227,9 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
         # the costs and the communication it was designed with: every command then times it as design did
         pr = point_problem(by_label[q.placement], q.budget, d.request.m)
         comm = CommSettings(pr.comm, pr.sync, pr.dp_allreduce)
-        written.append(save_json(q.schedule, out / f"{stem}.json", pr.costs, comment=note, comm=comm))
+        written.append(
+            save_json(q.schedule, out / f"{stem}.json", pr.costs, comment=note, comm=comm, flag="--save-dir")
+        )
         if not one_pipe(q.schedule):
             continue  # PyTorch's CSV maps each stage to one rank: a two-pipe schedule has no CSV
         # never fires (the optimizer orders each stage's microbatches per kind): a CSV PyTorch's
@@ -235,9 +237,9 @@ def save_design(d: Design, directory: str | Path) -> list[Path]:
         check_runnable(q.schedule, f"; {stem}.json is written, its CSVs are not")
         for flavour in (COMPUTE_ONLY, COMPUTE_COMMS):
             path = out / f"{stem}.{flavour}.csv"
-            save_csv(q.schedule, path, flavour)
+            save_csv(q.schedule, path, flavour, "--save-dir")
             written.append(path)
-    atomic_write(out / "design.json", json.dumps(design_json(d), indent=1) + "\n", "save-dir")
+    atomic_write(out / "design.json", json.dumps(design_json(d), indent=1) + "\n", "--save-dir")
     _drop_earlier_frontiers(out, written)
     return written
 

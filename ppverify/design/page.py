@@ -45,7 +45,7 @@ def _gantt_svg(point: Point | FamilyPoint, d: Design) -> str:
     tl = run(sched, ctx.costs, ctx.comm, semantics="async")
     with tempfile.TemporaryDirectory() as tmp:
         path = gantt(tl, Path(tmp) / "g.svg", title=None)
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")  # matplotlib writes the SVG as UTF-8 (its title has a ·)
     return text[text.find("<svg") :]
 
 

@@ -5,9 +5,11 @@ in the order that fixes floating-point results (same additions, same maxima), so
 starts and ends equal the reference engine's exactly: :mod:`ppverify.core.program_order`
 (list scheduling) and :mod:`ppverify.engines.contention` (FIFO link queues, whose
 ``contention_compiled`` feeds the kernel here). The engines call
-these only above :data:`ppverify.core.compiled.COMPILED_MIN_OPS` ops; ``cache=True`` writes
-the machine code next to this module (or numba's user cache) on first use, so later processes
-load it instead of compiling (:mod:`ppverify.engines.warm` does it once after installing).
+these only above :data:`ppverify.core.compiled.COMPILED_MIN_OPS` ops; numba's cache writes
+the machine code next to this module (or in numba's user cache) on first use, so later processes
+load it instead of compiling (:mod:`ppverify.engines.warm` does it once after installing); where
+neither folder can be written, each process compiles its own
+(:func:`~ppverify.core.compiled.compiled_kernel`).
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from ..core.compiled import compiled_kernel
 from ..core.ops import KIND_CODE, B, F, I, W
 
 
-@njit(cache=True, nogil=True)
+@compiled_kernel(nogil=True)
 def _list_schedule(pred, delay, duration, fused, idle_before, offsets, idle_tick):  # pragma: no cover - compiled
     n = pred.shape[0]
     p = offsets.shape[0] - 1
@@ -150,7 +152,7 @@ def list_schedule_arrays(
     return start, end, None, None
 
 
-@njit(cache=True, nogil=True)
+@compiled_kernel(nogil=True)
 def _dag_links(kc, st, mbs, dev, S, m, kf, kb, ki, kw):  # pragma: no cover - compiled
     # the rules of ppverify.core.dag.build_dag_arrays, op by op (ops known complete: every id once)
     n = kc.shape[0]
@@ -207,7 +209,7 @@ def dag_links(
     )
 
 
-@njit(cache=True, nogil=True)
+@compiled_kernel(nogil=True)
 def _exposed_waits(pred, start, end, offsets):  # pragma: no cover - compiled
     # per device, in position order: how much later each op starts than its device and its
     # producers' ends allow (the numpy reference's maxima, clip and position-order sums)
@@ -250,7 +252,7 @@ def exposed_waits(pred: np.ndarray, start: np.ndarray, end: np.ndarray, offsets:
     )
 
 
-@njit(cache=True, nogil=True)
+@compiled_kernel(nogil=True)
 def _contention_p2p(
     p0, p1, cross0, cross1, dur, fused, offsets, device, out_start, e_i, e_k, e_time, res_ptr, res_idx, n_res
 ):  # pragma: no cover - compiled

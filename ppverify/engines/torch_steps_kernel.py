@@ -16,8 +16,8 @@ from operator import attrgetter
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from ..core.compiled import compiled_kernel
 from ..core.costs import CostModel
 from ..core.ops import KIND_CODE, Action, Comm, Marker, Op, Overlap
 from ..core.schedule import Schedule
@@ -29,7 +29,7 @@ _F, _B, _I, _W, _SF, _RF, _SB, _RB = 0, 1, 2, 3, 4, 5, 6, 7
 _fields = attrgetter("kind", "stage", "mb")
 
 
-@njit(cache=True, nogil=True)
+@compiled_kernel(nogil=True)
 def _steps(act_ptr, part_ptr, code, stage, mb, S, m, rank_of):  # pragma: no cover - compiled
     # the readiness test of torch_steps.simulate_steps, written inline: a call per check (with
     # its array reference counting) cost more than the check itself
@@ -103,7 +103,7 @@ def _steps(act_ptr, part_ptr, code, stage, mb, S, m, rank_of):  # pragma: no cov
     return step_of, row_len, ptr, True
 
 
-@njit(cache=True, nogil=True)
+@compiled_kernel(nogil=True)
 def _lower(act_ptr, part_ptr, code, stage, mb, S, m, rank_of):  # pragma: no cover - compiled
     # PyTorch's _add_send_recv: rounds over the ranks in order, each placing its next action once
     # its input has been received; code -1 is an idle slot (dropped), -2 a marker (kept). Output:

@@ -165,7 +165,7 @@ def write_systems(grid: MapGrid, folder: str | Path) -> dict[str, tuple[float, f
         for lat in grid.latencies_us:
             path = _system_path(folder, bw, lat)
             text = system_yaml(bw, lat)
-            if not path.exists() or path.read_text() != text:
+            if not path.exists() or path.read_text(encoding="utf-8", errors="replace") != text:
                 atomic_write(path, text, "--store")
             out[str(path)] = (bw, lat)
     return out

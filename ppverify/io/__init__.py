@@ -29,16 +29,19 @@ def load_schedule(path: str | Path, **options) -> Schedule:
         Traceback (most recent call last):
         ...
         ppverify.core.errors.ScheduleFileError: missing.json: file not found
+        >>> load_schedule("/dev/null")
+        Traceback (most recent call last):
+        ...
+        ppverify.core.errors.ScheduleFileError: /dev/null: is a character device, not a regular file; only regular files are read
     """
-    from ..core.files import read_text
+    from ..core.files import check_input_file, read_text
 
     path = Path(path)
     ext = path.suffix.lower()
     if ext not in FORMATS:
         if _is_dir(path):  # not "not found": it is there, and is no file
             raise ScheduleFileError(str(path), "", "a folder, not a schedule file; give a .json, .csv or .txt file")
-        if not _is_file(path):
-            raise ScheduleFileError(str(path), "", "file not found")
+        check_input_file(path)  # missing, a device node (/dev/null), a FIFO: named as every input is
         raise ScheduleFileError(str(path), "", f"unknown schedule format {ext!r}; expected one of {', '.join(FORMATS)}")
     text = read_text(path)  # one reading for every format: size, encoding and BOM checked alike
     kind = content_kind(text, path)

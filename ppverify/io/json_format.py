@@ -213,9 +213,11 @@ def save_json(
     table: TableGrid | None = None,
     comment: str = "",
     comm: CommSettings | None = None,
+    flag: str = "-o",
 ) -> Path:
     """Write a schedule file, with the table ``table`` embedded when given (the ``slot`` engine
-    computes a schedule's own: :func:`ppverify.engines.table.table_grid_of`). Returns the path.
+    computes a schedule's own: :func:`ppverify.engines.table.table_grid_of`). Returns the path;
+    a path that cannot be written is refused naming ``flag``, the option that gave it.
 
     Example:
         >>> import tempfile, os
@@ -229,7 +231,7 @@ def save_json(
     from ..core.files import atomic_write
 
     # the name as given (Path() would drop a trailing '/'); temporary name, then rename
-    atomic_write(path, dumps(schedule, costs, table, comment, comm))
+    atomic_write(path, dumps(schedule, costs, table, comment, comm), flag)
     return Path(path)
 
 

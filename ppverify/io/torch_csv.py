@@ -442,8 +442,9 @@ def to_rows(schedule: Schedule, format: str = COMPUTE_ONLY) -> list[list[str]]:
     return [[format_action(a) for a in prog if a is not None] for prog in lowered.programs]
 
 
-def save_csv(schedule: Schedule, path: str | Path, format: str = COMPUTE_ONLY) -> None:
-    """Write a schedule as a PyTorch CSV (see :func:`to_rows`); rows end in ``\\n``.
+def save_csv(schedule: Schedule, path: str | Path, format: str = COMPUTE_ONLY, flag: str = "-o") -> None:
+    """Write a schedule as a PyTorch CSV (see :func:`to_rows`); rows end in ``\\n``. A path that
+    cannot be written is refused naming ``flag``, the option that gave it.
 
     Example:
         >>> import tempfile, os
@@ -458,7 +459,7 @@ def save_csv(schedule: Schedule, path: str | Path, format: str = COMPUTE_ONLY) -
     csv.writer(buf, lineterminator="\n").writerows(rows)
     from ..core.files import atomic_write
 
-    atomic_write(path, buf.getvalue())  # temporary name, then rename
+    atomic_write(path, buf.getvalue(), flag)  # temporary name, then rename
 
 
 def csv_text(schedule: Schedule, format: str = COMPUTE_ONLY) -> str:

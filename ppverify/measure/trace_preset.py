@@ -145,11 +145,13 @@ def preset_system(text: str, name: str = "from-trace") -> Any:
     import tempfile
     from pathlib import Path
 
+    from ..core.files import atomic_write
     from ..systems.system import load_system
 
     with tempfile.TemporaryDirectory(prefix="ppverify-preset-") as d:
         path = Path(d) / f"{name}.yaml"
-        path.write_text(text)
+        # UTF-8, which load_system reads, whatever the locale: the text names the trace's path
+        atomic_write(path, text)
         return load_system(str(path))
 
 

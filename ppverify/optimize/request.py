@@ -328,13 +328,8 @@ def save_result(res: Any, problem: Problem, path: str) -> None:
     from ..io.json_comm import CommSettings
     from ..io.json_format import save_json
 
-    save_json(
-        res.schedule,
-        path,
-        costs=problem.costs,
-        comm=CommSettings(problem.comm, problem.sync, problem.dp_allreduce),
-        comment=saved_comment(res, problem),
-    )
+    comm = CommSettings(problem.comm, problem.sync, problem.dp_allreduce)
+    save_json(res.schedule, path, problem.costs, comment=saved_comment(res, problem), comm=comm, flag="--save")
 
 
 def saved_comment(res: Any, problem: Problem) -> str:

@@ -45,15 +45,13 @@ def check_plot_path(path: str | Path, option: str = "-o") -> Path:
         ...
         ppverify.core.errors.ParameterError: parameter --plot=x.txt: expected a file ending in .png, .svg, .pdf
     """
-    from ..core.files import check_folder_takes_files, output_target
+    from ..core.files import check_output_folder, output_target
 
-    target, _ = output_target(path, option)  # a trailing '/', a FIFO, a device: refused before drawing
+    output_target(path, option)  # a trailing '/', a FIFO, a device: refused before drawing
     p = Path(path)
     if p.suffix.lower() not in FORMATS:
         raise ParameterError(option, str(path), f"expected a file ending in {', '.join(FORMATS)}")
-    if not p.parent.exists():
-        raise ParameterError(option, str(path), f"folder {p.parent} does not exist")
-    check_folder_takes_files(target.parent, option, str(path))  # /proc, a read-only mount
+    check_output_folder(path, option)  # a missing folder (a link's too), /proc, a read-only mount
     return p
 
 

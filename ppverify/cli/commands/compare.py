@@ -57,9 +57,11 @@ def run(args: argparse.Namespace) -> int:
         ...
         ppverify.core.errors.ParameterError: parameter levels=nosuch: unknown level; expected some of formula, slot, async, contention, optimum, measured
     """
+    from ...compare.optimum import wall_factor
     from ..findings_map_cli import check_map_options
 
     t0 = time.perf_counter()
+    wall_factor()  # PPVERIFY_WALL_FACTOR checked once, now: a bad one would become error rows
     check_map_options(args)  # the map's options without --map, a report page with it
     mapped = getattr(args, "map", False)  # the map sweeps its own grid and refuses the selections itself
     req = request_from_options(vars(args), mapped)  # every option checked once; bad ones fail before any run

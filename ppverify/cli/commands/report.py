@@ -68,9 +68,12 @@ def run(args: argparse.Namespace) -> int:
         ...
         ppverify.core.errors.ParameterError: parameter max-chart-ops=0: must be >= 1
     """
+    from ...compare.optimum import wall_factor
     from ...core.errors import ParameterError
     from ..findings_map_cli import check_map_options
     from ..report_options import check_report_options, check_solver_budget
+
+    wall_factor()  # PPVERIFY_WALL_FACTOR checked once, before any row is solved (as compare does)
 
     if args.map:
         raise ParameterError(

@@ -80,20 +80,20 @@ def run(args: argparse.Namespace) -> int:
         tiny: 4 rows = 2 schedules x 2 configurations x 1 levels; 0 already in ...tiny.results.jsonl, 4 to run
         0
     """
+    from ...compare.optimum import wall_factor
     from ...compare.run import error_exit
     from ...sweep.config import load_sweep
     from ...sweep.executor import grid_rows, rows_to_run, run_sweep
 
+    wall_factor()  # PPVERIFY_WALL_FACTOR checked once, now: a bad one would be stored as error rows
     spec = load_sweep(args.config)
     store = Path(args.store) if args.store else Path(args.config).with_suffix(".results.jsonl")
     if args.out and Path(args.out).suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError("out", args.out, "expected a .csv or .parquet file")
-    from ...core.files import check_output_path, output_target
+    from ...core.files import check_output_folder, check_output_path
 
     if args.dry_run:  # reads the store only: a read-only folder is fine, a missing one or a folder-as-store is not
-        target, _ = output_target(store, "--store")
-        if not target.parent.is_dir():
-            raise ParameterError("--store", str(store), f"folder {store.parent} does not exist")
+        check_output_folder(store, "--store", probe=False)
     else:
         check_output_path(store, "--store")  # as --out: a typo'd folder is refused, never created
     if args.out:
