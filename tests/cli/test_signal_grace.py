@@ -25,9 +25,13 @@ import time
 import pytest
 
 from ppverify.cli import _commands
+from ppverify.cli.signals import GRACE_S
 
-#: the grace (2 s) plus a wide margin for a loaded machine: what "within seconds" is held to
-WITHIN_S = 8.0
+#: the grace (2 s) plus a wide margin for a loaded machine: what "within seconds" is held to, far
+#: from the 60 s native call (and the 68.6 s of the slow test below) that it tells apart. 8 s was
+#: too close: with three CPU burners and a solver-heavy pytest -n 2 beside it on the 2-core
+#: machine, verify ended 7.1 s after the signal
+WITHIN_S = 20.0
 
 _STUCK_VERIFY = """
 import ctypes, signal, sys
@@ -48,15 +52,19 @@ sys.exit(main())
 
 def _signalled(code: str, sig: int, timeout: float = 90) -> tuple[int, float, str, str, float]:
     """Run ``code``; once it prints ``stuck``, send it ``sig``: its exit code, the seconds from
-    the signal to its end, its stdout and stderr, and the monotonic time the signal was sent."""
+    the signal to its end, its stdout and stderr, and the monotonic time the signal was sent by.
+
+    The clock is read once the signal is sent: read before, it also counted any seconds this test
+    process was held up on its way to sending it (a loaded machine), and the signal looked earlier
+    than it was."""
     proc = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd()
     )
     assert proc.stdout is not None
     first = proc.stdout.readline()
     assert first == "stuck\n", first + proc.communicate(timeout=timeout)[1]
-    sent = time.monotonic()
     proc.send_signal(sig)
+    sent = time.monotonic()
     out, err = proc.communicate(timeout=timeout)
     return proc.returncode, time.monotonic() - sent, first + out, err, sent
 
@@ -70,6 +78,7 @@ def test_verify_ends_within_the_grace_inside_native_work(sig, code, words):
     # before: the signal waited for the 60 s call to return (the test's timeout, not 130)
     rc, seconds, out, err, _ = _signalled(_STUCK_VERIFY, sig)
     assert rc == code, out + err
+    assert GRACE_S == 2.0  # docs/limits.md: "end within a grace of 2 s of the signal"
     assert seconds < WITHIN_S, seconds
     assert err == f"ppverify verify: {words}\n"  # the usual line (docs/limits.md), once
     assert out == "stuck\n"  # no verdict
@@ -107,7 +116,9 @@ def test_without_the_grace_the_command_keeps_control():
     # (3 s, past the grace a watchdog would have given) and the command ends as it chooses. On a
     # loaded machine the test may send the signal late (CI saw it once: after the call had
     # returned); a try where the signal was not raised more than 2 s after it was sent (where a
-    # watchdog would not yet have ended the process) proves nothing and is run again
+    # watchdog would not yet have ended the process) proves nothing and is run again. The time it
+    # was sent by is read after sending it (_signalled): read before, a test process held up
+    # between the two made a signal sent after the call's return look 2 s early
     for _ in range(5):
         rc, _, out, err, sent = _signalled(_BLOCK.format(grace=None, seconds=3, after=0), signal.SIGINT)
         assert rc == 0 and out == "stuck\nkept what was done\n", out + err
@@ -119,10 +130,16 @@ def test_without_the_grace_the_command_keeps_control():
 
 def test_a_command_that_ended_in_time_is_not_ended_by_the_watchdog():
     # the call returns at once (0 s), the signal is raised in the block, which is left: the
-    # 1 s grace then passes while the program goes on for 2.5 s more, and nothing ends it
-    rc, _, out, err, _ = _signalled(_BLOCK.format(grace=1.0, seconds=0, after=2.5), signal.SIGINT)
-    assert (rc, out) == (0, "stuck\nkept what was done\n")
-    assert "ppverify x" not in err, err  # no "interrupted" line from a watchdog
+    # 1 s grace then passes while the program goes on for 2.5 s more, and nothing ends it. A
+    # process held up for the whole grace between the signal and leaving the block (a loaded
+    # machine) is rightly ended before it prints "raised": such a try proves nothing, run again
+    for _ in range(5):
+        rc, _, out, err, _ = _signalled(_BLOCK.format(grace=1.0, seconds=0, after=2.5), signal.SIGINT)
+        if "raised " in err:  # the block was left before the watchdog acted
+            assert (rc, out) == (0, "stuck\nkept what was done\n")
+            assert "ppverify x" not in err, err  # no "interrupted" line from a watchdog
+            return
+    pytest.fail(f"the block was never left within the 1 s grace, in 5 tries: {rc} {err!r}")
 
 
 def test_only_verify_and_prove_end_on_a_signal():
@@ -142,8 +159,8 @@ def test_a_ctrl_c_in_z3s_late_search_ends_verify_within_seconds():
     )
     time.sleep(20)
     assert proc.poll() is None  # still deciding (the whole run takes about a minute or more)
-    sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()  # after the signal is sent, as in _signalled
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, out + err
     assert time.monotonic() - sent < WITHIN_S

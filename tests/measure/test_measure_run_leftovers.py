@@ -104,10 +104,11 @@ def test_the_fork_server_ends_with_the_command_while_it_imports_torch(how, tmp_p
             proc.kill()
         proc.wait(timeout=60)
         assert proc.returncode == (130 if how == "ctrl-c to the group" else -9), err.read_text()
-        gone = time.monotonic()
-        # docs/limits.md: the server "ends once the command is gone"; before the fix: 60 s here
+        # docs/limits.md: the server "ends once the command is gone"; before the fix: 60 s here.
+        # wait_until bounds it (by this process's clock, read before each look at the session); a
+        # second look at the clock after it also counted any seconds this test process itself was
+        # held up on a loaded machine, after the session had emptied
         assert wait_until(lambda: not session(proc.pid), PROMPT_S), _names(proc.pid)
-        assert time.monotonic() - gone < PROMPT_S
     finally:
         for pr in session(proc.pid):
             pr.kill()

@@ -102,9 +102,24 @@ def test_stop_all_stops_the_search_in_the_child():
     solver = make_solver(60.0, 2, 0, 60.0, deterministic=True)
     solver.parameters.linearization_level = 0  # no LP: the bound 105 comes slowly
     solver.parameters.cp_model_presolve = False
-    threading.Timer(0.5, stop_all).start()
+    returned = threading.Event()
+
+    def stop_once_under_way() -> None:
+        # half a second in, and again until a solve was there to stop: a test process held up
+        # before the solve began sent the one stop to nothing, and the search then ran its 60 s;
+        # never after the solve returned (a stop left behind would cut the next test's solve)
+        time.sleep(0.5)
+        while not returned.is_set() and stop_all() == 0:
+            time.sleep(0.05)
+
+    stopper = threading.Thread(target=stop_once_under_way, daemon=True)
+    stopper.start()
     t0 = time.monotonic()
-    status = run_solver(solver, model)
+    try:
+        status = run_solver(solver, model)
+    finally:
+        returned.set()
+        stopper.join()
     assert time.monotonic() - t0 < 30.0
     assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -16,6 +16,9 @@ from ppverify.optimize.bounds import heads_tails
 from ppverify.optimize.cycle import memory_cycle_bounds
 
 
+# each optimum below comes from 30 deterministic seconds of CP-SAT work (what time_limit=30 gave),
+# not from the wall clock: with three CPU burners on the 2-core machine the wall limit cut the span
+# case (3, 6, 1, 3, zb) after 27 s, FEASIBLE, twice of two; the 600 s only guards against a hang
 def _problem(p, m, c, cap, memory, objective="makespan"):
     pl = linear(p)
     if memory == "zb":
@@ -44,7 +47,7 @@ GRID = [
 def test_never_above_the_optimum(p, m, c, cap, memory):
     pr = _problem(p, m, c, cap, memory)
     # the optimum from CP-SAT alone: no analytic bound posted, no start proven by a bound
-    r = optimize(pr, time_limit=30, workers=1, redundant_bounds=False)
+    r = optimize(pr, time_limit=600, work_limit=30, workers=1, redundant_bounds=False)
     assert r.status == "OPTIMAL"
     inst = instance(pr)
     cycle = memory_cycle_bounds(inst, *heads_tails(inst), "makespan")
@@ -55,7 +58,7 @@ def test_never_above_the_optimum(p, m, c, cap, memory):
 @pytest.mark.parametrize("p,m,c,cap,memory", [(2, 5, 1, 1, "zb"), (3, 6, 1, 3, "zb"), (4, 8, 0, 1.5, "half")])
 def test_span_never_above_the_optimum(p, m, c, cap, memory):
     pr = _problem(p, m, c, cap, memory, objective="span")
-    r = optimize(pr, time_limit=30, workers=1, redundant_bounds=False)
+    r = optimize(pr, time_limit=600, work_limit=30, workers=1, redundant_bounds=False)
     assert r.status == "OPTIMAL"
     inst = instance(pr)
     assert max(memory_cycle_bounds(inst, *heads_tails(inst), "span")) * inst.tick <= r.objective
@@ -80,6 +83,6 @@ def test_hand_derived_value_on_device_0(p, blocks):
 
 def test_meets_the_optimum_at_m_2p():
     """(4, 8): 39 = 11p - 5 is the optimum; the start meets the bound, proven with no search."""
-    r = optimize(_problem(4, 8, 1, 4, "zb"), time_limit=30, workers=1)
+    r = optimize(_problem(4, 8, 1, 4, "zb"), time_limit=600, work_limit=30, workers=1)
     assert r.status == "OPTIMAL" and r.objective == 39
     assert r.bounds["memory_cycle"] == 39

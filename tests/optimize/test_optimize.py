@@ -150,7 +150,10 @@ def test_bound_never_exceeds_any_family(p, m, c):
                 continue
             cm = CostModel.abstract(s.placement, **parse_costs(costs))
             pr = problem_for(s, cm, FixedDelay(c))
-            res = optimize(pr, time_limit=5, relax_share=0.0)
+            # 5 deterministic seconds of search (what time_limit=5 gave); the wall clock only
+            # guards a hang: a 5 s one cut the starting schedules, where the family is a hint, in 2
+            # of these 63 runs with three CPU burners on the 2-core machine
+            res = optimize(pr, time_limit=600, work_limit=5, relax_share=0.0)
             fam = run(s, cm, FixedDelay(c), "async").makespan
             assert res.bound <= fam + 1e-9, s.describe()
             assert res.objective <= fam + 1e-9, s.describe()  # the family is a hint candidate

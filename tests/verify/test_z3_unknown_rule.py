@@ -7,6 +7,7 @@ verifier's error."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import z3
@@ -42,7 +43,29 @@ def test_prove_keeps_a_real_timeout_as_unknown():
     assert prove(FERMAT, timeout_ms=50).status == "unknown"
 
 
+def _interrupt_until(returned: threading.Event) -> threading.Thread:
+    """A thread that interrupts Z3's context 0.3 s from now and again every 0.1 s until
+    ``returned`` is set. One interrupt that comes before the check starts is lost (a check begun
+    after it ran to its own timeout, measured), so a test process held up for 0.3 s before the
+    check would wait out the whole timeout and get its "unknown"."""
+
+    def run() -> None:
+        time.sleep(0.3)
+        while not returned.is_set():
+            z3.main_ctx().interrupt()
+            returned.wait(0.1)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
 def test_prove_raises_on_an_interrupt_before_its_timeout():
-    threading.Timer(0.3, z3.main_ctx().interrupt).start()
-    with pytest.raises(KeyboardInterrupt):
-        prove(FERMAT, timeout_ms=60_000)
+    returned = threading.Event()
+    thread = _interrupt_until(returned)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            prove(FERMAT, timeout_ms=60_000)
+    finally:
+        returned.set()
+        thread.join()
