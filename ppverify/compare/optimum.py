@@ -41,7 +41,7 @@ WALL_FACTOR = 4.0
 def wall_factor() -> float:
     """The wall-clock stop as a multiple of the work limit: ``PPVERIFY_WALL_FACTOR`` if set (a
     number >= 1), else :data:`WALL_FACTOR`. The commands that solve optimum rows (``compare``,
-    ``sweep``) call it once before any row, so a bad value is one line and exit code 2, never an
+    ``sweep``, ``report``) call it once before any row, so a bad value is one line and exit code 2, never an
     error row kept in a store.
 
     Example:

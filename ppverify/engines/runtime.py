@@ -45,11 +45,11 @@ from ..core.costs import CostModel
 from ..core.dag import DagArrays, build_dag_arrays
 from ..core.errors import DeadlockError, ParameterError
 from ..core.ops import Comm, Op, Overlap
-from ..core.program_order import _waits, list_schedule_flat
 from ..core.schedule import Schedule
 from ..core.send_gates import gated_pred, send_key
 from ..core.timeline import Timeline, TimelineInfo, Transfers
 from ..systems.system import link_delay_of
+from .core import _waits, list_schedule_flat
 
 #: the model's terms, in the order of :class:`Handover`'s fields (and of ``System.handover_s``)
 TERMS = ("head", "overshoot", "gap", "send", "recv", "late", "wake")
